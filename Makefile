@@ -1,0 +1,106 @@
+# wick - build. `make` builds build/wick; `make test` runs the whole suite
+# (see scripts/test); `make unit` and `make asan` run the unit tests in the
+# release and the AddressSanitizer+UBSan builds; `make fuzz` builds the
+# libFuzzer targets with clang.
+
+CC       ?= cc
+BUILD    ?= build
+VARIANT  ?= release
+OUT      := $(BUILD)/$(VARIANT)
+
+CFLAGS_BASE := -std=c11 -D_GNU_SOURCE -g -Wall -Wextra -Wno-unused-parameter \
+               -Wstrict-prototypes -Werror=implicit-function-declaration -fno-strict-aliasing -MMD -MP
+ifeq ($(VARIANT),asan)
+  CFLAGS_OPT := -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
+  LDFLAGS_SAN := -fsanitize=address,undefined
+else
+  CFLAGS_OPT := -O2 -DNDEBUG
+endif
+CFLAGS  += $(CFLAGS_BASE) $(CFLAGS_OPT)
+LDLIBS  := $(shell pkg-config --libs jansson 2>/dev/null || echo -ljansson) -lm -lpthread
+APP_LDLIBS := $(shell pkg-config --libs libedit 2>/dev/null || echo -ledit)
+
+AVX2_FLAGS   := -mavx2 -mfma -mf16c
+AVX512_FLAGS := $(AVX2_FLAGS) -mavx512f -mavx512bw -mavx512vl -mavx512dq
+VNNI_FLAGS   := $(AVX512_FLAGS) -mavx512vnni
+
+LIB_SRC    := $(wildcard src/*/*.c)
+AVX2_SRC   := $(wildcard src/cpu/arch/x86/avx2/*.c)
+AVX512_SRC := $(filter-out %_vnni.c,$(wildcard src/cpu/arch/x86/avx512/*.c))
+VNNI_SRC   := $(wildcard src/cpu/arch/x86/avx512/*_vnni.c)
+APP_SRC    := $(wildcard app/*.c)
+UNIT_SRC   := $(wildcard tests/unit/test-*.c)
+TEST_TOOLS := $(wildcard tests/tools/*.c)
+
+LIB_OBJ  := $(patsubst %.c,$(OUT)/%.o,$(LIB_SRC) $(AVX2_SRC) $(AVX512_SRC) $(VNNI_SRC))
+APP_OBJ  := $(patsubst %.c,$(OUT)/%.o,$(APP_SRC))
+UNIT_BIN := $(patsubst tests/unit/%.c,$(OUT)/tests/%,$(UNIT_SRC))
+TOOL_BIN := $(patsubst tests/tools/%.c,$(OUT)/tests/%,$(TEST_TOOLS))
+LIB      := $(OUT)/libwick.a
+
+.PHONY: all wick unit asan test fuzz clean format
+all: $(OUT)/wick $(UNIT_BIN) $(TOOL_BIN)
+ifeq ($(VARIANT),release)
+	@ln -sf release/wick $(BUILD)/wick
+endif
+
+$(OUT)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+$(OUT)/src/cpu/arch/x86/avx2/%.o: src/cpu/arch/x86/avx2/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(AVX2_FLAGS) -c $< -o $@
+
+$(OUT)/src/cpu/arch/x86/avx512/%_vnni.o: src/cpu/arch/x86/avx512/%_vnni.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(VNNI_FLAGS) -c $< -o $@
+
+$(OUT)/src/cpu/arch/x86/avx512/%.o: src/cpu/arch/x86/avx512/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(AVX512_FLAGS) -c $< -o $@
+
+$(LIB): $(LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(OUT)/wick: $(APP_OBJ) $(LIB)
+	$(CC) $(LDFLAGS_SAN) -o $@ $(APP_OBJ) $(LIB) $(APP_LDLIBS) $(LDLIBS)
+
+$(OUT)/tests/%: tests/unit/%.c tests/unit/check.h $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS_SAN) -o $@ $< $(LIB) $(LDLIBS)
+
+$(OUT)/tests/%: tests/tools/%.c $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS_SAN) -o $@ $< $(LIB) $(LDLIBS)
+
+wick: $(OUT)/wick
+
+# Unit tests of this variant.
+unit: $(UNIT_BIN)
+	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done
+
+# Unit tests under AddressSanitizer + UndefinedBehaviorSanitizer.
+asan:
+	$(MAKE) VARIANT=asan unit
+
+test:
+	scripts/test
+
+# libFuzzer targets (clang): build/fuzz/fuzz-gguf
+FUZZ_SRC := $(wildcard tests/fuzz/fuzz-*.c)
+fuzz: $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRC))
+FUZZ_LIB_SRC := $(wildcard src/base/*.c src/tensor/*.c src/io/*.c)
+$(BUILD)/fuzz/%: tests/fuzz/%.c $(FUZZ_LIB_SRC)
+	@mkdir -p $(dir $@)
+	clang -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined \
+	  -o $@ $< $(FUZZ_LIB_SRC) $(LDLIBS)
+
+format:
+	clang-format -i $$(git ls-files '*.c' '*.h')
+
+clean:
+	rm -rf $(BUILD)
+
+-include $(LIB_OBJ:.o=.d) $(APP_OBJ:.o=.d)

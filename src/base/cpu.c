@@ -1,0 +1,69 @@
+/*
+ * cpu.c - CPU feature detection: CPUID for what the processor has, XGETBV
+ * for what register state the OS saves (Intel SDM vol. 1, 13.2 and 15.2).
+ * A feature counts only when both agree.
+ */
+#include "wk_base.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+
+static uint64_t xgetbv0(void)
+{
+    uint32_t eax, edx;
+    __asm__ volatile("xgetbv" : "=a"(eax), "=d"(edx) : "c"(0));
+    return ((uint64_t)edx << 32) | eax;
+}
+
+static void detect(struct wk_cpu_features *f)
+{
+    unsigned a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d)) return;
+    bool osxsave = c & (1u << 27), fma = c & (1u << 12), f16c = c & (1u << 29),
+         avx = c & (1u << 28);
+    if (!osxsave || !avx) return;
+    uint64_t xcr0 = xgetbv0();
+    bool ymm_ok = (xcr0 & 0x6) == 0x6;       /* SSE + AVX state */
+    bool zmm_ok = (xcr0 & 0xe6) == 0xe6;     /* + opmask, ZMM_Hi256, Hi16_ZMM */
+    if (__get_cpuid_max(0, NULL) < 7) return;
+    __cpuid_count(7, 0, a, b, c, d);
+    bool avx2 = b & (1u << 5);
+    bool avx512f = b & (1u << 16), avx512dq = b & (1u << 17), avx512bw = b & (1u << 30),
+         avx512vl = b & (1u << 31), vnni = c & (1u << 11);
+    f->avx2 = ymm_ok && avx2 && fma && f16c;
+    f->avx512 = f->avx2 && zmm_ok && avx512f && avx512dq && avx512bw && avx512vl;
+    f->avx512_vnni = f->avx512 && vnni;
+}
+#else
+static void detect(struct wk_cpu_features *f)
+{
+    (void)f;
+}
+#endif
+
+static struct wk_cpu_features g_features; /* written once, under g_once */
+static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+
+static void init_once(void)
+{
+    detect(&g_features);
+    const char *cap = getenv("WICK_CPU");
+    if (cap && strcmp(cap, "ref") == 0) {
+        g_features.avx2 = g_features.avx512 = g_features.avx512_vnni = false;
+    } else if (cap && strcmp(cap, "avx2") == 0) {
+        g_features.avx512 = g_features.avx512_vnni = false;
+    }
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    g_features.n_cores = n > 0 ? (int)n : 1;
+}
+
+const struct wk_cpu_features *wk_cpu_features_get(void)
+{
+    pthread_once(&g_once, init_once);
+    return &g_features;
+}

@@ -1,0 +1,108 @@
+/*
+ * status.c - status names, error reports, assertions, logging, clock.
+ */
+#include "wk_base.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+const char *wk_status_str(enum wk_status st)
+{
+    switch (st) {
+    case WK_OK: return "ok";
+    case WK_E_NOMEM: return "out of memory";
+    case WK_E_IO: return "I/O error";
+    case WK_E_FORMAT: return "malformed input";
+    case WK_E_UNSUPPORTED: return "unsupported";
+    case WK_E_INVALID: return "invalid argument";
+    case WK_E_NOT_FOUND: return "not found";
+    case WK_E_RANGE: return "out of range";
+    case WK_E_CANCELLED: return "cancelled";
+    case WK_E_INTERNAL: return "internal error";
+    }
+    return "unknown status";
+}
+
+void wk_error_clear(struct wk_error *err)
+{
+    if (!err) return;
+    err->status = WK_OK;
+    err->msg[0] = '\0';
+}
+
+enum wk_status wk_error_set(struct wk_error *err, enum wk_status st, const char *fmt, ...)
+{
+    if (!err) return st;
+    err->status = st;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+    va_end(ap);
+    return st;
+}
+
+enum wk_status wk_error_prefix(struct wk_error *err, const char *fmt, ...)
+{
+    if (!err) return WK_OK;
+    char prefix[WK_ERROR_MSG_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(prefix, sizeof prefix, fmt, ap);
+    va_end(ap);
+    size_t np = strlen(prefix), nm = strlen(err->msg);
+    if (np >= sizeof err->msg) np = sizeof err->msg - 1;
+    if (np + nm >= sizeof err->msg) nm = sizeof err->msg - 1 - np;
+    memmove(err->msg + np, err->msg, nm);
+    memcpy(err->msg, prefix, np);
+    err->msg[np + nm] = '\0';
+    return err->status;
+}
+
+_Noreturn void wk_assert_fail(const char *expr, const char *file, int line)
+{
+    fprintf(stderr, "wick: assertion failed: %s (%s:%d)\n", expr, file, line);
+    abort();
+}
+
+static enum wk_log_level g_log_level = WK_LOG_WARN; /* set before threads start */
+
+void wk_log_set_level(enum wk_log_level level)
+{
+    g_log_level = level;
+}
+
+void wk_log(enum wk_log_level level, const char *fmt, ...)
+{
+    if (level < g_log_level) return;
+    static const char *names[] = {"debug", "info", "warning", "error"};
+    char line[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "wick: %s: %s\n", names[level], line);
+}
+
+int64_t wk_time_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+char *wk_asprintf(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n < 0) return NULL;
+    char *s = wk_malloc((size_t)n + 1);
+    if (!s) return NULL;
+    va_start(ap, fmt);
+    vsnprintf(s, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    return s;
+}

@@ -1,0 +1,147 @@
+/*
+ * threadpool.c - a persistent pool of worker threads for the compute loop.
+ *
+ * One job at a time: wk_threadpool_run() publishes (fn, ctx) and bumps a
+ * generation counter; each worker, which spins on that counter for a while
+ * and then sleeps on a condition variable, runs its share and bumps n_done.
+ * The caller is thread 0 and spins until every worker has finished.
+ *
+ * Sleep/wake without lost wakeups: a worker registers in n_sleeping and
+ * re-checks the generation under the mutex; the caller bumps the generation
+ * before reading n_sleeping (both sequentially consistent), so either the
+ * worker sees the new generation or the caller sees the sleeper and signals.
+ */
+#include "wk_base.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#define SPIN_LIMIT 200000 /* ~ a few ms of pause loops before sleeping */
+
+struct worker_arg {
+    struct wk_threadpool *pool;
+    int ith;
+};
+
+struct wk_threadpool {
+    int n_threads;
+    pthread_t *threads;
+    struct worker_arg *args;
+    _Atomic uint64_t generation;
+    _Atomic int n_done;
+    _Atomic int n_sleeping;
+    _Atomic bool stop;
+    wk_task_fn fn;
+    void *ctx;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+};
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
+static void *worker_main(void *p)
+{
+    struct worker_arg *arg = p;
+    struct wk_threadpool *pool = arg->pool;
+    uint64_t seen = 0;
+    for (;;) {
+        uint64_t g;
+        int spins = 0;
+        while ((g = atomic_load(&pool->generation)) == seen) {
+            if (++spins < SPIN_LIMIT) {
+                cpu_relax();
+                continue;
+            }
+            pthread_mutex_lock(&pool->mu);
+            atomic_fetch_add(&pool->n_sleeping, 1);
+            while (atomic_load(&pool->generation) == seen) pthread_cond_wait(&pool->cv, &pool->mu);
+            atomic_fetch_sub(&pool->n_sleeping, 1);
+            pthread_mutex_unlock(&pool->mu);
+            spins = 0;
+        }
+        seen = g;
+        if (atomic_load(&pool->stop)) return NULL;
+        pool->fn(pool->ctx, arg->ith, pool->n_threads);
+        atomic_fetch_add_explicit(&pool->n_done, 1, memory_order_release);
+    }
+}
+
+static void publish(struct wk_threadpool *pool)
+{
+    atomic_fetch_add(&pool->generation, 1);
+    if (atomic_load(&pool->n_sleeping) > 0) {
+        pthread_mutex_lock(&pool->mu);
+        pthread_cond_broadcast(&pool->cv);
+        pthread_mutex_unlock(&pool->mu);
+    }
+}
+
+enum wk_status wk_threadpool_create(int n_threads, struct wk_threadpool **out)
+{
+    *out = NULL;
+    if (n_threads < 1 || n_threads > 1024) return WK_E_INVALID;
+    struct wk_threadpool *pool = wk_calloc(1, sizeof *pool);
+    if (!pool) return WK_E_NOMEM;
+    pool->n_threads = n_threads;
+    pthread_mutex_init(&pool->mu, NULL);
+    pthread_cond_init(&pool->cv, NULL);
+    int n_workers = n_threads - 1;
+    if (n_workers > 0) {
+        pool->threads = wk_calloc((size_t)n_workers, sizeof *pool->threads);
+        pool->args = wk_calloc((size_t)n_workers, sizeof *pool->args);
+        if (!pool->threads || !pool->args) {
+            pool->n_threads = 1;
+            wk_threadpool_destroy(pool);
+            return WK_E_NOMEM;
+        }
+    }
+    for (int i = 0; i < n_workers; i++) {
+        pool->args[i].pool = pool;
+        pool->args[i].ith = i + 1;
+        if (pthread_create(&pool->threads[i], NULL, worker_main, &pool->args[i]) != 0) {
+            pool->n_threads = i + 1; /* join only those started */
+            wk_threadpool_destroy(pool);
+            return WK_E_IO;
+        }
+    }
+    *out = pool;
+    return WK_OK;
+}
+
+void wk_threadpool_destroy(struct wk_threadpool *pool)
+{
+    if (!pool) return;
+    atomic_store(&pool->stop, true);
+    publish(pool);
+    for (int i = 0; i < pool->n_threads - 1; i++) pthread_join(pool->threads[i], NULL);
+    pthread_mutex_destroy(&pool->mu);
+    pthread_cond_destroy(&pool->cv);
+    wk_free(pool->threads);
+    wk_free(pool->args);
+    wk_free(pool);
+}
+
+int wk_threadpool_n_threads(const struct wk_threadpool *pool)
+{
+    return pool ? pool->n_threads : 1;
+}
+
+void wk_threadpool_run(struct wk_threadpool *pool, wk_task_fn fn, void *ctx)
+{
+    if (!pool || pool->n_threads == 1) {
+        fn(ctx, 0, 1);
+        return;
+    }
+    pool->fn = fn;
+    pool->ctx = ctx;
+    atomic_store(&pool->n_done, 0);
+    publish(pool);
+    fn(ctx, 0, pool->n_threads);
+    while (atomic_load_explicit(&pool->n_done, memory_order_acquire) < pool->n_threads - 1)
+        cpu_relax();
+}

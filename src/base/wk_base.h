@@ -1,0 +1,235 @@
+/*
+ * wk_base.h - the bottom layer of wick: status codes and error messages,
+ * logging, tracked allocation, arenas, memory-mapped files, the thread pool,
+ * CPU feature detection and a monotonic clock.
+ *
+ * Every other module includes this header; it includes nothing of wick's.
+ *
+ * Conventions (see CONVENTIONS.md): fallible functions return enum wk_status
+ * (0 ok, negative error) and, where the failure depends on data, fill a
+ * caller-provided struct wk_error with a message naming what and where.
+ */
+#ifndef WK_BASE_H
+#define WK_BASE_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* ------------------------------------------------------------------ status */
+
+enum wk_status {
+    WK_OK = 0,
+    WK_E_NOMEM = -1,       /* an allocation failed */
+    WK_E_IO = -2,          /* open/read/mmap failed (errno-level) */
+    WK_E_FORMAT = -3,      /* a file or message is malformed */
+    WK_E_UNSUPPORTED = -4, /* well-formed but not something wick handles */
+    WK_E_INVALID = -5,     /* a caller-supplied argument or option is invalid */
+    WK_E_NOT_FOUND = -6,   /* a named thing (file, tensor, key) does not exist */
+    WK_E_RANGE = -7,       /* a value is outside the allowed range (context) */
+    WK_E_CANCELLED = -8,   /* the operation was cancelled by its caller */
+    WK_E_INTERNAL = -9,    /* a bug in wick */
+};
+
+/* Returns a short static name for a status ("out of memory", ...). Never NULL. */
+const char *wk_status_str(enum wk_status st);
+
+/*
+ * An error report: the status plus a message naming the problem and where it
+ * is. Callers own the struct (usually on the stack); functions that take a
+ * `struct wk_error *err` accept NULL when the caller needs only the status.
+ */
+#define WK_ERROR_MSG_MAX 512
+struct wk_error {
+    enum wk_status status;
+    char msg[WK_ERROR_MSG_MAX];
+};
+
+/* Clears an error report to WK_OK and an empty message. err may be NULL. */
+void wk_error_clear(struct wk_error *err);
+
+/*
+ * Records status st and a printf-style message in err (which may be NULL)
+ * and returns st, so a failing path reads `return wk_error_set(err, ...)`.
+ */
+enum wk_status wk_error_set(struct wk_error *err, enum wk_status st, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/*
+ * Prepends context ("file.gguf: ") to the message already in err, keeping
+ * its status. Returns err->status (WK_OK when err is NULL).
+ */
+enum wk_status wk_error_prefix(struct wk_error *err, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Always-on assertion for programmer errors, never for data from outside. */
+#define WK_ASSERT(cond)                                                                            \
+    do {                                                                                           \
+        if (!(cond)) wk_assert_fail(#cond, __FILE__, __LINE__);                                    \
+    } while (0)
+#ifdef NDEBUG
+#define WK_DASSERT(cond)                                                                           \
+    do {                                                                                           \
+    } while (0)
+#else
+#define WK_DASSERT(cond) WK_ASSERT(cond)
+#endif
+_Noreturn void wk_assert_fail(const char *expr, const char *file, int line);
+
+/* ----------------------------------------------------------- checked math */
+
+/* Overflow-safe size arithmetic: return false (and leave *out unspecified)
+ * when the exact result does not fit. */
+static inline bool wk_add_u64(uint64_t a, uint64_t b, uint64_t *out)
+{
+    return !__builtin_add_overflow(a, b, out);
+}
+static inline bool wk_mul_u64(uint64_t a, uint64_t b, uint64_t *out)
+{
+    return !__builtin_mul_overflow(a, b, out);
+}
+
+/* ----------------------------------------------------------------- logging */
+
+enum wk_log_level { WK_LOG_DEBUG = 0, WK_LOG_INFO = 1, WK_LOG_WARN = 2, WK_LOG_ERROR = 3 };
+
+/* Messages below this level are dropped. Set before threads start. */
+void wk_log_set_level(enum wk_log_level level);
+/* Writes one line to stderr, prefixed by the level, if level passes. */
+void wk_log(enum wk_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* -------------------------------------------------------------- allocation */
+
+/*
+ * Heap allocation through wick's counters: the number of live bytes is kept
+ * so tests can check for leaks, and tests can make the Nth allocation fail.
+ * Semantics match malloc/calloc/realloc/free/strdup; all are thread-safe.
+ * wk_free(NULL) is a no-op. Blocks are 16-byte aligned.
+ */
+void *wk_malloc(size_t size);
+void *wk_calloc(size_t n, size_t size);
+void *wk_realloc(void *p, size_t size);
+void wk_free(void *p);
+char *wk_strdup(const char *s);
+char *wk_strndup(const char *s, size_t n);
+
+/*
+ * 64-byte-aligned allocation for SIMD buffers; counted like wk_malloc.
+ * Free with wk_aligned_free (NULL ok). Contents uninitialised.
+ */
+void *wk_aligned_alloc(size_t size);
+void wk_aligned_free(void *p);
+
+/* Bytes currently live through the functions above. */
+int64_t wk_alloc_live_bytes(void);
+/* Test hook: the nth allocation from now (1-based) and all after it fail,
+ * until reset with n = 0. */
+void wk_alloc_fail_after(int64_t n);
+
+/* ------------------------------------------------------------------ arena */
+
+/*
+ * A bump allocator for per-forward scratch: one block sized at load, reset
+ * each step. Allocation never touches the heap; running out is a bug of the
+ * sizing code and returns NULL.
+ */
+struct wk_arena {
+    uint8_t *base;
+    size_t size_bytes;
+    size_t used_bytes;
+    size_t high_water_bytes;
+};
+
+/* Allocates the arena's block of size_bytes. Returns WK_E_NOMEM on failure. */
+enum wk_status wk_arena_init(struct wk_arena *a, size_t size_bytes);
+/* Frees the block; a may be NULL or already deinitialised. */
+void wk_arena_deinit(struct wk_arena *a);
+/* Returns n_bytes of 64-byte-aligned scratch, or NULL when the arena is full. */
+void *wk_arena_alloc(struct wk_arena *a, size_t n_bytes);
+/* Forgets every allocation; the memory is reused by the next ones. */
+void wk_arena_reset(struct wk_arena *a);
+
+/* ------------------------------------------------------------ mapped file */
+
+/*
+ * A read-only memory map of a whole file. data is valid until close; the
+ * mapping is private, so the file's later changes are not guaranteed to show.
+ */
+struct wk_mapped_file {
+    const uint8_t *data;
+    uint64_t size_bytes;
+    char *path; /* owned copy of the path, for error messages */
+};
+
+/*
+ * Maps the file at path. Errors: WK_E_NOT_FOUND (no such file), WK_E_IO
+ * (cannot open, is a directory, cannot map), each naming the path in err.
+ * An empty file maps with data == NULL and size 0.
+ */
+enum wk_status wk_mapped_file_open(struct wk_mapped_file *f, const char *path,
+                                   struct wk_error *err);
+/* Unmaps; f may be NULL or already closed. */
+void wk_mapped_file_close(struct wk_mapped_file *f);
+
+/* --------------------------------------------------------------- CPU info */
+
+/* What the CPU and the OS together support (CPUID leaves plus XGETBV). */
+struct wk_cpu_features {
+    bool avx2;       /* AVX2 + FMA + F16C, and the OS saves YMM state */
+    bool avx512;     /* AVX-512 F, BW, VL, DQ, and the OS saves ZMM state */
+    bool avx512_vnni;
+    int n_cores;     /* online logical CPUs */
+};
+
+/* Reads the features once (thread-safe, idempotent) and returns them. The
+ * environment variable WICK_CPU=ref|avx2|avx512 caps what is reported. */
+const struct wk_cpu_features *wk_cpu_features_get(void);
+
+/* ---------------------------------------------------------------- timing */
+
+/* Monotonic time in nanoseconds. */
+int64_t wk_time_ns(void);
+
+/* ----------------------------------------------------------- thread pool */
+
+/*
+ * A persistent pool of n_threads workers (the caller counts as thread 0).
+ * wk_threadpool_run() runs fn(ctx, ith, nth) on every thread and returns when
+ * all are done; work is split by (ith, nth). Workers spin briefly between
+ * jobs and then sleep, so a token loop's many small jobs stay cheap.
+ * One caller at a time: run is not reentrant.
+ */
+struct wk_threadpool;
+typedef void (*wk_task_fn)(void *ctx, int ith, int nth);
+
+/* Creates a pool of n_threads (>= 1; 1 means no worker threads).
+ * Errors: WK_E_INVALID for n_threads < 1 or > 1024, WK_E_NOMEM, WK_E_IO
+ * when a thread cannot be started. */
+enum wk_status wk_threadpool_create(int n_threads, struct wk_threadpool **out);
+/* Stops and joins the workers; pool may be NULL. */
+void wk_threadpool_destroy(struct wk_threadpool *pool);
+/* Number of threads including the caller. */
+int wk_threadpool_n_threads(const struct wk_threadpool *pool);
+/* Runs fn on all threads and waits. pool may be NULL: then fn(ctx, 0, 1). */
+void wk_threadpool_run(struct wk_threadpool *pool, wk_task_fn fn, void *ctx);
+
+/* Splits [0, n) into nth near-equal contiguous ranges and returns thread
+ * ith's as [*lo, *hi). */
+static inline void wk_split_range(int64_t n, int ith, int nth, int64_t *lo, int64_t *hi)
+{
+    int64_t per = n / nth, rem = n % nth;
+    *lo = ith * per + (ith < rem ? ith : rem);
+    *hi = *lo + per + (ith < rem ? 1 : 0);
+}
+
+/* ------------------------------------------------------------------ misc */
+
+#define WK_MIN(a, b) ((a) < (b) ? (a) : (b))
+#define WK_MAX(a, b) ((a) > (b) ? (a) : (b))
+#define WK_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Formats into a fresh wk_malloc'd string (caller frees); NULL on ENOMEM. */
+char *wk_asprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#endif /* WK_BASE_H */

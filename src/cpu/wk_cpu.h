@@ -1,0 +1,97 @@
+/*
+ * wk_cpu.h - optimized CPU kernels behind one table, chosen once at start-up
+ * from the CPU's features (CPUID + XGETBV, see wk_cpu_features_get), plus
+ * the threaded operators built on them (matmul, attention, norms, RoPE).
+ *
+ * The table holds, per weight dtype, the dot product against the dtype's
+ * vec_dot_type, per activation dtype the quantizer, and per dtype the
+ * dequantizer; entries an ISA does not implement keep the plain-C _ref
+ * version from src/tensor. Call sites never #ifdef on an ISA.
+ */
+#ifndef WK_CPU_H
+#define WK_CPU_H
+
+#include "../base/wk_base.h"
+#include "../tensor/wk_tensor.h"
+
+/* Single-precision helpers used by attention: the dot product of two float
+ * rows, and y += a * x over n floats. */
+typedef float (*wk_dot_f32_fn)(int64_t n, const float *a, const float *b);
+typedef void (*wk_axpy_f32_fn)(int64_t n, float a, const float *x, float *y);
+
+struct wk_cpu_kernels {
+    const char *isa; /* "ref", "avx2", "avx512" */
+    wk_vec_dot_fn vec_dot[WK_DTYPE_COUNT];   /* by weight dtype */
+    wk_from_f32_fn quantize[WK_DTYPE_COUNT]; /* by activation dtype (Q8_0, Q8_1, Q8_K) */
+    wk_to_f32_fn to_f32[WK_DTYPE_COUNT];     /* by dtype */
+    wk_dot_f32_fn dot_f32;
+    wk_axpy_f32_fn axpy_f32;
+};
+
+/* The table for the best ISA this CPU and OS support (first call decides;
+ * thread-safe). Never NULL. */
+const struct wk_cpu_kernels *wk_cpu_kernels_get(void);
+
+/* The table for a named ISA ("ref", "avx2", "avx512"), or NULL when the ISA
+ * is unknown or this CPU cannot run it. For tests and benchmarks. */
+const struct wk_cpu_kernels *wk_cpu_kernels_for(const char *isa);
+
+/* ---------------------------------------------------------------- matmul */
+
+/*
+ * Bytes of scratch wk_cpu_matmul needs to hold n_tokens activation rows of
+ * n_in elements quantized to w_dtype's vec_dot_type (0 for float weights).
+ */
+size_t wk_cpu_matmul_scratch_bytes(enum wk_dtype w_dtype, int64_t n_in, int64_t n_tokens);
+
+/*
+ * y = x · Wᵀ on the pool's threads.
+ *   w:  weight, ne = {n_in, n_out} (n_out rows of n_in), any supported dtype;
+ *       n_in must be a multiple of the dtype's block size (checked at load).
+ *   x:  [n_tokens, n_in] f32, row-major.
+ *   y:  [n_tokens, n_out] f32, written; must not alias x.
+ *   scratch: at least wk_cpu_matmul_scratch_bytes(...) bytes, 64-aligned.
+ * Deterministic for a given thread count: each output is one dot product.
+ */
+void wk_cpu_matmul(struct wk_threadpool *pool, const struct wk_cpu_kernels *k,
+                   const struct wk_tensor *w, const float *x, float *y, int64_t n_tokens,
+                   void *scratch);
+
+/* Dequantizes row `row` of w (ne = {n, rows}) into dst [n] f32. */
+void wk_cpu_get_row(const struct wk_cpu_kernels *k, const struct wk_tensor *w, int64_t row,
+                    float *dst);
+
+/* ------------------------------------------------------------- elementwise */
+
+/* y = x / sqrt(mean(x²) + eps) * g over n floats (g may be NULL for gain 1).
+ * y may equal x. Zhang & Sennrich 2019. */
+void wk_rms_norm(int64_t n, const float *x, const float *g, float eps, float *y);
+
+/* In place: x = gelu_tanh(x) * up, n floats (Hendrycks & Gimpel 2016, tanh
+ * approximation). */
+void wk_geglu(int64_t n, float *x, const float *up);
+/* In place: x = silu(x) * up, n floats. */
+void wk_swiglu(int64_t n, float *x, const float *up);
+
+/* Softmax in place over n floats, max-subtracted; returns nothing. */
+void wk_softmax(int64_t n, float *x);
+
+/* RoPE pairing: NEOX pairs i with i + d/2 (rotate-half, HF); NORM pairs 2i
+ * with 2i+1 (interleaved, GGUF Llama after the converter's permutation). */
+enum wk_rope_mode { WK_ROPE_NEOX = 0, WK_ROPE_NORM = 1 };
+
+/*
+ * Fills cos_sin [n_rot] f32 for position pos: cos θ_i in [0, n_rot/2) and
+ * sin θ_i in [n_rot/2, n_rot), θ_i = pos · freq_scale · base^(-2i/n_rot),
+ * computed in double (Su et al. 2021, RoFormer). Shared by all heads.
+ */
+void wk_rope_cos_sin(int64_t pos, int n_rot, float base, float freq_scale, float *cos_sin);
+
+/*
+ * Rotates the first n_rot dims of each head in place; dims past n_rot pass
+ * through. x: [n_heads, head_dim] f32; cos_sin from wk_rope_cos_sin.
+ */
+void wk_rope_apply(float *x, int n_heads, int head_dim, int n_rot, const float *cos_sin,
+                   enum wk_rope_mode mode);
+
+#endif /* WK_CPU_H */

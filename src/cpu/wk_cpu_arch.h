@@ -1,0 +1,19 @@
+/*
+ * wk_cpu_arch.h - internal to src/cpu: the entry points of the per-ISA
+ * kernel files. Each fill function overwrites the table entries its ISA
+ * implements and leaves the rest (already the _ref kernels) alone. Those
+ * files are compiled with their own -m flags; nothing else is.
+ */
+#ifndef WK_CPU_ARCH_H
+#define WK_CPU_ARCH_H
+
+#include "wk_cpu.h"
+
+void wk__cpu_fill_avx2(struct wk_cpu_kernels *k);
+void wk__cpu_fill_avx512(struct wk_cpu_kernels *k);
+
+/* Plain-C float helpers, also the fallback of the table. */
+float wk__dot_f32_ref(int64_t n, const float *a, const float *b);
+void wk__axpy_f32_ref(int64_t n, float a, const float *x, float *y);
+
+#endif

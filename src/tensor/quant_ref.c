@@ -1,0 +1,506 @@
+/*
+ * quant_ref.c - reference (plain C) dequantization, quantization and dot
+ * products for every block type wick computes with.
+ *
+ * These define the arithmetic; SIMD kernels must match them (integer parts
+ * exactly, float sums within rounding). The block formats are those of the
+ * GGUF specification and of ggml's reference implementation
+ * (ggml/src/ggml-quants.c), which was read to learn the formats; the code
+ * here is written from those descriptions.
+ *
+ * Dot-product convention: per block, the integer products are summed
+ * exactly in int32, then scaled by the block's float factors and added to a
+ * float accumulator in block order.
+ */
+#include "wk_tensor.h"
+
+#include <math.h>
+#include <string.h>
+
+#define F16(x) wk_f16_to_f32(x)
+
+/* ------------------------------------------------------------ plain types */
+
+void wk_ref_f32_to_f32(const void *src, float *dst, int64_t n)
+{
+    memcpy(dst, src, (size_t)n * sizeof(float));
+}
+
+void wk_ref_f16_to_f32(const void *src, float *dst, int64_t n)
+{
+    const wk_f16 *s = src;
+    for (int64_t i = 0; i < n; i++) dst[i] = wk_f16_to_f32(s[i]);
+}
+
+void wk_ref_bf16_to_f32(const void *src, float *dst, int64_t n)
+{
+    const wk_bf16 *s = src;
+    for (int64_t i = 0; i < n; i++) dst[i] = wk_bf16_to_f32(s[i]);
+}
+
+void wk_ref_f32_from_f32(const float *src, void *dst, int64_t n)
+{
+    memcpy(dst, src, (size_t)n * sizeof(float));
+}
+
+void wk_ref_f16_from_f32(const float *src, void *dst, int64_t n)
+{
+    wk_f16 *d = dst;
+    for (int64_t i = 0; i < n; i++) d[i] = wk_f32_to_f16(src[i]);
+}
+
+void wk_ref_bf16_from_f32(const float *src, void *dst, int64_t n)
+{
+    wk_bf16 *d = dst;
+    for (int64_t i = 0; i < n; i++) d[i] = wk_f32_to_bf16(src[i]);
+}
+
+float wk_ref_dot_f32(int64_t n, const void *w, const void *x)
+{
+    const float *a = w, *b = x;
+    float s = 0;
+    for (int64_t i = 0; i < n; i++) s += a[i] * b[i];
+    return s;
+}
+
+float wk_ref_dot_f16(int64_t n, const void *w, const void *x)
+{
+    const wk_f16 *a = w;
+    const float *b = x;
+    float s = 0;
+    for (int64_t i = 0; i < n; i++) s += wk_f16_to_f32(a[i]) * b[i];
+    return s;
+}
+
+float wk_ref_dot_bf16(int64_t n, const void *w, const void *x)
+{
+    const wk_bf16 *a = w;
+    const float *b = x;
+    float s = 0;
+    for (int64_t i = 0; i < n; i++) s += wk_bf16_to_f32(a[i]) * b[i];
+    return s;
+}
+
+/* ------------------------------------------------------ 32-element blocks */
+
+/* 5-bit value of element j (0..31) of a Q5_0/Q5_1 block. */
+static inline int q5_value(const uint8_t *qs, uint32_t qh, int j)
+{
+    int lo = j < 16 ? (qs[j] & 0xF) : (qs[j - 16] >> 4);
+    return lo | (int)(((qh >> j) & 1) << 4);
+}
+
+void wk_ref_q4_0_to_f32(const void *src, float *dst, int64_t n)
+{
+    const struct wk_block_q4_0 *b = src;
+    for (int64_t i = 0; i < n / 32; i++) {
+        float d = F16(b[i].d);
+        for (int j = 0; j < 16; j++) {
+            dst[i * 32 + j] = ((b[i].qs[j] & 0xF) - 8) * d;
+            dst[i * 32 + j + 16] = ((b[i].qs[j] >> 4) - 8) * d;
+        }
+    }
+}
+
+void wk_ref_q4_1_to_f32(const void *src, float *dst, int64_t n)
+{
+    const struct wk_block_q4_1 *b = src;
+    for (int64_t i = 0; i < n / 32; i++) {
+        float d = F16(b[i].d), m = F16(b[i].m);
+        for (int j = 0; j < 16; j++) {
+            dst[i * 32 + j] = (b[i].qs[j] & 0xF) * d + m;
+            dst[i * 32 + j + 16] = (b[i].qs[j] >> 4) * d + m;
+        }
+    }
+}
+
+void wk_ref_q5_0_to_f32(const void *src, float *dst, int64_t n)
+{
+    const struct wk_block_q5_0 *b = src;
+    for (int64_t i = 0; i < n / 32; i++) {
+        float d = F16(b[i].d);
+        uint32_t qh;
+        memcpy(&qh, b[i].qh, 4);
+        for (int j = 0; j < 32; j++) dst[i * 32 + j] = (q5_value(b[i].qs, qh, j) - 16) * d;
+    }
+}
+
+void wk_ref_q5_1_to_f32(const void *src, float *dst, int64_t n)
+{
+    const struct wk_block_q5_1 *b = src;
+    for (int64_t i = 0; i < n / 32; i++) {
+        float d = F16(b[i].d), m = F16(b[i].m);
+        uint32_t qh;
+        memcpy(&qh, b[i].qh, 4);
+        for (int j = 0; j < 32; j++) dst[i * 32 + j] = q5_value(b[i].qs, qh, j) * d + m;
+    }
+}
+
+void wk_ref_q8_0_to_f32(const void *src, float *dst, int64_t n)
+{
+    const struct wk_block_q8_0 *b = src;
+    for (int64_t i = 0; i < n / 32; i++) {
+        float d = F16(b[i].d);
+        for (int j = 0; j < 32; j++) dst[i * 32 + j] = b[i].qs[j] * d;
+    }
+}
+
+void wk_ref_q8_1_to_f32(const void *src, float *dst, int64_t n)
+{
+    const struct wk_block_q8_1 *b = src;
+    for (int64_t i = 0; i < n / 32; i++) {
+        float d = F16(b[i].d);
+        for (int j = 0; j < 32; j++) dst[i * 32 + j] = b[i].qs[j] * d;
+    }
+}
+
+/* Symmetric 8-bit quantization of 32 values: d = max|x| / 127. Returns d
+ * and fills q; *sum gets the sum of q. */
+static float quantize_32_sym8(const float *x, int8_t *q, int *sum)
+{
+    float amax = 0;
+    for (int j = 0; j < 32; j++) amax = fmaxf(amax, fabsf(x[j]));
+    float d = amax / 127.0f;
+    float id = d != 0 ? 1.0f / d : 0.0f;
+    int s = 0;
+    for (int j = 0; j < 32; j++) {
+        q[j] = (int8_t)lrintf(x[j] * id); /* round half to even, as SIMD rounds */
+        s += q[j];
+    }
+    *sum = s;
+    return d;
+}
+
+void wk_ref_q8_0_from_f32(const float *src, void *dst, int64_t n)
+{
+    struct wk_block_q8_0 *b = dst;
+    for (int64_t i = 0; i < n / 32; i++) {
+        int sum;
+        b[i].d = wk_f32_to_f16(quantize_32_sym8(src + i * 32, b[i].qs, &sum));
+    }
+}
+
+void wk_ref_q8_1_from_f32(const float *src, void *dst, int64_t n)
+{
+    struct wk_block_q8_1 *b = dst;
+    for (int64_t i = 0; i < n / 32; i++) {
+        int sum;
+        float d = quantize_32_sym8(src + i * 32, b[i].qs, &sum);
+        b[i].d = wk_f32_to_f16(d);
+        b[i].s = wk_f32_to_f16(d * (float)sum);
+    }
+}
+
+void wk_ref_q4_0_from_f32(const float *src, void *dst, int64_t n)
+{
+    struct wk_block_q4_0 *b = dst;
+    for (int64_t i = 0; i < n / 32; i++) {
+        const float *x = src + i * 32;
+        float amax = 0, max = 0; /* the value of largest magnitude, with sign */
+        for (int j = 0; j < 32; j++)
+            if (fabsf(x[j]) > amax) amax = fabsf(x[j]), max = x[j];
+        float d = max / -8.0f, id = d != 0 ? 1.0f / d : 0.0f;
+        b[i].d = wk_f32_to_f16(d);
+        for (int j = 0; j < 16; j++) {
+            int q0 = (int)fminf(15.0f, floorf(x[j] * id + 8.5f));
+            int q1 = (int)fminf(15.0f, floorf(x[j + 16] * id + 8.5f));
+            b[i].qs[j] = (uint8_t)(q0 | (q1 << 4));
+        }
+    }
+}
+
+void wk_ref_q4_1_from_f32(const float *src, void *dst, int64_t n)
+{
+    struct wk_block_q4_1 *b = dst;
+    for (int64_t i = 0; i < n / 32; i++) {
+        const float *x = src + i * 32;
+        float mn = x[0], mx = x[0];
+        for (int j = 1; j < 32; j++) mn = fminf(mn, x[j]), mx = fmaxf(mx, x[j]);
+        float d = (mx - mn) / 15.0f, id = d != 0 ? 1.0f / d : 0.0f;
+        b[i].d = wk_f32_to_f16(d);
+        b[i].m = wk_f32_to_f16(mn);
+        for (int j = 0; j < 16; j++) {
+            int q0 = (int)fminf(15.0f, floorf((x[j] - mn) * id + 0.5f));
+            int q1 = (int)fminf(15.0f, floorf((x[j + 16] - mn) * id + 0.5f));
+            b[i].qs[j] = (uint8_t)(q0 | (q1 << 4));
+        }
+    }
+}
+
+void wk_ref_q5_0_from_f32(const float *src, void *dst, int64_t n)
+{
+    struct wk_block_q5_0 *b = dst;
+    for (int64_t i = 0; i < n / 32; i++) {
+        const float *x = src + i * 32;
+        float amax = 0, max = 0;
+        for (int j = 0; j < 32; j++)
+            if (fabsf(x[j]) > amax) amax = fabsf(x[j]), max = x[j];
+        float d = max / -16.0f, id = d != 0 ? 1.0f / d : 0.0f;
+        b[i].d = wk_f32_to_f16(d);
+        uint32_t qh = 0;
+        for (int j = 0; j < 16; j++) {
+            int q0 = (int)fminf(31.0f, floorf(x[j] * id + 16.5f));
+            int q1 = (int)fminf(31.0f, floorf(x[j + 16] * id + 16.5f));
+            b[i].qs[j] = (uint8_t)((q0 & 0xF) | ((q1 & 0xF) << 4));
+            qh |= (uint32_t)((q0 >> 4) & 1) << j;
+            qh |= (uint32_t)((q1 >> 4) & 1) << (j + 16);
+        }
+        memcpy(b[i].qh, &qh, 4);
+    }
+}
+
+void wk_ref_q5_1_from_f32(const float *src, void *dst, int64_t n)
+{
+    struct wk_block_q5_1 *b = dst;
+    for (int64_t i = 0; i < n / 32; i++) {
+        const float *x = src + i * 32;
+        float mn = x[0], mx = x[0];
+        for (int j = 1; j < 32; j++) mn = fminf(mn, x[j]), mx = fmaxf(mx, x[j]);
+        float d = (mx - mn) / 31.0f, id = d != 0 ? 1.0f / d : 0.0f;
+        b[i].d = wk_f32_to_f16(d);
+        b[i].m = wk_f32_to_f16(mn);
+        uint32_t qh = 0;
+        for (int j = 0; j < 16; j++) {
+            int q0 = (int)fminf(31.0f, floorf((x[j] - mn) * id + 0.5f));
+            int q1 = (int)fminf(31.0f, floorf((x[j + 16] - mn) * id + 0.5f));
+            b[i].qs[j] = (uint8_t)((q0 & 0xF) | ((q1 & 0xF) << 4));
+            qh |= (uint32_t)((q0 >> 4) & 1) << j;
+            qh |= (uint32_t)((q1 >> 4) & 1) << (j + 16);
+        }
+        memcpy(b[i].qh, &qh, 4);
+    }
+}
+
+float wk_ref_dot_q4_0(int64_t n, const void *w, const void *x)
+{
+    const struct wk_block_q4_0 *a = w;
+    const struct wk_block_q8_0 *b = x;
+    float s = 0;
+    for (int64_t i = 0; i < n / 32; i++) {
+        int sum = 0;
+        for (int j = 0; j < 16; j++) {
+            sum += ((a[i].qs[j] & 0xF) - 8) * b[i].qs[j];
+            sum += ((a[i].qs[j] >> 4) - 8) * b[i].qs[j + 16];
+        }
+        s += (float)sum * (F16(a[i].d) * F16(b[i].d));
+    }
+    return s;
+}
+
+float wk_ref_dot_q4_1(int64_t n, const void *w, const void *x)
+{
+    const struct wk_block_q4_1 *a = w;
+    const struct wk_block_q8_1 *b = x;
+    float s = 0;
+    for (int64_t i = 0; i < n / 32; i++) {
+        int sum = 0;
+        for (int j = 0; j < 16; j++) {
+            sum += (a[i].qs[j] & 0xF) * b[i].qs[j];
+            sum += (a[i].qs[j] >> 4) * b[i].qs[j + 16];
+        }
+        s += (float)sum * (F16(a[i].d) * F16(b[i].d)) + F16(a[i].m) * F16(b[i].s);
+    }
+    return s;
+}
+
+float wk_ref_dot_q5_0(int64_t n, const void *w, const void *x)
+{
+    const struct wk_block_q5_0 *a = w;
+    const struct wk_block_q8_0 *b = x;
+    float s = 0;
+    for (int64_t i = 0; i < n / 32; i++) {
+        uint32_t qh;
+        memcpy(&qh, a[i].qh, 4);
+        int sum = 0;
+        for (int j = 0; j < 32; j++) sum += (q5_value(a[i].qs, qh, j) - 16) * b[i].qs[j];
+        s += (float)sum * (F16(a[i].d) * F16(b[i].d));
+    }
+    return s;
+}
+
+float wk_ref_dot_q5_1(int64_t n, const void *w, const void *x)
+{
+    const struct wk_block_q5_1 *a = w;
+    const struct wk_block_q8_1 *b = x;
+    float s = 0;
+    for (int64_t i = 0; i < n / 32; i++) {
+        uint32_t qh;
+        memcpy(&qh, a[i].qh, 4);
+        int sum = 0;
+        for (int j = 0; j < 32; j++) sum += q5_value(a[i].qs, qh, j) * b[i].qs[j];
+        s += (float)sum * (F16(a[i].d) * F16(b[i].d)) + F16(a[i].m) * F16(b[i].s);
+    }
+    return s;
+}
+
+float wk_ref_dot_q8_0(int64_t n, const void *w, const void *x)
+{
+    const struct wk_block_q8_0 *a = w;
+    const struct wk_block_q8_0 *b = x;
+    float s = 0;
+    for (int64_t i = 0; i < n / 32; i++) {
+        int sum = 0;
+        for (int j = 0; j < 32; j++) sum += a[i].qs[j] * b[i].qs[j];
+        s += (float)sum * (F16(a[i].d) * F16(b[i].d));
+    }
+    return s;
+}
+
+/* ------------------------------------------------------------- K-quants */
+
+void wk_ref_q8_k_from_f32(const float *src, void *dst, int64_t n)
+{
+    struct wk_block_q8_k *b = dst;
+    for (int64_t i = 0; i < n / WK_QK_K; i++) {
+        const float *x = src + i * WK_QK_K;
+        float amax = 0, max = 0;
+        for (int j = 0; j < WK_QK_K; j++)
+            if (fabsf(x[j]) > amax) amax = fabsf(x[j]), max = x[j];
+        if (amax == 0) {
+            memset(&b[i], 0, sizeof b[i]);
+            continue;
+        }
+        float iscale = -127.0f / max;
+        for (int j = 0; j < WK_QK_K; j++) {
+            int v = (int)lrintf(iscale * x[j]);
+            b[i].qs[j] = (int8_t)(v > 127 ? 127 : v);
+        }
+        for (int g = 0; g < WK_QK_K / 16; g++) {
+            int s = 0;
+            for (int j = 0; j < 16; j++) s += b[i].qs[g * 16 + j];
+            b[i].bsums[g] = (int16_t)s;
+        }
+        b[i].d = 1.0f / iscale;
+    }
+}
+
+void wk_ref_q8_k_to_f32(const void *src, float *dst, int64_t n)
+{
+    const struct wk_block_q8_k *b = src;
+    for (int64_t i = 0; i < n / WK_QK_K; i++)
+        for (int j = 0; j < WK_QK_K; j++) dst[i * WK_QK_K + j] = b[i].d * b[i].qs[j];
+}
+
+/* 4-bit value of element l (0..255) of a Q4_K/Q5_K qs array. */
+static inline int q4k_nibble(const uint8_t *qs, int l)
+{
+    int g = l / 64, r = l % 64;
+    uint8_t byte = qs[g * 32 + (r % 32)];
+    return r < 32 ? (byte & 0xF) : (byte >> 4);
+}
+
+/* Fifth bit of element l of a Q5_K block. */
+static inline int q5k_high(const uint8_t *qh, int l)
+{
+    int g = l / 64, r = l % 64;
+    int bit = 2 * g + (r < 32 ? 0 : 1);
+    return (qh[r % 32] >> bit) & 1;
+}
+
+void wk_ref_q4_k_to_f32(const void *src, float *dst, int64_t n)
+{
+    const struct wk_block_q4_k *b = src;
+    for (int64_t i = 0; i < n / WK_QK_K; i++) {
+        float d = F16(b[i].d), dmin = F16(b[i].dmin);
+        for (int l = 0; l < WK_QK_K; l++) {
+            uint8_t sc, m;
+            wk_q4_k_scale_min(l / 32, b[i].scales, &sc, &m);
+            dst[i * WK_QK_K + l] = d * sc * q4k_nibble(b[i].qs, l) - dmin * m;
+        }
+    }
+}
+
+void wk_ref_q5_k_to_f32(const void *src, float *dst, int64_t n)
+{
+    const struct wk_block_q5_k *b = src;
+    for (int64_t i = 0; i < n / WK_QK_K; i++) {
+        float d = F16(b[i].d), dmin = F16(b[i].dmin);
+        for (int l = 0; l < WK_QK_K; l++) {
+            uint8_t sc, m;
+            wk_q4_k_scale_min(l / 32, b[i].scales, &sc, &m);
+            int q = q4k_nibble(b[i].qs, l) | (q5k_high(b[i].qh, l) << 4);
+            dst[i * WK_QK_K + l] = d * sc * q - dmin * m;
+        }
+    }
+}
+
+/* 6-bit value (0..63) of element l of a Q6_K block: 128-element halves h,
+ * in each four 32-element quarters r drawing nibbles from ql and 2 bits
+ * from qh. */
+static inline int q6k_value(const struct wk_block_q6_k *b, int l)
+{
+    int h = l / 128, r = l % 128, quarter = r / 32, k = r % 32;
+    const uint8_t *ql = b->ql + h * 64, *qh = b->qh + h * 32;
+    int lo = quarter & 1 ? 32 : 0;
+    int nib = quarter < 2 ? (ql[k + lo] & 0xF) : (ql[k + lo] >> 4);
+    int hi = (qh[k] >> (2 * quarter)) & 3;
+    return nib | (hi << 4);
+}
+
+void wk_ref_q6_k_to_f32(const void *src, float *dst, int64_t n)
+{
+    const struct wk_block_q6_k *b = src;
+    for (int64_t i = 0; i < n / WK_QK_K; i++) {
+        float d = F16(b[i].d);
+        for (int l = 0; l < WK_QK_K; l++)
+            dst[i * WK_QK_K + l] = d * b[i].scales[l / 16] * (q6k_value(&b[i], l) - 32);
+    }
+}
+
+float wk_ref_dot_q4_k(int64_t n, const void *w, const void *x)
+{
+    const struct wk_block_q4_k *a = w;
+    const struct wk_block_q8_k *b = x;
+    float s = 0;
+    for (int64_t i = 0; i < n / WK_QK_K; i++) {
+        int32_t sumi = 0, summ = 0;
+        for (int j = 0; j < 8; j++) {
+            uint8_t sc, m;
+            wk_q4_k_scale_min(j, a[i].scales, &sc, &m);
+            int32_t dot = 0;
+            for (int l = j * 32; l < j * 32 + 32; l++) dot += q4k_nibble(a[i].qs, l) * b[i].qs[l];
+            sumi += sc * dot;
+            summ += m * (b[i].bsums[2 * j] + b[i].bsums[2 * j + 1]);
+        }
+        s += b[i].d * F16(a[i].d) * (float)sumi - b[i].d * F16(a[i].dmin) * (float)summ;
+    }
+    return s;
+}
+
+float wk_ref_dot_q5_k(int64_t n, const void *w, const void *x)
+{
+    const struct wk_block_q5_k *a = w;
+    const struct wk_block_q8_k *b = x;
+    float s = 0;
+    for (int64_t i = 0; i < n / WK_QK_K; i++) {
+        int32_t sumi = 0, summ = 0;
+        for (int j = 0; j < 8; j++) {
+            uint8_t sc, m;
+            wk_q4_k_scale_min(j, a[i].scales, &sc, &m);
+            int32_t dot = 0;
+            for (int l = j * 32; l < j * 32 + 32; l++)
+                dot += (q4k_nibble(a[i].qs, l) | (q5k_high(a[i].qh, l) << 4)) * b[i].qs[l];
+            sumi += sc * dot;
+            summ += m * (b[i].bsums[2 * j] + b[i].bsums[2 * j + 1]);
+        }
+        s += b[i].d * F16(a[i].d) * (float)sumi - b[i].d * F16(a[i].dmin) * (float)summ;
+    }
+    return s;
+}
+
+float wk_ref_dot_q6_k(int64_t n, const void *w, const void *x)
+{
+    const struct wk_block_q6_k *a = w;
+    const struct wk_block_q8_k *b = x;
+    float s = 0;
+    for (int64_t i = 0; i < n / WK_QK_K; i++) {
+        int32_t sumi = 0;
+        for (int j = 0; j < 16; j++) {
+            int32_t dot = 0;
+            for (int l = j * 16; l < j * 16 + 16; l++) dot += (q6k_value(&a[i], l) - 32) * b[i].qs[l];
+            sumi += a[i].scales[j] * dot;
+        }
+        s += b[i].d * F16(a[i].d) * (float)sumi;
+    }
+    return s;
+}

@@ -1,0 +1,249 @@
+/*
+ * wk_tensor.h - element types, their block layouts, tensor views and the
+ * plain-C reference kernels that define each type's arithmetic.
+ *
+ * Numbering and block layouts follow the GGUF specification
+ * (ggml-org/ggml docs/gguf.md, "GGML types") so a tensor's bytes in a GGUF
+ * file are used as they are. A quantized row of n elements is n/block_size
+ * blocks laid end to end; every block format is described beside its struct.
+ *
+ * Dot products take the weight row in its own type and the activation row
+ * already quantized to the type's vec_dot_type (Q8_0, Q8_1 or Q8_K, as
+ * llama.cpp does, so integer products can be used), or in F32 for float
+ * weights. The _ref kernels here are the specification; SIMD versions in
+ * src/cpu must agree with them (tests/unit/test-cpu.c).
+ */
+#ifndef WK_TENSOR_H
+#define WK_TENSOR_H
+
+#include "../base/wk_base.h"
+
+/* GGUF type ids; gaps are ids GGUF has retired. */
+enum wk_dtype {
+    WK_DTYPE_F32 = 0,
+    WK_DTYPE_F16 = 1,
+    WK_DTYPE_Q4_0 = 2,
+    WK_DTYPE_Q4_1 = 3,
+    WK_DTYPE_Q5_0 = 6,
+    WK_DTYPE_Q5_1 = 7,
+    WK_DTYPE_Q8_0 = 8,
+    WK_DTYPE_Q8_1 = 9,
+    WK_DTYPE_Q2_K = 10,
+    WK_DTYPE_Q3_K = 11,
+    WK_DTYPE_Q4_K = 12,
+    WK_DTYPE_Q5_K = 13,
+    WK_DTYPE_Q6_K = 14,
+    WK_DTYPE_Q8_K = 15,
+    WK_DTYPE_I8 = 24,
+    WK_DTYPE_I16 = 25,
+    WK_DTYPE_I32 = 26,
+    WK_DTYPE_I64 = 27,
+    WK_DTYPE_F64 = 28,
+    WK_DTYPE_BF16 = 30,
+    WK_DTYPE_COUNT = 40, /* one past the highest id GGUF defines today */
+};
+
+/* ------------------------------------------------------------- blocks */
+
+typedef uint16_t wk_f16;  /* IEEE 754 binary16 bits */
+typedef uint16_t wk_bf16; /* bfloat16 bits */
+
+#define WK_QK4_0 32
+#define WK_QK8_0 32
+#define WK_QK_K 256
+#define WK_K_SCALE_SIZE 12
+
+/* Q4_0: x = (q - 8) * d; qs[j] low nibble is element j, high nibble j+16. */
+struct wk_block_q4_0 {
+    wk_f16 d;
+    uint8_t qs[WK_QK4_0 / 2];
+};
+/* Q4_1: x = q * d + m; nibbles as Q4_0. */
+struct wk_block_q4_1 {
+    wk_f16 d, m;
+    uint8_t qs[WK_QK4_0 / 2];
+};
+/* Q5_0: x = (q - 16) * d; q = nibble | (bit j of qh) << 4, bits 0-15 for
+ * elements 0-15 (low nibbles), bits 16-31 for elements 16-31 (high). */
+struct wk_block_q5_0 {
+    wk_f16 d;
+    uint8_t qh[4];
+    uint8_t qs[WK_QK4_0 / 2];
+};
+/* Q5_1: x = q * d + m; bits as Q5_0. */
+struct wk_block_q5_1 {
+    wk_f16 d, m;
+    uint8_t qh[4];
+    uint8_t qs[WK_QK4_0 / 2];
+};
+/* Q8_0: x = q * d. */
+struct wk_block_q8_0 {
+    wk_f16 d;
+    int8_t qs[WK_QK8_0];
+};
+/* Q8_1: x = q * d; s = d * sum(q), kept for the min term of Q4_1/Q5_1. */
+struct wk_block_q8_1 {
+    wk_f16 d, s;
+    int8_t qs[WK_QK8_0];
+};
+/* Q4_K: 256 elements in 8 sub-blocks of 32; each sub-block j has a 6-bit
+ * scale sc_j and min m_j packed in scales[12]; x = d*sc_j*q - dmin*m_j.
+ * qs holds 4 groups of 64 elements: low nibbles first 32, high next 32. */
+struct wk_block_q4_k {
+    wk_f16 d, dmin;
+    uint8_t scales[WK_K_SCALE_SIZE];
+    uint8_t qs[WK_QK_K / 2];
+};
+/* Q5_K: as Q4_K with a fifth bit per element in qh (bit 2g/2g+1 of qh[l]
+ * for group g's low/high nibble element l). */
+struct wk_block_q5_k {
+    wk_f16 d, dmin;
+    uint8_t scales[WK_K_SCALE_SIZE];
+    uint8_t qh[WK_QK_K / 8];
+    uint8_t qs[WK_QK_K / 2];
+};
+/* Q6_K: 16 sub-blocks of 16 with int8 scales; x = d * sc * (q - 32), q from
+ * 4 bits of ql and 2 bits of qh. */
+struct wk_block_q6_k {
+    uint8_t ql[WK_QK_K / 2];
+    uint8_t qh[WK_QK_K / 4];
+    int8_t scales[WK_QK_K / 16];
+    wk_f16 d;
+};
+/* Q8_K: activation type for K-quant dots. x = q * d; bsums[i] = sum of
+ * q[16i .. 16i+15]. */
+struct wk_block_q8_k {
+    float d;
+    int8_t qs[WK_QK_K];
+    int16_t bsums[WK_QK_K / 16];
+};
+
+/* -------------------------------------------------------- conversions */
+
+/* IEEE binary16 <-> binary32, round to nearest even; exact for all inputs. */
+float wk_f16_to_f32(wk_f16 h);
+wk_f16 wk_f32_to_f16(float f);
+/* bfloat16 <-> binary32; to-bf16 rounds to nearest even, NaN stays NaN. */
+static inline float wk_bf16_to_f32(wk_bf16 h)
+{
+    union {
+        uint32_t u;
+        float f;
+    } v = {.u = (uint32_t)h << 16};
+    return v.f;
+}
+wk_bf16 wk_f32_to_bf16(float f);
+
+/* ------------------------------------------------------------- traits */
+
+/* Dequantizes n elements (a multiple of block_size) from src to dst. */
+typedef void (*wk_to_f32_fn)(const void *src, float *dst, int64_t n);
+/* Quantizes n floats (a multiple of block_size) into dst. */
+typedef void (*wk_from_f32_fn)(const float *src, void *dst, int64_t n);
+/* Dot product of n elements: w in the weight's type, x in its vec_dot_type. */
+typedef float (*wk_vec_dot_fn)(int64_t n, const void *w, const void *x);
+
+struct wk_dtype_traits {
+    const char *name;          /* GGUF/ggml name, e.g. "Q4_K"; NULL: id unknown */
+    int64_t block_size;        /* elements per block (1 for plain types) */
+    size_t block_bytes;        /* bytes per block */
+    bool is_quantized;
+    bool supported;            /* wick can compute with it */
+    enum wk_dtype vec_dot_type;
+    wk_to_f32_fn to_f32;       /* reference dequantization (NULL: none) */
+    wk_from_f32_fn from_f32;   /* reference quantization (NULL: none yet) */
+    wk_vec_dot_fn vec_dot;     /* reference dot (NULL: not a weight type) */
+};
+
+/* Traits of dtype t, or NULL when t is not a GGUF type id wick knows. */
+const struct wk_dtype_traits *wk_dtype_traits_get(uint32_t t);
+/* GGUF name of t ("Q4_K"), or "unknown" for an id wick does not know;
+ * never NULL. Error messages print the numeric id beside it. */
+const char *wk_dtype_name(uint32_t t);
+/* Bytes of a row of n elements; 0 when n is not a multiple of the block
+ * size or t is unknown. */
+size_t wk_dtype_row_bytes(enum wk_dtype t, int64_t n);
+
+/* ------------------------------------------------------------- tensors */
+
+#define WK_MAX_DIMS 4
+
+/*
+ * A view of tensor data. Shapes use GGUF order: ne[0] is the innermost,
+ * contiguous dimension (a row), ne[1] the number of rows, and so on; a
+ * weight [n_out, n_in] in HF terms has ne = {n_in, n_out}. Unused
+ * dimensions are 1. nb[i] is the stride of dimension i in bytes
+ * (nb[0] = block bytes for quantized types). data is borrowed: for model
+ * weights it points into the mapped file and lives as long as the model.
+ */
+struct wk_tensor {
+    const char *name;
+    enum wk_dtype dtype;
+    int n_dims;
+    int64_t ne[WK_MAX_DIMS];
+    size_t nb[WK_MAX_DIMS];
+    const void *data;
+};
+
+/* Number of elements (product of ne). */
+int64_t wk_tensor_n_elements(const struct wk_tensor *t);
+/* Row i of a 2-D (or higher, flattened) tensor. */
+static inline const void *wk_tensor_row(const struct wk_tensor *t, int64_t i)
+{
+    return (const uint8_t *)t->data + (size_t)i * t->nb[1];
+}
+
+/* ------------------------------------------------------ reference kernels */
+
+/* Per type: dequantize, quantize (where present) and dot, plain C. These are
+ * what the traits table points at; tests call them directly. */
+void wk_ref_f32_to_f32(const void *src, float *dst, int64_t n);
+void wk_ref_f16_to_f32(const void *src, float *dst, int64_t n);
+void wk_ref_bf16_to_f32(const void *src, float *dst, int64_t n);
+void wk_ref_q4_0_to_f32(const void *src, float *dst, int64_t n);
+void wk_ref_q4_1_to_f32(const void *src, float *dst, int64_t n);
+void wk_ref_q5_0_to_f32(const void *src, float *dst, int64_t n);
+void wk_ref_q5_1_to_f32(const void *src, float *dst, int64_t n);
+void wk_ref_q8_0_to_f32(const void *src, float *dst, int64_t n);
+void wk_ref_q8_1_to_f32(const void *src, float *dst, int64_t n);
+void wk_ref_q4_k_to_f32(const void *src, float *dst, int64_t n);
+void wk_ref_q5_k_to_f32(const void *src, float *dst, int64_t n);
+void wk_ref_q6_k_to_f32(const void *src, float *dst, int64_t n);
+void wk_ref_q8_k_to_f32(const void *src, float *dst, int64_t n);
+
+void wk_ref_f32_from_f32(const float *src, void *dst, int64_t n);
+void wk_ref_f16_from_f32(const float *src, void *dst, int64_t n);
+void wk_ref_bf16_from_f32(const float *src, void *dst, int64_t n);
+void wk_ref_q4_0_from_f32(const float *src, void *dst, int64_t n);
+void wk_ref_q4_1_from_f32(const float *src, void *dst, int64_t n);
+void wk_ref_q5_0_from_f32(const float *src, void *dst, int64_t n);
+void wk_ref_q5_1_from_f32(const float *src, void *dst, int64_t n);
+void wk_ref_q8_0_from_f32(const float *src, void *dst, int64_t n);
+void wk_ref_q8_1_from_f32(const float *src, void *dst, int64_t n);
+void wk_ref_q8_k_from_f32(const float *src, void *dst, int64_t n);
+
+float wk_ref_dot_f32(int64_t n, const void *w, const void *x);
+float wk_ref_dot_f16(int64_t n, const void *w, const void *x);
+float wk_ref_dot_bf16(int64_t n, const void *w, const void *x);
+float wk_ref_dot_q4_0(int64_t n, const void *w, const void *x);
+float wk_ref_dot_q4_1(int64_t n, const void *w, const void *x);
+float wk_ref_dot_q5_0(int64_t n, const void *w, const void *x);
+float wk_ref_dot_q5_1(int64_t n, const void *w, const void *x);
+float wk_ref_dot_q8_0(int64_t n, const void *w, const void *x);
+float wk_ref_dot_q4_k(int64_t n, const void *w, const void *x);
+float wk_ref_dot_q5_k(int64_t n, const void *w, const void *x);
+float wk_ref_dot_q6_k(int64_t n, const void *w, const void *x);
+
+/* Unpacks Q4_K/Q5_K sub-block j's 6-bit scale and min from scales[12]. */
+static inline void wk_q4_k_scale_min(int j, const uint8_t *q, uint8_t *sc, uint8_t *m)
+{
+    if (j < 4) {
+        *sc = q[j] & 63;
+        *m = q[j + 4] & 63;
+    } else {
+        *sc = (uint8_t)((q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4));
+        *m = (uint8_t)((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
+    }
+}
+
+#endif /* WK_TENSOR_H */

@@ -1,0 +1,337 @@
+/*
+ * test-cpu.c - every optimized kernel against its plain-C reference, over
+ * random data and lengths that are not multiples of the vector width (for
+ * block types: odd numbers of blocks, so 2- and 4-block unrolled loops hit
+ * their tails); plus the threaded matmul against a double-precision product
+ * of dequantized rows, and the elementwise ops against first principles.
+ */
+#include "check.h"
+
+#include "../../src/cpu/wk_cpu.h"
+#include "../../src/cpu/wk_cpu_arch.h"
+
+static const char *g_isas[] = {"ref", "avx2", "avx512"};
+
+/* Random but valid blocks: random bytes, then every f16 scale field set to
+ * a finite value of moderate size so sums stay far from overflow. */
+static void fill_random_blocks(enum wk_dtype t, void *dst, int64_t n_blocks, uint64_t *seed)
+{
+    const struct wk_dtype_traits *tr = wk_dtype_traits_get(t);
+    uint8_t *p = dst;
+    for (size_t i = 0; i < tr->block_bytes * (size_t)n_blocks; i++) p[i] = (uint8_t)check_rand_u64(seed);
+    for (int64_t b = 0; b < n_blocks; b++) {
+        uint8_t *blk = p + b * tr->block_bytes;
+        wk_f16 h1 = wk_f32_to_f16(0.01f + 0.02f * (check_rand_f32(seed) + 1));
+        wk_f16 h2 = wk_f32_to_f16(0.01f * check_rand_f32(seed));
+        switch (t) {
+        case WK_DTYPE_Q4_0: case WK_DTYPE_Q5_0: case WK_DTYPE_Q8_0:
+            memcpy(blk, &h1, 2);
+            break;
+        case WK_DTYPE_Q4_1: case WK_DTYPE_Q5_1: case WK_DTYPE_Q4_K: case WK_DTYPE_Q5_K:
+            memcpy(blk, &h1, 2);
+            memcpy(blk + 2, &h2, 2);
+            break;
+        case WK_DTYPE_Q6_K:
+            memcpy(blk + offsetof(struct wk_block_q6_k, d), &h1, 2);
+            break;
+        case WK_DTYPE_F16: {
+            wk_f16 *h = (wk_f16 *)blk;
+            *h = wk_f32_to_f16(check_rand_f32(seed));
+            break;
+        }
+        case WK_DTYPE_BF16: {
+            wk_bf16 *h = (wk_bf16 *)blk;
+            *h = wk_f32_to_bf16(check_rand_f32(seed));
+            break;
+        }
+        case WK_DTYPE_F32: {
+            float f = check_rand_f32(seed);
+            memcpy(blk, &f, 4);
+            break;
+        }
+        default: break;
+        }
+    }
+}
+
+static const enum wk_dtype g_weight_types[] = {
+    WK_DTYPE_F32, WK_DTYPE_F16, WK_DTYPE_BF16, WK_DTYPE_Q4_0, WK_DTYPE_Q4_1, WK_DTYPE_Q5_0,
+    WK_DTYPE_Q5_1, WK_DTYPE_Q8_0, WK_DTYPE_Q4_K, WK_DTYPE_Q5_K, WK_DTYPE_Q6_K,
+};
+static const int g_block_counts[] = {1, 2, 3, 4, 5, 7, 8, 9, 13, 16, 17, 31, 33};
+
+/* vec_dot of each ISA equals the reference within float rounding: the
+ * tolerance is relative to the sum of |products|, which bounds the
+ * reordering error. Float types also take element counts that are not a
+ * multiple of 8 or 16. */
+static void test_vec_dot_matches_ref(void)
+{
+    const struct wk_cpu_kernels *ref = wk_cpu_kernels_for("ref");
+    uint64_t seed = 42;
+    for (size_t ii = 1; ii < WK_ARRAY_LEN(g_isas); ii++) {
+        const struct wk_cpu_kernels *k = wk_cpu_kernels_for(g_isas[ii]);
+        if (!k) {
+            printf("  (%s not available on this CPU)\n", g_isas[ii]);
+            continue;
+        }
+        for (size_t ti = 0; ti < WK_ARRAY_LEN(g_weight_types); ti++) {
+            enum wk_dtype t = g_weight_types[ti];
+            const struct wk_dtype_traits *tr = wk_dtype_traits_get(t);
+            const struct wk_dtype_traits *at = wk_dtype_traits_get(tr->vec_dot_type);
+            for (size_t bi = 0; bi < WK_ARRAY_LEN(g_block_counts); bi++) {
+                int64_t n = g_block_counts[bi] * (tr->is_quantized ? tr->block_size : 37);
+                void *w = wk_aligned_alloc(wk_dtype_row_bytes(t, n));
+                float *x = wk_aligned_alloc((size_t)n * 4);
+                void *xq = wk_aligned_alloc(wk_dtype_row_bytes(at->block_size > 1 ? tr->vec_dot_type : WK_DTYPE_F32, n) + 64);
+                fill_random_blocks(t, w, n / tr->block_size, &seed);
+                for (int64_t i = 0; i < n; i++) x[i] = check_rand_f32(&seed);
+                ref->quantize[tr->vec_dot_type] ? ref->quantize[tr->vec_dot_type](x, xq, n)
+                                                : (void)memcpy(xq, x, (size_t)n * 4);
+                /* bound: sum |w_i * x_i| from dequantized values */
+                float *wf = wk_aligned_alloc((size_t)n * 4), *xf = wk_aligned_alloc((size_t)n * 4);
+                tr->to_f32(w, wf, n);
+                at->to_f32 ? at->to_f32(xq, xf, n) : (void)memcpy(xf, x, (size_t)n * 4);
+                double mag = 0;
+                for (int64_t i = 0; i < n; i++) mag += fabs((double)wf[i] * xf[i]);
+                float want = ref->vec_dot[t](n, w, xq);
+                float got = k->vec_dot[t](n, w, xq);
+                if (!(fabs((double)got - want) <= 1e-5 * mag + 1e-6)) {
+                    fprintf(stderr, "  %s %s n=%lld: got %.9g want %.9g (mag %.3g)\n", k->isa,
+                            tr->name, (long long)n, got, want, mag);
+                }
+                CHECK(fabs((double)got - want) <= 1e-5 * mag + 1e-6);
+                wk_aligned_free(w), wk_aligned_free(x), wk_aligned_free(xq);
+                wk_aligned_free(wf), wk_aligned_free(xf);
+            }
+        }
+    }
+}
+
+/* The reference dot equals the double-precision dot of the dequantized
+ * rows: the integer formula and the dequantization describe one format. */
+static void test_ref_dot_equals_dequantized_dot(void)
+{
+    const struct wk_cpu_kernels *ref = wk_cpu_kernels_for("ref");
+    uint64_t seed = 7;
+    for (size_t ti = 0; ti < WK_ARRAY_LEN(g_weight_types); ti++) {
+        enum wk_dtype t = g_weight_types[ti];
+        const struct wk_dtype_traits *tr = wk_dtype_traits_get(t);
+        const struct wk_dtype_traits *at = wk_dtype_traits_get(tr->vec_dot_type);
+        int64_t n = 3 * (tr->is_quantized ? tr->block_size : 64);
+        uint8_t w[3 * 256 * 4], xq[3 * 292 + 64];
+        float x[3 * 256], wf[3 * 256], xf[3 * 256];
+        fill_random_blocks(t, w, n / tr->block_size, &seed);
+        for (int64_t i = 0; i < n; i++) x[i] = check_rand_f32(&seed);
+        if (ref->quantize[tr->vec_dot_type]) ref->quantize[tr->vec_dot_type](x, xq, n);
+        else memcpy(xq, x, (size_t)n * 4);
+        tr->to_f32(w, wf, n);
+        if (at->to_f32 && tr->vec_dot_type != WK_DTYPE_F32) at->to_f32(xq, xf, n);
+        else memcpy(xf, x, (size_t)n * 4);
+        double want = 0, mag = 0;
+        for (int64_t i = 0; i < n; i++) want += (double)wf[i] * xf[i], mag += fabs((double)wf[i] * xf[i]);
+        /* Q4_1/Q5_1 fold the min through s = d*sum(q) kept as f16, so their
+         * min term is exact only to f16 precision. */
+        double got = ref->vec_dot[t](n, w, xq);
+        double tol = (t == WK_DTYPE_Q4_1 || t == WK_DTYPE_Q5_1) ? 2e-3 * mag : 1e-5 * mag;
+        if (!(fabs(got - want) <= tol + 1e-6))
+            fprintf(stderr, "  %s: %.9g vs %.9g (mag %.3g)\n", tr->name, got, want, mag);
+        CHECK(fabs(got - want) <= tol + 1e-6);
+    }
+}
+
+/* Activation quantizers of each ISA produce the same blocks as the
+ * reference (same rounding: nearest, ties to even). */
+static void test_quantize_matches_ref(void)
+{
+    static const enum wk_dtype acts[] = {WK_DTYPE_Q8_0, WK_DTYPE_Q8_1, WK_DTYPE_Q8_K};
+    const struct wk_cpu_kernels *ref = wk_cpu_kernels_for("ref");
+    uint64_t seed = 99;
+    for (size_t ii = 1; ii < WK_ARRAY_LEN(g_isas); ii++) {
+        const struct wk_cpu_kernels *k = wk_cpu_kernels_for(g_isas[ii]);
+        if (!k) continue;
+        for (size_t ai = 0; ai < WK_ARRAY_LEN(acts); ai++) {
+            const struct wk_dtype_traits *tr = wk_dtype_traits_get(acts[ai]);
+            for (size_t bi = 0; bi < WK_ARRAY_LEN(g_block_counts); bi++) {
+                int64_t n = g_block_counts[bi] * tr->block_size;
+                float *x = wk_aligned_alloc((size_t)n * 4);
+                for (int64_t i = 0; i < n; i++) x[i] = 3.0f * check_rand_f32(&seed);
+                if (bi == 0) x[5] = 0; /* and one all-zero block below */
+                if (bi == 1) memset(x, 0, (size_t)tr->block_size * 4);
+                size_t bytes = wk_dtype_row_bytes(acts[ai], n);
+                uint8_t *a = wk_aligned_alloc(bytes), *b = wk_aligned_alloc(bytes);
+                memset(a, 0, bytes), memset(b, 0, bytes);
+                ref->quantize[acts[ai]](x, a, n);
+                k->quantize[acts[ai]](x, b, n);
+                /* The reference is the specification: same scale formula
+                 * (d = amax/127, id = 1/d), same rounding (nearest, ties to
+                 * even), same sign choice for Q8_K, so the same bytes. */
+                int same = memcmp(a, b, bytes) == 0;
+                if (!same) fprintf(stderr, "  %s quantize %s n=%lld: blocks differ\n", k->isa, tr->name, (long long)n);
+                CHECK(same);
+                float *fa = NULL, *fb = NULL;
+                wk_aligned_free(x), wk_aligned_free(a), wk_aligned_free(b);
+                wk_aligned_free(fa), wk_aligned_free(fb);
+            }
+        }
+    }
+}
+
+/* Dequantization of each ISA equals the reference exactly. */
+static void test_to_f32_matches_ref(void)
+{
+    const struct wk_cpu_kernels *ref = wk_cpu_kernels_for("ref");
+    uint64_t seed = 5;
+    for (size_t ii = 1; ii < WK_ARRAY_LEN(g_isas); ii++) {
+        const struct wk_cpu_kernels *k = wk_cpu_kernels_for(g_isas[ii]);
+        if (!k) continue;
+        for (size_t ti = 0; ti < WK_ARRAY_LEN(g_weight_types); ti++) {
+            enum wk_dtype t = g_weight_types[ti];
+            const struct wk_dtype_traits *tr = wk_dtype_traits_get(t);
+            int64_t n = 5 * (tr->is_quantized ? tr->block_size : 37);
+            void *w = wk_aligned_alloc(wk_dtype_row_bytes(t, n));
+            fill_random_blocks(t, w, n / tr->block_size, &seed);
+            float *a = wk_aligned_alloc((size_t)n * 4), *b = wk_aligned_alloc((size_t)n * 4);
+            ref->to_f32[t](w, a, n);
+            k->to_f32[t](w, b, n);
+            int bad = 0;
+            for (int64_t i = 0; i < n; i++) bad += fabsf(a[i] - b[i]) > 1e-6f * fabsf(a[i]);
+            if (bad) fprintf(stderr, "  %s to_f32 %s: %d differ\n", k->isa, tr->name, bad);
+            CHECK_EQ_INT(bad, 0);
+            wk_aligned_free(w), wk_aligned_free(a), wk_aligned_free(b);
+        }
+    }
+}
+
+static void test_f32_helpers_match_ref(void)
+{
+    uint64_t seed = 3;
+    for (size_t ii = 1; ii < WK_ARRAY_LEN(g_isas); ii++) {
+        const struct wk_cpu_kernels *k = wk_cpu_kernels_for(g_isas[ii]);
+        if (!k) continue;
+        for (int64_t n = 1; n < 300; n += (n < 40 ? 1 : 37)) {
+            float *a = wk_aligned_alloc((size_t)n * 4), *b = wk_aligned_alloc((size_t)n * 4);
+            float *y1 = wk_aligned_alloc((size_t)n * 4), *y2 = wk_aligned_alloc((size_t)n * 4);
+            double mag = 0;
+            for (int64_t i = 0; i < n; i++) {
+                a[i] = check_rand_f32(&seed), b[i] = check_rand_f32(&seed);
+                y1[i] = y2[i] = check_rand_f32(&seed);
+                mag += fabs((double)a[i] * b[i]);
+            }
+            CHECK(fabs((double)k->dot_f32(n, a, b) - wk__dot_f32_ref(n, a, b)) <= 1e-6 * mag + 1e-7);
+            wk__axpy_f32_ref(n, 0.37f, a, y1);
+            k->axpy_f32(n, 0.37f, a, y2);
+            for (int64_t i = 0; i < n; i++) CHECK_NEAR(y2[i], y1[i], 1e-6, 1e-6);
+            wk_aligned_free(a), wk_aligned_free(b), wk_aligned_free(y1), wk_aligned_free(y2);
+        }
+    }
+}
+
+/* The threaded matmul equals, element by element, the double-precision
+ * product of dequantized weight rows and dequantized activation rows, for
+ * 1, 2 and 3 threads and token counts 1, 3 and 17; results are identical
+ * across thread counts (determinism). */
+static void test_matmul(void)
+{
+    const struct wk_cpu_kernels *k = wk_cpu_kernels_get();
+    uint64_t seed = 11;
+    static const enum wk_dtype types[] = {WK_DTYPE_Q4_0, WK_DTYPE_Q4_1, WK_DTYPE_Q5_0,
+                                          WK_DTYPE_Q8_0, WK_DTYPE_Q4_K, WK_DTYPE_Q6_K,
+                                          WK_DTYPE_F16, WK_DTYPE_F32};
+    for (size_t ti = 0; ti < WK_ARRAY_LEN(types); ti++) {
+        enum wk_dtype t = types[ti];
+        const struct wk_dtype_traits *tr = wk_dtype_traits_get(t);
+        const struct wk_dtype_traits *at = wk_dtype_traits_get(tr->vec_dot_type);
+        int64_t n_in = 2 * 256, n_out = 37;
+        size_t row = wk_dtype_row_bytes(t, n_in);
+        void *wdata = wk_aligned_alloc(row * (size_t)n_out);
+        fill_random_blocks(t, wdata, n_in / tr->block_size * n_out, &seed);
+        struct wk_tensor w = {.name = "w", .dtype = t, .n_dims = 2, .ne = {n_in, n_out, 1, 1},
+                              .nb = {tr->block_bytes, row, row * n_out, row * n_out}, .data = wdata};
+        static const int64_t toks[] = {1, 3, 17};
+        for (size_t ki = 0; ki < 3; ki++) {
+            int64_t nt = toks[ki];
+            float *x = wk_aligned_alloc((size_t)(nt * n_in) * 4);
+            for (int64_t i = 0; i < nt * n_in; i++) x[i] = check_rand_f32(&seed);
+            float *y[3];
+            void *scratch = wk_aligned_alloc(wk_cpu_matmul_scratch_bytes(t, n_in, nt) + 64);
+            for (int th = 1; th <= 3; th++) {
+                struct wk_threadpool *pool;
+                CHECK_EQ_INT(wk_threadpool_create(th, &pool), WK_OK);
+                y[th - 1] = wk_aligned_alloc((size_t)(nt * n_out) * 4);
+                wk_cpu_matmul(pool, k, &w, x, y[th - 1], nt, scratch);
+                wk_threadpool_destroy(pool);
+            }
+            CHECK(memcmp(y[0], y[1], (size_t)(nt * n_out) * 4) == 0);
+            CHECK(memcmp(y[0], y[2], (size_t)(nt * n_out) * 4) == 0);
+            float wf[512], xf[512];
+            uint8_t xq[600];
+            int bad = 0;
+            for (int64_t tok = 0; tok < nt; tok++) {
+                if (tr->vec_dot_type == WK_DTYPE_F32) memcpy(xf, x + tok * n_in, sizeof xf);
+                else {
+                    wk_cpu_kernels_for("ref")->quantize[tr->vec_dot_type](x + tok * n_in, xq, n_in);
+                    at->to_f32(xq, xf, n_in);
+                }
+                for (int64_t r = 0; r < n_out; r++) {
+                    tr->to_f32((uint8_t *)wdata + r * row, wf, n_in);
+                    double want = 0, mag = 0;
+                    for (int i = 0; i < n_in; i++) want += (double)wf[i] * xf[i], mag += fabs((double)wf[i] * xf[i]);
+                    double tol = (t == WK_DTYPE_Q4_1) ? 2e-3 * mag : 1e-5 * mag;
+                    if (!(fabs(y[0][tok * n_out + r] - want) <= tol + 1e-6)) bad++;
+                }
+            }
+            if (bad) fprintf(stderr, "  matmul %s nt=%lld: %d outputs off\n", tr->name, (long long)nt, bad);
+            CHECK_EQ_INT(bad, 0);
+            for (int i = 0; i < 3; i++) wk_aligned_free(y[i]);
+            wk_aligned_free(x), wk_aligned_free(scratch);
+        }
+        wk_aligned_free(wdata);
+    }
+}
+
+static void test_elementwise_ops(void)
+{
+    /* RMSNorm: output has mean square 1 (gain 1) up to eps. */
+    float x[64], y[64];
+    uint64_t seed = 1;
+    for (int i = 0; i < 64; i++) x[i] = 5 * check_rand_f32(&seed);
+    wk_rms_norm(64, x, NULL, 0, y);
+    double ms = 0;
+    for (int i = 0; i < 64; i++) ms += (double)y[i] * y[i];
+    CHECK_NEAR(ms / 64, 1.0, 1e-6, 0);
+    /* softmax sums to 1 and keeps order */
+    float s[5] = {1, 2, 3, 4, 1000};
+    wk_softmax(5, s);
+    CHECK_NEAR(s[0] + s[1] + s[2] + s[3] + s[4], 1.0, 1e-6, 0);
+    CHECK_NEAR(s[4], 1.0, 1e-6, 0);
+    /* gelu_tanh(1) = 0.8411920... (tanh approximation), times up=2 */
+    float g[1] = {1.0f}, up[1] = {2.0f};
+    wk_geglu(1, g, up);
+    CHECK_NEAR(g[0], 2 * 0.841191990607477, 1e-6, 0);
+    float si[1] = {1.0f}, up1[1] = {1.0f};
+    wk_swiglu(1, si, up1);
+    CHECK_NEAR(si[0], 0.7310585786300049, 1e-6, 0);
+    /* RoPE: rotation preserves each pair's norm; pos 0 is the identity;
+     * NEOX at pos 1 rotates pair (0, half) by exactly 1 radian. */
+    float cs[8], v[8] = {1, 0, 0, 0, 0, 0, 0, 0};
+    wk_rope_cos_sin(0, 8, 10000, 1, cs);
+    wk_rope_apply(v, 1, 8, 8, cs, WK_ROPE_NEOX);
+    CHECK_NEAR(v[0], 1, 0, 0);
+    wk_rope_cos_sin(1, 8, 10000, 1, cs);
+    wk_rope_apply(v, 1, 8, 8, cs, WK_ROPE_NEOX);
+    CHECK_NEAR(v[0], cos(1.0), 1e-7, 0);
+    CHECK_NEAR(v[4], sin(1.0), 1e-7, 0);
+    float u[8] = {1, 0, 0, 0, 0, 0, 0, 0};
+    wk_rope_apply(u, 1, 8, 8, cs, WK_ROPE_NORM);
+    CHECK_NEAR(u[0], cos(1.0), 1e-7, 0);
+    CHECK_NEAR(u[1], sin(1.0), 1e-7, 0);
+    /* second pair of NORM at pos 1 rotates by base^(-2/8) = 0.1 rad */
+    float w2[8] = {0, 0, 1, 0, 0, 0, 0, 0};
+    wk_rope_apply(w2, 1, 8, 8, cs, WK_ROPE_NORM);
+    CHECK_NEAR(w2[2], cos(0.1), 1e-7, 0);
+    CHECK_NEAR(w2[3], sin(0.1), 1e-7, 0);
+}
+
+CHECK_MAIN(TEST(test_vec_dot_matches_ref), TEST(test_ref_dot_equals_dequantized_dot),
+           TEST(test_quantize_matches_ref), TEST(test_to_f32_matches_ref),
+           TEST(test_f32_helpers_match_ref), TEST(test_matmul), TEST(test_elementwise_ops))
