@@ -1,0 +1,92 @@
+/*
+ * kernels_avx2.h - internal to src/cpu/arch/x86/avx2: the integer dot
+ * products of quant_dot_avx2.c, handed to the table by kernels_avx2.c, and
+ * the small vector helpers both files use. Only files compiled with
+ * -mavx2 -mfma -mf16c may include it.
+ */
+#ifndef WK_KERNELS_AVX2_H
+#define WK_KERNELS_AVX2_H
+
+#include "../../../wk_cpu_arch.h"
+
+#include <immintrin.h>
+#include <string.h>
+
+/* Weight row · activation row, n elements (a multiple of the block size);
+ * same contract and arithmetic as the wk_ref_dot_* they replace. */
+float wk__avx2_dot_q8_0(int64_t n, const void *w, const void *x);
+float wk__avx2_dot_q4_0(int64_t n, const void *w, const void *x);
+float wk__avx2_dot_q4_1(int64_t n, const void *w, const void *x);
+float wk__avx2_dot_q5_0(int64_t n, const void *w, const void *x);
+float wk__avx2_dot_q5_1(int64_t n, const void *w, const void *x);
+float wk__avx2_dot_q4_k(int64_t n, const void *w, const void *x);
+float wk__avx2_dot_q5_k(int64_t n, const void *w, const void *x);
+float wk__avx2_dot_q6_k(int64_t n, const void *w, const void *x);
+
+/* One f16 to f32, exact (F16C). */
+static inline float avx2_f16(wk_f16 h)
+{
+    return _cvtsh_ss(h);
+}
+
+/* Sum of the 8 floats of v. */
+static inline float avx2_hsum_ps(__m256 v)
+{
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+/* Sum of the 8 int32 of v. */
+static inline int32_t avx2_hsum_epi32(__m256i v)
+{
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    s = _mm_add_epi32(s, _mm_unpackhi_epi64(s, s));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(2, 3, 0, 1)));
+    return _mm_cvtsi128_si32(s);
+}
+
+/* The 16 bytes of a 32-element Q4/Q5 block as 32 nibbles in element order:
+ * low nibbles (elements 0-15) in the low lane, high nibbles (16-31) in the
+ * high lane. Broadcasting the bytes to both lanes is a plain load; a
+ * per-lane variable shift then brings the high nibbles down. */
+static inline __m256i avx2_nibbles_32(const uint8_t *qs)
+{
+    __m256i v = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)qs));
+    v = _mm256_srlv_epi32(v, _mm256_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4));
+    return _mm256_and_si256(v, _mm256_set1_epi8(0x0F));
+}
+
+/* Byte j of the result is 0xFF when bit j of bits is set, else 0: each byte
+ * gets a copy of the qh byte holding its bit, then tests its own bit. */
+static inline __m256i avx2_bits_to_bytes(const uint8_t *qh)
+{
+    uint32_t bits;
+    memcpy(&bits, qh, 4);
+    const __m256i spread = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, /**/
+                                            2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
+    const __m256i bit = _mm256_set1_epi64x(0x8040201008040201);
+    __m256i v = _mm256_shuffle_epi8(_mm256_set1_epi32((int)bits), spread);
+    return _mm256_cmpeq_epi8(_mm256_and_si256(v, bit), bit);
+}
+
+/* Unpacks the 12 scale bytes of a Q4_K/Q5_K block (layout as in
+ * wk_q4_k_scale_min) into the 8 6-bit scales (bytes 0-7 of the result) and
+ * the 8 6-bit mins (bytes 8-15), four at a time in 32-bit words. */
+static inline __m128i avx2_q4_k_scales(const uint8_t *s12)
+{
+    uint32_t u0, u1, u2;
+    memcpy(&u0, s12, 4);
+    memcpy(&u1, s12 + 4, 4);
+    memcpy(&u2, s12 + 8, 4);
+    /* sub-blocks 4-7 keep their low 4 bits in u2 and their top 2 bits in
+     * bits 6-7 of the bytes of u0 (scales) and u1 (mins) */
+    uint32_t sc_lo = u0 & 0x3f3f3f3f;
+    uint32_t m_lo = u1 & 0x3f3f3f3f;
+    uint32_t sc_hi = (u2 & 0x0f0f0f0f) | ((u0 >> 2) & 0x30303030);
+    uint32_t m_hi = ((u2 >> 4) & 0x0f0f0f0f) | ((u1 >> 2) & 0x30303030);
+    return _mm_setr_epi32((int)sc_lo, (int)sc_hi, (int)m_lo, (int)m_hi);
+}
+
+#endif /* WK_KERNELS_AVX2_H */
