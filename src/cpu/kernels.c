@@ -32,6 +32,7 @@ static void fill_ref(struct wk_cpu_kernels *k)
         const struct wk_dtype_traits *tr = wk_dtype_traits_get(t);
         if (!tr || !tr->supported) continue;
         k->vec_dot[t] = tr->vec_dot;
+        k->vec_dot_q[t] = tr->vec_dot_q;
         k->quantize[t] = tr->from_f32;
         k->to_f32[t] = tr->to_f32;
     }

@@ -3,9 +3,11 @@
  * from the CPU's features (CPUID + XGETBV, see wk_cpu_features_get), plus
  * the threaded operators built on them (matmul, attention, norms, RoPE).
  *
- * The table holds, per weight dtype, the dot product against the dtype's
- * vec_dot_type, per activation dtype the quantizer, and per dtype the
- * dequantizer; entries an ISA does not implement keep the plain-C _ref
+ The table holds, per weight dtype, the dot product with f32 activations
+ * (vec_dot, the exact path the forward pass uses) and with activations
+ * quantized to the dtype's vec_dot_type (vec_dot_q, llama.cpp's faster but
+ * lossier path); per activation dtype the quantizer; per dtype the
+ * dequantizer. Entries an ISA does not implement keep the plain-C _ref
  * version from src/tensor. Call sites never #ifdef on an ISA.
  */
 #ifndef WK_CPU_H
@@ -21,7 +23,8 @@ typedef void (*wk_axpy_f32_fn)(int64_t n, float a, const float *x, float *y);
 
 struct wk_cpu_kernels {
     const char *isa; /* "ref", "avx2", "avx512" */
-    wk_vec_dot_fn vec_dot[WK_DTYPE_COUNT];   /* by weight dtype */
+    wk_vec_dot_fn vec_dot[WK_DTYPE_COUNT];   /* by weight dtype; x in f32 */
+    wk_vec_dot_fn vec_dot_q[WK_DTYPE_COUNT]; /* by weight dtype; x in its vec_dot_type */
     wk_from_f32_fn quantize[WK_DTYPE_COUNT]; /* by activation dtype (Q8_0, Q8_1, Q8_K) */
     wk_to_f32_fn to_f32[WK_DTYPE_COUNT];     /* by dtype */
     wk_dot_f32_fn dot_f32;
@@ -39,23 +42,16 @@ const struct wk_cpu_kernels *wk_cpu_kernels_for(const char *isa);
 /* ---------------------------------------------------------------- matmul */
 
 /*
- * Bytes of scratch wk_cpu_matmul needs to hold n_tokens activation rows of
- * n_in elements quantized to w_dtype's vec_dot_type (0 for float weights).
- */
-size_t wk_cpu_matmul_scratch_bytes(enum wk_dtype w_dtype, int64_t n_in, int64_t n_tokens);
-
-/*
- * y = x · Wᵀ on the pool's threads.
+ * y = x · Wᵀ on the pool's threads, with f32 activations (weights are
+ * dequantized on the fly inside the dot kernels).
  *   w:  weight, ne = {n_in, n_out} (n_out rows of n_in), any supported dtype;
  *       n_in must be a multiple of the dtype's block size (checked at load).
  *   x:  [n_tokens, n_in] f32, row-major.
  *   y:  [n_tokens, n_out] f32, written; must not alias x.
- *   scratch: at least wk_cpu_matmul_scratch_bytes(...) bytes, 64-aligned.
- * Deterministic for a given thread count: each output is one dot product.
+ * Deterministic whatever the thread count: each output is one dot call.
  */
 void wk_cpu_matmul(struct wk_threadpool *pool, const struct wk_cpu_kernels *k,
-                   const struct wk_tensor *w, const float *x, float *y, int64_t n_tokens,
-                   void *scratch);
+                   const struct wk_tensor *w, const float *x, float *y, int64_t n_tokens);
 
 /* Dequantizes row `row` of w (ne = {n, rows}) into dst [n] f32. */
 void wk_cpu_get_row(const struct wk_cpu_kernels *k, const struct wk_tensor *w, int64_t row,

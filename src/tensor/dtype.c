@@ -72,37 +72,37 @@ wk_bf16 wk_f32_to_bf16(float f)
 #define PLAIN(t, nm, sz, tof, fromf, dot)                                                          \
     [t] = {.name = nm, .block_size = 1, .block_bytes = sz, .is_quantized = false,                  \
            .supported = true, .vec_dot_type = WK_DTYPE_F32, .to_f32 = tof, .from_f32 = fromf,      \
-           .vec_dot = dot}
-#define QUANT(t, nm, bs, st, vdt, tof, fromf, dot)                                                 \
+           .vec_dot = dot, .vec_dot_q = NULL}
+#define QUANT(t, nm, bs, st, vdt, tof, fromf, dot, dotq)                                           \
     [t] = {.name = nm, .block_size = bs, .block_bytes = sizeof(st), .is_quantized = true,          \
            .supported = true, .vec_dot_type = vdt, .to_f32 = tof, .from_f32 = fromf,               \
-           .vec_dot = dot}
+           .vec_dot = dot, .vec_dot_q = dotq}
 #define KNOWN(t, nm, bs, bb) [t] = {.name = nm, .block_size = bs, .block_bytes = bb}
 
 static const struct wk_dtype_traits g_traits[WK_DTYPE_COUNT] = {
-    PLAIN(WK_DTYPE_F32, "F32", 4, wk_ref_f32_to_f32, wk_ref_f32_from_f32, wk_ref_dot_f32),
-    PLAIN(WK_DTYPE_F16, "F16", 2, wk_ref_f16_to_f32, wk_ref_f16_from_f32, wk_ref_dot_f16),
-    PLAIN(WK_DTYPE_BF16, "BF16", 2, wk_ref_bf16_to_f32, wk_ref_bf16_from_f32, wk_ref_dot_bf16),
+    PLAIN(WK_DTYPE_F32, "F32", 4, wk_ref_f32_to_f32, wk_ref_f32_from_f32, wk_ref_vec_dot_f32_f32),
+    PLAIN(WK_DTYPE_F16, "F16", 2, wk_ref_f16_to_f32, wk_ref_f16_from_f32, wk_ref_vec_dot_f16_f32),
+    PLAIN(WK_DTYPE_BF16, "BF16", 2, wk_ref_bf16_to_f32, wk_ref_bf16_from_f32, wk_ref_vec_dot_bf16_f32),
     QUANT(WK_DTYPE_Q4_0, "Q4_0", 32, struct wk_block_q4_0, WK_DTYPE_Q8_0, wk_ref_q4_0_to_f32,
-          wk_ref_q4_0_from_f32, wk_ref_dot_q4_0),
+          wk_ref_q4_0_from_f32, wk_ref_vec_dot_q4_0_f32, wk_ref_vec_dot_q4_0_q8_0),
     QUANT(WK_DTYPE_Q4_1, "Q4_1", 32, struct wk_block_q4_1, WK_DTYPE_Q8_1, wk_ref_q4_1_to_f32,
-          wk_ref_q4_1_from_f32, wk_ref_dot_q4_1),
+          wk_ref_q4_1_from_f32, wk_ref_vec_dot_q4_1_f32, wk_ref_vec_dot_q4_1_q8_1),
     QUANT(WK_DTYPE_Q5_0, "Q5_0", 32, struct wk_block_q5_0, WK_DTYPE_Q8_0, wk_ref_q5_0_to_f32,
-          wk_ref_q5_0_from_f32, wk_ref_dot_q5_0),
+          wk_ref_q5_0_from_f32, wk_ref_vec_dot_q5_0_f32, wk_ref_vec_dot_q5_0_q8_0),
     QUANT(WK_DTYPE_Q5_1, "Q5_1", 32, struct wk_block_q5_1, WK_DTYPE_Q8_1, wk_ref_q5_1_to_f32,
-          wk_ref_q5_1_from_f32, wk_ref_dot_q5_1),
+          wk_ref_q5_1_from_f32, wk_ref_vec_dot_q5_1_f32, wk_ref_vec_dot_q5_1_q8_1),
     QUANT(WK_DTYPE_Q8_0, "Q8_0", 32, struct wk_block_q8_0, WK_DTYPE_Q8_0, wk_ref_q8_0_to_f32,
-          wk_ref_q8_0_from_f32, wk_ref_dot_q8_0),
+          wk_ref_q8_0_from_f32, wk_ref_vec_dot_q8_0_f32, wk_ref_vec_dot_q8_0_q8_0),
     QUANT(WK_DTYPE_Q8_1, "Q8_1", 32, struct wk_block_q8_1, WK_DTYPE_Q8_1, wk_ref_q8_1_to_f32,
-          wk_ref_q8_1_from_f32, NULL),
+          wk_ref_q8_1_from_f32, NULL, NULL),
     QUANT(WK_DTYPE_Q4_K, "Q4_K", 256, struct wk_block_q4_k, WK_DTYPE_Q8_K, wk_ref_q4_k_to_f32,
-          NULL, wk_ref_dot_q4_k),
+          NULL, wk_ref_vec_dot_q4_k_f32, wk_ref_vec_dot_q4_k_q8_k),
     QUANT(WK_DTYPE_Q5_K, "Q5_K", 256, struct wk_block_q5_k, WK_DTYPE_Q8_K, wk_ref_q5_k_to_f32,
-          NULL, wk_ref_dot_q5_k),
+          NULL, wk_ref_vec_dot_q5_k_f32, wk_ref_vec_dot_q5_k_q8_k),
     QUANT(WK_DTYPE_Q6_K, "Q6_K", 256, struct wk_block_q6_k, WK_DTYPE_Q8_K, wk_ref_q6_k_to_f32,
-          NULL, wk_ref_dot_q6_k),
+          NULL, wk_ref_vec_dot_q6_k_f32, wk_ref_vec_dot_q6_k_q8_k),
     QUANT(WK_DTYPE_Q8_K, "Q8_K", 256, struct wk_block_q8_k, WK_DTYPE_Q8_K, wk_ref_q8_k_to_f32,
-          wk_ref_q8_k_from_f32, NULL),
+          wk_ref_q8_k_from_f32, NULL, NULL),
     /* Known to GGUF, not computed by wick yet: sizes let the reader check
      * tensor extents and name the type in its error. */
     KNOWN(WK_DTYPE_Q2_K, "Q2_K", 256, 84),

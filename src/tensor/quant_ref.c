@@ -8,9 +8,12 @@
  * (ggml/src/ggml-quants.c), which was read to learn the formats; the code
  * here is written from those descriptions.
  *
- * Dot-product convention: per block, the integer products are summed
- * exactly in int32, then scaled by the block's float factors and added to a
- * float accumulator in block order.
+ Dot-product conventions. With f32 activations (_f32): each block is
+ * dequantized exactly as to_f32 does and its products are added to one
+ * float accumulator in element order. With quantized activations: per
+ * block, the integer products are summed exactly in int32, then scaled by
+ * the block's float factors and added to a float accumulator in block
+ * order.
  */
 #include "wk_tensor.h"
 
@@ -55,7 +58,7 @@ void wk_ref_bf16_from_f32(const float *src, void *dst, int64_t n)
     for (int64_t i = 0; i < n; i++) d[i] = wk_f32_to_bf16(src[i]);
 }
 
-float wk_ref_dot_f32(int64_t n, const void *w, const void *x)
+float wk_ref_vec_dot_f32_f32(int64_t n, const void *w, const void *x)
 {
     const float *a = w, *b = x;
     float s = 0;
@@ -63,7 +66,7 @@ float wk_ref_dot_f32(int64_t n, const void *w, const void *x)
     return s;
 }
 
-float wk_ref_dot_f16(int64_t n, const void *w, const void *x)
+float wk_ref_vec_dot_f16_f32(int64_t n, const void *w, const void *x)
 {
     const wk_f16 *a = w;
     const float *b = x;
@@ -72,7 +75,7 @@ float wk_ref_dot_f16(int64_t n, const void *w, const void *x)
     return s;
 }
 
-float wk_ref_dot_bf16(int64_t n, const void *w, const void *x)
+float wk_ref_vec_dot_bf16_f32(int64_t n, const void *w, const void *x)
 {
     const wk_bf16 *a = w;
     const float *b = x;
@@ -162,6 +165,7 @@ static float quantize_32_sym8(const float *x, int8_t *q, int *sum)
     for (int j = 0; j < 32; j++) amax = fmaxf(amax, fabsf(x[j]));
     float d = amax / 127.0f;
     float id = d != 0 ? 1.0f / d : 0.0f;
+    if (!isfinite(id)) id = 0.0f; /* amax below ~4e-37: 1/d overflows; quantize to 0 */
     int s = 0;
     for (int j = 0; j < 32; j++) {
         q[j] = (int8_t)lrintf(x[j] * id); /* round half to even, as SIMD rounds */
@@ -271,7 +275,7 @@ void wk_ref_q5_1_from_f32(const float *src, void *dst, int64_t n)
     }
 }
 
-float wk_ref_dot_q4_0(int64_t n, const void *w, const void *x)
+float wk_ref_vec_dot_q4_0_q8_0(int64_t n, const void *w, const void *x)
 {
     const struct wk_block_q4_0 *a = w;
     const struct wk_block_q8_0 *b = x;
@@ -287,7 +291,7 @@ float wk_ref_dot_q4_0(int64_t n, const void *w, const void *x)
     return s;
 }
 
-float wk_ref_dot_q4_1(int64_t n, const void *w, const void *x)
+float wk_ref_vec_dot_q4_1_q8_1(int64_t n, const void *w, const void *x)
 {
     const struct wk_block_q4_1 *a = w;
     const struct wk_block_q8_1 *b = x;
@@ -303,7 +307,7 @@ float wk_ref_dot_q4_1(int64_t n, const void *w, const void *x)
     return s;
 }
 
-float wk_ref_dot_q5_0(int64_t n, const void *w, const void *x)
+float wk_ref_vec_dot_q5_0_q8_0(int64_t n, const void *w, const void *x)
 {
     const struct wk_block_q5_0 *a = w;
     const struct wk_block_q8_0 *b = x;
@@ -318,7 +322,7 @@ float wk_ref_dot_q5_0(int64_t n, const void *w, const void *x)
     return s;
 }
 
-float wk_ref_dot_q5_1(int64_t n, const void *w, const void *x)
+float wk_ref_vec_dot_q5_1_q8_1(int64_t n, const void *w, const void *x)
 {
     const struct wk_block_q5_1 *a = w;
     const struct wk_block_q8_1 *b = x;
@@ -333,7 +337,7 @@ float wk_ref_dot_q5_1(int64_t n, const void *w, const void *x)
     return s;
 }
 
-float wk_ref_dot_q8_0(int64_t n, const void *w, const void *x)
+float wk_ref_vec_dot_q8_0_q8_0(int64_t n, const void *w, const void *x)
 {
     const struct wk_block_q8_0 *a = w;
     const struct wk_block_q8_0 *b = x;
@@ -447,7 +451,7 @@ void wk_ref_q6_k_to_f32(const void *src, float *dst, int64_t n)
     }
 }
 
-float wk_ref_dot_q4_k(int64_t n, const void *w, const void *x)
+float wk_ref_vec_dot_q4_k_q8_k(int64_t n, const void *w, const void *x)
 {
     const struct wk_block_q4_k *a = w;
     const struct wk_block_q8_k *b = x;
@@ -467,7 +471,7 @@ float wk_ref_dot_q4_k(int64_t n, const void *w, const void *x)
     return s;
 }
 
-float wk_ref_dot_q5_k(int64_t n, const void *w, const void *x)
+float wk_ref_vec_dot_q5_k_q8_k(int64_t n, const void *w, const void *x)
 {
     const struct wk_block_q5_k *a = w;
     const struct wk_block_q8_k *b = x;
@@ -488,7 +492,7 @@ float wk_ref_dot_q5_k(int64_t n, const void *w, const void *x)
     return s;
 }
 
-float wk_ref_dot_q6_k(int64_t n, const void *w, const void *x)
+float wk_ref_vec_dot_q6_k_q8_k(int64_t n, const void *w, const void *x)
 {
     const struct wk_block_q6_k *a = w;
     const struct wk_block_q8_k *b = x;
@@ -504,3 +508,29 @@ float wk_ref_dot_q6_k(int64_t n, const void *w, const void *x)
     }
     return s;
 }
+
+/* ------------------------------------------- dots with f32 activations */
+
+/* Dequantize one block with the type's reference and accumulate; block
+ * sizes are at most 256. */
+#define VEC_DOT_F32(name, block_t, qk, deq)                                                        \
+    float wk_ref_vec_dot_##name##_f32(int64_t n, const void *w, const void *x)                     \
+    {                                                                                              \
+        const block_t *b = w;                                                                      \
+        const float *xf = x;                                                                       \
+        float tmp[256], s = 0;                                                                     \
+        for (int64_t i = 0; i < n / (qk); i++) {                                                   \
+            deq(&b[i], tmp, (qk));                                                                 \
+            for (int j = 0; j < (qk); j++) s += tmp[j] * xf[i * (qk) + j];                         \
+        }                                                                                          \
+        return s;                                                                                  \
+    }
+
+VEC_DOT_F32(q4_0, struct wk_block_q4_0, 32, wk_ref_q4_0_to_f32)
+VEC_DOT_F32(q4_1, struct wk_block_q4_1, 32, wk_ref_q4_1_to_f32)
+VEC_DOT_F32(q5_0, struct wk_block_q5_0, 32, wk_ref_q5_0_to_f32)
+VEC_DOT_F32(q5_1, struct wk_block_q5_1, 32, wk_ref_q5_1_to_f32)
+VEC_DOT_F32(q8_0, struct wk_block_q8_0, 32, wk_ref_q8_0_to_f32)
+VEC_DOT_F32(q4_k, struct wk_block_q4_k, 256, wk_ref_q4_k_to_f32)
+VEC_DOT_F32(q5_k, struct wk_block_q5_k, 256, wk_ref_q5_k_to_f32)
+VEC_DOT_F32(q6_k, struct wk_block_q6_k, 256, wk_ref_q6_k_to_f32)

@@ -7,11 +7,15 @@
  * file are used as they are. A quantized row of n elements is n/block_size
  * blocks laid end to end; every block format is described beside its struct.
  *
- * Dot products take the weight row in its own type and the activation row
- * already quantized to the type's vec_dot_type (Q8_0, Q8_1 or Q8_K, as
- * llama.cpp does, so integer products can be used), or in F32 for float
- * weights. The _ref kernels here are the specification; SIMD versions in
- * src/cpu must agree with them (tests/unit/test-cpu.c).
+ Two dot products exist per weight type. vec_dot takes the activation row
+ * in f32 and dequantizes the weights on the fly: the exact path, the one
+ * the forward pass uses (as MLX and transformers compute). vec_dot_q takes
+ * the activation row quantized to the type's vec_dot_type (Q8_0, Q8_1 or
+ * Q8_K, as llama.cpp does) so 8-bit integer products can be used; it is
+ * faster but moves logits by ~0.3 on Gemma 3 270M, enough to change greedy
+ * choices, so it is kept for opt-in use only. The _ref kernels here are
+ * the specification; SIMD versions in src/cpu must agree with them
+ * (tests/unit/test-cpu.c).
  */
 #ifndef WK_TENSOR_H
 #define WK_TENSOR_H
@@ -140,7 +144,8 @@ wk_bf16 wk_f32_to_bf16(float f);
 typedef void (*wk_to_f32_fn)(const void *src, float *dst, int64_t n);
 /* Quantizes n floats (a multiple of block_size) into dst. */
 typedef void (*wk_from_f32_fn)(const float *src, void *dst, int64_t n);
-/* Dot product of n elements: w in the weight's type, x in its vec_dot_type. */
+/* Dot product of n elements: w in the weight's type, x in f32 (vec_dot) or
+ * in the weight type's vec_dot_type (vec_dot_q). */
 typedef float (*wk_vec_dot_fn)(int64_t n, const void *w, const void *x);
 
 struct wk_dtype_traits {
@@ -149,10 +154,11 @@ struct wk_dtype_traits {
     size_t block_bytes;        /* bytes per block */
     bool is_quantized;
     bool supported;            /* wick can compute with it */
-    enum wk_dtype vec_dot_type;
+    enum wk_dtype vec_dot_type; /* activation type of vec_dot_q */
     wk_to_f32_fn to_f32;       /* reference dequantization (NULL: none) */
     wk_from_f32_fn from_f32;   /* reference quantization (NULL: none yet) */
-    wk_vec_dot_fn vec_dot;     /* reference dot (NULL: not a weight type) */
+    wk_vec_dot_fn vec_dot;     /* reference dot with f32 x (NULL: not a weight type) */
+    wk_vec_dot_fn vec_dot_q;   /* reference dot with quantized x (NULL: none) */
 };
 
 /* Traits of dtype t, or NULL when t is not a GGUF type id wick knows. */
@@ -222,17 +228,29 @@ void wk_ref_q8_0_from_f32(const float *src, void *dst, int64_t n);
 void wk_ref_q8_1_from_f32(const float *src, void *dst, int64_t n);
 void wk_ref_q8_k_from_f32(const float *src, void *dst, int64_t n);
 
-float wk_ref_dot_f32(int64_t n, const void *w, const void *x);
-float wk_ref_dot_f16(int64_t n, const void *w, const void *x);
-float wk_ref_dot_bf16(int64_t n, const void *w, const void *x);
-float wk_ref_dot_q4_0(int64_t n, const void *w, const void *x);
-float wk_ref_dot_q4_1(int64_t n, const void *w, const void *x);
-float wk_ref_dot_q5_0(int64_t n, const void *w, const void *x);
-float wk_ref_dot_q5_1(int64_t n, const void *w, const void *x);
-float wk_ref_dot_q8_0(int64_t n, const void *w, const void *x);
-float wk_ref_dot_q4_k(int64_t n, const void *w, const void *x);
-float wk_ref_dot_q5_k(int64_t n, const void *w, const void *x);
-float wk_ref_dot_q6_k(int64_t n, const void *w, const void *x);
+/* w · x with x in f32 (the exact path): <weight type>_f32. */
+float wk_ref_vec_dot_f32_f32(int64_t n, const void *w, const void *x);
+float wk_ref_vec_dot_f16_f32(int64_t n, const void *w, const void *x);
+float wk_ref_vec_dot_bf16_f32(int64_t n, const void *w, const void *x);
+float wk_ref_vec_dot_q4_0_f32(int64_t n, const void *w, const void *x);
+float wk_ref_vec_dot_q4_1_f32(int64_t n, const void *w, const void *x);
+float wk_ref_vec_dot_q5_0_f32(int64_t n, const void *w, const void *x);
+float wk_ref_vec_dot_q5_1_f32(int64_t n, const void *w, const void *x);
+float wk_ref_vec_dot_q8_0_f32(int64_t n, const void *w, const void *x);
+float wk_ref_vec_dot_q4_k_f32(int64_t n, const void *w, const void *x);
+float wk_ref_vec_dot_q5_k_f32(int64_t n, const void *w, const void *x);
+float wk_ref_vec_dot_q6_k_f32(int64_t n, const void *w, const void *x);
+
+/* w · x with x quantized to the weight type's vec_dot_type:
+ * <weight type>_<activation type>. */
+float wk_ref_vec_dot_q4_0_q8_0(int64_t n, const void *w, const void *x);
+float wk_ref_vec_dot_q4_1_q8_1(int64_t n, const void *w, const void *x);
+float wk_ref_vec_dot_q5_0_q8_0(int64_t n, const void *w, const void *x);
+float wk_ref_vec_dot_q5_1_q8_1(int64_t n, const void *w, const void *x);
+float wk_ref_vec_dot_q8_0_q8_0(int64_t n, const void *w, const void *x);
+float wk_ref_vec_dot_q4_k_q8_k(int64_t n, const void *w, const void *x);
+float wk_ref_vec_dot_q5_k_q8_k(int64_t n, const void *w, const void *x);
+float wk_ref_vec_dot_q6_k_q8_k(int64_t n, const void *w, const void *x);
 
 /* Unpacks Q4_K/Q5_K sub-block j's 6-bit scale and min from scales[12]. */
 static inline void wk_q4_k_scale_min(int j, const uint8_t *q, uint8_t *sc, uint8_t *m)

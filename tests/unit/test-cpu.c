@@ -60,14 +60,14 @@ static const enum wk_dtype g_weight_types[] = {
 };
 static const int g_block_counts[] = {1, 2, 3, 4, 5, 7, 8, 9, 13, 16, 17, 31, 33};
 
-/* vec_dot of each ISA equals the reference within float rounding: the
- * tolerance is relative to the sum of |products|, which bounds the
- * reordering error. Float types also take element counts that are not a
- * multiple of 8 or 16. */
-static void test_vec_dot_matches_ref(void)
+/* Runs one dot path (f32 activations, or quantized activations) of every
+ * ISA against the reference over odd block counts. The tolerance is
+ * relative to the sum of |products|, which bounds the reordering error.
+ * Float types also take element counts that are not a multiple of 8/16. */
+static void check_dot_path(bool quantized)
 {
     const struct wk_cpu_kernels *ref = wk_cpu_kernels_for("ref");
-    uint64_t seed = 42;
+    uint64_t seed = quantized ? 42 : 43;
     for (size_t ii = 1; ii < WK_ARRAY_LEN(g_isas); ii++) {
         const struct wk_cpu_kernels *k = wk_cpu_kernels_for(g_isas[ii]);
         if (!k) {
@@ -77,29 +77,31 @@ static void test_vec_dot_matches_ref(void)
         for (size_t ti = 0; ti < WK_ARRAY_LEN(g_weight_types); ti++) {
             enum wk_dtype t = g_weight_types[ti];
             const struct wk_dtype_traits *tr = wk_dtype_traits_get(t);
-            const struct wk_dtype_traits *at = wk_dtype_traits_get(tr->vec_dot_type);
+            if (quantized && !tr->vec_dot_q) continue;
+            enum wk_dtype act = quantized ? tr->vec_dot_type : WK_DTYPE_F32;
+            const struct wk_dtype_traits *at = wk_dtype_traits_get(act);
             for (size_t bi = 0; bi < WK_ARRAY_LEN(g_block_counts); bi++) {
                 int64_t n = g_block_counts[bi] * (tr->is_quantized ? tr->block_size : 37);
                 void *w = wk_aligned_alloc(wk_dtype_row_bytes(t, n));
                 float *x = wk_aligned_alloc((size_t)n * 4);
-                void *xq = wk_aligned_alloc(wk_dtype_row_bytes(at->block_size > 1 ? tr->vec_dot_type : WK_DTYPE_F32, n) + 64);
+                void *xq = wk_aligned_alloc(wk_dtype_row_bytes(act, n) + 64);
                 fill_random_blocks(t, w, n / tr->block_size, &seed);
                 for (int64_t i = 0; i < n; i++) x[i] = check_rand_f32(&seed);
-                ref->quantize[tr->vec_dot_type] ? ref->quantize[tr->vec_dot_type](x, xq, n)
-                                                : (void)memcpy(xq, x, (size_t)n * 4);
-                /* bound: sum |w_i * x_i| from dequantized values */
+                if (quantized) ref->quantize[act](x, xq, n);
+                else memcpy(xq, x, (size_t)n * 4);
                 float *wf = wk_aligned_alloc((size_t)n * 4), *xf = wk_aligned_alloc((size_t)n * 4);
                 tr->to_f32(w, wf, n);
-                at->to_f32 ? at->to_f32(xq, xf, n) : (void)memcpy(xf, x, (size_t)n * 4);
+                at->to_f32(xq, xf, n);
                 double mag = 0;
                 for (int64_t i = 0; i < n; i++) mag += fabs((double)wf[i] * xf[i]);
-                float want = ref->vec_dot[t](n, w, xq);
-                float got = k->vec_dot[t](n, w, xq);
-                if (!(fabs((double)got - want) <= 1e-5 * mag + 1e-6)) {
-                    fprintf(stderr, "  %s %s n=%lld: got %.9g want %.9g (mag %.3g)\n", k->isa,
-                            tr->name, (long long)n, got, want, mag);
-                }
-                CHECK(fabs((double)got - want) <= 1e-5 * mag + 1e-6);
+                wk_vec_dot_fn fr = quantized ? ref->vec_dot_q[t] : ref->vec_dot[t];
+                wk_vec_dot_fn fk = quantized ? k->vec_dot_q[t] : k->vec_dot[t];
+                float want = fr(n, w, xq), got = fk(n, w, xq);
+                bool ok = fabs((double)got - want) <= 1e-5 * mag + 1e-6;
+                if (!ok)
+                    fprintf(stderr, "  %s %s%s n=%lld: got %.9g want %.9g (mag %.3g)\n", k->isa,
+                            tr->name, quantized ? " (quantized x)" : "", (long long)n, got, want, mag);
+                CHECK(ok);
                 wk_aligned_free(w), wk_aligned_free(x), wk_aligned_free(xq);
                 wk_aligned_free(wf), wk_aligned_free(xf);
             }
@@ -107,8 +109,19 @@ static void test_vec_dot_matches_ref(void)
     }
 }
 
-/* The reference dot equals the double-precision dot of the dequantized
- * rows: the integer formula and the dequantization describe one format. */
+static void test_vec_dot_matches_ref(void)
+{
+    check_dot_path(false);
+}
+
+static void test_vec_dot_q_matches_ref(void)
+{
+    check_dot_path(true);
+}
+
+/* Both reference dots equal the double-precision dot of the dequantized
+ * rows: the integer formula, the f32 path and the dequantization describe
+ * one format. */
 static void test_ref_dot_equals_dequantized_dot(void)
 {
     const struct wk_cpu_kernels *ref = wk_cpu_kernels_for("ref");
@@ -116,22 +129,25 @@ static void test_ref_dot_equals_dequantized_dot(void)
     for (size_t ti = 0; ti < WK_ARRAY_LEN(g_weight_types); ti++) {
         enum wk_dtype t = g_weight_types[ti];
         const struct wk_dtype_traits *tr = wk_dtype_traits_get(t);
-        const struct wk_dtype_traits *at = wk_dtype_traits_get(tr->vec_dot_type);
         int64_t n = 3 * (tr->is_quantized ? tr->block_size : 64);
         uint8_t w[3 * 256 * 4], xq[3 * 292 + 64];
         float x[3 * 256], wf[3 * 256], xf[3 * 256];
         fill_random_blocks(t, w, n / tr->block_size, &seed);
         for (int64_t i = 0; i < n; i++) x[i] = check_rand_f32(&seed);
-        if (ref->quantize[tr->vec_dot_type]) ref->quantize[tr->vec_dot_type](x, xq, n);
-        else memcpy(xq, x, (size_t)n * 4);
         tr->to_f32(w, wf, n);
-        if (at->to_f32 && tr->vec_dot_type != WK_DTYPE_F32) at->to_f32(xq, xf, n);
-        else memcpy(xf, x, (size_t)n * 4);
         double want = 0, mag = 0;
+        for (int64_t i = 0; i < n; i++) want += (double)wf[i] * x[i], mag += fabs((double)wf[i] * x[i]);
+        double got = ref->vec_dot[t](n, w, x);
+        CHECK(fabs(got - want) <= 1e-6 * mag + 1e-7);
+        if (!tr->vec_dot_q) continue;
+        const struct wk_dtype_traits *at = wk_dtype_traits_get(tr->vec_dot_type);
+        ref->quantize[tr->vec_dot_type](x, xq, n);
+        at->to_f32(xq, xf, n);
+        want = 0, mag = 0;
         for (int64_t i = 0; i < n; i++) want += (double)wf[i] * xf[i], mag += fabs((double)wf[i] * xf[i]);
         /* Q4_1/Q5_1 fold the min through s = d*sum(q) kept as f16, so their
          * min term is exact only to f16 precision. */
-        double got = ref->vec_dot[t](n, w, xq);
+        got = ref->vec_dot_q[t](n, w, xq);
         double tol = (t == WK_DTYPE_Q4_1 || t == WK_DTYPE_Q5_1) ? 2e-3 * mag : 1e-5 * mag;
         if (!(fabs(got - want) <= tol + 1e-6))
             fprintf(stderr, "  %s: %.9g vs %.9g (mag %.3g)\n", tr->name, got, want, mag);
@@ -168,9 +184,7 @@ static void test_quantize_matches_ref(void)
                 int same = memcmp(a, b, bytes) == 0;
                 if (!same) fprintf(stderr, "  %s quantize %s n=%lld: blocks differ\n", k->isa, tr->name, (long long)n);
                 CHECK(same);
-                float *fa = NULL, *fb = NULL;
                 wk_aligned_free(x), wk_aligned_free(a), wk_aligned_free(b);
-                wk_aligned_free(fa), wk_aligned_free(fb);
             }
         }
     }
@@ -194,7 +208,7 @@ static void test_to_f32_matches_ref(void)
             ref->to_f32[t](w, a, n);
             k->to_f32[t](w, b, n);
             int bad = 0;
-            for (int64_t i = 0; i < n; i++) bad += fabsf(a[i] - b[i]) > 1e-6f * fabsf(a[i]);
+            for (int64_t i = 0; i < n; i++) bad += memcmp(&a[i], &b[i], 4) != 0;
             if (bad) fprintf(stderr, "  %s to_f32 %s: %d differ\n", k->isa, tr->name, bad);
             CHECK_EQ_INT(bad, 0);
             wk_aligned_free(w), wk_aligned_free(a), wk_aligned_free(b);
@@ -227,20 +241,16 @@ static void test_f32_helpers_match_ref(void)
 }
 
 /* The threaded matmul equals, element by element, the double-precision
- * product of dequantized weight rows and dequantized activation rows, for
- * 1, 2 and 3 threads and token counts 1, 3 and 17; results are identical
- * across thread counts (determinism). */
+ * product of dequantized weight rows and the f32 activations, for 1, 2 and
+ * 3 threads and token counts 1, 3 and 17; results are bit-identical across
+ * thread counts (determinism). */
 static void test_matmul(void)
 {
     const struct wk_cpu_kernels *k = wk_cpu_kernels_get();
     uint64_t seed = 11;
-    static const enum wk_dtype types[] = {WK_DTYPE_Q4_0, WK_DTYPE_Q4_1, WK_DTYPE_Q5_0,
-                                          WK_DTYPE_Q8_0, WK_DTYPE_Q4_K, WK_DTYPE_Q6_K,
-                                          WK_DTYPE_F16, WK_DTYPE_F32};
-    for (size_t ti = 0; ti < WK_ARRAY_LEN(types); ti++) {
-        enum wk_dtype t = types[ti];
+    for (size_t ti = 0; ti < WK_ARRAY_LEN(g_weight_types); ti++) {
+        enum wk_dtype t = g_weight_types[ti];
         const struct wk_dtype_traits *tr = wk_dtype_traits_get(t);
-        const struct wk_dtype_traits *at = wk_dtype_traits_get(tr->vec_dot_type);
         int64_t n_in = 2 * 256, n_out = 37;
         size_t row = wk_dtype_row_bytes(t, n_in);
         void *wdata = wk_aligned_alloc(row * (size_t)n_out);
@@ -253,37 +263,30 @@ static void test_matmul(void)
             float *x = wk_aligned_alloc((size_t)(nt * n_in) * 4);
             for (int64_t i = 0; i < nt * n_in; i++) x[i] = check_rand_f32(&seed);
             float *y[3];
-            void *scratch = wk_aligned_alloc(wk_cpu_matmul_scratch_bytes(t, n_in, nt) + 64);
             for (int th = 1; th <= 3; th++) {
                 struct wk_threadpool *pool;
                 CHECK_EQ_INT(wk_threadpool_create(th, &pool), WK_OK);
                 y[th - 1] = wk_aligned_alloc((size_t)(nt * n_out) * 4);
-                wk_cpu_matmul(pool, k, &w, x, y[th - 1], nt, scratch);
+                wk_cpu_matmul(pool, k, &w, x, y[th - 1], nt);
                 wk_threadpool_destroy(pool);
             }
             CHECK(memcmp(y[0], y[1], (size_t)(nt * n_out) * 4) == 0);
             CHECK(memcmp(y[0], y[2], (size_t)(nt * n_out) * 4) == 0);
-            float wf[512], xf[512];
-            uint8_t xq[600];
+            float wf[512];
             int bad = 0;
             for (int64_t tok = 0; tok < nt; tok++) {
-                if (tr->vec_dot_type == WK_DTYPE_F32) memcpy(xf, x + tok * n_in, sizeof xf);
-                else {
-                    wk_cpu_kernels_for("ref")->quantize[tr->vec_dot_type](x + tok * n_in, xq, n_in);
-                    at->to_f32(xq, xf, n_in);
-                }
+                const float *xf = x + tok * n_in;
                 for (int64_t r = 0; r < n_out; r++) {
                     tr->to_f32((uint8_t *)wdata + r * row, wf, n_in);
                     double want = 0, mag = 0;
                     for (int i = 0; i < n_in; i++) want += (double)wf[i] * xf[i], mag += fabs((double)wf[i] * xf[i]);
-                    double tol = (t == WK_DTYPE_Q4_1) ? 2e-3 * mag : 1e-5 * mag;
-                    if (!(fabs(y[0][tok * n_out + r] - want) <= tol + 1e-6)) bad++;
+                    if (!(fabs(y[0][tok * n_out + r] - want) <= 1e-5 * mag + 1e-6)) bad++;
                 }
             }
             if (bad) fprintf(stderr, "  matmul %s nt=%lld: %d outputs off\n", tr->name, (long long)nt, bad);
             CHECK_EQ_INT(bad, 0);
             for (int i = 0; i < 3; i++) wk_aligned_free(y[i]);
-            wk_aligned_free(x), wk_aligned_free(scratch);
+            wk_aligned_free(x);
         }
         wk_aligned_free(wdata);
     }
@@ -332,6 +335,6 @@ static void test_elementwise_ops(void)
     CHECK_NEAR(w2[3], sin(0.1), 1e-7, 0);
 }
 
-CHECK_MAIN(TEST(test_vec_dot_matches_ref), TEST(test_ref_dot_equals_dequantized_dot),
+CHECK_MAIN(TEST(test_vec_dot_matches_ref), TEST(test_vec_dot_q_matches_ref), TEST(test_ref_dot_equals_dequantized_dot),
            TEST(test_quantize_matches_ref), TEST(test_to_f32_matches_ref),
            TEST(test_f32_helpers_match_ref), TEST(test_matmul), TEST(test_elementwise_ops))

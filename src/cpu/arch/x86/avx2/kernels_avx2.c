@@ -437,14 +437,14 @@ void wk__cpu_fill_avx2(struct wk_cpu_kernels *k)
     k->vec_dot[WK_DTYPE_F32] = vec_dot_f32;
     k->vec_dot[WK_DTYPE_F16] = vec_dot_f16;
     k->vec_dot[WK_DTYPE_BF16] = vec_dot_bf16;
-    k->vec_dot[WK_DTYPE_Q8_0] = wk__avx2_dot_q8_0;
-    k->vec_dot[WK_DTYPE_Q4_0] = wk__avx2_dot_q4_0;
-    k->vec_dot[WK_DTYPE_Q4_1] = wk__avx2_dot_q4_1;
-    k->vec_dot[WK_DTYPE_Q5_0] = wk__avx2_dot_q5_0;
-    k->vec_dot[WK_DTYPE_Q5_1] = wk__avx2_dot_q5_1;
-    k->vec_dot[WK_DTYPE_Q4_K] = wk__avx2_dot_q4_k;
-    k->vec_dot[WK_DTYPE_Q5_K] = wk__avx2_dot_q5_k;
-    k->vec_dot[WK_DTYPE_Q6_K] = wk__avx2_dot_q6_k;
+    k->vec_dot_q[WK_DTYPE_Q8_0] = wk__avx2_dot_q8_0;
+    k->vec_dot_q[WK_DTYPE_Q4_0] = wk__avx2_dot_q4_0;
+    k->vec_dot_q[WK_DTYPE_Q4_1] = wk__avx2_dot_q4_1;
+    k->vec_dot_q[WK_DTYPE_Q5_0] = wk__avx2_dot_q5_0;
+    k->vec_dot_q[WK_DTYPE_Q5_1] = wk__avx2_dot_q5_1;
+    k->vec_dot_q[WK_DTYPE_Q4_K] = wk__avx2_dot_q4_k;
+    k->vec_dot_q[WK_DTYPE_Q5_K] = wk__avx2_dot_q5_k;
+    k->vec_dot_q[WK_DTYPE_Q6_K] = wk__avx2_dot_q6_k;
 
     k->quantize[WK_DTYPE_Q8_0] = quantize_q8_0;
     k->quantize[WK_DTYPE_Q8_1] = quantize_q8_1;

@@ -13,7 +13,7 @@
 #include <string.h>
 
 /* Weight row · activation row, n elements (a multiple of the block size);
- * same contract and arithmetic as the wk_ref_dot_* they replace. */
+ * same contract and arithmetic as the wk_ref_vec_dot_<type>_<act> (vec_dot_q) they replace. */
 float wk__avx2_dot_q8_0(int64_t n, const void *w, const void *x);
 float wk__avx2_dot_q4_0(int64_t n, const void *w, const void *x);
 float wk__avx2_dot_q4_1(int64_t n, const void *w, const void *x);

@@ -1,0 +1,270 @@
+/*
+ * context.c - a running sequence: KV cache, scratch, and the forward pass
+ * of the decoder-only transformer families (Gemma 3 now; the per-family
+ * differences are flags on struct wk_model).
+ *
+ * Data flow of one chunk of n tokens at positions pos0 .. pos0+n-1, per
+ * layer (shapes outermost first, all f32):
+ *   x [n, E] -> RMSNorm -> xn -> Wq, Wk, Wv -> q [n, Hq·D], k, v [n, Hk·D]
+ *   q, k: per-head RMSNorm (QK-norm), RoPE; k, v written to the cache rows
+ *   pos0.. of this layer; attention of each (token, head) over cache rows
+ *   lo..pos (causal; lo = pos-W+1 on sliding layers) -> att [n, Hq·D]
+ *   att -> Wo -> o [n, E] -> (post-norm) -> x += o
+ *   x -> RMSNorm -> Wgate, Wup -> act(gate)·up [n, F] -> Wdown -> (post-norm)
+ *   -> x += ...
+ * then the last row: RMSNorm -> output projection -> logits [V] (softcap).
+ *
+ * Scratch comes from one arena sized at creation for n_ubatch tokens;
+ * nothing is allocated per token.
+ */
+#include "model_internal.h"
+
+#include <math.h>
+#include <string.h>
+
+struct wk_context {
+    const struct wk_model *m;
+    const struct wk_cpu_kernels *k;
+    struct wk_threadpool *pool;
+    int32_t n_ctx, n_ubatch, n_threads;
+    int32_t n_past;
+    float *k_cache, *v_cache; /* [n_layer][n_ctx][Hk·D] */
+    struct wk_arena arena;
+    /* scratch views, [n_ubatch, ...] each */
+    float *x, *xn, *q, *kx, *vx, *att, *o, *gate, *up, *scores, *rope_cs;
+    int32_t *pos;
+};
+
+struct wk_context_params wk_context_params_default(void)
+{
+    return (struct wk_context_params){.n_ctx = 0, .n_threads = 0, .n_ubatch = 512};
+}
+
+enum wk_status wk_context_create(const struct wk_model *m, const struct wk_context_params *p,
+                                 struct wk_context **out, struct wk_error *err)
+{
+    *out = NULL;
+    const struct wk_hparams *hp = &m->hp;
+    int32_t n_ctx = p->n_ctx > 0 ? p->n_ctx : WK_MIN(4096, hp->n_ctx_train);
+    int32_t n_threads = p->n_threads > 0 ? p->n_threads : wk_cpu_features_get()->n_cores;
+    int32_t n_ub = p->n_ubatch > 0 ? WK_MIN(p->n_ubatch, n_ctx) : 512;
+    if (n_ctx < 1 || n_ctx > (1 << 22))
+        return wk_error_set(err, WK_E_INVALID, "context size %d is out of range (1..%d)", n_ctx,
+                            1 << 22);
+    if (n_threads < 1 || n_threads > 256)
+        return wk_error_set(err, WK_E_INVALID, "thread count %d is out of range (1..256)",
+                            n_threads);
+    struct wk_context *c = wk_calloc(1, sizeof *c);
+    if (!c) return wk_error_set(err, WK_E_NOMEM, "out of memory");
+    c->m = m;
+    c->k = wk_cpu_kernels_get();
+    c->n_ctx = n_ctx;
+    c->n_ubatch = n_ub;
+    c->n_threads = n_threads;
+    enum wk_status st = wk_threadpool_create(n_threads, &c->pool);
+    if (st) {
+        wk_context_destroy(c);
+        return wk_error_set(err, st, "cannot start %d threads", n_threads);
+    }
+    const size_t E = (size_t)hp->n_embd, D = (size_t)hp->head_dim, F = (size_t)hp->n_ff;
+    const size_t HQ = (size_t)hp->n_head * D, HK = (size_t)hp->n_head_kv * D, U = (size_t)n_ub;
+    size_t kv_floats = (size_t)hp->n_layer * (size_t)n_ctx * HK;
+    c->k_cache = wk_aligned_alloc(kv_floats * sizeof(float));
+    c->v_cache = wk_aligned_alloc(kv_floats * sizeof(float));
+    size_t sizes[] = {U * E, U * E, U * HQ, U * HK, U * HK, U * HQ, U * E, U * F, U * F,
+                      (size_t)n_threads * (size_t)n_ctx, 2 * U * D};
+    size_t arena_bytes = 0;
+    for (size_t i = 0; i < WK_ARRAY_LEN(sizes); i++) arena_bytes += sizes[i] * sizeof(float) + 64;
+    arena_bytes += U * sizeof(int32_t) + 64;
+    if (!c->k_cache || !c->v_cache || wk_arena_init(&c->arena, arena_bytes)) {
+        wk_context_destroy(c);
+        return wk_error_set(err, WK_E_NOMEM,
+                            "out of memory for a %d-token KV cache (%.1f MiB) and scratch", n_ctx,
+                            2.0 * (double)kv_floats * 4 / (1 << 20));
+    }
+    float **views[] = {&c->x, &c->xn, &c->q, &c->kx, &c->vx, &c->att, &c->o, &c->gate, &c->up,
+                       &c->scores, &c->rope_cs};
+    for (size_t i = 0; i < WK_ARRAY_LEN(views); i++)
+        *views[i] = wk_arena_alloc(&c->arena, sizes[i] * sizeof(float));
+    c->pos = wk_arena_alloc(&c->arena, U * sizeof(int32_t));
+    WK_ASSERT(c->pos != NULL);
+    *out = c;
+    return WK_OK;
+}
+
+void wk_context_destroy(struct wk_context *c)
+{
+    if (!c) return;
+    wk_threadpool_destroy(c->pool);
+    wk_aligned_free(c->k_cache);
+    wk_aligned_free(c->v_cache);
+    wk_arena_deinit(&c->arena);
+    wk_free(c);
+}
+
+int32_t wk_context_n_ctx(const struct wk_context *c) { return c->n_ctx; }
+int32_t wk_context_n_threads(const struct wk_context *c) { return c->n_threads; }
+int32_t wk_context_n_past(const struct wk_context *c) { return c->n_past; }
+
+void wk_context_truncate(struct wk_context *c, int32_t n_keep)
+{
+    WK_ASSERT(n_keep >= 0 && n_keep <= c->n_past);
+    c->n_past = n_keep;
+}
+
+/* ------------------------------------------------------------ attention */
+
+struct attn_task {
+    struct wk_context *c;
+    const struct wk_layer *l;
+    int32_t il, n_tokens;
+};
+
+static void attention_task(void *p, int ith, int nth)
+{
+    struct attn_task *a = p;
+    struct wk_context *c = a->c;
+    const struct wk_hparams *hp = &c->m->hp;
+    const int64_t D = hp->head_dim, HQ = (int64_t)hp->n_head * D, HK = (int64_t)hp->n_head_kv * D;
+    const int32_t group = hp->n_head / hp->n_head_kv;
+    const float *kc = c->k_cache + (size_t)a->il * (size_t)c->n_ctx * (size_t)HK;
+    const float *vc = c->v_cache + (size_t)a->il * (size_t)c->n_ctx * (size_t)HK;
+    float *scores = c->scores + (size_t)ith * (size_t)c->n_ctx;
+    int64_t lo_item, hi_item;
+    wk_split_range((int64_t)a->n_tokens * hp->n_head, ith, nth, &lo_item, &hi_item);
+    for (int64_t item = lo_item; item < hi_item; item++) {
+        int32_t t = (int32_t)(item / hp->n_head), h = (int32_t)(item % hp->n_head);
+        int32_t pos = c->pos[t];
+        int32_t lo = 0;
+        if (a->l->sliding && pos - hp->sliding_window + 1 > 0) lo = pos - hp->sliding_window + 1;
+        int32_t n = pos - lo + 1;
+        const float *qh = c->q + (size_t)t * HQ + (size_t)h * D;
+        const int64_t koff = (int64_t)(h / group) * D;
+        for (int32_t j = 0; j < n; j++) scores[j] = c->k->dot_f32(D, qh, kc + (lo + j) * HK + koff);
+        wk_softmax(n, scores);
+        float *out = c->att + (size_t)t * HQ + (size_t)h * D;
+        memset(out, 0, (size_t)D * sizeof(float));
+        for (int32_t j = 0; j < n; j++) c->k->axpy_f32(D, scores[j], vc + (lo + j) * HK + koff, out);
+    }
+}
+
+/* ------------------------------------------------------------------ FFN */
+
+struct act_task {
+    float *gate;
+    const float *up;
+    int64_t n;
+    enum wk_ffn_act act;
+};
+
+static void act_task(void *p, int ith, int nth)
+{
+    struct act_task *a = p;
+    int64_t lo, hi;
+    wk_split_range(a->n, ith, nth, &lo, &hi);
+    if (a->act == WK_ACT_GELU_TANH)
+        wk_geglu(hi - lo, a->gate + lo, a->up + lo);
+    else
+        wk_swiglu(hi - lo, a->gate + lo, a->up + lo);
+}
+
+/* ------------------------------------------------------------ one chunk */
+
+static void norm_rows(int32_t n, int64_t width, const float *x, const struct wk_tensor *g,
+                      float eps, float *y)
+{
+    for (int32_t t = 0; t < n; t++)
+        wk_rms_norm(width, x + t * width, g ? g->data : NULL, eps, y + t * width);
+}
+
+static void forward_chunk(struct wk_context *c, const int32_t *tokens, int32_t n, float *logits)
+{
+    const struct wk_model *m = c->m;
+    const struct wk_hparams *hp = &m->hp;
+    const int64_t E = hp->n_embd, D = hp->head_dim, F = hp->n_ff;
+    const int64_t HQ = (int64_t)hp->n_head * D, HK = (int64_t)hp->n_head_kv * D;
+    struct wk_threadpool *pool = c->pool;
+    const struct wk_cpu_kernels *k = c->k;
+
+    for (int32_t t = 0; t < n; t++) {
+        c->pos[t] = c->n_past + t;
+        wk_cpu_get_row(k, m->tok_embd, tokens[t], c->x + t * E);
+        if (hp->embed_scale != 1.0f)
+            for (int64_t i = 0; i < E; i++) c->x[t * E + i] *= hp->embed_scale;
+    }
+    /* RoPE tables for the chunk: [0] sliding layers, [1] global layers */
+    float *cs[2] = {c->rope_cs, c->rope_cs + (size_t)c->n_ubatch * (size_t)D};
+    bool have_cs[2] = {false, false};
+
+    for (int32_t il = 0; il < hp->n_layer; il++) {
+        const struct wk_layer *l = &m->layers[il];
+        int kind = l->sliding ? 0 : 1;
+        if (!have_cs[kind]) {
+            for (int32_t t = 0; t < n; t++)
+                wk_rope_cos_sin(c->pos[t], hp->n_rot, l->rope_base, l->rope_scale,
+                                cs[kind] + t * hp->n_rot);
+            have_cs[kind] = true;
+        }
+        norm_rows(n, E, c->x, l->attn_norm, hp->rms_eps, c->xn);
+        wk_cpu_matmul(pool, k, l->wq, c->xn, c->q, n);
+        wk_cpu_matmul(pool, k, l->wk, c->xn, c->kx, n);
+        wk_cpu_matmul(pool, k, l->wv, c->xn, c->vx, n);
+        float *kc = c->k_cache + ((size_t)il * (size_t)c->n_ctx + (size_t)c->n_past) * (size_t)HK;
+        float *vc = c->v_cache + ((size_t)il * (size_t)c->n_ctx + (size_t)c->n_past) * (size_t)HK;
+        for (int32_t t = 0; t < n; t++) {
+            float *qt = c->q + t * HQ, *kt = c->kx + t * HK;
+            if (l->q_norm) norm_rows(hp->n_head, D, qt, l->q_norm, hp->rms_eps, qt);
+            if (l->k_norm) norm_rows(hp->n_head_kv, D, kt, l->k_norm, hp->rms_eps, kt);
+            wk_rope_apply(qt, hp->n_head, (int)D, hp->n_rot, cs[kind] + t * hp->n_rot, m->rope_mode);
+            wk_rope_apply(kt, hp->n_head_kv, (int)D, hp->n_rot, cs[kind] + t * hp->n_rot, m->rope_mode);
+            for (int64_t i = 0; i < HQ; i++) qt[i] *= hp->attn_scale;
+        }
+        memcpy(kc, c->kx, (size_t)(n * HK) * sizeof(float));
+        memcpy(vc, c->vx, (size_t)(n * HK) * sizeof(float));
+        struct attn_task at = {.c = c, .l = l, .il = il, .n_tokens = n};
+        wk_threadpool_run(pool, attention_task, &at);
+        wk_cpu_matmul(pool, k, l->wo, c->att, c->o, n);
+        if (l->post_attn_norm) norm_rows(n, E, c->o, l->post_attn_norm, hp->rms_eps, c->o);
+        for (int64_t i = 0; i < n * E; i++) c->x[i] += c->o[i];
+
+        norm_rows(n, E, c->x, l->ffn_norm, hp->rms_eps, c->xn);
+        wk_cpu_matmul(pool, k, l->ffn_gate, c->xn, c->gate, n);
+        wk_cpu_matmul(pool, k, l->ffn_up, c->xn, c->up, n);
+        struct act_task ft = {.gate = c->gate, .up = c->up, .n = n * F, .act = m->act};
+        wk_threadpool_run(pool, act_task, &ft);
+        wk_cpu_matmul(pool, k, l->ffn_down, c->gate, c->o, n);
+        if (l->post_ffn_norm) norm_rows(n, E, c->o, l->post_ffn_norm, hp->rms_eps, c->o);
+        for (int64_t i = 0; i < n * E; i++) c->x[i] += c->o[i];
+    }
+    c->n_past += n;
+    if (!logits) return;
+    float *last = c->xn; /* the last row only */
+    wk_rms_norm(E, c->x + (int64_t)(n - 1) * E, m->output_norm->data, hp->rms_eps, last);
+    wk_cpu_matmul(pool, k, m->output, last, logits, 1);
+    if (hp->final_softcap > 0) {
+        float cap = hp->final_softcap;
+        for (int32_t i = 0; i < hp->n_vocab; i++) logits[i] = cap * tanhf(logits[i] / cap);
+    }
+}
+
+enum wk_status wk_context_decode(struct wk_context *c, const int32_t *tokens, int32_t n_tokens,
+                                 float *logits, const volatile bool *cancel, struct wk_error *err)
+{
+    if (n_tokens < 1) return wk_error_set(err, WK_E_INVALID, "no tokens to decode");
+    if (n_tokens > c->n_ctx - c->n_past)
+        return wk_error_set(err, WK_E_RANGE,
+                            "%d tokens do not fit: %d of the context's %d positions are used",
+                            n_tokens, c->n_past, c->n_ctx);
+    for (int32_t i = 0; i < n_tokens; i++)
+        if (tokens[i] < 0 || tokens[i] >= c->m->hp.n_vocab)
+            return wk_error_set(err, WK_E_INVALID, "token id %d is outside the vocabulary (%d)",
+                                tokens[i], c->m->hp.n_vocab);
+    for (int32_t done = 0; done < n_tokens;) {
+        if (cancel && *cancel) return wk_error_set(err, WK_E_CANCELLED, "cancelled");
+        int32_t n = WK_MIN(c->n_ubatch, n_tokens - done);
+        bool last = done + n == n_tokens;
+        forward_chunk(c, tokens + done, n, last ? logits : NULL);
+        done += n;
+    }
+    return WK_OK;
+}

@@ -1,0 +1,139 @@
+/*
+ * model.c - the architecture registry and the loading steps every family
+ * shares: open the GGUF, pick the family by general.architecture, read the
+ * common hyperparameters, let the family find its tensors, check them.
+ */
+#include "model_internal.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const struct {
+    const char *name;
+    enum wk_arch arch;
+    wk_arch_load_fn load;
+} g_archs[] = {
+    {"gemma3", WK_ARCH_GEMMA3, wk__gemma3_load},
+};
+
+enum wk_status wk__hp_u32(const struct wk_model *m, const char *suffix, bool required,
+                          int32_t *out, int32_t max, struct wk_error *err)
+{
+    char key[128];
+    snprintf(key, sizeof key, "%s.%s", m->hp.arch_name, suffix);
+    if (!required && !wk_gguf_find(m->gguf, key)) return WK_OK;
+    uint32_t v;
+    enum wk_status st = wk_gguf_get_u32(m->gguf, key, &v, err);
+    if (st == WK_E_NOT_FOUND) st = WK_E_FORMAT;
+    if (st) return err ? (err->status = st) : st;
+    if (v < 1 || v > (uint32_t)max)
+        return wk_error_set(err, WK_E_FORMAT, "%s: %s = %u is out of range (1..%d)",
+                            wk_gguf_path(m->gguf), key, v, max);
+    *out = (int32_t)v;
+    return WK_OK;
+}
+
+enum wk_status wk__hp_f32(const struct wk_model *m, const char *suffix, bool required, float *out,
+                          struct wk_error *err)
+{
+    char key[128];
+    snprintf(key, sizeof key, "%s.%s", m->hp.arch_name, suffix);
+    if (!required && !wk_gguf_find(m->gguf, key)) return WK_OK;
+    float v;
+    enum wk_status st = wk_gguf_get_f32(m->gguf, key, &v, err);
+    if (st == WK_E_NOT_FOUND) st = WK_E_FORMAT;
+    if (st) return err ? (err->status = st) : st;
+    if (!(v == v) || v > 1e30f || v < -1e30f)
+        return wk_error_set(err, WK_E_FORMAT, "%s: %s = %g is not a usable number",
+                            wk_gguf_path(m->gguf), key, v);
+    *out = v;
+    return WK_OK;
+}
+
+enum wk_status wk__tensor(const struct wk_model *m, const struct wk_tensor **out, bool optional,
+                          bool f32_only, int64_t ne0, int64_t ne1, struct wk_error *err,
+                          const char *fmt, ...)
+{
+    char name[128];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(name, sizeof name, fmt, ap);
+    va_end(ap);
+    const char *path = wk_gguf_path(m->gguf);
+    const struct wk_gguf_tensor *gt = wk_gguf_find_tensor(m->gguf, name);
+    *out = NULL;
+    if (!gt) {
+        if (optional) return WK_OK;
+        return wk_error_set(err, WK_E_FORMAT, "%s: missing tensor %s", path, name);
+    }
+    const struct wk_tensor *t = &gt->t;
+    const struct wk_dtype_traits *tr = wk_dtype_traits_get(t->dtype);
+    if (!tr->supported || (!f32_only && !tr->vec_dot) || (f32_only && t->dtype != WK_DTYPE_F32))
+        return wk_error_set(err, WK_E_UNSUPPORTED, "%s: tensor %s has dtype %s, which wick %s",
+                            path, name, tr->name,
+                            f32_only ? "expects to be F32 here" : "cannot compute with yet");
+    if (t->ne[0] != ne0 || t->ne[1] != ne1 || t->ne[2] != 1 || t->ne[3] != 1)
+        return wk_error_set(err, WK_E_FORMAT,
+                            "%s: tensor %s has shape [%lld, %lld, %lld, %lld], expected [%lld, "
+                            "%lld]",
+                            path, name, (long long)t->ne[0], (long long)t->ne[1],
+                            (long long)t->ne[2], (long long)t->ne[3], (long long)ne0,
+                            (long long)ne1);
+    *out = t;
+    return WK_OK;
+}
+
+enum wk_status wk_model_load(const char *path, struct wk_model **out, struct wk_error *err)
+{
+    *out = NULL;
+    struct wk_model *m = wk_calloc(1, sizeof *m);
+    if (!m) return wk_error_set(err, WK_E_NOMEM, "out of memory");
+    enum wk_status st = wk_gguf_open(path, &m->gguf, err);
+    if (st) goto fail;
+    struct wk_gguf_str arch;
+    if ((st = wk_gguf_get_str(m->gguf, "general.architecture", &arch, err))) {
+        if (st == WK_E_NOT_FOUND) st = err ? (err->status = WK_E_FORMAT) : WK_E_FORMAT;
+        goto fail;
+    }
+    wk_arch_load_fn load = NULL;
+    for (size_t i = 0; i < WK_ARRAY_LEN(g_archs); i++) {
+        if (wk_gguf_str_eq(arch, g_archs[i].name)) {
+            m->hp.arch = g_archs[i].arch;
+            m->hp.arch_name = g_archs[i].name;
+            load = g_archs[i].load;
+        }
+    }
+    if (!load) {
+        char a[64];
+        size_t n = WK_MIN(arch.len, 60);
+        for (size_t i = 0; i < n; i++) a[i] = (arch.data[i] >= 0x20 && arch.data[i] < 0x7f) ? arch.data[i] : '?';
+        a[n] = '\0';
+        st = wk_error_set(err, WK_E_UNSUPPORTED,
+                          "%s: unknown architecture \"%s\" (wick supports: gemma3)", path, a);
+        goto fail;
+    }
+    if ((st = load(m, err))) goto fail;
+    *out = m;
+    return WK_OK;
+fail:
+    wk_model_destroy(m);
+    return st;
+}
+
+void wk_model_destroy(struct wk_model *m)
+{
+    if (!m) return;
+    wk_free(m->layers);
+    wk_gguf_close(m->gguf);
+    wk_free(m);
+}
+
+const struct wk_hparams *wk_model_hparams(const struct wk_model *m) { return &m->hp; }
+const struct wk_gguf *wk_model_gguf(const struct wk_model *m) { return m->gguf; }
+
+uint64_t wk_model_weight_bytes(const struct wk_model *m)
+{
+    uint64_t n = 0;
+    for (int64_t i = 0; i < wk_gguf_n_tensors(m->gguf); i++) n += wk_gguf_tensor(m->gguf, i)->size_bytes;
+    return n;
+}

@@ -1,0 +1,49 @@
+/*
+ * model_internal.h - the model's state, shared by the files of src/model.
+ */
+#ifndef WK_MODEL_INTERNAL_H
+#define WK_MODEL_INTERNAL_H
+
+#include "wk_model.h"
+
+/* One transformer block's weights (views into the mapping; NULL when the
+ * family has no such tensor). */
+struct wk_layer {
+    const struct wk_tensor *attn_norm, *wq, *wk, *wv, *wo, *q_norm, *k_norm, *post_attn_norm;
+    const struct wk_tensor *ffn_norm, *ffn_gate, *ffn_up, *ffn_down, *post_ffn_norm;
+    bool sliding;     /* sliding-window attention layer */
+    float rope_base;  /* this layer's RoPE base */
+    float rope_scale; /* this layer's RoPE frequency scale */
+};
+
+enum wk_ffn_act { WK_ACT_GELU_TANH = 1, WK_ACT_SILU = 2 };
+
+struct wk_model {
+    struct wk_gguf *gguf;
+    struct wk_hparams hp;
+    enum wk_rope_mode rope_mode;
+    enum wk_ffn_act act;
+    const struct wk_tensor *tok_embd, *output_norm, *output;
+    struct wk_layer *layers; /* [n_layer] */
+};
+
+/* Per-family loader: fills hp (beyond what model.c reads) and the tensors. */
+typedef enum wk_status (*wk_arch_load_fn)(struct wk_model *m, struct wk_error *err);
+enum wk_status wk__gemma3_load(struct wk_model *m, struct wk_error *err);
+
+/* Helpers for loaders. Key names are "<arch>.<suffix>". Missing optional
+ * keys leave *out as is. */
+enum wk_status wk__hp_u32(const struct wk_model *m, const char *suffix, bool required,
+                          int32_t *out, int32_t max, struct wk_error *err);
+enum wk_status wk__hp_f32(const struct wk_model *m, const char *suffix, bool required, float *out,
+                          struct wk_error *err);
+/*
+ * Finds tensor name (printf-style) with ne = {ne0, ne1} (ne1 = 1 for 1-D)
+ * and a computable dtype; F32 required when f32_only. Missing tensors are
+ * an error unless optional (then *out = NULL).
+ */
+enum wk_status wk__tensor(const struct wk_model *m, const struct wk_tensor **out, bool optional,
+                          bool f32_only, int64_t ne0, int64_t ne1, struct wk_error *err,
+                          const char *fmt, ...) __attribute__((format(printf, 8, 9)));
+
+#endif

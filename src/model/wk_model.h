@@ -1,0 +1,101 @@
+/*
+ * wk_model.h - model architectures and their forward pass.
+ *
+ * A struct wk_model is the read-only part: hyperparameters and views of the
+ * weights inside the mapped GGUF file. A struct wk_context is one running
+ * sequence on it: the thread pool, the scratch arena sized at creation, and
+ * the KV cache (f32, [n_layer][n_ctx][n_head_kv * head_dim] for K and V).
+ * wk_context_decode appends tokens to the sequence (prefill in chunks of
+ * n_ubatch, or one decode step) and returns the logits of the last one.
+ *
+ * Families (../shared/reference/architectures.md): Gemma 3 (§3).
+ */
+#ifndef WK_MODEL_H
+#define WK_MODEL_H
+
+#include "../base/wk_base.h"
+#include "../cpu/wk_cpu.h"
+#include "../io/wk_io.h"
+
+enum wk_arch { WK_ARCH_GEMMA3 = 1 };
+
+struct wk_hparams {
+    enum wk_arch arch;
+    const char *arch_name; /* "gemma3" */
+    int32_t n_vocab;
+    int32_t n_embd;
+    int32_t n_layer;
+    int32_t n_head;
+    int32_t n_head_kv;
+    int32_t head_dim; /* per head, for Q, K and V */
+    int32_t n_ff;
+    int32_t n_ctx_train;
+    int32_t n_rot;          /* RoPE dims per head */
+    float rms_eps;
+    float rope_base;        /* global (full-attention) layers */
+    float rope_base_swa;    /* sliding-window layers */
+    float rope_freq_scale;  /* global layers: 1 / linear scaling factor */
+    int32_t sliding_window; /* keys per query on sliding layers, 0 = none */
+    float attn_scale;       /* applied to q before q·k */
+    float embed_scale;      /* token embeddings are multiplied by this */
+    float final_softcap;    /* c·tanh(logits/c) when > 0 */
+};
+
+struct wk_model;
+struct wk_context;
+
+/*
+ * Loads the model in the GGUF file at path: reads and checks the
+ * hyperparameters and every tensor (present, expected shape, a dtype wick
+ * computes with). Weights stay in the mapping (zero copy).
+ * Errors (message names the file and the field or tensor): those of
+ * wk_gguf_open; WK_E_UNSUPPORTED for an unknown architecture or dtype;
+ * WK_E_FORMAT for a missing or misshapen tensor or an absurd
+ * hyperparameter; WK_E_NOMEM. *out is owned by the caller.
+ */
+enum wk_status wk_model_load(const char *path, struct wk_model **out, struct wk_error *err);
+/* Frees the model and unmaps the file; m may be NULL. Contexts made from it
+ * must be destroyed first. */
+void wk_model_destroy(struct wk_model *m);
+
+const struct wk_hparams *wk_model_hparams(const struct wk_model *m);
+/* The parsed GGUF file (borrowed, lives as long as the model). */
+const struct wk_gguf *wk_model_gguf(const struct wk_model *m);
+/* Bytes of weights the model maps (the tensor data section). */
+uint64_t wk_model_weight_bytes(const struct wk_model *m);
+
+struct wk_context_params {
+    int32_t n_ctx;     /* positions in the KV cache (0: min(4096, trained)) */
+    int32_t n_threads; /* 0: number of cores */
+    int32_t n_ubatch;  /* tokens per prefill chunk */
+};
+struct wk_context_params wk_context_params_default(void);
+
+/*
+ * Creates a sequence context: thread pool, scratch arena and KV cache.
+ * Errors: WK_E_INVALID (n_ctx or n_threads out of range), WK_E_NOMEM.
+ */
+enum wk_status wk_context_create(const struct wk_model *m, const struct wk_context_params *p,
+                                 struct wk_context **out, struct wk_error *err);
+void wk_context_destroy(struct wk_context *ctx);
+
+int32_t wk_context_n_ctx(const struct wk_context *ctx);
+int32_t wk_context_n_threads(const struct wk_context *ctx);
+/* Positions currently in the KV cache. */
+int32_t wk_context_n_past(const struct wk_context *ctx);
+/* Forgets cached positions >= n_keep (0 <= n_keep <= n_past), so the next
+ * decode continues from position n_keep. */
+void wk_context_truncate(struct wk_context *ctx, int32_t n_keep);
+
+/*
+ * Appends n_tokens tokens at positions n_past .. n_past+n_tokens-1 and, if
+ * logits is not NULL, writes the last token's logits [n_vocab] f32.
+ * Errors: WK_E_RANGE when the tokens do not fit in n_ctx (nothing is
+ * appended), WK_E_INVALID for a token id outside the vocabulary or
+ * n_tokens < 1, WK_E_CANCELLED when cancel (may be NULL) becomes true
+ * between chunks (the chunks done stay cached).
+ */
+enum wk_status wk_context_decode(struct wk_context *ctx, const int32_t *tokens, int32_t n_tokens,
+                                 float *logits, const volatile bool *cancel, struct wk_error *err);
+
+#endif /* WK_MODEL_H */

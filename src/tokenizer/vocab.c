@@ -1,0 +1,349 @@
+/*
+ * vocab.c - the vocabulary: pieces, scores and types from GGUF, a hash
+ * index from piece text to id, a trie of the special pieces for the
+ * partition step, the end-of-generation set, and piece-to-bytes decoding.
+ *
+ * Invariants: every id in [0, n_vocab) has a NUL-terminated piece; the hash
+ * index holds every piece (first id wins on duplicates); byte_ids[b] is the
+ * id of piece <0xBB> or -1.
+ */
+#include "tokenizer_internal.h"
+
+#include <stdio.h>
+#include <string.h>
+
+void wk_tokens_deinit(struct wk_tokens *t)
+{
+    if (!t) return;
+    wk_free(t->ids);
+    memset(t, 0, sizeof *t);
+}
+
+enum wk_status wk_tokens_push(struct wk_tokens *t, int32_t id)
+{
+    if (t->n == t->cap) {
+        int64_t cap = t->cap ? t->cap * 2 : 64;
+        int32_t *ids = wk_realloc(t->ids, (size_t)cap * sizeof *ids);
+        if (!ids) return WK_E_NOMEM;
+        t->ids = ids;
+        t->cap = cap;
+    }
+    t->ids[t->n++] = id;
+    return WK_OK;
+}
+
+static uint64_t hash_bytes(const char *s, size_t n)
+{
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
+    for (size_t i = 0; i < n; i++) h = (h ^ (uint8_t)s[i]) * 1099511628211ull;
+    return h;
+}
+
+int32_t wk_tokenizer_find(const struct wk_tokenizer *tok, const char *text, size_t len)
+{
+    uint64_t mask = tok->hash_cap - 1;
+    for (uint64_t i = hash_bytes(text, len) & mask;; i = (i + 1) & mask) {
+        int32_t id = tok->hash[i];
+        if (id < 0) return -1;
+        if (tok->piece_len[id] == len && memcmp(tok->pieces[id], text, len) == 0) return id;
+    }
+}
+
+static enum wk_status build_hash(struct wk_tokenizer *tok)
+{
+    uint64_t cap = 1;
+    while (cap < (uint64_t)tok->n_vocab * 2) cap <<= 1;
+    tok->hash_cap = cap;
+    tok->hash = wk_malloc(cap * sizeof *tok->hash);
+    if (!tok->hash) return WK_E_NOMEM;
+    memset(tok->hash, 0xff, cap * sizeof *tok->hash);
+    for (int32_t id = 0; id < tok->n_vocab; id++) {
+        if (wk_tokenizer_find(tok, tok->pieces[id], tok->piece_len[id]) >= 0) continue;
+        uint64_t i = hash_bytes(tok->pieces[id], tok->piece_len[id]) & (cap - 1);
+        while (tok->hash[i] >= 0) i = (i + 1) & (cap - 1);
+        tok->hash[i] = id;
+    }
+    return WK_OK;
+}
+
+/* ------------------------------------------------------------- the trie */
+
+static int32_t trie_new_node(struct wk_tokenizer *tok)
+{
+    if (tok->n_trie == tok->trie_cap) {
+        int64_t cap = tok->trie_cap ? tok->trie_cap * 2 : 1024;
+        struct wk__trie_node *n = wk_realloc(tok->trie, (size_t)cap * sizeof *n);
+        if (!n) return -1;
+        tok->trie = n;
+        tok->trie_cap = cap;
+    }
+    struct wk__trie_node *n = &tok->trie[tok->n_trie];
+    n->first_child = n->next_sibling = -1;
+    n->token = -1;
+    n->byte = 0;
+    return (int32_t)tok->n_trie++;
+}
+
+static int32_t trie_child(const struct wk_tokenizer *tok, int32_t node, uint8_t b)
+{
+    for (int32_t c = tok->trie[node].first_child; c >= 0; c = tok->trie[c].next_sibling)
+        if (tok->trie[c].byte == b) return c;
+    return -1;
+}
+
+static enum wk_status trie_insert(struct wk_tokenizer *tok, int32_t id)
+{
+    int32_t node = 0;
+    for (size_t i = 0; i < tok->piece_len[id]; i++) {
+        uint8_t b = (uint8_t)tok->pieces[id][i];
+        int32_t c = trie_child(tok, node, b);
+        if (c < 0) {
+            c = trie_new_node(tok);
+            if (c < 0) return WK_E_NOMEM;
+            tok->trie[c].byte = b;
+            tok->trie[c].next_sibling = tok->trie[node].first_child;
+            tok->trie[node].first_child = c;
+        }
+        node = c;
+    }
+    if (tok->trie[node].token < 0) tok->trie[node].token = id;
+    return WK_OK;
+}
+
+int32_t wk__special_match(const struct wk_tokenizer *tok, const char *text, size_t len,
+                          bool parse_special, size_t *match_len)
+{
+    int32_t node = 0, best = -1;
+    for (size_t i = 0; i < len; i++) {
+        node = trie_child(tok, node, (uint8_t)text[i]);
+        if (node < 0) break;
+        int32_t id = tok->trie[node].token;
+        if (id >= 0 && (parse_special || tok->types[id] == WK_TOKEN_USER_DEFINED)) {
+            best = id;
+            *match_len = i + 1;
+        }
+    }
+    return best;
+}
+
+/* ------------------------------------------------------------- loading */
+
+static const char *g_eog_texts[] = {
+    "<end_of_turn>", "<|eot_id|>", "<|im_end|>", "<|end|>", "<EOT>", "<|endoftext|>",
+    "<|end_of_text|>", "<|eom_id|>", "<end_of_utterance>",
+};
+
+static enum wk_status get_id(const struct wk_gguf *g, const char *key, int32_t n_vocab,
+                             int32_t *out, struct wk_error *err)
+{
+    if (!wk_gguf_find(g, key)) return WK_OK;
+    uint32_t v;
+    enum wk_status st = wk_gguf_get_u32(g, key, &v, err);
+    if (st) return st;
+    if (v >= (uint32_t)n_vocab)
+        return wk_error_set(err, WK_E_FORMAT, "%s: %s = %u is outside the vocabulary (%d tokens)",
+                            wk_gguf_path(g), key, v, n_vocab);
+    *out = (int32_t)v;
+    return WK_OK;
+}
+
+static enum wk_status load(struct wk_tokenizer *tok, const struct wk_gguf *g, struct wk_error *err)
+{
+    const char *path = wk_gguf_path(g);
+    struct wk_gguf_str model;
+    enum wk_status st = wk_gguf_get_str(g, "tokenizer.ggml.model", &model, err);
+    if (st) return st;
+    if (!wk_gguf_str_eq(model, "llama")) {
+        char m[64];
+        snprintf(m, sizeof m, "%.*s", (int)WK_MIN(model.len, 60), model.data);
+        return wk_error_set(err, WK_E_UNSUPPORTED,
+                            "%s: tokenizer model \"%s\" is not supported yet (only \"llama\", "
+                            "SentencePiece)",
+                            path, m);
+    }
+    tok->model = WK_TOKENIZER_SPM;
+    const struct wk_gguf_value *tokens, *scores = NULL, *types = NULL;
+    if ((st = wk_gguf_get_arr(g, "tokenizer.ggml.tokens", WK_GGUF_STRING, &tokens, err))) return st;
+    if (tokens->arr.n == 0 || tokens->arr.n > (1u << 24))
+        return wk_error_set(err, WK_E_FORMAT, "%s: tokenizer.ggml.tokens has %llu entries",
+                            path, (unsigned long long)tokens->arr.n);
+    tok->n_vocab = (int32_t)tokens->arr.n;
+    if (wk_gguf_find(g, "tokenizer.ggml.scores")) {
+        if ((st = wk_gguf_get_arr(g, "tokenizer.ggml.scores", WK_GGUF_F32, &scores, err))) return st;
+        if (scores->arr.n != tokens->arr.n)
+            return wk_error_set(err, WK_E_FORMAT,
+                                "%s: tokenizer.ggml.scores has %llu entries, tokens has %d", path,
+                                (unsigned long long)scores->arr.n, tok->n_vocab);
+    }
+    if (wk_gguf_find(g, "tokenizer.ggml.token_type")) {
+        if ((st = wk_gguf_get_arr(g, "tokenizer.ggml.token_type", WK_GGUF_I32, &types, err)))
+            return st;
+        if (types->arr.n != tokens->arr.n)
+            return wk_error_set(err, WK_E_FORMAT,
+                                "%s: tokenizer.ggml.token_type has %llu entries, tokens has %d",
+                                path, (unsigned long long)types->arr.n, tok->n_vocab);
+    }
+    size_t n = (size_t)tok->n_vocab;
+    uint64_t text_bytes = 0;
+    for (size_t i = 0; i < n; i++) text_bytes += tokens->arr.strs[i].len + 1;
+    tok->text = wk_malloc((size_t)text_bytes);
+    tok->pieces = wk_malloc(n * sizeof *tok->pieces);
+    tok->piece_len = wk_malloc(n * sizeof *tok->piece_len);
+    tok->scores = wk_malloc(n * sizeof *tok->scores);
+    tok->types = wk_malloc(n * sizeof *tok->types);
+    if (!tok->text || !tok->pieces || !tok->piece_len || !tok->scores || !tok->types)
+        return wk_error_set(err, WK_E_NOMEM, "%s: out of memory for the vocabulary", path);
+    char *p = tok->text;
+    for (size_t i = 0; i < n; i++) {
+        struct wk_gguf_str s = tokens->arr.strs[i];
+        memcpy(p, s.data, (size_t)s.len);
+        p[s.len] = '\0';
+        tok->pieces[i] = p;
+        tok->piece_len[i] = (uint32_t)s.len;
+        p += s.len + 1;
+        tok->scores[i] = scores ? (float)wk_gguf_arr_f64(scores, i) : 0.0f;
+        int64_t ty = types ? wk_gguf_arr_i64(types, i) : WK_TOKEN_NORMAL;
+        if (ty < WK_TOKEN_NORMAL || ty > WK_TOKEN_BYTE)
+            return wk_error_set(err, WK_E_FORMAT, "%s: token %zu has unknown type %lld", path, i,
+                                (long long)ty);
+        tok->types[i] = (uint8_t)ty;
+    }
+    if (build_hash(tok)) return wk_error_set(err, WK_E_NOMEM, "%s: out of memory", path);
+
+    /* byte pieces <0xNN> */
+    for (int b = 0; b < 256; b++) {
+        char name[8];
+        snprintf(name, sizeof name, "<0x%02X>", b);
+        tok->byte_ids[b] = wk_tokenizer_find(tok, name, 6);
+    }
+    /* special pieces for the partition step */
+    if (trie_new_node(tok) < 0) return wk_error_set(err, WK_E_NOMEM, "%s: out of memory", path);
+    for (int32_t id = 0; id < tok->n_vocab; id++) {
+        uint8_t ty = tok->types[id];
+        if ((ty == WK_TOKEN_CONTROL || ty == WK_TOKEN_USER_DEFINED || ty == WK_TOKEN_UNKNOWN) &&
+            tok->piece_len[id] > 0 && trie_insert(tok, id))
+            return wk_error_set(err, WK_E_NOMEM, "%s: out of memory", path);
+    }
+
+    tok->bos = tok->eos = tok->eot = tok->unk = -1;
+    if ((st = get_id(g, "tokenizer.ggml.bos_token_id", tok->n_vocab, &tok->bos, err)) ||
+        (st = get_id(g, "tokenizer.ggml.eos_token_id", tok->n_vocab, &tok->eos, err)) ||
+        (st = get_id(g, "tokenizer.ggml.eot_token_id", tok->n_vocab, &tok->eot, err)) ||
+        (st = get_id(g, "tokenizer.ggml.unknown_token_id", tok->n_vocab, &tok->unk, err)))
+        return st;
+    tok->add_bos = true; /* SentencePiece models add BOS unless told otherwise */
+    if (wk_gguf_find(g, "tokenizer.ggml.add_bos_token") &&
+        (st = wk_gguf_get_bool(g, "tokenizer.ggml.add_bos_token", &tok->add_bos, err)))
+        return st;
+    tok->add_space_prefix = false;
+    if (wk_gguf_find(g, "tokenizer.ggml.add_space_prefix") &&
+        (st = wk_gguf_get_bool(g, "tokenizer.ggml.add_space_prefix", &tok->add_space_prefix, err)))
+        return st;
+
+    tok->eog = wk_calloc(n, 1);
+    if (!tok->eog) return wk_error_set(err, WK_E_NOMEM, "%s: out of memory", path);
+    if (tok->eos >= 0) tok->eog[tok->eos] = 1;
+    if (tok->eot >= 0) tok->eog[tok->eot] = 1;
+    for (size_t i = 0; i < WK_ARRAY_LEN(g_eog_texts); i++) {
+        int32_t id = wk_tokenizer_find(tok, g_eog_texts[i], strlen(g_eog_texts[i]));
+        if (id >= 0 && tok->types[id] == WK_TOKEN_CONTROL) tok->eog[id] = 1;
+    }
+    return WK_OK;
+}
+
+enum wk_status wk_tokenizer_from_gguf(const struct wk_gguf *g, struct wk_tokenizer **out,
+                                      struct wk_error *err)
+{
+    *out = NULL;
+    struct wk_tokenizer *tok = wk_calloc(1, sizeof *tok);
+    if (!tok) return wk_error_set(err, WK_E_NOMEM, "out of memory");
+    enum wk_status st = load(tok, g, err);
+    if (st) {
+        wk_tokenizer_destroy(tok);
+        return st;
+    }
+    *out = tok;
+    return WK_OK;
+}
+
+void wk_tokenizer_destroy(struct wk_tokenizer *tok)
+{
+    if (!tok) return;
+    wk_free(tok->text);
+    wk_free(tok->pieces);
+    wk_free(tok->piece_len);
+    wk_free(tok->scores);
+    wk_free(tok->types);
+    wk_free(tok->hash);
+    wk_free(tok->trie);
+    wk_free(tok->eog);
+    wk_free(tok);
+}
+
+int32_t wk_tokenizer_n_vocab(const struct wk_tokenizer *tok) { return tok->n_vocab; }
+int32_t wk_tokenizer_bos(const struct wk_tokenizer *tok) { return tok->bos; }
+int32_t wk_tokenizer_eos(const struct wk_tokenizer *tok) { return tok->eos; }
+bool wk_tokenizer_add_bos(const struct wk_tokenizer *tok) { return tok->add_bos; }
+
+bool wk_tokenizer_is_eog(const struct wk_tokenizer *tok, int32_t id)
+{
+    return id >= 0 && id < tok->n_vocab && tok->eog[id];
+}
+
+enum wk_token_type wk_tokenizer_token_type(const struct wk_tokenizer *tok, int32_t id)
+{
+    return id >= 0 && id < tok->n_vocab ? (enum wk_token_type)tok->types[id] : WK_TOKEN_UNKNOWN;
+}
+
+const char *wk_tokenizer_piece(const struct wk_tokenizer *tok, int32_t id, size_t *len)
+{
+    if (id < 0 || id >= tok->n_vocab) return NULL;
+    if (len) *len = tok->piece_len[id];
+    return tok->pieces[id];
+}
+
+/* ------------------------------------------------------------- decoding */
+
+static size_t put(char *buf, size_t cap, size_t at, const char *s, size_t n)
+{
+    if (at < cap) memcpy(buf + at, s, WK_MIN(n, cap - at));
+    return at + n;
+}
+
+size_t wk_tokenizer_token_bytes(const struct wk_tokenizer *tok, int32_t id, bool render_special,
+                                char *buf, size_t cap)
+{
+    if (id < 0 || id >= tok->n_vocab) return 0;
+    const char *s = tok->pieces[id];
+    size_t n = tok->piece_len[id];
+    switch (tok->types[id]) {
+    case WK_TOKEN_CONTROL:
+    case WK_TOKEN_UNKNOWN:
+        return render_special ? put(buf, cap, 0, s, n) : 0;
+    case WK_TOKEN_BYTE: {
+        unsigned v;
+        if (n == 6 && sscanf(s, "<0x%2X>", &v) == 1) {
+            char b = (char)v;
+            return put(buf, cap, 0, &b, 1);
+        }
+        return put(buf, cap, 0, s, n);
+    }
+    default: break;
+    }
+    /* '▁' (U+2581, e2 96 81) stands for a space */
+    size_t out = 0;
+    for (size_t i = 0; i < n;) {
+        if (i + 2 < n && (uint8_t)s[i] == 0xe2 && (uint8_t)s[i + 1] == 0x96 &&
+            (uint8_t)s[i + 2] == 0x81) {
+            out = put(buf, cap, out, " ", 1);
+            i += 3;
+        } else {
+            size_t j = i;
+            while (j < n && (uint8_t)s[j] != 0xe2) j++;
+            if (j == i) j++;
+            out = put(buf, cap, out, s + i, j - i);
+            i = j;
+        }
+    }
+    return out;
+}

@@ -1,0 +1,117 @@
+/*
+ * wk_tokenizer.h - vocabularies and tokenizers, loaded from GGUF metadata.
+ *
+ * A vocabulary is the list of token pieces (tokenizer.ggml.tokens) with
+ * their scores and types (normal, unknown, control, user-defined, unused,
+ * byte). Encoding runs in two steps:
+ *   1. special-token partition: user-defined pieces (such as Gemma's runs
+ *      of spaces and newlines) are always split out of the text, longest
+ *      match first; control pieces (<bos>, <start_of_turn>) only in
+ *      template scaffolding (parse_special), never in user content;
+ *   2. the model's algorithm on each remaining run of text: SentencePiece
+ *      BPE (Kudo & Richardson 2018; merges chosen by piece score, with byte
+ *      fallback to <0xNN> pieces), as llama.cpp's "llama" tokenizer model.
+ * Decoding maps pieces back to bytes ('▁' to space, <0xNN> to the byte);
+ * the streaming detokenizer holds back an incomplete UTF-8 character.
+ */
+#ifndef WK_TOKENIZER_H
+#define WK_TOKENIZER_H
+
+#include "../base/wk_base.h"
+#include "../io/wk_io.h"
+
+/* GGUF token types (tokenizer.ggml.token_type). */
+enum wk_token_type {
+    WK_TOKEN_NORMAL = 1,
+    WK_TOKEN_UNKNOWN = 2,
+    WK_TOKEN_CONTROL = 3,
+    WK_TOKEN_USER_DEFINED = 4,
+    WK_TOKEN_UNUSED = 5,
+    WK_TOKEN_BYTE = 6,
+};
+
+enum wk_tokenizer_model { WK_TOKENIZER_SPM = 1 };
+
+struct wk_tokenizer;
+
+/* A growable list of token ids; owned by the caller (wk_tokens_deinit). */
+struct wk_tokens {
+    int32_t *ids;
+    int64_t n, cap;
+};
+void wk_tokens_deinit(struct wk_tokens *t);
+/* Appends one id. Errors: WK_E_NOMEM. */
+enum wk_status wk_tokens_push(struct wk_tokens *t, int32_t id);
+
+/*
+ * Builds a tokenizer from a GGUF file's tokenizer.ggml.* metadata (tokens,
+ * scores, token_type, bos/eos/eot/unknown ids, add_bos_token,
+ * add_space_prefix). Pieces are copied, so the tokenizer outlives g.
+ * Errors: WK_E_NOT_FOUND (no vocabulary), WK_E_FORMAT (arrays of different
+ * lengths, ids out of range, a byte piece missing), WK_E_UNSUPPORTED (a
+ * tokenizer model other than "llama"/SentencePiece), WK_E_NOMEM.
+ */
+enum wk_status wk_tokenizer_from_gguf(const struct wk_gguf *g, struct wk_tokenizer **out,
+                                      struct wk_error *err);
+void wk_tokenizer_destroy(struct wk_tokenizer *tok);
+
+int32_t wk_tokenizer_n_vocab(const struct wk_tokenizer *tok);
+int32_t wk_tokenizer_bos(const struct wk_tokenizer *tok); /* -1 when none */
+int32_t wk_tokenizer_eos(const struct wk_tokenizer *tok); /* -1 when none */
+bool wk_tokenizer_add_bos(const struct wk_tokenizer *tok);
+/* True for tokens that end generation: EOS, EOT and the family's
+ * end-of-turn controls (<end_of_turn>, <|im_end|>, <|eot_id|>, ...). */
+bool wk_tokenizer_is_eog(const struct wk_tokenizer *tok, int32_t id);
+enum wk_token_type wk_tokenizer_token_type(const struct wk_tokenizer *tok, int32_t id);
+/* The piece text of id as stored in the vocabulary (borrowed, *len bytes,
+ * NUL-terminated); NULL for an id out of range. */
+const char *wk_tokenizer_piece(const struct wk_tokenizer *tok, int32_t id, size_t *len);
+/* The id whose piece is exactly text[0..len), or -1. */
+int32_t wk_tokenizer_find(const struct wk_tokenizer *tok, const char *text, size_t len);
+
+/*
+ * Appends the ids of text[0..len) to out. parse_special: control-token text
+ * becomes the control token (template scaffolding); otherwise it stays
+ * literal text (user content). BOS is never added here: the caller (the
+ * chat template) decides. Any bytes are accepted, invalid UTF-8 included
+ * (it falls back to byte pieces). Errors: WK_E_NOMEM only.
+ */
+enum wk_status wk_tokenizer_encode(const struct wk_tokenizer *tok, const char *text, size_t len,
+                                   bool parse_special, struct wk_tokens *out);
+
+/*
+ * Writes the bytes token id stands for into buf (at most cap bytes) and
+ * returns how many it stands for (which may exceed cap; then the output is
+ * cut). Control and unknown tokens give "" unless render_special; a byte
+ * piece <0xNN> gives that byte; '▁' gives a space. An id out of range
+ * gives 0.
+ */
+size_t wk_tokenizer_token_bytes(const struct wk_tokenizer *tok, int32_t id, bool render_special,
+                                char *buf, size_t cap);
+
+/*
+ * Streaming detokenizer: feeds token bytes in and gives out only complete
+ * UTF-8 characters, holding back a character split across tokens. Bytes
+ * that cannot start or continue a valid character are passed through as
+ * they are, so the concatenated output always equals one-shot decoding.
+ */
+struct wk_detok {
+    char *buf; /* output of the last push (owned) */
+    size_t cap;
+    char pending[4];
+    int n_pending;
+};
+void wk_detok_init(struct wk_detok *d);
+void wk_detok_deinit(struct wk_detok *d);
+/*
+ * Appends the bytes of token id (rendered as wk_tokenizer_token_bytes with
+ * render_special) and returns the bytes now ready, *n of them; the pointer
+ * is borrowed until the next call. Returns NULL on WK_E_NOMEM.
+ */
+const char *wk_detok_push(struct wk_detok *d, const struct wk_tokenizer *tok, int32_t id,
+                          bool render_special, size_t *n);
+/* Returns the held-back bytes at end of stream (*n may be 0); borrowed
+ * until the next call. */
+const char *wk_detok_flush(struct wk_detok *d, size_t *n);
+
+#endif /* WK_TOKENIZER_H */
