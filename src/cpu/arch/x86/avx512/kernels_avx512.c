@@ -1,13 +1,27 @@
 /*
- * kernels_avx512.c - AVX-512 (F, BW, VL, DQ; VNNI where present) kernels.
- * Compiled with the AVX-512 -m flags only; reached through
- * wk__cpu_fill_avx512 when the CPU and OS support it.
+ * kernels_avx512.c - fills the kernel table with the AVX-512 (F, BW, VL, DQ)
+ * kernels of this folder, and the VNNI dot products where the CPU has them.
+ *
+ * The table arrives holding the AVX2 kernels (or the plain-C reference);
+ * each file's fill function overwrites only the entries it implements:
+ *   float_avx512.c     F32/F16/BF16 dots and dequantization, dot_f32, axpy_f32
+ *   quantize_avx512.c  activation quantizers Q8_0, Q8_1, Q8_K
+ *   dequant_avx512.c   to_f32 of the quantized weight types
+ *   dot_f32_avx512.c   vec_dot: quantized weights with f32 activations
+ *   dot_avx512.c       vec_dot_q: integer dots with maddubs/madd (AVX-512BW)
+ *   dot_avx512_vnni.c  vec_dot_q with vpdpbusd/vpdpwssd (AVX-512 VNNI)
+ * The last two compile one template, dot_template.h.
  */
-#include "../../../wk_cpu_arch.h"
-
-#include <immintrin.h>
+#include "avx512.h"
 
 void wk__cpu_fill_avx512(struct wk_cpu_kernels *k)
 {
-    (void)k; /* kernels added here */
+    wk__avx512_fill_float(k);
+    wk__avx512_fill_quantize(k);
+    wk__avx512_fill_dequant(k);
+    wk__avx512_fill_dot_f32(k);
+    wk__avx512_fill_dot(k);
+    /* The VNNI code is always in the binary but may only run where the CPU
+     * has the instructions (Skylake-SP/X has AVX-512 without them). */
+    if (wk_cpu_features_get()->avx512_vnni) wk__avx512_fill_dot_vnni(k);
 }
