@@ -30,52 +30,64 @@ AVX512_SRC := $(filter-out %_vnni.c,$(wildcard src/cpu/arch/x86/avx512/*.c))
 VNNI_SRC   := $(wildcard src/cpu/arch/x86/avx512/*_vnni.c)
 APP_SRC    := $(wildcard app/*.c)
 UNIT_SRC   := $(wildcard tests/unit/test-*.c)
-TEST_TOOLS := $(wildcard tests/tools/*.c)
+GOLDEN_SRC := $(wildcard tests/golden/test-*.c)
 
 LIB_OBJ  := $(patsubst %.c,$(OUT)/%.o,$(LIB_SRC) $(AVX2_SRC) $(AVX512_SRC) $(VNNI_SRC))
 APP_OBJ  := $(patsubst %.c,$(OUT)/%.o,$(APP_SRC))
 UNIT_BIN := $(patsubst tests/unit/%.c,$(OUT)/tests/%,$(UNIT_SRC))
-TOOL_BIN := $(patsubst tests/tools/%.c,$(OUT)/tests/%,$(TEST_TOOLS))
+GOLDEN_BIN := $(patsubst tests/golden/%.c,$(OUT)/tests/%,$(GOLDEN_SRC))
 LIB      := $(OUT)/libwick.a
 
-.PHONY: all wick unit asan test fuzz clean format
-all: $(OUT)/wick $(UNIT_BIN) $(TOOL_BIN)
+.PHONY: all wick unit golden asan test fuzz clean format
+all: $(OUT)/wick $(UNIT_BIN) $(GOLDEN_BIN)
 ifeq ($(VARIANT),release)
 	@ln -sf release/wick $(BUILD)/wick
 endif
 
 $(OUT)/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -c $< -o $@
+	@echo "  CC  $<"
+	@$(CC) $(CFLAGS) -c $< -o $@
 
 $(OUT)/src/cpu/arch/x86/avx2/%.o: src/cpu/arch/x86/avx2/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(AVX2_FLAGS) -c $< -o $@
+	@echo "  CC  $<"
+	@$(CC) $(CFLAGS) $(AVX2_FLAGS) -c $< -o $@
 
 $(OUT)/src/cpu/arch/x86/avx512/%_vnni.o: src/cpu/arch/x86/avx512/%_vnni.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(VNNI_FLAGS) -c $< -o $@
+	@echo "  CC  $<"
+	@$(CC) $(CFLAGS) $(VNNI_FLAGS) -c $< -o $@
 
 $(OUT)/src/cpu/arch/x86/avx512/%.o: src/cpu/arch/x86/avx512/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(AVX512_FLAGS) -c $< -o $@
+	@echo "  CC  $<"
+	@$(CC) $(CFLAGS) $(AVX512_FLAGS) -c $< -o $@
 
 $(LIB): $(LIB_OBJ)
 	@rm -f $@
-	ar rcs $@ $^
+	@echo "  AR  $@"
+	@ar rcs $@ $^
 
 $(OUT)/wick: $(APP_OBJ) $(LIB)
-	$(CC) $(LDFLAGS_SAN) -o $@ $(APP_OBJ) $(LIB) $(APP_LDLIBS) $(LDLIBS)
+	@echo "  LD  $@"
+	@$(CC) $(LDFLAGS_SAN) -o $@ $(APP_OBJ) $(LIB) $(APP_LDLIBS) $(LDLIBS)
 
 $(OUT)/tests/%: tests/unit/%.c tests/unit/check.h $(LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(LDFLAGS_SAN) -o $@ $< $(LIB) $(LDLIBS)
+	@echo "  LD  $@"
+	@$(CC) $(CFLAGS) $(LDFLAGS_SAN) -o $@ $< $(LIB) $(LDLIBS)
 
-$(OUT)/tests/%: tests/tools/%.c $(LIB)
+$(OUT)/tests/%: tests/golden/%.c tests/unit/check.h $(LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(LDFLAGS_SAN) -o $@ $< $(LIB) $(LDLIBS)
+	@echo "  LD  $@"
+	@$(CC) $(CFLAGS) $(LDFLAGS_SAN) -o $@ $< $(LIB) $(LDLIBS)
 
 wick: $(OUT)/wick
+
+# Golden tests (need scripts/fetch-models first).
+golden: $(GOLDEN_BIN)
+	@set -e; for t in $(GOLDEN_BIN); do echo "== $$t"; $$t; done
 
 # Unit tests of this variant.
 unit: $(UNIT_BIN)
@@ -104,3 +116,5 @@ clean:
 	rm -rf $(BUILD)
 
 -include $(LIB_OBJ:.o=.d) $(APP_OBJ:.o=.d)
+
+.DELETE_ON_ERROR:

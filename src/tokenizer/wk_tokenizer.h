@@ -79,6 +79,25 @@ int32_t wk_tokenizer_find(const struct wk_tokenizer *tok, const char *text, size
 enum wk_status wk_tokenizer_encode(const struct wk_tokenizer *tok, const char *text, size_t len,
                                    bool parse_special, struct wk_tokens *out);
 
+/* One piece of text to tokenize and whether control-token text inside it
+ * becomes control tokens. */
+struct wk_text_span {
+    const char *text;
+    size_t len;
+    bool parse_special;
+};
+
+/*
+ * Tokenizes spans as one text: special pieces are split out of each span
+ * by its own parse_special, and the text between them is tokenized as one
+ * run even across span boundaries, so the ids are those of the joined
+ * string whenever no control-token text sits in a literal span.
+ * Errors: WK_E_NOMEM only.
+ */
+enum wk_status wk_tokenizer_encode_spans(const struct wk_tokenizer *tok,
+                                         const struct wk_text_span *spans, int32_t n_spans,
+                                         struct wk_tokens *out);
+
 /*
  * Writes the bytes token id stands for into buf (at most cap bytes) and
  * returns how many it stands for (which may exceed cap; then the output is

@@ -1,0 +1,34 @@
+/*
+ * cli.h - what the subcommands share: option parsing helpers, exit codes,
+ * and the entry point of each subcommand.
+ */
+#ifndef WK_CLI_H
+#define WK_CLI_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define WK_EXIT_OK 0
+#define WK_EXIT_ERROR 1 /* the command failed (bad model file, runtime error) */
+#define WK_EXIT_USAGE 2 /* bad command line */
+
+#define WK_VERSION "0.1.0"
+
+/*
+ * Option scanner: walks argv[start..argc); for "--name value" and
+ * "--name=value" sets *value and returns true when argv[*i] is --name
+ * (advancing *i past the value). Prints a usage error and sets *bad when
+ * the value is missing.
+ */
+bool cli_opt_value(int argc, char **argv, int *i, const char *name, const char **value,
+                   bool *bad, const char *cmd);
+/* Parses a number for option name; prints an error naming the option and
+ * returns false when text is not a number in [lo, hi]. */
+bool cli_parse_f32(const char *cmd, const char *name, const char *text, float lo, float hi,
+                   float *out);
+bool cli_parse_i64(const char *cmd, const char *name, const char *text, int64_t lo, int64_t hi,
+                   int64_t *out);
+
+int cmd_run(int argc, char **argv);
+
+#endif

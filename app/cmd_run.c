@@ -1,0 +1,364 @@
+/*
+ * cmd_run.c - `wick run MODEL [PROMPT]`: load a model and answer.
+ *
+ * Three modes, as `ollama run`: a PROMPT on the command line gives one
+ * streamed answer; no PROMPT with stdin piped reads the prompt from stdin;
+ * no PROMPT on a terminal starts an interactive chat (line editing from
+ * libedit) whose KV cache is kept between turns, so each turn prefills
+ * only its new tokens. --verbose prints load time and prompt and
+ * generation rates to stderr after each answer.
+ */
+#include "cli.h"
+
+#include "../src/runtime/wk_runtime.h"
+
+#include <editline/readline.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define MAX_STDIN_BYTES (64u << 20)
+
+struct run_opts {
+    const char *model;
+    char *prompt; /* owned */
+    struct wk_generate_params gen;
+    struct wk_context_params ctx;
+    bool verbose;
+};
+
+static volatile bool g_cancel; /* set by SIGINT during generation */
+
+static void on_sigint(int sig)
+{
+    (void)sig;
+    g_cancel = true;
+}
+
+static void run_usage(FILE *f)
+{
+    fprintf(f,
+            "Usage: wick run MODEL.gguf [PROMPT] [options]\n\n"
+            "Answers PROMPT; without it reads the prompt from stdin when piped, or starts an\n"
+            "interactive chat on a terminal (/bye or Ctrl-D to leave, /clear to forget).\n\n"
+            "Options:\n"
+            "  --temperature T   sampling temperature, 0 = greedy (default 0.8)\n"
+            "  --top-k K         keep the K most likely tokens, 0 = off (default 40)\n"
+            "  --top-p P         nucleus sampling threshold (default 0.9)\n"
+            "  --min-p P         drop tokens below P x the top probability (default 0)\n"
+            "  --seed S          random seed, -1 = from the clock (default -1)\n"
+            "  --num-predict N   stop after N tokens, -1 = until the context is full (default -1)\n"
+            "  --ctx-size N      context length in tokens (default 4096 or the model's)\n"
+            "  --threads N       compute threads (default: number of cores)\n"
+            "  --verbose         print timings and token rates after the answer\n");
+}
+
+static char *read_all_stdin(void)
+{
+    size_t cap = 4096, n = 0;
+    char *buf = malloc(cap);
+    if (!buf) return NULL;
+    for (;;) {
+        if (n + 1 >= cap) {
+            if (cap >= MAX_STDIN_BYTES) {
+                fprintf(stderr, "wick run: the prompt on stdin is larger than %u MiB\n",
+                        MAX_STDIN_BYTES >> 20);
+                free(buf);
+                return NULL;
+            }
+            char *b = realloc(buf, cap * 2);
+            if (!b) {
+                free(buf);
+                return NULL;
+            }
+            buf = b;
+            cap *= 2;
+        }
+        size_t got = fread(buf + n, 1, cap - n - 1, stdin);
+        n += got;
+        if (got == 0) break;
+    }
+    buf[n] = '\0';
+    return buf;
+}
+
+/* Parses argv (argv[0] == "run"). Returns -1 to continue, else an exit code. */
+static int parse_args(int argc, char **argv, struct run_opts *o)
+{
+    o->gen = wk_generate_params_default();
+    o->ctx = wk_context_params_default();
+    const char *positional[2] = {NULL, NULL};
+    int n_pos = 0;
+    char *extra_prompt = NULL;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = NULL;
+        bool bad = false;
+        float f;
+        int64_t x;
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            run_usage(stdout);
+            return WK_EXIT_OK;
+        } else if (strcmp(a, "--verbose") == 0) {
+            o->verbose = true;
+        } else if (cli_opt_value(argc, argv, &i, "--temperature", &v, &bad, "run")) {
+            if (bad || !cli_parse_f32("run", "--temperature", v, 0, 100, &f)) return WK_EXIT_USAGE;
+            o->gen.sampler.temperature = f;
+        } else if (cli_opt_value(argc, argv, &i, "--top-k", &v, &bad, "run")) {
+            if (bad || !cli_parse_i64("run", "--top-k", v, 0, 1 << 24, &x)) return WK_EXIT_USAGE;
+            o->gen.sampler.top_k = (int32_t)x;
+        } else if (cli_opt_value(argc, argv, &i, "--top-p", &v, &bad, "run")) {
+            if (bad || !cli_parse_f32("run", "--top-p", v, 0, 1, &f)) return WK_EXIT_USAGE;
+            o->gen.sampler.top_p = f;
+        } else if (cli_opt_value(argc, argv, &i, "--min-p", &v, &bad, "run")) {
+            if (bad || !cli_parse_f32("run", "--min-p", v, 0, 1, &f)) return WK_EXIT_USAGE;
+            o->gen.sampler.min_p = f;
+        } else if (cli_opt_value(argc, argv, &i, "--seed", &v, &bad, "run")) {
+            if (bad || !cli_parse_i64("run", "--seed", v, -1, INT64_MAX, &x)) return WK_EXIT_USAGE;
+            o->gen.sampler.seed = x;
+        } else if (cli_opt_value(argc, argv, &i, "--num-predict", &v, &bad, "run")) {
+            if (bad || !cli_parse_i64("run", "--num-predict", v, -1, 1 << 24, &x)) return WK_EXIT_USAGE;
+            o->gen.num_predict = (int32_t)x;
+        } else if (cli_opt_value(argc, argv, &i, "--ctx-size", &v, &bad, "run")) {
+            if (bad || !cli_parse_i64("run", "--ctx-size", v, 16, 1 << 22, &x)) return WK_EXIT_USAGE;
+            o->ctx.n_ctx = (int32_t)x;
+        } else if (cli_opt_value(argc, argv, &i, "--threads", &v, &bad, "run")) {
+            if (bad || !cli_parse_i64("run", "--threads", v, 1, 256, &x)) return WK_EXIT_USAGE;
+            o->ctx.n_threads = (int32_t)x;
+        } else if (a[0] == '-' && a[1] != '\0') {
+            fprintf(stderr, "wick run: unknown option '%s' (see wick run --help)\n", a);
+            return WK_EXIT_USAGE;
+        } else if (n_pos < 2) {
+            positional[n_pos++] = a;
+        } else {
+            fprintf(stderr, "wick run: unexpected argument '%s' (quote the prompt)\n", a);
+            return WK_EXIT_USAGE;
+        }
+    }
+    if (n_pos == 0) {
+        fprintf(stderr, "wick run: missing MODEL\n");
+        run_usage(stderr);
+        return WK_EXIT_USAGE;
+    }
+    o->model = positional[0];
+    if (!isatty(STDIN_FILENO)) { /* piped stdin: the prompt, or appended to PROMPT */
+        extra_prompt = read_all_stdin();
+        if (!extra_prompt) return WK_EXIT_ERROR;
+        if (extra_prompt[strspn(extra_prompt, " \t\r\n")] == '\0') {
+            free(extra_prompt);
+            extra_prompt = NULL;
+        }
+    }
+    if (positional[1] && extra_prompt) {
+        size_t n = strlen(positional[1]) + strlen(extra_prompt) + 3;
+        o->prompt = malloc(n);
+        if (o->prompt) snprintf(o->prompt, n, "%s\n\n%s", positional[1], extra_prompt);
+        free(extra_prompt);
+    } else if (positional[1]) {
+        o->prompt = strdup(positional[1]);
+    } else if (extra_prompt) {
+        o->prompt = extra_prompt;
+    } else if (!isatty(STDIN_FILENO)) {
+        fprintf(stderr, "wick run: no prompt: stdin was empty and no PROMPT was given\n");
+        return WK_EXIT_USAGE;
+    } else {
+        return -1; /* interactive */
+    }
+    if (!o->prompt) return WK_EXIT_ERROR;
+    return -1;
+}
+
+static bool print_piece(void *user, const char *text, size_t len)
+{
+    (void)user;
+    fwrite(text, 1, len, stdout);
+    fflush(stdout);
+    return true;
+}
+
+/* Appends the piece to the assistant's reply as well as printing it. */
+struct reply {
+    char *buf;
+    size_t n, cap;
+};
+
+static bool print_and_keep(void *user, const char *text, size_t len)
+{
+    struct reply *r = user;
+    if (r->n + len + 1 > r->cap) {
+        size_t cap = (r->n + len + 1) * 2;
+        char *b = realloc(r->buf, cap);
+        if (!b) return false;
+        r->buf = b;
+        r->cap = cap;
+    }
+    memcpy(r->buf + r->n, text, len);
+    r->n += len;
+    r->buf[r->n] = '\0';
+    return print_piece(NULL, text, len);
+}
+
+static void print_duration(const char *label, int64_t ns)
+{
+    double s = (double)ns / 1e9;
+    if (s >= 1)
+        fprintf(stderr, "%-22s%.6gs\n", label, s);
+    else if (s >= 1e-3)
+        fprintf(stderr, "%-22s%.6gms\n", label, s * 1e3);
+    else
+        fprintf(stderr, "%-22s%.6gµs\n", label, s * 1e6);
+}
+
+static void print_stats(const struct wk_generate_stats *st, int64_t load_ns, int64_t total_ns)
+{
+    print_duration("total duration:", total_ns);
+    print_duration("load duration:", load_ns);
+    fprintf(stderr, "%-22s%d token(s)\n", "prompt eval count:", st->prompt_eval_count);
+    print_duration("prompt eval duration:", st->prompt_eval_ns);
+    fprintf(stderr, "%-22s%.2f tokens/s\n", "prompt eval rate:",
+            st->prompt_eval_ns > 0 ? st->prompt_eval_count / (st->prompt_eval_ns / 1e9) : 0.0);
+    fprintf(stderr, "%-22s%d token(s)\n", "eval count:", st->eval_count);
+    print_duration("eval duration:", st->eval_ns);
+    fprintf(stderr, "%-22s%.2f tokens/s\n", "eval rate:",
+            st->eval_ns > 0 ? st->eval_count / (st->eval_ns / 1e9) : 0.0);
+}
+
+struct loaded {
+    struct wk_model *model;
+    struct wk_tokenizer *tok;
+    struct wk_session *session;
+};
+
+/* Renders msgs, generates, streams. Returns WK_OK or the error (printed). */
+static enum wk_status answer(struct loaded *l, const struct run_opts *o,
+                             const struct wk_chat_message *msgs, int32_t n_msgs,
+                             struct wk_generate_params *gen, int64_t load_ns)
+{
+    struct wk_error err;
+    wk_error_clear(&err);
+    int64_t t0 = wk_time_ns();
+    struct wk_prompt prompt = {0};
+    struct wk_tokens ids = {0};
+    struct wk_generate_stats stats;
+    enum wk_status st = wk_chat_render(l->model, l->tok, msgs, n_msgs, true, &prompt, &err);
+    if (!st && (st = wk_prompt_tokenize(l->tok, &prompt, &ids)))
+        wk_error_set(&err, st, "out of memory while tokenizing");
+    if (!st) {
+        g_cancel = false;
+        gen->cancel = &g_cancel;
+        st = wk_session_generate(l->session, &ids, gen, &stats, &err);
+    }
+    if (st == WK_E_CANCELLED) {
+        printf("\n");
+    } else if (st) {
+        fflush(stdout);
+        fprintf(stderr, "wick run: %s\n", err.msg[0] ? err.msg : wk_status_str(st));
+    } else {
+        printf("\n");
+        fflush(stdout);
+        if (o->verbose) print_stats(&stats, load_ns, wk_time_ns() - t0 + load_ns);
+    }
+    wk_prompt_deinit(&prompt);
+    wk_tokens_deinit(&ids);
+    return st;
+}
+
+static int interactive(struct loaded *l, const struct run_opts *o, int64_t load_ns)
+{
+    struct wk_chat_message *msgs = NULL;
+    int32_t n = 0;
+    int rc = WK_EXIT_OK;
+    for (;;) {
+        char *line = readline(">>> ");
+        if (!line) {
+            printf("\n");
+            break;
+        }
+        if (strcmp(line, "/bye") == 0) {
+            free(line);
+            break;
+        }
+        if (line[strspn(line, " \t")] == '\0') {
+            free(line);
+            continue;
+        }
+        add_history(line);
+        if (strcmp(line, "/clear") == 0) {
+            for (int32_t i = 0; i < n; i++) free((char *)msgs[i].content);
+            n = 0;
+            printf("Cleared session context\n");
+            free(line);
+            continue;
+        }
+        if (strcmp(line, "/?") == 0 || strcmp(line, "/help") == 0) {
+            printf("  /clear  forget the conversation\n  /bye    exit\n");
+            free(line);
+            continue;
+        }
+        struct wk_chat_message *m = realloc(msgs, (size_t)(n + 2) * sizeof *m);
+        if (!m) {
+            free(line);
+            rc = WK_EXIT_ERROR;
+            break;
+        }
+        msgs = m;
+        msgs[n++] = (struct wk_chat_message){"user", line};
+        struct reply r = {0};
+        struct wk_generate_params gen = o->gen;
+        gen.on_piece = print_and_keep;
+        gen.user = &r;
+        enum wk_status st = answer(l, o, msgs, n, &gen, load_ns);
+        printf("\n");
+        if (st == WK_OK || st == WK_E_CANCELLED) {
+            msgs[n++] = (struct wk_chat_message){"assistant", r.buf ? r.buf : strdup("")};
+        } else {
+            free(r.buf);
+            free((char *)msgs[--n].content); /* drop the failed turn */
+        }
+        load_ns = 0;
+    }
+    for (int32_t i = 0; i < n; i++) free((char *)msgs[i].content);
+    free(msgs);
+    return rc;
+}
+
+int cmd_run(int argc, char **argv)
+{
+    struct run_opts o = {0};
+    int rc = parse_args(argc, argv, &o);
+    if (rc >= 0) return rc;
+
+    struct wk_error err;
+    wk_error_clear(&err);
+    struct loaded l = {0};
+    int64_t t0 = wk_time_ns();
+    enum wk_status st = wk_model_load(o.model, &l.model, &err);
+    if (!st) st = wk_tokenizer_from_gguf(wk_model_gguf(l.model), &l.tok, &err);
+    if (!st) st = wk_session_create(l.model, l.tok, &o.ctx, &l.session, &err);
+    if (st) {
+        fprintf(stderr, "wick run: %s\n", err.msg[0] ? err.msg : wk_status_str(st));
+        rc = WK_EXIT_ERROR;
+        goto out;
+    }
+    int64_t load_ns = wk_time_ns() - t0;
+    struct sigaction sa = {0};
+    sa.sa_handler = on_sigint;
+    sigaction(SIGINT, &sa, NULL);
+
+    if (o.prompt) {
+        struct wk_chat_message msg = {"user", o.prompt};
+        struct wk_generate_params gen = o.gen;
+        gen.on_piece = print_piece;
+        st = answer(&l, &o, &msg, 1, &gen, load_ns);
+        rc = st == WK_OK ? WK_EXIT_OK : st == WK_E_CANCELLED ? 130 : WK_EXIT_ERROR;
+    } else {
+        rc = interactive(&l, &o, load_ns);
+    }
+out:
+    wk_session_destroy(l.session);
+    wk_tokenizer_destroy(l.tok);
+    wk_model_destroy(l.model);
+    free(o.prompt);
+    return rc;
+}

@@ -1,0 +1,39 @@
+/*
+ * main.c - the wick command: dispatches to a subcommand.
+ */
+#include "cli.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static void usage(FILE *f)
+{
+    fprintf(f, "wick %s - run large language models locally\n\n"
+               "Usage:\n"
+               "  wick run MODEL.gguf [PROMPT]   answer PROMPT (or stdin), or chat interactively\n"
+               "  wick --version                 print the version\n"
+               "  wick help                      this text\n\n"
+               "Run 'wick run --help' for the options of run.\n",
+            WK_VERSION);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return WK_EXIT_USAGE;
+    }
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "run") == 0) return cmd_run(argc - 1, argv + 1);
+    if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "version") == 0) {
+        printf("wick version %s\n", WK_VERSION);
+        return WK_EXIT_OK;
+    }
+    if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
+        usage(stdout);
+        return WK_EXIT_OK;
+    }
+    fprintf(stderr, "wick: unknown command '%s'\n\n", cmd);
+    usage(stderr);
+    return WK_EXIT_USAGE;
+}

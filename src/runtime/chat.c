@@ -1,0 +1,114 @@
+/*
+ * chat.c - conversation to prompt: each family's turn format, rendered as
+ * segments marked scaffolding (control tokens allowed) or content (always
+ * literal text, so a user typing "<eos>" gets the characters, not the
+ * token).
+ *
+ * Gemma 3 follows the chat template shipped in its tokenizer_config.json:
+ *   <bos><start_of_turn>user\n{system}\n\n{user}<end_of_turn>\n
+ *   <start_of_turn>model\n{assistant}<end_of_turn>\n ... <start_of_turn>model\n
+ * with every message's content trimmed of surrounding whitespace.
+ */
+#include "wk_runtime.h"
+
+#include <ctype.h>
+#include <string.h>
+
+void wk_prompt_deinit(struct wk_prompt *p)
+{
+    if (!p) return;
+    for (int32_t i = 0; i < p->n; i++) wk_free(p->segs[i].text);
+    wk_free(p->segs);
+    memset(p, 0, sizeof *p);
+}
+
+enum wk_status wk_prompt_append(struct wk_prompt *p, const char *text, size_t len, bool scaffold)
+{
+    if (p->n == p->cap) {
+        int32_t cap = p->cap ? p->cap * 2 : 16;
+        struct wk_prompt_segment *s = wk_realloc(p->segs, (size_t)cap * sizeof *s);
+        if (!s) return WK_E_NOMEM;
+        p->segs = s;
+        p->cap = cap;
+    }
+    char *copy = wk_strndup(text, len);
+    if (!copy) return WK_E_NOMEM;
+    p->segs[p->n++] = (struct wk_prompt_segment){.text = copy, .len = len, .scaffold = scaffold};
+    return WK_OK;
+}
+
+static void trim(const char *s, const char **start, size_t *len)
+{
+    size_t n = strlen(s), a = 0;
+    while (a < n && isspace((unsigned char)s[a])) a++;
+    while (n > a && isspace((unsigned char)s[n - 1])) n--;
+    *start = s + a;
+    *len = n - a;
+}
+
+static enum wk_status render_gemma(const struct wk_chat_message *msgs, int32_t n,
+                                   bool add_generation_prompt, struct wk_prompt *out,
+                                   struct wk_error *err)
+{
+#define S(text) wk_prompt_append(out, text, strlen(text), true)
+    enum wk_status st = S("<bos>");
+    const char *system = NULL;
+    int32_t first = 0;
+    if (n > 0 && strcmp(msgs[0].role, "system") == 0) {
+        system = msgs[0].content;
+        first = 1;
+    }
+    for (int32_t i = first; i < n && !st; i++) {
+        const char *role = msgs[i].role;
+        bool user_turn = (i - first) % 2 == 0;
+        if (strcmp(role, user_turn ? "user" : "assistant") != 0)
+            return wk_error_set(err, WK_E_INVALID,
+                                "message %d has role \"%s\": Gemma conversations must alternate "
+                                "user and assistant after an optional system message",
+                                i, role);
+        st = S(user_turn ? "<start_of_turn>user\n" : "<start_of_turn>model\n");
+        if (!st && system && i == first) {
+            const char *t;
+            size_t len;
+            trim(system, &t, &len);
+            st = wk_prompt_append(out, t, len, false);
+            if (!st) st = wk_prompt_append(out, "\n\n", 2, false);
+        }
+        const char *t;
+        size_t len;
+        trim(msgs[i].content, &t, &len);
+        if (!st) st = wk_prompt_append(out, t, len, false);
+        if (!st) st = S("<end_of_turn>\n");
+    }
+    if (!st && add_generation_prompt) st = S("<start_of_turn>model\n");
+#undef S
+    return st ? wk_error_set(err, st, "out of memory") : WK_OK;
+}
+
+enum wk_status wk_chat_render(const struct wk_model *m, const struct wk_tokenizer *tok,
+                              const struct wk_chat_message *msgs, int32_t n_msgs,
+                              bool add_generation_prompt, struct wk_prompt *out,
+                              struct wk_error *err)
+{
+    (void)tok;
+    for (int32_t i = 0; i < n_msgs; i++)
+        if (!msgs[i].role || !msgs[i].content)
+            return wk_error_set(err, WK_E_INVALID, "message %d has no role or content", i);
+    switch (wk_model_hparams(m)->arch) {
+    case WK_ARCH_GEMMA3: return render_gemma(msgs, n_msgs, add_generation_prompt, out, err);
+    }
+    return wk_error_set(err, WK_E_UNSUPPORTED, "no chat format for architecture %s",
+                        wk_model_hparams(m)->arch_name);
+}
+
+enum wk_status wk_prompt_tokenize(const struct wk_tokenizer *tok, const struct wk_prompt *p,
+                                  struct wk_tokens *out)
+{
+    struct wk_text_span *spans = wk_malloc((size_t)(p->n ? p->n : 1) * sizeof *spans);
+    if (!spans) return WK_E_NOMEM;
+    for (int32_t i = 0; i < p->n; i++)
+        spans[i] = (struct wk_text_span){p->segs[i].text, p->segs[i].len, p->segs[i].scaffold};
+    enum wk_status st = wk_tokenizer_encode_spans(tok, spans, p->n, out);
+    wk_free(spans);
+    return st;
+}

@@ -1,0 +1,146 @@
+/*
+ * session.c - one conversation's generation state: a context (KV cache)
+ * plus the list of tokens the cache holds, so the next prompt reuses the
+ * longest common prefix instead of prefilling it again.
+ *
+ * Invariant: cached.ids[0 .. cached.n) are exactly the tokens at positions
+ * 0 .. n_past-1 of the context's KV cache.
+ */
+#include "wk_runtime.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct wk_session {
+    const struct wk_model *m;
+    const struct wk_tokenizer *tok;
+    struct wk_context *ctx;
+    struct wk_tokens cached;
+    float *logits; /* [n_vocab] */
+};
+
+struct wk_generate_params wk_generate_params_default(void)
+{
+    return (struct wk_generate_params){
+        .sampler = wk_sampler_params_default(), .num_predict = -1, .on_piece = NULL,
+        .user = NULL, .cancel = NULL};
+}
+
+enum wk_status wk_session_create(const struct wk_model *m, const struct wk_tokenizer *tok,
+                                 const struct wk_context_params *cp, struct wk_session **out,
+                                 struct wk_error *err)
+{
+    *out = NULL;
+    struct wk_session *s = wk_calloc(1, sizeof *s);
+    if (!s) return wk_error_set(err, WK_E_NOMEM, "out of memory");
+    s->m = m;
+    s->tok = tok;
+    enum wk_status st = wk_context_create(m, cp, &s->ctx, err);
+    if (st) {
+        wk_free(s);
+        return st;
+    }
+    s->logits = wk_malloc((size_t)wk_model_hparams(m)->n_vocab * sizeof(float));
+    if (!s->logits) {
+        wk_session_destroy(s);
+        return wk_error_set(err, WK_E_NOMEM, "out of memory");
+    }
+    *out = s;
+    return WK_OK;
+}
+
+void wk_session_destroy(struct wk_session *s)
+{
+    if (!s) return;
+    wk_context_destroy(s->ctx);
+    wk_tokens_deinit(&s->cached);
+    wk_free(s->logits);
+    wk_free(s);
+}
+
+struct wk_context *wk_session_context(struct wk_session *s)
+{
+    return s->ctx;
+}
+
+/* Feeds tokens into the cache and records them. */
+static enum wk_status feed(struct wk_session *s, const int32_t *ids, int32_t n,
+                           const volatile bool *cancel, struct wk_error *err)
+{
+    int32_t before = wk_context_n_past(s->ctx);
+    enum wk_status st = wk_context_decode(s->ctx, ids, n, s->logits, cancel, err);
+    /* chunks completed before a cancellation are cached: keep the record true */
+    int32_t added = wk_context_n_past(s->ctx) - before;
+    for (int32_t i = 0; i < added; i++)
+        if (wk_tokens_push(&s->cached, ids[i])) {
+            wk_context_truncate(s->ctx, before + i);
+            return wk_error_set(err, WK_E_NOMEM, "out of memory");
+        }
+    return st;
+}
+
+enum wk_status wk_session_generate(struct wk_session *s, const struct wk_tokens *prompt,
+                                   const struct wk_generate_params *p,
+                                   struct wk_generate_stats *stats, struct wk_error *err)
+{
+    memset(stats, 0, sizeof *stats);
+    stats->done_reason = "stop";
+    int32_t n_ctx = wk_context_n_ctx(s->ctx);
+    if (prompt->n < 1) return wk_error_set(err, WK_E_INVALID, "the prompt is empty");
+    if (prompt->n >= n_ctx)
+        return wk_error_set(err, WK_E_RANGE,
+                            "the prompt is %lld tokens, which does not fit in the context of %d "
+                            "tokens (leave room for at least one generated token)",
+                            (long long)prompt->n, n_ctx);
+    struct wk_sampler *sampler;
+    enum wk_status st = wk_sampler_create(&p->sampler, wk_model_hparams(s->m)->n_vocab, &sampler, err);
+    if (st) return st;
+
+    /* longest common prefix with what the cache holds; always recompute the
+     * last prompt token so its logits are fresh */
+    int32_t keep = 0;
+    while (keep < s->cached.n && keep < prompt->n - 1 && s->cached.ids[keep] == prompt->ids[keep]) keep++;
+    wk_context_truncate(s->ctx, keep);
+    s->cached.n = keep;
+    stats->prompt_tokens = (int32_t)prompt->n;
+    stats->prompt_eval_count = (int32_t)prompt->n - keep;
+
+    int64_t t0 = wk_time_ns();
+    st = feed(s, prompt->ids + keep, (int32_t)prompt->n - keep, p->cancel, err);
+    int64_t t1 = wk_time_ns();
+    stats->prompt_eval_ns = t1 - t0;
+    if (st) goto done;
+
+    struct wk_detok detok;
+    wk_detok_init(&detok);
+    for (;;) {
+        if (p->cancel && *p->cancel) {
+            st = wk_error_set(err, WK_E_CANCELLED, "cancelled");
+            break;
+        }
+        int32_t id = wk_sampler_sample(sampler, s->logits);
+        if (wk_tokenizer_is_eog(s->tok, id)) break;
+        stats->eval_count++;
+        size_t n;
+        const char *text = wk_detok_push(&detok, s->tok, id, false, &n);
+        if (!text) {
+            st = wk_error_set(err, WK_E_NOMEM, "out of memory");
+            break;
+        }
+        if (n && p->on_piece && !p->on_piece(p->user, text, n)) break;
+        bool limit = p->num_predict > 0 && stats->eval_count >= p->num_predict;
+        if (limit || wk_context_n_past(s->ctx) >= n_ctx) {
+            stats->done_reason = "length";
+            break;
+        }
+        if ((st = feed(s, &id, 1, p->cancel, err))) break;
+    }
+    size_t n;
+    const char *rest = wk_detok_flush(&detok, &n);
+    if (n && p->on_piece && st != WK_E_CANCELLED) p->on_piece(p->user, rest, n);
+    wk_detok_deinit(&detok);
+    stats->eval_ns = wk_time_ns() - t1;
+done:
+    wk_sampler_destroy(sampler);
+    return st;
+}

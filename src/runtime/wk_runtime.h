@@ -1,0 +1,141 @@
+/*
+ * wk_runtime.h - what turns a model into answers: the sampler, the chat
+ * turn format, and the generation session (prompt tokens, KV-cache prefix
+ * reuse, prefill, the decode loop, streamed text).
+ *
+ * The session owns one wk_context and remembers which tokens its KV cache
+ * holds, so a follow-up prompt that starts with the same tokens (the next
+ * turn of a chat) only prefills what is new.
+ */
+#ifndef WK_RUNTIME_H
+#define WK_RUNTIME_H
+
+#include "../base/wk_base.h"
+#include "../model/wk_model.h"
+#include "../tokenizer/wk_tokenizer.h"
+
+/* ------------------------------------------------------------- sampler */
+
+/* Ollama's option names and defaults (../shared/reference/
+ * ollama-mlx-runner.md §4). */
+struct wk_sampler_params {
+    float temperature; /* 0 = greedy; default 0.8 */
+    int32_t top_k;     /* 0 = off; default 40 */
+    float top_p;       /* 1 = off; default 0.9 */
+    float min_p;       /* 0 = off; default 0 */
+    int64_t seed;      /* -1 = from the clock */
+};
+struct wk_sampler_params wk_sampler_params_default(void);
+
+struct wk_sampler;
+
+/* Creates a sampler; n_vocab sizes its scratch. Errors: WK_E_INVALID for
+ * an option out of range (the message names it), WK_E_NOMEM. */
+enum wk_status wk_sampler_create(const struct wk_sampler_params *p, int32_t n_vocab,
+                                 struct wk_sampler **out, struct wk_error *err);
+void wk_sampler_destroy(struct wk_sampler *s);
+
+/*
+ * Picks the next token from logits [n_vocab] f32 (not modified): greedy
+ * when temperature is 0 or top_k is 1 (ties: lowest id); otherwise top_k,
+ * then softmax with temperature, top_p, min_p, renormalise, draw. Every
+ * truncation keeps at least one token.
+ */
+int32_t wk_sampler_sample(struct wk_sampler *s, const float *logits);
+
+/* ---------------------------------------------------------------- chat */
+
+struct wk_chat_message {
+    const char *role; /* "system", "user", "assistant" */
+    const char *content;
+};
+
+/*
+ * A rendered prompt: pieces of text, each either template scaffolding
+ * (control tokens recognised) or content (taken literally). Owned by the
+ * caller; free with wk_prompt_deinit.
+ */
+struct wk_prompt_segment {
+    char *text;
+    size_t len;
+    bool scaffold;
+};
+struct wk_prompt {
+    struct wk_prompt_segment *segs;
+    int32_t n, cap;
+};
+void wk_prompt_deinit(struct wk_prompt *p);
+/* Appends a segment (text copied). Errors: WK_E_NOMEM. */
+enum wk_status wk_prompt_append(struct wk_prompt *p, const char *text, size_t len, bool scaffold);
+
+/*
+ * Renders a conversation in the model family's turn format and, when
+ * add_generation_prompt, opens the assistant's turn. Gemma 3: BOS,
+ * "<start_of_turn>user\n" ... "<end_of_turn>\n", the system message folded
+ * into the first user turn, "model" for the assistant, content trimmed
+ * (the template Gemma 3 ships with). Errors: WK_E_INVALID (roles that do
+ * not alternate user/assistant, an unknown role), WK_E_UNSUPPORTED (a
+ * family without a turn format), WK_E_NOMEM.
+ */
+enum wk_status wk_chat_render(const struct wk_model *m, const struct wk_tokenizer *tok,
+                              const struct wk_chat_message *msgs, int32_t n_msgs,
+                              bool add_generation_prompt, struct wk_prompt *out,
+                              struct wk_error *err);
+
+/* Tokenizes a rendered prompt: control tokens are recognised only inside
+ * scaffold segments; text runs across segment boundaries are tokenized as
+ * one run, so the ids equal those of the whole string when the content has
+ * no control-token text. Errors: WK_E_NOMEM. */
+enum wk_status wk_prompt_tokenize(const struct wk_tokenizer *tok, const struct wk_prompt *p,
+                                  struct wk_tokens *out);
+
+/* ------------------------------------------------------------ sessions */
+
+/* Called with each piece of generated text as soon as it is complete
+ * UTF-8; returning false stops generation (done_reason "stop"). */
+typedef bool (*wk_piece_fn)(void *user, const char *text, size_t len);
+
+struct wk_generate_params {
+    struct wk_sampler_params sampler;
+    int32_t num_predict; /* max tokens to generate; -1 = until the context is full */
+    wk_piece_fn on_piece;
+    void *user;
+    const volatile bool *cancel; /* may be NULL; checked between steps */
+};
+struct wk_generate_params wk_generate_params_default(void);
+
+/* Timings and counts of one generation, as Ollama reports them. */
+struct wk_generate_stats {
+    int32_t prompt_tokens;      /* tokens in the prompt */
+    int32_t prompt_eval_count;  /* of which prefilled (not reused from the cache) */
+    int64_t prompt_eval_ns;
+    int32_t eval_count;         /* tokens generated */
+    int64_t eval_ns;
+    const char *done_reason;    /* "stop" or "length" (static) */
+};
+
+struct wk_session;
+
+/* Creates a session on model m with its own context (KV cache, threads).
+ * m and tok are borrowed and must outlive the session. Errors: those of
+ * wk_context_create. */
+enum wk_status wk_session_create(const struct wk_model *m, const struct wk_tokenizer *tok,
+                                 const struct wk_context_params *cp, struct wk_session **out,
+                                 struct wk_error *err);
+void wk_session_destroy(struct wk_session *s);
+struct wk_context *wk_session_context(struct wk_session *s);
+
+/*
+ * Generates a continuation of prompt: reuses the longest cached prefix,
+ * prefills the rest, then samples until an end-of-generation token
+ * (done_reason "stop"), num_predict tokens or a full context ("length"),
+ * on_piece returning false ("stop") or cancellation (WK_E_CANCELLED).
+ * The generated tokens stay in the cache for the next call.
+ * Errors: WK_E_RANGE when the prompt does not fit in the context (nothing
+ * is run), WK_E_INVALID (bad sampler option), WK_E_CANCELLED, WK_E_NOMEM.
+ */
+enum wk_status wk_session_generate(struct wk_session *s, const struct wk_tokens *prompt,
+                                   const struct wk_generate_params *p,
+                                   struct wk_generate_stats *stats, struct wk_error *err);
+
+#endif /* WK_RUNTIME_H */
