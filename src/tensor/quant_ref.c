@@ -365,6 +365,10 @@ void wk_ref_q8_k_from_f32(const float *src, void *dst, int64_t n)
             continue;
         }
         float iscale = -127.0f / max;
+        if (!isfinite(iscale)) { /* |max| below ~7e-37: quantize to 0 */
+            memset(&b[i], 0, sizeof b[i]);
+            continue;
+        }
         for (int j = 0; j < WK_QK_K; j++) {
             int v = (int)lrintf(iscale * x[j]);
             b[i].qs[j] = (int8_t)(v > 127 ? 127 : v);

@@ -1,0 +1,150 @@
+/*
+ * test-base.c - status names and error reports, counted allocation and its
+ * failure injection, the arena, the thread pool, CPU feature detection.
+ */
+#include "check.h"
+
+#include "../../src/base/wk_base.h"
+
+#include <stdatomic.h>
+
+static void test_errors(void)
+{
+    struct wk_error err;
+    wk_error_clear(&err);
+    CHECK_EQ_INT(err.status, WK_OK);
+    CHECK_EQ_INT(wk_error_set(&err, WK_E_FORMAT, "tensor %s: bad %d", "x", 3), WK_E_FORMAT);
+    CHECK_EQ_STR(err.msg, "tensor x: bad 3");
+    CHECK_EQ_INT(wk_error_prefix(&err, "%s: ", "f.gguf"), WK_E_FORMAT);
+    CHECK_EQ_STR(err.msg, "f.gguf: tensor x: bad 3");
+    CHECK_EQ_INT(wk_error_set(NULL, WK_E_IO, "ignored"), WK_E_IO);
+    /* a long prefix is cut, never overflows */
+    char big[2000];
+    memset(big, 'a', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    wk_error_prefix(&err, "%s", big);
+    CHECK_EQ_INT(strlen(err.msg), WK_ERROR_MSG_MAX - 1);
+    for (int s = 0; s >= -9; s--) CHECK(strcmp(wk_status_str((enum wk_status)s), "unknown status") != 0);
+    CHECK_EQ_STR(wk_status_str(WK_E_NOMEM), "out of memory");
+}
+
+static void test_alloc_counts_and_failures(void)
+{
+    int64_t base = wk_alloc_live_bytes();
+    char *a = wk_malloc(100);
+    CHECK_EQ_INT(wk_alloc_live_bytes(), base + 100);
+    a = wk_realloc(a, 300);
+    CHECK_EQ_INT(wk_alloc_live_bytes(), base + 300);
+    char *s = wk_strdup("hello");
+    CHECK_EQ_STR(s, "hello");
+    void *al = wk_aligned_alloc(1000);
+    CHECK_EQ_INT((uintptr_t)al % 64, 0);
+    wk_free(a);
+    wk_free(s);
+    wk_aligned_free(al);
+    wk_free(NULL);
+    CHECK_EQ_INT(wk_alloc_live_bytes(), base);
+    /* the 3rd allocation from now fails, and every one after it */
+    wk_alloc_fail_after(3);
+    void *p1 = wk_malloc(8), *p2 = wk_malloc(8), *p3 = wk_malloc(8), *p4 = wk_calloc(2, 8);
+    wk_alloc_fail_after(0);
+    CHECK(p1 && p2 && !p3 && !p4);
+    wk_free(p1);
+    wk_free(p2);
+    CHECK(wk_calloc(SIZE_MAX / 2, 4) == NULL); /* overflow */
+    CHECK_EQ_INT(wk_alloc_live_bytes(), base);
+}
+
+static void test_arena(void)
+{
+    struct wk_arena a;
+    CHECK_EQ_INT(wk_arena_init(&a, 1000), WK_OK);
+    void *x = wk_arena_alloc(&a, 10), *y = wk_arena_alloc(&a, 10);
+    CHECK(x && y && (uintptr_t)y % 64 == 0 && (uint8_t *)y - (uint8_t *)x == 64);
+    CHECK(wk_arena_alloc(&a, 2000) == NULL);
+    wk_arena_reset(&a);
+    CHECK(wk_arena_alloc(&a, 10) == x);
+    CHECK(a.high_water_bytes >= 74);
+    wk_arena_deinit(&a);
+    wk_arena_deinit(&a); /* twice is fine */
+}
+
+struct sum_ctx {
+    int64_t n;
+    _Atomic int64_t total;
+    _Atomic int calls;
+};
+
+static void sum_task(void *p, int ith, int nth)
+{
+    struct sum_ctx *c = p;
+    int64_t lo, hi, s = 0;
+    wk_split_range(c->n, ith, nth, &lo, &hi);
+    for (int64_t i = lo; i < hi; i++) s += i;
+    atomic_fetch_add(&c->total, s);
+    atomic_fetch_add(&c->calls, 1);
+}
+
+static void test_threadpool(void)
+{
+    for (int nt = 1; nt <= 4; nt++) {
+        struct wk_threadpool *pool;
+        CHECK_EQ_INT(wk_threadpool_create(nt, &pool), WK_OK);
+        CHECK_EQ_INT(wk_threadpool_n_threads(pool), nt);
+        /* many small jobs back to back: each runs on every thread once */
+        for (int rep = 0; rep < 2000; rep++) {
+            struct sum_ctx c = {.n = 1000 + rep};
+            wk_threadpool_run(pool, sum_task, &c);
+            if (c.total != c.n * (c.n - 1) / 2 || c.calls != nt) {
+                CHECK_EQ_INT(c.total, c.n * (c.n - 1) / 2);
+                CHECK_EQ_INT(c.calls, nt);
+                break;
+            }
+        }
+        wk_threadpool_destroy(pool);
+    }
+    struct wk_threadpool *pool;
+    CHECK_EQ_INT(wk_threadpool_create(0, &pool), WK_E_INVALID);
+    struct sum_ctx c = {.n = 10};
+    wk_threadpool_run(NULL, sum_task, &c);
+    CHECK_EQ_INT(c.total, 45);
+    wk_threadpool_destroy(NULL);
+}
+
+static void test_split_range_covers_exactly(void)
+{
+    for (int64_t n = 0; n < 50; n++)
+        for (int nth = 1; nth < 7; nth++) {
+            int64_t expect = 0;
+            for (int i = 0; i < nth; i++) {
+                int64_t lo, hi;
+                wk_split_range(n, i, nth, &lo, &hi);
+                CHECK_EQ_INT(lo, expect);
+                CHECK(hi - lo == n / nth || hi - lo == n / nth + 1);
+                expect = hi;
+            }
+            CHECK_EQ_INT(expect, n);
+        }
+}
+
+static void test_cpu_features(void)
+{
+    const struct wk_cpu_features *f = wk_cpu_features_get();
+    CHECK(f->n_cores >= 1);
+    CHECK(!f->avx512 || f->avx2); /* avx512 implies avx2 here */
+    CHECK(!f->avx512_vnni || f->avx512);
+    CHECK(wk_cpu_features_get() == f);
+}
+
+static void test_checked_math(void)
+{
+    uint64_t r;
+    CHECK(wk_add_u64(1, 2, &r) && r == 3);
+    CHECK(!wk_add_u64(UINT64_MAX, 1, &r));
+    CHECK(wk_mul_u64(1ull << 31, 1ull << 31, &r) && r == 1ull << 62);
+    CHECK(!wk_mul_u64(1ull << 32, 1ull << 32, &r));
+}
+
+CHECK_MAIN(TEST(test_errors), TEST(test_alloc_counts_and_failures), TEST(test_arena),
+           TEST(test_threadpool), TEST(test_split_range_covers_exactly), TEST(test_cpu_features),
+           TEST(test_checked_math))

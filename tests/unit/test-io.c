@@ -1,0 +1,329 @@
+/*
+ * test-io.c - the GGUF reader: every value type, nested arrays, tensors and
+ * alignment read back as written; each kind of malformed file refused with
+ * a message naming the field; every truncation of a valid file refused
+ * cleanly; allocation failures at every point leak nothing.
+ */
+#include "check.h"
+#include "gguf_builder.h"
+
+#include "../../src/io/wk_io.h"
+
+/* A valid file exercising every metadata type and two tensors. */
+static struct gb build_valid(uint32_t alignment)
+{
+    struct gb b = {0};
+    gb_header(&b, 3, 2, 16 + (alignment ? 1 : 0));
+    gb_str(&b, "u8"); gb_u32(&b, 0); gb_u8(&b, 200);
+    gb_str(&b, "i8"); gb_u32(&b, 1); gb_u8(&b, (uint8_t)-5);
+    gb_str(&b, "u16"); gb_u32(&b, 2); { uint16_t v = 60000; gb_bytes(&b, &v, 2); }
+    gb_str(&b, "i16"); gb_u32(&b, 3); { int16_t v = -30000; gb_bytes(&b, &v, 2); }
+    gb_kv_u32(&b, "u32", 4000000000u);
+    gb_str(&b, "i32"); gb_u32(&b, 5); { int32_t v = -7; gb_bytes(&b, &v, 4); }
+    gb_kv_f32(&b, "f32", 1.5f);
+    gb_kv_bool(&b, "bool", 1);
+    gb_kv_str(&b, "str", "héllo");
+    gb_str(&b, "u64"); gb_u32(&b, 10); gb_u64(&b, 1ull << 40);
+    gb_str(&b, "i64"); gb_u32(&b, 11); gb_u64(&b, (uint64_t)-(1ll << 40));
+    gb_str(&b, "f64"); gb_u32(&b, 12); { double v = -2.25; gb_bytes(&b, &v, 8); }
+    gb_str(&b, "arr.u32"); gb_u32(&b, 9); gb_u32(&b, 4); gb_u64(&b, 3);
+    gb_u32(&b, 1); gb_u32(&b, 2); gb_u32(&b, 3);
+    gb_str(&b, "arr.str"); gb_u32(&b, 9); gb_u32(&b, 8); gb_u64(&b, 2); gb_str(&b, "a"); gb_str(&b, "");
+    /* array of 2 arrays of i16: [[1, 2], [-3]] */
+    gb_str(&b, "arr.nested"); gb_u32(&b, 9); gb_u32(&b, 9); gb_u64(&b, 2);
+    gb_u32(&b, 3); gb_u64(&b, 2); { int16_t v[2] = {1, 2}; gb_bytes(&b, v, 4); }
+    gb_u32(&b, 3); gb_u64(&b, 1); { int16_t v = -3; gb_bytes(&b, &v, 2); }
+    gb_str(&b, "arr.empty"); gb_u32(&b, 9); gb_u32(&b, 6); gb_u64(&b, 0);
+    if (alignment) gb_kv_u32(&b, "general.alignment", alignment);
+    uint32_t al = alignment ? alignment : 32;
+    uint64_t ne_a[2] = {3, 2}, ne_b[2] = {32, 2};
+    gb_tensor_info(&b, "a", 2, ne_a, 0, 0);           /* F32 [2][3] = 24 bytes */
+    gb_tensor_info(&b, "b", 2, ne_b, 8, al);          /* Q8_0, 2 blocks = 68 bytes */
+    gb_pad(&b, al);
+    for (int i = 0; i < 6; i++) gb_f32(&b, (float)i);
+    gb_pad(&b, al);
+    for (int r = 0; r < 2; r++) {
+        uint16_t d = 0x3c00; /* 1.0 */
+        gb_bytes(&b, &d, 2);
+        for (int j = 0; j < 32; j++) gb_u8(&b, (uint8_t)(j - 16 + r));
+    }
+    return b;
+}
+
+static void test_reads_every_type(void)
+{
+    struct gb b = build_valid(0);
+    struct wk_gguf *g;
+    struct wk_error err;
+    CHECK_EQ_INT(wk_gguf_open_memory(b.p, b.n, "mem", &g, &err), WK_OK);
+    CHECK_EQ_INT(wk_gguf_version(g), 3);
+    CHECK_EQ_INT(wk_gguf_n_kv(g), 16);
+    CHECK_EQ_INT(wk_gguf_find(g, "u8")->u, 200);
+    CHECK_EQ_INT(wk_gguf_find(g, "i8")->i, -5);
+    CHECK_EQ_INT(wk_gguf_find(g, "u16")->u, 60000);
+    CHECK_EQ_INT(wk_gguf_find(g, "i16")->i, -30000);
+    CHECK_EQ_INT(wk_gguf_find(g, "u32")->u, 4000000000u);
+    CHECK_EQ_INT(wk_gguf_find(g, "i32")->i, -7);
+    CHECK_NEAR(wk_gguf_find(g, "f32")->f, 1.5, 0, 0);
+    CHECK(wk_gguf_find(g, "bool")->b);
+    CHECK(wk_gguf_str_eq(wk_gguf_find(g, "str")->str, "héllo"));
+    CHECK_EQ_INT(wk_gguf_find(g, "u64")->u, 1ull << 40);
+    CHECK_EQ_INT(wk_gguf_find(g, "i64")->i, -(1ll << 40));
+    CHECK_NEAR(wk_gguf_find(g, "f64")->f, -2.25, 0, 0);
+    const struct wk_gguf_value *a = wk_gguf_find(g, "arr.u32");
+    CHECK_EQ_INT(a->arr.n, 3);
+    CHECK_EQ_INT(wk_gguf_arr_i64(a, 2), 3);
+    a = wk_gguf_find(g, "arr.str");
+    CHECK_EQ_INT(a->arr.n, 2);
+    CHECK(wk_gguf_str_eq(a->arr.strs[0], "a") && wk_gguf_str_eq(a->arr.strs[1], ""));
+    a = wk_gguf_find(g, "arr.nested");
+    CHECK_EQ_INT(a->arr.elem_type, WK_GGUF_ARRAY);
+    CHECK_EQ_INT(a->arr.items[0].arr.n, 2);
+    CHECK_EQ_INT(wk_gguf_arr_i64(&a->arr.items[0], 1), 2);
+    CHECK_EQ_INT(wk_gguf_arr_i64(&a->arr.items[1], 0), -3);
+    CHECK_EQ_INT(wk_gguf_find(g, "arr.empty")->arr.n, 0);
+    CHECK(wk_gguf_find(g, "missing") == NULL);
+    /* typed getters: conversions and their errors */
+    uint32_t u;
+    float f;
+    CHECK_EQ_INT(wk_gguf_get_u32(g, "u16", &u, &err), WK_OK);
+    CHECK_EQ_INT(u, 60000);
+    CHECK_EQ_INT(wk_gguf_get_u32(g, "i32", &u, &err), WK_E_FORMAT);
+    CHECK_CONTAINS(err.msg, "i32");
+    CHECK_EQ_INT(wk_gguf_get_f32(g, "str", &f, &err), WK_E_FORMAT);
+    CHECK_CONTAINS(err.msg, "has type string, expected f32");
+    CHECK_EQ_INT(wk_gguf_get_u32(g, "nope", &u, &err), WK_E_NOT_FOUND);
+    CHECK_CONTAINS(err.msg, "missing metadata key nope");
+    /* tensors */
+    CHECK_EQ_INT(wk_gguf_n_tensors(g), 2);
+    const struct wk_gguf_tensor *t = wk_gguf_find_tensor(g, "a");
+    CHECK_EQ_INT(t->t.ne[0], 3);
+    CHECK_EQ_INT(t->t.ne[1], 2);
+    CHECK_EQ_INT(t->size_bytes, 24);
+    CHECK_NEAR(((const float *)t->t.data)[5], 5.0, 0, 0);
+    t = wk_gguf_find_tensor(g, "b");
+    CHECK_EQ_INT(t->t.dtype, WK_DTYPE_Q8_0);
+    CHECK_EQ_INT(t->size_bytes, 68);
+    CHECK_EQ_INT(t->t.nb[1], 34);
+    CHECK_EQ_INT(((const int8_t *)wk_tensor_row(&t->t, 1))[2 + 3], 3 - 16 + 1);
+    CHECK_EQ_INT(wk_gguf_data_offset(g) % 32, 0);
+    wk_gguf_close(g);
+    free(b.p);
+}
+
+static void test_alignment(void)
+{
+    struct gb b = build_valid(64);
+    struct wk_gguf *g;
+    struct wk_error err;
+    CHECK_EQ_INT(wk_gguf_open_memory(b.p, b.n, "mem", &g, &err), WK_OK);
+    CHECK_EQ_INT(wk_gguf_alignment(g), 64);
+    CHECK_EQ_INT(wk_gguf_data_offset(g) % 64, 0);
+    CHECK_EQ_INT((uintptr_t)((const uint8_t *)wk_gguf_find_tensor(g, "b")->t.data - b.p) % 64, 0);
+    wk_gguf_close(g);
+    free(b.p);
+    /* not a power of two */
+    struct gb c = {0};
+    gb_header(&c, 3, 0, 1);
+    gb_kv_u32(&c, "general.alignment", 48);
+    CHECK_EQ_INT(wk_gguf_open_memory(c.p, c.n, "mem", &g, &err), WK_E_FORMAT);
+    CHECK_CONTAINS(err.msg, "general.alignment must be a u32 power of two");
+    free(c.p);
+}
+
+/* Every proper prefix of a valid file is refused with a clear error. */
+static void test_every_truncation_is_refused(void)
+{
+    struct gb b = build_valid(0);
+    int crashed_or_accepted = 0;
+    for (size_t n = 0; n < b.n; n++) {
+        uint8_t *copy = malloc(n ? n : 1);
+        memcpy(copy, b.p, n);
+        struct wk_gguf *g = NULL;
+        struct wk_error err;
+        wk_error_clear(&err);
+        enum wk_status st = wk_gguf_open_memory(copy, n, "cut.gguf", &g, &err);
+        if (st == WK_OK || !strstr(err.msg, "cut.gguf")) {
+            crashed_or_accepted++;
+            fprintf(stderr, "  prefix %zu: status %d, message \"%s\"\n", n, st, err.msg);
+        }
+        wk_gguf_close(g);
+        free(copy);
+    }
+    CHECK_EQ_INT(crashed_or_accepted, 0);
+    free(b.p);
+}
+
+struct bad_case {
+    const char *what;
+    void (*build)(struct gb *b);
+    enum wk_status status;
+    const char *msg;
+};
+
+static void bad_not_gguf(struct gb *b) { gb_bytes(b, "hello world, not a model", 24); }
+static void bad_v1(struct gb *b) { gb_header(b, 1, 0, 0); }
+static void bad_v99(struct gb *b) { gb_header(b, 99, 0, 0); }
+static void bad_big_endian(struct gb *b) { gb_header(b, 0x03000000, 0, 0); }
+static void bad_kv_count(struct gb *b) { gb_header(b, 3, 0, 1ull << 40); }
+static void bad_tensor_count(struct gb *b) { gb_header(b, 3, 1ull << 62, 0); }
+static void bad_str_len(struct gb *b)
+{
+    gb_header(b, 3, 0, 1);
+    gb_u64(b, 1ull << 63);
+    for (int i = 0; i < 32; i++) gb_u8(b, 0);
+}
+static void bad_value_type(struct gb *b)
+{
+    gb_header(b, 3, 0, 1);
+    gb_str(b, "k");
+    gb_u32(b, 77);
+}
+static void bad_array_count(struct gb *b)
+{
+    gb_header(b, 3, 0, 1);
+    gb_str(b, "tokenizer.ggml.tokens");
+    gb_u32(b, 9);
+    gb_u32(b, 8);
+    gb_u64(b, 1ull << 50);
+}
+static void bad_nesting(struct gb *b)
+{
+    gb_header(b, 3, 0, 1);
+    gb_str(b, "deep");
+    gb_u32(b, 9);
+    for (int i = 0; i < 20; i++) {
+        gb_u32(b, 9);
+        gb_u64(b, 1);
+    }
+    gb_u32(b, 4);
+    gb_u64(b, 0);
+}
+static void bad_bool(struct gb *b)
+{
+    gb_header(b, 3, 0, 1);
+    gb_kv_bool(b, "flag", 2);
+}
+static void bad_dup_key(struct gb *b)
+{
+    gb_header(b, 3, 0, 2);
+    gb_kv_u32(b, "k", 1);
+    gb_kv_u32(b, "k", 2);
+}
+static void tensor_file(struct gb *b, uint32_t n_dims, const uint64_t *ne, uint32_t type,
+                        uint64_t offset, size_t data_bytes)
+{
+    gb_header(b, 3, 1, 0);
+    gb_tensor_info(b, "blk.0.w", n_dims, ne, type, offset);
+    gb_pad(b, 32);
+    for (size_t i = 0; i < data_bytes; i++) gb_u8(b, 0);
+}
+static void bad_zero_dim(struct gb *b) { uint64_t ne[2] = {32, 0}; tensor_file(b, 2, ne, 0, 0, 64); }
+static void bad_absurd_dim(struct gb *b) { uint64_t ne[2] = {32, 1ull << 60}; tensor_file(b, 2, ne, 0, 0, 64); }
+static void bad_n_dims(struct gb *b) { uint64_t ne[5] = {1, 1, 1, 1, 1}; tensor_file(b, 5, ne, 0, 0, 64); }
+static void bad_dtype(struct gb *b) { uint64_t ne[1] = {32}; tensor_file(b, 1, ne, 77, 0, 64); }
+static void bad_block(struct gb *b) { uint64_t ne[1] = {33}; tensor_file(b, 1, ne, 8, 0, 64); }
+static void bad_past_end(struct gb *b) { uint64_t ne[2] = {32, 4}; tensor_file(b, 2, ne, 0, 0, 100); }
+static void bad_misaligned(struct gb *b) { uint64_t ne[1] = {4}; tensor_file(b, 1, ne, 0, 8, 64); }
+static void bad_overflow(struct gb *b) { uint64_t ne[4] = {1ull << 40, 1ull << 40, 1, 1}; tensor_file(b, 4, ne, 0, 0, 64); }
+static void bad_overlap(struct gb *b)
+{
+    uint64_t ne[1] = {16};
+    gb_header(b, 3, 2, 0);
+    gb_tensor_info(b, "x", 1, ne, 0, 0);
+    gb_tensor_info(b, "y", 1, ne, 0, 32);
+    gb_pad(b, 32);
+    for (int i = 0; i < 128; i++) gb_u8(b, 0);
+}
+static void bad_dup_tensor(struct gb *b)
+{
+    uint64_t ne[1] = {8};
+    gb_header(b, 3, 2, 0);
+    gb_tensor_info(b, "x", 1, ne, 0, 0);
+    gb_tensor_info(b, "x", 1, ne, 0, 32);
+    gb_pad(b, 32);
+    for (int i = 0; i < 64; i++) gb_u8(b, 0);
+}
+
+static void test_malformed_files_are_refused(void)
+{
+    static const struct bad_case cases[] = {
+        {"not gguf", bad_not_gguf, WK_E_FORMAT, "not a GGUF file"},
+        {"version 1", bad_v1, WK_E_UNSUPPORTED, "version 1 is not supported"},
+        {"version 99", bad_v99, WK_E_UNSUPPORTED, "unknown GGUF version 99"},
+        {"big endian", bad_big_endian, WK_E_UNSUPPORTED, "big-endian"},
+        {"kv count", bad_kv_count, WK_E_FORMAT, "metadata count"},
+        {"tensor count", bad_tensor_count, WK_E_FORMAT, "tensor count"},
+        {"string length", bad_str_len, WK_E_FORMAT, "runs past the end"},
+        {"value type", bad_value_type, WK_E_FORMAT, "unknown value type 77"},
+        {"array count", bad_array_count, WK_E_FORMAT, "tokenizer.ggml.tokens: array of"},
+        {"nesting", bad_nesting, WK_E_FORMAT, "nested deeper"},
+        {"bool", bad_bool, WK_E_FORMAT, "bool has value 2"},
+        {"duplicate key", bad_dup_key, WK_E_FORMAT, "duplicate metadata key k"},
+        {"zero dim", bad_zero_dim, WK_E_FORMAT, "blk.0.w: dimension 1 is 0"},
+        {"absurd dim", bad_absurd_dim, WK_E_FORMAT, "blk.0.w: dimension 1 is 1152921504606846976"},
+        {"n_dims", bad_n_dims, WK_E_FORMAT, "5 dimensions"},
+        {"dtype", bad_dtype, WK_E_UNSUPPORTED, "blk.0.w: unknown dtype 77"},
+        {"block", bad_block, WK_E_FORMAT, "not a multiple of Q8_0's block size"},
+        {"past end", bad_past_end, WK_E_FORMAT, "blk.0.w: data at offset 0 + 512 bytes runs past the end"},
+        {"misaligned", bad_misaligned, WK_E_FORMAT, "offset 8 is not a multiple of the alignment"},
+        {"overflow", bad_overflow, WK_E_FORMAT, "blk.0.w"},
+        {"overlap", bad_overlap, WK_E_FORMAT, "tensors x and y overlap"},
+        {"duplicate tensor", bad_dup_tensor, WK_E_FORMAT, "duplicate tensor name x"},
+    };
+    for (size_t i = 0; i < WK_ARRAY_LEN(cases); i++) {
+        struct gb b = {0};
+        cases[i].build(&b);
+        struct wk_gguf *g = NULL;
+        struct wk_error err;
+        wk_error_clear(&err);
+        enum wk_status st = wk_gguf_open_memory(b.p, b.n, "bad.gguf", &g, &err);
+        if (st != cases[i].status || !strstr(err.msg, cases[i].msg))
+            fprintf(stderr, "  case %s: status %d, \"%s\"\n", cases[i].what, st, err.msg);
+        CHECK_EQ_INT(st, cases[i].status);
+        CHECK_CONTAINS(err.msg, cases[i].msg);
+        CHECK_CONTAINS(err.msg, "bad.gguf");
+        CHECK(g == NULL);
+        free(b.p);
+    }
+}
+
+/* Failing the nth allocation, for every n, gives WK_E_NOMEM and frees
+ * everything already allocated. */
+static void test_allocation_failures_leak_nothing(void)
+{
+    struct gb b = build_valid(0);
+    int64_t base = wk_alloc_live_bytes();
+    int n_fail = 0;
+    for (int64_t n = 1; n < 200; n++) {
+        wk_alloc_fail_after(n);
+        struct wk_gguf *g = NULL;
+        struct wk_error err;
+        enum wk_status st = wk_gguf_open_memory(b.p, b.n, "mem", &g, &err);
+        wk_alloc_fail_after(0);
+        if (st == WK_OK) {
+            wk_gguf_close(g);
+            break;
+        }
+        n_fail++;
+        CHECK_EQ_INT(st, WK_E_NOMEM);
+        CHECK_EQ_INT(wk_alloc_live_bytes(), base);
+    }
+    CHECK(n_fail > 3);
+    CHECK_EQ_INT(wk_alloc_live_bytes(), base);
+    free(b.p);
+}
+
+static void test_open_errors(void)
+{
+    struct wk_gguf *g;
+    struct wk_error err;
+    CHECK_EQ_INT(wk_gguf_open("/nonexistent/model.gguf", &g, &err), WK_E_NOT_FOUND);
+    CHECK_CONTAINS(err.msg, "/nonexistent/model.gguf: no such file");
+    CHECK_EQ_INT(wk_gguf_open("/tmp", &g, &err), WK_E_IO);
+    CHECK_CONTAINS(err.msg, "is a directory");
+}
+
+CHECK_MAIN(TEST(test_reads_every_type), TEST(test_alignment), TEST(test_every_truncation_is_refused),
+           TEST(test_malformed_files_are_refused), TEST(test_allocation_failures_leak_nothing),
+           TEST(test_open_errors))

@@ -1,0 +1,168 @@
+/*
+ * test-tensor.c - float conversions (exhaustive for binary16), the dtype
+ * traits table against the GGUF specification's block sizes, and each
+ * reference dequantization on hand-made blocks whose values follow from the
+ * format description.
+ */
+#include "check.h"
+
+#include "../../src/tensor/wk_tensor.h"
+
+static void test_f16_round_trip_exhaustive(void)
+{
+    int bad = 0;
+    for (uint32_t h = 0; h < 65536; h++) {
+        float f = wk_f16_to_f32((wk_f16)h);
+        bool nan = ((h >> 10) & 0x1f) == 0x1f && (h & 0x3ff);
+        if (nan) {
+            bad += !(f != f);
+            continue;
+        }
+        bad += wk_f32_to_f16(f) != h;
+    }
+    CHECK_EQ_INT(bad, 0);
+    /* known values */
+    CHECK_EQ_INT(wk_f32_to_f16(1.0f), 0x3c00);
+    CHECK_EQ_INT(wk_f32_to_f16(-2.0f), 0xc000);
+    CHECK_EQ_INT(wk_f32_to_f16(65504.0f), 0x7bff);
+    CHECK_EQ_INT(wk_f32_to_f16(65520.0f), 0x7c00);            /* rounds to inf */
+    CHECK_EQ_INT(wk_f32_to_f16(5.9604645e-08f), 0x0001);      /* smallest subnormal */
+    CHECK_EQ_INT(wk_f32_to_f16(2.9802322e-08f), 0x0000);      /* half of it: ties to even (0) */
+    CHECK_EQ_INT(wk_f32_to_f16(1.0f + 1.0f / 2048), 0x3c00);  /* tie, even mantissa stays */
+    CHECK_EQ_INT(wk_f32_to_f16(1.0f + 3.0f / 2048), 0x3c02);  /* tie, odd rounds up */
+    CHECK_NEAR(wk_f16_to_f32(0x3555), 0.333251953125, 0, 0);
+}
+
+static void test_bf16(void)
+{
+    CHECK_EQ_INT(wk_f32_to_bf16(1.0f), 0x3f80);
+    CHECK_NEAR(wk_bf16_to_f32(0x4049), 3.140625, 0, 0);
+    CHECK_EQ_INT(wk_f32_to_bf16(1.00390625f), 0x3f80); /* tie to even */
+    CHECK_EQ_INT(wk_f32_to_bf16(1.01171875f), 0x3f82); /* tie, odd rounds up */
+    float nan = __builtin_nanf("");
+    wk_bf16 b = wk_f32_to_bf16(nan);
+    CHECK(wk_bf16_to_f32(b) != wk_bf16_to_f32(b));
+}
+
+/* Block sizes and byte sizes as the GGUF specification lists them. */
+static void test_traits_table(void)
+{
+    static const struct {
+        uint32_t t;
+        const char *name;
+        int64_t bs;
+        size_t bytes;
+    } spec[] = {
+        {0, "F32", 1, 4},     {1, "F16", 1, 2},       {2, "Q4_0", 32, 18},  {3, "Q4_1", 32, 20},
+        {6, "Q5_0", 32, 22},  {7, "Q5_1", 32, 24},    {8, "Q8_0", 32, 34},  {9, "Q8_1", 32, 36},
+        {12, "Q4_K", 256, 144}, {13, "Q5_K", 256, 176}, {14, "Q6_K", 256, 210}, {15, "Q8_K", 256, 292},
+        {30, "BF16", 1, 2},   {10, "Q2_K", 256, 84},  {11, "Q3_K", 256, 110},
+    };
+    for (size_t i = 0; i < WK_ARRAY_LEN(spec); i++) {
+        const struct wk_dtype_traits *tr = wk_dtype_traits_get(spec[i].t);
+        CHECK(tr != NULL);
+        if (!tr) continue;
+        CHECK_EQ_STR(tr->name, spec[i].name);
+        CHECK_EQ_INT(tr->block_size, spec[i].bs);
+        CHECK_EQ_INT(tr->block_bytes, spec[i].bytes);
+    }
+    CHECK(wk_dtype_traits_get(4) == NULL);   /* retired id */
+    CHECK(wk_dtype_traits_get(1000) == NULL);
+    CHECK_EQ_STR(wk_dtype_name(1000), "unknown");
+    CHECK(!wk_dtype_traits_get(WK_DTYPE_Q2_K)->supported);
+    CHECK_EQ_INT(wk_dtype_row_bytes(WK_DTYPE_Q4_K, 512), 288);
+    CHECK_EQ_INT(wk_dtype_row_bytes(WK_DTYPE_Q4_K, 100), 0);
+}
+
+static void test_dequant_known_blocks(void)
+{
+    float out[256];
+    /* Q4_0: d = 2, nibble 9 -> (9 - 8) * 2 = 2 for element j, 3 -> -10 for j+16 */
+    struct wk_block_q4_0 q40 = {.d = wk_f32_to_f16(2.0f)};
+    memset(q40.qs, 0x39, sizeof q40.qs);
+    wk_ref_q4_0_to_f32(&q40, out, 32);
+    CHECK_NEAR(out[0], 2, 0, 0);
+    CHECK_NEAR(out[16], -10, 0, 0);
+    /* Q4_1: x = q*d + m */
+    struct wk_block_q4_1 q41 = {.d = wk_f32_to_f16(0.5f), .m = wk_f32_to_f16(-1.0f)};
+    memset(q41.qs, 0xf0, sizeof q41.qs);
+    wk_ref_q4_1_to_f32(&q41, out, 32);
+    CHECK_NEAR(out[3], -1.0, 0, 0);
+    CHECK_NEAR(out[19], 6.5, 0, 0);
+    /* Q5_0: high bit of element 17 set: q = 16 | nibble */
+    struct wk_block_q5_0 q50 = {.d = wk_f32_to_f16(1.0f), .qh = {0, 0, 0x02, 0}};
+    memset(q50.qs, 0x21, sizeof q50.qs);
+    wk_ref_q5_0_to_f32(&q50, out, 32);
+    CHECK_NEAR(out[0], 1 - 16, 0, 0);
+    CHECK_NEAR(out[16], 2 - 16, 0, 0);
+    CHECK_NEAR(out[17], 18 - 16, 0, 0);
+    /* Q8_0 */
+    struct wk_block_q8_0 q80 = {.d = wk_f32_to_f16(0.25f)};
+    for (int i = 0; i < 32; i++) q80.qs[i] = (int8_t)(i - 16);
+    wk_ref_q8_0_to_f32(&q80, out, 32);
+    CHECK_NEAR(out[31], 3.75, 0, 0);
+    /* Q4_K: sub-block 5 (elements 160..191) has scale and min from the
+     * packed high bits: scales[9] low nibble | scales[1] top bits << 4 */
+    struct wk_block_q4_k q4k = {.d = wk_f32_to_f16(1.0f), .dmin = wk_f32_to_f16(0.5f)};
+    memset(q4k.scales, 0, sizeof q4k.scales);
+    q4k.scales[9] = 0x3 | (0x2 << 4); /* sc low = 3, m low = 2 */
+    q4k.scales[1] = 1 << 6;           /* sc high bits = 1 -> sc = 3 | 16 = 19 */
+    q4k.scales[5] = 2 << 6;           /* m high bits = 2 -> m = 2 | 32 = 34 */
+    memset(q4k.qs, 0x75, sizeof q4k.qs); /* low nibble 5, high nibble 7 */
+    wk_ref_q4_k_to_f32(&q4k, out, 256);
+    /* element 160 is in group 2 (128..191), high half (>= 160): nibble 7 */
+    CHECK_NEAR(out[160], 1.0 * 19 * 7 - 0.5 * 34, 0, 0);
+    CHECK_NEAR(out[0], 0, 0, 0); /* scale 0, min 0 */
+    /* Q6_K: element 200 = second half, quarter 2 (r = 72 -> k = 8): high
+     * nibble of ql[64 + 8], bits 4-5 of qh[32 + 8] */
+    struct wk_block_q6_k q6 = {.d = wk_f32_to_f16(0.5f)};
+    memset(q6.ql, 0, sizeof q6.ql);
+    memset(q6.qh, 0, sizeof q6.qh);
+    for (int i = 0; i < 16; i++) q6.scales[i] = (int8_t)(i + 1);
+    q6.ql[64 + 8] = 0xa0;     /* high nibble 10 */
+    q6.qh[32 + 8] = 0x3 << 4; /* 2 high bits = 3 -> q = 10 | 48 = 58 */
+    wk_ref_q6_k_to_f32(&q6, out, 256);
+    CHECK_NEAR(out[200], 0.5 * 13 * (58 - 32), 0, 0); /* scale index 200/16 = 12 -> 13 */
+    CHECK_NEAR(out[0], 0.5 * 1 * (0 - 32), 0, 0);
+}
+
+/* Quantize then dequantize stays within the format's step: half a step
+ * for Q8_0/Q8_K/Q4_1/Q5_1; Q4_0 and Q5_0 map the value of largest
+ * magnitude to -8d (-16d), so the opposite extreme is clipped to 7d (15d)
+ * and may be off by a whole step. Plus 1% for the f16 scale. */
+static void test_quantize_round_trip_bounds(void)
+{
+    uint64_t seed = 9;
+    float x[256], y[256];
+    float amax = 0, mn = 0, mx = 0;
+    for (int i = 0; i < 256; i++) {
+        x[i] = 4 * check_rand_f32(&seed);
+        amax = fmaxf(amax, fabsf(x[i])), mn = fminf(mn, x[i]), mx = fmaxf(mx, x[i]);
+    }
+    uint8_t buf[512];
+    struct {
+        const char *name;
+        wk_from_f32_fn q;
+        wk_to_f32_fn d;
+        double bound;
+    } t[] = {
+        {"q8_0", wk_ref_q8_0_from_f32, wk_ref_q8_0_to_f32, amax / 127 * 0.5},
+        {"q8_k", wk_ref_q8_k_from_f32, wk_ref_q8_k_to_f32, amax / 127 * 0.5},
+        {"q4_0", wk_ref_q4_0_from_f32, wk_ref_q4_0_to_f32, amax / 8},
+        {"q5_0", wk_ref_q5_0_from_f32, wk_ref_q5_0_to_f32, amax / 16},
+        {"q4_1", wk_ref_q4_1_from_f32, wk_ref_q4_1_to_f32, (mx - mn) / 15 * 0.5},
+        {"q5_1", wk_ref_q5_1_from_f32, wk_ref_q5_1_to_f32, (mx - mn) / 31 * 0.5},
+    };
+    for (size_t k = 0; k < WK_ARRAY_LEN(t); k++) {
+        t[k].q(x, buf, 256);
+        t[k].d(buf, y, 256);
+        double worst = 0;
+        for (int i = 0; i < 256; i++) worst = fmax(worst, fabs(x[i] - y[i]));
+        if (!(worst <= t[k].bound * 1.01 + amax * 1e-3))
+            fprintf(stderr, "  %s: worst error %g, bound %g\n", t[k].name, worst, t[k].bound);
+        CHECK(worst <= t[k].bound * 1.01 + amax * 1e-3);
+    }
+}
+
+CHECK_MAIN(TEST(test_f16_round_trip_exhaustive), TEST(test_bf16), TEST(test_traits_table),
+           TEST(test_dequant_known_blocks), TEST(test_quantize_round_trip_bounds))

@@ -1,0 +1,278 @@
+/*
+ * test-tokenizer.c - the SentencePiece tokenizer on a small vocabulary
+ * built here, with expected ids worked out by hand from the algorithm
+ * (highest-score merge first, leftmost on ties, byte fallback, user-defined
+ * pieces split first, control pieces only in scaffolding); decoding and
+ * the streaming detokenizer's UTF-8 hold-back; loader errors.
+ */
+#include "check.h"
+#include "gguf_builder.h"
+
+#include "../../src/tokenizer/wk_tokenizer.h"
+
+enum { T_NORMAL = 1, T_UNK = 2, T_CTRL = 3, T_USER = 4, T_BYTE = 6 };
+
+struct piece {
+    const char *text;
+    float score;
+    int type;
+};
+
+/* ids: 0 <pad>, 1 <eos>, 2 <bos>, 3 <unk>, 4..259 <0x00>..<0xFF>, then: */
+static const struct piece g_pieces[] = {
+    {"\xe2\x96\x81", -1, T_NORMAL}, /* 260 ▁ */
+    {"a", -2, T_NORMAL},            /* 261 */
+    {"b", -3, T_NORMAL},            /* 262 */
+    {"c", -4, T_NORMAL},            /* 263 */
+    {"ab", -10, T_NORMAL},          /* 264 */
+    {"bc", -5, T_NORMAL},           /* 265: beats ab */
+    {"xbc", -20, T_NORMAL},         /* 266 */
+    {"\xe2\x96\x81" "a", -6, T_NORMAL}, /* 267 ▁a */
+    {"  ", 0, T_USER},              /* 268 two spaces */
+    {"\n", 0, T_USER},              /* 269 */
+    {"<start>", 0, T_CTRL},         /* 270 */
+    {"<end_of_turn>", 0, T_CTRL},   /* 271 */
+    {"\xc3\xa9", -7, T_NORMAL},     /* 272 é */
+    {"aa", -8, T_NORMAL},           /* 273 */
+    {"<st", -9, T_NORMAL},          /* 274: looks like the start of <start> */
+    {"art>", -9, T_NORMAL},         /* 275 */
+    {"cc", -1, T_CTRL},             /* 276: a control piece merges could reach */
+};
+#define N_PIECES (260 + (int)WK_ARRAY_LEN(g_pieces))
+
+static struct gb build_vocab(const char *model, int n_scores_delta, uint32_t bos)
+{
+    struct gb b = {0};
+    gb_header(&b, 3, 0, 7);
+    gb_kv_str(&b, "general.architecture", "test");
+    gb_kv_str(&b, "tokenizer.ggml.model", model);
+    gb_str(&b, "tokenizer.ggml.tokens");
+    gb_u32(&b, 9);
+    gb_u32(&b, 8);
+    gb_u64(&b, N_PIECES);
+    const char *specials[4] = {"<pad>", "<eos>", "<bos>", "<unk>"};
+    for (int i = 0; i < 4; i++) gb_str(&b, specials[i]);
+    for (int i = 0; i < 256; i++) {
+        char t[8];
+        snprintf(t, sizeof t, "<0x%02X>", i);
+        gb_str(&b, t);
+    }
+    for (size_t i = 0; i < WK_ARRAY_LEN(g_pieces); i++) gb_str(&b, g_pieces[i].text);
+    gb_str(&b, "tokenizer.ggml.scores");
+    gb_u32(&b, 9);
+    gb_u32(&b, 6);
+    gb_u64(&b, (uint64_t)(N_PIECES + n_scores_delta));
+    for (int i = 0; i < N_PIECES + n_scores_delta; i++)
+        gb_f32(&b, i >= 260 && i < N_PIECES ? g_pieces[i - 260].score : 0.0f);
+    gb_str(&b, "tokenizer.ggml.token_type");
+    gb_u32(&b, 9);
+    gb_u32(&b, 5);
+    gb_u64(&b, N_PIECES);
+    for (int i = 0; i < N_PIECES; i++) {
+        int32_t t = i < 3 ? T_CTRL : i == 3 ? T_UNK : i < 260 ? T_BYTE : g_pieces[i - 260].type;
+        gb_bytes(&b, &t, 4);
+    }
+    gb_kv_u32(&b, "tokenizer.ggml.bos_token_id", bos);
+    gb_kv_u32(&b, "tokenizer.ggml.eos_token_id", 1);
+    return b;
+}
+
+static struct wk_tokenizer *g_tok;
+static struct gb g_buf;
+static struct wk_gguf *g_gguf;
+
+static void setup(void)
+{
+    g_buf = build_vocab("llama", 0, 2);
+    struct wk_error err;
+    WK_ASSERT(wk_gguf_open_memory(g_buf.p, g_buf.n, "vocab", &g_gguf, &err) == WK_OK);
+    if (wk_tokenizer_from_gguf(g_gguf, &g_tok, &err)) {
+        fprintf(stderr, "%s\n", err.msg);
+        exit(1);
+    }
+}
+
+/* Encodes text and compares with the expected ids. */
+static void expect(const char *text, bool special, const int32_t *want, int n_want)
+{
+    struct wk_tokens t = {0};
+    CHECK_EQ_INT(wk_tokenizer_encode(g_tok, text, strlen(text), special, &t), WK_OK);
+    bool same = t.n == n_want && (n_want == 0 || memcmp(t.ids, want, (size_t)n_want * 4) == 0);
+    if (!same) {
+        fprintf(stderr, "  \"%s\": got", text);
+        for (int64_t i = 0; i < t.n; i++) fprintf(stderr, " %d", t.ids[i]);
+        fprintf(stderr, ", want");
+        for (int i = 0; i < n_want; i++) fprintf(stderr, " %d", want[i]);
+        fprintf(stderr, "\n");
+    }
+    CHECK(same);
+    wk_tokens_deinit(&t);
+}
+#define EXPECT(text, special, ...)                                                                 \
+    do {                                                                                           \
+        static const int32_t w_[] = {__VA_ARGS__};                                                 \
+        expect(text, special, w_, (int)WK_ARRAY_LEN(w_));                                          \
+    } while (0)
+
+static void test_merges_by_score(void)
+{
+    EXPECT("ab", false, 264);
+    /* "abc": bc (-5) beats ab (-10), and a + bc is not a piece -> a, bc
+     * (merging ab first would have given ab, c) */
+    EXPECT("abc", false, 261, 265);
+    EXPECT("bab", false, 262, 264);
+    /* "aa" merges; "aaa": two candidate pairs of equal score, leftmost wins */
+    EXPECT("aaa", false, 273, 261);
+    EXPECT(" a", false, 267);           /* ▁a */
+    EXPECT("a b", false, 261, 260, 262); /* ▁b is not a piece */
+    expect("", false, NULL, 0);
+}
+
+static void test_byte_fallback(void)
+{
+    EXPECT("z", false, 4 + 'z');
+    EXPECT("\xc3\xa9", false, 272);                     /* é is a piece */
+    EXPECT("\xc3\xbc", false, 4 + 0xc3, 4 + 0xbc);      /* ü is not: its bytes */
+    EXPECT("\xff" "a", false, 4 + 0xff, 261);           /* invalid UTF-8 */
+    EXPECT("\xe6\x97", false, 4 + 0xe6, 4 + 0x97);      /* truncated character */
+}
+
+static void test_user_defined_always_split(void)
+{
+    /* the two-space piece is split out before merging, so no ▁ is made */
+    EXPECT("a  b", false, 261, 268, 262);
+    EXPECT("a   b", false, 261, 268, 260, 262);
+    EXPECT("a\nb", true, 261, 269, 262);
+}
+
+static void test_control_pieces_only_in_scaffolding(void)
+{
+    EXPECT("<start>ab", true, 270, 264);
+    /* as user text: characters (here bytes, as "<s" is not a piece) */
+    EXPECT("<start>", false, 4 + '<', 4 + 's', 4 + 't', 261, 4 + 'r', 4 + 't', 4 + '>');
+    /* "c" + "c" would merge into the control piece "cc": never from text */
+    EXPECT("cc", false, 263, 263);
+    EXPECT("cc", true, 276);
+    EXPECT("<eos>", false, 4 + '<', 4 + 'e', 4 + 'o', 4 + 's', 4 + '>');
+    /* spans: scaffolding recognises, content stays literal, and text runs
+     * join across spans ("a" + "b" -> ab) */
+    struct wk_text_span spans[] = {{"<start>a", 8, true}, {"b<start>", 8, false}};
+    struct wk_tokens t = {0};
+    CHECK_EQ_INT(wk_tokenizer_encode_spans(g_tok, spans, 2, &t), WK_OK);
+    static const int32_t want[] = {270, 264, 4 + '<', 4 + 's', 4 + 't', 261, 4 + 'r', 4 + 't', 4 + '>'};
+    CHECK(t.n == 9 && memcmp(t.ids, want, sizeof want) == 0);
+    wk_tokens_deinit(&t);
+}
+
+static void test_decode(void)
+{
+    char buf[64];
+    size_t n = wk_tokenizer_token_bytes(g_tok, 267, false, buf, sizeof buf);
+    CHECK(n == 2 && memcmp(buf, " a", 2) == 0);
+    n = wk_tokenizer_token_bytes(g_tok, 4 + 0xe6, false, buf, sizeof buf);
+    CHECK(n == 1 && (uint8_t)buf[0] == 0xe6);
+    CHECK_EQ_INT(wk_tokenizer_token_bytes(g_tok, 270, false, buf, sizeof buf), 0);
+    n = wk_tokenizer_token_bytes(g_tok, 270, true, buf, sizeof buf);
+    CHECK(n == 7 && memcmp(buf, "<start>", 7) == 0);
+    CHECK_EQ_INT(wk_tokenizer_token_bytes(g_tok, 99999, true, buf, sizeof buf), 0);
+    CHECK_EQ_INT(wk_tokenizer_token_bytes(g_tok, -1, true, buf, sizeof buf), 0);
+    /* cut output reports the full length */
+    CHECK_EQ_INT(wk_tokenizer_token_bytes(g_tok, 270, true, buf, 3), 7);
+    CHECK(wk_tokenizer_is_eog(g_tok, 1));
+    CHECK(wk_tokenizer_is_eog(g_tok, 271)); /* <end_of_turn> control */
+    CHECK(!wk_tokenizer_is_eog(g_tok, 270));
+    CHECK_EQ_INT(wk_tokenizer_bos(g_tok), 2);
+    CHECK_EQ_INT(wk_tokenizer_find(g_tok, "xbc", 3), 266);
+    CHECK_EQ_INT(wk_tokenizer_find(g_tok, "abcd", 4), -1);
+}
+
+/* Streaming output, concatenated, equals one-shot decoding, and nothing is
+ * released mid-character. */
+static void test_streaming_detok(void)
+{
+    struct wk_detok d;
+    wk_detok_init(&d);
+    size_t n;
+    /* 日 = e6 97 a5 as three byte tokens */
+    wk_detok_push(&d, g_tok, 4 + 0xe6, false, &n);
+    CHECK_EQ_INT(n, 0);
+    wk_detok_push(&d, g_tok, 4 + 0x97, false, &n);
+    CHECK_EQ_INT(n, 0);
+    const char *out = wk_detok_push(&d, g_tok, 4 + 0xa5, false, &n);
+    CHECK(n == 3 && memcmp(out, "\xe6\x97\xa5", 3) == 0);
+    /* an invalid byte is released at once; a dangling lead at the end is
+     * given back by flush */
+    out = wk_detok_push(&d, g_tok, 4 + 0xff, false, &n);
+    CHECK(n == 1 && (uint8_t)out[0] == 0xff);
+    wk_detok_push(&d, g_tok, 4 + 0xc3, false, &n);
+    CHECK_EQ_INT(n, 0);
+    out = wk_detok_flush(&d, &n);
+    CHECK(n == 1 && (uint8_t)out[0] == 0xc3);
+    wk_detok_deinit(&d);
+
+    uint64_t seed = 77;
+    for (int trial = 0; trial < 200; trial++) {
+        char stream[4096], whole[4096];
+        size_t ns = 0, nw = 0;
+        wk_detok_init(&d);
+        for (int k = 0; k < 30; k++) {
+            int32_t id = (int32_t)(check_rand_u64(&seed) % N_PIECES);
+            nw += wk_tokenizer_token_bytes(g_tok, id, true, whole + nw, sizeof whole - nw);
+            out = wk_detok_push(&d, g_tok, id, true, &n);
+            /* what is released never ends inside a valid multi-byte prefix */
+            memcpy(stream + ns, out, n);
+            ns += n;
+        }
+        out = wk_detok_flush(&d, &n);
+        memcpy(stream + ns, out, n);
+        ns += n;
+        CHECK(ns == nw && memcmp(stream, whole, ns) == 0);
+        wk_detok_deinit(&d);
+    }
+}
+
+static void test_loader_errors(void)
+{
+    struct wk_error err;
+    struct wk_tokenizer *tok;
+    struct wk_gguf *g;
+    struct {
+        struct gb b;
+        enum wk_status st;
+        const char *msg;
+    } cases[] = {
+        {build_vocab("gpt2", 0, 2), WK_E_UNSUPPORTED, "tokenizer model \"gpt2\" is not supported"},
+        {build_vocab("llama", -1, 2), WK_E_FORMAT, "tokenizer.ggml.scores has 276 entries"},
+        {build_vocab("llama", 0, 5000), WK_E_FORMAT, "bos_token_id = 5000 is outside the vocabulary"},
+    };
+    for (size_t i = 0; i < WK_ARRAY_LEN(cases); i++) {
+        CHECK_EQ_INT(wk_gguf_open_memory(cases[i].b.p, cases[i].b.n, "v.gguf", &g, &err), WK_OK);
+        CHECK_EQ_INT(wk_tokenizer_from_gguf(g, &tok, &err), cases[i].st);
+        CHECK_CONTAINS(err.msg, cases[i].msg);
+        wk_gguf_close(g);
+        free(cases[i].b.p);
+    }
+    /* no vocabulary at all */
+    struct gb b = {0};
+    gb_header(&b, 3, 0, 1);
+    gb_kv_str(&b, "general.architecture", "x");
+    CHECK_EQ_INT(wk_gguf_open_memory(b.p, b.n, "v.gguf", &g, &err), WK_OK);
+    CHECK_EQ_INT(wk_tokenizer_from_gguf(g, &tok, &err), WK_E_NOT_FOUND);
+    CHECK_CONTAINS(err.msg, "tokenizer.ggml.model");
+    wk_gguf_close(g);
+    free(b.p);
+}
+
+int main(int argc, char **argv)
+{
+    setup();
+    static const struct check_test tests[] = {
+        TEST(test_merges_by_score), TEST(test_byte_fallback), TEST(test_user_defined_always_split),
+        TEST(test_control_pieces_only_in_scaffolding), TEST(test_decode), TEST(test_streaming_detok),
+        TEST(test_loader_errors)};
+    int rc = check_main(argc, argv, tests, (int)WK_ARRAY_LEN(tests));
+    wk_tokenizer_destroy(g_tok);
+    wk_gguf_close(g_gguf);
+    free(g_buf.p);
+    return rc;
+}
