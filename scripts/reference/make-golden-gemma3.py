@@ -117,7 +117,11 @@ def main():
             steps.append({"id": int(i[0]),
                           "top": [[int(a), round(float(b), 5)] for a, b in zip(i, v)]})
         print(name, len(ids), "prompt tokens,", len(steps), "steps", file=sys.stderr)
-        cases.append({"name": name, "messages": messages, "prompt_ids": ids, "steps": steps})
+        # the first 20 generated tokens as text, decoded by HF's tokenizer:
+        # what `wick run --temperature 0 --num-predict 20` must print
+        text20 = hf_tok.decode([st["id"] for st in steps[:20]], skip_special_tokens=True)
+        cases.append({"name": name, "messages": messages, "prompt_ids": ids, "steps": steps,
+                      "text_20": text20})
 
     strings = []
     n_disagree = 0

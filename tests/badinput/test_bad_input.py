@@ -1,0 +1,108 @@
+#!/usr/bin/env python3
+"""Bad input reaches the user as a clear error, never a crash.
+
+Each broken model file (made by make_models.py) is given to `wick run`:
+it must exit with status 1 and an error on stderr naming the file and the
+problem. The valid tiny model must run. Command-line mistakes exit 2.
+Every case runs against each wick binary given (the release build and,
+when built, the AddressSanitizer + UBSan build, where any memory error
+would show).
+
+Usage: test_bad_input.py [WICK...]   (default: build/release/wick, and
+build/asan/wick when present)
+"""
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(__file__))
+import make_models  # noqa: E402
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+failures = 0
+checks = 0
+
+
+def run(wick, args, stdin=b""):
+    p = subprocess.run([wick] + args, input=stdin, capture_output=True, timeout=120)
+    return p.returncode, p.stdout.decode(errors="replace"), p.stderr.decode(errors="replace")
+
+
+def check(cond, what, detail=""):
+    global failures, checks
+    checks += 1
+    if not cond:
+        failures += 1
+        print(f"FAIL {what}\n{detail}")
+
+
+def sanitizer_clean(err):
+    return "AddressSanitizer" not in err and "runtime error:" not in err and "LeakSanitizer" not in err
+
+
+def main():
+    wicks = sys.argv[1:] or [w for w in (os.path.join(ROOT, "build/release/wick"),
+                                         os.path.join(ROOT, "build/asan/wick")) if os.path.exists(w)]
+    tmp = tempfile.mkdtemp(prefix="wick-bad-")
+    try:
+        cases = make_models.cases()
+        for name, data, _ in cases:
+            if data is not None:
+                with open(os.path.join(tmp, name), "wb") as f:
+                    f.write(data)
+        for wick in wicks:
+            tag = os.path.relpath(wick, ROOT)
+            for name, _, expect in cases:
+                path = os.path.join(tmp, name)
+                rc, out, err = run(wick, ["run", path, "why is the sky blue?", "--num-predict", "3",
+                                          "--temperature", "0"])
+                detail = f"  [{tag}] rc={rc}\n  stderr: {err.strip()[:600]}"
+                check(sanitizer_clean(err), f"{name}: sanitizer report", detail)
+                if expect is None:
+                    check(rc == 0, f"{name}: valid tiny model should run", detail)
+                else:
+                    check(rc == 1, f"{name}: exit status 1", detail)
+                    check(path in err, f"{name}: message names the file", detail)
+                    check(expect in err, f"{name}: message says '{expect}'", detail)
+            valid = os.path.join(tmp, "valid.gguf")
+            # a directory is not a model
+            rc, _, err = run(wick, ["run", tmp, "hi"])
+            check(rc == 1 and "is a directory" in err, "directory as model", err)
+            # command-line mistakes
+            rc, _, err = run(wick, ["run", valid, "hi", "--temperatur", "1"])
+            check(rc == 2 and "unknown option '--temperatur'" in err, "unknown option", err)
+            rc, _, err = run(wick, ["run", valid, "hi", "--temperature", "hot"])
+            check(rc == 2 and "--temperature expects a number" in err and "'hot'" in err, "bad number", err)
+            rc, _, err = run(wick, ["run", valid, "hi", "--threads"])
+            check(rc == 2 and "--threads needs a value" in err, "missing value", err)
+            rc, _, err = run(wick, ["run"])
+            check(rc == 2 and "missing MODEL" in err, "missing model", err)
+            rc, _, err = run(wick, ["frobnicate"])
+            check(rc == 2 and "unknown command 'frobnicate'" in err, "unknown command", err)
+            # a prompt that does not fit is an error, not a silent cut
+            rc, _, err = run(wick, ["run", valid, "hi " * 40, "--ctx-size", "16"])
+            check(rc == 1 and "does not fit in the context of 16 tokens" in err, "prompt too long", err)
+            # empty stdin and no prompt
+            rc, _, err = run(wick, ["run", valid], stdin=b"  \n")
+            check(rc == 2 and "no prompt" in err, "empty stdin", err)
+            check(sanitizer_clean(err), "sanitizer", err)
+        # the real model cut short (when it has been fetched)
+        cache = os.path.join(os.environ.get("WICK_CACHE", os.path.expanduser("~/.cache/wick")), "models")
+        real = os.path.join(cache, "gemma-3-270m-q4_k_m.gguf")
+        if os.path.exists(real):
+            cut = os.path.join(tmp, "gemma3-cut.gguf")
+            with open(real, "rb") as f, open(cut, "wb") as g:
+                g.write(f.read(100 << 20))
+            rc, _, err = run(wicks[0], ["run", cut, "hi"])
+            check(rc == 1 and cut in err and "runs past the end of the file" in err,
+                  "real model truncated to 100 MB", err)
+    finally:
+        shutil.rmtree(tmp)
+    print(f"bad input: {checks} checks, {failures} failed")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,148 @@
+#!/usr/bin/env python3
+"""`wick run` as a user drives it, on the real Gemma 3 270M:
+
+* one-shot and piped-stdin prompts print, at temperature 0, exactly the
+  first 20 tokens of the reference's greedy answer, decoded by Hugging
+  Face's tokenizer (tests/golden/gemma3-270m.json, "text_20");
+* --verbose prints Ollama's timing lines with the right counts;
+* a fixed --seed repeats its output and another seed gives another;
+* the interactive chat on a terminal (a pty) answers two turns and the
+  second turn prefills only its new tokens (the KV cache is reused).
+"""
+import json
+import os
+import pty
+import re
+import select
+import subprocess
+import sys
+import time
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+WICK = os.path.join(ROOT, "build", "release", "wick")
+CACHE = os.path.join(os.environ.get("WICK_CACHE", os.path.expanduser("~/.cache/wick")), "models")
+MODEL = os.path.join(CACHE, "gemma-3-270m-q4_k_m.gguf")
+FIXTURE = json.load(open(os.path.join(ROOT, "tests", "golden", "gemma3-270m.json"), encoding="utf-8"))
+
+failures = 0
+checks = 0
+
+
+def check(cond, what, detail=""):
+    global failures, checks
+    checks += 1
+    if not cond:
+        failures += 1
+        print(f"FAIL {what}\n  {detail}")
+
+
+def run(args, stdin=b""):
+    p = subprocess.run([WICK] + args, input=stdin, capture_output=True, timeout=300)
+    return p.returncode, p.stdout.decode(), p.stderr.decode()
+
+
+def case(name):
+    return next(c for c in FIXTURE["cases"] if c["name"] == name)
+
+
+def test_one_shot_matches_reference_text():
+    for name in ("english", "code", "russian", "japanese"):
+        c = case(name)
+        prompt = c["messages"][0]["content"]
+        rc, out, err = run(["run", MODEL, prompt, "--temperature", "0", "--num-predict", "20"])
+        check(rc == 0, f"{name}: exit 0", err)
+        check(out == c["text_20"] + "\n", f"{name}: output equals the reference text",
+              f"wick: {out!r}\n  ref:  {c['text_20']!r}")
+
+
+def test_piped_stdin():
+    c = case("english")
+    rc, out, err = run(["run", MODEL, "--temperature", "0", "--num-predict", "20"],
+                       stdin=c["messages"][0]["content"].encode() + b"\n")
+    check(rc == 0 and out == c["text_20"] + "\n", "stdin prompt gives the same answer", f"{out!r} {err}")
+
+
+def test_verbose():
+    rc, out, err = run(["run", MODEL, "Why is the sky blue?", "--temperature", "0",
+                        "--num-predict", "12", "--verbose"])
+    check(rc == 0, "verbose: exit 0", err)
+    for label in ("total duration:", "load duration:", "prompt eval duration:", "prompt eval rate:",
+                  "eval duration:", "eval rate:"):
+        check(label in err, f"verbose prints '{label}'", err)
+    check(re.search(r"prompt eval count:\s+15 token\(s\)", err) is not None, "prompt eval count 15", err)
+    check(re.search(r"^eval count:\s+12 token\(s\)", err, re.M) is not None, "eval count 12", err)
+    rate = re.search(r"^eval rate:\s+([0-9.]+) tokens/s", err, re.M)
+    check(rate is not None and float(rate.group(1)) > 0, "eval rate is positive", err)
+
+
+def test_seed():
+    args = ["run", MODEL, "Tell me a story.", "--num-predict", "24", "--temperature", "1"]
+    a = run(args + ["--seed", "7"])[1]
+    b = run(args + ["--seed", "7"])[1]
+    c = run(args + ["--seed", "8"])[1]
+    check(a == b, "same seed, same output", f"{a!r} vs {b!r}")
+    check(a != c, "different seed, different output", f"{a!r} vs {c!r}")
+
+
+def read_until(fd, pattern, timeout=120):
+    buf = b""
+    end = time.time() + timeout
+    while time.time() < end:
+        r, _, _ = select.select([fd], [], [], 0.5)
+        if r:
+            try:
+                chunk = os.read(fd, 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            buf += chunk
+            if re.search(pattern, buf):
+                return buf
+    return buf
+
+
+def test_interactive_chat_reuses_cache():
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.execv(WICK, [WICK, "run", MODEL, "--temperature", "0", "--num-predict", "10", "--verbose"])
+    out = read_until(fd, rb">>> ")
+    check(b">>> " in out, "interactive prompt appears", out[-300:])
+    os.write(fd, b"Why is the sky blue?\r")
+    t1 = read_until(fd, rb"eval rate:.*\n(.|\n)*>>> ")
+    os.write(fd, b"Tell me more.\r")
+    t2 = read_until(fd, rb"eval rate:.*\n(.|\n)*>>> ")
+    os.write(fd, b"/bye\r")
+    try:
+        _, status = os.waitpid(pid, 0)
+    except ChildProcessError:
+        status = 0
+    check(os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, "/bye exits 0", str(status))
+    c1 = re.search(rb"prompt eval count:\s+(\d+)", t1)
+    c2 = re.search(rb"prompt eval count:\s+(\d+)", t2)
+    e1 = re.search(rb"\neval count:\s+(\d+)", t1)
+    check(c1 and c2 and e1, "both turns print their counts", (t1 + t2)[-800:])
+    if c1 and c2 and e1:
+        n1, n2, g1 = int(c1.group(1)), int(c2.group(1)), int(e1.group(1))
+        check(n1 == 15, "first turn prefills its 15 prompt tokens", str(n1))
+        # the second prompt holds the first prompt, the answer and the new
+        # turn; only what follows the cached prefix is prefilled
+        check(n2 < 15 + g1, f"second turn reuses the cache (prefilled {n2} tokens)", str((n1, g1, n2)))
+        check(n2 >= 5, "second turn prefills its new tokens", str(n2))
+
+
+def main():
+    if not os.path.exists(MODEL):
+        print(f"model missing: {MODEL} (run scripts/fetch-models)")
+        return 1
+    for t in (test_one_shot_matches_reference_text, test_piped_stdin, test_verbose, test_seed,
+              test_interactive_chat_reuses_cache):
+        before = failures
+        t()
+        print(f"{t.__name__:45s} {'ok' if failures == before else 'FAILED'}")
+    print(f"cli: {checks} checks, {failures} failed")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
