@@ -103,10 +103,11 @@ test:
 # libFuzzer targets (clang): build/fuzz/fuzz-gguf
 FUZZ_SRC := $(wildcard tests/fuzz/fuzz-*.c)
 fuzz: $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRC))
-FUZZ_LIB_SRC := $(wildcard src/base/*.c src/tensor/*.c src/io/*.c)
+FUZZ_LIB_SRC := $(LIB_SRC) tests/fuzz/no_simd.c
 $(BUILD)/fuzz/%: tests/fuzz/%.c $(FUZZ_LIB_SRC)
-	@mkdir -p $(dir $@)
-	clang -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined \
+	@mkdir -p $(dir $@) $(BUILD)/fuzz/corpus
+	@echo "  FUZZ $@"
+	@clang -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined \
 	  -o $@ $< $(FUZZ_LIB_SRC) $(LDLIBS)
 
 format:

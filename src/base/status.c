@@ -43,9 +43,9 @@ enum wk_status wk_error_set(struct wk_error *err, enum wk_status st, const char 
     return st;
 }
 
-enum wk_status wk_error_prefix(struct wk_error *err, const char *fmt, ...)
+enum wk_status wk_error_prefix(struct wk_error *err, enum wk_status st, const char *fmt, ...)
 {
-    if (!err) return WK_OK;
+    if (!err) return st;
     char prefix[WK_ERROR_MSG_MAX];
     va_list ap;
     va_start(ap, fmt);
@@ -57,7 +57,7 @@ enum wk_status wk_error_prefix(struct wk_error *err, const char *fmt, ...)
     memmove(err->msg + np, err->msg, nm);
     memcpy(err->msg, prefix, np);
     err->msg[np + nm] = '\0';
-    return err->status;
+    return st;
 }
 
 _Noreturn void wk_assert_fail(const char *expr, const char *file, int line)

@@ -57,11 +57,12 @@ enum wk_status wk_error_set(struct wk_error *err, enum wk_status st, const char 
     __attribute__((format(printf, 3, 4)));
 
 /*
- * Prepends context ("file.gguf: ") to the message already in err, keeping
- * its status. Returns err->status (WK_OK when err is NULL).
+ * Prepends context ("file.gguf: ") to the message already in err (which
+ * may be NULL) and returns st, the failing status being passed up, so a
+ * path reads `return wk_error_prefix(err, st, "tensor %s: ", name)`.
  */
-enum wk_status wk_error_prefix(struct wk_error *err, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+enum wk_status wk_error_prefix(struct wk_error *err, enum wk_status st, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 /* Always-on assertion for programmer errors, never for data from outside. */
 #define WK_ASSERT(cond)                                                                            \

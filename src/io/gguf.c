@@ -134,7 +134,7 @@ static enum wk_status read_array(struct cursor *c, struct wk_gguf_value *v, cons
     uint64_t n;
     enum wk_status st;
     if ((st = read_u32(c, &et, "array element type")) || (st = read_u64(c, &n, "array length")))
-        return wk_error_prefix(c->err, "key %s: ", key);
+        return wk_error_prefix(c->err, st, "key %s: ", key);
     if (et >= WK_GGUF_TYPE_COUNT)
         return wk_error_set(c->err, WK_E_FORMAT, "%s: key %s: unknown array element type %u",
                             c->name, key, et);
@@ -167,7 +167,7 @@ static enum wk_status read_array(struct cursor *c, struct wk_gguf_value *v, cons
         if (!v->arr.strs) return wk_error_set(c->err, WK_E_NOMEM, "%s: out of memory", c->name);
         for (uint64_t i = 0; i < n; i++)
             if ((st = read_str(c, &v->arr.strs[i], "array string")))
-                return wk_error_prefix(c->err, "key %s element %llu: ", key, (unsigned long long)i);
+                return wk_error_prefix(c->err, st, "key %s element %llu: ", key, (unsigned long long)i);
         return WK_OK;
     }
     v->arr.items = wk_calloc((size_t)(n ? n : 1), sizeof *v->arr.items);
@@ -260,7 +260,7 @@ static enum wk_status parse_kv(struct wk_gguf *g, struct cursor *c)
         struct wk_gguf_str key;
         char kbuf[128];
         if ((st = read_str(c, &key, "metadata key")))
-            return wk_error_prefix(c->err, "metadata entry %lld: ", (long long)i);
+            return wk_error_prefix(c->err, st, "metadata entry %lld: ", (long long)i);
         printable(key, kbuf, sizeof kbuf);
         if (key.len == 0 || memchr(key.data, '\0', (size_t)key.len))
             return wk_error_set(c->err, WK_E_FORMAT, "%s: metadata entry %lld: empty or invalid key",
@@ -274,12 +274,12 @@ static enum wk_status parse_kv(struct wk_gguf *g, struct cursor *c)
                 return wk_error_set(c->err, WK_E_FORMAT, "%s: duplicate metadata key %s", c->name,
                                     kbuf);
         uint32_t type;
-        if ((st = read_u32(c, &type, "value type"))) return wk_error_prefix(c->err, "key %s: ", kbuf);
+        if ((st = read_u32(c, &type, "value type"))) return wk_error_prefix(c->err, st, "key %s: ", kbuf);
         if (type >= WK_GGUF_TYPE_COUNT)
             return wk_error_set(c->err, WK_E_FORMAT, "%s: key %s: unknown value type %u", c->name,
                                 kbuf, type);
         if ((st = read_value(c, (enum wk_gguf_type)type, &g->values[i], kbuf, 0))) {
-            if (c->err && !strstr(c->err->msg, kbuf)) wk_error_prefix(c->err, "key %s: ", kbuf);
+            if (c->err && !strstr(c->err->msg, kbuf)) wk_error_prefix(c->err, st, "key %s: ", kbuf);
             return st;
         }
     }
@@ -301,7 +301,7 @@ static enum wk_status parse_tensor_infos(struct wk_gguf *g, struct cursor *c)
         struct wk_gguf_str name;
         char nbuf[128];
         if ((st = read_str(c, &name, "tensor name")))
-            return wk_error_prefix(c->err, "tensor info %lld: ", (long long)i);
+            return wk_error_prefix(c->err, st, "tensor info %lld: ", (long long)i);
         printable(name, nbuf, sizeof nbuf);
         if (name.len == 0 || memchr(name.data, '\0', (size_t)name.len))
             return wk_error_set(c->err, WK_E_FORMAT, "%s: tensor info %lld: empty or invalid name",
@@ -313,7 +313,7 @@ static enum wk_status parse_tensor_infos(struct wk_gguf *g, struct cursor *c)
         t->t.name = nm;
         uint32_t n_dims;
         if ((st = read_u32(c, &n_dims, "dimension count")))
-            return wk_error_prefix(c->err, "tensor %s: ", nbuf);
+            return wk_error_prefix(c->err, st, "tensor %s: ", nbuf);
         if (n_dims < 1 || n_dims > MAX_DIMS)
             return wk_error_set(c->err, WK_E_FORMAT, "%s: tensor %s: %u dimensions (must be 1..%d)",
                                 c->name, nbuf, n_dims, MAX_DIMS);
@@ -322,7 +322,7 @@ static enum wk_status parse_tensor_infos(struct wk_gguf *g, struct cursor *c)
         for (int d = 0; d < MAX_DIMS; d++) t->t.ne[d] = 1;
         for (uint32_t d = 0; d < n_dims; d++) {
             uint64_t ne = 0;
-            if ((st = read_u64(c, &ne, "dimension"))) return wk_error_prefix(c->err, "tensor %s: ", nbuf);
+            if ((st = read_u64(c, &ne, "dimension"))) return wk_error_prefix(c->err, st, "tensor %s: ", nbuf);
             if (ne == 0 || ne >= MAX_DIM_VALUE)
                 return wk_error_set(c->err, WK_E_FORMAT,
                                     "%s: tensor %s: dimension %u is %llu (must be 1..2^48)",
@@ -334,7 +334,7 @@ static enum wk_status parse_tensor_infos(struct wk_gguf *g, struct cursor *c)
         }
         uint32_t type;
         if ((st = read_u32(c, &type, "tensor type")) || (st = read_u64(c, &t->offset, "tensor offset")))
-            return wk_error_prefix(c->err, "tensor %s: ", nbuf);
+            return wk_error_prefix(c->err, st, "tensor %s: ", nbuf);
         const struct wk_dtype_traits *tr = wk_dtype_traits_get(type);
         if (!tr)
             return wk_error_set(c->err, WK_E_UNSUPPORTED, "%s: tensor %s: unknown dtype %u",

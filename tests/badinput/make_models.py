@@ -98,6 +98,8 @@ def build(arch="gemma3", version=3, drop_kv=(), kv_override=None, tokenizer_mode
             kvs.append(blob)
 
     add("general.architecture", kv("general.architecture", T_STRING, arch))
+    if alignment != ALIGN:
+        add("general.alignment", kv("general.alignment", T_U32, alignment))
     hp = {"embedding_length": E, "block_count": L, "feed_forward_length": F,
           "attention.head_count": H, "attention.head_count_kv": HKV, "attention.key_length": D,
           "attention.value_length": D, "context_length": 512, "attention.sliding_window": 16}

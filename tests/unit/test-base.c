@@ -15,14 +15,16 @@ static void test_errors(void)
     CHECK_EQ_INT(err.status, WK_OK);
     CHECK_EQ_INT(wk_error_set(&err, WK_E_FORMAT, "tensor %s: bad %d", "x", 3), WK_E_FORMAT);
     CHECK_EQ_STR(err.msg, "tensor x: bad 3");
-    CHECK_EQ_INT(wk_error_prefix(&err, "%s: ", "f.gguf"), WK_E_FORMAT);
+    CHECK_EQ_INT(wk_error_prefix(&err, WK_E_FORMAT, "%s: ", "f.gguf"), WK_E_FORMAT);
+    /* without a report the failing status still comes back */
+    CHECK_EQ_INT(wk_error_prefix(NULL, WK_E_IO, "x"), WK_E_IO);
     CHECK_EQ_STR(err.msg, "f.gguf: tensor x: bad 3");
     CHECK_EQ_INT(wk_error_set(NULL, WK_E_IO, "ignored"), WK_E_IO);
     /* a long prefix is cut, never overflows */
     char big[2000];
     memset(big, 'a', sizeof big - 1);
     big[sizeof big - 1] = '\0';
-    wk_error_prefix(&err, "%s", big);
+    wk_error_prefix(&err, WK_E_FORMAT, "%s", big);
     CHECK_EQ_INT(strlen(err.msg), WK_ERROR_MSG_MAX - 1);
     for (int s = 0; s >= -9; s--) CHECK(strcmp(wk_status_str((enum wk_status)s), "unknown status") != 0);
     CHECK_EQ_STR(wk_status_str(WK_E_NOMEM), "out of memory");
