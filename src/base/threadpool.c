@@ -14,9 +14,12 @@
 #include "wk_base.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 
 #define SPIN_LIMIT 200000 /* ~ a few ms of pause loops before sleeping */
+#define YIELD_AFTER 2000  /* spins before yielding the core on each turn, so an
+                           * oversubscribed machine does not burn timeslices */
 
 struct worker_arg {
     struct wk_threadpool *pool;
@@ -54,7 +57,8 @@ static void *worker_main(void *p)
         int spins = 0;
         while ((g = atomic_load(&pool->generation)) == seen) {
             if (++spins < SPIN_LIMIT) {
-                cpu_relax();
+                if (spins > YIELD_AFTER) sched_yield();
+                else cpu_relax();
                 continue;
             }
             pthread_mutex_lock(&pool->mu);
@@ -142,6 +146,9 @@ void wk_threadpool_run(struct wk_threadpool *pool, wk_task_fn fn, void *ctx)
     atomic_store(&pool->n_done, 0);
     publish(pool);
     fn(ctx, 0, pool->n_threads);
-    while (atomic_load_explicit(&pool->n_done, memory_order_acquire) < pool->n_threads - 1)
-        cpu_relax();
+    for (int spins = 0;
+         atomic_load_explicit(&pool->n_done, memory_order_acquire) < pool->n_threads - 1; spins++) {
+        if (spins > YIELD_AFTER) sched_yield();
+        else cpu_relax();
+    }
 }
