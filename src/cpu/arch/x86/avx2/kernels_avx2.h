@@ -1,8 +1,8 @@
 /*
  * kernels_avx2.h - internal to src/cpu/arch/x86/avx2: the integer dot
- * products of quant_dot_avx2.c, handed to the table by kernels_avx2.c, and
- * the small vector helpers both files use. Only files compiled with
- * -mavx2 -mfma -mf16c may include it.
+ * products of quant_dot_avx2.c and the f32-activation ones of fdot_avx2.c,
+ * handed to the table by kernels_avx2.c, and the small vector helpers the
+ * files share. Only files compiled with -mavx2 -mfma -mf16c may include it.
  */
 #ifndef WK_KERNELS_AVX2_H
 #define WK_KERNELS_AVX2_H
@@ -22,6 +22,10 @@ float wk__avx2_dot_q5_1(int64_t n, const void *w, const void *x);
 float wk__avx2_dot_q4_k(int64_t n, const void *w, const void *x);
 float wk__avx2_dot_q5_k(int64_t n, const void *w, const void *x);
 float wk__avx2_dot_q6_k(int64_t n, const void *w, const void *x);
+
+/* Installs the dot products of the quantized types with f32 activations
+ * (vec_dot) from fdot_avx2.c. */
+void wk__avx2_fill_fdot(struct wk_cpu_kernels *k);
 
 /* One f16 to f32, exact (F16C). */
 static inline float avx2_f16(wk_f16 h)
