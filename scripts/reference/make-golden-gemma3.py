@@ -63,6 +63,9 @@ CASES = [
     ("russian", [{"role": "user", "content": "Объясни, почему небо голубое."}]),
     ("japanese", [{"role": "user", "content": "日本の首都はどこですか？簡単に説明してください。"}]),
     ("long", [{"role": "user", "content": LONG_TEXT + "\n\nSummarize the story above in one sentence."}]),
+    # longer than the 512-token sliding window, so the window's mask is tested
+    ("window", [{"role": "user", "content": LONG_TEXT + "\n\n" + LONG_TEXT.replace("Tomas", "Maria")
+                 + "\n\nThe two stories above differ in one name. Which one?"}]),
     ("multiturn", [
         {"role": "system", "content": "You are a concise assistant."},
         {"role": "user", "content": "What is the capital of France?"},

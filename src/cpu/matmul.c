@@ -2,14 +2,16 @@
  * matmul.c - y = x · Wᵀ over the thread pool, for any weight dtype, with
  * f32 activations.
  *
- * Threads split the output rows; each thread walks its rows in tiles so a
- * tile of weight rows stays in L1 while every token's activation row
- * streams past it. Each y element is exactly one vec_dot call, so the
- * result does not depend on the thread count.
+ * Threads split the output rows. For one token each output is one fused
+ * vec_dot call (dequantize and multiply in registers). For several tokens
+ * a thread dequantizes WK_MATMUL_ROW_TILE rows into its scratch and takes
+ * f32 dot products of those rows with every token's row. Either way each
+ * output is computed by one thread in a fixed order, so the result does
+ * not depend on the thread count.
  */
 #include "wk_cpu.h"
 
-#define ROW_TILE 16
+#define ROW_TILE WK_MATMUL_ROW_TILE
 
 struct matmul_ctx {
     const struct wk_cpu_kernels *k;
@@ -17,6 +19,7 @@ struct matmul_ctx {
     const float *x;
     float *y;
     int64_t n_tokens, n_in, n_out;
+    float *scratch;
 };
 
 static void dot_task(void *p, int ith, int nth)
@@ -27,24 +30,41 @@ static void dot_task(void *p, int ith, int nth)
     wk_vec_dot_fn dot = c->k->vec_dot[c->w->dtype];
     const uint8_t *wdata = c->w->data;
     size_t w_row = c->w->nb[1];
+    for (int64_t r = lo; r < hi; r++) c->y[r] = dot(c->n_in, wdata + r * w_row, c->x);
+}
+
+static void gemm_task(void *p, int ith, int nth)
+{
+    struct matmul_ctx *c = p;
+    int64_t lo, hi;
+    wk_split_range(c->n_out, ith, nth, &lo, &hi);
+    wk_to_f32_fn to_f32 = c->k->to_f32[c->w->dtype];
+    wk_dot_f32_fn dot = c->k->dot_f32;
+    const uint8_t *wdata = c->w->data;
+    size_t w_row = c->w->nb[1];
+    const int64_t n_in = c->n_in;
+    float *tile = c->scratch + (size_t)ith * ROW_TILE * (size_t)n_in;
     for (int64_t r0 = lo; r0 < hi; r0 += ROW_TILE) {
-        int64_t r1 = WK_MIN(r0 + ROW_TILE, hi);
+        int64_t nr = WK_MIN(ROW_TILE, hi - r0);
+        for (int64_t r = 0; r < nr; r++) to_f32(wdata + (r0 + r) * w_row, tile + r * n_in, n_in);
         for (int64_t t = 0; t < c->n_tokens; t++) {
-            const float *xr = c->x + t * c->n_in;
-            float *yr = c->y + t * c->n_out;
-            for (int64_t r = r0; r < r1; r++) yr[r] = dot(c->n_in, wdata + r * w_row, xr);
+            const float *xr = c->x + t * n_in;
+            float *yr = c->y + t * c->n_out + r0;
+            for (int64_t r = 0; r < nr; r++) yr[r] = dot(n_in, tile + r * n_in, xr);
         }
     }
 }
 
 void wk_cpu_matmul(struct wk_threadpool *pool, const struct wk_cpu_kernels *k,
-                   const struct wk_tensor *w, const float *x, float *y, int64_t n_tokens)
+                   const struct wk_tensor *w, const float *x, float *y, int64_t n_tokens,
+                   float *scratch)
 {
     WK_ASSERT(k->vec_dot[w->dtype] != NULL);
     struct matmul_ctx c = {
         .k = k, .w = w, .x = x, .y = y, .n_tokens = n_tokens, .n_in = w->ne[0], .n_out = w->ne[1],
+        .scratch = scratch,
     };
-    wk_threadpool_run(pool, dot_task, &c);
+    wk_threadpool_run(pool, n_tokens == 1 ? dot_task : gemm_task, &c);
 }
 
 void wk_cpu_get_row(const struct wk_cpu_kernels *k, const struct wk_tensor *w, int64_t row,

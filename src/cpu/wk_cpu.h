@@ -41,17 +41,33 @@ const struct wk_cpu_kernels *wk_cpu_kernels_for(const char *isa);
 
 /* ---------------------------------------------------------------- matmul */
 
+/* Rows of W a thread dequantizes at once when several tokens share them. */
+#define WK_MATMUL_ROW_TILE 8
+
+/* Floats of scratch wk_cpu_matmul needs for rows of n_in_max elements on
+ * n_threads threads. */
+static inline size_t wk_cpu_matmul_scratch_floats(int64_t n_in_max, int n_threads)
+{
+    return (size_t)n_in_max * WK_MATMUL_ROW_TILE * (size_t)n_threads;
+}
+
 /*
- * y = x · Wᵀ on the pool's threads, with f32 activations (weights are
- * dequantized on the fly inside the dot kernels).
+ * y = x · Wᵀ on the pool's threads, with f32 activations.
  *   w:  weight, ne = {n_in, n_out} (n_out rows of n_in), any supported dtype;
  *       n_in must be a multiple of the dtype's block size (checked at load).
  *   x:  [n_tokens, n_in] f32, row-major.
  *   y:  [n_tokens, n_out] f32, written; must not alias x.
- * Deterministic whatever the thread count: each output is one dot call.
+ *   scratch: wk_cpu_matmul_scratch_floats(n_in, threads) floats, 64-aligned
+ *       (used when n_tokens > 1).
+ * One token (decode) runs the fused dequantize-and-dot kernels, reading
+ * each weight byte once. Several tokens (prefill) dequantize a tile of
+ * rows once into scratch and take f32 dot products with every token, so
+ * the dequantization is paid once per row, not once per row and token.
+ * Deterministic whatever the thread count.
  */
 void wk_cpu_matmul(struct wk_threadpool *pool, const struct wk_cpu_kernels *k,
-                   const struct wk_tensor *w, const float *x, float *y, int64_t n_tokens);
+                   const struct wk_tensor *w, const float *x, float *y, int64_t n_tokens,
+                   float *scratch);
 
 /* Dequantizes row `row` of w (ne = {n, rows}) into dst [n] f32. */
 void wk_cpu_get_row(const struct wk_cpu_kernels *k, const struct wk_tensor *w, int64_t row,

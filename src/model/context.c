@@ -31,7 +31,7 @@ struct wk_context {
     float *k_cache, *v_cache; /* [n_layer][n_ctx][Hk·D] */
     struct wk_arena arena;
     /* scratch views, [n_ubatch, ...] each */
-    float *x, *xn, *q, *kx, *vx, *att, *o, *gate, *up, *scores, *rope_cs;
+    float *x, *xn, *q, *kx, *vx, *att, *o, *gate, *up, *scores, *rope_cs, *mm_scratch;
     int32_t *pos;
 };
 
@@ -71,8 +71,10 @@ enum wk_status wk_context_create(const struct wk_model *m, const struct wk_conte
     size_t kv_floats = (size_t)hp->n_layer * (size_t)n_ctx * HK;
     c->k_cache = wk_aligned_alloc(kv_floats * sizeof(float));
     c->v_cache = wk_aligned_alloc(kv_floats * sizeof(float));
+    size_t n_in_max = WK_MAX(WK_MAX(E, HQ), F);
     size_t sizes[] = {U * E, U * E, U * HQ, U * HK, U * HK, U * HQ, U * E, U * F, U * F,
-                      (size_t)n_threads * (size_t)n_ctx, 2 * U * D};
+                      (size_t)n_threads * (size_t)n_ctx, 2 * U * D,
+                      wk_cpu_matmul_scratch_floats((int64_t)n_in_max, n_threads)};
     size_t arena_bytes = 0;
     for (size_t i = 0; i < WK_ARRAY_LEN(sizes); i++) arena_bytes += sizes[i] * sizeof(float) + 64;
     arena_bytes += U * sizeof(int32_t) + 64;
@@ -83,7 +85,7 @@ enum wk_status wk_context_create(const struct wk_model *m, const struct wk_conte
                             2.0 * (double)kv_floats * 4 / (1 << 20));
     }
     float **views[] = {&c->x, &c->xn, &c->q, &c->kx, &c->vx, &c->att, &c->o, &c->gate, &c->up,
-                       &c->scores, &c->rope_cs};
+                       &c->scores, &c->rope_cs, &c->mm_scratch};
     for (size_t i = 0; i < WK_ARRAY_LEN(views); i++)
         *views[i] = wk_arena_alloc(&c->arena, sizes[i] * sizeof(float));
     c->pos = wk_arena_alloc(&c->arena, U * sizeof(int32_t));
@@ -206,9 +208,9 @@ static void forward_chunk(struct wk_context *c, const int32_t *tokens, int32_t n
             have_cs[kind] = true;
         }
         norm_rows(n, E, c->x, l->attn_norm, hp->rms_eps, c->xn);
-        wk_cpu_matmul(pool, k, l->wq, c->xn, c->q, n);
-        wk_cpu_matmul(pool, k, l->wk, c->xn, c->kx, n);
-        wk_cpu_matmul(pool, k, l->wv, c->xn, c->vx, n);
+        wk_cpu_matmul(pool, k, l->wq, c->xn, c->q, n, c->mm_scratch);
+        wk_cpu_matmul(pool, k, l->wk, c->xn, c->kx, n, c->mm_scratch);
+        wk_cpu_matmul(pool, k, l->wv, c->xn, c->vx, n, c->mm_scratch);
         float *kc = c->k_cache + ((size_t)il * (size_t)c->n_ctx + (size_t)c->n_past) * (size_t)HK;
         float *vc = c->v_cache + ((size_t)il * (size_t)c->n_ctx + (size_t)c->n_past) * (size_t)HK;
         for (int32_t t = 0; t < n; t++) {
@@ -223,16 +225,16 @@ static void forward_chunk(struct wk_context *c, const int32_t *tokens, int32_t n
         memcpy(vc, c->vx, (size_t)(n * HK) * sizeof(float));
         struct attn_task at = {.c = c, .l = l, .il = il, .n_tokens = n};
         wk_threadpool_run(pool, attention_task, &at);
-        wk_cpu_matmul(pool, k, l->wo, c->att, c->o, n);
+        wk_cpu_matmul(pool, k, l->wo, c->att, c->o, n, c->mm_scratch);
         if (l->post_attn_norm) norm_rows(n, E, c->o, l->post_attn_norm, hp->rms_eps, c->o);
         for (int64_t i = 0; i < n * E; i++) c->x[i] += c->o[i];
 
         norm_rows(n, E, c->x, l->ffn_norm, hp->rms_eps, c->xn);
-        wk_cpu_matmul(pool, k, l->ffn_gate, c->xn, c->gate, n);
-        wk_cpu_matmul(pool, k, l->ffn_up, c->xn, c->up, n);
+        wk_cpu_matmul(pool, k, l->ffn_gate, c->xn, c->gate, n, c->mm_scratch);
+        wk_cpu_matmul(pool, k, l->ffn_up, c->xn, c->up, n, c->mm_scratch);
         struct act_task ft = {.gate = c->gate, .up = c->up, .n = n * F, .act = m->act};
         wk_threadpool_run(pool, act_task, &ft);
-        wk_cpu_matmul(pool, k, l->ffn_down, c->gate, c->o, n);
+        wk_cpu_matmul(pool, k, l->ffn_down, c->gate, c->o, n, c->mm_scratch);
         if (l->post_ffn_norm) norm_rows(n, E, c->o, l->post_ffn_norm, hp->rms_eps, c->o);
         for (int64_t i = 0; i < n * E; i++) c->x[i] += c->o[i];
     }
@@ -240,7 +242,7 @@ static void forward_chunk(struct wk_context *c, const int32_t *tokens, int32_t n
     if (!logits) return;
     float *last = c->xn; /* the last row only */
     wk_rms_norm(E, c->x + (int64_t)(n - 1) * E, m->output_norm->data, hp->rms_eps, last);
-    wk_cpu_matmul(pool, k, m->output, last, logits, 1);
+    wk_cpu_matmul(pool, k, m->output, last, logits, 1, c->mm_scratch);
     if (hp->final_softcap > 0) {
         float cap = hp->final_softcap;
         for (int32_t i = 0; i < hp->n_vocab; i++) logits[i] = cap * tanhf(logits[i] / cap);

@@ -267,7 +267,9 @@ static void test_matmul(void)
                 struct wk_threadpool *pool;
                 CHECK_EQ_INT(wk_threadpool_create(th, &pool), WK_OK);
                 y[th - 1] = wk_aligned_alloc((size_t)(nt * n_out) * 4);
-                wk_cpu_matmul(pool, k, &w, x, y[th - 1], nt);
+                float *scratch = wk_aligned_alloc(wk_cpu_matmul_scratch_floats(n_in, th) * 4);
+                wk_cpu_matmul(pool, k, &w, x, y[th - 1], nt, scratch);
+                wk_aligned_free(scratch);
                 wk_threadpool_destroy(pool);
             }
             CHECK(memcmp(y[0], y[1], (size_t)(nt * n_out) * 4) == 0);
