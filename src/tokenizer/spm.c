@@ -183,6 +183,7 @@ struct pending {
 
 static enum wk_status pending_add(struct pending *p, const char *s, size_t n)
 {
+    if (n == 0) return WK_OK;
     if (p->n + n > p->cap) {
         size_t cap = WK_MAX(p->cap * 2, p->n + n + 256);
         char *b = wk_realloc(p->buf, cap);
