@@ -2,9 +2,11 @@
  * test-runtime.c - the sampler: the pinned examples of Ollama's sampler
  * (../shared/reference/ollama-mlx-runner.md §4.2), greedy ties, the
  * empirical distribution at temperature 1 against the softmax, seeds, and
- * option validation.
+ * option validation; the generation session on a tiny random model (stop
+ * reasons, prefix reuse, context limit, cancellation).
  */
 #include "check.h"
+#include "tiny_model.h"
 
 #include "../../src/runtime/wk_runtime.h"
 
@@ -122,5 +124,82 @@ static void test_invalid_options(void)
     CHECK_NEAR(d.top_p, 0.9, 1e-7, 0);
 }
 
+struct collected {
+    char text[4096];
+    size_t n;
+    int calls, stop_after;
+};
+
+static bool collect(void *user, const char *text, size_t len)
+{
+    struct collected *c = user;
+    if (c->n + len < sizeof c->text) memcpy(c->text + c->n, text, len), c->n += len;
+    c->calls++;
+    return c->stop_after == 0 || c->calls < c->stop_after;
+}
+
+static void test_session(void)
+{
+    char path[64];
+    struct tiny_spec sp = tiny_spec_default();
+    tiny_model_write(&sp, path, sizeof path);
+    struct wk_model *m;
+    struct wk_tokenizer *tok;
+    struct wk_session *s;
+    struct wk_error err;
+    CHECK_EQ_INT(wk_model_load(path, &m, &err), WK_OK);
+    unlink(path);
+    CHECK_EQ_INT(wk_tokenizer_from_gguf(wk_model_gguf(m), &tok, &err), WK_OK);
+    struct wk_context_params cp = wk_context_params_default();
+    cp.n_ctx = 32;
+    CHECK_EQ_INT(wk_session_create(m, tok, &cp, &s, &err), WK_OK);
+    struct wk_tokens prompt = {0};
+    for (int i = 0; i < 10; i++) wk_tokens_push(&prompt, 260 + 3 * i);
+
+    struct wk_generate_params gp = wk_generate_params_default();
+    gp.sampler.temperature = 0;
+    gp.num_predict = 5;
+    gp.on_piece = collect;
+    struct collected a = {0}, b = {0};
+    gp.user = &a;
+    struct wk_generate_stats st;
+    CHECK_EQ_INT(wk_session_generate(s, &prompt, &gp, &st, &err), WK_OK);
+    CHECK_EQ_INT(st.prompt_eval_count, 10);
+    CHECK_EQ_STR(st.done_reason, "length");
+    CHECK_EQ_INT(st.eval_count, 5);
+    /* the same prompt again: everything but its last token comes from the
+     * cache, and greedy gives the same text */
+    gp.user = &b;
+    CHECK_EQ_INT(wk_session_generate(s, &prompt, &gp, &st, &err), WK_OK);
+    CHECK_EQ_INT(st.prompt_eval_count, 1);
+    CHECK(a.n == b.n && memcmp(a.text, b.text, a.n) == 0);
+    /* no num_predict: stops when the 32-token context is full */
+    gp.num_predict = -1;
+    struct collected c = {0};
+    gp.user = &c;
+    CHECK_EQ_INT(wk_session_generate(s, &prompt, &gp, &st, &err), WK_OK);
+    CHECK_EQ_STR(st.done_reason, "length");
+    CHECK_EQ_INT(wk_context_n_past(wk_session_context(s)), 32);
+    /* the callback can stop it */
+    struct collected d = {.stop_after = 2};
+    gp.user = &d;
+    CHECK_EQ_INT(wk_session_generate(s, &prompt, &gp, &st, &err), WK_OK);
+    CHECK_EQ_INT(d.calls, 2);
+    /* a prompt that does not fit */
+    struct wk_tokens big = {0};
+    for (int i = 0; i < 32; i++) wk_tokens_push(&big, 270);
+    CHECK_EQ_INT(wk_session_generate(s, &big, &gp, &st, &err), WK_E_RANGE);
+    CHECK_CONTAINS(err.msg, "the prompt is 32 tokens, which does not fit in the context of 32");
+    /* cancellation */
+    volatile bool cancel = true;
+    gp.cancel = &cancel;
+    CHECK_EQ_INT(wk_session_generate(s, &prompt, &gp, &st, &err), WK_E_CANCELLED);
+    wk_tokens_deinit(&prompt);
+    wk_tokens_deinit(&big);
+    wk_session_destroy(s);
+    wk_tokenizer_destroy(tok);
+    wk_model_destroy(m);
+}
+
 CHECK_MAIN(TEST(test_pinned_examples), TEST(test_greedy), TEST(test_distribution), TEST(test_seeds),
-           TEST(test_invalid_options))
+           TEST(test_invalid_options), TEST(test_session))

@@ -1,0 +1,188 @@
+/*
+ * test-model.c - the forward pass and KV cache on a tiny random Gemma 3,
+ * by properties that must hold whatever the weights: a prompt decoded in
+ * one batch, in chunks, or token by token gives the same logits; thread
+ * count does not change them; truncating the cache and decoding again
+ * reproduces them; the sliding window limits exactly which earlier tokens
+ * can matter; bad calls are refused without changing the cache.
+ * (Agreement with an independent implementation is the golden test's job.)
+ */
+#include "check.h"
+#include "tiny_model.h"
+
+#include "../../src/model/wk_model.h"
+
+static struct wk_model *load(const struct tiny_spec *sp)
+{
+    char path[64];
+    tiny_model_write(sp, path, sizeof path);
+    struct wk_model *m = NULL;
+    struct wk_error err;
+    enum wk_status st = wk_model_load(path, &m, &err);
+    if (st) {
+        fprintf(stderr, "  cannot load the tiny model: %s\n", err.msg);
+        exit(1);
+    }
+    unlink(path); /* the mapping stays valid */
+    return m;
+}
+
+static struct wk_context *ctx_new(struct wk_model *m, int n_threads, int n_ubatch)
+{
+    struct wk_context_params p = wk_context_params_default();
+    p.n_ctx = 64;
+    p.n_threads = n_threads;
+    p.n_ubatch = n_ubatch;
+    struct wk_context *c = NULL;
+    CHECK_EQ_INT(wk_context_create(m, &p, &c, NULL), WK_OK);
+    return c;
+}
+
+static const int32_t g_prompt[12] = {2, 270, 281, 299, 5, 17, 260, 261, 262, 290, 1, 263};
+
+static double max_abs_diff(const float *a, const float *b, int n)
+{
+    double d = 0;
+    for (int i = 0; i < n; i++) d = fmax(d, fabs((double)a[i] - b[i]));
+    return d;
+}
+
+static void test_hparams(void)
+{
+    struct tiny_spec sp = tiny_spec_default();
+    struct wk_model *m = load(&sp);
+    const struct wk_hparams *hp = wk_model_hparams(m);
+    CHECK_EQ_INT(hp->n_embd, 32);
+    CHECK_EQ_INT(hp->n_layer, 2);
+    CHECK_EQ_INT(hp->head_dim, 8);
+    CHECK_EQ_INT(hp->n_vocab, 300);
+    CHECK_NEAR(hp->embed_scale, sqrt(32.0), 1e-6, 0);
+    CHECK_NEAR(hp->attn_scale, 1 / sqrt(8.0), 1e-7, 0);
+    CHECK_NEAR(hp->rope_base_swa, 10000, 0, 0);
+    wk_model_destroy(m);
+}
+
+static void test_batch_chunks_and_steps_agree(void)
+{
+    struct tiny_spec sp = tiny_spec_default();
+    struct wk_model *m = load(&sp);
+    int V = wk_model_hparams(m)->n_vocab;
+    float *a = malloc((size_t)V * 4), *b = malloc((size_t)V * 4), *c3 = malloc((size_t)V * 4);
+    struct wk_context *whole = ctx_new(m, 2, 512), *chunks = ctx_new(m, 2, 5), *steps = ctx_new(m, 2, 512);
+    CHECK_EQ_INT(wk_context_decode(whole, g_prompt, 12, a, NULL, NULL), WK_OK);
+    CHECK_EQ_INT(wk_context_decode(chunks, g_prompt, 12, b, NULL, NULL), WK_OK);
+    for (int i = 0; i < 12; i++) CHECK_EQ_INT(wk_context_decode(steps, &g_prompt[i], 1, c3, NULL, NULL), WK_OK);
+    CHECK_EQ_INT(wk_context_n_past(whole), 12);
+    /* batched (dequantized-tile) and single-token (fused) products differ
+     * only in float summation order */
+    CHECK(max_abs_diff(a, b, V) < 1e-4);
+    CHECK(max_abs_diff(a, c3, V) < 1e-4);
+    /* thread count does not change anything, bit for bit */
+    struct wk_context *one = ctx_new(m, 1, 512), *three = ctx_new(m, 3, 512);
+    CHECK_EQ_INT(wk_context_decode(one, g_prompt, 12, b, NULL, NULL), WK_OK);
+    CHECK_EQ_INT(wk_context_decode(three, g_prompt, 12, c3, NULL, NULL), WK_OK);
+    CHECK(memcmp(a, b, (size_t)V * 4) == 0);
+    CHECK(memcmp(a, c3, (size_t)V * 4) == 0);
+    wk_context_destroy(whole), wk_context_destroy(chunks), wk_context_destroy(steps);
+    wk_context_destroy(one), wk_context_destroy(three);
+    free(a), free(b), free(c3);
+    wk_model_destroy(m);
+}
+
+static void test_truncate_and_redo(void)
+{
+    struct tiny_spec sp = tiny_spec_default();
+    struct wk_model *m = load(&sp);
+    int V = wk_model_hparams(m)->n_vocab;
+    float *a = malloc((size_t)V * 4), *b = malloc((size_t)V * 4);
+    struct wk_context *c = ctx_new(m, 2, 512);
+    CHECK_EQ_INT(wk_context_decode(c, g_prompt, 12, a, NULL, NULL), WK_OK);
+    /* different tail, then back to the original tail */
+    wk_context_truncate(c, 6);
+    int32_t other[3] = {7, 8, 9};
+    CHECK_EQ_INT(wk_context_decode(c, other, 3, b, NULL, NULL), WK_OK);
+    CHECK(max_abs_diff(a, b, V) > 1e-3);
+    wk_context_truncate(c, 6);
+    CHECK_EQ_INT(wk_context_decode(c, g_prompt + 6, 6, b, NULL, NULL), WK_OK);
+    CHECK(memcmp(a, b, (size_t)V * 4) == 0);
+    wk_context_destroy(c);
+    free(a), free(b);
+    wk_model_destroy(m);
+}
+
+/* With window W on both layers, the logits at position p depend only on
+ * tokens p - 2(W-1) .. p: layer 1 sees p-W+1..p, layer 2 sees layer 1's
+ * outputs there. So with W = 4, changing token 0 must leave position 7
+ * unchanged (bit for bit) and must change position 6. Without a window,
+ * position 7 changes too. */
+static void test_sliding_window_reach(void)
+{
+    for (int windowed = 0; windowed < 2; windowed++) {
+        struct tiny_spec sp = tiny_spec_default();
+        sp.sliding_window = windowed ? 4 : 0;
+        struct wk_model *m = load(&sp);
+        int V = wk_model_hparams(m)->n_vocab;
+        float *l6a = malloc((size_t)V * 4), *l7a = malloc((size_t)V * 4);
+        float *l6b = malloc((size_t)V * 4), *l7b = malloc((size_t)V * 4);
+        int32_t seq[8] = {2, 270, 281, 299, 5, 17, 260, 261};
+        struct wk_context *c = ctx_new(m, 2, 512);
+        CHECK_EQ_INT(wk_context_decode(c, seq, 7, l6a, NULL, NULL), WK_OK);
+        CHECK_EQ_INT(wk_context_decode(c, seq + 7, 1, l7a, NULL, NULL), WK_OK);
+        wk_context_truncate(c, 0);
+        seq[0] = 100;
+        CHECK_EQ_INT(wk_context_decode(c, seq, 7, l6b, NULL, NULL), WK_OK);
+        CHECK_EQ_INT(wk_context_decode(c, seq + 7, 1, l7b, NULL, NULL), WK_OK);
+        CHECK(max_abs_diff(l6a, l6b, V) > 1e-4);
+        if (windowed)
+            CHECK(memcmp(l7a, l7b, (size_t)V * 4) == 0);
+        else
+            CHECK(max_abs_diff(l7a, l7b, V) > 1e-4);
+        wk_context_destroy(c);
+        free(l6a), free(l7a), free(l6b), free(l7b);
+        wk_model_destroy(m);
+    }
+}
+
+static void test_bad_calls(void)
+{
+    struct tiny_spec sp = tiny_spec_default();
+    struct wk_model *m = load(&sp);
+    struct wk_context *c = ctx_new(m, 1, 512);
+    struct wk_error err;
+    int32_t bad[2] = {5, 300};
+    CHECK_EQ_INT(wk_context_decode(c, bad, 2, NULL, NULL, &err), WK_E_INVALID);
+    CHECK_CONTAINS(err.msg, "token id 300 is outside the vocabulary");
+    CHECK_EQ_INT(wk_context_n_past(c), 0);
+    int32_t many[65] = {0};
+    CHECK_EQ_INT(wk_context_decode(c, many, 65, NULL, NULL, &err), WK_E_RANGE);
+    CHECK_CONTAINS(err.msg, "65 tokens do not fit");
+    CHECK_EQ_INT(wk_context_decode(c, many, 0, NULL, NULL, &err), WK_E_INVALID);
+    CHECK_EQ_INT(wk_context_n_past(c), 0);
+    volatile bool cancel = true;
+    CHECK_EQ_INT(wk_context_decode(c, many, 3, NULL, &cancel, &err), WK_E_CANCELLED);
+    CHECK_EQ_INT(wk_context_n_past(c), 0);
+    struct wk_context_params p = wk_context_params_default();
+    p.n_threads = 100000;
+    struct wk_context *c2;
+    CHECK_EQ_INT(wk_context_create(m, &p, &c2, &err), WK_E_INVALID);
+    CHECK_CONTAINS(err.msg, "thread count");
+    wk_context_destroy(c);
+    wk_model_destroy(m);
+}
+
+static void test_no_leaks(void)
+{
+    int64_t base = wk_alloc_live_bytes();
+    struct tiny_spec sp = tiny_spec_default();
+    struct wk_model *m = load(&sp);
+    struct wk_context *c = ctx_new(m, 2, 4);
+    float *l = malloc(300 * 4);
+    CHECK_EQ_INT(wk_context_decode(c, g_prompt, 12, l, NULL, NULL), WK_OK);
+    wk_context_destroy(c);
+    wk_model_destroy(m);
+    free(l);
+    CHECK_EQ_INT(wk_alloc_live_bytes(), base);
+}
+
+CHECK_MAIN(TEST(test_hparams), TEST(test_batch_chunks_and_steps_agree), TEST(test_truncate_and_redo),
+           TEST(test_sliding_window_reach), TEST(test_bad_calls), TEST(test_no_leaks))
