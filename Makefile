@@ -31,14 +31,16 @@ VNNI_SRC   := $(wildcard src/cpu/arch/x86/avx512/*_vnni.c)
 APP_SRC    := $(wildcard app/*.c)
 UNIT_SRC   := $(wildcard tests/unit/test-*.c)
 GOLDEN_SRC := $(wildcard tests/golden/test-*.c)
+BENCH_SRC  := $(wildcard bench/*.c)
 
 LIB_OBJ  := $(patsubst %.c,$(OUT)/%.o,$(LIB_SRC) $(AVX2_SRC) $(AVX512_SRC) $(VNNI_SRC))
 APP_OBJ  := $(patsubst %.c,$(OUT)/%.o,$(APP_SRC))
 UNIT_BIN := $(patsubst tests/unit/%.c,$(OUT)/tests/%,$(UNIT_SRC))
 GOLDEN_BIN := $(patsubst tests/golden/%.c,$(OUT)/tests/%,$(GOLDEN_SRC))
+BENCH_BIN  := $(patsubst bench/%.c,$(OUT)/bench/%,$(BENCH_SRC))
 LIB      := $(OUT)/libwick.a
 
-.PHONY: all wick unit golden asan test fuzz clean format
+.PHONY: all wick unit golden asan test fuzz bench clean format
 all: $(OUT)/wick $(UNIT_BIN) $(GOLDEN_BIN)
 ifeq ($(VARIANT),release)
 	@ln -sf release/wick $(BUILD)/wick
@@ -84,6 +86,14 @@ $(OUT)/tests/%: tests/golden/%.c tests/unit/check.h $(LIB)
 	@$(CC) $(CFLAGS) $(LDFLAGS_SAN) -o $@ $< $(LIB) $(LDLIBS)
 
 wick: $(OUT)/wick
+
+$(OUT)/bench/%: bench/%.c $(LIB)
+	@mkdir -p $(dir $@)
+	@echo "  LD  $@"
+	@$(CC) $(CFLAGS) -o $@ $< $(LIB) $(LDLIBS)
+
+# Benchmarks (figures, not tests): build/release/bench/*
+bench: $(BENCH_BIN)
 
 # Golden tests (need scripts/fetch-models first).
 golden: $(GOLDEN_BIN)
