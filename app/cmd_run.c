@@ -270,7 +270,12 @@ static int interactive(struct loaded *l, const struct run_opts *o, int64_t load_
     int32_t n = 0;
     int rc = WK_EXIT_OK;
     for (;;) {
+        g_cancel = false;
         char *line = readline(">>> ");
+        if (!line && g_cancel) { /* Ctrl-C at the prompt, as ollama answers it */
+            printf("\nUse Ctrl + d or /bye to exit.\n");
+            continue;
+        }
         if (!line) {
             printf("\n");
             break;

@@ -7,7 +7,8 @@
 * --verbose prints Ollama's timing lines with the right counts;
 * a fixed --seed repeats its output and another seed gives another;
 * the interactive chat on a terminal (a pty) answers two turns and the
-  second turn prefills only its new tokens (the KV cache is reused).
+  second turn prefills only its new tokens (the KV cache is reused);
+  Ctrl-C at its prompt prints a hint instead of quitting.
 """
 import json
 import os
@@ -108,6 +109,9 @@ def test_interactive_chat_reuses_cache():
         os.execv(WICK, [WICK, "run", MODEL, "--temperature", "0", "--num-predict", "10", "--verbose"])
     out = read_until(fd, rb">>> ")
     check(b">>> " in out, "interactive prompt appears", out[-300:])
+    os.write(fd, b"\x03")  # Ctrl-C at the prompt does not quit
+    out = read_until(fd, rb"/bye to exit\.\r?\n>>> ")
+    check(b"Use Ctrl + d or /bye to exit." in out, "Ctrl-C at the prompt prints the hint", out[-300:])
     os.write(fd, b"Why is the sky blue?\r")
     t1 = read_until(fd, rb"eval rate:.*\n(.|\n)*>>> ")
     os.write(fd, b"Tell me more.\r")
