@@ -10,10 +10,10 @@
 #include "../../src/io/wk_io.h"
 
 /* A valid file exercising every metadata type and two tensors. */
-static struct gb build_valid(uint32_t alignment)
+static struct gb build_valid_v(uint32_t alignment, uint32_t version)
 {
     struct gb b = {0};
-    gb_header(&b, 3, 2, 16 + (alignment ? 1 : 0));
+    gb_header(&b, version, 2, 16 + (alignment ? 1 : 0));
     gb_str(&b, "u8"); gb_u32(&b, 0); gb_u8(&b, 200);
     gb_str(&b, "i8"); gb_u32(&b, 1); gb_u8(&b, (uint8_t)-5);
     gb_str(&b, "u16"); gb_u32(&b, 2); { uint16_t v = 60000; gb_bytes(&b, &v, 2); }
@@ -48,6 +48,24 @@ static struct gb build_valid(uint32_t alignment)
         for (int j = 0; j < 32; j++) gb_u8(&b, (uint8_t)(j - 16 + r));
     }
     return b;
+}
+
+static struct gb build_valid(uint32_t alignment)
+{
+    return build_valid_v(alignment, 3);
+}
+
+/* Version 2 has the same layout as 3 (64-bit counts and lengths). */
+static void test_version_2(void)
+{
+    struct gb b = build_valid_v(0, 2);
+    struct wk_gguf *g;
+    CHECK_EQ_INT(wk_gguf_open_memory(b.p, b.n, "v2", &g, NULL), WK_OK);
+    CHECK_EQ_INT(wk_gguf_version(g), 2);
+    CHECK(wk_gguf_str_eq(wk_gguf_find(g, "str")->str, "héllo"));
+    CHECK_NEAR(((const float *)wk_gguf_find_tensor(g, "a")->t.data)[4], 4.0, 0, 0);
+    wk_gguf_close(g);
+    free(b.p);
 }
 
 static void test_reads_every_type(void)
@@ -331,6 +349,6 @@ static void test_open_errors(void)
     CHECK_CONTAINS(err.msg, "is a directory");
 }
 
-CHECK_MAIN(TEST(test_reads_every_type), TEST(test_alignment), TEST(test_every_truncation_is_refused),
+CHECK_MAIN(TEST(test_reads_every_type), TEST(test_version_2), TEST(test_alignment), TEST(test_every_truncation_is_refused),
            TEST(test_malformed_files_are_refused), TEST(test_allocation_failures_leak_nothing),
            TEST(test_open_errors))
