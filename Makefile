@@ -17,7 +17,7 @@ else
   CFLAGS_OPT := -O2 -DNDEBUG
 endif
 CFLAGS  += $(CFLAGS_BASE) $(CFLAGS_OPT)
-LDLIBS  := $(shell pkg-config --libs jansson 2>/dev/null || echo -ljansson) -lm -lpthread
+LDLIBS  := $(shell pkg-config --libs jansson libpcre2-8 2>/dev/null || echo -ljansson -lpcre2-8) -lm -lpthread
 APP_LDLIBS := $(shell pkg-config --libs libedit 2>/dev/null || echo -ledit)
 
 AVX2_FLAGS   := -mavx2 -mfma -mf16c

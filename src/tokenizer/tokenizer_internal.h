@@ -14,8 +14,27 @@ struct wk__trie_node {
     uint8_t byte;
 };
 
+/* Byte-level BPE state (GPT-2 style): merges by rank and the
+ * pre-tokenizer's regexes, applied in order. */
+struct wk__merge_entry {
+    uint64_t key;   /* (left id << 32) | right id; 0 with merged < 0: empty */
+    int32_t merged; /* id of the merged piece */
+    int32_t rank;
+};
+struct wk__bpe {
+    struct wk__merge_entry *merges; /* open addressing */
+    uint64_t merges_cap;
+    int32_t n_merges;
+    int32_t byte_char_ids[256]; /* id of the piece for byte b's mapped character */
+    int16_t cp_to_byte[324];    /* GPT-2 character (code point) back to its byte, or -1 */
+    int32_t n_regex;
+    void *regex[8];             /* pcre2_code_8 * */
+    char *pre_name;
+};
+
 struct wk_tokenizer {
     enum wk_tokenizer_model model;
+    struct wk__bpe bpe;
     int32_t n_vocab;
     char *text;           /* all pieces, NUL-separated */
     char **pieces;        /* [n_vocab] into text */
@@ -37,6 +56,39 @@ struct wk_tokenizer {
  * its id and sets *match_len, or returns -1. */
 int32_t wk__special_match(const struct wk_tokenizer *tok, const char *text, size_t len,
                           bool parse_special, size_t *match_len);
+
+/* A symbol of the merge loop: a run of the text buffer and, once known,
+ * its token id; prev/next link the live symbols, n == 0 marks a dead one. */
+struct wk__sym {
+    int32_t prev, next;
+    uint32_t off, n;
+    int32_t id;
+};
+
+/* Scores the pair (l, r): false when it does not merge; else the score
+ * (higher merges first) and the merged id. */
+typedef bool (*wk__pair_fn)(const void *ctx, const char *text, const struct wk__sym *l,
+                            const struct wk__sym *r, float *score, int32_t *id);
+
+/* Merges syms[0..n_sym) (linked in order) until no pair merges.
+ * Errors: WK_E_NOMEM. */
+enum wk_status wk__merge_symbols(const char *text, struct wk__sym *syms, int32_t n_sym,
+                                 wk__pair_fn pair, const void *ctx);
+
+/* Length of the UTF-8 sequence led by byte c (1 for an invalid lead). */
+uint32_t wk__utf8_len(uint8_t c);
+
+/* Byte-level BPE: loads merges and the pre-tokenizer named pre (GGUF
+ * tokenizer.ggml.pre); errors name the file. */
+enum wk_status wk__bpe_init(struct wk_tokenizer *tok, const struct wk_gguf *g, struct wk_error *err);
+void wk__bpe_deinit(struct wk__bpe *bpe);
+/* Byte-level BPE over one run of text; appends ids. Errors: WK_E_NOMEM. */
+enum wk_status wk__bpe_encode(const struct wk_tokenizer *tok, const char *text, size_t len,
+                              struct wk_tokens *out);
+/* Bytes of a byte-level piece (GPT-2 characters mapped back to bytes);
+ * same contract as wk_tokenizer_token_bytes. */
+size_t wk__bpe_piece_bytes(const struct wk__bpe *bpe, const char *piece, size_t len, char *buf,
+                           size_t cap);
 
 /* SentencePiece BPE over one run of text with no special pieces in it;
  * appends ids to out. Errors: WK_E_NOMEM. */

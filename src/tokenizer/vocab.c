@@ -153,15 +153,18 @@ static enum wk_status load(struct wk_tokenizer *tok, const struct wk_gguf *g, st
     struct wk_gguf_str model;
     enum wk_status st = wk_gguf_get_str(g, "tokenizer.ggml.model", &model, err);
     if (st) return st;
-    if (!wk_gguf_str_eq(model, "llama")) {
+    if (wk_gguf_str_eq(model, "llama")) {
+        tok->model = WK_TOKENIZER_SPM;
+    } else if (wk_gguf_str_eq(model, "gpt2")) {
+        tok->model = WK_TOKENIZER_BPE;
+    } else {
         char m[64];
         snprintf(m, sizeof m, "%.*s", (int)WK_MIN(model.len, 60), model.data);
         return wk_error_set(err, WK_E_UNSUPPORTED,
-                            "%s: tokenizer model \"%s\" is not supported yet (only \"llama\", "
-                            "SentencePiece)",
+                            "%s: tokenizer model \"%s\" is not supported yet (wick knows \"llama\", "
+                            "SentencePiece BPE, and \"gpt2\", byte-level BPE)",
                             path, m);
     }
-    tok->model = WK_TOKENIZER_SPM;
     const struct wk_gguf_value *tokens, *scores = NULL, *types = NULL;
     if ((st = wk_gguf_get_arr(g, "tokenizer.ggml.tokens", WK_GGUF_STRING, &tokens, err))) return st;
     if (tokens->arr.n == 0 || tokens->arr.n > (1u << 24))
@@ -231,7 +234,9 @@ static enum wk_status load(struct wk_tokenizer *tok, const struct wk_gguf *g, st
         (st = get_id(g, "tokenizer.ggml.eot_token_id", tok->n_vocab, &tok->eot, err)) ||
         (st = get_id(g, "tokenizer.ggml.unknown_token_id", tok->n_vocab, &tok->unk, err)))
         return st;
-    tok->add_bos = true; /* SentencePiece models add BOS unless told otherwise */
+    /* SentencePiece models add BOS unless told otherwise; byte-level BPE
+     * models do not */
+    tok->add_bos = tok->model == WK_TOKENIZER_SPM;
     if (wk_gguf_find(g, "tokenizer.ggml.add_bos_token") &&
         (st = wk_gguf_get_bool(g, "tokenizer.ggml.add_bos_token", &tok->add_bos, err)))
         return st;
@@ -239,6 +244,8 @@ static enum wk_status load(struct wk_tokenizer *tok, const struct wk_gguf *g, st
     if (wk_gguf_find(g, "tokenizer.ggml.add_space_prefix") &&
         (st = wk_gguf_get_bool(g, "tokenizer.ggml.add_space_prefix", &tok->add_space_prefix, err)))
         return st;
+
+    if (tok->model == WK_TOKENIZER_BPE && (st = wk__bpe_init(tok, g, err))) return st;
 
     tok->eog = wk_calloc(n, 1);
     if (!tok->eog) return wk_error_set(err, WK_E_NOMEM, "%s: out of memory", path);
@@ -269,6 +276,7 @@ enum wk_status wk_tokenizer_from_gguf(const struct wk_gguf *g, struct wk_tokeniz
 void wk_tokenizer_destroy(struct wk_tokenizer *tok)
 {
     if (!tok) return;
+    wk__bpe_deinit(&tok->bpe);
     wk_free(tok->text);
     wk_free(tok->pieces);
     wk_free(tok->piece_len);
@@ -328,8 +336,11 @@ size_t wk_tokenizer_token_bytes(const struct wk_tokenizer *tok, int32_t id, bool
         }
         return put(buf, cap, 0, s, n);
     }
+    case WK_TOKEN_USER_DEFINED:
+        return put(buf, cap, 0, s, n);
     default: break;
     }
+    if (tok->model == WK_TOKENIZER_BPE) return wk__bpe_piece_bytes(&tok->bpe, s, n, buf, cap);
     /* '▁' (U+2581, e2 96 81) stands for a space */
     size_t out = 0;
     for (size_t i = 0; i < n;) {

@@ -30,7 +30,7 @@ enum wk_token_type {
     WK_TOKEN_BYTE = 6,
 };
 
-enum wk_tokenizer_model { WK_TOKENIZER_SPM = 1 };
+enum wk_tokenizer_model { WK_TOKENIZER_SPM = 1, WK_TOKENIZER_BPE = 2 };
 
 struct wk_tokenizer;
 

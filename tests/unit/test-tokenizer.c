@@ -241,7 +241,7 @@ static void test_loader_errors(void)
         enum wk_status st;
         const char *msg;
     } cases[] = {
-        {build_vocab("gpt2", 0, 2), WK_E_UNSUPPORTED, "tokenizer model \"gpt2\" is not supported"},
+        {build_vocab("wordpiece", 0, 2), WK_E_UNSUPPORTED, "tokenizer model \"wordpiece\" is not supported"},
         {build_vocab("llama", -1, 2), WK_E_FORMAT, "tokenizer.ggml.scores has 276 entries"},
         {build_vocab("llama", 0, 5000), WK_E_FORMAT, "bos_token_id = 5000 is outside the vocabulary"},
     };
