@@ -48,11 +48,13 @@ void wk_softmax(int64_t n, float *x)
     for (int64_t i = 0; i < n; i++) x[i] *= inv;
 }
 
-void wk_rope_cos_sin(int64_t pos, int n_rot, float base, float freq_scale, float *cos_sin)
+void wk_rope_cos_sin(int64_t pos, int n_rot, float base, float freq_scale,
+                     const float *freq_factors, float *cos_sin)
 {
     int half = n_rot / 2;
     for (int i = 0; i < half; i++) {
         double theta = (double)pos * freq_scale * pow((double)base, -2.0 * i / n_rot);
+        if (freq_factors) theta /= freq_factors[i];
         cos_sin[i] = (float)cos(theta);
         cos_sin[half + i] = (float)sin(theta);
     }

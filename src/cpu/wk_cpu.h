@@ -94,10 +94,13 @@ enum wk_rope_mode { WK_ROPE_NEOX = 0, WK_ROPE_NORM = 1 };
 
 /*
  * Fills cos_sin [n_rot] f32 for position pos: cos θ_i in [0, n_rot/2) and
- * sin θ_i in [n_rot/2, n_rot), θ_i = pos · freq_scale · base^(-2i/n_rot),
- * computed in double (Su et al. 2021, RoFormer). Shared by all heads.
+ * sin θ_i in [n_rot/2, n_rot), θ_i = pos · freq_scale · base^(-2i/n_rot)
+ * / freq_factors[i] (freq_factors [n_rot/2] f32, or NULL for 1), computed
+ * in double (Su et al. 2021, RoFormer; factors as Llama 3 scaling and
+ * ggml's rope_freqs use them). Shared by all heads.
  */
-void wk_rope_cos_sin(int64_t pos, int n_rot, float base, float freq_scale, float *cos_sin);
+void wk_rope_cos_sin(int64_t pos, int n_rot, float base, float freq_scale,
+                     const float *freq_factors, float *cos_sin);
 
 /*
  * Rotates the first n_rot dims of each head in place; dims past n_rot pass

@@ -1,7 +1,8 @@
 /*
  * context.c - a running sequence: KV cache, scratch, and the forward pass
- * of the decoder-only transformer families (Gemma 3 now; the per-family
- * differences are flags on struct wk_model).
+ * of the decoder-only transformer families (Llama, Gemma 3; the
+ * per-family differences are flags and optional tensors on struct
+ * wk_model).
  *
  * Data flow of one chunk of n tokens at positions pos0 .. pos0+n-1, per
  * layer (shapes outermost first, all f32):
@@ -204,7 +205,7 @@ static void forward_chunk(struct wk_context *c, const int32_t *tokens, int32_t n
         if (!have_cs[kind]) {
             for (int32_t t = 0; t < n; t++)
                 wk_rope_cos_sin(c->pos[t], hp->n_rot, l->rope_base, l->rope_scale,
-                                cs[kind] + t * hp->n_rot);
+                                m->rope_freqs ? m->rope_freqs->data : NULL, cs[kind] + t * hp->n_rot);
             have_cs[kind] = true;
         }
         norm_rows(n, E, c->x, l->attn_norm, hp->rms_eps, c->xn);

@@ -14,6 +14,7 @@ static const struct {
     wk_arch_load_fn load;
 } g_archs[] = {
     {"gemma3", WK_ARCH_GEMMA3, wk__gemma3_load},
+    {"llama", WK_ARCH_LLAMA, wk__llama_load},
 };
 
 enum wk_status wk__hp_u32(const struct wk_model *m, const char *suffix, bool required,
@@ -109,7 +110,7 @@ enum wk_status wk_model_load(const char *path, struct wk_model **out, struct wk_
         for (size_t i = 0; i < n; i++) a[i] = (arch.data[i] >= 0x20 && arch.data[i] < 0x7f) ? arch.data[i] : '?';
         a[n] = '\0';
         st = wk_error_set(err, WK_E_UNSUPPORTED,
-                          "%s: unknown architecture \"%s\" (wick supports: gemma3)", path, a);
+                          "%s: unknown architecture \"%s\" (wick supports: gemma3, llama)", path, a);
         goto fail;
     }
     if ((st = load(m, err))) goto fail;

@@ -24,12 +24,14 @@ struct wk_model {
     enum wk_rope_mode rope_mode;
     enum wk_ffn_act act;
     const struct wk_tensor *tok_embd, *output_norm, *output;
+    const struct wk_tensor *rope_freqs; /* [n_rot/2] per-pair divisors, or NULL */
     struct wk_layer *layers; /* [n_layer] */
 };
 
 /* Per-family loader: fills hp (beyond what model.c reads) and the tensors. */
 typedef enum wk_status (*wk_arch_load_fn)(struct wk_model *m, struct wk_error *err);
 enum wk_status wk__gemma3_load(struct wk_model *m, struct wk_error *err);
+enum wk_status wk__llama_load(struct wk_model *m, struct wk_error *err);
 
 /* Helpers for loaders. Key names are "<arch>.<suffix>". Missing optional
  * keys leave *out as is. */

@@ -8,7 +8,7 @@
  * wk_context_decode appends tokens to the sequence (prefill in chunks of
  * n_ubatch, or one decode step) and returns the logits of the last one.
  *
- * Families (../shared/reference/architectures.md): Gemma 3 (§3).
+ * Families (../shared/reference/architectures.md): Llama (§1), Gemma 3 (§3).
  */
 #ifndef WK_MODEL_H
 #define WK_MODEL_H
@@ -17,11 +17,11 @@
 #include "../cpu/wk_cpu.h"
 #include "../io/wk_io.h"
 
-enum wk_arch { WK_ARCH_GEMMA3 = 1 };
+enum wk_arch { WK_ARCH_GEMMA3 = 1, WK_ARCH_LLAMA = 2 };
 
 struct wk_hparams {
     enum wk_arch arch;
-    const char *arch_name; /* "gemma3" */
+    const char *arch_name; /* "gemma3", "llama" */
     int32_t n_vocab;
     int32_t n_embd;
     int32_t n_layer;

@@ -8,6 +8,13 @@
  *   <bos><start_of_turn>user\n{system}\n\n{user}<end_of_turn>\n
  *   <start_of_turn>model\n{assistant}<end_of_turn>\n ... <start_of_turn>model\n
  * with every message's content trimmed of surrounding whitespace.
+ *
+ * ChatML (SmolLM2, Qwen and others whose template uses <|im_start|>):
+ *   <|im_start|>{role}\n{content}<|im_end|>\n ... <|im_start|>assistant\n
+ * Some templates add a default system message when the conversation has
+ * none (SmolLM2's "You are a helpful AI assistant named SmolLM, ..."); it
+ * is read from the GGUF's chat template text, where it stands as the
+ * literal after "messages[0]['role'] != 'system'".
  */
 #include "wk_runtime.h"
 
@@ -85,6 +92,69 @@ static enum wk_status render_gemma(const struct wk_chat_message *msgs, int32_t n
     return st ? wk_error_set(err, st, "out of memory") : WK_OK;
 }
 
+/* The default system message of a ChatML template, or NULL (malloc'd). */
+static char *chatml_default_system(const struct wk_gguf *g)
+{
+    struct wk_gguf_str t;
+    if (!wk_gguf_find(g, "tokenizer.chat_template") ||
+        wk_gguf_get_str(g, "tokenizer.chat_template", &t, NULL))
+        return NULL;
+    char *tpl = wk_strndup(t.data, (size_t)t.len);
+    if (!tpl) return NULL;
+    char *res = NULL;
+    const char *cond = strstr(tpl, "messages[0]['role'] != 'system'");
+    const char *open = cond ? strstr(cond, "<|im_start|>system\n") : NULL;
+    const char *close = open ? strstr(open, "<|im_end|>") : NULL;
+    const char *endif = cond ? strstr(cond, "endif") : NULL;
+    if (open && close && (!endif || close < endif)) {
+        open += strlen("<|im_start|>system\n");
+        res = wk_strndup(open, (size_t)(close - open));
+    }
+    wk_free(tpl);
+    return res;
+}
+
+static bool is_chatml(const struct wk_gguf *g)
+{
+    struct wk_gguf_str t;
+    if (!wk_gguf_find(g, "tokenizer.chat_template") ||
+        wk_gguf_get_str(g, "tokenizer.chat_template", &t, NULL))
+        return false;
+    const char *needle = "<|im_start|>";
+    size_t n = strlen(needle);
+    for (uint64_t i = 0; i + n <= t.len; i++)
+        if (memcmp(t.data + i, needle, n) == 0) return true;
+    return false;
+}
+
+static enum wk_status render_chatml(const struct wk_gguf *g, const struct wk_chat_message *msgs,
+                                    int32_t n, bool add_generation_prompt, struct wk_prompt *out,
+                                    struct wk_error *err)
+{
+    enum wk_status st = WK_OK;
+    if (n == 0 || strcmp(msgs[0].role, "system") != 0) {
+        char *sys = chatml_default_system(g);
+        if (sys) {
+            st = wk_prompt_append(out, "<|im_start|>system\n", 19, true);
+            if (!st) st = wk_prompt_append(out, sys, strlen(sys), false);
+            if (!st) st = wk_prompt_append(out, "<|im_end|>\n", 11, true);
+            wk_free(sys);
+        }
+    }
+    for (int32_t i = 0; i < n && !st; i++) {
+        const char *role = msgs[i].role;
+        if (strchr(role, '<') || strchr(role, '\n'))
+            return wk_error_set(err, WK_E_INVALID, "message %d has an invalid role \"%s\"", i, role);
+        st = wk_prompt_append(out, "<|im_start|>", 12, true);
+        if (!st) st = wk_prompt_append(out, role, strlen(role), true);
+        if (!st) st = wk_prompt_append(out, "\n", 1, true);
+        if (!st) st = wk_prompt_append(out, msgs[i].content, strlen(msgs[i].content), false);
+        if (!st) st = wk_prompt_append(out, "<|im_end|>\n", 11, true);
+    }
+    if (!st && add_generation_prompt) st = wk_prompt_append(out, "<|im_start|>assistant\n", 22, true);
+    return st ? wk_error_set(err, st, "out of memory") : WK_OK;
+}
+
 enum wk_status wk_chat_render(const struct wk_model *m, const struct wk_tokenizer *tok,
                               const struct wk_chat_message *msgs, int32_t n_msgs,
                               bool add_generation_prompt, struct wk_prompt *out,
@@ -96,8 +166,14 @@ enum wk_status wk_chat_render(const struct wk_model *m, const struct wk_tokenize
             return wk_error_set(err, WK_E_INVALID, "message %d has no role or content", i);
     switch (wk_model_hparams(m)->arch) {
     case WK_ARCH_GEMMA3: return render_gemma(msgs, n_msgs, add_generation_prompt, out, err);
+    case WK_ARCH_LLAMA:
+        if (is_chatml(wk_model_gguf(m)))
+            return render_chatml(wk_model_gguf(m), msgs, n_msgs, add_generation_prompt, out, err);
+        break;
     }
-    return wk_error_set(err, WK_E_UNSUPPORTED, "no chat format for architecture %s",
+    return wk_error_set(err, WK_E_UNSUPPORTED,
+                        "no chat format for this %s model: its GGUF chat template is not one wick "
+                        "renders (ChatML)",
                         wk_model_hparams(m)->arch_name);
 }
 

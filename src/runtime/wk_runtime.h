@@ -73,9 +73,12 @@ enum wk_status wk_prompt_append(struct wk_prompt *p, const char *text, size_t le
  * add_generation_prompt, opens the assistant's turn. Gemma 3: BOS,
  * "<start_of_turn>user\n" ... "<end_of_turn>\n", the system message folded
  * into the first user turn, "model" for the assistant, content trimmed
- * (the template Gemma 3 ships with). Errors: WK_E_INVALID (roles that do
- * not alternate user/assistant, an unknown role), WK_E_UNSUPPORTED (a
- * family without a turn format), WK_E_NOMEM.
+ * (the template Gemma 3 ships with). Llama-family models whose GGUF chat
+ * template is ChatML: "<|im_start|>{role}\n{content}<|im_end|>\n", with
+ * the template's default system message when the conversation has none.
+ * Errors: WK_E_INVALID (roles that do not alternate user/assistant for
+ * Gemma, a role with markup in it), WK_E_UNSUPPORTED (no turn format
+ * known for the model), WK_E_NOMEM.
  */
 enum wk_status wk_chat_render(const struct wk_model *m, const struct wk_tokenizer *tok,
                               const struct wk_chat_message *msgs, int32_t n_msgs,

@@ -319,10 +319,10 @@ static void test_elementwise_ops(void)
     /* RoPE: rotation preserves each pair's norm; pos 0 is the identity;
      * NEOX at pos 1 rotates pair (0, half) by exactly 1 radian. */
     float cs[8], v[8] = {1, 0, 0, 0, 0, 0, 0, 0};
-    wk_rope_cos_sin(0, 8, 10000, 1, cs);
+    wk_rope_cos_sin(0, 8, 10000, 1, NULL, cs);
     wk_rope_apply(v, 1, 8, 8, cs, WK_ROPE_NEOX);
     CHECK_NEAR(v[0], 1, 0, 0);
-    wk_rope_cos_sin(1, 8, 10000, 1, cs);
+    wk_rope_cos_sin(1, 8, 10000, 1, NULL, cs);
     wk_rope_apply(v, 1, 8, 8, cs, WK_ROPE_NEOX);
     CHECK_NEAR(v[0], cos(1.0), 1e-7, 0);
     CHECK_NEAR(v[4], sin(1.0), 1e-7, 0);
@@ -335,6 +335,13 @@ static void test_elementwise_ops(void)
     wk_rope_apply(w2, 1, 8, 8, cs, WK_ROPE_NORM);
     CHECK_NEAR(w2[2], cos(0.1), 1e-7, 0);
     CHECK_NEAR(w2[3], sin(0.1), 1e-7, 0);
+    /* frequency factors divide each pair's angle: 0.1 / 4 for pair 1 */
+    const float ff[4] = {1, 4, 1, 1};
+    wk_rope_cos_sin(1, 8, 10000, 1, ff, cs);
+    float w3[8] = {0, 0, 1, 0, 0, 0, 0, 0};
+    wk_rope_apply(w3, 1, 8, 8, cs, WK_ROPE_NORM);
+    CHECK_NEAR(w3[2], cos(0.025), 1e-7, 0);
+    CHECK_NEAR(w3[3], sin(0.025), 1e-7, 0);
 }
 
 CHECK_MAIN(TEST(test_vec_dot_matches_ref), TEST(test_vec_dot_q_matches_ref), TEST(test_ref_dot_equals_dequantized_dot),
