@@ -97,7 +97,7 @@ bench: $(BENCH_BIN)
 
 # Golden tests (need scripts/fetch-models first).
 golden: $(GOLDEN_BIN)
-	@set -e; for t in $(GOLDEN_BIN); do echo "== $$t"; $$t; done
+	@set -e; for f in tests/golden/*.json; do echo "== golden $$f"; $(OUT)/tests/test-golden $$f; done
 
 # Unit tests of this variant.
 unit: $(UNIT_BIN)

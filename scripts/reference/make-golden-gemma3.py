@@ -39,23 +39,7 @@ CACHE = os.path.join(os.environ.get("WICK_CACHE", os.path.expanduser("~/.cache/w
 GGUF = "gemma-3-270m-q4_k_m.gguf"
 OUT = os.path.join(os.path.dirname(__file__), "..", "..", "tests", "golden", "gemma3-270m.json")
 
-LONG_TEXT = (
-    "The lighthouse at the end of the harbour was built in 1871, when the town still lived "
-    "from fishing and the small boats went out before dawn every day of the year. Its keeper, "
-    "a patient man named Tomas, kept a logbook in which he wrote the weather, the ships that "
-    "passed, and now and then a short note about his own life. In the winter of 1893 a storm "
-    "lasted eleven days. The logbook says that the waves reached the gallery forty metres above "
-    "the sea, that the lamp went out twice, and that Tomas relit it both times with his hands "
-    "wrapped in wet cloth. When the storm ended, three boats that had been given up for lost "
-    "came home, guided by the light. The town paid for a new lens the following spring, and the "
-    "old one was kept in the church, where it can still be seen. Electricity arrived in 1932 and "
-    "the last keeper left in 1978, when the light became automatic. Today the building is a small "
-    "museum. Visitors climb the one hundred and twelve steps, read copies of the logbook, and look "
-    "out over the water that Tomas watched for thirty-one years. Children are usually most "
-    "interested in the brass instruments and the foghorn, which is still sounded once a year on "
-    "the anniversary of the great storm, while older visitors tend to linger over the pages of the "
-    "logbook and the photographs of the families who lived in the keeper's cottage."
-)
+LONG_TEXT = open(os.path.join(os.path.dirname(__file__), "long_text.txt"), encoding="utf-8").read().strip()
 
 CASES = [
     ("english", [{"role": "user", "content": "Why is the sky blue?"}]),

@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
-"""`wick run` as a user drives it, on the real Gemma 3 270M:
+"""`wick run` as a user drives it, on the real Gemma 3 270M and SmolLM2-135M:
 
 * one-shot and piped-stdin prompts print, at temperature 0, exactly the
   first 20 tokens of the reference's greedy answer, decoded by Hugging
-  Face's tokenizer (tests/golden/gemma3-270m.json, "text_20");
+  Face's tokenizer ("text_20" of tests/golden/gemma3-270m.json and
+  smollm2-135m.json);
 * --verbose prints Ollama's timing lines with the right counts;
 * a fixed --seed repeats its output and another seed gives another;
 * the interactive chat on a terminal (a pty) answers two turns and the
@@ -24,6 +25,8 @@ WICK = os.path.join(ROOT, "build", "release", "wick")
 CACHE = os.path.join(os.environ.get("WICK_CACHE", os.path.expanduser("~/.cache/wick")), "models")
 MODEL = os.path.join(CACHE, "gemma-3-270m-q4_k_m.gguf")
 FIXTURE = json.load(open(os.path.join(ROOT, "tests", "golden", "gemma3-270m.json"), encoding="utf-8"))
+SMOL_FIXTURE = json.load(open(os.path.join(ROOT, "tests", "golden", "smollm2-135m.json"), encoding="utf-8"))
+SMOL = os.path.join(CACHE, SMOL_FIXTURE["model"])
 
 failures = 0
 checks = 0
@@ -47,13 +50,16 @@ def case(name):
 
 
 def test_one_shot_matches_reference_text():
-    for name in ("english", "code", "russian", "japanese"):
-        c = case(name)
-        prompt = c["messages"][0]["content"]
-        rc, out, err = run(["run", MODEL, prompt, "--temperature", "0", "--num-predict", "20"])
-        check(rc == 0, f"{name}: exit 0", err)
-        check(out == c["text_20"] + "\n", f"{name}: output equals the reference text",
-              f"wick: {out!r}\n  ref:  {c['text_20']!r}")
+    for model, fixture in ((MODEL, FIXTURE), (SMOL, SMOL_FIXTURE)):
+        for c in fixture["cases"]:
+            if len(c["messages"]) != 1:
+                continue
+            name = os.path.basename(model) + " " + c["name"]
+            prompt = c["messages"][0]["content"]
+            rc, out, err = run(["run", model, prompt, "--temperature", "0", "--num-predict", "20"])
+            check(rc == 0, f"{name}: exit 0", err)
+            check(out == c["text_20"] + "\n", f"{name}: output equals the reference text",
+                  f"wick: {out!r}\n  ref:  {c['text_20']!r}")
 
 
 def test_piped_stdin():

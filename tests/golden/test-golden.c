@@ -1,19 +1,19 @@
 /*
- * test-golden-gemma3.c - wick against independent references on the real
- * Gemma 3 270M GGUF (fixture: tests/golden/gemma3-270m.json, made by
- * scripts/reference/make-golden-gemma3.py):
- *   1. token ids of 250 tricky strings equal llama.cpp's (user text:
- *      control-token look-alikes stay text);
+ * test-golden.c - wick against independent references on a real model
+ * GGUF (fixtures: tests/golden/<model>.json, each made by the script in
+ * scripts/reference/ that its "reference" field names):
+ *   1. token ids of the tricky strings equal the reference tokenizer's
+ *      (user text: control-token look-alikes stay text);
  *   2. for each chat case, wick's rendered prompt tokenizes to the
  *      reference ids;
  *   3. greedy decoding matches transformers (float32) token for token for
- *      64 steps; where the reference's top two logits are within 0.01 a
+ *      the fixture's steps; where the reference's top two logits are within 0.01 a
  *      different choice is accepted and that case stops there; the
  *      reference's top-5 logits agree with wick's within LOGIT_TOL.
  *
- * Usage: test-golden-gemma3 [FIXTURE.json [MODEL.gguf]]; by default the
- * fixture beside this file and the model in $WICK_CACHE/models (or
- * ~/.cache/wick/models), where scripts/fetch-models puts it.
+ * Usage: test-golden FIXTURE.json [MODEL.gguf]; by default the model the
+ * fixture names, in $WICK_CACHE/models (or ~/.cache/wick/models), where
+ * scripts/fetch-models puts it.
  */
 #include "../unit/check.h"
 
@@ -165,29 +165,33 @@ static void test_greedy_matches_reference(void)
 
 int main(int argc, char **argv)
 {
-    char fixture_path[4096], model_path[4096];
-    snprintf(fixture_path, sizeof fixture_path, "%s",
-             argc > 1 ? argv[1] : "tests/golden/gemma3-270m.json");
-    const char *cache = getenv("WICK_CACHE");
+    if (argc < 2) {
+        fprintf(stderr, "usage: %s FIXTURE.json [MODEL.gguf]\n", argv[0]);
+        return 2;
+    }
+    json_error_t jerr;
+    g_fixture = json_load_file(argv[1], JSON_ALLOW_NUL, &jerr);
+    if (!g_fixture) {
+        fprintf(stderr, "cannot read fixture %s: %s\n", argv[1], jerr.text);
+        return 1;
+    }
+    char model_path[4096];
+    const char *cache = getenv("WICK_CACHE"), *home = getenv("HOME");
+    const char *name = json_string_value(json_object_get(g_fixture, "model"));
     if (argc > 2)
         snprintf(model_path, sizeof model_path, "%s", argv[2]);
     else if (cache)
-        snprintf(model_path, sizeof model_path, "%s/models/gemma-3-270m-q4_k_m.gguf", cache);
+        snprintf(model_path, sizeof model_path, "%s/models/%s", cache, name ? name : "?");
     else
-        snprintf(model_path, sizeof model_path, "%s/.cache/wick/models/gemma-3-270m-q4_k_m.gguf",
-                 getenv("HOME") ? getenv("HOME") : ".");
-    json_error_t jerr;
-    g_fixture = json_load_file(fixture_path, JSON_ALLOW_NUL, &jerr);
-    if (!g_fixture) {
-        fprintf(stderr, "cannot read fixture %s: %s\n", fixture_path, jerr.text);
-        return 1;
-    }
+        snprintf(model_path, sizeof model_path, "%s/.cache/wick/models/%s", home ? home : ".",
+                 name ? name : "?");
     struct wk_error err;
     if (wk_model_load(model_path, &g_model, &err) ||
         wk_tokenizer_from_gguf(wk_model_gguf(g_model), &g_tok, &err)) {
         fprintf(stderr, "%s\n(run scripts/fetch-models to download the model)\n", err.msg);
         return 1;
     }
+    printf("%s on %s\n", argv[1], model_path);
     static const struct check_test tests[] = {TEST(test_tokenize_tricky_strings),
                                               TEST(test_greedy_matches_reference)};
     int rc = check_main(1, argv, tests, 2);

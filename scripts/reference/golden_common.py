@@ -1,0 +1,57 @@
+"""Shared steps of the golden-fixture scripts (make-golden-*.py): greedy
+reference decoding with transformers on a GGUF, and reference token ids of
+the tricky strings with llama.cpp's tokenizer (Hugging Face's GGUF-converted
+tokenizer consulted beside it)."""
+import os
+import sys
+
+import torch
+
+sys.path.insert(0, os.path.dirname(__file__))
+from tricky_strings import tricky_strings  # noqa: E402
+
+CACHE = os.path.join(os.environ.get("WICK_CACHE", os.path.expanduser("~/.cache/wick")), "models")
+
+
+def greedy_cases(model, ll, hf_tok, cases, render, eos_ids, n_steps):
+    """For each (name, messages): the rendered prompt's ids (llama.cpp, with
+    control tokens; must equal HF's), and n_steps greedy steps of the model,
+    each the chosen id and the top-5 (id, logit); plus the first 20 tokens
+    decoded by HF's tokenizer."""
+    out = []
+    for name, messages in cases:
+        text = render(messages)
+        ids = ll.tokenize(text.encode(), add_bos=False, special=True)
+        hf_ids = hf_tok.encode(text, add_special_tokens=False)
+        assert ids == hf_ids, (name, ids, hf_ids)
+        with torch.no_grad():
+            gen = model.generate(torch.tensor([ids]), max_new_tokens=n_steps, do_sample=False,
+                                 output_logits=True, return_dict_in_generate=True,
+                                 eos_token_id=eos_ids, pad_token_id=eos_ids[0])
+        steps = []
+        for lg in gen.logits:
+            v, i = torch.topk(lg[0].float(), 5)
+            steps.append({"id": int(i[0]), "top": [[int(a), round(float(b), 5)] for a, b in zip(i, v)]})
+        text20 = hf_tok.decode([s["id"] for s in steps[:20]], skip_special_tokens=True)
+        print(name, len(ids), "prompt tokens,", len(steps), "steps", file=sys.stderr)
+        out.append({"name": name, "messages": messages, "prompt_ids": ids, "steps": steps,
+                    "text_20": text20})
+    return out
+
+
+def tokenize_strings(ll, hf_tok, override=None):
+    """llama.cpp's ids of each tricky string as user text; HF's beside them
+    where they differ. override(s, ll_ids, hf_ids) may return an entry that
+    replaces the default one (with its reason)."""
+    strings, n_disagree = [], 0
+    for s in tricky_strings():
+        ids = ll.tokenize(s.encode(), add_bos=False, special=False)
+        hf_ids = hf_tok.encode(s, add_special_tokens=False)
+        entry = override(s, ids, hf_ids) if override else None
+        if entry is None:
+            entry = {"text": s, "ids": ids}
+            if hf_ids != ids:
+                entry["hf_ids"] = hf_ids
+                n_disagree += 1
+        strings.append(entry)
+    return strings, n_disagree
