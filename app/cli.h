@@ -30,5 +30,7 @@ bool cli_parse_i64(const char *cmd, const char *name, const char *text, int64_t 
                    int64_t *out);
 
 int cmd_run(int argc, char **argv);
+int cmd_tokenize(int argc, char **argv);
+int cmd_detokenize(int argc, char **argv);
 
 #endif

@@ -11,6 +11,8 @@ static void usage(FILE *f)
     fprintf(f, "wick %s - run large language models locally\n\n"
                "Usage:\n"
                "  wick run MODEL.gguf [PROMPT]   answer PROMPT (or stdin), or chat interactively\n"
+               "  wick tokenize MODEL.gguf TEXT  print TEXT's token ids (--pieces: with pieces)\n"
+               "  wick detokenize MODEL.gguf ID... print the text of token ids\n"
                "  wick --version                 print the version\n"
                "  wick help                      this text\n\n"
                "Run 'wick run --help' for the options of run.\n",
@@ -25,6 +27,8 @@ int main(int argc, char **argv)
     }
     const char *cmd = argv[1];
     if (strcmp(cmd, "run") == 0) return cmd_run(argc - 1, argv + 1);
+    if (strcmp(cmd, "tokenize") == 0) return cmd_tokenize(argc - 1, argv + 1);
+    if (strcmp(cmd, "detokenize") == 0) return cmd_detokenize(argc - 1, argv + 1);
     if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "version") == 0) {
         printf("wick version %s\n", WK_VERSION);
         return WK_EXIT_OK;
