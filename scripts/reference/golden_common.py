@@ -1,7 +1,8 @@
 """Shared steps of the golden-fixture scripts (make-golden-*.py): greedy
 reference decoding with transformers on a GGUF, and reference token ids of
-the tricky strings with llama.cpp's tokenizer (Hugging Face's GGUF-converted
-tokenizer consulted beside it)."""
+the tricky strings with Hugging Face `tokenizers` (the tokenizer
+transformers builds from the GGUF, given user text, so control-token text
+stays text), with llama.cpp's ids recorded beside them where they differ."""
 import os
 import sys
 
@@ -39,19 +40,16 @@ def greedy_cases(model, ll, hf_tok, cases, render, eos_ids, n_steps):
     return out
 
 
-def tokenize_strings(ll, hf_tok, override=None):
-    """llama.cpp's ids of each tricky string as user text; HF's beside them
-    where they differ. override(s, ll_ids, hf_ids) may return an entry that
-    replaces the default one (with its reason)."""
+def tokenize_strings(ll, hf_tok):
+    """HF's ids of each tricky string as user text (split_special_tokens);
+    llama.cpp's beside them where they differ."""
     strings, n_disagree = [], 0
     for s in tricky_strings():
-        ids = ll.tokenize(s.encode(), add_bos=False, special=False)
-        hf_ids = hf_tok.encode(s, add_special_tokens=False)
-        entry = override(s, ids, hf_ids) if override else None
-        if entry is None:
-            entry = {"text": s, "ids": ids}
-            if hf_ids != ids:
-                entry["hf_ids"] = hf_ids
-                n_disagree += 1
+        ids = hf_tok.encode(s, add_special_tokens=False, split_special_tokens=True)
+        entry = {"text": s, "ids": ids}
+        ll_ids = ll.tokenize(s.encode(), add_bos=False, special=False)
+        if ll_ids != ids:
+            entry["llama_cpp_ids"] = ll_ids
+            n_disagree += 1
         strings.append(entry)
     return strings, n_disagree

@@ -8,14 +8,13 @@ test on SmolLM2-135M-Instruct (Q4_1 GGUF). Not run in CI; rerun by hand:
 
 References (independent of wick):
   * prompts: the chat template stored in the GGUF, rendered with jinja2;
-  * token ids: llama.cpp's tokenizer (llama-cpp-python) on the GGUF's
-    vocabulary and merges, control tokens recognised in the rendered
-    prompt, user text for the tricky strings. Hugging Face's GGUF-converted
-    tokenizer must agree on the prompts. Where it differs on a tricky
-    string, the fixture records its ids beside llama.cpp's: transformers'
-    GGUF converter drops the Digits pre-tokenizer that "smollm" implies
-    (SmolLM2's own tokenizer.json splits digits one by one), so on digits
-    llama.cpp is the faithful one;
+  * token ids: Hugging Face `tokenizers`, as transformers builds it from
+    the GGUF, with one repair: transformers' GGUF import drops the Digits
+    pre-tokenizer that tokenizer.ggml.pre = "smollm" stands for (SmolLM2's
+    own tokenizer.json splits digits one by one before the byte-level
+    split), so it is put back. Prompts: control tokens recognised, ids
+    checked against llama.cpp's; tricky strings: user text, llama.cpp's ids
+    recorded beside where they differ;
   * logits: transformers loading the same GGUF (dequantized, float32),
     greedy, 64 steps per prompt, top-5 logits per step.
 """
@@ -64,6 +63,10 @@ def main():
 
     ll = llama_cpp.Llama(path, vocab_only=True, verbose=False)
     hf_tok = AutoTokenizer.from_pretrained(CACHE, gguf_file=GGUF)
+    from tokenizers import pre_tokenizers
+    hf_tok.backend_tokenizer.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Digits(individual_digits=True),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)])
     model = AutoModelForCausalLM.from_pretrained(CACHE, gguf_file=GGUF, dtype=torch.float32)
     model.eval()
     cases = greedy_cases(model, ll, hf_tok, CASES, render, [2, 0], 64)
@@ -75,7 +78,8 @@ def main():
             "script": "scripts/reference/make-golden-smollm2.py",
             "logits": f"transformers {transformers.__version__}, torch {torch.__version__}, "
                       "float32, weights dequantized from the GGUF, greedy",
-            "token_ids": f"llama.cpp tokenizer via llama-cpp-python {llama_cpp.__version__}",
+            "token_ids": "Hugging Face tokenizers (transformers' GGUF import, Digits restored); "
+                         f"llama.cpp (llama-cpp-python {llama_cpp.__version__}) beside",
         },
         "cases": cases,
         "tokenize": strings,
@@ -84,7 +88,7 @@ def main():
         json.dump(fixture, out, ensure_ascii=False, separators=(",", ":"))
         out.write("\n")
     print(f"wrote {OUT}: {len(cases)} cases, {len(strings)} strings "
-          f"({n_disagree} where HF's GGUF tokenizer differs)", file=sys.stderr)
+          f"({n_disagree} where llama.cpp differs)", file=sys.stderr)
 
 
 if __name__ == "__main__":

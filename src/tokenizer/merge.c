@@ -6,16 +6,20 @@
  * (a side already merged away) are recognised by their recorded length.
  * O(n log n) in the number of symbols, so long runs stay cheap.
  *
- * SentencePiece scores a pair by the merged piece's score (higher first);
- * byte-level BPE by the merge rank (lower first, passed as -rank).
+ * Byte-level BPE scores a pair by its merge rank (lower first, passed as
+ * -rank). SentencePiece vocabularies have no merge list; Hugging Face
+ * `tokenizers` derives one ordered by the merged piece's position in the
+ * vocabulary, then by the longer left part, and wick ranks pairs the same
+ * way (score -id, then the longer left symbol), then the leftmost pair.
  */
 #include "tokenizer_internal.h"
 
 struct bigram {
     int32_t left, right;
     float score;
-    uint32_t n;    /* bytes of the pair when queued */
-    int32_t id;    /* the merged symbol's token id */
+    uint32_t n;      /* bytes of the pair when queued */
+    uint32_t n_left; /* bytes of the left symbol when queued */
+    int32_t id;      /* the merged symbol's token id */
 };
 
 struct heap {
@@ -23,10 +27,13 @@ struct heap {
     int64_t n, cap;
 };
 
-/* Max-heap on (score, then smaller left). */
+/* Max-heap on (score, lower merged id, longer left symbol, smaller left). */
 static bool before(const struct bigram *a, const struct bigram *b)
 {
-    return a->score > b->score || (a->score == b->score && a->left < b->left);
+    if (a->score != b->score) return a->score > b->score;
+    if (a->id != b->id) return a->id < b->id;
+    if (a->n_left != b->n_left) return a->n_left > b->n_left;
+    return a->left < b->left;
 }
 
 static enum wk_status heap_push(struct heap *h, struct bigram b)
@@ -76,7 +83,7 @@ static enum wk_status try_pair(const char *text, const struct wk__sym *syms, int
     int32_t id;
     if (!pair(ctx, text, &syms[left], &syms[right], &score, &id)) return WK_OK;
     struct bigram b = {.left = left, .right = right, .score = score,
-                       .n = syms[left].n + syms[right].n, .id = id};
+                       .n = syms[left].n + syms[right].n, .n_left = syms[left].n, .id = id};
     return heap_push(h, b);
 }
 
@@ -89,7 +96,8 @@ enum wk_status wk__merge_symbols(const char *text, struct wk__sym *syms, int32_t
     while (!st && h.n > 0) {
         struct bigram b = heap_pop(&h);
         struct wk__sym *l = &syms[b.left], *r = &syms[b.right];
-        if (l->n == 0 || r->n == 0 || l->n + r->n != b.n || l->next != b.right) continue;
+        if (l->n == 0 || r->n == 0 || l->n != b.n_left || l->n + r->n != b.n || l->next != b.right)
+            continue;
         l->n += r->n;
         l->id = b.id;
         r->n = 0;

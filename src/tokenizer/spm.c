@@ -5,8 +5,8 @@
  *
  * Spaces become '▁' (and one is prepended when add_space_prefix), the text
  * is split into UTF-8 characters, and adjacent symbols are merged
- * repeatedly: always the pair whose concatenation is a piece with the
- * highest score, the leftmost pair on ties. A final symbol that is not a
+ * repeatedly: always the pair whose concatenation is the earliest piece
+ * of the vocabulary (see spm_pair), the leftmost pair on ties. A final symbol that is not a
  * piece (a character outside the vocabulary) falls back to its bytes'
  * <0xNN> pieces. Control, unknown and byte pieces never take part in
  * merges, as in sentencepiece, so typed text such as "<eos>" stays text.
@@ -27,15 +27,17 @@ static int32_t lookup(const struct wk_tokenizer *tok, const char *s, size_t n)
     return id >= 0 && mergeable(tok, id) ? id : -1;
 }
 
-/* A pair merges when the joined text is a mergeable piece; its score is
- * the piece's. */
+/* A pair merges when the joined text is a mergeable piece. Pieces merge
+ * in vocabulary order (SentencePiece sorts its pieces by score, so this is
+ * score order, and it is the order of the merge list Hugging Face derives;
+ * Gemma's GGUF scores hold placeholders for some pieces, its ids do not). */
 static bool spm_pair(const void *ctx, const char *text, const struct wk__sym *l,
                      const struct wk__sym *r, float *score, int32_t *id)
 {
     const struct wk_tokenizer *tok = ctx;
     *id = lookup(tok, text + l->off, l->n + r->n);
     if (*id < 0) return false;
-    *score = tok->scores[*id];
+    *score = -(float)*id; /* exact: ids are below 2^24 */
     return true;
 }
 

@@ -188,7 +188,7 @@ static enum wk_status load(struct wk_tokenizer *tok, const struct wk_gguf *g, st
     }
     size_t n = (size_t)tok->n_vocab;
     uint64_t text_bytes = 0;
-    for (size_t i = 0; i < n; i++) text_bytes += tokens->arr.strs[i].len + 1;
+    for (size_t i = 0; i < n; i++) text_bytes += 3 * tokens->arr.strs[i].len + 1;
     tok->text = wk_malloc((size_t)text_bytes);
     tok->pieces = wk_malloc(n * sizeof *tok->pieces);
     tok->piece_len = wk_malloc(n * sizeof *tok->piece_len);
@@ -199,17 +199,30 @@ static enum wk_status load(struct wk_tokenizer *tok, const struct wk_gguf *g, st
     char *p = tok->text;
     for (size_t i = 0; i < n; i++) {
         struct wk_gguf_str s = tokens->arr.strs[i];
-        memcpy(p, s.data, (size_t)s.len);
-        p[s.len] = '\0';
-        tok->pieces[i] = p;
-        tok->piece_len[i] = (uint32_t)s.len;
-        p += s.len + 1;
-        tok->scores[i] = scores ? (float)wk_gguf_arr_f64(scores, i) : 0.0f;
         int64_t ty = types ? wk_gguf_arr_i64(types, i) : WK_TOKEN_NORMAL;
         if (ty < WK_TOKEN_NORMAL || ty > WK_TOKEN_BYTE)
             return wk_error_set(err, WK_E_FORMAT, "%s: token %zu has unknown type %lld", path, i,
                                 (long long)ty);
         tok->types[i] = (uint8_t)ty;
+        tok->pieces[i] = p;
+        tok->scores[i] = scores ? (float)wk_gguf_arr_f64(scores, i) : 0.0f;
+        bool spaces = s.len > 0;
+        for (uint64_t k = 0; k < s.len && spaces; k++) spaces = s.data[k] == ' ';
+        if (tok->model == WK_TOKENIZER_SPM && ty == WK_TOKEN_USER_DEFINED && spaces) {
+            /* Runs of spaces marked user-defined in SentencePiece GGUFs
+             * (Gemma) are ordinary pieces of the escaped text to Hugging
+             * Face `tokenizers` (its GGUF import writes them as "▁▁..." and
+             * does not split them out first). wick follows it, so 32 spaces
+             * become 16 + 16 as there, not 31 + 1 as llama.cpp splits them. */
+            for (uint64_t k = 0; k < s.len; k++, p += 3) memcpy(p, "\xe2\x96\x81", 3);
+            tok->piece_len[i] = (uint32_t)(3 * s.len);
+            tok->types[i] = WK_TOKEN_NORMAL;
+        } else {
+            memcpy(p, s.data, (size_t)s.len);
+            tok->piece_len[i] = (uint32_t)s.len;
+            p += s.len;
+        }
+        *p++ = '\0';
     }
     if (build_hash(tok)) return wk_error_set(err, WK_E_NOMEM, "%s: out of memory", path);
 

@@ -1,8 +1,11 @@
 /*
  * test-tokenizer.c - the SentencePiece tokenizer on a small vocabulary
  * built here, with expected ids worked out by hand from the algorithm
- * (highest-score merge first, leftmost on ties, byte fallback, user-defined
- * pieces split first, control pieces only in scaffolding); decoding and
+ * (the pair forming the earliest vocabulary piece merges first, the longer
+ * left part then the leftmost pair on ties; byte fallback; user-defined
+ * pieces split first, except runs of spaces, which merge like ordinary
+ * pieces as in Hugging Face tokenizers; control pieces only in
+ * scaffolding); decoding and
  * the streaming detokenizer's UTF-8 hold-back; loader errors.
  */
 #include "check.h"
@@ -24,8 +27,8 @@ static const struct piece g_pieces[] = {
     {"a", -2, T_NORMAL},            /* 261 */
     {"b", -3, T_NORMAL},            /* 262 */
     {"c", -4, T_NORMAL},            /* 263 */
-    {"ab", -10, T_NORMAL},          /* 264 */
-    {"bc", -5, T_NORMAL},           /* 265: beats ab */
+    {"bc", -5, T_NORMAL},           /* 264: earlier than ab, so merges first */
+    {"ab", -10, T_NORMAL},          /* 265 */
     {"xbc", -20, T_NORMAL},         /* 266 */
     {"\xe2\x96\x81" "a", -6, T_NORMAL}, /* 267 ▁a */
     {"  ", 0, T_USER},              /* 268 two spaces */
@@ -37,6 +40,7 @@ static const struct piece g_pieces[] = {
     {"<st", -9, T_NORMAL},          /* 274: looks like the start of <start> */
     {"art>", -9, T_NORMAL},         /* 275 */
     {"cc", -1, T_CTRL},             /* 276: a control piece merges could reach */
+    {"\xe2\x96\x81" "b", 0, T_NORMAL}, /* 277 ▁b: later than the two-space piece */
 };
 #define N_PIECES (260 + (int)WK_ARRAY_LEN(g_pieces))
 
@@ -114,17 +118,17 @@ static void expect(const char *text, bool special, const int32_t *want, int n_wa
         expect(text, special, w_, (int)WK_ARRAY_LEN(w_));                                          \
     } while (0)
 
-static void test_merges_by_score(void)
+static void test_merges_in_vocabulary_order(void)
 {
-    EXPECT("ab", false, 264);
-    /* "abc": bc (-5) beats ab (-10), and a + bc is not a piece -> a, bc
-     * (merging ab first would have given ab, c) */
-    EXPECT("abc", false, 261, 265);
-    EXPECT("bab", false, 262, 264);
+    EXPECT("ab", false, 265);
+    /* "abc": bc (264) is earlier than ab (265), and a + bc is not a piece
+     * -> a, bc (merging ab first would have given ab, c) */
+    EXPECT("abc", false, 261, 264);
+    EXPECT("bab", false, 262, 265);
     /* "aa" merges; "aaa": two candidate pairs of equal score, leftmost wins */
     EXPECT("aaa", false, 273, 261);
     EXPECT(" a", false, 267);           /* ▁a */
-    EXPECT("a b", false, 261, 260, 262); /* ▁b is not a piece */
+    EXPECT("a c", false, 261, 260, 263); /* ▁c is not a piece */
     expect("", false, NULL, 0);
 }
 
@@ -137,17 +141,21 @@ static void test_byte_fallback(void)
     EXPECT("\xe6\x97", false, 4 + 0xe6, 4 + 0x97);      /* truncated character */
 }
 
-static void test_user_defined_always_split(void)
+static void test_user_defined_pieces(void)
 {
-    /* the two-space piece is split out before merging, so no ▁ is made */
-    EXPECT("a  b", false, 261, 268, 262);
-    EXPECT("a   b", false, 261, 268, 260, 262);
+    /* "\n" is split out first; the two-space piece merges from "▁▁" and,
+     * being earlier than "▁b", before it */
     EXPECT("a\nb", true, 261, 269, 262);
+    EXPECT("a  b", false, 261, 268, 262);
+    EXPECT("a   b", false, 261, 268, 277);
+    char buf[8];
+    size_t n = wk_tokenizer_token_bytes(g_tok, 268, false, buf, sizeof buf);
+    CHECK(n == 2 && memcmp(buf, "  ", 2) == 0);
 }
 
 static void test_control_pieces_only_in_scaffolding(void)
 {
-    EXPECT("<start>ab", true, 270, 264);
+    EXPECT("<start>ab", true, 270, 265);
     /* as user text: characters (here bytes, as "<s" is not a piece) */
     EXPECT("<start>", false, 4 + '<', 4 + 's', 4 + 't', 261, 4 + 'r', 4 + 't', 4 + '>');
     /* "c" + "c" would merge into the control piece "cc": never from text */
@@ -159,7 +167,7 @@ static void test_control_pieces_only_in_scaffolding(void)
     struct wk_text_span spans[] = {{"<start>a", 8, true}, {"b<start>", 8, false}};
     struct wk_tokens t = {0};
     CHECK_EQ_INT(wk_tokenizer_encode_spans(g_tok, spans, 2, &t), WK_OK);
-    static const int32_t want[] = {270, 264, 4 + '<', 4 + 's', 4 + 't', 261, 4 + 'r', 4 + 't', 4 + '>'};
+    static const int32_t want[] = {270, 265, 4 + '<', 4 + 's', 4 + 't', 261, 4 + 'r', 4 + 't', 4 + '>'};
     CHECK(t.n == 9 && memcmp(t.ids, want, sizeof want) == 0);
     wk_tokens_deinit(&t);
 }
@@ -183,6 +191,7 @@ static void test_decode(void)
     CHECK(!wk_tokenizer_is_eog(g_tok, 270));
     CHECK_EQ_INT(wk_tokenizer_bos(g_tok), 2);
     CHECK_EQ_INT(wk_tokenizer_find(g_tok, "xbc", 3), 266);
+    CHECK_EQ_INT(wk_tokenizer_find(g_tok, "\xe2\x96\x81\xe2\x96\x81", 6), 268); /* escaped */
     CHECK_EQ_INT(wk_tokenizer_find(g_tok, "abcd", 4), -1);
 }
 
@@ -242,7 +251,7 @@ static void test_loader_errors(void)
         const char *msg;
     } cases[] = {
         {build_vocab("wordpiece", 0, 2), WK_E_UNSUPPORTED, "tokenizer model \"wordpiece\" is not supported"},
-        {build_vocab("llama", -1, 2), WK_E_FORMAT, "tokenizer.ggml.scores has 276 entries"},
+        {build_vocab("llama", -1, 2), WK_E_FORMAT, "tokenizer.ggml.scores has 277 entries"},
         {build_vocab("llama", 0, 5000), WK_E_FORMAT, "bos_token_id = 5000 is outside the vocabulary"},
     };
     for (size_t i = 0; i < WK_ARRAY_LEN(cases); i++) {
@@ -267,7 +276,7 @@ int main(int argc, char **argv)
 {
     setup();
     static const struct check_test tests[] = {
-        TEST(test_merges_by_score), TEST(test_byte_fallback), TEST(test_user_defined_always_split),
+        TEST(test_merges_in_vocabulary_order), TEST(test_byte_fallback), TEST(test_user_defined_pieces),
         TEST(test_control_pieces_only_in_scaffolding), TEST(test_decode), TEST(test_streaming_detok),
         TEST(test_loader_errors)};
     int rc = check_main(argc, argv, tests, (int)WK_ARRAY_LEN(tests));
