@@ -90,49 +90,43 @@ static bool merge_find(const struct wk__bpe *bpe, int32_t a, int32_t b, int32_t 
     }
 }
 
-static enum wk_status load_merges(struct wk_tokenizer *tok, const struct wk_gguf *g,
-                                  struct wk_error *err)
+enum wk_status wk__bpe_prepare(struct wk_tokenizer *tok, uint64_t n_merges)
 {
-    const char *path = wk_gguf_path(g);
-    const struct wk_gguf_value *merges;
-    enum wk_status st = wk_gguf_get_arr(g, "tokenizer.ggml.merges", WK_GGUF_STRING, &merges, err);
-    if (st) return st;
-    if (merges->arr.n > (1u << 24))
-        return wk_error_set(err, WK_E_FORMAT, "%s: tokenizer.ggml.merges has %llu entries", path,
-                            (unsigned long long)merges->arr.n);
     struct wk__bpe *bpe = &tok->bpe;
     uint64_t cap = 16;
-    while (cap < merges->arr.n * 2) cap <<= 1;
+    while (cap < n_merges * 2 + 2) cap <<= 1;
     bpe->merges = wk_malloc(cap * sizeof *bpe->merges);
-    if (!bpe->merges) return wk_error_set(err, WK_E_NOMEM, "%s: out of memory", path);
+    if (!bpe->merges) return WK_E_NOMEM;
     for (uint64_t i = 0; i < cap; i++) bpe->merges[i] = (struct wk__merge_entry){0, -1, 0};
     bpe->merges_cap = cap;
-    char joined[512];
-    for (uint64_t r = 0; r < merges->arr.n; r++) {
-        struct wk_gguf_str m = merges->arr.strs[r];
-        const char *sp = memchr(m.data, ' ', (size_t)m.len);
-        size_t la = sp ? (size_t)(sp - m.data) : 0, lb = sp ? (size_t)m.len - la - 1 : 0;
-        if (!sp || la == 0 || lb == 0 || memchr(sp + 1, ' ', lb) || la + lb >= sizeof joined)
-            return wk_error_set(err, WK_E_FORMAT,
-                                "%s: tokenizer.ggml.merges entry %llu is not two pieces separated "
-                                "by one space",
-                                path, (unsigned long long)r);
-        int32_t a = wk_tokenizer_find(tok, m.data, la), b = wk_tokenizer_find(tok, sp + 1, lb);
-        memcpy(joined, m.data, la);
-        memcpy(joined + la, sp + 1, lb);
-        int32_t ab = wk_tokenizer_find(tok, joined, la + lb);
-        if (a < 0 || b < 0 || ab < 0)
-            return wk_error_set(err, WK_E_FORMAT,
-                                "%s: tokenizer.ggml.merges entry %llu names a piece that is not in "
-                                "the vocabulary",
-                                path, (unsigned long long)r);
-        uint64_t key = ((uint64_t)(uint32_t)a << 32) | (uint32_t)b, mask = cap - 1;
-        uint64_t i = mix64(key) & mask;
-        while (bpe->merges[i].merged >= 0 && bpe->merges[i].key != key) i = (i + 1) & mask;
-        if (bpe->merges[i].merged >= 0) continue; /* a repeated merge keeps its first rank */
-        bpe->merges[i] = (struct wk__merge_entry){key, ab, (int32_t)r};
-        bpe->n_merges++;
+    for (size_t i = 0; i < WK_ARRAY_LEN(bpe->cp_to_byte); i++) bpe->cp_to_byte[i] = -1;
+    for (int b = 0; b < 256; b++) {
+        char u[2];
+        uint32_t cp = byte_to_cp((uint8_t)b);
+        bpe->cp_to_byte[cp] = (int16_t)b;
+        bpe->byte_char_ids[b] = wk_tokenizer_find(tok, u, cp_to_utf8(cp, u));
     }
+    return WK_OK;
+}
+
+enum wk_status wk__bpe_add_merge(struct wk_tokenizer *tok, const char *a, size_t la, const char *b,
+                                 size_t lb, int32_t rank)
+{
+    struct wk__bpe *bpe = &tok->bpe;
+    char joined[1024];
+    if (la == 0 || lb == 0 || la + lb > sizeof joined) return WK_E_FORMAT;
+    int32_t ia = wk_tokenizer_find(tok, a, la), ib = wk_tokenizer_find(tok, b, lb);
+    memcpy(joined, a, la);
+    memcpy(joined + la, b, lb);
+    int32_t iab = wk_tokenizer_find(tok, joined, la + lb);
+    if (ia < 0 || ib < 0 || iab < 0) return WK_E_NOT_FOUND;
+    if ((uint64_t)bpe->n_merges * 2 + 2 > bpe->merges_cap) return WK_E_NOMEM; /* sized by prepare */
+    uint64_t key = ((uint64_t)(uint32_t)ia << 32) | (uint32_t)ib, mask = bpe->merges_cap - 1;
+    uint64_t i = mix64(key) & mask;
+    while (bpe->merges[i].merged >= 0 && bpe->merges[i].key != key) i = (i + 1) & mask;
+    if (bpe->merges[i].merged >= 0) return WK_OK; /* a repeated merge keeps its first rank */
+    bpe->merges[i] = (struct wk__merge_entry){key, iab, rank};
+    bpe->n_merges++;
     return WK_OK;
 }
 
@@ -171,65 +165,45 @@ static const struct {
     {{"poro-chat", "bloom", "gpt3-finnish"}, {" ?[^(\\s|.,!?…。，、।۔،)]+"}},
 };
 
-static enum wk_status compile_pre(struct wk_tokenizer *tok, const char *path, const char *name,
-                                  struct wk_error *err)
+enum wk_status wk__bpe_add_regex(struct wk_tokenizer *tok, const char *pattern)
 {
     struct wk__bpe *bpe = &tok->bpe;
+    if (bpe->n_regex == (int32_t)WK_ARRAY_LEN(bpe->regex)) return WK_E_UNSUPPORTED;
+    int ecode;
+    PCRE2_SIZE eoff;
+    pcre2_code *re = pcre2_compile((PCRE2_SPTR)pattern, PCRE2_ZERO_TERMINATED,
+                                   PCRE2_UTF | PCRE2_UCP | PCRE2_MATCH_INVALID_UTF, &ecode, &eoff,
+                                   NULL);
+    if (!re) return WK_E_FORMAT;
+    pcre2_jit_compile(re, PCRE2_JIT_COMPLETE); /* optional: without it the interpreter runs */
+    bpe->regex[bpe->n_regex++] = re;
+    return WK_OK;
+}
+
+enum wk_status wk__bpe_use_named_pre(struct wk_tokenizer *tok, const char *name)
+{
     for (size_t i = 0; i < WK_ARRAY_LEN(g_pre); i++) {
         for (size_t j = 0; j < WK_ARRAY_LEN(g_pre[i].names) && g_pre[i].names[j]; j++) {
             if (strcmp(g_pre[i].names[j], name) != 0) continue;
             for (size_t k = 0; k < WK_ARRAY_LEN(g_pre[i].regex) && g_pre[i].regex[k]; k++) {
-                int ecode;
-                PCRE2_SIZE eoff;
-                pcre2_code *re = pcre2_compile((PCRE2_SPTR)g_pre[i].regex[k], PCRE2_ZERO_TERMINATED,
-                                               PCRE2_UTF | PCRE2_UCP | PCRE2_MATCH_INVALID_UTF,
-                                               &ecode, &eoff, NULL);
-                if (!re)
-                    return wk_error_set(err, WK_E_INTERNAL,
-                                        "%s: pre-tokenizer %s: regex %zu does not compile", path,
-                                        name, k);
-                pcre2_jit_compile(re, PCRE2_JIT_COMPLETE); /* optional: falls back to the interpreter */
-                bpe->regex[bpe->n_regex++] = re;
+                enum wk_status st = wk__bpe_add_regex(tok, g_pre[i].regex[k]);
+                if (st) return st == WK_E_FORMAT ? WK_E_INTERNAL : st;
             }
             return WK_OK;
         }
     }
-    return wk_error_set(err, WK_E_UNSUPPORTED,
-                        "%s: unknown pre-tokenizer \"%s\" (tokenizer.ggml.pre); wick knows gpt2, "
-                        "llama-bpe, qwen2, smollm, starcoder, glm4, falcon and a few others",
-                        path, name);
+    return WK_E_NOT_FOUND;
 }
 
-enum wk_status wk__bpe_init(struct wk_tokenizer *tok, const struct wk_gguf *g, struct wk_error *err)
+const char *wk__bpe_gpt2_regex(void)
 {
-    const char *path = wk_gguf_path(g);
-    struct wk__bpe *bpe = &tok->bpe;
-    char name[64] = "default";
-    if (wk_gguf_find(g, "tokenizer.ggml.pre")) {
-        struct wk_gguf_str pre;
-        enum wk_status st = wk_gguf_get_str(g, "tokenizer.ggml.pre", &pre, err);
-        if (st) return st;
-        snprintf(name, sizeof name, "%.*s", (int)WK_MIN(pre.len, 60), pre.data);
-    }
-    bpe->pre_name = wk_strdup(name);
-    if (!bpe->pre_name) return wk_error_set(err, WK_E_NOMEM, "%s: out of memory", path);
-    enum wk_status st = compile_pre(tok, path, name, err);
-    if (st) return st;
-    for (size_t i = 0; i < WK_ARRAY_LEN(bpe->cp_to_byte); i++) bpe->cp_to_byte[i] = -1;
-    for (int b = 0; b < 256; b++) {
-        char u[2];
-        uint32_t cp = byte_to_cp((uint8_t)b);
-        bpe->cp_to_byte[cp] = (int16_t)b;
-        bpe->byte_char_ids[b] = wk_tokenizer_find(tok, u, cp_to_utf8(cp, u));
-    }
-    return load_merges(tok, g, err);
+    return RE_GPT2;
 }
 
 void wk__bpe_deinit(struct wk__bpe *bpe)
 {
     for (int32_t i = 0; i < bpe->n_regex; i++) pcre2_code_free(bpe->regex[i]);
     wk_free(bpe->merges);
-    wk_free(bpe->pre_name);
     memset(bpe, 0, sizeof *bpe);
 }
 
@@ -305,24 +279,82 @@ static bool bpe_pair(const void *ctx, const char *text, const struct wk__sym *l,
     return true;
 }
 
+/* Byte-level: one symbol per byte, through the GPT-2 character table. */
+static int32_t byte_symbols(const struct wk_tokenizer *tok, const char *s, size_t n,
+                            struct wk__sym *syms)
+{
+    for (size_t i = 0; i < n; i++)
+        syms[i] = (struct wk__sym){.off = (uint32_t)i, .n = 1,
+                                   .id = tok->bpe.byte_char_ids[(uint8_t)s[i]]};
+    return (int32_t)n;
+}
+
+/* Character-level: one symbol per UTF-8 character that is a piece; a
+ * character outside the vocabulary becomes its <0xNN> byte pieces (byte
+ * fallback) or the unknown piece. */
+static int32_t char_symbols(const struct wk_tokenizer *tok, const char *s, size_t n,
+                            struct wk__sym *syms)
+{
+    int32_t k = 0;
+    for (size_t off = 0; off < n;) {
+        uint32_t len = WK_MIN(wk__utf8_len((uint8_t)s[off]), (uint32_t)(n - off));
+        int32_t id = wk_tokenizer_find(tok, s + off, len);
+        if (id >= 0) {
+            syms[k++] = (struct wk__sym){.off = (uint32_t)off, .n = len, .id = id};
+        } else if (tok->byte_fallback) {
+            for (uint32_t j = 0; j < len; j++)
+                syms[k++] = (struct wk__sym){.off = (uint32_t)(off + j), .n = 1,
+                                             .id = tok->byte_ids[(uint8_t)s[off + j]]};
+        } else {
+            syms[k++] = (struct wk__sym){.off = (uint32_t)off, .n = len, .id = tok->unk};
+        }
+        off += len;
+    }
+    return k;
+}
+
 static enum wk_status encode_fragment(const struct wk_tokenizer *tok, const char *s, size_t n,
                                       struct wk__sym *syms, struct wk_tokens *out)
 {
-    for (size_t i = 0; i < n; i++)
-        syms[i] = (struct wk__sym){.prev = (int32_t)i - 1, .next = i + 1 < n ? (int32_t)i + 1 : -1,
-                                   .off = (uint32_t)i, .n = 1,
-                                   .id = tok->bpe.byte_char_ids[(uint8_t)s[i]]};
-    enum wk_status st = wk__merge_symbols(s, syms, (int32_t)n, bpe_pair, &tok->bpe);
-    for (int32_t i = 0; !st && i >= 0; i = syms[i].next) {
+    if (tok->ignore_merges && tok->byte_level) {
+        /* a fragment that is itself a piece is taken whole (Llama 3) */
+        char mapped[256];
+        size_t m = 0;
+        for (size_t i = 0; i < n && m + 2 <= sizeof mapped; i++)
+            m += cp_to_utf8(byte_to_cp((uint8_t)s[i]), mapped + m);
+        int32_t id = m + 2 <= sizeof mapped ? wk_tokenizer_find(tok, mapped, m) : -1;
+        if (id >= 0) return wk_tokens_push(out, id);
+    }
+    int32_t n_sym = tok->byte_level ? byte_symbols(tok, s, n, syms) : char_symbols(tok, s, n, syms);
+    for (int32_t i = 0; i < n_sym; i++) {
+        syms[i].prev = i - 1;
+        syms[i].next = i + 1 < n_sym ? i + 1 : -1;
+    }
+    enum wk_status st = wk__merge_symbols(s, syms, n_sym, bpe_pair, &tok->bpe);
+    for (int32_t i = 0; !st && n_sym > 0 && i >= 0; i = syms[i].next) {
         int32_t id = syms[i].id >= 0 ? syms[i].id : tok->unk;
         if (id >= 0) st = wk_tokens_push(out, id);
     }
     return st;
 }
 
-enum wk_status wk__bpe_encode(const struct wk_tokenizer *tok, const char *text, size_t len,
+enum wk_status wk__bpe_encode(const struct wk_tokenizer *tok, const char *raw, size_t raw_len,
                               struct wk_tokens *out)
 {
+    const char *text = raw;
+    size_t len = raw_len;
+    char *escaped = NULL;
+    if (tok->escape_spaces) { /* SentencePiece-style: ' ' -> '▁' (and a prefix) */
+        escaped = wk_malloc(3 * raw_len + 4);
+        if (!escaped) return WK_E_NOMEM;
+        len = 0;
+        if (tok->add_space_prefix) memcpy(escaped, "\xe2\x96\x81", 3), len = 3;
+        for (size_t i = 0; i < raw_len; i++) {
+            if (raw[i] == ' ') memcpy(escaped + len, "\xe2\x96\x81", 3), len += 3;
+            else escaped[len++] = raw[i];
+        }
+        text = escaped;
+    }
     struct frags a = {0}, b = {0};
     struct wk__sym *syms = NULL;
     enum wk_status st = frags_push(&a, 0, len) ? WK_OK : WK_E_NOMEM;
@@ -340,5 +372,6 @@ enum wk_status wk__bpe_encode(const struct wk_tokenizer *tok, const char *text, 
     wk_free(syms);
     wk_free(a.v);
     wk_free(b.v);
+    wk_free(escaped);
     return st;
 }

@@ -29,7 +29,6 @@ struct wk__bpe {
     int16_t cp_to_byte[324];    /* GPT-2 character (code point) back to its byte, or -1 */
     int32_t n_regex;
     void *regex[8];             /* pcre2_code_8 * */
-    char *pre_name;
 };
 
 struct wk_tokenizer {
@@ -37,6 +36,8 @@ struct wk_tokenizer {
     struct wk__bpe bpe;
     int32_t n_vocab;
     char *text;           /* all pieces, NUL-separated */
+    size_t text_len, text_cap;
+    size_t *text_off;     /* [n_vocab] while building, then NULL */
     char **pieces;        /* [n_vocab] into text */
     uint32_t *piece_len;  /* [n_vocab] bytes */
     float *scores;        /* [n_vocab] */
@@ -49,7 +50,20 @@ struct wk_tokenizer {
     int32_t byte_ids[256];
     int32_t bos, eos, eot, unk;
     bool add_bos, add_space_prefix;
+    /* BPE only: byte-level (GPT-2) or character-level with spaces escaped
+     * as '▁' and byte fallback (SentencePiece-style tokenizer.json) */
+    bool byte_level, escape_spaces, byte_fallback, ignore_merges;
 };
+
+/* Vocabulary builder, used by the loaders: begin with the size; set each
+ * piece (any order; text copied); finish builds the indexes (ids never set
+ * become empty unused pieces); after bos/eos/eot are known, mark_eog.
+ * Errors: WK_E_NOMEM. */
+enum wk_status wk__vocab_begin(struct wk_tokenizer *tok, int32_t n_vocab);
+enum wk_status wk__vocab_set(struct wk_tokenizer *tok, int32_t id, const char *text, size_t len,
+                             enum wk_token_type type, float score);
+enum wk_status wk__vocab_finish(struct wk_tokenizer *tok);
+enum wk_status wk__vocab_mark_eog(struct wk_tokenizer *tok);
 
 /* The longest special piece at the start of text[0..len): user-defined
  * pieces always, control/unknown pieces only when parse_special. Returns
@@ -78,9 +92,20 @@ enum wk_status wk__merge_symbols(const char *text, struct wk__sym *syms, int32_t
 /* Length of the UTF-8 sequence led by byte c (1 for an invalid lead). */
 uint32_t wk__utf8_len(uint8_t c);
 
-/* Byte-level BPE: loads merges and the pre-tokenizer named pre (GGUF
- * tokenizer.ggml.pre); errors name the file. */
-enum wk_status wk__bpe_init(struct wk_tokenizer *tok, const struct wk_gguf *g, struct wk_error *err);
+/* BPE set-up, used by the loaders after the vocabulary is finished:
+ * prepare sizes the merge table for n_merges and maps the GPT-2 byte
+ * characters; add_merge records (a, b) -> a+b at rank (WK_E_NOT_FOUND when
+ * a piece is missing, WK_E_FORMAT when one is empty or too long);
+ * add_regex appends a pre-tokenizer split (WK_E_FORMAT when it does not
+ * compile, WK_E_UNSUPPORTED past 8); use_named_pre appends the splits
+ * tokenizer.ggml.pre names (WK_E_NOT_FOUND for an unknown name). */
+enum wk_status wk__bpe_prepare(struct wk_tokenizer *tok, uint64_t n_merges);
+enum wk_status wk__bpe_add_merge(struct wk_tokenizer *tok, const char *a, size_t la, const char *b,
+                                 size_t lb, int32_t rank);
+enum wk_status wk__bpe_add_regex(struct wk_tokenizer *tok, const char *pattern);
+enum wk_status wk__bpe_use_named_pre(struct wk_tokenizer *tok, const char *name);
+/* The GPT-2 split regex (tokenizers' ByteLevel pre-tokenizer). */
+const char *wk__bpe_gpt2_regex(void);
 void wk__bpe_deinit(struct wk__bpe *bpe);
 /* Byte-level BPE over one run of text; appends ids. Errors: WK_E_NOMEM. */
 enum wk_status wk__bpe_encode(const struct wk_tokenizer *tok, const char *text, size_t len,

@@ -1,11 +1,14 @@
 /*
- * vocab.c - the vocabulary: pieces, scores and types from GGUF, a hash
- * index from piece text to id, a trie of the special pieces for the
+ * vocab.c - the vocabulary, whatever file it came from: pieces, scores and
+ * types set through a small builder (wk__vocab_begin / _set / _finish), a
+ * hash index from piece text to id, a trie of the special pieces for the
  * partition step, the end-of-generation set, and piece-to-bytes decoding.
+ * The GGUF and tokenizer.json loaders (gguf_vocab.c, hf.c) fill it.
  *
- * Invariants: every id in [0, n_vocab) has a NUL-terminated piece; the hash
- * index holds every piece (first id wins on duplicates); byte_ids[b] is the
- * id of piece <0xBB> or -1.
+ * Invariants after finish: every id in [0, n_vocab) has a NUL-terminated
+ * piece (ids a file leaves out are empty and unused); the hash index holds
+ * every piece (the first id wins on duplicates); byte_ids[b] is the id of
+ * piece <0xBB> or -1.
  */
 #include "tokenizer_internal.h"
 
@@ -126,163 +129,98 @@ int32_t wk__special_match(const struct wk_tokenizer *tok, const char *text, size
     return best;
 }
 
-/* ------------------------------------------------------------- loading */
+/* ------------------------------------------------------------ builder */
+
+enum wk_status wk__vocab_begin(struct wk_tokenizer *tok, int32_t n_vocab)
+{
+    size_t n = (size_t)n_vocab;
+    tok->n_vocab = n_vocab;
+    tok->pieces = wk_calloc(n, sizeof *tok->pieces);
+    tok->piece_len = wk_calloc(n, sizeof *tok->piece_len);
+    tok->scores = wk_calloc(n, sizeof *tok->scores);
+    tok->types = wk_malloc(n);
+    tok->text_off = wk_malloc(n * sizeof *tok->text_off);
+    if (!tok->pieces || !tok->piece_len || !tok->scores || !tok->types || !tok->text_off)
+        return WK_E_NOMEM;
+    memset(tok->types, WK_TOKEN_UNUSED, n);
+    for (size_t i = 0; i < n; i++) tok->text_off[i] = SIZE_MAX;
+    tok->bos = tok->eos = tok->eot = tok->unk = -1;
+    return WK_OK;
+}
+
+enum wk_status wk__vocab_set(struct wk_tokenizer *tok, int32_t id, const char *text, size_t len,
+                             enum wk_token_type type, float score)
+{
+    if (tok->text_len + len + 1 > tok->text_cap) {
+        size_t cap = WK_MAX(tok->text_cap * 2, tok->text_len + len + 1 + 4096);
+        char *t = wk_realloc(tok->text, cap);
+        if (!t) return WK_E_NOMEM;
+        tok->text = t;
+        tok->text_cap = cap;
+    }
+    memcpy(tok->text + tok->text_len, text, len);
+    tok->text[tok->text_len + len] = '\0';
+    tok->text_off[id] = tok->text_len;
+    tok->text_len += len + 1;
+    tok->piece_len[id] = (uint32_t)len;
+    tok->types[id] = (uint8_t)type;
+    tok->scores[id] = score;
+    return WK_OK;
+}
+
+enum wk_status wk__vocab_finish(struct wk_tokenizer *tok)
+{
+    /* ids never set become empty unused pieces: one shared "" at the end */
+    if (tok->text_len + 1 > tok->text_cap) {
+        char *t = wk_realloc(tok->text, tok->text_len + 1);
+        if (!t) return WK_E_NOMEM;
+        tok->text = t;
+        tok->text_cap = tok->text_len + 1;
+    }
+    size_t empty = tok->text_len;
+    tok->text[tok->text_len++] = '\0';
+    for (int32_t i = 0; i < tok->n_vocab; i++) {
+        if (tok->text_off[i] == SIZE_MAX) {
+            tok->text_off[i] = empty;
+            tok->piece_len[i] = 0;
+            tok->types[i] = WK_TOKEN_UNUSED;
+        }
+        tok->pieces[i] = tok->text + tok->text_off[i];
+    }
+    wk_free(tok->text_off);
+    tok->text_off = NULL;
+    if (build_hash(tok)) return WK_E_NOMEM;
+    for (int b = 0; b < 256; b++) {
+        char name[8];
+        snprintf(name, sizeof name, "<0x%02X>", b);
+        int32_t id = wk_tokenizer_find(tok, name, 6);
+        tok->byte_ids[b] = id >= 0 && tok->types[id] == WK_TOKEN_BYTE ? id : -1;
+    }
+    if (trie_new_node(tok) < 0) return WK_E_NOMEM;
+    for (int32_t id = 0; id < tok->n_vocab; id++) {
+        uint8_t ty = tok->types[id];
+        if ((ty == WK_TOKEN_CONTROL || ty == WK_TOKEN_USER_DEFINED || ty == WK_TOKEN_UNKNOWN) &&
+            tok->piece_len[id] > 0 && trie_insert(tok, id))
+            return WK_E_NOMEM;
+    }
+    return WK_OK;
+}
 
 static const char *g_eog_texts[] = {
     "<end_of_turn>", "<|eot_id|>", "<|im_end|>", "<|end|>", "<EOT>", "<|endoftext|>",
     "<|end_of_text|>", "<|eom_id|>", "<end_of_utterance>",
 };
 
-static enum wk_status get_id(const struct wk_gguf *g, const char *key, int32_t n_vocab,
-                             int32_t *out, struct wk_error *err)
+enum wk_status wk__vocab_mark_eog(struct wk_tokenizer *tok)
 {
-    if (!wk_gguf_find(g, key)) return WK_OK;
-    uint32_t v;
-    enum wk_status st = wk_gguf_get_u32(g, key, &v, err);
-    if (st) return st;
-    if (v >= (uint32_t)n_vocab)
-        return wk_error_set(err, WK_E_FORMAT, "%s: %s = %u is outside the vocabulary (%d tokens)",
-                            wk_gguf_path(g), key, v, n_vocab);
-    *out = (int32_t)v;
-    return WK_OK;
-}
-
-static enum wk_status load(struct wk_tokenizer *tok, const struct wk_gguf *g, struct wk_error *err)
-{
-    const char *path = wk_gguf_path(g);
-    struct wk_gguf_str model;
-    enum wk_status st = wk_gguf_get_str(g, "tokenizer.ggml.model", &model, err);
-    if (st) return st;
-    if (wk_gguf_str_eq(model, "llama")) {
-        tok->model = WK_TOKENIZER_SPM;
-    } else if (wk_gguf_str_eq(model, "gpt2")) {
-        tok->model = WK_TOKENIZER_BPE;
-    } else {
-        char m[64];
-        snprintf(m, sizeof m, "%.*s", (int)WK_MIN(model.len, 60), model.data);
-        return wk_error_set(err, WK_E_UNSUPPORTED,
-                            "%s: tokenizer model \"%s\" is not supported yet (wick knows \"llama\", "
-                            "SentencePiece BPE, and \"gpt2\", byte-level BPE)",
-                            path, m);
-    }
-    const struct wk_gguf_value *tokens, *scores = NULL, *types = NULL;
-    if ((st = wk_gguf_get_arr(g, "tokenizer.ggml.tokens", WK_GGUF_STRING, &tokens, err))) return st;
-    if (tokens->arr.n == 0 || tokens->arr.n > (1u << 24))
-        return wk_error_set(err, WK_E_FORMAT, "%s: tokenizer.ggml.tokens has %llu entries",
-                            path, (unsigned long long)tokens->arr.n);
-    tok->n_vocab = (int32_t)tokens->arr.n;
-    if (wk_gguf_find(g, "tokenizer.ggml.scores")) {
-        if ((st = wk_gguf_get_arr(g, "tokenizer.ggml.scores", WK_GGUF_F32, &scores, err))) return st;
-        if (scores->arr.n != tokens->arr.n)
-            return wk_error_set(err, WK_E_FORMAT,
-                                "%s: tokenizer.ggml.scores has %llu entries, tokens has %d", path,
-                                (unsigned long long)scores->arr.n, tok->n_vocab);
-    }
-    if (wk_gguf_find(g, "tokenizer.ggml.token_type")) {
-        if ((st = wk_gguf_get_arr(g, "tokenizer.ggml.token_type", WK_GGUF_I32, &types, err)))
-            return st;
-        if (types->arr.n != tokens->arr.n)
-            return wk_error_set(err, WK_E_FORMAT,
-                                "%s: tokenizer.ggml.token_type has %llu entries, tokens has %d",
-                                path, (unsigned long long)types->arr.n, tok->n_vocab);
-    }
-    size_t n = (size_t)tok->n_vocab;
-    uint64_t text_bytes = 0;
-    for (size_t i = 0; i < n; i++) text_bytes += 3 * tokens->arr.strs[i].len + 1;
-    tok->text = wk_malloc((size_t)text_bytes);
-    tok->pieces = wk_malloc(n * sizeof *tok->pieces);
-    tok->piece_len = wk_malloc(n * sizeof *tok->piece_len);
-    tok->scores = wk_malloc(n * sizeof *tok->scores);
-    tok->types = wk_malloc(n * sizeof *tok->types);
-    if (!tok->text || !tok->pieces || !tok->piece_len || !tok->scores || !tok->types)
-        return wk_error_set(err, WK_E_NOMEM, "%s: out of memory for the vocabulary", path);
-    char *p = tok->text;
-    for (size_t i = 0; i < n; i++) {
-        struct wk_gguf_str s = tokens->arr.strs[i];
-        int64_t ty = types ? wk_gguf_arr_i64(types, i) : WK_TOKEN_NORMAL;
-        if (ty < WK_TOKEN_NORMAL || ty > WK_TOKEN_BYTE)
-            return wk_error_set(err, WK_E_FORMAT, "%s: token %zu has unknown type %lld", path, i,
-                                (long long)ty);
-        tok->types[i] = (uint8_t)ty;
-        tok->pieces[i] = p;
-        tok->scores[i] = scores ? (float)wk_gguf_arr_f64(scores, i) : 0.0f;
-        bool spaces = s.len > 0;
-        for (uint64_t k = 0; k < s.len && spaces; k++) spaces = s.data[k] == ' ';
-        if (tok->model == WK_TOKENIZER_SPM && ty == WK_TOKEN_USER_DEFINED && spaces) {
-            /* Runs of spaces marked user-defined in SentencePiece GGUFs
-             * (Gemma) are ordinary pieces of the escaped text to Hugging
-             * Face `tokenizers` (its GGUF import writes them as "▁▁..." and
-             * does not split them out first). wick follows it, so 32 spaces
-             * become 16 + 16 as there, not 31 + 1 as llama.cpp splits them. */
-            for (uint64_t k = 0; k < s.len; k++, p += 3) memcpy(p, "\xe2\x96\x81", 3);
-            tok->piece_len[i] = (uint32_t)(3 * s.len);
-            tok->types[i] = WK_TOKEN_NORMAL;
-        } else {
-            memcpy(p, s.data, (size_t)s.len);
-            tok->piece_len[i] = (uint32_t)s.len;
-            p += s.len;
-        }
-        *p++ = '\0';
-    }
-    if (build_hash(tok)) return wk_error_set(err, WK_E_NOMEM, "%s: out of memory", path);
-
-    /* byte pieces <0xNN> */
-    for (int b = 0; b < 256; b++) {
-        char name[8];
-        snprintf(name, sizeof name, "<0x%02X>", b);
-        tok->byte_ids[b] = wk_tokenizer_find(tok, name, 6);
-    }
-    /* special pieces for the partition step */
-    if (trie_new_node(tok) < 0) return wk_error_set(err, WK_E_NOMEM, "%s: out of memory", path);
-    for (int32_t id = 0; id < tok->n_vocab; id++) {
-        uint8_t ty = tok->types[id];
-        if ((ty == WK_TOKEN_CONTROL || ty == WK_TOKEN_USER_DEFINED || ty == WK_TOKEN_UNKNOWN) &&
-            tok->piece_len[id] > 0 && trie_insert(tok, id))
-            return wk_error_set(err, WK_E_NOMEM, "%s: out of memory", path);
-    }
-
-    tok->bos = tok->eos = tok->eot = tok->unk = -1;
-    if ((st = get_id(g, "tokenizer.ggml.bos_token_id", tok->n_vocab, &tok->bos, err)) ||
-        (st = get_id(g, "tokenizer.ggml.eos_token_id", tok->n_vocab, &tok->eos, err)) ||
-        (st = get_id(g, "tokenizer.ggml.eot_token_id", tok->n_vocab, &tok->eot, err)) ||
-        (st = get_id(g, "tokenizer.ggml.unknown_token_id", tok->n_vocab, &tok->unk, err)))
-        return st;
-    /* SentencePiece models add BOS unless told otherwise; byte-level BPE
-     * models do not */
-    tok->add_bos = tok->model == WK_TOKENIZER_SPM;
-    if (wk_gguf_find(g, "tokenizer.ggml.add_bos_token") &&
-        (st = wk_gguf_get_bool(g, "tokenizer.ggml.add_bos_token", &tok->add_bos, err)))
-        return st;
-    tok->add_space_prefix = false;
-    if (wk_gguf_find(g, "tokenizer.ggml.add_space_prefix") &&
-        (st = wk_gguf_get_bool(g, "tokenizer.ggml.add_space_prefix", &tok->add_space_prefix, err)))
-        return st;
-
-    if (tok->model == WK_TOKENIZER_BPE && (st = wk__bpe_init(tok, g, err))) return st;
-
-    tok->eog = wk_calloc(n, 1);
-    if (!tok->eog) return wk_error_set(err, WK_E_NOMEM, "%s: out of memory", path);
+    tok->eog = wk_calloc((size_t)tok->n_vocab, 1);
+    if (!tok->eog) return WK_E_NOMEM;
     if (tok->eos >= 0) tok->eog[tok->eos] = 1;
     if (tok->eot >= 0) tok->eog[tok->eot] = 1;
     for (size_t i = 0; i < WK_ARRAY_LEN(g_eog_texts); i++) {
         int32_t id = wk_tokenizer_find(tok, g_eog_texts[i], strlen(g_eog_texts[i]));
         if (id >= 0 && tok->types[id] == WK_TOKEN_CONTROL) tok->eog[id] = 1;
     }
-    return WK_OK;
-}
-
-enum wk_status wk_tokenizer_from_gguf(const struct wk_gguf *g, struct wk_tokenizer **out,
-                                      struct wk_error *err)
-{
-    *out = NULL;
-    struct wk_tokenizer *tok = wk_calloc(1, sizeof *tok);
-    if (!tok) return wk_error_set(err, WK_E_NOMEM, "out of memory");
-    enum wk_status st = load(tok, g, err);
-    if (st) {
-        wk_tokenizer_destroy(tok);
-        return st;
-    }
-    *out = tok;
     return WK_OK;
 }
 
@@ -298,6 +236,7 @@ void wk_tokenizer_destroy(struct wk_tokenizer *tok)
     wk_free(tok->hash);
     wk_free(tok->trie);
     wk_free(tok->eog);
+    wk_free(tok->text_off);
     wk_free(tok);
 }
 
@@ -353,7 +292,8 @@ size_t wk_tokenizer_token_bytes(const struct wk_tokenizer *tok, int32_t id, bool
         return put(buf, cap, 0, s, n);
     default: break;
     }
-    if (tok->model == WK_TOKENIZER_BPE) return wk__bpe_piece_bytes(&tok->bpe, s, n, buf, cap);
+    if (tok->model == WK_TOKENIZER_BPE && tok->byte_level)
+        return wk__bpe_piece_bytes(&tok->bpe, s, n, buf, cap);
     /* '▁' (U+2581, e2 96 81) stands for a space */
     size_t out = 0;
     for (size_t i = 0; i < n;) {

@@ -55,6 +55,24 @@ enum wk_status wk_tokenizer_from_gguf(const struct wk_gguf *g, struct wk_tokeniz
                                       struct wk_error *err);
 void wk_tokenizer_destroy(struct wk_tokenizer *tok);
 
+/*
+ * Builds a tokenizer from a Hugging Face folder: dir/tokenizer.json (BPE
+ * models: byte-level as GPT-2/Llama 3/Qwen/SmolLM, or SentencePiece-style
+ * with byte fallback as Gemma/Llama 2), with BOS, EOS and add_bos from
+ * tokenizer_config.json, special_tokens_map.json and generation_config.json
+ * when present (every id of generation_config's eos_token_id ends
+ * generation). Errors, naming the file and the field: WK_E_NOT_FOUND (no
+ * tokenizer.json), WK_E_FORMAT (invalid JSON, malformed vocab or merges),
+ * WK_E_UNSUPPORTED (a model, normalizer or pre-tokenizer type wick does
+ * not implement), WK_E_NOMEM.
+ */
+enum wk_status wk_tokenizer_from_hf(const char *dir, struct wk_tokenizer **out,
+                                    struct wk_error *err);
+/* As wk_tokenizer_from_hf from tokenizer.json's text alone (len bytes; no
+ * companion files); name is used in messages. For tests and fuzzing. */
+enum wk_status wk_tokenizer_from_hf_json(const char *json_text, size_t len, const char *name,
+                                         struct wk_tokenizer **out, struct wk_error *err);
+
 int32_t wk_tokenizer_n_vocab(const struct wk_tokenizer *tok);
 int32_t wk_tokenizer_bos(const struct wk_tokenizer *tok); /* -1 when none */
 int32_t wk_tokenizer_eos(const struct wk_tokenizer *tok); /* -1 when none */

@@ -1,0 +1,179 @@
+/*
+ * gguf_vocab.c - a tokenizer from GGUF metadata (tokenizer.ggml.*): the
+ * model ("llama" = SentencePiece BPE, "gpt2" = byte-level BPE), pieces,
+ * scores, token types, merges, the pre-tokenizer name, special ids and
+ * add_bos / add_space_prefix.
+ */
+#include "tokenizer_internal.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static enum wk_status get_id(const struct wk_gguf *g, const char *key, int32_t n_vocab,
+                             int32_t *out, struct wk_error *err)
+{
+    if (!wk_gguf_find(g, key)) return WK_OK;
+    uint32_t v;
+    enum wk_status st = wk_gguf_get_u32(g, key, &v, err);
+    if (st) return st;
+    if (v >= (uint32_t)n_vocab)
+        return wk_error_set(err, WK_E_FORMAT, "%s: %s = %u is outside the vocabulary (%d tokens)",
+                            wk_gguf_path(g), key, v, n_vocab);
+    *out = (int32_t)v;
+    return WK_OK;
+}
+
+static enum wk_status load_pieces(struct wk_tokenizer *tok, const struct wk_gguf *g,
+                                  struct wk_error *err)
+{
+    const char *path = wk_gguf_path(g);
+    const struct wk_gguf_value *tokens, *scores = NULL, *types = NULL;
+    enum wk_status st;
+    if ((st = wk_gguf_get_arr(g, "tokenizer.ggml.tokens", WK_GGUF_STRING, &tokens, err))) return st;
+    if (tokens->arr.n == 0 || tokens->arr.n > (1u << 24))
+        return wk_error_set(err, WK_E_FORMAT, "%s: tokenizer.ggml.tokens has %llu entries", path,
+                            (unsigned long long)tokens->arr.n);
+    int32_t n = (int32_t)tokens->arr.n;
+    if (wk_gguf_find(g, "tokenizer.ggml.scores")) {
+        if ((st = wk_gguf_get_arr(g, "tokenizer.ggml.scores", WK_GGUF_F32, &scores, err))) return st;
+        if (scores->arr.n != tokens->arr.n)
+            return wk_error_set(err, WK_E_FORMAT,
+                                "%s: tokenizer.ggml.scores has %llu entries, tokens has %d", path,
+                                (unsigned long long)scores->arr.n, n);
+    }
+    if (wk_gguf_find(g, "tokenizer.ggml.token_type")) {
+        if ((st = wk_gguf_get_arr(g, "tokenizer.ggml.token_type", WK_GGUF_I32, &types, err)))
+            return st;
+        if (types->arr.n != tokens->arr.n)
+            return wk_error_set(err, WK_E_FORMAT,
+                                "%s: tokenizer.ggml.token_type has %llu entries, tokens has %d",
+                                path, (unsigned long long)types->arr.n, n);
+    }
+    if (wk__vocab_begin(tok, n)) return wk_error_set(err, WK_E_NOMEM, "%s: out of memory", path);
+    char run[3 * 64];
+    for (int32_t i = 0; i < n; i++) {
+        struct wk_gguf_str s = tokens->arr.strs[i];
+        int64_t ty = types ? wk_gguf_arr_i64(types, (uint64_t)i) : WK_TOKEN_NORMAL;
+        if (ty < WK_TOKEN_NORMAL || ty > WK_TOKEN_BYTE)
+            return wk_error_set(err, WK_E_FORMAT, "%s: token %d has unknown type %lld", path, i,
+                                (long long)ty);
+        float score = scores ? (float)wk_gguf_arr_f64(scores, (uint64_t)i) : 0.0f;
+        bool spaces = s.len > 0 && s.len <= 64;
+        for (uint64_t k = 0; k < s.len && spaces; k++) spaces = s.data[k] == ' ';
+        if (tok->model == WK_TOKENIZER_SPM && ty == WK_TOKEN_USER_DEFINED && spaces) {
+            /* Runs of spaces marked user-defined in SentencePiece GGUFs
+             * (Gemma) are ordinary pieces of the escaped text to Hugging
+             * Face `tokenizers` (its GGUF import writes them as "▁▁..." and
+             * does not split them out first). wick follows it, so 32 spaces
+             * become 16 + 16 as there, not 31 + 1 as llama.cpp splits them. */
+            for (uint64_t k = 0; k < s.len; k++) memcpy(run + 3 * k, "\xe2\x96\x81", 3);
+            st = wk__vocab_set(tok, i, run, (size_t)(3 * s.len), WK_TOKEN_NORMAL, score);
+        } else {
+            st = wk__vocab_set(tok, i, s.data, (size_t)s.len, (enum wk_token_type)ty, score);
+        }
+        if (st) return wk_error_set(err, st, "%s: out of memory", path);
+    }
+    if (wk__vocab_finish(tok)) return wk_error_set(err, WK_E_NOMEM, "%s: out of memory", path);
+    return WK_OK;
+}
+
+static enum wk_status load_bpe(struct wk_tokenizer *tok, const struct wk_gguf *g,
+                               struct wk_error *err)
+{
+    const char *path = wk_gguf_path(g);
+    char name[64] = "default";
+    enum wk_status st;
+    if (wk_gguf_find(g, "tokenizer.ggml.pre")) {
+        struct wk_gguf_str pre;
+        if ((st = wk_gguf_get_str(g, "tokenizer.ggml.pre", &pre, err))) return st;
+        snprintf(name, sizeof name, "%.*s", (int)WK_MIN(pre.len, 60), pre.data);
+    }
+    st = wk__bpe_use_named_pre(tok, name);
+    if (st == WK_E_NOT_FOUND)
+        return wk_error_set(err, WK_E_UNSUPPORTED,
+                            "%s: unknown pre-tokenizer \"%s\" (tokenizer.ggml.pre); wick knows gpt2, "
+                            "llama-bpe, qwen2, smollm, starcoder, glm4, falcon and a few others",
+                            path, name);
+    if (st) return wk_error_set(err, st, "%s: pre-tokenizer %s cannot be set up", path, name);
+    const struct wk_gguf_value *merges;
+    if ((st = wk_gguf_get_arr(g, "tokenizer.ggml.merges", WK_GGUF_STRING, &merges, err))) return st;
+    if (merges->arr.n > (1u << 24))
+        return wk_error_set(err, WK_E_FORMAT, "%s: tokenizer.ggml.merges has %llu entries", path,
+                            (unsigned long long)merges->arr.n);
+    if (wk__bpe_prepare(tok, merges->arr.n))
+        return wk_error_set(err, WK_E_NOMEM, "%s: out of memory", path);
+    for (uint64_t r = 0; r < merges->arr.n; r++) {
+        struct wk_gguf_str m = merges->arr.strs[r];
+        const char *sp = memchr(m.data, ' ', (size_t)m.len);
+        size_t la = sp ? (size_t)(sp - m.data) : 0, lb = sp ? (size_t)m.len - la - 1 : 0;
+        st = sp && !memchr(sp + 1, ' ', lb) ? wk__bpe_add_merge(tok, m.data, la, sp + 1, lb, (int32_t)r)
+                                            : WK_E_FORMAT;
+        if (st == WK_E_NOT_FOUND)
+            return wk_error_set(err, WK_E_FORMAT,
+                                "%s: tokenizer.ggml.merges entry %llu names a piece that is not in "
+                                "the vocabulary",
+                                path, (unsigned long long)r);
+        if (st == WK_E_FORMAT)
+            return wk_error_set(err, WK_E_FORMAT,
+                                "%s: tokenizer.ggml.merges entry %llu is not two pieces separated "
+                                "by one space",
+                                path, (unsigned long long)r);
+        if (st) return wk_error_set(err, st, "%s: out of memory", path);
+    }
+    tok->byte_level = true;
+    return WK_OK;
+}
+
+static enum wk_status load(struct wk_tokenizer *tok, const struct wk_gguf *g, struct wk_error *err)
+{
+    const char *path = wk_gguf_path(g);
+    struct wk_gguf_str model;
+    enum wk_status st = wk_gguf_get_str(g, "tokenizer.ggml.model", &model, err);
+    if (st) return st;
+    if (wk_gguf_str_eq(model, "llama")) {
+        tok->model = WK_TOKENIZER_SPM;
+    } else if (wk_gguf_str_eq(model, "gpt2")) {
+        tok->model = WK_TOKENIZER_BPE;
+    } else {
+        char m[64];
+        snprintf(m, sizeof m, "%.*s", (int)WK_MIN(model.len, 60), model.data);
+        return wk_error_set(err, WK_E_UNSUPPORTED,
+                            "%s: tokenizer model \"%s\" is not supported yet (wick knows \"llama\", "
+                            "SentencePiece BPE, and \"gpt2\", byte-level BPE)",
+                            path, m);
+    }
+    if ((st = load_pieces(tok, g, err))) return st;
+    if ((st = get_id(g, "tokenizer.ggml.bos_token_id", tok->n_vocab, &tok->bos, err)) ||
+        (st = get_id(g, "tokenizer.ggml.eos_token_id", tok->n_vocab, &tok->eos, err)) ||
+        (st = get_id(g, "tokenizer.ggml.eot_token_id", tok->n_vocab, &tok->eot, err)) ||
+        (st = get_id(g, "tokenizer.ggml.unknown_token_id", tok->n_vocab, &tok->unk, err)))
+        return st;
+    /* SentencePiece models add BOS unless told otherwise; byte-level BPE
+     * models do not */
+    tok->add_bos = tok->model == WK_TOKENIZER_SPM;
+    if (wk_gguf_find(g, "tokenizer.ggml.add_bos_token") &&
+        (st = wk_gguf_get_bool(g, "tokenizer.ggml.add_bos_token", &tok->add_bos, err)))
+        return st;
+    tok->add_space_prefix = false;
+    if (wk_gguf_find(g, "tokenizer.ggml.add_space_prefix") &&
+        (st = wk_gguf_get_bool(g, "tokenizer.ggml.add_space_prefix", &tok->add_space_prefix, err)))
+        return st;
+    if (tok->model == WK_TOKENIZER_BPE && (st = load_bpe(tok, g, err))) return st;
+    if (wk__vocab_mark_eog(tok)) return wk_error_set(err, WK_E_NOMEM, "%s: out of memory", path);
+    return WK_OK;
+}
+
+enum wk_status wk_tokenizer_from_gguf(const struct wk_gguf *g, struct wk_tokenizer **out,
+                                      struct wk_error *err)
+{
+    *out = NULL;
+    struct wk_tokenizer *tok = wk_calloc(1, sizeof *tok);
+    if (!tok) return wk_error_set(err, WK_E_NOMEM, "out of memory");
+    enum wk_status st = load(tok, g, err);
+    if (st) {
+        wk_tokenizer_destroy(tok);
+        return st;
+    }
+    *out = tok;
+    return WK_OK;
+}

@@ -1,0 +1,366 @@
+/*
+ * hf.c - a tokenizer from a Hugging Face folder: tokenizer.json (the
+ * `tokenizers` library's format) plus tokenizer_config.json,
+ * special_tokens_map.json and generation_config.json for BOS, the EOS set
+ * and add_bos.
+ *
+ * What is understood of tokenizer.json (everything else is refused with
+ * an error naming it, never ignored):
+ *   model       BPE: vocab (piece -> id), merges ("a b" or ["a", "b"], in
+ *               rank order), byte_fallback, unk_token, ignore_merges; no
+ *               continuing_subword_prefix / end_of_word_suffix / dropout.
+ *   normalizer  null; Replace " " -> "▁"; Prepend "▁"; a Sequence of those.
+ *   pre_tokenizer  null; ByteLevel (use_regex: the GPT-2 split);
+ *               Split {Regex, behavior Isolated}; Digits; Metaspace
+ *               (replacement "▁", split false); Sequence of those. A Split
+ *               on " " after spaces were replaced is a no-op (Gemma).
+ *   added_tokens  split out before the model, longest first: "special"
+ *               ones only in template scaffolding (control), the others
+ *               always (user-defined).
+ * A ByteLevel pre-tokenizer makes the model byte-level (GPT-2 bytes to
+ * characters); otherwise it is character-level with byte fallback, as
+ * SentencePiece-converted tokenizers are.
+ */
+#include "tokenizer_internal.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <string.h>
+
+#define MAX_VOCAB (1 << 24)
+
+struct hf_ctx {
+    const char *name; /* for messages */
+    struct wk_error *err;
+};
+
+static enum wk_status bad(struct hf_ctx *c, enum wk_status st, const char *fmt, const char *what)
+{
+    char msg[300];
+    snprintf(msg, sizeof msg, fmt, what);
+    return wk_error_set(c->err, st, "%s: %s", c->name, msg);
+}
+
+static bool str_is(json_t *j, const char *s)
+{
+    return json_is_string(j) && strcmp(json_string_value(j), s) == 0;
+}
+
+/* ------------------------------------------------------------ pieces */
+
+/* Highest id in the vocab and the added tokens, checked to be sane. */
+static enum wk_status count_ids(struct hf_ctx *c, json_t *vocab, json_t *added, int32_t *n)
+{
+    int64_t max_id = -1;
+    const char *key;
+    json_t *v;
+    *n = 0;
+    json_object_foreach(vocab, key, v)
+    {
+        if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) >= MAX_VOCAB)
+            return bad(c, WK_E_FORMAT, "model.vocab: the id of \"%.60s\" is not an integer in 0..2^24",
+                       key);
+        max_id = WK_MAX(max_id, json_integer_value(v));
+    }
+    size_t i;
+    if (added) json_array_foreach(added, i, v)
+    {
+        json_t *id = json_object_get(v, "id");
+        if (!json_is_object(v) || !json_is_integer(id) || json_integer_value(id) < 0 ||
+            json_integer_value(id) >= MAX_VOCAB || !json_is_string(json_object_get(v, "content")))
+            return bad(c, WK_E_FORMAT, "added_tokens: entry %s lacks an id in 0..2^24 or a content",
+                       "");
+        max_id = WK_MAX(max_id, json_integer_value(id));
+    }
+    if (max_id < 0) return bad(c, WK_E_FORMAT, "model.vocab is empty%s", "");
+    *n = (int32_t)(max_id + 1);
+    return WK_OK;
+}
+
+/* "<0xNN>" */
+static bool is_byte_piece(const char *s, size_t n)
+{
+    unsigned v;
+    char tail;
+    return n == 6 && sscanf(s, "<0x%2X%c", &v, &tail) == 2 && tail == '>';
+}
+
+static enum wk_status load_vocab(struct hf_ctx *c, struct wk_tokenizer *tok, json_t *model,
+                                 json_t *added)
+{
+    json_t *vocab = json_object_get(model, "vocab");
+    if (!json_is_object(vocab)) return bad(c, WK_E_FORMAT, "model.vocab is not an object%s", "");
+    if (!json_is_array(added)) added = NULL;
+    int32_t n = 0;
+    enum wk_status st = count_ids(c, vocab, added, &n);
+    if (st) return st;
+    if (wk__vocab_begin(tok, n)) return bad(c, WK_E_NOMEM, "out of memory%s", "");
+    const char *key;
+    json_t *v;
+    json_object_foreach(vocab, key, v)
+    {
+        size_t len = strlen(key);
+        enum wk_token_type ty = tok->byte_fallback && is_byte_piece(key, len) ? WK_TOKEN_BYTE
+                                                                               : WK_TOKEN_NORMAL;
+        if (wk__vocab_set(tok, (int32_t)json_integer_value(v), key, len, ty, 0))
+            return bad(c, WK_E_NOMEM, "out of memory%s", "");
+    }
+    size_t i;
+    if (added) json_array_foreach(added, i, v)
+    {
+        json_t *content = json_object_get(v, "content");
+        bool special = json_is_true(json_object_get(v, "special"));
+        if (wk__vocab_set(tok, (int32_t)json_integer_value(json_object_get(v, "id")),
+                          json_string_value(content), json_string_length(content),
+                          special ? WK_TOKEN_CONTROL : WK_TOKEN_USER_DEFINED, 0))
+            return bad(c, WK_E_NOMEM, "out of memory%s", "");
+    }
+    if (wk__vocab_finish(tok)) return bad(c, WK_E_NOMEM, "out of memory%s", "");
+    return WK_OK;
+}
+
+static enum wk_status load_merges(struct hf_ctx *c, struct wk_tokenizer *tok, json_t *model)
+{
+    json_t *merges = json_object_get(model, "merges");
+    if (merges && !json_is_array(merges)) return bad(c, WK_E_FORMAT, "model.merges is not an array%s", "");
+    if (!merges) return wk__bpe_prepare(tok, 0) ? bad(c, WK_E_NOMEM, "out of memory%s", "") : WK_OK;
+    if (wk__bpe_prepare(tok, json_array_size(merges))) return bad(c, WK_E_NOMEM, "out of memory%s", "");
+    size_t r;
+    json_t *m;
+    json_array_foreach(merges, r, m)
+    {
+        const char *a = NULL, *b = NULL;
+        size_t la = 0, lb = 0;
+        if (json_is_string(m)) { /* "a b" */
+            const char *s = json_string_value(m), *sp = strchr(s, ' ');
+            if (sp && !strchr(sp + 1, ' ')) a = s, la = (size_t)(sp - s), b = sp + 1, lb = strlen(sp + 1);
+        } else if (json_is_array(m) && json_array_size(m) == 2 && json_is_string(json_array_get(m, 0)) &&
+                   json_is_string(json_array_get(m, 1))) { /* ["a", "b"] */
+            a = json_string_value(json_array_get(m, 0)), la = json_string_length(json_array_get(m, 0));
+            b = json_string_value(json_array_get(m, 1)), lb = json_string_length(json_array_get(m, 1));
+        }
+        char idx[32];
+        snprintf(idx, sizeof idx, "%zu", r);
+        enum wk_status st = a ? wk__bpe_add_merge(tok, a, la, b, lb, (int32_t)r) : WK_E_FORMAT;
+        if (st == WK_E_FORMAT)
+            return bad(c, WK_E_FORMAT, "model.merges[%s] is not two pieces (\"a b\" or [\"a\", \"b\"])", idx);
+        if (st == WK_E_NOT_FOUND)
+            return bad(c, WK_E_FORMAT, "model.merges[%s] names a piece that is not in the vocabulary", idx);
+        if (st) return bad(c, st, "model.merges[%s]: out of memory", idx);
+    }
+    return WK_OK;
+}
+
+/* ----------------------------------------------------- normalizer etc. */
+
+static enum wk_status apply_normalizer(struct hf_ctx *c, struct wk_tokenizer *tok, json_t *n)
+{
+    if (!n || json_is_null(n)) return WK_OK;
+    json_t *type = json_object_get(n, "type");
+    if (str_is(type, "Sequence")) {
+        json_t *list = json_object_get(n, "normalizers"), *e;
+        size_t i;
+        if (!json_is_array(list)) return bad(c, WK_E_FORMAT, "normalizer.normalizers is not an array%s", "");
+        json_array_foreach(list, i, e)
+        {
+            enum wk_status st = apply_normalizer(c, tok, e);
+            if (st) return st;
+        }
+        return WK_OK;
+    }
+    if (str_is(type, "Replace")) {
+        json_t *pat = json_object_get(json_object_get(n, "pattern"), "String");
+        if (str_is(pat, " ") && str_is(json_object_get(n, "content"), "\xe2\x96\x81")) {
+            tok->escape_spaces = true;
+            return WK_OK;
+        }
+        return bad(c, WK_E_UNSUPPORTED, "normalizer Replace other than \" \" -> \"▁\" is not supported%s", "");
+    }
+    if (str_is(type, "Prepend") && str_is(json_object_get(n, "prepend"), "\xe2\x96\x81")) {
+        tok->add_space_prefix = true;
+        return WK_OK;
+    }
+    return bad(c, WK_E_UNSUPPORTED, "normalizer type \"%.40s\" is not supported",
+               json_is_string(type) ? json_string_value(type) : "?");
+}
+
+static enum wk_status apply_pre(struct hf_ctx *c, struct wk_tokenizer *tok, json_t *p)
+{
+    if (!p || json_is_null(p)) return WK_OK;
+    json_t *type = json_object_get(p, "type");
+    enum wk_status st = WK_OK;
+    if (str_is(type, "Sequence")) {
+        json_t *list = json_object_get(p, "pretokenizers"), *e;
+        size_t i;
+        if (!json_is_array(list)) return bad(c, WK_E_FORMAT, "pre_tokenizer.pretokenizers is not an array%s", "");
+        json_array_foreach(list, i, e) if ((st = apply_pre(c, tok, e))) return st;
+        return WK_OK;
+    }
+    if (str_is(type, "ByteLevel")) {
+        tok->byte_level = true;
+        if (json_is_true(json_object_get(p, "add_prefix_space")))
+            return bad(c, WK_E_UNSUPPORTED, "ByteLevel add_prefix_space is not supported%s", "");
+        json_t *use = json_object_get(p, "use_regex");
+        if (!use || json_is_true(use)) st = wk__bpe_add_regex(tok, wk__bpe_gpt2_regex());
+    } else if (str_is(type, "Digits")) {
+        st = wk__bpe_add_regex(tok, json_is_true(json_object_get(p, "individual_digits")) ? "\\p{N}"
+                                                                                            : "\\p{N}+");
+    } else if (str_is(type, "Split")) {
+        json_t *pat = json_object_get(p, "pattern"), *re = json_object_get(pat, "Regex");
+        json_t *str = json_object_get(pat, "String");
+        if (str_is(str, " ") && tok->escape_spaces) return WK_OK; /* no spaces are left */
+        if (!json_is_string(re) || !str_is(json_object_get(p, "behavior"), "Isolated") ||
+            json_is_true(json_object_get(p, "invert")))
+            return bad(c, WK_E_UNSUPPORTED,
+                       "pre_tokenizer Split is supported with a Regex pattern and behavior "
+                       "Isolated only%s", "");
+        st = wk__bpe_add_regex(tok, json_string_value(re));
+        if (st == WK_E_FORMAT) return bad(c, WK_E_FORMAT, "pre_tokenizer Split regex does not compile: %.100s",
+                                          json_string_value(re));
+    } else if (str_is(type, "Metaspace")) {
+        if (!str_is(json_object_get(p, "replacement"), "\xe2\x96\x81") ||
+            json_is_true(json_object_get(p, "split")))
+            return bad(c, WK_E_UNSUPPORTED, "pre_tokenizer Metaspace is supported with \"▁\" and split false only%s", "");
+        tok->escape_spaces = true;
+        json_t *scheme = json_object_get(p, "prepend_scheme");
+        tok->add_space_prefix = str_is(scheme, "first") || str_is(scheme, "always") ||
+                                json_is_true(json_object_get(p, "add_prefix_space"));
+    } else {
+        return bad(c, WK_E_UNSUPPORTED, "pre_tokenizer type \"%.40s\" is not supported",
+                   json_is_string(type) ? json_string_value(type) : "?");
+    }
+    if (st == WK_E_UNSUPPORTED) return bad(c, st, "more than 8 pre-tokenizer splits%s", "");
+    return st ? bad(c, st, "pre_tokenizer: out of memory%s", "") : WK_OK;
+}
+
+/* ---------------------------------------------------- companion files */
+
+/* A token given as a string or as {"content": string}; -1 when absent. */
+static int32_t token_ref(const struct wk_tokenizer *tok, json_t *j)
+{
+    if (json_is_object(j)) j = json_object_get(j, "content");
+    if (!json_is_string(j)) return -1;
+    return wk_tokenizer_find(tok, json_string_value(j), json_string_length(j));
+}
+
+static json_t *load_json_file(const char *dir, const char *file)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, file);
+    return json_load_file(path, JSON_ALLOW_NUL, NULL);
+}
+
+static void apply_companions(struct wk_tokenizer *tok, const char *dir)
+{
+    json_t *cfg = load_json_file(dir, "tokenizer_config.json");
+    json_t *map = load_json_file(dir, "special_tokens_map.json");
+    json_t *gen = load_json_file(dir, "generation_config.json");
+    json_t *srcs[2] = {map, cfg};
+    for (int k = 0; k < 2; k++) {
+        if (!srcs[k]) continue;
+        int32_t b = token_ref(tok, json_object_get(srcs[k], "bos_token"));
+        int32_t e = token_ref(tok, json_object_get(srcs[k], "eos_token"));
+        int32_t u = token_ref(tok, json_object_get(srcs[k], "unk_token"));
+        if (b >= 0) tok->bos = b;
+        if (e >= 0) tok->eos = e;
+        if (u >= 0) tok->unk = u;
+    }
+    if (cfg && json_is_boolean(json_object_get(cfg, "add_bos_token")))
+        tok->add_bos = json_is_true(json_object_get(cfg, "add_bos_token"));
+    if (gen) {
+        json_t *bos = json_object_get(gen, "bos_token_id");
+        if (json_is_integer(bos) && json_integer_value(bos) >= 0 && json_integer_value(bos) < tok->n_vocab)
+            tok->bos = (int32_t)json_integer_value(bos);
+    }
+    wk__vocab_mark_eog(tok);
+    if (gen && tok->eog) { /* every id of generation_config's eos_token_id ends generation */
+        json_t *eos = json_object_get(gen, "eos_token_id"), *e;
+        size_t i;
+        if (json_is_integer(eos) && json_integer_value(eos) >= 0 && json_integer_value(eos) < tok->n_vocab)
+            tok->eog[json_integer_value(eos)] = 1;
+        if (json_is_array(eos)) json_array_foreach(eos, i, e)
+            if (json_is_integer(e) && json_integer_value(e) >= 0 && json_integer_value(e) < tok->n_vocab)
+                tok->eog[json_integer_value(e)] = 1;
+    }
+    json_decref(cfg);
+    json_decref(map);
+    json_decref(gen);
+}
+
+/* ------------------------------------------------------------- entry */
+
+static enum wk_status load(struct hf_ctx *c, struct wk_tokenizer *tok, json_t *root)
+{
+    if (!json_is_object(root)) return bad(c, WK_E_FORMAT, "not a JSON object%s", "");
+    json_t *model = json_object_get(root, "model");
+    if (!json_is_object(model)) return bad(c, WK_E_FORMAT, "no \"model\" object%s", "");
+    json_t *type = json_object_get(model, "type");
+    if (type && !str_is(type, "BPE"))
+        return bad(c, WK_E_UNSUPPORTED, "model type \"%.40s\" is not supported (only BPE)",
+                   json_is_string(type) ? json_string_value(type) : "?");
+    if (!type && !json_object_get(model, "merges"))
+        return bad(c, WK_E_UNSUPPORTED, "model has no type and no merges: not BPE%s", "");
+    json_t *prefix = json_object_get(model, "continuing_subword_prefix");
+    json_t *suffix = json_object_get(model, "end_of_word_suffix");
+    if ((json_is_string(prefix) && json_string_length(prefix) > 0) ||
+        (json_is_string(suffix) && json_string_length(suffix) > 0))
+        return bad(c, WK_E_UNSUPPORTED, "BPE with a subword prefix or word suffix is not supported%s", "");
+    json_t *dropout = json_object_get(model, "dropout");
+    if (json_is_number(dropout) && json_number_value(dropout) > 0)
+        return bad(c, WK_E_UNSUPPORTED, "BPE dropout is not supported%s", "");
+    tok->model = WK_TOKENIZER_BPE;
+    tok->byte_fallback = json_is_true(json_object_get(model, "byte_fallback"));
+    tok->ignore_merges = json_is_true(json_object_get(model, "ignore_merges"));
+    enum wk_status st;
+    if ((st = load_vocab(c, tok, model, json_object_get(root, "added_tokens")))) return st;
+    tok->unk = token_ref(tok, json_object_get(model, "unk_token"));
+    if ((st = apply_normalizer(c, tok, json_object_get(root, "normalizer")))) return st;
+    if ((st = load_merges(c, tok, model))) return st;
+    if ((st = apply_pre(c, tok, json_object_get(root, "pre_tokenizer")))) return st;
+    return WK_OK;
+}
+
+enum wk_status wk_tokenizer_from_hf_json(const char *json_text, size_t len, const char *name,
+                                         struct wk_tokenizer **out, struct wk_error *err)
+{
+    *out = NULL;
+    struct hf_ctx c = {.name = name, .err = err};
+    json_error_t jerr;
+    json_t *root = json_loadb(json_text, len, JSON_ALLOW_NUL, &jerr);
+    if (!root)
+        return wk_error_set(err, WK_E_FORMAT, "%s: invalid JSON at line %d: %s", name, jerr.line,
+                            jerr.text);
+    struct wk_tokenizer *tok = wk_calloc(1, sizeof *tok);
+    enum wk_status st = tok ? load(&c, tok, root) : wk_error_set(err, WK_E_NOMEM, "out of memory");
+    json_decref(root);
+    if (!st && !tok->eog && wk__vocab_mark_eog(tok)) st = wk_error_set(err, WK_E_NOMEM, "out of memory");
+    if (st) {
+        wk_tokenizer_destroy(tok);
+        return st;
+    }
+    *out = tok;
+    return WK_OK;
+}
+
+enum wk_status wk_tokenizer_from_hf(const char *dir, struct wk_tokenizer **out,
+                                    struct wk_error *err)
+{
+    *out = NULL;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/tokenizer.json", dir);
+    struct wk_mapped_file f;
+    enum wk_status st = wk_mapped_file_open(&f, path, err);
+    if (st) return st;
+    st = wk_tokenizer_from_hf_json((const char *)f.data, (size_t)f.size_bytes, path, out, err);
+    wk_mapped_file_close(&f);
+    if (st) return st;
+    wk_free((*out)->eog);
+    (*out)->eog = NULL;
+    apply_companions(*out, dir);
+    if (!(*out)->eog) {
+        wk_tokenizer_destroy(*out);
+        *out = NULL;
+        return wk_error_set(err, WK_E_NOMEM, "out of memory");
+    }
+    return WK_OK;
+}
