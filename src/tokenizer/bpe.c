@@ -252,7 +252,8 @@ static enum wk_status split(pcre2_code *re, const char *text, const struct frags
             PCRE2_SIZE *ov = pcre2_get_ovector_pointer(md);
             size_t ms = ov[0], me = ov[1];
             if (me == ms) { /* empty match: step over one character */
-                pos = ms + WK_MAX(1u, wk__utf8_len(s[ms]));
+                if (ms >= len) break;
+                pos = ms + wk__utf8_char_len((const char *)s + ms, len - ms);
                 continue;
             }
             if (!frags_push(out, in->v[i].off + gap, ms - gap) ||
@@ -279,14 +280,28 @@ static bool bpe_pair(const void *ctx, const char *text, const struct wk__sym *l,
     return true;
 }
 
-/* Byte-level: one symbol per byte, through the GPT-2 character table. */
+/* Byte-level: one symbol per byte, through the GPT-2 character table. A
+ * byte the vocabulary has no piece for (bytes that never occur in UTF-8,
+ * such as 0xFF, are missing from some vocabularies) becomes the pieces of
+ * U+FFFD, the replacement character, as decoding the text would: never the
+ * unknown token, which may be a control token (SmolLM2's is
+ * <|endoftext|>). syms holds 3 per byte. */
 static int32_t byte_symbols(const struct wk_tokenizer *tok, const char *s, size_t n,
                             struct wk__sym *syms)
 {
-    for (size_t i = 0; i < n; i++)
-        syms[i] = (struct wk__sym){.off = (uint32_t)i, .n = 1,
-                                   .id = tok->bpe.byte_char_ids[(uint8_t)s[i]]};
-    return (int32_t)n;
+    static const uint8_t fffd[3] = {0xef, 0xbf, 0xbd};
+    const int32_t *ids = tok->bpe.byte_char_ids;
+    int32_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        int32_t id = ids[(uint8_t)s[i]];
+        if (id >= 0) {
+            syms[k++] = (struct wk__sym){.off = (uint32_t)i, .n = 1, .id = id};
+        } else if (ids[fffd[0]] >= 0 && ids[fffd[1]] >= 0 && ids[fffd[2]] >= 0) {
+            for (int j = 0; j < 3; j++)
+                syms[k++] = (struct wk__sym){.off = (uint32_t)i, .n = 1, .id = ids[fffd[j]]};
+        }
+    }
+    return k;
 }
 
 /* Character-level: one symbol per UTF-8 character that is a piece; a
@@ -297,7 +312,7 @@ static int32_t char_symbols(const struct wk_tokenizer *tok, const char *s, size_
 {
     int32_t k = 0;
     for (size_t off = 0; off < n;) {
-        uint32_t len = WK_MIN(wk__utf8_len((uint8_t)s[off]), (uint32_t)(n - off));
+        uint32_t len = wk__utf8_char_len(s + off, n - off);
         int32_t id = wk_tokenizer_find(tok, s + off, len);
         if (id >= 0) {
             syms[k++] = (struct wk__sym){.off = (uint32_t)off, .n = len, .id = id};
@@ -305,7 +320,7 @@ static int32_t char_symbols(const struct wk_tokenizer *tok, const char *s, size_
             for (uint32_t j = 0; j < len; j++)
                 syms[k++] = (struct wk__sym){.off = (uint32_t)(off + j), .n = 1,
                                              .id = tok->byte_ids[(uint8_t)s[off + j]]};
-        } else {
+        } else if (tok->unk >= 0) { /* tokenizers' BPE without byte fallback */
             syms[k++] = (struct wk__sym){.off = (uint32_t)off, .n = len, .id = tok->unk};
         }
         off += len;
@@ -331,10 +346,8 @@ static enum wk_status encode_fragment(const struct wk_tokenizer *tok, const char
         syms[i].next = i + 1 < n_sym ? i + 1 : -1;
     }
     enum wk_status st = wk__merge_symbols(s, syms, n_sym, bpe_pair, &tok->bpe);
-    for (int32_t i = 0; !st && n_sym > 0 && i >= 0; i = syms[i].next) {
-        int32_t id = syms[i].id >= 0 ? syms[i].id : tok->unk;
-        if (id >= 0) st = wk_tokens_push(out, id);
-    }
+    for (int32_t i = 0; !st && n_sym > 0 && i >= 0; i = syms[i].next)
+        if (syms[i].id >= 0) st = wk_tokens_push(out, syms[i].id);
     return st;
 }
 
@@ -366,7 +379,7 @@ enum wk_status wk__bpe_encode(const struct wk_tokenizer *tok, const char *raw, s
     }
     size_t longest = 0;
     for (size_t i = 0; i < a.n; i++) longest = WK_MAX(longest, a.v[i].len);
-    if (!st && !(syms = wk_malloc((longest + 1) * sizeof *syms))) st = WK_E_NOMEM;
+    if (!st && !(syms = wk_malloc((3 * longest + 1) * sizeof *syms))) st = WK_E_NOMEM;
     for (size_t i = 0; !st && i < a.n; i++)
         st = encode_fragment(tok, text + a.v[i].off, a.v[i].len, syms, out);
     wk_free(syms);

@@ -118,3 +118,12 @@ uint32_t wk__utf8_len(uint8_t c)
     if ((c & 0xf8) == 0xf0) return 4;
     return 1;
 }
+
+uint32_t wk__utf8_char_len(const char *s, size_t n)
+{
+    uint32_t k = wk__utf8_len((uint8_t)s[0]);
+    if (k > n) return 1;
+    for (uint32_t i = 1; i < k; i++)
+        if (((uint8_t)s[i] & 0xc0) != 0x80) return 1;
+    return k;
+}

@@ -48,7 +48,8 @@ enum wk_status wk__spm_encode(const struct wk_tokenizer *tok, const char *raw, s
     /* escape: ' ' -> U+2581; at most 3 bytes per input byte plus a prefix */
     size_t cap = raw_len * 3 + 3;
     char *text = wk_malloc(cap);
-    struct wk__sym *syms = wk_malloc((raw_len + 2) * sizeof *syms);
+    /* at most one symbol per byte of the escaped text */
+    struct wk__sym *syms = wk_malloc((cap + 1) * sizeof *syms);
     enum wk_status st = WK_OK;
     if (!text || !syms) {
         st = WK_E_NOMEM;
@@ -66,7 +67,7 @@ enum wk_status wk__spm_encode(const struct wk_tokenizer *tok, const char *raw, s
     }
     int32_t n_sym = 0;
     for (size_t off = 0; off < n;) {
-        uint32_t len = WK_MIN(wk__utf8_len((uint8_t)text[off]), (uint32_t)(n - off));
+        uint32_t len = wk__utf8_char_len(text + off, n - off);
         syms[n_sym] = (struct wk__sym){.prev = n_sym - 1, .next = -1, .off = (uint32_t)off,
                                        .n = len, .id = -1};
         if (n_sym > 0) syms[n_sym - 1].next = n_sym;

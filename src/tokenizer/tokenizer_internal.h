@@ -91,6 +91,11 @@ enum wk_status wk__merge_symbols(const char *text, struct wk__sym *syms, int32_t
 
 /* Length of the UTF-8 sequence led by byte c (1 for an invalid lead). */
 uint32_t wk__utf8_len(uint8_t c);
+/* Length of the character at s[0..n): its lead's length when that many
+ * bytes remain and all but the first are continuation bytes, else 1 (a
+ * stray byte is a character of its own, so no symbol swallows the next
+ * character's bytes). n >= 1. */
+uint32_t wk__utf8_char_len(const char *s, size_t n);
 
 /* BPE set-up, used by the loaders after the vocabulary is finished:
  * prepare sizes the merge table for n_merges and maps the GPT-2 byte
