@@ -13,6 +13,7 @@
 #include "../src/runtime/wk_runtime.h"
 
 #include <editline/readline.h>
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -271,8 +272,9 @@ static int interactive(struct loaded *l, const struct run_opts *o, int64_t load_
     int rc = WK_EXIT_OK;
     for (;;) {
         g_cancel = false;
+        errno = 0;
         char *line = readline(">>> ");
-        if (!line && g_cancel) { /* Ctrl-C at the prompt, as ollama answers it */
+        if (!line && (g_cancel || errno == EINTR)) { /* Ctrl-C at the prompt, as ollama answers it */
             printf("\nUse Ctrl + d or /bye to exit.\n");
             continue;
         }

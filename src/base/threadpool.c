@@ -15,6 +15,7 @@
 
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdatomic.h>
 
 #define SPIN_LIMIT 200000 /* ~ a few ms of pause loops before sleeping */
@@ -104,15 +105,22 @@ enum wk_status wk_threadpool_create(int n_threads, struct wk_threadpool **out)
             return WK_E_NOMEM;
         }
     }
+    /* Workers block every signal (they inherit the mask), so a Ctrl-C is
+     * always delivered to the thread that handles it, not to a worker. */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
     for (int i = 0; i < n_workers; i++) {
         pool->args[i].pool = pool;
         pool->args[i].ith = i + 1;
         if (pthread_create(&pool->threads[i], NULL, worker_main, &pool->args[i]) != 0) {
+            pthread_sigmask(SIG_SETMASK, &old, NULL);
             pool->n_threads = i + 1; /* join only those started */
             wk_threadpool_destroy(pool);
             return WK_E_IO;
         }
     }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
     *out = pool;
     return WK_OK;
 }

@@ -141,6 +141,19 @@ static void test_byte_fallback(void)
     EXPECT("\xe6\x97", false, 4 + 0xe6, 4 + 0x97);      /* truncated character */
 }
 
+/* A stray UTF-8 lead byte must not swallow the escaped space after it
+ * (a heap overflow once): each byte is its own symbol, the space a ▁. */
+static void test_stray_lead_bytes(void)
+{
+    EXPECT("x\xc0 \xc0 y", false, 4 + 'x', 4 + 0xc0, 260, 4 + 0xc0, 260, 4 + 'y');
+    char text[600];
+    for (int i = 0; i < 300; i++) text[2 * i] = (char)0xc0, text[2 * i + 1] = ' ';
+    struct wk_tokens t = {0};
+    CHECK_EQ_INT(wk_tokenizer_encode(g_tok, text, sizeof text, false, &t), WK_OK);
+    CHECK_EQ_INT(t.n, 600);
+    wk_tokens_deinit(&t);
+}
+
 static void test_user_defined_pieces(void)
 {
     /* "\n" is split out first; the two-space piece merges from "▁▁" and,
@@ -276,7 +289,7 @@ int main(int argc, char **argv)
 {
     setup();
     static const struct check_test tests[] = {
-        TEST(test_merges_in_vocabulary_order), TEST(test_byte_fallback), TEST(test_user_defined_pieces),
+        TEST(test_merges_in_vocabulary_order), TEST(test_byte_fallback), TEST(test_stray_lead_bytes), TEST(test_user_defined_pieces),
         TEST(test_control_pieces_only_in_scaffolding), TEST(test_decode), TEST(test_streaming_detok),
         TEST(test_loader_errors)};
     int rc = check_main(argc, argv, tests, (int)WK_ARRAY_LEN(tests));
