@@ -14,7 +14,9 @@ enum wk_status wk_mapped_file_open(struct wk_mapped_file *f, const char *path,
                                    struct wk_error *err)
 {
     memset(f, 0, sizeof *f);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: opening a FIFO must not wait for a writer; regular files
+     * ignore it */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) {
         int e = errno;
         return wk_error_set(err, e == ENOENT ? WK_E_NOT_FOUND : WK_E_IO, "%s: %s", path,
@@ -29,6 +31,10 @@ enum wk_status wk_mapped_file_open(struct wk_mapped_file *f, const char *path,
     if (S_ISDIR(st.st_mode)) {
         close(fd);
         return wk_error_set(err, WK_E_IO, "%s: is a directory, not a file", path);
+    }
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        return wk_error_set(err, WK_E_IO, "%s: not a regular file", path);
     }
     f->path = wk_strdup(path);
     if (!f->path) {

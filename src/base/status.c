@@ -106,3 +106,14 @@ char *wk_asprintf(const char *fmt, ...)
     va_end(ap);
     return s;
 }
+
+void wk_str_printable(const char *s, size_t n, char *out, size_t out_size)
+{
+    size_t j = 0;
+    for (size_t i = 0; i < n && j + 4 < out_size; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        out[j++] = (ch >= 0x20 && ch < 0x7f) ? (char)ch : '?';
+    }
+    if (n > j && j + 3 < out_size) out[j++] = '.', out[j++] = '.', out[j++] = '.';
+    out[j] = '\0';
+}

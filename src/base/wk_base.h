@@ -230,6 +230,11 @@ static inline void wk_split_range(int64_t n, int ith, int nth, int64_t *lo, int6
 #define WK_MAX(a, b) ((a) > (b) ? (a) : (b))
 #define WK_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
+/* Copies s[0..n) into out (out_size >= 8) for an error message: bytes
+ * outside printable ASCII become '?', so text from a hostile file cannot
+ * send escape sequences to a terminal; a cut copy ends in "...". */
+void wk_str_printable(const char *s, size_t n, char *out, size_t out_size);
+
 /* Formats into a fresh wk_malloc'd string (caller frees); NULL on ENOMEM. */
 char *wk_asprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

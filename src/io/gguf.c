@@ -25,6 +25,14 @@
 #define MAX_DIM_VALUE ((uint64_t)1 << 48)
 #define DEFAULT_ALIGNMENT 32
 
+/* Open-addressing index from a name to its position, for the metadata keys
+ * and the tensor names: duplicate checks and lookups in O(1), so a file
+ * with a million entries cannot make loading quadratic. */
+struct name_index {
+    int64_t *slots; /* position + 1; 0 = empty */
+    uint64_t cap;
+};
+
 struct wk_gguf {
     struct wk_mapped_file file; /* unused (zero) when opened from memory */
     const uint8_t *data;
@@ -38,7 +46,50 @@ struct wk_gguf {
     struct wk_gguf_value *values;
     int64_t n_tensors;
     struct wk_gguf_tensor *tensors;
+    struct name_index key_index, tensor_index;
 };
+
+static uint64_t hash_name(const char *s)
+{
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
+    for (; *s; s++) h = (h ^ (uint8_t)*s) * 1099511628211ull;
+    return h;
+}
+
+static bool index_init(struct name_index *ix, int64_t n)
+{
+    ix->cap = 16;
+    while (ix->cap < (uint64_t)n * 2) ix->cap <<= 1;
+    ix->slots = wk_calloc(ix->cap, sizeof *ix->slots);
+    return ix->slots != NULL;
+}
+
+/* Position of name among names[], or -1. */
+static int64_t index_find(const struct name_index *ix, const char *const *names, size_t stride,
+                          const char *name)
+{
+    if (!ix->slots) return -1;
+    for (uint64_t i = hash_name(name) & (ix->cap - 1);; i = (i + 1) & (ix->cap - 1)) {
+        int64_t pos = ix->slots[i] - 1;
+        if (pos < 0) return -1;
+        const char *other = *(const char *const *)((const char *)names + (size_t)pos * stride);
+        if (strcmp(other, name) == 0) return pos;
+    }
+}
+
+/* Adds names[pos]; false when the name is already present. */
+static bool index_add(struct name_index *ix, const char *const *names, size_t stride, int64_t pos)
+{
+    const char *name = *(const char *const *)((const char *)names + (size_t)pos * stride);
+    uint64_t i = hash_name(name) & (ix->cap - 1);
+    for (; ix->slots[i]; i = (i + 1) & (ix->cap - 1)) {
+        const char *other =
+            *(const char *const *)((const char *)names + (size_t)(ix->slots[i] - 1) * stride);
+        if (strcmp(other, name) == 0) return false;
+    }
+    ix->slots[i] = pos + 1;
+    return true;
+}
 
 struct cursor {
     const uint8_t *data;
@@ -103,13 +154,7 @@ static enum wk_status read_str(struct cursor *c, struct wk_gguf_str *s, const ch
 /* A printable, bounded copy of a key or name for messages. */
 static void printable(struct wk_gguf_str s, char *out, size_t out_size)
 {
-    size_t j = 0;
-    for (uint64_t i = 0; i < s.len && j + 5 < out_size; i++) {
-        unsigned char ch = (unsigned char)s.data[i];
-        out[j++] = (ch >= 0x20 && ch < 0x7f) ? (char)ch : '?';
-    }
-    if (s.len > out_size - 5 && j + 4 < out_size) out[j++] = '.', out[j++] = '.', out[j++] = '.';
-    out[j] = '\0';
+    wk_str_printable(s.data, (size_t)s.len, out, out_size);
 }
 
 static void value_free(struct wk_gguf_value *v)
@@ -269,10 +314,9 @@ static enum wk_status parse_kv(struct wk_gguf *g, struct cursor *c)
         if (!g->keys[i]) return wk_error_set(c->err, WK_E_NOMEM, "%s: out of memory", c->name);
         memcpy(g->keys[i], key.data, (size_t)key.len);
         g->keys[i][key.len] = '\0';
-        for (int64_t j = 0; j < i; j++)
-            if (strcmp(g->keys[j], g->keys[i]) == 0)
-                return wk_error_set(c->err, WK_E_FORMAT, "%s: duplicate metadata key %s", c->name,
-                                    kbuf);
+        if (!index_add(&g->key_index, (const char *const *)g->keys, sizeof *g->keys, i))
+            return wk_error_set(c->err, WK_E_FORMAT, "%s: duplicate metadata key %s", c->name,
+                                kbuf);
         uint32_t type;
         if ((st = read_u32(c, &type, "value type"))) return wk_error_prefix(c->err, st, "key %s: ", kbuf);
         if (type >= WK_GGUF_TYPE_COUNT)
@@ -355,10 +399,9 @@ static enum wk_status parse_tensor_infos(struct wk_gguf *g, struct cursor *c)
         t->t.nb[0] = tr->block_bytes;
         t->t.nb[1] = (size_t)row;
         for (int d = 2; d < MAX_DIMS; d++) t->t.nb[d] = t->t.nb[d - 1] * (size_t)t->t.ne[d - 1];
-        for (int64_t j = 0; j < i; j++)
-            if (strcmp(g->tensors[j].t.name, nm) == 0)
-                return wk_error_set(c->err, WK_E_FORMAT, "%s: duplicate tensor name %s", c->name,
-                                    nbuf);
+        if (!index_add(&g->tensor_index, &g->tensors[0].t.name, sizeof *g->tensors, i))
+            return wk_error_set(c->err, WK_E_FORMAT, "%s: duplicate tensor name %s", c->name,
+                                nbuf);
     }
     return WK_OK;
 }
@@ -369,16 +412,18 @@ static enum wk_status check_tensor_data(struct wk_gguf *g, struct cursor *c)
     for (int64_t i = 0; i < g->n_tensors; i++) {
         struct wk_gguf_tensor *t = &g->tensors[i];
         uint64_t end;
+        char nbuf[128];
+        wk_str_printable(t->t.name, strlen(t->t.name), nbuf, sizeof nbuf);
         if (t->offset % g->alignment != 0)
             return wk_error_set(c->err, WK_E_FORMAT,
                                 "%s: tensor %s: offset %llu is not a multiple of the alignment %llu",
-                                c->name, t->t.name, (unsigned long long)t->offset,
+                                c->name, nbuf, (unsigned long long)t->offset,
                                 (unsigned long long)g->alignment);
         if (!wk_add_u64(t->offset, t->size_bytes, &end) || end > data_size)
             return wk_error_set(c->err, WK_E_FORMAT,
                                 "%s: tensor %s: data at offset %llu + %llu bytes runs past the end "
                                 "of the file (data section holds %llu bytes)",
-                                c->name, t->t.name, (unsigned long long)t->offset,
+                                c->name, nbuf, (unsigned long long)t->offset,
                                 (unsigned long long)t->size_bytes, (unsigned long long)data_size);
         t->t.data = g->data + g->data_offset + t->offset;
     }
@@ -390,8 +435,10 @@ static enum wk_status check_tensor_data(struct wk_gguf *g, struct cursor *c)
     enum wk_status st = WK_OK;
     for (int64_t i = 1; i < g->n_tensors; i++) {
         if (order[i - 1]->offset + order[i - 1]->size_bytes > order[i]->offset) {
-            st = wk_error_set(c->err, WK_E_FORMAT, "%s: tensors %s and %s overlap", c->name,
-                              order[i - 1]->t.name, order[i]->t.name);
+            char a[128], b[128];
+            wk_str_printable(order[i - 1]->t.name, strlen(order[i - 1]->t.name), a, sizeof a);
+            wk_str_printable(order[i]->t.name, strlen(order[i]->t.name), b, sizeof b);
+            st = wk_error_set(c->err, WK_E_FORMAT, "%s: tensors %s and %s overlap", c->name, a, b);
             break;
         }
     }
@@ -410,16 +457,20 @@ static enum wk_status parse(struct wk_gguf *g, struct wk_error *err)
     g->keys = wk_calloc((size_t)n_kv + 1, sizeof *g->keys);
     g->values = wk_calloc((size_t)n_kv + 1, sizeof *g->values);
     g->tensors = wk_calloc((size_t)n_tensors + 1, sizeof *g->tensors);
-    if (!g->keys || !g->values || !g->tensors)
+    if (!g->keys || !g->values || !g->tensors || !index_init(&g->key_index, g->n_kv) ||
+        !index_init(&g->tensor_index, g->n_tensors))
         return wk_error_set(err, WK_E_NOMEM, "%s: out of memory", g->name);
     if ((st = parse_kv(g, &c))) return st;
 
     g->alignment = DEFAULT_ALIGNMENT;
     const struct wk_gguf_value *al = wk_gguf_find(g, "general.alignment");
     if (al) {
-        if (al->type != WK_GGUF_U32 || al->u == 0 || (al->u & (al->u - 1)) != 0)
+        /* the spec asks for a multiple of 8; a power of two, so every
+         * tensor's data is naturally aligned for its element type */
+        if (al->type != WK_GGUF_U32 || al->u < 8 || (al->u & (al->u - 1)) != 0)
             return wk_error_set(err, WK_E_FORMAT,
-                                "%s: general.alignment must be a u32 power of two, got %s %llu",
+                                "%s: general.alignment must be a u32 power of two of at least 8, "
+                                "got %s %llu",
                                 g->name, wk_gguf_type_name(al->type),
                                 (unsigned long long)(al->type == WK_GGUF_U32 ? al->u : 0));
         g->alignment = al->u;
@@ -498,6 +549,8 @@ void wk_gguf_close(struct wk_gguf *g)
     wk_free(g->keys);
     wk_free(g->values);
     wk_free(g->tensors);
+    wk_free(g->key_index.slots);
+    wk_free(g->tensor_index.slots);
     wk_free(g->name);
     wk_mapped_file_close(&g->file);
     wk_free(g);
@@ -515,16 +568,14 @@ const struct wk_gguf_tensor *wk_gguf_tensor(const struct wk_gguf *g, int64_t i) 
 
 const struct wk_gguf_value *wk_gguf_find(const struct wk_gguf *g, const char *key)
 {
-    for (int64_t i = 0; i < g->n_kv; i++)
-        if (g->keys[i] && strcmp(g->keys[i], key) == 0) return &g->values[i];
-    return NULL;
+    int64_t i = index_find(&g->key_index, (const char *const *)g->keys, sizeof *g->keys, key);
+    return i >= 0 ? &g->values[i] : NULL;
 }
 
 const struct wk_gguf_tensor *wk_gguf_find_tensor(const struct wk_gguf *g, const char *name)
 {
-    for (int64_t i = 0; i < g->n_tensors; i++)
-        if (strcmp(g->tensors[i].t.name, name) == 0) return &g->tensors[i];
-    return NULL;
+    int64_t i = index_find(&g->tensor_index, &g->tensors[0].t.name, sizeof *g->tensors, name);
+    return i >= 0 ? &g->tensors[i] : NULL;
 }
 
 static bool is_unsigned(enum wk_gguf_type t)

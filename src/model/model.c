@@ -106,14 +106,17 @@ enum wk_status wk_model_load(const char *path, struct wk_model **out, struct wk_
     }
     if (!load) {
         char a[64];
-        size_t n = WK_MIN(arch.len, 60);
-        for (size_t i = 0; i < n; i++) a[i] = (arch.data[i] >= 0x20 && arch.data[i] < 0x7f) ? arch.data[i] : '?';
-        a[n] = '\0';
+        wk_str_printable(arch.data, (size_t)arch.len, a, sizeof a);
         st = wk_error_set(err, WK_E_UNSUPPORTED,
                           "%s: unknown architecture \"%s\" (wick supports: gemma3, llama)", path, a);
         goto fail;
     }
     if ((st = load(m, err))) goto fail;
+    if (m->hp.n_ctx_train < 16) {
+        st = wk_error_set(err, WK_E_FORMAT, "%s: %s.context_length = %d is too small to use", path,
+                          m->hp.arch_name, m->hp.n_ctx_train);
+        goto fail;
+    }
     *out = m;
     return WK_OK;
 fail:

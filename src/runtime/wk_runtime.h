@@ -120,8 +120,9 @@ struct wk_generate_stats {
 struct wk_session;
 
 /* Creates a session on model m with its own context (KV cache, threads).
- * m and tok are borrowed and must outlive the session. Errors: those of
- * wk_context_create. */
+ * m and tok are borrowed and must outlive the session. Errors: WK_E_FORMAT
+ * when the tokenizer has more tokens than the model has embeddings (the
+ * message names the model file), those of wk_context_create. */
 enum wk_status wk_session_create(const struct wk_model *m, const struct wk_tokenizer *tok,
                                  const struct wk_context_params *cp, struct wk_session **out,
                                  struct wk_error *err);

@@ -86,7 +86,7 @@ static enum wk_status load_bpe(struct wk_tokenizer *tok, const struct wk_gguf *g
     if (wk_gguf_find(g, "tokenizer.ggml.pre")) {
         struct wk_gguf_str pre;
         if ((st = wk_gguf_get_str(g, "tokenizer.ggml.pre", &pre, err))) return st;
-        snprintf(name, sizeof name, "%.*s", (int)WK_MIN(pre.len, 60), pre.data);
+        wk_str_printable(pre.data, (size_t)pre.len, name, sizeof name);
     }
     st = wk__bpe_use_named_pre(tok, name);
     if (st == WK_E_NOT_FOUND)
@@ -136,7 +136,7 @@ static enum wk_status load(struct wk_tokenizer *tok, const struct wk_gguf *g, st
         tok->model = WK_TOKENIZER_BPE;
     } else {
         char m[64];
-        snprintf(m, sizeof m, "%.*s", (int)WK_MIN(model.len, 60), model.data);
+        wk_str_printable(model.data, (size_t)model.len, m, sizeof m);
         return wk_error_set(err, WK_E_UNSUPPORTED,
                             "%s: tokenizer model \"%s\" is not supported yet (wick knows \"llama\", "
                             "SentencePiece BPE, and \"gpt2\", byte-level BPE)",

@@ -147,6 +147,13 @@ static void test_alignment(void)
     CHECK_EQ_INT(wk_gguf_open_memory(c.p, c.n, "mem", &g, &err), WK_E_FORMAT);
     CHECK_CONTAINS(err.msg, "general.alignment must be a u32 power of two");
     free(c.p);
+    /* 4 would let an 8-byte offset misalign data for some block types */
+    struct gb d = {0};
+    gb_header(&d, 3, 0, 1);
+    gb_kv_u32(&d, "general.alignment", 4);
+    CHECK_EQ_INT(wk_gguf_open_memory(d.p, d.n, "mem", &g, &err), WK_E_FORMAT);
+    CHECK_CONTAINS(err.msg, "of at least 8");
+    free(d.p);
 }
 
 /* Every proper prefix of a valid file is refused with a clear error. */
@@ -339,6 +346,44 @@ static void test_allocation_failures_leak_nothing(void)
     free(b.p);
 }
 
+/* 200,000 keys and 100,000 tensors load (the duplicate checks are hashed;
+ * quadratic ones took minutes), lookups find the last ones, and a
+ * duplicate at the very end is still caught. */
+static void test_many_entries(void)
+{
+    const int n_kv = 200000, n_t = 100000;
+    for (int dup = 0; dup < 2; dup++) {
+        struct gb b = {0};
+        gb_header(&b, 3, (uint64_t)n_t, (uint64_t)n_kv);
+        char key[32];
+        for (int i = 0; i < n_kv; i++) {
+            snprintf(key, sizeof key, "k.%d", dup && i == n_kv - 1 ? 7 : i);
+            gb_kv_u32(&b, key, (uint32_t)i);
+        }
+        for (int i = 0; i < n_t; i++) {
+            uint64_t ne[1] = {1};
+            snprintf(key, sizeof key, "t.%d", i);
+            gb_tensor_info(&b, key, 1, ne, 0, (uint64_t)i * 32);
+        }
+        gb_pad(&b, 32);
+        for (int i = 0; i < n_t * 32; i++) gb_u8(&b, 0);
+        struct wk_gguf *g = NULL;
+        struct wk_error err;
+        enum wk_status st = wk_gguf_open_memory(b.p, b.n, "many", &g, &err);
+        if (dup) {
+            CHECK_EQ_INT(st, WK_E_FORMAT);
+            CHECK_CONTAINS(err.msg, "duplicate metadata key k.7");
+        } else {
+            CHECK_EQ_INT(st, WK_OK);
+            CHECK_EQ_INT(wk_gguf_find(g, "k.199999")->u, 199999);
+            CHECK(wk_gguf_find_tensor(g, "t.99999") != NULL);
+            CHECK(wk_gguf_find_tensor(g, "t.100000") == NULL);
+        }
+        wk_gguf_close(g);
+        free(b.p);
+    }
+}
+
 static void test_open_errors(void)
 {
     struct wk_gguf *g;
@@ -351,4 +396,4 @@ static void test_open_errors(void)
 
 CHECK_MAIN(TEST(test_reads_every_type), TEST(test_version_2), TEST(test_alignment), TEST(test_every_truncation_is_refused),
            TEST(test_malformed_files_are_refused), TEST(test_allocation_failures_leak_nothing),
-           TEST(test_open_errors))
+           TEST(test_many_entries), TEST(test_open_errors))
