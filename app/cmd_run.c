@@ -30,32 +30,41 @@ struct run_opts {
     bool verbose;
 };
 
-static volatile bool g_cancel; /* set by SIGINT during generation */
+static volatile bool g_cancel;      /* set by SIGINT during generation */
+static volatile bool g_generating;     /* an answer is being computed */
+static volatile sig_atomic_t g_sigints; /* Ctrl-Cs during this answer */
+static bool g_write_failed;          /* stdout could not be written */
 
 static void on_sigint(int sig)
 {
     (void)sig;
     g_cancel = true;
+    /* the first Ctrl-C stops the answer at the next step; a second one, if
+     * that takes too long, leaves at once */
+    if (g_generating && ++g_sigints >= 2) _exit(130);
 }
 
 static void run_usage(FILE *f)
 {
     fprintf(f,
-            "Usage: wick run MODEL.gguf [PROMPT] [options]\n\n"
+            "Usage: wick run MODEL.gguf [PROMPT] [options] [-- PROMPT]\n\n"
             "Answers PROMPT; without it reads the prompt from stdin when piped, or starts an\n"
             "interactive chat on a terminal (/bye or Ctrl-D to leave, /clear to forget).\n\n"
             "Options:\n"
             "  --temperature T   sampling temperature, 0 = greedy (default 0.8)\n"
             "  --top-k K         keep the K most likely tokens, 0 = off (default 40)\n"
-            "  --top-p P         nucleus sampling threshold (default 0.9)\n"
+            "  --top-p P         nucleus sampling threshold, 0 or 1 = off (default 0.9)\n"
             "  --min-p P         drop tokens below P x the top probability (default 0)\n"
             "  --seed S          random seed, -1 = from the clock (default -1)\n"
-            "  --num-predict N   stop after N tokens, -1 = until the context is full (default -1)\n"
+            "  --num-predict N   stop after N tokens; 0 or -1 = until the context is full\n"
+            "                    (default -1)\n"
             "  --ctx-size N      context length in tokens (default 4096 or the model's)\n"
-            "  --threads N       compute threads (default: number of cores)\n"
+            "  --threads N       compute threads (default: the CPUs this process may use)\n"
             "  --verbose         print timings and token rates after the answer\n");
 }
 
+/* Reads all of stdin; NULL (message printed) on a read error, a NUL byte
+ * or more than MAX_STDIN_BYTES. */
 static char *read_all_stdin(void)
 {
     size_t cap = 4096, n = 0;
@@ -81,6 +90,16 @@ static char *read_all_stdin(void)
         n += got;
         if (got == 0) break;
     }
+    if (ferror(stdin)) {
+        fprintf(stderr, "wick run: cannot read the prompt from stdin: %s\n", strerror(errno));
+        free(buf);
+        return NULL;
+    }
+    if (memchr(buf, '\0', n)) {
+        fprintf(stderr, "wick run: the prompt on stdin contains a NUL byte\n");
+        free(buf);
+        return NULL;
+    }
     buf[n] = '\0';
     return buf;
 }
@@ -93,8 +112,21 @@ static int parse_args(int argc, char **argv, struct run_opts *o)
     const char *positional[2] = {NULL, NULL};
     int n_pos = 0;
     char *extra_prompt = NULL;
+    bool options_done = false; /* after "--" every argument is positional */
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = NULL;
+        if (!options_done && strcmp(a, "--") == 0) {
+            options_done = true;
+            continue;
+        }
+        if (options_done) {
+            if (n_pos == 2) {
+                fprintf(stderr, "wick run: unexpected argument '%s' (quote the prompt)\n", a);
+                return WK_EXIT_USAGE;
+            }
+            positional[n_pos++] = a;
+            continue;
+        }
         bool bad = false;
         float f;
         int64_t x;
@@ -128,7 +160,10 @@ static int parse_args(int argc, char **argv, struct run_opts *o)
             if (bad || !cli_parse_i64("run", "--threads", v, 1, 256, &x)) return WK_EXIT_USAGE;
             o->ctx.n_threads = (int32_t)x;
         } else if (a[0] == '-' && a[1] != '\0') {
-            fprintf(stderr, "wick run: unknown option '%s' (see wick run --help)\n", a);
+            fprintf(stderr,
+                    "wick run: unknown option '%s' (see wick run --help; a prompt that starts "
+                    "with '-' goes after --)\n",
+                    a);
             return WK_EXIT_USAGE;
         } else if (n_pos < 2) {
             positional[n_pos++] = a;
@@ -143,6 +178,10 @@ static int parse_args(int argc, char **argv, struct run_opts *o)
         return WK_EXIT_USAGE;
     }
     o->model = positional[0];
+    if (positional[1] && positional[1][strspn(positional[1], " \t\r\n")] == '\0') {
+        fprintf(stderr, "wick run: the prompt is empty\n");
+        return WK_EXIT_USAGE;
+    }
     if (!isatty(STDIN_FILENO)) { /* piped stdin: the prompt, or appended to PROMPT */
         extra_prompt = read_all_stdin();
         if (!extra_prompt) return WK_EXIT_ERROR;
@@ -170,11 +209,15 @@ static int parse_args(int argc, char **argv, struct run_opts *o)
     return -1;
 }
 
+/* Prints a piece of the answer; false (stop generating) when stdout
+ * cannot be written (a full disk, a closed pipe's reader gone). */
 static bool print_piece(void *user, const char *text, size_t len)
 {
     (void)user;
-    fwrite(text, 1, len, stdout);
-    fflush(stdout);
+    if (fwrite(text, 1, len, stdout) != len || fflush(stdout) != 0) {
+        g_write_failed = true;
+        return false;
+    }
     return true;
 }
 
@@ -247,22 +290,58 @@ static enum wk_status answer(struct loaded *l, const struct run_opts *o,
         wk_error_set(&err, st, "out of memory while tokenizing");
     if (!st) {
         g_cancel = false;
+        g_sigints = 0;
+        g_generating = true;
         gen->cancel = &g_cancel;
         st = wk_session_generate(l->session, &ids, gen, &stats, &err);
+        g_generating = false;
+    }
+    if (!st && (g_write_failed || printf("\n") < 0 || fflush(stdout) != 0)) {
+        g_write_failed = true;
+        st = wk_error_set(&err, WK_E_IO, "cannot write the answer to stdout: %s", strerror(errno));
     }
     if (st == WK_E_CANCELLED) {
         printf("\n");
     } else if (st) {
         fflush(stdout);
         fprintf(stderr, "wick run: %s\n", err.msg[0] ? err.msg : wk_status_str(st));
-    } else {
-        printf("\n");
-        fflush(stdout);
-        if (o->verbose) print_stats(&stats, load_ns, wk_time_ns() - t0 + load_ns);
+    } else if (o->verbose) {
+        print_stats(&stats, load_ns, wk_time_ns() - t0 + load_ns);
     }
     wk_prompt_deinit(&prompt);
     wk_tokens_deinit(&ids);
     return st;
+}
+
+/* Tokens the conversation's prompt takes, or -1 when it cannot be
+ * rendered (the error is reported when answering). */
+static int64_t prompt_tokens(struct loaded *l, const struct wk_chat_message *msgs, int32_t n)
+{
+    struct wk_prompt prompt = {0};
+    struct wk_tokens ids = {0};
+    int64_t count = -1;
+    if (!wk_chat_render(l->model, l->tok, msgs, n, true, &prompt, NULL) &&
+        !wk_prompt_tokenize(l->tok, &prompt, &ids))
+        count = ids.n;
+    wk_prompt_deinit(&prompt);
+    wk_tokens_deinit(&ids);
+    return count;
+}
+
+/* Drops the oldest user/assistant exchanges until the conversation leaves
+ * room to answer in the context, as a chat that outgrows it should go on
+ * rather than fail every turn. Returns the number of messages dropped. */
+static int32_t fit_context(struct loaded *l, struct wk_chat_message *msgs, int32_t *n)
+{
+    int32_t n_ctx = wk_context_n_ctx(wk_session_context(l->session)), dropped = 0;
+    while (*n >= 3 && prompt_tokens(l, msgs, *n) >= n_ctx - n_ctx / 8) {
+        free((char *)msgs[0].content);
+        free((char *)msgs[1].content);
+        memmove(msgs, msgs + 2, (size_t)(*n - 2) * sizeof *msgs);
+        *n -= 2;
+        dropped += 2;
+    }
+    return dropped;
 }
 
 static int interactive(struct loaded *l, const struct run_opts *o, int64_t load_ns)
@@ -311,6 +390,9 @@ static int interactive(struct loaded *l, const struct run_opts *o, int64_t load_
         }
         msgs = m;
         msgs[n++] = (struct wk_chat_message){"user", line};
+        int32_t dropped = fit_context(l, msgs, &n);
+        if (dropped)
+            fprintf(stderr, "(the %d oldest messages were dropped to fit the context)\n", dropped);
         struct reply r = {0};
         struct wk_generate_params gen = o->gen;
         gen.on_piece = print_and_keep;
@@ -349,6 +431,12 @@ int cmd_run(int argc, char **argv)
         goto out;
     }
     int64_t load_ns = wk_time_ns() - t0;
+    int n_cpus = wk_cpu_features_get()->n_cores;
+    if (o.ctx.n_threads > n_cpus)
+        fprintf(stderr,
+                "wick run: warning: --threads %d is more than the %d CPUs this process may use; "
+                "extra threads wait for each other and slow generation down\n",
+                o.ctx.n_threads, n_cpus);
     struct sigaction sa = {0};
     sa.sa_handler = on_sigint;
     sigaction(SIGINT, &sa, NULL);

@@ -6,6 +6,8 @@
 #include "wk_base.h"
 
 #include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -46,6 +48,30 @@ static void detect(struct wk_cpu_features *f)
 }
 #endif
 
+/* CPUs this process may run on: the online count, narrowed by the
+ * affinity mask (taskset, container cpusets) and a cgroup v2 CPU quota
+ * (cpu.max "quota period", rounded up). */
+static int usable_cpus(void)
+{
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+    int n = online > 0 ? (int)online : 1;
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0 && CPU_COUNT(&set) < n)
+        n = CPU_COUNT(&set);
+    FILE *f = fopen("/sys/fs/cgroup/cpu.max", "r");
+    if (f) {
+        char quota[32];
+        long period;
+        if (fscanf(f, "%31s %ld", quota, &period) == 2 && strcmp(quota, "max") != 0 && period > 0) {
+            long q = atol(quota);
+            long cpus = (q + period - 1) / period;
+            if (cpus >= 1 && cpus < n) n = (int)cpus;
+        }
+        fclose(f);
+    }
+    return n;
+}
+
 static struct wk_cpu_features g_features; /* written once, under g_once */
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 
@@ -58,8 +84,7 @@ static void init_once(void)
     } else if (cap && strcmp(cap, "avx2") == 0) {
         g_features.avx512 = g_features.avx512_vnni = false;
     }
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    g_features.n_cores = n > 0 ? (int)n : 1;
+    g_features.n_cores = usable_cpus();
 }
 
 const struct wk_cpu_features *wk_cpu_features_get(void)

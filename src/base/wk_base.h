@@ -180,7 +180,7 @@ struct wk_cpu_features {
     bool avx2;       /* AVX2 + FMA + F16C, and the OS saves YMM state */
     bool avx512;     /* AVX-512 F, BW, VL, DQ, and the OS saves ZMM state */
     bool avx512_vnni;
-    int n_cores;     /* online logical CPUs */
+    int n_cores;     /* logical CPUs this process may use (affinity, cgroup quota) */
 };
 
 /* Reads the features once (thread-safe, idempotent) and returns them. The

@@ -180,7 +180,10 @@ static void norm_rows(int32_t n, int64_t width, const float *x, const struct wk_
         wk_rms_norm(width, x + t * width, g ? g->data : NULL, eps, y + t * width);
 }
 
-static void forward_chunk(struct wk_context *c, const int32_t *tokens, int32_t n, float *logits)
+/* Runs one chunk; returns false, leaving the cache as it was, when cancel
+ * becomes true between layers (so a long prefill stops within a layer). */
+static bool forward_chunk(struct wk_context *c, const int32_t *tokens, int32_t n, float *logits,
+                          const volatile bool *cancel)
 {
     const struct wk_model *m = c->m;
     const struct wk_hparams *hp = &m->hp;
@@ -200,6 +203,7 @@ static void forward_chunk(struct wk_context *c, const int32_t *tokens, int32_t n
     bool have_cs[2] = {false, false};
 
     for (int32_t il = 0; il < hp->n_layer; il++) {
+        if (cancel && *cancel) return false;
         const struct wk_layer *l = &m->layers[il];
         int kind = l->sliding ? 0 : 1;
         if (!have_cs[kind]) {
@@ -240,7 +244,7 @@ static void forward_chunk(struct wk_context *c, const int32_t *tokens, int32_t n
         for (int64_t i = 0; i < n * E; i++) c->x[i] += c->o[i];
     }
     c->n_past += n;
-    if (!logits) return;
+    if (!logits) return true;
     float *last = c->xn; /* the last row only */
     wk_rms_norm(E, c->x + (int64_t)(n - 1) * E, m->output_norm->data, hp->rms_eps, last);
     wk_cpu_matmul(pool, k, m->output, last, logits, 1, c->mm_scratch);
@@ -248,6 +252,7 @@ static void forward_chunk(struct wk_context *c, const int32_t *tokens, int32_t n
         float cap = hp->final_softcap;
         for (int32_t i = 0; i < hp->n_vocab; i++) logits[i] = cap * tanhf(logits[i] / cap);
     }
+    return true;
 }
 
 enum wk_status wk_context_decode(struct wk_context *c, const int32_t *tokens, int32_t n_tokens,
@@ -266,7 +271,8 @@ enum wk_status wk_context_decode(struct wk_context *c, const int32_t *tokens, in
         if (cancel && *cancel) return wk_error_set(err, WK_E_CANCELLED, "cancelled");
         int32_t n = WK_MIN(c->n_ubatch, n_tokens - done);
         bool last = done + n == n_tokens;
-        forward_chunk(c, tokens + done, n, last ? logits : NULL);
+        if (!forward_chunk(c, tokens + done, n, last ? logits : NULL, cancel))
+            return wk_error_set(err, WK_E_CANCELLED, "cancelled");
         done += n;
     }
     return WK_OK;

@@ -93,7 +93,7 @@ void wk_context_truncate(struct wk_context *ctx, int32_t n_keep);
  * Errors: WK_E_RANGE when the tokens do not fit in n_ctx (nothing is
  * appended), WK_E_INVALID for a token id outside the vocabulary or
  * n_tokens < 1, WK_E_CANCELLED when cancel (may be NULL) becomes true
- * between chunks (the chunks done stay cached).
+ * (checked between layers; the chunks already done stay cached).
  */
 enum wk_status wk_context_decode(struct wk_context *ctx, const int32_t *tokens, int32_t n_tokens,
                                  float *logits, const volatile bool *cancel, struct wk_error *err);

@@ -84,10 +84,40 @@ def main():
             # a prompt that does not fit is an error, not a silent cut
             rc, _, err = run(wick, ["run", valid, "hi " * 40, "--ctx-size", "16"])
             check(rc == 1 and "does not fit in the context of 16 tokens" in err, "prompt too long", err)
-            # empty stdin and no prompt
+            # empty stdin and no prompt; an empty prompt
             rc, _, err = run(wick, ["run", valid], stdin=b"  \n")
             check(rc == 2 and "no prompt" in err, "empty stdin", err)
             check(sanitizer_clean(err), "sanitizer", err)
+            rc, _, err = run(wick, ["run", valid, ""])
+            check(rc == 2 and "the prompt is empty" in err, "empty prompt", err)
+            # a NUL byte in the prompt on stdin
+            rc, _, err = run(wick, ["run", valid], stdin=b"hello\0world")
+            check(rc == 1 and "NUL byte" in err, "NUL in stdin", err)
+            # stdin that cannot be read (a directory)
+            d = os.open(tmp, os.O_RDONLY)
+            try:
+                p = subprocess.run([wick, "run", valid], stdin=d, capture_output=True, timeout=120)
+            finally:
+                os.close(d)
+            check(p.returncode == 1 and b"cannot read the prompt from stdin" in p.stderr,
+                  "directory as stdin", p.stderr.decode())
+            # a prompt that starts with '-': an error with a hint, fine after --
+            rc, _, err = run(wick, ["run", valid, "-5 degrees"])
+            check(rc == 2 and "goes after --" in err, "dash prompt hint", err)
+            rc, out, err = run(wick, ["run", valid, "--num-predict", "2", "--", "-5 degrees"])
+            check(rc == 0, "dash prompt after --", err)
+            # an answer that cannot be written is an error, not exit 0
+            with open("/dev/full", "wb") as full:
+                p = subprocess.run([wick, "run", valid, "hi", "--num-predict", "2"], stdout=full,
+                                   stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, timeout=120)
+            check(p.returncode == 1 and b"cannot write the answer" in p.stderr, "stdout full",
+                  p.stderr.decode())
+            # a FIFO as the model file must not hang
+            fifo = os.path.join(tmp, "model.fifo")
+            if not os.path.exists(fifo):
+                os.mkfifo(fifo)
+            rc, _, err = run(wick, ["run", fifo, "hi"])
+            check(rc == 1 and "not a regular file" in err, "FIFO as model", err)
         # the real model cut short (when it has been fetched)
         cache = os.path.join(os.environ.get("WICK_CACHE", os.path.expanduser("~/.cache/wick")), "models")
         real = os.path.join(cache, "gemma-3-270m-q4_k_m.gguf")

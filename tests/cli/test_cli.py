@@ -141,12 +141,34 @@ def test_interactive_chat_reuses_cache():
         check(n2 >= 5, "second turn prefills its new tokens", str(n2))
 
 
+def test_chat_outgrowing_context():
+    """A chat longer than its context drops its oldest turns and goes on."""
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.execv(WICK, [WICK, "run", SMOL, "--temperature", "0", "--num-predict", "24",
+                        "--ctx-size", "128"])
+    read_until(fd, rb">>> ")
+    outs = []
+    for q in (b"Name a colour.", b"Name an animal.", b"Name a fruit.", b"Name a city."):
+        os.write(fd, q + b"\r")
+        outs.append(read_until(fd, rb"\n>>> "))
+    os.write(fd, b"/bye\r")
+    try:
+        os.waitpid(pid, 0)
+    except ChildProcessError:
+        pass
+    text = b"".join(outs)
+    check(b"oldest messages were dropped to fit the context" in text, "old turns are dropped",
+          text[-600:])
+    check(b"does not fit" not in text, "no turn fails for lack of context", text[-600:])
+
+
 def main():
     if not os.path.exists(MODEL):
         print(f"model missing: {MODEL} (run scripts/fetch-models)")
         return 1
     for t in (test_one_shot_matches_reference_text, test_piped_stdin, test_verbose, test_seed,
-              test_interactive_chat_reuses_cache):
+              test_interactive_chat_reuses_cache, test_chat_outgrowing_context):
         before = failures
         t()
         print(f"{t.__name__:45s} {'ok' if failures == before else 'FAILED'}")
