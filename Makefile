@@ -86,6 +86,9 @@ $(OUT)/tests/%: tests/golden/%.c tests/unit/check.h $(LIB)
 	@$(CC) $(CFLAGS) $(LDFLAGS_SAN) -o $@ $< $(LIB) $(LDLIBS)
 
 wick: $(OUT)/wick
+ifeq ($(VARIANT),release)
+	@ln -sf release/wick $(BUILD)/wick
+endif
 
 $(OUT)/bench/%: bench/%.c $(LIB)
 	@mkdir -p $(dir $@)
