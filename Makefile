@@ -98,9 +98,23 @@ $(OUT)/bench/%: bench/%.c $(LIB)
 # Benchmarks (figures, not tests): build/release/bench/*
 bench: $(BENCH_BIN)
 
-# Golden tests (need scripts/fetch-models first).
+# Golden tests (need scripts/fetch-models first): greedy decoding and
+# tricky strings against each fixture, then tokenizer parity on the corpus,
+# for each model's tokenizer from its GGUF and from the exported tokenizer.json.
+MODELS_DIR := $(or $(WICK_CACHE),$(HOME)/.cache/wick)/models
+GOLDEN_DIR := $(BUILD)/golden
+PARITY     := gemma3:gemma-3-270m-q4_k_m.gguf smollm2:SmolLM2-135M-Instruct.Q4_1.gguf
 golden: $(GOLDEN_BIN)
 	@set -e; for f in tests/golden/*.json; do echo "== golden $$f"; $(OUT)/tests/test-golden $$f; done
+	@mkdir -p $(GOLDEN_DIR)
+	@xz -dc tests/golden/tokenizer-corpus.jsonl.xz > $(GOLDEN_DIR)/corpus.jsonl
+	@set -e; for m in $(PARITY); do name=$${m%%:*}; file=$${m#*:}; \
+	  echo "== tokenizer parity $$name"; \
+	  xz -dc tests/golden/tokenizer-ids-$$name.jsonl.xz > $(GOLDEN_DIR)/ids-$$name.jsonl; \
+	  python3 scripts/reference/gguf_to_tokenizer_json.py $(MODELS_DIR)/$$file $(GOLDEN_DIR)/tj-$$name; \
+	  $(OUT)/tests/test-tokenizer-parity $(GOLDEN_DIR)/corpus.jsonl $(GOLDEN_DIR)/ids-$$name.jsonl \
+	    $(MODELS_DIR)/$$file $(GOLDEN_DIR)/tj-$$name; \
+	done
 
 # Unit tests of this variant.
 unit: $(UNIT_BIN)
