@@ -105,7 +105,9 @@ MODELS_DIR := $(or $(WICK_CACHE),$(HOME)/.cache/wick)/models
 GOLDEN_DIR := $(BUILD)/golden
 PARITY     := gemma3:gemma-3-270m-q4_k_m.gguf smollm2:SmolLM2-135M-Instruct.Q4_1.gguf
 golden: $(GOLDEN_BIN)
-	@set -e; for f in tests/golden/*.json; do echo "== golden $$f"; $(OUT)/tests/test-golden $$f; done
+	@set -e; for f in tests/golden/gemma3-270m.json tests/golden/smollm2-135m.json; do \
+	  echo "== golden $$f"; $(OUT)/tests/test-golden $$f; done
+	@echo "== tokenizer cases"; $(OUT)/tests/test-tokenizer-cases tests/golden/tokenizer-cases.json $(MODELS_DIR)
 	@mkdir -p $(GOLDEN_DIR)
 	@xz -dc tests/golden/tokenizer-corpus.jsonl.xz > $(GOLDEN_DIR)/corpus.jsonl
 	@set -e; for m in $(PARITY); do name=$${m%%:*}; file=$${m#*:}; \

@@ -285,13 +285,205 @@ static void test_loader_errors(void)
     free(b.p);
 }
 
+/* ------------------------------------------- byte-level BPE from GGUF */
+
+/* GPT-2's byte-to-character table, written here from its definition. */
+static int byte_char(int b, char *out)
+{
+    int cp = b;
+    if (!((b >= 33 && b <= 126) || (b >= 161 && b <= 172) || b >= 174)) {
+        int n = 0;
+        for (int x = 0; x < b; x++)
+            if (!((x >= 33 && x <= 126) || (x >= 161 && x <= 172) || x >= 174)) n++;
+        cp = 256 + n;
+    }
+    if (cp < 0x80) {
+        out[0] = (char)cp;
+        return 1;
+    }
+    out[0] = (char)(0xc0 | (cp >> 6));
+    out[1] = (char)(0x80 | (cp & 0x3f));
+    return 2;
+}
+
+/* 256 byte characters (ids 0..255), then 00 000 33 333 77 777, "<|x|>"
+ * (control); merges build the digit groups. */
+static struct gb build_bpe_vocab(const char *pre, const char *bad_merge)
+{
+    static const char *extra[] = {"00", "000", "33", "333", "77", "777", "<|x|>"};
+    static const char *merges[] = {"0 0", "00 0", "3 3", "33 3", "7 7", "77 7"};
+    struct gb b = {0};
+    gb_header(&b, 3, 0, 5);
+    gb_kv_str(&b, "tokenizer.ggml.model", "gpt2");
+    gb_kv_str(&b, "tokenizer.ggml.pre", pre);
+    gb_str(&b, "tokenizer.ggml.tokens");
+    gb_u32(&b, 9), gb_u32(&b, 8), gb_u64(&b, 256 + WK_ARRAY_LEN(extra));
+    for (int i = 0; i < 256; i++) {
+        char c[2];
+        int n = byte_char(i, c);
+        gb_u64(&b, (uint64_t)n), gb_bytes(&b, c, (size_t)n);
+    }
+    for (size_t i = 0; i < WK_ARRAY_LEN(extra); i++) gb_str(&b, extra[i]);
+    gb_str(&b, "tokenizer.ggml.token_type");
+    gb_u32(&b, 9), gb_u32(&b, 5), gb_u64(&b, 256 + WK_ARRAY_LEN(extra));
+    for (size_t i = 0; i < 256 + WK_ARRAY_LEN(extra); i++) {
+        int32_t t = i == 256 + WK_ARRAY_LEN(extra) - 1 ? T_CTRL : T_NORMAL;
+        gb_bytes(&b, &t, 4);
+    }
+    gb_str(&b, "tokenizer.ggml.merges");
+    gb_u32(&b, 9), gb_u32(&b, 8), gb_u64(&b, WK_ARRAY_LEN(merges) + (bad_merge ? 1 : 0));
+    for (size_t i = 0; i < WK_ARRAY_LEN(merges); i++) gb_str(&b, merges[i]);
+    if (bad_merge) gb_str(&b, bad_merge);
+    return b;
+}
+
+static struct wk_tokenizer *bpe_tok(const char *pre, const char *bad_merge, struct wk_error *err,
+                                    enum wk_status *st)
+{
+    struct gb b = build_bpe_vocab(pre, bad_merge);
+    struct wk_gguf *g;
+    struct wk_tokenizer *tok = NULL;
+    CHECK_EQ_INT(wk_gguf_open_memory(b.p, b.n, "bpe.gguf", &g, err), WK_OK);
+    *st = wk_tokenizer_from_gguf(g, &tok, err);
+    wk_gguf_close(g);
+    free(b.p);
+    return tok;
+}
+
+static void expect_bpe(struct wk_tokenizer *tok, const char *text, const int32_t *want, int n)
+{
+    struct wk_tokens t = {0};
+    wk_tokenizer_encode(tok, text, strlen(text), false, &t);
+    bool same = t.n == n && memcmp(t.ids, want, (size_t)n * 4) == 0;
+    if (!same) {
+        fprintf(stderr, "  \"%s\": got", text);
+        for (int64_t i = 0; i < t.n; i++) fprintf(stderr, " %d", t.ids[i]);
+        fprintf(stderr, "\n");
+    }
+    CHECK(same);
+    wk_tokens_deinit(&t);
+}
+#define EXPECT_BPE(tok, text, ...)                                                                 \
+    do {                                                                                           \
+        static const int32_t w_[] = {__VA_ARGS__};                                                 \
+        expect_bpe(tok, text, w_, (int)WK_ARRAY_LEN(w_));                                          \
+    } while (0)
+
+/* Llama 3 splits digits in groups of three from the left; starcoder-style
+ * ("smollm") one by one; GPT-2 keeps the run and lets merges decide. */
+static void test_bpe_digit_splits(void)
+{
+    struct wk_error err;
+    enum wk_status st;
+    enum { Z = 256, ZZZ = 257, T3 = 258, T333 = 259, S7 = 260, S777 = 261 };
+    struct wk_tokenizer *l3 = bpe_tok("llama-bpe", NULL, &err, &st);
+    CHECK_EQ_INT(st, WK_OK);
+    /* byte characters have the byte's value as id here */
+    EXPECT_BPE(l3, "3333+777", T333, '3', '+', S777);
+    EXPECT_BPE(l3, "0000000", ZZZ, ZZZ, '0');
+    EXPECT_BPE(l3, "00000", ZZZ, Z);
+    /* control-token text in user content stays text (byte characters) */
+    struct wk_tokens t = {0};
+    wk_tokenizer_encode(l3, "<|x|>", 5, false, &t);
+    CHECK(t.n == 5);
+    t.n = 0;
+    wk_tokenizer_encode(l3, "<|x|>", 5, true, &t);
+    CHECK(t.n == 1 && t.ids[0] == 262);
+    wk_tokens_deinit(&t);
+    wk_tokenizer_destroy(l3);
+    struct wk_tokenizer *sc = bpe_tok("smollm", NULL, &err, &st);
+    CHECK_EQ_INT(st, WK_OK);
+    EXPECT_BPE(sc, "3333", '3', '3', '3', '3');
+    wk_tokenizer_destroy(sc);
+    struct wk_tokenizer *g2 = bpe_tok("gpt2", NULL, &err, &st);
+    CHECK_EQ_INT(st, WK_OK);
+    /* one fragment; merges by rank: 3+3 (rank 2) everywhere before 33+3 */
+    EXPECT_BPE(g2, "3333", T3, T3);
+    /* decoding maps characters back to bytes: a space is 'Ġ' (U+0120) */
+    t.n = 0;
+    wk_tokenizer_encode(g2, "a b\n", 4, false, &t);
+    char buf[16];
+    size_t n = 0;
+    for (int64_t i = 0; i < t.n; i++) n += wk_tokenizer_token_bytes(g2, t.ids[i], false, buf + n, sizeof buf - n);
+    CHECK(n == 4 && memcmp(buf, "a b\n", 4) == 0);
+    wk_tokens_deinit(&t);
+    wk_tokenizer_destroy(g2);
+}
+
+static void test_bpe_loader_errors(void)
+{
+    struct wk_error err;
+    enum wk_status st;
+    CHECK(bpe_tok("klingon", NULL, &err, &st) == NULL);
+    CHECK_EQ_INT(st, WK_E_UNSUPPORTED);
+    CHECK_CONTAINS(err.msg, "unknown pre-tokenizer \"klingon\"");
+    CHECK(bpe_tok("gpt2", "q z", &err, &st) == NULL);
+    CHECK_EQ_INT(st, WK_E_FORMAT);
+    CHECK_CONTAINS(err.msg, "merges entry 6 names a piece that is not in the vocabulary");
+    CHECK(bpe_tok("gpt2", "33", &err, &st) == NULL);
+    CHECK_CONTAINS(err.msg, "merges entry 6 is not two pieces separated by one space");
+}
+
+/* tokenizer.json that is malformed or uses what wick does not implement
+ * is refused with an error naming the field. */
+static void test_tokenizer_json_errors(void)
+{
+    static const struct {
+        const char *json;
+        enum wk_status st;
+        const char *msg;
+    } cases[] = {
+        {"{\"model\": {\"type\": \"Unigram\", \"vocab\": []}}", WK_E_UNSUPPORTED,
+         "model type \"Unigram\" is not supported"},
+        {"{\"model\": {\"type\": \"WordPiece\"}}", WK_E_UNSUPPORTED, "model type \"WordPiece\""},
+        {"{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0, \"b\": 1, \"ab\": 2},"
+         " \"merges\": [\"a b c\"]}}", WK_E_FORMAT, "model.merges[0] is not two pieces"},
+        {"{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0, \"b\": 1},"
+         " \"merges\": [[\"a\", \"b\"]]}}", WK_E_FORMAT,
+         "model.merges[0] names a piece that is not in the vocabulary"},
+        {"{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": 7}}", WK_E_FORMAT,
+         "model.merges is not an array"},
+        {"{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": -4}, \"merges\": []}}", WK_E_FORMAT,
+         "the id of \"a\" is not an integer"},
+        {"{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": []},"
+         " \"pre_tokenizer\": {\"type\": \"Whitespace\"}}", WK_E_UNSUPPORTED,
+         "pre_tokenizer type \"Whitespace\" is not supported"},
+        {"{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": []},"
+         " \"normalizer\": {\"type\": \"NFKC\"}}", WK_E_UNSUPPORTED,
+         "normalizer type \"NFKC\" is not supported"},
+        {"{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": []},"
+         " \"pre_tokenizer\": {\"type\": \"Split\", \"pattern\": {\"Regex\": \"(\"},"
+         " \"behavior\": \"Isolated\"}}", WK_E_FORMAT, "Split regex does not compile"},
+        {"{\"model\": [1, 2", WK_E_FORMAT, "invalid JSON at line 1"},
+        {"[]", WK_E_FORMAT, "not a JSON object"},
+    };
+    for (size_t i = 0; i < WK_ARRAY_LEN(cases); i++) {
+        struct wk_tokenizer *tok = NULL;
+        struct wk_error err;
+        wk_error_clear(&err);
+        enum wk_status st = wk_tokenizer_from_hf_json(cases[i].json, strlen(cases[i].json),
+                                                      "t.json", &tok, &err);
+        if (st != cases[i].st || !strstr(err.msg, cases[i].msg))
+            fprintf(stderr, "  case %zu: %d \"%s\"\n", i, st, err.msg);
+        CHECK_EQ_INT(st, cases[i].st);
+        CHECK_CONTAINS(err.msg, cases[i].msg);
+        CHECK_CONTAINS(err.msg, "t.json");
+        CHECK(tok == NULL);
+    }
+    struct wk_tokenizer *tok;
+    struct wk_error err;
+    CHECK_EQ_INT(wk_tokenizer_from_hf("/nonexistent-dir", &tok, &err), WK_E_NOT_FOUND);
+    CHECK_CONTAINS(err.msg, "/nonexistent-dir/tokenizer.json: no such file");
+}
+
 int main(int argc, char **argv)
 {
     setup();
     static const struct check_test tests[] = {
         TEST(test_merges_in_vocabulary_order), TEST(test_byte_fallback), TEST(test_stray_lead_bytes), TEST(test_user_defined_pieces),
         TEST(test_control_pieces_only_in_scaffolding), TEST(test_decode), TEST(test_streaming_detok),
-        TEST(test_loader_errors)};
+        TEST(test_loader_errors), TEST(test_bpe_digit_splits), TEST(test_bpe_loader_errors),
+        TEST(test_tokenizer_json_errors)};
     int rc = check_main(argc, argv, tests, (int)WK_ARRAY_LEN(tests));
     wk_tokenizer_destroy(g_tok);
     wk_gguf_close(g_gguf);
