@@ -16,7 +16,8 @@ References (independent of wick):
     checked against llama.cpp's; tricky strings: user text, llama.cpp's ids
     recorded beside where they differ;
   * logits: transformers loading the same GGUF (dequantized, float32),
-    greedy, 64 steps per prompt, top-5 logits per step.
+    greedy, 64 steps per prompt (continuing past <|im_end|>, which
+    SmolLM2 reaches early on short answers), top-5 logits per step.
 """
 import json
 import os
@@ -69,7 +70,7 @@ def main():
         pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)])
     model = AutoModelForCausalLM.from_pretrained(CACHE, gguf_file=GGUF, dtype=torch.float32)
     model.eval()
-    cases = greedy_cases(model, ll, hf_tok, CASES, render, [2, 0], 64)
+    cases = greedy_cases(model, ll, hf_tok, CASES, render, [2, 0], 64, through_eos=True)
     strings, n_disagree = tokenize_strings(ll, hf_tok)
     fixture = {
         "model": GGUF,
