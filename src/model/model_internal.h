@@ -33,6 +33,19 @@ typedef enum wk_status (*wk_arch_load_fn)(struct wk_model *m, struct wk_error *e
 enum wk_status wk__gemma3_load(struct wk_model *m, struct wk_error *err);
 enum wk_status wk__llama_load(struct wk_model *m, struct wk_error *err);
 
+/*
+ * The parts every decoder family shares, for the per-family loaders:
+ * load_common_hparams reads embedding_length, block_count,
+ * feed_forward_length, head counts, key/value length (head_dim 0 before
+ * the call means n_embd / n_head), context_length, the RMS epsilon, the
+ * RoPE base and linear scaling, over the defaults already in m->hp, and
+ * checks them; load_common_tensors finds token_embd (setting n_vocab),
+ * output_norm, output (tied when absent) and each layer's attention and
+ * FFN projections and pre-norms, and gives each layer the global RoPE.
+ */
+enum wk_status wk__load_common_hparams(struct wk_model *m, struct wk_error *err);
+enum wk_status wk__load_common_tensors(struct wk_model *m, struct wk_error *err);
+
 /* Helpers for loaders. Key names are "<arch>.<suffix>". Missing optional
  * keys leave *out as is. */
 enum wk_status wk__hp_u32(const struct wk_model *m, const char *suffix, bool required,
