@@ -20,6 +20,52 @@ void wk__axpy_f32_ref(int64_t n, float a, const float *x, float *y)
     for (int64_t i = 0; i < n; i++) y[i] += a * x[i];
 }
 
+void wk__gemm_f32_ref(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const float *b,
+                      int64_t ldb, float *c, int64_t ldc)
+{
+    for (int64_t j = 0; j < n; j++)
+        for (int64_t i = 0; i < m; i++) c[j * ldc + i] = wk__dot_f32_ref(k, a + i * lda, b + j * ldb);
+}
+
+/* One reference vec_dot per row; a function per dtype since the table's
+ * entries take no dtype argument. */
+#define ROWS_REF(name, T)                                                                          \
+    static void rows_ref_##name(int64_t n, const void *w, size_t w_stride, const float *x,         \
+                                float *out, int64_t n_rows)                                        \
+    {                                                                                              \
+        wk_vec_dot_fn dot = wk_dtype_traits_get(T)->vec_dot;                                       \
+        for (int64_t r = 0; r < n_rows; r++) out[r] = dot(n, (const uint8_t *)w + r * w_stride, x); \
+    }
+ROWS_REF(f32, WK_DTYPE_F32)
+ROWS_REF(f16, WK_DTYPE_F16)
+ROWS_REF(bf16, WK_DTYPE_BF16)
+ROWS_REF(q4_0, WK_DTYPE_Q4_0)
+ROWS_REF(q4_1, WK_DTYPE_Q4_1)
+ROWS_REF(q5_0, WK_DTYPE_Q5_0)
+ROWS_REF(q5_1, WK_DTYPE_Q5_1)
+ROWS_REF(q8_0, WK_DTYPE_Q8_0)
+ROWS_REF(q4_k, WK_DTYPE_Q4_K)
+ROWS_REF(q5_k, WK_DTYPE_Q5_K)
+ROWS_REF(q6_k, WK_DTYPE_Q6_K)
+
+wk_vec_dot_rows_fn wk__vec_dot_rows_ref(enum wk_dtype t)
+{
+    switch (t) {
+    case WK_DTYPE_F32: return rows_ref_f32;
+    case WK_DTYPE_F16: return rows_ref_f16;
+    case WK_DTYPE_BF16: return rows_ref_bf16;
+    case WK_DTYPE_Q4_0: return rows_ref_q4_0;
+    case WK_DTYPE_Q4_1: return rows_ref_q4_1;
+    case WK_DTYPE_Q5_0: return rows_ref_q5_0;
+    case WK_DTYPE_Q5_1: return rows_ref_q5_1;
+    case WK_DTYPE_Q8_0: return rows_ref_q8_0;
+    case WK_DTYPE_Q4_K: return rows_ref_q4_k;
+    case WK_DTYPE_Q5_K: return rows_ref_q5_k;
+    case WK_DTYPE_Q6_K: return rows_ref_q6_k;
+    default: return NULL;
+    }
+}
+
 static struct wk_cpu_kernels g_ref, g_avx2, g_avx512; /* written once under g_once */
 static bool g_have_avx2, g_have_avx512;
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
@@ -33,11 +79,13 @@ static void fill_ref(struct wk_cpu_kernels *k)
         if (!tr || !tr->supported) continue;
         k->vec_dot[t] = tr->vec_dot;
         k->vec_dot_q[t] = tr->vec_dot_q;
+        k->vec_dot_rows[t] = wk__vec_dot_rows_ref((enum wk_dtype)t);
         k->quantize[t] = tr->from_f32;
         k->to_f32[t] = tr->to_f32;
     }
     k->dot_f32 = wk__dot_f32_ref;
     k->axpy_f32 = wk__axpy_f32_ref;
+    k->gemm_f32 = wk__gemm_f32_ref;
 }
 
 static void init_once(void)

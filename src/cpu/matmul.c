@@ -2,12 +2,13 @@
  * matmul.c - y = x · Wᵀ over the thread pool, for any weight dtype, with
  * f32 activations.
  *
- * Threads split the output rows. For one token each output is one fused
- * vec_dot call (dequantize and multiply in registers). For several tokens
- * a thread dequantizes WK_MATMUL_ROW_TILE rows into its scratch and takes
- * f32 dot products of those rows with every token's row. Either way each
- * output is computed by one thread in a fixed order, so the result does
- * not depend on the thread count.
+ * Threads split the output rows. For one token a thread runs the fused
+ * dequantize-and-dot kernel over its rows (vec_dot_rows). For several
+ * tokens a thread dequantizes WK_MATMUL_ROW_TILE rows into its scratch
+ * and multiplies them with every token's row in the f32 GEMM kernel.
+ * Either way each output is computed by one thread, in an order that does
+ * not depend on how rows are split, so the result does not depend on the
+ * thread count.
  */
 #include "wk_cpu.h"
 
@@ -27,10 +28,9 @@ static void dot_task(void *p, int ith, int nth)
     struct matmul_ctx *c = p;
     int64_t lo, hi;
     wk_split_range(c->n_out, ith, nth, &lo, &hi);
-    wk_vec_dot_fn dot = c->k->vec_dot[c->w->dtype];
-    const uint8_t *wdata = c->w->data;
-    size_t w_row = c->w->nb[1];
-    for (int64_t r = lo; r < hi; r++) c->y[r] = dot(c->n_in, wdata + r * w_row, c->x);
+    if (hi > lo)
+        c->k->vec_dot_rows[c->w->dtype](c->n_in, (const uint8_t *)c->w->data + lo * c->w->nb[1],
+                                        c->w->nb[1], c->x, c->y + lo, hi - lo);
 }
 
 static void gemm_task(void *p, int ith, int nth)
@@ -39,7 +39,6 @@ static void gemm_task(void *p, int ith, int nth)
     int64_t lo, hi;
     wk_split_range(c->n_out, ith, nth, &lo, &hi);
     wk_to_f32_fn to_f32 = c->k->to_f32[c->w->dtype];
-    wk_dot_f32_fn dot = c->k->dot_f32;
     const uint8_t *wdata = c->w->data;
     size_t w_row = c->w->nb[1];
     const int64_t n_in = c->n_in;
@@ -47,11 +46,7 @@ static void gemm_task(void *p, int ith, int nth)
     for (int64_t r0 = lo; r0 < hi; r0 += ROW_TILE) {
         int64_t nr = WK_MIN(ROW_TILE, hi - r0);
         for (int64_t r = 0; r < nr; r++) to_f32(wdata + (r0 + r) * w_row, tile + r * n_in, n_in);
-        for (int64_t t = 0; t < c->n_tokens; t++) {
-            const float *xr = c->x + t * n_in;
-            float *yr = c->y + t * c->n_out + r0;
-            for (int64_t r = 0; r < nr; r++) yr[r] = dot(n_in, tile + r * n_in, xr);
-        }
+        c->k->gemm_f32(nr, c->n_tokens, n_in, tile, n_in, c->x, n_in, c->y + r0, c->n_out);
     }
 }
 

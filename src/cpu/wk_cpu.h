@@ -21,6 +21,28 @@
 typedef float (*wk_dot_f32_fn)(int64_t n, const float *a, const float *b);
 typedef void (*wk_axpy_f32_fn)(int64_t n, float a, const float *x, float *y);
 
+/*
+ * Several rows of one weight matrix against one f32 activation row (the
+ * decode matvec): out[r] = vec_dot(n, w + r * w_stride, x) for r < n_rows.
+ * w: n_rows rows of n elements in the weight dtype, w_stride bytes apart;
+ * x: [n] f32; out: [n_rows] f32. Kernels share each load of x between
+ * several rows. Each out[r] must agree with the reference vec_dot within
+ * the vec_dot tolerance (the summation order may differ).
+ */
+typedef void (*wk_vec_dot_rows_fn)(int64_t n, const void *w, size_t w_stride, const float *x,
+                                   float *out, int64_t n_rows);
+
+/*
+ * f32 matrix product with both operands row-major ("A · Bᵀ"):
+ * c[j * ldc + i] = sum_{l < k} a[i * lda + l] * b[j * ldb + l]
+ * for i < m, j < n. a: m rows (weights, or keys), b: n rows (tokens, or
+ * queries), c: n rows of at least m. Strides in floats; rows need no
+ * alignment; any m, n, k >= 1. Each element must agree with the
+ * double-precision dot product within 1e-5 of the sum of |products|.
+ */
+typedef void (*wk_gemm_f32_fn)(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
+                               const float *b, int64_t ldb, float *c, int64_t ldc);
+
 struct wk_cpu_kernels {
     const char *isa; /* "ref", "avx2", "avx512" */
     wk_vec_dot_fn vec_dot[WK_DTYPE_COUNT];   /* by weight dtype; x in f32 */
@@ -29,6 +51,8 @@ struct wk_cpu_kernels {
     wk_to_f32_fn to_f32[WK_DTYPE_COUNT];     /* by dtype */
     wk_dot_f32_fn dot_f32;
     wk_axpy_f32_fn axpy_f32;
+    wk_vec_dot_rows_fn vec_dot_rows[WK_DTYPE_COUNT]; /* by weight dtype; x in f32 */
+    wk_gemm_f32_fn gemm_f32;
 };
 
 /* The table for the best ISA this CPU and OS support (first call decides;
@@ -42,7 +66,7 @@ const struct wk_cpu_kernels *wk_cpu_kernels_for(const char *isa);
 /* ---------------------------------------------------------------- matmul */
 
 /* Rows of W a thread dequantizes at once when several tokens share them. */
-#define WK_MATMUL_ROW_TILE 8
+#define WK_MATMUL_ROW_TILE 64
 
 /* Floats of scratch wk_cpu_matmul needs for rows of n_in_max elements on
  * n_threads threads. */
@@ -59,10 +83,11 @@ static inline size_t wk_cpu_matmul_scratch_floats(int64_t n_in_max, int n_thread
  *   y:  [n_tokens, n_out] f32, written; must not alias x.
  *   scratch: wk_cpu_matmul_scratch_floats(n_in, threads) floats, 64-aligned
  *       (used when n_tokens > 1).
- * One token (decode) runs the fused dequantize-and-dot kernels, reading
- * each weight byte once. Several tokens (prefill) dequantize a tile of
- * rows once into scratch and take f32 dot products with every token, so
- * the dequantization is paid once per row, not once per row and token.
+ * One token (decode) runs the fused dequantize-and-dot kernels over each
+ * thread's rows (vec_dot_rows), reading each weight byte once. Several
+ * tokens (prefill) dequantize a tile of rows once into scratch and multiply
+ * it with every token's row in the f32 GEMM kernel, so dequantization is
+ * paid once per row, not once per row and token.
  * Deterministic whatever the thread count.
  */
 void wk_cpu_matmul(struct wk_threadpool *pool, const struct wk_cpu_kernels *k,

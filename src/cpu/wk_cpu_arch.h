@@ -15,5 +15,9 @@ void wk__cpu_fill_avx512(struct wk_cpu_kernels *k);
 /* Plain-C float helpers, also the fallback of the table. */
 float wk__dot_f32_ref(int64_t n, const float *a, const float *b);
 void wk__axpy_f32_ref(int64_t n, float a, const float *x, float *y);
+void wk__gemm_f32_ref(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const float *b,
+                      int64_t ldb, float *c, int64_t ldc);
+/* The reference multi-row dot for dtype t: one vec_dot per row. */
+wk_vec_dot_rows_fn wk__vec_dot_rows_ref(enum wk_dtype t);
 
 #endif

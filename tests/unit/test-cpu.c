@@ -240,6 +240,91 @@ static void test_f32_helpers_match_ref(void)
     }
 }
 
+/* Multi-row dots of each ISA equal the reference vec_dot row by row, for
+ * row counts 1..9 (kernels group rows in 2s, 4s or 8s: every remainder)
+ * and odd block counts. */
+static void test_vec_dot_rows_matches_ref(void)
+{
+    const struct wk_cpu_kernels *ref = wk_cpu_kernels_for("ref");
+    uint64_t seed = 21;
+    for (size_t ii = 1; ii < WK_ARRAY_LEN(g_isas); ii++) {
+        const struct wk_cpu_kernels *k = wk_cpu_kernels_for(g_isas[ii]);
+        if (!k) continue;
+        for (size_t ti = 0; ti < WK_ARRAY_LEN(g_weight_types); ti++) {
+            enum wk_dtype t = g_weight_types[ti];
+            const struct wk_dtype_traits *tr = wk_dtype_traits_get(t);
+            for (int nb = 1; nb <= 9; nb += 4) {
+                int64_t n = nb * (tr->is_quantized ? tr->block_size : 37);
+                size_t row = wk_dtype_row_bytes(t, n), stride = row + 64; /* padded rows */
+                for (int64_t n_rows = 1; n_rows <= 9; n_rows++) {
+                    uint8_t *w = wk_aligned_alloc(stride * (size_t)n_rows);
+                    for (int64_t r = 0; r < n_rows; r++)
+                        fill_random_blocks(t, w + r * stride, n / tr->block_size, &seed);
+                    float *x = wk_aligned_alloc((size_t)n * 4), got[9], *wf = wk_aligned_alloc((size_t)n * 4);
+                    for (int64_t i = 0; i < n; i++) x[i] = check_rand_f32(&seed);
+                    k->vec_dot_rows[t](n, w, stride, x, got, n_rows);
+                    for (int64_t r = 0; r < n_rows; r++) {
+                        float want = ref->vec_dot[t](n, w + r * stride, x);
+                        tr->to_f32(w + r * stride, wf, n);
+                        double mag = 0;
+                        for (int64_t i = 0; i < n; i++) mag += fabs((double)wf[i] * x[i]);
+                        bool ok = fabs((double)got[r] - want) <= 1e-5 * mag + 1e-6;
+                        if (!ok)
+                            fprintf(stderr, "  %s rows %s n=%lld rows=%lld r=%lld: %.9g vs %.9g\n", k->isa,
+                                    tr->name, (long long)n, (long long)n_rows, (long long)r, got[r], want);
+                        CHECK(ok);
+                    }
+                    wk_aligned_free(w), wk_aligned_free(x), wk_aligned_free(wf);
+                }
+            }
+        }
+    }
+}
+
+/* The f32 GEMM of each ISA (and the reference) equals the double dot
+ * product of each row pair, for shapes around the register-block sizes
+ * and unaligned, padded strides. */
+static void test_gemm_f32(void)
+{
+    uint64_t seed = 31;
+    static const int64_t ms[] = {1, 3, 8, 15, 16, 17, 33, 64};
+    static const int64_t ns[] = {1, 2, 4, 5, 7, 9, 16};
+    static const int64_t ks[] = {1, 7, 16, 33, 64, 100};
+    for (size_t ii = 0; ii < WK_ARRAY_LEN(g_isas); ii++) {
+        const struct wk_cpu_kernels *kt = wk_cpu_kernels_for(g_isas[ii]);
+        if (!kt) continue;
+        int bad = 0;
+        for (size_t a_i = 0; a_i < WK_ARRAY_LEN(ms); a_i++)
+            for (size_t b_i = 0; b_i < WK_ARRAY_LEN(ns); b_i++)
+                for (size_t c_i = 0; c_i < WK_ARRAY_LEN(ks); c_i++) {
+                    int64_t m = ms[a_i], n = ns[b_i], k = ks[c_i];
+                    int64_t lda = k + 3, ldb = k + 5, ldc = m + 2;
+                    float *a = wk_aligned_alloc((size_t)(m * lda + 1) * 4);
+                    float *b = wk_aligned_alloc((size_t)(n * ldb + 1) * 4);
+                    float *c = wk_aligned_alloc((size_t)(n * ldc) * 4);
+                    for (int64_t i = 0; i < m * lda + 1; i++) a[i] = check_rand_f32(&seed);
+                    for (int64_t i = 0; i < n * ldb + 1; i++) b[i] = check_rand_f32(&seed);
+                    for (int64_t i = 0; i < n * ldc; i++) c[i] = 12345.0f;
+                    /* offset by one float: rows not 64-byte aligned */
+                    kt->gemm_f32(m, n, k, a + 1, lda, b + 1, ldb, c, ldc);
+                    for (int64_t j = 0; j < n; j++) {
+                        for (int64_t i = 0; i < m; i++) {
+                            double want = 0, mag = 0;
+                            for (int64_t l = 0; l < k; l++) {
+                                double p = (double)a[1 + i * lda + l] * b[1 + j * ldb + l];
+                                want += p, mag += fabs(p);
+                            }
+                            if (!(fabs(c[j * ldc + i] - want) <= 1e-5 * mag + 1e-6)) bad++;
+                        }
+                        for (int64_t i = m; i < ldc; i++) bad += c[j * ldc + i] != 12345.0f; /* untouched */
+                    }
+                    wk_aligned_free(a), wk_aligned_free(b), wk_aligned_free(c);
+                }
+        if (bad) fprintf(stderr, "  gemm %s: %d elements off\n", kt->isa, bad);
+        CHECK_EQ_INT(bad, 0);
+    }
+}
+
 /* The threaded matmul equals, element by element, the double-precision
  * product of dequantized weight rows and the f32 activations, for 1, 2 and
  * 3 threads and token counts 1, 3 and 17; results are bit-identical across
@@ -344,6 +429,7 @@ static void test_elementwise_ops(void)
     CHECK_NEAR(w3[3], sin(0.025), 1e-7, 0);
 }
 
-CHECK_MAIN(TEST(test_vec_dot_matches_ref), TEST(test_vec_dot_q_matches_ref), TEST(test_ref_dot_equals_dequantized_dot),
+CHECK_MAIN(TEST(test_vec_dot_matches_ref), TEST(test_vec_dot_q_matches_ref),
+           TEST(test_vec_dot_rows_matches_ref), TEST(test_gemm_f32), TEST(test_ref_dot_equals_dequantized_dot),
            TEST(test_quantize_matches_ref), TEST(test_to_f32_matches_ref),
            TEST(test_f32_helpers_match_ref), TEST(test_matmul), TEST(test_elementwise_ops))
