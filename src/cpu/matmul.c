@@ -11,6 +11,7 @@
  * thread count.
  */
 #include "wk_cpu.h"
+#include "wk_cpu_arch.h"
 
 #define ROW_TILE WK_MATMUL_ROW_TILE
 
@@ -28,9 +29,28 @@ static void dot_task(void *p, int ith, int nth)
     struct matmul_ctx *c = p;
     int64_t lo, hi;
     wk_split_range(c->n_out, ith, nth, &lo, &hi);
-    if (hi > lo)
-        c->k->vec_dot_rows[c->w->dtype](c->n_in, (const uint8_t *)c->w->data + lo * c->w->nb[1],
-                                        c->w->nb[1], c->x, c->y + lo, hi - lo);
+    if (hi <= lo) return;
+    enum wk_dtype t = c->w->dtype;
+    const uint8_t *w = (const uint8_t *)c->w->data + lo * c->w->nb[1];
+    if (c->k->vec_dot_rows[t] != wk__vec_dot_rows_ref(t)) {
+        c->k->vec_dot_rows[t](c->n_in, w, c->w->nb[1], c->x, c->y + lo, hi - lo);
+        return;
+    }
+    /* no multi-row kernel for this ISA and type: its single-row one */
+    for (int64_t r = 0; r < hi - lo; r++) c->y[lo + r] = c->k->vec_dot[t](c->n_in, w + r * c->w->nb[1], c->x);
+}
+
+/* GEMM through the table's kernel, or, where an ISA has none, through its
+ * f32 dot product. */
+static void gemm(const struct wk_cpu_kernels *k, int64_t m, int64_t n, int64_t kk, const float *a,
+                 int64_t lda, const float *b, int64_t ldb, float *c, int64_t ldc)
+{
+    if (k->gemm_f32 != wk__gemm_f32_ref) {
+        k->gemm_f32(m, n, kk, a, lda, b, ldb, c, ldc);
+        return;
+    }
+    for (int64_t j = 0; j < n; j++)
+        for (int64_t i = 0; i < m; i++) c[j * ldc + i] = k->dot_f32(kk, a + i * lda, b + j * ldb);
 }
 
 static void gemm_task(void *p, int ith, int nth)
@@ -46,7 +66,7 @@ static void gemm_task(void *p, int ith, int nth)
     for (int64_t r0 = lo; r0 < hi; r0 += ROW_TILE) {
         int64_t nr = WK_MIN(ROW_TILE, hi - r0);
         for (int64_t r = 0; r < nr; r++) to_f32(wdata + (r0 + r) * w_row, tile + r * n_in, n_in);
-        c->k->gemm_f32(nr, c->n_tokens, n_in, tile, n_in, c->x, n_in, c->y + r0, c->n_out);
+        gemm(c->k, nr, c->n_tokens, n_in, tile, n_in, c->x, n_in, c->y + r0, c->n_out);
     }
 }
 
