@@ -32,5 +32,6 @@ bool cli_parse_i64(const char *cmd, const char *name, const char *text, int64_t 
 int cmd_run(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
 int cmd_detokenize(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
 
 #endif

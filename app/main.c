@@ -13,9 +13,10 @@ static void usage(FILE *f)
                "  wick run MODEL.gguf [PROMPT]   answer PROMPT (or stdin), or chat interactively\n"
                "  wick tokenize MODEL.gguf TEXT  print TEXT's token ids (--pieces: with pieces)\n"
                "  wick detokenize MODEL.gguf ID... print the text of token ids\n"
+               "  wick bench MODEL.gguf          prompt and generation speed (tokens/s)\n"
                "  wick --version                 print the version\n"
                "  wick help                      this text\n\n"
-               "Run 'wick run --help' for the options of run.\n",
+               "Run 'wick run --help' or 'wick bench --help' for their options.\n",
             WK_VERSION);
 }
 
@@ -29,6 +30,7 @@ int main(int argc, char **argv)
     if (strcmp(cmd, "run") == 0) return cmd_run(argc - 1, argv + 1);
     if (strcmp(cmd, "tokenize") == 0) return cmd_tokenize(argc - 1, argv + 1);
     if (strcmp(cmd, "detokenize") == 0) return cmd_detokenize(argc - 1, argv + 1);
+    if (strcmp(cmd, "bench") == 0) return cmd_bench(argc - 1, argv + 1);
     if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "version") == 0) {
         printf("wick version %s\n", WK_VERSION);
         return WK_EXIT_OK;

@@ -40,9 +40,7 @@ static void dot_task(void *p, int ith, int nth)
     for (int64_t r = 0; r < hi - lo; r++) c->y[lo + r] = c->k->vec_dot[t](c->n_in, w + r * c->w->nb[1], c->x);
 }
 
-/* GEMM through the table's kernel, or, where an ISA has none, through its
- * f32 dot product. */
-static void gemm(const struct wk_cpu_kernels *k, int64_t m, int64_t n, int64_t kk, const float *a,
+void wk_cpu_gemm(const struct wk_cpu_kernels *k, int64_t m, int64_t n, int64_t kk, const float *a,
                  int64_t lda, const float *b, int64_t ldb, float *c, int64_t ldc)
 {
     if (k->gemm_f32 != wk__gemm_f32_ref) {
@@ -66,7 +64,7 @@ static void gemm_task(void *p, int ith, int nth)
     for (int64_t r0 = lo; r0 < hi; r0 += ROW_TILE) {
         int64_t nr = WK_MIN(ROW_TILE, hi - r0);
         for (int64_t r = 0; r < nr; r++) to_f32(wdata + (r0 + r) * w_row, tile + r * n_in, n_in);
-        gemm(c->k, nr, c->n_tokens, n_in, tile, n_in, c->x, n_in, c->y + r0, c->n_out);
+        wk_cpu_gemm(c->k, nr, c->n_tokens, n_in, tile, n_in, c->x, n_in, c->y + r0, c->n_out);
     }
 }
 

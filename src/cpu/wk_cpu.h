@@ -94,6 +94,12 @@ void wk_cpu_matmul(struct wk_threadpool *pool, const struct wk_cpu_kernels *k,
                    const struct wk_tensor *w, const float *x, float *y, int64_t n_tokens,
                    float *scratch);
 
+/* k->gemm_f32 on the calling thread, or, where the ISA has no GEMM kernel,
+ * the same product through its f32 dot product. Arguments as
+ * wk_gemm_f32_fn. */
+void wk_cpu_gemm(const struct wk_cpu_kernels *k, int64_t m, int64_t n, int64_t kk, const float *a,
+                 int64_t lda, const float *b, int64_t ldb, float *c, int64_t ldc);
+
 /* Dequantizes row `row` of w (ne = {n, rows}) into dst [n] f32. */
 void wk_cpu_get_row(const struct wk_cpu_kernels *k, const struct wk_tensor *w, int64_t row,
                     float *dst);

@@ -7,8 +7,8 @@
  * Data flow of one chunk of n tokens at positions pos0 .. pos0+n-1, per
  * layer (shapes outermost first, all f32):
  *   x [n, E] -> RMSNorm -> xn -> Wq, Wk, Wv -> q [n, Hq·D], k, v [n, Hk·D]
- *   q, k: per-head RMSNorm (QK-norm), RoPE; k, v written to the cache rows
- *   pos0.. of this layer; attention of each (token, head) over cache rows
+ *   q, k: per-head RMSNorm (QK-norm), RoPE; k, v written to the cache at
+ *   positions pos0..; attention of each (token, head) over cache positions
  *   lo..pos (causal; lo = pos-W+1 on sliding layers) -> att [n, Hq·D]
  *   att -> Wo -> o [n, E] -> (post-norm) -> x += o
  *   x -> RMSNorm -> Wgate, Wup -> act(gate)·up [n, F] -> Wdown -> (post-norm)
@@ -23,13 +23,21 @@
 #include <math.h>
 #include <string.h>
 
+/* Queries per attention work item: a block of consecutive tokens of one
+ * head, whose scores against their keys form one GEMM. */
+#define ATTN_QBLOCK 32
+
 struct wk_context {
     const struct wk_model *m;
     const struct wk_cpu_kernels *k;
     struct wk_threadpool *pool;
     int32_t n_ctx, n_ubatch, n_threads;
     int32_t n_past;
-    float *k_cache, *v_cache; /* [n_layer][n_ctx][Hk·D] */
+    /* K: [n_layer][n_ctx][Hk·D], a row per position. V transposed:
+     * [n_layer][n_head_kv][D][n_ctx], a row per dimension, so both
+     * attention products are GEMMs over contiguous rows:
+     * scores = K_rows · q and out = Vᵀ_rows · p. */
+    float *k_cache, *v_cache;
     struct wk_arena arena;
     /* scratch views, [n_ubatch, ...] each */
     float *x, *xn, *q, *kx, *vx, *att, *o, *gate, *up, *scores, *rope_cs, *mm_scratch;
@@ -74,7 +82,7 @@ enum wk_status wk_context_create(const struct wk_model *m, const struct wk_conte
     c->v_cache = wk_aligned_alloc(kv_floats * sizeof(float));
     size_t n_in_max = WK_MAX(WK_MAX(E, HQ), F);
     size_t sizes[] = {U * E, U * E, U * HQ, U * HK, U * HK, U * HQ, U * E, U * F, U * F,
-                      (size_t)n_threads * (size_t)n_ctx, 2 * U * D,
+                      (size_t)n_threads * ATTN_QBLOCK * (size_t)n_ctx, 2 * U * D,
                       wk_cpu_matmul_scratch_floats((int64_t)n_in_max, n_threads)};
     size_t arena_bytes = 0;
     for (size_t i = 0; i < WK_ARRAY_LEN(sizes); i++) arena_bytes += sizes[i] * sizeof(float) + 64;
@@ -123,31 +131,47 @@ struct attn_task {
     int32_t il, n_tokens;
 };
 
+/*
+ * One work item = (head h, block of up to ATTN_QBLOCK tokens). Its keys are
+ * the positions lo .. p_last (lo from the block's first token's window), so
+ * scores S [tokens][keys] = Q_block · K_rowsᵀ is one GEMM; entries a
+ * token may not see (later positions, or outside its sliding window) are
+ * set to -inf before each row's softmax; then out = P · V, computed as a
+ * GEMM with the transposed V rows. Items are split across threads.
+ */
 static void attention_task(void *p, int ith, int nth)
 {
     struct attn_task *a = p;
     struct wk_context *c = a->c;
     const struct wk_hparams *hp = &c->m->hp;
     const int64_t D = hp->head_dim, HQ = (int64_t)hp->n_head * D, HK = (int64_t)hp->n_head_kv * D;
-    const int32_t group = hp->n_head / hp->n_head_kv;
-    const float *kc = c->k_cache + (size_t)a->il * (size_t)c->n_ctx * (size_t)HK;
-    const float *vc = c->v_cache + (size_t)a->il * (size_t)c->n_ctx * (size_t)HK;
-    float *scores = c->scores + (size_t)ith * (size_t)c->n_ctx;
+    const int64_t n_ctx = c->n_ctx;
+    const int32_t group = hp->n_head / hp->n_head_kv, W = hp->sliding_window;
+    const bool sliding = a->l->sliding && W > 0;
+    const float *kc = c->k_cache + (size_t)a->il * (size_t)n_ctx * (size_t)HK;
+    const float *vt = c->v_cache + (size_t)a->il * (size_t)n_ctx * (size_t)HK;
+    float *scores = c->scores + (size_t)ith * ATTN_QBLOCK * (size_t)n_ctx;
+    const int32_t n_blocks = (a->n_tokens + ATTN_QBLOCK - 1) / ATTN_QBLOCK;
     int64_t lo_item, hi_item;
-    wk_split_range((int64_t)a->n_tokens * hp->n_head, ith, nth, &lo_item, &hi_item);
+    wk_split_range((int64_t)n_blocks * hp->n_head, ith, nth, &lo_item, &hi_item);
     for (int64_t item = lo_item; item < hi_item; item++) {
-        int32_t t = (int32_t)(item / hp->n_head), h = (int32_t)(item % hp->n_head);
-        int32_t pos = c->pos[t];
-        int32_t lo = 0;
-        if (a->l->sliding && pos - hp->sliding_window + 1 > 0) lo = pos - hp->sliding_window + 1;
-        int32_t n = pos - lo + 1;
-        const float *qh = c->q + (size_t)t * HQ + (size_t)h * D;
-        const int64_t koff = (int64_t)(h / group) * D;
-        for (int32_t j = 0; j < n; j++) scores[j] = c->k->dot_f32(D, qh, kc + (lo + j) * HK + koff);
-        wk_softmax(n, scores);
-        float *out = c->att + (size_t)t * HQ + (size_t)h * D;
-        memset(out, 0, (size_t)D * sizeof(float));
-        for (int32_t j = 0; j < n; j++) c->k->axpy_f32(D, scores[j], vc + (lo + j) * HK + koff, out);
+        int32_t h = (int32_t)(item % hp->n_head), blk = (int32_t)(item / hp->n_head);
+        int32_t t0 = blk * ATTN_QBLOCK, nq = WK_MIN(ATTN_QBLOCK, a->n_tokens - t0);
+        int32_t p_first = c->pos[t0], p_last = c->pos[t0 + nq - 1];
+        int32_t lo = sliding && p_first - W + 1 > 0 ? p_first - W + 1 : 0;
+        int64_t nk = p_last - lo + 1, g = h / group;
+        wk_cpu_gemm(c->k, nk, nq, D, kc + lo * HK + g * D, HK, c->q + (size_t)t0 * HQ + h * D, HQ,
+                    scores, nk);
+        for (int32_t r = 0; r < nq; r++) {
+            float *row = scores + r * nk;
+            int32_t pos = c->pos[t0 + r];
+            int64_t first = sliding && pos - W + 1 > lo ? pos - W + 1 - lo : 0, last = pos - lo;
+            for (int64_t j = 0; j < first; j++) row[j] = -INFINITY;
+            for (int64_t j = last + 1; j < nk; j++) row[j] = -INFINITY;
+            wk_softmax(nk, row);
+        }
+        wk_cpu_gemm(c->k, D, nq, nk, vt + (g * D) * n_ctx + lo, n_ctx, scores, nk,
+                    c->att + (size_t)t0 * HQ + h * D, HQ);
     }
 }
 
@@ -217,7 +241,7 @@ static bool forward_chunk(struct wk_context *c, const int32_t *tokens, int32_t n
         wk_cpu_matmul(pool, k, l->wk, c->xn, c->kx, n, c->mm_scratch);
         wk_cpu_matmul(pool, k, l->wv, c->xn, c->vx, n, c->mm_scratch);
         float *kc = c->k_cache + ((size_t)il * (size_t)c->n_ctx + (size_t)c->n_past) * (size_t)HK;
-        float *vc = c->v_cache + ((size_t)il * (size_t)c->n_ctx + (size_t)c->n_past) * (size_t)HK;
+        float *vt = c->v_cache + (size_t)il * (size_t)c->n_ctx * (size_t)HK;
         for (int32_t t = 0; t < n; t++) {
             float *qt = c->q + t * HQ, *kt = c->kx + t * HK;
             if (l->q_norm) norm_rows(hp->n_head, D, qt, l->q_norm, hp->rms_eps, qt);
@@ -227,7 +251,8 @@ static bool forward_chunk(struct wk_context *c, const int32_t *tokens, int32_t n
             for (int64_t i = 0; i < HQ; i++) qt[i] *= hp->attn_scale;
         }
         memcpy(kc, c->kx, (size_t)(n * HK) * sizeof(float));
-        memcpy(vc, c->vx, (size_t)(n * HK) * sizeof(float));
+        for (int32_t t = 0; t < n; t++) /* V transposed: element (pos, i) at i * n_ctx + pos */
+            for (int64_t i = 0; i < HK; i++) vt[i * c->n_ctx + c->n_past + t] = c->vx[t * HK + i];
         struct attn_task at = {.c = c, .l = l, .il = il, .n_tokens = n};
         wk_threadpool_run(pool, attention_task, &at);
         wk_cpu_matmul(pool, k, l->wo, c->att, c->o, n, c->mm_scratch);
