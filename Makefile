@@ -14,7 +14,7 @@ ifeq ($(VARIANT),asan)
   CFLAGS_OPT := -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
   LDFLAGS_SAN := -fsanitize=address,undefined
 else
-  CFLAGS_OPT := -O2 -DNDEBUG
+  CFLAGS_OPT := -O2 -fvect-cost-model=dynamic -DNDEBUG
 endif
 CFLAGS  += $(CFLAGS_BASE) $(CFLAGS_OPT)
 LDLIBS  := $(shell pkg-config --libs jansson libpcre2-8 2>/dev/null || echo -ljansson -lpcre2-8) -lm -lpthread

@@ -1,11 +1,16 @@
 /*
  * ops.c - small elementwise operators of the forward pass, in plain C.
  * They touch O(n_embd) floats per token, so they are not where decode time
- * goes; the compiler vectorises them for the baseline ISA.
+ * goes; they are written without calls or branches in their loops so the
+ * compiler vectorises them for the baseline ISA. The activations use
+ * wk_expf, an exp accurate to about 2 ulp (range reduction by ln 2 split
+ * in two parts, a degree-6 polynomial; Cody & Waite 1980), instead of
+ * libm's expf/tanhf, which do not vectorise and cost ~7% of a prefill.
  */
 #include "wk_cpu.h"
 
 #include <math.h>
+#include <string.h>
 
 void wk_rms_norm(int64_t n, const float *x, const float *g, float eps, float *y)
 {
@@ -19,20 +24,19 @@ void wk_rms_norm(int64_t n, const float *x, const float *g, float eps, float *y)
     }
 }
 
-static inline float gelu_tanh(float z)
-{
-    const float k = 0.7978845608028654f; /* sqrt(2/pi) */
-    return 0.5f * z * (1.0f + tanhf(k * (z + 0.044715f * z * z * z)));
-}
-
 void wk_geglu(int64_t n, float *x, const float *up)
 {
-    for (int64_t i = 0; i < n; i++) x[i] = gelu_tanh(x[i]) * up[i];
+    /* gelu_tanh(z) = z/2 (1 + tanh y) = z · sigmoid(2y), y = sqrt(2/pi)(z + 0.044715 z^3) */
+    const float k2 = 2 * 0.7978845608028654f;
+    for (int64_t i = 0; i < n; i++) {
+        float z = x[i];
+        x[i] = z / (1.0f + wk_expf(-k2 * (z + 0.044715f * z * z * z))) * up[i];
+    }
 }
 
 void wk_swiglu(int64_t n, float *x, const float *up)
 {
-    for (int64_t i = 0; i < n; i++) x[i] = x[i] / (1.0f + expf(-x[i])) * up[i];
+    for (int64_t i = 0; i < n; i++) x[i] = x[i] / (1.0f + wk_expf(-x[i])) * up[i];
 }
 
 void wk_softmax(int64_t n, float *x)
@@ -40,10 +44,8 @@ void wk_softmax(int64_t n, float *x)
     float mx = -INFINITY;
     for (int64_t i = 0; i < n; i++) mx = fmaxf(mx, x[i]);
     double sum = 0;
-    for (int64_t i = 0; i < n; i++) {
-        x[i] = expf(x[i] - mx);
-        sum += x[i];
-    }
+    for (int64_t i = 0; i < n; i++) x[i] = wk_expf(x[i] - mx);
+    for (int64_t i = 0; i < n; i++) sum += x[i];
     float inv = (float)(1.0 / sum);
     for (int64_t i = 0; i < n; i++) x[i] *= inv;
 }

@@ -16,6 +16,8 @@
 #include "../base/wk_base.h"
 #include "../tensor/wk_tensor.h"
 
+#include <string.h>
+
 /* Single-precision helpers used by attention: the dot product of two float
  * rows, and y += a * x over n floats. */
 typedef float (*wk_dot_f32_fn)(int64_t n, const float *a, const float *b);
@@ -109,6 +111,30 @@ void wk_cpu_get_row(const struct wk_cpu_kernels *k, const struct wk_tensor *w, i
 /* y = x / sqrt(mean(x²) + eps) * g over n floats (g may be NULL for gain 1).
  * y may equal x. Zhang & Sennrich 2019. */
 void wk_rms_norm(int64_t n, const float *x, const float *g, float eps, float *y);
+
+/* e^x for x in [-87.3, 88.3] (clamped outside), within about 2 ulp of
+ * the exact value; inline and branch-free so loops using it vectorise.
+ * Range reduction by ln 2 split in two parts, degree-6 polynomial (Cody &
+ * Waite 1980). */
+static inline float wk_expf(float x)
+{
+    /* clamp into the range where 2^k stays a normal float */
+    x = x < -87.3f ? -87.3f : x > 88.3f ? 88.3f : x;
+    const float shifter = 12582912.0f; /* 1.5 * 2^23: adding it rounds to an integer */
+    float kf = x * 1.44269504088896341f + shifter;
+    int32_t ki;
+    memcpy(&ki, &kf, sizeof ki);
+    ki -= 0x4b400000; /* the bits of the shifter */
+    kf -= shifter;
+    float r = x - kf * 0.693145751953125f - kf * 1.42860682030941723e-6f; /* |r| <= ln2/2 */
+    float p = 1.0f + r * (1.0f + r * (0.5f + r * (1.0f / 6 + r * (1.0f / 24 + r * (1.0f / 120 +
+                                                                              r * (1.0f / 720))))));
+    int32_t bits = (ki + 127) << 23;
+    float scale;
+    memcpy(&scale, &bits, sizeof scale);
+    return p * scale;
+}
+
 
 /* In place: x = gelu_tanh(x) * up, n floats (Hendrycks & Gimpel 2016, tanh
  * approximation). */

@@ -11,6 +11,7 @@ would show).
 Usage: test_bad_input.py [WICK...]   (default: build/release/wick, and
 build/asan/wick when present)
 """
+import json
 import os
 import shutil
 import subprocess
@@ -81,6 +82,47 @@ def main():
             check(rc == 2 and "missing MODEL" in err, "missing model", err)
             rc, _, err = run(wick, ["frobnicate"])
             check(rc == 2 and "unknown command 'frobnicate'" in err, "unknown command", err)
+            # wick bench: option mistakes exit 2; a short run prints llama-bench-style JSON
+            rc, _, err = run(wick, ["bench", valid, "-x"])
+            check(rc == 2 and "unknown option '-x'" in err, "bench unknown option", err)
+            rc, _, err = run(wick, ["bench", valid, "-p", "many"])
+            check(rc == 2 and "-p expects an integer" in err and "'many'" in err, "bench bad number", err)
+            rc, _, err = run(wick, ["bench", valid, "-r", "0"])
+            check(rc == 2 and "-r expects an integer between 1" in err, "bench zero repetitions", err)
+            rc, _, err = run(wick, ["bench", valid, "-n", "-3"])
+            check(rc == 2 and "-n expects an integer" in err, "bench negative -n", err)
+            rc, _, err = run(wick, ["bench", valid, "-t"])
+            check(rc == 2 and "-t needs a value" in err, "bench missing value", err)
+            rc, _, err = run(wick, ["bench", valid, "-p", "0", "-n", "0"])
+            check(rc == 2 and "nothing to measure" in err, "bench -p 0 -n 0", err)
+            rc, _, err = run(wick, ["bench"])
+            check(rc == 2 and "missing MODEL" in err, "bench missing model", err)
+            rc, _, err = run(wick, ["bench", os.path.join(tmp, "no-such.gguf")])
+            check(rc == 1 and "no-such.gguf" in err, "bench missing file", err)
+            rc, out, err = run(wick, ["bench", valid, "-p", "16", "-n", "4", "-r", "1", "--json"])
+            check(rc == 0 and sanitizer_clean(err), "bench --json runs", err)
+            try:
+                res = json.loads(out)
+            except ValueError:
+                res = None
+            check(isinstance(res, list) and len(res) == 2, "bench --json is an array of 2 tests", out)
+            if isinstance(res, list) and len(res) == 2:
+                fields = ("model", "n_threads", "n_prompt", "n_gen", "avg_ts", "stddev_ts",
+                          "samples_ts", "peak_rss_bytes")
+                check(all(f in r for r in res for f in fields), "bench --json fields", out)
+                check([(r.get("n_prompt"), r.get("n_gen")) for r in res] == [(16, 0), (0, 4)],
+                      "bench --json tests pp16 and tg4", out)
+                check(all(len(r.get("samples_ts", [])) == 1 and r.get("avg_ts", 0) > 0 and
+                          r.get("stddev_ts") == 0 and r.get("peak_rss_bytes", 0) > 0 and
+                          r.get("n_threads", 0) >= 1 and r.get("model") == "valid.gguf" for r in res),
+                      "bench --json values", out)
+            rc, out, err = run(wick, ["bench", valid, "-p", "0", "-n", "2", "-r", "2", "-t", "1", "--json"])
+            try:
+                res = json.loads(out)
+            except ValueError:
+                res = None
+            check(rc == 0 and isinstance(res, list) and len(res) == 1 and res[0]["n_gen"] == 2 and
+                  res[0]["n_threads"] == 1 and len(res[0]["samples_ts"]) == 2, "bench -p 0 skips pp", out + err)
             # a prompt that does not fit is an error, not a silent cut
             rc, _, err = run(wick, ["run", valid, "hi " * 40, "--ctx-size", "16"])
             check(rc == 1 and "does not fit in the context of 16 tokens" in err, "prompt too long", err)

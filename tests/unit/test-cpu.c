@@ -379,6 +379,31 @@ static void test_matmul(void)
     }
 }
 
+/* wk_expf against double-precision exp over its whole range, and the
+ * activations against their definitions through libm. */
+static void test_expf_and_activations(void)
+{
+    double worst = 0;
+    for (float x = -87.0f; x < 88.0f; x += 0.00731f) {
+        double e = exp((double)x), rel = fabs(wk_expf(x) - e) / e;
+        if (rel > worst) worst = rel;
+    }
+    CHECK(worst < 3e-7); /* about 2 ulp of float */
+    CHECK(wk_expf(-1000.0f) >= 0 && wk_expf(-1000.0f) < 1e-37f);
+    CHECK(isfinite(wk_expf(1000.0f)));
+    uint64_t seed = 4;
+    for (int i = 0; i < 2000; i++) {
+        float z = 8 * check_rand_f32(&seed), g = z, u = 1.0f, s = z;
+        wk_geglu(1, &g, &u);
+        double y = 0.7978845608028654 * (z + 0.044715 * (double)z * z * z);
+        double want = 0.5 * z * (1 + tanh(y));
+        CHECK(fabs(g - want) <= 1e-6 * fabs(want) + 1e-7);
+        wk_swiglu(1, &s, &u);
+        double want_s = z / (1 + exp(-(double)z));
+        CHECK(fabs(s - want_s) <= 1e-6 * fabs(want_s) + 1e-7);
+    }
+}
+
 static void test_elementwise_ops(void)
 {
     /* RMSNorm: output has mean square 1 (gain 1) up to eps. */
@@ -432,4 +457,5 @@ static void test_elementwise_ops(void)
 CHECK_MAIN(TEST(test_vec_dot_matches_ref), TEST(test_vec_dot_q_matches_ref),
            TEST(test_vec_dot_rows_matches_ref), TEST(test_gemm_f32), TEST(test_ref_dot_equals_dequantized_dot),
            TEST(test_quantize_matches_ref), TEST(test_to_f32_matches_ref),
-           TEST(test_f32_helpers_match_ref), TEST(test_matmul), TEST(test_elementwise_ops))
+           TEST(test_f32_helpers_match_ref), TEST(test_matmul), TEST(test_expf_and_activations),
+           TEST(test_elementwise_ops))

@@ -24,6 +24,7 @@ void wk__avx512_fill_dequant(struct wk_cpu_kernels *k);  /* dequant_avx512.c */
 void wk__avx512_fill_dot_f32(struct wk_cpu_kernels *k);  /* dot_f32_avx512.c (vec_dot) */
 void wk__avx512_fill_dot(struct wk_cpu_kernels *k);      /* dot_avx512.c (vec_dot_q, BW only) */
 void wk__avx512_fill_dot_vnni(struct wk_cpu_kernels *k); /* dot_avx512_vnni.c (vec_dot_q) */
+void wk__avx512_fill_gemm(struct wk_cpu_kernels *k);     /* gemm_avx512.c (gemm_f32) */
 
 /* IEEE half to float, exact (F16C). */
 static inline float wk__avx512_f16(wk_f16 h)

@@ -10,6 +10,7 @@
  *   dot_f32_avx512.c   vec_dot: quantized weights with f32 activations
  *   dot_avx512.c       vec_dot_q: integer dots with maddubs/madd (AVX-512BW)
  *   dot_avx512_vnni.c  vec_dot_q with vpdpbusd/vpdpwssd (AVX-512 VNNI)
+ *   gemm_avx512.c      gemm_f32, the prefill matrix product
  * The last two compile one template, dot_template.h.
  */
 #include "avx512.h"
@@ -21,6 +22,7 @@ void wk__cpu_fill_avx512(struct wk_cpu_kernels *k)
     wk__avx512_fill_dequant(k);
     wk__avx512_fill_dot_f32(k);
     wk__avx512_fill_dot(k);
+    wk__avx512_fill_gemm(k);
     /* The VNNI code is always in the binary but may only run where the CPU
      * has the instructions (Skylake-SP/X has AVX-512 without them). */
     if (wk_cpu_features_get()->avx512_vnni) wk__avx512_fill_dot_vnni(k);

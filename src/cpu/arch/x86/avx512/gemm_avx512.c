@@ -1,0 +1,291 @@
+/*
+ * gemm_avx512.c - the f32 matrix product c[j][i] = sum_l a[i][l] * b[j][l]
+ * ("A · Bᵀ", both operands row-major; wk_gemm_f32_fn in wk_cpu.h). It is
+ * the prefill kernel: a is a tile of up to 64 dequantized weight rows, b
+ * holds every prompt token's activations, c[token][row] the outputs.
+ *
+ * Main path (n >= 4): an outer-product micro-kernel on a packed
+ * copy of a, in the manner of Goto & van de Geijn, "Anatomy of
+ * High-Performance Matrix Multiplication" (TOMS 2008).
+ *   - a is packed per k-block of KC columns and MC rows into panels of 32
+ *     rows (16 for a last panel of at most 16): panel[l][0..31] holds
+ *     a[i0..i0+31][l0+l], i.e. the panel transposed so one l gives one or
+ *     two full vectors of a's column. Rows past m are packed as zeros.
+ *   - The micro-kernel holds a 32 x NR tile of c (NR <= 12 rows of b) in
+ *     24 zmm accumulators. Per l it loads the panel's two vectors and
+ *     broadcasts b[j][l] straight from b (an embedded-broadcast memory
+ *     operand), for 24 FMAs per 2 vector loads and 12 scalar loads: the
+ *     FMA unit, not the loads, sets the pace. b needs no packing.
+ *   - The lanes run along i, which is contiguous in c's rows, so the tile
+ *     is stored with no horizontal reduction (masked at m's edge, so c's
+ *     padding past m is never written).
+ *   - Blocking: a k-block of b's NR rows (NR * KC * 4 = 12 KB) stays in L1
+ *     while it meets each panel of the packed a (MC * KC * 4 = 64 KB, in
+ *     L2, on the stack); each k-block after the first adds into c.
+ * Each lane sums its KC products in order and the k-blocks are then added
+ * in order, so the result does not depend on n or on how c is tiled.
+ *
+ * Small path (n < 4): packing would cost more than it saves. Dot products
+ * run 4 rows of a by up to 3 rows of b at once along k (16 lanes, masked
+ * tail), each reduced at the end by one fixed tree.
+ *
+ * Either way an element's summation order depends only on k and on which
+ * path n selects, never on m, the row's position or the tiling, so the
+ * threaded matmul, which splits m, is deterministic.
+ */
+#include "avx512.h"
+
+#include <stdbool.h>
+
+#define KC 256 /* columns of a k-block */
+#define MC 64  /* rows of a packed at once */
+#define NR 12  /* rows of b in a micro-tile */
+
+#define ALWAYS_INLINE inline __attribute__((always_inline))
+
+/* ------------------------------------------------------------- packing */
+
+/*
+ * Transposes the 16 x 16 block r[0..15] (row t = r[t]) in place:
+ * afterwards r[c] holds column c. Unpacks interleave pairs of rows, then
+ * pairs of pairs, which leaves column 4q + c of rows 4s..4s+3 in 128-bit
+ * lane q of r[4s + c]; two rounds of 128-bit lane shuffles gather the
+ * four lanes of each column.
+ */
+static ALWAYS_INLINE void transpose16(__m512 r[16])
+{
+    __m512 t[16];
+    for (int i = 0; i < 8; i++) {
+        t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    for (int i = 0; i < 4; i++) {
+        __m512d t0 = _mm512_castps_pd(t[4 * i]), t1 = _mm512_castps_pd(t[4 * i + 1]);
+        __m512d t2 = _mm512_castps_pd(t[4 * i + 2]), t3 = _mm512_castps_pd(t[4 * i + 3]);
+        r[4 * i] = _mm512_castpd_ps(_mm512_unpacklo_pd(t0, t2));
+        r[4 * i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(t0, t2));
+        r[4 * i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(t1, t3));
+        r[4 * i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(t1, t3));
+    }
+    /* now lane q of r[4s + c] = column 4q + c, rows 4s..4s+3 */
+    for (int c = 0; c < 4; c++) {
+        __m512 u0 = _mm512_shuffle_f32x4(r[c], r[4 + c], 0x88); /* lanes 0, 2 */
+        __m512 u1 = _mm512_shuffle_f32x4(r[c], r[4 + c], 0xDD); /* lanes 1, 3 */
+        __m512 v0 = _mm512_shuffle_f32x4(r[8 + c], r[12 + c], 0x88);
+        __m512 v1 = _mm512_shuffle_f32x4(r[8 + c], r[12 + c], 0xDD);
+        t[c] = _mm512_shuffle_f32x4(u0, v0, 0x88);      /* column c */
+        t[4 + c] = _mm512_shuffle_f32x4(u1, v1, 0x88);  /* column 4 + c */
+        t[8 + c] = _mm512_shuffle_f32x4(u0, v0, 0xDD);  /* column 8 + c */
+        t[12 + c] = _mm512_shuffle_f32x4(u1, v1, 0xDD); /* column 12 + c */
+    }
+    for (int i = 0; i < 16; i++) r[i] = t[i];
+}
+
+/*
+ * Packs rows [0, mc) x columns [0, kc) of a into ap: panels of w = 32 rows
+ * (w = 16 for a last panel of <= 16 rows), panel p at ap + 32 * p * kc,
+ * element (i, l) of the panel at l * w + i. Rows mc..w-1 of the last panel
+ * are zeros. Reads only inside the mc x kc block.
+ */
+static void pack_a(const float *a, int64_t lda, int64_t mc, int64_t kc, float *ap)
+{
+    for (int64_t i0 = 0; i0 < mc; i0 += 16) {
+        const int64_t p0 = i0 & ~(int64_t)31;
+        const int64_t w = mc - p0 > 16 ? 32 : 16;
+        float *dst = ap + p0 * kc + (i0 - p0);
+        const int64_t rows = WK_MIN(16, mc - i0);
+        for (int64_t l = 0; l < kc; l += 16) {
+            const int64_t cols = WK_MIN(16, kc - l);
+            const __mmask16 mk = wk__avx512_mask16(cols);
+            __m512 r[16];
+            for (int t = 0; t < 16; t++)
+                r[t] = t < rows ? _mm512_maskz_loadu_ps(mk, a + (i0 + t) * lda + l)
+                                : _mm512_setzero_ps();
+            transpose16(r);
+            for (int t = 0; t < cols; t++) _mm512_store_ps(dst + (l + t) * w, r[t]);
+        }
+    }
+}
+
+/* ---------------------------------------------------------- micro-kernel */
+
+/*
+ * c[j][0..16*MV) (+)= sum_l ap[l][..] * b[j][l] for j < nr, over kc
+ * columns. MV (1 or 2 vectors of rows) and nr are compile-time constants
+ * after inlining, so acc lives in registers. mlast masks the rows of the
+ * last vector that exist; add selects c += (later k-blocks) over c =.
+ */
+static ALWAYS_INLINE void micro(const int MV, const int nr, int64_t kc, const float *ap,
+                                const float *b, int64_t ldb, float *c, int64_t ldc,
+                                __mmask16 mlast, bool add)
+{
+    __m512 acc[2][NR];
+    for (int j = 0; j < nr; j++) acc[0][j] = acc[1][j] = _mm512_setzero_ps();
+    /* rows of b from four base pointers: the compiler then addresses the
+     * twelve rows as base + {0, 1, 2} * ldb without running out of
+     * general registers */
+    const float *b0 = b, *b1 = nr > 3 ? b + 3 * ldb : b, *b2 = nr > 6 ? b + 6 * ldb : b,
+                *b3 = nr > 9 ? b + 9 * ldb : b;
+    for (int64_t l = 0; l < kc; l++) {
+        const __m512 a0 = _mm512_load_ps(ap + l * 16 * MV);
+        const __m512 a1 = MV == 2 ? _mm512_load_ps(ap + l * 32 + 16) : a0;
+        for (int j = 0; j < nr; j++) {
+            const float *bj = j < 3 ? b0 : j < 6 ? b1 : j < 9 ? b2 : b3;
+            const __m512 bv = _mm512_set1_ps(bj[(j % 3) * ldb + l]);
+            acc[0][j] = _mm512_fmadd_ps(a0, bv, acc[0][j]);
+            if (MV == 2) acc[1][j] = _mm512_fmadd_ps(a1, bv, acc[1][j]);
+        }
+    }
+    for (int j = 0; j < nr; j++) {
+        float *cj = c + j * ldc;
+        for (int v = 0; v < MV; v++) {
+            const __mmask16 mk = v == MV - 1 ? mlast : (__mmask16)0xFFFF;
+            __m512 s = acc[v][j];
+            if (add) s = _mm512_add_ps(s, _mm512_maskz_loadu_ps(mk, cj + 16 * v));
+            _mm512_mask_storeu_ps(cj + 16 * v, mk, s);
+        }
+    }
+}
+
+/* Instantiates micro() for MV in {1, 2} and every nr in 1..NR, so each
+ * copy has its loops fully unrolled. */
+typedef void (*micro_fn)(int64_t kc, const float *ap, const float *b, int64_t ldb, float *c,
+                         int64_t ldc, __mmask16 mlast, bool add);
+#define MICRO_FN(MV, nr)                                                                           \
+    static void micro_##MV##_##nr(int64_t kc, const float *ap, const float *b, int64_t ldb,        \
+                                  float *c, int64_t ldc, __mmask16 mlast, bool add)                \
+    {                                                                                              \
+        micro(MV, nr, kc, ap, b, ldb, c, ldc, mlast, add);                                         \
+    }
+#define MICRO_FNS(MV)                                                                              \
+    MICRO_FN(MV, 1) MICRO_FN(MV, 2) MICRO_FN(MV, 3) MICRO_FN(MV, 4) MICRO_FN(MV, 5)                \
+    MICRO_FN(MV, 6) MICRO_FN(MV, 7) MICRO_FN(MV, 8) MICRO_FN(MV, 9) MICRO_FN(MV, 10)              \
+    MICRO_FN(MV, 11) MICRO_FN(MV, 12)
+MICRO_FNS(1)
+MICRO_FNS(2)
+static const micro_fn g_micro[2][NR] = {
+    {micro_1_1, micro_1_2, micro_1_3, micro_1_4, micro_1_5, micro_1_6, micro_1_7, micro_1_8,
+     micro_1_9, micro_1_10, micro_1_11, micro_1_12},
+    {micro_2_1, micro_2_2, micro_2_3, micro_2_4, micro_2_5, micro_2_6, micro_2_7, micro_2_8,
+     micro_2_9, micro_2_10, micro_2_11, micro_2_12},
+};
+
+static void gemm_packed(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
+                        const float *b, int64_t ldb, float *c, int64_t ldc)
+{
+    _Alignas(64) float ap[MC * KC];
+    for (int64_t l0 = 0; l0 < k; l0 += KC) {
+        const int64_t kc = WK_MIN(KC, k - l0);
+        const bool add = l0 > 0;
+        for (int64_t i0 = 0; i0 < m; i0 += MC) {
+            const int64_t mc = WK_MIN(MC, m - i0);
+            pack_a(a + i0 * lda + l0, lda, mc, kc, ap);
+            for (int64_t j0 = 0; j0 < n; j0 += NR) {
+                const int64_t nr = WK_MIN(NR, n - j0);
+                for (int64_t p0 = 0; p0 < mc; p0 += 32) {
+                    const int64_t rows = WK_MIN(32, mc - p0);
+                    const int mv = rows > 16 ? 2 : 1;
+                    g_micro[mv - 1][nr - 1](kc, ap + p0 * kc, b + j0 * ldb + l0, ldb,
+                                            c + j0 * ldc + i0 + p0, ldc,
+                                            wk__avx512_mask16(rows - 16 * (mv - 1)), add);
+                }
+            }
+        }
+    }
+}
+
+/* ------------------------------------------------------------ small path */
+
+/* Sums of the 16 lanes of a, b, c, d as the 4 lanes of one vector. */
+static inline __m128 hsum4(__m512 a, __m512 b, __m512 c, __m512 d)
+{
+    /* fold 512 -> 256 bits, two accumulators per vector, then 256 -> 128 */
+    __m512 ab = _mm512_add_ps(_mm512_shuffle_f32x4(a, b, 0x44), _mm512_shuffle_f32x4(a, b, 0xEE));
+    __m512 cd = _mm512_add_ps(_mm512_shuffle_f32x4(c, d, 0x44), _mm512_shuffle_f32x4(c, d, 0xEE));
+    __m512 s = _mm512_add_ps(_mm512_shuffle_f32x4(ab, cd, 0x88), _mm512_shuffle_f32x4(ab, cd, 0xDD));
+    /* lane q of s: 4 partial sums of a, b, c, d for q = 0..3 */
+    __m128 s0 = _mm512_castps512_ps128(s), s1 = _mm512_extractf32x4_ps(s, 1);
+    __m128 s2 = _mm512_extractf32x4_ps(s, 2), s3 = _mm512_extractf32x4_ps(s, 3);
+    return _mm_hadd_ps(_mm_hadd_ps(s0, s1), _mm_hadd_ps(s2, s3));
+}
+
+/* c[j][i0 + 0..MR) = dot(a row, b row j) for MR (1 or 4) rows of a and
+ * nr (1..4) rows of b. */
+static ALWAYS_INLINE void dots(const int MR, const int nr, int64_t k, const float *a, int64_t lda,
+                               const float *b, int64_t ldb, float *c, int64_t ldc)
+{
+    __m512 acc[4][4];
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 4; j++) acc[i][j] = _mm512_setzero_ps();
+    int64_t l = 0;
+    for (; l + 16 <= k; l += 16) {
+        __m512 av[4];
+        for (int i = 0; i < MR; i++) av[i] = _mm512_loadu_ps(a + i * lda + l);
+        for (int j = 0; j < nr; j++) {
+            __m512 bv = _mm512_loadu_ps(b + j * ldb + l);
+            for (int i = 0; i < MR; i++) acc[i][j] = _mm512_fmadd_ps(av[i], bv, acc[i][j]);
+        }
+    }
+    if (l < k) {
+        const __mmask16 mk = wk__avx512_mask16(k - l);
+        __m512 av[4];
+        for (int i = 0; i < MR; i++) av[i] = _mm512_maskz_loadu_ps(mk, a + i * lda + l);
+        for (int j = 0; j < nr; j++) {
+            __m512 bv = _mm512_maskz_loadu_ps(mk, b + j * ldb + l);
+            for (int i = 0; i < MR; i++) acc[i][j] = _mm512_fmadd_ps(av[i], bv, acc[i][j]);
+        }
+    }
+    if (MR == 4) {
+        for (int j = 0; j < nr; j++)
+            _mm_storeu_ps(c + j * ldc, hsum4(acc[0][j], acc[1][j], acc[2][j], acc[3][j]));
+    } else {
+        /* the same reduction tree as for four rows, so a row's result does
+         * not depend on whether m put it in a group of four */
+        _Alignas(16) float s[4];
+        _mm_store_ps(s, hsum4(acc[0][0], acc[0][1], acc[0][2], acc[0][3]));
+        for (int j = 0; j < nr; j++) c[j * ldc] = s[j];
+    }
+}
+
+#define DOTS_FN(MR, nr)                                                                            \
+    static void dots_##MR##_##nr(int64_t k, const float *a, int64_t lda, const float *b,          \
+                                 int64_t ldb, float *c, int64_t ldc)                               \
+    {                                                                                              \
+        dots(MR, nr, k, a, lda, b, ldb, c, ldc);                                                   \
+    }
+DOTS_FN(1, 1) DOTS_FN(1, 2) DOTS_FN(1, 3) DOTS_FN(1, 4)
+DOTS_FN(4, 1) DOTS_FN(4, 2) DOTS_FN(4, 3) DOTS_FN(4, 4)
+typedef void (*dots_fn)(int64_t k, const float *a, int64_t lda, const float *b, int64_t ldb,
+                        float *c, int64_t ldc);
+static const dots_fn g_dots[2][4] = {
+    {dots_1_1, dots_1_2, dots_1_3, dots_1_4},
+    {dots_4_1, dots_4_2, dots_4_3, dots_4_4},
+};
+
+static void gemm_small(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
+                       const float *b, int64_t ldb, float *c, int64_t ldc)
+{
+    for (int64_t j0 = 0; j0 < n; j0 += 4) {
+        const int64_t nr = WK_MIN(4, n - j0);
+        int64_t i = 0;
+        for (; i + 4 <= m; i += 4)
+            g_dots[1][nr - 1](k, a + i * lda, lda, b + j0 * ldb, ldb, c + j0 * ldc + i, ldc);
+        for (; i < m; i++)
+            g_dots[0][nr - 1](k, a + i * lda, lda, b + j0 * ldb, ldb, c + j0 * ldc + i, ldc);
+    }
+}
+
+static void gemm_f32(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const float *b,
+                     int64_t ldb, float *c, int64_t ldc)
+{
+    /* The choice depends on n only: callers split m between threads (and
+     * tiles), and each c element must come out the same whichever part of
+     * m it lands in. */
+    if (n < 4) gemm_small(m, n, k, a, lda, b, ldb, c, ldc);
+    else gemm_packed(m, n, k, a, lda, b, ldb, c, ldc);
+}
+
+void wk__avx512_fill_gemm(struct wk_cpu_kernels *k)
+{
+    k->gemm_f32 = gemm_f32;
+}
