@@ -6,9 +6,9 @@
  * dequantize-and-dot kernel over its rows (vec_dot_rows). For several
  * tokens a thread dequantizes WK_MATMUL_ROW_TILE rows into its scratch
  * and multiplies them with every token's row in the f32 GEMM kernel.
- * Either way each output is computed by one thread, in an order that does
- * not depend on how rows are split, so the result does not depend on the
- * thread count.
+ * Either way each output is computed by one thread in a fixed order, so a
+ * given thread count always gives the same bits (kernels that block rows
+ * may round differently when the rows are split differently).
  */
 #include "wk_cpu.h"
 #include "wk_cpu_arch.h"

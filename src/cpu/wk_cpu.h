@@ -90,7 +90,7 @@ static inline size_t wk_cpu_matmul_scratch_floats(int64_t n_in_max, int n_thread
  * tokens (prefill) dequantize a tile of rows once into scratch and multiply
  * it with every token's row in the f32 GEMM kernel, so dequantization is
  * paid once per row, not once per row and token.
- * Deterministic whatever the thread count.
+ * Deterministic for a given thread count.
  */
 void wk_cpu_matmul(struct wk_threadpool *pool, const struct wk_cpu_kernels *k,
                    const struct wk_tensor *w, const float *x, float *y, int64_t n_tokens,
