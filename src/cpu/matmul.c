@@ -2,6 +2,11 @@
  * matmul.c - y = x · Wᵀ over the thread pool, for any weight dtype, with
  * f32 activations.
  *
+ * Several matrices that read the same input (Q, K and V; gate and up) go
+ * through one dispatch, their rows split across the threads together; a
+ * gate/up pair can also apply its activation on the spot (GLU), so no
+ * separate pass over the FFN activations is made.
+ *
  * Threads split the output rows. For one token a thread runs the fused
  * dequantize-and-dot kernel over its rows (vec_dot_rows). For several
  * tokens a thread dequantizes WK_MATMUL_ROW_TILE rows into its scratch
@@ -15,30 +20,22 @@
 
 #define ROW_TILE WK_MATMUL_ROW_TILE
 
-struct matmul_ctx {
-    const struct wk_cpu_kernels *k;
+/* One weight matrix of a group and where its products go. */
+struct part {
     const struct wk_tensor *w;
-    const float *x;
     float *y;
-    int64_t n_tokens, n_in, n_out;
-    float *scratch;
 };
 
-static void dot_task(void *p, int ith, int nth)
-{
-    struct matmul_ctx *c = p;
-    int64_t lo, hi;
-    wk_split_range(c->n_out, ith, nth, &lo, &hi);
-    if (hi <= lo) return;
-    enum wk_dtype t = c->w->dtype;
-    const uint8_t *w = (const uint8_t *)c->w->data + lo * c->w->nb[1];
-    if (c->k->vec_dot_rows[t] != wk__vec_dot_rows_ref(t)) {
-        c->k->vec_dot_rows[t](c->n_in, w, c->w->nb[1], c->x, c->y + lo, hi - lo);
-        return;
-    }
-    /* no multi-row kernel for this ISA and type: its single-row one */
-    for (int64_t r = 0; r < hi - lo; r++) c->y[lo + r] = c->k->vec_dot[t](c->n_in, w + r * c->w->nb[1], c->x);
-}
+struct matmul_ctx {
+    const struct wk_cpu_kernels *k;
+    struct part parts[WK_MATMUL_MAX_PARTS];
+    int n_parts;
+    int64_t total_rows; /* sum of the parts' rows; for a GLU pair, one part's */
+    const float *x;
+    int64_t n_tokens, n_in;
+    float *scratch;
+    enum wk_glu glu;
+};
 
 void wk_cpu_gemm(const struct wk_cpu_kernels *k, int64_t m, int64_t n, int64_t kk, const float *a,
                  int64_t lda, const float *b, int64_t ldb, float *c, int64_t ldc)
@@ -51,33 +48,93 @@ void wk_cpu_gemm(const struct wk_cpu_kernels *k, int64_t m, int64_t n, int64_t k
         for (int64_t i = 0; i < m; i++) c[j * ldc + i] = k->dot_f32(kk, a + i * lda, b + j * ldb);
 }
 
-static void gemm_task(void *p, int ith, int nth)
+/* Rows [lo, hi) of one part, for every token, on thread ith. */
+static void part_rows(const struct matmul_ctx *c, const struct part *p, int64_t lo, int64_t hi,
+                      int ith)
 {
-    struct matmul_ctx *c = p;
-    int64_t lo, hi;
-    wk_split_range(c->n_out, ith, nth, &lo, &hi);
-    wk_to_f32_fn to_f32 = c->k->to_f32[c->w->dtype];
-    const uint8_t *wdata = c->w->data;
-    size_t w_row = c->w->nb[1];
-    const int64_t n_in = c->n_in;
+    if (hi <= lo) return;
+    enum wk_dtype t = p->w->dtype;
+    size_t w_row = p->w->nb[1];
+    const uint8_t *w = (const uint8_t *)p->w->data + lo * w_row;
+    const int64_t n_in = c->n_in, n_out = p->w->ne[1];
+    if (c->n_tokens == 1) {
+        if (c->k->vec_dot_rows[t] != wk__vec_dot_rows_ref(t)) {
+            c->k->vec_dot_rows[t](n_in, w, w_row, c->x, p->y + lo, hi - lo);
+            return;
+        }
+        /* no multi-row kernel for this ISA and type: its single-row one */
+        for (int64_t r = 0; r < hi - lo; r++) p->y[lo + r] = c->k->vec_dot[t](n_in, w + r * w_row, c->x);
+        return;
+    }
     float *tile = c->scratch + (size_t)ith * ROW_TILE * (size_t)n_in;
     for (int64_t r0 = lo; r0 < hi; r0 += ROW_TILE) {
         int64_t nr = WK_MIN(ROW_TILE, hi - r0);
-        for (int64_t r = 0; r < nr; r++) to_f32(wdata + (r0 + r) * w_row, tile + r * n_in, n_in);
-        wk_cpu_gemm(c->k, nr, c->n_tokens, n_in, tile, n_in, c->x, n_in, c->y + r0, c->n_out);
+        for (int64_t r = 0; r < nr; r++)
+            c->k->to_f32[t](w + (r0 - lo + r) * w_row, tile + r * n_in, n_in);
+        wk_cpu_gemm(c->k, nr, c->n_tokens, n_in, tile, n_in, c->x, n_in, p->y + r0, n_out);
     }
+}
+
+static void matmul_task(void *arg, int ith, int nth)
+{
+    struct matmul_ctx *c = arg;
+    int64_t lo, hi;
+    wk_split_range(c->total_rows, ith, nth, &lo, &hi);
+    if (c->glu != WK_GLU_NONE) {
+        /* the same rows of gate and up, then act(gate) * up on them */
+        part_rows(c, &c->parts[0], lo, hi, ith);
+        part_rows(c, &c->parts[1], lo, hi, ith);
+        int64_t n_out = c->parts[0].w->ne[1];
+        for (int64_t t = 0; t < c->n_tokens && hi > lo; t++) {
+            float *g = c->parts[0].y + t * n_out + lo;
+            const float *u = c->parts[1].y + t * n_out + lo;
+            if (c->glu == WK_GLU_GELU_TANH) wk_geglu(hi - lo, g, u);
+            else wk_swiglu(hi - lo, g, u);
+        }
+        return;
+    }
+    int64_t base = 0; /* the parts' rows, concatenated, split across threads */
+    for (int i = 0; i < c->n_parts; i++) {
+        int64_t n_out = c->parts[i].w->ne[1];
+        part_rows(c, &c->parts[i], WK_MAX(lo, base) - base, WK_MIN(hi, base + n_out) - base, ith);
+        base += n_out;
+    }
+}
+
+void wk_cpu_matmul_many(struct wk_threadpool *pool, const struct wk_cpu_kernels *k, int n,
+                        const struct wk_tensor *const *ws, float *const *ys, const float *x,
+                        int64_t n_tokens, float *scratch)
+{
+    WK_ASSERT(n >= 1 && n <= WK_MATMUL_MAX_PARTS);
+    struct matmul_ctx c = {.k = k, .n_parts = n, .x = x, .n_tokens = n_tokens,
+                           .n_in = ws[0]->ne[0], .scratch = scratch, .glu = WK_GLU_NONE};
+    for (int i = 0; i < n; i++) {
+        WK_ASSERT(k->vec_dot[ws[i]->dtype] != NULL && ws[i]->ne[0] == c.n_in);
+        c.parts[i] = (struct part){ws[i], ys[i]};
+        c.total_rows += ws[i]->ne[1];
+    }
+    wk_threadpool_run(pool, matmul_task, &c);
 }
 
 void wk_cpu_matmul(struct wk_threadpool *pool, const struct wk_cpu_kernels *k,
                    const struct wk_tensor *w, const float *x, float *y, int64_t n_tokens,
                    float *scratch)
 {
-    WK_ASSERT(k->vec_dot[w->dtype] != NULL);
-    struct matmul_ctx c = {
-        .k = k, .w = w, .x = x, .y = y, .n_tokens = n_tokens, .n_in = w->ne[0], .n_out = w->ne[1],
-        .scratch = scratch,
-    };
-    wk_threadpool_run(pool, n_tokens == 1 ? dot_task : gemm_task, &c);
+    wk_cpu_matmul_many(pool, k, 1, &w, &y, x, n_tokens, scratch);
+}
+
+void wk_cpu_matmul_glu(struct wk_threadpool *pool, const struct wk_cpu_kernels *k,
+                       const struct wk_tensor *w_gate, const struct wk_tensor *w_up,
+                       const float *x, float *y, float *y_up, int64_t n_tokens, float *scratch,
+                       enum wk_glu glu)
+{
+    WK_ASSERT(w_gate->ne[0] == w_up->ne[0] && w_gate->ne[1] == w_up->ne[1] && glu != WK_GLU_NONE);
+    struct matmul_ctx c = {.k = k, .n_parts = 2, .x = x, .n_tokens = n_tokens,
+                           .n_in = w_gate->ne[0], .scratch = scratch, .glu = glu,
+                           .total_rows = w_gate->ne[1]};
+    c.parts[0] = (struct part){w_gate, y};
+    c.parts[1] = (struct part){w_up, y_up};
+    wk_threadpool_run(pool, matmul_task, &c);
 }
 
 void wk_cpu_get_row(const struct wk_cpu_kernels *k, const struct wk_tensor *w, int64_t row,

@@ -96,6 +96,28 @@ void wk_cpu_matmul(struct wk_threadpool *pool, const struct wk_cpu_kernels *k,
                    const struct wk_tensor *w, const float *x, float *y, int64_t n_tokens,
                    float *scratch);
 
+/* Matrices one wk_cpu_matmul_many call may take. */
+#define WK_MATMUL_MAX_PARTS 4
+
+/* y_i = x · W_iᵀ for n (<= WK_MATMUL_MAX_PARTS) weights that share the
+ * input (all ne[0] equal), in one dispatch: their rows are split across
+ * the threads together. ws, ys: n weights and outputs ([n_tokens,
+ * ws[i]->ne[1]] each); other arguments as wk_cpu_matmul. */
+void wk_cpu_matmul_many(struct wk_threadpool *pool, const struct wk_cpu_kernels *k, int n,
+                        const struct wk_tensor *const *ws, float *const *ys, const float *x,
+                        int64_t n_tokens, float *scratch);
+
+/* Gated linear unit activations (Shazeer 2020). */
+enum wk_glu { WK_GLU_NONE = 0, WK_GLU_GELU_TANH = 1, WK_GLU_SILU = 2 };
+
+/* y = act(x · W_gateᵀ) ⊙ (x · W_upᵀ) in one dispatch, each thread applying
+ * the activation to its own rows as soon as they are computed. y, y_up:
+ * [n_tokens, n_ff] f32 (y_up is scratch); W_gate and W_up of equal shape. */
+void wk_cpu_matmul_glu(struct wk_threadpool *pool, const struct wk_cpu_kernels *k,
+                       const struct wk_tensor *w_gate, const struct wk_tensor *w_up,
+                       const float *x, float *y, float *y_up, int64_t n_tokens, float *scratch,
+                       enum wk_glu glu);
+
 /* k->gemm_f32 on the calling thread, or, where the ISA has no GEMM kernel,
  * the same product through its f32 dot product. Arguments as
  * wk_gemm_f32_fn. */

@@ -175,26 +175,6 @@ static void attention_task(void *p, int ith, int nth)
     }
 }
 
-/* ------------------------------------------------------------------ FFN */
-
-struct act_task {
-    float *gate;
-    const float *up;
-    int64_t n;
-    enum wk_ffn_act act;
-};
-
-static void act_task(void *p, int ith, int nth)
-{
-    struct act_task *a = p;
-    int64_t lo, hi;
-    wk_split_range(a->n, ith, nth, &lo, &hi);
-    if (a->act == WK_ACT_GELU_TANH)
-        wk_geglu(hi - lo, a->gate + lo, a->up + lo);
-    else
-        wk_swiglu(hi - lo, a->gate + lo, a->up + lo);
-}
-
 /* ------------------------------------------------------------ one chunk */
 
 static void norm_rows(int32_t n, int64_t width, const float *x, const struct wk_tensor *g,
@@ -211,7 +191,7 @@ static bool forward_chunk(struct wk_context *c, const int32_t *tokens, int32_t n
 {
     const struct wk_model *m = c->m;
     const struct wk_hparams *hp = &m->hp;
-    const int64_t E = hp->n_embd, D = hp->head_dim, F = hp->n_ff;
+    const int64_t E = hp->n_embd, D = hp->head_dim;
     const int64_t HQ = (int64_t)hp->n_head * D, HK = (int64_t)hp->n_head_kv * D;
     struct wk_threadpool *pool = c->pool;
     const struct wk_cpu_kernels *k = c->k;
@@ -237,9 +217,9 @@ static bool forward_chunk(struct wk_context *c, const int32_t *tokens, int32_t n
             have_cs[kind] = true;
         }
         norm_rows(n, E, c->x, l->attn_norm, hp->rms_eps, c->xn);
-        wk_cpu_matmul(pool, k, l->wq, c->xn, c->q, n, c->mm_scratch);
-        wk_cpu_matmul(pool, k, l->wk, c->xn, c->kx, n, c->mm_scratch);
-        wk_cpu_matmul(pool, k, l->wv, c->xn, c->vx, n, c->mm_scratch);
+        const struct wk_tensor *qkv_w[3] = {l->wq, l->wk, l->wv};
+        float *qkv_y[3] = {c->q, c->kx, c->vx};
+        wk_cpu_matmul_many(pool, k, 3, qkv_w, qkv_y, c->xn, n, c->mm_scratch);
         float *kc = c->k_cache + ((size_t)il * (size_t)c->n_ctx + (size_t)c->n_past) * (size_t)HK;
         float *vt = c->v_cache + (size_t)il * (size_t)c->n_ctx * (size_t)HK;
         for (int32_t t = 0; t < n; t++) {
@@ -260,10 +240,8 @@ static bool forward_chunk(struct wk_context *c, const int32_t *tokens, int32_t n
         for (int64_t i = 0; i < n * E; i++) c->x[i] += c->o[i];
 
         norm_rows(n, E, c->x, l->ffn_norm, hp->rms_eps, c->xn);
-        wk_cpu_matmul(pool, k, l->ffn_gate, c->xn, c->gate, n, c->mm_scratch);
-        wk_cpu_matmul(pool, k, l->ffn_up, c->xn, c->up, n, c->mm_scratch);
-        struct act_task ft = {.gate = c->gate, .up = c->up, .n = n * F, .act = m->act};
-        wk_threadpool_run(pool, act_task, &ft);
+        wk_cpu_matmul_glu(pool, k, l->ffn_gate, l->ffn_up, c->xn, c->gate, c->up, n,
+                          c->mm_scratch, m->act == WK_ACT_GELU_TANH ? WK_GLU_GELU_TANH : WK_GLU_SILU);
         wk_cpu_matmul(pool, k, l->ffn_down, c->gate, c->o, n, c->mm_scratch);
         if (l->post_ffn_norm) norm_rows(n, E, c->o, l->post_ffn_norm, hp->rms_eps, c->o);
         for (int64_t i = 0; i < n * E; i++) c->x[i] += c->o[i];

@@ -382,6 +382,53 @@ static void test_matmul(void)
     }
 }
 
+/* Grouped products equal the separate ones, and the GLU pair equals the
+ * activation of one product times the other. */
+static void test_matmul_many_and_glu(void)
+{
+    const struct wk_cpu_kernels *k = wk_cpu_kernels_get();
+    uint64_t seed = 17;
+    const int64_t n_in = 256;
+    const int64_t outs[3] = {40, 8, 24};
+    void *data[3];
+    struct wk_tensor w[3];
+    for (int i = 0; i < 3; i++) {
+        size_t row = wk_dtype_row_bytes(WK_DTYPE_Q4_K, n_in);
+        data[i] = wk_aligned_alloc(row * (size_t)outs[i]);
+        fill_random_blocks(WK_DTYPE_Q4_K, data[i], outs[i], &seed);
+        w[i] = (struct wk_tensor){.name = "w", .dtype = WK_DTYPE_Q4_K, .n_dims = 2,
+                                  .ne = {n_in, outs[i], 1, 1}, .nb = {144, row, row * outs[i], row * outs[i]},
+                                  .data = data[i]};
+    }
+    for (int nt = 1; nt <= 5; nt += 4) {
+        float x[5 * 256];
+        for (int i = 0; i < nt * n_in; i++) x[i] = check_rand_f32(&seed);
+        struct wk_threadpool *pool;
+        wk_threadpool_create(2, &pool);
+        float *scratch = wk_aligned_alloc(wk_cpu_matmul_scratch_floats(n_in, 2) * 4);
+        float sep[3][5 * 40], grp[3][5 * 40];
+        const struct wk_tensor *ws[3] = {&w[0], &w[1], &w[2]};
+        float *ys[3] = {grp[0], grp[1], grp[2]};
+        for (int i = 0; i < 3; i++) wk_cpu_matmul(pool, k, &w[i], x, sep[i], nt, scratch);
+        wk_cpu_matmul_many(pool, k, 3, ws, ys, x, nt, scratch);
+        for (int i = 0; i < 3; i++)
+            for (int j = 0; j < nt * outs[i]; j++) CHECK_NEAR(grp[i][j], sep[i][j], 1e-5, 1e-5);
+        /* GLU: gate = w[0], up = a second 40-row matrix made of w[0] too */
+        float g[5 * 40], up[5 * 40], want[5 * 40];
+        memcpy(want, sep[0], sizeof want);
+        wk_geglu(nt * 40, want, sep[0]);
+        wk_cpu_matmul_glu(pool, k, &w[0], &w[0], x, g, up, nt, scratch, WK_GLU_GELU_TANH);
+        for (int j = 0; j < nt * 40; j++) CHECK_NEAR(g[j], want[j], 1e-5, 1e-4);
+        memcpy(want, sep[0], sizeof want);
+        wk_swiglu(nt * 40, want, sep[0]);
+        wk_cpu_matmul_glu(pool, k, &w[0], &w[0], x, g, up, nt, scratch, WK_GLU_SILU);
+        for (int j = 0; j < nt * 40; j++) CHECK_NEAR(g[j], want[j], 1e-5, 1e-4);
+        wk_aligned_free(scratch);
+        wk_threadpool_destroy(pool);
+    }
+    for (int i = 0; i < 3; i++) wk_aligned_free(data[i]);
+}
+
 /* wk_expf against double-precision exp over its whole range, and the
  * activations against their definitions through libm. */
 static void test_expf_and_activations(void)
@@ -460,5 +507,5 @@ static void test_elementwise_ops(void)
 CHECK_MAIN(TEST(test_vec_dot_matches_ref), TEST(test_vec_dot_q_matches_ref),
            TEST(test_vec_dot_rows_matches_ref), TEST(test_gemm_f32), TEST(test_ref_dot_equals_dequantized_dot),
            TEST(test_quantize_matches_ref), TEST(test_to_f32_matches_ref),
-           TEST(test_f32_helpers_match_ref), TEST(test_matmul), TEST(test_expf_and_activations),
+           TEST(test_f32_helpers_match_ref), TEST(test_matmul), TEST(test_matmul_many_and_glu), TEST(test_expf_and_activations),
            TEST(test_elementwise_ops))

@@ -85,6 +85,36 @@ static void pack_panel(const float *a, int64_t lda, int64_t rows, int w, int64_t
     }
 }
 
+/*
+ * Copies the kc-long pieces of the nr rows of b at b into dst, KC floats
+ * apart, so that the six rows a micro-kernel broadcasts from are contiguous
+ * (rows of b 4 KB apart otherwise share L1 sets with each other and with
+ * the panel, and get evicted between panels). Prefetches the same pieces
+ * of the next nr rows (next, or NULL), which come from memory when b is
+ * larger than L2: each piece is short, too short for the hardware
+ * prefetcher to ramp up.
+ */
+static void pack_b(const float *b, int64_t ldb, int nr, int64_t kc, const float *next, int n_next,
+                   float *dst)
+{
+    for (int j = 0; j < nr; j++) {
+        const float *src = b + j * ldb;
+        const float *pf = j < n_next ? next + j * ldb : NULL;
+        float *d = dst + j * KC;
+        int64_t l = 0;
+        for (; l + 16 <= kc; l += 16) {
+            if (pf)
+                _mm_prefetch((const char *)(pf + l), _MM_HINT_T0);
+            _mm256_storeu_ps(d + l, _mm256_loadu_ps(src + l));
+            _mm256_storeu_ps(d + l + 8, _mm256_loadu_ps(src + l + 8));
+        }
+        if (pf && l < kc)
+            _mm_prefetch((const char *)(pf + l), _MM_HINT_T0);
+        for (; l < kc; l++)
+            d[l] = src[l];
+    }
+}
+
 /* ------------------------------------------------------------ micro-kernel */
 
 /* Stores (first KC block) or adds v to the `cnt` (1-8) floats at p; a
@@ -103,43 +133,51 @@ static inline void put8(float *p, __m256 v, int cnt, int first)
 
 /*
  * c[j][0..rows) (+)= sum_l panel[l][r] * b[j][l] for the nr (1..6) rows of
- * b at b, over kc columns. nv is the panel's width in vectors (2: 16 rows,
+ * b packed at b (KC floats apart), over kc columns. nv is the panel's width in vectors (2: 16 rows,
  * 1: 8 rows); rows (<= 8 * nv) is how many of them are real. Inlined with
- * constant nv and nr, so the accumulators stay in registers.
+ * constant nv and nr; the accumulators are named variables, not an array,
+ * because GCC keeps an indexed array on the stack (the loop then runs at a
+ * third of the speed), and the unused ones fold away.
  */
 static inline __attribute__((always_inline)) void micro(int nv, int nr, int64_t kc,
                                                          const float *panel, const float *b,
-                                                         int64_t ldb, float *c, int64_t ldc,
-                                                         int rows, int first)
+                                                         float *c, int64_t ldc, int rows,
+                                                         int first)
 {
-    __m256 acc[NR][2];
-    for (int j = 0; j < nr; j++)
-        for (int v = 0; v < nv; v++)
-            acc[j][v] = _mm256_setzero_ps();
-    const float *b0 = b, *b3 = b + 3 * ldb;
+    __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
+    __m256 c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
+    const float *b0 = b, *b1 = b + KC, *b2 = b + 2 * KC;
+    const float *b3 = b + 3 * KC, *b4 = b + 4 * KC, *b5 = b + 5 * KC;
+#define STEP(J)                                                                                    \
+    if (nr > J) {                                                                                  \
+        __m256 bb = _mm256_broadcast_ss(b##J + l);                                                 \
+        c##J##0 = _mm256_fmadd_ps(a0, bb, c##J##0);                                                \
+        if (nv > 1)                                                                                \
+            c##J##1 = _mm256_fmadd_ps(a1, bb, c##J##1);                                            \
+    }
 #pragma GCC unroll 2
     for (int64_t l = 0; l < kc; l++) {
         __m256 a0 = _mm256_loadu_ps(panel + l * 8 * nv);
         __m256 a1 = nv > 1 ? _mm256_loadu_ps(panel + l * 8 * nv + 8) : a0;
-        for (int j = 0; j < nr; j++) {
-            const float *bj = j < 3 ? b0 + j * ldb : b3 + (j - 3) * ldb;
-            __m256 bb = _mm256_broadcast_ss(bj + l);
-            acc[j][0] = _mm256_fmadd_ps(a0, bb, acc[j][0]);
-            if (nv > 1)
-                acc[j][1] = _mm256_fmadd_ps(a1, bb, acc[j][1]);
-        }
+        STEP(0) STEP(1) STEP(2) STEP(3) STEP(4) STEP(5)
     }
-    for (int j = 0; j < nr; j++)
-        for (int v = 0; v < nv; v++)
-            put8(c + j * ldc + 8 * v, acc[j][v], rows - 8 * v, first);
+#undef STEP
+#define PUT(J)                                                                                     \
+    if (nr > J) {                                                                                  \
+        put8(c + J * ldc, c##J##0, rows, first);                                                   \
+        if (nv > 1)                                                                                \
+            put8(c + J * ldc + 8, c##J##1, rows - 8, first);                                       \
+    }
+    PUT(0) PUT(1) PUT(2) PUT(3) PUT(4) PUT(5)
+#undef PUT
 }
 
 /* One panel against nr rows of b: dispatch to a constant-shaped kernel. */
-static void micro_any(int nv, int nr, int64_t kc, const float *panel, const float *b, int64_t ldb,
-                      float *c, int64_t ldc, int rows, int first)
+static void micro_any(int nv, int nr, int64_t kc, const float *panel, const float *b, float *c,
+                      int64_t ldc, int rows, int first)
 {
 #define CASE(NV, N)                                                                                \
-    case (NV) * 8 + (N): micro(NV, N, kc, panel, b, ldb, c, ldc, rows, first); break
+    case (NV) * 8 + (N): micro(NV, N, kc, panel, b, c, ldc, rows, first); break
     switch (nv * 8 + nr) {
         CASE(2, 6); CASE(2, 5); CASE(2, 4); CASE(2, 3); CASE(2, 2); CASE(2, 1);
         CASE(1, 6); CASE(1, 5); CASE(1, 4); CASE(1, 3); CASE(1, 2); CASE(1, 1);
@@ -153,8 +191,9 @@ static void micro_any(int nv, int nr, int64_t kc, const float *panel, const floa
 void wk__avx2_gemm_f32(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const float *b,
                        int64_t ldb, float *c, int64_t ldc)
 {
-    /* 64 KB, aligned for the panel loads (unaligned loads would do too) */
+    /* 64 KB + 6 KB, aligned for the panel loads (unaligned would do too) */
     _Alignas(64) float pack[MC * KC];
+    _Alignas(64) float bpack[NR * KC];
     for (int64_t pc = 0; pc < k; pc += KC) {
         int64_t kc = WK_MIN(KC, k - pc);
         int first = pc == 0;
@@ -174,9 +213,11 @@ void wk__avx2_gemm_f32(int64_t m, int64_t n, int64_t k, const float *a, int64_t 
             for (int64_t jr = 0; jr < n; jr += NR) {
                 int nr = (int)WK_MIN(NR, n - jr);
                 const float *bj = b + jr * ldb + pc;
+                int n_next = (int)WK_MAX(0, WK_MIN(NR, n - jr - NR));
+                pack_b(bj, ldb, nr, kc, bj + NR * ldb, n_next, bpack);
                 for (int p = 0; p < n_panels; p++) {
                     float *cp = c + jr * ldc + ic + (int64_t)p * MR;
-                    micro_any(width[p], nr, kc, pp[p], bj, ldb, cp, ldc, prow[p], first);
+                    micro_any(width[p], nr, kc, pp[p], bpack, cp, ldc, prow[p], first);
                 }
             }
         }

@@ -40,8 +40,14 @@
 #define KC 256 /* columns of a k-block */
 #define MC 64  /* rows of a packed at once */
 #define NR 12  /* rows of b in a micro-tile */
+/* Floats between the rows of the micro-tile's copy of b: not a multiple
+ * of 1 KB, so its rows do not share L1 sets. */
+#define BP_STRIDE (KC + 16)
 
 #define ALWAYS_INLINE inline __attribute__((always_inline))
+/* Loops over register arrays must unroll completely, or the arrays live in
+ * memory; -O2 alone does not unroll them. */
+#define UNROLL _Pragma("GCC unroll 16")
 
 /* ------------------------------------------------------------- packing */
 
@@ -55,10 +61,12 @@
 static ALWAYS_INLINE void transpose16(__m512 r[16])
 {
     __m512 t[16];
+    UNROLL
     for (int i = 0; i < 8; i++) {
         t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
         t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
     }
+    UNROLL
     for (int i = 0; i < 4; i++) {
         __m512d t0 = _mm512_castps_pd(t[4 * i]), t1 = _mm512_castps_pd(t[4 * i + 1]);
         __m512d t2 = _mm512_castps_pd(t[4 * i + 2]), t3 = _mm512_castps_pd(t[4 * i + 3]);
@@ -68,6 +76,7 @@ static ALWAYS_INLINE void transpose16(__m512 r[16])
         r[4 * i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(t1, t3));
     }
     /* now lane q of r[4s + c] = column 4q + c, rows 4s..4s+3 */
+    UNROLL
     for (int c = 0; c < 4; c++) {
         __m512 u0 = _mm512_shuffle_f32x4(r[c], r[4 + c], 0x88); /* lanes 0, 2 */
         __m512 u1 = _mm512_shuffle_f32x4(r[c], r[4 + c], 0xDD); /* lanes 1, 3 */
@@ -78,31 +87,35 @@ static ALWAYS_INLINE void transpose16(__m512 r[16])
         t[8 + c] = _mm512_shuffle_f32x4(u0, v0, 0xDD);  /* column 8 + c */
         t[12 + c] = _mm512_shuffle_f32x4(u1, v1, 0xDD); /* column 12 + c */
     }
+    UNROLL
     for (int i = 0; i < 16; i++) r[i] = t[i];
 }
 
 /*
  * Packs rows [0, mc) x columns [0, kc) of a into ap: panels of w = 32 rows
- * (w = 16 for a last panel of <= 16 rows), panel p at ap + 32 * p * kc,
- * element (i, l) of the panel at l * w + i. Rows mc..w-1 of the last panel
- * are zeros. Reads only inside the mc x kc block.
+ * (w = 16 for a last panel of <= 16 rows), panel p at ap + 32 * p * kcp
+ * with kcp = kc rounded up to 16, element (i, l) of the panel at l * w + i.
+ * Rows mc..w-1 of the last panel and columns kc..kcp-1 are zeros. Reads
+ * only inside the mc x kc block of a.
  */
 static void pack_a(const float *a, int64_t lda, int64_t mc, int64_t kc, float *ap)
 {
+    const int64_t kcp = (kc + 15) & ~(int64_t)15;
     for (int64_t i0 = 0; i0 < mc; i0 += 16) {
         const int64_t p0 = i0 & ~(int64_t)31;
         const int64_t w = mc - p0 > 16 ? 32 : 16;
-        float *dst = ap + p0 * kc + (i0 - p0);
+        float *dst = ap + p0 * kcp + (i0 - p0);
         const int64_t rows = WK_MIN(16, mc - i0);
         for (int64_t l = 0; l < kc; l += 16) {
-            const int64_t cols = WK_MIN(16, kc - l);
-            const __mmask16 mk = wk__avx512_mask16(cols);
+            const __mmask16 mk = wk__avx512_mask16(WK_MIN(16, kc - l));
             __m512 r[16];
+            UNROLL
             for (int t = 0; t < 16; t++)
                 r[t] = t < rows ? _mm512_maskz_loadu_ps(mk, a + (i0 + t) * lda + l)
                                 : _mm512_setzero_ps();
             transpose16(r);
-            for (int t = 0; t < cols; t++) _mm512_store_ps(dst + (l + t) * w, r[t]);
+            UNROLL
+            for (int t = 0; t < 16; t++) _mm512_store_ps(dst + (l + t) * w, r[t]);
         }
     }
 }
@@ -120,6 +133,7 @@ static ALWAYS_INLINE void micro(const int MV, const int nr, int64_t kc, const fl
                                 __mmask16 mlast, bool add)
 {
     __m512 acc[2][NR];
+    UNROLL
     for (int j = 0; j < nr; j++) acc[0][j] = acc[1][j] = _mm512_setzero_ps();
     /* rows of b from four base pointers: the compiler then addresses the
      * twelve rows as base + {0, 1, 2} * ldb without running out of
@@ -129,6 +143,7 @@ static ALWAYS_INLINE void micro(const int MV, const int nr, int64_t kc, const fl
     for (int64_t l = 0; l < kc; l++) {
         const __m512 a0 = _mm512_load_ps(ap + l * 16 * MV);
         const __m512 a1 = MV == 2 ? _mm512_load_ps(ap + l * 32 + 16) : a0;
+        UNROLL
         for (int j = 0; j < nr; j++) {
             const float *bj = j < 3 ? b0 : j < 6 ? b1 : j < 9 ? b2 : b3;
             const __m512 bv = _mm512_set1_ps(bj[(j % 3) * ldb + l]);
@@ -136,8 +151,10 @@ static ALWAYS_INLINE void micro(const int MV, const int nr, int64_t kc, const fl
             if (MV == 2) acc[1][j] = _mm512_fmadd_ps(a1, bv, acc[1][j]);
         }
     }
+    UNROLL
     for (int j = 0; j < nr; j++) {
         float *cj = c + j * ldc;
+        UNROLL
         for (int v = 0; v < MV; v++) {
             const __mmask16 mk = v == MV - 1 ? mlast : (__mmask16)0xFFFF;
             __m512 s = acc[v][j];
@@ -170,24 +187,41 @@ static const micro_fn g_micro[2][NR] = {
      micro_2_9, micro_2_10, micro_2_11, micro_2_12},
 };
 
+/* Copies rows [0, nr) x columns [0, kc) of b into bp, rows BP_STRIDE
+ * floats apart. */
+static void copy_b(const float *b, int64_t ldb, int64_t nr, int64_t kc, float *bp)
+{
+    for (int64_t j = 0; j < nr; j++) {
+        const float *src = b + j * ldb;
+        float *dst = bp + j * BP_STRIDE;
+        int64_t l = 0;
+        for (; l + 16 <= kc; l += 16) _mm512_store_ps(dst + l, _mm512_loadu_ps(src + l));
+        if (l < kc) {
+            const __mmask16 mk = wk__avx512_mask16(kc - l);
+            _mm512_mask_storeu_ps(dst + l, mk, _mm512_maskz_loadu_ps(mk, src + l));
+        }
+    }
+}
+
 static void gemm_packed(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
                         const float *b, int64_t ldb, float *c, int64_t ldc)
 {
     _Alignas(64) float ap[MC * KC];
+    _Alignas(64) float bp[NR * BP_STRIDE];
     for (int64_t l0 = 0; l0 < k; l0 += KC) {
-        const int64_t kc = WK_MIN(KC, k - l0);
+        const int64_t kc = WK_MIN(KC, k - l0), kcp = (kc + 15) & ~(int64_t)15;
         const bool add = l0 > 0;
         for (int64_t i0 = 0; i0 < m; i0 += MC) {
             const int64_t mc = WK_MIN(MC, m - i0);
             pack_a(a + i0 * lda + l0, lda, mc, kc, ap);
             for (int64_t j0 = 0; j0 < n; j0 += NR) {
                 const int64_t nr = WK_MIN(NR, n - j0);
+                copy_b(b + j0 * ldb + l0, ldb, nr, kc, bp);
                 for (int64_t p0 = 0; p0 < mc; p0 += 32) {
                     const int64_t rows = WK_MIN(32, mc - p0);
                     const int mv = rows > 16 ? 2 : 1;
-                    g_micro[mv - 1][nr - 1](kc, ap + p0 * kc, b + j0 * ldb + l0, ldb,
-                                            c + j0 * ldc + i0 + p0, ldc,
-                                            wk__avx512_mask16(rows - 16 * (mv - 1)), add);
+                    g_micro[mv - 1][nr - 1](kc, ap + p0 * kcp, bp, BP_STRIDE, c + j0 * ldc + i0 + p0,
+                                            ldc, wk__avx512_mask16(rows - 16 * (mv - 1)), add);
                 }
             }
         }
@@ -215,27 +249,36 @@ static ALWAYS_INLINE void dots(const int MR, const int nr, int64_t k, const floa
                                const float *b, int64_t ldb, float *c, int64_t ldc)
 {
     __m512 acc[4][4];
+    UNROLL
     for (int i = 0; i < 4; i++)
+        UNROLL
         for (int j = 0; j < 4; j++) acc[i][j] = _mm512_setzero_ps();
     int64_t l = 0;
     for (; l + 16 <= k; l += 16) {
         __m512 av[4];
+        UNROLL
         for (int i = 0; i < MR; i++) av[i] = _mm512_loadu_ps(a + i * lda + l);
+        UNROLL
         for (int j = 0; j < nr; j++) {
             __m512 bv = _mm512_loadu_ps(b + j * ldb + l);
+            UNROLL
             for (int i = 0; i < MR; i++) acc[i][j] = _mm512_fmadd_ps(av[i], bv, acc[i][j]);
         }
     }
     if (l < k) {
         const __mmask16 mk = wk__avx512_mask16(k - l);
         __m512 av[4];
+        UNROLL
         for (int i = 0; i < MR; i++) av[i] = _mm512_maskz_loadu_ps(mk, a + i * lda + l);
+        UNROLL
         for (int j = 0; j < nr; j++) {
             __m512 bv = _mm512_maskz_loadu_ps(mk, b + j * ldb + l);
+            UNROLL
             for (int i = 0; i < MR; i++) acc[i][j] = _mm512_fmadd_ps(av[i], bv, acc[i][j]);
         }
     }
     if (MR == 4) {
+        UNROLL
         for (int j = 0; j < nr; j++)
             _mm_storeu_ps(c + j * ldc, hsum4(acc[0][j], acc[1][j], acc[2][j], acc[3][j]));
     } else {
@@ -243,6 +286,7 @@ static ALWAYS_INLINE void dots(const int MR, const int nr, int64_t k, const floa
          * not depend on whether m put it in a group of four */
         _Alignas(16) float s[4];
         _mm_store_ps(s, hsum4(acc[0][0], acc[0][1], acc[0][2], acc[0][3]));
+        UNROLL
         for (int j = 0; j < nr; j++) c[j * ldc] = s[j];
     }
 }
