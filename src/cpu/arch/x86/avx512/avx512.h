@@ -25,6 +25,8 @@ void wk__avx512_fill_dot_f32(struct wk_cpu_kernels *k);  /* dot_f32_avx512.c (ve
 void wk__avx512_fill_dot(struct wk_cpu_kernels *k);      /* dot_avx512.c (vec_dot_q, BW only) */
 void wk__avx512_fill_dot_vnni(struct wk_cpu_kernels *k); /* dot_avx512_vnni.c (vec_dot_q) */
 void wk__avx512_fill_gemm(struct wk_cpu_kernels *k);     /* gemm_avx512.c (gemm_f32) */
+void wk__avx512_fill_dot_rows(struct wk_cpu_kernels *k); /* dot_rows_avx512.c (vec_dot_rows) */
+void wk__avx512_fill_dot_rows_k(struct wk_cpu_kernels *k); /* dot_rows_k_avx512.c (vec_dot_rows) */
 
 /* IEEE half to float, exact (F16C). */
 static inline float wk__avx512_f16(wk_f16 h)
@@ -44,6 +46,20 @@ static inline float wk__avx512_hsum256(__m256 v)
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     s = _mm_add_ps(s, _mm_movehl_ps(s, s));
     return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
+}
+
+/* The sums of the 16 lanes of a, b, c and d, as lanes 0-3 of one vector.
+ * Each lane goes through the same tree of additions (halves, then
+ * quarters, then pairs), whichever vector it came from. */
+static inline __m128 wk__avx512_hsum4(__m512 a, __m512 b, __m512 c, __m512 d)
+{
+    __m512 ab = _mm512_add_ps(_mm512_shuffle_f32x4(a, b, 0x44), _mm512_shuffle_f32x4(a, b, 0xEE));
+    __m512 cd = _mm512_add_ps(_mm512_shuffle_f32x4(c, d, 0x44), _mm512_shuffle_f32x4(c, d, 0xEE));
+    /* 128-bit lane q of s: 4 partial sums of a, b, c, d for q = 0..3 */
+    __m512 s = _mm512_add_ps(_mm512_shuffle_f32x4(ab, cd, 0x88), _mm512_shuffle_f32x4(ab, cd, 0xDD));
+    __m128 s0 = _mm512_castps512_ps128(s), s1 = _mm512_extractf32x4_ps(s, 1);
+    __m128 s2 = _mm512_extractf32x4_ps(s, 2), s3 = _mm512_extractf32x4_ps(s, 3);
+    return _mm_hadd_ps(_mm_hadd_ps(s0, s1), _mm_hadd_ps(s2, s3));
 }
 
 /* The 6-bit scales and mins of a Q4_K/Q5_K block (see wk_q4_k_scale_min)

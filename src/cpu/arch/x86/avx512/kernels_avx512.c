@@ -11,6 +11,8 @@
  *   dot_avx512.c       vec_dot_q: integer dots with maddubs/madd (AVX-512BW)
  *   dot_avx512_vnni.c  vec_dot_q with vpdpbusd/vpdpwssd (AVX-512 VNNI)
  *   gemm_avx512.c      gemm_f32, the prefill matrix product
+ *   dot_rows_avx512.c  vec_dot_rows (decode): 32-element blocks and floats
+ *   dot_rows_k_avx512.c  vec_dot_rows for Q4_K, Q5_K, Q6_K
  * The last two compile one template, dot_template.h.
  */
 #include "avx512.h"
@@ -23,6 +25,8 @@ void wk__cpu_fill_avx512(struct wk_cpu_kernels *k)
     wk__avx512_fill_dot_f32(k);
     wk__avx512_fill_dot(k);
     wk__avx512_fill_gemm(k);
+    wk__avx512_fill_dot_rows(k);
+    wk__avx512_fill_dot_rows_k(k);
     /* The VNNI code is always in the binary but may only run where the CPU
      * has the instructions (Skylake-SP/X has AVX-512 without them). */
     if (wk_cpu_features_get()->avx512_vnni) wk__avx512_fill_dot_vnni(k);
