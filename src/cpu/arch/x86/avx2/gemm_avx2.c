@@ -2,86 +2,120 @@
  * gemm_avx2.c - the f32 GEMM of the table (gemm_f32) with AVX2 + FMA:
  * c[j * ldc + i] = sum_l a[i * lda + l] * b[j * ldb + l], both operands
  * row-major along k ("A · Bᵀ"). Prefill calls it with a tile of up to 64
- * dequantized weight rows as a and every prompt token as b.
+ * dequantized weight rows as a and every prompt token as b; attention with
+ * key rows (or transposed value rows) as a and up to 32 query rows as b.
  *
- * With k contiguous in both operands, a dot-product kernel would keep its
- * lanes along k and pay horizontal sums for every output. Instead a is
- * packed, a block of MC rows × KC columns at a time, into panels of 16
- * rows stored column by column (panel[l * 16 + r] = a[r][l]); the
- * micro-kernel then computes a 16 × 6 tile of c as outer products: per l,
- * two loads of a (rows 0-7, 8-15), six broadcasts b[j][l] straight from the
- * unpacked rows of b, twelve FMAs into twelve accumulators. That is FMA-bound
- * (2 pipes) with 8 loads per 12 FMAs, needs no horizontal sums, and each
- * accumulator is 8 consecutive elements of one row of c, stored directly.
+ * With k contiguous in both operands, a dot-product kernel keeps its lanes
+ * along k and pays horizontal sums for every output. The main path instead
+ * packs a, a block of MC rows × KC columns at a time, into panels of 16
+ * rows stored column by column (panel[l * 16 + r] = a[r][l], 8×8 register
+ * transposes); the micro-kernel then computes a 16 × 6 tile of c as outer
+ * products: per l, two loads of a (rows 0-7, 8-15), six broadcasts b[j][l],
+ * twelve FMAs into twelve accumulators. That is FMA-bound (2 pipes) with 8
+ * loads per 12 FMAs, needs no horizontal sums, and each accumulator is 8
+ * consecutive elements of one row of c, stored directly. ~100 GFLOP/s on
+ * one Zen 4 core at 3.6 GHz (peak 115) for m = 64, n = 512, k = 576-2048.
  *
- * Blocking (Zen 4: 32 KB L1d, 1 MB L2): a block is MC × KC floats = 64 KB
- * on the stack and stays in L2 while the loop walks b six rows at a time;
- * those six rows' KC-long pieces (6 KB) stay in L1 while the 16-row panels
- * of the block pass. b is read once per a block; c is loaded and added to
- * once per KC block of k.
+ * Blocking (Zen 4: 32 KB L1d, 1 MB L2): the a block is MC × KC floats =
+ * 32 KB on the stack and stays in L2 while the loop walks b six rows at a
+ * time. Those six rows' KC-long pieces are copied to a 3 KB buffer first
+ * (pack_b): rows of b 4 KB apart (k = 1024, 2048) otherwise share L1 sets
+ * with each other and with the panel and were evicted between panels, and
+ * the copy prefetches the next six rows, whose short pieces the hardware
+ * prefetcher would not ramp up for (k = 2048 went from 50 to 85+ GFLOP/s).
+ * b is read once per a block; c is loaded and added to once per KC block.
  *
- * Rounding: element (i, j) is, for each KC block of k in order, a chain of
- * FMAs over l starting from 0, and c is the running sum of those block
- * sums. That sequence depends only on k, never on where (i, j) falls in a
- * tile, on m or on n, so the result does not depend on how a caller splits
- * the rows (the threaded matmul relies on it). Error: about (KC + k / KC)
- * roundings of the running sum, well inside the 1e-5 bound for k <= 16384.
+ * Few rows of b (n < GEMM_DOT_MAX_N): packing a would cost as much as the
+ * product, so gemm_dot computes 4 × 3 tiles of c as dot products along k
+ * (7 loads per 12 FMAs) with one horizontal reduction per 4 outputs.
+ *
+ * Rounding: in the packed path element (i, j) is, for each KC block of k
+ * in order, a chain of FMAs over l starting from 0, and c the running sum
+ * of those block sums; in the dot form, eight lanes of FMA chains over k
+ * and a fixed reduction tree. Which path runs depends on n only, and
+ * neither sequence depends on where (i, j) falls in a tile or on m, so a
+ * caller splitting the rows of a gets the same bits. Worst-case error:
+ * about (KC + k / KC) * 2^-24 * sum |products| packed (8.6e-6 at
+ * k = 2048), (k / 8 + 3) * 2^-24 in the dot form, against k * 2^-24 for
+ * the reference's plain loop; typical errors are near the square root.
  */
 #include "kernels_avx2.h"
 
 #define MR 16  /* rows of a per packed panel (two ymm) */
 #define NR 6   /* rows of b per micro-kernel call */
-#define KC 256 /* columns of k per block */
+#define KC 128 /* columns of k per block (256 ran no faster; 128 halves the rounding bound) */
 #define MC 64  /* rows of a per packed block (a multiple of MR) */
+/* Below this many rows of b the dot form (gemm_dot) is used. Measured
+ * (Zen 4, 3.6 GHz, m = 64, k = 576-2048): the dot form runs at 85-105
+ * GFLOP/s from n = 12 on, the packed one at 45-57 for n = 4-8, 75-98 for
+ * n = 16-48, overtaking only at about n = 32-64 (earlier for large m * k,
+ * as in attention). 16 keeps both paths under the unit test's shapes
+ * (n up to 16). */
+#define GEMM_DOT_MAX_N 16
 
 /* ------------------------------------------------------------------ packing */
 
-/* Transposes the 8×8 block r[0..7] (rows) in place into columns. */
-static inline void transpose8(__m256 r[8])
-{
-    __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
-    __m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
-    __m256 t4 = _mm256_unpacklo_ps(r[4], r[5]), t5 = _mm256_unpackhi_ps(r[4], r[5]);
-    __m256 t6 = _mm256_unpacklo_ps(r[6], r[7]), t7 = _mm256_unpackhi_ps(r[6], r[7]);
-    __m256 u0 = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(1, 0, 1, 0));
-    __m256 u1 = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(3, 2, 3, 2));
-    __m256 u2 = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(1, 0, 1, 0));
-    __m256 u3 = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(3, 2, 3, 2));
-    __m256 u4 = _mm256_shuffle_ps(t4, t6, _MM_SHUFFLE(1, 0, 1, 0));
-    __m256 u5 = _mm256_shuffle_ps(t4, t6, _MM_SHUFFLE(3, 2, 3, 2));
-    __m256 u6 = _mm256_shuffle_ps(t5, t7, _MM_SHUFFLE(1, 0, 1, 0));
-    __m256 u7 = _mm256_shuffle_ps(t5, t7, _MM_SHUFFLE(3, 2, 3, 2));
-    r[0] = _mm256_permute2f128_ps(u0, u4, 0x20);
-    r[1] = _mm256_permute2f128_ps(u1, u5, 0x20);
-    r[2] = _mm256_permute2f128_ps(u2, u6, 0x20);
-    r[3] = _mm256_permute2f128_ps(u3, u7, 0x20);
-    r[4] = _mm256_permute2f128_ps(u0, u4, 0x31);
-    r[5] = _mm256_permute2f128_ps(u1, u5, 0x31);
-    r[6] = _mm256_permute2f128_ps(u2, u6, 0x31);
-    r[7] = _mm256_permute2f128_ps(u3, u7, 0x31);
-}
+/* Transposes the 8×8 block in r0..r7 (rows) in place into columns; a
+ * macro, as GCC keeps an array of vectors in memory. */
+#define TRANSPOSE8(r0, r1, r2, r3, r4, r5, r6, r7)                                                 \
+    do {                                                                                           \
+        __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);                   \
+        __m256 t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);                   \
+        __m256 t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5);                   \
+        __m256 t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);                   \
+        __m256 u0 = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(1, 0, 1, 0));                            \
+        __m256 u1 = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(3, 2, 3, 2));                            \
+        __m256 u2 = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(1, 0, 1, 0));                            \
+        __m256 u3 = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(3, 2, 3, 2));                            \
+        __m256 u4 = _mm256_shuffle_ps(t4, t6, _MM_SHUFFLE(1, 0, 1, 0));                            \
+        __m256 u5 = _mm256_shuffle_ps(t4, t6, _MM_SHUFFLE(3, 2, 3, 2));                            \
+        __m256 u6 = _mm256_shuffle_ps(t5, t7, _MM_SHUFFLE(1, 0, 1, 0));                            \
+        __m256 u7 = _mm256_shuffle_ps(t5, t7, _MM_SHUFFLE(3, 2, 3, 2));                            \
+        r0 = _mm256_permute2f128_ps(u0, u4, 0x20);                                                 \
+        r1 = _mm256_permute2f128_ps(u1, u5, 0x20);                                                 \
+        r2 = _mm256_permute2f128_ps(u2, u6, 0x20);                                                 \
+        r3 = _mm256_permute2f128_ps(u3, u7, 0x20);                                                 \
+        r4 = _mm256_permute2f128_ps(u0, u4, 0x31);                                                 \
+        r5 = _mm256_permute2f128_ps(u1, u5, 0x31);                                                 \
+        r6 = _mm256_permute2f128_ps(u2, u6, 0x31);                                                 \
+        r7 = _mm256_permute2f128_ps(u3, u7, 0x31);                                                 \
+    } while (0)
 
 /*
  * Packs rows [0, rows) (rows <= w) and columns [0, kc) of a into dst, w
- * floats per column: dst[l * w + r] = a[r * lda + l], rows past `rows` zero.
- * w is 8 or 16. Full 8×8 blocks go through registers; the last kc % 8
- * columns one float at a time.
+ * floats per column: dst[l * w + r] = a[r * lda + l]. w is 8 or 16. Rows
+ * past `rows` repeat the last real row: their lanes are computed but never
+ * stored, and real data keeps them finite. Full 8×8 blocks go through
+ * registers; the last kc % 8 columns one float at a time.
  */
 static void pack_panel(const float *a, int64_t lda, int64_t rows, int w, int64_t kc, float *dst)
 {
     for (int g = 0; g < w; g += 8) {
+        const float *p[8];
+        for (int i = 0; i < 8; i++)
+            p[i] = a + WK_MIN(g + i, rows - 1) * lda;
+        const float *p0 = p[0], *p1 = p[1], *p2 = p[2], *p3 = p[3];
+        const float *p4 = p[4], *p5 = p[5], *p6 = p[6], *p7 = p[7];
+        float *d = dst + g;
         int64_t l = 0;
         for (; l + 8 <= kc; l += 8) {
-            __m256 r[8];
-            for (int i = 0; i < 8; i++)
-                r[i] = g + i < rows ? _mm256_loadu_ps(a + (g + i) * lda + l) : _mm256_setzero_ps();
-            transpose8(r);
-            for (int i = 0; i < 8; i++)
-                _mm256_storeu_ps(dst + (l + i) * w + g, r[i]);
+            __m256 r0 = _mm256_loadu_ps(p0 + l), r1 = _mm256_loadu_ps(p1 + l);
+            __m256 r2 = _mm256_loadu_ps(p2 + l), r3 = _mm256_loadu_ps(p3 + l);
+            __m256 r4 = _mm256_loadu_ps(p4 + l), r5 = _mm256_loadu_ps(p5 + l);
+            __m256 r6 = _mm256_loadu_ps(p6 + l), r7 = _mm256_loadu_ps(p7 + l);
+            TRANSPOSE8(r0, r1, r2, r3, r4, r5, r6, r7);
+            _mm256_storeu_ps(d + (l + 0) * w, r0);
+            _mm256_storeu_ps(d + (l + 1) * w, r1);
+            _mm256_storeu_ps(d + (l + 2) * w, r2);
+            _mm256_storeu_ps(d + (l + 3) * w, r3);
+            _mm256_storeu_ps(d + (l + 4) * w, r4);
+            _mm256_storeu_ps(d + (l + 5) * w, r5);
+            _mm256_storeu_ps(d + (l + 6) * w, r6);
+            _mm256_storeu_ps(d + (l + 7) * w, r7);
         }
         for (; l < kc; l++)
             for (int i = 0; i < 8; i++)
-                dst[l * w + g + i] = g + i < rows ? a[(g + i) * lda + l] : 0.0f;
+                d[l * w + i] = p[i][l];
     }
 }
 
@@ -90,8 +124,8 @@ static void pack_panel(const float *a, int64_t lda, int64_t rows, int w, int64_t
  * apart, so that the six rows a micro-kernel broadcasts from are contiguous
  * (rows of b 4 KB apart otherwise share L1 sets with each other and with
  * the panel, and get evicted between panels). Prefetches the same pieces
- * of the next nr rows (next, or NULL), which come from memory when b is
- * larger than L2: each piece is short, too short for the hardware
+ * of the n_next rows at next (the next call's), which come from memory
+ * when b is larger than L2: each piece is too short for the hardware
  * prefetcher to ramp up.
  */
 static void pack_b(const float *b, int64_t ldb, int nr, int64_t kc, const float *next, int n_next,
@@ -133,8 +167,9 @@ static inline void put8(float *p, __m256 v, int cnt, int first)
 
 /*
  * c[j][0..rows) (+)= sum_l panel[l][r] * b[j][l] for the nr (1..6) rows of
- * b packed at b (KC floats apart), over kc columns. nv is the panel's width in vectors (2: 16 rows,
- * 1: 8 rows); rows (<= 8 * nv) is how many of them are real. Inlined with
+ * b packed at b (KC floats apart), over kc columns. nv is the panel's
+ * width in vectors (2: 16 rows, 1: 8 rows); rows (<= 8 * nv) is how many
+ * of them are real. Inlined with
  * constant nv and nr; the accumulators are named variables, not an array,
  * because GCC keeps an indexed array on the stack (the loop then runs at a
  * third of the speed), and the unused ones fold away.
@@ -186,12 +221,113 @@ static void micro_any(int nv, int nr, int64_t kc, const float *panel, const floa
 #undef CASE
 }
 
+/* ------------------------------------------------------- few rows of b */
+
+/* Lanes [0, r) set, for the masked loads of a k tail of r < 8. */
+static inline __m256i tail_mask(int64_t r)
+{
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)r), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+/* The 4 sums of v0..v3 (8 lanes each) as one vector, by three vhaddps and
+ * one add of the halves; each sum's order is fixed whatever the others. */
+static inline __m128 hsum4x(__m256 v0, __m256 v1, __m256 v2, __m256 v3)
+{
+    __m256 h = _mm256_hadd_ps(_mm256_hadd_ps(v0, v1), _mm256_hadd_ps(v2, v3));
+    return _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+}
+
+/*
+ * The dot-product form for few rows of b, where packing a would cost more
+ * than the product: c[j][i] for mr (1..4) rows of a and nr (1..3) rows of
+ * b, lanes along k (7 loads per 12 FMAs), a k tail of k % 8 by masked
+ * loads, horizontal sums at the end. Inlined with constant mr and nr;
+ * named accumulators for the reason given at micro().
+ */
+static inline __attribute__((always_inline)) void dot_tile(int mr, int nr, int64_t k,
+                                                            const float *a, int64_t lda,
+                                                            const float *b, int64_t ldb,
+                                                            float *c, int64_t ldc)
+{
+    const __m256 z = _mm256_setzero_ps();
+    __m256 c00 = z, c01 = z, c02 = z, c10 = z, c11 = z, c12 = z;
+    __m256 c20 = z, c21 = z, c22 = z, c30 = z, c31 = z, c32 = z;
+    const float *a0 = a, *a1 = a + lda, *a2 = a + 2 * lda, *a3 = a + 3 * lda;
+    const float *b0 = b, *b1 = b + ldb, *b2 = b + 2 * ldb;
+#define ROW(I, LOAD)                                                                               \
+    if (mr > I) {                                                                                  \
+        __m256 av = LOAD(a##I);                                                                    \
+        c##I##0 = _mm256_fmadd_ps(av, v0, c##I##0);                                                \
+        if (nr > 1)                                                                                \
+            c##I##1 = _mm256_fmadd_ps(av, v1, c##I##1);                                            \
+        if (nr > 2)                                                                                \
+            c##I##2 = _mm256_fmadd_ps(av, v2, c##I##2);                                            \
+    }
+    int64_t l = 0;
+    for (; l + 8 <= k; l += 8) {
+#define LD(p) _mm256_loadu_ps((p) + l)
+        __m256 v0 = LD(b0), v1 = nr > 1 ? LD(b1) : z, v2 = nr > 2 ? LD(b2) : z;
+        ROW(0, LD) ROW(1, LD) ROW(2, LD) ROW(3, LD)
+#undef LD
+    }
+    if (l < k) {
+        __m256i m = tail_mask(k - l);
+#define LD(p) _mm256_maskload_ps((p) + l, m)
+        __m256 v0 = LD(b0), v1 = nr > 1 ? LD(b1) : z, v2 = nr > 2 ? LD(b2) : z;
+        ROW(0, LD) ROW(1, LD) ROW(2, LD) ROW(3, LD)
+#undef LD
+    }
+#undef ROW
+    __m128 s[3] = {hsum4x(c00, c10, c20, c30), hsum4x(c01, c11, c21, c31),
+                   hsum4x(c02, c12, c22, c32)};
+    for (int j = 0; j < nr; j++) {
+        if (mr == 4) {
+            _mm_storeu_ps(c + j * ldc, s[j]);
+        } else {
+            float t[4];
+            _mm_storeu_ps(t, s[j]);
+            for (int i = 0; i < mr; i++)
+                c[j * ldc + i] = t[i];
+        }
+    }
+}
+
+static void dot_tile_any(int mr, int nr, int64_t k, const float *a, int64_t lda, const float *b,
+                         int64_t ldb, float *c, int64_t ldc)
+{
+#define CASE(M, N)                                                                                 \
+    case (M) * 4 + (N): dot_tile(M, N, k, a, lda, b, ldb, c, ldc); break
+    switch (mr * 4 + nr) {
+        CASE(4, 3); CASE(4, 2); CASE(4, 1); CASE(3, 3); CASE(3, 2); CASE(3, 1);
+        CASE(2, 3); CASE(2, 2); CASE(2, 1); CASE(1, 3); CASE(1, 2); CASE(1, 1);
+    default: break;
+    }
+#undef CASE
+}
+
+/* The whole product in the dot form: three rows of b at a time against
+ * every row of a, so those rows stay in L1 while a streams from L2. */
+static void gemm_dot(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const float *b,
+                     int64_t ldb, float *c, int64_t ldc)
+{
+    for (int64_t j = 0; j < n; j += 3) {
+        int nr = (int)WK_MIN(3, n - j);
+        for (int64_t i = 0; i < m; i += 4)
+            dot_tile_any((int)WK_MIN(4, m - i), nr, k, a + i * lda, lda, b + j * ldb, ldb,
+                         c + j * ldc + i, ldc);
+    }
+}
+
 /* ------------------------------------------------------------------ driver */
 
 void wk__avx2_gemm_f32(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const float *b,
                        int64_t ldb, float *c, int64_t ldc)
 {
-    /* 64 KB + 6 KB, aligned for the panel loads (unaligned would do too) */
+    if (n < GEMM_DOT_MAX_N) {
+        gemm_dot(m, n, k, a, lda, b, ldb, c, ldc);
+        return;
+    }
+    /* 32 KB + 3 KB, aligned for the panel loads (unaligned would do too) */
     _Alignas(64) float pack[MC * KC];
     _Alignas(64) float bpack[NR * KC];
     for (int64_t pc = 0; pc < k; pc += KC) {

@@ -7,7 +7,9 @@
  * dot_f32 and axpy_f32), the activation quantizers (Q8_0, Q8_1, Q8_K) and
  * the dequantizers. The quantized types' dot products are elsewhere: with
  * f32 activations (vec_dot) in fdot_avx2.c, with quantized activations
- * (vec_dot_q) in quant_dot_avx2.c. Block layouts: src/tensor/wk_tensor.h.
+ * (vec_dot_q) in quant_dot_avx2.c; the decode matvec over many rows
+ * (vec_dot_rows) in rows_avx2.c, the f32 GEMM (gemm_f32) in gemm_avx2.c.
+ * Block layouts: src/tensor/wk_tensor.h.
  *
  * Exactness: the quantizers write the same bytes as the wk_ref_* versions
  * (same scale formula, products rounded by vcvtps2dq in the default
@@ -439,6 +441,7 @@ void wk__cpu_fill_avx2(struct wk_cpu_kernels *k)
     k->vec_dot[WK_DTYPE_F16] = vec_dot_f16;
     k->vec_dot[WK_DTYPE_BF16] = vec_dot_bf16;
     wk__avx2_fill_fdot(k); /* quantized types, f32 x */
+    wk__avx2_fill_rows(k); /* every type, a whole range of rows per call */
     k->vec_dot_q[WK_DTYPE_Q8_0] = wk__avx2_dot_q8_0;
     k->vec_dot_q[WK_DTYPE_Q4_0] = wk__avx2_dot_q4_0;
     k->vec_dot_q[WK_DTYPE_Q4_1] = wk__avx2_dot_q4_1;
