@@ -6,6 +6,7 @@
 #include "wk_cpu_arch.h"
 
 #include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
 float wk__dot_f32_ref(int64_t n, const float *a, const float *b)
@@ -67,7 +68,8 @@ wk_vec_dot_rows_fn wk__vec_dot_rows_ref(enum wk_dtype t)
 }
 
 static struct wk_cpu_kernels g_ref, g_avx2, g_avx512; /* written once under g_once */
-static bool g_have_avx2, g_have_avx512;
+static struct wk_cpu_kernels g_exact; /* the best table without its x16 entries */
+static bool g_have_avx2, g_have_avx512, g_want_exact;
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 
 static void fill_ref(struct wk_cpu_kernels *k)
@@ -108,11 +110,17 @@ static void init_once(void)
 #else
     (void)f;
 #endif
+    /* WICK_EXACT=1: decode with f32 activations everywhere */
+    const char *e = getenv("WICK_EXACT");
+    g_want_exact = e && *e && strcmp(e, "0") != 0;
+    g_exact = g_have_avx512 ? g_avx512 : g_have_avx2 ? g_avx2 : g_ref;
+    memset(g_exact.vec_dot_rows_x16, 0, sizeof g_exact.vec_dot_rows_x16);
 }
 
 const struct wk_cpu_kernels *wk_cpu_kernels_get(void)
 {
     pthread_once(&g_once, init_once);
+    if (g_want_exact) return &g_exact;
     if (g_have_avx512) return &g_avx512;
     if (g_have_avx2) return &g_avx2;
     return &g_ref;

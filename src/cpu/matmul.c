@@ -8,7 +8,9 @@
  * separate pass over the FFN activations is made.
  *
  * Threads split the output rows. For one token a thread runs the fused
- * dequantize-and-dot kernel over its rows (vec_dot_rows). For several
+ * dequantize-and-dot kernel over its rows: vec_dot_rows_x16 (x rounded to
+ * 16-bit fixed point per block, integer dots) where the ISA has one for
+ * the weight type, else vec_dot_rows (f32 x). For several
  * tokens a thread dequantizes WK_MATMUL_ROW_TILE rows into its scratch
  * and multiplies them with every token's row in the f32 GEMM kernel.
  * Either way each output is computed by one thread in a fixed order, so a
@@ -58,6 +60,10 @@ static void part_rows(const struct matmul_ctx *c, const struct part *p, int64_t 
     const uint8_t *w = (const uint8_t *)p->w->data + lo * w_row;
     const int64_t n_in = c->n_in, n_out = p->w->ne[1];
     if (c->n_tokens == 1) {
+        if (c->k->vec_dot_rows_x16[t] && n_in % 32 == 0) {
+            c->k->vec_dot_rows_x16[t](n_in, w, w_row, c->x, p->y + lo, hi - lo);
+            return;
+        }
         if (c->k->vec_dot_rows[t] != wk__vec_dot_rows_ref(t)) {
             c->k->vec_dot_rows[t](n_in, w, w_row, c->x, p->y + lo, hi - lo);
             return;

@@ -35,6 +35,18 @@ typedef void (*wk_vec_dot_rows_fn)(int64_t n, const void *w, size_t w_stride, co
                                    float *out, int64_t n_rows);
 
 /*
+ * vec_dot_rows_x16 entries have vec_dot_rows' signature and contract except
+ * for the activations: each 32-element block of x is first rounded to a
+ * 16-bit fixed-point value x~ = d * (hi + lo / 256) (d = max|x| / 127, hi
+ * and lo int8; wk__x16_quantize_ref in rows_x16_ref.c is the spec), so
+ * |x - x~| <= max|x| / 32512 per element, and out[r] = dot(row r, x~)
+ * within 1e-5 of the sum of |products|. This lets decode use integer dot
+ * products (vpdpbusd, maddubs) at close to f32 accuracy; n must be a
+ * multiple of 32. The matmul uses them for single tokens unless the
+ * environment sets WICK_EXACT=1 (see wk_cpu_kernels_get).
+ */
+
+/*
  * f32 matrix product with both operands row-major ("A · Bᵀ"):
  * c[j * ldc + i] = sum_{l < k} a[i * lda + l] * b[j * ldb + l]
  * for i < m, j < n. a: m rows (weights, or keys), b: n rows (tokens, or
@@ -54,11 +66,15 @@ struct wk_cpu_kernels {
     wk_dot_f32_fn dot_f32;
     wk_axpy_f32_fn axpy_f32;
     wk_vec_dot_rows_fn vec_dot_rows[WK_DTYPE_COUNT]; /* by weight dtype; x in f32 */
+    /* by weight dtype, NULL where an ISA has none: the decode dots with x
+     * rounded to 16 bits per element first (see below) */
+    wk_vec_dot_rows_fn vec_dot_rows_x16[WK_DTYPE_COUNT];
     wk_gemm_f32_fn gemm_f32;
 };
 
 /* The table for the best ISA this CPU and OS support (first call decides;
- * thread-safe). Never NULL. */
+ * thread-safe). Never NULL. With WICK_EXACT=1 in the environment its
+ * vec_dot_rows_x16 entries are NULL, so decode keeps f32 activations. */
 const struct wk_cpu_kernels *wk_cpu_kernels_get(void);
 
 /* The table for a named ISA ("ref", "avx2", "avx512"), or NULL when the ISA

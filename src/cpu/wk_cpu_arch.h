@@ -20,4 +20,15 @@ void wk__gemm_f32_ref(int64_t m, int64_t n, int64_t k, const float *a, int64_t l
 /* The reference multi-row dot for dtype t: one vec_dot per row. */
 wk_vec_dot_rows_fn wk__vec_dot_rows_ref(enum wk_dtype t);
 
+/*
+ * The 16-bit activation quantizer of the vec_dot_rows_x16 kernels
+ * (rows_x16_ref.c has the format): x [n] f32, n a multiple of 32; writes
+ * d [n / 32] (per block, max|x| / 127), hi [n] and lo [n] int8 with
+ * x ~= d * (hi + lo / 256) per element.
+ */
+void wk__x16_quantize_ref(int64_t n, const float *x, float *d, int8_t *hi, int8_t *lo);
+/* The reference vec_dot_rows_x16 for dtype t (Q4_0, Q4_1, Q5_0, Q5_1), or
+ * NULL for other types. */
+wk_vec_dot_rows_fn wk__vec_dot_rows_x16_ref(enum wk_dtype t);
+
 #endif

@@ -281,6 +281,110 @@ static void test_vec_dot_rows_matches_ref(void)
     }
 }
 
+/* The 16-bit activation quantizer against first principles: hi and lo in
+ * [-127, 127], d = max|x| / 127 per block, |x - d (hi + lo / 256)| <=
+ * max|x| / 32512 per element, and exactness where x is already of that
+ * form; blocks of zeros, tiny and huge values, one outlier. */
+static void test_x16_quantize(void)
+{
+    uint64_t seed = 77;
+    enum { N = 32 * 6 };
+    float x[N], d[N / 32];
+    int8_t hi[N], lo[N];
+    for (int i = 0; i < N; i++) x[i] = check_rand_f32(&seed);
+    for (int i = 32; i < 64; i++) x[i] = 0;                            /* a zero block */
+    for (int i = 64; i < 96; i++) x[i] *= 1e-30f;                      /* tiny */
+    for (int i = 96; i < 128; i++) x[i] *= 3e30f;                      /* huge */
+    x[140] = 1000.0f;                                                  /* one outlier */
+    for (int i = 160; i < 192; i++) x[i] = 4.0f * ((float)(i % 50 - 25) + (float)(i % 19 - 9) / 256.0f);
+    x[161] = 127 * 4.0f;                                               /* d = 4 exactly */
+    wk__x16_quantize_ref(N, x, d, hi, lo);
+    for (int b = 0; b < N / 32; b++) {
+        float amax = 0;
+        for (int j = 0; j < 32; j++) amax = fmaxf(amax, fabsf(x[32 * b + j]));
+        CHECK(d[b] == amax / 127.0f);
+        for (int j = 0; j < 32; j++) {
+            int i = 32 * b + j;
+            CHECK(hi[i] >= -127 && hi[i] <= 127 && lo[i] >= -127 && lo[i] <= 127);
+            double xt = (double)d[b] * (hi[i] + lo[i] / 256.0);
+            CHECK(fabs(xt - x[i]) <= amax / 32512.0 * 1.0001);
+        }
+    }
+    /* x = 4 (hi + lo / 256) with small integers: represented exactly */
+    for (int i = 160; i < 192; i++) CHECK((double)d[5] * (hi[i] + lo[i] / 256.0) == x[i]);
+}
+
+/* vec_dot_rows_x16 of each ISA that has it, and the reference, equal the
+ * double-precision dot of the dequantized rows with x~ (the reference
+ * quantizer's rounding of x) within 1e-5 of the sum of |products|, and
+ * the f32 dot within the rounding bound: sum |w| * max|x| / 32512 per
+ * block. Row counts 1..9, odd block counts, and n = 2080 (more than one
+ * column chunk of the AVX-512 kernels). */
+void wk__avx512_fill_rows_x16(struct wk_cpu_kernels *k); /* the AVX-512BW (no VNNI) variant */
+
+static void test_vec_dot_rows_x16(void)
+{
+    static const enum wk_dtype types[] = {WK_DTYPE_Q4_0, WK_DTYPE_Q4_1, WK_DTYPE_Q5_0, WK_DTYPE_Q5_1};
+    static const int blocks[] = {1, 3, 5, 9, 65};
+    uint64_t seed = 23;
+    int n_checked = 0;
+    /* ref, avx2, avx512 (with VNNI where the CPU has it), then avx512 without VNNI */
+    for (size_t ii = 0; ii <= WK_ARRAY_LEN(g_isas); ii++) {
+        const struct wk_cpu_kernels *k = wk_cpu_kernels_for(g_isas[WK_MIN(ii, WK_ARRAY_LEN(g_isas) - 1)]);
+        if (!k) continue;
+        struct wk_cpu_kernels bw;
+        if (ii == WK_ARRAY_LEN(g_isas)) {
+            bw = *k;
+            bw.isa = "avx512bw";
+            wk__avx512_fill_rows_x16(&bw);
+            k = &bw;
+        }
+        for (size_t ti = 0; ti < WK_ARRAY_LEN(types); ti++) {
+            enum wk_dtype t = types[ti];
+            const struct wk_dtype_traits *tr = wk_dtype_traits_get(t);
+            wk_vec_dot_rows_fn f = ii == 0 ? wk__vec_dot_rows_x16_ref(t) : k->vec_dot_rows_x16[t];
+            if (!f) continue;
+            for (size_t bi = 0; bi < WK_ARRAY_LEN(blocks); bi++) {
+                int64_t n = 32 * blocks[bi];
+                size_t row = wk_dtype_row_bytes(t, n), stride = row + 16;
+                for (int64_t n_rows = 1; n_rows <= 9; n_rows += bi == 4 ? 4 : 1) {
+                    uint8_t *w = wk_aligned_alloc(stride * (size_t)n_rows);
+                    for (int64_t r = 0; r < n_rows; r++)
+                        fill_random_blocks(t, w + r * stride, n / 32, &seed);
+                    float *x = wk_aligned_alloc((size_t)n * 4), *wf = wk_aligned_alloc((size_t)n * 4);
+                    float *d = wk_aligned_alloc((size_t)n / 32 * 4), got[9];
+                    int8_t *hi = wk_aligned_alloc((size_t)n), *lo = wk_aligned_alloc((size_t)n);
+                    for (int64_t i = 0; i < n; i++) x[i] = check_rand_f32(&seed) * (i % 32 == 5 ? 4 : 1);
+                    wk__x16_quantize_ref(n, x, d, hi, lo);
+                    f(n, w, stride, x, got, n_rows);
+                    for (int64_t r = 0; r < n_rows; r++) {
+                        tr->to_f32(w + r * stride, wf, n);
+                        double want = 0, exact = 0, mag = 0, bound = 0;
+                        for (int64_t i = 0; i < n; i++) {
+                            double xt = (double)d[i / 32] * (hi[i] + lo[i] / 256.0);
+                            want += (double)wf[i] * xt;
+                            exact += (double)wf[i] * x[i];
+                            mag += fabs((double)wf[i] * xt);
+                            bound += fabs((double)wf[i]) * d[i / 32] * 127.0 / 32512.0;
+                        }
+                        bool ok = fabs(got[r] - want) <= 1e-5 * mag + 1e-6 &&
+                                  fabs(got[r] - exact) <= bound + 1e-5 * mag + 1e-6;
+                        if (!ok)
+                            fprintf(stderr, "  %s rows_x16 %s n=%lld rows=%lld r=%lld: %.9g vs %.9g (f32 %.9g)\n",
+                                    k->isa, tr->name, (long long)n, (long long)n_rows, (long long)r, got[r],
+                                    want, exact);
+                        CHECK(ok);
+                        n_checked++;
+                    }
+                    wk_aligned_free(w), wk_aligned_free(x), wk_aligned_free(wf);
+                    wk_aligned_free(d), wk_aligned_free(hi), wk_aligned_free(lo);
+                }
+            }
+        }
+    }
+    CHECK(n_checked > 0);
+}
+
 /* The f32 GEMM of each ISA (and the reference) equals the double dot
  * product of each row pair, for shapes around the register-block sizes
  * and unaligned, padded strides. */
@@ -505,7 +609,7 @@ static void test_elementwise_ops(void)
 }
 
 CHECK_MAIN(TEST(test_vec_dot_matches_ref), TEST(test_vec_dot_q_matches_ref),
-           TEST(test_vec_dot_rows_matches_ref), TEST(test_gemm_f32), TEST(test_ref_dot_equals_dequantized_dot),
+           TEST(test_vec_dot_rows_matches_ref), TEST(test_x16_quantize), TEST(test_vec_dot_rows_x16), TEST(test_gemm_f32), TEST(test_ref_dot_equals_dequantized_dot),
            TEST(test_quantize_matches_ref), TEST(test_to_f32_matches_ref),
            TEST(test_f32_helpers_match_ref), TEST(test_matmul), TEST(test_matmul_many_and_glu), TEST(test_expf_and_activations),
            TEST(test_elementwise_ops))

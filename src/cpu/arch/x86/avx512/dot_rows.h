@@ -39,7 +39,9 @@
  * Into L1 (T0) it reaches only 10-12 GB/s, and nearer distances less.
  * Prefetches never fault, so running past the last row is harmless.
  */
+#ifndef PF_DIST
 #define PF_DIST 16384
+#endif
 
 /* The prefetch distance for groups of R rows stride bytes apart. */
 static inline size_t rows_pf_dist(int R, size_t stride)

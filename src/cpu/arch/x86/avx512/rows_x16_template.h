@@ -1,0 +1,206 @@
+/*
+ * rows_x16_template.h - the AVX-512 decode dots with 16-bit activations
+ * (vec_dot_rows_x16, wk_cpu.h) for Q4_0, Q4_1, Q5_0, Q5_1. Compiled twice:
+ * by rows_x16_avx512.c (WK_AVX512_VNNI 0: vpmaddubsw + vpmaddwd, AVX-512BW)
+ * and by rows_x16_avx512_vnni.c (WK_AVX512_VNNI 1: vpdpbusd). The two give
+ * the same integers, hence bit-identical results. Including files define
+ * WK_AVX512_VNNI and WK_X16_FILL (the fill function to emit).
+ *
+ * Spec: rows_x16_ref.c. Per call, x is quantized once per 32-element block
+ * (PREP) into hi and lo int8 parts, each 16-byte half of a block
+ * replicated into all four 128-bit lanes of a 64-byte line, plus the
+ * block's float scale d / 256 and the float sum (d / 256) sum(256 hi + lo).
+ *
+ * Four rows go together, row r in 128-bit lane r: their 16 bytes of
+ * nibbles (one block) are loaded into one register, split into low
+ * nibbles (elements 0-15) and high nibbles (16-31) by an and and a shift
+ * (Q5's fifth bits or-ed in under a 64-bit mask built from the rows' qh
+ * in a general register), and four u8 x s8 dot products against the
+ * replicated x lines give per lane S_hi and S_lo; S = 256 S_hi + S_lo is
+ * exact. One conversion and one FMA with the rows' d_w times the block's
+ * scale (expanded from 4 lanes to 16 by one permute) add the block into a
+ * float accumulator; the c_w terms of all four rows are one 128-bit FMA.
+ * Against the f32-activation kernels (dot_rows_avx512.c) this is about
+ * half the vector operations per weight, and no float conversion of the
+ * weights at all.
+ */
+#ifndef WK_AVX512_VNNI
+#error "define WK_AVX512_VNNI (0 or 1) before including rows_x16_template.h"
+#endif
+
+#include "dot_rows.h"
+
+/* Bytes of prepared x per 32-element block: hi[0:16], hi[16:32], lo[0:16],
+ * lo[16:32], each replicated to 64 bytes. */
+#define X16_LINE_BYTES 256
+/* Column chunk: x of up to 2048 elements is prepared in one go (16 KiB). */
+#define X16_CHUNK 2048
+#define X16_SCRATCH_FLOATS (X16_CHUNK / 32 * (X16_LINE_BYTES / 4 + 2))
+
+#if WK_AVX512_VNNI
+static inline __m512i x16_dot(__m512i acc, __m512i u, __m512i s)
+{
+    return _mm512_dpbusd_epi32(acc, u, s);
+}
+#else
+static inline __m512i x16_dot(__m512i acc, __m512i u, __m512i s)
+{
+    /* u <= 31 and |s| <= 127: pairs stay far from the int16 saturation */
+    const __m512i p = _mm512_maddubs_epi16(u, s);
+    return _mm512_add_epi32(acc, _mm512_madd_epi16(p, _mm512_set1_epi16(1)));
+}
+#endif
+
+/*
+ * PREP: quantizes x [n] (n a multiple of 32, at most X16_CHUNK) into
+ * scratch: the lines for block b at byte X16_LINE_BYTES * b, then after all
+ * lines the scales (d / 256) [n / 32] and the sums [n / 32]. The arithmetic
+ * is wk__x16_quantize_ref's, operation for operation (no FMA contraction),
+ * so hi and lo are the reference's.
+ */
+static inline void x16_prep(int64_t n, const float *x, float *scratch)
+{
+    const int64_t nb = n / 32;
+    uint8_t *lines = (uint8_t *)scratch;
+    float *ds = scratch + nb * (X16_LINE_BYTES / 4), *sums = ds + nb;
+    const __m512 sign = _mm512_set1_ps(-0.0f), lim = _mm512_set1_ps(127.0f);
+    const __m512 nlim = _mm512_set1_ps(-127.0f), k256 = _mm512_set1_ps(256.0f);
+    for (int64_t b = 0; b < nb; b++) {
+        const __m512 x0 = _mm512_loadu_ps(x + 32 * b), x1 = _mm512_loadu_ps(x + 32 * b + 16);
+        const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_andnot_ps(sign, x0),
+                                                              _mm512_andnot_ps(sign, x1)));
+        const float d = amax / 127.0f, id = d > 0 ? 1.0f / d : 0.0f;
+        const __m512 vd = _mm512_set1_ps(d), vid = _mm512_set1_ps(id);
+        __m512i hl[2], ll[2];
+        __m512i isum = _mm512_setzero_si512();
+        for (int h = 0; h < 2; h++) {
+            const __m512 xv = h ? x1 : x0;
+            __m512 q = _mm512_roundscale_ps(_mm512_mul_ps(xv, vid), _MM_FROUND_TO_NEAREST_INT);
+            q = _mm512_min_ps(_mm512_max_ps(q, nlim), lim);
+            const __m512 p = _mm512_mul_ps(q, vd);
+            const __m512 r = _mm512_mul_ps(_mm512_sub_ps(xv, p), vid);
+            __m512 l = _mm512_roundscale_ps(_mm512_mul_ps(r, k256), _MM_FROUND_TO_NEAREST_INT);
+            l = _mm512_min_ps(_mm512_max_ps(l, nlim), lim);
+            hl[h] = _mm512_cvtps_epi32(q);
+            ll[h] = _mm512_cvtps_epi32(l);
+            isum = _mm512_add_epi32(isum, _mm512_add_epi32(_mm512_slli_epi32(hl[h], 8), ll[h]));
+        }
+        uint8_t *line = lines + X16_LINE_BYTES * b;
+        for (int h = 0; h < 2; h++) {
+            const __m128i vh = _mm512_cvtepi32_epi8(hl[h]), vl = _mm512_cvtepi32_epi8(ll[h]);
+            _mm512_store_si512((__m512i *)(line + 64 * h), _mm512_broadcast_i32x4(vh));
+            _mm512_store_si512((__m512i *)(line + 128 + 64 * h), _mm512_broadcast_i32x4(vl));
+        }
+        ds[b] = d / 256.0f;
+        sums[b] = ds[b] * (float)_mm512_reduce_add_epi32(isum);
+    }
+}
+
+/* The 16 bytes at p + r * stride for rows r < R in 128-bit lane r (lanes
+ * R..3 repeat row 0: they are computed and dropped, never read past R). */
+static ALWAYS_INLINE __m512i x16_load_rows(const int R, const uint8_t *p, size_t stride)
+{
+    __m512i v = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)p));
+    if (R > 1) v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(p + stride)), 1);
+    if (R > 2) v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(p + 2 * stride)), 2);
+    if (R > 3) v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(p + 3 * stride)), 3);
+    return v;
+}
+
+/* The 16 bits of qh (at p + r * stride) for lane r, low (h = 0) or high half. */
+static ALWAYS_INLINE __mmask64 x16_qh_mask(const int R, const uint8_t *p, size_t stride, int h)
+{
+    uint64_t m = 0;
+    UNROLL
+    for (int r = 0; r < R; r++) {
+        uint32_t qh;
+        memcpy(&qh, p + r * stride, 4);
+        m |= (uint64_t)((qh >> (16 * h)) & 0xFFFF) << (16 * r);
+    }
+    return (__mmask64)m;
+}
+
+enum x16_kind { X16_Q4_0, X16_Q4_1, X16_Q5_0, X16_Q5_1 };
+
+static ALWAYS_INLINE void x16_rows(const enum x16_kind K, const int R, int64_t n, const uint8_t *w,
+                                   size_t stride, const float *x, const float *scratch, float *out,
+                                   bool add)
+{
+    (void)x;
+    const size_t bb = K == X16_Q4_0   ? sizeof(struct wk_block_q4_0)
+                      : K == X16_Q4_1 ? sizeof(struct wk_block_q4_1)
+                      : K == X16_Q5_0 ? sizeof(struct wk_block_q5_0)
+                                      : sizeof(struct wk_block_q5_1);
+    const bool has_m = K == X16_Q4_1 || K == X16_Q5_1;
+    const bool is_q5 = K == X16_Q5_0 || K == X16_Q5_1;
+    const size_t qh_off = has_m ? 4 : 2;
+    const size_t qs_off = qh_off + (is_q5 ? 4 : 0);
+    const float offset = K == X16_Q4_0 ? -8.0f : -16.0f;
+    const int64_t nb = n / 32;
+    const uint8_t *lines = (const uint8_t *)scratch;
+    const float *ds = scratch + nb * (X16_LINE_BYTES / 4), *sums = ds + nb;
+    const __m512i m4 = _mm512_set1_epi8(0x0F), c16 = _mm512_set1_epi8(0x10);
+    const __m512i expand = _mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0);
+    __m512 acc = _mm512_setzero_ps();
+    __m128 accc = _mm_setzero_ps(); /* the c_w terms, row r in lane r */
+    const size_t pf = rows_pf_dist(R, stride);
+    size_t pf_next = 0;
+    for (int64_t i = 0; i < nb; i++) {
+        const uint8_t *b = w + i * bb;
+        rows_prefetch(R, w, stride, pf, &pf_next, (size_t)(i + 1) * bb);
+        const __m512i v = x16_load_rows(R, b + qs_off, stride);
+        __m512i lo = _mm512_and_si512(v, m4);
+        __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+        if (is_q5) {
+            lo = _mm512_mask_add_epi8(lo, x16_qh_mask(R, b + qh_off, stride, 0), lo, c16);
+            hi = _mm512_mask_add_epi8(hi, x16_qh_mask(R, b + qh_off, stride, 1), hi, c16);
+        }
+        const uint8_t *line = lines + X16_LINE_BYTES * i;
+        __m512i sh = x16_dot(_mm512_setzero_si512(), lo, _mm512_load_si512((const __m512i *)line));
+        sh = x16_dot(sh, hi, _mm512_load_si512((const __m512i *)(line + 64)));
+        __m512i sl = x16_dot(_mm512_setzero_si512(), lo, _mm512_load_si512((const __m512i *)(line + 128)));
+        sl = x16_dot(sl, hi, _mm512_load_si512((const __m512i *)(line + 192)));
+        const __m512i s = _mm512_add_epi32(_mm512_slli_epi32(sh, 8), sl);
+        const __m128 dw = rows_f16x4(R, b, stride, 0);
+        const __m128 sc = _mm_mul_ps(dw, _mm_set1_ps(ds[i]));
+        acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s),
+                              _mm512_permutexvar_ps(expand, _mm512_castps128_ps512(sc)), acc);
+        if (has_m) accc = _mm_fmadd_ps(rows_f16x4(R, b, stride, 2), _mm_set1_ps(sums[i]), accc);
+        else accc = _mm_fmadd_ps(dw, _mm_set1_ps(offset * sums[i]), accc);
+    }
+    /* lane sums of each 128-bit lane: row r's total ends in element 4r */
+    acc = _mm512_add_ps(acc, _mm512_permute_ps(acc, 0x4E));
+    acc = _mm512_add_ps(acc, _mm512_permute_ps(acc, 0xB1));
+    const __m512i pick = _mm512_set_epi32(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 12, 8, 4, 0);
+    const __m128 tot = _mm512_castps512_ps128(_mm512_permutexvar_ps(pick, acc));
+    rows_store(R, out, _mm_add_ps(tot, accc), add);
+}
+
+#define X16_ROWS(K)                                                                                \
+    static ALWAYS_INLINE void x16_rows_##K(const int R, int64_t n, const uint8_t *w, size_t stride, \
+                                           const float *x, const float *scratch, float *out,       \
+                                           bool add)                                               \
+    {                                                                                              \
+        x16_rows(K, R, n, w, stride, x, scratch, out, add);                                        \
+    }
+X16_ROWS(X16_Q4_0)
+X16_ROWS(X16_Q4_1)
+X16_ROWS(X16_Q5_0)
+X16_ROWS(X16_Q5_1)
+
+DOT_ROWS_FN(x16_rows_q4_0, x16_rows_X16_Q4_0, 32, sizeof(struct wk_block_q4_0), X16_CHUNK, x16_prep,
+            X16_SCRATCH_FLOATS)
+DOT_ROWS_FN(x16_rows_q4_1, x16_rows_X16_Q4_1, 32, sizeof(struct wk_block_q4_1), X16_CHUNK, x16_prep,
+            X16_SCRATCH_FLOATS)
+DOT_ROWS_FN(x16_rows_q5_0, x16_rows_X16_Q5_0, 32, sizeof(struct wk_block_q5_0), X16_CHUNK, x16_prep,
+            X16_SCRATCH_FLOATS)
+DOT_ROWS_FN(x16_rows_q5_1, x16_rows_X16_Q5_1, 32, sizeof(struct wk_block_q5_1), X16_CHUNK, x16_prep,
+            X16_SCRATCH_FLOATS)
+
+void WK_X16_FILL(struct wk_cpu_kernels *k)
+{
+    k->vec_dot_rows_x16[WK_DTYPE_Q4_0] = x16_rows_q4_0;
+    k->vec_dot_rows_x16[WK_DTYPE_Q4_1] = x16_rows_q4_1;
+    k->vec_dot_rows_x16[WK_DTYPE_Q5_0] = x16_rows_q5_0;
+    k->vec_dot_rows_x16[WK_DTYPE_Q5_1] = x16_rows_q5_1;
+}

@@ -1,0 +1,113 @@
+/*
+ * rows_x16_ref.c - the plain-C reference of the decode dots with 16-bit
+ * activations (the table's vec_dot_rows_x16 entries, wk_cpu.h): the
+ * activation quantizer and the multi-row dots for the 32-element block
+ * types Q4_0, Q4_1, Q5_0, Q5_1.
+ *
+ * Each 32-element block of x is rounded to x~ = (d / 256) * (256 hi + lo)
+ * with d = max|x| / 127, hi = round(x / d) and lo = round(256 (x - hi d) / d)
+ * clamped to [-127, 127]: a 16-bit fixed-point value held as two int8 parts
+ * so that integer dot products (AVX-512 VNNI vpdpbusd, AVX2 maddubs) can
+ * take it. Per element |x - x~| <= d / 256 (d / 512 but where the clamp
+ * binds), about what an f16 activation would lose; llama.cpp's 8-bit
+ * activations (Q8_0/Q8_1) lose 256 times more. The dot is then exact over
+ * the integers: per block S = sum q_j (256 hi_j + lo_j), and
+ *   sum_j w_j x~_j = d_w (d / 256) S + c_w (d / 256) sum_j (256 hi_j + lo_j)
+ * where w_j = d_w q_j + c_w (c_w = m for Q4_1/Q5_1, -8 d_w for Q4_0,
+ * -16 d_w for Q5_0). So each result is the exact dot of the weights with x~,
+ * up to float rounding of the per-block terms.
+ */
+#include "wk_cpu.h"
+#include "wk_cpu_arch.h"
+
+#include <math.h>
+
+void wk__x16_quantize_ref(int64_t n, const float *x, float *d, int8_t *hi, int8_t *lo)
+{
+    for (int64_t b = 0; b < n / 32; b++) {
+        const float *xb = x + 32 * b;
+        float amax = 0;
+        for (int j = 0; j < 32; j++) amax = fmaxf(amax, fabsf(xb[j]));
+        const float db = amax / 127.0f, id = db > 0 ? 1.0f / db : 0.0f;
+        d[b] = db;
+        for (int j = 0; j < 32; j++) {
+            const float h = fminf(fmaxf(nearbyintf(xb[j] * id), -127.0f), 127.0f);
+            const float p = h * db;        /* rounded to f32 */
+            const float r = (xb[j] - p) * id; /* the residual in units of d */
+            const float l = fminf(fmaxf(nearbyintf(r * 256.0f), -127.0f), 127.0f);
+            hi[32 * b + j] = (int8_t)h;
+            lo[32 * b + j] = (int8_t)l;
+        }
+    }
+}
+
+/* Integer weights q_j (0..31) of block b of a row, and the block's d_w, c_w. */
+static void block_q(enum wk_dtype t, const uint8_t *row, int64_t b, int q[32], float *dw, float *cw)
+{
+    const uint8_t *qs, *qhp = NULL;
+    if (t == WK_DTYPE_Q4_0) {
+        const struct wk_block_q4_0 *k = (const struct wk_block_q4_0 *)row + b;
+        *dw = wk_f16_to_f32(k->d), *cw = -8.0f * *dw, qs = k->qs;
+    } else if (t == WK_DTYPE_Q4_1) {
+        const struct wk_block_q4_1 *k = (const struct wk_block_q4_1 *)row + b;
+        *dw = wk_f16_to_f32(k->d), *cw = wk_f16_to_f32(k->m), qs = k->qs;
+    } else if (t == WK_DTYPE_Q5_0) {
+        const struct wk_block_q5_0 *k = (const struct wk_block_q5_0 *)row + b;
+        *dw = wk_f16_to_f32(k->d), *cw = -16.0f * *dw, qs = k->qs, qhp = k->qh;
+    } else {
+        const struct wk_block_q5_1 *k = (const struct wk_block_q5_1 *)row + b;
+        *dw = wk_f16_to_f32(k->d), *cw = wk_f16_to_f32(k->m), qs = k->qs, qhp = k->qh;
+    }
+    uint32_t qh = 0;
+    if (qhp) qh = (uint32_t)qhp[0] | (uint32_t)qhp[1] << 8 | (uint32_t)qhp[2] << 16 | (uint32_t)qhp[3] << 24;
+    for (int j = 0; j < 16; j++) {
+        q[j] = (qs[j] & 0x0F) | (int)((qh >> j) & 1) << 4;
+        q[j + 16] = (qs[j] >> 4) | (int)((qh >> (j + 16)) & 1) << 4;
+    }
+}
+
+static void rows_x16_ref(enum wk_dtype t, int64_t n, const void *w, size_t w_stride, const float *x,
+                         float *out, int64_t n_rows)
+{
+    for (int64_t r = 0; r < n_rows; r++) out[r] = 0;
+    for (int64_t b = 0; b < n / 32; b++) {
+        float d;
+        int8_t hi[32], lo[32];
+        wk__x16_quantize_ref(32, x + 32 * b, &d, hi, lo);
+        const float dx = d / 256.0f;
+        for (int64_t r = 0; r < n_rows; r++) {
+            int q[32];
+            float dw, cw;
+            block_q(t, (const uint8_t *)w + r * w_stride, b, q, &dw, &cw);
+            int32_t s = 0, sx = 0;
+            for (int j = 0; j < 32; j++) {
+                const int32_t v = 256 * hi[j] + lo[j];
+                s += q[j] * v;
+                sx += v;
+            }
+            out[r] += dw * dx * (float)s + cw * (dx * (float)sx);
+        }
+    }
+}
+
+#define ROWS_X16_REF(name, T)                                                                      \
+    static void rows_x16_ref_##name(int64_t n, const void *w, size_t w_stride, const float *x,     \
+                                    float *out, int64_t n_rows)                                    \
+    {                                                                                              \
+        rows_x16_ref(T, n, w, w_stride, x, out, n_rows);                                           \
+    }
+ROWS_X16_REF(q4_0, WK_DTYPE_Q4_0)
+ROWS_X16_REF(q4_1, WK_DTYPE_Q4_1)
+ROWS_X16_REF(q5_0, WK_DTYPE_Q5_0)
+ROWS_X16_REF(q5_1, WK_DTYPE_Q5_1)
+
+wk_vec_dot_rows_fn wk__vec_dot_rows_x16_ref(enum wk_dtype t)
+{
+    switch (t) {
+    case WK_DTYPE_Q4_0: return rows_x16_ref_q4_0;
+    case WK_DTYPE_Q4_1: return rows_x16_ref_q4_1;
+    case WK_DTYPE_Q5_0: return rows_x16_ref_q5_0;
+    case WK_DTYPE_Q5_1: return rows_x16_ref_q5_1;
+    default: return NULL;
+    }
+}
