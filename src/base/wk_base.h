@@ -161,6 +161,8 @@ struct wk_mapped_file {
     const uint8_t *data;
     uint64_t size_bytes;
     char *path; /* owned copy of the path, for error messages */
+    void *map_base;   /* what close unmaps (data may lie past it) */
+    size_t map_bytes;
 };
 
 /*
@@ -170,6 +172,16 @@ struct wk_mapped_file {
  */
 enum wk_status wk_mapped_file_open(struct wk_mapped_file *f, const char *path,
                                    struct wk_error *err);
+/*
+ * As wk_mapped_file_open, or with resident true: the file is read (pread)
+ * into 2 MiB-aligned anonymous memory advised for transparent huge pages
+ * (MADV_HUGEPAGE) and then made read-only; for model weights, which decode
+ * streams whole every token (fewer TLB misses). Extra errors when
+ * resident: WK_E_NOMEM (no memory), WK_E_IO (a read fails, or the file
+ * shrinks while being read).
+ */
+enum wk_status wk_mapped_file_open_ex(struct wk_mapped_file *f, const char *path, bool resident,
+                                      struct wk_error *err);
 /* Unmaps; f may be NULL or already closed. */
 void wk_mapped_file_close(struct wk_mapped_file *f);
 

@@ -519,10 +519,16 @@ enum wk_status wk_gguf_open_memory(const void *data, uint64_t size, const char *
 
 enum wk_status wk_gguf_open(const char *path, struct wk_gguf **out, struct wk_error *err)
 {
+    return wk_gguf_open_ex(path, false, out, err);
+}
+
+enum wk_status wk_gguf_open_ex(const char *path, bool resident, struct wk_gguf **out,
+                               struct wk_error *err)
+{
     *out = NULL;
     struct wk_gguf *g = wk_calloc(1, sizeof *g);
     if (!g) return wk_error_set(err, WK_E_NOMEM, "%s: out of memory", path);
-    enum wk_status st = wk_mapped_file_open(&g->file, path, err);
+    enum wk_status st = wk_mapped_file_open_ex(&g->file, path, resident, err);
     if (st) {
         wk_free(g);
         return st;

@@ -88,6 +88,11 @@ struct wk_gguf;
  * On success *out is owned by the caller (wk_gguf_close).
  */
 enum wk_status wk_gguf_open(const char *path, struct wk_gguf **out, struct wk_error *err);
+/* As wk_gguf_open; with resident true the file is read into huge-page
+ * backed memory instead of mapped (wk_mapped_file_open_ex), for models
+ * about to run. */
+enum wk_status wk_gguf_open_ex(const char *path, bool resident, struct wk_gguf **out,
+                               struct wk_error *err);
 
 /* As wk_gguf_open over a buffer the caller keeps alive until close; name
  * is used in error messages. For tests and fuzzing. */

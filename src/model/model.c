@@ -6,6 +6,7 @@
 #include "model_internal.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const struct {
@@ -170,7 +171,10 @@ enum wk_status wk_model_load(const char *path, struct wk_model **out, struct wk_
     *out = NULL;
     struct wk_model *m = wk_calloc(1, sizeof *m);
     if (!m) return wk_error_set(err, WK_E_NOMEM, "out of memory");
-    enum wk_status st = wk_gguf_open(path, &m->gguf, err);
+    /* weights in huge pages unless WICK_MMAP=1 asks for the file mapping */
+    const char *mm = getenv("WICK_MMAP");
+    const bool resident = !(mm && *mm && strcmp(mm, "0") != 0);
+    enum wk_status st = wk_gguf_open_ex(path, resident, &m->gguf, err);
     if (st) goto fail;
     struct wk_gguf_str arch;
     if ((st = wk_gguf_get_str(m->gguf, "general.architecture", &arch, err))) {

@@ -47,7 +47,10 @@ struct wk_context;
 /*
  * Loads the model in the GGUF file at path: reads and checks the
  * hyperparameters and every tensor (present, expected shape, a dtype wick
- * computes with). Weights stay in the mapping (zero copy).
+ * computes with). The file is read once into memory backed by transparent
+ * huge pages (wk_gguf_open_ex, resident), where decode streams the weights
+ * with far fewer TLB misses; WICK_MMAP=1 in the environment maps it
+ * instead (zero copy, shared page cache, 4 KiB pages).
  * Errors (message names the file and the field or tensor): those of
  * wk_gguf_open; WK_E_UNSUPPORTED for an unknown architecture or dtype;
  * WK_E_FORMAT for a missing or misshapen tensor or an absurd

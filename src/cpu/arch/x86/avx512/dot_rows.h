@@ -63,6 +63,15 @@ static ALWAYS_INLINE void rows_prefetch(const int R, const uint8_t *w, size_t st
     }
 }
 
+/* The first PF_DIST bytes of a call's rows (one contiguous range when the
+ * rows are packed): the kernels' own prefetches run PF_DIST ahead of the
+ * reads, so without this the start of every call waits on DRAM. */
+static inline void rows_prefetch_start(const uint8_t *w, size_t bytes)
+{
+    const size_t end = bytes < PF_DIST ? bytes : PF_DIST;
+    for (size_t o = 0; o < end; o += 64) _mm_prefetch((const char *)(w + o), _MM_HINT_T1);
+}
+
 /* Sub-block sums per column chunk: 512 sums cover 16384 elements, enough
  * for every row of today's models in one chunk. */
 #define XS_MAX 512
@@ -147,6 +156,7 @@ static inline void rows_no_prep(int64_t n, const float *x, float *scratch)
     {                                                                                              \
         _Alignas(64) float scratch[SCRATCH];                                                       \
         const int64_t chunk = (CHUNK) > 0 ? (CHUNK) : n;                                           \
+        rows_prefetch_start((const uint8_t *)w, stride * (size_t)n_rows);                         \
         for (int64_t c0 = 0; c0 < n; c0 += chunk) {                                                \
             const int64_t nc = WK_MIN(chunk, n - c0);                                              \
             const uint8_t *wc = (const uint8_t *)w + c0 / (BS) * (BB);                             \
