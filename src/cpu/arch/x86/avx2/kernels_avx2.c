@@ -8,7 +8,9 @@
  * the dequantizers. The quantized types' dot products are elsewhere: with
  * f32 activations (vec_dot) in fdot_avx2.c, with quantized activations
  * (vec_dot_q) in quant_dot_avx2.c; the decode matvec over many rows
- * (vec_dot_rows) in rows_avx2.c, the f32 GEMM (gemm_f32) in gemm_avx2.c.
+ * (vec_dot_rows) in rows_avx2.c, the same with x rounded to 16 bits
+ * (vec_dot_rows_x16) in rows_x16_avx2.c, the f32 GEMM (gemm_f32) in
+ * gemm_avx2.c.
  * Block layouts: src/tensor/wk_tensor.h.
  *
  * Exactness: the quantizers write the same bytes as the wk_ref_* versions
@@ -442,6 +444,7 @@ void wk__cpu_fill_avx2(struct wk_cpu_kernels *k)
     k->vec_dot[WK_DTYPE_BF16] = vec_dot_bf16;
     wk__avx2_fill_fdot(k); /* quantized types, f32 x */
     wk__avx2_fill_rows(k); /* every type, a whole range of rows per call */
+    wk__avx2_fill_rows_x16(k); /* Q4_0, Q4_1, Q5_0, Q5_1 with x in 16 bits */
     k->vec_dot_q[WK_DTYPE_Q8_0] = wk__avx2_dot_q8_0;
     k->vec_dot_q[WK_DTYPE_Q4_0] = wk__avx2_dot_q4_0;
     k->vec_dot_q[WK_DTYPE_Q4_1] = wk__avx2_dot_q4_1;

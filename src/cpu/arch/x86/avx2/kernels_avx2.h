@@ -1,9 +1,9 @@
 /*
  * kernels_avx2.h - internal to src/cpu/arch/x86/avx2: the integer dot
  * products of quant_dot_avx2.c, the f32-activation ones of fdot_avx2.c,
- * the decode kernels of rows_avx2.c and the GEMM of gemm_avx2.c, handed to
- * the table by kernels_avx2.c, and the small vector helpers the files
- * share. Only files compiled with -mavx2 -mfma -mf16c may include it.
+ * the decode kernels of rows_avx2.c and rows_x16_avx2.c and the GEMM of
+ * gemm_avx2.c, handed to the table by kernels_avx2.c, and the small
+ * vector helpers the files share. Only files compiled with -mavx2 -mfma -mf16c may include it.
  */
 #ifndef WK_KERNELS_AVX2_H
 #define WK_KERNELS_AVX2_H
@@ -31,6 +31,10 @@ void wk__avx2_fill_fdot(struct wk_cpu_kernels *k);
 /* Installs the decode kernels (vec_dot_rows, every weight type) of
  * rows_avx2.c. */
 void wk__avx2_fill_rows(struct wk_cpu_kernels *k);
+
+/* Installs the decode kernels with 16-bit activations (vec_dot_rows_x16:
+ * Q4_0, Q4_1, Q5_0, Q5_1) of rows_x16_avx2.c. */
+void wk__avx2_fill_rows_x16(struct wk_cpu_kernels *k);
 
 /* The f32 GEMM (gemm_avx2.c); contract of wk_gemm_f32_fn. */
 void wk__avx2_gemm_f32(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const float *b,

@@ -1,0 +1,335 @@
+/*
+ * rows_x16_avx2.c - the AVX2 decode dots with 16-bit activations
+ * (vec_dot_rows_x16, wk_cpu.h) for Q4_0, Q4_1, Q5_0, Q5_1. AVX2 + FMA +
+ * F16C only; the AVX-512 version (avx512/rows_x16_template.h) is the model.
+ *
+ * Spec: rows_x16_ref.c. Per call (per column chunk of long rows), x is
+ * quantized once per 32-element block (x16_prep) into hi and lo int8
+ * parts, each 16-byte half of a block replicated into both 128-bit lanes
+ * of a 32-byte line, plus the block's float scale d / 256 and, next to
+ * it, the float sum (d / 256) sum(256 hi + lo) times -8 (Q4_0), -16
+ * (Q5_0) or 1 (Q4_1, Q5_1), so that one product with [d_w, m] or
+ * [d_w, d_w] gives a row's block factor and its c_w term at once.
+ *
+ * Rows go in groups of four, two to a register: row 2p + r in 128-bit
+ * lane r of register p. A row's 16 bytes of nibbles (one block) are
+ * loaded into its lane, split into low nibbles (elements 0-15) and high
+ * nibbles (16-31) by an and and a shift, Q5's fifth bits or-ed in (qh of
+ * both rows in one 64-bit word, spread to bytes by a shuffle and tested
+ * with a compare). Four vpmaddubsw (u8 q <= 31 times s8 x: a pair sums to
+ * at most 2 * 31 * 127, so no saturation, and two such pairs still fit
+ * int16) give S_hi and S_lo as int16 pairs; vpmaddwd against 256 and 1
+ * turns them into int32 with S = 256 S_hi + S_lo exact. One conversion
+ * and one FMA with the rows' d_w times the block's scale (spread to each
+ * register's lanes by one vpermps) add the block into the register's
+ * float accumulator. The four rows' d_w and m are converted by one
+ * vcvtph2ps, multiplied by the block's pair of x factors in one multiply,
+ * and the c_w terms of all four rows summed by one add.
+ *
+ * Measured (one thread, Zen 4 at ~3.5 GHz, rows of 576 and 1536 in L2):
+ * Q4_0/Q4_1 ~1.05 ns per 32 weights, Q5_0/Q5_1 ~1.57, against 2.0 (Q4_1)
+ * and 2.5 (Q5_0) for the f32-activation kernels of rows_avx2.c. Groups
+ * of two rows ran 10-15% slower, groups of eight no faster; without the
+ * software prefetch, rows streamed from memory ran 20-40% slower.
+ *
+ * Each row's arithmetic is the same whatever group it falls in and
+ * however many rows share the group (a lone row's register repeats it in
+ * the second lane, computed and dropped), so results do not depend on how
+ * a caller splits the rows. No row past n_rows - 1 is ever read.
+ */
+#include "kernels_avx2.h"
+
+#include <stdbool.h>
+
+#define ALWAYS_INLINE static inline __attribute__((always_inline))
+/* Loops over arrays of registers must unroll completely, or the arrays
+ * live in memory; -O2 alone does not unroll them. */
+#define UNROLL _Pragma("GCC unroll 16")
+
+/* Bytes of prepared x per 32-element block: hi[0:16], hi[16:32],
+ * lo[0:16], lo[16:32], each replicated to 32 bytes. */
+#define X16_LINE_BYTES 128
+/* Column chunk: x of up to 2048 elements is prepared in one go (8 KiB of
+ * lines), as the AVX-512 kernels do; the unit test's n = 2080 then runs
+ * the multi-chunk path. */
+#define X16_CHUNK          2048
+#define X16_SCRATCH_FLOATS (X16_CHUNK / 32 * (X16_LINE_BYTES / 4 + 2))
+
+/*
+ * Software prefetch, as in avx512/dot_rows.h: four rows read side by side
+ * are short streams the hardware prefetchers do not follow well, so each
+ * group prefetches into L2 the same bytes of a group PF_DIST bytes
+ * (rounded up to whole groups) further on, each line once. Prefetches
+ * never fault, so running past the last row is harmless.
+ */
+#define PF_DIST 16384
+
+static inline size_t rows_pf_dist(int R, size_t stride)
+{
+    const size_t grp = (size_t)R * stride;
+    return (PF_DIST + grp - 1) / grp * grp;
+}
+
+ALWAYS_INLINE void rows_prefetch(const int R, const uint8_t *w, size_t stride, size_t pf,
+                                 size_t *next, size_t end)
+{
+    while (*next < end) {
+        UNROLL
+        for (int r = 0; r < R; r++)
+            _mm_prefetch((const char *)(w + r * stride + pf + *next), _MM_HINT_T1);
+        *next += 64;
+    }
+}
+
+static inline float hmax_ps(__m256 v)
+{
+    __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+    m = _mm_max_ss(m, _mm_movehdup_ps(m));
+    return _mm_cvtss_f32(m);
+}
+
+/*
+ * Quantizes x [n] (n a multiple of 32, at most X16_CHUNK) into scratch:
+ * the line of block b at byte X16_LINE_BYTES * b, then after all lines
+ * the pairs [d / 256, c_scale (d / 256) sum(256 hi + lo)] [n / 32]
+ * (c_scale: -8, -16 or 1, see the top). The arithmetic of hi and lo is
+ * wk__x16_quantize_ref's, operation for operation (vroundps to nearest
+ * even as nearbyintf; vmaxps returns its second operand for a NaN, as
+ * fmaxf returns the number; no FMA contraction), so hi and lo are the
+ * reference's.
+ */
+static void x16_prep(int64_t n, const float *x, float *scratch, float c_scale)
+{
+    const int64_t nb = n / 32;
+    uint8_t *lines = (uint8_t *)scratch;
+    float *dsum = scratch + nb * (X16_LINE_BYTES / 4);
+    const __m256 sign = _mm256_set1_ps(-0.0f), lim = _mm256_set1_ps(127.0f);
+    const __m256 nlim = _mm256_set1_ps(-127.0f), k256 = _mm256_set1_ps(256.0f);
+    /* vpackss leaves 4-byte groups in the order 0 2 4 6 1 3 5 7 */
+    const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    for (int64_t b = 0; b < nb; b++) {
+        __m256 xv[4];
+        UNROLL
+        for (int k = 0; k < 4; k++)
+            xv[k] = _mm256_loadu_ps(x + 32 * b + 8 * k);
+        const __m256 m01 =
+            _mm256_max_ps(_mm256_andnot_ps(sign, xv[0]), _mm256_andnot_ps(sign, xv[1]));
+        const __m256 m23 =
+            _mm256_max_ps(_mm256_andnot_ps(sign, xv[2]), _mm256_andnot_ps(sign, xv[3]));
+        const float amax = hmax_ps(_mm256_max_ps(m01, m23));
+        const float d = amax / 127.0f, id = d > 0 ? 1.0f / d : 0.0f;
+        const __m256 vd = _mm256_set1_ps(d), vid = _mm256_set1_ps(id);
+        __m256i hv[4], lv[4];
+        __m256i isum = _mm256_setzero_si256();
+        UNROLL
+        for (int k = 0; k < 4; k++) {
+            __m256 q = _mm256_round_ps(_mm256_mul_ps(xv[k], vid),
+                                       _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+            q = _mm256_min_ps(_mm256_max_ps(q, nlim), lim);
+            const __m256 p = _mm256_mul_ps(q, vd);
+            const __m256 r = _mm256_mul_ps(_mm256_sub_ps(xv[k], p), vid);
+            __m256 l = _mm256_round_ps(_mm256_mul_ps(r, k256),
+                                       _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+            l = _mm256_min_ps(_mm256_max_ps(l, nlim), lim);
+            hv[k] = _mm256_cvtps_epi32(q);
+            lv[k] = _mm256_cvtps_epi32(l);
+            isum = _mm256_add_epi32(isum, _mm256_add_epi32(_mm256_slli_epi32(hv[k], 8), lv[k]));
+        }
+        __m256i h8 =
+            _mm256_packs_epi16(_mm256_packs_epi32(hv[0], hv[1]), _mm256_packs_epi32(hv[2], hv[3]));
+        __m256i l8 =
+            _mm256_packs_epi16(_mm256_packs_epi32(lv[0], lv[1]), _mm256_packs_epi32(lv[2], lv[3]));
+        h8 = _mm256_permutevar8x32_epi32(h8, order);
+        l8 = _mm256_permutevar8x32_epi32(l8, order);
+        __m256i *line = (__m256i *)(lines + X16_LINE_BYTES * b);
+        _mm256_store_si256(line, _mm256_permute2x128_si256(h8, h8, 0x00));
+        _mm256_store_si256(line + 1, _mm256_permute2x128_si256(h8, h8, 0x11));
+        _mm256_store_si256(line + 2, _mm256_permute2x128_si256(l8, l8, 0x00));
+        _mm256_store_si256(line + 3, _mm256_permute2x128_si256(l8, l8, 0x11));
+        const float dx = d / 256.0f;
+        dsum[2 * b] = dx;
+        dsum[2 * b + 1] = c_scale * (dx * (float)avx2_hsum_epi32(isum));
+    }
+}
+
+/*
+ * The block factors of R rows stride bytes apart as floats: d_w of row r
+ * in lane 2r, and m in lane 2r + 1 (has_m) or d_w again; zeros past R.
+ * The 4 bytes at the block's start (d and m, or d and two bytes of the
+ * block that the duplication drops) of each row are gathered in general
+ * registers and converted by one vcvtph2ps: a broadcast and a conversion
+ * per row would load the FP pipes the dots run on. The empty asm keeps
+ * the words out of vector shuffles.
+ */
+ALWAYS_INLINE __m256 rows_dm(const int R, const bool has_m, const uint8_t *p, size_t stride)
+{
+    uint64_t u[2] = {0, 0};
+    UNROLL
+    for (int r = 0; r < R; r++) {
+        uint32_t v;
+        memcpy(&v, p + r * stride, 4);
+        u[r / 2] |= (uint64_t)v << (32 * (r % 2));
+    }
+    __asm__("" : "+r"(u[0]), "+r"(u[1]));
+    const __m256 f = _mm256_cvtph_ps(_mm_set_epi64x((long long)u[1], (long long)u[0]));
+    return has_m ? f : _mm256_moveldup_ps(f);
+}
+
+/* The 16 bytes at p (lane 0) and p + stride (lane 1); with one row, p in
+ * both lanes (a broadcast load), so nothing past it is read. */
+ALWAYS_INLINE __m256i x16_load_pair(const int two, const uint8_t *p, size_t stride)
+{
+    const __m128i a = _mm_loadu_si128((const __m128i *)p);
+    if (!two) return _mm256_broadcastsi128_si256(a);
+    return _mm256_inserti128_si256(_mm256_castsi128_si256(a),
+                                   _mm_loadu_si128((const __m128i *)(p + stride)), 1);
+}
+
+/* The 32-bit qh at p (lane 0) and p + stride (lane 1, or p again) in one
+ * 64-bit word broadcast to every 64-bit lane. */
+ALWAYS_INLINE __m256i x16_qh_pair(const int two, const uint8_t *p, size_t stride)
+{
+    uint32_t a, b;
+    memcpy(&a, p, 4);
+    if (two)
+        memcpy(&b, p + stride, 4);
+    else
+        b = a;
+    return _mm256_set1_epi64x((long long)((uint64_t)a | (uint64_t)b << 32));
+}
+
+/* 0x10 in byte j of lane r where bit j (half 0) or 16 + j (half 1) of
+ * that lane's qh is set, from x16_qh_pair's word: each byte gets a copy of
+ * the qh byte holding its bit, then tests its own bit. */
+ALWAYS_INLINE __m256i x16_fifth_bits(__m256i qh2, int half)
+{
+    const char b0 = (char)(2 * half), b1 = (char)(2 * half + 1);
+    const char c0 = (char)(4 + 2 * half), c1 = (char)(5 + 2 * half);
+    const __m256i spread =
+        _mm256_setr_epi8(b0, b0, b0, b0, b0, b0, b0, b0, b1, b1, b1, b1, b1, b1, b1, b1, c0, c0, c0,
+                         c0, c0, c0, c0, c0, c1, c1, c1, c1, c1, c1, c1, c1);
+    const __m256i bit = _mm256_set1_epi64x(0x8040201008040201);
+    const __m256i v = _mm256_and_si256(_mm256_shuffle_epi8(qh2, spread), bit);
+    return _mm256_and_si256(_mm256_cmpeq_epi8(v, bit), _mm256_set1_epi8(0x10));
+}
+
+enum x16_kind { X16_Q4_0, X16_Q4_1, X16_Q5_0, X16_Q5_1 };
+
+/*
+ * R (1-4) rows from w, stride bytes apart, against the prepared chunk of
+ * n elements in scratch: out[r] = the chunk's dots (plus out[r] when add).
+ */
+ALWAYS_INLINE void x16_rows(const enum x16_kind K, const int R, int64_t n, const uint8_t *w,
+                            size_t stride, const float *scratch, float *out, bool add)
+{
+    const size_t bb = K == X16_Q4_0   ? sizeof(struct wk_block_q4_0)
+                      : K == X16_Q4_1 ? sizeof(struct wk_block_q4_1)
+                      : K == X16_Q5_0 ? sizeof(struct wk_block_q5_0)
+                                      : sizeof(struct wk_block_q5_1);
+    const bool has_m = K == X16_Q4_1 || K == X16_Q5_1;
+    const bool is_q5 = K == X16_Q5_0 || K == X16_Q5_1;
+    const size_t qh_off = has_m ? 4 : 2;
+    const size_t qs_off = qh_off + (is_q5 ? 4 : 0);
+    const int NP = (R + 1) / 2; /* registers (row pairs) */
+    const int64_t nb = n / 32;
+    const uint8_t *lines = (const uint8_t *)scratch;
+    const float *dsum = scratch + nb * (X16_LINE_BYTES / 4);
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    const __m256i k256 = _mm256_set1_epi16(256), ones = _mm256_set1_epi16(1);
+    const __m256i expand[2] = {_mm256_setr_epi32(0, 0, 0, 0, 2, 2, 2, 2),
+                               _mm256_setr_epi32(4, 4, 4, 4, 6, 6, 6, 6)};
+    __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+    __m256 accc = _mm256_setzero_ps(); /* the c_w terms of row r in lane 2r + 1 */
+    const size_t pf = rows_pf_dist(R, stride);
+    size_t pf_next = 0;
+    for (int64_t i = 0; i < nb; i++) {
+        const uint8_t *b = w + i * bb;
+        rows_prefetch(R, w, stride, pf, &pf_next, (size_t)(i + 1) * bb);
+        const __m256i *line = (const __m256i *)(lines + X16_LINE_BYTES * i);
+        /* [d_w (d / 256), c_w (d / 256) sum(256 hi + lo)] of each row */
+        const __m256 dx = _mm256_castsi256_ps(
+            _mm256_broadcastq_epi64(_mm_loadl_epi64((const __m128i *)(dsum + 2 * i))));
+        const __m256 sc = _mm256_mul_ps(rows_dm(R, has_m, b, stride), dx);
+        accc = _mm256_add_ps(accc, sc);
+        UNROLL
+        for (int p = 0; p < NP; p++) {
+            const int two = 2 * p + 1 < R;
+            const uint8_t *bp = b + 2 * p * stride;
+            const __m256i v = x16_load_pair(two, bp + qs_off, stride);
+            __m256i lo = _mm256_and_si256(v, m4);
+            __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+            if (is_q5) {
+                const __m256i qh2 = x16_qh_pair(two, bp + qh_off, stride);
+                lo = _mm256_or_si256(lo, x16_fifth_bits(qh2, 0));
+                hi = _mm256_or_si256(hi, x16_fifth_bits(qh2, 1));
+            }
+            const __m256i ph =
+                _mm256_add_epi16(_mm256_maddubs_epi16(lo, _mm256_load_si256(line)),
+                                 _mm256_maddubs_epi16(hi, _mm256_load_si256(line + 1)));
+            const __m256i pl =
+                _mm256_add_epi16(_mm256_maddubs_epi16(lo, _mm256_load_si256(line + 2)),
+                                 _mm256_maddubs_epi16(hi, _mm256_load_si256(line + 3)));
+            const __m256i s =
+                _mm256_add_epi32(_mm256_madd_epi16(ph, k256), _mm256_madd_epi16(pl, ones));
+            acc[p] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_permutevar8x32_ps(sc, expand[p]),
+                                     acc[p]);
+        }
+    }
+    /* lane sums: h = [r0 r0 r2 r2 | r1 r1 r3 r3] partials, then [r0 r2 . . | r1 r3 . .] */
+    __m256 h = _mm256_hadd_ps(acc[0], acc[1]);
+    h = _mm256_hadd_ps(h, h);
+    const __m128 tot = _mm_unpacklo_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+    const __m256 c = _mm256_permutevar8x32_ps(accc, _mm256_setr_epi32(1, 3, 5, 7, 1, 3, 5, 7));
+    float res[4];
+    _mm_storeu_ps(res, _mm_add_ps(tot, _mm256_castps256_ps128(c)));
+    UNROLL
+    for (int r = 0; r < R; r++)
+        out[r] = add ? out[r] + res[r] : res[r];
+}
+
+/*
+ * The vec_dot_rows_x16 entry for kind K: per column chunk of X16_CHUNK
+ * elements, x prepared once, then groups of four rows and one group of
+ * the 1-3 left; later chunks add to out.
+ */
+#define X16_ROWS_FN(name, K, BB, C_SCALE)                                                          \
+    static void name(int64_t n, const void *w, size_t stride, const float *x, float *out,          \
+                     int64_t n_rows)                                                               \
+    {                                                                                              \
+        _Alignas(32) float scratch[X16_SCRATCH_FLOATS];                                            \
+        for (int64_t c0 = 0; c0 < n; c0 += X16_CHUNK) {                                            \
+            const int64_t nc = WK_MIN(X16_CHUNK, n - c0);                                          \
+            const uint8_t *wc = (const uint8_t *)w + c0 / 32 * (BB);                               \
+            const bool add = c0 > 0;                                                               \
+            x16_prep(nc, x + c0, scratch, C_SCALE);                                                \
+            int64_t r = 0;                                                                         \
+            for (; r + 4 <= n_rows; r += 4)                                                        \
+                x16_rows(K, 4, nc, wc + r * stride, stride, scratch, out + r, add);                \
+            switch (n_rows - r) {                                                                  \
+            case 3:                                                                                \
+                x16_rows(K, 3, nc, wc + r * stride, stride, scratch, out + r, add);                \
+                break;                                                                             \
+            case 2:                                                                                \
+                x16_rows(K, 2, nc, wc + r * stride, stride, scratch, out + r, add);                \
+                break;                                                                             \
+            case 1:                                                                                \
+                x16_rows(K, 1, nc, wc + r * stride, stride, scratch, out + r, add);                \
+                break;                                                                             \
+            default:                                                                               \
+                break;                                                                             \
+            }                                                                                      \
+        }                                                                                          \
+    }
+X16_ROWS_FN(x16_rows_q4_0, X16_Q4_0, sizeof(struct wk_block_q4_0), -8.0f)
+X16_ROWS_FN(x16_rows_q4_1, X16_Q4_1, sizeof(struct wk_block_q4_1), 1.0f)
+X16_ROWS_FN(x16_rows_q5_0, X16_Q5_0, sizeof(struct wk_block_q5_0), -16.0f)
+X16_ROWS_FN(x16_rows_q5_1, X16_Q5_1, sizeof(struct wk_block_q5_1), 1.0f)
+
+void wk__avx2_fill_rows_x16(struct wk_cpu_kernels *k)
+{
+    k->vec_dot_rows_x16[WK_DTYPE_Q4_0] = x16_rows_q4_0;
+    k->vec_dot_rows_x16[WK_DTYPE_Q4_1] = x16_rows_q4_1;
+    k->vec_dot_rows_x16[WK_DTYPE_Q5_0] = x16_rows_q5_0;
+    k->vec_dot_rows_x16[WK_DTYPE_Q5_1] = x16_rows_q5_1;
+}
