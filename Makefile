@@ -106,7 +106,10 @@ GOLDEN_DIR := $(BUILD)/golden
 PARITY     := gemma3:gemma-3-270m-q4_k_m.gguf smollm2:SmolLM2-135M-Instruct.Q4_1.gguf
 golden: $(GOLDEN_BIN)
 	@set -e; for f in tests/golden/gemma3-270m.json tests/golden/smollm2-135m.json; do \
-	  echo "== golden $$f"; $(OUT)/tests/test-golden $$f; done
+	  echo "== golden $$f"; $(OUT)/tests/test-golden $$f; \
+	  echo "== golden $$f, f32 activations (WICK_EXACT=1)"; WICK_EXACT=1 $(OUT)/tests/test-golden $$f; \
+	  echo "== golden $$f, dispatch capped to AVX2 (WICK_CPU=avx2)"; WICK_CPU=avx2 $(OUT)/tests/test-golden $$f; \
+	done
 	@echo "== tokenizer cases"; $(OUT)/tests/test-tokenizer-cases tests/golden/tokenizer-cases.json $(MODELS_DIR)
 	@mkdir -p $(GOLDEN_DIR)
 	@xz -dc tests/golden/tokenizer-corpus.jsonl.xz > $(GOLDEN_DIR)/corpus.jsonl
@@ -121,6 +124,8 @@ golden: $(GOLDEN_BIN)
 # Unit tests of this variant.
 unit: $(UNIT_BIN)
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done
+	@echo "== $(OUT)/tests/test-cpu, dispatch capped to AVX2 (WICK_CPU=avx2)"
+	@WICK_CPU=avx2 $(OUT)/tests/test-cpu
 
 # Unit tests under AddressSanitizer + UndefinedBehaviorSanitizer.
 asan:

@@ -160,6 +160,15 @@ static void attention_task(void *p, int ith, int nth)
         int32_t p_first = c->pos[t0], p_last = c->pos[t0 + nq - 1];
         int32_t lo = sliding && p_first - W + 1 > 0 ? p_first - W + 1 : 0;
         int64_t nk = p_last - lo + 1, g = h / group;
+        if (nq == 1 && h % group == 0 && nk * D <= 65536) {
+            /* decode: this kv head's keys and value rows are strided
+             * segments the hardware prefetchers do not follow; fetch them
+             * all now so the two products below find them in cache */
+            for (int64_t j = 0; j < nk; j++)
+                for (int64_t i = 0; i < D; i += 16) __builtin_prefetch(kc + (lo + j) * HK + g * D + i);
+            for (int64_t i = 0; i < D; i++)
+                for (int64_t j = 0; j < nk; j += 16) __builtin_prefetch(vt + (g * D + i) * n_ctx + lo + j);
+        }
         wk_cpu_gemm(c->k, nk, nq, D, kc + lo * HK + g * D, HK, c->q + (size_t)t0 * HQ + h * D, HQ,
                     scores, nk);
         for (int32_t r = 0; r < nq; r++) {
