@@ -42,7 +42,7 @@ void wk_swiglu(int64_t n, float *x, const float *up)
 void wk_softmax(int64_t n, float *x)
 {
     float mx = -INFINITY;
-    for (int64_t i = 0; i < n; i++) mx = fmaxf(mx, x[i]);
+    for (int64_t i = 0; i < n; i++) mx = x[i] > mx ? x[i] : mx; /* no libm call */
     double sum = 0;
     for (int64_t i = 0; i < n; i++) x[i] = wk_expf(x[i] - mx);
     for (int64_t i = 0; i < n; i++) sum += x[i];

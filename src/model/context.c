@@ -152,9 +152,14 @@ static void attention_task(void *p, int ith, int nth)
     const float *vt = c->v_cache + (size_t)a->il * (size_t)n_ctx * (size_t)HK;
     float *scores = c->scores + (size_t)ith * ATTN_QBLOCK * (size_t)n_ctx;
     const int32_t n_blocks = (a->n_tokens + ATTN_QBLOCK - 1) / ATTN_QBLOCK;
-    int64_t lo_item, hi_item;
-    wk_split_range((int64_t)n_blocks * hp->n_head, ith, nth, &lo_item, &hi_item);
-    for (int64_t item = lo_item; item < hi_item; item++) {
+    /* Decode (one block): each thread takes a run of heads, so heads that
+     * share a kv head share its cached rows. Prefill: items dealt out in
+     * turn, since a later block has more keys (causal mask) and contiguous
+     * runs would give the last thread most of the work. */
+    const int64_t n_items = (int64_t)n_blocks * hp->n_head;
+    int64_t lo_item = ith, hi_item = n_items, step = nth;
+    if (n_blocks == 1) wk_split_range(n_items, ith, nth, &lo_item, &hi_item), step = 1;
+    for (int64_t item = lo_item; item < hi_item; item += step) {
         int32_t h = (int32_t)(item % hp->n_head), blk = (int32_t)(item / hp->n_head);
         int32_t t0 = blk * ATTN_QBLOCK, nq = WK_MIN(ATTN_QBLOCK, a->n_tokens - t0);
         int32_t p_first = c->pos[t0], p_last = c->pos[t0 + nq - 1];
