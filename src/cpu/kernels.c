@@ -88,6 +88,10 @@ static void fill_ref(struct wk_cpu_kernels *k)
     k->dot_f32 = wk__dot_f32_ref;
     k->axpy_f32 = wk__axpy_f32_ref;
     k->gemm_f32 = wk__gemm_f32_ref;
+    k->rms_norm = wk_rms_norm;
+    k->geglu = wk_geglu;
+    k->swiglu = wk_swiglu;
+    k->softmax = wk_softmax;
 }
 
 static void init_once(void)

@@ -94,8 +94,8 @@ static void matmul_task(void *arg, int ith, int nth)
         for (int64_t t = 0; t < c->n_tokens && hi > lo; t++) {
             float *g = c->parts[0].y + t * n_out + lo;
             const float *u = c->parts[1].y + t * n_out + lo;
-            if (c->glu == WK_GLU_GELU_TANH) wk_geglu(hi - lo, g, u);
-            else wk_swiglu(hi - lo, g, u);
+            if (c->glu == WK_GLU_GELU_TANH) c->k->geglu(hi - lo, g, u);
+            else c->k->swiglu(hi - lo, g, u);
         }
         return;
     }

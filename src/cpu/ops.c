@@ -6,49 +6,19 @@
  * wk_expf, an exp accurate to about 2 ulp (range reduction by ln 2 split
  * in two parts, a degree-6 polynomial; Cody & Waite 1980), instead of
  * libm's expf/tanhf, which do not vectorise and cost ~7% of a prefill.
+ *
+ * RMSNorm, the GLU activations and softmax are in ops_template.h, which
+ * this file compiles for the baseline ISA (the wk_ functions, also the
+ * reference table's entries) and the AVX2 and AVX-512 folders compile
+ * again with their flags (the table's rms_norm, geglu, swiglu, softmax).
  */
 #include "wk_cpu.h"
 
 #include <math.h>
 #include <string.h>
 
-void wk_rms_norm(int64_t n, const float *x, const float *g, float eps, float *y)
-{
-    double ss = 0; /* double: the mean of squares of a few thousand floats */
-    for (int64_t i = 0; i < n; i++) ss += (double)x[i] * x[i];
-    float scale = (float)(1.0 / sqrt(ss / (double)n + eps));
-    if (g) {
-        for (int64_t i = 0; i < n; i++) y[i] = x[i] * scale * g[i];
-    } else {
-        for (int64_t i = 0; i < n; i++) y[i] = x[i] * scale;
-    }
-}
-
-void wk_geglu(int64_t n, float *x, const float *up)
-{
-    /* gelu_tanh(z) = z/2 (1 + tanh y) = z · sigmoid(2y), y = sqrt(2/pi)(z + 0.044715 z^3) */
-    const float k2 = 2 * 0.7978845608028654f;
-    for (int64_t i = 0; i < n; i++) {
-        float z = x[i];
-        x[i] = z / (1.0f + wk_expf(-k2 * (z + 0.044715f * z * z * z))) * up[i];
-    }
-}
-
-void wk_swiglu(int64_t n, float *x, const float *up)
-{
-    for (int64_t i = 0; i < n; i++) x[i] = x[i] / (1.0f + wk_expf(-x[i])) * up[i];
-}
-
-void wk_softmax(int64_t n, float *x)
-{
-    float mx = -INFINITY;
-    for (int64_t i = 0; i < n; i++) mx = x[i] > mx ? x[i] : mx; /* no libm call */
-    double sum = 0;
-    for (int64_t i = 0; i < n; i++) x[i] = wk_expf(x[i] - mx);
-    for (int64_t i = 0; i < n; i++) sum += x[i];
-    float inv = (float)(1.0 / sum);
-    for (int64_t i = 0; i < n; i++) x[i] *= inv;
-}
+#define WK_OPS_NAME(x) wk_##x
+#include "ops_template.h"
 
 void wk_rope_cos_sin(int64_t pos, int n_rot, float base, float freq_scale,
                      const float *freq_factors, float *cos_sin)

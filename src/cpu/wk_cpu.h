@@ -70,6 +70,12 @@ struct wk_cpu_kernels {
      * rounded to 16 bits per element first (see below) */
     wk_vec_dot_rows_fn vec_dot_rows_x16[WK_DTYPE_COUNT];
     wk_gemm_f32_fn gemm_f32;
+    /* wk_rms_norm, wk_geglu, wk_swiglu, wk_softmax (below) built for the
+     * ISA: same semantics, bit-identical results */
+    void (*rms_norm)(int64_t n, const float *x, const float *g, float eps, float *y);
+    void (*geglu)(int64_t n, float *x, const float *up);
+    void (*swiglu)(int64_t n, float *x, const float *up);
+    void (*softmax)(int64_t n, float *x);
 };
 
 /* The table for the best ISA this CPU and OS support (first call decides;
@@ -157,7 +163,8 @@ void wk_rms_norm(int64_t n, const float *x, const float *g, float eps, float *y)
 static inline float wk_expf(float x)
 {
     /* clamp into the range where 2^k stays a normal float */
-    x = x < -87.3f ? -87.3f : x > 88.3f ? 88.3f : x;
+    x = x < -87.3f ? -87.3f : x; /* two selects: if-converted, so loops vectorise */
+    x = x > 88.3f ? 88.3f : x;
     const float shifter = 12582912.0f; /* 1.5 * 2^23: adding it rounds to an integer */
     float kf = x * 1.44269504088896341f + shifter;
     int32_t ki;

@@ -182,7 +182,7 @@ static void attention_task(void *p, int ith, int nth)
             int64_t first = sliding && pos - W + 1 > lo ? pos - W + 1 - lo : 0, last = pos - lo;
             for (int64_t j = 0; j < first; j++) row[j] = -INFINITY;
             for (int64_t j = last + 1; j < nk; j++) row[j] = -INFINITY;
-            wk_softmax(nk, row);
+            c->k->softmax(nk, row);
         }
         wk_cpu_gemm(c->k, D, nq, nk, vt + (g * D) * n_ctx + lo, n_ctx, scores, nk,
                     c->att + (size_t)t0 * HQ + h * D, HQ);
@@ -191,11 +191,11 @@ static void attention_task(void *p, int ith, int nth)
 
 /* ------------------------------------------------------------ one chunk */
 
-static void norm_rows(int32_t n, int64_t width, const float *x, const struct wk_tensor *g,
-                      float eps, float *y)
+static void norm_rows(const struct wk_cpu_kernels *k, int32_t n, int64_t width, const float *x,
+                      const struct wk_tensor *g, float eps, float *y)
 {
     for (int32_t t = 0; t < n; t++)
-        wk_rms_norm(width, x + t * width, g ? g->data : NULL, eps, y + t * width);
+        k->rms_norm(width, x + t * width, g ? g->data : NULL, eps, y + t * width);
 }
 
 /* Runs one chunk; returns false, leaving the cache as it was, when cancel
@@ -230,7 +230,7 @@ static bool forward_chunk(struct wk_context *c, const int32_t *tokens, int32_t n
                                 m->rope_freqs ? m->rope_freqs->data : NULL, cs[kind] + t * hp->n_rot);
             have_cs[kind] = true;
         }
-        norm_rows(n, E, c->x, l->attn_norm, hp->rms_eps, c->xn);
+        norm_rows(k, n, E, c->x, l->attn_norm, hp->rms_eps, c->xn);
         const struct wk_tensor *qkv_w[3] = {l->wq, l->wk, l->wv};
         float *qkv_y[3] = {c->q, c->kx, c->vx};
         wk_cpu_matmul_many(pool, k, 3, qkv_w, qkv_y, c->xn, n, c->mm_scratch);
@@ -238,8 +238,8 @@ static bool forward_chunk(struct wk_context *c, const int32_t *tokens, int32_t n
         float *vt = c->v_cache + (size_t)il * (size_t)c->n_ctx * (size_t)HK;
         for (int32_t t = 0; t < n; t++) {
             float *qt = c->q + t * HQ, *kt = c->kx + t * HK;
-            if (l->q_norm) norm_rows(hp->n_head, D, qt, l->q_norm, hp->rms_eps, qt);
-            if (l->k_norm) norm_rows(hp->n_head_kv, D, kt, l->k_norm, hp->rms_eps, kt);
+            if (l->q_norm) norm_rows(k, hp->n_head, D, qt, l->q_norm, hp->rms_eps, qt);
+            if (l->k_norm) norm_rows(k, hp->n_head_kv, D, kt, l->k_norm, hp->rms_eps, kt);
             wk_rope_apply(qt, hp->n_head, (int)D, hp->n_rot, cs[kind] + t * hp->n_rot, m->rope_mode);
             wk_rope_apply(kt, hp->n_head_kv, (int)D, hp->n_rot, cs[kind] + t * hp->n_rot, m->rope_mode);
             for (int64_t i = 0; i < HQ; i++) qt[i] *= hp->attn_scale;
@@ -250,20 +250,20 @@ static bool forward_chunk(struct wk_context *c, const int32_t *tokens, int32_t n
         struct attn_task at = {.c = c, .l = l, .il = il, .n_tokens = n};
         wk_threadpool_run(pool, attention_task, &at);
         wk_cpu_matmul(pool, k, l->wo, c->att, c->o, n, c->mm_scratch);
-        if (l->post_attn_norm) norm_rows(n, E, c->o, l->post_attn_norm, hp->rms_eps, c->o);
+        if (l->post_attn_norm) norm_rows(k, n, E, c->o, l->post_attn_norm, hp->rms_eps, c->o);
         for (int64_t i = 0; i < n * E; i++) c->x[i] += c->o[i];
 
-        norm_rows(n, E, c->x, l->ffn_norm, hp->rms_eps, c->xn);
+        norm_rows(k, n, E, c->x, l->ffn_norm, hp->rms_eps, c->xn);
         wk_cpu_matmul_glu(pool, k, l->ffn_gate, l->ffn_up, c->xn, c->gate, c->up, n,
                           c->mm_scratch, m->act == WK_ACT_GELU_TANH ? WK_GLU_GELU_TANH : WK_GLU_SILU);
         wk_cpu_matmul(pool, k, l->ffn_down, c->gate, c->o, n, c->mm_scratch);
-        if (l->post_ffn_norm) norm_rows(n, E, c->o, l->post_ffn_norm, hp->rms_eps, c->o);
+        if (l->post_ffn_norm) norm_rows(k, n, E, c->o, l->post_ffn_norm, hp->rms_eps, c->o);
         for (int64_t i = 0; i < n * E; i++) c->x[i] += c->o[i];
     }
     c->n_past += n;
     if (!logits) return true;
     float *last = c->xn; /* the last row only */
-    wk_rms_norm(E, c->x + (int64_t)(n - 1) * E, m->output_norm->data, hp->rms_eps, last);
+    k->rms_norm(E, c->x + (int64_t)(n - 1) * E, m->output_norm->data, hp->rms_eps, last);
     wk_cpu_matmul(pool, k, m->output, last, logits, 1, c->mm_scratch);
     if (hp->final_softcap > 0) {
         float cap = hp->final_softcap;

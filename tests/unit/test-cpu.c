@@ -385,6 +385,48 @@ static void test_vec_dot_rows_x16(void)
     CHECK(n_checked > 0);
 }
 
+/* The table's RMSNorm, GEGLU, SwiGLU and softmax of every ISA equal the
+ * baseline build (wk_rms_norm, ...) bit for bit: one source, the same
+ * operations in the same order, only the vector width differs. Lengths
+ * around the vector widths; inputs spanning the exp clamp (|x| > 88). */
+static void test_ops_tables_match_baseline(void)
+{
+    static const int64_t lens[] = {1, 7, 15, 16, 17, 33, 64, 100, 640, 2051};
+    uint64_t seed = 91;
+    for (size_t ii = 1; ii < WK_ARRAY_LEN(g_isas); ii++) {
+        const struct wk_cpu_kernels *k = wk_cpu_kernels_for(g_isas[ii]);
+        if (!k) continue;
+        for (size_t li = 0; li < WK_ARRAY_LEN(lens); li++) {
+            int64_t n = lens[li];
+            float *x = wk_aligned_alloc((size_t)n * 4), *g = wk_aligned_alloc((size_t)n * 4);
+            float *a = wk_aligned_alloc((size_t)n * 4), *b = wk_aligned_alloc((size_t)n * 4);
+            for (int64_t i = 0; i < n; i++) {
+                x[i] = check_rand_f32(&seed) * (i % 13 == 3 ? 120.0f : 6.0f);
+                g[i] = 1.0f + check_rand_f32(&seed);
+            }
+            wk_rms_norm(n, x, g, 1e-6f, a);
+            k->rms_norm(n, x, g, 1e-6f, b);
+            CHECK(memcmp(a, b, (size_t)n * 4) == 0);
+            wk_rms_norm(n, x, NULL, 1e-6f, a);
+            k->rms_norm(n, x, NULL, 1e-6f, b);
+            CHECK(memcmp(a, b, (size_t)n * 4) == 0);
+            memcpy(a, x, (size_t)n * 4), memcpy(b, x, (size_t)n * 4);
+            wk_geglu(n, a, g), k->geglu(n, b, g);
+            CHECK(memcmp(a, b, (size_t)n * 4) == 0);
+            memcpy(a, x, (size_t)n * 4), memcpy(b, x, (size_t)n * 4);
+            wk_swiglu(n, a, g), k->swiglu(n, b, g);
+            CHECK(memcmp(a, b, (size_t)n * 4) == 0);
+            memcpy(a, x, (size_t)n * 4), memcpy(b, x, (size_t)n * 4);
+            wk_softmax(n, a), k->softmax(n, b);
+            CHECK(memcmp(a, b, (size_t)n * 4) == 0);
+            double sum = 0;
+            for (int64_t i = 0; i < n; i++) sum += b[i];
+            CHECK(fabs(sum - 1.0) < 1e-5);
+            wk_aligned_free(x), wk_aligned_free(g), wk_aligned_free(a), wk_aligned_free(b);
+        }
+    }
+}
+
 /* The f32 GEMM of each ISA (and the reference) equals the double dot
  * product of each row pair, for shapes around the register-block sizes
  * and unaligned, padded strides. */
@@ -609,7 +651,7 @@ static void test_elementwise_ops(void)
 }
 
 CHECK_MAIN(TEST(test_vec_dot_matches_ref), TEST(test_vec_dot_q_matches_ref),
-           TEST(test_vec_dot_rows_matches_ref), TEST(test_x16_quantize), TEST(test_vec_dot_rows_x16), TEST(test_gemm_f32), TEST(test_ref_dot_equals_dequantized_dot),
+           TEST(test_vec_dot_rows_matches_ref), TEST(test_x16_quantize), TEST(test_ops_tables_match_baseline), TEST(test_vec_dot_rows_x16), TEST(test_gemm_f32), TEST(test_ref_dot_equals_dequantized_dot),
            TEST(test_quantize_matches_ref), TEST(test_to_f32_matches_ref),
            TEST(test_f32_helpers_match_ref), TEST(test_matmul), TEST(test_matmul_many_and_glu), TEST(test_expf_and_activations),
            TEST(test_elementwise_ops))

@@ -1,0 +1,17 @@
+/*
+ * ops_avx512.c - RMSNorm, GEGLU, SwiGLU and softmax (../../../ops_template.h)
+ * compiled with this folder's AVX512 flags, so the compiler vectorises
+ * their loops 16 wide; bit-identical to the baseline build (wk_rms_norm, ...).
+ */
+#include "avx512.h"
+
+#define WK_OPS_NAME(x) ops_avx512_##x
+#include "../../../ops_template.h"
+
+void wk__avx512_fill_ops(struct wk_cpu_kernels *k)
+{
+    k->rms_norm = ops_avx512_rms_norm;
+    k->geglu = ops_avx512_geglu;
+    k->swiglu = ops_avx512_swiglu;
+    k->softmax = ops_avx512_softmax;
+}

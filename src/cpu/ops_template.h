@@ -1,0 +1,69 @@
+/*
+ * ops_template.h - RMSNorm, GEGLU, SwiGLU and softmax, written once and
+ * compiled per ISA: by ops.c for the baseline (names wk_*), and by
+ * arch/x86/avx2/ops_avx2.c and arch/x86/avx512/ops_avx512.c with their
+ * -m flags, where the compiler vectorises the same loops 8 or 16 wide.
+ * The includer defines WK_OPS_NAME(x), the name of each function.
+ *
+ * Every ISA computes the same operations in the same order (elementwise
+ * loops; sums kept in 16 float lanes, element i in lane i % 16, then
+ * added in double in lane order; the build never contracts a * b + c into
+ * an FMA, -std=c11), so all three give bit-identical results, which
+ * test-cpu checks.
+ */
+#include "wk_cpu.h"
+
+#include <math.h>
+#include <stdbool.h>
+
+/* sum of x[i]^2 (squares) or of x[i]: 16 float lanes, then the lanes in double */
+static inline double WK_OPS_NAME(ops_sum16)(int64_t n, const float *x, const bool squares)
+{
+    float acc[16] = {0};
+    int64_t i = 0;
+    if (squares)
+        for (; i + 16 <= n; i += 16)
+            for (int j = 0; j < 16; j++) acc[j] += x[i + j] * x[i + j];
+    else
+        for (; i + 16 <= n; i += 16)
+            for (int j = 0; j < 16; j++) acc[j] += x[i + j];
+    for (int j = 0; i + j < n; j++) acc[j] += squares ? x[i + j] * x[i + j] : x[i + j];
+    double s = 0;
+    for (int j = 0; j < 16; j++) s += acc[j];
+    return s;
+}
+
+void WK_OPS_NAME(rms_norm)(int64_t n, const float *x, const float *g, float eps, float *y)
+{
+    const double ss = WK_OPS_NAME(ops_sum16)(n, x, true);
+    const float scale = (float)(1.0 / sqrt(ss / (double)n + eps));
+    if (g) {
+        for (int64_t i = 0; i < n; i++) y[i] = x[i] * scale * g[i];
+    } else {
+        for (int64_t i = 0; i < n; i++) y[i] = x[i] * scale;
+    }
+}
+
+void WK_OPS_NAME(geglu)(int64_t n, float *x, const float *up)
+{
+    /* gelu_tanh(z) = z/2 (1 + tanh y) = z · sigmoid(2y), y = sqrt(2/pi)(z + 0.044715 z^3) */
+    const float k2 = 2 * 0.7978845608028654f;
+    for (int64_t i = 0; i < n; i++) {
+        float z = x[i];
+        x[i] = z / (1.0f + wk_expf(-k2 * (z + 0.044715f * z * z * z))) * up[i];
+    }
+}
+
+void WK_OPS_NAME(swiglu)(int64_t n, float *x, const float *up)
+{
+    for (int64_t i = 0; i < n; i++) x[i] = x[i] / (1.0f + wk_expf(-x[i])) * up[i];
+}
+
+void WK_OPS_NAME(softmax)(int64_t n, float *x)
+{
+    float mx = -INFINITY;
+    for (int64_t i = 0; i < n; i++) mx = x[i] > mx ? x[i] : mx; /* no libm call */
+    for (int64_t i = 0; i < n; i++) x[i] = wk_expf(x[i] - mx);
+    const float inv = (float)(1.0 / WK_OPS_NAME(ops_sum16)(n, x, false));
+    for (int64_t i = 0; i < n; i++) x[i] *= inv;
+}
