@@ -8,8 +8,12 @@ BUILD    ?= build
 VARIANT  ?= release
 OUT      := $(BUILD)/$(VARIANT)
 
+# -ffp-contract=off: no a * b + c fused into an FMA unless the code asks
+# (clang fuses by default); one source built for several ISAs must give
+# the same bits.
 CFLAGS_BASE := -std=c11 -D_GNU_SOURCE -g -Wall -Wextra -Wno-unused-parameter \
-               -Wstrict-prototypes -Werror=implicit-function-declaration -fno-strict-aliasing -MMD -MP
+               -Wstrict-prototypes -Werror=implicit-function-declaration -fno-strict-aliasing -MMD -MP \
+               -ffp-contract=off
 ifeq ($(VARIANT),asan)
   CFLAGS_OPT := -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
   LDFLAGS_SAN := -fsanitize=address,undefined

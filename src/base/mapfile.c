@@ -13,6 +13,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -53,6 +55,20 @@ static enum wk_status read_resident(struct wk_mapped_file *f, int fd, struct wk_
     return WK_OK;
 }
 
+/* MemAvailable from /proc/meminfo in bytes, or UINT64_MAX when unknown. */
+static uint64_t mem_available(void)
+{
+    FILE *fp = fopen("/proc/meminfo", "re");
+    if (!fp) return UINT64_MAX;
+    char line[256];
+    uint64_t kb = 0;
+    bool found = false;
+    while (!found && fgets(line, sizeof line, fp))
+        found = sscanf(line, "MemAvailable: %" SCNu64 " kB", &kb) == 1;
+    fclose(fp);
+    return found ? kb * 1024 : UINT64_MAX;
+}
+
 enum wk_status wk_mapped_file_open(struct wk_mapped_file *f, const char *path,
                                    struct wk_error *err)
 {
@@ -91,14 +107,22 @@ enum wk_status wk_mapped_file_open_ex(struct wk_mapped_file *f, const char *path
         return wk_error_set(err, WK_E_NOMEM, "%s: out of memory", path);
     }
     f->size_bytes = (uint64_t)st.st_size;
-    if (resident && f->size_bytes > 0) {
+    /* the pread loop wants blocking reads (O_NONBLOCK was for the open) */
+    (void)fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    /* a file larger than the memory available is mapped instead: the page
+     * cache can then hold what fits */
+    if (resident && f->size_bytes > 0 && f->size_bytes < mem_available()) {
         enum wk_status rst = read_resident(f, fd, err);
-        close(fd);
-        if (rst) {
-            wk_free(f->path);
-            memset(f, 0, sizeof *f);
+        if (rst != WK_E_NOMEM) {
+            close(fd);
+            if (rst) {
+                char *p = f->path;
+                memset(f, 0, sizeof *f);
+                wk_free(p);
+            }
+            return rst;
         }
-        return rst;
+        wk_error_clear(err); /* no memory for a copy: map it */
     }
     if (f->size_bytes > 0) {
         void *p = mmap(NULL, (size_t)f->size_bytes, PROT_READ, MAP_PRIVATE, fd, 0);

@@ -176,9 +176,10 @@ enum wk_status wk_mapped_file_open(struct wk_mapped_file *f, const char *path,
  * As wk_mapped_file_open, or with resident true: the file is read (pread)
  * into 2 MiB-aligned anonymous memory advised for transparent huge pages
  * (MADV_HUGEPAGE) and then made read-only; for model weights, which decode
- * streams whole every token (fewer TLB misses). Extra errors when
- * resident: WK_E_NOMEM (no memory), WK_E_IO (a read fails, or the file
- * shrinks while being read).
+ * streams whole every token (fewer TLB misses). A file larger than the
+ * memory available (MemAvailable), or one no anonymous memory can be had
+ * for, is mapped as without resident. Extra errors when resident: WK_E_IO
+ * (a read fails, or the file shrinks while being read).
  */
 enum wk_status wk_mapped_file_open_ex(struct wk_mapped_file *f, const char *path, bool resident,
                                       struct wk_error *err);

@@ -9,7 +9,8 @@
  * clamped to [-127, 127]: a 16-bit fixed-point value held as two int8 parts
  * so that integer dot products (AVX-512 VNNI vpdpbusd, AVX2 maddubs) can
  * take it. Per element |x - x~| <= d / 256 (d / 512 but where the clamp
- * binds), about what an f16 activation would lose; llama.cpp's 8-bit
+ * binds; wk_x16_scale has the NaN and tiny-block cases), about what an f16
+ * activation would lose; llama.cpp's 8-bit
  * activations (Q8_0/Q8_1) lose 256 times more. The dot is then exact over
  * the integers: per block S = sum q_j (256 hi_j + lo_j), and
  *   sum_j w_j x~_j = d_w (d / 256) S + c_w (d / 256) sum_j (256 hi_j + lo_j)
@@ -27,8 +28,9 @@ void wk__x16_quantize_ref(int64_t n, const float *x, float *d, int8_t *hi, int8_
     for (int64_t b = 0; b < n / 32; b++) {
         const float *xb = x + 32 * b;
         float amax = 0;
-        for (int j = 0; j < 32; j++) amax = fmaxf(amax, fabsf(xb[j]));
-        const float db = amax / 127.0f, id = db > 0 ? 1.0f / db : 0.0f;
+        bool nan = false;
+        for (int j = 0; j < 32; j++) amax = fmaxf(amax, fabsf(xb[j])), nan |= isnan(xb[j]);
+        const float db = wk_x16_scale(amax, nan), id = db > 0 ? 1.0f / db : 0.0f;
         d[b] = db;
         for (int j = 0; j < 32; j++) {
             const float h = fminf(fmaxf(nearbyintf(xb[j] * id), -127.0f), 127.0f);

@@ -16,6 +16,7 @@
 #include "../base/wk_base.h"
 #include "../tensor/wk_tensor.h"
 
+#include <stdbool.h>
 #include <string.h>
 
 /* Single-precision helpers used by attention: the dot product of two float
@@ -39,12 +40,29 @@ typedef void (*wk_vec_dot_rows_fn)(int64_t n, const void *w, size_t w_stride, co
  * for the activations: each 32-element block of x is first rounded to a
  * 16-bit fixed-point value x~ = d * (hi + lo / 256) (d = max|x| / 127, hi
  * and lo int8; wk__x16_quantize_ref in rows_x16_ref.c is the spec), so
- * |x - x~| <= max|x| / 32512 per element, and out[r] = dot(row r, x~)
+ * |x - x~| <= max|x| / 32512 per element (blocks with max|x| below
+ * WK_X16_MIN_AMAX count as zeros; a block with a NaN makes out NaN, see
+ * wk_x16_scale), and out[r] = dot(row r, x~)
  * within 1e-5 of the sum of |products|. This lets decode use integer dot
  * products (vpdpbusd, maddubs) at close to f32 accuracy; n must be a
  * multiple of 32. The matmul uses them for single tokens unless the
  * environment sets WICK_EXACT=1 (see wk_cpu_kernels_get).
  */
+
+/*
+ * The scale d of one 32-element block of x for the vec_dot_rows_x16
+ * kernels, from amax = max|x| over the block and whether the block holds a
+ * NaN: NaN then (so every product with the block is NaN, as with f32
+ * activations); 0 for amax < WK_X16_MIN_AMAX (~3.8e-34), where 1/d or
+ * d/256 would leave the normal range, so such a block counts as zeros;
+ * else amax / 127. One function for the reference and every ISA.
+ */
+#define WK_X16_MIN_AMAX (127.0f * 256.0f * 1.17549435e-38f)
+static inline float wk_x16_scale(float amax, bool has_nan)
+{
+    if (has_nan) return __builtin_nanf("");
+    return amax >= WK_X16_MIN_AMAX ? amax / 127.0f : 0.0f;
+}
 
 /*
  * f32 matrix product with both operands row-major ("A · Bᵀ"):

@@ -165,7 +165,7 @@ static void attention_task(void *p, int ith, int nth)
         int32_t p_first = c->pos[t0], p_last = c->pos[t0 + nq - 1];
         int32_t lo = sliding && p_first - W + 1 > 0 ? p_first - W + 1 : 0;
         int64_t nk = p_last - lo + 1, g = h / group;
-        if (nq == 1 && h % group == 0 && nk * D <= 65536) {
+        if (nq == 1 && (item == lo_item || h % group == 0) && nk * D <= 65536) {
             /* decode: this kv head's keys and value rows are strided
              * segments the hardware prefetchers do not follow; fetch them
              * all now so the two products below find them in cache */

@@ -293,7 +293,7 @@ static void test_x16_quantize(void)
     int8_t hi[N], lo[N];
     for (int i = 0; i < N; i++) x[i] = check_rand_f32(&seed);
     for (int i = 32; i < 64; i++) x[i] = 0;                            /* a zero block */
-    for (int i = 64; i < 96; i++) x[i] *= 1e-30f;                      /* tiny */
+    for (int i = 64; i < 96; i++) x[i] *= 1e-30f;                      /* small */
     for (int i = 96; i < 128; i++) x[i] *= 3e30f;                      /* huge */
     x[140] = 1000.0f;                                                  /* one outlier */
     for (int i = 160; i < 192; i++) x[i] = 4.0f * ((float)(i % 50 - 25) + (float)(i % 19 - 9) / 256.0f);
@@ -321,6 +321,52 @@ static void test_x16_quantize(void)
  * block. Row counts 1..9, odd block counts, and n = 2080 (more than one
  * column chunk of the AVX-512 kernels). */
 void wk__avx512_fill_rows_x16(struct wk_cpu_kernels *k); /* the AVX-512BW (no VNNI) variant */
+
+/* Edge blocks of x for every vec_dot_rows_x16 (reference, each ISA, the
+ * AVX-512BW variant): a NaN anywhere in a block makes the dot NaN (as with
+ * f32 activations), wherever it sits relative to the block's maximum; a
+ * block with max|x| below WK_X16_MIN_AMAX (1e-37: 1/d would overflow)
+ * counts as zeros, so the dot equals that of the other blocks. */
+static void test_vec_dot_rows_x16_nan_and_tiny(void)
+{
+    static const enum wk_dtype types[] = {WK_DTYPE_Q4_0, WK_DTYPE_Q4_1, WK_DTYPE_Q5_0, WK_DTYPE_Q5_1};
+    const int64_t n = 96; /* three blocks; the middle one is the odd one */
+    uint64_t seed = 5;
+    for (size_t ti = 0; ti < WK_ARRAY_LEN(types); ti++) {
+        enum wk_dtype t = types[ti];
+        size_t row = wk_dtype_row_bytes(t, n);
+        uint8_t *w = wk_aligned_alloc(row * 3);
+        for (int r = 0; r < 3; r++) fill_random_blocks(t, w + r * row, n / 32, &seed);
+        for (int isa = 0; isa <= 3; isa++) {
+            wk_vec_dot_rows_fn f = NULL;
+            struct wk_cpu_kernels bw;
+            if (isa == 0) f = wk__vec_dot_rows_x16_ref(t);
+            else if (isa < 3 && wk_cpu_kernels_for(g_isas[isa])) f = wk_cpu_kernels_for(g_isas[isa])->vec_dot_rows_x16[t];
+            else if (isa == 3 && wk_cpu_kernels_for("avx512")) {
+                bw = *wk_cpu_kernels_for("avx512");
+                wk__avx512_fill_rows_x16(&bw);
+                f = bw.vec_dot_rows_x16[t];
+            }
+            if (!f) continue;
+            float x[96], out[3], base[3];
+            for (int i = 0; i < n; i++) x[i] = check_rand_f32(&seed);
+            for (int i = 32; i < 64; i++) x[i] = 0;
+            f(n, w, row, x, base, 3);
+            for (int i = 32; i < 64; i++) x[i] = (float)(i - 47) * 1e-37f;
+            f(n, w, row, x, out, 3);
+            for (int r = 0; r < 3; r++) CHECK(out[r] == base[r]);
+            for (int big = 32; big < 64; big += 7)
+                for (int nanpos = 32; nanpos < 64; nanpos += 5) {
+                    for (int i = 32; i < 64; i++) x[i] = check_rand_f32(&seed);
+                    x[big] = 100.0f;
+                    x[nanpos] = NAN;
+                    f(n, w, row, x, out, 3);
+                    for (int r = 0; r < 3; r++) CHECK(isnan(out[r]));
+                }
+        }
+        wk_aligned_free(w);
+    }
+}
 
 static void test_vec_dot_rows_x16(void)
 {
@@ -651,7 +697,7 @@ static void test_elementwise_ops(void)
 }
 
 CHECK_MAIN(TEST(test_vec_dot_matches_ref), TEST(test_vec_dot_q_matches_ref),
-           TEST(test_vec_dot_rows_matches_ref), TEST(test_x16_quantize), TEST(test_ops_tables_match_baseline), TEST(test_vec_dot_rows_x16), TEST(test_gemm_f32), TEST(test_ref_dot_equals_dequantized_dot),
+           TEST(test_vec_dot_rows_matches_ref), TEST(test_x16_quantize), TEST(test_ops_tables_match_baseline), TEST(test_vec_dot_rows_x16), TEST(test_vec_dot_rows_x16_nan_and_tiny), TEST(test_gemm_f32), TEST(test_ref_dot_equals_dequantized_dot),
            TEST(test_quantize_matches_ref), TEST(test_to_f32_matches_ref),
            TEST(test_f32_helpers_match_ref), TEST(test_matmul), TEST(test_matmul_many_and_glu), TEST(test_expf_and_activations),
            TEST(test_elementwise_ops))

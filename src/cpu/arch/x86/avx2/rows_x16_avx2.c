@@ -118,7 +118,10 @@ static void x16_prep(int64_t n, const float *x, float *scratch, float c_scale)
         const __m256 m23 =
             _mm256_max_ps(_mm256_andnot_ps(sign, xv[2]), _mm256_andnot_ps(sign, xv[3]));
         const float amax = hmax_ps(_mm256_max_ps(m01, m23));
-        const float d = amax / 127.0f, id = d > 0 ? 1.0f / d : 0.0f;
+        int nan = 0;
+        UNROLL
+        for (int k = 0; k < 4; k++) nan |= _mm256_movemask_ps(_mm256_cmp_ps(xv[k], xv[k], _CMP_UNORD_Q));
+        const float d = wk_x16_scale(amax, nan != 0), id = d > 0 ? 1.0f / d : 0.0f;
         const __m256 vd = _mm256_set1_ps(d), vid = _mm256_set1_ps(id);
         __m256i hv[4], lv[4];
         __m256i isum = _mm256_setzero_si256();

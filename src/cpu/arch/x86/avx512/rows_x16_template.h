@@ -69,7 +69,9 @@ static inline void x16_prep(int64_t n, const float *x, float *scratch)
         const __m512 x0 = _mm512_loadu_ps(x + 32 * b), x1 = _mm512_loadu_ps(x + 32 * b + 16);
         const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_andnot_ps(sign, x0),
                                                               _mm512_andnot_ps(sign, x1)));
-        const float d = amax / 127.0f, id = d > 0 ? 1.0f / d : 0.0f;
+        const bool nan = (_mm512_cmp_ps_mask(x0, x0, _CMP_UNORD_Q) |
+                          _mm512_cmp_ps_mask(x1, x1, _CMP_UNORD_Q)) != 0;
+        const float d = wk_x16_scale(amax, nan), id = d > 0 ? 1.0f / d : 0.0f;
         const __m512 vd = _mm512_set1_ps(d), vid = _mm512_set1_ps(id);
         __m512i hl[2], ll[2];
         __m512i isum = _mm512_setzero_si512();
@@ -97,7 +99,8 @@ static inline void x16_prep(int64_t n, const float *x, float *scratch)
 }
 
 /* The 16 bytes at p + r * stride for rows r < R in 128-bit lane r (lanes
- * R..3 repeat row 0: they are computed and dropped, never read past R). */
+ * R..3 are left undefined: computed and dropped, their scale lanes are 0;
+ * nothing past row R - 1 is read). */
 static ALWAYS_INLINE __m512i x16_load_rows(const int R, const uint8_t *p, size_t stride)
 {
     __m512i v = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)p));
