@@ -241,8 +241,8 @@ static void test_f32_helpers_match_ref(void)
 }
 
 /* Multi-row dots of each ISA equal the reference vec_dot row by row, for
- * row counts 1..9 (kernels group rows in 2s, 4s or 8s: every remainder)
- * and odd block counts. */
+ * row counts 1..9 (kernels group rows in 2s, 4s or 8s: every remainder),
+ * odd block counts, and rows longer than one column chunk. */
 static void test_vec_dot_rows_matches_ref(void)
 {
     const struct wk_cpu_kernels *ref = wk_cpu_kernels_for("ref");
@@ -253,10 +253,13 @@ static void test_vec_dot_rows_matches_ref(void)
         for (size_t ti = 0; ti < WK_ARRAY_LEN(g_weight_types); ti++) {
             enum wk_dtype t = g_weight_types[ti];
             const struct wk_dtype_traits *tr = wk_dtype_traits_get(t);
-            for (int nb = 1; nb <= 9; nb += 4) {
-                int64_t n = nb * (tr->is_quantized ? tr->block_size : 37);
+            /* nb = 13: rows of 16640 elements, past the kernels' 16384-element
+             * column chunk (x's sub-block sums are made per chunk) */
+            for (int nb = 1; nb <= 13; nb += 4) {
+                const bool big = nb == 13;
+                int64_t n = big ? 16640 : nb * (tr->is_quantized ? tr->block_size : 37);
                 size_t row = wk_dtype_row_bytes(t, n), stride = row + 64; /* padded rows */
-                for (int64_t n_rows = 1; n_rows <= 9; n_rows++) {
+                for (int64_t n_rows = 1; n_rows <= 9; n_rows += big ? 4 : 1) {
                     uint8_t *w = wk_aligned_alloc(stride * (size_t)n_rows);
                     for (int64_t r = 0; r < n_rows; r++)
                         fill_random_blocks(t, w + r * stride, n / tr->block_size, &seed);
