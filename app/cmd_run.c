@@ -55,6 +55,12 @@ static void run_usage(FILE *f)
             "  --top-k K         keep the K most likely tokens, 0 = off (default 40)\n"
             "  --top-p P         nucleus sampling threshold, 0 or 1 = off (default 0.9)\n"
             "  --min-p P         drop tokens below P x the top probability (default 0)\n"
+            "  --repeat-penalty R   divide positive / multiply negative logits of tokens in\n"
+            "                    the last --repeat-last-n tokens by R, 1 = off (default 1)\n"
+            "  --repeat-last-n N penalty window, prompt included; 0 = no penalties,\n"
+            "                    -1 = the whole context (default 64)\n"
+            "  --presence-penalty P   subtract P once from each token in the window (default 0)\n"
+            "  --frequency-penalty F  subtract F per occurrence in the window (default 0)\n"
             "  --seed S          random seed, -1 = from the clock (default -1)\n"
             "  --num-predict N   stop after N tokens; 0 or -1 = until the context is full\n"
             "                    (default -1)\n"
@@ -147,6 +153,18 @@ static int parse_args(int argc, char **argv, struct run_opts *o)
         } else if (cli_opt_value(argc, argv, &i, "--min-p", &v, &bad, "run")) {
             if (bad || !cli_parse_f32("run", "--min-p", v, 0, 1, &f)) return WK_EXIT_USAGE;
             o->gen.sampler.min_p = f;
+        } else if (cli_opt_value(argc, argv, &i, "--repeat-penalty", &v, &bad, "run")) {
+            if (bad || !cli_parse_f32("run", "--repeat-penalty", v, 0, 100, &f)) return WK_EXIT_USAGE;
+            o->gen.sampler.repeat_penalty = f;
+        } else if (cli_opt_value(argc, argv, &i, "--repeat-last-n", &v, &bad, "run")) {
+            if (bad || !cli_parse_i64("run", "--repeat-last-n", v, -1, 1 << 22, &x)) return WK_EXIT_USAGE;
+            o->gen.sampler.repeat_last_n = (int32_t)x;
+        } else if (cli_opt_value(argc, argv, &i, "--presence-penalty", &v, &bad, "run")) {
+            if (bad || !cli_parse_f32("run", "--presence-penalty", v, -100, 100, &f)) return WK_EXIT_USAGE;
+            o->gen.sampler.presence_penalty = f;
+        } else if (cli_opt_value(argc, argv, &i, "--frequency-penalty", &v, &bad, "run")) {
+            if (bad || !cli_parse_f32("run", "--frequency-penalty", v, -100, 100, &f)) return WK_EXIT_USAGE;
+            o->gen.sampler.frequency_penalty = f;
         } else if (cli_opt_value(argc, argv, &i, "--seed", &v, &bad, "run")) {
             if (bad || !cli_parse_i64("run", "--seed", v, -1, INT64_MAX, &x)) return WK_EXIT_USAGE;
             o->gen.sampler.seed = x;

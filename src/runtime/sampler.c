@@ -1,8 +1,10 @@
 /*
  * sampler.c - next-token selection with Ollama's options and transform
- * order (../shared/reference/ollama-mlx-runner.md §4.2): greedy when the
- * temperature is 0; otherwise top_k, temperature and softmax, top_p, min_p,
- * renormalise, draw. (Penalties and logit_bias are a later addition.)
+ * order (../shared/reference/ollama-mlx-runner.md §4.2): OpenAI's
+ * logit_bias, the repeat/presence/frequency penalties over a ring of the
+ * last repeat_last_n tokens (prompt included), then greedy when the
+ * temperature is 0; otherwise top_k, temperature and softmax, top_p,
+ * min_p, renormalise, draw.
  *
  * Randomness: seeded samplers derive each draw's key from (seed, counter)
  * with SplitMix64 (Steele et al. 2014), so a seed fixes the sequence;
@@ -21,22 +23,44 @@ struct cand {
 };
 
 struct wk_sampler {
-    struct wk_sampler_params p;
+    struct wk_sampler_params p; /* p.logit_bias points at bias below */
     int32_t n_vocab;
     uint64_t seed, counter;
-    struct cand *cands; /* [n_vocab] scratch */
+    struct cand *cands;         /* [n_vocab] scratch */
+    float *work;                /* [n_vocab] the transformed logits, when any transform is on */
+    struct wk_logit_bias *bias; /* [p.n_logit_bias] */
+    int32_t window;             /* penalty window; 0 when no penalty is active */
+    int32_t *ring;              /* [window] the last tokens, oldest overwritten */
+    int32_t *sorted;            /* [window] scratch */
+    int64_t n_hist;             /* tokens ever appended since set_history */
 };
 
 struct wk_sampler_params wk_sampler_params_default(void)
 {
-    return (struct wk_sampler_params){
-        .temperature = 0.8f, .top_k = 40, .top_p = 0.9f, .min_p = 0.0f, .seed = -1};
+    return (struct wk_sampler_params){.temperature = 0.8f, .top_k = 40, .top_p = 0.9f,
+                                      .min_p = 0.0f, .seed = -1, .repeat_last_n = 64,
+                                      .repeat_penalty = 1.0f};
 }
 
-enum wk_status wk_sampler_create(const struct wk_sampler_params *p, int32_t n_vocab,
+enum wk_status wk_sampler_create(const struct wk_sampler_params *p, int32_t n_vocab, int32_t n_ctx,
                                  struct wk_sampler **out, struct wk_error *err)
 {
     *out = NULL;
+    if (p->repeat_last_n < -1)
+        return wk_error_set(err, WK_E_INVALID, "repeat_last_n %d must be >= -1", p->repeat_last_n);
+    if (!isfinite(p->repeat_penalty) || !isfinite(p->presence_penalty) ||
+        !isfinite(p->frequency_penalty))
+        return wk_error_set(err, WK_E_INVALID, "penalties must be finite numbers");
+    if (p->n_logit_bias < 0 || (p->n_logit_bias > 0 && !p->logit_bias))
+        return wk_error_set(err, WK_E_INVALID, "logit_bias: bad entry count");
+    for (int32_t i = 0; i < p->n_logit_bias; i++) {
+        if (p->logit_bias[i].id < 0 || p->logit_bias[i].id >= n_vocab)
+            return wk_error_set(err, WK_E_INVALID, "logit_bias: token %d is not in the vocabulary (0..%d)",
+                                p->logit_bias[i].id, n_vocab - 1);
+        if (!isfinite(p->logit_bias[i].bias))
+            return wk_error_set(err, WK_E_INVALID, "logit_bias: the bias of token %d is not a finite number",
+                                p->logit_bias[i].id);
+    }
     if (!(p->temperature >= 0) || p->temperature > 1e6f)
         return wk_error_set(err, WK_E_INVALID, "temperature %g must be >= 0", p->temperature);
     if (!(p->top_p >= 0 && p->top_p <= 1))
@@ -45,12 +69,30 @@ enum wk_status wk_sampler_create(const struct wk_sampler_params *p, int32_t n_vo
         return wk_error_set(err, WK_E_INVALID, "min_p %g must be between 0 and 1", p->min_p);
     if (p->top_k < 0)
         return wk_error_set(err, WK_E_INVALID, "top_k %d must be >= 0", p->top_k);
+    /* Ollama's normalisation (§4.1): no active penalty, no window */
+    const float rp = p->repeat_penalty <= 0 ? 1.0f : p->repeat_penalty;
+    int32_t window = p->repeat_last_n < 0 ? n_ctx : p->repeat_last_n;
+    if (rp == 1.0f && p->presence_penalty == 0 && p->frequency_penalty == 0) window = 0;
+    if (window < 0) window = 0;
     struct wk_sampler *s = wk_calloc(1, sizeof *s);
-    if (!s || !(s->cands = wk_malloc((size_t)n_vocab * sizeof *s->cands))) {
-        wk_free(s);
+    bool ok = s && (s->cands = wk_malloc((size_t)n_vocab * sizeof *s->cands));
+    if (ok && (window > 0 || p->n_logit_bias > 0))
+        ok = (s->work = wk_malloc((size_t)n_vocab * sizeof *s->work)) != NULL;
+    if (ok && window > 0)
+        ok = (s->ring = wk_malloc((size_t)window * sizeof *s->ring)) &&
+             (s->sorted = wk_malloc((size_t)window * sizeof *s->sorted));
+    if (ok && p->n_logit_bias > 0) {
+        ok = (s->bias = wk_malloc((size_t)p->n_logit_bias * sizeof *s->bias)) != NULL;
+        if (ok) memcpy(s->bias, p->logit_bias, (size_t)p->n_logit_bias * sizeof *s->bias);
+    }
+    if (!ok) {
+        wk_sampler_destroy(s);
         return wk_error_set(err, WK_E_NOMEM, "out of memory");
     }
     s->p = *p;
+    s->p.repeat_penalty = rp;
+    s->p.logit_bias = s->bias;
+    s->window = window;
     s->n_vocab = n_vocab;
     s->seed = p->seed >= 0 ? (uint64_t)p->seed : (uint64_t)wk_time_ns() ^ ((uint64_t)getpid() << 32);
     *out = s;
@@ -61,7 +103,52 @@ void wk_sampler_destroy(struct wk_sampler *s)
 {
     if (!s) return;
     wk_free(s->cands);
+    wk_free(s->work);
+    wk_free(s->ring);
+    wk_free(s->sorted);
+    wk_free(s->bias);
     wk_free(s);
+}
+
+static void history_push(struct wk_sampler *s, int32_t id)
+{
+    if (s->window == 0) return;
+    s->ring[s->n_hist % s->window] = id;
+    s->n_hist++;
+}
+
+void wk_sampler_set_history(struct wk_sampler *s, const int32_t *tokens, int64_t n)
+{
+    s->n_hist = 0;
+    for (int64_t i = n > s->window ? n - s->window : 0; i < n; i++) history_push(s, tokens[i]);
+}
+
+static int cmp_i32(const void *a, const void *b)
+{
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return (x > y) - (x < y);
+}
+
+void wk_sampler_transform(const struct wk_sampler *s, const float *logits, float *out)
+{
+    if (out != logits) memcpy(out, logits, (size_t)s->n_vocab * sizeof *out);
+    for (int32_t i = 0; i < s->p.n_logit_bias; i++) out[s->bias[i].id] += s->bias[i].bias;
+    const int32_t n = (int32_t)WK_MIN(s->n_hist, (int64_t)s->window);
+    if (n == 0) return;
+    /* runs of equal ids in the sorted window: each distinct token once */
+    memcpy(s->sorted, s->ring, (size_t)n * sizeof *s->sorted);
+    qsort(s->sorted, (size_t)n, sizeof *s->sorted, cmp_i32);
+    const struct wk_sampler_params *p = &s->p;
+    for (int32_t i = 0; i < n;) {
+        int32_t j = i;
+        while (j < n && s->sorted[j] == s->sorted[i]) j++;
+        float v = out[s->sorted[i]];
+        v = v < 0 ? v * p->repeat_penalty : v / p->repeat_penalty;
+        v -= p->presence_penalty;
+        v -= (float)(j - i) * p->frequency_penalty;
+        out[s->sorted[i]] = v;
+        i = j;
+    }
 }
 
 /* A uniform double in [0, 1) from the draw key (seed, counter). */
@@ -118,7 +205,20 @@ static int32_t select_top_k(struct wk_sampler *s, const float *logits, int32_t k
     return k;
 }
 
+static int32_t sample_transformed(struct wk_sampler *s, const float *logits);
+
 int32_t wk_sampler_sample(struct wk_sampler *s, const float *logits)
+{
+    if (s->work) {
+        wk_sampler_transform(s, logits, s->work);
+        logits = s->work;
+    }
+    int32_t id = sample_transformed(s, logits);
+    history_push(s, id);
+    return id;
+}
+
+static int32_t sample_transformed(struct wk_sampler *s, const float *logits)
 {
     const struct wk_sampler_params *p = &s->p;
     if (p->temperature == 0 || p->top_k == 1) {
@@ -138,8 +238,9 @@ int32_t wk_sampler_sample(struct wk_sampler *s, const float *logits)
     struct cand *c = s->cands;
     /* softmax with temperature, in descending order so c[0] is the max */
     double sum = 0;
+    const float mx = c[0].v; /* kept: c[0].v is overwritten first */
     for (int32_t i = 0; i < n; i++) {
-        c[i].v = expf((c[i].v - c[0].v) / p->temperature);
+        c[i].v = expf((c[i].v - mx) / p->temperature);
         sum += c[i].v;
     }
     for (int32_t i = 0; i < n; i++) c[i].v = (float)(c[i].v / sum);

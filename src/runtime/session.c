@@ -98,8 +98,11 @@ enum wk_status wk_session_generate(struct wk_session *s, const struct wk_tokens 
                             "tokens (leave room for at least one generated token)",
                             (long long)prompt->n, n_ctx);
     struct wk_sampler *sampler;
-    enum wk_status st = wk_sampler_create(&p->sampler, wk_model_hparams(s->m)->n_vocab, &sampler, err);
+    enum wk_status st =
+        wk_sampler_create(&p->sampler, wk_model_hparams(s->m)->n_vocab, n_ctx, &sampler, err);
     if (st) return st;
+    /* penalties see the whole prompt, cached part included (Ollama §4.4) */
+    wk_sampler_set_history(sampler, prompt->ids, prompt->n);
 
     /* longest common prefix with what the cache holds; always recompute the
      * last prompt token so its logits are fresh */

@@ -16,29 +16,62 @@
 
 /* ------------------------------------------------------------- sampler */
 
+/* One OpenAI logit_bias entry: bias is added to the token's logit. */
+struct wk_logit_bias {
+    int32_t id;
+    float bias;
+};
+
 /* Ollama's option names and defaults (../shared/reference/
- * ollama-mlx-runner.md §4). */
+ * ollama-mlx-runner.md §4), plus OpenAI's logit_bias. */
 struct wk_sampler_params {
-    float temperature; /* 0 = greedy; default 0.8 */
-    int32_t top_k;     /* 0 = off; default 40 */
-    float top_p;       /* 1 = off; default 0.9 */
-    float min_p;       /* 0 = off; default 0 */
-    int64_t seed;      /* -1 = from the clock */
+    float temperature;       /* 0 = greedy; default 0.8 */
+    int32_t top_k;           /* 0 = off; default 40 */
+    float top_p;             /* 1 = off; default 0.9 */
+    float min_p;             /* 0 = off; default 0 */
+    int64_t seed;            /* -1 = from the clock */
+    int32_t repeat_last_n;   /* penalty window in tokens: 0 = penalties off, -1 = the
+                              * context length; default 64 */
+    float repeat_penalty;    /* logit / p if positive, * p if negative; <= 0 reads as 1
+                              * (off); default 1 */
+    float presence_penalty;  /* subtracted once per distinct token in the window; default 0 */
+    float frequency_penalty; /* subtracted once per occurrence in the window; default 0 */
+    const struct wk_logit_bias *logit_bias; /* n_logit_bias entries (copied), or NULL */
+    int32_t n_logit_bias;
 };
 struct wk_sampler_params wk_sampler_params_default(void);
 
 struct wk_sampler;
 
-/* Creates a sampler; n_vocab sizes its scratch. Errors: WK_E_INVALID for
- * an option out of range (the message names it), WK_E_NOMEM. */
-enum wk_status wk_sampler_create(const struct wk_sampler_params *p, int32_t n_vocab,
+/* Creates a sampler for a vocabulary of n_vocab tokens and a context of
+ * n_ctx tokens (what repeat_last_n -1 means). Errors: WK_E_INVALID for an
+ * option out of range or a logit_bias entry naming a token outside the
+ * vocabulary or a non-finite bias (the message names it), WK_E_NOMEM. */
+enum wk_status wk_sampler_create(const struct wk_sampler_params *p, int32_t n_vocab, int32_t n_ctx,
                                  struct wk_sampler **out, struct wk_error *err);
 void wk_sampler_destroy(struct wk_sampler *s);
 
 /*
- * Picks the next token from logits [n_vocab] f32 (not modified): greedy
+ * Sets the penalty history to the last repeat_last_n of tokens [n] (the
+ * prompt, all of it, whether or not it came from a cache); later samples
+ * append their tokens. A sampler starts with an empty history.
+ */
+void wk_sampler_set_history(struct wk_sampler *s, const int32_t *tokens, int64_t n);
+
+/*
+ * The logits sample() works from: logits [n_vocab] f32 plus logit_bias,
+ * then the penalties over the history window (repeat and presence once per
+ * distinct token, frequency once per occurrence), written to out
+ * [n_vocab]. Order as llama.cpp's chain (bias, then penalties), the
+ * penalties as Ollama's §4.2 step 1.
+ */
+void wk_sampler_transform(const struct wk_sampler *s, const float *logits, float *out);
+
+/*
+ * Picks the next token from logits [n_vocab] f32 (not modified) and
+ * appends it to the history: logit_bias and penalties (above), then greedy
  * when temperature is 0 or top_k is 1 (ties: lowest id); otherwise top_k,
- * then softmax with temperature, top_p, min_p, renormalise, draw. Every
+ * softmax with temperature, top_p, min_p, renormalise, draw. Every
  * truncation keeps at least one token.
  */
 int32_t wk_sampler_sample(struct wk_sampler *s, const float *logits);

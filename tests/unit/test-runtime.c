@@ -15,7 +15,21 @@ static struct wk_sampler *make(float t, int32_t k, float p, float min_p, int64_t
     struct wk_sampler_params sp = {.temperature = t, .top_k = k, .top_p = p, .min_p = min_p, .seed = seed};
     struct wk_sampler *s = NULL;
     struct wk_error err;
-    CHECK_EQ_INT(wk_sampler_create(&sp, n, &s, &err), WK_OK);
+    CHECK_EQ_INT(wk_sampler_create(&sp, n, 4096, &s, &err), WK_OK);
+    return s;
+}
+
+/* A sampler with penalties: temperature t (0 = greedy), window w. */
+static struct wk_sampler *make_pen(float t, int32_t w, float repeat, float presence, float frequency,
+                                   int32_t n_vocab, int32_t n_ctx)
+{
+    struct wk_sampler_params sp = wk_sampler_params_default();
+    sp.temperature = t, sp.top_k = 0, sp.top_p = 1, sp.seed = 7;
+    sp.repeat_last_n = w, sp.repeat_penalty = repeat;
+    sp.presence_penalty = presence, sp.frequency_penalty = frequency;
+    struct wk_sampler *s = NULL;
+    struct wk_error err;
+    CHECK_EQ_INT(wk_sampler_create(&sp, n_vocab, n_ctx, &s, &err), WK_OK);
     return s;
 }
 
@@ -66,7 +80,7 @@ static void test_greedy(void)
  * softmax(logits / T): each within 4 standard deviations. */
 static void test_distribution(void)
 {
-    float l[4] = {1.0f, 0.5f, 0.0f, -1.0f};
+    float l[4] = {1.7f, 0.5f, 0.0f, -1.0f}; /* max not 1: a softmax that subtracts a stale max shows */
     for (int ti = 0; ti < 2; ti++) {
         float T = ti ? 0.5f : 1.0f;
         struct wk_sampler *s = make(T, 0, 1, 0, 1234, 4);
@@ -108,20 +122,199 @@ static void test_invalid_options(void)
     struct wk_sampler *s;
     struct wk_sampler_params p = wk_sampler_params_default();
     p.temperature = -1;
-    CHECK_EQ_INT(wk_sampler_create(&p, 10, &s, &err), WK_E_INVALID);
+    CHECK_EQ_INT(wk_sampler_create(&p, 10, 100, &s, &err), WK_E_INVALID);
     CHECK_CONTAINS(err.msg, "temperature");
     p = wk_sampler_params_default();
     p.top_p = 1.5f;
-    CHECK_EQ_INT(wk_sampler_create(&p, 10, &s, &err), WK_E_INVALID);
+    CHECK_EQ_INT(wk_sampler_create(&p, 10, 100, &s, &err), WK_E_INVALID);
     CHECK_CONTAINS(err.msg, "top_p");
     p = wk_sampler_params_default();
     p.top_k = -3;
-    CHECK_EQ_INT(wk_sampler_create(&p, 10, &s, &err), WK_E_INVALID);
+    CHECK_EQ_INT(wk_sampler_create(&p, 10, 100, &s, &err), WK_E_INVALID);
     CHECK_CONTAINS(err.msg, "top_k");
     struct wk_sampler_params d = wk_sampler_params_default();
     CHECK_NEAR(d.temperature, 0.8, 1e-7, 0);
     CHECK_EQ_INT(d.top_k, 40);
     CHECK_NEAR(d.top_p, 0.9, 1e-7, 0);
+}
+
+/* Ollama's pinned penalty examples (§4.2) plus hand-computed values of
+ * the transformed logits: repeat divides positive and multiplies negative
+ * logits, repeat and presence once per distinct token, frequency once per
+ * occurrence; logit_bias added first. */
+static void test_penalties(void)
+{
+    const float l[3] = {0, 5, 4}, neg[3] = {-5, -1, -3};
+    const int32_t h1[1] = {1}, h11[2] = {1, 1};
+    struct wk_sampler *s = make_pen(0, 64, 1, 6, 0, 3, 100); /* presence 6, history {1} */
+    wk_sampler_set_history(s, h1, 1);
+    CHECK_EQ_INT(wk_sampler_sample(s, l), 2);
+    wk_sampler_destroy(s);
+    s = make_pen(0, 64, 2, 0, 0, 3, 100); /* repeat 2 on a positive logit: 5 / 2 < 4 */
+    wk_sampler_set_history(s, h1, 1);
+    CHECK_EQ_INT(wk_sampler_sample(s, l), 2);
+    wk_sampler_destroy(s);
+    s = make_pen(0, 64, 4, 0, 0, 3, 100); /* repeat 4 on a negative one: -1 * 4 < -3 */
+    wk_sampler_set_history(s, h1, 1);
+    CHECK_EQ_INT(wk_sampler_sample(s, neg), 2);
+    wk_sampler_destroy(s);
+    s = make_pen(0, 64, 1, 0, 2, 3, 100); /* frequency 2, history {1, 1}: 5 - 4 = 1 */
+    wk_sampler_set_history(s, h11, 2);
+    CHECK_EQ_INT(wk_sampler_sample(s, l), 2);
+    wk_sampler_destroy(s);
+    s = make_pen(0, 0, 1, 10, 0, 3, 100); /* repeat_last_n 0 turns presence 10 off */
+    wk_sampler_set_history(s, h1, 1);
+    CHECK_EQ_INT(wk_sampler_sample(s, l), 1);
+    wk_sampler_destroy(s);
+
+    /* exact values: history {1, 1, 2, 0}, repeat 2, presence 0.5, frequency 0.25 */
+    const float v[4] = {-2, 3, 1, 7};
+    const int32_t h[4] = {1, 1, 2, 0};
+    float out[4];
+    s = make_pen(1, 64, 2, 0.5f, 0.25f, 4, 100);
+    wk_sampler_set_history(s, h, 4);
+    wk_sampler_transform(s, v, out);
+    CHECK(out[0] == -2 * 2 - 0.5f - 0.25f);     /* negative: multiplied, once */
+    CHECK(out[1] == 3 / 2.0f - 0.5f - 2 * 0.25f); /* twice in history: divided once, frequency twice */
+    CHECK(out[2] == 1 / 2.0f - 0.5f - 0.25f);
+    CHECK(out[3] == 7);                           /* not in history */
+    wk_sampler_destroy(s);
+
+    /* repeat_last_n -1 is the context: token 1 early in a long history */
+    int32_t longh[150];
+    longh[0] = 1;
+    for (int i = 1; i < 150; i++) longh[i] = 0;
+    s = make_pen(0, -1, 1, 10, 0, 3, 200);
+    wk_sampler_set_history(s, longh, 150);
+    CHECK_EQ_INT(wk_sampler_sample(s, l), 2); /* 1 penalised: inside the 200-token window */
+    wk_sampler_destroy(s);
+    s = make_pen(0, 64, 1, 10, 0, 3, 200);
+    wk_sampler_set_history(s, longh, 150);
+    CHECK_EQ_INT(wk_sampler_sample(s, l), 1); /* outside the last 64 */
+    wk_sampler_destroy(s);
+
+    /* the ring: window 2, priors {1, 2, 3} keep {2, 3}; sampling appends and
+     * pushes the oldest out */
+    const float flat[4] = {1, 1, 1, 1};
+    const int32_t pri[3] = {1, 2, 3};
+    s = make_pen(0, 2, 1, 5, 0, 4, 100);
+    wk_sampler_set_history(s, pri, 3);
+    wk_sampler_transform(s, flat, out);
+    CHECK(out[0] == 1 && out[1] == 1 && out[2] == -4 && out[3] == -4);
+    CHECK_EQ_INT(wk_sampler_sample(s, flat), 0); /* greedy: first of 0 and 1; history {3, 0} */
+    wk_sampler_transform(s, flat, out);
+    CHECK(out[0] == -4 && out[1] == 1 && out[2] == 1 && out[3] == -4);
+    wk_sampler_destroy(s);
+
+    /* logit_bias, then the penalty on the biased value */
+    struct wk_logit_bias b[2] = {{0, 10.0f}, {3, -100.0f}};
+    struct wk_sampler_params sp = wk_sampler_params_default();
+    sp.temperature = 0, sp.repeat_penalty = 2, sp.logit_bias = b, sp.n_logit_bias = 2;
+    struct wk_error err;
+    CHECK_EQ_INT(wk_sampler_create(&sp, 4, 100, &s, &err), WK_OK);
+    const int32_t h0[1] = {0};
+    wk_sampler_set_history(s, h0, 1);
+    wk_sampler_transform(s, v, out);
+    CHECK(out[0] == (-2 + 10) / 2.0f && out[3] == 7 - 100.0f && out[1] == 3);
+    CHECK_EQ_INT(wk_sampler_sample(s, v), 0); /* 4 > 3 */
+    wk_sampler_destroy(s);
+    /* bad entries */
+    struct wk_logit_bias bad[1] = {{9, 1.0f}};
+    sp.logit_bias = bad, sp.n_logit_bias = 1;
+    CHECK_EQ_INT(wk_sampler_create(&sp, 4, 100, &s, &err), WK_E_INVALID);
+    CHECK_CONTAINS(err.msg, "token 9");
+    sp = wk_sampler_params_default();
+    sp.repeat_last_n = -2;
+    CHECK_EQ_INT(wk_sampler_create(&sp, 4, 100, &s, &err), WK_E_INVALID);
+    CHECK_CONTAINS(err.msg, "repeat_last_n");
+    sp = wk_sampler_params_default();
+    sp.frequency_penalty = NAN;
+    CHECK_EQ_INT(wk_sampler_create(&sp, 4, 100, &s, &err), WK_E_INVALID);
+    /* top_k 1 with top_p 0.8 at temperature 0.01 is greedy on the penalised logits */
+    sp = wk_sampler_params_default();
+    sp.temperature = 0.01f, sp.top_k = 1, sp.top_p = 0.8f, sp.presence_penalty = 6;
+    CHECK_EQ_INT(wk_sampler_create(&sp, 3, 100, &s, &err), WK_OK);
+    wk_sampler_set_history(s, h1, 1);
+    for (int i = 0; i < 20; i++) {
+        CHECK_EQ_INT(wk_sampler_sample(s, l), 2);
+        wk_sampler_set_history(s, h1, 1);
+    }
+    wk_sampler_destroy(s);
+}
+
+/* 200,000 seeded draws from a 5-token logit vector per option set against
+ * the distribution computed here from the definitions (penalties, top_k,
+ * softmax at T, top_p, min_p, renormalise): chi-square with the cells of
+ * nonzero probability, p > 0.001 (critical values of the chi-square
+ * distribution for 1-4 degrees of freedom). Zero-probability tokens must
+ * never come out. */
+static void test_chi_square(void)
+{
+    static const double crit[5] = {0, 10.828, 13.816, 16.266, 18.467};
+    const float l[5] = {1.2f, 0.9f, 0.3f, -0.4f, 0.8f};
+    struct opt {
+        float t, top_p, min_p, presence;
+        int32_t top_k;
+    } opts[] = {{1, 1, 0, 0, 0}, {0.7f, 1, 0, 0, 3}, {1.3f, 0.8f, 0, 0, 0}, {1, 1, 0.5f, 0, 0},
+                {1, 0.9f, 0.05f, 0.7f, 4}};
+    for (size_t oi = 0; oi < WK_ARRAY_LEN(opts); oi++) {
+        const struct opt *o = &opts[oi];
+        /* expected: penalty on token 0 (history {0}), then the truncations */
+        double z[5];
+        for (int i = 0; i < 5; i++) z[i] = l[i] - (i == 0 ? o->presence : 0);
+        int order[5] = {0, 1, 2, 3, 4};
+        for (int i = 0; i < 5; i++)
+            for (int j = i + 1; j < 5; j++)
+                if (z[order[j]] > z[order[i]]) { int t = order[i]; order[i] = order[j]; order[j] = t; }
+        int n = o->top_k > 0 ? o->top_k : 5;
+        double p[5] = {0}, sum = 0;
+        for (int r = 0; r < n; r++) sum += exp(z[order[r]] / o->t);
+        for (int r = 0; r < n; r++) p[order[r]] = exp(z[order[r]] / o->t) / sum;
+        if (o->top_p < 1) {
+            double cum = 0;
+            int keep = 0;
+            while (keep < n && (keep == 0 || cum < o->top_p)) cum += p[order[keep++]];
+            for (int r = keep; r < n; r++) p[order[r]] = 0;
+            n = keep;
+        }
+        if (o->min_p > 0)
+            for (int r = 1; r < n; r++)
+                if (p[order[r]] < o->min_p * p[order[0]]) p[order[r]] = 0;
+        double tot = 0;
+        for (int i = 0; i < 5; i++) tot += p[i];
+        for (int i = 0; i < 5; i++) p[i] /= tot;
+
+        struct wk_sampler_params sp = wk_sampler_params_default();
+        sp.temperature = o->t, sp.top_k = o->top_k, sp.top_p = o->top_p, sp.min_p = o->min_p;
+        sp.presence_penalty = o->presence, sp.seed = 1000 + (int64_t)oi;
+        struct wk_sampler *s;
+        struct wk_error err;
+        CHECK_EQ_INT(wk_sampler_create(&sp, 5, 100, &s, &err), WK_OK);
+        const int draws = 200000;
+        int c[5] = {0};
+        const int32_t h0[1] = {0};
+        for (int d = 0; d < draws; d++) {
+            wk_sampler_set_history(s, h0, 1); /* the same history for every draw */
+            c[wk_sampler_sample(s, l)]++;
+        }
+        double chi = 0;
+        int cells = 0;
+        for (int i = 0; i < 5; i++) {
+            if (p[i] == 0) {
+                CHECK_EQ_INT(c[i], 0);
+                continue;
+            }
+            double e = draws * p[i];
+            chi += (c[i] - e) * (c[i] - e) / e;
+            cells++;
+        }
+        if (cells > 1) {
+            if (!(chi < crit[cells - 1]))
+                fprintf(stderr, "  option set %zu: chi-square %.2f with %d dof\n", oi, chi, cells - 1);
+            CHECK(chi < crit[cells - 1]);
+        }
+        wk_sampler_destroy(s);
+    }
 }
 
 struct collected {
@@ -202,4 +395,4 @@ static void test_session(void)
 }
 
 CHECK_MAIN(TEST(test_pinned_examples), TEST(test_greedy), TEST(test_distribution), TEST(test_seeds),
-           TEST(test_invalid_options), TEST(test_session))
+           TEST(test_invalid_options), TEST(test_penalties), TEST(test_chi_square), TEST(test_session))
