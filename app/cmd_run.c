@@ -22,12 +22,16 @@
 
 #define MAX_STDIN_BYTES (64u << 20)
 
+#define MAX_STOPS 16
+
 struct run_opts {
     const char *model;
     char *prompt; /* owned */
+    const char *stops[MAX_STOPS]; /* argv strings; gen.stop points here */
     struct wk_generate_params gen;
     struct wk_context_params ctx;
     bool verbose;
+    bool raw; /* no chat template */
 };
 
 static volatile bool g_cancel;      /* set by SIGINT during generation */
@@ -61,11 +65,14 @@ static void run_usage(FILE *f)
             "                    -1 = the whole context (default 64)\n"
             "  --presence-penalty P   subtract P once from each token in the window (default 0)\n"
             "  --frequency-penalty F  subtract F per occurrence in the window (default 0)\n"
+            "  --stop TEXT       end the answer before TEXT (repeatable; TEXT is not printed)\n"
             "  --seed S          random seed, -1 = from the clock (default -1)\n"
             "  --num-predict N   stop after N tokens; 0 or -1 = until the context is full\n"
             "                    (default -1)\n"
             "  --ctx-size N      context length in tokens (default 4096 or the model's)\n"
             "  --threads N       compute threads (default: the CPUs this process may use)\n"
+            "  --raw             no chat template: the model continues the prompt text as\n"
+            "                    it is (BOS first where the model wants one)\n"
             "  --verbose         print timings and token rates after the answer\n");
 }
 
@@ -141,6 +148,8 @@ static int parse_args(int argc, char **argv, struct run_opts *o)
             return WK_EXIT_OK;
         } else if (strcmp(a, "--verbose") == 0) {
             o->verbose = true;
+        } else if (strcmp(a, "--raw") == 0) {
+            o->raw = true;
         } else if (cli_opt_value(argc, argv, &i, "--temperature", &v, &bad, "run")) {
             if (bad || !cli_parse_f32("run", "--temperature", v, 0, 100, &f)) return WK_EXIT_USAGE;
             o->gen.sampler.temperature = f;
@@ -165,6 +174,15 @@ static int parse_args(int argc, char **argv, struct run_opts *o)
         } else if (cli_opt_value(argc, argv, &i, "--frequency-penalty", &v, &bad, "run")) {
             if (bad || !cli_parse_f32("run", "--frequency-penalty", v, -100, 100, &f)) return WK_EXIT_USAGE;
             o->gen.sampler.frequency_penalty = f;
+        } else if (cli_opt_value(argc, argv, &i, "--stop", &v, &bad, "run")) {
+            if (bad) return WK_EXIT_USAGE;
+            if (o->gen.n_stop == MAX_STOPS || !*v) {
+                fprintf(stderr, "wick run: --stop takes a non-empty string, at most %d times\n",
+                        MAX_STOPS);
+                return WK_EXIT_USAGE;
+            }
+            o->stops[o->gen.n_stop++] = v;
+            o->gen.stop = o->stops;
         } else if (cli_opt_value(argc, argv, &i, "--seed", &v, &bad, "run")) {
             if (bad || !cli_parse_i64("run", "--seed", v, -1, INT64_MAX, &x)) return WK_EXIT_USAGE;
             o->gen.sampler.seed = x;
@@ -292,6 +310,26 @@ struct loaded {
     struct wk_session *session;
 };
 
+/* The prompt's segments: msgs in the model's turn format, or with --raw the
+ * last message's text alone, literal, after BOS where the model adds one. */
+static enum wk_status render(const struct loaded *l, const struct run_opts *o,
+                             const struct wk_chat_message *msgs, int32_t n_msgs,
+                             struct wk_prompt *prompt, struct wk_error *err)
+{
+    if (!o->raw) return wk_chat_render(l->model, l->tok, msgs, n_msgs, true, prompt, err);
+    enum wk_status st = WK_OK;
+    int32_t bos = wk_tokenizer_bos(l->tok);
+    if (bos >= 0 && wk_tokenizer_add_bos(l->tok)) {
+        size_t len;
+        const char *piece = wk_tokenizer_piece(l->tok, bos, &len);
+        st = wk_prompt_append(prompt, piece, len, true);
+    }
+    const char *text = msgs[n_msgs - 1].content;
+    if (!st) st = wk_prompt_append(prompt, text, strlen(text), false);
+    if (st) wk_error_set(err, st, "out of memory");
+    return st;
+}
+
 /* Renders msgs, generates, streams. Returns WK_OK or the error (printed). */
 static enum wk_status answer(struct loaded *l, const struct run_opts *o,
                              const struct wk_chat_message *msgs, int32_t n_msgs,
@@ -303,7 +341,7 @@ static enum wk_status answer(struct loaded *l, const struct run_opts *o,
     struct wk_prompt prompt = {0};
     struct wk_tokens ids = {0};
     struct wk_generate_stats stats;
-    enum wk_status st = wk_chat_render(l->model, l->tok, msgs, n_msgs, true, &prompt, &err);
+    enum wk_status st = render(l, o, msgs, n_msgs, &prompt, &err);
     if (!st && (st = wk_prompt_tokenize(l->tok, &prompt, &ids)))
         wk_error_set(&err, st, "out of memory while tokenizing");
     if (!st) {

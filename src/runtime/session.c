@@ -84,6 +84,24 @@ static enum wk_status feed(struct wk_session *s, const int32_t *ids, int32_t n,
     return st;
 }
 
+/* Passes a decoded piece through the stop matcher (when there are stop
+ * strings) to on_piece. Returns false when generation must end: a stop
+ * string completed (*stopped), on_piece asked to stop, or no memory (*st). */
+static bool emit(const struct wk_generate_params *p, struct wk_stop_matcher *m, const char *text,
+                 size_t n, bool *stopped, enum wk_status *st, struct wk_error *err)
+{
+    if (m->n_stops == 0) return !p->on_piece || p->on_piece(p->user, text, n);
+    size_t out;
+    if (wk_stop_matcher_push(m, text, n, &out, stopped)) {
+        *st = wk_error_set(err, WK_E_NOMEM, "out of memory");
+        return false;
+    }
+    bool go = true;
+    if (out && p->on_piece) go = p->on_piece(p->user, m->buf, out);
+    wk_stop_matcher_consume(m, out);
+    return go && !*stopped;
+}
+
 enum wk_status wk_session_generate(struct wk_session *s, const struct wk_tokens *prompt,
                                    const struct wk_generate_params *p,
                                    struct wk_generate_stats *stats, struct wk_error *err)
@@ -121,6 +139,9 @@ enum wk_status wk_session_generate(struct wk_session *s, const struct wk_tokens 
 
     struct wk_detok detok;
     wk_detok_init(&detok);
+    struct wk_stop_matcher stopm;
+    wk_stop_matcher_init(&stopm, p->stop, p->stop ? p->n_stop : 0);
+    bool stopped = false;
     for (;;) {
         if (p->cancel && *p->cancel) {
             st = wk_error_set(err, WK_E_CANCELLED, "cancelled");
@@ -135,7 +156,7 @@ enum wk_status wk_session_generate(struct wk_session *s, const struct wk_tokens 
             st = wk_error_set(err, WK_E_NOMEM, "out of memory");
             break;
         }
-        if (n && p->on_piece && !p->on_piece(p->user, text, n)) break;
+        if (n && !emit(p, &stopm, text, n, &stopped, &st, err)) break;
         bool limit = p->num_predict > 0 && stats->eval_count >= p->num_predict;
         if (limit || wk_context_n_past(s->ctx) >= n_ctx) {
             stats->done_reason = "length";
@@ -145,7 +166,13 @@ enum wk_status wk_session_generate(struct wk_session *s, const struct wk_tokens 
     }
     size_t n;
     const char *rest = wk_detok_flush(&detok, &n);
-    if (n && p->on_piece && st != WK_E_CANCELLED) p->on_piece(p->user, rest, n);
+    if (!stopped && st != WK_E_CANCELLED) {
+        /* the detokenizer's tail, then what the stop matcher held back */
+        bool go = !n || emit(p, &stopm, rest, n, &stopped, &st, err);
+        if (go && stopm.len && p->on_piece) p->on_piece(p->user, stopm.buf, stopm.len);
+    }
+    if (stopped) stats->done_reason = "stop";
+    wk_stop_matcher_deinit(&stopm);
     wk_detok_deinit(&detok);
     stats->eval_ns = wk_time_ns() - t1;
 done:

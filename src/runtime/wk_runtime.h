@@ -125,6 +125,30 @@ enum wk_status wk_chat_render(const struct wk_model *m, const struct wk_tokenize
 enum wk_status wk_prompt_tokenize(const struct wk_tokenizer *tok, const struct wk_prompt *p,
                                   struct wk_tokens *out);
 
+/* ---------------------------------------------------------- stop strings */
+
+/*
+ * Stop strings matched on decoded text across token boundaries, with
+ * hold-back (stop.c has the rule). Usage: push each decoded piece; emit
+ * the first *emit bytes of m->buf, then wk_stop_matcher_consume(m, *emit);
+ * when *stopped, generation ends (the stop string and what follows are
+ * dropped). At the end, what remains in m->buf (m->len bytes) is emitted.
+ * stops (n_stops NUL-terminated UTF-8 strings; empty ones are ignored) are
+ * borrowed. Text with a NUL byte is matched only up to it.
+ */
+struct wk_stop_matcher {
+    const char *const *stops;
+    int32_t n_stops;
+    char *buf; /* pending text, NUL-terminated */
+    size_t len, cap;
+};
+void wk_stop_matcher_init(struct wk_stop_matcher *m, const char *const *stops, int32_t n_stops);
+void wk_stop_matcher_deinit(struct wk_stop_matcher *m);
+/* Errors: WK_E_NOMEM (nothing appended). */
+enum wk_status wk_stop_matcher_push(struct wk_stop_matcher *m, const char *text, size_t len,
+                                    size_t *emit, bool *stopped);
+void wk_stop_matcher_consume(struct wk_stop_matcher *m, size_t n);
+
 /* ------------------------------------------------------------ sessions */
 
 /* Called with each piece of generated text as soon as it is complete
@@ -134,6 +158,8 @@ typedef bool (*wk_piece_fn)(void *user, const char *text, size_t len);
 struct wk_generate_params {
     struct wk_sampler_params sampler;
     int32_t num_predict; /* max tokens to generate; -1 = until the context is full */
+    const char *const *stop; /* n_stop stop strings (borrowed), or NULL */
+    int32_t n_stop;
     wk_piece_fn on_piece;
     void *user;
     const volatile bool *cancel; /* may be NULL; checked between steps */

@@ -7,6 +7,11 @@
   smollm2-135m.json);
 * --verbose prints Ollama's timing lines with the right counts;
 * a fixed --seed repeats its output and another seed gives another;
+* --raw continues the text itself, and --stop cuts the answer before the
+  stop string (SmolLM2 continues "...alphabet: ABC" with "DEFGHIJ...",
+  so stop "DEFGHIJ" leaves nothing; of two stops the one that completes
+  first cuts); --num-predict 5 gives 5 tokens; the penalty options act
+  (and repeat-last-n 0 turns them off);
 * the interactive chat on a terminal (a pty) answers two turns and the
   second turn prefills only its new tokens (the KV cache is reused);
   Ctrl-C at its prompt prints a hint instead of quitting.
@@ -80,6 +85,41 @@ def test_verbose():
     check(re.search(r"^eval count:\s+12 token\(s\)", err, re.M) is not None, "eval count 12", err)
     rate = re.search(r"^eval rate:\s+([0-9.]+) tokens/s", err, re.M)
     check(rate is not None and float(rate.group(1)) > 0, "eval rate is positive", err)
+
+
+def test_raw_and_stop_strings():
+    """--raw continues the text itself; --stop ends the answer before the stop
+    string, matched across tokens, streamed output included (the CLI streams)."""
+    prompt = "Here is the English alphabet: ABC"
+    base = ["run", SMOL, prompt, "--raw", "--temperature", "0", "--num-predict", "24"]
+    rc, out, err = run(base)
+    check(rc == 0 and out.startswith("DEFGHIJKLM"), "raw: SmolLM2 continues the alphabet", f"{out!r} {err}")
+    rc, out, err = run(base + ["--stop", "DEFGHIJ"])
+    check(rc == 0 and out == "\n", "stop DEFGHIJ: nothing after ABC", f"{out!r} {err}")
+    # the shorter stop string completes first: cut at it, though the longer began earlier
+    rc, out, err = run(base + ["--stop", "DEFGHIJKLMNOP", "--stop", "GHI"])
+    check(rc == 0 and out == "DEF\n", "two stops: cut at the earliest completed match", f"{out!r} {err}")
+    rc, out, err = run(base + ["--stop", ""])
+    check(rc == 2 and "--stop" in err, "empty --stop is a usage error", f"{rc} {err}")
+
+
+def test_num_predict_is_exact():
+    rc, out, err = run(["run", SMOL, "Count from one to fifty.", "--temperature", "0",
+                        "--num-predict", "5", "--verbose"])
+    check(rc == 0 and re.search(r"^eval count:\s+5 token\(s\)", err, re.M) is not None,
+          "num_predict 5 gives exactly 5 tokens", err)
+
+
+def test_penalty_options():
+    base = ["run", SMOL, "List the numbers from one to ten, in words.", "--temperature", "0",
+            "--num-predict", "40"]
+    plain = run(base)[1]
+    rc, pen, err = run(base + ["--frequency-penalty", "2", "--repeat-last-n", "-1"])
+    check(rc == 0 and pen != plain, "a frequency penalty changes a greedy answer", f"{pen!r}")
+    rc, same, err = run(base + ["--presence-penalty", "5", "--repeat-last-n", "0"])
+    check(rc == 0 and same == plain, "repeat-last-n 0 turns penalties off", f"{same!r}")
+    rc, out, err = run(base + ["--repeat-last-n", "-2"])
+    check(rc == 2 and "--repeat-last-n" in err, "repeat-last-n below -1 is a usage error", err)
 
 
 def test_seed():
@@ -168,6 +208,7 @@ def main():
         print(f"model missing: {MODEL} (run scripts/fetch-models)")
         return 1
     for t in (test_one_shot_matches_reference_text, test_piped_stdin, test_verbose, test_seed,
+              test_raw_and_stop_strings, test_num_predict_is_exact, test_penalty_options,
               test_interactive_chat_reuses_cache, test_chat_outgrowing_context):
         before = failures
         t()

@@ -317,6 +317,95 @@ static void test_chi_square(void)
     }
 }
 
+/* Feeds pieces[] through a stop matcher as the session does; returns the
+ * emitted text in out and whether a stop string ended it. */
+static bool run_stops(const char *const *stops, int n_stops, const char *const *pieces, int n,
+                      char *out, size_t cap)
+{
+    struct wk_stop_matcher m;
+    wk_stop_matcher_init(&m, stops, n_stops);
+    size_t len = 0;
+    bool stopped = false;
+    for (int i = 0; i < n && !stopped; i++) {
+        size_t e;
+        CHECK_EQ_INT(wk_stop_matcher_push(&m, pieces[i], strlen(pieces[i]), &e, &stopped), WK_OK);
+        CHECK(len + e < cap);
+        memcpy(out + len, m.buf, e), len += e;
+        wk_stop_matcher_consume(&m, e);
+    }
+    if (!stopped) memcpy(out + len, m.buf, m.len), len += m.len;
+    out[len] = '\0';
+    wk_stop_matcher_deinit(&m);
+    return stopped;
+}
+
+/* Stop strings across token boundaries: nothing of the stop string or after
+ * it is emitted; the earliest completed match cuts; text that could start
+ * a stop string is held back only until it cannot; multi-byte characters;
+ * any split of the same text gives the same output. */
+static void test_stop_strings(void)
+{
+    char out[256];
+    const char *alpha[] = {"DEFGHIJ"};
+    const char *p1[] = {"D", "E", "F", "G", "H", "I", "J", "K", "L"};
+    CHECK(run_stops(alpha, 1, p1, 9, out, sizeof out));
+    CHECK_EQ_STR(out, "");
+    const char *p1b[] = {" and then", " DEF", "GH", "IJK"};
+    CHECK(run_stops(alpha, 1, p1b, 4, out, sizeof out));
+    CHECK_EQ_STR(out, " and then ");
+    /* the shorter stop completes first: cut there, though the longer began earlier */
+    const char *two[] = {"ABCDEF", "CD"};
+    const char *p2[] = {"xA", "B", "C", "D", "E", "F"};
+    CHECK(run_stops(two, 2, p2, 6, out, sizeof out));
+    CHECK_EQ_STR(out, "xAB");
+    /* held back, then released when it cannot become the stop string */
+    const char *hello[] = {"Hello!"};
+    struct wk_stop_matcher m;
+    wk_stop_matcher_init(&m, hello, 1);
+    size_t e;
+    bool st;
+    CHECK_EQ_INT(wk_stop_matcher_push(&m, "Oh He", 5, &e, &st), WK_OK);
+    CHECK_EQ_INT((int)e, 3); /* "Oh " out, "He" held */
+    CHECK(!st);
+    wk_stop_matcher_consume(&m, e);
+    CHECK_EQ_INT(wk_stop_matcher_push(&m, "llo", 3, &e, &st), WK_OK);
+    CHECK_EQ_INT((int)e, 0); /* "Hello" could still be "Hello!" */
+    wk_stop_matcher_consume(&m, e);
+    CHECK_EQ_INT(wk_stop_matcher_push(&m, " you", 4, &e, &st), WK_OK);
+    CHECK_EQ_INT((int)e, 9);
+    CHECK(!st && memcmp(m.buf, "Hello you", 9) == 0);
+    wk_stop_matcher_deinit(&m);
+    /* a stop in the middle of a piece; multi-byte characters */
+    const char *stop[] = {"STOP"}, *p3[] = {"xxSTO", "Pyy"};
+    CHECK(run_stops(stop, 1, p3, 2, out, sizeof out));
+    CHECK_EQ_STR(out, "xx");
+    const char *accent[] = {"\xc3\xa9!"}, *p4[] = {"caf", "\xc3\xa9", "!", " more"};
+    CHECK(run_stops(accent, 1, p4, 4, out, sizeof out));
+    CHECK_EQ_STR(out, "caf");
+    const char *p5[] = {"caf", "\xc3\xa9", " au lait"};
+    CHECK(!run_stops(accent, 1, p5, 3, out, sizeof out));
+    CHECK_EQ_STR(out, "caf\xc3\xa9 au lait");
+    /* every split of one text into pieces gives the same output */
+    const char *text = "one two, three; four. stop-ish st stop five";
+    const char *stops3[] = {"stop five", "two;", ". st"};
+    char whole[256], split[256];
+    const char *one[] = {text};
+    bool s_whole = run_stops(stops3, 3, one, 1, whole, sizeof whole);
+    size_t tl = strlen(text);
+    for (size_t cut1 = 1; cut1 < tl; cut1 += 3)
+        for (size_t cut2 = cut1 + 1; cut2 < tl; cut2 += 5) {
+            char a[64], b[64], c[64];
+            memcpy(a, text, cut1), a[cut1] = 0;
+            memcpy(b, text + cut1, cut2 - cut1), b[cut2 - cut1] = 0;
+            strcpy(c, text + cut2);
+            const char *pieces[] = {a, b, c};
+            CHECK(run_stops(stops3, 3, pieces, 3, split, sizeof split) == s_whole);
+            CHECK_EQ_STR(split, whole);
+        }
+    CHECK(s_whole);
+    CHECK_EQ_STR(whole, "one two, three; four");
+}
+
 struct collected {
     char text[4096];
     size_t n;
@@ -395,4 +484,4 @@ static void test_session(void)
 }
 
 CHECK_MAIN(TEST(test_pinned_examples), TEST(test_greedy), TEST(test_distribution), TEST(test_seeds),
-           TEST(test_invalid_options), TEST(test_penalties), TEST(test_chi_square), TEST(test_session))
+           TEST(test_invalid_options), TEST(test_penalties), TEST(test_chi_square), TEST(test_stop_strings), TEST(test_session))
