@@ -120,6 +120,7 @@ golden: $(GOLDEN_BIN)
 	  echo "== golden $$f, f32 activations (WICK_EXACT=1)"; WICK_EXACT=1 $(OUT)/tests/test-golden $$f; \
 	  echo "== golden $$f, dispatch capped to AVX2 (WICK_CPU=avx2)"; WICK_CPU=avx2 $(OUT)/tests/test-golden $$f; \
 	done
+	@echo "== logprobs"; $(OUT)/tests/test-logprobs tests/golden/logprobs.json
 	@echo "== tokenizer cases"; $(OUT)/tests/test-tokenizer-cases tests/golden/tokenizer-cases.json $(MODELS_DIR)
 	@mkdir -p $(GOLDEN_DIR)
 	@xz -dc tests/golden/tokenizer-corpus.jsonl.xz > $(GOLDEN_DIR)/corpus.jsonl

@@ -31,7 +31,8 @@ struct run_opts {
     struct wk_generate_params gen;
     struct wk_context_params ctx;
     bool verbose;
-    bool raw; /* no chat template */
+    bool raw;     /* no chat template */
+    int logprobs; /* -1 = off, else alternatives to print per token */
 };
 
 static volatile bool g_cancel;      /* set by SIGINT during generation */
@@ -66,6 +67,8 @@ static void run_usage(FILE *f)
             "  --presence-penalty P   subtract P once from each token in the window (default 0)\n"
             "  --frequency-penalty F  subtract F per occurrence in the window (default 0)\n"
             "  --stop TEXT       end the answer before TEXT (repeatable; TEXT is not printed)\n"
+            "  --logprobs N      print each token's log-probability and its N most likely\n"
+            "                    alternatives (0..20) to stderr\n"
             "  --seed S          random seed, -1 = from the clock (default -1)\n"
             "  --num-predict N   stop after N tokens; 0 or -1 = until the context is full\n"
             "                    (default -1)\n"
@@ -122,6 +125,7 @@ static int parse_args(int argc, char **argv, struct run_opts *o)
 {
     o->gen = wk_generate_params_default();
     o->ctx = wk_context_params_default();
+    o->logprobs = -1;
     const char *positional[2] = {NULL, NULL};
     int n_pos = 0;
     char *extra_prompt = NULL;
@@ -174,6 +178,10 @@ static int parse_args(int argc, char **argv, struct run_opts *o)
         } else if (cli_opt_value(argc, argv, &i, "--frequency-penalty", &v, &bad, "run")) {
             if (bad || !cli_parse_f32("run", "--frequency-penalty", v, -100, 100, &f)) return WK_EXIT_USAGE;
             o->gen.sampler.frequency_penalty = f;
+        } else if (cli_opt_value(argc, argv, &i, "--logprobs", &v, &bad, "run")) {
+            if (bad || !cli_parse_i64("run", "--logprobs", v, 0, WK_MAX_TOP_LOGPROBS, &x))
+                return WK_EXIT_USAGE;
+            o->logprobs = (int)x;
         } else if (cli_opt_value(argc, argv, &i, "--stop", &v, &bad, "run")) {
             if (bad) return WK_EXIT_USAGE;
             if (o->gen.n_stop == MAX_STOPS || !*v) {
@@ -310,6 +318,54 @@ struct loaded {
     struct wk_session *session;
 };
 
+static const struct wk_tokenizer *g_lp_tok; /* for print_logprobs */
+
+/* Prints one token's text as a quoted C-style string to stderr. */
+static void print_token(int32_t id)
+{
+    size_t len;
+    const char *piece = wk_tokenizer_piece(g_lp_tok, id, &len);
+    char buf[64];
+    size_t n = 0;
+    /* the token's own decode (part of a UTF-8 character shows as U+FFFD) */
+    struct wk_detok d;
+    wk_detok_init(&d);
+    size_t tn;
+    const char *t = wk_detok_push(&d, g_lp_tok, id, false, &tn);
+    const char *src = t ? t : piece;
+    size_t srclen = t ? tn : len;
+    /* no whole character: the token is part of one; its bytes print as \xNN */
+    const bool partial = !t || tn == 0;
+    if (t && tn == 0) src = wk_detok_flush(&d, &srclen);
+    fputc('\'', stderr);
+    for (size_t i = 0; i < srclen && n < sizeof buf - 5; i++) {
+        unsigned char ch = (unsigned char)src[i];
+        if (ch == '\n') n += (size_t)snprintf(buf + n, sizeof buf - n, "\\n");
+        else if (ch == '\'' || ch == '\\') n += (size_t)snprintf(buf + n, sizeof buf - n, "\\%c", ch);
+        else if (ch < 0x20 || (partial && ch >= 0x80))
+            n += (size_t)snprintf(buf + n, sizeof buf - n, "\\x%02x", ch);
+        else buf[n++] = (char)ch;
+    }
+    fwrite(buf, 1, n, stderr);
+    fputc('\'', stderr);
+    wk_detok_deinit(&d);
+}
+
+/* --logprobs: one line per generated token on stderr. */
+static void print_logprobs(void *user, const struct wk_token_logprobs *lp)
+{
+    (void)user;
+    fprintf(stderr, "logprobs: ");
+    print_token(lp->id);
+    fprintf(stderr, " %.4f", lp->logprob);
+    for (int32_t j = 0; j < lp->n_top; j++) {
+        fprintf(stderr, j ? ", " : " | ");
+        print_token(lp->top_ids[j]);
+        fprintf(stderr, " %.4f", lp->top_logprobs[j]);
+    }
+    fputc('\n', stderr);
+}
+
 /* The prompt's segments: msgs in the model's turn format, or with --raw the
  * last message's text alone, literal, after BOS where the model adds one. */
 static enum wk_status render(const struct loaded *l, const struct run_opts *o,
@@ -349,6 +405,11 @@ static enum wk_status answer(struct loaded *l, const struct run_opts *o,
         g_sigints = 0;
         g_generating = true;
         gen->cancel = &g_cancel;
+        if (o->logprobs >= 0) {
+            g_lp_tok = l->tok;
+            gen->on_logprobs = print_logprobs;
+            gen->top_logprobs = o->logprobs;
+        }
         st = wk_session_generate(l->session, &ids, gen, &stats, &err);
         g_generating = false;
     }

@@ -150,6 +150,11 @@ enum wk_status wk_session_generate(struct wk_session *s, const struct wk_tokens 
         int32_t id = wk_sampler_sample(sampler, s->logits);
         if (wk_tokenizer_is_eog(s->tok, id)) break;
         stats->eval_count++;
+        if (p->on_logprobs) {
+            struct wk_token_logprobs lp;
+            wk_logprobs_compute(s->logits, wk_model_hparams(s->m)->n_vocab, id, p->top_logprobs, &lp);
+            p->on_logprobs(p->user, &lp);
+        }
         size_t n;
         const char *text = wk_detok_push(&detok, s->tok, id, false, &n);
         if (!text) {

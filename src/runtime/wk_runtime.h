@@ -125,6 +125,30 @@ enum wk_status wk_chat_render(const struct wk_model *m, const struct wk_tokenize
 enum wk_status wk_prompt_tokenize(const struct wk_tokenizer *tok, const struct wk_prompt *p,
                                   struct wk_tokens *out);
 
+/* -------------------------------------------------------------- logprobs */
+
+#define WK_MAX_TOP_LOGPROBS 20
+
+/* One generated token's log-probabilities under the model's raw next-token
+ * distribution (log-softmax of the logits, before penalties, temperature
+ * and truncation; OpenAI's and Ollama's notion), natural log. */
+struct wk_token_logprobs {
+    int32_t id;
+    float logprob;
+    int32_t n_top;                             /* alternatives below, most likely first */
+    int32_t top_ids[WK_MAX_TOP_LOGPROBS];
+    float top_logprobs[WK_MAX_TOP_LOGPROBS];
+};
+
+/*
+ * Fills out for token id from logits [n_vocab] f32: the log-softmax
+ * (max-subtracted, the sum of exponentials in double, so huge logits stay
+ * finite) at id and the k highest entries (k <= WK_MAX_TOP_LOGPROBS; ties:
+ * lower id first), sorted descending.
+ */
+void wk_logprobs_compute(const float *logits, int32_t n_vocab, int32_t id, int32_t k,
+                         struct wk_token_logprobs *out);
+
 /* ---------------------------------------------------------- stop strings */
 
 /*
@@ -160,6 +184,11 @@ struct wk_generate_params {
     int32_t num_predict; /* max tokens to generate; -1 = until the context is full */
     const char *const *stop; /* n_stop stop strings (borrowed), or NULL */
     int32_t n_stop;
+    /* logprobs: with on_logprobs set, called for each generated token (not
+     * for EOS/end of turn) with top_logprobs (0..20) alternatives, before
+     * that token's text reaches on_piece; nothing is computed otherwise */
+    void (*on_logprobs)(void *user, const struct wk_token_logprobs *lp);
+    int32_t top_logprobs;
     wk_piece_fn on_piece;
     void *user;
     const volatile bool *cancel; /* may be NULL; checked between steps */

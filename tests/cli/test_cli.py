@@ -47,7 +47,7 @@ def check(cond, what, detail=""):
 
 def run(args, stdin=b""):
     p = subprocess.run([WICK] + args, input=stdin, capture_output=True, timeout=300)
-    return p.returncode, p.stdout.decode(), p.stderr.decode()
+    return p.returncode, p.stdout.decode(), p.stderr.decode(errors="replace")
 
 
 def case(name):
@@ -120,6 +120,21 @@ def test_penalty_options():
     check(rc == 0 and same == plain, "repeat-last-n 0 turns penalties off", f"{same!r}")
     rc, out, err = run(base + ["--repeat-last-n", "-2"])
     check(rc == 2 and "--repeat-last-n" in err, "repeat-last-n below -1 is a usage error", err)
+
+
+def test_logprobs_option():
+    rc, out, err = run(["run", SMOL, "Say hi.", "--temperature", "0", "--num-predict", "4",
+                        "--logprobs", "3"])
+    lines = [l for l in err.splitlines() if l.startswith("logprobs: ")]
+    check(rc == 0 and len(lines) == 4, "--logprobs 3: a line per generated token", err)
+    ok = True
+    for l in lines:
+        vals = [float(x) for x in re.findall(r"' (-?[0-9.]+)", l)]
+        # the chosen token's value, then 3 alternatives sorted; greedy: the first alternative is it
+        ok &= len(vals) == 4 and vals[0] == vals[1] and vals[1] >= vals[2] >= vals[3] and vals[0] <= 0
+    check(ok, "--logprobs: greedy token first among sorted alternatives, values <= 0", err)
+    rc, out, err = run(["run", SMOL, "x", "--logprobs", "21"])
+    check(rc == 2 and "--logprobs" in err, "--logprobs above 20 is a usage error", err)
 
 
 def test_seed():
@@ -209,6 +224,7 @@ def main():
         return 1
     for t in (test_one_shot_matches_reference_text, test_piped_stdin, test_verbose, test_seed,
               test_raw_and_stop_strings, test_num_predict_is_exact, test_penalty_options,
+              test_logprobs_option,
               test_interactive_chat_reuses_cache, test_chat_outgrowing_context):
         before = failures
         t()

@@ -406,6 +406,34 @@ static void test_stop_strings(void)
     CHECK_EQ_STR(whole, "one two, three; four");
 }
 
+/* Log-probabilities from first principles: huge logits stay finite, values
+ * equal logit - log(sum exp), the top-k sorted with ties by lower id, k
+ * clamped to the vocabulary and to 20. */
+static void test_logprobs(void)
+{
+    const float big[3] = {1000, 999, 998};
+    struct wk_token_logprobs lp;
+    wk_logprobs_compute(big, 3, 1, 5, &lp);
+    const double lse = 1000 + log(1 + exp(-1.0) + exp(-2.0));
+    CHECK_NEAR(lp.logprob, 999 - lse, 1e-4, 0);
+    CHECK_EQ_INT(lp.n_top, 3);
+    CHECK_EQ_INT(lp.top_ids[0], 0);
+    CHECK_EQ_INT(lp.top_ids[2], 2);
+    double sum = 0;
+    for (int i = 0; i < 3; i++) sum += exp(lp.top_logprobs[i]);
+    CHECK_NEAR(sum, 1, 1e-5, 0);
+    float l[30];
+    for (int i = 0; i < 30; i++) l[i] = (float)((i * 7) % 10); /* ties: 0, 10, 20 share 0; ... */
+    wk_logprobs_compute(l, 30, 3, 25, &lp);
+    CHECK_EQ_INT(lp.n_top, 20);
+    CHECK_EQ_INT(lp.top_ids[0], 7);  /* value 9: ids 7, 17, 27 */
+    CHECK_EQ_INT(lp.top_ids[1], 17);
+    CHECK_EQ_INT(lp.top_ids[2], 27);
+    for (int j = 1; j < lp.n_top; j++) CHECK(lp.top_logprobs[j] <= lp.top_logprobs[j - 1]);
+    wk_logprobs_compute(l, 30, 3, 0, &lp);
+    CHECK_EQ_INT(lp.n_top, 0);
+}
+
 struct collected {
     char text[4096];
     size_t n;
@@ -484,4 +512,4 @@ static void test_session(void)
 }
 
 CHECK_MAIN(TEST(test_pinned_examples), TEST(test_greedy), TEST(test_distribution), TEST(test_seeds),
-           TEST(test_invalid_options), TEST(test_penalties), TEST(test_chi_square), TEST(test_stop_strings), TEST(test_session))
+           TEST(test_invalid_options), TEST(test_penalties), TEST(test_chi_square), TEST(test_stop_strings), TEST(test_logprobs), TEST(test_session))
