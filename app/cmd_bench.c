@@ -22,6 +22,7 @@
 #include "cli.h"
 
 #include "../src/model/wk_model.h"
+#include "../src/runtime/wk_runtime.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -36,6 +37,7 @@
 struct bench_opts {
     const char *model;
     int32_t n_prompt, n_gen, n_threads, n_reps;
+    int32_t logprobs; /* -1 = off; else tg also computes logprobs with this many alternatives */
     bool json;
 };
 
@@ -60,6 +62,8 @@ static void bench_usage(FILE *f)
             "  -n, --n-gen N          generated tokens, 0 = skip the tg test (default 128)\n"
             "  -t, --threads T        compute threads (default: the CPUs this process may use)\n"
             "  -r, --repetitions R    timed repetitions of each test (default 5)\n"
+            "  --logprobs K           tg also computes each token's logprobs and K alternatives\n"
+            "                         (0..20), as generation with logprobs on does\n"
             "  --json                 print a JSON array (one object per test) instead of a table\n");
 }
 
@@ -74,7 +78,8 @@ static bool opt(int argc, char **argv, int *i, const char *short_name, const cha
 /* Parses argv (argv[0] == "bench"). Returns -1 to continue, else an exit code. */
 static int parse_args(int argc, char **argv, struct bench_opts *o)
 {
-    *o = (struct bench_opts){.n_prompt = 512, .n_gen = 128, .n_threads = 0, .n_reps = 5};
+    *o = (struct bench_opts){.n_prompt = 512, .n_gen = 128, .n_threads = 0, .n_reps = 5,
+                             .logprobs = -1};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = NULL;
         bool bad = false;
@@ -95,6 +100,10 @@ static int parse_args(int argc, char **argv, struct bench_opts *o)
         } else if (opt(argc, argv, &i, "-t", "--threads", &v, &bad)) {
             if (bad || !cli_parse_i64("bench", "-t", v, 1, 256, &x)) return WK_EXIT_USAGE;
             o->n_threads = (int32_t)x;
+        } else if (cli_opt_value(argc, argv, &i, "--logprobs", &v, &bad, "bench")) {
+            if (bad || !cli_parse_i64("bench", "--logprobs", v, 0, WK_MAX_TOP_LOGPROBS, &x))
+                return WK_EXIT_USAGE;
+            o->logprobs = (int32_t)x;
         } else if (opt(argc, argv, &i, "-r", "--repetitions", &v, &bad)) {
             if (bad || !cli_parse_i64("bench", "-r", v, 1, 1000, &x)) return WK_EXIT_USAGE;
             o->n_reps = (int32_t)x;
@@ -132,7 +141,7 @@ static uint64_t next_u64(uint64_t *s)
 /* One timed run of a test from an empty cache. Returns the wall time in ns,
  * or -1 (message printed) when decode fails. tokens: [max(P, N)] ids. */
 static int64_t run_once(struct wk_context *ctx, const struct bench_result *r,
-                        const int32_t *tokens, float *logits)
+                        const int32_t *tokens, float *logits, int32_t n_vocab, int32_t logprobs)
 {
     struct wk_error err;
     wk_error_clear(&err);
@@ -142,8 +151,13 @@ static int64_t run_once(struct wk_context *ctx, const struct bench_result *r,
     if (r->n_prompt > 0) {
         st = wk_context_decode(ctx, tokens, r->n_prompt, logits, NULL, &err);
     } else {
-        for (int32_t i = 0; i < r->n_gen && !st; i++)
+        for (int32_t i = 0; i < r->n_gen && !st; i++) {
             st = wk_context_decode(ctx, tokens + i, 1, logits, NULL, &err);
+            if (logprobs >= 0) {
+                struct wk_token_logprobs lp;
+                wk_logprobs_compute(logits, n_vocab, tokens[i + 1 < r->n_gen ? i + 1 : i], logprobs, &lp);
+            }
+        }
     }
     int64_t ns = wk_time_ns() - t0;
     if (st) {
@@ -209,6 +223,7 @@ static void print_json(const struct bench_opts *o, const struct wk_model *m,
         printf("    \"isa\": \"%s\",\n", wk_cpu_kernels_get()->isa);
         printf("    \"n_threads\": %d,\n    \"n_ubatch\": 512,\n", n_threads);
         printf("    \"n_prompt\": %d,\n    \"n_gen\": %d,\n", r->n_prompt, r->n_gen);
+        printf("    \"logprobs\": %d,\n", r->n_gen > 0 ? o->logprobs : -1);
         printf("    \"avg_ns\": %lld,\n    \"stddev_ns\": %lld,\n", (long long)r->avg_ns,
                (long long)r->stddev_ns);
         printf("    \"avg_ts\": %.6f,\n    \"stddev_ts\": %.6f,\n", r->avg_ts, r->stddev_ts);
@@ -232,10 +247,12 @@ static void print_table(const struct bench_opts *o, const struct wk_model *m,
     printf("| --- | ---: | --- | ---: | ---: | ---: |\n");
     for (int k = 0; k < n_res; k++) {
         const struct bench_result *r = &res[k];
-        printf("| %s %s | %.2f MiB | %s | %d | %s%d | %.2f ± %.2f |\n", hp->arch_name,
+        char lp[32] = "";
+        if (r->n_gen > 0 && o->logprobs >= 0) snprintf(lp, sizeof lp, " +logprobs %d", o->logprobs);
+        printf("| %s %s | %.2f MiB | %s | %d | %s%d%s | %.2f ± %.2f |\n", hp->arch_name,
                base_name(o->model), (double)wk_model_weight_bytes(m) / (1 << 20),
                wk_cpu_kernels_get()->isa, n_threads, r->name,
-               r->n_prompt > 0 ? r->n_prompt : r->n_gen, r->avg_ts, r->stddev_ts);
+               r->n_prompt > 0 ? r->n_prompt : r->n_gen, lp, r->avg_ts, r->stddev_ts);
     }
     printf("\npeak RSS: %.1f MiB\n", (double)peak_rss / (1 << 20));
 }
@@ -296,10 +313,10 @@ int cmd_bench(int argc, char **argv)
             fprintf(stderr, "wick bench: out of memory\n");
             goto done;
         }
-        if (run_once(ctx, r, tokens, logits) < 0) goto done; /* warm-up */
+        if (run_once(ctx, r, tokens, logits, hp->n_vocab, o.logprobs) < 0) goto done; /* warm-up */
         int32_t n = r->n_prompt > 0 ? r->n_prompt : r->n_gen;
         for (int32_t i = 0; i < o.n_reps; i++) {
-            int64_t ns = run_once(ctx, r, tokens, logits);
+            int64_t ns = run_once(ctx, r, tokens, logits, hp->n_vocab, o.logprobs);
             if (ns < 0) goto done;
             r->ns[i] = ns;
             r->ts[i] = (double)n / ((double)ns / 1e9);

@@ -92,6 +92,7 @@ static void fill_ref(struct wk_cpu_kernels *k)
     k->geglu = wk_geglu;
     k->swiglu = wk_swiglu;
     k->softmax = wk_softmax;
+    k->sum_exp = wk_sum_exp;
 }
 
 static void init_once(void)

@@ -67,3 +67,16 @@ void WK_OPS_NAME(softmax)(int64_t n, float *x)
     const float inv = (float)(1.0 / WK_OPS_NAME(ops_sum16)(n, x, false));
     for (int64_t i = 0; i < n; i++) x[i] *= inv;
 }
+
+double WK_OPS_NAME(sum_exp)(int64_t n, const float *x, float mx)
+{
+    /* exp(x - mx) per element, summed as ops_sum16 sums: 16 float lanes, then double */
+    float acc[16] = {0};
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        for (int j = 0; j < 16; j++) acc[j] += wk_expf(x[i + j] - mx);
+    for (int j = 0; i + j < n; j++) acc[j] += wk_expf(x[i + j] - mx);
+    double s = 0;
+    for (int j = 0; j < 16; j++) s += acc[j];
+    return s;
+}

@@ -94,6 +94,7 @@ struct wk_cpu_kernels {
     void (*geglu)(int64_t n, float *x, const float *up);
     void (*swiglu)(int64_t n, float *x, const float *up);
     void (*softmax)(int64_t n, float *x);
+    double (*sum_exp)(int64_t n, const float *x, float mx);
 };
 
 /* The table for the best ISA this CPU and OS support (first call decides;
@@ -207,6 +208,9 @@ void wk_swiglu(int64_t n, float *x, const float *up);
 
 /* Softmax in place over n floats, max-subtracted; returns nothing. */
 void wk_softmax(int64_t n, float *x);
+/* sum of exp(x[i] - mx) over n floats (wk_expf; 16 float lanes, then
+ * double): the normaliser of a log-softmax. */
+double wk_sum_exp(int64_t n, const float *x, float mx);
 
 /* RoPE pairing: NEOX pairs i with i + d/2 (rotate-half, HF); NORM pairs 2i
  * with 2i+1 (interleaved, GGUF Llama after the converter's permutation). */

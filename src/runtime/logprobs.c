@@ -5,6 +5,8 @@
  */
 #include "wk_runtime.h"
 
+#include "../cpu/wk_cpu.h"
+
 #include <math.h>
 
 void wk_logprobs_compute(const float *logits, int32_t n_vocab, int32_t id, int32_t k,
@@ -14,9 +16,7 @@ void wk_logprobs_compute(const float *logits, int32_t n_vocab, int32_t id, int32
     if (k > n_vocab) k = n_vocab;
     float mx = -INFINITY;
     for (int32_t i = 0; i < n_vocab; i++) mx = logits[i] > mx ? logits[i] : mx;
-    double sum = 0;
-    for (int32_t i = 0; i < n_vocab; i++) sum += exp((double)logits[i] - mx);
-    const double lse = mx + log(sum);
+    const double lse = mx + log(wk_cpu_kernels_get()->sum_exp(n_vocab, logits, mx));
     out->id = id;
     out->logprob = (float)(logits[id] - lse);
     /* the k largest by insertion into a sorted list (k <= 20) */

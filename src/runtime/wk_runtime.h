@@ -142,8 +142,8 @@ struct wk_token_logprobs {
 
 /*
  * Fills out for token id from logits [n_vocab] f32: the log-softmax
- * (max-subtracted, the sum of exponentials in double, so huge logits stay
- * finite) at id and the k highest entries (k <= WK_MAX_TOP_LOGPROBS; ties:
+ * (max-subtracted, so huge logits stay finite; the exponentials by the
+ * kernel table's sum_exp: 2 ulp each, summed in 16 float lanes then double) at id and the k highest entries (k <= WK_MAX_TOP_LOGPROBS; ties:
  * lower id first), sorted descending.
  */
 void wk_logprobs_compute(const float *logits, int32_t n_vocab, int32_t id, int32_t k,

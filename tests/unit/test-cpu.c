@@ -466,6 +466,7 @@ static void test_ops_tables_match_baseline(void)
             wk_swiglu(n, a, g), k->swiglu(n, b, g);
             CHECK(memcmp(a, b, (size_t)n * 4) == 0);
             memcpy(a, x, (size_t)n * 4), memcpy(b, x, (size_t)n * 4);
+            CHECK(wk_sum_exp(n, x, 3.0f) == k->sum_exp(n, x, 3.0f));
             wk_softmax(n, a), k->softmax(n, b);
             CHECK(memcmp(a, b, (size_t)n * 4) == 0);
             double sum = 0;

@@ -14,4 +14,5 @@ void wk__avx2_fill_ops(struct wk_cpu_kernels *k)
     k->geglu = ops_avx2_geglu;
     k->swiglu = ops_avx2_swiglu;
     k->softmax = ops_avx2_softmax;
+    k->sum_exp = ops_avx2_sum_exp;
 }

@@ -14,4 +14,5 @@ void wk__avx512_fill_ops(struct wk_cpu_kernels *k)
     k->geglu = ops_avx512_geglu;
     k->swiglu = ops_avx512_swiglu;
     k->softmax = ops_avx512_softmax;
+    k->sum_exp = ops_avx512_sum_exp;
 }
