@@ -72,7 +72,8 @@ static void run_usage(FILE *f)
             "  --seed S          random seed, -1 = from the clock (default -1)\n"
             "  --num-predict N   stop after N tokens; 0 or -1 = until the context is full\n"
             "                    (default -1)\n"
-            "  --ctx-size N      context length in tokens (default 4096 or the model's)\n"
+            "  --num-ctx N       context length in tokens, at most the model's trained\n"
+            "                    context (default 4096); --ctx-size is the same\n"
             "  --threads N       compute threads (default: the CPUs this process may use)\n"
             "  --raw             no chat template: the model continues the prompt text as\n"
             "                    it is (BOS first where the model wants one)\n"
@@ -197,8 +198,9 @@ static int parse_args(int argc, char **argv, struct run_opts *o)
         } else if (cli_opt_value(argc, argv, &i, "--num-predict", &v, &bad, "run")) {
             if (bad || !cli_parse_i64("run", "--num-predict", v, -1, 1 << 24, &x)) return WK_EXIT_USAGE;
             o->gen.num_predict = (int32_t)x;
-        } else if (cli_opt_value(argc, argv, &i, "--ctx-size", &v, &bad, "run")) {
-            if (bad || !cli_parse_i64("run", "--ctx-size", v, 16, 1 << 22, &x)) return WK_EXIT_USAGE;
+        } else if (cli_opt_value(argc, argv, &i, "--ctx-size", &v, &bad, "run") ||
+                   cli_opt_value(argc, argv, &i, "--num-ctx", &v, &bad, "run")) {
+            if (bad || !cli_parse_i64("run", "--num-ctx", v, 16, 1 << 22, &x)) return WK_EXIT_USAGE;
             o->ctx.n_ctx = (int32_t)x;
         } else if (cli_opt_value(argc, argv, &i, "--threads", &v, &bad, "run")) {
             if (bad || !cli_parse_i64("run", "--threads", v, 1, 256, &x)) return WK_EXIT_USAGE;

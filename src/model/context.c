@@ -54,7 +54,9 @@ enum wk_status wk_context_create(const struct wk_model *m, const struct wk_conte
 {
     *out = NULL;
     const struct wk_hparams *hp = &m->hp;
-    int32_t n_ctx = p->n_ctx > 0 ? p->n_ctx : WK_MIN(4096, hp->n_ctx_train);
+    /* the model's trained context bounds any request (Ollama: min(num_ctx, trained)) */
+    int32_t n_ctx = p->n_ctx > 0 ? p->n_ctx : 4096;
+    if (hp->n_ctx_train > 0) n_ctx = WK_MIN(n_ctx, hp->n_ctx_train);
     int32_t n_threads = p->n_threads > 0 ? p->n_threads : wk_cpu_features_get()->n_cores;
     int32_t n_ub = p->n_ubatch > 0 ? WK_MIN(p->n_ubatch, n_ctx) : 512;
     if (n_ctx < 1 || n_ctx > (1 << 22))

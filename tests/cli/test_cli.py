@@ -137,12 +137,27 @@ def test_logprobs_option():
     check(rc == 2 and "--logprobs" in err, "--logprobs above 20 is a usage error", err)
 
 
+def test_prompt_over_the_context_is_an_error():
+    prompt = " hello" * 3000
+    rc, out, err = run(["run", SMOL, prompt, "--num-ctx", "2048", "--temperature", "0"])
+    m = re.search(r"the prompt is (\d+) tokens, which does not fit in the context of 2048 tokens", err)
+    check(rc != 0 and out == "" and m is not None and int(m.group(1)) > 3000,
+          "a 3000-token prompt with num_ctx 2048 is an error naming both numbers", f"{rc} {out[:80]!r} {err}")
+    # SmolLM2 was trained with 8192 positions: a larger num_ctx is capped there
+    rc, out, err = run(["run", SMOL, " hello" * 8300, "--num-ctx", "16384", "--temperature", "0"])
+    check(rc != 0 and "context of 8192 tokens" in err, "num_ctx is capped at the trained context", err)
+
+
 def test_seed():
     args = ["run", MODEL, "Tell me a story.", "--num-predict", "24", "--temperature", "1"]
     a = run(args + ["--seed", "7"])[1]
     b = run(args + ["--seed", "7"])[1]
     c = run(args + ["--seed", "8"])[1]
     check(a == b, "same seed, same output", f"{a!r} vs {b!r}")
+    s1 = run(args + ["--seed", "1"])[1]
+    s2 = run(args + ["--seed", "2"])[1]
+    check(s1 != s2 and s1 == run(args + ["--seed", "1"])[1], "seeds 1 and 2 differ; seed 1 repeats",
+          f"{s1!r} vs {s2!r}")
     check(a != c, "different seed, different output", f"{a!r} vs {c!r}")
 
 
@@ -224,7 +239,7 @@ def main():
         return 1
     for t in (test_one_shot_matches_reference_text, test_piped_stdin, test_verbose, test_seed,
               test_raw_and_stop_strings, test_num_predict_is_exact, test_penalty_options,
-              test_logprobs_option,
+              test_logprobs_option, test_prompt_over_the_context_is_an_error,
               test_interactive_chat_reuses_cache, test_chat_outgrowing_context):
         before = failures
         t()
