@@ -265,3 +265,82 @@ static int32_t sample_transformed(struct wk_sampler *s, const float *logits)
     }
     return c[n - 1].id;
 }
+
+/* ---------------------------------------------------------------- slots */
+
+struct slot {
+    int32_t id;
+    struct wk_sampler *s;
+};
+
+struct wk_sampler_slots {
+    int32_t n_vocab, n_ctx;
+    struct slot *v;
+    int32_t n, cap;
+};
+
+enum wk_status wk_sampler_slots_create(int32_t n_vocab, int32_t n_ctx, struct wk_sampler_slots **out,
+                                       struct wk_error *err)
+{
+    *out = wk_calloc(1, sizeof **out);
+    if (!*out) return wk_error_set(err, WK_E_NOMEM, "out of memory");
+    (*out)->n_vocab = n_vocab;
+    (*out)->n_ctx = n_ctx;
+    return WK_OK;
+}
+
+void wk_sampler_slots_destroy(struct wk_sampler_slots *s)
+{
+    if (!s) return;
+    for (int32_t i = 0; i < s->n; i++) wk_sampler_destroy(s->v[i].s);
+    wk_free(s->v);
+    wk_free(s);
+}
+
+static struct slot *find_slot(struct wk_sampler_slots *s, int32_t id)
+{
+    for (int32_t i = 0; i < s->n; i++)
+        if (s->v[i].id == id) return &s->v[i];
+    return NULL;
+}
+
+enum wk_status wk_sampler_slots_add(struct wk_sampler_slots *s, int32_t id,
+                                    const struct wk_sampler_params *p, const int32_t *prompt,
+                                    int64_t n_prompt, struct wk_error *err)
+{
+    if (find_slot(s, id)) return wk_error_set(err, WK_E_INVALID, "slot %d is already registered", id);
+    if (s->n == s->cap) {
+        int32_t cap = s->cap ? 2 * s->cap : 4;
+        struct slot *v = wk_realloc(s->v, (size_t)cap * sizeof *v);
+        if (!v) return wk_error_set(err, WK_E_NOMEM, "out of memory");
+        s->v = v, s->cap = cap;
+    }
+    struct wk_sampler *smp;
+    enum wk_status st = wk_sampler_create(p, s->n_vocab, s->n_ctx, &smp, err);
+    if (st) return st;
+    wk_sampler_set_history(smp, prompt, n_prompt);
+    s->v[s->n++] = (struct slot){id, smp};
+    return WK_OK;
+}
+
+enum wk_status wk_sampler_slots_remove(struct wk_sampler_slots *s, int32_t id, struct wk_error *err)
+{
+    struct slot *sl = find_slot(s, id);
+    if (!sl) return wk_error_set(err, WK_E_NOT_FOUND, "slot %d is not registered", id);
+    wk_sampler_destroy(sl->s);
+    *sl = s->v[--s->n];
+    return WK_OK;
+}
+
+enum wk_status wk_sampler_slots_sample(struct wk_sampler_slots *s, const int32_t *ids, int32_t n,
+                                       const float *logits, int32_t *out, struct wk_error *err)
+{
+    for (int32_t i = 0; i < n; i++) {
+        if (!find_slot(s, ids[i])) return wk_error_set(err, WK_E_NOT_FOUND, "slot %d is not registered", ids[i]);
+        for (int32_t j = 0; j < i; j++)
+            if (ids[j] == ids[i]) return wk_error_set(err, WK_E_INVALID, "slot %d is named twice", ids[i]);
+    }
+    for (int32_t i = 0; i < n; i++)
+        out[i] = wk_sampler_sample(find_slot(s, ids[i])->s, logits + (size_t)i * (size_t)s->n_vocab);
+    return WK_OK;
+}

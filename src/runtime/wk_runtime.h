@@ -76,6 +76,32 @@ void wk_sampler_transform(const struct wk_sampler *s, const float *logits, float
  */
 int32_t wk_sampler_sample(struct wk_sampler *s, const float *logits);
 
+/*
+ * Slots: several sequences sampled side by side (the server's batched
+ * requests), each registered under an id with its own options, seed and
+ * penalty history (seeded from its prompt). One call samples any subset
+ * of the slots, in any order, one logits row each; each slot's result and
+ * its state afterwards are exactly those of sampling it alone.
+ */
+struct wk_sampler_slots;
+/* Errors: WK_E_NOMEM. */
+enum wk_status wk_sampler_slots_create(int32_t n_vocab, int32_t n_ctx, struct wk_sampler_slots **out,
+                                       struct wk_error *err);
+void wk_sampler_slots_destroy(struct wk_sampler_slots *s);
+/* Registers slot id with options p (logit_bias copied) and its prompt
+ * tokens [n_prompt] for the penalty history. Errors: WK_E_INVALID (id in
+ * use, or a bad option: the message names it), WK_E_NOMEM. */
+enum wk_status wk_sampler_slots_add(struct wk_sampler_slots *s, int32_t id,
+                                    const struct wk_sampler_params *p, const int32_t *prompt,
+                                    int64_t n_prompt, struct wk_error *err);
+/* Forgets slot id. Errors: WK_E_NOT_FOUND. */
+enum wk_status wk_sampler_slots_remove(struct wk_sampler_slots *s, int32_t id, struct wk_error *err);
+/* For i < n: out[i] = the token slot ids[i] samples from logits row i
+ * (logits [n][n_vocab] f32). Errors (nothing sampled): WK_E_NOT_FOUND (an
+ * unknown id), WK_E_INVALID (an id twice). */
+enum wk_status wk_sampler_slots_sample(struct wk_sampler_slots *s, const int32_t *ids, int32_t n,
+                                       const float *logits, int32_t *out, struct wk_error *err);
+
 /* ---------------------------------------------------------------- chat */
 
 struct wk_chat_message {

@@ -434,6 +434,70 @@ static void test_logprobs(void)
     CHECK_EQ_INT(lp.n_top, 0);
 }
 
+/* Slots: three sequences with different options, seeds and prompts,
+ * sampled in changing subsets and orders, give the same tokens as three
+ * samplers used alone; a removed and re-registered slot starts fresh;
+ * unknown and repeated ids are errors that sample nothing. */
+static void test_slots(void)
+{
+    enum { V = 12 };
+    struct wk_sampler_params p[3];
+    for (int i = 0; i < 3; i++) p[i] = wk_sampler_params_default();
+    p[0].temperature = 1.0f, p[0].top_k = 0, p[0].top_p = 1, p[0].seed = 11;
+    p[1].temperature = 0.7f, p[1].top_k = 5, p[1].presence_penalty = 1.5f, p[1].seed = 12;
+    p[2].temperature = 1.3f, p[2].min_p = 0.05f, p[2].frequency_penalty = 0.5f, p[2].repeat_last_n = 4,
+    p[2].seed = 13;
+    const int32_t prompts[3][4] = {{1, 2, 3, 4}, {5, 5, 6, 7}, {8, 9, 9, 9}};
+    struct wk_error err;
+    struct wk_sampler_slots *slots;
+    CHECK_EQ_INT(wk_sampler_slots_create(V, 100, &slots, &err), WK_OK);
+    struct wk_sampler *alone[3];
+    for (int i = 0; i < 3; i++) {
+        CHECK_EQ_INT(wk_sampler_slots_add(slots, 10 + i, &p[i], prompts[i], 4, &err), WK_OK);
+        CHECK_EQ_INT(wk_sampler_create(&p[i], V, 100, &alone[i], &err), WK_OK);
+        wk_sampler_set_history(alone[i], prompts[i], 4);
+    }
+    uint64_t seed = 99;
+    static const int32_t subsets[][3] = {{12, 10, -1}, {11, -1, -1}, {10, 11, 12}, {12, 11, 10}, {10, -1, -1}};
+    for (int round = 0; round < 200; round++) {
+        const int32_t *sub = subsets[round % 5];
+        int32_t n = 0, ids[3], out[3];
+        float logits[3 * V];
+        while (n < 3 && sub[n] >= 0) ids[n] = sub[n], n++;
+        for (int i = 0; i < n * V; i++) logits[i] = 3 * check_rand_f32(&seed);
+        CHECK_EQ_INT(wk_sampler_slots_sample(slots, ids, n, logits, out, &err), WK_OK);
+        for (int i = 0; i < n; i++) CHECK_EQ_INT(out[i], wk_sampler_sample(alone[ids[i] - 10], logits + i * V));
+    }
+    /* remove and re-add 11: fresh history and seed stream */
+    CHECK_EQ_INT(wk_sampler_slots_remove(slots, 11, &err), WK_OK);
+    CHECK_EQ_INT(wk_sampler_slots_remove(slots, 11, &err), WK_E_NOT_FOUND);
+    CHECK_EQ_INT(wk_sampler_slots_add(slots, 11, &p[1], prompts[1], 4, &err), WK_OK);
+    wk_sampler_destroy(alone[1]);
+    CHECK_EQ_INT(wk_sampler_create(&p[1], V, 100, &alone[1], &err), WK_OK);
+    wk_sampler_set_history(alone[1], prompts[1], 4);
+    for (int round = 0; round < 50; round++) {
+        int32_t ids[1] = {11}, out[1];
+        float logits[V];
+        for (int i = 0; i < V; i++) logits[i] = 3 * check_rand_f32(&seed);
+        CHECK_EQ_INT(wk_sampler_slots_sample(slots, ids, 1, logits, out, &err), WK_OK);
+        CHECK_EQ_INT(out[0], wk_sampler_sample(alone[1], logits));
+    }
+    /* errors */
+    float logits[2 * V] = {0};
+    int32_t out[2] = {-7, -7}, bad_ids[2] = {10, 99}, twice[2] = {10, 10};
+    CHECK_EQ_INT(wk_sampler_slots_sample(slots, bad_ids, 2, logits, out, &err), WK_E_NOT_FOUND);
+    CHECK_CONTAINS(err.msg, "slot 99");
+    CHECK_EQ_INT(wk_sampler_slots_sample(slots, twice, 2, logits, out, &err), WK_E_INVALID);
+    CHECK(out[0] == -7 && out[1] == -7);
+    CHECK_EQ_INT(wk_sampler_slots_add(slots, 10, &p[0], NULL, 0, &err), WK_E_INVALID);
+    struct wk_sampler_params badp = wk_sampler_params_default();
+    badp.top_p = 2;
+    CHECK_EQ_INT(wk_sampler_slots_add(slots, 20, &badp, NULL, 0, &err), WK_E_INVALID);
+    CHECK_CONTAINS(err.msg, "top_p");
+    for (int i = 0; i < 3; i++) wk_sampler_destroy(alone[i]);
+    wk_sampler_slots_destroy(slots);
+}
+
 struct collected {
     char text[4096];
     size_t n;
@@ -512,4 +576,4 @@ static void test_session(void)
 }
 
 CHECK_MAIN(TEST(test_pinned_examples), TEST(test_greedy), TEST(test_distribution), TEST(test_seeds),
-           TEST(test_invalid_options), TEST(test_penalties), TEST(test_chi_square), TEST(test_stop_strings), TEST(test_logprobs), TEST(test_session))
+           TEST(test_invalid_options), TEST(test_penalties), TEST(test_chi_square), TEST(test_stop_strings), TEST(test_logprobs), TEST(test_slots), TEST(test_session))
