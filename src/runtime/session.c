@@ -84,21 +84,75 @@ static enum wk_status feed(struct wk_session *s, const int32_t *ids, int32_t n,
     return st;
 }
 
-/* Passes a decoded piece through the stop matcher (when there are stop
- * strings) to on_piece. Returns false when generation must end: a stop
- * string completed (*stopped), on_piece asked to stop, or no memory (*st). */
-static bool emit(const struct wk_generate_params *p, struct wk_stop_matcher *m, const char *text,
-                 size_t n, bool *stopped, enum wk_status *st, struct wk_error *err)
+/*
+ * The output side of a generation: decoded text goes through the stop
+ * matcher (when there are stop strings) to on_piece, and each token's
+ * logprobs wait until the text that completes the token is emitted, then
+ * go to on_logprobs just before that text (so they stay aligned with the
+ * bytes they describe, across UTF-8 buffering and stop-string hold-back);
+ * the logprobs of tokens whose text is cut by a stop string are dropped.
+ */
+struct pending_lp {
+    struct wk_token_logprobs lp;
+    uint64_t end; /* decoded bytes once the token's text is complete */
+};
+struct output {
+    const struct wk_generate_params *p;
+    struct wk_stop_matcher stop;
+    struct pending_lp *q; /* queued logprobs, oldest first */
+    int32_t nq, capq;
+    uint64_t decoded, emitted; /* bytes decoded so far, bytes passed to on_piece */
+};
+
+/* Hands on_logprobs the queued entries whose text ends within upto bytes. */
+static void release_logprobs(struct output *o, uint64_t upto)
 {
-    if (m->n_stops == 0) return !p->on_piece || p->on_piece(p->user, text, n);
+    int32_t k = 0;
+    while (k < o->nq && o->q[k].end <= upto) {
+        o->p->on_logprobs(o->p->user, &o->q[k].lp);
+        k++;
+    }
+    memmove(o->q, o->q + k, (size_t)(o->nq - k) * sizeof *o->q);
+    o->nq -= k;
+}
+
+/* Queues a token's logprobs; partial is true when none of its text is
+ * decoded yet (part of a UTF-8 character): then it completes with later
+ * text. Errors: WK_E_NOMEM. */
+static enum wk_status queue_logprobs(struct output *o, const struct wk_token_logprobs *lp, bool partial)
+{
+    if (o->nq == o->capq) {
+        int32_t cap = o->capq ? 2 * o->capq : 8;
+        struct pending_lp *q = wk_realloc(o->q, (size_t)cap * sizeof *q);
+        if (!q) return WK_E_NOMEM;
+        o->q = q, o->capq = cap;
+    }
+    o->q[o->nq++] = (struct pending_lp){*lp, o->decoded + (partial ? 1 : 0)};
+    return WK_OK;
+}
+
+/* n bytes of text out of on_piece (buf), logprobs first. */
+static bool put(struct output *o, const char *buf, size_t n)
+{
+    if (o->p->on_logprobs) release_logprobs(o, o->emitted + n);
+    o->emitted += n;
+    return !n || !o->p->on_piece || o->p->on_piece(o->p->user, buf, n);
+}
+
+/* Passes decoded text on. Returns false when generation must end: a stop
+ * string completed (*stopped), on_piece asked to stop, or no memory (*st). */
+static bool emit(struct output *o, const char *text, size_t n, bool *stopped, enum wk_status *st,
+                 struct wk_error *err)
+{
+    o->decoded += n;
+    if (o->stop.n_stops == 0) return put(o, text, n);
     size_t out;
-    if (wk_stop_matcher_push(m, text, n, &out, stopped)) {
+    if (wk_stop_matcher_push(&o->stop, text, n, &out, stopped)) {
         *st = wk_error_set(err, WK_E_NOMEM, "out of memory");
         return false;
     }
-    bool go = true;
-    if (out && p->on_piece) go = p->on_piece(p->user, m->buf, out);
-    wk_stop_matcher_consume(m, out);
+    bool go = put(o, o->stop.buf, out);
+    wk_stop_matcher_consume(&o->stop, out);
     return go && !*stopped;
 }
 
@@ -139,8 +193,8 @@ enum wk_status wk_session_generate(struct wk_session *s, const struct wk_tokens 
 
     struct wk_detok detok;
     wk_detok_init(&detok);
-    struct wk_stop_matcher stopm;
-    wk_stop_matcher_init(&stopm, p->stop, p->stop ? p->n_stop : 0);
+    struct output o = {.p = p};
+    wk_stop_matcher_init(&o.stop, p->stop, p->stop ? p->n_stop : 0);
     bool stopped = false;
     for (;;) {
         if (p->cancel && *p->cancel) {
@@ -150,18 +204,25 @@ enum wk_status wk_session_generate(struct wk_session *s, const struct wk_tokens 
         int32_t id = wk_sampler_sample(sampler, s->logits);
         if (wk_tokenizer_is_eog(s->tok, id)) break;
         stats->eval_count++;
-        if (p->on_logprobs) {
-            struct wk_token_logprobs lp;
-            wk_logprobs_compute(s->logits, wk_model_hparams(s->m)->n_vocab, id, p->top_logprobs, &lp);
-            p->on_logprobs(p->user, &lp);
-        }
         size_t n;
         const char *text = wk_detok_push(&detok, s->tok, id, false, &n);
         if (!text) {
             st = wk_error_set(err, WK_E_NOMEM, "out of memory");
             break;
         }
-        if (n && !emit(p, &stopm, text, n, &stopped, &st, err)) break;
+        if (p->on_logprobs) {
+            struct wk_token_logprobs lp;
+            wk_logprobs_compute(s->logits, wk_model_hparams(s->m)->n_vocab, id, p->top_logprobs, &lp);
+            /* queued at the bytes decoded once this token's text is in */
+            o.decoded += n;
+            enum wk_status qs = queue_logprobs(&o, &lp, n == 0);
+            o.decoded -= n;
+            if (qs) {
+                st = wk_error_set(err, WK_E_NOMEM, "out of memory");
+                break;
+            }
+        }
+        if (n && !emit(&o, text, n, &stopped, &st, err)) break;
         bool limit = p->num_predict > 0 && stats->eval_count >= p->num_predict;
         if (limit || wk_context_n_past(s->ctx) >= n_ctx) {
             stats->done_reason = "length";
@@ -173,11 +234,15 @@ enum wk_status wk_session_generate(struct wk_session *s, const struct wk_tokens 
     const char *rest = wk_detok_flush(&detok, &n);
     if (!stopped && st != WK_E_CANCELLED) {
         /* the detokenizer's tail, then what the stop matcher held back */
-        bool go = !n || emit(p, &stopm, rest, n, &stopped, &st, err);
-        if (go && stopm.len && p->on_piece) p->on_piece(p->user, stopm.buf, stopm.len);
+        bool go = !n || emit(&o, rest, n, &stopped, &st, err);
+        if (go && !stopped) {
+            put(&o, o.stop.buf, o.stop.len);
+            if (p->on_logprobs) release_logprobs(&o, UINT64_MAX); /* tokens with no text left */
+        }
     }
     if (stopped) stats->done_reason = "stop";
-    wk_stop_matcher_deinit(&stopm);
+    wk_stop_matcher_deinit(&o.stop);
+    wk_free(o.q);
     wk_detok_deinit(&detok);
     stats->eval_ns = wk_time_ns() - t1;
 done:

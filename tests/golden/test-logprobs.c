@@ -9,7 +9,8 @@
  *     within TOL, and the first 10 ids are the reference's (where the
  *     reference's neighbours are not within TOL of each other);
  *   - the row is normalised: the sum over the whole vocabulary of
- *     exp(logit - (logit_id - logprob_id)) is 1 within 1e-4.
+ *     exp(logit - (logit_id - logprob_id)) is 1 within 1e-4;
+ *   - the stream keeps logprobs aligned with the text (see below).
  * Decode runs with 16-bit activations by default, which moves logits by up
  * to ~0.003 (README, "Exact numerics"); TOL is the issue's 0.02.
  *
@@ -127,6 +128,121 @@ static void run_model(json_t *jm)
     wk_model_destroy(m);
 }
 
+/* Records the stream: the text emitted and the tokens whose logprobs were
+ * handed over, checking at each piece that the released tokens decode to
+ * exactly the text emitted so far (logprobs stay aligned with their bytes). */
+struct stream_rec {
+    const struct wk_tokenizer *tok;
+    char text[4096];
+    size_t n;
+    int32_t ids[256];
+    int n_ids, misaligned;
+};
+
+static void decode_ids(const struct wk_tokenizer *tok, const int32_t *ids, int n, char *out, size_t cap)
+{
+    struct wk_detok d;
+    wk_detok_init(&d);
+    size_t len = 0, k;
+    for (int i = 0; i < n; i++) {
+        const char *t = wk_detok_push(&d, tok, ids[i], false, &k);
+        if (t && len + k < cap) memcpy(out + len, t, k), len += k;
+    }
+    const char *t = wk_detok_flush(&d, &k);
+    if (t && len + k < cap) memcpy(out + len, t, k), len += k;
+    out[len] = '\0';
+    wk_detok_deinit(&d);
+}
+
+static void rec_lp(void *user, const struct wk_token_logprobs *lp)
+{
+    struct stream_rec *r = user;
+    if (r->n_ids < 256) r->ids[r->n_ids++] = lp->id;
+}
+
+static bool rec_piece(void *user, const char *text, size_t len)
+{
+    struct stream_rec *r = user;
+    if (r->n + len < sizeof r->text) memcpy(r->text + r->n, text, len), r->n += len;
+    r->text[r->n] = '\0';
+    char dec[4096];
+    decode_ids(r->tok, r->ids, r->n_ids, dec, sizeof dec);
+    if (strcmp(dec, r->text) != 0) r->misaligned++;
+    return true;
+}
+
+/* SmolLM2, greedy, 24 tokens: without stop strings the released tokens
+ * always decode to the emitted text; with a stop string taken from the
+ * middle of that answer, the output ends right before it and the released
+ * tokens decode to a prefix of the output (a token straddling the cut is
+ * dropped with the stop string). */
+static void test_logprobs_aligned_with_text(void)
+{
+    json_t *jm = json_array_get(json_object_get(g_fixture, "models"), 1);
+    char path[4608];
+    snprintf(path, sizeof path, "%s/%s", g_models_dir, json_string_value(json_object_get(jm, "model")));
+    struct wk_error err;
+    struct wk_model *m = NULL;
+    struct wk_tokenizer *tok = NULL;
+    if (wk_model_load(path, &m, &err) || wk_tokenizer_from_gguf(wk_model_gguf(m), &tok, &err)) {
+        CHECK(false);
+        wk_model_destroy(m);
+        return;
+    }
+    struct wk_context_params cp = wk_context_params_default();
+    cp.n_ctx = 512;
+    json_t *jids = json_object_get(json_array_get(json_object_get(jm, "cases"), 0), "prompt_ids");
+    struct wk_tokens prompt = {0};
+    size_t k;
+    json_t *v;
+    json_array_foreach(jids, k, v) CHECK_EQ_INT(wk_tokens_push(&prompt, (int32_t)json_integer_value(v)), WK_OK);
+    char full[4096] = "";
+    for (int pass = 0; pass < 2; pass++) {
+        struct wk_session *s = NULL;
+        CHECK_EQ_INT(wk_session_create(m, tok, &cp, &s, &err), WK_OK);
+        static struct stream_rec r;
+        memset(&r, 0, sizeof r);
+        r.tok = tok;
+        struct wk_generate_params gp = wk_generate_params_default();
+        gp.sampler.temperature = 0;
+        gp.num_predict = 24;
+        gp.top_logprobs = 2;
+        gp.on_logprobs = rec_lp;
+        gp.on_piece = rec_piece;
+        gp.user = &r;
+        char stop[16] = "";
+        const char *stops[1] = {stop};
+        if (pass == 1) {
+            size_t L = strlen(full);
+            CHECK(L > 30);
+            memcpy(stop, full + L / 2, 6); /* six bytes from the middle of the answer */
+            gp.stop = stops, gp.n_stop = 1;
+        }
+        struct wk_generate_stats st;
+        CHECK_EQ_INT(wk_session_generate(s, &prompt, &gp, &st, &err), WK_OK);
+        char dec[4096];
+        decode_ids(tok, r.ids, r.n_ids, dec, sizeof dec);
+        if (pass == 0) {
+            CHECK_EQ_INT(r.misaligned, 0);
+            CHECK_EQ_STR(dec, r.text);
+            CHECK_EQ_INT(r.n_ids, 24);
+            snprintf(full, sizeof full, "%s", r.text);
+        } else {
+            const char *at = strstr(full, stop);
+            CHECK(at != NULL);
+            CHECK(r.n == (size_t)(at - full) && strncmp(r.text, full, r.n) == 0);
+            CHECK(strncmp(dec, r.text, strlen(dec)) == 0 && strlen(dec) <= r.n);
+            CHECK_EQ_STR(st.done_reason, "stop");
+            printf("  stop \"%s\": %zu bytes out, %d tokens' logprobs, decoding to %zu bytes\n", stop,
+                   r.n, r.n_ids, strlen(dec));
+        }
+        wk_session_destroy(s);
+    }
+    wk_tokens_deinit(&prompt);
+    wk_tokenizer_destroy(tok);
+    wk_model_destroy(m);
+}
+
 static void test_logprobs_match_reference(void)
 {
     size_t i;
@@ -149,8 +265,9 @@ int main(int argc, char **argv)
     const char *cache = getenv("WICK_CACHE"), *home = getenv("HOME");
     if (cache) snprintf(g_models_dir, sizeof g_models_dir, "%s/models", cache);
     else snprintf(g_models_dir, sizeof g_models_dir, "%s/.cache/wick/models", home ? home : ".");
-    static const struct check_test tests[] = {TEST(test_logprobs_match_reference)};
-    int rc = check_main(1, argv, tests, 1);
+    static const struct check_test tests[] = {TEST(test_logprobs_match_reference),
+                                              TEST(test_logprobs_aligned_with_text)};
+    int rc = check_main(1, argv, tests, 2);
     json_decref(g_fixture);
     return rc;
 }
