@@ -102,6 +102,9 @@ struct output {
     struct pending_lp *q; /* queued logprobs, oldest first */
     int32_t nq, capq;
     uint64_t decoded, emitted; /* bytes decoded so far, bytes passed to on_piece */
+    char *text;                /* with p->collect: everything emitted */
+    size_t text_len, text_cap;
+    bool nomem;                /* collecting failed */
 };
 
 /* Hands on_logprobs the queued entries whose text ends within upto bytes. */
@@ -131,11 +134,26 @@ static enum wk_status queue_logprobs(struct output *o, const struct wk_token_log
     return WK_OK;
 }
 
-/* n bytes of text out of on_piece (buf), logprobs first. */
+/* n bytes of text out of on_piece (buf) and into the collected answer,
+ * logprobs first. Returns false when on_piece asks to stop or collecting
+ * runs out of memory (o->nomem). */
 static bool put(struct output *o, const char *buf, size_t n)
 {
     if (o->p->on_logprobs) release_logprobs(o, o->emitted + n);
     o->emitted += n;
+    if (n && o->p->collect) {
+        if (o->text_len + n + 1 > o->text_cap) {
+            size_t cap = (o->text_len + n + 1) * 2;
+            char *t = wk_realloc(o->text, cap);
+            if (!t) {
+                o->nomem = true;
+                return false;
+            }
+            o->text = t, o->text_cap = cap;
+        }
+        memcpy(o->text + o->text_len, buf, n);
+        o->text_len += n;
+    }
     return !n || !o->p->on_piece || o->p->on_piece(o->p->user, buf, n);
 }
 
@@ -162,6 +180,8 @@ enum wk_status wk_session_generate(struct wk_session *s, const struct wk_tokens 
 {
     memset(stats, 0, sizeof *stats);
     stats->done_reason = "stop";
+    if (p->collect) *p->collect = NULL;
+    if (p->collect_len) *p->collect_len = 0;
     int32_t n_ctx = wk_context_n_ctx(s->ctx);
     if (prompt->n < 1) return wk_error_set(err, WK_E_INVALID, "the prompt is empty");
     if (prompt->n >= n_ctx)
@@ -241,6 +261,18 @@ enum wk_status wk_session_generate(struct wk_session *s, const struct wk_tokens 
         }
     }
     if (stopped) stats->done_reason = "stop";
+    if (o.nomem && !st) st = wk_error_set(err, WK_E_NOMEM, "out of memory");
+    if (p->collect) {
+        if (st) {
+            wk_free(o.text);
+            o.text = NULL, o.text_len = 0;
+        } else if (!o.text && !(o.text = wk_malloc(1))) {
+            st = wk_error_set(err, WK_E_NOMEM, "out of memory");
+        }
+        if (o.text) o.text[o.text_len] = '\0';
+        *p->collect = o.text;
+        if (p->collect_len) *p->collect_len = o.text_len;
+    }
     wk_stop_matcher_deinit(&o.stop);
     wk_free(o.q);
     wk_detok_deinit(&detok);

@@ -157,7 +157,9 @@ enum wk_status wk_prompt_tokenize(const struct wk_tokenizer *tok, const struct w
 
 /* One generated token's log-probabilities under the model's raw next-token
  * distribution (log-softmax of the logits, before penalties, temperature
- * and truncation; OpenAI's and Ollama's notion), natural log. */
+ * and truncation; OpenAI's and Ollama's notion), natural log. The text and
+ * bytes of each id come from the tokenizer (wk_tokenizer_piece, and the
+ * byte-level decode of wick's tokenizer API). */
 struct wk_token_logprobs {
     int32_t id;
     float logprob;
@@ -215,6 +217,11 @@ struct wk_generate_params {
      * that token's text reaches on_piece; nothing is computed otherwise */
     void (*on_logprobs)(void *user, const struct wk_token_logprobs *lp);
     int32_t top_logprobs;
+    /* non-streamed: with collect set, the whole answer is also returned in
+     * *collect (malloc'd by wk_malloc, NUL-terminated, owned by the caller;
+     * NULL on error) and *collect_len: the same bytes the stream emits */
+    char **collect;
+    size_t *collect_len;
     wk_piece_fn on_piece;
     void *user;
     const volatile bool *cancel; /* may be NULL; checked between steps */

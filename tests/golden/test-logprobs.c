@@ -10,7 +10,8 @@
  *     reference's neighbours are not within TOL of each other);
  *   - the row is normalised: the sum over the whole vocabulary of
  *     exp(logit - (logit_id - logprob_id)) is 1 within 1e-4;
- *   - the stream keeps logprobs aligned with the text (see below).
+ *   - the stream keeps logprobs aligned with the text, and streamed and
+ *     collected (non-streamed) answers are the same bytes (see below).
  * Decode runs with 16-bit activations by default, which moves logits by up
  * to ~0.003 (README, "Exact numerics"); TOL is the issue's 0.02.
  *
@@ -243,6 +244,102 @@ static void test_logprobs_aligned_with_text(void)
     wk_model_destroy(m);
 }
 
+struct piece_buf {
+    char text[8192];
+    size_t n;
+};
+
+static bool keep_piece(void *user, const char *text, size_t len)
+{
+    struct piece_buf *b = user;
+    if (b->n + len < sizeof b->text) memcpy(b->text + b->n, text, len), b->n += len;
+    return true;
+}
+
+/* Streamed or not, the same bytes: the concatenated pieces equal the
+ * collected (non-streamed) answer, on Gemma's Japanese prompt (multi-byte
+ * characters split across tokens) and on SmolLM2's raw alphabet prompt
+ * with stop "DEFGHIJ" (nothing at all comes out either way), and with two
+ * stop strings (the one that completes first cuts); num_predict 5 gives
+ * 5 tokens and done_reason "length". */
+static void test_stream_equals_collected(void)
+{
+    struct {
+        int model;
+        const char *case_name, *raw;
+        const char *stops[2];
+        int n_stops;
+        const char *want; /* expected answer, or NULL */
+    } runs[] = {
+        {0, "japanese", NULL, {NULL, NULL}, 0, NULL},
+        {1, NULL, "Here is the English alphabet: ABC", {NULL, NULL}, 0, NULL},
+        {1, NULL, "Here is the English alphabet: ABC", {"DEFGHIJ", NULL}, 1, ""},
+        {1, NULL, "Here is the English alphabet: ABC", {"DEFGHIJKLMNOP", "GHI"}, 2, "DEF"},
+    };
+    for (size_t ri = 0; ri < WK_ARRAY_LEN(runs); ri++) {
+        json_t *jm = json_array_get(json_object_get(g_fixture, "models"), (size_t)runs[ri].model);
+        char path[4608];
+        snprintf(path, sizeof path, "%s/%s", g_models_dir, json_string_value(json_object_get(jm, "model")));
+        struct wk_error err;
+        struct wk_model *m = NULL;
+        struct wk_tokenizer *tok = NULL;
+        if (wk_model_load(path, &m, &err) || wk_tokenizer_from_gguf(wk_model_gguf(m), &tok, &err)) {
+            CHECK(false);
+            wk_model_destroy(m);
+            return;
+        }
+        struct wk_tokens prompt = {0};
+        if (runs[ri].raw) {
+            CHECK_EQ_INT(wk_tokenizer_encode(tok, runs[ri].raw, strlen(runs[ri].raw), false, &prompt), WK_OK);
+        } else {
+            size_t k;
+            json_t *c, *v;
+            json_array_foreach(json_object_get(jm, "cases"), k, c)
+                if (strcmp(json_string_value(json_object_get(c, "name")), runs[ri].case_name) == 0) {
+                    size_t j;
+                    json_array_foreach(json_object_get(c, "prompt_ids"), j, v)
+                        CHECK_EQ_INT(wk_tokens_push(&prompt, (int32_t)json_integer_value(v)), WK_OK);
+                }
+        }
+        struct wk_context_params cp = wk_context_params_default();
+        cp.n_ctx = 512;
+        struct wk_session *s = NULL;
+        CHECK_EQ_INT(wk_session_create(m, tok, &cp, &s, &err), WK_OK);
+        static struct piece_buf streamed;
+        memset(&streamed, 0, sizeof streamed);
+        char *collected = NULL;
+        size_t collected_len = 0;
+        for (int mode = 0; mode < 2; mode++) {
+            struct wk_generate_params gp = wk_generate_params_default();
+            gp.sampler.temperature = 0;
+            gp.num_predict = 40;
+            gp.stop = runs[ri].stops, gp.n_stop = runs[ri].n_stops;
+            if (mode == 0) gp.on_piece = keep_piece, gp.user = &streamed;
+            else gp.collect = &collected, gp.collect_len = &collected_len;
+            struct wk_generate_stats st;
+            CHECK_EQ_INT(wk_session_generate(s, &prompt, &gp, &st, &err), WK_OK);
+        }
+        if (ri == 1) { /* num_predict 5: exactly 5 tokens, done_reason "length" */
+            struct wk_generate_params gp = wk_generate_params_default();
+            gp.sampler.temperature = 0;
+            gp.num_predict = 5;
+            struct wk_generate_stats st;
+            CHECK_EQ_INT(wk_session_generate(s, &prompt, &gp, &st, &err), WK_OK);
+            CHECK_EQ_INT(st.eval_count, 5);
+            CHECK_EQ_STR(st.done_reason, "length");
+        }
+        CHECK(collected != NULL && collected_len == streamed.n &&
+              memcmp(collected, streamed.text, streamed.n) == 0);
+        if (runs[ri].want) CHECK_EQ_STR(collected ? collected : "?", runs[ri].want);
+        else CHECK(streamed.n > 10);
+        wk_free(collected);
+        wk_tokens_deinit(&prompt);
+        wk_session_destroy(s);
+        wk_tokenizer_destroy(tok);
+        wk_model_destroy(m);
+    }
+}
+
 static void test_logprobs_match_reference(void)
 {
     size_t i;
@@ -266,8 +363,9 @@ int main(int argc, char **argv)
     if (cache) snprintf(g_models_dir, sizeof g_models_dir, "%s/models", cache);
     else snprintf(g_models_dir, sizeof g_models_dir, "%s/.cache/wick/models", home ? home : ".");
     static const struct check_test tests[] = {TEST(test_logprobs_match_reference),
-                                              TEST(test_logprobs_aligned_with_text)};
-    int rc = check_main(1, argv, tests, 2);
+                                              TEST(test_logprobs_aligned_with_text),
+                                              TEST(test_stream_equals_collected)};
+    int rc = check_main(1, argv, tests, 3);
     json_decref(g_fixture);
     return rc;
 }
