@@ -1,0 +1,100 @@
+/*
+ * rows-bandwidth.c - how much of the memory bandwidth the decode kernels
+ * use: 2 threads run the decode dot the matmul would pick for a weight type
+ * (vec_dot_rows_x16 where the ISA has one, else vec_dot_rows) over a
+ * 256 MiB matrix in 2 MiB huge pages (each thread its half of the rows, as
+ * the matmul splits them), against a plain 2-thread read of the same
+ * bytes; best of 4 each, repeated, in GB/s of weight bytes. This VM's
+ * bandwidth changes from one stretch of time to the next (~35 or ~55 GB/s
+ * at 2 threads), so compare the two figures of one line, not lines.
+ *
+ * Usage: build/release/bench/rows-bandwidth [type=q8_0|q4_1|q5_0|q4_k|q6_k] [n=640] [lines=6]
+ * (a figure, not a test)
+ */
+#include "../src/cpu/wk_cpu.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+struct job {
+    const struct wk_cpu_kernels *k;
+    enum wk_dtype t;
+    const uint8_t *w;
+    size_t row, rows;
+    int n;
+    const float *x;
+    float *y;
+    uint64_t sink[2];
+};
+
+static void rows_task(void *c, int ith, int nth)
+{
+    struct job *j = c;
+    int64_t lo, hi;
+    wk_split_range((int64_t)j->rows, ith, nth, &lo, &hi);
+    /* as the matmul picks: the 16-bit-activation kernel where the type has one */
+    wk_vec_dot_rows_fn f = j->k->vec_dot_rows_x16[j->t] ? j->k->vec_dot_rows_x16[j->t] : j->k->vec_dot_rows[j->t];
+    f(j->n, j->w + lo * j->row, j->row, j->x, j->y + lo, hi - lo);
+}
+
+static void read_task(void *c, int ith, int nth)
+{
+    struct job *j = c;
+    int64_t lo, hi;
+    wk_split_range((int64_t)(j->rows * j->row / 64), ith, nth, &lo, &hi);
+    const uint64_t *p = (const uint64_t *)j->w;
+    uint64_t s = 0;
+    for (int64_t i = lo * 8; i < hi * 8; i += 8)
+        s += p[i] ^ p[i + 1] ^ p[i + 2] ^ p[i + 3] ^ p[i + 4] ^ p[i + 5] ^ p[i + 6] ^ p[i + 7];
+    j->sink[ith & 1] = s;
+}
+
+static double best_gbs(struct wk_threadpool *pool, wk_task_fn fn, struct job *j)
+{
+    double best = 1e30;
+    for (int i = 0; i < 4; i++) {
+        int64_t t0 = wk_time_ns();
+        wk_threadpool_run(pool, fn, j);
+        double s = (double)(wk_time_ns() - t0) / 1e9;
+        if (s < best) best = s;
+    }
+    return (double)(j->rows * j->row) / 1e9 / best;
+}
+
+int main(int argc, char **argv)
+{
+    const char *tname = argc > 1 ? argv[1] : "q8_0";
+    int n = argc > 2 ? atoi(argv[2]) : 640, lines = argc > 3 ? atoi(argv[3]) : 6;
+    enum wk_dtype t = WK_DTYPE_COUNT;
+    for (uint32_t i = 0; i < WK_DTYPE_COUNT; i++) {
+        const struct wk_dtype_traits *tr = wk_dtype_traits_get(i);
+        if (tr && tr->name && strcasecmp(tr->name, tname) == 0) t = i;
+    }
+    if (t == WK_DTYPE_COUNT || n <= 0 || n % 32 != 0 ||
+        (n % 256 != 0 && (t == WK_DTYPE_Q4_K || t == WK_DTYPE_Q6_K))) {
+        fprintf(stderr, "rows-bandwidth: bad type or row length\n");
+        return 2;
+    }
+    const struct wk_cpu_kernels *k = wk_cpu_kernels_get();
+    struct wk_threadpool *pool;
+    if (wk_threadpool_create(2, &pool)) return 1;
+    size_t row = wk_dtype_row_bytes(t, n), rows = ((size_t)256 << 20) / row, hp = (size_t)2 << 20;
+    uint8_t *raw = mmap(NULL, rows * row + hp, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (raw == MAP_FAILED) return 1;
+    uint8_t *w = (uint8_t *)(((uintptr_t)raw + hp - 1) & ~(uintptr_t)(hp - 1));
+    (void)madvise(w, rows * row, MADV_HUGEPAGE);
+    memset(w, 0x11, rows * row); /* small finite f16 scales, nibbles 1 */
+    float *x = wk_aligned_alloc((size_t)n * 4), *y = wk_aligned_alloc(rows * 4);
+    for (int i = 0; i < n; i++) x[i] = 0.01f * (float)(i % 7);
+    struct job j = {.k = k, .t = t, .w = w, .row = row, .rows = rows, .n = n, .x = x, .y = y};
+    printf("%s rows of %d, %zu MiB, isa %s, 2 threads\n", wk_dtype_traits_get(t)->name, n,
+           rows * row >> 20, k->isa);
+    for (int l = 0; l < lines; l++) {
+        double a = best_gbs(pool, rows_task, &j), b = best_gbs(pool, read_task, &j);
+        printf("decode dots %6.1f GB/s   plain read %6.1f GB/s   (%3.0f%%)\n", a, b, 100 * a / b);
+    }
+    wk_threadpool_destroy(pool);
+    return 0;
+}
