@@ -6,7 +6,9 @@
 #define WK_CLI_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #define WK_EXIT_OK 0
 #define WK_EXIT_ERROR 1 /* the command failed (bad model file, runtime error) */
@@ -28,6 +30,12 @@ bool cli_parse_f32(const char *cmd, const char *name, const char *text, float lo
                    float *out);
 bool cli_parse_i64(const char *cmd, const char *name, const char *text, int64_t lo, int64_t hi,
                    int64_t *out);
+
+/* Writes s[0..n) to f as a JSON string literal: quote, backslash and
+ * control characters escaped, and any byte that does not start a complete,
+ * well-formed UTF-8 sequence (a token that is part of a character) written
+ * as \ufffd, so the output is always valid UTF-8. */
+void cli_print_json_string(FILE *f, const char *s, size_t n);
 
 int cmd_run(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);

@@ -155,7 +155,7 @@ static int64_t run_once(struct wk_context *ctx, const struct bench_result *r,
             st = wk_context_decode(ctx, tokens + i, 1, logits, NULL, &err);
             if (logprobs >= 0) {
                 struct wk_token_logprobs lp;
-                wk_logprobs_compute(logits, n_vocab, tokens[i + 1 < r->n_gen ? i + 1 : i], logprobs, &lp);
+                wk_logprobs_compute(logits, n_vocab, tokens[i], logprobs, &lp);
             }
         }
     }
@@ -186,19 +186,6 @@ static void summarize(struct bench_result *r, int32_t n_reps)
     r->stddev_ns = n_reps > 1 ? (int64_t)llround(sqrt(var_ns / (n_reps - 1))) : 0;
 }
 
-/* Writes s as a JSON string literal. */
-static void print_json_string(const char *s)
-{
-    putchar('"');
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\') printf("\\%c", c);
-        else if (c < 0x20 || c == 0x7f) printf("\\u%04x", c);
-        else putchar(c);
-    }
-    putchar('"');
-}
-
 static const char *base_name(const char *path)
 {
     const char *s = strrchr(path, '/');
@@ -214,11 +201,12 @@ static void print_json(const struct bench_opts *o, const struct wk_model *m,
     for (int k = 0; k < n_res; k++) {
         const struct bench_result *r = &res[k];
         printf("  {\n    \"model\": ");
-        print_json_string(base_name(o->model));
+        const char *name = base_name(o->model);
+        cli_print_json_string(stdout, name, strlen(name));
         printf(",\n    \"model_filename\": ");
-        print_json_string(o->model);
+        cli_print_json_string(stdout, o->model, strlen(o->model));
         printf(",\n    \"model_type\": ");
-        print_json_string(hp->arch_name);
+        cli_print_json_string(stdout, hp->arch_name, strlen(hp->arch_name));
         printf(",\n    \"model_size\": %llu,\n", (unsigned long long)wk_model_weight_bytes(m));
         printf("    \"isa\": \"%s\",\n", wk_cpu_kernels_get()->isa);
         printf("    \"n_threads\": %d,\n    \"n_ubatch\": 512,\n", n_threads);

@@ -322,35 +322,13 @@ struct loaded {
 
 static const struct wk_tokenizer *g_lp_tok; /* for print_logprobs */
 
-/* Prints one token's text as a quoted C-style string to stderr. */
+/* Prints one token's bytes to stderr as a JSON string (part of a UTF-8
+ * character shows as \ufffd). */
 static void print_token(int32_t id)
 {
-    size_t len;
-    const char *piece = wk_tokenizer_piece(g_lp_tok, id, &len);
-    char buf[64];
-    size_t n = 0;
-    /* the token's own decode (part of a UTF-8 character shows as U+FFFD) */
-    struct wk_detok d;
-    wk_detok_init(&d);
-    size_t tn;
-    const char *t = wk_detok_push(&d, g_lp_tok, id, false, &tn);
-    const char *src = t ? t : piece;
-    size_t srclen = t ? tn : len;
-    /* no whole character: the token is part of one; its bytes print as \xNN */
-    const bool partial = !t || tn == 0;
-    if (t && tn == 0) src = wk_detok_flush(&d, &srclen);
-    fputc('\'', stderr);
-    for (size_t i = 0; i < srclen && n < sizeof buf - 5; i++) {
-        unsigned char ch = (unsigned char)src[i];
-        if (ch == '\n') n += (size_t)snprintf(buf + n, sizeof buf - n, "\\n");
-        else if (ch == '\'' || ch == '\\') n += (size_t)snprintf(buf + n, sizeof buf - n, "\\%c", ch);
-        else if (ch < 0x20 || (partial && ch >= 0x80))
-            n += (size_t)snprintf(buf + n, sizeof buf - n, "\\x%02x", ch);
-        else buf[n++] = (char)ch;
-    }
-    fwrite(buf, 1, n, stderr);
-    fputc('\'', stderr);
-    wk_detok_deinit(&d);
+    char buf[256];
+    size_t n = wk_tokenizer_token_bytes(g_lp_tok, id, false, buf, sizeof buf);
+    cli_print_json_string(stderr, buf, WK_MIN(n, sizeof buf));
 }
 
 /* --logprobs: one line per generated token on stderr. */

@@ -29,22 +29,6 @@ static bool open_tokenizer(const char *cmd, const char *path, struct wk_gguf **g
     return true;
 }
 
-/* Writes s[0..n) as a JSON string literal. */
-static void print_json_string(const char *s, size_t n)
-{
-    putchar('"');
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c == '"' || c == '\\') printf("\\%c", c);
-        else if (c == '\n') printf("\\n");
-        else if (c == '\t') printf("\\t");
-        else if (c == '\r') printf("\\r");
-        else if (c < 0x20 || c == 0x7f) printf("\\u%04x", c);
-        else putchar(c);
-    }
-    putchar('"');
-}
-
 int cmd_tokenize(int argc, char **argv)
 {
     bool pieces = false, special = false;
@@ -85,7 +69,7 @@ int cmd_tokenize(int argc, char **argv)
             size_t n;
             const char *p = wk_tokenizer_piece(tok, ids.ids[i], &n);
             printf("%d\t", ids.ids[i]);
-            print_json_string(p, n);
+            cli_print_json_string(stdout, p, n);
             putchar('\n');
         }
     } else {

@@ -16,18 +16,23 @@
 #include <math.h>
 #include <stdbool.h>
 
-/* sum of x[i]^2 (squares) or of x[i]: 16 float lanes, then the lanes in double */
-static inline double WK_OPS_NAME(ops_sum16)(int64_t n, const float *x, const bool squares)
+/* What ops_sum16 adds up per element. */
+enum ops_term { OPS_X, OPS_X2, OPS_EXP };
+
+/* sum of x[i], x[i]^2 or exp(x[i] - mx): 16 float lanes (element i in lane
+ * i % 16), then the lanes in double. term is a constant at every call, so
+ * each use compiles to its own vectorised loop. */
+static inline __attribute__((always_inline)) double WK_OPS_NAME(ops_sum16)(int64_t n, const float *x,
+                                                                        const enum ops_term term,
+                                                                        float mx)
 {
+#define OPS_TERM(v) (term == OPS_X ? (v) : term == OPS_X2 ? (v) * (v) : wk_expf((v) - mx))
     float acc[16] = {0};
     int64_t i = 0;
-    if (squares)
-        for (; i + 16 <= n; i += 16)
-            for (int j = 0; j < 16; j++) acc[j] += x[i + j] * x[i + j];
-    else
-        for (; i + 16 <= n; i += 16)
-            for (int j = 0; j < 16; j++) acc[j] += x[i + j];
-    for (int j = 0; i + j < n; j++) acc[j] += squares ? x[i + j] * x[i + j] : x[i + j];
+    for (; i + 16 <= n; i += 16) /* whole rows of 16: the vectorised part */
+        for (int j = 0; j < 16; j++) acc[j] += OPS_TERM(x[i + j]);
+    for (int j = 0; i + j < n; j++) acc[j] += OPS_TERM(x[i + j]);
+#undef OPS_TERM
     double s = 0;
     for (int j = 0; j < 16; j++) s += acc[j];
     return s;
@@ -35,7 +40,7 @@ static inline double WK_OPS_NAME(ops_sum16)(int64_t n, const float *x, const boo
 
 void WK_OPS_NAME(rms_norm)(int64_t n, const float *x, const float *g, float eps, float *y)
 {
-    const double ss = WK_OPS_NAME(ops_sum16)(n, x, true);
+    const double ss = WK_OPS_NAME(ops_sum16)(n, x, OPS_X2, 0);
     const float scale = (float)(1.0 / sqrt(ss / (double)n + eps));
     if (g) {
         for (int64_t i = 0; i < n; i++) y[i] = x[i] * scale * g[i];
@@ -64,19 +69,11 @@ void WK_OPS_NAME(softmax)(int64_t n, float *x)
     float mx = -INFINITY;
     for (int64_t i = 0; i < n; i++) mx = x[i] > mx ? x[i] : mx; /* no libm call */
     for (int64_t i = 0; i < n; i++) x[i] = wk_expf(x[i] - mx);
-    const float inv = (float)(1.0 / WK_OPS_NAME(ops_sum16)(n, x, false));
+    const float inv = (float)(1.0 / WK_OPS_NAME(ops_sum16)(n, x, OPS_X, 0));
     for (int64_t i = 0; i < n; i++) x[i] *= inv;
 }
 
 double WK_OPS_NAME(sum_exp)(int64_t n, const float *x, float mx)
 {
-    /* exp(x - mx) per element, summed as ops_sum16 sums: 16 float lanes, then double */
-    float acc[16] = {0};
-    int64_t i = 0;
-    for (; i + 16 <= n; i += 16)
-        for (int j = 0; j < 16; j++) acc[j] += wk_expf(x[i + j] - mx);
-    for (int j = 0; i + j < n; j++) acc[j] += wk_expf(x[i + j] - mx);
-    double s = 0;
-    for (int j = 0; j < 16; j++) s += acc[j];
-    return s;
+    return WK_OPS_NAME(ops_sum16)(n, x, OPS_EXP, mx);
 }

@@ -119,10 +119,9 @@ static void release_logprobs(struct output *o, uint64_t upto)
     o->nq -= k;
 }
 
-/* Queues a token's logprobs; partial is true when none of its text is
- * decoded yet (part of a UTF-8 character): then it completes with later
- * text. Errors: WK_E_NOMEM. */
-static enum wk_status queue_logprobs(struct output *o, const struct wk_token_logprobs *lp, bool partial)
+/* Queues a token whose text is complete once end bytes are decoded.
+ * Errors: WK_E_NOMEM. */
+static enum wk_status queue_logprobs(struct output *o, const struct wk_token_logprobs *lp, uint64_t end)
 {
     if (o->nq == o->capq) {
         int32_t cap = o->capq ? 2 * o->capq : 8;
@@ -130,7 +129,7 @@ static enum wk_status queue_logprobs(struct output *o, const struct wk_token_log
         if (!q) return WK_E_NOMEM;
         o->q = q, o->capq = cap;
     }
-    o->q[o->nq++] = (struct pending_lp){*lp, o->decoded + (partial ? 1 : 0)};
+    o->q[o->nq++] = (struct pending_lp){*lp, end};
     return WK_OK;
 }
 
@@ -233,11 +232,9 @@ enum wk_status wk_session_generate(struct wk_session *s, const struct wk_tokens 
         if (p->on_logprobs) {
             struct wk_token_logprobs lp;
             wk_logprobs_compute(s->logits, wk_model_hparams(s->m)->n_vocab, id, p->top_logprobs, &lp);
-            /* queued at the bytes decoded once this token's text is in */
-            o.decoded += n;
-            enum wk_status qs = queue_logprobs(&o, &lp, n == 0);
-            o.decoded -= n;
-            if (qs) {
+            /* complete once its n bytes are decoded; a token that is part of
+             * a UTF-8 character (n == 0) completes with the next text */
+            if (queue_logprobs(&o, &lp, o.decoded + (n ? n : 1))) {
                 st = wk_error_set(err, WK_E_NOMEM, "out of memory");
                 break;
             }

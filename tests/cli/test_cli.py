@@ -129,7 +129,7 @@ def test_logprobs_option():
     check(rc == 0 and len(lines) == 4, "--logprobs 3: a line per generated token", err)
     ok = True
     for l in lines:
-        vals = [float(x) for x in re.findall(r"' (-?[0-9.]+)", l)]
+        vals = [float(x) for x in re.findall(r'" (-?[0-9.]+)', l)]
         # the chosen token's value, then 3 alternatives sorted; greedy: the first alternative is it
         ok &= len(vals) == 4 and vals[0] == vals[1] and vals[1] >= vals[2] >= vals[3] and vals[0] <= 0
     check(ok, "--logprobs: greedy token first among sorted alternatives, values <= 0", err)

@@ -28,6 +28,10 @@
 
 static json_t *g_fixture;
 static char g_models_dir[4096];
+/* the fixture's models (index as in its "models" array), loaded once by main */
+#define N_MODELS 2
+static struct wk_model *g_model[N_MODELS];
+static struct wk_tokenizer *g_tok[N_MODELS];
 
 struct got {
     struct wk_token_logprobs lp;
@@ -40,20 +44,13 @@ static void on_lp(void *user, const struct wk_token_logprobs *lp)
     if (g->n++ == 0) g->lp = *lp;
 }
 
-static void run_model(json_t *jm)
+static void run_model(size_t mi)
 {
-    char path[4608];
-    snprintf(path, sizeof path, "%s/%s", g_models_dir, json_string_value(json_object_get(jm, "model")));
+    json_t *jm = json_array_get(json_object_get(g_fixture, "models"), mi);
+    struct wk_model *m = g_model[mi];
+    struct wk_tokenizer *tok = g_tok[mi];
     struct wk_error err;
-    struct wk_model *m = NULL;
-    struct wk_tokenizer *tok = NULL;
     struct wk_session *s = NULL;
-    if (wk_model_load(path, &m, &err) || wk_tokenizer_from_gguf(wk_model_gguf(m), &tok, &err)) {
-        fprintf(stderr, "%s\n(run scripts/fetch-models to download the model)\n", err.msg);
-        CHECK(false);
-        wk_model_destroy(m);
-        return;
-    }
     struct wk_context_params cp = wk_context_params_default();
     cp.n_ctx = 1024;
     CHECK_EQ_INT(wk_session_create(m, tok, &cp, &s, &err), WK_OK);
@@ -125,8 +122,6 @@ static void run_model(json_t *jm)
         CHECK_EQ_INT(wk_session_create(m, tok, &cp, &s, &err), WK_OK);
     }
     wk_session_destroy(s);
-    wk_tokenizer_destroy(tok);
-    wk_model_destroy(m);
 }
 
 /* Records the stream: the text emitted and the tokens whose logprobs were
@@ -180,16 +175,9 @@ static bool rec_piece(void *user, const char *text, size_t len)
 static void test_logprobs_aligned_with_text(void)
 {
     json_t *jm = json_array_get(json_object_get(g_fixture, "models"), 1);
-    char path[4608];
-    snprintf(path, sizeof path, "%s/%s", g_models_dir, json_string_value(json_object_get(jm, "model")));
+    struct wk_model *m = g_model[1];
+    struct wk_tokenizer *tok = g_tok[1];
     struct wk_error err;
-    struct wk_model *m = NULL;
-    struct wk_tokenizer *tok = NULL;
-    if (wk_model_load(path, &m, &err) || wk_tokenizer_from_gguf(wk_model_gguf(m), &tok, &err)) {
-        CHECK(false);
-        wk_model_destroy(m);
-        return;
-    }
     struct wk_context_params cp = wk_context_params_default();
     cp.n_ctx = 512;
     json_t *jids = json_object_get(json_array_get(json_object_get(jm, "cases"), 0), "prompt_ids");
@@ -240,8 +228,6 @@ static void test_logprobs_aligned_with_text(void)
         wk_session_destroy(s);
     }
     wk_tokens_deinit(&prompt);
-    wk_tokenizer_destroy(tok);
-    wk_model_destroy(m);
 }
 
 struct piece_buf {
@@ -278,16 +264,9 @@ static void test_stream_equals_collected(void)
     };
     for (size_t ri = 0; ri < WK_ARRAY_LEN(runs); ri++) {
         json_t *jm = json_array_get(json_object_get(g_fixture, "models"), (size_t)runs[ri].model);
-        char path[4608];
-        snprintf(path, sizeof path, "%s/%s", g_models_dir, json_string_value(json_object_get(jm, "model")));
+        struct wk_model *m = g_model[runs[ri].model];
+        struct wk_tokenizer *tok = g_tok[runs[ri].model];
         struct wk_error err;
-        struct wk_model *m = NULL;
-        struct wk_tokenizer *tok = NULL;
-        if (wk_model_load(path, &m, &err) || wk_tokenizer_from_gguf(wk_model_gguf(m), &tok, &err)) {
-            CHECK(false);
-            wk_model_destroy(m);
-            return;
-        }
         struct wk_tokens prompt = {0};
         if (runs[ri].raw) {
             CHECK_EQ_INT(wk_tokenizer_encode(tok, runs[ri].raw, strlen(runs[ri].raw), false, &prompt), WK_OK);
@@ -335,16 +314,12 @@ static void test_stream_equals_collected(void)
         wk_free(collected);
         wk_tokens_deinit(&prompt);
         wk_session_destroy(s);
-        wk_tokenizer_destroy(tok);
-        wk_model_destroy(m);
     }
 }
 
 static void test_logprobs_match_reference(void)
 {
-    size_t i;
-    json_t *jm;
-    json_array_foreach(json_object_get(g_fixture, "models"), i, jm) run_model(jm);
+    for (size_t i = 0; i < N_MODELS; i++) run_model(i);
 }
 
 int main(int argc, char **argv)
@@ -362,10 +337,29 @@ int main(int argc, char **argv)
     const char *cache = getenv("WICK_CACHE"), *home = getenv("HOME");
     if (cache) snprintf(g_models_dir, sizeof g_models_dir, "%s/models", cache);
     else snprintf(g_models_dir, sizeof g_models_dir, "%s/.cache/wick/models", home ? home : ".");
+    if (json_array_size(json_object_get(g_fixture, "models")) != N_MODELS) {
+        fprintf(stderr, "%s: expected %d models\n", argv[1], N_MODELS);
+        return 1;
+    }
+    for (size_t i = 0; i < N_MODELS; i++) {
+        char path[4608];
+        json_t *jm = json_array_get(json_object_get(g_fixture, "models"), i);
+        snprintf(path, sizeof path, "%s/%s", g_models_dir, json_string_value(json_object_get(jm, "model")));
+        struct wk_error err;
+        if (wk_model_load(path, &g_model[i], &err) ||
+            wk_tokenizer_from_gguf(wk_model_gguf(g_model[i]), &g_tok[i], &err)) {
+            fprintf(stderr, "%s\n(run scripts/fetch-models to download the model)\n", err.msg);
+            return 1;
+        }
+    }
     static const struct check_test tests[] = {TEST(test_logprobs_match_reference),
                                               TEST(test_logprobs_aligned_with_text),
                                               TEST(test_stream_equals_collected)};
     int rc = check_main(1, argv, tests, 3);
+    for (size_t i = 0; i < N_MODELS; i++) {
+        wk_tokenizer_destroy(g_tok[i]);
+        wk_model_destroy(g_model[i]);
+    }
     json_decref(g_fixture);
     return rc;
 }

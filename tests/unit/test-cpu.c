@@ -325,6 +325,25 @@ static void test_x16_quantize(void)
  * column chunk of the AVX-512 kernels). */
 void wk__avx512_fill_rows_x16(struct wk_cpu_kernels *k); /* the AVX-512BW (no VNNI) variant */
 
+/* The vec_dot_rows_x16 variants under test, by index: 0 the reference,
+ * 1 AVX2, 2 AVX-512 (with VNNI where the CPU has it), 3 AVX-512BW without
+ * VNNI. NULL where this CPU cannot run it or the variant has none for t;
+ * *name gets the variant's name. */
+#define N_X16_VARIANTS 4
+static const enum wk_dtype g_x16_types[] = {WK_DTYPE_Q4_0, WK_DTYPE_Q4_1, WK_DTYPE_Q5_0, WK_DTYPE_Q5_1};
+static wk_vec_dot_rows_fn x16_variant(int v, enum wk_dtype t, const char **name)
+{
+    static const char *names[N_X16_VARIANTS] = {"ref", "avx2", "avx512", "avx512bw"};
+    *name = names[v];
+    if (v == 0) return wk__vec_dot_rows_x16_ref(t);
+    const struct wk_cpu_kernels *k = wk_cpu_kernels_for(v == 1 ? "avx2" : "avx512");
+    if (!k) return NULL;
+    if (v < 3) return k->vec_dot_rows_x16[t];
+    struct wk_cpu_kernels bw = *k;
+    wk__avx512_fill_rows_x16(&bw);
+    return bw.vec_dot_rows_x16[t];
+}
+
 /* Edge blocks of x for every vec_dot_rows_x16 (reference, each ISA, the
  * AVX-512BW variant): a NaN anywhere in a block makes the dot NaN (as with
  * f32 activations), wherever it sits relative to the block's maximum; a
@@ -332,24 +351,16 @@ void wk__avx512_fill_rows_x16(struct wk_cpu_kernels *k); /* the AVX-512BW (no VN
  * counts as zeros, so the dot equals that of the other blocks. */
 static void test_vec_dot_rows_x16_nan_and_tiny(void)
 {
-    static const enum wk_dtype types[] = {WK_DTYPE_Q4_0, WK_DTYPE_Q4_1, WK_DTYPE_Q5_0, WK_DTYPE_Q5_1};
     const int64_t n = 96; /* three blocks; the middle one is the odd one */
     uint64_t seed = 5;
-    for (size_t ti = 0; ti < WK_ARRAY_LEN(types); ti++) {
-        enum wk_dtype t = types[ti];
+    for (size_t ti = 0; ti < WK_ARRAY_LEN(g_x16_types); ti++) {
+        enum wk_dtype t = g_x16_types[ti];
         size_t row = wk_dtype_row_bytes(t, n);
         uint8_t *w = wk_aligned_alloc(row * 3);
         for (int r = 0; r < 3; r++) fill_random_blocks(t, w + r * row, n / 32, &seed);
-        for (int isa = 0; isa <= 3; isa++) {
-            wk_vec_dot_rows_fn f = NULL;
-            struct wk_cpu_kernels bw;
-            if (isa == 0) f = wk__vec_dot_rows_x16_ref(t);
-            else if (isa < 3 && wk_cpu_kernels_for(g_isas[isa])) f = wk_cpu_kernels_for(g_isas[isa])->vec_dot_rows_x16[t];
-            else if (isa == 3 && wk_cpu_kernels_for("avx512")) {
-                bw = *wk_cpu_kernels_for("avx512");
-                wk__avx512_fill_rows_x16(&bw);
-                f = bw.vec_dot_rows_x16[t];
-            }
+        for (int v = 0; v < N_X16_VARIANTS; v++) {
+            const char *name;
+            wk_vec_dot_rows_fn f = x16_variant(v, t, &name);
             if (!f) continue;
             float x[96], out[3], base[3];
             for (int i = 0; i < n; i++) x[i] = check_rand_f32(&seed);
@@ -373,25 +384,15 @@ static void test_vec_dot_rows_x16_nan_and_tiny(void)
 
 static void test_vec_dot_rows_x16(void)
 {
-    static const enum wk_dtype types[] = {WK_DTYPE_Q4_0, WK_DTYPE_Q4_1, WK_DTYPE_Q5_0, WK_DTYPE_Q5_1};
     static const int blocks[] = {1, 3, 5, 9, 65};
     uint64_t seed = 23;
     int n_checked = 0;
-    /* ref, avx2, avx512 (with VNNI where the CPU has it), then avx512 without VNNI */
-    for (size_t ii = 0; ii <= WK_ARRAY_LEN(g_isas); ii++) {
-        const struct wk_cpu_kernels *k = wk_cpu_kernels_for(g_isas[WK_MIN(ii, WK_ARRAY_LEN(g_isas) - 1)]);
-        if (!k) continue;
-        struct wk_cpu_kernels bw;
-        if (ii == WK_ARRAY_LEN(g_isas)) {
-            bw = *k;
-            bw.isa = "avx512bw";
-            wk__avx512_fill_rows_x16(&bw);
-            k = &bw;
-        }
-        for (size_t ti = 0; ti < WK_ARRAY_LEN(types); ti++) {
-            enum wk_dtype t = types[ti];
+    for (int v = 0; v < N_X16_VARIANTS; v++) {
+        for (size_t ti = 0; ti < WK_ARRAY_LEN(g_x16_types); ti++) {
+            enum wk_dtype t = g_x16_types[ti];
             const struct wk_dtype_traits *tr = wk_dtype_traits_get(t);
-            wk_vec_dot_rows_fn f = ii == 0 ? wk__vec_dot_rows_x16_ref(t) : k->vec_dot_rows_x16[t];
+            const char *name;
+            wk_vec_dot_rows_fn f = x16_variant(v, t, &name);
             if (!f) continue;
             for (size_t bi = 0; bi < WK_ARRAY_LEN(blocks); bi++) {
                 int64_t n = 32 * blocks[bi];
@@ -420,7 +421,7 @@ static void test_vec_dot_rows_x16(void)
                                   fabs(got[r] - exact) <= bound + 1e-5 * mag + 1e-6;
                         if (!ok)
                             fprintf(stderr, "  %s rows_x16 %s n=%lld rows=%lld r=%lld: %.9g vs %.9g (f32 %.9g)\n",
-                                    k->isa, tr->name, (long long)n, (long long)n_rows, (long long)r, got[r],
+                                    name, tr->name, (long long)n, (long long)n_rows, (long long)r, got[r],
                                     want, exact);
                         CHECK(ok);
                         n_checked++;

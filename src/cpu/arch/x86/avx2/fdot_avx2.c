@@ -364,7 +364,6 @@ static float vec_dot_q6_k(int64_t n, const void *w, const void *xv)
 {
     const struct wk_block_q6_k *b = w;
     const float *x = xv;
-    const __m256i m4 = _mm256_set1_epi8(0x0F), m30 = _mm256_set1_epi8(0x30);
     __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
     for (int64_t i = 0; i < n / WK_QK_K; i++) {
         float dsc[16];
@@ -380,17 +379,8 @@ static float vec_dot_q6_k(int64_t n, const void *w, const void *xv)
             __m256i l0 = spread(_mm256_loadu_si256((const __m256i *)(b[i].ql + 64 * h)));
             __m256i l1 = spread(_mm256_loadu_si256((const __m256i *)(b[i].ql + 64 * h + 32)));
             __m256i hh = spread(_mm256_loadu_si256((const __m256i *)(b[i].qh + 32 * h)));
-            /* quarter r: low nibbles of l0 / l1 for r = 0 / 1, high ones for
-             * 2 / 3; bits 2r, 2r+1 of hh moved to bits 4-5 */
             __m256i q[4];
-            q[0] = _mm256_or_si256(_mm256_and_si256(l0, m4),
-                                   _mm256_and_si256(_mm256_slli_epi16(hh, 4), m30));
-            q[1] = _mm256_or_si256(_mm256_and_si256(l1, m4),
-                                   _mm256_and_si256(_mm256_slli_epi16(hh, 2), m30));
-            q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
-                                   _mm256_and_si256(hh, m30));
-            q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
-                                   _mm256_and_si256(_mm256_srli_epi16(hh, 2), m30));
+            wk__avx2_q6k_quarters(l0, l1, hh, q);
 #pragma GCC unroll 4
             for (int r = 0; r < 4; r++) {
                 __m256i s = _mm256_sub_epi8(q[r], _mm256_set1_epi8(32));

@@ -13,6 +13,22 @@
 #include <immintrin.h>
 #include <string.h>
 
+/*
+ * Q6_K, one half of a block (128 weights): from its 64 bytes of low
+ * nibbles (l0, l1) and 32 bytes of high bit pairs (hh) the four quarters
+ * q[r] of 32 unsigned 6-bit values (0..63): low nibbles of l0 / l1 for
+ * r = 0 / 1, high nibbles for 2 / 3, with bits 2r, 2r+1 of hh on top.
+ */
+static inline void wk__avx2_q6k_quarters(__m256i l0, __m256i l1, __m256i hh, __m256i q[4])
+{
+    const __m256i m4 = _mm256_set1_epi8(0x0F), m30 = _mm256_set1_epi8(0x30);
+    q[0] = _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_and_si256(_mm256_slli_epi16(hh, 4), m30));
+    q[1] = _mm256_or_si256(_mm256_and_si256(l1, m4), _mm256_and_si256(_mm256_slli_epi16(hh, 2), m30));
+    q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4), _mm256_and_si256(hh, m30));
+    q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
+                           _mm256_and_si256(_mm256_srli_epi16(hh, 2), m30));
+}
+
 /* Weight row · activation row, n elements (a multiple of the block size);
  * same contract and arithmetic as the wk_ref_vec_dot_<type>_<act> (vec_dot_q) they replace. */
 float wk__avx2_dot_q8_0(int64_t n, const void *w, const void *x);

@@ -364,7 +364,6 @@ ROWS_DRIVER(rows_q5_k, Q5_K_ROW, 256, sizeof(struct wk_block_q5_k), 0)
  */
 static inline float q6_k_row(int64_t nb, const uint8_t *w, const struct xprep *p)
 {
-    const __m256i m4 = _mm256_set1_epi8(0x0F), m30 = _mm256_set1_epi8(0x30);
     const __m256i k32 = _mm256_set1_epi8(32);
     __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
     for (int64_t b = 0; b < nb; b++) {
@@ -378,14 +377,7 @@ static inline float q6_k_row(int64_t nb, const uint8_t *w, const struct xprep *p
             __m256i l1 = _mm256_loadu_si256((const __m256i *)(blk->ql + 64 * h + 32));
             __m256i hh = _mm256_loadu_si256((const __m256i *)(blk->qh + 32 * h));
             __m256i q[4];
-            q[0] = _mm256_or_si256(_mm256_and_si256(l0, m4),
-                                   _mm256_and_si256(_mm256_slli_epi16(hh, 4), m30));
-            q[1] = _mm256_or_si256(_mm256_and_si256(l1, m4),
-                                   _mm256_and_si256(_mm256_slli_epi16(hh, 2), m30));
-            q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
-                                   _mm256_and_si256(hh, m30));
-            q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
-                                   _mm256_and_si256(_mm256_srli_epi16(hh, 2), m30));
+            wk__avx2_q6k_quarters(l0, l1, hh, q);
 #pragma GCC unroll 4
             for (int i = 0; i < 4; i++) {
                 __m256 fv = _mm256_permutevar8x32_ps(
