@@ -21,8 +21,8 @@ else
   CFLAGS_OPT := -O2 -fvect-cost-model=dynamic -DNDEBUG
 endif
 CFLAGS  += $(CFLAGS_BASE) $(CFLAGS_OPT)
-LDLIBS  := $(shell pkg-config --libs jansson libpcre2-8 2>/dev/null || echo -ljansson -lpcre2-8) -lm -lpthread
-APP_LDLIBS := $(shell pkg-config --libs libedit 2>/dev/null || echo -ledit)
+LDLIBS  := $(shell pkg-config --libs jansson libpcre2-8 libmicrohttpd 2>/dev/null || echo -ljansson -lpcre2-8 -lmicrohttpd) -lm -lpthread
+APP_LDLIBS := $(shell pkg-config --libs libedit libcurl 2>/dev/null || echo -ledit -lcurl)
 
 AVX2_FLAGS   := -mavx2 -mfma -mf16c
 AVX512_FLAGS := $(AVX2_FLAGS) -mavx512f -mavx512bw -mavx512vl -mavx512dq

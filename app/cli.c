@@ -3,6 +3,8 @@
  */
 #include "cli.h"
 
+#include "../src/base/wk_base.h"
+
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -59,29 +61,13 @@ bool cli_parse_i64(const char *cmd, const char *name, const char *text, int64_t 
     return true;
 }
 
-/* Length of the well-formed UTF-8 sequence at s[0..n) (RFC 3629: no
- * overlong forms, no surrogates, at most U+10FFFF), or 0. */
-static size_t utf8_seq_len(const unsigned char *s, size_t n)
-{
-    unsigned char c = s[0];
-    size_t len = c < 0x80 ? 1 : c >= 0xC2 && c <= 0xDF ? 2 : c >= 0xE0 && c <= 0xEF ? 3
-               : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
-    if (len == 0 || len > n) return 0;
-    unsigned char lo = c == 0xE0 ? 0xA0 : c == 0xF0 ? 0x90 : 0x80;
-    unsigned char hi = c == 0xED ? 0x9F : c == 0xF4 ? 0x8F : 0xBF;
-    if (len > 1 && (s[1] < lo || s[1] > hi)) return 0;
-    for (size_t i = 2; i < len; i++)
-        if (s[i] < 0x80 || s[i] > 0xBF) return 0;
-    return len;
-}
-
 void cli_print_json_string(FILE *f, const char *s, size_t n)
 {
     const unsigned char *u = (const unsigned char *)s;
     fputc('"', f);
     for (size_t i = 0; i < n;) {
         unsigned char c = u[i];
-        size_t len = utf8_seq_len(u + i, n - i);
+        size_t len = wk_utf8_seq_len(u + i, n - i);
         if (len == 0) fputs("\\ufffd", f), len = 1;
         else if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
         else if (c == '\n') fputs("\\n", f);

@@ -41,5 +41,9 @@ int cmd_run(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
 int cmd_detokenize(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+int cmd_serve(int argc, char **argv);
+int cmd_runner(int argc, char **argv);
+int cmd_ps(int argc, char **argv);
+int cmd_stop(int argc, char **argv);
 
 #endif

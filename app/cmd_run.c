@@ -353,15 +353,8 @@ static enum wk_status render(const struct loaded *l, const struct run_opts *o,
                              struct wk_prompt *prompt, struct wk_error *err)
 {
     if (!o->raw) return wk_chat_render(l->model, l->tok, msgs, n_msgs, true, prompt, err);
-    enum wk_status st = WK_OK;
-    int32_t bos = wk_tokenizer_bos(l->tok);
-    if (bos >= 0 && wk_tokenizer_add_bos(l->tok)) {
-        size_t len;
-        const char *piece = wk_tokenizer_piece(l->tok, bos, &len);
-        st = wk_prompt_append(prompt, piece, len, true);
-    }
     const char *text = msgs[n_msgs - 1].content;
-    if (!st) st = wk_prompt_append(prompt, text, strlen(text), false);
+    enum wk_status st = wk_prompt_raw(l->tok, text, strlen(text), prompt);
     if (st) wk_error_set(err, st, "out of memory");
     return st;
 }

@@ -14,6 +14,9 @@ static void usage(FILE *f)
                "  wick tokenize MODEL.gguf TEXT  print TEXT's token ids (--pieces: with pieces)\n"
                "  wick detokenize MODEL.gguf ID... print the text of token ids\n"
                "  wick bench MODEL.gguf          prompt and generation speed (tokens/s)\n"
+               "  wick serve                     the Ollama and OpenAI APIs over HTTP (WICK_HOST)\n"
+               "  wick ps                        the models a running server has loaded\n"
+               "  wick stop MODEL                unload a model from a running server\n"
                "  wick --version                 print the version\n"
                "  wick help                      this text\n\n"
                "Run 'wick run --help' or 'wick bench --help' for their options.\n",
@@ -31,6 +34,10 @@ int main(int argc, char **argv)
     if (strcmp(cmd, "tokenize") == 0) return cmd_tokenize(argc - 1, argv + 1);
     if (strcmp(cmd, "detokenize") == 0) return cmd_detokenize(argc - 1, argv + 1);
     if (strcmp(cmd, "bench") == 0) return cmd_bench(argc - 1, argv + 1);
+    if (strcmp(cmd, "serve") == 0) return cmd_serve(argc - 1, argv + 1);
+    if (strcmp(cmd, "runner") == 0) return cmd_runner(argc - 1, argv + 1);
+    if (strcmp(cmd, "ps") == 0) return cmd_ps(argc - 1, argv + 1);
+    if (strcmp(cmd, "stop") == 0) return cmd_stop(argc - 1, argv + 1);
     if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "version") == 0) {
         printf("wick version %s\n", WK_VERSION);
         return WK_EXIT_OK;

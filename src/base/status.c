@@ -117,3 +117,39 @@ void wk_str_printable(const char *s, size_t n, char *out, size_t out_size)
     if (n > j && j + 3 < out_size) out[j++] = '.', out[j++] = '.', out[j++] = '.';
     out[j] = '\0';
 }
+
+size_t wk_utf8_seq_len(const unsigned char *s, size_t n)
+{
+    if (n == 0) return 0;
+    unsigned char c = s[0];
+    size_t len = c < 0x80 ? 1 : c >= 0xC2 && c <= 0xDF ? 2 : c >= 0xE0 && c <= 0xEF ? 3
+               : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
+    if (len == 0 || len > n) return 0;
+    unsigned char lo = c == 0xE0 ? 0xA0 : c == 0xF0 ? 0x90 : 0x80;
+    unsigned char hi = c == 0xED ? 0x9F : c == 0xF4 ? 0x8F : 0xBF;
+    if (len > 1 && (s[1] < lo || s[1] > hi)) return 0;
+    for (size_t i = 2; i < len; i++)
+        if (s[i] < 0x80 || s[i] > 0xBF) return 0;
+    return len;
+}
+
+char *wk_utf8_sanitize(const char *s, size_t n, size_t *out_len)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    char *out = wk_malloc(n * 3 + 1); /* each bad byte grows to 3 */
+    if (!out) return NULL;
+    size_t o = 0;
+    for (size_t i = 0; i < n;) {
+        size_t len = wk_utf8_seq_len(u + i, n - i);
+        if (len == 0) {
+            memcpy(out + o, "\xEF\xBF\xBD", 3);
+            o += 3, i += 1;
+        } else {
+            memcpy(out + o, s + i, len);
+            o += len, i += len;
+        }
+    }
+    out[o] = '\0';
+    if (out_len) *out_len = o;
+    return out;
+}

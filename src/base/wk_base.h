@@ -248,6 +248,16 @@ static inline void wk_split_range(int64_t n, int ith, int nth, int64_t *lo, int6
  * send escape sequences to a terminal; a cut copy ends in "...". */
 void wk_str_printable(const char *s, size_t n, char *out, size_t out_size);
 
+/* Length of the well-formed UTF-8 sequence at s[0..n) (RFC 3629: no
+ * overlong forms, no surrogates, at most U+10FFFF), or 0. */
+size_t wk_utf8_seq_len(const unsigned char *s, size_t n);
+
+/* A wk_malloc'd, NUL-terminated copy of s[0..n) in which every byte that
+ * does not start a well-formed UTF-8 sequence (a token that is part of a
+ * character, a stray byte) is replaced by U+FFFD, so the copy is valid
+ * UTF-8 (what JSON strings need); its length in *out_len. NULL on ENOMEM. */
+char *wk_utf8_sanitize(const char *s, size_t n, size_t *out_len);
+
 /* Formats into a fresh wk_malloc'd string (caller frees); NULL on ENOMEM. */
 char *wk_asprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

@@ -188,3 +188,16 @@ enum wk_status wk_prompt_tokenize(const struct wk_tokenizer *tok, const struct w
     wk_free(spans);
     return st;
 }
+
+enum wk_status wk_prompt_raw(const struct wk_tokenizer *tok, const char *text, size_t len,
+                             struct wk_prompt *out)
+{
+    enum wk_status st = WK_OK;
+    int32_t bos = wk_tokenizer_bos(tok);
+    if (bos >= 0 && wk_tokenizer_add_bos(tok)) {
+        size_t n;
+        const char *piece = wk_tokenizer_piece(tok, bos, &n);
+        st = wk_prompt_append(out, piece, n, true);
+    }
+    return st ? st : wk_prompt_append(out, text, len, false);
+}

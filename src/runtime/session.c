@@ -223,6 +223,7 @@ enum wk_status wk_session_generate(struct wk_session *s, const struct wk_tokens 
         int32_t id = wk_sampler_sample(sampler, s->logits);
         if (wk_tokenizer_is_eog(s->tok, id)) break;
         stats->eval_count++;
+        if (p->on_token) p->on_token(p->user, id);
         size_t n;
         const char *text = wk_detok_push(&detok, s->tok, id, false, &n);
         if (!text) {

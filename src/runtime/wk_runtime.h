@@ -144,6 +144,11 @@ enum wk_status wk_chat_render(const struct wk_model *m, const struct wk_tokenize
                               bool add_generation_prompt, struct wk_prompt *out,
                               struct wk_error *err);
 
+/* A raw prompt (no turn format): BOS as scaffolding where the tokenizer
+ * adds one, then text [len] as literal content. Errors: WK_E_NOMEM. */
+enum wk_status wk_prompt_raw(const struct wk_tokenizer *tok, const char *text, size_t len,
+                             struct wk_prompt *out);
+
 /* Tokenizes a rendered prompt: control tokens are recognised only inside
  * scaffold segments; text runs across segment boundaries are tokenized as
  * one run, so the ids equal those of the whole string when the content has
@@ -223,6 +228,9 @@ struct wk_generate_params {
     char **collect;
     size_t *collect_len;
     wk_piece_fn on_piece;
+    /* called with each generated token's id (not EOS/end of turn) as soon
+     * as it is sampled, before its text; may be NULL */
+    void (*on_token)(void *user, int32_t id);
     void *user;
     const volatile bool *cancel; /* may be NULL; checked between steps */
 };

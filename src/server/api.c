@@ -1,0 +1,564 @@
+/*
+ * api.c - the Ollama and OpenAI request and response shapes of the
+ * generation routes: validating a body into a runner request, and turning
+ * the runner's lines into NDJSON objects (Ollama) or SSE chunks (OpenAI),
+ * streamed or aggregated. Shapes follow ../shared/reference/
+ * ollama-mlx-runner.md §8.2, §8.3 and §8.7.
+ */
+#include "server_internal.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------ buffers */
+
+bool srv_buf_add(struct srv_buf *b, const char *s, size_t n)
+{
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 512;
+        while (cap < b->len + n + 1) cap *= 2;
+        char *p = wk_realloc(b->p, cap);
+        if (!p) return false;
+        b->p = p, b->cap = cap;
+    }
+    memcpy(b->p + b->len, s, n);
+    b->len += n;
+    b->p[b->len] = '\0';
+    return true;
+}
+
+bool srv_buf_printf(struct srv_buf *b, const char *fmt, ...)
+{
+    char tmp[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+    va_end(ap);
+    return n >= 0 && (size_t)n < sizeof tmp && srv_buf_add(b, tmp, (size_t)n);
+}
+
+bool srv_buf_json(struct srv_buf *b, json_t *obj, const char *tail)
+{
+    char *s = obj ? json_dumps(obj, JSON_COMPACT) : NULL;
+    json_decref(obj);
+    bool ok = s && srv_buf_add(b, s, strlen(s)) && srv_buf_add(b, tail, strlen(tail));
+    free(s);
+    return ok;
+}
+
+static bool is_openai(enum srv_api api) { return api == API_OAI_CHAT || api == API_OAI_COMPLETION; }
+
+json_t *srv_error_body(enum srv_api api, int status, const char *msg)
+{
+    if (!is_openai(api)) return json_pack("{s:s}", "error", msg);
+    const char *type = status == 404 ? "not_found_error" : status < 500 ? "invalid_request_error"
+                                                                        : "api_error";
+    return json_pack("{s:{s:s, s:s, s:n, s:n}}", "error", "message", msg, "type", type, "param",
+                     "code");
+}
+
+/* ------------------------------------------------------------ parsing */
+
+#define FAIL(...) (snprintf(msg, cap, __VA_ARGS__), 400)
+
+/* Ollama's options that wick reads, by type, and those it accepts and
+ * ignores (llama.cpp-runner settings with no meaning here). */
+static const char *const float_opts[] = {"temperature", "top_p", "min_p", "repeat_penalty",
+                                         "presence_penalty", "frequency_penalty"};
+static const char *const int_opts[] = {"top_k", "seed", "repeat_last_n", "num_predict"};
+static const char *const ignored_opts[] = {
+    "num_keep", "typical_p", "num_batch", "num_gpu", "main_gpu", "num_thread", "use_mmap",
+    "use_mlock", "numa", "low_vram", "vocab_only", "f16_kv", "logits_all", "penalize_newline",
+    "mirostat", "mirostat_tau", "mirostat_eta", "tfs_z"};
+
+static bool in_list(const char *k, const char *const *list, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(k, list[i]) == 0) return true;
+    return false;
+}
+
+static bool is_int(json_t *v)
+{
+    return json_is_integer(v) || (json_is_real(v) && json_real_value(v) == floor(json_real_value(v)));
+}
+
+/* Ollama "options" into the runner's options, stop list and g->n_ctx. */
+static int parse_ollama_options(struct srv_gen *g, json_t *opts, json_t *ropts, json_t *stop,
+                                char *msg, size_t cap)
+{
+    if (!opts || json_is_null(opts)) return 0;
+    if (!json_is_object(opts)) return FAIL("options must be an object, not %s",
+                                           json_is_string(opts) ? "a string" : "this value");
+    const char *k;
+    json_t *v;
+    json_object_foreach(opts, k, v) {
+        if (json_is_null(v)) continue;
+        if (in_list(k, float_opts, WK_ARRAY_LEN(float_opts))) {
+            if (!json_is_number(v)) return FAIL("option '%s' must be a number", k);
+            json_object_set(ropts, k, v);
+        } else if (in_list(k, int_opts, WK_ARRAY_LEN(int_opts))) {
+            if (!is_int(v)) return FAIL("option '%s' must be an integer", k);
+            json_object_set_new(ropts, k, json_integer((json_int_t)json_number_value(v)));
+        } else if (strcmp(k, "num_ctx") == 0) {
+            if (!is_int(v) || json_number_value(v) < 0 || json_number_value(v) > 1 << 24)
+                return FAIL("option 'num_ctx' must be an integer between 0 and %d", 1 << 24);
+            g->n_ctx = (int32_t)json_number_value(v);
+        } else if (strcmp(k, "stop") == 0) {
+            if (json_is_string(v)) v = json_pack("[O]", v);
+            else if (json_is_array(v)) json_incref(v);
+            else return FAIL("option 'stop' must be a list of strings");
+            size_t i;
+            json_t *s;
+            json_array_foreach(v, i, s) {
+                if (!json_is_string(s)) {
+                    json_decref(v);
+                    return FAIL("option 'stop' must be a list of strings");
+                }
+                json_array_append(stop, s);
+            }
+            json_decref(v);
+        } else if (!in_list(k, ignored_opts, WK_ARRAY_LEN(ignored_opts))) {
+            return FAIL("unknown option '%s'", k);
+        }
+    }
+    return 0;
+}
+
+static int parse_logprobs(struct srv_gen *g, json_t *body, char *msg, size_t cap)
+{
+    json_t *lp = json_object_get(body, "logprobs"), *top = json_object_get(body, "top_logprobs");
+    if (lp && !json_is_null(lp) && !json_is_boolean(lp)) return FAIL("logprobs must be a boolean");
+    if (top && !json_is_null(top) && !is_int(top)) return FAIL("top_logprobs must be an integer");
+    g->logprobs = json_is_true(lp);
+    g->top_logprobs = top && !json_is_null(top) ? (int32_t)json_number_value(top) : 0;
+    if (g->top_logprobs < 0 || g->top_logprobs > 20) return FAIL("top_logprobs must be between 0 and 20");
+    return 0;
+}
+
+/* A message's content: a string, or OpenAI's list of parts (text parts
+ * joined). NULL when it is neither. */
+static json_t *message_content(json_t *c, char *msg, size_t cap, int *err)
+{
+    if (!c || json_is_null(c)) return json_string("");
+    if (json_is_string(c)) return json_incref(c);
+    if (!json_is_array(c)) {
+        *err = FAIL("message content must be a string or a list of parts");
+        return NULL;
+    }
+    struct srv_buf b = {0};
+    size_t i;
+    json_t *part;
+    json_array_foreach(c, i, part) {
+        const char *type = json_string_value(json_object_get(part, "type"));
+        json_t *text = json_object_get(part, "text");
+        if (!type || strcmp(type, "text") != 0 || !json_is_string(text)) {
+            wk_free(b.p);
+            *err = FAIL("only text content parts are supported");
+            return NULL;
+        }
+        srv_buf_add(&b, json_string_value(text), json_string_length(text));
+    }
+    json_t *s = json_stringn(b.p ? b.p : "", b.len);
+    wk_free(b.p);
+    return s;
+}
+
+static int parse_messages(json_t *in, json_t *out, char *msg, size_t cap)
+{
+    if (!json_is_array(in)) return FAIL("messages must be a list");
+    size_t i;
+    json_t *m;
+    json_array_foreach(in, i, m) {
+        json_t *role = json_object_get(m, "role");
+        if (!json_is_object(m) || !json_is_string(role))
+            return FAIL("messages[%zu] must be an object with a string role", i);
+        if (json_array_size(json_object_get(m, "images")) > 0)
+            return FAIL("this model does not support images");
+        int err = 0;
+        json_t *content = message_content(json_object_get(m, "content"), msg, cap, &err);
+        if (!content) return err;
+        char r[32];
+        snprintf(r, sizeof r, "%s", json_string_value(role));
+        for (char *p = r; *p; p++)
+            if (*p >= 'A' && *p <= 'Z') *p = (char)(*p - 'A' + 'a');
+        if (strcmp(r, "developer") == 0) strcpy(r, "system");
+        json_array_append_new(out, json_pack("{s:s, s:o}", "role", r, "content", content));
+    }
+    return 0;
+}
+
+static int parse_ollama(struct srv_gen *g, json_t *body, json_t *req, json_t *ropts, json_t *stop,
+                        char *msg, size_t cap)
+{
+    json_t *stream = json_object_get(body, "stream");
+    if (stream && !json_is_null(stream) && !json_is_boolean(stream)) return FAIL("stream must be a boolean");
+    g->stream = !stream || json_is_null(stream) || json_is_true(stream);
+    if (!srv_parse_keep_alive(json_object_get(body, "keep_alive"), &g->keep_alive_ns))
+        return FAIL("keep_alive must be a duration (\"5m\") or a number of seconds");
+    json_t *format = json_object_get(body, "format");
+    if (format && !json_is_null(format) && !json_is_string(format) && !json_is_object(format))
+        return FAIL("format must be \"json\" or a JSON schema object");
+    int rc = parse_ollama_options(g, json_object_get(body, "options"), ropts, stop, msg, cap);
+    if (rc || (rc = parse_logprobs(g, body, msg, cap))) return rc;
+    if (g->api == API_CHAT) {
+        json_t *msgs = json_object_get(body, "messages");
+        json_t *out = json_array();
+        json_object_set_new(req, "messages", out);
+        if (msgs && !json_is_null(msgs) && (rc = parse_messages(msgs, out, msg, cap))) return rc;
+        return 0;
+    }
+    json_t *prompt = json_object_get(body, "prompt"), *system = json_object_get(body, "system");
+    json_t *raw = json_object_get(body, "raw");
+    if (prompt && !json_is_null(prompt) && !json_is_string(prompt)) return FAIL("prompt must be a string");
+    if (system && !json_is_null(system) && !json_is_string(system)) return FAIL("system must be a string");
+    if (raw && !json_is_null(raw) && !json_is_boolean(raw)) return FAIL("raw must be a boolean");
+    if (json_array_size(json_object_get(body, "images")) > 0) return FAIL("this model does not support images");
+    const char *text = json_is_string(prompt) ? json_string_value(prompt) : "";
+    if (json_is_true(raw)) {
+        if (json_is_string(system) || json_object_get(body, "template") || json_object_get(body, "context"))
+            return FAIL("raw mode does not support template, system, or context");
+        json_object_set_new(req, "raw", json_string(text));
+    } else {
+        json_t *m = json_array();
+        if (json_is_string(system) && json_string_length(system) > 0)
+            json_array_append_new(m, json_pack("{s:s, s:O}", "role", "system", "content", system));
+        if (*text) json_array_append_new(m, json_pack("{s:s, s:s}", "role", "user", "content", text));
+        json_object_set_new(req, "messages", m);
+    }
+    return 0;
+}
+
+static int parse_openai(struct srv_gen *g, json_t *body, json_t *req, json_t *ropts, json_t *stop,
+                        char *msg, size_t cap)
+{
+    json_t *v;
+    if ((v = json_object_get(body, "stream")) && !json_is_null(v) && !json_is_boolean(v))
+        return FAIL("stream must be a boolean");
+    g->stream = json_is_true(v);
+    g->keep_alive_ns = SRV_DEFAULT_KEEP_ALIVE_NS;
+    json_t *so = json_object_get(body, "stream_options");
+    if (so && !json_is_null(so)) {
+        if (!json_is_object(so)) return FAIL("stream_options must be an object");
+        json_t *iu = json_object_get(so, "include_usage");
+        if (iu && !json_is_boolean(iu)) return FAIL("stream_options.include_usage must be a boolean");
+        g->include_usage = json_is_true(iu);
+    }
+    /* absent temperature and top_p mean 1.0 in OpenAI's API */
+    static const struct {
+        const char *name, *opt;
+        double lo, hi, dflt;
+    } nums[] = {{"temperature", "temperature", 0, 2, 1.0},
+                {"top_p", "top_p", 0, 1, 1.0},
+                {"presence_penalty", "presence_penalty", -2, 2, NAN},
+                {"frequency_penalty", "frequency_penalty", -2, 2, NAN}};
+    for (size_t i = 0; i < WK_ARRAY_LEN(nums); i++) {
+        v = json_object_get(body, nums[i].name);
+        if (!v || json_is_null(v)) {
+            if (!isnan(nums[i].dflt)) json_object_set_new(ropts, nums[i].opt, json_real(nums[i].dflt));
+            continue;
+        }
+        if (!json_is_number(v)) return FAIL("%s must be a number", nums[i].name);
+        double d = json_number_value(v);
+        if (d < nums[i].lo || d > nums[i].hi)
+            return FAIL("%s must be between %g and %g", nums[i].name, nums[i].lo, nums[i].hi);
+        json_object_set_new(ropts, nums[i].opt, json_real(d));
+    }
+    static const char *const max_names[] = {"max_tokens", "max_completion_tokens"};
+    for (size_t i = 0; i < 2; i++) {
+        v = json_object_get(body, max_names[i]);
+        if (!v || json_is_null(v)) continue;
+        if (!is_int(v) || json_number_value(v) < 1) return FAIL("%s must be a positive integer", max_names[i]);
+        json_object_set_new(ropts, "num_predict", json_integer((json_int_t)json_number_value(v)));
+    }
+    if ((v = json_object_get(body, "seed")) && !json_is_null(v)) {
+        if (!is_int(v)) return FAIL("seed must be an integer");
+        json_object_set_new(ropts, "seed", json_integer((json_int_t)json_number_value(v)));
+    }
+    if ((v = json_object_get(body, "n")) && !json_is_null(v) && !(is_int(v) && json_number_value(v) == 1))
+        return FAIL("n must be 1: one choice per request");
+    if ((v = json_object_get(body, "stop")) && !json_is_null(v)) {
+        if (json_is_string(v)) json_array_append(stop, v);
+        else if (json_is_array(v)) {
+            size_t i;
+            json_t *s;
+            json_array_foreach(v, i, s) {
+                if (!json_is_string(s)) return FAIL("stop must be a string or a list of strings");
+                json_array_append(stop, s);
+            }
+        } else return FAIL("stop must be a string or a list of strings");
+    }
+    if ((v = json_object_get(body, "logit_bias")) && !json_is_null(v)) {
+        if (!json_is_object(v)) return FAIL("logit_bias must be an object of token id: bias");
+        json_t *lb = json_array();
+        json_object_set_new(req, "logit_bias", lb);
+        const char *k;
+        json_t *b;
+        json_object_foreach(v, k, b) {
+            char *end;
+            long id = strtol(k, &end, 10);
+            if (*k == '\0' || *end || id < 0 || id > INT32_MAX || !json_is_number(b) ||
+                json_number_value(b) < -100 || json_number_value(b) > 100)
+                return FAIL("logit_bias: '%s' must be a token id with a bias between -100 and 100", k);
+            json_array_append_new(lb, json_pack("[i, f]", (int)id, json_number_value(b)));
+        }
+    }
+    if (g->api == API_OAI_CHAT) {
+        int rc = parse_logprobs(g, body, msg, cap);
+        if (rc) return rc;
+        if (g->top_logprobs > 0 && !g->logprobs) return FAIL("top_logprobs requires logprobs: true");
+        json_t *msgs = json_object_get(body, "messages");
+        if (!json_is_array(msgs)) return FAIL("messages must be a list");
+        if (json_array_size(msgs) == 0) return FAIL("[] is too short - 'messages'");
+        json_t *out = json_array();
+        json_object_set_new(req, "messages", out);
+        return parse_messages(msgs, out, msg, cap);
+    }
+    json_t *prompt = json_object_get(body, "prompt");
+    if (!json_is_string(prompt)) return FAIL("prompt must be a string");
+    if ((v = json_object_get(body, "logprobs")) && !json_is_null(v)) {
+        if (!is_int(v) || json_number_value(v) < 0 || json_number_value(v) > 5)
+            return FAIL("logprobs must be an integer between 0 and 5");
+        g->logprobs = true;
+        g->legacy_logprobs = (int32_t)json_number_value(v);
+        g->top_logprobs = g->legacy_logprobs;
+    }
+    json_object_set(req, "raw", prompt);
+    return 0;
+}
+
+int srv_gen_parse(struct srv_gen *g, json_t *body, char *msg, size_t cap)
+{
+    json_t *model = json_object_get(body, "model");
+    if (!model && !is_openai(g->api)) model = json_object_get(body, "name");
+    if (!json_is_string(model) || json_string_length(model) == 0) return FAIL("model is required");
+    snprintf(g->model_name, sizeof g->model_name, "%s", json_string_value(model));
+    g->keep_alive_ns = SRV_DEFAULT_KEEP_ALIVE_NS;
+    json_t *req = json_object(), *ropts = json_object(), *stop = json_array();
+    g->runner_req = req;
+    json_object_set_new(req, "options", ropts);
+    json_object_set_new(req, "stop", stop);
+    int rc = is_openai(g->api) ? parse_openai(g, body, req, ropts, stop, msg, cap)
+                               : parse_ollama(g, body, req, ropts, stop, msg, cap);
+    if (rc) return rc;
+    if (g->logprobs) {
+        json_object_set_new(req, "logprobs", json_true());
+        json_object_set_new(req, "top_logprobs", json_integer(g->top_logprobs));
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------ responses */
+
+static void created_at(char *out, size_t cap) { srv_time_rfc3339(srv_unix_ns(), out, cap); }
+
+static json_t *ollama_base(struct srv_gen *g, bool done)
+{
+    char when[64];
+    created_at(when, sizeof when);
+    return json_pack("{s:s, s:s, s:b}", "model", g->model_name, "created_at", when, "done", done);
+}
+
+/* OpenAI's chat logprobs entries always carry top_logprobs. */
+static json_t *oai_logprobs(json_t *entries)
+{
+    size_t i;
+    json_t *e;
+    json_array_foreach(entries, i, e) if (!json_object_get(e, "top_logprobs"))
+        json_object_set_new(e, "top_logprobs", json_array());
+    return json_pack("{s:O}", "content", entries);
+}
+
+/* The legacy completions logprobs object over entries, text starting at
+ * offset. */
+static json_t *legacy_logprobs(json_t *entries, size_t offset)
+{
+    json_t *tokens = json_array(), *lps = json_array(), *tops = json_array(), *offs = json_array();
+    size_t i, j;
+    json_t *e, *t;
+    json_array_foreach(entries, i, e) {
+        json_t *tok = json_object_get(e, "token");
+        json_array_append(tokens, tok);
+        json_array_append(lps, json_object_get(e, "logprob"));
+        json_t *top = json_object();
+        json_array_foreach(json_object_get(e, "top_logprobs"), j, t)
+            json_object_set(top, json_string_value(json_object_get(t, "token")),
+                            json_object_get(t, "logprob"));
+        json_array_append_new(tops, top);
+        json_array_append_new(offs, json_integer((json_int_t)offset));
+        offset += json_array_size(json_object_get(e, "bytes"));
+    }
+    return json_pack("{s:o, s:o, s:o, s:o}", "tokens", tokens, "token_logprobs", lps,
+                     "top_logprobs", tops, "text_offset", offs);
+}
+
+static json_t *oai_chunk(struct srv_gen *g, json_t *choice)
+{
+    bool chat = g->api == API_OAI_CHAT;
+    json_t *c = json_pack("{s:s, s:s, s:I, s:s, s:s, s:[o]}", "id", g->id, "object",
+                          chat ? "chat.completion.chunk" : "text_completion", "created",
+                          (json_int_t)g->created, "model", g->model_name, "system_fingerprint",
+                          "fp_wick", "choices", choice);
+    if (g->include_usage) json_object_set_new(c, "usage", json_null());
+    return c;
+}
+
+void srv_gen_chunk(struct srv_gen *g, json_t *line)
+{
+    json_t *content = json_object_get(line, "content"), *lps = json_object_get(line, "logprobs");
+    const char *text = json_string_value(content);
+    size_t len = json_string_length(content);
+    if (!g->stream) {
+        size_t before = g->text.len;
+        srv_buf_add(&g->text, text ? text : "", len);
+        if (lps) {
+            if (!g->lps) g->lps = json_array();
+            json_array_extend(g->lps, lps);
+        }
+        (void)before;
+        return;
+    }
+    json_t *obj;
+    switch (g->api) {
+    case API_GENERATE:
+    case API_CHAT:
+        obj = ollama_base(g, false);
+        if (g->api == API_GENERATE) json_object_set(obj, "response", content);
+        else json_object_set_new(obj, "message", json_pack("{s:s, s:O}", "role", "assistant", "content", content));
+        if (lps) json_object_set(obj, "logprobs", lps);
+        srv_buf_json(&g->out, obj, "\n");
+        break;
+    case API_OAI_CHAT: {
+        json_t *delta = json_pack("{s:O}", "content", content);
+        if (!g->started) json_object_set_new(delta, "role", json_string("assistant"));
+        json_t *choice = json_pack("{s:i, s:o, s:n}", "index", 0, "delta", delta, "finish_reason");
+        json_object_set_new(choice, "logprobs", lps ? oai_logprobs(lps) : json_null());
+        srv_buf_add(&g->out, "data: ", 6);
+        srv_buf_json(&g->out, oai_chunk(g, choice), "\n\n");
+        break;
+    }
+    case API_OAI_COMPLETION: {
+        json_t *choice = json_pack("{s:O, s:i, s:n}", "text", content, "index", 0, "finish_reason");
+        json_object_set_new(choice, "logprobs",
+                            lps && g->legacy_logprobs >= 0 ? legacy_logprobs(lps, g->text.len) : json_null());
+        srv_buf_add(&g->text, text ? text : "", len); /* offsets only */
+        srv_buf_add(&g->out, "data: ", 6);
+        srv_buf_json(&g->out, oai_chunk(g, choice), "\n\n");
+        break;
+    }
+    }
+    g->started = true;
+}
+
+/* Ollama's final metrics onto obj. */
+static void ollama_metrics(struct srv_gen *g, json_t *obj, json_t *fin)
+{
+    int64_t total = wk_time_ns() - g->t_start;
+    json_object_set(obj, "done_reason", json_object_get(fin, "done_reason"));
+    json_object_set_new(obj, "total_duration", json_integer(total));
+    json_object_set_new(obj, "load_duration", json_integer(g->load_ns));
+    json_object_set(obj, "prompt_eval_count", json_object_get(fin, "prompt_tokens"));
+    json_object_set(obj, "prompt_eval_duration", json_object_get(fin, "prompt_eval_duration"));
+    json_object_set(obj, "eval_count", json_object_get(fin, "eval_count"));
+    json_object_set(obj, "eval_duration", json_object_get(fin, "eval_duration"));
+}
+
+static json_t *oai_usage(json_t *fin)
+{
+    json_int_t p = json_integer_value(json_object_get(fin, "prompt_tokens"));
+    json_int_t c = json_integer_value(json_object_get(fin, "eval_count"));
+    json_int_t cached = p - json_integer_value(json_object_get(fin, "prompt_eval_count"));
+    return json_pack("{s:I, s:I, s:I, s:{s:I}}", "prompt_tokens", p, "completion_tokens", c,
+                     "total_tokens", p + c, "prompt_tokens_details", "cached_tokens", cached);
+}
+
+void srv_gen_done(struct srv_gen *g, json_t *fin)
+{
+    json_t *lps = json_object_get(fin, "logprobs");
+    if (!g->stream) {
+        if (lps) {
+            if (!g->lps) g->lps = json_array();
+            json_array_extend(g->lps, lps);
+        }
+        return;
+    }
+    /* logprobs of tokens that left no text (a held-back stop string) */
+    if (lps && json_array_size(lps) > 0) {
+        json_t *line = json_pack("{s:s, s:O}", "content", "", "logprobs", lps);
+        srv_gen_chunk(g, line);
+        json_decref(line);
+    }
+    const char *reason = json_string_value(json_object_get(fin, "done_reason"));
+    if (!is_openai(g->api)) {
+        json_t *obj = ollama_base(g, true);
+        if (g->api == API_GENERATE) json_object_set_new(obj, "response", json_string(""));
+        else json_object_set_new(obj, "message", json_pack("{s:s, s:s}", "role", "assistant", "content", ""));
+        ollama_metrics(g, obj, fin);
+        srv_buf_json(&g->out, obj, "\n");
+        return;
+    }
+    json_t *choice = g->api == API_OAI_CHAT
+                         ? json_pack("{s:i, s:{}, s:s, s:n}", "index", 0, "delta", "finish_reason",
+                                     reason, "logprobs")
+                         : json_pack("{s:s, s:i, s:s, s:n}", "text", "", "index", 0,
+                                     "finish_reason", reason, "logprobs");
+    srv_buf_add(&g->out, "data: ", 6);
+    srv_buf_json(&g->out, oai_chunk(g, choice), "\n\n");
+    if (g->include_usage) {
+        json_t *u = oai_chunk(g, json_null());
+        json_object_set_new(u, "choices", json_array());
+        json_object_set_new(u, "usage", oai_usage(fin));
+        srv_buf_add(&g->out, "data: ", 6);
+        srv_buf_json(&g->out, u, "\n\n");
+    }
+    srv_buf_add(&g->out, "data: [DONE]\n\n", 14);
+}
+
+void srv_gen_stream_error(struct srv_gen *g, const char *msg)
+{
+    if (is_openai(g->api)) {
+        srv_buf_add(&g->out, "data: ", 6);
+        srv_buf_json(&g->out, srv_error_body(g->api, 500, msg), "\n\n");
+    } else {
+        srv_buf_json(&g->out, json_pack("{s:s}", "error", msg), "\n");
+    }
+}
+
+json_t *srv_gen_response(struct srv_gen *g, json_t *fin)
+{
+    json_t *text = json_stringn(g->text.p ? g->text.p : "", g->text.len);
+    const char *reason = json_string_value(json_object_get(fin, "done_reason"));
+    json_t *obj;
+    switch (g->api) {
+    case API_GENERATE:
+    case API_CHAT:
+        obj = ollama_base(g, true);
+        if (g->api == API_GENERATE) json_object_set_new(obj, "response", text);
+        else json_object_set_new(obj, "message", json_pack("{s:s, s:o}", "role", "assistant", "content", text));
+        ollama_metrics(g, obj, fin);
+        if (g->lps) json_object_set(obj, "logprobs", g->lps);
+        return obj;
+    case API_OAI_CHAT: {
+        json_t *choice = json_pack("{s:i, s:{s:s, s:o}, s:s}", "index", 0, "message", "role",
+                                   "assistant", "content", text, "finish_reason", reason);
+        json_object_set_new(choice, "logprobs", g->logprobs && g->lps ? oai_logprobs(g->lps) : json_null());
+        obj = json_pack("{s:s, s:s, s:I, s:s, s:s, s:[o]}", "id", g->id, "object", "chat.completion",
+                        "created", (json_int_t)g->created, "model", g->model_name,
+                        "system_fingerprint", "fp_wick", "choices", choice);
+        break;
+    }
+    default: {
+        json_t *choice = json_pack("{s:o, s:i, s:s}", "text", text, "index", 0, "finish_reason", reason);
+        json_object_set_new(choice, "logprobs", g->logprobs && g->lps ? legacy_logprobs(g->lps, 0) : json_null());
+        obj = json_pack("{s:s, s:s, s:I, s:s, s:s, s:[o]}", "id", g->id, "object", "text_completion",
+                        "created", (json_int_t)g->created, "model", g->model_name,
+                        "system_fingerprint", "fp_wick", "choices", choice);
+        break;
+    }
+    }
+    json_object_set_new(obj, "usage", oai_usage(fin));
+    return obj;
+}

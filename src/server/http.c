@@ -1,0 +1,446 @@
+/*
+ * http.c - `wick serve`: the HTTP server (libmicrohttpd, one thread per
+ * connection), its routes, and the life of a generation request: parse and
+ * validate on the connection's thread, get the model's runner (the
+ * scheduler starts it), send the runner request (the runner renders,
+ * tokenizes and checks the context before anything is queued, so a bad
+ * prompt is a 4xx before the stream starts), then stream the runner's
+ * lines out as NDJSON or SSE, or collect them into one response.
+ *
+ * A client that hangs up is noticed while waiting for the runner (its
+ * socket is polled for POLLRDHUP), and the runner connection is closed,
+ * which cancels the request in the runner. An error after the stream has
+ * started becomes the stream's last message. SIGINT/SIGTERM end open
+ * streams with an error message, then stop the runners.
+ */
+#include "server_internal.h"
+
+#include <arpa/inet.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Per-connection state: the body as it arrives. */
+struct conn {
+    struct srv_buf body;
+    bool too_big;
+};
+
+static const char *g_models_dir;
+
+static enum MHD_Result reply_raw(struct MHD_Connection *c, unsigned status, const char *type,
+                                 const char *text, size_t len)
+{
+    struct MHD_Response *r =
+        MHD_create_response_from_buffer(len, (void *)text, MHD_RESPMEM_MUST_COPY);
+    if (!r) return MHD_NO;
+    MHD_add_response_header(r, "Content-Type", type);
+    enum MHD_Result ret = MHD_queue_response(c, status, r);
+    MHD_destroy_response(r);
+    return ret;
+}
+
+/* Sends obj (stolen) as JSON with status. */
+static enum MHD_Result reply_json(struct MHD_Connection *c, unsigned status, json_t *obj)
+{
+    char *s = obj ? json_dumps(obj, JSON_COMPACT) : NULL;
+    json_decref(obj);
+    enum MHD_Result ret = s ? reply_raw(c, status, "application/json; charset=utf-8", s, strlen(s))
+                            : reply_raw(c, 500, "application/json", "{\"error\":\"out of memory\"}", 25);
+    free(s);
+    return ret;
+}
+
+static enum MHD_Result reply_error(struct MHD_Connection *c, enum srv_api api, unsigned status,
+                                   const char *msg)
+{
+    return reply_json(c, status, srv_error_body(api, (int)status, msg));
+}
+
+/* ------------------------------------------------------------ generation */
+
+static void gen_free(struct srv_gen *g)
+{
+    if (!g) return;
+    srv_call_close(&g->call);
+    if (g->runner) srv_sched_release(g->runner, g->keep_alive_ns);
+    json_decref(g->runner_req);
+    json_decref(g->lps);
+    wk_free(g->out.p);
+    wk_free(g->text.p);
+    wk_free(g);
+}
+
+/* Reads the next runner line into the response; false once the stream is
+ * over (ended) or the client left (*gone). */
+static void gen_step(struct srv_gen *g, bool *gone, json_t **fin)
+{
+    json_t *line;
+    enum srv_next n = srv_call_next(&g->call, g->client_fd, &line);
+    if (n == SRV_CLIENT_GONE) {
+        *gone = true;
+        return;
+    }
+    const char *err = NULL;
+    if (n == SRV_RUNNER_GONE) {
+        srv_sched_mark_dead(g->runner);
+        err = "the model runner stopped unexpectedly";
+    } else if (n == SRV_SHUTDOWN) {
+        err = "the server is shutting down";
+    } else if (json_object_get(line, "error")) {
+        err = json_string_value(json_object_get(line, "error"));
+    }
+    if (err) {
+        if (g->stream) srv_gen_stream_error(g, err ? err : "error");
+        g->ended = true;
+        *fin = json_pack("{s:s}", "error", err ? err : "error");
+    } else if (json_is_true(json_object_get(line, "done"))) {
+        srv_gen_done(g, line);
+        g->ended = true;
+        *fin = json_incref(line);
+    } else {
+        srv_gen_chunk(g, line);
+    }
+    json_decref(line);
+}
+
+static ssize_t gen_reader(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    (void)pos;
+    struct srv_gen *g = cls;
+    while (g->out_off == g->out.len) {
+        if (g->ended) return MHD_CONTENT_READER_END_OF_STREAM;
+        g->out.len = g->out_off = 0;
+        bool gone = false;
+        json_t *fin = NULL;
+        gen_step(g, &gone, &fin);
+        json_decref(fin);
+        if (gone) return MHD_CONTENT_READER_END_WITH_ERROR;
+    }
+    size_t n = WK_MIN(max, g->out.len - g->out_off);
+    memcpy(buf, g->out.p + g->out_off, n);
+    g->out_off += n;
+    return (ssize_t)n;
+}
+
+static void gen_reader_free(void *cls) { gen_free(cls); }
+
+static int client_fd(struct MHD_Connection *c)
+{
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+    return ci ? ci->connect_fd : -1;
+}
+
+static enum MHD_Result serve_generation(struct MHD_Connection *c, enum srv_api api, json_t *body)
+{
+    struct srv_gen *g = wk_calloc(1, sizeof *g);
+    if (!g) return reply_error(c, api, 500, "out of memory");
+    g->api = api;
+    g->call.fd = -1;
+    g->t_start = wk_time_ns();
+    g->created = srv_unix_ns() / 1000000000;
+    g->client_fd = client_fd(c);
+    snprintf(g->id, sizeof g->id, "%s-%lld", api == API_OAI_CHAT ? "chatcmpl" : "cmpl",
+             (long long)(srv_unix_ns() % 1000000000000LL));
+    char msg[WK_ERROR_MSG_MAX];
+    int status = srv_gen_parse(g, body, msg, sizeof msg);
+    struct wk_error err;
+    wk_error_clear(&err);
+    if (!status && srv_model_find(g_models_dir, g->model_name, &g->model, &err)) {
+        status = 404;
+        snprintf(msg, sizeof msg, "%s", err.msg);
+    }
+    if (status) {
+        gen_free(g);
+        return reply_error(c, api, (unsigned)status, msg);
+    }
+    /* Ollama: an empty prompt loads the model, or unloads it with keep_alive 0 */
+    json_t *msgs = json_object_get(g->runner_req, "messages");
+    if ((api == API_GENERATE || api == API_CHAT) && msgs && json_array_size(msgs) == 0) {
+        const char *reason = "load";
+        if (g->keep_alive_ns == 0) {
+            srv_sched_unload(g->model.name);
+            reason = "unload";
+        } else if (srv_sched_acquire(&g->model, g->n_ctx, &g->runner, &g->load_ns, &err)) {
+            gen_free(g);
+            return reply_error(c, api, 500, err.msg);
+        }
+        char when[64];
+        srv_time_rfc3339(srv_unix_ns(), when, sizeof when);
+        json_t *obj = json_pack("{s:s, s:s, s:b, s:s}", "model", g->model_name, "created_at", when,
+                                "done", 1, "done_reason", reason);
+        if (api == API_GENERATE) json_object_set_new(obj, "response", json_string(""));
+        else json_object_set_new(obj, "message", json_pack("{s:s, s:s}", "role", "assistant", "content", ""));
+        gen_free(g);
+        return reply_json(c, 200, obj);
+    }
+    if (srv_sched_acquire(&g->model, g->n_ctx, &g->runner, &g->load_ns, &err)) {
+        gen_free(g);
+        return reply_error(c, api, err.status == WK_E_CANCELLED ? 503 : 500, err.msg);
+    }
+    json_t *first = NULL;
+    if (srv_call_open(g->runner, g->runner_req, &g->call, &first, &err)) {
+        srv_sched_mark_dead(g->runner);
+        gen_free(g);
+        return reply_error(c, api, 500, err.msg);
+    }
+    int rs = (int)json_integer_value(json_object_get(first, "status"));
+    if (rs != 200) {
+        const char *e = json_string_value(json_object_get(first, "error"));
+        enum MHD_Result ret = reply_error(c, api, rs >= 400 && rs < 600 ? (unsigned)rs : 500,
+                                          e ? e : "the model runner refused the request");
+        json_decref(first);
+        gen_free(g);
+        return ret;
+    }
+    json_decref(first);
+    if (g->stream) {
+        struct MHD_Response *r =
+            MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, gen_reader, g, gen_reader_free);
+        if (!r) {
+            gen_free(g);
+            return MHD_NO;
+        }
+        bool sse = api == API_OAI_CHAT || api == API_OAI_COMPLETION;
+        MHD_add_response_header(r, "Content-Type", sse ? "text/event-stream" : "application/x-ndjson");
+        if (sse) MHD_add_response_header(r, "Cache-Control", "no-cache");
+        enum MHD_Result ret = MHD_queue_response(c, 200, r);
+        MHD_destroy_response(r);
+        return ret;
+    }
+    json_t *fin = NULL;
+    bool gone = false;
+    while (!g->ended && !gone) gen_step(g, &gone, &fin);
+    enum MHD_Result ret;
+    if (gone) ret = MHD_NO;
+    else if (json_object_get(fin, "error"))
+        ret = reply_error(c, api, srv_shutting_down() ? 503 : 500,
+                          json_string_value(json_object_get(fin, "error")));
+    else ret = reply_json(c, 200, srv_gen_response(g, fin));
+    json_decref(fin);
+    gen_free(g);
+    return ret;
+}
+
+/* ------------------------------------------------------------ other routes */
+
+static enum MHD_Result serve_show(struct MHD_Connection *c, json_t *body)
+{
+    json_t *name = json_object_get(body, "model");
+    if (!name) name = json_object_get(body, "name");
+    if (!json_is_string(name)) return reply_error(c, API_GENERATE, 400, "model is required");
+    struct srv_model m;
+    struct wk_error err;
+    if (srv_model_find(g_models_dir, json_string_value(name), &m, &err))
+        return reply_error(c, API_GENERATE, 404, err.msg);
+    json_t *info = NULL;
+    char *tmpl = NULL;
+    json_t *details = srv_model_details(m.path, &info, &tmpl);
+    if (!details) {
+        wk_free(tmpl);
+        return reply_error(c, API_GENERATE, 500, "cannot read the model file");
+    }
+    char *modelfile = wk_asprintf("# Modelfile generated by \"wick show\"\nFROM %s\n", m.path);
+    json_t *obj = json_pack("{s:s, s:s, s:s, s:s, s:o, s:o, s:[s]}", "license", "", "modelfile",
+                            modelfile ? modelfile : "", "parameters", "", "template",
+                            tmpl ? tmpl : "", "details", details, "model_info", info,
+                            "capabilities", "completion");
+    wk_free(modelfile);
+    wk_free(tmpl);
+    return reply_json(c, 200, obj);
+}
+
+static enum MHD_Result serve_oai_models(struct MHD_Connection *c, const char *one)
+{
+    json_t *tags = srv_models_list(g_models_dir), *data = json_array();
+    size_t i;
+    json_t *m;
+    json_array_foreach(json_object_get(tags, "models"), i, m) {
+        const char *name = json_string_value(json_object_get(m, "name"));
+        json_t *o = json_pack("{s:s, s:s, s:I, s:s}", "id", name, "object", "model", "created",
+                              (json_int_t)(srv_unix_ns() / 1000000000), "owned_by", "library");
+        if (one && (strcmp(one, name) == 0 ||
+                    (strncmp(one, name, strlen(one)) == 0 && strcmp(name + strlen(one), ":latest") == 0))) {
+            json_decref(tags);
+            json_decref(data);
+            return reply_json(c, 200, o);
+        }
+        json_array_append_new(data, o);
+    }
+    json_decref(tags);
+    if (one) {
+        json_decref(data);
+        char msg[300];
+        snprintf(msg, sizeof msg, "model '%.200s' not found", one);
+        return reply_error(c, API_OAI_CHAT, 404, msg);
+    }
+    return reply_json(c, 200, json_pack("{s:s, s:o}", "object", "list", "data", data));
+}
+
+/* ------------------------------------------------------------ dispatch */
+
+static enum MHD_Result route(struct MHD_Connection *c, const char *url, const char *method,
+                             struct conn *k)
+{
+    bool get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
+    bool post = strcmp(method, "POST") == 0;
+    static const struct {
+        const char *path;
+        bool post;
+        int api; /* -1: not a generation route */
+    } routes[] = {{"/", false, -1},
+                  {"/api/version", false, -1},
+                  {"/api/tags", false, -1},
+                  {"/api/ps", false, -1},
+                  {"/v1/models", false, -1},
+                  {"/api/show", true, -1},
+                  {"/api/generate", true, API_GENERATE},
+                  {"/api/chat", true, API_CHAT},
+                  {"/v1/chat/completions", true, API_OAI_CHAT},
+                  {"/v1/completions", true, API_OAI_COMPLETION}};
+    int found = -1;
+    for (size_t i = 0; i < WK_ARRAY_LEN(routes); i++)
+        if (strcmp(url, routes[i].path) == 0) found = (int)i;
+    bool oai = strncmp(url, "/v1/", 4) == 0;
+    if (found < 0 && strncmp(url, "/v1/models/", 11) == 0 && get) return serve_oai_models(c, url + 11);
+    if (found < 0) return reply_error(c, oai ? API_OAI_CHAT : API_GENERATE, 404, "not found");
+    if (routes[found].post ? !post : !get)
+        return reply_error(c, oai ? API_OAI_CHAT : API_GENERATE, 405, "method not allowed");
+    if (!routes[found].post) {
+        if (strcmp(url, "/") == 0) return reply_raw(c, 200, "text/plain; charset=utf-8", "wick is running", 15);
+        if (strcmp(url, "/api/version") == 0)
+            return reply_json(c, 200, json_pack("{s:s}", "version", WK_SERVER_VERSION));
+        if (strcmp(url, "/api/tags") == 0) return reply_json(c, 200, srv_models_list(g_models_dir));
+        if (strcmp(url, "/api/ps") == 0) return reply_json(c, 200, srv_sched_list());
+        return serve_oai_models(c, NULL);
+    }
+    enum srv_api api = routes[found].api >= 0 ? (enum srv_api)routes[found].api
+                       : oai                  ? API_OAI_CHAT
+                                              : API_GENERATE;
+    if (k->too_big) return reply_error(c, api, 413, "the request body is larger than 64 MiB");
+    json_error_t je;
+    json_t *body = json_loadb(k->body.p ? k->body.p : "", k->body.len, 0, &je);
+    if (!body || !json_is_object(body)) {
+        char msg[300];
+        if (!body) snprintf(msg, sizeof msg, "invalid JSON: %s (at line %d, column %d)", je.text, je.line, je.column);
+        else snprintf(msg, sizeof msg, "the request body must be a JSON object");
+        json_decref(body);
+        return reply_error(c, api, 400, msg);
+    }
+    enum MHD_Result ret = routes[found].api < 0 ? serve_show(c, body) : serve_generation(c, api, body);
+    json_decref(body);
+    return ret;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
+                                  const char *method, const char *version, const char *upload,
+                                  size_t *upload_size, void **con_cls)
+{
+    (void)cls, (void)version;
+    struct conn *k = *con_cls;
+    if (!k) {
+        if (!(k = wk_calloc(1, sizeof *k))) return MHD_NO;
+        *con_cls = k;
+        return MHD_YES;
+    }
+    if (*upload_size) {
+        if (k->body.len + *upload_size > SRV_MAX_BODY || !srv_buf_add(&k->body, upload, *upload_size))
+            k->too_big = true;
+        *upload_size = 0;
+        return MHD_YES;
+    }
+    return route(c, url, method, k);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+    (void)cls, (void)c, (void)toe;
+    struct conn *k = *con_cls;
+    if (!k) return;
+    wk_free(k->body.p);
+    wk_free(k);
+    *con_cls = NULL;
+}
+
+/* "host:port", ":port", "host", with an optional http:// in front. */
+static bool parse_host(const char *s, struct sockaddr_in *a)
+{
+    if (strncmp(s, "http://", 7) == 0) s += 7;
+    char host[256];
+    snprintf(host, sizeof host, "%s", s);
+    size_t n = strlen(host);
+    if (n && host[n - 1] == '/') host[n - 1] = '\0';
+    int port = 11434;
+    char *colon = strrchr(host, ':');
+    if (colon) {
+        char *end;
+        long p = strtol(colon + 1, &end, 10);
+        if (*end || p < 0 || p > 65535) return false;
+        port = (int)p;
+        *colon = '\0';
+    }
+    memset(a, 0, sizeof *a);
+    a->sin_family = AF_INET;
+    a->sin_port = htons((uint16_t)port);
+    if (!*host || strcmp(host, "localhost") == 0) strcpy(host, "127.0.0.1");
+    return inet_pton(AF_INET, host, &a->sin_addr) == 1;
+}
+
+int wk_serve_main(const struct wk_serve_opts *o)
+{
+    struct sockaddr_in addr;
+    if (!parse_host(o->host, &addr)) {
+        fprintf(stderr, "wick serve: bad address '%s' (want host:port, e.g. 127.0.0.1:11434)\n", o->host);
+        return 2;
+    }
+    g_models_dir = o->models;
+    char exe[4096];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0) {
+        fprintf(stderr, "wick serve: cannot find its own executable\n");
+        return 1;
+    }
+    exe[n] = '\0';
+    const char *max_env = getenv("WICK_MAX_LOADED_MODELS");
+    int max_loaded = max_env ? atoi(max_env) : 3;
+    if (max_loaded < 1) {
+        fprintf(stderr, "wick serve: WICK_MAX_LOADED_MODELS must be a positive integer\n");
+        return 2;
+    }
+    /* signals are taken by sigwait below, not by the connection threads */
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    srv_sched_init(exe, o->n_threads, max_loaded);
+    struct MHD_Daemon *d = MHD_start_daemon(
+        MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, 0, NULL,
+        NULL, on_request, NULL, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL, MHD_OPTION_LISTENING_ADDRESS_REUSE, 1,
+        MHD_OPTION_END);
+    if (!d) {
+        fprintf(stderr, "wick serve: cannot listen on %s (in use?)\n", o->host);
+        srv_sched_shutdown();
+        return 1;
+    }
+    const union MHD_DaemonInfo *di = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
+    char ip[64];
+    inet_ntop(AF_INET, &addr.sin_addr, ip, sizeof ip);
+    fprintf(stderr, "wick serve: listening on %s:%u, models from %s\n", ip,
+            di ? di->port : ntohs(addr.sin_port), o->models);
+    int sig;
+    sigwait(&set, &sig);
+    fprintf(stderr, "wick serve: shutting down\n");
+    srv_begin_shutdown();
+    usleep(300 * 1000); /* open streams write their error line */
+    MHD_stop_daemon(d);
+    srv_sched_shutdown();
+    return 0;
+}

@@ -1,0 +1,139 @@
+/*
+ * models.c - the models `wick serve` offers: GGUF files in the models
+ * folder, named by file stem (model_find in sched.c), and what /api/tags,
+ * /api/show and /api/ps say about each, read from the GGUF metadata
+ * (../shared/reference/ollama-mlx-runner.md §8.4).
+ */
+#include "server_internal.h"
+
+#include "../io/wk_io.h"
+
+#include <dirent.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* llama.cpp's general.file_type values (LLAMA_FTYPE_*). */
+static const char *file_type_name(int64_t t)
+{
+    static const struct {
+        int64_t t;
+        const char *name;
+    } names[] = {{0, "F32"},     {1, "F16"},     {2, "Q4_0"},    {3, "Q4_1"},    {7, "Q8_0"},
+                 {8, "Q5_0"},    {9, "Q5_1"},    {10, "Q2_K"},   {11, "Q3_K_S"}, {12, "Q3_K_M"},
+                 {13, "Q3_K_L"}, {14, "Q4_K_S"}, {15, "Q4_K_M"}, {16, "Q5_K_S"}, {17, "Q5_K_M"},
+                 {18, "Q6_K"},   {32, "BF16"}};
+    for (size_t i = 0; i < WK_ARRAY_LEN(names); i++)
+        if (names[i].t == t) return names[i].name;
+    return "unknown";
+}
+
+/* Ollama's human count: "135M", "268.10M", "1.5B". */
+static void format_count(int64_t n, char *out, size_t cap)
+{
+    double v;
+    const char *unit;
+    if (n >= 1000000000) v = (double)n / 1e9, unit = "B";
+    else if (n >= 1000000) v = (double)n / 1e6, unit = "M";
+    else if (n >= 1000) v = (double)n / 1e3, unit = "K";
+    else v = (double)n, unit = "";
+    if (v == (double)(int64_t)v) snprintf(out, cap, "%lld%s", (long long)v, unit);
+    else if (*unit == 'B') snprintf(out, cap, "%.1f%s", v, unit);
+    else if (*unit == 'M') snprintf(out, cap, "%.2f%s", v, unit);
+    else snprintf(out, cap, "%.0f%s", v, unit);
+}
+
+static json_t *gguf_str_json(const struct wk_gguf_value *v)
+{
+    if (!v || v->type != WK_GGUF_STRING) return NULL;
+    size_t n;
+    char *s = wk_utf8_sanitize(v->str.data, v->str.len, &n);
+    json_t *j = s ? json_stringn(s, n) : NULL;
+    wk_free(s);
+    return j;
+}
+
+json_t *srv_model_details(const char *path, json_t **model_info, char **template_out)
+{
+    struct wk_gguf *g;
+    if (wk_gguf_open(path, &g, NULL)) return NULL;
+    char arch[64] = "unknown";
+    const struct wk_gguf_value *a = wk_gguf_find(g, "general.architecture");
+    if (a && a->type == WK_GGUF_STRING)
+        snprintf(arch, sizeof arch, "%.*s", (int)WK_MIN(a->str.len, 63), a->str.data);
+    int64_t params = 0;
+    for (int64_t i = 0; i < wk_gguf_n_tensors(g); i++) {
+        const struct wk_tensor *t = &wk_gguf_tensor(g, i)->t;
+        int64_t n = 1;
+        for (int d = 0; d < 4; d++) n *= t->ne[d] > 0 ? t->ne[d] : 1;
+        params += n;
+    }
+    const struct wk_gguf_value *ft = wk_gguf_find(g, "general.file_type");
+    char psize[32];
+    format_count(params, psize, sizeof psize);
+    json_t *details = json_pack("{s:s, s:s, s:s, s:[s], s:s, s:s}", "parent_model", "", "format",
+                                "gguf", "family", arch, "families", arch, "parameter_size", psize,
+                                "quantization_level",
+                                ft ? file_type_name(ft->type == WK_GGUF_I32 || ft->type == WK_GGUF_I64
+                                                        ? ft->i
+                                                        : (int64_t)ft->u)
+                                   : "unknown");
+    if (model_info) {
+        json_t *mi = json_pack("{s:s, s:I}", "general.architecture", arch, "general.parameter_count",
+                               (json_int_t)params);
+        static const char *keys[] = {"context_length",        "embedding_length",
+                                     "block_count",           "attention.head_count",
+                                     "attention.head_count_kv", "feed_forward_length"};
+        for (size_t i = 0; i < WK_ARRAY_LEN(keys); i++) {
+            char key[128];
+            snprintf(key, sizeof key, "%s.%s", arch, keys[i]);
+            const struct wk_gguf_value *v = wk_gguf_find(g, key);
+            if (v && (v->type == WK_GGUF_U32 || v->type == WK_GGUF_U64))
+                json_object_set_new(mi, key, json_integer((json_int_t)v->u));
+            else if (v && (v->type == WK_GGUF_I32 || v->type == WK_GGUF_I64))
+                json_object_set_new(mi, key, json_integer((json_int_t)v->i));
+        }
+        const struct wk_gguf_value *toks = wk_gguf_find(g, "tokenizer.ggml.tokens");
+        if (toks && toks->type == WK_GGUF_ARRAY) {
+            char key[128];
+            snprintf(key, sizeof key, "%s.vocab_size", arch);
+            json_object_set_new(mi, key, json_integer((json_int_t)toks->arr.n));
+        }
+        *model_info = mi;
+    }
+    if (template_out) {
+        json_t *t = gguf_str_json(wk_gguf_find(g, "tokenizer.chat_template"));
+        *template_out = wk_asprintf("%s", t ? json_string_value(t) : "");
+        json_decref(t);
+    }
+    wk_gguf_close(g);
+    return details;
+}
+
+json_t *srv_models_list(const char *models_dir)
+{
+    json_t *arr = json_array();
+    DIR *d = opendir(models_dir);
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        size_t n = strlen(e->d_name);
+        if (n < 6 || strcmp(e->d_name + n - 5, ".gguf") != 0 || e->d_name[0] == '.') continue;
+        char path[4096], name[512];
+        snprintf(path, sizeof path, "%s/%s", models_dir, e->d_name);
+        struct stat st;
+        if (stat(path, &st) || !S_ISREG(st.st_mode)) continue;
+        snprintf(name, sizeof name, "%.*s", (int)(n - 5), e->d_name);
+        if (!strchr(name, ':')) strcat(name, ":latest");
+        char when[64];
+        srv_time_rfc3339((int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec, when,
+                         sizeof when);
+        json_t *details = srv_model_details(path, NULL, NULL);
+        if (!details) continue;
+        json_array_append_new(arr, json_pack("{s:s, s:s, s:s, s:I, s:s, s:o, s:[s]}", "name", name,
+                                             "model", name, "modified_at", when, "size",
+                                             (json_int_t)st.st_size, "digest", "", "details",
+                                             details, "capabilities", "completion"));
+    }
+    if (d) closedir(d);
+    return json_pack("{s:o}", "models", arr);
+}

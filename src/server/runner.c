@@ -1,0 +1,615 @@
+/*
+ * runner.c - `wick runner`: the process that owns one model and generates
+ * for `wick serve` over the JSON-lines protocol wk_server.h describes.
+ *
+ * Threads: the main thread accepts connections; each connection gets its
+ * own thread, which reads the request, renders the chat template,
+ * tokenizes, checks that the prompt fits the context and validates the
+ * sampler options (so a bad request is answered at once, and the next
+ * prompt is tokenized while the model computes), then queues a job and
+ * streams the job's output back. One compute thread takes jobs in order
+ * and runs them on the single session, whose KV cache is reused by prefix
+ * from one request to the next (as Ollama's runner serialises requests,
+ * ../shared/reference/ollama-mlx-runner.md §1.5).
+ *
+ * The compute thread never blocks on a socket: it appends output lines to
+ * the job's buffer, and the connection thread writes them out. A client
+ * that reads nothing therefore stalls only its own connection thread. The
+ * connection thread watches its socket for the peer hanging up and then
+ * sets the job's cancel flag, which the session checks between forward
+ * steps (and between layers during prefill); a job cancelled while queued
+ * is dropped without running.
+ */
+#include "wk_server.h"
+
+#include "../runtime/wk_runtime.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_REQUEST_BYTES ((size_t)64 << 20)
+#define MAX_STOPS 16
+#define MAX_LOGIT_BIAS 4096
+
+struct buf {
+    char *p;
+    size_t len, cap;
+};
+
+static bool buf_add(struct buf *b, const char *s, size_t n)
+{
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 256;
+        while (cap < b->len + n + 1) cap *= 2;
+        char *p = wk_realloc(b->p, cap);
+        if (!p) return false;
+        b->p = p, b->cap = cap;
+    }
+    memcpy(b->p + b->len, s, n);
+    b->len += n;
+    b->p[b->len] = '\0';
+    return true;
+}
+
+/* One completion request, shared by its connection thread and the compute
+ * thread (refs counts them); mu guards out and finished. */
+struct job {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int refs;
+    volatile bool cancel;
+    struct wk_tokens ids;
+    struct wk_sampler_params sp;
+    struct wk_logit_bias *bias;
+    int32_t num_predict;
+    char *stops[MAX_STOPS];
+    int32_t n_stops;
+    bool logprobs;
+    int32_t top_logprobs;
+    json_t *pending_lp; /* compute thread only: entries not yet sent */
+    struct buf out;
+    bool finished, nomem;
+    struct job *next;
+};
+
+static struct {
+    struct wk_model *model;
+    struct wk_tokenizer *tok;
+    struct wk_session *session;
+    const char *model_path;
+    int32_t n_ctx;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    struct job *head, *tail;
+    int queued;
+    _Atomic bool busy;
+    _Atomic int64_t tokens, requests;
+} R = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+
+static struct job *job_new(void)
+{
+    struct job *j = wk_calloc(1, sizeof *j);
+    if (!j) return NULL;
+    pthread_mutex_init(&j->mu, NULL);
+    pthread_cond_init(&j->cv, NULL);
+    j->refs = 1;
+    j->sp = wk_sampler_params_default();
+    j->num_predict = -1;
+    return j;
+}
+
+static void job_unref(struct job *j)
+{
+    pthread_mutex_lock(&j->mu);
+    bool last = --j->refs == 0;
+    pthread_mutex_unlock(&j->mu);
+    if (!last) return;
+    wk_tokens_deinit(&j->ids);
+    wk_free(j->bias);
+    for (int32_t i = 0; i < j->n_stops; i++) wk_free(j->stops[i]);
+    json_decref(j->pending_lp);
+    wk_free(j->out.p);
+    pthread_mutex_destroy(&j->mu);
+    pthread_cond_destroy(&j->cv);
+    wk_free(j);
+}
+
+/* Appends obj as one line to the job's output (stealing the reference). */
+static void job_push(struct job *j, json_t *obj)
+{
+    char *s = obj ? json_dumps(obj, JSON_COMPACT) : NULL;
+    json_decref(obj);
+    pthread_mutex_lock(&j->mu);
+    if (!s || !buf_add(&j->out, s, strlen(s)) || !buf_add(&j->out, "\n", 1)) j->nomem = true;
+    pthread_cond_signal(&j->cv);
+    pthread_mutex_unlock(&j->mu);
+    free(s);
+}
+
+static void job_finish(struct job *j)
+{
+    pthread_mutex_lock(&j->mu);
+    j->finished = true;
+    pthread_cond_signal(&j->cv);
+    pthread_mutex_unlock(&j->mu);
+}
+
+/* ------------------------------------------------------------ sockets */
+
+static bool peer_gone(int fd)
+{
+    struct pollfd p = {.fd = fd, .events = POLLRDHUP};
+    return poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
+}
+
+/* Writes all of s[n]; false when the peer is gone. */
+static bool send_all(int fd, const char *s, size_t n)
+{
+    while (n > 0) {
+        struct pollfd p = {.fd = fd, .events = POLLOUT | POLLRDHUP};
+        if (poll(&p, 1, 100) < 0 && errno != EINTR) return false;
+        if (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) return false;
+        if (!(p.revents & POLLOUT)) continue;
+        ssize_t w = send(fd, s, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (w < 0 && (errno == EAGAIN || errno == EINTR)) continue;
+        if (w <= 0) return false;
+        s += w, n -= (size_t)w;
+    }
+    return true;
+}
+
+static bool send_json(int fd, json_t *obj)
+{
+    char *s = json_dumps(obj, JSON_COMPACT);
+    json_decref(obj);
+    bool ok = s && send_all(fd, s, strlen(s)) && send_all(fd, "\n", 1);
+    free(s);
+    return ok;
+}
+
+/* Reads one line (without its newline) of at most max bytes: wk_malloc'd,
+ * NUL-terminated; NULL when the peer closes first or the line is too long. */
+static char *read_line(int fd, size_t max, size_t *len)
+{
+    struct buf b = {0};
+    char chunk[4096];
+    for (;;) {
+        ssize_t r = recv(fd, chunk, sizeof chunk, 0);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) break;
+        char *nl = memchr(chunk, '\n', (size_t)r);
+        size_t n = nl ? (size_t)(nl - chunk) : (size_t)r;
+        if (b.len + n > max || !buf_add(&b, chunk, n)) break;
+        if (nl) {
+            *len = b.len;
+            return b.p ? b.p : wk_calloc(1, 1);
+        }
+    }
+    wk_free(b.p);
+    return NULL;
+}
+
+/* ------------------------------------------------------------ requests */
+
+static json_t *error_line(int status, const char *msg)
+{
+    return json_pack("{s:i, s:s}", "status", status, "error", msg);
+}
+
+/* Reads the sampler options and limits of request req into j; false with
+ * msg set on a bad one. */
+static bool parse_options(struct job *j, json_t *req, char *msg, size_t cap)
+{
+    json_t *opts = json_object_get(req, "options");
+    if (opts && !json_is_object(opts) && !json_is_null(opts)) {
+        snprintf(msg, cap, "options must be an object");
+        return false;
+    }
+    struct {
+        const char *name;
+        float *f;
+        int32_t *i;
+        int64_t *l;
+    } fields[] = {
+        {"temperature", &j->sp.temperature, NULL, NULL},
+        {"top_k", NULL, &j->sp.top_k, NULL},
+        {"top_p", &j->sp.top_p, NULL, NULL},
+        {"min_p", &j->sp.min_p, NULL, NULL},
+        {"seed", NULL, NULL, &j->sp.seed},
+        {"repeat_last_n", NULL, &j->sp.repeat_last_n, NULL},
+        {"repeat_penalty", &j->sp.repeat_penalty, NULL, NULL},
+        {"presence_penalty", &j->sp.presence_penalty, NULL, NULL},
+        {"frequency_penalty", &j->sp.frequency_penalty, NULL, NULL},
+        {"num_predict", NULL, &j->num_predict, NULL},
+    };
+    for (size_t i = 0; opts && i < WK_ARRAY_LEN(fields); i++) {
+        json_t *v = json_object_get(opts, fields[i].name);
+        if (!v || json_is_null(v)) continue;
+        if (!json_is_number(v)) {
+            snprintf(msg, cap, "option %s must be a number", fields[i].name);
+            return false;
+        }
+        double d = json_number_value(v);
+        if (fields[i].f) *fields[i].f = (float)d;
+        else if (d != (double)(int64_t)d || d < -2147483648.0 || d > 2147483647.0) {
+            if (fields[i].l && d == (double)(int64_t)d) *fields[i].l = (int64_t)d;
+            else {
+                snprintf(msg, cap, "option %s must be an integer", fields[i].name);
+                return false;
+            }
+        } else if (fields[i].i) *fields[i].i = (int32_t)d;
+        else *fields[i].l = (int64_t)d;
+    }
+    json_t *stop = json_object_get(req, "stop");
+    if (stop && json_is_array(stop)) {
+        size_t i;
+        json_t *s;
+        json_array_foreach(stop, i, s) {
+            if (!json_is_string(s) || j->n_stops == MAX_STOPS) {
+                snprintf(msg, cap, "stop must be a list of at most %d strings", MAX_STOPS);
+                return false;
+            }
+            if (!(j->stops[j->n_stops++] = wk_asprintf("%s", json_string_value(s)))) return false;
+        }
+    }
+    json_t *bias = json_object_get(req, "logit_bias");
+    if (bias && json_is_array(bias) && json_array_size(bias) > 0) {
+        size_t n = json_array_size(bias);
+        if (n > MAX_LOGIT_BIAS || !(j->bias = wk_calloc(n, sizeof *j->bias))) {
+            snprintf(msg, cap, "logit_bias has too many entries");
+            return false;
+        }
+        for (size_t i = 0; i < n; i++) {
+            json_t *e = json_array_get(bias, i);
+            json_t *id = json_array_get(e, 0), *b = json_array_get(e, 1);
+            if (!json_is_integer(id) || !json_is_number(b)) {
+                snprintf(msg, cap, "logit_bias entries must be [token id, bias]");
+                return false;
+            }
+            j->bias[i] = (struct wk_logit_bias){(int32_t)json_integer_value(id),
+                                                (float)json_number_value(b)};
+        }
+        j->sp.logit_bias = j->bias;
+        j->sp.n_logit_bias = (int32_t)n;
+    }
+    j->logprobs = json_is_true(json_object_get(req, "logprobs"));
+    json_t *top = json_object_get(req, "top_logprobs");
+    if (top && json_is_integer(top)) j->top_logprobs = (int32_t)json_integer_value(top);
+    if (j->top_logprobs < 0 || j->top_logprobs > WK_MAX_TOP_LOGPROBS) {
+        snprintf(msg, cap, "top_logprobs must be between 0 and %d", WK_MAX_TOP_LOGPROBS);
+        return false;
+    }
+    return true;
+}
+
+/* Renders and tokenizes the prompt of req into j->ids and checks it fits;
+ * returns 200, or 400/500 with msg set. */
+static int prepare(struct job *j, json_t *req, char *msg, size_t cap)
+{
+    if (!parse_options(j, req, msg, cap)) return 400;
+    struct wk_sampler *s;
+    struct wk_error err;
+    wk_error_clear(&err);
+    if (wk_sampler_create(&j->sp, wk_model_hparams(R.model)->n_vocab, R.n_ctx, &s, &err)) {
+        snprintf(msg, cap, "%s", err.msg);
+        return 400;
+    }
+    wk_sampler_destroy(s);
+
+    struct wk_prompt prompt = {0};
+    enum wk_status st = WK_OK;
+    json_t *raw = json_object_get(req, "raw"), *msgs = json_object_get(req, "messages");
+    if (json_is_string(raw)) {
+        st = wk_prompt_raw(R.tok, json_string_value(raw), json_string_length(raw), &prompt);
+    } else if (json_is_array(msgs)) {
+        size_t n = json_array_size(msgs);
+        struct wk_chat_message *m = wk_calloc(n ? n : 1, sizeof *m);
+        if (!m) st = WK_E_NOMEM;
+        for (size_t i = 0; !st && i < n; i++) {
+            json_t *e = json_array_get(msgs, i);
+            m[i].role = json_string_value(json_object_get(e, "role"));
+            m[i].content = json_string_value(json_object_get(e, "content"));
+            if (!m[i].role || !m[i].content) {
+                snprintf(msg, cap, "each message needs a role and a content string");
+                wk_free(m);
+                wk_prompt_deinit(&prompt);
+                return 400;
+            }
+        }
+        if (!st) st = wk_chat_render(R.model, R.tok, m, (int32_t)n, true, &prompt, &err);
+        wk_free(m);
+    } else {
+        snprintf(msg, cap, "the request has neither messages nor a raw prompt");
+        return 400;
+    }
+    if (!st && (st = wk_prompt_tokenize(R.tok, &prompt, &j->ids)))
+        wk_error_set(&err, st, "out of memory while tokenizing");
+    wk_prompt_deinit(&prompt);
+    if (st) {
+        snprintf(msg, cap, "%s", err.msg[0] ? err.msg : wk_status_str(st));
+        return st == WK_E_NOMEM ? 500 : 400;
+    }
+    if (j->ids.n < 1) {
+        snprintf(msg, cap, "the prompt is empty");
+        return 400;
+    }
+    if (j->ids.n >= R.n_ctx) {
+        snprintf(msg, cap,
+                 "the prompt is %lld tokens, which does not fit in the context of %d tokens "
+                 "(num_ctx %d; leave room for at least one generated token)",
+                 (long long)j->ids.n, R.n_ctx, R.n_ctx);
+        return 400;
+    }
+    return 200;
+}
+
+/* ------------------------------------------------------------ compute */
+
+static json_t *token_json(int32_t id, float logprob)
+{
+    char buf[256];
+    size_t n = wk_tokenizer_token_bytes(R.tok, id, true, buf, sizeof buf);
+    if (n > sizeof buf) n = sizeof buf;
+    size_t slen;
+    char *s = wk_utf8_sanitize(buf, n, &slen);
+    json_t *bytes = json_array();
+    for (size_t i = 0; i < n; i++) json_array_append_new(bytes, json_integer((unsigned char)buf[i]));
+    json_t *e = json_pack("{s:s%, s:f, s:o}", "token", s ? s : "", s ? slen : 0, "logprob",
+                          (double)logprob, "bytes", bytes);
+    wk_free(s);
+    return e;
+}
+
+static void on_logprobs(void *user, const struct wk_token_logprobs *lp)
+{
+    struct job *j = user;
+    json_t *e = token_json(lp->id, lp->logprob);
+    if (e && j->top_logprobs > 0) {
+        json_t *top = json_array();
+        for (int32_t i = 0; i < lp->n_top; i++)
+            json_array_append_new(top, token_json(lp->top_ids[i], lp->top_logprobs[i]));
+        json_object_set_new(e, "top_logprobs", top);
+    }
+    if (!j->pending_lp) j->pending_lp = json_array();
+    json_array_append_new(j->pending_lp, e);
+}
+
+static void on_token(void *user, int32_t id)
+{
+    (void)user, (void)id;
+    atomic_fetch_add(&R.tokens, 1);
+}
+
+static bool on_piece(void *user, const char *text, size_t len)
+{
+    struct job *j = user;
+    size_t n;
+    char *s = wk_utf8_sanitize(text, len, &n);
+    json_t *line = json_object();
+    json_object_set_new(line, "content", s ? json_stringn(s, n) : json_string(""));
+    wk_free(s);
+    if (j->pending_lp) {
+        json_object_set_new(line, "logprobs", j->pending_lp);
+        j->pending_lp = NULL;
+    }
+    job_push(j, line);
+    return !j->cancel;
+}
+
+static void run_job(struct job *j)
+{
+    struct wk_generate_params gp = wk_generate_params_default();
+    gp.sampler = j->sp;
+    gp.num_predict = j->num_predict;
+    gp.stop = (const char *const *)j->stops;
+    gp.n_stop = j->n_stops;
+    gp.on_piece = on_piece;
+    gp.on_token = on_token;
+    gp.user = j;
+    gp.cancel = &j->cancel;
+    if (j->logprobs) {
+        gp.on_logprobs = on_logprobs;
+        gp.top_logprobs = j->top_logprobs;
+    }
+    struct wk_generate_stats st;
+    struct wk_error err;
+    wk_error_clear(&err);
+    enum wk_status s = wk_session_generate(R.session, &j->ids, &gp, &st, &err);
+    if (s == WK_E_CANCELLED) return;
+    if (s) {
+        int code = s == WK_E_RANGE || s == WK_E_INVALID ? 400 : 500;
+        job_push(j, error_line(code, err.msg[0] ? err.msg : wk_status_str(s)));
+        return;
+    }
+    json_t *fin = json_pack("{s:b, s:s, s:i, s:i, s:I, s:i, s:I}", "done", 1, "done_reason",
+                            st.done_reason, "prompt_tokens", st.prompt_tokens, "prompt_eval_count",
+                            st.prompt_eval_count, "prompt_eval_duration",
+                            (json_int_t)st.prompt_eval_ns, "eval_count", st.eval_count,
+                            "eval_duration", (json_int_t)st.eval_ns);
+    if (fin && j->pending_lp) {
+        json_object_set_new(fin, "logprobs", j->pending_lp);
+        j->pending_lp = NULL;
+    }
+    job_push(j, fin);
+}
+
+static void *compute_main(void *arg)
+{
+    (void)arg;
+    for (;;) {
+        pthread_mutex_lock(&R.mu);
+        while (!R.head) pthread_cond_wait(&R.cv, &R.mu);
+        struct job *j = R.head;
+        R.head = j->next;
+        if (!R.head) R.tail = NULL;
+        R.queued--;
+        atomic_store(&R.busy, !j->cancel);
+        pthread_mutex_unlock(&R.mu);
+        if (!j->cancel) run_job(j); /* a job whose client left while queued never runs */
+        atomic_store(&R.busy, false);
+        atomic_fetch_add(&R.requests, 1);
+        job_finish(j);
+        job_unref(j);
+    }
+    return NULL;
+}
+
+/* ------------------------------------------------------------ connections */
+
+static json_t *status_json(void)
+{
+    pthread_mutex_lock(&R.mu);
+    int queued = R.queued;
+    pthread_mutex_unlock(&R.mu);
+    return json_pack("{s:i, s:b, s:i, s:I, s:I, s:i, s:s}", "status", 200, "busy",
+                     (int)atomic_load(&R.busy), "queued", queued, "tokens_generated",
+                     (json_int_t)atomic_load(&R.tokens), "requests",
+                     (json_int_t)atomic_load(&R.requests), "n_ctx", R.n_ctx, "model",
+                     R.model_path);
+}
+
+/* Streams j's output to fd until the job finishes or the peer leaves. */
+static void stream(int fd, struct job *j)
+{
+    struct buf local = {0};
+    for (;;) {
+        pthread_mutex_lock(&j->mu);
+        if (!j->out.len && !j->finished) {
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            ts.tv_nsec += 50 * 1000 * 1000;
+            if (ts.tv_nsec >= 1000000000) ts.tv_sec++, ts.tv_nsec -= 1000000000;
+            pthread_cond_timedwait(&j->cv, &j->mu, &ts);
+        }
+        struct buf b = j->out;
+        j->out = local;
+        j->out.len = 0;
+        bool fin = j->finished, nomem = j->nomem;
+        pthread_mutex_unlock(&j->mu);
+        local = b;
+        if (local.len && !send_all(fd, local.p, local.len)) break;
+        local.len = 0;
+        if (nomem) {
+            send_json(fd, error_line(500, "out of memory"));
+            break;
+        }
+        if (fin) {
+            /* output pushed after the last look */
+            pthread_mutex_lock(&j->mu);
+            bool more = j->out.len > 0;
+            pthread_mutex_unlock(&j->mu);
+            if (!more) break;
+            continue;
+        }
+        if (peer_gone(fd)) break;
+    }
+    j->cancel = true; /* no-op when finished; else the client left */
+    wk_free(local.p);
+}
+
+static void *conn_main(void *arg)
+{
+    int fd = (int)(intptr_t)arg;
+    size_t len = 0;
+    char *line = read_line(fd, MAX_REQUEST_BYTES, &len);
+    json_error_t je;
+    json_t *req = line ? json_loadb(line, len, 0, &je) : NULL;
+    wk_free(line);
+    if (!req || !json_is_object(req)) {
+        if (line) send_json(fd, error_line(400, "the runner request is not a JSON object"));
+    } else if (json_is_true(json_object_get(req, "status"))) {
+        send_json(fd, status_json());
+    } else {
+        struct job *j = job_new();
+        char msg[WK_ERROR_MSG_MAX] = "out of memory";
+        int code = j ? prepare(j, req, msg, sizeof msg) : 500;
+        if (code != 200) {
+            send_json(fd, error_line(code, msg));
+        } else if (send_json(fd, json_pack("{s:i, s:I}", "status", 200, "prompt_tokens",
+                                           (json_int_t)j->ids.n))) {
+            j->refs++; /* the compute thread's */
+            pthread_mutex_lock(&R.mu);
+            if (R.tail) R.tail->next = j;
+            else R.head = j;
+            R.tail = j;
+            R.queued++;
+            pthread_cond_signal(&R.cv);
+            pthread_mutex_unlock(&R.mu);
+            stream(fd, j);
+        }
+        if (j) job_unref(j);
+    }
+    json_decref(req);
+    close(fd);
+    return NULL;
+}
+
+int wk_runner_main(const struct wk_runner_opts *o)
+{
+    prctl(PR_SET_PDEATHSIG, SIGTERM); /* the server gone: leave with it */
+    signal(SIGPIPE, SIG_IGN);
+    R.model_path = o->model;
+    struct wk_error err;
+    wk_error_clear(&err);
+    struct wk_context_params cp = wk_context_params_default();
+    cp.n_ctx = o->n_ctx;
+    cp.n_threads = o->n_threads;
+    enum wk_status st = wk_model_load(o->model, &R.model, &err);
+    if (!st) st = wk_tokenizer_from_gguf(wk_model_gguf(R.model), &R.tok, &err);
+    if (!st) st = wk_session_create(R.model, R.tok, &cp, &R.session, &err);
+    int lfd = -1;
+    if (!st) {
+        R.n_ctx = wk_context_n_ctx(wk_session_context(R.session));
+        struct sockaddr_un a = {.sun_family = AF_UNIX};
+        size_t n = strlen(o->socket);
+        if (n + 1 >= sizeof a.sun_path) {
+            st = wk_error_set(&err, WK_E_INVALID, "socket name too long");
+        } else {
+            memcpy(a.sun_path + 1, o->socket, n); /* abstract: leading NUL */
+            lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+            if (lfd < 0 || bind(lfd, (struct sockaddr *)&a, (socklen_t)(sizeof a.sun_family + 1 + n)) ||
+                listen(lfd, 128))
+                st = wk_error_set(&err, WK_E_IO, "cannot listen on socket %s: %s", o->socket,
+                                  strerror(errno));
+        }
+    }
+    pthread_t compute;
+    if (!st && pthread_create(&compute, NULL, compute_main, NULL))
+        st = wk_error_set(&err, WK_E_IO, "cannot start the compute thread");
+    if (st) {
+        json_t *e = json_pack("{s:s}", "error", err.msg[0] ? err.msg : wk_status_str(st));
+        char *s = json_dumps(e, JSON_COMPACT);
+        printf("%s\n", s ? s : "{\"error\":\"out of memory\"}");
+        fflush(stdout);
+        free(s);
+        json_decref(e);
+        return 1;
+    }
+    printf("{\"ready\":true,\"n_ctx\":%d}\n", R.n_ctx);
+    fflush(stdout);
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    for (;;) {
+        int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+        if (fd < 0) {
+            if (errno == EINTR || errno == ECONNABORTED || errno == EMFILE) continue;
+            break;
+        }
+        pthread_t t;
+        if (pthread_create(&t, &attr, conn_main, (void *)(intptr_t)fd)) close(fd);
+    }
+    return 1;
+}

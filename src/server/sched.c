@@ -1,0 +1,585 @@
+/*
+ * sched.c - the runner processes of `wick serve`: starting one per model
+ * (posix_spawn of `wick runner`, waiting for its ready line), counting
+ * uses, keep_alive expiry, the WICK_MAX_LOADED_MODELS limit (least
+ * recently used idle runner stopped first), restarting runners that died,
+ * and the client side of the runner protocol (wk_server.h).
+ *
+ * Behaviour follows Ollama's scheduler (../shared/reference/
+ * ollama-mlx-runner.md §1.2, §1.5, §8.1): keep_alive default 5 minutes,
+ * 0 unloads when the request ends, negative never unloads; a runner is
+ * reloaded when a request asks for another num_ctx.
+ */
+#include "server_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+extern char **environ;
+
+#define LOAD_TIMEOUT_MS (5 * 60 * 1000)
+
+struct srv_runner {
+    struct srv_model model;
+    int32_t n_ctx_req; /* as asked (0: default) */
+    int32_t n_ctx;     /* as the runner reports */
+    pid_t pid;
+    char sock[64];
+    int users;
+    bool loading, dead, stopping;
+    int64_t expires_ns; /* wk_time_ns deadline once unused; SRV_KEEP_FOREVER: never */
+    int64_t expires_unix_ns;
+    int64_t last_used;
+    struct srv_runner *next;
+};
+
+static struct {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    struct srv_runner *list;
+    char exe[4096];
+    int32_t n_threads;
+    int max_loaded;
+    int seq;
+    bool shutdown;
+    pthread_t reaper;
+} S = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+
+bool srv_shutting_down(void)
+{
+    return __atomic_load_n(&S.shutdown, __ATOMIC_ACQUIRE);
+}
+
+void srv_begin_shutdown(void)
+{
+    __atomic_store_n(&S.shutdown, true, __ATOMIC_RELEASE);
+}
+
+int64_t srv_unix_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+void srv_time_rfc3339(int64_t unix_ns, char *out, size_t cap)
+{
+    time_t s = (time_t)(unix_ns / 1000000000);
+    struct tm tm;
+    gmtime_r(&s, &tm);
+    char date[40];
+    strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(out, cap, "%s.%09lldZ", date, (long long)(unix_ns % 1000000000));
+}
+
+/* ------------------------------------------------------------ models */
+
+static bool name_ok(const char *s, size_t n)
+{
+    if (n == 0 || n > 200 || s[0] == '.' || s[0] == '-') return false;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '.' || c == '_' || c == '-'))
+            return false;
+    }
+    return true;
+}
+
+enum wk_status srv_model_find(const char *models_dir, const char *name, struct srv_model *out,
+                              struct wk_error *err)
+{
+    const char *colon = strchr(name, ':');
+    size_t base_len = colon ? (size_t)(colon - name) : strlen(name);
+    const char *tag = colon ? colon + 1 : "latest";
+    if (name_ok(name, base_len) && name_ok(tag, strlen(tag)) && strstr(name, "..") == NULL) {
+        char cand[3][4096];
+        int n = 0;
+        if (strcmp(tag, "latest") == 0)
+            snprintf(cand[n++], sizeof cand[0], "%.3000s/%.*s.gguf", models_dir, (int)base_len, name);
+        snprintf(cand[n++], sizeof cand[0], "%.3000s/%.*s:%.200s.gguf", models_dir, (int)base_len, name, tag);
+        snprintf(cand[n++], sizeof cand[0], "%.3000s/%.*s-%.200s.gguf", models_dir, (int)base_len, name, tag);
+        for (int i = 0; i < n; i++) {
+            if (access(cand[i], R_OK) == 0) {
+                snprintf(out->name, sizeof out->name, "%.*s:%s", (int)base_len, name, tag);
+                snprintf(out->path, sizeof out->path, "%.4000s", cand[i]);
+                return WK_OK;
+            }
+        }
+    }
+    char shown[128];
+    wk_str_printable(name, strlen(name), shown, sizeof shown);
+    return wk_error_set(err, WK_E_NOT_FOUND, "model '%s' not found", shown);
+}
+
+/* ------------------------------------------------------------ runners */
+
+static void runner_stop(struct srv_runner *r)
+{
+    if (r->pid > 0) {
+        kill(r->pid, SIGTERM);
+        for (int i = 0; i < 500; i++) {
+            if (waitpid(r->pid, NULL, WNOHANG) != 0) {
+                r->pid = 0;
+                break;
+            }
+            usleep(10000);
+        }
+        if (r->pid > 0) {
+            kill(r->pid, SIGKILL);
+            waitpid(r->pid, NULL, 0);
+        }
+        r->pid = 0;
+    }
+}
+
+/* Unlinks r from the list (S.mu held). */
+static void unlink_runner(struct srv_runner *r)
+{
+    for (struct srv_runner **p = &S.list; *p; p = &(*p)->next)
+        if (*p == r) {
+            *p = r->next;
+            return;
+        }
+}
+
+/* Starts r's process and waits for its ready line (S.mu not held). */
+static enum wk_status runner_start(struct srv_runner *r, struct wk_error *err)
+{
+    int pfd[2];
+    if (pipe2(pfd, O_CLOEXEC)) return wk_error_set(err, WK_E_IO, "pipe: %s", strerror(errno));
+    char ctx[32], thr[32];
+    snprintf(ctx, sizeof ctx, "%d", r->n_ctx_req);
+    snprintf(thr, sizeof thr, "%d", S.n_threads);
+    char *argv[] = {S.exe, "runner", "--model", r->model.path, "--socket", r->sock, "--num-ctx", ctx,
+                    "--threads", thr, NULL};
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, pfd[1], STDOUT_FILENO);
+    pid_t pid;
+    int rc = posix_spawn(&pid, S.exe, &fa, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    close(pfd[1]);
+    if (rc) {
+        close(pfd[0]);
+        return wk_error_set(err, WK_E_IO, "cannot start the runner %s: %s", S.exe, strerror(rc));
+    }
+    r->pid = pid;
+    char line[8192];
+    size_t n = 0;
+    int64_t deadline = wk_time_ns() + (int64_t)LOAD_TIMEOUT_MS * 1000000;
+    while (n < sizeof line - 1 && !memchr(line, '\n', n)) {
+        struct pollfd p = {.fd = pfd[0], .events = POLLIN};
+        int left = (int)((deadline - wk_time_ns()) / 1000000);
+        if (left <= 0) break;
+        if (poll(&p, 1, left) <= 0) continue;
+        ssize_t got = read(pfd[0], line + n, sizeof line - 1 - n);
+        if (got <= 0) break;
+        n += (size_t)got;
+    }
+    close(pfd[0]);
+    line[n] = '\0';
+    json_t *j = json_loads(line, JSON_DISABLE_EOF_CHECK, NULL);
+    enum wk_status st = WK_OK;
+    if (j && json_is_true(json_object_get(j, "ready"))) {
+        r->n_ctx = (int32_t)json_integer_value(json_object_get(j, "n_ctx"));
+    } else {
+        const char *e = j ? json_string_value(json_object_get(j, "error")) : NULL;
+        st = wk_error_set(err, WK_E_IO, "the model runner failed to start: %s",
+                          e ? e : n ? "it printed no ready line" : "it exited or timed out");
+        runner_stop(r);
+    }
+    json_decref(j);
+    return st;
+}
+
+/* Reaps runners that exited and stops idle ones past their keep_alive. */
+static void *reaper_main(void *arg)
+{
+    (void)arg;
+    pthread_mutex_lock(&S.mu);
+    while (!S.shutdown) {
+        int64_t now = wk_time_ns();
+        for (struct srv_runner *r = S.list, *next; r; r = next) {
+            next = r->next;
+            if (r->loading) continue;
+            if (!r->dead && r->pid > 0 && waitpid(r->pid, NULL, WNOHANG) != 0) {
+                r->pid = 0;
+                r->dead = true;
+            }
+            bool expired = r->expires_ns != SRV_KEEP_FOREVER && now >= r->expires_ns;
+            if (r->users == 0 && (r->dead || r->stopping || expired)) {
+                unlink_runner(r);
+                runner_stop(r);
+                wk_free(r);
+                pthread_cond_broadcast(&S.cv);
+            }
+        }
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 100 * 1000 * 1000;
+        if (ts.tv_nsec >= 1000000000) ts.tv_sec++, ts.tv_nsec -= 1000000000;
+        pthread_cond_timedwait(&S.cv, &S.mu, &ts);
+    }
+    pthread_mutex_unlock(&S.mu);
+    return NULL;
+}
+
+void srv_sched_init(const char *exe, int32_t n_threads, int max_loaded)
+{
+    snprintf(S.exe, sizeof S.exe, "%s", exe);
+    S.n_threads = n_threads;
+    S.max_loaded = max_loaded > 0 ? max_loaded : 1;
+    pthread_create(&S.reaper, NULL, reaper_main, NULL);
+}
+
+void srv_sched_shutdown(void)
+{
+    pthread_mutex_lock(&S.mu);
+    __atomic_store_n(&S.shutdown, true, __ATOMIC_RELEASE);
+    pthread_cond_broadcast(&S.cv);
+    pthread_mutex_unlock(&S.mu);
+    pthread_join(S.reaper, NULL);
+    pthread_mutex_lock(&S.mu);
+    for (struct srv_runner *r = S.list; r; r = r->next) runner_stop(r);
+    pthread_mutex_unlock(&S.mu);
+}
+
+static int n_loaded(void)
+{
+    int n = 0;
+    for (struct srv_runner *r = S.list; r; r = r->next) n += !r->dead;
+    return n;
+}
+
+enum wk_status srv_sched_acquire(const struct srv_model *m, int32_t n_ctx, struct srv_runner **out,
+                                 int64_t *load_ns, struct wk_error *err)
+{
+    int64_t t0 = wk_time_ns();
+    *out = NULL;
+    pthread_mutex_lock(&S.mu);
+    for (;;) {
+        if (S.shutdown) {
+            pthread_mutex_unlock(&S.mu);
+            return wk_error_set(err, WK_E_CANCELLED, "the server is shutting down");
+        }
+        struct srv_runner *r = S.list;
+        while (r && (r->dead || r->stopping || strcmp(r->model.path, m->path) != 0)) r = r->next;
+        if (r && r->loading) {
+            pthread_cond_wait(&S.cv, &S.mu);
+            continue;
+        }
+        if (r && r->n_ctx_req == n_ctx) {
+            r->users++;
+            r->last_used = wk_time_ns();
+            pthread_mutex_unlock(&S.mu);
+            *out = r;
+            *load_ns = wk_time_ns() - t0;
+            return WK_OK;
+        }
+        if (r) { /* another num_ctx: restart once idle */
+            if (r->users == 0) r->stopping = true;
+            pthread_cond_wait(&S.cv, &S.mu);
+            continue;
+        }
+        if (n_loaded() >= S.max_loaded) {
+            struct srv_runner *lru = NULL;
+            for (struct srv_runner *q = S.list; q; q = q->next)
+                if (!q->dead && !q->loading && q->users == 0 && (!lru || q->last_used < lru->last_used))
+                    lru = q;
+            if (lru) lru->stopping = true, lru->expires_ns = 0;
+            pthread_cond_broadcast(&S.cv);
+            pthread_cond_wait(&S.cv, &S.mu);
+            continue;
+        }
+        r = wk_calloc(1, sizeof *r);
+        if (!r) {
+            pthread_mutex_unlock(&S.mu);
+            return wk_error_set(err, WK_E_NOMEM, "out of memory");
+        }
+        r->model = *m;
+        r->n_ctx_req = n_ctx;
+        r->loading = true;
+        r->users = 1;
+        r->expires_ns = SRV_KEEP_FOREVER;
+        snprintf(r->sock, sizeof r->sock, "wick-runner-%d-%d", (int)getpid(), ++S.seq);
+        r->next = S.list;
+        S.list = r;
+        pthread_mutex_unlock(&S.mu);
+        enum wk_status st = runner_start(r, err);
+        pthread_mutex_lock(&S.mu);
+        r->loading = false;
+        r->last_used = wk_time_ns();
+        if (st) {
+            unlink_runner(r);
+            wk_free(r);
+            r = NULL;
+        }
+        pthread_cond_broadcast(&S.cv);
+        pthread_mutex_unlock(&S.mu);
+        *out = r;
+        *load_ns = wk_time_ns() - t0;
+        return st;
+    }
+}
+
+void srv_sched_release(struct srv_runner *r, int64_t keep_alive_ns)
+{
+    if (!r) return;
+    pthread_mutex_lock(&S.mu);
+    r->users--;
+    r->last_used = wk_time_ns();
+    if (keep_alive_ns == SRV_KEEP_FOREVER) {
+        r->expires_ns = SRV_KEEP_FOREVER;
+        r->expires_unix_ns = 0;
+    } else {
+        r->expires_ns = r->last_used + keep_alive_ns;
+        r->expires_unix_ns = srv_unix_ns() + keep_alive_ns;
+    }
+    pthread_cond_broadcast(&S.cv);
+    pthread_mutex_unlock(&S.mu);
+}
+
+void srv_sched_mark_dead(struct srv_runner *r)
+{
+    pthread_mutex_lock(&S.mu);
+    r->dead = true;
+    if (r->pid > 0) kill(r->pid, SIGKILL);
+    pthread_cond_broadcast(&S.cv);
+    pthread_mutex_unlock(&S.mu);
+}
+
+bool srv_sched_unload(const char *name)
+{
+    bool found = false;
+    pthread_mutex_lock(&S.mu);
+    for (struct srv_runner *r = S.list; r; r = r->next)
+        if (!r->dead && strcmp(r->model.name, name) == 0) {
+            r->stopping = true;
+            r->expires_ns = 0;
+            found = true;
+        }
+    pthread_cond_broadcast(&S.cv);
+    pthread_mutex_unlock(&S.mu);
+    return found;
+}
+
+int32_t srv_runner_n_ctx(const struct srv_runner *r) { return r->n_ctx; }
+
+static int64_t rss_bytes(pid_t pid)
+{
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    FILE *f = fopen(path, "r");
+    int64_t kb = 0;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "VmRSS: %lld kB", (long long *)&kb) == 1) break;
+    if (f) fclose(f);
+    return kb * 1024;
+}
+
+json_t *srv_sched_list(void)
+{
+    json_t *arr = json_array();
+    struct {
+        struct srv_model m;
+        char sock[64];
+        pid_t pid;
+        int32_t n_ctx;
+        int64_t expires_unix_ns;
+        int users;
+    } snap[64];
+    int n = 0;
+    pthread_mutex_lock(&S.mu);
+    for (struct srv_runner *r = S.list; r && n < 64; r = r->next) {
+        if (r->dead || r->loading || r->pid <= 0) continue;
+        snap[n].m = r->model;
+        memcpy(snap[n].sock, r->sock, sizeof r->sock);
+        snap[n].pid = r->pid;
+        snap[n].n_ctx = r->n_ctx;
+        snap[n].users = r->users;
+        snap[n].expires_unix_ns = r->users > 0 || r->expires_ns == SRV_KEEP_FOREVER
+                                      ? (r->expires_ns == SRV_KEEP_FOREVER ? 0 : srv_unix_ns())
+                                      : r->expires_unix_ns;
+        n++;
+    }
+    pthread_mutex_unlock(&S.mu);
+    for (int i = 0; i < n; i++) {
+        char when[64];
+        /* "never": Ollama shows a far-future time */
+        srv_time_rfc3339(snap[i].expires_unix_ns ? snap[i].expires_unix_ns
+                                                 : INT64_C(4102444800) * 1000000000,
+                         when, sizeof when);
+        int64_t size = rss_bytes(snap[i].pid);
+        json_t *details = srv_model_details(snap[i].m.path, NULL, NULL);
+        struct srv_runner tmp = {.pid = snap[i].pid};
+        memcpy(tmp.sock, snap[i].sock, sizeof tmp.sock);
+        json_t *st = srv_runner_status(&tmp);
+        json_t *e = json_pack("{s:s, s:s, s:I, s:I, s:s, s:o, s:s, s:i}", "name", snap[i].m.name,
+                              "model", snap[i].m.name, "size", (json_int_t)size, "size_vram",
+                              (json_int_t)0, "digest", "", "details",
+                              details ? details : json_object(), "expires_at", when,
+                              "context_length", snap[i].n_ctx);
+        /* wick's own: what the runner is doing */
+        json_t *w = json_pack("{s:i, s:i}", "pid", (int)snap[i].pid, "users", snap[i].users);
+        if (st) {
+            json_object_set(w, "busy", json_object_get(st, "busy"));
+            json_object_set(w, "queued", json_object_get(st, "queued"));
+            json_object_set(w, "tokens_generated", json_object_get(st, "tokens_generated"));
+            json_object_set(w, "requests", json_object_get(st, "requests"));
+            json_decref(st);
+        }
+        json_object_set_new(e, "wick", w);
+        json_array_append_new(arr, e);
+    }
+    return json_pack("{s:o}", "models", arr);
+}
+
+/* ------------------------------------------------------------ runner client */
+
+static int runner_connect(const struct srv_runner *r)
+{
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    size_t n = strlen(r->sock);
+    memcpy(a.sun_path + 1, r->sock, n);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return -1;
+    if (connect(fd, (struct sockaddr *)&a, (socklen_t)(sizeof a.sun_family + 1 + n))) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+static bool write_all(int fd, const char *s, size_t n)
+{
+    while (n > 0) {
+        ssize_t w = send(fd, s, n, MSG_NOSIGNAL);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return false;
+        s += w, n -= (size_t)w;
+    }
+    return true;
+}
+
+enum wk_status srv_call_open(struct srv_runner *r, json_t *req, struct srv_call *c, json_t **first,
+                             struct wk_error *err)
+{
+    memset(c, 0, sizeof *c);
+    *first = NULL;
+    c->fd = runner_connect(r);
+    if (c->fd < 0) return wk_error_set(err, WK_E_IO, "the model runner is not reachable");
+    char *s = json_dumps(req, JSON_COMPACT);
+    bool ok = s && write_all(c->fd, s, strlen(s)) && write_all(c->fd, "\n", 1);
+    free(s);
+    if (ok && srv_call_next(c, -1, first) == SRV_LINE) return WK_OK;
+    srv_call_close(c);
+    return wk_error_set(err, WK_E_IO, "the model runner stopped unexpectedly");
+}
+
+enum srv_next srv_call_next(struct srv_call *c, int client_fd, json_t **line)
+{
+    *line = NULL;
+    for (;;) {
+        char *nl = c->off < c->len ? memchr(c->buf + c->off, '\n', c->len - c->off) : NULL;
+        if (nl) {
+            size_t n = (size_t)(nl - (c->buf + c->off));
+            *line = json_loadb(c->buf + c->off, n, 0, NULL);
+            c->off += n + 1;
+            if (*line) return SRV_LINE;
+            continue; /* unparsable: skipped, as Ollama's client does */
+        }
+        if (c->off > 0) {
+            memmove(c->buf, c->buf + c->off, c->len - c->off);
+            c->len -= c->off, c->off = 0;
+        }
+        if (c->len + 65536 > c->cap) {
+            size_t cap = c->cap ? c->cap * 2 : 131072;
+            char *b = wk_realloc(c->buf, cap);
+            if (!b) return SRV_RUNNER_GONE;
+            c->buf = b, c->cap = cap;
+        }
+        struct pollfd p[2] = {{.fd = c->fd, .events = POLLIN},
+                              {.fd = client_fd, .events = POLLRDHUP}};
+        int np = client_fd >= 0 ? 2 : 1;
+        int rc = poll(p, (nfds_t)np, 100);
+        if (rc < 0 && errno != EINTR) return SRV_RUNNER_GONE;
+        if (np == 2 && (p[1].revents & (POLLRDHUP | POLLHUP | POLLERR))) return SRV_CLIENT_GONE;
+        if (srv_shutting_down()) return SRV_SHUTDOWN;
+        if (rc <= 0 || !(p[0].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+        ssize_t got = recv(c->fd, c->buf + c->len, c->cap - c->len, 0);
+        if (got < 0 && errno == EINTR) continue;
+        if (got <= 0) return SRV_RUNNER_GONE;
+        c->len += (size_t)got;
+    }
+}
+
+void srv_call_close(struct srv_call *c)
+{
+    if (c->fd >= 0) close(c->fd);
+    c->fd = -1;
+    wk_free(c->buf);
+    c->buf = NULL;
+}
+
+json_t *srv_runner_status(struct srv_runner *r)
+{
+    struct srv_call c;
+    json_t *req = json_pack("{s:b}", "status", 1), *st = NULL;
+    struct wk_error err;
+    if (srv_call_open(r, req, &c, &st, &err) == WK_OK) srv_call_close(&c);
+    json_decref(req);
+    return st;
+}
+
+/* ------------------------------------------------------------ keep_alive */
+
+bool srv_parse_keep_alive(json_t *v, int64_t *ns)
+{
+    if (!v || json_is_null(v)) return true;
+    if (json_is_number(v)) {
+        double s = json_number_value(v);
+        *ns = s < 0 ? SRV_KEEP_FOREVER : (int64_t)(s * 1e9);
+        return true;
+    }
+    if (!json_is_string(v)) return false;
+    const char *p = json_string_value(v);
+    if (*p == '-') {
+        *ns = SRV_KEEP_FOREVER;
+        return true;
+    }
+    double total = 0;
+    bool any = false;
+    while (*p) {
+        char *end;
+        double x = strtod(p, &end);
+        if (end == p) return false;
+        p = end;
+        double unit;
+        if (strncmp(p, "ms", 2) == 0) unit = 1e6, p += 2;
+        else if (strncmp(p, "us", 2) == 0) unit = 1e3, p += 2;
+        else if (strncmp(p, "ns", 2) == 0) unit = 1, p += 2;
+        else if (*p == 'h') unit = 3600e9, p++;
+        else if (*p == 'm') unit = 60e9, p++;
+        else if (*p == 's') unit = 1e9, p++;
+        else if (*p == '\0' && !any) unit = 1e9; /* a bare number string: seconds */
+        else return false;
+        total += x * unit;
+        any = true;
+    }
+    if (!any) return false;
+    *ns = total < 0 ? SRV_KEEP_FOREVER : (int64_t)total;
+    return true;
+}

@@ -1,0 +1,169 @@
+/*
+ * server_internal.h - what the parts of `wick serve` share: the model
+ * lookup, the scheduler of runner processes, the runner client, and the
+ * request plumbing the Ollama and OpenAI routes both use.
+ */
+#ifndef WK_SERVER_INTERNAL_H
+#define WK_SERVER_INTERNAL_H
+
+#include "wk_server.h"
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#define SRV_MAX_BODY ((size_t)64 << 20)
+#define SRV_DEFAULT_KEEP_ALIVE_NS (5 * 60 * INT64_C(1000000000))
+#define SRV_KEEP_FOREVER INT64_MAX
+
+/* ------------------------------------------------------------ models */
+
+/* A model the server can run: its name as clients write it
+ * ("name:tag") and the GGUF file behind it. */
+struct srv_model {
+    char name[256];
+    char path[4096];
+};
+
+/*
+ * Finds model `name` ("name" or "name:tag"; tag "latest" by default) in
+ * the models folder: <models>/<name>.gguf for tag latest, else
+ * <models>/<name>:<tag>.gguf (or <name>-<tag>.gguf). Names are letters,
+ * digits, '.', '_', '-', at most one ':'; anything else (a path, "..") is
+ * not found. Errors: WK_E_NOT_FOUND ("model 'x' not found").
+ */
+enum wk_status srv_model_find(const char *models_dir, const char *name, struct srv_model *out,
+                              struct wk_error *err);
+
+/* {"models": [...]} for /api/tags: every *.gguf in the folder. */
+json_t *srv_models_list(const char *models_dir);
+
+/* The GGUF's details object (format, family, parameter_size,
+ * quantization_level) and, when model_info is not NULL, Ollama's
+ * model_info keys; NULL when the file cannot be read. */
+json_t *srv_model_details(const char *path, json_t **model_info, char **template_out);
+
+/* ------------------------------------------------------------ scheduler */
+
+struct srv_runner;
+
+/* Starts the scheduler: runner threads, the keep-alive reaper. exe: the
+ * wick binary to start runners from. */
+void srv_sched_init(const char *exe, int32_t n_threads, int max_loaded);
+/* Stops every runner (SIGTERM, then SIGKILL after 5 s). */
+void srv_sched_shutdown(void);
+
+/*
+ * The runner of model m with context n_ctx (0: the default), started when
+ * none runs (waiting for it to load; least recently used idle runners are
+ * stopped first when WICK_MAX_LOADED_MODELS are loaded), one use counted.
+ * A runner of m with another n_ctx is restarted once idle. *load_ns: the
+ * time spent waiting and loading. Errors: WK_E_IO (the runner could not
+ * start; the message has its error).
+ */
+enum wk_status srv_sched_acquire(const struct srv_model *m, int32_t n_ctx, struct srv_runner **out,
+                                 int64_t *load_ns, struct wk_error *err);
+/* Ends one use; the runner stays loaded keep_alive_ns more (0: stop it now
+ * if unused, SRV_KEEP_FOREVER: never). */
+void srv_sched_release(struct srv_runner *r, int64_t keep_alive_ns);
+/* Marks r as dead (it failed mid-request): the next acquire starts anew. */
+void srv_sched_mark_dead(struct srv_runner *r);
+/* Stops model name's runner now when unused, else when its uses end.
+ * Returns false when it is not loaded. */
+bool srv_sched_unload(const char *name);
+/* {"models": [...]} for /api/ps. */
+json_t *srv_sched_list(void);
+/* Its n_ctx. */
+int32_t srv_runner_n_ctx(const struct srv_runner *r);
+
+/* ------------------------------------------------------------ runner client */
+
+/* One request's connection to a runner. */
+struct srv_call {
+    int fd;
+    char *buf;
+    size_t len, off, cap;
+};
+
+/* Connects to r, sends req, reads the first line into *first (owned by
+ * the caller). Errors: WK_E_IO (the runner is gone). */
+enum wk_status srv_call_open(struct srv_runner *r, json_t *req, struct srv_call *c, json_t **first,
+                             struct wk_error *err);
+
+enum srv_next { SRV_LINE, SRV_CLIENT_GONE, SRV_RUNNER_GONE, SRV_SHUTDOWN };
+/* Waits for the next line from the runner, watching client_fd (-1: none)
+ * for the client hanging up and the server for shutting down. */
+enum srv_next srv_call_next(struct srv_call *c, int client_fd, json_t **line);
+void srv_call_close(struct srv_call *c);
+
+/* Sends {"status": true} to r and returns its answer, or NULL. */
+json_t *srv_runner_status(struct srv_runner *r);
+
+/* True once the server is shutting down; srv_begin_shutdown makes it so
+ * (open streams then end with an error message). */
+bool srv_shutting_down(void);
+void srv_begin_shutdown(void);
+
+/* ------------------------------------------------------------ generation */
+
+enum srv_api { API_GENERATE, API_CHAT, API_OAI_CHAT, API_OAI_COMPLETION };
+
+struct srv_buf {
+    char *p;
+    size_t len, cap;
+};
+bool srv_buf_add(struct srv_buf *b, const char *s, size_t n);
+bool srv_buf_printf(struct srv_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Appends obj's compact JSON (stealing the reference) and then tail. */
+bool srv_buf_json(struct srv_buf *b, json_t *obj, const char *tail);
+
+/* One generation request, from the parsed body to the last byte sent. */
+struct srv_gen {
+    enum srv_api api;
+    char model_name[256]; /* as the client wrote it, echoed back */
+    bool stream, include_usage, logprobs;
+    int32_t top_logprobs, legacy_logprobs; /* legacy: /v1/completions' integer logprobs */
+    int64_t keep_alive_ns;
+    int32_t n_ctx;
+    json_t *runner_req; /* what the runner gets (wk_server.h) */
+    /* state */
+    struct srv_model model;
+    struct srv_runner *runner;
+    struct srv_call call;
+    int client_fd;
+    int64_t t_start, load_ns, created;
+    char id[48];
+    struct srv_buf out; /* streamed bytes not yet handed to the HTTP library */
+    size_t out_off;
+    bool ended, started;
+    /* non-streamed: what the chunks add up to */
+    struct srv_buf text;
+    json_t *lps;
+};
+
+/* Parses a request body for api into g (runner_req, options, flags).
+ * Returns 0, or an HTTP status (400) with the message in msg. */
+int srv_gen_parse(struct srv_gen *g, json_t *body, char *msg, size_t cap);
+/* Appends the streamed form of runner line `line` (a content line or the
+ * final line) to g->out, and to the aggregate when not streaming. */
+void srv_gen_chunk(struct srv_gen *g, json_t *line);
+void srv_gen_done(struct srv_gen *g, json_t *final_line);
+/* Appends an in-stream error message. */
+void srv_gen_stream_error(struct srv_gen *g, const char *msg);
+/* The whole non-streamed response, from the aggregate and the final line. */
+json_t *srv_gen_response(struct srv_gen *g, json_t *final_line);
+/* The error body for api: {"error": msg} (Ollama) or {"error": {"message",
+ * "type", "param", "code"}} (OpenAI). */
+json_t *srv_error_body(enum srv_api api, int status, const char *msg);
+
+/* ------------------------------------------------------------ utilities */
+
+/* keep_alive as Ollama reads it: a duration string ("5m", "1h30m",
+ * "300ms", "10s"), a number of seconds, negative = forever. false on a
+ * bad value. */
+bool srv_parse_keep_alive(json_t *v, int64_t *ns);
+/* RFC 3339 UTC with nanoseconds, for created_at. */
+void srv_time_rfc3339(int64_t unix_ns, char *out, size_t cap);
+int64_t srv_unix_ns(void);
+
+#endif
