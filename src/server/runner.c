@@ -95,7 +95,7 @@ static struct {
     struct job *head, *tail;
     int queued;
     _Atomic bool busy;
-    _Atomic int64_t tokens, requests;
+    _Atomic int64_t tokens, requests, runs; /* runs: jobs started (not dropped) */
 } R = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
 
 static struct job *job_new(void)
@@ -457,7 +457,10 @@ static void *compute_main(void *arg)
         R.queued--;
         atomic_store(&R.busy, !j->cancel);
         pthread_mutex_unlock(&R.mu);
-        if (!j->cancel) run_job(j); /* a job whose client left while queued never runs */
+        if (!j->cancel) { /* a job whose client left while queued never runs */
+            atomic_fetch_add(&R.runs, 1);
+            run_job(j);
+        }
         atomic_store(&R.busy, false);
         atomic_fetch_add(&R.requests, 1);
         job_finish(j);
@@ -473,11 +476,11 @@ static json_t *status_json(void)
     pthread_mutex_lock(&R.mu);
     int queued = R.queued;
     pthread_mutex_unlock(&R.mu);
-    return json_pack("{s:i, s:b, s:i, s:I, s:I, s:i, s:s}", "status", 200, "busy",
+    return json_pack("{s:i, s:b, s:i, s:I, s:I, s:I, s:i, s:s}", "status", 200, "busy",
                      (int)atomic_load(&R.busy), "queued", queued, "tokens_generated",
                      (json_int_t)atomic_load(&R.tokens), "requests",
-                     (json_int_t)atomic_load(&R.requests), "n_ctx", R.n_ctx, "model",
-                     R.model_path);
+                     (json_int_t)atomic_load(&R.requests), "runs", (json_int_t)atomic_load(&R.runs),
+                     "n_ctx", R.n_ctx, "model", R.model_path);
 }
 
 /* Streams j's output to fd until the job finishes or the peer leaves. */

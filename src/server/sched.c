@@ -168,9 +168,23 @@ static enum wk_status runner_start(struct srv_runner *r, struct wk_error *err)
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_adddup2(&fa, pfd[1], STDOUT_FILENO);
+    /* the server blocks SIGINT/SIGTERM (it takes them with sigwait) and
+     * ignores SIGPIPE; the runner starts with neither */
+    posix_spawnattr_t sa;
+    posix_spawnattr_init(&sa);
+    sigset_t none, dflt;
+    sigemptyset(&none);
+    sigemptyset(&dflt);
+    sigaddset(&dflt, SIGPIPE);
+    sigaddset(&dflt, SIGTERM);
+    sigaddset(&dflt, SIGINT);
+    posix_spawnattr_setsigmask(&sa, &none);
+    posix_spawnattr_setsigdefault(&sa, &dflt);
+    posix_spawnattr_setflags(&sa, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
     pid_t pid;
-    int rc = posix_spawn(&pid, S.exe, &fa, NULL, argv, environ);
+    int rc = posix_spawn(&pid, S.exe, &fa, &sa, argv, environ);
     posix_spawn_file_actions_destroy(&fa);
+    posix_spawnattr_destroy(&sa);
     close(pfd[1]);
     if (rc) {
         close(pfd[0]);
@@ -439,6 +453,7 @@ json_t *srv_sched_list(void)
             json_object_set(w, "queued", json_object_get(st, "queued"));
             json_object_set(w, "tokens_generated", json_object_get(st, "tokens_generated"));
             json_object_set(w, "requests", json_object_get(st, "requests"));
+            json_object_set(w, "runs", json_object_get(st, "runs"));
             json_decref(st);
         }
         json_object_set_new(e, "wick", w);

@@ -27,7 +27,7 @@
  *   Closing the connection cancels the request: a queued request never runs,
  *   a running one stops within one forward step (prefill checks between layers).
  * A status query answers {"status": 200, "busy", "queued", "tokens_generated",
- * "requests", "n_ctx", "model"}.
+ * "requests" (finished or dropped), "runs" (started), "n_ctx", "model"}.
  */
 #ifndef WK_SERVER_H
 #define WK_SERVER_H

@@ -1,0 +1,431 @@
+#!/usr/bin/env python3
+"""`wick serve` driven by the real `ollama` and `openai` Python clients and by
+raw HTTP, on the real SmolLM2-135M (and Gemma 3 270M for a second model),
+on a free port with a temporary models folder.
+
+References: the golden fixtures of transformers' greedy answers
+(tests/golden/smollm2-135m.json "text_20") and transformers' log-softmax
+(tests/golden/logprobs.json); the rest are properties a client relies on
+(an error's status and message, the SSE and NDJSON shapes, cancellation
+observed through /api/ps, equal answers from a cached and a fresh runner).
+"""
+import http.client
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+import ollama
+import openai
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+WICK = os.path.join(ROOT, "build", "release", "wick")
+CACHE = os.path.join(os.environ.get("WICK_CACHE", os.path.expanduser("~/.cache/wick")), "models")
+SMOL_FIX = json.load(open(os.path.join(ROOT, "tests", "golden", "smollm2-135m.json"), encoding="utf-8"))
+LP_FIX = json.load(open(os.path.join(ROOT, "tests", "golden", "logprobs.json"), encoding="utf-8"))
+SMOL = "smollm2"
+
+failures = 0
+checks = 0
+
+
+def check(cond, what, detail=""):
+    global failures, checks
+    checks += 1
+    if not cond:
+        failures += 1
+        print(f"FAIL {what}\n  {detail}", flush=True)
+
+
+def case(name):
+    return next(c for c in SMOL_FIX["cases"] if c["name"] == name)
+
+
+class Server:
+    def __init__(self):
+        self.dir = tempfile.mkdtemp(prefix="wick-serve-")
+        os.symlink(os.path.join(CACHE, SMOL_FIX["model"]), os.path.join(self.dir, "smollm2.gguf"))
+        os.symlink(os.path.join(CACHE, "gemma-3-270m-q4_k_m.gguf"), os.path.join(self.dir, "gemma3.gguf"))
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port = s.getsockname()[1]
+        self.host = f"127.0.0.1:{self.port}"
+        env = dict(os.environ, WICK_HOST=self.host, WICK_MODELS=self.dir)
+        self.proc = subprocess.Popen([WICK, "serve"], env=env, stderr=subprocess.PIPE)
+        for _ in range(100):
+            try:
+                if self.raw("GET", "/")[0] == 200:
+                    break
+            except OSError:
+                time.sleep(0.05)
+        self.ollama = ollama.Client(host=f"http://{self.host}")
+        self.openai = openai.OpenAI(base_url=f"http://{self.host}/v1", api_key="unused", max_retries=0)
+
+    def raw(self, method, path, body=None, timeout=120):
+        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+        c.request(method, path, body=body, headers={"Content-Type": "application/json"})
+        r = c.getresponse()
+        data = r.read()
+        c.close()
+        return r.status, data
+
+    def post(self, path, obj):
+        obj = dict(obj)
+        obj.setdefault("stream", False)
+        status, data = self.raw("POST", path, json.dumps(obj))
+        return status, json.loads(data)
+
+    def ps(self):
+        return {m["name"]: m for m in self.post_get("/api/ps")["models"]}
+
+    def post_get(self, path):
+        return json.loads(self.raw("GET", path)[1])
+
+    def stop(self):
+        self.proc.send_signal(signal.SIGTERM)
+        return self.proc.wait(timeout=20)
+
+
+def greedy(n):
+    return {"temperature": 0, "num_predict": n}
+
+
+# ------------------------------------------------------------------ 1: the clients
+
+def test_ollama_client(s):
+    c = case("english")
+    prompt = c["messages"][0]["content"]
+    r = s.ollama.chat(model=SMOL, messages=c["messages"], options=greedy(20))
+    check(r.message.content == c["text_20"], "ollama chat: greedy answer equals transformers' first 20 tokens",
+          f"{r.message.content!r} vs {c['text_20']!r}")
+    check(r.done_reason == "length" and r.eval_count == 20 and r.prompt_eval_count == len(c["prompt_ids"]),
+          "ollama chat: done_reason length, eval_count 20, prompt_eval_count = prompt tokens",
+          f"{r.done_reason} {r.eval_count} {r.prompt_eval_count} vs {len(c['prompt_ids'])}")
+    check(r.total_duration >= r.eval_duration > 0 and r.prompt_eval_duration > 0, "ollama chat: durations")
+    parts = list(s.ollama.chat(model=SMOL, messages=c["messages"], options=greedy(20), stream=True))
+    check("".join(p.message.content for p in parts) == c["text_20"] and parts[-1].done
+          and not any(p.done for p in parts[:-1]), "ollama chat stream: chunks add up to the answer, done last")
+    # generate: the same turn rendered by the server from prompt + system-less request
+    g = s.ollama.generate(model=SMOL, prompt=prompt, options=greedy(20))
+    check(g.response == c["text_20"], "ollama generate: same answer as chat", repr(g.response))
+    gs = list(s.ollama.generate(model=SMOL, prompt=prompt, options=greedy(20), stream=True))
+    check("".join(p.response for p in gs) == c["text_20"] and gs[-1].eval_count == 20,
+          "ollama generate stream")
+    # options act: num_predict, stop, seed
+    st = s.ollama.generate(model=SMOL, prompt=prompt, options={"temperature": 0, "stop": ["dance"]})
+    check(st.response == c["text_20"].split("dance")[0] and st.done_reason == "stop",
+          "ollama generate: stop string cuts before it", repr(st.response))
+    a = s.ollama.generate(model=SMOL, prompt="Tell me a story.", options={"seed": 7, "num_predict": 16, "temperature": 1})
+    b = s.ollama.generate(model=SMOL, prompt="Tell me a story.", options={"seed": 7, "num_predict": 16, "temperature": 1})
+    d = s.ollama.generate(model=SMOL, prompt="Tell me a story.", options={"seed": 8, "num_predict": 16, "temperature": 1})
+    check(a.response == b.response and a.response != d.response, "ollama generate: seed repeats, another seed differs")
+    raw = s.ollama.generate(model=SMOL, prompt="The alphabet: ABC", raw=True, options=greedy(4))
+    check(raw.response.startswith("DEF"), "ollama generate raw: continues the text", repr(raw.response))
+    tags = [m.model for m in s.ollama.list().models]
+    check("smollm2:latest" in tags and "gemma3:latest" in tags, "ollama list", str(tags))
+    sh = s.ollama.show(SMOL)
+    check(sh.details.family == "llama" and sh.details.quantization_level == "Q4_1"
+          and sh.modelinfo["llama.context_length"] == 8192, "ollama show", str(sh.details))
+    ps = s.ollama.ps().models
+    check(any(m.model == "smollm2:latest" and m.context_length == 4096 for m in ps), "ollama ps", str(ps))
+    try:
+        s.ollama.generate(model="nope", prompt="x")
+        check(False, "ollama: unknown model raises")
+    except ollama.ResponseError as e:
+        check(e.status_code == 404 and "model 'nope' not found" in e.error, "ollama: unknown model 404", str(e))
+
+
+def test_openai_client(s):
+    c = case("english")
+    r = s.openai.chat.completions.create(model=SMOL, messages=c["messages"], max_tokens=20, temperature=0)
+    check(r.choices[0].message.content == c["text_20"] and r.choices[0].finish_reason == "length",
+          "openai chat: greedy answer", repr(r.choices[0].message.content))
+    check(r.usage.prompt_tokens == len(c["prompt_ids"]) and r.usage.completion_tokens == 20
+          and r.usage.total_tokens == r.usage.prompt_tokens + 20, "openai chat: usage", str(r.usage))
+    # logprobs against transformers' log-softmax of the first step
+    fx = next(m for m in LP_FIX["models"] if m["model"] == SMOL_FIX["model"])
+    ref = next(x for x in fx["cases"] if x["name"] == "english")
+    r = s.openai.chat.completions.create(model=SMOL, messages=c["messages"], max_tokens=1, temperature=0,
+                                         logprobs=True, top_logprobs=20)
+    lp = r.choices[0].logprobs.content[0]
+    got = [t.logprob for t in lp.top_logprobs]
+    want = [v for _, v in ref["top"]]
+    check(len(got) == 20 and max(abs(a - b) for a, b in zip(got, want)) < 0.02,
+          "openai chat: top_logprobs equal transformers' within 0.02", f"{got[:4]} vs {want[:4]}")
+    check(lp.logprob == lp.top_logprobs[0].logprob and bytes(lp.bytes).decode() == lp.token,
+          "openai chat: the greedy token is the most likely, bytes spell it")
+    # streaming with usage: finish_reason null until the last choice chunk, one usage chunk before the end
+    chunks = list(s.openai.chat.completions.create(model=SMOL, messages=c["messages"], max_tokens=20, temperature=0,
+                                                   stream=True, stream_options={"include_usage": True},
+                                                   logprobs=True, top_logprobs=2))
+    with_choices = [k for k in chunks if k.choices]
+    usage = [k for k in chunks if k.usage is not None]
+    check("".join(k.choices[0].delta.content or "" for k in with_choices) == c["text_20"], "openai stream: text")
+    check(all(k.choices[0].finish_reason is None for k in with_choices[:-1])
+          and with_choices[-1].choices[0].finish_reason == "length", "openai stream: finish_reason null until the last")
+    check(len(usage) == 1 and usage[0] is chunks[-1] and usage[0].choices == []
+          and usage[0].usage.completion_tokens == 20, "openai stream: exactly one usage chunk, empty choices, last")
+    check(sum(len(k.choices[0].logprobs.content) for k in with_choices if k.choices[0].logprobs) == 20,
+          "openai stream: one logprob entry per token")
+    # stop (string and list), seed
+    r = s.openai.chat.completions.create(model=SMOL, messages=c["messages"], temperature=0, stop=["dance", "xyz"])
+    check(r.choices[0].message.content == c["text_20"].split("dance")[0] and r.choices[0].finish_reason == "stop",
+          "openai chat: stop list", repr(r.choices[0].message.content))
+    runs = [s.openai.chat.completions.create(model=SMOL, messages=[{"role": "user", "content": "Tell me a story."}],
+                                             max_tokens=16, seed=sd).choices[0].message.content for sd in (3, 3, 4)]
+    check(runs[0] == runs[1] and runs[0] != runs[2], "openai chat: seed repeats, another differs")
+    # completions (raw prompt) and models
+    r = s.openai.completions.create(model=SMOL, prompt="The alphabet: ABC", max_tokens=4, temperature=0)
+    check(r.choices[0].text.startswith("DEF") and r.object == "text_completion", "openai completions", repr(r.choices[0].text))
+    parts = list(s.openai.completions.create(model=SMOL, prompt="The alphabet: ABC", max_tokens=4, temperature=0,
+                                             stream=True))
+    check("".join(p.choices[0].text for p in parts) == r.choices[0].text, "openai completions stream")
+    ids = [m.id for m in s.openai.models.list().data]
+    check("smollm2:latest" in ids, "openai models", str(ids))
+    try:
+        s.openai.chat.completions.create(model="nope", messages=c["messages"])
+        check(False, "openai: unknown model raises")
+    except openai.NotFoundError as e:
+        check(e.status_code == 404 and "not found" in str(e), "openai: unknown model 404", str(e))
+
+
+# ------------------------------------------------------------------ 2: errors
+
+def test_errors(s):
+    st, body = s.raw("POST", "/api/generate", "{:")
+    check(st == 400 and "invalid JSON" in json.loads(body)["error"], "body '{:' is 400", body)
+    check(s.raw("GET", "/")[0] == 200, "the server keeps serving after a bad body")
+    st, body = s.post("/api/generate", {"model": SMOL, "prompt": "x", "options": "x"})
+    check(st == 400 and "options" in body["error"], "options 'x' is 400", str(body))
+    st, body = s.post("/api/chat", {"model": SMOL, "messages": "hi"})
+    check(st == 400, "messages of the wrong type is 400", str(body))
+    st, body = s.post("/api/generate", {"model": SMOL, "prompt": "x", "options": {"temperature": "hot"}})
+    check(st == 400 and "temperature" in body["error"], "an option of the wrong type is 400", str(body))
+    st, body = s.post("/api/generate", {"model": SMOL, "prompt": "x", "options": {"warp": 9}})
+    check(st == 400 and "warp" in body["error"], "an unknown option is 400 naming it", str(body))
+    long_prompt = "hello " * 3000
+    st, body = s.post("/api/generate", {"model": SMOL, "prompt": long_prompt, "options": {"num_ctx": 2048}})
+    n = s.post("/api/generate", {"model": SMOL, "prompt": long_prompt, "options": {"num_ctx": 8192, "num_predict": 1}})[1]
+    check(st == 400 and "2048" in body["error"] and str(n.get("prompt_eval_count")) in body["error"],
+          "num_ctx 2048 with a 3000-token prompt is 400 naming both numbers", f"{body} / {n.get('prompt_eval_count')}")
+    st, body = s.post("/api/generate", {"model": "nope", "prompt": "x"})
+    check(st == 404 and body["error"] == "model 'nope' not found", "unknown model 404", str(body))
+    st, body = s.post("/api/generate", {"model": "../etc/passwd", "prompt": "x"})
+    check(st == 404, "a path as a model name is not found", str(body))
+    st, body = s.post("/v1/chat/completions", {"model": SMOL, "messages": []})
+    check(st == 400 and body["error"]["type"] == "invalid_request_error", "openai: empty messages 400 in OpenAI shape", str(body))
+    st, body = s.post("/v1/chat/completions", {"model": SMOL, "messages": [{"role": "user", "content": "x"}], "temperature": 5})
+    check(st == 400 and "temperature" in body["error"]["message"], "openai: temperature out of range 400", str(body))
+    st, _ = s.raw("DELETE", "/api/chat")
+    check(st == 405, "wrong method 405")
+
+
+# ------------------------------------------------------------------ 3: cancellation
+
+def stream_lines(s, path, obj):
+    """Opens a streamed request; returns (connection, response)."""
+    c = http.client.HTTPConnection("127.0.0.1", s.port, timeout=60)
+    c.request("POST", path, body=json.dumps(obj), headers={"Content-Type": "application/json"})
+    return c, c.getresponse()
+
+
+def runner_state(s, name="smollm2:latest"):
+    return s.ps().get(name, {}).get("wick", {})
+
+
+def wait_idle(s, limit):
+    t0 = time.time()
+    while time.time() - t0 < limit:
+        w = runner_state(s)
+        if not w.get("busy") and w.get("queued", 0) == 0:
+            return time.time() - t0
+        time.sleep(0.02)
+    return None
+
+
+def test_cancellation(s):
+    long_req = {"model": SMOL, "prompt": "Write a very long story about a dragon.",
+                "options": {"temperature": 0, "num_predict": 2000}}
+    c, r = stream_lines(s, "/api/generate", long_req)
+    for _ in range(5):
+        r.readline()
+    check(runner_state(s).get("busy") is True, "runner busy while streaming")
+    c.sock.shutdown(socket.SHUT_RDWR)
+    c.close()
+    took = wait_idle(s, 1.0)
+    check(took is not None, "a client that leaves after 5 tokens leaves the runner idle within 1 s", f"{runner_state(s)}")
+    t1 = runner_state(s)["tokens_generated"]
+    time.sleep(0.3)
+    check(runner_state(s)["tokens_generated"] == t1, "no tokens generated after the cancel")
+    # a queued request whose client leaves never runs
+    runs0 = runner_state(s)["runs"]
+    ca, ra = stream_lines(s, "/api/generate", long_req)
+    ra.readline()
+    cb, rb = stream_lines(s, "/api/generate", dict(long_req, prompt="Another long story please."))
+    time.sleep(0.2)
+    check(runner_state(s).get("queued") == 1, "second request queued behind the first", str(runner_state(s)))
+    cb.sock.shutdown(socket.SHUT_RDWR)
+    cb.close()
+    time.sleep(0.2)
+    ca.sock.shutdown(socket.SHUT_RDWR)
+    ca.close()
+    wait_idle(s, 2.0)
+    check(runner_state(s)["runs"] == runs0 + 1, "the queued request whose client left never ran", str(runner_state(s)))
+    # 20 cancel-and-retry cycles: runner RSS flat
+    sizes = []
+    for i in range(20):
+        c, r = stream_lines(s, "/api/chat", {"model": SMOL, "messages": [{"role": "user", "content": f"Story {i}"}],
+                                             "options": {"num_predict": 500}})
+        for _ in range(3):
+            r.readline()
+        c.sock.shutdown(socket.SHUT_RDWR)
+        c.close()
+        wait_idle(s, 2.0)
+        sizes.append(s.ps()["smollm2:latest"]["size"])
+    check(sizes[-1] <= sizes[0] * 1.05, "20 cancel-and-retry cycles leave runner RSS within 5%", str(sizes))
+    # nobody reading: the server and the runner go on serving others
+    c, r = stream_lines(s, "/api/generate", dict(long_req, options={"temperature": 0, "num_predict": 300}))
+    other = s.ollama.generate(model=SMOL, prompt="Hi", options=greedy(3))
+    check(other.done, "a stream nobody reads does not block the next request")
+    c.close()
+
+
+# ------------------------------------------------------------------ 4: prefix reuse
+
+def test_prefix_reuse(s):
+    turn1 = [{"role": "user", "content": "What is the capital of France?"}]
+    a1 = s.openai.chat.completions.create(model=SMOL, messages=turn1, temperature=0, max_tokens=30)
+    conv = turn1 + [{"role": "assistant", "content": a1.choices[0].message.content},
+                    {"role": "user", "content": "And of Germany?"}]
+    a2 = s.openai.chat.completions.create(model=SMOL, messages=conv, temperature=0, max_tokens=30)
+    cached = a2.usage.prompt_tokens_details.cached_tokens
+    check(cached >= a1.usage.prompt_tokens and cached < a2.usage.prompt_tokens,
+          "second turn reports cached tokens (at least the first turn's prompt)",
+          f"cached {cached}, turn-1 prompt {a1.usage.prompt_tokens}, turn-2 prompt {a2.usage.prompt_tokens}")
+    s.ollama.generate(model=SMOL, keep_alive=0)  # unload: the next request gets a fresh runner
+    time.sleep(0.5)
+    check("smollm2:latest" not in s.ps(), "keep_alive 0 with an empty prompt unloads")
+    fresh = s.openai.chat.completions.create(model=SMOL, messages=conv, temperature=0, max_tokens=30)
+    check(fresh.usage.prompt_tokens_details.cached_tokens == 0, "fresh runner has nothing cached")
+    check(fresh.choices[0].message.content == a2.choices[0].message.content,
+          "temperature-0 second turn equals a fresh runner's answer",
+          f"{a2.choices[0].message.content!r} vs {fresh.choices[0].message.content!r}")
+    # a cached longer prompt must not leak into a shorter one
+    s.ollama.generate(model=SMOL, prompt="Here's a joke. No wait, here are some Zs: Z Z Z Z", raw=True, options=greedy(1))
+    short = s.ollama.generate(model=SMOL, prompt="Here's a joke.", raw=True, options=greedy(8))
+    s.ollama.generate(model=SMOL, keep_alive=0)
+    time.sleep(0.5)
+    ref = s.ollama.generate(model=SMOL, prompt="Here's a joke.", raw=True, options=greedy(8))
+    check(short.response == ref.response and not short.response.lstrip().startswith("Z"),
+          "after caching '... Z Z Z Z', 'Here's a joke.' answers as a fresh runner does",
+          f"{short.response!r} vs {ref.response!r}")
+
+
+# ------------------------------------------------------------------ 5-7: crashes, concurrency, load
+
+def test_runner_killed(s):
+    c, r = stream_lines(s, "/api/generate", {"model": SMOL, "prompt": "Write a long story.",
+                                             "options": {"num_predict": 1000}})
+    r.readline()
+    pid = runner_state(s)["pid"]
+    os.kill(pid, signal.SIGKILL)
+    rest = r.read().decode().strip().splitlines()
+    c.close()
+    last = json.loads(rest[-1]) if rest else {}
+    check("error" in last and r.status == 200, "a runner killed mid-request: the stream ends with an error line", str(rest[-2:]))
+    nxt = s.ollama.generate(model=SMOL, prompt="Hi", options=greedy(3))
+    check(nxt.done and runner_state(s).get("pid") != pid, "the next request succeeds on a fresh runner")
+
+
+def test_concurrent_same_answer(s):
+    c = case("english")
+    single = s.ollama.chat(model=SMOL, messages=c["messages"], options=greedy(24)).message.content
+    out = [None] * 8
+
+    def one(i):
+        cl = ollama.Client(host=f"http://{s.host}")
+        out[i] = cl.chat(model=SMOL, messages=c["messages"], options=greedy(24)).message.content
+
+    ts = [threading.Thread(target=one, args=(i,)) for i in range(8)]
+    [t.start() for t in ts]
+    [t.join() for t in ts]
+    check(all(o == single for o in out), "8 concurrent temperature-0 requests return the single request's text",
+          str(set(out)))
+
+
+def serve_rss(s):
+    with open(f"/proc/{s.proc.pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+
+
+def test_load(s):
+    errors = 0
+    rss = []
+    t0 = time.time()
+    for i in range(500):
+        st, body = s.post("/api/generate", {"model": SMOL, "prompt": f"Say {i}", "stream": False,
+                                             "options": {"num_predict": 1, "temperature": 0}})
+        errors += st != 200
+        if i in (99, 499):
+            rss.append(serve_rss(s))
+    seq_rate = 500 / (time.time() - t0)
+    res = [None] * 50
+
+    def one(i):
+        try:
+            res[i] = s.post("/v1/completions", {"model": SMOL, "prompt": f"Count {i}", "max_tokens": 2})[0]
+        except Exception as e:  # noqa: BLE001
+            res[i] = str(e)
+
+    ts = [threading.Thread(target=one, args=(i,)) for i in range(50)]
+    [t.start() for t in ts]
+    [t.join() for t in ts]
+    check(errors == 0, "500 sequential short requests without error", str(errors))
+    check(all(r == 200 for r in res), "50 concurrent requests without error", str([r for r in res if r != 200][:3]))
+    check(rss[1] <= rss[0] + 4 * 1024 * 1024, "server RSS flat over 400 requests", str(rss))
+    print(f"  {seq_rate:.1f} sequential requests/s (num_predict 1)", flush=True)
+
+
+def test_shutdown(s):
+    c, r = stream_lines(s, "/api/generate", {"model": SMOL, "prompt": "Write a long story.",
+                                             "options": {"num_predict": 2000}})
+    r.readline()
+    pid = runner_state(s)["pid"]
+    s.proc.send_signal(signal.SIGTERM)
+    rest = r.read().decode().strip().splitlines()
+    c.close()
+    rc = s.proc.wait(timeout=20)
+    check(rest and "error" in json.loads(rest[-1]), "SIGTERM ends an open stream with an error line", str(rest[-1:]))
+    check(rc == 0, "wick serve exits 0 on SIGTERM", str(rc))
+    try:
+        os.kill(pid, 0)
+        alive = True
+    except ProcessLookupError:
+        alive = False
+    check(not alive, "the runner stops with the server")
+
+
+def main():
+    s = Server()
+    try:
+        for t in (test_errors, test_ollama_client, test_openai_client, test_prefix_reuse, test_cancellation,
+                  test_runner_killed, test_concurrent_same_answer, test_load, test_shutdown):
+            t0 = time.time()
+            t(s)
+            print(f"{t.__name__}: {time.time() - t0:.1f} s", flush=True)
+    finally:
+        if s.proc.poll() is None:
+            s.proc.kill()
+    print(f"server: {checks - failures}/{checks} checks passed")
+    sys.exit(1 if failures else 0)
+
+
+if __name__ == "__main__":
+    main()
