@@ -33,7 +33,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <time.h>
@@ -559,9 +558,21 @@ static void *conn_main(void *arg)
     return NULL;
 }
 
+/* Leaves when the server that started the runner is gone (its parent
+ * changes). PR_SET_PDEATHSIG would fire when the *thread* that spawned the
+ * runner exits, and the server spawns from short-lived connection threads. */
+static void *watch_parent(void *arg)
+{
+    pid_t parent = (pid_t)(intptr_t)arg;
+    while (getppid() == parent) sleep(1);
+    _exit(0);
+    return NULL;
+}
+
 int wk_runner_main(const struct wk_runner_opts *o)
 {
-    prctl(PR_SET_PDEATHSIG, SIGTERM); /* the server gone: leave with it */
+    pthread_t watcher;
+    pthread_create(&watcher, NULL, watch_parent, (void *)(intptr_t)getppid());
     signal(SIGPIPE, SIG_IGN);
     R.model_path = o->model;
     struct wk_error err;

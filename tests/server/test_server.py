@@ -126,6 +126,11 @@ def test_ollama_client(s):
     check(a.response == b.response and a.response != d.response, "ollama generate: seed repeats, another seed differs")
     raw = s.ollama.generate(model=SMOL, prompt="The alphabet: ABC", raw=True, options=greedy(4))
     check(raw.response.startswith("DEF"), "ollama generate raw: continues the text", repr(raw.response))
+    lg = s.ollama.generate(model=SMOL, prompt=prompt, options=greedy(3), logprobs=True, top_logprobs=3)
+    check(len(lg.logprobs) == 3 and all(len(e.top_logprobs) == 3 for e in lg.logprobs)
+          and "".join(e.token for e in lg.logprobs) == lg.response
+          and all(e.logprob == e.top_logprobs[0].logprob for e in lg.logprobs),
+          "ollama generate: logprobs in Ollama's shape, one per token, greedy = most likely", str(lg.logprobs)[:300])
     tags = [m.model for m in s.ollama.list().models]
     check("smollm2:latest" in tags and "gemma3:latest" in tags, "ollama list", str(tags))
     sh = s.ollama.show(SMOL)
@@ -179,6 +184,15 @@ def test_openai_client(s):
     runs = [s.openai.chat.completions.create(model=SMOL, messages=[{"role": "user", "content": "Tell me a story."}],
                                              max_tokens=16, seed=sd).choices[0].message.content for sd in (3, 3, 4)]
     check(runs[0] == runs[1] and runs[0] != runs[2], "openai chat: seed repeats, another differs")
+    # logit_bias: banning the greedy first token changes it
+    first = s.openai.chat.completions.create(model=SMOL, messages=c["messages"], max_tokens=1, temperature=0,
+                                             logprobs=True, top_logprobs=2).choices[0].logprobs.content[0]
+    banned_id = c["steps"][0]["id"]
+    r = s.openai.chat.completions.create(model=SMOL, messages=c["messages"], max_tokens=1, temperature=0,
+                                         logit_bias={str(banned_id): -100}, logprobs=True, top_logprobs=2)
+    check(r.choices[0].logprobs.content[0].token == first.top_logprobs[1].token,
+          "openai chat: logit_bias -100 on the greedy token gives the runner-up",
+          f"{r.choices[0].logprobs.content[0].token!r} vs {first.top_logprobs[1].token!r}")
     # completions (raw prompt) and models
     r = s.openai.completions.create(model=SMOL, prompt="The alphabet: ABC", max_tokens=4, temperature=0)
     check(r.choices[0].text.startswith("DEF") and r.object == "text_completion", "openai completions", repr(r.choices[0].text))
@@ -358,6 +372,31 @@ def test_concurrent_same_answer(s):
           str(set(out)))
 
 
+def test_cli_ps_stop_and_max_loaded(s):
+    env = dict(os.environ, WICK_HOST=s.host)
+    s.ollama.generate(model=SMOL, prompt="Hi", options=greedy(1))
+    out = subprocess.run([WICK, "ps"], env=env, capture_output=True, text=True)
+    check(out.returncode == 0 and "smollm2:latest" in out.stdout, "wick ps lists the loaded model", out.stdout + out.stderr)
+    out = subprocess.run([WICK, "stop", "smollm2"], env=env, capture_output=True, text=True)
+    time.sleep(0.5)
+    check(out.returncode == 0 and "smollm2:latest" not in s.ps(), "wick stop unloads it", out.stderr)
+    out = subprocess.run([WICK, "stop", "nope"], env=env, capture_output=True, text=True)
+    check(out.returncode != 0 and "not found" in out.stderr, "wick stop of an unknown model fails", out.stderr)
+    # a second server holding one model at a time: the idle one is unloaded for the next
+    os.environ["WICK_MAX_LOADED_MODELS"] = "1"
+    try:
+        t = Server()
+    finally:
+        del os.environ["WICK_MAX_LOADED_MODELS"]
+    try:
+        t.ollama.generate(model="gemma3", prompt="Hi", options=greedy(2))
+        t.ollama.generate(model=SMOL, prompt="Hi", options=greedy(2))
+        check(list(t.ps()) == ["smollm2:latest"], "WICK_MAX_LOADED_MODELS=1: the idle model is unloaded first",
+              str(list(t.ps())))
+    finally:
+        t.stop()
+
+
 def serve_rss(s):
     with open(f"/proc/{s.proc.pid}/status") as f:
         for line in f:
@@ -416,7 +455,7 @@ def main():
     s = Server()
     try:
         for t in (test_errors, test_ollama_client, test_openai_client, test_prefix_reuse, test_cancellation,
-                  test_runner_killed, test_concurrent_same_answer, test_load, test_shutdown):
+                  test_runner_killed, test_concurrent_same_answer, test_cli_ps_stop_and_max_loaded, test_load, test_shutdown):
             t0 = time.time()
             t(s)
             print(f"{t.__name__}: {time.time() - t0:.1f} s", flush=True)
