@@ -239,7 +239,6 @@ static int parse_openai(struct srv_gen *g, json_t *body, json_t *req, json_t *ro
     if ((v = json_object_get(body, "stream")) && !json_is_null(v) && !json_is_boolean(v))
         return FAIL("stream must be a boolean");
     g->stream = json_is_true(v);
-    g->keep_alive_ns = SRV_DEFAULT_KEEP_ALIVE_NS;
     json_t *so = json_object_get(body, "stream_options");
     if (so && !json_is_null(so)) {
         if (!json_is_object(so)) return FAIL("stream_options must be an object");
@@ -330,13 +329,26 @@ static int parse_openai(struct srv_gen *g, json_t *body, json_t *req, json_t *ro
     return 0;
 }
 
+/* WICK_KEEP_ALIVE (as the keep_alive field reads) or 5 minutes. */
+static int64_t default_keep_alive(void)
+{
+    int64_t ns = SRV_DEFAULT_KEEP_ALIVE_NS;
+    const char *e = getenv("WICK_KEEP_ALIVE");
+    if (e && *e) {
+        json_t *v = json_string(e);
+        if (!srv_parse_keep_alive(v, &ns)) ns = SRV_DEFAULT_KEEP_ALIVE_NS;
+        json_decref(v);
+    }
+    return ns;
+}
+
 int srv_gen_parse(struct srv_gen *g, json_t *body, char *msg, size_t cap)
 {
     json_t *model = json_object_get(body, "model");
     if (!model && !is_openai(g->api)) model = json_object_get(body, "name");
     if (!json_is_string(model) || json_string_length(model) == 0) return FAIL("model is required");
     snprintf(g->model_name, sizeof g->model_name, "%s", json_string_value(model));
-    g->keep_alive_ns = SRV_DEFAULT_KEEP_ALIVE_NS;
+    g->keep_alive_ns = default_keep_alive();
     json_t *req = json_object(), *ropts = json_object(), *stop = json_array();
     g->runner_req = req;
     json_object_set_new(req, "options", ropts);
