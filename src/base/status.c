@@ -153,3 +153,18 @@ char *wk_utf8_sanitize(const char *s, size_t n, size_t *out_len)
     if (out_len) *out_len = o;
     return out;
 }
+
+bool wk_buf_add(struct wk_buf *b, const char *s, size_t n)
+{
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 256;
+        while (cap < b->len + n + 1) cap *= 2;
+        char *p = wk_realloc(b->p, cap);
+        if (!p) return false;
+        b->p = p, b->cap = cap;
+    }
+    if (n) memcpy(b->p + b->len, s, n);
+    b->len += n;
+    b->p[b->len] = '\0';
+    return true;
+}

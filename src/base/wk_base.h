@@ -248,6 +248,15 @@ static inline void wk_split_range(int64_t n, int ith, int nth, int64_t *lo, int6
  * send escape sequences to a terminal; a cut copy ends in "...". */
 void wk_str_printable(const char *s, size_t n, char *out, size_t out_size);
 
+/* A growable byte string, kept NUL-terminated once anything is added.
+ * Zero-initialise; free p with wk_free. */
+struct wk_buf {
+    char *p;
+    size_t len, cap;
+};
+/* Appends s[0..n). Returns false (nothing appended) when out of memory. */
+bool wk_buf_add(struct wk_buf *b, const char *s, size_t n);
+
 /* Length of the well-formed UTF-8 sequence at s[0..n) (RFC 3629: no
  * overlong forms, no surrogates, at most U+10FFFF), or 0. */
 size_t wk_utf8_seq_len(const unsigned char *s, size_t n);

@@ -8,43 +8,17 @@
 #include "server_internal.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 /* ------------------------------------------------------------ buffers */
 
-bool srv_buf_add(struct srv_buf *b, const char *s, size_t n)
-{
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 512;
-        while (cap < b->len + n + 1) cap *= 2;
-        char *p = wk_realloc(b->p, cap);
-        if (!p) return false;
-        b->p = p, b->cap = cap;
-    }
-    memcpy(b->p + b->len, s, n);
-    b->len += n;
-    b->p[b->len] = '\0';
-    return true;
-}
-
-bool srv_buf_printf(struct srv_buf *b, const char *fmt, ...)
-{
-    char tmp[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
-    va_end(ap);
-    return n >= 0 && (size_t)n < sizeof tmp && srv_buf_add(b, tmp, (size_t)n);
-}
-
-bool srv_buf_json(struct srv_buf *b, json_t *obj, const char *tail)
+bool srv_buf_json(struct wk_buf *b, json_t *obj, const char *tail)
 {
     char *s = obj ? json_dumps(obj, JSON_COMPACT) : NULL;
     json_decref(obj);
-    bool ok = s && srv_buf_add(b, s, strlen(s)) && srv_buf_add(b, tail, strlen(tail));
+    bool ok = s && wk_buf_add(b, s, strlen(s)) && wk_buf_add(b, tail, strlen(tail));
     free(s);
     return ok;
 }
@@ -149,7 +123,7 @@ static json_t *message_content(json_t *c, char *msg, size_t cap, int *err)
         *err = FAIL("message content must be a string or a list of parts");
         return NULL;
     }
-    struct srv_buf b = {0};
+    struct wk_buf b = {0};
     size_t i;
     json_t *part;
     json_array_foreach(c, i, part) {
@@ -160,7 +134,7 @@ static json_t *message_content(json_t *c, char *msg, size_t cap, int *err)
             *err = FAIL("only text content parts are supported");
             return NULL;
         }
-        srv_buf_add(&b, json_string_value(text), json_string_length(text));
+        wk_buf_add(&b, json_string_value(text), json_string_length(text));
     }
     json_t *s = json_stringn(b.p ? b.p : "", b.len);
     wk_free(b.p);
@@ -425,7 +399,7 @@ void srv_gen_chunk(struct srv_gen *g, json_t *line)
     size_t len = json_string_length(content);
     if (!g->stream) {
         size_t before = g->text.len;
-        srv_buf_add(&g->text, text ? text : "", len);
+        wk_buf_add(&g->text, text ? text : "", len);
         if (lps) {
             if (!g->lps) g->lps = json_array();
             json_array_extend(g->lps, lps);
@@ -448,7 +422,7 @@ void srv_gen_chunk(struct srv_gen *g, json_t *line)
         if (!g->started) json_object_set_new(delta, "role", json_string("assistant"));
         json_t *choice = json_pack("{s:i, s:o, s:n}", "index", 0, "delta", delta, "finish_reason");
         json_object_set_new(choice, "logprobs", lps ? oai_logprobs(lps) : json_null());
-        srv_buf_add(&g->out, "data: ", 6);
+        wk_buf_add(&g->out, "data: ", 6);
         srv_buf_json(&g->out, oai_chunk(g, choice), "\n\n");
         break;
     }
@@ -456,8 +430,8 @@ void srv_gen_chunk(struct srv_gen *g, json_t *line)
         json_t *choice = json_pack("{s:O, s:i, s:n}", "text", content, "index", 0, "finish_reason");
         json_object_set_new(choice, "logprobs",
                             lps && g->legacy_logprobs >= 0 ? legacy_logprobs(lps, g->text.len) : json_null());
-        srv_buf_add(&g->text, text ? text : "", len); /* offsets only */
-        srv_buf_add(&g->out, "data: ", 6);
+        wk_buf_add(&g->text, text ? text : "", len); /* offsets only */
+        wk_buf_add(&g->out, "data: ", 6);
         srv_buf_json(&g->out, oai_chunk(g, choice), "\n\n");
         break;
     }
@@ -517,22 +491,22 @@ void srv_gen_done(struct srv_gen *g, json_t *fin)
                                      reason, "logprobs")
                          : json_pack("{s:s, s:i, s:s, s:n}", "text", "", "index", 0,
                                      "finish_reason", reason, "logprobs");
-    srv_buf_add(&g->out, "data: ", 6);
+    wk_buf_add(&g->out, "data: ", 6);
     srv_buf_json(&g->out, oai_chunk(g, choice), "\n\n");
     if (g->include_usage) {
         json_t *u = oai_chunk(g, json_null());
         json_object_set_new(u, "choices", json_array());
         json_object_set_new(u, "usage", oai_usage(fin));
-        srv_buf_add(&g->out, "data: ", 6);
+        wk_buf_add(&g->out, "data: ", 6);
         srv_buf_json(&g->out, u, "\n\n");
     }
-    srv_buf_add(&g->out, "data: [DONE]\n\n", 14);
+    wk_buf_add(&g->out, "data: [DONE]\n\n", 14);
 }
 
 void srv_gen_stream_error(struct srv_gen *g, const char *msg)
 {
     if (is_openai(g->api)) {
-        srv_buf_add(&g->out, "data: ", 6);
+        wk_buf_add(&g->out, "data: ", 6);
         srv_buf_json(&g->out, srv_error_body(g->api, 500, msg), "\n\n");
     } else {
         srv_buf_json(&g->out, json_pack("{s:s}", "error", msg), "\n");

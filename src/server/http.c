@@ -26,7 +26,7 @@
 
 /* Per-connection state: the body as it arrives. */
 struct conn {
-    struct srv_buf body;
+    struct wk_buf body;
     bool too_big;
 };
 
@@ -348,7 +348,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         return MHD_YES;
     }
     if (*upload_size) {
-        if (k->body.len + *upload_size > SRV_MAX_BODY || !srv_buf_add(&k->body, upload, *upload_size))
+        if (k->body.len + *upload_size > SRV_MAX_BODY || !wk_buf_add(&k->body, upload, *upload_size))
             k->too_big = true;
         *upload_size = 0;
         return MHD_YES;

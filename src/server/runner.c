@@ -42,26 +42,6 @@
 #define MAX_STOPS 16
 #define MAX_LOGIT_BIAS 4096
 
-struct buf {
-    char *p;
-    size_t len, cap;
-};
-
-static bool buf_add(struct buf *b, const char *s, size_t n)
-{
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < b->len + n + 1) cap *= 2;
-        char *p = wk_realloc(b->p, cap);
-        if (!p) return false;
-        b->p = p, b->cap = cap;
-    }
-    memcpy(b->p + b->len, s, n);
-    b->len += n;
-    b->p[b->len] = '\0';
-    return true;
-}
-
 /* One completion request, shared by its connection thread and the compute
  * thread (refs counts them); mu guards out and finished. */
 struct job {
@@ -78,7 +58,7 @@ struct job {
     bool logprobs;
     int32_t top_logprobs;
     json_t *pending_lp; /* compute thread only: entries not yet sent */
-    struct buf out;
+    struct wk_buf out;
     bool finished, nomem;
     struct job *next;
 };
@@ -131,7 +111,7 @@ static void job_push(struct job *j, json_t *obj)
     char *s = obj ? json_dumps(obj, JSON_COMPACT) : NULL;
     json_decref(obj);
     pthread_mutex_lock(&j->mu);
-    if (!s || !buf_add(&j->out, s, strlen(s)) || !buf_add(&j->out, "\n", 1)) j->nomem = true;
+    if (!s || !wk_buf_add(&j->out, s, strlen(s)) || !wk_buf_add(&j->out, "\n", 1)) j->nomem = true;
     pthread_cond_signal(&j->cv);
     pthread_mutex_unlock(&j->mu);
     free(s);
@@ -182,7 +162,7 @@ static bool send_json(int fd, json_t *obj)
  * NUL-terminated; NULL when the peer closes first or the line is too long. */
 static char *read_line(int fd, size_t max, size_t *len)
 {
-    struct buf b = {0};
+    struct wk_buf b = {0};
     char chunk[4096];
     for (;;) {
         ssize_t r = recv(fd, chunk, sizeof chunk, 0);
@@ -190,7 +170,7 @@ static char *read_line(int fd, size_t max, size_t *len)
         if (r <= 0) break;
         char *nl = memchr(chunk, '\n', (size_t)r);
         size_t n = nl ? (size_t)(nl - chunk) : (size_t)r;
-        if (b.len + n > max || !buf_add(&b, chunk, n)) break;
+        if (b.len + n > max || !wk_buf_add(&b, chunk, n)) break;
         if (nl) {
             *len = b.len;
             return b.p ? b.p : wk_calloc(1, 1);
@@ -485,7 +465,7 @@ static json_t *status_json(void)
 /* Streams j's output to fd until the job finishes or the peer leaves. */
 static void stream(int fd, struct job *j)
 {
-    struct buf local = {0};
+    struct wk_buf local = {0};
     for (;;) {
         pthread_mutex_lock(&j->mu);
         if (!j->out.len && !j->finished) {
@@ -495,7 +475,7 @@ static void stream(int fd, struct job *j)
             if (ts.tv_nsec >= 1000000000) ts.tv_sec++, ts.tv_nsec -= 1000000000;
             pthread_cond_timedwait(&j->cv, &j->mu, &ts);
         }
-        struct buf b = j->out;
+        struct wk_buf b = j->out;
         j->out = local;
         j->out.len = 0;
         bool fin = j->finished, nomem = j->nomem;

@@ -108,14 +108,8 @@ void srv_begin_shutdown(void);
 
 enum srv_api { API_GENERATE, API_CHAT, API_OAI_CHAT, API_OAI_COMPLETION };
 
-struct srv_buf {
-    char *p;
-    size_t len, cap;
-};
-bool srv_buf_add(struct srv_buf *b, const char *s, size_t n);
-bool srv_buf_printf(struct srv_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Appends obj's compact JSON (stealing the reference) and then tail. */
-bool srv_buf_json(struct srv_buf *b, json_t *obj, const char *tail);
+bool srv_buf_json(struct wk_buf *b, json_t *obj, const char *tail);
 
 /* One generation request, from the parsed body to the last byte sent. */
 struct srv_gen {
@@ -133,11 +127,11 @@ struct srv_gen {
     int client_fd;
     int64_t t_start, load_ns, created;
     char id[48];
-    struct srv_buf out; /* streamed bytes not yet handed to the HTTP library */
+    struct wk_buf out; /* streamed bytes not yet handed to the HTTP library */
     size_t out_off;
     bool ended, started;
     /* non-streamed: what the chunks add up to */
-    struct srv_buf text;
+    struct wk_buf text;
     json_t *lps;
 };
 

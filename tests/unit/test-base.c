@@ -147,6 +147,32 @@ static void test_checked_math(void)
     CHECK(!wk_mul_u64(1ull << 32, 1ull << 32, &r));
 }
 
-CHECK_MAIN(TEST(test_errors), TEST(test_alloc_counts_and_failures), TEST(test_arena),
+/* RFC 3629 well-formedness, and the U+FFFD replacement JSON output relies on. */
+static void test_utf8_and_buf(void)
+{
+    const unsigned char ok[] = "a\xC3\xA9\xE2\x82\xAC\xF0\x9F\xA6\x99";
+    CHECK_EQ_INT(wk_utf8_seq_len(ok, 1), 1);
+    CHECK_EQ_INT(wk_utf8_seq_len(ok + 1, 2), 2);     /* é */
+    CHECK_EQ_INT(wk_utf8_seq_len(ok + 3, 3), 3);     /* € */
+    CHECK_EQ_INT(wk_utf8_seq_len(ok + 6, 4), 4);     /* 🦙 */
+    CHECK_EQ_INT(wk_utf8_seq_len(ok + 6, 3), 0);     /* cut short */
+    CHECK_EQ_INT(wk_utf8_seq_len((const unsigned char *)"\xC0\x80", 2), 0); /* overlong NUL */
+    CHECK_EQ_INT(wk_utf8_seq_len((const unsigned char *)"\xED\xA0\x80", 3), 0); /* surrogate */
+    CHECK_EQ_INT(wk_utf8_seq_len((const unsigned char *)"\xF4\x90\x80\x80", 4), 0); /* > U+10FFFF */
+    CHECK_EQ_INT(wk_utf8_seq_len((const unsigned char *)"\x80", 1), 0);
+    size_t n;
+    char *s = wk_utf8_sanitize("a\xF0\x9F\xA6" "b\xC3\xA9", 7, &n); /* a, 3 bytes of a 4-byte char, b, é */
+    CHECK_EQ_STR(s, "a\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD" "b\xC3\xA9");
+    CHECK_EQ_INT(n, strlen(s));
+    wk_free(s);
+    struct wk_buf b = {0};
+    for (int i = 0; i < 1000; i++) CHECK(wk_buf_add(&b, "xyz", 3));
+    CHECK_EQ_INT(b.len, 3000);
+    CHECK(b.cap > b.len && b.p[b.len] == '\0' && memcmp(b.p + 2997, "xyz", 3) == 0);
+    CHECK(wk_buf_add(&b, NULL, 0) && b.len == 3000);
+    wk_free(b.p);
+}
+
+CHECK_MAIN(TEST(test_errors), TEST(test_utf8_and_buf), TEST(test_alloc_counts_and_failures), TEST(test_arena),
            TEST(test_threadpool), TEST(test_split_range_covers_exactly), TEST(test_cpu_features),
            TEST(test_checked_math))
