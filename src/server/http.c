@@ -183,7 +183,8 @@ static enum MHD_Result serve_generation(struct MHD_Connection *c, enum srv_api a
         return reply_error(c, api, err.status == WK_E_CANCELLED ? 503 : 500, err.msg);
     }
     json_t *first = NULL;
-    if (srv_call_open(g->runner, g->runner_req, &g->call, &first, &err)) {
+    /* the runner answers once the prompt is tokenized: seconds at most */
+    if (srv_call_open(g->runner, g->runner_req, 120 * 1000, &g->call, &first, &err)) {
         srv_sched_mark_dead(g->runner);
         gen_free(g);
         return reply_error(c, api, 500, err.msg);

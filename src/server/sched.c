@@ -489,8 +489,8 @@ static bool write_all(int fd, const char *s, size_t n)
     return true;
 }
 
-enum wk_status srv_call_open(struct srv_runner *r, json_t *req, struct srv_call *c, json_t **first,
-                             struct wk_error *err)
+enum wk_status srv_call_open(struct srv_runner *r, json_t *req, int timeout_ms, struct srv_call *c,
+                             json_t **first, struct wk_error *err)
 {
     memset(c, 0, sizeof *c);
     *first = NULL;
@@ -499,9 +499,13 @@ enum wk_status srv_call_open(struct srv_runner *r, json_t *req, struct srv_call 
     char *s = json_dumps(req, JSON_COMPACT);
     bool ok = s && write_all(c->fd, s, strlen(s)) && write_all(c->fd, "\n", 1);
     free(s);
-    if (ok && srv_call_next(c, -1, first) == SRV_LINE) return WK_OK;
+    c->deadline_ns = wk_time_ns() + (int64_t)timeout_ms * 1000000;
+    if (ok && srv_call_next(c, -1, first) == SRV_LINE) {
+        c->deadline_ns = 0;
+        return WK_OK;
+    }
     srv_call_close(c);
-    return wk_error_set(err, WK_E_IO, "the model runner stopped unexpectedly");
+    return wk_error_set(err, WK_E_IO, "the model runner stopped or did not answer");
 }
 
 enum srv_next srv_call_next(struct srv_call *c, int client_fd, json_t **line)
@@ -533,6 +537,7 @@ enum srv_next srv_call_next(struct srv_call *c, int client_fd, json_t **line)
         if (rc < 0 && errno != EINTR) return SRV_RUNNER_GONE;
         if (np == 2 && (p[1].revents & (POLLRDHUP | POLLHUP | POLLERR))) return SRV_CLIENT_GONE;
         if (srv_shutting_down()) return SRV_SHUTDOWN;
+        if (c->deadline_ns && wk_time_ns() > c->deadline_ns) return SRV_RUNNER_GONE;
         if (rc <= 0 || !(p[0].revents & (POLLIN | POLLHUP | POLLERR))) continue;
         ssize_t got = recv(c->fd, c->buf + c->len, c->cap - c->len, 0);
         if (got < 0 && errno == EINTR) continue;
@@ -554,7 +559,7 @@ json_t *srv_runner_status(struct srv_runner *r)
     struct srv_call c;
     json_t *req = json_pack("{s:b}", "status", 1), *st = NULL;
     struct wk_error err;
-    if (srv_call_open(r, req, &c, &st, &err) == WK_OK) srv_call_close(&c);
+    if (srv_call_open(r, req, 1000, &c, &st, &err) == WK_OK) srv_call_close(&c);
     json_decref(req);
     return st;
 }

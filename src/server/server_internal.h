@@ -83,16 +83,19 @@ struct srv_call {
     int fd;
     char *buf;
     size_t len, off, cap;
+    int64_t deadline_ns; /* wk_time_ns after which srv_call_next gives up; 0: none */
 };
 
 /* Connects to r, sends req, reads the first line into *first (owned by
- * the caller). Errors: WK_E_IO (the runner is gone). */
-enum wk_status srv_call_open(struct srv_runner *r, json_t *req, struct srv_call *c, json_t **first,
-                             struct wk_error *err);
+ * the caller), waiting at most timeout_ms for it. Errors: WK_E_IO (the
+ * runner is gone or did not answer in time). */
+enum wk_status srv_call_open(struct srv_runner *r, json_t *req, int timeout_ms, struct srv_call *c,
+                             json_t **first, struct wk_error *err);
 
 enum srv_next { SRV_LINE, SRV_CLIENT_GONE, SRV_RUNNER_GONE, SRV_SHUTDOWN };
 /* Waits for the next line from the runner, watching client_fd (-1: none)
- * for the client hanging up and the server for shutting down. */
+ * for the client hanging up and the server for shutting down; past
+ * c->deadline_ns (when set) the runner counts as gone. */
 enum srv_next srv_call_next(struct srv_call *c, int client_fd, json_t **line);
 void srv_call_close(struct srv_call *c);
 
