@@ -9,6 +9,7 @@
 
 #include <curl/curl.h>
 #include <jansson.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -69,6 +70,9 @@ int cmd_runner(int argc, char **argv)
         } else if (cli_opt_value(argc, argv, &i, "--threads", &v, &bad, "runner")) {
             if (!cli_parse_i64("runner", "--threads", v, 0, 1024, &n)) return WK_EXIT_USAGE;
             o.n_threads = (int32_t)n;
+        } else if (cli_opt_value(argc, argv, &i, "--parent", &v, &bad, "runner")) {
+            if (!cli_parse_i64("runner", "--parent", v, 0, INT32_MAX, &n)) return WK_EXIT_USAGE;
+            o.parent = (int32_t)n;
         } else {
             if (!bad) fprintf(stderr, "wick runner: unknown option '%s'\n", argv[i]);
             return WK_EXIT_USAGE;

@@ -185,7 +185,8 @@ static enum MHD_Result serve_generation(struct MHD_Connection *c, enum srv_api a
     json_t *first = NULL;
     /* the runner answers once the prompt is tokenized: seconds at most */
     if (srv_call_open(g->runner, g->runner_req, 120 * 1000, &g->call, &first, &err)) {
-        srv_sched_mark_dead(g->runner);
+        /* not marked dead: the runner may have refused only this request
+         * (the reaper notices a runner that exited) */
         gen_free(g);
         return reply_error(c, api, 500, err.msg);
     }
@@ -422,8 +423,12 @@ int wk_serve_main(const struct wk_serve_opts *o)
     signal(SIGPIPE, SIG_IGN);
     srv_sched_init(exe, o->n_threads, max_loaded);
     struct MHD_Daemon *d = MHD_start_daemon(
-        MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, 0, NULL,
-        NULL, on_request, NULL, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
+        MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL |
+            MHD_USE_ERROR_LOG,
+        0, NULL, NULL, on_request, NULL, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
+        /* an idle or half-sent request is dropped after 5 minutes; at most
+         * 1000 connections (a thread each) */
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)300, MHD_OPTION_CONNECTION_LIMIT, (unsigned)1000,
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL, MHD_OPTION_LISTENING_ADDRESS_REUSE, 1,
         MHD_OPTION_END);
     if (!d) {

@@ -38,7 +38,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define MAX_REQUEST_BYTES ((size_t)64 << 20)
+#define MAX_REQUEST_BYTES ((size_t)256 << 20) /* the server's 64 MiB body, rewritten */
 #define MAX_STOPS 16
 #define MAX_LOGIT_BIAS 4096
 
@@ -551,8 +551,11 @@ static void *watch_parent(void *arg)
 
 int wk_runner_main(const struct wk_runner_opts *o)
 {
-    pthread_t watcher;
-    pthread_create(&watcher, NULL, watch_parent, (void *)(intptr_t)getppid());
+    if (o->parent > 0) {
+        if (getppid() != o->parent) return 1; /* the server died before we started */
+        pthread_t watcher;
+        pthread_create(&watcher, NULL, watch_parent, (void *)(intptr_t)o->parent);
+    }
     signal(SIGPIPE, SIG_IGN);
     R.model_path = o->model;
     struct wk_error err;

@@ -160,11 +160,12 @@ static enum wk_status runner_start(struct srv_runner *r, struct wk_error *err)
 {
     int pfd[2];
     if (pipe2(pfd, O_CLOEXEC)) return wk_error_set(err, WK_E_IO, "pipe: %s", strerror(errno));
-    char ctx[32], thr[32];
+    char ctx[32], thr[32], parent[32];
     snprintf(ctx, sizeof ctx, "%d", r->n_ctx_req);
     snprintf(thr, sizeof thr, "%d", S.n_threads);
+    snprintf(parent, sizeof parent, "%d", (int)getpid());
     char *argv[] = {S.exe, "runner", "--model", r->model.path, "--socket", r->sock, "--num-ctx", ctx,
-                    "--threads", thr, NULL};
+                    "--threads", thr, "--parent", parent, NULL};
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_adddup2(&fa, pfd[1], STDOUT_FILENO);
@@ -235,10 +236,14 @@ static void *reaper_main(void *arg)
             }
             bool expired = r->expires_ns != SRV_KEEP_FOREVER && now >= r->expires_ns;
             if (r->users == 0 && (r->dead || r->stopping || expired)) {
+                /* stopped outside the lock: a wedged runner must not hold up the others */
                 unlink_runner(r);
+                pthread_mutex_unlock(&S.mu);
                 runner_stop(r);
                 wk_free(r);
+                pthread_mutex_lock(&S.mu);
                 pthread_cond_broadcast(&S.cv);
+                next = S.list; /* the list may have changed meanwhile */
             }
         }
         struct timespec ts;
@@ -355,7 +360,7 @@ void srv_sched_release(struct srv_runner *r, int64_t keep_alive_ns)
     pthread_mutex_lock(&S.mu);
     r->users--;
     r->last_used = wk_time_ns();
-    if (keep_alive_ns == SRV_KEEP_FOREVER) {
+    if (keep_alive_ns >= INT64_MAX / 4) {
         r->expires_ns = SRV_KEEP_FOREVER;
         r->expires_unix_ns = 0;
     } else {
@@ -571,7 +576,8 @@ bool srv_parse_keep_alive(json_t *v, int64_t *ns)
     if (!v || json_is_null(v)) return true;
     if (json_is_number(v)) {
         double s = json_number_value(v);
-        *ns = s < 0 ? SRV_KEEP_FOREVER : (int64_t)(s * 1e9);
+        if (s != s) return false;
+        *ns = s < 0 || s * 1e9 >= (double)(INT64_MAX / 4) ? SRV_KEEP_FOREVER : (int64_t)(s * 1e9);
         return true;
     }
     if (!json_is_string(v)) return false;
@@ -599,7 +605,7 @@ bool srv_parse_keep_alive(json_t *v, int64_t *ns)
         total += x * unit;
         any = true;
     }
-    if (!any) return false;
-    *ns = total < 0 ? SRV_KEEP_FOREVER : (int64_t)total;
+    if (!any || total != total) return false;
+    *ns = total < 0 || total >= (double)(INT64_MAX / 4) ? SRV_KEEP_FOREVER : (int64_t)total;
     return true;
 }

@@ -42,6 +42,7 @@ struct wk_runner_opts {
     const char *socket; /* abstract Unix socket name (without the leading NUL) */
     int32_t n_ctx;      /* 0: min(4096, trained) */
     int32_t n_threads;  /* 0: the CPUs this process may use */
+    int32_t parent;     /* the server's pid: the runner leaves when it is gone; 0: none */
 };
 
 /*
