@@ -151,8 +151,9 @@ int cmd_ps(int argc, char **argv)
     json_t *m;
     json_array_foreach(json_object_get(j, "models"), i, m) {
         json_t *w = json_object_get(m, "wick");
-        printf("%-32s %-10.1f %-8lld %-10s %s\n", json_string_value(json_object_get(m, "name")),
-               (double)json_integer_value(json_object_get(m, "size")) / (1 << 20),
+        char size[32];
+        snprintf(size, sizeof size, "%.0f MB", (double)json_integer_value(json_object_get(m, "size")) / 1e6);
+        printf("%-32s %-10s %-8lld %-10s %s\n", json_string_value(json_object_get(m, "name")), size,
                (long long)json_integer_value(json_object_get(m, "context_length")),
                json_is_true(json_object_get(w, "busy")) ? "busy" : "idle",
                json_string_value(json_object_get(m, "expires_at")));

@@ -75,7 +75,9 @@ static int parse_ollama_options(struct srv_gen *g, json_t *opts, json_t *ropts, 
             if (!json_is_number(v)) return FAIL("option '%s' must be a number", k);
             json_object_set(ropts, k, v);
         } else if (in_list(k, int_opts, WK_ARRAY_LEN(int_opts))) {
-            if (!is_int(v)) return FAIL("option '%s' must be an integer", k);
+            double lim = strcmp(k, "seed") == 0 ? 9.2e18 : 2147483647.0;
+            if (!is_int(v) || fabs(json_number_value(v)) > lim)
+                return FAIL("option '%s' must be an integer between %.0f and %.0f", k, -lim, lim);
             json_object_set_new(ropts, k, json_integer((json_int_t)json_number_value(v)));
         } else if (strcmp(k, "num_ctx") == 0) {
             if (!is_int(v) || json_number_value(v) < 0 || json_number_value(v) > 1 << 24)
@@ -150,8 +152,10 @@ static int parse_messages(json_t *in, json_t *out, char *msg, size_t cap)
         json_t *role = json_object_get(m, "role");
         if (!json_is_object(m) || !json_is_string(role))
             return FAIL("messages[%zu] must be an object with a string role", i);
-        if (json_array_size(json_object_get(m, "images")) > 0)
-            return FAIL("this model does not support images");
+        json_t *images = json_object_get(m, "images");
+        if (images && !json_is_null(images) && !json_is_array(images))
+            return FAIL("messages[%zu].images must be a list", i);
+        if (json_array_size(images) > 0) return FAIL("this model does not support images");
         int err = 0;
         json_t *content = message_content(json_object_get(m, "content"), msg, cap, &err);
         if (!content) return err;
@@ -190,7 +194,9 @@ static int parse_ollama(struct srv_gen *g, json_t *body, json_t *req, json_t *ro
     if (prompt && !json_is_null(prompt) && !json_is_string(prompt)) return FAIL("prompt must be a string");
     if (system && !json_is_null(system) && !json_is_string(system)) return FAIL("system must be a string");
     if (raw && !json_is_null(raw) && !json_is_boolean(raw)) return FAIL("raw must be a boolean");
-    if (json_array_size(json_object_get(body, "images")) > 0) return FAIL("this model does not support images");
+    json_t *images = json_object_get(body, "images");
+    if (images && !json_is_null(images) && !json_is_array(images)) return FAIL("images must be a list");
+    if (json_array_size(images) > 0) return FAIL("this model does not support images");
     const char *text = json_is_string(prompt) ? json_string_value(prompt) : "";
     if (json_is_true(raw)) {
         if (json_is_string(system) || json_object_get(body, "template") || json_object_get(body, "context"))
@@ -216,6 +222,7 @@ static int parse_openai(struct srv_gen *g, json_t *body, json_t *req, json_t *ro
     json_t *so = json_object_get(body, "stream_options");
     if (so && !json_is_null(so)) {
         if (!json_is_object(so)) return FAIL("stream_options must be an object");
+        if (!g->stream) return FAIL("stream_options is only allowed when stream is true");
         json_t *iu = json_object_get(so, "include_usage");
         if (iu && !json_is_boolean(iu)) return FAIL("stream_options.include_usage must be a boolean");
         g->include_usage = json_is_true(iu);
@@ -244,11 +251,12 @@ static int parse_openai(struct srv_gen *g, json_t *body, json_t *req, json_t *ro
     for (size_t i = 0; i < 2; i++) {
         v = json_object_get(body, max_names[i]);
         if (!v || json_is_null(v)) continue;
-        if (!is_int(v) || json_number_value(v) < 1) return FAIL("%s must be a positive integer", max_names[i]);
+        if (!is_int(v) || json_number_value(v) < 1 || json_number_value(v) > 2147483647.0)
+            return FAIL("%s must be an integer between 1 and 2147483647", max_names[i]);
         json_object_set_new(ropts, "num_predict", json_integer((json_int_t)json_number_value(v)));
     }
     if ((v = json_object_get(body, "seed")) && !json_is_null(v)) {
-        if (!is_int(v)) return FAIL("seed must be an integer");
+        if (!is_int(v) || fabs(json_number_value(v)) > 9.2e18) return FAIL("seed must be an integer");
         json_object_set_new(ropts, "seed", json_integer((json_int_t)json_number_value(v)));
     }
     if ((v = json_object_get(body, "n")) && !json_is_null(v) && !(is_int(v) && json_number_value(v) == 1))

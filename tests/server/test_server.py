@@ -235,6 +235,16 @@ def test_errors(s):
     check(st == 400 and body["error"]["type"] == "invalid_request_error", "openai: empty messages 400 in OpenAI shape", str(body))
     st, body = s.post("/v1/chat/completions", {"model": SMOL, "messages": [{"role": "user", "content": "x"}], "temperature": 5})
     check(st == 400 and "temperature" in body["error"]["message"], "openai: temperature out of range 400", str(body))
+    st, body = s.post("/api/generate", {"model": SMOL, "prompt": "x", "images": "aaa"})
+    check(st == 400 and "images" in body["error"], "images of the wrong type is 400", str(body))
+    st, body = s.post("/v1/chat/completions", {"model": SMOL, "messages": [{"role": "user", "content": "x"}],
+                                               "stream_options": {"include_usage": True}})
+    check(st == 400 and "stream_options" in body["error"]["message"], "stream_options without stream is 400", str(body))
+    st, body = s.post("/api/generate", {"model": SMOL, "prompt": "x", "keep_alive": "nan"})
+    check(st == 400 and "keep_alive" in body["error"], "keep_alive nan is 400", str(body))
+    st, body = s.post("/api/generate", {"model": SMOL, "prompt": "x", "keep_alive": 1e300, "options": greedy(1)})
+    exp = s.ps().get("smollm2:latest", {}).get("expires_at", "")
+    check(st == 200 and exp[:4] >= "2099", "a huge keep_alive keeps the model loaded (no overflow)", exp)
     st, _ = s.raw("DELETE", "/api/chat")
     check(st == 405, "wrong method 405")
 
