@@ -1,0 +1,545 @@
+/*
+ * store.c - the model store (wk_store.h): names, blobs, manifests, list,
+ * remove with garbage collection of unshared blobs, copy, and resolving a
+ * name to what a runner loads.
+ */
+#include "wk_store.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <openssl/evp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+struct wk_store {
+    char dir[4096];
+};
+
+/* ------------------------------------------------------------ names */
+
+static bool part_ok(const char *s, size_t n)
+{
+    if (n == 0 || n > 127 || s[0] == '.' || s[0] == '-') return false;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '.' || c == '_' || c == '-'))
+            return false;
+    }
+    return true;
+}
+
+enum wk_status wk_model_name_parse(const char *s, struct wk_model_name *out, struct wk_error *err)
+{
+    char shown[160];
+    wk_str_printable(s, strlen(s), shown, sizeof shown);
+    const char *colon = strrchr(s, ':');
+    const char *slash = strrchr(s, '/');
+    if (colon && slash && colon < slash) colon = NULL; /* a ':' in the host part */
+    size_t path_len = colon ? (size_t)(colon - s) : strlen(s);
+    const char *tag = colon ? colon + 1 : "latest";
+    if (!part_ok(tag, strlen(tag)))
+        return wk_error_set(err, WK_E_INVALID, "invalid model name '%s': bad tag", shown);
+    /* split the path part on '/': name, namespace/name or host/namespace/name */
+    const char *parts[3];
+    size_t lens[3];
+    int n = 0;
+    for (const char *p = s; p < s + path_len;) {
+        const char *e = memchr(p, '/', (size_t)(s + path_len - p));
+        if (!e) e = s + path_len;
+        if (n == 3 || !part_ok(p, (size_t)(e - p)))
+            return wk_error_set(err, WK_E_INVALID,
+                                "invalid model name '%s': want [host/][namespace/]name[:tag] of "
+                                "letters, digits, '.', '_', '-'",
+                                shown);
+        parts[n] = p, lens[n++] = (size_t)(e - p);
+        p = e + (e < s + path_len);
+    }
+    if (n == 0) return wk_error_set(err, WK_E_INVALID, "invalid model name '%s'", shown);
+    snprintf(out->host, sizeof out->host, "%s", WK_DEFAULT_HOST);
+    snprintf(out->ns, sizeof out->ns, "%s", WK_DEFAULT_NAMESPACE);
+    if (n == 3) snprintf(out->host, sizeof out->host, "%.*s", (int)lens[0], parts[0]);
+    if (n >= 2) snprintf(out->ns, sizeof out->ns, "%.*s", (int)lens[n - 2], parts[n - 2]);
+    snprintf(out->name, sizeof out->name, "%.*s", (int)lens[n - 1], parts[n - 1]);
+    snprintf(out->tag, sizeof out->tag, "%s", tag);
+    return WK_OK;
+}
+
+void wk_model_name_format(const struct wk_model_name *n, char *out, size_t cap)
+{
+    bool dh = strcmp(n->host, WK_DEFAULT_HOST) == 0, dn = strcmp(n->ns, WK_DEFAULT_NAMESPACE) == 0;
+    if (dh && dn) snprintf(out, cap, "%s:%s", n->name, n->tag);
+    else if (dh) snprintf(out, cap, "%s/%s:%s", n->ns, n->name, n->tag);
+    else snprintf(out, cap, "%s/%s/%s:%s", n->host, n->ns, n->name, n->tag);
+}
+
+/* ------------------------------------------------------------ files */
+
+void wk_store_default_dir(char *out, size_t cap)
+{
+    const char *e = getenv("WICK_MODELS");
+    if (e && *e) snprintf(out, cap, "%s", e);
+    else snprintf(out, cap, "%s/.wick/models", getenv("HOME") ? getenv("HOME") : ".");
+}
+
+/* mkdir -p of path[..len). */
+static bool mkdirs(const char *path)
+{
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s", path);
+    for (char *p = tmp + 1; *p; p++)
+        if (*p == '/') {
+            *p = '\0';
+            if (mkdir(tmp, 0755) && errno != EEXIST) return false;
+            *p = '/';
+        }
+    return mkdir(tmp, 0755) == 0 || errno == EEXIST;
+}
+
+enum wk_status wk_store_open(const char *dir, struct wk_store **out, struct wk_error *err)
+{
+    *out = NULL;
+    struct wk_store *s = wk_calloc(1, sizeof *s);
+    if (!s) return wk_error_set(err, WK_E_NOMEM, "out of memory");
+    snprintf(s->dir, sizeof s->dir, "%s", dir);
+    char p[4200];
+    snprintf(p, sizeof p, "%s/blobs", dir);
+    bool ok = mkdirs(p);
+    snprintf(p, sizeof p, "%s/manifests", dir);
+    if (!ok || !mkdirs(p)) {
+        wk_free(s);
+        return wk_error_set(err, WK_E_IO, "cannot create the model store %s: %s", dir, strerror(errno));
+    }
+    *out = s;
+    return WK_OK;
+}
+
+void wk_store_close(struct wk_store *s) { wk_free(s); }
+const char *wk_store_dir(const struct wk_store *s) { return s->dir; }
+
+void wk_store_blob_path(const struct wk_store *s, const char *digest, char *out, size_t cap)
+{
+    const char *hex = strncmp(digest, "sha256:", 7) == 0 ? digest + 7 : digest;
+    snprintf(out, cap, "%.4000s/blobs/sha256-%.64s", s->dir, hex);
+}
+
+static void fsync_dir(const char *path)
+{
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (slash) *slash = '\0';
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd >= 0) {
+        fsync(fd);
+        close(fd);
+    }
+}
+
+/* A temporary file next to final: its fd and name in tmp[cap]. */
+static int open_temp(const char *final, char *tmp, size_t cap)
+{
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", final);
+    char *slash = strrchr(dir, '/');
+    if (slash) *slash = '\0';
+    snprintf(tmp, cap, "%.4000s/.tmp-%d-XXXXXX", dir, (int)getpid());
+    return mkostemp(tmp, O_CLOEXEC);
+}
+
+/* fsync, close, rename tmp over final, fsync the folder. */
+static bool commit_temp(int fd, const char *tmp, const char *final)
+{
+    bool ok = fsync(fd) == 0;
+    ok = close(fd) == 0 && ok;
+    ok = ok && rename(tmp, final) == 0;
+    if (!ok) unlink(tmp);
+    else fsync_dir(final);
+    return ok;
+}
+
+static void hex_digest(EVP_MD_CTX *ctx, char digest[80])
+{
+    unsigned char md[32];
+    unsigned int n = 0;
+    EVP_DigestFinal_ex(ctx, md, &n);
+    strcpy(digest, "sha256:");
+    for (int i = 0; i < 32; i++) sprintf(digest + 7 + 2 * i, "%02x", md[i]);
+}
+
+/* Writes chunks from read_fn into a temporary blob, hashing; renames it
+ * to its digest. */
+static enum wk_status add_blob(struct wk_store *s, int in_fd, const void *mem, size_t mem_len,
+                               uint64_t total, wk_store_progress_fn progress, void *user,
+                               char digest[80], uint64_t *size, struct wk_error *err)
+{
+    char final[4200], tmp[4200];
+    snprintf(final, sizeof final, "%s/blobs/x", s->dir);
+    int fd = open_temp(final, tmp, sizeof tmp);
+    if (fd < 0) return wk_error_set(err, WK_E_IO, "cannot write in %s/blobs: %s", s->dir, strerror(errno));
+    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+    EVP_DigestInit_ex(ctx, EVP_sha256(), NULL);
+    enum wk_status st = WK_OK;
+    size_t cap = (size_t)4 << 20;
+    char *buf = in_fd >= 0 ? wk_malloc(cap) : NULL;
+    uint64_t done = 0;
+    if (in_fd >= 0 && !buf) st = wk_error_set(err, WK_E_NOMEM, "out of memory");
+    while (!st) {
+        const char *p;
+        ssize_t n;
+        if (in_fd >= 0) {
+            n = read(in_fd, buf, cap);
+            if (n < 0 && errno == EINTR) continue;
+            if (n < 0) st = wk_error_set(err, WK_E_IO, "read failed: %s", strerror(errno));
+            p = buf;
+        } else {
+            n = (ssize_t)WK_MIN(cap, mem_len - done);
+            p = (const char *)mem + done;
+        }
+        if (st || n == 0) break;
+        EVP_DigestUpdate(ctx, p, (size_t)n);
+        for (ssize_t w = 0; w < n && !st;) {
+            ssize_t k = write(fd, p + w, (size_t)(n - w));
+            if (k < 0 && errno == EINTR) continue;
+            if (k <= 0) st = wk_error_set(err, WK_E_IO, "cannot write a blob in %s: %s", s->dir, strerror(errno));
+            else w += k;
+        }
+        done += (uint64_t)n;
+        if (progress) progress(user, done, total);
+    }
+    wk_free(buf);
+    hex_digest(ctx, digest);
+    EVP_MD_CTX_free(ctx);
+    if (st) {
+        close(fd);
+        unlink(tmp);
+        return st;
+    }
+    wk_store_blob_path(s, digest, final, sizeof final);
+    struct stat sb;
+    if (stat(final, &sb) == 0 && (uint64_t)sb.st_size == done) { /* already stored */
+        close(fd);
+        unlink(tmp);
+    } else if (!commit_temp(fd, tmp, final)) {
+        return wk_error_set(err, WK_E_IO, "cannot store blob %s: %s", final, strerror(errno));
+    }
+    *size = done;
+    return WK_OK;
+}
+
+enum wk_status wk_store_add_file(struct wk_store *s, const char *path, wk_store_progress_fn progress,
+                                 void *user, char digest[80], uint64_t *size, struct wk_error *err)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    struct stat sb;
+    if (fd < 0 || fstat(fd, &sb) || !S_ISREG(sb.st_mode)) {
+        if (fd >= 0) close(fd);
+        return wk_error_set(err, errno == ENOENT ? WK_E_NOT_FOUND : WK_E_IO, "%s: %s", path,
+                            fd < 0 ? strerror(errno) : "not a regular file");
+    }
+    enum wk_status st = add_blob(s, fd, NULL, 0, (uint64_t)sb.st_size, progress, user, digest, size, err);
+    close(fd);
+    return st ? wk_error_prefix(err, st, "%s: ", path) : WK_OK;
+}
+
+enum wk_status wk_store_add_bytes(struct wk_store *s, const void *data, size_t len, char digest[80],
+                                  struct wk_error *err)
+{
+    uint64_t size;
+    return add_blob(s, -1, data, len, len, NULL, NULL, digest, &size, err);
+}
+
+/* ------------------------------------------------------------ manifests */
+
+static void manifest_path(const struct wk_store *s, const struct wk_model_name *n, char *out, size_t cap)
+{
+    snprintf(out, cap, "%.3000s/manifests/%s/%s/%s/%s", s->dir, n->host, n->ns, n->name, n->tag);
+}
+
+enum wk_status wk_store_read_manifest(const struct wk_store *s, const struct wk_model_name *n,
+                                      json_t **out, struct wk_error *err)
+{
+    char path[4200], shown[600];
+    manifest_path(s, n, path, sizeof path);
+    wk_model_name_format(n, shown, sizeof shown);
+    json_error_t je;
+    *out = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
+    if (!*out) {
+        if (access(path, F_OK) != 0) return wk_error_set(err, WK_E_NOT_FOUND, "model '%s' not found", shown);
+        return wk_error_set(err, WK_E_FORMAT, "%s: not a manifest: %s", path, je.text);
+    }
+    if (!json_is_array(json_object_get(*out, "layers"))) {
+        json_decref(*out);
+        *out = NULL;
+        return wk_error_set(err, WK_E_FORMAT, "%s: not a manifest (no layers)", path);
+    }
+    return WK_OK;
+}
+
+static bool blob_ok(const struct wk_store *s, json_t *layer)
+{
+    const char *d = json_string_value(json_object_get(layer, "digest"));
+    char path[4200];
+    struct stat sb;
+    if (!d || strncmp(d, "sha256:", 7) != 0 || strlen(d) != 71) return false;
+    wk_store_blob_path(s, d, path, sizeof path);
+    return stat(path, &sb) == 0 &&
+           (uint64_t)sb.st_size == (uint64_t)json_integer_value(json_object_get(layer, "size"));
+}
+
+enum wk_status wk_store_write_manifest(struct wk_store *s, const struct wk_model_name *n,
+                                       json_t *manifest, struct wk_error *err)
+{
+    size_t i;
+    json_t *l;
+    if (!blob_ok(s, json_object_get(manifest, "config")))
+        return wk_error_set(err, WK_E_NOT_FOUND, "the manifest's config blob is missing");
+    json_array_foreach(json_object_get(manifest, "layers"), i, l) if (!blob_ok(s, l))
+        return wk_error_set(err, WK_E_NOT_FOUND, "layer %zu's blob is missing", i);
+    char path[4200], tmp[4300];
+    manifest_path(s, n, path, sizeof path);
+    char dir[4200];
+    snprintf(dir, sizeof dir, "%s", path);
+    *strrchr(dir, '/') = '\0';
+    if (!mkdirs(dir)) return wk_error_set(err, WK_E_IO, "cannot create %s: %s", dir, strerror(errno));
+    int fd = open_temp(path, tmp, sizeof tmp);
+    char *text = json_dumps(manifest, JSON_COMPACT);
+    bool ok = fd >= 0 && text && write(fd, text, strlen(text)) == (ssize_t)strlen(text);
+    free(text);
+    if (fd >= 0 && !ok) {
+        close(fd);
+        unlink(tmp);
+    }
+    if (!ok || !commit_temp(fd, tmp, path))
+        return wk_error_set(err, WK_E_IO, "cannot write %s: %s", path, strerror(errno));
+    return WK_OK;
+}
+
+const char *wk_manifest_layer(json_t *m, const char *mt)
+{
+    size_t i;
+    json_t *l;
+    json_array_foreach(json_object_get(m, "layers"), i, l) {
+        const char *t = json_string_value(json_object_get(l, "mediaType"));
+        if (t && strcmp(t, mt) == 0) return json_string_value(json_object_get(l, "digest"));
+    }
+    return NULL;
+}
+
+char *wk_store_layer_text(const struct wk_store *s, json_t *m, const char *mt)
+{
+    const char *d = wk_manifest_layer(m, mt);
+    if (!d) return NULL;
+    char path[4200];
+    wk_store_blob_path(s, d, path, sizeof path);
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *t = n >= 0 ? wk_malloc((size_t)n + 1) : NULL;
+    if (t && fread(t, 1, (size_t)n, f) != (size_t)n) {
+        wk_free(t);
+        t = NULL;
+    }
+    if (t) t[n] = '\0';
+    fclose(f);
+    return t;
+}
+
+/* ------------------------------------------------------------ list, rm, cp */
+
+typedef void (*manifest_fn)(void *user, const struct wk_model_name *n, const char *path);
+
+/* Calls fn for every manifest: manifests/<host>/<ns>/<name>/<tag>. */
+static void walk(const struct wk_store *s, manifest_fn fn, void *user)
+{
+    char p[4][4200];
+    snprintf(p[0], sizeof p[0], "%s/manifests", s->dir);
+    struct wk_model_name n;
+    char *fields[4] = {n.host, n.ns, n.name, n.tag};
+    DIR *d[4] = {opendir(p[0]), NULL, NULL, NULL};
+    int depth = 0;
+    while (depth >= 0) {
+        struct dirent *e = d[depth] ? readdir(d[depth]) : NULL;
+        if (!e) {
+            if (d[depth]) closedir(d[depth]);
+            d[depth--] = NULL;
+            continue;
+        }
+        if (e->d_name[0] == '.' || strlen(e->d_name) > 127) continue;
+        snprintf(fields[depth], 128, "%s", e->d_name);
+        if (depth == 3) {
+            char path[4400];
+            snprintf(path, sizeof path, "%.4200s/%s", p[3], e->d_name);
+            fn(user, &n, path);
+            continue;
+        }
+        char next[4200];
+        snprintf(next, sizeof next, "%.4000s/%s", p[depth], e->d_name);
+        memcpy(p[depth + 1], next, sizeof next);
+        if ((d[depth + 1] = opendir(p[depth + 1]))) depth++;
+    }
+}
+
+struct list_ctx {
+    const struct wk_store *s;
+    json_t *arr;
+};
+
+static void list_one(void *user, const struct wk_model_name *n, const char *path)
+{
+    struct list_ctx *c = user;
+    json_t *m = json_load_file(path, 0, NULL);
+    if (!m || !json_is_array(json_object_get(m, "layers"))) {
+        json_decref(m);
+        return;
+    }
+    char name[600], when[64];
+    wk_model_name_format(n, name, sizeof name);
+    struct stat sb;
+    stat(path, &sb);
+    time_t t = sb.st_mtim.tv_sec;
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    json_int_t size = json_integer_value(json_object_get(json_object_get(m, "config"), "size"));
+    size_t i;
+    json_t *l;
+    json_array_foreach(json_object_get(m, "layers"), i, l) size += json_integer_value(json_object_get(l, "size"));
+    /* the manifest's digest, as Ollama lists it */
+    char *text = json_dumps(m, JSON_COMPACT);
+    unsigned char md[32];
+    unsigned int mdn;
+    EVP_Digest(text, strlen(text), md, &mdn, EVP_sha256(), NULL);
+    free(text);
+    char hex[65];
+    for (int k = 0; k < 32; k++) sprintf(hex + 2 * k, "%02x", md[k]);
+    json_array_append_new(c->arr, json_pack("{s:s, s:s, s:s, s:I, s:s}", "name", name, "model", name,
+                                            "modified_at", when, "size", size, "digest", hex));
+    json_decref(m);
+}
+
+json_t *wk_store_list(const struct wk_store *s)
+{
+    struct list_ctx c = {s, json_array()};
+    walk(s, list_one, &c);
+    return json_pack("{s:o}", "models", c.arr);
+}
+
+struct used_ctx {
+    json_t *digests; /* object used as a set */
+};
+
+static void mark_used(void *user, const struct wk_model_name *n, const char *path)
+{
+    (void)n;
+    struct used_ctx *c = user;
+    json_t *m = json_load_file(path, 0, NULL);
+    size_t i;
+    json_t *l;
+    const char *d = json_string_value(json_object_get(json_object_get(m, "config"), "digest"));
+    if (d) json_object_set_new(c->digests, d, json_true());
+    json_array_foreach(json_object_get(m, "layers"), i, l)
+        if ((d = json_string_value(json_object_get(l, "digest")))) json_object_set_new(c->digests, d, json_true());
+    json_decref(m);
+}
+
+enum wk_status wk_store_remove(struct wk_store *s, const struct wk_model_name *n, struct wk_error *err)
+{
+    char path[4200], shown[600];
+    manifest_path(s, n, path, sizeof path);
+    wk_model_name_format(n, shown, sizeof shown);
+    if (unlink(path))
+        return wk_error_set(err, errno == ENOENT ? WK_E_NOT_FOUND : WK_E_IO, "model '%s' %s", shown,
+                            errno == ENOENT ? "not found" : strerror(errno));
+    /* blobs no manifest names any more; blobs another manifest uses stay */
+    struct used_ctx c = {json_object()};
+    walk(s, mark_used, &c);
+    char blobs[4200];
+    snprintf(blobs, sizeof blobs, "%s/blobs", s->dir);
+    DIR *d = opendir(blobs);
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        if (strncmp(e->d_name, "sha256-", 7) != 0) continue;
+        char digest[80];
+        snprintf(digest, sizeof digest, "sha256:%.64s", e->d_name + 7);
+        if (json_object_get(c.digests, digest)) continue;
+        char p[4400];
+        snprintf(p, sizeof p, "%.4000s/%.255s", blobs, e->d_name);
+        unlink(p);
+    }
+    if (d) closedir(d);
+    json_decref(c.digests);
+    return WK_OK;
+}
+
+enum wk_status wk_store_copy(struct wk_store *s, const struct wk_model_name *src,
+                             const struct wk_model_name *dst, struct wk_error *err)
+{
+    json_t *m;
+    enum wk_status st = wk_store_read_manifest(s, src, &m, err);
+    if (st) return st;
+    st = wk_store_write_manifest(s, dst, m, err);
+    json_decref(m);
+    return st;
+}
+
+/* ------------------------------------------------------------ resolve */
+
+enum wk_status wk_store_resolve(const struct wk_store *s, const char *name, struct wk_store_model *out,
+                                struct wk_error *err)
+{
+    memset(out, 0, sizeof *out);
+    struct stat sb;
+    if (strchr(name, '/') && stat(name, &sb) == 0 && S_ISREG(sb.st_mode)) {
+        snprintf(out->weights, sizeof out->weights, "%s", name);
+        out->params = json_object();
+        out->messages = json_array();
+        return WK_OK;
+    }
+    struct wk_model_name n;
+    enum wk_status st = wk_model_name_parse(name, &n, err);
+    if (st) {
+        char shown[160];
+        wk_str_printable(name, strlen(name), shown, sizeof shown);
+        return access(name, F_OK) == 0 || strchr(name, '/')
+                   ? wk_error_set(err, WK_E_NOT_FOUND, "model '%s' not found", shown)
+                   : st;
+    }
+    if ((st = wk_store_read_manifest(s, &n, &out->manifest, err))) return st;
+    const char *w = wk_manifest_layer(out->manifest, WK_MT_MODEL);
+    if (!w) {
+        wk_store_model_deinit(out);
+        return wk_error_set(err, WK_E_UNSUPPORTED, "model '%s' has no GGUF weights layer", name);
+    }
+    wk_store_blob_path(s, w, out->weights, sizeof out->weights);
+    const char *d = wk_manifest_layer(out->manifest, WK_MT_DRAFT);
+    if (d) wk_store_blob_path(s, d, out->draft, sizeof out->draft);
+    char *params = wk_store_layer_text(s, out->manifest, WK_MT_PARAMS);
+    char *msgs = wk_store_layer_text(s, out->manifest, WK_MT_MESSAGES);
+    out->params = params ? json_loads(params, 0, NULL) : NULL;
+    out->messages = msgs ? json_loads(msgs, 0, NULL) : NULL;
+    wk_free(params);
+    wk_free(msgs);
+    if (!json_is_object(out->params)) json_decref(out->params), out->params = json_object();
+    if (!json_is_array(out->messages)) json_decref(out->messages), out->messages = json_array();
+    out->system = wk_store_layer_text(s, out->manifest, WK_MT_SYSTEM);
+    out->template_text = wk_store_layer_text(s, out->manifest, WK_MT_TEMPLATE);
+    return WK_OK;
+}
+
+void wk_store_model_deinit(struct wk_store_model *m)
+{
+    json_decref(m->params);
+    json_decref(m->messages);
+    json_decref(m->manifest);
+    wk_free(m->system);
+    wk_free(m->template_text);
+    memset(m, 0, sizeof *m);
+}

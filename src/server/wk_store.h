@@ -1,0 +1,123 @@
+/*
+ * wk_store.h - the local model store, the same shape as Ollama's
+ * (../shared/reference/ollama-mlx-runner.md §6.5):
+ *
+ *   <dir>/blobs/sha256-<hex>                          content-addressed files
+ *   <dir>/manifests/<host>/<namespace>/<name>/<tag>   JSON manifests
+ *
+ * dir is WICK_MODELS, else ~/.wick/models. A manifest has schemaVersion 2,
+ * a config layer (a JSON blob: model_format, model_family, file_type,
+ * capabilities, draft) and layers {mediaType, digest, size} for the
+ * weights (a GGUF file), params (JSON of typed PARAMETERs), template,
+ * system, license, messages (JSON list) and the draft model's weights.
+ *
+ * Crash safety: every file is written to a temporary name in its folder,
+ * fsync'd and renamed; a manifest is written only after all its blobs
+ * are in place. So a create killed at any moment leaves at most a stray
+ * temporary file, never a manifest pointing at a missing or partial blob,
+ * and `wick list` (which reads manifests) never shows a half model.
+ */
+#ifndef WK_STORE_H
+#define WK_STORE_H
+
+#include "../base/wk_base.h"
+
+#include <jansson.h>
+
+#define WK_MT_MANIFEST "application/vnd.docker.distribution.manifest.v2+json"
+#define WK_MT_CONFIG "application/vnd.docker.container.image.v1+json"
+#define WK_MT_MODEL "application/vnd.ollama.image.model"       /* GGUF weights */
+#define WK_MT_DRAFT "application/vnd.ollama.image.draft"       /* GGUF weights of the draft */
+#define WK_MT_TENSOR "application/vnd.ollama.image.tensor"     /* safetensors */
+#define WK_MT_JSON "application/vnd.ollama.image.json"
+#define WK_MT_PARAMS "application/vnd.ollama.image.params"
+#define WK_MT_TEMPLATE "application/vnd.ollama.image.template"
+#define WK_MT_SYSTEM "application/vnd.ollama.image.system"
+#define WK_MT_LICENSE "application/vnd.ollama.image.license"
+#define WK_MT_MESSAGES "application/vnd.ollama.image.messages"
+
+#define WK_DEFAULT_HOST "registry.ollama.ai"
+#define WK_DEFAULT_NAMESPACE "library"
+
+/* A model name: [host/][namespace/]name[:tag]. */
+struct wk_model_name {
+    char host[128], ns[128], name[128], tag[128];
+};
+
+/*
+ * Parses s. Parts are letters, digits, '_', '-' and '.', not starting
+ * with '.' or '-' (so no "..", no absolute paths), at most 127 bytes;
+ * the tag defaults to "latest", namespace and host to Ollama's defaults.
+ * Errors: WK_E_INVALID naming s and what is wrong.
+ */
+enum wk_status wk_model_name_parse(const char *s, struct wk_model_name *out, struct wk_error *err);
+/* "name:tag" (with namespace/ and host/ in front when not the defaults). */
+void wk_model_name_format(const struct wk_model_name *n, char *out, size_t cap);
+
+struct wk_store;
+
+/* WICK_MODELS or ~/.wick/models, into out[cap]. */
+void wk_store_default_dir(char *out, size_t cap);
+/* Opens (creating its folders) the store at dir. Errors: WK_E_IO, WK_E_NOMEM. */
+enum wk_status wk_store_open(const char *dir, struct wk_store **out, struct wk_error *err);
+void wk_store_close(struct wk_store *s);
+const char *wk_store_dir(const struct wk_store *s);
+
+/* Called while a blob is copied: bytes done of total. */
+typedef void (*wk_store_progress_fn)(void *user, uint64_t done, uint64_t total);
+
+/* Copies the file at path into the store as a blob (SHA-256 by OpenSSL's
+ * libcrypto while copying), or finds it there already. digest:
+ * "sha256:<64 hex>". Errors: WK_E_IO naming the file, WK_E_NOMEM. */
+enum wk_status wk_store_add_file(struct wk_store *s, const char *path, wk_store_progress_fn progress,
+                                 void *user, char digest[80], uint64_t *size, struct wk_error *err);
+/* The same for bytes in memory. */
+enum wk_status wk_store_add_bytes(struct wk_store *s, const void *data, size_t len, char digest[80],
+                                  struct wk_error *err);
+/* The path of blob digest ("sha256:<hex>") into out[cap]. */
+void wk_store_blob_path(const struct wk_store *s, const char *digest, char *out, size_t cap);
+
+/* Reads model n's manifest (owned by the caller). Errors: WK_E_NOT_FOUND
+ * ("model 'x' not found"), WK_E_FORMAT (not a manifest). */
+enum wk_status wk_store_read_manifest(const struct wk_store *s, const struct wk_model_name *n,
+                                      json_t **out, struct wk_error *err);
+/* Writes model n's manifest atomically, after checking every blob it
+ * names exists with its size. Errors: WK_E_NOT_FOUND (a missing blob),
+ * WK_E_IO. */
+enum wk_status wk_store_write_manifest(struct wk_store *s, const struct wk_model_name *n,
+                                       json_t *manifest, struct wk_error *err);
+/* The digest of the first layer of media type mt in manifest m, or NULL. */
+const char *wk_manifest_layer(json_t *m, const char *mt);
+/* The text of the first layer of media type mt (wk_malloc'd), or NULL. */
+char *wk_store_layer_text(const struct wk_store *s, json_t *m, const char *mt);
+
+/* {"models": [{name, model, modified_at, size, digest, ...}]}: every
+ * manifest, for `wick list` and /api/tags. */
+json_t *wk_store_list(const struct wk_store *s);
+/* Removes model n, then every blob no remaining manifest names.
+ * Errors: WK_E_NOT_FOUND, WK_E_IO. */
+enum wk_status wk_store_remove(struct wk_store *s, const struct wk_model_name *n, struct wk_error *err);
+/* Copies model src's manifest to dst. Errors: WK_E_NOT_FOUND, WK_E_IO. */
+enum wk_status wk_store_copy(struct wk_store *s, const struct wk_model_name *src,
+                             const struct wk_model_name *dst, struct wk_error *err);
+
+/* What running a stored model needs. */
+struct wk_store_model {
+    char weights[4096]; /* the GGUF blob's path */
+    char draft[4096];   /* the draft's GGUF blob, or "" */
+    json_t *params;     /* typed PARAMETERs ({} when none) */
+    char *system;       /* SYSTEM, or NULL */
+    char *template_text;
+    json_t *messages;   /* MESSAGE list ([] when none) */
+    json_t *manifest;
+};
+/*
+ * Resolves name: a store model, or (when name is a path to an existing
+ * file) that GGUF file itself with no parameters. Errors: WK_E_NOT_FOUND
+ * ("model 'x' not found"), WK_E_INVALID (a bad name), WK_E_FORMAT.
+ */
+enum wk_status wk_store_resolve(const struct wk_store *s, const char *name, struct wk_store_model *out,
+                                struct wk_error *err);
+void wk_store_model_deinit(struct wk_store_model *m);
+
+#endif
