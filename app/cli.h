@@ -45,5 +45,10 @@ int cmd_serve(int argc, char **argv);
 int cmd_runner(int argc, char **argv);
 int cmd_ps(int argc, char **argv);
 int cmd_stop(int argc, char **argv);
+int cmd_create(int argc, char **argv);
+int cmd_list(int argc, char **argv);
+int cmd_show(int argc, char **argv);
+int cmd_rm(int argc, char **argv);
+int cmd_cp(int argc, char **argv);
 
 #endif

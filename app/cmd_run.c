@@ -11,6 +11,7 @@
 #include "cli.h"
 
 #include "../src/runtime/wk_runtime.h"
+#include "../src/server/wk_store.h"
 
 #include <editline/readline.h>
 #include <errno.h>
@@ -318,6 +319,7 @@ struct loaded {
     struct wk_model *model;
     struct wk_tokenizer *tok;
     struct wk_session *session;
+    struct wk_store_model stored; /* the store's SYSTEM, MESSAGEs, PARAMETERs */
 };
 
 static const struct wk_tokenizer *g_lp_tok; /* for print_logprobs */
@@ -352,7 +354,27 @@ static enum wk_status render(const struct loaded *l, const struct run_opts *o,
                              const struct wk_chat_message *msgs, int32_t n_msgs,
                              struct wk_prompt *prompt, struct wk_error *err)
 {
-    if (!o->raw) return wk_chat_render(l->model, l->tok, msgs, n_msgs, true, prompt, err);
+    if (!o->raw) {
+        /* a stored model's SYSTEM (unless the conversation has one) and MESSAGEs first */
+        json_t *pre = l->stored.messages;
+        size_t n_pre = json_array_size(pre);
+        bool sys = l->stored.system && strcmp(msgs[0].role, "system") != 0;
+        if (!sys && n_pre == 0) return wk_chat_render(l->model, l->tok, msgs, n_msgs, true, prompt, err);
+        struct wk_chat_message *all = calloc(n_pre + 1 + (size_t)n_msgs, sizeof *all);
+        if (!all) return wk_error_set(err, WK_E_NOMEM, "out of memory");
+        size_t k = 0;
+        if (sys) all[k++] = (struct wk_chat_message){"system", l->stored.system};
+        else if (strcmp(msgs[0].role, "system") == 0) all[k++] = msgs[0], msgs++, n_msgs--;
+        for (size_t i = 0; i < n_pre; i++) {
+            json_t *m = json_array_get(pre, i);
+            all[k++] = (struct wk_chat_message){json_string_value(json_object_get(m, "role")),
+                                                json_string_value(json_object_get(m, "content"))};
+        }
+        memcpy(all + k, msgs, (size_t)n_msgs * sizeof *all);
+        enum wk_status st = wk_chat_render(l->model, l->tok, all, (int32_t)k + n_msgs, true, prompt, err);
+        free(all);
+        return st;
+    }
     const char *text = msgs[n_msgs - 1].content;
     enum wk_status st = wk_prompt_raw(l->tok, text, strlen(text), prompt);
     if (st) wk_error_set(err, st, "out of memory");
@@ -502,6 +524,47 @@ static int interactive(struct loaded *l, const struct run_opts *o, int64_t load_
     return rc;
 }
 
+/* A store name or a GGUF path; the stored PARAMETERs become the defaults
+ * of options the command line left at theirs. */
+static enum wk_status resolve_model(struct run_opts *o, struct wk_store_model *sm, struct wk_error *err)
+{
+    char dir[4096];
+    wk_store_default_dir(dir, sizeof dir);
+    struct wk_store *s;
+    enum wk_status st = wk_store_open(dir, &s, err);
+    if (st) return st;
+    st = wk_store_resolve(s, o->model, true, sm, err);
+    wk_store_close(s);
+    if (st) return st;
+    const struct wk_generate_params d = wk_generate_params_default();
+    struct wk_sampler_params *p = &o->gen.sampler;
+    const char *k;
+    json_t *v;
+    json_object_foreach(sm->params, k, v) {
+        double x = json_number_value(v);
+#define DEFAULT(field, name) if (strcmp(k, name) == 0 && p->field == d.sampler.field) p->field = (__typeof__(p->field))x
+        DEFAULT(temperature, "temperature");
+        DEFAULT(top_k, "top_k");
+        DEFAULT(top_p, "top_p");
+        DEFAULT(min_p, "min_p");
+        DEFAULT(seed, "seed");
+        DEFAULT(repeat_last_n, "repeat_last_n");
+        DEFAULT(repeat_penalty, "repeat_penalty");
+        DEFAULT(presence_penalty, "presence_penalty");
+        DEFAULT(frequency_penalty, "frequency_penalty");
+#undef DEFAULT
+        if (strcmp(k, "num_predict") == 0 && o->gen.num_predict == d.num_predict) o->gen.num_predict = (int32_t)x;
+        if (strcmp(k, "num_ctx") == 0 && o->ctx.n_ctx == wk_context_params_default().n_ctx) o->ctx.n_ctx = (int32_t)x;
+        if (strcmp(k, "stop") == 0 && o->gen.n_stop == 0) {
+            size_t i;
+            json_t *e;
+            json_array_foreach(v, i, e) if (o->gen.n_stop < MAX_STOPS) o->stops[o->gen.n_stop++] = json_string_value(e);
+            o->gen.stop = o->stops;
+        }
+    }
+    return WK_OK;
+}
+
 int cmd_run(int argc, char **argv)
 {
     struct run_opts o = {0};
@@ -512,7 +575,8 @@ int cmd_run(int argc, char **argv)
     wk_error_clear(&err);
     struct loaded l = {0};
     int64_t t0 = wk_time_ns();
-    enum wk_status st = wk_model_load(o.model, &l.model, &err);
+    enum wk_status st = resolve_model(&o, &l.stored, &err);
+    if (!st) st = wk_model_load(l.stored.weights, &l.model, &err);
     if (!st) st = wk_tokenizer_from_gguf(wk_model_gguf(l.model), &l.tok, &err);
     if (!st) st = wk_session_create(l.model, l.tok, &o.ctx, &l.session, &err);
     if (st) {
@@ -544,6 +608,7 @@ out:
     wk_session_destroy(l.session);
     wk_tokenizer_destroy(l.tok);
     wk_model_destroy(l.model);
+    wk_store_model_deinit(&l.stored);
     free(o.prompt);
     return rc;
 }

@@ -14,6 +14,10 @@ static void usage(FILE *f)
                "  wick tokenize MODEL.gguf TEXT  print TEXT's token ids (--pieces: with pieces)\n"
                "  wick detokenize MODEL.gguf ID... print the text of token ids\n"
                "  wick bench MODEL.gguf          prompt and generation speed (tokens/s)\n"
+               "  wick create NAME -f Modelfile  add a model to the store (WICK_MODELS)\n"
+               "  wick list                      the stored models\n"
+               "  wick show NAME [--modelfile]   a stored model's details\n"
+               "  wick rm NAME... / cp SRC DST   remove or copy stored models\n"
                "  wick serve                     the Ollama and OpenAI APIs over HTTP (WICK_HOST)\n"
                "  wick ps                        the models a running server has loaded\n"
                "  wick stop MODEL                unload a model from a running server\n"
@@ -38,6 +42,11 @@ int main(int argc, char **argv)
     if (strcmp(cmd, "runner") == 0) return cmd_runner(argc - 1, argv + 1);
     if (strcmp(cmd, "ps") == 0) return cmd_ps(argc - 1, argv + 1);
     if (strcmp(cmd, "stop") == 0) return cmd_stop(argc - 1, argv + 1);
+    if (strcmp(cmd, "create") == 0) return cmd_create(argc - 1, argv + 1);
+    if (strcmp(cmd, "list") == 0 || strcmp(cmd, "ls") == 0) return cmd_list(argc - 1, argv + 1);
+    if (strcmp(cmd, "show") == 0) return cmd_show(argc - 1, argv + 1);
+    if (strcmp(cmd, "rm") == 0) return cmd_rm(argc - 1, argv + 1);
+    if (strcmp(cmd, "cp") == 0) return cmd_cp(argc - 1, argv + 1);
     if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "version") == 0) {
         printf("wick version %s\n", WK_VERSION);
         return WK_EXIT_OK;

@@ -130,6 +130,34 @@ static ssize_t gen_reader(void *cls, uint64_t pos, char *buf, size_t max)
 
 static void gen_reader_free(void *cls) { gen_free(cls); }
 
+/* The stored model's PARAMETERs under the request's options (the request
+ * wins), its SYSTEM when the conversation has no system message, and its
+ * MESSAGEs before the conversation, as Ollama applies them (§8.2, §8.3). */
+static void apply_model_defaults(struct srv_gen *g, const struct wk_store_model *sm)
+{
+    json_t *opts = json_object_get(g->runner_req, "options"), *stop = json_object_get(g->runner_req, "stop");
+    const char *k;
+    json_t *v;
+    json_object_foreach(sm->params, k, v) {
+        if (strcmp(k, "stop") == 0) {
+            if (json_array_size(stop) == 0 && json_is_array(v)) json_array_extend(stop, v);
+        } else if (strcmp(k, "num_ctx") == 0) {
+            if (g->n_ctx == 0 && json_is_integer(v)) g->n_ctx = (int32_t)json_integer_value(v);
+        } else if (!json_object_get(opts, k)) {
+            json_object_set(opts, k, v);
+        }
+    }
+    json_t *msgs = json_object_get(g->runner_req, "messages");
+    if (!msgs || json_array_size(msgs) == 0) return; /* raw, or a load/unload request */
+    json_t *first = json_array_get(msgs, 0);
+    bool has_system = strcmp(json_string_value(json_object_get(first, "role")), "system") == 0;
+    size_t at = has_system ? 1 : 0, i;
+    json_t *m;
+    json_array_foreach(sm->messages, i, m) json_array_insert(msgs, at++, m);
+    if (!has_system && sm->system)
+        json_array_insert_new(msgs, 0, json_pack("{s:s, s:s}", "role", "system", "content", sm->system));
+}
+
 static int client_fd(struct MHD_Connection *c)
 {
     const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
@@ -151,10 +179,13 @@ static enum MHD_Result serve_generation(struct MHD_Connection *c, enum srv_api a
     int status = srv_gen_parse(g, body, msg, sizeof msg);
     struct wk_error err;
     wk_error_clear(&err);
-    if (!status && srv_model_find(g_models_dir, g->model_name, &g->model, &err)) {
+    struct wk_store_model sm = {0};
+    if (!status && srv_model_find(g_models_dir, g->model_name, &g->model, &sm, &err)) {
         status = 404;
         snprintf(msg, sizeof msg, "%s", err.msg);
     }
+    if (!status) apply_model_defaults(g, &sm);
+    wk_store_model_deinit(&sm);
     if (status) {
         gen_free(g);
         return reply_error(c, api, (unsigned)status, msg);
@@ -238,11 +269,11 @@ static enum MHD_Result serve_show(struct MHD_Connection *c, json_t *body)
     if (!json_is_string(name)) return reply_error(c, API_GENERATE, 400, "model is required");
     struct srv_model m;
     struct wk_error err;
-    if (srv_model_find(g_models_dir, json_string_value(name), &m, &err))
+    if (srv_model_find(g_models_dir, json_string_value(name), &m, NULL, &err))
         return reply_error(c, API_GENERATE, 404, err.msg);
     json_t *info = NULL;
     char *tmpl = NULL;
-    json_t *details = srv_model_details(m.path, &info, &tmpl);
+    json_t *details = wk_model_details(m.path, &info, &tmpl);
     if (!details) {
         wk_free(tmpl);
         return reply_error(c, API_GENERATE, 500, "cannot read the model file");

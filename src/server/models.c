@@ -8,7 +8,6 @@
 
 #include "../io/wk_io.h"
 
-#include <dirent.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -53,7 +52,7 @@ static json_t *gguf_str_json(const struct wk_gguf_value *v)
     return j;
 }
 
-json_t *srv_model_details(const char *path, json_t **model_info, char **template_out)
+json_t *wk_model_details(const char *path, json_t **model_info, char **template_out)
 {
     struct wk_gguf *g;
     if (wk_gguf_open(path, &g, NULL)) return NULL;
@@ -110,30 +109,46 @@ json_t *srv_model_details(const char *path, json_t **model_info, char **template
     return details;
 }
 
+enum wk_status srv_model_find(const char *models_dir, const char *name, struct srv_model *out,
+                              struct wk_store_model *sm, struct wk_error *err)
+{
+    struct wk_store *s;
+    struct wk_store_model local;
+    struct wk_model_name n;
+    enum wk_status st = wk_store_open(models_dir, &s, err);
+    if (st) return st;
+    if (!sm) sm = &local;
+    if (wk_model_name_parse(name, &n, NULL) || (st = wk_store_resolve(s, name, false, sm, err))) {
+        char shown[160];
+        wk_str_printable(name, strlen(name), shown, sizeof shown);
+        wk_store_close(s);
+        return wk_error_set(err, WK_E_NOT_FOUND, "model '%s' not found", shown);
+    }
+    wk_model_name_format(&n, out->name, sizeof out->name);
+    snprintf(out->path, sizeof out->path, "%s", sm->weights);
+    if (sm == &local) wk_store_model_deinit(&local);
+    wk_store_close(s);
+    return WK_OK;
+}
+
 json_t *srv_models_list(const char *models_dir)
 {
-    json_t *arr = json_array();
-    DIR *d = opendir(models_dir);
-    struct dirent *e;
-    while (d && (e = readdir(d))) {
-        size_t n = strlen(e->d_name);
-        if (n < 6 || strcmp(e->d_name + n - 5, ".gguf") != 0 || e->d_name[0] == '.') continue;
-        char path[4096], name[512];
-        snprintf(path, sizeof path, "%s/%s", models_dir, e->d_name);
-        struct stat st;
-        if (stat(path, &st) || !S_ISREG(st.st_mode)) continue;
-        snprintf(name, sizeof name, "%.*s", (int)(n - 5), e->d_name);
-        if (!strchr(name, ':')) strcat(name, ":latest");
-        char when[64];
-        srv_time_rfc3339((int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec, when,
-                         sizeof when);
-        json_t *details = srv_model_details(path, NULL, NULL);
-        if (!details) continue;
-        json_array_append_new(arr, json_pack("{s:s, s:s, s:s, s:I, s:s, s:o, s:[s]}", "name", name,
-                                             "model", name, "modified_at", when, "size",
-                                             (json_int_t)st.st_size, "digest", "", "details",
-                                             details, "capabilities", "completion"));
+    struct wk_store *s;
+    if (wk_store_open(models_dir, &s, NULL)) return json_pack("{s:[]}", "models");
+    json_t *l = wk_store_list(s);
+    size_t i;
+    json_t *m;
+    json_array_foreach(json_object_get(l, "models"), i, m) {
+        struct wk_store_model sm;
+        const char *name = json_string_value(json_object_get(m, "name"));
+        json_t *details = NULL;
+        if (!wk_store_resolve(s, name, false, &sm, NULL)) {
+            details = wk_model_details(sm.weights, NULL, NULL);
+            wk_store_model_deinit(&sm);
+        }
+        json_object_set_new(m, "details", details ? details : json_object());
+        json_object_set_new(m, "capabilities", json_pack("[s]", "completion"));
     }
-    if (d) closedir(d);
-    return json_pack("{s:o}", "models", arr);
+    wk_store_close(s);
+    return l;
 }

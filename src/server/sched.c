@@ -84,46 +84,6 @@ void srv_time_rfc3339(int64_t unix_ns, char *out, size_t cap)
     snprintf(out, cap, "%s.%09lldZ", date, (long long)(unix_ns % 1000000000));
 }
 
-/* ------------------------------------------------------------ models */
-
-static bool name_ok(const char *s, size_t n)
-{
-    if (n == 0 || n > 200 || s[0] == '.' || s[0] == '-') return false;
-    for (size_t i = 0; i < n; i++) {
-        char c = s[i];
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-              c == '.' || c == '_' || c == '-'))
-            return false;
-    }
-    return true;
-}
-
-enum wk_status srv_model_find(const char *models_dir, const char *name, struct srv_model *out,
-                              struct wk_error *err)
-{
-    const char *colon = strchr(name, ':');
-    size_t base_len = colon ? (size_t)(colon - name) : strlen(name);
-    const char *tag = colon ? colon + 1 : "latest";
-    if (name_ok(name, base_len) && name_ok(tag, strlen(tag)) && strstr(name, "..") == NULL) {
-        char cand[3][4096];
-        int n = 0;
-        if (strcmp(tag, "latest") == 0)
-            snprintf(cand[n++], sizeof cand[0], "%.3000s/%.*s.gguf", models_dir, (int)base_len, name);
-        snprintf(cand[n++], sizeof cand[0], "%.3000s/%.*s:%.200s.gguf", models_dir, (int)base_len, name, tag);
-        snprintf(cand[n++], sizeof cand[0], "%.3000s/%.*s-%.200s.gguf", models_dir, (int)base_len, name, tag);
-        for (int i = 0; i < n; i++) {
-            if (access(cand[i], R_OK) == 0) {
-                snprintf(out->name, sizeof out->name, "%.*s:%s", (int)base_len, name, tag);
-                snprintf(out->path, sizeof out->path, "%.4000s", cand[i]);
-                return WK_OK;
-            }
-        }
-    }
-    char shown[128];
-    wk_str_printable(name, strlen(name), shown, sizeof shown);
-    return wk_error_set(err, WK_E_NOT_FOUND, "model '%s' not found", shown);
-}
-
 /* ------------------------------------------------------------ runners */
 
 static void runner_stop(struct srv_runner *r)
@@ -442,7 +402,7 @@ json_t *srv_sched_list(void)
                                                  : INT64_C(4102444800) * 1000000000,
                          when, sizeof when);
         int64_t size = rss_bytes(snap[i].pid);
-        json_t *details = srv_model_details(snap[i].m.path, NULL, NULL);
+        json_t *details = wk_model_details(snap[i].m.path, NULL, NULL);
         struct srv_runner tmp = {.pid = snap[i].pid};
         memcpy(tmp.sock, snap[i].sock, sizeof tmp.sock);
         json_t *st = srv_runner_status(&tmp);

@@ -7,6 +7,7 @@
 #define WK_SERVER_INTERNAL_H
 
 #include "wk_server.h"
+#include "wk_store.h"
 
 #include <jansson.h>
 #include <stdbool.h>
@@ -18,30 +19,22 @@
 
 /* ------------------------------------------------------------ models */
 
-/* A model the server can run: its name as clients write it
- * ("name:tag") and the GGUF file behind it. */
+/* A model the server can run: its canonical name ("name:tag") and the
+ * GGUF blob behind it. */
 struct srv_model {
-    char name[256];
+    char name[600];
     char path[4096];
 };
 
-/*
- * Finds model `name` ("name" or "name:tag"; tag "latest" by default) in
- * the models folder: <models>/<name>.gguf for tag latest, else
- * <models>/<name>:<tag>.gguf (or <name>-<tag>.gguf). Names are letters,
- * digits, '.', '_', '-', at most one ':'; anything else (a path, "..") is
- * not found. Errors: WK_E_NOT_FOUND ("model 'x' not found").
- */
+/* Finds model `name` in the store at models_dir (no paths): fills out
+ * and, when sm is not NULL, what the manifest adds (parameters, system,
+ * messages; sm owned by the caller). Errors: WK_E_NOT_FOUND ("model 'x'
+ * not found"). */
 enum wk_status srv_model_find(const char *models_dir, const char *name, struct srv_model *out,
-                              struct wk_error *err);
+                              struct wk_store_model *sm, struct wk_error *err);
 
-/* {"models": [...]} for /api/tags: every *.gguf in the folder. */
+/* {"models": [...]} for /api/tags: every stored model, with details. */
 json_t *srv_models_list(const char *models_dir);
-
-/* The GGUF's details object (format, family, parameter_size,
- * quantization_level) and, when model_info is not NULL, Ollama's
- * model_info keys; NULL when the file cannot be read. */
-json_t *srv_model_details(const char *path, json_t **model_info, char **template_out);
 
 /* ------------------------------------------------------------ scheduler */
 

@@ -492,12 +492,12 @@ enum wk_status wk_store_copy(struct wk_store *s, const struct wk_model_name *src
 
 /* ------------------------------------------------------------ resolve */
 
-enum wk_status wk_store_resolve(const struct wk_store *s, const char *name, struct wk_store_model *out,
-                                struct wk_error *err)
+enum wk_status wk_store_resolve(const struct wk_store *s, const char *name, bool allow_paths,
+                                struct wk_store_model *out, struct wk_error *err)
 {
     memset(out, 0, sizeof *out);
     struct stat sb;
-    if (strchr(name, '/') && stat(name, &sb) == 0 && S_ISREG(sb.st_mode)) {
+    if (allow_paths && stat(name, &sb) == 0 && S_ISREG(sb.st_mode)) {
         snprintf(out->weights, sizeof out->weights, "%s", name);
         out->params = json_object();
         out->messages = json_array();
@@ -508,7 +508,7 @@ enum wk_status wk_store_resolve(const struct wk_store *s, const char *name, stru
     if (st) {
         char shown[160];
         wk_str_printable(name, strlen(name), shown, sizeof shown);
-        return access(name, F_OK) == 0 || strchr(name, '/')
+        return !allow_paths || access(name, F_OK) == 0 || strchr(name, '/')
                    ? wk_error_set(err, WK_E_NOT_FOUND, "model '%s' not found", shown)
                    : st;
     }

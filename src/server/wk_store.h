@@ -112,12 +112,21 @@ struct wk_store_model {
     json_t *manifest;
 };
 /*
- * Resolves name: a store model, or (when name is a path to an existing
- * file) that GGUF file itself with no parameters. Errors: WK_E_NOT_FOUND
- * ("model 'x' not found"), WK_E_INVALID (a bad name), WK_E_FORMAT.
+ * Resolves name: a store model, or, when allow_paths and name is the path
+ * of an existing file, that GGUF file itself with no
+ * parameters (the CLI; the server never takes paths). Errors:
+ * WK_E_NOT_FOUND ("model 'x' not found"), WK_E_INVALID (a bad name),
+ * WK_E_FORMAT.
  */
-enum wk_status wk_store_resolve(const struct wk_store *s, const char *name, struct wk_store_model *out,
-                                struct wk_error *err);
+enum wk_status wk_store_resolve(const struct wk_store *s, const char *name, bool allow_paths,
+                                struct wk_store_model *out, struct wk_error *err);
 void wk_store_model_deinit(struct wk_store_model *m);
+
+/* The GGUF file's details object as Ollama shows it (format, family,
+ * families, parameter_size, quantization_level) and, when model_info is
+ * not NULL, Ollama's model_info keys (general.*, <arch>.context_length,
+ * ...) and, when template_out is not NULL, its chat template
+ * (wk_malloc'd). NULL when the file cannot be read as GGUF. */
+json_t *wk_model_details(const char *path, json_t **model_info, char **template_out);
 
 #endif
