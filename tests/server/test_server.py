@@ -46,11 +46,27 @@ def case(name):
     return next(c for c in SMOL_FIX["cases"] if c["name"] == name)
 
 
+STORE = None
+
+
+def make_store():
+    """A temporary model store with smollm2 and gemma3, made by `wick create`."""
+    global STORE
+    if STORE:
+        return STORE
+    STORE = tempfile.mkdtemp(prefix="wick-serve-store-")
+    for name, gguf in (("smollm2", SMOL_FIX["model"]), ("gemma3", "gemma-3-270m-q4_k_m.gguf")):
+        mf = os.path.join(STORE, name + ".Modelfile")
+        with open(mf, "w") as f:
+            f.write(f"FROM {os.path.join(CACHE, gguf)}\n")
+        subprocess.run([WICK, "create", name, "-f", mf], env=dict(os.environ, WICK_MODELS=STORE),
+                       check=True, capture_output=True)
+    return STORE
+
+
 class Server:
     def __init__(self):
-        self.dir = tempfile.mkdtemp(prefix="wick-serve-")
-        os.symlink(os.path.join(CACHE, SMOL_FIX["model"]), os.path.join(self.dir, "smollm2.gguf"))
-        os.symlink(os.path.join(CACHE, "gemma-3-270m-q4_k_m.gguf"), os.path.join(self.dir, "gemma3.gguf"))
+        self.dir = make_store()
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             self.port = s.getsockname()[1]

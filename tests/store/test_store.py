@@ -1,0 +1,228 @@
+#!/usr/bin/env python3
+"""The model store from the command line (`wick create/list/show/rm/cp`,
+`wick run NAME`) on the real models, in a temporary WICK_MODELS:
+
+* a model created from the SmolLM2 and Gemma 3 GGUFs answers, at
+  temperature 0, with transformers' first 20 tokens (the golden fixtures'
+  text_20), through `wick run NAME`;
+* stored PARAMETERs, SYSTEM and MESSAGEs apply to `wick run`;
+* a 5-line MESSAGE round-trips through `show --modelfile` and `create` byte
+  for byte; `PARAMETER stop "<|im_end|>"` twice stores two stop strings
+  without quotes;
+* blobs are content-addressed (an identical create adds none), `rm` keeps
+  blobs another model uses and removes the rest, `cp` copies;
+* Modelfile and name errors are clear and nonzero (line numbers, ADAPTER,
+  DRAFT rules, a draft with another vocabulary);
+* `wick create` killed with SIGKILL at 20 random moments never leaves a
+  manifest whose blobs are missing, and `wick list` never shows it.
+"""
+import hashlib
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+WICK = os.path.join(ROOT, "build", "release", "wick")
+CACHE = os.path.join(os.environ.get("WICK_CACHE", os.path.expanduser("~/.cache/wick")), "models")
+SMOL_FIX = json.load(open(os.path.join(ROOT, "tests", "golden", "smollm2-135m.json"), encoding="utf-8"))
+GEMMA_FIX = json.load(open(os.path.join(ROOT, "tests", "golden", "gemma3-270m.json"), encoding="utf-8"))
+SMOL = os.path.join(CACHE, SMOL_FIX["model"])
+GEMMA = os.path.join(CACHE, GEMMA_FIX["model"])
+
+failures = 0
+checks = 0
+
+
+def check(cond, what, detail=""):
+    global failures, checks
+    checks += 1
+    if not cond:
+        failures += 1
+        print(f"FAIL {what}\n  {detail}", flush=True)
+
+
+STORE = tempfile.mkdtemp(prefix="wick-store-")
+ENV = dict(os.environ, WICK_MODELS=STORE)
+WORK = tempfile.mkdtemp(prefix="wick-modelfiles-")
+
+
+def wick(*args, timeout=300):
+    p = subprocess.run([WICK, *args], env=ENV, capture_output=True, timeout=timeout)
+    return p.returncode, p.stdout.decode(errors="replace"), p.stderr.decode(errors="replace")
+
+
+def modelfile(text, name="Modelfile"):
+    path = os.path.join(WORK, name)
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)
+    return path
+
+
+def manifests():
+    """Every manifest file under the store and the JSON it holds."""
+    out = {}
+    for root, _, files in os.walk(os.path.join(STORE, "manifests")):
+        for f in files:
+            if not f.startswith("."):
+                p = os.path.join(root, f)
+                out[p] = json.load(open(p))
+    return out
+
+
+def blob(digest):
+    return os.path.join(STORE, "blobs", "sha256-" + digest.split(":")[1])
+
+
+def english(fix):
+    return next(c for c in fix["cases"] if c["name"] == "english")
+
+
+def test_create_and_run():
+    for name, path, fix in (("smol", SMOL, SMOL_FIX), ("gem", GEMMA, GEMMA_FIX)):
+        rc, out, err = wick("create", name, "-f", modelfile(f"FROM {path}\n"))
+        check(rc == 0 and "success" in err, f"create {name} from GGUF", err)
+        c = english(fix)
+        rc, out, err = wick("run", name, c["messages"][0]["content"], "--temperature", "0", "--num-predict", "20")
+        check(rc == 0 and out == c["text_20"] + "\n", f"wick run {name}: transformers' first 20 tokens",
+              f"{out!r} vs {c['text_20']!r}")
+    # the weights blob is the GGUF, byte for byte, under its SHA-256
+    m = json.load(open(os.path.join(STORE, "manifests", "registry.ollama.ai", "library", "smol", "latest")))
+    layer = next(l for l in m["layers"] if l["mediaType"] == "application/vnd.ollama.image.model")
+    sha = hashlib.sha256(open(SMOL, "rb").read()).hexdigest()
+    check(layer["digest"] == "sha256:" + sha and layer["size"] == os.path.getsize(SMOL),
+          "the weights layer is the GGUF's SHA-256 and size")
+    check(m["schemaVersion"] == 2 and m["config"]["mediaType"] == "application/vnd.docker.container.image.v1+json",
+          "manifest shape")
+    cfg = json.load(open(blob(m["config"]["digest"])))
+    check(cfg["model_format"] == "gguf" and cfg["model_family"] == "llama" and cfg["file_type"] == "Q4_1",
+          "config blob", str(cfg))
+    rc, out, _ = wick("list")
+    check("smol:latest" in out and "gem:latest" in out, "list shows both", out)
+    rc, out, _ = wick("show", "smol")
+    check(rc == 0 and "architecture         llama" in out and "context length       8192" in out, "show", out)
+
+
+def test_parameters_system_messages():
+    five = "Hello\n  there\n\nline \"4\"\nend  "
+    text = (f"FROM {SMOL}\n# a comment\nparameter temperature 0\nPARAMETER stop \"<|im_end|>\"\n"
+            f"PARAMETER stop \"<|im_end|>\"\nPARAMETER num_predict 12\nSYSTEM You are a pirate.\n"
+            f"MESSAGE user \"\"\"{five}\"\"\"\nMESSAGE assistant Arr.\n")
+    rc, _, err = wick("create", "pirate", "-f", modelfile(text))
+    check(rc == 0, "create with PARAMETER/SYSTEM/MESSAGE", err)
+    m = manifests()[os.path.join(STORE, "manifests", "registry.ollama.ai", "library", "pirate", "latest")]
+    params = json.load(open(blob(next(l["digest"] for l in m["layers"]
+                                      if l["mediaType"] == "application/vnd.ollama.image.params"))))
+    check(params == {"stop": ["<|im_end|>", "<|im_end|>"], "temperature": 0.0, "num_predict": 12},
+          "PARAMETER stop twice: two stop strings without quotes; typed values", str(params))
+    msgs = json.load(open(blob(next(l["digest"] for l in m["layers"]
+                                    if l["mediaType"] == "application/vnd.ollama.image.messages"))))
+    check(msgs[0] == {"role": "user", "content": five}, "the 5-line MESSAGE is stored byte for byte", repr(msgs[0]))
+    rc, mf1, _ = wick("show", "pirate", "--modelfile")
+    rc2, _, err = wick("create", "pirate2", "-f", modelfile(mf1, "Modelfile.show"))
+    rc3, mf2, _ = wick("show", "pirate2", "--modelfile")
+    check(rc == rc2 == rc3 == 0 and mf1 == mf2, "show --modelfile -> create -> show --modelfile is byte for byte",
+          f"{mf1!r}\n  {mf2!r}")
+    m2 = manifests()[os.path.join(STORE, "manifests", "registry.ollama.ai", "library", "pirate2", "latest")]
+    check(m2["layers"] == m["layers"], "the round trip gives the same layers (same blobs)")
+    # the stored defaults apply to wick run: greedy, 12 tokens, the pirate system prompt
+    rc, out1, err = wick("run", "pirate", "Who are you?", "--verbose")
+    rc, out2, _ = wick("run", "pirate", "Who are you?")
+    check(out1 == out2 and "eval count:           12 token(s)" in err, "stored temperature 0 and num_predict apply",
+          err[-300:])
+    rc, out3, _ = wick("run", SMOL, "Who are you?", "--temperature", "0", "--num-predict", "12")
+    check(out1 != out3, "the stored SYSTEM and MESSAGEs change the answer", out1)
+    rc, out4, err = wick("run", "pirate", "Who are you?", "--num-predict", "3", "--verbose")
+    check("eval count:           3 token(s)" in err, "a command-line option beats the stored one", err[-200:])
+
+
+def test_blobs_rm_cp():
+    before = set(os.listdir(os.path.join(STORE, "blobs")))
+    rc, _, err = wick("create", "smol-again", "-f", modelfile(f"FROM {SMOL}\n"))
+    check(rc == 0 and set(os.listdir(os.path.join(STORE, "blobs"))) == before,
+          "an identical create reuses every blob", err)
+    rc, out, err = wick("cp", "smol", "smol-copy:v1")
+    check(rc == 0 and "smol-copy:v1" in wick("list")[1], "cp", err)
+    rc, out, err = wick("rm", "smol", "smol-again")
+    weights = blob("sha256:" + hashlib.sha256(open(SMOL, "rb").read()).hexdigest())
+    check(rc == 0 and os.path.exists(weights), "rm keeps a blob another model (the copy) still uses", err)
+    rc, out, err = wick("rm", "smol-copy:v1", "pirate", "pirate2")
+    check(rc == 0 and not os.path.exists(weights), "rm of the last user removes the blob", err)
+    rc, out, err = wick("rm", "smol")
+    check(rc != 0 and "not found" in err, "rm of a missing model fails", err)
+    rc, out, err = wick("run", "gem", "Hi", "--num-predict", "2")
+    check(rc == 0, "other models untouched", err)
+
+
+def test_errors():
+    cases = [
+        ("FROM x\nFOO bar\n", "bad0:2:", "unknown command with its line"),
+        (f"FROM {SMOL}\nPARAMETER warp 9\n", "unknown parameter 'warp'", "unknown parameter"),
+        (f"FROM {SMOL}\n\nPARAMETER temperature hot\n", ":3:", "bad value with its line"),
+        (f"FROM {SMOL}\nADAPTER ./lora.gguf\n", "not supported", "ADAPTER"),
+        ("PARAMETER temperature 1\n", "FROM", "no FROM"),
+        (f"FROM {SMOL}\nSYSTEM \"\"\"never closed\n", "", "unterminated quote"),
+        (f"FROM {SMOL}\nDRAFT {SMOL}\n", "same local path as FROM", "DRAFT the same as FROM"),
+        (f"FROM {SMOL}\nDRAFT {GEMMA}\n", "vocabulary", "a draft with another vocabulary"),
+        (f"FROM {WORK}/missing.gguf\n", "missing.gguf", "FROM a missing file"),
+        (f"FROM {os.path.join(ROOT, 'README.md')}\n", "README.md", "FROM a file that is not GGUF"),
+    ]
+    for i, (text, want, what) in enumerate(cases):
+        rc, out, err = wick("create", f"bad{i}", "-f", modelfile(text, f"bad{i}"))
+        check(rc != 0 and want in err and "Traceback" not in err, f"create error: {what}", err)
+    rc, _, err = wick("create", "x", "-f", modelfile(f"FROM {SMOL}\n"), "--quantize-draft", "int4")
+    check(rc != 0 and "requires a DRAFT" in err, "--quantize-draft without DRAFT", err)
+    for bad in ("../x", "/abs", "a b", ".hidden", "x:", "a/b/c/d"):
+        rc, _, err = wick("create", bad, "-f", modelfile(f"FROM {SMOL}\n"))
+        check(rc != 0 and "invalid model name" in err, f"bad name {bad!r}", err)
+    check(not any("bad" in p for p in manifests()), "no manifest from a failed create")
+
+
+def test_sigkill_during_create():
+    big = modelfile(f"FROM {GEMMA}\nSYSTEM s\nPARAMETER temperature 0.5\n", "Modelfile.big")
+    rng = random.Random(7)
+    for i in range(20):
+        # a store of its own, so every run copies the weights again
+        store = tempfile.mkdtemp(prefix="wick-kill-")
+        p = subprocess.Popen([WICK, "create", f"k{i}", "-f", big], env=dict(ENV, WICK_MODELS=store),
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(rng.uniform(0.0, 0.6))
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+        ok = True
+        for root, _, files in os.walk(os.path.join(store, "manifests")):
+            for f in files:
+                if f.startswith("."):
+                    continue
+                m = json.load(open(os.path.join(root, f)))
+                for l in m["layers"] + [m["config"]]:
+                    b = os.path.join(store, "blobs", "sha256-" + l["digest"].split(":")[1])
+                    ok = ok and os.path.exists(b) and os.path.getsize(b) == l["size"]
+        listed = subprocess.run([WICK, "list"], env=dict(ENV, WICK_MODELS=store), capture_output=True, text=True).stdout
+        complete = any(True for root, _, fs in os.walk(os.path.join(store, "manifests")) for f in fs if not f.startswith("."))
+        check(ok and (("k%d:latest" % i) in listed) == complete,
+              f"SIGKILL #{i}: no manifest with missing blobs; list shows only complete models", listed)
+        shutil.rmtree(store)
+
+
+def main():
+    try:
+        for t in (test_create_and_run, test_parameters_system_messages, test_blobs_rm_cp, test_errors,
+                  test_sigkill_during_create):
+            t0 = time.time()
+            t()
+            print(f"{t.__name__}: {time.time() - t0:.1f} s", flush=True)
+    finally:
+        shutil.rmtree(STORE, ignore_errors=True)
+        shutil.rmtree(WORK, ignore_errors=True)
+    print(f"store: {checks - failures}/{checks} checks passed")
+    sys.exit(1 if failures else 0)
+
+
+if __name__ == "__main__":
+    main()
