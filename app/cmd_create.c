@@ -50,6 +50,13 @@ static void on_progress(void *user, uint64_t done, uint64_t total)
     if (done == total) fputc('\n', stderr);
 }
 
+static void on_status(void *user, const char *line)
+{
+    struct progress *p = user;
+    p->last = -1;
+    fprintf(stderr, "%s\n", line);
+}
+
 /* Reads the whole file at path (wk_malloc'd, NUL-terminated). */
 static char *read_file(const char *path, size_t *len)
 {
@@ -72,105 +79,6 @@ static char *read_file(const char *path, size_t *len)
     if (buf) buf[n] = '\0';
     *len = n;
     return buf;
-}
-
-/* path relative to the Modelfile's folder unless absolute, into out. */
-static void relative_to(const char *mf_path, const char *path, char *out, size_t cap)
-{
-    const char *slash = strrchr(mf_path, '/');
-    if (path[0] == '/' || path[0] == '~' || !slash) snprintf(out, cap, "%s", path);
-    else snprintf(out, cap, "%.*s/%s", (int)(slash - mf_path), mf_path, path);
-    if (path[0] == '~' && getenv("HOME")) snprintf(out, cap, "%s%s", getenv("HOME"), path + 1);
-}
-
-static bool is_file(const char *p)
-{
-    struct stat sb;
-    return stat(p, &sb) == 0 && S_ISREG(sb.st_mode);
-}
-
-static bool is_dir(const char *p)
-{
-    struct stat sb;
-    return stat(p, &sb) == 0 && S_ISDIR(sb.st_mode);
-}
-
-/* Checks the file is GGUF a model can load from (the header parses). */
-static enum wk_status check_gguf(const char *path, struct wk_error *err)
-{
-    struct wk_gguf *g;
-    enum wk_status st = wk_gguf_open(path, &g, err);
-    if (!st) wk_gguf_close(g);
-    return st;
-}
-
-/* The draft must share the target's vocabulary, token for token. */
-static enum wk_status check_vocab(const char *target, const char *draft, struct wk_error *err)
-{
-    struct wk_gguf *a, *b;
-    enum wk_status st = wk_gguf_open(target, &a, err);
-    if (st) return st;
-    if ((st = wk_gguf_open(draft, &b, err))) {
-        wk_gguf_close(a);
-        return st;
-    }
-    const struct wk_gguf_value *ta = wk_gguf_find(a, "tokenizer.ggml.tokens");
-    const struct wk_gguf_value *tb = wk_gguf_find(b, "tokenizer.ggml.tokens");
-    uint64_t na = ta && ta->type == WK_GGUF_ARRAY ? ta->arr.n : 0;
-    uint64_t nb = tb && tb->type == WK_GGUF_ARRAY ? tb->arr.n : 0;
-    uint64_t diff = na == nb ? na : 0;
-    for (uint64_t i = 0; na == nb && i < na && ta->arr.strs && tb->arr.strs; i++)
-        if (ta->arr.strs[i].len != tb->arr.strs[i].len ||
-            memcmp(ta->arr.strs[i].data, tb->arr.strs[i].data, ta->arr.strs[i].len) != 0) {
-            diff = i;
-            break;
-        }
-    if (na != nb || diff < na)
-        st = wk_error_set(err, WK_E_INVALID,
-                          "the draft's vocabulary does not match the target's (%llu vs %llu tokens%s)",
-                          (unsigned long long)nb, (unsigned long long)na,
-                          na == nb ? ", they differ" : "");
-    wk_gguf_close(a);
-    wk_gguf_close(b);
-    return st;
-}
-
-/* Adds a layer for a blob to layers. */
-static void add_layer(json_t *layers, const char *mt, const char *digest, uint64_t size)
-{
-    json_array_append_new(layers, json_pack("{s:s, s:s, s:I}", "mediaType", mt, "digest", digest,
-                                            "size", (json_int_t)size));
-}
-
-static enum wk_status add_text_layer(struct wk_store *s, json_t *layers, const char *mt,
-                                     const char *text, size_t len, struct wk_error *err)
-{
-    char digest[80];
-    enum wk_status st = wk_store_add_bytes(s, text, len, digest, err);
-    if (!st) add_layer(layers, mt, digest, len);
-    return st;
-}
-
-/* The Modelfile's PARAMETERs as Ollama's params JSON: name -> value,
- * stop -> list, over the base model's. */
-static json_t *params_json(const struct wk_modelfile *mf, json_t *base)
-{
-    json_t *p = base ? json_deep_copy(base) : json_object();
-    bool stop_reset = false;
-    for (int32_t i = 0; i < mf->n_params; i++) {
-        const struct wk_mf_param *q = &mf->params[i];
-        if (strcmp(q->name, "stop") == 0) {
-            if (!stop_reset) json_object_set_new(p, "stop", json_array()), stop_reset = true;
-            json_array_append_new(json_object_get(p, "stop"), json_string(q->s));
-            continue;
-        }
-        json_t *v = q->type == WK_MF_FLOAT ? json_real(q->f)
-                    : q->type == WK_MF_INT ? json_integer(q->i)
-                    : q->type == WK_MF_BOOL ? json_boolean(q->b)
-                                            : json_string(q->s);
-        json_object_set_new(p, q->name, v);
-    }
-    return p;
 }
 
 static void create_usage(FILE *f)
@@ -229,146 +137,13 @@ int cmd_create(int argc, char **argv)
     wk_free(text);
     if (st) return fail("create", &err, st);
     struct wk_store *s = NULL;
-    json_t *base = NULL, *layers = json_array(), *config = NULL, *params = NULL;
-    char from[4096], draft[4096] = "";
-    relative_to(mf_path, mf.from, from, sizeof from);
-    if (mf.draft) relative_to(mf_path, mf.draft, draft, sizeof draft);
-    struct progress pr = {.tty = isatty(2), .last = -1};
-    char digest[80];
-    uint64_t size;
-
-    if (quant_draft && !mf.draft) {
-        st = wk_error_set(&err, WK_E_INVALID, "--quantize-draft requires a DRAFT model");
-    } else if (quant || quant_draft) {
-        st = wk_error_set(&err, WK_E_UNSUPPORTED, "--quantize%s %s is not supported yet",
-                          quant ? "" : "-draft", quant ? quant : quant_draft);
-    } else if (mf.draft && strcmp(from, draft) == 0) {
-        st = wk_error_set(&err, WK_E_INVALID, "DRAFT must not reference the same local path as FROM: %s", draft);
-    } else if (mf.draft && !is_file(draft)) {
-        st = wk_error_set(&err, is_dir(draft) ? WK_E_UNSUPPORTED : WK_E_NOT_FOUND,
-                          is_dir(draft) ? "DRAFT %s: safetensors folders are not supported yet"
-                                        : "DRAFT %s: no such file",
-                          draft);
-    } else if (is_dir(from)) {
-        st = wk_error_set(&err, WK_E_UNSUPPORTED, "FROM %s: safetensors folders are not supported yet", from);
-    }
-    if (!st) st = open_store(&s, &err);
-    const char *weights_path = NULL;
-    char base_weights[4200] = "";
-    if (!st && is_file(from)) {
-        weights_path = from;
-        st = check_gguf(from, &err);
-    } else if (!st) { /* FROM a stored model: its layers, overridden by this Modelfile */
-        struct wk_model_name bn;
-        if (!(st = wk_model_name_parse(mf.from, &bn, &err)) && !(st = wk_store_read_manifest(s, &bn, &base, &err))) {
-            const char *w = wk_manifest_layer(base, WK_MT_MODEL);
-            if (w) wk_store_blob_path(s, w, base_weights, sizeof base_weights);
-            weights_path = base_weights;
-        } else if (st == WK_E_NOT_FOUND || st == WK_E_INVALID) {
-            st = wk_error_set(&err, WK_E_NOT_FOUND, "FROM %s: no such file or stored model", mf.from);
-        }
-    }
-    if (!st && mf.draft) st = check_gguf(draft, &err);
-    if (!st && mf.draft) st = check_vocab(weights_path, draft, &err);
-    if (!st && weights_path == from) {
-        pr.what = "copying model data";
-        if (!pr.tty) fprintf(stderr, "copying model data from %s\n", from);
-        if (!(st = wk_store_add_file(s, from, on_progress, &pr, digest, &size, &err)))
-            add_layer(layers, WK_MT_MODEL, digest, size);
-    } else if (!st) {
-        json_t *l;
-        size_t i;
-        json_array_foreach(json_object_get(base, "layers"), i, l) {
-            const char *mt = json_string_value(json_object_get(l, "mediaType"));
-            if (strcmp(mt, WK_MT_MODEL) == 0 || (strcmp(mt, WK_MT_DRAFT) == 0 && !mf.draft))
-                json_array_append(layers, l);
-        }
-    }
-    if (!st && mf.draft) {
-        pr.what = "copying draft data";
-        pr.last = -1;
-        if (!pr.tty) fprintf(stderr, "copying draft data from %s\n", draft);
-        if (!(st = wk_store_add_file(s, draft, on_progress, &pr, digest, &size, &err)))
-            add_layer(layers, WK_MT_DRAFT, digest, size);
-    }
-    /* the Modelfile's text layers, each over the base model's */
-    char *base_params = !st && base ? wk_store_layer_text(s, base, WK_MT_PARAMS) : NULL;
-    json_t *bp = base_params ? json_loads(base_params, 0, NULL) : NULL;
-    wk_free(base_params);
-    params = st ? NULL : params_json(&mf, bp);
-    json_decref(bp);
-    if (!st && json_object_size(params) > 0) {
-        char *t = json_dumps(params, JSON_COMPACT | JSON_SORT_KEYS);
-        st = add_text_layer(s, layers, WK_MT_PARAMS, t, strlen(t), &err);
-        free(t);
-    }
-    static const char *const text_mts[] = {WK_MT_TEMPLATE, WK_MT_SYSTEM};
-    const char *texts[] = {mf.template_text, mf.system};
-    for (int i = 0; i < 2 && !st; i++) {
-        char *inherited = !texts[i] && base ? wk_store_layer_text(s, base, text_mts[i]) : NULL;
-        const char *t = texts[i] ? texts[i] : inherited;
-        if (t) st = add_text_layer(s, layers, text_mts[i], t, strlen(t), &err);
-        wk_free(inherited);
-    }
-    if (!st && (mf.n_messages > 0 || (base && wk_manifest_layer(base, WK_MT_MESSAGES)))) {
-        json_t *msgs = json_array();
-        for (int32_t i = 0; i < mf.n_messages; i++)
-            json_array_append_new(msgs, json_pack("{s:s, s:s}", "role", mf.messages[i].role, "content",
-                                                  mf.messages[i].content));
-        char *t = mf.n_messages ? json_dumps(msgs, JSON_COMPACT) : wk_store_layer_text(s, base, WK_MT_MESSAGES);
-        if (t) st = add_text_layer(s, layers, WK_MT_MESSAGES, t, strlen(t), &err);
-        if (mf.n_messages) free(t);
-        else wk_free(t);
-        json_decref(msgs);
-    }
-    for (int32_t i = 0; i < mf.n_licenses && !st; i++)
-        st = add_text_layer(s, layers, WK_MT_LICENSE, mf.licenses[i], strlen(mf.licenses[i]), &err);
-    if (!st && mf.n_licenses == 0 && base) {
-        size_t i;
-        json_t *l;
-        json_array_foreach(json_object_get(base, "layers"), i, l)
-            if (strcmp(json_string_value(json_object_get(l, "mediaType")), WK_MT_LICENSE) == 0)
-                json_array_append(layers, l);
-    }
-    /* the config blob, then the manifest: last, once every blob is in place */
-    if (!st) {
-        char wpath[4200];
-        wk_store_blob_path(s, json_string_value(json_object_get(json_array_get(layers, 0), "digest")),
-                           wpath, sizeof wpath);
-        json_t *d = wk_model_details(wpath, NULL, NULL);
-        config = json_pack("{s:s, s:O, s:O, s:O, s:O, s:[s]}", "model_format", "gguf", "model_family",
-                           json_object_get(d, "family"), "model_families", json_object_get(d, "families"),
-                           "model_type", json_object_get(d, "parameter_size"), "file_type",
-                           json_object_get(d, "quantization_level"), "capabilities", "completion");
-        json_decref(d);
-        size_t i;
-        json_t *l;
-        json_array_foreach(layers, i, l) if (strcmp(json_string_value(json_object_get(l, "mediaType")), WK_MT_DRAFT) == 0) {
-            char dpath[4200];
-            wk_store_blob_path(s, json_string_value(json_object_get(l, "digest")), dpath, sizeof dpath);
-            json_t *dd2 = wk_model_details(dpath, NULL, NULL);
-            json_object_set_new(config, "draft", json_pack("{s:s, s:O, s:O, s:O}", "model_format", "gguf",
-                                                           "architecture", json_object_get(dd2, "family"),
-                                                           "model_type", json_object_get(dd2, "parameter_size"),
-                                                           "file_type", json_object_get(dd2, "quantization_level")));
-            json_decref(dd2);
-        }
-        char *t = json_dumps(config, JSON_COMPACT | JSON_SORT_KEYS);
-        st = wk_store_add_bytes(s, t, strlen(t), digest, &err);
-        json_t *manifest = json_pack("{s:i, s:s, s:{s:s, s:s, s:I}, s:O}", "schemaVersion", 2, "mediaType",
-                                     WK_MT_MANIFEST, "config", "mediaType", WK_MT_CONFIG, "digest", digest,
-                                     "size", (json_int_t)strlen(t), "layers", layers);
-        free(t);
-        if (!st) {
-            fprintf(stderr, "writing manifest\n");
-            st = wk_store_write_manifest(s, &n, manifest, &err);
-        }
-        json_decref(manifest);
-    }
-    json_decref(config);
-    json_decref(params);
-    json_decref(layers);
-    json_decref(base);
+    char dir[4096] = ".";
+    const char *slash = strrchr(mf_path, '/');
+    if (slash) snprintf(dir, sizeof dir, "%.*s", (int)(slash - mf_path), mf_path);
+    struct progress pr = {.what = "copying", .tty = isatty(2), .last = -1};
+    struct wk_create_opts co = {.base_dir = dir, .quantize = quant, .quantize_draft = quant_draft,
+                                .progress = on_progress, .status = on_status, .user = &pr};
+    if (!(st = open_store(&s, &err))) st = wk_store_create(s, &n, &mf, &co, &err);
     wk_store_close(s);
     wk_modelfile_deinit(&mf);
     if (st) return fail("create", &err, st);

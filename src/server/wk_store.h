@@ -21,6 +21,7 @@
 #define WK_STORE_H
 
 #include "../base/wk_base.h"
+#include "../io/wk_modelfile.h"
 
 #include <jansson.h>
 
@@ -100,6 +101,28 @@ enum wk_status wk_store_remove(struct wk_store *s, const struct wk_model_name *n
 /* Copies model src's manifest to dst. Errors: WK_E_NOT_FOUND, WK_E_IO. */
 enum wk_status wk_store_copy(struct wk_store *s, const struct wk_model_name *src,
                              const struct wk_model_name *dst, struct wk_error *err);
+
+/* How wk_store_create reports and where relative paths start. */
+struct wk_create_opts {
+    const char *base_dir;            /* FROM/DRAFT paths are relative to it (the Modelfile's folder) */
+    const char *quantize, *quantize_draft; /* NULL: keep the types (quantization: not yet) */
+    wk_store_progress_fn progress;   /* while copying weights; may be NULL */
+    void (*status)(void *user, const char *line); /* "copying model data from ...", ...; may be NULL */
+    void *user;
+};
+
+/*
+ * Creates model n from mf: FROM a GGUF file or a stored model (whose
+ * layers mf's commands override), DRAFT a GGUF file sharing the target's
+ * vocabulary; PARAMETERs over the base's (stop lists replace), TEMPLATE,
+ * SYSTEM, MESSAGEs, LICENSEs. Errors: WK_E_INVALID (DRAFT the same as FROM,
+ * --quantize-draft without DRAFT, another vocabulary), WK_E_NOT_FOUND (FROM
+ * neither a file nor a stored model), WK_E_UNSUPPORTED (safetensors,
+ * quantization), WK_E_FORMAT (not GGUF), WK_E_IO.
+ */
+enum wk_status wk_store_create(struct wk_store *s, const struct wk_model_name *n,
+                               const struct wk_modelfile *mf, const struct wk_create_opts *o,
+                               struct wk_error *err);
 
 /* What running a stored model needs. */
 struct wk_store_model {

@@ -1,0 +1,279 @@
+/*
+ * create.c - a Modelfile into a stored model (wk_store_create), shared by
+ * `wick create` and POST /api/create. Blobs first (the weights, the
+ * draft, the params/template/system/messages/license texts, the config),
+ * the manifest last, so a create killed at any moment leaves no manifest
+ * pointing at a missing blob. Follows Ollama's create semantics
+ * (../shared/reference/ollama-mlx-runner.md §6.1): FROM a file or a
+ * stored model, whose layers this Modelfile's commands override.
+ */
+#include "wk_store.h"
+
+#include "../io/wk_io.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+struct build {
+    struct wk_store *s;
+    const struct wk_modelfile *mf;
+    const struct wk_create_opts *o;
+    json_t *base;   /* the FROM model's manifest, or NULL */
+    json_t *layers; /* the new manifest's */
+    struct wk_error *err;
+};
+
+static void say(const struct build *b, const char *fmt, const char *arg)
+{
+    if (!b->o->status) return;
+    char line[4400];
+    snprintf(line, sizeof line, fmt, arg);
+    b->o->status(b->o->user, line);
+}
+
+static bool is_file(const char *p)
+{
+    struct stat sb;
+    return stat(p, &sb) == 0 && S_ISREG(sb.st_mode);
+}
+
+static bool is_dir(const char *p)
+{
+    struct stat sb;
+    return stat(p, &sb) == 0 && S_ISDIR(sb.st_mode);
+}
+
+/* path against base_dir unless absolute (or ~/), into out. */
+static void resolve_path(const char *base_dir, const char *path, char *out, size_t cap)
+{
+    if (path[0] == '~' && path[1] == '/' && getenv("HOME")) snprintf(out, cap, "%s%s", getenv("HOME"), path + 1);
+    else if (path[0] == '/' || !base_dir || !*base_dir) snprintf(out, cap, "%s", path);
+    else snprintf(out, cap, "%s/%s", base_dir, path);
+}
+
+static enum wk_status check_gguf(const char *path, struct wk_error *err)
+{
+    struct wk_gguf *g;
+    enum wk_status st = wk_gguf_open(path, &g, err);
+    if (!st) wk_gguf_close(g);
+    return st;
+}
+
+/* The draft must share the target's vocabulary, token for token. */
+static enum wk_status check_vocab(const char *target, const char *draft, struct wk_error *err)
+{
+    struct wk_gguf *a, *b;
+    enum wk_status st = wk_gguf_open(target, &a, err);
+    if (st) return st;
+    if ((st = wk_gguf_open(draft, &b, err))) {
+        wk_gguf_close(a);
+        return st;
+    }
+    const struct wk_gguf_value *ta = wk_gguf_find(a, "tokenizer.ggml.tokens");
+    const struct wk_gguf_value *tb = wk_gguf_find(b, "tokenizer.ggml.tokens");
+    uint64_t na = ta && ta->type == WK_GGUF_ARRAY ? ta->arr.n : 0;
+    uint64_t nb = tb && tb->type == WK_GGUF_ARRAY ? tb->arr.n : 0;
+    bool same = na == nb && na > 0 && ta->arr.strs && tb->arr.strs;
+    for (uint64_t i = 0; same && i < na; i++)
+        same = ta->arr.strs[i].len == tb->arr.strs[i].len &&
+               memcmp(ta->arr.strs[i].data, tb->arr.strs[i].data, ta->arr.strs[i].len) == 0;
+    if (!same)
+        st = wk_error_set(err, WK_E_INVALID,
+                          "the draft's vocabulary does not match the target's (%llu vs %llu tokens%s)",
+                          (unsigned long long)nb, (unsigned long long)na, na == nb ? ", which differ" : "");
+    wk_gguf_close(a);
+    wk_gguf_close(b);
+    return st;
+}
+
+static void add_layer(json_t *layers, const char *mt, const char *digest, uint64_t size)
+{
+    json_array_append_new(layers, json_pack("{s:s, s:s, s:I}", "mediaType", mt, "digest", digest,
+                                            "size", (json_int_t)size));
+}
+
+static enum wk_status add_text(struct build *b, const char *mt, const char *text)
+{
+    char digest[80];
+    size_t len = strlen(text);
+    enum wk_status st = wk_store_add_bytes(b->s, text, len, digest, b->err);
+    if (!st) add_layer(b->layers, mt, digest, len);
+    return st;
+}
+
+/* Appends the base model's layers of media type mt. */
+static void inherit(struct build *b, const char *mt)
+{
+    size_t i;
+    json_t *l;
+    json_array_foreach(json_object_get(b->base, "layers"), i, l)
+        if (strcmp(json_string_value(json_object_get(l, "mediaType")), mt) == 0) json_array_append(b->layers, l);
+}
+
+static enum wk_status add_file(struct build *b, const char *mt, const char *path, const char *what)
+{
+    char digest[80];
+    uint64_t size;
+    say(b, what, path);
+    enum wk_status st = wk_store_add_file(b->s, path, b->o->progress, b->o->user, digest, &size, b->err);
+    if (!st) add_layer(b->layers, mt, digest, size);
+    return st;
+}
+
+/* The weights: a GGUF file, or the stored FROM model's (whose draft comes
+ * along unless this Modelfile names one). *weights: their path. */
+static enum wk_status add_weights(struct build *b, const char *from, char *weights, size_t cap)
+{
+    const struct wk_modelfile *mf = b->mf;
+    if (is_dir(from))
+        return wk_error_set(b->err, WK_E_UNSUPPORTED, "FROM %s: safetensors folders are not supported yet", from);
+    if (is_file(from)) {
+        snprintf(weights, cap, "%s", from);
+        enum wk_status st = check_gguf(from, b->err);
+        return st ? st : add_file(b, WK_MT_MODEL, from, "copying model data from %s");
+    }
+    struct wk_model_name bn;
+    enum wk_status st = wk_model_name_parse(mf->from, &bn, NULL);
+    if (st || (st = wk_store_read_manifest(b->s, &bn, &b->base, NULL)))
+        return wk_error_set(b->err, WK_E_NOT_FOUND, "FROM %s: no such file or stored model", mf->from);
+    const char *w = wk_manifest_layer(b->base, WK_MT_MODEL);
+    if (!w) return wk_error_set(b->err, WK_E_UNSUPPORTED, "FROM %s: the stored model has no GGUF weights", mf->from);
+    wk_store_blob_path(b->s, w, weights, cap);
+    inherit(b, WK_MT_MODEL);
+    if (!mf->draft) inherit(b, WK_MT_DRAFT);
+    return WK_OK;
+}
+
+/* PARAMETERs over the base model's: name -> value, stop -> list (this
+ * Modelfile's stops replace the base's). */
+static json_t *params_json(struct build *b)
+{
+    char *t = b->base ? wk_store_layer_text(b->s, b->base, WK_MT_PARAMS) : NULL;
+    json_t *p = t ? json_loads(t, 0, NULL) : NULL;
+    wk_free(t);
+    if (!json_is_object(p)) json_decref(p), p = json_object();
+    bool stop_reset = false;
+    for (int32_t i = 0; i < b->mf->n_params; i++) {
+        const struct wk_mf_param *q = &b->mf->params[i];
+        if (strcmp(q->name, "stop") == 0) {
+            if (!stop_reset) json_object_set_new(p, "stop", json_array()), stop_reset = true;
+            json_array_append_new(json_object_get(p, "stop"), json_string(q->s));
+            continue;
+        }
+        json_object_set_new(p, q->name, q->type == WK_MF_FLOAT ? json_real(q->f)
+                                        : q->type == WK_MF_INT ? json_integer(q->i)
+                                        : q->type == WK_MF_BOOL ? json_boolean(q->b)
+                                                                : json_string(q->s));
+    }
+    return p;
+}
+
+/* The Modelfile's text layers, each replacing the base model's. */
+static enum wk_status add_texts(struct build *b)
+{
+    const struct wk_modelfile *mf = b->mf;
+    enum wk_status st = WK_OK;
+    json_t *p = params_json(b);
+    if (json_object_size(p) > 0) {
+        char *t = json_dumps(p, JSON_COMPACT | JSON_SORT_KEYS);
+        st = t ? add_text(b, WK_MT_PARAMS, t) : wk_error_set(b->err, WK_E_NOMEM, "out of memory");
+        free(t);
+    }
+    json_decref(p);
+    const char *mts[] = {WK_MT_TEMPLATE, WK_MT_SYSTEM};
+    const char *texts[] = {mf->template_text, mf->system};
+    for (int i = 0; i < 2 && !st; i++) {
+        if (texts[i]) st = add_text(b, mts[i], texts[i]);
+        else inherit(b, mts[i]);
+    }
+    if (!st && mf->n_messages > 0) {
+        json_t *msgs = json_array();
+        for (int32_t i = 0; i < mf->n_messages; i++)
+            json_array_append_new(msgs, json_pack("{s:s, s:s}", "role", mf->messages[i].role, "content",
+                                                  mf->messages[i].content));
+        char *t = json_dumps(msgs, JSON_COMPACT);
+        st = t ? add_text(b, WK_MT_MESSAGES, t) : wk_error_set(b->err, WK_E_NOMEM, "out of memory");
+        free(t);
+        json_decref(msgs);
+    } else if (!st) {
+        inherit(b, WK_MT_MESSAGES);
+    }
+    for (int32_t i = 0; i < mf->n_licenses && !st; i++) st = add_text(b, WK_MT_LICENSE, mf->licenses[i]);
+    if (!st && mf->n_licenses == 0) inherit(b, WK_MT_LICENSE);
+    return st;
+}
+
+/* What the config blob says of the GGUF blob of layer mt. */
+static json_t *gguf_config(struct build *b, const char *mt)
+{
+    size_t i;
+    json_t *l;
+    json_array_foreach(b->layers, i, l) {
+        if (strcmp(json_string_value(json_object_get(l, "mediaType")), mt) != 0) continue;
+        char path[4200];
+        wk_store_blob_path(b->s, json_string_value(json_object_get(l, "digest")), path, sizeof path);
+        json_t *det = wk_model_details(path, NULL, NULL);
+        json_t *c = json_pack("{s:s, s:O, s:O, s:O, s:O}", "model_format", "gguf", "model_family",
+                              json_object_get(det, "family"), "model_families",
+                              json_object_get(det, "families"), "model_type",
+                              json_object_get(det, "parameter_size"), "file_type",
+                              json_object_get(det, "quantization_level"));
+        json_decref(det);
+        return c;
+    }
+    return NULL;
+}
+
+/* The config blob, then the manifest. */
+static enum wk_status write_manifest(struct build *b, const struct wk_model_name *n)
+{
+    json_t *config = gguf_config(b, WK_MT_MODEL), *draft = gguf_config(b, WK_MT_DRAFT);
+    if (!config) return wk_error_set(b->err, WK_E_INTERNAL, "no weights layer");
+    json_object_set_new(config, "capabilities", json_pack("[s]", "completion"));
+    if (draft) json_object_set_new(config, "draft", draft);
+    char *t = json_dumps(config, JSON_COMPACT | JSON_SORT_KEYS);
+    json_decref(config);
+    char digest[80];
+    enum wk_status st = t ? wk_store_add_bytes(b->s, t, strlen(t), digest, b->err)
+                          : wk_error_set(b->err, WK_E_NOMEM, "out of memory");
+    if (!st) {
+        json_t *m = json_pack("{s:i, s:s, s:{s:s, s:s, s:I}, s:O}", "schemaVersion", 2, "mediaType",
+                              WK_MT_MANIFEST, "config", "mediaType", WK_MT_CONFIG, "digest", digest,
+                              "size", (json_int_t)strlen(t), "layers", b->layers);
+        say(b, "%s", "writing manifest");
+        st = wk_store_write_manifest(b->s, n, m, b->err);
+        json_decref(m);
+    }
+    free(t);
+    return st;
+}
+
+enum wk_status wk_store_create(struct wk_store *s, const struct wk_model_name *n,
+                               const struct wk_modelfile *mf, const struct wk_create_opts *o,
+                               struct wk_error *err)
+{
+    struct build b = {.s = s, .mf = mf, .o = o, .layers = json_array(), .err = err};
+    char from[4200], draft[4200] = "", weights[4200] = "";
+    resolve_path(o->base_dir, mf->from, from, sizeof from);
+    if (mf->draft) resolve_path(o->base_dir, mf->draft, draft, sizeof draft);
+    enum wk_status st = WK_OK;
+    if (o->quantize_draft && !mf->draft)
+        st = wk_error_set(err, WK_E_INVALID, "--quantize-draft requires a DRAFT model");
+    else if (o->quantize || o->quantize_draft)
+        st = wk_error_set(err, WK_E_UNSUPPORTED, "quantization (%s) is not supported yet",
+                          o->quantize ? o->quantize : o->quantize_draft);
+    else if (mf->draft && strcmp(from, draft) == 0)
+        st = wk_error_set(err, WK_E_INVALID, "DRAFT must not reference the same local path as FROM: %s", draft);
+    else if (mf->draft && !is_file(draft))
+        st = wk_error_set(err, is_dir(draft) ? WK_E_UNSUPPORTED : WK_E_NOT_FOUND, "DRAFT %s: %s", draft,
+                          is_dir(draft) ? "safetensors folders are not supported yet" : "no such file");
+    if (!st) st = add_weights(&b, from, weights, sizeof weights);
+    if (!st && mf->draft && !(st = check_gguf(draft, err)) && !(st = check_vocab(weights, draft, err)))
+        st = add_file(&b, WK_MT_DRAFT, draft, "copying draft data from %s");
+    if (!st) st = add_texts(&b);
+    if (!st) st = write_manifest(&b, n);
+    json_decref(b.layers);
+    json_decref(b.base);
+    return st;
+}
