@@ -145,12 +145,13 @@ asan:
 test:
 	scripts/test
 
-# libFuzzer targets (clang): build/fuzz/fuzz-gguf
+# libFuzzer targets (clang): build/fuzz/fuzz-gguf, build/fuzz/fuzz-safetensors, ...
+# each with a scratch corpus folder build/fuzz/corpus-<target> beside the shared build/fuzz/corpus
 FUZZ_SRC := $(wildcard tests/fuzz/fuzz-*.c)
 fuzz: $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRC))
 FUZZ_LIB_SRC := $(LIB_SRC) tests/fuzz/no_simd.c
 $(BUILD)/fuzz/%: tests/fuzz/%.c $(FUZZ_LIB_SRC)
-	@mkdir -p $(dir $@) $(BUILD)/fuzz/corpus
+	@mkdir -p $(dir $@) $(BUILD)/fuzz/corpus $(BUILD)/fuzz/corpus-$*
 	@echo "  FUZZ $@"
 	@clang -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined \
 	  -o $@ $< $(FUZZ_LIB_SRC) $(LDLIBS)
