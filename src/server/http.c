@@ -293,6 +293,108 @@ static enum MHD_Result serve_show(struct MHD_Connection *c, json_t *body)
     return reply_json(c, 200, obj);
 }
 
+static void collect_status(void *user, const char *line)
+{
+    json_array_append_new(user, json_pack("{s:s}", "status", line));
+}
+
+/* mf's value of a JSON parameter: each element of a list, else the value,
+ * as the Modelfile text it would be written as. */
+static enum wk_status add_json_param(struct wk_modelfile *mf, const char *k, json_t *v, struct wk_error *err)
+{
+    json_t *vals = json_is_array(v) ? json_incref(v) : json_pack("[O]", v);
+    size_t i;
+    json_t *e;
+    enum wk_status st = WK_OK;
+    json_array_foreach(vals, i, e) {
+        char buf[64];
+        const char *t = json_is_string(e) ? json_string_value(e) : buf;
+        if (json_is_integer(e)) snprintf(buf, sizeof buf, "%lld", (long long)json_integer_value(e));
+        else if (json_is_real(e)) snprintf(buf, sizeof buf, "%.17g", json_real_value(e));
+        else if (json_is_boolean(e)) snprintf(buf, sizeof buf, "%s", json_is_true(e) ? "true" : "false");
+        else if (!json_is_string(e)) st = wk_error_set(err, WK_E_INVALID, "parameter '%s' has a value of the wrong type", k);
+        if (!st) st = wk_modelfile_add_param(mf, k, t, err);
+        if (st) break;
+    }
+    json_decref(vals);
+    return st;
+}
+
+static char *dup_str(json_t *v) { return json_is_string(v) ? wk_asprintf("%s", json_string_value(v)) : NULL; }
+
+/* POST /api/create: Ollama's request ({model, from, parameters, template,
+ * system, messages, license, quantize, stream}) as a Modelfile into
+ * wk_store_create. `from` is a stored model or an absolute path to a GGUF
+ * file on this machine. */
+static enum MHD_Result serve_create(struct MHD_Connection *c, json_t *body)
+{
+    struct wk_error err;
+    wk_error_clear(&err);
+    struct wk_model_name n;
+    json_t *model = json_object_get(body, "model");
+    if (!model) model = json_object_get(body, "name");
+    json_t *from = json_object_get(body, "from"), *params = json_object_get(body, "parameters");
+    json_t *msgs = json_object_get(body, "messages"), *lic = json_object_get(body, "license");
+    json_t *stream = json_object_get(body, "stream");
+    if (!json_is_string(model)) return reply_error(c, API_GENERATE, 400, "model is required");
+    if (wk_model_name_parse(json_string_value(model), &n, &err)) return reply_error(c, API_GENERATE, 400, err.msg);
+    if (!json_is_string(from)) return reply_error(c, API_GENERATE, 400, "neither 'from' or 'files' was specified");
+    if ((params && !json_is_object(params)) || (msgs && !json_is_array(msgs)) ||
+        (lic && !json_is_string(lic) && !json_is_array(lic)))
+        return reply_error(c, API_GENERATE, 400, "parameters must be an object, messages a list, license a string or a list");
+    struct wk_modelfile mf = {0};
+    enum wk_status st = WK_OK;
+    mf.from = dup_str(from);
+    mf.template_text = dup_str(json_object_get(body, "template"));
+    mf.system = dup_str(json_object_get(body, "system"));
+    const char *k;
+    json_t *v;
+    json_object_foreach(params, k, v) if (!st) st = add_json_param(&mf, k, v, &err);
+    size_t nm = json_array_size(msgs), nl = json_is_array(lic) ? json_array_size(lic) : lic ? 1 : 0, i;
+    mf.messages = nm ? wk_calloc(nm, sizeof *mf.messages) : NULL;
+    mf.licenses = nl ? wk_calloc(nl, sizeof *mf.licenses) : NULL;
+    for (i = 0; i < nm && !st; i++, mf.n_messages++) {
+        json_t *m = json_array_get(msgs, i);
+        const char *role = json_string_value(json_object_get(m, "role"));
+        if (!role || !json_is_string(json_object_get(m, "content")) ||
+            (strcmp(role, "system") && strcmp(role, "user") && strcmp(role, "assistant")))
+            st = wk_error_set(&err, WK_E_INVALID, "messages[%zu]: a role of system, user or assistant and a content string", i);
+        mf.messages[i].role = dup_str(json_object_get(m, "role"));
+        mf.messages[i].content = dup_str(json_object_get(m, "content"));
+    }
+    for (i = 0; i < nl && !st; i++, mf.n_licenses++)
+        if (!(mf.licenses[i] = dup_str(json_is_array(lic) ? json_array_get(lic, i) : lic)))
+            st = wk_error_set(&err, WK_E_INVALID, "license must be a string or a list of strings");
+    json_t *lines = json_array();
+    if (!st) {
+        struct wk_store *s;
+        const char *q = json_string_value(json_object_get(body, "quantize"));
+        /* relative paths are not this process's business: they resolve nowhere */
+        struct wk_create_opts o = {.base_dir = "/nonexistent", .quantize = q, .status = collect_status, .user = lines};
+        if (!(st = wk_store_open(g_models_dir, &s, &err))) {
+            st = wk_store_create(s, &n, &mf, &o, &err);
+            wk_store_close(s);
+        }
+    }
+    wk_modelfile_deinit(&mf);
+    if (st) {
+        json_decref(lines);
+        return reply_error(c, API_GENERATE, st == WK_E_NOT_FOUND ? 404 : st == WK_E_IO || st == WK_E_NOMEM ? 500 : 400, err.msg);
+    }
+    json_array_append_new(lines, json_pack("{s:s}", "status", "success"));
+    if (json_is_false(stream)) {
+        json_decref(lines);
+        return reply_json(c, 200, json_pack("{s:s}", "status", "success"));
+    }
+    struct wk_buf b = {0};
+    json_t *l;
+    json_array_foreach(lines, i, l) srv_buf_json(&b, json_incref(l), "\n");
+    json_decref(lines);
+    enum MHD_Result ret = reply_raw(c, 200, "application/x-ndjson", b.p ? b.p : "", b.len);
+    wk_free(b.p);
+    return ret;
+}
+
 static enum MHD_Result serve_oai_models(struct MHD_Connection *c, const char *one)
 {
     json_t *tags = srv_models_list(g_models_dir), *data = json_array();
@@ -337,6 +439,7 @@ static enum MHD_Result route(struct MHD_Connection *c, const char *url, const ch
                   {"/api/ps", false, -1},
                   {"/v1/models", false, -1},
                   {"/api/show", true, -1},
+                  {"/api/create", true, -1},
                   {"/api/generate", true, API_GENERATE},
                   {"/api/chat", true, API_CHAT},
                   {"/v1/chat/completions", true, API_OAI_CHAT},
@@ -370,7 +473,9 @@ static enum MHD_Result route(struct MHD_Connection *c, const char *url, const ch
         json_decref(body);
         return reply_error(c, api, 400, msg);
     }
-    enum MHD_Result ret = routes[found].api < 0 ? serve_show(c, body) : serve_generation(c, api, body);
+    enum MHD_Result ret = routes[found].api >= 0                  ? serve_generation(c, api, body)
+                          : strcmp(url, "/api/create") == 0 ? serve_create(c, body)
+                                                              : serve_show(c, body);
     json_decref(body);
     return ret;
 }

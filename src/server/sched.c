@@ -255,7 +255,7 @@ enum wk_status srv_sched_acquire(const struct srv_model *m, int32_t n_ctx, struc
             return wk_error_set(err, WK_E_CANCELLED, "the server is shutting down");
         }
         struct srv_runner *r = S.list;
-        while (r && (r->dead || r->stopping || strcmp(r->model.path, m->path) != 0)) r = r->next;
+        while (r && (r->dead || r->stopping || strcmp(r->model.name, m->name) != 0 || strcmp(r->model.path, m->path) != 0)) r = r->next;
         if (r && r->loading) {
             pthread_cond_wait(&S.cv, &S.mu);
             continue;

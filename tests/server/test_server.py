@@ -423,6 +423,38 @@ def test_cli_ps_stop_and_max_loaded(s):
         t.stop()
 
 
+def test_api_create(s):
+    st, body = s.post("/api/create", {"model": "stops", "from": SMOL,
+                                      "parameters": {"stop": ["<|im_end|>", "<|im_end|>"], "temperature": 0},
+                                      "system": "Answer in French."})
+    check(st == 200 and body == {"status": "success"}, "/api/create from a stored model", str(body))
+    mf = os.path.join(s.dir, "stops.Modelfile")
+    with open(mf, "w") as f:
+        f.write("FROM smollm2\nPARAMETER temperature 0\nPARAMETER stop \"<|im_end|>\"\n"
+                "PARAMETER stop \"<|im_end|>\"\nSYSTEM Answer in French.\n")
+    p = subprocess.run([WICK, "create", "stops-cli", "-f", mf], env=dict(os.environ, WICK_MODELS=s.dir),
+                       capture_output=True, text=True)
+
+    def layers(name):
+        path = os.path.join(s.dir, "manifests", "registry.ollama.ai", "library", name, "latest")
+        return json.load(open(path))["layers"]
+
+    check(p.returncode == 0 and layers("stops") == layers("stops-cli"),
+          "stop given twice: the same layers via /api/create and the CLI", p.stderr)
+    params = json.load(open(os.path.join(s.dir, "blobs", "sha256-" + next(
+        l["digest"] for l in layers("stops") if l["mediaType"].endswith("params")).split(":")[1])))
+    check(params["stop"] == ["<|im_end|>", "<|im_end|>"], "two stop strings, no added quotes", str(params))
+    a = s.ollama.chat(model="stops", messages=[{"role": "user", "content": "Hello!"}], options={"num_predict": 8})
+    b = s.ollama.chat(model=SMOL, messages=[{"role": "system", "content": "Answer in French."},
+                                            {"role": "user", "content": "Hello!"}], options=greedy(8))
+    check(a.message.content == b.message.content, "the stored SYSTEM and temperature apply through /api/chat",
+          f"{a.message.content!r} vs {b.message.content!r}")
+    st, body = s.post("/api/create", {"model": "x", "from": "nope"})
+    check(st == 404 and "nope" in body["error"], "/api/create from an unknown model is 404", str(body))
+    st, body = s.post("/api/create", {"model": "x", "from": SMOL, "parameters": {"warp": 1}})
+    check(st == 400 and "warp" in body["error"], "/api/create with an unknown parameter is 400", str(body))
+
+
 def serve_rss(s):
     with open(f"/proc/{s.proc.pid}/status") as f:
         for line in f:
@@ -481,7 +513,7 @@ def main():
     s = Server()
     try:
         for t in (test_errors, test_ollama_client, test_openai_client, test_prefix_reuse, test_cancellation,
-                  test_runner_killed, test_concurrent_same_answer, test_cli_ps_stop_and_max_loaded, test_load, test_shutdown):
+                  test_runner_killed, test_concurrent_same_answer, test_cli_ps_stop_and_max_loaded, test_api_create, test_load, test_shutdown):
             t0 = time.time()
             t(s)
             print(f"{t.__name__}: {time.time() - t0:.1f} s", flush=True)
