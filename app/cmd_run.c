@@ -577,7 +577,7 @@ int cmd_run(int argc, char **argv)
     int64_t t0 = wk_time_ns();
     enum wk_status st = resolve_model(&o, &l.stored, &err);
     if (!st) st = wk_model_load(l.stored.weights, &l.model, &err);
-    if (!st) st = wk_tokenizer_from_gguf(wk_model_gguf(l.model), &l.tok, &err);
+    if (!st) st = wk_tokenizer_for_model(l.model, &l.tok, &err);
     if (!st) st = wk_session_create(l.model, l.tok, &o.ctx, &l.session, &err);
     if (st) {
         fprintf(stderr, "wick run: %s\n", err.msg[0] ? err.msg : wk_status_str(st));

@@ -18,7 +18,7 @@ enum wk_status wk__llama_load(struct wk_model *m, struct wk_error *err)
 {
     struct wk_hparams *hp = &m->hp;
     enum wk_status st;
-    const char *path = wk_gguf_path(m->gguf);
+    const char *path = wk__model_path(m);
     hp->head_dim = 0; /* n_embd / n_head unless key_length says otherwise */
     hp->rms_eps = 1e-5f;
     hp->rope_base = 10000.0f;
@@ -34,7 +34,8 @@ enum wk_status wk__llama_load(struct wk_model *m, struct wk_error *err)
     hp->attn_scale = 1.0f / sqrtf((float)hp->head_dim);
     hp->embed_scale = 1.0f;
     hp->sliding_window = 0;
-    m->rope_mode = WK_ROPE_NORM;
+    /* GGUF permutes Q and K rows for NORM RoPE; HF weights pair i with i + d/2 */
+    m->rope_mode = m->hf ? WK_ROPE_NEOX : WK_ROPE_NORM;
     m->act = WK_ACT_SILU;
     if ((st = wk__load_common_tensors(m, err)) ||
         (st = wk__tensor(m, &m->rope_freqs, true, true, hp->n_rot / 2, 1, err, "rope_freqs.weight")))

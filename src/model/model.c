@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static const struct {
     const char *name;
@@ -23,14 +24,27 @@ enum wk_status wk__hp_u32(const struct wk_model *m, const char *suffix, bool req
 {
     char key[128];
     snprintf(key, sizeof key, "%s.%s", m->hp.arch_name, suffix);
-    if (!required && !wk_gguf_find(m->gguf, key)) return WK_OK;
     uint32_t v;
-    enum wk_status st = wk_gguf_get_u32(m->gguf, key, &v, err);
-    if (st == WK_E_NOT_FOUND) st = WK_E_FORMAT;
-    if (st) return err ? (err->status = st) : st;
+    enum wk_status st;
+    if (m->hf) {
+        double d;
+        if (!wk__hf_number(m->hf, key, &d)) {
+            if (!required) return WK_OK;
+            return wk_error_set(err, WK_E_FORMAT, "%s: config.json lacks the field for %s", wk__model_path(m), key);
+        }
+        if (d != (double)(int64_t)d || d < 0 || d > 4294967295.0)
+            return wk_error_set(err, WK_E_FORMAT, "%s: config.json: %s = %g is not a whole number",
+                                wk__model_path(m), key, d);
+        v = (uint32_t)d;
+    } else {
+        if (!required && !wk_gguf_find(m->gguf, key)) return WK_OK;
+        st = wk_gguf_get_u32(m->gguf, key, &v, err);
+        if (st == WK_E_NOT_FOUND) st = WK_E_FORMAT;
+        if (st) return err ? (err->status = st) : st;
+    }
     if (v < 1 || v > (uint32_t)max)
         return wk_error_set(err, WK_E_FORMAT, "%s: %s = %u is out of range (1..%d)",
-                            wk_gguf_path(m->gguf), key, v, max);
+                            wk__model_path(m), key, v, max);
     *out = (int32_t)v;
     return WK_OK;
 }
@@ -40,14 +54,24 @@ enum wk_status wk__hp_f32(const struct wk_model *m, const char *suffix, bool req
 {
     char key[128];
     snprintf(key, sizeof key, "%s.%s", m->hp.arch_name, suffix);
-    if (!required && !wk_gguf_find(m->gguf, key)) return WK_OK;
     float v;
-    enum wk_status st = wk_gguf_get_f32(m->gguf, key, &v, err);
-    if (st == WK_E_NOT_FOUND) st = WK_E_FORMAT;
-    if (st) return err ? (err->status = st) : st;
+    enum wk_status st;
+    if (m->hf) {
+        double d;
+        if (!wk__hf_number(m->hf, key, &d)) {
+            if (!required) return WK_OK;
+            return wk_error_set(err, WK_E_FORMAT, "%s: config.json lacks the field for %s", wk__model_path(m), key);
+        }
+        v = (float)d;
+    } else {
+        if (!required && !wk_gguf_find(m->gguf, key)) return WK_OK;
+        st = wk_gguf_get_f32(m->gguf, key, &v, err);
+        if (st == WK_E_NOT_FOUND) st = WK_E_FORMAT;
+        if (st) return err ? (err->status = st) : st;
+    }
     if (!(v == v) || v > 1e30f || v < -1e30f)
         return wk_error_set(err, WK_E_FORMAT, "%s: %s = %g is not a usable number",
-                            wk_gguf_path(m->gguf), key, v);
+                            wk__model_path(m), key, v);
     *out = v;
     return WK_OK;
 }
@@ -61,14 +85,14 @@ enum wk_status wk__tensor(const struct wk_model *m, const struct wk_tensor **out
     va_start(ap, fmt);
     vsnprintf(name, sizeof name, fmt, ap);
     va_end(ap);
-    const char *path = wk_gguf_path(m->gguf);
-    const struct wk_gguf_tensor *gt = wk_gguf_find_tensor(m->gguf, name);
+    const char *path = wk__model_path(m);
+    const struct wk_gguf_tensor *gt = m->gguf ? wk_gguf_find_tensor(m->gguf, name) : NULL;
+    const struct wk_tensor *t = m->hf ? wk__hf_tensor(m->hf, name) : gt ? &gt->t : NULL;
     *out = NULL;
-    if (!gt) {
+    if (!t) {
         if (optional) return WK_OK;
         return wk_error_set(err, WK_E_FORMAT, "%s: missing tensor %s", path, name);
     }
-    const struct wk_tensor *t = &gt->t;
     const struct wk_dtype_traits *tr = wk_dtype_traits_get(t->dtype);
     if (!tr->supported || (!f32_only && !tr->vec_dot) || (f32_only && t->dtype != WK_DTYPE_F32))
         return wk_error_set(err, WK_E_UNSUPPORTED, "%s: tensor %s has dtype %s, which wick %s",
@@ -90,7 +114,7 @@ enum wk_status wk__tensor(const struct wk_model *m, const struct wk_tensor **out
 enum wk_status wk__load_common_hparams(struct wk_model *m, struct wk_error *err)
 {
     struct wk_hparams *hp = &m->hp;
-    const char *path = wk_gguf_path(m->gguf);
+    const char *path = wk__model_path(m);
     enum wk_status st;
     if ((st = wk__hp_u32(m, "embedding_length", true, &hp->n_embd, MAX_DIM, err)) ||
         (st = wk__hp_u32(m, "block_count", true, &hp->n_layer, 4096, err)) ||
@@ -120,7 +144,8 @@ enum wk_status wk__load_common_hparams(struct wk_model *m, struct wk_error *err)
         return wk_error_set(err, WK_E_FORMAT, "%s: rms epsilon or RoPE base out of range", path);
     char key[128];
     snprintf(key, sizeof key, "%s.rope.scaling.factor", hp->arch_name);
-    if (wk_gguf_find(m->gguf, key)) {
+    double unused;
+    if (m->hf ? wk__hf_number(m->hf, key, &unused) : wk_gguf_find(m->gguf, key) != NULL) {
         float factor = 1;
         if ((st = wk__hp_f32(m, "rope.scaling.factor", true, &factor, err))) return st;
         if (factor > 0) hp->rope_freq_scale = 1.0f / factor;
@@ -131,15 +156,16 @@ enum wk_status wk__load_common_hparams(struct wk_model *m, struct wk_error *err)
 enum wk_status wk__load_common_tensors(struct wk_model *m, struct wk_error *err)
 {
     struct wk_hparams *hp = &m->hp;
-    const char *path = wk_gguf_path(m->gguf);
+    const char *path = wk__model_path(m);
     enum wk_status st;
     const int64_t E = hp->n_embd, D = hp->head_dim, F = hp->n_ff;
-    const struct wk_gguf_tensor *te = wk_gguf_find_tensor(m->gguf, "token_embd.weight");
+    const struct wk_gguf_tensor *gte = m->gguf ? wk_gguf_find_tensor(m->gguf, "token_embd.weight") : NULL;
+    const struct wk_tensor *te = m->hf ? wk__hf_tensor(m->hf, "token_embd.weight") : gte ? &gte->t : NULL;
     if (!te) return wk_error_set(err, WK_E_FORMAT, "%s: missing tensor token_embd.weight", path);
-    if (te->t.ne[1] > (1 << 24))
+    if (te->ne[1] > (1 << 24))
         return wk_error_set(err, WK_E_FORMAT, "%s: token_embd.weight has %lld rows", path,
-                            (long long)te->t.ne[1]);
-    hp->n_vocab = (int32_t)te->t.ne[1];
+                            (long long)te->ne[1]);
+    hp->n_vocab = (int32_t)te->ne[1];
     if ((st = wk__tensor(m, &m->tok_embd, false, false, E, hp->n_vocab, err, "token_embd.weight")) ||
         (st = wk__tensor(m, &m->output_norm, false, true, E, 1, err, "output_norm.weight")) ||
         (st = wk__tensor(m, &m->output, true, false, E, hp->n_vocab, err, "output.weight")))
@@ -171,15 +197,22 @@ enum wk_status wk_model_load(const char *path, struct wk_model **out, struct wk_
     *out = NULL;
     struct wk_model *m = wk_calloc(1, sizeof *m);
     if (!m) return wk_error_set(err, WK_E_NOMEM, "out of memory");
-    /* weights in huge pages unless WICK_MMAP=1 asks for the file mapping */
-    const char *mm = getenv("WICK_MMAP");
-    const bool resident = !(mm && *mm && strcmp(mm, "0") != 0);
-    enum wk_status st = wk_gguf_open_ex(path, resident, &m->gguf, err);
-    if (st) goto fail;
+    struct stat sb;
+    enum wk_status st;
     struct wk_gguf_str arch;
-    if ((st = wk_gguf_get_str(m->gguf, "general.architecture", &arch, err))) {
-        if (st == WK_E_NOT_FOUND) st = err ? (err->status = WK_E_FORMAT) : WK_E_FORMAT;
-        goto fail;
+    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) { /* a Hugging Face folder */
+        if ((st = wk__hf_open(m, path, err))) goto fail;
+        arch.data = wk__hf_arch(m->hf);
+        arch.len = strlen(arch.data);
+    } else {
+        /* weights in huge pages unless WICK_MMAP=1 asks for the file mapping */
+        const char *mm = getenv("WICK_MMAP");
+        const bool resident = !(mm && *mm && strcmp(mm, "0") != 0);
+        if ((st = wk_gguf_open_ex(path, resident, &m->gguf, err))) goto fail;
+        if ((st = wk_gguf_get_str(m->gguf, "general.architecture", &arch, err))) {
+            if (st == WK_E_NOT_FOUND) st = err ? (err->status = WK_E_FORMAT) : WK_E_FORMAT;
+            goto fail;
+        }
     }
     wk_arch_load_fn load = NULL;
     for (size_t i = 0; i < WK_ARRAY_LEN(g_archs); i++) {
@@ -214,7 +247,31 @@ void wk_model_destroy(struct wk_model *m)
     if (!m) return;
     wk_free(m->layers);
     wk_gguf_close(m->gguf);
+    wk__hf_close(m->hf);
     wk_free(m);
+}
+
+const char *wk__model_path(const struct wk_model *m)
+{
+    return m->hf ? wk__hf_dir(m->hf) : wk_gguf_path(m->gguf);
+}
+
+const char *wk_model_path(const struct wk_model *m) { return wk__model_path(m); }
+const char *wk_model_hf_dir(const struct wk_model *m) { return m->hf ? wk__hf_dir(m->hf) : NULL; }
+
+const char *wk_model_chat_template(const struct wk_model *m, size_t *len)
+{
+    if (m->hf) {
+        const char *t = wk__hf_chat_template(m->hf);
+        *len = t ? strlen(t) : 0;
+        return t;
+    }
+    struct wk_gguf_str t;
+    if (!wk_gguf_find(m->gguf, "tokenizer.chat_template") ||
+        wk_gguf_get_str(m->gguf, "tokenizer.chat_template", &t, NULL))
+        return NULL;
+    *len = (size_t)t.len;
+    return t.data;
 }
 
 const struct wk_hparams *wk_model_hparams(const struct wk_model *m) { return &m->hp; }
@@ -222,6 +279,7 @@ const struct wk_gguf *wk_model_gguf(const struct wk_model *m) { return m->gguf; 
 
 uint64_t wk_model_weight_bytes(const struct wk_model *m)
 {
+    if (m->hf) return wk__hf_weight_bytes(m->hf);
     uint64_t n = 0;
     for (int64_t i = 0; i < wk_gguf_n_tensors(m->gguf); i++) n += wk_gguf_tensor(m->gguf, i)->size_bytes;
     return n;

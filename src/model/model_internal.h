@@ -18,8 +18,11 @@ struct wk_layer {
 
 enum wk_ffn_act { WK_ACT_GELU_TANH = 1, WK_ACT_SILU = 2 };
 
+struct wk_hf; /* a Hugging Face folder (hf.c) */
+
 struct wk_model {
-    struct wk_gguf *gguf;
+    struct wk_gguf *gguf; /* the GGUF file, or NULL for a Hugging Face folder */
+    struct wk_hf *hf;     /* the folder, or NULL for GGUF */
     struct wk_hparams hp;
     enum wk_rope_mode rope_mode;
     enum wk_ffn_act act;
@@ -27,6 +30,29 @@ struct wk_model {
     const struct wk_tensor *rope_freqs; /* [n_rot/2] per-pair divisors, or NULL */
     struct wk_layer *layers; /* [n_layer] */
 };
+
+/*
+ * hf.c: a Hugging Face folder seen with GGUF names. wk__hf_open reads
+ * config.json (keys under their GGUF names), maps model*.safetensors and
+ * names the tensors wick uses as GGUF does (norm gains F32, Gemma's +1
+ * added). Errors name the folder and the field or tensor: WK_E_FORMAT,
+ * WK_E_UNSUPPORTED (model_type, rope_scaling type, dtype), WK_E_NOT_FOUND.
+ */
+enum wk_status wk__hf_open(struct wk_model *m, const char *dir, struct wk_error *err);
+void wk__hf_close(struct wk_hf *h);
+const char *wk__hf_dir(const struct wk_hf *h);
+const char *wk__hf_arch(const struct wk_hf *h);
+const char *wk__hf_chat_template(const struct wk_hf *h);
+/* The number under GGUF key `key`; false when absent. */
+bool wk__hf_number(const struct wk_hf *h, const char *key, double *out);
+/* The bool list under key into out[max]; its length, or -1 when absent. */
+int wk__hf_bools(const struct wk_hf *h, const char *key, bool *out, int max);
+/* The tensor of GGUF name `name`, or NULL. */
+const struct wk_tensor *wk__hf_tensor(const struct wk_hf *h, const char *name);
+uint64_t wk__hf_weight_bytes(const struct wk_hf *h);
+
+/* The model's file or folder, for messages. */
+const char *wk__model_path(const struct wk_model *m);
 
 /* Per-family loader: fills hp (beyond what model.c reads) and the tensors. */
 typedef enum wk_status (*wk_arch_load_fn)(struct wk_model *m, struct wk_error *err);

@@ -55,6 +55,9 @@ struct wk_context;
  * wk_gguf_open; WK_E_UNSUPPORTED for an unknown architecture or dtype;
  * WK_E_FORMAT for a missing or misshapen tensor or an absurd
  * hyperparameter; WK_E_NOMEM. *out is owned by the caller.
+ * path may also be a Hugging Face folder (config.json, model*.safetensors,
+ * tokenizer files; Llama and Gemma 3): the safetensors files are mapped and
+ * used in place (hf.c has the name mapping and transforms).
  */
 enum wk_status wk_model_load(const char *path, struct wk_model **out, struct wk_error *err);
 /* Frees the model and unmaps the file; m may be NULL. Contexts made from it
@@ -62,8 +65,17 @@ enum wk_status wk_model_load(const char *path, struct wk_model **out, struct wk_
 void wk_model_destroy(struct wk_model *m);
 
 const struct wk_hparams *wk_model_hparams(const struct wk_model *m);
-/* The parsed GGUF file (borrowed, lives as long as the model). */
+/* The parsed GGUF file (borrowed, lives as long as the model), or NULL
+ * for a model loaded from a Hugging Face folder. */
 const struct wk_gguf *wk_model_gguf(const struct wk_model *m);
+/* The GGUF file or the folder the model came from. */
+const char *wk_model_path(const struct wk_model *m);
+/* The Hugging Face folder (its tokenizer files are there), or NULL. */
+const char *wk_model_hf_dir(const struct wk_model *m);
+/* The chat template (the GGUF's tokenizer.chat_template, or
+ * tokenizer_config.json's / chat_template.jinja), len bytes, not
+ * NUL-terminated for GGUF; NULL when there is none. */
+const char *wk_model_chat_template(const struct wk_model *m, size_t *len);
 /* Bytes of weights the model maps (the tensor data section). */
 uint64_t wk_model_weight_bytes(const struct wk_model *m);
 

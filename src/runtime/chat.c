@@ -93,13 +93,12 @@ static enum wk_status render_gemma(const struct wk_chat_message *msgs, int32_t n
 }
 
 /* The default system message of a ChatML template, or NULL (malloc'd). */
-static char *chatml_default_system(const struct wk_gguf *g)
+static char *chatml_default_system(const struct wk_model *m)
 {
-    struct wk_gguf_str t;
-    if (!wk_gguf_find(g, "tokenizer.chat_template") ||
-        wk_gguf_get_str(g, "tokenizer.chat_template", &t, NULL))
-        return NULL;
-    char *tpl = wk_strndup(t.data, (size_t)t.len);
+    size_t len;
+    const char *t = wk_model_chat_template(m, &len);
+    if (!t) return NULL;
+    char *tpl = wk_strndup(t, len);
     if (!tpl) return NULL;
     char *res = NULL;
     const char *cond = strstr(tpl, "messages[0]['role'] != 'system'");
@@ -114,20 +113,18 @@ static char *chatml_default_system(const struct wk_gguf *g)
     return res;
 }
 
-static bool is_chatml(const struct wk_gguf *g)
+static bool is_chatml(const struct wk_model *m)
 {
-    struct wk_gguf_str t;
-    if (!wk_gguf_find(g, "tokenizer.chat_template") ||
-        wk_gguf_get_str(g, "tokenizer.chat_template", &t, NULL))
-        return false;
+    size_t len;
+    const char *t = wk_model_chat_template(m, &len);
     const char *needle = "<|im_start|>";
     size_t n = strlen(needle);
-    for (uint64_t i = 0; i + n <= t.len; i++)
-        if (memcmp(t.data + i, needle, n) == 0) return true;
+    for (size_t i = 0; t && i + n <= len; i++)
+        if (memcmp(t + i, needle, n) == 0) return true;
     return false;
 }
 
-static enum wk_status render_chatml(const struct wk_gguf *g, const struct wk_chat_message *msgs,
+static enum wk_status render_chatml(const struct wk_model *g, const struct wk_chat_message *msgs,
                                     int32_t n, bool add_generation_prompt, struct wk_prompt *out,
                                     struct wk_error *err)
 {
@@ -167,8 +164,7 @@ enum wk_status wk_chat_render(const struct wk_model *m, const struct wk_tokenize
     switch (wk_model_hparams(m)->arch) {
     case WK_ARCH_GEMMA3: return render_gemma(msgs, n_msgs, add_generation_prompt, out, err);
     case WK_ARCH_LLAMA:
-        if (is_chatml(wk_model_gguf(m)))
-            return render_chatml(wk_model_gguf(m), msgs, n_msgs, add_generation_prompt, out, err);
+        if (is_chatml(m)) return render_chatml(m, msgs, n_msgs, add_generation_prompt, out, err);
         break;
     }
     return wk_error_set(err, WK_E_UNSUPPORTED,
@@ -200,4 +196,11 @@ enum wk_status wk_prompt_raw(const struct wk_tokenizer *tok, const char *text, s
         st = wk_prompt_append(out, piece, n, true);
     }
     return st ? st : wk_prompt_append(out, text, len, false);
+}
+
+enum wk_status wk_tokenizer_for_model(const struct wk_model *m, struct wk_tokenizer **out,
+                                      struct wk_error *err)
+{
+    const char *dir = wk_model_hf_dir(m);
+    return dir ? wk_tokenizer_from_hf(dir, out, err) : wk_tokenizer_from_gguf(wk_model_gguf(m), out, err);
 }

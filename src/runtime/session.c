@@ -35,7 +35,7 @@ enum wk_status wk_session_create(const struct wk_model *m, const struct wk_token
     if (wk_tokenizer_n_vocab(tok) > n_vocab)
         return wk_error_set(err, WK_E_FORMAT,
                             "%s: the tokenizer has %d tokens but the model's embedding only %d rows",
-                            wk_gguf_path(wk_model_gguf(m)), wk_tokenizer_n_vocab(tok), n_vocab);
+                            wk_model_path(m), wk_tokenizer_n_vocab(tok), n_vocab);
     struct wk_session *s = wk_calloc(1, sizeof *s);
     if (!s) return wk_error_set(err, WK_E_NOMEM, "out of memory");
     s->m = m;

@@ -104,6 +104,12 @@ enum wk_status wk_sampler_slots_sample(struct wk_sampler_slots *s, const int32_t
 
 /* ---------------------------------------------------------------- chat */
 
+/* The model's tokenizer: from its GGUF metadata, or from the tokenizer
+ * files of its Hugging Face folder. Errors: those of
+ * wk_tokenizer_from_gguf / wk_tokenizer_from_hf. */
+enum wk_status wk_tokenizer_for_model(const struct wk_model *m, struct wk_tokenizer **out,
+                                      struct wk_error *err);
+
 struct wk_chat_message {
     const char *role; /* "system", "user", "assistant" */
     const char *content;

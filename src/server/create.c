@@ -10,6 +10,9 @@
 #include "wk_store.h"
 
 #include "../io/wk_io.h"
+#include "../model/wk_model.h"
+
+#include <dirent.h>
 
 #include <stdlib.h>
 #include <string.h>
@@ -121,13 +124,43 @@ static enum wk_status add_file(struct build *b, const char *mt, const char *path
     return st;
 }
 
+/* A Hugging Face folder: its safetensors files as tensor layers and its
+ * JSON and template files as JSON layers, each named by its file name;
+ * loaded once first, so a folder wick cannot run is an error now. */
+static enum wk_status add_folder(struct build *b, const char *dir)
+{
+    struct wk_model *m;
+    enum wk_status st = wk_model_load(dir, &m, b->err);
+    if (st) return st;
+    wk_model_destroy(m);
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    while (!st && d && (e = readdir(d))) {
+        const char *n = e->d_name;
+        size_t len = strlen(n);
+        bool tensors = len > 12 && strcmp(n + len - 12, ".safetensors") == 0;
+        bool json = (len > 5 && strcmp(n + len - 5, ".json") == 0 && strcmp(n, "model.safetensors.index.json") != 0) ||
+                    strcmp(n, "chat_template.jinja") == 0 || strcmp(n, "tokenizer.model") == 0;
+        if (n[0] == '.' || (!tensors && !json)) continue;
+        char path[4400];
+        snprintf(path, sizeof path, "%.4000s/%.255s", dir, n);
+        size_t before = json_array_size(b->layers);
+        if (!(st = add_file(b, tensors ? WK_MT_TENSOR : WK_MT_JSON, path, "copying %s")))
+            json_object_set_new(json_array_get(b->layers, before), "name", json_string(n));
+    }
+    if (d) closedir(d);
+    return st;
+}
+
 /* The weights: a GGUF file, or the stored FROM model's (whose draft comes
  * along unless this Modelfile names one). *weights: their path. */
 static enum wk_status add_weights(struct build *b, const char *from, char *weights, size_t cap)
 {
     const struct wk_modelfile *mf = b->mf;
-    if (is_dir(from))
-        return wk_error_set(b->err, WK_E_UNSUPPORTED, "FROM %s: safetensors folders are not supported yet", from);
+    if (is_dir(from)) {
+        snprintf(weights, cap, "%s", from);
+        return add_folder(b, from);
+    }
     if (is_file(from)) {
         snprintf(weights, cap, "%s", from);
         enum wk_status st = check_gguf(from, b->err);
@@ -137,10 +170,13 @@ static enum wk_status add_weights(struct build *b, const char *from, char *weigh
     enum wk_status st = wk_model_name_parse(mf->from, &bn, NULL);
     if (st || (st = wk_store_read_manifest(b->s, &bn, &b->base, NULL)))
         return wk_error_set(b->err, WK_E_NOT_FOUND, "FROM %s: no such file or stored model", mf->from);
-    const char *w = wk_manifest_layer(b->base, WK_MT_MODEL);
-    if (!w) return wk_error_set(b->err, WK_E_UNSUPPORTED, "FROM %s: the stored model has no GGUF weights", mf->from);
-    wk_store_blob_path(b->s, w, weights, cap);
+    struct wk_store_model sm;
+    if ((st = wk_store_resolve(b->s, mf->from, false, &sm, b->err))) return st;
+    snprintf(weights, cap, "%s", sm.weights);
+    wk_store_model_deinit(&sm);
     inherit(b, WK_MT_MODEL);
+    inherit(b, WK_MT_TENSOR);
+    inherit(b, WK_MT_JSON);
     if (!mf->draft) inherit(b, WK_MT_DRAFT);
     return WK_OK;
 }
@@ -226,10 +262,17 @@ static json_t *gguf_config(struct build *b, const char *mt)
 }
 
 /* The config blob, then the manifest. */
-static enum wk_status write_manifest(struct build *b, const struct wk_model_name *n)
+static enum wk_status write_manifest(struct build *b, const struct wk_model_name *n, const char *weights)
 {
     json_t *config = gguf_config(b, WK_MT_MODEL), *draft = gguf_config(b, WK_MT_DRAFT);
-    if (!config) return wk_error_set(b->err, WK_E_INTERNAL, "no weights layer");
+    if (!config) { /* safetensors */
+        struct wk_model *m;
+        if (wk_model_load(weights, &m, b->err)) return b->err ? b->err->status : WK_E_FORMAT;
+        config = json_pack("{s:s, s:s, s:[s], s:s}", "model_format", "safetensors", "model_family",
+                           wk_model_hparams(m)->arch_name, "model_families", wk_model_hparams(m)->arch_name,
+                           "file_type", "");
+        wk_model_destroy(m);
+    }
     json_object_set_new(config, "capabilities", json_pack("[s]", "completion"));
     if (draft) json_object_set_new(config, "draft", draft);
     char *t = json_dumps(config, JSON_COMPACT | JSON_SORT_KEYS);
@@ -272,7 +315,7 @@ enum wk_status wk_store_create(struct wk_store *s, const struct wk_model_name *n
     if (!st && mf->draft && !(st = check_gguf(draft, err)) && !(st = check_vocab(weights, draft, err)))
         st = add_file(&b, WK_MT_DRAFT, draft, "copying draft data from %s");
     if (!st) st = add_texts(&b);
-    if (!st) st = write_manifest(&b, n);
+    if (!st) st = write_manifest(&b, n, weights);
     json_decref(b.layers);
     json_decref(b.base);
     return st;

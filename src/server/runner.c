@@ -564,7 +564,7 @@ int wk_runner_main(const struct wk_runner_opts *o)
     cp.n_ctx = o->n_ctx;
     cp.n_threads = o->n_threads;
     enum wk_status st = wk_model_load(o->model, &R.model, &err);
-    if (!st) st = wk_tokenizer_from_gguf(wk_model_gguf(R.model), &R.tok, &err);
+    if (!st) st = wk_tokenizer_for_model(R.model, &R.tok, &err);
     if (!st) st = wk_session_create(R.model, R.tok, &cp, &R.session, &err);
     int lfd = -1;
     if (!st) {

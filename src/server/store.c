@@ -492,12 +492,57 @@ enum wk_status wk_store_copy(struct wk_store *s, const struct wk_model_name *src
 
 /* ------------------------------------------------------------ resolve */
 
+/* A safetensors model's files as a folder the loader reads: <dir>/hf/<the
+ * manifest's tensor digests, hashed>/<file name> -> its blob, made once
+ * (in a temporary folder renamed into place), so the weights are used
+ * straight from the blobs. */
+static enum wk_status hf_folder(const struct wk_store *s, json_t *m, char *out, size_t cap,
+                                struct wk_error *err)
+{
+    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+    EVP_DigestInit_ex(ctx, EVP_sha256(), NULL);
+    size_t i;
+    json_t *l;
+    json_array_foreach(json_object_get(m, "layers"), i, l) {
+        const char *mt = json_string_value(json_object_get(l, "mediaType"));
+        if (strcmp(mt, WK_MT_TENSOR) && strcmp(mt, WK_MT_JSON)) continue;
+        const char *d = json_string_value(json_object_get(l, "digest"));
+        const char *n = json_string_value(json_object_get(l, "name"));
+        if (!d || !n) continue;
+        EVP_DigestUpdate(ctx, n, strlen(n) + 1);
+        EVP_DigestUpdate(ctx, d, strlen(d) + 1);
+    }
+    char id[80];
+    hex_digest(ctx, id);
+    EVP_MD_CTX_free(ctx);
+    snprintf(out, cap, "%.3000s/hf/%.16s", s->dir, id + 7);
+    struct stat sb;
+    if (stat(out, &sb) == 0) return WK_OK;
+    char parent[4200], tmp[4300];
+    snprintf(parent, sizeof parent, "%s/hf", s->dir);
+    snprintf(tmp, sizeof tmp, "%s/.tmp-%d-%.16s", parent, (int)getpid(), id + 7);
+    if (!mkdirs(tmp)) return wk_error_set(err, WK_E_IO, "cannot create %s: %s", tmp, strerror(errno));
+    json_array_foreach(json_object_get(m, "layers"), i, l) {
+        const char *mt = json_string_value(json_object_get(l, "mediaType"));
+        const char *n = json_string_value(json_object_get(l, "name"));
+        if ((strcmp(mt, WK_MT_TENSOR) && strcmp(mt, WK_MT_JSON)) || !n || strchr(n, '/') || n[0] == '.') continue;
+        char blob[4200], link[4500];
+        wk_store_blob_path(s, json_string_value(json_object_get(l, "digest")), blob, sizeof blob);
+        snprintf(link, sizeof link, "%s/%s", tmp, n);
+        if (symlink(blob, link) && errno != EEXIST)
+            return wk_error_set(err, WK_E_IO, "cannot link %s: %s", link, strerror(errno));
+    }
+    if (rename(tmp, out) && stat(out, &sb) != 0)
+        return wk_error_set(err, WK_E_IO, "cannot create %s: %s", out, strerror(errno));
+    return WK_OK;
+}
+
 enum wk_status wk_store_resolve(const struct wk_store *s, const char *name, bool allow_paths,
                                 struct wk_store_model *out, struct wk_error *err)
 {
     memset(out, 0, sizeof *out);
     struct stat sb;
-    if (allow_paths && stat(name, &sb) == 0 && S_ISREG(sb.st_mode)) {
+    if (allow_paths && stat(name, &sb) == 0 && (S_ISREG(sb.st_mode) || S_ISDIR(sb.st_mode))) {
         snprintf(out->weights, sizeof out->weights, "%s", name);
         out->params = json_object();
         out->messages = json_array();
@@ -514,11 +559,15 @@ enum wk_status wk_store_resolve(const struct wk_store *s, const char *name, bool
     }
     if ((st = wk_store_read_manifest(s, &n, &out->manifest, err))) return st;
     const char *w = wk_manifest_layer(out->manifest, WK_MT_MODEL);
-    if (!w) {
+    if (w) wk_store_blob_path(s, w, out->weights, sizeof out->weights);
+    else if (wk_manifest_layer(out->manifest, WK_MT_TENSOR))
+        st = hf_folder(s, out->manifest, out->weights, sizeof out->weights, err);
+    else
+        st = wk_error_set(err, WK_E_UNSUPPORTED, "model '%s' has no weights layer", name);
+    if (st) {
         wk_store_model_deinit(out);
-        return wk_error_set(err, WK_E_UNSUPPORTED, "model '%s' has no GGUF weights layer", name);
+        return st;
     }
-    wk_store_blob_path(s, w, out->weights, sizeof out->weights);
     const char *d = wk_manifest_layer(out->manifest, WK_MT_DRAFT);
     if (d) wk_store_blob_path(s, d, out->draft, sizeof out->draft);
     char *params = wk_store_layer_text(s, out->manifest, WK_MT_PARAMS);

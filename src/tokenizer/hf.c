@@ -247,7 +247,9 @@ static json_t *load_json_file(const char *dir, const char *file)
 {
     char path[4096];
     snprintf(path, sizeof path, "%s/%s", dir, file);
-    return json_load_file(path, JSON_ALLOW_NUL, NULL);
+    json_t *j = json_load_file(path, JSON_ALLOW_NUL, NULL);
+    /* transformers writes model_max_length = 1e30 as a 100-bit integer */
+    return j ? j : json_load_file(path, JSON_ALLOW_NUL | JSON_DECODE_INT_AS_REAL, NULL);
 }
 
 static void apply_companions(struct wk_tokenizer *tok, const char *dir)

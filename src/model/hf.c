@@ -1,0 +1,378 @@
+/*
+ * hf.c - models from a Hugging Face folder (config.json, model*.safetensors
+ * with or without model.safetensors.index.json, tokenizer files), run
+ * straight from the mapped safetensors files.
+ *
+ * The family loaders are written against GGUF names, so this file gives
+ * them the same view: config.json's fields under the GGUF keys
+ * (<arch>.embedding_length, ...; the conversions of llama.cpp's
+ * convert_hf_to_gguf.py, read to learn the mapping) and the tensors under
+ * the GGUF tensor names (blk.N.attn_q.weight, ...), as views into the
+ * safetensors mappings. The transforms the GGUF conversion applies to the
+ * data are applied here instead where needed: norm gains become F32 (the
+ * kernels take F32 norms) and Gemma's get the +1 its RMSNorm adds
+ * (x * (1 + w)); Llama's Q and K rows are not permuted, the family uses
+ * NEOX RoPE on HF weights instead (llama.c).
+ */
+#include "model_internal.h"
+
+#include "../io/wk_safetensors.h"
+
+#include <dirent.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define MAX_FILES 256
+
+struct wk_hf {
+    char dir[4096];
+    json_t *kv;    /* GGUF key -> value */
+    json_t *names; /* GGUF tensor name -> index into tensors */
+    struct wk_safetensors *files[MAX_FILES];
+    int n_files;
+    struct wk_tensor *tensors;
+    char (*tensor_names)[96];
+    int n_tensors, cap;
+    float **owned; /* converted norm gains */
+    int n_owned;
+    char *chat_template;
+};
+
+static json_t *load_json(const char *dir, const char *file, bool required, struct wk_error *err,
+                         enum wk_status *st)
+{
+    char path[4300];
+    snprintf(path, sizeof path, "%s/%s", dir, file);
+    json_error_t je;
+    /* tokenizer_config.json's model_max_length can exceed 64 bits */
+    size_t flags = JSON_REJECT_DUPLICATES | (strcmp(file, "config.json") ? JSON_DECODE_INT_AS_REAL : 0);
+    json_t *j = json_load_file(path, flags, &je);
+    if (!j && (required || access(path, F_OK) == 0))
+        *st = wk_error_set(err, WK_E_FORMAT, "%s: %s", path, je.text);
+    else if (j && !json_is_object(j)) {
+        json_decref(j);
+        j = NULL;
+        *st = wk_error_set(err, WK_E_FORMAT, "%s: not a JSON object", path);
+    }
+    return j;
+}
+
+/* config.json's fields under the GGUF keys of arch. */
+static enum wk_status config_to_kv(struct wk_hf *h, json_t *cfg, const char *arch, struct wk_error *err)
+{
+    static const struct {
+        const char *hf, *gguf;
+    } map[] = {{"hidden_size", "embedding_length"},
+               {"num_hidden_layers", "block_count"},
+               {"intermediate_size", "feed_forward_length"},
+               {"num_attention_heads", "attention.head_count"},
+               {"num_key_value_heads", "attention.head_count_kv"},
+               {"max_position_embeddings", "context_length"},
+               {"rms_norm_eps", "attention.layer_norm_rms_epsilon"},
+               {"rope_theta", "rope.freq_base"},
+               {"head_dim", "attention.key_length"},
+               {"head_dim", "attention.value_length"},
+               {"sliding_window", "attention.sliding_window"},
+               {"rope_local_base_freq", "rope.freq_base_swa"},
+               {"final_logit_softcapping", "final_logit_softcapping"}};
+    char key[160];
+    for (size_t i = 0; i < WK_ARRAY_LEN(map); i++) {
+        json_t *v = json_object_get(cfg, map[i].hf);
+        if (!v || json_is_null(v)) continue;
+        if (!json_is_number(v))
+            return wk_error_set(err, WK_E_FORMAT, "%s/config.json: %s must be a number", h->dir, map[i].hf);
+        snprintf(key, sizeof key, "%s.%s", arch, map[i].gguf);
+        json_object_set(h->kv, key, v);
+    }
+    /* transformers 5 writes rope_parameters (per attention kind for Gemma 3)
+     * where 4 wrote rope_theta, rope_local_base_freq and rope_scaling */
+    json_t *rp = json_object_get(cfg, "rope_parameters");
+    json_t *full = json_object_get(rp, "full_attention"), *swa = json_object_get(rp, "sliding_attention");
+    if (!json_is_object(full)) full = rp;
+    json_t *theta = json_object_get(full, "rope_theta"), *local = json_object_get(swa, "rope_theta");
+    if (json_is_number(theta)) {
+        snprintf(key, sizeof key, "%s.rope.freq_base", arch);
+        json_object_set(h->kv, key, theta);
+    }
+    if (json_is_number(local)) {
+        snprintf(key, sizeof key, "%s.rope.freq_base_swa", arch);
+        json_object_set(h->kv, key, local);
+    }
+    json_t *rs = json_object_get(cfg, "rope_scaling");
+    if ((!rs || json_is_null(rs)) && json_is_object(full)) rs = full;
+    if (rs && !json_is_null(rs)) {
+        const char *type = json_string_value(json_object_get(rs, "rope_type"));
+        if (!type) type = json_string_value(json_object_get(rs, "type"));
+        json_t *factor = json_object_get(rs, "factor");
+        if (!json_is_object(rs) || !type)
+            return wk_error_set(err, WK_E_FORMAT, "%s/config.json: rope_scaling needs a rope_type", h->dir);
+        if (strcmp(type, "linear") == 0 && json_is_number(factor)) {
+            snprintf(key, sizeof key, "%s.rope.scaling.factor", arch);
+            json_object_set(h->kv, key, factor);
+        } else if (strcmp(type, "default") != 0) {
+            char t[64];
+            wk_str_printable(type, strlen(type), t, sizeof t);
+            return wk_error_set(err, WK_E_UNSUPPORTED,
+                                "%s/config.json: rope_scaling type '%s' is not supported (wick knows "
+                                "default and linear)",
+                                h->dir, t);
+        }
+    }
+    /* Gemma 3's sliding layers: layer_types, else every sliding_window_pattern-th is global */
+    json_t *types = json_object_get(cfg, "layer_types"), *pat = json_object_get(cfg, "sliding_window_pattern");
+    json_t *layers = json_object_get(cfg, "num_hidden_layers");
+    if (strcmp(arch, "gemma3") == 0 && (json_is_array(types) || json_is_integer(pat))) {
+        json_t *arr = json_array();
+        for (json_int_t i = 0; i < json_integer_value(layers); i++) {
+            const char *t = json_string_value(json_array_get(types, (size_t)i));
+            bool sliding = types ? t && strcmp(t, "sliding_attention") == 0
+                                 : (i + 1) % json_integer_value(pat) != 0;
+            json_array_append_new(arr, json_boolean(sliding));
+        }
+        snprintf(key, sizeof key, "%s.attention.sliding_window_pattern", arch);
+        json_object_set_new(h->kv, key, arr);
+    }
+    return WK_OK;
+}
+
+/* The GGUF name of HF tensor name for arch, or false when wick has no use
+ * for it. *norm: a norm gain. */
+static bool gguf_name(const char *arch, const char *name, char *out, size_t cap, bool *norm)
+{
+    static const struct {
+        const char *hf, *gguf;
+    } top[] = {{"model.embed_tokens.weight", "token_embd.weight"},
+               {"model.norm.weight", "output_norm.weight"},
+               {"lm_head.weight", "output.weight"}};
+    static const struct {
+        const char *hf, *llama, *gemma3;
+    } blk[] = {{"input_layernorm.weight", "attn_norm.weight", "attn_norm.weight"},
+               {"self_attn.q_proj.weight", "attn_q.weight", "attn_q.weight"},
+               {"self_attn.k_proj.weight", "attn_k.weight", "attn_k.weight"},
+               {"self_attn.v_proj.weight", "attn_v.weight", "attn_v.weight"},
+               {"self_attn.o_proj.weight", "attn_output.weight", "attn_output.weight"},
+               {"self_attn.q_norm.weight", "attn_q_norm.weight", "attn_q_norm.weight"},
+               {"self_attn.k_norm.weight", "attn_k_norm.weight", "attn_k_norm.weight"},
+               {"post_attention_layernorm.weight", "ffn_norm.weight", "post_attention_norm.weight"},
+               {"pre_feedforward_layernorm.weight", NULL, "ffn_norm.weight"},
+               {"post_feedforward_layernorm.weight", NULL, "post_ffw_norm.weight"},
+               {"mlp.gate_proj.weight", "ffn_gate.weight", "ffn_gate.weight"},
+               {"mlp.up_proj.weight", "ffn_up.weight", "ffn_up.weight"},
+               {"mlp.down_proj.weight", "ffn_down.weight", "ffn_down.weight"}};
+    size_t n = strlen(name);
+    *norm = n >= 11 && strcmp(name + n - 11, "norm.weight") == 0;
+    for (size_t i = 0; i < WK_ARRAY_LEN(top); i++)
+        if (strcmp(name, top[i].hf) == 0) return snprintf(out, cap, "%s", top[i].gguf) > 0;
+    int layer, used = 0;
+    if (sscanf(name, "model.layers.%d.%n", &layer, &used) != 1 || used == 0 || layer < 0) return false;
+    bool gemma = strcmp(arch, "gemma3") == 0;
+    for (size_t i = 0; i < WK_ARRAY_LEN(blk); i++) {
+        const char *g = gemma ? blk[i].gemma3 : blk[i].llama;
+        if (g && strcmp(name + used, blk[i].hf) == 0) return snprintf(out, cap, "blk.%d.%s", layer, g) > 0;
+    }
+    return false;
+}
+
+static float to_f32(enum wk_st_dtype t, const void *p, int64_t i)
+{
+    const uint8_t *b = (const uint8_t *)p;
+    if (t == WK_ST_F32) {
+        float f;
+        memcpy(&f, b + 4 * i, 4);
+        return f;
+    }
+    uint16_t h;
+    memcpy(&h, b + 2 * i, 2);
+    if (t == WK_ST_BF16) {
+        uint32_t u = (uint32_t)h << 16;
+        float f;
+        memcpy(&f, &u, 4);
+        return f;
+    }
+    return wk_f16_to_f32(h);
+}
+
+static enum wk_status add_tensor(struct wk_hf *h, const char *arch, const struct wk_st_tensor *t,
+                                 struct wk_error *err)
+{
+    char name[96];
+    bool norm;
+    if (!gguf_name(arch, t->name, name, sizeof name, &norm)) return WK_OK; /* unused (rotary caches, ...) */
+    if (json_object_get(h->names, name))
+        return wk_error_set(err, WK_E_FORMAT, "%s: tensor %s appears twice", h->dir, t->name);
+    if (t->n_dims < 1 || t->n_dims > 2 || (t->dtype != WK_ST_F32 && t->dtype != WK_ST_F16 && t->dtype != WK_ST_BF16))
+        return wk_error_set(err, WK_E_UNSUPPORTED, "%s: tensor %s: %d dims of %s (wick takes 1 or 2 dims of F32, F16, BF16)",
+                            h->dir, t->name, t->n_dims, wk_st_dtype_name(t->dtype));
+    if (h->n_tensors == h->cap) {
+        int cap = h->cap ? h->cap * 2 : 256;
+        struct wk_tensor *nt = wk_realloc(h->tensors, (size_t)cap * sizeof *nt);
+        if (!nt) return wk_error_set(err, WK_E_NOMEM, "out of memory");
+        h->tensors = nt;
+        char(*nn)[96] = wk_realloc(h->tensor_names, (size_t)cap * sizeof *nn);
+        if (!nn) return wk_error_set(err, WK_E_NOMEM, "out of memory");
+        h->tensor_names = nn;
+        h->cap = cap;
+    }
+    struct wk_tensor *w = &h->tensors[h->n_tensors];
+    memset(w, 0, sizeof *w);
+    snprintf(h->tensor_names[h->n_tensors], 96, "%s", name);
+    w->n_dims = t->n_dims;
+    w->ne[0] = t->shape[t->n_dims - 1];
+    w->ne[1] = t->n_dims == 2 ? t->shape[0] : 1;
+    w->ne[2] = w->ne[3] = 1;
+    w->dtype = t->dtype == WK_ST_F32 ? WK_DTYPE_F32 : t->dtype == WK_ST_F16 ? WK_DTYPE_F16 : WK_DTYPE_BF16;
+    w->data = t->data;
+    if (norm) { /* F32 for the kernels, plus Gemma's 1 */
+        float *f = wk_malloc((size_t)t->n_elements * sizeof *f);
+        float **o = wk_realloc(h->owned, (size_t)(h->n_owned + 1) * sizeof *o);
+        if (!f || !o) {
+            wk_free(f);
+            if (o) h->owned = o;
+            return wk_error_set(err, WK_E_NOMEM, "out of memory");
+        }
+        h->owned = o;
+        h->owned[h->n_owned++] = f;
+        float add = strcmp(arch, "gemma3") == 0 ? 1.0f : 0.0f;
+        for (int64_t i = 0; i < (int64_t)t->n_elements; i++) f[i] = to_f32(t->dtype, t->data, i) + add;
+        w->dtype = WK_DTYPE_F32;
+        w->data = f;
+    }
+    size_t es = wk_dtype_traits_get(w->dtype)->block_bytes; /* plain types: blocks of one */
+    w->nb[0] = es;
+    w->nb[1] = es * (size_t)w->ne[0];
+    w->nb[2] = w->nb[3] = w->nb[1] * (size_t)w->ne[1];
+    json_object_set_new(h->names, name, json_integer(h->n_tensors++));
+    return WK_OK;
+}
+
+/* The safetensors files of the folder: model*.safetensors. */
+static enum wk_status open_files(struct wk_hf *h, const char *arch, struct wk_error *err)
+{
+    DIR *d = opendir(h->dir);
+    struct dirent *e;
+    enum wk_status st = WK_OK;
+    while (!st && d && (e = readdir(d))) {
+        size_t n = strlen(e->d_name);
+        if (n < 12 || strcmp(e->d_name + n - 12, ".safetensors") != 0 || strncmp(e->d_name, "model", 5) != 0)
+            continue;
+        if (h->n_files == MAX_FILES) {
+            st = wk_error_set(err, WK_E_UNSUPPORTED, "%s: more than %d safetensors files", h->dir, MAX_FILES);
+            break;
+        }
+        char path[4400];
+        snprintf(path, sizeof path, "%s/%s", h->dir, e->d_name);
+        if ((st = wk_safetensors_open(path, &h->files[h->n_files], err))) break;
+        struct wk_safetensors *f = h->files[h->n_files++];
+        for (int64_t i = 0; !st && i < wk_safetensors_n_tensors(f); i++)
+            st = add_tensor(h, arch, wk_safetensors_tensor(f, i), err);
+    }
+    if (d) closedir(d);
+    if (!st && h->n_files == 0)
+        st = wk_error_set(err, WK_E_NOT_FOUND, "%s: no model*.safetensors file", h->dir);
+    return st;
+}
+
+enum wk_status wk__hf_open(struct wk_model *m, const char *dir, struct wk_error *err)
+{
+    struct wk_hf *h = wk_calloc(1, sizeof *h);
+    if (!h) return wk_error_set(err, WK_E_NOMEM, "out of memory");
+    m->hf = h;
+    snprintf(h->dir, sizeof h->dir, "%s", dir);
+    h->kv = json_object();
+    h->names = json_object();
+    enum wk_status st = WK_OK;
+    json_t *cfg = load_json(dir, "config.json", true, err, &st);
+    if (st) return st;
+    json_t *text = json_object_get(cfg, "text_config");
+    json_t *c = json_is_object(text) ? text : cfg;
+    const char *type = json_string_value(json_object_get(c, "model_type"));
+    const char *arch = !type                          ? NULL
+                       : strcmp(type, "llama") == 0   ? "llama"
+                       : strncmp(type, "gemma3", 6) == 0 ? "gemma3"
+                                                         : NULL;
+    if (!arch) {
+        char t[64];
+        wk_str_printable(type ? type : "(none)", strlen(type ? type : "(none)"), t, sizeof t);
+        st = wk_error_set(err, WK_E_UNSUPPORTED,
+                          "%s/config.json: model_type '%s' (wick supports llama, gemma3_text)", dir, t);
+    }
+    if (!st) {
+        json_object_set_new(h->kv, "general.architecture", json_string(arch));
+        st = config_to_kv(h, c, arch, err);
+    }
+    if (!st) st = open_files(h, arch, err);
+    /* the chat template: tokenizer_config.json's, or chat_template.jinja */
+    json_t *tc = st ? NULL : load_json(dir, "tokenizer_config.json", false, err, &st);
+    const char *tpl = json_string_value(json_object_get(tc, "chat_template"));
+    if (tpl) h->chat_template = wk_asprintf("%s", tpl);
+    json_decref(tc);
+    if (!st && !h->chat_template) {
+        char path[4300];
+        snprintf(path, sizeof path, "%s/chat_template.jinja", dir);
+        FILE *f = fopen(path, "rb");
+        if (f) {
+            char *buf = wk_calloc(1, 1 << 20);
+            if (buf) fread(buf, 1, (1 << 20) - 1, f);
+            h->chat_template = buf;
+            fclose(f);
+        }
+    }
+    json_decref(cfg);
+    return st;
+}
+
+void wk__hf_close(struct wk_hf *h)
+{
+    if (!h) return;
+    for (int i = 0; i < h->n_files; i++) wk_safetensors_close(h->files[i]);
+    for (int i = 0; i < h->n_owned; i++) wk_free(h->owned[i]);
+    wk_free(h->owned);
+    wk_free(h->tensors);
+    wk_free(h->tensor_names);
+    wk_free(h->chat_template);
+    json_decref(h->kv);
+    json_decref(h->names);
+    wk_free(h);
+}
+
+const char *wk__hf_dir(const struct wk_hf *h) { return h->dir; }
+const char *wk__hf_chat_template(const struct wk_hf *h) { return h->chat_template; }
+
+const char *wk__hf_arch(const struct wk_hf *h)
+{
+    return json_string_value(json_object_get(h->kv, "general.architecture"));
+}
+
+bool wk__hf_number(const struct wk_hf *h, const char *key, double *out)
+{
+    json_t *v = json_object_get(h->kv, key);
+    if (!json_is_number(v)) return false;
+    *out = json_number_value(v);
+    return true;
+}
+
+int wk__hf_bools(const struct wk_hf *h, const char *key, bool *out, int max)
+{
+    json_t *a = json_object_get(h->kv, key);
+    if (!json_is_array(a)) return -1;
+    int n = (int)json_array_size(a);
+    for (int i = 0; i < n && i < max; i++) out[i] = json_is_true(json_array_get(a, (size_t)i));
+    return n;
+}
+
+const struct wk_tensor *wk__hf_tensor(const struct wk_hf *h, const char *name)
+{
+    json_t *i = json_object_get(h->names, name);
+    return i ? &h->tensors[json_integer_value(i)] : NULL;
+}
+
+uint64_t wk__hf_weight_bytes(const struct wk_hf *h)
+{
+    uint64_t n = 0;
+    for (int i = 0; i < h->n_tensors; i++)
+        n += h->tensors[i].nb[1] * (uint64_t)h->tensors[i].ne[1];
+    return n;
+}
