@@ -7,6 +7,9 @@
 #include "server_internal.h"
 
 #include "../io/wk_io.h"
+#include "../model/wk_model.h"
+
+#include <sys/stat.h>
 
 #include <stdio.h>
 #include <string.h>
@@ -52,8 +55,39 @@ static json_t *gguf_str_json(const struct wk_gguf_value *v)
     return j;
 }
 
+/* The same for a Hugging Face folder, from the loaded model. */
+static json_t *folder_details(const char *path, json_t **model_info, char **template_out)
+{
+    struct wk_model *m;
+    if (wk_model_load(path, &m, NULL)) return NULL;
+    const struct wk_hparams *hp = wk_model_hparams(m);
+    char psize[32];
+    format_count((int64_t)(wk_model_weight_bytes(m) / 2), psize, sizeof psize); /* 16-bit weights */
+    json_t *details = json_pack("{s:s, s:s, s:s, s:[s], s:s, s:s}", "parent_model", "", "format",
+                                "safetensors", "family", hp->arch_name, "families", hp->arch_name,
+                                "parameter_size", psize, "quantization_level", "BF16");
+    if (model_info) {
+        char k[4][96];
+        snprintf(k[0], 96, "%s.context_length", hp->arch_name);
+        snprintf(k[1], 96, "%s.embedding_length", hp->arch_name);
+        snprintf(k[2], 96, "%s.block_count", hp->arch_name);
+        snprintf(k[3], 96, "%s.vocab_size", hp->arch_name);
+        *model_info = json_pack("{s:s, s:i, s:i, s:i, s:i}", "general.architecture", hp->arch_name, k[0],
+                                hp->n_ctx_train, k[1], hp->n_embd, k[2], hp->n_layer, k[3], hp->n_vocab);
+    }
+    if (template_out) {
+        size_t len;
+        const char *t = wk_model_chat_template(m, &len);
+        *template_out = wk_asprintf("%.*s", (int)(t ? len : 0), t ? t : "");
+    }
+    wk_model_destroy(m);
+    return details;
+}
+
 json_t *wk_model_details(const char *path, json_t **model_info, char **template_out)
 {
+    struct stat sb;
+    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) return folder_details(path, model_info, template_out);
     struct wk_gguf *g;
     if (wk_gguf_open(path, &g, NULL)) return NULL;
     char arch[64] = "unknown";

@@ -145,7 +145,7 @@ enum wk_status wk_store_resolve(const struct wk_store *s, const char *name, bool
                                 struct wk_store_model *out, struct wk_error *err);
 void wk_store_model_deinit(struct wk_store_model *m);
 
-/* The GGUF file's details object as Ollama shows it (format, family,
+/* The GGUF file's (or Hugging Face folder's) details object as Ollama shows it (format, family,
  * families, parameter_size, quantization_level) and, when model_info is
  * not NULL, Ollama's model_info keys (general.*, <arch>.context_length,
  * ...) and, when template_out is not NULL, its chat template
