@@ -14,7 +14,13 @@
 * Modelfile and name errors are clear and nonzero (line numbers, ADAPTER,
   DRAFT rules, a draft with another vocabulary);
 * `wick create` killed with SIGKILL at 20 random moments never leaves a
-  manifest whose blobs are missing, and `wick list` never shows it.
+  manifest whose blobs are missing, and `wick list` never shows it;
+* both models exported to Hugging Face safetensors in BF16
+  (scripts/export-safetensors-numpy, bit-identical to transformers' export)
+  run straight from the folder and from the store after `wick create`, and
+  answer the golden prompts with transformers' greedy 64 tokens on the same
+  BF16 weights (tests/golden/bf16.json); a config.json with an unknown
+  rope_scaling type is an error naming it.
 """
 import hashlib
 import json
@@ -210,10 +216,45 @@ def test_sigkill_during_create():
         shutil.rmtree(store)
 
 
+BF16 = json.load(open(os.path.join(ROOT, "tests", "golden", "bf16.json"), encoding="utf-8"))
+
+
+def test_safetensors_import():
+    for m in BF16["models"]:
+        name = m["model"]
+        folder = os.path.join(WORK, name + "-hf")
+        p = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "export-safetensors-numpy"), name, folder],
+                           capture_output=True, text=True)
+        check(p.returncode == 0, f"export {name} to safetensors", p.stderr[-500:])
+        rc, _, err = wick("create", name + "-st", "-f", modelfile(f"FROM {folder}\n", name + ".st"))
+        check(rc == 0, f"create {name} from the safetensors folder", err)
+        for c in m["cases"]:
+            prompt = c["messages"][0]["content"]
+            for target in (name + "-st", folder):
+                rc, out, err = wick("run", target, prompt, "--temperature", "0", "--num-predict", "64")
+                check(rc == 0 and out == c["text"] + "\n",
+                      f"{name} {c['name']} ({'store' if target.endswith('-st') else 'folder'}): transformers' "
+                      f"64 greedy tokens on the BF16 weights", f"{out!r}\n  {c['text']!r}\n  {err[-300:]}")
+    rc, out, _ = wick("show", "smollm2-st")
+    check("quantization         BF16" in out and "architecture         llama" in out, "show a safetensors model", out)
+    # an unknown rope_scaling type: an error naming it, at create time
+    bad = os.path.join(WORK, "bad-rope")
+    os.makedirs(bad)
+    src = os.path.join(WORK, "smollm2-hf")
+    for f in os.listdir(src):
+        if f != "config.json":
+            os.symlink(os.path.join(src, f), os.path.join(bad, f))
+    cfg = json.load(open(os.path.join(src, "config.json")))
+    cfg["rope_scaling"] = {"rope_type": "warp", "factor": 2.0}
+    json.dump(cfg, open(os.path.join(bad, "config.json"), "w"))
+    rc, _, err = wick("create", "badrope", "-f", modelfile(f"FROM {bad}\n", "bad-rope.mf"))
+    check(rc != 0 and "rope_scaling type 'warp'" in err, "unknown rope_scaling type is an error naming it", err)
+
+
 def main():
     try:
         for t in (test_create_and_run, test_parameters_system_messages, test_blobs_rm_cp, test_errors,
-                  test_sigkill_during_create):
+                  test_sigkill_during_create, test_safetensors_import):
             t0 = time.time()
             t()
             print(f"{t.__name__}: {time.time() - t0:.1f} s", flush=True)
