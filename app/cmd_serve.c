@@ -64,6 +64,7 @@ int cmd_runner(int argc, char **argv)
         int64_t n;
         if (cli_opt_value(argc, argv, &i, "--model", &v, &bad, "runner")) o.model = v;
         else if (cli_opt_value(argc, argv, &i, "--socket", &v, &bad, "runner")) o.socket = v;
+        else if (cli_opt_value(argc, argv, &i, "--draft", &v, &bad, "runner")) o.draft = v;
         else if (cli_opt_value(argc, argv, &i, "--num-ctx", &v, &bad, "runner")) {
             if (!cli_parse_i64("runner", "--num-ctx", v, 0, 1 << 24, &n)) return WK_EXIT_USAGE;
             o.n_ctx = (int32_t)n;

@@ -11,6 +11,7 @@
 
 #include "../io/wk_io.h"
 #include "../model/wk_model.h"
+#include "../runtime/wk_runtime.h"
 
 #include <dirent.h>
 
@@ -63,30 +64,45 @@ static enum wk_status check_gguf(const char *path, struct wk_error *err)
     return st;
 }
 
-/* The draft must share the target's vocabulary, token for token. */
+/* Loads the model at path and its tokenizer (the caller frees both). */
+static enum wk_status load_with_tokenizer(const char *path, struct wk_model **m, struct wk_tokenizer **tok,
+                                          struct wk_error *err)
+{
+    *tok = NULL;
+    enum wk_status st = wk_model_load(path, m, err);
+    if (!st && (st = wk_tokenizer_for_model(*m, tok, err))) {
+        wk_model_destroy(*m);
+        *m = NULL;
+    }
+    return st;
+}
+
+/* The draft must share the target's vocabulary, token for token (each
+ * id's bytes), whatever the formats of the two. */
 static enum wk_status check_vocab(const char *target, const char *draft, struct wk_error *err)
 {
-    struct wk_gguf *a, *b;
-    enum wk_status st = wk_gguf_open(target, &a, err);
-    if (st) return st;
-    if ((st = wk_gguf_open(draft, &b, err))) {
-        wk_gguf_close(a);
-        return st;
+    struct wk_model *ma = NULL, *mb = NULL;
+    struct wk_tokenizer *ta = NULL, *tb = NULL;
+    enum wk_status st = load_with_tokenizer(target, &ma, &ta, err);
+    if (!st) st = load_with_tokenizer(draft, &mb, &tb, err);
+    if (!st) {
+        int32_t na = wk_tokenizer_n_vocab(ta), nb = wk_tokenizer_n_vocab(tb), first = -1;
+        char x[256], y[256];
+        for (int32_t i = 0; na == nb && i < na && first < 0; i++) {
+            size_t lx = wk_tokenizer_token_bytes(ta, i, true, x, sizeof x);
+            size_t ly = wk_tokenizer_token_bytes(tb, i, true, y, sizeof y);
+            if (lx != ly || memcmp(x, y, WK_MIN(lx, sizeof x)) != 0) first = i;
+        }
+        if (na != nb || first >= 0)
+            st = wk_error_set(err, WK_E_INVALID,
+                              na != nb ? "the draft's vocabulary does not match the target's (%d vs %d tokens)"
+                                       : "the draft's vocabulary does not match the target's (token %d differs)",
+                              na != nb ? nb : first, na);
     }
-    const struct wk_gguf_value *ta = wk_gguf_find(a, "tokenizer.ggml.tokens");
-    const struct wk_gguf_value *tb = wk_gguf_find(b, "tokenizer.ggml.tokens");
-    uint64_t na = ta && ta->type == WK_GGUF_ARRAY ? ta->arr.n : 0;
-    uint64_t nb = tb && tb->type == WK_GGUF_ARRAY ? tb->arr.n : 0;
-    bool same = na == nb && na > 0 && ta->arr.strs && tb->arr.strs;
-    for (uint64_t i = 0; same && i < na; i++)
-        same = ta->arr.strs[i].len == tb->arr.strs[i].len &&
-               memcmp(ta->arr.strs[i].data, tb->arr.strs[i].data, ta->arr.strs[i].len) == 0;
-    if (!same)
-        st = wk_error_set(err, WK_E_INVALID,
-                          "the draft's vocabulary does not match the target's (%llu vs %llu tokens%s)",
-                          (unsigned long long)nb, (unsigned long long)na, na == nb ? ", which differ" : "");
-    wk_gguf_close(a);
-    wk_gguf_close(b);
+    wk_tokenizer_destroy(ta);
+    wk_tokenizer_destroy(tb);
+    wk_model_destroy(ma);
+    wk_model_destroy(mb);
     return st;
 }
 
@@ -121,6 +137,32 @@ static enum wk_status add_file(struct build *b, const char *mt, const char *path
     say(b, what, path);
     enum wk_status st = wk_store_add_file(b->s, path, b->o->progress, b->o->user, digest, &size, b->err);
     if (!st) add_layer(b->layers, mt, digest, size);
+    return st;
+}
+
+/* A draft: a GGUF file or a Hugging Face folder (as the weights, named
+ * "draft/<file>" for a folder's files). */
+static enum wk_status add_draft(struct build *b, const char *draft)
+{
+    if (!is_dir(draft)) return add_file(b, WK_MT_DRAFT, draft, "copying draft data from %s");
+    DIR *d = opendir(draft);
+    struct dirent *e;
+    enum wk_status st = WK_OK;
+    while (!st && d && (e = readdir(d))) {
+        const char *n = e->d_name;
+        size_t len = strlen(n);
+        bool tensors = len > 12 && strcmp(n + len - 12, ".safetensors") == 0;
+        bool json = (len > 5 && strcmp(n + len - 5, ".json") == 0 && strcmp(n, "model.safetensors.index.json") != 0) ||
+                    strcmp(n, "chat_template.jinja") == 0;
+        if (n[0] == '.' || (!tensors && !json)) continue;
+        char path[4400], name[300];
+        snprintf(path, sizeof path, "%.4000s/%.255s", draft, n);
+        snprintf(name, sizeof name, "draft/%s", n);
+        size_t before = json_array_size(b->layers);
+        if (!(st = add_file(b, tensors ? WK_MT_DRAFT : WK_MT_JSON, path, "copying draft %s")))
+            json_object_set_new(json_array_get(b->layers, before), "name", json_string(name));
+    }
+    if (d) closedir(d);
     return st;
 }
 
@@ -262,16 +304,29 @@ static json_t *gguf_config(struct build *b, const char *mt)
 }
 
 /* The config blob, then the manifest. */
-static enum wk_status write_manifest(struct build *b, const struct wk_model_name *n, const char *weights)
+/* The config's description of a safetensors model at path. */
+static json_t *folder_config(const char *path, struct wk_error *err)
 {
-    json_t *config = gguf_config(b, WK_MT_MODEL), *draft = gguf_config(b, WK_MT_DRAFT);
-    if (!config) { /* safetensors */
-        struct wk_model *m;
-        if (wk_model_load(weights, &m, b->err)) return b->err ? b->err->status : WK_E_FORMAT;
-        config = json_pack("{s:s, s:s, s:[s], s:s}", "model_format", "safetensors", "model_family",
-                           wk_model_hparams(m)->arch_name, "model_families", wk_model_hparams(m)->arch_name,
-                           "file_type", "");
-        wk_model_destroy(m);
+    struct wk_model *m;
+    if (wk_model_load(path, &m, err)) return NULL;
+    json_t *c = json_pack("{s:s, s:s, s:[s], s:s}", "model_format", "safetensors", "model_family",
+                          wk_model_hparams(m)->arch_name, "model_families", wk_model_hparams(m)->arch_name,
+                          "file_type", "");
+    wk_model_destroy(m);
+    return c;
+}
+
+static enum wk_status write_manifest(struct build *b, const struct wk_model_name *n, const char *weights,
+                                     const char *draft_path)
+{
+    json_t *config = gguf_config(b, WK_MT_MODEL);
+    json_t *draft = !draft_path || !*draft_path ? NULL
+                    : is_dir(draft_path)       ? folder_config(draft_path, b->err)
+                                               : gguf_config(b, WK_MT_DRAFT);
+    if (draft && is_dir(draft_path)) json_object_set_new(draft, "tensor_prefix", json_string("draft/"));
+    if (!config && !(config = folder_config(weights, b->err))) { /* safetensors */
+        json_decref(draft);
+        return b->err ? b->err->status : WK_E_FORMAT;
     }
     json_object_set_new(config, "capabilities", json_pack("[s]", "completion"));
     if (draft) json_object_set_new(config, "draft", draft);
@@ -308,14 +363,16 @@ enum wk_status wk_store_create(struct wk_store *s, const struct wk_model_name *n
                           o->quantize ? o->quantize : o->quantize_draft);
     else if (mf->draft && strcmp(from, draft) == 0)
         st = wk_error_set(err, WK_E_INVALID, "DRAFT must not reference the same local path as FROM: %s", draft);
-    else if (mf->draft && !is_file(draft))
-        st = wk_error_set(err, is_dir(draft) ? WK_E_UNSUPPORTED : WK_E_NOT_FOUND, "DRAFT %s: %s", draft,
-                          is_dir(draft) ? "safetensors folders are not supported yet" : "no such file");
+    else if (mf->draft && !is_file(draft) && !is_dir(draft))
+        st = wk_error_set(err, WK_E_NOT_FOUND, "DRAFT %s: no such file or folder", draft);
+    /* a draft's vocabulary is checked before any weights are copied */
+    bool local = is_file(from) || is_dir(from);
+    if (!st && mf->draft && local) st = check_vocab(from, draft, err);
     if (!st) st = add_weights(&b, from, weights, sizeof weights);
-    if (!st && mf->draft && !(st = check_gguf(draft, err)) && !(st = check_vocab(weights, draft, err)))
-        st = add_file(&b, WK_MT_DRAFT, draft, "copying draft data from %s");
+    if (!st && mf->draft && !local) st = check_vocab(weights, draft, err);
+    if (!st && mf->draft) st = add_draft(&b, draft);
     if (!st) st = add_texts(&b);
-    if (!st) st = write_manifest(&b, n, weights);
+    if (!st) st = write_manifest(&b, n, weights, mf->draft ? draft : NULL);
     json_decref(b.layers);
     json_decref(b.base);
     return st;

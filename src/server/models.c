@@ -160,6 +160,7 @@ enum wk_status srv_model_find(const char *models_dir, const char *name, struct s
     }
     wk_model_name_format(&n, out->name, sizeof out->name);
     snprintf(out->path, sizeof out->path, "%s", sm->weights);
+    snprintf(out->draft, sizeof out->draft, "%s", sm->draft);
     if (sm == &local) wk_store_model_deinit(&local);
     wk_store_close(s);
     return WK_OK;

@@ -64,7 +64,7 @@ struct job {
 };
 
 static struct {
-    struct wk_model *model;
+    struct wk_model *model, *draft;
     struct wk_tokenizer *tok;
     struct wk_session *session;
     const char *model_path;
@@ -455,7 +455,8 @@ static json_t *status_json(void)
     pthread_mutex_lock(&R.mu);
     int queued = R.queued;
     pthread_mutex_unlock(&R.mu);
-    return json_pack("{s:i, s:b, s:i, s:I, s:I, s:I, s:i, s:s}", "status", 200, "busy",
+    return json_pack("{s:i, s:b, s:b, s:i, s:I, s:I, s:I, s:i, s:s}", "status", 200, "draft_loaded",
+                     R.draft != NULL, "busy",
                      (int)atomic_load(&R.busy), "queued", queued, "tokens_generated",
                      (json_int_t)atomic_load(&R.tokens), "requests",
                      (json_int_t)atomic_load(&R.requests), "runs", (json_int_t)atomic_load(&R.runs),
@@ -565,6 +566,7 @@ int wk_runner_main(const struct wk_runner_opts *o)
     cp.n_threads = o->n_threads;
     enum wk_status st = wk_model_load(o->model, &R.model, &err);
     if (!st) st = wk_tokenizer_for_model(R.model, &R.tok, &err);
+    if (!st && o->draft && *o->draft) st = wk_model_load(o->draft, &R.draft, &err);
     if (!st) st = wk_session_create(R.model, R.tok, &cp, &R.session, &err);
     int lfd = -1;
     if (!st) {
@@ -594,7 +596,7 @@ int wk_runner_main(const struct wk_runner_opts *o)
         json_decref(e);
         return 1;
     }
-    printf("{\"ready\":true,\"n_ctx\":%d}\n", R.n_ctx);
+    printf("{\"ready\":true,\"n_ctx\":%d,\"draft\":%s}\n", R.n_ctx, R.draft ? "true" : "false");
     fflush(stdout);
     pthread_attr_t attr;
     pthread_attr_init(&attr);

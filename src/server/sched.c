@@ -125,7 +125,8 @@ static enum wk_status runner_start(struct srv_runner *r, struct wk_error *err)
     snprintf(thr, sizeof thr, "%d", S.n_threads);
     snprintf(parent, sizeof parent, "%d", (int)getpid());
     char *argv[] = {S.exe, "runner", "--model", r->model.path, "--socket", r->sock, "--num-ctx", ctx,
-                    "--threads", thr, "--parent", parent, NULL};
+                    "--threads", thr, "--parent", parent, NULL, NULL, NULL};
+    if (r->model.draft[0]) argv[12] = "--draft", argv[13] = r->model.draft;
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_adddup2(&fa, pfd[1], STDOUT_FILENO);
@@ -419,6 +420,7 @@ json_t *srv_sched_list(void)
             json_object_set(w, "tokens_generated", json_object_get(st, "tokens_generated"));
             json_object_set(w, "requests", json_object_get(st, "requests"));
             json_object_set(w, "runs", json_object_get(st, "runs"));
+            json_object_set(w, "draft_loaded", json_object_get(st, "draft_loaded"));
             json_decref(st);
         }
         json_object_set_new(e, "wick", w);

@@ -24,6 +24,7 @@
 struct srv_model {
     char name[600];
     char path[4096];
+    char draft[4096]; /* "" when none */
 };
 
 /* Finds model `name` in the store at models_dir (no paths): fills out

@@ -496,7 +496,22 @@ enum wk_status wk_store_copy(struct wk_store *s, const struct wk_model_name *src
  * manifest's tensor digests, hashed>/<file name> -> its blob, made once
  * (in a temporary folder renamed into place), so the weights are used
  * straight from the blobs. */
-static enum wk_status hf_folder(const struct wk_store *s, json_t *m, char *out, size_t cap,
+/* Whether layer l belongs to the folder of the target (draft false) or of
+ * the draft, and the file name it gets there. */
+static const char *folder_file(json_t *l, bool draft)
+{
+    const char *mt = json_string_value(json_object_get(l, "mediaType"));
+    const char *n = json_string_value(json_object_get(l, "name"));
+    if (!mt || !n) return NULL;
+    bool is_draft = strncmp(n, "draft/", 6) == 0;
+    if (is_draft != draft) return NULL;
+    if (draft ? strcmp(mt, WK_MT_DRAFT) && strcmp(mt, WK_MT_JSON) : strcmp(mt, WK_MT_TENSOR) && strcmp(mt, WK_MT_JSON))
+        return NULL;
+    n += draft ? 6 : 0;
+    return *n && !strchr(n, '/') && n[0] != '.' ? n : NULL;
+}
+
+static enum wk_status hf_folder(const struct wk_store *s, json_t *m, bool draft, char *out, size_t cap,
                                 struct wk_error *err)
 {
     EVP_MD_CTX *ctx = EVP_MD_CTX_new();
@@ -504,10 +519,8 @@ static enum wk_status hf_folder(const struct wk_store *s, json_t *m, char *out, 
     size_t i;
     json_t *l;
     json_array_foreach(json_object_get(m, "layers"), i, l) {
-        const char *mt = json_string_value(json_object_get(l, "mediaType"));
-        if (strcmp(mt, WK_MT_TENSOR) && strcmp(mt, WK_MT_JSON)) continue;
         const char *d = json_string_value(json_object_get(l, "digest"));
-        const char *n = json_string_value(json_object_get(l, "name"));
+        const char *n = folder_file(l, draft);
         if (!d || !n) continue;
         EVP_DigestUpdate(ctx, n, strlen(n) + 1);
         EVP_DigestUpdate(ctx, d, strlen(d) + 1);
@@ -523,9 +536,8 @@ static enum wk_status hf_folder(const struct wk_store *s, json_t *m, char *out, 
     snprintf(tmp, sizeof tmp, "%s/.tmp-%d-%.16s", parent, (int)getpid(), id + 7);
     if (!mkdirs(tmp)) return wk_error_set(err, WK_E_IO, "cannot create %s: %s", tmp, strerror(errno));
     json_array_foreach(json_object_get(m, "layers"), i, l) {
-        const char *mt = json_string_value(json_object_get(l, "mediaType"));
-        const char *n = json_string_value(json_object_get(l, "name"));
-        if ((strcmp(mt, WK_MT_TENSOR) && strcmp(mt, WK_MT_JSON)) || !n || strchr(n, '/') || n[0] == '.') continue;
+        const char *n = folder_file(l, draft);
+        if (!n) continue;
         char blob[4200], link[4500];
         wk_store_blob_path(s, json_string_value(json_object_get(l, "digest")), blob, sizeof blob);
         snprintf(link, sizeof link, "%s/%s", tmp, n);
@@ -561,15 +573,28 @@ enum wk_status wk_store_resolve(const struct wk_store *s, const char *name, bool
     const char *w = wk_manifest_layer(out->manifest, WK_MT_MODEL);
     if (w) wk_store_blob_path(s, w, out->weights, sizeof out->weights);
     else if (wk_manifest_layer(out->manifest, WK_MT_TENSOR))
-        st = hf_folder(s, out->manifest, out->weights, sizeof out->weights, err);
+        st = hf_folder(s, out->manifest, false, out->weights, sizeof out->weights, err);
     else
         st = wk_error_set(err, WK_E_UNSUPPORTED, "model '%s' has no weights layer", name);
     if (st) {
         wk_store_model_deinit(out);
         return st;
     }
-    const char *d = wk_manifest_layer(out->manifest, WK_MT_DRAFT);
-    if (d) wk_store_blob_path(s, d, out->draft, sizeof out->draft);
+    size_t i;
+    json_t *l;
+    json_array_foreach(json_object_get(out->manifest, "layers"), i, l) {
+        const char *mt = json_string_value(json_object_get(l, "mediaType"));
+        if (strcmp(mt, WK_MT_DRAFT) != 0) continue;
+        if (json_object_get(l, "name")) /* a safetensors draft: a folder */
+            st = hf_folder(s, out->manifest, true, out->draft, sizeof out->draft, err);
+        else
+            wk_store_blob_path(s, json_string_value(json_object_get(l, "digest")), out->draft, sizeof out->draft);
+        break;
+    }
+    if (st) {
+        wk_store_model_deinit(out);
+        return st;
+    }
     char *params = wk_store_layer_text(s, out->manifest, WK_MT_PARAMS);
     char *msgs = wk_store_layer_text(s, out->manifest, WK_MT_MESSAGES);
     out->params = params ? json_loads(params, 0, NULL) : NULL;

@@ -38,7 +38,8 @@
 
 /* What `wick runner` is started with. */
 struct wk_runner_opts {
-    const char *model;  /* GGUF path */
+    const char *model;  /* GGUF path or Hugging Face folder */
+    const char *draft;  /* the draft model (loaded beside the target for speculative decoding), or NULL */
     const char *socket; /* abstract Unix socket name (without the leading NUL) */
     int32_t n_ctx;      /* 0: min(4096, trained) */
     int32_t n_threads;  /* 0: the CPUs this process may use */

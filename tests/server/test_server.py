@@ -449,6 +449,16 @@ def test_api_create(s):
                                             {"role": "user", "content": "Hello!"}], options=greedy(8))
     check(a.message.content == b.message.content, "the stored SYSTEM and temperature apply through /api/chat",
           f"{a.message.content!r} vs {b.message.content!r}")
+    # a DRAFT is stored in the same manifest and the runner loads it beside the target
+    weights = next(l["digest"] for l in layers("stops") if l["mediaType"].endswith("image.model"))
+    with open(mf, "w") as f:
+        f.write(f"FROM smollm2\nDRAFT {os.path.join(s.dir, 'blobs', 'sha256-' + weights.split(':')[1])}\n")
+    p = subprocess.run([WICK, "create", "drafted", "-f", mf], env=dict(os.environ, WICK_MODELS=s.dir),
+                       capture_output=True, text=True)
+    r = s.ollama.generate(model="drafted", prompt="Hi", options=greedy(2))
+    w = runner_state(s, "drafted:latest")
+    check(p.returncode == 0 and r.done and w.get("draft_loaded") is True, "a model with a DRAFT: the runner loads both",
+          p.stderr + str(w))
     st, body = s.post("/api/create", {"model": "x", "from": "nope"})
     check(st == 404 and "nope" in body["error"], "/api/create from an unknown model is 404", str(body))
     st, body = s.post("/api/create", {"model": "x", "from": SMOL, "parameters": {"warp": 1}})

@@ -235,6 +235,14 @@ def test_safetensors_import():
                 check(rc == 0 and out == c["text"] + "\n",
                       f"{name} {c['name']} ({'store' if target.endswith('-st') else 'folder'}): transformers' "
                       f"64 greedy tokens on the BF16 weights", f"{out!r}\n  {c['text']!r}\n  {err[-300:]}")
+    # DRAFT: a GGUF draft for the BF16 folder target, one manifest, shown with its quantization
+    gem = os.path.join(WORK, "gemma3-hf")
+    rc, _, err = wick("create", "gem-drafted", "-f", modelfile(f"FROM {gem}\nDRAFT {GEMMA}\n", "drafted.mf"))
+    rc2, out, _ = wick("show", "gem-drafted")
+    check(rc == 0 and "Draft" in out and "Q4_K_M" in out.split("Draft")[1] and "BF16" in out.split("Draft")[0],
+          "DRAFT: one manifest; show lists the draft and its quantization", err + out)
+    rc, out, err = wick("create", "mismatch", "-f", modelfile(f"FROM {gem}\nDRAFT {SMOL}\n", "mismatch.mf"))
+    check(rc != 0 and "vocabulary" in err, "a draft with another vocabulary (folder target)", err)
     rc, out, _ = wick("show", "smollm2-st")
     check("quantization         BF16" in out and "architecture         llama" in out, "show a safetensors model", out)
     # an unknown rope_scaling type: an error naming it, at create time
