@@ -195,15 +195,31 @@ static float to_f32(enum wk_st_dtype t, const void *p, int64_t i)
     return wk_f16_to_f32(h);
 }
 
-static enum wk_status add_tensor(struct wk_hf *h, const char *arch, const struct wk_st_tensor *t,
-                                 struct wk_error *err)
+/* The GGUF block type a quantized tensor's metadata names (quantize.c),
+ * or WK_DTYPE_COUNT. */
+static enum wk_dtype block_type(const struct wk_safetensors *f, const char *name)
+{
+    char key[300];
+    snprintf(key, sizeof key, "wick.dtype.%s", name);
+    const char *v = wk_safetensors_metadata(f, key);
+    for (int i = 0; v && i < WK_DTYPE_COUNT; i++) {
+        const struct wk_dtype_traits *tr = wk_dtype_traits_get((enum wk_dtype)i);
+        if (tr && tr->name && strcmp(tr->name, v) == 0 && tr->supported && tr->vec_dot) return (enum wk_dtype)i;
+    }
+    return WK_DTYPE_COUNT;
+}
+
+static enum wk_status add_tensor(struct wk_hf *h, const char *arch, const struct wk_safetensors *f,
+                                 const struct wk_st_tensor *t, struct wk_error *err)
 {
     char name[96];
     bool norm;
     if (!gguf_name(arch, t->name, name, sizeof name, &norm)) return WK_OK; /* unused (rotary caches, ...) */
     if (json_object_get(h->names, name))
         return wk_error_set(err, WK_E_FORMAT, "%s: tensor %s appears twice", h->dir, t->name);
-    if (t->n_dims < 1 || t->n_dims > 2 || (t->dtype != WK_ST_F32 && t->dtype != WK_ST_F16 && t->dtype != WK_ST_BF16))
+    enum wk_dtype q = t->dtype == WK_ST_U8 && t->n_dims == 2 ? block_type(f, t->name) : WK_DTYPE_COUNT;
+    if (q == WK_DTYPE_COUNT &&
+        (t->n_dims < 1 || t->n_dims > 2 || (t->dtype != WK_ST_F32 && t->dtype != WK_ST_F16 && t->dtype != WK_ST_BF16)))
         return wk_error_set(err, WK_E_UNSUPPORTED, "%s: tensor %s: %d dims of %s (wick takes 1 or 2 dims of F32, F16, BF16)",
                             h->dir, t->name, t->n_dims, wk_st_dtype_name(t->dtype));
     if (h->n_tensors == h->cap) {
@@ -225,6 +241,19 @@ static enum wk_status add_tensor(struct wk_hf *h, const char *arch, const struct
     w->ne[2] = w->ne[3] = 1;
     w->dtype = t->dtype == WK_ST_F32 ? WK_DTYPE_F32 : t->dtype == WK_ST_F16 ? WK_DTYPE_F16 : WK_DTYPE_BF16;
     w->data = t->data;
+    if (q != WK_DTYPE_COUNT) { /* rows of GGUF blocks */
+        const struct wk_dtype_traits *tr = wk_dtype_traits_get(q);
+        if (t->shape[1] % (int64_t)tr->block_bytes != 0)
+            return wk_error_set(err, WK_E_FORMAT, "%s: tensor %s: %lld bytes a row is not whole %s blocks", h->dir,
+                                t->name, (long long)t->shape[1], tr->name);
+        w->dtype = q;
+        w->ne[0] = t->shape[1] / (int64_t)tr->block_bytes * tr->block_size;
+        w->nb[0] = tr->block_bytes;
+        w->nb[1] = (size_t)t->shape[1];
+        w->nb[2] = w->nb[3] = w->nb[1] * (size_t)w->ne[1];
+        json_object_set_new(h->names, name, json_integer(h->n_tensors++));
+        return WK_OK;
+    }
     if (norm) { /* F32 for the kernels, plus Gemma's 1 */
         float *f = wk_malloc((size_t)t->n_elements * sizeof *f);
         float **o = wk_realloc(h->owned, (size_t)(h->n_owned + 1) * sizeof *o);
@@ -267,7 +296,7 @@ static enum wk_status open_files(struct wk_hf *h, const char *arch, struct wk_er
         if ((st = wk_safetensors_open(path, &h->files[h->n_files], err))) break;
         struct wk_safetensors *f = h->files[h->n_files++];
         for (int64_t i = 0; !st && i < wk_safetensors_n_tensors(f); i++)
-            st = add_tensor(h, arch, wk_safetensors_tensor(f, i), err);
+            st = add_tensor(h, arch, f, wk_safetensors_tensor(f, i), err);
     }
     if (d) closedir(d);
     if (!st && h->n_files == 0)

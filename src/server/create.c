@@ -14,6 +14,7 @@
 #include "../runtime/wk_runtime.h"
 
 #include <dirent.h>
+#include <unistd.h>
 
 #include <stdlib.h>
 #include <string.h>
@@ -305,13 +306,16 @@ static json_t *gguf_config(struct build *b, const char *mt)
 
 /* The config blob, then the manifest. */
 /* The config's description of a safetensors model at path. */
-static json_t *folder_config(const char *path, struct wk_error *err)
+static json_t *folder_config(const char *path, const char *quant, struct wk_error *err)
 {
     struct wk_model *m;
     if (wk_model_load(path, &m, err)) return NULL;
+    char ft[32] = "";
+    for (size_t i = 0; quant && quant[i] && i < sizeof ft - 1; i++)
+        ft[i] = (char)(quant[i] >= 'a' && quant[i] <= 'z' ? quant[i] - 'a' + 'A' : quant[i]);
     json_t *c = json_pack("{s:s, s:s, s:[s], s:s}", "model_format", "safetensors", "model_family",
                           wk_model_hparams(m)->arch_name, "model_families", wk_model_hparams(m)->arch_name,
-                          "file_type", "");
+                          "file_type", ft);
     wk_model_destroy(m);
     return c;
 }
@@ -321,10 +325,10 @@ static enum wk_status write_manifest(struct build *b, const struct wk_model_name
 {
     json_t *config = gguf_config(b, WK_MT_MODEL);
     json_t *draft = !draft_path || !*draft_path ? NULL
-                    : is_dir(draft_path)       ? folder_config(draft_path, b->err)
+                    : is_dir(draft_path)       ? folder_config(draft_path, b->o->quantize_draft, b->err)
                                                : gguf_config(b, WK_MT_DRAFT);
     if (draft && is_dir(draft_path)) json_object_set_new(draft, "tensor_prefix", json_string("draft/"));
-    if (!config && !(config = folder_config(weights, b->err))) { /* safetensors */
+    if (!config && !(config = folder_config(weights, b->o->quantize, b->err))) { /* safetensors */
         json_decref(draft);
         return b->err ? b->err->status : WK_E_FORMAT;
     }
@@ -347,6 +351,40 @@ static enum wk_status write_manifest(struct build *b, const struct wk_model_name
     return st;
 }
 
+static void remove_tree(const char *dir)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+        char p[4400];
+        snprintf(p, sizeof p, "%.4000s/%.255s", dir, e->d_name);
+        unlink(p);
+    }
+    if (d) closedir(d);
+    rmdir(dir);
+}
+
+/* Quantizes folder src to type into a fresh temporary folder of the store
+ * (its path into out). */
+static enum wk_status quantize_to(struct build *b, const char *src, const char *type, char *out, size_t cap,
+                                  const char *what)
+{
+    snprintf(out, cap, "%.3000s/.tmp-quant-%s-%d", wk_store_dir(b->s), what, (int)getpid());
+    remove_tree(out);
+    if (mkdir(out, 0755)) {
+        out[0] = '\0';
+        return wk_error_set(b->err, WK_E_IO, "cannot create a folder in %s", wk_store_dir(b->s));
+    }
+    say(b, "quantizing %s", what);
+    enum wk_status st = wk_quantize_folder(src, out, type, b->err);
+    if (st) {
+        remove_tree(out);
+        out[0] = '\0';
+    }
+    return st;
+}
+
 enum wk_status wk_store_create(struct wk_store *s, const struct wk_model_name *n,
                                const struct wk_modelfile *mf, const struct wk_create_opts *o,
                                struct wk_error *err)
@@ -356,15 +394,22 @@ enum wk_status wk_store_create(struct wk_store *s, const struct wk_model_name *n
     resolve_path(o->base_dir, mf->from, from, sizeof from);
     if (mf->draft) resolve_path(o->base_dir, mf->draft, draft, sizeof draft);
     enum wk_status st = WK_OK;
+    char qfrom[4200] = "", qdraft[4200] = "";
     if (o->quantize_draft && !mf->draft)
         st = wk_error_set(err, WK_E_INVALID, "--quantize-draft requires a DRAFT model");
-    else if (o->quantize || o->quantize_draft)
-        st = wk_error_set(err, WK_E_UNSUPPORTED, "quantization (%s) is not supported yet",
-                          o->quantize ? o->quantize : o->quantize_draft);
+    else if (o->quantize && !is_dir(from))
+        st = wk_error_set(err, WK_E_UNSUPPORTED, "--quantize takes a safetensors folder FROM (%s is not one)", from);
+    else if (o->quantize_draft && !is_dir(draft))
+        st = wk_error_set(err, WK_E_UNSUPPORTED, "--quantize-draft takes a safetensors folder DRAFT (%s is not one)", draft);
     else if (mf->draft && strcmp(from, draft) == 0)
         st = wk_error_set(err, WK_E_INVALID, "DRAFT must not reference the same local path as FROM: %s", draft);
     else if (mf->draft && !is_file(draft) && !is_dir(draft))
         st = wk_error_set(err, WK_E_NOT_FOUND, "DRAFT %s: no such file or folder", draft);
+    /* quantized copies in the store's folder, imported like any folder, then removed */
+    if (!st && o->quantize) st = quantize_to(&b, from, o->quantize, qfrom, sizeof qfrom, "model");
+    if (!st && o->quantize_draft) st = quantize_to(&b, draft, o->quantize_draft, qdraft, sizeof qdraft, "draft");
+    if (!st && o->quantize) snprintf(from, sizeof from, "%s", qfrom);
+    if (!st && o->quantize_draft) snprintf(draft, sizeof draft, "%s", qdraft);
     /* a draft's vocabulary is checked before any weights are copied */
     bool local = is_file(from) || is_dir(from);
     if (!st && mf->draft && local) st = check_vocab(from, draft, err);
@@ -373,6 +418,8 @@ enum wk_status wk_store_create(struct wk_store *s, const struct wk_model_name *n
     if (!st && mf->draft) st = add_draft(&b, draft);
     if (!st) st = add_texts(&b);
     if (!st) st = write_manifest(&b, n, weights, mf->draft ? draft : NULL);
+    if (qfrom[0]) remove_tree(qfrom);
+    if (qdraft[0]) remove_tree(qdraft);
     json_decref(b.layers);
     json_decref(b.base);
     return st;

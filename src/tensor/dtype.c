@@ -96,11 +96,11 @@ static const struct wk_dtype_traits g_traits[WK_DTYPE_COUNT] = {
     QUANT(WK_DTYPE_Q8_1, "Q8_1", 32, struct wk_block_q8_1, WK_DTYPE_Q8_1, wk_ref_q8_1_to_f32,
           wk_ref_q8_1_from_f32, NULL, NULL),
     QUANT(WK_DTYPE_Q4_K, "Q4_K", 256, struct wk_block_q4_k, WK_DTYPE_Q8_K, wk_ref_q4_k_to_f32,
-          NULL, wk_ref_vec_dot_q4_k_f32, wk_ref_vec_dot_q4_k_q8_k),
+          wk_ref_q4_k_from_f32, wk_ref_vec_dot_q4_k_f32, wk_ref_vec_dot_q4_k_q8_k),
     QUANT(WK_DTYPE_Q5_K, "Q5_K", 256, struct wk_block_q5_k, WK_DTYPE_Q8_K, wk_ref_q5_k_to_f32,
           NULL, wk_ref_vec_dot_q5_k_f32, wk_ref_vec_dot_q5_k_q8_k),
     QUANT(WK_DTYPE_Q6_K, "Q6_K", 256, struct wk_block_q6_k, WK_DTYPE_Q8_K, wk_ref_q6_k_to_f32,
-          NULL, wk_ref_vec_dot_q6_k_f32, wk_ref_vec_dot_q6_k_q8_k),
+          wk_ref_q6_k_from_f32, wk_ref_vec_dot_q6_k_f32, wk_ref_vec_dot_q6_k_q8_k),
     QUANT(WK_DTYPE_Q8_K, "Q8_K", 256, struct wk_block_q8_k, WK_DTYPE_Q8_K, wk_ref_q8_k_to_f32,
           wk_ref_q8_k_from_f32, NULL, NULL),
     /* Known to GGUF, not computed by wick yet: sizes let the reader check

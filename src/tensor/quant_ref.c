@@ -538,3 +538,86 @@ VEC_DOT_F32(q8_0, struct wk_block_q8_0, 32, wk_ref_q8_0_to_f32)
 VEC_DOT_F32(q4_k, struct wk_block_q4_k, 256, wk_ref_q4_k_to_f32)
 VEC_DOT_F32(q5_k, struct wk_block_q5_k, 256, wk_ref_q5_k_to_f32)
 VEC_DOT_F32(q6_k, struct wk_block_q6_k, 256, wk_ref_q6_k_to_f32)
+
+/* ---------------------------------------------------------------- K-quant quantizers
+ * Round-to-nearest with min-max (Q4_K) and max-abs (Q6_K) scales per
+ * sub-block, the super-block scales chosen so the largest sub-block scale
+ * fits; not llama.cpp's iterative error search (make_qkx2_quants), so
+ * slightly less accurate, but the same block formats, read back by the
+ * to_f32 functions above. */
+
+static uint8_t clamp_u8(float v, int hi)
+{
+    int q = (int)lrintf(v);
+    return (uint8_t)(q < 0 ? 0 : q > hi ? hi : q);
+}
+
+void wk_ref_q4_k_from_f32(const float *src, void *dst, int64_t n)
+{
+    struct wk_block_q4_k *b = dst;
+    for (int64_t i = 0; i < n / WK_QK_K; i++) {
+        const float *x = src + i * WK_QK_K;
+        float scale[8], mins[8], max_scale = 0, max_min = 0;
+        for (int j = 0; j < 8; j++) {
+            float lo = 0, hi = 0; /* the range always holds 0, so mins >= 0 */
+            for (int l = 0; l < 32; l++) {
+                lo = fminf(lo, x[32 * j + l]);
+                hi = fmaxf(hi, x[32 * j + l]);
+            }
+            scale[j] = (hi - lo) / 15.0f;
+            mins[j] = -lo;
+            max_scale = fmaxf(max_scale, scale[j]);
+            max_min = fmaxf(max_min, mins[j]);
+        }
+        b[i].d = wk_f32_to_f16(max_scale / 63.0f);
+        b[i].dmin = wk_f32_to_f16(max_min / 63.0f);
+        const float d = F16(b[i].d), dmin = F16(b[i].dmin);
+        uint8_t sc[8], m[8];
+        for (int j = 0; j < 8; j++) {
+            sc[j] = d > 0 ? clamp_u8(scale[j] / d, 63) : 0;
+            m[j] = dmin > 0 ? clamp_u8(mins[j] / dmin, 63) : 0;
+        }
+        for (int j = 0; j < 4; j++) {
+            b[i].scales[j] = (uint8_t)((sc[j] & 63) | ((sc[j + 4] >> 4) << 6));
+            b[i].scales[j + 4] = (uint8_t)((m[j] & 63) | ((m[j + 4] >> 4) << 6));
+            b[i].scales[j + 8] = (uint8_t)((sc[j + 4] & 0xF) | ((m[j + 4] & 0xF) << 4));
+        }
+        memset(b[i].qs, 0, sizeof b[i].qs);
+        for (int l = 0; l < WK_QK_K; l++) {
+            int j = l / 32;
+            float step = d * sc[j];
+            uint8_t q = step > 0 ? clamp_u8((x[l] + dmin * m[j]) / step, 15) : 0;
+            int g = l / 64, r = l % 64;
+            b[i].qs[g * 32 + r % 32] |= (uint8_t)(r < 32 ? q : q << 4);
+        }
+    }
+}
+
+void wk_ref_q6_k_from_f32(const float *src, void *dst, int64_t n)
+{
+    struct wk_block_q6_k *b = dst;
+    for (int64_t i = 0; i < n / WK_QK_K; i++) {
+        const float *x = src + i * WK_QK_K;
+        float scale[16], max_scale = 0;
+        for (int j = 0; j < 16; j++) {
+            float amax = 0;
+            for (int l = 0; l < 16; l++) amax = fmaxf(amax, fabsf(x[16 * j + l]));
+            scale[j] = amax / 31.0f;
+            max_scale = fmaxf(max_scale, scale[j]);
+        }
+        b[i].d = wk_f32_to_f16(max_scale / 127.0f);
+        const float d = F16(b[i].d);
+        memset(b[i].ql, 0, sizeof b[i].ql);
+        memset(b[i].qh, 0, sizeof b[i].qh);
+        for (int j = 0; j < 16; j++) b[i].scales[j] = (int8_t)(d > 0 ? clamp_u8(scale[j] / d, 127) : 0);
+        for (int l = 0; l < WK_QK_K; l++) {
+            float step = d * b[i].scales[l / 16];
+            int q = step > 0 ? (int)lrintf(x[l] / step) : 0;
+            q = (q < -32 ? -32 : q > 31 ? 31 : q) + 32;
+            int h = l / 128, r = l % 128, quarter = r / 32, k = r % 32;
+            uint8_t *ql = b[i].ql + h * 64 + k + (quarter & 1 ? 32 : 0);
+            *ql |= (uint8_t)(quarter < 2 ? (q & 0xF) : (q & 0xF) << 4);
+            b[i].qh[h * 32 + k] |= (uint8_t)((q >> 4) << (2 * quarter));
+        }
+    }
+}

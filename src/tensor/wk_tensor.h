@@ -213,6 +213,11 @@ void wk_ref_q5_1_to_f32(const void *src, float *dst, int64_t n);
 void wk_ref_q8_0_to_f32(const void *src, float *dst, int64_t n);
 void wk_ref_q8_1_to_f32(const void *src, float *dst, int64_t n);
 void wk_ref_q4_k_to_f32(const void *src, float *dst, int64_t n);
+/* Q4_K and Q6_K from f32 (n a multiple of 256): round to nearest with
+ * min-max / max-abs sub-block scales (quant_ref.c), not llama.cpp's
+ * error search. */
+void wk_ref_q4_k_from_f32(const float *src, void *dst, int64_t n);
+void wk_ref_q6_k_from_f32(const float *src, void *dst, int64_t n);
 void wk_ref_q5_k_to_f32(const void *src, float *dst, int64_t n);
 void wk_ref_q6_k_to_f32(const void *src, float *dst, int64_t n);
 void wk_ref_q8_k_to_f32(const void *src, float *dst, int64_t n);

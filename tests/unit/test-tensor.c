@@ -126,7 +126,8 @@ static void test_dequant_known_blocks(void)
     CHECK_NEAR(out[0], 0.5 * 1 * (0 - 32), 0, 0);
 }
 
-/* Quantize then dequantize stays within the format's step: half a step
+/* Quantize then dequantize stays within the format's step (Q4_K, Q6_K: see
+ * their bounds): half a step
  * for Q8_0/Q8_K/Q4_1/Q5_1; Q4_0 and Q5_0 map the value of largest
  * magnitude to -8d (-16d), so the opposite extreme is clipped to 7d (15d)
  * and may be off by a whole step. Plus 1% for the f16 scale. */
@@ -152,6 +153,12 @@ static void test_quantize_round_trip_bounds(void)
         {"q5_0", wk_ref_q5_0_from_f32, wk_ref_q5_0_to_f32, amax / 16},
         {"q4_1", wk_ref_q4_1_from_f32, wk_ref_q4_1_to_f32, (mx - mn) / 15 * 0.5},
         {"q5_1", wk_ref_q5_1_from_f32, wk_ref_q5_1_to_f32, (mx - mn) / 31 * 0.5},
+        /* K-quants: half a sub-block step, plus what rounding the 6-bit
+         * sub-block scales to the super-block scale can clip at the range's
+         * end (at most half a super-block step, 15 or 31 times) and the
+         * rounded Q4_K minimum */
+        {"q4_k", wk_ref_q4_k_from_f32, wk_ref_q4_k_to_f32, (mx - mn) / 15 * (0.5 + 15.0 / 126) + fabs(mn) / 126},
+        {"q6_k", wk_ref_q6_k_from_f32, wk_ref_q6_k_to_f32, amax / 31 * (0.5 + 31.0 / 254)},
     };
     for (size_t k = 0; k < WK_ARRAY_LEN(t); k++) {
         t[k].q(x, buf, 256);
