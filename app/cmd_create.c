@@ -285,7 +285,9 @@ static char *stored_modelfile(struct wk_store *s, json_t *m, struct wk_error *er
     return out;
 }
 
-static void show_details(const char *title, const char *path)
+/* quant: the config blob's file_type when it has one (a quantized
+ * safetensors import), else what the weights say. */
+static void show_details(const char *title, const char *path, const char *quant)
 {
     json_t *info = NULL;
     json_t *d = wk_model_details(path, &info, NULL);
@@ -299,7 +301,8 @@ static void show_details(const char *title, const char *path)
     printf("    %-20s %lld\n", "context length", (long long)json_integer_value(json_object_get(info, key)));
     snprintf(key, sizeof key, "%s.embedding_length", arch);
     printf("    %-20s %lld\n", "embedding length", (long long)json_integer_value(json_object_get(info, key)));
-    printf("    %-20s %s\n\n", "quantization", json_string_value(json_object_get(d, "quantization_level")));
+    printf("    %-20s %s\n\n", "quantization",
+           quant && *quant ? quant : json_string_value(json_object_get(d, "quantization_level")));
     json_decref(d);
     json_decref(info);
 }
@@ -359,9 +362,19 @@ int cmd_show(int argc, char **argv)
         if (t) printf("%s\n", t);
         wk_free(t);
     } else {
-        show_details("Model", m.weights);
+        /* the config blob's file types (set for quantized safetensors imports) */
+        json_t *cfg = NULL;
+        const char *cd = m.manifest ? json_string_value(json_object_get(json_object_get(m.manifest, "config"), "digest")) : NULL;
+        char cpath[4200];
+        if (cd) {
+            wk_store_blob_path(s, cd, cpath, sizeof cpath);
+            cfg = json_load_file(cpath, 0, NULL);
+        }
+        show_details("Model", m.weights, json_string_value(json_object_get(cfg, "file_type")));
         printf("  Capabilities\n    completion\n\n");
-        if (m.draft[0]) show_details("Draft", m.draft);
+        if (m.draft[0])
+            show_details("Draft", m.draft, json_string_value(json_object_get(json_object_get(cfg, "draft"), "file_type")));
+        json_decref(cfg);
         if (json_object_size(m.params)) {
             printf("  Parameters\n");
             const char *k;

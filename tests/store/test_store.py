@@ -274,6 +274,11 @@ def test_safetensors_import():
     rc2, out, _ = wick("show", "gem-drafted")
     check(rc == 0 and "Draft" in out and "Q4_K_M" in out.split("Draft")[1] and "BF16" in out.split("Draft")[0],
           "DRAFT: one manifest; show lists the draft and its quantization", err + out)
+    rc, _, err = wick("create", "gem-qdraft", "-f", modelfile(f"FROM {GEMMA}\nDRAFT {gem}\n", "qdraft.mf"),
+                      "--quantize-draft", "q4_K_M")
+    rc2, out, _ = wick("show", "gem-qdraft")
+    check(rc == 0 and "Q4_K_M" in out.split("Draft")[-1], "--quantize-draft q4_K_M: show lists the draft's quantization",
+          err + out)
     rc, out, err = wick("create", "mismatch", "-f", modelfile(f"FROM {gem}\nDRAFT {SMOL}\n", "mismatch.mf"))
     check(rc != 0 and "vocabulary" in err, "a draft with another vocabulary (folder target)", err)
     rc, out, _ = wick("show", "smollm2-st")
