@@ -203,7 +203,7 @@ static void norm_rows(const struct wk_cpu_kernels *k, int32_t n, int64_t width, 
 /* Runs one chunk; returns false, leaving the cache as it was, when cancel
  * becomes true between layers (so a long prefill stops within a layer). */
 static bool forward_chunk(struct wk_context *c, const int32_t *tokens, int32_t n, float *logits,
-                          const volatile bool *cancel)
+                          bool all_rows, const volatile bool *cancel)
 {
     const struct wk_model *m = c->m;
     const struct wk_hparams *hp = &m->hp;
@@ -264,18 +264,19 @@ static bool forward_chunk(struct wk_context *c, const int32_t *tokens, int32_t n
     }
     c->n_past += n;
     if (!logits) return true;
-    float *last = c->xn; /* the last row only */
-    k->rms_norm(E, c->x + (int64_t)(n - 1) * E, m->output_norm->data, hp->rms_eps, last);
-    wk_cpu_matmul(pool, k, m->output, last, logits, 1, c->mm_scratch);
+    /* the last row only, or every row */
+    const int32_t rows = all_rows ? n : 1;
+    norm_rows(k, rows, E, c->x + (int64_t)(n - rows) * E, m->output_norm, hp->rms_eps, c->xn);
+    wk_cpu_matmul(pool, k, m->output, c->xn, logits, rows, c->mm_scratch);
     if (hp->final_softcap > 0) {
         float cap = hp->final_softcap;
-        for (int32_t i = 0; i < hp->n_vocab; i++) logits[i] = cap * tanhf(logits[i] / cap);
+        for (int64_t i = 0; i < (int64_t)rows * hp->n_vocab; i++) logits[i] = cap * tanhf(logits[i] / cap);
     }
     return true;
 }
 
-enum wk_status wk_context_decode(struct wk_context *c, const int32_t *tokens, int32_t n_tokens,
-                                 float *logits, const volatile bool *cancel, struct wk_error *err)
+static enum wk_status decode(struct wk_context *c, const int32_t *tokens, int32_t n_tokens, float *logits,
+                             bool all_rows, const volatile bool *cancel, struct wk_error *err)
 {
     if (n_tokens < 1) return wk_error_set(err, WK_E_INVALID, "no tokens to decode");
     if (n_tokens > c->n_ctx - c->n_past)
@@ -290,9 +291,22 @@ enum wk_status wk_context_decode(struct wk_context *c, const int32_t *tokens, in
         if (cancel && *cancel) return wk_error_set(err, WK_E_CANCELLED, "cancelled");
         int32_t n = WK_MIN(c->n_ubatch, n_tokens - done);
         bool last = done + n == n_tokens;
-        if (!forward_chunk(c, tokens + done, n, last ? logits : NULL, cancel))
+        float *out = all_rows ? logits + (size_t)done * (size_t)c->m->hp.n_vocab : last ? logits : NULL;
+        if (!forward_chunk(c, tokens + done, n, out, all_rows, cancel))
             return wk_error_set(err, WK_E_CANCELLED, "cancelled");
         done += n;
     }
     return WK_OK;
+}
+
+enum wk_status wk_context_decode(struct wk_context *c, const int32_t *tokens, int32_t n_tokens,
+                                 float *logits, const volatile bool *cancel, struct wk_error *err)
+{
+    return decode(c, tokens, n_tokens, logits, false, cancel, err);
+}
+
+enum wk_status wk_context_decode_all(struct wk_context *c, const int32_t *tokens, int32_t n_tokens,
+                                     float *logits, const volatile bool *cancel, struct wk_error *err)
+{
+    return decode(c, tokens, n_tokens, logits, true, cancel, err);
 }

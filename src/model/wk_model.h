@@ -112,5 +112,9 @@ void wk_context_truncate(struct wk_context *ctx, int32_t n_keep);
  */
 enum wk_status wk_context_decode(struct wk_context *ctx, const int32_t *tokens, int32_t n_tokens,
                                  float *logits, const volatile bool *cancel, struct wk_error *err);
+/* As wk_context_decode, with every token's logits: logits [n_tokens][n_vocab]
+ * f32 (not NULL). For measurements over a text (bench/kl). */
+enum wk_status wk_context_decode_all(struct wk_context *ctx, const int32_t *tokens, int32_t n_tokens,
+                                     float *logits, const volatile bool *cancel, struct wk_error *err);
 
 #endif /* WK_MODEL_H */
