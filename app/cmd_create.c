@@ -244,20 +244,7 @@ static char *stored_modelfile(struct wk_store *s, json_t *m, struct wk_error *er
     const char *k;
     json_t *v;
     enum wk_status st = WK_OK;
-    json_object_foreach(params, k, v) {
-        json_t *vals = json_is_array(v) ? json_incref(v) : json_pack("[O]", v);
-        size_t i;
-        json_t *e;
-        json_array_foreach(vals, i, e) {
-            char buf[64];
-            const char *t = json_is_string(e) ? json_string_value(e) : buf;
-            if (json_is_integer(e)) snprintf(buf, sizeof buf, "%lld", (long long)json_integer_value(e));
-            else if (json_is_real(e)) snprintf(buf, sizeof buf, "%.17g", json_real_value(e));
-            else if (json_is_boolean(e)) snprintf(buf, sizeof buf, "%s", json_is_true(e) ? "true" : "false");
-            if (!st) st = wk_modelfile_add_param(&mf, k, t, err);
-        }
-        json_decref(vals);
-    }
+    json_object_foreach(params, k, v) if (!st) st = wk_modelfile_add_json_param(&mf, k, v, err);
     json_decref(params);
     char *msgs = wk_store_layer_text(s, m, WK_MT_MESSAGES);
     json_t *ml = msgs ? json_loads(msgs, 0, NULL) : NULL;

@@ -19,6 +19,17 @@ static const struct {
     {"llama", WK_ARCH_LLAMA, wk__llama_load},
 };
 
+/* A Hugging Face model's hyperparameter key: *found false when absent
+ * (an error when required). */
+static enum wk_status hf_number(const struct wk_model *m, const char *key, bool required, double *d,
+                                bool *found, struct wk_error *err)
+{
+    *found = wk__hf_number(m->hf, key, d);
+    if (!*found && required)
+        return wk_error_set(err, WK_E_FORMAT, "%s: config.json lacks the field for %s", wk__model_path(m), key);
+    return WK_OK;
+}
+
 enum wk_status wk__hp_u32(const struct wk_model *m, const char *suffix, bool required,
                           int32_t *out, int32_t max, struct wk_error *err)
 {
@@ -28,10 +39,8 @@ enum wk_status wk__hp_u32(const struct wk_model *m, const char *suffix, bool req
     enum wk_status st;
     if (m->hf) {
         double d;
-        if (!wk__hf_number(m->hf, key, &d)) {
-            if (!required) return WK_OK;
-            return wk_error_set(err, WK_E_FORMAT, "%s: config.json lacks the field for %s", wk__model_path(m), key);
-        }
+        bool found;
+        if ((st = hf_number(m, key, required, &d, &found, err)) || !found) return st;
         if (d != (double)(int64_t)d || d < 0 || d > 4294967295.0)
             return wk_error_set(err, WK_E_FORMAT, "%s: config.json: %s = %g is not a whole number",
                                 wk__model_path(m), key, d);
@@ -58,10 +67,8 @@ enum wk_status wk__hp_f32(const struct wk_model *m, const char *suffix, bool req
     enum wk_status st;
     if (m->hf) {
         double d;
-        if (!wk__hf_number(m->hf, key, &d)) {
-            if (!required) return WK_OK;
-            return wk_error_set(err, WK_E_FORMAT, "%s: config.json lacks the field for %s", wk__model_path(m), key);
-        }
+        bool found;
+        if ((st = hf_number(m, key, required, &d, &found, err)) || !found) return st;
         v = (float)d;
     } else {
         if (!required && !wk_gguf_find(m->gguf, key)) return WK_OK;

@@ -424,3 +424,24 @@ enum wk_status wk_store_create(struct wk_store *s, const struct wk_model_name *n
     json_decref(b.base);
     return st;
 }
+
+enum wk_status wk_modelfile_add_json_param(struct wk_modelfile *mf, const char *k, json_t *v,
+                                           struct wk_error *err)
+{
+    json_t *vals = json_is_array(v) ? json_incref(v) : json_pack("[O]", v);
+    size_t i;
+    json_t *e;
+    enum wk_status st = WK_OK;
+    json_array_foreach(vals, i, e) {
+        char buf[64];
+        const char *t = json_is_string(e) ? json_string_value(e) : buf;
+        if (json_is_integer(e)) snprintf(buf, sizeof buf, "%lld", (long long)json_integer_value(e));
+        else if (json_is_real(e)) snprintf(buf, sizeof buf, "%.17g", json_real_value(e));
+        else if (json_is_boolean(e)) snprintf(buf, sizeof buf, "%s", json_is_true(e) ? "true" : "false");
+        else if (!json_is_string(e)) st = wk_error_set(err, WK_E_INVALID, "parameter '%s' has a value of the wrong type", k);
+        if (!st) st = wk_modelfile_add_param(mf, k, t, err);
+        if (st) break;
+    }
+    json_decref(vals);
+    return st;
+}

@@ -298,28 +298,6 @@ static void collect_status(void *user, const char *line)
     json_array_append_new(user, json_pack("{s:s}", "status", line));
 }
 
-/* mf's value of a JSON parameter: each element of a list, else the value,
- * as the Modelfile text it would be written as. */
-static enum wk_status add_json_param(struct wk_modelfile *mf, const char *k, json_t *v, struct wk_error *err)
-{
-    json_t *vals = json_is_array(v) ? json_incref(v) : json_pack("[O]", v);
-    size_t i;
-    json_t *e;
-    enum wk_status st = WK_OK;
-    json_array_foreach(vals, i, e) {
-        char buf[64];
-        const char *t = json_is_string(e) ? json_string_value(e) : buf;
-        if (json_is_integer(e)) snprintf(buf, sizeof buf, "%lld", (long long)json_integer_value(e));
-        else if (json_is_real(e)) snprintf(buf, sizeof buf, "%.17g", json_real_value(e));
-        else if (json_is_boolean(e)) snprintf(buf, sizeof buf, "%s", json_is_true(e) ? "true" : "false");
-        else if (!json_is_string(e)) st = wk_error_set(err, WK_E_INVALID, "parameter '%s' has a value of the wrong type", k);
-        if (!st) st = wk_modelfile_add_param(mf, k, t, err);
-        if (st) break;
-    }
-    json_decref(vals);
-    return st;
-}
-
 static char *dup_str(json_t *v) { return json_is_string(v) ? wk_asprintf("%s", json_string_value(v)) : NULL; }
 
 /* POST /api/create: Ollama's request ({model, from, parameters, template,
@@ -349,7 +327,7 @@ static enum MHD_Result serve_create(struct MHD_Connection *c, json_t *body)
     mf.system = dup_str(json_object_get(body, "system"));
     const char *k;
     json_t *v;
-    json_object_foreach(params, k, v) if (!st) st = add_json_param(&mf, k, v, &err);
+    json_object_foreach(params, k, v) if (!st) st = wk_modelfile_add_json_param(&mf, k, v, &err);
     size_t nm = json_array_size(msgs), nl = json_is_array(lic) ? json_array_size(lic) : lic ? 1 : 0, i;
     mf.messages = nm ? wk_calloc(nm, sizeof *mf.messages) : NULL;
     mf.licenses = nl ? wk_calloc(nl, sizeof *mf.licenses) : NULL;

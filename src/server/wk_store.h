@@ -102,6 +102,16 @@ enum wk_status wk_store_remove(struct wk_store *s, const struct wk_model_name *n
 enum wk_status wk_store_copy(struct wk_store *s, const struct wk_model_name *src,
                              const struct wk_model_name *dst, struct wk_error *err);
 
+/*
+ * Adds parameter k with JSON value v (Ollama's params: a number, a bool,
+ * a string, or a list of them for `stop`) to mf through
+ * wk_modelfile_add_param, each value as the text a Modelfile would hold.
+ * Errors: WK_E_INVALID (a value of another type, or those of
+ * wk_modelfile_add_param).
+ */
+enum wk_status wk_modelfile_add_json_param(struct wk_modelfile *mf, const char *k, json_t *v,
+                                           struct wk_error *err);
+
 /* How wk_store_create reports and where relative paths start. */
 struct wk_create_opts {
     const char *base_dir;            /* FROM/DRAFT paths are relative to it (the Modelfile's folder) */

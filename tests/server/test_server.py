@@ -30,16 +30,8 @@ SMOL_FIX = json.load(open(os.path.join(ROOT, "tests", "golden", "smollm2-135m.js
 LP_FIX = json.load(open(os.path.join(ROOT, "tests", "golden", "logprobs.json"), encoding="utf-8"))
 SMOL = "smollm2"
 
-failures = 0
-checks = 0
-
-
-def check(cond, what, detail=""):
-    global failures, checks
-    checks += 1
-    if not cond:
-        failures += 1
-        print(f"FAIL {what}\n  {detail}", flush=True)
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+from checks import check, finish  # noqa: E402
 
 
 def case(name):
@@ -539,8 +531,7 @@ def main():
     finally:
         if s.proc.poll() is None:
             s.proc.kill()
-    print(f"server: {checks - failures}/{checks} checks passed")
-    sys.exit(1 if failures else 0)
+    finish("server")
 
 
 if __name__ == "__main__":

@@ -41,16 +41,8 @@ GEMMA_FIX = json.load(open(os.path.join(ROOT, "tests", "golden", "gemma3-270m.js
 SMOL = os.path.join(CACHE, SMOL_FIX["model"])
 GEMMA = os.path.join(CACHE, GEMMA_FIX["model"])
 
-failures = 0
-checks = 0
-
-
-def check(cond, what, detail=""):
-    global failures, checks
-    checks += 1
-    if not cond:
-        failures += 1
-        print(f"FAIL {what}\n  {detail}", flush=True)
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+from checks import check, finish  # noqa: E402
 
 
 STORE = tempfile.mkdtemp(prefix="wick-store-")
@@ -307,8 +299,7 @@ def main():
     finally:
         shutil.rmtree(STORE, ignore_errors=True)
         shutil.rmtree(WORK, ignore_errors=True)
-    print(f"store: {checks - failures}/{checks} checks passed")
-    sys.exit(1 if failures else 0)
+    finish("store")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,20 @@
+"""tests/checks.py - the check harness the Python test scripts of
+tests/server and tests/store share: each check counts, a failed one prints
+what and why, and finish() reports and sets the exit status."""
+import sys
+
+failures = 0
+checks = 0
+
+
+def check(cond, what, detail=""):
+    global failures, checks
+    checks += 1
+    if not cond:
+        failures += 1
+        print(f"FAIL {what}\n  {detail}", flush=True)
+
+
+def finish(suite):
+    print(f"{suite}: {checks - failures}/{checks} checks passed")
+    sys.exit(1 if failures else 0)
