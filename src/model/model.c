@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 static const struct {
     const char *name;
@@ -208,6 +209,13 @@ enum wk_status wk_model_load(const char *path, struct wk_model **out, struct wk_
     enum wk_status st;
     struct wk_gguf_str arch;
     if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) { /* a Hugging Face folder */
+        char cfg[4200];
+        snprintf(cfg, sizeof cfg, "%.4000s/config.json", path);
+        if (access(cfg, F_OK) != 0) {
+            st = wk_error_set(err, WK_E_INVALID,
+                              "%s is a directory, not a GGUF file (nor a Hugging Face folder: no config.json)", path);
+            goto fail;
+        }
         if ((st = wk__hf_open(m, path, err))) goto fail;
         arch.data = wk__hf_arch(m->hf);
         arch.len = strlen(arch.data);

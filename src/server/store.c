@@ -373,15 +373,15 @@ static void walk(const struct wk_store *s, manifest_fn fn, void *user)
             continue;
         }
         if (e->d_name[0] == '.' || strlen(e->d_name) > 127) continue;
-        snprintf(fields[depth], 128, "%s", e->d_name);
+        snprintf(fields[depth], 128, "%.127s", e->d_name);
         if (depth == 3) {
             char path[4400];
-            snprintf(path, sizeof path, "%.4200s/%s", p[3], e->d_name);
+            snprintf(path, sizeof path, "%.4000s/%.127s", p[3], e->d_name);
             fn(user, &n, path);
             continue;
         }
         char next[4200];
-        snprintf(next, sizeof next, "%.4000s/%s", p[depth], e->d_name);
+        snprintf(next, sizeof next, "%.4000s/%.127s", p[depth], e->d_name);
         memcpy(p[depth + 1], next, sizeof next);
         if ((d[depth + 1] = opendir(p[depth + 1]))) depth++;
     }
@@ -554,7 +554,11 @@ enum wk_status wk_store_resolve(const struct wk_store *s, const char *name, bool
 {
     memset(out, 0, sizeof *out);
     struct stat sb;
-    if (allow_paths && stat(name, &sb) == 0 && (S_ISREG(sb.st_mode) || S_ISDIR(sb.st_mode))) {
+    /* the CLI: anything that exists, or looks like a path, goes to the loader,
+     * which says what is wrong with it (no such file, a FIFO, not GGUF) */
+    size_t len = strlen(name);
+    bool pathlike = strchr(name, '/') || (len > 5 && strcmp(name + len - 5, ".gguf") == 0);
+    if (allow_paths && (stat(name, &sb) == 0 || pathlike)) {
         snprintf(out->weights, sizeof out->weights, "%s", name);
         out->params = json_object();
         out->messages = json_array();
