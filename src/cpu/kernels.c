@@ -48,6 +48,8 @@ ROWS_REF(q8_0, WK_DTYPE_Q8_0)
 ROWS_REF(q4_k, WK_DTYPE_Q4_K)
 ROWS_REF(q5_k, WK_DTYPE_Q5_K)
 ROWS_REF(q6_k, WK_DTYPE_Q6_K)
+ROWS_REF(i8g64, WK_DTYPE_I8G64)
+ROWS_REF(i4g64, WK_DTYPE_I4G64)
 
 wk_vec_dot_rows_fn wk__vec_dot_rows_ref(enum wk_dtype t)
 {
@@ -63,6 +65,8 @@ wk_vec_dot_rows_fn wk__vec_dot_rows_ref(enum wk_dtype t)
     case WK_DTYPE_Q4_K: return rows_ref_q4_k;
     case WK_DTYPE_Q5_K: return rows_ref_q5_k;
     case WK_DTYPE_Q6_K: return rows_ref_q6_k;
+    case WK_DTYPE_I8G64: return rows_ref_i8g64;
+    case WK_DTYPE_I4G64: return rows_ref_i4g64;
     default: return NULL;
     }
 }

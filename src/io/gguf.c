@@ -379,7 +379,7 @@ static enum wk_status parse_tensor_infos(struct wk_gguf *g, struct cursor *c)
         uint32_t type;
         if ((st = read_u32(c, &type, "tensor type")) || (st = read_u64(c, &t->offset, "tensor offset")))
             return wk_error_prefix(c->err, st, "tensor %s: ", nbuf);
-        const struct wk_dtype_traits *tr = wk_dtype_traits_get(type);
+        const struct wk_dtype_traits *tr = type < WK_DTYPE_GGUF_COUNT ? wk_dtype_traits_get(type) : NULL;
         if (!tr)
             return wk_error_set(c->err, WK_E_UNSUPPORTED, "%s: tensor %s: unknown dtype %u",
                                 c->name, nbuf, type);

@@ -17,6 +17,10 @@
  *   the 10 golden prompts within 32 tokens);
  * - q4_K_M: Q4_K, with attention V and FFN down in Q6_K (llama.cpp's _M
  *   mix gives Q6_K to some of those; wick to all of them);
+ * - int8 / int4: MLX-style affine groups of 64 (I8G64 / I4G64 blocks:
+ *   an f16 scale and bias per group); int8 keeps the embedding like q8_0,
+ *   int4 gives the embedding, attention V and FFN down 8 bits (the
+ *   promotions Ollama's MLX import makes for sensitive tensors);
  * - a row length that is not a multiple of the type's block (256 for the
  *   K types, 32 for the others) falls back to Q8_0, or stays as it is when
  *   not even that fits.
@@ -46,7 +50,9 @@ static bool plan_for(const char *type, struct plan *p)
     } t[] = {{"q8_0", {WK_DTYPE_Q8_0, WK_DTYPE_COUNT, WK_DTYPE_Q8_0}},
              {"q4_0", {WK_DTYPE_Q4_0, WK_DTYPE_Q8_0, WK_DTYPE_Q4_0}},
              {"q6_k", {WK_DTYPE_Q6_K, WK_DTYPE_Q8_0, WK_DTYPE_Q6_K}},
-             {"q4_k_m", {WK_DTYPE_Q4_K, WK_DTYPE_Q8_0, WK_DTYPE_Q6_K}}};
+             {"q4_k_m", {WK_DTYPE_Q4_K, WK_DTYPE_Q8_0, WK_DTYPE_Q6_K}},
+             {"int8", {WK_DTYPE_I8G64, WK_DTYPE_COUNT, WK_DTYPE_I8G64}},
+             {"int4", {WK_DTYPE_I4G64, WK_DTYPE_I8G64, WK_DTYPE_I8G64}}};
     for (size_t i = 0; i < WK_ARRAY_LEN(t); i++)
         if (strcasecmp(type, t[i].name) == 0) {
             *p = t[i].p;
@@ -125,10 +131,9 @@ enum wk_status wk_quantize_folder(const char *src, const char *dst, const char *
                                   struct wk_error *err)
 {
     struct plan p;
-    if (strcasecmp(type, "int4") == 0 || strcasecmp(type, "int8") == 0)
-        return wk_error_set(err, WK_E_UNSUPPORTED, "--quantize %s (MLX-style affine groups) is not supported yet", type);
     if (!plan_for(type, &p))
-        return wk_error_set(err, WK_E_INVALID, "unknown quantization type '%s' (wick knows q8_0, q4_0, q6_K, q4_K_M)", type);
+        return wk_error_set(err, WK_E_INVALID,
+                            "unknown quantization type '%s' (wick knows q8_0, q4_0, q6_K, q4_K_M, int8, int4)", type);
     DIR *d = opendir(src);
     if (!d) return wk_error_set(err, WK_E_NOT_FOUND, "%s: cannot open the folder", src);
     enum wk_status st = WK_OK;

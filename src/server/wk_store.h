@@ -137,11 +137,11 @@ enum wk_status wk_store_create(struct wk_store *s, const struct wk_model_name *n
 /*
  * Quantizes the Hugging Face folder src into the existing folder dst:
  * every weight of its model*.safetensors to the GGUF block type of `type`
- * (q8_0, q4_0, q6_K, q4_K_M; case-insensitive) under the policy
- * quantize.c states, stored as U8 rows of blocks with "wick.dtype.<name>"
- * in the file's metadata; JSON and template files copied. Errors:
- * WK_E_INVALID (an unknown type), WK_E_UNSUPPORTED (int4/int8 affine
- * groups: not yet), those of the safetensors reader and writer.
+ * (q8_0, q4_0, q6_K, q4_K_M) or the affine groups of 64 (int8, int4;
+ * case-insensitive) under the policy quantize.c states, stored as U8 rows
+ * of blocks with "wick.dtype.<name>" in the file's metadata; JSON and
+ * template files copied. Errors: WK_E_INVALID (an unknown type), those of
+ * the safetensors reader and writer.
  */
 enum wk_status wk_quantize_folder(const char *src, const char *dst, const char *type,
                                   struct wk_error *err);

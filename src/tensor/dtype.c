@@ -101,6 +101,10 @@ static const struct wk_dtype_traits g_traits[WK_DTYPE_COUNT] = {
           NULL, wk_ref_vec_dot_q5_k_f32, wk_ref_vec_dot_q5_k_q8_k),
     QUANT(WK_DTYPE_Q6_K, "Q6_K", 256, struct wk_block_q6_k, WK_DTYPE_Q8_K, wk_ref_q6_k_to_f32,
           wk_ref_q6_k_from_f32, wk_ref_vec_dot_q6_k_f32, wk_ref_vec_dot_q6_k_q8_k),
+    QUANT(WK_DTYPE_I8G64, "I8G64", 64, struct wk_block_i8g64, WK_DTYPE_F32, wk_ref_i8g64_to_f32,
+          wk_ref_i8g64_from_f32, wk_ref_vec_dot_i8g64_f32, NULL),
+    QUANT(WK_DTYPE_I4G64, "I4G64", 64, struct wk_block_i4g64, WK_DTYPE_F32, wk_ref_i4g64_to_f32,
+          wk_ref_i4g64_from_f32, wk_ref_vec_dot_i4g64_f32, NULL),
     QUANT(WK_DTYPE_Q8_K, "Q8_K", 256, struct wk_block_q8_k, WK_DTYPE_Q8_K, wk_ref_q8_k_to_f32,
           wk_ref_q8_k_from_f32, NULL, NULL),
     /* Known to GGUF, not computed by wick yet: sizes let the reader check

@@ -44,7 +44,12 @@ enum wk_dtype {
     WK_DTYPE_I64 = 27,
     WK_DTYPE_F64 = 28,
     WK_DTYPE_BF16 = 30,
-    WK_DTYPE_COUNT = 40, /* one past the highest id GGUF defines today */
+    WK_DTYPE_GGUF_COUNT = 40, /* one past the highest id GGUF defines today */
+    /* wick's own, never in a GGUF file: MLX-style affine groups of 64
+     * (x = scale * q + bias, q unsigned), what `--quantize int8/int4` makes */
+    WK_DTYPE_I8G64 = 40,
+    WK_DTYPE_I4G64 = 41,
+    WK_DTYPE_COUNT = 42,
 };
 
 /* ------------------------------------------------------------- blocks */
@@ -120,6 +125,21 @@ struct wk_block_q8_k {
     float d;
     int8_t qs[WK_QK_K];
     int16_t bsums[WK_QK_K / 16];
+};
+
+/* Affine groups (MLX's quantization: groups of 64, a scale and a bias
+ * each; ../shared/reference/ollama-mlx-runner.md §6.4), as blocks: the
+ * group's f16 scale and bias, then its 64 codes; x = scale * q + bias.
+ * I4G64 packs two codes a byte, element 2i in the low nibble of q[i] (the
+ * order of MLX's little-endian uint32 packing). */
+#define WK_QG64 64
+struct wk_block_i8g64 {
+    wk_f16 scale, bias;
+    uint8_t q[WK_QG64];
+};
+struct wk_block_i4g64 {
+    wk_f16 scale, bias;
+    uint8_t q[WK_QG64 / 2];
 };
 
 /* -------------------------------------------------------- conversions */
@@ -217,6 +237,14 @@ void wk_ref_q4_k_to_f32(const void *src, float *dst, int64_t n);
  * min-max / max-abs sub-block scales (quant_ref.c), not llama.cpp's
  * error search. */
 void wk_ref_q4_k_from_f32(const float *src, void *dst, int64_t n);
+/* Affine groups: to f32, from f32 (scale = (max - min) / levels, bias =
+ * min, codes rounded to nearest), dot with f32 x. */
+void wk_ref_i8g64_to_f32(const void *src, float *dst, int64_t n);
+void wk_ref_i4g64_to_f32(const void *src, float *dst, int64_t n);
+void wk_ref_i8g64_from_f32(const float *src, void *dst, int64_t n);
+void wk_ref_i4g64_from_f32(const float *src, void *dst, int64_t n);
+float wk_ref_vec_dot_i8g64_f32(int64_t n, const void *w, const void *x);
+float wk_ref_vec_dot_i4g64_f32(int64_t n, const void *w, const void *x);
 void wk_ref_q6_k_from_f32(const float *src, void *dst, int64_t n);
 void wk_ref_q5_k_to_f32(const void *src, float *dst, int64_t n);
 void wk_ref_q6_k_to_f32(const void *src, float *dst, int64_t n);

@@ -227,33 +227,32 @@ def test_safetensors_import():
                 check(rc == 0 and out == c["text"] + "\n",
                       f"{name} {c['name']} ({'store' if target.endswith('-st') else 'folder'}): transformers' "
                       f"64 greedy tokens on the BF16 weights", f"{out!r}\n  {c['text']!r}\n  {err[-300:]}")
-    # --quantize from the BF16 folders: q8_0 answers as BF16 does for 32 tokens on 8 of the 10
-    # prompts (measured: gemma3 japanese and smollm2 french, both near-ties in degenerate
-    # continuations, drift; issue 7 asks for all: not met, see the closing note); the 4- and 6-bit
-    # types run
-    same, differ = 0, []
-    for m in BF16["models"]:
-        name = m["model"]
-        folder = os.path.join(WORK, name + "-hf")
-        rc, _, err = wick("create", name + "-q8", "-f", modelfile(f"FROM {folder}\n", name + ".q8"), "--quantize", "q8_0")
-        check(rc == 0, f"create {name} --quantize q8_0", err)
-        for c in m["cases"]:
-            prompt = c["messages"][0]["content"]
-            _, want, _ = wick("run", name + "-st", prompt, "--temperature", "0", "--num-predict", "32")
-            rc, got, err = wick("run", name + "-q8", prompt, "--temperature", "0", "--num-predict", "32")
-            check(rc == 0, f"{name} {c['name']}: q8_0 runs", err)
-            if got == want:
-                same += 1
-            else:
-                differ.append(f"{name} {c['name']}: {got!r} vs BF16 {want!r}")
-    print(f"  q8_0 = BF16 for 32 greedy tokens on {same} of {same + len(differ)} prompts", flush=True)
-    check(same >= 8, "q8_0 gives BF16's first 32 greedy tokens on at least 8 of the 10 prompts", "\n  ".join(differ))
-    for q in ("q4_0", "q6_K", "q4_K_M"):
+    # --quantize from the BF16 folders: q8_0 and int8 answer as BF16 does for 32 tokens on 8 of
+    # the 10 prompts (measured: gemma3 japanese and smollm2 french, near-ties in degenerate
+    # continuations, drift; issue 7 asks for all: not met, see the closing note); the 4- and
+    # 6-bit types run
+    for q in ("q8_0", "int8"):
+        same, differ = 0, []
+        for m in BF16["models"]:
+            name = m["model"]
+            folder = os.path.join(WORK, name + "-hf")
+            rc, _, err = wick("create", f"{name}-{q}", "-f", modelfile(f"FROM {folder}\n", f"{name}.{q}"), "--quantize", q)
+            check(rc == 0, f"create {name} --quantize {q}", err)
+            for c in m["cases"]:
+                prompt = c["messages"][0]["content"]
+                _, want, _ = wick("run", name + "-st", prompt, "--temperature", "0", "--num-predict", "32")
+                rc, got, err = wick("run", f"{name}-{q}", prompt, "--temperature", "0", "--num-predict", "32")
+                check(rc == 0, f"{name} {c['name']}: {q} runs", err)
+                if got == want:
+                    same += 1
+                else:
+                    differ.append(f"{name} {c['name']}: {got!r} vs BF16 {want!r}")
+        print(f"  {q} = BF16 for 32 greedy tokens on {same} of {same + len(differ)} prompts", flush=True)
+        check(same >= 8, f"{q} gives BF16's first 32 greedy tokens on at least 8 of the 10 prompts", "\n  ".join(differ))
+    for q in ("q4_0", "q6_K", "q4_K_M", "int4"):
         rc, _, err = wick("create", "smol-" + q, "-f", modelfile(f"FROM {os.path.join(WORK, 'smollm2-hf')}\n", q), "--quantize", q)
         rc2, out, err2 = wick("run", "smol-" + q, "Why is the sky blue?", "--temperature", "0", "--num-predict", "16")
         check(rc == 0 and rc2 == 0 and len(out.strip()) > 10, f"--quantize {q} creates a model that runs", err + err2)
-    rc, _, err = wick("create", "smol-int4", "-f", modelfile(f"FROM {os.path.join(WORK, 'smollm2-hf')}\n", "i4"), "--quantize", "int4")
-    check(rc != 0 and "not supported yet" in err, "--quantize int4: a clear 'not supported yet'", err)
     rc, _, err = wick("create", "smol-bad", "-f", modelfile(f"FROM {os.path.join(WORK, 'smollm2-hf')}\n", "qb"), "--quantize", "q3_x")
     check(rc != 0 and "unknown quantization type 'q3_x'" in err, "--quantize with an unknown type", err)
     rc, _, err = wick("create", "smol-gq", "-f", modelfile(f"FROM {SMOL}\n", "gq"), "--quantize", "q8_0")

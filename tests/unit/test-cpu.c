@@ -28,6 +28,7 @@ static void fill_random_blocks(enum wk_dtype t, void *dst, int64_t n_blocks, uin
             memcpy(blk, &h1, 2);
             break;
         case WK_DTYPE_Q4_1: case WK_DTYPE_Q5_1: case WK_DTYPE_Q4_K: case WK_DTYPE_Q5_K:
+        case WK_DTYPE_I8G64: case WK_DTYPE_I4G64: /* scale, bias */
             memcpy(blk, &h1, 2);
             memcpy(blk + 2, &h2, 2);
             break;
@@ -57,6 +58,7 @@ static void fill_random_blocks(enum wk_dtype t, void *dst, int64_t n_blocks, uin
 static const enum wk_dtype g_weight_types[] = {
     WK_DTYPE_F32, WK_DTYPE_F16, WK_DTYPE_BF16, WK_DTYPE_Q4_0, WK_DTYPE_Q4_1, WK_DTYPE_Q5_0,
     WK_DTYPE_Q5_1, WK_DTYPE_Q8_0, WK_DTYPE_Q4_K, WK_DTYPE_Q5_K, WK_DTYPE_Q6_K,
+    WK_DTYPE_I8G64, WK_DTYPE_I4G64,
 };
 static const int g_block_counts[] = {1, 2, 3, 4, 5, 7, 8, 9, 13, 16, 17, 31, 33};
 

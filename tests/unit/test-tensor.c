@@ -159,6 +159,9 @@ static void test_quantize_round_trip_bounds(void)
          * rounded Q4_K minimum */
         {"q4_k", wk_ref_q4_k_from_f32, wk_ref_q4_k_to_f32, (mx - mn) / 15 * (0.5 + 15.0 / 126) + fabs(mn) / 126},
         {"q6_k", wk_ref_q6_k_from_f32, wk_ref_q6_k_to_f32, amax / 31 * (0.5 + 31.0 / 254)},
+        /* affine groups: half a step of the group's range */
+        {"i8g64", wk_ref_i8g64_from_f32, wk_ref_i8g64_to_f32, (mx - mn) / 255 * 0.5},
+        {"i4g64", wk_ref_i4g64_from_f32, wk_ref_i4g64_to_f32, (mx - mn) / 15 * 0.5},
     };
     for (size_t k = 0; k < WK_ARRAY_LEN(t); k++) {
         t[k].q(x, buf, 256);
@@ -171,5 +174,23 @@ static void test_quantize_round_trip_bounds(void)
     }
 }
 
-CHECK_MAIN(TEST(test_f16_round_trip_exhaustive), TEST(test_bf16), TEST(test_traits_table),
+/* The affine-group dots equal the dot of the dequantized row with x. */
+static void test_affine_group_dots(void)
+{
+    uint64_t seed = 21;
+    float w[256], x[256], y[256];
+    for (int i = 0; i < 256; i++) w[i] = 3 * check_rand_f32(&seed) - 1, x[i] = check_rand_f32(&seed);
+    uint8_t buf[512];
+    const enum wk_dtype types[] = {WK_DTYPE_I8G64, WK_DTYPE_I4G64};
+    for (size_t k = 0; k < WK_ARRAY_LEN(types); k++) {
+        const struct wk_dtype_traits *tr = wk_dtype_traits_get(types[k]);
+        tr->from_f32(w, buf, 256);
+        tr->to_f32(buf, y, 256);
+        double want = 0;
+        for (int i = 0; i < 256; i++) want += (double)y[i] * x[i];
+        CHECK_NEAR(tr->vec_dot(256, buf, x), want, 0, 1e-4);
+    }
+}
+
+CHECK_MAIN(TEST(test_f16_round_trip_exhaustive), TEST(test_affine_group_dots), TEST(test_bf16), TEST(test_traits_table),
            TEST(test_dequant_known_blocks), TEST(test_quantize_round_trip_bounds))
