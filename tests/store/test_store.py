@@ -228,11 +228,10 @@ def test_safetensors_import():
                 check(rc == 0 and out == c["text"] + "\n",
                       f"{name} {c['name']} ({'store' if target.endswith('-st') else 'folder'}): transformers' "
                       f"64 greedy tokens on the BF16 weights", f"{out!r}\n  {c['text']!r}\n  {err[-300:]}")
-    # --quantize from the BF16 folders: q8_0 and int8 answer as BF16 does for 32 tokens on 8 of
-    # the 10 prompts (measured: gemma3 japanese and smollm2 french, near-ties in degenerate
-    # continuations, drift; issue 7 asks for all: not met, see the closing note); the 4- and
-    # 6-bit types run
-    for q in ("q8_0", "int8"):
+    # --quantize from the BF16 folders: int8 answers as BF16 does for 32 greedy tokens on all 10
+    # prompts, q8_0 on 9 (measured: smollm2 code drifts at a near-tie; issue 7 asks for all: not
+    # met, see the closing note); the 4- and 6-bit types run
+    for q, need in (("q8_0", 9), ("int8", 10)):
         same, differ = 0, []
         for m in BF16["models"]:
             name = m["model"]
@@ -249,7 +248,8 @@ def test_safetensors_import():
                 else:
                     differ.append(f"{name} {c['name']}: {got!r} vs BF16 {want!r}")
         print(f"  {q} = BF16 for 32 greedy tokens on {same} of {same + len(differ)} prompts", flush=True)
-        check(same >= 8, f"{q} gives BF16's first 32 greedy tokens on at least 8 of the 10 prompts", "\n  ".join(differ))
+        check(same >= need, f"{q} gives BF16's first 32 greedy tokens on at least {need} of the 10 prompts",
+              "\n  ".join(differ))
     for q in ("q4_0", "q6_K", "q4_K_M", "int4"):
         rc, _, err = wick("create", "smol-" + q, "-f", modelfile(f"FROM {os.path.join(WORK, 'smollm2-hf')}\n", q), "--quantize", q)
         rc2, out, err2 = wick("run", "smol-" + q, "Why is the sky blue?", "--temperature", "0", "--num-predict", "16")
