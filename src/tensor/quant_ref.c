@@ -624,25 +624,35 @@ void wk_ref_q6_k_from_f32(const float *src, void *dst, int64_t n)
 
 /* ---------------------------------------------------------------- affine groups */
 
+static inline int i8g64_code(const uint8_t *q, int l) { return q[l]; }
 static inline int i4g64_code(const uint8_t *q, int l) { return l & 1 ? q[l / 2] >> 4 : q[l / 2] & 0xF; }
 
-void wk_ref_i8g64_to_f32(const void *src, float *dst, int64_t n)
-{
-    const struct wk_block_i8g64 *b = src;
-    for (int64_t i = 0; i < n / WK_QG64; i++) {
-        float s = F16(b[i].scale), z = F16(b[i].bias);
-        for (int l = 0; l < WK_QG64; l++) dst[i * WK_QG64 + l] = s * b[i].q[l] + z;
+/* to_f32 and the dot with f32 x of an affine-group type:
+ * dot = sum over groups of scale * sum(q x) + bias * sum(x) */
+#define AFFINE_REF(name, block, code)                                                              \
+    void wk_ref_##name##_to_f32(const void *src, float *dst, int64_t n)                            \
+    {                                                                                              \
+        const struct block *b = src;                                                               \
+        for (int64_t i = 0; i < n / WK_QG64; i++) {                                                \
+            float s = F16(b[i].scale), z = F16(b[i].bias);                                         \
+            for (int l = 0; l < WK_QG64; l++) dst[i * WK_QG64 + l] = s * code(b[i].q, l) + z;      \
+        }                                                                                          \
+    }                                                                                              \
+    float wk_ref_vec_dot_##name##_f32(int64_t n, const void *w, const void *xv)                    \
+    {                                                                                              \
+        const struct block *b = w;                                                                 \
+        const float *x = xv;                                                                       \
+        float s = 0;                                                                               \
+        for (int64_t i = 0; i < n / WK_QG64; i++) {                                                \
+            float qx = 0, sx = 0;                                                                  \
+            for (int l = 0; l < WK_QG64; l++)                                                      \
+                qx += code(b[i].q, l) * x[i * WK_QG64 + l], sx += x[i * WK_QG64 + l];              \
+            s += F16(b[i].scale) * qx + F16(b[i].bias) * sx;                                       \
+        }                                                                                          \
+        return s;                                                                                  \
     }
-}
-
-void wk_ref_i4g64_to_f32(const void *src, float *dst, int64_t n)
-{
-    const struct wk_block_i4g64 *b = src;
-    for (int64_t i = 0; i < n / WK_QG64; i++) {
-        float s = F16(b[i].scale), z = F16(b[i].bias);
-        for (int l = 0; l < WK_QG64; l++) dst[i * WK_QG64 + l] = s * i4g64_code(b[i].q, l) + z;
-    }
-}
+AFFINE_REF(i8g64, wk_block_i8g64, i8g64_code)
+AFFINE_REF(i4g64, wk_block_i4g64, i4g64_code)
 
 /* The group's scale and bias for `levels` + 1 codes, as f16 (the values
  * the codes are then rounded against). */
@@ -680,31 +690,4 @@ void wk_ref_i4g64_from_f32(const float *src, void *dst, int64_t n)
         memset(b[i].q, 0, sizeof b[i].q);
         for (int l = 0; l < WK_QG64; l++) b[i].q[l / 2] |= (uint8_t)(affine_code(x[l], s, z, 15) << (l & 1 ? 4 : 0));
     }
-}
-
-/* dot = sum_groups scale * sum(q x) + bias * sum(x) */
-float wk_ref_vec_dot_i8g64_f32(int64_t n, const void *w, const void *xv)
-{
-    const struct wk_block_i8g64 *b = w;
-    const float *x = xv;
-    float s = 0;
-    for (int64_t i = 0; i < n / WK_QG64; i++) {
-        float qx = 0, sx = 0;
-        for (int l = 0; l < WK_QG64; l++) qx += b[i].q[l] * x[i * WK_QG64 + l], sx += x[i * WK_QG64 + l];
-        s += F16(b[i].scale) * qx + F16(b[i].bias) * sx;
-    }
-    return s;
-}
-
-float wk_ref_vec_dot_i4g64_f32(int64_t n, const void *w, const void *xv)
-{
-    const struct wk_block_i4g64 *b = w;
-    const float *x = xv;
-    float s = 0;
-    for (int64_t i = 0; i < n / WK_QG64; i++) {
-        float qx = 0, sx = 0;
-        for (int l = 0; l < WK_QG64; l++) qx += i4g64_code(b[i].q, l) * x[i * WK_QG64 + l], sx += x[i * WK_QG64 + l];
-        s += F16(b[i].scale) * qx + F16(b[i].bias) * sx;
-    }
-    return s;
 }
