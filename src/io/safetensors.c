@@ -313,10 +313,16 @@ enum wk_status wk_safetensors_open_memory(const void *data, uint64_t size, const
 enum wk_status wk_safetensors_open(const char *path, struct wk_safetensors **out,
                                    struct wk_error *err)
 {
+    return wk_safetensors_open_ex(path, false, out, err);
+}
+
+enum wk_status wk_safetensors_open_ex(const char *path, bool resident, struct wk_safetensors **out,
+                                      struct wk_error *err)
+{
     *out = NULL;
     struct wk_safetensors *st = wk_calloc(1, sizeof *st);
     if (!st) return wk_error_set(err, WK_E_NOMEM, "%s: out of memory", path);
-    enum wk_status s = wk_mapped_file_open(&st->file, path, err);
+    enum wk_status s = wk_mapped_file_open_ex(&st->file, path, resident, err);
     if (s) {
         wk_free(st);
         return s;

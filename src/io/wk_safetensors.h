@@ -71,6 +71,11 @@ struct wk_safetensors;
  */
 enum wk_status wk_safetensors_open(const char *path, struct wk_safetensors **out,
                                    struct wk_error *err);
+/* As wk_safetensors_open, or with resident true: the file read into
+ * memory advised for transparent huge pages (wk_mapped_file_open_ex), as
+ * model weights want it; extra errors those of a failed read. */
+enum wk_status wk_safetensors_open_ex(const char *path, bool resident, struct wk_safetensors **out,
+                                      struct wk_error *err);
 
 /* As wk_safetensors_open over data[0..size), which the caller keeps alive
  * (borrowed) until close; name (copied) stands for the path in error

@@ -293,7 +293,10 @@ static enum wk_status open_files(struct wk_hf *h, const char *arch, struct wk_er
         }
         char path[4400];
         snprintf(path, sizeof path, "%s/%s", h->dir, e->d_name);
-        if ((st = wk_safetensors_open(path, &h->files[h->n_files], err))) break;
+        /* weights in huge pages unless WICK_MMAP=1, as for GGUF (model.c) */
+        const char *mm = getenv("WICK_MMAP");
+        const bool resident = !(mm && *mm && strcmp(mm, "0") != 0);
+        if ((st = wk_safetensors_open_ex(path, resident, &h->files[h->n_files], err))) break;
         struct wk_safetensors *f = h->files[h->n_files++];
         for (int64_t i = 0; !st && i < wk_safetensors_n_tensors(f); i++)
             st = add_tensor(h, arch, f, wk_safetensors_tensor(f, i), err);
