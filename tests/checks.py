@@ -1,5 +1,5 @@
 """tests/checks.py - the check harness the Python test scripts of
-tests/server and tests/store share: each check counts, a failed one prints
+tests/cli, tests/server and tests/store share: each check counts, a failed one prints
 what and why, and finish() reports and sets the exit status."""
 import sys
 

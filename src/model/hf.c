@@ -278,7 +278,7 @@ static enum wk_status add_tensor(struct wk_hf *h, const char *arch, const struct
 }
 
 /* The safetensors files of the folder: model*.safetensors. */
-static enum wk_status open_files(struct wk_hf *h, const char *arch, struct wk_error *err)
+static enum wk_status open_files(struct wk_hf *h, const char *arch, bool resident, struct wk_error *err)
 {
     DIR *d = opendir(h->dir);
     struct dirent *e;
@@ -293,9 +293,6 @@ static enum wk_status open_files(struct wk_hf *h, const char *arch, struct wk_er
         }
         char path[4400];
         snprintf(path, sizeof path, "%s/%s", h->dir, e->d_name);
-        /* weights in huge pages unless WICK_MMAP=1, as for GGUF (model.c) */
-        const char *mm = getenv("WICK_MMAP");
-        const bool resident = !(mm && *mm && strcmp(mm, "0") != 0);
         if ((st = wk_safetensors_open_ex(path, resident, &h->files[h->n_files], err))) break;
         struct wk_safetensors *f = h->files[h->n_files++];
         for (int64_t i = 0; !st && i < wk_safetensors_n_tensors(f); i++)
@@ -307,7 +304,7 @@ static enum wk_status open_files(struct wk_hf *h, const char *arch, struct wk_er
     return st;
 }
 
-enum wk_status wk__hf_open(struct wk_model *m, const char *dir, struct wk_error *err)
+enum wk_status wk__hf_open(struct wk_model *m, const char *dir, bool resident, struct wk_error *err)
 {
     struct wk_hf *h = wk_calloc(1, sizeof *h);
     if (!h) return wk_error_set(err, WK_E_NOMEM, "out of memory");
@@ -335,7 +332,7 @@ enum wk_status wk__hf_open(struct wk_model *m, const char *dir, struct wk_error 
         json_object_set_new(h->kv, "general.architecture", json_string(arch));
         st = config_to_kv(h, c, arch, err);
     }
-    if (!st) st = open_files(h, arch, err);
+    if (!st) st = open_files(h, arch, resident, err);
     /* the chat template: tokenizer_config.json's, or chat_template.jinja */
     json_t *tc = st ? NULL : load_json(dir, "tokenizer_config.json", false, err, &st);
     const char *tpl = json_string_value(json_object_get(tc, "chat_template"));

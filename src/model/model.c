@@ -202,6 +202,14 @@ enum wk_status wk__load_common_tensors(struct wk_model *m, struct wk_error *err)
 
 enum wk_status wk_model_load(const char *path, struct wk_model **out, struct wk_error *err)
 {
+    /* weights in huge pages unless WICK_MMAP=1 asks for the file mapping */
+    const char *mm = getenv("WICK_MMAP");
+    return wk_model_load_ex(path, !(mm && *mm && strcmp(mm, "0") != 0), out, err);
+}
+
+enum wk_status wk_model_load_ex(const char *path, bool resident, struct wk_model **out,
+                                struct wk_error *err)
+{
     *out = NULL;
     struct wk_model *m = wk_calloc(1, sizeof *m);
     if (!m) return wk_error_set(err, WK_E_NOMEM, "out of memory");
@@ -216,13 +224,10 @@ enum wk_status wk_model_load(const char *path, struct wk_model **out, struct wk_
                               "%s is a directory, not a GGUF file (nor a Hugging Face folder: no config.json)", path);
             goto fail;
         }
-        if ((st = wk__hf_open(m, path, err))) goto fail;
+        if ((st = wk__hf_open(m, path, resident, err))) goto fail;
         arch.data = wk__hf_arch(m->hf);
         arch.len = strlen(arch.data);
     } else {
-        /* weights in huge pages unless WICK_MMAP=1 asks for the file mapping */
-        const char *mm = getenv("WICK_MMAP");
-        const bool resident = !(mm && *mm && strcmp(mm, "0") != 0);
         if ((st = wk_gguf_open_ex(path, resident, &m->gguf, err))) goto fail;
         if ((st = wk_gguf_get_str(m->gguf, "general.architecture", &arch, err))) {
             if (st == WK_E_NOT_FOUND) st = err ? (err->status = WK_E_FORMAT) : WK_E_FORMAT;

@@ -33,12 +33,13 @@ struct wk_model {
 
 /*
  * hf.c: a Hugging Face folder seen with GGUF names. wk__hf_open reads
- * config.json (keys under their GGUF names), maps model*.safetensors and
+ * config.json (keys under their GGUF names), maps model*.safetensors (read
+ * into huge pages when resident, as wk_model_load_ex says) and
  * names the tensors wick uses as GGUF does (norm gains F32, Gemma's +1
  * added). Errors name the folder and the field or tensor: WK_E_FORMAT,
  * WK_E_UNSUPPORTED (model_type, rope_scaling type, dtype), WK_E_NOT_FOUND.
  */
-enum wk_status wk__hf_open(struct wk_model *m, const char *dir, struct wk_error *err);
+enum wk_status wk__hf_open(struct wk_model *m, const char *dir, bool resident, struct wk_error *err);
 void wk__hf_close(struct wk_hf *h);
 const char *wk__hf_dir(const struct wk_hf *h);
 const char *wk__hf_arch(const struct wk_hf *h);

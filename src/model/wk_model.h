@@ -60,6 +60,12 @@ struct wk_context;
  * used in place (hf.c has the name mapping and transforms).
  */
 enum wk_status wk_model_load(const char *path, struct wk_model **out, struct wk_error *err);
+/* As wk_model_load with the placement given: resident reads the weights
+ * into huge pages (to run the model), false only maps them, which costs
+ * next to nothing (to read its metadata: details, checks at create time);
+ * WICK_MMAP is not consulted. */
+enum wk_status wk_model_load_ex(const char *path, bool resident, struct wk_model **out,
+                                struct wk_error *err);
 /* Frees the model and unmaps the file; m may be NULL. Contexts made from it
  * must be destroyed first. */
 void wk_model_destroy(struct wk_model *m);

@@ -70,7 +70,7 @@ static enum wk_status load_with_tokenizer(const char *path, struct wk_model **m,
                                           struct wk_error *err)
 {
     *tok = NULL;
-    enum wk_status st = wk_model_load(path, m, err);
+    enum wk_status st = wk_model_load_ex(path, false, m, err);
     if (!st && (st = wk_tokenizer_for_model(*m, tok, err))) {
         wk_model_destroy(*m);
         *m = NULL;
@@ -173,7 +173,7 @@ static enum wk_status add_draft(struct build *b, const char *draft)
 static enum wk_status add_folder(struct build *b, const char *dir)
 {
     struct wk_model *m;
-    enum wk_status st = wk_model_load(dir, &m, b->err);
+    enum wk_status st = wk_model_load_ex(dir, false, &m, b->err);
     if (st) return st;
     wk_model_destroy(m);
     DIR *d = opendir(dir);
@@ -309,7 +309,7 @@ static json_t *gguf_config(struct build *b, const char *mt)
 static json_t *folder_config(const char *path, const char *quant, struct wk_error *err)
 {
     struct wk_model *m;
-    if (wk_model_load(path, &m, err)) return NULL;
+    if (wk_model_load_ex(path, false, &m, err)) return NULL;
     char ft[32] = "";
     for (size_t i = 0; quant && quant[i] && i < sizeof ft - 1; i++)
         ft[i] = (char)(quant[i] >= 'a' && quant[i] <= 'z' ? quant[i] - 'a' + 'A' : quant[i]);

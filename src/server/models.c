@@ -59,7 +59,7 @@ static json_t *gguf_str_json(const struct wk_gguf_value *v)
 static json_t *folder_details(const char *path, json_t **model_info, char **template_out)
 {
     struct wk_model *m;
-    if (wk_model_load(path, &m, NULL)) return NULL;
+    if (wk_model_load_ex(path, false, &m, NULL)) return NULL;
     const struct wk_hparams *hp = wk_model_hparams(m);
     char psize[32];
     format_count((int64_t)(wk_model_weight_bytes(m) / 2), psize, sizeof psize); /* 16-bit weights */

@@ -669,25 +669,20 @@ static uint8_t affine_code(float x, float s, float z, int levels)
     return s > 0 ? clamp_u8((x - z) / s, levels) : 0;
 }
 
-void wk_ref_i8g64_from_f32(const float *src, void *dst, int64_t n)
-{
-    struct wk_block_i8g64 *b = dst;
-    for (int64_t i = 0; i < n / WK_QG64; i++) {
-        const float *x = src + i * WK_QG64;
-        affine_params(x, 255, &b[i].scale, &b[i].bias);
-        float s = F16(b[i].scale), z = F16(b[i].bias);
-        for (int l = 0; l < WK_QG64; l++) b[i].q[l] = affine_code(x[l], s, z, 255);
-    }
-}
+static inline void i8g64_put(uint8_t *q, int l, uint8_t c) { q[l] = c; }
+static inline void i4g64_put(uint8_t *q, int l, uint8_t c) { q[l / 2] |= (uint8_t)(c << (l & 1 ? 4 : 0)); }
 
-void wk_ref_i4g64_from_f32(const float *src, void *dst, int64_t n)
-{
-    struct wk_block_i4g64 *b = dst;
-    for (int64_t i = 0; i < n / WK_QG64; i++) {
-        const float *x = src + i * WK_QG64;
-        affine_params(x, 15, &b[i].scale, &b[i].bias);
-        float s = F16(b[i].scale), z = F16(b[i].bias);
-        memset(b[i].q, 0, sizeof b[i].q);
-        for (int l = 0; l < WK_QG64; l++) b[i].q[l / 2] |= (uint8_t)(affine_code(x[l], s, z, 15) << (l & 1 ? 4 : 0));
+#define AFFINE_FROM(name, block, levels, put)                                                      \
+    void wk_ref_##name##_from_f32(const float *src, void *dst, int64_t n)                          \
+    {                                                                                              \
+        struct block *b = dst;                                                                     \
+        for (int64_t i = 0; i < n / WK_QG64; i++) {                                                \
+            const float *x = src + i * WK_QG64;                                                    \
+            affine_params(x, levels, &b[i].scale, &b[i].bias);                                     \
+            float s = F16(b[i].scale), z = F16(b[i].bias);                                         \
+            memset(b[i].q, 0, sizeof b[i].q);                                                      \
+            for (int l = 0; l < WK_QG64; l++) put(b[i].q, l, affine_code(x[l], s, z, levels));     \
+        }                                                                                          \
     }
-}
+AFFINE_FROM(i8g64, wk_block_i8g64, 255, i8g64_put)
+AFFINE_FROM(i4g64, wk_block_i4g64, 15, i4g64_put)

@@ -33,16 +33,9 @@ FIXTURE = json.load(open(os.path.join(ROOT, "tests", "golden", "gemma3-270m.json
 SMOL_FIXTURE = json.load(open(os.path.join(ROOT, "tests", "golden", "smollm2-135m.json"), encoding="utf-8"))
 SMOL = os.path.join(CACHE, SMOL_FIXTURE["model"])
 
-failures = 0
-checks = 0
-
-
-def check(cond, what, detail=""):
-    global failures, checks
-    checks += 1
-    if not cond:
-        failures += 1
-        print(f"FAIL {what}\n  {detail}")
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+import checks as harness  # noqa: E402
+from checks import check  # noqa: E402
 
 
 def run(args, stdin=b""):
@@ -241,11 +234,11 @@ def main():
               test_raw_and_stop_strings, test_num_predict_is_exact, test_penalty_options,
               test_logprobs_option, test_prompt_over_the_context_is_an_error,
               test_interactive_chat_reuses_cache, test_chat_outgrowing_context):
-        before = failures
+        before = harness.failures
         t()
-        print(f"{t.__name__:45s} {'ok' if failures == before else 'FAILED'}")
-    print(f"cli: {checks} checks, {failures} failed")
-    return 1 if failures else 0
+        print(f"{t.__name__:45s} {'ok' if harness.failures == before else 'FAILED'}")
+    print(f"cli: {harness.checks} checks, {harness.failures} failed")
+    return 1 if harness.failures else 0
 
 
 if __name__ == "__main__":
