@@ -12,10 +12,13 @@
  * 16-bit fixed point per block, integer dots) where the ISA has one for
  * the weight type, else vec_dot_rows (f32 x). For several
  * tokens a thread dequantizes WK_MATMUL_ROW_TILE rows into its scratch
- * and multiplies them with every token's row in the f32 GEMM kernel.
- * Either way each output is computed by one thread in a fixed order, so a
- * given thread count always gives the same bits (kernels that block rows
- * may round differently when the rows are split differently).
+ * and multiplies them with every token's row in the f32 GEMM kernel,
+ * unless WK_MATMUL_PER_TOKEN asks for every token to go through the
+ * one-token kernels (a block of rows kept in cache while each token runs
+ * over it: the bits of n one-token calls). Either way each output is
+ * computed by one thread in a fixed order, so a given thread count always
+ * gives the same bits (kernels that block rows may round differently when
+ * the rows are split differently).
  */
 #include "wk_cpu.h"
 #include "wk_cpu_arch.h"
@@ -37,6 +40,7 @@ struct matmul_ctx {
     int64_t n_tokens, n_in;
     float *scratch;
     enum wk_glu glu;
+    unsigned flags;
 };
 
 void wk_cpu_gemm(const struct wk_cpu_kernels *k, int64_t m, int64_t n, int64_t kk, const float *a,
@@ -50,6 +54,29 @@ void wk_cpu_gemm(const struct wk_cpu_kernels *k, int64_t m, int64_t n, int64_t k
         for (int64_t i = 0; i < m; i++) c[j * ldc + i] = k->dot_f32(kk, a + i * lda, b + j * ldb);
 }
 
+/* Rows [r0, r0 + nr) of one part for token t alone, through the
+ * one-token kernels: the decode product. */
+static void token_rows(const struct matmul_ctx *c, const struct part *p, int64_t t, int64_t r0,
+                       int64_t nr)
+{
+    enum wk_dtype dt = p->w->dtype;
+    const size_t w_row = p->w->nb[1];
+    const uint8_t *w = (const uint8_t *)p->w->data + r0 * w_row;
+    const int64_t n_in = c->n_in;
+    const float *x = c->x + t * n_in;
+    float *y = p->y + t * p->w->ne[1] + r0;
+    if (c->k->vec_dot_rows_x16[dt] && n_in % 32 == 0) {
+        c->k->vec_dot_rows_x16[dt](n_in, w, w_row, x, y, nr);
+        return;
+    }
+    if (c->k->vec_dot_rows[dt] != wk__vec_dot_rows_ref(dt)) {
+        c->k->vec_dot_rows[dt](n_in, w, w_row, x, y, nr);
+        return;
+    }
+    /* no multi-row kernel for this ISA and type: its single-row one */
+    for (int64_t r = 0; r < nr; r++) y[r] = c->k->vec_dot[dt](n_in, w + r * w_row, x);
+}
+
 /* Rows [lo, hi) of one part, for every token, on thread ith. */
 static void part_rows(const struct matmul_ctx *c, const struct part *p, int64_t lo, int64_t hi,
                       int ith)
@@ -60,16 +87,15 @@ static void part_rows(const struct matmul_ctx *c, const struct part *p, int64_t 
     const uint8_t *w = (const uint8_t *)p->w->data + lo * w_row;
     const int64_t n_in = c->n_in, n_out = p->w->ne[1];
     if (c->n_tokens == 1) {
-        if (c->k->vec_dot_rows_x16[t] && n_in % 32 == 0) {
-            c->k->vec_dot_rows_x16[t](n_in, w, w_row, c->x, p->y + lo, hi - lo);
-            return;
-        }
-        if (c->k->vec_dot_rows[t] != wk__vec_dot_rows_ref(t)) {
-            c->k->vec_dot_rows[t](n_in, w, w_row, c->x, p->y + lo, hi - lo);
-            return;
-        }
-        /* no multi-row kernel for this ISA and type: its single-row one */
-        for (int64_t r = 0; r < hi - lo; r++) p->y[lo + r] = c->k->vec_dot[t](n_in, w + r * w_row, c->x);
+        token_rows(c, p, 0, lo, hi - lo);
+        return;
+    }
+    if (c->flags & WK_MATMUL_PER_TOKEN) {
+        /* a block of rows, every token over it while it is in cache */
+        const int64_t blk = wk_cpu_matmul_token_block_rows(w_row);
+        for (int64_t r0 = lo; r0 < hi; r0 += blk)
+            for (int64_t tok = 0; tok < c->n_tokens; tok++)
+                token_rows(c, p, tok, r0, WK_MIN(blk, hi - r0));
         return;
     }
     float *tile = c->scratch + (size_t)ith * ROW_TILE * (size_t)n_in;
@@ -109,11 +135,12 @@ static void matmul_task(void *arg, int ith, int nth)
 
 void wk_cpu_matmul_many(struct wk_threadpool *pool, const struct wk_cpu_kernels *k, int n,
                         const struct wk_tensor *const *ws, float *const *ys, const float *x,
-                        int64_t n_tokens, float *scratch)
+                        int64_t n_tokens, float *scratch, unsigned flags)
 {
     WK_ASSERT(n >= 1 && n <= WK_MATMUL_MAX_PARTS);
     struct matmul_ctx c = {.k = k, .n_parts = n, .x = x, .n_tokens = n_tokens,
-                           .n_in = ws[0]->ne[0], .scratch = scratch, .glu = WK_GLU_NONE};
+                           .n_in = ws[0]->ne[0], .scratch = scratch, .glu = WK_GLU_NONE,
+                           .flags = flags};
     for (int i = 0; i < n; i++) {
         WK_ASSERT(k->vec_dot[ws[i]->dtype] != NULL && ws[i]->ne[0] == c.n_in);
         c.parts[i] = (struct part){ws[i], ys[i]};
@@ -124,20 +151,20 @@ void wk_cpu_matmul_many(struct wk_threadpool *pool, const struct wk_cpu_kernels 
 
 void wk_cpu_matmul(struct wk_threadpool *pool, const struct wk_cpu_kernels *k,
                    const struct wk_tensor *w, const float *x, float *y, int64_t n_tokens,
-                   float *scratch)
+                   float *scratch, unsigned flags)
 {
-    wk_cpu_matmul_many(pool, k, 1, &w, &y, x, n_tokens, scratch);
+    wk_cpu_matmul_many(pool, k, 1, &w, &y, x, n_tokens, scratch, flags);
 }
 
 void wk_cpu_matmul_glu(struct wk_threadpool *pool, const struct wk_cpu_kernels *k,
                        const struct wk_tensor *w_gate, const struct wk_tensor *w_up,
                        const float *x, float *y, float *y_up, int64_t n_tokens, float *scratch,
-                       enum wk_glu glu)
+                       enum wk_glu glu, unsigned flags)
 {
     WK_ASSERT(w_gate->ne[0] == w_up->ne[0] && w_gate->ne[1] == w_up->ne[1] && glu != WK_GLU_NONE);
     struct matmul_ctx c = {.k = k, .n_parts = 2, .x = x, .n_tokens = n_tokens,
                            .n_in = w_gate->ne[0], .scratch = scratch, .glu = glu,
-                           .total_rows = w_gate->ne[1]};
+                           .total_rows = w_gate->ne[1], .flags = flags};
     c.parts[0] = (struct part){w_gate, y};
     c.parts[1] = (struct part){w_up, y_up};
     wk_threadpool_run(pool, matmul_task, &c);

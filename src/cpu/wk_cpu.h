@@ -119,23 +119,54 @@ static inline size_t wk_cpu_matmul_scratch_floats(int64_t n_in_max, int n_thread
 }
 
 /*
+ * Flags of wk_cpu_matmul, wk_cpu_matmul_many and wk_cpu_matmul_glu.
+ *
+ * WK_MATMUL_PER_TOKEN: with n_tokens > 1, compute every token's product
+ * exactly as a call with that token alone (n_tokens == 1) would, bit for
+ * bit: the same split of rows across threads, and each token through the
+ * single-token kernels (vec_dot_rows_x16 / vec_dot_rows / vec_dot), never
+ * the dequantized tile and the f32 GEMM. A thread walks its rows in
+ * blocks of wk_cpu_matmul_token_block_rows rows and runs every token over
+ * a block before the next, so the block is read from memory once and
+ * from cache for the other tokens. For speculative decoding's
+ * verification, whose logits must equal those of one-token decode steps.
+ * The row kernels give each row the same arithmetic whatever group of
+ * rows it is computed in (wk_vec_dot_rows_fn), so the blocks do not
+ * change the bits. With n_tokens == 1 the flag changes nothing.
+ */
+#define WK_MATMUL_PER_TOKEN 1u
+
+/* Rows per block of WK_MATMUL_PER_TOKEN for rows of row_bytes bytes: as
+ * many as fit in WK_MATMUL_TOKEN_BLOCK_BYTES (a share of a core's L2),
+ * 16 to 64 and a multiple of 16 (the kernels group rows by four). */
+#define WK_MATMUL_TOKEN_BLOCK_BYTES (96 * 1024)
+static inline int64_t wk_cpu_matmul_token_block_rows(size_t row_bytes)
+{
+    size_t r = WK_MATMUL_TOKEN_BLOCK_BYTES / (row_bytes ? row_bytes : 1) / 16 * 16;
+    return r < 16 ? 16 : r > 64 ? 64 : (int64_t)r;
+}
+
+/*
  * y = x · Wᵀ on the pool's threads, with f32 activations.
  *   w:  weight, ne = {n_in, n_out} (n_out rows of n_in), any supported dtype;
  *       n_in must be a multiple of the dtype's block size (checked at load).
  *   x:  [n_tokens, n_in] f32, row-major.
  *   y:  [n_tokens, n_out] f32, written; must not alias x.
  *   scratch: wk_cpu_matmul_scratch_floats(n_in, threads) floats, 64-aligned
- *       (used when n_tokens > 1).
+ *       (used when n_tokens > 1 without WK_MATMUL_PER_TOKEN).
+ *   flags: 0 or WK_MATMUL_PER_TOKEN (above).
  * One token (decode) runs the fused dequantize-and-dot kernels over each
  * thread's rows (vec_dot_rows), reading each weight byte once. Several
  * tokens (prefill) dequantize a tile of rows once into scratch and multiply
  * it with every token's row in the f32 GEMM kernel, so dequantization is
- * paid once per row, not once per row and token.
- * Deterministic for a given thread count.
+ * paid once per row, not once per row and token; the two round
+ * differently (~1e-3 relative on quantized weights), which
+ * WK_MATMUL_PER_TOKEN avoids.
+ * Deterministic for a given thread count. Not thread-safe on one pool.
  */
 void wk_cpu_matmul(struct wk_threadpool *pool, const struct wk_cpu_kernels *k,
                    const struct wk_tensor *w, const float *x, float *y, int64_t n_tokens,
-                   float *scratch);
+                   float *scratch, unsigned flags);
 
 /* Matrices one wk_cpu_matmul_many call may take. */
 #define WK_MATMUL_MAX_PARTS 4
@@ -146,18 +177,20 @@ void wk_cpu_matmul(struct wk_threadpool *pool, const struct wk_cpu_kernels *k,
  * ws[i]->ne[1]] each); other arguments as wk_cpu_matmul. */
 void wk_cpu_matmul_many(struct wk_threadpool *pool, const struct wk_cpu_kernels *k, int n,
                         const struct wk_tensor *const *ws, float *const *ys, const float *x,
-                        int64_t n_tokens, float *scratch);
+                        int64_t n_tokens, float *scratch, unsigned flags);
 
 /* Gated linear unit activations (Shazeer 2020). */
 enum wk_glu { WK_GLU_NONE = 0, WK_GLU_GELU_TANH = 1, WK_GLU_SILU = 2 };
 
 /* y = act(x · W_gateᵀ) ⊙ (x · W_upᵀ) in one dispatch, each thread applying
  * the activation to its own rows as soon as they are computed. y, y_up:
- * [n_tokens, n_ff] f32 (y_up is scratch); W_gate and W_up of equal shape. */
+ * [n_tokens, n_ff] f32 (y_up is scratch); W_gate and W_up of equal shape;
+ * flags as wk_cpu_matmul (with WK_MATMUL_PER_TOKEN the activation too is
+ * applied per token over the same rows as for one token). */
 void wk_cpu_matmul_glu(struct wk_threadpool *pool, const struct wk_cpu_kernels *k,
                        const struct wk_tensor *w_gate, const struct wk_tensor *w_up,
                        const float *x, float *y, float *y_up, int64_t n_tokens, float *scratch,
-                       enum wk_glu glu);
+                       enum wk_glu glu, unsigned flags);
 
 /* k->gemm_f32 on the calling thread, or, where the ISA has no GEMM kernel,
  * the same product through its f32 dot product. Arguments as

@@ -15,6 +15,13 @@
  *   -> x += ...
  * then the last row: RMSNorm -> output projection -> logits [V] (softcap).
  *
+ * Verification (wk_context_verify) runs the same chunk with every token
+ * computed as a one-token decode step would compute it: the one-token
+ * matmul kernels (WK_MATMUL_PER_TOKEN, each weight block still read once
+ * for all tokens) and attention items of one (token, head) each over that
+ * token's own key range; everything else is per row anyway. So its logits
+ * are bit-identical to n decode steps, which speculative decoding needs.
+ *
  * Scratch comes from one arena sized at creation for n_ubatch tokens;
  * nothing is allocated per token.
  */
@@ -131,6 +138,7 @@ struct attn_task {
     struct wk_context *c;
     const struct wk_layer *l;
     int32_t il, n_tokens;
+    bool per_token; /* items of one token each (verify), as decode computes them */
 };
 
 /*
@@ -140,6 +148,8 @@ struct attn_task {
  * token may not see (later positions, or outside its sliding window) are
  * set to -inf before each row's softmax; then out = P · V, computed as a
  * GEMM with the transposed V rows. Items are split across threads.
+ * With per_token every block is one token, so each (token, head) gets
+ * exactly the products a one-token decode step computes for it.
  */
 static void attention_task(void *p, int ith, int nth)
 {
@@ -153,17 +163,20 @@ static void attention_task(void *p, int ith, int nth)
     const float *kc = c->k_cache + (size_t)a->il * (size_t)n_ctx * (size_t)HK;
     const float *vt = c->v_cache + (size_t)a->il * (size_t)n_ctx * (size_t)HK;
     float *scores = c->scores + (size_t)ith * ATTN_QBLOCK * (size_t)n_ctx;
-    const int32_t n_blocks = (a->n_tokens + ATTN_QBLOCK - 1) / ATTN_QBLOCK;
-    /* Decode (one block): each thread takes a run of heads, so heads that
-     * share a kv head share its cached rows. Prefill: items dealt out in
-     * turn, since a later block has more keys (causal mask) and contiguous
-     * runs would give the last thread most of the work. */
+    const int32_t qblock = a->per_token ? 1 : ATTN_QBLOCK;
+    const int32_t n_blocks = (a->n_tokens + qblock - 1) / qblock;
+    /* Decode (one block) and verify (blocks of one token, a few keys
+     * apart): each thread takes a run of items, so heads that share a kv
+     * head share its cached rows. Prefill: items dealt out in turn, since
+     * a later block has more keys (causal mask) and contiguous runs would
+     * give the last thread most of the work. */
     const int64_t n_items = (int64_t)n_blocks * hp->n_head;
     int64_t lo_item = ith, hi_item = n_items, step = nth;
-    if (n_blocks == 1) wk_split_range(n_items, ith, nth, &lo_item, &hi_item), step = 1;
+    if (n_blocks == 1 || a->per_token)
+        wk_split_range(n_items, ith, nth, &lo_item, &hi_item), step = 1;
     for (int64_t item = lo_item; item < hi_item; item += step) {
         int32_t h = (int32_t)(item % hp->n_head), blk = (int32_t)(item / hp->n_head);
-        int32_t t0 = blk * ATTN_QBLOCK, nq = WK_MIN(ATTN_QBLOCK, a->n_tokens - t0);
+        int32_t t0 = blk * qblock, nq = WK_MIN(qblock, a->n_tokens - t0);
         int32_t p_first = c->pos[t0], p_last = c->pos[t0 + nq - 1];
         int32_t lo = sliding && p_first - W + 1 > 0 ? p_first - W + 1 : 0;
         int64_t nk = p_last - lo + 1, g = h / group;
@@ -201,9 +214,10 @@ static void norm_rows(const struct wk_cpu_kernels *k, int32_t n, int64_t width, 
 }
 
 /* Runs one chunk; returns false, leaving the cache as it was, when cancel
- * becomes true between layers (so a long prefill stops within a layer). */
+ * becomes true between layers (so a long prefill stops within a layer).
+ * per_token: each token as a one-token step computes it (verify). */
 static bool forward_chunk(struct wk_context *c, const int32_t *tokens, int32_t n, float *logits,
-                          bool all_rows, const volatile bool *cancel)
+                          bool all_rows, bool per_token, const volatile bool *cancel)
 {
     const struct wk_model *m = c->m;
     const struct wk_hparams *hp = &m->hp;
@@ -211,6 +225,7 @@ static bool forward_chunk(struct wk_context *c, const int32_t *tokens, int32_t n
     const int64_t HQ = (int64_t)hp->n_head * D, HK = (int64_t)hp->n_head_kv * D;
     struct wk_threadpool *pool = c->pool;
     const struct wk_cpu_kernels *k = c->k;
+    const unsigned mm = per_token ? WK_MATMUL_PER_TOKEN : 0;
 
     for (int32_t t = 0; t < n; t++) {
         c->pos[t] = c->n_past + t;
@@ -235,7 +250,7 @@ static bool forward_chunk(struct wk_context *c, const int32_t *tokens, int32_t n
         norm_rows(k, n, E, c->x, l->attn_norm, hp->rms_eps, c->xn);
         const struct wk_tensor *qkv_w[3] = {l->wq, l->wk, l->wv};
         float *qkv_y[3] = {c->q, c->kx, c->vx};
-        wk_cpu_matmul_many(pool, k, 3, qkv_w, qkv_y, c->xn, n, c->mm_scratch);
+        wk_cpu_matmul_many(pool, k, 3, qkv_w, qkv_y, c->xn, n, c->mm_scratch, mm);
         float *kc = c->k_cache + ((size_t)il * (size_t)c->n_ctx + (size_t)c->n_past) * (size_t)HK;
         float *vt = c->v_cache + (size_t)il * (size_t)c->n_ctx * (size_t)HK;
         for (int32_t t = 0; t < n; t++) {
@@ -249,16 +264,17 @@ static bool forward_chunk(struct wk_context *c, const int32_t *tokens, int32_t n
         memcpy(kc, c->kx, (size_t)(n * HK) * sizeof(float));
         for (int32_t t = 0; t < n; t++) /* V transposed: element (pos, i) at i * n_ctx + pos */
             for (int64_t i = 0; i < HK; i++) vt[i * c->n_ctx + c->n_past + t] = c->vx[t * HK + i];
-        struct attn_task at = {.c = c, .l = l, .il = il, .n_tokens = n};
+        struct attn_task at = {.c = c, .l = l, .il = il, .n_tokens = n, .per_token = per_token};
         wk_threadpool_run(pool, attention_task, &at);
-        wk_cpu_matmul(pool, k, l->wo, c->att, c->o, n, c->mm_scratch);
+        wk_cpu_matmul(pool, k, l->wo, c->att, c->o, n, c->mm_scratch, mm);
         if (l->post_attn_norm) norm_rows(k, n, E, c->o, l->post_attn_norm, hp->rms_eps, c->o);
         for (int64_t i = 0; i < n * E; i++) c->x[i] += c->o[i];
 
         norm_rows(k, n, E, c->x, l->ffn_norm, hp->rms_eps, c->xn);
+        enum wk_glu glu = m->act == WK_ACT_GELU_TANH ? WK_GLU_GELU_TANH : WK_GLU_SILU;
         wk_cpu_matmul_glu(pool, k, l->ffn_gate, l->ffn_up, c->xn, c->gate, c->up, n,
-                          c->mm_scratch, m->act == WK_ACT_GELU_TANH ? WK_GLU_GELU_TANH : WK_GLU_SILU);
-        wk_cpu_matmul(pool, k, l->ffn_down, c->gate, c->o, n, c->mm_scratch);
+                          c->mm_scratch, glu, mm);
+        wk_cpu_matmul(pool, k, l->ffn_down, c->gate, c->o, n, c->mm_scratch, mm);
         if (l->post_ffn_norm) norm_rows(k, n, E, c->o, l->post_ffn_norm, hp->rms_eps, c->o);
         for (int64_t i = 0; i < n * E; i++) c->x[i] += c->o[i];
     }
@@ -267,7 +283,7 @@ static bool forward_chunk(struct wk_context *c, const int32_t *tokens, int32_t n
     /* the last row only, or every row */
     const int32_t rows = all_rows ? n : 1;
     norm_rows(k, rows, E, c->x + (int64_t)(n - rows) * E, m->output_norm, hp->rms_eps, c->xn);
-    wk_cpu_matmul(pool, k, m->output, c->xn, logits, rows, c->mm_scratch);
+    wk_cpu_matmul(pool, k, m->output, c->xn, logits, rows, c->mm_scratch, mm);
     if (hp->final_softcap > 0) {
         float cap = hp->final_softcap;
         for (int64_t i = 0; i < (int64_t)rows * hp->n_vocab; i++) logits[i] = cap * tanhf(logits[i] / cap);
@@ -276,7 +292,8 @@ static bool forward_chunk(struct wk_context *c, const int32_t *tokens, int32_t n
 }
 
 static enum wk_status decode(struct wk_context *c, const int32_t *tokens, int32_t n_tokens, float *logits,
-                             bool all_rows, const volatile bool *cancel, struct wk_error *err)
+                             bool all_rows, bool per_token, const volatile bool *cancel,
+                             struct wk_error *err)
 {
     if (n_tokens < 1) return wk_error_set(err, WK_E_INVALID, "no tokens to decode");
     if (n_tokens > c->n_ctx - c->n_past)
@@ -292,7 +309,7 @@ static enum wk_status decode(struct wk_context *c, const int32_t *tokens, int32_
         int32_t n = WK_MIN(c->n_ubatch, n_tokens - done);
         bool last = done + n == n_tokens;
         float *out = all_rows ? logits + (size_t)done * (size_t)c->m->hp.n_vocab : last ? logits : NULL;
-        if (!forward_chunk(c, tokens + done, n, out, all_rows, cancel))
+        if (!forward_chunk(c, tokens + done, n, out, all_rows, per_token, cancel))
             return wk_error_set(err, WK_E_CANCELLED, "cancelled");
         done += n;
     }
@@ -302,11 +319,20 @@ static enum wk_status decode(struct wk_context *c, const int32_t *tokens, int32_
 enum wk_status wk_context_decode(struct wk_context *c, const int32_t *tokens, int32_t n_tokens,
                                  float *logits, const volatile bool *cancel, struct wk_error *err)
 {
-    return decode(c, tokens, n_tokens, logits, false, cancel, err);
+    return decode(c, tokens, n_tokens, logits, false, false, cancel, err);
 }
 
 enum wk_status wk_context_decode_all(struct wk_context *c, const int32_t *tokens, int32_t n_tokens,
                                      float *logits, const volatile bool *cancel, struct wk_error *err)
 {
-    return decode(c, tokens, n_tokens, logits, true, cancel, err);
+    return decode(c, tokens, n_tokens, logits, true, false, cancel, err);
+}
+
+enum wk_status wk_context_verify(struct wk_context *c, const int32_t *tokens, int32_t n_tokens,
+                                 float *logits, const volatile bool *cancel, struct wk_error *err)
+{
+    if (n_tokens > WK_VERIFY_MAX)
+        return wk_error_set(err, WK_E_INVALID, "%d tokens to verify: at most %d", n_tokens,
+                            WK_VERIFY_MAX);
+    return decode(c, tokens, n_tokens, logits, true, true, cancel, err);
 }

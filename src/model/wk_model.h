@@ -123,4 +123,24 @@ enum wk_status wk_context_decode(struct wk_context *ctx, const int32_t *tokens, 
 enum wk_status wk_context_decode_all(struct wk_context *ctx, const int32_t *tokens, int32_t n_tokens,
                                      float *logits, const volatile bool *cancel, struct wk_error *err);
 
+/* Tokens one wk_context_verify call may take. */
+#define WK_VERIFY_MAX 16
+
+/*
+ * Appends n_tokens (1..WK_VERIFY_MAX) tokens exactly as n_tokens successive
+ * wk_context_decode calls of one token each would, bit for bit (each token
+ * through the single-token kernels and its own attention window), but in
+ * one forward, so each weight row is read from memory once for all of
+ * them; writes every token's logits to logits [n_tokens][n_vocab] f32
+ * (not NULL, borrowed for the call). For speculative decoding's
+ * verification of drafted tokens: greedy output with a draft then equals
+ * greedy output without one. Bit-identity holds for the same context
+ * (thread count, kernels) and the same cache contents.
+ * Errors as wk_context_decode (WK_E_INVALID also for n_tokens >
+ * WK_VERIFY_MAX); on WK_E_CANCELLED the tokens of finished chunks (of
+ * n_ubatch) stay cached. Not thread-safe on one context.
+ */
+enum wk_status wk_context_verify(struct wk_context *ctx, const int32_t *tokens, int32_t n_tokens,
+                                 float *logits, const volatile bool *cancel, struct wk_error *err);
+
 #endif /* WK_MODEL_H */

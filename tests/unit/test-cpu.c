@@ -553,8 +553,8 @@ static void test_matmul(void)
                 CHECK_EQ_INT(wk_threadpool_create(th, &pool), WK_OK);
                 y[th - 1] = wk_aligned_alloc((size_t)(nt * n_out) * 4);
                 float *scratch = wk_aligned_alloc(wk_cpu_matmul_scratch_floats(n_in, th) * 4);
-                wk_cpu_matmul(pool, k, &w, x, y[th - 1], nt, scratch);
-                wk_cpu_matmul(pool, k, &w, x, again, nt, scratch);
+                wk_cpu_matmul(pool, k, &w, x, y[th - 1], nt, scratch, 0);
+                wk_cpu_matmul(pool, k, &w, x, again, nt, scratch, 0);
                 CHECK(memcmp(y[th - 1], again, (size_t)(nt * n_out) * 4) == 0);
                 wk_aligned_free(scratch);
                 wk_threadpool_destroy(pool);
@@ -608,19 +608,19 @@ static void test_matmul_many_and_glu(void)
         float sep[3][5 * 40], grp[3][5 * 40];
         const struct wk_tensor *ws[3] = {&w[0], &w[1], &w[2]};
         float *ys[3] = {grp[0], grp[1], grp[2]};
-        for (int i = 0; i < 3; i++) wk_cpu_matmul(pool, k, &w[i], x, sep[i], nt, scratch);
-        wk_cpu_matmul_many(pool, k, 3, ws, ys, x, nt, scratch);
+        for (int i = 0; i < 3; i++) wk_cpu_matmul(pool, k, &w[i], x, sep[i], nt, scratch, 0);
+        wk_cpu_matmul_many(pool, k, 3, ws, ys, x, nt, scratch, 0);
         for (int i = 0; i < 3; i++)
             for (int j = 0; j < nt * outs[i]; j++) CHECK_NEAR(grp[i][j], sep[i][j], 1e-5, 1e-5);
         /* GLU: gate = w[0], up = a second 40-row matrix made of w[0] too */
         float g[5 * 40], up[5 * 40], want[5 * 40];
         memcpy(want, sep[0], sizeof want);
         wk_geglu(nt * 40, want, sep[0]);
-        wk_cpu_matmul_glu(pool, k, &w[0], &w[0], x, g, up, nt, scratch, WK_GLU_GELU_TANH);
+        wk_cpu_matmul_glu(pool, k, &w[0], &w[0], x, g, up, nt, scratch, WK_GLU_GELU_TANH, 0);
         for (int j = 0; j < nt * 40; j++) CHECK_NEAR(g[j], want[j], 1e-5, 1e-4);
         memcpy(want, sep[0], sizeof want);
         wk_swiglu(nt * 40, want, sep[0]);
-        wk_cpu_matmul_glu(pool, k, &w[0], &w[0], x, g, up, nt, scratch, WK_GLU_SILU);
+        wk_cpu_matmul_glu(pool, k, &w[0], &w[0], x, g, up, nt, scratch, WK_GLU_SILU, 0);
         for (int j = 0; j < nt * 40; j++) CHECK_NEAR(g[j], want[j], 1e-5, 1e-4);
         wk_aligned_free(scratch);
         wk_threadpool_destroy(pool);

@@ -1,7 +1,8 @@
 /*
  * test-model.c - the forward pass and KV cache on a tiny random Gemma 3,
  * by properties that must hold whatever the weights: a prompt decoded in
- * one batch, in chunks, or token by token gives the same logits; thread
+ * one batch, in chunks, or token by token gives the same logits; a
+ * verification forward gives the bits of one-token steps; thread
  * count does not change them; truncating the cache and decoding again
  * reproduces them; the sliding window limits exactly which earlier tokens
  * can matter; bad calls are refused without changing the cache.
@@ -147,6 +148,105 @@ static void test_sliding_window_reach(void)
     }
 }
 
+/* wk_context_verify of 5 tokens after a prompt gives, bit for bit, the
+ * logits of 5 one-token decode steps: with and without a sliding window,
+ * on 1, 2 and 3 threads, and when the 5 are split into prefill chunks
+ * (n_ubatch 2). */
+static void test_verify_equals_steps(void)
+{
+    const int32_t draft[5] = {17, 280, 3, 299, 42};
+    for (int windowed = 0; windowed < 2; windowed++) {
+        struct tiny_spec sp = tiny_spec_default();
+        sp.sliding_window = windowed ? 4 : 0;
+        struct wk_model *m = load(&sp);
+        int V = wk_model_hparams(m)->n_vocab;
+        float *steps = malloc((size_t)V * 5 * 4), *ver = malloc((size_t)V * 5 * 4);
+        for (int th = 1; th <= 3; th++) {
+            for (int ub = 512; ub >= 2; ub = ub == 512 ? 2 : 0) {
+                struct wk_context *a = ctx_new(m, th, ub), *b = ctx_new(m, th, ub);
+                CHECK_EQ_INT(wk_context_decode(a, g_prompt, 12, NULL, NULL, NULL), WK_OK);
+                CHECK_EQ_INT(wk_context_decode(b, g_prompt, 12, NULL, NULL, NULL), WK_OK);
+                for (int i = 0; i < 5; i++)
+                    CHECK_EQ_INT(wk_context_decode(a, &draft[i], 1, steps + (size_t)i * V, NULL, NULL), WK_OK);
+                CHECK_EQ_INT(wk_context_verify(b, draft, 5, ver, NULL, NULL), WK_OK);
+                CHECK_EQ_INT(wk_context_n_past(b), 17);
+                for (int i = 0; i < 5; i++)
+                    if (memcmp(steps + (size_t)i * V, ver + (size_t)i * V, (size_t)V * 4) != 0) {
+                        fprintf(stderr, "  W=%d threads=%d n_ubatch=%d token %d: max diff %g\n",
+                                sp.sliding_window, th, ub, i,
+                                max_abs_diff(steps + (size_t)i * V, ver + (size_t)i * V, V));
+                        CHECK(0);
+                    }
+                /* and the cache it leaves is the steps' cache */
+                CHECK_EQ_INT(wk_context_decode(a, g_prompt, 3, steps, NULL, NULL), WK_OK);
+                CHECK_EQ_INT(wk_context_decode(b, g_prompt, 3, ver, NULL, NULL), WK_OK);
+                CHECK(memcmp(steps, ver, (size_t)V * 4) == 0);
+                wk_context_destroy(a), wk_context_destroy(b);
+            }
+        }
+        struct wk_context *c = ctx_new(m, 1, 512);
+        struct wk_error err;
+        int32_t many[WK_VERIFY_MAX + 1] = {0};
+        CHECK_EQ_INT(wk_context_verify(c, many, WK_VERIFY_MAX + 1, ver, NULL, &err), WK_E_INVALID);
+        CHECK_CONTAINS(err.msg, "at most 16");
+        CHECK_EQ_INT(wk_context_verify(c, many, 0, ver, NULL, &err), WK_E_INVALID);
+        CHECK_EQ_INT(wk_context_n_past(c), 0);
+        wk_context_destroy(c);
+        free(steps), free(ver);
+        wk_model_destroy(m);
+    }
+}
+
+/* The products verify rests on: WK_MATMUL_PER_TOKEN over n tokens gives
+ * the bits of n one-token products, on 1-3 threads, for weight types with
+ * 16-bit-activation kernels (Q4_0), f32-activation row kernels (Q4_K,
+ * BF16, Q8_0) and plain F32, rows enough for several blocks per thread. */
+static void test_matmul_per_token_bits(void)
+{
+    const struct wk_cpu_kernels *k = wk_cpu_kernels_get();
+    static const enum wk_dtype types[] = {WK_DTYPE_Q4_0, WK_DTYPE_Q4_K, WK_DTYPE_BF16,
+                                          WK_DTYPE_Q8_0, WK_DTYPE_F32, WK_DTYPE_Q6_K};
+    const int64_t n_in = 512, n_out = 389, nt = 7;
+    uint64_t seed = 5;
+    float *wf = malloc((size_t)(n_in * n_out) * 4), *x = malloc((size_t)(nt * n_in) * 4);
+    for (int64_t i = 0; i < n_in * n_out; i++) wf[i] = check_rand_f32(&seed);
+    for (int64_t i = 0; i < nt * n_in; i++) x[i] = check_rand_f32(&seed);
+    float *one = malloc((size_t)(nt * n_out) * 4), *many = malloc((size_t)(nt * n_out) * 4);
+    float *up = malloc((size_t)(nt * n_out) * 4);
+    for (size_t ti = 0; ti < WK_ARRAY_LEN(types); ti++) {
+        const struct wk_dtype_traits *tr = wk_dtype_traits_get(types[ti]);
+        size_t row = wk_dtype_row_bytes(types[ti], n_in);
+        void *wd = wk_aligned_alloc(row * (size_t)n_out);
+        for (int64_t r = 0; r < n_out; r++) tr->from_f32(wf + r * n_in, (uint8_t *)wd + r * row, n_in);
+        struct wk_tensor w = {.name = "w", .dtype = types[ti], .n_dims = 2, .ne = {n_in, n_out, 1, 1},
+                              .nb = {tr->block_bytes, row, row * n_out, row * n_out}, .data = wd};
+        for (int th = 1; th <= 3; th++) {
+            struct wk_threadpool *pool;
+            CHECK_EQ_INT(wk_threadpool_create(th, &pool), WK_OK);
+            float *scratch = wk_aligned_alloc(wk_cpu_matmul_scratch_floats(n_in, th) * 4);
+            for (int64_t t = 0; t < nt; t++)
+                wk_cpu_matmul(pool, k, &w, x + t * n_in, one + t * n_out, 1, scratch, 0);
+            wk_cpu_matmul(pool, k, &w, x, many, nt, scratch, WK_MATMUL_PER_TOKEN);
+            if (memcmp(one, many, (size_t)(nt * n_out) * 4) != 0) {
+                fprintf(stderr, "  matmul per token %s threads=%d: max diff %g\n", tr->name, th,
+                        max_abs_diff(one, many, (int)(nt * n_out)));
+                CHECK(0);
+            }
+            /* the GLU pair: activation over each token's rows as for one token */
+            for (int64_t t = 0; t < nt; t++)
+                wk_cpu_matmul_glu(pool, k, &w, &w, x + t * n_in, one + t * n_out, up + t * n_out, 1,
+                                  scratch, WK_GLU_GELU_TANH, 0);
+            wk_cpu_matmul_glu(pool, k, &w, &w, x, many, up, nt, scratch, WK_GLU_GELU_TANH,
+                              WK_MATMUL_PER_TOKEN);
+            CHECK(memcmp(one, many, (size_t)(nt * n_out) * 4) == 0);
+            wk_aligned_free(scratch);
+            wk_threadpool_destroy(pool);
+        }
+        wk_aligned_free(wd);
+    }
+    free(wf), free(x), free(one), free(many), free(up);
+}
+
 static void test_bad_calls(void)
 {
     struct tiny_spec sp = tiny_spec_default();
@@ -189,4 +289,5 @@ static void test_no_leaks(void)
 }
 
 CHECK_MAIN(TEST(test_hparams), TEST(test_batch_chunks_and_steps_agree), TEST(test_truncate_and_redo),
-           TEST(test_sliding_window_reach), TEST(test_bad_calls), TEST(test_no_leaks))
+           TEST(test_sliding_window_reach), TEST(test_verify_equals_steps),
+           TEST(test_matmul_per_token_bits), TEST(test_bad_calls), TEST(test_no_leaks))
