@@ -22,6 +22,20 @@
  * token's own key range; everything else is per row anyway. So its logits
  * are bit-identical to n decode steps, which speculative decoding needs.
  *
+ * KV cache. A full-attention layer keeps every position: n_slots = n_ctx,
+ * position p in slot p. A sliding-window layer (window W) keeps a ring of
+ * n_slots = S = min(n_ctx, W + n_ubatch) slots, position p in slot p % S
+ * (llama.cpp's SWA cache does the same): a chunk of n <= n_ubatch tokens
+ * at n_past.. needs positions n_past - W + 1 .. n_past + n - 1, W + n - 1
+ * <= S of them, and writing position p overwrites p - S <= n_past - W,
+ * which no query of the chunk reads. A key range lo..p_last then lies in
+ * at most two runs of slots (lo % S .. S-1, then 0 ..), so each product of
+ * the attention is one GEMM per run; the second run's P·V is computed
+ * apart and added. Decode and verify split a range the same way, so they
+ * still agree bit for bit. ring_lo is the first position every ring still
+ * holds; wk_context_truncate keeps the cache only while the next position
+ * needs nothing before it.
+ *
  * Scratch comes from one arena sized at creation for n_ubatch tokens;
  * nothing is allocated per token.
  */
@@ -34,20 +48,28 @@
  * head, whose scores against their keys form one GEMM. */
 #define ATTN_QBLOCK 32
 
+/* One layer's KV cache (views into the context's two allocations). */
+struct kv_layer {
+    /* K: [n_slots][Hk·D], a row per slot. V transposed: [n_head_kv][D]
+     * [n_slots], a row per dimension, so both attention products are
+     * GEMMs over contiguous rows: scores = K_rows · q, out = Vᵀ_rows · p. */
+    float *k, *v;
+    int32_t n_slots; /* n_ctx, or the ring's S on a sliding-window layer */
+};
+
 struct wk_context {
     const struct wk_model *m;
     const struct wk_cpu_kernels *k;
     struct wk_threadpool *pool;
     int32_t n_ctx, n_ubatch, n_threads;
     int32_t n_past;
-    /* K: [n_layer][n_ctx][Hk·D], a row per position. V transposed:
-     * [n_layer][n_head_kv][D][n_ctx], a row per dimension, so both
-     * attention products are GEMMs over contiguous rows:
-     * scores = K_rows · q and out = Vᵀ_rows · p. */
-    float *k_cache, *v_cache;
+    int32_t n_ring;  /* slots of the ring layers (S), 0 when there are none */
+    int32_t ring_lo; /* first position every ring still holds */
+    float *k_cache, *v_cache; /* every layer's K, and V, in one allocation each */
+    struct kv_layer *kv;      /* [n_layer] */
     struct wk_arena arena;
     /* scratch views, [n_ubatch, ...] each */
-    float *x, *xn, *q, *kx, *vx, *att, *o, *gate, *up, *scores, *rope_cs, *mm_scratch;
+    float *x, *xn, *q, *kx, *vx, *att, *o, *gate, *up, *scores, *pv, *rope_cs, *mm_scratch;
     int32_t *pos;
 };
 
@@ -65,7 +87,7 @@ enum wk_status wk_context_create(const struct wk_model *m, const struct wk_conte
     int32_t n_ctx = p->n_ctx > 0 ? p->n_ctx : 4096;
     if (hp->n_ctx_train > 0) n_ctx = WK_MIN(n_ctx, hp->n_ctx_train);
     int32_t n_threads = p->n_threads > 0 ? p->n_threads : wk_cpu_features_get()->n_cores;
-    int32_t n_ub = p->n_ubatch > 0 ? WK_MIN(p->n_ubatch, n_ctx) : 512;
+    int32_t n_ub = WK_MIN(p->n_ubatch > 0 ? p->n_ubatch : 512, n_ctx);
     if (n_ctx < 1 || n_ctx > (1 << 22))
         return wk_error_set(err, WK_E_INVALID, "context size %d is out of range (1..%d)", n_ctx,
                             1 << 22);
@@ -86,12 +108,26 @@ enum wk_status wk_context_create(const struct wk_model *m, const struct wk_conte
     }
     const size_t E = (size_t)hp->n_embd, D = (size_t)hp->head_dim, F = (size_t)hp->n_ff;
     const size_t HQ = (size_t)hp->n_head * D, HK = (size_t)hp->n_head_kv * D, U = (size_t)n_ub;
-    size_t kv_floats = (size_t)hp->n_layer * (size_t)n_ctx * HK;
+    /* sliding-window layers keep a ring of W + n_ubatch slots (top of file) */
+    const int32_t W = hp->sliding_window;
+    size_t kv_floats = 0;
+    c->kv = wk_calloc((size_t)hp->n_layer, sizeof *c->kv);
+    if (!c->kv) {
+        wk_context_destroy(c);
+        return wk_error_set(err, WK_E_NOMEM, "out of memory");
+    }
+    for (int32_t il = 0; il < hp->n_layer; il++) {
+        bool ring = m->layers[il].sliding && W > 0;
+        c->kv[il].n_slots = ring ? (int32_t)WK_MIN((int64_t)W + n_ub, (int64_t)n_ctx) : n_ctx;
+        if (ring) c->n_ring = c->kv[il].n_slots;
+        kv_floats += (size_t)c->kv[il].n_slots * HK;
+    }
     c->k_cache = wk_aligned_alloc(kv_floats * sizeof(float));
     c->v_cache = wk_aligned_alloc(kv_floats * sizeof(float));
     size_t n_in_max = WK_MAX(WK_MAX(E, HQ), F);
     size_t sizes[] = {U * E, U * E, U * HQ, U * HK, U * HK, U * HQ, U * E, U * F, U * F,
-                      (size_t)n_threads * ATTN_QBLOCK * (size_t)n_ctx, 2 * U * D,
+                      (size_t)n_threads * ATTN_QBLOCK * (size_t)n_ctx,
+                      (size_t)n_threads * ATTN_QBLOCK * D, 2 * U * D,
                       wk_cpu_matmul_scratch_floats((int64_t)n_in_max, n_threads)};
     size_t arena_bytes = 0;
     for (size_t i = 0; i < WK_ARRAY_LEN(sizes); i++) arena_bytes += sizes[i] * sizeof(float) + 64;
@@ -102,8 +138,13 @@ enum wk_status wk_context_create(const struct wk_model *m, const struct wk_conte
                             "out of memory for a %d-token KV cache (%.1f MiB) and scratch", n_ctx,
                             2.0 * (double)kv_floats * 4 / (1 << 20));
     }
+    for (size_t il = 0, off = 0; il < (size_t)hp->n_layer; il++) {
+        c->kv[il].k = c->k_cache + off;
+        c->kv[il].v = c->v_cache + off;
+        off += (size_t)c->kv[il].n_slots * HK;
+    }
     float **views[] = {&c->x, &c->xn, &c->q, &c->kx, &c->vx, &c->att, &c->o, &c->gate, &c->up,
-                       &c->scores, &c->rope_cs, &c->mm_scratch};
+                       &c->scores, &c->pv, &c->rope_cs, &c->mm_scratch};
     for (size_t i = 0; i < WK_ARRAY_LEN(views); i++)
         *views[i] = wk_arena_alloc(&c->arena, sizes[i] * sizeof(float));
     c->pos = wk_arena_alloc(&c->arena, U * sizeof(int32_t));
@@ -118,6 +159,7 @@ void wk_context_destroy(struct wk_context *c)
     wk_threadpool_destroy(c->pool);
     wk_aligned_free(c->k_cache);
     wk_aligned_free(c->v_cache);
+    wk_free(c->kv);
     wk_arena_deinit(&c->arena);
     wk_free(c);
 }
@@ -126,10 +168,16 @@ int32_t wk_context_n_ctx(const struct wk_context *c) { return c->n_ctx; }
 int32_t wk_context_n_threads(const struct wk_context *c) { return c->n_threads; }
 int32_t wk_context_n_past(const struct wk_context *c) { return c->n_past; }
 
-void wk_context_truncate(struct wk_context *c, int32_t n_keep)
+int32_t wk_context_truncate(struct wk_context *c, int32_t n_keep)
 {
     WK_ASSERT(n_keep >= 0 && n_keep <= c->n_past);
+    /* the next token, at n_keep, reads positions n_keep - W + 1 .. on the
+     * ring layers: they must not have been overwritten */
+    int32_t need = WK_MAX(0, n_keep - c->m->hp.sliding_window + 1);
+    if (c->n_ring > 0 && n_keep > 0 && need < c->ring_lo) n_keep = 0;
+    if (n_keep == 0) c->ring_lo = 0;
     c->n_past = n_keep;
+    return n_keep;
 }
 
 /* ------------------------------------------------------------ attention */
@@ -157,12 +205,13 @@ static void attention_task(void *p, int ith, int nth)
     struct wk_context *c = a->c;
     const struct wk_hparams *hp = &c->m->hp;
     const int64_t D = hp->head_dim, HQ = (int64_t)hp->n_head * D, HK = (int64_t)hp->n_head_kv * D;
-    const int64_t n_ctx = c->n_ctx;
     const int32_t group = hp->n_head / hp->n_head_kv, W = hp->sliding_window;
     const bool sliding = a->l->sliding && W > 0;
-    const float *kc = c->k_cache + (size_t)a->il * (size_t)n_ctx * (size_t)HK;
-    const float *vt = c->v_cache + (size_t)a->il * (size_t)n_ctx * (size_t)HK;
-    float *scores = c->scores + (size_t)ith * ATTN_QBLOCK * (size_t)n_ctx;
+    const struct kv_layer *kv = &c->kv[a->il];
+    const int64_t S = kv->n_slots;
+    const float *kc = kv->k, *vt = kv->v;
+    float *scores = c->scores + (size_t)ith * ATTN_QBLOCK * (size_t)c->n_ctx;
+    float *pv = c->pv + (size_t)ith * ATTN_QBLOCK * (size_t)D;
     const int32_t qblock = a->per_token ? 1 : ATTN_QBLOCK;
     const int32_t n_blocks = (a->n_tokens + qblock - 1) / qblock;
     /* Decode (one block) and verify (blocks of one token, a few keys
@@ -180,17 +229,25 @@ static void attention_task(void *p, int ith, int nth)
         int32_t p_first = c->pos[t0], p_last = c->pos[t0 + nq - 1];
         int32_t lo = sliding && p_first - W + 1 > 0 ? p_first - W + 1 : 0;
         int64_t nk = p_last - lo + 1, g = h / group;
+        /* the keys' slots: s0 .. s0+nk1-1, then 0 .. nk2-1 where a ring wraps */
+        int64_t s0 = lo % S, nk1 = WK_MIN(nk, S - s0), nk2 = nk - nk1;
+        const float *kh = kc + g * D, *vh = vt + g * D * S;
         if (nq == 1 && (item == lo_item || h % group == 0) && nk * D <= 65536) {
             /* decode: this kv head's keys and value rows are strided
              * segments the hardware prefetchers do not follow; fetch them
              * all now so the two products below find them in cache */
-            for (int64_t j = 0; j < nk; j++)
-                for (int64_t i = 0; i < D; i += 16) __builtin_prefetch(kc + (lo + j) * HK + g * D + i);
-            for (int64_t i = 0; i < D; i++)
-                for (int64_t j = 0; j < nk; j += 16) __builtin_prefetch(vt + (g * D + i) * n_ctx + lo + j);
+            for (int64_t j = 0; j < nk; j++) {
+                const float *kr = kh + (j < nk1 ? s0 + j : j - nk1) * HK;
+                for (int64_t i = 0; i < D; i += 16) __builtin_prefetch(kr + i);
+            }
+            for (int64_t i = 0; i < D; i++) {
+                for (int64_t j = 0; j < nk1; j += 16) __builtin_prefetch(vh + i * S + s0 + j);
+                for (int64_t j = 0; j < nk2; j += 16) __builtin_prefetch(vh + i * S + j);
+            }
         }
-        wk_cpu_gemm(c->k, nk, nq, D, kc + lo * HK + g * D, HK, c->q + (size_t)t0 * HQ + h * D, HQ,
-                    scores, nk);
+        const float *qb = c->q + (size_t)t0 * HQ + h * D;
+        wk_cpu_gemm(c->k, nk1, nq, D, kh + s0 * HK, HK, qb, HQ, scores, nk);
+        if (nk2) wk_cpu_gemm(c->k, nk2, nq, D, kh, HK, qb, HQ, scores + nk1, nk);
         for (int32_t r = 0; r < nq; r++) {
             float *row = scores + r * nk;
             int32_t pos = c->pos[t0 + r];
@@ -199,8 +256,13 @@ static void attention_task(void *p, int ith, int nth)
             for (int64_t j = last + 1; j < nk; j++) row[j] = -INFINITY;
             c->k->softmax(nk, row);
         }
-        wk_cpu_gemm(c->k, D, nq, nk, vt + (g * D) * n_ctx + lo, n_ctx, scores, nk,
-                    c->att + (size_t)t0 * HQ + h * D, HQ);
+        float *out = c->att + (size_t)t0 * HQ + h * D;
+        wk_cpu_gemm(c->k, D, nq, nk1, vh + s0, S, scores, nk, out, HQ);
+        if (nk2) {
+            wk_cpu_gemm(c->k, D, nq, nk2, vh, S, scores + nk1, nk, pv, D);
+            for (int32_t r = 0; r < nq; r++)
+                for (int64_t i = 0; i < D; i++) out[r * HQ + i] += pv[r * D + i];
+        }
     }
 }
 
@@ -233,6 +295,9 @@ static bool forward_chunk(struct wk_context *c, const int32_t *tokens, int32_t n
         if (hp->embed_scale != 1.0f)
             for (int64_t i = 0; i < E; i++) c->x[t * E + i] *= hp->embed_scale;
     }
+    /* positions the chunk overwrites in the rings are gone from now on,
+     * even if cancel stops it half way */
+    if (c->n_ring > 0) c->ring_lo = WK_MAX(c->ring_lo, c->n_past + n - c->n_ring);
     /* RoPE tables for the chunk: [0] sliding layers, [1] global layers */
     float *cs[2] = {c->rope_cs, c->rope_cs + (size_t)c->n_ubatch * (size_t)D};
     bool have_cs[2] = {false, false};
@@ -251,8 +316,7 @@ static bool forward_chunk(struct wk_context *c, const int32_t *tokens, int32_t n
         const struct wk_tensor *qkv_w[3] = {l->wq, l->wk, l->wv};
         float *qkv_y[3] = {c->q, c->kx, c->vx};
         wk_cpu_matmul_many(pool, k, 3, qkv_w, qkv_y, c->xn, n, c->mm_scratch, mm);
-        float *kc = c->k_cache + ((size_t)il * (size_t)c->n_ctx + (size_t)c->n_past) * (size_t)HK;
-        float *vt = c->v_cache + (size_t)il * (size_t)c->n_ctx * (size_t)HK;
+        const struct kv_layer *kv = &c->kv[il];
         for (int32_t t = 0; t < n; t++) {
             float *qt = c->q + t * HQ, *kt = c->kx + t * HK;
             if (l->q_norm) norm_rows(k, hp->n_head, D, qt, l->q_norm, hp->rms_eps, qt);
@@ -261,9 +325,12 @@ static bool forward_chunk(struct wk_context *c, const int32_t *tokens, int32_t n
             wk_rope_apply(kt, hp->n_head_kv, (int)D, hp->n_rot, cs[kind] + t * hp->n_rot, m->rope_mode);
             for (int64_t i = 0; i < HQ; i++) qt[i] *= hp->attn_scale;
         }
-        memcpy(kc, c->kx, (size_t)(n * HK) * sizeof(float));
-        for (int32_t t = 0; t < n; t++) /* V transposed: element (pos, i) at i * n_ctx + pos */
-            for (int64_t i = 0; i < HK; i++) vt[i * c->n_ctx + c->n_past + t] = c->vx[t * HK + i];
+        /* position p in slot p % n_slots; V transposed: (slot, i) at i * n_slots + slot */
+        for (int32_t t = 0; t < n; t++) {
+            int64_t slot = (c->n_past + t) % kv->n_slots;
+            memcpy(kv->k + slot * HK, c->kx + t * HK, (size_t)HK * sizeof(float));
+            for (int64_t i = 0; i < HK; i++) kv->v[i * kv->n_slots + slot] = c->vx[t * HK + i];
+        }
         struct attn_task at = {.c = c, .l = l, .il = il, .n_tokens = n, .per_token = per_token};
         wk_threadpool_run(pool, attention_task, &at);
         wk_cpu_matmul(pool, k, l->wo, c->att, c->o, n, c->mm_scratch, mm);

@@ -4,9 +4,12 @@
  * A struct wk_model is the read-only part: hyperparameters and views of the
  * weights inside the mapped GGUF file. A struct wk_context is one running
  * sequence on it: the thread pool, the scratch arena sized at creation, and
- * the KV cache (f32, [n_layer][n_ctx][n_head_kv * head_dim] for K and V).
+ * the KV cache (f32, per layer [slots][n_head_kv * head_dim] for K and V:
+ * n_ctx slots on full-attention layers, a ring of min(n_ctx, W + n_ubatch)
+ * on sliding-window layers of window W).
  * wk_context_decode appends tokens to the sequence (prefill in chunks of
- * n_ubatch, or one decode step) and returns the logits of the last one.
+ * n_ubatch, or one decode step) and returns the logits of the last one;
+ * wk_context_verify appends a few drafted tokens as single steps would.
  *
  * Families (../shared/reference/architectures.md): Llama (§1), Gemma 3 (§3).
  */
@@ -104,9 +107,23 @@ int32_t wk_context_n_ctx(const struct wk_context *ctx);
 int32_t wk_context_n_threads(const struct wk_context *ctx);
 /* Positions currently in the KV cache. */
 int32_t wk_context_n_past(const struct wk_context *ctx);
-/* Forgets cached positions >= n_keep (0 <= n_keep <= n_past), so the next
- * decode continues from position n_keep. */
-void wk_context_truncate(struct wk_context *ctx, int32_t n_keep);
+/*
+ * Forgets cached positions >= n_keep (0 <= n_keep <= n_past, else a
+ * programmer error: WK_ASSERT), so the next decode continues from position
+ * n_keep; returns the positions actually kept, n_keep or 0. 0 means the
+ * ring of a sliding-window layer (window W, S = min(n_ctx, W + n_ubatch)
+ * slots) no longer holds all of positions n_keep - W + 1 .. n_keep - 1, which
+ * the token at n_keep attends to: the cache is then empty and the whole
+ * sequence must be decoded again (llama.cpp does the same for SWA caches).
+ * Exactly: with n_hi the furthest position + 1 written since the cache
+ * was last empty (n_past, or more after a truncate or a cancelled
+ * decode), n_keep is kept when n_keep == 0, when
+ * n_hi <= S (the rings have not wrapped), or when n_hi - n_keep <= S - W + 1
+ * (= n_ubatch + 1 when S = W + n_ubatch): a speculative step's rollback of
+ * up to n_ubatch + 1 positions always succeeds. Models without
+ * sliding-window layers always keep n_keep.
+ */
+int32_t wk_context_truncate(struct wk_context *ctx, int32_t n_keep);
 
 /*
  * Appends n_tokens tokens at positions n_past .. n_past+n_tokens-1 and, if

@@ -5,7 +5,9 @@
  * verification forward gives the bits of one-token steps; thread
  * count does not change them; truncating the cache and decoding again
  * reproduces them; the sliding window limits exactly which earlier tokens
- * can matter; bad calls are refused without changing the cache.
+ * can matter; the rotating cache of sliding-window layers changes none of
+ * this and rolls back as far as it documents; bad calls are refused
+ * without changing the cache.
  * (Agreement with an independent implementation is the golden test's job.)
  */
 #include "check.h"
@@ -247,6 +249,121 @@ static void test_matmul_per_token_bits(void)
     free(wf), free(x), free(one), free(many), free(up);
 }
 
+static struct wk_context *ctx_new_n(struct wk_model *m, int n_threads, int n_ubatch, int n_ctx)
+{
+    struct wk_context_params p = wk_context_params_default();
+    p.n_ctx = n_ctx;
+    p.n_threads = n_threads;
+    p.n_ubatch = n_ubatch;
+    struct wk_context *c = NULL;
+    CHECK_EQ_INT(wk_context_create(m, &p, &c, NULL), WK_OK);
+    return c;
+}
+
+/* Rows of a and b [n][V] that differ in any bit, reported. */
+static int rows_differ(const float *a, const float *b, int n, int V, const char *what, int at)
+{
+    int bad = 0;
+    for (int i = 0; i < n; i++)
+        if (memcmp(a + (size_t)i * V, b + (size_t)i * V, (size_t)V * 4) != 0) {
+            if (bad++ == 0)
+                fprintf(stderr, "  %s: position %d differs (max %g)\n", what, at + i,
+                        max_abs_diff(a + (size_t)i * V, b + (size_t)i * V, V));
+        }
+    return bad;
+}
+
+/*
+ * Issue 8, point 4: the rotating KV cache of sliding-window layers. With
+ * W = 4 or 8, n_ctx 64 and n_ubatch 4 the rings have W + 4 slots and wrap
+ * 5-8 times over a 64-token sequence (the 6-layer model mixes ring layers
+ * with a full one, layer 5). Fed one token at a time, and fed in chunks
+ * of 4 through wk_context_verify rolled back 0-3 positions after each
+ * chunk and fed again, every position's logits are the same bits; a
+ * batch prefill with no wrap (n_ubatch 64), and wk_context_decode_all
+ * over the wrapped rings, agree within 1e-4; a truncate further back than
+ * the rings reach returns 0, and decoding from 0 again reproduces the
+ * logits.
+ */
+static void test_ring_cache(void)
+{
+    enum { N = 64 };
+    static const struct { uint32_t window, n_layer; } cases[] = {{4, 2}, {8, 6}};
+    for (size_t ci = 0; ci < WK_ARRAY_LEN(cases); ci++) {
+        struct tiny_spec sp = tiny_spec_default();
+        sp.sliding_window = cases[ci].window;
+        sp.n_layer = cases[ci].n_layer;
+        struct wk_model *m = load(&sp);
+        const int V = wk_model_hparams(m)->n_vocab, W = (int)sp.sliding_window;
+        uint64_t seed = 99 + ci;
+        int32_t seq[N];
+        for (int i = 0; i < N; i++) seq[i] = (int32_t)(check_rand_u64(&seed) % (uint64_t)V);
+        float *ref = malloc((size_t)V * N * 4), *got = malloc((size_t)V * N * 4);
+        char what[96];
+        for (int th = 1; th <= 3; th += 2) {
+            /* one token at a time */
+            struct wk_context *steps = ctx_new_n(m, th, 4, N);
+            for (int i = 0; i < N; i++)
+                CHECK_EQ_INT(wk_context_decode(steps, &seq[i], 1, ref + (size_t)i * V, NULL, NULL),
+                             WK_OK);
+            /* chunks of 4 through verify, each rolled back 0-3 and fed again */
+            struct wk_context *c = ctx_new_n(m, th, 4, N);
+            int bad = 0, rollbacks = 0;
+            while (wk_context_n_past(c) < N) {
+                int32_t at = wk_context_n_past(c), n = WK_MIN(4, N - at);
+                CHECK_EQ_INT(wk_context_verify(c, seq + at, n, got, NULL, NULL), WK_OK);
+                snprintf(what, sizeof what, "W=%d layers=%u threads=%d verify", W, sp.n_layer, th);
+                bad += rows_differ(ref + (size_t)at * V, got, n, V, what, at);
+                int32_t back = (int32_t)(check_rand_u64(&seed) % (uint64_t)n);
+                if (at + n == N) back = 0;
+                rollbacks += back > 0;
+                CHECK_EQ_INT(wk_context_truncate(c, at + n - back), at + n - back);
+            }
+            CHECK_EQ_INT(bad, 0);
+            CHECK(rollbacks > 5);
+            /* prefill without a wrap, and decode_all over the wrapped rings */
+            struct wk_context *whole = ctx_new_n(m, th, N, N);
+            CHECK_EQ_INT(wk_context_decode_all(whole, seq, N, got, NULL, NULL), WK_OK);
+            CHECK(max_abs_diff(ref, got, V * N) < 1e-4);
+            CHECK_EQ_INT(wk_context_truncate(c, 0), 0);
+            CHECK_EQ_INT(wk_context_decode_all(c, seq, N, got, NULL, NULL), WK_OK);
+            CHECK(max_abs_diff(ref, got, V * N) < 1e-4);
+            /* rollback bound: n_ubatch + 1 = 5 positions back is kept, 6 is not */
+            CHECK_EQ_INT(wk_context_truncate(steps, N - 5), N - 5);
+            CHECK_EQ_INT(wk_context_n_past(steps), N - 5);
+            CHECK_EQ_INT(wk_context_decode(steps, &seq[N - 5], 1, got, NULL, NULL), WK_OK);
+            CHECK(memcmp(got, ref + (size_t)(N - 5) * V, (size_t)V * 4) == 0);
+            CHECK_EQ_INT(wk_context_truncate(steps, N - 6), 0);
+            CHECK_EQ_INT(wk_context_n_past(steps), 0);
+            for (int i = 0; i < N; i++)
+                CHECK_EQ_INT(wk_context_decode(steps, &seq[i], 1, got + (size_t)i * V, NULL, NULL),
+                             WK_OK);
+            snprintf(what, sizeof what, "W=%d layers=%u threads=%d again from 0", W, sp.n_layer,
+                     th);
+            CHECK_EQ_INT(rows_differ(ref, got, N, V, what, 0), 0);
+            wk_context_destroy(steps), wk_context_destroy(c), wk_context_destroy(whole);
+        }
+        /* the rings hold less: W + n_ubatch slots instead of n_ctx */
+        int64_t before = wk_alloc_live_bytes();
+        struct wk_context *ring = ctx_new_n(m, 1, 4, 4096);
+        int64_t ring_bytes = wk_alloc_live_bytes() - before;
+        wk_context_destroy(ring);
+        struct tiny_spec full_sp = sp;
+        full_sp.sliding_window = 0;
+        struct wk_model *full = load(&full_sp);
+        before = wk_alloc_live_bytes();
+        struct wk_context *plain = ctx_new_n(full, 1, 4, 4096);
+        int64_t plain_bytes = wk_alloc_live_bytes() - before;
+        wk_context_destroy(plain);
+        wk_model_destroy(full);
+        /* K and V: 2 x 4 bytes x n_head_kv 2 x head_dim 8 = 128 bytes per slot and layer */
+        int64_t ring_layers = sp.n_layer - sp.n_layer / 6;
+        CHECK_EQ_INT(plain_bytes - ring_bytes, (4096 - (W + 4)) * 128 * ring_layers);
+        free(ref), free(got);
+        wk_model_destroy(m);
+    }
+}
+
 static void test_bad_calls(void)
 {
     struct tiny_spec sp = tiny_spec_default();
@@ -290,4 +407,5 @@ static void test_no_leaks(void)
 
 CHECK_MAIN(TEST(test_hparams), TEST(test_batch_chunks_and_steps_agree), TEST(test_truncate_and_redo),
            TEST(test_sliding_window_reach), TEST(test_verify_equals_steps),
-           TEST(test_matmul_per_token_bits), TEST(test_bad_calls), TEST(test_no_leaks))
+           TEST(test_matmul_per_token_bits), TEST(test_ring_cache), TEST(test_bad_calls),
+           TEST(test_no_leaks))
