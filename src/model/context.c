@@ -61,6 +61,7 @@ struct wk_context {
     const struct wk_model *m;
     const struct wk_cpu_kernels *k;
     struct wk_threadpool *pool;
+    bool owns_pool; /* false when wk_context_params.pool lent it */
     int32_t n_ctx, n_ubatch, n_threads;
     int32_t n_past;
     int32_t n_ring;  /* slots of the ring layers (S), 0 when there are none */
@@ -75,7 +76,7 @@ struct wk_context {
 
 struct wk_context_params wk_context_params_default(void)
 {
-    return (struct wk_context_params){.n_ctx = 0, .n_threads = 0, .n_ubatch = 512};
+    return (struct wk_context_params){.n_ctx = 0, .n_threads = 0, .n_ubatch = 512, .pool = NULL};
 }
 
 enum wk_status wk_context_create(const struct wk_model *m, const struct wk_context_params *p,
@@ -86,7 +87,12 @@ enum wk_status wk_context_create(const struct wk_model *m, const struct wk_conte
     /* the model's trained context bounds any request (Ollama: min(num_ctx, trained)) */
     int32_t n_ctx = p->n_ctx > 0 ? p->n_ctx : 4096;
     if (hp->n_ctx_train > 0) n_ctx = WK_MIN(n_ctx, hp->n_ctx_train);
-    int32_t n_threads = p->n_threads > 0 ? p->n_threads : wk_cpu_features_get()->n_cores;
+    int32_t n_threads = p->pool         ? wk_threadpool_n_threads(p->pool)
+                        : p->n_threads > 0 ? p->n_threads
+                                           : wk_cpu_features_get()->n_cores;
+    if (p->pool && p->n_threads > 0 && p->n_threads != n_threads)
+        return wk_error_set(err, WK_E_INVALID, "%d threads asked for on a lent pool of %d",
+                            p->n_threads, n_threads);
     int32_t n_ub = WK_MIN(p->n_ubatch > 0 ? p->n_ubatch : 512, n_ctx);
     if (n_ctx < 1 || n_ctx > (1 << 22))
         return wk_error_set(err, WK_E_INVALID, "context size %d is out of range (1..%d)", n_ctx,
@@ -101,7 +107,9 @@ enum wk_status wk_context_create(const struct wk_model *m, const struct wk_conte
     c->n_ctx = n_ctx;
     c->n_ubatch = n_ub;
     c->n_threads = n_threads;
-    enum wk_status st = wk_threadpool_create(n_threads, &c->pool);
+    c->pool = p->pool;
+    c->owns_pool = !p->pool;
+    enum wk_status st = c->owns_pool ? wk_threadpool_create(n_threads, &c->pool) : WK_OK;
     if (st) {
         wk_context_destroy(c);
         return wk_error_set(err, st, "cannot start %d threads", n_threads);
@@ -156,7 +164,7 @@ enum wk_status wk_context_create(const struct wk_model *m, const struct wk_conte
 void wk_context_destroy(struct wk_context *c)
 {
     if (!c) return;
-    wk_threadpool_destroy(c->pool);
+    if (c->owns_pool) wk_threadpool_destroy(c->pool);
     wk_aligned_free(c->k_cache);
     wk_aligned_free(c->v_cache);
     wk_free(c->kv);
@@ -166,6 +174,7 @@ void wk_context_destroy(struct wk_context *c)
 
 int32_t wk_context_n_ctx(const struct wk_context *c) { return c->n_ctx; }
 int32_t wk_context_n_threads(const struct wk_context *c) { return c->n_threads; }
+struct wk_threadpool *wk_context_pool(const struct wk_context *c) { return c->pool; }
 int32_t wk_context_n_past(const struct wk_context *c) { return c->n_past; }
 
 int32_t wk_context_truncate(struct wk_context *c, int32_t n_keep)
@@ -295,15 +304,15 @@ static bool forward_chunk(struct wk_context *c, const int32_t *tokens, int32_t n
         if (hp->embed_scale != 1.0f)
             for (int64_t i = 0; i < E; i++) c->x[t * E + i] *= hp->embed_scale;
     }
-    /* positions the chunk overwrites in the rings are gone from now on,
-     * even if cancel stops it half way */
-    if (c->n_ring > 0) c->ring_lo = WK_MAX(c->ring_lo, c->n_past + n - c->n_ring);
     /* RoPE tables for the chunk: [0] sliding layers, [1] global layers */
     float *cs[2] = {c->rope_cs, c->rope_cs + (size_t)c->n_ubatch * (size_t)D};
     bool have_cs[2] = {false, false};
 
     for (int32_t il = 0; il < hp->n_layer; il++) {
         if (cancel && *cancel) return false;
+        /* positions the chunk overwrites in the rings are gone from now
+         * on, even if cancel stops it half way */
+        if (il == 0 && c->n_ring > 0) c->ring_lo = WK_MAX(c->ring_lo, c->n_past + n - c->n_ring);
         const struct wk_layer *l = &m->layers[il];
         int kind = l->sliding ? 0 : 1;
         if (!have_cs[kind]) {

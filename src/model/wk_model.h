@@ -90,21 +90,40 @@ uint64_t wk_model_weight_bytes(const struct wk_model *m);
 
 struct wk_context_params {
     int32_t n_ctx;     /* positions in the KV cache (0: min(4096, trained)) */
-    int32_t n_threads; /* 0: number of cores */
+    int32_t n_threads; /* 0: number of cores (or the pool's count, below) */
     int32_t n_ubatch;  /* tokens per prefill chunk */
+    /* Threads to run on, borrowed: NULL (the default) makes the context
+     * start its own n_threads; else the context uses this pool (its
+     * thread count; n_threads must then be 0 or equal to it) and never
+     * stops it, so the pool must outlive the context. Contexts sharing a
+     * pool must not run at the same time (wk_threadpool_run is not
+     * reentrant): a speculative decoder's draft runs on its target's
+     * pool (wk_context_pool), one after the other, with no second set of
+     * spinning threads. */
+    struct wk_threadpool *pool;
 };
 struct wk_context_params wk_context_params_default(void);
 
 /*
- * Creates a sequence context: thread pool, scratch arena and KV cache.
- * Errors: WK_E_INVALID (n_ctx or n_threads out of range), WK_E_NOMEM.
+ * Creates a sequence context: thread pool (unless p->pool lends one),
+ * scratch arena and KV cache. *out is owned by the caller
+ * (wk_context_destroy) and borrows m, which must outlive it.
+ * Errors: WK_E_INVALID (n_ctx or n_threads out of range, or n_threads
+ * other than the lent pool's), WK_E_NOMEM, those of
+ * wk_threadpool_create.
  */
 enum wk_status wk_context_create(const struct wk_model *m, const struct wk_context_params *p,
                                  struct wk_context **out, struct wk_error *err);
+/* Frees the context and stops its threads unless its pool was lent;
+ * ctx may be NULL. */
 void wk_context_destroy(struct wk_context *ctx);
 
 int32_t wk_context_n_ctx(const struct wk_context *ctx);
 int32_t wk_context_n_threads(const struct wk_context *ctx);
+/* The pool the context runs on (borrowed: lives as long as the context,
+ * or as the pool lent to it), to lend to another context through
+ * wk_context_params.pool. */
+struct wk_threadpool *wk_context_pool(const struct wk_context *ctx);
 /* Positions currently in the KV cache. */
 int32_t wk_context_n_past(const struct wk_context *ctx);
 /*

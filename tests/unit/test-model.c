@@ -364,6 +364,53 @@ static void test_ring_cache(void)
     }
 }
 
+/* A draft and a target on one thread pool (the draft borrowing the
+ * target's, and both borrowing a pool of the caller's), used in turn,
+ * give the bits each gives on its own pool; a lent pool outlives its
+ * contexts, and a thread count other than the pool's is refused. */
+static void test_shared_pool(void)
+{
+    struct tiny_spec sp = tiny_spec_default();
+    sp.sliding_window = 4;
+    struct wk_model *target = load(&sp);
+    sp.seed = 7, sp.n_layer = 1;
+    struct wk_model *draft = load(&sp);
+    const int V = wk_model_hparams(target)->n_vocab;
+    float *want = malloc((size_t)V * 24 * 4), *got = malloc((size_t)V * 24 * 4);
+    struct wk_threadpool *own;
+    CHECK_EQ_INT(wk_threadpool_create(3, &own), WK_OK);
+    for (int mode = 0; mode < 3; mode++) {
+        /* 0: each its own pool; 1: the draft on the target's; 2: both on own */
+        struct wk_context_params p = wk_context_params_default();
+        p.n_ctx = 64, p.n_threads = 3, p.n_ubatch = 4, p.pool = mode == 2 ? own : NULL;
+        struct wk_context *t = NULL, *d = NULL;
+        CHECK_EQ_INT(wk_context_create(target, &p, &t, NULL), WK_OK);
+        if (mode == 1) p.pool = wk_context_pool(t), p.n_threads = 0;
+        CHECK_EQ_INT(wk_context_create(draft, &p, &d, NULL), WK_OK);
+        CHECK_EQ_INT(wk_context_n_threads(d), 3);
+        CHECK(mode == 0 ? wk_context_pool(d) != wk_context_pool(t)
+                        : wk_context_pool(d) == wk_context_pool(t));
+        float *out = mode == 0 ? want : got;
+        for (int i = 0; i < 12; i++) { /* in turn, as a speculative decoder runs them */
+            float *row = out + (size_t)(2 * i) * V;
+            CHECK_EQ_INT(wk_context_decode(d, &g_prompt[i], 1, row, NULL, NULL), WK_OK);
+            CHECK_EQ_INT(wk_context_verify(t, &g_prompt[i], 1, row + V, NULL, NULL), WK_OK);
+        }
+        if (mode > 0) CHECK_EQ_INT(rows_differ(want, got, 24, V, "shared pool", 0), 0);
+        wk_context_destroy(mode == 1 ? d : t);
+        wk_context_destroy(mode == 1 ? t : d);
+    }
+    struct wk_context_params p = wk_context_params_default();
+    p.pool = own, p.n_threads = 2;
+    struct wk_context *c = NULL;
+    struct wk_error err;
+    CHECK_EQ_INT(wk_context_create(target, &p, &c, &err), WK_E_INVALID);
+    CHECK_CONTAINS(err.msg, "2 threads asked for on a lent pool of 3");
+    wk_threadpool_destroy(own);
+    free(want), free(got);
+    wk_model_destroy(target), wk_model_destroy(draft);
+}
+
 static void test_bad_calls(void)
 {
     struct tiny_spec sp = tiny_spec_default();
@@ -407,5 +454,5 @@ static void test_no_leaks(void)
 
 CHECK_MAIN(TEST(test_hparams), TEST(test_batch_chunks_and_steps_agree), TEST(test_truncate_and_redo),
            TEST(test_sliding_window_reach), TEST(test_verify_equals_steps),
-           TEST(test_matmul_per_token_bits), TEST(test_ring_cache), TEST(test_bad_calls),
-           TEST(test_no_leaks))
+           TEST(test_matmul_per_token_bits), TEST(test_ring_cache), TEST(test_shared_pool),
+           TEST(test_bad_calls), TEST(test_no_leaks))
