@@ -32,6 +32,7 @@ struct run_opts {
     struct wk_generate_params gen;
     struct wk_context_params ctx;
     bool verbose;
+    const char *draft; /* --draft: a draft model's GGUF file or folder */
     bool raw;     /* no chat template */
     int logprobs; /* -1 = off, else alternatives to print per token */
 };
@@ -76,6 +77,13 @@ static void run_usage(FILE *f)
             "  --num-ctx N       context length in tokens, at most the model's trained\n"
             "                    context (default 4096); --ctx-size is the same\n"
             "  --threads N       compute threads (default: the CPUs this process may use)\n"
+            "  --draft MODEL     speculative decoding with this draft model (a GGUF file or\n"
+            "                    folder sharing the model's vocabulary); a stored model's\n"
+            "                    DRAFT is used without it\n"
+            "  --draft-max N     tokens drafted per step at most, 0 = no speculation, chosen\n"
+            "                    adaptively up to N (0..15, default 8)\n"
+            "  --draft-min N     draft at least N tokens every step, never pausing (for\n"
+            "                    measurements; default 0)\n"
             "  --raw             no chat template: the model continues the prompt text as\n"
             "                    it is (BOS first where the model wants one)\n"
             "  --verbose         print timings and token rates after the answer\n");
@@ -203,6 +211,15 @@ static int parse_args(int argc, char **argv, struct run_opts *o)
                    cli_opt_value(argc, argv, &i, "--num-ctx", &v, &bad, "run")) {
             if (bad || !cli_parse_i64("run", "--num-ctx", v, 16, 1 << 22, &x)) return WK_EXIT_USAGE;
             o->ctx.n_ctx = (int32_t)x;
+        } else if (cli_opt_value(argc, argv, &i, "--draft", &v, &bad, "run")) {
+            if (bad) return WK_EXIT_USAGE;
+            o->draft = v;
+        } else if (cli_opt_value(argc, argv, &i, "--draft-max", &v, &bad, "run")) {
+            if (bad || !cli_parse_i64("run", "--draft-max", v, 0, WK_VERIFY_MAX - 1, &x)) return WK_EXIT_USAGE;
+            o->gen.draft_max = (int32_t)x;
+        } else if (cli_opt_value(argc, argv, &i, "--draft-min", &v, &bad, "run")) {
+            if (bad || !cli_parse_i64("run", "--draft-min", v, 0, WK_VERIFY_MAX - 1, &x)) return WK_EXIT_USAGE;
+            o->gen.draft_min = (int32_t)x;
         } else if (cli_opt_value(argc, argv, &i, "--threads", &v, &bad, "run")) {
             if (bad || !cli_parse_i64("run", "--threads", v, 1, 256, &x)) return WK_EXIT_USAGE;
             o->ctx.n_threads = (int32_t)x;
@@ -313,10 +330,19 @@ static void print_stats(const struct wk_generate_stats *st, int64_t load_ns, int
     print_duration("eval duration:", st->eval_ns);
     fprintf(stderr, "%-22s%.2f tokens/s\n", "eval rate:",
             st->eval_ns > 0 ? st->eval_count / (st->eval_ns / 1e9) : 0.0);
+    if (st->spec_rounds > 0) {
+        fprintf(stderr, "%-22s%d token(s) in %d round(s)\n", "draft count:", st->draft_count,
+                st->spec_rounds);
+        fprintf(stderr, "%-22s%d token(s)\n", "draft accepted:", st->draft_accepted);
+        fprintf(stderr, "%-22s%.2f%%\n", "acceptance rate:",
+                st->draft_count > 0 ? 100.0 * st->draft_accepted / st->draft_count : 0.0);
+        fprintf(stderr, "%-22s%.2f token(s) per round\n", "mean accepted length:",
+                (double)st->draft_accepted / st->spec_rounds);
+    }
 }
 
 struct loaded {
-    struct wk_model *model;
+    struct wk_model *model, *draft;
     struct wk_tokenizer *tok;
     struct wk_session *session;
     struct wk_store_model stored; /* the store's SYSTEM, MESSAGEs, PARAMETERs */
@@ -579,6 +605,9 @@ int cmd_run(int argc, char **argv)
     if (!st) st = wk_model_load(l.stored.weights, &l.model, &err);
     if (!st) st = wk_tokenizer_for_model(l.model, &l.tok, &err);
     if (!st) st = wk_session_create(l.model, l.tok, &o.ctx, &l.session, &err);
+    const char *draft = o.draft ? o.draft : l.stored.draft[0] ? l.stored.draft : NULL;
+    if (!st && draft) st = wk_model_load(draft, &l.draft, &err);
+    if (!st && draft) st = wk_session_set_draft(l.session, l.draft, &err);
     if (st) {
         fprintf(stderr, "wick run: %s\n", err.msg[0] ? err.msg : wk_status_str(st));
         rc = WK_EXIT_ERROR;
@@ -607,6 +636,7 @@ int cmd_run(int argc, char **argv)
 out:
     wk_session_destroy(l.session);
     wk_tokenizer_destroy(l.tok);
+    wk_model_destroy(l.draft);
     wk_model_destroy(l.model);
     wk_store_model_deinit(&l.stored);
     free(o.prompt);

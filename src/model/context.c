@@ -24,8 +24,11 @@
  *
  * KV cache. A full-attention layer keeps every position: n_slots = n_ctx,
  * position p in slot p. A sliding-window layer (window W) keeps a ring of
- * n_slots = S = min(n_ctx, W + n_ubatch) slots, position p in slot p % S
- * (llama.cpp's SWA cache does the same): a chunk of n <= n_ubatch tokens
+ * n_slots = S = min(n_ctx, W + n_ubatch + WK_VERIFY_MAX) slots, position p
+ * in slot p % S (llama.cpp's SWA cache keeps W + n_ubatch; the
+ * WK_VERIFY_MAX more let a speculative step write drafted positions that
+ * are then rolled back without costing the next prompt its prefix reuse):
+ * a chunk of n <= n_ubatch tokens
  * at n_past.. needs positions n_past - W + 1 .. n_past + n - 1, W + n - 1
  * <= S of them, and writing position p overwrites p - S <= n_past - W,
  * which no query of the chunk reads. A key range lo..p_last then lies in
@@ -116,7 +119,7 @@ enum wk_status wk_context_create(const struct wk_model *m, const struct wk_conte
     }
     const size_t E = (size_t)hp->n_embd, D = (size_t)hp->head_dim, F = (size_t)hp->n_ff;
     const size_t HQ = (size_t)hp->n_head * D, HK = (size_t)hp->n_head_kv * D, U = (size_t)n_ub;
-    /* sliding-window layers keep a ring of W + n_ubatch slots (top of file) */
+    /* sliding-window layers keep a ring of W + n_ubatch + WK_VERIFY_MAX slots (top of file) */
     const int32_t W = hp->sliding_window;
     size_t kv_floats = 0;
     c->kv = wk_calloc((size_t)hp->n_layer, sizeof *c->kv);
@@ -126,7 +129,7 @@ enum wk_status wk_context_create(const struct wk_model *m, const struct wk_conte
     }
     for (int32_t il = 0; il < hp->n_layer; il++) {
         bool ring = m->layers[il].sliding && W > 0;
-        c->kv[il].n_slots = ring ? (int32_t)WK_MIN((int64_t)W + n_ub, (int64_t)n_ctx) : n_ctx;
+        c->kv[il].n_slots = ring ? (int32_t)WK_MIN((int64_t)W + n_ub + WK_VERIFY_MAX, (int64_t)n_ctx) : n_ctx;
         if (ring) c->n_ring = c->kv[il].n_slots;
         kv_floats += (size_t)c->kv[il].n_slots * HK;
     }

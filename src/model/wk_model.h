@@ -5,7 +5,7 @@
  * weights inside the mapped GGUF file. A struct wk_context is one running
  * sequence on it: the thread pool, the scratch arena sized at creation, and
  * the KV cache (f32, per layer [slots][n_head_kv * head_dim] for K and V:
- * n_ctx slots on full-attention layers, a ring of min(n_ctx, W + n_ubatch)
+ * n_ctx slots on full-attention layers, a ring of min(n_ctx, W + n_ubatch + WK_VERIFY_MAX)
  * on sliding-window layers of window W).
  * wk_context_decode appends tokens to the sequence (prefill in chunks of
  * n_ubatch, or one decode step) and returns the logits of the last one;
@@ -130,16 +130,17 @@ int32_t wk_context_n_past(const struct wk_context *ctx);
  * Forgets cached positions >= n_keep (0 <= n_keep <= n_past, else a
  * programmer error: WK_ASSERT), so the next decode continues from position
  * n_keep; returns the positions actually kept, n_keep or 0. 0 means the
- * ring of a sliding-window layer (window W, S = min(n_ctx, W + n_ubatch)
- * slots) no longer holds all of positions n_keep - W + 1 .. n_keep - 1, which
+ * ring of a sliding-window layer (window W, S = min(n_ctx, W + n_ubatch +
+ * WK_VERIFY_MAX) slots) no longer holds all of positions n_keep - W + 1 .. n_keep - 1, which
  * the token at n_keep attends to: the cache is then empty and the whole
  * sequence must be decoded again (llama.cpp does the same for SWA caches).
  * Exactly: with n_hi the furthest position + 1 written since the cache
  * was last empty (n_past, or more after a truncate or a cancelled
  * decode), n_keep is kept when n_keep == 0, when
  * n_hi <= S (the rings have not wrapped), or when n_hi - n_keep <= S - W + 1
- * (= n_ubatch + 1 when S = W + n_ubatch): a speculative step's rollback of
- * up to n_ubatch + 1 positions always succeeds. Models without
+ * (= n_ubatch + WK_VERIFY_MAX + 1 when the ring is full size): a
+ * speculative step's rollback always succeeds, and so does a rollback of
+ * up to n_ubatch + 1 positions after one. Models without
  * sliding-window layers always keep n_keep.
  */
 int32_t wk_context_truncate(struct wk_context *ctx, int32_t n_keep);

@@ -17,22 +17,22 @@
 #include <string.h>
 #include <unistd.h>
 
-struct cand {
-    int32_t id;
-    float v; /* logit, then probability */
-};
+/* Candidates are struct wk_token_prob: an id and its logit, then its
+ * probability, in .p. */
 
 struct wk_sampler {
     struct wk_sampler_params p; /* p.logit_bias points at bias below */
     int32_t n_vocab;
     uint64_t seed, counter;
-    struct cand *cands;         /* [n_vocab] scratch */
+    struct wk_token_prob *cands;         /* [n_vocab] scratch */
     float *work;                /* [n_vocab] the transformed logits, when any transform is on */
     struct wk_logit_bias *bias; /* [p.n_logit_bias] */
     int32_t window;             /* penalty window; 0 when no penalty is active */
-    int32_t *ring;              /* [window] the last tokens, oldest overwritten */
+    int32_t ring_len;           /* window + WK_SAMPLER_POP_MAX */
+    int32_t *ring;              /* [ring_len] the last tokens, oldest overwritten */
     int32_t *sorted;            /* [window] scratch */
     int64_t n_hist;             /* tokens ever appended since set_history */
+    int64_t n_popped;           /* pops since the last push beyond them, at most POP_MAX */
 };
 
 struct wk_sampler_params wk_sampler_params_default(void)
@@ -79,7 +79,7 @@ enum wk_status wk_sampler_create(const struct wk_sampler_params *p, int32_t n_vo
     if (ok && (window > 0 || p->n_logit_bias > 0))
         ok = (s->work = wk_malloc((size_t)n_vocab * sizeof *s->work)) != NULL;
     if (ok && window > 0)
-        ok = (s->ring = wk_malloc((size_t)window * sizeof *s->ring)) &&
+        ok = (s->ring = wk_malloc((size_t)(window + WK_SAMPLER_POP_MAX) * sizeof *s->ring)) &&
              (s->sorted = wk_malloc((size_t)window * sizeof *s->sorted));
     if (ok && p->n_logit_bias > 0) {
         ok = (s->bias = wk_malloc((size_t)p->n_logit_bias * sizeof *s->bias)) != NULL;
@@ -93,6 +93,7 @@ enum wk_status wk_sampler_create(const struct wk_sampler_params *p, int32_t n_vo
     s->p.repeat_penalty = rp;
     s->p.logit_bias = s->bias;
     s->window = window;
+    s->ring_len = window + WK_SAMPLER_POP_MAX;
     s->n_vocab = n_vocab;
     s->seed = p->seed >= 0 ? (uint64_t)p->seed : (uint64_t)wk_time_ns() ^ ((uint64_t)getpid() << 32);
     *out = s;
@@ -110,17 +111,27 @@ void wk_sampler_destroy(struct wk_sampler *s)
     wk_free(s);
 }
 
-static void history_push(struct wk_sampler *s, int32_t id)
+void wk_sampler_push(struct wk_sampler *s, int32_t id)
 {
     if (s->window == 0) return;
-    s->ring[s->n_hist % s->window] = id;
+    s->ring[s->n_hist % s->ring_len] = id;
     s->n_hist++;
+}
+
+void wk_sampler_pop(struct wk_sampler *s, int32_t n)
+{
+    if (s->window == 0) return;
+    /* the ring keeps POP_MAX entries beyond the window, so the window is
+     * whole again after popping up to that many */
+    WK_ASSERT(n >= 0 && n <= WK_SAMPLER_POP_MAX && n <= s->n_hist);
+    s->n_hist -= n;
 }
 
 void wk_sampler_set_history(struct wk_sampler *s, const int32_t *tokens, int64_t n)
 {
     s->n_hist = 0;
-    for (int64_t i = n > s->window ? n - s->window : 0; i < n; i++) history_push(s, tokens[i]);
+    int64_t keep = (int64_t)s->window + WK_SAMPLER_POP_MAX;
+    for (int64_t i = n > keep ? n - keep : 0; i < n; i++) wk_sampler_push(s, tokens[i]);
 }
 
 static int cmp_i32(const void *a, const void *b)
@@ -136,7 +147,7 @@ void wk_sampler_transform(const struct wk_sampler *s, const float *logits, float
     const int32_t n = (int32_t)WK_MIN(s->n_hist, (int64_t)s->window);
     if (n == 0) return;
     /* runs of equal ids in the sorted window: each distinct token once */
-    memcpy(s->sorted, s->ring, (size_t)n * sizeof *s->sorted);
+    for (int32_t i = 0; i < n; i++) s->sorted[i] = s->ring[(s->n_hist - n + i) % s->ring_len];
     qsort(s->sorted, (size_t)n, sizeof *s->sorted, cmp_i32);
     const struct wk_sampler_params *p = &s->p;
     for (int32_t i = 0; i < n;) {
@@ -163,25 +174,25 @@ static double next_uniform(struct wk_sampler *s)
 
 static int cmp_desc(const void *a, const void *b)
 {
-    const struct cand *x = a, *y = b;
-    if (x->v != y->v) return x->v > y->v ? -1 : 1;
+    const struct wk_token_prob *x = a, *y = b;
+    if (x->p != y->p) return x->p > y->p ? -1 : 1;
     return x->id < y->id ? -1 : x->id > y->id;
 }
 
 /* Min-heap on v (ties: larger id is "smaller", so lower ids survive). */
-static bool heap_less(const struct cand *a, const struct cand *b)
+static bool heap_less(const struct wk_token_prob *a, const struct wk_token_prob *b)
 {
-    return a->v < b->v || (a->v == b->v && a->id > b->id);
+    return a->p < b->p || (a->p == b->p && a->id > b->id);
 }
 
-static void sift_down(struct cand *h, int32_t n, int32_t i)
+static void sift_down(struct wk_token_prob *h, int32_t n, int32_t i)
 {
     for (;;) {
         int32_t l = 2 * i + 1, r = l + 1, m = i;
         if (l < n && heap_less(&h[l], &h[m])) m = l;
         if (r < n && heap_less(&h[r], &h[m])) m = r;
         if (m == i) return;
-        struct cand t = h[i];
+        struct wk_token_prob t = h[i];
         h[i] = h[m];
         h[m] = t;
         i = m;
@@ -189,13 +200,12 @@ static void sift_down(struct cand *h, int32_t n, int32_t i)
 }
 
 /* Keeps the k highest logits in cands[0..k), sorted descending. */
-static int32_t select_top_k(struct wk_sampler *s, const float *logits, int32_t k)
+static int32_t select_top_k(struct wk_sampler *s, const float *logits, int32_t k, struct wk_token_prob *h)
 {
-    struct cand *h = s->cands;
-    for (int32_t i = 0; i < k; i++) h[i] = (struct cand){i, logits[i]};
+    for (int32_t i = 0; i < k; i++) h[i] = (struct wk_token_prob){i, logits[i]};
     for (int32_t i = k / 2 - 1; i >= 0; i--) sift_down(h, k, i);
     for (int32_t i = k; i < s->n_vocab; i++) {
-        struct cand c = {i, logits[i]};
+        struct wk_token_prob c = {i, logits[i]};
         if (heap_less(&h[0], &c)) {
             h[0] = c;
             sift_down(h, k, 0);
@@ -205,65 +215,91 @@ static int32_t select_top_k(struct wk_sampler *s, const float *logits, int32_t k
     return k;
 }
 
-static int32_t sample_transformed(struct wk_sampler *s, const float *logits);
-
-int32_t wk_sampler_sample(struct wk_sampler *s, const float *logits)
-{
-    if (s->work) {
-        wk_sampler_transform(s, logits, s->work);
-        logits = s->work;
-    }
-    int32_t id = sample_transformed(s, logits);
-    history_push(s, id);
-    return id;
-}
-
-static int32_t sample_transformed(struct wk_sampler *s, const float *logits)
+/* The distribution of the transformed logits into c [n_vocab]; returns
+ * its length (wk_sampler_dist has the rules). */
+static int32_t dist_transformed(struct wk_sampler *s, const float *logits, struct wk_token_prob *c)
 {
     const struct wk_sampler_params *p = &s->p;
     if (p->temperature == 0 || p->top_k == 1) {
         int32_t best = 0;
         for (int32_t i = 1; i < s->n_vocab; i++)
             if (logits[i] > logits[best]) best = i;
-        return best;
+        c[0] = (struct wk_token_prob){best, 1.0f};
+        return 1;
     }
     int32_t n;
     if (p->top_k > 0 && p->top_k < s->n_vocab) {
-        n = select_top_k(s, logits, p->top_k);
+        n = select_top_k(s, logits, p->top_k, c);
     } else {
         n = s->n_vocab;
-        for (int32_t i = 0; i < n; i++) s->cands[i] = (struct cand){i, logits[i]};
-        qsort(s->cands, (size_t)n, sizeof *s->cands, cmp_desc);
+        for (int32_t i = 0; i < n; i++) c[i] = (struct wk_token_prob){i, logits[i]};
+        qsort(c, (size_t)n, sizeof *c, cmp_desc);
     }
-    struct cand *c = s->cands;
     /* softmax with temperature, in descending order so c[0] is the max */
     double sum = 0;
-    const float mx = c[0].v; /* kept: c[0].v is overwritten first */
+    const float mx = c[0].p; /* kept: c[0].p is overwritten first */
     for (int32_t i = 0; i < n; i++) {
-        c[i].v = expf((c[i].v - mx) / p->temperature);
-        sum += c[i].v;
+        c[i].p = expf((c[i].p - mx) / p->temperature);
+        sum += c[i].p;
     }
-    for (int32_t i = 0; i < n; i++) c[i].v = (float)(c[i].v / sum);
+    for (int32_t i = 0; i < n; i++) c[i].p = (float)(c[i].p / sum);
     if (p->top_p > 0 && p->top_p < 1) {
         double cum = 0;
         int32_t keep = 0;
-        while (keep < n && (keep == 0 || cum < p->top_p)) cum += c[keep++].v;
+        while (keep < n && (keep == 0 || cum < p->top_p)) cum += c[keep++].p;
         n = keep;
     }
     if (p->min_p > 0 && p->min_p <= 1) {
-        float thr = c[0].v * p->min_p;
+        float thr = c[0].p * p->min_p;
         int32_t keep = 1;
-        while (keep < n && c[keep].v >= thr) keep++;
+        while (keep < n && c[keep].p >= thr) keep++;
         n = keep;
     }
     double total = 0;
-    for (int32_t i = 0; i < n; i++) total += c[i].v;
+    for (int32_t i = 0; i < n; i++) total += c[i].p;
+    for (int32_t i = 0; i < n; i++) c[i].p = (float)(c[i].p / total);
+    return n;
+}
+
+int32_t wk_sampler_dist(struct wk_sampler *s, const float *logits, struct wk_token_prob *out)
+{
+    if (s->work) {
+        wk_sampler_transform(s, logits, s->work);
+        logits = s->work;
+    }
+    return dist_transformed(s, logits, out);
+}
+
+bool wk_sampler_is_greedy(const struct wk_sampler *s)
+{
+    return s->p.temperature == 0 || s->p.top_k == 1;
+}
+
+double wk_sampler_uniform(struct wk_sampler *s)
+{
+    return next_uniform(s);
+}
+
+int32_t wk_sampler_draw(struct wk_sampler *s, const struct wk_token_prob *d, int32_t n)
+{
+    WK_ASSERT(n >= 1);
+    if (n == 1) return d[0].id; /* no draw: greedy stays free of randomness */
+    double total = 0;
+    for (int32_t i = 0; i < n; i++) total += d[i].p;
     double u = next_uniform(s) * total, acc = 0;
     for (int32_t i = 0; i < n; i++) {
-        acc += c[i].v;
-        if (u < acc) return c[i].id;
+        acc += d[i].p;
+        if (u < acc) return d[i].id;
     }
-    return c[n - 1].id;
+    return d[n - 1].id;
+}
+
+int32_t wk_sampler_sample(struct wk_sampler *s, const float *logits)
+{
+    int32_t n = wk_sampler_dist(s, logits, s->cands);
+    int32_t id = wk_sampler_draw(s, s->cands, n);
+    wk_sampler_push(s, id);
+    return id;
 }
 
 /* ---------------------------------------------------------------- slots */

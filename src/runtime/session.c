@@ -1,13 +1,33 @@
 /*
  * session.c - one conversation's generation state: a context (KV cache)
  * plus the list of tokens the cache holds, so the next prompt reuses the
- * longest common prefix instead of prefilling it again.
+ * longest common prefix instead of prefilling it again; with a draft
+ * model, speculative decoding (Leviathan et al. 2023, "Fast Inference from
+ * Transformers via Speculative Decoding"; Chen et al. 2023, "Accelerating
+ * Large Language Model Decoding with Speculative Sampling").
  *
  * Invariant: cached.ids[0 .. cached.n) are exactly the tokens at positions
- * 0 .. n_past-1 of the context's KV cache.
+ * 0 .. n_past-1 of the context's KV cache; the same for the draft's
+ * d_cached and its context.
+ *
+ * A speculative round, with token x0 chosen (emitted) but not yet fed:
+ *   the draft catches up on what the target holds, then proposes d1..dk,
+ *   each drawn from its distribution q_i after the request's sampler
+ *   transforms (penalties see x0, d1.. as they would be generated);
+ *   the target runs x0, d1..dk in one verification forward
+ *   (wk_context_verify: bit for bit what k+1 single steps give) whose rows
+ *   are p_1..p_{k+1};
+ *   d_i is accepted with probability min(1, p_i(d_i)/q_i(d_i)) (greedy:
+ *   when it is p_i's argmax); the first rejection draws from
+ *   normalise(max(p_i - q_i, 0)); when all k pass, a bonus token is drawn
+ *   from p_{k+1}. Each accepted token is emitted exactly as a plain step
+ *   emits it (end of generation, stop strings, num_predict, the context,
+ *   logprobs from the target's row). Both caches roll back what was not
+ *   accepted.
  */
 #include "wk_runtime.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,13 +37,24 @@ struct wk_session {
     struct wk_context *ctx;
     struct wk_tokens cached;
     float *logits; /* [n_vocab] */
+    /* speculative decoding (wk_session_set_draft) */
+    const struct wk_model *draft;
+    struct wk_context *d_ctx;
+    struct wk_tokens d_cached;
+    float *d_logits;          /* [n_vocab] */
+    float *v_logits;          /* [WK_VERIFY_MAX][n_vocab] verification rows */
+    struct wk_token_prob *q;  /* [WK_VERIFY_MAX - 1][n_vocab] draft distributions */
+    int32_t n_q[WK_VERIFY_MAX - 1];
+    struct wk_token_prob *pd; /* [n_vocab] a target distribution */
+    float *dense;             /* [n_vocab] zeros between uses */
+    struct wk_spec_ctl ctl;
 };
 
 struct wk_generate_params wk_generate_params_default(void)
 {
     return (struct wk_generate_params){
         .sampler = wk_sampler_params_default(), .num_predict = -1, .on_piece = NULL,
-        .user = NULL, .cancel = NULL};
+        .user = NULL, .cancel = NULL, .draft_max = 8};
 }
 
 enum wk_status wk_session_create(const struct wk_model *m, const struct wk_tokenizer *tok,
@@ -54,13 +85,61 @@ enum wk_status wk_session_create(const struct wk_model *m, const struct wk_token
     return WK_OK;
 }
 
+static void drop_draft(struct wk_session *s)
+{
+    wk_context_destroy(s->d_ctx);
+    wk_tokens_deinit(&s->d_cached);
+    wk_free(s->d_logits);
+    wk_free(s->v_logits);
+    wk_free(s->q);
+    wk_free(s->pd);
+    wk_free(s->dense);
+    s->draft = NULL, s->d_ctx = NULL, s->d_logits = s->v_logits = s->dense = NULL;
+    s->q = s->pd = NULL;
+    s->d_cached = (struct wk_tokens){0};
+}
+
 void wk_session_destroy(struct wk_session *s)
 {
     if (!s) return;
+    drop_draft(s);
     wk_context_destroy(s->ctx);
     wk_tokens_deinit(&s->cached);
     wk_free(s->logits);
     wk_free(s);
+}
+
+enum wk_status wk_session_set_draft(struct wk_session *s, const struct wk_model *draft,
+                                    struct wk_error *err)
+{
+    drop_draft(s);
+    if (!draft) return WK_OK;
+    const int32_t n_vocab = wk_model_hparams(s->m)->n_vocab;
+    if (wk_model_hparams(draft)->n_vocab != n_vocab)
+        return wk_error_set(err, WK_E_INVALID,
+                            "the draft model %s has %d tokens but the target %s has %d: a draft "
+                            "must share the target's vocabulary",
+                            wk_model_path(draft), wk_model_hparams(draft)->n_vocab,
+                            wk_model_path(s->m), n_vocab);
+    struct wk_context_params cp = wk_context_params_default();
+    cp.n_ctx = wk_context_n_ctx(s->ctx);
+    cp.n_threads = wk_context_n_threads(s->ctx);
+    cp.pool = wk_context_pool(s->ctx); /* they run in turn: no second set of threads */
+    enum wk_status st = wk_context_create(draft, &cp, &s->d_ctx, err);
+    if (st) return st;
+    const size_t V = (size_t)n_vocab;
+    s->d_logits = wk_malloc(V * sizeof(float));
+    s->v_logits = wk_malloc(V * WK_VERIFY_MAX * sizeof(float));
+    s->q = wk_malloc(V * (WK_VERIFY_MAX - 1) * sizeof *s->q);
+    s->pd = wk_malloc(V * sizeof *s->pd);
+    s->dense = wk_calloc(V, sizeof(float));
+    if (!s->d_logits || !s->v_logits || !s->q || !s->pd || !s->dense) {
+        drop_draft(s);
+        return wk_error_set(err, WK_E_NOMEM, "out of memory for speculative decoding");
+    }
+    s->draft = draft;
+    wk_spec_ctl_init(&s->ctl);
+    return WK_OK;
 }
 
 struct wk_context *wk_session_context(struct wk_session *s)
@@ -68,20 +147,50 @@ struct wk_context *wk_session_context(struct wk_session *s)
     return s->ctx;
 }
 
-/* Feeds tokens into the cache and records them. */
-static enum wk_status feed(struct wk_session *s, const int32_t *ids, int32_t n,
-                           const volatile bool *cancel, struct wk_error *err)
+/* Feeds tokens into a cache (the target's or the draft's) and records
+ * them; verify runs them through wk_context_verify (logits of every one). */
+static enum wk_status feed_ex(struct wk_context *ctx, struct wk_tokens *cached, const int32_t *ids,
+                              int32_t n, float *logits, bool verify, const volatile bool *cancel,
+                              struct wk_error *err)
 {
-    int32_t before = wk_context_n_past(s->ctx);
-    enum wk_status st = wk_context_decode(s->ctx, ids, n, s->logits, cancel, err);
+    int32_t before = wk_context_n_past(ctx);
+    enum wk_status st = verify ? wk_context_verify(ctx, ids, n, logits, cancel, err)
+                               : wk_context_decode(ctx, ids, n, logits, cancel, err);
     /* chunks completed before a cancellation are cached: keep the record true */
-    int32_t added = wk_context_n_past(s->ctx) - before;
+    int32_t added = wk_context_n_past(ctx) - before;
     for (int32_t i = 0; i < added; i++)
-        if (wk_tokens_push(&s->cached, ids[i])) {
-            wk_context_truncate(s->ctx, before + i);
+        if (wk_tokens_push(cached, ids[i])) {
+            cached->n = wk_context_truncate(ctx, before + i);
             return wk_error_set(err, WK_E_NOMEM, "out of memory");
         }
     return st;
+}
+
+static enum wk_status feed(struct wk_session *s, const int32_t *ids, int32_t n,
+                           const volatile bool *cancel, struct wk_error *err)
+{
+    return feed_ex(s->ctx, &s->cached, ids, n, s->logits, false, cancel, err);
+}
+
+/* Rolls a cache back to n_keep positions (or further, to 0, where a
+ * rotating cache no longer holds what position n_keep needs). */
+static void roll_back(struct wk_context *ctx, struct wk_tokens *cached, int32_t n_keep)
+{
+    cached->n = wk_context_truncate(ctx, n_keep);
+}
+
+/* Rolls the target's cache back to exactly n_keep positions after a
+ * verification: where a rotating cache cannot go back that far (drafts
+ * longer than n_ubatch + 1), it is rebuilt from the recorded tokens. */
+static enum wk_status roll_back_exact(struct wk_session *s, int32_t n_keep, const volatile bool *cancel,
+                                      struct wk_error *err)
+{
+    roll_back(s->ctx, &s->cached, n_keep);
+    int32_t kept = (int32_t)s->cached.n;
+    /* the ids past n stay in the buffer, and pushing them back cannot grow it */
+    return kept < n_keep ? feed_ex(s->ctx, &s->cached, s->cached.ids + kept, n_keep - kept, NULL, false,
+                                   cancel, err)
+                         : WK_OK;
 }
 
 /*
@@ -173,6 +282,185 @@ static bool emit(struct output *o, const char *text, size_t n, bool *stopped, en
     return go && !*stopped;
 }
 
+/* One generation's state, shared by the plain step and the speculative
+ * round. */
+struct gen {
+    struct wk_session *s;
+    const struct wk_generate_params *p;
+    struct wk_sampler *sampler;
+    struct wk_generate_stats *stats;
+    struct wk_error *err;
+    struct output o;
+    struct wk_detok detok;
+    int32_t n_ctx, n_vocab;
+    bool stopped;      /* a stop string completed */
+    enum wk_status st; /* an error that ended generation */
+};
+
+/*
+ * Emits token id, already chosen (and pushed to the sampler's history),
+ * which sits at position pos (pos tokens before it) and whose logits row
+ * is row (for logprobs). Returns false when generation ends with it: an
+ * end-of-generation token (not counted, no text), a stop string, on_piece
+ * asking to stop, num_predict reached or the context full ("length"), or
+ * an error in g->st.
+ */
+static bool emit_token(struct gen *g, int32_t id, const float *row, int32_t pos)
+{
+    const struct wk_generate_params *p = g->p;
+    if (wk_tokenizer_is_eog(g->s->tok, id)) return false;
+    g->stats->eval_count++;
+    if (p->on_token) p->on_token(p->user, id);
+    size_t n;
+    const char *text = wk_detok_push(&g->detok, g->s->tok, id, false, &n);
+    if (!text) {
+        g->st = wk_error_set(g->err, WK_E_NOMEM, "out of memory");
+        return false;
+    }
+    if (p->on_logprobs) {
+        struct wk_token_logprobs lp;
+        wk_logprobs_compute(row, g->n_vocab, id, p->top_logprobs, &lp);
+        /* complete once its n bytes are decoded; a token that is part of
+         * a UTF-8 character (n == 0) completes with the next text */
+        if (queue_logprobs(&g->o, &lp, g->o.decoded + (n ? n : 1))) {
+            g->st = wk_error_set(g->err, WK_E_NOMEM, "out of memory");
+            return false;
+        }
+    }
+    if (n && !emit(&g->o, text, n, &g->stopped, &g->st, g->err)) return false;
+    bool limit = p->num_predict > 0 && g->stats->eval_count >= p->num_predict;
+    if (limit || pos >= g->n_ctx) {
+        g->stats->done_reason = "length";
+        return false;
+    }
+    if (p->cancel && *p->cancel) { /* between tokens, also inside a speculative round */
+        g->st = wk_error_set(g->err, WK_E_CANCELLED, "cancelled");
+        return false;
+    }
+    return true;
+}
+
+/* q(id) in d [n], 0 when absent. */
+static float prob_of(const struct wk_token_prob *d, int32_t n, int32_t id)
+{
+    for (int32_t i = 0; i < n; i++)
+        if (d[i].id == id) return d[i].p;
+    return 0;
+}
+
+/*
+ * The draft model proposes up to k tokens after the target's cache and
+ * x0 into drafted [k]; their distributions go to s->q. Returns how many
+ * (fewer when one ends generation: nothing is drafted past it), or -1 on
+ * an error in g->st. The sampler's history is as it was on return.
+ */
+static int32_t draft_tokens(struct gen *g, int32_t x0, int32_t k, int32_t *drafted, int64_t *t_start)
+{
+    struct wk_session *s = g->s;
+    const volatile bool *cancel = g->p->cancel;
+    /* catch up: the draft must hold the target's tokens and x0 */
+    const int32_t n0 = (int32_t)s->cached.n;
+    int32_t keep = 0;
+    while (keep < s->d_cached.n && keep < n0 && s->d_cached.ids[keep] == s->cached.ids[keep]) keep++;
+    roll_back(s->d_ctx, &s->d_cached, keep);
+    keep = (int32_t)s->d_cached.n;
+    if (keep < n0 &&
+        (g->st = feed_ex(s->d_ctx, &s->d_cached, s->cached.ids + keep, n0 - keep, NULL, false, cancel,
+                         g->err)))
+        return -1;
+    *t_start = wk_time_ns(); /* proposing starts here; catching up is the prompt's cost */
+    if ((g->st = feed_ex(s->d_ctx, &s->d_cached, &x0, 1, s->d_logits, false, cancel, g->err))) return -1;
+    int32_t n = 0;
+    while (n < k) {
+        struct wk_token_prob *q = s->q + (size_t)n * (size_t)g->n_vocab;
+        s->n_q[n] = wk_sampler_dist(g->sampler, s->d_logits, q);
+        int32_t d = wk_sampler_draw(g->sampler, q, s->n_q[n]);
+        drafted[n++] = d;
+        wk_sampler_push(g->sampler, d);
+        if (n == k || wk_tokenizer_is_eog(s->tok, d)) break;
+        if ((g->st = feed_ex(s->d_ctx, &s->d_cached, &d, 1, s->d_logits, false, cancel, g->err))) {
+            wk_sampler_pop(g->sampler, n);
+            return -1;
+        }
+    }
+    wk_sampler_pop(g->sampler, n);
+    return n;
+}
+
+/*
+ * One speculative round from x0 (emitted, not fed) with up to k drafted
+ * tokens. On return *next is the next token, chosen and emitted, unless
+ * generation ended (false).
+ */
+static bool spec_round(struct gen *g, int32_t x0, int32_t k, int32_t *next)
+{
+    struct wk_session *s = g->s;
+    const size_t V = (size_t)g->n_vocab;
+    int32_t toks[WK_VERIFY_MAX];
+    toks[0] = x0;
+    int64_t t0;
+    k = draft_tokens(g, x0, k, toks + 1, &t0);
+    if (k < 0) return false;
+    int64_t t1 = wk_time_ns();
+    const int32_t n0 = (int32_t)s->cached.n;
+    if ((g->st = feed_ex(s->ctx, &s->cached, toks, k + 1, s->v_logits, true, g->p->cancel, g->err)))
+        return false;
+    int64_t t2 = wk_time_ns();
+    const bool greedy = wk_sampler_is_greedy(g->sampler);
+    int32_t j = 0, y = -1;
+    const float *row = NULL;
+    for (; j < k; j++) {
+        row = s->v_logits + (size_t)j * V;
+        int32_t np = wk_sampler_dist(g->sampler, row, s->pd);
+        const int32_t d = toks[1 + j];
+        const struct wk_token_prob *q = s->q + (size_t)j * V;
+        bool accept;
+        if (greedy) {
+            accept = s->pd[0].id == d;
+        } else {
+            float pd = prob_of(s->pd, np, d), qd = prob_of(q, s->n_q[j], d);
+            accept = qd > 0 && wk_sampler_uniform(g->sampler) * (double)qd < (double)pd;
+        }
+        if (!accept) {
+            if (greedy) {
+                y = s->pd[0].id;
+            } else {
+                /* the residual normalise(max(p - q, 0)), over p's support */
+                for (int32_t i = 0; i < s->n_q[j]; i++) s->dense[q[i].id] = q[i].p;
+                double total = 0;
+                for (int32_t i = 0; i < np; i++) {
+                    float r = s->pd[i].p - s->dense[s->pd[i].id];
+                    s->pd[i].p = r > 0 ? r : 0;
+                    total += s->pd[i].p;
+                }
+                for (int32_t i = 0; i < s->n_q[j]; i++) s->dense[q[i].id] = 0;
+                if (!(total > 0)) np = wk_sampler_dist(g->sampler, row, s->pd); /* p == q */
+                y = wk_sampler_draw(g->sampler, s->pd, np);
+            }
+            break;
+        }
+        wk_sampler_push(g->sampler, d);
+        if (!emit_token(g, d, row, n0 + 1 + j)) {
+            /* as a plain step would: the last emitted token is not fed */
+            enum wk_status st = roll_back_exact(s, n0 + 1 + j, NULL, g->err);
+            if (st && !g->st) g->st = st;
+            g->stats->draft_count += k, g->stats->draft_accepted += j + 1, g->stats->spec_rounds++;
+            return false;
+        }
+    }
+    if (j == k) { /* all accepted: the bonus token */
+        row = s->v_logits + (size_t)k * V;
+        int32_t np = wk_sampler_dist(g->sampler, row, s->pd);
+        y = wk_sampler_draw(g->sampler, s->pd, np);
+    }
+    wk_sampler_push(g->sampler, y);
+    if ((g->st = roll_back_exact(s, n0 + 1 + j, g->p->cancel, g->err))) return false;
+    g->stats->draft_count += k, g->stats->draft_accepted += j, g->stats->spec_rounds++;
+    wk_spec_ctl_update(&s->ctl, k, j, t1 - t0, t2 - t1);
+    *next = y;
+    return emit_token(g, y, row, n0 + 1 + j);
+}
+
 enum wk_status wk_session_generate(struct wk_session *s, const struct wk_tokens *prompt,
                                    const struct wk_generate_params *p,
                                    struct wk_generate_stats *stats, struct wk_error *err)
@@ -188,6 +476,9 @@ enum wk_status wk_session_generate(struct wk_session *s, const struct wk_tokens 
                             "the prompt is %lld tokens, which does not fit in the context of %d "
                             "tokens (leave room for at least one generated token)",
                             (long long)prompt->n, n_ctx);
+    if (p->draft_max < 0 || p->draft_min < 0)
+        return wk_error_set(err, WK_E_INVALID, "draft_max %d and draft_min %d must be >= 0",
+                            p->draft_max, p->draft_min);
     struct wk_sampler *sampler;
     enum wk_status st =
         wk_sampler_create(&p->sampler, wk_model_hparams(s->m)->n_vocab, n_ctx, &sampler, err);
@@ -199,8 +490,8 @@ enum wk_status wk_session_generate(struct wk_session *s, const struct wk_tokens 
      * last prompt token so its logits are fresh */
     int32_t keep = 0;
     while (keep < s->cached.n && keep < prompt->n - 1 && s->cached.ids[keep] == prompt->ids[keep]) keep++;
-    wk_context_truncate(s->ctx, keep);
-    s->cached.n = keep;
+    roll_back(s->ctx, &s->cached, keep);
+    keep = (int32_t)s->cached.n;
     stats->prompt_tokens = (int32_t)prompt->n;
     stats->prompt_eval_count = (int32_t)prompt->n - keep;
 
@@ -210,70 +501,62 @@ enum wk_status wk_session_generate(struct wk_session *s, const struct wk_tokens 
     stats->prompt_eval_ns = t1 - t0;
     if (st) goto done;
 
-    struct wk_detok detok;
-    wk_detok_init(&detok);
-    struct output o = {.p = p};
-    wk_stop_matcher_init(&o.stop, p->stop, p->stop ? p->n_stop : 0);
-    bool stopped = false;
-    for (;;) {
+    struct gen g = {.s = s, .p = p, .sampler = sampler, .stats = stats, .err = err,
+                    .o = {.p = p}, .n_ctx = n_ctx, .n_vocab = wk_model_hparams(s->m)->n_vocab};
+    wk_detok_init(&g.detok);
+    wk_stop_matcher_init(&g.o.stop, p->stop, p->stop ? p->n_stop : 0);
+    const int32_t k_max = WK_MIN(p->draft_max, WK_VERIFY_MAX - 1);
+    int32_t id = wk_sampler_sample(sampler, s->logits);
+    bool go = emit_token(&g, id, s->logits, wk_context_n_past(s->ctx));
+    while (go) {
         if (p->cancel && *p->cancel) {
-            st = wk_error_set(err, WK_E_CANCELLED, "cancelled");
+            g.st = wk_error_set(err, WK_E_CANCELLED, "cancelled");
             break;
         }
-        int32_t id = wk_sampler_sample(sampler, s->logits);
-        if (wk_tokenizer_is_eog(s->tok, id)) break;
-        stats->eval_count++;
-        if (p->on_token) p->on_token(p->user, id);
-        size_t n;
-        const char *text = wk_detok_push(&detok, s->tok, id, false, &n);
-        if (!text) {
-            st = wk_error_set(err, WK_E_NOMEM, "out of memory");
-            break;
+        /* never draft past num_predict or the context: x0 and k drafts
+         * take positions n_past .. n_past + k */
+        int32_t k = s->draft && k_max > 0 ? wk_spec_ctl_k(&s->ctl, k_max) : 0;
+        if (s->draft && k_max > 0 && p->draft_min > 0) k = WK_MAX(k, WK_MIN(p->draft_min, k_max));
+        k = WK_MIN(k, n_ctx - wk_context_n_past(s->ctx) - 1);
+        if (p->num_predict > 0) k = WK_MIN(k, p->num_predict - stats->eval_count);
+        if (k > 0) {
+            go = spec_round(&g, id, k, &id);
+            continue;
         }
-        if (p->on_logprobs) {
-            struct wk_token_logprobs lp;
-            wk_logprobs_compute(s->logits, wk_model_hparams(s->m)->n_vocab, id, p->top_logprobs, &lp);
-            /* complete once its n bytes are decoded; a token that is part of
-             * a UTF-8 character (n == 0) completes with the next text */
-            if (queue_logprobs(&o, &lp, o.decoded + (n ? n : 1))) {
-                st = wk_error_set(err, WK_E_NOMEM, "out of memory");
-                break;
-            }
-        }
-        if (n && !emit(&o, text, n, &stopped, &st, err)) break;
-        bool limit = p->num_predict > 0 && stats->eval_count >= p->num_predict;
-        if (limit || wk_context_n_past(s->ctx) >= n_ctx) {
-            stats->done_reason = "length";
-            break;
-        }
-        if ((st = feed(s, &id, 1, p->cancel, err))) break;
+        int64_t ts = wk_time_ns();
+        if ((g.st = feed(s, &id, 1, p->cancel, err))) break;
+        if (s->draft) wk_spec_ctl_plain(&s->ctl, wk_time_ns() - ts);
+        id = wk_sampler_sample(sampler, s->logits);
+        go = emit_token(&g, id, s->logits, wk_context_n_past(s->ctx));
     }
+    st = g.st;
+    struct output *o = &g.o;
     size_t n;
-    const char *rest = wk_detok_flush(&detok, &n);
-    if (!stopped && st != WK_E_CANCELLED) {
+    const char *rest = wk_detok_flush(&g.detok, &n);
+    if (!g.stopped && st != WK_E_CANCELLED) {
         /* the detokenizer's tail, then what the stop matcher held back */
-        bool go = !n || emit(&o, rest, n, &stopped, &st, err);
-        if (go && !stopped) {
-            put(&o, o.stop.buf, o.stop.len);
-            if (p->on_logprobs) release_logprobs(&o, UINT64_MAX); /* tokens with no text left */
+        bool more = !n || emit(o, rest, n, &g.stopped, &st, err);
+        if (more && !g.stopped) {
+            put(o, o->stop.buf, o->stop.len);
+            if (p->on_logprobs) release_logprobs(o, UINT64_MAX); /* tokens with no text left */
         }
     }
-    if (stopped) stats->done_reason = "stop";
-    if (o.nomem && !st) st = wk_error_set(err, WK_E_NOMEM, "out of memory");
+    if (g.stopped) stats->done_reason = "stop";
+    if (o->nomem && !st) st = wk_error_set(err, WK_E_NOMEM, "out of memory");
     if (p->collect) {
         if (st) {
-            wk_free(o.text);
-            o.text = NULL, o.text_len = 0;
-        } else if (!o.text && !(o.text = wk_malloc(1))) {
+            wk_free(o->text);
+            o->text = NULL, o->text_len = 0;
+        } else if (!o->text && !(o->text = wk_malloc(1))) {
             st = wk_error_set(err, WK_E_NOMEM, "out of memory");
         }
-        if (o.text) o.text[o.text_len] = '\0';
-        *p->collect = o.text;
-        if (p->collect_len) *p->collect_len = o.text_len;
+        if (o->text) o->text[o->text_len] = '\0';
+        *p->collect = o->text;
+        if (p->collect_len) *p->collect_len = o->text_len;
     }
-    wk_stop_matcher_deinit(&o.stop);
-    wk_free(o.q);
-    wk_detok_deinit(&detok);
+    wk_stop_matcher_deinit(&o->stop);
+    wk_free(o->q);
+    wk_detok_deinit(&g.detok);
     stats->eval_ns = wk_time_ns() - t1;
 done:
     wk_sampler_destroy(sampler);

@@ -76,6 +76,42 @@ void wk_sampler_transform(const struct wk_sampler *s, const float *logits, float
  */
 int32_t wk_sampler_sample(struct wk_sampler *s, const float *logits);
 
+/* A token and its probability in a next-token distribution. */
+struct wk_token_prob {
+    int32_t id;
+    float p;
+};
+
+/*
+ * The distribution wk_sampler_sample draws from, for speculative
+ * decoding's acceptance rule: logits [n_vocab] f32 through logit_bias,
+ * the penalties over the current history, then (unless greedy) top_k,
+ * softmax with temperature, top_p, min_p, renormalised to sum 1. Writes
+ * out [n_vocab] (candidates, most likely first; ties: lower id first) and
+ * returns how many (>= 1). Greedy: one candidate, the argmax (lowest id
+ * among ties), with probability 1. Consumes no randomness, leaves the
+ * history as it is.
+ */
+int32_t wk_sampler_dist(struct wk_sampler *s, const float *logits, struct wk_token_prob *out);
+/* Draws a token from d [n] (probabilities, need not sum to 1) with the
+ * sampler's seeded randomness; n == 1 draws nothing. The history is not
+ * changed. wk_sampler_sample = dist, draw, push. */
+int32_t wk_sampler_draw(struct wk_sampler *s, const struct wk_token_prob *d, int32_t n);
+/* The next uniform double in [0, 1) of the sampler's seeded sequence. */
+double wk_sampler_uniform(struct wk_sampler *s);
+/* True when the sampler always picks the argmax (temperature 0 or top_k 1). */
+bool wk_sampler_is_greedy(const struct wk_sampler *s);
+
+/* Tokens the history can be popped by at once (drafted tokens). */
+#define WK_SAMPLER_POP_MAX 32
+/* Appends token id to the penalty history. */
+void wk_sampler_push(struct wk_sampler *s, int32_t id);
+/* Removes the last n (<= WK_SAMPLER_POP_MAX, <= pushed) tokens of the
+ * history, so the window is again what it was before they were pushed
+ * (speculative decoding's rejected drafts). n beyond that is a
+ * programmer error. */
+void wk_sampler_pop(struct wk_sampler *s, int32_t n);
+
 /*
  * Slots: several sequences sampled side by side (the server's batched
  * requests), each registered under an id with its own options, seed and
@@ -239,6 +275,12 @@ struct wk_generate_params {
     void (*on_token)(void *user, int32_t id);
     void *user;
     const volatile bool *cancel; /* may be NULL; checked between steps */
+    /* speculative decoding, when the session has a draft model: at most
+     * draft_max (0 = off, else capped at WK_VERIFY_MAX - 1) tokens drafted
+     * per round, the number chosen by the session's wk_spec_ctl; default 8;
+     * draft_min > 0 drafts at least that many every round, never pausing
+     * (for measurements and tests); default 0 */
+    int32_t draft_max, draft_min;
 };
 struct wk_generate_params wk_generate_params_default(void);
 
@@ -250,7 +292,39 @@ struct wk_generate_stats {
     int32_t eval_count;         /* tokens generated */
     int64_t eval_ns;
     const char *done_reason;    /* "stop" or "length" (static) */
+    /* speculative decoding: rounds, tokens drafted, drafted tokens accepted
+     * (acceptance rate accepted / drafted; mean accepted length per round
+     * accepted / rounds) */
+    int32_t spec_rounds, draft_count, draft_accepted;
 };
+
+/*
+ * The draft length controller: picks k, the tokens to draft next round,
+ * from the running acceptance rate a (accepted over accept/reject trials,
+ * decayed by 0.9 per round) and the measured costs (ns per drafted token
+ * t_d, per plain decode step t_1, per extra verified token t_x): the k in
+ * 1..k_max that maximises the expected tokens per round, (1 - a^(k+1)) /
+ * (1 - a) (Leviathan et al. 2023, eq. 1), over its cost k·t_d + t_1 +
+ * k·t_x. When no k beats plain decoding (1 / t_1), speculation pauses for
+ * WK_SPEC_PAUSE plain steps, then probes again with half its history
+ * forgotten. Until t_1 is measured, k is 0 (one plain step first).
+ */
+#define WK_SPEC_PAUSE 32
+struct wk_spec_ctl {
+    double acc, trials;               /* decayed counts */
+    double t_draft, t_step, t_extra;  /* ns, running means; 0 = not yet measured */
+    int32_t pause;                    /* plain steps left before speculating again */
+    bool probe;                       /* next round drafts without weighing the cost */
+};
+void wk_spec_ctl_init(struct wk_spec_ctl *c);
+/* The number of tokens to draft next (0 = a plain step), at most k_max. */
+int32_t wk_spec_ctl_k(struct wk_spec_ctl *c, int32_t k_max);
+/* A round drafted k tokens in draft_ns, of which accepted passed, and
+ * verified k + 1 tokens in verify_ns. */
+void wk_spec_ctl_update(struct wk_spec_ctl *c, int32_t k, int32_t accepted, int64_t draft_ns,
+                        int64_t verify_ns);
+/* A plain decode step took step_ns. */
+void wk_spec_ctl_plain(struct wk_spec_ctl *c, int64_t step_ns);
 
 struct wk_session;
 
@@ -263,6 +337,19 @@ enum wk_status wk_session_create(const struct wk_model *m, const struct wk_token
                                  struct wk_error *err);
 void wk_session_destroy(struct wk_session *s);
 struct wk_context *wk_session_context(struct wk_session *s);
+
+/*
+ * Gives the session a draft model for speculative decoding (NULL takes it
+ * away): a context for it with the target's size, threads and thread pool
+ * (they run in turn). draft is borrowed and must outlive the session; its
+ * vocabulary must be the target's (same ids; the store checks the tokens
+ * at create time). Output is unchanged in distribution (greedy: token for
+ * token), only faster when the draft guesses well.
+ * Errors: WK_E_INVALID (vocabulary sizes differ), those of
+ * wk_context_create, WK_E_NOMEM.
+ */
+enum wk_status wk_session_set_draft(struct wk_session *s, const struct wk_model *draft,
+                                    struct wk_error *err);
 
 /*
  * Generates a continuation of prompt: reuses the longest cached prefix,

@@ -458,6 +458,12 @@ static void ollama_metrics(struct srv_gen *g, json_t *obj, json_t *fin)
     json_object_set(obj, "prompt_eval_duration", json_object_get(fin, "prompt_eval_duration"));
     json_object_set(obj, "eval_count", json_object_get(fin, "eval_count"));
     json_object_set(obj, "eval_duration", json_object_get(fin, "eval_duration"));
+    json_t *d = json_object_get(fin, "draft");
+    if (d) { /* wick's: speculative decoding's counts (not in Ollama's API) */
+        json_object_set(obj, "draft_count", json_object_get(d, "drafted"));
+        json_object_set(obj, "draft_accepted_count", json_object_get(d, "accepted"));
+        json_object_set(obj, "draft_rounds", json_object_get(d, "rounds"));
+    }
 }
 
 static json_t *oai_usage(json_t *fin)
@@ -465,8 +471,17 @@ static json_t *oai_usage(json_t *fin)
     json_int_t p = json_integer_value(json_object_get(fin, "prompt_tokens"));
     json_int_t c = json_integer_value(json_object_get(fin, "eval_count"));
     json_int_t cached = p - json_integer_value(json_object_get(fin, "prompt_eval_count"));
-    return json_pack("{s:I, s:I, s:I, s:{s:I}}", "prompt_tokens", p, "completion_tokens", c,
-                     "total_tokens", p + c, "prompt_tokens_details", "cached_tokens", cached);
+    json_t *u = json_pack("{s:I, s:I, s:I, s:{s:I}}", "prompt_tokens", p, "completion_tokens", c,
+                          "total_tokens", p + c, "prompt_tokens_details", "cached_tokens", cached);
+    json_t *d = json_object_get(fin, "draft");
+    if (u && d) { /* OpenAI's fields for predicted tokens, here the draft model's */
+        json_int_t drafted = json_integer_value(json_object_get(d, "drafted"));
+        json_int_t accepted = json_integer_value(json_object_get(d, "accepted"));
+        json_object_set_new(u, "completion_tokens_details",
+                            json_pack("{s:I, s:I}", "accepted_prediction_tokens", accepted,
+                                      "rejected_prediction_tokens", drafted - accepted));
+    }
+    return u;
 }
 
 void srv_gen_done(struct srv_gen *g, json_t *fin)

@@ -53,6 +53,7 @@ struct job {
     struct wk_sampler_params sp;
     struct wk_logit_bias *bias;
     int32_t num_predict;
+    int32_t draft_max; /* speculative decoding's draft length cap (0 = off) */
     char *stops[MAX_STOPS];
     int32_t n_stops;
     bool logprobs;
@@ -86,6 +87,7 @@ static struct job *job_new(void)
     j->refs = 1;
     j->sp = wk_sampler_params_default();
     j->num_predict = -1;
+    j->draft_max = wk_generate_params_default().draft_max;
     return j;
 }
 
@@ -212,6 +214,7 @@ static bool parse_options(struct job *j, json_t *req, char *msg, size_t cap)
         {"presence_penalty", &j->sp.presence_penalty, NULL, NULL},
         {"frequency_penalty", &j->sp.frequency_penalty, NULL, NULL},
         {"num_predict", NULL, &j->num_predict, NULL},
+        {"draft_max", NULL, &j->draft_max, NULL}, /* wick's own: 0 switches speculation off */
     };
     for (size_t i = 0; opts && i < WK_ARRAY_LEN(fields); i++) {
         json_t *v = json_object_get(opts, fields[i].name);
@@ -230,6 +233,10 @@ static bool parse_options(struct job *j, json_t *req, char *msg, size_t cap)
             }
         } else if (fields[i].i) *fields[i].i = (int32_t)d;
         else *fields[i].l = (int64_t)d;
+    }
+    if (j->draft_max < 0 || j->draft_max >= WK_VERIFY_MAX) {
+        snprintf(msg, cap, "option draft_max must be between 0 and %d", WK_VERIFY_MAX - 1);
+        return false;
     }
     json_t *stop = json_object_get(req, "stop");
     if (stop && json_is_array(stop)) {
@@ -392,6 +399,7 @@ static void run_job(struct job *j)
     struct wk_generate_params gp = wk_generate_params_default();
     gp.sampler = j->sp;
     gp.num_predict = j->num_predict;
+    gp.draft_max = j->draft_max;
     gp.stop = (const char *const *)j->stops;
     gp.n_stop = j->n_stops;
     gp.on_piece = on_piece;
@@ -417,6 +425,9 @@ static void run_job(struct job *j)
                             st.prompt_eval_count, "prompt_eval_duration",
                             (json_int_t)st.prompt_eval_ns, "eval_count", st.eval_count,
                             "eval_duration", (json_int_t)st.eval_ns);
+    if (fin && st.spec_rounds > 0) /* speculative decoding's counts */
+        json_object_set_new(fin, "draft", json_pack("{s:i, s:i, s:i}", "rounds", st.spec_rounds, "drafted",
+                                                     st.draft_count, "accepted", st.draft_accepted));
     if (fin && j->pending_lp) {
         json_object_set_new(fin, "logprobs", j->pending_lp);
         j->pending_lp = NULL;
@@ -568,6 +579,7 @@ int wk_runner_main(const struct wk_runner_opts *o)
     if (!st) st = wk_tokenizer_for_model(R.model, &R.tok, &err);
     if (!st && o->draft && *o->draft) st = wk_model_load(o->draft, &R.draft, &err);
     if (!st) st = wk_session_create(R.model, R.tok, &cp, &R.session, &err);
+    if (!st && R.draft) st = wk_session_set_draft(R.session, R.draft, &err);
     int lfd = -1;
     if (!st) {
         R.n_ctx = wk_context_n_ctx(wk_session_context(R.session));

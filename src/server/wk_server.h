@@ -13,6 +13,7 @@
  *      or {"raw": "text"}                    taken literally (BOS added where the model adds one),
  *     "options": {temperature, top_k, top_p, min_p, seed, repeat_last_n, repeat_penalty,
  *                 presence_penalty, frequency_penalty, num_predict} (Ollama's names),
+ *                 and draft_max (wick's: speculative decoding's cap, 0..15, 0 = off),
  *     "stop": [str...], "logit_bias": [[id, bias]...], "logprobs": bool, "top_logprobs": int
  *   runner -> server:
  *     {"status": 200, "prompt_tokens": n} once the prompt is rendered, tokenized and fits
@@ -20,7 +21,8 @@
  *       and the connection closes;
  *     {"content": str, "logprobs": [entry...]?} for each piece of text;
  *     {"done": true, "done_reason": "stop"|"length", "prompt_tokens", "prompt_eval_count",
- *      "prompt_eval_duration", "eval_count", "eval_duration"} at the end,
+ *      "prompt_eval_duration", "eval_count", "eval_duration", "draft"?: {"rounds",
+ *      "drafted", "accepted"} (when the draft model ran)} at the end,
  *     or {"error": msg, "status": 500} as the last line.
  *   Logprob entries have Ollama's shape: {"token", "logprob", "bytes", "top_logprobs":
  *   [{"token", "logprob", "bytes"}...]}.

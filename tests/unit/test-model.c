@@ -275,8 +275,8 @@ static int rows_differ(const float *a, const float *b, int n, int V, const char 
 
 /*
  * Issue 8, point 4: the rotating KV cache of sliding-window layers. With
- * W = 4 or 8, n_ctx 64 and n_ubatch 4 the rings have W + 4 slots and wrap
- * 5-8 times over a 64-token sequence (the 6-layer model mixes ring layers
+ * W = 4 or 8, n_ctx 160 and n_ubatch 4 the rings have W + 4 + WK_VERIFY_MAX
+ * slots and wrap 5-6 times over a 160-token sequence (the 6-layer model mixes ring layers
  * with a full one, layer 5). Fed one token at a time, and fed in chunks
  * of 4 through wk_context_verify rolled back 0-3 positions after each
  * chunk and fed again, every position's logits are the same bits; a
@@ -287,7 +287,7 @@ static int rows_differ(const float *a, const float *b, int n, int V, const char 
  */
 static void test_ring_cache(void)
 {
-    enum { N = 64 };
+    enum { N = 160 };
     static const struct { uint32_t window, n_layer; } cases[] = {{4, 2}, {8, 6}};
     for (size_t ci = 0; ci < WK_ARRAY_LEN(cases); ci++) {
         struct tiny_spec sp = tiny_spec_default();
@@ -328,12 +328,14 @@ static void test_ring_cache(void)
             CHECK_EQ_INT(wk_context_truncate(c, 0), 0);
             CHECK_EQ_INT(wk_context_decode_all(c, seq, N, got, NULL, NULL), WK_OK);
             CHECK(max_abs_diff(ref, got, V * N) < 1e-4);
-            /* rollback bound: n_ubatch + 1 = 5 positions back is kept, 6 is not */
-            CHECK_EQ_INT(wk_context_truncate(steps, N - 5), N - 5);
-            CHECK_EQ_INT(wk_context_n_past(steps), N - 5);
-            CHECK_EQ_INT(wk_context_decode(steps, &seq[N - 5], 1, got, NULL, NULL), WK_OK);
-            CHECK(memcmp(got, ref + (size_t)(N - 5) * V, (size_t)V * 4) == 0);
-            CHECK_EQ_INT(wk_context_truncate(steps, N - 6), 0);
+            /* rollback bound: n_ubatch + WK_VERIFY_MAX + 1 = B positions back
+             * is kept, B + 1 is not */
+            const int B = 4 + WK_VERIFY_MAX + 1;
+            CHECK_EQ_INT(wk_context_truncate(steps, N - B), N - B);
+            CHECK_EQ_INT(wk_context_n_past(steps), N - B);
+            CHECK_EQ_INT(wk_context_decode(steps, &seq[N - B], 1, got, NULL, NULL), WK_OK);
+            CHECK(memcmp(got, ref + (size_t)(N - B) * V, (size_t)V * 4) == 0);
+            CHECK_EQ_INT(wk_context_truncate(steps, N - B - 1), 0);
             CHECK_EQ_INT(wk_context_n_past(steps), 0);
             for (int i = 0; i < N; i++)
                 CHECK_EQ_INT(wk_context_decode(steps, &seq[i], 1, got + (size_t)i * V, NULL, NULL),
@@ -343,7 +345,7 @@ static void test_ring_cache(void)
             CHECK_EQ_INT(rows_differ(ref, got, N, V, what, 0), 0);
             wk_context_destroy(steps), wk_context_destroy(c), wk_context_destroy(whole);
         }
-        /* the rings hold less: W + n_ubatch slots instead of n_ctx */
+        /* the rings hold less: W + n_ubatch + WK_VERIFY_MAX slots instead of n_ctx */
         int64_t before = wk_alloc_live_bytes();
         struct wk_context *ring = ctx_new_n(m, 1, 4, 4096);
         int64_t ring_bytes = wk_alloc_live_bytes() - before;
@@ -358,7 +360,7 @@ static void test_ring_cache(void)
         wk_model_destroy(full);
         /* K and V: 2 x 4 bytes x n_head_kv 2 x head_dim 8 = 128 bytes per slot and layer */
         int64_t ring_layers = sp.n_layer - sp.n_layer / 6;
-        CHECK_EQ_INT(plain_bytes - ring_bytes, (4096 - (W + 4)) * 128 * ring_layers);
+        CHECK_EQ_INT(plain_bytes - ring_bytes, (4096 - (W + 4 + WK_VERIFY_MAX)) * 128 * ring_layers);
         free(ref), free(got);
         wk_model_destroy(m);
     }

@@ -1,0 +1,71 @@
+/*
+ * speculative.c - how many tokens to draft: the draft length controller
+ * of wk_runtime.h (wk_spec_ctl), from the running acceptance rate and the
+ * measured costs of drafting, verifying and plain decoding. The expected
+ * tokens per round with per-token acceptance a and k drafts is
+ * (1 - a^(k+1)) / (1 - a) (Leviathan et al. 2023, eq. 1).
+ */
+#include "wk_runtime.h"
+
+#include <math.h>
+
+#define DECAY 0.9   /* per round, of the acceptance counts */
+#define SMOOTH 0.25 /* weight of a new timing in its running mean */
+
+void wk_spec_ctl_init(struct wk_spec_ctl *c)
+{
+    /* a prior of two trials at 0.7 until rounds are seen */
+    *c = (struct wk_spec_ctl){.acc = 1.4, .trials = 2.0};
+}
+
+static void smooth(double *mean, double x)
+{
+    *mean = *mean > 0 ? (1 - SMOOTH) * *mean + SMOOTH * x : x;
+}
+
+/* Expected tokens a round of k drafts yields (accepted ones plus the
+ * token the target adds), at acceptance a. */
+static double expected_tokens(double a, int32_t k)
+{
+    if (a >= 1) return k + 1;
+    return (1 - pow(a, k + 1)) / (1 - a);
+}
+
+int32_t wk_spec_ctl_k(struct wk_spec_ctl *c, int32_t k_max)
+{
+    if (k_max < 1 || c->pause > 0 || c->t_step <= 0) return 0;
+    const double a = c->trials > 0 ? c->acc / c->trials : 0;
+    if (c->probe || c->t_draft <= 0) return WK_MIN(k_max, 4);
+    int32_t best = 0;
+    double best_rate = 1 / c->t_step; /* plain decoding */
+    for (int32_t k = 1; k <= k_max; k++) {
+        double rate = expected_tokens(a, k) / (k * c->t_draft + c->t_step + k * c->t_extra);
+        if (rate > best_rate) best = k, best_rate = rate;
+    }
+    if (best == 0) c->pause = WK_SPEC_PAUSE;
+    return best;
+}
+
+void wk_spec_ctl_update(struct wk_spec_ctl *c, int32_t k, int32_t accepted, int64_t draft_ns,
+                        int64_t verify_ns)
+{
+    if (k < 1) return;
+    c->probe = false;
+    c->acc = DECAY * c->acc + accepted;
+    c->trials = DECAY * c->trials + accepted + (accepted < k);
+    smooth(&c->t_draft, (double)draft_ns / k);
+    if (c->t_step > 0) {
+        double extra = ((double)verify_ns - c->t_step) / k;
+        smooth(&c->t_extra, extra > 0 ? extra : 0);
+    }
+}
+
+void wk_spec_ctl_plain(struct wk_spec_ctl *c, int64_t step_ns)
+{
+    smooth(&c->t_step, (double)step_ns);
+    if (c->pause > 0 && --c->pause == 0) {
+        /* try again, weighing new rounds more than the ones that paused it */
+        c->acc *= 0.5, c->trials *= 0.5;
+        c->probe = true;
+    }
+}

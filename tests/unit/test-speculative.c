@@ -1,0 +1,474 @@
+/*
+ * test-speculative.c - speculative decoding (wk_session_set_draft) on tiny
+ * random Gemma 3 models, by the properties that define it:
+ *   - greedy output with a draft equals output without it, token for token
+ *     (a draft that is the target itself, one that shares its first layer,
+ *     an unrelated one), with penalties, a sliding-window (rotating) cache
+ *     and prefix reuse across requests;
+ *   - sampling keeps the target's distribution: the first 3 tokens of
+ *     20,000 seeded runs with speculation against 20,000 without, by a
+ *     two-sample chi-square test (p > 0.001), and the test's power shown
+ *     by the draft's own distribution failing it (p < 0.001);
+ *   - num_predict, stop strings, the context limit, cancellation and
+ *     logprobs behave as without speculation;
+ *   - the draft length controller's choices follow from its inputs.
+ */
+#include "check.h"
+#include "tiny_model.h"
+
+#include "../../src/runtime/wk_runtime.h"
+
+struct model {
+    struct wk_model *m;
+    struct wk_tokenizer *tok;
+};
+
+static struct model load(uint32_t n_layer, uint64_t seed, uint32_t window)
+{
+    struct tiny_spec sp = tiny_spec_default();
+    sp.n_layer = n_layer, sp.seed = seed, sp.sliding_window = window;
+    char path[64];
+    tiny_model_write(&sp, path, sizeof path);
+    struct model r;
+    struct wk_error err;
+    CHECK_EQ_INT(wk_model_load(path, &r.m, &err), WK_OK);
+    unlink(path);
+    CHECK_EQ_INT(wk_tokenizer_from_gguf(wk_model_gguf(r.m), &r.tok, &err), WK_OK);
+    return r;
+}
+
+static void unload(struct model *r)
+{
+    wk_tokenizer_destroy(r->tok);
+    wk_model_destroy(r->m);
+}
+
+static struct wk_session *session(const struct model *t, const struct model *draft, int32_t n_ctx,
+                                  int32_t n_ubatch)
+{
+    struct wk_context_params cp = wk_context_params_default();
+    cp.n_ctx = n_ctx, cp.n_threads = 1, cp.n_ubatch = n_ubatch;
+    struct wk_session *s;
+    struct wk_error err;
+    CHECK_EQ_INT(wk_session_create(t->m, t->tok, &cp, &s, &err), WK_OK);
+    if (draft) CHECK_EQ_INT(wk_session_set_draft(s, draft->m, &err), WK_OK);
+    return s;
+}
+
+/* What a generation produced. */
+struct run {
+    int32_t ids[512];
+    int n_ids;
+    char text[4096];
+    size_t n_text;
+    float lp[512];
+    int n_lp;
+    int cancel_after; /* pieces; 0 = never */
+    int pieces;
+    volatile bool cancel;
+};
+
+static void on_token(void *user, int32_t id)
+{
+    struct run *r = user;
+    if (r->n_ids < (int)WK_ARRAY_LEN(r->ids)) r->ids[r->n_ids++] = id;
+}
+
+static bool on_piece(void *user, const char *text, size_t len)
+{
+    struct run *r = user;
+    if (r->n_text + len < sizeof r->text) memcpy(r->text + r->n_text, text, len), r->n_text += len;
+    if (r->cancel_after && ++r->pieces >= r->cancel_after) r->cancel = true;
+    return true;
+}
+
+static void on_logprobs(void *user, const struct wk_token_logprobs *lp)
+{
+    struct run *r = user;
+    if (r->n_lp < (int)WK_ARRAY_LEN(r->lp)) r->lp[r->n_lp++] = lp->logprob;
+}
+
+static enum wk_status generate(struct wk_session *s, const struct wk_tokens *prompt,
+                               struct wk_generate_params gp, struct run *r,
+                               struct wk_generate_stats *st)
+{
+    gp.on_token = on_token, gp.on_piece = on_piece, gp.on_logprobs = on_logprobs;
+    gp.user = r, gp.cancel = &r->cancel;
+    struct wk_error err;
+    return wk_session_generate(s, prompt, &gp, st, &err);
+}
+
+static bool same_run(const struct run *a, const struct run *b)
+{
+    return a->n_ids == b->n_ids && memcmp(a->ids, b->ids, sizeof(int32_t) * (size_t)a->n_ids) == 0 &&
+           a->n_text == b->n_text && memcmp(a->text, b->text, a->n_text) == 0 && a->n_lp == b->n_lp &&
+           memcmp(a->lp, b->lp, sizeof(float) * (size_t)a->n_lp) == 0;
+}
+
+static void prompt_of(struct wk_tokens *p, int n, int salt)
+{
+    p->n = 0;
+    wk_tokens_push(p, 2); /* <bos> */
+    for (int i = 1; i < n; i++) wk_tokens_push(p, 259 + (salt * 7 + i * 13) % 41);
+}
+
+/* Greedy, with and without penalties, drafts of three kinds, fixed and
+ * adaptive k: the same tokens, text, logprobs and stop reason. The second
+ * request continues the first (prefix reuse for target and draft). */
+static void test_greedy_equal(void)
+{
+    struct model t = load(2, 1, 0), tw = load(2, 1, 6);
+    struct model self = load(2, 1, 0), half = load(1, 1, 0), other = load(2, 99, 0);
+    const struct model *drafts[3] = {&self, &half, &other};
+    struct wk_tokens prompt = {0}, next = {0};
+    for (int window = 0; window < 2; window++) {
+        const struct model *target = window ? &tw : &t;
+        for (int di = 0; di < 3; di++) {
+            const struct model *draft = drafts[di];
+            if (window && draft == &self) continue; /* the windowed target has its own weights */
+            for (int variant = 0; variant < 4; variant++) {
+                struct wk_generate_params gp = wk_generate_params_default();
+                gp.sampler.temperature = 0;
+                gp.num_predict = 40;
+                gp.top_logprobs = 2;
+                if (variant & 1) gp.sampler.repeat_penalty = 1.3f, gp.sampler.presence_penalty = 0.4f,
+                                 gp.sampler.frequency_penalty = 0.2f;
+                gp.draft_max = variant & 2 ? 8 : 3;
+                gp.draft_min = variant & 2 ? 0 : 3;
+                struct wk_session *plain = session(target, NULL, 96, 4);
+                struct wk_session *spec = session(target, draft, 96, 4);
+                struct wk_generate_stats sa, sb;
+                for (int salt = 0; salt < 3; salt++) {
+                    prompt_of(&prompt, 9 + salt, salt + 10 * variant);
+                    struct run a = {0}, b = {0};
+                    CHECK_EQ_INT(generate(plain, &prompt, gp, &a, &sa), WK_OK);
+                    CHECK_EQ_INT(generate(spec, &prompt, gp, &b, &sb), WK_OK);
+                    CHECK(same_run(&a, &b));
+                    CHECK_EQ_STR(sa.done_reason, sb.done_reason);
+                    CHECK_EQ_INT(sa.eval_count, sb.eval_count);
+                    if (!(variant & 2)) CHECK(sb.spec_rounds > 0);
+                    if (draft == &self && sb.draft_count > 0) CHECK_EQ_INT(sb.draft_accepted, sb.draft_count);
+                    /* a follow-up that extends the first answer */
+                    next.n = 0;
+                    for (int64_t i = 0; i < prompt.n; i++) wk_tokens_push(&next, prompt.ids[i]);
+                    for (int i = 0; i + 1 < a.n_ids; i++) wk_tokens_push(&next, a.ids[i]);
+                    for (int i = 0; i < 3; i++) wk_tokens_push(&next, 270 + i + salt);
+                    struct run c = {0}, d = {0};
+                    CHECK_EQ_INT(generate(plain, &next, gp, &c, &sa), WK_OK);
+                    CHECK_EQ_INT(generate(spec, &next, gp, &d, &sb), WK_OK);
+                    CHECK(same_run(&c, &d));
+                    CHECK_EQ_INT(sa.prompt_eval_count, sb.prompt_eval_count);
+                }
+                wk_session_destroy(plain);
+                wk_session_destroy(spec);
+            }
+        }
+    }
+    /* the unrelated draft is really rejected sometimes, the self-draft never */
+    struct wk_session *spec = session(&t, &other, 96, 512);
+    struct wk_generate_params gp = wk_generate_params_default();
+    gp.sampler.temperature = 0, gp.num_predict = 60, gp.draft_min = 4, gp.draft_max = 4;
+    gp.sampler.presence_penalty = 2; /* tiny random models repeat one token when greedy */
+    struct run r = {0};
+    struct wk_generate_stats st;
+    prompt_of(&prompt, 8, 3);
+    CHECK_EQ_INT(generate(spec, &prompt, gp, &r, &st), WK_OK);
+    if (!(st.draft_count > 0 && st.draft_accepted < st.draft_count))
+        fprintf(stderr, "  drafted %d, accepted %d, %d tokens\n", st.draft_count, st.draft_accepted, r.n_ids);
+    CHECK(st.draft_count > 0 && st.draft_accepted < st.draft_count);
+    wk_session_destroy(spec);
+    wk_tokens_deinit(&prompt);
+    wk_tokens_deinit(&next);
+    unload(&t), unload(&tw), unload(&self), unload(&half), unload(&other);
+}
+
+/* num_predict 1..9, a stop string, the context limit and cancellation
+ * end speculative generation exactly where plain generation ends. */
+static void test_limits(void)
+{
+    struct model t = load(2, 1, 6), half = load(1, 1, 6);
+    struct wk_tokens prompt = {0};
+    prompt_of(&prompt, 10, 1);
+    struct wk_generate_params gp = wk_generate_params_default();
+    gp.sampler.temperature = 0;
+    gp.draft_min = gp.draft_max = 5;
+    struct wk_generate_stats sa, sb;
+    for (int n = 1; n <= 9; n++) {
+        struct wk_session *plain = session(&t, NULL, 64, 4), *spec = session(&t, &half, 64, 4);
+        gp.num_predict = n;
+        struct run a = {0}, b = {0};
+        CHECK_EQ_INT(generate(plain, &prompt, gp, &a, &sa), WK_OK);
+        CHECK_EQ_INT(generate(spec, &prompt, gp, &b, &sb), WK_OK);
+        CHECK(same_run(&a, &b));
+        CHECK_EQ_INT(sb.eval_count, n);
+        CHECK_EQ_STR(sb.done_reason, "length");
+        wk_session_destroy(plain), wk_session_destroy(spec);
+    }
+    /* the context: 40 positions, a 10-token prompt, no num_predict */
+    struct wk_session *plain = session(&t, NULL, 40, 4), *spec = session(&t, &half, 40, 4);
+    gp.num_predict = -1;
+    struct run a = {0}, b = {0};
+    CHECK_EQ_INT(generate(plain, &prompt, gp, &a, &sa), WK_OK);
+    CHECK_EQ_INT(generate(spec, &prompt, gp, &b, &sb), WK_OK);
+    CHECK(same_run(&a, &b));
+    CHECK_EQ_STR(sb.done_reason, sa.done_reason);
+    CHECK_EQ_INT(wk_context_n_past(wk_session_context(spec)), wk_context_n_past(wk_session_context(plain)));
+    CHECK(wk_context_n_past(wk_session_context(spec)) <= 40);
+    /* a stop string from the middle of the plain answer */
+    gp.num_predict = 30;
+    struct run full = {0};
+    CHECK_EQ_INT(generate(plain, &prompt, gp, &full, &sa), WK_OK);
+    CHECK(full.n_text > 12);
+    char stop[8];
+    memcpy(stop, full.text + full.n_text / 2, 3), stop[3] = '\0';
+    const char *stops[1] = {stop};
+    gp.stop = stops, gp.n_stop = 1;
+    struct run c = {0}, d = {0};
+    CHECK_EQ_INT(generate(plain, &prompt, gp, &c, &sa), WK_OK);
+    CHECK_EQ_INT(generate(spec, &prompt, gp, &d, &sb), WK_OK);
+    CHECK(same_run(&c, &d));
+    CHECK_EQ_STR(sb.done_reason, "stop");
+    CHECK(d.n_text < full.n_text && strstr(d.text, stop) == NULL);
+    gp.stop = NULL, gp.n_stop = 0;
+    /* cancellation after 4 pieces of text */
+    struct run e = {.cancel_after = 4}, f = {.cancel_after = 4};
+    CHECK_EQ_INT(generate(plain, &prompt, gp, &e, &sa), WK_E_CANCELLED);
+    CHECK_EQ_INT(generate(spec, &prompt, gp, &f, &sb), WK_E_CANCELLED);
+    CHECK(same_run(&e, &f));
+    CHECK_EQ_INT(f.pieces, 4);
+    /* after a cancellation the session still answers as plain decoding does */
+    struct run g = {0}, h = {0};
+    CHECK_EQ_INT(generate(plain, &prompt, gp, &g, &sa), WK_OK);
+    CHECK_EQ_INT(generate(spec, &prompt, gp, &h, &sb), WK_OK);
+    if (!same_run(&g, &h)) fprintf(stderr, "plain %d [%.*s]\nspec  %d [%.*s] pe %d %d\n", g.n_ids, (int)g.n_text, g.text, h.n_ids, (int)h.n_text, h.text, sa.prompt_eval_count, sb.prompt_eval_count);
+    CHECK(same_run(&g, &h));
+    wk_session_destroy(plain), wk_session_destroy(spec);
+    wk_tokens_deinit(&prompt);
+    unload(&t), unload(&half);
+}
+
+/* Q(a, x), the regularized upper incomplete gamma function: the series of
+ * P(a, x) below x < a + 1, else the continued fraction of Q (Lentz's
+ * method). The chi-square survival function is Q(dof / 2, chi / 2). */
+static double gamma_q(double a, double x)
+{
+    if (x <= 0) return 1;
+    double lg = lgamma(a);
+    if (x < a + 1) {
+        double term = 1 / a, sum = term;
+        for (int n = 1; n < 1000 && fabs(term) > fabs(sum) * 1e-15; n++) {
+            term *= x / (a + n);
+            sum += term;
+        }
+        return 1 - sum * exp(-x + a * log(x) - lg);
+    }
+    double b = x + 1 - a, c = 1e300, d = 1 / b, h = d;
+    for (int i = 1; i < 1000; i++) {
+        double an = -i * (i - a);
+        b += 2;
+        d = an * d + b;
+        if (fabs(d) < 1e-300) d = 1e-300;
+        c = b + an / c;
+        if (fabs(c) < 1e-300) c = 1e-300;
+        d = 1 / d;
+        double delta = d * c;
+        h *= delta;
+        if (fabs(delta - 1) < 1e-15) break;
+    }
+    return exp(-x + a * log(x) - lg) * h;
+}
+
+#define N_RUNS 20000
+#define MAX_CELLS 4096
+
+struct hist {
+    int64_t key[MAX_CELLS];
+    int count[MAX_CELLS];
+    int n;
+};
+
+static void hist_add(struct hist *h, int64_t key)
+{
+    for (int i = 0; i < h->n; i++)
+        if (h->key[i] == key) {
+            h->count[i]++;
+            return;
+        }
+    WK_ASSERT(h->n < MAX_CELLS);
+    h->key[h->n] = key, h->count[h->n++] = 1;
+}
+
+static int hist_get(const struct hist *h, int64_t key)
+{
+    for (int i = 0; i < h->n; i++)
+        if (h->key[i] == key) return h->count[i];
+    return 0;
+}
+
+/* The first 3 tokens of N_RUNS runs seeded 1..N_RUNS, as one key each. */
+static void sample_runs(struct wk_session *s, const struct wk_tokens *prompt,
+                        struct wk_generate_params gp, struct hist *h, struct wk_generate_stats *total)
+{
+    memset(h, 0, sizeof *h);
+    memset(total, 0, sizeof *total);
+    gp.num_predict = 3;
+    for (int i = 0; i < N_RUNS; i++) {
+        gp.sampler.seed = i + 1;
+        struct run r = {0};
+        struct wk_generate_stats st;
+        CHECK_EQ_INT(generate(s, prompt, gp, &r, &st), WK_OK);
+        int64_t key = 0;
+        for (int j = 0; j < 3; j++) key = key * 1000 + (j < r.n_ids ? r.ids[j] + 1 : 0);
+        hist_add(h, key);
+        total->draft_count += st.draft_count, total->draft_accepted += st.draft_accepted;
+        total->spec_rounds += st.spec_rounds;
+    }
+}
+
+/* Two-sample chi-square test of homogeneity over the outcomes seen at
+ * least 10 times in both samples together, the rarer ones pooled into one
+ * cell; returns the p-value. */
+static double chi_square_p(const struct hist *a, const struct hist *b, int *dof_out)
+{
+    double chi = 0, rare_a = 0, rare_b = 0;
+    int cells = 0;
+    struct hist all = {0};
+    for (int i = 0; i < a->n; i++) hist_add(&all, a->key[i]);
+    for (int i = 0; i < b->n; i++) hist_add(&all, b->key[i]);
+    for (int i = 0; i < all.n; i++) {
+        double x = hist_get(a, all.key[i]), y = hist_get(b, all.key[i]);
+        if (x + y < 10) {
+            rare_a += x, rare_b += y;
+            continue;
+        }
+        /* equal sample sizes: expected (x + y) / 2 each */
+        double e = (x + y) / 2;
+        chi += (x - e) * (x - e) / e + (y - e) * (y - e) / e;
+        cells++;
+    }
+    if (rare_a + rare_b >= 10) {
+        double e = (rare_a + rare_b) / 2;
+        chi += (rare_a - e) * (rare_a - e) / e + (rare_b - e) * (rare_b - e) / e;
+        cells++;
+    }
+    *dof_out = cells - 1;
+    return cells > 1 ? gamma_q((cells - 1) / 2.0, chi / 2) : 1;
+}
+
+/* The chi-square machinery itself against known values: the 0.001 critical
+ * values for 1, 4 and 30 degrees of freedom. */
+static void test_chi_square_function(void)
+{
+    CHECK_NEAR(gamma_q(0.5, 10.828 / 2), 0.001, 2e-6, 0);
+    CHECK_NEAR(gamma_q(2.0, 18.467 / 2), 0.001, 2e-6, 0);
+    CHECK_NEAR(gamma_q(15.0, 59.703 / 2), 0.001, 2e-6, 0);
+    CHECK_NEAR(gamma_q(15.0, 29.336 / 2), 0.5, 1e-4, 0);
+}
+
+static void test_sampling_distribution(void)
+{
+    struct model t = load(2, 1, 0), half = load(1, 1, 0), other = load(2, 99, 0);
+    struct wk_tokens prompt = {0};
+    prompt_of(&prompt, 8, 5);
+    struct cfg {
+        float temperature, top_p, presence, frequency;
+        int32_t top_k;
+        const struct model *draft;
+    } cfgs[] = {{1.0f, 1.0f, 0, 0, 4, &half},
+                {1.5f, 0.9f, 0.8f, 0.4f, 6, &other}};
+    for (size_t ci = 0; ci < WK_ARRAY_LEN(cfgs); ci++) {
+        const struct cfg *c = &cfgs[ci];
+        struct wk_generate_params gp = wk_generate_params_default();
+        gp.sampler.temperature = c->temperature, gp.sampler.top_k = c->top_k, gp.sampler.top_p = c->top_p;
+        gp.sampler.presence_penalty = c->presence, gp.sampler.frequency_penalty = c->frequency;
+        gp.draft_min = gp.draft_max = 2; /* every run speculates: drafts for tokens 2 and 3 */
+        struct wk_session *plain = session(&t, NULL, 64, 512), *spec = session(&t, c->draft, 64, 512);
+        struct hist *hp = malloc(sizeof *hp), *hs = malloc(sizeof *hs), *hd = malloc(sizeof *hd);
+        struct wk_generate_stats tp, ts, td;
+        sample_runs(plain, &prompt, gp, hp, &tp);
+        sample_runs(spec, &prompt, gp, hs, &ts);
+        int dof;
+        double p = chi_square_p(hp, hs, &dof);
+        fprintf(stderr, "  config %zu: %d outcomes, chi-square p = %.4f (%d dof); drafted %d, accepted %d\n",
+                ci, hp->n, p, dof, ts.draft_count, ts.draft_accepted);
+        CHECK(dof >= 10);
+        CHECK(p > 0.001);
+        CHECK(ts.draft_count > N_RUNS && ts.draft_accepted > 0 && ts.draft_accepted < ts.draft_count);
+        /* power: the draft's own distribution is told apart */
+        struct wk_session *dsess = session(c->draft, NULL, 64, 512);
+        sample_runs(dsess, &prompt, gp, hd, &td);
+        double pd = chi_square_p(hp, hd, &dof);
+        fprintf(stderr, "  config %zu: the draft alone, p = %.3g\n", ci, pd);
+        CHECK(pd < 0.001);
+        wk_session_destroy(dsess);
+        wk_session_destroy(plain), wk_session_destroy(spec);
+        free(hp), free(hs), free(hd);
+    }
+    wk_tokens_deinit(&prompt);
+    unload(&t), unload(&half), unload(&other);
+}
+
+/* The controller: k from the acceptance rate and costs. */
+static void test_controller(void)
+{
+    struct wk_spec_ctl c;
+    wk_spec_ctl_init(&c);
+    CHECK_EQ_INT(wk_spec_ctl_k(&c, 8), 0); /* no plain step measured yet */
+    wk_spec_ctl_plain(&c, 10000000);       /* 10 ms a step */
+    CHECK_EQ_INT(wk_spec_ctl_k(&c, 8), 4); /* the first round probes */
+    /* cheap drafts that are always accepted: k grows to the cap */
+    for (int i = 0; i < 20; i++) wk_spec_ctl_update(&c, 4, 4, 4 * 1000000, 11000000);
+    CHECK_EQ_INT(wk_spec_ctl_k(&c, 8), 8);
+    /* a draft that costs as much as the target and is mostly rejected:
+     * speculation pauses for WK_SPEC_PAUSE plain steps */
+    for (int i = 0; i < 40; i++) wk_spec_ctl_update(&c, 2, 0, 2 * 10000000, 12000000);
+    CHECK_EQ_INT(wk_spec_ctl_k(&c, 8), 0);
+    for (int i = 0; i < WK_SPEC_PAUSE - 1; i++) {
+        wk_spec_ctl_plain(&c, 10000000);
+        CHECK_EQ_INT(wk_spec_ctl_k(&c, 8), 0);
+    }
+    wk_spec_ctl_plain(&c, 10000000);
+    CHECK_EQ_INT(wk_spec_ctl_k(&c, 8), 4); /* a probe after the pause */
+    /* at acceptance 0.8 with drafts at a tenth of a step and free extra
+     * verification, the best k maximises (1 - 0.8^(k+1)) / (0.2 (0.1 k + 1)):
+     * k = 5 of 1..8, computed here from the formula */
+    wk_spec_ctl_init(&c);
+    wk_spec_ctl_plain(&c, 10000000);
+    c.acc = 80, c.trials = 100, c.t_draft = 1000000, c.t_extra = 0;
+    int best = 0;
+    double best_rate = 0;
+    for (int k = 1; k <= 8; k++) {
+        double rate = (1 - pow(0.8, k + 1)) / 0.2 / (0.1 * k + 1);
+        if (rate > best_rate) best = k, best_rate = rate;
+    }
+    CHECK_EQ_INT(wk_spec_ctl_k(&c, 8), best);
+}
+
+static void test_bad_draft(void)
+{
+    struct tiny_spec sp = tiny_spec_default();
+    sp.n_vocab = 280;
+    char path[64];
+    tiny_model_write(&sp, path, sizeof path);
+    struct wk_model *small;
+    struct wk_error err;
+    CHECK_EQ_INT(wk_model_load(path, &small, &err), WK_OK);
+    unlink(path);
+    struct model t = load(2, 1, 0);
+    struct wk_session *s = session(&t, NULL, 64, 512);
+    CHECK_EQ_INT(wk_session_set_draft(s, small, &err), WK_E_INVALID);
+    CHECK_CONTAINS(err.msg, "has 280 tokens but the target");
+    struct wk_generate_params gp = wk_generate_params_default();
+    gp.draft_max = -1;
+    struct wk_tokens prompt = {0};
+    prompt_of(&prompt, 5, 0);
+    struct wk_generate_stats st;
+    CHECK_EQ_INT(wk_session_generate(s, &prompt, &gp, &st, &err), WK_E_INVALID);
+    wk_tokens_deinit(&prompt);
+    wk_session_destroy(s);
+    wk_model_destroy(small);
+    unload(&t);
+}
+
+CHECK_MAIN(TEST(test_greedy_equal), TEST(test_limits), TEST(test_chi_square_function),
+           TEST(test_sampling_distribution), TEST(test_controller), TEST(test_bad_draft))
