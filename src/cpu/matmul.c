@@ -91,6 +91,14 @@ static void part_rows(const struct matmul_ctx *c, const struct part *p, int64_t 
         return;
     }
     if (c->flags & WK_MATMUL_PER_TOKEN) {
+        /* the tokens' own decode dots at once where the table has them:
+         * vec_dot_rows_tokens gives vec_dot_rows' bits, which is what a
+         * token alone runs when the type has no x16 kernel here */
+        wk_vec_dot_rows_tokens_fn tok = c->k->vec_dot_rows_tokens[t];
+        if (tok && !(c->k->vec_dot_rows_x16[t] && n_in % 32 == 0)) {
+            tok(n_in, w, w_row, c->x, (size_t)n_in, (int32_t)c->n_tokens, p->y + lo, (size_t)n_out, hi - lo);
+            return;
+        }
         /* a block of rows, every token over it while it is in cache */
         const int64_t blk = wk_cpu_matmul_token_block_rows(w_row);
         for (int64_t r0 = lo; r0 < hi; r0 += blk)

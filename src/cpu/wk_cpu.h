@@ -36,6 +36,18 @@ typedef void (*wk_vec_dot_rows_fn)(int64_t n, const void *w, size_t w_stride, co
                                    float *out, int64_t n_rows);
 
 /*
+ * The decode dots of several tokens at once, for speculative decoding's
+ * verification: for t < n_tokens and r < n_rows, out[t * out_stride + r] =
+ * dot(row r, x + t * x_stride), each bit for bit what the same table's
+ * vec_dot_rows gives for that token alone (the same per-row arithmetic),
+ * with each weight row loaded once for up to four tokens. w, w_stride, n
+ * as wk_vec_dot_rows_fn; strides of x and out in floats.
+ */
+typedef void (*wk_vec_dot_rows_tokens_fn)(int64_t n, const void *w, size_t w_stride, const float *x,
+                                          size_t x_stride, int32_t n_tokens, float *out,
+                                          size_t out_stride, int64_t n_rows);
+
+/*
  * vec_dot_rows_x16 entries have vec_dot_rows' signature and contract except
  * for the activations: each 32-element block of x is first rounded to a
  * 16-bit fixed-point value x~ = d * (hi + lo / 256) (d = max|x| / 127, hi
@@ -87,6 +99,9 @@ struct wk_cpu_kernels {
     /* by weight dtype, NULL where an ISA has none: the decode dots with x
      * rounded to 16 bits per element first (see below) */
     wk_vec_dot_rows_fn vec_dot_rows_x16[WK_DTYPE_COUNT];
+    /* by weight dtype, NULL where an ISA has none: vec_dot_rows for several
+     * tokens at once (the float types on AVX-512) */
+    wk_vec_dot_rows_tokens_fn vec_dot_rows_tokens[WK_DTYPE_COUNT];
     wk_gemm_f32_fn gemm_f32;
     /* wk_rms_norm, wk_geglu, wk_swiglu, wk_softmax (below) built for the
      * ISA: same semantics, bit-identical results */

@@ -286,6 +286,55 @@ static void test_vec_dot_rows_matches_ref(void)
     }
 }
 
+/* vec_dot_rows_tokens, where an ISA has it: for 1..9 tokens over 1..5 rows
+ * (lengths with and without a tail), every output bit for bit the same
+ * table's vec_dot_rows for that token alone (speculative verification
+ * relies on it), hence within vec_dot_rows' tolerance of the reference. */
+static void test_vec_dot_rows_tokens(void)
+{
+    uint64_t seed = 23;
+    int tested = 0;
+    for (size_t ii = 1; ii < WK_ARRAY_LEN(g_isas); ii++) {
+        const struct wk_cpu_kernels *k = wk_cpu_kernels_for(g_isas[ii]);
+        if (!k) continue;
+        for (int ti = 0; ti < WK_DTYPE_COUNT; ti++) {
+            if (!k->vec_dot_rows_tokens[ti]) continue;
+            const enum wk_dtype t = (enum wk_dtype)ti;
+            const struct wk_dtype_traits *tr = wk_dtype_traits_get(t);
+            for (int64_t n = 16; n <= 700; n = n * 3 + 5) {
+                size_t stride = wk_dtype_row_bytes(t, n) + 64;
+                const int max_rows = 5, max_tok = 9;
+                uint8_t *w = wk_aligned_alloc(stride * max_rows);
+                for (int r = 0; r < max_rows; r++) {
+                    float *row = wk_aligned_alloc((size_t)n * 4);
+                    for (int64_t i = 0; i < n; i++) row[i] = check_rand_f32(&seed);
+                    tr->from_f32(row, w + r * stride, n);
+                    wk_aligned_free(row);
+                }
+                float *x = wk_aligned_alloc((size_t)n * max_tok * 4);
+                for (int64_t i = 0; i < n * max_tok; i++) x[i] = check_rand_f32(&seed);
+                for (int n_rows = 1; n_rows <= max_rows; n_rows++)
+                    for (int n_tok = 1; n_tok <= max_tok; n_tok++) {
+                        float got[9 * 8], want[9 * 8];
+                        k->vec_dot_rows_tokens[t](n, w, stride, x, (size_t)n, n_tok, got, 8, n_rows);
+                        for (int j = 0; j < n_tok; j++)
+                            k->vec_dot_rows[t](n, w, stride, x + j * n, want + j * 8, n_rows);
+                        bool same = true;
+                        for (int j = 0; j < n_tok; j++)
+                            same = same && memcmp(got + j * 8, want + j * 8, (size_t)n_rows * 4) == 0;
+                        if (!same)
+                            fprintf(stderr, "  %s %s n=%lld rows=%d tokens=%d differ\n", k->isa, tr->name,
+                                    (long long)n, n_rows, n_tok);
+                        CHECK(same);
+                        tested++;
+                    }
+                wk_aligned_free(w), wk_aligned_free(x);
+            }
+        }
+    }
+    printf("  %d shapes\n", tested);
+}
+
 /* The 16-bit activation quantizer against first principles: hi and lo in
  * [-127, 127], d = max|x| / 127 per block, |x - d (hi + lo / 256)| <=
  * max|x| / 32512 per element, and exactness where x is already of that
@@ -704,7 +753,7 @@ static void test_elementwise_ops(void)
 }
 
 CHECK_MAIN(TEST(test_vec_dot_matches_ref), TEST(test_vec_dot_q_matches_ref),
-           TEST(test_vec_dot_rows_matches_ref), TEST(test_x16_quantize), TEST(test_ops_tables_match_baseline), TEST(test_vec_dot_rows_x16), TEST(test_vec_dot_rows_x16_nan_and_tiny), TEST(test_gemm_f32), TEST(test_ref_dot_equals_dequantized_dot),
+           TEST(test_vec_dot_rows_matches_ref), TEST(test_vec_dot_rows_tokens), TEST(test_x16_quantize), TEST(test_ops_tables_match_baseline), TEST(test_vec_dot_rows_x16), TEST(test_vec_dot_rows_x16_nan_and_tiny), TEST(test_gemm_f32), TEST(test_ref_dot_equals_dequantized_dot),
            TEST(test_quantize_matches_ref), TEST(test_to_f32_matches_ref),
            TEST(test_f32_helpers_match_ref), TEST(test_matmul), TEST(test_matmul_many_and_glu), TEST(test_expf_and_activations),
            TEST(test_elementwise_ops))

@@ -191,6 +191,63 @@ ROWSF(K_F32)
 ROWSF(K_F16)
 ROWSF(K_BF16)
 
+/*
+ * T tokens (1..4) at once over R rows (1..2) of kind K: for every (row,
+ * token) exactly rowsf's arithmetic (the same two accumulators, the same
+ * order, the same tail and reduction), with each 16 weights loaded and
+ * converted once for the T tokens instead of once per token.
+ */
+static ALWAYS_INLINE void rowsf_tokens(const enum kindf K, const int R, const int T, int64_t n,
+                                       const uint8_t *w, size_t stride, const float *x,
+                                       size_t ldx, float *out, size_t ldo)
+{
+    const size_t es = K == K_F32 ? 4 : 2;
+    const __mmask16 all = 0xFFFF;
+    __m512 acc[4][4], acc2[4][4]; /* [token][row] */
+    UNROLL
+    for (int t = 0; t < 4; t++)
+        UNROLL
+        for (int r = 0; r < 4; r++) acc[t][r] = acc2[t][r] = _mm512_setzero_ps();
+    const size_t pf = rows_pf_dist(R, stride);
+    size_t pf_next = 0;
+    int64_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        rows_prefetch(R, w, stride, pf, &pf_next, (size_t)(i + 32) * es);
+        UNROLL
+        for (int r = 0; r < R; r++) {
+            const uint8_t *p = w + r * stride + i * es;
+            const __m512 w0 = load_w(K, p, all), w1 = load_w(K, p + 16 * es, all);
+            UNROLL
+            for (int t = 0; t < T; t++) {
+                acc[t][r] = _mm512_fmadd_ps(w0, _mm512_loadu_ps(x + t * ldx + i), acc[t][r]);
+                acc2[t][r] = _mm512_fmadd_ps(w1, _mm512_loadu_ps(x + t * ldx + i + 16), acc2[t][r]);
+            }
+        }
+    }
+    for (; i < n; i += 16) {
+        const __mmask16 m = wk__avx512_mask16(WK_MIN(16, n - i));
+        UNROLL
+        for (int r = 0; r < R; r++) {
+            const __m512 w0 = load_w(K, w + r * stride + i * es, m);
+            UNROLL
+            for (int t = 0; t < T; t++)
+                acc[t][r] = _mm512_fmadd_ps(w0, _mm512_maskz_loadu_ps(m, x + t * ldx + i), acc[t][r]);
+        }
+    }
+    UNROLL
+    for (int t = 0; t < T; t++) {
+        UNROLL
+        for (int r = 0; r < R; r++) acc[t][r] = _mm512_add_ps(acc[t][r], acc2[t][r]);
+        rows_finish(R, acc[t], _mm_setzero_ps(), out + t * ldo, false);
+    }
+}
+
+/* The entry point for kind K: rows in pairs, tokens in fours. */
+#define ROWSF_TOKENS_FN(name, K)                                                                       static void name(int64_t n, const void *w, size_t stride, const float *x, size_t ldx,                               int32_t n_tokens, float *out, size_t ldo, int64_t n_rows)                         {                                                                                                      const uint8_t *wb = w;                                                                             rows_prefetch_start(wb, stride * (size_t)n_rows);                                                  for (int64_t r = 0; r < n_rows; r += 2) {                                                              const bool two = n_rows - r >= 2;                                                                  for (int32_t t = 0; t < n_tokens; t += 4) {                                                            const float *xt = x + (size_t)t * ldx;                                                             float *ot = out + (size_t)t * ldo + r;                                                             const uint8_t *wr = wb + r * stride;                                                               switch (WK_MIN(4, n_tokens - t) * 2 + two) {                                                       case 2: rowsf_tokens(K, 1, 1, n, wr, stride, xt, ldx, ot, ldo); break;                             case 3: rowsf_tokens(K, 2, 1, n, wr, stride, xt, ldx, ot, ldo); break;                             case 4: rowsf_tokens(K, 1, 2, n, wr, stride, xt, ldx, ot, ldo); break;                             case 5: rowsf_tokens(K, 2, 2, n, wr, stride, xt, ldx, ot, ldo); break;                             case 6: rowsf_tokens(K, 1, 3, n, wr, stride, xt, ldx, ot, ldo); break;                             case 7: rowsf_tokens(K, 2, 3, n, wr, stride, xt, ldx, ot, ldo); break;                             case 8: rowsf_tokens(K, 1, 4, n, wr, stride, xt, ldx, ot, ldo); break;                             default: rowsf_tokens(K, 2, 4, n, wr, stride, xt, ldx, ot, ldo); break;                            }                                                                                              }                                                                                              }                                                                                              }
+ROWSF_TOKENS_FN(vec_dot_rows_tokens_f32, K_F32)
+ROWSF_TOKENS_FN(vec_dot_rows_tokens_f16, K_F16)
+ROWSF_TOKENS_FN(vec_dot_rows_tokens_bf16, K_BF16)
+
 /* Block size 1: the float kernels take any n, in one chunk. */
 DOT_ROWS_FN(vec_dot_rows_f32, rows_K_F32, 1, 4, 0, rows_no_prep, 1)
 DOT_ROWS_FN(vec_dot_rows_f16, rows_K_F16, 1, 2, 0, rows_no_prep, 1)
@@ -206,4 +263,7 @@ void wk__avx512_fill_dot_rows(struct wk_cpu_kernels *k)
     k->vec_dot_rows[WK_DTYPE_F32] = vec_dot_rows_f32;
     k->vec_dot_rows[WK_DTYPE_F16] = vec_dot_rows_f16;
     k->vec_dot_rows[WK_DTYPE_BF16] = vec_dot_rows_bf16;
+    k->vec_dot_rows_tokens[WK_DTYPE_F32] = vec_dot_rows_tokens_f32;
+    k->vec_dot_rows_tokens[WK_DTYPE_F16] = vec_dot_rows_tokens_f16;
+    k->vec_dot_rows_tokens[WK_DTYPE_BF16] = vec_dot_rows_tokens_bf16;
 }
