@@ -42,7 +42,8 @@ json_t *srv_error_body(enum srv_api api, int status, const char *msg)
  * ignores (llama.cpp-runner settings with no meaning here). */
 static const char *const float_opts[] = {"temperature", "top_p", "min_p", "repeat_penalty",
                                          "presence_penalty", "frequency_penalty"};
-static const char *const int_opts[] = {"top_k", "seed", "repeat_last_n", "num_predict"};
+static const char *const int_opts[] = {"top_k", "seed", "repeat_last_n", "num_predict",
+                                       "draft_max", "draft_min"}; /* the last two: wick's */
 static const char *const ignored_opts[] = {
     "num_keep", "typical_p", "num_batch", "num_gpu", "main_gpu", "num_thread", "use_mmap",
     "use_mlock", "numa", "low_vram", "vocab_only", "f16_kv", "logits_all", "penalize_newline",

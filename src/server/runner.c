@@ -53,7 +53,7 @@ struct job {
     struct wk_sampler_params sp;
     struct wk_logit_bias *bias;
     int32_t num_predict;
-    int32_t draft_max; /* speculative decoding's draft length cap (0 = off) */
+    int32_t draft_max, draft_min; /* speculative decoding's draft lengths (draft_max 0 = off) */
     char *stops[MAX_STOPS];
     int32_t n_stops;
     bool logprobs;
@@ -215,6 +215,7 @@ static bool parse_options(struct job *j, json_t *req, char *msg, size_t cap)
         {"frequency_penalty", &j->sp.frequency_penalty, NULL, NULL},
         {"num_predict", NULL, &j->num_predict, NULL},
         {"draft_max", NULL, &j->draft_max, NULL}, /* wick's own: 0 switches speculation off */
+        {"draft_min", NULL, &j->draft_min, NULL}, /* wick's own: draft every step */
     };
     for (size_t i = 0; opts && i < WK_ARRAY_LEN(fields); i++) {
         json_t *v = json_object_get(opts, fields[i].name);
@@ -234,8 +235,9 @@ static bool parse_options(struct job *j, json_t *req, char *msg, size_t cap)
         } else if (fields[i].i) *fields[i].i = (int32_t)d;
         else *fields[i].l = (int64_t)d;
     }
-    if (j->draft_max < 0 || j->draft_max >= WK_VERIFY_MAX) {
-        snprintf(msg, cap, "option draft_max must be between 0 and %d", WK_VERIFY_MAX - 1);
+    if (j->draft_max < 0 || j->draft_max >= WK_VERIFY_MAX || j->draft_min < 0 ||
+        j->draft_min >= WK_VERIFY_MAX) {
+        snprintf(msg, cap, "options draft_max and draft_min must be between 0 and %d", WK_VERIFY_MAX - 1);
         return false;
     }
     json_t *stop = json_object_get(req, "stop");
@@ -400,6 +402,7 @@ static void run_job(struct job *j)
     gp.sampler = j->sp;
     gp.num_predict = j->num_predict;
     gp.draft_max = j->draft_max;
+    gp.draft_min = j->draft_min;
     gp.stop = (const char *const *)j->stops;
     gp.n_stop = j->n_stops;
     gp.on_piece = on_piece;

@@ -13,7 +13,8 @@
  *      or {"raw": "text"}                    taken literally (BOS added where the model adds one),
  *     "options": {temperature, top_k, top_p, min_p, seed, repeat_last_n, repeat_penalty,
  *                 presence_penalty, frequency_penalty, num_predict} (Ollama's names),
- *                 and draft_max (wick's: speculative decoding's cap, 0..15, 0 = off),
+ *                 and draft_max, draft_min (wick's: speculative decoding's cap, 0..15,
+ *                 0 = off, and floor, drafting every step),
  *     "stop": [str...], "logit_bias": [[id, bias]...], "logprobs": bool, "top_logprobs": int
  *   runner -> server:
  *     {"status": 200, "prompt_tokens": n} once the prompt is rendered, tokenized and fits

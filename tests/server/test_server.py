@@ -451,6 +451,7 @@ def test_api_create(s):
     w = runner_state(s, "drafted:latest")
     check(p.returncode == 0 and r.done and w.get("draft_loaded") is True, "a model with a DRAFT: the runner loads both",
           p.stderr + str(w))
+    test_speculation(s)
     # a folder whose config.json has an unknown rope_scaling type: 400 naming it, and the server serves on
     bad = os.path.join(s.dir, "bad-rope")
     os.makedirs(bad, exist_ok=True)
@@ -464,6 +465,60 @@ def test_api_create(s):
     check(st == 404 and "nope" in body["error"], "/api/create from an unknown model is 404", str(body))
     st, body = s.post("/api/create", {"model": "x", "from": SMOL, "parameters": {"warp": 1}})
     check(st == 400 and "warp" in body["error"], "/api/create with an unknown parameter is 400", str(body))
+
+
+def test_speculation(s):
+    """The "drafted" model (SmolLM2 drafting for itself): speculative decoding
+    through both APIs gives what plain decoding gives (greedy), reports its
+    counts, honours stop strings, and stops when its client leaves."""
+    spec = {"temperature": 0, "num_predict": 48, "draft_min": 3}
+    plain = dict(spec, draft_max=0)
+    msgs = [{"role": "user", "content": "Write a haiku about autumn leaves."}]
+    # OpenAI (no options: the draft length is adaptive, and its first round a
+    # probe); usage counts the accepted and rejected predictions
+    o = s.openai.chat.completions.create(model="drafted", messages=msgs, temperature=0, max_tokens=48)
+    d = o.usage.completion_tokens_details
+    check(d is not None and d.accepted_prediction_tokens > 0 and d.rejected_prediction_tokens >= 0,
+          "OpenAI chat with the draft: usage with accepted/rejected_prediction_tokens", str(o.usage))
+    a = s.ollama.chat(model="drafted", messages=msgs, options=spec)
+    b = s.ollama.chat(model="drafted", messages=msgs, options=plain)
+    check(a.message.content == b.message.content and a.eval_count == b.eval_count
+          and o.choices[0].message.content == b.message.content,
+          "greedy /api/chat and OpenAI chat with the draft equal /api/chat without",
+          f"{a.message.content!r} vs {b.message.content!r}")
+    # the client's response classes drop fields they do not know: read the raw objects
+    fa = s.post("/api/chat", {"model": "drafted", "messages": msgs, "options": spec, "stream": False})[1]
+    fb = s.post("/api/chat", {"model": "drafted", "messages": msgs, "options": plain, "stream": False})[1]
+    check(fa.get("draft_count", 0) > 0 and 0 < fa.get("draft_accepted_count", 0) <= fa["draft_count"]
+          and fa.get("draft_rounds", 0) > 0 and "draft_count" not in fb,
+          "the final /api/chat object carries the draft's counts (only when it ran)",
+          str({k: v for k, v in fa.items() if k.startswith("draft")}))
+    # a stop string from the middle of the plain answer cuts both at the same place
+    text = b.message.content
+    stop = text[len(text) // 2: len(text) // 2 + 4]
+    sa = s.ollama.chat(model="drafted", messages=msgs, options=dict(spec, stop=[stop]))
+    sb = s.ollama.chat(model="drafted", messages=msgs, options=dict(plain, stop=[stop]))
+    check(sa.message.content == sb.message.content and stop not in sa.message.content
+          and sa.done_reason == "stop", "a stop string during speculation cuts where plain decoding cuts",
+          f"{stop!r}: {sa.message.content!r} vs {sb.message.content!r}")
+    # the client leaves mid-stream: the runner goes idle and generates nothing more
+    c, r = stream_lines(s, "/api/generate", {"model": "drafted", "prompt": "Write a very long story.",
+                                             "options": {"temperature": 0, "num_predict": 2000, "draft_min": 4}})
+    for _ in range(5):
+        r.readline()
+    c.sock.shutdown(socket.SHUT_RDWR)
+    c.close()
+    t0 = time.time()
+    while time.time() - t0 < 1.0 and (runner_state(s, "drafted:latest").get("busy")):
+        time.sleep(0.02)
+    t1 = runner_state(s, "drafted:latest")
+    time.sleep(0.3)
+    t2 = runner_state(s, "drafted:latest")
+    check(not t1.get("busy") and t1["tokens_generated"] == t2["tokens_generated"],
+          "a client that leaves during speculation leaves the runner idle within 1 s, nothing generated after",
+          f"{t1} {t2}")
+    st, body = s.post("/api/generate", {"model": "drafted", "prompt": "x", "options": {"draft_max": 16}})
+    check(st == 400 and "draft_max" in body["error"], "draft_max out of range is a 400 naming it", str(body))
 
 
 def serve_rss(s):

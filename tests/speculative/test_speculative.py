@@ -48,6 +48,7 @@ def export(model):
 
 def run(name, prompt, draft_max, raw):
     args = [WICK, "run", name, "--temperature", "0", "--num-predict", "256", "--draft-max", str(draft_max),
+            "--draft-min", str(min(draft_max, 3)),  # speculate every step: the equality is tested, not skipped
             "--logprobs", "0", "--verbose", "--threads", "2"]
     if raw:
         args.append("--raw")
