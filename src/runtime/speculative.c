@@ -4,6 +4,15 @@
  * measured costs of drafting, verifying and plain decoding. The expected
  * tokens per round with per-token acceptance a and k drafts is
  * (1 - a^(k+1)) / (1 - a) (Leviathan et al. 2023, eq. 1).
+ *
+ * Verification is not linear in its tokens: the float kernels load each
+ * weight once for up to four tokens, so verifying 2-4 tokens costs about a
+ * plain step and the fifth starts another pass. So the cost of verifying n
+ * tokens is kept per n, measured; an n not yet measured is estimated from
+ * the largest measured one below it plus the mean extra cost per token
+ * seen so far. The estimate errs low (the extra cost of tokens that
+ * shared a pass is near 0), so unmeasured lengths get tried and measured:
+ * that is the controller's exploration.
  */
 #include "wk_runtime.h"
 
@@ -31,15 +40,26 @@ static double expected_tokens(double a, int32_t k)
     return (1 - pow(a, k + 1)) / (1 - a);
 }
 
+/* The cost of verifying n tokens: measured, or estimated (top of file). */
+static double verify_cost(const struct wk_spec_ctl *c, int32_t n)
+{
+    if (c->t_verify[n] > 0) return c->t_verify[n];
+    int32_t m = n - 1;
+    while (m > 1 && c->t_verify[m] <= 0) m--;
+    double base = m > 1 ? c->t_verify[m] : c->t_step;
+    return base + (n - m) * c->t_extra;
+}
+
 int32_t wk_spec_ctl_k(struct wk_spec_ctl *c, int32_t k_max)
 {
     if (k_max < 1 || c->pause > 0 || c->t_step <= 0) return 0;
+    k_max = WK_MIN(k_max, WK_VERIFY_MAX - 1);
     const double a = c->trials > 0 ? c->acc / c->trials : 0;
-    if (c->probe || c->t_draft <= 0) return WK_MIN(k_max, 4);
+    if (c->probe || c->t_draft <= 0) return WK_MIN(k_max, 3);
     int32_t best = 0;
     double best_rate = 1 / c->t_step; /* plain decoding */
     for (int32_t k = 1; k <= k_max; k++) {
-        double rate = expected_tokens(a, k) / (k * c->t_draft + c->t_step + k * c->t_extra);
+        double rate = expected_tokens(a, k) / (k * c->t_draft + verify_cost(c, k + 1));
         if (rate > best_rate) best = k, best_rate = rate;
     }
     if (best == 0) c->pause = WK_SPEC_PAUSE;
@@ -49,11 +69,12 @@ int32_t wk_spec_ctl_k(struct wk_spec_ctl *c, int32_t k_max)
 void wk_spec_ctl_update(struct wk_spec_ctl *c, int32_t k, int32_t accepted, int64_t draft_ns,
                         int64_t verify_ns)
 {
-    if (k < 1) return;
+    if (k < 1 || k >= WK_VERIFY_MAX) return;
     c->probe = false;
     c->acc = DECAY * c->acc + accepted;
     c->trials = DECAY * c->trials + accepted + (accepted < k);
     smooth(&c->t_draft, (double)draft_ns / k);
+    smooth(&c->t_verify[k + 1], (double)verify_ns);
     if (c->t_step > 0) {
         double extra = ((double)verify_ns - c->t_step) / k;
         smooth(&c->t_extra, extra > 0 ? extra : 0);

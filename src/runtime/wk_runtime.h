@@ -302,19 +302,22 @@ struct wk_generate_stats {
  * The draft length controller: picks k, the tokens to draft next round,
  * from the running acceptance rate a (accepted over accept/reject trials,
  * decayed by 0.9 per round) and the measured costs (ns per drafted token
- * t_d, per plain decode step t_1, per extra verified token t_x): the k in
- * 1..k_max that maximises the expected tokens per round, (1 - a^(k+1)) /
- * (1 - a) (Leviathan et al. 2023, eq. 1), over its cost k·t_d + t_1 +
- * k·t_x. When no k beats plain decoding (1 / t_1), speculation pauses for
- * WK_SPEC_PAUSE plain steps, then probes again with half its history
- * forgotten. Until t_1 is measured, k is 0 (one plain step first).
+ * t_d, per plain decode step t_1, per verification of n tokens t_v(n),
+ * speculative.c has how unmeasured n are estimated): the k in 1..k_max
+ * that maximises the expected tokens per round, (1 - a^(k+1)) / (1 - a)
+ * (Leviathan et al. 2023, eq. 1), over its cost k·t_d + t_v(k + 1). When
+ * no k beats plain decoding (1 / t_1), speculation pauses for
+ * WK_SPEC_PAUSE plain steps, then probes again (k = 3) with half its
+ * history forgotten. Until t_1 is measured, k is 0 (one plain step first);
+ * the first round probes with k = 3.
  */
 #define WK_SPEC_PAUSE 32
 struct wk_spec_ctl {
-    double acc, trials;               /* decayed counts */
-    double t_draft, t_step, t_extra;  /* ns, running means; 0 = not yet measured */
-    int32_t pause;                    /* plain steps left before speculating again */
-    bool probe;                       /* next round drafts without weighing the cost */
+    double acc, trials;              /* decayed counts */
+    double t_draft, t_step, t_extra; /* ns, running means; 0 = not yet measured */
+    double t_verify[WK_VERIFY_MAX + 1]; /* ns to verify n tokens, running means */
+    int32_t pause;                   /* plain steps left before speculating again */
+    bool probe;                      /* next round drafts without weighing the cost */
 };
 void wk_spec_ctl_init(struct wk_spec_ctl *c);
 /* The number of tokens to draft next (0 = a plain step), at most k_max. */

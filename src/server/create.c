@@ -377,7 +377,8 @@ static enum wk_status quantize_to(struct build *b, const char *src, const char *
         return wk_error_set(b->err, WK_E_IO, "cannot create a folder in %s", wk_store_dir(b->s));
     }
     say(b, "quantizing %s", what);
-    enum wk_status st = wk_quantize_folder(src, out, type, b->err);
+    /* a draft's bytes per token are what speculation saves: all of it in the type */
+    enum wk_status st = wk_quantize_folder(src, out, type, strcmp(what, "draft") == 0, b->err);
     if (st) {
         remove_tree(out);
         out[0] = '\0';

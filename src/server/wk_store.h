@@ -140,10 +140,12 @@ enum wk_status wk_store_create(struct wk_store *s, const struct wk_model_name *n
  * (q8_0, q4_0, q6_K, q4_K_M) or the affine groups of 64 (int8, int4;
  * case-insensitive) under the policy quantize.c states, stored as U8 rows
  * of blocks with "wick.dtype.<name>" in the file's metadata; JSON and
- * template files copied. Errors: WK_E_INVALID (an unknown type), those of
- * the safetensors reader and writer.
+ * template files copied. uniform (for a speculative draft): every weight in
+ * that type, the embedding and the 8-bit promotions included. Errors:
+ * WK_E_INVALID (an unknown type), those of the safetensors reader and
+ * writer.
  */
-enum wk_status wk_quantize_folder(const char *src, const char *dst, const char *type,
+enum wk_status wk_quantize_folder(const char *src, const char *dst, const char *type, bool uniform,
                                   struct wk_error *err);
 
 /* What running a stored model needs. */

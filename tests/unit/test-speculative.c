@@ -415,10 +415,17 @@ static void test_controller(void)
     wk_spec_ctl_init(&c);
     CHECK_EQ_INT(wk_spec_ctl_k(&c, 8), 0); /* no plain step measured yet */
     wk_spec_ctl_plain(&c, 10000000);       /* 10 ms a step */
-    CHECK_EQ_INT(wk_spec_ctl_k(&c, 8), 4); /* the first round probes */
-    /* cheap drafts that are always accepted: k grows to the cap */
-    for (int i = 0; i < 20; i++) wk_spec_ctl_update(&c, 4, 4, 4 * 1000000, 11000000);
+    CHECK_EQ_INT(wk_spec_ctl_k(&c, 8), 3); /* the first round probes */
+    /* cheap drafts that are always accepted, verification at about a plain
+     * step whatever its length: k grows to the cap */
+    for (int k = 1; k <= 8; k++)
+        for (int i = 0; i < 10; i++) wk_spec_ctl_update(&c, k, k, k * 1000000, 11000000);
     CHECK_EQ_INT(wk_spec_ctl_k(&c, 8), 8);
+    /* verifying more than 4 tokens measured at three steps: k stops at 3
+     * (at acceptance ~1: 4 tokens for 3 + 11 ms beat 9 for 8 + 33 ms) */
+    for (int k = 4; k <= 8; k++)
+        for (int i = 0; i < 20; i++) wk_spec_ctl_update(&c, k, k, k * 1000000, 33000000);
+    CHECK_EQ_INT(wk_spec_ctl_k(&c, 8), 3);
     /* a draft that costs as much as the target and is mostly rejected:
      * speculation pauses for WK_SPEC_PAUSE plain steps */
     for (int i = 0; i < 40; i++) wk_spec_ctl_update(&c, 2, 0, 2 * 10000000, 12000000);
@@ -428,13 +435,13 @@ static void test_controller(void)
         CHECK_EQ_INT(wk_spec_ctl_k(&c, 8), 0);
     }
     wk_spec_ctl_plain(&c, 10000000);
-    CHECK_EQ_INT(wk_spec_ctl_k(&c, 8), 4); /* a probe after the pause */
+    CHECK_EQ_INT(wk_spec_ctl_k(&c, 8), 3); /* a probe after the pause */
     /* at acceptance 0.8 with drafts at a tenth of a step and free extra
      * verification, the best k maximises (1 - 0.8^(k+1)) / (0.2 (0.1 k + 1)):
      * k = 5 of 1..8, computed here from the formula */
     wk_spec_ctl_init(&c);
     wk_spec_ctl_plain(&c, 10000000);
-    c.acc = 80, c.trials = 100, c.t_draft = 1000000, c.t_extra = 0;
+    c.acc = 80, c.trials = 100, c.t_draft = 1000000, c.t_extra = 0; /* t_v(n) = t_1 for every n */
     int best = 0;
     double best_rate = 0;
     for (int k = 1; k <= 8; k++) {
