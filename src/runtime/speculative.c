@@ -62,7 +62,12 @@ int32_t wk_spec_ctl_k(struct wk_spec_ctl *c, int32_t k_max)
         double rate = expected_tokens(a, k) / (k * c->t_draft + verify_cost(c, k + 1));
         if (rate > best_rate) best = k, best_rate = rate;
     }
-    if (best == 0) c->pause = WK_SPEC_PAUSE;
+    if (best == 0) {
+        /* each pause that follows a probe doubles: a draft that never pays
+         * costs a probe round and a catch-up ever more rarely */
+        c->pause_len = c->pause_len > 0 ? WK_MIN(2 * c->pause_len, 64 * WK_SPEC_PAUSE) : WK_SPEC_PAUSE;
+        c->pause = c->pause_len;
+    }
     return best;
 }
 
@@ -72,6 +77,7 @@ void wk_spec_ctl_update(struct wk_spec_ctl *c, int32_t k, int32_t accepted, int6
     if (k < 1 || k >= WK_VERIFY_MAX) return;
     c->probe = false;
     c->acc = DECAY * c->acc + accepted;
+    if (accepted == k) c->pause_len = 0; /* a full round: the next pause starts short again */
     c->trials = DECAY * c->trials + accepted + (accepted < k);
     smooth(&c->t_draft, (double)draft_ns / k);
     smooth(&c->t_verify[k + 1], (double)verify_ns);

@@ -308,7 +308,8 @@ struct wk_generate_stats {
  * (Leviathan et al. 2023, eq. 1), over its cost k·t_d + t_v(k + 1). When
  * no k beats plain decoding (1 / t_1), speculation pauses for
  * WK_SPEC_PAUSE plain steps, then probes again (k = 3) with half its
- * history forgotten. Until t_1 is measured, k is 0 (one plain step first);
+ * history forgotten; a pause right after a probe lasts twice the one
+ * before (up to 64 x WK_SPEC_PAUSE) until a round is accepted whole. Until t_1 is measured, k is 0 (one plain step first);
  * the first round probes with k = 3.
  */
 #define WK_SPEC_PAUSE 32
@@ -317,6 +318,7 @@ struct wk_spec_ctl {
     double t_draft, t_step, t_extra; /* ns, running means; 0 = not yet measured */
     double t_verify[WK_VERIFY_MAX + 1]; /* ns to verify n tokens, running means */
     int32_t pause;                   /* plain steps left before speculating again */
+    int32_t pause_len;               /* the last pause's length (0: none since a full round) */
     bool probe;                      /* next round drafts without weighing the cost */
 };
 void wk_spec_ctl_init(struct wk_spec_ctl *c);

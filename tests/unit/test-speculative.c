@@ -436,6 +436,15 @@ static void test_controller(void)
     }
     wk_spec_ctl_plain(&c, 10000000);
     CHECK_EQ_INT(wk_spec_ctl_k(&c, 8), 3); /* a probe after the pause */
+    /* the probe is rejected: the next pause lasts twice as long */
+    wk_spec_ctl_update(&c, 3, 0, 3 * 10000000, 12000000);
+    CHECK_EQ_INT(wk_spec_ctl_k(&c, 8), 0);
+    int steps = 0;
+    do {
+        wk_spec_ctl_plain(&c, 10000000);
+        steps++;
+    } while (wk_spec_ctl_k(&c, 8) == 0 && steps < 1000);
+    CHECK_EQ_INT(steps, 2 * WK_SPEC_PAUSE);
     /* at acceptance 0.8 with drafts at a tenth of a step and free extra
      * verification, the best k maximises (1 - 0.8^(k+1)) / (0.2 (0.1 k + 1)):
      * k = 5 of 1..8, computed here from the formula */

@@ -1,7 +1,7 @@
 /*
  * dot_rows_avx512.c - the multi-row decode dots (vec_dot_rows) for the
- * 32-element block types Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 and the float types
- * F32, F16, BF16: out[r] = dot(row r, x) with x in f32, several rows at
+ * 32-element block types Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, the affine groups
+ * I8G64, I4G64 and the float types F32, F16, BF16: out[r] = dot(row r, x) with x in f32, several rows at
  * once (dot_rows.h has the scheme; the K-quants are in dot_rows_k_avx512.c).
  *
  * Spec: wk_ref_vec_dot_<type>_f32 in src/tensor/quant_ref.c. As in
@@ -129,6 +129,113 @@ DOT_ROWS_FN(vec_dot_rows_q5_0, rows_K_Q5_0, 32, sizeof(struct wk_block_q5_0), XS
             XS_MAX)
 DOT_ROWS_FN(vec_dot_rows_q5_1, rows_K_Q5_1, 32, sizeof(struct wk_block_q5_1), XS_CHUNK, rows_x_sums,
             XS_MAX)
+
+/* ------------------------------------------------------ affine groups of 64 */
+
+/*
+ * I8G64 and I4G64 (MLX's affine groups: w = scale * q + bias, q unsigned,
+ * f16 scale and bias per 64 elements), as the 32-element kinds above:
+ *   sum w*x = scale * sum(q * x) + bias * sum(x)    per group,
+ * the bias terms of four rows one 128-bit FMA with the group's sum of x.
+ * I4G64 packs element 2i in the low nibble of q[i] and 2i+1 in the high
+ * one, so PREP lays each group's x out as its 32 even elements then its 32
+ * odd ones (and the group sums after the chunk's x): a 16-byte load of
+ * codes then meets x in two plain 16-float loads, as Q4's layout does.
+ */
+#define AFF_CHUNK 8192 /* elements per column chunk: x, then its 128 group sums */
+
+/* Group sums of x for I8G64: xs[g] at scratch[g]. */
+static inline void aff8_prep(int64_t n, const float *x, float *xs)
+{
+    for (int64_t g = 0; g < n / 64; g++) {
+        __m512 s = _mm512_add_ps(_mm512_add_ps(_mm512_loadu_ps(x + 64 * g), _mm512_loadu_ps(x + 64 * g + 16)),
+                                 _mm512_add_ps(_mm512_loadu_ps(x + 64 * g + 32), _mm512_loadu_ps(x + 64 * g + 48)));
+        xs[g] = _mm512_reduce_add_ps(s);
+    }
+}
+
+/* x deinterleaved per group for I4G64 (even elements, then odd), the
+ * group sums after it at scratch[AFF_CHUNK + g]. */
+static inline void aff4_prep(int64_t n, const float *x, float *scratch)
+{
+    const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+    const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
+    for (int64_t g = 0; g < n / 64; g++) {
+        const float *xg = x + 64 * g;
+        float *d = scratch + 64 * g;
+        for (int h = 0; h < 2; h++) { /* elements 32h .. 32h+31 */
+            const __m512 a = _mm512_loadu_ps(xg + 32 * h), b = _mm512_loadu_ps(xg + 32 * h + 16);
+            _mm512_storeu_ps(d + 16 * h, _mm512_permutex2var_ps(a, even, b));
+            _mm512_storeu_ps(d + 32 + 16 * h, _mm512_permutex2var_ps(a, odd, b));
+        }
+    }
+    aff8_prep(n, x, scratch + AFF_CHUNK);
+}
+
+/* R rows of I8G64 (bits 8) or I4G64 (bits 4) over n elements. */
+static ALWAYS_INLINE void rows_aff(const int bits, const int R, int64_t n, const uint8_t *w,
+                                   size_t stride, const float *x, const float *scratch, float *out,
+                                   bool add)
+{
+    const size_t bb = bits == 8 ? sizeof(struct wk_block_i8g64) : sizeof(struct wk_block_i4g64);
+    const float *xs = bits == 8 ? scratch : scratch + AFF_CHUNK;
+    const float *xp = bits == 8 ? x : scratch; /* x as the codes meet it */
+    const __m512i m4 = _mm512_set1_epi32(0x0F);
+    _Alignas(16) float ds[4];
+    __m512 acc[4];
+    UNROLL
+    for (int r = 0; r < 4; r++) acc[r] = _mm512_setzero_ps();
+    __m128 accc = _mm_setzero_ps();
+    const size_t pf = rows_pf_dist(R, stride);
+    size_t pf_next = 0;
+    for (int64_t g = 0; g < n / 64; g++) {
+        const uint8_t *b = w + g * bb;
+        rows_prefetch(R, w, stride, pf, &pf_next, (size_t)(g + 1) * bb);
+        rows_spill(ds, rows_f16x4(R, b, stride, 0));
+        accc = _mm_fmadd_ps(rows_f16x4(R, b, stride, 2), _mm_set1_ps(xs[g]), accc);
+        const float *xg = xp + 64 * g;
+        const __m512 x0 = _mm512_loadu_ps(xg), x1 = _mm512_loadu_ps(xg + 16);
+        const __m512 x2 = _mm512_loadu_ps(xg + 32), x3 = _mm512_loadu_ps(xg + 48);
+        UNROLL
+        for (int r = 0; r < R; r++) {
+            const uint8_t *q = b + r * stride + 4;
+            __m512 c0, c1, c2, c3;
+            if (bits == 8) {
+                c0 = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(load16(q)));
+                c1 = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(load16(q + 16)));
+                c2 = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(load16(q + 32)));
+                c3 = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(load16(q + 48)));
+            } else {
+                /* bytes 0-15: elements 0..31, even ones in the low nibbles
+                 * (x0: even x of 0..31, x2: odd); bytes 16-31: 32..63 */
+                const __m512i v0 = _mm512_cvtepu8_epi32(load16(q)), v1 = _mm512_cvtepu8_epi32(load16(q + 16));
+                c0 = _mm512_cvtepi32_ps(_mm512_and_si512(v0, m4));
+                c2 = _mm512_cvtepi32_ps(_mm512_srli_epi32(v0, 4));
+                c1 = _mm512_cvtepi32_ps(_mm512_and_si512(v1, m4));
+                c3 = _mm512_cvtepi32_ps(_mm512_srli_epi32(v1, 4));
+            }
+            __m512 sum = _mm512_fmadd_ps(c1, x1, _mm512_mul_ps(c0, x0));
+            sum = _mm512_fmadd_ps(c3, x3, _mm512_fmadd_ps(c2, x2, sum));
+            acc[r] = _mm512_fmadd_ps(sum, _mm512_set1_ps(ds[r]), acc[r]);
+        }
+    }
+    rows_finish(R, acc, accc, out, add);
+}
+
+static ALWAYS_INLINE void rows_I8G64(const int R, int64_t n, const uint8_t *w, size_t stride, const float *x,
+                                     const float *xs, float *out, bool add)
+{
+    rows_aff(8, R, n, w, stride, x, xs, out, add);
+}
+static ALWAYS_INLINE void rows_I4G64(const int R, int64_t n, const uint8_t *w, size_t stride, const float *x,
+                                     const float *xs, float *out, bool add)
+{
+    rows_aff(4, R, n, w, stride, x, xs, out, add);
+}
+DOT_ROWS_FN(vec_dot_rows_i8g64, rows_I8G64, 64, sizeof(struct wk_block_i8g64), AFF_CHUNK, aff8_prep,
+            AFF_CHUNK / 64)
+DOT_ROWS_FN(vec_dot_rows_i4g64, rows_I4G64, 64, sizeof(struct wk_block_i4g64), AFF_CHUNK, aff4_prep,
+            AFF_CHUNK + AFF_CHUNK / 64)
 
 /* ------------------------------------------------------------ float rows */
 
@@ -263,6 +370,8 @@ void wk__avx512_fill_dot_rows(struct wk_cpu_kernels *k)
     k->vec_dot_rows[WK_DTYPE_F32] = vec_dot_rows_f32;
     k->vec_dot_rows[WK_DTYPE_F16] = vec_dot_rows_f16;
     k->vec_dot_rows[WK_DTYPE_BF16] = vec_dot_rows_bf16;
+    k->vec_dot_rows[WK_DTYPE_I8G64] = vec_dot_rows_i8g64;
+    k->vec_dot_rows[WK_DTYPE_I4G64] = vec_dot_rows_i4g64;
     k->vec_dot_rows_tokens[WK_DTYPE_F32] = vec_dot_rows_tokens_f32;
     k->vec_dot_rows_tokens[WK_DTYPE_F16] = vec_dot_rows_tokens_f16;
     k->vec_dot_rows_tokens[WK_DTYPE_BF16] = vec_dot_rows_tokens_bf16;
