@@ -2,7 +2,8 @@
  * rows_x16_ref.c - the plain-C reference of the decode dots with 16-bit
  * activations (the table's vec_dot_rows_x16 entries, wk_cpu.h): the
  * activation quantizer and the multi-row dots for the 32-element block
- * types Q4_0, Q4_1, Q5_0, Q5_1.
+ * types Q4_0, Q4_1, Q5_0, Q5_1 and the affine groups I4G64 (a group of 64
+ * is two blocks of x sharing the weights' scale and bias).
  *
  * Each 32-element block of x is rounded to x~ = (d / 256) * (256 hi + lo)
  * with d = max|x| / 127, hi = round(x / d) and lo = round(256 (x - hi d) / d)
@@ -15,7 +16,7 @@
  * the integers: per block S = sum q_j (256 hi_j + lo_j), and
  *   sum_j w_j x~_j = d_w (d / 256) S + c_w (d / 256) sum_j (256 hi_j + lo_j)
  * where w_j = d_w q_j + c_w (c_w = m for Q4_1/Q5_1, -8 d_w for Q4_0,
- * -16 d_w for Q5_0). So each result is the exact dot of the weights with x~,
+ * -16 d_w for Q5_0, I4G64's scale and bias for d_w and c_w). So each result is the exact dot of the weights with x~,
  * up to float rounding of the per-block terms.
  */
 #include "wk_cpu.h"
@@ -43,10 +44,20 @@ void wk__x16_quantize_ref(int64_t n, const float *x, float *d, int8_t *hi, int8_
     }
 }
 
-/* Integer weights q_j (0..31) of block b of a row, and the block's d_w, c_w. */
+/* Integer weights q_j (0..31) of 32-element block b of a row, and the
+ * block's d_w, c_w (I4G64: half of a group of 64, scale and bias). */
 static void block_q(enum wk_dtype t, const uint8_t *row, int64_t b, int q[32], float *dw, float *cw)
 {
     const uint8_t *qs, *qhp = NULL;
+    if (t == WK_DTYPE_I4G64) {
+        const struct wk_block_i4g64 *k = (const struct wk_block_i4g64 *)row + b / 2;
+        *dw = wk_f16_to_f32(k->scale), *cw = wk_f16_to_f32(k->bias);
+        for (int j = 0; j < 32; j++) { /* element 2i in the low nibble of byte i */
+            const int e = 32 * (int)(b % 2) + j;
+            q[j] = e & 1 ? k->q[e / 2] >> 4 : k->q[e / 2] & 0x0F;
+        }
+        return;
+    }
     if (t == WK_DTYPE_Q4_0) {
         const struct wk_block_q4_0 *k = (const struct wk_block_q4_0 *)row + b;
         *dw = wk_f16_to_f32(k->d), *cw = -8.0f * *dw, qs = k->qs;
@@ -102,6 +113,7 @@ ROWS_X16_REF(q4_0, WK_DTYPE_Q4_0)
 ROWS_X16_REF(q4_1, WK_DTYPE_Q4_1)
 ROWS_X16_REF(q5_0, WK_DTYPE_Q5_0)
 ROWS_X16_REF(q5_1, WK_DTYPE_Q5_1)
+ROWS_X16_REF(i4g64, WK_DTYPE_I4G64)
 
 wk_vec_dot_rows_fn wk__vec_dot_rows_x16_ref(enum wk_dtype t)
 {
@@ -110,6 +122,7 @@ wk_vec_dot_rows_fn wk__vec_dot_rows_x16_ref(enum wk_dtype t)
     case WK_DTYPE_Q4_1: return rows_x16_ref_q4_1;
     case WK_DTYPE_Q5_0: return rows_x16_ref_q5_0;
     case WK_DTYPE_Q5_1: return rows_x16_ref_q5_1;
+    case WK_DTYPE_I4G64: return rows_x16_ref_i4g64;
     default: return NULL;
     }
 }

@@ -364,11 +364,16 @@ static int32_t draft_tokens(struct gen *g, int32_t x0, int32_t k, int32_t *draft
     while (keep < s->d_cached.n && keep < n0 && s->d_cached.ids[keep] == s->cached.ids[keep]) keep++;
     roll_back(s->d_ctx, &s->d_cached, keep);
     keep = (int32_t)s->d_cached.n;
+    /* the cost of proposing: from here when the draft is a token behind
+     * (the last round's final draft, which it never ran: part of every
+     * round's cost), after catching up when it is further behind (the
+     * prompt, a pause: the request's cost, not the round's) */
+    *t_start = wk_time_ns();
     if (keep < n0 &&
         (g->st = feed_ex(s->d_ctx, &s->d_cached, s->cached.ids + keep, n0 - keep, NULL, false, cancel,
                          g->err)))
         return -1;
-    *t_start = wk_time_ns(); /* proposing starts here; catching up is the prompt's cost */
+    if (n0 - keep > 1) *t_start = wk_time_ns();
     if ((g->st = feed_ex(s->d_ctx, &s->d_cached, &x0, 1, s->d_logits, false, cancel, g->err))) return -1;
     int32_t n = 0;
     while (n < k) {
@@ -506,6 +511,7 @@ enum wk_status wk_session_generate(struct wk_session *s, const struct wk_tokens 
     wk_detok_init(&g.detok);
     wk_stop_matcher_init(&g.o.stop, p->stop, p->stop ? p->n_stop : 0);
     const int32_t k_max = WK_MIN(p->draft_max, WK_VERIFY_MAX - 1);
+    if (s->draft) wk_spec_ctl_begin(&s->ctl);
     int32_t id = wk_sampler_sample(sampler, s->logits);
     bool go = emit_token(&g, id, s->logits, wk_context_n_past(s->ctx));
     while (go) {

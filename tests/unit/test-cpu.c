@@ -381,7 +381,8 @@ void wk__avx512_fill_rows_x16(struct wk_cpu_kernels *k); /* the AVX-512BW (no VN
  * VNNI. NULL where this CPU cannot run it or the variant has none for t;
  * *name gets the variant's name. */
 #define N_X16_VARIANTS 4
-static const enum wk_dtype g_x16_types[] = {WK_DTYPE_Q4_0, WK_DTYPE_Q4_1, WK_DTYPE_Q5_0, WK_DTYPE_Q5_1};
+static const enum wk_dtype g_x16_types[] = {WK_DTYPE_Q4_0, WK_DTYPE_Q4_1, WK_DTYPE_Q5_0, WK_DTYPE_Q5_1,
+                                            WK_DTYPE_I4G64};
 static wk_vec_dot_rows_fn x16_variant(int v, enum wk_dtype t, const char **name)
 {
     static const char *names[N_X16_VARIANTS] = {"ref", "avx2", "avx512", "avx512bw"};
@@ -402,18 +403,20 @@ static wk_vec_dot_rows_fn x16_variant(int v, enum wk_dtype t, const char **name)
  * counts as zeros, so the dot equals that of the other blocks. */
 static void test_vec_dot_rows_x16_nan_and_tiny(void)
 {
-    const int64_t n = 96; /* three blocks; the middle one is the odd one */
     uint64_t seed = 5;
     for (size_t ti = 0; ti < WK_ARRAY_LEN(g_x16_types); ti++) {
         enum wk_dtype t = g_x16_types[ti];
+        /* three blocks of x (I4G64: a group and a half, rounded up to two);
+         * the second one, x[32..63], is the odd one */
+        const int64_t bs = wk_dtype_traits_get(t)->block_size, n = (96 + bs - 1) / bs * bs;
         size_t row = wk_dtype_row_bytes(t, n);
         uint8_t *w = wk_aligned_alloc(row * 3);
-        for (int r = 0; r < 3; r++) fill_random_blocks(t, w + r * row, n / 32, &seed);
+        for (int r = 0; r < 3; r++) fill_random_blocks(t, w + r * row, n / bs, &seed);
         for (int v = 0; v < N_X16_VARIANTS; v++) {
             const char *name;
             wk_vec_dot_rows_fn f = x16_variant(v, t, &name);
             if (!f) continue;
-            float x[96], out[3], base[3];
+            float x[128], out[3], base[3];
             for (int i = 0; i < n; i++) x[i] = check_rand_f32(&seed);
             for (int i = 32; i < 64; i++) x[i] = 0;
             f(n, w, row, x, base, 3);
@@ -446,12 +449,12 @@ static void test_vec_dot_rows_x16(void)
             wk_vec_dot_rows_fn f = x16_variant(v, t, &name);
             if (!f) continue;
             for (size_t bi = 0; bi < WK_ARRAY_LEN(blocks); bi++) {
-                int64_t n = 32 * blocks[bi];
+                int64_t n = tr->block_size * blocks[bi];
                 size_t row = wk_dtype_row_bytes(t, n), stride = row + 16;
                 for (int64_t n_rows = 1; n_rows <= 9; n_rows += bi == 4 ? 4 : 1) {
                     uint8_t *w = wk_aligned_alloc(stride * (size_t)n_rows);
                     for (int64_t r = 0; r < n_rows; r++)
-                        fill_random_blocks(t, w + r * stride, n / 32, &seed);
+                        fill_random_blocks(t, w + r * stride, n / tr->block_size, &seed);
                     float *x = wk_aligned_alloc((size_t)n * 4), *wf = wk_aligned_alloc((size_t)n * 4);
                     float *d = wk_aligned_alloc((size_t)n / 32 * 4), got[9];
                     int8_t *hi = wk_aligned_alloc((size_t)n), *lo = wk_aligned_alloc((size_t)n);

@@ -1,6 +1,6 @@
 /*
  * rows_x16_template.h - the AVX-512 decode dots with 16-bit activations
- * (vec_dot_rows_x16, wk_cpu.h) for Q4_0, Q4_1, Q5_0, Q5_1. Compiled twice:
+ * (vec_dot_rows_x16, wk_cpu.h) for Q4_0, Q4_1, Q5_0, Q5_1, I4G64. Compiled twice:
  * by rows_x16_avx512.c (WK_AVX512_VNNI 0: vpmaddubsw + vpmaddwd, AVX-512BW)
  * and by rows_x16_avx512_vnni.c (WK_AVX512_VNNI 1: vpdpbusd). The two give
  * the same integers, hence bit-identical results. Including files define
@@ -58,7 +58,19 @@ static inline __m512i x16_dot(__m512i acc, __m512i u, __m512i s)
  * is wk__x16_quantize_ref's, operation for operation (no FMA contraction),
  * so hi and lo are the reference's.
  */
+static ALWAYS_INLINE void x16_prep_lines(int64_t n, const float *x, float *scratch, bool pairs);
 static inline void x16_prep(int64_t n, const float *x, float *scratch)
+{
+    x16_prep_lines(n, x, scratch, false);
+}
+/* PREP for I4G64, whose byte i holds elements 2i and 2i+1: the same
+ * quantities, each line's 32 elements stored as the 16 even ones (the
+ * first 64-byte line of hi and of lo) and the 16 odd ones (the second). */
+static inline void x16_prep_pairs(int64_t n, const float *x, float *scratch)
+{
+    x16_prep_lines(n, x, scratch, true);
+}
+static ALWAYS_INLINE void x16_prep_lines(int64_t n, const float *x, float *scratch, bool pairs)
 {
     const int64_t nb = n / 32;
     uint8_t *lines = (uint8_t *)scratch;
@@ -88,6 +100,15 @@ static inline void x16_prep(int64_t n, const float *x, float *scratch)
             isum = _mm512_add_epi32(isum, _mm512_add_epi32(_mm512_slli_epi32(hl[h], 8), ll[h]));
         }
         uint8_t *line = lines + X16_LINE_BYTES * b;
+        if (pairs) {
+            const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+            const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
+            const __m512i he = _mm512_permutex2var_epi32(hl[0], even, hl[1]);
+            const __m512i ho = _mm512_permutex2var_epi32(hl[0], odd, hl[1]);
+            const __m512i le = _mm512_permutex2var_epi32(ll[0], even, ll[1]);
+            const __m512i lo_ = _mm512_permutex2var_epi32(ll[0], odd, ll[1]);
+            hl[0] = he, hl[1] = ho, ll[0] = le, ll[1] = lo_;
+        }
         for (int h = 0; h < 2; h++) {
             const __m128i vh = _mm512_cvtepi32_epi8(hl[h]), vl = _mm512_cvtepi32_epi8(ll[h]);
             _mm512_store_si512((__m512i *)(line + 64 * h), _mm512_broadcast_i32x4(vh));
@@ -179,6 +200,56 @@ static ALWAYS_INLINE void x16_rows(const enum x16_kind K, const int R, int64_t n
     rows_store(R, out, _mm_add_ps(tot, accc), add);
 }
 
+/*
+ * I4G64: a group of 64 is two blocks of x. Bytes 16h .. 16h+15 of the
+ * group's codes hold its elements 32h .. 32h+31, even ones in the low
+ * nibbles and odd ones in the high, which meet x's even and odd lines
+ * (x16_prep_pairs); the group's scale multiplies both blocks' sums and its
+ * bias both blocks' sums of x~.
+ */
+static ALWAYS_INLINE void x16_rows_i4(const int R, int64_t n, const uint8_t *w, size_t stride,
+                                      const float *x, const float *scratch, float *out, bool add)
+{
+    (void)x;
+    const size_t bb = sizeof(struct wk_block_i4g64);
+    const int64_t nb = n / 32;
+    const uint8_t *lines = (const uint8_t *)scratch;
+    const float *ds = scratch + nb * (X16_LINE_BYTES / 4), *sums = ds + nb;
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    const __m512i expand = _mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0);
+    __m512 acc = _mm512_setzero_ps();
+    __m128 accc = _mm_setzero_ps(); /* the bias terms, row r in lane r */
+    const size_t pf = rows_pf_dist(R, stride);
+    size_t pf_next = 0;
+    for (int64_t g = 0; g < nb / 2; g++) {
+        const uint8_t *b = w + g * bb;
+        rows_prefetch(R, w, stride, pf, &pf_next, (size_t)(g + 1) * bb);
+        const __m128 dw = rows_f16x4(R, b, stride, 0);
+        UNROLL
+        for (int h = 0; h < 2; h++) {
+            const int64_t i = 2 * g + h;
+            const __m512i v = x16_load_rows(R, b + 4 + 16 * h, stride);
+            const __m512i lo = _mm512_and_si512(v, m4);
+            const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+            const uint8_t *line = lines + X16_LINE_BYTES * i;
+            __m512i sh = x16_dot(_mm512_setzero_si512(), lo, _mm512_load_si512((const __m512i *)line));
+            sh = x16_dot(sh, hi, _mm512_load_si512((const __m512i *)(line + 64)));
+            __m512i sl = x16_dot(_mm512_setzero_si512(), lo, _mm512_load_si512((const __m512i *)(line + 128)));
+            sl = x16_dot(sl, hi, _mm512_load_si512((const __m512i *)(line + 192)));
+            const __m512i s = _mm512_add_epi32(_mm512_slli_epi32(sh, 8), sl);
+            const __m128 sc = _mm_mul_ps(dw, _mm_set1_ps(ds[i]));
+            acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s),
+                                  _mm512_permutexvar_ps(expand, _mm512_castps128_ps512(sc)), acc);
+            accc = _mm_fmadd_ps(rows_f16x4(R, b, stride, 2), _mm_set1_ps(sums[i]), accc);
+        }
+    }
+    acc = _mm512_add_ps(acc, _mm512_permute_ps(acc, 0x4E));
+    acc = _mm512_add_ps(acc, _mm512_permute_ps(acc, 0xB1));
+    const __m512i pick = _mm512_set_epi32(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 12, 8, 4, 0);
+    const __m128 tot = _mm512_castps512_ps128(_mm512_permutexvar_ps(pick, acc));
+    rows_store(R, out, _mm_add_ps(tot, accc), add);
+}
+
 #define X16_ROWS(K)                                                                                \
     static ALWAYS_INLINE void x16_rows_##K(const int R, int64_t n, const uint8_t *w, size_t stride, \
                                            const float *x, const float *scratch, float *out,       \
@@ -199,6 +270,8 @@ DOT_ROWS_FN(x16_rows_q5_0, x16_rows_X16_Q5_0, 32, sizeof(struct wk_block_q5_0), 
             X16_SCRATCH_FLOATS)
 DOT_ROWS_FN(x16_rows_q5_1, x16_rows_X16_Q5_1, 32, sizeof(struct wk_block_q5_1), X16_CHUNK, x16_prep,
             X16_SCRATCH_FLOATS)
+DOT_ROWS_FN(x16_rows_i4g64, x16_rows_i4, 64, sizeof(struct wk_block_i4g64), X16_CHUNK, x16_prep_pairs,
+            X16_SCRATCH_FLOATS)
 
 void WK_X16_FILL(struct wk_cpu_kernels *k)
 {
@@ -206,4 +279,5 @@ void WK_X16_FILL(struct wk_cpu_kernels *k)
     k->vec_dot_rows_x16[WK_DTYPE_Q4_1] = x16_rows_q4_1;
     k->vec_dot_rows_x16[WK_DTYPE_Q5_0] = x16_rows_q5_0;
     k->vec_dot_rows_x16[WK_DTYPE_Q5_1] = x16_rows_q5_1;
+    k->vec_dot_rows_x16[WK_DTYPE_I4G64] = x16_rows_i4g64;
 }
