@@ -50,12 +50,20 @@ static double verify_cost(const struct wk_spec_ctl *c, int32_t n)
     return base + (n - m) * c->t_extra;
 }
 
+void wk_spec_ctl_begin(struct wk_spec_ctl *c)
+{
+    c->off = false, c->failed_probes = 0;
+}
+
 int32_t wk_spec_ctl_k(struct wk_spec_ctl *c, int32_t k_max)
 {
-    if (k_max < 1 || c->pause > 0 || c->t_step <= 0) return 0;
+    if (k_max < 1 || c->off || c->pause > 0 || c->t_step <= 0) return 0;
     k_max = WK_MIN(k_max, WK_VERIFY_MAX - 1);
     const double a = c->trials > 0 ? c->acc / c->trials : 0;
-    if (c->probe || c->t_draft <= 0) return WK_MIN(k_max, 3);
+    if (c->probe || c->t_draft <= 0) {
+        c->probed = true;
+        return WK_MIN(k_max, 3);
+    }
     int32_t best = 0;
     double best_rate = 1 / c->t_step; /* plain decoding */
     for (int32_t k = 1; k <= k_max; k++) {
@@ -63,11 +71,15 @@ int32_t wk_spec_ctl_k(struct wk_spec_ctl *c, int32_t k_max)
         if (rate > best_rate) best = k, best_rate = rate;
     }
     if (best == 0) {
-        /* each pause that follows a probe doubles: a draft that never pays
-         * costs a probe round and a catch-up ever more rarely */
+        /* each pause that follows a probe doubles; and since the draft's
+         * catch-up after a pause costs about a prefill of the tokens it
+         * missed, a probe that does not pay switches speculation off until
+         * the next request (wk_spec_ctl_begin) */
         c->pause_len = c->pause_len > 0 ? WK_MIN(2 * c->pause_len, 64 * WK_SPEC_PAUSE) : WK_SPEC_PAUSE;
         c->pause = c->pause_len;
+        if (c->probed && ++c->failed_probes >= 1) c->off = true;
     }
+    c->probed = false;
     return best;
 }
 
@@ -77,7 +89,7 @@ void wk_spec_ctl_update(struct wk_spec_ctl *c, int32_t k, int32_t accepted, int6
     if (k < 1 || k >= WK_VERIFY_MAX) return;
     c->probe = false;
     c->acc = DECAY * c->acc + accepted;
-    if (accepted == k) c->pause_len = 0; /* a full round: the next pause starts short again */
+    if (accepted == k) c->pause_len = 0, c->failed_probes = 0; /* a full round: pauses start short again */
     c->trials = DECAY * c->trials + accepted + (accepted < k);
     smooth(&c->t_draft, (double)draft_ns / k);
     smooth(&c->t_verify[k + 1], (double)verify_ns);

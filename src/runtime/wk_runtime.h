@@ -309,7 +309,10 @@ struct wk_generate_stats {
  * no k beats plain decoding (1 / t_1), speculation pauses for
  * WK_SPEC_PAUSE plain steps, then probes again (k = 3) with half its
  * history forgotten; a pause right after a probe lasts twice the one
- * before (up to 64 x WK_SPEC_PAUSE) until a round is accepted whole. Until t_1 is measured, k is 0 (one plain step first);
+ * before (up to 64 x WK_SPEC_PAUSE) until a round is accepted whole, and
+ * after a probe that does not pay, speculation stays off until the next
+ * request (wk_spec_ctl_begin): the draft's catch-up after a pause costs
+ * about a prefill of the tokens it missed. Until t_1 is measured, k is 0 (one plain step first);
  * the first round probes with k = 3.
  */
 #define WK_SPEC_PAUSE 32
@@ -319,9 +322,14 @@ struct wk_spec_ctl {
     double t_verify[WK_VERIFY_MAX + 1]; /* ns to verify n tokens, running means */
     int32_t pause;                   /* plain steps left before speculating again */
     int32_t pause_len;               /* the last pause's length (0: none since a full round) */
+    int32_t failed_probes;           /* probes followed by a pause, this request */
+    bool probed;                     /* the last k returned was a probe */
+    bool off;                        /* no speculation until wk_spec_ctl_begin */
     bool probe;                      /* next round drafts without weighing the cost */
 };
 void wk_spec_ctl_init(struct wk_spec_ctl *c);
+/* A request starts: speculation switched off by failed probes may resume. */
+void wk_spec_ctl_begin(struct wk_spec_ctl *c);
 /* The number of tokens to draft next (0 = a plain step), at most k_max. */
 int32_t wk_spec_ctl_k(struct wk_spec_ctl *c, int32_t k_max);
 /* A round drafted k tokens in draft_ns, of which accepted passed, and

@@ -436,15 +436,27 @@ static void test_controller(void)
     }
     wk_spec_ctl_plain(&c, 10000000);
     CHECK_EQ_INT(wk_spec_ctl_k(&c, 8), 3); /* a probe after the pause */
-    /* the probe is rejected: the next pause lasts twice as long */
+    /* the probe does not pay: speculation is off for the rest of the
+     * request, and the next pause lasts twice as long */
     wk_spec_ctl_update(&c, 3, 0, 3 * 10000000, 12000000);
     CHECK_EQ_INT(wk_spec_ctl_k(&c, 8), 0);
+    for (int i = 0; i < 4 * WK_SPEC_PAUSE; i++) {
+        wk_spec_ctl_plain(&c, 10000000);
+        CHECK_EQ_INT(wk_spec_ctl_k(&c, 8), 0);
+    }
+    /* a new request: the doubled pause has run out, so it probes */
+    wk_spec_ctl_begin(&c);
+    CHECK_EQ_INT(wk_spec_ctl_k(&c, 8), 3);
+    /* a new request in the middle of a doubled pause waits for its end */
+    wk_spec_ctl_update(&c, 3, 0, 3 * 10000000, 12000000);
+    CHECK_EQ_INT(wk_spec_ctl_k(&c, 8), 0);
+    wk_spec_ctl_begin(&c);
     int steps = 0;
     do {
         wk_spec_ctl_plain(&c, 10000000);
         steps++;
     } while (wk_spec_ctl_k(&c, 8) == 0 && steps < 1000);
-    CHECK_EQ_INT(steps, 2 * WK_SPEC_PAUSE);
+    CHECK_EQ_INT(steps, 4 * WK_SPEC_PAUSE);
     /* at acceptance 0.8 with drafts at a tenth of a step and free extra
      * verification, the best k maximises (1 - 0.8^(k+1)) / (0.2 (0.1 k + 1)):
      * k = 5 of 1..8, computed here from the formula */
