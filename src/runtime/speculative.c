@@ -91,6 +91,11 @@ void wk_spec_ctl_update(struct wk_spec_ctl *c, int32_t k, int32_t accepted, int6
     c->acc = DECAY * c->acc + accepted;
     if (accepted == k) c->pause_len = 0, c->failed_probes = 0; /* a full round: pauses start short again */
     c->trials = DECAY * c->trials + accepted + (accepted < k);
+    /* a session's first round also pays for first touches of the draft's
+     * cache and the verification buffers: its times would say the draft
+     * costs several times what it does (then t_draft stays 0 and the next
+     * round probes again) */
+    if (c->n_rounds++ == 0) return;
     smooth(&c->t_draft, (double)draft_ns / k);
     smooth(&c->t_verify[k + 1], (double)verify_ns);
     if (c->t_step > 0) {

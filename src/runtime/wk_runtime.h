@@ -308,7 +308,8 @@ struct wk_generate_stats {
  * (Leviathan et al. 2023, eq. 1), over its cost k·t_d + t_v(k + 1). When
  * no k beats plain decoding (1 / t_1), speculation pauses for
  * WK_SPEC_PAUSE plain steps, then probes again (k = 3) with half its
- * history forgotten; a pause right after a probe lasts twice the one
+ * history forgotten (the session's first round's times are dropped:
+ * first touches of memory); a pause right after a probe lasts twice the one
  * before (up to 64 x WK_SPEC_PAUSE) until a round is accepted whole, and
  * after a probe that does not pay, speculation stays off until the next
  * request (wk_spec_ctl_begin): the draft's catch-up after a pause costs
@@ -323,6 +324,7 @@ struct wk_spec_ctl {
     int32_t pause;                   /* plain steps left before speculating again */
     int32_t pause_len;               /* the last pause's length (0: none since a full round) */
     int32_t failed_probes;           /* probes followed by a pause, this request */
+    int64_t n_rounds;                /* rounds seen (the first one's times are not kept) */
     bool probed;                     /* the last k returned was a probe */
     bool off;                        /* no speculation until wk_spec_ctl_begin */
     bool probe;                      /* next round drafts without weighing the cost */

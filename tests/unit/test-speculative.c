@@ -416,6 +416,8 @@ static void test_controller(void)
     CHECK_EQ_INT(wk_spec_ctl_k(&c, 8), 0); /* no plain step measured yet */
     wk_spec_ctl_plain(&c, 10000000);       /* 10 ms a step */
     CHECK_EQ_INT(wk_spec_ctl_k(&c, 8), 3); /* the first round probes */
+    wk_spec_ctl_update(&c, 3, 3, 3 * 50000000, 90000000); /* first touches: its times are dropped */
+    CHECK_EQ_INT(wk_spec_ctl_k(&c, 8), 3);                 /* so the second probes too */
     /* cheap drafts that are always accepted, verification at about a plain
      * step whatever its length: k grows to the cap */
     for (int k = 1; k <= 8; k++)

@@ -144,6 +144,35 @@ static ALWAYS_INLINE __mmask64 x16_qh_mask(const int R, const uint8_t *p, size_t
     return (__mmask64)m;
 }
 
+/* One 32-element block of four rows (row r in 128-bit lane r): the codes
+ * lo (elements 0-15 of each lane's line pair) and hi (16-31) against the
+ * block's prepared x lines, S = 256 S_hi + S_lo exact, then acc += S times
+ * the rows' scales dw times the block's d / 256 (ds_i). */
+static ALWAYS_INLINE __m512 x16_block(__m512i lo, __m512i hi, const uint8_t *line, __m128 dw,
+                                      float ds_i, __m512 acc)
+{
+    const __m512i expand = _mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0);
+    __m512i sh = x16_dot(_mm512_setzero_si512(), lo, _mm512_load_si512((const __m512i *)line));
+    sh = x16_dot(sh, hi, _mm512_load_si512((const __m512i *)(line + 64)));
+    __m512i sl = x16_dot(_mm512_setzero_si512(), lo, _mm512_load_si512((const __m512i *)(line + 128)));
+    sl = x16_dot(sl, hi, _mm512_load_si512((const __m512i *)(line + 192)));
+    const __m512i s = _mm512_add_epi32(_mm512_slli_epi32(sh, 8), sl);
+    const __m128 sc = _mm_mul_ps(dw, _mm_set1_ps(ds_i));
+    return _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_permutexvar_ps(expand, _mm512_castps128_ps512(sc)),
+                           acc);
+}
+
+/* The rows' totals: each 128-bit lane of acc summed (row r's ends in
+ * element 4r), plus their constant terms accc, stored to out[0..R-1]. */
+static ALWAYS_INLINE void x16_finish(const int R, __m512 acc, __m128 accc, float *out, bool add)
+{
+    acc = _mm512_add_ps(acc, _mm512_permute_ps(acc, 0x4E));
+    acc = _mm512_add_ps(acc, _mm512_permute_ps(acc, 0xB1));
+    const __m512i pick = _mm512_set_epi32(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 12, 8, 4, 0);
+    const __m128 tot = _mm512_castps512_ps128(_mm512_permutexvar_ps(pick, acc));
+    rows_store(R, out, _mm_add_ps(tot, accc), add);
+}
+
 enum x16_kind { X16_Q4_0, X16_Q4_1, X16_Q5_0, X16_Q5_1 };
 
 static ALWAYS_INLINE void x16_rows(const enum x16_kind K, const int R, int64_t n, const uint8_t *w,
@@ -164,7 +193,6 @@ static ALWAYS_INLINE void x16_rows(const enum x16_kind K, const int R, int64_t n
     const uint8_t *lines = (const uint8_t *)scratch;
     const float *ds = scratch + nb * (X16_LINE_BYTES / 4), *sums = ds + nb;
     const __m512i m4 = _mm512_set1_epi8(0x0F), c16 = _mm512_set1_epi8(0x10);
-    const __m512i expand = _mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0);
     __m512 acc = _mm512_setzero_ps();
     __m128 accc = _mm_setzero_ps(); /* the c_w terms, row r in lane r */
     const size_t pf = rows_pf_dist(R, stride);
@@ -179,25 +207,12 @@ static ALWAYS_INLINE void x16_rows(const enum x16_kind K, const int R, int64_t n
             lo = _mm512_mask_add_epi8(lo, x16_qh_mask(R, b + qh_off, stride, 0), lo, c16);
             hi = _mm512_mask_add_epi8(hi, x16_qh_mask(R, b + qh_off, stride, 1), hi, c16);
         }
-        const uint8_t *line = lines + X16_LINE_BYTES * i;
-        __m512i sh = x16_dot(_mm512_setzero_si512(), lo, _mm512_load_si512((const __m512i *)line));
-        sh = x16_dot(sh, hi, _mm512_load_si512((const __m512i *)(line + 64)));
-        __m512i sl = x16_dot(_mm512_setzero_si512(), lo, _mm512_load_si512((const __m512i *)(line + 128)));
-        sl = x16_dot(sl, hi, _mm512_load_si512((const __m512i *)(line + 192)));
-        const __m512i s = _mm512_add_epi32(_mm512_slli_epi32(sh, 8), sl);
         const __m128 dw = rows_f16x4(R, b, stride, 0);
-        const __m128 sc = _mm_mul_ps(dw, _mm_set1_ps(ds[i]));
-        acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s),
-                              _mm512_permutexvar_ps(expand, _mm512_castps128_ps512(sc)), acc);
+        acc = x16_block(lo, hi, lines + X16_LINE_BYTES * i, dw, ds[i], acc);
         if (has_m) accc = _mm_fmadd_ps(rows_f16x4(R, b, stride, 2), _mm_set1_ps(sums[i]), accc);
         else accc = _mm_fmadd_ps(dw, _mm_set1_ps(offset * sums[i]), accc);
     }
-    /* lane sums of each 128-bit lane: row r's total ends in element 4r */
-    acc = _mm512_add_ps(acc, _mm512_permute_ps(acc, 0x4E));
-    acc = _mm512_add_ps(acc, _mm512_permute_ps(acc, 0xB1));
-    const __m512i pick = _mm512_set_epi32(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 12, 8, 4, 0);
-    const __m128 tot = _mm512_castps512_ps128(_mm512_permutexvar_ps(pick, acc));
-    rows_store(R, out, _mm_add_ps(tot, accc), add);
+    x16_finish(R, acc, accc, out, add);
 }
 
 /*
@@ -216,7 +231,6 @@ static ALWAYS_INLINE void x16_rows_i4(const int R, int64_t n, const uint8_t *w, 
     const uint8_t *lines = (const uint8_t *)scratch;
     const float *ds = scratch + nb * (X16_LINE_BYTES / 4), *sums = ds + nb;
     const __m512i m4 = _mm512_set1_epi8(0x0F);
-    const __m512i expand = _mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0);
     __m512 acc = _mm512_setzero_ps();
     __m128 accc = _mm_setzero_ps(); /* the bias terms, row r in lane r */
     const size_t pf = rows_pf_dist(R, stride);
@@ -231,23 +245,11 @@ static ALWAYS_INLINE void x16_rows_i4(const int R, int64_t n, const uint8_t *w, 
             const __m512i v = x16_load_rows(R, b + 4 + 16 * h, stride);
             const __m512i lo = _mm512_and_si512(v, m4);
             const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
-            const uint8_t *line = lines + X16_LINE_BYTES * i;
-            __m512i sh = x16_dot(_mm512_setzero_si512(), lo, _mm512_load_si512((const __m512i *)line));
-            sh = x16_dot(sh, hi, _mm512_load_si512((const __m512i *)(line + 64)));
-            __m512i sl = x16_dot(_mm512_setzero_si512(), lo, _mm512_load_si512((const __m512i *)(line + 128)));
-            sl = x16_dot(sl, hi, _mm512_load_si512((const __m512i *)(line + 192)));
-            const __m512i s = _mm512_add_epi32(_mm512_slli_epi32(sh, 8), sl);
-            const __m128 sc = _mm_mul_ps(dw, _mm_set1_ps(ds[i]));
-            acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s),
-                                  _mm512_permutexvar_ps(expand, _mm512_castps128_ps512(sc)), acc);
+            acc = x16_block(lo, hi, lines + X16_LINE_BYTES * i, dw, ds[i], acc);
             accc = _mm_fmadd_ps(rows_f16x4(R, b, stride, 2), _mm_set1_ps(sums[i]), accc);
         }
     }
-    acc = _mm512_add_ps(acc, _mm512_permute_ps(acc, 0x4E));
-    acc = _mm512_add_ps(acc, _mm512_permute_ps(acc, 0xB1));
-    const __m512i pick = _mm512_set_epi32(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 12, 8, 4, 0);
-    const __m128 tot = _mm512_castps512_ps128(_mm512_permutexvar_ps(pick, acc));
-    rows_store(R, out, _mm_add_ps(tot, accc), add);
+    x16_finish(R, acc, accc, out, add);
 }
 
 #define X16_ROWS(K)                                                                                \
