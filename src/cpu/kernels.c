@@ -124,6 +124,7 @@ static void init_once(void)
     g_want_exact = e && *e && strcmp(e, "0") != 0;
     g_exact = g_have_avx512 ? g_avx512 : g_have_avx2 ? g_avx2 : g_ref;
     memset(g_exact.vec_dot_rows_x16, 0, sizeof g_exact.vec_dot_rows_x16);
+    memset(g_exact.vec_dot_rows_x16_tokens, 0, sizeof g_exact.vec_dot_rows_x16_tokens);
 }
 
 const struct wk_cpu_kernels *wk_cpu_kernels_get(void)

@@ -92,10 +92,11 @@ static void part_rows(const struct matmul_ctx *c, const struct part *p, int64_t 
     }
     if (c->flags & WK_MATMUL_PER_TOKEN) {
         /* the tokens' own decode dots at once where the table has them:
-         * vec_dot_rows_tokens gives vec_dot_rows' bits, which is what a
-         * token alone runs when the type has no x16 kernel here */
-        wk_vec_dot_rows_tokens_fn tok = c->k->vec_dot_rows_tokens[t];
-        if (tok && !(c->k->vec_dot_rows_x16[t] && n_in % 32 == 0)) {
+         * vec_dot_rows_x16_tokens gives vec_dot_rows_x16's bits and
+         * vec_dot_rows_tokens vec_dot_rows', whichever a token alone runs */
+        const bool x16 = c->k->vec_dot_rows_x16[t] && n_in % 32 == 0;
+        wk_vec_dot_rows_tokens_fn tok = x16 ? c->k->vec_dot_rows_x16_tokens[t] : c->k->vec_dot_rows_tokens[t];
+        if (tok) {
             tok(n_in, w, w_row, c->x, (size_t)n_in, (int32_t)c->n_tokens, p->y + lo, (size_t)n_out, hi - lo);
             return;
         }

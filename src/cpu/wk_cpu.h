@@ -102,6 +102,10 @@ struct wk_cpu_kernels {
     /* by weight dtype, NULL where an ISA has none: vec_dot_rows for several
      * tokens at once (the float types on AVX-512) */
     wk_vec_dot_rows_tokens_fn vec_dot_rows_tokens[WK_DTYPE_COUNT];
+    /* the same for vec_dot_rows_x16 (bit for bit it per token; where
+     * vec_dot_rows_x16 has an entry on AVX-512): x prepared once per token
+     * and column chunk, every token over a group of rows while it is in L1 */
+    wk_vec_dot_rows_tokens_fn vec_dot_rows_x16_tokens[WK_DTYPE_COUNT];
     wk_gemm_f32_fn gemm_f32;
     /* wk_rms_norm, wk_geglu, wk_swiglu, wk_softmax (below) built for the
      * ISA: same semantics, bit-identical results */

@@ -335,6 +335,57 @@ static void test_vec_dot_rows_tokens(void)
     printf("  %d shapes\n", tested);
 }
 
+/* vec_dot_rows_x16_tokens likewise against vec_dot_rows_x16 per token, for
+ * every AVX-512 variant (VNNI where present, and the AVX-512BW one), over
+ * lengths with one and with two column chunks. */
+void wk__avx512_fill_rows_x16(struct wk_cpu_kernels *k);
+static void test_vec_dot_rows_x16_tokens(void)
+{
+    uint64_t seed = 29;
+    int tested = 0;
+    const struct wk_cpu_kernels *k512 = wk_cpu_kernels_for("avx512");
+    if (!k512) return;
+    struct wk_cpu_kernels bw = *k512;
+    wk__avx512_fill_rows_x16(&bw);
+    const struct wk_cpu_kernels *variants[2] = {k512, &bw};
+    for (int v = 0; v < 2; v++) {
+        const struct wk_cpu_kernels *k = variants[v];
+        for (int ti = 0; ti < WK_DTYPE_COUNT; ti++) {
+            if (!k->vec_dot_rows_x16_tokens[ti]) continue;
+            const enum wk_dtype t = (enum wk_dtype)ti;
+            const struct wk_dtype_traits *tr = wk_dtype_traits_get(t);
+            static const int64_t lens[] = {64, 640, 4160};
+            for (size_t li = 0; li < WK_ARRAY_LEN(lens); li++) {
+                const int64_t n = lens[li];
+                const size_t stride = wk_dtype_row_bytes(t, n) + 16;
+                const int max_rows = 6, max_tok = 6;
+                uint8_t *w = wk_aligned_alloc(stride * max_rows);
+                for (int r = 0; r < max_rows; r++) fill_random_blocks(t, w + r * stride, n / tr->block_size, &seed);
+                float *x = wk_aligned_alloc((size_t)n * max_tok * 4);
+                for (int64_t i = 0; i < n * max_tok; i++) x[i] = check_rand_f32(&seed);
+                for (int n_rows = 1; n_rows <= max_rows; n_rows++)
+                    for (int n_tok = 1; n_tok <= max_tok; n_tok++) {
+                        float got[6 * 8], want[6 * 8];
+                        k->vec_dot_rows_x16_tokens[t](n, w, stride, x, (size_t)n, n_tok, got, 8, n_rows);
+                        bool same = true;
+                        for (int j = 0; j < n_tok; j++) {
+                            k->vec_dot_rows_x16[t](n, w, stride, x + j * n, want + j * 8, n_rows);
+                            same = same && memcmp(got + j * 8, want + j * 8, (size_t)n_rows * 4) == 0;
+                        }
+                        if (!same)
+                            fprintf(stderr, "  x16 tokens %s n=%lld rows=%d tokens=%d differ\n", tr->name,
+                                    (long long)n, n_rows, n_tok);
+                        CHECK(same);
+                        tested++;
+                    }
+                wk_aligned_free(w), wk_aligned_free(x);
+            }
+        }
+    }
+    printf("  %d shapes\n", tested);
+    CHECK(tested > 0);
+}
+
 /* The 16-bit activation quantizer against first principles: hi and lo in
  * [-127, 127], d = max|x| / 127 per block, |x - d (hi + lo / 256)| <=
  * max|x| / 32512 per element, and exactness where x is already of that
@@ -756,7 +807,7 @@ static void test_elementwise_ops(void)
 }
 
 CHECK_MAIN(TEST(test_vec_dot_matches_ref), TEST(test_vec_dot_q_matches_ref),
-           TEST(test_vec_dot_rows_matches_ref), TEST(test_vec_dot_rows_tokens), TEST(test_x16_quantize), TEST(test_ops_tables_match_baseline), TEST(test_vec_dot_rows_x16), TEST(test_vec_dot_rows_x16_nan_and_tiny), TEST(test_gemm_f32), TEST(test_ref_dot_equals_dequantized_dot),
+           TEST(test_vec_dot_rows_matches_ref), TEST(test_vec_dot_rows_tokens), TEST(test_vec_dot_rows_x16_tokens), TEST(test_x16_quantize), TEST(test_ops_tables_match_baseline), TEST(test_vec_dot_rows_x16), TEST(test_vec_dot_rows_x16_nan_and_tiny), TEST(test_gemm_f32), TEST(test_ref_dot_equals_dequantized_dot),
            TEST(test_quantize_matches_ref), TEST(test_to_f32_matches_ref),
            TEST(test_f32_helpers_match_ref), TEST(test_matmul), TEST(test_matmul_many_and_glu), TEST(test_expf_and_activations),
            TEST(test_elementwise_ops))

@@ -174,4 +174,44 @@ static inline void rows_no_prep(int64_t n, const float *x, float *scratch)
         }                                                                                          \
     }
 
+/*
+ * Defines name(n, w, stride, x, ldx, n_tokens, out, ldo, n_rows), a
+ * vec_dot_rows_tokens entry, from the same KERNEL, PREP and chunking as
+ * DOT_ROWS_FN: per group of up to 4 tokens and column chunk, each token's
+ * x is prepared into its own scratch, then every group of rows is run for
+ * each token in turn (the rows' bytes still in L1 for the later ones). A
+ * row is split into the same chunks and groups as in DOT_ROWS_FN, so each
+ * token's results are that function's bits.
+ */
+#define DOT_ROWS_TOKENS_FN(name, KERNEL, BS, BB, CHUNK, PREP, SCRATCH)                             \
+    static void name(int64_t n, const void *w, size_t stride, const float *x, size_t ldx,          \
+                     int32_t n_tokens, float *out, size_t ldo, int64_t n_rows)                     \
+    {                                                                                              \
+        _Alignas(64) float scratch[4][SCRATCH];                                                    \
+        const int64_t chunk = (CHUNK) > 0 ? (CHUNK) : n;                                           \
+        rows_prefetch_start((const uint8_t *)w, stride * (size_t)n_rows);                         \
+        for (int32_t t0 = 0; t0 < n_tokens; t0 += 4) {                                             \
+            const int T = (int)WK_MIN(4, n_tokens - t0);                                           \
+            for (int64_t c0 = 0; c0 < n; c0 += chunk) {                                            \
+                const int64_t nc = WK_MIN(chunk, n - c0);                                          \
+                const uint8_t *wc = (const uint8_t *)w + c0 / (BS) * (BB);                         \
+                const bool add = c0 > 0;                                                           \
+                for (int t = 0; t < T; t++) PREP(nc, x + (size_t)(t0 + t) * ldx + c0, scratch[t]); \
+                for (int64_t r = 0; r < n_rows; r += 4) {                                          \
+                    const int64_t left = n_rows - r;                                               \
+                    for (int t = 0; t < T; t++) {                                                  \
+                        const float *xt = x + (size_t)(t0 + t) * ldx + c0;                         \
+                        float *ot = out + (size_t)(t0 + t) * ldo + r;                              \
+                        switch (left >= 4 ? 4 : left) {                                            \
+                        case 4: KERNEL(4, nc, wc + r * stride, stride, xt, scratch[t], ot, add); break; \
+                        case 3: KERNEL(3, nc, wc + r * stride, stride, xt, scratch[t], ot, add); break; \
+                        case 2: KERNEL(2, nc, wc + r * stride, stride, xt, scratch[t], ot, add); break; \
+                        default: KERNEL(1, nc, wc + r * stride, stride, xt, scratch[t], ot, add); break; \
+                        }                                                                          \
+                    }                                                                              \
+                }                                                                                  \
+            }                                                                                      \
+        }                                                                                          \
+    }
+
 #endif /* WK_AVX512_DOT_ROWS_H */

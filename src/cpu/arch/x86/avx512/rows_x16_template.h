@@ -274,6 +274,16 @@ DOT_ROWS_FN(x16_rows_q5_1, x16_rows_X16_Q5_1, 32, sizeof(struct wk_block_q5_1), 
             X16_SCRATCH_FLOATS)
 DOT_ROWS_FN(x16_rows_i4g64, x16_rows_i4, 64, sizeof(struct wk_block_i4g64), X16_CHUNK, x16_prep_pairs,
             X16_SCRATCH_FLOATS)
+DOT_ROWS_TOKENS_FN(x16_tokens_q4_0, x16_rows_X16_Q4_0, 32, sizeof(struct wk_block_q4_0), X16_CHUNK,
+                   x16_prep, X16_SCRATCH_FLOATS)
+DOT_ROWS_TOKENS_FN(x16_tokens_q4_1, x16_rows_X16_Q4_1, 32, sizeof(struct wk_block_q4_1), X16_CHUNK,
+                   x16_prep, X16_SCRATCH_FLOATS)
+DOT_ROWS_TOKENS_FN(x16_tokens_q5_0, x16_rows_X16_Q5_0, 32, sizeof(struct wk_block_q5_0), X16_CHUNK,
+                   x16_prep, X16_SCRATCH_FLOATS)
+DOT_ROWS_TOKENS_FN(x16_tokens_q5_1, x16_rows_X16_Q5_1, 32, sizeof(struct wk_block_q5_1), X16_CHUNK,
+                   x16_prep, X16_SCRATCH_FLOATS)
+DOT_ROWS_TOKENS_FN(x16_tokens_i4g64, x16_rows_i4, 64, sizeof(struct wk_block_i4g64), X16_CHUNK,
+                   x16_prep_pairs, X16_SCRATCH_FLOATS)
 
 void WK_X16_FILL(struct wk_cpu_kernels *k)
 {
@@ -282,4 +292,9 @@ void WK_X16_FILL(struct wk_cpu_kernels *k)
     k->vec_dot_rows_x16[WK_DTYPE_Q5_0] = x16_rows_q5_0;
     k->vec_dot_rows_x16[WK_DTYPE_Q5_1] = x16_rows_q5_1;
     k->vec_dot_rows_x16[WK_DTYPE_I4G64] = x16_rows_i4g64;
+    k->vec_dot_rows_x16_tokens[WK_DTYPE_Q4_0] = x16_tokens_q4_0;
+    k->vec_dot_rows_x16_tokens[WK_DTYPE_Q4_1] = x16_tokens_q4_1;
+    k->vec_dot_rows_x16_tokens[WK_DTYPE_Q5_0] = x16_tokens_q5_0;
+    k->vec_dot_rows_x16_tokens[WK_DTYPE_Q5_1] = x16_tokens_q5_1;
+    k->vec_dot_rows_x16_tokens[WK_DTYPE_I4G64] = x16_tokens_i4g64;
 }
