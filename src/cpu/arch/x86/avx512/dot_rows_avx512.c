@@ -350,7 +350,31 @@ static ALWAYS_INLINE void rowsf_tokens(const enum kindf K, const int R, const in
 }
 
 /* The entry point for kind K: rows in pairs, tokens in fours. */
-#define ROWSF_TOKENS_FN(name, K)                                                                       static void name(int64_t n, const void *w, size_t stride, const float *x, size_t ldx,                               int32_t n_tokens, float *out, size_t ldo, int64_t n_rows)                         {                                                                                                      const uint8_t *wb = w;                                                                             rows_prefetch_start(wb, stride * (size_t)n_rows);                                                  for (int64_t r = 0; r < n_rows; r += 2) {                                                              const bool two = n_rows - r >= 2;                                                                  for (int32_t t = 0; t < n_tokens; t += 4) {                                                            const float *xt = x + (size_t)t * ldx;                                                             float *ot = out + (size_t)t * ldo + r;                                                             const uint8_t *wr = wb + r * stride;                                                               switch (WK_MIN(4, n_tokens - t) * 2 + two) {                                                       case 2: rowsf_tokens(K, 1, 1, n, wr, stride, xt, ldx, ot, ldo); break;                             case 3: rowsf_tokens(K, 2, 1, n, wr, stride, xt, ldx, ot, ldo); break;                             case 4: rowsf_tokens(K, 1, 2, n, wr, stride, xt, ldx, ot, ldo); break;                             case 5: rowsf_tokens(K, 2, 2, n, wr, stride, xt, ldx, ot, ldo); break;                             case 6: rowsf_tokens(K, 1, 3, n, wr, stride, xt, ldx, ot, ldo); break;                             case 7: rowsf_tokens(K, 2, 3, n, wr, stride, xt, ldx, ot, ldo); break;                             case 8: rowsf_tokens(K, 1, 4, n, wr, stride, xt, ldx, ot, ldo); break;                             default: rowsf_tokens(K, 2, 4, n, wr, stride, xt, ldx, ot, ldo); break;                            }                                                                                              }                                                                                              }                                                                                              }
+#define ROWSF_TOKENS_FN(name, K)                                                                   \
+    static void name(int64_t n, const void *w, size_t stride, const float *x, size_t ldx,          \
+                     int32_t n_tokens, float *out, size_t ldo, int64_t n_rows)                     \
+    {                                                                                              \
+        const uint8_t *wb = w;                                                                     \
+        rows_prefetch_start(wb, stride * (size_t)n_rows);                                          \
+        for (int64_t r = 0; r < n_rows; r += 2) {                                                  \
+            const bool two = n_rows - r >= 2;                                                      \
+            for (int32_t t = 0; t < n_tokens; t += 4) {                                            \
+                const float *xt = x + (size_t)t * ldx;                                             \
+                float *ot = out + (size_t)t * ldo + r;                                             \
+                const uint8_t *wr = wb + r * stride;                                               \
+                switch (WK_MIN(4, n_tokens - t) * 2 + two) {                                       \
+                case 2: rowsf_tokens(K, 1, 1, n, wr, stride, xt, ldx, ot, ldo); break;             \
+                case 3: rowsf_tokens(K, 2, 1, n, wr, stride, xt, ldx, ot, ldo); break;             \
+                case 4: rowsf_tokens(K, 1, 2, n, wr, stride, xt, ldx, ot, ldo); break;             \
+                case 5: rowsf_tokens(K, 2, 2, n, wr, stride, xt, ldx, ot, ldo); break;             \
+                case 6: rowsf_tokens(K, 1, 3, n, wr, stride, xt, ldx, ot, ldo); break;             \
+                case 7: rowsf_tokens(K, 2, 3, n, wr, stride, xt, ldx, ot, ldo); break;             \
+                case 8: rowsf_tokens(K, 1, 4, n, wr, stride, xt, ldx, ot, ldo); break;             \
+                default: rowsf_tokens(K, 2, 4, n, wr, stride, xt, ldx, ot, ldo); break;            \
+                }                                                                                  \
+            }                                                                                      \
+        }                                                                                          \
+    }
 ROWSF_TOKENS_FN(vec_dot_rows_tokens_f32, K_F32)
 ROWSF_TOKENS_FN(vec_dot_rows_tokens_f16, K_F16)
 ROWSF_TOKENS_FN(vec_dot_rows_tokens_bf16, K_BF16)
