@@ -32,7 +32,6 @@ struct wk_sampler {
     int32_t *ring;              /* [ring_len] the last tokens, oldest overwritten */
     int32_t *sorted;            /* [window] scratch */
     int64_t n_hist;             /* tokens ever appended since set_history */
-    int64_t n_popped;           /* pops since the last push beyond them, at most POP_MAX */
 };
 
 struct wk_sampler_params wk_sampler_params_default(void)

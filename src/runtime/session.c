@@ -27,7 +27,6 @@
  */
 #include "wk_runtime.h"
 
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -364,30 +363,19 @@ static int32_t draft_tokens(struct gen *g, int32_t x0, int32_t k, int32_t *draft
     while (keep < s->d_cached.n && keep < n0 && s->d_cached.ids[keep] == s->cached.ids[keep]) keep++;
     roll_back(s->d_ctx, &s->d_cached, keep);
     keep = (int32_t)s->d_cached.n;
-    /* the cost of proposing: from here when the draft is a few tokens
-     * behind (the last round's final draft, which it never ran: part of
-     * every round's cost), after catching up when it is further behind
-     * (the prompt, a pause: the request's cost, not the round's) */
+    /* the cost of proposing: from here when the draft is a token behind
+     * (the last round's final draft, which it never ran: part of every
+     * round's cost), after catching up when it is further behind (the
+     * prompt, a pause: the request's cost, not the round's). One-token
+     * steps are the draft's fastest path: its x16 kernels are compute
+     * bound, so two tokens in one forward cost what two steps cost. */
     *t_start = wk_time_ns();
-    const int32_t m = n0 - keep;
-    if (m >= 1 && m < WK_VERIFY_MAX) {
-        /* a few tokens behind (the usual 1 after a round): them and x0 in
-         * one forward through the one-token kernels, every weight read
-         * once; the target's verification rows hold the logits until the
-         * target runs */
-        int32_t ids[WK_VERIFY_MAX];
-        memcpy(ids, s->cached.ids + keep, (size_t)m * sizeof *ids);
-        ids[m] = x0;
-        if ((g->st = feed_ex(s->d_ctx, &s->d_cached, ids, m + 1, s->v_logits, true, cancel, g->err)))
-            return -1;
-        memcpy(s->d_logits, s->v_logits + (size_t)m * (size_t)g->n_vocab, (size_t)g->n_vocab * sizeof(float));
-    } else {
-        if (m > 0 && (g->st = feed_ex(s->d_ctx, &s->d_cached, s->cached.ids + keep, m, NULL, false, cancel,
-                                      g->err)))
-            return -1;
-        *t_start = wk_time_ns();
-        if ((g->st = feed_ex(s->d_ctx, &s->d_cached, &x0, 1, s->d_logits, false, cancel, g->err))) return -1;
-    }
+    if (keep < n0 &&
+        (g->st = feed_ex(s->d_ctx, &s->d_cached, s->cached.ids + keep, n0 - keep, NULL, false, cancel,
+                         g->err)))
+        return -1;
+    if (n0 - keep > 1) *t_start = wk_time_ns();
+    if ((g->st = feed_ex(s->d_ctx, &s->d_cached, &x0, 1, s->d_logits, false, cancel, g->err))) return -1;
     int32_t n = 0;
     while (n < k) {
         struct wk_token_prob *q = s->q + (size_t)n * (size_t)g->n_vocab;
