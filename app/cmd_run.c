@@ -426,6 +426,7 @@ static enum wk_status answer(struct loaded *l, const struct run_opts *o,
         g_sigints = 0;
         g_generating = true;
         gen->cancel = &g_cancel;
+        gen->hide_thinking = prompt.hide_thinking;
         if (o->logprobs >= 0) {
             g_lp_tok = l->tok;
             gen->on_logprobs = print_logprobs;

@@ -12,7 +12,8 @@
  * data are applied here instead where needed: norm gains become F32 (the
  * kernels take F32 norms) and Gemma's get the +1 its RMSNorm adds
  * (x * (1 + w)); Llama's Q and K rows are not permuted, the family uses
- * NEOX RoPE on HF weights instead (llama.c).
+ * NEOX RoPE on HF weights instead (llama.c). Qwen 3 takes Llama's names
+ * (q_norm, k_norm included) and plain norm gains.
  */
 #include "model_internal.h"
 
@@ -320,13 +321,14 @@ enum wk_status wk__hf_open(struct wk_model *m, const char *dir, bool resident, s
     const char *type = json_string_value(json_object_get(c, "model_type"));
     const char *arch = !type                          ? NULL
                        : strcmp(type, "llama") == 0   ? "llama"
+                       : strcmp(type, "qwen3") == 0   ? "qwen3" /* dense; qwen3_moe is not */
                        : strncmp(type, "gemma3", 6) == 0 ? "gemma3"
                                                          : NULL;
     if (!arch) {
         char t[64];
         wk_str_printable(type ? type : "(none)", strlen(type ? type : "(none)"), t, sizeof t);
         st = wk_error_set(err, WK_E_UNSUPPORTED,
-                          "%s/config.json: model_type '%s' (wick supports llama, gemma3_text)", dir, t);
+                          "%s/config.json: model_type '%s' (wick supports llama, gemma3_text, qwen3)", dir, t);
     }
     if (!st) {
         json_object_set_new(h->kv, "general.architecture", json_string(arch));

@@ -18,6 +18,7 @@ static const struct {
 } g_archs[] = {
     {"gemma3", WK_ARCH_GEMMA3, wk__gemma3_load},
     {"llama", WK_ARCH_LLAMA, wk__llama_load},
+    {"qwen3", WK_ARCH_QWEN3, wk__qwen3_load},
 };
 
 /* A Hugging Face model's hyperparameter key: *found false when absent
@@ -246,7 +247,7 @@ enum wk_status wk_model_load_ex(const char *path, bool resident, struct wk_model
         char a[64];
         wk_str_printable(arch.data, (size_t)arch.len, a, sizeof a);
         st = wk_error_set(err, WK_E_UNSUPPORTED,
-                          "%s: unknown architecture \"%s\" (wick supports: gemma3, llama)", path, a);
+                          "%s: unknown architecture \"%s\" (wick supports: gemma3, llama, qwen3)", path, a);
         goto fail;
     }
     if ((st = load(m, err))) goto fail;

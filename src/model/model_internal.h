@@ -59,6 +59,7 @@ const char *wk__model_path(const struct wk_model *m);
 typedef enum wk_status (*wk_arch_load_fn)(struct wk_model *m, struct wk_error *err);
 enum wk_status wk__gemma3_load(struct wk_model *m, struct wk_error *err);
 enum wk_status wk__llama_load(struct wk_model *m, struct wk_error *err);
+enum wk_status wk__qwen3_load(struct wk_model *m, struct wk_error *err);
 
 /*
  * The parts every decoder family shares, for the per-family loaders:

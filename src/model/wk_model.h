@@ -11,7 +11,8 @@
  * n_ubatch, or one decode step) and returns the logits of the last one;
  * wk_context_verify appends a few drafted tokens as single steps would.
  *
- * Families (../shared/reference/architectures.md): Llama (§1), Gemma 3 (§3).
+ * Families (../shared/reference/architectures.md): Llama (§1), Qwen 3 dense (§2),
+ * Gemma 3 (§3).
  */
 #ifndef WK_MODEL_H
 #define WK_MODEL_H
@@ -20,7 +21,7 @@
 #include "../cpu/wk_cpu.h"
 #include "../io/wk_io.h"
 
-enum wk_arch { WK_ARCH_GEMMA3 = 1, WK_ARCH_LLAMA = 2 };
+enum wk_arch { WK_ARCH_GEMMA3 = 1, WK_ARCH_LLAMA = 2, WK_ARCH_QWEN3 = 4 };
 
 struct wk_hparams {
     enum wk_arch arch;

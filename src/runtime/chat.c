@@ -15,6 +15,16 @@
  * none (SmolLM2's "You are a helpful AI assistant named SmolLM, ..."); it
  * is read from the GGUF's chat template text, where it stands as the
  * literal after "messages[0]['role'] != 'system'".
+ *
+ * Qwen 3 follows its own template (tokenizer_config.json of Qwen/Qwen3-*),
+ * with enable_thinking=false: ChatML turns; an assistant message's
+ * "<think>...</think>" part is cut from history (kept, re-wrapped, only
+ * for an assistant turn after the last user query that is the last
+ * message or has reasoning); consecutive tool messages become one user
+ * turn of <tool_response> blocks; the generation prompt is
+ * "<|im_start|>assistant\n<think>\n\n</think>\n\n" (the empty block only
+ * where the template reads enable_thinking: Qwen3-*-2507 Instruct has no
+ * thinking and no block). The prompt asks for hide_thinking.
  */
 #include "wk_runtime.h"
 
@@ -152,6 +162,102 @@ static enum wk_status render_chatml(const struct wk_model *g, const struct wk_ch
     return st ? wk_error_set(err, st, "out of memory") : WK_OK;
 }
 
+/* s [*n] without leading (lead) and trailing (trail) newlines. */
+static void strip_nl(const char **s, size_t *n, bool lead, bool trail)
+{
+    while (lead && *n && **s == '\n') (*s)++, (*n)--;
+    while (trail && *n && (*s)[*n - 1] == '\n') (*n)--;
+}
+
+/* The last occurrence of needle in s [n], or NULL. */
+static const char *find_last(const char *s, size_t n, const char *needle)
+{
+    size_t k = strlen(needle);
+    for (size_t i = n >= k ? n - k + 1 : 0; i-- > 0;)
+        if (memcmp(s + i, needle, k) == 0) return s + i;
+    return NULL;
+}
+
+static bool has_prefix_suffix(const char *s, const char *pre, const char *suf)
+{
+    size_t n = strlen(s), a = strlen(pre), b = strlen(suf);
+    return n >= a && n >= b && memcmp(s, pre, a) == 0 && memcmp(s + n - b, suf, b) == 0;
+}
+
+static enum wk_status render_qwen3(const struct wk_model *m, const struct wk_chat_message *msgs,
+                                   int32_t n, bool add_generation_prompt, struct wk_prompt *out,
+                                   struct wk_error *err)
+{
+#define S(text) wk_prompt_append(out, text, strlen(text), true)
+#define C(text, len) wk_prompt_append(out, text, len, false)
+    enum wk_status st = WK_OK;
+    int32_t last_query = n - 1; /* the last user message that is not a tool response */
+    for (int32_t i = n - 1; i >= 0; i--) {
+        if (strcmp(msgs[i].role, "user") == 0 &&
+            !has_prefix_suffix(msgs[i].content, "<tool_response>", "</tool_response>")) {
+            last_query = i;
+            break;
+        }
+    }
+    for (int32_t i = 0; i < n && !st; i++) {
+        const char *role = msgs[i].role, *c = msgs[i].content;
+        size_t len = strlen(c);
+        if (strcmp(role, "user") == 0 || strcmp(role, "system") == 0) {
+            st = S("<|im_start|>");
+            if (!st) st = S(role);
+            if (!st) st = S("\n");
+            if (!st) st = C(c, len);
+            if (!st) st = S("<|im_end|>\n");
+        } else if (strcmp(role, "assistant") == 0) {
+            const char *r = "", *close = strstr(c, "</think>");
+            size_t rlen = 0;
+            if (close) { /* reasoning: before the first </think>, after the last <think> */
+                r = c, rlen = (size_t)(close - c);
+                strip_nl(&r, &rlen, false, true);
+                const char *open = find_last(r, rlen, "<think>");
+                if (open) rlen -= (size_t)(open + 7 - r), r = open + 7;
+                strip_nl(&r, &rlen, true, false);
+                const char *last = find_last(c, len, "</think>") + 8;
+                len -= (size_t)(last - c), c = last;
+                strip_nl(&c, &len, true, false);
+            }
+            if (i > last_query && (i == n - 1 || rlen > 0)) {
+                strip_nl(&r, &rlen, true, true);
+                strip_nl(&c, &len, true, false);
+                st = S("<|im_start|>assistant\n<think>\n");
+                if (!st) st = C(r, rlen);
+                if (!st) st = S("\n</think>\n\n");
+            } else {
+                st = S("<|im_start|>assistant\n");
+            }
+            if (!st) st = C(c, len);
+            if (!st) st = S("<|im_end|>\n");
+        } else if (strcmp(role, "tool") == 0) {
+            if (i == 0 || strcmp(msgs[i - 1].role, "tool") != 0) st = S("<|im_start|>user");
+            if (!st) st = S("\n<tool_response>\n");
+            if (!st) st = C(c, len);
+            if (!st) st = S("\n</tool_response>");
+            if (!st && (i == n - 1 || strcmp(msgs[i + 1].role, "tool") != 0)) st = S("<|im_end|>\n");
+        } else {
+            char r[64];
+            wk_str_printable(role, strlen(role), r, sizeof r);
+            return wk_error_set(err, WK_E_INVALID,
+                                "message %d has role \"%s\": Qwen 3 takes system, user, assistant "
+                                "and tool",
+                                i, r);
+        }
+    }
+    size_t tlen;
+    const char *tpl = wk_model_chat_template(m, &tlen);
+    bool think_block = !tpl || find_last(tpl, tlen, "enable_thinking") != NULL;
+    if (!st && add_generation_prompt) st = S("<|im_start|>assistant\n");
+    if (!st && add_generation_prompt && think_block) st = S("<think>\n\n</think>\n\n");
+    out->hide_thinking = true;
+#undef S
+#undef C
+    return st ? wk_error_set(err, st, "out of memory") : WK_OK;
+}
+
 enum wk_status wk_chat_render(const struct wk_model *m, const struct wk_tokenizer *tok,
                               const struct wk_chat_message *msgs, int32_t n_msgs,
                               bool add_generation_prompt, struct wk_prompt *out,
@@ -163,6 +269,7 @@ enum wk_status wk_chat_render(const struct wk_model *m, const struct wk_tokenize
             return wk_error_set(err, WK_E_INVALID, "message %d has no role or content", i);
     switch (wk_model_hparams(m)->arch) {
     case WK_ARCH_GEMMA3: return render_gemma(msgs, n_msgs, add_generation_prompt, out, err);
+    case WK_ARCH_QWEN3: return render_qwen3(m, msgs, n_msgs, add_generation_prompt, out, err);
     case WK_ARCH_LLAMA:
         if (is_chatml(m)) return render_chatml(m, msgs, n_msgs, add_generation_prompt, out, err);
         break;

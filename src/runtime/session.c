@@ -199,6 +199,9 @@ static enum wk_status roll_back_exact(struct wk_session *s, int32_t n_keep, cons
  * go to on_logprobs just before that text (so they stay aligned with the
  * bytes they describe, across UTF-8 buffering and stop-string hold-back);
  * the logprobs of tokens whose text is cut by a stop string are dropped.
+ * With hide_thinking, what the stop matcher lets through passes the think
+ * filter before on_piece; the runs it drops advance the emitted count as
+ * if emitted, and the logprobs of tokens that end inside them are dropped.
  */
 struct pending_lp {
     struct wk_token_logprobs lp;
@@ -213,6 +216,7 @@ struct output {
     char *text;                /* with p->collect: everything emitted */
     size_t text_len, text_cap;
     bool nomem;                /* collecting failed */
+    struct wk_think_filter think; /* with p->hide_thinking */
 };
 
 /* Hands on_logprobs the queued entries whose text ends within upto bytes. */
@@ -244,7 +248,7 @@ static enum wk_status queue_logprobs(struct output *o, const struct wk_token_log
 /* n bytes of text out of on_piece (buf) and into the collected answer,
  * logprobs first. Returns false when on_piece asks to stop or collecting
  * runs out of memory (o->nomem). */
-static bool put(struct output *o, const char *buf, size_t n)
+static bool put_text(struct output *o, const char *buf, size_t n)
 {
     if (o->p->on_logprobs) release_logprobs(o, o->emitted + n);
     o->emitted += n;
@@ -262,6 +266,28 @@ static bool put(struct output *o, const char *buf, size_t n)
         o->text_len += n;
     }
     return !n || !o->p->on_piece || o->p->on_piece(o->p->user, buf, n);
+}
+
+/* A run from the think filter: kept text goes out, a dropped run's bytes
+ * count as emitted and the logprobs of tokens ending in it are dropped. */
+static bool think_run(void *user, const char *buf, size_t n, bool keep)
+{
+    struct output *o = user;
+    if (keep) return put_text(o, buf, n);
+    int32_t k = 0;
+    while (k < o->nq && o->q[k].end <= o->emitted + n) k++;
+    memmove(o->q, o->q + k, (size_t)(o->nq - k) * sizeof *o->q);
+    o->nq -= k;
+    o->emitted += n;
+    return true;
+}
+
+/* Text the stop matcher let through, on its way out (put_text), through
+ * the think filter when asked. */
+static bool put(struct output *o, const char *buf, size_t n)
+{
+    if (!o->p->hide_thinking) return put_text(o, buf, n);
+    return wk_think_filter_push(&o->think, buf, n, think_run, o);
 }
 
 /* Passes decoded text on. Returns false when generation must end: a stop
@@ -511,6 +537,7 @@ enum wk_status wk_session_generate(struct wk_session *s, const struct wk_tokens 
                     .o = {.p = p}, .n_ctx = n_ctx, .n_vocab = wk_model_hparams(s->m)->n_vocab};
     wk_detok_init(&g.detok);
     wk_stop_matcher_init(&g.o.stop, p->stop, p->stop ? p->n_stop : 0);
+    wk_think_filter_init(&g.o.think);
     const int32_t k_max = WK_MIN(p->draft_max, WK_VERIFY_MAX - 1);
     if (s->draft) wk_spec_ctl_begin(&s->ctl);
     int32_t id = wk_sampler_sample(sampler, s->logits);
@@ -544,10 +571,13 @@ enum wk_status wk_session_generate(struct wk_session *s, const struct wk_tokens 
         /* the detokenizer's tail, then what the stop matcher held back */
         bool more = !n || emit(o, rest, n, &g.stopped, &st, err);
         if (more && !g.stopped) {
-            put(o, o->stop.buf, o->stop.len);
+            if (put(o, o->stop.buf, o->stop.len) && p->hide_thinking)
+                wk_think_filter_flush(&o->think, think_run, o);
             if (p->on_logprobs) release_logprobs(o, UINT64_MAX); /* tokens with no text left */
         }
     }
+    /* a stop string ended it: a tag's first bytes held before it are text */
+    if (g.stopped && p->hide_thinking && !st) wk_think_filter_flush(&o->think, think_run, o);
     if (g.stopped) stats->done_reason = "stop";
     if (o->nomem && !st) st = wk_error_set(err, WK_E_NOMEM, "out of memory");
     if (p->collect) {

@@ -164,6 +164,10 @@ struct wk_prompt_segment {
 struct wk_prompt {
     struct wk_prompt_segment *segs;
     int32_t n, cap;
+    /* set by wk_chat_render when the model may answer with a <think>
+     * block the user did not ask for (Qwen 3 with thinking off): pass it
+     * on as wk_generate_params.hide_thinking */
+    bool hide_thinking;
 };
 void wk_prompt_deinit(struct wk_prompt *p);
 /* Appends a segment (text copied). Errors: WK_E_NOMEM. */
@@ -248,6 +252,29 @@ enum wk_status wk_stop_matcher_push(struct wk_stop_matcher *m, const char *text,
                                     size_t *emit, bool *stopped);
 void wk_stop_matcher_consume(struct wk_stop_matcher *m, size_t n);
 
+/* ----------------------------------------------------------- thinking */
+
+/*
+ * Keeps <think>...</think> blocks (tags included, and the whitespace after
+ * "</think>") out of generated text, across piece boundaries (think.c has
+ * the rule). Push each piece; fn gets the text back as runs, in order and
+ * covering every byte, keep false for the dropped ones (text borrowed for
+ * the call); a tag's first bytes wait for the next piece to decide. At the
+ * end, flush hands on what is held. fn returning false stops the push
+ * (the rest of the piece is not handed on) and push/flush return false.
+ * Caller's storage; nothing to free.
+ */
+typedef bool (*wk_think_run_fn)(void *user, const char *text, size_t len, bool keep);
+struct wk_think_filter {
+    bool inside;     /* between "<think>" and "</think>" */
+    bool skip_space; /* just after "</think>": whitespace is dropped */
+    size_t n_held;   /* bytes of the next tag matched and held back */
+};
+void wk_think_filter_init(struct wk_think_filter *f);
+bool wk_think_filter_push(struct wk_think_filter *f, const char *text, size_t len, wk_think_run_fn fn,
+                          void *user);
+bool wk_think_filter_flush(struct wk_think_filter *f, wk_think_run_fn fn, void *user);
+
 /* ------------------------------------------------------------ sessions */
 
 /* Called with each piece of generated text as soon as it is complete
@@ -281,6 +308,10 @@ struct wk_generate_params {
      * draft_min > 0 drafts at least that many every round, never pausing
      * (for measurements and tests); default 0 */
     int32_t draft_max, draft_min;
+    /* drop <think>...</think> blocks from the answer (on_piece, collect;
+     * the logprobs of their tokens too), as wk_think_filter does, after
+     * stop strings are matched; wk_prompt.hide_thinking says when */
+    bool hide_thinking;
 };
 struct wk_generate_params wk_generate_params_default(void);
 

@@ -58,6 +58,7 @@ struct job {
     int32_t n_stops;
     bool logprobs;
     int32_t top_logprobs;
+    bool hide_thinking; /* the chat format asked for it (wk_prompt.hide_thinking) */
     json_t *pending_lp; /* compute thread only: entries not yet sent */
     struct wk_buf out;
     bool finished, nomem;
@@ -322,6 +323,7 @@ static int prepare(struct job *j, json_t *req, char *msg, size_t cap)
         snprintf(msg, cap, "the request has neither messages nor a raw prompt");
         return 400;
     }
+    j->hide_thinking = prompt.hide_thinking;
     if (!st && (st = wk_prompt_tokenize(R.tok, &prompt, &j->ids)))
         wk_error_set(&err, st, "out of memory while tokenizing");
     wk_prompt_deinit(&prompt);
@@ -409,6 +411,7 @@ static void run_job(struct job *j)
     gp.on_token = on_token;
     gp.user = j;
     gp.cancel = &j->cancel;
+    gp.hide_thinking = j->hide_thinking;
     if (j->logprobs) {
         gp.on_logprobs = on_logprobs;
         gp.top_logprobs = j->top_logprobs;

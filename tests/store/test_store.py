@@ -20,7 +20,9 @@
   run straight from the folder and from the store after `wick create`, and
   answer the golden prompts with transformers' greedy 64 tokens on the same
   BF16 weights (tests/golden/bf16.json); a config.json with an unknown
-  rope_scaling type is an error naming it.
+  rope_scaling type is an error naming it;
+* the tiny Qwen 3 (tests/golden/qwen3) runs from its folder, its GGUF and
+  the store, created plain and with --quantize q8_0, q4_0 and int4.
 """
 import hashlib
 import json
@@ -291,10 +293,34 @@ def test_safetensors_import():
     check(rc != 0 and "rope_scaling type 'warp'" in err, "unknown rope_scaling type is an error naming it", err)
 
 
+def test_qwen3_tiny():
+    """The tiny Qwen 3 of tests/golden/qwen3 (test-qwen3 checks its logits
+    against transformers): its folder and its GGUF answer alike, and so
+    does the model created from the folder; created with --quantize q8_0,
+    q4_0 and int4 it still answers; show names the architecture."""
+    folder = os.path.join(ROOT, "tests", "golden", "qwen3", "hf")
+    gguf = os.path.join(ROOT, "tests", "golden", "qwen3", "qwen3-tiny-f32.gguf")
+    args = ("Hello there", "--temperature", "0", "--num-predict", "16")
+    rc, ref, err = wick("run", folder, *args)
+    check(rc == 0 and ref.strip() != "", "wick run on the Qwen 3 folder prints text", err)
+    rc, out, err = wick("run", gguf, *args)
+    check(rc == 0 and out == ref, "the Qwen 3 GGUF answers as its folder", f"{out!r} vs {ref!r} {err}")
+    for q in ("", "q8_0", "q4_0", "int4"):
+        name = "qwen3-tiny" + (f"-{q}" if q else "")
+        rc, _, err = wick("create", name, "-f", modelfile(f"FROM {folder}\n", "qwen3.mf"), *(("--quantize", q) if q else ()))
+        check(rc == 0 and "success" in err, f"create {name} from the Qwen 3 folder", err)
+        rc, out, err = wick("run", name, *args)
+        check(rc == 0 and out.strip() != "", f"wick run {name} prints text", err)
+        if not q:
+            check(out == ref, "the stored Qwen 3 answers as its folder", f"{out!r} vs {ref!r}")
+    rc, out, _ = wick("show", "qwen3-tiny")
+    check(rc == 0 and "architecture         qwen3" in out, "show qwen3-tiny", out)
+
+
 def main():
     try:
         for t in (test_create_and_run, test_parameters_system_messages, test_blobs_rm_cp, test_errors,
-                  test_sigkill_during_create, test_safetensors_import):
+                  test_sigkill_during_create, test_safetensors_import, test_qwen3_tiny):
             t0 = time.time()
             t()
             print(f"{t.__name__}: {time.time() - t0:.1f} s", flush=True)

@@ -339,6 +339,57 @@ static bool run_stops(const char *const *stops, int n_stops, const char *const *
     return stopped;
 }
 
+/* The think filter: for every split of each text into three pieces, the
+ * kept runs give the answer and all runs, in order, give the text back. */
+struct think_out {
+    char kept[128], all[128];
+    size_t n_kept, n_all;
+};
+static bool think_collect(void *user, const char *text, size_t len, bool keep)
+{
+    struct think_out *o = user;
+    CHECK(len > 0);
+    memcpy(o->all + o->n_all, text, len), o->n_all += len;
+    if (keep) memcpy(o->kept + o->n_kept, text, len), o->n_kept += len;
+    return true;
+}
+static void test_think_filter(void)
+{
+    static const char *const cases[][2] = {
+        {"<think>\nhidden\n</think>\n\nvisible", "visible"},
+        {"a<think>b</think> c", "ac"},
+        {"a <thin not a tag", "a <thin not a tag"},
+        {"x<<think>y</think>z", "x<z"},
+        {"ok</think>fine", "ok</think>fine"},     /* a close without an open is text */
+        {"pre<think>never closed", "pre"},        /* an open block drops the rest */
+        {"a<think>x</thinky</think>\tb", "ab"},
+        {"end<thi", "end<thi"},                   /* held, then flushed as text */
+        {"<think></think>\n", ""},
+        {"one<think>1</think>two <think>2</think>three", "onetwo three"},
+        {"", ""},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        const char *in = cases[c][0];
+        size_t n = strlen(in);
+        for (size_t i = 0; i <= n; i++) {
+            for (size_t j = i; j <= n; j++) {
+                struct wk_think_filter f;
+                struct think_out o = {0};
+                wk_think_filter_init(&f);
+                CHECK(wk_think_filter_push(&f, in, i, think_collect, &o));
+                CHECK(wk_think_filter_push(&f, in + i, j - i, think_collect, &o));
+                CHECK(wk_think_filter_push(&f, in + j, n - j, think_collect, &o));
+                CHECK(wk_think_filter_flush(&f, think_collect, &o));
+                o.kept[o.n_kept] = o.all[o.n_all] = '\0';
+                if (strcmp(o.kept, cases[c][1]) != 0)
+                    fprintf(stderr, "  split %zu/%zu of \"%s\"\n", i, j, in);
+                CHECK_EQ_STR(o.kept, cases[c][1]);
+                CHECK_EQ_STR(o.all, in);
+            }
+        }
+    }
+}
+
 /* Stop strings across token boundaries: nothing of the stop string or after
  * it is emitted; the earliest completed match cuts; text that could start
  * a stop string is held back only until it cannot; multi-byte characters;
@@ -576,4 +627,4 @@ static void test_session(void)
 }
 
 CHECK_MAIN(TEST(test_pinned_examples), TEST(test_greedy), TEST(test_distribution), TEST(test_seeds),
-           TEST(test_invalid_options), TEST(test_penalties), TEST(test_chi_square), TEST(test_stop_strings), TEST(test_logprobs), TEST(test_slots), TEST(test_session))
+           TEST(test_invalid_options), TEST(test_penalties), TEST(test_chi_square), TEST(test_stop_strings), TEST(test_think_filter), TEST(test_logprobs), TEST(test_slots), TEST(test_session))
