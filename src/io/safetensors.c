@@ -43,11 +43,12 @@ static const struct {
 } g_dtypes[WK_ST_DTYPE_COUNT] = {
     [WK_ST_F32] = {"F32", 4}, [WK_ST_F16] = {"F16", 2}, [WK_ST_BF16] = {"BF16", 2},
     [WK_ST_I8] = {"I8", 1},   [WK_ST_U8] = {"U8", 1},   [WK_ST_U32] = {"U32", 4},
+    [WK_ST_I32] = {"I32", 4}, [WK_ST_I64] = {"I64", 8},
 };
 
 /* dtypes of the safetensors spec that wick does not read. */
 static const char *const g_unsupported[] = {
-    "BOOL", "I16",     "U16",     "I32",     "I64", "U64",     "F64",
+    "BOOL", "I16",     "U16",     "U64",     "F64",
     "C64",  "F8_E4M3", "F8_E5M2", "F8_E8M0", "F4",  "F6_E2M3", "F6_E3M2",
 };
 
@@ -85,7 +86,7 @@ static enum wk_status parse_dtype(const struct wk_safetensors *st, const char *n
         if (strcmp(s, g_unsupported[i]) == 0)
             return wk_error_set(err, WK_E_UNSUPPORTED,
                                 "%s: tensor %s: dtype %s is not supported (wick reads F32, F16, "
-                                "BF16, I8, U8, U32)",
+                                "BF16, I8, U8, U32, I32, I64)",
                                 st->name, nb, s);
     char db[64];
     printable(s, db, sizeof db);
@@ -536,7 +537,7 @@ enum wk_status wk_safetensors_write(const char *path, const struct wk_st_write_t
     int64_t *order = wk_malloc((size_t)n * sizeof *order);
     if (!order) return wk_error_set(err, WK_E_NOMEM, "%s: out of memory", path);
     int64_t k = 0;
-    for (size_t size = 4; size >= 1; size /= 2)
+    for (size_t size = 8; size >= 1; size /= 2)
         for (int64_t i = 0; i < n; i++)
             if (wk_st_dtype_size(tensors[i].dtype) == size) order[k++] = i;
     for (int64_t i = 0; i < n; i++) /* a bad dtype, for build_header to name */

@@ -22,8 +22,8 @@
 #include "../base/wk_base.h"
 
 /* The element types wick reads; the file spells them as the names below. */
-enum wk_st_dtype { WK_ST_F32, WK_ST_F16, WK_ST_BF16, WK_ST_I8, WK_ST_U8, WK_ST_U32 };
-#define WK_ST_DTYPE_COUNT 6
+enum wk_st_dtype { WK_ST_F32, WK_ST_F16, WK_ST_BF16, WK_ST_I8, WK_ST_U8, WK_ST_U32, WK_ST_I32, WK_ST_I64 };
+#define WK_ST_DTYPE_COUNT 8
 #define WK_ST_MAX_DIMS 8
 /* The largest header the reader accepts (the reference reader's limit). */
 #define WK_ST_MAX_HEADER_BYTES ((uint64_t)100 << 20)

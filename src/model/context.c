@@ -71,9 +71,25 @@ struct wk_context {
     int32_t ring_lo; /* first position every ring still holds */
     float *k_cache, *v_cache; /* every layer's K, and V, in one allocation each */
     struct kv_layer *kv;      /* [n_layer] */
+    int32_t first_shared;     /* first layer reading another's cache (Gemma 4), else n_layer */
+    int32_t n_hidden;         /* rows in xn after the last forward with logits */
+    int32_t head_dim_max;     /* the largest layer head dim */
     struct wk_arena arena;
     /* scratch views, [n_ubatch, ...] each */
     float *x, *xn, *q, *kx, *vx, *att, *o, *gate, *up, *scores, *pv, *rope_cs, *mm_scratch;
+    /* per-layer embeddings [n_ubatch][n_layer·P] and their gate [n_ubatch][P] (Gemma 4) */
+    float *ple, *ple_g;
+    /* mixture of experts: router logits [n_ubatch][n_expert], the chosen
+     * experts' weights [n_ubatch][k], the experts' input, gathered input,
+     * gate, up, output and their sum */
+    float *moe_logits, *moe_w, *moe_u, *moe_in, *moe_gate, *moe_up, *moe_y, *moe_sum;
+    int32_t *moe_idx, *moe_rows; /* [n_ubatch][k] chosen experts; a gathered expert's token rows */
+    /* an MTP assistant's input [2·E_target], centroid logits [n_centroids],
+     * candidate tokens and their logits [n_vocab] */
+    float *mtp_in, *mtp_centroid_logits, *mtp_cand_logits;
+    int32_t *mtp_cand;
+    int32_t rope_shift;   /* RoPE at pos + rope_shift (1 for an MTP draft step, else 0) */
+    int32_t window_extra; /* keys a sliding layer sees beyond W (1 for an MTP draft step) */
     int32_t *pos;
 };
 
@@ -117,8 +133,19 @@ enum wk_status wk_context_create(const struct wk_model *m, const struct wk_conte
         wk_context_destroy(c);
         return wk_error_set(err, st, "cannot start %d threads", n_threads);
     }
-    const size_t E = (size_t)hp->n_embd, D = (size_t)hp->head_dim, F = (size_t)hp->n_ff;
-    const size_t HQ = (size_t)hp->n_head * D, HK = (size_t)hp->n_head_kv * D, U = (size_t)n_ub;
+    const size_t E = (size_t)hp->n_embd, U = (size_t)n_ub;
+    /* the largest of each layer's sizes (Gemma 4's sliding and full layers differ) */
+    size_t D = 0, HQ = 0, HK = 0, F = 0;
+    for (int32_t il = 0; il < hp->n_layer; il++) {
+        const struct wk_layer *l = &m->layers[il];
+        D = WK_MAX(D, (size_t)l->head_dim);
+        HQ = WK_MAX(HQ, (size_t)hp->n_head * (size_t)l->head_dim);
+        HK = WK_MAX(HK, (size_t)l->n_head_kv * (size_t)l->head_dim);
+        F = WK_MAX(F, (size_t)l->n_ff);
+    }
+    const size_t P = (size_t)hp->n_embd_ple, LP = (size_t)hp->n_layer * P;
+    c->head_dim_max = (int32_t)D;
+    const size_t NE = (size_t)hp->n_expert, NK = (size_t)hp->n_expert_used, FE = (size_t)hp->n_ff_exp;
     /* sliding-window layers keep a ring of W + n_ubatch + WK_VERIFY_MAX slots (top of file) */
     const int32_t W = hp->sliding_window;
     size_t kv_floats = 0;
@@ -127,39 +154,59 @@ enum wk_status wk_context_create(const struct wk_model *m, const struct wk_conte
         wk_context_destroy(c);
         return wk_error_set(err, WK_E_NOMEM, "out of memory");
     }
+    c->first_shared = hp->n_layer;
     for (int32_t il = 0; il < hp->n_layer; il++) {
-        bool ring = m->layers[il].sliding && W > 0;
+        const struct wk_layer *l = &m->layers[il];
+        if (l->kv_layer != il) { /* reads an earlier layer's cache */
+            c->first_shared = WK_MIN(c->first_shared, il);
+            continue;
+        }
+        bool ring = l->sliding && W > 0;
         c->kv[il].n_slots = ring ? (int32_t)WK_MIN((int64_t)W + n_ub + WK_VERIFY_MAX, (int64_t)n_ctx) : n_ctx;
         if (ring) c->n_ring = c->kv[il].n_slots;
-        kv_floats += (size_t)c->kv[il].n_slots * HK;
+        kv_floats += (size_t)c->kv[il].n_slots * (size_t)l->n_head_kv * (size_t)l->head_dim;
     }
-    c->k_cache = wk_aligned_alloc(kv_floats * sizeof(float));
-    c->v_cache = wk_aligned_alloc(kv_floats * sizeof(float));
-    size_t n_in_max = WK_MAX(WK_MAX(E, HQ), F);
+    c->k_cache = wk_aligned_alloc(WK_MAX(kv_floats, 1) * sizeof(float));
+    c->v_cache = wk_aligned_alloc(WK_MAX(kv_floats, 1) * sizeof(float));
+    size_t n_in_max = WK_MAX(WK_MAX(E, HQ), WK_MAX(F, FE));
     size_t sizes[] = {U * E, U * E, U * HQ, U * HK, U * HK, U * HQ, U * E, U * F, U * F,
                       (size_t)n_threads * ATTN_QBLOCK * (size_t)n_ctx,
                       (size_t)n_threads * ATTN_QBLOCK * D, 2 * U * D,
-                      wk_cpu_matmul_scratch_floats((int64_t)n_in_max, n_threads)};
+                      wk_cpu_matmul_scratch_floats((int64_t)n_in_max, n_threads),
+                      U * LP, WK_MAX(U * P, LP),
+                      U * NE, U * NK, U * E, U * E, U * FE, U * FE, U * E, U * E,
+                      2 * (size_t)m->mtp_n_embd_target, (size_t)m->mtp_n_centroids, (size_t)hp->n_vocab};
     size_t arena_bytes = 0;
     for (size_t i = 0; i < WK_ARRAY_LEN(sizes); i++) arena_bytes += sizes[i] * sizeof(float) + 64;
-    arena_bytes += U * sizeof(int32_t) + 64;
+    arena_bytes += (2 * U * NK + U + (size_t)hp->n_vocab) * sizeof(int32_t) + 4 * 64;
     if (!c->k_cache || !c->v_cache || wk_arena_init(&c->arena, arena_bytes)) {
         wk_context_destroy(c);
         return wk_error_set(err, WK_E_NOMEM,
                             "out of memory for a %d-token KV cache (%.1f MiB) and scratch", n_ctx,
                             2.0 * (double)kv_floats * 4 / (1 << 20));
     }
-    for (size_t il = 0, off = 0; il < (size_t)hp->n_layer; il++) {
+    size_t off = 0;
+    for (int32_t il = 0; il < hp->n_layer; il++) {
+        const struct wk_layer *l = &m->layers[il];
+        if (l->kv_layer != il) continue;
         c->kv[il].k = c->k_cache + off;
         c->kv[il].v = c->v_cache + off;
-        off += (size_t)c->kv[il].n_slots * HK;
+        off += (size_t)c->kv[il].n_slots * (size_t)l->n_head_kv * (size_t)l->head_dim;
     }
+    for (int32_t il = 0; il < hp->n_layer; il++) /* shared layers see their donor's cache */
+        if (m->layers[il].kv_layer >= 0 && m->layers[il].kv_layer != il) c->kv[il] = c->kv[m->layers[il].kv_layer];
     float **views[] = {&c->x, &c->xn, &c->q, &c->kx, &c->vx, &c->att, &c->o, &c->gate, &c->up,
-                       &c->scores, &c->pv, &c->rope_cs, &c->mm_scratch};
+                       &c->scores, &c->pv, &c->rope_cs, &c->mm_scratch, &c->ple, &c->ple_g,
+                       &c->moe_logits, &c->moe_w, &c->moe_u, &c->moe_in, &c->moe_gate,
+                       &c->moe_up, &c->moe_y, &c->moe_sum, &c->mtp_in, &c->mtp_centroid_logits,
+                       &c->mtp_cand_logits};
     for (size_t i = 0; i < WK_ARRAY_LEN(views); i++)
         *views[i] = wk_arena_alloc(&c->arena, sizes[i] * sizeof(float));
+    c->moe_idx = wk_arena_alloc(&c->arena, U * NK * sizeof(int32_t));
+    c->moe_rows = wk_arena_alloc(&c->arena, U * NK * sizeof(int32_t));
     c->pos = wk_arena_alloc(&c->arena, U * sizeof(int32_t));
-    WK_ASSERT(c->pos != NULL);
+    c->mtp_cand = wk_arena_alloc(&c->arena, (size_t)hp->n_vocab * sizeof(int32_t));
+    WK_ASSERT(c->pos != NULL && c->mtp_cand != NULL);
     *out = c;
     return WK_OK;
 }
@@ -197,6 +244,7 @@ int32_t wk_context_truncate(struct wk_context *c, int32_t n_keep)
 struct attn_task {
     struct wk_context *c;
     const struct wk_layer *l;
+    const struct kv_layer *kv; /* the cache it reads: the layer's, a donor's, or a target's */
     int32_t il, n_tokens;
     bool per_token; /* items of one token each (verify), as decode computes them */
 };
@@ -216,10 +264,11 @@ static void attention_task(void *p, int ith, int nth)
     struct attn_task *a = p;
     struct wk_context *c = a->c;
     const struct wk_hparams *hp = &c->m->hp;
-    const int64_t D = hp->head_dim, HQ = (int64_t)hp->n_head * D, HK = (int64_t)hp->n_head_kv * D;
-    const int32_t group = hp->n_head / hp->n_head_kv, W = hp->sliding_window;
-    const bool sliding = a->l->sliding && W > 0;
-    const struct kv_layer *kv = &c->kv[a->il];
+    const struct wk_layer *l = a->l;
+    const int64_t D = l->head_dim, HQ = (int64_t)hp->n_head * D, HK = (int64_t)l->n_head_kv * D;
+    const int32_t group = hp->n_head / l->n_head_kv, W = hp->sliding_window + c->window_extra;
+    const bool sliding = l->sliding && W > 0;
+    const struct kv_layer *kv = a->kv;
     const int64_t S = kv->n_slots;
     const float *kc = kv->k, *vt = kv->v;
     float *scores = c->scores + (size_t)ith * ATTN_QBLOCK * (size_t)c->n_ctx;
@@ -287,63 +336,195 @@ static void norm_rows(const struct wk_cpu_kernels *k, int32_t n, int64_t width, 
         k->rms_norm(width, x + t * width, g ? g->data : NULL, eps, y + t * width);
 }
 
-/* Runs one chunk; returns false, leaving the cache as it was, when cancel
- * becomes true between layers (so a long prefill stops within a layer).
- * per_token: each token as a one-token step computes it (verify). */
-static bool forward_chunk(struct wk_context *c, const int32_t *tokens, int32_t n, float *logits,
-                          bool all_rows, bool per_token, const volatile bool *cancel)
+/* Gemma 4's per-layer inputs for the chunk's n tokens (architectures.md
+ * §4.6 step 2, HF Gemma4TextModel.project_per_layer_inputs), from the
+ * scaled token embeddings in x: ple[t] (n_layer rows of P) =
+ * (RMSNorm_P(W_plm · x_t / sqrt(E); proj_norm) + E_ple[token] · sqrt(P)) / sqrt(2). */
+static void ple_inputs(struct wk_context *c, const int32_t *tokens, int32_t n, unsigned mm)
 {
     const struct wk_model *m = c->m;
     const struct wk_hparams *hp = &m->hp;
-    const int64_t E = hp->n_embd, D = hp->head_dim;
-    const int64_t HQ = (int64_t)hp->n_head * D, HK = (int64_t)hp->n_head_kv * D;
+    const int64_t E = hp->n_embd, P = hp->n_embd_ple, LP = (int64_t)hp->n_layer * P;
+    wk_cpu_matmul(c->pool, c->k, m->ple_model_proj, c->x, c->ple, n, c->mm_scratch, mm);
+    const float proj_scale = 1.0f / sqrtf((float)E), tok_scale = sqrtf((float)P);
+    const float mix = 1.0f / sqrtf(2.0f);
+    float *tok = c->ple_g; /* LP floats */
+    for (int32_t t = 0; t < n; t++) {
+        float *row = c->ple + t * LP;
+        for (int64_t i = 0; i < LP; i++) row[i] *= proj_scale;
+        norm_rows(c->k, hp->n_layer, P, row, m->ple_proj_norm, hp->rms_eps, row);
+        wk_cpu_get_row(c->k, m->ple_embd, tokens[t], tok);
+        for (int64_t i = 0; i < LP; i++) row[i] = (row[i] + tok[i] * tok_scale) * mix;
+    }
+}
+
+/* A view of rows [row0, row0 + n_rows) of expert e's matrix in a 3-D
+ * expert tensor [n_expert][rows][n_in]. */
+static struct wk_tensor expert_view(const struct wk_tensor *t, int64_t e, int64_t row0, int64_t n_rows)
+{
+    struct wk_tensor v = *t;
+    v.n_dims = 2;
+    v.ne[1] = n_rows;
+    v.ne[2] = 1;
+    v.data = (const uint8_t *)t->data + (size_t)e * t->nb[2] + (size_t)row0 * t->nb[1];
+    return v;
+}
+
+/*
+ * Gemma 4's expert path for the chunk's n rows of x (the post-attention
+ * residual; architectures.md §4.6, HF Gemma4TextRouter/Gemma4TextExperts):
+ * router on RMSNorm(x)·scale/sqrt(E), softmax over the experts, the top k
+ * (ties to the lower index), renormalised, times the expert's scale; each
+ * expert's GeGLU FFN on RMSNorm(x; pre_norm_2), its weighted outputs
+ * summed in expert order, RMSNorm(·; post_norm_2), added to o. Tokens are
+ * grouped by expert, so each chosen expert's weights are read once per
+ * chunk and no other expert's are read at all.
+ */
+static void moe_ffn(struct wk_context *c, const struct wk_layer *l, int32_t n, unsigned mm)
+{
+    const struct wk_hparams *hp = &c->m->hp;
+    const struct wk_cpu_kernels *k = c->k;
+    const int64_t E = hp->n_embd, NE = hp->n_expert, K = hp->n_expert_used, FE = hp->n_ff_exp;
+    const float root = 1.0f / sqrtf((float)E);
+    norm_rows(k, n, E, c->x, l->moe_router_scale, hp->rms_eps, c->moe_u);
+    for (int64_t i = 0; i < n * E; i++) c->moe_u[i] *= root;
+    wk_cpu_matmul(c->pool, k, l->moe_router, c->moe_u, c->moe_logits, n, c->mm_scratch, mm);
+    const float *expert_scale = l->moe_expert_scale->data;
+    for (int32_t t = 0; t < n; t++) {
+        float *p = c->moe_logits + t * NE, sum = 0;
+        k->softmax(NE, p);
+        int32_t *idx = c->moe_idx + t * K;
+        float *w = c->moe_w + t * K;
+        for (int64_t j = 0; j < K; j++) { /* the k largest, ties to the lower index */
+            int32_t best = -1;
+            for (int32_t e = 0; e < NE; e++) {
+                bool taken = false;
+                for (int64_t i = 0; i < j; i++) taken |= idx[i] == e;
+                if (!taken && (best < 0 || p[e] > p[best])) best = e;
+            }
+            idx[j] = best;
+            w[j] = p[best];
+            sum += p[best];
+        }
+        for (int64_t j = 0; j < K; j++) w[j] = w[j] / sum * expert_scale[idx[j]];
+    }
+    norm_rows(k, n, E, c->x, l->moe_pre_norm, hp->rms_eps, c->moe_u);
+    memset(c->moe_sum, 0, (size_t)(n * E) * sizeof(float));
+    for (int32_t e = 0; e < NE; e++) {
+        int32_t cnt = 0; /* the slots (token · K + j) that chose e, in token order */
+        for (int64_t s = 0; s < n * K; s++)
+            if (c->moe_idx[s] == e) c->moe_rows[cnt++] = (int32_t)s;
+        if (cnt == 0) continue;
+        for (int32_t i = 0; i < cnt; i++)
+            memcpy(c->moe_in + i * E, c->moe_u + (c->moe_rows[i] / K) * E, (size_t)E * sizeof(float));
+        struct wk_tensor gate, up, down = expert_view(l->moe_down, e, 0, E);
+        if (l->moe_gate_up) {
+            gate = expert_view(l->moe_gate_up, e, 0, FE);
+            up = expert_view(l->moe_gate_up, e, FE, FE);
+        } else {
+            gate = expert_view(l->moe_gate, e, 0, FE);
+            up = expert_view(l->moe_up, e, 0, FE);
+        }
+        wk_cpu_matmul_glu(c->pool, k, &gate, &up, c->moe_in, c->moe_gate, c->moe_up, cnt,
+                          c->mm_scratch, WK_GLU_GELU_TANH, mm);
+        wk_cpu_matmul(c->pool, k, &down, c->moe_gate, c->moe_y, cnt, c->mm_scratch, mm);
+        for (int32_t i = 0; i < cnt; i++) {
+            float w = c->moe_w[c->moe_rows[i]], *dst = c->moe_sum + (c->moe_rows[i] / K) * E;
+            const float *y = c->moe_y + i * E;
+            for (int64_t j = 0; j < E; j++) dst[j] += y[j] * w;
+        }
+    }
+    norm_rows(k, n, E, c->moe_sum, l->moe_post_norm_2, hp->rms_eps, c->moe_sum);
+    for (int64_t i = 0; i < n * E; i++) c->o[i] += c->moe_sum[i];
+}
+
+/* The layer (of the target's model) whose cache a query-only layer of
+ * kind `sliding` reads: the last one of that kind keeping its own cache
+ * (architectures.md §5.3: the KV donors), or -1. */
+static int32_t last_cache_layer(const struct wk_model *m, bool sliding)
+{
+    for (int32_t il = m->hp.n_layer - 1; il >= 0; il--)
+        if (m->layers[il].kv_layer == il && m->layers[il].sliding == sliding) return il;
+    return -1;
+}
+
+/*
+ * The decoder layers over the n rows in x at positions pos[0..n), RoPE at
+ * pos + rope_shift. Layers that own a cache write their K and V to it;
+ * KV-shared layers read their donor's, and with ext (an MTP assistant)
+ * every layer reads ext's cache of its kind. Without all_rows, the rows
+ * past the first KV-shared layer shrink to the last one (want_rows) or to
+ * none (*n_io is updated). Returns false when cancel became true.
+ */
+static bool run_layers(struct wk_context *c, int32_t *n_io, bool want_rows, bool all_rows, bool per_token,
+                       const volatile bool *cancel, const struct wk_context *ext)
+{
+    const struct wk_model *m = c->m;
+    const struct wk_hparams *hp = &m->hp;
+    const int64_t E = hp->n_embd, LP = (int64_t)hp->n_layer * hp->n_embd_ple;
     struct wk_threadpool *pool = c->pool;
     const struct wk_cpu_kernels *k = c->k;
     const unsigned mm = per_token ? WK_MATMUL_PER_TOKEN : 0;
-
-    for (int32_t t = 0; t < n; t++) {
-        c->pos[t] = c->n_past + t;
-        wk_cpu_get_row(k, m->tok_embd, tokens[t], c->x + t * E);
-        if (hp->embed_scale != 1.0f)
-            for (int64_t i = 0; i < E; i++) c->x[t * E + i] *= hp->embed_scale;
-    }
+    int32_t n = *n_io;
+    const int32_t ext_layer[2] = {ext ? last_cache_layer(ext->m, true) : -1,
+                                  ext ? last_cache_layer(ext->m, false) : -1};
     /* RoPE tables for the chunk: [0] sliding layers, [1] global layers */
-    float *cs[2] = {c->rope_cs, c->rope_cs + (size_t)c->n_ubatch * (size_t)D};
+    float *cs[2] = {c->rope_cs, c->rope_cs + (size_t)c->n_ubatch * (size_t)c->head_dim_max};
     bool have_cs[2] = {false, false};
 
     for (int32_t il = 0; il < hp->n_layer; il++) {
         if (cancel && *cancel) return false;
-        /* positions the chunk overwrites in the rings are gone from now
-         * on, even if cancel stops it half way */
-        if (il == 0 && c->n_ring > 0) c->ring_lo = WK_MAX(c->ring_lo, c->n_past + n - c->n_ring);
+        if (il == c->first_shared && !all_rows) {
+            /* the layers from here on write no cache: only the rows whose
+             * logits are wanted need them (none for a chunk without) */
+            if (!want_rows) {
+                n = 0;
+                break;
+            }
+            if (n > 1) {
+                memmove(c->x, c->x + (int64_t)(n - 1) * E, (size_t)E * sizeof(float));
+                if (LP) memmove(c->ple, c->ple + (int64_t)(n - 1) * LP, (size_t)LP * sizeof(float));
+                c->pos[0] = c->pos[n - 1];
+                n = 1;
+                have_cs[0] = have_cs[1] = false;
+            }
+        }
         const struct wk_layer *l = &m->layers[il];
+        const int64_t D = l->head_dim, HQ = (int64_t)hp->n_head * D, HK = (int64_t)l->n_head_kv * D;
+        const bool own_kv = l->kv_layer == il;
         int kind = l->sliding ? 0 : 1;
         if (!have_cs[kind]) {
+            const struct wk_tensor *freqs = l->rope_freqs ? l->rope_freqs : m->rope_freqs;
             for (int32_t t = 0; t < n; t++)
-                wk_rope_cos_sin(c->pos[t], hp->n_rot, l->rope_base, l->rope_scale,
-                                m->rope_freqs ? m->rope_freqs->data : NULL, cs[kind] + t * hp->n_rot);
+                wk_rope_cos_sin(c->pos[t] + c->rope_shift, l->n_rot, l->rope_base, l->rope_scale,
+                                freqs ? freqs->data : NULL, cs[kind] + t * l->n_rot);
             have_cs[kind] = true;
         }
         norm_rows(k, n, E, c->x, l->attn_norm, hp->rms_eps, c->xn);
         const struct wk_tensor *qkv_w[3] = {l->wq, l->wk, l->wv};
         float *qkv_y[3] = {c->q, c->kx, c->vx};
-        wk_cpu_matmul_many(pool, k, 3, qkv_w, qkv_y, c->xn, n, c->mm_scratch, mm);
-        const struct kv_layer *kv = &c->kv[il];
+        wk_cpu_matmul_many(pool, k, !own_kv ? 1 : l->wv ? 3 : 2, qkv_w, qkv_y, c->xn, n, c->mm_scratch, mm);
+        if (own_kv && l->k_eq_v) memcpy(c->vx, c->kx, (size_t)(n * HK) * sizeof(float));
+        const struct kv_layer *kv = ext ? &ext->kv[ext_layer[kind]] : &c->kv[il];
         for (int32_t t = 0; t < n; t++) {
             float *qt = c->q + t * HQ, *kt = c->kx + t * HK;
+            const float *cst = cs[kind] + t * l->n_rot;
             if (l->q_norm) norm_rows(k, hp->n_head, D, qt, l->q_norm, hp->rms_eps, qt);
-            if (l->k_norm) norm_rows(k, hp->n_head_kv, D, kt, l->k_norm, hp->rms_eps, kt);
-            wk_rope_apply(qt, hp->n_head, (int)D, hp->n_rot, cs[kind] + t * hp->n_rot, m->rope_mode);
-            wk_rope_apply(kt, hp->n_head_kv, (int)D, hp->n_rot, cs[kind] + t * hp->n_rot, m->rope_mode);
-            for (int64_t i = 0; i < HQ; i++) qt[i] *= hp->attn_scale;
+            wk_rope_apply(qt, hp->n_head, (int)D, l->n_rot, cst, m->rope_mode);
+            if (hp->attn_scale != 1.0f)
+                for (int64_t i = 0; i < HQ; i++) qt[i] *= hp->attn_scale;
+            if (!own_kv) continue;
+            if (l->k_norm) norm_rows(k, l->n_head_kv, D, kt, l->k_norm, hp->rms_eps, kt);
+            wk_rope_apply(kt, l->n_head_kv, (int)D, l->n_rot, cst, m->rope_mode);
+            if (l->v_norm) norm_rows(k, l->n_head_kv, D, c->vx + t * HK, NULL, hp->rms_eps, c->vx + t * HK);
         }
         /* position p in slot p % n_slots; V transposed: (slot, i) at i * n_slots + slot */
-        for (int32_t t = 0; t < n; t++) {
-            int64_t slot = (c->n_past + t) % kv->n_slots;
+        for (int32_t t = 0; own_kv && t < n; t++) {
+            int64_t slot = c->pos[t] % kv->n_slots;
             memcpy(kv->k + slot * HK, c->kx + t * HK, (size_t)HK * sizeof(float));
             for (int64_t i = 0; i < HK; i++) kv->v[i * kv->n_slots + slot] = c->vx[t * HK + i];
         }
-        struct attn_task at = {.c = c, .l = l, .il = il, .n_tokens = n, .per_token = per_token};
+        struct attn_task at = {.c = c, .l = l, .kv = kv, .n_tokens = n, .per_token = per_token};
         wk_threadpool_run(pool, attention_task, &at);
         wk_cpu_matmul(pool, k, l->wo, c->att, c->o, n, c->mm_scratch, mm);
         if (l->post_attn_norm) norm_rows(k, n, E, c->o, l->post_attn_norm, hp->rms_eps, c->o);
@@ -354,20 +535,148 @@ static bool forward_chunk(struct wk_context *c, const int32_t *tokens, int32_t n
         wk_cpu_matmul_glu(pool, k, l->ffn_gate, l->ffn_up, c->xn, c->gate, c->up, n,
                           c->mm_scratch, glu, mm);
         wk_cpu_matmul(pool, k, l->ffn_down, c->gate, c->o, n, c->mm_scratch, mm);
+        if (l->moe_router) {
+            norm_rows(k, n, E, c->o, l->moe_post_norm_1, hp->rms_eps, c->o);
+            moe_ffn(c, l, n, mm);
+        }
         if (l->post_ffn_norm) norm_rows(k, n, E, c->o, l->post_ffn_norm, hp->rms_eps, c->o);
         for (int64_t i = 0; i < n * E; i++) c->x[i] += c->o[i];
+        if (l->ple_gate) { /* the layer's per-layer input, gated by x */
+            const int64_t P = hp->n_embd_ple;
+            wk_cpu_matmul(pool, k, l->ple_gate, c->x, c->ple_g, n, c->mm_scratch, mm);
+            for (int32_t t = 0; t < n; t++) k->geglu(P, c->ple_g + t * P, c->ple + t * LP + il * P);
+            wk_cpu_matmul(pool, k, l->ple_proj, c->ple_g, c->o, n, c->mm_scratch, mm);
+            norm_rows(k, n, E, c->o, l->ple_post_norm, hp->rms_eps, c->o);
+            for (int64_t i = 0; i < n * E; i++) c->x[i] += c->o[i];
+        }
+        if (l->out_scale != 1.0f)
+            for (int64_t i = 0; i < n * E; i++) c->x[i] *= l->out_scale;
     }
-    c->n_past += n;
+    *n_io = n;
+    return true;
+}
+
+/* Runs one chunk; returns false, leaving the cache as it was, when cancel
+ * becomes true between layers (so a long prefill stops within a layer).
+ * per_token: each token as a one-token step computes it (verify). */
+static bool forward_chunk(struct wk_context *c, const int32_t *tokens, int32_t n, float *logits,
+                          bool all_rows, bool per_token, const volatile bool *cancel)
+{
+    const struct wk_model *m = c->m;
+    const struct wk_hparams *hp = &m->hp;
+    const int64_t E = hp->n_embd;
+    const struct wk_cpu_kernels *k = c->k;
+    const unsigned mm = per_token ? WK_MATMUL_PER_TOKEN : 0;
+    const int32_t n_past = c->n_past, n_chunk = n;
+
+    for (int32_t t = 0; t < n; t++) {
+        c->pos[t] = n_past + t;
+        wk_cpu_get_row(k, m->tok_embd, tokens[t], c->x + t * E);
+        if (hp->embed_scale != 1.0f)
+            for (int64_t i = 0; i < E; i++) c->x[t * E + i] *= hp->embed_scale;
+    }
+    if (m->ple_embd) ple_inputs(c, tokens, n, mm);
+    if (cancel && *cancel) return false;
+    /* positions the chunk overwrites in the rings are gone from now on,
+     * even if cancel stops it half way */
+    if (c->n_ring > 0) c->ring_lo = WK_MAX(c->ring_lo, n_past + n_chunk - c->n_ring);
+    if (!run_layers(c, &n, logits != NULL, all_rows, per_token, cancel, NULL)) return false;
+    c->n_past += n_chunk;
     if (!logits) return true;
     /* the last row only, or every row */
     const int32_t rows = all_rows ? n : 1;
     norm_rows(k, rows, E, c->x + (int64_t)(n - rows) * E, m->output_norm, hp->rms_eps, c->xn);
-    wk_cpu_matmul(pool, k, m->output, c->xn, logits, rows, c->mm_scratch, mm);
+    c->n_hidden = rows;
+    wk_cpu_matmul(c->pool, k, m->output, c->xn, logits, rows, c->mm_scratch, mm);
     if (hp->final_softcap > 0) {
         float cap = hp->final_softcap;
         for (int64_t i = 0; i < (int64_t)rows * hp->n_vocab; i++) logits[i] = cap * tanhf(logits[i] / cap);
     }
+    for (int32_t r = 0; r < rows; r++)
+        for (int32_t i = 0; i < m->n_suppress; i++) logits[(int64_t)r * hp->n_vocab + m->suppress[i]] = -INFINITY;
     return true;
+}
+
+/* The k largest of v [n] into idx [k], ties to the lower index. */
+static void top_k(const float *v, int32_t n, int32_t k, int32_t *idx)
+{
+    for (int32_t j = 0; j < k; j++) {
+        int32_t best = -1;
+        for (int32_t i = 0; i < n; i++) {
+            bool taken = false;
+            for (int32_t t = 0; t < j && !taken; t++) taken = idx[t] == i;
+            if (!taken && (best < 0 || v[i] > v[best])) best = i;
+        }
+        idx[j] = best;
+    }
+}
+
+enum wk_status wk_context_mtp_step(struct wk_context *a, const struct wk_context *target, int32_t token,
+                                   const float *cond, float *logits, float *cond_out, struct wk_error *err)
+{
+    const struct wk_model *am = a->m, *tm = target->m;
+    const struct wk_hparams *hp = &am->hp;
+    const struct wk_cpu_kernels *k = a->k;
+    const int64_t E = hp->n_embd, Et = tm->hp.n_embd, V = hp->n_vocab;
+    if (!am->is_mtp || am->mtp_n_embd_target != Et || tm->hp.n_vocab != V)
+        return wk_error_set(err, WK_E_INVALID, "%s is not an MTP assistant of %s", wk_model_path(am),
+                            wk_model_path(tm));
+    if (target->n_past < 1 || target->n_past > a->n_ctx)
+        return wk_error_set(err, WK_E_RANGE, "the target holds %d positions (the assistant takes 1..%d)",
+                            target->n_past, a->n_ctx);
+    if (token < 0 || token >= V) return wk_error_set(err, WK_E_INVALID, "token id %d is outside the vocabulary", token);
+    if (target->n_ring > 0 && target->ring_lo > WK_MAX(0, target->n_past - 1 - hp->sliding_window))
+        return wk_error_set(err, WK_E_RANGE, "the target's rotating cache no longer holds the %d positions before %d",
+                            hp->sliding_window + 1, target->n_past);
+    /* x = pre_projection([E_target[token] · sqrt(E_t); cond]) */
+    wk_cpu_get_row(k, tm->tok_embd, token, a->mtp_in);
+    if (tm->hp.embed_scale != 1.0f)
+        for (int64_t i = 0; i < Et; i++) a->mtp_in[i] *= tm->hp.embed_scale;
+    memcpy(a->mtp_in + Et, cond, (size_t)Et * sizeof(float));
+    wk_cpu_matmul(a->pool, k, am->mtp_pre_proj, a->mtp_in, a->x, 1, a->mm_scratch, 0);
+    /* the query sits at the token's position, n_past, and sees the cached
+     * keys up to n_past - 1, the last W + 1 of them on sliding layers
+     * (transformers' bidirectional sliding-window mask, flipped, admits
+     * |distance| <= W) */
+    a->pos[0] = target->n_past - 1;
+    a->rope_shift = 1;
+    a->window_extra = 1;
+    int32_t n = 1;
+    run_layers(a, &n, true, true, false, NULL, target);
+    a->rope_shift = a->window_extra = 0;
+    norm_rows(k, 1, E, a->x, am->output_norm, hp->rms_eps, a->xn);
+    wk_cpu_matmul(a->pool, k, am->mtp_post_proj, a->xn, cond_out, 1, a->mm_scratch, 0);
+    if (!am->mtp_centroids) {
+        wk_cpu_matmul(a->pool, k, am->output, a->xn, logits, 1, a->mm_scratch, 0);
+        return WK_OK;
+    }
+    /* ordered embeddings: the tokens of the top centroids only; the rest
+     * one below the smallest of those (HF Gemma4AssistantMaskedEmbedder) */
+    const int32_t C = am->mtp_n_centroids, K = am->mtp_centroid_top_k, per = (int32_t)(V / C);
+    wk_cpu_matmul(a->pool, k, am->mtp_centroids, a->xn, a->mtp_centroid_logits, 1, a->mm_scratch, 0);
+    int32_t top[4096];
+    top_k(a->mtp_centroid_logits, C, WK_MIN(K, 4096), top);
+    const float *ord = am->mtp_token_ordering->data;
+    const enum wk_dtype dt = am->output->dtype;
+    float lo = INFINITY;
+    int32_t n_cand = 0;
+    for (int32_t j = 0; j < K; j++)
+        for (int32_t i = 0; i < per; i++) {
+            int32_t id = (int32_t)ord[(int64_t)top[j] * per + i];
+            float v = k->vec_dot[dt](E, wk_tensor_row(am->output, id), a->xn);
+            a->mtp_cand[n_cand] = id;
+            a->mtp_cand_logits[n_cand++] = v;
+            lo = WK_MIN(lo, v);
+        }
+    for (int64_t i = 0; i < V; i++) logits[i] = lo - 1.0f;
+    for (int32_t i = 0; i < n_cand; i++) logits[a->mtp_cand[i]] = a->mtp_cand_logits[i];
+    return WK_OK;
+}
+
+const float *wk_context_hidden(const struct wk_context *c, int32_t row)
+{
+    WK_ASSERT(row >= 0 && row < c->n_hidden);
+    return c->xn + (int64_t)row * c->m->hp.n_embd;
 }
 
 static enum wk_status decode(struct wk_context *c, const int32_t *tokens, int32_t n_tokens, float *logits,

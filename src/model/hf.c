@@ -61,6 +61,94 @@ static json_t *load_json(const char *dir, const char *file, bool required, struc
     return j;
 }
 
+static void set_kv(struct wk_hf *h, const char *arch, const char *suffix, json_t *v)
+{
+    char key[160];
+    snprintf(key, sizeof key, "%s.%s", arch, suffix);
+    json_object_set_new(h->kv, key, v);
+}
+
+/* A config.json field that must be a number when present. */
+static enum wk_status cfg_number(const struct wk_hf *h, json_t *cfg, const char *name, double dflt,
+                                 double *out, struct wk_error *err)
+{
+    json_t *v = json_object_get(cfg, name);
+    *out = dflt;
+    if (!v || json_is_null(v)) return WK_OK;
+    if (!json_is_number(v))
+        return wk_error_set(err, WK_E_FORMAT, "%s/config.json: %s must be a number", h->dir, name);
+    *out = json_number_value(v);
+    return WK_OK;
+}
+
+/*
+ * Gemma 4's fields (architectures.md §4.2-4.3) under the keys llama.cpp's
+ * GGUF conversion writes: the two head dims (key_length = the full layers'
+ * global_head_dim, key_length_swa = head_dim), per-layer arrays for
+ * head_count_kv (num_global_key_value_heads on full layers when K = V)
+ * and feed_forward_length (doubled on the KV-shared layers with
+ * use_double_wide_mlp), shared_kv_layers, the per-layer-input width, the
+ * experts, the full layers' partial rotary factor (GGUF carries it as
+ * rope_freqs.weight; gemma4.c builds that from this key).
+ */
+static enum wk_status gemma4_config_to_kv(struct wk_hf *h, json_t *cfg, const char *arch, struct wk_error *err)
+{
+    enum wk_status st;
+    double n_layer, head_dim, global_dim, nkv, nkv_global, shared, ff, ple, n_exp, n_used, ff_exp;
+    if ((st = cfg_number(h, cfg, "num_hidden_layers", 0, &n_layer, err)) ||
+        (st = cfg_number(h, cfg, "head_dim", 256, &head_dim, err)) ||
+        (st = cfg_number(h, cfg, "global_head_dim", head_dim, &global_dim, err)) ||
+        (st = cfg_number(h, cfg, "num_key_value_heads", 1, &nkv, err)) ||
+        (st = cfg_number(h, cfg, "num_global_key_value_heads", nkv, &nkv_global, err)) ||
+        (st = cfg_number(h, cfg, "num_kv_shared_layers", 0, &shared, err)) ||
+        (st = cfg_number(h, cfg, "intermediate_size", 0, &ff, err)) ||
+        (st = cfg_number(h, cfg, "hidden_size_per_layer_input", 0, &ple, err)) ||
+        (st = cfg_number(h, cfg, "num_experts", 0, &n_exp, err)) ||
+        (st = cfg_number(h, cfg, "top_k_experts", 0, &n_used, err)) ||
+        (st = cfg_number(h, cfg, "moe_intermediate_size", 0, &ff_exp, err)))
+        return st;
+    if (!(n_layer >= 1 && n_layer <= 4096 && shared >= 0 && shared <= n_layer))
+        return wk_error_set(err, WK_E_FORMAT, "%s/config.json: num_hidden_layers or num_kv_shared_layers out of range",
+                            h->dir);
+    bool k_eq_v = json_is_true(json_object_get(cfg, "attention_k_eq_v"));
+    bool wide = json_is_true(json_object_get(cfg, "use_double_wide_mlp"));
+    bool moe = json_is_true(json_object_get(cfg, "enable_moe_block"));
+    char key[160];
+    snprintf(key, sizeof key, "%s.attention.sliding_window_pattern", arch);
+    json_t *pattern = json_object_get(h->kv, key);
+    /* transformers may also write per_layer_config {layer: {head_dim, num_key_value_heads}} */
+    json_t *plc = json_object_get(cfg, "per_layer_config");
+    json_t *kv_arr = json_array(), *ff_arr = json_array();
+    for (int i = 0; i < (int)n_layer; i++) {
+        json_t *pl = json_is_object(plc) ? json_object_get(plc, (snprintf(key, sizeof key, "%d", i), key)) : NULL;
+        bool sliding = pattern ? json_is_true(json_array_get(pattern, (size_t)i)) : true;
+        json_t *pkv = json_object_get(pl, "num_key_value_heads");
+        double kvh = json_is_number(pkv) ? json_number_value(pkv) : !sliding && k_eq_v ? nkv_global : nkv;
+        json_array_append_new(kv_arr, json_integer((json_int_t)kvh));
+        bool is_shared = i >= n_layer - shared;
+        json_array_append_new(ff_arr, json_integer((json_int_t)(wide && is_shared ? 2 * ff : ff)));
+        json_t *phd = json_object_get(pl, "head_dim");
+        if (!sliding && json_is_number(phd)) global_dim = json_number_value(phd);
+    }
+    set_kv(h, arch, "attention.head_count_kv", kv_arr);
+    set_kv(h, arch, "feed_forward_length", ff_arr);
+    set_kv(h, arch, "attention.key_length", json_real(global_dim));
+    set_kv(h, arch, "attention.value_length", json_real(global_dim));
+    set_kv(h, arch, "attention.key_length_swa", json_real(head_dim));
+    set_kv(h, arch, "attention.value_length_swa", json_real(head_dim));
+    set_kv(h, arch, "attention.shared_kv_layers", json_real(shared));
+    set_kv(h, arch, "embedding_length_per_layer_input", json_real(ple));
+    if (moe) {
+        set_kv(h, arch, "expert_count", json_real(n_exp));
+        set_kv(h, arch, "expert_used_count", json_real(n_used));
+        set_kv(h, arch, "expert_feed_forward_length", json_real(ff_exp));
+    }
+    json_t *full = json_object_get(json_object_get(cfg, "rope_parameters"), "full_attention");
+    json_t *partial = json_object_get(full, "partial_rotary_factor");
+    if (json_is_number(partial)) set_kv(h, arch, "rope.partial_rotary_factor", json_real(json_number_value(partial)));
+    return WK_OK;
+}
+
 /* config.json's fields under the GGUF keys of arch. */
 static enum wk_status config_to_kv(struct wk_hf *h, json_t *cfg, const char *arch, struct wk_error *err)
 {
@@ -110,10 +198,10 @@ static enum wk_status config_to_kv(struct wk_hf *h, json_t *cfg, const char *arc
         json_t *factor = json_object_get(rs, "factor");
         if (!json_is_object(rs) || !type)
             return wk_error_set(err, WK_E_FORMAT, "%s/config.json: rope_scaling needs a rope_type", h->dir);
-        if (strcmp(type, "linear") == 0 && json_is_number(factor)) {
+        if ((strcmp(type, "linear") == 0 || strcmp(type, "proportional") == 0) && json_is_number(factor)) {
             snprintf(key, sizeof key, "%s.rope.scaling.factor", arch);
             json_object_set(h->kv, key, factor);
-        } else if (strcmp(type, "default") != 0) {
+        } else if (strcmp(type, "default") != 0 && strcmp(type, "proportional") != 0) {
             char t[64];
             wk_str_printable(type, strlen(type), t, sizeof t);
             return wk_error_set(err, WK_E_UNSUPPORTED,
@@ -125,7 +213,8 @@ static enum wk_status config_to_kv(struct wk_hf *h, json_t *cfg, const char *arc
     /* Gemma 3's sliding layers: layer_types, else every sliding_window_pattern-th is global */
     json_t *types = json_object_get(cfg, "layer_types"), *pat = json_object_get(cfg, "sliding_window_pattern");
     json_t *layers = json_object_get(cfg, "num_hidden_layers");
-    if (strcmp(arch, "gemma3") == 0 && (json_is_array(types) || json_is_integer(pat))) {
+    bool gemma4 = strcmp(arch, "gemma4") == 0;
+    if ((strcmp(arch, "gemma3") == 0 || gemma4) && (json_is_array(types) || json_is_integer(pat))) {
         json_t *arr = json_array();
         for (json_int_t i = 0; i < json_integer_value(layers); i++) {
             const char *t = json_string_value(json_array_get(types, (size_t)i));
@@ -136,7 +225,63 @@ static enum wk_status config_to_kv(struct wk_hf *h, json_t *cfg, const char *arc
         snprintf(key, sizeof key, "%s.attention.sliding_window_pattern", arch);
         json_object_set_new(h->kv, key, arr);
     }
-    return WK_OK;
+    return gemma4 ? gemma4_config_to_kv(h, cfg, arch, err) : WK_OK;
+}
+
+/* Gemma 4's HF names under llama.cpp's GGUF ones (architectures.md §4.4);
+ * *norm also for the other 1-D tensors (layer scalar, router scales),
+ * which the forward pass reads as F32 too. */
+static bool gemma4_name(const char *name, char *out, size_t cap, bool *norm)
+{
+    static const struct {
+        const char *hf, *gguf;
+    } top[] = {{"model.embed_tokens_per_layer.weight", "per_layer_token_embd.weight"},
+               /* the MTP assistant's own (architectures.md §5.2) */
+               {"pre_projection.weight", "mtp.pre_proj.weight"},
+               {"post_projection.weight", "mtp.post_proj.weight"},
+               {"masked_embedding.centroids.weight", "mtp.centroids.weight"},
+               {"masked_embedding.token_ordering", "mtp.token_ordering"},
+               {"model.per_layer_model_projection.weight", "per_layer_model_proj.weight"},
+               {"model.per_layer_projection_norm.weight", "per_layer_proj_norm.weight"}},
+      blk[] = {{"input_layernorm.weight", "attn_norm.weight"},
+               {"self_attn.q_proj.weight", "attn_q.weight"},
+               {"self_attn.k_proj.weight", "attn_k.weight"},
+               {"self_attn.v_proj.weight", "attn_v.weight"},
+               {"self_attn.o_proj.weight", "attn_output.weight"},
+               {"self_attn.q_norm.weight", "attn_q_norm.weight"},
+               {"self_attn.k_norm.weight", "attn_k_norm.weight"},
+               {"post_attention_layernorm.weight", "post_attention_norm.weight"},
+               {"pre_feedforward_layernorm.weight", "ffn_norm.weight"},
+               {"post_feedforward_layernorm.weight", "post_ffw_norm.weight"},
+               {"mlp.gate_proj.weight", "ffn_gate.weight"},
+               {"mlp.up_proj.weight", "ffn_up.weight"},
+               {"mlp.down_proj.weight", "ffn_down.weight"},
+               {"layer_scalar", "layer_output_scale.weight"},
+               {"per_layer_input_gate.weight", "inp_gate.weight"},
+               {"per_layer_projection.weight", "proj.weight"},
+               {"post_per_layer_input_norm.weight", "post_norm.weight"},
+               {"router.proj.weight", "ffn_gate_inp.weight"},
+               {"router.scale", "ffn_gate_inp.scale"},
+               {"router.per_expert_scale", "ffn_down_exps.scale"},
+               {"experts.gate_up_proj", "ffn_gate_up_exps.weight"},
+               {"experts.down_proj", "ffn_down_exps.weight"},
+               {"pre_feedforward_layernorm_2.weight", "pre_ffw_norm_2.weight"},
+               {"post_feedforward_layernorm_1.weight", "post_ffw_norm_1.weight"},
+               {"post_feedforward_layernorm_2.weight", "post_ffw_norm_2.weight"}};
+    for (size_t i = 0; i < WK_ARRAY_LEN(top); i++)
+        if (strcmp(name, top[i].hf) == 0) {
+            *norm = *norm || strcmp(name, "masked_embedding.token_ordering") == 0; /* ids as F32 */
+            return snprintf(out, cap, "%s", top[i].gguf) > 0;
+        }
+    int layer, used = 0;
+    if (sscanf(name, "model.layers.%d.%n", &layer, &used) != 1 || used == 0 || layer < 0) return false;
+    for (size_t i = 0; i < WK_ARRAY_LEN(blk); i++) {
+        if (strcmp(name + used, blk[i].hf) != 0) continue;
+        *norm = *norm || strcmp(blk[i].hf, "layer_scalar") == 0 ||
+                (strncmp(blk[i].hf, "router.", 7) == 0 && strcmp(blk[i].hf, "router.proj.weight") != 0);
+        return snprintf(out, cap, "blk.%d.%s", layer, blk[i].gguf) > 0;
+    }
+    return false;
 }
 
 /* The GGUF name of HF tensor name for arch, or false when wick has no use
@@ -165,8 +310,14 @@ static bool gguf_name(const char *arch, const char *name, char *out, size_t cap,
                {"mlp.down_proj.weight", "ffn_down.weight", "ffn_down.weight"}};
     size_t n = strlen(name);
     *norm = n >= 11 && strcmp(name + n - 11, "norm.weight") == 0;
+    char text[300]; /* Gemma 4 ConditionalGeneration: the text model under model.language_model. */
+    if (strncmp(name, "model.language_model.", 21) == 0) {
+        snprintf(text, sizeof text, "model.%s", name + 21);
+        name = text;
+    }
     for (size_t i = 0; i < WK_ARRAY_LEN(top); i++)
         if (strcmp(name, top[i].hf) == 0) return snprintf(out, cap, "%s", top[i].gguf) > 0;
+    if (strcmp(arch, "gemma4") == 0) return gemma4_name(name, out, cap, norm);
     int layer, used = 0;
     if (sscanf(name, "model.layers.%d.%n", &layer, &used) != 1 || used == 0 || layer < 0) return false;
     bool gemma = strcmp(arch, "gemma3") == 0;
@@ -184,6 +335,17 @@ static float to_f32(enum wk_st_dtype t, const void *p, int64_t i)
         float f;
         memcpy(&f, b + 4 * i, 4);
         return f;
+    }
+    if (t == WK_ST_I32 || t == WK_ST_I64) { /* token ids: exact in F32 below 2^24 */
+        int64_t v = 0;
+        if (t == WK_ST_I32) {
+            int32_t v32;
+            memcpy(&v32, b + 4 * i, 4);
+            v = v32;
+        } else {
+            memcpy(&v, b + 8 * i, 8);
+        }
+        return (float)v;
     }
     uint16_t h;
     memcpy(&h, b + 2 * i, 2);
@@ -220,8 +382,10 @@ static enum wk_status add_tensor(struct wk_hf *h, const char *arch, const struct
         return wk_error_set(err, WK_E_FORMAT, "%s: tensor %s appears twice", h->dir, t->name);
     enum wk_dtype q = t->dtype == WK_ST_U8 && t->n_dims == 2 ? block_type(f, t->name) : WK_DTYPE_COUNT;
     if (q == WK_DTYPE_COUNT &&
-        (t->n_dims < 1 || t->n_dims > 2 || (t->dtype != WK_ST_F32 && t->dtype != WK_ST_F16 && t->dtype != WK_ST_BF16)))
-        return wk_error_set(err, WK_E_UNSUPPORTED, "%s: tensor %s: %d dims of %s (wick takes 1 or 2 dims of F32, F16, BF16)",
+        (t->n_dims > 3 || (t->n_dims < 1 && !norm) ||
+         (t->dtype != WK_ST_F32 && t->dtype != WK_ST_F16 && t->dtype != WK_ST_BF16 &&
+         !(norm && (t->dtype == WK_ST_I32 || t->dtype == WK_ST_I64)))))
+        return wk_error_set(err, WK_E_UNSUPPORTED, "%s: tensor %s: %d dims of %s (wick takes 1 to 3 dims of F32, F16, BF16)",
                             h->dir, t->name, t->n_dims, wk_st_dtype_name(t->dtype));
     if (h->n_tensors == h->cap) {
         int cap = h->cap ? h->cap * 2 : 256;
@@ -236,10 +400,11 @@ static enum wk_status add_tensor(struct wk_hf *h, const char *arch, const struct
     struct wk_tensor *w = &h->tensors[h->n_tensors];
     memset(w, 0, sizeof *w);
     snprintf(h->tensor_names[h->n_tensors], 96, "%s", name);
-    w->n_dims = t->n_dims;
-    w->ne[0] = t->shape[t->n_dims - 1];
-    w->ne[1] = t->n_dims == 2 ? t->shape[0] : 1;
-    w->ne[2] = w->ne[3] = 1;
+    w->n_dims = WK_MAX(t->n_dims, 1);
+    w->ne[0] = t->n_dims >= 1 ? t->shape[t->n_dims - 1] : 1; /* a 0-dim scalar: one value */
+    w->ne[1] = t->n_dims >= 2 ? t->shape[t->n_dims - 2] : 1;
+    w->ne[2] = t->n_dims == 3 ? t->shape[0] : 1;
+    w->ne[3] = 1;
     w->dtype = t->dtype == WK_ST_F32 ? WK_DTYPE_F32 : t->dtype == WK_ST_F16 ? WK_DTYPE_F16 : WK_DTYPE_BF16;
     w->data = t->data;
     if (q != WK_DTYPE_COUNT) { /* rows of GGUF blocks */
@@ -273,7 +438,8 @@ static enum wk_status add_tensor(struct wk_hf *h, const char *arch, const struct
     size_t es = wk_dtype_traits_get(w->dtype)->block_bytes; /* plain types: blocks of one */
     w->nb[0] = es;
     w->nb[1] = es * (size_t)w->ne[0];
-    w->nb[2] = w->nb[3] = w->nb[1] * (size_t)w->ne[1];
+    w->nb[2] = w->nb[1] * (size_t)w->ne[1];
+    w->nb[3] = w->nb[2] * (size_t)w->ne[2];
     json_object_set_new(h->names, name, json_integer(h->n_tensors++));
     return WK_OK;
 }
@@ -323,16 +489,43 @@ enum wk_status wk__hf_open(struct wk_model *m, const char *dir, bool resident, s
                        : strcmp(type, "llama") == 0   ? "llama"
                        : strcmp(type, "qwen3") == 0   ? "qwen3" /* dense; qwen3_moe is not */
                        : strncmp(type, "gemma3", 6) == 0 ? "gemma3"
+                       : strcmp(type, "gemma4") == 0 || strcmp(type, "gemma4_text") == 0 ? "gemma4"
                                                          : NULL;
     if (!arch) {
         char t[64];
         wk_str_printable(type ? type : "(none)", strlen(type ? type : "(none)"), t, sizeof t);
         st = wk_error_set(err, WK_E_UNSUPPORTED,
-                          "%s/config.json: model_type '%s' (wick supports llama, gemma3_text, qwen3)", dir, t);
+                          "%s/config.json: model_type '%s' (wick supports llama, gemma3_text, gemma4_text, qwen3)", dir, t);
     }
     if (!st) {
         json_object_set_new(h->kv, "general.architecture", json_string(arch));
         st = config_to_kv(h, c, arch, err);
+    }
+    /* a Gemma 4 MTP assistant: its own fields sit beside text_config (§5.1) */
+    static const char *const mtp_keys[] = {"backbone_hidden_size", "use_ordered_embeddings", "num_centroids",
+                                           "centroid_intermediate_top_k"};
+    for (size_t i = 0; !st && arch && strcmp(arch, "gemma4") == 0 && i < WK_ARRAY_LEN(mtp_keys); i++) {
+        json_t *v = json_object_get(cfg, mtp_keys[i]);
+        if (!v || json_is_null(v)) continue;
+        if (json_is_boolean(v)) v = json_integer(json_is_true(v));
+        else if (json_is_number(v)) json_incref(v);
+        else {
+            st = wk_error_set(err, WK_E_FORMAT, "%s/config.json: %s must be a number", dir, mtp_keys[i]);
+            break;
+        }
+        char key[160];
+        snprintf(key, sizeof key, "gemma4.mtp.%s", mtp_keys[i]);
+        json_object_set_new(h->kv, key, v);
+    }
+    if (!st) { /* generation_config.json's suppress_tokens: ids the model never emits */
+        json_t *gc = load_json(dir, "generation_config.json", false, err, &st);
+        json_t *sup = json_object_get(gc, "suppress_tokens");
+        if (json_is_array(sup)) {
+            char key[160];
+            snprintf(key, sizeof key, "%s.suppress_tokens", arch);
+            json_object_set(h->kv, key, sup);
+        }
+        json_decref(gc);
     }
     if (!st) st = open_files(h, arch, resident, err);
     /* the chat template: tokenizer_config.json's, or chat_template.jinja */
@@ -391,6 +584,20 @@ int wk__hf_bools(const struct wk_hf *h, const char *key, bool *out, int max)
     if (!json_is_array(a)) return -1;
     int n = (int)json_array_size(a);
     for (int i = 0; i < n && i < max; i++) out[i] = json_is_true(json_array_get(a, (size_t)i));
+    return n;
+}
+
+int wk__hf_ints(const struct wk_hf *h, const char *key, int64_t *out, int max)
+{
+    json_t *a = json_object_get(h->kv, key);
+    if (!json_is_array(a)) return -1;
+    int n = (int)json_array_size(a);
+    for (int i = 0; i < n; i++) {
+        json_t *v = json_array_get(a, (size_t)i);
+        double d = json_number_value(v); /* files other than config.json are read with reals */
+        if (!json_is_number(v) || d != (double)(int64_t)d) return -2;
+        if (i < max) out[i] = (int64_t)d;
+    }
     return n;
 }
 

@@ -17,6 +17,7 @@ static const struct {
     wk_arch_load_fn load;
 } g_archs[] = {
     {"gemma3", WK_ARCH_GEMMA3, wk__gemma3_load},
+    {"gemma4", WK_ARCH_GEMMA4, wk__gemma4_load},
     {"llama", WK_ARCH_LLAMA, wk__llama_load},
     {"qwen3", WK_ARCH_QWEN3, wk__qwen3_load},
 };
@@ -85,15 +86,10 @@ enum wk_status wk__hp_f32(const struct wk_model *m, const char *suffix, bool req
     return WK_OK;
 }
 
-enum wk_status wk__tensor(const struct wk_model *m, const struct wk_tensor **out, bool optional,
-                          bool f32_only, int64_t ne0, int64_t ne1, struct wk_error *err,
-                          const char *fmt, ...)
+/* wk__tensor and wk__tensor3: tensor name with ne {ne[0], ne[1], ne[2], 1}. */
+static enum wk_status find_tensor(const struct wk_model *m, const struct wk_tensor **out, bool optional,
+                                  bool f32_only, const int64_t ne[3], const char *name, struct wk_error *err)
 {
-    char name[128];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(name, sizeof name, fmt, ap);
-    va_end(ap);
     const char *path = wk__model_path(m);
     const struct wk_gguf_tensor *gt = m->gguf ? wk_gguf_find_tensor(m->gguf, name) : NULL;
     const struct wk_tensor *t = m->hf ? wk__hf_tensor(m->hf, name) : gt ? &gt->t : NULL;
@@ -107,15 +103,44 @@ enum wk_status wk__tensor(const struct wk_model *m, const struct wk_tensor **out
         return wk_error_set(err, WK_E_UNSUPPORTED, "%s: tensor %s has dtype %s, which wick %s",
                             path, name, tr->name,
                             f32_only ? "expects to be F32 here" : "cannot compute with yet");
-    if (t->ne[0] != ne0 || t->ne[1] != ne1 || t->ne[2] != 1 || t->ne[3] != 1)
+    if (t->ne[0] != ne[0] || t->ne[1] != ne[1] || t->ne[2] != ne[2] || t->ne[3] != 1) {
+        if (ne[2] == 1)
+            return wk_error_set(err, WK_E_FORMAT,
+                                "%s: tensor %s has shape [%lld, %lld, %lld, %lld], expected [%lld, %lld]",
+                                path, name, (long long)t->ne[0], (long long)t->ne[1], (long long)t->ne[2],
+                                (long long)t->ne[3], (long long)ne[0], (long long)ne[1]);
         return wk_error_set(err, WK_E_FORMAT,
-                            "%s: tensor %s has shape [%lld, %lld, %lld, %lld], expected [%lld, "
-                            "%lld]",
-                            path, name, (long long)t->ne[0], (long long)t->ne[1],
-                            (long long)t->ne[2], (long long)t->ne[3], (long long)ne0,
-                            (long long)ne1);
+                            "%s: tensor %s has shape [%lld, %lld, %lld, %lld], expected [%lld, %lld, %lld]",
+                            path, name, (long long)t->ne[0], (long long)t->ne[1], (long long)t->ne[2],
+                            (long long)t->ne[3], (long long)ne[0], (long long)ne[1], (long long)ne[2]);
+    }
     *out = t;
     return WK_OK;
+}
+
+enum wk_status wk__tensor(const struct wk_model *m, const struct wk_tensor **out, bool optional,
+                          bool f32_only, int64_t ne0, int64_t ne1, struct wk_error *err,
+                          const char *fmt, ...)
+{
+    char name[128];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(name, sizeof name, fmt, ap);
+    va_end(ap);
+    const int64_t ne[3] = {ne0, ne1, 1};
+    return find_tensor(m, out, optional, f32_only, ne, name, err);
+}
+
+enum wk_status wk__tensor3(const struct wk_model *m, const struct wk_tensor **out, bool optional,
+                           int64_t ne0, int64_t ne1, int64_t ne2, struct wk_error *err, const char *fmt, ...)
+{
+    char name[128];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(name, sizeof name, fmt, ap);
+    va_end(ap);
+    const int64_t ne[3] = {ne0, ne1, ne2};
+    return find_tensor(m, out, optional, false, ne, name, err);
 }
 
 #define MAX_DIM (1 << 20)
@@ -197,6 +222,12 @@ enum wk_status wk__load_common_tensors(struct wk_model *m, struct wk_error *err)
             return st;
         l->rope_base = hp->rope_base;
         l->rope_scale = hp->rope_freq_scale;
+        l->head_dim = hp->head_dim;
+        l->n_head_kv = hp->n_head_kv;
+        l->n_rot = hp->n_rot;
+        l->n_ff = hp->n_ff;
+        l->kv_layer = i;
+        l->out_scale = 1.0f;
     }
     return WK_OK;
 }
@@ -247,7 +278,7 @@ enum wk_status wk_model_load_ex(const char *path, bool resident, struct wk_model
         char a[64];
         wk_str_printable(arch.data, (size_t)arch.len, a, sizeof a);
         st = wk_error_set(err, WK_E_UNSUPPORTED,
-                          "%s: unknown architecture \"%s\" (wick supports: gemma3, llama, qwen3)", path, a);
+                          "%s: unknown architecture \"%s\" (wick supports: gemma3, gemma4, llama, qwen3)", path, a);
         goto fail;
     }
     if ((st = load(m, err))) goto fail;
@@ -267,6 +298,8 @@ void wk_model_destroy(struct wk_model *m)
 {
     if (!m) return;
     wk_free(m->layers);
+    wk_free(m->suppress);
+    wk_free(m->owned_f32);
     wk_gguf_close(m->gguf);
     wk__hf_close(m->hf);
     wk_free(m);

@@ -14,6 +14,28 @@ struct wk_layer {
     bool sliding;     /* sliding-window attention layer */
     float rope_base;  /* this layer's RoPE base */
     float rope_scale; /* this layer's RoPE frequency scale */
+    const struct wk_tensor *rope_freqs; /* [n_rot/2] per-pair divisors, or NULL */
+    /* attention geometry, per layer since Gemma 4's sliding and full
+     * layers differ (wk__load_common_tensors sets the model's) */
+    int32_t head_dim, n_head_kv, n_rot, n_ff;
+    /* the layer whose KV cache this one reads: itself, or (Gemma 4 KV
+     * sharing) an earlier layer of the same kind; such a layer has no
+     * wk/wv and writes nothing */
+    int32_t kv_layer;
+    bool k_eq_v;     /* no wv: V is K's projection, before K's norm and RoPE */
+    bool v_norm;     /* V RMS-normalised per head, without a gain (Gemma 4) */
+    float out_scale; /* the layer's output is multiplied by it (Gemma 4's layer_scalar; else 1) */
+    /* per-layer embeddings (Gemma 4, architectures.md §4.6 step 2):
+     * gate [P, E] (GGUF ne {E, P}), proj [E, P], post_norm [E]; NULL without */
+    const struct wk_tensor *ple_gate, *ple_proj, *ple_post_norm;
+    /* mixture of experts beside the dense FFN (Gemma 4 MoE): router
+     * [n_expert, E], router_scale [E], expert_scale [n_expert]; expert
+     * weights 3-D: gate_up [n_expert][2·F_exp][E] (gate rows first) or
+     * gate and up [n_expert][F_exp][E] apart; down [n_expert][E][F_exp];
+     * the extra norms of the two paths */
+    const struct wk_tensor *moe_router, *moe_router_scale, *moe_expert_scale;
+    const struct wk_tensor *moe_gate_up, *moe_gate, *moe_up, *moe_down;
+    const struct wk_tensor *moe_pre_norm, *moe_post_norm_1, *moe_post_norm_2;
 };
 
 enum wk_ffn_act { WK_ACT_GELU_TANH = 1, WK_ACT_SILU = 2 };
@@ -29,6 +51,20 @@ struct wk_model {
     const struct wk_tensor *tok_embd, *output_norm, *output;
     const struct wk_tensor *rope_freqs; /* [n_rot/2] per-pair divisors, or NULL */
     struct wk_layer *layers; /* [n_layer] */
+    /* Gemma 4 per-layer embeddings: token table [n_vocab][n_layer·P],
+     * model projection [n_layer·P, E], its norm [P]; NULL without */
+    const struct wk_tensor *ple_embd, *ple_model_proj, *ple_proj_norm;
+    int32_t *suppress; /* token ids whose logits are -inf (owned), n_suppress of them */
+    int32_t n_suppress;
+    float *owned_f32;                 /* a family's own F32 data (Gemma 4's RoPE freqs from config.json) */
+    /* A Gemma 4 MTP assistant (architectures.md §5): every layer reads the
+     * target's cache (kv_layer -1); pre_proj [2·E_target → E] (ne {2·E_t,
+     * E}), post_proj [E → E_target]; with ordered embeddings the centroids
+     * [n_centroids, E] and token_ordering [n_vocab] (ids as F32) */
+    bool is_mtp;
+    int32_t mtp_n_embd_target, mtp_n_centroids, mtp_centroid_top_k;
+    const struct wk_tensor *mtp_pre_proj, *mtp_post_proj, *mtp_centroids, *mtp_token_ordering;
+    struct wk_tensor owned_rope_freqs; /* the view of it rope_freqs may point at */
 };
 
 /*
@@ -48,6 +84,9 @@ const char *wk__hf_chat_template(const struct wk_hf *h);
 bool wk__hf_number(const struct wk_hf *h, const char *key, double *out);
 /* The bool list under key into out[max]; its length, or -1 when absent. */
 int wk__hf_bools(const struct wk_hf *h, const char *key, bool *out, int max);
+/* The integer list under key into out[max]; its length, -1 when absent,
+ * -2 when an element is not an integer. */
+int wk__hf_ints(const struct wk_hf *h, const char *key, int64_t *out, int max);
 /* The tensor of GGUF name `name`, or NULL. */
 const struct wk_tensor *wk__hf_tensor(const struct wk_hf *h, const char *name);
 uint64_t wk__hf_weight_bytes(const struct wk_hf *h);
@@ -60,6 +99,7 @@ typedef enum wk_status (*wk_arch_load_fn)(struct wk_model *m, struct wk_error *e
 enum wk_status wk__gemma3_load(struct wk_model *m, struct wk_error *err);
 enum wk_status wk__llama_load(struct wk_model *m, struct wk_error *err);
 enum wk_status wk__qwen3_load(struct wk_model *m, struct wk_error *err);
+enum wk_status wk__gemma4_load(struct wk_model *m, struct wk_error *err);
 
 /*
  * The parts every decoder family shares, for the per-family loaders:
@@ -88,5 +128,10 @@ enum wk_status wk__hp_f32(const struct wk_model *m, const char *suffix, bool req
 enum wk_status wk__tensor(const struct wk_model *m, const struct wk_tensor **out, bool optional,
                           bool f32_only, int64_t ne0, int64_t ne1, struct wk_error *err,
                           const char *fmt, ...) __attribute__((format(printf, 8, 9)));
+/* The same for a 3-D tensor ne = {ne0, ne1, ne2} (expert weights), any
+ * computable dtype. */
+enum wk_status wk__tensor3(const struct wk_model *m, const struct wk_tensor **out, bool optional,
+                           int64_t ne0, int64_t ne1, int64_t ne2, struct wk_error *err, const char *fmt, ...)
+    __attribute__((format(printf, 8, 9)));
 
 #endif

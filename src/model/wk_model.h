@@ -21,7 +21,7 @@
 #include "../cpu/wk_cpu.h"
 #include "../io/wk_io.h"
 
-enum wk_arch { WK_ARCH_GEMMA3 = 1, WK_ARCH_LLAMA = 2, WK_ARCH_QWEN3 = 4 };
+enum wk_arch { WK_ARCH_GEMMA3 = 1, WK_ARCH_LLAMA = 2, WK_ARCH_GEMMA4 = 3, WK_ARCH_QWEN3 = 4 };
 
 struct wk_hparams {
     enum wk_arch arch;
@@ -31,7 +31,7 @@ struct wk_hparams {
     int32_t n_layer;
     int32_t n_head;
     int32_t n_head_kv;
-    int32_t head_dim; /* per head, for Q, K and V */
+    int32_t head_dim; /* per head, for Q, K and V (Gemma 4: sliding layers'; full layers' may differ) */
     int32_t n_ff;
     int32_t n_ctx_train;
     int32_t n_rot;          /* RoPE dims per head */
@@ -43,6 +43,10 @@ struct wk_hparams {
     float attn_scale;       /* applied to q before q·k */
     float embed_scale;      /* token embeddings are multiplied by this */
     float final_softcap;    /* c·tanh(logits/c) when > 0 */
+    /* Gemma 4 (0 where a family has none): per-layer embedding width P;
+     * experts per MoE layer, chosen per token, and each one's FFN width */
+    int32_t n_embd_ple;
+    int32_t n_expert, n_expert_used, n_ff_exp;
 };
 
 struct wk_model;
@@ -180,5 +184,48 @@ enum wk_status wk_context_decode_all(struct wk_context *ctx, const int32_t *toke
  */
 enum wk_status wk_context_verify(struct wk_context *ctx, const int32_t *tokens, int32_t n_tokens,
                                  float *logits, const volatile bool *cancel, struct wk_error *err);
+
+/*
+ * The final-normed hidden state (the vector the output projection
+ * unembeds) of row `row` of the last forward that wrote logits: [n_embd]
+ * f32, borrowed until the next call on ctx. Rows as the logits: the last
+ * token's only (row 0) after wk_context_decode, every token's after
+ * wk_context_verify / decode_all. A row out of range is a programmer
+ * error (WK_ASSERT). For an MTP draft's conditioning (§5.3).
+ */
+const float *wk_context_hidden(const struct wk_context *ctx, int32_t row);
+
+/* True for a Gemma 4 MTP assistant (a "draft" that reads its target's
+ * cache), whose steps go through wk_context_mtp_step, not decode. */
+bool wk_model_is_mtp(const struct wk_model *m);
+/*
+ * Checks that assistant a fits target t (architectures.md §5.1-5.2): the
+ * backbone hidden size equals t's n_embd, the vocabularies agree, t has a
+ * cache of each layer kind a's layers read, with the same head dims and a
+ * head count that divides a's, and the same sliding window.
+ * Errors: WK_E_INVALID naming the mismatch.
+ */
+enum wk_status wk_model_check_mtp(const struct wk_model *a, const struct wk_model *t, struct wk_error *err);
+
+/*
+ * One draft step of a Gemma 4 MTP assistant (architectures.md §5.3-5.4;
+ * HF Gemma4AssistantForCausalLM with transformers'
+ * SinglePositionMultiTokenCandidateGenerator): x = pre_projection of
+ * [target embedding of token · sqrt(E_t); cond], the assistant's layers
+ * with queries at position target->n_past (the token's, not yet cached)
+ * attending, with scale 1, to the target's cache of their kind (the last
+ * layer of that kind keeping one) up to position n_past - 1, the last W + 1
+ * positions on sliding layers (transformers' mask); out = RMSNorm(h); cond_out [E_t] =
+ * post_projection(out); logits [n_vocab] = out · E_assistantᵀ, or with
+ * ordered embeddings the tokens of the top centroids only, the others set
+ * to one below the smallest of those. Nothing is written to any cache.
+ * a is a context of the assistant (same pool as target's; n_ctx >= the
+ * target's n_past); cond is the target's wk_context_hidden row that
+ * predicted token (step 0) or the previous step's cond_out.
+ * Errors: WK_E_INVALID (a is not target's assistant, token out of
+ * range), WK_E_RANGE (target empty or longer than a's n_ctx).
+ */
+enum wk_status wk_context_mtp_step(struct wk_context *a, const struct wk_context *target, int32_t token,
+                                   const float *cond, float *logits, float *cond_out, struct wk_error *err);
 
 #endif /* WK_MODEL_H */

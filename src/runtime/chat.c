@@ -268,7 +268,9 @@ enum wk_status wk_chat_render(const struct wk_model *m, const struct wk_tokenize
         if (!msgs[i].role || !msgs[i].content)
             return wk_error_set(err, WK_E_INVALID, "message %d has no role or content", i);
     switch (wk_model_hparams(m)->arch) {
-    case WK_ARCH_GEMMA3: return render_gemma(msgs, n_msgs, add_generation_prompt, out, err);
+    case WK_ARCH_GEMMA3:
+    case WK_ARCH_GEMMA4: /* the Gemma 3 turn format (<start_of_turn>), as the tiny test models use */
+        return render_gemma(msgs, n_msgs, add_generation_prompt, out, err);
     case WK_ARCH_QWEN3: return render_qwen3(m, msgs, n_msgs, add_generation_prompt, out, err);
     case WK_ARCH_LLAMA:
         if (is_chatml(m)) return render_chatml(m, msgs, n_msgs, add_generation_prompt, out, err);

@@ -47,6 +47,12 @@ struct wk_session {
     struct wk_token_prob *pd; /* [n_vocab] a target distribution */
     float *dense;             /* [n_vocab] zeros between uses */
     struct wk_spec_ctl ctl;
+    /* an MTP assistant as the draft (wk_model_is_mtp): no cache of its
+     * own; each step takes a conditioning vector [n_embd of the target]:
+     * cond, the target's hidden row that predicted the newest token
+     * (kept after every target forward), then its own outputs (cond_a/b) */
+    bool mtp;
+    float *cond, *cond_a, *cond_b;
 };
 
 struct wk_generate_params wk_generate_params_default(void)
@@ -93,6 +99,11 @@ static void drop_draft(struct wk_session *s)
     wk_free(s->q);
     wk_free(s->pd);
     wk_free(s->dense);
+    wk_free(s->cond);
+    wk_free(s->cond_a);
+    wk_free(s->cond_b);
+    s->cond = s->cond_a = s->cond_b = NULL;
+    s->mtp = false;
     s->draft = NULL, s->d_ctx = NULL, s->d_logits = s->v_logits = s->dense = NULL;
     s->q = s->pd = NULL;
     s->d_cached = (struct wk_tokens){0};
@@ -120,13 +131,25 @@ enum wk_status wk_session_set_draft(struct wk_session *s, const struct wk_model 
                             "must share the target's vocabulary",
                             wk_model_path(draft), wk_model_hparams(draft)->n_vocab,
                             wk_model_path(s->m), n_vocab);
+    enum wk_status st;
+    if (wk_model_is_mtp(draft) && (st = wk_model_check_mtp(draft, s->m, err))) return st;
     struct wk_context_params cp = wk_context_params_default();
     cp.n_ctx = wk_context_n_ctx(s->ctx);
     cp.n_threads = wk_context_n_threads(s->ctx);
     cp.pool = wk_context_pool(s->ctx); /* they run in turn: no second set of threads */
-    enum wk_status st = wk_context_create(draft, &cp, &s->d_ctx, err);
-    if (st) return st;
+    if ((st = wk_context_create(draft, &cp, &s->d_ctx, err))) return st;
     const size_t V = (size_t)n_vocab;
+    if (wk_model_is_mtp(draft)) {
+        const size_t E = (size_t)wk_model_hparams(s->m)->n_embd;
+        s->mtp = true;
+        s->cond = wk_calloc(E, sizeof(float));
+        s->cond_a = wk_malloc(E * sizeof(float));
+        s->cond_b = wk_malloc(E * sizeof(float));
+        if (!s->cond || !s->cond_a || !s->cond_b) {
+            drop_draft(s);
+            return wk_error_set(err, WK_E_NOMEM, "out of memory for speculative decoding");
+        }
+    }
     s->d_logits = wk_malloc(V * sizeof(float));
     s->v_logits = wk_malloc(V * WK_VERIFY_MAX * sizeof(float));
     s->q = wk_malloc(V * (WK_VERIFY_MAX - 1) * sizeof *s->q);
@@ -168,7 +191,11 @@ static enum wk_status feed_ex(struct wk_context *ctx, struct wk_tokens *cached, 
 static enum wk_status feed(struct wk_session *s, const int32_t *ids, int32_t n,
                            const volatile bool *cancel, struct wk_error *err)
 {
-    return feed_ex(s->ctx, &s->cached, ids, n, s->logits, false, cancel, err);
+    enum wk_status st = feed_ex(s->ctx, &s->cached, ids, n, s->logits, false, cancel, err);
+    /* an MTP draft conditions on the hidden row behind these logits */
+    if (!st && s->mtp)
+        memcpy(s->cond, wk_context_hidden(s->ctx, 0), (size_t)wk_model_hparams(s->m)->n_embd * sizeof(float));
+    return st;
 }
 
 /* Rolls a cache back to n_keep positions (or further, to 0, where a
@@ -374,6 +401,38 @@ static float prob_of(const struct wk_token_prob *d, int32_t n, int32_t id)
 }
 
 /*
+ * draft_tokens with an MTP assistant: each step reads the target's cache
+ * as it is (x0 not yet in it) and the conditioning vector, s->cond (the
+ * target's hidden row that chose x0) first, then the step's own output
+ * (wk_context_mtp_step). Nothing to catch up, nothing to roll back.
+ */
+static int32_t draft_tokens_mtp(struct gen *g, int32_t x0, int32_t k, int32_t *drafted, int64_t *t_start)
+{
+    struct wk_session *s = g->s;
+    *t_start = wk_time_ns();
+    const float *cond = s->cond;
+    float *next = s->cond_a;
+    int32_t tok = x0, n = 0;
+    while (n < k) {
+        if ((g->st = wk_context_mtp_step(s->d_ctx, s->ctx, tok, cond, s->d_logits, next, g->err))) {
+            wk_sampler_pop(g->sampler, n);
+            return -1;
+        }
+        struct wk_token_prob *q = s->q + (size_t)n * (size_t)g->n_vocab;
+        s->n_q[n] = wk_sampler_dist(g->sampler, s->d_logits, q);
+        int32_t d = wk_sampler_draw(g->sampler, q, s->n_q[n]);
+        drafted[n++] = d;
+        wk_sampler_push(g->sampler, d);
+        if (wk_tokenizer_is_eog(s->tok, d)) break;
+        tok = d;
+        cond = next;
+        next = next == s->cond_a ? s->cond_b : s->cond_a;
+    }
+    wk_sampler_pop(g->sampler, n);
+    return n;
+}
+
+/*
  * The draft model proposes up to k tokens after the target's cache and
  * x0 into drafted [k]; their distributions go to s->q. Returns how many
  * (fewer when one ends generation: nothing is drafted past it), or -1 on
@@ -383,6 +442,7 @@ static int32_t draft_tokens(struct gen *g, int32_t x0, int32_t k, int32_t *draft
 {
     struct wk_session *s = g->s;
     const volatile bool *cancel = g->p->cancel;
+    if (s->mtp) return draft_tokens_mtp(g, x0, k, drafted, t_start);
     /* catch up: the draft must hold the target's tokens and x0 */
     const int32_t n0 = (int32_t)s->cached.n;
     int32_t keep = 0;
@@ -486,6 +546,8 @@ static bool spec_round(struct gen *g, int32_t x0, int32_t k, int32_t *next)
         y = wk_sampler_draw(g->sampler, s->pd, np);
     }
     wk_sampler_push(g->sampler, y);
+    /* row j chose y: an MTP draft conditions on it next round */
+    if (s->mtp) memcpy(s->cond, wk_context_hidden(s->ctx, j), (size_t)wk_model_hparams(s->m)->n_embd * sizeof(float));
     if ((g->st = roll_back_exact(s, n0 + 1 + j, g->p->cancel, g->err))) return false;
     g->stats->draft_count += k, g->stats->draft_accepted += j, g->stats->spec_rounds++;
     wk_spec_ctl_update(&s->ctl, k, j, t1 - t0, t2 - t1);

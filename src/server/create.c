@@ -78,13 +78,31 @@ static enum wk_status load_with_tokenizer(const char *path, struct wk_model **m,
     return st;
 }
 
+/* A Gemma 4 MTP assistant (no tokenizer of its own) must fit its target
+ * (wk_model_check_mtp: hidden size, vocabulary, the caches it reads);
+ * *is_mtp false when draft is an ordinary model. */
+static enum wk_status check_mtp(const char *target, const char *draft, bool *is_mtp, struct wk_error *err)
+{
+    struct wk_model *ma = NULL, *mb = NULL;
+    enum wk_status st = wk_model_load_ex(draft, false, &mb, err);
+    *is_mtp = !st && wk_model_is_mtp(mb);
+    if (*is_mtp && !(st = wk_model_load_ex(target, false, &ma, err))) st = wk_model_check_mtp(mb, ma, err);
+    wk_model_destroy(ma);
+    wk_model_destroy(mb);
+    return st;
+}
+
 /* The draft must share the target's vocabulary, token for token (each
- * id's bytes), whatever the formats of the two. */
+ * id's bytes), whatever the formats of the two; an MTP assistant must fit
+ * its target (check_mtp). */
 static enum wk_status check_vocab(const char *target, const char *draft, struct wk_error *err)
 {
     struct wk_model *ma = NULL, *mb = NULL;
     struct wk_tokenizer *ta = NULL, *tb = NULL;
-    enum wk_status st = load_with_tokenizer(target, &ma, &ta, err);
+    bool is_mtp;
+    enum wk_status st = check_mtp(target, draft, &is_mtp, err);
+    if (st || is_mtp) return st;
+    st = load_with_tokenizer(target, &ma, &ta, err);
     if (!st) st = load_with_tokenizer(draft, &mb, &tb, err);
     if (!st) {
         int32_t na = wk_tokenizer_n_vocab(ta), nb = wk_tokenizer_n_vocab(tb), first = -1;

@@ -375,9 +375,9 @@ static void test_bad_dtype(void)
     BAD("{\"a\":{\"shape\":[1],\"data_offsets\":[0,1]}}", 1, WK_E_FORMAT,
         "tensor a: dtype is missing or not a string");
     BAD("{" T("a", "F33", "[1]", "[0,4]") "}", 4, WK_E_FORMAT, "tensor a: unknown dtype \"F33\"");
-    BAD("{" T("w", "I64", "[1]", "[0,8]") "}", 8, WK_E_UNSUPPORTED,
-        "tensor w: dtype I64 is not supported");
-    BAD("{" T("w", "I32", "[1]", "[0,4]") "}", 4, WK_E_UNSUPPORTED, "dtype I32 is not supported");
+    BAD("{" T("w", "U64", "[1]", "[0,8]") "}", 8, WK_E_UNSUPPORTED,
+        "tensor w: dtype U64 is not supported");
+    BAD("{" T("w", "I16", "[1]", "[0,2]") "}", 2, WK_E_UNSUPPORTED, "dtype I16 is not supported");
     BAD("{" T("w", "F64", "[1]", "[0,8]") "}", 8, WK_E_UNSUPPORTED, "dtype F64 is not supported");
     BAD("{" T("mask", "BOOL", "[1]", "[0,1]") "}", 1, WK_E_UNSUPPORTED,
         "tensor mask: dtype BOOL is not supported");
@@ -498,7 +498,7 @@ static void test_writer_errors(void)
         {{{"__metadata__", WK_ST_U8, 0, NULL, data}}, 1, "is empty or reserved"},
         {{{"a", WK_ST_U8, 0, NULL, data}, {"a", WK_ST_U8, 0, NULL, data}}, 2,
          "tensor name a is used twice"},
-        {{{"a", (enum wk_st_dtype)6, 0, NULL, data}}, 1, "tensor a: dtype 6 is not a wk_st_dtype"},
+        {{{"a", (enum wk_st_dtype)WK_ST_DTYPE_COUNT, 0, NULL, data}}, 1, "tensor a: dtype 8 is not a wk_st_dtype"},
         {{{"a", WK_ST_U8, 9, huge, data}}, 1, "tensor a: 9 dimensions (0 to 8)"},
         {{{"a", WK_ST_U8, -1, NULL, data}}, 1, "tensor a: -1 dimensions"},
         {{{"a", WK_ST_U8, 2, neg, data}}, 1, "tensor a: shape[1] = -1 is negative or overflows"},
