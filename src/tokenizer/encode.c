@@ -2,19 +2,29 @@
  * encode.c - the encoding driver every tokenizer model shares: special
  * pieces are split out of each span first (user-defined ones always,
  * control ones only in scaffolding), and each run of text between them,
- * joined across span boundaries, goes to the model's algorithm
+ * joined across span boundaries, is normalized (NFC and the like, when the
+ * tokenizer has such a normalizer) and goes to the model's algorithm
  * (SentencePiece BPE or byte-level BPE).
  */
 #include "tokenizer_internal.h"
 
 #include <string.h>
 
+/* One run between added tokens: normalized (as `tokenizers` normalizes
+ * each piece left between added tokens that are not "normalized"), then
+ * the model's algorithm. */
 static enum wk_status encode_run(const struct wk_tokenizer *tok, const char *text, size_t len,
                                  struct wk_tokens *out)
 {
     if (len == 0) return WK_OK;
-    return tok->model == WK_TOKENIZER_BPE ? wk__bpe_encode(tok, text, len, out)
-                                          : wk__spm_encode(tok, text, len, out);
+    char *norm = NULL;
+    enum wk_status st = wk__normalize(tok->unicode_form, text, len, &norm, &len);
+    if (st) return st;
+    if (norm) text = norm;
+    st = tok->model == WK_TOKENIZER_BPE ? wk__bpe_encode(tok, text, len, out)
+                                        : wk__spm_encode(tok, text, len, out);
+    wk_free(norm);
+    return st;
 }
 
 /* Raw text waiting to be tokenized: the run since the last special piece. */

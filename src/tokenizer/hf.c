@@ -9,7 +9,9 @@
  *   model       BPE: vocab (piece -> id), merges ("a b" or ["a", "b"], in
  *               rank order), byte_fallback, unk_token, ignore_merges; no
  *               continuing_subword_prefix / end_of_word_suffix / dropout.
- *   normalizer  null; Replace " " -> "▁"; Prepend "▁"; a Sequence of those.
+ *   normalizer  null; Replace " " -> "▁"; Prepend "▁"; NFC, NFD, NFKC, NFKD
+ *               (normalize.c; not with added tokens "normalized": true);
+ *               a Sequence of those (its Unicode forms folded into one).
  *   pre_tokenizer  null; ByteLevel (use_regex: the GPT-2 split);
  *               Split {Regex, behavior Isolated}; Digits; Metaspace
  *               (replacement "▁", split false); Sequence of those. A Split
@@ -180,8 +182,51 @@ static enum wk_status apply_normalizer(struct hf_ctx *c, struct wk_tokenizer *to
         tok->add_space_prefix = true;
         return WK_OK;
     }
+    static const struct {
+        const char *name;
+        bool compat, compose;
+    } forms[] = {{"NFC", false, true}, {"NFD", false, false}, {"NFKC", true, true},
+                 {"NFKD", true, false}};
+    for (size_t i = 0; i < WK_ARRAY_LEN(forms); i++) {
+        if (!str_is(type, forms[i].name)) continue;
+        /* wick normalizes before it escapes spaces; NFC and NFD commute with
+         * that, but NFKC and NFKD turn U+00A0 and U+2000..U+200A into " " */
+        if (forms[i].compat && tok->escape_spaces)
+            return bad(c, WK_E_UNSUPPORTED,
+                       "normalizer %s after Replace \" \" -> \"▁\" is not supported", forms[i].name);
+        /* one after another they come to one form: compatibility if any of
+         * them decomposes compatibility characters, composed if the last
+         * composes (NFC(NFKD(x)) = NFKC(x), NFD(NFKC(x)) = NFKD(x)) */
+        bool compat = forms[i].compat || tok->unicode_form == WK__FORM_NFKC ||
+                      tok->unicode_form == WK__FORM_NFKD;
+        tok->unicode_form = compat ? (forms[i].compose ? WK__FORM_NFKC : WK__FORM_NFKD)
+                                   : (forms[i].compose ? WK__FORM_NFC : WK__FORM_NFD);
+        return WK_OK;
+    }
     return bad(c, WK_E_UNSUPPORTED, "normalizer type \"%.40s\" is not supported",
                json_is_string(type) ? json_string_value(type) : "?");
+}
+
+/* Added tokens marked "normalized": true are matched by `tokenizers` in
+ * the normalized text, after the others are split out of the raw text;
+ * wick splits all of them out of the raw text, before normalizing (see
+ * normalize.c). The two agree unless a normalizer changes the text around
+ * such a token, which the Unicode forms can: refused there. */
+static enum wk_status check_added_normalized(struct hf_ctx *c, const struct wk_tokenizer *tok,
+                                             json_t *added)
+{
+    if (tok->unicode_form == WK__FORM_NONE || !json_is_array(added)) return WK_OK;
+    size_t i;
+    json_t *v;
+    json_array_foreach(added, i, v)
+    {
+        if (json_is_true(json_object_get(v, "normalized")))
+            return bad(c, WK_E_UNSUPPORTED,
+                       "added token \"%.60s\" has \"normalized\": true, which is not supported "
+                       "with a Unicode normalizer (NFC, NFD, NFKC, NFKD)",
+                       json_string_value(json_object_get(v, "content")));
+    }
+    return WK_OK;
 }
 
 static enum wk_status apply_pre(struct hf_ctx *c, struct wk_tokenizer *tok, json_t *p)
@@ -317,6 +362,7 @@ static enum wk_status load(struct hf_ctx *c, struct wk_tokenizer *tok, json_t *r
     if ((st = load_vocab(c, tok, model, json_object_get(root, "added_tokens")))) return st;
     tok->unk = token_ref(tok, json_object_get(model, "unk_token"));
     if ((st = apply_normalizer(c, tok, json_object_get(root, "normalizer")))) return st;
+    if ((st = check_added_normalized(c, tok, json_object_get(root, "added_tokens")))) return st;
     if ((st = load_merges(c, tok, model))) return st;
     if ((st = apply_pre(c, tok, json_object_get(root, "pre_tokenizer")))) return st;
     return WK_OK;

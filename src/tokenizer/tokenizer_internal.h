@@ -31,8 +31,13 @@ struct wk__bpe {
     void *regex[8];             /* pcre2_code_8 * */
 };
 
+/* A Unicode normalization form (tokenizer.json's NFC, NFD, NFKC, NFKD
+ * normalizers), applied to the text between added tokens. */
+enum wk__unicode_form { WK__FORM_NONE, WK__FORM_NFC, WK__FORM_NFD, WK__FORM_NFKC, WK__FORM_NFKD };
+
 struct wk_tokenizer {
     enum wk_tokenizer_model model;
+    enum wk__unicode_form unicode_form; /* before the model, after added tokens are split */
     struct wk__bpe bpe;
     int32_t n_vocab;
     char *text;           /* all pieces, NUL-separated */
@@ -119,6 +124,14 @@ enum wk_status wk__bpe_encode(const struct wk_tokenizer *tok, const char *text, 
  * same contract as wk_tokenizer_token_bytes. */
 size_t wk__bpe_piece_bytes(const struct wk__bpe *bpe, const char *piece, size_t len, char *buf,
                            size_t cap);
+
+/* text[0..len) in Unicode normalization form `form` (normalize.c: each
+ * run of valid UTF-8 normalized, other bytes kept). *out is a new buffer
+ * of *out_len bytes the caller frees with wk_free, or NULL when the text is
+ * already normal as it is (no normalization, or ASCII only); then *out_len
+ * is len. Errors: WK_E_NOMEM. */
+enum wk_status wk__normalize(enum wk__unicode_form form, const char *text, size_t len, char **out,
+                             size_t *out_len);
 
 /* SentencePiece BPE over one run of text with no special pieces in it;
  * appends ids to out. Errors: WK_E_NOMEM. */

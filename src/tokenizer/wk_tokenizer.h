@@ -8,9 +8,11 @@
  *      of spaces and newlines) are always split out of the text, longest
  *      match first; control pieces (<bos>, <start_of_turn>) only in
  *      template scaffolding (parse_special), never in user content;
- *   2. the model's algorithm on each remaining run of text: SentencePiece
- *      BPE (Kudo & Richardson 2018; merges chosen by piece score, with byte
- *      fallback to <0xNN> pieces), as llama.cpp's "llama" tokenizer model.
+ *   2. each remaining run of text is normalized when tokenizer.json asks
+ *      (NFC, NFD, NFKC, NFKD; Qwen 2 and 3 are NFC), then goes to the
+ *      model's algorithm: SentencePiece BPE (Kudo & Richardson 2018; merges
+ *      chosen by piece score, with byte fallback to <0xNN> pieces), as
+ *      llama.cpp's "llama" tokenizer model, or byte-level BPE.
  * Decoding maps pieces back to bytes ('▁' to space, <0xNN> to the byte);
  * the streaming detokenizer holds back an incomplete UTF-8 character.
  */

@@ -14,7 +14,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     struct wk_tokenizer *tok;
     if (wk_tokenizer_from_hf_json((const char *)data, size, "fuzz.json", &tok, NULL)) return 0;
-    static const char *texts[] = {"Hello  world!\n", "<|im_start|>user 3333+777 🦙", "\xff\xfe é",
+    static const char *texts[] = {"Hello  world!\n", "<|im_start|>user 3333+777 🦙", "\xff\xfe é e\xcc\x81\xcc",
                                   ""};
     for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
         struct wk_tokens ids = {0};

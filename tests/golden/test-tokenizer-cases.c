@@ -11,7 +11,14 @@
  * German sentences with é, ü, ß survive encode then decode; the ids of
  * "I am testing" decoded one at a time through the streaming detokenizer
  * keep the spaces; Cyrillic and Chinese sentences streamed token by token
- * never show U+FFFD and only ever release whole characters.
+ * never show U+FFFD and only ever release whole characters;
+ * Unicode normalization: the tiny Qwen 3 tokenizer with normalizer NFC
+ * (tests/golden/qwen3-nfc) and its variants (the same tokenizer.json with
+ * the normalizer of "normalizer_variants": NFD, NFKC, NFKD, a Sequence) on
+ * named cases NFC changes (decomposed accents, Hangul jamo, combining
+ * marks beside added tokens, with "special": true parsed as scaffolding)
+ * and on the "bulk" strings (the tricky strings, also in NFD and NFKD),
+ * counted per tokenizer.
  *
  * Usage: test-tokenizer-cases CASES.json MODELS_DIR
  */
@@ -23,12 +30,68 @@
 
 static struct wk_tokenizer *g_gemma, *g_smol, *g_llama3;
 
+/* The NFC tokenizer and its variants, by name. */
+static struct {
+    char name[32];
+    struct wk_tokenizer *tok;
+} g_norm[8];
+static int g_n_norm;
+
 static struct wk_tokenizer *by_name(const char *name)
 {
     if (strcmp(name, "gemma3") == 0) return g_gemma;
     if (strcmp(name, "smollm2") == 0) return g_smol;
     if (strcmp(name, "llama3-digits") == 0) return g_llama3;
+    for (int i = 0; i < g_n_norm; i++)
+        if (strcmp(name, g_norm[i].name) == 0) return g_norm[i].tok;
     return NULL;
+}
+
+/* Loads dir/tokenizer.json as "qwen3-nfc" and, for each entry of variants,
+ * the same JSON with that normalizer in place of NFC. */
+static void load_normalizer_tokenizers(const char *dir, json_t *variants)
+{
+    char path[4096 + 16];
+    snprintf(path, sizeof path, "%s/tokenizer.json", dir);
+    json_error_t jerr;
+    json_t *tj = json_load_file(path, JSON_ALLOW_NUL, &jerr);
+    if (!tj) {
+        fprintf(stderr, "%s: %s\n", path, jerr.text);
+        exit(1);
+    }
+    struct wk_error err;
+    snprintf(g_norm[0].name, sizeof g_norm[0].name, "qwen3-nfc");
+    if (wk_tokenizer_from_hf(dir, &g_norm[0].tok, &err)) {
+        fprintf(stderr, "%s\n", err.msg);
+        exit(1);
+    }
+    g_n_norm = 1;
+    const char *name;
+    json_t *norm;
+    json_object_foreach(variants, name, norm)
+    {
+        if (g_n_norm == (int)WK_ARRAY_LEN(g_norm)) break;
+        json_object_set(tj, "normalizer", norm);
+        char *text = json_dumps(tj, 0);
+        snprintf(g_norm[g_n_norm].name, sizeof g_norm[0].name, "%s", name);
+        enum wk_status st =
+            wk_tokenizer_from_hf_json(text, strlen(text), name, &g_norm[g_n_norm].tok, &err);
+        free(text);
+        if (st) {
+            fprintf(stderr, "%s\n", err.msg);
+            exit(1);
+        }
+        g_n_norm++;
+    }
+    json_decref(tj);
+}
+
+static bool same_ids(const struct wk_tokens *t, json_t *ids)
+{
+    bool same = (size_t)t->n == json_array_size(ids);
+    for (int64_t k = 0; same && k < t->n; k++)
+        same = t->ids[k] == json_integer_value(json_array_get(ids, (size_t)k));
+    return same;
 }
 
 static struct wk_tokenizer *from_gguf(const char *dir, const char *file)
@@ -87,12 +150,11 @@ static void test_reference_cases(json_t *cases)
         struct wk_tokens t = {0};
         CHECK(tok != NULL);
         if (!tok) continue;
+        bool special = json_is_true(json_object_get(c, "special"));
         CHECK_EQ_INT(wk_tokenizer_encode(tok, json_string_value(text), json_string_length(text),
-                                         false, &t),
+                                         special, &t),
                      WK_OK);
-        bool same = (size_t)t.n == json_array_size(ids);
-        for (int64_t k = 0; same && k < t.n; k++)
-            same = t.ids[k] == json_integer_value(json_array_get(ids, (size_t)k));
+        bool same = same_ids(&t, ids);
         if (!same) {
             bad++;
             fprintf(stderr, "  %s: got", name);
@@ -104,6 +166,43 @@ static void test_reference_cases(json_t *cases)
         wk_tokens_deinit(&t);
     }
     CHECK_EQ_INT(bad, 0);
+}
+
+/* The bulk strings: every one must match; a count per tokenizer. */
+static void test_bulk(json_t *bulk)
+{
+    int n[8] = {0}, bad[8] = {0}, shown = 0;
+    size_t i;
+    json_t *c;
+    json_array_foreach(bulk, i, c)
+    {
+        const char *name = json_string_value(json_object_get(c, "tokenizer"));
+        int k = 0;
+        while (k < g_n_norm && strcmp(g_norm[k].name, name ? name : "") != 0) k++;
+        CHECK(k < g_n_norm);
+        if (k == g_n_norm) continue;
+        json_t *text = json_object_get(c, "text");
+        struct wk_tokens t = {0};
+        CHECK_EQ_INT(wk_tokenizer_encode(g_norm[k].tok, json_string_value(text),
+                                         json_string_length(text), false, &t),
+                     WK_OK);
+        n[k]++;
+        if (!same_ids(&t, json_object_get(c, "ids"))) {
+            bad[k]++;
+            if (shown++ < 6) {
+                char s[121];
+                wk_str_printable(json_string_value(text), WK_MIN(json_string_length(text), 120), s,
+                                 sizeof s);
+                fprintf(stderr, "  %s: \"%s\" differs\n", name, s);
+            }
+        }
+        wk_tokens_deinit(&t);
+    }
+    for (int k = 0; k < g_n_norm; k++) {
+        printf("  bulk %-40s %d strings, %d differ\n", g_norm[k].name, n[k], bad[k]);
+        CHECK(n[k] > 0);
+        CHECK_EQ_INT(bad[k], 0);
+    }
 }
 
 static void test_round_trips_and_streaming(json_t *cases)
@@ -156,7 +255,7 @@ int main(int argc, char **argv)
         return 2;
     }
     json_error_t jerr;
-    json_t *root = json_load_file(argv[1], 0, &jerr);
+    json_t *root = json_load_file(argv[1], JSON_ALLOW_NUL, &jerr);
     if (!root) {
         fprintf(stderr, "%s: %s\n", argv[1], jerr.text);
         return 1;
@@ -172,14 +271,19 @@ int main(int argc, char **argv)
         fprintf(stderr, "%s\n", err.msg);
         return 1;
     }
+    snprintf(slash ? slash + 1 : dir, sizeof dir - (size_t)(slash ? slash + 1 - dir : 0),
+             "qwen3-nfc");
+    load_normalizer_tokenizers(dir, json_object_get(root, "normalizer_variants"));
     json_t *cases = json_object_get(root, "cases");
     test_reference_cases(cases);
+    test_bulk(json_object_get(root, "bulk"));
     test_round_trips_and_streaming(cases);
     test_control_text_stays_text();
     printf("%d checks, %d failed\n", g_check_count, g_check_failures);
     wk_tokenizer_destroy(g_gemma);
     wk_tokenizer_destroy(g_smol);
     wk_tokenizer_destroy(g_llama3);
+    for (int k = 0; k < g_n_norm; k++) wk_tokenizer_destroy(g_norm[k].tok);
     json_decref(root);
     return g_check_failures ? 1 : 0;
 }

@@ -6,7 +6,9 @@
  * pieces split first, except runs of spaces, which merge like ordinary
  * pieces as in Hugging Face tokenizers; control pieces only in
  * scaffolding); decoding and
- * the streaming detokenizer's UTF-8 hold-back; loader errors.
+ * the streaming detokenizer's UTF-8 hold-back; tokenizer.json's Unicode
+ * normalizers (NFC, NFD, NFKC, NFKD) on a character-level vocabulary;
+ * loader errors.
  */
 #include "check.h"
 #include "gguf_builder.h"
@@ -424,6 +426,62 @@ static void test_bpe_loader_errors(void)
     CHECK_CONTAINS(err.msg, "merges entry 6 is not two pieces separated by one space");
 }
 
+/* A character-level tokenizer.json (no pre-tokenizer, no merges: one id
+ * per character, <unk> for the others) with the given normalizer. */
+static struct wk_tokenizer *norm_tok(const char *normalizer)
+{
+    char json[1024];
+    snprintf(json, sizeof json,
+             "{\"model\": {\"type\": \"BPE\", \"unk_token\": \"<unk>\", \"merges\": [], \"vocab\":"
+             " {\"<unk>\": 0, \"e\": 1, \"\xcc\x81\": 2, \"\xc3\xa9\": 3, \"f\": 4, \"i\": 5,"
+             " \"\xef\xac\x81\": 6, \">\": 7, \"\xcc\xb8\": 8, \"\xe2\x89\xaf\": 9}},"
+             " \"added_tokens\": [{\"id\": 10, \"content\": \"<x>\", \"special\": false,"
+             " \"normalized\": false}], \"normalizer\": %s}", normalizer);
+    struct wk_tokenizer *tok = NULL;
+    struct wk_error err;
+    if (wk_tokenizer_from_hf_json(json, strlen(json), "norm.json", &tok, &err))
+        fprintf(stderr, "  %s: %s\n", normalizer, err.msg);
+    CHECK(tok != NULL);
+    return tok;
+}
+
+/* The Unicode normalizers, worked out from UAX #15: é is e + U+0301
+ * canonically, ﬁ (U+FB01) is f + i only by compatibility, ≯ (U+226F) is
+ * > + U+0338. Each run between added tokens is normalized on its own
+ * (tokenizers, for added tokens with "normalized": false), and invalid
+ * bytes stay bytes with the valid text around them still normalized. */
+static void test_unicode_normalizers(void)
+{
+    enum { UNK, E, ACUTE, E_ACUTE, F, I, FI, GT, SLASH, NGT, X };
+    struct wk_tokenizer *nfc = norm_tok("{\"type\": \"NFC\"}");
+    struct wk_tokenizer *nfd = norm_tok("{\"type\": \"NFD\"}");
+    struct wk_tokenizer *nfkc = norm_tok("{\"type\": \"NFKC\"}");
+    struct wk_tokenizer *nfkd = norm_tok("{\"type\": \"NFKD\"}");
+    struct wk_tokenizer *seq = norm_tok("{\"type\": \"Sequence\", \"normalizers\": [{\"type\": \"NFKD\"},"
+                                        " {\"type\": \"NFC\"}]}");
+    struct wk_tokenizer *none = norm_tok("null");
+    if (!nfc || !nfd || !nfkc || !nfkd || !seq || !none) return;
+    EXPECT_BPE(nfc, "e\xcc\x81", E_ACUTE);
+    EXPECT_BPE(nfc, "\xc3\xa9", E_ACUTE);
+    EXPECT_BPE(nfc, "\xef\xac\x81", FI);
+    EXPECT_BPE(nfd, "\xc3\xa9", E, ACUTE);
+    EXPECT_BPE(nfkc, "\xef\xac\x81" "e\xcc\x81", F, I, E_ACUTE);
+    EXPECT_BPE(nfkd, "\xef\xac\x81\xc3\xa9", F, I, E, ACUTE);
+    EXPECT_BPE(seq, "\xef\xac\x81" "e\xcc\x81", F, I, E_ACUTE); /* NFC(NFKD(x)) = NFKC(x) */
+    EXPECT_BPE(none, "e\xcc\x81", E, ACUTE);
+    /* the added token is split out first: its '>' keeps U+0338 away */
+    EXPECT_BPE(nfc, "<x>\xcc\xb8>\xcc\xb8", X, SLASH, NGT);
+    /* a stray byte is its own character (here <unk>), and blocks nothing */
+    EXPECT_BPE(nfc, "e\xcc\x81\xff" "e\xcc\x81\xcc", E_ACUTE, UNK, E_ACUTE, UNK);
+    EXPECT_BPE(nfd, "\xc3\xa9\x80\xc3\xa9", E, ACUTE, UNK, E, ACUTE);
+    wk_tokenizer_destroy(nfc);
+    wk_tokenizer_destroy(nfd);
+    wk_tokenizer_destroy(nfkc);
+    wk_tokenizer_destroy(nfkd);
+    wk_tokenizer_destroy(seq);
+    wk_tokenizer_destroy(none);
+}
+
 /* tokenizer.json that is malformed or uses what wick does not implement
  * is refused with an error naming the field. */
 static void test_tokenizer_json_errors(void)
@@ -449,8 +507,16 @@ static void test_tokenizer_json_errors(void)
          " \"pre_tokenizer\": {\"type\": \"Whitespace\"}}", WK_E_UNSUPPORTED,
          "pre_tokenizer type \"Whitespace\" is not supported"},
         {"{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": []},"
-         " \"normalizer\": {\"type\": \"NFKC\"}}", WK_E_UNSUPPORTED,
-         "normalizer type \"NFKC\" is not supported"},
+         " \"normalizer\": {\"type\": \"BertNormalizer\"}}", WK_E_UNSUPPORTED,
+         "normalizer type \"BertNormalizer\" is not supported"},
+        {"{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": []},"
+         " \"normalizer\": {\"type\": \"Sequence\", \"normalizers\": [{\"type\": \"Replace\","
+         " \"pattern\": {\"String\": \" \"}, \"content\": \"\xe2\x96\x81\"}, {\"type\": \"NFKC\"}]}}",
+         WK_E_UNSUPPORTED, "normalizer NFKC after Replace"},
+        {"{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": []},"
+         " \"added_tokens\": [{\"id\": 1, \"content\": \"<x>\", \"special\": false, \"normalized\": true}],"
+         " \"normalizer\": {\"type\": \"NFC\"}}", WK_E_UNSUPPORTED,
+         "added token \"<x>\" has \"normalized\": true"},
         {"{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": []},"
          " \"pre_tokenizer\": {\"type\": \"Split\", \"pattern\": {\"Regex\": \"(\"},"
          " \"behavior\": \"Isolated\"}}", WK_E_FORMAT, "Split regex does not compile"},
@@ -483,7 +549,7 @@ int main(int argc, char **argv)
         TEST(test_merges_in_vocabulary_order), TEST(test_byte_fallback), TEST(test_stray_lead_bytes), TEST(test_user_defined_pieces),
         TEST(test_control_pieces_only_in_scaffolding), TEST(test_decode), TEST(test_streaming_detok),
         TEST(test_loader_errors), TEST(test_bpe_digit_splits), TEST(test_bpe_loader_errors),
-        TEST(test_tokenizer_json_errors)};
+        TEST(test_unicode_normalizers), TEST(test_tokenizer_json_errors)};
     int rc = check_main(argc, argv, tests, (int)WK_ARRAY_LEN(tests));
     wk_tokenizer_destroy(g_tok);
     wk_gguf_close(g_gguf);
