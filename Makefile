@@ -109,7 +109,8 @@ $(OUT)/bench/%: bench/%.c $(LIB)
 bench: $(BENCH_BIN)
 
 # Golden tests (need scripts/fetch-models first, except the tiny Qwen 3 of
-# tests/golden/qwen3): greedy decoding and
+# tests/golden/qwen3 and GLM-4-MoE-Lite of tests/golden/glm4-moe-lite):
+# greedy decoding and
 # tricky strings against each fixture, then tokenizer parity on the corpus,
 # for each model's tokenizer from its GGUF and from the exported tokenizer.json.
 MODELS_DIR := $(or $(WICK_CACHE),$(HOME)/.cache/wick)/models
@@ -118,6 +119,9 @@ PARITY     := gemma3:gemma-3-270m-q4_k_m.gguf smollm2:SmolLM2-135M-Instruct.Q4_1
 golden: $(GOLDEN_BIN)
 	@echo "== qwen3: a tiny Qwen3ForCausalLM (HF folder and GGUF) against transformers"; $(OUT)/tests/test-qwen3
 	@echo "== qwen3, f32 activations (WICK_EXACT=1)"; WICK_EXACT=1 $(OUT)/tests/test-qwen3
+	@echo "== glm4-moe-lite: a tiny Glm4MoeLiteForCausalLM (HF folder, GGUF deepseek2 and glm4moelite) against transformers"; \
+	  $(OUT)/tests/test-glm4-moe-lite
+	@echo "== glm4-moe-lite, f32 activations (WICK_EXACT=1)"; WICK_EXACT=1 $(OUT)/tests/test-glm4-moe-lite
 	@set -e; for f in tests/golden/gemma3-270m.json tests/golden/smollm2-135m.json; do \
 	  echo "== golden $$f"; $(OUT)/tests/test-golden $$f; \
 	  echo "== golden $$f, f32 activations (WICK_EXACT=1)"; WICK_EXACT=1 $(OUT)/tests/test-golden $$f; \

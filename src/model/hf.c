@@ -13,7 +13,10 @@
  * kernels take F32 norms) and Gemma's get the +1 its RMSNorm adds
  * (x * (1 + w)); Llama's Q and K rows are not permuted, the family uses
  * NEOX RoPE on HF weights instead (llama.c). Qwen 3 takes Llama's names
- * (q_norm, k_norm included) and plain norm gains.
+ * (q_norm, k_norm included) and plain norm gains. GLM-4-MoE-Lite
+ * (model_type glm4_moe_lite) becomes llama.cpp's "deepseek2" (keys and
+ * names), except that kv_b_proj stays whole and per-expert tensors stay
+ * apart (glm4_moe_lite.c takes both as they are).
  */
 #include "model_internal.h"
 
@@ -97,7 +100,7 @@ static enum wk_status gemma4_config_to_kv(struct wk_hf *h, json_t *cfg, const ch
     double n_layer, head_dim, global_dim, nkv, nkv_global, shared, ff, ple, n_exp, n_used, ff_exp;
     if ((st = cfg_number(h, cfg, "num_hidden_layers", 0, &n_layer, err)) ||
         (st = cfg_number(h, cfg, "head_dim", 256, &head_dim, err)) ||
-        (st = cfg_number(h, cfg, "global_head_dim", head_dim, &global_dim, err)) ||
+        (st = cfg_number(h, cfg, "global_head_dim", 512, &global_dim, err)) /* transformers' default */ ||
         (st = cfg_number(h, cfg, "num_key_value_heads", 1, &nkv, err)) ||
         (st = cfg_number(h, cfg, "num_global_key_value_heads", nkv, &nkv_global, err)) ||
         (st = cfg_number(h, cfg, "num_kv_shared_layers", 0, &shared, err)) ||
@@ -146,6 +149,86 @@ static enum wk_status gemma4_config_to_kv(struct wk_hf *h, json_t *cfg, const ch
     json_t *full = json_object_get(json_object_get(cfg, "rope_parameters"), "full_attention");
     json_t *partial = json_object_get(full, "partial_rotary_factor");
     if (json_is_number(partial)) set_kv(h, arch, "rope.partial_rotary_factor", json_real(json_number_value(partial)));
+    return WK_OK;
+}
+
+/*
+ * GLM-4-MoE-Lite's fields (architectures.md §6.1-6.2) under the keys
+ * llama.cpp's converter writes (arch deepseek2): key_length and
+ * value_length the absorbed sizes (kv_lora_rank + rope, kv_lora_rank),
+ * the per-head ones under *_mla, head_count_kv 1; the experts; the
+ * leading dense layers from mlp_layer_types (transformers 5) or
+ * first_k_dense_replace (the released config.json), 1 when neither is
+ * given (transformers' default). A router always sigmoid
+ * (expert_gating_func 2).
+ */
+static enum wk_status glm4_moe_lite_config_to_kv(struct wk_hf *h, json_t *cfg, const char *arch, struct wk_error *err)
+{
+    enum wk_status st;
+    double n_layer, q_lora, kv_lora, nope, rope, v, n_exp, n_used, n_shared, ff_exp, scale, dense, groups;
+    if ((st = cfg_number(h, cfg, "num_hidden_layers", 0, &n_layer, err)) ||
+        (st = cfg_number(h, cfg, "q_lora_rank", 0, &q_lora, err)) ||
+        (st = cfg_number(h, cfg, "kv_lora_rank", 0, &kv_lora, err)) ||
+        (st = cfg_number(h, cfg, "qk_nope_head_dim", 0, &nope, err)) ||
+        (st = cfg_number(h, cfg, "qk_rope_head_dim", 0, &rope, err)) ||
+        (st = cfg_number(h, cfg, "v_head_dim", 0, &v, err)) ||
+        (st = cfg_number(h, cfg, "n_routed_experts", 0, &n_exp, err)) ||
+        (st = cfg_number(h, cfg, "num_experts_per_tok", 0, &n_used, err)) ||
+        (st = cfg_number(h, cfg, "n_shared_experts", 0, &n_shared, err)) ||
+        (st = cfg_number(h, cfg, "moe_intermediate_size", 0, &ff_exp, err)) ||
+        (st = cfg_number(h, cfg, "routed_scaling_factor", 1, &scale, err)) ||
+        (st = cfg_number(h, cfg, "first_k_dense_replace", 1, &dense, err)) ||
+        (st = cfg_number(h, cfg, "n_group", 1, &groups, err)))
+        return st;
+    static const char *const needed[] = {"kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"};
+    for (size_t i = 0; i < WK_ARRAY_LEN(needed); i++)
+        if (!json_is_number(json_object_get(cfg, needed[i])))
+            return wk_error_set(err, WK_E_FORMAT, "%s/config.json: %s is missing", h->dir, needed[i]);
+    if (n_used > n_exp)
+        return wk_error_set(err, WK_E_FORMAT, "%s/config.json: num_experts_per_tok %g exceeds n_routed_experts %g",
+                            h->dir, n_used, n_exp);
+    if (groups > 1)
+        return wk_error_set(err, WK_E_UNSUPPORTED, "%s/config.json: n_group %g (expert groups) is not supported",
+                            h->dir, groups);
+    json_t *inter = json_object_get(cfg, "rope_interleave");
+    if (json_is_false(inter))
+        return wk_error_set(err, WK_E_UNSUPPORTED, "%s/config.json: rope_interleave false is not supported", h->dir);
+    if (json_is_true(json_object_get(cfg, "attention_bias")))
+        return wk_error_set(err, WK_E_UNSUPPORTED, "%s/config.json: attention_bias true is not supported", h->dir);
+    json_t *types = json_object_get(cfg, "mlp_layer_types");
+    if (json_is_array(types)) { /* dense layers first, then sparse */
+        if (json_array_size(types) != (size_t)n_layer)
+            return wk_error_set(err, WK_E_FORMAT, "%s/config.json: mlp_layer_types has %zu entries for %g layers",
+                                h->dir, json_array_size(types), n_layer);
+        size_t i = 0;
+        while (i < json_array_size(types) &&
+               strcmp(json_string_value(json_array_get(types, i)) ? json_string_value(json_array_get(types, i)) : "",
+                      "dense") == 0)
+            i++;
+        dense = (double)i;
+        for (; i < json_array_size(types); i++) {
+            const char *t = json_string_value(json_array_get(types, i));
+            if (!t || strcmp(t, "sparse") != 0)
+                return wk_error_set(err, WK_E_UNSUPPORTED, "%s/config.json: mlp_layer_types[%zu] is not \"sparse\" "
+                                    "after the leading dense layers (wick takes dense layers first, then sparse)", h->dir, i);
+        }
+    }
+    if (q_lora > 0) set_kv(h, arch, "attention.q_lora_rank", json_real(q_lora));
+    set_kv(h, arch, "attention.kv_lora_rank", json_real(kv_lora));
+    set_kv(h, arch, "attention.head_count_kv", json_real(1));
+    set_kv(h, arch, "attention.key_length", json_real(kv_lora + rope));
+    set_kv(h, arch, "attention.value_length", json_real(kv_lora));
+    set_kv(h, arch, "attention.key_length_mla", json_real(nope + rope));
+    set_kv(h, arch, "attention.value_length_mla", json_real(v));
+    set_kv(h, arch, "rope.dimension_count", json_real(rope));
+    set_kv(h, arch, "leading_dense_block_count", json_real(dense));
+    set_kv(h, arch, "expert_count", json_real(n_exp));
+    set_kv(h, arch, "expert_used_count", json_real(n_used));
+    set_kv(h, arch, "expert_shared_count", json_real(n_shared));
+    set_kv(h, arch, "expert_feed_forward_length", json_real(ff_exp));
+    set_kv(h, arch, "expert_weights_scale", json_real(scale));
+    set_kv(h, arch, "expert_weights_norm", json_real(json_is_true(json_object_get(cfg, "norm_topk_prob")) ? 1 : 0));
+    set_kv(h, arch, "expert_gating_func", json_real(2));
     return WK_OK;
 }
 
@@ -225,7 +308,53 @@ static enum wk_status config_to_kv(struct wk_hf *h, json_t *cfg, const char *arc
         snprintf(key, sizeof key, "%s.attention.sliding_window_pattern", arch);
         json_object_set_new(h->kv, key, arr);
     }
+    if (strcmp(arch, "deepseek2") == 0) return glm4_moe_lite_config_to_kv(h, cfg, arch, err);
     return gemma4 ? gemma4_config_to_kv(h, cfg, arch, err) : WK_OK;
+}
+
+/* GLM-4-MoE-Lite's HF names under llama.cpp's deepseek2 ones
+ * (architectures.md §6.3); kv_b_proj keeps its old GGUF name attn_kv_b
+ * (glm4_moe_lite.c splits it), per-expert tensors become
+ * blk.N.ffn_<gate|up|down>_exps.K.weight. *norm also for the selection
+ * bias, read as F32. */
+static bool glm4_moe_lite_name(const char *name, char *out, size_t cap, bool *norm)
+{
+    static const struct {
+        const char *hf, *gguf;
+    } blk[] = {{"input_layernorm.weight", "attn_norm.weight"},
+               {"post_attention_layernorm.weight", "ffn_norm.weight"},
+               {"self_attn.q_proj.weight", "attn_q.weight"},
+               {"self_attn.q_a_proj.weight", "attn_q_a.weight"},
+               {"self_attn.q_a_layernorm.weight", "attn_q_a_norm.weight"},
+               {"self_attn.q_b_proj.weight", "attn_q_b.weight"},
+               {"self_attn.kv_a_proj_with_mqa.weight", "attn_kv_a_mqa.weight"},
+               {"self_attn.kv_a_layernorm.weight", "attn_kv_a_norm.weight"},
+               {"self_attn.kv_b_proj.weight", "attn_kv_b.weight"},
+               {"self_attn.o_proj.weight", "attn_output.weight"},
+               {"mlp.gate_proj.weight", "ffn_gate.weight"},
+               {"mlp.up_proj.weight", "ffn_up.weight"},
+               {"mlp.down_proj.weight", "ffn_down.weight"},
+               {"mlp.gate.weight", "ffn_gate_inp.weight"},
+               {"mlp.gate.e_score_correction_bias", "exp_probs_b.bias"},
+               {"mlp.experts.gate_up_proj", "ffn_gate_up_exps.weight"},
+               {"mlp.experts.down_proj", "ffn_down_exps.weight"},
+               {"mlp.shared_experts.gate_proj.weight", "ffn_gate_shexp.weight"},
+               {"mlp.shared_experts.up_proj.weight", "ffn_up_shexp.weight"},
+               {"mlp.shared_experts.down_proj.weight", "ffn_down_shexp.weight"}};
+    int layer, used = 0;
+    if (sscanf(name, "model.layers.%d.%n", &layer, &used) != 1 || used == 0 || layer < 0) return false;
+    for (size_t i = 0; i < WK_ARRAY_LEN(blk); i++) {
+        if (strcmp(name + used, blk[i].hf) != 0) continue;
+        *norm = *norm || strcmp(blk[i].hf, "mlp.gate.e_score_correction_bias") == 0;
+        return snprintf(out, cap, "blk.%d.%s", layer, blk[i].gguf) > 0;
+    }
+    int expert, used2 = 0;
+    char proj[8];
+    if (sscanf(name + used, "mlp.experts.%d.%7[a-z]_proj.weight%n", &expert, proj, &used2) == 2 && used2 > 0 &&
+        name[used + used2] == 0 && expert >= 0 &&
+        (strcmp(proj, "gate") == 0 || strcmp(proj, "up") == 0 || strcmp(proj, "down") == 0))
+        return snprintf(out, cap, "blk.%d.ffn_%s_exps.%d.weight", layer, proj, expert) > 0;
+    return false;
 }
 
 /* Gemma 4's HF names under llama.cpp's GGUF ones (architectures.md §4.4);
@@ -318,6 +447,7 @@ static bool gguf_name(const char *arch, const char *name, char *out, size_t cap,
     for (size_t i = 0; i < WK_ARRAY_LEN(top); i++)
         if (strcmp(name, top[i].hf) == 0) return snprintf(out, cap, "%s", top[i].gguf) > 0;
     if (strcmp(arch, "gemma4") == 0) return gemma4_name(name, out, cap, norm);
+    if (strcmp(arch, "deepseek2") == 0) return glm4_moe_lite_name(name, out, cap, norm);
     int layer, used = 0;
     if (sscanf(name, "model.layers.%d.%n", &layer, &used) != 1 || used == 0 || layer < 0) return false;
     bool gemma = strcmp(arch, "gemma3") == 0;
@@ -490,12 +620,13 @@ enum wk_status wk__hf_open(struct wk_model *m, const char *dir, bool resident, s
                        : strcmp(type, "qwen3") == 0   ? "qwen3" /* dense; qwen3_moe is not */
                        : strncmp(type, "gemma3", 6) == 0 ? "gemma3"
                        : strcmp(type, "gemma4") == 0 || strcmp(type, "gemma4_text") == 0 ? "gemma4"
+                       : strcmp(type, "glm4_moe_lite") == 0 ? "deepseek2" /* GLM-4-MoE-Lite, llama.cpp's keys */
                                                          : NULL;
     if (!arch) {
         char t[64];
         wk_str_printable(type ? type : "(none)", strlen(type ? type : "(none)"), t, sizeof t);
         st = wk_error_set(err, WK_E_UNSUPPORTED,
-                          "%s/config.json: model_type '%s' (wick supports llama, gemma3_text, gemma4_text, qwen3)", dir, t);
+                          "%s/config.json: model_type '%s' (wick supports llama, gemma3_text, gemma4_text, glm4_moe_lite, qwen3)", dir, t);
     }
     if (!st) {
         json_object_set_new(h->kv, "general.architecture", json_string(arch));

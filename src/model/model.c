@@ -16,9 +16,11 @@ static const struct {
     enum wk_arch arch;
     wk_arch_load_fn load;
 } g_archs[] = {
+    {"deepseek2", WK_ARCH_GLM4_MOE_LITE, wk__glm4_moe_lite_load},
     {"gemma3", WK_ARCH_GEMMA3, wk__gemma3_load},
     {"gemma4", WK_ARCH_GEMMA4, wk__gemma4_load},
     {"llama", WK_ARCH_LLAMA, wk__llama_load},
+    {"glm4moelite", WK_ARCH_GLM4_MOE_LITE, wk__glm4_moe_lite_load},
     {"qwen3", WK_ARCH_QWEN3, wk__qwen3_load},
 };
 
@@ -278,7 +280,7 @@ enum wk_status wk_model_load_ex(const char *path, bool resident, struct wk_model
         char a[64];
         wk_str_printable(arch.data, (size_t)arch.len, a, sizeof a);
         st = wk_error_set(err, WK_E_UNSUPPORTED,
-                          "%s: unknown architecture \"%s\" (wick supports: gemma3, gemma4, llama, qwen3)", path, a);
+                          "%s: unknown architecture \"%s\" (wick supports: deepseek2 (GLM-4-MoE-Lite), gemma3, gemma4, glm4moelite, llama, qwen3)", path, a);
         goto fail;
     }
     if ((st = load(m, err))) goto fail;
@@ -300,6 +302,9 @@ void wk_model_destroy(struct wk_model *m)
     wk_free(m->layers);
     wk_free(m->suppress);
     wk_free(m->owned_f32);
+    wk_free(m->mla_tensors);
+    wk_free(m->mla_data);
+    wk_free(m->expert_tables);
     wk_gguf_close(m->gguf);
     wk__hf_close(m->hf);
     wk_free(m);
@@ -329,6 +334,15 @@ const char *wk_model_chat_template(const struct wk_model *m, size_t *len)
 }
 
 const struct wk_hparams *wk_model_hparams(const struct wk_model *m) { return &m->hp; }
+
+int64_t wk_model_kv_values(const struct wk_model *m, int32_t il)
+{
+    WK_ASSERT(il >= 0 && il < m->hp.n_layer);
+    const struct wk_layer *l = &m->layers[il];
+    if (l->kv_layer != il) return 0;
+    if (l->mla) return (int64_t)l->mla_kv_lora + l->n_rot;
+    return 2 * (int64_t)l->n_head_kv * l->head_dim;
+}
 const struct wk_gguf *wk_model_gguf(const struct wk_model *m) { return m->gguf; }
 
 uint64_t wk_model_weight_bytes(const struct wk_model *m)

@@ -36,6 +36,27 @@ struct wk_layer {
     const struct wk_tensor *moe_router, *moe_router_scale, *moe_expert_scale;
     const struct wk_tensor *moe_gate_up, *moe_gate, *moe_up, *moe_down;
     const struct wk_tensor *moe_pre_norm, *moe_post_norm_1, *moe_post_norm_2;
+    /* experts as one 2-D tensor each ([n_expert] tables, a Hugging Face
+     * folder's per-expert tensors), used where moe_gate/up/down are NULL */
+    const struct wk_tensor *const *moe_gate_e, *const *moe_up_e, *const *moe_down_e;
+    /* DeepSeek-V3-style router (GLM-4-MoE-Lite, architectures.md §6.4
+     * step 8): sigmoid scores, top k by score + selection bias [n_expert]
+     * (NULL: none), the chosen scores normalised and scaled (hparams);
+     * SwiGLU experts; the shared expert is the layer's dense FFN */
+    bool moe_sigmoid;
+    const struct wk_tensor *moe_sel_bias;
+    /* multi-head latent attention (GLM-4-MoE-Lite, DeepSeek V2/V3;
+     * architectures.md §6.4). Query: q_a [q_lora, E], its norm [q_lora],
+     * q_b [n_head·(nope + n_rot), q_lora], or wq when q_lora is 0;
+     * kv_a [kv_lora + n_rot, E] and its norm [kv_lora]; per head h the key
+     * absorption k_b[h] [kv_lora][nope] (W_UK_hᵀ) and the value expansion
+     * v_b[h] [v][kv_lora] (3-D, ne {nope, kv_lora, n_head} and {kv_lora,
+     * v, n_head}); wo [E, n_head·v]. head_dim = nope + n_rot. The cache
+     * row of a position is [RMSNorm(latent) ; RoPE(k_pe)], kv_lora + n_rot
+     * floats. */
+    bool mla;
+    int32_t mla_kv_lora, mla_nope, mla_v;
+    const struct wk_tensor *mla_q_a, *mla_q_a_norm, *mla_q_b, *mla_kv_a, *mla_kv_a_norm, *mla_k_b, *mla_v_b;
 };
 
 enum wk_ffn_act { WK_ACT_GELU_TANH = 1, WK_ACT_SILU = 2 };
@@ -65,6 +86,12 @@ struct wk_model {
     int32_t mtp_n_embd_target, mtp_n_centroids, mtp_centroid_top_k;
     const struct wk_tensor *mtp_pre_proj, *mtp_post_proj, *mtp_centroids, *mtp_token_ordering;
     struct wk_tensor owned_rope_freqs; /* the view of it rope_freqs may point at */
+    /* glm4_moe_lite.c's own, freed with the model: tensors it builds
+     * (from a Hugging Face kv_b_proj: k_b transposed into F32, v_b viewed
+     * in place), that F32 data, per-expert tensor tables */
+    struct wk_tensor *mla_tensors;
+    float *mla_data;
+    const struct wk_tensor **expert_tables;
 };
 
 /*
@@ -100,6 +127,26 @@ enum wk_status wk__gemma3_load(struct wk_model *m, struct wk_error *err);
 enum wk_status wk__llama_load(struct wk_model *m, struct wk_error *err);
 enum wk_status wk__qwen3_load(struct wk_model *m, struct wk_error *err);
 enum wk_status wk__gemma4_load(struct wk_model *m, struct wk_error *err);
+enum wk_status wk__glm4_moe_lite_load(struct wk_model *m, struct wk_error *err);
+
+/*
+ * moe.c: the DeepSeek-V3-style router's choice for one token
+ * (architectures.md §6.4 step 8; HF Glm4MoeLiteTopkRouter with n_group 1):
+ * s = sigmoid(logits [n_expert]); the k experts with the largest
+ * s + bias (bias [n_expert] or NULL) into idx [k], in the order and with
+ * the ties torch.topk(sorted=False) gives (wk__topk_torch); their weights
+ * w [k] = s[idx], divided by their sum (+1e-20) when norm, times scale.
+ * n_expert <= WK_MOE_MAX_EXPERTS, 1 <= k <= n_expert.
+ */
+#define WK_MOE_MAX_EXPERTS 1024
+void wk__moe_select_sigmoid(const float *logits, const float *bias, int32_t n_expert, int32_t k, bool norm,
+                            float scale, int32_t *idx, float *w);
+/* The indices of the k largest of v [n] (NaN largest) into idx [k], as
+ * torch.topk(v, k, sorted=False) on the CPU returns them: libstdc++'s
+ * nth_element over (value, index) pairs, or partial_sort when k·64 <= n,
+ * so ties fall as that selection leaves them, not to the lower index.
+ * n <= WK_MOE_MAX_EXPERTS. */
+void wk__topk_torch(const float *v, int32_t n, int32_t k, int32_t *idx);
 
 /*
  * The parts every decoder family shares, for the per-family loaders:

@@ -12,7 +12,9 @@
  * wk_context_verify appends a few drafted tokens as single steps would.
  *
  * Families (../shared/reference/architectures.md): Llama (§1), Qwen 3 dense (§2),
- * Gemma 3 (§3).
+ * Gemma 3 (§3), Gemma 4 (§4), GLM-4-MoE-Lite (§6: multi-head latent
+ * attention, whose layers cache one compressed row of kv_lora_rank + RoPE
+ * dims per position instead of K and V).
  */
 #ifndef WK_MODEL_H
 #define WK_MODEL_H
@@ -21,7 +23,7 @@
 #include "../cpu/wk_cpu.h"
 #include "../io/wk_io.h"
 
-enum wk_arch { WK_ARCH_GEMMA3 = 1, WK_ARCH_LLAMA = 2, WK_ARCH_GEMMA4 = 3, WK_ARCH_QWEN3 = 4 };
+enum wk_arch { WK_ARCH_GEMMA3 = 1, WK_ARCH_LLAMA = 2, WK_ARCH_GEMMA4 = 3, WK_ARCH_QWEN3 = 4, WK_ARCH_GLM4_MOE_LITE = 5 };
 
 struct wk_hparams {
     enum wk_arch arch;
@@ -47,6 +49,14 @@ struct wk_hparams {
      * experts per MoE layer, chosen per token, and each one's FFN width */
     int32_t n_embd_ple;
     int32_t n_expert, n_expert_used, n_ff_exp;
+    /* GLM-4-MoE-Lite (0 elsewhere): the MLA ranks (n_lora_q 0: no query
+     * compression), the per-head query/key and value sizes (head_dim =
+     * n_embd_head_k_mla = nope + n_rot); shared experts, leading dense
+     * layers, and the routed weights' normalisation and scale */
+    int32_t n_lora_q, n_lora_kv, n_embd_head_k_mla, n_embd_head_v_mla;
+    int32_t n_expert_shared, n_layer_dense_lead;
+    bool expert_weights_norm;
+    float expert_weights_scale;
 };
 
 struct wk_model;
@@ -74,6 +84,15 @@ enum wk_status wk_model_load(const char *path, struct wk_model **out, struct wk_
  * WICK_MMAP is not consulted. */
 enum wk_status wk_model_load_ex(const char *path, bool resident, struct wk_model **out,
                                 struct wk_error *err);
+/*
+ * Values (f32) one position takes in layer il's KV cache: K and V of its
+ * KV heads (2 · n_head_kv · head_dim); on a multi-head latent attention
+ * layer (GLM-4-MoE-Lite) its compressed row, kv_lora_rank + RoPE dims
+ * (V is the latent part of the same row); 0 on a layer that reads
+ * another layer's cache (Gemma 4 KV sharing). 0 <= il < n_layer.
+ */
+int64_t wk_model_kv_values(const struct wk_model *m, int32_t il);
+
 /* Frees the model and unmaps the file; m may be NULL. Contexts made from it
  * must be destroyed first. */
 void wk_model_destroy(struct wk_model *m);
@@ -106,6 +125,12 @@ struct wk_context_params {
      * pool (wk_context_pool), one after the other, with no second set of
      * spinning threads. */
     struct wk_threadpool *pool;
+    /* Tests only (false by default): multi-head latent attention layers
+     * also keep full per-head K and V, expanded from the compressed row
+     * as it is written, and attend over those, naively in double
+     * precision, instead of the absorbed attention over the compressed
+     * cache: the reference the compressed cache is checked against. */
+    bool mla_uncompressed;
 };
 struct wk_context_params wk_context_params_default(void);
 

@@ -25,10 +25,17 @@
  * "<|im_start|>assistant\n<think>\n\n</think>\n\n" (the empty block only
  * where the template reads enable_thinking: Qwen3-*-2507 Instruct has no
  * thinking and no block). The prompt asks for hide_thinking.
+ *
+ * GLM-4 (GLM-4-MoE-Lite): "[gMASK]<sop>", then <|{role}|>\n{content} for
+ * each message (a tool result's role is observation), then
+ * "<|assistant|>" to generate: the turns of GLM-4's chat templates,
+ * without the tool declarations and reasoning handling of the released
+ * GLM-4.7 template (tests/golden/glm4-moe-lite's template is this).
  */
 #include "wk_runtime.h"
 
 #include <ctype.h>
+#include <stdio.h>
 #include <string.h>
 
 void wk_prompt_deinit(struct wk_prompt *p)
@@ -258,6 +265,26 @@ static enum wk_status render_qwen3(const struct wk_model *m, const struct wk_cha
     return st ? wk_error_set(err, st, "out of memory") : WK_OK;
 }
 
+static enum wk_status render_glm4(const struct wk_chat_message *msgs, int32_t n, bool add_generation_prompt,
+                                  struct wk_prompt *out, struct wk_error *err)
+{
+    enum wk_status st = wk_prompt_append(out, "[gMASK]<sop>", 12, true);
+    for (int32_t i = 0; i < n && !st; i++) {
+        const char *role = msgs[i].role;
+        if (strcmp(role, "tool") == 0) role = "observation";
+        if (strcmp(role, "system") != 0 && strcmp(role, "user") != 0 && strcmp(role, "assistant") != 0 &&
+            strcmp(role, "observation") != 0)
+            return wk_error_set(err, WK_E_INVALID, "message %d has role \"%s\" (GLM-4 knows system, user, "
+                                "assistant, tool)", i, msgs[i].role);
+        char head[32];
+        int len = snprintf(head, sizeof head, "<|%s|>\n", role);
+        st = wk_prompt_append(out, head, (size_t)len, true);
+        if (!st) st = wk_prompt_append(out, msgs[i].content, strlen(msgs[i].content), false);
+    }
+    if (!st && add_generation_prompt) st = wk_prompt_append(out, "<|assistant|>", 13, true);
+    return st ? wk_error_set(err, st, "out of memory") : WK_OK;
+}
+
 enum wk_status wk_chat_render(const struct wk_model *m, const struct wk_tokenizer *tok,
                               const struct wk_chat_message *msgs, int32_t n_msgs,
                               bool add_generation_prompt, struct wk_prompt *out,
@@ -272,6 +299,7 @@ enum wk_status wk_chat_render(const struct wk_model *m, const struct wk_tokenize
     case WK_ARCH_GEMMA4: /* the Gemma 3 turn format (<start_of_turn>), as the tiny test models use */
         return render_gemma(msgs, n_msgs, add_generation_prompt, out, err);
     case WK_ARCH_QWEN3: return render_qwen3(m, msgs, n_msgs, add_generation_prompt, out, err);
+    case WK_ARCH_GLM4_MOE_LITE: return render_glm4(msgs, n_msgs, add_generation_prompt, out, err);
     case WK_ARCH_LLAMA:
         if (is_chatml(m)) return render_chatml(m, msgs, n_msgs, add_generation_prompt, out, err);
         break;
