@@ -9,6 +9,7 @@
 
 #include "../src/io/wk_io.h"
 #include "../src/io/wk_modelfile.h"
+#include "../src/model/wk_model.h"
 #include "../src/server/wk_store.h"
 
 #include <errno.h>
@@ -272,6 +273,38 @@ static char *stored_modelfile(struct wk_store *s, json_t *m, struct wk_error *er
     return out;
 }
 
+/* The KV cache's f32 values per token (wk_model_kv_values), per layer
+ * when the layers that keep one agree: K and V, or a multi-head latent
+ * attention layer's compressed row (kv_lora_rank + RoPE dims). Nothing
+ * when the model does not load (the weights only mapped: cheap). */
+static void print_kv_cache(const char *path)
+{
+    struct wk_model *m = NULL;
+    if (wk_model_load_ex(path, false, &m, NULL)) return;
+    const struct wk_hparams *hp = wk_model_hparams(m);
+    int64_t total = 0, per = -1;
+    int32_t n_cached = 0;
+    bool same = true;
+    for (int32_t il = 0; il < hp->n_layer; il++) {
+        int64_t v = wk_model_kv_values(m, il);
+        if (v == 0) continue;
+        same = same && (per < 0 || per == v);
+        per = v;
+        total += v;
+        n_cached++;
+    }
+    char what[96] = "K and V";
+    if (hp->n_lora_kv > 0)
+        snprintf(what, sizeof what, "MLA: kv_lora_rank %d + RoPE %d", hp->n_lora_kv, hp->n_rot);
+    if (same && n_cached > 0)
+        printf("    %-20s %lld values per token per layer (%s), %d layers: %lld bytes per token\n", "KV cache",
+               (long long)per, what, n_cached, (long long)total * 4);
+    else
+        printf("    %-20s %lld values per token over %d layers: %lld bytes per token\n", "KV cache", (long long)total,
+               n_cached, (long long)total * 4);
+    wk_model_destroy(m);
+}
+
 /* quant: the config blob's file_type when it has one (a quantized
  * safetensors import), else what the weights say. */
 static void show_details(const char *title, const char *path, const char *quant)
@@ -288,8 +321,10 @@ static void show_details(const char *title, const char *path, const char *quant)
     printf("    %-20s %lld\n", "context length", (long long)json_integer_value(json_object_get(info, key)));
     snprintf(key, sizeof key, "%s.embedding_length", arch);
     printf("    %-20s %lld\n", "embedding length", (long long)json_integer_value(json_object_get(info, key)));
-    printf("    %-20s %s\n\n", "quantization",
+    printf("    %-20s %s\n", "quantization",
            quant && *quant ? quant : json_string_value(json_object_get(d, "quantization_level")));
+    print_kv_cache(path);
+    printf("\n");
     json_decref(d);
     json_decref(info);
 }

@@ -22,7 +22,10 @@
   BF16 weights (tests/golden/bf16.json); a config.json with an unknown
   rope_scaling type is an error naming it;
 * the tiny Qwen 3 (tests/golden/qwen3) runs from its folder, its GGUF and
-  the store, created plain and with --quantize q8_0, q4_0 and int4.
+  the store, created plain and with --quantize q8_0, q4_0 and int4;
+* so does the tiny GLM-4-MoE-Lite (tests/golden/glm4-moe-lite: folder, both
+  GGUF conventions, created plain, q8_0 and int4), and show reports its
+  MLA cache per token.
 """
 import hashlib
 import json
@@ -317,10 +320,41 @@ def test_qwen3_tiny():
     check(rc == 0 and "architecture         qwen3" in out, "show qwen3-tiny", out)
 
 
+def test_glm4_moe_lite_tiny():
+    """The tiny GLM-4-MoE-Lite of tests/golden/glm4-moe-lite (test-glm4-moe-lite
+    checks its logits against transformers): its folder and both GGUF
+    conventions answer alike, and so does the model created from the folder;
+    created with --quantize q8_0 and int4 it still answers; show reports the
+    MLA cache: kv_lora_rank 32 + RoPE 8 = 40 values per token per layer."""
+    fix = os.path.join(ROOT, "tests", "golden", "glm4-moe-lite")
+    folder = os.path.join(fix, "hf")
+    args = ("Hello there", "--temperature", "0", "--num-predict", "16")
+    rc, ref, err = wick("run", folder, *args)
+    check(rc == 0 and ref.strip() != "", "wick run on the GLM-4-MoE-Lite folder prints text", err)
+    for g in ("glm4-moe-lite-deepseek2-f32.gguf", "glm4-moe-lite-glm4moelite-f32.gguf"):
+        rc, out, err = wick("run", os.path.join(fix, g), *args)
+        check(rc == 0 and out == ref, f"the GLM-4-MoE-Lite GGUF {g} answers as its folder", f"{out!r} vs {ref!r} {err}")
+    for q in ("", "q8_0", "int4"):
+        name = "glm4-moe-lite-tiny" + (f"-{q}" if q else "")
+        rc, _, err = wick("create", name, "-f", modelfile(f"FROM {folder}\n", "glm4.mf"), *(("--quantize", q) if q else ()))
+        check(rc == 0 and "success" in err, f"create {name} from the GLM-4-MoE-Lite folder", err)
+        rc, out, err = wick("run", name, *args)
+        check(rc == 0 and out.strip() != "", f"wick run {name} prints text", err)
+        if not q:
+            check(out == ref, "the stored GLM-4-MoE-Lite answers as its folder", f"{out!r} vs {ref!r}")
+        rc, out, _ = wick("show", name)
+        check(rc == 0 and "architecture         deepseek2" in out and
+              "KV cache             40 values per token per layer (MLA: kv_lora_rank 32 + RoPE 8), 3 layers: "
+              "480 bytes per token" in out, f"show {name}: the MLA cache per token", out)
+    rc, out, _ = wick("show", "qwen3-tiny")
+    check(rc == 0 and "KV cache             128 values per token per layer (K and V), 3 layers" in out,
+          "show qwen3-tiny: K and V per token", out)
+
+
 def main():
     try:
         for t in (test_create_and_run, test_parameters_system_messages, test_blobs_rm_cp, test_errors,
-                  test_sigkill_during_create, test_safetensors_import, test_qwen3_tiny):
+                  test_sigkill_during_create, test_safetensors_import, test_qwen3_tiny, test_glm4_moe_lite_tiny):
             t0 = time.time()
             t()
             print(f"{t.__name__}: {time.time() - t0:.1f} s", flush=True)
