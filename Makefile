@@ -109,7 +109,8 @@ $(OUT)/bench/%: bench/%.c $(LIB)
 bench: $(BENCH_BIN)
 
 # Golden tests (need scripts/fetch-models first, except the tiny Qwen 3 of
-# tests/golden/qwen3 and GLM-4-MoE-Lite of tests/golden/glm4-moe-lite):
+# tests/golden/qwen3, GLM-4-MoE-Lite of tests/golden/glm4-moe-lite and
+# Gemma 4 of tests/golden/gemma4):
 # greedy decoding and
 # tricky strings against each fixture, then tokenizer parity on the corpus,
 # for each model's tokenizer from its GGUF and from the exported tokenizer.json.
@@ -122,6 +123,10 @@ golden: $(GOLDEN_BIN)
 	@echo "== glm4-moe-lite: a tiny Glm4MoeLiteForCausalLM (HF folder, GGUF deepseek2 and glm4moelite) against transformers"; \
 	  $(OUT)/tests/test-glm4-moe-lite
 	@echo "== glm4-moe-lite, f32 activations (WICK_EXACT=1)"; WICK_EXACT=1 $(OUT)/tests/test-glm4-moe-lite
+	@echo "== gemma4: tiny Gemma 4 models (dense, MoE; HF folders and llama.cpp GGUFs) and MTP assistants against transformers"; \
+	  $(OUT)/tests/test-gemma4
+	@echo "== gemma4, dispatch capped to AVX2 (WICK_CPU=avx2)"; \
+	  WICK_CPU=avx2 $(OUT)/tests/test-gemma4 test_logits && WICK_CPU=avx2 $(OUT)/tests/test-gemma4 test_assistant
 	@set -e; for f in tests/golden/gemma3-270m.json tests/golden/smollm2-135m.json; do \
 	  echo "== golden $$f"; $(OUT)/tests/test-golden $$f; \
 	  echo "== golden $$f, f32 activations (WICK_EXACT=1)"; WICK_EXACT=1 $(OUT)/tests/test-golden $$f; \
