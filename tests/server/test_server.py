@@ -467,6 +467,32 @@ def test_api_create(s):
     check(st == 400 and "warp" in body["error"], "/api/create with an unknown parameter is 400", str(body))
 
 
+def test_gemma4_mtp(s):
+    """Issue 9, point 4: the tiny Gemma 4 with its MTP assistant as DRAFT,
+    created with --quantize int4 --quantize-draft int8, answers through
+    /api/chat (the real ollama client), speculating: the final object
+    carries the draft's counts, and the greedy answer equals the one
+    without speculation (draft_max 0)."""
+    fix = os.path.join(ROOT, "tests", "golden", "gemma4")
+    mf = os.path.join(s.dir, "gemma4.Modelfile")
+    with open(mf, "w") as f:
+        f.write(f"FROM {fix}/dense\nDRAFT {fix}/assistant-trained\n")
+    p = subprocess.run([WICK, "create", "gemma4-tiny", "-f", mf, "--quantize", "int4", "--quantize-draft", "int8"],
+                       env=dict(os.environ, WICK_MODELS=s.dir), capture_output=True, text=True)
+    check(p.returncode == 0, "create gemma4-tiny (int4) with its assistant (int8)", p.stderr)
+    msgs = [{"role": "user", "content": "Hello there, tell me something."}]
+    spec = {"temperature": 0, "num_predict": 48, "draft_min": 3}
+    a = s.ollama.chat(model="gemma4-tiny", messages=msgs, options=spec)
+    b = s.ollama.chat(model="gemma4-tiny", messages=msgs, options=dict(spec, draft_max=0))
+    check(a.done and a.message.content != "" and a.message.content == b.message.content,
+          "greedy /api/chat of gemma4-tiny with the MTP assistant equals without", f"{a.message.content!r} vs "
+          f"{b.message.content!r}")
+    st, fin = s.post("/api/chat", {"model": "gemma4-tiny", "messages": msgs, "options": spec})
+    check(st == 200 and fin.get("draft_count", 0) > 0 and fin.get("draft_rounds", 0) > 0,
+          "the final /api/chat object of gemma4-tiny carries the assistant's draft counts", str(fin))
+    s.ollama.generate(model="gemma4-tiny", prompt="", keep_alive=0)  # unload: later tests count runners
+
+
 def test_speculation(s):
     """The "drafted" model (SmolLM2 drafting for itself): speculative decoding
     through both APIs gives what plain decoding gives (greedy), reports its
@@ -579,7 +605,8 @@ def main():
     s = Server()
     try:
         for t in (test_errors, test_ollama_client, test_openai_client, test_prefix_reuse, test_cancellation,
-                  test_runner_killed, test_concurrent_same_answer, test_cli_ps_stop_and_max_loaded, test_api_create, test_load, test_shutdown):
+                  test_runner_killed, test_concurrent_same_answer, test_cli_ps_stop_and_max_loaded, test_api_create, test_gemma4_mtp, test_load,
+                  test_shutdown):
             t0 = time.time()
             t(s)
             print(f"{t.__name__}: {time.time() - t0:.1f} s", flush=True)

@@ -30,6 +30,7 @@
 import hashlib
 import json
 import os
+import re
 import random
 import shutil
 import signal
@@ -351,10 +352,38 @@ def test_glm4_moe_lite_tiny():
           "show qwen3-tiny: K and V per token", out)
 
 
+def test_gemma4_tiny():
+    """Issue 9, point 4 and 5: the tiny Gemma 4 of tests/golden/gemma4 with
+    its MTP assistant as DRAFT (test-gemma4 checks both against
+    transformers), created with --quantize int4 --quantize-draft int8,
+    runs with wick run, speculating (draft counts in --verbose), and its
+    greedy answer equals the same model's without speculation; an
+    assistant built for another hidden size is refused at create time,
+    naming both sizes, and nothing is stored."""
+    fix = os.path.join(ROOT, "tests", "golden", "gemma4")
+    mf = modelfile(f"FROM {fix}/dense\nDRAFT {fix}/assistant-trained\n", "gemma4.mf")
+    rc, _, err = wick("create", "gemma4-tiny", "-f", mf, "--quantize", "int4", "--quantize-draft", "int8")
+    check(rc == 0 and "success" in err, "create gemma4-tiny with its assistant (int4, draft int8)", err)
+    args = ("Hello there", "--temperature", "0", "--num-predict", "48")
+    rc, spec, err = wick("run", "gemma4-tiny", *args, "--draft-min", "3", "--verbose")
+    m = re.search(r"draft count:\s+(\d+) token\(s\) in (\d+) round", err)
+    check(rc == 0 and spec.strip() != "" and m and int(m.group(1)) > 0,
+          "wick run gemma4-tiny prints text, drafting with the MTP assistant", err)
+    rc, plain, err = wick("run", "gemma4-tiny", *args, "--draft-max", "0")
+    check(rc == 0 and plain == spec, "greedy gemma4-tiny with the assistant equals without", f"{spec!r} vs {plain!r}")
+    rc, out, _ = wick("show", "gemma4-tiny")
+    check(rc == 0 and "architecture         gemma4" in out, "show gemma4-tiny", out)
+    before = manifests()
+    bad = modelfile(f"FROM {fix}/dense\nDRAFT {fix}/assistant-bad\n", "gemma4-bad.mf")
+    rc, _, err = wick("create", "gemma4-bad", "-f", bad)
+    check(rc != 0 and "hidden size 48" in err and "has 64" in err and manifests() == before,
+          "an assistant of another hidden size is refused at create time", err)
+
+
 def main():
     try:
         for t in (test_create_and_run, test_parameters_system_messages, test_blobs_rm_cp, test_errors,
-                  test_sigkill_during_create, test_safetensors_import, test_qwen3_tiny, test_glm4_moe_lite_tiny):
+                  test_sigkill_during_create, test_safetensors_import, test_qwen3_tiny, test_glm4_moe_lite_tiny, test_gemma4_tiny):
             t0 = time.time()
             t()
             print(f"{t.__name__}: {time.time() - t0:.1f} s", flush=True)
