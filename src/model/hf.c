@@ -510,7 +510,7 @@ static enum wk_status add_tensor(struct wk_hf *h, const char *arch, const struct
     if (!gguf_name(arch, t->name, name, sizeof name, &norm)) return WK_OK; /* unused (rotary caches, ...) */
     if (json_object_get(h->names, name))
         return wk_error_set(err, WK_E_FORMAT, "%s: tensor %s appears twice", h->dir, t->name);
-    enum wk_dtype q = t->dtype == WK_ST_U8 && t->n_dims == 2 ? block_type(f, t->name) : WK_DTYPE_COUNT;
+    enum wk_dtype q = t->dtype == WK_ST_U8 && (t->n_dims == 2 || t->n_dims == 3) ? block_type(f, t->name) : WK_DTYPE_COUNT;
     if (q == WK_DTYPE_COUNT &&
         (t->n_dims > 3 || (t->n_dims < 1 && !norm) ||
          (t->dtype != WK_ST_F32 && t->dtype != WK_ST_F16 && t->dtype != WK_ST_BF16 &&
@@ -537,16 +537,18 @@ static enum wk_status add_tensor(struct wk_hf *h, const char *arch, const struct
     w->ne[3] = 1;
     w->dtype = t->dtype == WK_ST_F32 ? WK_DTYPE_F32 : t->dtype == WK_ST_F16 ? WK_DTYPE_F16 : WK_DTYPE_BF16;
     w->data = t->data;
-    if (q != WK_DTYPE_COUNT) { /* rows of GGUF blocks */
+    if (q != WK_DTYPE_COUNT) { /* rows of GGUF blocks ([n_expert][rows][bytes] for experts) */
         const struct wk_dtype_traits *tr = wk_dtype_traits_get(q);
-        if (t->shape[1] % (int64_t)tr->block_bytes != 0)
+        const int64_t bytes = t->shape[t->n_dims - 1];
+        if (bytes % (int64_t)tr->block_bytes != 0)
             return wk_error_set(err, WK_E_FORMAT, "%s: tensor %s: %lld bytes a row is not whole %s blocks", h->dir,
-                                t->name, (long long)t->shape[1], tr->name);
+                                t->name, (long long)bytes, tr->name);
         w->dtype = q;
-        w->ne[0] = t->shape[1] / (int64_t)tr->block_bytes * tr->block_size;
+        w->ne[0] = bytes / (int64_t)tr->block_bytes * tr->block_size;
         w->nb[0] = tr->block_bytes;
-        w->nb[1] = (size_t)t->shape[1];
-        w->nb[2] = w->nb[3] = w->nb[1] * (size_t)w->ne[1];
+        w->nb[1] = (size_t)bytes;
+        w->nb[2] = w->nb[1] * (size_t)w->ne[1];
+        w->nb[3] = w->nb[2] * (size_t)w->ne[2];
         json_object_set_new(h->names, name, json_integer(h->n_tensors++));
         return WK_OK;
     }

@@ -79,16 +79,24 @@ static bool ends_with(const char *s, const char *suffix)
     return n >= m && strcmp(s + n - m, suffix) == 0;
 }
 
-/* The block type for tensor t under plan p (WK_DTYPE_COUNT: keep it). */
+/* The block type for tensor t under plan p (WK_DTYPE_COUNT: keep it).
+ * Matrices named *.weight, and Gemma 4's 3-D expert tensors
+ * (experts.gate_up_proj / experts.down_proj, [n_expert][rows][n_in]);
+ * not norms, and not MoE routers (Gemma 4 router.proj, GLM mlp.gate),
+ * whose choices a rounding error would change (llama.cpp keeps them F32
+ * too). */
 static enum wk_dtype choose(const struct plan *p, const struct wk_st_tensor *t)
 {
-    if (t->n_dims != 2 || !ends_with(t->name, ".weight") || ends_with(t->name, "norm.weight"))
+    bool experts = t->n_dims == 3 && (ends_with(t->name, "experts.gate_up_proj") || ends_with(t->name, "experts.down_proj"));
+    if ((t->n_dims != 2 && !experts) || (!experts && !ends_with(t->name, ".weight")) ||
+        ends_with(t->name, "norm.weight") || ends_with(t->name, "router.proj.weight") ||
+        ends_with(t->name, "mlp.gate.weight"))
         return WK_DTYPE_COUNT;
     bool sensitive = strstr(t->name, "embed_tokens") || strstr(t->name, "lm_head");
     bool vd = strstr(t->name, "v_proj") || strstr(t->name, "down_proj");
     enum wk_dtype d = sensitive ? p->sensitive : vd ? p->attn_v_down : p->main;
     if (d == WK_DTYPE_COUNT) return d;
-    int64_t n_in = t->shape[1];
+    int64_t n_in = t->shape[t->n_dims - 1];
     if (n_in % wk_dtype_traits_get(d)->block_size != 0) d = WK_DTYPE_Q8_0;
     return n_in % 32 == 0 ? d : WK_DTYPE_COUNT;
 }
@@ -191,6 +199,7 @@ static void i4g64_search(const float *x, void *dst, int64_t n)
  * element; a 270M model would take minutes on one core). */
 struct quant_job {
     const struct wk_st_tensor *t;
+    int64_t n_rows, n_in; /* rows of n_in: a 3-D expert tensor's experts' rows one after another */
     wk_from_f32_fn q;
     uint8_t *out;
     size_t row_bytes;
@@ -200,9 +209,9 @@ struct quant_job {
 static void quant_task(void *arg, int ith, int nth)
 {
     struct quant_job *j = arg;
-    const int64_t n_in = j->t->shape[1];
+    const int64_t n_in = j->n_in;
     int64_t lo, hi;
-    wk_split_range(j->t->shape[0], ith, nth, &lo, &hi);
+    wk_split_range(j->n_rows, ith, nth, &lo, &hi);
     float *row = j->rows + (size_t)ith * (size_t)n_in;
     for (int64_t r = lo; r < hi; r++) {
         for (int64_t i = 0; i < n_in; i++) row[i] = elem(j->t, r * n_in + i);
@@ -214,9 +223,9 @@ static void quant_task(void *arg, int ith, int nth)
 static uint8_t *quantize_rows(struct wk_threadpool *pool, int n_threads, const struct wk_st_tensor *t,
                               enum wk_dtype d, size_t *row_bytes)
 {
-    const int64_t rows = t->shape[0], n_in = t->shape[1];
+    const int64_t n_in = t->shape[t->n_dims - 1], rows = t->n_elements / (uint64_t)n_in;
     *row_bytes = wk_dtype_row_bytes(d, n_in);
-    struct quant_job j = {.t = t, .row_bytes = *row_bytes,
+    struct quant_job j = {.t = t, .n_rows = rows, .n_in = n_in, .row_bytes = *row_bytes,
                           .q = d == WK_DTYPE_Q8_0    ? q8_0_search
                                : d == WK_DTYPE_I4G64 ? i4g64_search
                                                      : wk_dtype_traits_get(d)->from_f32};
@@ -294,9 +303,10 @@ enum wk_status wk_quantize_folder(const char *src, const char *dst, const char *
                 st = wk_error_set(err, WK_E_NOMEM, "out of memory");
                 break;
             }
-            shapes[i][0] = t->shape[0];
-            shapes[i][1] = (int64_t)rb;
-            w[i] = (struct wk_st_write_tensor){t->name, WK_ST_U8, 2, shapes[i], bufs[i]};
+            /* the rows' shape, the last dimension now bytes of blocks */
+            for (int32_t k = 0; k + 1 < t->n_dims; k++) shapes[i][k] = t->shape[k];
+            shapes[i][t->n_dims - 1] = (int64_t)rb;
+            w[i] = (struct wk_st_write_tensor){t->name, WK_ST_U8, t->n_dims, shapes[i], bufs[i]};
             meta[n_meta++] = wk_asprintf("wick.dtype.%s", t->name);
             meta[n_meta++] = wk_asprintf("%s", wk_dtype_traits_get(q)->name);
         }
