@@ -346,21 +346,10 @@ enum wk_status wk__gemma4_load(struct wk_model *m, struct wk_error *err)
     if (st) return st;
 
     /* the embedding, the output, the per-layer embeddings */
-    const struct wk_gguf_tensor *gte = m->gguf ? wk_gguf_find_tensor(m->gguf, "token_embd.weight") : NULL;
-    const struct wk_tensor *te = m->hf ? wk__hf_tensor(m->hf, "token_embd.weight") : gte ? &gte->t : NULL;
-    if (!te) return wk_error_set(err, WK_E_FORMAT, "%s: missing tensor token_embd.weight", path);
-    if (te->ne[1] < 1 || te->ne[1] > (1 << 24))
-        return wk_error_set(err, WK_E_FORMAT, "%s: token_embd.weight has %lld rows", path, (long long)te->ne[1]);
-    hp->n_vocab = (int32_t)te->ne[1];
     const int64_t E = hp->n_embd, P = hp->n_embd_ple, LP = (int64_t)hp->n_layer * P;
-    if ((st = wk__tensor(m, &m->tok_embd, false, false, E, hp->n_vocab, err, "token_embd.weight")) ||
-        (st = wk__tensor(m, &m->output_norm, false, true, E, 1, err, "output_norm.weight")) ||
-        (st = wk__tensor(m, &m->output, true, false, E, hp->n_vocab, err, "output.weight")))
-        return st;
-    if (!m->output) m->output = m->tok_embd; /* tied */
+    if ((st = wk__load_embeddings(m, err))) return st;
     if (P > 0) {
-        const struct wk_gguf_tensor *gp = m->gguf ? wk_gguf_find_tensor(m->gguf, "per_layer_token_embd.weight") : NULL;
-        const struct wk_tensor *tp = m->hf ? wk__hf_tensor(m->hf, "per_layer_token_embd.weight") : gp ? &gp->t : NULL;
+        const struct wk_tensor *tp = wk__find_tensor(m, "per_layer_token_embd.weight");
         int64_t rows = tp ? tp->ne[1] : 0; /* vocab_size_per_layer_input: every token needs a row */
         if (tp && rows < hp->n_vocab)
             return wk_error_set(err, WK_E_FORMAT, "%s: per_layer_token_embd.weight has %lld rows for a vocabulary of %d",

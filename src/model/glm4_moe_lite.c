@@ -279,18 +279,8 @@ enum wk_status wk__glm4_moe_lite_load(struct wk_model *m, struct wk_error *err)
     m->act = WK_ACT_SILU;
 
     /* embedding, output */
-    const struct wk_gguf_tensor *gte = m->gguf ? wk_gguf_find_tensor(m->gguf, "token_embd.weight") : NULL;
-    const struct wk_tensor *te = m->hf ? wk__hf_tensor(m->hf, "token_embd.weight") : gte ? &gte->t : NULL;
-    if (!te) return wk_error_set(err, WK_E_FORMAT, "%s: missing tensor token_embd.weight", path);
-    if (te->ne[1] < 1 || te->ne[1] > (1 << 24))
-        return wk_error_set(err, WK_E_FORMAT, "%s: token_embd.weight has %lld rows", path, (long long)te->ne[1]);
-    hp->n_vocab = (int32_t)te->ne[1];
     const int64_t E = hp->n_embd, H = hp->n_head, L = kv_lora, NE = hp->n_expert;
-    if ((st = wk__tensor(m, &m->tok_embd, false, false, E, hp->n_vocab, err, "token_embd.weight")) ||
-        (st = wk__tensor(m, &m->output_norm, false, true, E, 1, err, "output_norm.weight")) ||
-        (st = wk__tensor(m, &m->output, true, false, E, hp->n_vocab, err, "output.weight")))
-        return st;
-    if (!m->output) m->output = m->tok_embd; /* tied */
+    if ((st = wk__load_embeddings(m, err))) return st;
 
     m->layers = wk_calloc((size_t)hp->n_layer, sizeof *m->layers);
     m->mla_tensors = wk_calloc((size_t)hp->n_layer * 2, sizeof *m->mla_tensors);

@@ -93,8 +93,7 @@ static enum wk_status find_tensor(const struct wk_model *m, const struct wk_tens
                                   bool f32_only, const int64_t ne[3], const char *name, struct wk_error *err)
 {
     const char *path = wk__model_path(m);
-    const struct wk_gguf_tensor *gt = m->gguf ? wk_gguf_find_tensor(m->gguf, name) : NULL;
-    const struct wk_tensor *t = m->hf ? wk__hf_tensor(m->hf, name) : gt ? &gt->t : NULL;
+    const struct wk_tensor *t = wk__find_tensor(m, name);
     *out = NULL;
     if (!t) {
         if (optional) return WK_OK;
@@ -189,16 +188,21 @@ enum wk_status wk__load_common_hparams(struct wk_model *m, struct wk_error *err)
     return WK_OK;
 }
 
-enum wk_status wk__load_common_tensors(struct wk_model *m, struct wk_error *err)
+const struct wk_tensor *wk__find_tensor(const struct wk_model *m, const char *name)
+{
+    const struct wk_gguf_tensor *gt = m->gguf ? wk_gguf_find_tensor(m->gguf, name) : NULL;
+    return m->hf ? wk__hf_tensor(m->hf, name) : gt ? &gt->t : NULL;
+}
+
+enum wk_status wk__load_embeddings(struct wk_model *m, struct wk_error *err)
 {
     struct wk_hparams *hp = &m->hp;
     const char *path = wk__model_path(m);
     enum wk_status st;
-    const int64_t E = hp->n_embd, D = hp->head_dim, F = hp->n_ff;
-    const struct wk_gguf_tensor *gte = m->gguf ? wk_gguf_find_tensor(m->gguf, "token_embd.weight") : NULL;
-    const struct wk_tensor *te = m->hf ? wk__hf_tensor(m->hf, "token_embd.weight") : gte ? &gte->t : NULL;
+    const int64_t E = hp->n_embd;
+    const struct wk_tensor *te = wk__find_tensor(m, "token_embd.weight");
     if (!te) return wk_error_set(err, WK_E_FORMAT, "%s: missing tensor token_embd.weight", path);
-    if (te->ne[1] > (1 << 24))
+    if (te->ne[1] < 1 || te->ne[1] > (1 << 24))
         return wk_error_set(err, WK_E_FORMAT, "%s: token_embd.weight has %lld rows", path,
                             (long long)te->ne[1]);
     hp->n_vocab = (int32_t)te->ne[1];
@@ -207,6 +211,15 @@ enum wk_status wk__load_common_tensors(struct wk_model *m, struct wk_error *err)
         (st = wk__tensor(m, &m->output, true, false, E, hp->n_vocab, err, "output.weight")))
         return st;
     if (!m->output) m->output = m->tok_embd; /* tied */
+    return WK_OK;
+}
+
+enum wk_status wk__load_common_tensors(struct wk_model *m, struct wk_error *err)
+{
+    struct wk_hparams *hp = &m->hp;
+    enum wk_status st;
+    const int64_t E = hp->n_embd, D = hp->head_dim, F = hp->n_ff;
+    if ((st = wk__load_embeddings(m, err))) return st;
     m->layers = wk_calloc((size_t)hp->n_layer, sizeof *m->layers);
     if (!m->layers) return wk_error_set(err, WK_E_NOMEM, "out of memory");
     const int64_t HQ = (int64_t)hp->n_head * D, HK = (int64_t)hp->n_head_kv * D;

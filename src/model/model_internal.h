@@ -159,6 +159,12 @@ void wk__topk_torch(const float *v, int32_t n, int32_t k, int32_t *idx);
  * FFN projections and pre-norms, and gives each layer the global RoPE.
  */
 enum wk_status wk__load_common_hparams(struct wk_model *m, struct wk_error *err);
+/* token_embd (its rows set n_vocab), output_norm and output (tied to
+ * token_embd when absent): the part of load_common_tensors every family
+ * shares, for loaders that find their layers' tensors themselves. */
+enum wk_status wk__load_embeddings(struct wk_model *m, struct wk_error *err);
+/* The tensor named name in the GGUF or the folder, unchecked, or NULL. */
+const struct wk_tensor *wk__find_tensor(const struct wk_model *m, const char *name);
 enum wk_status wk__load_common_tensors(struct wk_model *m, struct wk_error *err);
 
 /* Helpers for loaders. Key names are "<arch>.<suffix>". Missing optional

@@ -31,6 +31,7 @@
  * WICK_GEMMA4_FIXTURES naming the fixture folder.
  */
 #include "../unit/check.h"
+#include "fixture.h"
 #include "../unit/chi_square.h"
 
 #include "../../src/io/wk_safetensors.h"
@@ -61,23 +62,15 @@ static struct wk_model *load(const char *name)
 {
     char path[1200];
     snprintf(path, sizeof path, "%s/%s", g_dir, name);
-    struct wk_model *m = NULL;
-    struct wk_error err;
-    wk_error_clear(&err);
-    enum wk_status st = wk_model_load(path, &m, &err);
-    if (st) fprintf(stderr, "  %s: %s\n", path, err.msg);
-    CHECK_EQ_INT(st, WK_OK);
-    return m;
+    return fixture_load(path);
 }
-
-static int32_t json_id(json_t *arr, size_t i) { return (int32_t)json_integer_value(json_array_get(arr, i)); }
 
 /* Prompt p of the fixture model `model` ("dense" or "moe"). */
 static void model_prompt_ids(const char *model, size_t p, int32_t *ids)
 {
     json_t *arr = json_array_get(json_object_get(json_object_get(g_ref, model), "prompts"), p);
     CHECK_EQ_INT(json_array_size(arr), N_POS);
-    for (size_t i = 0; i < N_POS; i++) ids[i] = json_id(arr, i);
+    for (size_t i = 0; i < N_POS; i++) ids[i] = fixture_id(arr, i);
 }
 
 static void prompt_ids(size_t p, int32_t *ids) { model_prompt_ids("dense", p, ids); }
@@ -93,29 +86,6 @@ static struct wk_context *new_context(const struct wk_model *m, int32_t n_ubatch
     struct wk_error err;
     CHECK_EQ_INT(wk_context_create(m, &cp, &ctx, &err), WK_OK);
     return ctx;
-}
-
-static int32_t argmax(const float *x, int32_t n)
-{
-    int32_t b = 0;
-    for (int32_t i = 1; i < n; i++)
-        if (x[i] > x[b]) b = i;
-    return b;
-}
-
-/* max |a - b| / max |b| over a row of n, skipping the ids in skip[n_skip]
- * (suppressed: -inf in wick, raw in the reference) */
-static double row_error(const float *a, const float *b, int32_t n, const int32_t *skip, int32_t n_skip)
-{
-    double num = 0, den = 0;
-    for (int32_t i = 0; i < n; i++) {
-        bool skipped = false;
-        for (int32_t j = 0; j < n_skip; j++) skipped |= skip[j] == i;
-        if (skipped) continue;
-        num = fmax(num, fabs((double)a[i] - b[i]));
-        den = fmax(den, fabs((double)b[i]));
-    }
-    return den > 0 ? num / den : num;
 }
 
 /* ----------------------------------------------------------- structure */
@@ -197,7 +167,7 @@ static void logits_of(const char *model, const char *ref_model)
         CHECK_EQ_INT(wk_context_decode_all(ctx, ids, N_POS, out, NULL, &err), WK_OK);
         for (int32_t t = 0; t < N_POS; t++) {
             const float *row = out + (size_t)t * VOCAB;
-            double e = row_error(row, rp + (size_t)t * VOCAB, VOCAB, m->suppress, m->n_suppress);
+            double e = fixture_row_error(row, rp + (size_t)t * VOCAB, VOCAB, m->suppress, m->n_suppress);
             if (!(e <= REL_TOL)) fprintf(stderr, "  %s prompt %zu position %d: relative error %.3g\n", model, p, t, e);
             CHECK(e <= REL_TOL);
             worst[0] = fmax(worst[0], e);
@@ -208,7 +178,7 @@ static void logits_of(const char *model, const char *ref_model)
         ctx = new_context(m, 512, NULL);
         for (int32_t t = 0; t < N_POS; t++) {
             CHECK_EQ_INT(wk_context_decode(ctx, ids + t, 1, out, NULL, &err), WK_OK);
-            double e = row_error(out, rp + (size_t)t * VOCAB, VOCAB, m->suppress, m->n_suppress);
+            double e = fixture_row_error(out, rp + (size_t)t * VOCAB, VOCAB, m->suppress, m->n_suppress);
             CHECK(e <= REL_TOL);
             worst[1] = fmax(worst[1], e);
         }
@@ -218,7 +188,7 @@ static void logits_of(const char *model, const char *ref_model)
         ctx = new_context(m, 5, NULL);
         CHECK_EQ_INT(wk_context_decode(ctx, ids, N_POS - 3, NULL, NULL, &err), WK_OK);
         CHECK_EQ_INT(wk_context_decode(ctx, ids + N_POS - 3, 3, out, NULL, &err), WK_OK);
-        double e = row_error(out, rp + (size_t)(N_POS - 1) * VOCAB, VOCAB, m->suppress, m->n_suppress);
+        double e = fixture_row_error(out, rp + (size_t)(N_POS - 1) * VOCAB, VOCAB, m->suppress, m->n_suppress);
         CHECK(e <= REL_TOL);
         worst[2] = fmax(worst[2], e);
         wk_context_destroy(ctx);
@@ -253,11 +223,11 @@ static void greedy_of(const char *model, const char *ref_model, const char *key)
         struct wk_error err;
         CHECK_EQ_INT(wk_context_decode(ctx, ids, N_POS, out, NULL, &err), WK_OK);
         for (size_t s = 0; s < json_array_size(want); s++) {
-            int32_t id = argmax(out, VOCAB);
-            if (id != json_id(want, s))
-                fprintf(stderr, "  %s prompt %zu step %zu: wick %d, transformers %d\n", model, p, s, id, json_id(want, s));
-            CHECK_EQ_INT(id, json_id(want, s));
-            if (id != json_id(want, s)) break;
+            int32_t id = fixture_argmax(out, VOCAB);
+            if (id != fixture_id(want, s))
+                fprintf(stderr, "  %s prompt %zu step %zu: wick %d, transformers %d\n", model, p, s, id, fixture_id(want, s));
+            CHECK_EQ_INT(id, fixture_id(want, s));
+            if (id != fixture_id(want, s)) break;
             CHECK_EQ_INT(wk_context_decode(ctx, &id, 1, out, NULL, &err), WK_OK);
         }
         wk_context_destroy(ctx);
@@ -306,21 +276,21 @@ static void assistant_of(const char *name)
         struct wk_context *tc = new_context(t, 512, NULL), *ac = new_context(a, 512, wk_context_pool(tc));
         CHECK_EQ_INT(wk_context_decode(tc, ids, N_POS, last, NULL, &err), WK_OK);
         memcpy(cond, wk_context_hidden(tc, 0), sizeof cond);
-        if (p == 0) CHECK(row_error(cond, ref_cond, 64, NULL, 0) <= REL_TOL);
+        if (p == 0) CHECK(fixture_row_error(cond, ref_cond, 64, NULL, 0) <= REL_TOL);
         int32_t tok = (int32_t)json_integer_value(json_object_get(c, "t"));
-        CHECK_EQ_INT(tok, argmax(last, VOCAB)); /* t: the target's greedy token */
+        CHECK_EQ_INT(tok, fixture_argmax(last, VOCAB)); /* t: the target's greedy token */
         json_t *drafts = json_object_get(c, "draft_tokens");
         for (int s = 0; s < DRAFT_STEPS; s++) {
             CHECK_EQ_INT(wk_context_mtp_step(ac, tc, tok, cond, logits, next, &err), WK_OK);
             const size_t row = p * DRAFT_STEPS + (size_t)s;
-            double el = row_error(logits, ref_logits + row * VOCAB, VOCAB, NULL, 0);
-            double eh = row_error(next, ref_hidden + row * 64, 64, NULL, 0);
+            double el = fixture_row_error(logits, ref_logits + row * VOCAB, VOCAB, NULL, 0);
+            double eh = fixture_row_error(next, ref_hidden + row * 64, 64, NULL, 0);
             if (!(el <= REL_TOL && eh <= REL_TOL))
                 fprintf(stderr, "  %s prompt %zu step %d: logits error %.3g, state error %.3g\n", name, p, s, el, eh);
             CHECK(el <= REL_TOL && eh <= REL_TOL);
             worst_l = fmax(worst_l, el), worst_h = fmax(worst_h, eh);
-            tok = argmax(logits, VOCAB);
-            CHECK_EQ_INT(tok, json_id(drafts, (size_t)s));
+            tok = fixture_argmax(logits, VOCAB);
+            CHECK_EQ_INT(tok, fixture_id(drafts, (size_t)s));
             memcpy(cond, next, sizeof cond);
         }
         CHECK_EQ_INT(wk_context_n_past(tc), N_POS); /* drafting writes no cache */

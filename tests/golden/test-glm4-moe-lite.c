@@ -27,6 +27,7 @@
  * with WICK_GLM4_FIXTURES naming the fixture folder.
  */
 #include "../unit/check.h"
+#include "fixture.h"
 
 #include "../../src/io/wk_safetensors.h"
 #include "../../src/model/model_internal.h"
@@ -57,16 +58,9 @@ static const char *model_path(int which, char *buf, size_t cap)
 static struct wk_model *load(int which)
 {
     char path[1200];
-    struct wk_model *m = NULL;
-    struct wk_error err;
-    wk_error_clear(&err);
-    enum wk_status st = wk_model_load(model_path(which, path, sizeof path), &m, &err);
-    if (st) fprintf(stderr, "  %s: %s\n", path, err.msg);
-    CHECK_EQ_INT(st, WK_OK);
-    return m;
+    return fixture_load(model_path(which, path, sizeof path));
 }
 
-static int32_t ref_id(json_t *arr, size_t i) { return (int32_t)json_integer_value(json_array_get(arr, i)); }
 
 static void test_hparams(void)
 {
@@ -108,25 +102,6 @@ static void test_hparams(void)
     }
 }
 
-/* max |a - b| / max |b| over a row of n */
-static double row_error(const float *a, const float *b, int32_t n)
-{
-    double num = 0, den = 0;
-    for (int32_t i = 0; i < n; i++) {
-        num = fmax(num, fabs((double)a[i] - b[i]));
-        den = fmax(den, fabs((double)b[i]));
-    }
-    return den > 0 ? num / den : num;
-}
-
-static int32_t argmax(const float *x, int32_t n)
-{
-    int32_t b = 0;
-    for (int32_t i = 1; i < n; i++)
-        if (x[i] > x[b]) b = i;
-    return b;
-}
-
 static struct wk_context *new_context(struct wk_model *m, int threads, int n_ubatch, bool uncompressed)
 {
     struct wk_context_params cp = wk_context_params_default();
@@ -144,7 +119,7 @@ static void prompt_ids(size_t p, int32_t *ids)
 {
     json_t *arr = json_array_get(json_object_get(g_ref, "prompts"), p);
     CHECK_EQ_INT(json_array_size(arr), N_POS);
-    for (size_t i = 0; i < N_POS; i++) ids[i] = ref_id(arr, i);
+    for (size_t i = 0; i < N_POS; i++) ids[i] = fixture_id(arr, i);
 }
 
 static void test_logits(void)
@@ -162,7 +137,7 @@ static void test_logits(void)
             struct wk_context *ctx = new_context(m, 2, 512, false);
             CHECK_EQ_INT(wk_context_decode_all(ctx, ids, N_POS, out, NULL, &err), WK_OK);
             for (int32_t t = 0; t < N_POS; t++) {
-                double e = row_error(out + (size_t)t * g_vocab, ref + (size_t)t * g_vocab, g_vocab);
+                double e = fixture_row_error(out + (size_t)t * g_vocab, ref + (size_t)t * g_vocab, g_vocab, NULL, 0);
                 if (!(e <= REL_TOL))
                     fprintf(stderr, "  %s prompt %zu position %d: relative error %.3g\n", g_names[which], p, t, e);
                 CHECK(e <= REL_TOL);
@@ -173,7 +148,7 @@ static void test_logits(void)
             ctx = new_context(m, 2, 512, false);
             CHECK_EQ_INT(wk_context_decode(ctx, ids, N_POS - 1, NULL, NULL, &err), WK_OK);
             CHECK_EQ_INT(wk_context_decode(ctx, ids + N_POS - 1, 1, out, NULL, &err), WK_OK);
-            double e = row_error(out, ref + (size_t)(N_POS - 1) * g_vocab, g_vocab);
+            double e = fixture_row_error(out, ref + (size_t)(N_POS - 1) * g_vocab, g_vocab, NULL, 0);
             CHECK(e <= REL_TOL);
             worst_decode = fmax(worst_decode, e);
             wk_context_destroy(ctx);
@@ -200,10 +175,10 @@ static void test_greedy(void)
             CHECK_EQ_INT(wk_context_decode(ctx, ids, N_POS, out, NULL, &err), WK_OK);
             int same = 0;
             for (size_t s = 0; s < json_array_size(want); s++) {
-                int32_t id = argmax(out, g_vocab);
-                if (id != ref_id(want, s)) {
+                int32_t id = fixture_argmax(out, g_vocab);
+                if (id != fixture_id(want, s)) {
                     fprintf(stderr, "  %s prompt %zu step %zu: wick %d, transformers %d\n", g_names[which], p, s,
-                            id, ref_id(want, s));
+                            id, fixture_id(want, s));
                     break;
                 }
                 same++;
@@ -240,7 +215,7 @@ static void test_verify_equals_steps(void)
             for (int i = 0; i < 5; i++)
                 if (memcmp(steps + (size_t)i * V, ver + (size_t)i * V, (size_t)V * 4) != 0) {
                     fprintf(stderr, "  threads=%d n_ubatch=%d token %d: verify differs from the step (%.3g)\n", th,
-                            ub, i, row_error(ver + (size_t)i * V, steps + (size_t)i * V, V));
+                            ub, i, fixture_row_error(ver + (size_t)i * V, steps + (size_t)i * V, V, NULL, 0));
                     CHECK(0);
                 }
             CHECK_EQ_INT(wk_context_decode(a, ids, 3, steps, NULL, NULL), WK_OK);
@@ -272,7 +247,7 @@ static void test_compressed_equals_uncompressed(void)
             CHECK_EQ_INT(wk_context_decode(cb, &ids[t], 1, b + (size_t)t * V, NULL, NULL), WK_OK);
         }
         double worst = 0;
-        for (int t = 0; t < N_POS; t++) worst = fmax(worst, row_error(a + (size_t)t * V, b + (size_t)t * V, V));
+        for (int t = 0; t < N_POS; t++) worst = fmax(worst, fixture_row_error(a + (size_t)t * V, b + (size_t)t * V, V, NULL, 0));
         printf("  %-16s compressed vs uncompressed K/V: max relative logits difference %.3g\n", g_names[which],
                worst);
         CHECK(worst <= 1e-5);
@@ -340,10 +315,10 @@ static void test_router(void)
                                    hp->expert_weights_scale, idx, wt);
             json_t *want = json_array_get(experts, (size_t)t);
             for (int32_t j = 0; j < K; j++) {
-                if (idx[j] != ref_id(want, (size_t)j))
+                if (idx[j] != fixture_id(want, (size_t)j))
                     fprintf(stderr, "  router %s row %d choice %d: wick expert %d, transformers %d\n", cases[ci], t, j,
-                            idx[j], ref_id(want, (size_t)j));
-                CHECK_EQ_INT(idx[j], ref_id(want, (size_t)j));
+                            idx[j], fixture_id(want, (size_t)j));
+                CHECK_EQ_INT(idx[j], fixture_id(want, (size_t)j));
                 CHECK_NEAR(wt[j], ref_w[t * K + j], 1e-6, 1e-6);
             }
             /* and on wick's own logits the same experts */
@@ -407,7 +382,7 @@ static void test_chat_template(void)
             CHECK_EQ_INT(wk_prompt_tokenize(tok, &prompt, &t), WK_OK);
             json_t *ids = json_object_get(c, "prompt_ids");
             bool same = (size_t)t.n == json_array_size(ids);
-            for (int64_t i = 0; same && i < t.n; i++) same = t.ids[i] == ref_id(ids, (size_t)i);
+            for (int64_t i = 0; same && i < t.n; i++) same = t.ids[i] == fixture_id(ids, (size_t)i);
             CHECK(same);
             wk_tokens_deinit(&t);
             free(s);

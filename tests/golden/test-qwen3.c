@@ -22,6 +22,7 @@
  * WICK_QWEN3_FIXTURES naming the fixture folder.
  */
 #include "../unit/check.h"
+#include "fixture.h"
 
 #include "../../src/io/wk_safetensors.h"
 #include "../../src/runtime/wk_runtime.h"
@@ -46,16 +47,9 @@ static const char *model_path(int which, char *buf, size_t cap)
 static struct wk_model *load(int which)
 {
     char path[1200];
-    struct wk_model *m = NULL;
-    struct wk_error err;
-    wk_error_clear(&err);
-    enum wk_status st = wk_model_load(model_path(which, path, sizeof path), &m, &err);
-    if (st) fprintf(stderr, "  %s: %s\n", path, err.msg);
-    CHECK_EQ_INT(st, WK_OK);
-    return m;
+    return fixture_load(model_path(which, path, sizeof path));
 }
 
-static int32_t ref_id(json_t *arr, size_t i) { return (int32_t)json_integer_value(json_array_get(arr, i)); }
 
 static void test_hparams(void)
 {
@@ -81,25 +75,6 @@ static void test_hparams(void)
     }
 }
 
-/* max |a - b| / max |b| over a row of n */
-static double row_error(const float *a, const float *b, int32_t n)
-{
-    double num = 0, den = 0;
-    for (int32_t i = 0; i < n; i++) {
-        num = fmax(num, fabs((double)a[i] - b[i]));
-        den = fmax(den, fabs((double)b[i]));
-    }
-    return den > 0 ? num / den : num;
-}
-
-static int32_t argmax(const float *x, int32_t n)
-{
-    int32_t b = 0;
-    for (int32_t i = 1; i < n; i++)
-        if (x[i] > x[b]) b = i;
-    return b;
-}
-
 static struct wk_context *new_context(struct wk_model *m)
 {
     struct wk_context_params cp = wk_context_params_default();
@@ -115,7 +90,7 @@ static void prompt_ids(size_t p, int32_t *ids)
 {
     json_t *arr = json_array_get(json_object_get(g_ref, "prompts"), p);
     CHECK_EQ_INT(json_array_size(arr), N_POS);
-    for (size_t i = 0; i < N_POS; i++) ids[i] = ref_id(arr, i);
+    for (size_t i = 0; i < N_POS; i++) ids[i] = fixture_id(arr, i);
 }
 
 static void test_logits(void)
@@ -135,7 +110,7 @@ static void test_logits(void)
             struct wk_context *ctx = new_context(m);
             CHECK_EQ_INT(wk_context_decode_all(ctx, ids, N_POS, out, NULL, &err), WK_OK);
             for (int32_t t = 0; t < N_POS; t++) {
-                double e = row_error(out + (size_t)t * g_vocab, ref + (size_t)t * g_vocab, g_vocab);
+                double e = fixture_row_error(out + (size_t)t * g_vocab, ref + (size_t)t * g_vocab, g_vocab, NULL, 0);
                 if (!(e <= REL_TOL))
                     fprintf(stderr, "  %s prompt %zu position %d: relative error %.3g\n", names[which], p, t, e);
                 CHECK(e <= REL_TOL);
@@ -146,7 +121,7 @@ static void test_logits(void)
             ctx = new_context(m);
             CHECK_EQ_INT(wk_context_decode(ctx, ids, N_POS - 1, NULL, NULL, &err), WK_OK);
             CHECK_EQ_INT(wk_context_decode(ctx, ids + N_POS - 1, 1, out, NULL, &err), WK_OK);
-            double e = row_error(out, ref + (size_t)(N_POS - 1) * g_vocab, g_vocab);
+            double e = fixture_row_error(out, ref + (size_t)(N_POS - 1) * g_vocab, g_vocab, NULL, 0);
             CHECK(e <= REL_TOL);
             worst_decode = fmax(worst_decode, e);
             wk_context_destroy(ctx);
@@ -174,10 +149,10 @@ static void test_greedy(void)
             CHECK_EQ_INT(wk_context_decode(ctx, ids, N_POS, out, NULL, &err), WK_OK);
             int same = 0;
             for (size_t s = 0; s < json_array_size(want); s++) {
-                int32_t id = argmax(out, g_vocab);
-                if (id != ref_id(want, s)) {
+                int32_t id = fixture_argmax(out, g_vocab);
+                if (id != fixture_id(want, s)) {
                     fprintf(stderr, "  %s prompt %zu step %zu: wick %d, transformers %d\n", names[which], p, s,
-                            id, ref_id(want, s));
+                            id, fixture_id(want, s));
                     break;
                 }
                 same++;
@@ -229,7 +204,7 @@ static void test_chat_template(void)
             CHECK_EQ_INT(wk_prompt_tokenize(tok, &prompt, &t), WK_OK);
             json_t *ids = json_object_get(c, "prompt_ids");
             bool same = (size_t)t.n == json_array_size(ids);
-            for (int64_t i = 0; same && i < t.n; i++) same = t.ids[i] == ref_id(ids, (size_t)i);
+            for (int64_t i = 0; same && i < t.n; i++) same = t.ids[i] == fixture_id(ids, (size_t)i);
             CHECK(same);
             wk_tokens_deinit(&t);
             free(s);
@@ -269,7 +244,7 @@ static char *generate(struct wk_model *m, struct wk_tokenizer *tok, bool hide, s
     CHECK_EQ_INT(wk_session_create(m, tok, &cp, &s, &err), WK_OK);
     json_t *pj = json_object_get(g_ref, "think_prompt");
     struct wk_tokens prompt = {0};
-    for (size_t i = 0; i < json_array_size(pj); i++) wk_tokens_push(&prompt, ref_id(pj, i));
+    for (size_t i = 0; i < json_array_size(pj); i++) wk_tokens_push(&prompt, fixture_id(pj, i));
     struct wk_generate_params gp = wk_generate_params_default();
     gp.sampler.temperature = 0;
     gp.num_predict = 32;
@@ -300,7 +275,7 @@ static void test_think_hidden(void)
     /* the reference continuation, token for token, with its block */
     json_t *want = json_object_get(g_ref, "think_greedy");
     CHECK_EQ_INT(all.n, json_array_size(want));
-    for (int i = 0; i < all.n; i++) CHECK_EQ_INT(all.ids[i], ref_id(want, (size_t)i));
+    for (int i = 0; i < all.n; i++) CHECK_EQ_INT(all.ids[i], fixture_id(want, (size_t)i));
     const char *open = plain ? strstr(plain, "<think>") : NULL;
     const char *close = open ? strstr(open, "</think>") : NULL;
     CHECK(open && close);
