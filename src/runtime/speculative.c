@@ -52,7 +52,7 @@ static double verify_cost(const struct wk_spec_ctl *c, int32_t n)
 
 void wk_spec_ctl_begin(struct wk_spec_ctl *c)
 {
-    c->off = false, c->failed_probes = 0;
+    c->off = false, c->failed_probes = 0, c->req_rounds = 0;
 }
 
 int32_t wk_spec_ctl_k(struct wk_spec_ctl *c, int32_t k_max)
@@ -65,19 +65,28 @@ int32_t wk_spec_ctl_k(struct wk_spec_ctl *c, int32_t k_max)
         return WK_MIN(k_max, 3);
     }
     int32_t best = 0;
-    double best_rate = 1 / c->t_step; /* plain decoding */
+    double best_rate = 1 / c->t_step, ideal = 0; /* plain decoding; every draft accepted */
     for (int32_t k = 1; k <= k_max; k++) {
-        double rate = expected_tokens(a, k) / (k * c->t_draft + verify_cost(c, k + 1));
+        double cost = k * c->t_draft + verify_cost(c, k + 1);
+        double rate = expected_tokens(a, k) / cost;
         if (rate > best_rate) best = k, best_rate = rate;
+        ideal = fmax(ideal, (k + 1) / cost);
     }
     if (best == 0) {
-        /* each pause that follows a probe doubles; and since the draft's
+        /* each pause that follows a probe doubles; the first of a request
+         * that has seen only its first rounds is short (the tokens right
+         * after a prompt are often the draft's hardest: two rejected
+         * rounds there say little about the rest); and since the draft's
          * catch-up after a pause costs about a prefill of the tokens it
-         * missed, a probe that does not pay switches speculation off until
-         * the next request (wk_spec_ctl_begin) */
-        c->pause_len = c->pause_len > 0 ? WK_MIN(2 * c->pause_len, 64 * WK_SPEC_PAUSE) : WK_SPEC_PAUSE;
+         * missed, WK_SPEC_PROBES probes in a row that do not pay switch
+         * speculation off until the next request (wk_spec_ctl_begin) */
+        const int32_t first = c->req_rounds <= 2 ? WK_SPEC_PAUSE / 4 : WK_SPEC_PAUSE;
+        c->pause_len = c->pause_len > 0 ? WK_MIN(2 * c->pause_len, 64 * WK_SPEC_PAUSE) : first;
         c->pause = c->pause_len;
-        if (c->probed && ++c->failed_probes >= 1) c->off = true;
+        if (c->probed && ++c->failed_probes >= WK_SPEC_PROBES) c->off = true;
+        /* a draft so costly that even accepting everything would barely
+         * beat plain decoding is not worth probing again this request */
+        if (ideal < WK_SPEC_WORTH / c->t_step) c->off = true;
     }
     c->probed = false;
     return best;
@@ -88,6 +97,7 @@ void wk_spec_ctl_update(struct wk_spec_ctl *c, int32_t k, int32_t accepted, int6
 {
     if (k < 1 || k >= WK_VERIFY_MAX) return;
     c->probe = false;
+    c->req_rounds++;
     c->acc = DECAY * c->acc + accepted;
     if (accepted == k) c->pause_len = 0, c->failed_probes = 0; /* a full round: pauses start short again */
     c->trials = DECAY * c->trials + accepted + (accepted < k);

@@ -341,13 +341,20 @@ struct wk_generate_stats {
  * WK_SPEC_PAUSE plain steps, then probes again (k = 3) with half its
  * history forgotten (the session's first round's times are dropped:
  * first touches of memory); a pause right after a probe lasts twice the one
- * before (up to 64 x WK_SPEC_PAUSE) until a round is accepted whole, and
- * after a probe that does not pay, speculation stays off until the next
- * request (wk_spec_ctl_begin): the draft's catch-up after a pause costs
- * about a prefill of the tokens it missed. Until t_1 is measured, k is 0 (one plain step first);
+ * before (up to 64 x WK_SPEC_PAUSE) until a round is accepted whole; a
+ * request's first pause, when it comes within its first two rounds, is
+ * WK_SPEC_PAUSE / 4 (the draft's hardest tokens are often the first); and
+ * after WK_SPEC_PROBES probes in a row that do not pay, or at once when
+ * even rounds accepted whole would be under WK_SPEC_WORTH times plain
+ * decoding's rate (a draft that costs about what the target does),
+ * speculation stays off until the next request (wk_spec_ctl_begin): the
+ * draft's catch-up after a pause costs about a prefill of the tokens it
+ * missed. Until t_1 is measured, k is 0 (one plain step first);
  * the first round probes with k = 3.
  */
 #define WK_SPEC_PAUSE 32
+#define WK_SPEC_PROBES 3
+#define WK_SPEC_WORTH 1.25
 struct wk_spec_ctl {
     double acc, trials;              /* decayed counts */
     double t_draft, t_step, t_extra; /* ns, running means; 0 = not yet measured */
@@ -355,6 +362,7 @@ struct wk_spec_ctl {
     int32_t pause;                   /* plain steps left before speculating again */
     int32_t pause_len;               /* the last pause's length (0: none since a full round) */
     int32_t failed_probes;           /* probes followed by a pause, this request */
+    int32_t req_rounds;              /* rounds this request */
     int64_t n_rounds;                /* rounds seen (the first one's times are not kept) */
     bool probed;                     /* the last k returned was a probe */
     bool off;                        /* no speculation until wk_spec_ctl_begin */

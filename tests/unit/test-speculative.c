@@ -343,9 +343,9 @@ static void test_controller(void)
     for (int k = 4; k <= 8; k++)
         for (int i = 0; i < 20; i++) wk_spec_ctl_update(&c, k, k, k * 1000000, 33000000);
     CHECK_EQ_INT(wk_spec_ctl_k(&c, 8), 3);
-    /* a draft that costs as much as the target and is mostly rejected:
+    /* a cheap draft (a tenth of a step a token) that is mostly rejected:
      * speculation pauses for WK_SPEC_PAUSE plain steps */
-    for (int i = 0; i < 40; i++) wk_spec_ctl_update(&c, 2, 0, 2 * 10000000, 12000000);
+    for (int i = 0; i < 40; i++) wk_spec_ctl_update(&c, 2, 0, 2 * 1000000, 12000000);
     CHECK_EQ_INT(wk_spec_ctl_k(&c, 8), 0);
     for (int i = 0; i < WK_SPEC_PAUSE - 1; i++) {
         wk_spec_ctl_plain(&c, 10000000);
@@ -353,11 +353,24 @@ static void test_controller(void)
     }
     wk_spec_ctl_plain(&c, 10000000);
     CHECK_EQ_INT(wk_spec_ctl_k(&c, 8), 3); /* a probe after the pause */
-    /* the probe does not pay: speculation is off for the rest of the
-     * request, and the next pause lasts twice as long */
-    wk_spec_ctl_update(&c, 3, 0, 3 * 10000000, 12000000);
+    /* probes that do not pay: each pause lasts twice the one before, and
+     * after WK_SPEC_PROBES of them speculation is off for the rest of the
+     * request */
+    int32_t len = WK_SPEC_PAUSE;
+    for (int probe = 1; probe < WK_SPEC_PROBES; probe++) {
+        wk_spec_ctl_update(&c, 3, 0, 3 * 1000000, 12000000);
+        len *= 2;
+        int steps = 0;
+        do {
+            CHECK_EQ_INT(wk_spec_ctl_k(&c, 8), 0);
+            wk_spec_ctl_plain(&c, 10000000);
+            steps++;
+        } while (wk_spec_ctl_k(&c, 8) == 0 && steps < 10000);
+        CHECK_EQ_INT(steps, len); /* then a probe */
+    }
+    wk_spec_ctl_update(&c, 3, 0, 3 * 1000000, 12000000);
     CHECK_EQ_INT(wk_spec_ctl_k(&c, 8), 0);
-    for (int i = 0; i < 4 * WK_SPEC_PAUSE; i++) {
+    for (int i = 0; i < 8 * len; i++) {
         wk_spec_ctl_plain(&c, 10000000);
         CHECK_EQ_INT(wk_spec_ctl_k(&c, 8), 0);
     }
@@ -365,15 +378,46 @@ static void test_controller(void)
     wk_spec_ctl_begin(&c);
     CHECK_EQ_INT(wk_spec_ctl_k(&c, 8), 3);
     /* a new request in the middle of a doubled pause waits for its end */
-    wk_spec_ctl_update(&c, 3, 0, 3 * 10000000, 12000000);
+    wk_spec_ctl_update(&c, 3, 0, 3 * 1000000, 12000000);
     CHECK_EQ_INT(wk_spec_ctl_k(&c, 8), 0);
     wk_spec_ctl_begin(&c);
     int steps = 0;
     do {
         wk_spec_ctl_plain(&c, 10000000);
         steps++;
-    } while (wk_spec_ctl_k(&c, 8) == 0 && steps < 1000);
-    CHECK_EQ_INT(steps, 4 * WK_SPEC_PAUSE);
+    } while (wk_spec_ctl_k(&c, 8) == 0 && steps < 10000);
+    CHECK_EQ_INT(steps, 4 * len); /* the pause after the last probe (2 len), doubled */
+    /* a request whose first two rounds are rejected pauses only a quarter
+     * as long before probing again (its first tokens are the hardest); a
+     * draft at half a step a token, which would pay if accepted */
+    wk_spec_ctl_init(&c);
+    wk_spec_ctl_begin(&c);
+    wk_spec_ctl_plain(&c, 10000000);
+    CHECK_EQ_INT(wk_spec_ctl_k(&c, 8), 3);
+    wk_spec_ctl_update(&c, 3, 0, 3 * 5000000, 12000000); /* first touches */
+    CHECK_EQ_INT(wk_spec_ctl_k(&c, 8), 3);
+    wk_spec_ctl_update(&c, 3, 0, 3 * 5000000, 12000000);
+    steps = 0;
+    while (wk_spec_ctl_k(&c, 8) == 0 && steps < 10000) {
+        wk_spec_ctl_plain(&c, 10000000);
+        steps++;
+    }
+    CHECK_EQ_INT(steps, WK_SPEC_PAUSE / 4);
+    /* a draft that costs what the target does (10 ms a token, verification
+     * 12 ms): even rounds accepted whole would not beat plain decoding by
+     * WK_SPEC_WORTH, so the first rejected rounds switch it off for the
+     * request, no more probes */
+    wk_spec_ctl_init(&c);
+    wk_spec_ctl_begin(&c);
+    wk_spec_ctl_plain(&c, 10000000);
+    CHECK_EQ_INT(wk_spec_ctl_k(&c, 8), 3);
+    wk_spec_ctl_update(&c, 3, 0, 3 * 10000000, 12000000);
+    CHECK_EQ_INT(wk_spec_ctl_k(&c, 8), 3);
+    wk_spec_ctl_update(&c, 3, 0, 3 * 10000000, 12000000);
+    for (int i = 0; i < 64 * WK_SPEC_PAUSE; i++) {
+        CHECK_EQ_INT(wk_spec_ctl_k(&c, 8), 0);
+        wk_spec_ctl_plain(&c, 10000000);
+    }
     /* at acceptance 0.8 with drafts at a tenth of a step and free extra
      * verification, the best k maximises (1 - 0.8^(k+1)) / (0.2 (0.1 k + 1)):
      * k = 5 of 1..8, computed here from the formula */
