@@ -740,6 +740,21 @@ const struct wk_tensor *wk__hf_tensor(const struct wk_hf *h, const char *name)
     return i ? &h->tensors[json_integer_value(i)] : NULL;
 }
 
+uint64_t wk__hf_n_params(const struct wk_hf *h, enum wk_dtype *main_dtype)
+{
+    uint64_t n = 0, per[WK_DTYPE_COUNT] = {0};
+    for (int i = 0; i < h->n_tensors; i++) {
+        const struct wk_tensor *t = &h->tensors[i];
+        uint64_t e = (uint64_t)t->ne[0] * (uint64_t)t->ne[1] * (uint64_t)t->ne[2] * (uint64_t)t->ne[3];
+        n += e;
+        per[t->dtype] += e;
+    }
+    *main_dtype = WK_DTYPE_F32;
+    for (int d = 0; d < WK_DTYPE_COUNT; d++)
+        if (per[d] > per[*main_dtype]) *main_dtype = (enum wk_dtype)d;
+    return n;
+}
+
 uint64_t wk__hf_weight_bytes(const struct wk_hf *h)
 {
     uint64_t n = 0;

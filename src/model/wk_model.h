@@ -111,6 +111,10 @@ const char *wk_model_hf_dir(const struct wk_model *m);
 const char *wk_model_chat_template(const struct wk_model *m, size_t *len);
 /* Bytes of weights the model maps (the tensor data section). */
 uint64_t wk_model_weight_bytes(const struct wk_model *m);
+/* Elements of the model's weights (every tensor of the GGUF; every tensor
+ * wick uses of a folder), and in *main_dtype the dtype holding most of
+ * them (the "quantization" Ollama shows). */
+uint64_t wk_model_n_params(const struct wk_model *m, enum wk_dtype *main_dtype);
 
 struct wk_context_params {
     int32_t n_ctx;     /* positions in the KV cache (0: min(4096, trained)) */

@@ -62,10 +62,12 @@ static json_t *folder_details(const char *path, json_t **model_info, char **temp
     if (wk_model_load_ex(path, false, &m, NULL)) return NULL;
     const struct wk_hparams *hp = wk_model_hparams(m);
     char psize[32];
-    format_count((int64_t)(wk_model_weight_bytes(m) / 2), psize, sizeof psize); /* 16-bit weights */
+    enum wk_dtype main_dtype;
+    format_count((int64_t)wk_model_n_params(m, &main_dtype), psize, sizeof psize);
+    const char *qname = wk_dtype_traits_get(main_dtype)->name;
     json_t *details = json_pack("{s:s, s:s, s:s, s:[s], s:s, s:s}", "parent_model", "", "format",
                                 "safetensors", "family", hp->arch_name, "families", hp->arch_name,
-                                "parameter_size", psize, "quantization_level", "BF16");
+                                "parameter_size", psize, "quantization_level", qname ? qname : "unknown");
     if (model_info) {
         char k[4][96];
         snprintf(k[0], 96, "%s.context_length", hp->arch_name);

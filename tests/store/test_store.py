@@ -319,6 +319,10 @@ def test_qwen3_tiny():
             check(out == ref, "the stored Qwen 3 answers as its folder", f"{out!r} vs {ref!r}")
     rc, out, _ = wick("show", "qwen3-tiny")
     check(rc == 0 and "architecture         qwen3" in out, "show qwen3-tiny", out)
+    # its safetensors hold 162,432 F32 values (the sum of the tensors' shapes, as the
+    # safetensors library lists them), not bytes / 2
+    check("parameters           162K" in out and "quantization         F32" in out,
+          "show qwen3-tiny: parameters counted, F32 named", out)
 
 
 def test_glm4_moe_lite_tiny():
