@@ -740,19 +740,9 @@ const struct wk_tensor *wk__hf_tensor(const struct wk_hf *h, const char *name)
     return i ? &h->tensors[json_integer_value(i)] : NULL;
 }
 
-uint64_t wk__hf_n_params(const struct wk_hf *h, enum wk_dtype *main_dtype)
+void wk__hf_count_params(const struct wk_hf *h, uint64_t per_dtype[WK_DTYPE_COUNT])
 {
-    uint64_t n = 0, per[WK_DTYPE_COUNT] = {0};
-    for (int i = 0; i < h->n_tensors; i++) {
-        const struct wk_tensor *t = &h->tensors[i];
-        uint64_t e = (uint64_t)t->ne[0] * (uint64_t)t->ne[1] * (uint64_t)t->ne[2] * (uint64_t)t->ne[3];
-        n += e;
-        per[t->dtype] += e;
-    }
-    *main_dtype = WK_DTYPE_F32;
-    for (int d = 0; d < WK_DTYPE_COUNT; d++)
-        if (per[d] > per[*main_dtype]) *main_dtype = (enum wk_dtype)d;
-    return n;
+    for (int i = 0; i < h->n_tensors; i++) per_dtype[h->tensors[i].dtype] += (uint64_t)wk_tensor_n_elements(&h->tensors[i]);
 }
 
 uint64_t wk__hf_weight_bytes(const struct wk_hf *h)

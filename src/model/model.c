@@ -360,17 +360,17 @@ const struct wk_gguf *wk_model_gguf(const struct wk_model *m) { return m->gguf; 
 
 uint64_t wk_model_n_params(const struct wk_model *m, enum wk_dtype *main_dtype)
 {
-    if (m->hf) return wk__hf_n_params(m->hf, main_dtype);
     uint64_t n = 0, per[WK_DTYPE_COUNT] = {0};
-    for (int64_t i = 0; i < wk_gguf_n_tensors(m->gguf); i++) {
+    if (m->hf) wk__hf_count_params(m->hf, per);
+    for (int64_t i = 0; !m->hf && i < wk_gguf_n_tensors(m->gguf); i++) {
         const struct wk_tensor *t = &wk_gguf_tensor(m->gguf, i)->t;
-        uint64_t e = (uint64_t)wk_tensor_n_elements(t);
-        n += e;
-        if ((unsigned)t->dtype < WK_DTYPE_COUNT) per[t->dtype] += e;
+        if ((unsigned)t->dtype < WK_DTYPE_COUNT) per[t->dtype] += (uint64_t)wk_tensor_n_elements(t);
     }
     *main_dtype = WK_DTYPE_F32;
-    for (int d = 0; d < WK_DTYPE_COUNT; d++)
+    for (int d = 0; d < WK_DTYPE_COUNT; d++) {
+        n += per[d];
         if (per[d] > per[*main_dtype]) *main_dtype = (enum wk_dtype)d;
+    }
     return n;
 }
 

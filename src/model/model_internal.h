@@ -117,8 +117,8 @@ int wk__hf_ints(const struct wk_hf *h, const char *key, int64_t *out, int max);
 /* The tensor of GGUF name `name`, or NULL. */
 const struct wk_tensor *wk__hf_tensor(const struct wk_hf *h, const char *name);
 uint64_t wk__hf_weight_bytes(const struct wk_hf *h);
-/* Elements of all the folder's tensors wick uses, and the dtype holding most of them. */
-uint64_t wk__hf_n_params(const struct wk_hf *h, enum wk_dtype *main_dtype);
+/* Adds the elements of every tensor of the folder wick uses to per_dtype[its dtype]. */
+void wk__hf_count_params(const struct wk_hf *h, uint64_t per_dtype[WK_DTYPE_COUNT]);
 
 /* The model's file or folder, for messages. */
 const char *wk__model_path(const struct wk_model *m);
