@@ -1,7 +1,8 @@
 /*
  * fixture.h - what the tiny-model golden tests (test-qwen3, test-glm4-moe-lite,
  * test-gemma4) share: loading a model with its error printed, the
- * relative error of a logits row, argmax, a token id out of a JSON array.
+ * relative error of a logits row, argmax, a token id out of a JSON array,
+ * a rendered chat against its reference.
  * Test code, header-only.
  */
 #ifndef WK_GOLDEN_FIXTURE_H
@@ -10,9 +11,12 @@
 #include "../unit/check.h"
 
 #include "../../src/model/wk_model.h"
+#include "../../src/runtime/wk_runtime.h"
 
 #include <jansson.h>
 #include <math.h>
+#include <stdlib.h>
+#include <string.h>
 
 /* The model at path (a checked failure, its message printed, gives NULL). */
 static inline struct wk_model *fixture_load(const char *path)
@@ -54,5 +58,45 @@ static inline int32_t fixture_argmax(const float *x, int32_t n)
 
 /* Element i of a JSON array of token ids. */
 static inline int32_t fixture_id(json_t *arr, size_t i) { return (int32_t)json_integer_value(json_array_get(arr, i)); }
+
+/* One reference chat c ({"name", "messages": [{role, content}], "prompt",
+ * "prompt_ids"}, as apply_chat_template gave them): wick renders the same
+ * text and tokenizes it to the same ids. With hide, the format must also
+ * ask for thinking to be hidden. */
+static inline void fixture_check_chat(const struct wk_model *m, const struct wk_tokenizer *tok, json_t *c,
+                                      bool hide)
+{
+    json_t *msgs = json_object_get(c, "messages");
+    size_t n = json_array_size(msgs);
+    struct wk_chat_message mm[8];
+    CHECK(n <= 8);
+    for (size_t i = 0; i < n && i < 8; i++) {
+        mm[i].role = json_string_value(json_object_get(json_array_get(msgs, i), "role"));
+        mm[i].content = json_string_value(json_object_get(json_array_get(msgs, i), "content"));
+    }
+    struct wk_prompt prompt = {0};
+    struct wk_error err;
+    CHECK_EQ_INT(wk_chat_render(m, tok, mm, (int32_t)(n <= 8 ? n : 8), true, &prompt, &err), WK_OK);
+    if (hide) CHECK(prompt.hide_thinking);
+    size_t len = 0;
+    for (int32_t i = 0; i < prompt.n; i++) len += prompt.segs[i].len;
+    char *s = calloc(1, len + 1);
+    for (int32_t i = 0, o = 0; i < prompt.n; o += (int32_t)prompt.segs[i].len, i++)
+        memcpy(s + o, prompt.segs[i].text, prompt.segs[i].len);
+    const char *want = json_string_value(json_object_get(c, "prompt"));
+    if (!want || strcmp(s, want) != 0)
+        fprintf(stderr, "  chat %s:\n    wick: %s\n    reference: %s\n", json_string_value(json_object_get(c, "name")), s,
+                want ? want : "(none)");
+    CHECK_EQ_STR(s, want ? want : "");
+    struct wk_tokens t = {0};
+    CHECK_EQ_INT(wk_prompt_tokenize(tok, &prompt, &t), WK_OK);
+    json_t *ids = json_object_get(c, "prompt_ids");
+    bool same = (size_t)t.n == json_array_size(ids);
+    for (int64_t i = 0; same && i < t.n; i++) same = t.ids[i] == fixture_id(ids, (size_t)i);
+    CHECK(same);
+    wk_tokens_deinit(&t);
+    free(s);
+    wk_prompt_deinit(&prompt);
+}
 
 #endif

@@ -177,39 +177,7 @@ static void test_chat_template(void)
         json_t *chats = json_object_get(g_ref, "chats"), *c;
         size_t k;
         CHECK(json_array_size(chats) >= 5);
-        json_array_foreach(chats, k, c)
-        {
-            json_t *msgs = json_object_get(c, "messages");
-            size_t n = json_array_size(msgs);
-            struct wk_chat_message mm[8];
-            CHECK(n <= 8);
-            for (size_t i = 0; i < n && i < 8; i++) {
-                mm[i].role = json_string_value(json_object_get(json_array_get(msgs, i), "role"));
-                mm[i].content = json_string_value(json_object_get(json_array_get(msgs, i), "content"));
-            }
-            struct wk_prompt prompt = {0};
-            CHECK_EQ_INT(wk_chat_render(m, tok, mm, (int32_t)n, true, &prompt, &err), WK_OK);
-            CHECK(prompt.hide_thinking);
-            size_t len = 0;
-            for (int32_t i = 0; i < prompt.n; i++) len += prompt.segs[i].len;
-            char *s = calloc(1, len + 1);
-            for (int32_t i = 0, o = 0; i < prompt.n; o += (int32_t)prompt.segs[i].len, i++)
-                memcpy(s + o, prompt.segs[i].text, prompt.segs[i].len);
-            const char *want = json_string_value(json_object_get(c, "prompt"));
-            if (strcmp(s, want) != 0)
-                fprintf(stderr, "  chat %s:\n    wick: %s\n    reference: %s\n",
-                        json_string_value(json_object_get(c, "name")), s, want);
-            CHECK_EQ_STR(s, want);
-            struct wk_tokens t = {0};
-            CHECK_EQ_INT(wk_prompt_tokenize(tok, &prompt, &t), WK_OK);
-            json_t *ids = json_object_get(c, "prompt_ids");
-            bool same = (size_t)t.n == json_array_size(ids);
-            for (int64_t i = 0; same && i < t.n; i++) same = t.ids[i] == fixture_id(ids, (size_t)i);
-            CHECK(same);
-            wk_tokens_deinit(&t);
-            free(s);
-            wk_prompt_deinit(&prompt);
-        }
+        json_array_foreach(chats, k, c) fixture_check_chat(m, tok, c, true);
         /* a role the template drops is an error, not silently lost */
         struct wk_chat_message bad[1] = {{"narrator", "x"}};
         struct wk_prompt prompt = {0};
