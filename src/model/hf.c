@@ -298,6 +298,9 @@ static enum wk_status config_to_kv(struct wk_hf *h, json_t *cfg, const char *arc
     json_t *layers = json_object_get(cfg, "num_hidden_layers");
     bool gemma4 = strcmp(arch, "gemma4") == 0;
     if ((strcmp(arch, "gemma3") == 0 || gemma4) && (json_is_array(types) || json_is_integer(pat))) {
+        if (json_is_array(types) && (json_int_t)json_array_size(types) != json_integer_value(layers))
+            return wk_error_set(err, WK_E_FORMAT, "%s/config.json: layer_types has %zu entries for %lld layers",
+                                h->dir, json_array_size(types), (long long)json_integer_value(layers));
         json_t *arr = json_array();
         for (json_int_t i = 0; i < json_integer_value(layers); i++) {
             const char *t = json_string_value(json_array_get(types, (size_t)i));

@@ -20,7 +20,8 @@
  *      output states of 4 draft steps within REL_TOL of
  *      Gemma4AssistantForCausalLM given the same target states, and the
  *      same drafted tokens; an assistant built for another hidden size
- *      is refused naming both sizes;
+ *      is refused naming both sizes; bad config.json fields are errors
+ *      naming them;
  *   5. speculative decoding with the assistants: greedy output equals
  *      plain greedy output for 10 prompts of 128 tokens (the trained
  *      assistant accepting part of its drafts), and sampling keeps the
@@ -326,6 +327,53 @@ static void test_assistant_mismatch(void)
     wk_model_destroy(t), wk_model_destroy(bad), wk_model_destroy(moe), wk_model_destroy(a);
 }
 
+/* A copy of fixture folder `from` in a temporary folder (its files linked)
+ * with config.json's key set to value; the folder's path in dir. */
+static void patched_folder(const char *from, const char *key, json_t *value, char *dir, size_t cap)
+{
+    snprintf(dir, cap, "/tmp/wick-test-g4.XXXXXX");
+    CHECK(mkdtemp(dir) != NULL);
+    char src[1200], path[1300], cmd[2800];
+    snprintf(src, sizeof src, "%s/%s", g_dir, from);
+    snprintf(cmd, sizeof cmd, "for f in '%s'/*; do ln -s \"$(realpath \"$f\")\" '%s'/; done; rm '%s/config.json'", src,
+             dir, dir);
+    CHECK_EQ_INT(system(cmd), 0);
+    snprintf(path, sizeof path, "%s/config.json", src);
+    json_t *cfg = json_load_file(path, 0, NULL);
+    CHECK(cfg != NULL);
+    json_object_set_new(cfg, key, value);
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    CHECK_EQ_INT(json_dump_file(cfg, path, 0), 0);
+    json_decref(cfg);
+}
+
+/* Bad config.json fields are errors naming them, not crashes or a
+ * misread model. */
+static void test_bad_configs(void)
+{
+    static const struct {
+        const char *model, *key, *value, *want;
+    } cases[] = {
+        {"dense", "layer_types", "[\"sliding_attention\", \"full_attention\"]", "layer_types has 2 entries for 6 layers"},
+        {"dense", "num_kv_shared_layers", "9", "num_kv_shared_layers out of range"},
+        {"dense", "global_head_dim", "\"wide\"", "global_head_dim must be a number"},
+        {"moe", "top_k_experts", "12", "expert_used_count 12 must be 1..expert_count 8"},
+    };
+    for (size_t i = 0; i < WK_ARRAY_LEN(cases); i++) {
+        char dir[64], cmd[128];
+        patched_folder(cases[i].model, cases[i].key, json_loads(cases[i].value, JSON_DECODE_ANY, NULL), dir, sizeof dir);
+        struct wk_model *m = NULL;
+        struct wk_error err;
+        wk_error_clear(&err);
+        CHECK_EQ_INT(wk_model_load(dir, &m, &err), WK_E_FORMAT);
+        if (!strstr(err.msg, cases[i].want)) fprintf(stderr, "  %s: %s\n", cases[i].key, err.msg);
+        CHECK(strstr(err.msg, cases[i].want) != NULL);
+        wk_model_destroy(m);
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+        CHECK_EQ_INT(system(cmd), 0);
+    }
+}
+
 /* ------------------------------------------------------- speculation */
 
 struct run {
@@ -505,7 +553,7 @@ int main(int argc, char **argv)
     static const struct check_test tests[] = {
         TEST(test_hparams),           TEST(test_logits),
         TEST(test_greedy),            TEST(test_assistant),
-        TEST(test_assistant_mismatch), TEST(test_greedy_with_assistant),
+        TEST(test_assistant_mismatch), TEST(test_bad_configs),  TEST(test_greedy_with_assistant),
         TEST(test_sampling_distribution)};
     int rc = check_main(argc, argv, tests, (int)(sizeof tests / sizeof tests[0]));
     wk_safetensors_close(g_arrays);
