@@ -489,6 +489,20 @@ static void moe_experts(struct wk_context *c, const struct wk_layer *l, const fl
     }
 }
 
+/* The k largest of v [n] into idx [k], largest first, ties to the lower
+ * index: one pass keeping the best k in order (n + k per insertion at
+ * worst, about n when k is small against n). */
+static void top_k(const float *v, int32_t n, int32_t k, int32_t *idx)
+{
+    int32_t m = 0;
+    for (int32_t i = 0; i < n; i++) {
+        if (m == k && !(v[i] > v[idx[k - 1]])) continue;
+        int32_t j = m < k ? m++ : k - 1; /* the slot it takes, moved up past smaller values */
+        while (j > 0 && v[i] > v[idx[j - 1]]) idx[j] = idx[j - 1], j--;
+        idx[j] = i;
+    }
+}
+
 /*
  * Gemma 4's expert path for the chunk's n rows of x (the post-attention
  * residual; architectures.md §4.6, HF Gemma4TextRouter/Gemma4TextExperts):
@@ -512,17 +526,8 @@ static void moe_ffn(struct wk_context *c, const struct wk_layer *l, int32_t n, u
         k->softmax(NE, p);
         int32_t *idx = c->moe_idx + t * K;
         float *w = c->moe_w + t * K;
-        for (int64_t j = 0; j < K; j++) { /* the k largest, ties to the lower index */
-            int32_t best = -1;
-            for (int32_t e = 0; e < NE; e++) {
-                bool taken = false;
-                for (int64_t i = 0; i < j; i++) taken |= idx[i] == e;
-                if (!taken && (best < 0 || p[e] > p[best])) best = e;
-            }
-            idx[j] = best;
-            w[j] = p[best];
-            sum += p[best];
-        }
+        top_k(p, (int32_t)NE, (int32_t)K, idx);
+        for (int64_t j = 0; j < K; j++) w[j] = p[idx[j]], sum += p[idx[j]];
         for (int64_t j = 0; j < K; j++) w[j] = w[j] / sum * expert_scale[idx[j]];
     }
     norm_rows(k, n, E, c->x, l->moe_pre_norm, hp->rms_eps, c->moe_u);
@@ -919,20 +924,6 @@ static bool forward_chunk(struct wk_context *c, const int32_t *tokens, int32_t n
     for (int32_t r = 0; r < rows; r++)
         for (int32_t i = 0; i < m->n_suppress; i++) logits[(int64_t)r * hp->n_vocab + m->suppress[i]] = -INFINITY;
     return true;
-}
-
-/* The k largest of v [n] into idx [k], ties to the lower index. */
-static void top_k(const float *v, int32_t n, int32_t k, int32_t *idx)
-{
-    for (int32_t j = 0; j < k; j++) {
-        int32_t best = -1;
-        for (int32_t i = 0; i < n; i++) {
-            bool taken = false;
-            for (int32_t t = 0; t < j && !taken; t++) taken = idx[t] == i;
-            if (!taken && (best < 0 || v[i] > v[best])) best = i;
-        }
-        idx[j] = best;
-    }
 }
 
 enum wk_status wk_context_mtp_step(struct wk_context *a, const struct wk_context *target, int32_t token,
