@@ -2,8 +2,9 @@
  * rows_x16_ref.c - the plain-C reference of the decode dots with 16-bit
  * activations (the table's vec_dot_rows_x16 entries, wk_cpu.h): the
  * activation quantizer and the multi-row dots for the 32-element block
- * types Q4_0, Q4_1, Q5_0, Q5_1 and the affine groups I4G64 (a group of 64
- * is two blocks of x sharing the weights' scale and bias).
+ * types Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 (codes read as unsigned q + 128,
+ * the -128 d_w offset applied as for Q4_0) and the affine groups I4G64 (a
+ * group of 64 is two blocks of x sharing the weights' scale and bias).
  *
  * Each 32-element block of x is rounded to x~ = (d / 256) * (256 hi + lo)
  * with d = max|x| / 127, hi = round(x / d) and lo = round(256 (x - hi d) / d)
@@ -16,7 +17,7 @@
  * the integers: per block S = sum q_j (256 hi_j + lo_j), and
  *   sum_j w_j x~_j = d_w (d / 256) S + c_w (d / 256) sum_j (256 hi_j + lo_j)
  * where w_j = d_w q_j + c_w (c_w = m for Q4_1/Q5_1, -8 d_w for Q4_0,
- * -16 d_w for Q5_0, I4G64's scale and bias for d_w and c_w). So each result is the exact dot of the weights with x~,
+ * -16 d_w for Q5_0, -128 d_w for Q8_0, I4G64's scale and bias for d_w and c_w). So each result is the exact dot of the weights with x~,
  * up to float rounding of the per-block terms.
  */
 #include "wk_cpu.h"
@@ -56,6 +57,12 @@ static void block_q(enum wk_dtype t, const uint8_t *row, int64_t b, int q[32], f
             const int e = 32 * (int)(b % 2) + j;
             q[j] = e & 1 ? k->q[e / 2] >> 4 : k->q[e / 2] & 0x0F;
         }
+        return;
+    }
+    if (t == WK_DTYPE_Q8_0) { /* codes as unsigned q + 128, offset -128 d_w */
+        const struct wk_block_q8_0 *k = (const struct wk_block_q8_0 *)row + b;
+        *dw = wk_f16_to_f32(k->d), *cw = -128.0f * *dw;
+        for (int j = 0; j < 32; j++) q[j] = k->qs[j] + 128;
         return;
     }
     if (t == WK_DTYPE_Q4_0) {
@@ -114,6 +121,7 @@ ROWS_X16_REF(q4_1, WK_DTYPE_Q4_1)
 ROWS_X16_REF(q5_0, WK_DTYPE_Q5_0)
 ROWS_X16_REF(q5_1, WK_DTYPE_Q5_1)
 ROWS_X16_REF(i4g64, WK_DTYPE_I4G64)
+ROWS_X16_REF(q8_0, WK_DTYPE_Q8_0)
 
 wk_vec_dot_rows_fn wk__vec_dot_rows_x16_ref(enum wk_dtype t)
 {
@@ -123,6 +131,7 @@ wk_vec_dot_rows_fn wk__vec_dot_rows_x16_ref(enum wk_dtype t)
     case WK_DTYPE_Q5_0: return rows_x16_ref_q5_0;
     case WK_DTYPE_Q5_1: return rows_x16_ref_q5_1;
     case WK_DTYPE_I4G64: return rows_x16_ref_i4g64;
+    case WK_DTYPE_Q8_0: return rows_x16_ref_q8_0;
     default: return NULL;
     }
 }

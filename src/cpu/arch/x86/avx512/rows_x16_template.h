@@ -1,6 +1,6 @@
 /*
  * rows_x16_template.h - the AVX-512 decode dots with 16-bit activations
- * (vec_dot_rows_x16, wk_cpu.h) for Q4_0, Q4_1, Q5_0, Q5_1, I4G64. Compiled twice:
+ * (vec_dot_rows_x16, wk_cpu.h) for Q4_0, Q4_1, Q5_0, Q5_1, I4G64, and Q8_0 with VNNI. Compiled twice:
  * by rows_x16_avx512.c (WK_AVX512_VNNI 0: vpmaddubsw + vpmaddwd, AVX-512BW)
  * and by rows_x16_avx512_vnni.c (WK_AVX512_VNNI 1: vpdpbusd). The two give
  * the same integers, hence bit-identical results. Including files define
@@ -173,7 +173,7 @@ static ALWAYS_INLINE void x16_finish(const int R, __m512 acc, __m128 accc, float
     rows_store(R, out, _mm_add_ps(tot, accc), add);
 }
 
-enum x16_kind { X16_Q4_0, X16_Q4_1, X16_Q5_0, X16_Q5_1 };
+enum x16_kind { X16_Q4_0, X16_Q4_1, X16_Q5_0, X16_Q5_1, X16_Q8_0 };
 
 static ALWAYS_INLINE void x16_rows(const enum x16_kind K, const int R, int64_t n, const uint8_t *w,
                                    size_t stride, const float *x, const float *scratch, float *out,
@@ -183,12 +183,15 @@ static ALWAYS_INLINE void x16_rows(const enum x16_kind K, const int R, int64_t n
     const size_t bb = K == X16_Q4_0   ? sizeof(struct wk_block_q4_0)
                       : K == X16_Q4_1 ? sizeof(struct wk_block_q4_1)
                       : K == X16_Q5_0 ? sizeof(struct wk_block_q5_0)
-                                      : sizeof(struct wk_block_q5_1);
+                      : K == X16_Q5_1 ? sizeof(struct wk_block_q5_1)
+                                      : sizeof(struct wk_block_q8_0);
     const bool has_m = K == X16_Q4_1 || K == X16_Q5_1;
     const bool is_q5 = K == X16_Q5_0 || K == X16_Q5_1;
     const size_t qh_off = has_m ? 4 : 2;
     const size_t qs_off = qh_off + (is_q5 ? 4 : 0);
-    const float offset = K == X16_Q4_0 ? -8.0f : -16.0f;
+    /* Q8_0's codes are read as unsigned, q + 128 (a flipped top bit) */
+    const float offset = K == X16_Q4_0 ? -8.0f : K == X16_Q8_0 ? -128.0f : -16.0f;
+    const __m512i flip = _mm512_set1_epi8((char)0x80);
     const int64_t nb = n / 32;
     const uint8_t *lines = (const uint8_t *)scratch;
     const float *ds = scratch + nb * (X16_LINE_BYTES / 4), *sums = ds + nb;
@@ -200,9 +203,15 @@ static ALWAYS_INLINE void x16_rows(const enum x16_kind K, const int R, int64_t n
     for (int64_t i = 0; i < nb; i++) {
         const uint8_t *b = w + i * bb;
         rows_prefetch(R, w, stride, pf, &pf_next, (size_t)(i + 1) * bb);
-        const __m512i v = x16_load_rows(R, b + qs_off, stride);
-        __m512i lo = _mm512_and_si512(v, m4);
-        __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+        __m512i lo, hi;
+        if (K == X16_Q8_0) { /* elements 0-15 and 16-31: 16 bytes each */
+            lo = _mm512_xor_si512(x16_load_rows(R, b + qs_off, stride), flip);
+            hi = _mm512_xor_si512(x16_load_rows(R, b + qs_off + 16, stride), flip);
+        } else {
+            const __m512i v = x16_load_rows(R, b + qs_off, stride);
+            lo = _mm512_and_si512(v, m4);
+            hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+        }
         if (is_q5) {
             lo = _mm512_mask_add_epi8(lo, x16_qh_mask(R, b + qh_off, stride, 0), lo, c16);
             hi = _mm512_mask_add_epi8(hi, x16_qh_mask(R, b + qh_off, stride, 1), hi, c16);
@@ -263,6 +272,7 @@ X16_ROWS(X16_Q4_0)
 X16_ROWS(X16_Q4_1)
 X16_ROWS(X16_Q5_0)
 X16_ROWS(X16_Q5_1)
+X16_ROWS(X16_Q8_0)
 
 DOT_ROWS_FN(x16_rows_q4_0, x16_rows_X16_Q4_0, 32, sizeof(struct wk_block_q4_0), X16_CHUNK, x16_prep,
             X16_SCRATCH_FLOATS)
@@ -272,6 +282,14 @@ DOT_ROWS_FN(x16_rows_q5_0, x16_rows_X16_Q5_0, 32, sizeof(struct wk_block_q5_0), 
             X16_SCRATCH_FLOATS)
 DOT_ROWS_FN(x16_rows_q5_1, x16_rows_X16_Q5_1, 32, sizeof(struct wk_block_q5_1), X16_CHUNK, x16_prep,
             X16_SCRATCH_FLOATS)
+/* Q8_0 only with VNNI: vpmaddubsw's pair sums of codes up to 255 would
+ * saturate 16 bits */
+#if WK_AVX512_VNNI
+DOT_ROWS_FN(x16_rows_q8_0, x16_rows_X16_Q8_0, 32, sizeof(struct wk_block_q8_0), X16_CHUNK, x16_prep,
+            X16_SCRATCH_FLOATS)
+DOT_ROWS_TOKENS_FN(x16_tokens_q8_0, x16_rows_X16_Q8_0, 32, sizeof(struct wk_block_q8_0), X16_CHUNK,
+                   x16_prep, X16_SCRATCH_FLOATS)
+#endif
 DOT_ROWS_FN(x16_rows_i4g64, x16_rows_i4, 64, sizeof(struct wk_block_i4g64), X16_CHUNK, x16_prep_pairs,
             X16_SCRATCH_FLOATS)
 DOT_ROWS_TOKENS_FN(x16_tokens_q4_0, x16_rows_X16_Q4_0, 32, sizeof(struct wk_block_q4_0), X16_CHUNK,
@@ -297,4 +315,8 @@ void WK_X16_FILL(struct wk_cpu_kernels *k)
     k->vec_dot_rows_x16_tokens[WK_DTYPE_Q5_0] = x16_tokens_q5_0;
     k->vec_dot_rows_x16_tokens[WK_DTYPE_Q5_1] = x16_tokens_q5_1;
     k->vec_dot_rows_x16_tokens[WK_DTYPE_I4G64] = x16_tokens_i4g64;
+#if WK_AVX512_VNNI
+    k->vec_dot_rows_x16[WK_DTYPE_Q8_0] = x16_rows_q8_0;
+    k->vec_dot_rows_x16_tokens[WK_DTYPE_Q8_0] = x16_tokens_q8_0;
+#endif
 }
