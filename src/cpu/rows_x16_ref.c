@@ -59,6 +59,15 @@ static void block_q(enum wk_dtype t, const uint8_t *row, int64_t b, int q[32], f
         }
         return;
     }
+    if (t == WK_DTYPE_Q4_K) { /* sub-block b % 8 of 256-element block b / 8 */
+        const struct wk_block_q4_k *k = (const struct wk_block_q4_k *)row + b / 8;
+        const int s = (int)(b % 8);
+        uint8_t sc, m;
+        wk_q4_k_scale_min(s, k->scales, &sc, &m);
+        *dw = wk_f16_to_f32(k->d) * sc, *cw = -(wk_f16_to_f32(k->dmin) * m);
+        for (int j = 0; j < 32; j++) q[j] = s % 2 ? k->qs[32 * (s / 2) + j] >> 4 : k->qs[32 * (s / 2) + j] & 0x0F;
+        return;
+    }
     if (t == WK_DTYPE_Q8_0) { /* codes as unsigned q + 128, offset -128 d_w */
         const struct wk_block_q8_0 *k = (const struct wk_block_q8_0 *)row + b;
         *dw = wk_f16_to_f32(k->d), *cw = -128.0f * *dw;
@@ -122,6 +131,7 @@ ROWS_X16_REF(q5_0, WK_DTYPE_Q5_0)
 ROWS_X16_REF(q5_1, WK_DTYPE_Q5_1)
 ROWS_X16_REF(i4g64, WK_DTYPE_I4G64)
 ROWS_X16_REF(q8_0, WK_DTYPE_Q8_0)
+ROWS_X16_REF(q4_k, WK_DTYPE_Q4_K)
 
 wk_vec_dot_rows_fn wk__vec_dot_rows_x16_ref(enum wk_dtype t)
 {
@@ -132,6 +142,7 @@ wk_vec_dot_rows_fn wk__vec_dot_rows_x16_ref(enum wk_dtype t)
     case WK_DTYPE_Q5_1: return rows_x16_ref_q5_1;
     case WK_DTYPE_I4G64: return rows_x16_ref_i4g64;
     case WK_DTYPE_Q8_0: return rows_x16_ref_q8_0;
+    case WK_DTYPE_Q4_K: return rows_x16_ref_q4_k;
     default: return NULL;
     }
 }

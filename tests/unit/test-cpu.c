@@ -337,7 +337,8 @@ static void test_vec_dot_rows_tokens(void)
 
 /* vec_dot_rows_x16_tokens likewise against vec_dot_rows_x16 per token, for
  * every AVX-512 variant (VNNI where present, and the AVX-512BW one), over
- * lengths with one and with two column chunks. */
+ * lengths (rounded up to whole blocks) with one and with several column
+ * chunks. */
 void wk__avx512_fill_rows_x16(struct wk_cpu_kernels *k);
 static void test_vec_dot_rows_x16_tokens(void)
 {
@@ -356,7 +357,7 @@ static void test_vec_dot_rows_x16_tokens(void)
             const struct wk_dtype_traits *tr = wk_dtype_traits_get(t);
             static const int64_t lens[] = {64, 640, 4160};
             for (size_t li = 0; li < WK_ARRAY_LEN(lens); li++) {
-                const int64_t n = lens[li];
+                const int64_t bs = tr->block_size, n = (lens[li] + bs - 1) / bs * bs;
                 const size_t stride = wk_dtype_row_bytes(t, n) + 16;
                 const int max_rows = 6, max_tok = 6;
                 uint8_t *w = wk_aligned_alloc(stride * max_rows);
@@ -433,7 +434,7 @@ void wk__avx512_fill_rows_x16(struct wk_cpu_kernels *k); /* the AVX-512BW (no VN
  * *name gets the variant's name. */
 #define N_X16_VARIANTS 4
 static const enum wk_dtype g_x16_types[] = {WK_DTYPE_Q4_0, WK_DTYPE_Q4_1, WK_DTYPE_Q5_0, WK_DTYPE_Q5_1,
-                                            WK_DTYPE_I4G64, WK_DTYPE_Q8_0};
+                                            WK_DTYPE_I4G64, WK_DTYPE_Q8_0, WK_DTYPE_Q4_K};
 static wk_vec_dot_rows_fn x16_variant(int v, enum wk_dtype t, const char **name)
 {
     static const char *names[N_X16_VARIANTS] = {"ref", "avx2", "avx512", "avx512bw"};
@@ -457,7 +458,7 @@ static void test_vec_dot_rows_x16_nan_and_tiny(void)
     uint64_t seed = 5;
     for (size_t ti = 0; ti < WK_ARRAY_LEN(g_x16_types); ti++) {
         enum wk_dtype t = g_x16_types[ti];
-        /* three blocks of x (I4G64: a group and a half, rounded up to two);
+        /* three blocks of x (rounded up to whole weight blocks: I4G64 two, Q4_K one);
          * the second one, x[32..63], is the odd one */
         const int64_t bs = wk_dtype_traits_get(t)->block_size, n = (96 + bs - 1) / bs * bs;
         size_t row = wk_dtype_row_bytes(t, n);
@@ -467,7 +468,7 @@ static void test_vec_dot_rows_x16_nan_and_tiny(void)
             const char *name;
             wk_vec_dot_rows_fn f = x16_variant(v, t, &name);
             if (!f) continue;
-            float x[128], out[3], base[3];
+            float x[256], out[3], base[3];
             for (int i = 0; i < n; i++) x[i] = check_rand_f32(&seed);
             for (int i = 32; i < 64; i++) x[i] = 0;
             f(n, w, row, x, base, 3);

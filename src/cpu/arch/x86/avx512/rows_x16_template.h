@@ -1,6 +1,7 @@
 /*
  * rows_x16_template.h - the AVX-512 decode dots with 16-bit activations
- * (vec_dot_rows_x16, wk_cpu.h) for Q4_0, Q4_1, Q5_0, Q5_1, I4G64, and Q8_0 with VNNI. Compiled twice:
+ * (vec_dot_rows_x16, wk_cpu.h) for Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, I4G64, and Q8_0 with
+ * VNNI. Compiled twice:
  * by rows_x16_avx512.c (WK_AVX512_VNNI 0: vpmaddubsw + vpmaddwd, AVX-512BW)
  * and by rows_x16_avx512_vnni.c (WK_AVX512_VNNI 1: vpdpbusd). The two give
  * the same integers, hence bit-identical results. Including files define
@@ -225,6 +226,68 @@ static ALWAYS_INLINE void x16_rows(const enum x16_kind K, const int R, int64_t n
 }
 
 /*
+ * Q4_K: a 256-element block is 8 blocks of x (sub-blocks s = 2g, 2g + 1 in
+ * the low and high nibbles of qs[32g .. 32g + 31]), each with a 6-bit
+ * scale sc_s and min m_s; w = d sc_s q - dmin m_s. The four rows' scales
+ * and mins are unpacked once per block, transposed to [s][row] and
+ * converted to floats, so that each sub-block's four sc_s (the x16_block
+ * scales) are one load; d and dmin multiply the block's sums once.
+ */
+static ALWAYS_INLINE void x16_rows_q4k(const int R, int64_t n, const uint8_t *w, size_t stride,
+                                       const float *x, const float *scratch, float *out, bool add)
+{
+    (void)x;
+    const size_t bb = sizeof(struct wk_block_q4_k), qs_off = offsetof(struct wk_block_q4_k, qs);
+    const size_t sc_off = offsetof(struct wk_block_q4_k, scales);
+    const int64_t nb = n / 32;
+    const uint8_t *lines = (const uint8_t *)scratch;
+    const float *ds = scratch + nb * (X16_LINE_BYTES / 4), *sums = ds + nb;
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    const __m512i expand = _mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0);
+    __m512 acc = _mm512_setzero_ps();
+    __m128 accc = _mm_setzero_ps(); /* the -dmin m_s terms, row r in lane r */
+    const size_t pf = rows_pf_dist(R, stride);
+    size_t pf_next = 0;
+    for (int64_t i = 0; i < n / WK_QK_K; i++) {
+        const uint8_t *b = w + i * bb;
+        rows_prefetch(R, w, stride, pf, &pf_next, (size_t)(i + 1) * bb);
+        __m128i sm[4]; /* row r: sc_0..7, m_0..7 */
+        UNROLL
+        for (int r = 0; r < 4; r++)
+            sm[r] = r < R ? wk__avx512_k_scales_mins(b + r * stride + sc_off) : _mm_setzero_si128();
+        const __m128i t01l = _mm_unpacklo_epi8(sm[0], sm[1]), t01h = _mm_unpackhi_epi8(sm[0], sm[1]);
+        const __m128i t23l = _mm_unpacklo_epi8(sm[2], sm[3]), t23h = _mm_unpackhi_epi8(sm[2], sm[3]);
+        /* as floats, [s][row]: four conversions of 16 */
+        const __m512 tf[4] = {_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_unpacklo_epi16(t01l, t23l))),
+                              _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_unpackhi_epi16(t01l, t23l))),
+                              _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_unpacklo_epi16(t01h, t23h))),
+                              _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_unpackhi_epi16(t01h, t23h)))};
+        const __m128 d = rows_f16x4(R, b, stride, 0), dmin = rows_f16x4(R, b, stride, 2);
+        __m512 acc_b = _mm512_setzero_ps();
+        __m128 acc_m = _mm_setzero_ps();
+        UNROLL
+        for (int g = 0; g < 4; g++) {
+            const __m512i v0 = x16_load_rows(R, b + qs_off + 32 * g, stride);
+            const __m512i v1 = x16_load_rows(R, b + qs_off + 32 * g + 16, stride);
+            UNROLL
+            for (int h = 0; h < 2; h++) {
+                const int s = 2 * g + h;
+                const int64_t xb = 8 * i + s;
+                const __m512i lo = _mm512_and_si512(h ? _mm512_srli_epi16(v0, 4) : v0, m4);
+                const __m512i hi = _mm512_and_si512(h ? _mm512_srli_epi16(v1, 4) : v1, m4);
+                const __m128 sc = _mm512_extractf32x4_ps(tf[s / 4], s % 4);
+                const __m128 mn = _mm512_extractf32x4_ps(tf[2 + s / 4], s % 4);
+                acc_b = x16_block(lo, hi, lines + X16_LINE_BYTES * xb, sc, ds[xb], acc_b);
+                acc_m = _mm_fmadd_ps(mn, _mm_set1_ps(sums[xb]), acc_m);
+            }
+        }
+        acc = _mm512_fmadd_ps(acc_b, _mm512_permutexvar_ps(expand, _mm512_castps128_ps512(d)), acc);
+        accc = _mm_fnmadd_ps(acc_m, dmin, accc);
+    }
+    x16_finish(R, acc, accc, out, add);
+}
+
+/*
  * I4G64: a group of 64 is two blocks of x. Bytes 16h .. 16h+15 of the
  * group's codes hold its elements 32h .. 32h+31, even ones in the low
  * nibbles and odd ones in the high, which meet x's even and odd lines
@@ -290,6 +353,10 @@ DOT_ROWS_FN(x16_rows_q8_0, x16_rows_X16_Q8_0, 32, sizeof(struct wk_block_q8_0), 
 DOT_ROWS_TOKENS_FN(x16_tokens_q8_0, x16_rows_X16_Q8_0, 32, sizeof(struct wk_block_q8_0), X16_CHUNK,
                    x16_prep, X16_SCRATCH_FLOATS)
 #endif
+DOT_ROWS_FN(x16_rows_q4_k, x16_rows_q4k, WK_QK_K, sizeof(struct wk_block_q4_k), X16_CHUNK, x16_prep,
+            X16_SCRATCH_FLOATS)
+DOT_ROWS_TOKENS_FN(x16_tokens_q4_k, x16_rows_q4k, WK_QK_K, sizeof(struct wk_block_q4_k), X16_CHUNK,
+                   x16_prep, X16_SCRATCH_FLOATS)
 DOT_ROWS_FN(x16_rows_i4g64, x16_rows_i4, 64, sizeof(struct wk_block_i4g64), X16_CHUNK, x16_prep_pairs,
             X16_SCRATCH_FLOATS)
 DOT_ROWS_TOKENS_FN(x16_tokens_q4_0, x16_rows_X16_Q4_0, 32, sizeof(struct wk_block_q4_0), X16_CHUNK,
@@ -315,6 +382,8 @@ void WK_X16_FILL(struct wk_cpu_kernels *k)
     k->vec_dot_rows_x16_tokens[WK_DTYPE_Q5_0] = x16_tokens_q5_0;
     k->vec_dot_rows_x16_tokens[WK_DTYPE_Q5_1] = x16_tokens_q5_1;
     k->vec_dot_rows_x16_tokens[WK_DTYPE_I4G64] = x16_tokens_i4g64;
+    k->vec_dot_rows_x16[WK_DTYPE_Q4_K] = x16_rows_q4_k;
+    k->vec_dot_rows_x16_tokens[WK_DTYPE_Q4_K] = x16_tokens_q4_k;
 #if WK_AVX512_VNNI
     k->vec_dot_rows_x16[WK_DTYPE_Q8_0] = x16_rows_q8_0;
     k->vec_dot_rows_x16_tokens[WK_DTYPE_Q8_0] = x16_tokens_q8_0;
