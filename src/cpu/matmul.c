@@ -7,7 +7,10 @@
  * gate/up pair can also apply its activation on the spot (GLU), so no
  * separate pass over the FFN activations is made.
  *
- * Threads split the output rows. For one token a thread runs the fused
+ * Threads split the output rows: for several tokens in equal contiguous
+ * shares; for one token on a big matrix they also balance, a thread done
+ * with its share taking half of what another has left (matmul_task). For
+ * one token a thread runs the fused
  * dequantize-and-dot kernel over its rows: vec_dot_rows_x16 (x rounded to
  * 16-bit fixed point per block, integer dots) where the ISA has one for
  * the weight type, else vec_dot_rows (f32 x). For several
@@ -23,7 +26,13 @@
 #include "wk_cpu.h"
 #include "wk_cpu_arch.h"
 
+#include <stdatomic.h>
+
 #define ROW_TILE WK_MATMUL_ROW_TILE
+/* Decode balances rows between threads for pools of up to this many, on
+ * matrices of at least this many bytes a thread. */
+#define WK_MATMUL_BALANCE_THREADS 16
+#define WK_MATMUL_BALANCE_BYTES ((size_t)1 << 20)
 
 /* One weight matrix of a group and where its products go. */
 struct part {
@@ -41,6 +50,13 @@ struct matmul_ctx {
     float *scratch;
     enum wk_glu glu;
     unsigned flags;
+    /* decode balancing (matmul_task): on, chunk and smallest steal in rows,
+     * each thread's rows not yet taken (one cache line each) */
+    bool balance;
+    int64_t chunk, min_steal;
+    struct {
+        _Alignas(64) _Atomic uint64_t v;
+    } ranges[WK_MATMUL_BALANCE_THREADS];
 };
 
 void wk_cpu_gemm(const struct wk_cpu_kernels *k, int64_t m, int64_t n, int64_t kk, const float *a,
@@ -116,17 +132,16 @@ static void part_rows(const struct matmul_ctx *c, const struct part *p, int64_t 
     }
 }
 
-static void matmul_task(void *arg, int ith, int nth)
+/* Rows [lo, hi) of the group: its parts' rows concatenated, or for a GLU
+ * pair the same rows of gate and up, then act(gate) * up on them. */
+static void group_rows(const struct matmul_ctx *c, int64_t lo, int64_t hi, int ith)
 {
-    struct matmul_ctx *c = arg;
-    int64_t lo, hi;
-    wk_split_range(c->total_rows, ith, nth, &lo, &hi);
+    if (hi <= lo) return;
     if (c->glu != WK_GLU_NONE) {
-        /* the same rows of gate and up, then act(gate) * up on them */
         part_rows(c, &c->parts[0], lo, hi, ith);
         part_rows(c, &c->parts[1], lo, hi, ith);
         int64_t n_out = c->parts[0].w->ne[1];
-        for (int64_t t = 0; t < c->n_tokens && hi > lo; t++) {
+        for (int64_t t = 0; t < c->n_tokens; t++) {
             float *g = c->parts[0].y + t * n_out + lo;
             const float *u = c->parts[1].y + t * n_out + lo;
             if (c->glu == WK_GLU_GELU_TANH) c->k->geglu(hi - lo, g, u);
@@ -134,11 +149,84 @@ static void matmul_task(void *arg, int ith, int nth)
         }
         return;
     }
-    int64_t base = 0; /* the parts' rows, concatenated, split across threads */
+    int64_t base = 0;
     for (int i = 0; i < c->n_parts; i++) {
         int64_t n_out = c->parts[i].w->ne[1];
         part_rows(c, &c->parts[i], WK_MAX(lo, base) - base, WK_MIN(hi, base + n_out) - base, ith);
         base += n_out;
+    }
+}
+
+/* A thread's rows not yet taken, [lo, hi) packed as lo << 32 | hi. */
+static inline uint64_t range_pack(int64_t lo, int64_t hi) { return (uint64_t)lo << 32 | (uint64_t)hi; }
+
+/* Takes up to want rows from the front of range r (its owner), or the
+ * back half of what is left, whole 4-row groups, if that is at least
+ * min_steal rows (a thief, want < 0). Returns false when nothing was
+ * taken. Rows once taken never return to a range, so a compare-exchange
+ * cannot mistake a new range for an old one. */
+static bool range_take(_Atomic uint64_t *r, int64_t want, int64_t min_steal, int64_t *lo, int64_t *hi)
+{
+    uint64_t v = atomic_load_explicit(r, memory_order_relaxed);
+    for (;;) {
+        const int64_t a = (int64_t)(v >> 32), b = (int64_t)(v & 0xFFFFFFFFu), left = b - a;
+        if (left <= 0 || (want < 0 && left < min_steal)) return false;
+        const int64_t take = want >= 0 ? WK_MIN(want, left) : left / 2 / 4 * 4;
+        const uint64_t nv = want >= 0 ? range_pack(a + take, b) : range_pack(a, b - take);
+        if (atomic_compare_exchange_weak_explicit(r, &v, nv, memory_order_relaxed, memory_order_relaxed)) {
+            *lo = want >= 0 ? a : b - take;
+            *hi = want >= 0 ? a + take : b;
+            return true;
+        }
+    }
+}
+
+static void matmul_task(void *arg, int ith, int nth)
+{
+    struct matmul_ctx *c = arg;
+    int64_t lo, hi;
+    if (!c->balance) { /* prefill: equal contiguous shares */
+        wk_split_range(c->total_rows, ith, nth, &lo, &hi);
+        group_rows(c, lo, hi, ith);
+        return;
+    }
+    /* Decode: each thread works through its own share from the front in
+     * chunks; when it runs out it takes the back half of what another
+     * has left. This VM's two vCPUs often run at unequal speeds (one
+     * shares its core), and with fixed shares the faster one waited for
+     * the slower at every matrix. Each row's result does not depend on
+     * the thread or chunk that computes it. */
+    _Atomic uint64_t *mine = &c->ranges[ith].v;
+    for (;;) {
+        while (range_take(mine, c->chunk, 0, &lo, &hi)) group_rows(c, lo, hi, ith);
+        bool stole = false;
+        for (int j = 1; j < nth && !stole; j++)
+            stole = range_take(&c->ranges[(ith + j) % nth].v, -1, c->min_steal, &lo, &hi);
+        if (!stole) return;
+        /* the stolen rows become this thread's share (others may steal back) */
+        atomic_store_explicit(mine, range_pack(lo, hi), memory_order_relaxed);
+    }
+}
+
+/* Arms c's decode balancing (matmul_task) for nth threads where the
+ * matrix is big enough (WK_MATMUL_BALANCE_BYTES a thread) that each call's
+ * fixed cost (the x16 kernels quantize x again, ~0.4 us for 576 values)
+ * stays small: equal shares of whole 4-row groups, taken in chunks of
+ * about 256 KiB of weights, steals of at least 64 KiB. */
+static void balance_setup(struct matmul_ctx *c, int nth)
+{
+    const size_t row = c->parts[0].w->nb[1] * (c->glu != WK_GLU_NONE ? 2 : 1);
+    c->balance = c->n_tokens == 1 && nth > 1 && nth <= WK_MATMUL_BALANCE_THREADS &&
+                 c->total_rows < (1ll << 31) &&
+                 (size_t)c->total_rows * row >= (size_t)nth * WK_MATMUL_BALANCE_BYTES;
+    if (!c->balance) return;
+    c->chunk = WK_MAX(4, (int64_t)((256 << 10) / row) / 4 * 4);
+    c->min_steal = WK_MAX(8, (int64_t)((64 << 10) / row) / 4 * 4);
+    const int64_t groups = (c->total_rows + 3) / 4;
+    for (int t = 0; t < nth; t++) {
+        int64_t lo, hi;
+        wk_split_range(groups, t, nth, &lo, &hi);
+        atomic_init(&c->ranges[t].v, range_pack(4 * lo, WK_MIN(4 * hi, c->total_rows)));
     }
 }
 
@@ -155,6 +243,7 @@ void wk_cpu_matmul_many(struct wk_threadpool *pool, const struct wk_cpu_kernels 
         c.parts[i] = (struct part){ws[i], ys[i]};
         c.total_rows += ws[i]->ne[1];
     }
+    balance_setup(&c, wk_threadpool_n_threads(pool));
     wk_threadpool_run(pool, matmul_task, &c);
 }
 
@@ -176,6 +265,7 @@ void wk_cpu_matmul_glu(struct wk_threadpool *pool, const struct wk_cpu_kernels *
                            .total_rows = w_gate->ne[1], .flags = flags};
     c.parts[0] = (struct part){w_gate, y};
     c.parts[1] = (struct part){w_up, y_up};
+    balance_setup(&c, wk_threadpool_n_threads(pool));
     wk_threadpool_run(pool, matmul_task, &c);
 }
 

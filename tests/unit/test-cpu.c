@@ -687,6 +687,68 @@ static void test_matmul(void)
 
 /* Grouped products equal the separate ones, and the GLU pair equals the
  * activation of one product times the other. */
+/* Decode products big enough for the threads to balance rows between them
+ * (matmul.c: from 1 MiB of weights a thread): a three-matrix group, a GLU
+ * pair and a single matrix on pools of 2, 3 and 5 threads give the 1-thread
+ * pool's bits (each row is computed whole by one thread, whichever), every
+ * output written (the buffers start as NaN), and equal the rows' own dots. */
+static void test_matmul_balanced_decode(void)
+{
+    const struct wk_cpu_kernels *k = wk_cpu_kernels_get();
+    uint64_t seed = 41;
+    const int64_t n_in = 576, outs[3] = {6001, 1999, 3003};
+    const enum wk_dtype t = WK_DTYPE_Q4_1;
+    const size_t row = wk_dtype_row_bytes(t, n_in);
+    void *data[3];
+    struct wk_tensor w[3];
+    for (int i = 0; i < 3; i++) {
+        data[i] = wk_aligned_alloc(row * (size_t)outs[i]);
+        fill_random_blocks(t, data[i], n_in / 32 * outs[i], &seed);
+        w[i] = (struct wk_tensor){.name = "w", .dtype = t, .n_dims = 2, .ne = {n_in, outs[i], 1, 1},
+                                  .nb = {20, row, row * outs[i], row * outs[i]}, .data = data[i]};
+    }
+    float *x = wk_aligned_alloc(n_in * 4);
+    for (int64_t i = 0; i < n_in; i++) x[i] = check_rand_f32(&seed);
+    const int64_t n_y = outs[0] + outs[1] + outs[2] + 2 * outs[0];
+    float *want = wk_aligned_alloc((size_t)n_y * 4), *got = wk_aligned_alloc((size_t)n_y * 4);
+    static const int threads[] = {1, 2, 3, 5};
+    for (size_t ti = 0; ti < WK_ARRAY_LEN(threads); ti++) {
+        const int th = threads[ti];
+        struct wk_threadpool *pool;
+        CHECK_EQ_INT(wk_threadpool_create(th, &pool), WK_OK);
+        float *scratch = wk_aligned_alloc(wk_cpu_matmul_scratch_floats(n_in, th) * 4);
+        float *y = ti == 0 ? want : got;
+        for (int64_t i = 0; i < n_y; i++) y[i] = NAN;
+        const struct wk_tensor *ws[3] = {&w[0], &w[1], &w[2]};
+        float *ys[3] = {y, y + outs[0], y + outs[0] + outs[1]};
+        for (int rep = 0; rep < 3; rep++) { /* the split varies with timing */
+            wk_cpu_matmul_many(pool, k, 3, ws, ys, x, 1, scratch, 0);
+            float *g = y + outs[0] + outs[1] + outs[2];
+            wk_cpu_matmul_glu(pool, k, &w[0], &w[0], x, g, g + outs[0], 1, scratch, WK_GLU_SILU, 0);
+            if (ti > 0) CHECK(memcmp(want, got, (size_t)n_y * 4) == 0);
+        }
+        bool all = true;
+        for (int64_t i = 0; i < n_y; i++) all = all && !isnan(y[i]);
+        CHECK(all);
+        wk_aligned_free(scratch);
+        wk_threadpool_destroy(pool);
+    }
+    /* the group's rows against each row alone through the decode kernel */
+    wk_vec_dot_rows_fn f = k->vec_dot_rows_x16[t] ? k->vec_dot_rows_x16[t] : k->vec_dot_rows[t];
+    int64_t base = 0, bad = 0;
+    for (int i = 0; i < 3; i++) {
+        for (int64_t r = 0; r < outs[i]; r += 97) {
+            float one;
+            f(n_in, (const uint8_t *)data[i] + (size_t)r * row, row, x, &one, 1);
+            bad += one != want[base + r];
+        }
+        base += outs[i];
+    }
+    CHECK_EQ_INT((int)bad, 0);
+    for (int i = 0; i < 3; i++) wk_aligned_free(data[i]);
+    wk_aligned_free(x), wk_aligned_free(want), wk_aligned_free(got);
+}
+
 static void test_matmul_many_and_glu(void)
 {
     const struct wk_cpu_kernels *k = wk_cpu_kernels_get();
@@ -810,5 +872,5 @@ static void test_elementwise_ops(void)
 CHECK_MAIN(TEST(test_vec_dot_matches_ref), TEST(test_vec_dot_q_matches_ref),
            TEST(test_vec_dot_rows_matches_ref), TEST(test_vec_dot_rows_tokens), TEST(test_vec_dot_rows_x16_tokens), TEST(test_x16_quantize), TEST(test_ops_tables_match_baseline), TEST(test_vec_dot_rows_x16), TEST(test_vec_dot_rows_x16_nan_and_tiny), TEST(test_gemm_f32), TEST(test_ref_dot_equals_dequantized_dot),
            TEST(test_quantize_matches_ref), TEST(test_to_f32_matches_ref),
-           TEST(test_f32_helpers_match_ref), TEST(test_matmul), TEST(test_matmul_many_and_glu), TEST(test_expf_and_activations),
+           TEST(test_f32_helpers_match_ref), TEST(test_matmul), TEST(test_matmul_balanced_decode), TEST(test_matmul_many_and_glu), TEST(test_expf_and_activations),
            TEST(test_elementwise_ops))
