@@ -246,6 +246,7 @@ static ALWAYS_INLINE void x16_rows_q4k(const int R, int64_t n, const uint8_t *w,
     const __m512i expand = _mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0);
     __m512 acc = _mm512_setzero_ps();
     __m128 accc = _mm_setzero_ps(); /* the -dmin m_s terms, row r in lane r */
+    _Alignas(64) float tf[16][4]; /* [s] scales, [8 + s] mins; row r in lane r */
     const size_t pf = rows_pf_dist(R, stride);
     size_t pf_next = 0;
     for (int64_t i = 0; i < n / WK_QK_K; i++) {
@@ -258,10 +259,10 @@ static ALWAYS_INLINE void x16_rows_q4k(const int R, int64_t n, const uint8_t *w,
         const __m128i t01l = _mm_unpacklo_epi8(sm[0], sm[1]), t01h = _mm_unpackhi_epi8(sm[0], sm[1]);
         const __m128i t23l = _mm_unpacklo_epi8(sm[2], sm[3]), t23h = _mm_unpackhi_epi8(sm[2], sm[3]);
         /* as floats, [s][row]: four conversions of 16 */
-        const __m512 tf[4] = {_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_unpacklo_epi16(t01l, t23l))),
-                              _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_unpackhi_epi16(t01l, t23l))),
-                              _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_unpacklo_epi16(t01h, t23h))),
-                              _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_unpackhi_epi16(t01h, t23h)))};
+        _mm512_store_ps(tf[0], _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_unpacklo_epi16(t01l, t23l))));
+        _mm512_store_ps(tf[4], _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_unpackhi_epi16(t01l, t23l))));
+        _mm512_store_ps(tf[8], _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_unpacklo_epi16(t01h, t23h))));
+        _mm512_store_ps(tf[12], _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_unpackhi_epi16(t01h, t23h))));
         const __m128 d = rows_f16x4(R, b, stride, 0), dmin = rows_f16x4(R, b, stride, 2);
         __m512 acc_b = _mm512_setzero_ps();
         __m128 acc_m = _mm_setzero_ps();
@@ -275,8 +276,7 @@ static ALWAYS_INLINE void x16_rows_q4k(const int R, int64_t n, const uint8_t *w,
                 const int64_t xb = 8 * i + s;
                 const __m512i lo = _mm512_and_si512(h ? _mm512_srli_epi16(v0, 4) : v0, m4);
                 const __m512i hi = _mm512_and_si512(h ? _mm512_srli_epi16(v1, 4) : v1, m4);
-                const __m128 sc = _mm512_extractf32x4_ps(tf[s / 4], s % 4);
-                const __m128 mn = _mm512_extractf32x4_ps(tf[2 + s / 4], s % 4);
+                const __m128 sc = _mm_load_ps(tf[s]), mn = _mm_load_ps(tf[8 + s]);
                 acc_b = x16_block(lo, hi, lines + X16_LINE_BYTES * xb, sc, ds[xb], acc_b);
                 acc_m = _mm_fmadd_ps(mn, _mm_set1_ps(sums[xb]), acc_m);
             }
