@@ -37,6 +37,7 @@ struct wk_threadpool {
     _Atomic bool stop;
     wk_task_fn fn;
     void *ctx;
+    _Atomic float *speed; /* [n_threads]: work units per ns, moving average (0: none yet) */
     pthread_mutex_t mu;
     pthread_cond_t cv;
 };
@@ -93,6 +94,11 @@ enum wk_status wk_threadpool_create(int n_threads, struct wk_threadpool **out)
     struct wk_threadpool *pool = wk_calloc(1, sizeof *pool);
     if (!pool) return WK_E_NOMEM;
     pool->n_threads = n_threads;
+    pool->speed = wk_calloc((size_t)n_threads, sizeof *pool->speed);
+    if (!pool->speed) {
+        wk_free(pool);
+        return WK_E_NOMEM;
+    }
     pthread_mutex_init(&pool->mu, NULL);
     pthread_cond_init(&pool->cv, NULL);
     int n_workers = n_threads - 1;
@@ -135,6 +141,7 @@ void wk_threadpool_destroy(struct wk_threadpool *pool)
     pthread_cond_destroy(&pool->cv);
     wk_free(pool->threads);
     wk_free(pool->args);
+    wk_free(pool->speed);
     wk_free(pool);
 }
 
@@ -158,5 +165,39 @@ void wk_threadpool_run(struct wk_threadpool *pool, wk_task_fn fn, void *ctx)
          atomic_load_explicit(&pool->n_done, memory_order_acquire) < pool->n_threads - 1; spins++) {
         if (spins > YIELD_AFTER) sched_yield();
         else cpu_relax();
+    }
+}
+
+void wk_threadpool_note_speed(struct wk_threadpool *pool, int ith, double work, int64_t ns)
+{
+    if (!pool || ns <= 0 || work <= 0) return;
+    const float v = (float)(work / (double)ns);
+    const float old = atomic_load_explicit(&pool->speed[ith], memory_order_relaxed);
+    atomic_store_explicit(&pool->speed[ith], old > 0 ? old + (v - old) / 8 : v, memory_order_relaxed);
+}
+
+void wk_threadpool_weighted_bounds(const struct wk_threadpool *pool, int64_t n, int64_t *bounds)
+{
+    bounds[0] = 0;
+    if (!pool || pool->n_threads == 1) {
+        bounds[1] = n;
+        return;
+    }
+    const int nth = pool->n_threads;
+    double total = 0;
+    for (int i = 0; i < nth; i++) {
+        const float v = atomic_load_explicit(&pool->speed[i], memory_order_relaxed);
+        if (!(v > 0)) { /* not every thread noted yet: equal ranges */
+            for (int j = 0; j < nth; j++) bounds[j + 1] = n * (j + 1) / nth;
+            return;
+        }
+        total += v;
+        bounds[i + 1] = 0;
+    }
+    double cum = 0;
+    for (int i = 0; i < nth; i++) {
+        cum += atomic_load_explicit(&pool->speed[i], memory_order_relaxed);
+        const int64_t b = i + 1 == nth ? n : (int64_t)((double)n * cum / total + 0.5);
+        bounds[i + 1] = WK_MIN(n, WK_MAX(bounds[i], b));
     }
 }

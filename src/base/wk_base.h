@@ -228,6 +228,21 @@ int wk_threadpool_n_threads(const struct wk_threadpool *pool);
 /* Runs fn on all threads and waits. pool may be NULL: then fn(ctx, 0, 1). */
 void wk_threadpool_run(struct wk_threadpool *pool, wk_task_fn fn, void *ctx);
 
+/*
+ * Thread speeds, for splitting work by how fast each thread has lately
+ * been (on a VM the vCPUs can run at unequal speeds for seconds at a time).
+ * wk_threadpool_note_speed records that thread ith did work units in ns
+ * nanoseconds (only ith's own slot is written; a moving average over
+ * recent notes, each weighing 1/8). wk_threadpool_weighted_bounds splits
+ * n units into n_threads contiguous ranges, range i = [bounds[i],
+ * bounds[i + 1]) with bounds [n_threads + 1], proportional to the
+ * averages (equal until noted). Call it on the caller between jobs: it
+ * reads the workers' slots, which the join orders after their notes.
+ * pool may be NULL (one range).
+ */
+void wk_threadpool_note_speed(struct wk_threadpool *pool, int ith, double work, int64_t ns);
+void wk_threadpool_weighted_bounds(const struct wk_threadpool *pool, int64_t n, int64_t *bounds);
+
 /* Splits [0, n) into nth near-equal contiguous ranges and returns thread
  * ith's as [*lo, *hi). */
 static inline void wk_split_range(int64_t n, int ith, int nth, int64_t *lo, int64_t *hi)

@@ -8,9 +8,9 @@
  * separate pass over the FFN activations is made.
  *
  * Threads split the output rows: for several tokens in equal contiguous
- * shares; for one token on a big matrix they also balance, a thread done
- * with its share taking half of what another has left (matmul_task). For
- * one token a thread runs the fused
+ * shares; for one token in shares that follow each thread's recent speed,
+ * and on a big matrix a thread done with its share also takes half of what
+ * another has left (matmul_task). For one token a thread runs the fused
  * dequantize-and-dot kernel over its rows: vec_dot_rows_x16 (x rounded to
  * 16-bit fixed point per block, integer dots) where the ISA has one for
  * the weight type, else vec_dot_rows (f32 x). For several
@@ -50,9 +50,12 @@ struct matmul_ctx {
     float *scratch;
     enum wk_glu glu;
     unsigned flags;
-    /* decode balancing (matmul_task): on, chunk and smallest steal in rows,
-     * each thread's rows not yet taken (one cache line each) */
-    bool balance;
+    /* decode balancing (matmul_task): on; each thread's first share, rows
+     * [bounds[i], bounds[i + 1]); stealing on, chunk and smallest steal in
+     * rows, each thread's rows not yet taken (one cache line each) */
+    struct wk_threadpool *pool;
+    bool balance, steal;
+    int64_t bounds[WK_MATMUL_BALANCE_THREADS + 1];
     int64_t chunk, min_steal;
     struct {
         _Alignas(64) _Atomic uint64_t v;
@@ -181,6 +184,20 @@ static bool range_take(_Atomic uint64_t *r, int64_t want, int64_t min_steal, int
     }
 }
 
+/* Weight bytes of rows [lo, hi) of the group. */
+static double group_bytes(const struct matmul_ctx *c, int64_t lo, int64_t hi)
+{
+    if (c->glu != WK_GLU_NONE) return (double)(hi - lo) * 2.0 * (double)c->parts[0].w->nb[1];
+    double bytes = 0;
+    int64_t base = 0;
+    for (int i = 0; i < c->n_parts; i++) {
+        const int64_t n_out = c->parts[i].w->ne[1], a = WK_MAX(lo, base), b = WK_MIN(hi, base + n_out);
+        if (b > a) bytes += (double)(b - a) * (double)c->parts[i].w->nb[1];
+        base += n_out;
+    }
+    return bytes;
+}
+
 static void matmul_task(void *arg, int ith, int nth)
 {
     struct matmul_ctx *c = arg;
@@ -190,44 +207,54 @@ static void matmul_task(void *arg, int ith, int nth)
         group_rows(c, lo, hi, ith);
         return;
     }
-    /* Decode: each thread works through its own share from the front in
-     * chunks; when it runs out it takes the back half of what another
-     * has left. This VM's two vCPUs often run at unequal speeds (one
-     * shares its core), and with fixed shares the faster one waited for
-     * the slower at every matrix. Each row's result does not depend on
-     * the thread or chunk that computes it. */
-    _Atomic uint64_t *mine = &c->ranges[ith].v;
-    for (;;) {
-        while (range_take(mine, c->chunk, 0, &lo, &hi)) group_rows(c, lo, hi, ith);
-        bool stole = false;
-        for (int j = 1; j < nth && !stole; j++)
-            stole = range_take(&c->ranges[(ith + j) % nth].v, -1, c->min_steal, &lo, &hi);
-        if (!stole) return;
-        /* the stolen rows become this thread's share (others may steal back) */
-        atomic_store_explicit(mine, range_pack(lo, hi), memory_order_relaxed);
+    /* Decode. This VM's vCPUs often run at unequal speeds for seconds at a
+     * time (one shares its core); with equal shares the faster thread
+     * waited for the slower at every matrix. So the shares follow each
+     * thread's recent speed (wk_threadpool_weighted_bounds), and on a big
+     * matrix a thread that runs out of its share also takes the back half
+     * of what another has left. Each row's result does not depend on the
+     * thread or the chunk that computes it. */
+    const int64_t t0 = wk_time_ns();
+    double done = 0;
+    if (!c->steal) {
+        group_rows(c, c->bounds[ith], c->bounds[ith + 1], ith);
+        done = group_bytes(c, c->bounds[ith], c->bounds[ith + 1]);
+    } else {
+        _Atomic uint64_t *mine = &c->ranges[ith].v;
+        for (bool stole = true; stole;) {
+            while (range_take(mine, c->chunk, 0, &lo, &hi)) {
+                group_rows(c, lo, hi, ith);
+                done += group_bytes(c, lo, hi);
+            }
+            stole = false;
+            for (int j = 1; j < nth && !stole; j++)
+                stole = range_take(&c->ranges[(ith + j) % nth].v, -1, c->min_steal, &lo, &hi);
+            /* the stolen rows become this thread's share (others may steal back) */
+            if (stole) atomic_store_explicit(mine, range_pack(lo, hi), memory_order_relaxed);
+        }
     }
+    wk_threadpool_note_speed(c->pool, ith, done, wk_time_ns() - t0);
 }
 
-/* Arms c's decode balancing (matmul_task) for nth threads where the
- * matrix is big enough (WK_MATMUL_BALANCE_BYTES a thread) that each call's
- * fixed cost (the x16 kernels quantize x again, ~0.4 us for 576 values)
- * stays small: equal shares of whole 4-row groups, taken in chunks of
- * about 256 KiB of weights, steals of at least 64 KiB. */
-static void balance_setup(struct matmul_ctx *c, int nth)
+/* Arms c's decode balancing (matmul_task) on pool: shares of whole 4-row
+ * groups weighted by the threads' recent speeds; on a matrix big enough
+ * (WK_MATMUL_BALANCE_BYTES a thread) that each call's fixed cost (the x16
+ * kernels quantize x again, ~0.4 us for 576 values) stays small, taken in
+ * chunks of about 256 KiB of weights, with steals of at least 64 KiB. */
+static void balance_setup(struct matmul_ctx *c, struct wk_threadpool *pool)
 {
+    const int nth = wk_threadpool_n_threads(pool);
     const size_t row = c->parts[0].w->nb[1] * (c->glu != WK_GLU_NONE ? 2 : 1);
-    c->balance = c->n_tokens == 1 && nth > 1 && nth <= WK_MATMUL_BALANCE_THREADS &&
-                 c->total_rows < (1ll << 31) &&
-                 (size_t)c->total_rows * row >= (size_t)nth * WK_MATMUL_BALANCE_BYTES;
+    c->pool = pool;
+    c->balance = c->n_tokens == 1 && nth > 1 && nth <= WK_MATMUL_BALANCE_THREADS && c->total_rows < (1ll << 31);
     if (!c->balance) return;
+    wk_threadpool_weighted_bounds(pool, (c->total_rows + 3) / 4, c->bounds);
+    for (int t = 0; t <= nth; t++) c->bounds[t] = WK_MIN(4 * c->bounds[t], c->total_rows);
+    c->steal = (size_t)c->total_rows * row >= (size_t)nth * WK_MATMUL_BALANCE_BYTES;
+    if (!c->steal) return;
     c->chunk = WK_MAX(4, (int64_t)((256 << 10) / row) / 4 * 4);
     c->min_steal = WK_MAX(8, (int64_t)((64 << 10) / row) / 4 * 4);
-    const int64_t groups = (c->total_rows + 3) / 4;
-    for (int t = 0; t < nth; t++) {
-        int64_t lo, hi;
-        wk_split_range(groups, t, nth, &lo, &hi);
-        atomic_init(&c->ranges[t].v, range_pack(4 * lo, WK_MIN(4 * hi, c->total_rows)));
-    }
+    for (int t = 0; t < nth; t++) atomic_init(&c->ranges[t].v, range_pack(c->bounds[t], c->bounds[t + 1]));
 }
 
 void wk_cpu_matmul_many(struct wk_threadpool *pool, const struct wk_cpu_kernels *k, int n,
@@ -243,7 +270,7 @@ void wk_cpu_matmul_many(struct wk_threadpool *pool, const struct wk_cpu_kernels 
         c.parts[i] = (struct part){ws[i], ys[i]};
         c.total_rows += ws[i]->ne[1];
     }
-    balance_setup(&c, wk_threadpool_n_threads(pool));
+    balance_setup(&c, pool);
     wk_threadpool_run(pool, matmul_task, &c);
 }
 
@@ -265,7 +292,7 @@ void wk_cpu_matmul_glu(struct wk_threadpool *pool, const struct wk_cpu_kernels *
                            .total_rows = w_gate->ne[1], .flags = flags};
     c.parts[0] = (struct part){w_gate, y};
     c.parts[1] = (struct part){w_up, y_up};
-    balance_setup(&c, wk_threadpool_n_threads(pool));
+    balance_setup(&c, pool);
     wk_threadpool_run(pool, matmul_task, &c);
 }
 

@@ -113,6 +113,43 @@ static void test_threadpool(void)
     wk_threadpool_destroy(NULL);
 }
 
+/* wk_threadpool_weighted_bounds: equal ranges until every thread has noted
+ * a speed, then ranges in proportion to the noted speeds (by hand: speeds
+ * 1, 3, 2 split 600 into 100, 300, 200), a moving average weighing each
+ * new note 1/8 (3 then 11 gives 3 + 8/8 = 4), covering [0, n) exactly for
+ * any n; one range for a NULL pool or a pool of one. */
+static void test_threadpool_weighted_bounds(void)
+{
+    struct wk_threadpool *pool;
+    CHECK_EQ_INT(wk_threadpool_create(3, &pool), WK_OK);
+    int64_t b[4];
+    wk_threadpool_weighted_bounds(pool, 600, b);
+    CHECK(b[0] == 0 && b[1] == 200 && b[2] == 400 && b[3] == 600);
+    wk_threadpool_note_speed(pool, 0, 1000.0, 1000); /* 1 unit/ns */
+    wk_threadpool_note_speed(pool, 1, 3000.0, 1000);
+    wk_threadpool_weighted_bounds(pool, 600, b); /* thread 2 not noted: still equal */
+    CHECK(b[1] == 200 && b[2] == 400 && b[3] == 600);
+    wk_threadpool_note_speed(pool, 2, 2000.0, 1000);
+    wk_threadpool_weighted_bounds(pool, 600, b);
+    CHECK(b[0] == 0 && b[1] == 100 && b[2] == 400 && b[3] == 600);
+    wk_threadpool_note_speed(pool, 1, 11000.0, 1000); /* average 3 + (11 - 3) / 8 = 4 */
+    wk_threadpool_weighted_bounds(pool, 700, b);
+    CHECK(b[0] == 0 && b[1] == 100 && b[2] == 500 && b[3] == 700);
+    wk_threadpool_note_speed(pool, 0, 5.0, 0); /* no time: ignored */
+    for (int64_t n = 0; n < 40; n++) {
+        wk_threadpool_weighted_bounds(pool, n, b);
+        CHECK(b[0] == 0 && b[0] <= b[1] && b[1] <= b[2] && b[2] <= b[3] && b[3] == n);
+    }
+    wk_threadpool_destroy(pool);
+    wk_threadpool_weighted_bounds(NULL, 9, b);
+    CHECK(b[0] == 0 && b[1] == 9);
+    CHECK_EQ_INT(wk_threadpool_create(1, &pool), WK_OK);
+    wk_threadpool_note_speed(pool, 0, 10.0, 5);
+    wk_threadpool_weighted_bounds(pool, 9, b);
+    CHECK(b[0] == 0 && b[1] == 9);
+    wk_threadpool_destroy(pool);
+}
+
 static void test_split_range_covers_exactly(void)
 {
     for (int64_t n = 0; n < 50; n++)
@@ -174,5 +211,5 @@ static void test_utf8_and_buf(void)
 }
 
 CHECK_MAIN(TEST(test_errors), TEST(test_utf8_and_buf), TEST(test_alloc_counts_and_failures), TEST(test_arena),
-           TEST(test_threadpool), TEST(test_split_range_covers_exactly), TEST(test_cpu_features),
+           TEST(test_threadpool), TEST(test_threadpool_weighted_bounds), TEST(test_split_range_covers_exactly), TEST(test_cpu_features),
            TEST(test_checked_math))

@@ -687,10 +687,10 @@ static void test_matmul(void)
 
 /* Grouped products equal the separate ones, and the GLU pair equals the
  * activation of one product times the other. */
-/* Decode products big enough for the threads to balance rows between them
- * (matmul.c: from 1 MiB of weights a thread): a three-matrix group, a GLU
- * pair and a single matrix on pools of 2, 3 and 5 threads give the 1-thread
- * pool's bits (each row is computed whole by one thread, whichever), every
+/* Decode products, whose rows the threads share by their recent speeds,
+ * stealing on matrices from 1 MiB of weights a thread (matmul.c): a
+ * three-matrix group, a GLU pair and a small matrix on pools of 2, 3 and 5
+ * threads, three times each, give the 1-thread pool's bits (each row is computed whole by one thread, whichever), every
  * output written (the buffers start as NaN), and equal the rows' own dots. */
 static void test_matmul_balanced_decode(void)
 {
@@ -709,7 +709,10 @@ static void test_matmul_balanced_decode(void)
     }
     float *x = wk_aligned_alloc(n_in * 4);
     for (int64_t i = 0; i < n_in; i++) x[i] = check_rand_f32(&seed);
-    const int64_t n_y = outs[0] + outs[1] + outs[2] + 2 * outs[0];
+    /* and a small one (fixed shares, no stealing): w[1]'s first 37 rows */
+    struct wk_tensor small = w[1];
+    small.ne[1] = 37;
+    const int64_t n_y = outs[0] + outs[1] + outs[2] + 2 * outs[0] + 37;
     float *want = wk_aligned_alloc((size_t)n_y * 4), *got = wk_aligned_alloc((size_t)n_y * 4);
     static const int threads[] = {1, 2, 3, 5};
     for (size_t ti = 0; ti < WK_ARRAY_LEN(threads); ti++) {
@@ -725,6 +728,7 @@ static void test_matmul_balanced_decode(void)
             wk_cpu_matmul_many(pool, k, 3, ws, ys, x, 1, scratch, 0);
             float *g = y + outs[0] + outs[1] + outs[2];
             wk_cpu_matmul_glu(pool, k, &w[0], &w[0], x, g, g + outs[0], 1, scratch, WK_GLU_SILU, 0);
+            wk_cpu_matmul(pool, k, &small, x, g + 2 * outs[0], 1, scratch, 0);
             if (ti > 0) CHECK(memcmp(want, got, (size_t)n_y * 4) == 0);
         }
         bool all = true;
