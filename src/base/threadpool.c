@@ -27,6 +27,10 @@ struct worker_arg {
     int ith;
 };
 
+struct speed_slot {
+    _Alignas(64) _Atomic float v;
+};
+
 struct wk_threadpool {
     int n_threads;
     pthread_t *threads;
@@ -37,7 +41,9 @@ struct wk_threadpool {
     _Atomic bool stop;
     wk_task_fn fn;
     void *ctx;
-    _Atomic float *speed; /* [n_threads]: work units per ns, moving average (0: none yet) */
+    /* [n_threads]: work units per ns, moving average (0: none yet); one
+     * cache line each, as each thread writes its own after every job */
+    struct speed_slot *speed;
     pthread_mutex_t mu;
     pthread_cond_t cv;
 };
@@ -94,11 +100,12 @@ enum wk_status wk_threadpool_create(int n_threads, struct wk_threadpool **out)
     struct wk_threadpool *pool = wk_calloc(1, sizeof *pool);
     if (!pool) return WK_E_NOMEM;
     pool->n_threads = n_threads;
-    pool->speed = wk_calloc((size_t)n_threads, sizeof *pool->speed);
+    pool->speed = wk_aligned_alloc((size_t)n_threads * sizeof *pool->speed);
     if (!pool->speed) {
         wk_free(pool);
         return WK_E_NOMEM;
     }
+    for (int i = 0; i < n_threads; i++) atomic_init(&pool->speed[i].v, 0.0f);
     pthread_mutex_init(&pool->mu, NULL);
     pthread_cond_init(&pool->cv, NULL);
     int n_workers = n_threads - 1;
@@ -141,7 +148,7 @@ void wk_threadpool_destroy(struct wk_threadpool *pool)
     pthread_cond_destroy(&pool->cv);
     wk_free(pool->threads);
     wk_free(pool->args);
-    wk_free(pool->speed);
+    wk_aligned_free(pool->speed);
     wk_free(pool);
 }
 
@@ -172,8 +179,8 @@ void wk_threadpool_note_speed(struct wk_threadpool *pool, int ith, double work, 
 {
     if (!pool || ns <= 0 || work <= 0) return;
     const float v = (float)(work / (double)ns);
-    const float old = atomic_load_explicit(&pool->speed[ith], memory_order_relaxed);
-    atomic_store_explicit(&pool->speed[ith], old > 0 ? old + (v - old) / 8 : v, memory_order_relaxed);
+    const float old = atomic_load_explicit(&pool->speed[ith].v, memory_order_relaxed);
+    atomic_store_explicit(&pool->speed[ith].v, old > 0 ? old + (v - old) / 8 : v, memory_order_relaxed);
 }
 
 void wk_threadpool_weighted_bounds(const struct wk_threadpool *pool, int64_t n, int64_t *bounds)
@@ -186,7 +193,7 @@ void wk_threadpool_weighted_bounds(const struct wk_threadpool *pool, int64_t n, 
     const int nth = pool->n_threads;
     double total = 0;
     for (int i = 0; i < nth; i++) {
-        const float v = atomic_load_explicit(&pool->speed[i], memory_order_relaxed);
+        const float v = atomic_load_explicit(&pool->speed[i].v, memory_order_relaxed);
         if (!(v > 0)) { /* not every thread noted yet: equal ranges */
             for (int j = 0; j < nth; j++) bounds[j + 1] = n * (j + 1) / nth;
             return;
@@ -196,7 +203,7 @@ void wk_threadpool_weighted_bounds(const struct wk_threadpool *pool, int64_t n, 
     }
     double cum = 0;
     for (int i = 0; i < nth; i++) {
-        cum += atomic_load_explicit(&pool->speed[i], memory_order_relaxed);
+        cum += atomic_load_explicit(&pool->speed[i].v, memory_order_relaxed);
         const int64_t b = i + 1 == nth ? n : (int64_t)((double)n * cum / total + 0.5);
         bounds[i + 1] = WK_MIN(n, WK_MAX(bounds[i], b));
     }
