@@ -9,7 +9,9 @@
  * at 2 threads), so compare the two figures of one line, not lines.
  *
  * Usage: build/release/bench/rows-bandwidth [type=q8_0|q4_1|q5_0|q4_k|q6_k] [n=640] [lines=6]
- * (a figure, not a test)
+ *                                            [KiB=262144] [threads=2]
+ * With a small matrix (512 KiB, 1 thread) the rows stay in L2 and the
+ * figure is the kernel's compute rate instead. (a figure, not a test)
  */
 #include "../src/cpu/wk_cpu.h"
 
@@ -51,22 +53,31 @@ static void read_task(void *c, int ith, int nth)
     j->sink[ith & 1] = s;
 }
 
+/* Best of several timings, each of enough passes to read >= 64 MiB (one
+ * pass over a big matrix; many over one that fits in cache). */
 static double best_gbs(struct wk_threadpool *pool, wk_task_fn fn, struct job *j)
 {
+    const size_t bytes = j->rows * j->row, passes = bytes >= ((size_t)64 << 20) ? 1 : ((size_t)64 << 20) / bytes;
     double best = 1e30;
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < (passes > 1 ? 12 : 4); i++) {
         int64_t t0 = wk_time_ns();
-        wk_threadpool_run(pool, fn, j);
-        double s = (double)(wk_time_ns() - t0) / 1e9;
+        for (size_t p = 0; p < passes; p++) wk_threadpool_run(pool, fn, j);
+        double s = (double)(wk_time_ns() - t0) / 1e9 / (double)passes;
         if (s < best) best = s;
     }
-    return (double)(j->rows * j->row) / 1e9 / best;
+    return (double)bytes / 1e9 / best;
 }
 
 int main(int argc, char **argv)
 {
     const char *tname = argc > 1 ? argv[1] : "q8_0";
     int n = argc > 2 ? atoi(argv[2]) : 640, lines = argc > 3 ? atoi(argv[3]) : 6;
+    const long kib = argc > 4 ? atol(argv[4]) : 256L << 10;
+    const int threads = argc > 5 ? atoi(argv[5]) : 2;
+    if (kib < 64 || kib > (4L << 20) || threads < 1 || threads > 64) {
+        fprintf(stderr, "rows-bandwidth: KiB 64..4194304, threads 1..64\n");
+        return 2;
+    }
     enum wk_dtype t = WK_DTYPE_COUNT;
     for (uint32_t i = 0; i < WK_DTYPE_COUNT; i++) {
         const struct wk_dtype_traits *tr = wk_dtype_traits_get(i);
@@ -79,8 +90,8 @@ int main(int argc, char **argv)
     }
     const struct wk_cpu_kernels *k = wk_cpu_kernels_get();
     struct wk_threadpool *pool;
-    if (wk_threadpool_create(2, &pool)) return 1;
-    size_t row = wk_dtype_row_bytes(t, n), rows = ((size_t)256 << 20) / row, hp = (size_t)2 << 20;
+    if (wk_threadpool_create(threads, &pool)) return 1;
+    size_t row = wk_dtype_row_bytes(t, n), rows = ((size_t)kib << 10) / row, hp = (size_t)2 << 20;
     uint8_t *raw = mmap(NULL, rows * row + hp, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (raw == MAP_FAILED) return 1;
     uint8_t *w = (uint8_t *)(((uintptr_t)raw + hp - 1) & ~(uintptr_t)(hp - 1));
@@ -89,8 +100,9 @@ int main(int argc, char **argv)
     float *x = wk_aligned_alloc((size_t)n * 4), *y = wk_aligned_alloc(rows * 4);
     for (int i = 0; i < n; i++) x[i] = 0.01f * (float)(i % 7);
     struct job j = {.k = k, .t = t, .w = w, .row = row, .rows = rows, .n = n, .x = x, .y = y};
-    printf("%s rows of %d, %zu MiB, isa %s, 2 threads\n", wk_dtype_traits_get(t)->name, n,
-           rows * row >> 20, k->isa);
+    printf("%s rows of %d, %zu KiB, isa %s, %d thread(s), %s\n", wk_dtype_traits_get(t)->name, n,
+           rows * row >> 10, k->isa, threads,
+           k->vec_dot_rows_x16[t] ? "16-bit activations (vec_dot_rows_x16)" : "f32 activations (vec_dot_rows)");
     for (int l = 0; l < lines; l++) {
         double a = best_gbs(pool, rows_task, &j), b = best_gbs(pool, read_task, &j);
         printf("decode dots %6.1f GB/s   plain read %6.1f GB/s   (%3.0f%%)\n", a, b, 100 * a / b);
