@@ -191,19 +191,24 @@ void wk_threadpool_weighted_bounds(const struct wk_threadpool *pool, int64_t n, 
         return;
     }
     const int nth = pool->n_threads;
-    double total = 0;
+    float top = 0;
     for (int i = 0; i < nth; i++) {
         const float v = atomic_load_explicit(&pool->speed[i].v, memory_order_relaxed);
         if (!(v > 0)) { /* not every thread noted yet: equal ranges */
             for (int j = 0; j < nth; j++) bounds[j + 1] = n * (j + 1) / nth;
             return;
         }
-        total += v;
-        bounds[i + 1] = 0;
+        top = WK_MAX(top, v);
     }
+    /* each counted at least a quarter of the fastest: a thread that was
+     * held up for a while keeps a share, so it keeps noting its speed
+     * (one with no work notes nothing and could otherwise never recover) */
+    double total = 0;
+    for (int i = 0; i < nth; i++)
+        total += WK_MAX(atomic_load_explicit(&pool->speed[i].v, memory_order_relaxed), top / 4);
     double cum = 0;
     for (int i = 0; i < nth; i++) {
-        cum += atomic_load_explicit(&pool->speed[i].v, memory_order_relaxed);
+        cum += WK_MAX(atomic_load_explicit(&pool->speed[i].v, memory_order_relaxed), top / 4);
         const int64_t b = i + 1 == nth ? n : (int64_t)((double)n * cum / total + 0.5);
         bounds[i + 1] = WK_MIN(n, WK_MAX(bounds[i], b));
     }

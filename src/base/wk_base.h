@@ -236,7 +236,8 @@ void wk_threadpool_run(struct wk_threadpool *pool, wk_task_fn fn, void *ctx);
  * recent notes, each weighing 1/8). wk_threadpool_weighted_bounds splits
  * n units into n_threads contiguous ranges, range i = [bounds[i],
  * bounds[i + 1]) with bounds [n_threads + 1], proportional to the
- * averages (equal until noted). Call it on the caller between jobs: it
+ * averages, each counted at least a quarter of the highest (equal until
+ * every thread has noted). Call it on the caller between jobs: it
  * reads the workers' slots, which the join orders after their notes.
  * pool may be NULL (one range).
  */

@@ -116,8 +116,9 @@ static void test_threadpool(void)
 /* wk_threadpool_weighted_bounds: equal ranges until every thread has noted
  * a speed, then ranges in proportion to the noted speeds (by hand: speeds
  * 1, 3, 2 split 600 into 100, 300, 200), a moving average weighing each
- * new note 1/8 (3 then 11 gives 3 + 8/8 = 4), covering [0, n) exactly for
- * any n; one range for a NULL pool or a pool of one. */
+ * new note 1/8 (3 then 11 gives 3 + 8/8 = 4), a floor of a quarter of the
+ * fastest, covering [0, n) exactly for any n; one range for a NULL pool
+ * or a pool of one. */
 static void test_threadpool_weighted_bounds(void)
 {
     struct wk_threadpool *pool;
@@ -136,6 +137,12 @@ static void test_threadpool_weighted_bounds(void)
     wk_threadpool_weighted_bounds(pool, 700, b);
     CHECK(b[0] == 0 && b[1] == 100 && b[2] == 500 && b[3] == 700);
     wk_threadpool_note_speed(pool, 0, 5.0, 0); /* no time: ignored */
+    /* a thread held up for many jobs in a row still keeps a quarter of the
+     * fastest's share: speeds 1, 4, 2 with thread 0 floored at 1 -> 700 as
+     * 1/7, 4/7, 2/7; then thread 0 near 0 counts as 1 (a quarter of 4) */
+    for (int i = 0; i < 200; i++) wk_threadpool_note_speed(pool, 0, 1.0, 1000000000);
+    wk_threadpool_weighted_bounds(pool, 700, b);
+    CHECK(b[0] == 0 && b[1] == 100 && b[2] == 500 && b[3] == 700);
     for (int64_t n = 0; n < 40; n++) {
         wk_threadpool_weighted_bounds(pool, n, b);
         CHECK(b[0] == 0 && b[0] <= b[1] && b[1] <= b[2] && b[2] <= b[3] && b[3] == n);
