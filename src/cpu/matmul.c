@@ -136,10 +136,11 @@ static void part_rows(const struct matmul_ctx *c, const struct part *p, int64_t 
 }
 
 /* Rows [lo, hi) of the group: its parts' rows concatenated, or for a GLU
- * pair the same rows of gate and up, then act(gate) * up on them. */
-static void group_rows(const struct matmul_ctx *c, int64_t lo, int64_t hi, int ith)
+ * pair the same rows of gate and up, then act(gate) * up on them.
+ * Returns the weight bytes read. */
+static double group_rows(const struct matmul_ctx *c, int64_t lo, int64_t hi, int ith)
 {
-    if (hi <= lo) return;
+    if (hi <= lo) return 0;
     if (c->glu != WK_GLU_NONE) {
         part_rows(c, &c->parts[0], lo, hi, ith);
         part_rows(c, &c->parts[1], lo, hi, ith);
@@ -150,14 +151,17 @@ static void group_rows(const struct matmul_ctx *c, int64_t lo, int64_t hi, int i
             if (c->glu == WK_GLU_GELU_TANH) c->k->geglu(hi - lo, g, u);
             else c->k->swiglu(hi - lo, g, u);
         }
-        return;
+        return (double)(hi - lo) * 2.0 * (double)c->parts[0].w->nb[1];
     }
+    double bytes = 0;
     int64_t base = 0;
     for (int i = 0; i < c->n_parts; i++) {
-        int64_t n_out = c->parts[i].w->ne[1];
-        part_rows(c, &c->parts[i], WK_MAX(lo, base) - base, WK_MIN(hi, base + n_out) - base, ith);
+        const int64_t n_out = c->parts[i].w->ne[1], a = WK_MAX(lo, base), b = WK_MIN(hi, base + n_out);
+        part_rows(c, &c->parts[i], a - base, b - base, ith);
+        if (b > a) bytes += (double)(b - a) * (double)c->parts[i].w->nb[1];
         base += n_out;
     }
+    return bytes;
 }
 
 /* A thread's rows not yet taken, [lo, hi) packed as lo << 32 | hi. */
@@ -184,20 +188,6 @@ static bool range_take(_Atomic uint64_t *r, int64_t want, int64_t min_steal, int
     }
 }
 
-/* Weight bytes of rows [lo, hi) of the group. */
-static double group_bytes(const struct matmul_ctx *c, int64_t lo, int64_t hi)
-{
-    if (c->glu != WK_GLU_NONE) return (double)(hi - lo) * 2.0 * (double)c->parts[0].w->nb[1];
-    double bytes = 0;
-    int64_t base = 0;
-    for (int i = 0; i < c->n_parts; i++) {
-        const int64_t n_out = c->parts[i].w->ne[1], a = WK_MAX(lo, base), b = WK_MIN(hi, base + n_out);
-        if (b > a) bytes += (double)(b - a) * (double)c->parts[i].w->nb[1];
-        base += n_out;
-    }
-    return bytes;
-}
-
 static void matmul_task(void *arg, int ith, int nth)
 {
     struct matmul_ctx *c = arg;
@@ -217,15 +207,11 @@ static void matmul_task(void *arg, int ith, int nth)
     const int64_t t0 = wk_time_ns();
     double done = 0;
     if (!c->steal) {
-        group_rows(c, c->bounds[ith], c->bounds[ith + 1], ith);
-        done = group_bytes(c, c->bounds[ith], c->bounds[ith + 1]);
+        done = group_rows(c, c->bounds[ith], c->bounds[ith + 1], ith);
     } else {
         _Atomic uint64_t *mine = &c->ranges[ith].v;
         for (bool stole = true; stole;) {
-            while (range_take(mine, c->chunk, 0, &lo, &hi)) {
-                group_rows(c, lo, hi, ith);
-                done += group_bytes(c, lo, hi);
-            }
+            while (range_take(mine, c->chunk, 0, &lo, &hi)) done += group_rows(c, lo, hi, ith);
             stole = false;
             for (int j = 1; j < nth && !stole; j++)
                 stole = range_take(&c->ranges[(ith + j) % nth].v, -1, c->min_steal, &lo, &hi);
