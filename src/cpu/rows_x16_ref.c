@@ -3,7 +3,8 @@
  * activations (the table's vec_dot_rows_x16 entries, wk_cpu.h): the
  * activation quantizer and the multi-row dots for the 32-element block
  * types Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 (codes read as unsigned q + 128,
- * the -128 d_w offset applied as for Q4_0) and the affine groups I4G64 (a
+ * the -128 d_w offset applied as for Q4_0), the 32-element sub-blocks of
+ * Q4_K (d_w = d sc_s, c_w = -dmin m_s) and the affine groups I4G64 (a
  * group of 64 is two blocks of x sharing the weights' scale and bias).
  *
  * Each 32-element block of x is rounded to x~ = (d / 256) * (256 hi + lo)
@@ -17,8 +18,9 @@
  * the integers: per block S = sum q_j (256 hi_j + lo_j), and
  *   sum_j w_j x~_j = d_w (d / 256) S + c_w (d / 256) sum_j (256 hi_j + lo_j)
  * where w_j = d_w q_j + c_w (c_w = m for Q4_1/Q5_1, -8 d_w for Q4_0,
- * -16 d_w for Q5_0, -128 d_w for Q8_0, I4G64's scale and bias for d_w and c_w). So each result is the exact dot of the weights with x~,
- * up to float rounding of the per-block terms.
+ * -16 d_w for Q5_0, -128 d_w for Q8_0, Q4_K's as above, I4G64's scale and
+ * bias for d_w and c_w). So each result is the exact dot of the weights
+ * with x~, up to float rounding of the per-block terms.
  */
 #include "wk_cpu.h"
 #include "wk_cpu_arch.h"
