@@ -52,6 +52,7 @@ static enum wk_status read_resident(struct wk_mapped_file *f, int fd, struct wk_
     f->data = data;
     f->map_base = base;
     f->map_bytes = map_bytes;
+    f->anonymous = true;
     return WK_OK;
 }
 
@@ -139,6 +140,12 @@ enum wk_status wk_mapped_file_open_ex(struct wk_mapped_file *f, const char *path
     }
     close(fd);
     return WK_OK;
+}
+
+bool wk_mapped_file_set_writable(struct wk_mapped_file *f, bool writable)
+{
+    if (!f || !f->anonymous || !f->map_base) return false;
+    return mprotect(f->map_base, f->map_bytes, writable ? PROT_READ | PROT_WRITE : PROT_READ) == 0;
 }
 
 void wk_mapped_file_close(struct wk_mapped_file *f)

@@ -163,6 +163,7 @@ struct wk_mapped_file {
     char *path; /* owned copy of the path, for error messages */
     void *map_base;   /* what close unmaps (data may lie past it) */
     size_t map_bytes;
+    bool anonymous;   /* read into anonymous memory (resident), not a file mapping */
 };
 
 /*
@@ -183,6 +184,11 @@ enum wk_status wk_mapped_file_open(struct wk_mapped_file *f, const char *path,
  */
 enum wk_status wk_mapped_file_open_ex(struct wk_mapped_file *f, const char *path, bool resident,
                                       struct wk_error *err);
+/* Makes the bytes of a file read into anonymous memory (f->anonymous)
+ * writable, or read-only again: for a loader that rewrites them in place
+ * (the R16 repacking of weights). Returns false, changing nothing, for a
+ * file mapping or when mprotect fails. */
+bool wk_mapped_file_set_writable(struct wk_mapped_file *f, bool writable);
 /* Unmaps; f may be NULL or already closed. */
 void wk_mapped_file_close(struct wk_mapped_file *f);
 

@@ -45,6 +45,8 @@ struct matmul_ctx {
     struct part parts[WK_MATMUL_MAX_PARTS];
     int n_parts;
     int64_t total_rows; /* sum of the parts' rows; for a GLU pair, one part's */
+    int64_t align;      /* threads' shares in whole groups of this many rows:
+                         * WK_R16_ROWS where a part is R16, else 4 */
     const float *x;
     int64_t n_tokens, n_in;
     float *scratch;
@@ -126,11 +128,20 @@ static void part_rows(const struct matmul_ctx *c, const struct part *p, int64_t 
                 token_rows(c, p, tok, r0, WK_MIN(blk, hi - r0));
         return;
     }
-    float *tile = c->scratch + (size_t)ith * ROW_TILE * (size_t)n_in;
+    float *tile = c->scratch + (size_t)ith * (ROW_TILE + 1) * (size_t)n_in;
+    /* an R16 row is first copied back to row-major bytes past the tile */
+    const enum wk_dtype base = wk_dtype_base(t);
+    uint8_t *row_buf = (uint8_t *)(tile + ROW_TILE * n_in);
     for (int64_t r0 = lo; r0 < hi; r0 += ROW_TILE) {
         int64_t nr = WK_MIN(ROW_TILE, hi - r0);
-        for (int64_t r = 0; r < nr; r++)
-            c->k->to_f32[t](w + (r0 - lo + r) * w_row, tile + r * n_in, n_in);
+        for (int64_t r = 0; r < nr; r++) {
+            if (base != t) {
+                wk_cpu_r16_unpack_row(t, p->w->data, n_in, r0 + r, 0, n_in / 32, row_buf);
+                c->k->to_f32[base](row_buf, tile + r * n_in, n_in);
+            } else {
+                c->k->to_f32[t](w + (r0 - lo + r) * w_row, tile + r * n_in, n_in);
+            }
+        }
         wk_cpu_gemm(c->k, nr, c->n_tokens, n_in, tile, n_in, c->x, n_in, p->y + r0, n_out);
     }
 }
@@ -157,6 +168,10 @@ static double group_rows(const struct matmul_ctx *c, int64_t lo, int64_t hi, int
     int64_t base = 0;
     for (int i = 0; i < c->n_parts; i++) {
         const int64_t n_out = c->parts[i].w->ne[1], a = WK_MAX(lo, base), b = WK_MIN(hi, base + n_out);
+        /* an R16 part is only ever given whole groups (its loader checks
+         * that the parts before it end on one) */
+        WK_ASSERT(wk_dtype_base(c->parts[i].w->dtype) == c->parts[i].w->dtype || b <= a ||
+                  ((a - base) % WK_R16_ROWS == 0 && ((b - base) % WK_R16_ROWS == 0 || b == base + n_out)));
         part_rows(c, &c->parts[i], a - base, b - base, ith);
         if (b > a) bytes += (double)(b - a) * (double)c->parts[i].w->nb[1];
         base += n_out;
@@ -168,17 +183,18 @@ static double group_rows(const struct matmul_ctx *c, int64_t lo, int64_t hi, int
 static inline uint64_t range_pack(int64_t lo, int64_t hi) { return (uint64_t)lo << 32 | (uint64_t)hi; }
 
 /* Takes up to want rows from the front of range r (its owner), or the
- * back half of what is left, whole 4-row groups, if that is at least
- * min_steal rows (a thief, want < 0). Returns false when nothing was
+ * back half of what is left, whole groups of align rows, if that is at
+ * least min_steal rows (a thief, want < 0). Returns false when nothing was
  * taken. Rows once taken never return to a range, so a compare-exchange
  * cannot mistake a new range for an old one. */
-static bool range_take(_Atomic uint64_t *r, int64_t want, int64_t min_steal, int64_t *lo, int64_t *hi)
+static bool range_take(_Atomic uint64_t *r, int64_t want, int64_t min_steal, int64_t align, int64_t *lo,
+                       int64_t *hi)
 {
     uint64_t v = atomic_load_explicit(r, memory_order_relaxed);
     for (;;) {
         const int64_t a = (int64_t)(v >> 32), b = (int64_t)(v & 0xFFFFFFFFu), left = b - a;
         if (left <= 0 || (want < 0 && left < min_steal)) return false;
-        const int64_t take = want >= 0 ? WK_MIN(want, left) : left / 2 / 4 * 4;
+        const int64_t take = want >= 0 ? WK_MIN(want, left) : left / 2 / align * align;
         const uint64_t nv = want >= 0 ? range_pack(a + take, b) : range_pack(a, b - take);
         if (atomic_compare_exchange_weak_explicit(r, &v, nv, memory_order_relaxed, memory_order_relaxed)) {
             *lo = want >= 0 ? a : b - take;
@@ -192,9 +208,9 @@ static void matmul_task(void *arg, int ith, int nth)
 {
     struct matmul_ctx *c = arg;
     int64_t lo, hi;
-    if (!c->balance) { /* prefill: equal contiguous shares */
-        wk_split_range(c->total_rows, ith, nth, &lo, &hi);
-        group_rows(c, lo, hi, ith);
+    if (!c->balance) { /* prefill: equal contiguous shares of whole groups */
+        wk_split_range((c->total_rows + c->align - 1) / c->align, ith, nth, &lo, &hi);
+        group_rows(c, lo * c->align, WK_MIN(hi * c->align, c->total_rows), ith);
         return;
     }
     /* Decode. This VM's vCPUs often run at unequal speeds for seconds at a
@@ -211,10 +227,10 @@ static void matmul_task(void *arg, int ith, int nth)
     } else {
         _Atomic uint64_t *mine = &c->ranges[ith].v;
         for (bool stole = true; stole;) {
-            while (range_take(mine, c->chunk, 0, &lo, &hi)) done += group_rows(c, lo, hi, ith);
+            while (range_take(mine, c->chunk, 0, c->align, &lo, &hi)) done += group_rows(c, lo, hi, ith);
             stole = false;
             for (int j = 1; j < nth && !stole; j++)
-                stole = range_take(&c->ranges[(ith + j) % nth].v, -1, c->min_steal, &lo, &hi);
+                stole = range_take(&c->ranges[(ith + j) % nth].v, -1, c->min_steal, c->align, &lo, &hi);
             /* the stolen rows become this thread's share (others may steal back) */
             if (stole) atomic_store_explicit(mine, range_pack(lo, hi), memory_order_relaxed);
         }
@@ -222,8 +238,9 @@ static void matmul_task(void *arg, int ith, int nth)
     wk_threadpool_note_speed(c->pool, ith, done, wk_time_ns() - t0);
 }
 
-/* Arms c's decode balancing (matmul_task) on pool: shares of whole 4-row
- * groups weighted by the threads' recent speeds; on a matrix big enough
+/* Sets c's row alignment and arms its decode balancing (matmul_task) on
+ * pool: shares of whole groups (c->align rows) weighted by the threads'
+ * recent speeds; on a matrix big enough
  * (WK_MATMUL_BALANCE_BYTES a thread) that each call's fixed cost (the x16
  * kernels quantize x again, ~0.4 us for 576 values) stays small, taken in
  * chunks of about 256 KiB of weights, with steals of at least 64 KiB. */
@@ -231,15 +248,19 @@ static void balance_setup(struct matmul_ctx *c, struct wk_threadpool *pool)
 {
     const int nth = wk_threadpool_n_threads(pool);
     const size_t row = c->parts[0].w->nb[1] * (c->glu != WK_GLU_NONE ? 2 : 1);
+    c->align = 4;
+    for (int i = 0; i < c->n_parts; i++)
+        if (wk_dtype_base(c->parts[i].w->dtype) != c->parts[i].w->dtype) c->align = WK_R16_ROWS;
+    const int64_t al = c->align;
     c->pool = pool;
     c->balance = c->n_tokens == 1 && nth > 1 && nth <= WK_MATMUL_BALANCE_THREADS && c->total_rows < (1ll << 31);
     if (!c->balance) return;
-    wk_threadpool_weighted_bounds(pool, (c->total_rows + 3) / 4, c->bounds);
-    for (int t = 0; t <= nth; t++) c->bounds[t] = WK_MIN(4 * c->bounds[t], c->total_rows);
+    wk_threadpool_weighted_bounds(pool, (c->total_rows + al - 1) / al, c->bounds);
+    for (int t = 0; t <= nth; t++) c->bounds[t] = WK_MIN(al * c->bounds[t], c->total_rows);
     c->steal = (size_t)c->total_rows * row >= (size_t)nth * WK_MATMUL_BALANCE_BYTES;
     if (!c->steal) return;
-    c->chunk = WK_MAX(4, (int64_t)((256 << 10) / row) / 4 * 4);
-    c->min_steal = WK_MAX(8, (int64_t)((64 << 10) / row) / 4 * 4);
+    c->chunk = WK_MAX(al, (int64_t)((256 << 10) / row) / al * al);
+    c->min_steal = WK_MAX(2 * al, (int64_t)((64 << 10) / row) / al * al);
     for (int t = 0; t < nth; t++) atomic_init(&c->ranges[t].v, range_pack(c->bounds[t], c->bounds[t + 1]));
 }
 
@@ -252,7 +273,8 @@ void wk_cpu_matmul_many(struct wk_threadpool *pool, const struct wk_cpu_kernels 
                            .n_in = ws[0]->ne[0], .scratch = scratch, .glu = WK_GLU_NONE,
                            .flags = flags};
     for (int i = 0; i < n; i++) {
-        WK_ASSERT(k->vec_dot[ws[i]->dtype] != NULL && ws[i]->ne[0] == c.n_in);
+        WK_ASSERT((k->vec_dot[ws[i]->dtype] != NULL || k->vec_dot_rows_x16[ws[i]->dtype] != NULL) &&
+                  ws[i]->ne[0] == c.n_in);
         c.parts[i] = (struct part){ws[i], ys[i]};
         c.total_rows += ws[i]->ne[1];
     }
@@ -285,5 +307,18 @@ void wk_cpu_matmul_glu(struct wk_threadpool *pool, const struct wk_cpu_kernels *
 void wk_cpu_get_row(const struct wk_cpu_kernels *k, const struct wk_tensor *w, int64_t row,
                     float *dst)
 {
-    k->to_f32[w->dtype](wk_tensor_row(w, row), dst, w->ne[0]);
+    const enum wk_dtype base = wk_dtype_base(w->dtype);
+    if (base == w->dtype) {
+        k->to_f32[w->dtype](wk_tensor_row(w, row), dst, w->ne[0]);
+        return;
+    }
+    /* an R16 row: back to row-major bytes 64 blocks at a time, then each
+     * piece converted as the base dtype */
+    _Alignas(64) uint8_t buf[64 * sizeof(struct wk_block_q8_0)];
+    const int64_t nb = w->ne[0] / 32;
+    for (int64_t b0 = 0; b0 < nb; b0 += 64) {
+        const int64_t n_blk = WK_MIN(64, nb - b0);
+        wk_cpu_r16_unpack_row(w->dtype, w->data, w->ne[0], row, b0, n_blk, buf);
+        k->to_f32[base](buf, dst + 32 * b0, 32 * n_blk);
+    }
 }

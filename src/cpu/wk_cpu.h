@@ -125,16 +125,51 @@ const struct wk_cpu_kernels *wk_cpu_kernels_get(void);
  * is unknown or this CPU cannot run it. For tests and benchmarks. */
 const struct wk_cpu_kernels *wk_cpu_kernels_for(const char *isa);
 
+/* ------------------------------------------------------------ R16 layout */
+
+/*
+ * R16: a Q4_1 or Q8_0 matrix with its rows interleaved in groups of 16
+ * (dtypes Q4_1_R16, Q8_0_R16; the layout is described in repack.c). Each
+ * group of 16 rows keeps its 16 x row_bytes bytes, so row 16g still starts
+ * at data + 16 g row_bytes, but no single row is contiguous: only the
+ * table's vec_dot_rows_x16 and vec_dot_rows_x16_tokens entries for the
+ * R16 dtype (rows in whole groups, w at a group's start), and
+ * wk_cpu_r16_unpack_row, read it. The model loader repacks a matrix only
+ * when wk_cpu_kernels_get() has those entries (AVX-512 VNNI, not
+ * WICK_EXACT), so every other table keeps the row-major dtypes. The
+ * matmul splits R16 rows between threads in whole groups.
+ */
+#define WK_R16_ROWS 16
+
+/* The R16 dtype of base (Q4_1 -> Q4_1_R16, Q8_0 -> Q8_0_R16), or
+ * WK_DTYPE_COUNT for a dtype that has none. */
+enum wk_dtype wk_cpu_r16_dtype(enum wk_dtype base);
+
+/* Repacks in place the n_rows rows of n_in elements (row-major dtype base,
+ * with an R16 dtype) at data into the R16 layout. n_in % 32 == 0 and
+ * n_rows % WK_R16_ROWS == 0 (asserted); tmp: 16 x row_bytes bytes of
+ * scratch. */
+void wk_cpu_r16_pack(enum wk_dtype base, void *data, int64_t n_in, int64_t n_rows, void *tmp);
+
+/* Blocks [blk0, blk0 + n_blk) of row `row` of an R16 matrix (dtype t,
+ * rows of n_in elements, starting at data) written to dst in the
+ * row-major layout of wk_dtype_base(t): n_blk blocks of that dtype, the
+ * row's original bits. Asserts t is an R16 dtype and the range lies in
+ * the row. */
+void wk_cpu_r16_unpack_row(enum wk_dtype t, const void *data, int64_t n_in, int64_t row, int64_t blk0,
+                           int64_t n_blk, void *dst);
+
 /* ---------------------------------------------------------------- matmul */
 
 /* Rows of W a thread dequantizes at once when several tokens share them. */
 #define WK_MATMUL_ROW_TILE 64
 
 /* Floats of scratch wk_cpu_matmul needs for rows of n_in_max elements on
- * n_threads threads. */
+ * n_threads threads: a tile of WK_MATMUL_ROW_TILE rows a thread, plus one
+ * row for an R16 row's row-major bytes on their way to the tile. */
 static inline size_t wk_cpu_matmul_scratch_floats(int64_t n_in_max, int n_threads)
 {
-    return (size_t)n_in_max * WK_MATMUL_ROW_TILE * (size_t)n_threads;
+    return (size_t)n_in_max * (WK_MATMUL_ROW_TILE + 1) * (size_t)n_threads;
 }
 
 /*

@@ -569,6 +569,19 @@ uint64_t wk_gguf_data_offset(const struct wk_gguf *g) { return g->data_offset; }
 int64_t wk_gguf_n_kv(const struct wk_gguf *g) { return g->n_kv; }
 const char *wk_gguf_kv_key(const struct wk_gguf *g, int64_t i) { return g->keys[i]; }
 const struct wk_gguf_value *wk_gguf_kv_value(const struct wk_gguf *g, int64_t i) { return &g->values[i]; }
+bool wk_gguf_set_writable(struct wk_gguf *g, bool writable)
+{
+    return wk_mapped_file_set_writable(&g->file, writable);
+}
+
+void wk_gguf_retype_tensor(struct wk_gguf *g, const struct wk_tensor *t, enum wk_dtype d)
+{
+    const struct wk_gguf_tensor *gt = (const struct wk_gguf_tensor *)t; /* t is its first member */
+    WK_ASSERT(gt >= g->tensors && gt < g->tensors + g->n_tensors &&
+              wk_dtype_row_bytes(d, t->ne[0]) == wk_dtype_row_bytes(t->dtype, t->ne[0]));
+    g->tensors[gt - g->tensors].t.dtype = d;
+}
+
 int64_t wk_gguf_n_tensors(const struct wk_gguf *g) { return g->n_tensors; }
 const struct wk_gguf_tensor *wk_gguf_tensor(const struct wk_gguf *g, int64_t i) { return &g->tensors[i]; }
 

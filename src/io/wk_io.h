@@ -147,6 +147,16 @@ bool wk_gguf_arr_bool(const struct wk_gguf_value *arr, uint64_t i);
 /* True when the string view equals the NUL-terminated s. */
 bool wk_gguf_str_eq(struct wk_gguf_str a, const char *s);
 
+/* For a model loader that repacks weights in place (the R16 layout,
+ * wk_cpu.h): makes the tensor data of a GGUF opened resident (read into
+ * anonymous memory) writable, or read-only again. Returns false, changing
+ * nothing, when the data is a file mapping (opened without resident, or
+ * too big to read in) or from memory. */
+bool wk_gguf_set_writable(struct wk_gguf *g, bool writable);
+/* Sets the dtype of t, one of g's tensors (asserted), to d: after its
+ * bytes were rewritten in d's layout (same bytes per row). */
+void wk_gguf_retype_tensor(struct wk_gguf *g, const struct wk_tensor *t, enum wk_dtype d);
+
 /* Tensors: count, i-th, and lookup by name (NULL when absent). */
 int64_t wk_gguf_n_tensors(const struct wk_gguf *g);
 const struct wk_gguf_tensor *wk_gguf_tensor(const struct wk_gguf *g, int64_t i);

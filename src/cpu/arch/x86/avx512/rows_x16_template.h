@@ -363,6 +363,137 @@ DOT_ROWS_FN(x16_rows_q8_0, x16_rows_X16_Q8_0, 32, sizeof(struct wk_block_q8_0), 
 DOT_ROWS_TOKENS_FN(x16_tokens_q8_0, x16_rows_X16_Q8_0, 32, sizeof(struct wk_block_q8_0), X16_CHUNK,
                    x16_prep, X16_SCRATCH_FLOATS)
 #endif
+/*
+ * The R16 layout (repack.c; VNNI only): 16 rows a group, row r in 32-bit
+ * lane r. Vector k of a block holds bytes 4k .. 4k + 3 of each row's
+ * codes, and one vpdpbusd against x's four bytes at those elements
+ * (broadcast from the prepared lines) adds each row's four products to its
+ * lane: no per-row loads or lane shuffles, the 16 rows' scales one f16
+ * conversion. S = 256 S_hi + S_lo exact as in x16_block; each row's float
+ * accumulation then runs in one lane (x16_rows spreads a row over four
+ * lanes and adds them at the end), so the bits differ from x16_rows' by
+ * float rounding only.
+ */
+#if WK_AVX512_VNNI
+/* x's four bytes of part (0 hi, 1 lo) at elements e .. e + 3 of block i,
+ * broadcast: the prepared line keeps elements 0-15 in its first 64 bytes
+ * and 16-31 in the next (x16_prep). */
+static ALWAYS_INLINE __m512i r16_x4(const uint8_t *line, int part, int e)
+{
+    int32_t v;
+    memcpy(&v, line + 128 * part + (e < 16 ? e : 64 + e - 16), 4);
+    return _mm512_set1_epi32(v);
+}
+
+/* Group of 16 rows at g (the column chunk's first block), n elements: the
+ * 16 dots into out (added to it when add). */
+static ALWAYS_INLINE void r16_group(const enum x16_kind K, int64_t n, const uint8_t *g, const float *scratch,
+                                    float *out, bool add)
+{
+    const size_t bb = K == X16_Q4_1 ? sizeof(struct wk_block_q4_1) : sizeof(struct wk_block_q8_0);
+    const size_t head = K == X16_Q4_1 ? 64 : 32; /* the 16 rows' scales */
+    const int64_t nb = n / 32;
+    const uint8_t *lines = (const uint8_t *)scratch;
+    const float *ds = scratch + nb * (X16_LINE_BYTES / 4), *sums = ds + nb;
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    __m512 acc = _mm512_setzero_ps(), accc = _mm512_setzero_ps();
+    for (int64_t i = 0; i < nb; i++) {
+        const uint8_t *b = g + (size_t)i * WK_R16_ROWS * bb, *line = lines + X16_LINE_BYTES * i;
+        /* two accumulators a part, so that no chain of dots is long */
+        __m512i h[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
+        __m512i l[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
+        if (K == X16_Q4_1) {
+            UNROLL
+            for (int k = 0; k < 4; k++) { /* elements 4k.. (low nibbles) and 16 + 4k.. (high) */
+                const __m512i v = _mm512_loadu_si512(b + head + 64 * k);
+                const __m512i lo = _mm512_and_si512(v, m4), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+                h[k & 1] = _mm512_dpbusd_epi32(h[k & 1], lo, r16_x4(line, 0, 4 * k));
+                h[k & 1] = _mm512_dpbusd_epi32(h[k & 1], hi, r16_x4(line, 0, 16 + 4 * k));
+                l[k & 1] = _mm512_dpbusd_epi32(l[k & 1], lo, r16_x4(line, 1, 4 * k));
+                l[k & 1] = _mm512_dpbusd_epi32(l[k & 1], hi, r16_x4(line, 1, 16 + 4 * k));
+            }
+        } else {
+            UNROLL
+            for (int k = 0; k < 8; k++) { /* elements 4k .. 4k + 3, as q + 128 */
+                const __m512i v = _mm512_loadu_si512(b + head + 64 * k);
+                h[k & 1] = _mm512_dpbusd_epi32(h[k & 1], v, r16_x4(line, 0, 4 * k));
+                l[k & 1] = _mm512_dpbusd_epi32(l[k & 1], v, r16_x4(line, 1, 4 * k));
+            }
+        }
+        const __m512i sh = _mm512_add_epi32(h[0], h[1]), sl = _mm512_add_epi32(l[0], l[1]);
+        const __m512i s = _mm512_add_epi32(_mm512_slli_epi32(sh, 8), sl);
+        const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)b));
+        acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(ds[i])), acc);
+        if (K == X16_Q4_1)
+            accc = _mm512_fmadd_ps(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(b + 32))),
+                                   _mm512_set1_ps(sums[i]), accc);
+        else
+            accc = _mm512_fmadd_ps(dw, _mm512_set1_ps(-128.0f * sums[i]), accc);
+    }
+    __m512 r = _mm512_add_ps(acc, accc);
+    if (add) r = _mm512_add_ps(r, _mm512_loadu_ps(out));
+    _mm512_storeu_ps(out, r);
+}
+
+/* vec_dot_rows_x16 for an R16 dtype: n_rows a multiple of 16, w at a
+ * group's start, stride the row-major row bytes. */
+static ALWAYS_INLINE void r16_rows(const enum x16_kind K, int64_t n, const void *w, size_t stride,
+                                   const float *x, float *out, int64_t n_rows)
+{
+    _Alignas(64) float scratch[X16_SCRATCH_FLOATS];
+    const size_t bb = K == X16_Q4_1 ? sizeof(struct wk_block_q4_1) : sizeof(struct wk_block_q8_0);
+    for (int64_t c0 = 0; c0 < n; c0 += X16_CHUNK) {
+        const int64_t nc = WK_MIN(X16_CHUNK, n - c0);
+        x16_prep(nc, x + c0, scratch);
+        for (int64_t g = 0; g < n_rows / WK_R16_ROWS; g++)
+            r16_group(K, nc, (const uint8_t *)w + (size_t)g * WK_R16_ROWS * stride + (size_t)(c0 / 32) * WK_R16_ROWS * bb,
+                      scratch, out + WK_R16_ROWS * g, c0 > 0);
+    }
+}
+
+/* vec_dot_rows_x16_tokens for an R16 dtype: per group of up to 4 tokens
+ * and column chunk, each token's x prepared, then each group of rows for
+ * every token in turn; each token's results are r16_rows' bits. */
+static ALWAYS_INLINE void r16_tokens(const enum x16_kind K, int64_t n, const void *w, size_t stride,
+                                     const float *x, size_t ldx, int32_t n_tokens, float *out, size_t ldo,
+                                     int64_t n_rows)
+{
+    _Alignas(64) float scratch[4][X16_SCRATCH_FLOATS];
+    const size_t bb = K == X16_Q4_1 ? sizeof(struct wk_block_q4_1) : sizeof(struct wk_block_q8_0);
+    for (int32_t t0 = 0; t0 < n_tokens; t0 += 4) {
+        const int T = (int)WK_MIN(4, n_tokens - t0);
+        for (int64_t c0 = 0; c0 < n; c0 += X16_CHUNK) {
+            const int64_t nc = WK_MIN(X16_CHUNK, n - c0);
+            for (int t = 0; t < T; t++) x16_prep(nc, x + (size_t)(t0 + t) * ldx + c0, scratch[t]);
+            for (int64_t g = 0; g < n_rows / WK_R16_ROWS; g++) {
+                const uint8_t *wg = (const uint8_t *)w + (size_t)g * WK_R16_ROWS * stride + (size_t)(c0 / 32) * WK_R16_ROWS * bb;
+                for (int t = 0; t < T; t++)
+                    r16_group(K, nc, wg, scratch[t], out + (size_t)(t0 + t) * ldo + WK_R16_ROWS * g, c0 > 0);
+            }
+        }
+    }
+}
+
+static void r16_rows_q4_1(int64_t n, const void *w, size_t stride, const float *x, float *out, int64_t n_rows)
+{
+    r16_rows(X16_Q4_1, n, w, stride, x, out, n_rows);
+}
+static void r16_rows_q8_0(int64_t n, const void *w, size_t stride, const float *x, float *out, int64_t n_rows)
+{
+    r16_rows(X16_Q8_0, n, w, stride, x, out, n_rows);
+}
+static void r16_tokens_q4_1(int64_t n, const void *w, size_t stride, const float *x, size_t ldx, int32_t n_tokens,
+                            float *out, size_t ldo, int64_t n_rows)
+{
+    r16_tokens(X16_Q4_1, n, w, stride, x, ldx, n_tokens, out, ldo, n_rows);
+}
+static void r16_tokens_q8_0(int64_t n, const void *w, size_t stride, const float *x, size_t ldx, int32_t n_tokens,
+                            float *out, size_t ldo, int64_t n_rows)
+{
+    r16_tokens(X16_Q8_0, n, w, stride, x, ldx, n_tokens, out, ldo, n_rows);
+}
+#endif
+
 DOT_ROWS_FN(x16_rows_q4_k, x16_rows_q4k, WK_QK_K, sizeof(struct wk_block_q4_k), X16_CHUNK, x16_prep,
             X16_SCRATCH_FLOATS)
 DOT_ROWS_TOKENS_FN(x16_tokens_q4_k, x16_rows_q4k, WK_QK_K, sizeof(struct wk_block_q4_k), X16_CHUNK,
@@ -397,5 +528,9 @@ void WK_X16_FILL(struct wk_cpu_kernels *k)
 #if WK_AVX512_VNNI
     k->vec_dot_rows_x16[WK_DTYPE_Q8_0] = x16_rows_q8_0;
     k->vec_dot_rows_x16_tokens[WK_DTYPE_Q8_0] = x16_tokens_q8_0;
+    k->vec_dot_rows_x16[WK_DTYPE_Q4_1_R16] = r16_rows_q4_1;
+    k->vec_dot_rows_x16[WK_DTYPE_Q8_0_R16] = r16_rows_q8_0;
+    k->vec_dot_rows_x16_tokens[WK_DTYPE_Q4_1_R16] = r16_tokens_q4_1;
+    k->vec_dot_rows_x16_tokens[WK_DTYPE_Q8_0_R16] = r16_tokens_q8_0;
 #endif
 }

@@ -1,0 +1,87 @@
+/*
+ * repack.c - the R16 weight layout (wk_cpu.h): Q4_1 and Q8_0 matrices
+ * with their rows interleaved in groups of 16, so that one 64-byte load
+ * holds the same four bytes of 16 rows and a decode kernel gives each row
+ * its own 32-bit lane (one integer dot per lane, the scales of 16 rows one
+ * conversion), instead of gathering every row's bytes and scales into
+ * lanes as the row-major kernels must. The idea is the one of llama.cpp's
+ * repacked Q4_0x8 CPU buffers; the layout is wick's own.
+ *
+ * Group g (rows 16g .. 16g + 15) keeps the bytes of those rows,
+ * data + 16 g row_bytes, and within it the 32-element block i of the 16
+ * rows is 16 block_bytes at offset 16 i block_bytes:
+ *   Q4_1_R16 (320 bytes): d[16] (f16), m[16] (f16), then for k = 0..3 the
+ *     bytes qs[4k .. 4k + 3] of rows 0..15 (64 bytes each): row r's
+ *     elements 4k .. 4k + 3 in the low nibbles, 16 + 4k .. in the high.
+ *   Q8_0_R16 (544 bytes): d[16] (f16), then for k = 0..7 the bytes
+ *     qs[4k .. 4k + 3] of rows 0..15, each stored as q + 128 (unsigned,
+ *     the top bit flipped), the form the u8 x s8 dot products take.
+ */
+#include "wk_cpu.h"
+
+#include <string.h>
+
+enum wk_dtype wk_cpu_r16_dtype(enum wk_dtype base)
+{
+    return base == WK_DTYPE_Q4_1 ? WK_DTYPE_Q4_1_R16 : base == WK_DTYPE_Q8_0 ? WK_DTYPE_Q8_0_R16 : WK_DTYPE_COUNT;
+}
+
+/* The R16 block geometry of base: bytes of the 16 rows' scales before
+ * the codes, offset of the codes in a row-major block, 4-byte groups of
+ * codes, and the bits flipped in a code byte. */
+struct r16_geom {
+    size_t head, qs_off;
+    int n_words;
+    uint8_t flip;
+};
+static struct r16_geom r16_geom(enum wk_dtype base)
+{
+    return base == WK_DTYPE_Q4_1 ? (struct r16_geom){64, 4, 4, 0x00} : (struct r16_geom){32, 2, 8, 0x80};
+}
+
+/* Row r's block blk (row-major bytes) into its place in a group's
+ * interleaved block grp. */
+static void pack_block(enum wk_dtype base, uint8_t *grp, int r, const uint8_t *blk)
+{
+    const struct r16_geom g = r16_geom(base);
+    memcpy(grp + 2 * r, blk, 2);                                     /* d */
+    if (base == WK_DTYPE_Q4_1) memcpy(grp + 32 + 2 * r, blk + 2, 2); /* m */
+    for (int k = 0; k < g.n_words; k++)
+        for (int j = 0; j < 4; j++) grp[g.head + 64 * k + 4 * r + j] = blk[g.qs_off + 4 * k + j] ^ g.flip;
+}
+
+/* The reverse: row r's block of grp back into row-major bytes blk. */
+static void unpack_block(enum wk_dtype base, const uint8_t *grp, int r, uint8_t *blk)
+{
+    const struct r16_geom g = r16_geom(base);
+    memcpy(blk, grp + 2 * r, 2);
+    if (base == WK_DTYPE_Q4_1) memcpy(blk + 2, grp + 32 + 2 * r, 2);
+    for (int k = 0; k < g.n_words; k++)
+        for (int j = 0; j < 4; j++) blk[g.qs_off + 4 * k + j] = grp[g.head + 64 * k + 4 * r + j] ^ g.flip;
+}
+
+void wk_cpu_r16_pack(enum wk_dtype base, void *data, int64_t n_in, int64_t n_rows, void *tmp)
+{
+    WK_ASSERT(wk_cpu_r16_dtype(base) != WK_DTYPE_COUNT && n_in % 32 == 0 && n_rows % WK_R16_ROWS == 0);
+    const size_t bb = wk_dtype_traits_get(base)->block_bytes, row = (size_t)(n_in / 32) * bb;
+    const size_t group = WK_R16_ROWS * row;
+    for (int64_t g = 0; g < n_rows / WK_R16_ROWS; g++) {
+        uint8_t *p = (uint8_t *)data + (size_t)g * group;
+        memcpy(tmp, p, group);
+        for (int64_t i = 0; i < n_in / 32; i++)
+            for (int r = 0; r < WK_R16_ROWS; r++)
+                pack_block(base, p + (size_t)i * WK_R16_ROWS * bb, r, (const uint8_t *)tmp + (size_t)r * row + (size_t)i * bb);
+    }
+}
+
+void wk_cpu_r16_unpack_row(enum wk_dtype t, const void *data, int64_t n_in, int64_t row, int64_t blk0,
+                           int64_t n_blk, void *dst)
+{
+    const enum wk_dtype base = wk_dtype_base(t);
+    WK_ASSERT(base != t && n_in % 32 == 0 && row >= 0 && blk0 >= 0 && n_blk >= 0 && blk0 + n_blk <= n_in / 32);
+    const size_t bb = wk_dtype_traits_get(base)->block_bytes, row_bytes = (size_t)(n_in / 32) * bb;
+    const uint8_t *grp = (const uint8_t *)data + (size_t)(row / WK_R16_ROWS) * WK_R16_ROWS * row_bytes;
+    for (int64_t i = 0; i < n_blk; i++)
+        unpack_block(base, grp + (size_t)(blk0 + i) * WK_R16_ROWS * bb, (int)(row % WK_R16_ROWS),
+                     (uint8_t *)dst + (size_t)i * bb);
+}
