@@ -685,6 +685,115 @@ static void test_matmul(void)
     }
 }
 
+/* Exact-over-the-integers check of one x16 dot (test_vec_dot_rows_x16's
+ * bounds): got against the dot of the row-major row wrow (dtype t, n
+ * elements) with x~ (d, hi, lo of wk__x16_quantize_ref) within 1e-5 of
+ * the sum of |products|, and against the f32 dot with x within x~'s
+ * rounding bound. */
+static bool x16_dot_ok(enum wk_dtype t, const uint8_t *wrow, int64_t n, const float *x, const float *d,
+                       const int8_t *hi, const int8_t *lo, float got)
+{
+    float *wf = wk_aligned_alloc((size_t)n * 4);
+    wk_dtype_traits_get(t)->to_f32(wrow, wf, n);
+    double want = 0, exact = 0, mag = 0, bound = 0;
+    for (int64_t i = 0; i < n; i++) {
+        const double xt = (double)d[i / 32] * (hi[i] + lo[i] / 256.0);
+        want += (double)wf[i] * xt, exact += (double)wf[i] * x[i], mag += fabs((double)wf[i] * xt);
+        bound += fabs((double)wf[i]) * d[i / 32] * 127.0 / 32512.0;
+    }
+    wk_aligned_free(wf);
+    return fabs(got - want) <= 1e-5 * mag + 1e-6 && fabs(got - exact) <= bound + 1e-5 * mag + 1e-6;
+}
+
+/*
+ * The R16 layout (repack.c) of Q4_1 and Q8_0, rows of 96 and of 2112
+ * elements (two column chunks of the AVX-512 kernels):
+ * - packing, then unpacking every row (whole, and in pieces), gives back
+ *   the row-major bytes; wk_cpu_get_row of the R16 tensor gives the
+ *   row-major row's floats;
+ * - where the CPU has AVX-512 VNNI (the only table with R16 kernels), the
+ *   R16 vec_dot_rows_x16 is within test_vec_dot_rows_x16's bounds of the
+ *   exact dot with x~ for every row, and its tokens entry gives its bits
+ *   for each of 5 tokens;
+ * - the matmul of the R16 tensor: decode on 1, 2 and 3 threads gives the
+ *   kernel's bits (shares of whole groups); prefill gives the row-major
+ *   tensor's prefill bits (the same dequantized rows into the same GEMM);
+ *   WK_MATMUL_PER_TOKEN gives the decode bits of each token.
+ */
+static void test_r16_layout(void)
+{
+    const struct wk_cpu_kernels *k = wk_cpu_kernels_get();
+    const enum wk_dtype types[2] = {WK_DTYPE_Q4_1, WK_DTYPE_Q8_0};
+    const int64_t ns[2] = {96, 2112}, n_rows = 48, n_tok = 5;
+    uint64_t seed = 77;
+    for (int ti = 0; ti < 2; ti++)
+        for (int ni = 0; ni < 2; ni++) {
+            const enum wk_dtype t = types[ti], r16 = wk_cpu_r16_dtype(t);
+            const int64_t n = ns[ni];
+            const size_t row = wk_dtype_row_bytes(t, n), bb = wk_dtype_traits_get(t)->block_bytes;
+            CHECK(r16 != WK_DTYPE_COUNT && wk_dtype_base(r16) == t && wk_dtype_row_bytes(r16, n) == row);
+            uint8_t *orig = wk_aligned_alloc(row * n_rows), *packed = wk_aligned_alloc(row * n_rows);
+            uint8_t *back = wk_aligned_alloc(row), *tmp = wk_aligned_alloc(row * WK_R16_ROWS);
+            fill_random_blocks(t, orig, n / 32 * n_rows, &seed);
+            memcpy(packed, orig, row * n_rows);
+            wk_cpu_r16_pack(t, packed, n, n_rows, tmp);
+            CHECK(memcmp(packed, orig, row * n_rows) != 0);
+            const struct wk_tensor w = {.name = "w", .dtype = t, .n_dims = 2, .ne = {n, n_rows, 1, 1},
+                                        .nb = {bb, row, row * n_rows, row * n_rows}, .data = orig};
+            struct wk_tensor wr = w;
+            wr.dtype = r16, wr.data = packed;
+            float *fa = wk_aligned_alloc((size_t)n * 4), *fb = wk_aligned_alloc((size_t)n * 4);
+            int bad = 0;
+            for (int64_t r = 0; r < n_rows; r++) {
+                wk_cpu_r16_unpack_row(r16, packed, n, r, 0, n / 32, back);
+                bad += memcmp(back, orig + r * row, row) != 0;
+                const int64_t half = n / 64;
+                wk_cpu_r16_unpack_row(r16, packed, n, r, half, n / 32 - half, back);
+                bad += memcmp(back, orig + r * row + half * bb, row - half * bb) != 0;
+                wk_cpu_get_row(k, &w, r, fa);
+                wk_cpu_get_row(k, &wr, r, fb);
+                bad += memcmp(fa, fb, (size_t)n * 4) != 0;
+            }
+            CHECK_EQ_INT(bad, 0);
+            wk_aligned_free(fa), wk_aligned_free(fb);
+            if (k->vec_dot_rows_x16[r16]) {
+                float *x = wk_aligned_alloc((size_t)(n * n_tok) * 4), *d = wk_aligned_alloc((size_t)n / 32 * 4);
+                int8_t *hi = wk_aligned_alloc((size_t)n), *lo = wk_aligned_alloc((size_t)n);
+                for (int64_t i = 0; i < n * n_tok; i++) x[i] = check_rand_f32(&seed) * (i % 32 == 5 ? 4 : 1);
+                float *got = wk_aligned_alloc((size_t)(n_rows * n_tok) * 4);
+                float *tok = wk_aligned_alloc((size_t)(n_rows * n_tok) * 4);
+                for (int64_t j = 0; j < n_tok; j++) k->vec_dot_rows_x16[r16](n, packed, row, x + j * n, got + j * n_rows, n_rows);
+                wk__x16_quantize_ref(n, x, d, hi, lo);
+                for (int64_t r = 0; r < n_rows; r++) bad += !x16_dot_ok(t, orig + r * row, n, x, d, hi, lo, got[r]);
+                k->vec_dot_rows_x16_tokens[r16](n, packed, row, x, (size_t)n, (int32_t)n_tok, tok, (size_t)n_rows, n_rows);
+                bad += memcmp(got, tok, (size_t)(n_rows * n_tok) * 4) != 0;
+                /* the matmul over the pool, whole groups a thread */
+                float *y = wk_aligned_alloc((size_t)(n_rows * n_tok) * 4), *y2 = wk_aligned_alloc((size_t)(n_rows * n_tok) * 4);
+                for (int th = 1; th <= 3; th++) {
+                    struct wk_threadpool *pool;
+                    CHECK_EQ_INT(wk_threadpool_create(th, &pool), WK_OK);
+                    float *scratch = wk_aligned_alloc(wk_cpu_matmul_scratch_floats(n, th) * 4);
+                    for (int rep = 0; rep < 3; rep++) {
+                        wk_cpu_matmul(pool, k, &wr, x, y, 1, scratch, 0);
+                        bad += memcmp(y, got, (size_t)n_rows * 4) != 0;
+                    }
+                    wk_cpu_matmul(pool, k, &wr, x, y, n_tok, scratch, WK_MATMUL_PER_TOKEN);
+                    bad += memcmp(y, got, (size_t)(n_rows * n_tok) * 4) != 0;
+                    wk_cpu_matmul(pool, k, &wr, x, y, n_tok, scratch, 0);
+                    wk_cpu_matmul(pool, k, &w, x, y2, n_tok, scratch, 0);
+                    bad += memcmp(y, y2, (size_t)(n_rows * n_tok) * 4) != 0;
+                    wk_aligned_free(scratch);
+                    wk_threadpool_destroy(pool);
+                }
+                if (bad) fprintf(stderr, "  r16 %s n=%lld: %d failures\n", wk_dtype_name(t), (long long)n, bad);
+                CHECK_EQ_INT(bad, 0);
+                wk_aligned_free(x), wk_aligned_free(d), wk_aligned_free(hi), wk_aligned_free(lo);
+                wk_aligned_free(got), wk_aligned_free(tok), wk_aligned_free(y), wk_aligned_free(y2);
+            }
+            wk_aligned_free(orig), wk_aligned_free(packed), wk_aligned_free(back), wk_aligned_free(tmp);
+        }
+}
+
 /* Grouped products equal the separate ones, and the GLU pair equals the
  * activation of one product times the other. */
 /* Decode products, whose rows the threads share by their recent speeds,
@@ -876,5 +985,5 @@ static void test_elementwise_ops(void)
 CHECK_MAIN(TEST(test_vec_dot_matches_ref), TEST(test_vec_dot_q_matches_ref),
            TEST(test_vec_dot_rows_matches_ref), TEST(test_vec_dot_rows_tokens), TEST(test_vec_dot_rows_x16_tokens), TEST(test_x16_quantize), TEST(test_ops_tables_match_baseline), TEST(test_vec_dot_rows_x16), TEST(test_vec_dot_rows_x16_nan_and_tiny), TEST(test_gemm_f32), TEST(test_ref_dot_equals_dequantized_dot),
            TEST(test_quantize_matches_ref), TEST(test_to_f32_matches_ref),
-           TEST(test_f32_helpers_match_ref), TEST(test_matmul), TEST(test_matmul_balanced_decode), TEST(test_matmul_many_and_glu), TEST(test_expf_and_activations),
+           TEST(test_f32_helpers_match_ref), TEST(test_matmul), TEST(test_matmul_balanced_decode), TEST(test_r16_layout), TEST(test_matmul_many_and_glu), TEST(test_expf_and_activations),
            TEST(test_elementwise_ops))
