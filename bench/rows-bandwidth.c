@@ -8,7 +8,8 @@
  * bandwidth changes from one stretch of time to the next (~35 or ~55 GB/s
  * at 2 threads), so compare the two figures of one line, not lines.
  *
- * Usage: build/release/bench/rows-bandwidth [type=q8_0|q4_1|q5_0|q4_k|q6_k] [n=640] [lines=6]
+ * Usage: build/release/bench/rows-bandwidth [type=q8_0|q4_1|q5_0|q4_k|q6_k|q4_1_r16|q5_0_r16|q8_0_r16]
+ *                                            [n=640] [lines=6]
  *                                            [KiB=262144] [threads=2]
  * With a small matrix (512 KiB, 1 thread) the rows stay in L2 and the
  * figure is the kernel's compute rate instead. (a figure, not a test)
@@ -35,7 +36,10 @@ static void rows_task(void *c, int ith, int nth)
 {
     struct job *j = c;
     int64_t lo, hi;
-    wk_split_range((int64_t)j->rows, ith, nth, &lo, &hi);
+    /* whole groups of rows for an R16 layout (16), else any split */
+    const int64_t g = wk_dtype_base(j->t) != j->t ? WK_R16_ROWS : 1;
+    wk_split_range((int64_t)j->rows / g, ith, nth, &lo, &hi);
+    lo *= g, hi *= g;
     /* as the matmul picks: the 16-bit-activation kernel where the type has one */
     wk_vec_dot_rows_fn f = j->k->vec_dot_rows_x16[j->t] ? j->k->vec_dot_rows_x16[j->t] : j->k->vec_dot_rows[j->t];
     f(j->n, j->w + lo * j->row, j->row, j->x, j->y + lo, hi - lo);
@@ -91,12 +95,18 @@ int main(int argc, char **argv)
     const struct wk_cpu_kernels *k = wk_cpu_kernels_get();
     struct wk_threadpool *pool;
     if (wk_threadpool_create(threads, &pool)) return 1;
-    size_t row = wk_dtype_row_bytes(t, n), rows = ((size_t)kib << 10) / row, hp = (size_t)2 << 20;
+    size_t row = wk_dtype_row_bytes(t, n), rows = ((size_t)kib << 10) / row / WK_R16_ROWS * WK_R16_ROWS;
+    const size_t hp = (size_t)2 << 20;
     uint8_t *raw = mmap(NULL, rows * row + hp, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (raw == MAP_FAILED) return 1;
     uint8_t *w = (uint8_t *)(((uintptr_t)raw + hp - 1) & ~(uintptr_t)(hp - 1));
     (void)madvise(w, rows * row, MADV_HUGEPAGE);
     memset(w, 0x11, rows * row); /* small finite f16 scales, nibbles 1 */
+    if (wk_dtype_base(t) != t) { /* the R16 layout of those bytes (the loader's repacking) */
+        void *tmp = wk_aligned_alloc(WK_R16_ROWS * row);
+        wk_cpu_r16_pack(wk_dtype_base(t), w, n, (int64_t)rows, tmp);
+        wk_aligned_free(tmp);
+    }
     float *x = wk_aligned_alloc((size_t)n * 4), *y = wk_aligned_alloc(rows * 4);
     for (int i = 0; i < n; i++) x[i] = 0.01f * (float)(i % 7);
     struct job j = {.k = k, .t = t, .w = w, .row = row, .rows = rows, .n = n, .x = x, .y = y};

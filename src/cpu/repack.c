@@ -1,5 +1,5 @@
 /*
- * repack.c - the R16 weight layout (wk_cpu.h): Q4_1 and Q8_0 matrices
+ * repack.c - the R16 weight layout (wk_cpu.h): Q4_1, Q5_0 and Q8_0 matrices
  * with their rows interleaved in groups of 16, so that one 64-byte load
  * holds the same four bytes of 16 rows and a decode kernel gives each row
  * its own 32-bit lane (one integer dot per lane, the scales of 16 rows one
@@ -16,6 +16,10 @@
  *   Q8_0_R16 (544 bytes): d[16] (f16), then for k = 0..7 the bytes
  *     qs[4k .. 4k + 3] of rows 0..15, each stored as q + 128 (unsigned,
  *     the top bit flipped), the form the u8 x s8 dot products take.
+ *   Q5_0_R16 (352 bytes): d[16] (f16), qh[16] (32 bits each, reordered:
+ *     byte k holds the fifth bits of the elements in the codes' vector
+ *     k, bits 0-3 those of elements 4k .. 4k + 3 and bits 4-7 those of
+ *     16 + 4k .. 16 + 4k + 3), then the codes as Q4_1_R16's.
  */
 #include "wk_cpu.h"
 
@@ -23,12 +27,15 @@
 
 enum wk_dtype wk_cpu_r16_dtype(enum wk_dtype base)
 {
-    return base == WK_DTYPE_Q4_1 ? WK_DTYPE_Q4_1_R16 : base == WK_DTYPE_Q8_0 ? WK_DTYPE_Q8_0_R16 : WK_DTYPE_COUNT;
+    return base == WK_DTYPE_Q4_1   ? WK_DTYPE_Q4_1_R16
+           : base == WK_DTYPE_Q8_0 ? WK_DTYPE_Q8_0_R16
+           : base == WK_DTYPE_Q5_0 ? WK_DTYPE_Q5_0_R16
+                                   : WK_DTYPE_COUNT;
 }
 
-/* The R16 block geometry of base: bytes of the 16 rows' scales before
- * the codes, offset of the codes in a row-major block, 4-byte groups of
- * codes, and the bits flipped in a code byte. */
+/* The R16 block geometry of base: bytes of the 16 rows' scales (and
+ * fifth bits) before the codes, offset of the codes in a row-major block,
+ * 4-byte groups of codes, and the bits flipped in a code byte. */
 struct r16_geom {
     size_t head, qs_off;
     int n_words;
@@ -36,7 +43,26 @@ struct r16_geom {
 };
 static struct r16_geom r16_geom(enum wk_dtype base)
 {
-    return base == WK_DTYPE_Q4_1 ? (struct r16_geom){64, 4, 4, 0x00} : (struct r16_geom){32, 2, 8, 0x80};
+    return base == WK_DTYPE_Q4_1   ? (struct r16_geom){64, 4, 4, 0x00}
+           : base == WK_DTYPE_Q5_0 ? (struct r16_geom){96, 6, 4, 0x00}
+                                   : (struct r16_geom){32, 2, 8, 0x80};
+}
+
+/* Q5_0's qh (bit j: element j's fifth bit) in Q5_0_R16's order (byte k,
+ * bits 0-3: elements 4k .. 4k + 3; bits 4-7: 16 + 4k ..), and back. */
+static uint32_t qh_to_r16(uint32_t qh)
+{
+    uint32_t v = 0;
+    for (int k = 0; k < 4; k++)
+        v |= ((qh >> (4 * k)) & 0xF) << (8 * k) | ((qh >> (16 + 4 * k)) & 0xF) << (8 * k + 4);
+    return v;
+}
+static uint32_t qh_from_r16(uint32_t v)
+{
+    uint32_t qh = 0;
+    for (int k = 0; k < 4; k++)
+        qh |= ((v >> (8 * k)) & 0xF) << (4 * k) | ((v >> (8 * k + 4)) & 0xF) << (16 + 4 * k);
+    return qh;
 }
 
 /* Row r's block blk (row-major bytes) into its place in a group's
@@ -46,6 +72,12 @@ static void pack_block(enum wk_dtype base, uint8_t *grp, int r, const uint8_t *b
     const struct r16_geom g = r16_geom(base);
     memcpy(grp + 2 * r, blk, 2);                                     /* d */
     if (base == WK_DTYPE_Q4_1) memcpy(grp + 32 + 2 * r, blk + 2, 2); /* m */
+    if (base == WK_DTYPE_Q5_0) {                                     /* qh */
+        uint32_t qh;
+        memcpy(&qh, blk + 2, 4);
+        qh = qh_to_r16(qh);
+        memcpy(grp + 32 + 4 * r, &qh, 4);
+    }
     for (int k = 0; k < g.n_words; k++)
         for (int j = 0; j < 4; j++) grp[g.head + 64 * k + 4 * r + j] = blk[g.qs_off + 4 * k + j] ^ g.flip;
 }
@@ -56,6 +88,12 @@ static void unpack_block(enum wk_dtype base, const uint8_t *grp, int r, uint8_t 
     const struct r16_geom g = r16_geom(base);
     memcpy(blk, grp + 2 * r, 2);
     if (base == WK_DTYPE_Q4_1) memcpy(blk + 2, grp + 32 + 2 * r, 2);
+    if (base == WK_DTYPE_Q5_0) {
+        uint32_t v;
+        memcpy(&v, grp + 32 + 4 * r, 4);
+        v = qh_from_r16(v);
+        memcpy(blk + 2, &v, 4);
+    }
     for (int k = 0; k < g.n_words; k++)
         for (int j = 0; j < 4; j++) blk[g.qs_off + 4 * k + j] = grp[g.head + 64 * k + 4 * r + j] ^ g.flip;
 }

@@ -49,12 +49,13 @@ enum wk_dtype {
      * (x = scale * q + bias, q unsigned), what `--quantize int8/int4` makes */
     WK_DTYPE_I8G64 = 40,
     WK_DTYPE_I4G64 = 41,
-    /* in memory only, never in a file: Q4_1 and Q8_0 matrices whose rows
+    /* in memory only, never in a file: Q4_1, Q5_0 and Q8_0 matrices whose rows
      * the loader interleaved in groups of 16 for the AVX-512 VNNI decode
      * kernels (wk_cpu.h, "R16 layout") */
     WK_DTYPE_Q4_1_R16 = 42,
     WK_DTYPE_Q8_0_R16 = 43,
-    WK_DTYPE_COUNT = 44,
+    WK_DTYPE_Q5_0_R16 = 44,
+    WK_DTYPE_COUNT = 45,
 };
 
 /* ------------------------------------------------------------- blocks */
@@ -191,11 +192,14 @@ const struct wk_dtype_traits *wk_dtype_traits_get(uint32_t t);
 /* GGUF name of t ("Q4_K"), or "unknown" for an id wick does not know;
  * never NULL. Error messages print the numeric id beside it. */
 const char *wk_dtype_name(uint32_t t);
-/* The dtype whose blocks an R16 dtype holds (Q4_1 for Q4_1_R16, Q8_0 for
- * Q8_0_R16); t itself for every other dtype. */
+/* The dtype whose blocks an R16 dtype holds (Q4_1 for Q4_1_R16, ...); t
+ * itself for every other dtype. */
 static inline enum wk_dtype wk_dtype_base(enum wk_dtype t)
 {
-    return t == WK_DTYPE_Q4_1_R16 ? WK_DTYPE_Q4_1 : t == WK_DTYPE_Q8_0_R16 ? WK_DTYPE_Q8_0 : t;
+    return t == WK_DTYPE_Q4_1_R16   ? WK_DTYPE_Q4_1
+           : t == WK_DTYPE_Q8_0_R16 ? WK_DTYPE_Q8_0
+           : t == WK_DTYPE_Q5_0_R16 ? WK_DTYPE_Q5_0
+                                    : t;
 }
 /* Bytes of a row of n elements; 0 when n is not a multiple of the block
  * size or t is unknown. */

@@ -385,28 +385,46 @@ static ALWAYS_INLINE __m512i r16_x4(const uint8_t *line, int part, int e)
     return _mm512_set1_epi32(v);
 }
 
+/* Bytes of one row's block of the R16 dtype of K (Q4_1, Q5_0 or Q8_0). */
+static inline size_t r16_block_bytes(const enum x16_kind K)
+{
+    return K == X16_Q4_1 ? sizeof(struct wk_block_q4_1)
+           : K == X16_Q5_0 ? sizeof(struct wk_block_q5_0)
+                           : sizeof(struct wk_block_q8_0);
+}
+
 /* Group of 16 rows at g (the column chunk's first block), n elements: the
  * 16 dots into out (added to it when add). */
 static ALWAYS_INLINE void r16_group(const enum x16_kind K, int64_t n, const uint8_t *g, const float *scratch,
                                     float *out, bool add)
 {
-    const size_t bb = K == X16_Q4_1 ? sizeof(struct wk_block_q4_1) : sizeof(struct wk_block_q8_0);
-    const size_t head = K == X16_Q4_1 ? 64 : 32; /* the 16 rows' scales */
+    const size_t bb = r16_block_bytes(K);
+    const size_t head = K == X16_Q4_1 ? 64 : K == X16_Q5_0 ? 96 : 32; /* the 16 rows' scales (and qh) */
     const int64_t nb = n / 32;
     const uint8_t *lines = (const uint8_t *)scratch;
     const float *ds = scratch + nb * (X16_LINE_BYTES / 4), *sums = ds + nb;
-    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    const __m512i m4 = _mm512_set1_epi8(0x0F), c16 = _mm512_set1_epi8(0x10);
     __m512 acc = _mm512_setzero_ps(), accc = _mm512_setzero_ps();
     for (int64_t i = 0; i < nb; i++) {
         const uint8_t *b = g + (size_t)i * WK_R16_ROWS * bb, *line = lines + X16_LINE_BYTES * i;
         /* two accumulators a part, so that no chain of dots is long */
         __m512i h[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
         __m512i l[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
-        if (K == X16_Q4_1) {
+        if (K == X16_Q4_1 || K == X16_Q5_0) {
+            /* Q5_0: byte k of a row's qh holds vector k's fifth bits */
+            const __m512i qh = K == X16_Q5_0 ? _mm512_loadu_si512(b + 32) : _mm512_setzero_si512();
             UNROLL
             for (int k = 0; k < 4; k++) { /* elements 4k.. (low nibbles) and 16 + 4k.. (high) */
                 const __m512i v = _mm512_loadu_si512(b + head + 64 * k);
-                const __m512i lo = _mm512_and_si512(v, m4), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+                __m512i lo = _mm512_and_si512(v, m4), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+                if (K == X16_Q5_0) { /* byte k of each dword to its four bytes, then bit b of byte b */
+                    const int32_t sk = 0x01010101 * k, s4 = 0x04040404;
+                    const __m512i hb = _mm512_shuffle_epi8(
+                        qh, _mm512_set4_epi32(sk + 3 * s4, sk + 2 * s4, sk + s4, sk));
+                    lo = _mm512_mask_add_epi8(lo, _mm512_test_epi8_mask(hb, _mm512_set1_epi32(0x08040201)), lo, c16);
+                    hi = _mm512_mask_add_epi8(hi, _mm512_test_epi8_mask(hb, _mm512_set1_epi32((int32_t)0x80402010u)), hi,
+                                              c16);
+                }
                 h[k & 1] = _mm512_dpbusd_epi32(h[k & 1], lo, r16_x4(line, 0, 4 * k));
                 h[k & 1] = _mm512_dpbusd_epi32(h[k & 1], hi, r16_x4(line, 0, 16 + 4 * k));
                 l[k & 1] = _mm512_dpbusd_epi32(l[k & 1], lo, r16_x4(line, 1, 4 * k));
@@ -428,7 +446,7 @@ static ALWAYS_INLINE void r16_group(const enum x16_kind K, int64_t n, const uint
             accc = _mm512_fmadd_ps(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(b + 32))),
                                    _mm512_set1_ps(sums[i]), accc);
         else
-            accc = _mm512_fmadd_ps(dw, _mm512_set1_ps(-128.0f * sums[i]), accc);
+            accc = _mm512_fmadd_ps(dw, _mm512_set1_ps((K == X16_Q5_0 ? -16.0f : -128.0f) * sums[i]), accc);
     }
     __m512 r = _mm512_add_ps(acc, accc);
     if (add) r = _mm512_add_ps(r, _mm512_loadu_ps(out));
@@ -441,7 +459,7 @@ static ALWAYS_INLINE void r16_rows(const enum x16_kind K, int64_t n, const void 
                                    const float *x, float *out, int64_t n_rows)
 {
     _Alignas(64) float scratch[X16_SCRATCH_FLOATS];
-    const size_t bb = K == X16_Q4_1 ? sizeof(struct wk_block_q4_1) : sizeof(struct wk_block_q8_0);
+    const size_t bb = r16_block_bytes(K);
     for (int64_t c0 = 0; c0 < n; c0 += X16_CHUNK) {
         const int64_t nc = WK_MIN(X16_CHUNK, n - c0);
         x16_prep(nc, x + c0, scratch);
@@ -459,7 +477,7 @@ static ALWAYS_INLINE void r16_tokens(const enum x16_kind K, int64_t n, const voi
                                      int64_t n_rows)
 {
     _Alignas(64) float scratch[4][X16_SCRATCH_FLOATS];
-    const size_t bb = K == X16_Q4_1 ? sizeof(struct wk_block_q4_1) : sizeof(struct wk_block_q8_0);
+    const size_t bb = r16_block_bytes(K);
     for (int32_t t0 = 0; t0 < n_tokens; t0 += 4) {
         const int T = (int)WK_MIN(4, n_tokens - t0);
         for (int64_t c0 = 0; c0 < n; c0 += X16_CHUNK) {
@@ -481,6 +499,15 @@ static void r16_rows_q4_1(int64_t n, const void *w, size_t stride, const float *
 static void r16_rows_q8_0(int64_t n, const void *w, size_t stride, const float *x, float *out, int64_t n_rows)
 {
     r16_rows(X16_Q8_0, n, w, stride, x, out, n_rows);
+}
+static void r16_rows_q5_0(int64_t n, const void *w, size_t stride, const float *x, float *out, int64_t n_rows)
+{
+    r16_rows(X16_Q5_0, n, w, stride, x, out, n_rows);
+}
+static void r16_tokens_q5_0(int64_t n, const void *w, size_t stride, const float *x, size_t ldx, int32_t n_tokens,
+                            float *out, size_t ldo, int64_t n_rows)
+{
+    r16_tokens(X16_Q5_0, n, w, stride, x, ldx, n_tokens, out, ldo, n_rows);
 }
 static void r16_tokens_q4_1(int64_t n, const void *w, size_t stride, const float *x, size_t ldx, int32_t n_tokens,
                             float *out, size_t ldo, int64_t n_rows)
@@ -532,5 +559,7 @@ void WK_X16_FILL(struct wk_cpu_kernels *k)
     k->vec_dot_rows_x16[WK_DTYPE_Q8_0_R16] = r16_rows_q8_0;
     k->vec_dot_rows_x16_tokens[WK_DTYPE_Q4_1_R16] = r16_tokens_q4_1;
     k->vec_dot_rows_x16_tokens[WK_DTYPE_Q8_0_R16] = r16_tokens_q8_0;
+    k->vec_dot_rows_x16[WK_DTYPE_Q5_0_R16] = r16_rows_q5_0;
+    k->vec_dot_rows_x16_tokens[WK_DTYPE_Q5_0_R16] = r16_tokens_q5_0;
 #endif
 }
