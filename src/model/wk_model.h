@@ -68,7 +68,10 @@ struct wk_context;
  * computes with). The file is read once into memory backed by transparent
  * huge pages (wk_gguf_open_ex, resident), where decode streams the weights
  * with far fewer TLB misses; WICK_MMAP=1 in the environment maps it
- * instead (zero copy, shared page cache, 4 KiB pages).
+ * instead (zero copy, shared page cache, 4 KiB pages). Read in, a GGUF's
+ * Q4_1, Q5_0 and Q8_0 projection matrices are then repacked in place into
+ * the R16 layout (wk_cpu.h; their dtypes become the _R16 ones) where the
+ * CPU's kernel table decodes it (AVX-512 VNNI, not WICK_EXACT=1).
  * Errors (message names the file and the field or tensor): those of
  * wk_gguf_open; WK_E_UNSUPPORTED for an unknown architecture or dtype;
  * WK_E_FORMAT for a missing or misshapen tensor or an absurd
