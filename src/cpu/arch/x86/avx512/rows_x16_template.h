@@ -372,7 +372,9 @@ DOT_ROWS_TOKENS_FN(x16_tokens_q8_0, x16_rows_X16_Q8_0, 32, sizeof(struct wk_bloc
  * conversion. S = 256 S_hi + S_lo exact as in x16_block; each row's float
  * accumulation then runs in one lane (x16_rows spreads a row over four
  * lanes and adds them at the end), so the bits differ from x16_rows' by
- * float rounding only.
+ * float rounding only. The groups are read in address order, which the
+ * hardware prefetchers follow (software prefetch 4 KiB ahead made decode
+ * 12-18% slower).
  */
 #if WK_AVX512_VNNI
 /* x's four bytes of part (0 hi, 1 lo) at elements e .. e + 3 of block i,
