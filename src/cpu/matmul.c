@@ -136,7 +136,8 @@ static void part_rows(const struct matmul_ctx *c, const struct part *p, int64_t 
         int64_t nr = WK_MIN(ROW_TILE, hi - r0);
         for (int64_t r = 0; r < nr; r++) {
             if (base != t) {
-                wk_cpu_r16_unpack_row(t, p->w->data, n_in, r0 + r, 0, n_in / 32, row_buf);
+                wk_cpu_r16_unpack_row(t, p->w->data, n_in, r0 + r, 0, n_in / wk_dtype_traits_get(t)->block_size,
+                                      row_buf);
                 c->k->to_f32[base](row_buf, tile + r * n_in, n_in);
             } else {
                 c->k->to_f32[t](w + (r0 - lo + r) * w_row, tile + r * n_in, n_in);
@@ -312,13 +313,14 @@ void wk_cpu_get_row(const struct wk_cpu_kernels *k, const struct wk_tensor *w, i
         k->to_f32[w->dtype](wk_tensor_row(w, row), dst, w->ne[0]);
         return;
     }
-    /* an R16 row: back to row-major bytes 64 blocks at a time, then each
-     * piece converted as the base dtype */
-    _Alignas(64) uint8_t buf[64 * sizeof(struct wk_block_q8_0)];
-    const int64_t nb = w->ne[0] / 32;
-    for (int64_t b0 = 0; b0 < nb; b0 += 64) {
-        const int64_t n_blk = WK_MIN(64, nb - b0);
+    /* an R16 row: back to row-major bytes a few blocks at a time (2 KiB or
+     * less), then each piece converted as the base dtype */
+    _Alignas(64) uint8_t buf[2048];
+    const struct wk_dtype_traits *tr = wk_dtype_traits_get(base);
+    const int64_t nb = w->ne[0] / tr->block_size, per = (int64_t)(sizeof buf / tr->block_bytes);
+    for (int64_t b0 = 0; b0 < nb; b0 += per) {
+        const int64_t n_blk = WK_MIN(per, nb - b0);
         wk_cpu_r16_unpack_row(w->dtype, w->data, w->ne[0], row, b0, n_blk, buf);
-        k->to_f32[base](buf, dst + 32 * b0, 32 * n_blk);
+        k->to_f32[base](buf, dst + tr->block_size * b0, tr->block_size * n_blk);
     }
 }

@@ -1,5 +1,5 @@
 /*
- * repack.c - the R16 weight layout (wk_cpu.h): Q4_1, Q5_0 and Q8_0 matrices
+ * repack.c - the R16 weight layout (wk_cpu.h): Q4_1, Q5_0, Q8_0 and Q6_K matrices
  * with their rows interleaved in groups of 16, so that one 64-byte load
  * holds the same four bytes of 16 rows and a decode kernel gives each row
  * its own 32-bit lane (one integer dot per lane, the scales of 16 rows one
@@ -8,8 +8,8 @@
  * repacked Q4_0x8 CPU buffers; the layout is wick's own.
  *
  * Group g (rows 16g .. 16g + 15) keeps the bytes of those rows,
- * data + 16 g row_bytes, and within it the 32-element block i of the 16
- * rows is 16 block_bytes at offset 16 i block_bytes:
+ * data + 16 g row_bytes, and within it block i (32 elements, 256 for
+ * Q6_K) of the 16 rows is 16 block_bytes at offset 16 i block_bytes:
  *   Q4_1_R16 (320 bytes): d[16] (f16), m[16] (f16), then for k = 0..3 the
  *     bytes qs[4k .. 4k + 3] of rows 0..15 (64 bytes each): row r's
  *     elements 4k .. 4k + 3 in the low nibbles, 16 + 4k .. in the high.
@@ -20,9 +20,21 @@
  *     byte k holds the fifth bits of the elements in the codes' vector
  *     k, bits 0-3 those of elements 4k .. 4k + 3 and bits 4-7 those of
  *     16 + 4k .. 16 + 4k + 3), then the codes as Q4_1_R16's.
+ *   Q6_K_R16 (3360 bytes): d[16] (f16), then four phases in the order
+ *     the kernel reads them, phase 2h + p (832 bytes each) for the
+ *     block's half h (elements 128h ..) and k = 4p .. 4p + 3: for each k
+ *     the vectors of ql[64h + 4k ..], ql[64h + 32 + 4k ..] and
+ *     qh[32h + 4k ..] (64 bytes each, row r's four bytes at 4r: Q6_K's
+ *     own bytes, holding elements 4k.. and 64 + 4k.. of the half, 32 +
+ *     4k.. and 96 + 4k.., and their top two bits), then the 16 rows' int8
+ *     scales of the 16-element groups 8h + 2q + p, q = 0..3 (64 bytes).
+ *     Read in that order, the block is one stream: with the scales in
+ *     front and the three kinds of vectors in three runs, the hardware
+ *     prefetchers lost track and decode from DRAM halved.
  */
 #include "wk_cpu.h"
 
+#include <stddef.h>
 #include <string.h>
 
 enum wk_dtype wk_cpu_r16_dtype(enum wk_dtype base)
@@ -30,7 +42,37 @@ enum wk_dtype wk_cpu_r16_dtype(enum wk_dtype base)
     return base == WK_DTYPE_Q4_1   ? WK_DTYPE_Q4_1_R16
            : base == WK_DTYPE_Q8_0 ? WK_DTYPE_Q8_0_R16
            : base == WK_DTYPE_Q5_0 ? WK_DTYPE_Q5_0_R16
+           : base == WK_DTYPE_Q6_K ? WK_DTYPE_Q6_K_R16
                                    : WK_DTYPE_COUNT;
+}
+
+/* len bytes between a group's block (g) and a row's block (b), one way
+ * (to_r16: b to g) or the other. */
+static void copy_dir(uint8_t *g, uint8_t *b, size_t len, bool to_r16)
+{
+    if (to_r16) memcpy(g, b, len);
+    else memcpy(b, g, len);
+}
+
+/* Q6_K: row r's block blk and its place in the group's block grp, copied
+ * one way (to_r16) or the other; the source is only read. */
+static void move_q6_k(uint8_t *grp, int r, uint8_t *blk, bool to_r16)
+{
+    copy_dir(grp + 2 * r, blk + offsetof(struct wk_block_q6_k, d), 2, to_r16);
+    for (int h = 0; h < 2; h++)
+        for (int p = 0; p < 2; p++) {
+            uint8_t *ph = grp + 32 + 832 * (2 * h + p) + 4 * r;
+            for (int kk = 0; kk < 4; kk++) {
+                const int k = 4 * p + kk;
+                uint8_t *ql = blk + offsetof(struct wk_block_q6_k, ql) + 64 * h + 4 * k;
+                copy_dir(ph + 192 * kk, ql, 4, to_r16);
+                copy_dir(ph + 192 * kk + 64, ql + 32, 4, to_r16);
+                copy_dir(ph + 192 * kk + 128, blk + offsetof(struct wk_block_q6_k, qh) + 32 * h + 4 * k, 4, to_r16);
+            }
+            for (int q = 0; q < 4; q++)
+                copy_dir(ph - 4 * r + 768 + 16 * q + r, blk + offsetof(struct wk_block_q6_k, scales) + 8 * h + 2 * q + p,
+                         1, to_r16);
+        }
 }
 
 /* The R16 block geometry of base: bytes of the 16 rows' scales (and
@@ -69,6 +111,10 @@ static uint32_t qh_from_r16(uint32_t v)
  * interleaved block grp. */
 static void pack_block(enum wk_dtype base, uint8_t *grp, int r, const uint8_t *blk)
 {
+    if (base == WK_DTYPE_Q6_K) {
+        move_q6_k(grp, r, (uint8_t *)(uintptr_t)blk, true); /* reads blk only */
+        return;
+    }
     const struct r16_geom g = r16_geom(base);
     memcpy(grp + 2 * r, blk, 2);                                     /* d */
     if (base == WK_DTYPE_Q4_1) memcpy(grp + 32 + 2 * r, blk + 2, 2); /* m */
@@ -85,6 +131,10 @@ static void pack_block(enum wk_dtype base, uint8_t *grp, int r, const uint8_t *b
 /* The reverse: row r's block of grp back into row-major bytes blk. */
 static void unpack_block(enum wk_dtype base, const uint8_t *grp, int r, uint8_t *blk)
 {
+    if (base == WK_DTYPE_Q6_K) {
+        move_q6_k((uint8_t *)(uintptr_t)grp, r, blk, false); /* reads grp only */
+        return;
+    }
     const struct r16_geom g = r16_geom(base);
     memcpy(blk, grp + 2 * r, 2);
     if (base == WK_DTYPE_Q4_1) memcpy(blk + 2, grp + 32 + 2 * r, 2);
@@ -100,13 +150,15 @@ static void unpack_block(enum wk_dtype base, const uint8_t *grp, int r, uint8_t 
 
 void wk_cpu_r16_pack(enum wk_dtype base, void *data, int64_t n_in, int64_t n_rows, void *tmp)
 {
-    WK_ASSERT(wk_cpu_r16_dtype(base) != WK_DTYPE_COUNT && n_in % 32 == 0 && n_rows % WK_R16_ROWS == 0);
-    const size_t bb = wk_dtype_traits_get(base)->block_bytes, row = (size_t)(n_in / 32) * bb;
+    const struct wk_dtype_traits *tr = wk_dtype_traits_get(base);
+    WK_ASSERT(wk_cpu_r16_dtype(base) != WK_DTYPE_COUNT && n_in % tr->block_size == 0 && n_rows % WK_R16_ROWS == 0);
+    const int64_t nb = n_in / tr->block_size;
+    const size_t bb = tr->block_bytes, row = (size_t)nb * bb;
     const size_t group = WK_R16_ROWS * row;
     for (int64_t g = 0; g < n_rows / WK_R16_ROWS; g++) {
         uint8_t *p = (uint8_t *)data + (size_t)g * group;
         memcpy(tmp, p, group);
-        for (int64_t i = 0; i < n_in / 32; i++)
+        for (int64_t i = 0; i < nb; i++)
             for (int r = 0; r < WK_R16_ROWS; r++)
                 pack_block(base, p + (size_t)i * WK_R16_ROWS * bb, r, (const uint8_t *)tmp + (size_t)r * row + (size_t)i * bb);
     }
@@ -116,8 +168,10 @@ void wk_cpu_r16_unpack_row(enum wk_dtype t, const void *data, int64_t n_in, int6
                            int64_t n_blk, void *dst)
 {
     const enum wk_dtype base = wk_dtype_base(t);
-    WK_ASSERT(base != t && n_in % 32 == 0 && row >= 0 && blk0 >= 0 && n_blk >= 0 && blk0 + n_blk <= n_in / 32);
-    const size_t bb = wk_dtype_traits_get(base)->block_bytes, row_bytes = (size_t)(n_in / 32) * bb;
+    const struct wk_dtype_traits *tr = wk_dtype_traits_get(base);
+    const int64_t nb = n_in / tr->block_size;
+    WK_ASSERT(base != t && n_in % tr->block_size == 0 && row >= 0 && blk0 >= 0 && n_blk >= 0 && blk0 + n_blk <= nb);
+    const size_t bb = tr->block_bytes, row_bytes = (size_t)nb * bb;
     const uint8_t *grp = (const uint8_t *)data + (size_t)(row / WK_R16_ROWS) * WK_R16_ROWS * row_bytes;
     for (int64_t i = 0; i < n_blk; i++)
         unpack_block(base, grp + (size_t)(blk0 + i) * WK_R16_ROWS * bb, (int)(row % WK_R16_ROWS),

@@ -80,8 +80,8 @@ wk_bf16 wk_f32_to_bf16(float f)
 #define KNOWN(t, nm, bs, bb) [t] = {.name = nm, .block_size = bs, .block_bytes = bb}
 /* An R16 layout of a block type: the same bytes per 16 rows, interleaved,
  * so no per-row conversion or dot (wk_cpu.h's R16 functions read it). */
-#define R16(t, nm, st)                                                                             \
-    [t] = {.name = nm, .block_size = 32, .block_bytes = sizeof(st), .is_quantized = true,         \
+#define R16(t, nm, bs, st)                                                                         \
+    [t] = {.name = nm, .block_size = bs, .block_bytes = sizeof(st), .is_quantized = true,         \
            .supported = true, .vec_dot_type = WK_DTYPE_F32}
 
 static const struct wk_dtype_traits g_traits[WK_DTYPE_COUNT] = {
@@ -114,9 +114,10 @@ static const struct wk_dtype_traits g_traits[WK_DTYPE_COUNT] = {
           wk_ref_q8_k_from_f32, NULL, NULL),
     /* Known to GGUF, not computed by wick yet: sizes let the reader check
      * tensor extents and name the type in its error. */
-    R16(WK_DTYPE_Q4_1_R16, "Q4_1_R16", struct wk_block_q4_1),
-    R16(WK_DTYPE_Q8_0_R16, "Q8_0_R16", struct wk_block_q8_0),
-    R16(WK_DTYPE_Q5_0_R16, "Q5_0_R16", struct wk_block_q5_0),
+    R16(WK_DTYPE_Q4_1_R16, "Q4_1_R16", 32, struct wk_block_q4_1),
+    R16(WK_DTYPE_Q8_0_R16, "Q8_0_R16", 32, struct wk_block_q8_0),
+    R16(WK_DTYPE_Q5_0_R16, "Q5_0_R16", 32, struct wk_block_q5_0),
+    R16(WK_DTYPE_Q6_K_R16, "Q6_K_R16", 256, struct wk_block_q6_k),
     KNOWN(WK_DTYPE_Q2_K, "Q2_K", 256, 84),
     KNOWN(WK_DTYPE_Q3_K, "Q3_K", 256, 110),
     KNOWN(16, "IQ2_XXS", 256, 66),

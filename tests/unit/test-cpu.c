@@ -706,8 +706,9 @@ static bool x16_dot_ok(enum wk_dtype t, const uint8_t *wrow, int64_t n, const fl
 }
 
 /*
- * The R16 layout (repack.c) of Q4_1, Q5_0 and Q8_0, rows of 96 and of 2112
- * elements (two column chunks of the AVX-512 kernels):
+ * The R16 layout (repack.c) of Q4_1, Q5_0 and Q8_0 (rows of 96 and of 2112
+ * elements) and Q6_K (256 and 2304); the long rows are two column chunks
+ * of the AVX-512 kernels:
  * - packing, then unpacking every row (whole, and in pieces), gives back
  *   the row-major bytes; wk_cpu_get_row of the R16 tensor gives the
  *   row-major row's floats;
@@ -723,18 +724,18 @@ static bool x16_dot_ok(enum wk_dtype t, const uint8_t *wrow, int64_t n, const fl
 static void test_r16_layout(void)
 {
     const struct wk_cpu_kernels *k = wk_cpu_kernels_get();
-    const enum wk_dtype types[3] = {WK_DTYPE_Q4_1, WK_DTYPE_Q5_0, WK_DTYPE_Q8_0};
-    const int64_t ns[2] = {96, 2112}, n_rows = 48, n_tok = 5;
+    const enum wk_dtype types[4] = {WK_DTYPE_Q4_1, WK_DTYPE_Q5_0, WK_DTYPE_Q8_0, WK_DTYPE_Q6_K};
+    const int64_t ns[4][2] = {{96, 2112}, {96, 2112}, {96, 2112}, {256, 2304}}, n_rows = 48, n_tok = 5;
     uint64_t seed = 77;
-    for (int ti = 0; ti < 3; ti++)
+    for (int ti = 0; ti < 4; ti++)
         for (int ni = 0; ni < 2; ni++) {
             const enum wk_dtype t = types[ti], r16 = wk_cpu_r16_dtype(t);
-            const int64_t n = ns[ni];
+            const int64_t bs = wk_dtype_traits_get(t)->block_size, n = ns[ti][ni];
             const size_t row = wk_dtype_row_bytes(t, n), bb = wk_dtype_traits_get(t)->block_bytes;
             CHECK(r16 != WK_DTYPE_COUNT && wk_dtype_base(r16) == t && wk_dtype_row_bytes(r16, n) == row);
             uint8_t *orig = wk_aligned_alloc(row * n_rows), *packed = wk_aligned_alloc(row * n_rows);
             uint8_t *back = wk_aligned_alloc(row), *tmp = wk_aligned_alloc(row * WK_R16_ROWS);
-            fill_random_blocks(t, orig, n / 32 * n_rows, &seed);
+            fill_random_blocks(t, orig, n / bs * n_rows, &seed);
             memcpy(packed, orig, row * n_rows);
             wk_cpu_r16_pack(t, packed, n, n_rows, tmp);
             CHECK(memcmp(packed, orig, row * n_rows) != 0);
@@ -745,10 +746,10 @@ static void test_r16_layout(void)
             float *fa = wk_aligned_alloc((size_t)n * 4), *fb = wk_aligned_alloc((size_t)n * 4);
             int bad = 0;
             for (int64_t r = 0; r < n_rows; r++) {
-                wk_cpu_r16_unpack_row(r16, packed, n, r, 0, n / 32, back);
+                wk_cpu_r16_unpack_row(r16, packed, n, r, 0, n / bs, back);
                 bad += memcmp(back, orig + r * row, row) != 0;
-                const int64_t half = n / 64;
-                wk_cpu_r16_unpack_row(r16, packed, n, r, half, n / 32 - half, back);
+                const int64_t half = n / bs / 2;
+                wk_cpu_r16_unpack_row(r16, packed, n, r, half, n / bs - half, back);
                 bad += memcmp(back, orig + r * row + half * bb, row - half * bb) != 0;
                 wk_cpu_get_row(k, &w, r, fa);
                 wk_cpu_get_row(k, &wr, r, fb);

@@ -59,23 +59,35 @@ static inline __m512i x16_dot(__m512i acc, __m512i u, __m512i s)
  * is wk__x16_quantize_ref's, operation for operation (no FMA contraction),
  * so hi and lo are the reference's.
  */
-static ALWAYS_INLINE void x16_prep_lines(int64_t n, const float *x, float *scratch, bool pairs);
+static ALWAYS_INLINE void x16_prep_lines(int64_t n, const float *x, float *scratch, bool pairs, bool compact);
 static inline void x16_prep(int64_t n, const float *x, float *scratch)
 {
-    x16_prep_lines(n, x, scratch, false);
+    x16_prep_lines(n, x, scratch, false, false);
+}
+/* PREP for the R16 kernels, which broadcast x's bytes four at a time and
+ * need no lanes: the same quantities with each block's hi[32] and lo[32]
+ * once (X16_COMPACT_BYTES a block instead of X16_LINE_BYTES), so that
+ * the prepared x of a long row stays in L1 beside the weight stream
+ * (2048 elements: 4 KiB against 16 KiB; with the replicated lines the R16
+ * kernels read rows of 2048 from DRAM at 57-78% of a plain read). */
+#define X16_COMPACT_BYTES 64
+static inline void x16_prep_compact(int64_t n, const float *x, float *scratch)
+{
+    x16_prep_lines(n, x, scratch, false, true);
 }
 /* PREP for I4G64, whose byte i holds elements 2i and 2i+1: the same
  * quantities, each line's 32 elements stored as the 16 even ones (the
  * first 64-byte line of hi and of lo) and the 16 odd ones (the second). */
 static inline void x16_prep_pairs(int64_t n, const float *x, float *scratch)
 {
-    x16_prep_lines(n, x, scratch, true);
+    x16_prep_lines(n, x, scratch, true, false);
 }
-static ALWAYS_INLINE void x16_prep_lines(int64_t n, const float *x, float *scratch, bool pairs)
+static ALWAYS_INLINE void x16_prep_lines(int64_t n, const float *x, float *scratch, bool pairs, bool compact)
 {
     const int64_t nb = n / 32;
+    const size_t line_bytes = compact ? X16_COMPACT_BYTES : X16_LINE_BYTES;
     uint8_t *lines = (uint8_t *)scratch;
-    float *ds = scratch + nb * (X16_LINE_BYTES / 4), *sums = ds + nb;
+    float *ds = scratch + nb * (int64_t)(line_bytes / 4), *sums = ds + nb;
     const __m512 sign = _mm512_set1_ps(-0.0f), lim = _mm512_set1_ps(127.0f);
     const __m512 nlim = _mm512_set1_ps(-127.0f), k256 = _mm512_set1_ps(256.0f);
     /* Two passes: every block's d and 1/d first, then the rounding. In one
@@ -110,7 +122,7 @@ static ALWAYS_INLINE void x16_prep_lines(int64_t n, const float *x, float *scrat
             ll[h] = _mm512_cvtps_epi32(l);
             isum = _mm512_add_epi32(isum, _mm512_add_epi32(_mm512_slli_epi32(hl[h], 8), ll[h]));
         }
-        uint8_t *line = lines + X16_LINE_BYTES * b;
+        uint8_t *line = lines + line_bytes * b;
         if (pairs) {
             const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
             const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
@@ -122,8 +134,13 @@ static ALWAYS_INLINE void x16_prep_lines(int64_t n, const float *x, float *scrat
         }
         for (int h = 0; h < 2; h++) {
             const __m128i vh = _mm512_cvtepi32_epi8(hl[h]), vl = _mm512_cvtepi32_epi8(ll[h]);
-            _mm512_store_si512((__m512i *)(line + 64 * h), _mm512_broadcast_i32x4(vh));
-            _mm512_store_si512((__m512i *)(line + 128 + 64 * h), _mm512_broadcast_i32x4(vl));
+            if (compact) { /* hi[0:16] hi[16:32] lo[0:16] lo[16:32] */
+                _mm_store_si128((__m128i *)(line + 16 * h), vh);
+                _mm_store_si128((__m128i *)(line + 32 + 16 * h), vl);
+            } else {
+                _mm512_store_si512((__m512i *)(line + 64 * h), _mm512_broadcast_i32x4(vh));
+                _mm512_store_si512((__m512i *)(line + 128 + 64 * h), _mm512_broadcast_i32x4(vl));
+            }
         }
         ds[b] = d / 256.0f;
         sums[b] = ds[b] * (float)_mm512_reduce_add_epi32(isum);
@@ -184,7 +201,7 @@ static ALWAYS_INLINE void x16_finish(const int R, __m512 acc, __m128 accc, float
     rows_store(R, out, _mm_add_ps(tot, accc), add);
 }
 
-enum x16_kind { X16_Q4_0, X16_Q4_1, X16_Q5_0, X16_Q5_1, X16_Q8_0 };
+enum x16_kind { X16_Q4_0, X16_Q4_1, X16_Q5_0, X16_Q5_1, X16_Q8_0, X16_Q6_K /* R16 only */ };
 
 static ALWAYS_INLINE void x16_rows(const enum x16_kind K, const int R, int64_t n, const uint8_t *w,
                                    size_t stride, const float *x, const float *scratch, float *out,
@@ -367,7 +384,7 @@ DOT_ROWS_TOKENS_FN(x16_tokens_q8_0, x16_rows_X16_Q8_0, 32, sizeof(struct wk_bloc
  * The R16 layout (repack.c; VNNI only): 16 rows a group, row r in 32-bit
  * lane r. Vector k of a block holds bytes 4k .. 4k + 3 of each row's
  * codes, and one vpdpbusd against x's four bytes at those elements
- * (broadcast from the prepared lines) adds each row's four products to its
+ * (broadcast from x16_prep_compact's bytes) adds each row's four products to its
  * lane: no per-row loads or lane shuffles, the 16 rows' scales one f16
  * conversion. S = 256 S_hi + S_lo exact as in x16_block; each row's float
  * accumulation then runs in one lane (x16_rows spreads a row over four
@@ -377,22 +394,102 @@ DOT_ROWS_TOKENS_FN(x16_tokens_q8_0, x16_rows_X16_Q8_0, 32, sizeof(struct wk_bloc
  * 12-18% slower).
  */
 #if WK_AVX512_VNNI
-/* x's four bytes of part (0 hi, 1 lo) at elements e .. e + 3 of block i,
- * broadcast: the prepared line keeps elements 0-15 in its first 64 bytes
- * and 16-31 in the next (x16_prep). */
+/* x's four bytes of part (0 hi, 1 lo) at elements e .. e + 3 of a block,
+ * broadcast, from its compact line (x16_prep_compact). */
 static ALWAYS_INLINE __m512i r16_x4(const uint8_t *line, int part, int e)
 {
     int32_t v;
-    memcpy(&v, line + 128 * part + (e < 16 ? e : 64 + e - 16), 4);
+    memcpy(&v, line + 32 * part + e, 4);
     return _mm512_set1_epi32(v);
 }
 
-/* Bytes of one row's block of the R16 dtype of K (Q4_1, Q5_0 or Q8_0). */
+/* Bytes of one row's block of the R16 dtype of K (Q4_1, Q5_0, Q8_0, Q6_K). */
 static inline size_t r16_block_bytes(const enum x16_kind K)
 {
-    return K == X16_Q4_1 ? sizeof(struct wk_block_q4_1)
+    return K == X16_Q4_1   ? sizeof(struct wk_block_q4_1)
            : K == X16_Q5_0 ? sizeof(struct wk_block_q5_0)
+           : K == X16_Q6_K ? sizeof(struct wk_block_q6_k)
                            : sizeof(struct wk_block_q8_0);
+}
+
+/* x~'s sums over each 16 elements of the prepared blocks (Q6_K's scales
+ * cover 16): sums16[2b + p] = (d_b / 256) * sum of 256 hi + lo over
+ * elements 16p .. 16p + 15 of block b, from x16_prep's lines and scales. */
+static inline void r16_sums16(int64_t nb, const float *scratch, float *sums16)
+{
+    const uint8_t *lines = (const uint8_t *)scratch;
+    const float *ds = scratch + nb * (X16_COMPACT_BYTES / 4);
+    for (int64_t b = 0; b < nb; b++)
+        for (int p = 0; p < 2; p++) {
+            const uint8_t *line = lines + X16_COMPACT_BYTES * b + 16 * p;
+            const __m512i h = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)line));
+            const __m512i l = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(line + 32)));
+            sums16[2 * b + p] = ds[b] * (float)_mm512_reduce_add_epi32(_mm512_add_epi32(_mm512_slli_epi32(h, 8), l));
+        }
+}
+
+/*
+ * Q6_K_R16 (repack.c): per half of a 256-block and k = 0..7, vectors A and
+ * B hold the elements 4k.., 32 + 4k.. (low nibbles) and 64 + 4k..,
+ * 96 + 4k.. (high), vector Q their top two bits; the four
+ * 6-bit codes are formed in place (and, shift, or) and each dotted with
+ * x's bytes at its elements. Q6_K's scales cover 16 elements, so the four
+ * quarters keep their own sums and are closed after k = 0..3 and 4..7
+ * (16-element groups 8h + 2q + p); w = d sc (q - 32), the -32 through x's
+ * 16-element sums.
+ */
+static ALWAYS_INLINE void r16_group_q6k(int64_t n, const uint8_t *g, const float *scratch, const float *sums16,
+                                        float *out, bool add)
+{
+    const size_t bb = sizeof(struct wk_block_q6_k);
+    const int64_t nb = n / WK_QK_K;
+    const uint8_t *lines = (const uint8_t *)scratch;
+    const float *ds = scratch + (n / 32) * (X16_COMPACT_BYTES / 4);
+    const __m512i m4 = _mm512_set1_epi8(0x0F), m03 = _mm512_set1_epi8(0x03), m0c = _mm512_set1_epi8(0x0C);
+    const __m512i m30 = _mm512_set1_epi8(0x30), mc0 = _mm512_set1_epi8((char)0xC0);
+    __m512 acc = _mm512_setzero_ps(), accc = _mm512_setzero_ps();
+    for (int64_t i = 0; i < nb; i++) {
+        const uint8_t *b = g + (size_t)i * WK_R16_ROWS * bb;
+        const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)b));
+        for (int h = 0; h < 2; h++) {
+            for (int p = 0; p < 2; p++) {
+                const uint8_t *ph = b + 32 + 832 * (2 * h + p);
+                __m512i sh[4], sl[4];
+                UNROLL
+                for (int q = 0; q < 4; q++) sh[q] = sl[q] = _mm512_setzero_si512();
+                UNROLL
+                for (int kk = 0; kk < 4; kk++) {
+                    const int k = 4 * p + kk;
+                    const __m512i A = _mm512_loadu_si512(ph + 192 * kk), B = _mm512_loadu_si512(ph + 192 * kk + 64);
+                    const __m512i Q = _mm512_loadu_si512(ph + 192 * kk + 128);
+                    __m512i c[4];
+                    c[0] = _mm512_or_si512(_mm512_and_si512(A, m4), _mm512_slli_epi16(_mm512_and_si512(Q, m03), 4));
+                    c[1] = _mm512_or_si512(_mm512_and_si512(B, m4), _mm512_slli_epi16(_mm512_and_si512(Q, m0c), 2));
+                    c[2] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(A, 4), m4), _mm512_and_si512(Q, m30));
+                    c[3] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(B, 4), m4),
+                                           _mm512_srli_epi16(_mm512_and_si512(Q, mc0), 2));
+                    UNROLL
+                    for (int q = 0; q < 4; q++) { /* elements 128h + 32q + 4k .. : x block 8i + 4h + q */
+                        const uint8_t *line = lines + X16_COMPACT_BYTES * (8 * i + 4 * h + q);
+                        sh[q] = _mm512_dpbusd_epi32(sh[q], c[q], r16_x4(line, 0, 4 * k));
+                        sl[q] = _mm512_dpbusd_epi32(sl[q], c[q], r16_x4(line, 1, 4 * k));
+                    }
+                }
+                UNROLL
+                for (int q = 0; q < 4; q++) {
+                    const int64_t xb = 8 * i + 4 * h + q;
+                    const __m512i sc8 = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(ph + 768 + 16 * q)));
+                    const __m512 sc = _mm512_mul_ps(_mm512_cvtepi32_ps(sc8), d);
+                    const __m512i S = _mm512_add_epi32(_mm512_slli_epi32(sh[q], 8), sl[q]);
+                    acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(S), _mm512_mul_ps(sc, _mm512_set1_ps(ds[xb])), acc);
+                    accc = _mm512_fmadd_ps(sc, _mm512_set1_ps(-32.0f * sums16[2 * xb + p]), accc);
+                }
+            }
+        }
+    }
+    __m512 r = _mm512_add_ps(acc, accc);
+    if (add) r = _mm512_add_ps(r, _mm512_loadu_ps(out));
+    _mm512_storeu_ps(out, r);
 }
 
 /* Group of 16 rows at g (the column chunk's first block), n elements: the
@@ -404,11 +501,11 @@ static ALWAYS_INLINE void r16_group(const enum x16_kind K, int64_t n, const uint
     const size_t head = K == X16_Q4_1 ? 64 : K == X16_Q5_0 ? 96 : 32; /* the 16 rows' scales (and qh) */
     const int64_t nb = n / 32;
     const uint8_t *lines = (const uint8_t *)scratch;
-    const float *ds = scratch + nb * (X16_LINE_BYTES / 4), *sums = ds + nb;
+    const float *ds = scratch + nb * (X16_COMPACT_BYTES / 4), *sums = ds + nb;
     const __m512i m4 = _mm512_set1_epi8(0x0F), c16 = _mm512_set1_epi8(0x10);
     __m512 acc = _mm512_setzero_ps(), accc = _mm512_setzero_ps();
     for (int64_t i = 0; i < nb; i++) {
-        const uint8_t *b = g + (size_t)i * WK_R16_ROWS * bb, *line = lines + X16_LINE_BYTES * i;
+        const uint8_t *b = g + (size_t)i * WK_R16_ROWS * bb, *line = lines + X16_COMPACT_BYTES * i;
         /* two accumulators a part, so that no chain of dots is long */
         __m512i h[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
         __m512i l[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
@@ -460,14 +557,18 @@ static ALWAYS_INLINE void r16_group(const enum x16_kind K, int64_t n, const uint
 static ALWAYS_INLINE void r16_rows(const enum x16_kind K, int64_t n, const void *w, size_t stride,
                                    const float *x, float *out, int64_t n_rows)
 {
-    _Alignas(64) float scratch[X16_SCRATCH_FLOATS];
+    _Alignas(64) float scratch[X16_SCRATCH_FLOATS], sums16[X16_CHUNK / 16];
     const size_t bb = r16_block_bytes(K);
+    const int64_t bs = K == X16_Q6_K ? WK_QK_K : 32;
     for (int64_t c0 = 0; c0 < n; c0 += X16_CHUNK) {
         const int64_t nc = WK_MIN(X16_CHUNK, n - c0);
-        x16_prep(nc, x + c0, scratch);
-        for (int64_t g = 0; g < n_rows / WK_R16_ROWS; g++)
-            r16_group(K, nc, (const uint8_t *)w + (size_t)g * WK_R16_ROWS * stride + (size_t)(c0 / 32) * WK_R16_ROWS * bb,
-                      scratch, out + WK_R16_ROWS * g, c0 > 0);
+        x16_prep_compact(nc, x + c0, scratch);
+        if (K == X16_Q6_K) r16_sums16(nc / 32, scratch, sums16);
+        for (int64_t g = 0; g < n_rows / WK_R16_ROWS; g++) {
+            const uint8_t *wg = (const uint8_t *)w + (size_t)g * WK_R16_ROWS * stride + (size_t)(c0 / bs) * WK_R16_ROWS * bb;
+            if (K == X16_Q6_K) r16_group_q6k(nc, wg, scratch, sums16, out + WK_R16_ROWS * g, c0 > 0);
+            else r16_group(K, nc, wg, scratch, out + WK_R16_ROWS * g, c0 > 0);
+        }
     }
 }
 
@@ -478,17 +579,24 @@ static ALWAYS_INLINE void r16_tokens(const enum x16_kind K, int64_t n, const voi
                                      const float *x, size_t ldx, int32_t n_tokens, float *out, size_t ldo,
                                      int64_t n_rows)
 {
-    _Alignas(64) float scratch[4][X16_SCRATCH_FLOATS];
+    _Alignas(64) float scratch[4][X16_SCRATCH_FLOATS], sums16[4][X16_CHUNK / 16];
     const size_t bb = r16_block_bytes(K);
+    const int64_t bs = K == X16_Q6_K ? WK_QK_K : 32;
     for (int32_t t0 = 0; t0 < n_tokens; t0 += 4) {
         const int T = (int)WK_MIN(4, n_tokens - t0);
         for (int64_t c0 = 0; c0 < n; c0 += X16_CHUNK) {
             const int64_t nc = WK_MIN(X16_CHUNK, n - c0);
-            for (int t = 0; t < T; t++) x16_prep(nc, x + (size_t)(t0 + t) * ldx + c0, scratch[t]);
+            for (int t = 0; t < T; t++) {
+                x16_prep_compact(nc, x + (size_t)(t0 + t) * ldx + c0, scratch[t]);
+                if (K == X16_Q6_K) r16_sums16(nc / 32, scratch[t], sums16[t]);
+            }
             for (int64_t g = 0; g < n_rows / WK_R16_ROWS; g++) {
-                const uint8_t *wg = (const uint8_t *)w + (size_t)g * WK_R16_ROWS * stride + (size_t)(c0 / 32) * WK_R16_ROWS * bb;
-                for (int t = 0; t < T; t++)
-                    r16_group(K, nc, wg, scratch[t], out + (size_t)(t0 + t) * ldo + WK_R16_ROWS * g, c0 > 0);
+                const uint8_t *wg = (const uint8_t *)w + (size_t)g * WK_R16_ROWS * stride + (size_t)(c0 / bs) * WK_R16_ROWS * bb;
+                for (int t = 0; t < T; t++) {
+                    float *o = out + (size_t)(t0 + t) * ldo + WK_R16_ROWS * g;
+                    if (K == X16_Q6_K) r16_group_q6k(nc, wg, scratch[t], sums16[t], o, c0 > 0);
+                    else r16_group(K, nc, wg, scratch[t], o, c0 > 0);
+                }
             }
         }
     }
@@ -510,6 +618,15 @@ static void r16_tokens_q5_0(int64_t n, const void *w, size_t stride, const float
                             float *out, size_t ldo, int64_t n_rows)
 {
     r16_tokens(X16_Q5_0, n, w, stride, x, ldx, n_tokens, out, ldo, n_rows);
+}
+static void r16_rows_q6_k(int64_t n, const void *w, size_t stride, const float *x, float *out, int64_t n_rows)
+{
+    r16_rows(X16_Q6_K, n, w, stride, x, out, n_rows);
+}
+static void r16_tokens_q6_k(int64_t n, const void *w, size_t stride, const float *x, size_t ldx, int32_t n_tokens,
+                            float *out, size_t ldo, int64_t n_rows)
+{
+    r16_tokens(X16_Q6_K, n, w, stride, x, ldx, n_tokens, out, ldo, n_rows);
 }
 static void r16_tokens_q4_1(int64_t n, const void *w, size_t stride, const float *x, size_t ldx, int32_t n_tokens,
                             float *out, size_t ldo, int64_t n_rows)
@@ -563,5 +680,7 @@ void WK_X16_FILL(struct wk_cpu_kernels *k)
     k->vec_dot_rows_x16_tokens[WK_DTYPE_Q8_0_R16] = r16_tokens_q8_0;
     k->vec_dot_rows_x16[WK_DTYPE_Q5_0_R16] = r16_rows_q5_0;
     k->vec_dot_rows_x16_tokens[WK_DTYPE_Q5_0_R16] = r16_tokens_q5_0;
+    k->vec_dot_rows_x16[WK_DTYPE_Q6_K_R16] = r16_rows_q6_k;
+    k->vec_dot_rows_x16_tokens[WK_DTYPE_Q6_K_R16] = r16_tokens_q6_k;
 #endif
 }
