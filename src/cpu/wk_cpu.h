@@ -147,9 +147,9 @@ const struct wk_cpu_kernels *wk_cpu_kernels_for(const char *isa);
 enum wk_dtype wk_cpu_r16_dtype(enum wk_dtype base);
 
 /* Repacks in place the n_rows rows of n_in elements (row-major dtype base,
- * with an R16 dtype) at data into the R16 layout. n_in % 32 == 0 and
- * n_rows % WK_R16_ROWS == 0 (asserted); tmp: 16 x row_bytes bytes of
- * scratch. */
+ * with an R16 dtype) at data into the R16 layout. n_in a multiple of the
+ * dtype's block size and n_rows of WK_R16_ROWS (asserted); tmp: 16 x
+ * row_bytes bytes of scratch. */
 void wk_cpu_r16_pack(enum wk_dtype base, void *data, int64_t n_in, int64_t n_rows, void *tmp);
 
 /* Blocks [blk0, blk0 + n_blk) of row `row` of an R16 matrix (dtype t,
