@@ -1,5 +1,5 @@
 /*
- * repack.c - the R16 weight layout (wk_cpu.h): Q4_1, Q5_0, Q8_0 and Q6_K matrices
+ * repack.c - the R16 weight layout (wk_cpu.h): Q4_1, Q5_0, Q8_0, Q6_K and Q4_K matrices
  * with their rows interleaved in groups of 16, so that one 64-byte load
  * holds the same four bytes of 16 rows and a decode kernel gives each row
  * its own 32-bit lane (one integer dot per lane, the scales of 16 rows one
@@ -9,7 +9,7 @@
  *
  * Group g (rows 16g .. 16g + 15) keeps the bytes of those rows,
  * data + 16 g row_bytes, and within it block i (32 elements, 256 for
- * Q6_K) of the 16 rows is 16 block_bytes at offset 16 i block_bytes:
+ * Q6_K and Q4_K) of the 16 rows is 16 block_bytes at offset 16 i block_bytes:
  *   Q4_1_R16 (320 bytes): d[16] (f16), m[16] (f16), then for k = 0..3 the
  *     bytes qs[4k .. 4k + 3] of rows 0..15 (64 bytes each): row r's
  *     elements 4k .. 4k + 3 in the low nibbles, 16 + 4k .. in the high.
@@ -31,6 +31,11 @@
  *     Read in that order, the block is one stream: with the scales in
  *     front and the three kinds of vectors in three runs, the hardware
  *     prefetchers lost track and decode from DRAM halved.
+ *   Q4_K_R16 (2304 bytes): d[16], dmin[16] (f16), the 16 rows' scales
+ *     bytes 0-3, 4-7 and 8-11 (three vectors, row r's four at 4r: Q4_K's
+ *     6-bit packing kept), then for g = 0..3 and k = 0..7 the vector of
+ *     qs[32g + 4k .. + 3]: elements 4k.. of sub-block 2g (low nibbles)
+ *     and of 2g + 1 (high).
  */
 #include "wk_cpu.h"
 
@@ -43,6 +48,7 @@ enum wk_dtype wk_cpu_r16_dtype(enum wk_dtype base)
            : base == WK_DTYPE_Q8_0 ? WK_DTYPE_Q8_0_R16
            : base == WK_DTYPE_Q5_0 ? WK_DTYPE_Q5_0_R16
            : base == WK_DTYPE_Q6_K ? WK_DTYPE_Q6_K_R16
+           : base == WK_DTYPE_Q4_K ? WK_DTYPE_Q4_K_R16
                                    : WK_DTYPE_COUNT;
 }
 
@@ -73,6 +79,17 @@ static void move_q6_k(uint8_t *grp, int r, uint8_t *blk, bool to_r16)
                 copy_dir(ph - 4 * r + 768 + 16 * q + r, blk + offsetof(struct wk_block_q6_k, scales) + 8 * h + 2 * q + p,
                          1, to_r16);
         }
+}
+
+/* Q4_K, as move_q6_k. */
+static void move_q4_k(uint8_t *grp, int r, uint8_t *blk, bool to_r16)
+{
+    copy_dir(grp + 2 * r, blk + offsetof(struct wk_block_q4_k, d), 2, to_r16);
+    copy_dir(grp + 32 + 2 * r, blk + offsetof(struct wk_block_q4_k, dmin), 2, to_r16);
+    for (int j = 0; j < 3; j++)
+        copy_dir(grp + 64 + 64 * j + 4 * r, blk + offsetof(struct wk_block_q4_k, scales) + 4 * j, 4, to_r16);
+    for (int v = 0; v < 32; v++) /* v = 8g + k: qs[32g + 4k ..] = qs[4v ..] */
+        copy_dir(grp + 256 + 64 * v + 4 * r, blk + offsetof(struct wk_block_q4_k, qs) + 4 * v, 4, to_r16);
 }
 
 /* The R16 block geometry of base: bytes of the 16 rows' scales (and
@@ -111,8 +128,8 @@ static uint32_t qh_from_r16(uint32_t v)
  * interleaved block grp. */
 static void pack_block(enum wk_dtype base, uint8_t *grp, int r, const uint8_t *blk)
 {
-    if (base == WK_DTYPE_Q6_K) {
-        move_q6_k(grp, r, (uint8_t *)(uintptr_t)blk, true); /* reads blk only */
+    if (base == WK_DTYPE_Q6_K || base == WK_DTYPE_Q4_K) { /* read blk only */
+        (base == WK_DTYPE_Q6_K ? move_q6_k : move_q4_k)(grp, r, (uint8_t *)(uintptr_t)blk, true);
         return;
     }
     const struct r16_geom g = r16_geom(base);
@@ -131,8 +148,8 @@ static void pack_block(enum wk_dtype base, uint8_t *grp, int r, const uint8_t *b
 /* The reverse: row r's block of grp back into row-major bytes blk. */
 static void unpack_block(enum wk_dtype base, const uint8_t *grp, int r, uint8_t *blk)
 {
-    if (base == WK_DTYPE_Q6_K) {
-        move_q6_k((uint8_t *)(uintptr_t)grp, r, blk, false); /* reads grp only */
+    if (base == WK_DTYPE_Q6_K || base == WK_DTYPE_Q4_K) { /* read grp only */
+        (base == WK_DTYPE_Q6_K ? move_q6_k : move_q4_k)((uint8_t *)(uintptr_t)grp, r, blk, false);
         return;
     }
     const struct r16_geom g = r16_geom(base);

@@ -128,9 +128,9 @@ const struct wk_cpu_kernels *wk_cpu_kernels_for(const char *isa);
 /* ------------------------------------------------------------ R16 layout */
 
 /*
- * R16: a Q4_1, Q5_0, Q8_0 or Q6_K matrix with its rows interleaved in
- * groups of 16 (dtypes Q4_1_R16, Q5_0_R16, Q8_0_R16, Q6_K_R16; the layout
- * is in repack.c). Each
+ * R16: a Q4_1, Q5_0, Q8_0, Q6_K or Q4_K matrix with its rows interleaved
+ * in groups of 16 (dtypes Q4_1_R16, Q5_0_R16, Q8_0_R16, Q6_K_R16,
+ * Q4_K_R16; the layout is in repack.c). Each
  * group of 16 rows keeps its 16 x row_bytes bytes, so row 16g still starts
  * at data + 16 g row_bytes, but no single row is contiguous: only the
  * table's vec_dot_rows_x16 and vec_dot_rows_x16_tokens entries for the
@@ -143,7 +143,8 @@ const struct wk_cpu_kernels *wk_cpu_kernels_for(const char *isa);
 #define WK_R16_ROWS 16
 
 /* The R16 dtype of base (Q4_1 -> Q4_1_R16, Q5_0 -> Q5_0_R16, Q8_0 ->
- * Q8_0_R16, Q6_K -> Q6_K_R16), or WK_DTYPE_COUNT for a dtype that has none. */
+ * Q8_0_R16, Q6_K -> Q6_K_R16, Q4_K -> Q4_K_R16), or WK_DTYPE_COUNT for a
+ * dtype that has none. */
 enum wk_dtype wk_cpu_r16_dtype(enum wk_dtype base);
 
 /* Repacks in place the n_rows rows of n_in elements (row-major dtype base,

@@ -254,7 +254,7 @@ enum wk_status wk_model_load(const char *path, struct wk_model **out, struct wk_
     return wk_model_load_ex(path, !(mm && *mm && strcmp(mm, "0") != 0), out, err);
 }
 
-/* A matrix the R16 layout can take: 2-D Q4_1, Q5_0, Q8_0 or Q6_K, whole groups of rows. */
+/* A matrix the R16 layout can take: 2-D Q4_1, Q5_0, Q8_0, Q6_K or Q4_K, whole groups of rows. */
 static bool r16_fits(const struct wk_tensor *t)
 {
     return t && t->n_dims == 2 && wk_cpu_r16_dtype(t->dtype) != WK_DTYPE_COUNT && t->ne[1] % WK_R16_ROWS == 0 &&
@@ -270,7 +270,7 @@ static void r16_add(const struct wk_tensor **list, int *n, int cap, const struct
 }
 
 /*
- * Repacks in place, into the R16 layout (wk_cpu.h), the Q4_1, Q5_0, Q8_0 and Q6_K
+ * Repacks in place, into the R16 layout (wk_cpu.h), the Q4_1, Q5_0, Q8_0, Q6_K and Q4_K
  * matrices that only the matmul and wk_cpu_get_row read: each layer's
  * attention and FFN projections and the output projection (the token
  * embeddings too when tied to it), for a GGUF read into anonymous memory,
@@ -286,7 +286,7 @@ static enum wk_status repack_r16(struct wk_model *m, bool resident, struct wk_er
     const struct wk_cpu_kernels *k = wk_cpu_kernels_get();
     if (!resident || !m->gguf || !k->vec_dot_rows_x16[WK_DTYPE_Q4_1_R16] ||
         !k->vec_dot_rows_x16[WK_DTYPE_Q5_0_R16] || !k->vec_dot_rows_x16[WK_DTYPE_Q8_0_R16] ||
-        !k->vec_dot_rows_x16[WK_DTYPE_Q6_K_R16])
+        !k->vec_dot_rows_x16[WK_DTYPE_Q6_K_R16] || !k->vec_dot_rows_x16[WK_DTYPE_Q4_K_R16])
         return WK_OK;
     const int cap = 7 * m->hp.n_layer + 2;
     const struct wk_tensor **list = wk_calloc((size_t)cap, sizeof *list);

@@ -69,7 +69,7 @@ struct wk_context;
  * huge pages (wk_gguf_open_ex, resident), where decode streams the weights
  * with far fewer TLB misses; WICK_MMAP=1 in the environment maps it
  * instead (zero copy, shared page cache, 4 KiB pages). Read in, a GGUF's
- * Q4_1, Q5_0, Q8_0 and Q6_K projection matrices are then repacked in place into
+ * Q4_1, Q5_0, Q8_0, Q6_K and Q4_K projection matrices are then repacked in place into
  * the R16 layout (wk_cpu.h; their dtypes become the _R16 ones) where the
  * CPU's kernel table decodes it (AVX-512 VNNI, not WICK_EXACT=1).
  * Errors (message names the file and the field or tensor): those of

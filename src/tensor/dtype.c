@@ -118,6 +118,7 @@ static const struct wk_dtype_traits g_traits[WK_DTYPE_COUNT] = {
     R16(WK_DTYPE_Q8_0_R16, "Q8_0_R16", 32, struct wk_block_q8_0),
     R16(WK_DTYPE_Q5_0_R16, "Q5_0_R16", 32, struct wk_block_q5_0),
     R16(WK_DTYPE_Q6_K_R16, "Q6_K_R16", 256, struct wk_block_q6_k),
+    R16(WK_DTYPE_Q4_K_R16, "Q4_K_R16", 256, struct wk_block_q4_k),
     KNOWN(WK_DTYPE_Q2_K, "Q2_K", 256, 84),
     KNOWN(WK_DTYPE_Q3_K, "Q3_K", 256, 110),
     KNOWN(16, "IQ2_XXS", 256, 66),

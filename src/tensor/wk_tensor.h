@@ -49,14 +49,15 @@ enum wk_dtype {
      * (x = scale * q + bias, q unsigned), what `--quantize int8/int4` makes */
     WK_DTYPE_I8G64 = 40,
     WK_DTYPE_I4G64 = 41,
-    /* in memory only, never in a file: Q4_1, Q5_0, Q8_0 and Q6_K matrices whose rows
+    /* in memory only, never in a file: Q4_1, Q5_0, Q8_0, Q6_K and Q4_K matrices whose rows
      * the loader interleaved in groups of 16 for the AVX-512 VNNI decode
      * kernels (wk_cpu.h, "R16 layout") */
     WK_DTYPE_Q4_1_R16 = 42,
     WK_DTYPE_Q8_0_R16 = 43,
     WK_DTYPE_Q5_0_R16 = 44,
     WK_DTYPE_Q6_K_R16 = 45,
-    WK_DTYPE_COUNT = 46,
+    WK_DTYPE_Q4_K_R16 = 46,
+    WK_DTYPE_COUNT = 47,
 };
 
 /* ------------------------------------------------------------- blocks */
@@ -201,6 +202,7 @@ static inline enum wk_dtype wk_dtype_base(enum wk_dtype t)
            : t == WK_DTYPE_Q8_0_R16 ? WK_DTYPE_Q8_0
            : t == WK_DTYPE_Q5_0_R16 ? WK_DTYPE_Q5_0
            : t == WK_DTYPE_Q6_K_R16 ? WK_DTYPE_Q6_K
+           : t == WK_DTYPE_Q4_K_R16 ? WK_DTYPE_Q4_K
                                     : t;
 }
 /* Bytes of a row of n elements; 0 when n is not a multiple of the block

@@ -707,7 +707,7 @@ static bool x16_dot_ok(enum wk_dtype t, const uint8_t *wrow, int64_t n, const fl
 
 /*
  * The R16 layout (repack.c) of Q4_1, Q5_0 and Q8_0 (rows of 96 and of 2112
- * elements) and Q6_K (256 and 2304); the long rows are two column chunks
+ * elements), Q6_K and Q4_K (256 and 2304); the long rows are two column chunks
  * of the AVX-512 kernels:
  * - packing, then unpacking every row (whole, and in pieces), gives back
  *   the row-major bytes; wk_cpu_get_row of the R16 tensor gives the
@@ -724,10 +724,10 @@ static bool x16_dot_ok(enum wk_dtype t, const uint8_t *wrow, int64_t n, const fl
 static void test_r16_layout(void)
 {
     const struct wk_cpu_kernels *k = wk_cpu_kernels_get();
-    const enum wk_dtype types[4] = {WK_DTYPE_Q4_1, WK_DTYPE_Q5_0, WK_DTYPE_Q8_0, WK_DTYPE_Q6_K};
-    const int64_t ns[4][2] = {{96, 2112}, {96, 2112}, {96, 2112}, {256, 2304}}, n_rows = 48, n_tok = 5;
+    const enum wk_dtype types[5] = {WK_DTYPE_Q4_1, WK_DTYPE_Q5_0, WK_DTYPE_Q8_0, WK_DTYPE_Q6_K, WK_DTYPE_Q4_K};
+    const int64_t ns[5][2] = {{96, 2112}, {96, 2112}, {96, 2112}, {256, 2304}, {256, 2304}}, n_rows = 48, n_tok = 5;
     uint64_t seed = 77;
-    for (int ti = 0; ti < 4; ti++)
+    for (int ti = 0; ti < 5; ti++)
         for (int ni = 0; ni < 2; ni++) {
             const enum wk_dtype t = types[ti], r16 = wk_cpu_r16_dtype(t);
             const int64_t bs = wk_dtype_traits_get(t)->block_size, n = ns[ti][ni];

@@ -201,7 +201,7 @@ static ALWAYS_INLINE void x16_finish(const int R, __m512 acc, __m128 accc, float
     rows_store(R, out, _mm_add_ps(tot, accc), add);
 }
 
-enum x16_kind { X16_Q4_0, X16_Q4_1, X16_Q5_0, X16_Q5_1, X16_Q8_0, X16_Q6_K /* R16 only */ };
+enum x16_kind { X16_Q4_0, X16_Q4_1, X16_Q5_0, X16_Q5_1, X16_Q8_0, X16_Q6_K, X16_Q4_K /* these two: R16 only */ };
 
 static ALWAYS_INLINE void x16_rows(const enum x16_kind K, const int R, int64_t n, const uint8_t *w,
                                    size_t stride, const float *x, const float *scratch, float *out,
@@ -409,6 +409,7 @@ static inline size_t r16_block_bytes(const enum x16_kind K)
     return K == X16_Q4_1   ? sizeof(struct wk_block_q4_1)
            : K == X16_Q5_0 ? sizeof(struct wk_block_q5_0)
            : K == X16_Q6_K ? sizeof(struct wk_block_q6_k)
+           : K == X16_Q4_K ? sizeof(struct wk_block_q4_k)
                            : sizeof(struct wk_block_q8_0);
 }
 
@@ -492,6 +493,80 @@ static ALWAYS_INLINE void r16_group_q6k(int64_t n, const uint8_t *g, const float
     _mm512_storeu_ps(out, r);
 }
 
+/*
+ * Q4_K_R16 (repack.c): vector k of group g holds elements 4k.. of
+ * sub-blocks 2g (low nibbles) and 2g + 1 (high); each sub-block keeps its
+ * own sums and is closed with its 6-bit scale, unpacked for the 16 rows at
+ * once from Q4_K's packing (three vectors: scales bytes 0-3, 4-7, 8-11 of
+ * each row); w = d sc_s q - dmin m_s as in x16_rows_q4k.
+ */
+static ALWAYS_INLINE __m512i r16_shr(__m512i v, int bits)
+{
+    return _mm512_srl_epi32(v, _mm_cvtsi32_si128(bits)); /* a count that need not be an immediate */
+}
+static ALWAYS_INLINE void r16_q4k_scale_min(__m512i d0, __m512i d1, __m512i d2, int s, __m512i *sc, __m512i *m)
+{
+    const __m512i m6 = _mm512_set1_epi32(63), m4 = _mm512_set1_epi32(15), m2 = _mm512_set1_epi32(3);
+    if (s < 4) {
+        *sc = _mm512_and_si512(r16_shr(d0, 8 * s), m6);
+        *m = _mm512_and_si512(r16_shr(d1, 8 * s), m6);
+    } else {
+        const int t = s - 4;
+        *sc = _mm512_or_si512(_mm512_and_si512(r16_shr(d2, 8 * t), m4),
+                              _mm512_slli_epi32(_mm512_and_si512(r16_shr(d0, 8 * t + 6), m2), 4));
+        *m = _mm512_or_si512(_mm512_and_si512(r16_shr(d2, 8 * t + 4), m4),
+                             _mm512_slli_epi32(_mm512_and_si512(r16_shr(d1, 8 * t + 6), m2), 4));
+    }
+}
+static ALWAYS_INLINE void r16_group_q4k(int64_t n, const uint8_t *g, const float *scratch, float *out, bool add)
+{
+    const size_t bb = sizeof(struct wk_block_q4_k);
+    const int64_t nb = n / WK_QK_K, nxb = n / 32;
+    const uint8_t *lines = (const uint8_t *)scratch;
+    const float *ds = scratch + nxb * (X16_COMPACT_BYTES / 4), *sums = ds + nxb;
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    __m512 acc = _mm512_setzero_ps(), accc = _mm512_setzero_ps();
+    for (int64_t i = 0; i < nb; i++) {
+        const uint8_t *b = g + (size_t)i * WK_R16_ROWS * bb;
+        const __m512i d0 = _mm512_loadu_si512(b + 64), d1 = _mm512_loadu_si512(b + 128), d2 = _mm512_loadu_si512(b + 192);
+        __m512 accb = _mm512_setzero_ps(), accm = _mm512_setzero_ps();
+        for (int gg = 0; gg < 4; gg++) {
+            const uint8_t *line[2] = {lines + X16_COMPACT_BYTES * (8 * i + 2 * gg),
+                                      lines + X16_COMPACT_BYTES * (8 * i + 2 * gg + 1)};
+            __m512i sh[2][2], sl[2][2]; /* [sub-block 2gg + j][k parity] */
+            UNROLL
+            for (int j = 0; j < 2; j++) sh[j][0] = sh[j][1] = sl[j][0] = sl[j][1] = _mm512_setzero_si512();
+            UNROLL
+            for (int k = 0; k < 8; k++) {
+                const __m512i v = _mm512_loadu_si512(b + 256 + 64 * (8 * gg + k));
+                const __m512i c[2] = {_mm512_and_si512(v, m4), _mm512_and_si512(_mm512_srli_epi16(v, 4), m4)};
+                UNROLL
+                for (int j = 0; j < 2; j++) {
+                    sh[j][k & 1] = _mm512_dpbusd_epi32(sh[j][k & 1], c[j], r16_x4(line[j], 0, 4 * k));
+                    sl[j][k & 1] = _mm512_dpbusd_epi32(sl[j][k & 1], c[j], r16_x4(line[j], 1, 4 * k));
+                }
+            }
+            UNROLL
+            for (int j = 0; j < 2; j++) {
+                const int s = 2 * gg + j;
+                const int64_t xb = 8 * i + s;
+                __m512i sc, mn;
+                r16_q4k_scale_min(d0, d1, d2, s, &sc, &mn);
+                const __m512i S = _mm512_add_epi32(_mm512_slli_epi32(_mm512_add_epi32(sh[j][0], sh[j][1]), 8),
+                                                   _mm512_add_epi32(sl[j][0], sl[j][1]));
+                accb = _mm512_fmadd_ps(_mm512_cvtepi32_ps(S), _mm512_mul_ps(_mm512_cvtepi32_ps(sc), _mm512_set1_ps(ds[xb])),
+                                       accb);
+                accm = _mm512_fmadd_ps(_mm512_cvtepi32_ps(mn), _mm512_set1_ps(sums[xb]), accm);
+            }
+        }
+        acc = _mm512_fmadd_ps(accb, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)b)), acc);
+        accc = _mm512_fnmadd_ps(accm, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(b + 32))), accc);
+    }
+    __m512 r = _mm512_add_ps(acc, accc);
+    if (add) r = _mm512_add_ps(r, _mm512_loadu_ps(out));
+    _mm512_storeu_ps(out, r);
+}
+
 /* Group of 16 rows at g (the column chunk's first block), n elements: the
  * 16 dots into out (added to it when add). */
 static ALWAYS_INLINE void r16_group(const enum x16_kind K, int64_t n, const uint8_t *g, const float *scratch,
@@ -559,7 +634,7 @@ static ALWAYS_INLINE void r16_rows(const enum x16_kind K, int64_t n, const void 
 {
     _Alignas(64) float scratch[X16_SCRATCH_FLOATS], sums16[X16_CHUNK / 16];
     const size_t bb = r16_block_bytes(K);
-    const int64_t bs = K == X16_Q6_K ? WK_QK_K : 32;
+    const int64_t bs = K == X16_Q6_K || K == X16_Q4_K ? WK_QK_K : 32;
     for (int64_t c0 = 0; c0 < n; c0 += X16_CHUNK) {
         const int64_t nc = WK_MIN(X16_CHUNK, n - c0);
         x16_prep_compact(nc, x + c0, scratch);
@@ -567,6 +642,7 @@ static ALWAYS_INLINE void r16_rows(const enum x16_kind K, int64_t n, const void 
         for (int64_t g = 0; g < n_rows / WK_R16_ROWS; g++) {
             const uint8_t *wg = (const uint8_t *)w + (size_t)g * WK_R16_ROWS * stride + (size_t)(c0 / bs) * WK_R16_ROWS * bb;
             if (K == X16_Q6_K) r16_group_q6k(nc, wg, scratch, sums16, out + WK_R16_ROWS * g, c0 > 0);
+            else if (K == X16_Q4_K) r16_group_q4k(nc, wg, scratch, out + WK_R16_ROWS * g, c0 > 0);
             else r16_group(K, nc, wg, scratch, out + WK_R16_ROWS * g, c0 > 0);
         }
     }
@@ -581,7 +657,7 @@ static ALWAYS_INLINE void r16_tokens(const enum x16_kind K, int64_t n, const voi
 {
     _Alignas(64) float scratch[4][X16_SCRATCH_FLOATS], sums16[4][X16_CHUNK / 16];
     const size_t bb = r16_block_bytes(K);
-    const int64_t bs = K == X16_Q6_K ? WK_QK_K : 32;
+    const int64_t bs = K == X16_Q6_K || K == X16_Q4_K ? WK_QK_K : 32;
     for (int32_t t0 = 0; t0 < n_tokens; t0 += 4) {
         const int T = (int)WK_MIN(4, n_tokens - t0);
         for (int64_t c0 = 0; c0 < n; c0 += X16_CHUNK) {
@@ -595,6 +671,7 @@ static ALWAYS_INLINE void r16_tokens(const enum x16_kind K, int64_t n, const voi
                 for (int t = 0; t < T; t++) {
                     float *o = out + (size_t)(t0 + t) * ldo + WK_R16_ROWS * g;
                     if (K == X16_Q6_K) r16_group_q6k(nc, wg, scratch[t], sums16[t], o, c0 > 0);
+                    else if (K == X16_Q4_K) r16_group_q4k(nc, wg, scratch[t], o, c0 > 0);
                     else r16_group(K, nc, wg, scratch[t], o, c0 > 0);
                 }
             }
@@ -627,6 +704,15 @@ static void r16_tokens_q6_k(int64_t n, const void *w, size_t stride, const float
                             float *out, size_t ldo, int64_t n_rows)
 {
     r16_tokens(X16_Q6_K, n, w, stride, x, ldx, n_tokens, out, ldo, n_rows);
+}
+static void r16_rows_q4_k(int64_t n, const void *w, size_t stride, const float *x, float *out, int64_t n_rows)
+{
+    r16_rows(X16_Q4_K, n, w, stride, x, out, n_rows);
+}
+static void r16_tokens_q4_k(int64_t n, const void *w, size_t stride, const float *x, size_t ldx, int32_t n_tokens,
+                            float *out, size_t ldo, int64_t n_rows)
+{
+    r16_tokens(X16_Q4_K, n, w, stride, x, ldx, n_tokens, out, ldo, n_rows);
 }
 static void r16_tokens_q4_1(int64_t n, const void *w, size_t stride, const float *x, size_t ldx, int32_t n_tokens,
                             float *out, size_t ldo, int64_t n_rows)
@@ -682,5 +768,7 @@ void WK_X16_FILL(struct wk_cpu_kernels *k)
     k->vec_dot_rows_x16_tokens[WK_DTYPE_Q5_0_R16] = r16_tokens_q5_0;
     k->vec_dot_rows_x16[WK_DTYPE_Q6_K_R16] = r16_rows_q6_k;
     k->vec_dot_rows_x16_tokens[WK_DTYPE_Q6_K_R16] = r16_tokens_q6_k;
+    k->vec_dot_rows_x16[WK_DTYPE_Q4_K_R16] = r16_rows_q4_k;
+    k->vec_dot_rows_x16_tokens[WK_DTYPE_Q4_K_R16] = r16_tokens_q4_k;
 #endif
 }
