@@ -125,6 +125,8 @@ static void init_once(void)
     g_exact = g_have_avx512 ? g_avx512 : g_have_avx2 ? g_avx2 : g_ref;
     memset(g_exact.vec_dot_rows_x16, 0, sizeof g_exact.vec_dot_rows_x16);
     memset(g_exact.vec_dot_rows_x16_tokens, 0, sizeof g_exact.vec_dot_rows_x16_tokens);
+    memset(g_exact.vec_dot_rows_r16, 0, sizeof g_exact.vec_dot_rows_r16);
+    g_exact.r16_prepare = NULL;
 }
 
 const struct wk_cpu_kernels *wk_cpu_kernels_get(void)

@@ -57,6 +57,10 @@ struct matmul_ctx {
      * rows, each thread's rows not yet taken (one cache line each) */
     struct wk_threadpool *pool;
     bool balance, steal;
+    /* decode of R16 parts with x prepared once per thread (r16_prepare)
+     * into its scratch tile (thread_prep), every part's rows then taken in
+     * chunks */
+    bool r16_prep;
     int64_t bounds[WK_MATMUL_BALANCE_THREADS + 1];
     int64_t chunk, min_steal;
     struct {
@@ -75,10 +79,16 @@ void wk_cpu_gemm(const struct wk_cpu_kernels *k, int64_t m, int64_t n, int64_t k
         for (int64_t i = 0; i < m; i++) c[j * ldc + i] = k->dot_f32(kk, a + i * lda, b + j * ldb);
 }
 
+/* Thread ith's prepared x (r16_prep): the start of its scratch tile. */
+static float *thread_prep(const struct matmul_ctx *c, int ith)
+{
+    return c->scratch + (size_t)ith * (ROW_TILE + 1) * (size_t)c->n_in;
+}
+
 /* Rows [r0, r0 + nr) of one part for token t alone, through the
- * one-token kernels: the decode product. */
+ * one-token kernels, on thread ith: the decode product. */
 static void token_rows(const struct matmul_ctx *c, const struct part *p, int64_t t, int64_t r0,
-                       int64_t nr)
+                       int64_t nr, int ith)
 {
     enum wk_dtype dt = p->w->dtype;
     const size_t w_row = p->w->nb[1];
@@ -86,6 +96,10 @@ static void token_rows(const struct matmul_ctx *c, const struct part *p, int64_t
     const int64_t n_in = c->n_in;
     const float *x = c->x + t * n_in;
     float *y = p->y + t * p->w->ne[1] + r0;
+    if (c->r16_prep) {
+        c->k->vec_dot_rows_r16[dt](n_in, w, w_row, thread_prep(c, ith), y, nr);
+        return;
+    }
     if (c->k->vec_dot_rows_x16[dt] && n_in % 32 == 0) {
         c->k->vec_dot_rows_x16[dt](n_in, w, w_row, x, y, nr);
         return;
@@ -108,7 +122,7 @@ static void part_rows(const struct matmul_ctx *c, const struct part *p, int64_t 
     const uint8_t *w = (const uint8_t *)p->w->data + lo * w_row;
     const int64_t n_in = c->n_in, n_out = p->w->ne[1];
     if (c->n_tokens == 1) {
-        token_rows(c, p, 0, lo, hi - lo);
+        token_rows(c, p, 0, lo, hi - lo, ith);
         return;
     }
     if (c->flags & WK_MATMUL_PER_TOKEN) {
@@ -125,7 +139,7 @@ static void part_rows(const struct matmul_ctx *c, const struct part *p, int64_t 
         const int64_t blk = wk_cpu_matmul_token_block_rows(w_row);
         for (int64_t r0 = lo; r0 < hi; r0 += blk)
             for (int64_t tok = 0; tok < c->n_tokens; tok++)
-                token_rows(c, p, tok, r0, WK_MIN(blk, hi - r0));
+                token_rows(c, p, tok, r0, WK_MIN(blk, hi - r0), ith);
         return;
     }
     float *tile = c->scratch + (size_t)ith * (ROW_TILE + 1) * (size_t)n_in;
@@ -223,6 +237,7 @@ static void matmul_task(void *arg, int ith, int nth)
      * thread or the chunk that computes it. */
     const int64_t t0 = wk_time_ns();
     double done = 0;
+    if (c->r16_prep) c->k->r16_prepare(c->n_in, c->x, thread_prep(c, ith));
     if (!c->steal) {
         done = group_rows(c, c->bounds[ith], c->bounds[ith + 1], ith);
     } else {
@@ -258,10 +273,16 @@ static void balance_setup(struct matmul_ctx *c, struct wk_threadpool *pool)
     if (!c->balance) return;
     wk_threadpool_weighted_bounds(pool, (c->total_rows + al - 1) / al, c->bounds);
     for (int t = 0; t <= nth; t++) c->bounds[t] = WK_MIN(al * c->bounds[t], c->total_rows);
-    c->steal = (size_t)c->total_rows * row >= (size_t)nth * WK_MATMUL_BALANCE_BYTES;
+    c->r16_prep = c->k->r16_prepare && c->scratch;
+    for (int i = 0; i < c->n_parts; i++) c->r16_prep &= c->k->vec_dot_rows_r16[c->parts[i].w->dtype] != NULL;
+    c->steal = c->r16_prep || (size_t)c->total_rows * row >= (size_t)nth * WK_MATMUL_BALANCE_BYTES;
     if (!c->steal) return;
     c->chunk = WK_MAX(al, (int64_t)((256 << 10) / row) / al * al);
     c->min_steal = WK_MAX(2 * al, (int64_t)((64 << 10) / row) / al * al);
+    if (c->r16_prep) { /* x is not quantized again per chunk: about four chunks a thread */
+        c->chunk = WK_MAX(al, WK_MIN(c->chunk, (c->total_rows / (4 * nth) + al - 1) / al * al));
+        c->min_steal = 2 * al;
+    }
     for (int t = 0; t < nth; t++) atomic_init(&c->ranges[t].v, range_pack(c->bounds[t], c->bounds[t + 1]));
 }
 

@@ -106,6 +106,15 @@ struct wk_cpu_kernels {
      * vec_dot_rows_x16 has an entry on AVX-512): x prepared once per token
      * and column chunk, every token over a group of rows while it is in L1 */
     wk_vec_dot_rows_tokens_fn vec_dot_rows_x16_tokens[WK_DTYPE_COUNT];
+    /* R16 decode with x prepared once (AVX-512 VNNI; NULL elsewhere, and
+     * with WICK_EXACT=1): r16_prepare(n, x, prep) fills
+     * wk_cpu_r16_prep_floats(n) floats (64-byte aligned) from x [n]; then
+     * vec_dot_rows_r16[dt](n, w, stride, prep, out, n_rows), prep in x's
+     * place, gives vec_dot_rows_x16[dt]'s bits, for an R16 dtype. The
+     * matmul prepares x once per thread and job, so that a job's rows can
+     * be taken in small chunks without quantizing x again for each. */
+    void (*r16_prepare)(int64_t n, const float *x, float *prep);
+    wk_vec_dot_rows_fn vec_dot_rows_r16[WK_DTYPE_COUNT];
     wk_gemm_f32_fn gemm_f32;
     /* wk_rms_norm, wk_geglu, wk_swiglu, wk_softmax (below) built for the
      * ISA: same semantics, bit-identical results */
@@ -141,6 +150,15 @@ const struct wk_cpu_kernels *wk_cpu_kernels_for(const char *isa);
  * matmul splits R16 rows between threads in whole groups.
  */
 #define WK_R16_ROWS 16
+
+/* The prepared x of r16_prepare: WK_R16_PREP_CHUNK_FLOATS floats for each
+ * column chunk of WK_R16_PREP_CHUNK elements. */
+#define WK_R16_PREP_CHUNK 2048
+#define WK_R16_PREP_CHUNK_FLOATS (WK_R16_PREP_CHUNK / 32 * 18 + WK_R16_PREP_CHUNK / 16)
+static inline size_t wk_cpu_r16_prep_floats(int64_t n)
+{
+    return (size_t)((n + WK_R16_PREP_CHUNK - 1) / WK_R16_PREP_CHUNK) * WK_R16_PREP_CHUNK_FLOATS;
+}
 
 /* The R16 dtype of base (Q4_1 -> Q4_1_R16, Q5_0 -> Q5_0_R16, Q8_0 ->
  * Q8_0_R16, Q6_K -> Q6_K_R16, Q4_K -> Q4_K_R16), or WK_DTYPE_COUNT for a

@@ -627,8 +627,23 @@ static ALWAYS_INLINE void r16_group(const enum x16_kind K, int64_t n, const uint
     _mm512_storeu_ps(out, r);
 }
 
+/* One column chunk (nc elements, its first block at wc in group 0) of
+ * n_rows rows, x prepared in p (x16_prep_compact) and s16 (r16_sums16,
+ * Q6_K only). */
+static ALWAYS_INLINE void r16_chunk(const enum x16_kind K, int64_t nc, const uint8_t *wc, size_t stride,
+                                    const float *p, const float *s16, float *out, int64_t n_rows, bool add)
+{
+    for (int64_t g = 0; g < n_rows / WK_R16_ROWS; g++) {
+        const uint8_t *wg = wc + (size_t)g * WK_R16_ROWS * stride;
+        if (K == X16_Q6_K) r16_group_q6k(nc, wg, p, s16, out + WK_R16_ROWS * g, add);
+        else if (K == X16_Q4_K) r16_group_q4k(nc, wg, p, out + WK_R16_ROWS * g, add);
+        else r16_group(K, nc, wg, p, out + WK_R16_ROWS * g, add);
+    }
+}
+
 /* vec_dot_rows_x16 for an R16 dtype: n_rows a multiple of 16, w at a
- * group's start, stride the row-major row bytes. */
+ * group's start, stride the row-major row bytes; x prepared a column chunk
+ * at a time. */
 static ALWAYS_INLINE void r16_rows(const enum x16_kind K, int64_t n, const void *w, size_t stride,
                                    const float *x, float *out, int64_t n_rows)
 {
@@ -639,12 +654,38 @@ static ALWAYS_INLINE void r16_rows(const enum x16_kind K, int64_t n, const void 
         const int64_t nc = WK_MIN(X16_CHUNK, n - c0);
         x16_prep_compact(nc, x + c0, scratch);
         if (K == X16_Q6_K) r16_sums16(nc / 32, scratch, sums16);
-        for (int64_t g = 0; g < n_rows / WK_R16_ROWS; g++) {
-            const uint8_t *wg = (const uint8_t *)w + (size_t)g * WK_R16_ROWS * stride + (size_t)(c0 / bs) * WK_R16_ROWS * bb;
-            if (K == X16_Q6_K) r16_group_q6k(nc, wg, scratch, sums16, out + WK_R16_ROWS * g, c0 > 0);
-            else if (K == X16_Q4_K) r16_group_q4k(nc, wg, scratch, out + WK_R16_ROWS * g, c0 > 0);
-            else r16_group(K, nc, wg, scratch, out + WK_R16_ROWS * g, c0 > 0);
-        }
+        r16_chunk(K, nc, (const uint8_t *)w + (size_t)(c0 / bs) * WK_R16_ROWS * bb, stride, scratch, sums16, out,
+                  n_rows, c0 > 0);
+    }
+}
+
+/* The prepared x of a whole row for vec_dot_rows_r16 (wk_cpu.h): per
+ * column chunk of X16_CHUNK, R16_PREP_CHUNK_FLOATS floats holding what
+ * r16_rows prepares for that chunk (x16_prep_compact, then r16_sums16 in
+ * the chunk's last X16_CHUNK / 16 floats). */
+#define R16_PREP_CHUNK_FLOATS (X16_CHUNK / 32 * (X16_COMPACT_BYTES / 4 + 2) + X16_CHUNK / 16)
+_Static_assert(R16_PREP_CHUNK_FLOATS == WK_R16_PREP_CHUNK_FLOATS && X16_CHUNK == WK_R16_PREP_CHUNK,
+               "wk_cpu.h's R16 prepared-x size");
+static void r16_prepare(int64_t n, const float *x, float *prep)
+{
+    for (int64_t c0 = 0; c0 < n; c0 += X16_CHUNK) {
+        float *p = prep + (c0 / X16_CHUNK) * R16_PREP_CHUNK_FLOATS;
+        const int64_t nc = WK_MIN(X16_CHUNK, n - c0);
+        x16_prep_compact(nc, x + c0, p);
+        r16_sums16(nc / 32, p, p + R16_PREP_CHUNK_FLOATS - X16_CHUNK / 16);
+    }
+}
+
+/* vec_dot_rows_r16: r16_rows' bits from x prepared by r16_prepare. */
+static ALWAYS_INLINE void r16_rows_prepared(const enum x16_kind K, int64_t n, const void *w, size_t stride,
+                                            const float *prep, float *out, int64_t n_rows)
+{
+    const size_t bb = r16_block_bytes(K);
+    const int64_t bs = K == X16_Q6_K || K == X16_Q4_K ? WK_QK_K : 32;
+    for (int64_t c0 = 0; c0 < n; c0 += X16_CHUNK) {
+        const float *p = prep + (c0 / X16_CHUNK) * R16_PREP_CHUNK_FLOATS;
+        r16_chunk(K, WK_MIN(X16_CHUNK, n - c0), (const uint8_t *)w + (size_t)(c0 / bs) * WK_R16_ROWS * bb, stride, p,
+                  p + R16_PREP_CHUNK_FLOATS - X16_CHUNK / 16, out, n_rows, c0 > 0);
     }
 }
 
@@ -668,62 +709,35 @@ static ALWAYS_INLINE void r16_tokens(const enum x16_kind K, int64_t n, const voi
             }
             for (int64_t g = 0; g < n_rows / WK_R16_ROWS; g++) {
                 const uint8_t *wg = (const uint8_t *)w + (size_t)g * WK_R16_ROWS * stride + (size_t)(c0 / bs) * WK_R16_ROWS * bb;
-                for (int t = 0; t < T; t++) {
-                    float *o = out + (size_t)(t0 + t) * ldo + WK_R16_ROWS * g;
-                    if (K == X16_Q6_K) r16_group_q6k(nc, wg, scratch[t], sums16[t], o, c0 > 0);
-                    else if (K == X16_Q4_K) r16_group_q4k(nc, wg, scratch[t], o, c0 > 0);
-                    else r16_group(K, nc, wg, scratch[t], o, c0 > 0);
-                }
+                for (int t = 0; t < T; t++)
+                    r16_chunk(K, nc, wg, stride, scratch[t], sums16[t], out + (size_t)(t0 + t) * ldo + WK_R16_ROWS * g,
+                              WK_R16_ROWS, c0 > 0);
             }
         }
     }
 }
 
-static void r16_rows_q4_1(int64_t n, const void *w, size_t stride, const float *x, float *out, int64_t n_rows)
-{
-    r16_rows(X16_Q4_1, n, w, stride, x, out, n_rows);
-}
-static void r16_rows_q8_0(int64_t n, const void *w, size_t stride, const float *x, float *out, int64_t n_rows)
-{
-    r16_rows(X16_Q8_0, n, w, stride, x, out, n_rows);
-}
-static void r16_rows_q5_0(int64_t n, const void *w, size_t stride, const float *x, float *out, int64_t n_rows)
-{
-    r16_rows(X16_Q5_0, n, w, stride, x, out, n_rows);
-}
-static void r16_tokens_q5_0(int64_t n, const void *w, size_t stride, const float *x, size_t ldx, int32_t n_tokens,
-                            float *out, size_t ldo, int64_t n_rows)
-{
-    r16_tokens(X16_Q5_0, n, w, stride, x, ldx, n_tokens, out, ldo, n_rows);
-}
-static void r16_rows_q6_k(int64_t n, const void *w, size_t stride, const float *x, float *out, int64_t n_rows)
-{
-    r16_rows(X16_Q6_K, n, w, stride, x, out, n_rows);
-}
-static void r16_tokens_q6_k(int64_t n, const void *w, size_t stride, const float *x, size_t ldx, int32_t n_tokens,
-                            float *out, size_t ldo, int64_t n_rows)
-{
-    r16_tokens(X16_Q6_K, n, w, stride, x, ldx, n_tokens, out, ldo, n_rows);
-}
-static void r16_rows_q4_k(int64_t n, const void *w, size_t stride, const float *x, float *out, int64_t n_rows)
-{
-    r16_rows(X16_Q4_K, n, w, stride, x, out, n_rows);
-}
-static void r16_tokens_q4_k(int64_t n, const void *w, size_t stride, const float *x, size_t ldx, int32_t n_tokens,
-                            float *out, size_t ldo, int64_t n_rows)
-{
-    r16_tokens(X16_Q4_K, n, w, stride, x, ldx, n_tokens, out, ldo, n_rows);
-}
-static void r16_tokens_q4_1(int64_t n, const void *w, size_t stride, const float *x, size_t ldx, int32_t n_tokens,
-                            float *out, size_t ldo, int64_t n_rows)
-{
-    r16_tokens(X16_Q4_1, n, w, stride, x, ldx, n_tokens, out, ldo, n_rows);
-}
-static void r16_tokens_q8_0(int64_t n, const void *w, size_t stride, const float *x, size_t ldx, int32_t n_tokens,
-                            float *out, size_t ldo, int64_t n_rows)
-{
-    r16_tokens(X16_Q8_0, n, w, stride, x, ldx, n_tokens, out, ldo, n_rows);
-}
+#define R16_ENTRIES(name, K)                                                                               \
+    static void r16_rows_##name(int64_t n, const void *w, size_t stride, const float *x, float *out,          \
+                                int64_t n_rows)                                                              \
+    {                                                                                                        \
+        r16_rows(K, n, w, stride, x, out, n_rows);                                                           \
+    }                                                                                                        \
+    static void r16_prepared_##name(int64_t n, const void *w, size_t stride, const float *prep, float *out,  \
+                                    int64_t n_rows)                                                          \
+    {                                                                                                        \
+        r16_rows_prepared(K, n, w, stride, prep, out, n_rows);                                               \
+    }                                                                                                        \
+    static void r16_tokens_##name(int64_t n, const void *w, size_t stride, const float *x, size_t ldx,        \
+                                  int32_t n_tokens, float *out, size_t ldo, int64_t n_rows)                  \
+    {                                                                                                        \
+        r16_tokens(K, n, w, stride, x, ldx, n_tokens, out, ldo, n_rows);                                     \
+    }
+R16_ENTRIES(q4_1, X16_Q4_1)
+R16_ENTRIES(q5_0, X16_Q5_0)
+R16_ENTRIES(q8_0, X16_Q8_0)
+R16_ENTRIES(q6_k, X16_Q6_K)
+R16_ENTRIES(q4_k, X16_Q4_K)
 #endif
 
 DOT_ROWS_FN(x16_rows_q4_k, x16_rows_q4k, WK_QK_K, sizeof(struct wk_block_q4_k), X16_CHUNK, x16_prep,
@@ -770,5 +784,11 @@ void WK_X16_FILL(struct wk_cpu_kernels *k)
     k->vec_dot_rows_x16_tokens[WK_DTYPE_Q6_K_R16] = r16_tokens_q6_k;
     k->vec_dot_rows_x16[WK_DTYPE_Q4_K_R16] = r16_rows_q4_k;
     k->vec_dot_rows_x16_tokens[WK_DTYPE_Q4_K_R16] = r16_tokens_q4_k;
+    k->r16_prepare = r16_prepare;
+    k->vec_dot_rows_r16[WK_DTYPE_Q4_1_R16] = r16_prepared_q4_1;
+    k->vec_dot_rows_r16[WK_DTYPE_Q5_0_R16] = r16_prepared_q5_0;
+    k->vec_dot_rows_r16[WK_DTYPE_Q8_0_R16] = r16_prepared_q8_0;
+    k->vec_dot_rows_r16[WK_DTYPE_Q6_K_R16] = r16_prepared_q6_k;
+    k->vec_dot_rows_r16[WK_DTYPE_Q4_K_R16] = r16_prepared_q4_k;
 #endif
 }
