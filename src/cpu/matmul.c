@@ -183,8 +183,9 @@ static double group_rows(const struct matmul_ctx *c, int64_t lo, int64_t hi, int
     int64_t base = 0;
     for (int i = 0; i < c->n_parts; i++) {
         const int64_t n_out = c->parts[i].w->ne[1], a = WK_MAX(lo, base), b = WK_MIN(hi, base + n_out);
-        /* an R16 part is only ever given whole groups (its loader checks
-         * that the parts before it end on one) */
+        /* an R16 part is only ever given whole groups: every cut is a
+         * multiple of align (range_take, the prefill split), and the loader
+         * repacks a Q, K, V group only if each of its parts is whole groups */
         WK_ASSERT(wk_dtype_base(c->parts[i].w->dtype) == c->parts[i].w->dtype || b <= a ||
                   ((a - base) % WK_R16_ROWS == 0 && ((b - base) % WK_R16_ROWS == 0 || b == base + n_out)));
         part_rows(c, &c->parts[i], a - base, b - base, ith);
@@ -198,10 +199,12 @@ static double group_rows(const struct matmul_ctx *c, int64_t lo, int64_t hi, int
 static inline uint64_t range_pack(int64_t lo, int64_t hi) { return (uint64_t)lo << 32 | (uint64_t)hi; }
 
 /* Takes up to want rows from the front of range r (its owner), or the
- * back half of what is left, whole groups of align rows, if that is at
- * least min_steal rows (a thief, want < 0). Returns false when nothing was
- * taken. Rows once taken never return to a range, so a compare-exchange
- * cannot mistake a new range for an old one. */
+ * back half of what is left (a thief, want < 0) if that is at least
+ * min_steal rows. Every cut falls on a multiple of align counted from row
+ * 0 (a range's start always does), so an R16 part is cut into whole
+ * groups even where the rows end off a group (a last part of 37 rows).
+ * Returns false when nothing was taken. Rows once taken never return to a
+ * range, so a compare-exchange cannot mistake a new range for an old one. */
 static bool range_take(_Atomic uint64_t *r, int64_t want, int64_t min_steal, int64_t align, int64_t *lo,
                        int64_t *hi)
 {
@@ -209,11 +212,13 @@ static bool range_take(_Atomic uint64_t *r, int64_t want, int64_t min_steal, int
     for (;;) {
         const int64_t a = (int64_t)(v >> 32), b = (int64_t)(v & 0xFFFFFFFFu), left = b - a;
         if (left <= 0 || (want < 0 && left < min_steal)) return false;
-        const int64_t take = want >= 0 ? WK_MIN(want, left) : left / 2 / align * align;
-        const uint64_t nv = want >= 0 ? range_pack(a + take, b) : range_pack(a, b - take);
+        /* the owner keeps [a, cut), the thief takes [cut, b) */
+        const int64_t cut = want >= 0 ? WK_MIN(a + want, b) : a + (left - left / 2 + align - 1) / align * align;
+        if (want < 0 && cut >= b) return false;
+        const uint64_t nv = want >= 0 ? range_pack(cut, b) : range_pack(a, cut);
         if (atomic_compare_exchange_weak_explicit(r, &v, nv, memory_order_relaxed, memory_order_relaxed)) {
-            *lo = want >= 0 ? a : b - take;
-            *hi = want >= 0 ? a + take : b;
+            *lo = want >= 0 ? a : cut;
+            *hi = want >= 0 ? cut : b;
             return true;
         }
     }

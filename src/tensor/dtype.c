@@ -112,13 +112,14 @@ static const struct wk_dtype_traits g_traits[WK_DTYPE_COUNT] = {
           wk_ref_i4g64_from_f32, wk_ref_vec_dot_i4g64_f32, NULL),
     QUANT(WK_DTYPE_Q8_K, "Q8_K", 256, struct wk_block_q8_k, WK_DTYPE_Q8_K, wk_ref_q8_k_to_f32,
           wk_ref_q8_k_from_f32, NULL, NULL),
-    /* Known to GGUF, not computed by wick yet: sizes let the reader check
-     * tensor extents and name the type in its error. */
+    /* In memory only (the loader's repacking; no reader accepts them) */
     R16(WK_DTYPE_Q4_1_R16, "Q4_1_R16", 32, struct wk_block_q4_1),
     R16(WK_DTYPE_Q8_0_R16, "Q8_0_R16", 32, struct wk_block_q8_0),
     R16(WK_DTYPE_Q5_0_R16, "Q5_0_R16", 32, struct wk_block_q5_0),
     R16(WK_DTYPE_Q6_K_R16, "Q6_K_R16", 256, struct wk_block_q6_k),
     R16(WK_DTYPE_Q4_K_R16, "Q4_K_R16", 256, struct wk_block_q4_k),
+    /* Known to GGUF, not computed by wick yet: sizes let the reader check
+     * tensor extents and name the type in its error. */
     KNOWN(WK_DTYPE_Q2_K, "Q2_K", 256, 84),
     KNOWN(WK_DTYPE_Q3_K, "Q3_K", 256, 110),
     KNOWN(16, "IQ2_XXS", 256, 66),

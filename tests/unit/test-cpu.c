@@ -803,6 +803,66 @@ static void test_r16_layout(void)
         }
 }
 
+/* Decode of a matmul group whose R16 part (512 rows of Q8_0_R16) is
+ * followed by a row-major part ending off a group (37 rows of Q8_0), and
+ * of a GLU pair of R16 matrices, on 2 and 3 threads, 100 times each: the
+ * threads' chunks and steals cut the R16 part into whole groups only, so
+ * each output equals the kernels' own (R16 rows: vec_dot_rows_x16 of the
+ * R16 dtype; the tail: the row-major Q8_0 one), and the GLU outputs equal
+ * GELU(gate) * up of those. (A steal cut at a multiple of 16 from the end
+ * of the rows, not from row 0, split a group here.) */
+static void test_r16_groups(void)
+{
+    const struct wk_cpu_kernels *k = wk_cpu_kernels_get();
+    if (!k->vec_dot_rows_x16[WK_DTYPE_Q8_0_R16]) return;
+    uint64_t seed = 12;
+    const int64_t n = 4096, ra = 512, rb = 37;
+    const size_t row = wk_dtype_row_bytes(WK_DTYPE_Q8_0, n);
+    uint8_t *wa = wk_aligned_alloc(row * ra), *wb = wk_aligned_alloc(row * rb), *wu = wk_aligned_alloc(row * ra);
+    uint8_t *tmp = wk_aligned_alloc(row * WK_R16_ROWS);
+    fill_random_blocks(WK_DTYPE_Q8_0, wa, n / 32 * ra, &seed);
+    fill_random_blocks(WK_DTYPE_Q8_0, wb, n / 32 * rb, &seed);
+    fill_random_blocks(WK_DTYPE_Q8_0, wu, n / 32 * ra, &seed);
+    wk_cpu_r16_pack(WK_DTYPE_Q8_0, wa, n, ra, tmp);
+    wk_cpu_r16_pack(WK_DTYPE_Q8_0, wu, n, ra, tmp);
+    const struct wk_tensor a = {.name = "a", .dtype = WK_DTYPE_Q8_0_R16, .n_dims = 2, .ne = {n, ra, 1, 1},
+                                .nb = {34, row, row * ra, row * ra}, .data = wa};
+    const struct wk_tensor b = {.name = "b", .dtype = WK_DTYPE_Q8_0, .n_dims = 2, .ne = {n, rb, 1, 1},
+                                .nb = {34, row, row * rb, row * rb}, .data = wb};
+    struct wk_tensor u = a;
+    u.data = wu;
+    float *x = wk_aligned_alloc(n * 4);
+    for (int64_t j = 0; j < n; j++) x[j] = check_rand_f32(&seed);
+    float *za = wk_aligned_alloc(ra * 4), *zb = wk_aligned_alloc(rb * 4), *zu = wk_aligned_alloc(ra * 4);
+    float *ya = wk_aligned_alloc(ra * 4), *yb = wk_aligned_alloc(rb * 4), *yu = wk_aligned_alloc(ra * 4);
+    k->vec_dot_rows_x16[WK_DTYPE_Q8_0_R16](n, wa, row, x, za, ra);
+    k->vec_dot_rows_x16[WK_DTYPE_Q8_0_R16](n, wu, row, x, zu, ra);
+    k->vec_dot_rows_x16[WK_DTYPE_Q8_0](n, wb, row, x, zb, rb);
+    float *glu = wk_aligned_alloc(ra * 4);
+    memcpy(glu, za, ra * 4);
+    k->geglu(ra, glu, zu);
+    int bad = 0;
+    for (int th = 2; th <= 3; th++) {
+        struct wk_threadpool *pool;
+        CHECK_EQ_INT(wk_threadpool_create(th, &pool), WK_OK);
+        float *scratch = wk_aligned_alloc(wk_cpu_matmul_scratch_floats(n, th) * 4);
+        const struct wk_tensor *ws[2] = {&a, &b};
+        float *ys[2] = {ya, yb};
+        for (int rep = 0; rep < 300; rep++) {
+            wk_cpu_matmul_many(pool, k, 2, ws, ys, x, 1, scratch, 0);
+            bad += memcmp(ya, za, ra * 4) != 0 || memcmp(yb, zb, rb * 4) != 0;
+            wk_cpu_matmul_glu(pool, k, &a, &u, x, ya, yu, 1, scratch, WK_GLU_GELU_TANH, 0);
+            bad += memcmp(ya, glu, ra * 4) != 0;
+        }
+        wk_aligned_free(scratch);
+        wk_threadpool_destroy(pool);
+    }
+    CHECK_EQ_INT(bad, 0);
+    wk_aligned_free(wa), wk_aligned_free(wb), wk_aligned_free(wu), wk_aligned_free(tmp), wk_aligned_free(x);
+    wk_aligned_free(za), wk_aligned_free(zb), wk_aligned_free(zu), wk_aligned_free(ya), wk_aligned_free(yb);
+    wk_aligned_free(yu), wk_aligned_free(glu);
+}
+
 /* Grouped products equal the separate ones, and the GLU pair equals the
  * activation of one product times the other. */
 /* Decode products, whose rows the threads share by their recent speeds,
@@ -994,5 +1054,5 @@ static void test_elementwise_ops(void)
 CHECK_MAIN(TEST(test_vec_dot_matches_ref), TEST(test_vec_dot_q_matches_ref),
            TEST(test_vec_dot_rows_matches_ref), TEST(test_vec_dot_rows_tokens), TEST(test_vec_dot_rows_x16_tokens), TEST(test_x16_quantize), TEST(test_ops_tables_match_baseline), TEST(test_vec_dot_rows_x16), TEST(test_vec_dot_rows_x16_nan_and_tiny), TEST(test_gemm_f32), TEST(test_ref_dot_equals_dequantized_dot),
            TEST(test_quantize_matches_ref), TEST(test_to_f32_matches_ref),
-           TEST(test_f32_helpers_match_ref), TEST(test_matmul), TEST(test_matmul_balanced_decode), TEST(test_r16_layout), TEST(test_matmul_many_and_glu), TEST(test_expf_and_activations),
+           TEST(test_f32_helpers_match_ref), TEST(test_matmul), TEST(test_matmul_balanced_decode), TEST(test_r16_layout), TEST(test_r16_groups), TEST(test_matmul_many_and_glu), TEST(test_expf_and_activations),
            TEST(test_elementwise_ops))
