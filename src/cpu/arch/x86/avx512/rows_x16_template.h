@@ -774,21 +774,16 @@ void WK_X16_FILL(struct wk_cpu_kernels *k)
 #if WK_AVX512_VNNI
     k->vec_dot_rows_x16[WK_DTYPE_Q8_0] = x16_rows_q8_0;
     k->vec_dot_rows_x16_tokens[WK_DTYPE_Q8_0] = x16_tokens_q8_0;
-    k->vec_dot_rows_x16[WK_DTYPE_Q4_1_R16] = r16_rows_q4_1;
-    k->vec_dot_rows_x16[WK_DTYPE_Q8_0_R16] = r16_rows_q8_0;
-    k->vec_dot_rows_x16_tokens[WK_DTYPE_Q4_1_R16] = r16_tokens_q4_1;
-    k->vec_dot_rows_x16_tokens[WK_DTYPE_Q8_0_R16] = r16_tokens_q8_0;
-    k->vec_dot_rows_x16[WK_DTYPE_Q5_0_R16] = r16_rows_q5_0;
-    k->vec_dot_rows_x16_tokens[WK_DTYPE_Q5_0_R16] = r16_tokens_q5_0;
-    k->vec_dot_rows_x16[WK_DTYPE_Q6_K_R16] = r16_rows_q6_k;
-    k->vec_dot_rows_x16_tokens[WK_DTYPE_Q6_K_R16] = r16_tokens_q6_k;
-    k->vec_dot_rows_x16[WK_DTYPE_Q4_K_R16] = r16_rows_q4_k;
-    k->vec_dot_rows_x16_tokens[WK_DTYPE_Q4_K_R16] = r16_tokens_q4_k;
+    /* the R16 dtypes: decode, verify, and decode with x prepared once */
+#define R16_FILL(name, dt)                                                                         \
+    (k->vec_dot_rows_x16[dt] = r16_rows_##name, k->vec_dot_rows_x16_tokens[dt] = r16_tokens_##name, \
+     k->vec_dot_rows_r16[dt] = r16_prepared_##name)
+    R16_FILL(q4_1, WK_DTYPE_Q4_1_R16);
+    R16_FILL(q5_0, WK_DTYPE_Q5_0_R16);
+    R16_FILL(q8_0, WK_DTYPE_Q8_0_R16);
+    R16_FILL(q6_k, WK_DTYPE_Q6_K_R16);
+    R16_FILL(q4_k, WK_DTYPE_Q4_K_R16);
+#undef R16_FILL
     k->r16_prepare = r16_prepare;
-    k->vec_dot_rows_r16[WK_DTYPE_Q4_1_R16] = r16_prepared_q4_1;
-    k->vec_dot_rows_r16[WK_DTYPE_Q5_0_R16] = r16_prepared_q5_0;
-    k->vec_dot_rows_r16[WK_DTYPE_Q8_0_R16] = r16_prepared_q8_0;
-    k->vec_dot_rows_r16[WK_DTYPE_Q6_K_R16] = r16_prepared_q6_k;
-    k->vec_dot_rows_r16[WK_DTYPE_Q4_K_R16] = r16_prepared_q4_k;
 #endif
 }
