@@ -60,8 +60,7 @@ static void copy_dir(uint8_t *g, uint8_t *b, size_t len, bool to_r16)
     else memcpy(b, g, len);
 }
 
-/* Q6_K: row r's block blk and its place in the group's block grp, copied
- * one way (to_r16) or the other; the source is only read. */
+/* Q6_K: as move_block. */
 static void move_q6_k(uint8_t *grp, int r, uint8_t *blk, bool to_r16)
 {
     copy_dir(grp + 2 * r, blk + offsetof(struct wk_block_q6_k, d), 2, to_r16);
@@ -81,7 +80,7 @@ static void move_q6_k(uint8_t *grp, int r, uint8_t *blk, bool to_r16)
         }
 }
 
-/* Q4_K, as move_q6_k. */
+/* Q4_K: as move_block. */
 static void move_q4_k(uint8_t *grp, int r, uint8_t *blk, bool to_r16)
 {
     copy_dir(grp + 2 * r, blk + offsetof(struct wk_block_q4_k, d), 2, to_r16);
@@ -124,45 +123,29 @@ static uint32_t qh_from_r16(uint32_t v)
     return qh;
 }
 
-/* Row r's block blk (row-major bytes) into its place in a group's
- * interleaved block grp. */
-static void pack_block(enum wk_dtype base, uint8_t *grp, int r, const uint8_t *blk)
+/* Row r's block blk (row-major bytes) and its place in a group's
+ * interleaved block grp, copied one way (to_r16) or the other; the source
+ * is only read. */
+static void move_block(enum wk_dtype base, uint8_t *grp, int r, uint8_t *blk, bool to_r16)
 {
-    if (base == WK_DTYPE_Q6_K || base == WK_DTYPE_Q4_K) { /* read blk only */
-        (base == WK_DTYPE_Q6_K ? move_q6_k : move_q4_k)(grp, r, (uint8_t *)(uintptr_t)blk, true);
+    if (base == WK_DTYPE_Q6_K || base == WK_DTYPE_Q4_K) {
+        (base == WK_DTYPE_Q6_K ? move_q6_k : move_q4_k)(grp, r, blk, to_r16);
         return;
     }
     const struct r16_geom g = r16_geom(base);
-    memcpy(grp + 2 * r, blk, 2);                                     /* d */
-    if (base == WK_DTYPE_Q4_1) memcpy(grp + 32 + 2 * r, blk + 2, 2); /* m */
-    if (base == WK_DTYPE_Q5_0) {                                     /* qh */
-        uint32_t qh;
-        memcpy(&qh, blk + 2, 4);
-        qh = qh_to_r16(qh);
-        memcpy(grp + 32 + 4 * r, &qh, 4);
-    }
-    for (int k = 0; k < g.n_words; k++)
-        for (int j = 0; j < 4; j++) grp[g.head + 64 * k + 4 * r + j] = blk[g.qs_off + 4 * k + j] ^ g.flip;
-}
-
-/* The reverse: row r's block of grp back into row-major bytes blk. */
-static void unpack_block(enum wk_dtype base, const uint8_t *grp, int r, uint8_t *blk)
-{
-    if (base == WK_DTYPE_Q6_K || base == WK_DTYPE_Q4_K) { /* read grp only */
-        (base == WK_DTYPE_Q6_K ? move_q6_k : move_q4_k)((uint8_t *)(uintptr_t)grp, r, blk, false);
-        return;
-    }
-    const struct r16_geom g = r16_geom(base);
-    memcpy(blk, grp + 2 * r, 2);
-    if (base == WK_DTYPE_Q4_1) memcpy(blk + 2, grp + 32 + 2 * r, 2);
-    if (base == WK_DTYPE_Q5_0) {
+    copy_dir(grp + 2 * r, blk, 2, to_r16);                                     /* d */
+    if (base == WK_DTYPE_Q4_1) copy_dir(grp + 32 + 2 * r, blk + 2, 2, to_r16); /* m */
+    if (base == WK_DTYPE_Q5_0) {                                               /* qh, reordered */
         uint32_t v;
-        memcpy(&v, grp + 32 + 4 * r, 4);
-        v = qh_from_r16(v);
-        memcpy(blk + 2, &v, 4);
+        memcpy(&v, to_r16 ? blk + 2 : grp + 32 + 4 * r, 4);
+        v = to_r16 ? qh_to_r16(v) : qh_from_r16(v);
+        memcpy(to_r16 ? grp + 32 + 4 * r : blk + 2, &v, 4);
     }
-    for (int k = 0; k < g.n_words; k++)
-        for (int j = 0; j < 4; j++) blk[g.qs_off + 4 * k + j] = grp[g.head + 64 * k + 4 * r + j] ^ g.flip;
+    for (int k = 0; k < g.n_words; k++) { /* the codes, Q8_0's with the top bit flipped */
+        uint8_t *gk = grp + g.head + 64 * k + 4 * r, *bk = blk + g.qs_off + 4 * k;
+        copy_dir(gk, bk, 4, to_r16);
+        for (int j = 0; g.flip && j < 4; j++) (to_r16 ? gk : bk)[j] ^= g.flip;
+    }
 }
 
 void wk_cpu_r16_pack(enum wk_dtype base, void *data, int64_t n_in, int64_t n_rows, void *tmp)
@@ -177,7 +160,8 @@ void wk_cpu_r16_pack(enum wk_dtype base, void *data, int64_t n_in, int64_t n_row
         memcpy(tmp, p, group);
         for (int64_t i = 0; i < nb; i++)
             for (int r = 0; r < WK_R16_ROWS; r++)
-                pack_block(base, p + (size_t)i * WK_R16_ROWS * bb, r, (const uint8_t *)tmp + (size_t)r * row + (size_t)i * bb);
+                move_block(base, p + (size_t)i * WK_R16_ROWS * bb, r, (uint8_t *)tmp + (size_t)r * row + (size_t)i * bb,
+                           true);
     }
 }
 
@@ -191,6 +175,6 @@ void wk_cpu_r16_unpack_row(enum wk_dtype t, const void *data, int64_t n_in, int6
     const size_t bb = tr->block_bytes, row_bytes = (size_t)nb * bb;
     const uint8_t *grp = (const uint8_t *)data + (size_t)(row / WK_R16_ROWS) * WK_R16_ROWS * row_bytes;
     for (int64_t i = 0; i < n_blk; i++)
-        unpack_block(base, grp + (size_t)(blk0 + i) * WK_R16_ROWS * bb, (int)(row % WK_R16_ROWS),
-                     (uint8_t *)dst + (size_t)i * bb);
+        move_block(base, (uint8_t *)(uintptr_t)(grp + (size_t)(blk0 + i) * WK_R16_ROWS * bb), (int)(row % WK_R16_ROWS),
+                   (uint8_t *)dst + (size_t)i * bb, false); /* reads grp only */
 }
