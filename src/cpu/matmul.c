@@ -146,12 +146,12 @@ static void part_rows(const struct matmul_ctx *c, const struct part *p, int64_t 
     /* an R16 row is first copied back to row-major bytes past the tile */
     const enum wk_dtype base = wk_dtype_base(t);
     uint8_t *row_buf = (uint8_t *)(tile + ROW_TILE * n_in);
+    const int64_t n_blk = n_in / wk_dtype_traits_get(t)->block_size;
     for (int64_t r0 = lo; r0 < hi; r0 += ROW_TILE) {
         int64_t nr = WK_MIN(ROW_TILE, hi - r0);
         for (int64_t r = 0; r < nr; r++) {
             if (base != t) {
-                wk_cpu_r16_unpack_row(t, p->w->data, n_in, r0 + r, 0, n_in / wk_dtype_traits_get(t)->block_size,
-                                      row_buf);
+                wk_cpu_r16_unpack_row(t, p->w->data, n_in, r0 + r, 0, n_blk, row_buf);
                 c->k->to_f32[base](row_buf, tile + r * n_in, n_in);
             } else {
                 c->k->to_f32[t](w + (r0 - lo + r) * w_row, tile + r * n_in, n_in);
@@ -261,10 +261,11 @@ static void matmul_task(void *arg, int ith, int nth)
 
 /* Sets c's row alignment and arms its decode balancing (matmul_task) on
  * pool: shares of whole groups (c->align rows) weighted by the threads'
- * recent speeds; on a matrix big enough
- * (WK_MATMUL_BALANCE_BYTES a thread) that each call's fixed cost (the x16
- * kernels quantize x again, ~0.4 us for 576 values) stays small, taken in
- * chunks of about 256 KiB of weights, with steals of at least 64 KiB. */
+ * recent speeds. With R16 parts and prepared x (r16_prep), taken in about
+ * four chunks a thread, with steals; otherwise chunked only on a matrix big
+ * enough (WK_MATMUL_BALANCE_BYTES a thread) that each call's fixed cost
+ * (the x16 kernels quantize x again, ~0.3 us for 576 values) stays small,
+ * in chunks of about 256 KiB of weights, with steals of at least 64 KiB. */
 static void balance_setup(struct matmul_ctx *c, struct wk_threadpool *pool)
 {
     const int nth = wk_threadpool_n_threads(pool);

@@ -44,12 +44,10 @@
 
 enum wk_dtype wk_cpu_r16_dtype(enum wk_dtype base)
 {
-    return base == WK_DTYPE_Q4_1   ? WK_DTYPE_Q4_1_R16
-           : base == WK_DTYPE_Q8_0 ? WK_DTYPE_Q8_0_R16
-           : base == WK_DTYPE_Q5_0 ? WK_DTYPE_Q5_0_R16
-           : base == WK_DTYPE_Q6_K ? WK_DTYPE_Q6_K_R16
-           : base == WK_DTYPE_Q4_K ? WK_DTYPE_Q4_K_R16
-                                   : WK_DTYPE_COUNT;
+    /* the R16 dtypes are the last ids; wk_dtype_base maps them back */
+    for (int t = WK_DTYPE_Q4_1_R16; t < WK_DTYPE_COUNT; t++)
+        if (wk_dtype_base((enum wk_dtype)t) == base) return (enum wk_dtype)t;
+    return WK_DTYPE_COUNT;
 }
 
 /* len bytes between a group's block (g) and a row's block (b), one way

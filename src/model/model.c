@@ -254,11 +254,13 @@ enum wk_status wk_model_load(const char *path, struct wk_model **out, struct wk_
     return wk_model_load_ex(path, !(mm && *mm && strcmp(mm, "0") != 0), out, err);
 }
 
-/* A matrix the R16 layout can take: 2-D Q4_1, Q5_0, Q8_0, Q6_K or Q4_K, whole groups of rows. */
-static bool r16_fits(const struct wk_tensor *t)
+/* A matrix the R16 layout can take: 2-D, whole groups of rows, a dtype
+ * with an R16 form that k has decode kernels for. */
+static bool r16_fits(const struct wk_cpu_kernels *k, const struct wk_tensor *t)
 {
-    return t && t->n_dims == 2 && wk_cpu_r16_dtype(t->dtype) != WK_DTYPE_COUNT && t->ne[1] % WK_R16_ROWS == 0 &&
-           t->ne[0] % 32 == 0;
+    if (!t || t->n_dims != 2 || t->ne[1] % WK_R16_ROWS != 0) return false;
+    const enum wk_dtype r16 = wk_cpu_r16_dtype(t->dtype);
+    return r16 != WK_DTYPE_COUNT && k->vec_dot_rows_x16[r16] && k->vec_dot_rows_x16_tokens[r16];
 }
 
 /* Adds t to list (n entries, room for cap) unless it is there already. */
@@ -274,8 +276,8 @@ static void r16_add(const struct wk_tensor **list, int *n, int cap, const struct
  * matrices that only the matmul and wk_cpu_get_row read: each layer's
  * attention and FFN projections and the output projection (the token
  * embeddings too when tied to it), for a GGUF read into anonymous memory,
- * when the kernel table has R16 decode kernels (AVX-512 VNNI, without
- * WICK_EXACT). A matmul group (Q, K, V) is repacked only if every matrix
+ * each where the kernel table has R16 decode kernels for its dtype
+ * (AVX-512 VNNI, without WICK_EXACT). A matmul group (Q, K, V) is repacked only if every matrix
  * of it ends on a whole group of rows, so the threads' shares, whole
  * groups, stay whole in each. An MTP assistant's output projection is left
  * alone (its sparse head reads single rows). Nothing to do is no error;
@@ -284,10 +286,7 @@ static void r16_add(const struct wk_tensor **list, int *n, int cap, const struct
 static enum wk_status repack_r16(struct wk_model *m, bool resident, struct wk_error *err)
 {
     const struct wk_cpu_kernels *k = wk_cpu_kernels_get();
-    if (!resident || !m->gguf || !k->vec_dot_rows_x16[WK_DTYPE_Q4_1_R16] ||
-        !k->vec_dot_rows_x16[WK_DTYPE_Q5_0_R16] || !k->vec_dot_rows_x16[WK_DTYPE_Q8_0_R16] ||
-        !k->vec_dot_rows_x16[WK_DTYPE_Q6_K_R16] || !k->vec_dot_rows_x16[WK_DTYPE_Q4_K_R16])
-        return WK_OK;
+    if (!resident || !m->gguf) return WK_OK;
     const int cap = 7 * m->hp.n_layer + 2;
     const struct wk_tensor **list = wk_calloc((size_t)cap, sizeof *list);
     if (!list) return wk_error_set(err, WK_E_NOMEM, "out of memory");
@@ -300,9 +299,9 @@ static enum wk_status repack_r16(struct wk_model *m, bool resident, struct wk_er
         const struct wk_tensor *mats[7] = {whole ? l->wq : NULL, whole ? l->wk : NULL, whole ? l->wv : NULL,
                                            l->wo, l->ffn_gate, l->ffn_up, l->ffn_down};
         for (int i = 0; i < 7; i++)
-            if (r16_fits(mats[i])) r16_add(list, &n, cap, mats[i]);
+            if (r16_fits(k, mats[i])) r16_add(list, &n, cap, mats[i]);
     }
-    if (!m->mtp_token_ordering && r16_fits(m->output)) r16_add(list, &n, cap, m->output);
+    if (!m->mtp_token_ordering && r16_fits(k, m->output)) r16_add(list, &n, cap, m->output);
     size_t tmp_bytes = 0;
     for (int i = 0; i < n; i++) tmp_bytes = WK_MAX(tmp_bytes, WK_R16_ROWS * list[i]->nb[1]);
     void *tmp = n ? wk_malloc(tmp_bytes) : NULL;

@@ -51,7 +51,7 @@ enum wk_dtype {
     WK_DTYPE_I4G64 = 41,
     /* in memory only, never in a file: Q4_1, Q5_0, Q8_0, Q6_K and Q4_K matrices whose rows
      * the loader interleaved in groups of 16 for the AVX-512 VNNI decode
-     * kernels (wk_cpu.h, "R16 layout") */
+     * kernels (wk_cpu.h, "R16 layout"); the last ids, Q4_1_R16 first */
     WK_DTYPE_Q4_1_R16 = 42,
     WK_DTYPE_Q8_0_R16 = 43,
     WK_DTYPE_Q5_0_R16 = 44,
