@@ -775,6 +775,13 @@ static void mla_attention(struct wk_context *c, const struct wk_layer *l, const 
     per_head_matmul(c, l->mla_v_b, c->mla_lat, L, n * L, c->att, H * V, V, n, mm);
 }
 
+/* y [n][d] += b [d] for each of the n rows. */
+static void add_bias(int32_t n, int64_t d, float *y, const float *b)
+{
+    for (int32_t t = 0; t < n; t++)
+        for (int64_t i = 0; i < d; i++) y[t * d + i] += b[i];
+}
+
 /* The layer (of the target's model) whose cache a query-only layer of
  * kind `sliding` reads: the last one of that kind keeping its own cache
  * (architectures.md §5.3: the KV donors), or -1. */
@@ -845,6 +852,9 @@ static bool run_layers(struct wk_context *c, int32_t *n_io, bool want_rows, bool
             float *qkv_y[3] = {c->q, c->kx, c->vx};
             if (own_kv && !ext && n == 1) prefetch_kv_write(&c->kv[il], c->pos[0], HK);
             wk_cpu_matmul_many(pool, k, !own_kv ? 1 : l->wv ? 3 : 2, qkv_w, qkv_y, c->xn, n, c->mm_scratch, mm);
+            if (l->bq) add_bias(n, HQ, c->q, l->bq->data);
+            if (own_kv && l->bk) add_bias(n, HK, c->kx, l->bk->data);
+            if (own_kv && l->bv) add_bias(n, HK, c->vx, l->bv->data);
             if (own_kv && l->k_eq_v) memcpy(c->vx, c->kx, (size_t)(n * HK) * sizeof(float));
             const struct kv_layer *kv = ext ? &ext->kv[ext_layer[kind]] : &c->kv[il];
             for (int32_t t = 0; t < n; t++) {

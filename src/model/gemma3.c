@@ -43,29 +43,12 @@ enum wk_status wk__gemma3_load(struct wk_model *m, struct wk_error *err)
     m->rope_mode = WK_ROPE_NEOX;
     m->act = WK_ACT_GELU_TANH;
 
+    if ((st = wk__load_common_tensors(m, err))) return st;
     /* sliding pattern: a bool per layer if given, else every 6th is global */
-    const struct wk_gguf_value *pattern = NULL;
-    char key[128];
-    snprintf(key, sizeof key, "%s.attention.sliding_window_pattern", hp->arch_name);
-    bool *hf_pattern = NULL; /* the same list from config.json */
-    if (m->hf) {
-        hf_pattern = wk_calloc((size_t)hp->n_layer, sizeof *hf_pattern);
-        if (!hf_pattern) return wk_error_set(err, WK_E_NOMEM, "out of memory");
-        int n = wk__hf_bools(m->hf, key, hf_pattern, hp->n_layer);
-        if (n < 0) wk_free(hf_pattern), hf_pattern = NULL;
-        else if (n != hp->n_layer) {
-            wk_free(hf_pattern);
-            return wk_error_set(err, WK_E_FORMAT, "%s: layer_types has %d entries for %d layers", path, n,
-                                hp->n_layer);
-        }
-    } else if (wk_gguf_find(m->gguf, key)) {
-        if ((st = wk_gguf_get_arr(m->gguf, key, WK_GGUF_BOOL, &pattern, err))) return st;
-        if (pattern->arr.n != (uint64_t)hp->n_layer)
-            return wk_error_set(err, WK_E_FORMAT, "%s: %s has %llu entries for %d layers", path,
-                                key, (unsigned long long)pattern->arr.n, hp->n_layer);
-    }
-    if ((st = wk__load_common_tensors(m, err))) {
-        wk_free(hf_pattern);
+    bool *pattern = wk_calloc((size_t)hp->n_layer, sizeof *pattern), found;
+    if (!pattern) return wk_error_set(err, WK_E_NOMEM, "out of memory");
+    if ((st = wk__layer_bools(m, "attention.sliding_window_pattern", pattern, &found, err))) {
+        wk_free(pattern);
         return st;
     }
     const int64_t E = hp->n_embd, D = hp->head_dim;
@@ -77,16 +60,13 @@ enum wk_status wk__gemma3_load(struct wk_model *m, struct wk_error *err)
                              "blk.%d.post_attention_norm.weight", i)) ||
             (st = wk__tensor(m, &l->post_ffn_norm, false, true, E, 1, err,
                              "blk.%d.post_ffw_norm.weight", i))) {
-            wk_free(hf_pattern);
+            wk_free(pattern);
             return st;
         }
-        l->sliding = hp->sliding_window > 0 &&
-                     (hf_pattern ? hf_pattern[i]
-                      : pattern  ? wk_gguf_arr_bool(pattern, (uint64_t)i)
-                                 : (i + 1) % 6 != 0);
+        l->sliding = hp->sliding_window > 0 && (found ? pattern[i] : (i + 1) % 6 != 0);
         l->rope_base = l->sliding ? hp->rope_base_swa : hp->rope_base;
         l->rope_scale = l->sliding ? 1.0f : hp->rope_freq_scale;
     }
-    wk_free(hf_pattern);
+    wk_free(pattern);
     return WK_OK;
 }

@@ -12,8 +12,9 @@
  * data are applied here instead where needed: norm gains become F32 (the
  * kernels take F32 norms) and Gemma's get the +1 its RMSNorm adds
  * (x * (1 + w)); Llama's Q and K rows are not permuted, the family uses
- * NEOX RoPE on HF weights instead (llama.c). Qwen 3 takes Llama's names
- * (q_norm, k_norm included) and plain norm gains. GLM-4-MoE-Lite
+ * NEOX RoPE on HF weights instead (llama.c). Qwen 2 and Qwen 3 take
+ * Llama's names (q_norm, k_norm and the Q, K, V biases included, biases
+ * read as F32) and plain norm gains. GLM-4-MoE-Lite
  * (model_type glm4_moe_lite) becomes llama.cpp's "deepseek2" (keys and
  * names), except that kv_b_proj stays whole and per-expert tensors stay
  * apart (glm4_moe_lite.c takes both as they are).
@@ -232,6 +233,44 @@ static enum wk_status glm4_moe_lite_config_to_kv(struct wk_hf *h, json_t *cfg, c
     return WK_OK;
 }
 
+/* Qwen 2's sliding window as transformers' Qwen2Config reads it: none
+ * unless use_sliding_window (sliding_window is then dropped); sliding
+ * layers from layer_types, else those at or past max_window_layers
+ * (default 28). */
+static enum wk_status qwen2_config_to_kv(struct wk_hf *h, json_t *cfg, const char *arch, struct wk_error *err)
+{
+    char key[160];
+    json_t *use = json_object_get(cfg, "use_sliding_window"), *win = json_object_get(cfg, "sliding_window");
+    if (use && !json_is_null(use) && !json_is_boolean(use))
+        return wk_error_set(err, WK_E_FORMAT, "%s/config.json: use_sliding_window must be a boolean", h->dir);
+    snprintf(key, sizeof key, "%s.attention.sliding_window", arch);
+    if (!json_is_true(use) || !json_is_number(win)) {
+        json_object_del(h->kv, key);
+        return WK_OK;
+    }
+    json_t *types = json_object_get(cfg, "layer_types"), *mwl = json_object_get(cfg, "max_window_layers");
+    json_int_t n_layer = json_integer_value(json_object_get(cfg, "num_hidden_layers"));
+    if (types && !json_is_null(types) && (!json_is_array(types) || (json_int_t)json_array_size(types) != n_layer))
+        return wk_error_set(err, WK_E_FORMAT, "%s/config.json: layer_types must be a list of %lld entries", h->dir,
+                            (long long)n_layer);
+    if (mwl && !json_is_null(mwl) && !json_is_integer(mwl))
+        return wk_error_set(err, WK_E_FORMAT, "%s/config.json: max_window_layers must be an integer", h->dir);
+    json_int_t first = json_is_integer(mwl) ? json_integer_value(mwl) : 28;
+    json_t *arr = json_array();
+    for (json_int_t i = 0; i < n_layer; i++) {
+        const char *t = json_string_value(json_array_get(types, (size_t)i));
+        if (json_is_array(types) && (!t || (strcmp(t, "sliding_attention") && strcmp(t, "full_attention")))) {
+            json_decref(arr);
+            return wk_error_set(err, WK_E_UNSUPPORTED, "%s/config.json: layer_types[%lld] is not "
+                                "\"full_attention\" or \"sliding_attention\"", h->dir, (long long)i);
+        }
+        json_array_append_new(arr, json_boolean(json_is_array(types) ? strcmp(t, "sliding_attention") == 0 : i >= first));
+    }
+    snprintf(key, sizeof key, "%s.attention.sliding_window_pattern", arch);
+    json_object_set_new(h->kv, key, arr);
+    return WK_OK;
+}
+
 /* config.json's fields under the GGUF keys of arch. */
 static enum wk_status config_to_kv(struct wk_hf *h, json_t *cfg, const char *arch, struct wk_error *err)
 {
@@ -311,6 +350,7 @@ static enum wk_status config_to_kv(struct wk_hf *h, json_t *cfg, const char *arc
         snprintf(key, sizeof key, "%s.attention.sliding_window_pattern", arch);
         json_object_set_new(h->kv, key, arr);
     }
+    if (strcmp(arch, "qwen2") == 0) return qwen2_config_to_kv(h, cfg, arch, err);
     if (strcmp(arch, "deepseek2") == 0) return glm4_moe_lite_config_to_kv(h, cfg, arch, err);
     return gemma4 ? gemma4_config_to_kv(h, cfg, arch, err) : WK_OK;
 }
@@ -432,6 +472,9 @@ static bool gguf_name(const char *arch, const char *name, char *out, size_t cap,
                {"self_attn.k_proj.weight", "attn_k.weight", "attn_k.weight"},
                {"self_attn.v_proj.weight", "attn_v.weight", "attn_v.weight"},
                {"self_attn.o_proj.weight", "attn_output.weight", "attn_output.weight"},
+               {"self_attn.q_proj.bias", "attn_q.bias", NULL},
+               {"self_attn.k_proj.bias", "attn_k.bias", NULL},
+               {"self_attn.v_proj.bias", "attn_v.bias", NULL},
                {"self_attn.q_norm.weight", "attn_q_norm.weight", "attn_q_norm.weight"},
                {"self_attn.k_norm.weight", "attn_k_norm.weight", "attn_k_norm.weight"},
                {"post_attention_layernorm.weight", "ffn_norm.weight", "post_attention_norm.weight"},
@@ -441,7 +484,8 @@ static bool gguf_name(const char *arch, const char *name, char *out, size_t cap,
                {"mlp.up_proj.weight", "ffn_up.weight", "ffn_up.weight"},
                {"mlp.down_proj.weight", "ffn_down.weight", "ffn_down.weight"}};
     size_t n = strlen(name);
-    *norm = n >= 11 && strcmp(name + n - 11, "norm.weight") == 0;
+    /* norm gains, and biases, read as F32 */
+    *norm = (n >= 11 && strcmp(name + n - 11, "norm.weight") == 0) || (n >= 5 && strcmp(name + n - 5, ".bias") == 0);
     char text[300]; /* Gemma 4 ConditionalGeneration: the text model under model.language_model. */
     if (strncmp(name, "model.language_model.", 21) == 0) {
         snprintf(text, sizeof text, "model.%s", name + 21);
@@ -622,6 +666,7 @@ enum wk_status wk__hf_open(struct wk_model *m, const char *dir, bool resident, s
     const char *type = json_string_value(json_object_get(c, "model_type"));
     const char *arch = !type                          ? NULL
                        : strcmp(type, "llama") == 0   ? "llama"
+                       : strcmp(type, "qwen2") == 0   ? "qwen2" /* dense; qwen2_moe is not */
                        : strcmp(type, "qwen3") == 0   ? "qwen3" /* dense; qwen3_moe is not */
                        : strncmp(type, "gemma3", 6) == 0 ? "gemma3"
                        : strcmp(type, "gemma4") == 0 || strcmp(type, "gemma4_text") == 0 ? "gemma4"
@@ -631,7 +676,7 @@ enum wk_status wk__hf_open(struct wk_model *m, const char *dir, bool resident, s
         char t[64];
         wk_str_printable(type ? type : "(none)", strlen(type ? type : "(none)"), t, sizeof t);
         st = wk_error_set(err, WK_E_UNSUPPORTED,
-                          "%s/config.json: model_type '%s' (wick supports llama, gemma3_text, gemma4_text, glm4_moe_lite, qwen3)", dir, t);
+                          "%s/config.json: model_type '%s' (wick supports llama, gemma3_text, gemma4_text, glm4_moe_lite, qwen2, qwen3)", dir, t);
     }
     if (!st) {
         json_object_set_new(h->kv, "general.architecture", json_string(arch));

@@ -21,6 +21,7 @@ static const struct {
     {"gemma4", WK_ARCH_GEMMA4, wk__gemma4_load},
     {"llama", WK_ARCH_LLAMA, wk__llama_load},
     {"glm4moelite", WK_ARCH_GLM4_MOE_LITE, wk__glm4_moe_lite_load},
+    {"qwen2", WK_ARCH_QWEN2, wk__qwen2_load},
     {"qwen3", WK_ARCH_QWEN3, wk__qwen3_load},
 };
 
@@ -188,6 +189,55 @@ enum wk_status wk__load_common_hparams(struct wk_model *m, struct wk_error *err)
     return WK_OK;
 }
 
+enum wk_status wk__check_rope_scaling_type(struct wk_model *m, struct wk_error *err)
+{
+    struct wk_hparams *hp = &m->hp;
+    char key[128];
+    snprintf(key, sizeof key, "%s.rope.scaling.type", hp->arch_name);
+    if (!m->gguf || !wk_gguf_find(m->gguf, key)) return WK_OK; /* a folder's rope_scaling: hf.c */
+    struct wk_gguf_str type;
+    enum wk_status st = wk_gguf_get_str(m->gguf, key, &type, err);
+    if (st) return st;
+    if (wk_gguf_str_eq(type, "none")) {
+        hp->rope_freq_scale = 1.0f; /* a factor beside type none means nothing */
+    } else if (!wk_gguf_str_eq(type, "linear")) {
+        char t[64];
+        wk_str_printable(type.data, (size_t)type.len, t, sizeof t);
+        return wk_error_set(err, WK_E_UNSUPPORTED, "%s: %s = \"%s\" is not supported (wick knows none and linear)",
+                            wk__model_path(m), key, t);
+    }
+    return WK_OK;
+}
+
+enum wk_status wk__layer_bools(const struct wk_model *m, const char *suffix, bool *out, bool *found,
+                               struct wk_error *err)
+{
+    const struct wk_hparams *hp = &m->hp;
+    const char *path = wk__model_path(m);
+    char key[128];
+    snprintf(key, sizeof key, "%s.%s", hp->arch_name, suffix);
+    *found = false;
+    if (m->hf) {
+        int n = wk__hf_bools(m->hf, key, out, hp->n_layer);
+        if (n < 0) return WK_OK;
+        if (n != hp->n_layer)
+            return wk_error_set(err, WK_E_FORMAT, "%s: layer_types has %d entries for %d layers", path, n,
+                                hp->n_layer);
+        *found = true;
+        return WK_OK;
+    }
+    if (!wk_gguf_find(m->gguf, key)) return WK_OK;
+    const struct wk_gguf_value *arr;
+    enum wk_status st = wk_gguf_get_arr(m->gguf, key, WK_GGUF_BOOL, &arr, err);
+    if (st) return st;
+    if (arr->arr.n != (uint64_t)hp->n_layer)
+        return wk_error_set(err, WK_E_FORMAT, "%s: %s has %llu entries for %d layers", path, key,
+                            (unsigned long long)arr->arr.n, hp->n_layer);
+    for (int32_t i = 0; i < hp->n_layer; i++) out[i] = wk_gguf_arr_bool(arr, (uint64_t)i);
+    *found = true;
+    return WK_OK;
+}
+
 const struct wk_tensor *wk__find_tensor(const struct wk_model *m, const char *name)
 {
     const struct wk_gguf_tensor *gt = m->gguf ? wk_gguf_find_tensor(m->gguf, name) : NULL;
@@ -233,7 +283,10 @@ enum wk_status wk__load_common_tensors(struct wk_model *m, struct wk_error *err)
             (st = wk__tensor(m, &l->ffn_norm, false, true, E, 1, err, "blk.%d.ffn_norm.weight", i)) ||
             (st = wk__tensor(m, &l->ffn_gate, false, false, E, F, err, "blk.%d.ffn_gate.weight", i)) ||
             (st = wk__tensor(m, &l->ffn_up, false, false, E, F, err, "blk.%d.ffn_up.weight", i)) ||
-            (st = wk__tensor(m, &l->ffn_down, false, false, F, E, err, "blk.%d.ffn_down.weight", i)))
+            (st = wk__tensor(m, &l->ffn_down, false, false, F, E, err, "blk.%d.ffn_down.weight", i)) ||
+            (st = wk__tensor(m, &l->bq, true, true, HQ, 1, err, "blk.%d.attn_q.bias", i)) ||
+            (st = wk__tensor(m, &l->bk, true, true, HK, 1, err, "blk.%d.attn_k.bias", i)) ||
+            (st = wk__tensor(m, &l->bv, true, true, HK, 1, err, "blk.%d.attn_v.bias", i)))
             return st;
         l->rope_base = hp->rope_base;
         l->rope_scale = hp->rope_freq_scale;
@@ -360,7 +413,7 @@ enum wk_status wk_model_load_ex(const char *path, bool resident, struct wk_model
         char a[64];
         wk_str_printable(arch.data, (size_t)arch.len, a, sizeof a);
         st = wk_error_set(err, WK_E_UNSUPPORTED,
-                          "%s: unknown architecture \"%s\" (wick supports: deepseek2 (GLM-4-MoE-Lite), gemma3, gemma4, glm4moelite, llama, qwen3)", path, a);
+                          "%s: unknown architecture \"%s\" (wick supports: deepseek2 (GLM-4-MoE-Lite), gemma3, gemma4, glm4moelite, llama, qwen2, qwen3)", path, a);
         goto fail;
     }
     if ((st = load(m, err))) goto fail;

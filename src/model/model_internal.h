@@ -11,6 +11,10 @@
 struct wk_layer {
     const struct wk_tensor *attn_norm, *wq, *wk, *wv, *wo, *q_norm, *k_norm, *post_attn_norm;
     const struct wk_tensor *ffn_norm, *ffn_gate, *ffn_up, *ffn_down, *post_ffn_norm;
+    /* biases of the Q, K and V projections, F32 [n_head·head_dim] and
+     * [n_head_kv·head_dim] (Qwen 2), added before the QK norms and RoPE;
+     * NULL without */
+    const struct wk_tensor *bq, *bk, *bv;
     bool sliding;     /* sliding-window attention layer */
     float rope_base;  /* this layer's RoPE base */
     float rope_scale; /* this layer's RoPE frequency scale */
@@ -127,6 +131,7 @@ const char *wk__model_path(const struct wk_model *m);
 typedef enum wk_status (*wk_arch_load_fn)(struct wk_model *m, struct wk_error *err);
 enum wk_status wk__gemma3_load(struct wk_model *m, struct wk_error *err);
 enum wk_status wk__llama_load(struct wk_model *m, struct wk_error *err);
+enum wk_status wk__qwen2_load(struct wk_model *m, struct wk_error *err);
 enum wk_status wk__qwen3_load(struct wk_model *m, struct wk_error *err);
 enum wk_status wk__gemma4_load(struct wk_model *m, struct wk_error *err);
 enum wk_status wk__glm4_moe_lite_load(struct wk_model *m, struct wk_error *err);
@@ -158,7 +163,9 @@ void wk__topk_torch(const float *v, int32_t n, int32_t k, int32_t *idx);
  * RoPE base and linear scaling, over the defaults already in m->hp, and
  * checks them; load_common_tensors finds token_embd (setting n_vocab),
  * output_norm, output (tied when absent) and each layer's attention and
- * FFN projections and pre-norms, and gives each layer the global RoPE.
+ * FFN projections and pre-norms, the Q, K and V biases where the file has
+ * them (llama.cpp's optional attn_{q,k,v}.bias), and gives each layer the
+ * global RoPE.
  */
 enum wk_status wk__load_common_hparams(struct wk_model *m, struct wk_error *err);
 /* token_embd (its rows set n_vocab), output_norm and output (tied to
@@ -168,6 +175,17 @@ enum wk_status wk__load_embeddings(struct wk_model *m, struct wk_error *err);
 /* The tensor named name in the GGUF or the folder, unchecked, or NULL. */
 const struct wk_tensor *wk__find_tensor(const struct wk_model *m, const char *name);
 enum wk_status wk__load_common_tensors(struct wk_model *m, struct wk_error *err);
+
+/* GGUF "<arch>.rope.scaling.type": none (the factor is then ignored) and
+ * linear pass; any other type (yarn, longrope, ...) is WK_E_UNSUPPORTED
+ * naming the key. A Hugging Face folder's rope_scaling is checked by hf.c. */
+enum wk_status wk__check_rope_scaling_type(struct wk_model *m, struct wk_error *err);
+/* The per-layer bool list "<arch>.<suffix>" (GGUF bool array, or the
+ * list hf.c built from config.json) into out [n_layer]; *found false
+ * (out untouched) when absent; WK_E_FORMAT when its length is not
+ * n_layer. */
+enum wk_status wk__layer_bools(const struct wk_model *m, const char *suffix, bool *out, bool *found,
+                               struct wk_error *err);
 
 /* Helpers for loaders. Key names are "<arch>.<suffix>". Missing optional
  * keys leave *out as is. */

@@ -26,28 +26,13 @@ enum wk_status wk__qwen3_load(struct wk_model *m, struct wk_error *err)
 {
     struct wk_hparams *hp = &m->hp;
     enum wk_status st;
-    const char *path = wk__model_path(m);
     hp->head_dim = 0; /* n_embd / n_head unless key_length (config.json's head_dim) is given */
     hp->rms_eps = 1e-6f;
     hp->rope_base = 1e6f;
     hp->rope_freq_scale = 1.0f;
     hp->n_ctx_train = 40960;
     if ((st = wk__load_common_hparams(m, err))) return st;
-    char key[128];
-    snprintf(key, sizeof key, "%s.rope.scaling.type", hp->arch_name);
-    if (m->gguf && wk_gguf_find(m->gguf, key)) {
-        struct wk_gguf_str type;
-        if ((st = wk_gguf_get_str(m->gguf, key, &type, err))) return st;
-        if (wk_gguf_str_eq(type, "none")) {
-            hp->rope_freq_scale = 1.0f; /* a factor beside type none means nothing */
-        } else if (!wk_gguf_str_eq(type, "linear")) {
-            char t[64];
-            wk_str_printable(type.data, (size_t)type.len, t, sizeof t);
-            return wk_error_set(err, WK_E_UNSUPPORTED,
-                                "%s: %s = \"%s\" is not supported (wick knows none and linear)",
-                                path, key, t);
-        }
-    }
+    if ((st = wk__check_rope_scaling_type(m, err))) return st;
     hp->rope_base_swa = hp->rope_base;
     hp->attn_scale = 1.0f / sqrtf((float)hp->head_dim);
     hp->embed_scale = 1.0f;

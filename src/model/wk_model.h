@@ -23,7 +23,7 @@
 #include "../cpu/wk_cpu.h"
 #include "../io/wk_io.h"
 
-enum wk_arch { WK_ARCH_GEMMA3 = 1, WK_ARCH_LLAMA = 2, WK_ARCH_GEMMA4 = 3, WK_ARCH_QWEN3 = 4, WK_ARCH_GLM4_MOE_LITE = 5 };
+enum wk_arch { WK_ARCH_GEMMA3 = 1, WK_ARCH_LLAMA = 2, WK_ARCH_GEMMA4 = 3, WK_ARCH_QWEN3 = 4, WK_ARCH_GLM4_MOE_LITE = 5, WK_ARCH_QWEN2 = 6 };
 
 struct wk_hparams {
     enum wk_arch arch;

@@ -9,12 +9,16 @@
  *   <start_of_turn>model\n{assistant}<end_of_turn>\n ... <start_of_turn>model\n
  * with every message's content trimmed of surrounding whitespace.
  *
- * ChatML (SmolLM2, Qwen and others whose template uses <|im_start|>):
+ * ChatML (SmolLM2, Qwen 2 / 2.5 and others whose template uses
+ * <|im_start|>):
  *   <|im_start|>{role}\n{content}<|im_end|>\n ... <|im_start|>assistant\n
  * Some templates add a default system message when the conversation has
- * none (SmolLM2's "You are a helpful AI assistant named SmolLM, ..."); it
- * is read from the GGUF's chat template text, where it stands as the
- * literal after "messages[0]['role'] != 'system'".
+ * none (SmolLM2's "You are a helpful AI assistant named SmolLM, ...",
+ * Qwen 2.5's "You are Qwen, created by Alibaba Cloud. You are a helpful
+ * assistant."); it is read from the model's chat template text, where it
+ * stands as one string literal holding a whole system turn. Where the
+ * template knows <tool_response> (Qwen 2.5), consecutive tool messages
+ * become one user turn of <tool_response> blocks, as it renders them.
  *
  * Qwen 3 follows its own template (tokenizer_config.json of Qwen/Qwen3-*),
  * with enable_thinking=false: ChatML turns; an assistant message's
@@ -109,24 +113,62 @@ static enum wk_status render_gemma(const struct wk_chat_message *msgs, int32_t n
     return st ? wk_error_set(err, st, "out of memory") : WK_OK;
 }
 
-/* The default system message of a ChatML template, or NULL (malloc'd). */
+/* The Jinja string literal starting at t [n] (at its quote) decoded into
+ * out (its escapes \\n, \\t, \\r, \\\\, \\' and \\" as Python reads them, others
+ * kept as written), or -1 when unterminated; returns the bytes consumed. */
+static ptrdiff_t jinja_literal(const char *t, size_t n, char *out, size_t cap, size_t *out_len)
+{
+    const char q = t[0];
+    size_t i = 1, o = 0;
+    while (i < n && t[i] != q) {
+        char c = t[i++];
+        if (c == '\\' && i < n) {
+            char e = t[i++];
+            c = e == 'n' ? '\n' : e == 't' ? '\t' : e == 'r' ? '\r' : e;
+            if (e != 'n' && e != 't' && e != 'r' && e != '\\' && e != '\'' && e != '"' && o + 1 < cap) out[o++] = '\\';
+        }
+        if (o + 1 < cap) out[o++] = c;
+    }
+    if (i >= n) return -1;
+    out[o] = 0;
+    *out_len = o;
+    return (ptrdiff_t)(i + 1);
+}
+
+/*
+ * The default system message of a ChatML template, or NULL (malloc'd): the
+ * text of the one string literal, after the template has looked at
+ * messages[0], that holds a whole system turn
+ * "<|im_start|>system\n...<|im_end|>" (SmolLM2's "You are a helpful AI
+ * assistant named SmolLM, ...", Qwen 2.5's "You are Qwen, created by
+ * Alibaba Cloud. ..."). A system turn built around messages[0]'s content
+ * is several literals joined by +, never one.
+ */
 static char *chatml_default_system(const struct wk_model *m)
 {
     size_t len;
     const char *t = wk_model_chat_template(m, &len);
     if (!t) return NULL;
-    char *tpl = wk_strndup(t, len);
-    if (!tpl) return NULL;
+    static const char head[] = "<|im_start|>system\n", tail[] = "<|im_end|>";
+    bool seen_first = false;
+    char *buf = wk_malloc(len + 1);
+    if (!buf) return NULL;
     char *res = NULL;
-    const char *cond = strstr(tpl, "messages[0]['role'] != 'system'");
-    const char *open = cond ? strstr(cond, "<|im_start|>system\n") : NULL;
-    const char *close = open ? strstr(open, "<|im_end|>") : NULL;
-    const char *endif = cond ? strstr(cond, "endif") : NULL;
-    if (open && close && (!endif || close < endif)) {
-        open += strlen("<|im_start|>system\n");
-        res = wk_strndup(open, (size_t)(close - open));
+    for (size_t i = 0; i < len && !res;) {
+        if (!seen_first && len - i >= 11 && memcmp(t + i, "messages[0]", 11) == 0) seen_first = true;
+        if (t[i] != '\'' && t[i] != '"') {
+            i++;
+            continue;
+        }
+        size_t n;
+        ptrdiff_t used = jinja_literal(t + i, len - i, buf, len + 1, &n);
+        if (used < 0) break;
+        i += (size_t)used;
+        const char *end = n > strlen(head) ? strstr(buf + strlen(head), tail) : NULL;
+        if (seen_first && strncmp(buf, head, strlen(head)) == 0 && end)
+            res = wk_strndup(buf + strlen(head), (size_t)(end - buf - strlen(head)));
     }
-    wk_free(tpl);
+    wk_free(buf);
     return res;
 }
 
@@ -139,34 +181,6 @@ static bool is_chatml(const struct wk_model *m)
     for (size_t i = 0; t && i + n <= len; i++)
         if (memcmp(t + i, needle, n) == 0) return true;
     return false;
-}
-
-static enum wk_status render_chatml(const struct wk_model *g, const struct wk_chat_message *msgs,
-                                    int32_t n, bool add_generation_prompt, struct wk_prompt *out,
-                                    struct wk_error *err)
-{
-    enum wk_status st = WK_OK;
-    if (n == 0 || strcmp(msgs[0].role, "system") != 0) {
-        char *sys = chatml_default_system(g);
-        if (sys) {
-            st = wk_prompt_append(out, "<|im_start|>system\n", 19, true);
-            if (!st) st = wk_prompt_append(out, sys, strlen(sys), false);
-            if (!st) st = wk_prompt_append(out, "<|im_end|>\n", 11, true);
-            wk_free(sys);
-        }
-    }
-    for (int32_t i = 0; i < n && !st; i++) {
-        const char *role = msgs[i].role;
-        if (strchr(role, '<') || strchr(role, '\n'))
-            return wk_error_set(err, WK_E_INVALID, "message %d has an invalid role \"%s\"", i, role);
-        st = wk_prompt_append(out, "<|im_start|>", 12, true);
-        if (!st) st = wk_prompt_append(out, role, strlen(role), true);
-        if (!st) st = wk_prompt_append(out, "\n", 1, true);
-        if (!st) st = wk_prompt_append(out, msgs[i].content, strlen(msgs[i].content), false);
-        if (!st) st = wk_prompt_append(out, "<|im_end|>\n", 11, true);
-    }
-    if (!st && add_generation_prompt) st = wk_prompt_append(out, "<|im_start|>assistant\n", 22, true);
-    return st ? wk_error_set(err, st, "out of memory") : WK_OK;
 }
 
 /* s [*n] without leading (lead) and trailing (trail) newlines. */
@@ -189,6 +203,47 @@ static bool has_prefix_suffix(const char *s, const char *pre, const char *suf)
 {
     size_t n = strlen(s), a = strlen(pre), b = strlen(suf);
     return n >= a && n >= b && memcmp(s, pre, a) == 0 && memcmp(s + n - b, suf, b) == 0;
+}
+
+static enum wk_status render_chatml(const struct wk_model *g, const struct wk_chat_message *msgs,
+                                    int32_t n, bool add_generation_prompt, struct wk_prompt *out,
+                                    struct wk_error *err)
+{
+    enum wk_status st = WK_OK;
+    if (n == 0 || strcmp(msgs[0].role, "system") != 0) {
+        char *sys = chatml_default_system(g);
+        if (sys) {
+            st = wk_prompt_append(out, "<|im_start|>system\n", 19, true);
+            if (!st) st = wk_prompt_append(out, sys, strlen(sys), false);
+            if (!st) st = wk_prompt_append(out, "<|im_end|>\n", 11, true);
+            wk_free(sys);
+        }
+    }
+    size_t tlen;
+    const char *tpl = wk_model_chat_template(g, &tlen);
+    const bool tool_response = tpl && find_last(tpl, tlen, "<tool_response>");
+    for (int32_t i = 0; i < n && !st; i++) {
+        const char *role = msgs[i].role;
+        if (strchr(role, '<') || strchr(role, '\n'))
+            return wk_error_set(err, WK_E_INVALID, "message %d has an invalid role \"%s\"", i, role);
+        if (tool_response && strcmp(role, "tool") == 0) {
+            /* Qwen's: a run of tool results is one user turn of <tool_response> blocks */
+            if (i == 0 || strcmp(msgs[i - 1].role, "tool") != 0) st = wk_prompt_append(out, "<|im_start|>user", 16, true);
+            if (!st) st = wk_prompt_append(out, "\n<tool_response>\n", 17, true);
+            if (!st) st = wk_prompt_append(out, msgs[i].content, strlen(msgs[i].content), false);
+            if (!st) st = wk_prompt_append(out, "\n</tool_response>", 17, true);
+            if (!st && (i == n - 1 || strcmp(msgs[i + 1].role, "tool") != 0))
+                st = wk_prompt_append(out, "<|im_end|>\n", 11, true);
+            continue;
+        }
+        st = wk_prompt_append(out, "<|im_start|>", 12, true);
+        if (!st) st = wk_prompt_append(out, role, strlen(role), true);
+        if (!st) st = wk_prompt_append(out, "\n", 1, true);
+        if (!st) st = wk_prompt_append(out, msgs[i].content, strlen(msgs[i].content), false);
+        if (!st) st = wk_prompt_append(out, "<|im_end|>\n", 11, true);
+    }
+    if (!st && add_generation_prompt) st = wk_prompt_append(out, "<|im_start|>assistant\n", 22, true);
+    return st ? wk_error_set(err, st, "out of memory") : WK_OK;
 }
 
 static enum wk_status render_qwen3(const struct wk_model *m, const struct wk_chat_message *msgs,
@@ -301,6 +356,7 @@ enum wk_status wk_chat_render(const struct wk_model *m, const struct wk_tokenize
     case WK_ARCH_QWEN3: return render_qwen3(m, msgs, n_msgs, add_generation_prompt, out, err);
     case WK_ARCH_GLM4_MOE_LITE: return render_glm4(msgs, n_msgs, add_generation_prompt, out, err);
     case WK_ARCH_LLAMA:
+    case WK_ARCH_QWEN2:
         if (is_chatml(m)) return render_chatml(m, msgs, n_msgs, add_generation_prompt, out, err);
         break;
     }
