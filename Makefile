@@ -109,7 +109,7 @@ $(OUT)/bench/%: bench/%.c $(LIB)
 bench: $(BENCH_BIN)
 
 # Golden tests (need scripts/fetch-models first, except the tiny Qwen 3 of
-# tests/golden/qwen3, GLM-4-MoE-Lite of tests/golden/glm4-moe-lite and
+# tests/golden/qwen3, Qwen 2 of tests/golden/qwen2, GLM-4-MoE-Lite of tests/golden/glm4-moe-lite and
 # Gemma 4 of tests/golden/gemma4):
 # greedy decoding and
 # tricky strings against each fixture, then tokenizer parity on the corpus,
@@ -118,6 +118,9 @@ MODELS_DIR := $(or $(WICK_CACHE),$(HOME)/.cache/wick)/models
 GOLDEN_DIR := $(BUILD)/golden
 PARITY     := gemma3:gemma-3-270m-q4_k_m.gguf smollm2:SmolLM2-135M-Instruct.Q4_1.gguf
 golden: $(GOLDEN_BIN)
+	@echo "== qwen2: a tiny Qwen2ForCausalLM (HF folder, with and without its sliding window, and llama.cpp's GGUF) against transformers"; \
+	  $(OUT)/tests/test-qwen2
+	@echo "== qwen2, f32 activations (WICK_EXACT=1)"; WICK_EXACT=1 $(OUT)/tests/test-qwen2 test_logits
 	@echo "== qwen3: a tiny Qwen3ForCausalLM (HF folder and GGUF) against transformers"; $(OUT)/tests/test-qwen3
 	@echo "== qwen3, f32 activations (WICK_EXACT=1)"; WICK_EXACT=1 $(OUT)/tests/test-qwen3
 	@echo "== glm4-moe-lite: a tiny Glm4MoeLiteForCausalLM (HF folder, GGUF deepseek2 and glm4moelite) against transformers"; \
