@@ -116,7 +116,8 @@ bench: $(BENCH_BIN)
 # for each model's tokenizer from its GGUF and from the exported tokenizer.json.
 MODELS_DIR := $(or $(WICK_CACHE),$(HOME)/.cache/wick)/models
 GOLDEN_DIR := $(BUILD)/golden
-PARITY     := gemma3:gemma-3-270m-q4_k_m.gguf smollm2:SmolLM2-135M-Instruct.Q4_1.gguf
+PARITY     := gemma3:gemma-3-270m-q4_k_m.gguf smollm2:SmolLM2-135M-Instruct.Q4_1.gguf \
+              qwen2.5-coder:qwen2.5-coder-1.5b-instruct-q4_k_m.gguf
 golden: $(GOLDEN_BIN)
 	@echo "== qwen2: a tiny Qwen2ForCausalLM (HF folder, with and without its sliding window, and llama.cpp's GGUF) against transformers"; \
 	  $(OUT)/tests/test-qwen2

@@ -16,7 +16,11 @@ same ids on this file as on transformers' own conversion:
   * "gpt2" (byte-level BPE): the GGUF's merges in order, the pre-tokenizer
     tokenizer.ggml.pre names (Digits then ByteLevel for "smollm" and the
     other starcoder-style tokenizers, ByteLevel alone for "gpt2"/"default"),
-    control pieces as special added tokens.
+    control pieces as special added tokens; "qwen2" as transformers'
+    Qwen2Tokenizer (Qwen's own tokenizer.json) builds it: NFC, its Split
+    regex, ByteLevel without the GPT-2 regex. transformers' GGUF import
+    drops the NFC step (it keeps only the split); this exporter follows the
+    model's tokenizer.
 """
 import json
 import os
@@ -70,7 +74,12 @@ PRE = {
     "default": [], "gpt2": [],
     "smollm": ["digits"], "starcoder": ["digits"], "refact": ["digits"], "command-r": ["digits"],
     "codeshell": ["digits"], "exaone": ["digits"], "minerva-7b": ["digits"],
+    "qwen2": ["qwen2"],
 }
+
+# Qwen 2's split (transformers' Qwen2Tokenizer, PRETOKENIZE_REGEX)
+QWEN2_SPLIT = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*"
+               r"|\s*[\r\n]+|\s+(?!\S)|\s+")
 
 
 def added(tid, content, special):
@@ -121,7 +130,10 @@ def export_bpe(meta):
     steps = []
     if "digits" in PRE[pre]:
         steps.append({"type": "Digits", "individual_digits": True})
-    steps.append({"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True})
+    qwen2 = "qwen2" in PRE[pre]
+    if qwen2:  # Qwen's tokenizer.json: NFC, then its split, then bytes
+        steps.append({"type": "Split", "pattern": {"Regex": QWEN2_SPLIT}, "behavior": "Isolated", "invert": False})
+    steps.append({"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": not qwen2})
     vocab = {}
     for i, t in enumerate(tokens):
         vocab.setdefault(t, i)
@@ -130,7 +142,7 @@ def export_bpe(meta):
     merges = [m.split(" ", 1) for m in meta["tokenizer.ggml.merges"]]
     return {
         "version": "1.0", "truncation": None, "padding": None, "added_tokens": added_tokens,
-        "normalizer": None,
+        "normalizer": {"type": "NFC"} if qwen2 else None,
         "pre_tokenizer": steps[0] if len(steps) == 1 else {"type": "Sequence", "pretokenizers": steps},
         "post_processor": None,
         "decoder": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True},
