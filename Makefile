@@ -131,7 +131,7 @@ golden: $(GOLDEN_BIN)
 	  $(OUT)/tests/test-gemma4
 	@echo "== gemma4, dispatch capped to AVX2 (WICK_CPU=avx2)"; \
 	  WICK_CPU=avx2 $(OUT)/tests/test-gemma4 test_logits && WICK_CPU=avx2 $(OUT)/tests/test-gemma4 test_assistant
-	@set -e; for f in tests/golden/gemma3-270m.json tests/golden/smollm2-135m.json; do \
+	@set -e; for f in tests/golden/qwen2.5-coder-1.5b.json tests/golden/gemma3-270m.json tests/golden/smollm2-135m.json; do \
 	  echo "== golden $$f"; $(OUT)/tests/test-golden $$f; \
 	  echo "== golden $$f, f32 activations (WICK_EXACT=1)"; WICK_EXACT=1 $(OUT)/tests/test-golden $$f; \
 	  echo "== golden $$f, dispatch capped to AVX2 (WICK_CPU=avx2)"; WICK_CPU=avx2 $(OUT)/tests/test-golden $$f; \

@@ -3,6 +3,15 @@
  * model ("llama" = SentencePiece BPE, "gpt2" = byte-level BPE), pieces,
  * scores, token types, merges, the pre-tokenizer name, special ids and
  * add_bos / add_space_prefix.
+ *
+ * A GGUF carries no normalizer. Pre-tokenizer "qwen2" names the tokenizer
+ * of Qwen 1.5, 2, 2.5 and 3 (llama.cpp's converter picks it by hashing
+ * that tokenizer's output), whose tokenizer.json (transformers'
+ * Qwen2Tokenizer) normalizes to NFC before splitting; wick does the same,
+ * so the GGUF tokenizes as the model's own tokenizer does. llama.cpp and
+ * transformers' GGUF import skip the NFC step, and differ from the model's
+ * tokenizer on text that is not already NFC (decomposed accents, Hangul
+ * jamo, some CJK compatibility ideographs).
  */
 #include "tokenizer_internal.h"
 
@@ -95,6 +104,7 @@ static enum wk_status load_bpe(struct wk_tokenizer *tok, const struct wk_gguf *g
                             "llama-bpe, qwen2, smollm, starcoder, glm4, falcon and a few others",
                             path, name);
     if (st) return wk_error_set(err, st, "%s: pre-tokenizer %s cannot be set up", path, name);
+    if (strcmp(name, "qwen2") == 0) tok->unicode_form = WK__FORM_NFC;
     const struct wk_gguf_value *merges;
     if ((st = wk_gguf_get_arr(g, "tokenizer.ggml.merges", WK_GGUF_STRING, &merges, err))) return st;
     if (merges->arr.n > (1u << 24))

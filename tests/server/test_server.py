@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """`wick serve` driven by the real `ollama` and `openai` Python clients and by
-raw HTTP, on the real SmolLM2-135M (and Gemma 3 270M for a second model),
-on a free port with a temporary models folder.
+raw HTTP, on the real SmolLM2-135M (and Gemma 3 270M for a second model,
+Qwen2.5-Coder-1.5B-Instruct for a chat that ends by itself), on a free port
+with a temporary models folder.
 
 References: the golden fixtures of transformers' greedy answers
 (tests/golden/smollm2-135m.json "text_20") and transformers' log-softmax
@@ -29,6 +30,8 @@ CACHE = os.path.join(os.environ.get("WICK_CACHE", os.path.expanduser("~/.cache/w
 SMOL_FIX = json.load(open(os.path.join(ROOT, "tests", "golden", "smollm2-135m.json"), encoding="utf-8"))
 LP_FIX = json.load(open(os.path.join(ROOT, "tests", "golden", "logprobs.json"), encoding="utf-8"))
 SMOL = "smollm2"
+QWEN_FIX = json.load(open(os.path.join(ROOT, "tests", "golden", "qwen2.5-coder-1.5b.json"), encoding="utf-8"))
+QWEN = "qwen2.5-coder"
 
 sys.path.insert(0, os.path.join(ROOT, "tests"))
 from checks import check, finish  # noqa: E402
@@ -47,7 +50,8 @@ def make_store():
     if STORE:
         return STORE
     STORE = tempfile.mkdtemp(prefix="wick-serve-store-")
-    for name, gguf in (("smollm2", SMOL_FIX["model"]), ("gemma3", "gemma-3-270m-q4_k_m.gguf")):
+    for name, gguf in (("smollm2", SMOL_FIX["model"]), ("gemma3", "gemma-3-270m-q4_k_m.gguf"),
+                       (QWEN, QWEN_FIX["model"])):
         mf = os.path.join(STORE, name + ".Modelfile")
         with open(mf, "w") as f:
             f.write(f"FROM {os.path.join(CACHE, gguf)}\n")
@@ -214,6 +218,27 @@ def test_openai_client(s):
         check(False, "openai: unknown model raises")
     except openai.NotFoundError as e:
         check(e.status_code == 404 and "not found" in str(e), "openai: unknown model 404", str(e))
+
+
+def test_qwen2_chat(s):
+    """Qwen2.5-Coder-1.5B-Instruct, the default model: a chat answer that
+    ends its turn by itself (no num_predict), through both clients."""
+    c = next(x for x in QWEN_FIX["cases"] if x["name"] == "english")
+    q = [{"role": "user", "content": "Why is the sky blue? Answer in two sentences."}]
+    r = s.ollama.chat(model=QWEN, messages=c["messages"], options=greedy(20))
+    check(r.message.content == c["text_20"] and r.prompt_eval_count == len(c["prompt_ids"]),
+          "qwen2.5 ollama chat: greedy answer equals transformers' first 20 tokens, the prompt (with the "
+          "template's default system message) as many tokens as the reference's",
+          f"{r.message.content!r} vs {c['text_20']!r}; {r.prompt_eval_count} vs {len(c['prompt_ids'])}")
+    r = s.ollama.chat(model=QWEN, messages=q, options={"temperature": 0})
+    text = r.message.content.lower()
+    check(r.done_reason == "stop" and 8 < r.eval_count < 200 and "scatter" in text and "blue" in text,
+          "qwen2.5 ollama chat: an on-topic answer (scattering) that ends with done_reason stop",
+          f"{r.done_reason} {r.eval_count} {r.message.content!r}")
+    chunks = list(s.openai.chat.completions.create(model=QWEN, messages=q, temperature=0, stream=True))
+    answer = "".join(k.choices[0].delta.content or "" for k in chunks if k.choices)
+    check(chunks[-1].choices[0].finish_reason == "stop" and answer == r.message.content,
+          "qwen2.5 openai chat stream: the same answer, finish_reason stop", repr(answer))
 
 
 # ------------------------------------------------------------------ 2: errors
@@ -604,7 +629,7 @@ def test_shutdown(s):
 def main():
     s = Server()
     try:
-        for t in (test_errors, test_ollama_client, test_openai_client, test_prefix_reuse, test_cancellation,
+        for t in (test_errors, test_ollama_client, test_openai_client, test_qwen2_chat, test_prefix_reuse, test_cancellation,
                   test_runner_killed, test_concurrent_same_answer, test_cli_ps_stop_and_max_loaded, test_api_create, test_gemma4_mtp, test_load,
                   test_shutdown):
             t0 = time.time()
