@@ -2,7 +2,8 @@
  * rows-bandwidth.c - how much of the memory bandwidth the decode kernels
  * use: 2 threads run the decode dot the matmul would pick for a weight type
  * (vec_dot_rows_x16 where the ISA has one, else vec_dot_rows) over a
- * 256 MiB matrix in 2 MiB huge pages (each thread its half of the rows, as
+ * 256 MiB matrix in 2 MiB huge pages (an R16 type: vec_dot_rows_r16 on x
+ * prepared once per thread, as decode runs it) (each thread its half of the rows, as
  * the matmul splits them), against a plain 2-thread read of the same
  * bytes; best of 4 each, repeated, in GB/s of weight bytes. This VM's
  * bandwidth changes from one stretch of time to the next (~35 or ~55 GB/s
@@ -29,6 +30,7 @@ struct job {
     int n;
     const float *x;
     float *y;
+    float *prep[64]; /* each thread's x prepared for vec_dot_rows_r16 (an R16 type), else NULL */
     uint64_t sink[2];
 };
 
@@ -40,7 +42,14 @@ static void rows_task(void *c, int ith, int nth)
     const int64_t g = wk_dtype_base(j->t) != j->t ? WK_R16_ROWS : 1;
     wk_split_range((int64_t)j->rows / g, ith, nth, &lo, &hi);
     lo *= g, hi *= g;
-    /* as the matmul picks: the 16-bit-activation kernel where the type has one */
+    /* as the matmul picks: an R16 type's kernel on x prepared once by the
+     * thread (its decode path), else the 16-bit-activation kernel where the
+     * type has one */
+    if (j->prep[ith]) {
+        j->k->r16_prepare(j->n, j->x, j->prep[ith]);
+        j->k->vec_dot_rows_r16[j->t](j->n, j->w + lo * j->row, j->row, j->prep[ith], j->y + lo, hi - lo);
+        return;
+    }
     wk_vec_dot_rows_fn f = j->k->vec_dot_rows_x16[j->t] ? j->k->vec_dot_rows_x16[j->t] : j->k->vec_dot_rows[j->t];
     f(j->n, j->w + lo * j->row, j->row, j->x, j->y + lo, hi - lo);
 }
@@ -110,13 +119,18 @@ int main(int argc, char **argv)
     float *x = wk_aligned_alloc((size_t)n * 4), *y = wk_aligned_alloc(rows * 4);
     for (int i = 0; i < n; i++) x[i] = 0.01f * (float)(i % 7);
     struct job j = {.k = k, .t = t, .w = w, .row = row, .rows = rows, .n = n, .x = x, .y = y};
+    const bool prepared = k->r16_prepare && k->vec_dot_rows_r16[t];
+    for (int i = 0; prepared && i < threads; i++) j.prep[i] = wk_aligned_alloc(wk_cpu_r16_prep_floats(n) * 4);
     printf("%s rows of %d, %zu KiB, isa %s, %d thread(s), %s\n", wk_dtype_traits_get(t)->name, n,
            rows * row >> 10, k->isa, threads,
-           k->vec_dot_rows_x16[t] ? "16-bit activations (vec_dot_rows_x16)" : "f32 activations (vec_dot_rows)");
+           prepared              ? "16-bit activations prepared once (vec_dot_rows_r16)"
+           : k->vec_dot_rows_x16[t] ? "16-bit activations (vec_dot_rows_x16)"
+                                 : "f32 activations (vec_dot_rows)");
     for (int l = 0; l < lines; l++) {
         double a = best_gbs(pool, rows_task, &j), b = best_gbs(pool, read_task, &j);
         printf("decode dots %6.1f GB/s   plain read %6.1f GB/s   (%3.0f%%)\n", a, b, 100 * a / b);
     }
+    for (int i = 0; i < threads; i++) wk_aligned_free(j.prep[i]);
     wk_threadpool_destroy(pool);
     return 0;
 }

@@ -119,13 +119,14 @@ static void init_once(void)
 #else
     (void)f;
 #endif
-    /* WICK_EXACT=1: decode with f32 activations everywhere */
+    /* WICK_EXACT=1: decode and prefill with f32 activations everywhere */
     const char *e = getenv("WICK_EXACT");
     g_want_exact = e && *e && strcmp(e, "0") != 0;
     g_exact = g_have_avx512 ? g_avx512 : g_have_avx2 ? g_avx2 : g_ref;
     memset(g_exact.vec_dot_rows_x16, 0, sizeof g_exact.vec_dot_rows_x16);
     memset(g_exact.vec_dot_rows_x16_tokens, 0, sizeof g_exact.vec_dot_rows_x16_tokens);
     memset(g_exact.vec_dot_rows_r16, 0, sizeof g_exact.vec_dot_rows_r16);
+    memset(g_exact.gemm_r16, 0, sizeof g_exact.gemm_r16);
     g_exact.r16_prepare = NULL;
 }
 

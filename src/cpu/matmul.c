@@ -15,7 +15,9 @@
  * 16-bit fixed point per block, integer dots) where the ISA has one for
  * the weight type, else vec_dot_rows (f32 x). For several
  * tokens a thread dequantizes WK_MATMUL_ROW_TILE rows into its scratch
- * and multiplies them with every token's row in the f32 GEMM kernel,
+ * and multiplies them with every token's row in the f32 GEMM kernel (an
+ * R16 matrix with a gemm_r16 kernel: every token's x is prepared once,
+ * 16-bit as for decode, and the integer GEMM runs over the rows),
  * unless WK_MATMUL_PER_TOKEN asks for every token to go through the
  * one-token kernels (a block of rows kept in cache while each token runs
  * over it: the bits of n one-token calls). Either way each output is
@@ -61,6 +63,10 @@ struct matmul_ctx {
      * into its scratch tile (thread_prep), every part's rows then taken in
      * chunks */
     bool r16_prep;
+    /* prefill through gemm_r16: every token's x prepared (x_prep, ldp
+     * floats apart) before the rows are computed; NULL otherwise */
+    float *x_prep;
+    size_t ldp;
     int64_t bounds[WK_MATMUL_BALANCE_THREADS + 1];
     int64_t chunk, min_steal;
     struct {
@@ -123,6 +129,10 @@ static void part_rows(const struct matmul_ctx *c, const struct part *p, int64_t 
     const int64_t n_in = c->n_in, n_out = p->w->ne[1];
     if (c->n_tokens == 1) {
         token_rows(c, p, 0, lo, hi - lo, ith);
+        return;
+    }
+    if (c->x_prep && c->k->gemm_r16[t]) {
+        c->k->gemm_r16[t](n_in, w, w_row, c->x_prep, c->ldp, c->n_tokens, p->y + lo, (size_t)n_out, hi - lo);
         return;
     }
     if (c->flags & WK_MATMUL_PER_TOKEN) {
@@ -259,6 +269,28 @@ static void matmul_task(void *arg, int ith, int nth)
     wk_threadpool_note_speed(c->pool, ith, done, wk_time_ns() - t0);
 }
 
+/* Prefill through gemm_r16: thread ith prepares its share of the tokens' x. */
+static void prep_task(void *arg, int ith, int nth)
+{
+    struct matmul_ctx *c = arg;
+    int64_t lo, hi;
+    wk_split_range(c->n_tokens, ith, nth, &lo, &hi);
+    for (int64_t t = lo; t < hi; t++) c->k->r16_prepare(c->n_in, c->x + t * c->n_in, c->x_prep + (size_t)t * c->ldp);
+}
+
+/* For several tokens without WK_MATMUL_PER_TOKEN, where a part has a
+ * gemm_r16 kernel: every token's x prepared once, past the threads'
+ * tiles in scratch (wk_cpu_matmul_scratch_floats). */
+static void gemm_r16_setup(struct matmul_ctx *c, struct wk_threadpool *pool)
+{
+    bool any = false;
+    for (int i = 0; i < c->n_parts; i++) any |= c->k->gemm_r16[c->parts[i].w->dtype] != NULL;
+    if (c->n_tokens < 2 || (c->flags & WK_MATMUL_PER_TOKEN) || !any || !c->k->r16_prepare || !c->scratch) return;
+    c->ldp = wk_cpu_r16_prep_floats(c->n_in);
+    c->x_prep = c->scratch + (size_t)wk_threadpool_n_threads(pool) * (ROW_TILE + 1) * (size_t)c->n_in;
+    wk_threadpool_run(pool, prep_task, c);
+}
+
 /* Sets c's row alignment and arms its decode balancing (matmul_task) on
  * pool: shares of whole groups (c->align rows) weighted by the threads'
  * recent speeds. With R16 parts and prepared x (r16_prep), taken in about
@@ -307,6 +339,7 @@ void wk_cpu_matmul_many(struct wk_threadpool *pool, const struct wk_cpu_kernels 
         c.total_rows += ws[i]->ne[1];
     }
     balance_setup(&c, pool);
+    gemm_r16_setup(&c, pool);
     wk_threadpool_run(pool, matmul_task, &c);
 }
 
@@ -329,6 +362,7 @@ void wk_cpu_matmul_glu(struct wk_threadpool *pool, const struct wk_cpu_kernels *
     c.parts[0] = (struct part){w_gate, y};
     c.parts[1] = (struct part){w_up, y_up};
     balance_setup(&c, pool);
+    gemm_r16_setup(&c, pool);
     wk_threadpool_run(pool, matmul_task, &c);
 }
 

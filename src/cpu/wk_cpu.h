@@ -87,6 +87,10 @@ static inline float wk_x16_scale(float amax, bool has_nan)
 typedef void (*wk_gemm_f32_fn)(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
                                const float *b, int64_t ldb, float *c, int64_t ldc);
 
+/* gemm_r16 of struct wk_cpu_kernels (below). */
+typedef void (*wk_gemm_r16_fn)(int64_t n, const void *w, size_t stride, const float *prep, size_t ldp,
+                               int64_t n_tokens, float *out, size_t ldo, int64_t n_rows);
+
 struct wk_cpu_kernels {
     const char *isa; /* "ref", "avx2", "avx512" */
     wk_vec_dot_fn vec_dot[WK_DTYPE_COUNT];   /* by weight dtype; x in f32 */
@@ -115,6 +119,18 @@ struct wk_cpu_kernels {
      * be taken in small chunks without quantizing x again for each. */
     void (*r16_prepare)(int64_t n, const float *x, float *prep);
     wk_vec_dot_rows_fn vec_dot_rows_r16[WK_DTYPE_COUNT];
+    /* R16 prefill (AVX-512 VNNI; NULL elsewhere, with WICK_EXACT=1, and
+     * for the R16 dtypes without one): for an R16 dtype,
+     * gemm_r16[dt](n, w, stride, prep, ldp, n_tokens, out, ldo, n_rows)
+     * sets out[t * ldo + r] to row r's dot with token t for rows r <
+     * n_rows (whole groups, w at a group's start, stride the row bytes)
+     * and t < n_tokens, token t's x prepared by r16_prepare at prep + t *
+     * ldp (ldp >= wk_cpu_r16_prep_floats(n)). The integer dots of each
+     * 32-element block are decode's (x rounded to 16 bits, see below); the
+     * scales are applied in another order, so the bits are not
+     * vec_dot_rows_x16's. Each result depends on n only, not on n_tokens,
+     * n_rows or which rows share a call. */
+    wk_gemm_r16_fn gemm_r16[WK_DTYPE_COUNT];
     wk_gemm_f32_fn gemm_f32;
     /* wk_rms_norm, wk_geglu, wk_swiglu, wk_softmax (below) built for the
      * ISA: same semantics, bit-identical results */
@@ -186,11 +202,14 @@ void wk_cpu_r16_unpack_row(enum wk_dtype t, const void *data, int64_t n_in, int6
 #define WK_MATMUL_ROW_TILE 64
 
 /* Floats of scratch wk_cpu_matmul needs for rows of n_in_max elements on
- * n_threads threads: a tile of WK_MATMUL_ROW_TILE rows a thread, plus one
- * row for an R16 row's row-major bytes on their way to the tile. */
-static inline size_t wk_cpu_matmul_scratch_floats(int64_t n_in_max, int n_threads)
+ * n_threads threads and up to n_tokens_max tokens a call: a tile of
+ * WK_MATMUL_ROW_TILE rows a thread, plus one row for an R16 row's
+ * row-major bytes on their way to the tile; then, for several tokens,
+ * every token's x prepared for gemm_r16 (wk_cpu_r16_prep_floats each). */
+static inline size_t wk_cpu_matmul_scratch_floats(int64_t n_in_max, int n_threads, int64_t n_tokens_max)
 {
-    return (size_t)n_in_max * (WK_MATMUL_ROW_TILE + 1) * (size_t)n_threads;
+    return (size_t)n_in_max * (WK_MATMUL_ROW_TILE + 1) * (size_t)n_threads +
+           (n_tokens_max > 1 ? (size_t)n_tokens_max * wk_cpu_r16_prep_floats(n_in_max) : 0);
 }
 
 /*
@@ -227,15 +246,17 @@ static inline int64_t wk_cpu_matmul_token_block_rows(size_t row_bytes)
  *       n_in must be a multiple of the dtype's block size (checked at load).
  *   x:  [n_tokens, n_in] f32, row-major.
  *   y:  [n_tokens, n_out] f32, written; must not alias x.
- *   scratch: wk_cpu_matmul_scratch_floats(n_in, threads) floats, 64-aligned
- *       (used when n_tokens > 1 without WK_MATMUL_PER_TOKEN).
+ *   scratch: wk_cpu_matmul_scratch_floats(n_in, threads, n_tokens) floats,
+ *       64-aligned (used when n_tokens > 1 without WK_MATMUL_PER_TOKEN).
  *   flags: 0 or WK_MATMUL_PER_TOKEN (above).
  * One token (decode) runs the fused dequantize-and-dot kernels over each
  * thread's rows (vec_dot_rows), reading each weight byte once. Several
  * tokens (prefill) dequantize a tile of rows once into scratch and multiply
  * it with every token's row in the f32 GEMM kernel, so dequantization is
- * paid once per row, not once per row and token; the two round
- * differently (~1e-3 relative on quantized weights), which
+ * paid once per row, not once per row and token; or, for an R16 dtype
+ * with a gemm_r16 kernel, prepare every token's x once (16-bit x, as
+ * decode) and run the integer GEMM over the rows. These round
+ * differently from decode (~1e-3 relative on quantized weights), which
  * WK_MATMUL_PER_TOKEN avoids.
  * Deterministic for a given thread count. Not thread-safe on one pool.
  */

@@ -218,7 +218,7 @@ enum wk_status wk_context_create(const struct wk_model *m, const struct wk_conte
     size_t sizes[] = {U * E, U * E, U * HQ, U * HK, U * HK, U * HQ, U * E, U * F, U * F,
                       (size_t)n_threads * ATTN_QBLOCK * (size_t)n_ctx,
                       (size_t)n_threads * ATTN_QBLOCK * D, 2 * U * D,
-                      wk_cpu_matmul_scratch_floats((int64_t)n_in_max, n_threads),
+                      wk_cpu_matmul_scratch_floats((int64_t)n_in_max, n_threads, (int64_t)U),
                       U * LP, WK_MAX(U * P, LP),
                       U * NE, U * NK, U * E, U * E, U * FE, U * FE, U * E, U * E,
                       2 * (size_t)m->mtp_n_embd_target, (size_t)m->mtp_n_centroids, (size_t)hp->n_vocab,

@@ -656,7 +656,7 @@ static void test_matmul(void)
                 struct wk_threadpool *pool;
                 CHECK_EQ_INT(wk_threadpool_create(th, &pool), WK_OK);
                 y[th - 1] = wk_aligned_alloc((size_t)(nt * n_out) * 4);
-                float *scratch = wk_aligned_alloc(wk_cpu_matmul_scratch_floats(n_in, th) * 4);
+                float *scratch = wk_aligned_alloc(wk_cpu_matmul_scratch_floats(n_in, th, nt) * 4);
                 wk_cpu_matmul(pool, k, &w, x, y[th - 1], nt, scratch, 0);
                 wk_cpu_matmul(pool, k, &w, x, again, nt, scratch, 0);
                 CHECK(memcmp(y[th - 1], again, (size_t)(nt * n_out) * 4) == 0);
@@ -719,14 +719,19 @@ static bool x16_dot_ok(enum wk_dtype t, const uint8_t *wrow, int64_t n, const fl
  *   (r16_prepare) for two ranges of rows;
  * - the matmul of the R16 tensor: decode on 1, 2 and 3 threads gives the
  *   kernel's bits (shares of whole groups); prefill gives the row-major
- *   tensor's prefill bits (the same dequantized rows into the same GEMM);
- *   WK_MATMUL_PER_TOKEN gives the decode bits of each token.
+ *   tensor's prefill bits (the same dequantized rows into the same GEMM),
+ *   or, where the type has a gemm_r16 kernel, results within the same
+ *   bounds of the exact dot with each token's x~, equal on 1, 2 and 3
+ *   threads and equal from a call on a subset of the tokens and rows (15
+ *   tokens: whole micro-tiles and a tail; 80 rows: a tile of four groups
+ *   and one of one); WK_MATMUL_PER_TOKEN gives the decode bits of each
+ *   token.
  */
 static void test_r16_layout(void)
 {
     const struct wk_cpu_kernels *k = wk_cpu_kernels_get();
     const enum wk_dtype types[5] = {WK_DTYPE_Q4_1, WK_DTYPE_Q5_0, WK_DTYPE_Q8_0, WK_DTYPE_Q6_K, WK_DTYPE_Q4_K};
-    const int64_t ns[5][2] = {{96, 2112}, {96, 2112}, {96, 2112}, {256, 2304}, {256, 2304}}, n_rows = 48, n_tok = 5;
+    const int64_t ns[5][2] = {{96, 2112}, {96, 2112}, {96, 2112}, {256, 2304}, {256, 2304}}, n_rows = 80, n_tok = 15;
     uint64_t seed = 77;
     for (int ti = 0; ti < 5; ti++)
         for (int ni = 0; ni < 2; ni++) {
@@ -781,7 +786,7 @@ static void test_r16_layout(void)
                 for (int th = 1; th <= 3; th++) {
                     struct wk_threadpool *pool;
                     CHECK_EQ_INT(wk_threadpool_create(th, &pool), WK_OK);
-                    float *scratch = wk_aligned_alloc(wk_cpu_matmul_scratch_floats(n, th) * 4);
+                    float *scratch = wk_aligned_alloc(wk_cpu_matmul_scratch_floats(n, th, n_tok) * 4);
                     for (int rep = 0; rep < 3; rep++) {
                         wk_cpu_matmul(pool, k, &wr, x, y, 1, scratch, 0);
                         bad += memcmp(y, got, (size_t)n_rows * 4) != 0;
@@ -789,10 +794,36 @@ static void test_r16_layout(void)
                     wk_cpu_matmul(pool, k, &wr, x, y, n_tok, scratch, WK_MATMUL_PER_TOKEN);
                     bad += memcmp(y, got, (size_t)(n_rows * n_tok) * 4) != 0;
                     wk_cpu_matmul(pool, k, &wr, x, y, n_tok, scratch, 0);
-                    wk_cpu_matmul(pool, k, &w, x, y2, n_tok, scratch, 0);
-                    bad += memcmp(y, y2, (size_t)(n_rows * n_tok) * 4) != 0;
+                    if (k->gemm_r16[r16]) {
+                        /* the integer GEMM: each token's rows within the bounds of the
+                         * exact dot with its x~, the same bits on every thread count */
+                        if (th == 1) memcpy(y2, y, (size_t)(n_rows * n_tok) * 4);
+                        bad += memcmp(y, y2, (size_t)(n_rows * n_tok) * 4) != 0;
+                        for (int64_t j = 0; th == 1 && j < n_tok; j++) {
+                            wk__x16_quantize_ref(n, x + j * n, d, hi, lo);
+                            for (int64_t r = 0; r < n_rows; r++)
+                                bad += !x16_dot_ok(t, orig + r * row, n, x + j * n, d, hi, lo, y[j * n_rows + r]);
+                        }
+                    } else {
+                        wk_cpu_matmul(pool, k, &w, x, y2, n_tok, scratch, 0);
+                        bad += memcmp(y, y2, (size_t)(n_rows * n_tok) * 4) != 0;
+                    }
                     wk_aligned_free(scratch);
                     wk_threadpool_destroy(pool);
+                }
+                if (k->gemm_r16[r16]) {
+                    /* a call's tokens and rows do not change a result: tokens 2.. and
+                     * rows 16.. alone give the whole call's bits */
+                    const size_t ldp = wk_cpu_r16_prep_floats(n);
+                    float *xp = wk_aligned_alloc(ldp * (size_t)n_tok * 4), *z = wk_aligned_alloc((size_t)(n_rows * n_tok) * 4);
+                    for (int64_t j = 0; j < n_tok; j++) k->r16_prepare(n, x + j * n, xp + (size_t)j * ldp);
+                    for (int64_t i = 0; i < n_rows * n_tok; i++) z[i] = NAN;
+                    k->gemm_r16[r16](n, packed + WK_R16_ROWS * row, row, xp + 2 * ldp, ldp, n_tok - 2,
+                                     z + 2 * n_rows + WK_R16_ROWS, (size_t)n_rows, n_rows - WK_R16_ROWS);
+                    for (int64_t j = 2; j < n_tok; j++)
+                        bad += memcmp(z + j * n_rows + WK_R16_ROWS, y2 + j * n_rows + WK_R16_ROWS,
+                                      (size_t)(n_rows - WK_R16_ROWS) * 4) != 0;
+                    wk_aligned_free(xp), wk_aligned_free(z);
                 }
                 if (bad) fprintf(stderr, "  r16 %s n=%lld: %d failures\n", wk_dtype_name(t), (long long)n, bad);
                 CHECK_EQ_INT(bad, 0);
@@ -845,7 +876,7 @@ static void test_r16_groups(void)
     for (int th = 2; th <= 3; th++) {
         struct wk_threadpool *pool;
         CHECK_EQ_INT(wk_threadpool_create(th, &pool), WK_OK);
-        float *scratch = wk_aligned_alloc(wk_cpu_matmul_scratch_floats(n, th) * 4);
+        float *scratch = wk_aligned_alloc(wk_cpu_matmul_scratch_floats(n, th, 1) * 4);
         const struct wk_tensor *ws[2] = {&a, &b};
         float *ys[2] = {ya, yb};
         for (int rep = 0; rep < 300; rep++) {
@@ -897,7 +928,7 @@ static void test_matmul_balanced_decode(void)
         const int th = threads[ti];
         struct wk_threadpool *pool;
         CHECK_EQ_INT(wk_threadpool_create(th, &pool), WK_OK);
-        float *scratch = wk_aligned_alloc(wk_cpu_matmul_scratch_floats(n_in, th) * 4);
+        float *scratch = wk_aligned_alloc(wk_cpu_matmul_scratch_floats(n_in, th, 1) * 4);
         float *y = ti == 0 ? want : got;
         for (int64_t i = 0; i < n_y; i++) y[i] = NAN;
         const struct wk_tensor *ws[3] = {&w[0], &w[1], &w[2]};
@@ -952,7 +983,7 @@ static void test_matmul_many_and_glu(void)
         for (int i = 0; i < nt * n_in; i++) x[i] = check_rand_f32(&seed);
         struct wk_threadpool *pool;
         wk_threadpool_create(2, &pool);
-        float *scratch = wk_aligned_alloc(wk_cpu_matmul_scratch_floats(n_in, 2) * 4);
+        float *scratch = wk_aligned_alloc(wk_cpu_matmul_scratch_floats(n_in, 2, nt) * 4);
         float sep[3][5 * 40], grp[3][5 * 40];
         const struct wk_tensor *ws[3] = {&w[0], &w[1], &w[2]};
         float *ys[3] = {grp[0], grp[1], grp[2]};

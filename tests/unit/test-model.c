@@ -225,7 +225,7 @@ static void test_matmul_per_token_bits(void)
         for (int th = 1; th <= 3; th++) {
             struct wk_threadpool *pool;
             CHECK_EQ_INT(wk_threadpool_create(th, &pool), WK_OK);
-            float *scratch = wk_aligned_alloc(wk_cpu_matmul_scratch_floats(n_in, th) * 4);
+            float *scratch = wk_aligned_alloc(wk_cpu_matmul_scratch_floats(n_in, th, nt) * 4);
             for (int64_t t = 0; t < nt; t++)
                 wk_cpu_matmul(pool, k, &w, x + t * n_in, one + t * n_out, 1, scratch, 0);
             wk_cpu_matmul(pool, k, &w, x, many, nt, scratch, WK_MATMUL_PER_TOKEN);
