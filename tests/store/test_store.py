@@ -325,6 +325,31 @@ def test_qwen3_tiny():
           "show qwen3-tiny: parameters counted, F32 named", out)
 
 
+def test_qwen2_tiny():
+    """The tiny Qwen 2 of tests/golden/qwen2 (test-qwen2 checks its logits
+    against transformers): its folder and llama.cpp's GGUF of it answer
+    alike, and so does the model created from the folder; created with
+    --quantize q8_0 (Q, K, V biases stay float) it still answers; show
+    names the architecture."""
+    folder = os.path.join(ROOT, "tests", "golden", "qwen2", "hf")
+    gguf = os.path.join(ROOT, "tests", "golden", "qwen2", "qwen2-tiny-f32.gguf")
+    args = ("Hello there", "--temperature", "0", "--num-predict", "16")
+    rc, ref, err = wick("run", folder, *args)
+    check(rc == 0 and ref.strip() != "", "wick run on the Qwen 2 folder prints text", err)
+    rc, out, err = wick("run", gguf, *args)
+    check(rc == 0 and out == ref, "the Qwen 2 GGUF answers as its folder", f"{out!r} vs {ref!r} {err}")
+    for q in ("", "q8_0"):
+        name = "qwen2-tiny" + (f"-{q}" if q else "")
+        rc, _, err = wick("create", name, "-f", modelfile(f"FROM {folder}\n", "qwen2.mf"), *(("--quantize", q) if q else ()))
+        check(rc == 0 and "success" in err, f"create {name} from the Qwen 2 folder", err)
+        rc, out, err = wick("run", name, *args)
+        check(rc == 0 and out.strip() != "", f"wick run {name} prints text", err)
+        if not q:
+            check(out == ref, "the stored Qwen 2 answers as its folder", f"{out!r} vs {ref!r}")
+    rc, out, _ = wick("show", "qwen2-tiny")
+    check(rc == 0 and "architecture         qwen2" in out, "show qwen2-tiny", out)
+
+
 def test_glm4_moe_lite_tiny():
     """The tiny GLM-4-MoE-Lite of tests/golden/glm4-moe-lite (test-glm4-moe-lite
     checks its logits against transformers): its folder and both GGUF
@@ -387,7 +412,7 @@ def test_gemma4_tiny():
 def main():
     try:
         for t in (test_create_and_run, test_parameters_system_messages, test_blobs_rm_cp, test_errors,
-                  test_sigkill_during_create, test_safetensors_import, test_qwen3_tiny, test_glm4_moe_lite_tiny, test_gemma4_tiny):
+                  test_sigkill_during_create, test_safetensors_import, test_qwen2_tiny, test_qwen3_tiny, test_glm4_moe_lite_tiny, test_gemma4_tiny):
             t0 = time.time()
             t()
             print(f"{t.__name__}: {time.time() - t0:.1f} s", flush=True)
