@@ -158,10 +158,11 @@ const struct wk_cpu_kernels *wk_cpu_kernels_for(const char *isa);
  * Q4_K_R16; the layout is in repack.c). Each
  * group of 16 rows keeps its 16 x row_bytes bytes, so row 16g still starts
  * at data + 16 g row_bytes, but no single row is contiguous: only the
- * table's vec_dot_rows_x16, vec_dot_rows_x16_tokens and vec_dot_rows_r16
- * entries for the R16 dtype (rows in whole groups, w at a group's start)
- * and wk_cpu_r16_unpack_row (through which wk_cpu_get_row and the matmul's
- * prefill tiles read rows) read it. The model loader repacks a matrix only
+ * table's vec_dot_rows_x16, vec_dot_rows_x16_tokens, vec_dot_rows_r16 and
+ * gemm_r16 entries for the R16 dtype (rows in whole groups, w at a group's
+ * start) and wk_cpu_r16_unpack_row (through which wk_cpu_get_row and the
+ * matmul's prefill tiles, where the dtype has no gemm_r16, read rows) read
+ * it. The model loader repacks a matrix only
  * when wk_cpu_kernels_get() has those entries (AVX-512 VNNI, not
  * WICK_EXACT), so every other table keeps the row-major dtypes. The
  * matmul splits R16 rows between threads in whole groups.
