@@ -250,6 +250,7 @@ static enum wk_status qwen2_config_to_kv(struct wk_hf *h, json_t *cfg, const cha
     }
     json_t *types = json_object_get(cfg, "layer_types"), *mwl = json_object_get(cfg, "max_window_layers");
     json_int_t n_layer = json_integer_value(json_object_get(cfg, "num_hidden_layers"));
+    if (n_layer < 1 || n_layer > 4096) return WK_OK; /* the loader names a bad block_count */
     if (types && !json_is_null(types) && (!json_is_array(types) || (json_int_t)json_array_size(types) != n_layer))
         return wk_error_set(err, WK_E_FORMAT, "%s/config.json: layer_types must be a list of %lld entries", h->dir,
                             (long long)n_layer);
@@ -336,7 +337,9 @@ static enum wk_status config_to_kv(struct wk_hf *h, json_t *cfg, const char *arc
     json_t *types = json_object_get(cfg, "layer_types"), *pat = json_object_get(cfg, "sliding_window_pattern");
     json_t *layers = json_object_get(cfg, "num_hidden_layers");
     bool gemma4 = strcmp(arch, "gemma4") == 0;
-    if ((strcmp(arch, "gemma3") == 0 || gemma4) && (json_is_array(types) || json_is_integer(pat))) {
+    /* (a block count out of 1..4096 is left to the loader, which names it) */
+    if ((strcmp(arch, "gemma3") == 0 || gemma4) && (json_is_array(types) || json_is_integer(pat)) &&
+        json_integer_value(layers) >= 1 && json_integer_value(layers) <= 4096) {
         if (json_is_array(types) && (json_int_t)json_array_size(types) != json_integer_value(layers))
             return wk_error_set(err, WK_E_FORMAT, "%s/config.json: layer_types has %zu entries for %lld layers",
                                 h->dir, json_array_size(types), (long long)json_integer_value(layers));

@@ -17,7 +17,7 @@
  *      tool results, a late system turn) equals apply_chat_template's
  *      string, and tokenizes to its ids with message text kept literal;
  *   5. config.json errors: use_sliding_window of the wrong type, YaRN
- *      RoPE scaling.
+ *      RoPE scaling, an unknown layer type, a billion layers.
  *
  * Usage: test-qwen2 [FILTER]; run from the repository root, or with
  * WICK_QWEN2_FIXTURES naming the fixture folder.
@@ -247,6 +247,14 @@ static void edit_bad_types(json_t *c)
                                                      "sliding_attention"));
 }
 
+/* a block count far past any model's, with the window on: refused by
+ * name at once (not a billion-entry layer list first) */
+static void edit_huge_layers(json_t *c)
+{
+    edit_swa_mwl(c);
+    json_object_set_new(c, "num_hidden_layers", json_integer(1000000000));
+}
+
 static void test_errors(void)
 {
     static const struct {
@@ -255,7 +263,8 @@ static void test_errors(void)
         const char *says;
     } cases[] = {{edit_bad_use, WK_E_FORMAT, "use_sliding_window"},
                  {edit_yarn, WK_E_UNSUPPORTED, "yarn"},
-                 {edit_bad_types, WK_E_UNSUPPORTED, "layer_types[1]"}};
+                 {edit_bad_types, WK_E_UNSUPPORTED, "layer_types[1]"},
+                 {edit_huge_layers, WK_E_FORMAT, "block_count"}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char dir[64], path[200];
         copy_folder(dir, cases[i].edit);
