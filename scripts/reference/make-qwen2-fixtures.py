@@ -17,12 +17,14 @@
                        32-token continuations with full attention and with
                        the sliding window below; chat-template renderings
                        (apply_chat_template) with their token ids
+  llama-bias/          a tiny LlamaForCausalLM with attention_bias (biases on
+                       Q, K, V and the attention output), the same tokenizer
   logits.safetensors   transformers' float32 logits for every prompt
                        position: "logits" [3, 32, vocab] (the folder as
-                       saved) and "logits_swa" [3, 32, vocab] (the same
+                       saved), "logits_swa" [3, 32, vocab] (the same
                        weights with use_sliding_window true, sliding_window
                        8, max_window_layers 1: layers 1 and 2 attend to the
-                       last 8 positions)
+                       last 8 positions) and "logits_llama_bias" (llama-bias/)
 
 Qwen 2's structure in small: GQA (4 query heads, 2 KV heads, head_dim 16),
 biases on Q, K and V (drawn large, as Qwen's K biases are), NEOX RoPE,
@@ -42,7 +44,7 @@ import sys
 
 import torch
 from safetensors.torch import save_file
-from transformers import Qwen2Config, Qwen2ForCausalLM
+from transformers import LlamaConfig, LlamaForCausalLM, Qwen2Config, Qwen2ForCausalLM
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 OUT = ROOT / "tests/golden/qwen2"
@@ -174,6 +176,31 @@ def make_model(vocab, **swa):
     return model
 
 
+def make_llama_bias(vocab):
+    """A tiny LlamaForCausalLM with attention_bias (biases on Q, K, V and
+    the attention output), drawn as make_model draws Qwen 2."""
+    cfg = LlamaConfig(vocab_size=vocab, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
+                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512,
+                      rms_norm_eps=1e-5, tie_word_embeddings=False, attention_bias=True, mlp_bias=False,
+                      rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+                      bos_token_id=None, eos_token_id=vocab - 3, pad_token_id=vocab - 5)
+    torch.manual_seed(SEED + 1)
+    model = LlamaForCausalLM(cfg).float().eval()
+    g = torch.Generator().manual_seed(SEED + 1)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.endswith("norm.weight"):
+                p.copy_(1.0 + 0.3 * torch.randn(p.shape, generator=g))
+            elif name.endswith(".bias"):
+                p.copy_(BIAS * torch.randn(p.shape, generator=g))
+            elif p.dim() == 2 and "embed_tokens" in name:
+                p.copy_(torch.randn(p.shape, generator=g))
+            else:
+                p.copy_(torch.randn(p.shape, generator=g) * (SCALE / p.shape[1] ** 0.5))
+    model.set_attn_implementation("eager")
+    return model
+
+
 def greedy(model, prompt, n):
     seq = list(prompt)
     with torch.no_grad():
@@ -195,8 +222,9 @@ def convert_gguf(path):
 
 
 def main():
-    if HF.exists():
-        shutil.rmtree(HF)
+    for d in (HF, OUT / "llama-bias"):
+        if d.exists():
+            shutil.rmtree(d)
     HF.mkdir(parents=True)
     tok = make_tokenizer()
     vocab = len(tok)
@@ -219,7 +247,14 @@ def main():
     diff = (logits_swa[:, 8:] - logits[:, 8:]).abs().max()
     assert diff > 1.0, f"the window does not change the logits ({diff})"
     assert (logits_swa[:, :8] - logits[:, :8]).abs().max() < 1e-4
-    save_file({"logits": logits.contiguous(), "logits_swa": logits_swa.contiguous()}, str(OUT / "logits.safetensors"))
+    llama = make_llama_bias(vocab)
+    (OUT / "llama-bias").mkdir(exist_ok=True)
+    llama.save_pretrained(OUT / "llama-bias", safe_serialization=True)
+    tok.save_pretrained(OUT / "llama-bias")
+    with torch.no_grad():
+        logits_llama = llama(x).logits.float()
+    save_file({"logits": logits.contiguous(), "logits_swa": logits_swa.contiguous(),
+               "logits_llama_bias": logits_llama.contiguous()}, str(OUT / "logits.safetensors"))
     cont = [greedy(model, p, 32) for p in prompts]
     cont_swa = [greedy(swa, p, 32) for p in prompts]
 

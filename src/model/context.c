@@ -879,6 +879,7 @@ static bool run_layers(struct wk_context *c, int32_t *n_io, bool want_rows, bool
             wk_threadpool_run(pool, attention_task, &at);
         }
         wk_cpu_matmul(pool, k, l->wo, c->att, c->o, n, c->mm_scratch, mm);
+        if (l->bo) add_bias(n, E, c->o, l->bo->data);
         if (l->post_attn_norm) norm_rows(k, n, E, c->o, l->post_attn_norm, hp->rms_eps, c->o);
         for (int64_t i = 0; i < n * E; i++) c->x[i] += c->o[i];
 

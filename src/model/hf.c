@@ -353,6 +353,10 @@ static enum wk_status config_to_kv(struct wk_hf *h, json_t *cfg, const char *arc
         snprintf(key, sizeof key, "%s.attention.sliding_window_pattern", arch);
         json_object_set_new(h->kv, key, arr);
     }
+    /* biases wick does not apply would be dropped silently: refused */
+    if (json_is_true(json_object_get(cfg, "mlp_bias")))
+        return wk_error_set(err, WK_E_UNSUPPORTED, "%s/config.json: mlp_bias (biases on the MLP projections) is not "
+                            "supported", h->dir);
     if (strcmp(arch, "qwen2") == 0) return qwen2_config_to_kv(h, cfg, arch, err);
     if (strcmp(arch, "deepseek2") == 0) return glm4_moe_lite_config_to_kv(h, cfg, arch, err);
     return gemma4 ? gemma4_config_to_kv(h, cfg, arch, err) : WK_OK;
@@ -478,6 +482,7 @@ static bool gguf_name(const char *arch, const char *name, char *out, size_t cap,
                {"self_attn.q_proj.bias", "attn_q.bias", NULL},
                {"self_attn.k_proj.bias", "attn_k.bias", NULL},
                {"self_attn.v_proj.bias", "attn_v.bias", NULL},
+               {"self_attn.o_proj.bias", "attn_output.bias", NULL},
                {"self_attn.q_norm.weight", "attn_q_norm.weight", "attn_q_norm.weight"},
                {"self_attn.k_norm.weight", "attn_k_norm.weight", "attn_k_norm.weight"},
                {"post_attention_layernorm.weight", "ffn_norm.weight", "post_attention_norm.weight"},

@@ -221,8 +221,8 @@ enum wk_status wk__layer_bools(const struct wk_model *m, const char *suffix, boo
         int n = wk__hf_bools(m->hf, key, out, hp->n_layer);
         if (n < 0) return WK_OK;
         if (n != hp->n_layer)
-            return wk_error_set(err, WK_E_FORMAT, "%s: layer_types has %d entries for %d layers", path, n,
-                                hp->n_layer);
+            return wk_error_set(err, WK_E_FORMAT, "%s: config.json: the list for %s (layer_types) has %d entries for %d layers",
+                                path, key, n, hp->n_layer);
         *found = true;
         return WK_OK;
     }
@@ -286,8 +286,17 @@ enum wk_status wk__load_common_tensors(struct wk_model *m, struct wk_error *err)
             (st = wk__tensor(m, &l->ffn_down, false, false, F, E, err, "blk.%d.ffn_down.weight", i)) ||
             (st = wk__tensor(m, &l->bq, true, true, HQ, 1, err, "blk.%d.attn_q.bias", i)) ||
             (st = wk__tensor(m, &l->bk, true, true, HK, 1, err, "blk.%d.attn_k.bias", i)) ||
-            (st = wk__tensor(m, &l->bv, true, true, HK, 1, err, "blk.%d.attn_v.bias", i)))
+            (st = wk__tensor(m, &l->bv, true, true, HK, 1, err, "blk.%d.attn_v.bias", i)) ||
+            (st = wk__tensor(m, &l->bo, true, true, E, 1, err, "blk.%d.attn_output.bias", i)))
             return st;
+        static const char *const ffn_bias[3] = {"ffn_gate", "ffn_up", "ffn_down"};
+        for (int b = 0; b < 3; b++) {
+            char name[64];
+            snprintf(name, sizeof name, "blk.%d.%s.bias", i, ffn_bias[b]);
+            if (wk__find_tensor(m, name))
+                return wk_error_set(err, WK_E_UNSUPPORTED, "%s: tensor %s: biases on the FFN projections are not "
+                                    "supported", wk__model_path(m), name);
+        }
         l->rope_base = hp->rope_base;
         l->rope_scale = hp->rope_freq_scale;
         l->head_dim = hp->head_dim;

@@ -12,9 +12,10 @@ struct wk_layer {
     const struct wk_tensor *attn_norm, *wq, *wk, *wv, *wo, *q_norm, *k_norm, *post_attn_norm;
     const struct wk_tensor *ffn_norm, *ffn_gate, *ffn_up, *ffn_down, *post_ffn_norm;
     /* biases of the Q, K and V projections, F32 [n_head·head_dim] and
-     * [n_head_kv·head_dim] (Qwen 2), added before the QK norms and RoPE;
+     * [n_head_kv·head_dim] (Qwen 2), added before the QK norms and RoPE,
+     * and of the attention output [n_embd] (Llama with attention_bias);
      * NULL without */
-    const struct wk_tensor *bq, *bk, *bv;
+    const struct wk_tensor *bq, *bk, *bv, *bo;
     bool sliding;     /* sliding-window attention layer */
     float rope_base;  /* this layer's RoPE base */
     float rope_scale; /* this layer's RoPE frequency scale */
@@ -163,9 +164,10 @@ void wk__topk_torch(const float *v, int32_t n, int32_t k, int32_t *idx);
  * RoPE base and linear scaling, over the defaults already in m->hp, and
  * checks them; load_common_tensors finds token_embd (setting n_vocab),
  * output_norm, output (tied when absent) and each layer's attention and
- * FFN projections and pre-norms, the Q, K and V biases where the file has
- * them (llama.cpp's optional attn_{q,k,v}.bias), and gives each layer the
- * global RoPE.
+ * FFN projections and pre-norms, the Q, K, V and output biases where the
+ * file has them (llama.cpp's optional attn_{q,k,v,output}.bias; FFN
+ * biases, which no family here applies, are refused), and gives each
+ * layer the global RoPE.
  */
 enum wk_status wk__load_common_hparams(struct wk_model *m, struct wk_error *err);
 /* token_embd (its rows set n_vocab), output_norm and output (tied to

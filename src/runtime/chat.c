@@ -114,8 +114,9 @@ static enum wk_status render_gemma(const struct wk_chat_message *msgs, int32_t n
 }
 
 /* The Jinja string literal starting at t [n] (at its quote) decoded into
- * out (its escapes \\n, \\t, \\r, \\\\, \\' and \\" as Python reads them, others
- * kept as written), or -1 when unterminated; returns the bytes consumed. */
+ * out [cap] (its escapes \n, \t, \r, \\, \' and \" as Python reads them,
+ * others kept as written), its length in *out_len; returns the bytes
+ * consumed, or -1 when unterminated. */
 static ptrdiff_t jinja_literal(const char *t, size_t n, char *out, size_t cap, size_t *out_len)
 {
     const char q = t[0];
@@ -135,38 +136,76 @@ static ptrdiff_t jinja_literal(const char *t, size_t n, char *out, size_t cap, s
     return (ptrdiff_t)(i + 1);
 }
 
+/* A whole system turn "<|im_start|>system\n...<|im_end|>" at the start of
+ * text [n]: its content (malloc'd), or NULL. */
+static char *system_turn(const char *text, size_t n)
+{
+    static const char head[] = "<|im_start|>system\n", tail[] = "<|im_end|>";
+    const size_t h = sizeof head - 1, tl = sizeof tail - 1;
+    if (n < h + tl || memcmp(text, head, h) != 0) return NULL;
+    for (size_t i = h; i + tl <= n; i++)
+        if (memcmp(text + i, tail, tl) == 0) return wk_strndup(text + h, i - h);
+    return NULL;
+}
+
 /*
- * The default system message of a ChatML template, or NULL (malloc'd): the
- * text of the one string literal, after the template has looked at
- * messages[0], that holds a whole system turn
- * "<|im_start|>system\n...<|im_end|>" (SmolLM2's "You are a helpful AI
- * assistant named SmolLM, ...", Qwen 2.5's "You are Qwen, created by
- * Alibaba Cloud. ..."). A system turn built around messages[0]'s content
- * is several literals joined by +, never one.
+ * The default system message of a ChatML template, or NULL (malloc'd):
+ * the first whole system turn "<|im_start|>system\n...<|im_end|>" that
+ * the template writes as one piece after it has looked at messages[0],
+ * either one string literal inside {{ }} or {% %} (SmolLM2's "You are a
+ * helpful AI assistant named SmolLM, ...", Qwen 2.5's "You are Qwen,
+ * created by Alibaba Cloud. ..." with its \n escaped) or plain template
+ * text between tags. A system turn built around messages[0]'s content is
+ * several pieces joined by +, never one. Comments {# #} are skipped, and
+ * quotes count only inside tags, so an apostrophe in text or a comment
+ * does not start a literal.
  */
 static char *chatml_default_system(const struct wk_model *m)
 {
     size_t len;
     const char *t = wk_model_chat_template(m, &len);
     if (!t) return NULL;
-    static const char head[] = "<|im_start|>system\n", tail[] = "<|im_end|>";
-    bool seen_first = false;
     char *buf = wk_malloc(len + 1);
     if (!buf) return NULL;
     char *res = NULL;
-    for (size_t i = 0; i < len && !res;) {
-        if (!seen_first && len - i >= 11 && memcmp(t + i, "messages[0]", 11) == 0) seen_first = true;
-        if (t[i] != '\'' && t[i] != '"') {
-            i++;
+    bool seen_first = false;
+    size_t i = 0;
+    while (i < len && !res) {
+        if (len - i >= 2 && t[i] == '{' && t[i + 1] == '#') { /* a comment */
+            const char *end = NULL;
+            for (size_t j = i + 2; j + 1 < len && !end; j++)
+                if (t[j] == '#' && t[j + 1] == '}') end = t + j + 2;
+            if (!end) break;
+            i = (size_t)(end - t);
             continue;
         }
-        size_t n;
-        ptrdiff_t used = jinja_literal(t + i, len - i, buf, len + 1, &n);
-        if (used < 0) break;
-        i += (size_t)used;
-        const char *end = n > strlen(head) ? strstr(buf + strlen(head), tail) : NULL;
-        if (seen_first && strncmp(buf, head, strlen(head)) == 0 && end)
-            res = wk_strndup(buf + strlen(head), (size_t)(end - buf - strlen(head)));
+        if (len - i >= 2 && t[i] == '{' && (t[i + 1] == '{' || t[i + 1] == '%')) { /* a tag: its literals */
+            const char close = t[i + 1] == '{' ? '}' : '%';
+            i += 2;
+            while (i < len && !res && !(len - i >= 2 && t[i] == close && t[i + 1] == '}')) {
+                if (!seen_first && len - i >= 11 && memcmp(t + i, "messages[0]", 11) == 0) seen_first = true;
+                if (t[i] != '\'' && t[i] != '"') {
+                    i++;
+                    continue;
+                }
+                size_t n;
+                ptrdiff_t used = jinja_literal(t + i, len - i, buf, len + 1, &n);
+                if (used < 0) {
+                    i = len;
+                    break;
+                }
+                i += (size_t)used;
+                if (seen_first) res = system_turn(buf, n);
+            }
+            i += 2;
+            continue;
+        }
+        /* plain text up to the next tag or comment */
+        size_t j = i;
+        while (j < len && !(len - j >= 2 && t[j] == '{' && (t[j + 1] == '{' || t[j + 1] == '%' || t[j + 1] == '#'))) j++;
+        for (size_t k = i; seen_first && k < j && !res; k++)
+            if (t[k] == '<') res = system_turn(t + k, j - k);
+        i = j;
     }
     wk_free(buf);
     return res;
@@ -221,7 +260,8 @@ static enum wk_status render_chatml(const struct wk_model *g, const struct wk_ch
     }
     size_t tlen;
     const char *tpl = wk_model_chat_template(g, &tlen);
-    const bool tool_response = tpl && find_last(tpl, tlen, "<tool_response>");
+    /* Qwen's tool turns; a template with turns of role tool (Hermes) has its own */
+    const bool tool_response = tpl && find_last(tpl, tlen, "<tool_response>") && !find_last(tpl, tlen, "<|im_start|>tool");
     for (int32_t i = 0; i < n && !st; i++) {
         const char *role = msgs[i].role;
         if (strchr(role, '<') || strchr(role, '\n'))

@@ -16,7 +16,14 @@
  *   4. the chat prompt (Qwen 2.5's template: its default system message,
  *      tool results, a late system turn) equals apply_chat_template's
  *      string, and tokenizes to its ids with message text kept literal;
- *   5. config.json errors: use_sliding_window of the wrong type, YaRN
+ *   5. the default system message read out of ChatML templates written
+ *      the ways real ones are (literals with real or escaped newlines,
+ *      plain text, comments and apostrophes around), and none where the
+ *      turn is joined around messages[0]'s content;
+ *   6. a tiny Llama with attention_bias (Q, K, V and output biases, the
+ *      loader's optional biases; llama-bias/) against transformers'
+ *      logits, and mlp_bias refused;
+ *   7. config.json errors: use_sliding_window of the wrong type, YaRN
  *      RoPE scaling, an unknown layer type, a billion layers.
  *
  * Usage: test-qwen2 [FILTER]; run from the repository root, or with
@@ -36,7 +43,7 @@
 
 static char g_dir[1024];
 static json_t *g_ref;
-static const float *g_logits, *g_logits_swa; /* [N_PROMPTS][N_POS][n_vocab] */
+static const float *g_logits, *g_logits_swa, *g_logits_llama; /* [N_PROMPTS][N_POS][n_vocab] */
 static int32_t g_vocab;
 
 enum { HF, GGUF, HF_SWA, HF_SWA_MWL, N_KINDS };
@@ -232,6 +239,120 @@ static void test_chat_template(void)
     }
 }
 
+static void edit_nothing(json_t *c) { (void)c; }
+
+/* The default system message wick reads out of a ChatML template
+ * (chat.c), for templates written in ways real ones are: the text of the
+ * first rendered turn for one user message "hi", or "" when there is no
+ * system turn. Each template ends with the same ChatML loop. */
+static void test_default_system(void)
+{
+    static const char loop[] = "{% for m in messages %}{{ '<|im_start|>' + m['role'] + '\n' + m['content'] + "
+                               "'<|im_end|>\n' }}{% endfor %}{{ '<|im_start|>assistant\n' }}";
+    static const struct {
+        const char *head, *want;
+    } cases[] = {
+        /* an apostrophe in a comment, a literal with a real newline (SmolLM2's form) */
+        {"{# Don't change this #}{% if messages[0]['role'] != 'system' %}{{ '<|im_start|>system\nDEF<|im_end|>\n' }}"
+         "{% endif %}",
+         "DEF"},
+        /* the turn as plain template text, an apostrophe in text before it */
+        {"Don't {% if messages[0]['role'] != 'system' %}<|im_start|>system\nRAW TEXT<|im_end|>\n{% endif %}",
+         "RAW TEXT"},
+        /* escaped newline and quote in a double-quoted literal (Qwen 2.5's form) */
+        {"{%- if messages[0].role != 'system' %}{{- \"<|im_start|>system\\nSay \\\"hi\\\".<|im_end|>\\n\" }}{%- endif %}",
+         "Say \"hi\"."},
+        /* a system turn joined around messages[0]'s content is no default */
+        {"{% if messages[0]['role'] == 'system' %}{{ '<|im_start|>system\\n' + messages[0]['content'] + "
+         "'<|im_end|>\\n' }}{% endif %}",
+         ""},
+        /* a literal before the template looks at messages[0] is no default */
+        {"{{ '<|im_start|>system\\nEARLY<|im_end|>\\n' }}{% if messages[0]['role'] %}{% endif %}", ""},
+        /* an unterminated literal: no default, no crash */
+        {"{% if messages[0]['role'] != 'system' %}{{ '<|im_start|>system\\nnever closed", NULL},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char dir[64], path[200];
+        copy_folder(dir, edit_nothing);
+        snprintf(path, sizeof path, "%s/hf/chat_template.jinja", dir);
+        FILE *f = fopen(path, "w");
+        CHECK(f != NULL);
+        if (f) {
+            fputs(cases[i].head, f);
+            if (cases[i].want) fputs(loop, f);
+            fclose(f);
+        }
+        snprintf(path, sizeof path, "%s/hf", dir);
+        struct wk_model *m = fixture_load(path);
+        struct wk_tokenizer *tok = NULL;
+        struct wk_error err;
+        if (m) CHECK_EQ_INT(wk_tokenizer_for_model(m, &tok, &err), WK_OK);
+        struct wk_chat_message msg[1] = {{"user", "hi"}};
+        struct wk_prompt prompt = {0};
+        if (m && tok && cases[i].want) {
+            CHECK_EQ_INT(wk_chat_render(m, tok, msg, 1, true, &prompt, &err), WK_OK);
+            const bool sys = prompt.n > 1 && strcmp(prompt.segs[0].text, "<|im_start|>system\n") == 0;
+            const char *got = sys ? prompt.segs[1].text : "";
+            if (strcmp(got, cases[i].want) != 0) fprintf(stderr, "  template %zu: default \"%s\"\n", i, got);
+            CHECK_EQ_STR(got, cases[i].want);
+        } else if (m && tok) { /* still renders (plain ChatML, no default) */
+            CHECK_EQ_INT(wk_chat_render(m, tok, msg, 1, true, &prompt, &err), WK_OK);
+            CHECK(prompt.n > 0 && strcmp(prompt.segs[0].text, "<|im_start|>") == 0);
+        }
+        wk_prompt_deinit(&prompt);
+        wk_tokenizer_destroy(tok);
+        wk_model_destroy(m);
+        remove_folder(dir);
+    }
+}
+
+/* A Llama with attention_bias (Q, K, V and output biases; llama-bias/):
+ * its logits of every prompt position within REL_TOL of transformers'. */
+static void test_llama_attention_bias(void)
+{
+    char path[1200];
+    snprintf(path, sizeof path, "%s/llama-bias", g_dir);
+    struct wk_model *m = fixture_load(path);
+    if (!m) return;
+    CHECK_EQ_INT(wk_model_hparams(m)->arch, WK_ARCH_LLAMA);
+    float *out = malloc((size_t)N_POS * (size_t)g_vocab * sizeof *out);
+    double worst = 0;
+    for (size_t p = 0; p < N_PROMPTS; p++) {
+        int32_t ids[N_POS];
+        prompt_ids(p, ids);
+        struct wk_context *ctx = new_context(m);
+        struct wk_error err;
+        CHECK_EQ_INT(wk_context_decode_all(ctx, ids, N_POS, out, NULL, &err), WK_OK);
+        for (int32_t t = 0; t < N_POS; t++)
+            worst = fmax(worst, fixture_row_error(out + (size_t)t * g_vocab,
+                                                  g_logits_llama + (p * N_POS + (size_t)t) * g_vocab, g_vocab, NULL, 0));
+        wk_context_destroy(ctx);
+    }
+    printf("  llama with attention_bias: max relative logits error %.3g (tolerance %g)\n", worst, REL_TOL);
+    CHECK(worst <= REL_TOL);
+    free(out);
+    wk_model_destroy(m);
+    /* MLP biases, which wick does not apply, are refused by name */
+    char dir[64];
+    snprintf(dir, sizeof dir, "/tmp/wick-qwen2-XXXXXX");
+    CHECK(mkdtemp(dir) != NULL);
+    char cmd[4000], cfg[1200];
+    snprintf(cmd, sizeof cmd, "mkdir -p '%s/hf' && cp '%s'/llama-bias/* '%s/hf/'", dir, g_dir, dir);
+    CHECK_EQ_INT(system(cmd), 0);
+    snprintf(cfg, sizeof cfg, "%s/hf/config.json", dir);
+    json_t *c = json_load_file(cfg, 0, NULL);
+    CHECK(c != NULL);
+    json_object_set_new(c, "mlp_bias", json_true());
+    CHECK_EQ_INT(json_dump_file(c, cfg, JSON_INDENT(1)), 0);
+    json_decref(c);
+    snprintf(path, sizeof path, "%s/hf", dir);
+    struct wk_error err;
+    m = NULL;
+    CHECK_EQ_INT(wk_model_load(path, &m, &err), WK_E_UNSUPPORTED);
+    CHECK_CONTAINS(err.msg, "mlp_bias");
+    remove_folder(dir);
+}
+
 static void edit_bad_use(json_t *c) { json_object_set_new(c, "use_sliding_window", json_string("yes")); }
 
 static void edit_yarn(json_t *c)
@@ -297,20 +418,23 @@ int main(int argc, char **argv)
         return 1;
     }
     g_vocab = (int32_t)json_integer_value(json_object_get(g_ref, "n_vocab"));
-    const struct wk_st_tensor *t[2] = {wk_safetensors_find(st, "logits"), wk_safetensors_find(st, "logits_swa")};
-    for (int i = 0; i < 2; i++)
+    const struct wk_st_tensor *t[3] = {wk_safetensors_find(st, "logits"), wk_safetensors_find(st, "logits_swa"),
+                                       wk_safetensors_find(st, "logits_llama_bias")};
+    for (int i = 0; i < 3; i++)
         if (!t[i] || t[i]->dtype != WK_ST_F32 || t[i]->n_dims != 3 || t[i]->shape[0] != N_PROMPTS ||
             t[i]->shape[1] != N_POS || t[i]->shape[2] != g_vocab) {
-            fprintf(stderr, "test-qwen2: %s: logits and logits_swa must be F32 [%d, %d, %d]\n", path, N_PROMPTS,
+            fprintf(stderr, "test-qwen2: %s: logits, logits_swa and logits_llama_bias must be F32 [%d, %d, %d]\n", path, N_PROMPTS,
                     N_POS, g_vocab);
             return 1;
         }
     g_logits = t[0]->data;
     g_logits_swa = t[1]->data;
+    g_logits_llama = t[2]->data;
     copy_folder(g_swa_dir[0], edit_swa);
     copy_folder(g_swa_dir[1], edit_swa_mwl);
     static const struct check_test tests[] = {TEST(test_hparams), TEST(test_logits), TEST(test_greedy),
-                                              TEST(test_chat_template), TEST(test_errors)};
+                                              TEST(test_chat_template), TEST(test_default_system),
+                                              TEST(test_llama_attention_bias), TEST(test_errors)};
     int rc = check_main(argc, argv, tests, (int)(sizeof tests / sizeof tests[0]));
     remove_folder(g_swa_dir[0]);
     remove_folder(g_swa_dir[1]);
