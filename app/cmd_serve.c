@@ -21,7 +21,8 @@ static const char *host_env(void)
 
 int cmd_serve(int argc, char **argv)
 {
-    struct wk_serve_opts o = {.host = host_env()};
+    const char *ap = getenv("WICK_ALLOW_PATHS");
+    struct wk_serve_opts o = {.host = host_env(), .allow_paths = ap && *ap && strcmp(ap, "0") != 0};
     char dir[4096];
     const char *models = getenv("WICK_MODELS");
     if (!models || !*models) {
@@ -34,13 +35,23 @@ int cmd_serve(int argc, char **argv)
         const char *v;
         bool bad = false;
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            printf("Usage: wick serve [--threads N]\n\n"
+            printf("Usage: wick serve [--threads N] [--allow-paths]\n\n"
                    "Serves the Ollama API and the OpenAI-compatible API on WICK_HOST\n"
-                   "(default 127.0.0.1:11434). Models are the GGUF files in WICK_MODELS\n"
-                   "(default ~/.wick/models), named by file name without .gguf\n"
-                   "(smollm2.gguf is \"smollm2\" or \"smollm2:latest\"). One runner process per\n"
-                   "loaded model; WICK_MAX_LOADED_MODELS (default 3) at once.\n");
+                   "(default 127.0.0.1:11434). Models are the store's in WICK_MODELS\n"
+                   "(default ~/.wick/models; wick create, wick list). One runner process per\n"
+                   "loaded model; WICK_MAX_LOADED_MODELS (default 3) at once.\n\n"
+                   "On a loopback address only requests whose Host names this machine are\n"
+                   "served; a browser's Origin must be localhost, 127.0.0.1, 0.0.0.0, app://,\n"
+                   "file://, tauri:// or one of OLLAMA_ORIGINS / WICK_ORIGINS (comma-separated,\n"
+                   "\"*\" a wildcard).\n\n"
+                   "--allow-paths (or WICK_ALLOW_PATHS=1): /api/create may name files and\n"
+                   "folders of this machine (\"from\": a path, \"quantize\"); off by default,\n"
+                   "when \"from\" must name a stored model.\n");
             return WK_EXIT_OK;
+        }
+        if (strcmp(argv[i], "--allow-paths") == 0) {
+            o.allow_paths = true;
+            continue;
         }
         if (cli_opt_value(argc, argv, &i, "--threads", &v, &bad, "serve")) {
             int64_t t;

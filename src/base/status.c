@@ -21,6 +21,7 @@ const char *wk_status_str(enum wk_status st)
     case WK_E_RANGE: return "out of range";
     case WK_E_CANCELLED: return "cancelled";
     case WK_E_INTERNAL: return "internal error";
+    case WK_E_PERMISSION: return "not permitted";
     }
     return "unknown status";
 }

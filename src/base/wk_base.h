@@ -30,6 +30,7 @@ enum wk_status {
     WK_E_RANGE = -7,       /* a value is outside the allowed range (context) */
     WK_E_CANCELLED = -8,   /* the operation was cancelled by its caller */
     WK_E_INTERNAL = -9,    /* a bug in wick */
+    WK_E_PERMISSION = -10, /* refused by a setting of the operator's (server-side paths off, ...) */
 };
 
 /* Returns a short static name for a status ("out of memory", ...). Never NULL. */

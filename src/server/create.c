@@ -218,7 +218,8 @@ static enum wk_status add_folder(struct build *b, const char *dir)
 static enum wk_status add_weights(struct build *b, const char *from, char *weights, size_t cap)
 {
     const struct wk_modelfile *mf = b->mf;
-    if (is_dir(from)) {
+    if (b->o->no_paths) { /* a stored model only (checked by wk_store_create) */
+    } else if (is_dir(from)) {
         snprintf(weights, cap, "%s", from);
         return add_folder(b, from);
     }
@@ -410,7 +411,26 @@ enum wk_status wk_store_create(struct wk_store *s, const struct wk_model_name *n
 {
     struct build b = {.s = s, .mf = mf, .o = o, .layers = json_array(), .err = err};
     char from[4200], draft[4200] = "", weights[4200] = "";
-    resolve_path(o->base_dir, mf->from, from, sizeof from);
+    if (o->no_paths) { /* before anything looks at the file system */
+        struct wk_model_name fn;
+        enum wk_status st = WK_OK;
+        if (mf->draft || o->quantize || o->quantize_draft)
+            st = wk_error_set(err, WK_E_PERMISSION, "%s takes a file or folder of the server's machine, and "
+                              "server-side paths are off (wick serve --allow-paths, or WICK_ALLOW_PATHS=1)",
+                              mf->draft ? "DRAFT" : "quantize");
+        else if (wk_model_name_parse(mf->from, &fn, NULL) || wk_store_read_manifest(s, &fn, &b.base, NULL))
+            st = wk_error_set(err, WK_E_NOT_FOUND, "from '%.200s': no such stored model (a file or folder of the "
+                              "server's machine is not taken: server-side paths are off; wick serve --allow-paths, "
+                              "or WICK_ALLOW_PATHS=1)", mf->from);
+        json_decref(b.base);
+        b.base = NULL;
+        if (st) {
+            json_decref(b.layers);
+            return st;
+        }
+    }
+    if (o->no_paths) snprintf(from, sizeof from, "%s", mf->from); /* a stored name: add_weights finds no file by it */
+    else resolve_path(o->base_dir, mf->from, from, sizeof from);
     if (mf->draft) resolve_path(o->base_dir, mf->draft, draft, sizeof draft);
     enum wk_status st = WK_OK;
     char qfrom[4200] = "", qdraft[4200] = "";
@@ -430,7 +450,7 @@ enum wk_status wk_store_create(struct wk_store *s, const struct wk_model_name *n
     if (!st && o->quantize) snprintf(from, sizeof from, "%s", qfrom);
     if (!st && o->quantize_draft) snprintf(draft, sizeof draft, "%s", qdraft);
     /* a draft's vocabulary is checked before any weights are copied */
-    bool local = is_file(from) || is_dir(from);
+    bool local = !o->no_paths && (is_file(from) || is_dir(from));
     if (!st && mf->draft && local) st = check_vocab(from, draft, err);
     if (!st) st = add_weights(&b, from, weights, sizeof weights);
     if (!st && mf->draft && !local) st = check_vocab(weights, draft, err);

@@ -25,13 +25,17 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* Per-connection state: the body as it arrives. */
+/* Per-connection state: the body as it arrives; why the request is
+ * refused (srv_access_check), if it is, its body then not kept. */
 struct conn {
     struct wk_buf body;
     bool too_big;
+    const char *refused;
+    char refused_msg[256];
 };
 
 static const char *g_models_dir;
+static bool g_allow_paths; /* wk_serve_opts.allow_paths */
 
 static enum MHD_Result reply_raw(struct MHD_Connection *c, unsigned status, const char *type,
                                  const char *text, size_t len)
@@ -40,6 +44,7 @@ static enum MHD_Result reply_raw(struct MHD_Connection *c, unsigned status, cons
         MHD_create_response_from_buffer(len, (void *)text, MHD_RESPMEM_MUST_COPY);
     if (!r) return MHD_NO;
     MHD_add_response_header(r, "Content-Type", type);
+    srv_access_headers(c, r);
     enum MHD_Result ret = MHD_queue_response(c, status, r);
     MHD_destroy_response(r);
     return ret;
@@ -242,6 +247,7 @@ static enum MHD_Result serve_generation(struct MHD_Connection *c, enum srv_api a
         bool sse = api == API_OAI_CHAT || api == API_OAI_COMPLETION;
         MHD_add_response_header(r, "Content-Type", sse ? "text/event-stream" : "application/x-ndjson");
         if (sse) MHD_add_response_header(r, "Cache-Control", "no-cache");
+        srv_access_headers(c, r);
         enum MHD_Result ret = MHD_queue_response(c, 200, r);
         MHD_destroy_response(r);
         return ret;
@@ -302,8 +308,9 @@ static char *dup_str(json_t *v) { return json_is_string(v) ? wk_asprintf("%s", j
 
 /* POST /api/create: Ollama's request ({model, from, parameters, template,
  * system, messages, license, quantize, stream}) as a Modelfile into
- * wk_store_create. `from` is a stored model or an absolute path to a GGUF
- * file on this machine. */
+ * wk_store_create. `from` is a stored model; an absolute path to a GGUF
+ * file or a folder of this machine (and quantize) only when the operator
+ * allows server-side paths (403 otherwise, before any file is looked at). */
 static enum MHD_Result serve_create(struct MHD_Connection *c, json_t *body)
 {
     struct wk_error err;
@@ -348,7 +355,8 @@ static enum MHD_Result serve_create(struct MHD_Connection *c, json_t *body)
         struct wk_store *s;
         const char *q = json_string_value(json_object_get(body, "quantize"));
         /* relative paths are not this process's business: they resolve nowhere */
-        struct wk_create_opts o = {.base_dir = "/nonexistent", .quantize = q, .status = collect_status, .user = lines};
+        struct wk_create_opts o = {.base_dir = "/nonexistent", .quantize = q, .status = collect_status, .user = lines,
+                                   .no_paths = !g_allow_paths};
         if (!(st = wk_store_open(g_models_dir, &s, &err))) {
             st = wk_store_create(s, &n, &mf, &o, &err);
             wk_store_close(s);
@@ -357,7 +365,12 @@ static enum MHD_Result serve_create(struct MHD_Connection *c, json_t *body)
     wk_modelfile_deinit(&mf);
     if (st) {
         json_decref(lines);
-        return reply_error(c, API_GENERATE, st == WK_E_NOT_FOUND ? 404 : st == WK_E_IO || st == WK_E_NOMEM ? 500 : 400, err.msg);
+        return reply_error(c, API_GENERATE,
+                           st == WK_E_NOT_FOUND    ? 404
+                           : st == WK_E_PERMISSION ? 403
+                           : st == WK_E_IO || st == WK_E_NOMEM ? 500
+                                                              : 400,
+                           err.msg);
     }
     json_array_append_new(lines, json_pack("{s:s}", "status", "success"));
     if (json_is_false(stream)) {
@@ -407,6 +420,8 @@ static enum MHD_Result route(struct MHD_Connection *c, const char *url, const ch
 {
     bool get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
     bool post = strcmp(method, "POST") == 0;
+    if (k->refused) return reply_error(c, strncmp(url, "/v1/", 4) == 0 ? API_OAI_CHAT : API_GENERATE, 403, k->refused);
+    if (strcmp(method, "OPTIONS") == 0) return (enum MHD_Result)srv_access_preflight(c);
     static const struct {
         const char *path;
         bool post;
@@ -467,10 +482,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     if (!k) {
         if (!(k = wk_calloc(1, sizeof *k))) return MHD_NO;
         *con_cls = k;
+        /* Host and Origin first: a refused request's body is not kept */
+        k->refused = srv_access_check(c, k->refused_msg, sizeof k->refused_msg);
         return MHD_YES;
     }
     if (*upload_size) {
-        if (k->body.len + *upload_size > SRV_MAX_BODY || !wk_buf_add(&k->body, upload, *upload_size))
+        if (k->refused) {
+        } else if (k->body.len + *upload_size > SRV_MAX_BODY || !wk_buf_add(&k->body, upload, *upload_size))
             k->too_big = true;
         *upload_size = 0;
         return MHD_YES;
@@ -521,6 +539,8 @@ int wk_serve_main(const struct wk_serve_opts *o)
         return 2;
     }
     g_models_dir = o->models;
+    g_allow_paths = o->allow_paths;
+    srv_access_init(&addr);
     char exe[4096];
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
     if (n <= 0) {

@@ -147,6 +147,24 @@ json_t *srv_gen_response(struct srv_gen *g, json_t *final_line);
  * "type", "param", "code"}} (OpenAI). */
 json_t *srv_error_body(enum srv_api api, int status, const char *msg);
 
+/* ------------------------------------------------------------ access (access.c) */
+
+struct sockaddr_in;
+struct MHD_Connection;
+struct MHD_Response;
+/* Reads OLLAMA_ORIGINS and WICK_ORIGINS and this machine's hostname; the
+ * Host check applies when listen is a loopback address. Once, before
+ * serving. */
+void srv_access_init(const struct sockaddr_in *listen);
+/* NULL when c's Host and Origin headers are allowed, else a message
+ * naming the refused one (written into msg [cap]) for a 403. */
+const char *srv_access_check(struct MHD_Connection *c, char *msg, size_t cap);
+/* The CORS headers for c's (allowed) Origin, if it sent one, added to r. */
+void srv_access_headers(struct MHD_Connection *c, struct MHD_Response *r);
+/* Answers a CORS preflight (OPTIONS) with 204 and the allowed methods and
+ * headers. Returns MHD's result (an enum MHD_Result). */
+int srv_access_preflight(struct MHD_Connection *c);
+
 /* ------------------------------------------------------------ utilities */
 
 /* keep_alive as Ollama reads it: a duration string ("5m", "1h30m",

@@ -62,6 +62,9 @@ struct wk_serve_opts {
     const char *host;   /* "127.0.0.1:11434" form; WICK_HOST or the default */
     const char *models; /* folder of GGUF files served by name */
     int32_t n_threads;  /* runner threads; 0: all CPUs */
+    /* /api/create may name files and folders of this machine (FROM a
+     * path, quantize); off by default, when FROM must be a stored model */
+    bool allow_paths;
 };
 
 /* Runs the HTTP server until SIGINT/SIGTERM. Returns the exit code. */

@@ -119,6 +119,11 @@ struct wk_create_opts {
     wk_store_progress_fn progress;   /* while copying weights; may be NULL */
     void (*status)(void *user, const char *line); /* "copying model data from ...", ...; may be NULL */
     void *user;
+    /* FROM names a stored model only; no DRAFT, no quantize: no file or
+     * folder of this machine is opened, or even looked at, for the
+     * Modelfile (the server's /api/create unless the operator allows
+     * paths). Refusals are WK_E_PERMISSION naming the setting. */
+    bool no_paths;
 };
 
 /*

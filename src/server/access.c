@@ -1,0 +1,206 @@
+/*
+ * access.c - who may talk to `wick serve`, as Ollama decides it
+ * (server/routes.go's allowedHostsMiddleware and its CORS setup from
+ * envconfig's OLLAMA_ORIGINS; read to learn the rules, written anew):
+ *
+ * - Host: while the server listens on a loopback address, a request whose
+ *   Host header names anything but this machine is refused (403). That is
+ *   what stops DNS rebinding: a web page of evil.example whose name later
+ *   resolves to 127.0.0.1 still sends "Host: evil.example". Allowed: no
+ *   Host, "localhost", this machine's hostname, names under .localhost,
+ *   .local and .internal, and IP literals that are loopback, private,
+ *   unspecified or an address of one of this machine's interfaces. On any
+ *   other listening address every Host is accepted (the operator chose to
+ *   serve a network).
+ * - Origin: a request that carries an Origin header (a browser's
+ *   cross-origin call) is refused (403) unless the origin matches the
+ *   allowed list: http and https on localhost, 127.0.0.1 and 0.0.0.0 with
+ *   or without a port, app://, file://, tauri://, vscode-webview:// and
+ *   vscode-file:// anything, plus the comma-separated patterns of
+ *   OLLAMA_ORIGINS and WICK_ORIGINS (a "*" matches any run of characters;
+ *   "*" alone allows every origin). Allowed origins get CORS headers, and
+ *   a preflight (OPTIONS) is answered 204.
+ */
+#include "server_internal.h"
+
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <ifaddrs.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#define MAX_ORIGINS 64
+
+static bool g_loopback;                /* listening on a loopback address */
+static char g_hostname[256];           /* this machine's, lower case */
+static char *g_origins[MAX_ORIGINS];   /* allowed origin patterns */
+static int g_n_origins;
+
+static void add_origin(const char *p, size_t n)
+{
+    while (n && isspace((unsigned char)*p)) p++, n--;
+    while (n && isspace((unsigned char)p[n - 1])) n--;
+    if (n && (p[0] == '"' || p[0] == '\'')) p++, n--;
+    if (n && (p[n - 1] == '"' || p[n - 1] == '\'')) n--;
+    if (!n || g_n_origins == MAX_ORIGINS) return;
+    g_origins[g_n_origins++] = wk_strndup(p, n);
+}
+
+static void add_origins_env(const char *name)
+{
+    const char *v = getenv(name);
+    while (v && *v) {
+        const char *comma = strchr(v, ',');
+        size_t n = comma ? (size_t)(comma - v) : strlen(v);
+        add_origin(v, n);
+        v = comma ? comma + 1 : NULL;
+    }
+}
+
+void srv_access_init(const struct sockaddr_in *listen)
+{
+    g_loopback = (ntohl(listen->sin_addr.s_addr) >> 24) == 127;
+    if (gethostname(g_hostname, sizeof g_hostname - 1) != 0) g_hostname[0] = '\0';
+    for (char *p = g_hostname; *p; p++) *p = (char)tolower((unsigned char)*p);
+    add_origins_env("OLLAMA_ORIGINS");
+    add_origins_env("WICK_ORIGINS");
+    static const char *const hosts[] = {"localhost", "127.0.0.1", "0.0.0.0"};
+    for (size_t i = 0; i < WK_ARRAY_LEN(hosts); i++) {
+        char b[64];
+        static const char *const forms[] = {"http://%s", "https://%s", "http://%s:*", "https://%s:*"};
+        for (size_t f = 0; f < WK_ARRAY_LEN(forms); f++) {
+            snprintf(b, sizeof b, forms[f], hosts[i]);
+            add_origin(b, strlen(b));
+        }
+    }
+    static const char *const apps[] = {"app://*", "file://*", "tauri://*", "vscode-webview://*", "vscode-file://*"};
+    for (size_t i = 0; i < WK_ARRAY_LEN(apps); i++) add_origin(apps[i], strlen(apps[i]));
+}
+
+/* pattern (one or more "*", each any run of characters) against s, case-insensitively. */
+static bool glob_match(const char *pat, const char *s)
+{
+    if (!*pat) return !*s;
+    if (*pat == '*') {
+        for (;; s++) {
+            if (glob_match(pat + 1, s)) return true;
+            if (!*s) return false;
+        }
+    }
+    return *s && tolower((unsigned char)*pat) == tolower((unsigned char)*s) && glob_match(pat + 1, s + 1);
+}
+
+static bool origin_allowed(const char *origin)
+{
+    if (strlen(origin) > 1024) return false;
+    for (int i = 0; i < g_n_origins; i++) {
+        /* a pattern with several stars could take exponential time; real ones have one or two */
+        if (glob_match(g_origins[i], origin)) return true;
+    }
+    return false;
+}
+
+/* An address of one of this machine's interfaces. */
+static bool local_ip(int family, const void *addr)
+{
+    struct ifaddrs *list, *a;
+    if (getifaddrs(&list) != 0) return false;
+    bool found = false;
+    for (a = list; a && !found; a = a->ifa_next) {
+        if (!a->ifa_addr || a->ifa_addr->sa_family != family) continue;
+        if (family == AF_INET)
+            found = memcmp(&((const struct sockaddr_in *)a->ifa_addr)->sin_addr, addr, 4) == 0;
+        else
+            found = memcmp(&((const struct sockaddr_in6 *)a->ifa_addr)->sin6_addr, addr, 16) == 0;
+    }
+    freeifaddrs(list);
+    return found;
+}
+
+static bool ends_with(const char *s, const char *suf)
+{
+    size_t a = strlen(s), b = strlen(suf);
+    return a >= b && strcasecmp(s + a - b, suf) == 0;
+}
+
+/* The Host header's host (without the port, an IPv6 literal without its
+ * brackets) allowed for a server on a loopback address. */
+static bool host_allowed(const char *header)
+{
+    char host[256];
+    size_t n = strlen(header);
+    if (n >= sizeof host) return false;
+    if (header[0] == '[') { /* [v6]:port */
+        const char *close = strchr(header, ']');
+        if (!close) return false;
+        snprintf(host, sizeof host, "%.*s", (int)(close - header - 1), header + 1);
+    } else {
+        snprintf(host, sizeof host, "%s", header);
+        char *colon = strchr(host, ':');
+        if (colon && !strchr(colon + 1, ':')) *colon = '\0'; /* host:port, not a bare v6 address */
+    }
+    if (!*host || strcasecmp(host, "localhost") == 0 || (g_hostname[0] && strcasecmp(host, g_hostname) == 0))
+        return true;
+    if (ends_with(host, ".localhost") || ends_with(host, ".local") || ends_with(host, ".internal")) return true;
+    struct in_addr a4;
+    struct in6_addr a6;
+    if (inet_pton(AF_INET, host, &a4) == 1) {
+        uint32_t v = ntohl(a4.s_addr);
+        return (v >> 24) == 127 || (v >> 24) == 10 || (v >> 20) == (172u << 4 | 1) || (v >> 16) == (192u << 8 | 168) ||
+               v == 0 || local_ip(AF_INET, &a4);
+    }
+    if (inet_pton(AF_INET6, host, &a6) == 1)
+        return IN6_IS_ADDR_LOOPBACK(&a6) || IN6_IS_ADDR_UNSPECIFIED(&a6) || (a6.s6_addr[0] & 0xFE) == 0xFC ||
+               local_ip(AF_INET6, &a6);
+    return false;
+}
+
+const char *srv_access_check(struct MHD_Connection *c, char *msg, size_t cap)
+{
+    const char *host = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST);
+    if (g_loopback && host && !host_allowed(host)) {
+        char h[80];
+        wk_str_printable(host, strlen(host), h, sizeof h);
+        snprintf(msg, cap, "Host '%s' is not allowed: this server answers requests for this machine only", h);
+        return msg;
+    }
+    const char *origin = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Origin");
+    if (origin && !origin_allowed(origin)) {
+        char o[80];
+        wk_str_printable(origin, strlen(origin), o, sizeof o);
+        snprintf(msg, cap, "origin '%s' is not allowed (OLLAMA_ORIGINS or WICK_ORIGINS lists the allowed ones)", o);
+        return msg;
+    }
+    return NULL;
+}
+
+void srv_access_headers(struct MHD_Connection *c, struct MHD_Response *r)
+{
+    const char *origin = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Origin");
+    if (!origin || !origin_allowed(origin)) return; /* a refused origin's 403 gets none */
+    MHD_add_response_header(r, "Access-Control-Allow-Origin", origin);
+    MHD_add_response_header(r, "Vary", "Origin");
+}
+
+int srv_access_preflight(struct MHD_Connection *c)
+{
+    struct MHD_Response *r = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+    if (!r) return (int)MHD_NO;
+    srv_access_headers(c, r);
+    MHD_add_response_header(r, "Access-Control-Allow-Methods", "GET, POST, PUT, PATCH, DELETE, HEAD, OPTIONS");
+    MHD_add_response_header(r, "Access-Control-Allow-Headers",
+                            "Authorization, Content-Type, User-Agent, Accept, X-Requested-With, X-Stainless-Lang, "
+                            "X-Stainless-Package-Version, X-Stainless-Os, X-Stainless-Arch, X-Stainless-Retry-Count, "
+                            "X-Stainless-Runtime, X-Stainless-Runtime-Version, X-Stainless-Async, "
+                            "X-Stainless-Helper-Method, X-Stainless-Poll-Helper, X-Stainless-Custom-Poll-Interval, "
+                            "X-Stainless-Timeout, X-Stainless-Read-Timeout");
+    MHD_add_response_header(r, "Access-Control-Max-Age", "43200");
+    enum MHD_Result ret = MHD_queue_response(c, 204, r);
+    MHD_destroy_response(r);
+    return (int)ret;
+}
