@@ -58,9 +58,16 @@ static void on_status(void *user, const char *line)
     fprintf(stderr, "%s\n", line);
 }
 
-/* Reads the whole file at path (wk_malloc'd, NUL-terminated). */
-static char *read_file(const char *path, size_t *len)
+/* A Modelfile (and a stored license) is a short text: at most this many bytes. */
+#define MAX_TEXT_FILE ((size_t)16 << 20)
+
+/* Reads the file at path (wk_malloc'd, NUL-terminated), at most
+ * MAX_TEXT_FILE bytes: NULL with *too_big set past that (a device or a
+ * model file named by mistake never fills memory), NULL with errno set
+ * when it cannot be read. */
+static char *read_file(const char *path, size_t *len, bool *too_big)
 {
+    *too_big = false;
     FILE *f = fopen(path, "rb");
     if (!f) return NULL;
     char *buf = NULL;
@@ -75,8 +82,16 @@ static char *read_file(const char *path, size_t *len)
         size_t got = fread(buf + n, 1, cap - n - 1, f);
         n += got;
         if (got == 0) break;
+        if (n > MAX_TEXT_FILE) {
+            *too_big = true;
+            break;
+        }
     }
     fclose(f);
+    if (*too_big) {
+        wk_free(buf);
+        return NULL;
+    }
     if (buf) buf[n] = '\0';
     *len = n;
     return buf;
@@ -128,9 +143,19 @@ int cmd_create(int argc, char **argv)
     enum wk_status st = wk_model_name_parse(name, &n, &err);
     if (st) return fail("create", &err, st);
     size_t len;
-    char *text = read_file(mf_path, &len);
+    bool too_big;
+    char *text = read_file(mf_path, &len, &too_big);
     if (!text) {
-        fprintf(stderr, "wick create: cannot read %s: %s\n", mf_path, strerror(errno));
+        if (too_big)
+            fprintf(stderr, "wick create: %s is larger than %zu MiB: not a Modelfile (a model file goes in its FROM line)\n",
+                    mf_path, MAX_TEXT_FILE >> 20);
+        else fprintf(stderr, "wick create: cannot read %s: %s\n", mf_path, strerror(errno));
+        return WK_EXIT_ERROR;
+    }
+    if (memchr(text, '\0', len)) {
+        fprintf(stderr, "wick create: %s holds binary data: not a Modelfile (a model file goes in its FROM line)\n",
+                mf_path);
+        wk_free(text);
         return WK_EXIT_ERROR;
     }
     struct wk_modelfile mf = {0};
@@ -266,7 +291,9 @@ static char *stored_modelfile(struct wk_store *s, json_t *m, struct wk_error *er
         mf.licenses = l;
         wk_store_blob_path(s, json_string_value(json_object_get(e, "digest")), path, sizeof path);
         size_t len;
-        mf.licenses[mf.n_licenses++] = read_file(path, &len);
+        bool too_big;
+        char *text = read_file(path, &len, &too_big);
+        if (text) mf.licenses[mf.n_licenses++] = text;
     }
     char *out = st ? NULL : wk_modelfile_format(&mf);
     wk_modelfile_deinit(&mf);

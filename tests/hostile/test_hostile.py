@@ -13,6 +13,9 @@ Cases (numbered as issue 20's list):
     as Ollama checks them: a Host that does not name this machine is a
     403 (DNS rebinding), a browser Origin outside the allowed list a 403,
     allowed origins get CORS headers and preflights a 204.
+ 3. `wick create -f` reads at most 16 MiB (/dev/zero, a GGUF named by
+    mistake: a clear error, little memory), and a binary file is no
+    Modelfile.
 
 Run by tests/hostile/run (the api-venv of tests/server for the clients).
 """
@@ -208,13 +211,48 @@ def test_host_origin(store):
         s.stop()
 
 
+def run_cost(args, env=None, timeout=60):
+    """(exit code, stderr, CPU seconds, peak RSS MiB) of a wick command,
+    its own rusage from wait4."""
+    p = subprocess.Popen([WICK, *args], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    t0 = time.time()
+    while True:
+        pid, status, ru = os.wait4(p.pid, os.WNOHANG)
+        if pid:
+            break
+        if time.time() - t0 > timeout:
+            p.kill()
+            pid, status, ru = os.wait4(p.pid, 0)
+            break
+        time.sleep(0.01)
+    err = p.stderr.read().decode(errors="replace")
+    p.returncode = os.waitstatus_to_exitcode(status)
+    return p.returncode, err, ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024
+
+
+# ------------------------------------------------------------------ 3: create -f reads bounded
+
+def test_create_file_bounded(store):
+    env = dict(os.environ, WICK_MODELS=store)
+    for path, says in (("/dev/zero", "larger than 16 MiB"), (SMOL_GGUF, "larger than 16 MiB")):
+        rc, err, cpu, rss = run_cost(["create", "x", "-f", path], env=env)
+        check(rc != 0 and says in err and "not a Modelfile" in err and rss < 64 and cpu < 1,
+              f"wick create -f {os.path.basename(path)}: a clear error, peak RSS {rss:.0f} MiB, {cpu:.2f} s CPU",
+              err)
+    small = os.path.join(store, "binary.Modelfile")
+    with open(small, "wb") as f:
+        f.write(b"GGUF\x03\x00\x00\x00" + bytes(100))
+    rc, err, _, _ = run_cost(["create", "x", "-f", small], env=env)
+    check(rc != 0 and "binary data" in err, "wick create -f a small binary file: not a Modelfile", err)
+
+
 def main():
     store = make_store()
     work = tempfile.mkdtemp(prefix="wick-hostile-work-")
     try:
-        for t in (test_paths, test_host_origin):
+        for t in (test_paths, test_host_origin, test_create_file_bounded):
             t0 = time.time()
-            t(store) if t is test_host_origin else t(store, work)
+            t(store, work) if t is test_paths else t(store)
             print(f"{t.__name__}: {time.time() - t0:.1f} s", flush=True)
     finally:
         shutil.rmtree(store, ignore_errors=True)
