@@ -169,7 +169,10 @@ int cmd_create(int argc, char **argv)
     struct progress pr = {.what = "copying", .tty = isatty(2), .last = -1};
     struct wk_create_opts co = {.base_dir = dir, .quantize = quant, .quantize_draft = quant_draft,
                                 .progress = on_progress, .status = on_status, .user = &pr};
-    if (!(st = open_store(&s, &err))) st = wk_store_create(s, &n, &mf, &co, &err);
+    if (!(st = open_store(&s, &err))) {
+        wk_store_clean_stale(s); /* what killed creates left */
+        st = wk_store_create(s, &n, &mf, &co, &err);
+    }
     wk_store_close(s);
     wk_modelfile_deinit(&mf);
     if (st) return fail("create", &err, st);

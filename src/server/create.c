@@ -389,9 +389,9 @@ static void remove_tree(const char *dir)
 static enum wk_status quantize_to(struct build *b, const char *src, const char *type, char *out, size_t cap,
                                   const char *what)
 {
-    snprintf(out, cap, "%.3000s/.tmp-quant-%s-%d", wk_store_dir(b->s), what, (int)getpid());
-    remove_tree(out);
-    if (mkdir(out, 0755)) {
+    /* a folder of this request's own (a stale one, its process gone, is wk_store_clean_stale's) */
+    snprintf(out, cap, "%.3000s/.tmp-%d-quant-%s-XXXXXX", wk_store_dir(b->s), (int)getpid(), what);
+    if (!mkdtemp(out)) {
         out[0] = '\0';
         return wk_error_set(b->err, WK_E_IO, "cannot create a folder in %s", wk_store_dir(b->s));
     }
@@ -459,6 +459,7 @@ enum wk_status wk_store_create(struct wk_store *s, const struct wk_model_name *n
     if (!st) st = write_manifest(&b, n, weights, mf->draft ? draft : NULL);
     if (qfrom[0]) remove_tree(qfrom);
     if (qdraft[0]) remove_tree(qdraft);
+    if (st) wk_store_drop_created(s); /* no orphan blobs of a failed create */
     json_decref(b.layers);
     json_decref(b.base);
     return st;

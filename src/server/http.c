@@ -541,6 +541,13 @@ int wk_serve_main(const struct wk_serve_opts *o)
     g_models_dir = o->models;
     g_allow_paths = o->allow_paths;
     srv_access_init(&addr);
+    struct wk_store *store;
+    struct wk_error serr;
+    if (wk_store_open(g_models_dir, &store, &serr) == WK_OK) { /* what killed creates left */
+        int n_stale = wk_store_clean_stale(store);
+        if (n_stale) fprintf(stderr, "wick serve: removed %d stale temporary file(s) from %s\n", n_stale, g_models_dir);
+        wk_store_close(store);
+    }
     char exe[4096];
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
     if (n <= 0) {

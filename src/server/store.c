@@ -9,16 +9,43 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <openssl/evp.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 struct wk_store {
     char dir[4096];
+    /* blobs this handle wrote (not found already stored), for
+     * wk_store_drop_created */
+    char (*created)[80];
+    int n_created, cap_created;
 };
+
+/* The store's lock (<dir>/.lock, flock): held around the steps that must
+ * not interleave between processes: a manifest's blob check and rename,
+ * and a garbage collection's scan and unlinks. Returns the fd to
+ * store_unlock, or -1 (then nothing is locked: the steps still run). */
+static int store_lock(const struct wk_store *s)
+{
+    char p[4200];
+    snprintf(p, sizeof p, "%.4000s/.lock", s->dir);
+    int fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd >= 0 && flock(fd, LOCK_EX) != 0) {
+        close(fd);
+        fd = -1;
+    }
+    return fd;
+}
+
+static void store_unlock(int fd)
+{
+    if (fd >= 0) close(fd); /* releases the flock */
+}
 
 /* ------------------------------------------------------------ names */
 
@@ -119,7 +146,11 @@ enum wk_status wk_store_open(const char *dir, struct wk_store **out, struct wk_e
     return WK_OK;
 }
 
-void wk_store_close(struct wk_store *s) { wk_free(s); }
+void wk_store_close(struct wk_store *s)
+{
+    if (s) wk_free(s->created);
+    wk_free(s);
+}
 const char *wk_store_dir(const struct wk_store *s) { return s->dir; }
 
 void wk_store_blob_path(const struct wk_store *s, const char *digest, char *out, size_t cap)
@@ -227,6 +258,13 @@ static enum wk_status add_blob(struct wk_store *s, int in_fd, const void *mem, s
         unlink(tmp);
     } else if (!commit_temp(fd, tmp, final)) {
         return wk_error_set(err, WK_E_IO, "cannot store blob %s: %s", final, strerror(errno));
+    } else if (s->n_created < 1024) { /* ours: dropped again if the create fails */
+        if (s->n_created == s->cap_created) {
+            int cap = s->cap_created ? 2 * s->cap_created : 16;
+            char(*c)[80] = wk_realloc(s->created, (size_t)cap * sizeof *c);
+            if (c) s->created = c, s->cap_created = cap;
+        }
+        if (s->n_created < s->cap_created) snprintf(s->created[s->n_created++], 80, "%s", digest);
     }
     *size = done;
     return WK_OK;
@@ -315,8 +353,23 @@ enum wk_status wk_store_write_manifest(struct wk_store *s, const struct wk_model
         close(fd);
         unlink(tmp);
     }
-    if (!ok || !commit_temp(fd, tmp, path))
-        return wk_error_set(err, WK_E_IO, "cannot write %s: %s", path, strerror(errno));
+    if (!ok) return wk_error_set(err, WK_E_IO, "cannot write %s: %s", path, strerror(errno));
+    /* the blobs checked again, and the manifest put in place, with no
+     * garbage collection in between (another process's rm or failed create) */
+    int lk = store_lock(s);
+    bool blobs = blob_ok(s, json_object_get(manifest, "config"));
+    json_array_foreach(json_object_get(manifest, "layers"), i, l) blobs = blobs && blob_ok(s, l);
+    if (!blobs) {
+        close(fd);
+        unlink(tmp);
+        store_unlock(lk);
+        return wk_error_set(err, WK_E_NOT_FOUND, "a blob of the manifest was removed meanwhile (another process's "
+                            "wick rm?); nothing stored");
+    }
+    ok = commit_temp(fd, tmp, path);
+    store_unlock(lk);
+    if (!ok) return wk_error_set(err, WK_E_IO, "cannot write %s: %s", path, strerror(errno));
+    s->n_created = 0; /* referenced now */
     return WK_OK;
 }
 
@@ -455,9 +508,13 @@ enum wk_status wk_store_remove(struct wk_store *s, const struct wk_model_name *n
     char path[4200], shown[600];
     manifest_path(s, n, path, sizeof path);
     wk_model_name_format(n, shown, sizeof shown);
-    if (unlink(path))
-        return wk_error_set(err, errno == ENOENT ? WK_E_NOT_FOUND : WK_E_IO, "model '%s' %s", shown,
-                            errno == ENOENT ? "not found" : strerror(errno));
+    int lk = store_lock(s);
+    if (unlink(path)) {
+        int e = errno;
+        store_unlock(lk);
+        return wk_error_set(err, e == ENOENT ? WK_E_NOT_FOUND : WK_E_IO, "model '%s' %s", shown,
+                            e == ENOENT ? "not found" : strerror(e));
+    }
     /* blobs no manifest names any more; blobs another manifest uses stay */
     struct used_ctx c = {json_object()};
     walk(s, mark_used, &c);
@@ -476,7 +533,94 @@ enum wk_status wk_store_remove(struct wk_store *s, const struct wk_model_name *n
     }
     if (d) closedir(d);
     json_decref(c.digests);
+    store_unlock(lk);
     return WK_OK;
+}
+
+void wk_store_drop_created(struct wk_store *s)
+{
+    if (!s->n_created) return;
+    int lk = store_lock(s);
+    struct used_ctx c = {json_object()};
+    walk(s, mark_used, &c);
+    for (int i = 0; i < s->n_created; i++) {
+        if (json_object_get(c.digests, s->created[i])) continue; /* another model has it meanwhile */
+        char p[4200];
+        wk_store_blob_path(s, s->created[i], p, sizeof p);
+        unlink(p);
+    }
+    json_decref(c.digests);
+    s->n_created = 0;
+    store_unlock(lk);
+}
+
+/* A temporary name of a wick process, ".tmp-<pid>-...": that pid, or 0. */
+static pid_t temp_owner(const char *name)
+{
+    if (strncmp(name, ".tmp-", 5) != 0) return 0;
+    char *end;
+    long pid = strtol(name + 5, &end, 10);
+    return end != name + 5 && *end == '-' && pid > 0 && pid < (1L << 30) ? (pid_t)pid : 0;
+}
+
+static void remove_tree_at(const char *path, int depth)
+{
+    struct stat sb;
+    if (lstat(path, &sb) != 0) return;
+    if (S_ISDIR(sb.st_mode) && depth < 4) {
+        DIR *d = opendir(path);
+        struct dirent *e;
+        while (d && (e = readdir(d))) {
+            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+            char p[4400];
+            snprintf(p, sizeof p, "%.4000s/%.255s", path, e->d_name);
+            remove_tree_at(p, depth + 1);
+        }
+        if (d) closedir(d);
+        rmdir(path);
+    } else {
+        unlink(path);
+    }
+}
+
+/* The stale temporaries in folder dir (and, to depth more levels, its
+ * sub-folders): removed. */
+static int clean_dir(const char *dir, int more)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    int removed = 0;
+    while (d && (e = readdir(d))) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+        char p[4400];
+        snprintf(p, sizeof p, "%.4000s/%.255s", dir, e->d_name);
+        pid_t pid = temp_owner(e->d_name);
+        if (pid) {
+            if (kill(pid, 0) != 0 && errno == ESRCH) { /* its process is gone */
+                remove_tree_at(p, 0);
+                removed++;
+            }
+            continue;
+        }
+        struct stat sb;
+        if (more > 0 && e->d_name[0] != '.' && lstat(p, &sb) == 0 && S_ISDIR(sb.st_mode))
+            removed += clean_dir(p, more - 1);
+    }
+    if (d) closedir(d);
+    return removed;
+}
+
+int wk_store_clean_stale(struct wk_store *s)
+{
+    char p[4200];
+    int removed = clean_dir(s->dir, 0);
+    snprintf(p, sizeof p, "%.4000s/blobs", s->dir);
+    removed += clean_dir(p, 0);
+    snprintf(p, sizeof p, "%.4000s/hf", s->dir);
+    removed += clean_dir(p, 0);
+    snprintf(p, sizeof p, "%.4000s/manifests", s->dir);
+    removed += clean_dir(p, 3); /* manifests/<host>/<ns>/<name>/ */
+    return removed;
 }
 
 enum wk_status wk_store_copy(struct wk_store *s, const struct wk_model_name *src,

@@ -62,6 +62,18 @@ void wk_store_default_dir(char *out, size_t cap);
 /* Opens (creating its folders) the store at dir. Errors: WK_E_IO, WK_E_NOMEM. */
 enum wk_status wk_store_open(const char *dir, struct wk_store **out, struct wk_error *err);
 void wk_store_close(struct wk_store *s);
+
+/* Removes the blobs this handle wrote since its last manifest (not those
+ * it found stored already) that no manifest names: what a failed create
+ * leaves behind. Under the store's lock, so a manifest another process
+ * writes meanwhile keeps its blobs. */
+void wk_store_drop_created(struct wk_store *s);
+
+/* Removes the temporary files and folders of wick processes that no
+ * longer run (".tmp-<pid>-..." in the store, blobs/, hf/ and the manifest
+ * folders: a create or a download killed midway); those of live processes
+ * stay. Returns how many were removed. */
+int wk_store_clean_stale(struct wk_store *s);
 const char *wk_store_dir(const struct wk_store *s);
 
 /* Called while a blob is copied: bytes done of total. */

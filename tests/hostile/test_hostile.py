@@ -16,6 +16,10 @@ Cases (numbered as issue 20's list):
  3. `wick create -f` reads at most 16 MiB (/dev/zero, a GGUF named by
     mistake: a clear error, little memory), and a binary file is no
     Modelfile.
+ 5. concurrent /api/create with quantize each get a folder of their own.
+ 9. a killed process's temporaries are removed when the server starts or
+    wick create runs (a live process's stay); a create that runs out of
+    space (a 150 MB tmpfs) leaves no blob behind.
 
 Run by tests/hostile/run (the api-venv of tests/server for the clients).
 """
@@ -246,13 +250,115 @@ def test_create_file_bounded(store):
     check(rc != 0 and "binary data" in err, "wick create -f a small binary file: not a Modelfile", err)
 
 
+# ------------------------------------------------------------------ 5: concurrent quantizing creates
+
+def test_concurrent_quantize(store):
+    """Eight /api/create with quantize at once, from the tiny Qwen 2 folder:
+    each works in a folder of its own (they shared one named by the
+    server's pid, and deleted each other's files)."""
+    import threading
+    folder = os.path.join(ROOT, "tests", "golden", "qwen2", "hf")
+    s = Server(store, "--allow-paths")
+    try:
+        results = [None] * 8
+
+        def one(i):
+            results[i] = s.post("/api/create", {"model": f"tiny-q{i}", "from": folder, "quantize": "q8_0",
+                                                "stream": False})
+
+        for rnd in range(2):
+            ts = [threading.Thread(target=one, args=(i,)) for i in range(8)]
+            for t in ts:
+                t.start()
+            for t in ts:
+                t.join()
+            check(all(r and r[0] == 200 for r in results), f"8 concurrent quantizing creates (round {rnd + 1}) all work",
+                  str([r[1] for r in results if not r or r[0] != 200][:2]))
+        st, tags, _ = s.request("GET", "/api/tags")
+        names = {m["name"] for m in json.loads(tags)["models"]}
+        check(all(f"tiny-q{i}:latest" in names for i in range(8)), "the 8 models are listed", str(sorted(names)))
+        left = [f for f in os.listdir(store) if f.startswith(".tmp")]
+        check(not left, "no temporary folder left in the store", str(left))
+    finally:
+        s.stop()
+
+
+# ------------------------------------------------------------------ 9: leftovers
+
+def dead_pid():
+    for pid in range(999_990, 2_000_000):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return pid
+        except PermissionError:
+            pass
+    return None
+
+
+def test_leftovers(work):
+    """Temporaries of killed processes are removed when the server starts
+    (and when wick create runs); a live process's stay. A create that
+    fails for want of space leaves no blob behind."""
+    store = os.path.join(work, "leftover-store")
+    pid = dead_pid()
+    stale = [os.path.join(store, "blobs", f".tmp-{pid}-a1b2c3"),
+             os.path.join(store, "manifests", "registry.ollama.ai", "library", "m", f".tmp-{pid}-d4e5f6"),
+             os.path.join(store, "hf", f".tmp-{pid}-0123456789abcdef", "config.json"),
+             os.path.join(store, f".tmp-{pid}-quant-model-XyZ123", "model.safetensors")]
+    live = os.path.join(store, "blobs", f".tmp-{os.getpid()}-live01")
+    for p in stale + [live]:
+        os.makedirs(os.path.dirname(p), exist_ok=True)
+        with open(p, "wb") as f:
+            f.write(b"x" * 1000)
+    s = Server(store)
+    s.stop()
+    def temp_entry(p):  # the .tmp-<pid>-... file or folder the path lies in
+        parts = p.split(os.sep)
+        k = next(i for i, c in enumerate(parts) if c.startswith(".tmp-"))
+        return os.sep.join(parts[:k + 1])
+
+    gone = [p for p in stale if not os.path.exists(temp_entry(p))]
+    check(len(gone) == len(stale) and os.path.exists(live),
+          "wick serve removes a dead process's temporaries (blobs, manifests, hf, quantize), keeps a live one's",
+          str([p for p in stale if os.path.exists(p)]))
+    with open(stale[0], "wb") as f:
+        f.write(b"x")
+    mf = os.path.join(work, "m.Modelfile")
+    with open(mf, "w") as f:
+        f.write("FROM /nonexistent.gguf\n")
+    subprocess.run([WICK, "create", "m", "-f", mf], env=dict(os.environ, WICK_MODELS=store), capture_output=True)
+    check(not os.path.exists(stale[0]), "wick create removes them too")
+    # a create that runs out of space: 150 MB holds the weights (98 MB) but not the draft's copy
+    small = os.path.join(work, "small")
+    os.makedirs(small, exist_ok=True)
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=150m", "tmpfs", small], capture_output=True).returncode:
+        check(False, "mount a 150 MB tmpfs for the out-of-space case (needs root)")
+        return
+    try:
+        draft = os.path.join(work, "draft.gguf")
+        os.symlink(SMOL_GGUF, draft)
+        with open(mf, "w") as f:
+            f.write(f"FROM {SMOL_GGUF}\nDRAFT {draft}\n")
+        rc, err, _, _ = run_cost(["create", "full", "-f", mf], env=dict(os.environ, WICK_MODELS=small))
+        blobs = os.listdir(os.path.join(small, "blobs")) if os.path.isdir(os.path.join(small, "blobs")) else []
+        check(rc != 0 and "No space" in err and blobs == [],
+              "a create that runs out of space: a clear error, no blob left behind (nor a temporary)",
+              f"rc {rc}: {err.strip()[-200:]}; blobs: {blobs}")
+        listed = subprocess.run([WICK, "list"], env=dict(os.environ, WICK_MODELS=small), capture_output=True,
+                                text=True).stdout
+        check("full" not in listed, "nor a model listed", listed)
+    finally:
+        subprocess.run(["umount", small], capture_output=True)
+
+
 def main():
     store = make_store()
     work = tempfile.mkdtemp(prefix="wick-hostile-work-")
     try:
-        for t in (test_paths, test_host_origin, test_create_file_bounded):
+        for t in (test_paths, test_host_origin, test_create_file_bounded, test_concurrent_quantize, test_leftovers):
             t0 = time.time()
-            t(store, work) if t is test_paths else t(store)
+            t(store, work) if t is test_paths else t(work) if t is test_leftovers else t(store)
             print(f"{t.__name__}: {time.time() - t0:.1f} s", flush=True)
     finally:
         shutil.rmtree(store, ignore_errors=True)
