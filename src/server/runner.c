@@ -625,6 +625,17 @@ int wk_runner_main(const struct wk_runner_opts *o)
             if (errno == EINTR || errno == ECONNABORTED || errno == EMFILE) continue;
             break;
         }
+        /* only the server that started this runner (or, run by hand, a
+         * process of the same user) may queue work: an abstract socket is
+         * open to every local process, which would bypass the server's
+         * checks and limits */
+        struct ucred cred;
+        socklen_t cl = sizeof cred;
+        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) != 0 ||
+            (o->parent > 0 ? cred.pid != (pid_t)o->parent : cred.uid != getuid())) {
+            close(fd);
+            continue;
+        }
         pthread_t t;
         if (pthread_create(&t, &attr, conn_main, (void *)(intptr_t)fd)) close(fd);
     }

@@ -20,6 +20,7 @@ Cases (numbered as issue 20's list):
  9. a killed process's temporaries are removed when the server starts or
     wick create runs (a live process's stay); a create that runs out of
     space (a 150 MB tmpfs) leaves no blob behind.
+10. a runner's socket serves only the server that started it.
 
 Run by tests/hostile/run (the api-venv of tests/server for the clients).
 """
@@ -283,6 +284,41 @@ def test_concurrent_quantize(store):
         s.stop()
 
 
+# ------------------------------------------------------------------ 10: runner sockets
+
+def test_runner_socket(store):
+    """A runner's abstract Unix socket answers the server that started it
+    only: another local process is hung up on without a word (it could
+    queue work past every check and limit of the server)."""
+    s = Server(store)
+    try:
+        st, body = s.post("/api/generate", {"model": "smollm2", "prompt": "Hi", "stream": False,
+                                            "options": {"num_predict": 1}})
+        check(st == 200, "a generation loads the runner", str(body))
+        name = f"wick-runner-{s.proc.pid}-1"
+        with open("/proc/net/unix") as f:
+            listed = "@" + name in f.read()
+        check(listed, "the runner listens on its abstract socket", name)
+        c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        c.settimeout(10)
+        reply = b"(no connection)"
+        try:
+            c.connect("\0" + name)
+            c.sendall(b'{"status":true}\n')
+            reply = c.recv(4096)
+        except OSError as e:
+            reply = str(e).encode()
+        finally:
+            c.close()
+        check(reply == b"" or b"reset" in reply.lower(), "another process's connection is closed unanswered",
+              repr(reply[:200]))
+        st, body = s.post("/api/generate", {"model": "smollm2", "prompt": "Hi", "stream": False,
+                                            "options": {"num_predict": 1}})
+        check(st == 200, "the server's own requests still run", str(body))
+    finally:
+        s.stop()
+
+
 # ------------------------------------------------------------------ 9: leftovers
 
 def dead_pid():
@@ -356,7 +392,8 @@ def main():
     store = make_store()
     work = tempfile.mkdtemp(prefix="wick-hostile-work-")
     try:
-        for t in (test_paths, test_host_origin, test_create_file_bounded, test_concurrent_quantize, test_leftovers):
+        for t in (test_paths, test_host_origin, test_create_file_bounded, test_concurrent_quantize, test_runner_socket,
+                  test_leftovers):
             t0 = time.time()
             try:
                 t(store, work) if t is test_paths else t(work) if t is test_leftovers else t(store)
