@@ -21,6 +21,8 @@
  */
 #include "cli.h"
 
+#include "../src/io/wk_options.h"
+
 #include "../src/model/wk_model.h"
 #include "../src/runtime/wk_runtime.h"
 
@@ -98,7 +100,7 @@ static int parse_args(int argc, char **argv, struct bench_opts *o)
                 return WK_EXIT_USAGE;
             o->n_gen = (int32_t)x;
         } else if (opt(argc, argv, &i, "-t", "--threads", &v, &bad)) {
-            if (bad || !cli_parse_i64("bench", "-t", v, 1, 256, &x)) return WK_EXIT_USAGE;
+            if (bad || !cli_parse_i64("bench", "-t", v, 1, WK_MAX_THREADS, &x)) return WK_EXIT_USAGE;
             o->n_threads = (int32_t)x;
         } else if (cli_opt_value(argc, argv, &i, "--logprobs", &v, &bad, "bench")) {
             if (bad || !cli_parse_i64("bench", "--logprobs", v, 0, WK_MAX_TOP_LOGPROBS, &x))

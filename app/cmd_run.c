@@ -10,6 +10,7 @@
  */
 #include "cli.h"
 
+#include "../src/io/wk_options.h"
 #include "../src/runtime/wk_runtime.h"
 #include "../src/server/wk_store.h"
 
@@ -23,7 +24,7 @@
 
 #define MAX_STDIN_BYTES (64u << 20)
 
-#define MAX_STOPS 16
+#define MAX_STOPS WK_MAX_STOPS
 
 struct run_opts {
     const char *model;
@@ -131,6 +132,20 @@ static char *read_all_stdin(void)
 }
 
 /* Parses argv (argv[0] == "run"). Returns -1 to continue, else an exit code. */
+/* A flag's value within the options table's range for option opt
+ * (wk_options.h), as the server, the runner and Modelfiles take it. */
+static bool opt_f32(const char *flag, const char *opt, const char *v, float *f)
+{
+    const struct wk_option *o = wk_option_find(opt);
+    return cli_parse_f32("run", flag, v, (float)o->min, (float)o->max, f);
+}
+
+static bool opt_i64(const char *flag, const char *opt, const char *v, int64_t *x)
+{
+    const struct wk_option *o = wk_option_find(opt);
+    return cli_parse_i64("run", flag, v, (int64_t)o->min, (int64_t)o->max, x);
+}
+
 static int parse_args(int argc, char **argv, struct run_opts *o)
 {
     o->gen = wk_generate_params_default();
@@ -165,28 +180,28 @@ static int parse_args(int argc, char **argv, struct run_opts *o)
         } else if (strcmp(a, "--raw") == 0) {
             o->raw = true;
         } else if (cli_opt_value(argc, argv, &i, "--temperature", &v, &bad, "run")) {
-            if (bad || !cli_parse_f32("run", "--temperature", v, 0, 100, &f)) return WK_EXIT_USAGE;
+            if (bad || !opt_f32("--temperature", "temperature", v, &f)) return WK_EXIT_USAGE;
             o->gen.sampler.temperature = f;
         } else if (cli_opt_value(argc, argv, &i, "--top-k", &v, &bad, "run")) {
-            if (bad || !cli_parse_i64("run", "--top-k", v, 0, 1 << 24, &x)) return WK_EXIT_USAGE;
+            if (bad || !opt_i64("--top-k", "top_k", v, &x)) return WK_EXIT_USAGE;
             o->gen.sampler.top_k = (int32_t)x;
         } else if (cli_opt_value(argc, argv, &i, "--top-p", &v, &bad, "run")) {
-            if (bad || !cli_parse_f32("run", "--top-p", v, 0, 1, &f)) return WK_EXIT_USAGE;
+            if (bad || !opt_f32("--top-p", "top_p", v, &f)) return WK_EXIT_USAGE;
             o->gen.sampler.top_p = f;
         } else if (cli_opt_value(argc, argv, &i, "--min-p", &v, &bad, "run")) {
-            if (bad || !cli_parse_f32("run", "--min-p", v, 0, 1, &f)) return WK_EXIT_USAGE;
+            if (bad || !opt_f32("--min-p", "min_p", v, &f)) return WK_EXIT_USAGE;
             o->gen.sampler.min_p = f;
         } else if (cli_opt_value(argc, argv, &i, "--repeat-penalty", &v, &bad, "run")) {
-            if (bad || !cli_parse_f32("run", "--repeat-penalty", v, 0, 100, &f)) return WK_EXIT_USAGE;
+            if (bad || !opt_f32("--repeat-penalty", "repeat_penalty", v, &f)) return WK_EXIT_USAGE;
             o->gen.sampler.repeat_penalty = f;
         } else if (cli_opt_value(argc, argv, &i, "--repeat-last-n", &v, &bad, "run")) {
-            if (bad || !cli_parse_i64("run", "--repeat-last-n", v, -1, 1 << 22, &x)) return WK_EXIT_USAGE;
+            if (bad || !opt_i64("--repeat-last-n", "repeat_last_n", v, &x)) return WK_EXIT_USAGE;
             o->gen.sampler.repeat_last_n = (int32_t)x;
         } else if (cli_opt_value(argc, argv, &i, "--presence-penalty", &v, &bad, "run")) {
-            if (bad || !cli_parse_f32("run", "--presence-penalty", v, -100, 100, &f)) return WK_EXIT_USAGE;
+            if (bad || !opt_f32("--presence-penalty", "presence_penalty", v, &f)) return WK_EXIT_USAGE;
             o->gen.sampler.presence_penalty = f;
         } else if (cli_opt_value(argc, argv, &i, "--frequency-penalty", &v, &bad, "run")) {
-            if (bad || !cli_parse_f32("run", "--frequency-penalty", v, -100, 100, &f)) return WK_EXIT_USAGE;
+            if (bad || !opt_f32("--frequency-penalty", "frequency_penalty", v, &f)) return WK_EXIT_USAGE;
             o->gen.sampler.frequency_penalty = f;
         } else if (cli_opt_value(argc, argv, &i, "--logprobs", &v, &bad, "run")) {
             if (bad || !cli_parse_i64("run", "--logprobs", v, 0, WK_MAX_TOP_LOGPROBS, &x))
@@ -194,34 +209,34 @@ static int parse_args(int argc, char **argv, struct run_opts *o)
             o->logprobs = (int)x;
         } else if (cli_opt_value(argc, argv, &i, "--stop", &v, &bad, "run")) {
             if (bad) return WK_EXIT_USAGE;
-            if (o->gen.n_stop == MAX_STOPS || !*v) {
-                fprintf(stderr, "wick run: --stop takes a non-empty string, at most %d times\n",
-                        MAX_STOPS);
+            if (o->gen.n_stop == MAX_STOPS || !*v || strlen(v) > WK_MAX_STOP_BYTES) {
+                fprintf(stderr, "wick run: --stop takes a non-empty string of at most %d bytes, at most %d times\n",
+                        WK_MAX_STOP_BYTES, MAX_STOPS);
                 return WK_EXIT_USAGE;
             }
             o->stops[o->gen.n_stop++] = v;
             o->gen.stop = o->stops;
         } else if (cli_opt_value(argc, argv, &i, "--seed", &v, &bad, "run")) {
-            if (bad || !cli_parse_i64("run", "--seed", v, -1, INT64_MAX, &x)) return WK_EXIT_USAGE;
+            if (bad || !opt_i64("--seed", "seed", v, &x)) return WK_EXIT_USAGE;
             o->gen.sampler.seed = x;
         } else if (cli_opt_value(argc, argv, &i, "--num-predict", &v, &bad, "run")) {
-            if (bad || !cli_parse_i64("run", "--num-predict", v, -1, 1 << 24, &x)) return WK_EXIT_USAGE;
+            if (bad || !opt_i64("--num-predict", "num_predict", v, &x)) return WK_EXIT_USAGE;
             o->gen.num_predict = (int32_t)x;
         } else if (cli_opt_value(argc, argv, &i, "--ctx-size", &v, &bad, "run") ||
                    cli_opt_value(argc, argv, &i, "--num-ctx", &v, &bad, "run")) {
-            if (bad || !cli_parse_i64("run", "--num-ctx", v, 16, 1 << 22, &x)) return WK_EXIT_USAGE;
+            if (bad || !opt_i64("--num-ctx", "num_ctx", v, &x)) return WK_EXIT_USAGE;
             o->ctx.n_ctx = (int32_t)x;
         } else if (cli_opt_value(argc, argv, &i, "--draft", &v, &bad, "run")) {
             if (bad) return WK_EXIT_USAGE;
             o->draft = v;
         } else if (cli_opt_value(argc, argv, &i, "--draft-max", &v, &bad, "run")) {
-            if (bad || !cli_parse_i64("run", "--draft-max", v, 0, WK_VERIFY_MAX - 1, &x)) return WK_EXIT_USAGE;
+            if (bad || !opt_i64("--draft-max", "draft_max", v, &x)) return WK_EXIT_USAGE;
             o->gen.draft_max = (int32_t)x;
         } else if (cli_opt_value(argc, argv, &i, "--draft-min", &v, &bad, "run")) {
-            if (bad || !cli_parse_i64("run", "--draft-min", v, 0, WK_VERIFY_MAX - 1, &x)) return WK_EXIT_USAGE;
+            if (bad || !opt_i64("--draft-min", "draft_min", v, &x)) return WK_EXIT_USAGE;
             o->gen.draft_min = (int32_t)x;
         } else if (cli_opt_value(argc, argv, &i, "--threads", &v, &bad, "run")) {
-            if (bad || !cli_parse_i64("run", "--threads", v, 1, 256, &x)) return WK_EXIT_USAGE;
+            if (bad || !cli_parse_i64("run", "--threads", v, 1, WK_MAX_THREADS, &x)) return WK_EXIT_USAGE;
             o->ctx.n_threads = (int32_t)x;
         } else if (a[0] == '-' && a[1] != '\0') {
             fprintf(stderr,

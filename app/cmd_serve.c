@@ -5,6 +5,8 @@
  */
 #include "cli.h"
 
+#include "../src/io/wk_options.h"
+
 #include "../src/server/wk_server.h"
 
 #include <curl/curl.h>
@@ -55,7 +57,7 @@ int cmd_serve(int argc, char **argv)
         }
         if (cli_opt_value(argc, argv, &i, "--threads", &v, &bad, "serve")) {
             int64_t t;
-            if (!cli_parse_i64("serve", "--threads", v, 1, 1024, &t)) return WK_EXIT_USAGE;
+            if (!cli_parse_i64("serve", "--threads", v, 1, WK_MAX_THREADS, &t)) return WK_EXIT_USAGE;
             o.n_threads = (int32_t)t;
             continue;
         }
@@ -80,7 +82,7 @@ int cmd_runner(int argc, char **argv)
             if (!cli_parse_i64("runner", "--num-ctx", v, 0, 1 << 24, &n)) return WK_EXIT_USAGE;
             o.n_ctx = (int32_t)n;
         } else if (cli_opt_value(argc, argv, &i, "--threads", &v, &bad, "runner")) {
-            if (!cli_parse_i64("runner", "--threads", v, 0, 1024, &n)) return WK_EXIT_USAGE;
+            if (!cli_parse_i64("runner", "--threads", v, 0, WK_MAX_THREADS, &n)) return WK_EXIT_USAGE;
             o.n_threads = (int32_t)n;
         } else if (cli_opt_value(argc, argv, &i, "--parent", &v, &bad, "runner")) {
             if (!cli_parse_i64("runner", "--parent", v, 0, INT32_MAX, &n)) return WK_EXIT_USAGE;

@@ -14,6 +14,7 @@
  * same bytes (see put_value), so format -> parse is the identity.
  */
 #include "wk_modelfile.h"
+#include "wk_options.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -42,31 +43,6 @@ static const char *const g_cmd_names[CMD_COUNT] = {
     "PARAMETER", "MESSAGE", "RENDERER", "PARSER",   "REQUIRES",
 };
 
-static const struct {
-    const char *name;
-    enum wk_mf_type type;
-} g_params[] = {
-    {"temperature", WK_MF_FLOAT},
-    {"top_p", WK_MF_FLOAT},
-    {"min_p", WK_MF_FLOAT},
-    {"typical_p", WK_MF_FLOAT},
-    {"repeat_penalty", WK_MF_FLOAT},
-    {"presence_penalty", WK_MF_FLOAT},
-    {"frequency_penalty", WK_MF_FLOAT},
-    {"top_k", WK_MF_INT},
-    {"seed", WK_MF_INT},
-    {"num_predict", WK_MF_INT},
-    {"num_ctx", WK_MF_INT},
-    {"repeat_last_n", WK_MF_INT},
-    {"num_keep", WK_MF_INT},
-    {"num_batch", WK_MF_INT},
-    {"num_gpu", WK_MF_INT},
-    {"main_gpu", WK_MF_INT},
-    {"num_thread", WK_MF_INT},
-    {"use_mmap", WK_MF_BOOL},
-    {"numa", WK_MF_BOOL},
-    {"stop", WK_MF_STRING},
-};
 static const char *const g_type_names[] = {"float", "int", "bool", "string"};
 /* Go's strconv.ParseBool spellings, {true, false} pairs. */
 static const char *const g_bools[][2] = {
@@ -76,18 +52,20 @@ static const char *const g_roles[] = {"system", "user", "assistant"};
 
 #define WORD_MAX 64 /* longer command, parameter and role words are unknown anyway */
 
-/* Index of the option name in g_params, or -1. */
+/* Index of the option name in the options table (wk_options.h), or -1. */
 static int param_index(const char *name)
 {
-    for (int k = 0; k < (int)WK_ARRAY_LEN(g_params); k++)
-        if (strcmp(g_params[k].name, name) == 0) return k;
-    return -1;
+    const struct wk_option *o = wk_option_find(name);
+    if (o && !o->modelfile) o = NULL; /* the API's options only */
+    int n;
+    return o ? (int)(o - wk_options(&n)) : -1;
 }
 
 bool wk_modelfile_param_type(const char *name, enum wk_mf_type *type)
 {
     int k = param_index(name);
-    if (k >= 0 && type) *type = g_params[k].type;
+    int n;
+    if (k >= 0 && type) *type = wk_options(&n)[k].type;
     return k >= 0;
 }
 
@@ -201,14 +179,26 @@ static enum wk_status add_param_owned(struct wk_modelfile *mf, const char *name,
     char shown_name[WORD_MAX], shown_value[WORD_MAX];
     wk_str_printable(name, strlen(name), shown_name, sizeof shown_name);
     wk_str_printable(value, strlen(value), shown_value, sizeof shown_value);
-    int ix = param_index(name);
-    struct wk_mf_param p = {.type = ix >= 0 ? g_params[ix].type : WK_MF_STRING, .s = value};
+    int ix = param_index(name), n_opts;
+    const struct wk_option *opt = ix >= 0 ? &wk_options(&n_opts)[ix] : NULL;
+    struct wk_mf_param p = {.type = opt ? opt->type : WK_MF_STRING, .s = value};
     enum wk_status st = WK_OK;
-    if (ix < 0)
+    if (!opt)
         st = wk_error_set(err, bad, "unknown parameter '%s'", shown_name);
     else if (!parse_typed(&p, value))
         st = wk_error_set(err, bad, "invalid %s value '%s' for parameter %s", g_type_names[p.type],
                           shown_value, name);
+    else if ((p.type == WK_MF_FLOAT || p.type == WK_MF_INT) &&
+             wk_option_check_number(opt, p.type == WK_MF_FLOAT ? p.f : (double)p.i, err))
+        st = err ? (err->status = bad) : bad; /* out of range: the table's message */
+    else if (strcmp(name, "stop") == 0) { /* the shared limits of a stop list */
+        int32_t n_stops = 0;
+        for (int32_t q = 0; q < mf->n_params; q++) n_stops += strcmp(mf->params[q].name, "stop") == 0;
+        if (n_stops >= WK_MAX_STOPS)
+            st = wk_error_set(err, bad, "more than %d stop parameters", WK_MAX_STOPS);
+        else if (strlen(value) > WK_MAX_STOP_BYTES)
+            st = wk_error_set(err, bad, "a stop parameter longer than %d bytes", WK_MAX_STOP_BYTES);
+    }
     if (st) {
         wk_free(value);
         return st;
@@ -258,7 +248,7 @@ struct cursor {
     size_t line;
     const char *name;
     struct wk_error *err;
-    int32_t param_at[WK_ARRAY_LEN(g_params)]; /* add_param_owned's where */
+    int32_t param_at[WK_OPTIONS_MAX]; /* add_param_owned's where */
 };
 
 /* Sets err to WK_E_FORMAT and "name:line: " + the message; returns WK_E_FORMAT. */

@@ -7,6 +7,8 @@
  */
 #include "server_internal.h"
 
+#include "../io/wk_options.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,24 +40,6 @@ json_t *srv_error_body(enum srv_api api, int status, const char *msg)
 
 #define FAIL(...) (snprintf(msg, cap, __VA_ARGS__), 400)
 
-/* Ollama's options that wick reads, by type, and those it accepts and
- * ignores (llama.cpp-runner settings with no meaning here). */
-static const char *const float_opts[] = {"temperature", "top_p", "min_p", "repeat_penalty",
-                                         "presence_penalty", "frequency_penalty"};
-static const char *const int_opts[] = {"top_k", "seed", "repeat_last_n", "num_predict",
-                                       "draft_max", "draft_min"}; /* the last two: wick's */
-static const char *const ignored_opts[] = {
-    "num_keep", "typical_p", "num_batch", "num_gpu", "main_gpu", "num_thread", "use_mmap",
-    "use_mlock", "numa", "low_vram", "vocab_only", "f16_kv", "logits_all", "penalize_newline",
-    "mirostat", "mirostat_tau", "mirostat_eta", "tfs_z"};
-
-static bool in_list(const char *k, const char *const *list, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        if (strcmp(k, list[i]) == 0) return true;
-    return false;
-}
-
 static bool is_int(json_t *v)
 {
     return json_is_integer(v) || (json_is_real(v) && json_real_value(v) == floor(json_real_value(v)));
@@ -72,35 +56,44 @@ static int parse_ollama_options(struct srv_gen *g, json_t *opts, json_t *ropts, 
     json_t *v;
     json_object_foreach(opts, k, v) {
         if (json_is_null(v)) continue;
-        if (in_list(k, float_opts, WK_ARRAY_LEN(float_opts))) {
-            if (!json_is_number(v)) return FAIL("option '%s' must be a number", k);
-            json_object_set(ropts, k, v);
-        } else if (in_list(k, int_opts, WK_ARRAY_LEN(int_opts))) {
-            double lim = strcmp(k, "seed") == 0 ? 9.2e18 : 2147483647.0;
-            if (!is_int(v) || fabs(json_number_value(v)) > lim)
-                return FAIL("option '%s' must be an integer between %.0f and %.0f", k, -lim, lim);
-            json_object_set_new(ropts, k, json_integer((json_int_t)json_number_value(v)));
-        } else if (strcmp(k, "num_ctx") == 0) {
-            if (!is_int(v) || json_number_value(v) < 0 || json_number_value(v) > 1 << 24)
-                return FAIL("option 'num_ctx' must be an integer between 0 and %d", 1 << 24);
-            g->n_ctx = (int32_t)json_number_value(v);
-        } else if (strcmp(k, "stop") == 0) {
+        /* the options table (wk_options.h): the CLI, Modelfiles and the runner take the same */
+        const struct wk_option *o = wk_option_find(k);
+        if (!o) {
+            char shown[64];
+            wk_str_printable(k, strlen(k), shown, sizeof shown);
+            return FAIL("unknown option '%s'", shown);
+        }
+        if (o->type == WK_MF_STRING) { /* stop */
             if (json_is_string(v)) v = json_pack("[O]", v);
             else if (json_is_array(v)) json_incref(v);
             else return FAIL("option 'stop' must be a list of strings");
             size_t i;
             json_t *s;
             json_array_foreach(v, i, s) {
-                if (!json_is_string(s)) {
+                const char *bad = !json_is_string(s)                              ? "must be a list of strings"
+                                  : json_array_size(stop) >= WK_MAX_STOPS         ? "holds more than 16 strings"
+                                  : json_string_length(s) > WK_MAX_STOP_BYTES     ? "holds a string longer than 1024 bytes"
+                                                                                  : NULL;
+                if (bad) {
                     json_decref(v);
-                    return FAIL("option 'stop' must be a list of strings");
+                    return FAIL("option 'stop' %s", bad);
                 }
                 json_array_append(stop, s);
             }
             json_decref(v);
-        } else if (!in_list(k, ignored_opts, WK_ARRAY_LEN(ignored_opts))) {
-            return FAIL("unknown option '%s'", k);
+            continue;
         }
+        if (o->type == WK_MF_BOOL) {
+            if (!json_is_boolean(v)) return FAIL("option '%s' must be a boolean", k);
+            continue; /* none of the bool options is applied */
+        }
+        if (!json_is_number(v)) return FAIL("option '%s' must be a number", k);
+        struct wk_error e;
+        if (wk_option_check_number(o, json_number_value(v), &e)) return FAIL("%s", e.msg);
+        if (!o->applied) continue;
+        if (strcmp(k, "num_ctx") == 0) g->n_ctx = (int32_t)json_number_value(v);
+        else if (o->type == WK_MF_INT) json_object_set_new(ropts, k, json_integer((json_int_t)json_number_value(v)));
+        else json_object_set(ropts, k, v);
     }
     return 0;
 }
@@ -257,7 +250,9 @@ static int parse_openai(struct srv_gen *g, json_t *body, json_t *req, json_t *ro
         json_object_set_new(ropts, "num_predict", json_integer((json_int_t)json_number_value(v)));
     }
     if ((v = json_object_get(body, "seed")) && !json_is_null(v)) {
-        if (!is_int(v) || fabs(json_number_value(v)) > 9.2e18) return FAIL("seed must be an integer");
+        struct wk_error e;
+        if (!is_int(v) || wk_option_check_number(wk_option_find("seed"), json_number_value(v), &e))
+            return FAIL("seed must be -1 or an integer between 0 and 9223372036854774784");
         json_object_set_new(ropts, "seed", json_integer((json_int_t)json_number_value(v)));
     }
     if ((v = json_object_get(body, "n")) && !json_is_null(v) && !(is_int(v) && json_number_value(v) == 1))

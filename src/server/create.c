@@ -225,7 +225,15 @@ static enum wk_status add_weights(struct build *b, const char *from, char *weigh
     }
     if (is_file(from)) {
         snprintf(weights, cap, "%s", from);
+        /* the whole model and its tokenizer load (mapped, not read), so a
+         * stored model can run: not only a GGUF header (one with no
+         * tensors, an unknown architecture, a missing vocabulary) */
+        struct wk_model *m = NULL;
+        struct wk_tokenizer *tok = NULL;
         enum wk_status st = check_gguf(from, b->err);
+        if (!st) st = load_with_tokenizer(from, &m, &tok, b->err);
+        wk_tokenizer_destroy(tok);
+        wk_model_destroy(m);
         return st ? st : add_file(b, WK_MT_MODEL, from, "copying model data from %s");
     }
     struct wk_model_name bn;

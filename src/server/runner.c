@@ -22,6 +22,7 @@
  */
 #include "wk_server.h"
 
+#include "../io/wk_options.h"
 #include "../runtime/wk_runtime.h"
 
 #include <errno.h>
@@ -39,7 +40,7 @@
 #include <unistd.h>
 
 #define MAX_REQUEST_BYTES ((size_t)256 << 20) /* the server's 64 MiB body, rewritten */
-#define MAX_STOPS 16
+#define MAX_STOPS WK_MAX_STOPS
 #define MAX_LOGIT_BIAS 4096
 
 /* One completion request, shared by its connection thread and the compute
@@ -226,6 +227,12 @@ static bool parse_options(struct job *j, json_t *req, char *msg, size_t cap)
             return false;
         }
         double d = json_number_value(v);
+        struct wk_error e; /* the options table's range, as the server, the CLI and Modelfiles check it */
+        const struct wk_option *o = wk_option_find(fields[i].name);
+        if (o && wk_option_check_number(o, d, &e)) {
+            snprintf(msg, cap, "%s", e.msg);
+            return false;
+        }
         if (fields[i].f) *fields[i].f = (float)d;
         else if (d != (double)(int64_t)d || d < -2147483648.0 || d > 2147483647.0) {
             if (fields[i].l && d == (double)(int64_t)d) *fields[i].l = (int64_t)d;

@@ -17,6 +17,12 @@ Cases (numbered as issue 20's list):
     mistake: a clear error, little memory), and a binary file is no
     Modelfile.
  5. concurrent /api/create with quantize each get a folder of their own.
+ 6. a create stores only what can run: num_ctx 1e9 or -5, temperature -3,
+    60,000 stop strings, a GGUF with no tensors are each a 400 naming the
+    problem, and nothing is stored.
+ 8. the API, `wick run` and Modelfiles refuse the same values (num_ctx 1,
+    seed -5, temperature -3); `wick serve --threads 1000` is refused at
+    start.
  9. a killed process's temporaries are removed when the server starts or
     wick create runs (a live process's stay); a create that runs out of
     space (a 150 MB tmpfs) leaves no blob behind.
@@ -284,6 +290,61 @@ def test_concurrent_quantize(store):
         s.stop()
 
 
+# ------------------------------------------------------------------ 6 and 8: models that can run, limits that agree
+
+def tensorless_gguf(path):
+    """A GGUF v3 with general.architecture = llama and no tensors at all."""
+    import struct
+
+    def gstr(t):
+        b = t.encode()
+        return struct.pack("<Q", len(b)) + b
+
+    with open(path, "wb") as f:
+        f.write(b"GGUF" + struct.pack("<IQQ", 3, 0, 1) + gstr("general.architecture") + struct.pack("<I", 8)
+                + gstr("llama"))
+
+
+def test_create_validates(store, work):
+    """A create stores only what can run; the API, Modelfiles, the CLI and
+    the runner share one table of option ranges."""
+    s = Server(store, "--allow-paths")
+    try:
+        bad = {"num_ctx 1e9": {"num_ctx": 1000000000}, "num_ctx -5": {"num_ctx": -5},
+               "temperature -3": {"temperature": -3}, "60,000 stop strings": {"stop": [f"s{i}" for i in range(60000)]},
+               "a stop string of 4 KB": {"stop": ["x" * 4096]}, "seed -5": {"seed": -5}}
+        for what, params in bad.items():
+            st, body = s.post("/api/create", {"model": "never", "from": "smollm2", "parameters": params, "stream": False})
+            check(st == 400 and ("must be" in body.get("error", "") or "stop" in body.get("error", "")),
+                  f"/api/create with {what}: 400 naming the limit", str(body)[:300])
+        gg = os.path.join(work, "empty.gguf")
+        tensorless_gguf(gg)
+        st, body = s.post("/api/create", {"model": "never", "from": gg, "stream": False})
+        check(st == 400 and "missing" in body.get("error", ""), "/api/create from a GGUF with no tensors: 400 naming "
+              "what is missing", str(body))
+        check(not os.path.exists(os.path.join(store, "manifests", "registry.ollama.ai", "library", "never")),
+              "none of them was stored")
+        # the same values through a request's options, the CLI and a Modelfile
+        for what, opts, flag in (("num_ctx 1", {"num_ctx": 1}, ["--num-ctx", "1"]),
+                                 ("seed -5", {"seed": -5}, ["--seed", "-5"]),
+                                 ("temperature -3", {"temperature": -3}, ["--temperature", "-3"])):
+            st, body = s.post("/api/generate", {"model": "smollm2", "prompt": "Hi", "stream": False, "options": opts})
+            rc, err, _, _ = run_cost(["run", "smollm2", "Hi", *flag], env=dict(os.environ, WICK_MODELS=store))
+            mf = os.path.join(work, "opt.Modelfile")
+            with open(mf, "w") as f:
+                f.write(f"FROM smollm2\nPARAMETER {what}\n")
+            rc2, err2, _, _ = run_cost(["create", "never2", "-f", mf], env=dict(os.environ, WICK_MODELS=store))
+            check(st == 400 and rc == 2 and rc2 != 0,
+                  f"{what}: refused alike by the API (400), wick run (usage error) and a Modelfile",
+                  f"{st} {body} / {rc} {err.strip()} / {rc2} {err2.strip()}")
+        check(s.alive(), "the server serves on")
+    finally:
+        s.stop()
+    rc, err, _, _ = run_cost(["serve", "--threads", "1000"], env=dict(os.environ, WICK_MODELS=store,
+                                                                      WICK_HOST="127.0.0.1:1"), timeout=10)
+    check(rc == 2 and "--threads" in err, "wick serve --threads 1000 is refused at start (runners take 256 at most)", err)
+
+
 # ------------------------------------------------------------------ 10: runner sockets
 
 def test_runner_socket(store):
@@ -392,11 +453,14 @@ def main():
     store = make_store()
     work = tempfile.mkdtemp(prefix="wick-hostile-work-")
     try:
-        for t in (test_paths, test_host_origin, test_create_file_bounded, test_concurrent_quantize, test_runner_socket,
-                  test_leftovers):
+        for t in (test_paths, test_host_origin, test_create_file_bounded, test_concurrent_quantize,
+                  test_create_validates, test_runner_socket, test_leftovers):
             t0 = time.time()
             try:
-                t(store, work) if t is test_paths else t(work) if t is test_leftovers else t(store)
+                if t in (test_paths, test_create_validates):
+                    t(store, work)
+                else:
+                    t(work) if t is test_leftovers else t(store)
             except Exception as e:  # a hang or a dropped connection is a failure of that case, not the end
                 check(False, f"{t.__name__} ran to its end", f"{type(e).__name__}: {e}")
             print(f"{t.__name__}: {time.time() - t0:.1f} s", flush=True)

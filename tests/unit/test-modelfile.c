@@ -222,8 +222,8 @@ static void test_params(void)
                                       "PARAMETER temperature 0.7\n"
                                       "PARAMETER stop \"<|im_end|>\"\n"
                                       "PARAMETER top_k 20\n"
-                                      "PARAMETER seed -9223372036854775808\n"
-                                      "PARAMETER num_ctx 9223372036854775807\n"
+                                      "PARAMETER seed -1\n"
+                                      "PARAMETER num_ctx 4194304\n"
                                       "PARAMETER use_mmap false\n"
                                       "PARAMETER numa T\n"
                                       "PARAMETER stop <end of turn>\n"
@@ -243,8 +243,8 @@ static void test_params(void)
     CHECK_EQ_STR(mf.params[1].s, "1e-1");
     CHECK_EQ_INT(mf.params[3].type, WK_MF_INT);
     CHECK_EQ_INT(mf.params[3].i, 20);
-    CHECK(mf.params[4].i == INT64_MIN);
-    CHECK(mf.params[5].i == INT64_MAX);
+    CHECK(mf.params[4].i == -1);
+    CHECK(mf.params[5].i == 4194304); /* the largest num_ctx the options table allows */
     CHECK_EQ_INT(mf.params[6].type, WK_MF_BOOL);
     CHECK(!mf.params[6].b);
     CHECK(mf.params[7].b);
@@ -365,6 +365,26 @@ static void test_errors(void)
                       "Modelfile:2: invalid int value '1.5' for parameter num_ctx");
     CHECK_PARSE_ERROR("FROM a\nPARAMETER seed 9223372036854775808\n",
                       "Modelfile:2: invalid int value '9223372036854775808' for parameter seed");
+    /* the options table's ranges and stop limits (wk_options.h): a stored
+     * model's parameters can always run */
+    CHECK_PARSE_ERROR("FROM a\nPARAMETER temperature -3\n",
+                      "Modelfile:2: option 'temperature' must be a number between 0 and 100, not -3");
+    CHECK_PARSE_ERROR("FROM a\nPARAMETER num_ctx 1000000000\n",
+                      "Modelfile:2: option 'num_ctx' must be an integer between 16 and 4194304, not 1000000000");
+    CHECK_PARSE_ERROR("FROM a\nPARAMETER num_ctx -5\n",
+                      "Modelfile:2: option 'num_ctx' must be an integer between 16 and 4194304, not -5");
+    CHECK_PARSE_ERROR("FROM a\nPARAMETER seed -5\n",
+                      "Modelfile:2: option 'seed' must be an integer between -1 and 9.2233720368547748e+18, not -5");
+    {
+        char text[4096] = "FROM a\n";
+        for (int k = 0; k < 17; k++) snprintf(text + strlen(text), sizeof text - strlen(text), "PARAMETER stop s%d\n", k);
+        CHECK_PARSE_ERROR(text, "Modelfile:18: more than 16 stop parameters");
+        char long_stop[1200] = "FROM a\nPARAMETER stop ";
+        memset(long_stop + strlen(long_stop), 'x', 1030);
+        long_stop[sizeof long_stop - 2] = '\n';
+        long_stop[sizeof long_stop - 1] = '\0';
+        CHECK_PARSE_ERROR(long_stop, "Modelfile:2: a stop parameter longer than 1024 bytes");
+    }
     CHECK_PARSE_ERROR("FROM a\nPARAMETER top_k \"\"\n",
                       "Modelfile:2: invalid int value '' for parameter top_k");
     CHECK_PARSE_ERROR("FROM a\nPARAMETER use_mmap yes\n",
