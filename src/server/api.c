@@ -29,11 +29,22 @@ static bool is_openai(enum srv_api api) { return api == API_OAI_CHAT || api == A
 
 json_t *srv_error_body(enum srv_api api, int status, const char *msg)
 {
-    if (!is_openai(api)) return json_pack("{s:s}", "error", msg);
-    const char *type = status == 404 ? "not_found_error" : status < 500 ? "invalid_request_error"
-                                                                        : "api_error";
-    return json_pack("{s:{s:s, s:s, s:n, s:n}}", "error", "message", msg, "type", type, "param",
-                     "code");
+    /* a message cut to its buffer may end inside a character (a long
+     * name or key of the client's): never a reason for the error itself
+     * to fail */
+    size_t n;
+    char *clean = wk_utf8_sanitize(msg, strlen(msg), &n);
+    const char *m = clean ? clean : "error";
+    json_t *r;
+    if (!is_openai(api)) {
+        r = json_pack("{s:s}", "error", m);
+    } else {
+        const char *type = status == 404 ? "not_found_error" : status < 500 ? "invalid_request_error"
+                                                                            : "api_error";
+        r = json_pack("{s:{s:s, s:s, s:n, s:n}}", "error", "message", m, "type", type, "param", "code");
+    }
+    wk_free(clean);
+    return r;
 }
 
 /* ------------------------------------------------------------ parsing */
@@ -153,7 +164,9 @@ static int parse_messages(json_t *in, json_t *out, char *msg, size_t cap)
         int err = 0;
         json_t *content = message_content(json_object_get(m, "content"), msg, cap, &err);
         if (!content) return err;
-        char r[32];
+        char r[72];
+        if (json_string_length(role) >= sizeof r) /* never cut (inside a character, or into another role) */
+            return FAIL("messages[%zu].role is longer than %zu bytes", i, sizeof r - 1);
         snprintf(r, sizeof r, "%s", json_string_value(role));
         for (char *p = r; *p; p++)
             if (*p >= 'A' && *p <= 'Z') *p = (char)(*p - 'A' + 'a');
@@ -325,6 +338,8 @@ int srv_gen_parse(struct srv_gen *g, json_t *body, char *msg, size_t cap)
     json_t *model = json_object_get(body, "model");
     if (!model && !is_openai(g->api)) model = json_object_get(body, "name");
     if (!json_is_string(model) || json_string_length(model) == 0) return FAIL("model is required");
+    if (json_string_length(model) >= sizeof g->model_name) /* never cut into another model's name */
+        return FAIL("model name is longer than %zu bytes", sizeof g->model_name - 1);
     snprintf(g->model_name, sizeof g->model_name, "%s", json_string_value(model));
     g->keep_alive_ns = default_keep_alive();
     json_t *req = json_object(), *ropts = json_object(), *stop = json_array();

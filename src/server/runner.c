@@ -188,7 +188,11 @@ static char *read_line(int fd, size_t max, size_t *len)
 
 static json_t *error_line(int status, const char *msg)
 {
-    return json_pack("{s:i, s:s}", "status", status, "error", msg);
+    size_t n; /* a message cut to its buffer may end inside a character */
+    char *clean = wk_utf8_sanitize(msg, strlen(msg), &n);
+    json_t *r = json_pack("{s:i, s:s}", "status", status, "error", clean ? clean : "error");
+    wk_free(clean);
+    return r;
 }
 
 /* Reads the sampler options and limits of request req into j; false with

@@ -111,7 +111,7 @@ bool srv_buf_json(struct wk_buf *b, json_t *obj, const char *tail);
 /* One generation request, from the parsed body to the last byte sent. */
 struct srv_gen {
     enum srv_api api;
-    char model_name[256]; /* as the client wrote it, echoed back */
+    char model_name[WK_MODEL_NAME_MAX]; /* as the client wrote it, echoed back */
     bool stream, include_usage, logprobs;
     int32_t top_logprobs, legacy_logprobs; /* legacy: /v1/completions' integer logprobs */
     int64_t keep_alive_ns;

@@ -44,6 +44,9 @@
 struct wk_model_name {
     char host[128], ns[128], name[128], tag[128];
 };
+/* Bytes of the longest name wk_model_name_parse takes ("host/ns/name:tag"
+ * of four 127-byte parts), with its NUL. */
+#define WK_MODEL_NAME_MAX 512
 
 /*
  * Parses s. Parts are letters, digits, '_', '-' and '.', not starting

@@ -20,6 +20,10 @@ Cases (numbered as issue 20's list):
  6. a create stores only what can run: num_ctx 1e9 or -5, temperature -3,
     60,000 stop strings, a GGUF with no tensors are each a 400 naming the
     problem, and nothing is stored.
+ 7. names and UTF-8: a 483-byte model name is found under its whole name;
+    a 40-byte role with multibyte characters is kept whole, a longer one
+    refused; an option key of 300 "é" is a 400; error bodies are valid
+    UTF-8 even when a message is cut.
  8. the API, `wick run` and Modelfiles refuse the same values (num_ctx 1,
     seed -5, temperature -3); `wick serve --threads 1000` is refused at
     start.
@@ -345,6 +349,45 @@ def test_create_validates(store, work):
     check(rc == 2 and "--threads" in err, "wick serve --threads 1000 is refused at start (runners take 256 at most)", err)
 
 
+# ------------------------------------------------------------------ 7: names and UTF-8
+
+def test_names_utf8(store):
+    s = Server(store)
+    try:
+        long_name = f"{'h' * 120}/{'n' * 120}/{'m' * 120}:{'t' * 120}"  # 483 bytes, within the name grammar
+        st, body = s.post("/api/create", {"model": long_name, "from": "smollm2", "stream": False})
+        check(st == 200, "a 483-byte model name is stored", str(body)[:200])
+        st, body = s.post("/api/generate", {"model": long_name, "prompt": "Hi", "stream": False,
+                                            "options": {"num_predict": 1}})
+        check(st == 200 and body.get("model") == long_name, "and found by generation under its whole name (not cut)",
+              str(body)[:200])
+        st, body = s.post("/api/generate", {"model": "x" * 600, "prompt": "Hi", "stream": False})
+        check(st in (400, 404) and "error" in body, "a 600-byte model name is a clear error", str(body)[:200])
+        base = {"model": "smollm2", "stream": False, "options": {"num_predict": 1, "temperature": 0}}
+        plain = s.post("/api/chat", dict(base, messages=[{"role": "user", "content": "Hi"}]))[1]
+        role = "x" * 30 + "é" * 5  # 40 bytes: cut at 31 it ended inside an "é"
+        st, body = s.post("/api/chat", dict(base, messages=[{"role": role, "content": "note"},
+                                                            {"role": "user", "content": "Hi"}]))
+        check(st == 200 and body.get("prompt_eval_count", 0) > plain.get("prompt_eval_count", 0),
+              "a 40-byte role with multibyte characters is kept whole (its message reaches the prompt)",
+              f"{st} {body.get('prompt_eval_count')} vs {plain.get('prompt_eval_count')} {str(body)[:200]}")
+        st, body = s.post("/api/chat", dict(base, messages=[{"role": "é" * 50, "content": "x"}]))
+        check(st == 400 and "role" in body.get("error", ""), "a 100-byte role is a 400 naming it", str(body)[:200])
+        st, body = s.post("/api/generate", {"model": "smollm2", "prompt": "Hi", "stream": False,
+                                            "options": {"é" * 300: 1}})
+        check(st == 400 and "unknown option" in body.get("error", ""), "an option key of 300 'é' is a 400, not a 500",
+              str(body)[:200])
+        st, raw, _ = s.request("POST", "/api/generate", json.dumps({"model": "é" * 200, "prompt": "x"}))
+        try:
+            ok = "error" in json.loads(raw.decode("utf-8"))
+        except (ValueError, UnicodeDecodeError):
+            ok = False
+        check(st in (400, 404) and ok, "errors naming a long multibyte name are valid UTF-8 JSON", repr(raw[:200]))
+        check(s.alive(), "the server serves on")
+    finally:
+        s.stop()
+
+
 # ------------------------------------------------------------------ 10: runner sockets
 
 def test_runner_socket(store):
@@ -454,7 +497,7 @@ def main():
     work = tempfile.mkdtemp(prefix="wick-hostile-work-")
     try:
         for t in (test_paths, test_host_origin, test_create_file_bounded, test_concurrent_quantize,
-                  test_create_validates, test_runner_socket, test_leftovers):
+                  test_create_validates, test_names_utf8, test_runner_socket, test_leftovers):
             t0 = time.time()
             try:
                 if t in (test_paths, test_create_validates):
