@@ -219,12 +219,28 @@ static enum MHD_Result serve_generation(struct MHD_Connection *c, enum srv_api a
         gen_free(g);
         return reply_error(c, api, err.status == WK_E_CANCELLED ? 503 : 500, err.msg);
     }
+    /* a prompt far longer than the context is refused here, unsent: the
+     * runner would have to read and render it first */
+    size_t bytes = json_string_length(json_object_get(g->runner_req, "raw"));
+    size_t i;
+    json_t *m;
+    json_array_foreach(msgs, i, m) bytes += json_string_length(json_object_get(m, "content"));
+    const int64_t bpt = srv_runner_bytes_per_token(g->runner), n_ctx = srv_runner_n_ctx(g->runner);
+    if (bpt > 0 && n_ctx > 0 && (int64_t)bytes / bpt >= n_ctx) {
+        snprintf(msg, sizeof msg,
+                 "the prompt is %zu bytes, at least %lld tokens, which does not fit in the context of %lld tokens "
+                 "(num_ctx %lld)", bytes, (long long)((int64_t)bytes / bpt), (long long)n_ctx, (long long)n_ctx);
+        gen_free(g);
+        return reply_error(c, api, 400, msg);
+    }
     json_t *first = NULL;
-    /* the runner answers once the prompt is tokenized: seconds at most */
-    if (srv_call_open(g->runner, g->runner_req, 120 * 1000, &g->call, &first, &err)) {
+    /* the runner answers once the prompt is tokenized: seconds at most; a
+     * client that leaves meanwhile cancels it */
+    if (srv_call_open(g->runner, g->runner_req, 120 * 1000, g->client_fd, &g->call, &first, &err)) {
         /* not marked dead: the runner may have refused only this request
          * (the reaper notices a runner that exited) */
         gen_free(g);
+        if (err.status == WK_E_CANCELLED) return MHD_NO; /* nobody to answer */
         return reply_error(c, api, 500, err.msg);
     }
     int rs = (int)json_integer_value(json_object_get(first, "status"));
@@ -456,7 +472,7 @@ static enum MHD_Result route(struct MHD_Connection *c, const char *url, const ch
     enum srv_api api = routes[found].api >= 0 ? (enum srv_api)routes[found].api
                        : oai                  ? API_OAI_CHAT
                                               : API_GENERATE;
-    if (k->too_big) return reply_error(c, api, 413, "the request body is larger than 64 MiB");
+    if (k->too_big) return reply_error(c, api, 413, "the request body is larger than 16 MiB");
     json_error_t je;
     json_t *body = json_loadb(k->body.p ? k->body.p : "", k->body.len, 0, &je);
     if (!body || !json_is_object(body)) {

@@ -294,6 +294,44 @@ static bool parse_options(struct job *j, json_t *req, char *msg, size_t cap)
     return true;
 }
 
+/* Pieces the prompt is counted in by prompt_surely_longer: about this many bytes. */
+#define COUNT_PIECE 65536
+
+/*
+ * True when prompt p surely holds more than limit tokens, tokenizing it in
+ * pieces of about COUNT_PIECE bytes (cut before a space or a newline where
+ * there is one) and stopping as soon as the count passes limit: so a
+ * prompt too long for the context costs about limit tokens of work, not
+ * its whole length (a 16 MB prompt tokenized whole took seconds and
+ * hundreds of MB). Cutting changes a few tokens at each cut, so callers
+ * give limit a margin over the context and tokenize exactly below it.
+ * *counted: the tokens counted.
+ */
+static bool prompt_surely_longer(const struct wk_prompt *p, int64_t limit, int64_t *counted)
+{
+    struct wk_tokens t = {0};
+    *counted = 0;
+    for (int32_t i = 0; i < p->n && *counted <= limit; i++) {
+        const char *s = p->segs[i].text;
+        size_t n = p->segs[i].len;
+        while (n > 0 && *counted <= limit) {
+            size_t k = WK_MIN(n, (size_t)COUNT_PIECE);
+            if (k < n) { /* before a space or a newline, else at a character's start */
+                size_t c = k;
+                while (c > k / 2 && s[c] != ' ' && s[c] != '\n') c--;
+                if (c > k / 2) k = c;
+                else while (k > 1 && ((unsigned char)s[k] & 0xC0) == 0x80) k--;
+            }
+            t.n = 0;
+            if (wk_tokenizer_encode(R.tok, s, k, p->segs[i].scaffold, &t)) break; /* out of memory: count exactly later */
+            *counted += t.n;
+            s += k, n -= k;
+        }
+    }
+    wk_tokens_deinit(&t);
+    return *counted > limit;
+}
+
 /* Renders and tokenizes the prompt of req into j->ids and checks it fits;
  * returns 200, or 400/500 with msg set. */
 static int prepare(struct job *j, json_t *req, char *msg, size_t cap)
@@ -335,6 +373,27 @@ static int prepare(struct job *j, json_t *req, char *msg, size_t cap)
         return 400;
     }
     j->hide_thinking = prompt.hide_thinking;
+    size_t bytes = 0;
+    for (int32_t i = 0; i < prompt.n; i++) bytes += prompt.segs[i].len;
+    int64_t at_least = wk_tokenizer_min_tokens(R.tok, bytes);
+    if (!st && at_least >= R.n_ctx) { /* not worth tokenizing: it cannot fit */
+        wk_prompt_deinit(&prompt);
+        snprintf(msg, cap,
+                 "the prompt is %zu bytes, at least %lld tokens, which does not fit in the context of %d tokens "
+                 "(num_ctx %d)", bytes, (long long)at_least, R.n_ctx, R.n_ctx);
+        return 400;
+    }
+    int64_t counted = 0;
+    /* a long prompt is counted in pieces first, stopping past the
+     * context; a short one (or one that may fit) is tokenized exactly,
+     * and its exact length named when it does not fit */
+    if (!st && bytes > COUNT_PIECE && prompt_surely_longer(&prompt, R.n_ctx + R.n_ctx / 8 + 64, &counted)) {
+        wk_prompt_deinit(&prompt);
+        snprintf(msg, cap,
+                 "the prompt is more than %lld tokens, which does not fit in the context of %d tokens "
+                 "(num_ctx %d)", (long long)counted, R.n_ctx, R.n_ctx);
+        return 400;
+    }
     if (!st && (st = wk_prompt_tokenize(R.tok, &prompt, &j->ids)))
         wk_error_set(&err, st, "out of memory while tokenizing");
     wk_prompt_deinit(&prompt);
@@ -625,7 +684,10 @@ int wk_runner_main(const struct wk_runner_opts *o)
         json_decref(e);
         return 1;
     }
-    printf("{\"ready\":true,\"n_ctx\":%d,\"draft\":%s}\n", R.n_ctx, R.draft ? "true" : "false");
+    /* bytes_per_token: wk_tokenizer_min_tokens's divisor, so the server can
+     * refuse a prompt far longer than the context before sending it here */
+    printf("{\"ready\":true,\"n_ctx\":%d,\"draft\":%s,\"bytes_per_token\":%lld}\n", R.n_ctx,
+           R.draft ? "true" : "false", (long long)(1 + (1 << 20) / WK_MAX(1, wk_tokenizer_min_tokens(R.tok, 1 << 20))));
     fflush(stdout);
     pthread_attr_t attr;
     pthread_attr_init(&attr);

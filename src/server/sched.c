@@ -35,6 +35,7 @@ struct srv_runner {
     struct srv_model model;
     int32_t n_ctx_req; /* as asked (0: default) */
     int32_t n_ctx;     /* as the runner reports */
+    int64_t bytes_per_token; /* as the runner reports: a prompt of more than n_ctx times this many bytes cannot fit */
     pid_t pid;
     char sock[64];
     int users;
@@ -171,6 +172,7 @@ static enum wk_status runner_start(struct srv_runner *r, struct wk_error *err)
     enum wk_status st = WK_OK;
     if (j && json_is_true(json_object_get(j, "ready"))) {
         r->n_ctx = (int32_t)json_integer_value(json_object_get(j, "n_ctx"));
+        r->bytes_per_token = json_integer_value(json_object_get(j, "bytes_per_token"));
     } else {
         const char *e = j ? json_string_value(json_object_get(j, "error")) : NULL;
         st = wk_error_set(err, WK_E_IO, "the model runner failed to start: %s",
@@ -357,6 +359,7 @@ bool srv_sched_unload(const char *name)
 }
 
 int32_t srv_runner_n_ctx(const struct srv_runner *r) { return r->n_ctx; }
+int64_t srv_runner_bytes_per_token(const struct srv_runner *r) { return r->bytes_per_token; }
 
 static int64_t rss_bytes(pid_t pid)
 {
@@ -456,7 +459,7 @@ static bool write_all(int fd, const char *s, size_t n)
     return true;
 }
 
-enum wk_status srv_call_open(struct srv_runner *r, json_t *req, int timeout_ms, struct srv_call *c,
+enum wk_status srv_call_open(struct srv_runner *r, json_t *req, int timeout_ms, int client_fd, struct srv_call *c,
                              json_t **first, struct wk_error *err)
 {
     memset(c, 0, sizeof *c);
@@ -467,11 +470,13 @@ enum wk_status srv_call_open(struct srv_runner *r, json_t *req, int timeout_ms, 
     bool ok = s && write_all(c->fd, s, strlen(s)) && write_all(c->fd, "\n", 1);
     free(s);
     c->deadline_ns = wk_time_ns() + (int64_t)timeout_ms * 1000000;
-    if (ok && srv_call_next(c, -1, first) == SRV_LINE) {
+    enum srv_next nx = ok ? srv_call_next(c, client_fd, first) : SRV_RUNNER_GONE;
+    if (nx == SRV_LINE) {
         c->deadline_ns = 0;
         return WK_OK;
     }
-    srv_call_close(c);
+    srv_call_close(c); /* the runner sees the request's connection close: it drops the request */
+    if (nx == SRV_CLIENT_GONE) return wk_error_set(err, WK_E_CANCELLED, "the client left");
     return wk_error_set(err, WK_E_IO, "the model runner stopped or did not answer");
 }
 
@@ -526,7 +531,7 @@ json_t *srv_runner_status(struct srv_runner *r)
     struct srv_call c;
     json_t *req = json_pack("{s:b}", "status", 1), *st = NULL;
     struct wk_error err;
-    if (srv_call_open(r, req, 1000, &c, &st, &err) == WK_OK) srv_call_close(&c);
+    if (srv_call_open(r, req, 1000, -1, &c, &st, &err) == WK_OK) srv_call_close(&c);
     json_decref(req);
     return st;
 }

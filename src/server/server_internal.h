@@ -13,7 +13,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define SRV_MAX_BODY ((size_t)64 << 20)
+#define SRV_MAX_BODY ((size_t)16 << 20)
 #define SRV_DEFAULT_KEEP_ALIVE_NS (5 * 60 * INT64_C(1000000000))
 #define SRV_KEEP_FOREVER INT64_MAX
 
@@ -69,6 +69,10 @@ bool srv_sched_unload(const char *name);
 json_t *srv_sched_list(void);
 /* Its n_ctx. */
 int32_t srv_runner_n_ctx(const struct srv_runner *r);
+/* Bytes of prompt text per token at most, from its vocabulary's longest
+ * piece (wk_tokenizer_min_tokens): a prompt of more than n_ctx times this
+ * many bytes cannot fit; 0 when the runner did not say. */
+int64_t srv_runner_bytes_per_token(const struct srv_runner *r);
 
 /* ------------------------------------------------------------ runner client */
 
@@ -81,9 +85,11 @@ struct srv_call {
 };
 
 /* Connects to r, sends req, reads the first line into *first (owned by
- * the caller), waiting at most timeout_ms for it. Errors: WK_E_IO (the
- * runner is gone or did not answer in time). */
-enum wk_status srv_call_open(struct srv_runner *r, json_t *req, int timeout_ms, struct srv_call *c,
+ * the caller), waiting at most timeout_ms for it while watching client_fd
+ * (-1: none). Errors: WK_E_IO (the runner is gone or did not answer in
+ * time), WK_E_CANCELLED (the client left: the runner connection is
+ * closed, which drops the request there). */
+enum wk_status srv_call_open(struct srv_runner *r, json_t *req, int timeout_ms, int client_fd, struct srv_call *c,
                              json_t **first, struct wk_error *err);
 
 enum srv_next { SRV_LINE, SRV_CLIENT_GONE, SRV_RUNNER_GONE, SRV_SHUTDOWN };

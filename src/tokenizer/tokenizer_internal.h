@@ -45,6 +45,7 @@ struct wk_tokenizer {
     size_t *text_off;     /* [n_vocab] while building, then NULL */
     char **pieces;        /* [n_vocab] into text */
     uint32_t *piece_len;  /* [n_vocab] bytes */
+    uint32_t max_piece_len; /* the longest piece, in bytes (wk__vocab_finish) */
     float *scores;        /* [n_vocab] */
     uint8_t *types;       /* [n_vocab] enum wk_token_type */
     uint8_t *eog;         /* [n_vocab] 1 = ends generation */

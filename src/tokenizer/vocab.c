@@ -186,6 +186,7 @@ enum wk_status wk__vocab_finish(struct wk_tokenizer *tok)
             tok->types[i] = WK_TOKEN_UNUSED;
         }
         tok->pieces[i] = tok->text + tok->text_off[i];
+        tok->max_piece_len = WK_MAX(tok->max_piece_len, tok->piece_len[i]);
     }
     wk_free(tok->text_off);
     tok->text_off = NULL;
@@ -241,6 +242,17 @@ void wk_tokenizer_destroy(struct wk_tokenizer *tok)
 }
 
 int32_t wk_tokenizer_n_vocab(const struct wk_tokenizer *tok) { return tok->n_vocab; }
+
+int64_t wk_tokenizer_min_tokens(const struct wk_tokenizer *tok, size_t n_bytes)
+{
+    /* a token covers at most its piece's bytes of the normalized text
+     * (pieces are stored escaped: GPT-2's byte mapping and SentencePiece's
+     * '▁' only lengthen them); Unicode normalization can shorten text up
+     * to 3 times (three Hangul jamo, 9 bytes, into one 3-byte syllable;
+     * NFKC's fullwidth "Ａ", 3 bytes, into "A"): 4 for a margin */
+    const uint64_t per = 4 * (uint64_t)WK_MAX(tok->max_piece_len, 1u);
+    return (int64_t)(n_bytes / per);
+}
 int32_t wk_tokenizer_bos(const struct wk_tokenizer *tok) { return tok->bos; }
 int32_t wk_tokenizer_eos(const struct wk_tokenizer *tok) { return tok->eos; }
 bool wk_tokenizer_add_bos(const struct wk_tokenizer *tok) { return tok->add_bos; }

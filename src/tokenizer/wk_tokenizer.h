@@ -76,6 +76,11 @@ enum wk_status wk_tokenizer_from_hf_json(const char *json_text, size_t len, cons
                                          struct wk_tokenizer **out, struct wk_error *err);
 
 int32_t wk_tokenizer_n_vocab(const struct wk_tokenizer *tok);
+
+/* A lower bound on the tokens that n_bytes of text (control tokens and
+ * all) can encode to, from the longest piece of the vocabulary: so a
+ * prompt far longer than a context is refused without tokenizing it. */
+int64_t wk_tokenizer_min_tokens(const struct wk_tokenizer *tok, size_t n_bytes);
 int32_t wk_tokenizer_bos(const struct wk_tokenizer *tok); /* -1 when none */
 int32_t wk_tokenizer_eos(const struct wk_tokenizer *tok); /* -1 when none */
 bool wk_tokenizer_add_bos(const struct wk_tokenizer *tok);

@@ -13,6 +13,10 @@ Cases (numbered as issue 20's list):
     as Ollama checks them: a Host that does not name this machine is a
     403 (DNS rebinding), a browser Origin outside the allowed list a 403,
     allowed origins get CORS headers and preflights a 204.
+ 2. a prompt that cannot fit the context costs the runner under 0.1 s
+    of CPU and under 64 MiB (15 MB of words, a 1 MB word, 2 MB of text),
+    six 15 MB requests whose clients left cost it nothing, a body over 16
+    MiB is a 413.
  3. `wick create -f` reads at most 16 MiB (/dev/zero, a GGUF named by
     mistake: a clear error, little memory), and a binary file is no
     Modelfile.
@@ -245,12 +249,80 @@ def run_cost(args, env=None, timeout=60):
     return p.returncode, err, ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024
 
 
+# ------------------------------------------------------------------ 2: long prompts cost little
+
+def children(pid):
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            return [int(x) for x in f.read().split()]
+    except OSError:
+        return []
+
+
+def test_long_prompts(store):
+    """A prompt that cannot fit the context is refused at the cost of what
+    the context holds, not of its length, and costs nothing once its client
+    has left."""
+    s = Server(store)
+    try:
+        base = {"model": "smollm2", "stream": False, "options": {"num_predict": 1}}
+        st, body = s.post("/api/generate", dict(base, prompt="Hi"))
+        check(st == 200, "setup: the runner is loaded", str(body))
+        runner = children(s.proc.pid)
+        check(len(runner) == 1, "setup: one runner process", str(runner))
+        r_pid = runner[0] if runner else s.proc.pid
+        cases = (("a 15 MB prompt", "word " * (3 << 20)),
+                 ("a 1 MB prompt of one long word", "x" * (1 << 20)),
+                 ("a 2 MB prompt", "the quick brown fox jumps over the lazy dog. " * 46000))
+        for what, prompt in cases:
+            s_cpu0, _ = s.cost()
+            r_cpu0, r_rss0 = proc_cost(r_pid)
+            t0 = time.time()
+            st, body = s.post("/api/generate", dict(base, prompt=prompt))
+            took = time.time() - t0
+            s_cpu1, s_rss1 = s.cost()
+            r_cpu1, r_rss1 = proc_cost(r_pid)
+            err = body.get("error", "")
+            check(st == 400 and "does not fit in the context" in err and r_cpu1 - r_cpu0 < 0.1,
+                  f"{what}: 400 ({took:.2f} s; runner {r_cpu1 - r_cpu0:.3f} s CPU, server {s_cpu1 - s_cpu0:.3f})",
+                  f"{st} {err[:200]}")
+            check(r_rss1 - r_rss0 < 64, f"{what}: runner peak RSS +{r_rss1 - r_rss0:.0f} MiB (< 64)")
+        _, s_rss = s.cost()
+        check(s_rss < 200, f"the server's peak RSS after them: {s_rss:.0f} MiB (< 200)")
+        # six 15 MB requests whose clients hang up at once
+        r_cpu0, r_rss0 = proc_cost(r_pid)
+        body = json.dumps(dict(base, prompt="word " * (3 << 20))).encode()
+        socks = []
+        for _ in range(6):
+            k = socket.create_connection(("127.0.0.1", s.port))
+            k.sendall(b"POST /api/generate HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                      + f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
+            socks.append(k)
+        for k in socks:
+            k.close()
+        time.sleep(2)
+        r_cpu1, r_rss1 = proc_cost(r_pid)
+        check(r_cpu1 - r_cpu0 < 0.3 and r_rss1 - r_rss0 < 64,
+              f"six 15 MB requests whose clients left: runner {r_cpu1 - r_cpu0:.2f} s CPU, +{r_rss1 - r_rss0:.0f} MiB")
+        big = b'{"model":"smollm2","prompt":"' + b"x" * (17 << 20) + b'"}'
+        st, raw, _ = s.request("POST", "/api/generate", big)
+        check(st == 413 and b"16 MiB" in raw, "a 17 MB body is a 413", repr(raw[:200]))
+        st, body = s.post("/api/generate", dict(base, prompt="Hi"))
+        check(st == 200, "the server serves on", str(body))
+    finally:
+        s.stop()
+
+
 # ------------------------------------------------------------------ 3: create -f reads bounded
 
 def test_create_file_bounded(store):
     env = dict(os.environ, WICK_MODELS=store)
+    # a child's peak RSS counts what it inherited from this process before
+    # exec: measured against a command that reads nothing
+    _, _, _, base = run_cost(["list"], env=env)
     for path, says in (("/dev/zero", "larger than 16 MiB"), (SMOL_GGUF, "larger than 16 MiB")):
         rc, err, cpu, rss = run_cost(["create", "x", "-f", path], env=env)
+        rss -= base
         check(rc != 0 and says in err and "not a Modelfile" in err and rss < 64 and cpu < 1,
               f"wick create -f {os.path.basename(path)}: a clear error, peak RSS {rss:.0f} MiB, {cpu:.2f} s CPU",
               err)
@@ -496,7 +568,7 @@ def main():
     store = make_store()
     work = tempfile.mkdtemp(prefix="wick-hostile-work-")
     try:
-        for t in (test_paths, test_host_origin, test_create_file_bounded, test_concurrent_quantize,
+        for t in (test_paths, test_host_origin, test_long_prompts, test_create_file_bounded, test_concurrent_quantize,
                   test_create_validates, test_names_utf8, test_runner_socket, test_leftovers):
             t0 = time.time()
             try:
