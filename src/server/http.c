@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -33,6 +34,13 @@ struct conn {
     const char *refused;
     char refused_msg[256];
 };
+
+/* Connections at most (fewer where the descriptor limit is lower), the
+ * seconds an idle connection stays open, and each connection thread's
+ * stack. */
+#define MAX_CONNECTIONS 8192
+#define IDLE_TIMEOUT 60
+#define THREAD_STACK ((size_t)512 << 10)
 
 static const char *g_models_dir;
 static bool g_allow_paths; /* wk_serve_opts.allow_paths */
@@ -585,13 +593,28 @@ int wk_serve_main(const struct wk_serve_opts *o)
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     signal(SIGPIPE, SIG_IGN);
     srv_sched_init(exe, o->n_threads, max_loaded);
+    /* Connections: a thread each, with a small stack (the handlers keep
+     * little on it), so that many idle ones cost little; as many as the
+     * descriptors allow, up to MAX_CONNECTIONS (the soft limit raised to
+     * the hard one first), so that a thousand idle sockets of one client
+     * do not lock the others out; a connection idle (or a request half
+     * sent) for IDLE_TIMEOUT seconds is closed. */
+    struct rlimit rl;
+    unsigned max_conn = 1000;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+        if (rl.rlim_cur < rl.rlim_max) {
+            rl.rlim_cur = rl.rlim_max;
+            setrlimit(RLIMIT_NOFILE, &rl);
+            getrlimit(RLIMIT_NOFILE, &rl);
+        }
+        if (rl.rlim_cur > 1256) max_conn = (unsigned)WK_MIN(rl.rlim_cur - 256, (rlim_t)MAX_CONNECTIONS);
+    }
     struct MHD_Daemon *d = MHD_start_daemon(
         MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL |
             MHD_USE_ERROR_LOG,
         0, NULL, NULL, on_request, NULL, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
-        /* an idle or half-sent request is dropped after 5 minutes; at most
-         * 1000 connections (a thread each) */
-        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)300, MHD_OPTION_CONNECTION_LIMIT, (unsigned)1000,
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)IDLE_TIMEOUT, MHD_OPTION_CONNECTION_LIMIT, max_conn,
+        MHD_OPTION_THREAD_STACK_SIZE, (size_t)THREAD_STACK, MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)1024,
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL, MHD_OPTION_LISTENING_ADDRESS_REUSE, 1,
         MHD_OPTION_END);
     if (!d) {

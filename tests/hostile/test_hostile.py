@@ -20,6 +20,8 @@ Cases (numbered as issue 20's list):
  3. `wick create -f` reads at most 16 MiB (/dev/zero, a GGUF named by
     mistake: a clear error, little memory), and a binary file is no
     Modelfile.
+ 4. 1000 idle TCP connections (and one half-sent request) of one client
+    lock nobody out and cost the server under 64 MiB.
  5. concurrent /api/create with quantize each get a folder of their own.
  6. a create stores only what can run: num_ctx 1e9 or -5, temperature -3,
     60,000 stop strings, a GGUF with no tensors are each a 400 naming the
@@ -333,6 +335,41 @@ def test_create_file_bounded(store):
     check(rc != 0 and "binary data" in err, "wick create -f a small binary file: not a Modelfile", err)
 
 
+# ------------------------------------------------------------------ 4: idle connections
+
+def test_idle_connections(store):
+    """A thousand idle TCP connections of one client lock nobody out."""
+    s = Server(store)
+    try:
+        _, rss0 = s.cost()
+        socks = []
+        for _ in range(1000):
+            k = socket.socket()
+            k.settimeout(5)
+            k.connect(("127.0.0.1", s.port))
+            socks.append(k)
+        half = socket.socket()  # and one that sends half a request, then waits
+        half.connect(("127.0.0.1", s.port))
+        half.sendall(b"POST /api/generate HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{")
+        time.sleep(1)
+        t0 = time.time()
+        try:
+            st, body = s.post("/api/generate", {"model": "smollm2", "prompt": "Hi", "stream": False,
+                                                "options": {"num_predict": 1}})
+        except OSError as e:
+            st, body = 0, str(e)
+        took = time.time() - t0
+        _, rss1 = s.cost()
+        check(st == 200 and took < 10, f"with 1000 idle connections open another client is served ({took:.1f} s)",
+              str(body)[:200])
+        check(rss1 - rss0 < 64, f"the idle connections cost the server +{rss1 - rss0:.0f} MiB peak RSS (< 64)")
+        for k in socks + [half]:
+            k.close()
+        check(s.alive(), "the server serves on after they close")
+    finally:
+        s.stop()
+
+
 # ------------------------------------------------------------------ 5: concurrent quantizing creates
 
 def test_concurrent_quantize(store):
@@ -569,7 +606,8 @@ def main():
     store = make_store()
     work = tempfile.mkdtemp(prefix="wick-hostile-work-")
     try:
-        for t in (test_paths, test_host_origin, test_long_prompts, test_create_file_bounded, test_concurrent_quantize,
+        for t in (test_paths, test_host_origin, test_create_file_bounded, test_long_prompts, test_idle_connections,
+                  test_concurrent_quantize,
                   test_create_validates, test_names_utf8, test_runner_socket, test_leftovers):
             t0 = time.time()
             try:
