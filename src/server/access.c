@@ -95,7 +95,7 @@ static bool glob_match(const char *pat, const char *s)
     return *s && tolower((unsigned char)*pat) == tolower((unsigned char)*s) && glob_match(pat + 1, s + 1);
 }
 
-static bool origin_allowed(const char *origin)
+bool srv_access_origin_ok(const char *origin)
 {
     if (strlen(origin) > 1024) return false;
     for (int i = 0; i < g_n_origins; i++) {
@@ -130,7 +130,7 @@ static bool ends_with(const char *s, const char *suf)
 
 /* The Host header's host (without the port, an IPv6 literal without its
  * brackets) allowed for a server on a loopback address. */
-static bool host_allowed(const char *header)
+bool srv_access_host_ok(const char *header)
 {
     char host[256];
     size_t n = strlen(header);
@@ -163,14 +163,14 @@ static bool host_allowed(const char *header)
 const char *srv_access_check(struct MHD_Connection *c, char *msg, size_t cap)
 {
     const char *host = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST);
-    if (g_loopback && host && !host_allowed(host)) {
+    if (g_loopback && host && !srv_access_host_ok(host)) {
         char h[80];
         wk_str_printable(host, strlen(host), h, sizeof h);
         snprintf(msg, cap, "Host '%s' is not allowed: this server answers requests for this machine only", h);
         return msg;
     }
     const char *origin = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Origin");
-    if (origin && !origin_allowed(origin)) {
+    if (origin && !srv_access_origin_ok(origin)) {
         char o[80];
         wk_str_printable(origin, strlen(origin), o, sizeof o);
         snprintf(msg, cap, "origin '%s' is not allowed (OLLAMA_ORIGINS or WICK_ORIGINS lists the allowed ones)", o);
@@ -182,7 +182,7 @@ const char *srv_access_check(struct MHD_Connection *c, char *msg, size_t cap)
 void srv_access_headers(struct MHD_Connection *c, struct MHD_Response *r)
 {
     const char *origin = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Origin");
-    if (!origin || !origin_allowed(origin)) return; /* a refused origin's 403 gets none */
+    if (!origin || !srv_access_origin_ok(origin)) return; /* a refused origin's 403 gets none */
     MHD_add_response_header(r, "Access-Control-Allow-Origin", origin);
     MHD_add_response_header(r, "Vary", "Origin");
 }

@@ -161,12 +161,12 @@ static int parse_messages(json_t *in, json_t *out, char *msg, size_t cap)
         if (images && !json_is_null(images) && !json_is_array(images))
             return FAIL("messages[%zu].images must be a list", i);
         if (json_array_size(images) > 0) return FAIL("this model does not support images");
-        int err = 0;
-        json_t *content = message_content(json_object_get(m, "content"), msg, cap, &err);
-        if (!content) return err;
         char r[72];
         if (json_string_length(role) >= sizeof r) /* never cut (inside a character, or into another role) */
             return FAIL("messages[%zu].role is longer than %zu bytes", i, sizeof r - 1);
+        int err = 0;
+        json_t *content = message_content(json_object_get(m, "content"), msg, cap, &err);
+        if (!content) return err;
         snprintf(r, sizeof r, "%s", json_string_value(role));
         for (char *p = r; *p; p++)
             if (*p >= 'A' && *p <= 'Z') *p = (char)(*p - 'A' + 'a');

@@ -162,6 +162,10 @@ struct MHD_Response;
  * Host check applies when listen is a loopback address. Once, before
  * serving. */
 void srv_access_init(const struct sockaddr_in *listen);
+/* Whether a Host header value is allowed for a server on a loopback
+ * address, and an Origin header value at all (srv_access_check's rules). */
+bool srv_access_host_ok(const char *host);
+bool srv_access_origin_ok(const char *origin);
 /* NULL when c's Host and Origin headers are allowed, else a message
  * naming the refused one (written into msg [cap]) for a 403. */
 const char *srv_access_check(struct MHD_Connection *c, char *msg, size_t cap);
