@@ -26,6 +26,33 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* JSON values a request body may hold: each costs the parser tens of
+ * bytes, so 16 MiB of "[{},{},...]" would have become hundreds of MB of
+ * tree; no real request comes near (a chat of thousands of messages, an
+ * OpenAI prompt of token ids). */
+#define MAX_JSON_VALUES 500000
+
+/* Whether text [n] holds more than max JSON values (counted as the
+ * elements and members the parser would make: '[' and '{' open one each,
+ * ',' and ':' mark another, strings skipped), without parsing it. */
+static bool json_values_over(const char *text, size_t n, int64_t max)
+{
+    int64_t count = 1;
+    bool in_string = false;
+    for (size_t i = 0; text && i < n; i++) {
+        const char ch = text[i];
+        if (in_string) {
+            if (ch == '\\') i++;
+            else if (ch == '"') in_string = false;
+        } else if (ch == '"') {
+            in_string = true;
+        } else if (ch == '[' || ch == '{' || ch == ',' || ch == ':') {
+            if (++count > max) return true;
+        }
+    }
+    return false;
+}
+
 /* Per-connection state: the body as it arrives; why the request is
  * refused (srv_access_check), if it is, its body then not kept. */
 struct conn {
@@ -481,6 +508,11 @@ static enum MHD_Result route(struct MHD_Connection *c, const char *url, const ch
                        : oai                  ? API_OAI_CHAT
                                               : API_GENERATE;
     if (k->too_big) return reply_error(c, api, 413, "the request body is larger than 16 MiB");
+    if (json_values_over(k->body.p, k->body.len, MAX_JSON_VALUES)) {
+        char tm[160];
+        snprintf(tm, sizeof tm, "the request body holds more than %d JSON values", MAX_JSON_VALUES);
+        return reply_error(c, api, 413, tm);
+    }
     json_error_t je;
     json_t *body = json_loadb(k->body.p ? k->body.p : "", k->body.len, 0, &je);
     if (!body || !json_is_object(body)) {

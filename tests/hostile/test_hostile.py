@@ -16,7 +16,8 @@ Cases (numbered as issue 20's list):
  2. a prompt that cannot fit the context costs the runner under 0.1 s
     of CPU and under 64 MiB (15 MB of words, a 1 MB word, 2 MB of text),
     six 15 MB requests whose clients left cost it nothing, a body over 16
-    MiB is a 413.
+    MiB or of more than 500,000 JSON values is a 413 (the server under
+    64 MiB for them).
  3. `wick create -f` reads at most 16 MiB (/dev/zero, a GGUF named by
     mistake: a clear error, little memory), and a binary file is no
     Modelfile.
@@ -254,11 +255,19 @@ def run_cost(args, env=None, timeout=60):
 # ------------------------------------------------------------------ 2: long prompts cost little
 
 def children(pid):
+    """The child processes of pid, whichever of its threads started them."""
+    out = []
     try:
-        with open(f"/proc/{pid}/task/{pid}/children") as f:
-            return [int(x) for x in f.read().split()]
+        tasks = os.listdir(f"/proc/{pid}/task")
     except OSError:
-        return []
+        return out
+    for t in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{t}/children") as f:
+                out += [int(x) for x in f.read().split()]
+        except OSError:
+            pass
+    return out
 
 
 def test_long_prompts(store):
@@ -306,7 +315,15 @@ def test_long_prompts(store):
         r_cpu1, r_rss1 = proc_cost(r_pid)
         check(r_cpu1 - r_cpu0 < 0.3 and r_rss1 - r_rss0 < 64,
               f"six 15 MB requests whose clients left: runner {r_cpu1 - r_cpu0:.2f} s CPU, +{r_rss1 - r_rss0:.0f} MiB")
+        _, s_rss0 = s.cost()
+        many = b'{"model":"smollm2","messages":[' + b"{}," * (5 << 20) + b'{}]}'
+        st, raw, _ = s.request("POST", "/api/chat", many)
+        _, s_rss1 = s.cost()
+        check(st == 413 and b"JSON values" in raw and s_rss1 - s_rss0 < 64,
+              f"a body of 5 million empty objects is a 413 before it is parsed (server +{s_rss1 - s_rss0:.0f} MiB)",
+              repr(raw[:200]))
         big = b'{"model":"smollm2","prompt":"' + b"x" * (17 << 20) + b'"}'
+
         st, raw, _ = s.request("POST", "/api/generate", big)
         check(st == 413 and b"16 MiB" in raw, "a 17 MB body is a 413", repr(raw[:200]))
         st, body = s.post("/api/generate", dict(base, prompt="Hi"))
