@@ -1,8 +1,9 @@
 /*
  * options.c - the runtime options table (wk_options.h). Names and types
  * are Ollama's (api/types.go's Options and Runner); the ranges are wick's,
- * chosen so that every value in range runs: num_ctx from 16 tokens to 4M
- * (the context never exceeds the model's trained length anyway), seed -1
+ * chosen so that every value in range runs: num_ctx from 16 tokens to 1M
+ * (about what the server's 4 MiB request body holds; the context never
+ * exceeds the model's trained length anyway), seed -1
  * (a clock seed) or a non-negative integer, num_predict -1 (no limit), -2
  * (to the context's end, as -1 here) or a count.
  */
@@ -19,12 +20,12 @@ static const struct wk_option g_options[] = {
     {"min_p", WK_MF_FLOAT, 0, 1, true, true},
     {"typical_p", WK_MF_FLOAT, 0, 1, false, true},
     {"repeat_penalty", WK_MF_FLOAT, 0, 100, true, true},
-    {"repeat_last_n", WK_MF_INT, -1, 1 << 22, true, true},
+    {"repeat_last_n", WK_MF_INT, -1, 1 << 20, true, true},
     {"presence_penalty", WK_MF_FLOAT, -100, 100, true, true},
     {"frequency_penalty", WK_MF_FLOAT, -100, 100, true, true},
     {"seed", WK_MF_INT, -1, 9223372036854774784.0, true, true}, /* the largest double below 2^63 */
     {"num_predict", WK_MF_INT, -2, 1 << 24, true, true},
-    {"num_ctx", WK_MF_INT, 16, 1 << 22, true, true},
+    {"num_ctx", WK_MF_INT, 16, 1 << 20, true, true}, /* 1M tokens: about the 4 MiB a request body may hold */
     {"stop", WK_MF_STRING, 0, 0, true, true},
     {"draft_max", WK_MF_INT, 0, 15, true, false}, /* wick's own; WK_VERIFY_MAX - 1 */
     {"draft_min", WK_MF_INT, 0, 15, true, false},

@@ -208,12 +208,13 @@ static int parse_ollama(struct srv_gen *g, json_t *body, json_t *req, json_t *ro
     if (json_is_true(raw)) {
         if (json_is_string(system) || json_object_get(body, "template") || json_object_get(body, "context"))
             return FAIL("raw mode does not support template, system, or context");
-        json_object_set_new(req, "raw", json_string(text));
+        if (json_is_string(prompt)) json_object_set(req, "raw", prompt); /* shared, not copied */
+        else json_object_set_new(req, "raw", json_string(""));
     } else {
         json_t *m = json_array();
         if (json_is_string(system) && json_string_length(system) > 0)
             json_array_append_new(m, json_pack("{s:s, s:O}", "role", "system", "content", system));
-        if (*text) json_array_append_new(m, json_pack("{s:s, s:s}", "role", "user", "content", text));
+        if (*text) json_array_append_new(m, json_pack("{s:s, s:O}", "role", "user", "content", prompt));
         json_object_set_new(req, "messages", m);
     }
     return 0;

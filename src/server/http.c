@@ -507,7 +507,7 @@ static enum MHD_Result route(struct MHD_Connection *c, const char *url, const ch
     enum srv_api api = routes[found].api >= 0 ? (enum srv_api)routes[found].api
                        : oai                  ? API_OAI_CHAT
                                               : API_GENERATE;
-    if (k->too_big) return reply_error(c, api, 413, "the request body is larger than 16 MiB");
+    if (k->too_big) return reply_error(c, api, 413, "the request body is larger than 4 MiB");
     if (json_values_over(k->body.p, k->body.len, MAX_JSON_VALUES)) {
         char tm[160];
         snprintf(tm, sizeof tm, "the request body holds more than %d JSON values", MAX_JSON_VALUES);
@@ -540,10 +540,18 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         *con_cls = k;
         /* Host and Origin first: a refused request's body is not kept */
         k->refused = srv_access_check(c, k->refused_msg, sizeof k->refused_msg);
+        /* the body's room at once when its length is given (no copies as
+         * it grows), and a length past the limit refused before it arrives */
+        const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+        char *end;
+        unsigned long long n = cl ? strtoull(cl, &end, 10) : 0;
+        if (cl && *end == '\0' && n > SRV_MAX_BODY) k->too_big = true;
+        else if (cl && *end == '\0' && n > 0 && !k->refused && (k->body.p = wk_malloc((size_t)n + 1)))
+            k->body.cap = (size_t)n + 1;
         return MHD_YES;
     }
     if (*upload_size) {
-        if (k->refused) {
+        if (k->refused || k->too_big) {
         } else if (k->body.len + *upload_size > SRV_MAX_BODY || !wk_buf_add(&k->body, upload, *upload_size))
             k->too_big = true;
         *upload_size = 0;

@@ -13,7 +13,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define SRV_MAX_BODY ((size_t)16 << 20)
+#define SRV_MAX_BODY ((size_t)4 << 20)
 #define SRV_DEFAULT_KEEP_ALIVE_NS (5 * 60 * INT64_C(1000000000))
 #define SRV_KEEP_FOREVER INT64_MAX
 

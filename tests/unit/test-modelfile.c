@@ -223,7 +223,7 @@ static void test_params(void)
                                       "PARAMETER stop \"<|im_end|>\"\n"
                                       "PARAMETER top_k 20\n"
                                       "PARAMETER seed -1\n"
-                                      "PARAMETER num_ctx 4194304\n"
+                                      "PARAMETER num_ctx 1048576\n"
                                       "PARAMETER use_mmap false\n"
                                       "PARAMETER numa T\n"
                                       "PARAMETER stop <end of turn>\n"
@@ -244,7 +244,7 @@ static void test_params(void)
     CHECK_EQ_INT(mf.params[3].type, WK_MF_INT);
     CHECK_EQ_INT(mf.params[3].i, 20);
     CHECK(mf.params[4].i == -1);
-    CHECK(mf.params[5].i == 4194304); /* the largest num_ctx the options table allows */
+    CHECK(mf.params[5].i == 1048576); /* the largest num_ctx the options table allows */
     CHECK_EQ_INT(mf.params[6].type, WK_MF_BOOL);
     CHECK(!mf.params[6].b);
     CHECK(mf.params[7].b);
@@ -370,9 +370,9 @@ static void test_errors(void)
     CHECK_PARSE_ERROR("FROM a\nPARAMETER temperature -3\n",
                       "Modelfile:2: option 'temperature' must be a number between 0 and 100, not -3");
     CHECK_PARSE_ERROR("FROM a\nPARAMETER num_ctx 1000000000\n",
-                      "Modelfile:2: option 'num_ctx' must be an integer between 16 and 4194304, not 1000000000");
+                      "Modelfile:2: option 'num_ctx' must be an integer between 16 and 1048576, not 1000000000");
     CHECK_PARSE_ERROR("FROM a\nPARAMETER num_ctx -5\n",
-                      "Modelfile:2: option 'num_ctx' must be an integer between 16 and 4194304, not -5");
+                      "Modelfile:2: option 'num_ctx' must be an integer between 16 and 1048576, not -5");
     CHECK_PARSE_ERROR("FROM a\nPARAMETER seed -5\n",
                       "Modelfile:2: option 'seed' must be an integer between -1 and 9.2233720368547748e+18, not -5");
     {
