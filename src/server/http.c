@@ -64,10 +64,10 @@ struct conn {
 
 /* Connections at most (fewer where the descriptor limit is lower), the
  * seconds an idle connection stays open, and each connection thread's
- * stack. */
+ * stack (what is touched of it is resident; the rest only reserved). */
 #define MAX_CONNECTIONS 8192
 #define IDLE_TIMEOUT 60
-#define THREAD_STACK ((size_t)512 << 10)
+#define THREAD_STACK ((size_t)2 << 20)
 
 static const char *g_models_dir;
 static bool g_allow_paths; /* wk_serve_opts.allow_paths */
@@ -633,8 +633,9 @@ int wk_serve_main(const struct wk_serve_opts *o)
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     signal(SIGPIPE, SIG_IGN);
     srv_sched_init(exe, o->n_threads, max_loaded);
-    /* Connections: a thread each, with a small stack (the handlers keep
-     * little on it), so that many idle ones cost little; as many as the
+    /* Connections: a thread each, with a 2 MiB stack (only what is touched
+     * is resident: tens of KB for an idle one), so that many idle ones cost
+     * little; as many as the
      * descriptors allow, up to MAX_CONNECTIONS (the soft limit raised to
      * the hard one first), so that a thousand idle sockets of one client
      * do not lock the others out; a connection idle (or a request half

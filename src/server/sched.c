@@ -376,14 +376,15 @@ static int64_t rss_bytes(pid_t pid)
 json_t *srv_sched_list(void)
 {
     json_t *arr = json_array();
-    struct {
+    struct snap {
         struct srv_model m;
         char sock[64];
         pid_t pid;
         int32_t n_ctx;
         int64_t expires_unix_ns;
         int users;
-    } snap[64];
+    } *snap = wk_calloc(64, sizeof *snap); /* 570 KB: not on a connection thread's stack */
+    if (!snap) return json_pack("{s:o}", "models", arr);
     int n = 0;
     pthread_mutex_lock(&S.mu);
     for (struct srv_runner *r = S.list; r && n < 64; r = r->next) {
@@ -429,6 +430,7 @@ json_t *srv_sched_list(void)
         json_object_set_new(e, "wick", w);
         json_array_append_new(arr, e);
     }
+    wk_free(snap);
     return json_pack("{s:o}", "models", arr);
 }
 
