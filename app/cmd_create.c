@@ -2,7 +2,7 @@
  * cmd_create.c - the model store from the command line: `wick create NAME
  * -f Modelfile`, `wick list`, `wick show NAME`, `wick rm NAME...`, `wick
  * cp SRC DST` (as `ollama create/list/show/rm/cp`). The store and its
- * crash safety are src/server/wk_store.h; the Modelfile grammar is
+ * crash safety are src/store/wk_store.h; the Modelfile grammar is
  * src/io/wk_modelfile.h.
  */
 #include "cli.h"
@@ -10,7 +10,7 @@
 #include "../src/io/wk_io.h"
 #include "../src/io/wk_modelfile.h"
 #include "../src/model/wk_model.h"
-#include "../src/server/wk_store.h"
+#include "../src/store/wk_store.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -12,7 +12,7 @@
 
 #include "../src/io/wk_options.h"
 #include "../src/runtime/wk_runtime.h"
-#include "../src/server/wk_store.h"
+#include "../src/store/wk_store.h"
 
 #include <editline/readline.h>
 #include <errno.h>

@@ -14,7 +14,7 @@
  * A figure, not a test.
  */
 #include "../src/runtime/wk_runtime.h"
-#include "../src/server/wk_store.h"
+#include "../src/store/wk_store.h"
 
 #include <math.h>
 #include <stdio.h>

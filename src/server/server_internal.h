@@ -7,7 +7,7 @@
 #define WK_SERVER_INTERNAL_H
 
 #include "wk_server.h"
-#include "wk_store.h"
+#include "../store/wk_store.h"
 
 #include <jansson.h>
 #include <stdbool.h>

@@ -12,7 +12,7 @@
 #include "check.h"
 
 #include "../../src/io/wk_safetensors.h"
-#include "../../src/server/wk_store.h"
+#include "../../src/store/wk_store.h"
 #include "../../src/tensor/wk_tensor.h"
 
 #include <stdlib.h>
