@@ -11,7 +11,7 @@
  * n_ubatch, or one decode step) and returns the logits of the last one;
  * wk_context_verify appends a few drafted tokens as single steps would.
  *
- * Families (../shared/reference/architectures.md): Llama (§1), Qwen 3 dense (§2),
+ * Families (docs/reference/architectures.md): Llama (§1), Qwen 3 dense (§2),
  * Gemma 3 (§3), Gemma 4 (§4), GLM-4-MoE-Lite (§6: multi-head latent
  * attention, whose layers cache one compressed row of kv_lora_rank + RoPE
  * dims per position instead of K and V).

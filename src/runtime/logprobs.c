@@ -1,6 +1,6 @@
 /*
  * logprobs.c - log-probabilities of a generated token and its most likely
- * alternatives (../shared/reference/ollama-mlx-runner.md §4.7): the
+ * alternatives (docs/reference/ollama-mlx-runner.md §4.7): the
  * log-softmax of the raw logits over the whole vocabulary.
  */
 #include "wk_runtime.h"

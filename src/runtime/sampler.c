@@ -1,6 +1,6 @@
 /*
  * sampler.c - next-token selection with Ollama's options and transform
- * order (../shared/reference/ollama-mlx-runner.md §4.2): OpenAI's
+ * order (docs/reference/ollama-mlx-runner.md §4.2): OpenAI's
  * logit_bias, the repeat/presence/frequency penalties over a ring of the
  * last repeat_last_n tokens (prompt included), then greedy when the
  * temperature is 0; otherwise top_k, temperature and softmax, top_p,

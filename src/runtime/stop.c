@@ -1,6 +1,6 @@
 /*
  * stop.c - stop strings matched on decoded text across token boundaries,
- * with hold-back (../shared/reference/ollama-mlx-runner.md §2.7): text is
+ * with hold-back (docs/reference/ollama-mlx-runner.md §2.7): text is
  * emitted only once no stop string can still begin in it, and a stop
  * string itself is never emitted.
  *

@@ -22,7 +22,7 @@ struct wk_logit_bias {
     float bias;
 };
 
-/* Ollama's option names and defaults (../shared/reference/
+/* Ollama's option names and defaults (docs/reference/
  * ollama-mlx-runner.md §4), plus OpenAI's logit_bias. */
 struct wk_sampler_params {
     float temperature;       /* 0 = greedy; default 0.8 */

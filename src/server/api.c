@@ -2,7 +2,7 @@
  * api.c - the Ollama and OpenAI request and response shapes of the
  * generation routes: validating a body into a runner request, and turning
  * the runner's lines into NDJSON objects (Ollama) or SSE chunks (OpenAI),
- * streamed or aggregated. Shapes follow ../shared/reference/
+ * streamed or aggregated. Shapes follow docs/reference/
  * ollama-mlx-runner.md §8.2, §8.3 and §8.7.
  */
 #include "server_internal.h"

@@ -2,7 +2,7 @@
  * models.c - the models `wick serve` offers: GGUF files in the models
  * folder, named by file stem (model_find in sched.c), and what /api/tags,
  * /api/show and /api/ps say about each, read from the GGUF metadata
- * (../shared/reference/ollama-mlx-runner.md §8.4).
+ * (docs/reference/ollama-mlx-runner.md §8.4).
  */
 #include "server_internal.h"
 

@@ -10,7 +10,7 @@
  * streams the job's output back. One compute thread takes jobs in order
  * and runs them on the single session, whose KV cache is reused by prefix
  * from one request to the next (as Ollama's runner serialises requests,
- * ../shared/reference/ollama-mlx-runner.md §1.5).
+ * docs/reference/ollama-mlx-runner.md §1.5).
  *
  * The compute thread never blocks on a socket: it appends output lines to
  * the job's buffer, and the connection thread writes them out. A client

@@ -5,7 +5,7 @@
  * recently used idle runner stopped first), restarting runners that died,
  * and the client side of the runner protocol (wk_server.h).
  *
- * Behaviour follows Ollama's scheduler (../shared/reference/
+ * Behaviour follows Ollama's scheduler (docs/reference/
  * ollama-mlx-runner.md §1.2, §1.5, §8.1): keep_alive default 5 minutes,
  * 0 unloads when the request ends, negative never unloads; a runner is
  * reloaded when a request asks for another num_ctx.

@@ -4,7 +4,7 @@
  * draft, the params/template/system/messages/license texts, the config),
  * the manifest last, so a create killed at any moment leaves no manifest
  * pointing at a missing blob. Follows Ollama's create semantics
- * (../shared/reference/ollama-mlx-runner.md §6.1): FROM a file or a
+ * (docs/reference/ollama-mlx-runner.md §6.1): FROM a file or a
  * stored model, whose layers this Modelfile's commands override.
  */
 #include "wk_store.h"

@@ -1,6 +1,6 @@
 /*
  * wk_store.h - the local model store, the same shape as Ollama's
- * (../shared/reference/ollama-mlx-runner.md §6.5):
+ * (docs/reference/ollama-mlx-runner.md §6.5):
  *
  *   <dir>/blobs/sha256-<hex>                          content-addressed files
  *   <dir>/manifests/<host>/<namespace>/<name>/<tag>   JSON manifests

@@ -136,7 +136,7 @@ struct wk_block_q8_k {
 };
 
 /* Affine groups (MLX's quantization: groups of 64, a scale and a bias
- * each; ../shared/reference/ollama-mlx-runner.md §6.4), as blocks: the
+ * each; docs/reference/ollama-mlx-runner.md §6.4), as blocks: the
  * group's f16 scale and bias, then its 64 codes; x = scale * q + bias.
  * I4G64 packs two codes a byte, element 2i in the low nibble of q[i] (the
  * order of MLX's little-endian uint32 packing). */

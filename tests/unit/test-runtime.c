@@ -1,6 +1,6 @@
 /*
  * test-runtime.c - the sampler: the pinned examples of Ollama's sampler
- * (../shared/reference/ollama-mlx-runner.md §4.2), greedy ties, the
+ * (docs/reference/ollama-mlx-runner.md §4.2), greedy ties, the
  * empirical distribution at temperature 1 against the softmax, seeds, and
  * option validation; the generation session on a tiny random model (stop
  * reasons, prefix reuse, context limit, cancellation).
