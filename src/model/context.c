@@ -61,66 +61,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Queries per attention work item: a block of consecutive tokens of one
- * head, whose scores against their keys form one GEMM. */
-#define ATTN_QBLOCK 32
-
-/* One layer's KV cache (views into the context's two allocations). */
-struct kv_layer {
-    /* K: [n_slots][Hk·D], a row per slot. V transposed: [n_head_kv][D]
-     * [n_slots], a row per dimension, so both attention products are
-     * GEMMs over contiguous rows: scores = K_rows · q, out = Vᵀ_rows · p.
-     * A multi-head latent attention layer keeps only K: [n_slots]
-     * [kv_lora + n_rot], the compressed row (latent, then RoPE key),
-     * whose latent part is also V; v is NULL. */
-    float *k, *v;
-    /* with wk_context_params.mla_uncompressed, an MLA layer's expanded
-     * K [n_slots][n_head][nope + n_rot] and V [n_slots][n_head][v] */
-    float *k_full, *v_full;
-    int32_t n_slots; /* n_ctx, or the ring's S on a sliding-window layer */
-};
-
-struct wk_context {
-    const struct wk_model *m;
-    const struct wk_cpu_kernels *k;
-    struct wk_threadpool *pool;
-    bool owns_pool; /* false when wk_context_params.pool lent it */
-    int32_t n_ctx, n_ubatch, n_threads;
-    int32_t n_past;
-    int32_t n_ring;  /* slots of the ring layers (S), 0 when there are none */
-    int32_t ring_lo; /* first position every ring still holds */
-    float *k_cache, *v_cache; /* every layer's K, and V, in one allocation each */
-    float *mla_full_cache;    /* the MLA layers' expanded K and V (mla_uncompressed), or NULL */
-    struct kv_layer *kv;      /* [n_layer] */
-    int32_t first_shared;     /* first layer reading another's cache (Gemma 4), else n_layer */
-    int32_t n_hidden;         /* rows in xn after the last forward with logits */
-    int32_t head_dim_max;     /* the largest layer head dim */
-    struct wk_arena arena;
-    /* scratch views, [n_ubatch, ...] each */
-    float *x, *xn, *q, *kx, *vx, *att, *o, *gate, *up, *scores, *pv, *rope_cs, *mm_scratch;
-    /* per-layer embeddings [n_ubatch][n_layer·P] and their gate [n_ubatch][P] (Gemma 4) */
-    float *ple, *ple_g;
-    /* mixture of experts: router logits [n_ubatch][n_expert], the chosen
-     * experts' weights [n_ubatch][k], the experts' input, gathered input,
-     * gate, up, output and their sum */
-    float *moe_logits, *moe_w, *moe_u, *moe_in, *moe_gate, *moe_up, *moe_y, *moe_sum;
-    int32_t *moe_idx, *moe_rows; /* [n_ubatch][k] chosen experts; a gathered expert's token rows */
-    bool moe_naive; /* WICK_MOE_NAIVE=1 at creation: each token's experts apart (bench/moe-prefill) */
-    /* multi-head latent attention: the compressed query [n_ubatch][q_lora],
-     * the cache rows being written [n_ubatch][kv_lora + n_rot], the
-     * absorbed queries [n_ubatch][n_head][kv_lora + n_rot], the attention
-     * outputs in the latent [n_head][n_ubatch][kv_lora], and one head's
-     * input and output rows of the absorption matmuls [n_ubatch][...] */
-    float *mla_qa, *mla_ckv, *mla_qabs, *mla_lat, *mla_tin, *mla_tout;
-    bool mla_uncompressed;
-    /* an MTP assistant's input [2·E_target], centroid logits [n_centroids],
-     * candidate tokens and their logits [n_vocab] */
-    float *mtp_in, *mtp_centroid_logits, *mtp_cand_logits;
-    int32_t *mtp_cand;
-    int32_t rope_shift;   /* RoPE at pos + rope_shift (1 for an MTP draft step, else 0) */
-    int32_t window_extra; /* keys a sliding layer sees beyond W (1 for an MTP draft step) */
-    int32_t *pos;
-};
+#include "context_internal.h"
 
 struct wk_context_params wk_context_params_default(void)
 {
@@ -405,7 +346,7 @@ static void prefetch_kv_write(const struct kv_layer *kv, int32_t pos, int64_t hk
 #endif
 }
 
-static void norm_rows(const struct wk_cpu_kernels *k, int32_t n, int64_t width, const float *x,
+void wk__norm_rows(const struct wk_cpu_kernels *k, int32_t n, int64_t width, const float *x,
                       const struct wk_tensor *g, float eps, float *y)
 {
     for (int32_t t = 0; t < n; t++)
@@ -428,89 +369,16 @@ static void ple_inputs(struct wk_context *c, const int32_t *tokens, int32_t n, u
     for (int32_t t = 0; t < n; t++) {
         float *row = c->ple + t * LP;
         for (int64_t i = 0; i < LP; i++) row[i] *= proj_scale;
-        norm_rows(c->k, hp->n_layer, P, row, m->ple_proj_norm, hp->rms_eps, row);
+        wk__norm_rows(c->k, hp->n_layer, P, row, m->ple_proj_norm, hp->rms_eps, row);
         wk_cpu_get_row(c->k, m->ple_embd, tokens[t], tok);
         for (int64_t i = 0; i < LP; i++) row[i] = (row[i] + tok[i] * tok_scale) * mix;
-    }
-}
-
-/* A view of rows [row0, row0 + n_rows) of expert e's matrix in a 3-D
- * expert tensor [n_expert][rows][n_in]. */
-static struct wk_tensor expert_view(const struct wk_tensor *t, int64_t e, int64_t row0, int64_t n_rows)
-{
-    struct wk_tensor v = *t;
-    v.n_dims = 2;
-    v.ne[1] = n_rows;
-    v.ne[2] = 1;
-    v.data = (const uint8_t *)t->data + (size_t)e * t->nb[2] + (size_t)row0 * t->nb[1];
-    return v;
-}
-
-/* Expert e's gate, up and down matrices: views into the layer's 3-D
- * tensors (gate and up fused or apart), or its per-expert tensors. */
-static void expert_mats(const struct wk_layer *l, int64_t e, int64_t E, int64_t FE, struct wk_tensor *gate,
-                        struct wk_tensor *up, struct wk_tensor *down)
-{
-    if (l->moe_gate_e) {
-        *gate = *l->moe_gate_e[e], *up = *l->moe_up_e[e], *down = *l->moe_down_e[e];
-        return;
-    }
-    *down = expert_view(l->moe_down, e, 0, E);
-    if (l->moe_gate_up) {
-        *gate = expert_view(l->moe_gate_up, e, 0, FE);
-        *up = expert_view(l->moe_gate_up, e, FE, FE);
-    } else {
-        *gate = expert_view(l->moe_gate, e, 0, FE);
-        *up = expert_view(l->moe_up, e, 0, FE);
-    }
-}
-
-/*
- * The routed experts for the chunk's n rows of u [n][E], each token's K
- * choices and weights in moe_idx / moe_w: moe_sum [n][E] = Σ_j w_j ·
- * down_e(act(gate_e·u) ⊙ up_e·u), summed in expert order. Tokens are
- * grouped by expert, so each chosen expert's weights are read once per
- * chunk and no other expert's are read at all; with moe_naive
- * (WICK_MOE_NAIVE=1, for bench/moe-prefill) each token's experts run
- * apart instead, as a per-token loop would, reading an expert once per
- * token that chose it.
- */
-static void moe_experts(struct wk_context *c, const struct wk_layer *l, const float *u, int32_t n, enum wk_glu glu,
-                        unsigned mm)
-{
-    const struct wk_hparams *hp = &c->m->hp;
-    const struct wk_cpu_kernels *k = c->k;
-    const int64_t E = hp->n_embd, NE = hp->n_expert, K = hp->n_expert_used, FE = hp->n_ff_exp;
-    memset(c->moe_sum, 0, (size_t)(n * E) * sizeof(float));
-    for (int64_t g = 0; g < (c->moe_naive ? n * K : NE); g++) {
-        int32_t cnt = 0, e; /* the slots (token · K + j) that chose e, in token order */
-        if (c->moe_naive) {
-            e = c->moe_idx[g];
-            c->moe_rows[cnt++] = (int32_t)g;
-        } else {
-            e = (int32_t)g;
-            for (int64_t s = 0; s < n * K; s++)
-                if (c->moe_idx[s] == e) c->moe_rows[cnt++] = (int32_t)s;
-        }
-        if (cnt == 0) continue;
-        for (int32_t i = 0; i < cnt; i++)
-            memcpy(c->moe_in + i * E, u + (c->moe_rows[i] / K) * E, (size_t)E * sizeof(float));
-        struct wk_tensor gate, up, down;
-        expert_mats(l, e, E, FE, &gate, &up, &down);
-        wk_cpu_matmul_glu(c->pool, k, &gate, &up, c->moe_in, c->moe_gate, c->moe_up, cnt, c->mm_scratch, glu, mm);
-        wk_cpu_matmul(c->pool, k, &down, c->moe_gate, c->moe_y, cnt, c->mm_scratch, mm);
-        for (int32_t i = 0; i < cnt; i++) {
-            float w = c->moe_w[c->moe_rows[i]], *dst = c->moe_sum + (c->moe_rows[i] / K) * E;
-            const float *y = c->moe_y + i * E;
-            for (int64_t j = 0; j < E; j++) dst[j] += y[j] * w;
-        }
     }
 }
 
 /* The k largest of v [n] into idx [k], largest first, ties to the lower
  * index: one pass keeping the best k in order (n + k per insertion at
  * worst, about n when k is small against n). */
-static void top_k(const float *v, int32_t n, int32_t k, int32_t *idx)
+void wk__top_k(const float *v, int32_t n, int32_t k, int32_t *idx)
 {
     int32_t m = 0;
     for (int32_t i = 0; i < n; i++) {
@@ -520,261 +388,6 @@ static void top_k(const float *v, int32_t n, int32_t k, int32_t *idx)
         idx[j] = i;
     }
 }
-
-/*
- * Gemma 4's expert path for the chunk's n rows of x (the post-attention
- * residual; architectures.md §4.6, HF Gemma4TextRouter/Gemma4TextExperts):
- * router on RMSNorm(x)·scale/sqrt(E), softmax over the experts, the top k
- * (ties to the lower index), renormalised, times the expert's scale; each
- * expert's GeGLU FFN on RMSNorm(x; pre_norm_2), its weighted outputs
- * summed in expert order, RMSNorm(·; post_norm_2), added to o.
- */
-static void moe_ffn(struct wk_context *c, const struct wk_layer *l, int32_t n, unsigned mm)
-{
-    const struct wk_hparams *hp = &c->m->hp;
-    const struct wk_cpu_kernels *k = c->k;
-    const int64_t E = hp->n_embd, NE = hp->n_expert, K = hp->n_expert_used;
-    const float root = 1.0f / sqrtf((float)E);
-    norm_rows(k, n, E, c->x, l->moe_router_scale, hp->rms_eps, c->moe_u);
-    for (int64_t i = 0; i < n * E; i++) c->moe_u[i] *= root;
-    wk_cpu_matmul(c->pool, k, l->moe_router, c->moe_u, c->moe_logits, n, c->mm_scratch, mm);
-    const float *expert_scale = l->moe_expert_scale->data;
-    for (int32_t t = 0; t < n; t++) {
-        float *p = c->moe_logits + t * NE, sum = 0;
-        k->softmax(NE, p);
-        int32_t *idx = c->moe_idx + t * K;
-        float *w = c->moe_w + t * K;
-        top_k(p, (int32_t)NE, (int32_t)K, idx);
-        for (int64_t j = 0; j < K; j++) w[j] = p[idx[j]], sum += p[idx[j]];
-        for (int64_t j = 0; j < K; j++) w[j] = w[j] / sum * expert_scale[idx[j]];
-    }
-    norm_rows(k, n, E, c->x, l->moe_pre_norm, hp->rms_eps, c->moe_u);
-    moe_experts(c, l, c->moe_u, n, WK_GLU_GELU_TANH, mm);
-    norm_rows(k, n, E, c->moe_sum, l->moe_post_norm_2, hp->rms_eps, c->moe_sum);
-    for (int64_t i = 0; i < n * E; i++) c->o[i] += c->moe_sum[i];
-}
-
-/*
- * GLM-4-MoE-Lite's routed experts (architectures.md §6.4 step 8; HF
- * Glm4MoeLiteMoE) on the FFN input xn [n][E] (post-attention RMSNorm):
- * router logits, then per token wk__moe_select_sigmoid (sigmoid scores,
- * top k by score + selection bias as torch.topk picks them, the chosen
- * scores normalised and scaled); SwiGLU experts; their sum added to o,
- * which holds the shared expert's output (the layer's dense FFN).
- */
-static void moe_ffn_sigmoid(struct wk_context *c, const struct wk_layer *l, int32_t n, unsigned mm)
-{
-    const struct wk_hparams *hp = &c->m->hp;
-    const int64_t E = hp->n_embd, NE = hp->n_expert, K = hp->n_expert_used;
-    wk_cpu_matmul(c->pool, c->k, l->moe_router, c->xn, c->moe_logits, n, c->mm_scratch, mm);
-    const float *bias = l->moe_sel_bias ? l->moe_sel_bias->data : NULL;
-    for (int32_t t = 0; t < n; t++)
-        wk__moe_select_sigmoid(c->moe_logits + t * NE, bias, (int32_t)NE, (int32_t)K, hp->expert_weights_norm,
-                               hp->expert_weights_scale, c->moe_idx + t * K, c->moe_w + t * K);
-    moe_experts(c, l, c->xn, n, WK_GLU_SILU, mm);
-    for (int64_t i = 0; i < n * E; i++) c->o[i] += c->moe_sum[i];
-}
-
-/* ------------------------------------------- multi-head latent attention */
-
-/* transformers' Glm4MoeLiteRMSNorm default, which its q_a and kv_a norms
- * keep (the config's rms_norm_eps is for the layer norms) */
-#define MLA_LATENT_EPS 1e-6f
-
-struct mla_task {
-    struct wk_context *c;
-    const struct wk_layer *l;
-    const struct kv_layer *kv;
-    int32_t n_tokens;
-    bool per_token;
-};
-
-/*
- * Absorbed attention over the compressed cache (architectures.md §6.4
- * step 5): one work item = (head h, block of up to ATTN_QBLOCK tokens),
- * as attention_task. All heads share one key row per position, [c ;
- * k_pe] (kv_lora + n_rot), so scores S [tokens][keys] = Q_abs · K_rowsᵀ
- * is one GEMM with the absorbed queries [W_UK_hᵀ q_nope ; q_pe]·scale;
- * masked and softmaxed per row; then the latent output o_lat = Σ_s p_s
- * c_s, kept in the latent (the value expansion follows per head): the
- * latent is the first kv_lora floats of each cached row, not a
- * transposed copy (the cache holds kv_lora + n_rot floats a position and
- * nothing else), so P·C is a sum of axpys over the keys. Each row's sum
- * runs over the keys in order whatever the block, so with per_token (one
- * token a block) a token gets exactly what its one-token step computes.
- */
-static void mla_attention_task(void *p, int ith, int nth)
-{
-    struct mla_task *a = p;
-    struct wk_context *c = a->c;
-    const struct wk_hparams *hp = &c->m->hp;
-    const struct wk_layer *l = a->l;
-    const int64_t H = hp->n_head, L = l->mla_kv_lora, KR = L + l->n_rot;
-    const float *kc = a->kv->k;
-    float *scores = c->scores + (size_t)ith * ATTN_QBLOCK * (size_t)c->n_ctx;
-    const int32_t qblock = a->per_token ? 1 : ATTN_QBLOCK;
-    const int32_t n_blocks = (a->n_tokens + qblock - 1) / qblock;
-    const int64_t n_items = (int64_t)n_blocks * H;
-    int64_t lo_item = ith, hi_item = n_items, step = nth;
-    if (n_blocks == 1 || a->per_token) wk_split_range(n_items, ith, nth, &lo_item, &hi_item), step = 1;
-    for (int64_t item = lo_item; item < hi_item; item += step) {
-        int32_t h = (int32_t)(item % H), blk = (int32_t)(item / H);
-        int32_t t0 = blk * qblock, nq = WK_MIN(qblock, a->n_tokens - t0);
-        int64_t nk = c->pos[t0 + nq - 1] + 1; /* full attention: keys 0 .. p_last */
-        const float *qb = c->mla_qabs + ((size_t)t0 * H + h) * KR;
-        wk_cpu_gemm(c->k, nk, nq, KR, kc, KR, qb, H * KR, scores, nk);
-        for (int32_t r = 0; r < nq; r++) {
-            float *row = scores + r * nk;
-            for (int64_t j = c->pos[t0 + r] + 1; j < nk; j++) row[j] = -INFINITY;
-            c->k->softmax(nk, row);
-        }
-        float *out = c->mla_lat + ((size_t)h * a->n_tokens + t0) * L;
-        memset(out, 0, (size_t)(nq * L) * sizeof(float));
-        for (int64_t j = 0; j < nk; j++) /* keys outer: each latent row once for the block */
-            for (int32_t r = 0; r < nq; r++)
-                if (j <= c->pos[t0 + r]) c->k->axpy_f32(L, scores[r * nk + j], kc + j * KR, out + r * L);
-    }
-}
-
-/* y_h = x_h · W[h]ᵀ for each head h of a 3-D per-head tensor W ([n_head]
- * [rows][n_in]), x_h the n_in floats at x + t·x_stride + h·x_head of each
- * token t, y_h written at y + t·y_stride + h·y_head (gathered into and
- * scattered from contiguous rows, the matmul's layout). */
-static void per_head_matmul(struct wk_context *c, const struct wk_tensor *w, const float *x, int64_t x_stride,
-                            int64_t x_head, float *y, int64_t y_stride, int64_t y_head, int32_t n, unsigned mm)
-{
-    const int64_t n_in = w->ne[0], rows = w->ne[1];
-    for (int64_t h = 0; h < w->ne[2]; h++) {
-        struct wk_tensor wh = *w;
-        wh.n_dims = 2;
-        wh.ne[2] = 1;
-        wh.data = (const uint8_t *)w->data + (size_t)h * w->nb[2];
-        for (int32_t t = 0; t < n; t++)
-            memcpy(c->mla_tin + t * n_in, x + t * x_stride + h * x_head, (size_t)n_in * sizeof(float));
-        wk_cpu_matmul(c->pool, c->k, &wh, c->mla_tin, c->mla_tout, n, c->mm_scratch, mm);
-        for (int32_t t = 0; t < n; t++)
-            memcpy(y + t * y_stride + h * y_head, c->mla_tout + t * rows, (size_t)rows * sizeof(float));
-    }
-}
-
-/*
- * The reference path (wk_context_params.mla_uncompressed): the cache rows
- * of the chunk expanded to per-head K = [W_UK_h c ; k_pe] and V = W_UV_h c
- * as they are written, then plain multi-head attention over those, in
- * double precision, on the calling thread; att [n][n_head·v]. Slow, for
- * tests: what the absorbed path must equal.
- */
-static void mla_attention_uncompressed(struct wk_context *c, const struct wk_layer *l, const struct kv_layer *kv,
-                                       int32_t n)
-{
-    const struct wk_hparams *hp = &c->m->hp;
-    const int64_t H = hp->n_head, L = l->mla_kv_lora, R = l->n_rot, NOPE = l->mla_nope, V = l->mla_v;
-    const int64_t DQ = NOPE + R, KR = L + R;
-    float *row = c->mla_tout; /* one dequantized row of k_b or v_b: L floats */
-    for (int32_t t = 0; t < n; t++) {
-        const int64_t slot = c->pos[t];
-        const float *ckv = c->mla_ckv + t * KR;
-        float *kf = kv->k_full + slot * H * DQ, *vf = kv->v_full + slot * H * V;
-        for (int64_t h = 0; h < H; h++) {
-            struct wk_tensor kb = *l->mla_k_b, vb = *l->mla_v_b;
-            kb.ne[2] = vb.ne[2] = 1;
-            kb.data = (const uint8_t *)l->mla_k_b->data + (size_t)h * l->mla_k_b->nb[2];
-            vb.data = (const uint8_t *)l->mla_v_b->data + (size_t)h * l->mla_v_b->nb[2];
-            double kn[4096] = {0};
-            for (int64_t j = 0; j < L; j++) { /* k_b[h] row j is column j of W_UK_h */
-                wk_cpu_get_row(c->k, &kb, j, row);
-                for (int64_t i = 0; i < NOPE && i < 4096; i++) kn[i] += (double)row[i] * ckv[j];
-            }
-            for (int64_t i = 0; i < NOPE; i++) kf[h * DQ + i] = (float)kn[i];
-            memcpy(kf + h * DQ + NOPE, ckv + L, (size_t)R * sizeof(float));
-            for (int64_t i = 0; i < V; i++) {
-                wk_cpu_get_row(c->k, &vb, i, row);
-                double d = 0;
-                for (int64_t j = 0; j < L; j++) d += (double)row[j] * ckv[j];
-                vf[h * V + i] = (float)d;
-            }
-        }
-    }
-    const double scale = hp->attn_scale;
-    double *p = malloc((size_t)(c->pos[n - 1] + 1) * sizeof *p); /* a test path: no arena */
-    WK_ASSERT(p != NULL);
-    for (int32_t t = 0; t < n; t++)
-        for (int64_t h = 0; h < H; h++) {
-            const float *q = c->q + (t * H + h) * DQ;
-            const int64_t nk = c->pos[t] + 1;
-            double mx = -INFINITY, sum = 0;
-            for (int64_t s = 0; s < nk; s++) {
-                const float *k = kv->k_full + (s * H + h) * DQ;
-                double d = 0;
-                for (int64_t i = 0; i < DQ; i++) d += (double)q[i] * k[i];
-                p[s] = d * scale;
-                mx = fmax(mx, p[s]);
-            }
-            for (int64_t s = 0; s < nk; s++) sum += p[s] = exp(p[s] - mx);
-            for (int64_t i = 0; i < V; i++) {
-                double o = 0;
-                for (int64_t s = 0; s < nk; s++) o += p[s] * kv->v_full[(s * H + h) * V + i];
-                c->att[(t * H + h) * V + i] = (float)(o / sum);
-            }
-        }
-    free(p);
-}
-
-/*
- * A multi-head latent attention layer's attention for the chunk's n rows
- * of xn (architectures.md §6.4 steps 2-6): q = q_b(RMSNorm(q_a(xn))) (or
- * wq·xn), [n][n_head][nope + n_rot]; the cache row [RMSNorm(c) ; k_pe]
- * from kv_a, RoPE (NORM pairs) on k_pe and each head's q_pe; written at
- * the positions; the absorbed queries q_abs = [W_UK_hᵀ q_nope ; q_pe] ·
- * scale; attention over the compressed rows into the latent; each head's
- * value expansion W_UV_h · o_lat into att [n][n_head·v]. cs: the chunk's
- * RoPE table (n_rot floats a token).
- */
-static void mla_attention(struct wk_context *c, const struct wk_layer *l, const struct kv_layer *kv, int32_t n,
-                          const float *cs, unsigned mm, bool per_token)
-{
-    const struct wk_model *m = c->m;
-    const struct wk_hparams *hp = &m->hp;
-    const struct wk_cpu_kernels *k = c->k;
-    const int64_t H = hp->n_head, L = l->mla_kv_lora, R = l->n_rot, NOPE = l->mla_nope, V = l->mla_v;
-    const int64_t DQ = NOPE + R, KR = L + R, QL = hp->n_lora_q;
-    if (l->mla_q_a) {
-        const struct wk_tensor *w[2] = {l->mla_q_a, l->mla_kv_a};
-        float *y[2] = {c->mla_qa, c->mla_ckv};
-        wk_cpu_matmul_many(c->pool, k, 2, w, y, c->xn, n, c->mm_scratch, mm);
-        norm_rows(k, n, QL, c->mla_qa, l->mla_q_a_norm, MLA_LATENT_EPS, c->mla_qa);
-        wk_cpu_matmul(c->pool, k, l->mla_q_b, c->mla_qa, c->q, n, c->mm_scratch, mm);
-    } else {
-        const struct wk_tensor *w[2] = {l->wq, l->mla_kv_a};
-        float *y[2] = {c->q, c->mla_ckv};
-        wk_cpu_matmul_many(c->pool, k, 2, w, y, c->xn, n, c->mm_scratch, mm);
-    }
-    for (int32_t t = 0; t < n; t++) {
-        float *ckv = c->mla_ckv + t * KR, *qt = c->q + t * H * DQ;
-        const float *cst = cs + t * R;
-        k->rms_norm(L, ckv, l->mla_kv_a_norm->data, MLA_LATENT_EPS, ckv);
-        wk_rope_apply(ckv + L, 1, (int)R, (int)R, cst, WK_ROPE_NORM);
-        for (int64_t h = 0; h < H; h++) wk_rope_apply(qt + h * DQ + NOPE, 1, (int)R, (int)R, cst, WK_ROPE_NORM);
-        memcpy(kv->k + (int64_t)(c->pos[t] % kv->n_slots) * KR, ckv, (size_t)KR * sizeof(float));
-    }
-    if (c->mla_uncompressed) {
-        mla_attention_uncompressed(c, l, kv, n);
-        return;
-    }
-    /* q_abs[t][h] = [k_b[h] · q_nope ; q_pe] · scale */
-    per_head_matmul(c, l->mla_k_b, c->q, H * DQ, DQ, c->mla_qabs, H * KR, KR, n, mm);
-    for (int32_t t = 0; t < n; t++)
-        for (int64_t h = 0; h < H; h++) {
-            float *dst = c->mla_qabs + (t * H + h) * KR;
-            memcpy(dst + L, c->q + (t * H + h) * DQ + NOPE, (size_t)R * sizeof(float));
-            for (int64_t i = 0; i < KR; i++) dst[i] *= hp->attn_scale;
-        }
-    struct mla_task at = {.c = c, .l = l, .kv = kv, .n_tokens = n, .per_token = per_token};
-    wk_threadpool_run(c->pool, mla_attention_task, &at);
-    /* att[t][h] = v_b[h] · o_lat[h][t] (the latent rows are head-major) */
-    per_head_matmul(c, l->mla_v_b, c->mla_lat, L, n * L, c->att, H * V, V, n, mm);
-}
-
 /* y [n][d] += b [d] for each of the n rows. */
 static void add_bias(int32_t n, int64_t d, float *y, const float *b)
 {
@@ -844,9 +457,9 @@ static bool run_layers(struct wk_context *c, int32_t *n_io, bool want_rows, bool
                                 freqs ? freqs->data : NULL, cs[kind] + t * l->n_rot);
             have_cs[kind] = true;
         }
-        norm_rows(k, n, E, c->x, l->attn_norm, hp->rms_eps, c->xn);
+        wk__norm_rows(k, n, E, c->x, l->attn_norm, hp->rms_eps, c->xn);
         if (l->mla) {
-            mla_attention(c, l, &c->kv[il], n, cs[kind], mm, per_token);
+            wk__mla_attention(c, l, &c->kv[il], n, cs[kind], mm, per_token);
         } else {
             const struct wk_tensor *qkv_w[3] = {l->wq, l->wk, l->wv};
             float *qkv_y[3] = {c->q, c->kx, c->vx};
@@ -860,14 +473,14 @@ static bool run_layers(struct wk_context *c, int32_t *n_io, bool want_rows, bool
             for (int32_t t = 0; t < n; t++) {
                 float *qt = c->q + t * HQ, *kt = c->kx + t * HK;
                 const float *cst = cs[kind] + t * l->n_rot;
-                if (l->q_norm) norm_rows(k, hp->n_head, D, qt, l->q_norm, hp->rms_eps, qt);
+                if (l->q_norm) wk__norm_rows(k, hp->n_head, D, qt, l->q_norm, hp->rms_eps, qt);
                 wk_rope_apply(qt, hp->n_head, (int)D, l->n_rot, cst, m->rope_mode);
                 if (hp->attn_scale != 1.0f)
                     for (int64_t i = 0; i < HQ; i++) qt[i] *= hp->attn_scale;
                 if (!own_kv) continue;
-                if (l->k_norm) norm_rows(k, l->n_head_kv, D, kt, l->k_norm, hp->rms_eps, kt);
+                if (l->k_norm) wk__norm_rows(k, l->n_head_kv, D, kt, l->k_norm, hp->rms_eps, kt);
                 wk_rope_apply(kt, l->n_head_kv, (int)D, l->n_rot, cst, m->rope_mode);
-                if (l->v_norm) norm_rows(k, l->n_head_kv, D, c->vx + t * HK, NULL, hp->rms_eps, c->vx + t * HK);
+                if (l->v_norm) wk__norm_rows(k, l->n_head_kv, D, c->vx + t * HK, NULL, hp->rms_eps, c->vx + t * HK);
             }
             /* position p in slot p % n_slots; V transposed: (slot, i) at i * n_slots + slot */
             for (int32_t t = 0; own_kv && t < n; t++) {
@@ -880,10 +493,10 @@ static bool run_layers(struct wk_context *c, int32_t *n_io, bool want_rows, bool
         }
         wk_cpu_matmul(pool, k, l->wo, c->att, c->o, n, c->mm_scratch, mm);
         if (l->bo) add_bias(n, E, c->o, l->bo->data);
-        if (l->post_attn_norm) norm_rows(k, n, E, c->o, l->post_attn_norm, hp->rms_eps, c->o);
+        if (l->post_attn_norm) wk__norm_rows(k, n, E, c->o, l->post_attn_norm, hp->rms_eps, c->o);
         for (int64_t i = 0; i < n * E; i++) c->x[i] += c->o[i];
 
-        norm_rows(k, n, E, c->x, l->ffn_norm, hp->rms_eps, c->xn);
+        wk__norm_rows(k, n, E, c->x, l->ffn_norm, hp->rms_eps, c->xn);
         enum wk_glu glu = m->act == WK_ACT_GELU_TANH ? WK_GLU_GELU_TANH : WK_GLU_SILU;
         if (l->ffn_gate) {
             wk_cpu_matmul_glu(pool, k, l->ffn_gate, l->ffn_up, c->xn, c->gate, c->up, n,
@@ -893,19 +506,19 @@ static bool run_layers(struct wk_context *c, int32_t *n_io, bool want_rows, bool
             memset(c->o, 0, (size_t)(n * E) * sizeof(float));
         }
         if (l->moe_sigmoid) {
-            moe_ffn_sigmoid(c, l, n, mm);
+            wk__moe_ffn_sigmoid(c, l, n, mm);
         } else if (l->moe_router) {
-            norm_rows(k, n, E, c->o, l->moe_post_norm_1, hp->rms_eps, c->o);
-            moe_ffn(c, l, n, mm);
+            wk__norm_rows(k, n, E, c->o, l->moe_post_norm_1, hp->rms_eps, c->o);
+            wk__moe_ffn(c, l, n, mm);
         }
-        if (l->post_ffn_norm) norm_rows(k, n, E, c->o, l->post_ffn_norm, hp->rms_eps, c->o);
+        if (l->post_ffn_norm) wk__norm_rows(k, n, E, c->o, l->post_ffn_norm, hp->rms_eps, c->o);
         for (int64_t i = 0; i < n * E; i++) c->x[i] += c->o[i];
         if (l->ple_gate) { /* the layer's per-layer input, gated by x */
             const int64_t P = hp->n_embd_ple;
             wk_cpu_matmul(pool, k, l->ple_gate, c->x, c->ple_g, n, c->mm_scratch, mm);
             for (int32_t t = 0; t < n; t++) k->geglu(P, c->ple_g + t * P, c->ple + t * LP + il * P);
             wk_cpu_matmul(pool, k, l->ple_proj, c->ple_g, c->o, n, c->mm_scratch, mm);
-            norm_rows(k, n, E, c->o, l->ple_post_norm, hp->rms_eps, c->o);
+            wk__norm_rows(k, n, E, c->o, l->ple_post_norm, hp->rms_eps, c->o);
             for (int64_t i = 0; i < n * E; i++) c->x[i] += c->o[i];
         }
         if (l->out_scale != 1.0f)
@@ -944,7 +557,7 @@ static bool forward_chunk(struct wk_context *c, const int32_t *tokens, int32_t n
     if (!logits) return true;
     /* the last row only, or every row */
     const int32_t rows = all_rows ? n : 1;
-    norm_rows(k, rows, E, c->x + (int64_t)(n - rows) * E, m->output_norm, hp->rms_eps, c->xn);
+    wk__norm_rows(k, rows, E, c->x + (int64_t)(n - rows) * E, m->output_norm, hp->rms_eps, c->xn);
     c->n_hidden = rows;
     wk_cpu_matmul(c->pool, k, m->output, c->xn, logits, rows, c->mm_scratch, mm);
     if (hp->final_softcap > 0) {
@@ -989,7 +602,7 @@ enum wk_status wk_context_mtp_step(struct wk_context *a, const struct wk_context
     int32_t n = 1;
     run_layers(a, &n, true, true, false, NULL, target);
     a->rope_shift = a->window_extra = 0;
-    norm_rows(k, 1, E, a->x, am->output_norm, hp->rms_eps, a->xn);
+    wk__norm_rows(k, 1, E, a->x, am->output_norm, hp->rms_eps, a->xn);
     wk_cpu_matmul(a->pool, k, am->mtp_post_proj, a->xn, cond_out, 1, a->mm_scratch, 0);
     if (!am->mtp_centroids) {
         wk_cpu_matmul(a->pool, k, am->output, a->xn, logits, 1, a->mm_scratch, 0);
@@ -1000,7 +613,7 @@ enum wk_status wk_context_mtp_step(struct wk_context *a, const struct wk_context
     const int32_t C = am->mtp_n_centroids, K = am->mtp_centroid_top_k, per = (int32_t)(V / C);
     wk_cpu_matmul(a->pool, k, am->mtp_centroids, a->xn, a->mtp_centroid_logits, 1, a->mm_scratch, 0);
     int32_t top[4096];
-    top_k(a->mtp_centroid_logits, C, WK_MIN(K, 4096), top);
+    wk__top_k(a->mtp_centroid_logits, C, WK_MIN(K, 4096), top);
     const float *ord = am->mtp_token_ordering->data;
     const enum wk_dtype dt = am->output->dtype;
     float lo = INFINITY;

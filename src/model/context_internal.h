@@ -1,0 +1,87 @@
+/*
+ * context_internal.h - the context's state, shared by context.c (the
+ * forward pass), context_moe.c (the expert paths) and context_mla.c
+ * (multi-head latent attention). See context.c for the data flow and the
+ * KV cache's layout.
+ */
+#ifndef WK_CONTEXT_INTERNAL_H
+#define WK_CONTEXT_INTERNAL_H
+
+#include "model_internal.h"
+
+/* Queries per attention work item: a block of consecutive tokens of one
+ * head, whose scores against their keys form one GEMM. */
+#define ATTN_QBLOCK 32
+
+/* One layer's KV cache (views into the context's two allocations). */
+struct kv_layer {
+    /* K: [n_slots][Hk·D], a row per slot. V transposed: [n_head_kv][D]
+     * [n_slots], a row per dimension, so both attention products are
+     * GEMMs over contiguous rows: scores = K_rows · q, out = Vᵀ_rows · p.
+     * A multi-head latent attention layer keeps only K: [n_slots]
+     * [kv_lora + n_rot], the compressed row (latent, then RoPE key),
+     * whose latent part is also V; v is NULL. */
+    float *k, *v;
+    /* with wk_context_params.mla_uncompressed, an MLA layer's expanded
+     * K [n_slots][n_head][nope + n_rot] and V [n_slots][n_head][v] */
+    float *k_full, *v_full;
+    int32_t n_slots; /* n_ctx, or the ring's S on a sliding-window layer */
+};
+
+struct wk_context {
+    const struct wk_model *m;
+    const struct wk_cpu_kernels *k;
+    struct wk_threadpool *pool;
+    bool owns_pool; /* false when wk_context_params.pool lent it */
+    int32_t n_ctx, n_ubatch, n_threads;
+    int32_t n_past;
+    int32_t n_ring;  /* slots of the ring layers (S), 0 when there are none */
+    int32_t ring_lo; /* first position every ring still holds */
+    float *k_cache, *v_cache; /* every layer's K, and V, in one allocation each */
+    float *mla_full_cache;    /* the MLA layers' expanded K and V (mla_uncompressed), or NULL */
+    struct kv_layer *kv;      /* [n_layer] */
+    int32_t first_shared;     /* first layer reading another's cache (Gemma 4), else n_layer */
+    int32_t n_hidden;         /* rows in xn after the last forward with logits */
+    int32_t head_dim_max;     /* the largest layer head dim */
+    struct wk_arena arena;
+    /* scratch views, [n_ubatch, ...] each */
+    float *x, *xn, *q, *kx, *vx, *att, *o, *gate, *up, *scores, *pv, *rope_cs, *mm_scratch;
+    /* per-layer embeddings [n_ubatch][n_layer·P] and their gate [n_ubatch][P] (Gemma 4) */
+    float *ple, *ple_g;
+    /* mixture of experts: router logits [n_ubatch][n_expert], the chosen
+     * experts' weights [n_ubatch][k], the experts' input, gathered input,
+     * gate, up, output and their sum */
+    float *moe_logits, *moe_w, *moe_u, *moe_in, *moe_gate, *moe_up, *moe_y, *moe_sum;
+    int32_t *moe_idx, *moe_rows; /* [n_ubatch][k] chosen experts; a gathered expert's token rows */
+    bool moe_naive; /* WICK_MOE_NAIVE=1 at creation: each token's experts apart (bench/moe-prefill) */
+    /* multi-head latent attention: the compressed query [n_ubatch][q_lora],
+     * the cache rows being written [n_ubatch][kv_lora + n_rot], the
+     * absorbed queries [n_ubatch][n_head][kv_lora + n_rot], the attention
+     * outputs in the latent [n_head][n_ubatch][kv_lora], and one head's
+     * input and output rows of the absorption matmuls [n_ubatch][...] */
+    float *mla_qa, *mla_ckv, *mla_qabs, *mla_lat, *mla_tin, *mla_tout;
+    bool mla_uncompressed;
+    /* an MTP assistant's input [2·E_target], centroid logits [n_centroids],
+     * candidate tokens and their logits [n_vocab] */
+    float *mtp_in, *mtp_centroid_logits, *mtp_cand_logits;
+    int32_t *mtp_cand;
+    int32_t rope_shift;   /* RoPE at pos + rope_shift (1 for an MTP draft step, else 0) */
+    int32_t window_extra; /* keys a sliding layer sees beyond W (1 for an MTP draft step) */
+    int32_t *pos;
+};
+
+/* y [n][width] = RMSNorm(x [n][width]) · g (g NULL: gain 1), a row at a time. */
+void wk__norm_rows(const struct wk_cpu_kernels *k, int32_t n, int64_t width, const float *x,
+                   const struct wk_tensor *g, float eps, float *y);
+/* The k largest of v [n] into idx [k], largest first, ties to the lower index. */
+void wk__top_k(const float *v, int32_t n, int32_t k, int32_t *idx);
+/* Gemma 4's expert path for the chunk's n rows, added to c->o (context_moe.c). */
+void wk__moe_ffn(struct wk_context *c, const struct wk_layer *l, int32_t n, unsigned mm);
+/* GLM-4-MoE-Lite's sigmoid-routed experts for the chunk's n rows, added to c->o (context_moe.c). */
+void wk__moe_ffn_sigmoid(struct wk_context *c, const struct wk_layer *l, int32_t n, unsigned mm);
+/* A multi-head latent attention layer over the chunk's n rows: c->att from c->xn, the cache
+ * row of each position written to kv (context_mla.c). */
+void wk__mla_attention(struct wk_context *c, const struct wk_layer *l, const struct kv_layer *kv, int32_t n,
+                       const float *cs, unsigned mm, bool per_token);
+
+#endif
