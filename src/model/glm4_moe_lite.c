@@ -158,7 +158,14 @@ static enum wk_status expert_tensors(struct wk_model *m, struct wk_layer *l, int
     return WK_OK;
 }
 
-enum wk_status wk__glm4_moe_lite_load(struct wk_model *m, struct wk_error *err)
+/* The MLA sizes and the router kind glm4_hparams reads for glm4_layer. */
+struct mla_dims {
+    int32_t rot, kv_lora, q_lora, gating, dq, dv, nope;
+    bool any_moe;
+};
+
+/* The hyperparameters: hp, and the MLA sizes and router kind into *d. */
+static enum wk_status glm4_hparams(struct wk_model *m, struct mla_dims *d, struct wk_error *err)
 {
     struct wk_hparams *hp = &m->hp;
     enum wk_status st;
@@ -278,88 +285,109 @@ enum wk_status wk__glm4_moe_lite_load(struct wk_model *m, struct wk_error *err)
     m->rope_mode = WK_ROPE_NORM; /* HF rope_interleave; hf.c refuses the other */
     m->act = WK_ACT_SILU;
 
-    /* embedding, output */
-    const int64_t E = hp->n_embd, H = hp->n_head, L = kv_lora, NE = hp->n_expert;
-    if ((st = wk__load_embeddings(m, err))) return st;
+    *d = (struct mla_dims){.rot = rot, .kv_lora = kv_lora, .q_lora = q_lora, .gating = gating, .dq = dq, .dv = dv,
+                           .nope = nope, .any_moe = any_moe};
+    return WK_OK;
+}
 
+/* Layer i's tensors and geometry. */
+static enum wk_status glm4_layer(struct wk_model *m, int i, const struct mla_dims *d, struct wk_error *err)
+{
+    const struct wk_hparams *hp = &m->hp;
+    const char *path = wk__model_path(m);
+    enum wk_status st;
+    const int32_t rot = d->rot, kv_lora = d->kv_lora, q_lora = d->q_lora, gating = d->gating, dq = d->dq, dv = d->dv,
+                  nope = d->nope;
+    const int64_t E = hp->n_embd, H = hp->n_head, L = kv_lora, NE = hp->n_expert;
+    const int64_t FS = (int64_t)hp->n_ff_exp * hp->n_expert_shared;
+        struct wk_layer *l = &m->layers[i];
+    const bool moe = i >= hp->n_layer_dense_lead;
+    l->mla = true;
+    l->mla_kv_lora = kv_lora;
+    l->mla_nope = nope;
+    l->mla_v = dv;
+    l->head_dim = dq;
+    l->n_head_kv = 1;
+    l->n_rot = rot;
+    l->n_ff = moe ? (int32_t)FS : hp->n_ff;
+    l->rope_base = hp->rope_base;
+    l->rope_scale = 1.0f;
+    l->kv_layer = i;
+    l->out_scale = 1.0f;
+    if ((st = wk__tensor(m, &l->attn_norm, false, true, E, 1, err, "blk.%d.attn_norm.weight", i)) ||
+        (st = wk__tensor(m, &l->mla_kv_a, false, false, E, L + rot, err, "blk.%d.attn_kv_a_mqa.weight", i)) ||
+        (st = wk__tensor(m, &l->mla_kv_a_norm, false, true, L, 1, err, "blk.%d.attn_kv_a_norm.weight", i)) ||
+        (st = wk__tensor(m, &l->wo, false, false, H * dv, E, err, "blk.%d.attn_output.weight", i)) ||
+        (st = wk__tensor(m, &l->ffn_norm, false, true, E, 1, err, "blk.%d.ffn_norm.weight", i)))
+        return st;
+    if (q_lora > 0) {
+        if ((st = wk__tensor(m, &l->mla_q_a, false, false, E, q_lora, err, "blk.%d.attn_q_a.weight", i)) ||
+            (st = wk__tensor(m, &l->mla_q_a_norm, false, true, q_lora, 1, err, "blk.%d.attn_q_a_norm.weight", i)) ||
+            (st = wk__tensor(m, &l->mla_q_b, false, false, q_lora, H * dq, err, "blk.%d.attn_q_b.weight", i)))
+            return st;
+    } else if ((st = wk__tensor(m, &l->wq, false, false, E, H * dq, err, "blk.%d.attn_q.weight", i))) {
+        return st;
+    }
+    /* the absorption halves: attn_k_b/attn_v_b, or built from attn_kv_b */
+    const struct wk_tensor *kv_b = NULL;
+    if ((st = wk__tensor3(m, &l->mla_k_b, true, nope, L, H, err, "blk.%d.attn_k_b.weight", i))) return st;
+    if (!l->mla_k_b && (st = wk__tensor(m, &kv_b, true, false, L, H * (nope + dv), err, "blk.%d.attn_kv_b.weight", i)))
+        return st;
+    if (kv_b) {
+        if (!m->mla_data) {
+            m->mla_data = wk_malloc(((size_t)hp->n_layer * (size_t)(H * L * nope) + (size_t)L) * sizeof(float));
+            if (!m->mla_data) return wk_error_set(err, WK_E_NOMEM, "out of memory");
+        }
+        float *row = m->mla_data + (size_t)hp->n_layer * (size_t)(H * L * nope);
+        split_kv_b(kv_b, H, L, nope, dv, &m->mla_tensors[2 * i], &m->mla_tensors[2 * i + 1],
+                   m->mla_data + (size_t)i * (size_t)(H * L * nope), row);
+        l->mla_k_b = &m->mla_tensors[2 * i];
+        l->mla_v_b = &m->mla_tensors[2 * i + 1];
+    } else if ((st = wk__tensor3(m, &l->mla_k_b, false, nope, L, H, err, "blk.%d.attn_k_b.weight", i)) ||
+               (st = wk__tensor3(m, &l->mla_v_b, false, L, dv, H, err, "blk.%d.attn_v_b.weight", i))) {
+        return st;
+    }
+    if (!moe) {
+        if ((st = wk__tensor(m, &l->ffn_gate, false, false, E, hp->n_ff, err, "blk.%d.ffn_gate.weight", i)) ||
+            (st = wk__tensor(m, &l->ffn_up, false, false, E, hp->n_ff, err, "blk.%d.ffn_up.weight", i)) ||
+            (st = wk__tensor(m, &l->ffn_down, false, false, hp->n_ff, E, err, "blk.%d.ffn_down.weight", i)))
+            return st;
+        return WK_OK;
+    }
+    l->moe_sigmoid = true;
+    if ((st = wk__tensor(m, &l->moe_router, false, false, E, NE, err, "blk.%d.ffn_gate_inp.weight", i)) ||
+        (st = wk__tensor(m, &l->moe_sel_bias, true, true, NE, 1, err, "blk.%d.exp_probs_b.bias", i)) ||
+        (st = expert_tensors(m, l, i, m->expert_tables ? m->expert_tables + (size_t)i * 3 * (size_t)NE : NULL,
+                             err)))
+        return st;
+    if (gating == 0 && !l->moe_sel_bias) /* llama.cpp's default for such files: softmax (DeepSeek V2) */
+        return wk_error_set(err, WK_E_UNSUPPORTED, "%s: no %s.expert_gating_func and no selection bias "
+                            "(blk.%d.exp_probs_b.bias): a softmax router (DeepSeek V2), which wick does not run",
+                            path, hp->arch_name, i);
+    if (FS > 0 &&
+        ((st = wk__tensor(m, &l->ffn_gate, false, false, E, FS, err, "blk.%d.ffn_gate_shexp.weight", i)) ||
+         (st = wk__tensor(m, &l->ffn_up, false, false, E, FS, err, "blk.%d.ffn_up_shexp.weight", i)) ||
+         (st = wk__tensor(m, &l->ffn_down, false, false, FS, E, err, "blk.%d.ffn_down_shexp.weight", i))))
+        return st;
+    return WK_OK;
+}
+
+enum wk_status wk__glm4_moe_lite_load(struct wk_model *m, struct wk_error *err)
+{
+    struct wk_hparams *hp = &m->hp;
+    struct mla_dims d;
+    enum wk_status st = glm4_hparams(m, &d, err);
+    if (st) return st;
+    /* embedding, output */
+    const int64_t NE = hp->n_expert;
+    if ((st = wk__load_embeddings(m, err))) return st;
     m->layers = wk_calloc((size_t)hp->n_layer, sizeof *m->layers);
     m->mla_tensors = wk_calloc((size_t)hp->n_layer * 2, sizeof *m->mla_tensors);
     if (!m->layers || !m->mla_tensors) return wk_error_set(err, WK_E_NOMEM, "out of memory");
-    if (m->hf && any_moe) {
+    if (m->hf && d.any_moe) {
         m->expert_tables = wk_calloc((size_t)hp->n_layer * 3 * (size_t)NE, sizeof *m->expert_tables);
         if (!m->expert_tables) return wk_error_set(err, WK_E_NOMEM, "out of memory");
     }
-    const int64_t FS = (int64_t)hp->n_ff_exp * hp->n_expert_shared;
-    for (int i = 0; i < hp->n_layer; i++) {
-        struct wk_layer *l = &m->layers[i];
-        const bool moe = i >= hp->n_layer_dense_lead;
-        l->mla = true;
-        l->mla_kv_lora = kv_lora;
-        l->mla_nope = nope;
-        l->mla_v = dv;
-        l->head_dim = dq;
-        l->n_head_kv = 1;
-        l->n_rot = rot;
-        l->n_ff = moe ? (int32_t)FS : hp->n_ff;
-        l->rope_base = hp->rope_base;
-        l->rope_scale = 1.0f;
-        l->kv_layer = i;
-        l->out_scale = 1.0f;
-        if ((st = wk__tensor(m, &l->attn_norm, false, true, E, 1, err, "blk.%d.attn_norm.weight", i)) ||
-            (st = wk__tensor(m, &l->mla_kv_a, false, false, E, L + rot, err, "blk.%d.attn_kv_a_mqa.weight", i)) ||
-            (st = wk__tensor(m, &l->mla_kv_a_norm, false, true, L, 1, err, "blk.%d.attn_kv_a_norm.weight", i)) ||
-            (st = wk__tensor(m, &l->wo, false, false, H * dv, E, err, "blk.%d.attn_output.weight", i)) ||
-            (st = wk__tensor(m, &l->ffn_norm, false, true, E, 1, err, "blk.%d.ffn_norm.weight", i)))
-            return st;
-        if (q_lora > 0) {
-            if ((st = wk__tensor(m, &l->mla_q_a, false, false, E, q_lora, err, "blk.%d.attn_q_a.weight", i)) ||
-                (st = wk__tensor(m, &l->mla_q_a_norm, false, true, q_lora, 1, err, "blk.%d.attn_q_a_norm.weight", i)) ||
-                (st = wk__tensor(m, &l->mla_q_b, false, false, q_lora, H * dq, err, "blk.%d.attn_q_b.weight", i)))
-                return st;
-        } else if ((st = wk__tensor(m, &l->wq, false, false, E, H * dq, err, "blk.%d.attn_q.weight", i))) {
-            return st;
-        }
-        /* the absorption halves: attn_k_b/attn_v_b, or built from attn_kv_b */
-        const struct wk_tensor *kv_b = NULL;
-        if ((st = wk__tensor3(m, &l->mla_k_b, true, nope, L, H, err, "blk.%d.attn_k_b.weight", i))) return st;
-        if (!l->mla_k_b && (st = wk__tensor(m, &kv_b, true, false, L, H * (nope + dv), err, "blk.%d.attn_kv_b.weight", i)))
-            return st;
-        if (kv_b) {
-            if (!m->mla_data) {
-                m->mla_data = wk_malloc(((size_t)hp->n_layer * (size_t)(H * L * nope) + (size_t)L) * sizeof(float));
-                if (!m->mla_data) return wk_error_set(err, WK_E_NOMEM, "out of memory");
-            }
-            float *row = m->mla_data + (size_t)hp->n_layer * (size_t)(H * L * nope);
-            split_kv_b(kv_b, H, L, nope, dv, &m->mla_tensors[2 * i], &m->mla_tensors[2 * i + 1],
-                       m->mla_data + (size_t)i * (size_t)(H * L * nope), row);
-            l->mla_k_b = &m->mla_tensors[2 * i];
-            l->mla_v_b = &m->mla_tensors[2 * i + 1];
-        } else if ((st = wk__tensor3(m, &l->mla_k_b, false, nope, L, H, err, "blk.%d.attn_k_b.weight", i)) ||
-                   (st = wk__tensor3(m, &l->mla_v_b, false, L, dv, H, err, "blk.%d.attn_v_b.weight", i))) {
-            return st;
-        }
-        if (!moe) {
-            if ((st = wk__tensor(m, &l->ffn_gate, false, false, E, hp->n_ff, err, "blk.%d.ffn_gate.weight", i)) ||
-                (st = wk__tensor(m, &l->ffn_up, false, false, E, hp->n_ff, err, "blk.%d.ffn_up.weight", i)) ||
-                (st = wk__tensor(m, &l->ffn_down, false, false, hp->n_ff, E, err, "blk.%d.ffn_down.weight", i)))
-                return st;
-            continue;
-        }
-        l->moe_sigmoid = true;
-        if ((st = wk__tensor(m, &l->moe_router, false, false, E, NE, err, "blk.%d.ffn_gate_inp.weight", i)) ||
-            (st = wk__tensor(m, &l->moe_sel_bias, true, true, NE, 1, err, "blk.%d.exp_probs_b.bias", i)) ||
-            (st = expert_tensors(m, l, i, m->expert_tables ? m->expert_tables + (size_t)i * 3 * (size_t)NE : NULL,
-                                 err)))
-            return st;
-        if (gating == 0 && !l->moe_sel_bias) /* llama.cpp's default for such files: softmax (DeepSeek V2) */
-            return wk_error_set(err, WK_E_UNSUPPORTED, "%s: no %s.expert_gating_func and no selection bias "
-                                "(blk.%d.exp_probs_b.bias): a softmax router (DeepSeek V2), which wick does not run",
-                                path, hp->arch_name, i);
-        if (FS > 0 &&
-            ((st = wk__tensor(m, &l->ffn_gate, false, false, E, FS, err, "blk.%d.ffn_gate_shexp.weight", i)) ||
-             (st = wk__tensor(m, &l->ffn_up, false, false, E, FS, err, "blk.%d.ffn_up_shexp.weight", i)) ||
-             (st = wk__tensor(m, &l->ffn_down, false, false, FS, E, err, "blk.%d.ffn_down_shexp.weight", i))))
-            return st;
-    }
-    return WK_OK;
+    for (int i = 0; i < hp->n_layer && !st; i++) st = glm4_layer(m, i, &d, err);
+    return st;
 }
