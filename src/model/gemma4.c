@@ -223,6 +223,48 @@ static enum wk_status layer_tensors(struct wk_model *m, int i, struct wk_error *
     return hp->n_expert > 0 ? moe_tensors(m, l, i, err) : WK_OK;
 }
 
+/* The embedding, the output, the per-layer embeddings and an MTP
+ * assistant's own tensors. */
+static enum wk_status top_tensors(struct wk_model *m, struct wk_error *err)
+{
+    const struct wk_hparams *hp = &m->hp;
+    const char *path = wk__model_path(m);
+    enum wk_status st;
+    const int64_t E = hp->n_embd, P = hp->n_embd_ple, LP = (int64_t)hp->n_layer * P;
+    if ((st = wk__load_embeddings(m, err))) return st;
+    if (P > 0) {
+        const struct wk_tensor *tp = wk__find_tensor(m, "per_layer_token_embd.weight");
+        int64_t rows = tp ? tp->ne[1] : 0; /* vocab_size_per_layer_input: every token needs a row */
+        if (tp && rows < hp->n_vocab)
+            return wk_error_set(err, WK_E_FORMAT, "%s: per_layer_token_embd.weight has %lld rows for a vocabulary of %d",
+                                path, (long long)rows, hp->n_vocab);
+        if ((st = wk__tensor(m, &m->ple_embd, false, false, LP, rows, err, "per_layer_token_embd.weight")) ||
+            (st = wk__tensor(m, &m->ple_model_proj, false, false, E, LP, err, "per_layer_model_proj.weight")) ||
+            (st = wk__tensor(m, &m->ple_proj_norm, false, true, P, 1, err, "per_layer_proj_norm.weight")))
+            return st;
+    }
+    if (m->is_mtp) {
+        const int64_t Et = m->mtp_n_embd_target, C = m->mtp_n_centroids;
+        if ((st = wk__tensor(m, &m->mtp_pre_proj, false, false, 2 * Et, E, err, "mtp.pre_proj.weight")) ||
+            (st = wk__tensor(m, &m->mtp_post_proj, false, false, E, Et, err, "mtp.post_proj.weight")))
+            return st;
+        if (C > 0) {
+            if (hp->n_vocab % C != 0 || m->mtp_centroid_top_k > C)
+                return wk_error_set(err, WK_E_FORMAT, "%s: %d centroids do not divide the vocabulary of %d (or top_k %d "
+                                    "exceeds them)", path, (int)C, hp->n_vocab, m->mtp_centroid_top_k);
+            if ((st = wk__tensor(m, &m->mtp_centroids, false, false, E, C, err, "mtp.centroids.weight")) ||
+                (st = wk__tensor(m, &m->mtp_token_ordering, false, true, hp->n_vocab, 1, err, "mtp.token_ordering")))
+                return st;
+            const float *ord = m->mtp_token_ordering->data;
+            for (int32_t i = 0; i < hp->n_vocab; i++)
+                if (!(ord[i] >= 0 && ord[i] < hp->n_vocab) || ord[i] != (float)(int32_t)ord[i])
+                    return wk_error_set(err, WK_E_FORMAT, "%s: token_ordering[%d] = %g is not a token id", path, i,
+                                        ord[i]);
+        }
+    }
+    return WK_OK;
+}
+
 enum wk_status wk__gemma4_load(struct wk_model *m, struct wk_error *err)
 {
     struct wk_hparams *hp = &m->hp;
@@ -345,39 +387,7 @@ enum wk_status wk__gemma4_load(struct wk_model *m, struct wk_error *err)
     wk_free(nff);
     if (st) return st;
 
-    /* the embedding, the output, the per-layer embeddings */
-    const int64_t E = hp->n_embd, P = hp->n_embd_ple, LP = (int64_t)hp->n_layer * P;
-    if ((st = wk__load_embeddings(m, err))) return st;
-    if (P > 0) {
-        const struct wk_tensor *tp = wk__find_tensor(m, "per_layer_token_embd.weight");
-        int64_t rows = tp ? tp->ne[1] : 0; /* vocab_size_per_layer_input: every token needs a row */
-        if (tp && rows < hp->n_vocab)
-            return wk_error_set(err, WK_E_FORMAT, "%s: per_layer_token_embd.weight has %lld rows for a vocabulary of %d",
-                                path, (long long)rows, hp->n_vocab);
-        if ((st = wk__tensor(m, &m->ple_embd, false, false, LP, rows, err, "per_layer_token_embd.weight")) ||
-            (st = wk__tensor(m, &m->ple_model_proj, false, false, E, LP, err, "per_layer_model_proj.weight")) ||
-            (st = wk__tensor(m, &m->ple_proj_norm, false, true, P, 1, err, "per_layer_proj_norm.weight")))
-            return st;
-    }
-    if (m->is_mtp) {
-        const int64_t Et = m->mtp_n_embd_target, C = m->mtp_n_centroids;
-        if ((st = wk__tensor(m, &m->mtp_pre_proj, false, false, 2 * Et, E, err, "mtp.pre_proj.weight")) ||
-            (st = wk__tensor(m, &m->mtp_post_proj, false, false, E, Et, err, "mtp.post_proj.weight")))
-            return st;
-        if (C > 0) {
-            if (hp->n_vocab % C != 0 || m->mtp_centroid_top_k > C)
-                return wk_error_set(err, WK_E_FORMAT, "%s: %d centroids do not divide the vocabulary of %d (or top_k %d "
-                                    "exceeds them)", path, (int)C, hp->n_vocab, m->mtp_centroid_top_k);
-            if ((st = wk__tensor(m, &m->mtp_centroids, false, false, E, C, err, "mtp.centroids.weight")) ||
-                (st = wk__tensor(m, &m->mtp_token_ordering, false, true, hp->n_vocab, 1, err, "mtp.token_ordering")))
-                return st;
-            const float *ord = m->mtp_token_ordering->data;
-            for (int32_t i = 0; i < hp->n_vocab; i++)
-                if (!(ord[i] >= 0 && ord[i] < hp->n_vocab) || ord[i] != (float)(int32_t)ord[i])
-                    return wk_error_set(err, WK_E_FORMAT, "%s: token_ordering[%d] = %g is not a token id", path, i,
-                                        ord[i]);
-        }
-    }
+    if ((st = top_tensors(m, err))) return st;
     const struct wk_tensor *freqs; /* the full layers' only; m->rope_freqs stays NULL */
     if ((st = full_rope_freqs(m, d_full, &freqs, err))) return st;
     for (int32_t i = 0; i < hp->n_layer; i++) {
