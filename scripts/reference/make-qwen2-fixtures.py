@@ -159,9 +159,16 @@ def make_model(vocab, **swa):
                       rms_norm_eps=1e-6, tie_word_embeddings=False,
                       rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
                       bos_token_id=None, eos_token_id=vocab - 3, pad_token_id=vocab - 5, **swa)
-    torch.manual_seed(SEED)
-    model = Qwen2ForCausalLM(cfg).float().eval()
-    g = torch.Generator().manual_seed(SEED)
+    return draw(Qwen2ForCausalLM, cfg, SEED)
+
+
+def draw(cls, cfg, seed):
+    """cls(cfg) in float32 with its weights drawn wider than the default
+    init: norm gains 1 ± 0.3, biases ~ N(0, BIAS^2), embeddings N(0, 1), a
+    Linear [out, in] with unit-variance outputs times SCALE."""
+    torch.manual_seed(seed)
+    model = cls(cfg).float().eval()
+    g = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         for name, p in model.named_parameters():
             if name.endswith("norm.weight"):
@@ -170,7 +177,7 @@ def make_model(vocab, **swa):
                 p.copy_(BIAS * torch.randn(p.shape, generator=g))
             elif p.dim() == 2 and "embed_tokens" in name:
                 p.copy_(torch.randn(p.shape, generator=g))
-            else:  # a Linear [out, in]: unit-variance outputs, a little more
+            else:
                 p.copy_(torch.randn(p.shape, generator=g) * (SCALE / p.shape[1] ** 0.5))
     model.set_attn_implementation("eager")
     return model
@@ -184,21 +191,7 @@ def make_llama_bias(vocab):
                       rms_norm_eps=1e-5, tie_word_embeddings=False, attention_bias=True, mlp_bias=False,
                       rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
                       bos_token_id=None, eos_token_id=vocab - 3, pad_token_id=vocab - 5)
-    torch.manual_seed(SEED + 1)
-    model = LlamaForCausalLM(cfg).float().eval()
-    g = torch.Generator().manual_seed(SEED + 1)
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            if name.endswith("norm.weight"):
-                p.copy_(1.0 + 0.3 * torch.randn(p.shape, generator=g))
-            elif name.endswith(".bias"):
-                p.copy_(BIAS * torch.randn(p.shape, generator=g))
-            elif p.dim() == 2 and "embed_tokens" in name:
-                p.copy_(torch.randn(p.shape, generator=g))
-            else:
-                p.copy_(torch.randn(p.shape, generator=g) * (SCALE / p.shape[1] ** 0.5))
-    model.set_attn_implementation("eager")
-    return model
+    return draw(LlamaForCausalLM, cfg, SEED + 1)
 
 
 def greedy(model, prompt, n):

@@ -2,7 +2,8 @@
  * fixture.h - what the tiny-model golden tests (test-qwen3, test-glm4-moe-lite,
  * test-gemma4) share: loading a model with its error printed, the
  * relative error of a logits row, argmax, a token id out of a JSON array,
- * a rendered chat against its reference.
+ * a rendered chat against its reference, logits of a prompt's every
+ * position and a greedy continuation against transformers'.
  * Test code, header-only.
  */
 #ifndef WK_GOLDEN_FIXTURE_H
@@ -97,6 +98,72 @@ static inline void fixture_check_chat(const struct wk_model *m, const struct wk_
     wk_tokens_deinit(&t);
     free(s);
     wk_prompt_deinit(&prompt);
+}
+
+/* A context of n_ctx 128 on 2 threads for m (a checked failure gives NULL). */
+static inline struct wk_context *fixture_context(struct wk_model *m)
+{
+    struct wk_context_params cp = wk_context_params_default();
+    cp.n_ctx = 128;
+    cp.n_threads = 2;
+    struct wk_context *ctx = NULL;
+    struct wk_error err;
+    CHECK_EQ_INT(wk_context_create(m, &cp, &ctx, &err), WK_OK);
+    return ctx;
+}
+
+/* The logits of every position of ids [n] in one prefill, and of the last
+ * token decoded alone after the others (the one-token path), against ref
+ * [n][n_vocab]: each row within tol (fixture_row_error); the worst errors
+ * are raised into *worst_prefill and *worst_decode. what names the model
+ * in messages. */
+static inline void fixture_check_logits(struct wk_model *m, const int32_t *ids, int32_t n, const float *ref,
+                                        int32_t n_vocab, double tol, const char *what, double *worst_prefill,
+                                        double *worst_decode)
+{
+    float *out = malloc((size_t)n * (size_t)n_vocab * sizeof *out);
+    struct wk_error err;
+    struct wk_context *ctx = fixture_context(m);
+    CHECK_EQ_INT(wk_context_decode_all(ctx, ids, n, out, NULL, &err), WK_OK);
+    for (int32_t t = 0; t < n; t++) {
+        double e = fixture_row_error(out + (size_t)t * n_vocab, ref + (size_t)t * n_vocab, n_vocab, NULL, 0);
+        if (!(e <= tol)) fprintf(stderr, "  %s position %d: relative error %.3g\n", what, t, e);
+        CHECK(e <= tol);
+        *worst_prefill = fmax(*worst_prefill, e);
+    }
+    wk_context_destroy(ctx);
+    ctx = fixture_context(m);
+    CHECK_EQ_INT(wk_context_decode(ctx, ids, n - 1, NULL, NULL, &err), WK_OK);
+    CHECK_EQ_INT(wk_context_decode(ctx, ids + n - 1, 1, out, NULL, &err), WK_OK);
+    double e = fixture_row_error(out, ref + (size_t)(n - 1) * n_vocab, n_vocab, NULL, 0);
+    CHECK(e <= tol);
+    *worst_decode = fmax(*worst_decode, e);
+    wk_context_destroy(ctx);
+    free(out);
+}
+
+/* Greedy decoding after ids [n] gives the ids of want (a JSON array),
+ * every one of them; what names the model in messages. */
+static inline void fixture_check_greedy(struct wk_model *m, const int32_t *ids, int32_t n, json_t *want,
+                                        int32_t n_vocab, const char *what)
+{
+    float *out = malloc((size_t)n_vocab * sizeof *out);
+    struct wk_context *ctx = fixture_context(m);
+    struct wk_error err;
+    CHECK_EQ_INT(wk_context_decode(ctx, ids, n, out, NULL, &err), WK_OK);
+    size_t same = 0;
+    for (size_t s = 0; s < json_array_size(want); s++) {
+        int32_t id = fixture_argmax(out, n_vocab);
+        if (id != fixture_id(want, s)) {
+            fprintf(stderr, "  %s step %zu: wick %d, transformers %d\n", what, s, id, fixture_id(want, s));
+            break;
+        }
+        same++;
+        CHECK_EQ_INT(wk_context_decode(ctx, &id, 1, out, NULL, &err), WK_OK);
+    }
+    CHECK_EQ_INT(same, json_array_size(want));
+    wk_context_destroy(ctx);
+    free(out);
 }
 
 #endif

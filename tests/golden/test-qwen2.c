@@ -60,14 +60,15 @@ static struct wk_model *load(int which)
     return fixture_load(path);
 }
 
-/* A copy of the folder whose config.json edit() changes, in dir [64]
- * (a mkdtemp name the caller removes). */
-static void copy_folder(char *dir, void (*edit)(json_t *))
+/* A copy, as dir/hf, of the fixture folder sub (hf, llama-bias) whose
+ * config.json edit() changes, in dir [64] (a mkdtemp name the caller
+ * removes). */
+static void copy_folder_of(const char *sub, char *dir, void (*edit)(json_t *))
 {
     snprintf(dir, 64, "/tmp/wick-qwen2-XXXXXX");
     CHECK(mkdtemp(dir) != NULL);
     char cmd[4000], cfg[1200];
-    snprintf(cmd, sizeof cmd, "mkdir -p '%s/hf' && cp '%s'/hf/* '%s/hf/'", dir, g_dir, dir);
+    snprintf(cmd, sizeof cmd, "mkdir -p '%s/hf' && cp '%s'/%s/* '%s/hf/'", dir, g_dir, sub, dir);
     CHECK_EQ_INT(system(cmd), 0);
     snprintf(cfg, sizeof cfg, "%s/hf/config.json", dir);
     json_t *c = json_load_file(cfg, 0, NULL);
@@ -76,6 +77,8 @@ static void copy_folder(char *dir, void (*edit)(json_t *))
     CHECK_EQ_INT(json_dump_file(c, cfg, JSON_INDENT(1)), 0);
     json_decref(c);
 }
+
+static void copy_folder(char *dir, void (*edit)(json_t *)) { copy_folder_of("hf", dir, edit); }
 
 static void remove_folder(const char *dir)
 {
@@ -128,17 +131,6 @@ static void test_hparams(void)
     }
 }
 
-static struct wk_context *new_context(struct wk_model *m)
-{
-    struct wk_context_params cp = wk_context_params_default();
-    cp.n_ctx = 128;
-    cp.n_threads = 2;
-    struct wk_context *ctx = NULL;
-    struct wk_error err;
-    CHECK_EQ_INT(wk_context_create(m, &cp, &ctx, &err), WK_OK);
-    return ctx;
-}
-
 static void prompt_ids(size_t p, int32_t *ids)
 {
     json_t *arr = json_array_get(json_object_get(g_ref, "prompts"), p);
@@ -148,7 +140,6 @@ static void prompt_ids(size_t p, int32_t *ids)
 
 static void test_logits(void)
 {
-    float *out = malloc((size_t)N_POS * (size_t)g_vocab * sizeof *out);
     for (int which = 0; which < N_KINDS; which++) {
         struct wk_model *m = load(which);
         if (!m) continue;
@@ -156,27 +147,11 @@ static void test_logits(void)
         double worst_prefill = 0, worst_decode = 0;
         for (size_t p = 0; p < N_PROMPTS; p++) {
             int32_t ids[N_POS];
+            char what[120];
             prompt_ids(p, ids);
-            const float *ref = ref_all + p * N_POS * (size_t)g_vocab;
-            struct wk_error err;
-            struct wk_context *ctx = new_context(m);
-            CHECK_EQ_INT(wk_context_decode_all(ctx, ids, N_POS, out, NULL, &err), WK_OK);
-            for (int32_t t = 0; t < N_POS; t++) {
-                double e = fixture_row_error(out + (size_t)t * g_vocab, ref + (size_t)t * g_vocab, g_vocab, NULL, 0);
-                if (!(e <= REL_TOL))
-                    fprintf(stderr, "  %s prompt %zu position %d: relative error %.3g\n", g_names[which], p, t, e);
-                CHECK(e <= REL_TOL);
-                worst_prefill = fmax(worst_prefill, e);
-            }
-            wk_context_destroy(ctx);
-            /* the last token alone after the others: the one-token path */
-            ctx = new_context(m);
-            CHECK_EQ_INT(wk_context_decode(ctx, ids, N_POS - 1, NULL, NULL, &err), WK_OK);
-            CHECK_EQ_INT(wk_context_decode(ctx, ids + N_POS - 1, 1, out, NULL, &err), WK_OK);
-            double e = fixture_row_error(out, ref + (size_t)(N_POS - 1) * g_vocab, g_vocab, NULL, 0);
-            CHECK(e <= REL_TOL);
-            worst_decode = fmax(worst_decode, e);
-            wk_context_destroy(ctx);
+            snprintf(what, sizeof what, "%s prompt %zu", g_names[which], p);
+            fixture_check_logits(m, ids, N_POS, ref_all + p * N_POS * (size_t)g_vocab, g_vocab, REL_TOL, what,
+                                 &worst_prefill, &worst_decode);
         }
         printf("  %s: max relative logits error: prefill %.3g, one-token decode %.3g (tolerance %g)\n",
                g_names[which], worst_prefill, worst_decode, REL_TOL);
@@ -187,39 +162,24 @@ static void test_logits(void)
     double d = fixture_row_error(g_logits + (N_POS - 1) * (size_t)g_vocab,
                                  g_logits_swa + (N_POS - 1) * (size_t)g_vocab, g_vocab, NULL, 0);
     CHECK(d > 100 * REL_TOL);
-    free(out);
 }
 
 static void test_greedy(void)
 {
-    float *out = malloc((size_t)g_vocab * sizeof *out);
     for (int which = 0; which < N_KINDS; which++) {
         struct wk_model *m = load(which);
         if (!m) continue;
         for (size_t p = 0; p < N_PROMPTS; p++) {
             int32_t ids[N_POS];
+            char what[120];
             prompt_ids(p, ids);
-            json_t *want = json_array_get(json_object_get(g_ref, which >= HF_SWA ? "greedy_swa" : "greedy"), p);
-            struct wk_context *ctx = new_context(m);
-            struct wk_error err;
-            CHECK_EQ_INT(wk_context_decode(ctx, ids, N_POS, out, NULL, &err), WK_OK);
-            int same = 0;
-            for (size_t s = 0; s < json_array_size(want); s++) {
-                int32_t id = fixture_argmax(out, g_vocab);
-                if (id != fixture_id(want, s)) {
-                    fprintf(stderr, "  %s prompt %zu step %zu: wick %d, transformers %d\n", g_names[which], p, s,
-                            id, fixture_id(want, s));
-                    break;
-                }
-                same++;
-                CHECK_EQ_INT(wk_context_decode(ctx, &id, 1, out, NULL, &err), WK_OK);
-            }
-            CHECK_EQ_INT(same, N_POS);
-            wk_context_destroy(ctx);
+            snprintf(what, sizeof what, "%s prompt %zu", g_names[which], p);
+            fixture_check_greedy(m, ids, N_POS,
+                                 json_array_get(json_object_get(g_ref, which >= HF_SWA ? "greedy_swa" : "greedy"), p),
+                                 g_vocab, what);
         }
         wk_model_destroy(m);
     }
-    free(out);
 }
 
 static void test_chat_template(void)
@@ -306,6 +266,8 @@ static void test_default_system(void)
     }
 }
 
+static void edit_mlp_bias(json_t *c) { json_object_set_new(c, "mlp_bias", json_true()); }
+
 /* A Llama with attention_bias (Q, K, V and output biases; llama-bias/):
  * its logits of every prompt position within REL_TOL of transformers'. */
 static void test_llama_attention_bias(void)
@@ -315,36 +277,19 @@ static void test_llama_attention_bias(void)
     struct wk_model *m = fixture_load(path);
     if (!m) return;
     CHECK_EQ_INT(wk_model_hparams(m)->arch, WK_ARCH_LLAMA);
-    float *out = malloc((size_t)N_POS * (size_t)g_vocab * sizeof *out);
-    double worst = 0;
+    double worst = 0, worst_decode = 0;
     for (size_t p = 0; p < N_PROMPTS; p++) {
         int32_t ids[N_POS];
         prompt_ids(p, ids);
-        struct wk_context *ctx = new_context(m);
-        struct wk_error err;
-        CHECK_EQ_INT(wk_context_decode_all(ctx, ids, N_POS, out, NULL, &err), WK_OK);
-        for (int32_t t = 0; t < N_POS; t++)
-            worst = fmax(worst, fixture_row_error(out + (size_t)t * g_vocab,
-                                                  g_logits_llama + (p * N_POS + (size_t)t) * g_vocab, g_vocab, NULL, 0));
-        wk_context_destroy(ctx);
+        fixture_check_logits(m, ids, N_POS, g_logits_llama + p * N_POS * (size_t)g_vocab, g_vocab, REL_TOL,
+                             "llama with attention_bias", &worst, &worst_decode);
     }
-    printf("  llama with attention_bias: max relative logits error %.3g (tolerance %g)\n", worst, REL_TOL);
-    CHECK(worst <= REL_TOL);
-    free(out);
+    printf("  llama with attention_bias: max relative logits error: prefill %.3g, one-token decode %.3g "
+           "(tolerance %g)\n", worst, worst_decode, REL_TOL);
     wk_model_destroy(m);
     /* MLP biases, which wick does not apply, are refused by name */
     char dir[64];
-    snprintf(dir, sizeof dir, "/tmp/wick-qwen2-XXXXXX");
-    CHECK(mkdtemp(dir) != NULL);
-    char cmd[4000], cfg[1200];
-    snprintf(cmd, sizeof cmd, "mkdir -p '%s/hf' && cp '%s'/llama-bias/* '%s/hf/'", dir, g_dir, dir);
-    CHECK_EQ_INT(system(cmd), 0);
-    snprintf(cfg, sizeof cfg, "%s/hf/config.json", dir);
-    json_t *c = json_load_file(cfg, 0, NULL);
-    CHECK(c != NULL);
-    json_object_set_new(c, "mlp_bias", json_true());
-    CHECK_EQ_INT(json_dump_file(c, cfg, JSON_INDENT(1)), 0);
-    json_decref(c);
+    copy_folder_of("llama-bias", dir, edit_mlp_bias);
     snprintf(path, sizeof path, "%s/hf", dir);
     struct wk_error err;
     m = NULL;

@@ -75,17 +75,6 @@ static void test_hparams(void)
     }
 }
 
-static struct wk_context *new_context(struct wk_model *m)
-{
-    struct wk_context_params cp = wk_context_params_default();
-    cp.n_ctx = 128;
-    cp.n_threads = 2;
-    struct wk_context *ctx = NULL;
-    struct wk_error err;
-    CHECK_EQ_INT(wk_context_create(m, &cp, &ctx, &err), WK_OK);
-    return ctx;
-}
-
 static void prompt_ids(size_t p, int32_t *ids)
 {
     json_t *arr = json_array_get(json_object_get(g_ref, "prompts"), p);
@@ -96,74 +85,39 @@ static void prompt_ids(size_t p, int32_t *ids)
 static void test_logits(void)
 {
     static const char *const names[2] = {"hf", "gguf"};
-    float *out = malloc((size_t)N_POS * (size_t)g_vocab * sizeof *out);
     for (int which = 0; which < 2; which++) {
         struct wk_model *m = load(which);
         if (!m) continue;
         double worst_prefill = 0, worst_decode = 0;
         for (size_t p = 0; p < N_PROMPTS; p++) {
             int32_t ids[N_POS];
+            char what[64];
             prompt_ids(p, ids);
-            const float *ref = g_logits + p * N_POS * (size_t)g_vocab;
-            struct wk_error err;
-            /* every position in one prefill */
-            struct wk_context *ctx = new_context(m);
-            CHECK_EQ_INT(wk_context_decode_all(ctx, ids, N_POS, out, NULL, &err), WK_OK);
-            for (int32_t t = 0; t < N_POS; t++) {
-                double e = fixture_row_error(out + (size_t)t * g_vocab, ref + (size_t)t * g_vocab, g_vocab, NULL, 0);
-                if (!(e <= REL_TOL))
-                    fprintf(stderr, "  %s prompt %zu position %d: relative error %.3g\n", names[which], p, t, e);
-                CHECK(e <= REL_TOL);
-                worst_prefill = fmax(worst_prefill, e);
-            }
-            wk_context_destroy(ctx);
-            /* the last token alone after the others: the one-token path */
-            ctx = new_context(m);
-            CHECK_EQ_INT(wk_context_decode(ctx, ids, N_POS - 1, NULL, NULL, &err), WK_OK);
-            CHECK_EQ_INT(wk_context_decode(ctx, ids + N_POS - 1, 1, out, NULL, &err), WK_OK);
-            double e = fixture_row_error(out, ref + (size_t)(N_POS - 1) * g_vocab, g_vocab, NULL, 0);
-            CHECK(e <= REL_TOL);
-            worst_decode = fmax(worst_decode, e);
-            wk_context_destroy(ctx);
+            snprintf(what, sizeof what, "%s prompt %zu", names[which], p);
+            fixture_check_logits(m, ids, N_POS, g_logits + p * N_POS * (size_t)g_vocab, g_vocab, REL_TOL, what,
+                                 &worst_prefill, &worst_decode);
         }
         printf("  %-4s max relative logits error: prefill %.3g, one-token decode %.3g (tolerance %g)\n",
                names[which], worst_prefill, worst_decode, REL_TOL);
         wk_model_destroy(m);
     }
-    free(out);
 }
 
 static void test_greedy(void)
 {
     static const char *const names[2] = {"hf", "gguf"};
-    float *out = malloc((size_t)g_vocab * sizeof *out);
     for (int which = 0; which < 2; which++) {
         struct wk_model *m = load(which);
         if (!m) continue;
         for (size_t p = 0; p < N_PROMPTS; p++) {
             int32_t ids[N_POS];
+            char what[64];
             prompt_ids(p, ids);
-            json_t *want = json_array_get(json_object_get(g_ref, "greedy"), p);
-            struct wk_context *ctx = new_context(m);
-            struct wk_error err;
-            CHECK_EQ_INT(wk_context_decode(ctx, ids, N_POS, out, NULL, &err), WK_OK);
-            int same = 0;
-            for (size_t s = 0; s < json_array_size(want); s++) {
-                int32_t id = fixture_argmax(out, g_vocab);
-                if (id != fixture_id(want, s)) {
-                    fprintf(stderr, "  %s prompt %zu step %zu: wick %d, transformers %d\n", names[which], p, s,
-                            id, fixture_id(want, s));
-                    break;
-                }
-                same++;
-                CHECK_EQ_INT(wk_context_decode(ctx, &id, 1, out, NULL, &err), WK_OK);
-            }
-            CHECK_EQ_INT(same, N_POS);
-            wk_context_destroy(ctx);
+            snprintf(what, sizeof what, "%s prompt %zu", names[which], p);
+            fixture_check_greedy(m, ids, N_POS, json_array_get(json_object_get(g_ref, "greedy"), p), g_vocab, what);
         }
         wk_model_destroy(m);
     }
-    free(out);
 }
 
 static void test_chat_template(void)
