@@ -25,6 +25,24 @@ bool srv_buf_json(struct wk_buf *b, json_t *obj, const char *tail)
     return ok;
 }
 
+int srv_http_status(enum wk_status st)
+{
+    switch (st) {
+    case WK_OK: return 200;
+    case WK_E_NOT_FOUND: return 404;
+    case WK_E_PERMISSION: return 403;
+    case WK_E_CANCELLED: return 503;
+    case WK_E_NOMEM:
+    case WK_E_IO:
+    case WK_E_INTERNAL: return 500;
+    case WK_E_FORMAT:
+    case WK_E_UNSUPPORTED:
+    case WK_E_INVALID:
+    case WK_E_RANGE: return 400;
+    }
+    return 500;
+}
+
 static bool is_openai(enum srv_api api) { return api == API_OAI_CHAT || api == API_OAI_COMPLETION; }
 
 json_t *srv_error_body(enum srv_api api, int status, const char *msg)

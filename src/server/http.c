@@ -416,12 +416,7 @@ static enum MHD_Result serve_create(struct MHD_Connection *c, json_t *body)
     wk_modelfile_deinit(&mf);
     if (st) {
         json_decref(lines);
-        return reply_error(c, API_GENERATE,
-                           st == WK_E_NOT_FOUND    ? 404
-                           : st == WK_E_PERMISSION ? 403
-                           : st == WK_E_IO || st == WK_E_NOMEM ? 500
-                                                              : 400,
-                           err.msg);
+        return reply_error(c, API_GENERATE, (unsigned)srv_http_status(st), err.msg);
     }
     json_array_append_new(lines, json_pack("{s:s}", "status", "success"));
     if (json_is_false(stream)) {

@@ -20,7 +20,7 @@
  * steps (and between layers during prefill); a job cancelled while queued
  * is dropped without running.
  */
-#include "wk_server.h"
+#include "server_internal.h"
 
 #include "../io/wk_options.h"
 #include "../runtime/wk_runtime.h"
@@ -399,7 +399,7 @@ static int prepare(struct job *j, json_t *req, char *msg, size_t cap)
     wk_prompt_deinit(&prompt);
     if (st) {
         snprintf(msg, cap, "%s", err.msg[0] ? err.msg : wk_status_str(st));
-        return st == WK_E_NOMEM ? 500 : 400;
+        return srv_http_status(st);
     }
     if (j->ids.n < 1) {
         snprintf(msg, cap, "the prompt is empty");

@@ -149,6 +149,11 @@ void srv_gen_done(struct srv_gen *g, json_t *final_line);
 void srv_gen_stream_error(struct srv_gen *g, const char *msg);
 /* The whole non-streamed response, from the aggregate and the final line. */
 json_t *srv_gen_response(struct srv_gen *g, json_t *final_line);
+/* The HTTP status of a request that failed with st, one mapping for every
+ * route: what the client sent is wrong (FORMAT, UNSUPPORTED, INVALID,
+ * RANGE) 400, NOT_FOUND 404, PERMISSION 403, CANCELLED (the server is
+ * shutting down) 503, the server's own trouble (NOMEM, IO, INTERNAL) 500. */
+int srv_http_status(enum wk_status st);
 /* The error body for api: {"error": msg} (Ollama) or {"error": {"message",
  * "type", "param", "code"}} (OpenAI). */
 json_t *srv_error_body(enum srv_api api, int status, const char *msg);
