@@ -34,32 +34,39 @@
 #include <strings.h>
 #include <unistd.h>
 
-#define MAX_ORIGINS 64
+#define MAX_ORIGINS 256
 
 static bool g_loopback;                /* listening on a loopback address */
 static char g_hostname[256];           /* this machine's, lower case */
-static char *g_origins[MAX_ORIGINS];   /* allowed origin patterns */
+static char *g_origins[MAX_ORIGINS];   /* allowed origin patterns: the defaults first */
 static int g_n_origins;
 
-static void add_origin(const char *p, size_t n)
+/* Adds one pattern (trimmed of spaces and quotes); false when the list is full. */
+static bool add_origin(const char *p, size_t n)
 {
     while (n && isspace((unsigned char)*p)) p++, n--;
     while (n && isspace((unsigned char)p[n - 1])) n--;
     if (n && (p[0] == '"' || p[0] == '\'')) p++, n--;
     if (n && (p[n - 1] == '"' || p[n - 1] == '\'')) n--;
-    if (!n || g_n_origins == MAX_ORIGINS) return;
+    if (!n) return true;
+    if (g_n_origins == MAX_ORIGINS) return false;
     g_origins[g_n_origins++] = wk_strndup(p, n);
+    return true;
 }
 
 static void add_origins_env(const char *name)
 {
     const char *v = getenv(name);
+    int dropped = 0;
     while (v && *v) {
         const char *comma = strchr(v, ',');
         size_t n = comma ? (size_t)(comma - v) : strlen(v);
-        add_origin(v, n);
+        if (!add_origin(v, n)) dropped++;
         v = comma ? comma + 1 : NULL;
     }
+    if (dropped)
+        fprintf(stderr, "wick: warning: %s: %d origin pattern%s past the first %d allowed ones ignored\n", name,
+                dropped, dropped == 1 ? "" : "s", MAX_ORIGINS);
 }
 
 void srv_access_init(const struct sockaddr_in *listen)
@@ -67,8 +74,6 @@ void srv_access_init(const struct sockaddr_in *listen)
     g_loopback = (ntohl(listen->sin_addr.s_addr) >> 24) == 127;
     if (gethostname(g_hostname, sizeof g_hostname - 1) != 0) g_hostname[0] = '\0';
     for (char *p = g_hostname; *p; p++) *p = (char)tolower((unsigned char)*p);
-    add_origins_env("OLLAMA_ORIGINS");
-    add_origins_env("WICK_ORIGINS");
     static const char *const hosts[] = {"localhost", "127.0.0.1", "0.0.0.0"};
     for (size_t i = 0; i < WK_ARRAY_LEN(hosts); i++) {
         char b[64];
@@ -80,28 +85,39 @@ void srv_access_init(const struct sockaddr_in *listen)
     }
     static const char *const apps[] = {"app://*", "file://*", "tauri://*", "vscode-webview://*", "vscode-file://*"};
     for (size_t i = 0; i < WK_ARRAY_LEN(apps); i++) add_origin(apps[i], strlen(apps[i]));
+    add_origins_env("OLLAMA_ORIGINS");
+    add_origins_env("WICK_ORIGINS");
 }
 
-/* pattern (one or more "*", each any run of characters) against s, case-insensitively. */
+/* pattern (any number of "*", each any run of characters) against s,
+ * case-insensitively, in O(|pat| * |s|) at worst: on a mismatch only the
+ * last star's run grows (an earlier star's choice never needs revisiting,
+ * as the text between stars matched anywhere later matches as well). */
 static bool glob_match(const char *pat, const char *s)
 {
-    if (!*pat) return !*s;
-    if (*pat == '*') {
-        for (;; s++) {
-            if (glob_match(pat + 1, s)) return true;
-            if (!*s) return false;
+    const char *star = NULL, *resume = NULL;
+    while (*s) {
+        if (*pat == '*') {
+            star = ++pat;
+            resume = s;
+        } else if (*pat && tolower((unsigned char)*pat) == tolower((unsigned char)*s)) {
+            pat++, s++;
+        } else if (star) {
+            pat = star;
+            s = ++resume;
+        } else {
+            return false;
         }
     }
-    return *s && tolower((unsigned char)*pat) == tolower((unsigned char)*s) && glob_match(pat + 1, s + 1);
+    while (*pat == '*') pat++;
+    return !*pat;
 }
 
 bool srv_access_origin_ok(const char *origin)
 {
     if (strlen(origin) > 1024) return false;
-    for (int i = 0; i < g_n_origins; i++) {
-        /* a pattern with several stars could take exponential time; real ones have one or two */
+    for (int i = 0; i < g_n_origins; i++)
         if (glob_match(g_origins[i], origin)) return true;
-    }
     return false;
 }
 
@@ -128,41 +144,78 @@ static bool ends_with(const char *s, const char *suf)
     return a >= b && strcasecmp(s + a - b, suf) == 0;
 }
 
-/* The Host header's host (without the port, an IPv6 literal without its
- * brackets) allowed for a server on a loopback address. */
+static bool all_digits(const char *s)
+{
+    if (!*s) return false;
+    for (; *s; s++)
+        if (!isdigit((unsigned char)*s)) return false;
+    return true;
+}
+
+static bool v4_ok(const struct in_addr *a4)
+{
+    uint32_t v = ntohl(a4->s_addr);
+    return (v >> 24) == 127 || (v >> 24) == 10 || (v >> 20) == (172u << 4 | 1) || (v >> 16) == (192u << 8 | 168) ||
+           v == 0 || local_ip(AF_INET, a4);
+}
+
+/* The Host header (host, host:port, [v6] or [v6]:port; a port is digits)
+ * allowed for a server on a loopback address: see the top of this file.
+ * A fully qualified name's final dot ("localhost.") is the same name; an
+ * IPv4-mapped IPv6 address is judged as its IPv4 address. */
 bool srv_access_host_ok(const char *header)
 {
     char host[256];
     size_t n = strlen(header);
     if (n >= sizeof host) return false;
-    if (header[0] == '[') { /* [v6]:port */
+    if (header[0] == '[') { /* [v6] or [v6]:port, nothing else after the bracket */
         const char *close = strchr(header, ']');
-        if (!close) return false;
+        if (!close || (close[1] && (close[1] != ':' || !all_digits(close + 2)))) return false;
         snprintf(host, sizeof host, "%.*s", (int)(close - header - 1), header + 1);
     } else {
         snprintf(host, sizeof host, "%s", header);
         char *colon = strchr(host, ':');
-        if (colon && !strchr(colon + 1, ':')) *colon = '\0'; /* host:port, not a bare v6 address */
+        if (colon && !strchr(colon + 1, ':')) { /* host:port, not a bare v6 address */
+            if (!all_digits(colon + 1)) return false;
+            *colon = '\0';
+        }
     }
+    size_t len = strlen(host);
+    if (len > 1 && host[len - 1] == '.' && host[len - 2] != '.') host[--len] = '\0';
     if (!*host || strcasecmp(host, "localhost") == 0 || (g_hostname[0] && strcasecmp(host, g_hostname) == 0))
         return true;
     if (ends_with(host, ".localhost") || ends_with(host, ".local") || ends_with(host, ".internal")) return true;
     struct in_addr a4;
     struct in6_addr a6;
-    if (inet_pton(AF_INET, host, &a4) == 1) {
-        uint32_t v = ntohl(a4.s_addr);
-        return (v >> 24) == 127 || (v >> 24) == 10 || (v >> 20) == (172u << 4 | 1) || (v >> 16) == (192u << 8 | 168) ||
-               v == 0 || local_ip(AF_INET, &a4);
-    }
-    if (inet_pton(AF_INET6, host, &a6) == 1)
+    if (inet_pton(AF_INET, host, &a4) == 1) return v4_ok(&a4);
+    if (inet_pton(AF_INET6, host, &a6) == 1) {
+        if (IN6_IS_ADDR_V4MAPPED(&a6)) {
+            memcpy(&a4, a6.s6_addr + 12, 4);
+            return v4_ok(&a4);
+        }
         return IN6_IS_ADDR_LOOPBACK(&a6) || IN6_IS_ADDR_UNSPECIFIED(&a6) || (a6.s6_addr[0] & 0xFE) == 0xFC ||
                local_ip(AF_INET6, &a6);
+    }
     return false;
+}
+
+/* MHD iterator: counts the Host headers. */
+static enum MHD_Result count_host(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+    (void)kind, (void)value;
+    if (key && strcasecmp(key, MHD_HTTP_HEADER_HOST) == 0) ++*(int *)cls;
+    return MHD_YES;
 }
 
 const char *srv_access_check(struct MHD_Connection *c, char *msg, size_t cap)
 {
     const char *host = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST);
+    int n_host = 0;
+    if (g_loopback && host) MHD_get_connection_values(c, MHD_HEADER_KIND, count_host, &n_host);
+    if (n_host > 1) { /* refused (RFC 9112 3.2 forbids it): a proxy in front might have read the other one */
+        snprintf(msg, cap, "more than one Host header: this server answers requests for this machine only");
+        return msg;
+    }
     if (g_loopback && host && !srv_access_host_ok(host)) {
         char h[80];
         wk_str_printable(host, strlen(host), h, sizeof h);

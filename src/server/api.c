@@ -74,6 +74,13 @@ static bool is_int(json_t *v)
     return json_is_integer(v) || (json_is_real(v) && json_real_value(v) == floor(json_real_value(v)));
 }
 
+/* An integral number's value: an integer's all 64 bits (a seed past 2^53
+ * stays whole), a real's converted (the caller has range-checked it). */
+static json_int_t int_value(json_t *v)
+{
+    return json_is_integer(v) ? json_integer_value(v) : (json_int_t)json_real_value(v);
+}
+
 /* Ollama "options" into the runner's options, stop list and g->n_ctx. */
 static int parse_ollama_options(struct srv_gen *g, json_t *opts, json_t *ropts, json_t *stop,
                                 char *msg, size_t cap)
@@ -121,7 +128,7 @@ static int parse_ollama_options(struct srv_gen *g, json_t *opts, json_t *ropts, 
         if (wk_option_check_number(o, json_number_value(v), &e)) return FAIL("%s", e.msg);
         if (!o->applied) continue;
         if (strcmp(k, "num_ctx") == 0) g->n_ctx = (int32_t)json_number_value(v);
-        else if (o->type == WK_MF_INT) json_object_set_new(ropts, k, json_integer((json_int_t)json_number_value(v)));
+        else if (o->type == WK_MF_INT) json_object_set_new(ropts, k, json_integer(int_value(v)));
         else json_object_set(ropts, k, v);
     }
     return 0;
@@ -279,13 +286,17 @@ static int parse_openai(struct srv_gen *g, json_t *body, json_t *req, json_t *ro
         if (!v || json_is_null(v)) continue;
         if (!is_int(v) || json_number_value(v) < 1 || json_number_value(v) > 2147483647.0)
             return FAIL("%s must be an integer between 1 and 2147483647", max_names[i]);
-        json_object_set_new(ropts, "num_predict", json_integer((json_int_t)json_number_value(v)));
+        /* OpenAI's clients send a model's whole window or more; past the
+         * options table's num_predict limit it is no smaller limit */
+        double most = wk_option_find("num_predict")->max;
+        json_object_set_new(ropts, "num_predict", json_integer(json_number_value(v) > most ? (json_int_t)most
+                                                                                         : int_value(v)));
     }
     if ((v = json_object_get(body, "seed")) && !json_is_null(v)) {
         struct wk_error e;
         if (!is_int(v) || wk_option_check_number(wk_option_find("seed"), json_number_value(v), &e))
             return FAIL("seed must be -1 or an integer between 0 and 9223372036854774784");
-        json_object_set_new(ropts, "seed", json_integer((json_int_t)json_number_value(v)));
+        json_object_set_new(ropts, "seed", json_integer(int_value(v)));
     }
     if ((v = json_object_get(body, "n")) && !json_is_null(v) && !(is_int(v) && json_number_value(v) == 1))
         return FAIL("n must be 1: one choice per request");

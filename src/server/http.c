@@ -543,6 +543,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         if (cl && *end == '\0' && n > SRV_MAX_BODY) k->too_big = true;
         else if (cl && *end == '\0' && n > 0 && !k->refused && (k->body.p = wk_malloc((size_t)n + 1)))
             k->body.cap = (size_t)n + 1;
+        /* a client that waits for "100 Continue" before it sends the body
+         * (curl does for large ones) is refused at once, and sends none of
+         * it. Any other client's body is read and dropped before the answer:
+         * answered early, it would meet a closed connection mid-send and see
+         * a broken pipe instead of the 403 or 413. */
+        const char *expect = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_EXPECT);
+        if ((k->refused || k->too_big) && expect && strcasecmp(expect, "100-continue") == 0)
+            return route(c, url, method, k);
         return MHD_YES;
     }
     if (*upload_size) {

@@ -39,7 +39,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define MAX_REQUEST_BYTES ((size_t)256 << 20) /* the server's 64 MiB body, rewritten */
+#define MAX_REQUEST_BYTES ((size_t)256 << 20) /* the server's 4 MiB body (SRV_MAX_BODY), rewritten with rendered prompts and images */
 #define MAX_STOPS WK_MAX_STOPS
 #define MAX_LOGIT_BIAS 4096
 
@@ -238,6 +238,7 @@ static bool parse_options(struct job *j, json_t *req, char *msg, size_t cap)
             return false;
         }
         if (fields[i].f) *fields[i].f = (float)d;
+        else if (fields[i].l && json_is_integer(v)) *fields[i].l = json_integer_value(v); /* all 64 bits */
         else if (d != (double)(int64_t)d || d < -2147483648.0 || d > 2147483647.0) {
             if (fields[i].l && d == (double)(int64_t)d) *fields[i].l = (int64_t)d;
             else {

@@ -443,7 +443,13 @@ static int runner_connect(const struct srv_runner *r)
     memcpy(a.sun_path + 1, r->sock, n);
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0) return -1;
-    if (connect(fd, (struct sockaddr *)&a, (socklen_t)(sizeof a.sun_family + 1 + n))) {
+    /* the socket's listener must be the runner started (another process
+     * could have taken the abstract name after the runner died, and would
+     * read the prompts) */
+    struct ucred cred;
+    socklen_t cl = sizeof cred;
+    if (connect(fd, (struct sockaddr *)&a, (socklen_t)(sizeof a.sun_family + 1 + n)) ||
+        getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) != 0 || cred.pid != r->pid) {
         close(fd);
         return -1;
     }

@@ -218,12 +218,14 @@ static enum wk_status add_folder(struct build *b, const char *dir)
 static enum wk_status add_weights(struct build *b, const char *from, char *weights, size_t cap)
 {
     const struct wk_modelfile *mf = b->mf;
-    if (b->o->no_paths) { /* a stored model only (checked by wk_store_create) */
-    } else if (is_dir(from)) {
+    /* with server-side paths off, FROM is a stored model's name only (checked
+     * by wk_store_create): no file or folder is looked up by it */
+    bool paths = !b->o->no_paths;
+    if (paths && is_dir(from)) {
         snprintf(weights, cap, "%s", from);
         return add_folder(b, from);
     }
-    if (is_file(from)) {
+    if (paths && is_file(from)) {
         snprintf(weights, cap, "%s", from);
         /* the whole model and its tokenizer load (mapped, not read), so a
          * stored model can run: not only a GGUF header (one with no
@@ -437,7 +439,7 @@ enum wk_status wk_store_create(struct wk_store *s, const struct wk_model_name *n
             return st;
         }
     }
-    if (o->no_paths) snprintf(from, sizeof from, "%s", mf->from); /* a stored name: add_weights finds no file by it */
+    if (o->no_paths) snprintf(from, sizeof from, "%s", mf->from); /* a stored name: add_weights looks up no file */
     else resolve_path(o->base_dir, mf->from, from, sizeof from);
     if (mf->draft) resolve_path(o->base_dir, mf->draft, draft, sizeof draft);
     enum wk_status st = WK_OK;

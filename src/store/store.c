@@ -583,6 +583,30 @@ static void remove_tree_at(const char *path, int depth)
     }
 }
 
+/* The newest modification time in path's tree (to 4 levels down). */
+static time_t newest_mtime(const char *path, int depth)
+{
+    struct stat sb;
+    if (lstat(path, &sb) != 0) return 0;
+    time_t t = sb.st_mtime;
+    DIR *d = S_ISDIR(sb.st_mode) && depth < 4 ? opendir(path) : NULL;
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+        char p[4400];
+        snprintf(p, sizeof p, "%.4000s/%.255s", path, e->d_name);
+        time_t u = newest_mtime(p, depth + 1);
+        if (u > t) t = u;
+    }
+    if (d) closedir(d);
+    return t;
+}
+
+/* A temporary untouched this long is stale once its process is gone: a
+ * process of another PID namespace (a container sharing the store) may
+ * carry a number no process of ours has, and be writing still. */
+#define STALE_AFTER_S (10 * 60)
+
 /* The stale temporaries in folder dir (and, to depth more levels, its
  * sub-folders): removed. */
 static int clean_dir(const char *dir, int more)
@@ -596,7 +620,7 @@ static int clean_dir(const char *dir, int more)
         snprintf(p, sizeof p, "%.4000s/%.255s", dir, e->d_name);
         pid_t pid = temp_owner(e->d_name);
         if (pid) {
-            if (kill(pid, 0) != 0 && errno == ESRCH) { /* its process is gone */
+            if (kill(pid, 0) != 0 && errno == ESRCH && newest_mtime(p, 0) < time(NULL) - STALE_AFTER_S) {
                 remove_tree_at(p, 0);
                 removed++;
             }

@@ -247,9 +247,12 @@ int64_t wk_tokenizer_min_tokens(const struct wk_tokenizer *tok, size_t n_bytes)
 {
     /* a token covers at most its piece's bytes of the normalized text
      * (pieces are stored escaped: GPT-2's byte mapping and SentencePiece's
-     * '▁' only lengthen them); Unicode normalization can shorten text up
-     * to 3 times (three Hangul jamo, 9 bytes, into one 3-byte syllable;
-     * NFKC's fullwidth "Ａ", 3 bytes, into "A"): 4 for a margin */
+     * '▁' only lengthen them); Unicode normalization shortens text at most
+     * 4 times: NFKC maps a 4-byte character to one ASCII byte at most
+     * (mathematical "𝐀" U+1D400 to "A"; no code point does more, checked
+     * over all of them with Python's unicodedata), and composition at most
+     * 3 times (three Hangul jamo, 9 bytes, into one 3-byte syllable), so
+     * the floor below is still a lower bound */
     const uint64_t per = 4 * (uint64_t)WK_MAX(tok->max_piece_len, 1u);
     return (int64_t)(n_bytes / per);
 }

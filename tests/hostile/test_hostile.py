@@ -35,8 +35,9 @@ Cases (numbered as issue 20's list):
     seed -5, temperature -3); `wick serve --threads 1000` is refused at
     start.
  9. a killed process's temporaries are removed when the server starts or
-    wick create runs (a live process's stay); a create that runs out of
-    space (a 150 MB tmpfs) leaves no blob behind.
+    wick create runs (a live process's stay, and any written in the last
+    10 minutes); a create that runs out of space (a 150 MB tmpfs) leaves
+    no blob behind.
 10. a runner's socket serves only the server that started it.
 
 Run by tests/hostile/run (the api-venv of tests/server for the clients).
@@ -78,7 +79,7 @@ def proc_cost(pid):
 class Server:
     """A `wick serve` on a free port over the store at store."""
 
-    def __init__(self, store, *args, env=None):
+    def __init__(self, store, *args, env=None, cwd=None):
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             self.port = s.getsockname()[1]
@@ -86,7 +87,7 @@ class Server:
         for k in ("WICK_ALLOW_PATHS", "OLLAMA_ORIGINS", "WICK_ORIGINS"):
             e.pop(k, None)
         e.update(env or {})
-        self.proc = subprocess.Popen([WICK, "serve", *args], env=e, stderr=subprocess.DEVNULL)
+        self.proc = subprocess.Popen([WICK, "serve", *args], env=e, stderr=subprocess.DEVNULL, cwd=cwd)
         for _ in range(200):
             try:
                 if self.request("GET", "/")[0] == 200:
@@ -126,6 +127,13 @@ class Server:
             self.proc.kill()
 
 
+def raw_request(port, head):
+    """The first bytes the server answers a request written byte for byte."""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as c:
+        c.sendall(head)
+        return c.recv(4096)
+
+
 def make_store():
     store = tempfile.mkdtemp(prefix="wick-hostile-")
     mf = os.path.join(store, "smol.Modelfile")
@@ -140,7 +148,11 @@ def make_store():
 # ------------------------------------------------------------------ 1: paths, Host, Origin
 
 def test_paths(store, work):
-    s = Server(store)
+    # the server runs where a file has a stored model's name: FROM that name
+    # is the stored model, the file is not looked at
+    with open(os.path.join(work, "smollm2"), "w") as f:
+        f.write("not a model\n")
+    s = Server(store, cwd=work)
     try:
         fifo = os.path.join(work, "fifo")
         os.mkfifo(fifo)
@@ -164,7 +176,8 @@ def test_paths(store, work):
         check(st == 403 and "server-side paths are off" in body.get("error", ""),
               "paths off: quantize is 403 naming the setting", str(body))
         st, body = s.post("/api/create", {"model": "smol-copy", "from": "smollm2", "system": "Be brief.", "stream": False})
-        check(st == 200 and body == {"status": "success"}, "paths off: from a stored model still works", str(body))
+        check(st == 200 and body == {"status": "success"},
+              "paths off: from a stored model works (a file of its name in the server's folder not looked at)", str(body))
         check(not os.path.exists(os.path.join(store, "manifests", "registry.ollama.ai", "library", "x")),
               "paths off: nothing was stored for the refused creates")
         check(s.alive(), "paths off: the server serves on")
@@ -194,15 +207,27 @@ def test_paths(store, work):
 
 
 def test_host_origin(store):
-    s = Server(store, env={"OLLAMA_ORIGINS": "https://app.example.com, chrome-extension://*"})
+    # 300 patterns more than the server keeps: the built-in ones still hold;
+    # a pattern of many stars costs a linear match, not an exponential one
+    junk = ", ".join(f"https://junk{i}.example" for i in range(300))
+    s = Server(store, env={"OLLAMA_ORIGINS": "https://app.example.com, chrome-extension://*, "
+                                             "http://*a*a*a*a*a*a*a*a*a*a*a*a*a*a*b, " + junk})
     try:
+        t0 = time.time()
+        st, _, _ = s.request("GET", "/api/version", headers={"Origin": "http://" + "a" * 1000})
+        check(st == 403 and time.time() - t0 < 2, "an origin against a pattern of 15 stars: 403 at once",
+              f"{st} {time.time() - t0:.1f} s")
         for host, ok in (("127.0.0.1", True), (f"localhost:{s.port}", True), ("[::1]:80", True),
                          ("ollama.localhost", True), ("box.local", True), ("10.0.0.7:11434", True),
-                         (socket.gethostname(), True), ("evil.example", False), ("evil.example:11434", False),
-                         ("127.0.0.1.nip.io", False), ("8.8.8.8", False)):
+                         (socket.gethostname(), True), ("localhost.", True), ("[::ffff:127.0.0.1]:80", True),
+                         ("evil.example", False), ("evil.example:11434", False), ("127.0.0.1.nip.io", False),
+                         ("8.8.8.8", False), ("[::1]evil.example", False), ("localhost:evil", False),
+                         ("[::ffff:8.8.8.8]", False)):
             st, body, _ = s.request("GET", "/api/tags", headers={"Host": host})
             check((st == 200) == ok and (ok or b"not allowed" in body),
                   f"Host {host!r}: {'served' if ok else '403'}", f"{st} {body[:200]}")
+        head = raw_request(s.port, b"GET /api/tags HTTP/1.1\r\nHost: 127.0.0.1\r\nHost: evil.example\r\n\r\n")
+        check(head.startswith(b"HTTP/1.1 403"), "two Host headers (the second evil.example): 403", repr(head[:200]))
         # a rebinding page's POST is refused before its body is read or acted on
         st, body = s.post("/api/create", {"model": "evil", "from": "smollm2"}, headers={"Host": "evil.example"})
         check(st == 403 and not os.path.exists(os.path.join(store, "manifests", "registry.ollama.ai", "library", "evil")),
@@ -325,6 +350,10 @@ def test_long_prompts(store):
         big = b'{"model":"smollm2","prompt":"' + b"x" * (5 << 20) + b'"}'
         st, raw, _ = s.request("POST", "/api/generate", big)
         check(st == 413 and b"4 MiB" in raw, "a 5 MB body is a 413", repr(raw[:200]))
+        head = raw_request(s.port, b"POST /api/generate HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 9000000\r\n"
+                                   b"Content-Type: application/json\r\nExpect: 100-continue\r\n\r\n")
+        check(head.startswith(b"HTTP/1.1 413"), "a 9 MB body announced with Expect: 100-continue: a 413 before it is sent",
+              repr(head[:200]))
         st, body = s.post("/api/generate", dict(base, prompt="Hi"))
         check(st == 200, "the server serves on", str(body))
     finally:
@@ -466,6 +495,27 @@ def test_create_validates(store, work):
             check(st == 400 and rc == 2 and rc2 != 0,
                   f"{what}: refused alike by the API (400), wick run (usage error) and a Modelfile",
                   f"{st} {body} / {rc} {err.strip()} / {rc2} {err2.strip()}")
+        # OpenAI clients send max_tokens past any window: no smaller limit, not a 400
+        st, body = s.post("/v1/chat/completions", {"model": "smollm2", "messages": [{"role": "user", "content": "Hi"}],
+                                                   "max_tokens": 10 ** 9, "temperature": 0,
+                                                   "stop": [" ", "a", "e", "i", "o", "u", "\n", "."]})
+        check(st == 200, "/v1/chat/completions with max_tokens 1e9: served", str(body)[:300])
+        # a seed past 2^53 keeps all its bits: 2^60 and 2^60 + 1 draw
+        # differently. Each draw follows a raw prompt sharing no prefix, so
+        # each prefills the whole prompt: logits computed from a prefix the
+        # cache kept differ in the 5th digit, which at temperature 1.5 over
+        # 49,152 tokens changes draws too.
+        outs = []
+        for sd in (2 ** 60, 2 ** 60 + 1, 2 ** 60):
+            s.post("/api/generate", {"model": "smollm2", "prompt": "Zebra", "raw": True, "stream": False,
+                                     "options": {"num_predict": 1}})
+            st, body = s.post("/api/generate", {"model": "smollm2", "prompt": "Write a word:", "raw": True,
+                                                "stream": False,
+                                                "options": {"seed": sd, "temperature": 1.5, "top_k": 0, "top_p": 1,
+                                                            "num_predict": 24}})
+            outs.append(body.get("response"))
+        check(outs[0] == outs[2] and outs[0] != outs[1], "seeds 2^60 and 2^60 + 1 differ, 2^60 twice agrees",
+              repr(outs))
         check(s.alive(), "the server serves on")
     finally:
         s.stop()
@@ -545,6 +595,44 @@ def test_runner_socket(store):
         st, body = s.post("/api/generate", {"model": "smollm2", "prompt": "Hi", "stream": False,
                                             "options": {"num_predict": 1}})
         check(st == 200, "the server's own requests still run", str(body))
+        # the runner dies and another process takes its socket's name: the
+        # server sends it no prompt
+        runner = [p for p in children(s.proc.pid)]
+        fake = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        for p in runner:
+            os.kill(p, signal.SIGKILL)
+        got = b""
+        try:
+            for _ in range(100):
+                try:
+                    fake.bind("\0" + name)
+                    break
+                except OSError:
+                    time.sleep(0.01)
+            fake.listen(4)
+            fake.settimeout(0.2)
+            import threading
+            st_box = []
+            t = threading.Thread(target=lambda: st_box.append(s.post("/api/generate", {
+                "model": "smollm2", "prompt": "a secret prompt", "stream": False, "options": {"num_predict": 1}})[0]))
+            t.start()
+            t_end = time.time() + 15
+            while t.is_alive() and time.time() < t_end:
+                try:
+                    k, _ = fake.accept()
+                    k.settimeout(1)
+                    try:
+                        got += k.recv(65536)
+                    except OSError:
+                        pass
+                    k.close()
+                except OSError:
+                    pass
+            t.join(30)
+        finally:
+            fake.close()
+        check(runner and b"secret" not in got, "a process holding a dead runner's socket name gets no prompt",
+              f"runners {runner}, the fake read {got[:100]!r}, the request's status {st_box}")
     finally:
         s.stop()
 
@@ -573,23 +661,35 @@ def test_leftovers(work):
              os.path.join(store, "hf", f".tmp-{pid}-0123456789abcdef", "config.json"),
              os.path.join(store, f".tmp-{pid}-quant-model-XyZ123", "model.safetensors")]
     live = os.path.join(store, "blobs", f".tmp-{os.getpid()}-live01")
-    for p in stale + [live]:
-        os.makedirs(os.path.dirname(p), exist_ok=True)
-        with open(p, "wb") as f:
-            f.write(b"x" * 1000)
-    s = Server(store)
-    s.stop()
+    fresh = os.path.join(store, "blobs", f".tmp-{pid}-fresh1")  # a dead number, but written a minute ago
     def temp_entry(p):  # the .tmp-<pid>-... file or folder the path lies in
         parts = p.split(os.sep)
         k = next(i for i, c in enumerate(parts) if c.startswith(".tmp-"))
         return os.sep.join(parts[:k + 1])
 
+    def write(p, age):  # the temporary and the folders in it, last written age seconds ago
+        os.makedirs(os.path.dirname(p), exist_ok=True)
+        with open(p, "wb") as f:
+            f.write(b"x" * 1000)
+        t = time.time() - age
+        q = p
+        while True:
+            os.utime(q, (t, t))
+            if q == temp_entry(p):
+                break
+            q = os.path.dirname(q)
+
+    for p in stale + [live]:
+        write(p, 3600)
+    write(fresh, 60)
+    s = Server(store)
+    s.stop()
     gone = [p for p in stale if not os.path.exists(temp_entry(p))]
-    check(len(gone) == len(stale) and os.path.exists(live),
-          "wick serve removes a dead process's temporaries (blobs, manifests, hf, quantize), keeps a live one's",
-          str([p for p in stale if os.path.exists(p)]))
-    with open(stale[0], "wb") as f:
-        f.write(b"x")
+    check(len(gone) == len(stale) and os.path.exists(live) and os.path.exists(fresh),
+          "wick serve removes a dead process's temporaries untouched for an hour (blobs, manifests, hf, quantize), "
+          "keeps a live one's and one written a minute ago (another PID namespace's, perhaps)",
+          str([p for p in stale + [live, fresh] if os.path.exists(p)]))
+    write(stale[0], 3600)
     mf = os.path.join(work, "m.Modelfile")
     with open(mf, "w") as f:
         f.write("FROM /nonexistent.gguf\n")
