@@ -65,7 +65,7 @@
 
 struct wk_context_params wk_context_params_default(void)
 {
-    return (struct wk_context_params){.n_ctx = 0, .n_threads = 0, .n_ubatch = 512, .pool = NULL};
+    return (struct wk_context_params){.n_ctx = 0, .n_threads = 0, .n_ubatch = 512, .pool = NULL, .n_seq_max = 1};
 }
 
 enum wk_status wk_context_create(const struct wk_model *m, const struct wk_context_params *p,
@@ -89,6 +89,13 @@ enum wk_status wk_context_create(const struct wk_model *m, const struct wk_conte
     if (n_threads < 1 || n_threads > 256)
         return wk_error_set(err, WK_E_INVALID, "thread count %d is out of range (1..256)",
                             n_threads);
+    const int32_t n_seq = p->n_seq_max > 0 ? p->n_seq_max : 1;
+    if (n_seq > WK_SEQ_MAX)
+        return wk_error_set(err, WK_E_INVALID, "%d sequences asked for: at most %d", n_seq, WK_SEQ_MAX);
+    if (n_seq > 1 && (m->is_mtp || m->layers[0].mla || p->mla_uncompressed))
+        return wk_error_set(err, WK_E_UNSUPPORTED,
+                            "several sequences in one context are not supported for %s yet",
+                            m->is_mtp ? "an MTP assistant" : "multi-head latent attention");
     struct wk_context *c = wk_calloc(1, sizeof *c);
     if (!c) return wk_error_set(err, WK_E_NOMEM, "out of memory");
     c->m = m;
@@ -96,6 +103,7 @@ enum wk_status wk_context_create(const struct wk_model *m, const struct wk_conte
     c->n_ctx = n_ctx;
     c->n_ubatch = n_ub;
     c->n_threads = n_threads;
+    c->n_seq = n_seq;
     c->pool = p->pool;
     c->owns_pool = !p->pool;
     enum wk_status st = c->owns_pool ? wk_threadpool_create(n_threads, &c->pool) : WK_OK;
@@ -144,8 +152,8 @@ enum wk_status wk_context_create(const struct wk_model *m, const struct wk_conte
         c->kv[il].n_slots = ring ? (int32_t)WK_MIN((int64_t)W + n_ub + WK_VERIFY_MAX, (int64_t)n_ctx) : n_ctx;
         if (ring) c->n_ring = c->kv[il].n_slots;
         const size_t row = (size_t)wk_model_kv_values(m, il); /* K and V, or an MLA layer's compressed row */
-        k_floats += (size_t)c->kv[il].n_slots * (l->mla ? row : row / 2);
-        v_floats += (size_t)c->kv[il].n_slots * (l->mla ? 0 : row / 2);
+        k_floats += (size_t)n_seq * (size_t)c->kv[il].n_slots * (l->mla ? row : row / 2);
+        v_floats += (size_t)n_seq * (size_t)c->kv[il].n_slots * (l->mla ? 0 : row / 2);
         if (l->mla && p->mla_uncompressed)
             full_floats += (size_t)c->kv[il].n_slots * (size_t)hp->n_head * (size_t)(l->head_dim + l->mla_v);
     }
@@ -166,7 +174,7 @@ enum wk_status wk_context_create(const struct wk_model *m, const struct wk_conte
                       U * QL, U * KR, U * (size_t)hp->n_head * KR, (size_t)hp->n_head * U * ML, U * TIN, U * TOUT};
     size_t arena_bytes = 0;
     for (size_t i = 0; i < WK_ARRAY_LEN(sizes); i++) arena_bytes += sizes[i] * sizeof(float) + 64;
-    arena_bytes += (2 * U * NK + U + (size_t)hp->n_vocab) * sizeof(int32_t) + 4 * 64;
+    arena_bytes += (2 * U * NK + 4 * U + 3 * (size_t)n_seq + (size_t)hp->n_vocab) * sizeof(int32_t) + U + 9 * 64;
     if (!c->k_cache || !c->v_cache || (c->mla_uncompressed && !c->mla_full_cache) ||
         wk_arena_init(&c->arena, arena_bytes)) {
         wk_context_destroy(c);
@@ -178,7 +186,7 @@ enum wk_status wk_context_create(const struct wk_model *m, const struct wk_conte
     for (int32_t il = 0; il < hp->n_layer; il++) {
         const struct wk_layer *l = &m->layers[il];
         if (l->kv_layer != il) continue;
-        const size_t row = (size_t)wk_model_kv_values(m, il), slots = (size_t)c->kv[il].n_slots;
+        const size_t row = (size_t)wk_model_kv_values(m, il), slots = (size_t)n_seq * (size_t)c->kv[il].n_slots;
         c->kv[il].k = c->k_cache + k_off;
         c->kv[il].v = l->mla ? NULL : c->v_cache + v_off;
         k_off += slots * (l->mla ? row : row / 2);
@@ -203,8 +211,17 @@ enum wk_status wk_context_create(const struct wk_model *m, const struct wk_conte
     c->moe_idx = wk_arena_alloc(&c->arena, U * NK * sizeof(int32_t));
     c->moe_rows = wk_arena_alloc(&c->arena, U * NK * sizeof(int32_t));
     c->pos = wk_arena_alloc(&c->arena, U * sizeof(int32_t));
+    c->seq = wk_arena_alloc(&c->arena, U * sizeof(int32_t));
+    c->blk_t0 = wk_arena_alloc(&c->arena, U * sizeof(int32_t));
+    c->blk_nq = wk_arena_alloc(&c->arena, U * sizeof(int32_t));
+    c->n_past = wk_arena_alloc(&c->arena, (size_t)n_seq * sizeof(int32_t));
+    c->ring_lo = wk_arena_alloc(&c->arena, (size_t)n_seq * sizeof(int32_t));
+    c->seq_hi = wk_arena_alloc(&c->arena, (size_t)n_seq * sizeof(int32_t));
+    c->want = wk_arena_alloc(&c->arena, U * sizeof(bool));
     c->mtp_cand = wk_arena_alloc(&c->arena, (size_t)hp->n_vocab * sizeof(int32_t));
-    WK_ASSERT(c->pos != NULL && c->mtp_cand != NULL);
+    WK_ASSERT(c->pos != NULL && c->want != NULL && c->mtp_cand != NULL);
+    memset(c->n_past, 0, (size_t)n_seq * sizeof(int32_t));
+    memset(c->ring_lo, 0, (size_t)n_seq * sizeof(int32_t));
     *out = c;
     return WK_OK;
 }
@@ -224,18 +241,51 @@ void wk_context_destroy(struct wk_context *c)
 int32_t wk_context_n_ctx(const struct wk_context *c) { return c->n_ctx; }
 int32_t wk_context_n_threads(const struct wk_context *c) { return c->n_threads; }
 struct wk_threadpool *wk_context_pool(const struct wk_context *c) { return c->pool; }
-int32_t wk_context_n_past(const struct wk_context *c) { return c->n_past; }
+int32_t wk_context_n_past(const struct wk_context *c) { return c->n_past[0]; }
+int32_t wk_context_n_seq(const struct wk_context *c) { return c->n_seq; }
 
-int32_t wk_context_truncate(struct wk_context *c, int32_t n_keep)
+int32_t wk_context_seq_n_past(const struct wk_context *c, int32_t seq)
 {
-    WK_ASSERT(n_keep >= 0 && n_keep <= c->n_past);
+    WK_ASSERT(seq >= 0 && seq < c->n_seq);
+    return c->n_past[seq];
+}
+
+int32_t wk_context_seq_truncate(struct wk_context *c, int32_t seq, int32_t n_keep)
+{
+    WK_ASSERT(seq >= 0 && seq < c->n_seq);
+    WK_ASSERT(n_keep >= 0 && n_keep <= c->n_past[seq]);
     /* the next token, at n_keep, reads positions n_keep - W + 1 .. on the
      * ring layers: they must not have been overwritten */
     int32_t need = WK_MAX(0, n_keep - c->m->hp.sliding_window + 1);
-    if (c->n_ring > 0 && n_keep > 0 && need < c->ring_lo) n_keep = 0;
-    if (n_keep == 0) c->ring_lo = 0;
-    c->n_past = n_keep;
+    if (c->n_ring > 0 && n_keep > 0 && need < c->ring_lo[seq]) n_keep = 0;
+    if (n_keep == 0) c->ring_lo[seq] = 0;
+    c->n_past[seq] = n_keep;
     return n_keep;
+}
+
+int32_t wk_context_truncate(struct wk_context *c, int32_t n_keep) { return wk_context_seq_truncate(c, 0, n_keep); }
+
+int32_t wk_context_seq_copy(struct wk_context *c, int32_t src, int32_t dst, int32_t n_keep)
+{
+    WK_ASSERT(src >= 0 && src < c->n_seq && dst >= 0 && dst < c->n_seq);
+    WK_ASSERT(n_keep >= 0 && n_keep <= c->n_past[src]);
+    if (src == dst) return wk_context_seq_truncate(c, dst, n_keep);
+    /* the first n_keep slots of every full layer; a ring layer's whole
+     * ring, whose slots hold positions modulo its size */
+    for (int32_t il = 0; il < c->m->hp.n_layer; il++) {
+        const struct wk_layer *l = &c->m->layers[il];
+        if (l->kv_layer != il) continue;
+        const struct kv_layer *kv = &c->kv[il];
+        const int64_t hk = (int64_t)l->n_head_kv * l->head_dim, S = kv->n_slots;
+        const int64_t rows = S < c->n_ctx ? S : n_keep;
+        const int64_t ds = wk__kv_seq_offset(kv, hk, dst), ss = wk__kv_seq_offset(kv, hk, src);
+        memcpy(kv->k + ds, kv->k + ss, (size_t)(rows * hk) * sizeof(float));
+        for (int64_t i = 0; i < hk; i++)
+            memcpy(kv->v + ds + i * S, kv->v + ss + i * S, (size_t)rows * sizeof(float));
+    }
+    c->n_past[dst] = c->n_past[src];
+    c->ring_lo[dst] = c->ring_lo[src];
+    return wk_context_seq_truncate(c, dst, n_keep);
 }
 
 /* ------------------------------------------------------------ attention */
@@ -269,11 +319,9 @@ static void attention_task(void *p, int ith, int nth)
     const bool sliding = l->sliding && W > 0;
     const struct kv_layer *kv = a->kv;
     const int64_t S = kv->n_slots;
-    const float *kc = kv->k, *vt = kv->v;
     float *scores = c->scores + (size_t)ith * ATTN_QBLOCK * (size_t)c->n_ctx;
     float *pv = c->pv + (size_t)ith * ATTN_QBLOCK * (size_t)D;
-    const int32_t qblock = a->per_token ? 1 : ATTN_QBLOCK;
-    const int32_t n_blocks = (a->n_tokens + qblock - 1) / qblock;
+    const int32_t n_blocks = c->n_blk;
     /* Decode (one block) and verify (blocks of one token, a few keys
      * apart): each thread takes a run of items, so heads that share a kv
      * head share its cached rows. Prefill: items dealt out in turn, since
@@ -285,13 +333,17 @@ static void attention_task(void *p, int ith, int nth)
         wk_split_range(n_items, ith, nth, &lo_item, &hi_item), step = 1;
     for (int64_t item = lo_item; item < hi_item; item += step) {
         int32_t h = (int32_t)(item % hp->n_head), blk = (int32_t)(item / hp->n_head);
-        int32_t t0 = blk * qblock, nq = WK_MIN(qblock, a->n_tokens - t0);
+        int32_t t0 = c->blk_t0[blk], nq = c->blk_nq[blk];
         int32_t p_first = c->pos[t0], p_last = c->pos[t0 + nq - 1];
+        /* bidirectional: every row of the run sees the keys up to the
+         * run's last position (the block builder keeps one run per block) */
+        if (c->bidirectional) p_first = 0, p_last = c->seq_hi[c->seq[t0]];
         int32_t lo = sliding && p_first - W + 1 > 0 ? p_first - W + 1 : 0;
         int64_t nk = p_last - lo + 1, g = h / group;
         /* the keys' slots: s0 .. s0+nk1-1, then 0 .. nk2-1 where a ring wraps */
         int64_t s0 = lo % S, nk1 = WK_MIN(nk, S - s0), nk2 = nk - nk1;
-        const float *kh = kc + g * D, *vh = vt + g * D * S;
+        const int64_t so = wk__kv_seq_offset(kv, HK, c->seq[t0]);
+        const float *kh = kv->k + so + g * D, *vh = kv->v + so + g * D * S;
         if (nq == 1 && (item == lo_item || h % group == 0) && nk * D <= 65536) {
             /* decode: this kv head's keys and value rows are strided
              * segments the hardware prefetchers do not follow; fetch them
@@ -310,7 +362,7 @@ static void attention_task(void *p, int ith, int nth)
         if (nk2) wk_cpu_gemm(c->k, nk2, nq, D, kh, HK, qb, HQ, scores + nk1, nk);
         for (int32_t r = 0; r < nq; r++) {
             float *row = scores + r * nk;
-            int32_t pos = c->pos[t0 + r];
+            int32_t pos = c->bidirectional ? p_last : c->pos[t0 + r];
             int64_t first = sliding && pos - W + 1 > lo ? pos - W + 1 - lo : 0, last = pos - lo;
             for (int64_t j = 0; j < first; j++) row[j] = -INFINITY;
             for (int64_t j = last + 1; j < nk; j++) row[j] = -INFINITY;
@@ -335,12 +387,12 @@ static void attention_task(void *p, int ith, int nth)
  * store needed the line back; issued as stores, these requests went one
  * at a time (~3 us a layer on SmolLM2, 192 lines), issued here they
  * overlap each other and the QKV product. */
-static void prefetch_kv_write(const struct kv_layer *kv, int32_t pos, int64_t hk)
+static void prefetch_kv_write(const struct kv_layer *kv, int32_t seq, int32_t pos, int64_t hk)
 {
-    const int64_t slot = pos % kv->n_slots;
+    const int64_t slot = pos % kv->n_slots, so = wk__kv_seq_offset(kv, hk, seq);
 #if defined(__x86_64__)
-    for (int64_t i = 0; i < hk; i += 16) __asm__ volatile("prefetchw %0" ::"m"(kv->k[slot * hk + i]));
-    for (int64_t i = 0; i < hk; i++) __asm__ volatile("prefetchw %0" ::"m"(kv->v[i * kv->n_slots + slot]));
+    for (int64_t i = 0; i < hk; i += 16) __asm__ volatile("prefetchw %0" ::"m"(kv->k[so + slot * hk + i]));
+    for (int64_t i = 0; i < hk; i++) __asm__ volatile("prefetchw %0" ::"m"(kv->v[so + i * kv->n_slots + slot]));
 #else
     (void)slot, (void)hk;
 #endif
@@ -405,16 +457,56 @@ static int32_t last_cache_layer(const struct wk_model *m, bool sliding)
     return -1;
 }
 
+/* The attention blocks of the chunk's n rows (c->blk_*): runs of rows of
+ * one sequence at consecutive positions, cut every ATTN_QBLOCK rows, or
+ * every row with per_token (each row then gets exactly a one-token step's
+ * products). A sequence's rows thus get the blocks they get alone. */
+static void build_blocks(struct wk_context *c, int32_t n, bool per_token)
+{
+    c->n_blk = 0;
+    for (int32_t t = 0; t < n; t++) {
+        const int32_t b = c->n_blk - 1;
+        if (b >= 0 && !per_token && c->blk_nq[b] < ATTN_QBLOCK && c->seq[t] == c->seq[t - 1] &&
+            c->pos[t] == c->pos[t - 1] + 1) {
+            c->blk_nq[b]++;
+            continue;
+        }
+        c->blk_t0[c->n_blk] = t;
+        c->blk_nq[c->n_blk++] = 1;
+    }
+}
+
+/* Keeps only the rows whose logits are wanted (x, the per-layer inputs,
+ * positions, sequences), in order; returns how many. */
+static int32_t keep_wanted_rows(struct wk_context *c, int32_t n)
+{
+    const int64_t E = c->m->hp.n_embd, LP = (int64_t)c->m->hp.n_layer * c->m->hp.n_embd_ple;
+    int32_t kept = 0;
+    for (int32_t t = 0; t < n; t++) {
+        if (!c->want[t]) continue;
+        if (kept != t) {
+            memmove(c->x + kept * E, c->x + t * E, (size_t)E * sizeof(float));
+            if (LP) memmove(c->ple + kept * LP, c->ple + t * LP, (size_t)LP * sizeof(float));
+            c->pos[kept] = c->pos[t];
+            c->seq[kept] = c->seq[t];
+            c->want[kept] = true;
+        }
+        kept++;
+    }
+    return kept;
+}
+
 /*
- * The decoder layers over the n rows in x at positions pos[0..n), RoPE at
- * pos + rope_shift. Layers that own a cache write their K and V to it;
- * KV-shared layers read their donor's, and with ext (an MTP assistant)
- * every layer reads ext's cache of its kind. Without all_rows, the rows
- * past the first KV-shared layer shrink to the last one (want_rows) or to
- * none (*n_io is updated). Returns false when cancel became true.
+ * The decoder layers over the n rows in x at positions pos[0..n) of
+ * sequences seq[0..n), RoPE at pos + rope_shift. Layers that own a cache
+ * write their K and V to each row's sequence's stripe; KV-shared layers
+ * read their donor's, and with ext (an MTP assistant) every layer reads
+ * ext's cache of its kind. The rows past the first KV-shared layer shrink
+ * to those whose logits are wanted (c->want; *n_io is updated). Returns
+ * false when cancel became true.
  */
-static bool run_layers(struct wk_context *c, int32_t *n_io, bool want_rows, bool all_rows, bool per_token,
-                       const volatile bool *cancel, const struct wk_context *ext)
+static bool run_layers(struct wk_context *c, int32_t *n_io, bool per_token, const volatile bool *cancel,
+                       const struct wk_context *ext)
 {
     const struct wk_model *m = c->m;
     const struct wk_hparams *hp = &m->hp;
@@ -428,22 +520,22 @@ static bool run_layers(struct wk_context *c, int32_t *n_io, bool want_rows, bool
     /* RoPE tables for the chunk: [0] sliding layers, [1] global layers */
     float *cs[2] = {c->rope_cs, c->rope_cs + (size_t)c->n_ubatch * (size_t)c->head_dim_max};
     bool have_cs[2] = {false, false};
+    build_blocks(c, n, per_token);
 
     for (int32_t il = 0; il < hp->n_layer; il++) {
         if (cancel && *cancel) return false;
-        if (il == c->first_shared && !all_rows) {
+        if (il == c->first_shared) {
             /* the layers from here on write no cache: only the rows whose
              * logits are wanted need them (none for a chunk without) */
-            if (!want_rows) {
+            int32_t kept = keep_wanted_rows(c, n);
+            if (kept == 0) {
                 n = 0;
                 break;
             }
-            if (n > 1) {
-                memmove(c->x, c->x + (int64_t)(n - 1) * E, (size_t)E * sizeof(float));
-                if (LP) memmove(c->ple, c->ple + (int64_t)(n - 1) * LP, (size_t)LP * sizeof(float));
-                c->pos[0] = c->pos[n - 1];
-                n = 1;
+            if (kept != n) {
+                n = kept;
                 have_cs[0] = have_cs[1] = false;
+                build_blocks(c, n, per_token);
             }
         }
         const struct wk_layer *l = &m->layers[il];
@@ -463,7 +555,7 @@ static bool run_layers(struct wk_context *c, int32_t *n_io, bool want_rows, bool
         } else {
             const struct wk_tensor *qkv_w[3] = {l->wq, l->wk, l->wv};
             float *qkv_y[3] = {c->q, c->kx, c->vx};
-            if (own_kv && !ext && n == 1) prefetch_kv_write(&c->kv[il], c->pos[0], HK);
+            if (own_kv && !ext && n == 1) prefetch_kv_write(&c->kv[il], c->seq[0], c->pos[0], HK);
             wk_cpu_matmul_many(pool, k, !own_kv ? 1 : l->wv ? 3 : 2, qkv_w, qkv_y, c->xn, n, c->mm_scratch, mm);
             if (l->bq) add_bias(n, HQ, c->q, l->bq->data);
             if (own_kv && l->bk) add_bias(n, HK, c->kx, l->bk->data);
@@ -484,9 +576,9 @@ static bool run_layers(struct wk_context *c, int32_t *n_io, bool want_rows, bool
             }
             /* position p in slot p % n_slots; V transposed: (slot, i) at i * n_slots + slot */
             for (int32_t t = 0; own_kv && t < n; t++) {
-                int64_t slot = c->pos[t] % kv->n_slots;
-                memcpy(kv->k + slot * HK, c->kx + t * HK, (size_t)HK * sizeof(float));
-                for (int64_t i = 0; i < HK; i++) kv->v[i * kv->n_slots + slot] = c->vx[t * HK + i];
+                int64_t slot = c->pos[t] % kv->n_slots, so = wk__kv_seq_offset(kv, HK, c->seq[t]);
+                memcpy(kv->k + so + slot * HK, c->kx + t * HK, (size_t)HK * sizeof(float));
+                for (int64_t i = 0; i < HK; i++) kv->v[so + i * kv->n_slots + slot] = c->vx[t * HK + i];
             }
             struct attn_task at = {.c = c, .l = l, .kv = kv, .n_tokens = n, .per_token = per_token};
             wk_threadpool_run(pool, attention_task, &at);
@@ -528,36 +620,41 @@ static bool run_layers(struct wk_context *c, int32_t *n_io, bool want_rows, bool
     return true;
 }
 
-/* Runs one chunk; returns false, leaving the cache as it was, when cancel
- * becomes true between layers (so a long prefill stops within a layer).
- * per_token: each token as a one-token step computes it (verify). */
-static bool forward_chunk(struct wk_context *c, const int32_t *tokens, int32_t n, float *logits,
-                          bool all_rows, bool per_token, const volatile bool *cancel)
+/* Runs one chunk of n rows whose positions, sequences and wanted logits
+ * are in c->pos, c->seq, c->want; returns false, leaving every sequence's
+ * length as it was, when cancel becomes true between layers (so a long
+ * prefill stops within a layer). per_token: each row as a one-token step
+ * computes it (verify). logits (NULL when no row is wanted): a row
+ * [n_vocab] for each wanted row, in order. */
+static bool forward_chunk(struct wk_context *c, const int32_t *tokens, int32_t n, float *logits, bool per_token,
+                          const volatile bool *cancel)
 {
     const struct wk_model *m = c->m;
     const struct wk_hparams *hp = &m->hp;
     const int64_t E = hp->n_embd;
     const struct wk_cpu_kernels *k = c->k;
     const unsigned mm = per_token ? WK_MATMUL_PER_TOKEN : 0;
-    const int32_t n_past = c->n_past, n_chunk = n;
+    const int32_t n_chunk = n;
 
     for (int32_t t = 0; t < n; t++) {
-        c->pos[t] = n_past + t;
         wk_cpu_get_row(k, m->tok_embd, tokens[t], c->x + t * E);
         if (hp->embed_scale != 1.0f)
             for (int64_t i = 0; i < E; i++) c->x[t * E + i] *= hp->embed_scale;
+        c->seq_hi[c->seq[t]] = c->pos[t]; /* positions rise within a sequence */
     }
     if (m->ple_embd) ple_inputs(c, tokens, n, mm);
     if (cancel && *cancel) return false;
     /* positions the chunk overwrites in the rings are gone from now on,
      * even if cancel stops it half way */
-    if (c->n_ring > 0) c->ring_lo = WK_MAX(c->ring_lo, n_past + n_chunk - c->n_ring);
-    if (!run_layers(c, &n, logits != NULL, all_rows, per_token, cancel, NULL)) return false;
-    c->n_past += n_chunk;
+    for (int32_t t = 0; c->n_ring > 0 && t < n; t++)
+        c->ring_lo[c->seq[t]] = WK_MAX(c->ring_lo[c->seq[t]], c->pos[t] + 1 - c->n_ring);
+    if (!run_layers(c, &n, per_token, cancel, NULL)) return false;
+    for (int32_t t = 0; t < n_chunk; t++) c->n_past[c->seq[t]]++;
     if (!logits) return true;
-    /* the last row only, or every row */
-    const int32_t rows = all_rows ? n : 1;
-    wk__norm_rows(k, rows, E, c->x + (int64_t)(n - rows) * E, m->output_norm, hp->rms_eps, c->xn);
+    /* the wanted rows, which are all the rows left after a KV-shared layer */
+    int32_t rows = 0;
+    for (int32_t t = 0; t < n; t++)
+        if (c->want[t]) wk__norm_rows(k, 1, E, c->x + t * E, m->output_norm, hp->rms_eps, c->xn + (rows++) * E);
     c->n_hidden = rows;
     wk_cpu_matmul(c->pool, k, m->output, c->xn, logits, rows, c->mm_scratch, mm);
     if (hp->final_softcap > 0) {
@@ -579,13 +676,13 @@ enum wk_status wk_context_mtp_step(struct wk_context *a, const struct wk_context
     if (!am->is_mtp || am->mtp_n_embd_target != Et || tm->hp.n_vocab != V)
         return wk_error_set(err, WK_E_INVALID, "%s is not an MTP assistant of %s", wk_model_path(am),
                             wk_model_path(tm));
-    if (target->n_past < 1 || target->n_past > a->n_ctx)
+    if (target->n_past[0] < 1 || target->n_past[0] > a->n_ctx)
         return wk_error_set(err, WK_E_RANGE, "the target holds %d positions (the assistant takes 1..%d)",
-                            target->n_past, a->n_ctx);
+                            target->n_past[0], a->n_ctx);
     if (token < 0 || token >= V) return wk_error_set(err, WK_E_INVALID, "token id %d is outside the vocabulary", token);
-    if (target->n_ring > 0 && target->ring_lo > WK_MAX(0, target->n_past - 1 - hp->sliding_window))
+    if (target->n_ring > 0 && target->ring_lo[0] > WK_MAX(0, target->n_past[0] - 1 - hp->sliding_window))
         return wk_error_set(err, WK_E_RANGE, "the target's rotating cache no longer holds the %d positions before %d",
-                            hp->sliding_window + 1, target->n_past);
+                            hp->sliding_window + 1, target->n_past[0]);
     /* x = pre_projection([E_target[token] · sqrt(E_t); cond]) */
     wk_cpu_get_row(k, tm->tok_embd, token, a->mtp_in);
     if (tm->hp.embed_scale != 1.0f)
@@ -596,11 +693,13 @@ enum wk_status wk_context_mtp_step(struct wk_context *a, const struct wk_context
      * keys up to n_past - 1, the last W + 1 of them on sliding layers
      * (transformers' bidirectional sliding-window mask, flipped, admits
      * |distance| <= W) */
-    a->pos[0] = target->n_past - 1;
+    a->pos[0] = target->n_past[0] - 1;
+    a->seq[0] = 0;
+    a->want[0] = true;
     a->rope_shift = 1;
     a->window_extra = 1;
     int32_t n = 1;
-    run_layers(a, &n, true, true, false, NULL, target);
+    run_layers(a, &n, false, NULL, target);
     a->rope_shift = a->window_extra = 0;
     wk__norm_rows(k, 1, E, a->x, am->output_norm, hp->rms_eps, a->xn);
     wk_cpu_matmul(a->pool, k, am->mtp_post_proj, a->xn, cond_out, 1, a->mm_scratch, 0);
@@ -642,23 +741,84 @@ static enum wk_status decode(struct wk_context *c, const int32_t *tokens, int32_
                              struct wk_error *err)
 {
     if (n_tokens < 1) return wk_error_set(err, WK_E_INVALID, "no tokens to decode");
-    if (n_tokens > c->n_ctx - c->n_past)
+    if (n_tokens > c->n_ctx - c->n_past[0])
         return wk_error_set(err, WK_E_RANGE,
                             "%d tokens do not fit: %d of the context's %d positions are used",
-                            n_tokens, c->n_past, c->n_ctx);
+                            n_tokens, c->n_past[0], c->n_ctx);
     for (int32_t i = 0; i < n_tokens; i++)
         if (tokens[i] < 0 || tokens[i] >= c->m->hp.n_vocab)
             return wk_error_set(err, WK_E_INVALID, "token id %d is outside the vocabulary (%d)",
                                 tokens[i], c->m->hp.n_vocab);
+    c->bidirectional = false;
     for (int32_t done = 0; done < n_tokens;) {
         if (cancel && *cancel) return wk_error_set(err, WK_E_CANCELLED, "cancelled");
         int32_t n = WK_MIN(c->n_ubatch, n_tokens - done);
         bool last = done + n == n_tokens;
         float *out = all_rows ? logits + (size_t)done * (size_t)c->m->hp.n_vocab : last ? logits : NULL;
-        if (!forward_chunk(c, tokens + done, n, out, all_rows, per_token, cancel))
+        for (int32_t t = 0; t < n; t++) {
+            c->pos[t] = c->n_past[0] + t;
+            c->seq[t] = 0;
+            c->want[t] = out && (all_rows || t == n - 1);
+        }
+        if (!forward_chunk(c, tokens + done, n, out, per_token, cancel))
             return wk_error_set(err, WK_E_CANCELLED, "cancelled");
         done += n;
     }
+    return WK_OK;
+}
+
+enum wk_status wk_context_decode_batch(struct wk_context *c, const struct wk_batch *b, float *logits,
+                                       const volatile bool *cancel, struct wk_error *err)
+{
+    const int32_t V = c->m->hp.n_vocab;
+    if (b->n_tokens < 1) return wk_error_set(err, WK_E_INVALID, "no tokens to decode");
+    if (!b->tokens || !b->seq_id || !b->pos)
+        return wk_error_set(err, WK_E_INVALID, "a batch needs its tokens, positions and sequence ids");
+    /* each sequence's next position, as its rows come (n_past[] untouched until the chunks run) */
+    int32_t next[WK_SEQ_MAX], count[WK_SEQ_MAX] = {0}, n_out = 0;
+    for (int32_t s = 0; s < c->n_seq; s++) next[s] = c->n_past[s];
+    for (int32_t i = 0; i < b->n_tokens; i++) {
+        const int32_t s = b->seq_id[i], t = b->tokens[i];
+        if (s < 0 || s >= c->n_seq)
+            return wk_error_set(err, WK_E_INVALID, "row %d: sequence %d is outside 0..%d", i, s, c->n_seq - 1);
+        if (t < 0 || t >= V)
+            return wk_error_set(err, WK_E_INVALID, "row %d: token id %d is outside the vocabulary (%d)", i, t, V);
+        if (b->pos[i] != next[s])
+            return wk_error_set(err, WK_E_INVALID, "row %d: position %d, but sequence %d continues at %d", i,
+                                b->pos[i], s, next[s]);
+        if (next[s] >= c->n_ctx)
+            return wk_error_set(err, WK_E_RANGE, "sequence %d does not fit: the context holds %d positions", s,
+                                c->n_ctx);
+        next[s]++;
+        count[s]++;
+        n_out += !b->logits || b->logits[i];
+    }
+    if (b->bidirectional && b->n_tokens > c->n_ubatch)
+        return wk_error_set(err, WK_E_INVALID, "a bidirectional batch of %d tokens: at most n_ubatch (%d)",
+                            b->n_tokens, c->n_ubatch);
+    if (n_out && !logits) return wk_error_set(err, WK_E_INVALID, "logits are asked for but there is nowhere to put them");
+    /* one row each for every sequence: every row as a one-token step computes it */
+    bool one_each = true;
+    for (int32_t s = 0; s < c->n_seq; s++) one_each &= count[s] <= 1;
+    c->bidirectional = b->bidirectional;
+    for (int32_t done = 0; done < b->n_tokens;) {
+        if (cancel && *cancel) return wk_error_set(err, WK_E_CANCELLED, "cancelled");
+        const int32_t n = WK_MIN(c->n_ubatch, b->n_tokens - done);
+        int32_t rows = 0;
+        for (int32_t t = 0; t < n; t++) {
+            c->pos[t] = b->pos[done + t];
+            c->seq[t] = b->seq_id[done + t];
+            c->want[t] = !b->logits || b->logits[done + t];
+            rows += c->want[t];
+        }
+        bool ok = forward_chunk(c, b->tokens + done, n, rows ? logits : NULL, one_each, cancel);
+        c->bidirectional = false;
+        if (!ok) return wk_error_set(err, WK_E_CANCELLED, "cancelled");
+        if (rows) logits += (size_t)rows * (size_t)V;
+        done += n;
+        c->bidirectional = b->bidirectional;
+    }
+    c->bidirectional = false;
     return WK_OK;
 }
 

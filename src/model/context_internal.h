@@ -34,9 +34,14 @@ struct wk_context {
     struct wk_threadpool *pool;
     bool owns_pool; /* false when wk_context_params.pool lent it */
     int32_t n_ctx, n_ubatch, n_threads;
-    int32_t n_past;
-    int32_t n_ring;  /* slots of the ring layers (S), 0 when there are none */
-    int32_t ring_lo; /* first position every ring still holds */
+    /* Sequences: each has its own stripe of every layer's cache (n_slots
+     * rows of K, and V's [HK][n_slots] block, at seq · n_slots · HK
+     * floats), its own length and its own rings. */
+    int32_t n_seq;
+    int32_t *n_past;  /* [n_seq] positions cached */
+    int32_t n_ring;   /* slots of the ring layers (S), 0 when there are none */
+    int32_t *ring_lo; /* [n_seq] first position every ring still holds */
+    int32_t *seq_hi;  /* [n_seq] the current chunk's last position of each sequence in it */
     float *k_cache, *v_cache; /* every layer's K, and V, in one allocation each */
     float *mla_full_cache;    /* the MLA layers' expanded K and V (mla_uncompressed), or NULL */
     struct kv_layer *kv;      /* [n_layer] */
@@ -67,8 +72,22 @@ struct wk_context {
     int32_t *mtp_cand;
     int32_t rope_shift;   /* RoPE at pos + rope_shift (1 for an MTP draft step, else 0) */
     int32_t window_extra; /* keys a sliding layer sees beyond W (1 for an MTP draft step) */
-    int32_t *pos;
+    /* the chunk's rows: position, sequence, logits wanted [n_ubatch];
+     * its attention blocks (runs of up to ATTN_QBLOCK rows of one
+     * sequence at consecutive positions): first row and row count
+     * [n_ubatch] each; bidirectional: each row sees its sequence's keys up
+     * to the last position of its run (encoders), not only its own */
+    int32_t *pos, *seq;
+    bool *want;
+    int32_t *blk_t0, *blk_nq, n_blk;
+    bool bidirectional;
 };
+
+/* Floats from a layer's cache to sequence s's stripe in it (K and V alike). */
+static inline int64_t wk__kv_seq_offset(const struct kv_layer *kv, int64_t row_floats, int32_t s)
+{
+    return (int64_t)s * kv->n_slots * row_floats;
+}
 
 /* y [n][width] = RMSNorm(x [n][width]) · g (g NULL: gain 1), a row at a time. */
 void wk__norm_rows(const struct wk_cpu_kernels *k, int32_t n, int64_t width, const float *x,

@@ -138,8 +138,18 @@ struct wk_context_params {
      * precision, instead of the absorbed attention over the compressed
      * cache: the reference the compressed cache is checked against. */
     bool mla_uncompressed;
+    /* Sequences the context holds at once (0 or 1: one; at most
+     * WK_SEQ_MAX), each with its own KV cache of n_ctx positions (a
+     * stripe of every layer's cache, so memory grows with it), its own
+     * length and rollback; wk_context_decode_batch advances several in
+     * one forward. Not yet for MTP assistants or multi-head latent
+     * attention (WK_E_UNSUPPORTED). */
+    int32_t n_seq_max;
 };
 struct wk_context_params wk_context_params_default(void);
+
+/* Sequences one context may hold. */
+#define WK_SEQ_MAX 64
 
 /*
  * Creates a sequence context: thread pool (unless p->pool lends one),
@@ -196,6 +206,58 @@ enum wk_status wk_context_decode(struct wk_context *ctx, const int32_t *tokens, 
  * f32 (not NULL). For measurements over a text (bench/kl). */
 enum wk_status wk_context_decode_all(struct wk_context *ctx, const int32_t *tokens, int32_t n_tokens,
                                      float *logits, const volatile bool *cancel, struct wk_error *err);
+
+/*
+ * One forward's input over several sequences (llama.cpp's llama_batch):
+ * row i is token tokens[i] at position pos[i] of sequence seq_id[i].
+ * A sequence's rows continue it: in the order they come, their positions
+ * are its length, its length + 1, ... (rows of different sequences may
+ * interleave). logits[i] asks for row i's logits (NULL: every row's).
+ * bidirectional: each row attends to every position of its sequence up to
+ * the sequence's last row in the batch, not only to those up to its own
+ * (an encoder's mask, for embeddings); the batch must then fit in one
+ * ubatch (n_tokens <= n_ubatch). All arrays [n_tokens], borrowed.
+ */
+struct wk_batch {
+    int32_t n_tokens;
+    const int32_t *tokens, *pos, *seq_id;
+    const bool *logits;
+    bool bidirectional;
+};
+
+/*
+ * Runs one batch (above), in ubatches of n_ubatch rows, and writes the
+ * logits of the rows that ask for them to logits [n_wanted][n_vocab] f32,
+ * in row order. Each sequence's rows get the logits they get when that
+ * sequence is decoded alone with the same chunking (wk_context_decode_all
+ * of its rows; bit for bit on the CPU: attention blocks never span two
+ * sequences, and each row's matmul products do not depend on the other
+ * rows); a batch with at most one row per sequence computes every row as a
+ * one-token wk_context_decode does, bit for bit, so parallel decode steps
+ * equal single ones.
+ * Errors: WK_E_INVALID (a sequence id outside 0..n_seq-1, a token outside
+ * the vocabulary, a position that does not continue its sequence, an
+ * empty batch, a bidirectional batch over n_ubatch, logits wanted and
+ * logits NULL), WK_E_RANGE (a sequence would outgrow n_ctx; nothing is
+ * run), WK_E_CANCELLED (as wk_context_decode: finished ubatches stay).
+ */
+enum wk_status wk_context_decode_batch(struct wk_context *ctx, const struct wk_batch *b, float *logits,
+                                       const volatile bool *cancel, struct wk_error *err);
+
+/* Sequences the context holds (wk_context_params.n_seq_max). */
+int32_t wk_context_n_seq(const struct wk_context *ctx);
+/* Positions sequence seq (0 <= seq < n_seq, else WK_ASSERT) has cached. */
+int32_t wk_context_seq_n_past(const struct wk_context *ctx, int32_t seq);
+/* wk_context_truncate for sequence seq; the other sequences are untouched. */
+int32_t wk_context_seq_truncate(struct wk_context *ctx, int32_t seq, int32_t n_keep);
+/*
+ * Makes sequence dst hold sequence src's first n_keep positions (0 <=
+ * n_keep <= src's length; a copy of the cached K and V, so a shared
+ * prefix, a system prompt, is computed once), replacing what dst held;
+ * returns the positions dst keeps, as wk_context_seq_truncate (0 when a
+ * ring no longer holds what position n_keep needs).
+ */
+int32_t wk_context_seq_copy(struct wk_context *ctx, int32_t src, int32_t dst, int32_t n_keep);
 
 /* Tokens one wk_context_verify call may take. */
 #define WK_VERIFY_MAX 16
