@@ -167,7 +167,10 @@ static void part_rows(const struct matmul_ctx *c, const struct part *p, int64_t 
                 c->k->to_f32[t](w + (r0 - lo + r) * w_row, tile + r * n_in, n_in);
             }
         }
-        wk_cpu_gemm(c->k, nr, c->n_tokens, n_in, tile, n_in, c->x, n_in, p->y + r0, n_out);
+        if (c->k->gemm_f32_packed) /* the same order for any token count */
+            c->k->gemm_f32_packed(nr, c->n_tokens, n_in, tile, n_in, c->x, n_in, p->y + r0, n_out);
+        else
+            wk_cpu_gemm(c->k, nr, c->n_tokens, n_in, tile, n_in, c->x, n_in, p->y + r0, n_out);
     }
 }
 

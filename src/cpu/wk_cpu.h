@@ -132,6 +132,13 @@ struct wk_cpu_kernels {
      * n_rows or which rows share a call. */
     wk_gemm_r16_fn gemm_r16[WK_DTYPE_COUNT];
     wk_gemm_f32_fn gemm_f32;
+    /* gemm_f32 with one summation order for every n (the packed path,
+     * which gemm_f32 takes for n past a few rows, taken for any n), or
+     * NULL where gemm_f32 has only one order (the reference): the
+     * matmul's prefill tiles use it, so a token's products do not depend
+     * on how many tokens share the call (a batch of sequences gets each
+     * sequence's bits alone). */
+    wk_gemm_f32_fn gemm_f32_packed;
     /* wk_rms_norm, wk_geglu, wk_swiglu, wk_softmax (below) built for the
      * ISA: same semantics, bit-identical results */
     void (*rms_norm)(int64_t n, const float *x, const float *g, float eps, float *y);

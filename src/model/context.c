@@ -35,6 +35,12 @@
  * token's own key range; everything else is per row anyway. So its logits
  * are bit-identical to n decode steps, which speculative decoding needs.
  *
+ * Sequences (wk_context_decode_batch): every row of a chunk has its
+ * position and its sequence (c->pos, c->seq); each sequence has its own
+ * stripe of every layer's cache (wk__kv_seq_offset), its own n_past and
+ * ring_lo, and the attention blocks are runs of one sequence's rows
+ * (build_blocks), so what follows holds per sequence.
+ *
  * KV cache. A full-attention layer keeps every position: n_slots = n_ctx,
  * position p in slot p. A sliding-window layer (window W) keeps a ring of
  * n_slots = S = min(n_ctx, W + n_ubatch + WK_VERIFY_MAX) slots, position p

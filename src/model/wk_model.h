@@ -2,14 +2,17 @@
  * wk_model.h - model architectures and their forward pass.
  *
  * A struct wk_model is the read-only part: hyperparameters and views of the
- * weights inside the mapped GGUF file. A struct wk_context is one running
- * sequence on it: the thread pool, the scratch arena sized at creation, and
- * the KV cache (f32, per layer [slots][n_head_kv * head_dim] for K and V:
- * n_ctx slots on full-attention layers, a ring of min(n_ctx, W + n_ubatch + WK_VERIFY_MAX)
- * on sliding-window layers of window W).
- * wk_context_decode appends tokens to the sequence (prefill in chunks of
+ * weights inside the mapped GGUF file. A struct wk_context runs up to
+ * n_seq_max sequences on it: the thread pool, the scratch arena sized at
+ * creation, and the KV cache (f32, per layer and sequence [slots]
+ * [n_head_kv * head_dim] for K and V: n_ctx slots on full-attention layers,
+ * a ring of min(n_ctx, W + n_ubatch + WK_VERIFY_MAX) on sliding-window
+ * layers of window W).
+ * wk_context_decode appends tokens to sequence 0 (prefill in chunks of
  * n_ubatch, or one decode step) and returns the logits of the last one;
- * wk_context_verify appends a few drafted tokens as single steps would.
+ * wk_context_verify appends a few drafted tokens as single steps would;
+ * wk_context_decode_batch advances several sequences in one forward
+ * (docs/architecture.md, "The batch").
  *
  * Families (docs/reference/architectures.md): Llama (§1), Qwen 3 dense (§2),
  * Gemma 3 (§3), Gemma 4 (§4), GLM-4-MoE-Lite (§6: multi-head latent

@@ -327,6 +327,12 @@ void wk__avx2_gemm_f32(int64_t m, int64_t n, int64_t k, const float *a, int64_t 
         gemm_dot(m, n, k, a, lda, b, ldb, c, ldc);
         return;
     }
+    wk__avx2_gemm_f32_packed(m, n, k, a, lda, b, ldb, c, ldc);
+}
+
+void wk__avx2_gemm_f32_packed(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const float *b,
+                              int64_t ldb, float *c, int64_t ldc)
+{
     /* 32 KB + 3 KB, aligned for the panel loads (unaligned would do too) */
     _Alignas(64) float pack[MC * KC];
     _Alignas(64) float bpack[NR * KC];

@@ -474,4 +474,5 @@ void wk__cpu_fill_avx2(struct wk_cpu_kernels *k)
     k->dot_f32 = dot_f32;
     k->axpy_f32 = axpy_f32;
     k->gemm_f32 = wk__avx2_gemm_f32;
+    k->gemm_f32_packed = wk__avx2_gemm_f32_packed;
 }

@@ -328,4 +328,5 @@ static void gemm_f32(int64_t m, int64_t n, int64_t k, const float *a, int64_t ld
 void wk__avx512_fill_gemm(struct wk_cpu_kernels *k)
 {
     k->gemm_f32 = gemm_f32;
+    k->gemm_f32_packed = gemm_packed;
 }
