@@ -76,6 +76,20 @@ $(OUT)/src/cpu/arch/x86/avx512/%.o: src/cpu/arch/x86/avx512/%.c
 $(OUT)/src/cpu/ops.o $(OUT)/src/cpu/arch/x86/avx2/ops_avx2.o \
   $(OUT)/src/cpu/arch/x86/avx512/ops_avx512.o: CFLAGS += -fno-trapping-math
 
+# The model family registry: every WK_FAMILY(id) line of src/model/*.c
+# as WK_FAMILY_ENTRY(id), sorted (model.c includes it), so a family is
+# one file. Rewritten when the list changes, so model.c rebuilds then only.
+FAMILY_IDS := $(sort $(shell sed -n 's/^WK_FAMILY(\([a-z0-9_]*\)).*/\1/p' src/model/*.c))
+FAMILIES_H := $(OUT)/gen/families.gen.h
+$(FAMILIES_H): FORCE
+	@mkdir -p $(dir $@)
+	@printf 'WK_FAMILY_ENTRY(%s)\n' $(FAMILY_IDS) > $@.tmp
+	@cmp -s $@.tmp $@ && rm -f $@.tmp || mv $@.tmp $@
+$(OUT)/src/model/model.o: $(FAMILIES_H)
+$(OUT)/src/model/model.o: CFLAGS += -I$(OUT)/gen
+.PHONY: FORCE
+FORCE:
+
 $(LIB): $(LIB_OBJ)
 	@rm -f $@
 	@echo "  AR  $@"
@@ -166,10 +180,10 @@ test:
 FUZZ_SRC := $(wildcard tests/fuzz/fuzz-*.c)
 fuzz: $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRC))
 FUZZ_LIB_SRC := $(LIB_SRC) tests/fuzz/no_simd.c
-$(BUILD)/fuzz/%: tests/fuzz/%.c $(FUZZ_LIB_SRC)
+$(BUILD)/fuzz/%: tests/fuzz/%.c $(FUZZ_LIB_SRC) $(FAMILIES_H)
 	@mkdir -p $(dir $@) $(BUILD)/fuzz/corpus $(BUILD)/fuzz/corpus-$*
 	@echo "  FUZZ $@"
-	@clang -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined \
+	@clang -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined -I$(OUT)/gen \
 	  -o $@ $< $(FUZZ_LIB_SRC) $(LDLIBS)
 
 format:

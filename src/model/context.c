@@ -226,6 +226,8 @@ enum wk_status wk_context_create(const struct wk_model *m, const struct wk_conte
     c->want = wk_arena_alloc(&c->arena, U * sizeof(bool));
     c->mtp_cand = wk_arena_alloc(&c->arena, (size_t)hp->n_vocab * sizeof(int32_t));
     WK_ASSERT(c->pos != NULL && c->want != NULL && c->mtp_cand != NULL);
+    wk__backend_cpu_init(&c->be_cpu, c->pool, c->k, c->mm_scratch, c->scores, c->pv, n_ctx, (int32_t)D);
+    c->be = &c->be_cpu.base;
     memset(c->n_past, 0, (size_t)n_seq * sizeof(int32_t));
     memset(c->ring_lo, 0, (size_t)n_seq * sizeof(int32_t));
     *out = c;
@@ -294,121 +296,12 @@ int32_t wk_context_seq_copy(struct wk_context *c, int32_t src, int32_t dst, int3
     return wk_context_seq_truncate(c, dst, n_keep);
 }
 
-/* ------------------------------------------------------------ attention */
-
-struct attn_task {
-    struct wk_context *c;
-    const struct wk_layer *l;
-    const struct kv_layer *kv; /* the cache it reads: the layer's, a donor's, or a target's */
-    int32_t il, n_tokens;
-    bool per_token; /* items of one token each (verify), as decode computes them */
-};
-
-/*
- * One work item = (head h, block of up to ATTN_QBLOCK tokens). Its keys are
- * the positions lo .. p_last (lo from the block's first token's window), so
- * scores S [tokens][keys] = Q_block · K_rowsᵀ is one GEMM; entries a
- * token may not see (later positions, or outside its sliding window) are
- * set to -inf before each row's softmax; then out = P · V, computed as a
- * GEMM with the transposed V rows. Items are split across threads.
- * With per_token every block is one token, so each (token, head) gets
- * exactly the products a one-token decode step computes for it.
- */
-static void attention_task(void *p, int ith, int nth)
-{
-    struct attn_task *a = p;
-    struct wk_context *c = a->c;
-    const struct wk_hparams *hp = &c->m->hp;
-    const struct wk_layer *l = a->l;
-    const int64_t D = l->head_dim, HQ = (int64_t)hp->n_head * D, HK = (int64_t)l->n_head_kv * D;
-    const int32_t group = hp->n_head / l->n_head_kv, W = hp->sliding_window + c->window_extra;
-    const bool sliding = l->sliding && W > 0;
-    const struct kv_layer *kv = a->kv;
-    const int64_t S = kv->n_slots;
-    float *scores = c->scores + (size_t)ith * ATTN_QBLOCK * (size_t)c->n_ctx;
-    float *pv = c->pv + (size_t)ith * ATTN_QBLOCK * (size_t)D;
-    const int32_t n_blocks = c->n_blk;
-    /* Decode (one block) and verify (blocks of one token, a few keys
-     * apart): each thread takes a run of items, so heads that share a kv
-     * head share its cached rows. Prefill: items dealt out in turn, since
-     * a later block has more keys (causal mask) and contiguous runs would
-     * give the last thread most of the work. */
-    const int64_t n_items = (int64_t)n_blocks * hp->n_head;
-    int64_t lo_item = ith, hi_item = n_items, step = nth;
-    if (n_blocks == 1 || a->per_token)
-        wk_split_range(n_items, ith, nth, &lo_item, &hi_item), step = 1;
-    for (int64_t item = lo_item; item < hi_item; item += step) {
-        int32_t h = (int32_t)(item % hp->n_head), blk = (int32_t)(item / hp->n_head);
-        int32_t t0 = c->blk_t0[blk], nq = c->blk_nq[blk];
-        int32_t p_first = c->pos[t0], p_last = c->pos[t0 + nq - 1];
-        /* bidirectional: every row of the run sees the keys up to the
-         * run's last position (the block builder keeps one run per block) */
-        if (c->bidirectional) p_first = 0, p_last = c->seq_hi[c->seq[t0]];
-        int32_t lo = sliding && p_first - W + 1 > 0 ? p_first - W + 1 : 0;
-        int64_t nk = p_last - lo + 1, g = h / group;
-        /* the keys' slots: s0 .. s0+nk1-1, then 0 .. nk2-1 where a ring wraps */
-        int64_t s0 = lo % S, nk1 = WK_MIN(nk, S - s0), nk2 = nk - nk1;
-        const int64_t so = wk__kv_seq_offset(kv, HK, c->seq[t0]);
-        const float *kh = kv->k + so + g * D, *vh = kv->v + so + g * D * S;
-        if (nq == 1 && (item == lo_item || h % group == 0) && nk * D <= 65536) {
-            /* decode: this kv head's keys and value rows are strided
-             * segments the hardware prefetchers do not follow; fetch them
-             * all now so the two products below find them in cache */
-            for (int64_t j = 0; j < nk; j++) {
-                const float *kr = kh + (j < nk1 ? s0 + j : j - nk1) * HK;
-                for (int64_t i = 0; i < D; i += 16) __builtin_prefetch(kr + i);
-            }
-            for (int64_t i = 0; i < D; i++) {
-                for (int64_t j = 0; j < nk1; j += 16) __builtin_prefetch(vh + i * S + s0 + j);
-                for (int64_t j = 0; j < nk2; j += 16) __builtin_prefetch(vh + i * S + j);
-            }
-        }
-        const float *qb = c->q + (size_t)t0 * HQ + h * D;
-        wk_cpu_gemm(c->k, nk1, nq, D, kh + s0 * HK, HK, qb, HQ, scores, nk);
-        if (nk2) wk_cpu_gemm(c->k, nk2, nq, D, kh, HK, qb, HQ, scores + nk1, nk);
-        for (int32_t r = 0; r < nq; r++) {
-            float *row = scores + r * nk;
-            int32_t pos = c->bidirectional ? p_last : c->pos[t0 + r];
-            int64_t first = sliding && pos - W + 1 > lo ? pos - W + 1 - lo : 0, last = pos - lo;
-            for (int64_t j = 0; j < first; j++) row[j] = -INFINITY;
-            for (int64_t j = last + 1; j < nk; j++) row[j] = -INFINITY;
-            c->k->softmax(nk, row);
-        }
-        float *out = c->att + (size_t)t0 * HQ + h * D;
-        wk_cpu_gemm(c->k, D, nq, nk1, vh + s0, S, scores, nk, out, HQ);
-        if (nk2) {
-            wk_cpu_gemm(c->k, D, nq, nk2, vh, S, scores + nk1, nk, pv, D);
-            for (int32_t r = 0; r < nq; r++)
-                for (int64_t i = 0; i < D; i++) out[r * HQ + i] += pv[r * D + i];
-        }
-    }
-}
-
 /* ------------------------------------------------------------ one chunk */
 
-/* Asks for the lines a decode step's KV write will store to, for writing
- * (x86 PREFETCHW; a no-op elsewhere and on CPUs without it): the K row and
- * the Hk·D scattered entries of the transposed V. The attention of the
- * step before read those V lines, often on the other thread, so each
- * store needed the line back; issued as stores, these requests went one
- * at a time (~3 us a layer on SmolLM2, 192 lines), issued here they
- * overlap each other and the QKV product. */
-static void prefetch_kv_write(const struct kv_layer *kv, int32_t seq, int32_t pos, int64_t hk)
+void wk__norm_rows(struct wk_context *c, int32_t n, int64_t width, const float *x, const struct wk_tensor *g, float eps,
+                   float *y)
 {
-    const int64_t slot = pos % kv->n_slots, so = wk__kv_seq_offset(kv, hk, seq);
-#if defined(__x86_64__)
-    for (int64_t i = 0; i < hk; i += 16) __asm__ volatile("prefetchw %0" ::"m"(kv->k[so + slot * hk + i]));
-    for (int64_t i = 0; i < hk; i++) __asm__ volatile("prefetchw %0" ::"m"(kv->v[so + i * kv->n_slots + slot]));
-#else
-    (void)slot, (void)hk;
-#endif
-}
-
-void wk__norm_rows(const struct wk_cpu_kernels *k, int32_t n, int64_t width, const float *x,
-                      const struct wk_tensor *g, float eps, float *y)
-{
-    for (int32_t t = 0; t < n; t++)
-        k->rms_norm(width, x + t * width, g ? g->data : NULL, eps, y + t * width);
+    c->be->ops->rms_norm(c->be, n, width, x, g, eps, y);
 }
 
 /* Gemma 4's per-layer inputs for the chunk's n tokens (architectures.md
@@ -420,14 +313,14 @@ static void ple_inputs(struct wk_context *c, const int32_t *tokens, int32_t n, u
     const struct wk_model *m = c->m;
     const struct wk_hparams *hp = &m->hp;
     const int64_t E = hp->n_embd, P = hp->n_embd_ple, LP = (int64_t)hp->n_layer * P;
-    wk_cpu_matmul(c->pool, c->k, m->ple_model_proj, c->x, c->ple, n, c->mm_scratch, mm);
+    c->be->ops->matmul(c->be, m->ple_model_proj, c->x, c->ple, n, mm);
     const float proj_scale = 1.0f / sqrtf((float)E), tok_scale = sqrtf((float)P);
     const float mix = 1.0f / sqrtf(2.0f);
     float *tok = c->ple_g; /* LP floats */
     for (int32_t t = 0; t < n; t++) {
         float *row = c->ple + t * LP;
         for (int64_t i = 0; i < LP; i++) row[i] *= proj_scale;
-        wk__norm_rows(c->k, hp->n_layer, P, row, m->ple_proj_norm, hp->rms_eps, row);
+        wk__norm_rows(c, hp->n_layer, P, row, m->ple_proj_norm, hp->rms_eps, row);
         wk_cpu_get_row(c->k, m->ple_embd, tokens[t], tok);
         for (int64_t i = 0; i < LP; i++) row[i] = (row[i] + tok[i] * tok_scale) * mix;
     }
@@ -445,12 +338,6 @@ void wk__top_k(const float *v, int32_t n, int32_t k, int32_t *idx)
         while (j > 0 && v[i] > v[idx[j - 1]]) idx[j] = idx[j - 1], j--;
         idx[j] = i;
     }
-}
-/* y [n][d] += b [d] for each of the n rows. */
-static void add_bias(int32_t n, int64_t d, float *y, const float *b)
-{
-    for (int32_t t = 0; t < n; t++)
-        for (int64_t i = 0; i < d; i++) y[t * d + i] += b[i];
 }
 
 /* The layer (of the target's model) whose cache a query-only layer of
@@ -511,14 +398,90 @@ static int32_t keep_wanted_rows(struct wk_context *c, int32_t n)
  * to those whose logits are wanted (c->want; *n_io is updated). Returns
  * false when cancel became true.
  */
+/* Layer l's attention over the n rows of xn (RMSNormed x): Q, K and V,
+ * their biases and norms, RoPE by the angles cs, the KV write into the
+ * layer's cache (unless the layer reads another's, or ext's), and the
+ * attention into c->att. */
+static void attention_block(struct wk_context *c, const struct wk_layer *l, int32_t il, int32_t n, const float *cs,
+                            bool per_token, const struct kv_layer *kv)
+{
+    const bool own_kv = l->kv_layer == il;
+    const struct wk_model *m = c->m;
+    const struct wk_hparams *hp = &m->hp;
+    struct wk_backend *be = c->be;
+    const struct wk_backend_ops *op = be->ops;
+    const unsigned mm = per_token ? WK_MATMUL_PER_TOKEN : 0;
+    const int64_t D = l->head_dim, HQ = (int64_t)hp->n_head * D, HK = (int64_t)l->n_head_kv * D;
+    const struct wk_tensor *qkv_w[3] = {l->wq, l->wk, l->wv};
+    float *qkv_y[3] = {c->q, c->kx, c->vx};
+    if (own_kv && n == 1 && kv == &c->kv[il]) op->kv_prefetch(be, kv->k, kv->v, kv->n_slots, HK, c->seq[0], c->pos[0]);
+    op->matmul_many(be, !own_kv ? 1 : l->wv ? 3 : 2, qkv_w, qkv_y, c->xn, n, mm);
+    if (l->bq) op->add_bias(be, n, HQ, c->q, l->bq);
+    if (own_kv && l->bk) op->add_bias(be, n, HK, c->kx, l->bk);
+    if (own_kv && l->bv) op->add_bias(be, n, HK, c->vx, l->bv);
+    if (own_kv && l->k_eq_v) memcpy(c->vx, c->kx, (size_t)(n * HK) * sizeof(float));
+    if (l->q_norm) op->rms_norm(be, n * hp->n_head, D, c->q, l->q_norm, hp->rms_eps, c->q);
+    op->rope(be, n, c->q, hp->n_head, (int)D, l->n_rot, cs, m->rope_mode);
+    if (hp->attn_scale != 1.0f) op->scale(be, n * HQ, c->q, hp->attn_scale);
+    if (own_kv) {
+        if (l->k_norm) op->rms_norm(be, n * l->n_head_kv, D, c->kx, l->k_norm, hp->rms_eps, c->kx);
+        op->rope(be, n, c->kx, l->n_head_kv, (int)D, l->n_rot, cs, m->rope_mode);
+        if (l->v_norm) op->rms_norm(be, n * l->n_head_kv, D, c->vx, NULL, hp->rms_eps, c->vx);
+        op->kv_write(be, kv->k, kv->v, kv->n_slots, HK, n, c->pos, c->seq, c->kx, c->vx);
+    }
+    const int32_t W = hp->sliding_window + c->window_extra;
+    struct wk_attn_args at = {.q = c->q, .out = c->att, .k = kv->k, .v = kv->v, .n_slots = kv->n_slots,
+                              .n_head = hp->n_head, .n_head_kv = l->n_head_kv, .head_dim = l->head_dim,
+                              .n_rows = n, .pos = c->pos, .seq = c->seq, .blk_t0 = c->blk_t0,
+                              .blk_nq = c->blk_nq, .n_blk = c->n_blk, .window = l->sliding && W > 0 ? W : 0,
+                              .bidirectional = c->bidirectional, .seq_hi = c->seq_hi, .per_token = per_token};
+    op->attention(be, &at);
+}
+
+/* Layer l's feed-forward part over the n rows of x, added to x: the dense
+ * GLU (or a shared expert), routed experts, Gemma 4's per-layer input. */
+static void ffn_block(struct wk_context *c, const struct wk_layer *l, int32_t il, int32_t n, unsigned mm)
+{
+    const struct wk_model *m = c->m;
+    const struct wk_hparams *hp = &m->hp;
+    struct wk_backend *be = c->be;
+    const struct wk_backend_ops *op = be->ops;
+    const int64_t E = hp->n_embd, LP = (int64_t)hp->n_layer * hp->n_embd_ple;
+    op->rms_norm(be, n, E, c->x, l->ffn_norm, hp->rms_eps, c->xn);
+    enum wk_glu glu = m->act == WK_ACT_GELU_TANH ? WK_GLU_GELU_TANH : WK_GLU_SILU;
+    if (l->ffn_gate) {
+        op->matmul_glu(be, l->ffn_gate, l->ffn_up, c->xn, c->gate, c->up, n, glu, mm);
+        op->matmul(be, l->ffn_down, c->gate, c->o, n, mm);
+    } else { /* an MoE layer without a shared expert */
+        memset(c->o, 0, (size_t)(n * E) * sizeof(float));
+    }
+    if (l->moe_sigmoid) {
+        wk__moe_ffn_sigmoid(c, l, n, mm);
+    } else if (l->moe_router) {
+        op->rms_norm(be, n, E, c->o, l->moe_post_norm_1, hp->rms_eps, c->o);
+        wk__moe_ffn(c, l, n, mm);
+    }
+    if (l->post_ffn_norm) op->rms_norm(be, n, E, c->o, l->post_ffn_norm, hp->rms_eps, c->o);
+    op->add(be, n * E, c->x, c->o);
+    if (l->ple_gate) { /* the layer's per-layer input, gated by x */
+        const int64_t P = hp->n_embd_ple;
+        op->matmul(be, l->ple_gate, c->x, c->ple_g, n, mm);
+        for (int32_t t = 0; t < n; t++) c->k->geglu(P, c->ple_g + t * P, c->ple + t * LP + il * P);
+        op->matmul(be, l->ple_proj, c->ple_g, c->o, n, mm);
+        op->rms_norm(be, n, E, c->o, l->ple_post_norm, hp->rms_eps, c->o);
+        op->add(be, n * E, c->x, c->o);
+    }
+    if (l->out_scale != 1.0f) op->scale(be, n * E, c->x, l->out_scale);
+}
+
 static bool run_layers(struct wk_context *c, int32_t *n_io, bool per_token, const volatile bool *cancel,
                        const struct wk_context *ext)
 {
     const struct wk_model *m = c->m;
     const struct wk_hparams *hp = &m->hp;
-    const int64_t E = hp->n_embd, LP = (int64_t)hp->n_layer * hp->n_embd_ple;
-    struct wk_threadpool *pool = c->pool;
-    const struct wk_cpu_kernels *k = c->k;
+    const int64_t E = hp->n_embd;
+    struct wk_backend *be = c->be;
+    const struct wk_backend_ops *op = be->ops;
     const unsigned mm = per_token ? WK_MATMUL_PER_TOKEN : 0;
     int32_t n = *n_io;
     const int32_t ext_layer[2] = {ext ? last_cache_layer(ext->m, true) : -1,
@@ -545,8 +508,6 @@ static bool run_layers(struct wk_context *c, int32_t *n_io, bool per_token, cons
             }
         }
         const struct wk_layer *l = &m->layers[il];
-        const int64_t D = l->head_dim, HQ = (int64_t)hp->n_head * D, HK = (int64_t)l->n_head_kv * D;
-        const bool own_kv = l->kv_layer == il;
         int kind = l->sliding ? 0 : 1;
         if (!have_cs[kind]) {
             const struct wk_tensor *freqs = l->rope_freqs ? l->rope_freqs : m->rope_freqs;
@@ -555,72 +516,16 @@ static bool run_layers(struct wk_context *c, int32_t *n_io, bool per_token, cons
                                 freqs ? freqs->data : NULL, cs[kind] + t * l->n_rot);
             have_cs[kind] = true;
         }
-        wk__norm_rows(k, n, E, c->x, l->attn_norm, hp->rms_eps, c->xn);
-        if (l->mla) {
+        op->rms_norm(be, n, E, c->x, l->attn_norm, hp->rms_eps, c->xn);
+        if (l->mla)
             wk__mla_attention(c, l, &c->kv[il], n, cs[kind], mm, per_token);
-        } else {
-            const struct wk_tensor *qkv_w[3] = {l->wq, l->wk, l->wv};
-            float *qkv_y[3] = {c->q, c->kx, c->vx};
-            if (own_kv && !ext && n == 1) prefetch_kv_write(&c->kv[il], c->seq[0], c->pos[0], HK);
-            wk_cpu_matmul_many(pool, k, !own_kv ? 1 : l->wv ? 3 : 2, qkv_w, qkv_y, c->xn, n, c->mm_scratch, mm);
-            if (l->bq) add_bias(n, HQ, c->q, l->bq->data);
-            if (own_kv && l->bk) add_bias(n, HK, c->kx, l->bk->data);
-            if (own_kv && l->bv) add_bias(n, HK, c->vx, l->bv->data);
-            if (own_kv && l->k_eq_v) memcpy(c->vx, c->kx, (size_t)(n * HK) * sizeof(float));
-            const struct kv_layer *kv = ext ? &ext->kv[ext_layer[kind]] : &c->kv[il];
-            for (int32_t t = 0; t < n; t++) {
-                float *qt = c->q + t * HQ, *kt = c->kx + t * HK;
-                const float *cst = cs[kind] + t * l->n_rot;
-                if (l->q_norm) wk__norm_rows(k, hp->n_head, D, qt, l->q_norm, hp->rms_eps, qt);
-                wk_rope_apply(qt, hp->n_head, (int)D, l->n_rot, cst, m->rope_mode);
-                if (hp->attn_scale != 1.0f)
-                    for (int64_t i = 0; i < HQ; i++) qt[i] *= hp->attn_scale;
-                if (!own_kv) continue;
-                if (l->k_norm) wk__norm_rows(k, l->n_head_kv, D, kt, l->k_norm, hp->rms_eps, kt);
-                wk_rope_apply(kt, l->n_head_kv, (int)D, l->n_rot, cst, m->rope_mode);
-                if (l->v_norm) wk__norm_rows(k, l->n_head_kv, D, c->vx + t * HK, NULL, hp->rms_eps, c->vx + t * HK);
-            }
-            /* position p in slot p % n_slots; V transposed: (slot, i) at i * n_slots + slot */
-            for (int32_t t = 0; own_kv && t < n; t++) {
-                int64_t slot = c->pos[t] % kv->n_slots, so = wk__kv_seq_offset(kv, HK, c->seq[t]);
-                memcpy(kv->k + so + slot * HK, c->kx + t * HK, (size_t)HK * sizeof(float));
-                for (int64_t i = 0; i < HK; i++) kv->v[so + i * kv->n_slots + slot] = c->vx[t * HK + i];
-            }
-            struct attn_task at = {.c = c, .l = l, .kv = kv, .n_tokens = n, .per_token = per_token};
-            wk_threadpool_run(pool, attention_task, &at);
-        }
-        wk_cpu_matmul(pool, k, l->wo, c->att, c->o, n, c->mm_scratch, mm);
-        if (l->bo) add_bias(n, E, c->o, l->bo->data);
-        if (l->post_attn_norm) wk__norm_rows(k, n, E, c->o, l->post_attn_norm, hp->rms_eps, c->o);
-        for (int64_t i = 0; i < n * E; i++) c->x[i] += c->o[i];
-
-        wk__norm_rows(k, n, E, c->x, l->ffn_norm, hp->rms_eps, c->xn);
-        enum wk_glu glu = m->act == WK_ACT_GELU_TANH ? WK_GLU_GELU_TANH : WK_GLU_SILU;
-        if (l->ffn_gate) {
-            wk_cpu_matmul_glu(pool, k, l->ffn_gate, l->ffn_up, c->xn, c->gate, c->up, n,
-                              c->mm_scratch, glu, mm);
-            wk_cpu_matmul(pool, k, l->ffn_down, c->gate, c->o, n, c->mm_scratch, mm);
-        } else { /* an MoE layer without a shared expert */
-            memset(c->o, 0, (size_t)(n * E) * sizeof(float));
-        }
-        if (l->moe_sigmoid) {
-            wk__moe_ffn_sigmoid(c, l, n, mm);
-        } else if (l->moe_router) {
-            wk__norm_rows(k, n, E, c->o, l->moe_post_norm_1, hp->rms_eps, c->o);
-            wk__moe_ffn(c, l, n, mm);
-        }
-        if (l->post_ffn_norm) wk__norm_rows(k, n, E, c->o, l->post_ffn_norm, hp->rms_eps, c->o);
-        for (int64_t i = 0; i < n * E; i++) c->x[i] += c->o[i];
-        if (l->ple_gate) { /* the layer's per-layer input, gated by x */
-            const int64_t P = hp->n_embd_ple;
-            wk_cpu_matmul(pool, k, l->ple_gate, c->x, c->ple_g, n, c->mm_scratch, mm);
-            for (int32_t t = 0; t < n; t++) k->geglu(P, c->ple_g + t * P, c->ple + t * LP + il * P);
-            wk_cpu_matmul(pool, k, l->ple_proj, c->ple_g, c->o, n, c->mm_scratch, mm);
-            wk__norm_rows(k, n, E, c->o, l->ple_post_norm, hp->rms_eps, c->o);
-            for (int64_t i = 0; i < n * E; i++) c->x[i] += c->o[i];
-        }
-        if (l->out_scale != 1.0f)
-            for (int64_t i = 0; i < n * E; i++) c->x[i] *= l->out_scale;
+        else
+            attention_block(c, l, il, n, cs[kind], per_token, ext ? &ext->kv[ext_layer[kind]] : &c->kv[il]);
+        op->matmul(be, l->wo, c->att, c->o, n, mm);
+        if (l->bo) op->add_bias(be, n, E, c->o, l->bo);
+        if (l->post_attn_norm) op->rms_norm(be, n, E, c->o, l->post_attn_norm, hp->rms_eps, c->o);
+        op->add(be, n * E, c->x, c->o);
+        ffn_block(c, l, il, n, mm);
     }
     *n_io = n;
     return true;
@@ -638,16 +543,11 @@ static bool forward_chunk(struct wk_context *c, const int32_t *tokens, int32_t n
     const struct wk_model *m = c->m;
     const struct wk_hparams *hp = &m->hp;
     const int64_t E = hp->n_embd;
-    const struct wk_cpu_kernels *k = c->k;
     const unsigned mm = per_token ? WK_MATMUL_PER_TOKEN : 0;
     const int32_t n_chunk = n;
 
-    for (int32_t t = 0; t < n; t++) {
-        wk_cpu_get_row(k, m->tok_embd, tokens[t], c->x + t * E);
-        if (hp->embed_scale != 1.0f)
-            for (int64_t i = 0; i < E; i++) c->x[t * E + i] *= hp->embed_scale;
-        c->seq_hi[c->seq[t]] = c->pos[t]; /* positions rise within a sequence */
-    }
+    c->be->ops->get_rows(c->be, m->tok_embd, tokens, n, hp->embed_scale, c->x);
+    for (int32_t t = 0; t < n; t++) c->seq_hi[c->seq[t]] = c->pos[t]; /* positions rise within a sequence */
     if (m->ple_embd) ple_inputs(c, tokens, n, mm);
     if (cancel && *cancel) return false;
     /* positions the chunk overwrites in the rings are gone from now on,
@@ -660,9 +560,10 @@ static bool forward_chunk(struct wk_context *c, const int32_t *tokens, int32_t n
     /* the wanted rows, which are all the rows left after a KV-shared layer */
     int32_t rows = 0;
     for (int32_t t = 0; t < n; t++)
-        if (c->want[t]) wk__norm_rows(k, 1, E, c->x + t * E, m->output_norm, hp->rms_eps, c->xn + (rows++) * E);
+        if (c->want[t]) wk__norm_rows(c, 1, E, c->x + t * E, m->output_norm, hp->rms_eps, c->xn + (rows++) * E);
     c->n_hidden = rows;
-    wk_cpu_matmul(c->pool, k, m->output, c->xn, logits, rows, c->mm_scratch, mm);
+    c->be->ops->matmul(c->be, m->output, c->xn, logits, rows, mm);
+    c->be->ops->synchronize(c->be); /* the logits and hidden rows are read on the host from here */
     if (hp->final_softcap > 0) {
         float cap = hp->final_softcap;
         for (int64_t i = 0; i < (int64_t)rows * hp->n_vocab; i++) logits[i] = cap * tanhf(logits[i] / cap);
@@ -694,7 +595,7 @@ enum wk_status wk_context_mtp_step(struct wk_context *a, const struct wk_context
     if (tm->hp.embed_scale != 1.0f)
         for (int64_t i = 0; i < Et; i++) a->mtp_in[i] *= tm->hp.embed_scale;
     memcpy(a->mtp_in + Et, cond, (size_t)Et * sizeof(float));
-    wk_cpu_matmul(a->pool, k, am->mtp_pre_proj, a->mtp_in, a->x, 1, a->mm_scratch, 0);
+    a->be->ops->matmul(a->be, am->mtp_pre_proj, a->mtp_in, a->x, 1, 0);
     /* the query sits at the token's position, n_past, and sees the cached
      * keys up to n_past - 1, the last W + 1 of them on sliding layers
      * (transformers' bidirectional sliding-window mask, flipped, admits
@@ -707,16 +608,16 @@ enum wk_status wk_context_mtp_step(struct wk_context *a, const struct wk_context
     int32_t n = 1;
     run_layers(a, &n, false, NULL, target);
     a->rope_shift = a->window_extra = 0;
-    wk__norm_rows(k, 1, E, a->x, am->output_norm, hp->rms_eps, a->xn);
-    wk_cpu_matmul(a->pool, k, am->mtp_post_proj, a->xn, cond_out, 1, a->mm_scratch, 0);
+    wk__norm_rows(a, 1, E, a->x, am->output_norm, hp->rms_eps, a->xn);
+    a->be->ops->matmul(a->be, am->mtp_post_proj, a->xn, cond_out, 1, 0);
     if (!am->mtp_centroids) {
-        wk_cpu_matmul(a->pool, k, am->output, a->xn, logits, 1, a->mm_scratch, 0);
+        a->be->ops->matmul(a->be, am->output, a->xn, logits, 1, 0);
         return WK_OK;
     }
     /* ordered embeddings: the tokens of the top centroids only; the rest
      * one below the smallest of those (HF Gemma4AssistantMaskedEmbedder) */
     const int32_t C = am->mtp_n_centroids, K = am->mtp_centroid_top_k, per = (int32_t)(V / C);
-    wk_cpu_matmul(a->pool, k, am->mtp_centroids, a->xn, a->mtp_centroid_logits, 1, a->mm_scratch, 0);
+    a->be->ops->matmul(a->be, am->mtp_centroids, a->xn, a->mtp_centroid_logits, 1, 0);
     int32_t top[4096];
     wk__top_k(a->mtp_centroid_logits, C, WK_MIN(K, 4096), top);
     const float *ord = am->mtp_token_ordering->data;

@@ -7,11 +7,8 @@
 #ifndef WK_CONTEXT_INTERNAL_H
 #define WK_CONTEXT_INTERNAL_H
 
+#include "backend.h"
 #include "model_internal.h"
-
-/* Queries per attention work item: a block of consecutive tokens of one
- * head, whose scores against their keys form one GEMM. */
-#define ATTN_QBLOCK 32
 
 /* One layer's KV cache (views into the context's two allocations). */
 struct kv_layer {
@@ -30,6 +27,9 @@ struct kv_layer {
 
 struct wk_context {
     const struct wk_model *m;
+    /* the operations of the forward pass (backend.h): be points at be_cpu */
+    struct wk_backend *be;
+    struct wk_backend_cpu be_cpu;
     const struct wk_cpu_kernels *k;
     struct wk_threadpool *pool;
     bool owns_pool; /* false when wk_context_params.pool lent it */
@@ -89,9 +89,10 @@ static inline int64_t wk__kv_seq_offset(const struct kv_layer *kv, int64_t row_f
     return (int64_t)s * kv->n_slots * row_floats;
 }
 
-/* y [n][width] = RMSNorm(x [n][width]) · g (g NULL: gain 1), a row at a time. */
-void wk__norm_rows(const struct wk_cpu_kernels *k, int32_t n, int64_t width, const float *x,
-                   const struct wk_tensor *g, float eps, float *y);
+/* y [n][width] = RMSNorm(x [n][width]) · g (g NULL: gain 1), a row at a
+ * time, through the context's backend (backend.h rms_norm). */
+void wk__norm_rows(struct wk_context *c, int32_t n, int64_t width, const float *x, const struct wk_tensor *g, float eps,
+                   float *y);
 /* The k largest of v [n] into idx [k], largest first, ties to the lower index. */
 void wk__top_k(const float *v, int32_t n, int32_t k, int32_t *idx);
 /* Gemma 4's expert path for the chunk's n rows, added to c->o (context_moe.c). */

@@ -86,7 +86,7 @@ static void per_head_matmul(struct wk_context *c, const struct wk_tensor *w, con
         wh.data = (const uint8_t *)w->data + (size_t)h * w->nb[2];
         for (int32_t t = 0; t < n; t++)
             memcpy(c->mla_tin + t * n_in, x + t * x_stride + h * x_head, (size_t)n_in * sizeof(float));
-        wk_cpu_matmul(c->pool, c->k, &wh, c->mla_tin, c->mla_tout, n, c->mm_scratch, mm);
+        c->be->ops->matmul(c->be, &wh, c->mla_tin, c->mla_tout, n, mm);
         for (int32_t t = 0; t < n; t++)
             memcpy(y + t * y_stride + h * y_head, c->mla_tout + t * rows, (size_t)rows * sizeof(float));
     }
@@ -176,13 +176,13 @@ void wk__mla_attention(struct wk_context *c, const struct wk_layer *l, const str
     if (l->mla_q_a) {
         const struct wk_tensor *w[2] = {l->mla_q_a, l->mla_kv_a};
         float *y[2] = {c->mla_qa, c->mla_ckv};
-        wk_cpu_matmul_many(c->pool, k, 2, w, y, c->xn, n, c->mm_scratch, mm);
-        wk__norm_rows(k, n, QL, c->mla_qa, l->mla_q_a_norm, MLA_LATENT_EPS, c->mla_qa);
-        wk_cpu_matmul(c->pool, k, l->mla_q_b, c->mla_qa, c->q, n, c->mm_scratch, mm);
+        c->be->ops->matmul_many(c->be, 2, w, y, c->xn, n, mm);
+        wk__norm_rows(c, n, QL, c->mla_qa, l->mla_q_a_norm, MLA_LATENT_EPS, c->mla_qa);
+        c->be->ops->matmul(c->be, l->mla_q_b, c->mla_qa, c->q, n, mm);
     } else {
         const struct wk_tensor *w[2] = {l->wq, l->mla_kv_a};
         float *y[2] = {c->q, c->mla_ckv};
-        wk_cpu_matmul_many(c->pool, k, 2, w, y, c->xn, n, c->mm_scratch, mm);
+        c->be->ops->matmul_many(c->be, 2, w, y, c->xn, n, mm);
     }
     for (int32_t t = 0; t < n; t++) {
         float *ckv = c->mla_ckv + t * KR, *qt = c->q + t * H * DQ;

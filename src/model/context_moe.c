@@ -55,7 +55,6 @@ static void moe_experts(struct wk_context *c, const struct wk_layer *l, const fl
                         unsigned mm)
 {
     const struct wk_hparams *hp = &c->m->hp;
-    const struct wk_cpu_kernels *k = c->k;
     const int64_t E = hp->n_embd, NE = hp->n_expert, K = hp->n_expert_used, FE = hp->n_ff_exp;
     memset(c->moe_sum, 0, (size_t)(n * E) * sizeof(float));
     for (int64_t g = 0; g < (c->moe_naive ? n * K : NE); g++) {
@@ -73,8 +72,8 @@ static void moe_experts(struct wk_context *c, const struct wk_layer *l, const fl
             memcpy(c->moe_in + i * E, u + (c->moe_rows[i] / K) * E, (size_t)E * sizeof(float));
         struct wk_tensor gate, up, down;
         expert_mats(l, e, E, FE, &gate, &up, &down);
-        wk_cpu_matmul_glu(c->pool, k, &gate, &up, c->moe_in, c->moe_gate, c->moe_up, cnt, c->mm_scratch, glu, mm);
-        wk_cpu_matmul(c->pool, k, &down, c->moe_gate, c->moe_y, cnt, c->mm_scratch, mm);
+        c->be->ops->matmul_glu(c->be, &gate, &up, c->moe_in, c->moe_gate, c->moe_up, cnt, glu, mm);
+        c->be->ops->matmul(c->be, &down, c->moe_gate, c->moe_y, cnt, mm);
         for (int32_t i = 0; i < cnt; i++) {
             float w = c->moe_w[c->moe_rows[i]], *dst = c->moe_sum + (c->moe_rows[i] / K) * E;
             const float *y = c->moe_y + i * E;
@@ -98,9 +97,9 @@ void wk__moe_ffn(struct wk_context *c, const struct wk_layer *l, int32_t n, unsi
     const struct wk_cpu_kernels *k = c->k;
     const int64_t E = hp->n_embd, NE = hp->n_expert, K = hp->n_expert_used;
     const float root = 1.0f / sqrtf((float)E);
-    wk__norm_rows(k, n, E, c->x, l->moe_router_scale, hp->rms_eps, c->moe_u);
+    wk__norm_rows(c, n, E, c->x, l->moe_router_scale, hp->rms_eps, c->moe_u);
     for (int64_t i = 0; i < n * E; i++) c->moe_u[i] *= root;
-    wk_cpu_matmul(c->pool, k, l->moe_router, c->moe_u, c->moe_logits, n, c->mm_scratch, mm);
+    c->be->ops->matmul(c->be, l->moe_router, c->moe_u, c->moe_logits, n, mm);
     const float *expert_scale = l->moe_expert_scale->data;
     for (int32_t t = 0; t < n; t++) {
         float *p = c->moe_logits + t * NE, sum = 0;
@@ -111,9 +110,9 @@ void wk__moe_ffn(struct wk_context *c, const struct wk_layer *l, int32_t n, unsi
         for (int64_t j = 0; j < K; j++) w[j] = p[idx[j]], sum += p[idx[j]];
         for (int64_t j = 0; j < K; j++) w[j] = w[j] / sum * expert_scale[idx[j]];
     }
-    wk__norm_rows(k, n, E, c->x, l->moe_pre_norm, hp->rms_eps, c->moe_u);
+    wk__norm_rows(c, n, E, c->x, l->moe_pre_norm, hp->rms_eps, c->moe_u);
     moe_experts(c, l, c->moe_u, n, WK_GLU_GELU_TANH, mm);
-    wk__norm_rows(k, n, E, c->moe_sum, l->moe_post_norm_2, hp->rms_eps, c->moe_sum);
+    wk__norm_rows(c, n, E, c->moe_sum, l->moe_post_norm_2, hp->rms_eps, c->moe_sum);
     for (int64_t i = 0; i < n * E; i++) c->o[i] += c->moe_sum[i];
 }
 
@@ -129,7 +128,7 @@ void wk__moe_ffn_sigmoid(struct wk_context *c, const struct wk_layer *l, int32_t
 {
     const struct wk_hparams *hp = &c->m->hp;
     const int64_t E = hp->n_embd, NE = hp->n_expert, K = hp->n_expert_used;
-    wk_cpu_matmul(c->pool, c->k, l->moe_router, c->xn, c->moe_logits, n, c->mm_scratch, mm);
+    c->be->ops->matmul(c->be, l->moe_router, c->xn, c->moe_logits, n, mm);
     const float *bias = l->moe_sel_bias ? l->moe_sel_bias->data : NULL;
     for (int32_t t = 0; t < n; t++)
         wk__moe_select_sigmoid(c->moe_logits + t * NE, bias, (int32_t)NE, (int32_t)K, hp->expert_weights_norm,

@@ -13,7 +13,7 @@
 #include <math.h>
 #include <stdio.h>
 
-enum wk_status wk__gemma3_load(struct wk_model *m, struct wk_error *err)
+static enum wk_status gemma3_load(struct wk_model *m, struct wk_error *err)
 {
     struct wk_hparams *hp = &m->hp;
     enum wk_status st;
@@ -70,3 +70,12 @@ enum wk_status wk__gemma3_load(struct wk_model *m, struct wk_error *err)
     wk_free(pattern);
     return WK_OK;
 }
+
+WK_FAMILY(gemma3) = {
+    .name = "gemma3",
+    .gguf_archs = {"gemma3"},
+    .hf_model_types = {"gemma3*"},
+    .label = NULL,
+    .load = gemma3_load,
+    .chat = WK_CHAT_GEMMA,
+};

@@ -265,7 +265,7 @@ static enum wk_status top_tensors(struct wk_model *m, struct wk_error *err)
     return WK_OK;
 }
 
-enum wk_status wk__gemma4_load(struct wk_model *m, struct wk_error *err)
+static enum wk_status gemma4_load(struct wk_model *m, struct wk_error *err)
 {
     struct wk_hparams *hp = &m->hp;
     enum wk_status st;
@@ -431,3 +431,12 @@ enum wk_status wk_model_check_mtp(const struct wk_model *a, const struct wk_mode
     }
     return WK_OK;
 }
+
+WK_FAMILY(gemma4) = {
+    .name = "gemma4",
+    .gguf_archs = {"gemma4"},
+    .hf_model_types = {"gemma4", "gemma4_text"},
+    .label = NULL,
+    .load = gemma4_load,
+    .chat = WK_CHAT_GEMMA,
+};

@@ -372,7 +372,7 @@ static enum wk_status glm4_layer(struct wk_model *m, int i, const struct mla_dim
     return WK_OK;
 }
 
-enum wk_status wk__glm4_moe_lite_load(struct wk_model *m, struct wk_error *err)
+static enum wk_status glm4_moe_lite_load(struct wk_model *m, struct wk_error *err)
 {
     struct wk_hparams *hp = &m->hp;
     struct mla_dims d;
@@ -391,3 +391,12 @@ enum wk_status wk__glm4_moe_lite_load(struct wk_model *m, struct wk_error *err)
     for (int i = 0; i < hp->n_layer && !st; i++) st = glm4_layer(m, i, &d, err);
     return st;
 }
+
+WK_FAMILY(glm4_moe_lite) = {
+    .name = "glm4moelite",
+    .gguf_archs = {"deepseek2", "glm4moelite"},
+    .hf_model_types = {"glm4_moe_lite"},
+    .label = "GLM-4-MoE-Lite",
+    .load = glm4_moe_lite_load,
+    .chat = WK_CHAT_GLM4,
+};

@@ -658,6 +658,35 @@ static enum wk_status open_files(struct wk_hf *h, const char *arch, bool residen
     return st;
 }
 
+/* The GGUF architecture a config.json model_type is read as (the first of
+ * the family's gguf_archs whose hf_model_types has it), or NULL. */
+static const char *arch_of_model_type(const char *type)
+{
+    size_t n;
+    const struct wk_family *const *fs = wk__families(&n);
+    for (size_t i = 0; i < n; i++)
+        for (int j = 0; fs[i]->hf_model_types[j]; j++) {
+            const char *t = fs[i]->hf_model_types[j];
+            size_t len = strlen(t);
+            if (len && t[len - 1] == '*' ? strncmp(type, t, len - 1) == 0 : strcmp(type, t) == 0)
+                return fs[i]->gguf_archs[0];
+        }
+    return NULL;
+}
+
+/* "a, b*, c" of every family's model_type values, for messages. */
+static void list_model_types(char *out, size_t cap)
+{
+    size_t n, len = 0;
+    const struct wk_family *const *fs = wk__families(&n);
+    out[0] = '\0';
+    for (size_t i = 0; i < n; i++)
+        for (int j = 0; fs[i]->hf_model_types[j] && len < cap; j++) {
+            int w = snprintf(out + len, cap - len, "%s%s", len ? ", " : "", fs[i]->hf_model_types[j]);
+            if (w > 0) len += (size_t)w;
+        }
+}
+
 enum wk_status wk__hf_open(struct wk_model *m, const char *dir, bool resident, struct wk_error *err)
 {
     struct wk_hf *h = wk_calloc(1, sizeof *h);
@@ -672,19 +701,12 @@ enum wk_status wk__hf_open(struct wk_model *m, const char *dir, bool resident, s
     json_t *text = json_object_get(cfg, "text_config");
     json_t *c = json_is_object(text) ? text : cfg;
     const char *type = json_string_value(json_object_get(c, "model_type"));
-    const char *arch = !type                          ? NULL
-                       : strcmp(type, "llama") == 0   ? "llama"
-                       : strcmp(type, "qwen2") == 0   ? "qwen2" /* dense; qwen2_moe is not */
-                       : strcmp(type, "qwen3") == 0   ? "qwen3" /* dense; qwen3_moe is not */
-                       : strncmp(type, "gemma3", 6) == 0 ? "gemma3"
-                       : strcmp(type, "gemma4") == 0 || strcmp(type, "gemma4_text") == 0 ? "gemma4"
-                       : strcmp(type, "glm4_moe_lite") == 0 ? "deepseek2" /* GLM-4-MoE-Lite, llama.cpp's keys */
-                                                         : NULL;
+    const char *arch = type ? arch_of_model_type(type) : NULL;
     if (!arch) {
-        char t[64];
+        char t[64], known[256];
         wk_str_printable(type ? type : "(none)", strlen(type ? type : "(none)"), t, sizeof t);
-        st = wk_error_set(err, WK_E_UNSUPPORTED,
-                          "%s/config.json: model_type '%s' (wick supports llama, gemma3_text, gemma4_text, glm4_moe_lite, qwen2, qwen3)", dir, t);
+        list_model_types(known, sizeof known);
+        st = wk_error_set(err, WK_E_UNSUPPORTED, "%s/config.json: model_type '%s' (wick supports %s)", dir, t, known);
     }
     if (!st) {
         json_object_set_new(h->kv, "general.architecture", json_string(arch));

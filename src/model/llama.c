@@ -14,7 +14,7 @@
 #include <math.h>
 #include <stdio.h>
 
-enum wk_status wk__llama_load(struct wk_model *m, struct wk_error *err)
+static enum wk_status llama_load(struct wk_model *m, struct wk_error *err)
 {
     struct wk_hparams *hp = &m->hp;
     enum wk_status st;
@@ -42,3 +42,12 @@ enum wk_status wk__llama_load(struct wk_model *m, struct wk_error *err)
         return st;
     return WK_OK;
 }
+
+WK_FAMILY(llama) = {
+    .name = "llama",
+    .gguf_archs = {"llama"},
+    .hf_model_types = {"llama"},
+    .label = NULL,
+    .load = llama_load,
+    .chat = WK_CHAT_CHATML_IF_TEMPLATE,
+};

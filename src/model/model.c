@@ -11,19 +11,36 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static const struct {
-    const char *name;
-    enum wk_arch arch;
-    wk_arch_load_fn load;
-} g_archs[] = {
-    {"deepseek2", WK_ARCH_GLM4_MOE_LITE, wk__glm4_moe_lite_load},
-    {"gemma3", WK_ARCH_GEMMA3, wk__gemma3_load},
-    {"gemma4", WK_ARCH_GEMMA4, wk__gemma4_load},
-    {"llama", WK_ARCH_LLAMA, wk__llama_load},
-    {"glm4moelite", WK_ARCH_GLM4_MOE_LITE, wk__glm4_moe_lite_load},
-    {"qwen2", WK_ARCH_QWEN2, wk__qwen2_load},
-    {"qwen3", WK_ARCH_QWEN3, wk__qwen3_load},
+/* The registry: families.gen.h (written by the Makefile from the
+ * WK_FAMILY lines of src/model/ (its .c files)) names each as WK_FAMILY_ENTRY(id). */
+#define WK_FAMILY_ENTRY(id) extern const struct wk_family wk_family_##id;
+#include "families.gen.h"
+#undef WK_FAMILY_ENTRY
+#define WK_FAMILY_ENTRY(id) &wk_family_##id,
+static const struct wk_family *const g_families[] = {
+#include "families.gen.h"
 };
+#undef WK_FAMILY_ENTRY
+
+const struct wk_family *const *wk__families(size_t *n)
+{
+    *n = WK_ARRAY_LEN(g_families);
+    return g_families;
+}
+
+/* "a, b (Label), c" of every family's GGUF architectures, for messages. */
+static void list_archs(char *out, size_t cap)
+{
+    size_t len = 0;
+    out[0] = '\0';
+    for (size_t i = 0; i < WK_ARRAY_LEN(g_families); i++)
+        for (int j = 0; g_families[i]->gguf_archs[j] && len < cap; j++) {
+            const struct wk_family *f = g_families[i];
+            int w = snprintf(out + len, cap - len, "%s%s%s%s%s", len ? ", " : "", f->gguf_archs[j],
+                             f->label ? " (" : "", f->label ? f->label : "", f->label ? ")" : "");
+            if (w > 0) len += (size_t)w;
+        }
+}
 
 /* A Hugging Face model's hyperparameter key: *found false when absent
  * (an error when required). */
@@ -410,22 +427,22 @@ enum wk_status wk_model_load_ex(const char *path, bool resident, struct wk_model
             goto fail;
         }
     }
-    wk_arch_load_fn load = NULL;
-    for (size_t i = 0; i < WK_ARRAY_LEN(g_archs); i++) {
-        if (wk_gguf_str_eq(arch, g_archs[i].name)) {
-            m->hp.arch = g_archs[i].arch;
-            m->hp.arch_name = g_archs[i].name;
-            load = g_archs[i].load;
-        }
-    }
-    if (!load) {
-        char a[64];
+    for (size_t i = 0; i < WK_ARRAY_LEN(g_families) && !m->family; i++)
+        for (int j = 0; g_families[i]->gguf_archs[j]; j++)
+            if (wk_gguf_str_eq(arch, g_families[i]->gguf_archs[j])) {
+                m->family = g_families[i];
+                m->hp.arch_name = g_families[i]->gguf_archs[j];
+                break;
+            }
+    if (!m->family) {
+        char a[64], known[512];
         wk_str_printable(arch.data, (size_t)arch.len, a, sizeof a);
-        st = wk_error_set(err, WK_E_UNSUPPORTED,
-                          "%s: unknown architecture \"%s\" (wick supports: deepseek2 (GLM-4-MoE-Lite), gemma3, gemma4, glm4moelite, llama, qwen2, qwen3)", path, a);
+        list_archs(known, sizeof known);
+        st = wk_error_set(err, WK_E_UNSUPPORTED, "%s: unknown architecture \"%s\" (wick supports: %s)", path, a,
+                          known);
         goto fail;
     }
-    if ((st = load(m, err))) goto fail;
+    if ((st = m->family->load(m, err))) goto fail;
     if (m->hp.n_ctx_train < 16) {
         st = wk_error_set(err, WK_E_FORMAT, "%s: %s.context_length = %d is too small to use", path,
                           m->hp.arch_name, m->hp.n_ctx_train);
@@ -477,6 +494,8 @@ const char *wk_model_chat_template(const struct wk_model *m, size_t *len)
 }
 
 const struct wk_hparams *wk_model_hparams(const struct wk_model *m) { return &m->hp; }
+const char *wk_model_family(const struct wk_model *m) { return m->family->name; }
+enum wk_chat_format wk_model_chat_format(const struct wk_model *m) { return m->family->chat; }
 
 int64_t wk_model_kv_values(const struct wk_model *m, int32_t il)
 {

@@ -69,6 +69,7 @@ enum wk_ffn_act { WK_ACT_GELU_TANH = 1, WK_ACT_SILU = 2 };
 struct wk_hf; /* a Hugging Face folder (hf.c) */
 
 struct wk_model {
+    const struct wk_family *family;
     struct wk_gguf *gguf; /* the GGUF file, or NULL for a Hugging Face folder */
     struct wk_hf *hf;     /* the folder, or NULL for GGUF */
     struct wk_hparams hp;
@@ -130,12 +131,31 @@ const char *wk__model_path(const struct wk_model *m);
 
 /* Per-family loader: fills hp (beyond what model.c reads) and the tensors. */
 typedef enum wk_status (*wk_arch_load_fn)(struct wk_model *m, struct wk_error *err);
-enum wk_status wk__gemma3_load(struct wk_model *m, struct wk_error *err);
-enum wk_status wk__llama_load(struct wk_model *m, struct wk_error *err);
-enum wk_status wk__qwen2_load(struct wk_model *m, struct wk_error *err);
-enum wk_status wk__qwen3_load(struct wk_model *m, struct wk_error *err);
-enum wk_status wk__gemma4_load(struct wk_model *m, struct wk_error *err);
-enum wk_status wk__glm4_moe_lite_load(struct wk_model *m, struct wk_error *err);
+
+/*
+ * A model family as the rest of wick sees it, described in the family's
+ * own file, which ends with
+ *     WK_FAMILY(qwen2) = {.name = "qwen2", .gguf_archs = {"qwen2"}, ...};
+ * The build collects every WK_FAMILY line of the .c files of src/model into the
+ * registry (the Makefile writes families.gen.h; model.c includes it), so
+ * adding a family adds one file: nothing else names it. What a family's
+ * layers compute is in its loader's choices of struct wk_layer fields
+ * (the forward pass in context.c reads those, not the family).
+ */
+struct wk_family {
+    const char *name; /* canonical name (wk_model_family), e.g. "qwen2" */
+    /* general.architecture values it loads (the prefix of its GGUF keys); NULL-ended */
+    const char *gguf_archs[4];
+    /* config.json model_type values (text_config's where there is one) it
+     * loads, read as gguf_archs[0]; a trailing '*' matches a prefix; NULL-ended */
+    const char *hf_model_types[4];
+    const char *label; /* how messages name it beside its GGUF name ("GLM-4-MoE-Lite"), or NULL */
+    wk_arch_load_fn load;
+    enum wk_chat_format chat;
+};
+#define WK_FAMILY(id) const struct wk_family wk_family_##id
+/* The registry: every family, ordered by id; *n is set to their count. */
+const struct wk_family *const *wk__families(size_t *n);
 
 /*
  * moe.c: the DeepSeek-V3-style router's choice for one token

@@ -29,7 +29,7 @@
 #include <math.h>
 #include <stdio.h>
 
-enum wk_status wk__qwen2_load(struct wk_model *m, struct wk_error *err)
+static enum wk_status qwen2_load(struct wk_model *m, struct wk_error *err)
 {
     struct wk_hparams *hp = &m->hp;
     enum wk_status st;
@@ -71,3 +71,12 @@ enum wk_status wk__qwen2_load(struct wk_model *m, struct wk_error *err)
     if (!any) hp->sliding_window = 0; /* no sliding layer: no ring cache */
     return st;
 }
+
+WK_FAMILY(qwen2) = {
+    .name = "qwen2",
+    .gguf_archs = {"qwen2"},
+    .hf_model_types = {"qwen2"} /* dense; qwen2_moe is not */,
+    .label = NULL,
+    .load = qwen2_load,
+    .chat = WK_CHAT_CHATML_IF_TEMPLATE,
+};

@@ -22,7 +22,7 @@
 #include <math.h>
 #include <stdio.h>
 
-enum wk_status wk__qwen3_load(struct wk_model *m, struct wk_error *err)
+static enum wk_status qwen3_load(struct wk_model *m, struct wk_error *err)
 {
     struct wk_hparams *hp = &m->hp;
     enum wk_status st;
@@ -50,3 +50,12 @@ enum wk_status wk__qwen3_load(struct wk_model *m, struct wk_error *err)
     }
     return WK_OK;
 }
+
+WK_FAMILY(qwen3) = {
+    .name = "qwen3",
+    .gguf_archs = {"qwen3"},
+    .hf_model_types = {"qwen3"} /* dense; qwen3_moe is not */,
+    .label = NULL,
+    .load = qwen3_load,
+    .chat = WK_CHAT_QWEN3,
+};

@@ -26,11 +26,20 @@
 #include "../cpu/wk_cpu.h"
 #include "../io/wk_io.h"
 
-enum wk_arch { WK_ARCH_GEMMA3 = 1, WK_ARCH_LLAMA = 2, WK_ARCH_GEMMA4 = 3, WK_ARCH_QWEN3 = 4, WK_ARCH_GLM4_MOE_LITE = 5, WK_ARCH_QWEN2 = 6 };
+/* The turn format a family's models use when the caller brings no
+ * template (runtime/chat.c renders each): Gemma's <start_of_turn>, Qwen 3's
+ * ChatML with thinking, GLM-4's, or ChatML when the model's own chat
+ * template is ChatML (none otherwise). */
+enum wk_chat_format {
+    WK_CHAT_NONE = 0,
+    WK_CHAT_GEMMA = 1,
+    WK_CHAT_QWEN3 = 2,
+    WK_CHAT_GLM4 = 3,
+    WK_CHAT_CHATML_IF_TEMPLATE = 4,
+};
 
 struct wk_hparams {
-    enum wk_arch arch;
-    const char *arch_name; /* "gemma3", "llama" */
+    const char *arch_name; /* the file's general.architecture ("gemma3", "deepseek2"): its keys' prefix */
     int32_t n_vocab;
     int32_t n_embd;
     int32_t n_layer;
@@ -104,6 +113,11 @@ int64_t wk_model_kv_values(const struct wk_model *m, int32_t il);
 void wk_model_destroy(struct wk_model *m);
 
 const struct wk_hparams *wk_model_hparams(const struct wk_model *m);
+/* The model's family by its canonical name ("llama", "qwen2", "gemma3",
+ * "gemma4", "qwen3", "glm4moelite"; borrowed, static). */
+const char *wk_model_family(const struct wk_model *m);
+/* The turn format of the model's family (enum wk_chat_format). */
+enum wk_chat_format wk_model_chat_format(const struct wk_model *m);
 /* The parsed GGUF file (borrowed, lives as long as the model), or NULL
  * for a model loaded from a Hugging Face folder. */
 const struct wk_gguf *wk_model_gguf(const struct wk_model *m);

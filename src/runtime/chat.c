@@ -389,16 +389,15 @@ enum wk_status wk_chat_render(const struct wk_model *m, const struct wk_tokenize
     for (int32_t i = 0; i < n_msgs; i++)
         if (!msgs[i].role || !msgs[i].content)
             return wk_error_set(err, WK_E_INVALID, "message %d has no role or content", i);
-    switch (wk_model_hparams(m)->arch) {
-    case WK_ARCH_GEMMA3:
-    case WK_ARCH_GEMMA4: /* the Gemma 3 turn format (<start_of_turn>), as the tiny test models use */
+    switch (wk_model_chat_format(m)) {
+    case WK_CHAT_GEMMA: /* Gemma 3 and 4: the Gemma 3 turn format (<start_of_turn>), as the tiny test models use */
         return render_gemma(msgs, n_msgs, add_generation_prompt, out, err);
-    case WK_ARCH_QWEN3: return render_qwen3(m, msgs, n_msgs, add_generation_prompt, out, err);
-    case WK_ARCH_GLM4_MOE_LITE: return render_glm4(msgs, n_msgs, add_generation_prompt, out, err);
-    case WK_ARCH_LLAMA:
-    case WK_ARCH_QWEN2:
+    case WK_CHAT_QWEN3: return render_qwen3(m, msgs, n_msgs, add_generation_prompt, out, err);
+    case WK_CHAT_GLM4: return render_glm4(msgs, n_msgs, add_generation_prompt, out, err);
+    case WK_CHAT_CHATML_IF_TEMPLATE:
         if (is_chatml(m)) return render_chatml(m, msgs, n_msgs, add_generation_prompt, out, err);
         break;
+    case WK_CHAT_NONE: break;
     }
     return wk_error_set(err, WK_E_UNSUPPORTED,
                         "no chat format for this %s model: its GGUF chat template is not one wick "

@@ -98,7 +98,7 @@ static void test_hparams(void)
         struct wk_model *m = load(dense[which]);
         if (!m) continue;
         const struct wk_hparams *hp = wk_model_hparams(m);
-        CHECK_EQ_INT(hp->arch, WK_ARCH_GEMMA4);
+        CHECK_EQ_STR(wk_model_family(m), "gemma4");
         CHECK_EQ_INT(hp->n_vocab, VOCAB);
         CHECK_EQ_INT(hp->n_embd, 64);
         CHECK_EQ_INT(hp->n_layer, 6);

@@ -1,0 +1,121 @@
+/*
+ * backend.h - the operations the forward pass runs, behind a table
+ * (struct wk_backend_ops), so that the model graph (context.c,
+ * context_moe.c, context_mla.c) says what to compute and a backend says
+ * how and where. The CPU backend (backend_cpu.c) runs them on the
+ * context's thread pool with the kernels of src/cpu.
+ *
+ * Buffers. Every float pointer an operation takes is the backend's
+ * memory: for the CPU, host memory from the context's arena and KV
+ * allocations. A device backend (say CUDA, as src/cuda/ (.cu files) beside this
+ * one) would allocate the context's activations and KV cache in device
+ * memory through the same context code (wk_context_create would ask the
+ * backend for them: not in the table yet, the CPU's come from the arena),
+ * upload the weights once (an upload op, also not in the table yet: today
+ * model.c repacks R16 rows at load, which is the CPU's form of it), and
+ * keep these calls asynchronous on its stream until synchronize, which
+ * the context calls before it hands logits or hidden rows to the host. A decode step is then a fixed
+ * sequence of these calls with fixed shapes (n = number of sequences), so
+ * a device backend can capture it once as a graph and replay it per token,
+ * with only the positions, sequence ids and token ids uploaded per step.
+ * Shapes are in rows (tokens) times features, row-major, f32.
+ *
+ * What the table does not cover yet: multi-head latent attention's
+ * absorbed attention (context_mla.c runs it on the CPU pool directly), the
+ * MoE routers' top-k (on the host, as llama.cpp's CPU path), Gemma 4's
+ * per-layer input mix and an MTP assistant's centroid lookup. A device
+ * backend needs ops for those before it runs GLM-4-MoE-Lite or Gemma 4.
+ */
+#ifndef WK_BACKEND_H
+#define WK_BACKEND_H
+
+#include "../base/wk_base.h"
+#include "../cpu/wk_cpu.h"
+
+/* One layer's attention over a ubatch (attention op): rows t < n_rows of
+ * sequences seq[t] at positions pos[t], their queries in q, the layer's
+ * cache k / v holding every sequence's stripe (K: [n_seq][n_slots][HK]; V
+ * transposed: [n_seq][HK][n_slots]; position p in slot p % n_slots), out
+ * written. Query blocks: blk_t0 / blk_nq, runs of one sequence's rows at
+ * consecutive positions (never two sequences in one). */
+struct wk_attn_args {
+    const float *q; /* [n_rows][n_head·head_dim], RoPE applied, scaled */
+    float *out;     /* [n_rows][n_head·head_dim] */
+    const float *k, *v;
+    int64_t n_slots;
+    int32_t n_head, n_head_kv, head_dim;
+    int32_t n_rows;
+    const int32_t *pos, *seq;
+    const int32_t *blk_t0, *blk_nq;
+    int32_t n_blk;
+    int32_t window;           /* keys a query sees on a sliding layer (W, plus one for an MTP step); 0: all */
+    bool bidirectional;       /* each row sees its sequence up to seq_hi[its sequence] */
+    const int32_t *seq_hi;    /* [n_seq]: a sequence's last position in the ubatch */
+    bool per_token;           /* blocks of one row each (verify): a decode step's products */
+};
+
+/* A backend's state for one context (the CPU's below); a device backend
+ * embeds this as its first member. */
+struct wk_backend {
+    const struct wk_backend_ops *ops;
+};
+
+struct wk_backend_ops {
+    const char *name;
+    /* y [n][w->ne[0]] = rows ids[0..n) of w (any dtype), times scale */
+    void (*get_rows)(struct wk_backend *b, const struct wk_tensor *w, const int32_t *ids, int32_t n, float scale,
+                     float *y);
+    /* y [n][w->ne[1]] = x [n][w->ne[0]] · wᵀ; flags: 0 or WK_MATMUL_PER_TOKEN (wk_cpu.h) */
+    void (*matmul)(struct wk_backend *b, const struct wk_tensor *w, const float *x, float *y, int32_t n,
+                   unsigned flags);
+    /* ys[i] = x · ws[i]ᵀ for n_w (<= WK_MATMUL_MAX_PARTS) weights sharing the input, in one dispatch */
+    void (*matmul_many)(struct wk_backend *b, int n_w, const struct wk_tensor *const *ws, float *const *ys,
+                        const float *x, int32_t n, unsigned flags);
+    /* y = act(x · gateᵀ) ⊙ (x · upᵀ), y_up scratch of y's shape */
+    void (*matmul_glu)(struct wk_backend *b, const struct wk_tensor *gate, const struct wk_tensor *up, const float *x,
+                       float *y, float *y_up, int32_t n, enum wk_glu glu, unsigned flags);
+    /* y [n][width] = RMSNorm(x [n][width]) · g (g NULL: gain 1); y may be x */
+    void (*rms_norm)(struct wk_backend *b, int32_t n, int64_t width, const float *x, const struct wk_tensor *g,
+                     float eps, float *y);
+    /* y [n][d] += bias [d] on every row (bias an F32 tensor of d values) */
+    void (*add_bias)(struct wk_backend *b, int32_t n, int64_t d, float *y, const struct wk_tensor *bias);
+    /* y [n] += x [n] (the residual) */
+    void (*add)(struct wk_backend *b, int64_t n, float *y, const float *x);
+    /* y [n] *= s */
+    void (*scale)(struct wk_backend *b, int64_t n, float *y, float s);
+    /* RoPE of each row t's n_heads heads of x [n][n_heads·head_dim] by the
+     * angles cs [n][n_rot] (wk_rope_cos_sin per row's position) */
+    void (*rope)(struct wk_backend *b, int32_t n, float *x, int n_heads, int head_dim, int n_rot, const float *cs,
+                 enum wk_rope_mode mode);
+    /* Writes rows k, v [n][hk] of sequences seq at positions pos into a
+     * layer's cache (struct wk_attn_args's layout) */
+    void (*kv_write)(struct wk_backend *b, float *kc, float *vc, int64_t n_slots, int64_t hk, int32_t n,
+                     const int32_t *pos, const int32_t *seq, const float *k, const float *v);
+    /* Asks for the lines a one-row KV write will store to (a hint; may do nothing) */
+    void (*kv_prefetch)(struct wk_backend *b, float *kc, float *vc, int64_t n_slots, int64_t hk, int32_t seq,
+                        int32_t pos);
+    void (*attention)(struct wk_backend *b, const struct wk_attn_args *a);
+    /* Waits for the calls before it (a no-op on the CPU, where each call returns done) */
+    void (*synchronize)(struct wk_backend *b);
+};
+
+/* The CPU backend's state: the context's pool, kernels and scratch. */
+struct wk_backend_cpu {
+    struct wk_backend base;
+    struct wk_threadpool *pool;
+    const struct wk_cpu_kernels *k;
+    float *mm_scratch;   /* wk_cpu_matmul_scratch_floats(...) floats */
+    float *scores, *pv;  /* per thread: [ATTN_QBLOCK][n_ctx] and [ATTN_QBLOCK][head_dim_max] */
+    int32_t n_ctx, head_dim_max;
+};
+
+/* Queries per attention work item: a block of consecutive tokens of one
+ * head, whose scores against their keys form one GEMM. */
+#define ATTN_QBLOCK 32
+
+/* Fills b as the CPU backend over pool and k with the scratch given
+ * (borrowed: the context's arena). */
+void wk__backend_cpu_init(struct wk_backend_cpu *b, struct wk_threadpool *pool, const struct wk_cpu_kernels *k,
+                          float *mm_scratch, float *scores, float *pv, int32_t n_ctx, int32_t head_dim_max);
+
+#endif

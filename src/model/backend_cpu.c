@@ -1,0 +1,215 @@
+/*
+ * backend_cpu.c - the CPU backend (backend.h): each operation runs on the
+ * context's thread pool with the kernels of src/cpu (the ISA's table
+ * chosen at start-up) and returns done.
+ *
+ * Attention. One work item = (head h, block of up to ATTN_QBLOCK rows of
+ * one sequence). Its keys are the positions lo .. p_last (lo from the
+ * block's first row's window), so scores S [rows][keys] = Q_block ·
+ * K_rowsᵀ is one GEMM; entries a row may not see (later positions, or
+ * outside its sliding window) are set to -inf before each row's softmax;
+ * then out = P · V, a GEMM with the transposed V rows. A key range lies
+ * in at most two runs of slots (a ring wraps at most once), so each
+ * product is one GEMM per run; the second run's P·V is computed apart and
+ * added. With per_token every block is one row, so each (row, head) gets
+ * exactly the products a one-token decode step computes for it.
+ */
+#include "backend.h"
+
+#include <math.h>
+#include <string.h>
+
+static struct wk_backend_cpu *cpu(struct wk_backend *b) { return (struct wk_backend_cpu *)b; }
+
+static void get_rows(struct wk_backend *b, const struct wk_tensor *w, const int32_t *ids, int32_t n, float scale,
+                     float *y)
+{
+    const int64_t E = w->ne[0];
+    for (int32_t t = 0; t < n; t++) {
+        wk_cpu_get_row(cpu(b)->k, w, ids[t], y + t * E);
+        if (scale != 1.0f)
+            for (int64_t i = 0; i < E; i++) y[t * E + i] *= scale;
+    }
+}
+
+static void matmul(struct wk_backend *b, const struct wk_tensor *w, const float *x, float *y, int32_t n,
+                   unsigned flags)
+{
+    wk_cpu_matmul(cpu(b)->pool, cpu(b)->k, w, x, y, n, cpu(b)->mm_scratch, flags);
+}
+
+static void matmul_many(struct wk_backend *b, int n_w, const struct wk_tensor *const *ws, float *const *ys,
+                        const float *x, int32_t n, unsigned flags)
+{
+    wk_cpu_matmul_many(cpu(b)->pool, cpu(b)->k, n_w, ws, ys, x, n, cpu(b)->mm_scratch, flags);
+}
+
+static void matmul_glu(struct wk_backend *b, const struct wk_tensor *gate, const struct wk_tensor *up,
+                       const float *x, float *y, float *y_up, int32_t n, enum wk_glu glu, unsigned flags)
+{
+    wk_cpu_matmul_glu(cpu(b)->pool, cpu(b)->k, gate, up, x, y, y_up, n, cpu(b)->mm_scratch, glu, flags);
+}
+
+static void rms_norm(struct wk_backend *b, int32_t n, int64_t width, const float *x, const struct wk_tensor *g,
+                     float eps, float *y)
+{
+    for (int32_t t = 0; t < n; t++) cpu(b)->k->rms_norm(width, x + t * width, g ? g->data : NULL, eps, y + t * width);
+}
+
+static void add_bias(struct wk_backend *b, int32_t n, int64_t d, float *y, const struct wk_tensor *bias)
+{
+    const float *bv = bias->data;
+    for (int32_t t = 0; t < n; t++)
+        for (int64_t i = 0; i < d; i++) y[t * d + i] += bv[i];
+}
+
+static void add(struct wk_backend *b, int64_t n, float *y, const float *x)
+{
+    for (int64_t i = 0; i < n; i++) y[i] += x[i];
+}
+
+static void scale(struct wk_backend *b, int64_t n, float *y, float s)
+{
+    for (int64_t i = 0; i < n; i++) y[i] *= s;
+}
+
+static void rope(struct wk_backend *b, int32_t n, float *x, int n_heads, int head_dim, int n_rot, const float *cs,
+                 enum wk_rope_mode mode)
+{
+    for (int32_t t = 0; t < n; t++)
+        wk_rope_apply(x + (int64_t)t * n_heads * head_dim, n_heads, head_dim, n_rot, cs + (int64_t)t * n_rot, mode);
+}
+
+/* position p of sequence s: K row at s·S·hk + (p % S)·hk; V entry i at s·S·hk + i·S + p % S */
+static void kv_write(struct wk_backend *b, float *kc, float *vc, int64_t n_slots, int64_t hk, int32_t n,
+                     const int32_t *pos, const int32_t *seq, const float *k, const float *v)
+{
+    for (int32_t t = 0; t < n; t++) {
+        const int64_t slot = pos[t] % n_slots, so = (int64_t)seq[t] * n_slots * hk;
+        memcpy(kc + so + slot * hk, k + t * hk, (size_t)hk * sizeof(float));
+        for (int64_t i = 0; i < hk; i++) vc[so + i * n_slots + slot] = v[t * hk + i];
+    }
+}
+
+/* Asks for the lines a decode step's KV write will store to, for writing
+ * (x86 PREFETCHW; a no-op elsewhere and on CPUs without it): the K row and
+ * the Hk·D scattered entries of the transposed V. The attention of the
+ * step before read those V lines, often on the other thread, so each
+ * store needed the line back; issued as stores, these requests went one
+ * at a time (~3 us a layer on SmolLM2, 192 lines), issued here they
+ * overlap each other and the QKV product. */
+static void kv_prefetch(struct wk_backend *b, float *kc, float *vc, int64_t n_slots, int64_t hk, int32_t seq,
+                        int32_t pos)
+{
+    const int64_t slot = pos % n_slots, so = (int64_t)seq * n_slots * hk;
+#if defined(__x86_64__)
+    for (int64_t i = 0; i < hk; i += 16) __asm__ volatile("prefetchw %0" ::"m"(kc[so + slot * hk + i]));
+    for (int64_t i = 0; i < hk; i++) __asm__ volatile("prefetchw %0" ::"m"(vc[so + i * n_slots + slot]));
+#else
+    (void)kc, (void)vc, (void)slot, (void)so, (void)hk;
+#endif
+}
+
+struct attn_task {
+    struct wk_backend_cpu *b;
+    const struct wk_attn_args *a;
+};
+
+static void attention_task(void *p, int ith, int nth)
+{
+    const struct attn_task *task = p;
+    const struct wk_attn_args *a = task->a;
+    const struct wk_cpu_kernels *k = task->b->k;
+    const int64_t D = a->head_dim, HQ = (int64_t)a->n_head * D, HK = (int64_t)a->n_head_kv * D;
+    const int32_t group = a->n_head / a->n_head_kv, W = a->window;
+    const bool sliding = W > 0;
+    const int64_t S = a->n_slots;
+    float *scores = task->b->scores + (size_t)ith * ATTN_QBLOCK * (size_t)task->b->n_ctx;
+    float *pv = task->b->pv + (size_t)ith * ATTN_QBLOCK * (size_t)task->b->head_dim_max;
+    const int32_t n_blocks = a->n_blk;
+    /* Decode (one block) and verify (blocks of one token, a few keys
+     * apart): each thread takes a run of items, so heads that share a kv
+     * head share its cached rows. Prefill: items dealt out in turn, since
+     * a later block has more keys (causal mask) and contiguous runs would
+     * give the last thread most of the work. */
+    const int64_t n_items = (int64_t)n_blocks * a->n_head;
+    int64_t lo_item = ith, hi_item = n_items, step = nth;
+    if (n_blocks == 1 || a->per_token) wk_split_range(n_items, ith, nth, &lo_item, &hi_item), step = 1;
+    for (int64_t item = lo_item; item < hi_item; item += step) {
+        int32_t h = (int32_t)(item % a->n_head), blk = (int32_t)(item / a->n_head);
+        int32_t t0 = a->blk_t0[blk], nq = a->blk_nq[blk];
+        int32_t p_first = a->pos[t0], p_last = a->pos[t0 + nq - 1];
+        /* bidirectional: every row of the run sees the keys up to the
+         * sequence's last position in the ubatch */
+        if (a->bidirectional) p_first = 0, p_last = a->seq_hi[a->seq[t0]];
+        int32_t lo = sliding && p_first - W + 1 > 0 ? p_first - W + 1 : 0;
+        int64_t nk = p_last - lo + 1, g = h / group;
+        /* the keys' slots: s0 .. s0+nk1-1, then 0 .. nk2-1 where a ring wraps */
+        int64_t s0 = lo % S, nk1 = WK_MIN(nk, S - s0), nk2 = nk - nk1;
+        const int64_t so = (int64_t)a->seq[t0] * S * HK;
+        const float *kh = a->k + so + g * D, *vh = a->v + so + g * D * S;
+        if (nq == 1 && (item == lo_item || h % group == 0) && nk * D <= 65536) {
+            /* decode: this kv head's keys and value rows are strided
+             * segments the hardware prefetchers do not follow; fetch them
+             * all now so the two products below find them in cache */
+            for (int64_t j = 0; j < nk; j++) {
+                const float *kr = kh + (j < nk1 ? s0 + j : j - nk1) * HK;
+                for (int64_t i = 0; i < D; i += 16) __builtin_prefetch(kr + i);
+            }
+            for (int64_t i = 0; i < D; i++) {
+                for (int64_t j = 0; j < nk1; j += 16) __builtin_prefetch(vh + i * S + s0 + j);
+                for (int64_t j = 0; j < nk2; j += 16) __builtin_prefetch(vh + i * S + j);
+            }
+        }
+        const float *qb = a->q + (size_t)t0 * HQ + h * D;
+        wk_cpu_gemm(k, nk1, nq, D, kh + s0 * HK, HK, qb, HQ, scores, nk);
+        if (nk2) wk_cpu_gemm(k, nk2, nq, D, kh, HK, qb, HQ, scores + nk1, nk);
+        for (int32_t r = 0; r < nq; r++) {
+            float *row = scores + r * nk;
+            int32_t pos = a->bidirectional ? p_last : a->pos[t0 + r];
+            int64_t first = sliding && pos - W + 1 > lo ? pos - W + 1 - lo : 0, last = pos - lo;
+            for (int64_t j = 0; j < first; j++) row[j] = -INFINITY;
+            for (int64_t j = last + 1; j < nk; j++) row[j] = -INFINITY;
+            k->softmax(nk, row);
+        }
+        float *out = a->out + (size_t)t0 * HQ + h * D;
+        wk_cpu_gemm(k, D, nq, nk1, vh + s0, S, scores, nk, out, HQ);
+        if (nk2) {
+            wk_cpu_gemm(k, D, nq, nk2, vh, S, scores + nk1, nk, pv, D);
+            for (int32_t r = 0; r < nq; r++)
+                for (int64_t i = 0; i < D; i++) out[r * HQ + i] += pv[r * D + i];
+        }
+    }
+}
+
+static void attention(struct wk_backend *b, const struct wk_attn_args *a)
+{
+    struct attn_task task = {.b = cpu(b), .a = a};
+    wk_threadpool_run(cpu(b)->pool, attention_task, &task);
+}
+
+static void synchronize(struct wk_backend *b) { (void)b; }
+
+static const struct wk_backend_ops g_cpu_ops = {
+    .name = "cpu",
+    .get_rows = get_rows,
+    .matmul = matmul,
+    .matmul_many = matmul_many,
+    .matmul_glu = matmul_glu,
+    .rms_norm = rms_norm,
+    .add_bias = add_bias,
+    .add = add,
+    .scale = scale,
+    .rope = rope,
+    .kv_write = kv_write,
+    .kv_prefetch = kv_prefetch,
+    .attention = attention,
+    .synchronize = synchronize,
+};
+
+void wk__backend_cpu_init(struct wk_backend_cpu *b, struct wk_threadpool *pool, const struct wk_cpu_kernels *k,
+                          float *mm_scratch, float *scores, float *pv, int32_t n_ctx, int32_t head_dim_max)
+{
+    *b = (struct wk_backend_cpu){.base = {.ops = &g_cpu_ops}, .pool = pool, .k = k, .mm_scratch = mm_scratch,
+                                 .scores = scores, .pv = pv, .n_ctx = n_ctx, .head_dim_max = head_dim_max};
+}
