@@ -276,12 +276,7 @@ static enum wk_status gemma4_load(struct wk_model *m, struct wk_error *err)
     hp->rope_base_swa = 1e4f;
     hp->rope_freq_scale = 1.0f;
     hp->n_ctx_train = 131072;
-    if ((st = wk__hp_u32(m, "embedding_length", true, &hp->n_embd, 1 << 20, err)) ||
-        (st = wk__hp_u32(m, "block_count", true, &hp->n_layer, 4096, err)) ||
-        (st = wk__hp_u32(m, "attention.head_count", true, &hp->n_head, 4096, err)) ||
-        (st = wk__hp_u32(m, "context_length", false, &hp->n_ctx_train, 1 << 24, err)) ||
-        (st = wk__hp_f32(m, "attention.layer_norm_rms_epsilon", false, &hp->rms_eps, err)) ||
-        (st = wk__hp_f32(m, "rope.freq_base", false, &hp->rope_base, err)) ||
+    if ((st = wk__load_core_hparams(m, err)) ||
         (st = wk__hp_f32(m, "rope.local.freq_base", false, &hp->rope_base_swa, err)) ||
         (st = wk__hp_f32(m, "rope.freq_base_swa", false, &hp->rope_base_swa, err)) ||
         (st = wk__hp_f32(m, "final_logit_softcapping", false, &hp->final_softcap, err)) ||

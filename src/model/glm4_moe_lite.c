@@ -177,12 +177,7 @@ static enum wk_status glm4_hparams(struct wk_model *m, struct mla_dims *d, struc
     hp->rope_freq_scale = 1.0f;
     hp->n_ctx_train = 4096;
     hp->expert_weights_scale = 1.0f;
-    if ((st = wk__hp_u32(m, "embedding_length", true, &hp->n_embd, 1 << 20, err)) ||
-        (st = wk__hp_u32(m, "block_count", true, &hp->n_layer, 4096, err)) ||
-        (st = wk__hp_u32(m, "attention.head_count", true, &hp->n_head, 4096, err)) ||
-        (st = wk__hp_u32(m, "context_length", false, &hp->n_ctx_train, 1 << 24, err)) ||
-        (st = wk__hp_f32(m, "attention.layer_norm_rms_epsilon", false, &hp->rms_eps, err)) ||
-        (st = wk__hp_f32(m, "rope.freq_base", false, &hp->rope_base, err)) ||
+    if ((st = wk__load_core_hparams(m, err)) ||
         (st = wk__hp_u32(m, "rope.dimension_count", true, &rot, 4096, err)) ||
         (st = wk__hp_u32(m, "attention.kv_lora_rank", true, &kv_lora, 1 << 16, err)) ||
         (st = wk__hp_f32(m, "expert_weights_scale", false, &hp->expert_weights_scale, err)) ||

@@ -164,18 +164,27 @@ enum wk_status wk__tensor3(const struct wk_model *m, const struct wk_tensor **ou
 
 #define MAX_DIM (1 << 20)
 
+enum wk_status wk__load_core_hparams(struct wk_model *m, struct wk_error *err)
+{
+    struct wk_hparams *hp = &m->hp;
+    enum wk_status st;
+    if ((st = wk__hp_u32(m, "embedding_length", true, &hp->n_embd, MAX_DIM, err)) ||
+        (st = wk__hp_u32(m, "block_count", true, &hp->n_layer, 4096, err)) ||
+        (st = wk__hp_u32(m, "attention.head_count", true, &hp->n_head, 4096, err)) ||
+        (st = wk__hp_u32(m, "context_length", false, &hp->n_ctx_train, 1 << 24, err)) ||
+        (st = wk__hp_f32(m, "attention.layer_norm_rms_epsilon", false, &hp->rms_eps, err)) ||
+        (st = wk__hp_f32(m, "rope.freq_base", false, &hp->rope_base, err)))
+        return st;
+    return WK_OK;
+}
+
 enum wk_status wk__load_common_hparams(struct wk_model *m, struct wk_error *err)
 {
     struct wk_hparams *hp = &m->hp;
     const char *path = wk__model_path(m);
     enum wk_status st;
-    if ((st = wk__hp_u32(m, "embedding_length", true, &hp->n_embd, MAX_DIM, err)) ||
-        (st = wk__hp_u32(m, "block_count", true, &hp->n_layer, 4096, err)) ||
-        (st = wk__hp_u32(m, "feed_forward_length", true, &hp->n_ff, MAX_DIM, err)) ||
-        (st = wk__hp_u32(m, "attention.head_count", true, &hp->n_head, 4096, err)) ||
-        (st = wk__hp_u32(m, "context_length", false, &hp->n_ctx_train, 1 << 24, err)) ||
-        (st = wk__hp_f32(m, "attention.layer_norm_rms_epsilon", false, &hp->rms_eps, err)) ||
-        (st = wk__hp_f32(m, "rope.freq_base", false, &hp->rope_base, err)))
+    if ((st = wk__load_core_hparams(m, err)) ||
+        (st = wk__hp_u32(m, "feed_forward_length", true, &hp->n_ff, MAX_DIM, err)))
         return st;
     hp->n_head_kv = hp->n_head;
     if (hp->head_dim == 0) hp->head_dim = hp->n_embd / hp->n_head;

@@ -190,6 +190,11 @@ void wk__topk_torch(const float *v, int32_t n, int32_t k, int32_t *idx);
  * layer the global RoPE.
  */
 enum wk_status wk__load_common_hparams(struct wk_model *m, struct wk_error *err);
+/* The keys every family has, read into hp over its defaults:
+ * embedding_length, block_count and attention.head_count (required),
+ * context_length, attention.layer_norm_rms_epsilon, rope.freq_base.
+ * Errors as wk__hp_u32 / wk__hp_f32. */
+enum wk_status wk__load_core_hparams(struct wk_model *m, struct wk_error *err);
 /* token_embd (its rows set n_vocab), output_norm and output (tied to
  * token_embd when absent): the part of load_common_tensors every family
  * shares, for loaders that find their layers' tensors themselves. */

@@ -301,7 +301,8 @@ enum wk_status wk_context_verify(struct wk_context *ctx, const int32_t *tokens, 
  * unembeds) of row `row` of the last forward that wrote logits: [n_embd]
  * f32, borrowed until the next call on ctx. Rows as the logits: the last
  * token's only (row 0) after wk_context_decode, every token's after
- * wk_context_verify / decode_all. A row out of range is a programmer
+ * wk_context_verify / decode_all (of its last ubatch), the wanted rows of
+ * the last ubatch after wk_context_decode_batch. A row out of range is a programmer
  * error (WK_ASSERT). For an MTP draft's conditioning (§5.3).
  */
 const float *wk_context_hidden(const struct wk_context *ctx, int32_t row);

@@ -69,8 +69,13 @@ struct conn {
 #define IDLE_TIMEOUT 60
 #define THREAD_STACK ((size_t)2 << 20)
 
-static const char *g_models_dir;
-static bool g_allow_paths; /* wk_serve_opts.allow_paths */
+/* One server's state, made by wk_serve_main and handed to every request
+ * (the daemon's callback argument): no request handler reads a global. */
+struct srv_server {
+    const char *models_dir; /* the store */
+    bool allow_paths;       /* wk_serve_opts.allow_paths */
+    struct srv_sched *sched;
+};
 
 static enum MHD_Result reply_raw(struct MHD_Connection *c, unsigned status, const char *type,
                                  const char *text, size_t len)
@@ -204,7 +209,8 @@ static int client_fd(struct MHD_Connection *c)
     return ci ? ci->connect_fd : -1;
 }
 
-static enum MHD_Result serve_generation(struct MHD_Connection *c, enum srv_api api, json_t *body)
+static enum MHD_Result serve_generation(struct srv_server *srv, struct MHD_Connection *c, enum srv_api api,
+                                        json_t *body)
 {
     struct srv_gen *g = wk_calloc(1, sizeof *g);
     if (!g) return reply_error(c, api, 500, "out of memory");
@@ -220,7 +226,7 @@ static enum MHD_Result serve_generation(struct MHD_Connection *c, enum srv_api a
     struct wk_error err;
     wk_error_clear(&err);
     struct wk_store_model sm = {0};
-    if (!status && srv_model_find(g_models_dir, g->model_name, &g->model, &sm, &err)) {
+    if (!status && srv_model_find(srv->models_dir, g->model_name, &g->model, &sm, &err)) {
         status = 404;
         snprintf(msg, sizeof msg, "%s", err.msg);
     }
@@ -235,9 +241,9 @@ static enum MHD_Result serve_generation(struct MHD_Connection *c, enum srv_api a
     if ((api == API_GENERATE || api == API_CHAT) && msgs && json_array_size(msgs) == 0) {
         const char *reason = "load";
         if (g->keep_alive_ns == 0) {
-            srv_sched_unload(g->model.name);
+            srv_sched_unload(srv->sched, g->model.name);
             reason = "unload";
-        } else if (srv_sched_acquire(&g->model, g->n_ctx, &g->runner, &g->load_ns, &err)) {
+        } else if (srv_sched_acquire(srv->sched, &g->model, g->n_ctx, &g->runner, &g->load_ns, &err)) {
             gen_free(g);
             return reply_error(c, api, 500, err.msg);
         }
@@ -250,7 +256,7 @@ static enum MHD_Result serve_generation(struct MHD_Connection *c, enum srv_api a
         gen_free(g);
         return reply_json(c, 200, obj);
     }
-    if (srv_sched_acquire(&g->model, g->n_ctx, &g->runner, &g->load_ns, &err)) {
+    if (srv_sched_acquire(srv->sched, &g->model, g->n_ctx, &g->runner, &g->load_ns, &err)) {
         gen_free(g);
         return reply_error(c, api, err.status == WK_E_CANCELLED ? 503 : 500, err.msg);
     }
@@ -309,7 +315,7 @@ static enum MHD_Result serve_generation(struct MHD_Connection *c, enum srv_api a
     enum MHD_Result ret;
     if (gone) ret = MHD_NO;
     else if (json_object_get(fin, "error"))
-        ret = reply_error(c, api, srv_shutting_down() ? 503 : 500,
+        ret = reply_error(c, api, srv_sched_shutting_down(srv->sched) ? 503 : 500,
                           json_string_value(json_object_get(fin, "error")));
     else ret = reply_json(c, 200, srv_gen_response(g, fin));
     json_decref(fin);
@@ -319,14 +325,14 @@ static enum MHD_Result serve_generation(struct MHD_Connection *c, enum srv_api a
 
 /* ------------------------------------------------------------ other routes */
 
-static enum MHD_Result serve_show(struct MHD_Connection *c, json_t *body)
+static enum MHD_Result serve_show(struct srv_server *srv, struct MHD_Connection *c, json_t *body)
 {
     json_t *name = json_object_get(body, "model");
     if (!name) name = json_object_get(body, "name");
     if (!json_is_string(name)) return reply_error(c, API_GENERATE, 400, "model is required");
     struct srv_model m;
     struct wk_error err;
-    if (srv_model_find(g_models_dir, json_string_value(name), &m, NULL, &err))
+    if (srv_model_find(srv->models_dir, json_string_value(name), &m, NULL, &err))
         return reply_error(c, API_GENERATE, 404, err.msg);
     json_t *info = NULL;
     char *tmpl = NULL;
@@ -362,7 +368,7 @@ static char *dup_str(json_t *v) { return json_is_string(v) ? wk_asprintf("%s", j
  * wk_store_create. `from` is a stored model; an absolute path to a GGUF
  * file or a folder of this machine (and quantize) only when the operator
  * allows server-side paths (403 otherwise, before any file is looked at). */
-static enum MHD_Result serve_create(struct MHD_Connection *c, json_t *body)
+static enum MHD_Result serve_create(struct srv_server *srv, struct MHD_Connection *c, json_t *body)
 {
     struct wk_error err;
     wk_error_clear(&err);
@@ -407,8 +413,8 @@ static enum MHD_Result serve_create(struct MHD_Connection *c, json_t *body)
         const char *q = json_string_value(json_object_get(body, "quantize"));
         /* relative paths are not this process's business: they resolve nowhere */
         struct wk_create_opts o = {.base_dir = "/nonexistent", .quantize = q, .status = collect_status, .user = lines,
-                                   .no_paths = !g_allow_paths};
-        if (!(st = wk_store_open(g_models_dir, &s, &err))) {
+                                   .no_paths = !srv->allow_paths};
+        if (!(st = wk_store_open(srv->models_dir, &s, &err))) {
             st = wk_store_create(s, &n, &mf, &o, &err);
             wk_store_close(s);
         }
@@ -432,9 +438,9 @@ static enum MHD_Result serve_create(struct MHD_Connection *c, json_t *body)
     return ret;
 }
 
-static enum MHD_Result serve_oai_models(struct MHD_Connection *c, const char *one)
+static enum MHD_Result serve_oai_models(struct srv_server *srv, struct MHD_Connection *c, const char *one)
 {
-    json_t *tags = srv_models_list(g_models_dir), *data = json_array();
+    json_t *tags = srv_models_list(srv->models_dir), *data = json_array();
     size_t i;
     json_t *m;
     json_array_foreach(json_object_get(tags, "models"), i, m) {
@@ -461,8 +467,8 @@ static enum MHD_Result serve_oai_models(struct MHD_Connection *c, const char *on
 
 /* ------------------------------------------------------------ dispatch */
 
-static enum MHD_Result route(struct MHD_Connection *c, const char *url, const char *method,
-                             struct conn *k)
+static enum MHD_Result route(struct srv_server *srv, struct MHD_Connection *c, const char *url,
+                             const char *method, struct conn *k)
 {
     bool get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
     bool post = strcmp(method, "POST") == 0;
@@ -487,7 +493,7 @@ static enum MHD_Result route(struct MHD_Connection *c, const char *url, const ch
     for (size_t i = 0; i < WK_ARRAY_LEN(routes); i++)
         if (strcmp(url, routes[i].path) == 0) found = (int)i;
     bool oai = strncmp(url, "/v1/", 4) == 0;
-    if (found < 0 && strncmp(url, "/v1/models/", 11) == 0 && get) return serve_oai_models(c, url + 11);
+    if (found < 0 && strncmp(url, "/v1/models/", 11) == 0 && get) return serve_oai_models(srv, c, url + 11);
     if (found < 0) return reply_error(c, oai ? API_OAI_CHAT : API_GENERATE, 404, "not found");
     if (routes[found].post ? !post : !get)
         return reply_error(c, oai ? API_OAI_CHAT : API_GENERATE, 405, "method not allowed");
@@ -495,9 +501,9 @@ static enum MHD_Result route(struct MHD_Connection *c, const char *url, const ch
         if (strcmp(url, "/") == 0) return reply_raw(c, 200, "text/plain; charset=utf-8", "wick is running", 15);
         if (strcmp(url, "/api/version") == 0)
             return reply_json(c, 200, json_pack("{s:s}", "version", WK_SERVER_VERSION));
-        if (strcmp(url, "/api/tags") == 0) return reply_json(c, 200, srv_models_list(g_models_dir));
-        if (strcmp(url, "/api/ps") == 0) return reply_json(c, 200, srv_sched_list());
-        return serve_oai_models(c, NULL);
+        if (strcmp(url, "/api/tags") == 0) return reply_json(c, 200, srv_models_list(srv->models_dir));
+        if (strcmp(url, "/api/ps") == 0) return reply_json(c, 200, srv_sched_list(srv->sched));
+        return serve_oai_models(srv, c, NULL);
     }
     enum srv_api api = routes[found].api >= 0 ? (enum srv_api)routes[found].api
                        : oai                  ? API_OAI_CHAT
@@ -517,9 +523,9 @@ static enum MHD_Result route(struct MHD_Connection *c, const char *url, const ch
         json_decref(body);
         return reply_error(c, api, 400, msg);
     }
-    enum MHD_Result ret = routes[found].api >= 0                  ? serve_generation(c, api, body)
-                          : strcmp(url, "/api/create") == 0 ? serve_create(c, body)
-                                                              : serve_show(c, body);
+    enum MHD_Result ret = routes[found].api >= 0             ? serve_generation(srv, c, api, body)
+                          : strcmp(url, "/api/create") == 0 ? serve_create(srv, c, body)
+                                                            : serve_show(srv, c, body);
     json_decref(body);
     return ret;
 }
@@ -528,7 +534,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
                                   const char *method, const char *version, const char *upload,
                                   size_t *upload_size, void **con_cls)
 {
-    (void)cls, (void)version;
+    (void)version;
+    struct srv_server *srv = cls;
     struct conn *k = *con_cls;
     if (!k) {
         if (!(k = wk_calloc(1, sizeof *k))) return MHD_NO;
@@ -550,7 +557,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
          * a broken pipe instead of the 403 or 413. */
         const char *expect = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_EXPECT);
         if ((k->refused || k->too_big) && expect && strcasecmp(expect, "100-continue") == 0)
-            return route(c, url, method, k);
+            return route(srv, c, url, method, k);
         return MHD_YES;
     }
     if (*upload_size) {
@@ -560,7 +567,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         *upload_size = 0;
         return MHD_YES;
     }
-    return route(c, url, method, k);
+    return route(srv, c, url, method, k);
 }
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
@@ -605,14 +612,13 @@ int wk_serve_main(const struct wk_serve_opts *o)
         fprintf(stderr, "wick serve: bad address '%s' (want host:port, e.g. 127.0.0.1:11434)\n", o->host);
         return 2;
     }
-    g_models_dir = o->models;
-    g_allow_paths = o->allow_paths;
+    struct srv_server server = {.models_dir = o->models, .allow_paths = o->allow_paths}, *srv = &server;
     srv_access_init(&addr);
     struct wk_store *store;
     struct wk_error serr;
-    if (wk_store_open(g_models_dir, &store, &serr) == WK_OK) { /* what killed creates left */
+    if (wk_store_open(srv->models_dir, &store, &serr) == WK_OK) { /* what killed creates left */
         int n_stale = wk_store_clean_stale(store);
-        if (n_stale) fprintf(stderr, "wick serve: removed %d stale temporary file(s) from %s\n", n_stale, g_models_dir);
+        if (n_stale) fprintf(stderr, "wick serve: removed %d stale temporary file(s) from %s\n", n_stale, srv->models_dir);
         wk_store_close(store);
     }
     char exe[4096];
@@ -635,7 +641,10 @@ int wk_serve_main(const struct wk_serve_opts *o)
     sigaddset(&set, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     signal(SIGPIPE, SIG_IGN);
-    srv_sched_init(exe, o->n_threads, max_loaded);
+    if (srv_sched_create(exe, o->n_threads, max_loaded, &srv->sched)) {
+        fprintf(stderr, "wick serve: cannot start the scheduler\n");
+        return 1;
+    }
     /* Connections: a thread each, with a 2 MiB stack (only what is touched
      * is resident: tens of KB for an idle one), so that many idle ones cost
      * little; as many as the
@@ -656,14 +665,14 @@ int wk_serve_main(const struct wk_serve_opts *o)
     struct MHD_Daemon *d = MHD_start_daemon(
         MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL |
             MHD_USE_ERROR_LOG,
-        0, NULL, NULL, on_request, NULL, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
+        0, NULL, NULL, on_request, srv, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)IDLE_TIMEOUT, MHD_OPTION_CONNECTION_LIMIT, max_conn,
         MHD_OPTION_THREAD_STACK_SIZE, (size_t)THREAD_STACK, MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)1024,
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL, MHD_OPTION_LISTENING_ADDRESS_REUSE, 1,
         MHD_OPTION_END);
     if (!d) {
         fprintf(stderr, "wick serve: cannot listen on %s (in use?)\n", o->host);
-        srv_sched_shutdown();
+        srv_sched_destroy(srv->sched);
         return 1;
     }
     const union MHD_DaemonInfo *di = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
@@ -674,9 +683,9 @@ int wk_serve_main(const struct wk_serve_opts *o)
     int sig;
     sigwait(&set, &sig);
     fprintf(stderr, "wick serve: shutting down\n");
-    srv_begin_shutdown();
+    srv_sched_begin_shutdown(srv->sched);
     usleep(300 * 1000); /* open streams write their error line */
     MHD_stop_daemon(d);
-    srv_sched_shutdown();
+    srv_sched_destroy(srv->sched);
     return 0;
 }

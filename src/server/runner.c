@@ -64,9 +64,12 @@ struct job {
     struct wk_buf out;
     bool finished, nomem;
     struct job *next;
+    struct runner *rn; /* the runner it belongs to */
 };
 
-static struct {
+/* The runner process's state: made by wk_runner_main, handed to its
+ * threads (no global holds it). */
+struct runner {
     struct wk_model *model, *draft;
     struct wk_tokenizer *tok;
     struct wk_session *session;
@@ -78,12 +81,19 @@ static struct {
     int queued;
     _Atomic bool busy;
     _Atomic int64_t tokens, requests, runs; /* runs: jobs started (not dropped) */
-} R = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+};
 
-static struct job *job_new(void)
+/* conn_main's argument: the runner and the accepted connection. */
+struct conn_arg {
+    struct runner *rn;
+    int fd;
+};
+
+static struct job *job_new(struct runner *rn)
 {
     struct job *j = wk_calloc(1, sizeof *j);
     if (!j) return NULL;
+    j->rn = rn;
     pthread_mutex_init(&j->mu, NULL);
     pthread_cond_init(&j->cv, NULL);
     j->refs = 1;
@@ -308,7 +318,7 @@ static bool parse_options(struct job *j, json_t *req, char *msg, size_t cap)
  * give limit a margin over the context and tokenize exactly below it.
  * *counted: the tokens counted.
  */
-static bool prompt_surely_longer(const struct wk_prompt *p, int64_t limit, int64_t *counted)
+static bool prompt_surely_longer(const struct runner *rn, const struct wk_prompt *p, int64_t limit, int64_t *counted)
 {
     struct wk_tokens t = {0};
     *counted = 0;
@@ -324,7 +334,7 @@ static bool prompt_surely_longer(const struct wk_prompt *p, int64_t limit, int64
                 else while (k > 1 && ((unsigned char)s[k] & 0xC0) == 0x80) k--;
             }
             t.n = 0;
-            if (wk_tokenizer_encode(R.tok, s, k, p->segs[i].scaffold, &t)) break; /* out of memory: count exactly later */
+            if (wk_tokenizer_encode(rn->tok, s, k, p->segs[i].scaffold, &t)) break; /* out of memory: count exactly later */
             *counted += t.n;
             s += k, n -= k;
         }
@@ -337,11 +347,12 @@ static bool prompt_surely_longer(const struct wk_prompt *p, int64_t limit, int64
  * returns 200, or 400/500 with msg set. */
 static int prepare(struct job *j, json_t *req, char *msg, size_t cap)
 {
+    struct runner *rn = j->rn;
     if (!parse_options(j, req, msg, cap)) return 400;
     struct wk_sampler *s;
     struct wk_error err;
     wk_error_clear(&err);
-    if (wk_sampler_create(&j->sp, wk_model_hparams(R.model)->n_vocab, R.n_ctx, &s, &err)) {
+    if (wk_sampler_create(&j->sp, wk_model_hparams(rn->model)->n_vocab, rn->n_ctx, &s, &err)) {
         snprintf(msg, cap, "%s", err.msg);
         return 400;
     }
@@ -351,7 +362,7 @@ static int prepare(struct job *j, json_t *req, char *msg, size_t cap)
     enum wk_status st = WK_OK;
     json_t *raw = json_object_get(req, "raw"), *msgs = json_object_get(req, "messages");
     if (json_is_string(raw)) {
-        st = wk_prompt_raw(R.tok, json_string_value(raw), json_string_length(raw), &prompt);
+        st = wk_prompt_raw(rn->tok, json_string_value(raw), json_string_length(raw), &prompt);
     } else if (json_is_array(msgs)) {
         size_t n = json_array_size(msgs);
         struct wk_chat_message *m = wk_calloc(n ? n : 1, sizeof *m);
@@ -367,7 +378,7 @@ static int prepare(struct job *j, json_t *req, char *msg, size_t cap)
                 return 400;
             }
         }
-        if (!st) st = wk_chat_render(R.model, R.tok, m, (int32_t)n, true, &prompt, &err);
+        if (!st) st = wk_chat_render(rn->model, rn->tok, m, (int32_t)n, true, &prompt, &err);
         wk_free(m);
     } else {
         snprintf(msg, cap, "the request has neither messages nor a raw prompt");
@@ -376,26 +387,26 @@ static int prepare(struct job *j, json_t *req, char *msg, size_t cap)
     j->hide_thinking = prompt.hide_thinking;
     size_t bytes = 0;
     for (int32_t i = 0; i < prompt.n; i++) bytes += prompt.segs[i].len;
-    int64_t at_least = wk_tokenizer_min_tokens(R.tok, bytes);
-    if (!st && at_least >= R.n_ctx) { /* not worth tokenizing: it cannot fit */
+    int64_t at_least = wk_tokenizer_min_tokens(rn->tok, bytes);
+    if (!st && at_least >= rn->n_ctx) { /* not worth tokenizing: it cannot fit */
         wk_prompt_deinit(&prompt);
         snprintf(msg, cap,
                  "the prompt is %zu bytes, at least %lld tokens, which does not fit in the context of %d tokens "
-                 "(num_ctx %d)", bytes, (long long)at_least, R.n_ctx, R.n_ctx);
+                 "(num_ctx %d)", bytes, (long long)at_least, rn->n_ctx, rn->n_ctx);
         return 400;
     }
     int64_t counted = 0;
     /* a long prompt is counted in pieces first, stopping past the
      * context; a short one (or one that may fit) is tokenized exactly,
      * and its exact length named when it does not fit */
-    if (!st && bytes > COUNT_PIECE && prompt_surely_longer(&prompt, R.n_ctx + R.n_ctx / 8 + 64, &counted)) {
+    if (!st && bytes > COUNT_PIECE && prompt_surely_longer(rn, &prompt, rn->n_ctx + rn->n_ctx / 8 + 64, &counted)) {
         wk_prompt_deinit(&prompt);
         snprintf(msg, cap,
                  "the prompt is more than %lld tokens, which does not fit in the context of %d tokens "
-                 "(num_ctx %d)", (long long)counted, R.n_ctx, R.n_ctx);
+                 "(num_ctx %d)", (long long)counted, rn->n_ctx, rn->n_ctx);
         return 400;
     }
-    if (!st && (st = wk_prompt_tokenize(R.tok, &prompt, &j->ids)))
+    if (!st && (st = wk_prompt_tokenize(rn->tok, &prompt, &j->ids)))
         wk_error_set(&err, st, "out of memory while tokenizing");
     wk_prompt_deinit(&prompt);
     if (st) {
@@ -406,11 +417,11 @@ static int prepare(struct job *j, json_t *req, char *msg, size_t cap)
         snprintf(msg, cap, "the prompt is empty");
         return 400;
     }
-    if (j->ids.n >= R.n_ctx) {
+    if (j->ids.n >= rn->n_ctx) {
         snprintf(msg, cap,
                  "the prompt is %lld tokens, which does not fit in the context of %d tokens "
                  "(num_ctx %d; leave room for at least one generated token)",
-                 (long long)j->ids.n, R.n_ctx, R.n_ctx);
+                 (long long)j->ids.n, rn->n_ctx, rn->n_ctx);
         return 400;
     }
     return 200;
@@ -418,10 +429,10 @@ static int prepare(struct job *j, json_t *req, char *msg, size_t cap)
 
 /* ------------------------------------------------------------ compute */
 
-static json_t *token_json(int32_t id, float logprob)
+static json_t *token_json(const struct runner *rn, int32_t id, float logprob)
 {
     char buf[256];
-    size_t n = wk_tokenizer_token_bytes(R.tok, id, true, buf, sizeof buf);
+    size_t n = wk_tokenizer_token_bytes(rn->tok, id, true, buf, sizeof buf);
     if (n > sizeof buf) n = sizeof buf;
     size_t slen;
     char *s = wk_utf8_sanitize(buf, n, &slen);
@@ -436,11 +447,11 @@ static json_t *token_json(int32_t id, float logprob)
 static void on_logprobs(void *user, const struct wk_token_logprobs *lp)
 {
     struct job *j = user;
-    json_t *e = token_json(lp->id, lp->logprob);
+    json_t *e = token_json(j->rn, lp->id, lp->logprob);
     if (e && j->top_logprobs > 0) {
         json_t *top = json_array();
         for (int32_t i = 0; i < lp->n_top; i++)
-            json_array_append_new(top, token_json(lp->top_ids[i], lp->top_logprobs[i]));
+            json_array_append_new(top, token_json(j->rn, lp->top_ids[i], lp->top_logprobs[i]));
         json_object_set_new(e, "top_logprobs", top);
     }
     if (!j->pending_lp) j->pending_lp = json_array();
@@ -449,8 +460,8 @@ static void on_logprobs(void *user, const struct wk_token_logprobs *lp)
 
 static void on_token(void *user, int32_t id)
 {
-    (void)user, (void)id;
-    atomic_fetch_add(&R.tokens, 1);
+    (void)id;
+    atomic_fetch_add(&((struct job *)user)->rn->tokens, 1);
 }
 
 static bool on_piece(void *user, const char *text, size_t len)
@@ -471,6 +482,7 @@ static bool on_piece(void *user, const char *text, size_t len)
 
 static void run_job(struct job *j)
 {
+    struct runner *rn = j->rn;
     struct wk_generate_params gp = wk_generate_params_default();
     gp.sampler = j->sp;
     gp.num_predict = j->num_predict;
@@ -490,7 +502,7 @@ static void run_job(struct job *j)
     struct wk_generate_stats st;
     struct wk_error err;
     wk_error_clear(&err);
-    enum wk_status s = wk_session_generate(R.session, &j->ids, &gp, &st, &err);
+    enum wk_status s = wk_session_generate(rn->session, &j->ids, &gp, &st, &err);
     if (s == WK_E_CANCELLED) return;
     if (s) {
         int code = s == WK_E_RANGE || s == WK_E_INVALID ? 400 : 500;
@@ -514,22 +526,22 @@ static void run_job(struct job *j)
 
 static void *compute_main(void *arg)
 {
-    (void)arg;
+    struct runner *rn = arg;
     for (;;) {
-        pthread_mutex_lock(&R.mu);
-        while (!R.head) pthread_cond_wait(&R.cv, &R.mu);
-        struct job *j = R.head;
-        R.head = j->next;
-        if (!R.head) R.tail = NULL;
-        R.queued--;
-        atomic_store(&R.busy, !j->cancel);
-        pthread_mutex_unlock(&R.mu);
+        pthread_mutex_lock(&rn->mu);
+        while (!rn->head) pthread_cond_wait(&rn->cv, &rn->mu);
+        struct job *j = rn->head;
+        rn->head = j->next;
+        if (!rn->head) rn->tail = NULL;
+        rn->queued--;
+        atomic_store(&rn->busy, !j->cancel);
+        pthread_mutex_unlock(&rn->mu);
         if (!j->cancel) { /* a job whose client left while queued never runs */
-            atomic_fetch_add(&R.runs, 1);
+            atomic_fetch_add(&rn->runs, 1);
             run_job(j);
         }
-        atomic_store(&R.busy, false);
-        atomic_fetch_add(&R.requests, 1);
+        atomic_store(&rn->busy, false);
+        atomic_fetch_add(&rn->requests, 1);
         job_finish(j);
         job_unref(j);
     }
@@ -538,17 +550,17 @@ static void *compute_main(void *arg)
 
 /* ------------------------------------------------------------ connections */
 
-static json_t *status_json(void)
+static json_t *status_json(struct runner *rn)
 {
-    pthread_mutex_lock(&R.mu);
-    int queued = R.queued;
-    pthread_mutex_unlock(&R.mu);
+    pthread_mutex_lock(&rn->mu);
+    int queued = rn->queued;
+    pthread_mutex_unlock(&rn->mu);
     return json_pack("{s:i, s:b, s:b, s:i, s:I, s:I, s:I, s:i, s:s}", "status", 200, "draft_loaded",
-                     R.draft != NULL, "busy",
-                     (int)atomic_load(&R.busy), "queued", queued, "tokens_generated",
-                     (json_int_t)atomic_load(&R.tokens), "requests",
-                     (json_int_t)atomic_load(&R.requests), "runs", (json_int_t)atomic_load(&R.runs),
-                     "n_ctx", R.n_ctx, "model", R.model_path);
+                     rn->draft != NULL, "busy",
+                     (int)atomic_load(&rn->busy), "queued", queued, "tokens_generated",
+                     (json_int_t)atomic_load(&rn->tokens), "requests",
+                     (json_int_t)atomic_load(&rn->requests), "runs", (json_int_t)atomic_load(&rn->runs),
+                     "n_ctx", rn->n_ctx, "model", rn->model_path);
 }
 
 /* Streams j's output to fd until the job finishes or the peer leaves. */
@@ -592,7 +604,10 @@ static void stream(int fd, struct job *j)
 
 static void *conn_main(void *arg)
 {
-    int fd = (int)(intptr_t)arg;
+    struct conn_arg ca = *(struct conn_arg *)arg;
+    wk_free(arg);
+    struct runner *rn = ca.rn;
+    const int fd = ca.fd;
     size_t len = 0;
     char *line = read_line(fd, MAX_REQUEST_BYTES, &len);
     json_error_t je;
@@ -601,9 +616,9 @@ static void *conn_main(void *arg)
     if (!req || !json_is_object(req)) {
         if (line) send_json(fd, error_line(400, "the runner request is not a JSON object"));
     } else if (json_is_true(json_object_get(req, "status"))) {
-        send_json(fd, status_json());
+        send_json(fd, status_json(rn));
     } else {
-        struct job *j = job_new();
+        struct job *j = job_new(rn);
         char msg[WK_ERROR_MSG_MAX] = "out of memory";
         int code = j ? prepare(j, req, msg, sizeof msg) : 500;
         if (code != 200) {
@@ -611,13 +626,13 @@ static void *conn_main(void *arg)
         } else if (send_json(fd, json_pack("{s:i, s:I}", "status", 200, "prompt_tokens",
                                            (json_int_t)j->ids.n))) {
             j->refs++; /* the compute thread's */
-            pthread_mutex_lock(&R.mu);
-            if (R.tail) R.tail->next = j;
-            else R.head = j;
-            R.tail = j;
-            R.queued++;
-            pthread_cond_signal(&R.cv);
-            pthread_mutex_unlock(&R.mu);
+            pthread_mutex_lock(&rn->mu);
+            if (rn->tail) rn->tail->next = j;
+            else rn->head = j;
+            rn->tail = j;
+            rn->queued++;
+            pthread_cond_signal(&rn->cv);
+            pthread_mutex_unlock(&rn->mu);
             stream(fd, j);
         }
         if (j) job_unref(j);
@@ -646,20 +661,25 @@ int wk_runner_main(const struct wk_runner_opts *o)
         pthread_create(&watcher, NULL, watch_parent, (void *)(intptr_t)o->parent);
     }
     signal(SIGPIPE, SIG_IGN);
-    R.model_path = o->model;
+    /* the process's runner, shared with its threads; lives until the process ends */
+    struct runner *rn = wk_calloc(1, sizeof *rn);
+    if (!rn) return 1;
+    pthread_mutex_init(&rn->mu, NULL);
+    pthread_cond_init(&rn->cv, NULL);
+    rn->model_path = o->model;
     struct wk_error err;
     wk_error_clear(&err);
     struct wk_context_params cp = wk_context_params_default();
     cp.n_ctx = o->n_ctx;
     cp.n_threads = o->n_threads;
-    enum wk_status st = wk_model_load(o->model, &R.model, &err);
-    if (!st) st = wk_tokenizer_for_model(R.model, &R.tok, &err);
-    if (!st && o->draft && *o->draft) st = wk_model_load(o->draft, &R.draft, &err);
-    if (!st) st = wk_session_create(R.model, R.tok, &cp, &R.session, &err);
-    if (!st && R.draft) st = wk_session_set_draft(R.session, R.draft, &err);
+    enum wk_status st = wk_model_load(o->model, &rn->model, &err);
+    if (!st) st = wk_tokenizer_for_model(rn->model, &rn->tok, &err);
+    if (!st && o->draft && *o->draft) st = wk_model_load(o->draft, &rn->draft, &err);
+    if (!st) st = wk_session_create(rn->model, rn->tok, &cp, &rn->session, &err);
+    if (!st && rn->draft) st = wk_session_set_draft(rn->session, rn->draft, &err);
     int lfd = -1;
     if (!st) {
-        R.n_ctx = wk_context_n_ctx(wk_session_context(R.session));
+        rn->n_ctx = wk_context_n_ctx(wk_session_context(rn->session));
         struct sockaddr_un a = {.sun_family = AF_UNIX};
         size_t n = strlen(o->socket);
         if (n + 1 >= sizeof a.sun_path) {
@@ -674,7 +694,7 @@ int wk_runner_main(const struct wk_runner_opts *o)
         }
     }
     pthread_t compute;
-    if (!st && pthread_create(&compute, NULL, compute_main, NULL))
+    if (!st && pthread_create(&compute, NULL, compute_main, rn))
         st = wk_error_set(&err, WK_E_IO, "cannot start the compute thread");
     if (st) {
         json_t *e = json_pack("{s:s}", "error", err.msg[0] ? err.msg : wk_status_str(st));
@@ -687,8 +707,8 @@ int wk_runner_main(const struct wk_runner_opts *o)
     }
     /* bytes_per_token: wk_tokenizer_min_tokens's divisor, so the server can
      * refuse a prompt far longer than the context before sending it here */
-    printf("{\"ready\":true,\"n_ctx\":%d,\"draft\":%s,\"bytes_per_token\":%lld}\n", R.n_ctx,
-           R.draft ? "true" : "false", (long long)(1 + (1 << 20) / WK_MAX(1, wk_tokenizer_min_tokens(R.tok, 1 << 20))));
+    printf("{\"ready\":true,\"n_ctx\":%d,\"draft\":%s,\"bytes_per_token\":%lld}\n", rn->n_ctx,
+           rn->draft ? "true" : "false", (long long)(1 + (1 << 20) / WK_MAX(1, wk_tokenizer_min_tokens(rn->tok, 1 << 20))));
     fflush(stdout);
     pthread_attr_t attr;
     pthread_attr_init(&attr);
@@ -711,7 +731,12 @@ int wk_runner_main(const struct wk_runner_opts *o)
             continue;
         }
         pthread_t t;
-        if (pthread_create(&t, &attr, conn_main, (void *)(intptr_t)fd)) close(fd);
+        struct conn_arg *ca = wk_malloc(sizeof *ca);
+        if (ca) *ca = (struct conn_arg){.rn = rn, .fd = fd};
+        if (!ca || pthread_create(&t, &attr, conn_main, ca)) {
+            wk_free(ca);
+            close(fd);
+        }
     }
     return 1;
 }

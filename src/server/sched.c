@@ -44,9 +44,10 @@ struct srv_runner {
     int64_t expires_unix_ns;
     int64_t last_used;
     struct srv_runner *next;
+    struct srv_sched *sched; /* the scheduler it belongs to */
 };
 
-static struct {
+struct srv_sched {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     struct srv_runner *list;
@@ -56,16 +57,16 @@ static struct {
     int seq;
     bool shutdown;
     pthread_t reaper;
-} S = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+};
 
-bool srv_shutting_down(void)
+bool srv_sched_shutting_down(const struct srv_sched *s)
 {
-    return __atomic_load_n(&S.shutdown, __ATOMIC_ACQUIRE);
+    return __atomic_load_n(&s->shutdown, __ATOMIC_ACQUIRE);
 }
 
-void srv_begin_shutdown(void)
+void srv_sched_begin_shutdown(struct srv_sched *s)
 {
-    __atomic_store_n(&S.shutdown, true, __ATOMIC_RELEASE);
+    __atomic_store_n(&s->shutdown, true, __ATOMIC_RELEASE);
 }
 
 int64_t srv_unix_ns(void)
@@ -106,26 +107,27 @@ static void runner_stop(struct srv_runner *r)
     }
 }
 
-/* Unlinks r from the list (S.mu held). */
-static void unlink_runner(struct srv_runner *r)
+/* Unlinks r from the list (s->mu held). */
+static void unlink_runner(struct srv_sched *s, struct srv_runner *r)
 {
-    for (struct srv_runner **p = &S.list; *p; p = &(*p)->next)
+    for (struct srv_runner **p = &s->list; *p; p = &(*p)->next)
         if (*p == r) {
             *p = r->next;
             return;
         }
 }
 
-/* Starts r's process and waits for its ready line (S.mu not held). */
+/* Starts r's process and waits for its ready line (its scheduler's mu not held). */
 static enum wk_status runner_start(struct srv_runner *r, struct wk_error *err)
 {
+    struct srv_sched *s = r->sched;
     int pfd[2];
     if (pipe2(pfd, O_CLOEXEC)) return wk_error_set(err, WK_E_IO, "pipe: %s", strerror(errno));
     char ctx[32], thr[32], parent[32];
     snprintf(ctx, sizeof ctx, "%d", r->n_ctx_req);
-    snprintf(thr, sizeof thr, "%d", S.n_threads);
+    snprintf(thr, sizeof thr, "%d", s->n_threads);
     snprintf(parent, sizeof parent, "%d", (int)getpid());
-    char *argv[] = {S.exe, "runner", "--model", r->model.path, "--socket", r->sock, "--num-ctx", ctx,
+    char *argv[] = {s->exe, "runner", "--model", r->model.path, "--socket", r->sock, "--num-ctx", ctx,
                     "--threads", thr, "--parent", parent, NULL, NULL, NULL};
     if (r->model.draft[0]) argv[12] = "--draft", argv[13] = r->model.draft;
     posix_spawn_file_actions_t fa;
@@ -145,13 +147,13 @@ static enum wk_status runner_start(struct srv_runner *r, struct wk_error *err)
     posix_spawnattr_setsigdefault(&sa, &dflt);
     posix_spawnattr_setflags(&sa, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
     pid_t pid;
-    int rc = posix_spawn(&pid, S.exe, &fa, &sa, argv, environ);
+    int rc = posix_spawn(&pid, s->exe, &fa, &sa, argv, environ);
     posix_spawn_file_actions_destroy(&fa);
     posix_spawnattr_destroy(&sa);
     close(pfd[1]);
     if (rc) {
         close(pfd[0]);
-        return wk_error_set(err, WK_E_IO, "cannot start the runner %s: %s", S.exe, strerror(rc));
+        return wk_error_set(err, WK_E_IO, "cannot start the runner %s: %s", s->exe, strerror(rc));
     }
     r->pid = pid;
     char line[8192];
@@ -186,11 +188,11 @@ static enum wk_status runner_start(struct srv_runner *r, struct wk_error *err)
 /* Reaps runners that exited and stops idle ones past their keep_alive. */
 static void *reaper_main(void *arg)
 {
-    (void)arg;
-    pthread_mutex_lock(&S.mu);
-    while (!S.shutdown) {
+    struct srv_sched *s = arg;
+    pthread_mutex_lock(&s->mu);
+    while (!s->shutdown) {
         int64_t now = wk_time_ns();
-        for (struct srv_runner *r = S.list, *next; r; r = next) {
+        for (struct srv_runner *r = s->list, *next; r; r = next) {
             next = r->next;
             if (r->loading) continue;
             if (!r->dead && r->pid > 0 && waitpid(r->pid, NULL, WNOHANG) != 0) {
@@ -200,95 +202,117 @@ static void *reaper_main(void *arg)
             bool expired = r->expires_ns != SRV_KEEP_FOREVER && now >= r->expires_ns;
             if (r->users == 0 && (r->dead || r->stopping || expired)) {
                 /* stopped outside the lock: a wedged runner must not hold up the others */
-                unlink_runner(r);
-                pthread_mutex_unlock(&S.mu);
+                unlink_runner(s, r);
+                pthread_mutex_unlock(&s->mu);
                 runner_stop(r);
                 wk_free(r);
-                pthread_mutex_lock(&S.mu);
-                pthread_cond_broadcast(&S.cv);
-                next = S.list; /* the list may have changed meanwhile */
+                pthread_mutex_lock(&s->mu);
+                pthread_cond_broadcast(&s->cv);
+                next = s->list; /* the list may have changed meanwhile */
             }
         }
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
         ts.tv_nsec += 100 * 1000 * 1000;
         if (ts.tv_nsec >= 1000000000) ts.tv_sec++, ts.tv_nsec -= 1000000000;
-        pthread_cond_timedwait(&S.cv, &S.mu, &ts);
+        pthread_cond_timedwait(&s->cv, &s->mu, &ts);
     }
-    pthread_mutex_unlock(&S.mu);
+    pthread_mutex_unlock(&s->mu);
     return NULL;
 }
 
-void srv_sched_init(const char *exe, int32_t n_threads, int max_loaded)
+enum wk_status srv_sched_create(const char *exe, int32_t n_threads, int max_loaded, struct srv_sched **out)
 {
-    snprintf(S.exe, sizeof S.exe, "%s", exe);
-    S.n_threads = n_threads;
-    S.max_loaded = max_loaded > 0 ? max_loaded : 1;
-    pthread_create(&S.reaper, NULL, reaper_main, NULL);
+    struct srv_sched *s = wk_calloc(1, sizeof *s);
+    *out = NULL;
+    if (!s) return WK_E_NOMEM;
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_cond_init(&s->cv, NULL);
+    snprintf(s->exe, sizeof s->exe, "%s", exe);
+    s->n_threads = n_threads;
+    s->max_loaded = max_loaded > 0 ? max_loaded : 1;
+    if (pthread_create(&s->reaper, NULL, reaper_main, s)) {
+        pthread_cond_destroy(&s->cv);
+        pthread_mutex_destroy(&s->mu);
+        wk_free(s);
+        return WK_E_IO;
+    }
+    *out = s;
+    return WK_OK;
 }
 
-void srv_sched_shutdown(void)
+void srv_sched_destroy(struct srv_sched *s)
 {
-    pthread_mutex_lock(&S.mu);
-    __atomic_store_n(&S.shutdown, true, __ATOMIC_RELEASE);
-    pthread_cond_broadcast(&S.cv);
-    pthread_mutex_unlock(&S.mu);
-    pthread_join(S.reaper, NULL);
-    pthread_mutex_lock(&S.mu);
-    for (struct srv_runner *r = S.list; r; r = r->next) runner_stop(r);
-    pthread_mutex_unlock(&S.mu);
+    if (!s) return;
+    pthread_mutex_lock(&s->mu);
+    __atomic_store_n(&s->shutdown, true, __ATOMIC_RELEASE);
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+    pthread_join(s->reaper, NULL);
+    pthread_mutex_lock(&s->mu);
+    for (struct srv_runner *r = s->list, *next; r; r = next) {
+        next = r->next;
+        runner_stop(r);
+        wk_free(r);
+    }
+    s->list = NULL;
+    pthread_mutex_unlock(&s->mu);
+    pthread_cond_destroy(&s->cv);
+    pthread_mutex_destroy(&s->mu);
+    wk_free(s);
 }
 
-static int n_loaded(void)
+static int n_loaded(const struct srv_sched *s)
 {
     int n = 0;
-    for (struct srv_runner *r = S.list; r; r = r->next) n += !r->dead;
+    for (struct srv_runner *r = s->list; r; r = r->next) n += !r->dead;
     return n;
 }
 
-enum wk_status srv_sched_acquire(const struct srv_model *m, int32_t n_ctx, struct srv_runner **out,
-                                 int64_t *load_ns, struct wk_error *err)
+enum wk_status srv_sched_acquire(struct srv_sched *s, const struct srv_model *m, int32_t n_ctx,
+                                 struct srv_runner **out, int64_t *load_ns, struct wk_error *err)
 {
     int64_t t0 = wk_time_ns();
     *out = NULL;
-    pthread_mutex_lock(&S.mu);
+    pthread_mutex_lock(&s->mu);
     for (;;) {
-        if (S.shutdown) {
-            pthread_mutex_unlock(&S.mu);
+        if (s->shutdown) {
+            pthread_mutex_unlock(&s->mu);
             return wk_error_set(err, WK_E_CANCELLED, "the server is shutting down");
         }
-        struct srv_runner *r = S.list;
+        struct srv_runner *r = s->list;
         while (r && (r->dead || r->stopping || strcmp(r->model.name, m->name) != 0 || strcmp(r->model.path, m->path) != 0)) r = r->next;
         if (r && r->loading) {
-            pthread_cond_wait(&S.cv, &S.mu);
+            pthread_cond_wait(&s->cv, &s->mu);
             continue;
         }
         if (r && r->n_ctx_req == n_ctx) {
             r->users++;
             r->last_used = wk_time_ns();
-            pthread_mutex_unlock(&S.mu);
+            pthread_mutex_unlock(&s->mu);
             *out = r;
             *load_ns = wk_time_ns() - t0;
             return WK_OK;
         }
         if (r) { /* another num_ctx: restart once idle */
             if (r->users == 0) r->stopping = true;
-            pthread_cond_wait(&S.cv, &S.mu);
+            pthread_cond_wait(&s->cv, &s->mu);
             continue;
         }
-        if (n_loaded() >= S.max_loaded) {
+        if (n_loaded(s) >= s->max_loaded) {
             struct srv_runner *lru = NULL;
-            for (struct srv_runner *q = S.list; q; q = q->next)
+            for (struct srv_runner *q = s->list; q; q = q->next)
                 if (!q->dead && !q->loading && q->users == 0 && (!lru || q->last_used < lru->last_used))
                     lru = q;
             if (lru) lru->stopping = true, lru->expires_ns = 0;
-            pthread_cond_broadcast(&S.cv);
-            pthread_cond_wait(&S.cv, &S.mu);
+            pthread_cond_broadcast(&s->cv);
+            pthread_cond_wait(&s->cv, &s->mu);
             continue;
         }
         r = wk_calloc(1, sizeof *r);
+        if (r) r->sched = s;
         if (!r) {
-            pthread_mutex_unlock(&S.mu);
+            pthread_mutex_unlock(&s->mu);
             return wk_error_set(err, WK_E_NOMEM, "out of memory");
         }
         r->model = *m;
@@ -296,21 +320,21 @@ enum wk_status srv_sched_acquire(const struct srv_model *m, int32_t n_ctx, struc
         r->loading = true;
         r->users = 1;
         r->expires_ns = SRV_KEEP_FOREVER;
-        snprintf(r->sock, sizeof r->sock, "wick-runner-%d-%d", (int)getpid(), ++S.seq);
-        r->next = S.list;
-        S.list = r;
-        pthread_mutex_unlock(&S.mu);
+        snprintf(r->sock, sizeof r->sock, "wick-runner-%d-%d", (int)getpid(), ++s->seq);
+        r->next = s->list;
+        s->list = r;
+        pthread_mutex_unlock(&s->mu);
         enum wk_status st = runner_start(r, err);
-        pthread_mutex_lock(&S.mu);
+        pthread_mutex_lock(&s->mu);
         r->loading = false;
         r->last_used = wk_time_ns();
         if (st) {
-            unlink_runner(r);
+            unlink_runner(s, r);
             wk_free(r);
             r = NULL;
         }
-        pthread_cond_broadcast(&S.cv);
-        pthread_mutex_unlock(&S.mu);
+        pthread_cond_broadcast(&s->cv);
+        pthread_mutex_unlock(&s->mu);
         *out = r;
         *load_ns = wk_time_ns() - t0;
         return st;
@@ -319,8 +343,9 @@ enum wk_status srv_sched_acquire(const struct srv_model *m, int32_t n_ctx, struc
 
 void srv_sched_release(struct srv_runner *r, int64_t keep_alive_ns)
 {
+    struct srv_sched *s = r->sched;
     if (!r) return;
-    pthread_mutex_lock(&S.mu);
+    pthread_mutex_lock(&s->mu);
     r->users--;
     r->last_used = wk_time_ns();
     if (keep_alive_ns >= INT64_MAX / 4) {
@@ -330,31 +355,32 @@ void srv_sched_release(struct srv_runner *r, int64_t keep_alive_ns)
         r->expires_ns = r->last_used + keep_alive_ns;
         r->expires_unix_ns = srv_unix_ns() + keep_alive_ns;
     }
-    pthread_cond_broadcast(&S.cv);
-    pthread_mutex_unlock(&S.mu);
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
 }
 
 void srv_sched_mark_dead(struct srv_runner *r)
 {
-    pthread_mutex_lock(&S.mu);
+    struct srv_sched *s = r->sched;
+    pthread_mutex_lock(&s->mu);
     r->dead = true;
     if (r->pid > 0) kill(r->pid, SIGKILL);
-    pthread_cond_broadcast(&S.cv);
-    pthread_mutex_unlock(&S.mu);
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
 }
 
-bool srv_sched_unload(const char *name)
+bool srv_sched_unload(struct srv_sched *s, const char *name)
 {
     bool found = false;
-    pthread_mutex_lock(&S.mu);
-    for (struct srv_runner *r = S.list; r; r = r->next)
+    pthread_mutex_lock(&s->mu);
+    for (struct srv_runner *r = s->list; r; r = r->next)
         if (!r->dead && strcmp(r->model.name, name) == 0) {
             r->stopping = true;
             r->expires_ns = 0;
             found = true;
         }
-    pthread_cond_broadcast(&S.cv);
-    pthread_mutex_unlock(&S.mu);
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
     return found;
 }
 
@@ -373,7 +399,7 @@ static int64_t rss_bytes(pid_t pid)
     return kb * 1024;
 }
 
-json_t *srv_sched_list(void)
+json_t *srv_sched_list(struct srv_sched *s)
 {
     json_t *arr = json_array();
     struct snap {
@@ -386,8 +412,8 @@ json_t *srv_sched_list(void)
     } *snap = wk_calloc(64, sizeof *snap); /* 570 KB: not on a connection thread's stack */
     if (!snap) return json_pack("{s:o}", "models", arr);
     int n = 0;
-    pthread_mutex_lock(&S.mu);
-    for (struct srv_runner *r = S.list; r && n < 64; r = r->next) {
+    pthread_mutex_lock(&s->mu);
+    for (struct srv_runner *r = s->list; r && n < 64; r = r->next) {
         if (r->dead || r->loading || r->pid <= 0) continue;
         snap[n].m = r->model;
         memcpy(snap[n].sock, r->sock, sizeof r->sock);
@@ -399,7 +425,7 @@ json_t *srv_sched_list(void)
                                       : r->expires_unix_ns;
         n++;
     }
-    pthread_mutex_unlock(&S.mu);
+    pthread_mutex_unlock(&s->mu);
     for (int i = 0; i < n; i++) {
         char when[64];
         /* "never": Ollama shows a far-future time */
@@ -408,7 +434,7 @@ json_t *srv_sched_list(void)
                          when, sizeof when);
         int64_t size = rss_bytes(snap[i].pid);
         json_t *details = wk_model_details(snap[i].m.path, NULL, NULL);
-        struct srv_runner tmp = {.pid = snap[i].pid};
+        struct srv_runner tmp = {.pid = snap[i].pid, .sched = s};
         memcpy(tmp.sock, snap[i].sock, sizeof tmp.sock);
         json_t *st = srv_runner_status(&tmp);
         json_t *e = json_pack("{s:s, s:s, s:I, s:I, s:s, s:o, s:s, s:i}", "name", snap[i].m.name,
@@ -471,6 +497,7 @@ enum wk_status srv_call_open(struct srv_runner *r, json_t *req, int timeout_ms, 
                              json_t **first, struct wk_error *err)
 {
     memset(c, 0, sizeof *c);
+    c->sched = r->sched;
     *first = NULL;
     c->fd = runner_connect(r);
     if (c->fd < 0) return wk_error_set(err, WK_E_IO, "the model runner is not reachable");
@@ -516,7 +543,7 @@ enum srv_next srv_call_next(struct srv_call *c, int client_fd, json_t **line)
         int rc = poll(p, (nfds_t)np, 100);
         if (rc < 0 && errno != EINTR) return SRV_RUNNER_GONE;
         if (np == 2 && (p[1].revents & (POLLRDHUP | POLLHUP | POLLERR))) return SRV_CLIENT_GONE;
-        if (srv_shutting_down()) return SRV_SHUTDOWN;
+        if (srv_sched_shutting_down(c->sched)) return SRV_SHUTDOWN;
         if (c->deadline_ns && wk_time_ns() > c->deadline_ns) return SRV_RUNNER_GONE;
         if (rc <= 0 || !(p[0].revents & (POLLIN | POLLHUP | POLLERR))) continue;
         ssize_t got = recv(c->fd, c->buf + c->len, c->cap - c->len, 0);

@@ -40,12 +40,18 @@ json_t *srv_models_list(const char *models_dir);
 /* ------------------------------------------------------------ scheduler */
 
 struct srv_runner;
+/* The scheduler of one server: its runners, their keep-alive reaper, its
+ * shutdown flag. */
+struct srv_sched;
 
-/* Starts the scheduler: runner threads, the keep-alive reaper. exe: the
- * wick binary to start runners from. */
-void srv_sched_init(const char *exe, int32_t n_threads, int max_loaded);
-/* Stops every runner (SIGTERM, then SIGKILL after 5 s). */
-void srv_sched_shutdown(void);
+/* Starts a scheduler (its keep-alive reaper thread) into *out (owned by
+ * the caller: srv_sched_destroy). exe: the wick binary to start runners
+ * from; n_threads for each runner; at most max_loaded runners at once.
+ * Errors: WK_E_NOMEM, WK_E_IO (no thread). */
+enum wk_status srv_sched_create(const char *exe, int32_t n_threads, int max_loaded, struct srv_sched **out);
+/* Stops the reaper and every runner (SIGTERM, then SIGKILL after 5 s) and
+ * frees s (NULL: nothing). No request may hold a runner of s any more. */
+void srv_sched_destroy(struct srv_sched *s);
 
 /*
  * The runner of model m with context n_ctx (0: the default), started when
@@ -55,8 +61,8 @@ void srv_sched_shutdown(void);
  * time spent waiting and loading. Errors: WK_E_IO (the runner could not
  * start; the message has its error).
  */
-enum wk_status srv_sched_acquire(const struct srv_model *m, int32_t n_ctx, struct srv_runner **out,
-                                 int64_t *load_ns, struct wk_error *err);
+enum wk_status srv_sched_acquire(struct srv_sched *s, const struct srv_model *m, int32_t n_ctx,
+                                 struct srv_runner **out, int64_t *load_ns, struct wk_error *err);
 /* Ends one use; the runner stays loaded keep_alive_ns more (0: stop it now
  * if unused, SRV_KEEP_FOREVER: never). */
 void srv_sched_release(struct srv_runner *r, int64_t keep_alive_ns);
@@ -64,9 +70,9 @@ void srv_sched_release(struct srv_runner *r, int64_t keep_alive_ns);
 void srv_sched_mark_dead(struct srv_runner *r);
 /* Stops model name's runner now when unused, else when its uses end.
  * Returns false when it is not loaded. */
-bool srv_sched_unload(const char *name);
+bool srv_sched_unload(struct srv_sched *s, const char *name);
 /* {"models": [...]} for /api/ps. */
-json_t *srv_sched_list(void);
+json_t *srv_sched_list(struct srv_sched *s);
 /* Its n_ctx. */
 int32_t srv_runner_n_ctx(const struct srv_runner *r);
 /* Bytes of prompt text per token at most, from its vocabulary's longest
@@ -78,6 +84,7 @@ int64_t srv_runner_bytes_per_token(const struct srv_runner *r);
 
 /* One request's connection to a runner. */
 struct srv_call {
+    const struct srv_sched *sched; /* whose shutdown ends the wait */
     int fd;
     char *buf;
     size_t len, off, cap;
@@ -102,10 +109,10 @@ void srv_call_close(struct srv_call *c);
 /* Sends {"status": true} to r and returns its answer, or NULL. */
 json_t *srv_runner_status(struct srv_runner *r);
 
-/* True once the server is shutting down; srv_begin_shutdown makes it so
- * (open streams then end with an error message). */
-bool srv_shutting_down(void);
-void srv_begin_shutdown(void);
+/* True once the server is shutting down; srv_sched_begin_shutdown makes
+ * it so (open streams then end with an error message). */
+bool srv_sched_shutting_down(const struct srv_sched *s);
+void srv_sched_begin_shutdown(struct srv_sched *s);
 
 /* ------------------------------------------------------------ generation */
 

@@ -22,30 +22,11 @@
 
 #include <math.h>
 
-static struct wk_model *load(const struct tiny_spec *sp)
-{
-    char path[64];
-    tiny_model_write(sp, path, sizeof path);
-    struct wk_model *m = NULL;
-    struct wk_error err;
-    if (wk_model_load(path, &m, &err)) {
-        fprintf(stderr, "  cannot load the tiny model: %s\n", err.msg);
-        exit(1);
-    }
-    unlink(path); /* the mapping stays valid */
-    return m;
-}
+static struct wk_model *load(const struct tiny_spec *sp) { return tiny_model_load(sp); }
 
 static struct wk_context *ctx_new(struct wk_model *m, int n_seq, int n_ubatch)
 {
-    struct wk_context_params p = wk_context_params_default();
-    p.n_ctx = 64;
-    p.n_threads = 2;
-    p.n_ubatch = n_ubatch;
-    p.n_seq_max = n_seq;
-    struct wk_context *c = NULL;
-    CHECK_EQ_INT(wk_context_create(m, &p, &c, NULL), WK_OK);
-    return c;
+    return tiny_context(m, 2, n_ubatch, n_seq);
 }
 
 static const int32_t g_a[12] = {2, 270, 281, 299, 5, 17, 260, 261, 262, 290, 1, 263};

@@ -15,30 +15,11 @@
 
 #include "../../src/model/wk_model.h"
 
-static struct wk_model *load(const struct tiny_spec *sp)
-{
-    char path[64];
-    tiny_model_write(sp, path, sizeof path);
-    struct wk_model *m = NULL;
-    struct wk_error err;
-    enum wk_status st = wk_model_load(path, &m, &err);
-    if (st) {
-        fprintf(stderr, "  cannot load the tiny model: %s\n", err.msg);
-        exit(1);
-    }
-    unlink(path); /* the mapping stays valid */
-    return m;
-}
+static struct wk_model *load(const struct tiny_spec *sp) { return tiny_model_load(sp); }
 
 static struct wk_context *ctx_new(struct wk_model *m, int n_threads, int n_ubatch)
 {
-    struct wk_context_params p = wk_context_params_default();
-    p.n_ctx = 64;
-    p.n_threads = n_threads;
-    p.n_ubatch = n_ubatch;
-    struct wk_context *c = NULL;
-    CHECK_EQ_INT(wk_context_create(m, &p, &c, NULL), WK_OK);
-    return c;
+    return tiny_context(m, n_threads, n_ubatch, 1);
 }
 
 static const int32_t g_prompt[12] = {2, 270, 281, 299, 5, 17, 260, 261, 262, 290, 1, 263};

@@ -11,6 +11,7 @@
 #include "gguf_builder.h"
 
 #include "../../src/base/wk_base.h"
+#include "../../src/model/wk_model.h"
 
 #include <unistd.h>
 
@@ -133,6 +134,36 @@ static inline void tiny_model_write(const struct tiny_spec *sp, char *path, size
     WK_ASSERT(write(fd, b.p, b.n) == (ssize_t)b.n);
     close(fd);
     free(b.p);
+}
+
+/* Writes the model, loads it, and removes the file (the loaded copy stays
+ * valid); exits the test binary when it does not load. */
+static inline struct wk_model *tiny_model_load(const struct tiny_spec *sp)
+{
+    char path[64];
+    tiny_model_write(sp, path, sizeof path);
+    struct wk_model *m = NULL;
+    struct wk_error err;
+    if (wk_model_load(path, &m, &err)) {
+        fprintf(stderr, "  cannot load the tiny model: %s\n", err.msg);
+        exit(1);
+    }
+    unlink(path);
+    return m;
+}
+
+/* A context of n_ctx 64 on m with the threads, ubatch and sequences
+ * given (the test fails when it cannot be made). */
+static inline struct wk_context *tiny_context(struct wk_model *m, int n_threads, int n_ubatch, int n_seq)
+{
+    struct wk_context_params p = wk_context_params_default();
+    p.n_ctx = 64;
+    p.n_threads = n_threads;
+    p.n_ubatch = n_ubatch;
+    p.n_seq_max = n_seq;
+    struct wk_context *c = NULL;
+    CHECK_EQ_INT(wk_context_create(m, &p, &c, NULL), WK_OK);
+    return c;
 }
 
 #endif
