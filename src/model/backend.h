@@ -11,8 +11,8 @@
  * one) would allocate the context's activations and KV cache in device
  * memory through the same context code (wk_context_create would ask the
  * backend for them: not in the table yet, the CPU's come from the arena),
- * upload the weights once (an upload op, also not in the table yet: today
- * model.c repacks R16 rows at load, which is the CPU's form of it), and
+ * upload the weights once (struct wk_backend_type's upload, which on the
+ * CPU repacks matrices into its R16 layout), and
  * keep these calls asynchronous on its stream until synchronize, which
  * the context calls before it hands logits or hidden rows to the host. A decode step is then a fixed
  * sequence of these calls with fixed shapes (n = number of sequences), so
@@ -98,6 +98,23 @@ struct wk_backend_ops {
     /* Waits for the calls before it (a no-op on the CPU, where each call returns done) */
     void (*synchronize)(struct wk_backend *b);
 };
+
+struct wk_model;
+
+/* A backend as a model meets it, before any context: how its weights are
+ * made ready. wk_model_load calls upload once, after the family's loader
+ * has found every tensor. */
+struct wk_backend_type {
+    const char *name;
+    /* Prepares m's weights for this backend (resident: they are in
+     * anonymous memory it may rewrite in place). The CPU repacks the
+     * projection matrices into its R16 layout where its kernels have one
+     * (src/cpu, wk_cpu.h); a device backend would copy them to the device.
+     * Errors: WK_E_NOMEM. */
+    enum wk_status (*upload)(struct wk_model *m, bool resident, struct wk_error *err);
+};
+/* The CPU backend (backend_cpu.c). */
+extern const struct wk_backend_type wk__backend_cpu_type;
 
 /* The CPU backend's state: the context's pool, kernels and scratch. */
 struct wk_backend_cpu {

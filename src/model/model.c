@@ -3,6 +3,7 @@
  * shares: open the GGUF, pick the family by general.architecture, read the
  * common hyperparameters, let the family find its tensors, check them.
  */
+#include "backend.h"
 #include "model_internal.h"
 
 #include <stdio.h>
@@ -342,73 +343,6 @@ enum wk_status wk_model_load(const char *path, struct wk_model **out, struct wk_
     return wk_model_load_ex(path, !(mm && *mm && strcmp(mm, "0") != 0), out, err);
 }
 
-/* A matrix the R16 layout can take: 2-D, whole groups of rows, a dtype
- * with an R16 form that k has decode kernels for. */
-static bool r16_fits(const struct wk_cpu_kernels *k, const struct wk_tensor *t)
-{
-    if (!t || t->n_dims != 2 || t->ne[1] % WK_R16_ROWS != 0) return false;
-    const enum wk_dtype r16 = wk_cpu_r16_dtype(t->dtype);
-    return r16 != WK_DTYPE_COUNT && k->vec_dot_rows_x16[r16] && k->vec_dot_rows_x16_tokens[r16];
-}
-
-/* Adds t to list (n entries, room for cap) unless it is there already. */
-static void r16_add(const struct wk_tensor **list, int *n, int cap, const struct wk_tensor *t)
-{
-    for (int i = 0; i < *n; i++)
-        if (list[i] == t) return;
-    if (*n < cap) list[(*n)++] = t;
-}
-
-/*
- * Repacks in place, into the R16 layout (wk_cpu.h), the Q4_1, Q5_0, Q8_0, Q6_K and Q4_K
- * matrices that only the matmul and wk_cpu_get_row read: each layer's
- * attention and FFN projections and the output projection (the token
- * embeddings too when tied to it), for a GGUF read into anonymous memory,
- * each where the kernel table has R16 decode kernels for its dtype
- * (AVX-512 VNNI, without WICK_EXACT). A matmul group (Q, K, V) is repacked only if every matrix
- * of it ends on a whole group of rows, so the threads' shares, whole
- * groups, stay whole in each. An MTP assistant's output projection is left
- * alone (its sparse head reads single rows). Nothing to do is no error;
- * WK_E_NOMEM for the scratch.
- */
-static enum wk_status repack_r16(struct wk_model *m, bool resident, struct wk_error *err)
-{
-    const struct wk_cpu_kernels *k = wk_cpu_kernels_get();
-    if (!resident || !m->gguf) return WK_OK;
-    const int cap = 7 * m->hp.n_layer + 2;
-    const struct wk_tensor **list = wk_calloc((size_t)cap, sizeof *list);
-    if (!list) return wk_error_set(err, WK_E_NOMEM, "out of memory");
-    int n = 0;
-    for (int32_t il = 0; il < m->hp.n_layer; il++) {
-        const struct wk_layer *l = &m->layers[il];
-        const struct wk_tensor *qkv[3] = {l->wq, l->wk, l->wv};
-        bool whole = true;
-        for (int i = 0; i < 3; i++) whole &= !qkv[i] || qkv[i]->ne[1] % WK_R16_ROWS == 0;
-        const struct wk_tensor *mats[7] = {whole ? l->wq : NULL, whole ? l->wk : NULL, whole ? l->wv : NULL,
-                                           l->wo, l->ffn_gate, l->ffn_up, l->ffn_down};
-        for (int i = 0; i < 7; i++)
-            if (r16_fits(k, mats[i])) r16_add(list, &n, cap, mats[i]);
-    }
-    if (!m->mtp_token_ordering && r16_fits(k, m->output)) r16_add(list, &n, cap, m->output);
-    size_t tmp_bytes = 0;
-    for (int i = 0; i < n; i++) tmp_bytes = WK_MAX(tmp_bytes, WK_R16_ROWS * list[i]->nb[1]);
-    void *tmp = n ? wk_malloc(tmp_bytes) : NULL;
-    enum wk_status st = WK_OK;
-    if (n && !tmp) {
-        st = wk_error_set(err, WK_E_NOMEM, "out of memory");
-    } else if (n && wk_gguf_set_writable(m->gguf, true)) {
-        for (int i = 0; i < n; i++) {
-            const struct wk_tensor *t = list[i];
-            wk_cpu_r16_pack(t->dtype, (void *)(uintptr_t)t->data, t->ne[0], t->ne[1], tmp);
-            wk_gguf_retype_tensor(m->gguf, t, wk_cpu_r16_dtype(t->dtype));
-        }
-        (void)wk_gguf_set_writable(m->gguf, false);
-    }
-    wk_free(tmp);
-    wk_free(list);
-    return st;
-}
-
 enum wk_status wk_model_load_ex(const char *path, bool resident, struct wk_model **out,
                                 struct wk_error *err)
 {
@@ -457,7 +391,8 @@ enum wk_status wk_model_load_ex(const char *path, bool resident, struct wk_model
                           m->hp.arch_name, m->hp.n_ctx_train);
         goto fail;
     }
-    if ((st = repack_r16(m, resident, err))) goto fail;
+    /* the backend prepares the weights once (the CPU: its R16 layout) */
+    if ((st = wk__backend_cpu_type.upload(m, resident, err))) goto fail;
     *out = m;
     return WK_OK;
 fail:
