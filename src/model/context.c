@@ -19,7 +19,7 @@
  * GLM-4-MoE-Lite MoE layers use the dense slot for the shared expert and
  * add routed SwiGLU experts chosen by a sigmoid router (moe_ffn_sigmoid).
  *
- * Multi-head latent attention (GLM-4-MoE-Lite, layers with l->mla;
+ * Multi-head latent attention (GLM-4-MoE-Lite, layers with l->mla.on;
  * architectures.md §6.4): the cache of a layer holds one row a position,
  * [RMSNorm(latent c) ; RoPE(k_pe)], kv_lora + n_rot floats, shared by all
  * heads, and nothing else. Queries are absorbed: per head q_abs =
@@ -98,7 +98,7 @@ enum wk_status wk_context_create(const struct wk_model *m, const struct wk_conte
     const int32_t n_seq = p->n_seq_max > 0 ? p->n_seq_max : 1;
     if (n_seq > WK_SEQ_MAX)
         return wk_error_set(err, WK_E_INVALID, "%d sequences asked for: at most %d", n_seq, WK_SEQ_MAX);
-    if (n_seq > 1 && (m->is_mtp || m->layers[0].mla || p->mla_uncompressed))
+    if (n_seq > 1 && (m->is_mtp || m->layers[0].mla.on || p->mla_uncompressed))
         return wk_error_set(err, WK_E_UNSUPPORTED,
                             "several sequences in one context are not supported for %s yet",
                             m->is_mtp ? "an MTP assistant" : "multi-head latent attention");
@@ -128,13 +128,13 @@ enum wk_status wk_context_create(const struct wk_model *m, const struct wk_conte
         HQ = WK_MAX(HQ, (size_t)hp->n_head * (size_t)l->head_dim);
         HK = WK_MAX(HK, (size_t)l->n_head_kv * (size_t)l->head_dim);
         F = WK_MAX(F, (size_t)l->n_ff);
-        if (!l->mla) continue;
-        HQ = WK_MAX(HQ, (size_t)hp->n_head * (size_t)l->mla_v);
+        if (!l->mla.on) continue;
+        HQ = WK_MAX(HQ, (size_t)hp->n_head * (size_t)l->mla.v);
         QL = WK_MAX(QL, (size_t)hp->n_lora_q);
-        ML = WK_MAX(ML, (size_t)l->mla_kv_lora);
-        KR = WK_MAX(KR, (size_t)(l->mla_kv_lora + l->n_rot));
-        TIN = WK_MAX(TIN, (size_t)WK_MAX(l->mla_nope, l->mla_kv_lora));
-        TOUT = WK_MAX(TOUT, (size_t)WK_MAX(l->mla_v, l->mla_kv_lora));
+        ML = WK_MAX(ML, (size_t)l->mla.kv_lora);
+        KR = WK_MAX(KR, (size_t)(l->mla.kv_lora + l->n_rot));
+        TIN = WK_MAX(TIN, (size_t)WK_MAX(l->mla.nope, l->mla.kv_lora));
+        TOUT = WK_MAX(TOUT, (size_t)WK_MAX(l->mla.v, l->mla.kv_lora));
     }
     const size_t P = (size_t)hp->n_embd_ple, LP = (size_t)hp->n_layer * P;
     c->head_dim_max = (int32_t)D;
@@ -158,10 +158,10 @@ enum wk_status wk_context_create(const struct wk_model *m, const struct wk_conte
         c->kv[il].n_slots = ring ? (int32_t)WK_MIN((int64_t)W + n_ub + WK_VERIFY_MAX, (int64_t)n_ctx) : n_ctx;
         if (ring) c->n_ring = c->kv[il].n_slots;
         const size_t row = (size_t)wk_model_kv_values(m, il); /* K and V, or an MLA layer's compressed row */
-        k_floats += (size_t)n_seq * (size_t)c->kv[il].n_slots * (l->mla ? row : row / 2);
-        v_floats += (size_t)n_seq * (size_t)c->kv[il].n_slots * (l->mla ? 0 : row / 2);
-        if (l->mla && p->mla_uncompressed)
-            full_floats += (size_t)c->kv[il].n_slots * (size_t)hp->n_head * (size_t)(l->head_dim + l->mla_v);
+        k_floats += (size_t)n_seq * (size_t)c->kv[il].n_slots * (l->mla.on ? row : row / 2);
+        v_floats += (size_t)n_seq * (size_t)c->kv[il].n_slots * (l->mla.on ? 0 : row / 2);
+        if (l->mla.on && p->mla_uncompressed)
+            full_floats += (size_t)c->kv[il].n_slots * (size_t)hp->n_head * (size_t)(l->head_dim + l->mla.v);
     }
     c->k_cache = wk_aligned_alloc(WK_MAX(k_floats, 1) * sizeof(float));
     c->v_cache = wk_aligned_alloc(WK_MAX(v_floats, 1) * sizeof(float));
@@ -194,14 +194,14 @@ enum wk_status wk_context_create(const struct wk_model *m, const struct wk_conte
         if (l->kv_layer != il) continue;
         const size_t row = (size_t)wk_model_kv_values(m, il), slots = (size_t)n_seq * (size_t)c->kv[il].n_slots;
         c->kv[il].k = c->k_cache + k_off;
-        c->kv[il].v = l->mla ? NULL : c->v_cache + v_off;
-        k_off += slots * (l->mla ? row : row / 2);
-        v_off += slots * (l->mla ? 0 : row / 2);
-        if (l->mla && c->mla_uncompressed) {
+        c->kv[il].v = l->mla.on ? NULL : c->v_cache + v_off;
+        k_off += slots * (l->mla.on ? row : row / 2);
+        v_off += slots * (l->mla.on ? 0 : row / 2);
+        if (l->mla.on && c->mla_uncompressed) {
             c->kv[il].k_full = c->mla_full_cache + f_off;
             f_off += slots * (size_t)hp->n_head * (size_t)l->head_dim;
             c->kv[il].v_full = c->mla_full_cache + f_off;
-            f_off += slots * (size_t)hp->n_head * (size_t)l->mla_v;
+            f_off += slots * (size_t)hp->n_head * (size_t)l->mla.v;
         }
     }
     for (int32_t il = 0; il < hp->n_layer; il++) /* shared layers see their donor's cache */
@@ -455,20 +455,20 @@ static void ffn_block(struct wk_context *c, const struct wk_layer *l, int32_t il
     } else { /* an MoE layer without a shared expert */
         memset(c->o, 0, (size_t)(n * E) * sizeof(float));
     }
-    if (l->moe_sigmoid) {
+    if (l->moe.sigmoid) {
         wk__moe_ffn_sigmoid(c, l, n, mm);
-    } else if (l->moe_router) {
-        op->rms_norm(be, n, E, c->o, l->moe_post_norm_1, hp->rms_eps, c->o);
+    } else if (l->moe.router) {
+        op->rms_norm(be, n, E, c->o, l->moe.post_norm_1, hp->rms_eps, c->o);
         wk__moe_ffn(c, l, n, mm);
     }
     if (l->post_ffn_norm) op->rms_norm(be, n, E, c->o, l->post_ffn_norm, hp->rms_eps, c->o);
     op->add(be, n * E, c->x, c->o);
-    if (l->ple_gate) { /* the layer's per-layer input, gated by x */
+    if (l->ple.gate) { /* the layer's per-layer input, gated by x */
         const int64_t P = hp->n_embd_ple;
-        op->matmul(be, l->ple_gate, c->x, c->ple_g, n, mm);
+        op->matmul(be, l->ple.gate, c->x, c->ple_g, n, mm);
         for (int32_t t = 0; t < n; t++) c->k->geglu(P, c->ple_g + t * P, c->ple + t * LP + il * P);
-        op->matmul(be, l->ple_proj, c->ple_g, c->o, n, mm);
-        op->rms_norm(be, n, E, c->o, l->ple_post_norm, hp->rms_eps, c->o);
+        op->matmul(be, l->ple.proj, c->ple_g, c->o, n, mm);
+        op->rms_norm(be, n, E, c->o, l->ple.post_norm, hp->rms_eps, c->o);
         op->add(be, n * E, c->x, c->o);
     }
     if (l->out_scale != 1.0f) op->scale(be, n * E, c->x, l->out_scale);
@@ -517,7 +517,7 @@ static bool run_layers(struct wk_context *c, int32_t *n_io, bool per_token, cons
             have_cs[kind] = true;
         }
         op->rms_norm(be, n, E, c->x, l->attn_norm, hp->rms_eps, c->xn);
-        if (l->mla)
+        if (l->mla.on)
             wk__mla_attention(c, l, &c->kv[il], n, cs[kind], mm, per_token);
         else
             attention_block(c, l, il, n, cs[kind], per_token, ext ? &ext->kv[ext_layer[kind]] : &c->kv[il]);

@@ -44,7 +44,7 @@ static void mla_attention_task(void *p, int ith, int nth)
     struct wk_context *c = a->c;
     const struct wk_hparams *hp = &c->m->hp;
     const struct wk_layer *l = a->l;
-    const int64_t H = hp->n_head, L = l->mla_kv_lora, KR = L + l->n_rot;
+    const int64_t H = hp->n_head, L = l->mla.kv_lora, KR = L + l->n_rot;
     const float *kc = a->kv->k;
     float *scores = c->scores + (size_t)ith * ATTN_QBLOCK * (size_t)c->n_ctx;
     const int32_t qblock = a->per_token ? 1 : ATTN_QBLOCK;
@@ -103,7 +103,7 @@ static void mla_attention_uncompressed(struct wk_context *c, const struct wk_lay
                                        int32_t n)
 {
     const struct wk_hparams *hp = &c->m->hp;
-    const int64_t H = hp->n_head, L = l->mla_kv_lora, R = l->n_rot, NOPE = l->mla_nope, V = l->mla_v;
+    const int64_t H = hp->n_head, L = l->mla.kv_lora, R = l->n_rot, NOPE = l->mla.nope, V = l->mla.v;
     const int64_t DQ = NOPE + R, KR = L + R;
     float *row = c->mla_tout; /* one dequantized row of k_b or v_b: L floats */
     for (int32_t t = 0; t < n; t++) {
@@ -111,10 +111,10 @@ static void mla_attention_uncompressed(struct wk_context *c, const struct wk_lay
         const float *ckv = c->mla_ckv + t * KR;
         float *kf = kv->k_full + slot * H * DQ, *vf = kv->v_full + slot * H * V;
         for (int64_t h = 0; h < H; h++) {
-            struct wk_tensor kb = *l->mla_k_b, vb = *l->mla_v_b;
+            struct wk_tensor kb = *l->mla.k_b, vb = *l->mla.v_b;
             kb.ne[2] = vb.ne[2] = 1;
-            kb.data = (const uint8_t *)l->mla_k_b->data + (size_t)h * l->mla_k_b->nb[2];
-            vb.data = (const uint8_t *)l->mla_v_b->data + (size_t)h * l->mla_v_b->nb[2];
+            kb.data = (const uint8_t *)l->mla.k_b->data + (size_t)h * l->mla.k_b->nb[2];
+            vb.data = (const uint8_t *)l->mla.v_b->data + (size_t)h * l->mla.v_b->nb[2];
             double kn[4096] = {0};
             for (int64_t j = 0; j < L; j++) { /* k_b[h] row j is column j of W_UK_h */
                 wk_cpu_get_row(c->k, &kb, j, row);
@@ -171,23 +171,23 @@ void wk__mla_attention(struct wk_context *c, const struct wk_layer *l, const str
     const struct wk_model *m = c->m;
     const struct wk_hparams *hp = &m->hp;
     const struct wk_cpu_kernels *k = c->k;
-    const int64_t H = hp->n_head, L = l->mla_kv_lora, R = l->n_rot, NOPE = l->mla_nope, V = l->mla_v;
+    const int64_t H = hp->n_head, L = l->mla.kv_lora, R = l->n_rot, NOPE = l->mla.nope, V = l->mla.v;
     const int64_t DQ = NOPE + R, KR = L + R, QL = hp->n_lora_q;
-    if (l->mla_q_a) {
-        const struct wk_tensor *w[2] = {l->mla_q_a, l->mla_kv_a};
+    if (l->mla.q_a) {
+        const struct wk_tensor *w[2] = {l->mla.q_a, l->mla.kv_a};
         float *y[2] = {c->mla_qa, c->mla_ckv};
         c->be->ops->matmul_many(c->be, 2, w, y, c->xn, n, mm);
-        wk__norm_rows(c, n, QL, c->mla_qa, l->mla_q_a_norm, MLA_LATENT_EPS, c->mla_qa);
-        c->be->ops->matmul(c->be, l->mla_q_b, c->mla_qa, c->q, n, mm);
+        wk__norm_rows(c, n, QL, c->mla_qa, l->mla.q_a_norm, MLA_LATENT_EPS, c->mla_qa);
+        c->be->ops->matmul(c->be, l->mla.q_b, c->mla_qa, c->q, n, mm);
     } else {
-        const struct wk_tensor *w[2] = {l->wq, l->mla_kv_a};
+        const struct wk_tensor *w[2] = {l->wq, l->mla.kv_a};
         float *y[2] = {c->q, c->mla_ckv};
         c->be->ops->matmul_many(c->be, 2, w, y, c->xn, n, mm);
     }
     for (int32_t t = 0; t < n; t++) {
         float *ckv = c->mla_ckv + t * KR, *qt = c->q + t * H * DQ;
         const float *cst = cs + t * R;
-        k->rms_norm(L, ckv, l->mla_kv_a_norm->data, MLA_LATENT_EPS, ckv);
+        k->rms_norm(L, ckv, l->mla.kv_a_norm->data, MLA_LATENT_EPS, ckv);
         wk_rope_apply(ckv + L, 1, (int)R, (int)R, cst, WK_ROPE_NORM);
         for (int64_t h = 0; h < H; h++) wk_rope_apply(qt + h * DQ + NOPE, 1, (int)R, (int)R, cst, WK_ROPE_NORM);
         memcpy(kv->k + (int64_t)(c->pos[t] % kv->n_slots) * KR, ckv, (size_t)KR * sizeof(float));
@@ -197,7 +197,7 @@ void wk__mla_attention(struct wk_context *c, const struct wk_layer *l, const str
         return;
     }
     /* q_abs[t][h] = [k_b[h] · q_nope ; q_pe] · scale */
-    per_head_matmul(c, l->mla_k_b, c->q, H * DQ, DQ, c->mla_qabs, H * KR, KR, n, mm);
+    per_head_matmul(c, l->mla.k_b, c->q, H * DQ, DQ, c->mla_qabs, H * KR, KR, n, mm);
     for (int32_t t = 0; t < n; t++)
         for (int64_t h = 0; h < H; h++) {
             float *dst = c->mla_qabs + (t * H + h) * KR;
@@ -207,6 +207,6 @@ void wk__mla_attention(struct wk_context *c, const struct wk_layer *l, const str
     struct mla_task at = {.c = c, .l = l, .kv = kv, .n_tokens = n, .per_token = per_token};
     wk_threadpool_run(c->pool, mla_attention_task, &at);
     /* att[t][h] = v_b[h] · o_lat[h][t] (the latent rows are head-major) */
-    per_head_matmul(c, l->mla_v_b, c->mla_lat, L, n * L, c->att, H * V, V, n, mm);
+    per_head_matmul(c, l->mla.v_b, c->mla_lat, L, n * L, c->att, H * V, V, n, mm);
 }
 

@@ -27,17 +27,17 @@ static struct wk_tensor expert_view(const struct wk_tensor *t, int64_t e, int64_
 static void expert_mats(const struct wk_layer *l, int64_t e, int64_t E, int64_t FE, struct wk_tensor *gate,
                         struct wk_tensor *up, struct wk_tensor *down)
 {
-    if (l->moe_gate_e) {
-        *gate = *l->moe_gate_e[e], *up = *l->moe_up_e[e], *down = *l->moe_down_e[e];
+    if (l->moe.gate_e) {
+        *gate = *l->moe.gate_e[e], *up = *l->moe.up_e[e], *down = *l->moe.down_e[e];
         return;
     }
-    *down = expert_view(l->moe_down, e, 0, E);
-    if (l->moe_gate_up) {
-        *gate = expert_view(l->moe_gate_up, e, 0, FE);
-        *up = expert_view(l->moe_gate_up, e, FE, FE);
+    *down = expert_view(l->moe.down, e, 0, E);
+    if (l->moe.gate_up) {
+        *gate = expert_view(l->moe.gate_up, e, 0, FE);
+        *up = expert_view(l->moe.gate_up, e, FE, FE);
     } else {
-        *gate = expert_view(l->moe_gate, e, 0, FE);
-        *up = expert_view(l->moe_up, e, 0, FE);
+        *gate = expert_view(l->moe.gate, e, 0, FE);
+        *up = expert_view(l->moe.up, e, 0, FE);
     }
 }
 
@@ -97,10 +97,10 @@ void wk__moe_ffn(struct wk_context *c, const struct wk_layer *l, int32_t n, unsi
     const struct wk_cpu_kernels *k = c->k;
     const int64_t E = hp->n_embd, NE = hp->n_expert, K = hp->n_expert_used;
     const float root = 1.0f / sqrtf((float)E);
-    wk__norm_rows(c, n, E, c->x, l->moe_router_scale, hp->rms_eps, c->moe_u);
+    wk__norm_rows(c, n, E, c->x, l->moe.router_scale, hp->rms_eps, c->moe_u);
     for (int64_t i = 0; i < n * E; i++) c->moe_u[i] *= root;
-    c->be->ops->matmul(c->be, l->moe_router, c->moe_u, c->moe_logits, n, mm);
-    const float *expert_scale = l->moe_expert_scale->data;
+    c->be->ops->matmul(c->be, l->moe.router, c->moe_u, c->moe_logits, n, mm);
+    const float *expert_scale = l->moe.expert_scale->data;
     for (int32_t t = 0; t < n; t++) {
         float *p = c->moe_logits + t * NE, sum = 0;
         k->softmax(NE, p);
@@ -110,9 +110,9 @@ void wk__moe_ffn(struct wk_context *c, const struct wk_layer *l, int32_t n, unsi
         for (int64_t j = 0; j < K; j++) w[j] = p[idx[j]], sum += p[idx[j]];
         for (int64_t j = 0; j < K; j++) w[j] = w[j] / sum * expert_scale[idx[j]];
     }
-    wk__norm_rows(c, n, E, c->x, l->moe_pre_norm, hp->rms_eps, c->moe_u);
+    wk__norm_rows(c, n, E, c->x, l->moe.pre_norm, hp->rms_eps, c->moe_u);
     moe_experts(c, l, c->moe_u, n, WK_GLU_GELU_TANH, mm);
-    wk__norm_rows(c, n, E, c->moe_sum, l->moe_post_norm_2, hp->rms_eps, c->moe_sum);
+    wk__norm_rows(c, n, E, c->moe_sum, l->moe.post_norm_2, hp->rms_eps, c->moe_sum);
     for (int64_t i = 0; i < n * E; i++) c->o[i] += c->moe_sum[i];
 }
 
@@ -128,8 +128,8 @@ void wk__moe_ffn_sigmoid(struct wk_context *c, const struct wk_layer *l, int32_t
 {
     const struct wk_hparams *hp = &c->m->hp;
     const int64_t E = hp->n_embd, NE = hp->n_expert, K = hp->n_expert_used;
-    c->be->ops->matmul(c->be, l->moe_router, c->xn, c->moe_logits, n, mm);
-    const float *bias = l->moe_sel_bias ? l->moe_sel_bias->data : NULL;
+    c->be->ops->matmul(c->be, l->moe.router, c->xn, c->moe_logits, n, mm);
+    const float *bias = l->moe.sel_bias ? l->moe.sel_bias->data : NULL;
     for (int32_t t = 0; t < n; t++)
         wk__moe_select_sigmoid(c->moe_logits + t * NE, bias, (int32_t)NE, (int32_t)K, hp->expert_weights_norm,
                                hp->expert_weights_scale, c->moe_idx + t * K, c->moe_w + t * K);

@@ -164,19 +164,19 @@ static enum wk_status moe_tensors(struct wk_model *m, struct wk_layer *l, int i,
     const struct wk_hparams *hp = &m->hp;
     const int64_t E = hp->n_embd, NE = hp->n_expert, FE = hp->n_ff_exp;
     enum wk_status st;
-    if ((st = wk__tensor(m, &l->moe_router, false, false, E, NE, err, "blk.%d.ffn_gate_inp.weight", i)) ||
-        (st = wk__tensor(m, &l->moe_router_scale, false, true, E, 1, err, "blk.%d.ffn_gate_inp.scale", i)) ||
-        (st = wk__tensor(m, &l->moe_expert_scale, true, true, NE, 1, err, "blk.%d.ffn_down_exps.scale", i)) ||
-        (!l->moe_expert_scale && (st = wk__tensor(m, &l->moe_expert_scale, false, true, NE, 1, err,
+    if ((st = wk__tensor(m, &l->moe.router, false, false, E, NE, err, "blk.%d.ffn_gate_inp.weight", i)) ||
+        (st = wk__tensor(m, &l->moe.router_scale, false, true, E, 1, err, "blk.%d.ffn_gate_inp.scale", i)) ||
+        (st = wk__tensor(m, &l->moe.expert_scale, true, true, NE, 1, err, "blk.%d.ffn_down_exps.scale", i)) ||
+        (!l->moe.expert_scale && (st = wk__tensor(m, &l->moe.expert_scale, false, true, NE, 1, err,
                                                   "blk.%d.ffn_gate_inp.per_expert_scale", i))) ||
-        (st = wk__tensor3(m, &l->moe_gate_up, true, E, 2 * FE, NE, err, "blk.%d.ffn_gate_up_exps.weight", i)) ||
-        (!l->moe_gate_up &&
-         ((st = wk__tensor3(m, &l->moe_gate, false, E, FE, NE, err, "blk.%d.ffn_gate_exps.weight", i)) ||
-          (st = wk__tensor3(m, &l->moe_up, false, E, FE, NE, err, "blk.%d.ffn_up_exps.weight", i)))) ||
-        (st = wk__tensor3(m, &l->moe_down, false, FE, E, NE, err, "blk.%d.ffn_down_exps.weight", i)) ||
-        (st = wk__tensor(m, &l->moe_pre_norm, false, true, E, 1, err, "blk.%d.pre_ffw_norm_2.weight", i)) ||
-        (st = wk__tensor(m, &l->moe_post_norm_1, false, true, E, 1, err, "blk.%d.post_ffw_norm_1.weight", i)) ||
-        (st = wk__tensor(m, &l->moe_post_norm_2, false, true, E, 1, err, "blk.%d.post_ffw_norm_2.weight", i)))
+        (st = wk__tensor3(m, &l->moe.gate_up, true, E, 2 * FE, NE, err, "blk.%d.ffn_gate_up_exps.weight", i)) ||
+        (!l->moe.gate_up &&
+         ((st = wk__tensor3(m, &l->moe.gate, false, E, FE, NE, err, "blk.%d.ffn_gate_exps.weight", i)) ||
+          (st = wk__tensor3(m, &l->moe.up, false, E, FE, NE, err, "blk.%d.ffn_up_exps.weight", i)))) ||
+        (st = wk__tensor3(m, &l->moe.down, false, FE, E, NE, err, "blk.%d.ffn_down_exps.weight", i)) ||
+        (st = wk__tensor(m, &l->moe.pre_norm, false, true, E, 1, err, "blk.%d.pre_ffw_norm_2.weight", i)) ||
+        (st = wk__tensor(m, &l->moe.post_norm_1, false, true, E, 1, err, "blk.%d.post_ffw_norm_1.weight", i)) ||
+        (st = wk__tensor(m, &l->moe.post_norm_2, false, true, E, 1, err, "blk.%d.post_ffw_norm_2.weight", i)))
         return st;
     return WK_OK;
 }
@@ -216,9 +216,9 @@ static enum wk_status layer_tensors(struct wk_model *m, int i, struct wk_error *
         return st;
     l->out_scale = scale ? ((const float *)scale->data)[0] : 1.0f;
     if (P > 0 &&
-        ((st = wk__tensor(m, &l->ple_gate, false, false, E, P, err, "blk.%d.inp_gate.weight", i)) ||
-         (st = wk__tensor(m, &l->ple_proj, false, false, P, E, err, "blk.%d.proj.weight", i)) ||
-         (st = wk__tensor(m, &l->ple_post_norm, false, true, E, 1, err, "blk.%d.post_norm.weight", i))))
+        ((st = wk__tensor(m, &l->ple.gate, false, false, E, P, err, "blk.%d.inp_gate.weight", i)) ||
+         (st = wk__tensor(m, &l->ple.proj, false, false, P, E, err, "blk.%d.proj.weight", i)) ||
+         (st = wk__tensor(m, &l->ple.post_norm, false, true, E, 1, err, "blk.%d.post_norm.weight", i))))
         return st;
     return hp->n_expert > 0 ? moe_tensors(m, l, i, err) : WK_OK;
 }

@@ -125,20 +125,20 @@ static enum wk_status expert_tensors(struct wk_model *m, struct wk_layer *l, int
     const struct wk_hparams *hp = &m->hp;
     const int64_t E = hp->n_embd, NE = hp->n_expert, FE = hp->n_ff_exp;
     enum wk_status st;
-    if ((st = wk__tensor3(m, &l->moe_gate_up, true, E, 2 * FE, NE, err, "blk.%d.ffn_gate_up_exps.weight", i)) ||
-        (!l->moe_gate_up &&
-         (st = wk__tensor3(m, &l->moe_gate, true, E, FE, NE, err, "blk.%d.ffn_gate_exps.weight", i))) ||
-        (st = wk__tensor3(m, &l->moe_down, true, FE, E, NE, err, "blk.%d.ffn_down_exps.weight", i)))
+    if ((st = wk__tensor3(m, &l->moe.gate_up, true, E, 2 * FE, NE, err, "blk.%d.ffn_gate_up_exps.weight", i)) ||
+        (!l->moe.gate_up &&
+         (st = wk__tensor3(m, &l->moe.gate, true, E, FE, NE, err, "blk.%d.ffn_gate_exps.weight", i))) ||
+        (st = wk__tensor3(m, &l->moe.down, true, FE, E, NE, err, "blk.%d.ffn_down_exps.weight", i)))
         return st;
-    if (l->moe_gate || l->moe_gate_up) { /* stacked: all three must be */
-        if ((!l->moe_gate_up && (st = wk__tensor3(m, &l->moe_up, false, E, FE, NE, err,
+    if (l->moe.gate || l->moe.gate_up) { /* stacked: all three must be */
+        if ((!l->moe.gate_up && (st = wk__tensor3(m, &l->moe.up, false, E, FE, NE, err,
                                                    "blk.%d.ffn_up_exps.weight", i))) ||
-            (st = wk__tensor3(m, &l->moe_down, false, FE, E, NE, err, "blk.%d.ffn_down_exps.weight", i)))
+            (st = wk__tensor3(m, &l->moe.down, false, FE, E, NE, err, "blk.%d.ffn_down_exps.weight", i)))
             return st;
         return WK_OK;
     }
     if (!m->hf) /* a GGUF carries them stacked: name the first one missing */
-        return wk__tensor3(m, &l->moe_gate, false, E, FE, NE, err, "blk.%d.ffn_gate_exps.weight", i);
+        return wk__tensor3(m, &l->moe.gate, false, E, FE, NE, err, "blk.%d.ffn_gate_exps.weight", i);
     static const char *const proj[3] = {"gate", "up", "down"};
     for (int p = 0; p < 3; p++)
         for (int64_t e = 0; e < NE; e++) {
@@ -151,10 +151,10 @@ static enum wk_status expert_tensors(struct wk_model *m, struct wk_layer *l, int
                                     "(expert %lld of n_routed_experts %lld)", wk__model_path(m), i, (long long)e,
                                     proj[p], (long long)e, (long long)NE);
         }
-    l->moe_down = NULL;
-    l->moe_gate_e = tables;
-    l->moe_up_e = tables + NE;
-    l->moe_down_e = tables + 2 * NE;
+    l->moe.down = NULL;
+    l->moe.gate_e = tables;
+    l->moe.up_e = tables + NE;
+    l->moe.down_e = tables + 2 * NE;
     return WK_OK;
 }
 
@@ -297,10 +297,10 @@ static enum wk_status glm4_layer(struct wk_model *m, int i, const struct mla_dim
     const int64_t FS = (int64_t)hp->n_ff_exp * hp->n_expert_shared;
         struct wk_layer *l = &m->layers[i];
     const bool moe = i >= hp->n_layer_dense_lead;
-    l->mla = true;
-    l->mla_kv_lora = kv_lora;
-    l->mla_nope = nope;
-    l->mla_v = dv;
+    l->mla.on = true;
+    l->mla.kv_lora = kv_lora;
+    l->mla.nope = nope;
+    l->mla.v = dv;
     l->head_dim = dq;
     l->n_head_kv = 1;
     l->n_rot = rot;
@@ -310,23 +310,23 @@ static enum wk_status glm4_layer(struct wk_model *m, int i, const struct mla_dim
     l->kv_layer = i;
     l->out_scale = 1.0f;
     if ((st = wk__tensor(m, &l->attn_norm, false, true, E, 1, err, "blk.%d.attn_norm.weight", i)) ||
-        (st = wk__tensor(m, &l->mla_kv_a, false, false, E, L + rot, err, "blk.%d.attn_kv_a_mqa.weight", i)) ||
-        (st = wk__tensor(m, &l->mla_kv_a_norm, false, true, L, 1, err, "blk.%d.attn_kv_a_norm.weight", i)) ||
+        (st = wk__tensor(m, &l->mla.kv_a, false, false, E, L + rot, err, "blk.%d.attn_kv_a_mqa.weight", i)) ||
+        (st = wk__tensor(m, &l->mla.kv_a_norm, false, true, L, 1, err, "blk.%d.attn_kv_a_norm.weight", i)) ||
         (st = wk__tensor(m, &l->wo, false, false, H * dv, E, err, "blk.%d.attn_output.weight", i)) ||
         (st = wk__tensor(m, &l->ffn_norm, false, true, E, 1, err, "blk.%d.ffn_norm.weight", i)))
         return st;
     if (q_lora > 0) {
-        if ((st = wk__tensor(m, &l->mla_q_a, false, false, E, q_lora, err, "blk.%d.attn_q_a.weight", i)) ||
-            (st = wk__tensor(m, &l->mla_q_a_norm, false, true, q_lora, 1, err, "blk.%d.attn_q_a_norm.weight", i)) ||
-            (st = wk__tensor(m, &l->mla_q_b, false, false, q_lora, H * dq, err, "blk.%d.attn_q_b.weight", i)))
+        if ((st = wk__tensor(m, &l->mla.q_a, false, false, E, q_lora, err, "blk.%d.attn_q_a.weight", i)) ||
+            (st = wk__tensor(m, &l->mla.q_a_norm, false, true, q_lora, 1, err, "blk.%d.attn_q_a_norm.weight", i)) ||
+            (st = wk__tensor(m, &l->mla.q_b, false, false, q_lora, H * dq, err, "blk.%d.attn_q_b.weight", i)))
             return st;
     } else if ((st = wk__tensor(m, &l->wq, false, false, E, H * dq, err, "blk.%d.attn_q.weight", i))) {
         return st;
     }
     /* the absorption halves: attn_k_b/attn_v_b, or built from attn_kv_b */
     const struct wk_tensor *kv_b = NULL;
-    if ((st = wk__tensor3(m, &l->mla_k_b, true, nope, L, H, err, "blk.%d.attn_k_b.weight", i))) return st;
-    if (!l->mla_k_b && (st = wk__tensor(m, &kv_b, true, false, L, H * (nope + dv), err, "blk.%d.attn_kv_b.weight", i)))
+    if ((st = wk__tensor3(m, &l->mla.k_b, true, nope, L, H, err, "blk.%d.attn_k_b.weight", i))) return st;
+    if (!l->mla.k_b && (st = wk__tensor(m, &kv_b, true, false, L, H * (nope + dv), err, "blk.%d.attn_kv_b.weight", i)))
         return st;
     if (kv_b) {
         if (!m->mla_data) {
@@ -336,10 +336,10 @@ static enum wk_status glm4_layer(struct wk_model *m, int i, const struct mla_dim
         float *row = m->mla_data + (size_t)hp->n_layer * (size_t)(H * L * nope);
         split_kv_b(kv_b, H, L, nope, dv, &m->mla_tensors[2 * i], &m->mla_tensors[2 * i + 1],
                    m->mla_data + (size_t)i * (size_t)(H * L * nope), row);
-        l->mla_k_b = &m->mla_tensors[2 * i];
-        l->mla_v_b = &m->mla_tensors[2 * i + 1];
-    } else if ((st = wk__tensor3(m, &l->mla_k_b, false, nope, L, H, err, "blk.%d.attn_k_b.weight", i)) ||
-               (st = wk__tensor3(m, &l->mla_v_b, false, L, dv, H, err, "blk.%d.attn_v_b.weight", i))) {
+        l->mla.k_b = &m->mla_tensors[2 * i];
+        l->mla.v_b = &m->mla_tensors[2 * i + 1];
+    } else if ((st = wk__tensor3(m, &l->mla.k_b, false, nope, L, H, err, "blk.%d.attn_k_b.weight", i)) ||
+               (st = wk__tensor3(m, &l->mla.v_b, false, L, dv, H, err, "blk.%d.attn_v_b.weight", i))) {
         return st;
     }
     if (!moe) {
@@ -349,13 +349,13 @@ static enum wk_status glm4_layer(struct wk_model *m, int i, const struct mla_dim
             return st;
         return WK_OK;
     }
-    l->moe_sigmoid = true;
-    if ((st = wk__tensor(m, &l->moe_router, false, false, E, NE, err, "blk.%d.ffn_gate_inp.weight", i)) ||
-        (st = wk__tensor(m, &l->moe_sel_bias, true, true, NE, 1, err, "blk.%d.exp_probs_b.bias", i)) ||
+    l->moe.sigmoid = true;
+    if ((st = wk__tensor(m, &l->moe.router, false, false, E, NE, err, "blk.%d.ffn_gate_inp.weight", i)) ||
+        (st = wk__tensor(m, &l->moe.sel_bias, true, true, NE, 1, err, "blk.%d.exp_probs_b.bias", i)) ||
         (st = expert_tensors(m, l, i, m->expert_tables ? m->expert_tables + (size_t)i * 3 * (size_t)NE : NULL,
                              err)))
         return st;
-    if (gating == 0 && !l->moe_sel_bias) /* llama.cpp's default for such files: softmax (DeepSeek V2) */
+    if (gating == 0 && !l->moe.sel_bias) /* llama.cpp's default for such files: softmax (DeepSeek V2) */
         return wk_error_set(err, WK_E_UNSUPPORTED, "%s: no %s.expert_gating_func and no selection bias "
                             "(blk.%d.exp_probs_b.bias): a softmax router (DeepSeek V2), which wick does not run",
                             path, hp->arch_name, i);

@@ -446,7 +446,7 @@ int64_t wk_model_kv_values(const struct wk_model *m, int32_t il)
     WK_ASSERT(il >= 0 && il < m->hp.n_layer);
     const struct wk_layer *l = &m->layers[il];
     if (l->kv_layer != il) return 0;
-    if (l->mla) return (int64_t)l->mla_kv_lora + l->n_rot;
+    if (l->mla.on) return (int64_t)l->mla.kv_lora + l->n_rot;
     return 2 * (int64_t)l->n_head_kv * l->head_dim;
 }
 const struct wk_gguf *wk_model_gguf(const struct wk_model *m) { return m->gguf; }

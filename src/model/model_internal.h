@@ -8,6 +8,47 @@
 
 /* One transformer block's weights (views into the mapping; NULL when the
  * family has no such tensor). */
+/* Per-layer embeddings (Gemma 4, architectures.md §4.6 step 2): gate
+ * [P, E] (GGUF ne {E, P}), proj [E, P], post_norm [E]; NULL without. */
+struct wk_ple_block {
+    const struct wk_tensor *gate, *proj, *post_norm;
+};
+
+/* A mixture of experts beside the dense FFN. Gemma 4: router [n_expert,
+ * E], router_scale [E], expert_scale [n_expert]; expert weights 3-D:
+ * gate_up [n_expert][2·F_exp][E] (gate rows first) or gate and up
+ * [n_expert][F_exp][E] apart; down [n_expert][E][F_exp]; the extra norms
+ * of the two paths. Experts as one 2-D tensor each ([n_expert] tables, a
+ * Hugging Face folder's per-expert tensors) in gate_e / up_e / down_e,
+ * used where gate/up/down are NULL. GLM-4-MoE-Lite (architectures.md §6.4
+ * step 8): sigmoid, a DeepSeek-V3-style router: sigmoid scores, top k by
+ * score + selection bias sel_bias [n_expert] (NULL: none), the chosen
+ * scores normalised and scaled (hparams); SwiGLU experts; the shared
+ * expert is the layer's dense FFN. router NULL: no experts. */
+struct wk_moe_block {
+    const struct wk_tensor *router, *router_scale, *expert_scale;
+    const struct wk_tensor *gate_up, *gate, *up, *down;
+    const struct wk_tensor *pre_norm, *post_norm_1, *post_norm_2;
+    const struct wk_tensor *const *gate_e, *const *up_e, *const *down_e;
+    bool sigmoid;
+    const struct wk_tensor *sel_bias;
+};
+
+/* Multi-head latent attention (GLM-4-MoE-Lite, DeepSeek V2/V3;
+ * architectures.md §6.4), on for such a layer. Query: q_a [q_lora, E],
+ * its norm [q_lora], q_b [n_head·(nope + n_rot), q_lora], or the layer's
+ * wq when q_lora is 0; kv_a [kv_lora + n_rot, E] and its norm [kv_lora];
+ * per head h the key absorption k_b[h] [kv_lora][nope] (W_UK_hᵀ) and the
+ * value expansion v_b[h] [v][kv_lora] (3-D, ne {nope, kv_lora, n_head} and
+ * {kv_lora, v, n_head}); the layer's wo [E, n_head·v]. head_dim = nope +
+ * n_rot. The cache row of a position is [RMSNorm(latent) ; RoPE(k_pe)],
+ * kv_lora + n_rot floats. */
+struct wk_mla_block {
+    bool on;
+    int32_t kv_lora, nope, v;
+    const struct wk_tensor *q_a, *q_a_norm, *q_b, *kv_a, *kv_a_norm, *k_b, *v_b;
+};
+
 struct wk_layer {
     const struct wk_tensor *attn_norm, *wq, *wk, *wv, *wo, *q_norm, *k_norm, *post_attn_norm;
     const struct wk_tensor *ffn_norm, *ffn_gate, *ffn_up, *ffn_down, *post_ffn_norm;
@@ -30,38 +71,9 @@ struct wk_layer {
     bool k_eq_v;     /* no wv: V is K's projection, before K's norm and RoPE */
     bool v_norm;     /* V RMS-normalised per head, without a gain (Gemma 4) */
     float out_scale; /* the layer's output is multiplied by it (Gemma 4's layer_scalar; else 1) */
-    /* per-layer embeddings (Gemma 4, architectures.md §4.6 step 2):
-     * gate [P, E] (GGUF ne {E, P}), proj [E, P], post_norm [E]; NULL without */
-    const struct wk_tensor *ple_gate, *ple_proj, *ple_post_norm;
-    /* mixture of experts beside the dense FFN (Gemma 4 MoE): router
-     * [n_expert, E], router_scale [E], expert_scale [n_expert]; expert
-     * weights 3-D: gate_up [n_expert][2·F_exp][E] (gate rows first) or
-     * gate and up [n_expert][F_exp][E] apart; down [n_expert][E][F_exp];
-     * the extra norms of the two paths */
-    const struct wk_tensor *moe_router, *moe_router_scale, *moe_expert_scale;
-    const struct wk_tensor *moe_gate_up, *moe_gate, *moe_up, *moe_down;
-    const struct wk_tensor *moe_pre_norm, *moe_post_norm_1, *moe_post_norm_2;
-    /* experts as one 2-D tensor each ([n_expert] tables, a Hugging Face
-     * folder's per-expert tensors), used where moe_gate/up/down are NULL */
-    const struct wk_tensor *const *moe_gate_e, *const *moe_up_e, *const *moe_down_e;
-    /* DeepSeek-V3-style router (GLM-4-MoE-Lite, architectures.md §6.4
-     * step 8): sigmoid scores, top k by score + selection bias [n_expert]
-     * (NULL: none), the chosen scores normalised and scaled (hparams);
-     * SwiGLU experts; the shared expert is the layer's dense FFN */
-    bool moe_sigmoid;
-    const struct wk_tensor *moe_sel_bias;
-    /* multi-head latent attention (GLM-4-MoE-Lite, DeepSeek V2/V3;
-     * architectures.md §6.4). Query: q_a [q_lora, E], its norm [q_lora],
-     * q_b [n_head·(nope + n_rot), q_lora], or wq when q_lora is 0;
-     * kv_a [kv_lora + n_rot, E] and its norm [kv_lora]; per head h the key
-     * absorption k_b[h] [kv_lora][nope] (W_UK_hᵀ) and the value expansion
-     * v_b[h] [v][kv_lora] (3-D, ne {nope, kv_lora, n_head} and {kv_lora,
-     * v, n_head}); wo [E, n_head·v]. head_dim = nope + n_rot. The cache
-     * row of a position is [RMSNorm(latent) ; RoPE(k_pe)], kv_lora + n_rot
-     * floats. */
-    bool mla;
-    int32_t mla_kv_lora, mla_nope, mla_v;
-    const struct wk_tensor *mla_q_a, *mla_q_a_norm, *mla_q_b, *mla_kv_a, *mla_kv_a_norm, *mla_k_b, *mla_v_b;
+    struct wk_ple_block ple; /* Gemma 4's per-layer input; gate NULL without */
+    struct wk_moe_block moe; /* routed experts; router NULL without */
+    struct wk_mla_block mla; /* multi-head latent attention; on false without */
 };
 
 enum wk_ffn_act { WK_ACT_GELU_TANH = 1, WK_ACT_SILU = 2 };

@@ -142,7 +142,7 @@ static void test_hparams(void)
             CHECK_EQ_INT(l->sliding, !full);
             CHECK_EQ_INT(l->n_head_kv, full ? 1 : 2);
             CHECK_EQ_INT(l->k_eq_v, full); /* no v_proj on full layers */
-            CHECK(l->moe_router && l->moe_gate_up && l->moe_down && l->moe_gate_up->ne[2] == 8);
+            CHECK(l->moe.router && l->moe.gate_up && l->moe.down && l->moe.gate_up->ne[2] == 8);
         }
         wk_model_destroy(m);
     }

@@ -96,8 +96,8 @@ static void test_hparams(void)
         /* the compressed cache: kv_lora_rank + rope dims a position, every layer */
         for (int32_t il = 0; il < hp->n_layer; il++) CHECK_EQ_INT(wk_model_kv_values(m, il), 32 + 8);
         /* layer 0 dense, 1 and 2 MoE with a shared expert */
-        CHECK(m->layers[0].moe_router == NULL && m->layers[0].ffn_gate != NULL);
-        CHECK(m->layers[1].moe_sigmoid && m->layers[2].moe_sel_bias != NULL && m->layers[2].ffn_gate != NULL);
+        CHECK(m->layers[0].moe.router == NULL && m->layers[0].ffn_gate != NULL);
+        CHECK(m->layers[1].moe.sigmoid && m->layers[2].moe.sel_bias != NULL && m->layers[2].ffn_gate != NULL);
         wk_model_destroy(m);
     }
 }
@@ -293,9 +293,9 @@ static void test_router(void)
         const float *ref_w = ref_tensor(name)->data;
         if (!tw || !bias || !hidden || !ref_logits || !ref_w || tw->shape[0] != NE || tw->shape[1] != E) break;
         if (ci == 0) { /* the model's own router is the one the fixture ran */
-            const struct wk_tensor *r = m->layers[1].moe_router;
+            const struct wk_tensor *r = m->layers[1].moe.router;
             CHECK(r->dtype == WK_DTYPE_F32 && memcmp(r->data, tw->data, (size_t)NE * E * 4) == 0);
-            CHECK(memcmp(m->layers[1].moe_sel_bias->data, bias, (size_t)NE * 4) == 0);
+            CHECK(memcmp(m->layers[1].moe.sel_bias->data, bias, (size_t)NE * 4) == 0);
         }
         for (int32_t t = 0; t < n; t++) {
             const float *w = tw->data;
