@@ -36,32 +36,35 @@
 
 #define MAX_ORIGINS 256
 
-static bool g_loopback;                /* listening on a loopback address */
-static char g_hostname[256];           /* this machine's, lower case */
-static char *g_origins[MAX_ORIGINS];   /* allowed origin patterns: the defaults first */
-static int g_n_origins;
+struct srv_access {
+    bool loopback;               /* listening on a loopback address */
+    char hostname[256];          /* this machine's, lower case */
+    char *origins[MAX_ORIGINS];  /* allowed origin patterns: the defaults first */
+    int n_origins;
+};
 
 /* Adds one pattern (trimmed of spaces and quotes); false when the list is full. */
-static bool add_origin(const char *p, size_t n)
+static bool add_origin(struct srv_access *a, const char *p, size_t n)
 {
     while (n && isspace((unsigned char)*p)) p++, n--;
     while (n && isspace((unsigned char)p[n - 1])) n--;
     if (n && (p[0] == '"' || p[0] == '\'')) p++, n--;
     if (n && (p[n - 1] == '"' || p[n - 1] == '\'')) n--;
     if (!n) return true;
-    if (g_n_origins == MAX_ORIGINS) return false;
-    g_origins[g_n_origins++] = wk_strndup(p, n);
+    if (a->n_origins == MAX_ORIGINS) return false;
+    if (!(a->origins[a->n_origins] = wk_strndup(p, n))) return false;
+    a->n_origins++;
     return true;
 }
 
-static void add_origins_env(const char *name)
+static void add_origins_env(struct srv_access *a, const char *name)
 {
     const char *v = getenv(name);
     int dropped = 0;
     while (v && *v) {
         const char *comma = strchr(v, ',');
         size_t n = comma ? (size_t)(comma - v) : strlen(v);
-        if (!add_origin(v, n)) dropped++;
+        if (!add_origin(a, v, n)) dropped++;
         v = comma ? comma + 1 : NULL;
     }
     if (dropped)
@@ -69,24 +72,34 @@ static void add_origins_env(const char *name)
                 dropped, dropped == 1 ? "" : "s", MAX_ORIGINS);
 }
 
-void srv_access_init(const struct sockaddr_in *listen)
+struct srv_access *srv_access_create(const struct sockaddr_in *listen)
 {
-    g_loopback = (ntohl(listen->sin_addr.s_addr) >> 24) == 127;
-    if (gethostname(g_hostname, sizeof g_hostname - 1) != 0) g_hostname[0] = '\0';
-    for (char *p = g_hostname; *p; p++) *p = (char)tolower((unsigned char)*p);
+    struct srv_access *a = wk_calloc(1, sizeof *a);
+    if (!a) return NULL;
+    a->loopback = (ntohl(listen->sin_addr.s_addr) >> 24) == 127;
+    if (gethostname(a->hostname, sizeof a->hostname - 1) != 0) a->hostname[0] = '\0';
+    for (char *p = a->hostname; *p; p++) *p = (char)tolower((unsigned char)*p);
     static const char *const hosts[] = {"localhost", "127.0.0.1", "0.0.0.0"};
     for (size_t i = 0; i < WK_ARRAY_LEN(hosts); i++) {
         char b[64];
         static const char *const forms[] = {"http://%s", "https://%s", "http://%s:*", "https://%s:*"};
         for (size_t f = 0; f < WK_ARRAY_LEN(forms); f++) {
             snprintf(b, sizeof b, forms[f], hosts[i]);
-            add_origin(b, strlen(b));
+            add_origin(a, b, strlen(b));
         }
     }
     static const char *const apps[] = {"app://*", "file://*", "tauri://*", "vscode-webview://*", "vscode-file://*"};
-    for (size_t i = 0; i < WK_ARRAY_LEN(apps); i++) add_origin(apps[i], strlen(apps[i]));
-    add_origins_env("OLLAMA_ORIGINS");
-    add_origins_env("WICK_ORIGINS");
+    for (size_t i = 0; i < WK_ARRAY_LEN(apps); i++) add_origin(a, apps[i], strlen(apps[i]));
+    add_origins_env(a, "OLLAMA_ORIGINS");
+    add_origins_env(a, "WICK_ORIGINS");
+    return a;
+}
+
+void srv_access_destroy(struct srv_access *a)
+{
+    if (!a) return;
+    for (int i = 0; i < a->n_origins; i++) wk_free(a->origins[i]);
+    wk_free(a);
 }
 
 /* pattern (any number of "*", each any run of characters) against s,
@@ -113,11 +126,11 @@ static bool glob_match(const char *pat, const char *s)
     return !*pat;
 }
 
-bool srv_access_origin_ok(const char *origin)
+bool srv_access_origin_ok(const struct srv_access *a, const char *origin)
 {
     if (strlen(origin) > 1024) return false;
-    for (int i = 0; i < g_n_origins; i++)
-        if (glob_match(g_origins[i], origin)) return true;
+    for (int i = 0; i < a->n_origins; i++)
+        if (glob_match(a->origins[i], origin)) return true;
     return false;
 }
 
@@ -163,7 +176,7 @@ static bool v4_ok(const struct in_addr *a4)
  * allowed for a server on a loopback address: see the top of this file.
  * A fully qualified name's final dot ("localhost.") is the same name; an
  * IPv4-mapped IPv6 address is judged as its IPv4 address. */
-bool srv_access_host_ok(const char *header)
+bool srv_access_host_ok(const struct srv_access *a, const char *header)
 {
     char host[256];
     size_t n = strlen(header);
@@ -182,7 +195,7 @@ bool srv_access_host_ok(const char *header)
     }
     size_t len = strlen(host);
     if (len > 1 && host[len - 1] == '.' && host[len - 2] != '.') host[--len] = '\0';
-    if (!*host || strcasecmp(host, "localhost") == 0 || (g_hostname[0] && strcasecmp(host, g_hostname) == 0))
+    if (!*host || strcasecmp(host, "localhost") == 0 || (a->hostname[0] && strcasecmp(host, a->hostname) == 0))
         return true;
     if (ends_with(host, ".localhost") || ends_with(host, ".local") || ends_with(host, ".internal")) return true;
     struct in_addr a4;
@@ -207,23 +220,23 @@ static enum MHD_Result count_host(void *cls, enum MHD_ValueKind kind, const char
     return MHD_YES;
 }
 
-const char *srv_access_check(struct MHD_Connection *c, char *msg, size_t cap)
+const char *srv_access_check(const struct srv_access *a, struct MHD_Connection *c, char *msg, size_t cap)
 {
     const char *host = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST);
     int n_host = 0;
-    if (g_loopback && host) MHD_get_connection_values(c, MHD_HEADER_KIND, count_host, &n_host);
+    if (a->loopback && host) MHD_get_connection_values(c, MHD_HEADER_KIND, count_host, &n_host);
     if (n_host > 1) { /* refused (RFC 9112 3.2 forbids it): a proxy in front might have read the other one */
         snprintf(msg, cap, "more than one Host header: this server answers requests for this machine only");
         return msg;
     }
-    if (g_loopback && host && !srv_access_host_ok(host)) {
+    if (a->loopback && host && !srv_access_host_ok(a, host)) {
         char h[80];
         wk_str_printable(host, strlen(host), h, sizeof h);
         snprintf(msg, cap, "Host '%s' is not allowed: this server answers requests for this machine only", h);
         return msg;
     }
     const char *origin = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Origin");
-    if (origin && !srv_access_origin_ok(origin)) {
+    if (origin && !srv_access_origin_ok(a, origin)) {
         char o[80];
         wk_str_printable(origin, strlen(origin), o, sizeof o);
         snprintf(msg, cap, "origin '%s' is not allowed (OLLAMA_ORIGINS or WICK_ORIGINS lists the allowed ones)", o);
@@ -232,19 +245,19 @@ const char *srv_access_check(struct MHD_Connection *c, char *msg, size_t cap)
     return NULL;
 }
 
-void srv_access_headers(struct MHD_Connection *c, struct MHD_Response *r)
+void srv_access_headers(const struct srv_access *a, struct MHD_Connection *c, struct MHD_Response *r)
 {
     const char *origin = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Origin");
-    if (!origin || !srv_access_origin_ok(origin)) return; /* a refused origin's 403 gets none */
+    if (!origin || !srv_access_origin_ok(a, origin)) return; /* a refused origin's 403 gets none */
     MHD_add_response_header(r, "Access-Control-Allow-Origin", origin);
     MHD_add_response_header(r, "Vary", "Origin");
 }
 
-int srv_access_preflight(struct MHD_Connection *c)
+int srv_access_preflight(const struct srv_access *a, struct MHD_Connection *c)
 {
     struct MHD_Response *r = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
     if (!r) return (int)MHD_NO;
-    srv_access_headers(c, r);
+    srv_access_headers(a, c, r);
     MHD_add_response_header(r, "Access-Control-Allow-Methods", "GET, POST, PUT, PATCH, DELETE, HEAD, OPTIONS");
     MHD_add_response_header(r, "Access-Control-Allow-Headers",
                             "Authorization, Content-Type, User-Agent, Accept, X-Requested-With, X-Stainless-Lang, "

@@ -75,7 +75,23 @@ struct srv_server {
     const char *models_dir; /* the store */
     bool allow_paths;       /* wk_serve_opts.allow_paths */
     struct srv_sched *sched;
+    struct srv_access *access; /* Host and Origin rules */
 };
+
+/* The server a connection belongs to: every connection's socket context
+ * (set by on_connection). */
+static struct srv_server *conn_server(struct MHD_Connection *c)
+{
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return ci ? ci->socket_context : NULL;
+}
+
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+                          enum MHD_ConnectionNotificationCode toe)
+{
+    (void)c;
+    if (toe == MHD_CONNECTION_NOTIFY_STARTED) *socket_context = cls;
+}
 
 static enum MHD_Result reply_raw(struct MHD_Connection *c, unsigned status, const char *type,
                                  const char *text, size_t len)
@@ -84,7 +100,8 @@ static enum MHD_Result reply_raw(struct MHD_Connection *c, unsigned status, cons
         MHD_create_response_from_buffer(len, (void *)text, MHD_RESPMEM_MUST_COPY);
     if (!r) return MHD_NO;
     MHD_add_response_header(r, "Content-Type", type);
-    srv_access_headers(c, r);
+    struct srv_server *srv = conn_server(c);
+    if (srv) srv_access_headers(srv->access, c, r);
     enum MHD_Result ret = MHD_queue_response(c, status, r);
     MHD_destroy_response(r);
     return ret;
@@ -304,7 +321,7 @@ static enum MHD_Result serve_generation(struct srv_server *srv, struct MHD_Conne
         bool sse = api == API_OAI_CHAT || api == API_OAI_COMPLETION;
         MHD_add_response_header(r, "Content-Type", sse ? "text/event-stream" : "application/x-ndjson");
         if (sse) MHD_add_response_header(r, "Cache-Control", "no-cache");
-        srv_access_headers(c, r);
+        srv_access_headers(srv->access, c, r);
         enum MHD_Result ret = MHD_queue_response(c, 200, r);
         MHD_destroy_response(r);
         return ret;
@@ -473,7 +490,7 @@ static enum MHD_Result route(struct srv_server *srv, struct MHD_Connection *c, c
     bool get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
     bool post = strcmp(method, "POST") == 0;
     if (k->refused) return reply_error(c, strncmp(url, "/v1/", 4) == 0 ? API_OAI_CHAT : API_GENERATE, 403, k->refused);
-    if (strcmp(method, "OPTIONS") == 0) return (enum MHD_Result)srv_access_preflight(c);
+    if (strcmp(method, "OPTIONS") == 0) return (enum MHD_Result)srv_access_preflight(srv->access, c);
     static const struct {
         const char *path;
         bool post;
@@ -541,7 +558,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         if (!(k = wk_calloc(1, sizeof *k))) return MHD_NO;
         *con_cls = k;
         /* Host and Origin first: a refused request's body is not kept */
-        k->refused = srv_access_check(c, k->refused_msg, sizeof k->refused_msg);
+        k->refused = srv_access_check(srv->access, c, k->refused_msg, sizeof k->refused_msg);
         /* the body's room at once when its length is given (no copies as
          * it grows), and a length past the limit refused before it arrives */
         const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
@@ -613,7 +630,6 @@ int wk_serve_main(const struct wk_serve_opts *o)
         return 2;
     }
     struct srv_server server = {.models_dir = o->models, .allow_paths = o->allow_paths}, *srv = &server;
-    srv_access_init(&addr);
     struct wk_store *store;
     struct wk_error serr;
     if (wk_store_open(srv->models_dir, &store, &serr) == WK_OK) { /* what killed creates left */
@@ -641,8 +657,9 @@ int wk_serve_main(const struct wk_serve_opts *o)
     sigaddset(&set, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     signal(SIGPIPE, SIG_IGN);
-    if (srv_sched_create(exe, o->n_threads, max_loaded, &srv->sched)) {
-        fprintf(stderr, "wick serve: cannot start the scheduler\n");
+    if (!(srv->access = srv_access_create(&addr)) || srv_sched_create(exe, o->n_threads, max_loaded, &srv->sched)) {
+        fprintf(stderr, "wick serve: cannot start the scheduler (out of memory?)\n");
+        srv_access_destroy(srv->access);
         return 1;
     }
     /* Connections: a thread each, with a 2 MiB stack (only what is touched
@@ -668,11 +685,12 @@ int wk_serve_main(const struct wk_serve_opts *o)
         0, NULL, NULL, on_request, srv, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)IDLE_TIMEOUT, MHD_OPTION_CONNECTION_LIMIT, max_conn,
         MHD_OPTION_THREAD_STACK_SIZE, (size_t)THREAD_STACK, MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)1024,
-        MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL, MHD_OPTION_LISTENING_ADDRESS_REUSE, 1,
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL, MHD_OPTION_NOTIFY_CONNECTION, on_connection, srv, MHD_OPTION_LISTENING_ADDRESS_REUSE, 1,
         MHD_OPTION_END);
     if (!d) {
         fprintf(stderr, "wick serve: cannot listen on %s (in use?)\n", o->host);
         srv_sched_destroy(srv->sched);
+        srv_access_destroy(srv->access);
         return 1;
     }
     const union MHD_DaemonInfo *di = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
@@ -687,5 +705,6 @@ int wk_serve_main(const struct wk_serve_opts *o)
     usleep(300 * 1000); /* open streams write their error line */
     MHD_stop_daemon(d);
     srv_sched_destroy(srv->sched);
+    srv_access_destroy(srv->access);
     return 0;
 }

@@ -170,22 +170,25 @@ json_t *srv_error_body(enum srv_api api, int status, const char *msg);
 struct sockaddr_in;
 struct MHD_Connection;
 struct MHD_Response;
+/* A server's Host and Origin rules. */
+struct srv_access;
 /* Reads OLLAMA_ORIGINS and WICK_ORIGINS and this machine's hostname; the
- * Host check applies when listen is a loopback address. Once, before
- * serving. */
-void srv_access_init(const struct sockaddr_in *listen);
+ * Host check applies when listen is a loopback address. NULL when out of
+ * memory; owned by the caller (srv_access_destroy). */
+struct srv_access *srv_access_create(const struct sockaddr_in *listen);
+void srv_access_destroy(struct srv_access *a);
 /* Whether a Host header value is allowed for a server on a loopback
  * address, and an Origin header value at all (srv_access_check's rules). */
-bool srv_access_host_ok(const char *host);
-bool srv_access_origin_ok(const char *origin);
+bool srv_access_host_ok(const struct srv_access *a, const char *host);
+bool srv_access_origin_ok(const struct srv_access *a, const char *origin);
 /* NULL when c's Host and Origin headers are allowed, else a message
  * naming the refused one (written into msg [cap]) for a 403. */
-const char *srv_access_check(struct MHD_Connection *c, char *msg, size_t cap);
+const char *srv_access_check(const struct srv_access *a, struct MHD_Connection *c, char *msg, size_t cap);
 /* The CORS headers for c's (allowed) Origin, if it sent one, added to r. */
-void srv_access_headers(struct MHD_Connection *c, struct MHD_Response *r);
+void srv_access_headers(const struct srv_access *a, struct MHD_Connection *c, struct MHD_Response *r);
 /* Answers a CORS preflight (OPTIONS) with 204 and the allowed methods and
  * headers. Returns MHD's result (an enum MHD_Result). */
-int srv_access_preflight(struct MHD_Connection *c);
+int srv_access_preflight(const struct srv_access *a, struct MHD_Connection *c);
 
 /* ------------------------------------------------------------ utilities */
 

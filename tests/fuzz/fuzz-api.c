@@ -24,13 +24,12 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    static bool init;
-    if (!init) {
+    static struct srv_access *acc;
+    if (!acc) {
         struct sockaddr_in a = {.sin_family = AF_INET};
         a.sin_addr.s_addr = htonl(0x7F000001);
         setenv("OLLAMA_ORIGINS", "https://app.example.com,chrome-extension://*,*.test", 1);
-        srv_access_init(&a);
-        init = true;
+        acc = srv_access_create(&a);
     }
     if (size < 1) return 0;
     const int kind = data[0] % 6;
@@ -39,8 +38,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         char *s = malloc(size + 1);
         memcpy(s, data, size);
         s[size] = '\0';
-        if (kind == 4) (void)srv_access_host_ok(s);
-        else (void)srv_access_origin_ok(s);
+        if (kind == 4) (void)srv_access_host_ok(acc, s);
+        else (void)srv_access_origin_ok(acc, s);
         free(s);
         return 0;
     }
