@@ -20,11 +20,16 @@
  * with only the positions, sequence ids and token ids uploaded per step.
  * Shapes are in rows (tokens) times features, row-major, f32.
  *
- * What the table does not cover yet: multi-head latent attention's
- * absorbed attention (context_mla.c runs it on the CPU pool directly), the
- * MoE routers' top-k (on the host, as llama.cpp's CPU path), Gemma 4's
- * per-layer input mix and an MTP assistant's centroid lookup. A device
- * backend needs ops for those before it runs GLM-4-MoE-Lite or Gemma 4.
+ * What the table does not cover yet, so a device backend needs more ops
+ * before it runs these families (the dense ones, Llama, Qwen 2 and 3 and
+ * Gemma 3, need none): GLM-4-MoE-Lite's multi-head latent attention
+ * (context_mla.c runs its absorbed attention on the CPU pool and its
+ * per-head gathers on the host), the MoE routers' softmax and top-k and
+ * the experts' gather and weighted sum (on the host, context_moe.c, as
+ * llama.cpp's CPU path), Gemma 4's per-layer input mix (ple_inputs) and an
+ * MTP assistant's centroid lookup. The allocation of the context's
+ * activations and KV cache is not behind it either (the CPU's come from
+ * the context's arena).
  */
 #ifndef WK_BACKEND_H
 #define WK_BACKEND_H
@@ -83,14 +88,32 @@ struct wk_backend_ops {
     void (*add)(struct wk_backend *b, int64_t n, float *y, const float *x);
     /* y [n] *= s */
     void (*scale)(struct wk_backend *b, int64_t n, float *y, float s);
+    /* y [n] = x [n] (may overlap: a move) */
+    void (*copy)(struct wk_backend *b, int64_t n, float *y, const float *x);
+    /* y [n] = 0 */
+    void (*zero)(struct wk_backend *b, int64_t n, float *y);
+    /* y [n] = cap · tanh(y / cap) (a final logit softcap) */
+    void (*softcap)(struct wk_backend *b, int64_t n, float *y, float cap);
+    /* g [t·ldg + i] = act(g [t·ldg + i]) · u [t·ldu + i] for rows t < n, i < width */
+    void (*glu_rows)(struct wk_backend *b, int32_t n, int64_t width, float *g, int64_t ldg, const float *u,
+                     int64_t ldu, enum wk_glu glu);
+    /* The RoPE angles of positions pos[t] + shift: cs [n][n_rot] (cos of
+     * the n_rot/2 pairs, then sin; wk_rope_cos_sin), for base, frequency
+     * scale and per-pair divisors freqs (F32 [n_rot/2] or NULL) */
+    void (*rope_table)(struct wk_backend *b, int32_t n, const int32_t *pos, int32_t shift, int n_rot, float base,
+                       float freq_scale, const struct wk_tensor *freqs, float *cs);
     /* RoPE of each row t's n_heads heads of x [n][n_heads·head_dim] by the
-     * angles cs [n][n_rot] (wk_rope_cos_sin per row's position) */
+     * angles cs [n][n_rot] (rope_table) */
     void (*rope)(struct wk_backend *b, int32_t n, float *x, int n_heads, int head_dim, int n_rot, const float *cs,
                  enum wk_rope_mode mode);
     /* Writes rows k, v [n][hk] of sequences seq at positions pos into a
      * layer's cache (struct wk_attn_args's layout) */
     void (*kv_write)(struct wk_backend *b, float *kc, float *vc, int64_t n_slots, int64_t hk, int32_t n,
                      const int32_t *pos, const int32_t *seq, const float *k, const float *v);
+    /* Sequence dst's stripe of a layer's cache becomes src's: K rows and the
+     * transposed V's [hk][rows] entries of slots 0 .. rows-1 */
+    void (*kv_copy)(struct wk_backend *b, float *kc, float *vc, int64_t n_slots, int64_t hk, int32_t src, int32_t dst,
+                    int64_t rows);
     /* Asks for the lines a one-row KV write will store to (a hint; may do nothing) */
     void (*kv_prefetch)(struct wk_backend *b, float *kc, float *vc, int64_t n_slots, int64_t hk, int32_t seq,
                         int32_t pos);

@@ -74,6 +74,34 @@ static void scale(struct wk_backend *b, int64_t n, float *y, float s)
     for (int64_t i = 0; i < n; i++) y[i] *= s;
 }
 
+static void copy(struct wk_backend *b, int64_t n, float *y, const float *x)
+{
+    memmove(y, x, (size_t)n * sizeof(float));
+}
+
+static void zero(struct wk_backend *b, int64_t n, float *y) { memset(y, 0, (size_t)n * sizeof(float)); }
+
+static void softcap(struct wk_backend *b, int64_t n, float *y, float cap)
+{
+    for (int64_t i = 0; i < n; i++) y[i] = cap * tanhf(y[i] / cap);
+}
+
+static void glu_rows(struct wk_backend *b, int32_t n, int64_t width, float *g, int64_t ldg, const float *u, int64_t ldu,
+                     enum wk_glu glu)
+{
+    for (int32_t t = 0; t < n; t++) {
+        if (glu == WK_GLU_GELU_TANH) cpu(b)->k->geglu(width, g + t * ldg, u + t * ldu);
+        else cpu(b)->k->swiglu(width, g + t * ldg, u + t * ldu);
+    }
+}
+
+static void rope_table(struct wk_backend *b, int32_t n, const int32_t *pos, int32_t shift, int n_rot, float base,
+                       float freq_scale, const struct wk_tensor *freqs, float *cs)
+{
+    for (int32_t t = 0; t < n; t++)
+        wk_rope_cos_sin(pos[t] + shift, n_rot, base, freq_scale, freqs ? freqs->data : NULL, cs + (int64_t)t * n_rot);
+}
+
 static void rope(struct wk_backend *b, int32_t n, float *x, int n_heads, int head_dim, int n_rot, const float *cs,
                  enum wk_rope_mode mode)
 {
@@ -90,6 +118,14 @@ static void kv_write(struct wk_backend *b, float *kc, float *vc, int64_t n_slots
         memcpy(kc + so + slot * hk, k + t * hk, (size_t)hk * sizeof(float));
         for (int64_t i = 0; i < hk; i++) vc[so + i * n_slots + slot] = v[t * hk + i];
     }
+}
+
+static void kv_copy(struct wk_backend *b, float *kc, float *vc, int64_t n_slots, int64_t hk, int32_t src, int32_t dst,
+                    int64_t rows)
+{
+    const int64_t ds = (int64_t)dst * n_slots * hk, ss = (int64_t)src * n_slots * hk;
+    memcpy(kc + ds, kc + ss, (size_t)(rows * hk) * sizeof(float));
+    for (int64_t i = 0; i < hk; i++) memcpy(vc + ds + i * n_slots, vc + ss + i * n_slots, (size_t)rows * sizeof(float));
 }
 
 /* Asks for the lines a decode step's KV write will store to, for writing
@@ -201,8 +237,14 @@ static const struct wk_backend_ops g_cpu_ops = {
     .add_bias = add_bias,
     .add = add,
     .scale = scale,
+    .copy = copy,
+    .zero = zero,
+    .softcap = softcap,
+    .glu_rows = glu_rows,
+    .rope_table = rope_table,
     .rope = rope,
     .kv_write = kv_write,
+    .kv_copy = kv_copy,
     .kv_prefetch = kv_prefetch,
     .attention = attention,
     .synchronize = synchronize,

@@ -285,11 +285,7 @@ int32_t wk_context_seq_copy(struct wk_context *c, int32_t src, int32_t dst, int3
         if (l->kv_layer != il) continue;
         const struct kv_layer *kv = &c->kv[il];
         const int64_t hk = (int64_t)l->n_head_kv * l->head_dim, S = kv->n_slots;
-        const int64_t rows = S < c->n_ctx ? S : n_keep;
-        const int64_t ds = wk__kv_seq_offset(kv, hk, dst), ss = wk__kv_seq_offset(kv, hk, src);
-        memcpy(kv->k + ds, kv->k + ss, (size_t)(rows * hk) * sizeof(float));
-        for (int64_t i = 0; i < hk; i++)
-            memcpy(kv->v + ds + i * S, kv->v + ss + i * S, (size_t)rows * sizeof(float));
+        c->be->ops->kv_copy(c->be, kv->k, kv->v, S, hk, src, dst, S < c->n_ctx ? S : n_keep);
     }
     c->n_past[dst] = c->n_past[src];
     c->ring_lo[dst] = c->ring_lo[src];
@@ -378,8 +374,8 @@ static int32_t keep_wanted_rows(struct wk_context *c, int32_t n)
     for (int32_t t = 0; t < n; t++) {
         if (!c->want[t]) continue;
         if (kept != t) {
-            memmove(c->x + kept * E, c->x + t * E, (size_t)E * sizeof(float));
-            if (LP) memmove(c->ple + kept * LP, c->ple + t * LP, (size_t)LP * sizeof(float));
+            c->be->ops->copy(c->be, E, c->x + kept * E, c->x + t * E);
+            if (LP) c->be->ops->copy(c->be, LP, c->ple + kept * LP, c->ple + t * LP);
             c->pos[kept] = c->pos[t];
             c->seq[kept] = c->seq[t];
             c->want[kept] = true;
@@ -419,7 +415,7 @@ static void attention_block(struct wk_context *c, const struct wk_layer *l, int3
     if (l->bq) op->add_bias(be, n, HQ, c->q, l->bq);
     if (own_kv && l->bk) op->add_bias(be, n, HK, c->kx, l->bk);
     if (own_kv && l->bv) op->add_bias(be, n, HK, c->vx, l->bv);
-    if (own_kv && l->k_eq_v) memcpy(c->vx, c->kx, (size_t)(n * HK) * sizeof(float));
+    if (own_kv && l->k_eq_v) op->copy(be, n * HK, c->vx, c->kx);
     if (l->q_norm) op->rms_norm(be, n * hp->n_head, D, c->q, l->q_norm, hp->rms_eps, c->q);
     op->rope(be, n, c->q, hp->n_head, (int)D, l->n_rot, cs, m->rope_mode);
     if (hp->attn_scale != 1.0f) op->scale(be, n * HQ, c->q, hp->attn_scale);
@@ -453,7 +449,7 @@ static void ffn_block(struct wk_context *c, const struct wk_layer *l, int32_t il
         op->matmul_glu(be, l->ffn_gate, l->ffn_up, c->xn, c->gate, c->up, n, glu, mm);
         op->matmul(be, l->ffn_down, c->gate, c->o, n, mm);
     } else { /* an MoE layer without a shared expert */
-        memset(c->o, 0, (size_t)(n * E) * sizeof(float));
+        op->zero(be, n * E, c->o);
     }
     if (l->moe.sigmoid) {
         wk__moe_ffn_sigmoid(c, l, n, mm);
@@ -466,7 +462,7 @@ static void ffn_block(struct wk_context *c, const struct wk_layer *l, int32_t il
     if (l->ple.gate) { /* the layer's per-layer input, gated by x */
         const int64_t P = hp->n_embd_ple;
         op->matmul(be, l->ple.gate, c->x, c->ple_g, n, mm);
-        for (int32_t t = 0; t < n; t++) c->k->geglu(P, c->ple_g + t * P, c->ple + t * LP + il * P);
+        op->glu_rows(be, n, P, c->ple_g, P, c->ple + il * P, LP, WK_GLU_GELU_TANH);
         op->matmul(be, l->ple.proj, c->ple_g, c->o, n, mm);
         op->rms_norm(be, n, E, c->o, l->ple.post_norm, hp->rms_eps, c->o);
         op->add(be, n * E, c->x, c->o);
@@ -511,9 +507,7 @@ static bool run_layers(struct wk_context *c, int32_t *n_io, bool per_token, cons
         int kind = l->sliding ? 0 : 1;
         if (!have_cs[kind]) {
             const struct wk_tensor *freqs = l->rope_freqs ? l->rope_freqs : m->rope_freqs;
-            for (int32_t t = 0; t < n; t++)
-                wk_rope_cos_sin(c->pos[t] + c->rope_shift, l->n_rot, l->rope_base, l->rope_scale,
-                                freqs ? freqs->data : NULL, cs[kind] + t * l->n_rot);
+            op->rope_table(be, n, c->pos, c->rope_shift, l->n_rot, l->rope_base, l->rope_scale, freqs, cs[kind]);
             have_cs[kind] = true;
         }
         op->rms_norm(be, n, E, c->x, l->attn_norm, hp->rms_eps, c->xn);
@@ -563,11 +557,8 @@ static bool forward_chunk(struct wk_context *c, const int32_t *tokens, int32_t n
         if (c->want[t]) wk__norm_rows(c, 1, E, c->x + t * E, m->output_norm, hp->rms_eps, c->xn + (rows++) * E);
     c->n_hidden = rows;
     c->be->ops->matmul(c->be, m->output, c->xn, logits, rows, mm);
+    if (hp->final_softcap > 0) c->be->ops->softcap(c->be, (int64_t)rows * hp->n_vocab, logits, hp->final_softcap);
     c->be->ops->synchronize(c->be); /* the logits and hidden rows are read on the host from here */
-    if (hp->final_softcap > 0) {
-        float cap = hp->final_softcap;
-        for (int64_t i = 0; i < (int64_t)rows * hp->n_vocab; i++) logits[i] = cap * tanhf(logits[i] / cap);
-    }
     for (int32_t r = 0; r < rows; r++)
         for (int32_t i = 0; i < m->n_suppress; i++) logits[(int64_t)r * hp->n_vocab + m->suppress[i]] = -INFINITY;
     return true;
