@@ -59,6 +59,49 @@ struct wk_attn_args {
     bool per_token;           /* blocks of one row each (verify): a decode step's products */
 };
 
+struct wk_moe_block;
+
+/* A mixture of experts' routing (moe_route op): for each row t < n, the
+ * router's logits [n][n_expert] into its k choices idx [n][k] and their
+ * weights w [n][k]. softmax (Gemma 4): softmax over the experts, the top
+ * k (ties to the lower index), renormalised to sum 1, times
+ * expert_scale[e] (F32 [n_expert]). Otherwise (GLM-4-MoE-Lite, a
+ * DeepSeek-V3-style router, moe.c): sigmoid scores, top k by score +
+ * sel_bias (F32 [n_expert] or NULL), the chosen scores normalised when
+ * norm_weights and times weights_scale. logits may be overwritten. */
+struct wk_moe_route_args {
+    float *logits;
+    int32_t n, n_expert, k;
+    bool softmax;
+    const struct wk_tensor *expert_scale, *sel_bias;
+    bool norm_weights;
+    float weights_scale;
+    int32_t *idx;
+    float *w;
+};
+
+/* The routed experts (moe_experts op): sum [n][E] = Σ_j w[t][j] ·
+ * down_e(act(gate_e · u_t) ⊙ up_e · u_t) over each row's choices e =
+ * idx[t][j], in expert order, for the experts of blk (model_internal.h:
+ * 3-D tensors or per-expert tables); rows grouped by expert so each
+ * chosen expert's weights are read once (per_token_order: each row's
+ * experts apart instead, for bench/moe-prefill). Scratch (the backend's
+ * memory): in, y [n·k][E], gate, up [n·k][F_exp], rows [n·k]. */
+struct wk_moe_experts_args {
+    const struct wk_moe_block *blk;
+    const float *u;
+    const int32_t *idx;
+    const float *w;
+    int32_t n, n_expert, k;
+    int64_t n_embd, n_ff_exp;
+    enum wk_glu glu;
+    unsigned flags; /* 0 or WK_MATMUL_PER_TOKEN */
+    bool per_token_order;
+    float *sum;
+    float *in, *y, *gate, *up;
+    int32_t *rows;
+};
+
 /* A backend's state for one context (the CPU's below); a device backend
  * embeds this as its first member. */
 struct wk_backend {
@@ -118,6 +161,8 @@ struct wk_backend_ops {
     void (*kv_prefetch)(struct wk_backend *b, float *kc, float *vc, int64_t n_slots, int64_t hk, int32_t seq,
                         int32_t pos);
     void (*attention)(struct wk_backend *b, const struct wk_attn_args *a);
+    void (*moe_route)(struct wk_backend *b, const struct wk_moe_route_args *a);
+    void (*moe_experts)(struct wk_backend *b, const struct wk_moe_experts_args *a);
     /* Waits for the calls before it (a no-op on the CPU, where each call returns done) */
     void (*synchronize)(struct wk_backend *b);
 };
@@ -152,6 +197,10 @@ struct wk_backend_cpu {
 /* Queries per attention work item: a block of consecutive tokens of one
  * head, whose scores against their keys form one GEMM. */
 #define ATTN_QBLOCK 32
+
+/* The CPU's MoE ops (backend_cpu_moe.c). */
+void wk__cpu_moe_route(struct wk_backend *b, const struct wk_moe_route_args *a);
+void wk__cpu_moe_experts(struct wk_backend *b, const struct wk_moe_experts_args *a);
 
 /* Fills b as the CPU backend over pool and k with the scratch given
  * (borrowed: the context's arena). */

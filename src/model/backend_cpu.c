@@ -247,6 +247,8 @@ static const struct wk_backend_ops g_cpu_ops = {
     .kv_copy = kv_copy,
     .kv_prefetch = kv_prefetch,
     .attention = attention,
+    .moe_route = wk__cpu_moe_route,
+    .moe_experts = wk__cpu_moe_experts,
     .synchronize = synchronize,
 };
 

@@ -322,19 +322,6 @@ static void ple_inputs(struct wk_context *c, const int32_t *tokens, int32_t n, u
     }
 }
 
-/* The k largest of v [n] into idx [k], largest first, ties to the lower
- * index: one pass keeping the best k in order (n + k per insertion at
- * worst, about n when k is small against n). */
-void wk__top_k(const float *v, int32_t n, int32_t k, int32_t *idx)
-{
-    int32_t m = 0;
-    for (int32_t i = 0; i < n; i++) {
-        if (m == k && !(v[i] > v[idx[k - 1]])) continue;
-        int32_t j = m < k ? m++ : k - 1; /* the slot it takes, moved up past smaller values */
-        while (j > 0 && v[i] > v[idx[j - 1]]) idx[j] = idx[j - 1], j--;
-        idx[j] = i;
-    }
-}
 
 /* The layer (of the target's model) whose cache a query-only layer of
  * kind `sliding` reads: the last one of that kind keeping its own cache

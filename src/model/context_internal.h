@@ -93,8 +93,6 @@ static inline int64_t wk__kv_seq_offset(const struct kv_layer *kv, int64_t row_f
  * time, through the context's backend (backend.h rms_norm). */
 void wk__norm_rows(struct wk_context *c, int32_t n, int64_t width, const float *x, const struct wk_tensor *g, float eps,
                    float *y);
-/* The k largest of v [n] into idx [k], largest first, ties to the lower index. */
-void wk__top_k(const float *v, int32_t n, int32_t k, int32_t *idx);
 /* Gemma 4's expert path for the chunk's n rows, added to c->o (context_moe.c). */
 void wk__moe_ffn(struct wk_context *c, const struct wk_layer *l, int32_t n, unsigned mm);
 /* GLM-4-MoE-Lite's sigmoid-routed experts for the chunk's n rows, added to c->o (context_moe.c). */

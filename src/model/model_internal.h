@@ -179,6 +179,8 @@ const struct wk_family *const *wk__families(size_t *n);
  * n_expert <= WK_MOE_MAX_EXPERTS, 1 <= k <= n_expert.
  */
 #define WK_MOE_MAX_EXPERTS 1024
+/* The k largest of v [n] into idx [k], largest first, ties to the lower index (moe.c). */
+void wk__top_k(const float *v, int32_t n, int32_t k, int32_t *idx);
 void wk__moe_select_sigmoid(const float *logits, const float *bias, int32_t n_expert, int32_t k, bool norm,
                             float scale, int32_t *idx, float *w);
 /* The indices of the k largest of v [n] (NaN largest) into idx [k], as

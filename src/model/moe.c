@@ -185,3 +185,17 @@ void wk__moe_select_sigmoid(const float *logits, const float *bias, int32_t n_ex
     /* transformers: weights / (sum + 1e-20), then times the scale */
     for (int32_t j = 0; j < k; j++) w[j] = (norm ? w[j] / (sum + 1e-20f) : w[j]) * scale;
 }
+
+/* The k largest of v [n] into idx [k], largest first, ties to the lower
+ * index: one pass keeping the best k in order (n + k per insertion at
+ * worst, about n when k is small against n). */
+void wk__top_k(const float *v, int32_t n, int32_t k, int32_t *idx)
+{
+    int32_t m = 0;
+    for (int32_t i = 0; i < n; i++) {
+        if (m == k && !(v[i] > v[idx[k - 1]])) continue;
+        int32_t j = m < k ? m++ : k - 1; /* the slot it takes, moved up past smaller values */
+        while (j > 0 && v[i] > v[idx[j - 1]]) idx[j] = idx[j - 1], j--;
+        idx[j] = i;
+    }
+}
