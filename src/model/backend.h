@@ -20,16 +20,14 @@
  * with only the positions, sequence ids and token ids uploaded per step.
  * Shapes are in rows (tokens) times features, row-major, f32.
  *
- * What the table does not cover yet, so a device backend needs more ops
- * before it runs these families (the dense ones, Llama, Qwen 2 and 3 and
- * Gemma 3, need none): GLM-4-MoE-Lite's multi-head latent attention
- * (context_mla.c runs its absorbed attention on the CPU pool and its
- * per-head gathers on the host), the MoE routers' softmax and top-k and
- * the experts' gather and weighted sum (on the host, context_moe.c, as
- * llama.cpp's CPU path), Gemma 4's per-layer input mix (ple_inputs) and an
- * MTP assistant's centroid lookup. The allocation of the context's
- * activations and KV cache is not behind it either (the CPU's come from
- * the context's arena).
+ * What the table does not cover yet: Gemma 4's per-layer input mix
+ * (ple_inputs in context.c, host loops over the chunk's rows), an MTP
+ * assistant's step (wk_context_mtp_step: its centroid lookup and candidate
+ * dots on the host), the uncompressed MLA reference path (tests only), and
+ * the allocation of the context's activations and KV cache (the CPU's
+ * come from the context's arena). A device backend needs those before it
+ * runs Gemma 4 or an MTP draft; every other family (Llama, Qwen 2 and 3,
+ * Gemma 3, GLM-4-MoE-Lite with its MoE and MLA) runs through the table.
  */
 #ifndef WK_BACKEND_H
 #define WK_BACKEND_H
@@ -102,6 +100,34 @@ struct wk_moe_experts_args {
     int32_t *rows;
 };
 
+struct wk_mla_block;
+
+/* A multi-head latent attention layer's attention over a ubatch of one
+ * sequence (mla_prepare, mla_attention ops; architectures.md §6.4 steps
+ * 3-6): q [n][n_head][nope + n_rot] and the kv_a rows ckv [n][kv_lora +
+ * n_rot] as projected; mla_prepare RMSNorms each row's latent (eps, the
+ * block's kv_a_norm), applies RoPE (NORM pairs, angles cs [n][n_rot]) to
+ * its k_pe and to each head's q_pe, and writes the row at slot pos % n_slots
+ * of the layer's cache kc [n_slots][kv_lora + n_rot]; mla_attention forms
+ * the absorbed queries [W_UK_hᵀ q_nope ; q_pe] · attn_scale, attends
+ * causally over the cached rows 0 .. pos in the latent, and expands each
+ * head's latent output by W_UV_h into out [n][n_head·v]. Scratch (the
+ * backend's memory): qabs [n][n_head][kv_lora + n_rot], lat
+ * [n_head][n][kv_lora], tin and tout rows of the per-head products. */
+struct wk_mla_args {
+    const struct wk_mla_block *blk;
+    int32_t n, n_head, n_rot;
+    float *q, *ckv;
+    const float *cs;
+    const int32_t *pos;
+    float *kc;
+    int64_t n_slots;
+    float attn_scale, eps;
+    float *qabs, *lat, *tin, *tout, *out;
+    bool per_token; /* blocks of one row each (verify) */
+    unsigned flags; /* 0 or WK_MATMUL_PER_TOKEN */
+};
+
 /* A backend's state for one context (the CPU's below); a device backend
  * embeds this as its first member. */
 struct wk_backend {
@@ -161,6 +187,8 @@ struct wk_backend_ops {
     void (*kv_prefetch)(struct wk_backend *b, float *kc, float *vc, int64_t n_slots, int64_t hk, int32_t seq,
                         int32_t pos);
     void (*attention)(struct wk_backend *b, const struct wk_attn_args *a);
+    void (*mla_prepare)(struct wk_backend *b, const struct wk_mla_args *a);
+    void (*mla_attention)(struct wk_backend *b, const struct wk_mla_args *a);
     void (*moe_route)(struct wk_backend *b, const struct wk_moe_route_args *a);
     void (*moe_experts)(struct wk_backend *b, const struct wk_moe_experts_args *a);
     /* Waits for the calls before it (a no-op on the CPU, where each call returns done) */
@@ -198,6 +226,9 @@ struct wk_backend_cpu {
  * head, whose scores against their keys form one GEMM. */
 #define ATTN_QBLOCK 32
 
+/* The CPU's MLA ops (backend_cpu_mla.c). */
+void wk__cpu_mla_prepare(struct wk_backend *b, const struct wk_mla_args *a);
+void wk__cpu_mla_attention(struct wk_backend *b, const struct wk_mla_args *a);
 /* The CPU's MoE ops (backend_cpu_moe.c). */
 void wk__cpu_moe_route(struct wk_backend *b, const struct wk_moe_route_args *a);
 void wk__cpu_moe_experts(struct wk_backend *b, const struct wk_moe_experts_args *a);
