@@ -74,6 +74,33 @@ struct wk_context_params wk_context_params_default(void)
     return (struct wk_context_params){.n_ctx = 0, .n_threads = 0, .n_ubatch = 512, .pool = NULL, .n_seq_max = 1};
 }
 
+/* Points each layer's cache at its part of the context's K, V (and MLA
+ * reference) allocations, n_seq stripes of n_slots rows each; a layer that
+ * reads another's cache gets its donor's. */
+static void place_kv(struct wk_context *c)
+{
+    const struct wk_model *m = c->m;
+    const struct wk_hparams *hp = &m->hp;
+    size_t k_off = 0, v_off = 0, f_off = 0;
+    for (int32_t il = 0; il < hp->n_layer; il++) {
+        const struct wk_layer *l = &m->layers[il];
+        if (l->kv_layer != il) continue;
+        const size_t row = (size_t)wk_model_kv_values(m, il), slots = (size_t)c->n_seq * (size_t)c->kv[il].n_slots;
+        c->kv[il].k = c->k_cache + k_off;
+        c->kv[il].v = l->mla.on ? NULL : c->v_cache + v_off;
+        k_off += slots * (l->mla.on ? row : row / 2);
+        v_off += slots * (l->mla.on ? 0 : row / 2);
+        if (l->mla.on && c->mla_uncompressed) {
+            c->kv[il].k_full = c->mla_full_cache + f_off;
+            f_off += slots * (size_t)hp->n_head * (size_t)l->head_dim;
+            c->kv[il].v_full = c->mla_full_cache + f_off;
+            f_off += slots * (size_t)hp->n_head * (size_t)l->mla.v;
+        }
+    }
+    for (int32_t il = 0; il < hp->n_layer; il++) /* shared layers see their donor's cache */
+        if (m->layers[il].kv_layer >= 0 && m->layers[il].kv_layer != il) c->kv[il] = c->kv[m->layers[il].kv_layer];
+}
+
 enum wk_status wk_context_create(const struct wk_model *m, const struct wk_context_params *p,
                                  struct wk_context **out, struct wk_error *err)
 {
@@ -188,24 +215,7 @@ enum wk_status wk_context_create(const struct wk_model *m, const struct wk_conte
                             "out of memory for a %d-token KV cache (%.1f MiB) and scratch", n_ctx,
                             (double)(k_floats + v_floats) * 4 / (1 << 20));
     }
-    size_t k_off = 0, v_off = 0, f_off = 0;
-    for (int32_t il = 0; il < hp->n_layer; il++) {
-        const struct wk_layer *l = &m->layers[il];
-        if (l->kv_layer != il) continue;
-        const size_t row = (size_t)wk_model_kv_values(m, il), slots = (size_t)n_seq * (size_t)c->kv[il].n_slots;
-        c->kv[il].k = c->k_cache + k_off;
-        c->kv[il].v = l->mla.on ? NULL : c->v_cache + v_off;
-        k_off += slots * (l->mla.on ? row : row / 2);
-        v_off += slots * (l->mla.on ? 0 : row / 2);
-        if (l->mla.on && c->mla_uncompressed) {
-            c->kv[il].k_full = c->mla_full_cache + f_off;
-            f_off += slots * (size_t)hp->n_head * (size_t)l->head_dim;
-            c->kv[il].v_full = c->mla_full_cache + f_off;
-            f_off += slots * (size_t)hp->n_head * (size_t)l->mla.v;
-        }
-    }
-    for (int32_t il = 0; il < hp->n_layer; il++) /* shared layers see their donor's cache */
-        if (m->layers[il].kv_layer >= 0 && m->layers[il].kv_layer != il) c->kv[il] = c->kv[m->layers[il].kv_layer];
+    place_kv(c);
     float **views[] = {&c->x, &c->xn, &c->q, &c->kx, &c->vx, &c->att, &c->o, &c->gate, &c->up,
                        &c->scores, &c->pv, &c->rope_cs, &c->mm_scratch, &c->ple, &c->ple_g,
                        &c->moe_logits, &c->moe_w, &c->moe_u, &c->moe_in, &c->moe_gate,

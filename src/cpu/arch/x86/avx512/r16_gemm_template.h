@@ -1,0 +1,218 @@
+/*
+ * r16_gemm_template.h - the R16 integer GEMM of prefill (gemm_r16,
+ * wk_cpu.h), part of rows_x16_template.h (included by it, inside its
+ * AVX-512 VNNI section, after the decode kernels whose x preparation and
+ * block reading it shares); not a header to include on its own.
+ */
+/*
+ * Prefill over the R16 layout (gemm_r16, wk_cpu.h): many tokens' x
+ * prepared by r16_prepare, integer dots of the weight codes with x~'s hi
+ * and lo bytes (vpdpbusd), as decode does, but a micro-tile of one group
+ * (16 rows, one a lane) by up to R16_GEMM_T tokens, so each weight vector
+ * is loaded and unpacked once for all its tokens and each 6-bit scale once
+ * for them, instead of once per token. Per token and 32-element block the
+ * exact S = 256 S_hi + S_lo is the decode kernel's; the float side folds
+ * the block's weight scale (d sc) and x's (ds) into one factor and takes
+ * the min term (dmin m sum) into the same accumulator, so the bits differ
+ * from decode's (by rounding only). Each row's sum runs over its blocks in
+ * order and its column chunks are added in order: the result depends on n
+ * only, not on the tokens' or rows' tiling.
+ */
+#ifndef R16_GEMM_T
+#define R16_GEMM_T 6 /* tokens per micro-tile */
+#endif
+#ifndef R16_GEMM_GROUPS
+#define R16_GEMM_GROUPS 4 /* groups of 16 rows whose column chunk a token tile visits in turn */
+#endif
+
+/* Q4_K_R16, T tokens (1..R16_GEMM_T), one group, one column chunk of nc
+ * elements at g: out[t][0..15] (+)= the 16 rows' dots with token t. */
+static ALWAYS_INLINE void r16_gemm_q4k_tile(const int T, int64_t nc, const uint8_t *g, const float *const *p,
+                                            float *const *out, bool add)
+{
+    const size_t bb = sizeof(struct wk_block_q4_k);
+    const int64_t nb = nc / WK_QK_K, nxb = nc / 32;
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    const uint8_t *lines[R16_GEMM_T];
+    const float *ds[R16_GEMM_T], *sums[R16_GEMM_T];
+    __m512 acc[R16_GEMM_T];
+    UNROLL
+    for (int t = 0; t < T; t++) {
+        lines[t] = (const uint8_t *)p[t];
+        ds[t] = p[t] + nxb * (X16_COMPACT_BYTES / 4);
+        sums[t] = ds[t] + nxb;
+        acc[t] = _mm512_setzero_ps();
+    }
+    for (int64_t i = 0; i < nb; i++) {
+        const uint8_t *b = g + (size_t)i * WK_R16_ROWS * bb;
+        const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)b));
+        const __m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(b + 32)));
+        UNROLL
+        for (int s = 0; s < 8; s++) { /* sub-block s: vectors of group s / 2, low nibbles for even s */
+            const int gg = s / 2, hi_nib = s & 1;
+            const int64_t xb = 8 * i + s;
+            __m512i h[R16_GEMM_T], l[R16_GEMM_T];
+            UNROLL
+            for (int t = 0; t < T; t++) h[t] = l[t] = _mm512_setzero_si512();
+            UNROLL
+            for (int k = 0; k < 8; k++) {
+                const __m512i v = _mm512_loadu_si512(b + 256 + 64 * (8 * gg + k));
+                const __m512i c = hi_nib ? _mm512_and_si512(_mm512_srli_epi16(v, 4), m4) : _mm512_and_si512(v, m4);
+                UNROLL
+                for (int t = 0; t < T; t++) {
+                    const uint8_t *line = lines[t] + X16_COMPACT_BYTES * xb;
+                    h[t] = _mm512_dpbusd_epi32(h[t], c, r16_x4(line, 0, 4 * k));
+                    l[t] = _mm512_dpbusd_epi32(l[t], c, r16_x4(line, 1, 4 * k));
+                }
+            }
+            __m512i sc, mn;
+            r16_q4k_scale_min(_mm512_loadu_si512(b + 64), _mm512_loadu_si512(b + 128), _mm512_loadu_si512(b + 192), s,
+                              &sc, &mn);
+            const __m512 dsc = _mm512_mul_ps(_mm512_cvtepi32_ps(sc), d), dmn = _mm512_mul_ps(_mm512_cvtepi32_ps(mn), dmin);
+            UNROLL
+            for (int t = 0; t < T; t++) {
+                const __m512i S = _mm512_add_epi32(_mm512_slli_epi32(h[t], 8), l[t]);
+                acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(S), _mm512_mul_ps(dsc, _mm512_set1_ps(ds[t][xb])), acc[t]);
+                acc[t] = _mm512_fnmadd_ps(dmn, _mm512_set1_ps(sums[t][xb]), acc[t]);
+            }
+        }
+    }
+    UNROLL
+    for (int t = 0; t < T; t++) {
+        __m512 r = acc[t];
+        if (add) r = _mm512_add_ps(r, _mm512_loadu_ps(out[t]));
+        _mm512_storeu_ps(out[t], r);
+    }
+}
+
+/* Q6_K_R16 (layout as r16_group_q6k), T tokens, one group, one column
+ * chunk: out[t][0..15] (+)= the 16 rows' dots with token t. One quarter q
+ * (16-element scale group 8h + 2q + p) at a time, its codes formed once
+ * for the T tokens; w = d sc (q - 32), the -32 through x's 16-element sums
+ * (the chunk's sums16, after its prepared lines). */
+static ALWAYS_INLINE void r16_gemm_q6k_tile(const int T, int64_t nc, const uint8_t *g, const float *const *p,
+                                            float *const *out, bool add)
+{
+    const size_t bb = sizeof(struct wk_block_q6_k);
+    const int64_t nb = nc / WK_QK_K, nxb = nc / 32;
+    const __m512i m4 = _mm512_set1_epi8(0x0F), m03 = _mm512_set1_epi8(0x03), m0c = _mm512_set1_epi8(0x0C);
+    const __m512i m30 = _mm512_set1_epi8(0x30), mc0 = _mm512_set1_epi8((char)0xC0);
+    const uint8_t *lines[R16_GEMM_T];
+    const float *ds[R16_GEMM_T], *s16[R16_GEMM_T];
+    __m512 acc[R16_GEMM_T];
+    UNROLL
+    for (int t = 0; t < T; t++) {
+        lines[t] = (const uint8_t *)p[t];
+        ds[t] = p[t] + nxb * (X16_COMPACT_BYTES / 4);
+        s16[t] = p[t] + R16_PREP_CHUNK_FLOATS - X16_CHUNK / 16;
+        acc[t] = _mm512_setzero_ps();
+    }
+    for (int64_t i = 0; i < nb; i++) {
+        const uint8_t *b = g + (size_t)i * WK_R16_ROWS * bb;
+        const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)b));
+        for (int h = 0; h < 2; h++) { /* not unrolled: the quarter's code is big enough */
+            for (int pp = 0; pp < 2; pp++) {
+                const uint8_t *ph = b + 32 + 832 * (2 * h + pp);
+                UNROLL
+                for (int q = 0; q < 4; q++) { /* elements 128h + 32q + 16pp ..: x block 8i + 4h + q */
+                    const int64_t xb = 8 * i + 4 * h + q;
+                    __m512i hs[R16_GEMM_T], ls[R16_GEMM_T];
+                    UNROLL
+                    for (int t = 0; t < T; t++) hs[t] = ls[t] = _mm512_setzero_si512();
+                    UNROLL
+                    for (int kk = 0; kk < 4; kk++) {
+                        const int k = 4 * pp + kk;
+                        const __m512i AB = _mm512_loadu_si512(ph + 192 * kk + 64 * (q & 1));
+                        const __m512i Q = _mm512_loadu_si512(ph + 192 * kk + 128);
+                        const __m512i c =
+                            q == 0   ? _mm512_or_si512(_mm512_and_si512(AB, m4), _mm512_slli_epi16(_mm512_and_si512(Q, m03), 4))
+                            : q == 1 ? _mm512_or_si512(_mm512_and_si512(AB, m4), _mm512_slli_epi16(_mm512_and_si512(Q, m0c), 2))
+                            : q == 2 ? _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(AB, 4), m4), _mm512_and_si512(Q, m30))
+                                     : _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(AB, 4), m4),
+                                                       _mm512_srli_epi16(_mm512_and_si512(Q, mc0), 2));
+                        UNROLL
+                        for (int t = 0; t < T; t++) {
+                            const uint8_t *line = lines[t] + X16_COMPACT_BYTES * xb;
+                            hs[t] = _mm512_dpbusd_epi32(hs[t], c, r16_x4(line, 0, 4 * k));
+                            ls[t] = _mm512_dpbusd_epi32(ls[t], c, r16_x4(line, 1, 4 * k));
+                        }
+                    }
+                    const __m512i sc8 = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(ph + 768 + 16 * q)));
+                    const __m512 sc = _mm512_mul_ps(_mm512_cvtepi32_ps(sc8), d);
+                    UNROLL
+                    for (int t = 0; t < T; t++) {
+                        const __m512i S = _mm512_add_epi32(_mm512_slli_epi32(hs[t], 8), ls[t]);
+                        acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(S), _mm512_mul_ps(sc, _mm512_set1_ps(ds[t][xb])), acc[t]);
+                        acc[t] = _mm512_fmadd_ps(sc, _mm512_set1_ps(-32.0f * s16[t][2 * xb + pp]), acc[t]);
+                    }
+                }
+            }
+        }
+    }
+    UNROLL
+    for (int t = 0; t < T; t++) {
+        __m512 r = acc[t];
+        if (add) r = _mm512_add_ps(r, _mm512_loadu_ps(out[t]));
+        _mm512_storeu_ps(out[t], r);
+    }
+}
+
+/* One micro-tile of K's R16 GEMM (T a constant after inlining). */
+static ALWAYS_INLINE void r16_gemm_tile(const enum x16_kind K, const int T, int64_t nc, const uint8_t *g,
+                                        const float *const *p, float *const *out, bool add)
+{
+    if (K == X16_Q4_K) r16_gemm_q4k_tile(T, nc, g, p, out, add);
+    else if (K == X16_Q6_K) r16_gemm_q6k_tile(T, nc, g, p, out, add);
+}
+
+/* gemm_r16 for K: rows in tiles of R16_GEMM_GROUPS groups; in a tile,
+ * each column chunk in turn, each tile of tokens over the tile's groups. */
+static ALWAYS_INLINE void r16_gemm(const enum x16_kind K, int64_t n, const void *w, size_t stride, const float *prep,
+                                   size_t ldp, int64_t n_tokens, float *out, size_t ldo, int64_t n_rows)
+{
+    const size_t bb = r16_block_bytes(K);
+    const int64_t bs = K == X16_Q6_K || K == X16_Q4_K ? WK_QK_K : 32, n_groups = n_rows / WK_R16_ROWS;
+    for (int64_t g0 = 0; g0 < n_groups; g0 += R16_GEMM_GROUPS) {
+        const int64_t g1 = WK_MIN(n_groups, g0 + R16_GEMM_GROUPS);
+        for (int64_t c0 = 0; c0 < n; c0 += X16_CHUNK) {
+            const int64_t nc = WK_MIN(X16_CHUNK, n - c0);
+            for (int64_t t0 = 0; t0 < n_tokens; t0 += R16_GEMM_T) {
+                const int T = (int)WK_MIN(R16_GEMM_T, n_tokens - t0);
+                const float *p[R16_GEMM_T];
+                for (int t = 0; t < T; t++) p[t] = prep + (size_t)(t0 + t) * ldp + (c0 / X16_CHUNK) * R16_PREP_CHUNK_FLOATS;
+                for (int64_t gi = g0; gi < g1; gi++) {
+                    const uint8_t *wg = (const uint8_t *)w + (size_t)gi * WK_R16_ROWS * stride +
+                                        (size_t)(c0 / bs) * WK_R16_ROWS * bb;
+                    float *o[R16_GEMM_T];
+                    for (int t = 0; t < T; t++) o[t] = out + (size_t)(t0 + t) * ldo + WK_R16_ROWS * gi;
+                    switch (T) { /* each tile width its own unrolled code */
+#if R16_GEMM_T >= 8
+                    case 8: r16_gemm_tile(K, 8, nc, wg, p, o, c0 > 0); break;
+                    case 7: r16_gemm_tile(K, 7, nc, wg, p, o, c0 > 0); break;
+#endif
+#if R16_GEMM_T >= 6
+                    case 6: r16_gemm_tile(K, 6, nc, wg, p, o, c0 > 0); break;
+                    case 5: r16_gemm_tile(K, 5, nc, wg, p, o, c0 > 0); break;
+#endif
+                    case 4: r16_gemm_tile(K, 4, nc, wg, p, o, c0 > 0); break;
+                    case 3: r16_gemm_tile(K, 3, nc, wg, p, o, c0 > 0); break;
+                    case 2: r16_gemm_tile(K, 2, nc, wg, p, o, c0 > 0); break;
+                    default: r16_gemm_tile(K, 1, nc, wg, p, o, c0 > 0); break;
+                    }
+                }
+            }
+        }
+    }
+}
+
+static void r16_gemm_q4_k(int64_t n, const void *w, size_t stride, const float *prep, size_t ldp, int64_t n_tokens,
+                          float *out, size_t ldo, int64_t n_rows)
+{
+    r16_gemm(X16_Q4_K, n, w, stride, prep, ldp, n_tokens, out, ldo, n_rows);
+}
+static void r16_gemm_q6_k(int64_t n, const void *w, size_t stride, const float *prep, size_t ldp, int64_t n_tokens,
+                          float *out, size_t ldo, int64_t n_rows)
+{
+    r16_gemm(X16_Q6_K, n, w, stride, prep, ldp, n_tokens, out, ldo, n_rows);
+}
+
