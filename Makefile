@@ -104,6 +104,11 @@ $(OUT)/tests/%: tests/unit/%.c tests/unit/check.h $(LIB)
 	@echo "  LD  $@"
 	@$(CC) $(CFLAGS) $(LDFLAGS_SAN) -o $@ $< $(LIB) $(LDLIBS)
 
+$(OUT)/tests/jinja-render: tests/template/render.c $(LIB)
+	@mkdir -p $(dir $@)
+	@echo "  LD  $@"
+	@$(CC) $(CFLAGS) $(LDFLAGS_SAN) -o $@ $< $(LIB) $(LDLIBS)
+
 $(OUT)/tests/%: tests/golden/%.c tests/unit/check.h $(LIB)
 	@mkdir -p $(dir $@)
 	@echo "  LD  $@"

@@ -1,0 +1,532 @@
+/*
+ * jinja_filters.c - the Jinja filters and tests chat templates use, with
+ * jinja2's semantics, and the globals (raise_exception, namespace,
+ * strftime_now, range, dict).
+ */
+#include "jinja_int.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+static const char *const FILTERS[] = {
+    "tojson", "trim", "length", "count", "first", "last", "join", "upper", "lower", "title",
+    "capitalize", "replace", "default", "d", "list", "string", "int", "float", "abs", "items",
+    "dictsort", "selectattr", "rejectattr", "map", "select", "reject", "unique", "reverse", "sort",
+    "safe", "escape", "e", "indent", "wordcount", "batch", "min", "max", "sum", "round", "center", "truncate", NULL};
+static const char *const TESTS[] = {
+    "defined", "undefined", "none", "string", "mapping", "iterable", "number", "sequence", "true",
+    "false", "boolean", "integer", "float", "divisibleby", "equalto", "eq", "ne", "odd", "even",
+    "callable", "sameas", "in", "lower", "upper", "gt", "lt", "ge", "le", "==", "!=", NULL};
+
+static bool in_list(const char *const *list, const char *name)
+{
+    for (int i = 0; list[i]; i++)
+        if (!strcmp(list[i], name)) return true;
+    return false;
+}
+
+bool jinja_filter_known(const char *name) { return in_list(FILTERS, name); }
+bool jinja_test_known(const char *name) { return in_list(TESTS, name); }
+
+static struct jv kwarg(const char **kwnames, struct jv *kwvals, size_t nkw, const char *name, struct jv *args, size_t nargs, size_t pos)
+{
+    for (size_t i = 0; i < nkw; i++)
+        if (!strcmp(kwnames[i], name)) return jv_copy(&kwvals[i]);
+    if (pos < nargs) return jv_copy(&args[pos]);
+    return JV_UNDEF_V;
+}
+
+static struct jv to_string(const struct jv *v)
+{
+    if (v->k == JV_STR) return jv_copy(v);
+    struct jbuf b = {0};
+    jv_write_str(&b, v);
+    return b.p ? jv_str_take(&b) : jv_str("", 0);
+}
+
+static bool is_ws(unsigned char ch) { return ch == ' ' || (ch >= '\t' && ch <= '\r') || ch == 0x1c || ch == 0x1d || ch == 0x1e || ch == 0x1f; }
+
+/* Python str.strip/lstrip/rstrip with chars (NULL: whitespace). */
+static struct jv strip(const struct jv *s, const struct jv *chars, bool left, bool right)
+{
+    const char *p = jv_s(s);
+    size_t a = 0, b = jv_len_s(s);
+    bool cs = chars && chars->k == JV_STR;
+    const char *set = cs ? jv_s(chars) : NULL;
+    size_t sl = cs ? jv_len_s(chars) : 0;
+#define STRIPPABLE(ch) (cs ? memchr(set, (ch), sl) != NULL : is_ws((unsigned char)(ch)))
+    if (left) while (a < b && STRIPPABLE(p[a])) a++;
+    if (right) while (b > a && STRIPPABLE(p[b - 1])) b--;
+#undef STRIPPABLE
+    return jv_str(p + a, b - a);
+}
+
+static struct jv case_map(const struct jv *s, int mode) /* 0 lower, 1 upper, 2 title, 3 capitalize */
+{
+    struct jbuf b = {0};
+    jbuf_put(&b, jv_s(s), jv_len_s(s));
+    bool prev_alpha = false;
+    for (size_t i = 0; i < b.n; i++) {
+        unsigned char ch = (unsigned char)b.p[i];
+        if (mode == 0) b.p[i] = (char)tolower(ch);
+        else if (mode == 1) b.p[i] = (char)toupper(ch);
+        else if (mode == 2) b.p[i] = (char)(prev_alpha ? tolower(ch) : toupper(ch));
+        else b.p[i] = (char)(i == 0 ? toupper(ch) : tolower(ch));
+        prev_alpha = isalpha(ch) || ch >= 0x80;
+    }
+    return b.p ? jv_str_take(&b) : jv_str("", 0);
+}
+
+static struct jv replace(const struct jv *s, const struct jv *old, const struct jv *new, long long count)
+{
+    struct jbuf b = {0};
+    const char *p = jv_s(s), *o = jv_s(old), *nw = jv_s(new);
+    size_t n = jv_len_s(s), ol = jv_len_s(old), nl = jv_len_s(new), i = 0;
+    long long done = 0;
+    if (ol == 0) return jv_copy(s);
+    while (i < n) {
+        const char *hit = (count < 0 || done < count) ? memmem(p + i, n - i, o, ol) : NULL;
+        if (!hit) { jbuf_put(&b, p + i, n - i); break; }
+        jbuf_put(&b, p + i, (size_t)(hit - (p + i)));
+        jbuf_put(&b, nw, nl);
+        i = (size_t)(hit - p) + ol;
+        done++;
+    }
+    return b.p ? jv_str_take(&b) : jv_str("", 0);
+}
+
+static struct jv split(struct jctx *c, const struct jv *s, const struct jv *sep, long long maxsplit, bool from_right)
+{
+    json_t *out = json_array();
+    const char *p = jv_s(s);
+    size_t n = jv_len_s(s);
+    if (!sep || sep->k == JV_NONE || sep->k == JV_UNDEF) {
+        size_t i = 0;
+        long long k = 0;
+        (void)from_right;
+        while (i < n) {
+            while (i < n && is_ws((unsigned char)p[i])) i++;
+            if (i >= n) break;
+            size_t j = i;
+            if (maxsplit >= 0 && k >= maxsplit) { size_t e = n; while (e > i && is_ws((unsigned char)p[e - 1])) e--; json_array_append_new(out, json_stringn_nocheck(p + i, e - i)); break; }
+            while (j < n && !is_ws((unsigned char)p[j])) j++;
+            json_array_append_new(out, json_stringn_nocheck(p + i, j - i));
+            k++;
+            i = j;
+        }
+        return (struct jv){.k = JV_LIST, .u.j = out};
+    }
+    const char *d = jv_s(sep);
+    size_t dl = jv_len_s(sep);
+    if (dl == 0) { json_decref(out); jinja_fail(c, WK_E_INVALID, "empty separator"); return JV_UNDEF_V; }
+    if (from_right && maxsplit >= 0) {
+        size_t e = n;
+        long long k = 0;
+        json_t *rev = json_array();
+        while (k < maxsplit) {
+            const char *hit = NULL;
+            for (size_t i = e; i >= dl; i--)
+                if (!memcmp(p + i - dl, d, dl)) { hit = p + i - dl; break; }
+            if (!hit) break;
+            json_array_insert_new(rev, 0, json_stringn_nocheck(hit + dl, e - (size_t)(hit - p) - dl));
+            e = (size_t)(hit - p);
+            k++;
+        }
+        json_array_append_new(out, json_stringn_nocheck(p, e));
+        json_array_extend(out, rev);
+        json_decref(rev);
+        return (struct jv){.k = JV_LIST, .u.j = out};
+    }
+    size_t i = 0;
+    long long k = 0;
+    for (;;) {
+        const char *hit = (maxsplit < 0 || k < maxsplit) ? memmem(p + i, n - i, d, dl) : NULL;
+        if (!hit) { json_array_append_new(out, json_stringn_nocheck(p + i, n - i)); break; }
+        json_array_append_new(out, json_stringn_nocheck(p + i, (size_t)(hit - p) - i));
+        i = (size_t)(hit - p) + dl;
+        k++;
+    }
+    return (struct jv){.k = JV_LIST, .u.j = out};
+}
+
+static struct jv tojson(struct jctx *c, const struct jv *v, const struct jv *indent)
+{
+    json_t *j = jv_to_json(v);
+    if (!j) { jinja_fail(c, WK_E_INVALID, "Object of type %s is not JSON serializable", jv_type_name(v)); return JV_UNDEF_V; }
+    struct jbuf b = {0};
+    int ind = indent && indent->k == JV_INT ? (int)indent->u.i : -1;
+    jinja_json_dump(&b, j, ind, ind >= 0 ? "," : ", ", ": ", false, 0);
+    json_decref(j);
+    return b.p ? jv_str_take(&b) : jv_str("", 0);
+}
+
+static struct jv join(struct jctx *c, const struct jv *v, const struct jv *sep, const struct jv *attr)
+{
+    json_t *items = jv_iter_list(c, v);
+    if (!items) return JV_UNDEF_V;
+    struct jbuf b = {0};
+    for (size_t i = 0; i < json_array_size(items); i++) {
+        if (i && sep && sep->k == JV_STR) jbuf_put(&b, jv_s(sep), jv_len_s(sep));
+        struct jv e = jv_from_json(json_incref(json_array_get(items, i)));
+        if (attr && attr->k == JV_STR) { struct jv a = jinja_getattr(c, &e, jv_s(attr)); jv_free(&e); e = a; }
+        jv_write_str(&b, &e);
+        jv_free(&e);
+    }
+    json_decref(items);
+    return b.p ? jv_str_take(&b) : jv_str("", 0);
+}
+
+/* select/reject/selectattr/rejectattr/map over v. */
+static struct jv select_map(struct jctx *c, const char *name, const struct jv *v, struct jv *args, size_t nargs,
+                            const char **kwnames, struct jv *kwvals, size_t nkw)
+{
+    bool attr = !strncmp(name, "selectattr", 10) || !strncmp(name, "rejectattr", 10);
+    bool reject = name[0] == 'r', map = !strcmp(name, "map");
+    json_t *items = jv_iter_list(c, v);
+    if (!items) return JV_UNDEF_V;
+    json_t *out = json_array();
+    struct jv mattr = map ? kwarg(kwnames, kwvals, nkw, "attribute", NULL, 0, 0) : JV_UNDEF_V;
+    for (size_t i = 0; i < json_array_size(items) && !c->st; i++) {
+        struct jv e = jv_from_json(json_incref(json_array_get(items, i)));
+        if (map) {
+            struct jv r = mattr.k == JV_STR ? jinja_getattr(c, &e, jv_s(&mattr))
+                        : nargs > 0 && args[0].k == JV_STR ? jinja_filter(c, jv_s(&args[0]), &e, args + 1, nargs - 1, NULL, NULL, 0)
+                        : JV_UNDEF_V;
+            if (r.k == JV_UNDEF) { jv_free(&r); r = kwarg(kwnames, kwvals, nkw, "default", NULL, 0, 0); }
+            json_t *j = jv_to_json(&r);
+            json_array_append_new(out, j ? j : json_null());
+            jv_free(&r);
+        } else {
+            struct jv subject = attr && nargs > 0 && args[0].k == JV_STR ? jinja_getattr(c, &e, jv_s(&args[0])) : jv_copy(&e);
+            size_t t0 = attr ? 1 : 0;
+            bool keep = nargs > t0 && args[t0].k == JV_STR ? jinja_test(c, jv_s(&args[t0]), &subject, args + t0 + 1, nargs - t0 - 1)
+                                                          : jv_truthy(&subject);
+            if (keep != reject) json_array_append(out, json_array_get(items, i));
+            jv_free(&subject);
+        }
+        jv_free(&e);
+    }
+    jv_free(&mattr);
+    json_decref(items);
+    return (struct jv){.k = JV_LIST, .u.j = out};
+}
+
+static struct jctx *g_sort_ctx;
+static const char *g_sort_attr;
+static bool g_sort_ci;
+static int sort_cmp(const void *pa, const void *pb)
+{
+    json_t *a = *(json_t *const *)pa, *b = *(json_t *const *)pb;
+    struct jv x = jv_from_json(json_incref(a)), y = jv_from_json(json_incref(b));
+    if (g_sort_attr) {
+        struct jv x2 = jinja_getattr(g_sort_ctx, &x, g_sort_attr), y2 = jinja_getattr(g_sort_ctx, &y, g_sort_attr);
+        jv_free(&x), jv_free(&y);
+        x = x2, y = y2;
+    }
+    if (g_sort_ci && x.k == JV_STR && y.k == JV_STR) {
+        struct jv x2 = case_map(&x, 0), y2 = case_map(&y, 0);
+        jv_free(&x), jv_free(&y);
+        x = x2, y = y2;
+    }
+    bool ok;
+    int r = jv_compare(g_sort_ctx, &x, &y, &ok);
+    if (!ok) jinja_fail(g_sort_ctx, WK_E_INVALID, "'<' not supported between instances of '%s' and '%s'", jv_type_name(&x), jv_type_name(&y));
+    jv_free(&x), jv_free(&y);
+    return r;
+}
+
+/* Sorts a new array of items (stable, as Python's sort). */
+static json_t *sorted(struct jctx *c, json_t *items, const char *attr, bool reverse, bool ci)
+{
+    size_t n = json_array_size(items);
+    json_t **v = wk_malloc((n ? n : 1) * sizeof *v);
+    if (!v) return NULL;
+    for (size_t i = 0; i < n; i++) v[i] = json_array_get(items, i);
+    g_sort_ctx = c, g_sort_attr = attr, g_sort_ci = ci;
+    for (size_t i = 1; i < n; i++) /* insertion sort: stable */
+        for (size_t j = i; j > 0; j--) {
+            int r = sort_cmp(&v[j - 1], &v[j]);
+            if (reverse ? r >= 0 : r <= 0) break;
+            json_t *t = v[j]; v[j] = v[j - 1]; v[j - 1] = t;
+        }
+    json_t *out = json_array();
+    for (size_t i = 0; i < n; i++) json_array_append(out, v[i]);
+    wk_free(v);
+    return out;
+}
+
+static struct jv items_of(struct jctx *c, const struct jv *v)
+{
+    if (v->k == JV_UNDEF) return (struct jv){.k = JV_LIST, .u.j = json_array()};
+    if (v->k != JV_DICT && v->k != JV_NS) { jinja_fail(c, WK_E_INVALID, "can only get item pairs from a mapping"); return JV_UNDEF_V; }
+    json_t *out = json_array();
+    const char *key;
+    json_t *val;
+    json_object_foreach(v->u.j, key, val) json_array_append_new(out, json_pack("[sO]", key, val));
+    return (struct jv){.k = JV_LIST, .u.j = out};
+}
+
+static struct jv indent(const struct jv *s, long long width, bool first, bool blank)
+{
+    struct jbuf b = {0};
+    const char *p = jv_s(s);
+    size_t n = jv_len_s(s);
+    for (size_t i = 0, line = 0; i <= n; line++) {
+        const char *nl = memchr(p + i, '\n', n - i);
+        size_t e = nl ? (size_t)(nl - p) : n;
+        bool empty = e == i;
+        if ((line > 0 || first) && (!empty || blank)) for (long long k = 0; k < width; k++) jbuf_put(&b, " ", 1);
+        jbuf_put(&b, p + i, e - i);
+        if (!nl) break;
+        jbuf_put(&b, "\n", 1);
+        i = e + 1;
+    }
+    return b.p ? jv_str_take(&b) : jv_str("", 0);
+}
+
+static struct jv filter_misc(struct jctx *c, const char *name, struct jv *v, struct jv *args, size_t nargs, const char **kwnames, struct jv *kwvals, size_t nkw);
+
+struct jv jinja_filter(struct jctx *c, const char *name, struct jv *v, struct jv *args, size_t nargs,
+                       const char **kwnames, struct jv *kwvals, size_t nkw)
+{
+    if (!strcmp(name, "default") || !strcmp(name, "d")) {
+        struct jv dflt = kwarg(kwnames, kwvals, nkw, "default_value", args, nargs, 0);
+        struct jv boolean = kwarg(kwnames, kwvals, nkw, "boolean", args, nargs, 1);
+        bool use = v->k == JV_UNDEF || (jv_truthy(&boolean) && !jv_truthy(v));
+        jv_free(&boolean);
+        if (use) return dflt.k == JV_UNDEF ? jv_str("", 0) : dflt;
+        jv_free(&dflt);
+        return jv_copy(v);
+    }
+    if (v->k == JV_UNDEF && strcmp(name, "length") && strcmp(name, "count") && strcmp(name, "string") &&
+        strcmp(name, "trim") && strcmp(name, "list") && strcmp(name, "join") && strcmp(name, "safe") && strcmp(name, "items") && strcmp(name, "lower") && strcmp(name, "upper")) {
+        jinja_fail(c, WK_E_INVALID, "'%s' is undefined", v->name ? v->name : "value");
+        return JV_UNDEF_V;
+    }
+    if (!strcmp(name, "tojson")) { struct jv ind = kwarg(kwnames, kwvals, nkw, "indent", args, nargs, 0); struct jv r = tojson(c, v, &ind); jv_free(&ind); return r; }
+    if (!strcmp(name, "length") || !strcmp(name, "count")) {
+        long long n = jv_length(v);
+        if (n < 0) { jinja_fail(c, WK_E_INVALID, "object of type '%s' has no len()", jv_type_name(v)); return JV_UNDEF_V; }
+        return jv_int(n);
+    }
+    if (!strcmp(name, "string") || !strcmp(name, "safe") || !strcmp(name, "escape") || !strcmp(name, "e")) {
+        struct jv s = to_string(v);
+        if (name[0] == 'e') { struct jv q = jv_str("&", 1), r = jv_str("&amp;", 5); struct jv t = replace(&s, &q, &r, -1); jv_free(&s); s = t; jv_free(&q); jv_free(&r);
+            static const char *const pairs[][2] = {{"<", "&lt;"}, {">", "&gt;"}, {"\"", "&#34;"}, {"'", "&#39;"}};
+            for (int i = 0; i < 4; i++) { q = jv_str(pairs[i][0], 1); r = jv_str(pairs[i][1], strlen(pairs[i][1])); t = replace(&s, &q, &r, -1); jv_free(&s); s = t; jv_free(&q); jv_free(&r); } }
+        return s;
+    }
+    if (!strcmp(name, "trim")) { struct jv s = to_string(v); struct jv ch = kwarg(kwnames, kwvals, nkw, "chars", args, nargs, 0); struct jv r = strip(&s, ch.k == JV_STR ? &ch : NULL, true, true); jv_free(&s); jv_free(&ch); return r; }
+    if (!strcmp(name, "upper") || !strcmp(name, "lower") || !strcmp(name, "title") || !strcmp(name, "capitalize")) {
+        struct jv s = to_string(v);
+        struct jv r = case_map(&s, name[0] == 'l' ? 0 : name[0] == 'u' ? 1 : name[0] == 't' ? 2 : 3);
+        jv_free(&s);
+        return r;
+    }
+    if (!strcmp(name, "join")) { struct jv sep = kwarg(kwnames, kwvals, nkw, "d", args, nargs, 0); struct jv at = kwarg(kwnames, kwvals, nkw, "attribute", args, nargs, 1); struct jv r = join(c, v, sep.k == JV_UNDEF ? NULL : &sep, &at); jv_free(&sep); jv_free(&at); return r; }
+    if (!strcmp(name, "replace")) {
+        if (nargs < 2) { jinja_fail(c, WK_E_INVALID, "replace needs two arguments"); return JV_UNDEF_V; }
+        struct jv s = to_string(v), o = to_string(&args[0]), n = to_string(&args[1]);
+        struct jv r = replace(&s, &o, &n, nargs > 2 && args[2].k == JV_INT ? args[2].u.i : -1);
+        jv_free(&s), jv_free(&o), jv_free(&n);
+        return r;
+    }
+    if (!strcmp(name, "select") || !strcmp(name, "reject") || !strcmp(name, "selectattr") || !strcmp(name, "rejectattr") || !strcmp(name, "map"))
+        return select_map(c, name, v, args, nargs, kwnames, kwvals, nkw);
+    if (!strcmp(name, "items")) return items_of(c, v);
+    if (!strcmp(name, "list")) { json_t *l = jv_iter_list(c, v); return l ? (struct jv){.k = JV_LIST, .u.j = l} : JV_UNDEF_V; }
+    if (!strcmp(name, "indent")) {
+        struct jv w = kwarg(kwnames, kwvals, nkw, "width", args, nargs, 0), f = kwarg(kwnames, kwvals, nkw, "first", args, nargs, 1), bl = kwarg(kwnames, kwvals, nkw, "blank", args, nargs, 2);
+        struct jv s = to_string(v);
+        struct jv r = indent(&s, w.k == JV_INT ? w.u.i : 4, jv_truthy(&f), jv_truthy(&bl));
+        jv_free(&w), jv_free(&f), jv_free(&bl), jv_free(&s);
+        return r;
+    }
+    return filter_misc(c, name, v, args, nargs, kwnames, kwvals, nkw);
+}
+
+struct jv jinja_filter_more(struct jctx *c, const char *name, struct jv *v, struct jv *args, size_t nargs,
+                            const char **kwnames, struct jv *kwvals, size_t nkw);
+
+static struct jv filter_misc(struct jctx *c, const char *name, struct jv *v, struct jv *args, size_t nargs,
+                             const char **kwnames, struct jv *kwvals, size_t nkw)
+{
+    if (!strcmp(name, "sort") || !strcmp(name, "dictsort")) {
+        bool dict = name[0] == 'd';
+        struct jv rev = kwarg(kwnames, kwvals, nkw, "reverse", args, nargs, dict ? 2 : 0);
+        struct jv cs = kwarg(kwnames, kwvals, nkw, "case_sensitive", args, nargs, dict ? 0 : 1);
+        struct jv at = kwarg(kwnames, kwvals, nkw, "attribute", args, nargs, 2);
+        struct jv src = dict ? items_of(c, v) : (struct jv){.k = JV_LIST, .u.j = jv_iter_list(c, v)};
+        json_t *out = c->st || !src.u.j ? NULL : sorted(c, src.u.j, dict ? NULL : at.k == JV_STR ? jv_s(&at) : NULL, jv_truthy(&rev), !jv_truthy(&cs));
+        if (src.u.j) jv_free(&src);
+        jv_free(&rev), jv_free(&cs), jv_free(&at);
+        if (!out || c->st) { if (out) json_decref(out); return JV_UNDEF_V; }
+        return (struct jv){.k = JV_LIST, .u.j = out};
+    }
+    return jinja_filter_more(c, name, v, args, nargs, kwnames, kwvals, nkw);
+}
+
+/* ---- methods ---- */
+
+static const char *const STR_METHODS[] = {"startswith", "endswith", "split", "rsplit", "strip", "lstrip", "rstrip", "replace",
+                                          "upper", "lower", "title", "capitalize", "find", "count", "format", "join", "isdigit", "isspace", "splitlines", NULL};
+static const char *const DICT_METHODS[] = {"items", "keys", "values", "get", "pop", "update", "setdefault", "clear", "copy", NULL};
+static const char *const LIST_METHODS[] = {"append", "pop", "extend", "insert", "remove", "index", "count", "sort", "reverse", "clear", "copy", NULL};
+
+bool jinja_has_method(const struct jv *recv, const char *name)
+{
+    if (recv->k == JV_STR) return in_list(STR_METHODS, name);
+    if (recv->k == JV_DICT) return in_list(DICT_METHODS, name);
+    if (recv->k == JV_LIST) return in_list(LIST_METHODS, name);
+    return false;
+}
+
+static struct jv str_method(struct jctx *c, const char *m, const struct jv *s, struct jv *args, size_t nargs)
+{
+    const struct jv *a = nargs ? &args[0] : NULL;
+    if (!strcmp(m, "startswith") || !strcmp(m, "endswith")) {
+        if (!a || a->k != JV_STR) { jinja_fail(c, WK_E_INVALID, "%s needs a string", m); return JV_UNDEF_V; }
+        size_t n = jv_len_s(s), k = jv_len_s(a);
+        if (k > n) return jv_bool(false);
+        return jv_bool(!memcmp(jv_s(s) + (m[0] == 's' ? 0 : n - k), jv_s(a), k));
+    }
+    if (!strcmp(m, "split") || !strcmp(m, "rsplit"))
+        return split(c, s, a, nargs > 1 && args[1].k == JV_INT ? args[1].u.i : -1, m[0] == 'r');
+    if (!strcmp(m, "strip") || !strcmp(m, "lstrip") || !strcmp(m, "rstrip"))
+        return strip(s, a && a->k == JV_STR ? a : NULL, m[0] != 'r', m[0] != 'l');
+    if (!strcmp(m, "replace")) {
+        if (nargs < 2 || args[0].k != JV_STR || args[1].k != JV_STR) { jinja_fail(c, WK_E_INVALID, "replace needs two strings"); return JV_UNDEF_V; }
+        return replace(s, &args[0], &args[1], nargs > 2 && args[2].k == JV_INT ? args[2].u.i : -1);
+    }
+    if (!strcmp(m, "upper")) return case_map(s, 1);
+    if (!strcmp(m, "lower")) return case_map(s, 0);
+    if (!strcmp(m, "title")) return case_map(s, 2);
+    if (!strcmp(m, "capitalize")) return case_map(s, 3);
+    if (!strcmp(m, "find") || !strcmp(m, "count")) {
+        if (!a || a->k != JV_STR) { jinja_fail(c, WK_E_INVALID, "%s needs a string", m); return JV_UNDEF_V; }
+        const char *p = jv_s(s), *hit = memmem(p, jv_len_s(s), jv_s(a), jv_len_s(a));
+        if (m[0] == 'f') return jv_int(hit ? (long long)utf8_count(p, (size_t)(hit - p)) : -1);
+        long long n = 0;
+        size_t i = 0;
+        if (!jv_len_s(a)) return jv_int((long long)utf8_count(p, jv_len_s(s)) + 1);
+        while ((hit = memmem(p + i, jv_len_s(s) - i, jv_s(a), jv_len_s(a)))) { n++; i = (size_t)(hit - p) + jv_len_s(a); }
+        return jv_int(n);
+    }
+    if (!strcmp(m, "join") && a) {
+        json_t *items = jv_iter_list(c, a);
+        if (!items) return JV_UNDEF_V;
+        struct jbuf b = {0};
+        for (size_t i = 0; i < json_array_size(items); i++) {
+            if (i) jbuf_put(&b, jv_s(s), jv_len_s(s));
+            struct jv e = jv_from_json(json_incref(json_array_get(items, i)));
+            jv_write_str(&b, &e);
+            jv_free(&e);
+        }
+        json_decref(items);
+        return b.p ? jv_str_take(&b) : jv_str("", 0);
+    }
+    if (!strcmp(m, "isdigit") || !strcmp(m, "isspace")) {
+        if (!jv_len_s(s)) return jv_bool(false);
+        for (const char *p = jv_s(s); *p; p++)
+            if (m[2] == 'd' ? !isdigit((unsigned char)*p) : !is_ws((unsigned char)*p)) return jv_bool(false);
+        return jv_bool(true);
+    }
+    jinja_fail(c, WK_E_INVALID, "str.%s is not supported", m);
+    return JV_UNDEF_V;
+}
+
+struct jv jinja_call_method(struct jctx *c, const struct jv *m, struct jv *args, size_t nargs,
+                            const char **kwnames, struct jv *kwvals, size_t nkw)
+{
+    if (!m->recv) { /* loop.cycle */
+        if (!nargs) { jinja_fail(c, WK_E_INVALID, "no items for cycling given"); return JV_UNDEF_V; }
+        return jv_copy(&args[m->u.loop ? 0 : 0]);
+    }
+    const struct jv *r = m->recv;
+    if (r->k == JV_STR) return str_method(c, m->name, r, args, nargs);
+    if (r->k == JV_DICT) {
+        if (!strcmp(m->name, "items")) return items_of(c, r);
+        if (!strcmp(m->name, "keys")) return (struct jv){.k = JV_LIST, .u.j = jv_iter_list(c, r)};
+        if (!strcmp(m->name, "values")) {
+            json_t *out = json_array();
+            const char *key;
+            json_t *val;
+            json_object_foreach(r->u.j, key, val) json_array_append(out, val);
+            return (struct jv){.k = JV_LIST, .u.j = out};
+        }
+        if (!strcmp(m->name, "get")) {
+            if (!nargs || args[0].k != JV_STR) return nargs > 1 ? jv_copy(&args[1]) : JV_NONE_V;
+            json_t *j = json_object_get(r->u.j, jv_s(&args[0]));
+            if (j) return jv_from_json(json_incref(j));
+            struct jv d = kwarg(kwnames, kwvals, nkw, "default", args, nargs, 1);
+            return d.k == JV_UNDEF ? JV_NONE_V : d;
+        }
+        if (!strcmp(m->name, "copy")) return (struct jv){.k = JV_DICT, .u.j = json_copy(r->u.j)};
+    }
+    if (r->k == JV_LIST) {
+        if (!strcmp(m->name, "copy")) return (struct jv){.k = JV_LIST, .u.j = json_copy(r->u.j)};
+        if (!strcmp(m->name, "index") || !strcmp(m->name, "count")) {
+            long long n = 0;
+            for (size_t i = 0; nargs && i < json_array_size(r->u.j); i++) {
+                struct jv e = jv_from_json(json_incref(json_array_get(r->u.j, i)));
+                bool eq = jv_equal(&e, &args[0]);
+                jv_free(&e);
+                if (eq && m->name[0] == 'i') return jv_int((long long)i);
+                n += eq;
+            }
+            if (m->name[0] == 'c') return jv_int(n);
+            jinja_fail(c, WK_E_INVALID, "value is not in list");
+            return JV_UNDEF_V;
+        }
+    }
+    jinja_fail(c, WK_E_INVALID, "access to attribute '%s' of '%s' object is unsafe.", m->name, jv_type_name(r));
+    return JV_UNDEF_V;
+}
+
+struct jv jinja_call_func(struct jctx *c, const struct jv *f, struct jv *args, size_t nargs,
+                          const char **kwnames, struct jv *kwvals, size_t nkw)
+{
+    switch (f->u.func) {
+    case 0: { /* raise_exception */
+        struct jv s = nargs ? to_string(&args[0]) : jv_str("", 0);
+        jinja_fail(c, WK_E_INVALID, "%s", jv_s(&s));
+        jv_free(&s);
+        return JV_UNDEF_V;
+    }
+    case 1: case 4: { /* namespace, dict */
+        json_t *o = json_object();
+        if (nargs && args[0].k == JV_DICT) json_object_update(o, args[0].u.j);
+        for (size_t i = 0; i < nkw; i++) {
+            json_t *j = jv_to_json(&kwvals[i]);
+            if (j) json_object_set_new(o, kwnames[i], j);
+        }
+        return (struct jv){.k = f->u.func == 1 ? JV_NS : JV_DICT, .u.j = o};
+    }
+    case 2: { /* strftime_now */
+        time_t now = c->t->fixed_time >= 0 ? (time_t)c->t->fixed_time : time(NULL);
+        struct tm tm;
+        if (c->t->fixed_time >= 0) gmtime_r(&now, &tm);
+        else localtime_r(&now, &tm);
+        char buf[256];
+        size_t n = nargs && args[0].k == JV_STR ? strftime(buf, sizeof buf, jv_s(&args[0]), &tm) : 0;
+        return jv_str(buf, n);
+    }
+    case 3: { /* range */
+        long long a = 0, b = 0, s = 1;
+        if (nargs == 1) b = args[0].u.i;
+        else if (nargs >= 2) a = args[0].u.i, b = args[1].u.i;
+        if (nargs >= 3) s = args[2].u.i;
+        if (s == 0 || nargs == 0) { jinja_fail(c, WK_E_INVALID, "range() arg 3 must not be zero"); return JV_UNDEF_V; }
+        json_t *out = json_array();
+        for (long long i = a; (s > 0 ? i < b : i > b); i += s) {
+            if (json_array_size(out) >= 100000) { json_decref(out); jinja_fail(c, WK_E_RANGE, "range too big"); return JV_UNDEF_V; }
+            json_array_append_new(out, json_integer(i));
+        }
+        return (struct jv){.k = JV_LIST, .u.j = out};
+    }
+    }
+    return JV_UNDEF_V;
+}

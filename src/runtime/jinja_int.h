@@ -1,0 +1,190 @@
+/*
+ * jinja_int.h - the internals of the Jinja engine (wk_jinja.h): tokens,
+ * the syntax tree, runtime values and the helpers the lexer, parser,
+ * evaluator and filters share.
+ */
+#ifndef WK_JINJA_INT_H
+#define WK_JINJA_INT_H
+
+#include "wk_jinja.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* ---- tokens ---- */
+enum jtok {
+    JT_EOF, JT_DATA, JT_VAR_BEGIN, JT_VAR_END, JT_BLOCK_BEGIN, JT_BLOCK_END,
+    JT_NAME, JT_STRING, JT_INT, JT_FLOAT, JT_OP
+};
+
+struct jtoken {
+    enum jtok type;
+    int line;
+    const char *s; /* into the source (DATA, NAME, OP) or owned (STRING) */
+    size_t len;
+    long long ival;
+    double fval;
+};
+
+struct jtokens {
+    struct jtoken *v;
+    size_t n, cap;
+};
+
+/* Splits src into tokens with trim_blocks, lstrip_blocks and the - / +
+ * markers applied. STRING tokens own s (free with jinja_tokens_free). */
+enum wk_status jinja_lex(const char *src, size_t len, struct jtokens *out, struct wk_error *err);
+void jinja_tokens_free(struct jtokens *t);
+
+/* ---- syntax tree ---- */
+enum jnode {
+    /* statements */
+    JN_TEXT, JN_OUT, JN_IF, JN_FOR, JN_SET, JN_SETBLOCK, JN_MACRO, JN_CALLBLOCK, JN_FILTERBLOCK,
+    JN_BREAK, JN_CONTINUE, JN_BODY,
+    /* expressions */
+    JE_LIT, JE_NAME, JE_ATTR, JE_ITEM, JE_SLICE, JE_CALL, JE_FILTER, JE_TEST, JE_NEG, JE_POS,
+    JE_NOT, JE_BIN, JE_AND, JE_OR, JE_CMP, JE_COND, JE_LIST, JE_TUPLE, JE_DICT, JE_KWARG
+};
+
+enum jcmp { JC_EQ, JC_NE, JC_LT, JC_LE, JC_GT, JC_GE, JC_IN, JC_NOTIN };
+
+struct jnode_vec {
+    struct jnode_s **v;
+    size_t n, cap;
+};
+
+struct jnode_s {
+    enum jnode kind;
+    int line;
+    int op;      /* JE_BIN: '+', '-', '*', '/', 'F' (//), '%', 'P' (**), '~'; JE_CMP: enum jcmp */
+    bool negate; /* JE_TEST: "is not" */
+    char *str;   /* name, attribute, filter or test name, text (owned) */
+    size_t len;
+    json_t *lit; /* JE_LIT */
+    struct jnode_s *a, *b, *c, *d;
+    struct jnode_vec args, kwargs, body, orelse;
+};
+
+struct wk_jinja {
+    struct jnode_s *root; /* a JN_BODY */
+    long long fixed_time; /* < 0: now */
+};
+
+enum wk_status jinja_parse_tokens(const struct jtokens *toks, struct jnode_s **root,
+                                  struct wk_error *err);
+void jinja_node_free(struct jnode_s *n);
+
+/* ---- values ---- */
+enum jv_kind {
+    JV_UNDEF, JV_NONE, JV_BOOL, JV_INT, JV_FLOAT, JV_STR, JV_LIST, JV_DICT, JV_NS,
+    JV_MACRO, JV_FUNC, JV_METHOD, JV_LOOP
+};
+
+struct jframe;
+struct jloop;
+
+/* A runtime value. STR, LIST, DICT and NS hold a reference to j (a jansson
+ * string, array, object, object); METHOD holds its receiver in recv. */
+struct jv {
+    enum jv_kind k;
+    bool tuple; /* a LIST made by a tuple literal or items(): prints with () */
+    union {
+        bool b;
+        long long i;
+        double f;
+        json_t *j;
+        const struct jnode_s *macro;
+        int func;
+        struct jloop *loop;
+    } u;
+    const char *name;       /* UNDEF: the missing name; METHOD, FUNC: its name */
+    struct jv *recv;        /* METHOD: the receiver (owned) */
+    struct jframe *closure; /* MACRO: the frame it was defined in */
+};
+
+#define JV_UNDEF_V ((struct jv){.k = JV_UNDEF})
+#define JV_NONE_V ((struct jv){.k = JV_NONE})
+
+static inline struct jv jv_bool(bool b) { return (struct jv){.k = JV_BOOL, .u.b = b}; }
+static inline struct jv jv_int(long long i) { return (struct jv){.k = JV_INT, .u.i = i}; }
+static inline struct jv jv_float(double f) { return (struct jv){.k = JV_FLOAT, .u.f = f}; }
+
+/* An output buffer with a cap; failing appends record WK_E_NOMEM or
+ * WK_E_RANGE in st and are then no-ops. */
+struct jbuf {
+    char *p;
+    size_t n, cap, limit;
+    enum wk_status st;
+};
+void jbuf_put(struct jbuf *b, const char *s, size_t n);
+void jbuf_puts(struct jbuf *b, const char *s);
+void jbuf_printf(struct jbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* The render state. */
+struct jctx {
+    const struct wk_jinja *t;
+    struct jbuf *out;
+    struct wk_error *err;
+    enum wk_status st;
+    int depth;
+    long long iterations;
+    struct jframe *globals;
+    struct jframe *frame; /* the innermost scope */
+    const struct jnode_s *caller_body; /* the body of the enclosing {% call %} */
+    struct jframe *caller_frame;
+};
+
+/* values: jinja_value.c */
+void jv_free(struct jv *v);
+struct jv jv_copy(const struct jv *v);
+struct jv jv_from_json(json_t *j); /* takes a new reference */
+struct jv jv_str(const char *s, size_t n);
+struct jv jv_str_take(struct jbuf *b); /* b's text; frees b */
+bool jv_is_str(const struct jv *v);
+const char *jv_s(const struct jv *v);
+size_t jv_len_s(const struct jv *v);
+bool jv_truthy(const struct jv *v);
+bool jv_equal(const struct jv *a, const struct jv *b);
+const char *jv_type_name(const struct jv *v);
+/* A json value (a new reference) of v, or NULL when v has no JSON form. */
+json_t *jv_to_json(const struct jv *v);
+/* Python str(v) / repr(v) appended to b. */
+void jv_write_str(struct jbuf *b, const struct jv *v);
+void jv_write_repr(struct jbuf *b, const struct jv *v);
+void jinja_write_float(struct jbuf *b, double f);
+/* json.dumps(v, ensure_ascii=False, indent, separators, sort_keys). */
+void jinja_json_dump(struct jbuf *b, json_t *j, int indent, const char *item_sep,
+                     const char *key_sep, bool sort_keys, int level);
+int jv_compare(struct jctx *c, const struct jv *a, const struct jv *b, bool *ok);
+/* Number of elements of a sequence/mapping/string (code points); -1 if none. */
+long long jv_length(const struct jv *v);
+/* The items of an iterable as a new array (dicts: keys; strings: chars). */
+json_t *jv_iter_list(struct jctx *c, const struct jv *v);
+size_t utf8_count(const char *s, size_t n);
+
+/* errors */
+enum wk_status jinja_fail(struct jctx *c, enum wk_status st, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* eval: jinja_eval.c */
+struct jv jinja_eval(struct jctx *c, const struct jnode_s *n);
+struct jv jinja_call_macro(struct jctx *c, const struct jv *m, struct jv *args, size_t nargs,
+                           const char **kwnames, struct jv *kwvals, size_t nkw,
+                           const struct jnode_s *caller);
+struct jv jinja_getattr(struct jctx *c, const struct jv *obj, const char *name);
+struct jv jinja_getitem(struct jctx *c, const struct jv *obj, const struct jv *key);
+
+/* filters, tests, methods: jinja_filters.c, jinja_methods.c */
+struct jv jinja_filter(struct jctx *c, const char *name, struct jv *v, struct jv *args,
+                       size_t nargs, const char **kwnames, struct jv *kwvals, size_t nkw);
+bool jinja_test(struct jctx *c, const char *name, const struct jv *v, struct jv *args,
+                size_t nargs);
+bool jinja_filter_known(const char *name);
+bool jinja_test_known(const char *name);
+bool jinja_has_method(const struct jv *recv, const char *name);
+struct jv jinja_call_method(struct jctx *c, const struct jv *m, struct jv *args, size_t nargs,
+                            const char **kwnames, struct jv *kwvals, size_t nkw);
+struct jv jinja_call_func(struct jctx *c, const struct jv *f, struct jv *args, size_t nargs,
+                          const char **kwnames, struct jv *kwvals, size_t nkw);
+
+#endif
