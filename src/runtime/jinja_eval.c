@@ -18,10 +18,6 @@ struct jframe {
     size_t n, cap;
 };
 
-struct jloop {
-    json_t *items;
-    size_t index, length;
-};
 
 enum { FLOW_NORMAL, FLOW_BREAK, FLOW_CONTINUE, FLOW_ERROR };
 
@@ -97,7 +93,7 @@ struct jv jinja_getattr(struct jctx *c, const struct jv *obj, const char *name)
 {
     switch (obj->k) {
     case JV_UNDEF:
-        jinja_fail(c, WK_E_INVALID, "'%s' is undefined", obj->name ? obj->name : "value");
+        jinja_undef_fail(c, obj);
         return JV_UNDEF_V;
     case JV_DICT:
     case JV_NS: {
@@ -129,7 +125,7 @@ struct jv jinja_getattr(struct jctx *c, const struct jv *obj, const char *name)
         if (jinja_has_method(obj, name)) return method_value(obj, name);
         break;
     }
-    return (struct jv){.k = JV_UNDEF, .name = name};
+    return jv_undef_in(obj, name, NULL);
 }
 
 static long long norm_index(long long i, long long n) { return i < 0 ? i + n : i; }
@@ -137,25 +133,42 @@ static long long norm_index(long long i, long long n) { return i < 0 ? i + n : i
 struct jv jinja_getitem(struct jctx *c, const struct jv *obj, const struct jv *key)
 {
     if (obj->k == JV_UNDEF) {
-        jinja_fail(c, WK_E_INVALID, "'%s' is undefined", obj->name ? obj->name : "value");
+        jinja_undef_fail(c, obj);
         return JV_UNDEF_V;
     }
-    if ((obj->k == JV_DICT || obj->k == JV_NS) && key->k == JV_STR) {
+    if ((obj->k == JV_DICT || obj->k == JV_NS) && (key->k != JV_STR || jv_s(key)[0] == 1)) {
+        struct jbuf kb = {0};
+        json_t *j = jv_key_encode(c, key, &kb) ? json_object_get(obj->u.j, kb.p) : NULL;
+        wk_free(kb.p);
+        if (j) return jv_from_json(json_incref(j));
+    }
+    if ((obj->k == JV_DICT || obj->k == JV_NS) && key->k == JV_STR && jv_s(key)[0] != 1) {
         json_t *j = json_object_get(obj->u.j, jv_s(key));
         if (j) return jv_from_json(json_incref(j));
-        return (struct jv){.k = JV_UNDEF, .name = "item"};
     }
     if ((obj->k == JV_LIST || obj->k == JV_STR) && (key->k == JV_INT || key->k == JV_BOOL)) {
         long long n = jv_length(obj), i = norm_index(key->k == JV_INT ? key->u.i : key->u.b, n);
-        if (i < 0 || i >= n) return (struct jv){.k = JV_UNDEF, .name = "item"};
+        if (i < 0 || i >= n) {
+            struct jv u = jv_undef_in(obj, NULL, NULL);
+            u.has_index = true, u.u.i = key->k == JV_INT ? key->u.i : key->u.b;
+            return u;
+        }
         if (obj->k == JV_LIST) return jv_from_json(json_incref(json_array_get(obj->u.j, (size_t)i)));
         json_t *chars = jv_iter_list(c, obj);
         struct jv r = jv_from_json(json_incref(json_array_get(chars, (size_t)i)));
         json_decref(chars);
         return r;
     }
-    if (key->k == JV_STR) return jinja_getattr(c, obj, jv_s(key));
-    return (struct jv){.k = JV_UNDEF, .name = "item"};
+    if (key->k == JV_STR) {
+        if (c->st) return JV_UNDEF_V;
+        struct jv r = jinja_getattr(c, obj, jv_s(key));
+        if (r.k == JV_UNDEF && r.name == jv_s(key)) r.hold = json_incref(key->u.j);
+        return r;
+    }
+    struct jv u = jv_undef_in(obj, NULL, NULL);
+    if (key->k == JV_INT) u.has_index = true, u.u.i = key->u.i;
+    else u.owner = NULL, u.name = "item";
+    return u;
 }
 
 static struct jv eval_slice(struct jctx *c, const struct jnode_s *n, struct jv *obj)
@@ -196,33 +209,48 @@ static struct jv eval_slice(struct jctx *c, const struct jnode_s *n, struct jv *
     return (struct jv){.k = JV_LIST, .u.j = out};
 }
 
+/* s * k, its size checked before anything is allocated. */
+static struct jv repeat(struct jctx *c, const struct jv *s, long long k)
+{
+    size_t n = jv_len_s(s);
+    if (k <= 0 || n == 0) return jv_str("", 0);
+    if ((unsigned long long)k > WK_JINJA_MAX_OUTPUT / n) { jinja_fail(c, WK_E_RANGE, "string repetition too large"); return JV_UNDEF_V; }
+    struct jbuf sb = {.limit = WK_JINJA_MAX_OUTPUT};
+    if (!jbuf_reserve(&sb, n * (size_t)k)) { jinja_fail(c, WK_E_NOMEM, "out of memory"); return JV_UNDEF_V; }
+    for (long long i = 0; i < k; i++) jbuf_put(&sb, jv_s(s), n);
+    if (sb.st) { wk_free(sb.p); jinja_fail(c, sb.st, "string repetition too large"); return JV_UNDEF_V; }
+    return jv_str_take(&sb);
+}
+
 static struct jv arith(struct jctx *c, int op, struct jv *a, struct jv *b)
 {
     bool an = a->k == JV_INT || a->k == JV_FLOAT || a->k == JV_BOOL;
     bool bn = b->k == JV_INT || b->k == JV_FLOAT || b->k == JV_BOOL;
     if (op == '+' && a->k == JV_STR && b->k == JV_STR) {
-        struct jbuf sb = {0};
-        jbuf_put(&sb, jv_s(a), jv_len_s(a));
-        jbuf_put(&sb, jv_s(b), jv_len_s(b));
-        return sb.p ? jv_str_take(&sb) : jv_str("", 0);
+        bool safe = a->safe || b->safe; /* Markup + str escapes the str */
+        struct jv ea = safe && !a->safe ? jinja_escape(a) : jv_copy(a), eb = safe && !b->safe ? jinja_escape(b) : jv_copy(b);
+        struct jbuf sb = {.limit = WK_JINJA_MAX_OUTPUT};
+        jbuf_put(&sb, jv_s(&ea), jv_len_s(&ea));
+        jbuf_put(&sb, jv_s(&eb), jv_len_s(&eb));
+        jv_free(&ea), jv_free(&eb);
+        if (sb.st) { wk_free(sb.p); jinja_fail(c, sb.st, "string too large"); return JV_UNDEF_V; }
+        struct jv r = sb.p ? jv_str_take(&sb) : jv_str("", 0);
+        r.safe = safe;
+        return r;
     }
     if (op == '+' && a->k == JV_LIST && b->k == JV_LIST) {
         json_t *r = json_array();
         json_array_extend(r, a->u.j);
         json_array_extend(r, b->u.j);
-        return (struct jv){.k = JV_LIST, .u.j = r};
+        return (struct jv){.k = JV_LIST, .u.j = r, .tuple = a->tuple && b->tuple};
     }
-    if (op == '*' && ((a->k == JV_STR && b->k == JV_INT) || (a->k == JV_INT && b->k == JV_STR))) {
-        const struct jv *s = a->k == JV_STR ? a : b;
-        long long k = a->k == JV_INT ? a->u.i : b->u.i;
-        struct jbuf sb = {.limit = WK_JINJA_MAX_OUTPUT};
-        for (long long i = 0; i < k && !sb.st; i++) jbuf_put(&sb, jv_s(s), jv_len_s(s));
-        if (sb.st) { wk_free(sb.p); jinja_fail(c, WK_E_RANGE, "string repetition too large"); return JV_UNDEF_V; }
-        return sb.p ? jv_str_take(&sb) : jv_str("", 0);
-    }
+    if (op == '*' && ((a->k == JV_STR && b->k == JV_INT) || (a->k == JV_INT && b->k == JV_STR)))
+        return repeat(c, a->k == JV_STR ? a : b, a->k == JV_INT ? a->u.i : b->u.i);
     if (!an || !bn) {
         if (a->k == JV_UNDEF || b->k == JV_UNDEF)
-            jinja_fail(c, WK_E_INVALID, "'%s' is undefined", (a->k == JV_UNDEF ? a : b)->name ? (a->k == JV_UNDEF ? a : b)->name : "value");
+            jinja_undef_fail(c, a->k == JV_UNDEF ? a : b);
+        else if (op == '+' && (a->k == JV_STR || a->k == JV_LIST))
+            jinja_fail(c, WK_E_INVALID, "can only concatenate %s (not \"%s\") to %s", jv_type_name(a), jv_type_name(b), jv_type_name(a));
         else
             jinja_fail(c, WK_E_INVALID, "unsupported operand type(s) for %c: '%s' and '%s'", op == 'F' ? '/' : op == 'P' ? '*' : op, jv_type_name(a), jv_type_name(b));
         return JV_UNDEF_V;
@@ -231,28 +259,42 @@ static struct jv arith(struct jctx *c, int op, struct jv *a, struct jv *b)
     long long x = a->k == JV_INT ? a->u.i : a->k == JV_BOOL ? a->u.b : 0;
     long long y = b->k == JV_INT ? b->u.i : b->k == JV_BOOL ? b->u.b : 0;
     double fx = a->k == JV_FLOAT ? a->u.f : (double)x, fy = b->k == JV_FLOAT ? b->u.f : (double)y;
+    long long z;
     switch (op) {
-    case '+': return ints ? jv_int(x + y) : jv_float(fx + fy);
-    case '-': return ints ? jv_int(x - y) : jv_float(fx - fy);
-    case '*': return ints ? jv_int(x * y) : jv_float(fx * fy);
+    case '+': if (ints && __builtin_add_overflow(x, y, &z)) goto overflow; return ints ? jv_int(x + y) : jv_float(fx + fy);
+    case '-': if (ints && __builtin_sub_overflow(x, y, &z)) goto overflow; return ints ? jv_int(x - y) : jv_float(fx - fy);
+    case '*': if (ints && __builtin_mul_overflow(x, y, &z)) goto overflow; return ints ? jv_int(x * y) : jv_float(fx * fy);
     case '/':
         if (fy == 0) break;
         return jv_float(fx / fy);
     case 'F':
         if (fy == 0) break;
+        if (ints && y == -1) { if (__builtin_sub_overflow(0, x, &z)) goto overflow; return jv_int(z); }
         if (ints) { long long q = x / y; if ((x % y != 0) && ((x < 0) != (y < 0))) q--; return jv_int(q); }
         return jv_float(floor(fx / fy));
     case '%':
         if (fy == 0) break;
+        if (ints && y == -1) return jv_int(0);
         if (ints) { long long r = x % y; if (r && ((r < 0) != (y < 0))) r += y; return jv_int(r); }
         { double r = fmod(fx, fy); if (r && ((r < 0) != (fy < 0))) r += fy; return jv_float(r); }
     case 'P':
-        if (ints && y >= 0) { long long r = 1; for (long long i = 0; i < y && i < 64; i++) r *= x; return jv_int(r); }
+        if (ints && y >= 0) {
+            long long r = 1;
+            for (long long i = 0; i < y && r != 0 && (r != 1 || x != 1); i++)
+                if (__builtin_mul_overflow(r, x, &r)) goto overflow;
+            if (x == -1) r = y % 2 ? -1 : 1;
+            return jv_int(r);
+        }
         return jv_float(pow(fx, fy));
     }
     jinja_fail(c, WK_E_INVALID, "division by zero");
     return JV_UNDEF_V;
+overflow:
+    jinja_fail(c, WK_E_RANGE, "integer result too large");
+    return JV_UNDEF_V;
 }
+
+struct jv jinja_arith(struct jctx *c, int op, struct jv *a, struct jv *b) { return arith(c, op, a, b); }
 
 static bool contains(struct jctx *c, const struct jv *needle, const struct jv *hay)
 {
@@ -261,7 +303,18 @@ static bool contains(struct jctx *c, const struct jv *needle, const struct jv *h
         if (jv_len_s(needle) == 0) return true;
         return memmem(jv_s(hay), jv_len_s(hay), jv_s(needle), jv_len_s(needle)) != NULL;
     }
-    if (hay->k == JV_DICT || hay->k == JV_NS) return needle->k == JV_STR && json_object_get(hay->u.j, jv_s(needle));
+    if (hay->k == JV_DICT || hay->k == JV_NS) {
+        struct jbuf kb = {0};
+        bool in = jv_key_encode(c, needle, &kb) && json_object_get(hay->u.j, kb.p);
+        wk_free(kb.p);
+        return in;
+    }
+    if (hay->k == JV_GEN) {
+        struct jv l = {.k = JV_LIST, .u.j = jv_iter_list(c, hay)};
+        bool in = l.u.j && contains(c, needle, &l);
+        jv_free(&l);
+        return in;
+    }
     if (hay->k == JV_LIST) {
         for (size_t i = 0; i < json_array_size(hay->u.j); i++) {
             struct jv e = jv_from_json(json_incref(json_array_get(hay->u.j, i)));
@@ -374,7 +427,7 @@ static struct jv eval_call(struct jctx *c, const struct jnode_s *n, const struct
     } else if (f.k == JV_FUNC) {
         r = jinja_call_func(c, &f, args, na, kwnames, kwvals, nkw);
     } else if (f.k == JV_UNDEF) {
-        jinja_fail(c, WK_E_INVALID, "'%s' is undefined", f.name ? f.name : "value");
+        jinja_undef_fail(c, &f);
     } else {
         jinja_fail(c, WK_E_INVALID, "'%s' object is not callable", jv_type_name(&f));
     }
@@ -414,8 +467,10 @@ static struct jv eval_seq(struct jctx *c, const struct jnode_s *n)
         if (!jj) break;
         if (n->kind == JE_DICT) {
             struct jv k = jinja_eval(c, n->args.v[i]);
-            if (k.k == JV_STR) json_object_set_new(j, jv_s(&k), jj);
-            else { json_decref(jj); if (!c->st) jinja_fail(c, WK_E_INVALID, "dict keys must be strings"); }
+            struct jbuf kb = {0};
+            if (!c->st && jv_key_encode(c, &k, &kb)) json_object_set_new(j, kb.p, jj);
+            else json_decref(jj);
+            wk_free(kb.p);
             jv_free(&k);
         } else {
             json_array_append_new(j, jj);
@@ -720,8 +775,10 @@ enum wk_status wk_jinja_render(const struct wk_jinja *t, const json_t *vars, cha
     struct jframe globals = {.vars = vars};
     struct jframe top = {.parent = &globals};
     struct jctx c = {.t = t, .out = &buf, .err = err, .globals = &top, .frame = &top};
+    jinja_tuples_begin();
     exec_body(&c, &t->root->body);
     frame_free(&top);
+    jinja_tuples_end();
     if (!c.st && buf.st) jinja_fail(&c, buf.st, "output too large");
     if (c.st) { wk_free(buf.p); return c.st; }
     if (!buf.p) { buf.p = wk_malloc(1); if (!buf.p) return wk_error_set(err, WK_E_NOMEM, "out of memory"); buf.p[0] = 0; }

@@ -9,7 +9,10 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <limits.h>
 #include <time.h>
+
+#define JINJA_MAX_RANGE 100000
 
 static const char *const FILTERS[] = {
     "tojson", "trim", "length", "count", "first", "last", "join", "upper", "lower", "title",
@@ -185,6 +188,8 @@ static struct jv select_map(struct jctx *c, const char *name, const struct jv *v
 {
     bool attr = !strncmp(name, "selectattr", 10) || !strncmp(name, "rejectattr", 10);
     bool reject = name[0] == 'r', map = !strcmp(name, "map");
+    const char *gname = map ? "sync_do_map" : "select_or_reject";
+    if (!jv_truthy(v)) return jv_gen(json_array(), gname); /* jinja2: "if value:" */
     json_t *items = jv_iter_list(c, v);
     if (!items) return JV_UNDEF_V;
     json_t *out = json_array();
@@ -211,7 +216,8 @@ static struct jv select_map(struct jctx *c, const char *name, const struct jv *v
     }
     jv_free(&mattr);
     json_decref(items);
-    return (struct jv){.k = JV_LIST, .u.j = out};
+    if (c->st) { json_decref(out); return JV_UNDEF_V; }
+    return jv_gen(out, gname);
 }
 
 static struct jctx *g_sort_ctx;
@@ -261,11 +267,17 @@ static json_t *sorted(struct jctx *c, json_t *items, const char *attr, bool reve
 static struct jv items_of(struct jctx *c, const struct jv *v)
 {
     if (v->k == JV_UNDEF) return (struct jv){.k = JV_LIST, .u.j = json_array()};
-    if (v->k != JV_DICT && v->k != JV_NS) { jinja_fail(c, WK_E_INVALID, "can only get item pairs from a mapping"); return JV_UNDEF_V; }
+    if (v->k != JV_DICT && v->k != JV_NS) { jinja_fail(c, WK_E_INVALID, "Can only get item pairs from a mapping."); return JV_UNDEF_V; }
     json_t *out = json_array();
     const char *key;
     json_t *val;
-    json_object_foreach(v->u.j, key, val) json_array_append_new(out, json_pack("[sO]", key, val));
+    json_object_foreach(v->u.j, key, val) {
+        struct jv k = jv_key_decode(key);
+        json_t *pair = json_pack("[oO]", jv_to_json(&k), val);
+        jv_free(&k);
+        jinja_mark_tuple(pair);
+        json_array_append_new(out, pair);
+    }
     return (struct jv){.k = JV_LIST, .u.j = out};
 }
 
@@ -303,7 +315,7 @@ struct jv jinja_filter(struct jctx *c, const char *name, struct jv *v, struct jv
     }
     if (v->k == JV_UNDEF && strcmp(name, "length") && strcmp(name, "count") && strcmp(name, "string") &&
         strcmp(name, "trim") && strcmp(name, "list") && strcmp(name, "join") && strcmp(name, "safe") && strcmp(name, "items") && strcmp(name, "lower") && strcmp(name, "upper")) {
-        jinja_fail(c, WK_E_INVALID, "'%s' is undefined", v->name ? v->name : "value");
+        jinja_undef_fail(c, v);
         return JV_UNDEF_V;
     }
     if (!strcmp(name, "tojson")) { struct jv ind = kwarg(kwnames, kwvals, nkw, "indent", args, nargs, 0); struct jv r = tojson(c, v, &ind); jv_free(&ind); return r; }
@@ -314,9 +326,8 @@ struct jv jinja_filter(struct jctx *c, const char *name, struct jv *v, struct jv
     }
     if (!strcmp(name, "string") || !strcmp(name, "safe") || !strcmp(name, "escape") || !strcmp(name, "e")) {
         struct jv s = to_string(v);
-        if (name[0] == 'e') { struct jv q = jv_str("&", 1), r = jv_str("&amp;", 5); struct jv t = replace(&s, &q, &r, -1); jv_free(&s); s = t; jv_free(&q); jv_free(&r);
-            static const char *const pairs[][2] = {{"<", "&lt;"}, {">", "&gt;"}, {"\"", "&#34;"}, {"'", "&#39;"}};
-            for (int i = 0; i < 4; i++) { q = jv_str(pairs[i][0], 1); r = jv_str(pairs[i][1], strlen(pairs[i][1])); t = replace(&s, &q, &r, -1); jv_free(&s); s = t; jv_free(&q); jv_free(&r); } }
+        s.safe = v->safe || !strcmp(name, "safe");
+        if (name[0] == 'e' && !s.safe) { struct jv t = jinja_escape(&s); jv_free(&s); s = t; }
         return s;
     }
     if (!strcmp(name, "trim")) { struct jv s = to_string(v); struct jv ch = kwarg(kwnames, kwvals, nkw, "chars", args, nargs, 0); struct jv r = strip(&s, ch.k == JV_STR ? &ch : NULL, true, true); jv_free(&s); jv_free(&ch); return r; }
@@ -336,8 +347,12 @@ struct jv jinja_filter(struct jctx *c, const char *name, struct jv *v, struct jv
     }
     if (!strcmp(name, "select") || !strcmp(name, "reject") || !strcmp(name, "selectattr") || !strcmp(name, "rejectattr") || !strcmp(name, "map"))
         return select_map(c, name, v, args, nargs, kwnames, kwvals, nkw);
-    if (!strcmp(name, "items")) return items_of(c, v);
-    if (!strcmp(name, "list")) { json_t *l = jv_iter_list(c, v); return l ? (struct jv){.k = JV_LIST, .u.j = l} : JV_UNDEF_V; }
+    if (!strcmp(name, "items")) { struct jv r = items_of(c, v); return r.k == JV_LIST ? jv_gen(r.u.j, "do_items") : r; }
+    if (!strcmp(name, "list")) {
+        json_t *l = jv_iter_list(c, v);
+        if (l && v->k == JV_LIST && v->tuple) { json_t *cp = json_copy(l); json_decref(l); l = cp; }
+        return l ? (struct jv){.k = JV_LIST, .u.j = l} : JV_UNDEF_V;
+    }
     if (!strcmp(name, "indent")) {
         struct jv w = kwarg(kwnames, kwvals, nkw, "width", args, nargs, 0), f = kwarg(kwnames, kwvals, nkw, "first", args, nargs, 1), bl = kwarg(kwnames, kwvals, nkw, "blank", args, nargs, 2);
         struct jv s = to_string(v);
@@ -347,9 +362,6 @@ struct jv jinja_filter(struct jctx *c, const char *name, struct jv *v, struct jv
     }
     return filter_misc(c, name, v, args, nargs, kwnames, kwvals, nkw);
 }
-
-struct jv jinja_filter_more(struct jctx *c, const char *name, struct jv *v, struct jv *args, size_t nargs,
-                            const char **kwnames, struct jv *kwvals, size_t nkw);
 
 static struct jv filter_misc(struct jctx *c, const char *name, struct jv *v, struct jv *args, size_t nargs,
                              const char **kwnames, struct jv *kwvals, size_t nkw)
@@ -384,7 +396,8 @@ bool jinja_has_method(const struct jv *recv, const char *name)
     return false;
 }
 
-static struct jv str_method(struct jctx *c, const char *m, const struct jv *s, struct jv *args, size_t nargs)
+static struct jv str_method(struct jctx *c, const char *m, const struct jv *s, struct jv *args, size_t nargs,
+                            const char **kwnames, struct jv *kwvals, size_t nkw)
 {
     const struct jv *a = nargs ? &args[0] : NULL;
     if (!strcmp(m, "startswith") || !strcmp(m, "endswith")) {
@@ -428,6 +441,7 @@ static struct jv str_method(struct jctx *c, const char *m, const struct jv *s, s
         json_decref(items);
         return b.p ? jv_str_take(&b) : jv_str("", 0);
     }
+    if (!strcmp(m, "format")) return jinja_str_format(c, s, args, nargs, kwnames, kwvals, nkw);
     if (!strcmp(m, "isdigit") || !strcmp(m, "isspace")) {
         if (!jv_len_s(s)) return jv_bool(false);
         for (const char *p = jv_s(s); *p; p++)
@@ -443,10 +457,10 @@ struct jv jinja_call_method(struct jctx *c, const struct jv *m, struct jv *args,
 {
     if (!m->recv) { /* loop.cycle */
         if (!nargs) { jinja_fail(c, WK_E_INVALID, "no items for cycling given"); return JV_UNDEF_V; }
-        return jv_copy(&args[m->u.loop ? 0 : 0]);
+        return jv_copy(&args[m->u.loop->index % nargs]);
     }
     const struct jv *r = m->recv;
-    if (r->k == JV_STR) return str_method(c, m->name, r, args, nargs);
+    if (r->k == JV_STR) return str_method(c, m->name, r, args, nargs, kwnames, kwvals, nkw);
     if (r->k == JV_DICT) {
         if (!strcmp(m->name, "items")) return items_of(c, r);
         if (!strcmp(m->name, "keys")) return (struct jv){.k = JV_LIST, .u.j = jv_iter_list(c, r)};
@@ -458,8 +472,11 @@ struct jv jinja_call_method(struct jctx *c, const struct jv *m, struct jv *args,
             return (struct jv){.k = JV_LIST, .u.j = out};
         }
         if (!strcmp(m->name, "get")) {
-            if (!nargs || args[0].k != JV_STR) return nargs > 1 ? jv_copy(&args[1]) : JV_NONE_V;
-            json_t *j = json_object_get(r->u.j, jv_s(&args[0]));
+            if (!nargs) { jinja_fail(c, WK_E_INVALID, "get expected at least 1 argument, got 0"); return JV_UNDEF_V; }
+            struct jbuf kb = {0};
+            json_t *j = jv_key_encode(c, &args[0], &kb) ? json_object_get(r->u.j, kb.p) : NULL;
+            wk_free(kb.p);
+            if (c->st) return JV_UNDEF_V;
             if (j) return jv_from_json(json_incref(j));
             struct jv d = kwarg(kwnames, kwvals, nkw, "default", args, nargs, 1);
             return d.k == JV_UNDEF ? JV_NONE_V : d;
@@ -515,16 +532,23 @@ struct jv jinja_call_func(struct jctx *c, const struct jv *f, struct jv *args, s
         return jv_str(buf, n);
     }
     case 3: { /* range */
-        long long a = 0, b = 0, s = 1;
-        if (nargs == 1) b = args[0].u.i;
-        else if (nargs >= 2) a = args[0].u.i, b = args[1].u.i;
-        if (nargs >= 3) s = args[2].u.i;
-        if (s == 0 || nargs == 0) { jinja_fail(c, WK_E_INVALID, "range() arg 3 must not be zero"); return JV_UNDEF_V; }
-        json_t *out = json_array();
-        for (long long i = a; (s > 0 ? i < b : i > b); i += s) {
-            if (json_array_size(out) >= 100000) { json_decref(out); jinja_fail(c, WK_E_RANGE, "range too big"); return JV_UNDEF_V; }
-            json_array_append_new(out, json_integer(i));
+        long long p[3] = {0, 0, 1};
+        if (nargs == 0 || nargs > 3) { jinja_fail(c, WK_E_INVALID, "range expected 1 to 3 arguments, got %zu", nargs); return JV_UNDEF_V; }
+        for (size_t i = 0; i < nargs; i++) {
+            if (args[i].k != JV_INT && args[i].k != JV_BOOL) { jinja_fail(c, WK_E_INVALID, "'%s' object cannot be interpreted as an integer", jv_type_name(&args[i])); return JV_UNDEF_V; }
+            p[nargs == 1 ? 1 : i] = args[i].k == JV_INT ? args[i].u.i : args[i].u.b;
         }
+        long long a = p[0], b = p[1], s = p[2];
+        if (s == 0) { jinja_fail(c, WK_E_INVALID, "range() arg 3 must not be zero"); return JV_UNDEF_V; }
+        /* the length, computed before anything is allocated */
+        __int128 span = s > 0 ? (__int128)b - a : (__int128)a - b, step = s > 0 ? (__int128)s : -(__int128)s;
+        __int128 count = span <= 0 ? 0 : (span + step - 1) / step;
+        if (count > JINJA_MAX_RANGE) { jinja_fail(c, WK_E_RANGE, "range too big (%lld items; the limit is %d)", (long long)(count > LLONG_MAX ? LLONG_MAX : count), JINJA_MAX_RANGE); return JV_UNDEF_V; }
+        c->iterations += (long long)count; /* items made count as loop iterations */
+        if (c->iterations > WK_JINJA_MAX_ITERATIONS) { jinja_fail(c, WK_E_RANGE, "too many loop iterations"); return JV_UNDEF_V; }
+        json_t *out = json_array();
+        for (long long i = 0; out && i < (long long)count; i++) json_array_append_new(out, json_integer(a + i * s));
+        if (!out) { jinja_fail(c, WK_E_NOMEM, "out of memory"); return JV_UNDEF_V; }
         return (struct jv){.k = JV_LIST, .u.j = out};
     }
     }

@@ -77,17 +77,29 @@ void jinja_node_free(struct jnode_s *n);
 /* ---- values ---- */
 enum jv_kind {
     JV_UNDEF, JV_NONE, JV_BOOL, JV_INT, JV_FLOAT, JV_STR, JV_LIST, JV_DICT, JV_NS,
-    JV_MACRO, JV_FUNC, JV_METHOD, JV_LOOP
+    JV_MACRO, JV_FUNC, JV_METHOD, JV_LOOP, JV_GEN
 };
 
 struct jframe;
-struct jloop;
+/* The state behind loop: the items iterated and the current index. */
+struct jloop {
+    json_t *items;
+    size_t index, length;
+};
 
-/* A runtime value. STR, LIST, DICT and NS hold a reference to j (a jansson
- * string, array, object, object); METHOD holds its receiver in recv. */
+/* A runtime value. STR, LIST, DICT, NS and GEN hold a reference to j (a
+ * jansson string, array, object, object, array); METHOD holds its receiver
+ * in recv. GEN is what jinja2's generator filters (map, select, reject,
+ * selectattr, rejectattr, batch, unique, items) return: its items are
+ * computed eagerly into j, iterating it empties j (a generator runs once),
+ * it is always true, has no len() and no JSON form; name is the Python
+ * function it prints as. UNDEF may carry why it is undefined: owner (a
+ * static type repr such as "dict object" or "None") and name, or, when
+ * has_index, the integer key in u.i. */
 struct jv {
     enum jv_kind k;
     bool tuple; /* a LIST made by a tuple literal or items(): prints with () */
+    bool safe;  /* a STR that is markupsafe's Markup (from |safe, |escape): + escapes a plain str operand */
     union {
         bool b;
         long long i;
@@ -97,7 +109,10 @@ struct jv {
         int func;
         struct jloop *loop;
     } u;
-    const char *name;       /* UNDEF: the missing name; METHOD, FUNC: its name */
+    bool has_index;         /* UNDEF: missing an integer key, u.i */
+    const char *name;       /* UNDEF: the missing name; METHOD, FUNC, GEN: its name */
+    const char *owner;      /* UNDEF: the object the name was missing from */
+    json_t *hold;           /* a reference keeping name alive, or NULL */
     struct jv *recv;        /* METHOD: the receiver (owned) */
     struct jframe *closure; /* MACRO: the frame it was defined in */
 };
@@ -118,6 +133,8 @@ struct jbuf {
 };
 void jbuf_put(struct jbuf *b, const char *s, size_t n);
 void jbuf_puts(struct jbuf *b, const char *s);
+/* Makes room for more bytes (false when the cap or memory refuses). */
+bool jbuf_reserve(struct jbuf *b, size_t more);
 void jbuf_printf(struct jbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* The render state. */
@@ -141,6 +158,8 @@ struct jv jv_from_json(json_t *j); /* takes a new reference */
 struct jv jv_str(const char *s, size_t n);
 struct jv jv_str_take(struct jbuf *b); /* b's text; frees b */
 bool jv_is_str(const struct jv *v);
+/* markupsafe.escape(s): & < > ' " as entities; the result is safe. */
+struct jv jinja_escape(const struct jv *s);
 const char *jv_s(const struct jv *v);
 size_t jv_len_s(const struct jv *v);
 bool jv_truthy(const struct jv *v);
@@ -161,6 +180,31 @@ long long jv_length(const struct jv *v);
 /* The items of an iterable as a new array (dicts: keys; strings: chars). */
 json_t *jv_iter_list(struct jctx *c, const struct jv *v);
 size_t utf8_count(const char *s, size_t n);
+static inline bool jv_refd(enum jv_kind k) { return k == JV_STR || k == JV_LIST || k == JV_DICT || k == JV_NS || k == JV_GEN; }
+
+/* Dict keys. A jansson object's keys are strings, so a non-string key is
+ * stored as "\x01" + a type letter + text: i (int), f (float repr), b (bool
+ * 0/1), n (None); a str key that starts with "\x01" is stored as "\x01s" +
+ * the key. jv_key_encode writes k's stored form, NUL-terminated, into b
+ * (false, with the error set, for an unhashable key); jv_key_decode makes
+ * the key value of a stored key. */
+bool jv_key_encode(struct jctx *c, const struct jv *k, struct jbuf *b);
+struct jv jv_key_decode(const char *key);
+
+/* Tuples. A tuple stored inside a list or dict is a jansson array marked in
+ * the render's tuple set (thread-local, from jinja_tuples_begin to
+ * jinja_tuples_end), so that it reads back, and prints, as a tuple. */
+void jinja_tuples_begin(void);
+void jinja_tuples_end(void);
+void jinja_mark_tuple(json_t *a);
+/* A generator value of the items of a (taken), printing as Python's name. */
+struct jv jv_gen(json_t *a, const char *name);
+/* The failure of using the undefined v (its name and owner in the message). */
+void jinja_undef_fail(struct jctx *c, const struct jv *v);
+/* An undefined value for owner's missing attribute or key name (a string
+ * that lives as long as the template, or that hold, when not NULL, keeps
+ * alive: the value takes a new reference to it). */
+struct jv jv_undef_in(const struct jv *owner, const char *name, json_t *hold);
 
 /* errors */
 enum wk_status jinja_fail(struct jctx *c, enum wk_status st, const char *fmt, ...)
@@ -171,6 +215,8 @@ struct jv jinja_eval(struct jctx *c, const struct jnode_s *n);
 struct jv jinja_call_macro(struct jctx *c, const struct jv *m, struct jv *args, size_t nargs,
                            const char **kwnames, struct jv *kwvals, size_t nkw,
                            const struct jnode_s *caller);
+/* a op b for the binary operators of JE_BIN but ~. */
+struct jv jinja_arith(struct jctx *c, int op, struct jv *a, struct jv *b);
 struct jv jinja_getattr(struct jctx *c, const struct jv *obj, const char *name);
 struct jv jinja_getitem(struct jctx *c, const struct jv *obj, const struct jv *key);
 
@@ -180,6 +226,11 @@ struct jv jinja_filter(struct jctx *c, const char *name, struct jv *v, struct jv
 bool jinja_test(struct jctx *c, const char *name, const struct jv *v, struct jv *args,
                 size_t nargs);
 bool jinja_filter_known(const char *name);
+/* Python's str.format of s (a str) with args and keyword arguments. */
+struct jv jinja_str_format(struct jctx *c, const struct jv *s, struct jv *args, size_t nargs,
+                           const char **kwnames, struct jv *kwvals, size_t nkw);
+struct jv jinja_filter_more(struct jctx *c, const char *name, struct jv *v, struct jv *args, size_t nargs,
+                            const char **kwnames, struct jv *kwvals, size_t nkw);
 bool jinja_test_known(const char *name);
 bool jinja_has_method(const struct jv *recv, const char *name);
 struct jv jinja_call_method(struct jctx *c, const struct jv *m, struct jv *args, size_t nargs,

@@ -9,6 +9,7 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static bool grow(struct jbuf *b, size_t more)
@@ -23,6 +24,8 @@ static bool grow(struct jbuf *b, size_t more)
     b->p = p, b->cap = cap;
     return true;
 }
+
+bool jbuf_reserve(struct jbuf *b, size_t more) { return grow(b, more); }
 
 void jbuf_put(struct jbuf *b, const char *s, size_t n)
 {
@@ -46,7 +49,8 @@ void jbuf_printf(struct jbuf *b, const char *fmt, ...)
 
 void jv_free(struct jv *v)
 {
-    if (v->k == JV_STR || v->k == JV_LIST || v->k == JV_DICT || v->k == JV_NS) json_decref(v->u.j);
+    if (jv_refd(v->k)) json_decref(v->u.j);
+    if (v->hold) json_decref(v->hold);
     if (v->recv) { jv_free(v->recv); wk_free(v->recv); }
     *v = JV_UNDEF_V;
 }
@@ -54,12 +58,119 @@ void jv_free(struct jv *v)
 struct jv jv_copy(const struct jv *v)
 {
     struct jv c = *v;
-    if (v->k == JV_STR || v->k == JV_LIST || v->k == JV_DICT || v->k == JV_NS) json_incref(v->u.j);
+    if (jv_refd(v->k)) json_incref(v->u.j);
+    if (v->hold) json_incref(v->hold);
     if (v->recv) {
         c.recv = wk_malloc(sizeof *c.recv);
         if (c.recv) *c.recv = jv_copy(v->recv);
     }
     return c;
+}
+
+/* ---- the tuple set: an open-addressing set of marked arrays, each
+ * holding a reference; when it fills up, arrays only it still references
+ * are dropped ---- */
+struct tupset {
+    json_t **v;
+    size_t n, cap;
+    bool active;
+};
+static _Thread_local struct tupset g_tup;
+
+static size_t ptr_slot(const json_t *p, size_t cap)
+{
+    uint64_t x = (uint64_t)(uintptr_t)p;
+    x ^= x >> 17;
+    x *= 0x9E3779B97F4A7C15ull;
+    return (size_t)(x >> 24) & (cap - 1);
+}
+
+static bool is_tuple(const json_t *a)
+{
+    if (!g_tup.cap) return false;
+    for (size_t i = ptr_slot(a, g_tup.cap); g_tup.v[i]; i = (i + 1) & (g_tup.cap - 1))
+        if (g_tup.v[i] == a) return true;
+    return false;
+}
+
+static void tup_put(json_t **v, size_t cap, json_t *a)
+{
+    size_t i = ptr_slot(a, cap);
+    while (v[i]) i = (i + 1) & (cap - 1);
+    v[i] = a;
+}
+
+void jinja_tuples_begin(void) { g_tup = (struct tupset){.active = true}; }
+
+void jinja_tuples_end(void)
+{
+    for (size_t i = 0; i < g_tup.cap; i++)
+        if (g_tup.v[i]) json_decref(g_tup.v[i]);
+    wk_free(g_tup.v);
+    g_tup = (struct tupset){0};
+}
+
+void jinja_mark_tuple(json_t *a)
+{
+    struct tupset *t = &g_tup;
+    if (!a || !t->active || is_tuple(a)) return;
+    if ((t->n + 1) * 2 > t->cap) {
+        size_t live = 0;
+        for (size_t i = 0; i < t->cap; i++) live += t->v[i] && t->v[i]->refcount > 1;
+        size_t cap = 64;
+        while (cap < (live + 1) * 4) cap *= 2;
+        json_t **v = wk_calloc(cap, sizeof *v);
+        if (!v) return;
+        for (size_t i = 0; i < t->cap; i++) {
+            if (!t->v[i]) continue;
+            if (t->v[i]->refcount > 1) tup_put(v, cap, t->v[i]);
+            else json_decref(t->v[i]);
+        }
+        wk_free(t->v);
+        t->v = v, t->cap = cap, t->n = live;
+    }
+    tup_put(t->v, t->cap, json_incref(a));
+    t->n++;
+}
+
+struct jv jv_gen(json_t *a, const char *name)
+{
+    if (!a) return JV_UNDEF_V;
+    return (struct jv){.k = JV_GEN, .u.j = a, .name = name};
+}
+
+bool jv_key_encode(struct jctx *c, const struct jv *k, struct jbuf *b)
+{
+    b->n = 0;
+    switch (k->k) {
+    case JV_STR:
+        if (jv_s(k)[0] == 1) jbuf_put(b, "\x01" "s", 2);
+        jbuf_put(b, jv_s(k), jv_len_s(k));
+        break;
+    case JV_INT: jbuf_printf(b, "\x01" "i%lld", k->u.i); break;
+    case JV_BOOL: jbuf_puts(b, k->u.b ? "\x01" "b1" : "\x01" "b0"); break;
+    case JV_FLOAT: jbuf_put(b, "\x01" "f", 2); jinja_write_float(b, k->u.f); break;
+    case JV_NONE: jbuf_put(b, "\x01" "n", 2); break;
+    default: jinja_fail(c, WK_E_INVALID, "unhashable type: '%s'", jv_type_name(k)); return false;
+    }
+    jbuf_put(b, "", 0);
+    if (b->st) { jinja_fail(c, b->st, "out of memory"); return false; }
+    return true;
+}
+
+struct jv jv_key_decode(const char *key)
+{
+    if (key[0] == 1) {
+        switch (key[1]) {
+        case 'i': return jv_int(strtoll(key + 2, NULL, 10));
+        case 'f': return jv_float(strtod(key + 2, NULL));
+        case 'b': return jv_bool(key[2] == '1');
+        case 'n': return JV_NONE_V;
+        case 's': return jv_str(key + 2, strlen(key + 2));
+        default: break;
+        }
+    }
+    return jv_str(key, strlen(key));
 }
 
 struct jv jv_from_json(json_t *j)
@@ -68,7 +179,7 @@ struct jv jv_from_json(json_t *j)
     if (!j) return JV_UNDEF_V;
     switch (json_typeof(j)) {
     case JSON_OBJECT: v.k = JV_DICT, v.u.j = j; return v;
-    case JSON_ARRAY: v.k = JV_LIST, v.u.j = j; return v;
+    case JSON_ARRAY: v.k = JV_LIST, v.u.j = j, v.tuple = is_tuple(j); return v;
     case JSON_STRING: v.k = JV_STR, v.u.j = j; return v;
     case JSON_INTEGER: v = jv_int(json_integer_value(j)); break;
     case JSON_REAL: v = jv_float(json_real_value(j)); break;
@@ -96,6 +207,25 @@ struct jv jv_str_take(struct jbuf *b)
 }
 
 bool jv_is_str(const struct jv *v) { return v->k == JV_STR; }
+
+struct jv jinja_escape(const struct jv *s)
+{
+    struct jbuf b = {0};
+    const char *p = jv_s(s);
+    for (size_t i = 0, n = jv_len_s(s); i < n; i++) {
+        switch (p[i]) {
+        case '&': jbuf_puts(&b, "&amp;"); break;
+        case '<': jbuf_puts(&b, "&lt;"); break;
+        case '>': jbuf_puts(&b, "&gt;"); break;
+        case '\'': jbuf_puts(&b, "&#39;"); break;
+        case '"': jbuf_puts(&b, "&#34;"); break;
+        default: jbuf_put(&b, p + i, 1);
+        }
+    }
+    struct jv r = b.p ? jv_str_take(&b) : jv_str("", 0);
+    r.safe = true;
+    return r;
+}
 const char *jv_s(const struct jv *v) { return v->k == JV_STR ? json_string_value(v->u.j) : ""; }
 size_t jv_len_s(const struct jv *v) { return v->k == JV_STR ? json_string_length(v->u.j) : 0; }
 
@@ -157,7 +287,7 @@ bool jv_equal(const struct jv *a, const struct jv *b)
         }
         return json_equal(x, y);
     }
-    case JV_NS: return a->u.j == b->u.j;
+    case JV_NS: case JV_GEN: return a->u.j == b->u.j;
     case JV_MACRO: return a->u.macro == b->u.macro;
     default: return false;
     }
@@ -166,7 +296,8 @@ bool jv_equal(const struct jv *a, const struct jv *b)
 const char *jv_type_name(const struct jv *v)
 {
     static const char *const names[] = {"Undefined", "NoneType", "bool", "int", "float", "str", "list",
-                                        "dict", "Namespace", "Macro", "function", "method", "LoopContext"};
+                                        "dict", "Namespace", "Macro", "function", "method", "LoopContext",
+                                        "generator"};
     if (v->k == JV_LIST && v->tuple) return "tuple";
     return names[v->k];
 }
@@ -201,8 +332,30 @@ int jv_compare(struct jctx *c, const struct jv *a, const struct jv *b, bool *ok)
     return 0;
 }
 
+static const char *owner_repr(const struct jv *v)
+{
+    static const char *const names[] = {"Undefined", "None", "bool object", "int object", "float object", "str object",
+                                        "list object", "dict object", "jinja2.utils.Namespace object", "Macro object",
+                                        "function object", "method object", "LoopContext object", "generator object"};
+    if (v->k == JV_LIST && v->tuple) return "tuple object";
+    return names[v->k];
+}
+
+struct jv jv_undef_in(const struct jv *owner, const char *name, json_t *hold)
+{
+    return (struct jv){.k = JV_UNDEF, .name = name, .owner = owner_repr(owner), .hold = hold ? json_incref(hold) : NULL};
+}
+
+void jinja_undef_fail(struct jctx *c, const struct jv *v)
+{
+    if (v->owner && v->has_index) jinja_fail(c, WK_E_INVALID, "%s has no element %lld", v->owner, v->u.i);
+    else if (v->owner) jinja_fail(c, WK_E_INVALID, "'%s' has no attribute '%s'", v->owner, v->name ? v->name : "");
+    else jinja_fail(c, WK_E_INVALID, "'%s' is undefined", v->name ? v->name : "value");
+}
+
 json_t *jv_to_json(const struct jv *v)
 {
+    if (v->k == JV_LIST && v->tuple) jinja_mark_tuple(v->u.j);
     switch (v->k) {
     case JV_NONE: return json_null();
     case JV_BOOL: return json_boolean(v->u.b);
@@ -295,7 +448,9 @@ void jv_write_repr(struct jbuf *b, const struct jv *v)
         json_object_foreach(v->u.j, key, val) {
             if (!first) jbuf_puts(b, ", ");
             first = false;
-            write_str_repr(b, key, strlen(key));
+            struct jv kv = jv_key_decode(key);
+            jv_write_repr(b, &kv);
+            jv_free(&kv);
             jbuf_puts(b, ": ");
             write_json_repr(b, val);
         }
@@ -316,6 +471,7 @@ void jv_write_str(struct jbuf *b, const struct jv *v)
     case JV_STR: jbuf_put(b, jv_s(v), jv_len_s(v)); return;
     case JV_LIST: case JV_DICT: jv_write_repr(b, v); return;
     case JV_NS: jbuf_puts(b, "<Namespace>"); return;
+    case JV_GEN: jbuf_printf(b, "<generator object %s at 0x0>", v->name ? v->name : "genexpr"); return;
     case JV_MACRO: jbuf_printf(b, "<Macro '%s'>", v->u.macro->str); return;
     default: jbuf_printf(b, "<%s>", v->name ? v->name : "function"); return;
     }
@@ -340,6 +496,25 @@ static void json_str_escaped(struct jbuf *b, const char *s, size_t n)
         }
     }
     jbuf_put(b, "\"", 1);
+}
+
+/* A dict key as json.dumps writes it: str keys as strings, others by
+ * their JSON text in quotes. */
+static void dump_key(struct jbuf *b, const char *key)
+{
+    if (key[0] != 1 || !key[1]) { json_str_escaped(b, key, strlen(key)); return; }
+    struct jv k = jv_key_decode(key);
+    struct jbuf t = {0};
+    if (k.k == JV_STR) jbuf_put(&t, jv_s(&k), jv_len_s(&k));
+    else if (k.k == JV_NONE) jbuf_puts(&t, "null");
+    else if (k.k == JV_BOOL) jbuf_puts(&t, k.u.b ? "true" : "false");
+    else if (k.k == JV_FLOAT && isnan(k.u.f)) jbuf_puts(&t, "NaN");
+    else if (k.k == JV_FLOAT && isinf(k.u.f)) jbuf_puts(&t, k.u.f < 0 ? "-Infinity" : "Infinity");
+    else jv_write_str(&t, &k);
+    json_str_escaped(b, t.p ? t.p : "", t.n);
+    if (t.st) b->st = t.st;
+    wk_free(t.p);
+    jv_free(&k);
 }
 
 static int key_cmp(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
@@ -392,7 +567,7 @@ void jinja_json_dump(struct jbuf *b, json_t *j, int indent, const char *item_sep
         for (size_t i = 0; i < n; i++) {
             if (i) jbuf_puts(b, item_sep);
             if (indent >= 0) newline_indent(b, indent, level + 1);
-            json_str_escaped(b, keys[i], strlen(keys[i]));
+            dump_key(b, keys[i]);
             jbuf_puts(b, key_sep);
             jinja_json_dump(b, json_object_get(j, keys[i]), indent, item_sep, key_sep, sort_keys, level + 1);
         }
@@ -410,10 +585,19 @@ json_t *jv_iter_list(struct jctx *c, const struct jv *v)
     if (v->k == JV_UNDEF) return json_array();
     json_t *a = json_array();
     if (!a) return NULL;
+    if (v->k == JV_GEN) { /* a generator runs once */
+        json_array_extend(a, v->u.j);
+        json_array_clear(v->u.j);
+        return a;
+    }
     if (v->k == JV_DICT || v->k == JV_NS) {
         const char *key;
         json_t *val;
-        json_object_foreach(v->u.j, key, val) json_array_append_new(a, json_string_nocheck(key));
+        json_object_foreach(v->u.j, key, val) {
+            struct jv k = jv_key_decode(key);
+            json_array_append_new(a, jv_to_json(&k));
+            jv_free(&k);
+        }
         return a;
     }
     if (v->k == JV_STR) {

@@ -30,7 +30,7 @@ struct wk_jinja;
 /* The limits a render runs under (wk_jinja_render uses these defaults). */
 #define WK_JINJA_MAX_OUTPUT ((size_t)64 << 20) /* bytes of output */
 #define WK_JINJA_MAX_DEPTH 200                 /* nested macro calls / expressions */
-#define WK_JINJA_MAX_ITERATIONS 10000000LL     /* loop iterations in all */
+#define WK_JINJA_MAX_ITERATIONS 1000000LL      /* loop iterations and range() items in all */
 
 /*
  * Parses the template src[0..len) (UTF-8; need not be NUL-terminated).

@@ -5,7 +5,10 @@
  * extensions=[loopcontrols]) with x=1, y=None (python3 -c, pasted), and
  * the error and limit paths.
  */
+#define _POSIX_C_SOURCE 200809L
 #include "check.h"
+
+#include <time.h>
 
 #include "../../src/runtime/wk_jinja.h"
 
@@ -94,4 +97,100 @@ static void test_errors(void)
     CHECK(out == NULL);
 }
 
-CHECK_MAIN(TEST(test_values), TEST(test_control), TEST(test_whitespace), TEST(test_filters_methods), TEST(test_errors))
+/* Renders src and checks it fails with st and a message containing msg. */
+static void expect_fail(const char *src, enum wk_status want, const char *msg)
+{
+    struct wk_error err = {0};
+    struct wk_jinja *t = NULL;
+    char *out = NULL;
+    enum wk_status st = wk_jinja_parse(src, strlen(src), &t, &err);
+    CHECK_EQ_INT(st, WK_OK);
+    if (st) return;
+    json_t *vars = json_pack("{s:i, s:n}", "x", 1, "y");
+    st = wk_jinja_render(t, vars, &out, NULL, &err);
+    json_decref(vars);
+    wk_jinja_free(t);
+    CHECK_EQ_INT(st, want);
+    CHECK(out == NULL);
+    if (msg && !strstr(err.msg, msg)) {
+        fprintf(stderr, "  message %s lacks %s\n", err.msg, msg);
+        CHECK(0);
+    }
+}
+
+/* Expected values below: python3 with jinja2 3.1.6, configured as
+ * tests/template/make-cases.py does, rendering with x=1, y=None. */
+static void test_jinja2_parity(void)
+{
+    /* non-string dict keys (ByteDance-Seed-OSS) */
+    expect("{% set d = {0: 'a', 512: 'b', none: 1, true: 2, 1.5: 3} %}{{ d }}|{{ d[512] }}|{{ d[none] }}|{{ d|tojson }}|{{ 512 in d }}|{{ d.get(1.5) }}",
+           "{0: 'a', 512: 'b', None: 1, True: 2, 1.5: 3}|b|1|{\"0\": \"a\", \"512\": \"b\", \"null\": 1, \"true\": 2, \"1.5\": 3}|True|3");
+    expect("{% set d = {16: 'x', 0: 'a', 512: 'b'} %}{% for k, v in d|dictsort %}{{ k }}={{ v }},{% endfor %}{{ d.items()|list }}",
+           "0=a,16=x,512=b,[(16, 'x'), (0, 'a'), (512, 'b')]");
+    /* select/map of None yield nothing (functionary v3.1: "if value:") */
+    expect("{{ y|selectattr(\"type\", \"equalto\", \"c\")|list|length }}|{{ y|map(\"upper\")|list }}|{% for t in y|reject %}{{ t }}{% endfor %}",
+           "0|[]|");
+    /* str.format (tencent-Hy3) */
+    expect("{{ '<a{}b{}>'.format('x', 'y') }}|{{ '{0}-{0}'.format(7) }}|{{ '{n!r}:{{}}'.format(n='q') }}|{{ '{:>5}|{:<4}|{:^6}|{:05d}|{:.2f}'.format('ab', 1, 'c', 42, 3.14159) }}",
+           "<axby>|7-7|'q':{}|   ab|1   |  c   |00042|3.14");
+    expect_fail("{{ '<a{}b{1}>'.format('x', 'y') }}", WK_E_INVALID, "cannot switch from manual field specification to automatic field numbering");
+    /* min, max, sum, round, batch, center, truncate (MiniCPM5) */
+    expect("{{ [3, 1, 2]|min }}{{ [3, 1, 2]|max }}{{ [1, 2.5]|sum }}{{ ['B', 'a', 'C']|min }}{{ [{'n': 2}, {'n': 1}]|min(attribute='n') }}{{ [{'n': 2}, {'n': 1}]|sum(attribute='n') }}{{ []|max }}",
+           "133.5a{'n': 1}3");
+    expect("{{ 2.5|round }}|{{ 2.675|round(2) }}|{{ 3|round }}|{{ 1.21|round(1, 'ceil') }}|{{ 1.29|round(1, 'floor') }}|{{ [1,2,3,4,5]|batch(2)|list }}|{{ [1,2,3]|batch(2, 0)|list }}|[{{ 'ab'|center(7) }}]|{{ 'hello big world'|truncate(9, leeway=0) }}|{{ 'hello big world'|truncate(9, True, leeway=0) }}|{{ 'abc'|truncate(5) }}",
+           "2.0|2.67|3|1.3|1.2|[[1, 2], [3, 4], [5]]|[[1, 2], [3, 0]]|[   ab  ]|hello...|hello ...|abc");
+    /* map/select results are generators (llama-cpp-deepseek-r1): run once,
+     * no len(), no JSON form */
+    expect_fail("{{ [{'a': 1}]|map(attribute='a')|tojson }}", WK_E_INVALID, "Object of type generator is not JSON serializable");
+    expect("{{ [1,2]|select|join(',') }}|{% set g = [1, 2]|map('string') %}{{ g|list }}{{ g|list }}|{{ [1]|select is iterable }}|{{ []|select|first is defined }}",
+           "1,2|['1', '2'][]|True|False");
+    expect_fail("{{ [1,2]|select|length }}", WK_E_INVALID, "object of type 'generator' has no len()");
+    expect("{{ [1]|select }}", "<generator object select_or_reject at 0x0>"); /* jinja2: at <its address> */
+    /* tuples and loop.cycle */
+    expect("{% for k in {'a': 1}.items() %}{{ k }}{% endfor %}|{{ {'a': 1}.items()|list }}|{{ {'a': 1}|dictsort }}|{{ (1,) }}|{{ [(1, 2)] }}|{{ (1, 2)|list }}",
+           "('a', 1)|[('a', 1)]|[('a', 1)]|(1,)|[(1, 2)]|[1, 2]");
+    expect("{% for i in range(5) %}{{ loop.cycle('a', 'b', 'c') }}{% endfor %}", "abcab");
+    /* Markup: |safe + str escapes the str (functionary v3.1) */
+    expect("{{ 'a'|safe + '<b>' }}|{{ '<c>' + 'd'|safe }}|{{ '<e>' ~ 'f'|safe }}|{{ '<g>'|e }}", "a&lt;b&gt;|&lt;c&gt;d|<e>f|&lt;g&gt;");
+    /* error messages as jinja2's */
+    expect_fail("{{ raise_exception('Exact message: <x> \"q\"') }}", WK_E_INVALID, "Exact message: <x> \"q\"");
+    expect_fail("{{ 'a' + {} }}", WK_E_INVALID, "can only concatenate str (not \"dict\") to str");
+    expect_fail("{{ x + 'a' }}", WK_E_INVALID, "unsupported operand type(s) for +: 'int' and 'str'");
+    expect_fail("{{ {}.x.y }}", WK_E_INVALID, "'dict object' has no attribute 'x'");
+    expect("{{ 'x' * -1 }}|{{ 2 ** 62 }}", "|4611686018427387904");
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Hostile templates stop with WK_E_RANGE, each in well under a second. */
+static void test_hostile(void)
+{
+    static const char *const srcs[] = {
+        "{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}",       /* deep recursion */
+        "{% for i in range(10**9) %}{% endfor %}",                       /* a huge range */
+        "{% for i in range(0, 10**18, 2) %}{% endfor %}",
+        "{{ 'x' * 10**10 }}",                                            /* string repetition */
+        "{{ 'xy' * 10**18 }}",
+        "{% set s = 'x' * 1000 %}{% for i in range(100000) %}{% for j in range(100000) %}{{ s }}{% endfor %}{% endfor %}",
+        "{% for i in range(100000) %}{% for j in range(100000) %}{% for k in range(100000) %}{% endfor %}{% endfor %}{% endfor %}",
+        "{{ 2 ** 100 }}",                                                /* no bigints */
+        "{% set s = 'ab' * 1000000 %}{{ (s * 40)|length }}",
+        "{{ '{:>999999999}'.format('x') }}|{{ 'x'|center(10**12) }}",
+    };
+    for (size_t i = 0; i < sizeof srcs / sizeof *srcs; i++) {
+        double t0 = now_s();
+        int before = g_check_failures;
+        expect_fail(srcs[i], WK_E_RANGE, NULL);
+        if (g_check_failures != before) fprintf(stderr, "  in hostile template %zu\n", i);
+        double dt = now_s() - t0;
+        if (dt > 1.0) { fprintf(stderr, "  template %zu took %.2f s\n", i, dt); CHECK(0); }
+    }
+}
+
+CHECK_MAIN(TEST(test_values), TEST(test_control), TEST(test_whitespace), TEST(test_filters_methods), TEST(test_errors),
+           TEST(test_jinja2_parity), TEST(test_hostile))
