@@ -1,0 +1,84 @@
+/*
+ * wk_gotmpl.h - an engine for the Go text/template TEMPLATEs of Ollama's
+ * Modelfiles (docs/modelfile.md, docs/template.md in Ollama).
+ *
+ * The language is Go's text/template: text and {{ actions }} with {{- -}}
+ * trimming and comment actions; if / else if / else / end, range (with
+ * $i, $e := ..., over arrays and objects, with else, break and continue),
+ * with / else with; variables ($x := ..., $x = ..., and $, the root);
+ * pipelines with |; literals (strings "..." and `...`, characters 'a',
+ * numbers, true, false, nil); parenthesised pipelines with field access;
+ * and the functions and, or, not, len, index, slice, eq (with several
+ * arguments), ne, lt, le, gt, ge, print, printf, println and Ollama's json
+ * (Go's json.Marshal). Not supported: define / template / block, methods,
+ * call, html / js / urlquery, complex numbers.
+ *
+ * The data (the dot) is a jansson value, seen as Go sees map[string]any:
+ * .Field looks the key up in an object (a missing key or a JSON null is
+ * "no value", printed <no value>; as an extension, a missing key "Name" is
+ * also looked up as "name", so Ollama API JSON with lowercase keys works);
+ * JSON integers are Go ints and JSON reals float64s; range over an object
+ * goes in sorted key order, as fmt prints maps. json writes an object's
+ * members in the object's own order (build them in the order of Ollama's
+ * struct fields to get Ollama's bytes).
+ *
+ * Rendering is bounded: a limit on nesting (checked when parsing), on the
+ * output size and on the number of range iterations; a template past one
+ * stops with WK_E_RANGE.
+ */
+#ifndef WK_GOTMPL_H
+#define WK_GOTMPL_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+#include "../base/wk_base.h"
+
+/* A parsed template; immutable once parsed, so several threads may render
+ * one at once. */
+struct wk_gotmpl;
+
+/* The default limits. */
+#define WK_GOTMPL_MAX_OUTPUT ((size_t)64 << 20) /* bytes of output */
+#define WK_GOTMPL_MAX_DEPTH 100                 /* nested blocks and parentheses */
+#define WK_GOTMPL_MAX_ITERATIONS 10000000LL     /* range iterations in all */
+
+/* Limits for wk_gotmpl_render_ex; a field that is 0 takes its default. */
+struct wk_gotmpl_limits {
+    size_t max_output;
+    long long max_iterations;
+};
+
+/*
+ * Parses the template src[0..len) (UTF-8; need not be NUL-terminated).
+ * On success stores a new template in *out, freed with wk_gotmpl_free.
+ * Errors: WK_E_FORMAT (a syntax error, an undefined variable or function:
+ * the message names the line), WK_E_RANGE (nested deeper than
+ * WK_GOTMPL_MAX_DEPTH), WK_E_NOMEM. *out is NULL on error; err may be NULL.
+ */
+enum wk_status wk_gotmpl_parse(const char *src, size_t len, struct wk_gotmpl **out,
+                               struct wk_error *err);
+
+/*
+ * Executes t with data as the dot (and $); data NULL means no value. The
+ * caller keeps its reference and data is not modified. On success stores a
+ * NUL-terminated string in *out (freed by the caller with wk_free) and its
+ * length without the NUL in *out_len (out_len may be NULL). Errors:
+ * WK_E_INVALID (an execution error as Go would report it: a range over a
+ * non-list, a bad comparison, an index out of range, a field of a string,
+ * a function given the wrong arguments; the message names the line),
+ * WK_E_RANGE (output or iteration limit passed), WK_E_NOMEM. *out is NULL
+ * on error; err may be NULL.
+ */
+enum wk_status wk_gotmpl_render(const struct wk_gotmpl *t, const json_t *data, char **out,
+                                size_t *out_len, struct wk_error *err);
+
+/* As wk_gotmpl_render with the limits lim (NULL: the defaults). */
+enum wk_status wk_gotmpl_render_ex(const struct wk_gotmpl *t, const json_t *data,
+                                   const struct wk_gotmpl_limits *lim, char **out,
+                                   size_t *out_len, struct wk_error *err);
+
+/* Frees a template from wk_gotmpl_parse; NULL is a no-op. */
+void wk_gotmpl_free(struct wk_gotmpl *t);
+
+#endif
