@@ -13,6 +13,7 @@ static void usage(FILE *f)
                "  wick run MODEL.gguf [PROMPT]   answer PROMPT (or stdin), or chat interactively\n"
                "  wick tokenize MODEL.gguf TEXT  print TEXT's token ids (--pieces: with pieces)\n"
                "  wick detokenize MODEL.gguf ID... print the text of token ids\n"
+               "  wick template MODEL --messages F.json  a conversation through the model's chat template\n"
                "  wick bench MODEL.gguf          prompt and generation speed (tokens/s)\n"
                "  wick create NAME -f Modelfile  add a model to the store (WICK_MODELS)\n"
                "  wick list                      the stored models\n"
@@ -47,6 +48,7 @@ int main(int argc, char **argv)
     if (strcmp(cmd, "show") == 0) return cmd_show(argc - 1, argv + 1);
     if (strcmp(cmd, "rm") == 0) return cmd_rm(argc - 1, argv + 1);
     if (strcmp(cmd, "cp") == 0) return cmd_cp(argc - 1, argv + 1);
+    if (strcmp(cmd, "template") == 0) return cmd_template(argc - 1, argv + 1);
     if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "version") == 0) {
         printf("wick version %s\n", WK_VERSION);
         return WK_EXIT_OK;

@@ -1,0 +1,240 @@
+/*
+ * cmd_template.c - `wick template`: renders a conversation through a chat
+ * template to the exact prompt text, to debug prompts.
+ *
+ *   wick template (MODEL | --jinja FILE | --go FILE) --messages FILE.json
+ *                 [--tools FILE.json] [--no-generation-prompt] [--var NAME=JSON]...
+ *
+ * MODEL (a GGUF file or a Hugging Face folder) renders with its own chat
+ * template (GGUF tokenizer.chat_template, tokenizer_config.json or
+ * chat_template.jinja) through the Jinja engine (wk_jinja.h: Hugging Face
+ * transformers' semantics), with bos_token and eos_token the model's;
+ * --jinja FILE with that template file (no model; bos_token and eos_token
+ * empty unless --var sets them). --go FILE renders an Ollama Modelfile
+ * TEMPLATE (Go text/template, wk_gotmpl.h) with Ollama's data: .Messages,
+ * .Tools, .System (the last system message's content), .Prompt (the last
+ * user message's content) and .Response (empty).
+ * FILE.json holds the messages as a JSON array, or an object with
+ * "messages" (and optionally "tools"). The Jinja variables are messages,
+ * tools (when given), add_generation_prompt (true unless
+ * --no-generation-prompt), bos_token, eos_token and each --var. The
+ * rendered text goes to stdout as it is, with no newline added.
+ */
+#include "cli.h"
+
+#include "../src/model/wk_model.h"
+#include "../src/runtime/wk_gotmpl.h"
+#include "../src/runtime/wk_jinja.h"
+#include "../src/runtime/wk_runtime.h"
+#include "../src/tokenizer/wk_tokenizer.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define USAGE                                                                                              \
+    "Usage: wick template (MODEL | --jinja FILE | --go FILE) --messages FILE.json\n"                       \
+    "                     [--tools FILE.json] [--no-generation-prompt] [--var NAME=JSON]...\n"
+
+/* A file's whole text (at most 16 MiB), NUL-terminated; NULL with a message. */
+static char *read_text(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        fprintf(stderr, "wick template: cannot open %s\n", path);
+        return NULL;
+    }
+    size_t cap = 1 << 16, n = 0;
+    char *buf = malloc(cap + 1);
+    for (size_t got; buf && (got = fread(buf + n, 1, cap - n, f)) > 0;) {
+        n += got;
+        if (n == cap) {
+            char *nb = cap < ((size_t)16 << 20) ? realloc(buf, 2 * cap + 1) : NULL;
+            if (!nb) {
+                fprintf(stderr, "wick template: %s is too large (at most 16 MiB)\n", path);
+                free(buf);
+                fclose(f);
+                return NULL;
+            }
+            buf = nb;
+            cap *= 2;
+        }
+    }
+    fclose(f);
+    if (!buf) return NULL;
+    buf[n] = '\0';
+    *len = n;
+    return buf;
+}
+
+/* The text of token id (control tokens as their text), or "" for -1. */
+static json_t *token_text(const struct wk_tokenizer *tok, int32_t id)
+{
+    char buf[256];
+    size_t n = id >= 0 ? wk_tokenizer_token_bytes(tok, id, true, buf, sizeof buf) : 0;
+    return json_stringn(buf, n < sizeof buf ? n : 0);
+}
+
+/* MODEL's chat template and its BOS and EOS texts; false with a message. */
+static bool model_template(const char *path, char **text, size_t *len, json_t *vars)
+{
+    struct wk_model *m = NULL;
+    struct wk_tokenizer *tok = NULL;
+    struct wk_error err;
+    if (wk_model_load_ex(path, false, &m, &err) || wk_tokenizer_for_model(m, &tok, &err)) {
+        fprintf(stderr, "wick template: %s\n", err.msg);
+        wk_model_destroy(m);
+        return false;
+    }
+    size_t n = 0;
+    const char *t = wk_model_chat_template(m, &n);
+    bool ok = t != NULL;
+    if (!ok)
+        fprintf(stderr, "wick template: %s has no chat template (a base model: wick runs it as raw completion)\n",
+                path);
+    else if ((*text = malloc(n + 1))) {
+        memcpy(*text, t, n);
+        (*text)[n] = '\0';
+        *len = n;
+    }
+    json_object_set_new(vars, "bos_token", token_text(tok, wk_tokenizer_bos(tok)));
+    json_object_set_new(vars, "eos_token", token_text(tok, wk_tokenizer_eos(tok)));
+    wk_tokenizer_destroy(tok);
+    wk_model_destroy(m);
+    return ok && *text;
+}
+
+/* The content of the last message of role, or "". */
+static json_t *last_content(json_t *msgs, const char *role)
+{
+    const char *found = "";
+    size_t i;
+    json_t *m;
+    json_array_foreach(msgs, i, m) {
+        const char *r = json_string_value(json_object_get(m, "role"));
+        const char *c = json_string_value(json_object_get(m, "content"));
+        if (r && c && strcmp(r, role) == 0) found = c;
+    }
+    return json_string(found);
+}
+
+static int render(const char *text, size_t len, bool go, json_t *vars)
+{
+    struct wk_error err;
+    char *out = NULL;
+    size_t out_len = 0;
+    enum wk_status st;
+    if (go) {
+        struct wk_gotmpl *t = NULL;
+        json_t *msgs = json_object_get(vars, "messages"), *tools = json_object_get(vars, "tools");
+        json_t *data = json_pack("{s:O, s:O, s:o, s:o, s:s}", "Messages", msgs, "Tools", tools ? tools : json_null(),
+                                 "System", last_content(msgs, "system"), "Prompt", last_content(msgs, "user"),
+                                 "Response", "");
+        st = wk_gotmpl_parse(text, len, &t, &err);
+        if (!st) st = wk_gotmpl_render(t, data, &out, &out_len, &err);
+        wk_gotmpl_free(t);
+        json_decref(data);
+    } else {
+        struct wk_jinja *t = NULL;
+        st = wk_jinja_parse(text, len, &t, &err);
+        if (!st) st = wk_jinja_render(t, vars, &out, &out_len, &err);
+        wk_jinja_free(t);
+    }
+    if (st) {
+        fprintf(stderr, "wick template: %s\n", err.msg);
+        return WK_EXIT_ERROR;
+    }
+    fwrite(out, 1, out_len, stdout);
+    wk_free(out);
+    return WK_EXIT_OK;
+}
+
+/* Reads the messages file (and tools) into vars; false with a message. */
+static bool load_messages(const char *msgs_path, const char *tools_path, json_t *vars)
+{
+    json_error_t je;
+    json_t *j = json_load_file(msgs_path, 0, &je);
+    json_t *msgs = json_is_array(j) ? j : json_object_get(j, "messages");
+    if (!json_is_array(msgs)) {
+        fprintf(stderr, "wick template: %s: %s\n", msgs_path,
+                j ? "want a JSON array of messages, or an object with \"messages\"" : je.text);
+        json_decref(j);
+        return false;
+    }
+    json_object_set(vars, "messages", msgs);
+    if (json_is_object(j) && json_object_get(j, "tools")) json_object_set(vars, "tools", json_object_get(j, "tools"));
+    json_decref(j);
+    if (!tools_path) return true;
+    json_t *tools = json_load_file(tools_path, 0, &je);
+    if (!json_is_array(tools)) {
+        fprintf(stderr, "wick template: %s: %s\n", tools_path, tools ? "want a JSON array of tools" : je.text);
+        json_decref(tools);
+        return false;
+    }
+    json_object_set_new(vars, "tools", tools);
+    return true;
+}
+
+int cmd_template(int argc, char **argv)
+{
+    const char *model = NULL, *jinja = NULL, *go = NULL, *msgs = NULL, *tools = NULL, *v = NULL;
+    bool bad = false, gen = true;
+    json_t *vars = json_object(), *extra = json_object();
+    for (int i = 1; i < argc && !bad; i++) {
+        if (cli_opt_value(argc, argv, &i, "--jinja", &jinja, &bad, "template") ||
+            cli_opt_value(argc, argv, &i, "--go", &go, &bad, "template") ||
+            cli_opt_value(argc, argv, &i, "--messages", &msgs, &bad, "template") ||
+            cli_opt_value(argc, argv, &i, "--tools", &tools, &bad, "template"))
+            continue;
+        if (cli_opt_value(argc, argv, &i, "--var", &v, &bad, "template")) {
+            const char *eq = strchr(v, '=');
+            json_error_t je;
+            json_t *val = eq ? json_loads(eq + 1, JSON_DECODE_ANY, &je) : NULL;
+            if (!val) {
+                fprintf(stderr, "wick template: --var %s: want NAME=JSON (%s)\n", v, eq ? je.text : "no '='");
+                bad = true;
+            } else {
+                char name[128];
+                snprintf(name, sizeof name, "%.*s", (int)(eq - v), v);
+                json_object_set_new(extra, name, val);
+            }
+        } else if (strcmp(argv[i], "--no-generation-prompt") == 0) {
+            gen = false;
+        } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            printf(USAGE "\nRenders a conversation to the exact prompt text a chat template makes of it.\n");
+            json_decref(vars), json_decref(extra);
+            return WK_EXIT_OK;
+        } else if (argv[i][0] == '-') {
+            fprintf(stderr, "wick template: unknown option '%s'\n", argv[i]);
+            bad = true;
+        } else if (!model) {
+            model = argv[i];
+        } else {
+            fprintf(stderr, "wick template: unexpected argument '%s'\n", argv[i]);
+            bad = true;
+        }
+    }
+    if (!bad && (!msgs || (!!model + !!jinja + !!go) != 1)) {
+        fprintf(stderr, USAGE);
+        bad = true;
+    }
+    int rc = WK_EXIT_USAGE;
+    char *text = NULL;
+    size_t len = 0;
+    if (!bad) {
+        json_object_set_new(vars, "bos_token", json_string(""));
+        json_object_set_new(vars, "eos_token", json_string(""));
+        rc = WK_EXIT_ERROR;
+        bool ok = load_messages(msgs, tools, vars);
+        if (ok && model) ok = model_template(model, &text, &len, vars);
+        else if (ok) ok = (text = read_text(jinja ? jinja : go, &len)) != NULL;
+        json_object_set_new(vars, "add_generation_prompt", json_boolean(gen));
+        json_object_update(vars, extra);
+        if (ok) rc = render(text, len, go != NULL, vars);
+    }
+    free(text);
+    json_decref(vars);
+    json_decref(extra);
+    return rc;
+}
