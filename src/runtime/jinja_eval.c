@@ -139,7 +139,7 @@ struct jv jinja_getitem(struct jctx *c, const struct jv *obj, const struct jv *k
     if ((obj->k == JV_DICT || obj->k == JV_NS) && (key->k != JV_STR || jv_s(key)[0] == 1)) {
         struct jbuf kb = {0};
         json_t *j = jv_key_encode(c, key, &kb) ? json_object_get(obj->u.j, kb.p) : NULL;
-        wk_free(kb.p);
+        jbuf_free(&kb);
         if (j) return jv_from_json(json_incref(j));
     }
     if ((obj->k == JV_DICT || obj->k == JV_NS) && key->k == JV_STR && jv_s(key)[0] != 1) {
@@ -202,7 +202,7 @@ static struct jv eval_slice(struct jctx *c, const struct jnode_s *n, struct jv *
     for (long long i = start; step > 0 ? i < stop : i > stop; i += step) {
         json_t *e = json_array_get(items, (size_t)i);
         if (obj->k == JV_LIST) json_array_append(out, e);
-        else jbuf_put(&sb, json_string_value(e), json_string_length(e));
+        else jbuf_put_j(&sb, e, 0, json_string_length(e));
     }
     json_decref(items);
     if (obj->k == JV_STR) { json_decref(out); return sb.p ? jv_str_take(&sb) : jv_str("", 0); }
@@ -217,8 +217,8 @@ static struct jv repeat(struct jctx *c, const struct jv *s, long long k)
     if ((unsigned long long)k > WK_JINJA_MAX_OUTPUT / n) { jinja_fail(c, WK_E_RANGE, "string repetition too large"); return JV_UNDEF_V; }
     struct jbuf sb = {.limit = WK_JINJA_MAX_OUTPUT};
     if (!jbuf_reserve(&sb, n * (size_t)k)) { jinja_fail(c, WK_E_NOMEM, "out of memory"); return JV_UNDEF_V; }
-    for (long long i = 0; i < k; i++) jbuf_put(&sb, jv_s(s), n);
-    if (sb.st) { wk_free(sb.p); jinja_fail(c, sb.st, "string repetition too large"); return JV_UNDEF_V; }
+    for (long long i = 0; i < k; i++) jbuf_put_v(&sb, s, 0, n);
+    if (sb.st) { jbuf_free(&sb); jinja_fail(c, sb.st, "string repetition too large"); return JV_UNDEF_V; }
     return jv_str_take(&sb);
 }
 
@@ -230,10 +230,10 @@ static struct jv arith(struct jctx *c, int op, struct jv *a, struct jv *b)
         bool safe = a->safe || b->safe; /* Markup + str escapes the str */
         struct jv ea = safe && !a->safe ? jinja_escape(a) : jv_copy(a), eb = safe && !b->safe ? jinja_escape(b) : jv_copy(b);
         struct jbuf sb = {.limit = WK_JINJA_MAX_OUTPUT};
-        jbuf_put(&sb, jv_s(&ea), jv_len_s(&ea));
-        jbuf_put(&sb, jv_s(&eb), jv_len_s(&eb));
+        jbuf_put_v(&sb, &ea, 0, jv_len_s(&ea));
+        jbuf_put_v(&sb, &eb, 0, jv_len_s(&eb));
         jv_free(&ea), jv_free(&eb);
-        if (sb.st) { wk_free(sb.p); jinja_fail(c, sb.st, "string too large"); return JV_UNDEF_V; }
+        if (sb.st) { jbuf_free(&sb); jinja_fail(c, sb.st, "string too large"); return JV_UNDEF_V; }
         struct jv r = sb.p ? jv_str_take(&sb) : jv_str("", 0);
         r.safe = safe;
         return r;
@@ -306,7 +306,7 @@ static bool contains(struct jctx *c, const struct jv *needle, const struct jv *h
     if (hay->k == JV_DICT || hay->k == JV_NS) {
         struct jbuf kb = {0};
         bool in = jv_key_encode(c, needle, &kb) && json_object_get(hay->u.j, kb.p);
-        wk_free(kb.p);
+        jbuf_free(&kb);
         return in;
     }
     if (hay->k == JV_GEN) {
@@ -407,7 +407,7 @@ struct jv jinja_call_macro(struct jctx *c, const struct jv *m, struct jv *args, 
     c->out = saved_out;
     frame_free(&f);
     if (buf.st && !c->st) jinja_fail(c, buf.st, "output too large");
-    if (c->st) { wk_free(buf.p); return JV_UNDEF_V; }
+    if (c->st) { jbuf_free(&buf); return JV_UNDEF_V; }
     return buf.p ? jv_str_take(&buf) : jv_str("", 0);
 }
 
@@ -470,7 +470,7 @@ static struct jv eval_seq(struct jctx *c, const struct jnode_s *n)
             struct jbuf kb = {0};
             if (!c->st && jv_key_encode(c, &k, &kb)) json_object_set_new(j, kb.p, jj);
             else json_decref(jj);
-            wk_free(kb.p);
+            jbuf_free(&kb);
             jv_free(&k);
         } else {
             json_array_append_new(j, jj);
@@ -662,7 +662,7 @@ static struct jv capture(struct jctx *c, const struct jnode_vec *body)
     exec_body(c, body);
     c->out = saved;
     if (buf.st && !c->st) jinja_fail(c, buf.st, "output too large");
-    if (c->st) { wk_free(buf.p); return JV_UNDEF_V; }
+    if (c->st) { jbuf_free(&buf); return JV_UNDEF_V; }
     return buf.p ? jv_str_take(&buf) : jv_str("", 0);
 }
 
@@ -766,23 +766,67 @@ void wk_jinja_free(struct wk_jinja *t)
     wk_free(t);
 }
 
-enum wk_status wk_jinja_render(const struct wk_jinja *t, const json_t *vars, char **out, size_t *out_len, struct wk_error *err)
+/* The runs of buf (its provenance bytes t, or none: all template text). */
+static enum wk_status make_runs(const struct jbuf *buf, struct wk_jinja_run **runs, size_t *n_runs)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < buf->n; i++) n += i == 0 || (buf->t && buf->t[i] != buf->t[i - 1]);
+    *runs = NULL, *n_runs = 0;
+    if (!n) return WK_OK;
+    struct wk_jinja_run *r = wk_malloc(n * sizeof *r);
+    if (!r) return WK_E_NOMEM;
+    size_t k = 0;
+    for (size_t i = 0; i < buf->n; i++) {
+        bool content = buf->t && buf->t[i];
+        if (k && r[k - 1].content == content) { r[k - 1].len++; continue; }
+        r[k++] = (struct wk_jinja_run){.off = i, .len = 1, .content = content};
+    }
+    *runs = r, *n_runs = k;
+    return WK_OK;
+}
+
+static enum wk_status render(const struct wk_jinja *t, const json_t *vars, char **out, size_t *out_len,
+                             struct wk_jinja_run **runs, size_t *n_runs, struct wk_error *err)
 {
     *out = NULL;
     if (out_len) *out_len = 0;
+    if (runs) *runs = NULL, *n_runs = 0;
     if (vars && !json_is_object(vars)) return wk_error_set(err, WK_E_INVALID, "template variables must be a JSON object");
     struct jbuf buf = {.limit = WK_JINJA_MAX_OUTPUT};
     struct jframe globals = {.vars = vars};
     struct jframe top = {.parent = &globals};
     struct jctx c = {.t = t, .out = &buf, .err = err, .globals = &top, .frame = &top};
     jinja_tuples_begin();
+    if (runs) {
+        jinja_taint_begin();
+        jinja_taint_vars(vars);
+    }
     exec_body(&c, &t->root->body);
     frame_free(&top);
+    if (runs) jinja_taint_end();
     jinja_tuples_end();
     if (!c.st && buf.st) jinja_fail(&c, buf.st, "output too large");
-    if (c.st) { wk_free(buf.p); return c.st; }
-    if (!buf.p) { buf.p = wk_malloc(1); if (!buf.p) return wk_error_set(err, WK_E_NOMEM, "out of memory"); buf.p[0] = 0; }
+    if (!c.st && runs && make_runs(&buf, runs, n_runs)) jinja_fail(&c, WK_E_NOMEM, "out of memory");
+    wk_free(buf.t);
+    buf.t = NULL;
+    if (c.st) { jbuf_free(&buf); return c.st; }
+    if (!buf.p) {
+        buf.p = wk_malloc(1);
+        if (!buf.p) { if (runs) wk_free(*runs), *runs = NULL, *n_runs = 0; return wk_error_set(err, WK_E_NOMEM, "out of memory"); }
+        buf.p[0] = 0;
+    }
     *out = buf.p;
     if (out_len) *out_len = buf.n;
     return WK_OK;
+}
+
+enum wk_status wk_jinja_render(const struct wk_jinja *t, const json_t *vars, char **out, size_t *out_len, struct wk_error *err)
+{
+    return render(t, vars, out, out_len, NULL, NULL, err);
+}
+
+enum wk_status wk_jinja_render_runs(const struct wk_jinja *t, const json_t *vars, char **out, size_t *out_len,
+                                    struct wk_jinja_run **runs, size_t *n_runs, struct wk_error *err)
+{
+    return render(t, vars, out, out_len, runs, n_runs, err);
 }

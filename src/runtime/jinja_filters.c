@@ -64,13 +64,13 @@ static struct jv strip(const struct jv *s, const struct jv *chars, bool left, bo
     if (left) while (a < b && STRIPPABLE(p[a])) a++;
     if (right) while (b > a && STRIPPABLE(p[b - 1])) b--;
 #undef STRIPPABLE
-    return jv_str(p + a, b - a);
+    return jv_substr(s, a, b - a);
 }
 
 static struct jv case_map(const struct jv *s, int mode) /* 0 lower, 1 upper, 2 title, 3 capitalize */
 {
     struct jbuf b = {0};
-    jbuf_put(&b, jv_s(s), jv_len_s(s));
+    jbuf_put_v(&b, s, 0, jv_len_s(s));
     bool prev_alpha = false;
     for (size_t i = 0; i < b.n; i++) {
         unsigned char ch = (unsigned char)b.p[i];
@@ -92,8 +92,8 @@ static struct jv replace(const struct jv *s, const struct jv *old, const struct 
     if (ol == 0) return jv_copy(s);
     while (i < n) {
         const char *hit = (count < 0 || done < count) ? memmem(p + i, n - i, o, ol) : NULL;
-        if (!hit) { jbuf_put(&b, p + i, n - i); break; }
-        jbuf_put(&b, p + i, (size_t)(hit - (p + i)));
+        if (!hit) { jbuf_put_v(&b, s, i, n - i); break; }
+        jbuf_put_v(&b, s, i, (size_t)(hit - (p + i)));
         jbuf_put(&b, nw, nl);
         i = (size_t)(hit - p) + ol;
         done++;
@@ -114,9 +114,9 @@ static struct jv split(struct jctx *c, const struct jv *s, const struct jv *sep,
             while (i < n && is_ws((unsigned char)p[i])) i++;
             if (i >= n) break;
             size_t j = i;
-            if (maxsplit >= 0 && k >= maxsplit) { size_t e = n; while (e > i && is_ws((unsigned char)p[e - 1])) e--; json_array_append_new(out, json_stringn_nocheck(p + i, e - i)); break; }
+            if (maxsplit >= 0 && k >= maxsplit) { size_t e = n; while (e > i && is_ws((unsigned char)p[e - 1])) e--; json_array_append_new(out, jinja_substr(s->u.j, i, e - i)); break; }
             while (j < n && !is_ws((unsigned char)p[j])) j++;
-            json_array_append_new(out, json_stringn_nocheck(p + i, j - i));
+            json_array_append_new(out, jinja_substr(s->u.j, i, j - i));
             k++;
             i = j;
         }
@@ -134,11 +134,11 @@ static struct jv split(struct jctx *c, const struct jv *s, const struct jv *sep,
             for (size_t i = e; i >= dl; i--)
                 if (!memcmp(p + i - dl, d, dl)) { hit = p + i - dl; break; }
             if (!hit) break;
-            json_array_insert_new(rev, 0, json_stringn_nocheck(hit + dl, e - (size_t)(hit - p) - dl));
+            json_array_insert_new(rev, 0, jinja_substr(s->u.j, (size_t)(hit - p) + dl, e - (size_t)(hit - p) - dl));
             e = (size_t)(hit - p);
             k++;
         }
-        json_array_append_new(out, json_stringn_nocheck(p, e));
+        json_array_append_new(out, jinja_substr(s->u.j, 0, e));
         json_array_extend(out, rev);
         json_decref(rev);
         return (struct jv){.k = JV_LIST, .u.j = out};
@@ -147,8 +147,8 @@ static struct jv split(struct jctx *c, const struct jv *s, const struct jv *sep,
     long long k = 0;
     for (;;) {
         const char *hit = (maxsplit < 0 || k < maxsplit) ? memmem(p + i, n - i, d, dl) : NULL;
-        if (!hit) { json_array_append_new(out, json_stringn_nocheck(p + i, n - i)); break; }
-        json_array_append_new(out, json_stringn_nocheck(p + i, (size_t)(hit - p) - i));
+        if (!hit) { json_array_append_new(out, jinja_substr(s->u.j, i, n - i)); break; }
+        json_array_append_new(out, jinja_substr(s->u.j, i, (size_t)(hit - p) - i));
         i = (size_t)(hit - p) + dl;
         k++;
     }
@@ -172,7 +172,7 @@ static struct jv join(struct jctx *c, const struct jv *v, const struct jv *sep, 
     if (!items) return JV_UNDEF_V;
     struct jbuf b = {0};
     for (size_t i = 0; i < json_array_size(items); i++) {
-        if (i && sep && sep->k == JV_STR) jbuf_put(&b, jv_s(sep), jv_len_s(sep));
+        if (i && sep && sep->k == JV_STR) jbuf_put_v(&b, sep, 0, jv_len_s(sep));
         struct jv e = jv_from_json(json_incref(json_array_get(items, i)));
         if (attr && attr->k == JV_STR) { struct jv a = jinja_getattr(c, &e, jv_s(attr)); jv_free(&e); e = a; }
         jv_write_str(&b, &e);
@@ -291,7 +291,7 @@ static struct jv indent(const struct jv *s, long long width, bool first, bool bl
         size_t e = nl ? (size_t)(nl - p) : n;
         bool empty = e == i;
         if ((line > 0 || first) && (!empty || blank)) for (long long k = 0; k < width; k++) jbuf_put(&b, " ", 1);
-        jbuf_put(&b, p + i, e - i);
+        jbuf_put_v(&b, s, i, e - i);
         if (!nl) break;
         jbuf_put(&b, "\n", 1);
         i = e + 1;
@@ -433,7 +433,7 @@ static struct jv str_method(struct jctx *c, const char *m, const struct jv *s, s
         if (!items) return JV_UNDEF_V;
         struct jbuf b = {0};
         for (size_t i = 0; i < json_array_size(items); i++) {
-            if (i) jbuf_put(&b, jv_s(s), jv_len_s(s));
+            if (i) jbuf_put_v(&b, s, 0, jv_len_s(s));
             struct jv e = jv_from_json(json_incref(json_array_get(items, i)));
             jv_write_str(&b, &e);
             jv_free(&e);
@@ -475,7 +475,7 @@ struct jv jinja_call_method(struct jctx *c, const struct jv *m, struct jv *args,
             if (!nargs) { jinja_fail(c, WK_E_INVALID, "get expected at least 1 argument, got 0"); return JV_UNDEF_V; }
             struct jbuf kb = {0};
             json_t *j = jv_key_encode(c, &args[0], &kb) ? json_object_get(r->u.j, kb.p) : NULL;
-            wk_free(kb.p);
+            jbuf_free(&kb);
             if (c->st) return JV_UNDEF_V;
             if (j) return jv_from_json(json_incref(j));
             struct jv d = kwarg(kwnames, kwvals, nkw, "default", args, nargs, 1);

@@ -130,8 +130,18 @@ struct jbuf {
     char *p;
     size_t n, cap, limit;
     enum wk_status st;
+    uint8_t *t; /* NULL, or one provenance byte per byte of p (1: content) */
 };
+/* Appends bytes that are not content. */
 void jbuf_put(struct jbuf *b, const char *s, size_t n);
+/* Appends bytes [off, off+n) of the string s (a jansson string / a JV_STR
+ * value; other values append nothing) with their provenance. */
+void jbuf_put_j(struct jbuf *b, const json_t *s, size_t off, size_t n);
+void jbuf_put_v(struct jbuf *b, const struct jv *s, size_t off, size_t n);
+/* Appends s[0..n) with the provenance bits[0..n) (NULL: not content). */
+void jbuf_put_bits(struct jbuf *b, const char *s, const uint8_t *bits, size_t n);
+/* Frees a buffer not passed to jv_str_take. */
+void jbuf_free(struct jbuf *b);
 void jbuf_puts(struct jbuf *b, const char *s);
 /* Makes room for more bytes (false when the cap or memory refuses). */
 bool jbuf_reserve(struct jbuf *b, size_t more);
@@ -205,6 +215,24 @@ void jinja_undef_fail(struct jctx *c, const struct jv *v);
  * that lives as long as the template, or that hold, when not NULL, keeps
  * alive: the value takes a new reference to it). */
 struct jv jv_undef_in(const struct jv *owner, const char *name, json_t *hold);
+
+/* Provenance: jinja_taint.c. While a render that asked for runs is in
+ * progress (jinja_taint_begin to jinja_taint_end, per thread), strings may
+ * carry one byte per byte saying whether it came from content;
+ * jinja_taint_get gives them (NULL: no content bytes), jinja_taint_set
+ * records them for s (bits NULL: all content; a no-op when inactive, when
+ * s already has some, or when no bit is set). jinja_taint_vars marks the
+ * content strings of the variables. jinja_substr / jv_substr make the
+ * substring [off, off+n) of s keeping its bits (jv_substr of a non-string
+ * is ""). */
+void jinja_taint_begin(void);
+void jinja_taint_end(void);
+bool jinja_taint_on(void);
+const uint8_t *jinja_taint_get(const json_t *s);
+void jinja_taint_set(json_t *s, const uint8_t *bits);
+void jinja_taint_vars(const json_t *vars);
+json_t *jinja_substr(const json_t *s, size_t off, size_t n);
+struct jv jv_substr(const struct jv *s, size_t off, size_t n);
 
 /* errors */
 enum wk_status jinja_fail(struct jctx *c, enum wk_status st, const char *fmt, ...)

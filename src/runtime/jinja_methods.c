@@ -36,7 +36,7 @@ static struct jv join_range(json_t *chars, size_t a, size_t b)
     struct jbuf out = {0};
     for (size_t i = a; i < b && i < json_array_size(chars); i++) {
         json_t *e = json_array_get(chars, i);
-        jbuf_put(&out, json_string_value(e), json_string_length(e));
+        jbuf_put_j(&out, e, 0, json_string_length(e));
     }
     return out.p ? jv_str_take(&out) : jv_str("", 0);
 }
@@ -127,10 +127,10 @@ static struct jv center_truncate(struct jctx *c, const char *name, const struct 
         long long marg = width - len, left = marg / 2 + (marg & width & 1);
         struct jbuf b = {.limit = WK_JINJA_MAX_OUTPUT};
         for (long long i = 0; i < left && marg > 0; i++) jbuf_put(&b, " ", 1);
-        jbuf_put(&b, jv_s(&s), jv_len_s(&s));
+        jbuf_put_v(&b, &s, 0, jv_len_s(&s));
         for (long long i = left; i < marg; i++) jbuf_put(&b, " ", 1);
         r = c->st ? JV_UNDEF_V : b.p ? jv_str_take(&b) : jv_str("", 0);
-        if (c->st) wk_free(b.p);
+        if (c->st) jbuf_free(&b);
     } else { /* truncate(length=255, killwords=False, end='...', leeway=5) */
         static const char *const names[] = {"length", "killwords", "end", "leeway"};
         struct jv a[4] = {JV_UNDEF_V, JV_UNDEF_V, JV_UNDEF_V, JV_UNDEF_V};
@@ -150,7 +150,7 @@ static struct jv center_truncate(struct jctx *c, const char *name, const struct 
                 const char *p = jv_s(&head);
                 size_t k = jv_len_s(&head);
                 while (k > 0 && p[k - 1] != ' ') k--;
-                if (k > 0) { struct jv h2 = jv_str(p, k - 1); jv_free(&head); head = h2; }
+                if (k > 0) { struct jv h2 = jv_substr(&head, 0, k - 1); jv_free(&head); head = h2; }
             }
             struct jv e2 = jv_copy(&end);
             r = jinja_arith(c, '+', &head, &e2);
@@ -217,7 +217,7 @@ struct jv jinja_filter_more(struct jctx *c, const char *name, struct jv *v, stru
         if (v->k == JV_STR) {
             struct jv l = list_of(c, v);
             struct jbuf b = {0};
-            for (size_t i = json_array_size(l.u.j); i-- > 0;) jbuf_puts(&b, json_string_value(json_array_get(l.u.j, i)));
+            for (size_t i = json_array_size(l.u.j); i-- > 0;) { json_t *e = json_array_get(l.u.j, i); jbuf_put_j(&b, e, 0, json_string_length(e)); }
             jv_free(&l);
             return b.p ? jv_str_take(&b) : jv_str("", 0);
         }
@@ -313,7 +313,7 @@ bool jinja_test(struct jctx *c, const char *name, const struct jv *v, struct jv 
         if (a->k == JV_DICT) {
             struct jbuf kb = {0};
             bool in = jv_key_encode(c, v, &kb) && json_object_get(a->u.j, kb.p);
-            wk_free(kb.p);
+            jbuf_free(&kb);
             return in;
         }
         for (size_t i = 0; a->k == JV_LIST && i < json_array_size(a->u.j); i++) { struct jv e = elem(a->u.j, i); bool eq = jv_equal(&e, v); jv_free(&e); if (eq) return true; }
@@ -377,11 +377,11 @@ static bool format_spec(struct jctx *c, struct jbuf *out, const struct jv *v, co
     long long len = (long long)utf8_count(t.p ? t.p : "", t.n), pad = width > len ? width - len : 0;
     long long left = align == '>' ? pad : align == '^' ? pad / 2 : 0;
     size_t signlen = align == '=' && t.n && (t.p[0] == '-' || t.p[0] == '+') ? 1 : 0;
-    if (align == '=') { jbuf_put(out, t.p, signlen); left = pad; }
+    if (align == '=') { jbuf_put_bits(out, t.p, t.t, signlen); left = pad; }
     for (long long k = 0; k < left; k++) jbuf_put(out, &fill, 1);
-    if (t.p) jbuf_put(out, t.p + signlen, t.n - signlen);
+    if (t.p) jbuf_put_bits(out, t.p + signlen, t.t ? t.t + signlen : NULL, t.n - signlen);
     for (long long k = left; k < pad && align != '='; k++) jbuf_put(out, &fill, 1);
-    wk_free(t.p);
+    jbuf_free(&t);
     return true;
 }
 
@@ -395,12 +395,12 @@ struct jv jinja_str_format(struct jctx *c, const struct jv *s, struct jv *args, 
     struct jbuf out = {.limit = WK_JINJA_MAX_OUTPUT};
     while (i < n && !c->st) {
         if (p[i] == '}') {
-            if (i + 1 < n && p[i + 1] == '}') { jbuf_put(&out, "}", 1); i += 2; continue; }
+            if (i + 1 < n && p[i + 1] == '}') { jbuf_put_v(&out, s, i, 1); i += 2; continue; }
             jinja_fail(c, WK_E_INVALID, "Single '}' encountered in format string");
             break;
         }
-        if (p[i] != '{') { jbuf_put(&out, p + i, 1); i++; continue; }
-        if (i + 1 < n && p[i + 1] == '{') { jbuf_put(&out, "{", 1); i += 2; continue; }
+        if (p[i] != '{') { jbuf_put_v(&out, s, i, 1); i++; continue; }
+        if (i + 1 < n && p[i + 1] == '{') { jbuf_put_v(&out, s, i, 1); i += 2; continue; }
         size_t e = i + 1, depth = 1;
         while (e < n && depth) { depth += p[e] == '{'; depth -= p[e] == '}'; if (depth) e++; }
         if (e >= n) { jinja_fail(c, WK_E_INVALID, "Single '{' encountered in format string"); break; }
@@ -448,6 +448,6 @@ struct jv jinja_str_format(struct jctx *c, const struct jv *s, struct jv *args, 
         i = e + 1;
     }
     if (out.st && !c->st) jinja_fail(c, out.st, "output too large");
-    if (c->st) { wk_free(out.p); return JV_UNDEF_V; }
+    if (c->st) { jbuf_free(&out); return JV_UNDEF_V; }
     return out.p ? jv_str_take(&out) : jv_str("", 0);
 }

@@ -22,6 +22,11 @@ static bool grow(struct jbuf *b, size_t more)
     char *p = wk_realloc(b->p, cap);
     if (!p) { b->st = WK_E_NOMEM; return false; }
     b->p = p, b->cap = cap;
+    if (b->t) {
+        uint8_t *t = wk_realloc(b->t, cap);
+        if (!t) { b->st = WK_E_NOMEM; return false; }
+        b->t = t;
+    }
     return true;
 }
 
@@ -31,8 +36,39 @@ void jbuf_put(struct jbuf *b, const char *s, size_t n)
 {
     if (!grow(b, n)) return;
     memcpy(b->p + b->n, s, n);
+    if (b->t) memset(b->t + b->n, 0, n);
     b->n += n;
     b->p[b->n] = 0;
+}
+
+void jbuf_put_bits(struct jbuf *b, const char *s, const uint8_t *bits, size_t n)
+{
+    size_t at = b->n;
+    jbuf_put(b, s, n);
+    if (!bits || b->st || !n) return;
+    if (!b->t) {
+        b->t = wk_calloc(b->cap, 1);
+        if (!b->t) { b->st = WK_E_NOMEM; return; }
+    }
+    memcpy(b->t + at, bits, n);
+}
+
+void jbuf_put_j(struct jbuf *b, const json_t *s, size_t off, size_t n)
+{
+    const uint8_t *bits = jinja_taint_get(s);
+    jbuf_put_bits(b, json_string_value(s) + off, bits ? bits + off : NULL, n);
+}
+
+void jbuf_put_v(struct jbuf *b, const struct jv *s, size_t off, size_t n)
+{
+    if (s->k == JV_STR) jbuf_put_j(b, s->u.j, off, n);
+}
+
+void jbuf_free(struct jbuf *b)
+{
+    wk_free(b->p);
+    wk_free(b->t);
+    b->p = NULL, b->t = NULL;
 }
 
 void jbuf_puts(struct jbuf *b, const char *s) { jbuf_put(b, s, strlen(s)); }
@@ -201,8 +237,8 @@ struct jv jv_str(const char *s, size_t n)
 struct jv jv_str_take(struct jbuf *b)
 {
     struct jv v = jv_str(b->p, b->n);
-    wk_free(b->p);
-    b->p = NULL;
+    if (b->t && v.k == JV_STR) jinja_taint_set(v.u.j, b->t);
+    jbuf_free(b);
     return v;
 }
 
@@ -468,7 +504,7 @@ void jv_write_str(struct jbuf *b, const struct jv *v)
     case JV_BOOL: jbuf_puts(b, v->u.b ? "True" : "False"); return;
     case JV_INT: jbuf_printf(b, "%lld", v->u.i); return;
     case JV_FLOAT: jinja_write_float(b, v->u.f); return;
-    case JV_STR: jbuf_put(b, jv_s(v), jv_len_s(v)); return;
+    case JV_STR: jbuf_put_v(b, v, 0, jv_len_s(v)); return;
     case JV_LIST: case JV_DICT: jv_write_repr(b, v); return;
     case JV_NS: jbuf_puts(b, "<Namespace>"); return;
     case JV_GEN: jbuf_printf(b, "<generator object %s at 0x0>", v->name ? v->name : "genexpr"); return;
@@ -477,11 +513,25 @@ void jv_write_str(struct jbuf *b, const struct jv *v)
     }
 }
 
-static void json_str_escaped(struct jbuf *b, const char *s, size_t n)
+/* Marks b's bytes from at on as content. */
+static void taint_since(struct jbuf *b, size_t at)
+{
+    if (b->st || at >= b->n) return;
+    if (!b->t) {
+        b->t = wk_calloc(b->cap, 1);
+        if (!b->t) { b->st = WK_E_NOMEM; return; }
+    }
+    memset(b->t + at, 1, b->n - at);
+}
+
+/* A JSON string of s[0..n); bits (or NULL) the provenance of s: what a
+ * content byte becomes (itself or its escape) is content, the quotes not. */
+static void json_str_escaped(struct jbuf *b, const char *s, size_t n, const uint8_t *bits)
 {
     jbuf_put(b, "\"", 1);
     for (size_t i = 0; i < n; i++) {
         unsigned char ch = (unsigned char)s[i];
+        size_t at = b->n;
         switch (ch) {
         case '"': jbuf_puts(b, "\\\""); break;
         case '\\': jbuf_puts(b, "\\\\"); break;
@@ -494,6 +544,7 @@ static void json_str_escaped(struct jbuf *b, const char *s, size_t n)
             if (ch < 0x20 || ch == 0x7f) jbuf_printf(b, "\\u%04x", ch);
             else jbuf_put(b, s + i, 1);
         }
+        if (bits && bits[i]) taint_since(b, at);
     }
     jbuf_put(b, "\"", 1);
 }
@@ -502,7 +553,7 @@ static void json_str_escaped(struct jbuf *b, const char *s, size_t n)
  * their JSON text in quotes. */
 static void dump_key(struct jbuf *b, const char *key)
 {
-    if (key[0] != 1 || !key[1]) { json_str_escaped(b, key, strlen(key)); return; }
+    if (key[0] != 1 || !key[1]) { json_str_escaped(b, key, strlen(key), NULL); return; }
     struct jv k = jv_key_decode(key);
     struct jbuf t = {0};
     if (k.k == JV_STR) jbuf_put(&t, jv_s(&k), jv_len_s(&k));
@@ -511,9 +562,9 @@ static void dump_key(struct jbuf *b, const char *key)
     else if (k.k == JV_FLOAT && isnan(k.u.f)) jbuf_puts(&t, "NaN");
     else if (k.k == JV_FLOAT && isinf(k.u.f)) jbuf_puts(&t, k.u.f < 0 ? "-Infinity" : "Infinity");
     else jv_write_str(&t, &k);
-    json_str_escaped(b, t.p ? t.p : "", t.n);
+    json_str_escaped(b, t.p ? t.p : "", t.n, NULL);
     if (t.st) b->st = t.st;
-    wk_free(t.p);
+    jbuf_free(&t);
     jv_free(&k);
 }
 
@@ -540,7 +591,7 @@ void jinja_json_dump(struct jbuf *b, json_t *j, int indent, const char *item_sep
         else jinja_write_float(b, f);
         return;
     }
-    case JSON_STRING: json_str_escaped(b, json_string_value(j), json_string_length(j)); return;
+    case JSON_STRING: json_str_escaped(b, json_string_value(j), json_string_length(j), jinja_taint_get(j)); return;
     case JSON_ARRAY: {
         size_t n = json_array_size(j);
         if (!n) { jbuf_puts(b, "[]"); return; }
@@ -606,7 +657,7 @@ json_t *jv_iter_list(struct jctx *c, const struct jv *v)
         for (size_t i = 0; i < n;) {
             size_t k = 1;
             while (i + k < n && ((unsigned char)s[i + k] & 0xC0) == 0x80) k++;
-            json_array_append_new(a, json_stringn_nocheck(s + i, k));
+            json_array_append_new(a, jinja_substr(v->u.j, i, k));
             i += k;
         }
         return a;

@@ -19,6 +19,7 @@
 #define WK_JINJA_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "../base/wk_base.h"
@@ -54,6 +55,45 @@ enum wk_status wk_jinja_parse(const char *src, size_t len, struct wk_jinja **out
  */
 enum wk_status wk_jinja_render(const struct wk_jinja *t, const json_t *vars, char **out,
                                size_t *out_len, struct wk_error *err);
+
+/* One run of the output: bytes [off, off+len) and whether they came from a "content" string of the variables. */
+struct wk_jinja_run {
+    size_t off, len;
+    bool content;
+};
+
+/*
+ * Renders like wk_jinja_render and also says where each output byte came
+ * from, so that a tokenizer can keep message text literal (a user typing
+ * "<|im_end|>" gets those characters, not the control token) while parsing
+ * the template's own text for special tokens. On success *runs (freed by
+ * the caller with wk_free; NULL when the output is empty) holds *n_runs
+ * runs that cover the output exactly, in order, adjacent runs of the same
+ * kind merged. Errors as wk_jinja_render; *runs is NULL and *n_runs 0 on
+ * error.
+ *
+ * Content: every JSON string value found anywhere inside vars["messages"]
+ * (in its objects and arrays, at any depth) except the string values of the
+ * keys "role", "name", "type", "tool_call_id" and "id". So a message's
+ * content, reasoning_content, thinking, a tool call's arguments (a string,
+ * or the strings inside an arguments object), a tool result's content and
+ * the "text" of content parts are content; roles, names and ids are template
+ * text, as are the template's literals, bos_token, eos_token, tools and
+ * every other variable, numbers and booleans, and what filters add of their
+ * own (tojson's quotes and punctuation, indent's spaces, a join separator
+ * from the template). A content byte stays content through + and ~,
+ * slicing and indexing, iteration over characters, trim/strip/lstrip/rstrip,
+ * split/rsplit, join, replace (the replacement text is not content),
+ * upper/lower/title/capitalize, format (the format string's and the
+ * arguments' bytes), indent, truncate, center, string conversion, {% set %}
+ * blocks and macro output. tojson and |tojson of a string: each character
+ * that came from content (or its escape, such as \n or \") is content; the
+ * quotes are not. repr() (a list or dict printed with its strings quoted)
+ * marks nothing as content. The bytes are tracked only here, not in
+ * wk_jinja_render.
+ */
+enum wk_status wk_jinja_render_runs(const struct wk_jinja *t, const json_t *vars, char **out, size_t *out_len,
+                                    struct wk_jinja_run **runs, size_t *n_runs, struct wk_error *err);
 
 /*
  * Pins the time strftime_now(format) formats in renders of t to the UTC

@@ -192,5 +192,75 @@ static void test_hostile(void)
     }
 }
 
+/* Renders src with the JSON vars through wk_jinja_render_runs, checks that
+ * the runs cover the output exactly (in order, non-empty, merged) and that
+ * the text matches wk_jinja_render's, and returns the output with each
+ * content run in {} and each other run in [] (caller frees), or NULL. */
+static char *runs_of(const char *src, const char *vars_json)
+{
+    struct wk_error err;
+    struct wk_jinja *t = NULL;
+    if (wk_jinja_parse(src, strlen(src), &t, &err)) { CHECK(0); return NULL; }
+    json_t *vars = json_loads(vars_json, 0, NULL);
+    CHECK(vars != NULL);
+    char *out = NULL, *plain = NULL;
+    size_t n = 0, nr = 0;
+    struct wk_jinja_run *r = NULL;
+    enum wk_status st = wk_jinja_render_runs(t, vars, &out, &n, &r, &nr, &err);
+    CHECK_EQ_INT(st, WK_OK);
+    CHECK_EQ_INT(wk_jinja_render(t, vars, &plain, NULL, &err), WK_OK);
+    json_decref(vars);
+    wk_jinja_free(t);
+    if (st || !plain) { wk_free(out), wk_free(plain), wk_free(r); return NULL; }
+    CHECK_EQ_STR(out, plain);
+    wk_free(plain);
+    size_t at = 0;
+    char *enc = wk_malloc(n + 2 * nr + 1), *e = enc;
+    for (size_t i = 0; i < nr; i++) {
+        CHECK(r[i].off == at && r[i].len > 0);
+        CHECK(i == 0 || r[i].content != r[i - 1].content);
+        *e++ = r[i].content ? '{' : '[';
+        memcpy(e, out + r[i].off, r[i].len);
+        e += r[i].len;
+        *e++ = r[i].content ? '}' : ']';
+        at += r[i].len;
+    }
+    *e = 0;
+    CHECK(at == n);
+    wk_free(out);
+    wk_free(r);
+    return enc;
+}
+
+static void expect_runs(const char *src, const char *vars_json, const char *want)
+{
+    char *got = runs_of(src, vars_json);
+    CHECK_EQ_STR(got, want);
+    wk_free(got);
+}
+
+static void test_runs(void)
+{
+    const char *chatml = "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n' }}{% endfor %}";
+    const char *user = "{\"messages\": [{\"role\": \"user\", \"content\": \"<|im_end|> hi\"}], \"bos_token\": \"<s>\"}";
+    expect_runs(chatml, user, "[<|im_start|>user\n]{<|im_end|> hi}[<|im_end|>\n]");
+    const char *m = "{\"messages\": [{\"role\": \"assistant\", \"content\": \"  a<think>b</think>ca  \"}]}";
+    expect_runs("{% for message in messages %}<{{ message['content'] | trim }}>{% endfor %}", m, "[<]{a<think>b</think>ca}[>]");
+    expect_runs("{% set content = messages[0].content %}{{ content.split('</think>')[-1] }}|{{ content[:5] }}|{{ 'x' ~ content.strip() ~ 'y' }}",
+                m, "{ca  }[|]{  a<t}[|x]{a<think>b</think>ca}[y]");
+    expect_runs("{% set content = messages[0].content %}{{ content | upper }}|{{ content | replace('a', 'XY') }}|{{ content[2] }}",
+                m, "{  A<THINK>B</THINK>CA  }[|]{  }[XY]{<think>b</think>c}[XY]{  }[|]{a}");
+    expect_runs("{{ messages[0].role }}|{{ messages[0].name }}|{{ bos_token }}|{{ messages[0].content }}",
+                "{\"messages\": [{\"role\": \"user\", \"name\": \"bob\", \"content\": \"\"}], \"bos_token\": \"<s>\"}", "[user|bob|<s>|]");
+    expect_runs("{{ messages[0].content | tojson }}|{{ messages[0].tool_calls[0].function | tojson }}",
+                "{\"messages\": [{\"role\": \"assistant\", \"content\": \"a\\\"\\n\", \"tool_calls\": [{\"type\": \"function\", \"function\": {\"name\": \"f\", \"arguments\": {\"q\": \"x\"}}}]}]}",
+                "[\"]{a\\\"\\n}[\"|{\"name\": \"f\", \"arguments\": {\"q\": \"]{x}[\"}}]");
+    expect_runs("{{ '[{}]'.format(messages[0].content) }}|{{ messages[0].content | indent(2, true) }}|{{ messages[0].content.split() | join('-') }}|{{ messages[0].content | center(5) }}",
+                "{\"messages\": [{\"role\": \"user\", \"content\": \"a b\"}]}", "[[]{a b}[]|  ]{a b}[|]{a}[-]{b}[| ]{a b}[ ]");
+    expect_runs("{% for p in messages[0].content %}{{ p.type }}:{{ p.text }};{% endfor %}{% set s %}{{ messages[0].reasoning_content }}{% endset %}{{ s }}",
+                "{\"messages\": [{\"role\": \"user\", \"reasoning_content\": \"r\", \"content\": [{\"type\": \"text\", \"text\": \"t\"}]}]}", "[text:]{t}[;]{r}");
+    expect_runs("", "{}", "");
+}
+
 CHECK_MAIN(TEST(test_values), TEST(test_control), TEST(test_whitespace), TEST(test_filters_methods), TEST(test_errors),
-           TEST(test_jinja2_parity), TEST(test_hostile))
+           TEST(test_jinja2_parity), TEST(test_hostile), TEST(test_runs))
