@@ -36,9 +36,11 @@
  * without the tool declarations and reasoning handling of the released
  * GLM-4.7 template (tests/golden/glm4-moe-lite's template is this).
  */
+#include "wk_jinja.h"
 #include "wk_runtime.h"
 
 #include <ctype.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -286,6 +288,68 @@ static enum wk_status render_chatml(const struct wk_model *g, const struct wk_ch
     return st ? wk_error_set(err, st, "out of memory") : WK_OK;
 }
 
+/* The text of token id, control tokens as their text, into a JSON string ("" for none). */
+static json_t *token_text(const struct wk_tokenizer *tok, int32_t id)
+{
+    char buf[256];
+    size_t n = id >= 0 ? wk_tokenizer_token_bytes(tok, id, true, buf, sizeof buf) : 0;
+    return json_stringn(buf, n < sizeof buf ? n : 0);
+}
+
+/*
+ * The conversation through the model's own chat template with the Jinja
+ * engine (wk_jinja.h: transformers' semantics), variables messages (role
+ * and content), add_generation_prompt, bos_token and eos_token. The
+ * output's runs that came from message content are literal segments, the
+ * rest scaffolding (control tokens recognised), so a user typing
+ * "<|im_end|>" still gets characters. Where the tokenizer adds a BOS and
+ * the template did not write one, a BOS segment comes first (as llama.cpp
+ * adds it). A ChatML template that does not parse falls back to the
+ * built-in ChatML (render_chatml), as llama.cpp falls back to chatml.
+ * Errors: WK_E_INVALID naming the template's message when it raises or
+ * fails (raise_exception, an undefined value), WK_E_UNSUPPORTED when
+ * another template does not parse, WK_E_RANGE past its limits, WK_E_NOMEM.
+ */
+static enum wk_status render_template(const struct wk_model *m, const struct wk_tokenizer *tok,
+                                      const struct wk_chat_message *msgs, int32_t n, bool add_generation_prompt,
+                                      struct wk_prompt *out, struct wk_error *err)
+{
+    size_t tlen;
+    const char *tpl = wk_model_chat_template(m, &tlen);
+    struct wk_jinja *t = NULL;
+    struct wk_error e;
+    enum wk_status st = wk_jinja_parse(tpl, tlen, &t, &e);
+    if (st == WK_E_FORMAT && is_chatml(m)) /* a broken ChatML template: the built-in ChatML, as llama.cpp falls back */
+        return render_chatml(m, msgs, n, add_generation_prompt, out, err);
+    if (st)
+        return wk_error_set(err, st == WK_E_FORMAT ? WK_E_UNSUPPORTED : st, "the model's chat template: %s", e.msg);
+    json_t *arr = json_array(), *vars = json_object();
+    for (int32_t i = 0; i < n; i++)
+        json_array_append_new(arr, json_pack("{s:s, s:s}", "role", msgs[i].role, "content", msgs[i].content));
+    json_object_set_new(vars, "messages", arr);
+    json_object_set_new(vars, "add_generation_prompt", json_boolean(add_generation_prompt));
+    json_object_set_new(vars, "bos_token", token_text(tok, wk_tokenizer_bos(tok)));
+    json_object_set_new(vars, "eos_token", token_text(tok, wk_tokenizer_eos(tok)));
+    char *text = NULL;
+    size_t len = 0, n_runs = 0;
+    struct wk_jinja_run *runs = NULL;
+    st = wk_jinja_render_runs(t, vars, &text, &len, &runs, &n_runs, &e);
+    json_decref(vars);
+    wk_jinja_free(t);
+    if (st) return wk_error_set(err, st, "the model's chat template: %s", e.msg);
+    char bos_text[256];
+    const int32_t bos_id = wk_tokenizer_bos(tok);
+    size_t bos_n = bos_id >= 0 ? wk_tokenizer_token_bytes(tok, bos_id, true, bos_text, sizeof bos_text) : 0;
+    if (bos_id >= 0 && wk_tokenizer_add_bos(tok) && bos_n < sizeof bos_text &&
+        !(n_runs && !runs[0].content && len >= bos_n && memcmp(text, bos_text, bos_n) == 0))
+        st = wk_prompt_append(out, bos_text, bos_n, true);
+    for (size_t i = 0; i < n_runs && !st; i++)
+        st = wk_prompt_append(out, text + runs[i].off, runs[i].len, !runs[i].content);
+    wk_free(text);
+    wk_free(runs);
+    return st ? wk_error_set(err, st, "out of memory") : WK_OK;
+}
+
 static enum wk_status render_qwen3(const struct wk_model *m, const struct wk_chat_message *msgs,
                                    int32_t n, bool add_generation_prompt, struct wk_prompt *out,
                                    struct wk_error *err)
@@ -385,7 +449,6 @@ enum wk_status wk_chat_render(const struct wk_model *m, const struct wk_tokenize
                               bool add_generation_prompt, struct wk_prompt *out,
                               struct wk_error *err)
 {
-    (void)tok;
     for (int32_t i = 0; i < n_msgs; i++)
         if (!msgs[i].role || !msgs[i].content)
             return wk_error_set(err, WK_E_INVALID, "message %d has no role or content", i);
@@ -394,14 +457,22 @@ enum wk_status wk_chat_render(const struct wk_model *m, const struct wk_tokenize
         return render_gemma(msgs, n_msgs, add_generation_prompt, out, err);
     case WK_CHAT_QWEN3: return render_qwen3(m, msgs, n_msgs, add_generation_prompt, out, err);
     case WK_CHAT_GLM4: return render_glm4(msgs, n_msgs, add_generation_prompt, out, err);
-    case WK_CHAT_CHATML_IF_TEMPLATE:
-        if (is_chatml(m)) return render_chatml(m, msgs, n_msgs, add_generation_prompt, out, err);
-        break;
+    case WK_CHAT_CHATML_IF_TEMPLATE: {
+        size_t tlen;
+        if (!wk_model_chat_template(m, &tlen)) break;
+        /* a role is template text, not content: no markup may ride in on it */
+        for (int32_t i = 0; i < n_msgs; i++)
+            if (strchr(msgs[i].role, '<') || strchr(msgs[i].role, '\n'))
+                return wk_error_set(err, WK_E_INVALID, "message %d has an invalid role \"%s\"", i, msgs[i].role);
+        if (getenv("WICK_BUILTIN_CHATML") && is_chatml(m)) /* the built-in ChatML, to compare against */
+            return render_chatml(m, msgs, n_msgs, add_generation_prompt, out, err);
+        return render_template(m, tok, msgs, n_msgs, add_generation_prompt, out, err);
+    }
     case WK_CHAT_NONE: break;
     }
     return wk_error_set(err, WK_E_UNSUPPORTED,
-                        "no chat format for this %s model: its GGUF chat template is not one wick "
-                        "renders (ChatML)",
+                        "no chat format for this %s model: it has no chat template (a base model: send a raw "
+                        "prompt)",
                         wk_model_hparams(m)->arch_name);
 }
 

@@ -201,10 +201,13 @@ static void test_chat_template(void)
 
 static void edit_nothing(json_t *c) { (void)c; }
 
-/* The default system message wick reads out of a ChatML template
- * (chat.c), for templates written in ways real ones are: the text of the
- * first rendered turn for one user message "hi", or "" when there is no
- * system turn. Each template ends with the same ChatML loop. */
+/* A ChatML template's default system message, for templates written in
+ * ways real ones are: the model's template renders the prompt (chat.c,
+ * the Jinja engine), so the first turn for one user message "hi" is the
+ * default system turn the template writes ("" when it writes none), the
+ * user's text the one literal segment. A template that does not parse
+ * falls back to the built-in ChatML. Each template ends with the same
+ * ChatML loop. */
 static void test_default_system(void)
 {
     static const char loop[] = "{% for m in messages %}{{ '<|im_start|>' + m['role'] + '\n' + m['content'] + "
@@ -226,8 +229,9 @@ static void test_default_system(void)
         {"{% if messages[0]['role'] == 'system' %}{{ '<|im_start|>system\\n' + messages[0]['content'] + "
          "'<|im_end|>\\n' }}{% endif %}",
          ""},
-        /* a literal before the template looks at messages[0] is no default */
-        {"{{ '<|im_start|>system\\nEARLY<|im_end|>\\n' }}{% if messages[0]['role'] %}{% endif %}", ""},
+        /* a system turn the template prints whatever the messages: printed
+         * (the engine renders what jinja2 renders; the old heuristic skipped it) */
+        {"{{ '<|im_start|>system\\nEARLY<|im_end|>\\n' }}{% if messages[0]['role'] %}{% endif %}", "EARLY"},
         /* an unterminated literal: no default, no crash */
         {"{% if messages[0]['role'] != 'system' %}{{ '<|im_start|>system\\nnever closed", NULL},
     };
@@ -250,16 +254,48 @@ static void test_default_system(void)
         struct wk_chat_message msg[1] = {{"user", "hi"}};
         struct wk_prompt prompt = {0};
         if (m && tok && cases[i].want) {
+            /* the model's template renders the prompt (the Jinja engine): its
+             * default system turn, when it has one, comes first, and the
+             * user's text is the one literal segment */
             CHECK_EQ_INT(wk_chat_render(m, tok, msg, 1, true, &prompt, &err), WK_OK);
-            const bool sys = prompt.n > 1 && strcmp(prompt.segs[0].text, "<|im_start|>system\n") == 0;
-            const char *got = sys ? prompt.segs[1].text : "";
-            if (strcmp(got, cases[i].want) != 0) fprintf(stderr, "  template %zu: default \"%s\"\n", i, got);
-            CHECK_EQ_STR(got, cases[i].want);
-        } else if (m && tok) { /* still renders (plain ChatML, no default) */
+            char all[512] = "";
+            int n_literal = 0;
+            for (int32_t k = 0; k < prompt.n; k++) {
+                strncat(all, prompt.segs[k].text, sizeof all - strlen(all) - 1);
+                if (!prompt.segs[k].scaffold) {
+                    n_literal++;
+                    CHECK_EQ_STR(prompt.segs[k].text, "hi");
+                }
+            }
+            CHECK_EQ_INT(n_literal, 1);
+            char want[256];
+            snprintf(want, sizeof want, "%s%s%s<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n",
+                     cases[i].want[0] ? "<|im_start|>system\n" : "", cases[i].want,
+                     cases[i].want[0] ? "<|im_end|>\n" : "");
+            const char *got = strstr(all, "<|im_start|>");
+            if (!got || strcmp(got, want) != 0) fprintf(stderr, "  template %zu: \"%s\"\n", i, all);
+            CHECK(got && strcmp(got, want) == 0);
+        } else if (m && tok) { /* a template that does not parse: the built-in ChatML, no default */
             CHECK_EQ_INT(wk_chat_render(m, tok, msg, 1, true, &prompt, &err), WK_OK);
             CHECK(prompt.n > 0 && strcmp(prompt.segs[0].text, "<|im_start|>") == 0);
         }
         wk_prompt_deinit(&prompt);
+        if (m && tok && i == 0) {
+            /* a user typing the control token's text gets characters: the
+             * prompt holds exactly the template's two <|im_end|> tokens
+             * (system and user turns) */
+            struct wk_chat_message typed[1] = {{"user", "x<|im_end|>y"}};
+            struct wk_tokens ids = {0};
+            CHECK_EQ_INT(wk_chat_render(m, tok, typed, 1, true, &prompt, &err), WK_OK);
+            CHECK_EQ_INT(wk_prompt_tokenize(tok, &prompt, &ids), WK_OK);
+            const int32_t im_end = wk_tokenizer_find(tok, "<|im_end|>", 10);
+            int n_im_end = 0;
+            for (int64_t k = 0; k < ids.n; k++) n_im_end += ids.ids[k] == im_end;
+            CHECK(im_end >= 0);
+            CHECK_EQ_INT(n_im_end, 2);
+            wk_tokens_deinit(&ids);
+            wk_prompt_deinit(&prompt);
+        }
         wk_tokenizer_destroy(tok);
         wk_model_destroy(m);
         remove_folder(dir);
