@@ -236,6 +236,11 @@ static int parse_ollama(struct srv_gen *g, json_t *body, json_t *req, json_t *ro
         if (json_is_string(prompt)) json_object_set(req, "raw", prompt); /* shared, not copied */
         else json_object_set_new(req, "raw", json_string(""));
     } else {
+        /* a per-request Go TEMPLATE is not applied yet (the engine exists,
+         * wk_gotmpl.h; the runtime does not use it): refused, not dropped */
+        json_t *tpl = json_object_get(body, "template");
+        if (tpl && !json_is_null(tpl) && !(json_is_string(tpl) && json_string_length(tpl) == 0))
+            return FAIL("the template field is not supported yet: wick renders the model's own chat template");
         json_t *m = json_array();
         if (json_is_string(system) && json_string_length(system) > 0)
             json_array_append_new(m, json_pack("{s:s, s:O}", "role", "system", "content", system));

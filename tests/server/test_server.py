@@ -255,6 +255,9 @@ def test_errors(s):
     check(st == 400 and "temperature" in body["error"], "an option of the wrong type is 400", str(body))
     st, body = s.post("/api/generate", {"model": SMOL, "prompt": "x", "options": {"warp": 9}})
     check(st == 400 and "warp" in body["error"], "an unknown option is 400 naming it", str(body))
+    st, body = s.post("/api/generate", {"model": SMOL, "prompt": "x", "template": "{{ .Prompt }}"})
+    check(st == 400 and "template" in body["error"], "a per-request template (not applied yet) is 400, not dropped",
+          str(body))
     long_prompt = "hello " * 3000
     st, body = s.post("/api/generate", {"model": SMOL, "prompt": long_prompt, "options": {"num_ctx": 2048}})
     n = s.post("/api/generate", {"model": SMOL, "prompt": long_prompt, "options": {"num_ctx": 8192, "num_predict": 1}})[1]
