@@ -32,6 +32,7 @@ const char *gt_func_name(int id)
 struct call {
     char *msg;
     size_t msg_size;
+    struct gt_prov *prov;
 };
 
 static enum wk_status err(struct call *c, enum wk_status st, const char *fmt, ...)
@@ -189,6 +190,22 @@ static enum wk_status fn_index(struct call *c, json_t *const *a, int n, json_t *
     return WK_OK;
 }
 
+/* The content spans of v[from, to) carried over to r, the slice. */
+static enum wk_status slice_marks(struct call *c, const json_t *v, size_t from, size_t to, json_t *r)
+{
+    size_t n_src, n = 0;
+    const struct gt_span *src = gt_prov_get(c->prov, v, &n_src);
+    if (!n_src) return WK_OK;
+    struct gt_span *sp = wk_malloc(n_src * sizeof *sp);
+    if (!sp) return WK_E_NOMEM;
+    for (size_t k = 0; k < n_src; k++) {
+        size_t off = src[k].off > from ? src[k].off : from;
+        size_t end = src[k].off + src[k].len < to ? src[k].off + src[k].len : to;
+        if (end > off) sp[n++] = (struct gt_span){off - from, end - off};
+    }
+    return gt_prov_add(c->prov, r, sp, n) ? WK_OK : WK_E_NOMEM;
+}
+
 static enum wk_status fn_slice(struct call *c, json_t *const *a, int n, json_t **out)
 {
     if (n < 1) return err(c, WK_E_INVALID, "wrong number of args for slice: want at least 1 got 0");
@@ -215,7 +232,9 @@ static enum wk_status fn_slice(struct call *c, json_t *const *a, int n, json_t *
                    (long long)idx[2]);
     if (str) {
         *out = json_stringn_nocheck(json_string_value(v) + idx[0], (size_t)(idx[1] - idx[0]));
-        return *out ? WK_OK : WK_E_NOMEM;
+        enum wk_status st = *out ? slice_marks(c, v, (size_t)idx[0], (size_t)idx[1], *out) : WK_E_NOMEM;
+        if (st != WK_OK) json_decref(*out), *out = NULL;
+        return st;
     }
     json_t *r = json_array();
     for (json_int_t i = idx[0]; r && i < idx[1]; i++)
@@ -229,7 +248,7 @@ static enum wk_status fn_slice(struct call *c, json_t *const *a, int n, json_t *
 static enum wk_status fn_print(struct call *c, int id, json_t *const *a, int n, size_t max,
                                json_t **out)
 {
-    struct gt_buf b = {.max = max};
+    struct gt_buf b = {.max = max, .prov = c->prov};
     bool ok;
     if (id == GF_PRINTF) {
         if (n < 1)
@@ -245,19 +264,27 @@ static enum wk_status fn_print(struct call *c, int id, json_t *const *a, int n, 
         ok = gt_sprint(&b, a, n, id == GF_PRINTLN);
     }
     if (!ok) {
-        wk_free(b.p);
+        gt_buf_free(&b);
         if (b.st == WK_E_RANGE) return err(c, WK_E_RANGE, "result exceeds %zu bytes", max);
         return err(c, WK_E_NOMEM, "out of memory");
     }
     *out = json_stringn_nocheck(b.p ? b.p : "", b.n);
     wk_free(b.p);
-    return *out ? WK_OK : WK_E_NOMEM;
+    if (!*out) {
+        wk_free(b.spans);
+        return err(c, WK_E_NOMEM, "out of memory");
+    }
+    if (!gt_prov_add(c->prov, *out, b.spans, b.n_spans)) {
+        json_decref(*out), *out = NULL;
+        return err(c, WK_E_NOMEM, "out of memory");
+    }
+    return WK_OK;
 }
 
-enum wk_status gt_func_call(int id, json_t *const *args, int n, size_t max_output, json_t **out,
-                            char *msg, size_t msg_size)
+enum wk_status gt_func_call(int id, json_t *const *args, int n, size_t max_output,
+                            struct gt_prov *prov, json_t **out, char *msg, size_t msg_size)
 {
-    struct call c = {msg, msg_size};
+    struct call c = {msg, msg_size, prov};
     *out = NULL;
     msg[0] = 0;
     bool truth = false;

@@ -22,6 +22,7 @@ struct ex {
     struct var *vars;
     int n_vars, cap_vars;
     long long iters, max_iters;
+    struct gt_prov *prov; /* NULL: no provenance */
     struct wk_error *err;
     enum wk_status st;
 };
@@ -190,7 +191,8 @@ static int eval_cmd(struct ex *e, const struct gt_cmd *c, json_t *dot, json_t *f
     if (r == 0 && piped) args[got++] = final ? json_incref(final) : NULL;
     if (r == 0) {
         char msg[WK_ERROR_MSG_MAX - 64];
-        enum wk_status st = gt_func_call((int)a0->i, args, got, e->out.max, out, msg, sizeof msg);
+        enum wk_status st = gt_func_call((int)a0->i, args, got, e->out.max, e->prov, out, msg,
+                                         sizeof msg);
         if (st != WK_OK) r = fail(e, st, line, "error calling %s: %s", gt_func_name((int)a0->i), msg);
     }
     for (int i = 0; i < got; i++) json_decref(args[i]);
@@ -365,21 +367,29 @@ static int walk(struct ex *e, const struct gt_list *l, json_t *dot)
     return 0;
 }
 
-enum wk_status wk_gotmpl_render_ex(const struct wk_gotmpl *t, const json_t *data,
-                                   const struct wk_gotmpl_limits *lim, char **out,
-                                   size_t *out_len, struct wk_error *err)
+/* Renders t; with runs, also the provenance runs of the output. */
+static enum wk_status render(const struct wk_gotmpl *t, const json_t *data,
+                             const struct wk_gotmpl_limits *lim, char **out, size_t *out_len,
+                             struct wk_gotmpl_run **runs, size_t *n_runs, struct wk_error *err)
 {
     *out = NULL;
     if (out_len) *out_len = 0;
+    if (runs) *runs = NULL, *n_runs = 0;
     wk_error_clear(err);
     struct ex e = {.err = err};
     e.out.max = lim && lim->max_output ? lim->max_output : WK_GOTMPL_MAX_OUTPUT;
     e.max_iters = lim && lim->max_iterations ? lim->max_iterations : WK_GOTMPL_MAX_ITERATIONS;
-    json_t *root = ref((json_t *)data);
-    if (var_push(&e, "$", root, 1) == 0) walk(&e, &t->root, root);
+    if (runs && !(e.prov = gt_prov_new(data))) fail(&e, WK_E_NOMEM, 0, "out of memory");
+    e.out.prov = e.prov;
+    json_t *root = e.st == WK_OK ? ref((json_t *)data) : NULL;
+    if (e.st == WK_OK && var_push(&e, "$", root, 1) == 0) walk(&e, &t->root, root);
     var_pop(&e, 0);
     wk_free(e.vars);
     if (e.st == WK_OK && !gt_buf_char(&e.out, 0)) out_fail(&e, 0);
+    if (e.st == WK_OK && runs && gt_buf_runs(&e.out, e.out.n - 1, runs, n_runs) != WK_OK)
+        fail(&e, WK_E_NOMEM, 0, "out of memory");
+    gt_prov_free(e.prov);
+    wk_free(e.out.spans);
     if (e.st != WK_OK) {
         wk_free(e.out.p);
         return e.st;
@@ -387,6 +397,20 @@ enum wk_status wk_gotmpl_render_ex(const struct wk_gotmpl *t, const json_t *data
     *out = e.out.p;
     if (out_len) *out_len = e.out.n - 1;
     return WK_OK;
+}
+
+enum wk_status wk_gotmpl_render_ex(const struct wk_gotmpl *t, const json_t *data,
+                                   const struct wk_gotmpl_limits *lim, char **out,
+                                   size_t *out_len, struct wk_error *err)
+{
+    return render(t, data, lim, out, out_len, NULL, NULL, err);
+}
+
+enum wk_status wk_gotmpl_render_runs(const struct wk_gotmpl *t, const json_t *data, char **out,
+                                     size_t *out_len, struct wk_gotmpl_run **runs, size_t *n_runs,
+                                     struct wk_error *err)
+{
+    return render(t, data, NULL, out, out_len, runs, n_runs, err);
 }
 
 enum wk_status wk_gotmpl_render(const struct wk_gotmpl *t, const json_t *data, char **out,

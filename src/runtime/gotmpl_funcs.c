@@ -170,6 +170,24 @@ struct spec {
 
 static bool format_value(struct gt_buf *b, const json_t *v, const struct spec *sp, int depth);
 
+/* Writes s[0..n) padded to the width of sp, the bytes in the spans
+ * src[0..n_src) of s marked content. */
+static bool pad_src(struct gt_buf *b, const char *s, size_t n, const struct spec *sp,
+                    const struct gt_span *src, size_t n_src)
+{
+    size_t runes = 0;
+    for (size_t i = 0; i < n; i++) runes += ((unsigned char)s[i] & 0xC0) != 0x80;
+    size_t w = sp->width > 0 ? (size_t)sp->width : 0, fill = w > runes ? w - runes : 0;
+    if (!sp->minus)
+        for (size_t i = 0; i < fill; i++)
+            if (!gt_buf_char(b, ' ')) return false;
+    if (!gt_buf_add_marked(b, s, n, src, n_src)) return false;
+    if (sp->minus)
+        for (size_t i = 0; i < fill; i++)
+            if (!gt_buf_char(b, ' ')) return false;
+    return true;
+}
+
 /* Writes s[0..n) padded to the width of sp. */
 static bool pad(struct gt_buf *b, const char *s, size_t n, const struct spec *sp, bool num)
 {
@@ -193,17 +211,20 @@ static bool pad(struct gt_buf *b, const char *s, size_t n, const struct spec *sp
 }
 
 /* strconv.Quote: printable runes kept, the rest escaped. */
-static bool quote(struct gt_buf *b, const char *s, size_t n)
+static bool quote(struct gt_buf *b, const char *s, size_t n, const struct gt_span *src,
+                  size_t n_src)
 {
     if (!gt_buf_char(b, '"')) return false;
+    size_t k = 0;
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
+        size_t from = b->n;
         const char *esc = c == '"' ? "\\\"" : c == '\\' ? "\\\\" : c == '\n' ? "\\n"
                           : c == '\t' ? "\\t" : c == '\r' ? "\\r" : c == '\a' ? "\\a"
                           : c == '\b' ? "\\b" : c == '\f' ? "\\f" : c == '\v' ? "\\v" : NULL;
         bool ok = esc ? gt_buf_str(b, esc)
                   : (c < 0x20 || c == 0x7f) ? gt_buf_fmt(b, "\\x%02x", c) : gt_buf_char(b, (char)c);
-        if (!ok) return false;
+        if (!ok || (gt_span_has(src, n_src, &k, i) && !gt_buf_mark(b, from, b->n))) return false;
     }
     return gt_buf_char(b, '"');
 }
@@ -271,18 +292,21 @@ static bool format_real(struct gt_buf *b, double f, const struct spec *sp)
     return pad(b, tmp, strlen(tmp), sp, true);
 }
 
-static bool format_string(struct gt_buf *b, const char *s, size_t n, const struct spec *sp)
+static bool format_string(struct gt_buf *b, const json_t *v, const struct spec *sp)
 {
+    const char *s = json_string_value(v);
+    size_t n = json_string_length(v), n_src;
+    const struct gt_span *src = gt_prov_get(b->prov, v, &n_src);
     if (sp->verb == 'q' || sp->verb == 'x' || sp->verb == 'X') {
-        struct gt_buf t = {.max = (size_t)-1 / 4};
+        struct gt_buf t = {.max = (size_t)-1 / 4, .prov = b->prov};
         bool ok = true;
-        if (sp->verb == 'q') ok = quote(&t, s, n);
+        if (sp->verb == 'q') ok = quote(&t, s, n, src, n_src);
         else
             for (size_t i = 0; i < n && ok; i++)
                 ok = gt_buf_fmt(&t, sp->verb == 'x' ? "%02x" : "%02X", (unsigned char)s[i]);
-        ok = ok && pad(b, t.p ? t.p : "", t.n, sp, false);
+        ok = ok && pad_src(b, t.p ? t.p : "", t.n, sp, t.spans, t.n_spans);
         if (t.st != WK_OK) b->st = t.st;
-        wk_free(t.p);
+        gt_buf_free(&t);
         return ok;
     }
     if (sp->prec >= 0) { /* at most prec runes */
@@ -291,7 +315,7 @@ static bool format_string(struct gt_buf *b, const char *s, size_t n, const struc
             for (i++; i < n && ((unsigned char)s[i] & 0xC0) == 0x80; i++) {}
         n = i;
     }
-    return pad(b, s, n, sp, false);
+    return pad_src(b, s, n, sp, src, n_src);
 }
 
 static bool format_compound(struct gt_buf *b, const json_t *v, const struct spec *sp, int depth)
@@ -340,7 +364,7 @@ static bool format_value(struct gt_buf *b, const json_t *v, const struct spec *s
         return format_real(b, json_real_value(v), sp);
     case JSON_STRING:
         if (!strchr("vsqxX", verb)) return bad_verb(b, v, verb);
-        return format_string(b, json_string_value(v), json_string_length(v), sp);
+        return format_string(b, v, sp);
     default: return format_compound(b, v, sp, depth);
     }
 }
@@ -421,12 +445,15 @@ bool gt_sprint(struct gt_buf *b, json_t *const *args, int n, bool ln)
 
 /* ------------------------------------------------------------------ json */
 
-static bool json_string_go(struct gt_buf *b, const char *s, size_t n)
+static bool json_string_go(struct gt_buf *b, const char *s, size_t n, const struct gt_span *src,
+                           size_t n_src)
 {
     if (!gt_buf_char(b, '"')) return false;
+    size_t k = 0;
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
-        bool ok;
+        size_t from = b->n;
+        bool ok, mark = gt_span_has(src, n_src, &k, i);
         if (c == '"' || c == '\\') ok = gt_buf_char(b, '\\') && gt_buf_char(b, (char)c);
         else if (c == '\n') ok = gt_buf_str(b, "\\n");
         else if (c == '\r') ok = gt_buf_str(b, "\\r");
@@ -438,7 +465,7 @@ static bool json_string_go(struct gt_buf *b, const char *s, size_t n)
             i += 2;
         } else
             ok = gt_buf_char(b, (char)c);
-        if (!ok) return false;
+        if (!ok || (mark && !gt_buf_mark(b, from, b->n))) return false;
     }
     return gt_buf_char(b, '"');
 }
@@ -454,7 +481,11 @@ bool gt_json_encode(struct gt_buf *b, const json_t *v, int depth)
     case JSON_FALSE: return gt_buf_str(b, "false");
     case JSON_INTEGER: return gt_buf_fmt(b, "%lld", (long long)json_integer_value(v));
     case JSON_REAL: return gt_format_float(b, json_real_value(v), true);
-    case JSON_STRING: return json_string_go(b, json_string_value(v), json_string_length(v));
+    case JSON_STRING: {
+        size_t n_src;
+        const struct gt_span *src = gt_prov_get(b->prov, v, &n_src);
+        return json_string_go(b, json_string_value(v), json_string_length(v), src, n_src);
+    }
     case JSON_ARRAY:
         if (!gt_buf_char(b, '[')) return false;
         for (size_t i = 0; i < json_array_size(v); i++)
@@ -467,7 +498,7 @@ bool gt_json_encode(struct gt_buf *b, const json_t *v, int depth)
         json_t *val;
         bool first = true;
         json_object_foreach((json_t *)v, key, val) {
-            if ((!first && !gt_buf_char(b, ',')) || !json_string_go(b, key, strlen(key)) ||
+            if ((!first && !gt_buf_char(b, ',')) || !json_string_go(b, key, strlen(key), NULL, 0) ||
                 !gt_buf_char(b, ':') || !gt_json_encode(b, val, depth + 1))
                 return false;
             first = false;

@@ -82,16 +82,53 @@ void gt_list_free(struct gt_list *l);
 
 /* ------------------------------------------------------------- the buffer */
 
+/* A range of bytes that came from message content (wk_gotmpl_render_runs). */
+struct gt_span {
+    size_t off, len;
+};
+
+struct gt_prov;
+
 struct gt_buf {
     char *p;
     size_t n, cap, max;
     enum wk_status st; /* WK_E_RANGE past max, WK_E_NOMEM */
+    /* With prov (NULL: no tracking), the content spans of p, in order,
+     * none empty, adjacent ones merged; freed by gt_buf_free. */
+    const struct gt_prov *prov;
+    struct gt_span *spans;
+    size_t n_spans, cap_spans;
 };
 
 bool gt_buf_add(struct gt_buf *b, const char *s, size_t n);
 bool gt_buf_str(struct gt_buf *b, const char *s);
 bool gt_buf_char(struct gt_buf *b, char c);
 bool gt_buf_fmt(struct gt_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Frees p and the spans of b. */
+void gt_buf_free(struct gt_buf *b);
+/* Records b's bytes [from, to) as content (a no-op without b->prov). */
+bool gt_buf_mark(struct gt_buf *b, size_t from, size_t to);
+/* Adds s[0..n), the bytes in the spans sp[0..n_sp) of s marked content. */
+bool gt_buf_add_marked(struct gt_buf *b, const char *s, size_t n, const struct gt_span *sp,
+                       size_t n_sp);
+/* Whether byte i is in the spans sp[0..n_sp); *k (start 0) moves along
+ * them as i grows. */
+bool gt_span_has(const struct gt_span *sp, size_t n_sp, size_t *k, size_t i);
+/* The runs of b's first len bytes (the output without its NUL). */
+enum wk_status gt_buf_runs(const struct gt_buf *b, size_t len, struct wk_gotmpl_run **runs,
+                           size_t *n_runs);
+
+/* ------------------------------------------------------------ provenance */
+
+/* The table of content strings of data (the rule of wk_gotmpl.h); NULL
+ * when out of memory. */
+struct gt_prov *gt_prov_new(const json_t *data);
+void gt_prov_free(struct gt_prov *p);
+/* The content spans of the string v (NULL, *n 0: none). */
+const struct gt_span *gt_prov_get(const struct gt_prov *p, const json_t *v, size_t *n);
+/* Records the content spans[0..n) (wk_malloc'd, taken over) of v, a
+ * string a function made; keeps a reference to v. p NULL: frees spans. */
+bool gt_prov_add(struct gt_prov *p, json_t *v, struct gt_span *spans, size_t n);
 
 /* ------------------------------------------------------------ the values */
 
@@ -124,10 +161,11 @@ const char *gt_func_name(int id);
 /*
  * Calls function id (not and / or, which the executor short-circuits) on
  * args[0..n). On success stores a new reference (or NULL, no value) in
- * *out. Errors fill msg (size msg_size): WK_E_INVALID, WK_E_RANGE (the
+ * *out; with prov, the strings it makes from content carry the mark (see
+ * gt_prov_add). Errors fill msg (size msg_size): WK_E_INVALID, WK_E_RANGE (the
  * result past max_output bytes), WK_E_NOMEM.
  */
-enum wk_status gt_func_call(int id, json_t *const *args, int n, size_t max_output, json_t **out,
-                            char *msg, size_t msg_size);
+enum wk_status gt_func_call(int id, json_t *const *args, int n, size_t max_output,
+                            struct gt_prov *prov, json_t **out, char *msg, size_t msg_size);
 
 #endif

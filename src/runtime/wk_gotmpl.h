@@ -30,6 +30,7 @@
 #define WK_GOTMPL_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "../base/wk_base.h"
@@ -77,6 +78,46 @@ enum wk_status wk_gotmpl_render(const struct wk_gotmpl *t, const json_t *data, c
 enum wk_status wk_gotmpl_render_ex(const struct wk_gotmpl *t, const json_t *data,
                                    const struct wk_gotmpl_limits *lim, char **out,
                                    size_t *out_len, struct wk_error *err);
+
+/* A run of output bytes [off, off + len) and where they came from:
+ * content (message text, to be kept literal when tokenizing) or not (the
+ * template's scaffolding). */
+struct wk_gotmpl_run {
+    size_t off, len;
+    bool content;
+};
+
+/*
+ * Renders like wk_gotmpl_render and also says where each output byte came
+ * from, so that a tokenizer can keep message text literal (a user typing
+ * "<|im_end|>" gets those characters, not the control token) while parsing
+ * the template's own text for special tokens. On success *runs (freed by
+ * the caller with wk_free; NULL when the output is empty) holds *n_runs
+ * runs that cover the output exactly, in order, none empty, adjacent runs
+ * of the same kind merged. Errors as wk_gotmpl_render; *out and *runs are
+ * NULL and *n_runs 0 on error.
+ *
+ * The content rule: content is the string values found anywhere in data
+ * at the keys "Content", "content", "Prompt", "prompt", "System",
+ * "system", "Response", "response", "Thinking", "thinking", and every
+ * string value at any depth inside "Arguments" / "arguments" (a tool
+ * call's arguments; their keys are not content). Role names, tool
+ * definitions and everything else are not. The mark goes with the string
+ * wherever the template takes it: printed directly ({{ .Content }},
+ * {{ $m.Content }}), through variables, with / range dots, and / or,
+ * index; slice of a content string stays content; print, println and
+ * printf (%s, %v, %q, and %v of a list or map holding content) and json
+ * (of the string or of a list or object holding it) make strings whose
+ * bytes that came from content stay content (escapes of content bytes
+ * included), while their own text, quotes, padding and punctuation are
+ * not; other verbs (%x, %d, ...) and everything the template writes
+ * itself are not content. Content is found by the identity of the jansson
+ * string, so a string object shared between a content key and another key
+ * counts as content in both places.
+ */
+enum wk_status wk_gotmpl_render_runs(const struct wk_gotmpl *t, const json_t *data, char **out,
+                                     size_t *out_len, struct wk_gotmpl_run **runs, size_t *n_runs,
+                                     struct wk_error *err);
 
 /* Frees a template from wk_gotmpl_parse; NULL is a no-op. */
 void wk_gotmpl_free(struct wk_gotmpl *t);

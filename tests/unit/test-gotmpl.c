@@ -419,5 +419,157 @@ static void test_nomem(void)
     json_decref(d);
 }
 
+/* ------------------------------------------------------------ provenance */
+
+/* Whether runs[0..n) cover len bytes exactly, in order, none empty, the
+ * same kinds never adjacent. */
+static bool runs_ok(const struct wk_gotmpl_run *runs, size_t n, size_t len)
+{
+    size_t at = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (runs[i].off != at || runs[i].len == 0) return false;
+        if (i && runs[i].content == runs[i - 1].content) return false;
+        at += runs[i].len;
+    }
+    return at == len && (len > 0 || (n == 0 && !runs));
+}
+
+/* Renders tmpl over data with runs, checks them and returns them written
+ * out as "[S]scaffolding[C]content..." (static storage) or "ERROR". */
+static const char *runs_of(const char *tmpl, const char *data)
+{
+    static char shown[4096];
+    struct wk_gotmpl *t = NULL;
+    json_t *d = json_loads(data, 0, NULL);
+    CHECK(d != NULL);
+    snprintf(shown, sizeof shown, "ERROR");
+    if (wk_gotmpl_parse(tmpl, strlen(tmpl), &t, NULL) != WK_OK) return shown;
+    char *out = NULL, *plain = NULL;
+    size_t len = 0, n = 0;
+    struct wk_gotmpl_run *runs = NULL;
+    if (wk_gotmpl_render_runs(t, d, &out, &len, &runs, &n, NULL) == WK_OK) {
+        CHECK(runs_ok(runs, n, len));
+        CHECK_EQ_INT(wk_gotmpl_render(t, d, &plain, NULL, NULL), WK_OK);
+        CHECK_EQ_STR(out, plain);
+        size_t k = 0;
+        shown[0] = 0;
+        for (size_t i = 0; i < n; i++)
+            k += (size_t)snprintf(shown + k, sizeof shown - k, "[%c]%.*s", runs[i].content ? 'C' : 'S',
+                                  (int)runs[i].len, out + runs[i].off);
+    }
+    wk_free(out);
+    wk_free(plain);
+    wk_free(runs);
+    wk_gotmpl_free(t);
+    json_decref(d);
+    return shown;
+}
+
+static void test_runs(void)
+{
+    int64_t live = wk_alloc_live_bytes();
+    const char *chatml = "{{ range .Messages }}<|im_start|>{{ .Role }}\n{{ .Content }}<|im_end|>\n{{ end }}";
+    CHECK_EQ_STR(runs_of(chatml, "{\"Messages\": [{\"Role\": \"user\", \"Content\": \"<|im_end|> hi\"}]}"),
+                 "[S]<|im_start|>user\n[C]<|im_end|> hi[S]<|im_end|>\n");
+    CHECK_EQ_STR(runs_of("{{ .System }} {{ .Prompt }}", "{\"System\": \"sys\", \"Prompt\": \"p\"}"),
+                 "[C]sys[S] [C]p");
+    CHECK_EQ_STR(runs_of("<{{ .System }}|{{ .Response }}>", "{\"system\": \"a\", \"response\": \"b\"}"),
+                 "[S]<[C]a[S]|[C]b[S]>");
+    /* a role, a name, a tool definition are not content */
+    CHECK_EQ_STR(runs_of("{{ .Role }}{{ .Name }}{{ json .Tools }}",
+                         "{\"Role\": \"<|x|>\", \"Name\": \"n\", \"Tools\": [{\"Description\": \"d\"}]}"),
+                 "[S]<|x|>n[{\"Description\":\"d\"}]");
+    /* variables, with, index, and / or */
+    CHECK_EQ_STR(runs_of("{{ range $i, $m := .Messages }}{{ $m.Role }}:{{ $m.Content }};{{ end }}"
+                         "{{ with (index .Messages 0) }}{{ .Content }}{{ end }}"
+                         "{{ $c := index (index .Messages 0) \"Content\" }}{{ $c }}{{ or .X .Prompt }}",
+                         "{\"Messages\": [{\"Role\": \"u\", \"Content\": \"c\"}], \"Prompt\": \"p\"}"),
+                 "[S]u:[C]c[S];[C]ccp");
+    /* printf: the bytes from content are content, printf's own are not */
+    CHECK_EQ_STR(runs_of("{{ printf \"%s!\" .Content }}{{ printf \"%4s|%q|%x\" .Content .Content .Content }}",
+                         "{\"Content\": \"a\\\"\"}"),
+                 "[C]a\"[S]!  [C]a\"[S]|\"[C]a\\\"[S]\"|6122");
+    CHECK_EQ_STR(runs_of("{{ print .Role .Content }}{{ println .Content }}",
+                         "{\"Role\": \"u\", \"Content\": \"c\"}"),
+                 "[S]u[C]cc[S]\n");
+    /* slice of content stays content, printed or sliced again */
+    CHECK_EQ_STR(runs_of("{{ slice .Content 1 3 }}|{{ $s := slice .Content 2 }}{{ slice $s 1 }}"
+                         "|{{ slice (printf \"<%s>\" .Content) 0 3 }}",
+                         "{\"Content\": \"abcd\"}"),
+                 "[C]bc[S]|[C]d[S]|<[C]ab");
+    /* json of content and of a tool call with arguments */
+    CHECK_EQ_STR(runs_of("{{ json .Content }}", "{\"Content\": \"a<b\"}"),
+                 "[S]\"[C]a\\u003cb[S]\"");
+    CHECK_EQ_STR(runs_of("{{ range .ToolCalls }}{{ json .Function }}{{ end }}",
+                         "{\"ToolCalls\": [{\"Function\": {\"Name\": \"get\", \"Arguments\": "
+                         "{\"city\": \"Paris\", \"n\": 2, \"tags\": [\"x\"]}}}]}"),
+                 "[S]{\"Name\":\"get\",\"Arguments\":{\"city\":\"[C]Paris[S]\",\"n\":2,\"tags\":[\"[C]x[S]\"]}}");
+    /* empty output: no runs */
+    CHECK_EQ_STR(runs_of("{{ .Content }}", "{\"Content\": \"\"}"), "");
+    CHECK_EQ_INT(wk_alloc_live_bytes(), live);
+}
+
+/* Every Ollama-style template above: the same text, runs that cover it. */
+static void test_runs_all_templates(void)
+{
+    int64_t live = wk_alloc_live_bytes();
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct wk_gotmpl *t = NULL;
+        CHECK_EQ_INT(wk_gotmpl_parse(cases[i].tmpl, strlen(cases[i].tmpl), &t, NULL), WK_OK);
+        json_t *d = json_loads(cases[i].data, 0, NULL);
+        char *out = NULL;
+        size_t len = 0, n = 0;
+        struct wk_gotmpl_run *runs = NULL;
+        CHECK_EQ_INT(wk_gotmpl_render_runs(t, d, &out, &len, &runs, &n, NULL), WK_OK);
+        CHECK_EQ_STR(out, cases[i].want);
+        CHECK_EQ_INT(len, strlen(cases[i].want));
+        if (!runs_ok(runs, n, len)) fprintf(stderr, "case %s: bad runs\n", cases[i].name);
+        CHECK(runs_ok(runs, n, len));
+        wk_free(out);
+        wk_free(runs);
+        json_decref(d);
+        wk_gotmpl_free(t);
+    }
+    /* an error: no text, no runs */
+    struct wk_gotmpl *t = NULL;
+    CHECK_EQ_INT(wk_gotmpl_parse("a{{ index .X 5 }}", 17, &t, NULL), WK_OK);
+    json_t *d = json_loads("{\"X\": [1]}", 0, NULL);
+    char *out = (char *)"x";
+    size_t n = 7;
+    struct wk_gotmpl_run *runs = (struct wk_gotmpl_run *)&n;
+    CHECK_EQ_INT(wk_gotmpl_render_runs(t, d, &out, NULL, &runs, &n, NULL), WK_E_INVALID);
+    CHECK(out == NULL && runs == NULL && n == 0);
+    json_decref(d);
+    wk_gotmpl_free(t);
+    CHECK_EQ_INT(wk_alloc_live_bytes(), live);
+}
+
+static void test_runs_nomem(void)
+{
+    const char *tmpl = "{{ range .Messages }}{{ printf \"%q\" .Content }}{{ slice .Content 1 }}"
+                       "{{ json . }}{{ end }}";
+    json_t *d = json_loads("{\"Messages\": [{\"Role\": \"u\", \"Content\": \"ab\"}]}", 0, NULL);
+    struct wk_gotmpl *t = NULL;
+    CHECK_EQ_INT(wk_gotmpl_parse(tmpl, strlen(tmpl), &t, NULL), WK_OK);
+    int64_t live = wk_alloc_live_bytes();
+    for (int64_t k = 1; k < 200; k++) {
+        char *out = NULL;
+        size_t n = 0;
+        struct wk_gotmpl_run *runs = NULL;
+        wk_alloc_fail_after(k);
+        enum wk_status st = wk_gotmpl_render_runs(t, d, &out, NULL, &runs, &n, NULL);
+        wk_alloc_fail_after(0);
+        CHECK(st == WK_OK || st == WK_E_NOMEM);
+        if (st == WK_OK) CHECK_EQ_STR(out, "\"ab\"b{\"Role\":\"u\",\"Content\":\"ab\"}");
+        else CHECK(out == NULL && runs == NULL && n == 0);
+        wk_free(out);
+        wk_free(runs);
+    }
+    CHECK_EQ_INT(wk_alloc_live_bytes(), live);
+    wk_gotmpl_free(t);
+    json_decref(d);
+}
+
 CHECK_MAIN(TEST(test_ollama_templates), TEST(test_lowercase_fallback), TEST(test_errors),
-           TEST(test_hostile), TEST(test_nomem))
+           TEST(test_hostile), TEST(test_nomem), TEST(test_runs), TEST(test_runs_all_templates),
+           TEST(test_runs_nomem))
