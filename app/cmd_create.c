@@ -359,6 +359,25 @@ static void show_details(const char *title, const char *path, const char *quant)
     json_decref(info);
 }
 
+/* wick show --template without a stored TEMPLATE: the effective template,
+ * the model's own chat template (GGUF or folder), or, for a base model,
+ * a line saying that it has none and runs as raw completion. */
+static int show_model_template(const char *name, const char *weights)
+{
+    struct wk_model *mdl = NULL;
+    struct wk_error err;
+    if (wk_model_load_ex(weights, false, &mdl, &err)) {
+        fprintf(stderr, "wick show: %s\n", err.msg);
+        return WK_EXIT_ERROR;
+    }
+    size_t n = 0;
+    const char *t = wk_model_chat_template(mdl, &n);
+    if (t) printf("%.*s\n", (int)n, t);
+    else fprintf(stderr, "wick show: %s has no chat template (a base model: it runs as raw completion)\n", name);
+    wk_model_destroy(mdl);
+    return WK_EXIT_OK;
+}
+
 int cmd_show(int argc, char **argv)
 {
     const char *name = NULL, *part = NULL;
@@ -412,6 +431,7 @@ int cmd_show(int argc, char **argv)
                                                        : WK_MT_LICENSE;
         char *t = m.manifest ? wk_store_layer_text(s, m.manifest, mt) : NULL;
         if (t) printf("%s\n", t);
+        else if (strcmp(part, "template") == 0) rc = show_model_template(name, m.weights);
         wk_free(t);
     } else {
         /* the config blob's file types (set for quantized safetensors imports) */

@@ -110,6 +110,14 @@ def test_create_and_run():
     check("smol:latest" in out and "gem:latest" in out, "list shows both", out)
     rc, out, _ = wick("show", "smol")
     check(rc == 0 and "architecture         llama" in out and "context length       8192" in out, "show", out)
+    # without a TEMPLATE, --template shows the effective one: the GGUF's own chat template
+    import gguf
+    want = bytes(gguf.GGUFReader(SMOL).fields["tokenizer.chat_template"].parts[-1]).decode()
+    rc, out, _ = wick("show", "smol", "--template")
+    check(rc == 0 and out == want + "\n", "show --template: the GGUF's chat template when none is stored", out[:200])
+    rc, out, err = wick("show", "gem", "--template")
+    check(rc == 0 and out == "" and "no chat template" in err and "raw completion" in err,
+          "show --template of a base model says it has none", err)
 
 
 def test_parameters_system_messages():
