@@ -11,9 +11,10 @@
  * transformers' semantics), with bos_token and eos_token the model's;
  * --jinja FILE with that template file (no model; bos_token and eos_token
  * empty unless --var sets them). --go FILE renders an Ollama Modelfile
- * TEMPLATE (Go text/template, wk_gotmpl.h) with Ollama's data: .Messages,
- * .Tools, .System (the last system message's content), .Prompt (the last
- * user message's content) and .Response (empty).
+ * TEMPLATE (Go text/template, wk_gotmpl.h) as Ollama applies it
+ * (wk_gotmpl_render_chat: .Messages, .Tools and .System, or once per
+ * exchange with .System, .Prompt and .Response for a template without
+ * .Messages).
  * FILE.json holds the messages as a JSON array, or an object with
  * "messages" (and optionally "tools"). The Jinja variables are messages,
  * tools (when given), add_generation_prompt (true unless
@@ -105,20 +106,6 @@ static bool model_template(const char *path, char **text, size_t *len, json_t *v
     return ok && *text;
 }
 
-/* The content of the last message of role, or "". */
-static json_t *last_content(json_t *msgs, const char *role)
-{
-    const char *found = "";
-    size_t i;
-    json_t *m;
-    json_array_foreach(msgs, i, m) {
-        const char *r = json_string_value(json_object_get(m, "role"));
-        const char *c = json_string_value(json_object_get(m, "content"));
-        if (r && c && strcmp(r, role) == 0) found = c;
-    }
-    return json_string(found);
-}
-
 static int render(const char *text, size_t len, bool go, json_t *vars)
 {
     struct wk_error err;
@@ -127,14 +114,11 @@ static int render(const char *text, size_t len, bool go, json_t *vars)
     enum wk_status st;
     if (go) {
         struct wk_gotmpl *t = NULL;
-        json_t *msgs = json_object_get(vars, "messages"), *tools = json_object_get(vars, "tools");
-        json_t *data = json_pack("{s:O, s:O, s:o, s:o, s:s}", "Messages", msgs, "Tools", tools ? tools : json_null(),
-                                 "System", last_content(msgs, "system"), "Prompt", last_content(msgs, "user"),
-                                 "Response", "");
         st = wk_gotmpl_parse(text, len, &t, &err);
-        if (!st) st = wk_gotmpl_render(t, data, &out, &out_len, &err);
+        if (!st)
+            st = wk_gotmpl_render_chat(t, json_object_get(vars, "messages"), json_object_get(vars, "tools"), &out,
+                                       &out_len, NULL, NULL, &err);
         wk_gotmpl_free(t);
-        json_decref(data);
     } else {
         struct wk_jinja *t = NULL;
         st = wk_jinja_parse(text, len, &t, &err);

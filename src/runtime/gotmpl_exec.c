@@ -7,6 +7,7 @@
  */
 #include "gotmpl_int.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,6 +24,7 @@ struct ex {
     int n_vars, cap_vars;
     long long iters, max_iters;
     struct gt_prov *prov; /* NULL: no provenance */
+    int cut_ord;          /* nodes past it are skipped (INT_MAX: none) */
     struct wk_error *err;
     enum wk_status st;
 };
@@ -351,6 +353,7 @@ static int walk(struct ex *e, const struct gt_list *l, json_t *dot)
     for (int i = 0; i < l->n; i++) {
         const struct gt_node *nd = l->nodes[i];
         int r = 0;
+        if (nd->ord > e->cut_ord) break; /* cut (a later node's ord is greater still) */
         switch (nd->kind) {
         case GN_TEXT:
             if (!gt_buf_add(&e->out, nd->text, nd->len)) r = out_fail(e, nd->line);
@@ -367,19 +370,21 @@ static int walk(struct ex *e, const struct gt_list *l, json_t *dot)
     return 0;
 }
 
-/* Renders t; with runs, also the provenance runs of the output. */
-static enum wk_status render(const struct wk_gotmpl *t, const json_t *data,
-                             const struct wk_gotmpl_limits *lim, char **out, size_t *out_len,
-                             struct wk_gotmpl_run **runs, size_t *n_runs, struct wk_error *err)
+enum wk_status gt_render(const struct wk_gotmpl *t, const json_t *data, const struct gt_render_opts *opts,
+                         char **out, size_t *out_len, struct wk_gotmpl_run **runs, size_t *n_runs,
+                         struct wk_error *err)
 {
     *out = NULL;
     if (out_len) *out_len = 0;
     if (runs) *runs = NULL, *n_runs = 0;
     wk_error_clear(err);
-    struct ex e = {.err = err};
+    const struct wk_gotmpl_limits *lim = opts ? opts->lim : NULL;
+    struct ex e = {.err = err, .cut_ord = INT_MAX};
+    if (opts && opts->cut_after_response && t->response_ord >= 0) e.cut_ord = t->response_ord;
     e.out.max = lim && lim->max_output ? lim->max_output : WK_GOTMPL_MAX_OUTPUT;
     e.max_iters = lim && lim->max_iterations ? lim->max_iterations : WK_GOTMPL_MAX_ITERATIONS;
     if (runs && !(e.prov = gt_prov_new(data))) fail(&e, WK_E_NOMEM, 0, "out of memory");
+    if (e.prov && opts) gt_prov_set_json_values(e.prov, opts->json_values, opts->n_json_values);
     e.out.prov = e.prov;
     json_t *root = e.st == WK_OK ? ref((json_t *)data) : NULL;
     if (e.st == WK_OK && var_push(&e, "$", root, 1) == 0) walk(&e, &t->root, root);
@@ -403,14 +408,15 @@ enum wk_status wk_gotmpl_render_ex(const struct wk_gotmpl *t, const json_t *data
                                    const struct wk_gotmpl_limits *lim, char **out,
                                    size_t *out_len, struct wk_error *err)
 {
-    return render(t, data, lim, out, out_len, NULL, NULL, err);
+    struct gt_render_opts o = {.lim = lim};
+    return gt_render(t, data, &o, out, out_len, NULL, NULL, err);
 }
 
 enum wk_status wk_gotmpl_render_runs(const struct wk_gotmpl *t, const json_t *data, char **out,
                                      size_t *out_len, struct wk_gotmpl_run **runs, size_t *n_runs,
                                      struct wk_error *err)
 {
-    return render(t, data, NULL, out, out_len, runs, n_runs, err);
+    return gt_render(t, data, NULL, out, out_len, runs, n_runs, err);
 }
 
 enum wk_status wk_gotmpl_render(const struct wk_gotmpl *t, const json_t *data, char **out,

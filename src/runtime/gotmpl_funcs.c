@@ -321,6 +321,8 @@ static bool format_string(struct gt_buf *b, const json_t *v, const struct spec *
 static bool format_compound(struct gt_buf *b, const json_t *v, const struct spec *sp, int depth)
 {
     if (depth > WK_GOTMPL_MAX_DEPTH) return gt_buf_str(b, "...");
+    if ((sp->verb == 'v' || sp->verb == 's') && gt_prov_is_json_value(b->prov, v))
+        return gt_json_encode(b, v, 0); /* a String method that returns its JSON */
     if (json_is_array(v)) {
         if (!gt_buf_char(b, '[')) return false;
         for (size_t i = 0; i < json_array_size(v); i++)

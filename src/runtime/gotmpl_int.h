@@ -68,6 +68,7 @@ struct gt_list {
 struct gt_node {
     enum gt_node_kind kind;
     int line;
+    int ord; /* its place in the walk of Ollama's deleteNode (gotmpl_ollama.c) */
     char *text; /* GN_TEXT */
     size_t len;
     struct gt_pipe *pipe;
@@ -76,9 +77,35 @@ struct gt_node {
 
 struct wk_gotmpl {
     struct gt_list root;
+    /* Ollama's view (gt_tree_index): the ord of the first action that
+     * prints a .Response field (-1: none), and whether an identifier
+     * "messages" / "response" appears anywhere (any case) */
+    int response_ord;
+    bool uses_messages, uses_response;
 };
 
 void gt_list_free(struct gt_list *l);
+/* Numbers t's nodes (gt_node.ord) and fills response_ord, uses_messages
+ * and uses_response (gotmpl_ollama.c); called once by the parser. */
+void gt_tree_index(struct wk_gotmpl *t);
+
+/* How gt_render runs a template. */
+struct gt_render_opts {
+    const struct wk_gotmpl_limits *lim; /* NULL: the defaults */
+    /* skip every node whose ord is past t->response_ord, as Ollama's
+     * legacy rendering cuts the template after {{ .Response }} */
+    bool cut_after_response;
+    /* objects and arrays that print (%v, %s) as their JSON, as Ollama's
+     * template types with a String method do (tools, arguments) */
+    const json_t *const *json_values;
+    size_t n_json_values;
+};
+
+/* Renders t with opts; with runs, the provenance runs too (see
+ * wk_gotmpl_render_runs; json_values need runs). */
+enum wk_status gt_render(const struct wk_gotmpl *t, const json_t *data, const struct gt_render_opts *opts,
+                         char **out, size_t *out_len, struct wk_gotmpl_run **runs, size_t *n_runs,
+                         struct wk_error *err);
 
 /* ------------------------------------------------------------- the buffer */
 
@@ -124,6 +151,11 @@ enum wk_status gt_buf_runs(const struct gt_buf *b, size_t len, struct wk_gotmpl_
  * when out of memory. */
 struct gt_prov *gt_prov_new(const json_t *data);
 void gt_prov_free(struct gt_prov *p);
+/* Sets the objects and arrays that print as their JSON (not copied: they
+ * must outlive p). */
+void gt_prov_set_json_values(struct gt_prov *p, const json_t *const *v, size_t n);
+/* Whether v is one of them (p may be NULL). */
+bool gt_prov_is_json_value(const struct gt_prov *p, const json_t *v);
 /* The content spans of the string v (NULL, *n 0: none). */
 const struct gt_span *gt_prov_get(const struct gt_prov *p, const json_t *v, size_t *n);
 /* Records the content spans[0..n) (wk_malloc'd, taken over) of v, a

@@ -730,6 +730,7 @@ enum wk_status wk_gotmpl_parse(const char *src, size_t len, struct wk_gotmpl **o
         wk_gotmpl_free(t);
         return p.st;
     }
+    gt_tree_index(t);
     *out = t;
     return WK_OK;
 }

@@ -22,7 +22,22 @@ struct ent {
 struct gt_prov {
     struct ent *tab;
     size_t cap, used;
+    const json_t *const *json_values;
+    size_t n_json_values;
 };
+
+void gt_prov_set_json_values(struct gt_prov *p, const json_t *const *v, size_t n)
+{
+    p->json_values = v;
+    p->n_json_values = n;
+}
+
+bool gt_prov_is_json_value(const struct gt_prov *p, const json_t *v)
+{
+    for (size_t i = 0; p && i < p->n_json_values; i++)
+        if (p->json_values[i] == v) return true;
+    return false;
+}
 
 static size_t slot(const struct gt_prov *p, const json_t *v)
 {

@@ -119,6 +119,38 @@ enum wk_status wk_gotmpl_render_runs(const struct wk_gotmpl *t, const json_t *da
                                      size_t *out_len, struct wk_gotmpl_run **runs, size_t *n_runs,
                                      struct wk_error *err);
 
+/*
+ * Renders t for a chat as Ollama applies a Modelfile TEMPLATE
+ * (template.Execute in Ollama's template/template.go):
+ *  - the messages are collated: consecutive messages of one role (other
+ *    than tool) become one, their contents joined by a blank line; .System
+ *    is every system message's content joined the same way;
+ *  - a template that names .Messages (any field or variable identifier
+ *    "messages", any case) runs once with .System, .Messages (each with
+ *    .Role, .Content, .Thinking, .Images, .ToolCalls [{.ID, .Function
+ *    {.Index, .Name, .Arguments}}], .ToolName, .ToolCallID), .Tools (each
+ *    tool with Ollama's fields in order; a tool, the list and a tool's
+ *    properties and a call's arguments print as their JSON), .Response ""
+ *    and .Think false;
+ *  - any other template runs once per exchange with .System, .Prompt and
+ *    .Response (a system message or a user message after an answer starts
+ *    the next), and the last time everything after the first action that
+ *    prints .Response is cut, so the prompt ends where the answer goes; a
+ *    template that names neither messages nor response gets
+ *    {{ .Response }} appended, as Ollama's Parse appends it.
+ * messages: a JSON array in Ollama's API shape (role, content, thinking,
+ * tool_calls with function {index, name, arguments}, tool_name,
+ * tool_call_id); tools: NULL or a JSON array of tools in Ollama's API
+ * shape. Output and runs as wk_gotmpl_render_runs (runs may be NULL; the
+ * runs mark message content, which a tokenizer keeps literal). Errors:
+ * WK_E_INVALID (a message without a string role, content that is not a
+ * string; an execution error naming the template line), WK_E_RANGE,
+ * WK_E_NOMEM.
+ */
+enum wk_status wk_gotmpl_render_chat(const struct wk_gotmpl *t, const json_t *messages, const json_t *tools,
+                                     char **out, size_t *out_len, struct wk_gotmpl_run **runs, size_t *n_runs,
+                                     struct wk_error *err);
+
 /* Frees a template from wk_gotmpl_parse; NULL is a no-op. */
 void wk_gotmpl_free(struct wk_gotmpl *t);
 
