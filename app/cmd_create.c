@@ -359,9 +359,27 @@ static void show_details(const char *title, const char *path, const char *quant)
     json_decref(info);
 }
 
+/* How wick renders chats for a model without a stored TEMPLATE: its own
+ * chat template, a built-in family format (Gemma, Qwen 3, GLM-4 use
+ * theirs whatever the file holds), or raw completion. */
+static const char *chat_rendering(const struct wk_model *m)
+{
+    size_t n;
+    switch (wk_model_chat_format(m)) {
+    case WK_CHAT_GEMMA: return "wick's built-in Gemma turn format (<start_of_turn>user ... <start_of_turn>model)";
+    case WK_CHAT_QWEN3: return "wick's built-in Qwen 3 turn format (ChatML, thinking off)";
+    case WK_CHAT_GLM4: return "wick's built-in GLM-4 turn format ([gMASK]<sop><|user|> ... <|assistant|>)";
+    case WK_CHAT_CHATML_IF_TEMPLATE:
+        if (wk_model_chat_template(m, &n)) return "the model's own chat template (Jinja)";
+        break;
+    case WK_CHAT_NONE: break;
+    }
+    return "none: the model has no chat template (a base model), so it runs as raw completion";
+}
+
 /* wick show --template without a stored TEMPLATE: the effective template,
- * the model's own chat template (GGUF or folder), or, for a base model,
- * a line saying that it has none and runs as raw completion. */
+ * the model's own chat template (GGUF or folder), or a line saying what
+ * renders chats instead (a built-in format, or raw completion). */
 static int show_model_template(const char *name, const char *weights)
 {
     struct wk_model *mdl = NULL;
@@ -372,10 +390,24 @@ static int show_model_template(const char *name, const char *weights)
     }
     size_t n = 0;
     const char *t = wk_model_chat_template(mdl, &n);
-    if (t) printf("%.*s\n", (int)n, t);
-    else fprintf(stderr, "wick show: %s has no chat template (a base model: it runs as raw completion)\n", name);
+    if (t && wk_model_chat_format(mdl) == WK_CHAT_CHATML_IF_TEMPLATE) printf("%.*s\n", (int)n, t);
+    else if (t) fprintf(stderr, "wick show: %s: chats use %s; its chat template is not used:\n%.*s\n", name,
+                        chat_rendering(mdl), (int)n, t);
+    else fprintf(stderr, "wick show: %s has no chat template; chats use %s\n", name, chat_rendering(mdl));
     wk_model_destroy(mdl);
     return WK_EXIT_OK;
+}
+
+/* The Template section of wick show: what renders chats. */
+static void show_template_line(const struct wk_store_model *m)
+{
+    struct wk_model *mdl = NULL;
+    struct wk_error err;
+    printf("  Template\n");
+    if (m->template_text && *m->template_text) printf("    the Modelfile's TEMPLATE (Go text/template, as Ollama)\n\n");
+    else if (wk_model_load_ex(m->weights, false, &mdl, &err)) printf("    unknown: %s\n\n", err.msg);
+    else printf("    %s\n\n", chat_rendering(mdl));
+    wk_model_destroy(mdl);
 }
 
 int cmd_show(int argc, char **argv)
@@ -458,6 +490,7 @@ int cmd_show(int argc, char **argv)
             }
             printf("\n");
         }
+        show_template_line(&m);
         if (m.system) printf("  System\n    %s\n\n", m.system);
     }
     wk_store_model_deinit(&m);

@@ -11,6 +11,7 @@
 #include "cli.h"
 
 #include "../src/io/wk_options.h"
+#include "../src/runtime/wk_gotmpl.h"
 #include "../src/runtime/wk_runtime.h"
 #include "../src/store/wk_store.h"
 
@@ -389,18 +390,46 @@ static void print_logprobs(void *user, const struct wk_token_logprobs *lp)
     fputc('\n', stderr);
 }
 
-/* The prompt's segments: msgs in the model's turn format, or with --raw the
- * last message's text alone, literal, after BOS where the model adds one. */
+/* msgs through a Go TEMPLATE (a stored model's), as Ollama applies it. */
+static enum wk_status render_go(const struct loaded *l, const struct wk_chat_message *msgs, int32_t n_msgs,
+                                struct wk_prompt *prompt, struct wk_error *err)
+{
+    const char *text = l->stored.template_text;
+    struct wk_gotmpl *t = NULL;
+    json_t *arr = json_array();
+    enum wk_status st = arr ? wk_gotmpl_parse(text, strlen(text), &t, err) : WK_E_NOMEM;
+    for (int32_t i = 0; !st && i < n_msgs; i++)
+        if (json_array_append_new(arr, json_pack("{s:s, s:s}", "role", msgs[i].role, "content", msgs[i].content)))
+            st = WK_E_NOMEM;
+    if (!st) st = wk_chat_render_go(l->tok, t, arr, NULL, prompt, err);
+    if (st == WK_E_NOMEM) wk_error_set(err, st, "out of memory");
+    else if (st) {
+        char why[sizeof err->msg];
+        snprintf(why, sizeof why, "%s", err->msg);
+        wk_error_set(err, st, "the model's TEMPLATE: %s", why);
+    }
+    wk_gotmpl_free(t);
+    json_decref(arr);
+    return st;
+}
+
+/* The prompt's segments: msgs in the model's turn format (its stored
+ * TEMPLATE when it has one, else its own chat template), or with --raw
+ * the last message's text alone, literal, after BOS where the model adds
+ * one. */
 static enum wk_status render(const struct loaded *l, const struct run_opts *o,
                              const struct wk_chat_message *msgs, int32_t n_msgs,
                              struct wk_prompt *prompt, struct wk_error *err)
 {
     if (!o->raw) {
+        const bool go = l->stored.template_text && *l->stored.template_text;
         /* a stored model's SYSTEM (unless the conversation has one) and MESSAGEs first */
         json_t *pre = l->stored.messages;
         size_t n_pre = json_array_size(pre);
         bool sys = l->stored.system && strcmp(msgs[0].role, "system") != 0;
-        if (!sys && n_pre == 0) return wk_chat_render(l->model, l->tok, msgs, n_msgs, true, prompt, err);
+        if (!sys && n_pre == 0)
+            return go ? render_go(l, msgs, n_msgs, prompt, err)
+                      : wk_chat_render(l->model, l->tok, msgs, n_msgs, true, prompt, err);
         struct wk_chat_message *all = calloc(n_pre + 1 + (size_t)n_msgs, sizeof *all);
         if (!all) return wk_error_set(err, WK_E_NOMEM, "out of memory");
         size_t k = 0;
@@ -412,7 +441,8 @@ static enum wk_status render(const struct loaded *l, const struct run_opts *o,
                                                 json_string_value(json_object_get(m, "content"))};
         }
         memcpy(all + k, msgs, (size_t)n_msgs * sizeof *all);
-        enum wk_status st = wk_chat_render(l->model, l->tok, all, (int32_t)k + n_msgs, true, prompt, err);
+        enum wk_status st = go ? render_go(l, all, (int32_t)k + n_msgs, prompt, err)
+                               : wk_chat_render(l->model, l->tok, all, (int32_t)k + n_msgs, true, prompt, err);
         free(all);
         return st;
     }
@@ -474,7 +504,9 @@ static int64_t prompt_tokens(struct loaded *l, const struct wk_chat_message *msg
     struct wk_prompt prompt = {0};
     struct wk_tokens ids = {0};
     int64_t count = -1;
-    if (!wk_chat_render(l->model, l->tok, msgs, n, true, &prompt, NULL) &&
+    struct run_opts plain = {0};
+    struct wk_error err;
+    if (!render(l, &plain, msgs, n, &prompt, &err) &&
         !wk_prompt_tokenize(l->tok, &prompt, &ids))
         count = ids.n;
     wk_prompt_deinit(&prompt);

@@ -5,16 +5,20 @@
  *   wick template (MODEL | --jinja FILE | --go FILE) --messages FILE.json
  *                 [--tools FILE.json] [--no-generation-prompt] [--var NAME=JSON]...
  *
- * MODEL (a GGUF file or a Hugging Face folder) renders with its own chat
- * template (GGUF tokenizer.chat_template, tokenizer_config.json or
- * chat_template.jinja) through the Jinja engine (wk_jinja.h: Hugging Face
- * transformers' semantics), with bos_token and eos_token the model's;
- * --jinja FILE with that template file (no model; bos_token and eos_token
- * empty unless --var sets them). --go FILE renders an Ollama Modelfile
- * TEMPLATE (Go text/template, wk_gotmpl.h) as Ollama applies it
- * (wk_gotmpl_render_chat: .Messages, .Tools and .System, or once per
- * exchange with .System, .Prompt and .Response for a template without
- * .Messages).
+ * MODEL is a GGUF file, a Hugging Face folder or a stored model's name,
+ * rendered exactly as wick run and the server render it: a stored
+ * TEMPLATE (Go, after the stored SYSTEM and MESSAGEs), else the model's
+ * own chat template (GGUF tokenizer.chat_template, tokenizer_config.json
+ * or chat_template.jinja) through the Jinja engine (wk_jinja.h: Hugging
+ * Face transformers' semantics) with bos_token and eos_token the
+ * model's, else the format built into wick for its family (Gemma, Qwen
+ * 3, GLM-4) or, for a base model, raw completion (no --var or --tools
+ * then). --jinja FILE renders that template file (no model; bos_token
+ * and eos_token empty unless --var sets them). --go FILE renders an
+ * Ollama Modelfile TEMPLATE (Go text/template, wk_gotmpl.h) as Ollama
+ * applies it (wk_gotmpl_render_chat: .Messages, .Tools and .System, or
+ * once per exchange with .System, .Prompt and .Response for a template
+ * without .Messages).
  * FILE.json holds the messages as a JSON array, or an object with
  * "messages" (and optionally "tools"). The Jinja variables are messages,
  * tools (when given), add_generation_prompt (true unless
@@ -27,12 +31,14 @@
 #include "../src/runtime/wk_gotmpl.h"
 #include "../src/runtime/wk_jinja.h"
 #include "../src/runtime/wk_runtime.h"
+#include "../src/store/wk_store.h"
 #include "../src/tokenizer/wk_tokenizer.h"
 
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #define USAGE                                                                                              \
     "Usage: wick template (MODEL | --jinja FILE | --go FILE) --messages FILE.json\n"                       \
@@ -77,33 +83,102 @@ static json_t *token_text(const struct wk_tokenizer *tok, int32_t id)
     return json_stringn(buf, n < sizeof buf ? n : 0);
 }
 
-/* MODEL's chat template and its BOS and EOS texts; false with a message. */
-static bool model_template(const char *path, char **text, size_t *len, json_t *vars)
+/* What MODEL renders with: a stored TEMPLATE (Go), its own chat template
+ * (Jinja), or a built-in format / raw completion (wk_chat_render). */
+enum kind { K_GO, K_JINJA, K_BUILTIN };
+
+/* The stored model's SYSTEM (unless the conversation has one) and MESSAGEs
+ * put before the conversation in vars, as wick run and the server do. */
+static void stored_defaults(const struct wk_store_model *sm, json_t *vars)
 {
-    struct wk_model *m = NULL;
-    struct wk_tokenizer *tok = NULL;
+    json_t *msgs = json_object_get(vars, "messages");
+    json_t *first = json_array_get(msgs, 0);
+    const char *r0 = json_string_value(json_object_get(first, "role"));
+    bool has_system = r0 && strcmp(r0, "system") == 0;
+    size_t at = has_system ? 1 : 0, i;
+    json_t *m;
+    json_array_foreach(sm->messages, i, m) json_array_insert(msgs, at++, m);
+    if (!has_system && sm->system)
+        json_array_insert_new(msgs, 0, json_pack("{s:s, s:s}", "role", "system", "content", sm->system));
+}
+
+/* Opens MODEL (a GGUF file or Hugging Face folder, else a stored model's
+ * name) and finds what renders its chats: *kind, the template text (Go or
+ * Jinja, malloc'd) and the BOS / EOS texts in vars; *model and *tok stay
+ * open for K_BUILTIN. False with a message. */
+static bool model_template(const char *name, enum kind *kind, char **text, size_t *len, json_t *vars,
+                           struct wk_model **model, struct wk_tokenizer **tok)
+{
     struct wk_error err;
-    if (wk_model_load_ex(path, false, &m, &err) || wk_tokenizer_for_model(m, &tok, &err)) {
+    struct wk_store_model sm = {0};
+    const char *path = name;
+    struct stat stb;
+    if (stat(name, &stb) != 0) { /* a stored model */
+        char dir[4096];
+        wk_store_default_dir(dir, sizeof dir);
+        struct wk_store *s = NULL;
+        enum wk_status st = wk_store_open(dir, &s, &err);
+        if (!st) st = wk_store_resolve(s, name, false, &sm, &err);
+        wk_store_close(s);
+        if (st) {
+            fprintf(stderr, "wick template: %s\n", err.msg);
+            return false;
+        }
+        path = sm.weights;
+        stored_defaults(&sm, vars);
+        if (sm.template_text && *sm.template_text) {
+            *kind = K_GO;
+            *text = strdup(sm.template_text);
+            *len = strlen(sm.template_text);
+            wk_store_model_deinit(&sm);
+            return *text != NULL;
+        }
+    }
+    bool ok = !wk_model_load_ex(path, false, model, &err) && !wk_tokenizer_for_model(*model, tok, &err);
+    wk_store_model_deinit(&sm);
+    if (!ok) {
         fprintf(stderr, "wick template: %s\n", err.msg);
-        wk_model_destroy(m);
         return false;
     }
     size_t n = 0;
-    const char *t = wk_model_chat_template(m, &n);
-    bool ok = t != NULL;
-    if (!ok)
-        fprintf(stderr, "wick template: %s has no chat template (a base model: wick runs it as raw completion)\n",
-                path);
-    else if ((*text = malloc(n + 1))) {
-        memcpy(*text, t, n);
-        (*text)[n] = '\0';
-        *len = n;
+    const char *t = wk_model_chat_template(*model, &n);
+    json_object_set_new(vars, "bos_token", token_text(*tok, wk_tokenizer_bos(*tok)));
+    json_object_set_new(vars, "eos_token", token_text(*tok, wk_tokenizer_eos(*tok)));
+    *kind = t && wk_model_chat_format(*model) == WK_CHAT_CHATML_IF_TEMPLATE ? K_JINJA : K_BUILTIN;
+    if (*kind == K_BUILTIN) return true;
+    if (!(*text = malloc(n + 1))) return false;
+    memcpy(*text, t, n);
+    (*text)[n] = '\0';
+    *len = n;
+    return true;
+}
+
+/* The conversation in a built-in format, or as raw completion, exactly as
+ * wick run renders it (the segments' text). */
+static int render_builtin(const struct wk_model *m, const struct wk_tokenizer *tok, json_t *vars, bool gen,
+                          bool extra)
+{
+    if (extra || json_object_get(vars, "tools")) {
+        fprintf(stderr, "wick template: this model has no chat template to pass --var or --tools to (it uses "
+                        "a format built into wick, or raw completion)\n");
+        return WK_EXIT_USAGE;
     }
-    json_object_set_new(vars, "bos_token", token_text(tok, wk_tokenizer_bos(tok)));
-    json_object_set_new(vars, "eos_token", token_text(tok, wk_tokenizer_eos(tok)));
-    wk_tokenizer_destroy(tok);
-    wk_model_destroy(m);
-    return ok && *text;
+    json_t *msgs = json_object_get(vars, "messages");
+    size_t n = json_array_size(msgs);
+    struct wk_chat_message *cm = calloc(n ? n : 1, sizeof *cm);
+    for (size_t i = 0; cm && i < n; i++) {
+        cm[i].role = json_string_value(json_object_get(json_array_get(msgs, i), "role"));
+        cm[i].content = json_string_value(json_object_get(json_array_get(msgs, i), "content"));
+    }
+    struct wk_prompt p = {0};
+    struct wk_error err;
+    enum wk_status st = cm ? wk_chat_render(m, tok, cm, (int32_t)n, gen, &p, &err)
+                           : wk_error_set(&err, WK_E_NOMEM, "out of memory");
+    for (int32_t i = 0; !st && i < p.n; i++) fwrite(p.segs[i].text, 1, p.segs[i].len, stdout);
+    if (st) fprintf(stderr, "wick template: %s\n", err.msg);
+    wk_prompt_deinit(&p);
+    free(cm);
+    return st ? WK_EXIT_ERROR : WK_EXIT_OK;
 }
 
 static int render(const char *text, size_t len, bool go, json_t *vars)
@@ -204,19 +279,26 @@ int cmd_template(int argc, char **argv)
         bad = true;
     }
     int rc = WK_EXIT_USAGE;
+    struct wk_model *mdl = NULL;
+    struct wk_tokenizer *tok = NULL;
     char *text = NULL;
     size_t len = 0;
     if (!bad) {
         json_object_set_new(vars, "bos_token", json_string(""));
         json_object_set_new(vars, "eos_token", json_string(""));
         rc = WK_EXIT_ERROR;
+        enum kind kind = go ? K_GO : K_JINJA;
         bool ok = load_messages(msgs, tools, vars);
-        if (ok && model) ok = model_template(model, &text, &len, vars);
+        if (ok && model) ok = model_template(model, &kind, &text, &len, vars, &mdl, &tok);
         else if (ok) ok = (text = read_text(jinja ? jinja : go, &len)) != NULL;
+        bool has_extra = json_object_size(extra) > 0;
         json_object_set_new(vars, "add_generation_prompt", json_boolean(gen));
         json_object_update(vars, extra);
-        if (ok) rc = render(text, len, go != NULL, vars);
+        if (ok && kind == K_BUILTIN) rc = render_builtin(mdl, tok, vars, gen, has_extra);
+        else if (ok) rc = render(text, len, kind == K_GO, vars);
     }
+    wk_tokenizer_destroy(tok);
+    wk_model_destroy(mdl);
     free(text);
     json_decref(vars);
     json_decref(extra);

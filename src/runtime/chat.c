@@ -36,10 +36,12 @@
  * without the tool declarations and reasoning handling of the released
  * GLM-4.7 template (tests/golden/glm4-moe-lite's template is this).
  */
+#include "wk_gotmpl.h"
 #include "wk_jinja.h"
 #include "wk_runtime.h"
 
 #include <ctype.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
@@ -296,6 +298,36 @@ static json_t *token_text(const struct wk_tokenizer *tok, int32_t id)
     return json_stringn(buf, n < sizeof buf ? n : 0);
 }
 
+/* A run of rendered text: wk_jinja_run and wk_gotmpl_run have this layout. */
+struct run {
+    size_t off, len;
+    bool content;
+};
+_Static_assert(sizeof(struct run) == sizeof(struct wk_jinja_run) &&
+               offsetof(struct run, content) == offsetof(struct wk_jinja_run, content) &&
+               sizeof(struct run) == sizeof(struct wk_gotmpl_run) &&
+               offsetof(struct run, content) == offsetof(struct wk_gotmpl_run, content),
+               "run layouts");
+
+/* A rendered template's text [len] and runs as prompt segments (content
+ * runs literal), after a BOS where the tokenizer adds one and the text
+ * does not already start with it as scaffolding (as llama.cpp and Ollama
+ * tokenize a rendered prompt with add_special). Errors: WK_E_NOMEM. */
+static enum wk_status append_rendered(const struct wk_tokenizer *tok, const char *text, size_t len,
+                                      const struct run *runs, size_t n_runs, struct wk_prompt *out)
+{
+    enum wk_status st = WK_OK;
+    char bos_text[256];
+    const int32_t bos_id = wk_tokenizer_bos(tok);
+    size_t bos_n = bos_id >= 0 ? wk_tokenizer_token_bytes(tok, bos_id, true, bos_text, sizeof bos_text) : 0;
+    if (bos_id >= 0 && wk_tokenizer_add_bos(tok) && bos_n < sizeof bos_text &&
+        !(n_runs && !runs[0].content && len >= bos_n && memcmp(text, bos_text, bos_n) == 0))
+        st = wk_prompt_append(out, bos_text, bos_n, true);
+    for (size_t i = 0; i < n_runs && !st; i++)
+        st = wk_prompt_append(out, text + runs[i].off, runs[i].len, !runs[i].content);
+    return st;
+}
+
 /*
  * The conversation through the model's own chat template with the Jinja
  * engine (wk_jinja.h: transformers' semantics), variables messages (role
@@ -337,14 +369,21 @@ static enum wk_status render_template(const struct wk_model *m, const struct wk_
     json_decref(vars);
     wk_jinja_free(t);
     if (st) return wk_error_set(err, st, "the model's chat template: %s", e.msg);
-    char bos_text[256];
-    const int32_t bos_id = wk_tokenizer_bos(tok);
-    size_t bos_n = bos_id >= 0 ? wk_tokenizer_token_bytes(tok, bos_id, true, bos_text, sizeof bos_text) : 0;
-    if (bos_id >= 0 && wk_tokenizer_add_bos(tok) && bos_n < sizeof bos_text &&
-        !(n_runs && !runs[0].content && len >= bos_n && memcmp(text, bos_text, bos_n) == 0))
-        st = wk_prompt_append(out, bos_text, bos_n, true);
-    for (size_t i = 0; i < n_runs && !st; i++)
-        st = wk_prompt_append(out, text + runs[i].off, runs[i].len, !runs[i].content);
+    st = append_rendered(tok, text, len, (const struct run *)runs, n_runs, out);
+    wk_free(text);
+    wk_free(runs);
+    return st ? wk_error_set(err, st, "out of memory") : WK_OK;
+}
+
+enum wk_status wk_chat_render_go(const struct wk_tokenizer *tok, const struct wk_gotmpl *t, const json_t *messages,
+                                 const json_t *tools, struct wk_prompt *out, struct wk_error *err)
+{
+    char *text = NULL;
+    size_t len = 0, n_runs = 0;
+    struct wk_gotmpl_run *runs = NULL;
+    enum wk_status st = wk_gotmpl_render_chat(t, messages, tools, &text, &len, &runs, &n_runs, err);
+    if (st) return st;
+    st = append_rendered(tok, text, len, (const struct run *)runs, n_runs, out);
     wk_free(text);
     wk_free(runs);
     return st ? wk_error_set(err, st, "out of memory") : WK_OK;
@@ -444,6 +483,26 @@ static enum wk_status render_glm4(const struct wk_chat_message *msgs, int32_t n,
     return st ? wk_error_set(err, st, "out of memory") : WK_OK;
 }
 
+/* A model without a chat template (a base model): raw completion, as
+ * Ollama renders it with its default TEMPLATE "{{ .Prompt }}" (each user
+ * message followed by the answer that came after it, system messages
+ * left out). */
+static enum wk_status render_raw_completion(const struct wk_tokenizer *tok, const struct wk_chat_message *msgs,
+                                            int32_t n, struct wk_prompt *out, struct wk_error *err)
+{
+    static const char dflt[] = "{{ .Prompt }}";
+    struct wk_gotmpl *t = NULL;
+    json_t *arr = json_array();
+    enum wk_status st = arr ? wk_gotmpl_parse(dflt, sizeof dflt - 1, &t, err) : WK_E_NOMEM;
+    for (int32_t i = 0; !st && i < n; i++)
+        if (json_array_append_new(arr, json_pack("{s:s, s:s}", "role", msgs[i].role, "content", msgs[i].content)))
+            st = WK_E_NOMEM;
+    if (!st) st = wk_chat_render_go(tok, t, arr, NULL, out, err);
+    wk_gotmpl_free(t);
+    json_decref(arr);
+    return st == WK_E_NOMEM ? wk_error_set(err, st, "out of memory") : st;
+}
+
 enum wk_status wk_chat_render(const struct wk_model *m, const struct wk_tokenizer *tok,
                               const struct wk_chat_message *msgs, int32_t n_msgs,
                               bool add_generation_prompt, struct wk_prompt *out,
@@ -470,10 +529,7 @@ enum wk_status wk_chat_render(const struct wk_model *m, const struct wk_tokenize
     }
     case WK_CHAT_NONE: break;
     }
-    return wk_error_set(err, WK_E_UNSUPPORTED,
-                        "no chat format for this %s model: it has no chat template (a base model: send a raw "
-                        "prompt)",
-                        wk_model_hparams(m)->arch_name);
+    return render_raw_completion(tok, msgs, n_msgs, out, err);
 }
 
 enum wk_status wk_prompt_tokenize(const struct wk_tokenizer *tok, const struct wk_prompt *p,

@@ -146,6 +146,41 @@ static void put_present(struct build *b, json_t *o, const json_t *from, const ch
         put(b, o, key, sorted_copy(v, 0));
 }
 
+/* A tool parameter as Ollama's ToolProperty: anyOf, type, items,
+ * description, enum, properties (in their order), required; the ones
+ * present (omitempty), others dropped as Go's struct drops them. */
+static json_t *property_value(struct build *b, const json_t *p, int depth)
+{
+    static const char *const keys[] = {"anyOf", "type", "items", "description", "enum", "properties", "required"};
+    json_t *o = json_object();
+    if (!o || depth > WK_GOTMPL_MAX_DEPTH) {
+        json_decref(o);
+        return b->nomem = true, NULL;
+    }
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        json_t *v = json_object_get(p, keys[i]);
+        if (!v || json_is_null(v) || (json_is_string(v) && json_string_length(v) == 0) ||
+            (json_is_array(v) && json_array_size(v) == 0))
+            continue;
+        if (i == 0 && json_is_array(v)) { /* anyOf: properties */
+            json_t *a = json_array();
+            size_t k;
+            json_t *e;
+            json_array_foreach(v, k, e) if (!a || json_array_append_new(a, property_value(b, e, depth + 1))) b->nomem = true;
+            put(b, o, keys[i], a);
+        } else if (i == 5 && json_is_object(v)) { /* nested properties, in their order */
+            json_t *n = json_object();
+            const char *k;
+            json_t *e;
+            json_object_foreach(v, k, e) if (!n || json_object_set_new(n, k, property_value(b, e, depth + 1))) b->nomem = true;
+            put(b, o, keys[i], n);
+        } else {
+            put(b, o, keys[i], json_deep_copy(v));
+        }
+    }
+    return o;
+}
+
 /* One tool as Ollama's templateTool: its fields in the struct's order,
  * properties sorted; the tool, and its properties, print as JSON. */
 static json_t *tool_value(struct build *b, const json_t *tool)
@@ -164,8 +199,23 @@ static json_t *tool_value(struct build *b, const json_t *tool)
     put_present(b, p, params, "$defs");
     put_present(b, p, params, "items");
     put_present(b, p, params, "required");
+    /* a Go map: its keys sorted when it prints */
     const json_t *props = json_object_get(params, "properties");
-    put(b, p, "properties", as_json_value(b, json_is_object(props) ? sorted_copy(props, 0) : json_object()));
+    json_t *pm = json_object();
+    size_t n = json_object_size(props), k = 0;
+    const char **keys = wk_malloc((n ? n : 1) * sizeof *keys);
+    const char *key;
+    json_t *val;
+    if (keys && pm) {
+        json_object_foreach((json_t *)props, key, val) keys[k++] = key;
+        qsort(keys, n, sizeof *keys, cmp_str);
+        for (size_t i = 0; i < n; i++)
+            if (json_object_set_new(pm, keys[i], property_value(b, json_object_get(props, keys[i]), 0))) b->nomem = true;
+    } else {
+        b->nomem = true;
+    }
+    wk_free(keys);
+    put(b, p, "properties", as_json_value(b, pm));
     put(b, f, "parameters", p);
     put(b, t, "function", f);
     return as_json_value(b, t);

@@ -10,6 +10,8 @@
 #ifndef WK_RUNTIME_H
 #define WK_RUNTIME_H
 
+#include <jansson.h>
+
 #include "../base/wk_base.h"
 #include "../model/wk_model.h"
 #include "../tokenizer/wk_tokenizer.h"
@@ -181,14 +183,32 @@ enum wk_status wk_prompt_append(struct wk_prompt *p, const char *text, size_t le
  * (the template Gemma 3 ships with). Llama-family models whose GGUF chat
  * template is ChatML: "<|im_start|>{role}\n{content}<|im_end|>\n", with
  * the template's default system message when the conversation has none.
- * Errors: WK_E_INVALID (roles that do not alternate user/assistant for
- * Gemma, a role with markup in it), WK_E_UNSUPPORTED (no turn format
- * known for the model), WK_E_NOMEM.
+ * Llama-family and Qwen 2 models render through their own chat template
+ * (Jinja). A model with no chat template and no built-in format (a base
+ * model) renders as raw completion, as Ollama's default TEMPLATE
+ * "{{ .Prompt }}" does. Errors: WK_E_INVALID (roles that do not
+ * alternate user/assistant for Gemma, a role with markup in it, a
+ * template that raises), WK_E_UNSUPPORTED (a chat template the engine
+ * cannot parse), WK_E_NOMEM.
  */
 enum wk_status wk_chat_render(const struct wk_model *m, const struct wk_tokenizer *tok,
                               const struct wk_chat_message *msgs, int32_t n_msgs,
                               bool add_generation_prompt, struct wk_prompt *out,
                               struct wk_error *err);
+
+/*
+ * Renders a conversation through an Ollama Modelfile TEMPLATE t (Go
+ * text/template) as Ollama applies it (wk_gotmpl_render_chat): messages
+ * and tools in Ollama's API shape (JSON arrays; tools may be NULL). The
+ * output's runs that came from message content become literal segments,
+ * the rest scaffolding; a BOS segment comes first where the tokenizer
+ * adds one and the template did not write it. Errors: those of
+ * wk_gotmpl_render_chat (WK_E_INVALID naming the template line,
+ * WK_E_RANGE, WK_E_NOMEM).
+ */
+struct wk_gotmpl;
+enum wk_status wk_chat_render_go(const struct wk_tokenizer *tok, const struct wk_gotmpl *t, const json_t *messages,
+                                 const json_t *tools, struct wk_prompt *out, struct wk_error *err);
 
 /* A raw prompt (no turn format): BOS as scaffolding where the tokenizer
  * adds one, then text [len] as literal content. Errors: WK_E_NOMEM. */

@@ -8,6 +8,7 @@
 #include "server_internal.h"
 
 #include "../io/wk_options.h"
+#include "../runtime/wk_gotmpl.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -236,11 +237,17 @@ static int parse_ollama(struct srv_gen *g, json_t *body, json_t *req, json_t *ro
         if (json_is_string(prompt)) json_object_set(req, "raw", prompt); /* shared, not copied */
         else json_object_set_new(req, "raw", json_string(""));
     } else {
-        /* a per-request Go TEMPLATE is not applied yet (the engine exists,
-         * wk_gotmpl.h; the runtime does not use it): refused, not dropped */
+        /* a per-request Go TEMPLATE (Ollama's): checked here, applied by the runner */
         json_t *tpl = json_object_get(body, "template");
-        if (tpl && !json_is_null(tpl) && !(json_is_string(tpl) && json_string_length(tpl) == 0))
-            return FAIL("the template field is not supported yet: wick renders the model's own chat template");
+        if (tpl && !json_is_null(tpl) && !json_is_string(tpl)) return FAIL("template must be a string");
+        if (json_string_length(tpl) > 0) {
+            struct wk_gotmpl *t = NULL;
+            struct wk_error e;
+            enum wk_status st = wk_gotmpl_parse(json_string_value(tpl), json_string_length(tpl), &t, &e);
+            wk_gotmpl_free(t);
+            if (st) return FAIL("%s", e.msg);
+            json_object_set(req, "template", tpl);
+        }
         json_t *m = json_array();
         if (json_is_string(system) && json_string_length(system) > 0)
             json_array_append_new(m, json_pack("{s:s, s:O}", "role", "system", "content", system));
@@ -368,6 +375,26 @@ static int64_t default_keep_alive(void)
     return ns;
 }
 
+/* Fields that would change the answer and are not implemented yet:
+ * refused with a 400 naming them, never accepted and dropped. */
+static int refuse_unimplemented(struct srv_gen *g, json_t *body, char *msg, size_t cap)
+{
+    static const char *const fields[] = {"tools", "format", "suffix", "response_format", "tool_choice"};
+    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
+        json_t *v = json_object_get(body, fields[i]);
+        bool set = v && !json_is_null(v) && !(json_is_string(v) && json_string_length(v) == 0) &&
+                   !(json_is_array(v) && json_array_size(v) == 0) &&
+                   !(strcmp(fields[i], "response_format") == 0 &&
+                     strcmp(json_string_value(json_object_get(v, "type")) ? json_string_value(json_object_get(v, "type")) : "", "text") == 0) &&
+                   !(strcmp(fields[i], "tool_choice") == 0 && json_is_string(v) && strcmp(json_string_value(v), "none") == 0);
+        if (set) return FAIL("%s is not supported yet: wick does not apply it, so it refuses it", fields[i]);
+    }
+    json_t *think = json_object_get(body, "think");
+    if (!is_openai(g->api) && think && !json_is_null(think) && !json_is_false(think))
+        return FAIL("think is not supported yet: wick does not separate thinking, so it refuses it");
+    return 0;
+}
+
 int srv_gen_parse(struct srv_gen *g, json_t *body, char *msg, size_t cap)
 {
     json_t *model = json_object_get(body, "model");
@@ -381,7 +408,9 @@ int srv_gen_parse(struct srv_gen *g, json_t *body, char *msg, size_t cap)
     g->runner_req = req;
     json_object_set_new(req, "options", ropts);
     json_object_set_new(req, "stop", stop);
-    int rc = is_openai(g->api) ? parse_openai(g, body, req, ropts, stop, msg, cap)
+    int rc = refuse_unimplemented(g, body, msg, cap);
+    if (!rc)
+        rc = is_openai(g->api) ? parse_openai(g, body, req, ropts, stop, msg, cap)
                                : parse_ollama(g, body, req, ropts, stop, msg, cap);
     if (rc) return rc;
     if (g->logprobs) {

@@ -193,8 +193,9 @@ static ssize_t gen_reader(void *cls, uint64_t pos, char *buf, size_t max)
 static void gen_reader_free(void *cls) { gen_free(cls); }
 
 /* The stored model's PARAMETERs under the request's options (the request
- * wins), its SYSTEM when the conversation has no system message, and its
- * MESSAGEs before the conversation, as Ollama applies them (§8.2, §8.3). */
+ * wins), its SYSTEM when the conversation has no system message, its
+ * MESSAGEs before the conversation and its TEMPLATE (unless the request
+ * has one), as Ollama applies them (§8.2, §8.3). */
 static void apply_model_defaults(struct srv_gen *g, const struct wk_store_model *sm)
 {
     json_t *opts = json_object_get(g->runner_req, "options"), *stop = json_object_get(g->runner_req, "stop");
@@ -211,6 +212,9 @@ static void apply_model_defaults(struct srv_gen *g, const struct wk_store_model 
     }
     json_t *msgs = json_object_get(g->runner_req, "messages");
     if (!msgs || json_array_size(msgs) == 0) return; /* raw, or a load/unload request */
+    /* the Modelfile's TEMPLATE, unless the request brings its own */
+    if (sm->template_text && *sm->template_text && !json_object_get(g->runner_req, "template"))
+        json_object_set_new(g->runner_req, "template", json_string(sm->template_text));
     json_t *first = json_array_get(msgs, 0);
     bool has_system = strcmp(json_string_value(json_object_get(first, "role")), "system") == 0;
     size_t at = has_system ? 1 : 0, i;
@@ -226,8 +230,11 @@ static int client_fd(struct MHD_Connection *c)
     return ci ? ci->connect_fd : -1;
 }
 
+/* A generation route; with render_only (/api/apply-template, as
+ * llama-server's /apply-template) the runner renders the conversation
+ * with the model's template and the answer is {"prompt": text}. */
 static enum MHD_Result serve_generation(struct srv_server *srv, struct MHD_Connection *c, enum srv_api api,
-                                        json_t *body)
+                                        json_t *body, bool render_only)
 {
     struct srv_gen *g = wk_calloc(1, sizeof *g);
     if (!g) return reply_error(c, api, 500, "out of memory");
@@ -248,6 +255,7 @@ static enum MHD_Result serve_generation(struct srv_server *srv, struct MHD_Conne
         snprintf(msg, sizeof msg, "%s", err.msg);
     }
     if (!status) apply_model_defaults(g, &sm);
+    if (!status && render_only) json_object_set_new(g->runner_req, "render_only", json_true());
     wk_store_model_deinit(&sm);
     if (status) {
         gen_free(g);
@@ -255,7 +263,7 @@ static enum MHD_Result serve_generation(struct srv_server *srv, struct MHD_Conne
     }
     /* Ollama: an empty prompt loads the model, or unloads it with keep_alive 0 */
     json_t *msgs = json_object_get(g->runner_req, "messages");
-    if ((api == API_GENERATE || api == API_CHAT) && msgs && json_array_size(msgs) == 0) {
+    if ((api == API_GENERATE || api == API_CHAT) && msgs && json_array_size(msgs) == 0 && !render_only) {
         const char *reason = "load";
         if (g->keep_alive_ns == 0) {
             srv_sched_unload(srv->sched, g->model.name);
@@ -306,6 +314,14 @@ static enum MHD_Result serve_generation(struct srv_server *srv, struct MHD_Conne
         const char *e = json_string_value(json_object_get(first, "error"));
         enum MHD_Result ret = reply_error(c, api, rs >= 400 && rs < 600 ? (unsigned)rs : 500,
                                           e ? e : "the model runner refused the request");
+        json_decref(first);
+        gen_free(g);
+        return ret;
+    }
+    if (render_only) {
+        json_t *prompt = json_object_get(first, "prompt");
+        enum MHD_Result ret = json_is_string(prompt) ? reply_json(c, 200, json_pack("{s:O}", "prompt", prompt))
+                                                     : reply_error(c, api, 500, "the model runner sent no prompt");
         json_decref(first);
         gen_free(g);
         return ret;
@@ -504,6 +520,8 @@ static enum MHD_Result route(struct srv_server *srv, struct MHD_Connection *c, c
                   {"/api/create", true, -1},
                   {"/api/generate", true, API_GENERATE},
                   {"/api/chat", true, API_CHAT},
+                  {"/api/apply-template", true, API_CHAT},
+                  {"/apply-template", true, API_CHAT},
                   {"/v1/chat/completions", true, API_OAI_CHAT},
                   {"/v1/completions", true, API_OAI_COMPLETION}};
     int found = -1;
@@ -540,7 +558,8 @@ static enum MHD_Result route(struct srv_server *srv, struct MHD_Connection *c, c
         json_decref(body);
         return reply_error(c, api, 400, msg);
     }
-    enum MHD_Result ret = routes[found].api >= 0             ? serve_generation(srv, c, api, body)
+    bool render_only = strstr(url, "apply-template") != NULL;
+    enum MHD_Result ret = routes[found].api >= 0             ? serve_generation(srv, c, api, body, render_only)
                           : strcmp(url, "/api/create") == 0 ? serve_create(srv, c, body)
                                                             : serve_show(srv, c, body);
     json_decref(body);

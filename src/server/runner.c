@@ -23,6 +23,7 @@
 #include "server_internal.h"
 
 #include "../io/wk_options.h"
+#include "../runtime/wk_gotmpl.h"
 #include "../runtime/wk_runtime.h"
 
 #include <errno.h>
@@ -60,6 +61,7 @@ struct job {
     bool logprobs;
     int32_t top_logprobs;
     bool hide_thinking; /* the chat format asked for it (wk_prompt.hide_thinking) */
+    json_t *rendered;   /* a render_only request's prompt text (a JSON string), else NULL */
     json_t *pending_lp; /* compute thread only: entries not yet sent */
     struct wk_buf out;
     bool finished, nomem;
@@ -113,6 +115,7 @@ static void job_unref(struct job *j)
     wk_free(j->bias);
     for (int32_t i = 0; i < j->n_stops; i++) wk_free(j->stops[i]);
     json_decref(j->pending_lp);
+    json_decref(j->rendered);
     wk_free(j->out.p);
     pthread_mutex_destroy(&j->mu);
     pthread_cond_destroy(&j->cv);
@@ -378,11 +381,29 @@ static int prepare(struct job *j, json_t *req, char *msg, size_t cap)
                 return 400;
             }
         }
-        if (!st) st = wk_chat_render(rn->model, rn->tok, m, (int32_t)n, true, &prompt, &err);
+        json_t *tpl = json_object_get(req, "template");
+        if (!st && json_is_string(tpl)) { /* a Modelfile's or the request's Go TEMPLATE */
+            struct wk_gotmpl *t = NULL;
+            st = wk_gotmpl_parse(json_string_value(tpl), json_string_length(tpl), &t, &err);
+            if (!st) st = wk_chat_render_go(rn->tok, t, msgs, NULL, &prompt, &err);
+            wk_gotmpl_free(t);
+        } else if (!st) {
+            st = wk_chat_render(rn->model, rn->tok, m, (int32_t)n, true, &prompt, &err);
+        }
         wk_free(m);
     } else {
         snprintf(msg, cap, "the request has neither messages nor a raw prompt");
         return 400;
+    }
+    if (!st && json_is_true(json_object_get(req, "render_only"))) { /* /api/apply-template: the text alone */
+        struct wk_buf b = {0};
+        for (int32_t i = 0; i < prompt.n; i++) wk_buf_add(&b, prompt.segs[i].text, prompt.segs[i].len);
+        j->rendered = json_stringn(b.p ? b.p : "", b.len);
+        wk_free(b.p);
+        wk_prompt_deinit(&prompt);
+        if (j->rendered) return 200;
+        snprintf(msg, cap, "the rendered prompt is not valid UTF-8, or out of memory");
+        return 500;
     }
     j->hide_thinking = prompt.hide_thinking;
     size_t bytes = 0;
@@ -623,6 +644,8 @@ static void *conn_main(void *arg)
         int code = j ? prepare(j, req, msg, sizeof msg) : 500;
         if (code != 200) {
             send_json(fd, error_line(code, msg));
+        } else if (j->rendered) {
+            send_json(fd, json_pack("{s:i, s:O}", "status", 200, "prompt", j->rendered));
         } else if (send_json(fd, json_pack("{s:i, s:I}", "status", 200, "prompt_tokens",
                                            (json_int_t)j->ids.n))) {
             j->refs++; /* the compute thread's */

@@ -11,6 +11,7 @@
 
 #include "../io/wk_io.h"
 #include "../model/wk_model.h"
+#include "../runtime/wk_gotmpl.h"
 #include "../runtime/wk_runtime.h"
 
 #include <dirent.h>
@@ -419,6 +420,13 @@ enum wk_status wk_store_create(struct wk_store *s, const struct wk_model_name *n
                                const struct wk_modelfile *mf, const struct wk_create_opts *o,
                                struct wk_error *err)
 {
+    if (mf->template_text && *mf->template_text) { /* a TEMPLATE that cannot run is refused now, not at run time */
+        struct wk_gotmpl *t = NULL;
+        struct wk_error e;
+        enum wk_status st = wk_gotmpl_parse(mf->template_text, strlen(mf->template_text), &t, &e);
+        wk_gotmpl_free(t);
+        if (st) return wk_error_set(err, st == WK_E_NOMEM ? st : WK_E_INVALID, "TEMPLATE: %s", e.msg);
+    }
     struct build b = {.s = s, .mf = mf, .o = o, .layers = json_array(), .err = err};
     char from[4200], draft[4200] = "", weights[4200] = "";
     if (o->no_paths) { /* before anything looks at the file system */

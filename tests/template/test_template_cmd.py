@@ -74,8 +74,23 @@ def test_template_command():
     want = ("<|system|>Be brief.\n<|user|>Hi <|im_end|> there\n<|assistant|>Hello!\n"
             "<|user|>Why is the sky blue?\n<|assistant|>")
     check(rc == 0 and out == want, "an Ollama Go TEMPLATE renders as Go's text/template does", f"{out!r} {err}")
+    # Gemma 3 base has no chat template in its GGUF: the Gemma turn format built into wick (the template
+    # Gemma 3's tokenizer_config.json carries: the system message folded into the first user turn)
     rc, out, err = run(["template", MODEL, "--messages", mpath])
-    check(rc == 1 and "has no chat template" in err, "a base model: no chat template, said", err)
+    want = ("<bos><start_of_turn>user\nBe brief.\n\nHi <|im_end|> there<end_of_turn>\n<start_of_turn>model\n"
+            "Hello!<end_of_turn>\n<start_of_turn>user\nWhy is the sky blue?<end_of_turn>\n<start_of_turn>model\n")
+    check(rc == 0 and out == want, "Gemma 3 base: the built-in Gemma turn format", f"{out!r} {err}")
+    rc, out, err = run(["template", MODEL, "--messages", mpath, "--var", "x=1"])
+    check(rc == 2 and "--var" in err, "--var with a built-in format: a usage error", err)
+    # a Llama-family model with no chat template at all (the tiny Qwen 2 folder without its
+    # chat_template.jinja): raw completion, as Ollama's default TEMPLATE {{ .Prompt }} renders a chat
+    import shutil
+    base = os.path.join(tmp, "base")
+    shutil.copytree(os.path.join(ROOT, "tests", "golden", "qwen2", "hf"), base)
+    os.remove(os.path.join(base, "chat_template.jinja"))
+    rc, out, err = run(["template", base, "--messages", mpath])
+    check(rc == 0 and out == "Hi <|im_end|> thereHello!Why is the sky blue?",
+          "a base model: raw completion (each prompt, then its answer)", f"{out!r} {err}")
     open(jpath, "w").write("{% if messages %}{{ raise_exception('only two turns, please') }}{% endif %}")
     rc, out, err = run(["template", "--jinja", jpath, "--messages", mpath])
     check(rc == 1 and "only two turns, please" in err, "raise_exception's message is the error", err)
