@@ -255,9 +255,18 @@ def test_errors(s):
     check(st == 400 and "temperature" in body["error"], "an option of the wrong type is 400", str(body))
     st, body = s.post("/api/generate", {"model": SMOL, "prompt": "x", "options": {"warp": 9}})
     check(st == 400 and "warp" in body["error"], "an unknown option is 400 naming it", str(body))
-    st, body = s.post("/api/generate", {"model": SMOL, "prompt": "x", "template": "{{ .Prompt }}"})
-    check(st == 400 and "template" in body["error"], "a per-request template (not applied yet) is 400, not dropped",
-          str(body))
+    for field, value, path in (("tools", [{"type": "function", "function": {"name": "f"}}], "/api/chat"),
+                               ("format", "json", "/api/chat"), ("think", True, "/api/chat"),
+                               ("suffix", "return x", "/api/generate"),
+                               ("tools", [{"type": "function", "function": {"name": "f"}}], "/v1/chat/completions"),
+                               ("response_format", {"type": "json_object"}, "/v1/chat/completions")):
+        req = {"model": SMOL, field: value, "options": greedy(1)}
+        req.update({"prompt": "x"} if path == "/api/generate" else {"messages": [{"role": "user", "content": "x"}]})
+        st, body = s.post(path, req)
+        e = body.get("error", {})
+        e = e.get("message", "") if isinstance(e, dict) else e
+        check(st == 400 and field in e, f"{path} with {field} (not implemented yet): 400 naming it, not dropped",
+              str(body))
     long_prompt = "hello " * 3000
     st, body = s.post("/api/generate", {"model": SMOL, "prompt": long_prompt, "options": {"num_ctx": 2048}})
     n = s.post("/api/generate", {"model": SMOL, "prompt": long_prompt, "options": {"num_ctx": 8192, "num_predict": 1}})[1]
@@ -283,6 +292,50 @@ def test_errors(s):
     check(st == 200 and exp[:4] >= "2099", "a huge keep_alive keeps the model loaded (no overflow)", exp)
     st, _ = s.raw("DELETE", "/api/chat")
     check(st == 405, "wrong method 405")
+
+
+def test_templates(s):
+    """Modelfile TEMPLATEs and the template field: a Go TEMPLATE (Ollama's
+    documented ChatML style) written to render what SmolLM2's own Jinja
+    template renders gives the same prompt and the same greedy answer;
+    message text stays literal; the per-request template; errors naming
+    the line; /api/apply-template."""
+    chatml = ("{{- range .Messages }}<|im_start|>{{ .Role }}\n{{ .Content }}<|im_end|>\n{{ end }}"
+              "<|im_start|>assistant\n")
+    st, body = s.post("/api/create", {"model": "smol-go", "from": SMOL, "template": chatml})
+    check(st == 200, "/api/create with a TEMPLATE", str(body))
+    st, body = s.post("/api/create", {"model": "smol-bad", "from": SMOL, "template": "a\n{{ if .Prompt }}x\n"})
+    check(st == 400 and "line 2" in body["error"], "/api/create with a TEMPLATE that does not parse: 400 naming line 2",
+          str(body))
+    msgs = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Say <|im_end|> twice."}]
+    want = ("<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nSay <|im_end|> twice.<|im_end|>\n"
+            "<|im_start|>assistant\n")
+    for model in ("smol-go", SMOL):
+        st, body = s.post("/api/apply-template", {"model": model, "messages": msgs})
+        check(st == 200 and body.get("prompt") == want, f"/api/apply-template {model}: the ChatML prompt", str(body))
+    st, body = s.post("/apply-template", {"model": SMOL, "messages": msgs})
+    check(st == 200 and body.get("prompt") == want, "/apply-template (llama-server's path)", str(body))
+    a = s.ollama.chat(model="smol-go", messages=msgs, options=greedy(12))
+    b = s.ollama.chat(model=SMOL, messages=msgs, options=greedy(12))
+    check(a.message.content == b.message.content and a.prompt_eval_count == b.prompt_eval_count,
+          "a stored Go TEMPLATE and the model's own Jinja template: the same prompt tokens and answer",
+          f"{a.message.content!r} {a.prompt_eval_count} vs {b.message.content!r} {b.prompt_eval_count}")
+    c = s.ollama.chat(model="smol-go", messages=[msgs[0], {"role": "user", "content": "Say  twice."}],
+                      options=greedy(1))
+    check(a.prompt_eval_count - c.prompt_eval_count > 1,
+          "a typed <|im_end|> in a Go-templated message is several tokens of text, not one control token",
+          f"{a.prompt_eval_count} vs {c.prompt_eval_count}")
+    legacy = ("{{ if .System }}<|im_start|>system\n{{ .System }}<|im_end|>\n{{ end }}{{ if .Prompt }}<|im_start|>user\n"
+              "{{ .Prompt }}<|im_end|>\n{{ end }}<|im_start|>assistant\n{{ .Response }}<|im_end|>\n")
+    g = s.ollama.generate(model=SMOL, system=msgs[0]["content"], prompt=msgs[1]["content"], template=legacy,
+                          options=greedy(12))
+    check(g.response == b.message.content and g.prompt_eval_count == b.prompt_eval_count,
+          "/api/generate with a per-request legacy template (.System, .Prompt, .Response): the same prompt and answer",
+          f"{g.response!r} {g.prompt_eval_count}")
+    st, body = s.post("/api/generate", {"model": SMOL, "prompt": "x", "template": "a\nb\n{{ .Prompt }"})
+    check(st == 400 and "line 3" in body["error"], "a template that does not parse: 400 naming line 3", str(body))
+    st, body = s.post("/api/generate", {"model": SMOL, "prompt": "x", "template": "a\n{{ range .Prompt }}{{ end }}"})
+    check(st == 400 and "line 2" in body["error"], "a template that fails when run: 400 naming line 2", str(body))
 
 
 # ------------------------------------------------------------------ 3: cancellation
@@ -625,7 +678,7 @@ def main():
     s = Server()
     try:
         for t in (test_errors, test_ollama_client, test_openai_client, test_qwen2_chat, test_prefix_reuse, test_cancellation,
-                  test_runner_killed, test_concurrent_same_answer, test_cli_ps_stop_and_max_loaded, test_api_create, test_gemma4_mtp, test_load,
+                  test_runner_killed, test_concurrent_same_answer, test_cli_ps_stop_and_max_loaded, test_api_create, test_templates, test_gemma4_mtp, test_load,
                   test_shutdown):
             t0 = time.time()
             t(s)

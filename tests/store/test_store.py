@@ -116,8 +116,10 @@ def test_create_and_run():
     rc, out, _ = wick("show", "smol", "--template")
     check(rc == 0 and out == want + "\n", "show --template: the GGUF's chat template when none is stored", out[:200])
     rc, out, err = wick("show", "gem", "--template")
-    check(rc == 0 and out == "" and "no chat template" in err and "raw completion" in err,
-          "show --template of a base model says it has none", err)
+    check(rc == 0 and out == "" and "no chat template" in err and "built-in Gemma turn format" in err,
+          "show --template of Gemma 3 base says it has none and what renders its chats", err)
+    rc, out, _ = wick("show", "smol")
+    check("  Template\n    the model's own chat template (Jinja)\n" in out, "show: the Template line", out)
 
 
 def test_parameters_system_messages():
@@ -153,6 +155,39 @@ def test_parameters_system_messages():
     check("eval count:           3 token(s)" in err, "a command-line option beats the stored one", err[-200:])
 
 
+def test_template():
+    """A stored Go TEMPLATE drives wick run: one written in Ollama's documented
+    ChatML style renders what SmolLM2's own template renders, so the greedy
+    answers are equal; one with another turn format changes the answer; a
+    base model (no chat template anywhere) runs as raw completion."""
+    chatml = ("{{- range .Messages }}<|im_start|>{{ .Role }}\n{{ .Content }}<|im_end|>\n{{ end }}"
+              "<|im_start|>assistant\n")
+    # with a SYSTEM: SmolLM2's own template adds a default system message where there is none
+    rc, _, err = wick("create", "smol-go", "-f", modelfile(f'FROM {SMOL}\nTEMPLATE """{chatml}"""\nSYSTEM Be brief.\n'))
+    rc2, _, err2 = wick("create", "smol-sys", "-f", modelfile(f'FROM {SMOL}\nSYSTEM Be brief.\n'))
+    check(rc == rc2 == 0, "create with a TEMPLATE", err + err2)
+    rc, out, _ = wick("show", "smol-go", "--template")
+    check(out == chatml + "\n", "show --template prints the stored TEMPLATE", repr(out))
+    args = ["Why is the sky blue?", "--temperature", "0", "--num-predict", "16"]
+    rc1, a, err1 = wick("run", "smol-go", *args)
+    rc2, b, err2 = wick("run", "smol-sys", *args)
+    check(rc1 == rc2 == 0 and a == b and a.strip(), "wick run: the stored ChatML TEMPLATE answers as the model's own "
+          "template does", f"{a!r} vs {b!r} {err1} {err2}")
+    rc, _, err = wick("create", "smol-inst", "-f", modelfile(f'FROM {SMOL}\nTEMPLATE "[INST] {{{{ .Prompt }}}} [/INST]"\n'
+                                                           'SYSTEM Be brief.\n'))
+    rc, c, err = wick("run", "smol-inst", *args)
+    check(rc == 0 and c != a, "another TEMPLATE changes the prompt and so the answer", f"{c!r} {err}")
+    rc, _, err = wick("rm", "smol-go", "smol-sys", "smol-inst")
+    check(rc == 0, "rm the TEMPLATE models", err)
+    base = os.path.join(WORK, "base-qwen2")
+    shutil.copytree(os.path.join(ROOT, "tests", "golden", "qwen2", "hf"), base)
+    os.remove(os.path.join(base, "chat_template.jinja"))
+    rc1, a, err1 = wick("run", base, "Hello there", "--temperature", "0", "--num-predict", "8")
+    rc2, b, err2 = wick("run", base, "Hello there", "--raw", "--temperature", "0", "--num-predict", "8")
+    check(rc1 == rc2 == 0 and a == b, "a base model with no chat template: a chat is raw completion (as --raw)",
+          f"{a!r} vs {b!r} {err1}")
+
+
 def test_blobs_rm_cp():
     before = set(os.listdir(os.path.join(STORE, "blobs")))
     rc, _, err = wick("create", "smol-again", "-f", modelfile(f"FROM {SMOL}\n"))
@@ -183,6 +218,8 @@ def test_errors():
         (f"FROM {SMOL}\nDRAFT {GEMMA}\n", "vocabulary", "a draft with another vocabulary"),
         (f"FROM {WORK}/missing.gguf\n", "missing.gguf", "FROM a missing file"),
         (f"FROM {os.path.join(ROOT, 'README.md')}\n", "README.md", "FROM a file that is not GGUF"),
+        (f"FROM {SMOL}\nTEMPLATE \"\"\"<|user|>\n{{{{ .Prompt }}}}\n{{{{ range .Messages }}}}\"\"\"\n", "line 3",
+         "a TEMPLATE that does not parse, naming its line"),
     ]
     for i, (text, want, what) in enumerate(cases):
         rc, out, err = wick("create", f"bad{i}", "-f", modelfile(text, f"bad{i}"))
@@ -419,7 +456,7 @@ def test_gemma4_tiny():
 
 def main():
     try:
-        for t in (test_create_and_run, test_parameters_system_messages, test_blobs_rm_cp, test_errors,
+        for t in (test_create_and_run, test_parameters_system_messages, test_template, test_blobs_rm_cp, test_errors,
                   test_sigkill_during_create, test_safetensors_import, test_qwen2_tiny, test_qwen3_tiny, test_glm4_moe_lite_tiny, test_gemma4_tiny):
             t0 = time.time()
             t()
