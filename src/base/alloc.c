@@ -88,6 +88,15 @@ char *wk_strndup(const char *s, size_t n)
     return d;
 }
 
+char *wk_memdup0(const void *p, size_t n)
+{
+    char *d = wk_malloc(n + 1);
+    if (!d) return NULL;
+    if (n) memcpy(d, p, n);
+    d[n] = '\0';
+    return d;
+}
+
 char *wk_strdup(const char *s)
 {
     return wk_strndup(s, SIZE_MAX);

@@ -115,6 +115,9 @@ void *wk_realloc(void *p, size_t size);
 void wk_free(void *p);
 char *wk_strdup(const char *s);
 char *wk_strndup(const char *s, size_t n);
+/* A copy of the n bytes at p (NUL bytes included) with a NUL after them;
+ * NULL when out of memory. */
+char *wk_memdup0(const void *p, size_t n);
 
 /*
  * 64-byte-aligned allocation for SIMD buffers; counted like wk_malloc.

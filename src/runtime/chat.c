@@ -63,7 +63,7 @@ enum wk_status wk_prompt_append(struct wk_prompt *p, const char *text, size_t le
         p->segs = s;
         p->cap = cap;
     }
-    char *copy = wk_strndup(text, len);
+    char *copy = wk_memdup0(text, len); /* NUL bytes and all: len is what the tokenizer reads */
     if (!copy) return WK_E_NOMEM;
     p->segs[p->n++] = (struct wk_prompt_segment){.text = copy, .len = len, .scaffold = scaffold};
     return WK_OK;

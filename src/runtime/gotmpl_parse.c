@@ -452,7 +452,7 @@ static bool parse_term(struct ps *p, const struct tok *t, struct gt_arg *a)
         if (!var_known(p, t->p, t->len))
             return fail(p, WK_E_FORMAT, t->line, "undefined variable \"%.*s\"", (int)t->len, t->p);
         a->kind = GA_VAR, a->len = t->len;
-        return (a->str = wk_strndup(t->p, t->len)) ? true : nomem(p);
+        return (a->str = wk_memdup0(t->p, t->len)) ? true : nomem(p);
     case T_STRING:
     case T_RAW: a->kind = GA_STRING; return unquote(p, t, &a->str, &a->len);
     case T_CHAR: a->kind = GA_INT; return parse_char(p, t, &a->i);
@@ -683,7 +683,7 @@ static bool add_text(struct ps *p, struct gt_list *l, size_t start, size_t end, 
     struct gt_node *nd = add_node(p, l, GN_TEXT, line);
     if (!nd) return false;
     nd->len = end - start;
-    return (nd->text = wk_strndup(s + start, end - start)) ? true : nomem(p);
+    return (nd->text = wk_memdup0(s + start, end - start)) ? true : nomem(p);
 }
 
 static bool parse_list(struct ps *p, struct gt_list *l, enum end_kw *kw)

@@ -570,6 +570,108 @@ static void test_runs_nomem(void)
     json_decref(d);
 }
 
+/* wk_gotmpl_render_chat over msgs (JSON), its runs shown as runs_of does. */
+static const char *chat_runs_of(const char *tmpl, const char *msgs, const char *tools)
+{
+    static char shown[4096];
+    struct wk_gotmpl *t = NULL;
+    json_t *m = json_loads(msgs, 0, NULL), *tl = tools ? json_loads(tools, 0, NULL) : NULL;
+    struct wk_error err;
+    snprintf(shown, sizeof shown, "ERROR");
+    char *out = NULL;
+    size_t len = 0, n = 0;
+    struct wk_gotmpl_run *runs = NULL;
+    if (wk_gotmpl_parse(tmpl, strlen(tmpl), &t, NULL) == WK_OK &&
+        wk_gotmpl_render_chat(t, m, tl, &out, &len, &runs, &n, &err) == WK_OK) {
+        CHECK(runs_ok(runs, n, len));
+        size_t k = 0;
+        shown[0] = 0;
+        for (size_t i = 0; i < n; i++)
+            k += (size_t)snprintf(shown + k, sizeof shown - k, "[%c]%.*s", runs[i].content ? 'C' : 'S',
+                                  (int)runs[i].len, out + runs[i].off);
+    } else if (t) {
+        snprintf(shown, sizeof shown, "ERROR %s", err.msg);
+    }
+    wk_free(out);
+    wk_free(runs);
+    wk_gotmpl_free(t);
+    json_decref(m);
+    json_decref(tl);
+    return shown;
+}
+
+/* Ollama's application of a TEMPLATE to a chat (template.Execute): the
+ * legacy path once per exchange, the last run cut after the first
+ * {{ .Response }} (in deleteNode's walk: nodes after it, in its list and
+ * the lists around it, are gone; an if's condition does not count), the
+ * content runs; the .Messages path with tools and arguments as JSON. */
+static void test_chat(void)
+{
+    int64_t live = wk_alloc_live_bytes();
+    const char *conv = "[{\"role\": \"system\", \"content\": \"sys\"}, {\"role\": \"user\", \"content\": \"a\"},"
+                       " {\"role\": \"assistant\", \"content\": \"b\"}, {\"role\": \"user\", \"content\": \"<|x|>\"}]";
+    CHECK_EQ_STR(chat_runs_of("{{ if .System }}S:{{ .System }};{{ end }}{{ if .Prompt }}U:{{ .Prompt }};{{ end }}"
+                              "A:{{ .Response }};END{{ if .Prompt }}X{{ end }}",
+                              conv, NULL),
+                 "[S]S:[C]sys[S];U:[C]a[S];A:[C]b[S];ENDXU:[C]<|x|>[S];A:");
+    /* .Response inside an if: the rest of the if's list and all after it are cut */
+    CHECK_EQ_STR(chat_runs_of("{{ .Prompt }}{{ if true }}<{{ .Response }}>{{ end }}|",
+                              "[{\"role\": \"user\", \"content\": \"p1\"}, {\"role\": \"assistant\", \"content\": "
+                              "\"r1\"}, {\"role\": \"user\", \"content\": \"p2\"}]", NULL),
+                 "[C]p1[S]<[C]r1[S]>|[C]p2[S]<");
+    /* an if on .Response is no cut: the first action printing it is */
+    CHECK_EQ_STR(chat_runs_of("{{ if .Response }}R{{ end }}[{{ .Prompt }}]{{ .Response }}.", conv, NULL),
+                 "[S]R[[C]a[S]][C]b[S].[[C]<|x|>[S]]");
+    /* no .Messages, no .Response: the answer follows each exchange */
+    CHECK_EQ_STR(chat_runs_of("<{{ .Prompt }}>", conv, NULL), "[S]<[C]a[S]>[C]b[S]<[C]<|x|>[S]>");
+    /* .Messages: the collated list, .System joined */
+    CHECK_EQ_STR(chat_runs_of("{{ .System }}|{{ range .Messages }}{{ .Role }}={{ .Content }};{{ end }}",
+                              "[{\"role\": \"user\", \"content\": \"a\"}, {\"role\": \"user\", \"content\": \"b\"},"
+                              " {\"role\": \"system\", \"content\": \"s\"}]", NULL),
+                 "[C]s[S]|user=[C]a\n\nb[S];system=[C]s[S];");
+    /* tools print as JSON (not content), a call's arguments as sorted JSON (their strings content;
+     * < and > escaped as Go's encoding/json escapes them) */
+    CHECK_EQ_STR(chat_runs_of("{{ range .Tools }}{{ . }}{{ end }}{{ range .Messages }}{{ range .ToolCalls }}"
+                              "{{ .Function.Name }}{{ .Function.Arguments }}{{ end }}{{ end }}",
+                              "[{\"role\": \"assistant\", \"tool_calls\": [{\"function\": {\"name\": \"f\", "
+                              "\"arguments\": {\"z\": \"<|x|>\", \"a\": 1}}}]}]",
+                              "[{\"type\": \"function\", \"function\": {\"name\": \"f\"}}]"),
+                 "[S]{\"type\":\"function\",\"function\":{\"name\":\"f\",\"description\":\"\",\"parameters\":"
+                 "{\"type\":\"\",\"properties\":{}}}}f{\"a\":1,\"z\":\"[C]\\u003c|x|\\u003e[S]\"}");
+    CHECK_EQ_STR(chat_runs_of("{{ .Prompt }}", "[{\"content\": \"no role\"}]", NULL), "ERROR message 0 has no role");
+    CHECK_EQ_STR(chat_runs_of("{{ .Prompt }}", "{}", NULL), "ERROR messages must be a list");
+    CHECK_EQ_INT(wk_alloc_live_bytes(), live);
+    /* out of memory anywhere: WK_E_NOMEM, nothing leaked */
+    const char *tmpl = "{{ range .Tools }}{{ . }}{{ end }}{{ range .Messages }}{{ .Content }}{{ range .ToolCalls }}"
+                       "{{ .Function.Arguments }}{{ end }}{{ end }}";
+    json_t *m = json_loads("[{\"role\": \"user\", \"content\": \"a\"}, {\"role\": \"user\", \"content\": \"b\"}, "
+                           "{\"role\": \"assistant\", \"tool_calls\": [{\"function\": {\"name\": \"f\", "
+                           "\"arguments\": {\"x\": [1, {\"b\": 2, \"a\": 3}]}}}]}]", 0, NULL);
+    json_t *tl = json_loads("[{\"type\": \"function\", \"function\": {\"name\": \"f\", \"parameters\": {\"type\": "
+                            "\"object\", \"properties\": {\"x\": {\"type\": \"array\", \"description\": \"d\"}}}}}]",
+                            0, NULL);
+    struct wk_gotmpl *t = NULL;
+    CHECK_EQ_INT(wk_gotmpl_parse(tmpl, strlen(tmpl), &t, NULL), WK_OK);
+    live = wk_alloc_live_bytes();
+    for (int64_t k = 1; k < 400; k++) {
+        char *out = NULL;
+        size_t n = 0, len = 0;
+        struct wk_gotmpl_run *runs = NULL;
+        wk_alloc_fail_after(k);
+        enum wk_status st = wk_gotmpl_render_chat(t, m, tl, &out, &len, &runs, &n, NULL);
+        wk_alloc_fail_after(0);
+        CHECK(st == WK_OK || st == WK_E_NOMEM);
+        if (st == WK_OK) CHECK(runs_ok(runs, n, len));
+        else CHECK(out == NULL && runs == NULL && n == 0);
+        wk_free(out);
+        wk_free(runs);
+    }
+    CHECK_EQ_INT(wk_alloc_live_bytes(), live);
+    wk_gotmpl_free(t);
+    json_decref(m);
+    json_decref(tl);
+}
+
 CHECK_MAIN(TEST(test_ollama_templates), TEST(test_lowercase_fallback), TEST(test_errors),
            TEST(test_hostile), TEST(test_nomem), TEST(test_runs), TEST(test_runs_all_templates),
-           TEST(test_runs_nomem))
+           TEST(test_runs_nomem), TEST(test_chat))
