@@ -523,8 +523,6 @@ enum wk_status wk_chat_render(const struct wk_model *m, const struct wk_tokenize
         for (int32_t i = 0; i < n_msgs; i++)
             if (strchr(msgs[i].role, '<') || strchr(msgs[i].role, '\n'))
                 return wk_error_set(err, WK_E_INVALID, "message %d has an invalid role \"%s\"", i, msgs[i].role);
-        if (getenv("WICK_BUILTIN_CHATML") && is_chatml(m)) /* the built-in ChatML, to compare against */
-            return render_chatml(m, msgs, n_msgs, add_generation_prompt, out, err);
         return render_template(m, tok, msgs, n_msgs, add_generation_prompt, out, err);
     }
     case WK_CHAT_NONE: break;
