@@ -342,6 +342,41 @@ static enum wk_status append_rendered(const struct wk_tokenizer *tok, const char
  * fails (raise_exception, an undefined value), WK_E_UNSUPPORTED when
  * another template does not parse, WK_E_RANGE past its limits, WK_E_NOMEM.
  */
+/* Renders the parsed template t over vars (given add_generation_prompt,
+ * and the model's bos_token / eos_token unless vars sets them) into out. */
+static enum wk_status render_parsed(const struct wk_jinja *t, const struct wk_tokenizer *tok, json_t *vars,
+                                    bool add_generation_prompt, struct wk_prompt *out, struct wk_error *err)
+{
+    struct wk_error e;
+    json_object_set_new(vars, "add_generation_prompt", json_boolean(add_generation_prompt));
+    if (!json_object_get(vars, "bos_token")) json_object_set_new(vars, "bos_token", token_text(tok, wk_tokenizer_bos(tok)));
+    if (!json_object_get(vars, "eos_token")) json_object_set_new(vars, "eos_token", token_text(tok, wk_tokenizer_eos(tok)));
+    char *text = NULL;
+    size_t len = 0, n_runs = 0;
+    struct wk_jinja_run *runs = NULL;
+    enum wk_status st = wk_jinja_render_runs(t, vars, &text, &len, &runs, &n_runs, &e);
+    if (st) return wk_error_set(err, st, "the model's chat template: %s", e.msg);
+    st = append_rendered(tok, text, len, (const struct run *)runs, n_runs, out);
+    wk_free(text);
+    wk_free(runs);
+    return st ? wk_error_set(err, st, "out of memory") : WK_OK;
+}
+
+enum wk_status wk_chat_render_jinja(const struct wk_model *m, const struct wk_tokenizer *tok, json_t *vars,
+                                    bool add_generation_prompt, struct wk_prompt *out, struct wk_error *err)
+{
+    size_t tlen;
+    const char *tpl = wk_model_chat_template(m, &tlen);
+    if (!tpl) return wk_error_set(err, WK_E_UNSUPPORTED, "the model has no chat template");
+    struct wk_jinja *t = NULL;
+    struct wk_error e;
+    enum wk_status st = wk_jinja_parse(tpl, tlen, &t, &e);
+    if (st) return wk_error_set(err, st == WK_E_FORMAT ? WK_E_UNSUPPORTED : st, "the model's chat template: %s", e.msg);
+    st = render_parsed(t, tok, vars, add_generation_prompt, out, err);
+    wk_jinja_free(t);
+    return st;
+}
+
 static enum wk_status render_template(const struct wk_model *m, const struct wk_tokenizer *tok,
                                       const struct wk_chat_message *msgs, int32_t n, bool add_generation_prompt,
                                       struct wk_prompt *out, struct wk_error *err)
@@ -359,20 +394,10 @@ static enum wk_status render_template(const struct wk_model *m, const struct wk_
     for (int32_t i = 0; i < n; i++)
         json_array_append_new(arr, json_pack("{s:s, s:s}", "role", msgs[i].role, "content", msgs[i].content));
     json_object_set_new(vars, "messages", arr);
-    json_object_set_new(vars, "add_generation_prompt", json_boolean(add_generation_prompt));
-    json_object_set_new(vars, "bos_token", token_text(tok, wk_tokenizer_bos(tok)));
-    json_object_set_new(vars, "eos_token", token_text(tok, wk_tokenizer_eos(tok)));
-    char *text = NULL;
-    size_t len = 0, n_runs = 0;
-    struct wk_jinja_run *runs = NULL;
-    st = wk_jinja_render_runs(t, vars, &text, &len, &runs, &n_runs, &e);
+    st = render_parsed(t, tok, vars, add_generation_prompt, out, err);
     json_decref(vars);
     wk_jinja_free(t);
-    if (st) return wk_error_set(err, st, "the model's chat template: %s", e.msg);
-    st = append_rendered(tok, text, len, (const struct run *)runs, n_runs, out);
-    wk_free(text);
-    wk_free(runs);
-    return st ? wk_error_set(err, st, "out of memory") : WK_OK;
+    return st;
 }
 
 enum wk_status wk_chat_render_go(const struct wk_tokenizer *tok, const struct wk_gotmpl *t, const json_t *messages,

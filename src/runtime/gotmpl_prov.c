@@ -77,8 +77,9 @@ static bool put_whole(struct gt_prov *p, const json_t *v)
 
 static bool is_content_key(const char *k)
 {
-    static const char *const keys[] = {"Content", "content", "Prompt",   "prompt",   "System",
-                                       "system",  "Response", "response", "Thinking", "thinking"};
+    static const char *const keys[] = {"Content",  "content",  "Prompt",   "prompt",      "System",
+                                       "system",   "Response", "response", "Thinking",    "thinking",
+                                       "Description", "description"};
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
         if (!strcmp(k, keys[i])) return true;
     return false;

@@ -107,6 +107,7 @@ static void mark(json_t *j)
 void jinja_taint_vars(const json_t *vars)
 {
     if (vars) mark(json_object_get(vars, "messages"));
+    if (vars) mark(json_object_get(vars, "tools"));
 }
 
 json_t *jinja_substr(const json_t *s, size_t off, size_t n)

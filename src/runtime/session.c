@@ -301,6 +301,8 @@ static bool think_run(void *user, const char *buf, size_t n, bool keep)
 {
     struct output *o = user;
     if (keep) return put_text(o, buf, n);
+    if (o->p->on_thinking && o->think.inside && !o->think.in_tag && !o->p->on_thinking(o->p->user, buf, n))
+        return false;
     int32_t k = 0;
     while (k < o->nq && o->q[k].end <= o->emitted + n) k++;
     memmove(o->q, o->q + k, (size_t)(o->nq - k) * sizeof *o->q);
@@ -600,6 +602,7 @@ enum wk_status wk_session_generate(struct wk_session *s, const struct wk_tokens 
     wk_detok_init(&g.detok);
     wk_stop_matcher_init(&g.o.stop, p->stop, p->stop ? p->n_stop : 0);
     wk_think_filter_init(&g.o.think);
+    g.o.think.inside = p->think_open;
     const int32_t k_max = WK_MIN(p->draft_max, WK_VERIFY_MAX - 1);
     if (s->draft) wk_spec_ctl_begin(&s->ctl);
     int32_t id = wk_sampler_sample(sampler, s->logits);

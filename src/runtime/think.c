@@ -53,7 +53,10 @@ bool wk_think_filter_push(struct wk_think_filter *f, const char *text, size_t le
             FLUSH_RUN(i);
             run = i + 1; /* c is held, not part of any run */
             if (tag[++f->n_held] == '\0') {                  /* a whole tag: dropped */
-                if (!fn(user, tag, f->n_held, false)) return false;
+                f->in_tag = true;
+                bool go_on = fn(user, tag, f->n_held, false);
+                f->in_tag = false;
+                if (!go_on) return false;
                 f->skip_space = f->inside; /* after "</think>" */
                 f->inside = !f->inside;
                 f->n_held = 0;

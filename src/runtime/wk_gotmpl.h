@@ -99,7 +99,8 @@ struct wk_gotmpl_run {
  *
  * The content rule: content is the string values found anywhere in data
  * at the keys "Content", "content", "Prompt", "prompt", "System",
- * "system", "Response", "response", "Thinking", "thinking", and every
+ * "system", "Response", "response", "Thinking", "thinking",
+ * "Description", "description" (a tool's or a parameter's), and every
  * string value at any depth inside "Arguments" / "arguments" (a tool
  * call's arguments; their keys are not content). Role names, tool
  * definitions and everything else are not. The mark goes with the string

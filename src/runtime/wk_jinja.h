@@ -73,13 +73,13 @@ struct wk_jinja_run {
  * error.
  *
  * Content: every JSON string value found anywhere inside vars["messages"]
- * (in its objects and arrays, at any depth) except the string values of the
- * keys "role", "name", "type", "tool_call_id" and "id". So a message's
- * content, reasoning_content, thinking, a tool call's arguments (a string,
- * or the strings inside an arguments object), a tool result's content and
- * the "text" of content parts are content; roles, names and ids are template
- * text, as are the template's literals, bos_token, eos_token, tools and
- * every other variable, numbers and booleans, and what filters add of their
+ * and vars["tools"] (in their objects and arrays, at any depth) except the
+ * string values of the keys "role", "name", "type", "tool_call_id" and
+ * "id". So a message's content, reasoning_content, thinking, a tool call's
+ * arguments (a string, or the strings inside an arguments object), a tool
+ * result's content, the "text" of content parts and a tool's descriptions
+ * are content; roles, names, types and ids are template text, as are the
+ * template's literals, bos_token, eos_token and every other variable, numbers and booleans, and what filters add of their
  * own (tojson's quotes and punctuation, indent's spaces, a join separator
  * from the template). A content byte stays content through + and ~,
  * slicing and indexing, iteration over characters, trim/strip/lstrip/rstrip,

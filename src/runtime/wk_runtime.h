@@ -197,6 +197,51 @@ enum wk_status wk_chat_render(const struct wk_model *m, const struct wk_tokenize
                               struct wk_error *err);
 
 /*
+ * Renders the model's own chat template (Jinja, transformers' semantics)
+ * over vars (a JSON object: messages, tools, enable_thinking, any other
+ * variable; add_generation_prompt is set here, and bos_token / eos_token
+ * to the model's unless vars has them; vars is modified). Content runs
+ * (message strings, tool descriptions: wk_jinja_render_runs) become
+ * literal segments; a BOS segment comes first where the tokenizer adds one
+ * and the template did not write it. Errors: WK_E_UNSUPPORTED (no chat
+ * template, or one that does not parse), WK_E_INVALID (the template
+ * raised: the message is the template's), WK_E_RANGE, WK_E_NOMEM.
+ */
+enum wk_status wk_chat_render_jinja(const struct wk_model *m, const struct wk_tokenizer *tok, json_t *vars,
+                                    bool add_generation_prompt, struct wk_prompt *out, struct wk_error *err);
+
+/*
+ * A chat request as a client sends it. messages: a JSON array of objects
+ * {role, content, thinking?, tool_calls?: [{id?, function: {name,
+ * arguments (object)}}], tool_call_id?, tool_name?}; tools: NULL or a JSON
+ * array of tool definitions ({type: "function", function: {name,
+ * description, parameters}}); kwargs: NULL or extra template variables;
+ * think: -1 unset, 0 off, 1 on (the template's enable_thinking).
+ */
+struct wk_chat_request {
+    const json_t *messages;
+    const json_t *tools;
+    const json_t *kwargs;
+    int think;
+    bool add_generation_prompt;
+};
+
+/*
+ * Renders a request: with nothing but roles and contents, exactly as
+ * wk_chat_render; otherwise through the model's own chat template
+ * (wk_chat_render_jinja) with transformers' variables: messages with
+ * tool_calls ({type: "function", id, function: {name, arguments}}),
+ * reasoning_content (from thinking), tool_call_id and name (from
+ * tool_name); tools; enable_thinking; kwargs. Errors: WK_E_INVALID (a
+ * message without a role, content not a string; a template that raises),
+ * WK_E_UNSUPPORTED (tools, thinking or tool calls for a model with no chat
+ * template: the message says what renders its chats instead), those of
+ * wk_chat_render and wk_chat_render_jinja.
+ */
+enum wk_status wk_chat_render_request(const struct wk_model *m, const struct wk_tokenizer *tok,
+                                      const struct wk_chat_request *r, struct wk_prompt *out, struct wk_error *err);
+
+/*
  * Renders a conversation through an Ollama Modelfile TEMPLATE t (Go
  * text/template) as Ollama applies it (wk_gotmpl_render_chat): messages
  * and tools in Ollama's API shape (JSON arrays; tools may be NULL). The
@@ -288,6 +333,8 @@ typedef bool (*wk_think_run_fn)(void *user, const char *text, size_t len, bool k
 struct wk_think_filter {
     bool inside;     /* between "<think>" and "</think>" */
     bool skip_space; /* just after "</think>": whitespace is dropped */
+    bool in_tag;     /* true while fn is handed a whole tag: a dropped run
+                      * with inside set and in_tag clear is thinking text */
     size_t n_held;   /* bytes of the next tag matched and held back */
 };
 void wk_think_filter_init(struct wk_think_filter *f);
@@ -332,6 +379,11 @@ struct wk_generate_params {
      * the logprobs of their tokens too), as wk_think_filter does, after
      * stop strings are matched; wk_prompt.hide_thinking says when */
     bool hide_thinking;
+    /* with hide_thinking: the text inside the blocks (not the tags) goes
+     * to on_thinking (may be NULL: dropped); think_open starts inside a
+     * block (the prompt opened it: a generation prompt ending "<think>") */
+    wk_piece_fn on_thinking;
+    bool think_open;
 };
 struct wk_generate_params wk_generate_params_default(void);
 

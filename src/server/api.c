@@ -174,6 +174,83 @@ static json_t *message_content(json_t *c, char *msg, size_t cap, int *err)
     return s;
 }
 
+/* A tool call's arguments: an object, or (OpenAI's) a string holding one;
+ * a new reference, NULL when neither. */
+static json_t *call_arguments(json_t *a)
+{
+    if (json_is_object(a)) return json_incref(a);
+    if (!json_is_string(a)) return a && !json_is_null(a) ? NULL : json_object();
+    json_t *o = json_loadb(json_string_value(a), json_string_length(a), 0, NULL);
+    if (json_is_object(o)) return o;
+    json_decref(o);
+    return NULL;
+}
+
+/* The parts of message m beyond role and content, into o: thinking
+ * (Ollama) or reasoning_content (OpenAI), tool_calls (Ollama's arguments
+ * object or OpenAI's JSON string), tool_call_id, tool_name (Ollama) or name. */
+static int message_extras(json_t *m, json_t *o, size_t i, char *msg, size_t cap)
+{
+    json_t *th = json_object_get(m, "thinking");
+    if (!th || json_is_null(th)) th = json_object_get(m, "reasoning_content");
+    if (th && !json_is_null(th) && !json_is_string(th)) return FAIL("messages[%zu].thinking must be a string", i);
+    if (json_string_length(th) > 0) json_object_set(o, "thinking", th);
+    static const char *const ids[][2] = {{"tool_call_id", "tool_call_id"}, {"tool_name", "tool_name"}, {"name", "tool_name"}};
+    for (size_t k = 0; k < 3; k++) {
+        json_t *v = json_object_get(m, ids[k][0]);
+        if (v && !json_is_null(v) && !json_is_string(v)) return FAIL("messages[%zu].%s must be a string", i, ids[k][0]);
+        if (json_is_string(v) && !json_object_get(o, ids[k][1])) json_object_set(o, ids[k][1], v);
+    }
+    json_t *calls = json_object_get(m, "tool_calls");
+    if (!calls || json_is_null(calls)) return 0;
+    if (!json_is_array(calls)) return FAIL("messages[%zu].tool_calls must be a list", i);
+    json_t *list = json_array();
+    json_object_set_new(o, "tool_calls", list);
+    size_t k;
+    json_t *c;
+    json_array_foreach(calls, k, c) {
+        json_t *fn = json_object_get(c, "function"), *name = json_object_get(fn, "name");
+        if (!json_is_string(name)) return FAIL("messages[%zu].tool_calls[%zu].function.name must be a string", i, k);
+        json_t *args = call_arguments(json_object_get(fn, "arguments"));
+        if (!args)
+            return FAIL("messages[%zu].tool_calls[%zu].function.arguments must be a JSON object (or a string "
+                        "holding one)", i, k);
+        json_t *call = json_pack("{s:{s:O, s:o}}", "function", "name", name, "arguments", args);
+        json_t *id = json_object_get(c, "id");
+        if (json_is_string(id)) json_object_set(call, "id", id);
+        json_array_append_new(list, call);
+    }
+    return 0;
+}
+
+/* The request's tools, checked (each {type: "function", function: {name,
+ * description?, parameters?}}; a name of letters, digits, _ . - up to 64),
+ * into req "tools". */
+static int parse_tools(json_t *tools, json_t *req, char *msg, size_t cap)
+{
+    if (!tools || json_is_null(tools)) return 0;
+    if (!json_is_array(tools)) return FAIL("tools must be a list");
+    size_t i;
+    json_t *t;
+    json_array_foreach(tools, i, t) {
+        json_t *type = json_object_get(t, "type"), *fn = json_object_get(t, "function");
+        const char *name = json_string_value(json_object_get(fn, "name"));
+        if (!json_is_object(t) || (type && strcmp(json_string_value(type) ? json_string_value(type) : "", "function")))
+            return FAIL("tools[%zu] must be an object of type \"function\"", i);
+        size_t n = name ? strlen(name) : 0;
+        bool ok = n > 0 && n <= 64;
+        for (size_t k = 0; ok && k < n; k++)
+            ok = (name[k] >= 'a' && name[k] <= 'z') || (name[k] >= 'A' && name[k] <= 'Z') ||
+                 (name[k] >= '0' && name[k] <= '9') || strchr("_.-", name[k]);
+        if (!ok) return FAIL("tools[%zu].function.name must be 1 to 64 letters, digits, '_', '.' or '-'", i);
+        json_t *d = json_object_get(fn, "description"), *p = json_object_get(fn, "parameters");
+        if (d && !json_is_null(d) && !json_is_string(d)) return FAIL("tools[%zu].function.description must be a string", i);
+        if (p && !json_is_null(p) && !json_is_object(p)) return FAIL("tools[%zu].function.parameters must be an object", i);
+    }
+    if (json_array_size(tools) > 0) json_object_set(req, "tools", tools);
+    return 0;
+}
+
 static int parse_messages(json_t *in, json_t *out, char *msg, size_t cap)
 {
     if (!json_is_array(in)) return FAIL("messages must be a list");
@@ -197,7 +274,9 @@ static int parse_messages(json_t *in, json_t *out, char *msg, size_t cap)
         for (char *p = r; *p; p++)
             if (*p >= 'A' && *p <= 'Z') *p = (char)(*p - 'A' + 'a');
         if (strcmp(r, "developer") == 0) strcpy(r, "system");
-        json_array_append_new(out, json_pack("{s:s, s:o}", "role", r, "content", content));
+        json_t *o = json_pack("{s:s, s:o}", "role", r, "content", content);
+        json_array_append_new(out, o);
+        if ((err = message_extras(m, o, i, msg, cap))) return err;
     }
     return 0;
 }
@@ -220,7 +299,7 @@ static int parse_ollama(struct srv_gen *g, json_t *body, json_t *req, json_t *ro
         json_t *out = json_array();
         json_object_set_new(req, "messages", out);
         if (msgs && !json_is_null(msgs) && (rc = parse_messages(msgs, out, msg, cap))) return rc;
-        return 0;
+        return parse_tools(json_object_get(body, "tools"), req, msg, cap);
     }
     json_t *prompt = json_object_get(body, "prompt"), *system = json_object_get(body, "system");
     json_t *raw = json_object_get(body, "raw");
@@ -347,7 +426,14 @@ static int parse_openai(struct srv_gen *g, json_t *body, json_t *req, json_t *ro
         if (json_array_size(msgs) == 0) return FAIL("[] is too short - 'messages'");
         json_t *out = json_array();
         json_object_set_new(req, "messages", out);
-        return parse_messages(msgs, out, msg, cap);
+        int rc2 = parse_messages(msgs, out, msg, cap);
+        json_t *choice = json_object_get(body, "tool_choice");
+        const char *cs = json_string_value(choice);
+        if (!rc2 && choice && !json_is_null(choice) && !(cs && (!strcmp(cs, "auto") || !strcmp(cs, "none"))))
+            return FAIL("tool_choice %s is not supported yet: wick takes \"auto\" and \"none\"",
+                        cs ? cs : "naming a function");
+        if (!rc2 && !(cs && !strcmp(cs, "none"))) rc2 = parse_tools(json_object_get(body, "tools"), req, msg, cap);
+        return rc2;
     }
     json_t *prompt = json_object_get(body, "prompt");
     if (!json_is_string(prompt)) return FAIL("prompt must be a string");
@@ -379,19 +465,25 @@ static int64_t default_keep_alive(void)
  * refused with a 400 naming them, never accepted and dropped. */
 static int refuse_unimplemented(struct srv_gen *g, json_t *body, char *msg, size_t cap)
 {
-    static const char *const fields[] = {"tools", "format", "suffix", "response_format", "tool_choice"};
+    static const char *const fields[] = {"format", "suffix", "response_format"};
     for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
         json_t *v = json_object_get(body, fields[i]);
         bool set = v && !json_is_null(v) && !(json_is_string(v) && json_string_length(v) == 0) &&
                    !(json_is_array(v) && json_array_size(v) == 0) &&
                    !(strcmp(fields[i], "response_format") == 0 &&
-                     strcmp(json_string_value(json_object_get(v, "type")) ? json_string_value(json_object_get(v, "type")) : "", "text") == 0) &&
-                   !(strcmp(fields[i], "tool_choice") == 0 && json_is_string(v) && strcmp(json_string_value(v), "none") == 0);
+                     strcmp(json_string_value(json_object_get(v, "type")) ? json_string_value(json_object_get(v, "type")) : "", "text") == 0);
         if (set) return FAIL("%s is not supported yet: wick does not apply it, so it refuses it", fields[i]);
     }
     json_t *think = json_object_get(body, "think");
-    if (!is_openai(g->api) && think && !json_is_null(think) && !json_is_false(think))
-        return FAIL("think is not supported yet: wick does not separate thinking, so it refuses it");
+    if (!is_openai(g->api) && think && !json_is_null(think)) {
+        const char *lv = json_string_value(think);
+        if (!json_is_boolean(think) && !(lv && (!strcmp(lv, "low") || !strcmp(lv, "medium") || !strcmp(lv, "high"))))
+            return FAIL("think must be true, false, \"low\", \"medium\" or \"high\"");
+        if (json_is_true(json_object_get(body, "raw"))) return FAIL("raw mode does not support think");
+        g->think = json_is_false(think) ? 0 : 1;
+    } else {
+        g->think = -1;
+    }
     return 0;
 }
 
@@ -413,6 +505,7 @@ int srv_gen_parse(struct srv_gen *g, json_t *body, char *msg, size_t cap)
         rc = is_openai(g->api) ? parse_openai(g, body, req, ropts, stop, msg, cap)
                                : parse_ollama(g, body, req, ropts, stop, msg, cap);
     if (rc) return rc;
+    if (g->think >= 0) json_object_set_new(req, "think", json_boolean(g->think));
     if (g->logprobs) {
         json_object_set_new(req, "logprobs", json_true());
         json_object_set_new(req, "top_logprobs", json_integer(g->top_logprobs));
@@ -475,9 +568,68 @@ static json_t *oai_chunk(struct srv_gen *g, json_t *choice)
     return c;
 }
 
+/* OpenAI's tool_calls from Ollama's ([{function: {name, arguments}}]):
+ * ids, type, arguments as a JSON string; with index in a stream's delta. */
+static json_t *oai_tool_calls(struct srv_gen *g, const json_t *calls, size_t first, bool delta)
+{
+    json_t *out = json_array();
+    size_t i;
+    json_t *c;
+    json_array_foreach(calls, i, c) {
+        json_t *fn = json_object_get(c, "function");
+        char *args = json_dumps(json_object_get(fn, "arguments"), JSON_COMPACT);
+        char id[96];
+        snprintf(id, sizeof id, "call_%s_%zu", g->id, first + i);
+        json_t *o = json_pack("{s:s, s:s, s:{s:O, s:s}}", "id", id, "type", "function", "function", "name",
+                              json_object_get(fn, "name"), "arguments", args ? args : "{}");
+        free(args);
+        if (o && delta) json_object_set_new(o, "index", json_integer((json_int_t)(first + i)));
+        json_array_append_new(out, o);
+    }
+    return out;
+}
+
+/* A runner line with thinking or tool calls (no content). */
+static void gen_extra_chunk(struct srv_gen *g, json_t *thinking, json_t *calls)
+{
+    size_t before = json_array_size(g->tool_calls);
+    if (calls) {
+        if (!g->tool_calls) g->tool_calls = json_array();
+        json_array_extend(g->tool_calls, calls);
+    }
+    if (!g->stream) {
+        if (thinking) wk_buf_add(&g->thinking, json_string_value(thinking), json_string_length(thinking));
+        return;
+    }
+    json_t *obj;
+    if (g->api == API_GENERATE || g->api == API_CHAT) {
+        obj = ollama_base(g, false);
+        json_t *m = g->api == API_CHAT ? json_pack("{s:s, s:s}", "role", "assistant", "content", "") : obj;
+        if (g->api == API_GENERATE) json_object_set_new(obj, "response", json_string(""));
+        if (thinking) json_object_set(m, "thinking", thinking);
+        if (calls) json_object_set(m, "tool_calls", calls);
+        if (m != obj) json_object_set_new(obj, "message", m);
+        srv_buf_json(&g->out, obj, "\n");
+    } else if (g->api == API_OAI_CHAT) {
+        json_t *delta = json_object();
+        if (!g->started) json_object_set_new(delta, "role", json_string("assistant"));
+        if (thinking) json_object_set(delta, "reasoning_content", thinking);
+        if (calls) json_object_set_new(delta, "tool_calls", oai_tool_calls(g, calls, before, true));
+        json_t *choice = json_pack("{s:i, s:o, s:n, s:n}", "index", 0, "delta", delta, "finish_reason", "logprobs");
+        wk_buf_add(&g->out, "data: ", 6);
+        srv_buf_json(&g->out, oai_chunk(g, choice), "\n\n");
+    }
+    g->started = true;
+}
+
 void srv_gen_chunk(struct srv_gen *g, json_t *line)
 {
     json_t *content = json_object_get(line, "content"), *lps = json_object_get(line, "logprobs");
+    json_t *thinking = json_object_get(line, "thinking"), *calls = json_object_get(line, "tool_calls");
+    if (!content && (thinking || calls)) {
+        gen_extra_chunk(g, thinking, calls);
+        return;
+    }
     const char *text = json_string_value(content);
     size_t len = json_string_length(content);
     if (!g->stream) {
@@ -576,6 +728,7 @@ void srv_gen_done(struct srv_gen *g, json_t *fin)
         json_decref(line);
     }
     const char *reason = json_string_value(json_object_get(fin, "done_reason"));
+    if (json_array_size(g->tool_calls) > 0 && reason && !strcmp(reason, "stop")) reason = "tool_calls";
     if (!is_openai(g->api)) {
         json_t *obj = ollama_base(g, true);
         if (g->api == API_GENERATE) json_object_set_new(obj, "response", json_string(""));
@@ -614,20 +767,35 @@ void srv_gen_stream_error(struct srv_gen *g, const char *msg)
 json_t *srv_gen_response(struct srv_gen *g, json_t *fin)
 {
     json_t *text = json_stringn(g->text.p ? g->text.p : "", g->text.len);
+    json_t *thinking = g->thinking.len ? json_stringn(g->thinking.p, g->thinking.len) : NULL;
     const char *reason = json_string_value(json_object_get(fin, "done_reason"));
+    const bool calls = json_array_size(g->tool_calls) > 0;
     json_t *obj;
     switch (g->api) {
     case API_GENERATE:
     case API_CHAT:
         obj = ollama_base(g, true);
-        if (g->api == API_GENERATE) json_object_set_new(obj, "response", text);
-        else json_object_set_new(obj, "message", json_pack("{s:s, s:o}", "role", "assistant", "content", text));
+        if (g->api == API_GENERATE) {
+            json_object_set_new(obj, "response", text);
+            if (thinking) json_object_set_new(obj, "thinking", thinking);
+        } else {
+            json_t *m = json_pack("{s:s, s:o}", "role", "assistant", "content", text);
+            if (thinking) json_object_set_new(m, "thinking", thinking);
+            if (calls) json_object_set(m, "tool_calls", g->tool_calls);
+            json_object_set_new(obj, "message", m);
+        }
         ollama_metrics(g, obj, fin);
         if (g->lps) json_object_set(obj, "logprobs", g->lps);
         return obj;
     case API_OAI_CHAT: {
+        if (calls && reason && !strcmp(reason, "stop")) reason = "tool_calls";
         json_t *choice = json_pack("{s:i, s:{s:s, s:o}, s:s}", "index", 0, "message", "role",
-                                   "assistant", "content", text, "finish_reason", reason);
+                                   "assistant", "content", calls && g->text.len == 0 ? json_null() : text,
+                                   "finish_reason", reason);
+        if (calls && g->text.len == 0) json_decref(text);
+        json_t *msg = json_object_get(choice, "message");
+        if (thinking) json_object_set_new(msg, "reasoning_content", thinking);
+        if (calls) json_object_set_new(msg, "tool_calls", oai_tool_calls(g, g->tool_calls, 0, false));
         json_object_set_new(choice, "logprobs", g->logprobs && g->lps ? oai_logprobs(g->lps) : json_null());
         obj = json_pack("{s:s, s:s, s:I, s:s, s:s, s:[o]}", "id", g->id, "object", "chat.completion",
                         "created", (json_int_t)g->created, "model", g->model_name,
@@ -635,6 +803,7 @@ json_t *srv_gen_response(struct srv_gen *g, json_t *fin)
         break;
     }
     default: {
+        json_decref(thinking); /* completions: no chat, no thinking */
         json_t *choice = json_pack("{s:o, s:i, s:s}", "text", text, "index", 0, "finish_reason", reason);
         json_object_set_new(choice, "logprobs", g->logprobs && g->lps ? legacy_logprobs(g->lps, 0) : json_null());
         obj = json_pack("{s:s, s:s, s:I, s:s, s:s, s:[o]}", "id", g->id, "object", "text_completion",

@@ -135,6 +135,8 @@ static void gen_free(struct srv_gen *g)
     json_decref(g->lps);
     wk_free(g->out.p);
     wk_free(g->text.p);
+    wk_free(g->thinking.p);
+    json_decref(g->tool_calls);
     wk_free(g);
 }
 

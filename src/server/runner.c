@@ -61,6 +61,8 @@ struct job {
     bool logprobs;
     int32_t top_logprobs;
     bool hide_thinking; /* the chat format asked for it (wk_prompt.hide_thinking) */
+    bool route_thinking; /* think: the blocks' text goes out as "thinking" lines */
+    bool think_open;     /* the prompt opened a <think> block */
     json_t *rendered;   /* a render_only request's prompt text (a JSON string), else NULL */
     json_t *pending_lp; /* compute thread only: entries not yet sent */
     struct wk_buf out;
@@ -346,6 +348,30 @@ static bool prompt_surely_longer(const struct runner *rn, const struct wk_prompt
     return *counted > limit;
 }
 
+/* Whether the model can think: Qwen 3's built-in format, or a chat
+ * template that knows enable_thinking, reasoning_content or <think>. */
+static bool model_thinks(const struct runner *rn)
+{
+    if (wk_model_chat_format(rn->model) == WK_CHAT_QWEN3) return true;
+    size_t n;
+    const char *t = wk_model_chat_template(rn->model, &n);
+    static const char *const marks[] = {"enable_thinking", "reasoning_content", "<think>"};
+    for (size_t k = 0; t && k < 3; k++)
+        if (memmem(t, n, marks[k], strlen(marks[k]))) return true;
+    return false;
+}
+
+/* Whether the rendered prompt ends inside an opened "<think>" (the
+ * generation prompt of some templates opens the block). */
+static bool prompt_opens_think(const struct wk_prompt *p)
+{
+    if (p->n == 0) return false;
+    const struct wk_prompt_segment *s = &p->segs[p->n - 1];
+    size_t n = s->len;
+    while (n && (s->text[n - 1] == '\n' || s->text[n - 1] == ' ')) n--;
+    return s->scaffold && n >= 7 && memcmp(s->text + n - 7, "<think>", 7) == 0;
+}
+
 /* Renders and tokenizes the prompt of req into j->ids and checks it fits;
  * returns 200, or 400/500 with msg set. */
 static int prepare(struct job *j, json_t *req, char *msg, size_t cap)
@@ -364,33 +390,26 @@ static int prepare(struct job *j, json_t *req, char *msg, size_t cap)
     struct wk_prompt prompt = {0};
     enum wk_status st = WK_OK;
     json_t *raw = json_object_get(req, "raw"), *msgs = json_object_get(req, "messages");
+    json_t *jt = json_object_get(req, "think");
+    const int think = json_is_boolean(jt) ? json_is_true(jt) : -1;
     if (json_is_string(raw)) {
         st = wk_prompt_raw(rn->tok, json_string_value(raw), json_string_length(raw), &prompt);
     } else if (json_is_array(msgs)) {
-        size_t n = json_array_size(msgs);
-        struct wk_chat_message *m = wk_calloc(n ? n : 1, sizeof *m);
-        if (!m) st = WK_E_NOMEM;
-        for (size_t i = 0; !st && i < n; i++) {
-            json_t *e = json_array_get(msgs, i);
-            m[i].role = json_string_value(json_object_get(e, "role"));
-            m[i].content = json_string_value(json_object_get(e, "content"));
-            if (!m[i].role || !m[i].content) {
-                snprintf(msg, cap, "each message needs a role and a content string");
-                wk_free(m);
-                wk_prompt_deinit(&prompt);
-                return 400;
-            }
+        json_t *tpl = json_object_get(req, "template"), *tools = json_object_get(req, "tools");
+        if (think >= 0 && (json_is_string(tpl) || !model_thinks(rn))) {
+            snprintf(msg, cap, json_is_string(tpl) ? "think with a Modelfile TEMPLATE is not supported yet"
+                                                    : "this model does not support thinking");
+            return 400;
         }
-        json_t *tpl = json_object_get(req, "template");
-        if (!st && json_is_string(tpl)) { /* a Modelfile's or the request's Go TEMPLATE */
+        if (json_is_string(tpl)) { /* a Modelfile's or the request's Go TEMPLATE */
             struct wk_gotmpl *t = NULL;
             st = wk_gotmpl_parse(json_string_value(tpl), json_string_length(tpl), &t, &err);
-            if (!st) st = wk_chat_render_go(rn->tok, t, msgs, NULL, &prompt, &err);
+            if (!st) st = wk_chat_render_go(rn->tok, t, msgs, tools, &prompt, &err);
             wk_gotmpl_free(t);
-        } else if (!st) {
-            st = wk_chat_render(rn->model, rn->tok, m, (int32_t)n, true, &prompt, &err);
+        } else {
+            struct wk_chat_request cr = {.messages = msgs, .tools = tools, .think = think, .add_generation_prompt = true};
+            st = wk_chat_render_request(rn->model, rn->tok, &cr, &prompt, &err);
         }
-        wk_free(m);
     } else {
         snprintf(msg, cap, "the request has neither messages nor a raw prompt");
         return 400;
@@ -405,7 +424,9 @@ static int prepare(struct job *j, json_t *req, char *msg, size_t cap)
         snprintf(msg, cap, "the rendered prompt is not valid UTF-8, or out of memory");
         return 500;
     }
-    j->hide_thinking = prompt.hide_thinking;
+    j->hide_thinking = prompt.hide_thinking || think >= 0;
+    j->route_thinking = think == 1;
+    j->think_open = think == 1 && prompt_opens_think(&prompt);
     size_t bytes = 0;
     for (int32_t i = 0; i < prompt.n; i++) bytes += prompt.segs[i].len;
     int64_t at_least = wk_tokenizer_min_tokens(rn->tok, bytes);
@@ -501,6 +522,17 @@ static bool on_piece(void *user, const char *text, size_t len)
     return !j->cancel;
 }
 
+/* Thinking text (think: true): a line of its own. */
+static bool on_thinking(void *user, const char *text, size_t len)
+{
+    struct job *j = user;
+    size_t n;
+    char *s = wk_utf8_sanitize(text, len, &n);
+    job_push(j, json_pack("{s:s%}", "thinking", s ? s : "", s ? n : 0));
+    wk_free(s);
+    return !j->cancel;
+}
+
 static void run_job(struct job *j)
 {
     struct runner *rn = j->rn;
@@ -516,6 +548,8 @@ static void run_job(struct job *j)
     gp.user = j;
     gp.cancel = &j->cancel;
     gp.hide_thinking = j->hide_thinking;
+    if (j->route_thinking) gp.on_thinking = on_thinking;
+    gp.think_open = j->think_open;
     if (j->logprobs) {
         gp.on_logprobs = on_logprobs;
         gp.top_logprobs = j->top_logprobs;

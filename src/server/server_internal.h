@@ -126,6 +126,7 @@ struct srv_gen {
     enum srv_api api;
     char model_name[WK_MODEL_NAME_MAX]; /* as the client wrote it, echoed back */
     bool stream, include_usage, logprobs;
+    int think; /* the request's think: -1 unset, 0 off, 1 on */
     int32_t top_logprobs, legacy_logprobs; /* legacy: /v1/completions' integer logprobs */
     int64_t keep_alive_ns;
     int32_t n_ctx;
@@ -141,8 +142,9 @@ struct srv_gen {
     size_t out_off;
     bool ended, started;
     /* non-streamed: what the chunks add up to */
-    struct wk_buf text;
+    struct wk_buf text, thinking;
     json_t *lps;
+    json_t *tool_calls; /* the calls so far (Ollama's shape), or NULL */
 };
 
 /* Parses a request body for api into g (runner_req, options, flags).

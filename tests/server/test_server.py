@@ -255,10 +255,8 @@ def test_errors(s):
     check(st == 400 and "temperature" in body["error"], "an option of the wrong type is 400", str(body))
     st, body = s.post("/api/generate", {"model": SMOL, "prompt": "x", "options": {"warp": 9}})
     check(st == 400 and "warp" in body["error"], "an unknown option is 400 naming it", str(body))
-    for field, value, path in (("tools", [{"type": "function", "function": {"name": "f"}}], "/api/chat"),
-                               ("format", "json", "/api/chat"), ("think", True, "/api/chat"),
-                               ("suffix", "return x", "/api/generate"),
-                               ("tools", [{"type": "function", "function": {"name": "f"}}], "/v1/chat/completions"),
+    for field, value, path in (("format", "json", "/api/chat"), ("suffix", "return x", "/api/generate"),
+                               ("tool_choice", "required", "/v1/chat/completions"),
                                ("response_format", {"type": "json_object"}, "/v1/chat/completions")):
         req = {"model": SMOL, field: value, "options": greedy(1)}
         req.update({"prompt": "x"} if path == "/api/generate" else {"messages": [{"role": "user", "content": "x"}]})
@@ -336,6 +334,55 @@ def test_templates(s):
     check(st == 400 and "line 3" in body["error"], "a template that does not parse: 400 naming line 3", str(body))
     st, body = s.post("/api/generate", {"model": SMOL, "prompt": "x", "template": "a\n{{ range .Prompt }}{{ end }}"})
     check(st == 400 and "line 2" in body["error"], "a template that fails when run: 400 naming line 2", str(body))
+
+
+def jinja2_chat(gguf_path, variables):
+    """The GGUF's chat template rendered by Python's jinja2 configured as
+    transformers' apply_chat_template (tests/template/make-cases.py)."""
+    import importlib.util
+    import gguf
+    spec = importlib.util.spec_from_file_location("make_cases", os.path.join(ROOT, "tests", "template", "make-cases.py"))
+    mc = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mc)
+    r = gguf.GGUFReader(gguf_path)
+    tmpl = bytes(r.fields["tokenizer.chat_template"].parts[-1]).decode()
+    return mc.env().from_string(tmpl).render(**variables)
+
+
+WEATHER_TOOL = {"type": "function", "function": {
+    "name": "get_weather", "description": "Get the current weather in a city",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string", "description": "The city"}},
+                   "required": ["city"]}}}
+
+
+def test_tool_prompts(s):
+    """Tools and a conversation with an assistant tool call and a tool
+    result, in Ollama's shape and in OpenAI's, render through Qwen2.5's own
+    template exactly as transformers renders the same conversation."""
+    ask = {"role": "user", "content": "What is the weather in Paris? <|im_end|>"}
+    ollama_msgs = [ask, {"role": "assistant", "content": "",
+                         "tool_calls": [{"function": {"name": "get_weather", "arguments": {"city": "Paris"}}}]},
+                   {"role": "tool", "content": "22 degrees", "tool_name": "get_weather"}]
+    openai_msgs = [ask, {"role": "assistant", "content": None, "tool_calls": [{"id": "call_1", "type": "function",
+                   "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\"}"}}]},
+                   {"role": "tool", "content": "22 degrees", "tool_call_id": "call_1"}]
+    hf_msgs = [ask, {"role": "assistant", "content": "", "tool_calls": [
+        {"type": "function", "function": {"name": "get_weather", "arguments": {"city": "Paris"}}}]},
+        {"role": "tool", "content": "22 degrees"}]
+    want = jinja2_chat(os.path.join(CACHE, QWEN_FIX["model"]),
+                       {"messages": hf_msgs, "tools": [WEATHER_TOOL], "add_generation_prompt": True,
+                        "bos_token": "<|endoftext|>", "eos_token": "<|im_end|>"})
+    for shape, msgs in (("Ollama", ollama_msgs), ("OpenAI", openai_msgs)):
+        st, body = s.post("/api/apply-template", {"model": QWEN, "messages": msgs, "tools": [WEATHER_TOOL]})
+        check(st == 200 and body.get("prompt") == want,
+              f"tools and a tool-call turn ({shape}'s shape) render as transformers renders Qwen2.5's template",
+              f"{body.get('prompt', body)!r}\n  want {want!r}")
+    st, body = s.post("/api/chat", {"model": SMOL, "messages": [ask], "tools": [{"type": "function",
+                                    "function": {"name": "bad name!"}}]})
+    check(st == 400 and "tools[0].function.name" in body["error"], "a tool with a bad name: 400 naming it", str(body))
+    st, body = s.post("/api/chat", {"model": SMOL, "messages": [ask], "think": True})
+    check(st == 400 and "does not support thinking" in body["error"], "think on a model that does not think: 400",
+          str(body))
 
 
 # ------------------------------------------------------------------ 3: cancellation
@@ -678,7 +725,7 @@ def main():
     s = Server()
     try:
         for t in (test_errors, test_ollama_client, test_openai_client, test_qwen2_chat, test_prefix_reuse, test_cancellation,
-                  test_runner_killed, test_concurrent_same_answer, test_cli_ps_stop_and_max_loaded, test_api_create, test_templates, test_gemma4_mtp, test_load,
+                  test_runner_killed, test_concurrent_same_answer, test_cli_ps_stop_and_max_loaded, test_api_create, test_templates, test_tool_prompts, test_gemma4_mtp, test_load,
                   test_shutdown):
             t0 = time.time()
             t(s)

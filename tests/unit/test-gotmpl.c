@@ -475,10 +475,10 @@ static void test_runs(void)
                  "[C]sys[S] [C]p");
     CHECK_EQ_STR(runs_of("<{{ .System }}|{{ .Response }}>", "{\"system\": \"a\", \"response\": \"b\"}"),
                  "[S]<[C]a[S]|[C]b[S]>");
-    /* a role, a name, a tool definition are not content */
+    /* a role, a name, a tool's name are not content; a tool's description (the client's text) is */
     CHECK_EQ_STR(runs_of("{{ .Role }}{{ .Name }}{{ json .Tools }}",
-                         "{\"Role\": \"<|x|>\", \"Name\": \"n\", \"Tools\": [{\"Description\": \"d\"}]}"),
-                 "[S]<|x|>n[{\"Description\":\"d\"}]");
+                         "{\"Role\": \"<|x|>\", \"Name\": \"n\", \"Tools\": [{\"Name\": \"f\", \"Description\": \"d\"}]}"),
+                 "[S]<|x|>n[{\"Name\":\"f\",\"Description\":\"[C]d[S]\"}]");
     /* variables, with, index, and / or */
     CHECK_EQ_STR(runs_of("{{ range $i, $m := .Messages }}{{ $m.Role }}:{{ $m.Content }};{{ end }}"
                          "{{ with (index .Messages 0) }}{{ .Content }}{{ end }}"

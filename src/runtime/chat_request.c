@@ -1,0 +1,112 @@
+/*
+ * chat_request.c - a chat request as clients send it (messages with tool
+ * calls, tool results and thinking; tool definitions; the thinking switch;
+ * extra template variables) rendered to a prompt.
+ *
+ * A request that carries nothing but roles and contents renders exactly as
+ * wk_chat_render does. Otherwise the model's own chat template renders it
+ * through the Jinja engine with the variables Hugging Face transformers
+ * passes (apply_chat_template): messages with tool_calls [{type:
+ * "function", id, function: {name, arguments}}] (arguments as an object),
+ * reasoning_content, tool_call_id and name; tools; enable_thinking when the
+ * request sets thinking; and the request's extra variables. The built-in
+ * formats (Gemma, Qwen 3, GLM-4) render no tools, so a model with one takes
+ * tools only through its own template when it has one.
+ */
+#include "wk_jinja.h"
+#include "wk_runtime.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Whether the request needs more than roles and contents. */
+static bool is_rich(const struct wk_chat_request *r)
+{
+    if (json_array_size(r->tools) > 0 || json_object_size(r->kwargs) > 0 || r->think >= 0) return true;
+    size_t i;
+    json_t *m;
+    json_array_foreach(r->messages, i, m) {
+        const char *k;
+        json_t *v;
+        json_object_foreach(m, k, v) if (strcmp(k, "role") && strcmp(k, "content") && !json_is_null(v)) return true;
+    }
+    return false;
+}
+
+/* One message in transformers' shape (a new reference; NULL: no memory). */
+static json_t *hf_message(const json_t *m)
+{
+    json_t *o = json_pack("{s:O, s:O}", "role", json_object_get(m, "role"), "content",
+                          json_object_get(m, "content") ? json_object_get(m, "content") : json_string(""));
+    if (!o) return NULL;
+    json_t *th = json_object_get(m, "thinking");
+    if (json_string_length(th) > 0) json_object_set(o, "reasoning_content", th);
+    json_t *id = json_object_get(m, "tool_call_id"), *name = json_object_get(m, "tool_name");
+    if (json_is_string(id)) json_object_set(o, "tool_call_id", id);
+    if (json_is_string(name)) json_object_set(o, "name", name);
+    json_t *calls = json_object_get(m, "tool_calls");
+    if (json_array_size(calls) > 0) {
+        json_t *list = json_array();
+        size_t i;
+        json_t *c;
+        json_array_foreach(calls, i, c) {
+            json_t *fn = json_object_get(c, "function");
+            json_t *call = json_pack("{s:s, s:{s:O, s:O}}", "type", "function", "function", "name",
+                                     json_object_get(fn, "name"), "arguments", json_object_get(fn, "arguments"));
+            if (call && json_is_string(json_object_get(c, "id"))) json_object_set(call, "id", json_object_get(c, "id"));
+            if (!call || json_array_append_new(list, call)) {
+                json_decref(list), json_decref(o);
+                return NULL;
+            }
+        }
+        json_object_set_new(o, "tool_calls", list);
+    }
+    return o;
+}
+
+enum wk_status wk_chat_render_request(const struct wk_model *m, const struct wk_tokenizer *tok,
+                                      const struct wk_chat_request *r, struct wk_prompt *out, struct wk_error *err)
+{
+    size_t n = json_array_size(r->messages), i;
+    json_t *msg;
+    json_array_foreach(r->messages, i, msg) {
+        if (!json_is_string(json_object_get(msg, "role")))
+            return wk_error_set(err, WK_E_INVALID, "message %zu has no role", i);
+        json_t *c = json_object_get(msg, "content");
+        if (c && !json_is_string(c) && !json_is_null(c))
+            return wk_error_set(err, WK_E_INVALID, "message %zu: content must be a string", i);
+    }
+    if (!is_rich(r)) { /* roles and contents: the family's format, as always */
+        struct wk_chat_message *cm = wk_calloc(n ? n : 1, sizeof *cm);
+        if (!cm) return wk_error_set(err, WK_E_NOMEM, "out of memory");
+        json_array_foreach(r->messages, i, msg) {
+            cm[i].role = json_string_value(json_object_get(msg, "role"));
+            const char *c = json_string_value(json_object_get(msg, "content"));
+            cm[i].content = c ? c : "";
+        }
+        enum wk_status st = wk_chat_render(m, tok, cm, (int32_t)n, r->add_generation_prompt, out, err);
+        wk_free(cm);
+        return st;
+    }
+    size_t tlen;
+    if (!wk_model_chat_template(m, &tlen)) {
+        const char *what = json_array_size(r->tools) ? "tools" : r->think >= 0 ? "thinking" : "tool calls";
+        return wk_error_set(err, WK_E_UNSUPPORTED,
+                            "this model has no chat template to render %s with (its chats use %s)", what,
+                            wk_model_chat_format(m) == WK_CHAT_NONE || wk_model_chat_format(m) == WK_CHAT_CHATML_IF_TEMPLATE
+                                ? "raw completion"
+                                : "a format built into wick");
+    }
+    json_t *vars = json_object(), *list = json_array();
+    enum wk_status st = vars && list ? WK_OK : WK_E_NOMEM;
+    json_array_foreach(r->messages, i, msg) if (!st && json_array_append_new(list, hf_message(msg))) st = WK_E_NOMEM;
+    if (!st && json_object_set_new(vars, "messages", list)) st = WK_E_NOMEM;
+    else if (st) json_decref(list);
+    if (!st && json_array_size(r->tools) > 0) json_object_set(vars, "tools", (json_t *)r->tools);
+    if (!st && r->think >= 0) json_object_set_new(vars, "enable_thinking", json_boolean(r->think > 0));
+    if (!st && r->kwargs) json_object_update(vars, (json_t *)r->kwargs);
+    if (!st) st = wk_chat_render_jinja(m, tok, vars, r->add_generation_prompt, out, err);
+    else wk_error_set(err, st, "out of memory");
+    json_decref(vars);
+    return st;
+}
