@@ -64,6 +64,7 @@ struct job {
     bool route_thinking; /* think: the blocks' text goes out as "thinking" lines */
     bool think_open;     /* the prompt opened a <think> block */
     json_t *rendered;   /* a render_only request's prompt text (a JSON string), else NULL */
+    struct srv_tools *tools; /* a request with tools: its answer's tool calls (runner_tools.c) */
     json_t *pending_lp; /* compute thread only: entries not yet sent */
     struct wk_buf out;
     bool finished, nomem;
@@ -118,6 +119,7 @@ static void job_unref(struct job *j)
     for (int32_t i = 0; i < j->n_stops; i++) wk_free(j->stops[i]);
     json_decref(j->pending_lp);
     json_decref(j->rendered);
+    srv_tools_free(j->tools);
     wk_free(j->out.p);
     pthread_mutex_destroy(&j->mu);
     pthread_cond_destroy(&j->cv);
@@ -348,6 +350,9 @@ static bool prompt_surely_longer(const struct runner *rn, const struct wk_prompt
     return *counted > limit;
 }
 
+static bool push_content(void *user, const char *text, size_t len);
+static bool push_calls(void *user, json_t *calls);
+
 /* Whether the model can think: Qwen 3's built-in format, or a chat
  * template that knows enable_thinking, reasoning_content or <think>. */
 static bool model_thinks(const struct runner *rn)
@@ -396,6 +401,19 @@ static int prepare(struct job *j, json_t *req, char *msg, size_t cap)
         st = wk_prompt_raw(rn->tok, json_string_value(raw), json_string_length(raw), &prompt);
     } else if (json_is_array(msgs)) {
         json_t *tpl = json_object_get(req, "template"), *tools = json_object_get(req, "tools");
+        if (json_array_size(tools) > 0) {
+            size_t tl = json_string_length(tpl);
+            const char *tt = json_is_string(tpl) ? json_string_value(tpl) : wk_model_chat_template(rn->model, &tl);
+            if (!tt || !memmem(tt, tl, json_is_string(tpl) ? ".Tools" : "tools", json_is_string(tpl) ? 6 : 5)) {
+                snprintf(msg, cap, "this model does not support tools: its chat template does not render them");
+                return 400;
+            }
+            const struct srv_tools_sink sink = {push_content, push_calls, j};
+            if (srv_tools_create(tt, tl, tools, &sink, &j->tools, &err)) {
+                snprintf(msg, cap, "%s", err.msg);
+                return 500;
+            }
+        }
         if (think >= 0 && (json_is_string(tpl) || !model_thinks(rn))) {
             snprintf(msg, cap, json_is_string(tpl) ? "think with a Modelfile TEMPLATE is not supported yet"
                                                     : "this model does not support thinking");
@@ -506,7 +524,8 @@ static void on_token(void *user, int32_t id)
     atomic_fetch_add(&((struct job *)user)->rn->tokens, 1);
 }
 
-static bool on_piece(void *user, const char *text, size_t len)
+/* The answer's content: a line of its own (with the logprobs so far). */
+static bool push_content(void *user, const char *text, size_t len)
 {
     struct job *j = user;
     size_t n;
@@ -531,6 +550,21 @@ static bool on_thinking(void *user, const char *text, size_t len)
     job_push(j, json_pack("{s:s%}", "thinking", s ? s : "", s ? n : 0));
     wk_free(s);
     return !j->cancel;
+}
+
+/* Tool calls found in the answer: a line of their own. */
+static bool push_calls(void *user, json_t *calls)
+{
+    struct job *j = user;
+    job_push(j, json_pack("{s:o}", "tool_calls", calls));
+    return !j->cancel;
+}
+
+static bool on_piece(void *user, const char *text, size_t len)
+{
+    struct job *j = user;
+    if (j->tools) return srv_tools_push(j->tools, text, len) && !j->cancel;
+    return push_content(user, text, len);
 }
 
 static void run_job(struct job *j)
@@ -559,6 +593,7 @@ static void run_job(struct job *j)
     wk_error_clear(&err);
     enum wk_status s = wk_session_generate(rn->session, &j->ids, &gp, &st, &err);
     if (s == WK_E_CANCELLED) return;
+    if (!s && j->tools && !srv_tools_finish(j->tools)) s = wk_error_set(&err, WK_E_NOMEM, "out of memory");
     if (s) {
         int code = s == WK_E_RANGE || s == WK_E_INVALID ? 400 : 500;
         job_push(j, error_line(code, err.msg[0] ? err.msg : wk_status_str(s)));

@@ -192,6 +192,32 @@ void srv_access_headers(const struct srv_access *a, struct MHD_Connection *c, st
  * headers. Returns MHD's result (an enum MHD_Result). */
 int srv_access_preflight(const struct srv_access *a, struct MHD_Connection *c);
 
+/* ----------------------------------------------------- tool calls (runner) */
+
+/* Where an answer's content and tool calls go, in order. content's text is
+ * borrowed; calls is a new JSON array [{"function": {"index", "name",
+ * "arguments"}}] (Ollama's shape) the callee takes over. Returning false
+ * stops the answer. */
+struct srv_tools_sink {
+    bool (*content)(void *user, const char *text, size_t len);
+    bool (*calls)(void *user, json_t *calls);
+    void *user;
+};
+struct srv_tools;
+/* The tool calls of an answer to a request that offered tools (a JSON
+ * array) through the template template_text[len] (its tool-call syntax,
+ * wk_toolcall_detect), and, as Ollama takes them, an answer that is only a
+ * bare or ```json-fenced JSON object {"name", "arguments"} naming an
+ * offered tool (runner_tools.c). Errors: WK_E_NOMEM. */
+enum wk_status srv_tools_create(const char *template_text, size_t len, const json_t *tools,
+                                const struct srv_tools_sink *out, struct srv_tools **res, struct wk_error *err);
+/* The next piece of the answer; false when a sink stopped it or memory ran out. */
+bool srv_tools_push(struct srv_tools *t, const char *text, size_t len);
+/* The answer's end: what is held goes out (as calls or content). */
+bool srv_tools_finish(struct srv_tools *t);
+int srv_tools_n_calls(const struct srv_tools *t);
+void srv_tools_free(struct srv_tools *t);
+
 /* ------------------------------------------------------------ utilities */
 
 /* keep_alive as Ollama reads it: a duration string ("5m", "1h30m",

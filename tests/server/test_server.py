@@ -385,6 +385,70 @@ def test_tool_prompts(s):
           str(body))
 
 
+def get_weather(city: str) -> str:
+    """Get the current weather in a city.
+
+    Args:
+      city: The name of the city
+
+    Returns:
+      The weather, in words
+    """
+    return "22 degrees Celsius and sunny"
+
+
+def valid_weather_args(args):
+    """The arguments validate against get_weather's schema: an object with
+    the required string "city" and no other property."""
+    return isinstance(args, dict) and set(args) == {"city"} and isinstance(args["city"], str) and args["city"]
+
+
+def test_tool_calls(s):
+    """Qwen2.5-Coder-1.5B-Instruct with the real clients: a Python function
+    as a tool (ollama), tools with tool_choice auto (openai, streamed and
+    not): parseable calls whose arguments validate against the tool's
+    schema, and a second turn with the tool's result answers with it."""
+    # an agent's system prompt (without one this 1.5B model calls the tool again on the second turn)
+    ask = [{"role": "system", "content": "You are a helpful assistant. When a tool result arrives, answer the "
+                                         "user's question with it in one sentence."},
+           {"role": "user", "content": "What is the weather in Paris right now?"}]
+    r = s.ollama.chat(model=QWEN, messages=ask, tools=[get_weather], options={"temperature": 0, "num_predict": 80})
+    calls = r.message.tool_calls or []
+    check(len(calls) == 1 and calls[0].function.name == "get_weather" and valid_weather_args(calls[0].function.arguments)
+          and "paris" in calls[0].function.arguments["city"].lower(),
+          "ollama.chat with a Python function as a tool: one call, arguments valid for its schema",
+          f"{r.message!r}")
+    turn2 = ask + [r.message, {"role": "tool", "content": get_weather("Paris"), "tool_name": "get_weather"}]
+    r2 = s.ollama.chat(model=QWEN, messages=turn2, tools=[get_weather], options={"temperature": 0, "num_predict": 60})
+    check("22" in (r2.message.content or "") and not r2.message.tool_calls,
+          "ollama.chat, second turn with the tool's result: the answer uses it", f"{r2.message!r}")
+    tool = {"type": "function", "function": {"name": "get_weather", "description": "Get the current weather in a city",
+            "parameters": {"type": "object", "properties": {"city": {"type": "string", "description": "The city"}},
+                           "required": ["city"], "additionalProperties": False}}}
+    c = s.openai.chat.completions.create(model=QWEN, messages=ask, tools=[tool], tool_choice="auto", temperature=0,
+                                         max_tokens=80)
+    ch = c.choices[0]
+    tc = ch.message.tool_calls or []
+    args = json.loads(tc[0].function.arguments) if tc else None
+    check(ch.finish_reason == "tool_calls" and len(tc) == 1 and tc[0].id and tc[0].type == "function" and
+          tc[0].function.name == "get_weather" and valid_weather_args(args),
+          "openai tools, tool_choice auto: finish_reason tool_calls, one call with an id, valid arguments", repr(ch))
+    chunks = list(s.openai.chat.completions.create(model=QWEN, messages=ask, tools=[tool], temperature=0,
+                                                   max_tokens=80, stream=True))
+    deltas = [d for k in chunks if k.choices for d in (k.choices[0].delta.tool_calls or [])]
+    sargs = "".join(d.function.arguments or "" for d in deltas)
+    check(len(deltas) >= 1 and deltas[0].function.name == "get_weather" and deltas[0].id and
+          valid_weather_args(json.loads(sargs)) and chunks[-1].choices[0].finish_reason == "tool_calls",
+          "openai tools streamed: delta.tool_calls with an id and valid arguments, finish_reason tool_calls",
+          repr(deltas))
+    msgs2 = ask + [{"role": "assistant", "content": None, "tool_calls": [
+        {"id": tc[0].id, "type": "function", "function": {"name": "get_weather", "arguments": tc[0].function.arguments}}]},
+        {"role": "tool", "tool_call_id": tc[0].id, "content": get_weather("Paris")}] if tc else ask
+    c2 = s.openai.chat.completions.create(model=QWEN, messages=msgs2, tools=[tool], temperature=0, max_tokens=60)
+    check("22" in (c2.choices[0].message.content or "") and c2.choices[0].finish_reason == "stop",
+          "openai, second turn with the tool's result: the answer uses it", repr(c2.choices[0]))
+
+
 # ------------------------------------------------------------------ 3: cancellation
 
 def stream_lines(s, path, obj):
@@ -725,7 +789,7 @@ def main():
     s = Server()
     try:
         for t in (test_errors, test_ollama_client, test_openai_client, test_qwen2_chat, test_prefix_reuse, test_cancellation,
-                  test_runner_killed, test_concurrent_same_answer, test_cli_ps_stop_and_max_loaded, test_api_create, test_templates, test_tool_prompts, test_gemma4_mtp, test_load,
+                  test_runner_killed, test_concurrent_same_answer, test_cli_ps_stop_and_max_loaded, test_api_create, test_templates, test_tool_prompts, test_tool_calls, test_gemma4_mtp, test_load,
                   test_shutdown):
             t0 = time.time()
             t(s)

@@ -1,0 +1,168 @@
+/*
+ * runner_tools.c - the tool calls in a generated answer, for a request
+ * that offered tools: the model's own tool-call syntax (wk_toolcall.h,
+ * detected from the chat template that rendered the prompt), and, as
+ * Ollama does for models that answer a tool request with a bare or fenced
+ * JSON object instead of their template's tags (Qwen2.5-Coder writes
+ * ```json {"name": ..., "arguments": ...} ```), an answer that is nothing
+ * but such an object naming one of the offered tools.
+ *
+ * The content that is not a call streams on at once, except an answer's
+ * start that may still be such an object: whitespace, "{", or a code fence
+ * "```" / "```json" whose first line is followed by "{" or "[" is held
+ * until the answer ends (then it is a call, or given back as content); any
+ * other start streams at once.
+ */
+#include "server_internal.h"
+
+#include "../runtime/wk_toolcall.h"
+
+#include <string.h>
+
+enum hold { DECIDING, HOLDING, STREAMING };
+
+struct srv_tools {
+    struct wk_toolcall_parser *p;
+    json_t *tools;
+    struct srv_tools_sink out;
+    struct wk_buf held; /* the answer's start (DECIDING, HOLDING) */
+    enum hold hold;
+    int n_calls;
+};
+
+/* Whether name is one of the offered tools. */
+static bool offered(const json_t *tools, const char *name)
+{
+    size_t i;
+    json_t *t;
+    json_array_foreach(tools, i, t) {
+        const char *n = json_string_value(json_object_get(json_object_get(t, "function"), "name"));
+        if (n && name && strcmp(n, name) == 0) return true;
+    }
+    return false;
+}
+
+static bool emit_call(struct srv_tools *t, const char *name, json_t *args)
+{
+    json_t *calls = json_pack("[{s:{s:i, s:s, s:O}}]", "function", "index", t->n_calls, "name", name, "arguments", args);
+    t->n_calls++;
+    return calls && t->out.calls(t->out.user, calls);
+}
+
+/* The answer's start so far: still possibly a JSON call (DECIDING), one
+ * (HOLDING: from here to the end), or not (STREAMING). */
+static enum hold decide(const char *s, size_t n)
+{
+    size_t i = 0;
+    while (i < n && (s[i] == ' ' || s[i] == '\n' || s[i] == '\r' || s[i] == '\t')) i++;
+    if (i == n) return DECIDING;
+    if (s[i] == '{') return HOLDING;
+    static const char fence[] = "```";
+    for (size_t k = 0; k < 3; k++)
+        if (i + k == n) return DECIDING;
+        else if (s[i + k] != fence[k]) return STREAMING;
+    i += 3;
+    size_t info = i;
+    while (i < n && s[i] != '\n') i++;
+    if (i == n) return (n - info <= 4 && memcmp(s + info, "json", n - info) == 0) ? DECIDING : STREAMING;
+    if (!(i == info || (i - info == 4 && memcmp(s + info, "json", 4) == 0))) return STREAMING;
+    while (i < n && (s[i] == ' ' || s[i] == '\n' || s[i] == '\r' || s[i] == '\t')) i++;
+    if (i == n) return DECIDING;
+    return s[i] == '{' || s[i] == '[' ? HOLDING : STREAMING;
+}
+
+/* Content from the syntax parser: through the held start. */
+static bool on_content(void *user, const char *text, size_t len)
+{
+    struct srv_tools *t = user;
+    if (t->hold == STREAMING || t->n_calls > 0) return t->out.content(t->out.user, text, len);
+    if (!wk_buf_add(&t->held, text, len)) return false;
+    if (t->hold == DECIDING) t->hold = decide(t->held.p, t->held.len);
+    if (t->hold != STREAMING) return true;
+    bool ok = t->out.content(t->out.user, t->held.p, t->held.len);
+    t->held.len = 0;
+    return ok;
+}
+
+static bool on_call(void *user, const struct wk_toolcall *c)
+{
+    struct srv_tools *t = user;
+    if (t->held.len) { /* content before the call: out first */
+        if (!t->out.content(t->out.user, t->held.p, t->held.len)) return false;
+        t->held.len = 0;
+    }
+    t->hold = STREAMING;
+    return emit_call(t, c->name, c->arguments);
+}
+
+enum wk_status srv_tools_create(const char *template_text, size_t len, const json_t *tools,
+                                const struct srv_tools_sink *out, struct srv_tools **res, struct wk_error *err)
+{
+    *res = NULL;
+    struct srv_tools *t = wk_calloc(1, sizeof *t);
+    if (!t) return wk_error_set(err, WK_E_NOMEM, "out of memory");
+    enum wk_toolcall_format fmt = wk_toolcall_detect(template_text, len);
+    enum wk_status st = wk_toolcall_parser_create(fmt, &t->p, err);
+    if (st) {
+        wk_free(t);
+        return st;
+    }
+    t->tools = json_incref((json_t *)tools);
+    wk_toolcall_parser_set_tools(t->p, t->tools);
+    t->out = *out;
+    *res = t;
+    return WK_OK;
+}
+
+bool srv_tools_push(struct srv_tools *t, const char *text, size_t len)
+{
+    const struct wk_toolcall_sink sink = {on_content, on_call, t};
+    return wk_toolcall_parser_push(t->p, text, len, &sink) == WK_OK;
+}
+
+/* A held answer that is a JSON tool call (bare or in a ```json fence)
+ * naming an offered tool: emitted as calls; true when it was one. */
+static bool held_as_calls(struct srv_tools *t)
+{
+    const char *s = t->held.p;
+    size_t a = 0, b = t->held.len;
+    while (a < b && strchr(" \n\r\t", s[a])) a++;
+    while (b > a && strchr(" \n\r\t", s[b - 1])) b--;
+    if (b - a >= 6 && memcmp(s + a, "```", 3) == 0) {
+        if (memcmp(s + b - 3, "```", 3) != 0) return false;
+        while (a < b && s[a] != '\n') a++;
+        b -= 3;
+    }
+    json_t *calls = NULL;
+    if (wk_toolcall_parse_block(WK_TOOLCALL_JSON, s + a, b - a, t->tools, &calls) != WK_OK) return false;
+    size_t i;
+    json_t *c;
+    bool all = json_array_size(calls) > 0;
+    json_array_foreach(calls, i, c) all = all && offered(t->tools, json_string_value(json_object_get(c, "name")));
+    bool ok = all;
+    json_array_foreach(calls, i, c) if (ok) ok = emit_call(t, json_string_value(json_object_get(c, "name")),
+                                                        json_object_get(c, "arguments"));
+    json_decref(calls);
+    return all;
+}
+
+bool srv_tools_finish(struct srv_tools *t)
+{
+    const struct wk_toolcall_sink sink = {on_content, on_call, t};
+    if (wk_toolcall_parser_finish(t->p, &sink) != WK_OK) return false;
+    if (t->held.len && !(t->hold == HOLDING && t->n_calls == 0 && held_as_calls(t)))
+        if (!t->out.content(t->out.user, t->held.p, t->held.len)) return false;
+    t->held.len = 0;
+    return true;
+}
+
+int srv_tools_n_calls(const struct srv_tools *t) { return t->n_calls; }
+
+void srv_tools_free(struct srv_tools *t)
+{
+    if (!t) return;
+    wk_toolcall_parser_free(t->p);
+    json_decref(t->tools);
+    wk_free(t->held.p);
+    wk_free(t);
+}
