@@ -12,6 +12,7 @@
 
 #include "../src/io/wk_options.h"
 #include "../src/runtime/wk_gotmpl.h"
+#include "../src/runtime/wk_grammar.h"
 #include "../src/runtime/wk_runtime.h"
 #include "../src/store/wk_store.h"
 
@@ -37,6 +38,10 @@ struct run_opts {
     const char *draft; /* --draft: a draft model's GGUF file or folder */
     bool raw;     /* no chat template */
     int logprobs; /* -1 = off, else alternatives to print per token */
+    int think;    /* --think: -1 unset, 0 off, 1 on */
+    bool hide_thinking; /* --hidethinking: think, but do not print it */
+    const char *format; /* --format: "json" or a JSON schema file */
+    struct wk_grammar *grammar; /* compiled --format (owned) */
 };
 
 static volatile bool g_cancel;      /* set by SIGINT during generation */
@@ -86,6 +91,11 @@ static void run_usage(FILE *f)
             "                    adaptively up to N (0..15, default 8)\n"
             "  --draft-min N     draft at least N tokens every step, never pausing (for\n"
             "                    measurements; default 0)\n"
+            "  --think[=false]   a model that can think thinks first, and its thinking is\n"
+            "                    printed before the answer; =false turns thinking off\n"
+            "  --hidethinking    think, but print only the answer\n"
+            "  --format F        constrain the answer: json (any JSON object) or a JSON\n"
+            "                    schema file\n"
             "  --raw             no chat template: the model continues the prompt text as\n"
             "                    it is (BOS first where the model wants one)\n"
             "  --verbose         print timings and token rates after the answer\n");
@@ -152,6 +162,7 @@ static int parse_args(int argc, char **argv, struct run_opts *o)
     o->gen = wk_generate_params_default();
     o->ctx = wk_context_params_default();
     o->logprobs = -1;
+    o->think = -1;
     const char *positional[2] = {NULL, NULL};
     int n_pos = 0;
     char *extra_prompt = NULL;
@@ -180,6 +191,16 @@ static int parse_args(int argc, char **argv, struct run_opts *o)
             o->verbose = true;
         } else if (strcmp(a, "--raw") == 0) {
             o->raw = true;
+        } else if (strcmp(a, "--think") == 0 || strcmp(a, "--think=true") == 0 || strcmp(a, "--think=high") == 0 ||
+                   strcmp(a, "--think=medium") == 0 || strcmp(a, "--think=low") == 0) {
+            o->think = 1;
+        } else if (strcmp(a, "--think=false") == 0) {
+            o->think = 0;
+        } else if (strcmp(a, "--hidethinking") == 0) {
+            o->think = 1, o->hide_thinking = true;
+        } else if (cli_opt_value(argc, argv, &i, "--format", &v, &bad, "run")) {
+            if (bad) return WK_EXIT_USAGE;
+            o->format = v;
         } else if (cli_opt_value(argc, argv, &i, "--temperature", &v, &bad, "run")) {
             if (bad || !opt_f32("--temperature", "temperature", v, &f)) return WK_EXIT_USAGE;
             o->gen.sampler.temperature = f;
@@ -291,9 +312,31 @@ static int parse_args(int argc, char **argv, struct run_opts *o)
 
 /* Prints a piece of the answer; false (stop generating) when stdout
  * cannot be written (a full disk, a closed pipe's reader gone). */
+static bool g_thinking; /* --think: the thinking block is being printed */
+
+/* --think: the thinking, before the answer, as ollama run prints it. */
+static bool print_thinking(void *user, const char *text, size_t len)
+{
+    (void)user;
+    if (!g_thinking && printf("Thinking...\n") < 0) return g_write_failed = true, false;
+    g_thinking = true;
+    if (fwrite(text, 1, len, stdout) != len || fflush(stdout) != 0) return g_write_failed = true, false;
+    return true;
+}
+
+/* Ends a printed thinking block (before the answer, or at its end). */
+static bool end_thinking(void)
+{
+    if (!g_thinking) return true;
+    g_thinking = false;
+    if (printf("\n...done thinking.\n\n") < 0) return g_write_failed = true, false;
+    return true;
+}
+
 static bool print_piece(void *user, const char *text, size_t len)
 {
     (void)user;
+    if (!end_thinking()) return false;
     if (fwrite(text, 1, len, stdout) != len || fflush(stdout) != 0) {
         g_write_failed = true;
         return false;
@@ -417,10 +460,40 @@ static enum wk_status render_go(const struct loaded *l, const struct wk_chat_mes
  * TEMPLATE when it has one, else its own chat template), or with --raw
  * the last message's text alone, literal, after BOS where the model adds
  * one. */
+/* msgs with think set (--think, --think=false): through the model's own
+ * template with enable_thinking (wk_chat_render_request). */
+static enum wk_status render_think(const struct loaded *l, const struct run_opts *o,
+                                   const struct wk_chat_message *msgs, int32_t n_msgs, struct wk_prompt *prompt,
+                                   struct wk_error *err)
+{
+    json_t *arr = json_array();
+    for (int32_t i = 0; arr && i < n_msgs; i++)
+        json_array_append_new(arr, json_pack("{s:s, s:s}", "role", msgs[i].role, "content", msgs[i].content));
+    struct wk_chat_request r = {.messages = arr, .think = o->think, .add_generation_prompt = true};
+    enum wk_status st = arr ? wk_chat_render_request(l->model, l->tok, &r, prompt, err)
+                            : wk_error_set(err, WK_E_NOMEM, "out of memory");
+    json_decref(arr);
+    return st;
+}
+
 static enum wk_status render(const struct loaded *l, const struct run_opts *o,
                              const struct wk_chat_message *msgs, int32_t n_msgs,
                              struct wk_prompt *prompt, struct wk_error *err)
 {
+    if (!o->raw && o->think >= 0) {
+        if (l->stored.template_text && *l->stored.template_text)
+            return wk_error_set(err, WK_E_UNSUPPORTED, "--think with a stored TEMPLATE is not supported yet");
+        if (l->stored.system && strcmp(msgs[0].role, "system") != 0) {
+            struct wk_chat_message *all = calloc((size_t)n_msgs + 1, sizeof *all);
+            if (!all) return wk_error_set(err, WK_E_NOMEM, "out of memory");
+            all[0] = (struct wk_chat_message){"system", l->stored.system};
+            memcpy(all + 1, msgs, (size_t)n_msgs * sizeof *all);
+            enum wk_status st = render_think(l, o, all, n_msgs + 1, prompt, err);
+            free(all);
+            return st;
+        }
+        return render_think(l, o, msgs, n_msgs, prompt, err);
+    }
     if (!o->raw) {
         const bool go = l->stored.template_text && *l->stored.template_text;
         /* a stored model's SYSTEM (unless the conversation has one) and MESSAGEs first */
@@ -452,6 +525,16 @@ static enum wk_status render(const struct loaded *l, const struct run_opts *o,
     return st;
 }
 
+/* A matcher for --format's grammar over the model's vocabulary (built on
+ * first use, kept for the process). */
+static enum wk_status format_matcher(const struct loaded *l, const struct run_opts *o,
+                                     struct wk_grammar_matcher **out, struct wk_error *err)
+{
+    static struct wk_grammar_vocab *vocab;
+    enum wk_status st = vocab ? WK_OK : wk_grammar_vocab_create(l->tok, &vocab, err);
+    return st ? st : wk_grammar_matcher_create(o->grammar, vocab, out, err);
+}
+
 /* Renders msgs, generates, streams. Returns WK_OK or the error (printed). */
 static enum wk_status answer(struct loaded *l, const struct run_opts *o,
                              const struct wk_chat_message *msgs, int32_t n_msgs,
@@ -471,13 +554,19 @@ static enum wk_status answer(struct loaded *l, const struct run_opts *o,
         g_sigints = 0;
         g_generating = true;
         gen->cancel = &g_cancel;
-        gen->hide_thinking = prompt.hide_thinking;
+        gen->hide_thinking = prompt.hide_thinking || o->think >= 0;
+        gen->on_thinking = o->think == 1 && !o->hide_thinking ? print_thinking : NULL;
+        gen->think_open = o->think == 1 && wk_prompt_opens_think(&prompt);
+        if (o->grammar) st = format_matcher(l, o, &gen->grammar, &err);
         if (o->logprobs >= 0) {
             g_lp_tok = l->tok;
             gen->on_logprobs = print_logprobs;
             gen->top_logprobs = o->logprobs;
         }
-        st = wk_session_generate(l->session, &ids, gen, &stats, &err);
+        if (!st) st = wk_session_generate(l->session, &ids, gen, &stats, &err);
+        if (!st) end_thinking();
+        wk_grammar_matcher_free(gen->grammar);
+        gen->grammar = NULL;
         g_generating = false;
     }
     if (!st && (g_write_failed || printf("\n") < 0 || fflush(stdout) != 0)) {
@@ -639,6 +728,27 @@ static enum wk_status resolve_model(struct run_opts *o, struct wk_store_model *s
     return WK_OK;
 }
 
+/* --format F: "json" (any JSON object) or a JSON schema file. */
+static enum wk_status compile_format(const char *f, struct wk_grammar **out, struct wk_error *err)
+{
+    if (strcmp(f, "json") == 0) return wk_grammar_json_object(out, err);
+    json_error_t je;
+    json_t *schema = json_load_file(f, 0, &je);
+    if (!json_is_object(schema)) {
+        json_decref(schema);
+        return wk_error_set(err, WK_E_INVALID, "--format %s: want json or a JSON schema file (%s)", f,
+                            je.text[0] ? je.text : "not a JSON object");
+    }
+    enum wk_status st = wk_grammar_from_json_schema(schema, out, err);
+    json_decref(schema);
+    if (st) {
+        char why[sizeof err->msg];
+        snprintf(why, sizeof why, "%s", err->msg);
+        wk_error_set(err, st, "--format %s: %s", f, why);
+    }
+    return st;
+}
+
 int cmd_run(int argc, char **argv)
 {
     struct run_opts o = {0};
@@ -656,6 +766,9 @@ int cmd_run(int argc, char **argv)
     const char *draft = o.draft ? o.draft : l.stored.draft[0] ? l.stored.draft : NULL;
     if (!st && draft) st = wk_model_load(draft, &l.draft, &err);
     if (!st && draft) st = wk_session_set_draft(l.session, l.draft, &err);
+    if (!st && o.think >= 0 && !o.raw && !wk_model_can_think(l.model))
+        st = wk_error_set(&err, WK_E_UNSUPPORTED, "%s does not support thinking (--think)", o.model);
+    if (!st && o.format) st = compile_format(o.format, &o.grammar, &err);
     if (st) {
         fprintf(stderr, "wick run: %s\n", err.msg[0] ? err.msg : wk_status_str(st));
         rc = WK_EXIT_ERROR;
@@ -687,6 +800,7 @@ out:
     wk_model_destroy(l.draft);
     wk_model_destroy(l.model);
     wk_store_model_deinit(&l.stored);
+    wk_grammar_free(o.grammar);
     free(o.prompt);
     return rc;
 }

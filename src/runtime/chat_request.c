@@ -110,3 +110,23 @@ enum wk_status wk_chat_render_request(const struct wk_model *m, const struct wk_
     json_decref(vars);
     return st;
 }
+
+bool wk_model_can_think(const struct wk_model *m)
+{
+    if (wk_model_chat_format(m) == WK_CHAT_QWEN3) return true;
+    size_t n;
+    const char *t = wk_model_chat_template(m, &n);
+    static const char *const marks[] = {"enable_thinking", "reasoning_content", "<think>"};
+    for (size_t k = 0; t && k < 3; k++)
+        if (memmem(t, n, marks[k], strlen(marks[k]))) return true;
+    return false;
+}
+
+bool wk_prompt_opens_think(const struct wk_prompt *p)
+{
+    if (p->n == 0) return false;
+    const struct wk_prompt_segment *s = &p->segs[p->n - 1];
+    size_t n = s->len;
+    while (n && (s->text[n - 1] == '\n' || s->text[n - 1] == ' ')) n--;
+    return s->scaffold && n >= 7 && memcmp(s->text + n - 7, "<think>", 7) == 0;
+}

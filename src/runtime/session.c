@@ -25,9 +25,11 @@
  *   logprobs from the target's row). Both caches roll back what was not
  *   accepted.
  */
+#include "wk_grammar.h"
 #include "wk_runtime.h"
 
 #include <stdlib.h>
+#include <math.h>
 #include <string.h>
 
 struct wk_session {
@@ -349,7 +351,57 @@ struct gen {
     int32_t n_ctx, n_vocab;
     bool stopped;      /* a stop string completed */
     enum wk_status st; /* an error that ended generation */
+    /* with p->grammar: a distribution, masked logits [n_vocab], the mask */
+    struct wk_token_prob *dist;
+    float *masked;
+    uint32_t *mask;
 };
+
+/*
+ * The next token from logits [n_vocab], pushed to the sampler's history:
+ * wk_sampler_sample's choice, and with a grammar (p->grammar) that same
+ * draw when the grammar allows it (so a constrained generation follows the
+ * unconstrained one wherever the grammar allows its choice), else a draw
+ * from the distribution with every token the grammar forbids removed. An
+ * end-of-generation token is allowed once the grammar is complete. The
+ * token is accepted into the grammar. -1 (error in g->st) when the
+ * grammar allows no token.
+ */
+static int32_t sample_next(struct gen *g, const float *logits)
+{
+    struct wk_grammar_matcher *m = g->p->grammar;
+    if (!m) return wk_sampler_sample(g->sampler, logits);
+    const struct wk_tokenizer *tok = g->s->tok;
+    int32_t n = wk_sampler_dist(g->sampler, logits, g->dist);
+    int32_t id = wk_sampler_draw(g->sampler, g->dist, n);
+    bool eog = wk_tokenizer_is_eog(tok, id);
+    if (eog ? wk_grammar_matcher_is_complete(m) : wk_grammar_matcher_accept(m, id) == WK_OK) {
+        wk_sampler_push(g->sampler, id);
+        return id;
+    }
+    if (wk_grammar_matcher_mask(m, g->mask)) {
+        g->st = wk_error_set(g->err, WK_E_NOMEM, "out of memory");
+        return -1;
+    }
+    bool any = false;
+    for (int32_t i = 0; i < g->n_vocab; i++) {
+        bool ok = (g->mask[i >> 5] >> (i & 31)) & 1u;
+        g->masked[i] = ok ? logits[i] : -INFINITY;
+        any |= ok;
+    }
+    if (!any) {
+        g->st = wk_error_set(g->err, WK_E_INVALID, "the grammar allows no token here");
+        return -1;
+    }
+    n = wk_sampler_dist(g->sampler, g->masked, g->dist);
+    id = wk_sampler_draw(g->sampler, g->dist, n);
+    if (!wk_tokenizer_is_eog(tok, id) && wk_grammar_matcher_accept(m, id) != WK_OK) {
+        g->st = wk_error_set(g->err, WK_E_INTERNAL, "the grammar's mask allowed token %d, which it refuses", id);
+        return -1;
+    }
+    wk_sampler_push(g->sampler, id);
+    return id;
+}
 
 /*
  * Emits token id, already chosen (and pushed to the sampler's history),
@@ -603,10 +655,17 @@ enum wk_status wk_session_generate(struct wk_session *s, const struct wk_tokens 
     wk_stop_matcher_init(&g.o.stop, p->stop, p->stop ? p->n_stop : 0);
     wk_think_filter_init(&g.o.think);
     g.o.think.inside = p->think_open;
-    const int32_t k_max = WK_MIN(p->draft_max, WK_VERIFY_MAX - 1);
+    /* a grammar: no drafting (each token is checked as it is sampled) */
+    const int32_t k_max = p->grammar ? 0 : WK_MIN(p->draft_max, WK_VERIFY_MAX - 1);
+    if (p->grammar) {
+        g.dist = wk_malloc((size_t)g.n_vocab * sizeof *g.dist);
+        g.masked = wk_malloc((size_t)g.n_vocab * sizeof *g.masked);
+        g.mask = wk_malloc(((size_t)g.n_vocab + 31) / 32 * sizeof *g.mask);
+        if (!g.dist || !g.masked || !g.mask) g.st = wk_error_set(err, WK_E_NOMEM, "out of memory");
+    }
     if (s->draft) wk_spec_ctl_begin(&s->ctl);
-    int32_t id = wk_sampler_sample(sampler, s->logits);
-    bool go = emit_token(&g, id, s->logits, wk_context_n_past(s->ctx));
+    int32_t id = g.st ? -1 : sample_next(&g, s->logits);
+    bool go = id >= 0 && emit_token(&g, id, s->logits, wk_context_n_past(s->ctx));
     while (go) {
         if (p->cancel && *p->cancel) {
             g.st = wk_error_set(err, WK_E_CANCELLED, "cancelled");
@@ -625,8 +684,8 @@ enum wk_status wk_session_generate(struct wk_session *s, const struct wk_tokens 
         int64_t ts = wk_time_ns();
         if ((g.st = feed(s, &id, 1, p->cancel, err))) break;
         if (s->draft) wk_spec_ctl_plain(&s->ctl, wk_time_ns() - ts);
-        id = wk_sampler_sample(sampler, s->logits);
-        go = emit_token(&g, id, s->logits, wk_context_n_past(s->ctx));
+        id = sample_next(&g, s->logits);
+        go = id >= 0 && emit_token(&g, id, s->logits, wk_context_n_past(s->ctx));
     }
     st = g.st;
     struct output *o = &g.o;
@@ -658,6 +717,9 @@ enum wk_status wk_session_generate(struct wk_session *s, const struct wk_tokens 
     }
     wk_stop_matcher_deinit(&o->stop);
     wk_free(o->q);
+    wk_free(g.dist);
+    wk_free(g.masked);
+    wk_free(g.mask);
     wk_detok_deinit(&g.detok);
     stats->eval_ns = wk_time_ns() - t1;
 done:

@@ -241,6 +241,15 @@ struct wk_chat_request {
 enum wk_status wk_chat_render_request(const struct wk_model *m, const struct wk_tokenizer *tok,
                                       const struct wk_chat_request *r, struct wk_prompt *out, struct wk_error *err);
 
+/* Whether the model can think: Qwen 3's built-in format, or a chat template
+ * that knows enable_thinking, reasoning_content or <think>. */
+bool wk_model_can_think(const struct wk_model *m);
+
+/* Whether a rendered prompt ends inside an opened "<think>" (some
+ * templates' generation prompts open the block): pass it on as
+ * wk_generate_params.think_open. */
+bool wk_prompt_opens_think(const struct wk_prompt *p);
+
 /*
  * Renders a conversation through an Ollama Modelfile TEMPLATE t (Go
  * text/template) as Ollama applies it (wk_gotmpl_render_chat): messages
@@ -344,6 +353,8 @@ bool wk_think_filter_flush(struct wk_think_filter *f, wk_think_run_fn fn, void *
 
 /* ------------------------------------------------------------ sessions */
 
+struct wk_grammar_matcher;
+
 /* Called with each piece of generated text as soon as it is complete
  * UTF-8; returning false stops generation (done_reason "stop"). */
 typedef bool (*wk_piece_fn)(void *user, const char *text, size_t len);
@@ -384,6 +395,12 @@ struct wk_generate_params {
      * block (the prompt opened it: a generation prompt ending "<think>") */
     wk_piece_fn on_thinking;
     bool think_open;
+    /* constrained sampling (structured output): a grammar matcher at the
+     * answer's start (wk_grammar.h; borrowed, advanced as tokens are
+     * chosen), or NULL. Each token is the unconstrained choice when the
+     * grammar allows it, else drawn with the forbidden tokens removed; no
+     * drafting while it is set */
+    struct wk_grammar_matcher *grammar;
 };
 struct wk_generate_params wk_generate_params_default(void);
 

@@ -9,6 +9,7 @@
 
 #include "../io/wk_options.h"
 #include "../runtime/wk_gotmpl.h"
+#include "../runtime/wk_grammar.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -281,6 +282,59 @@ static int parse_messages(json_t *in, json_t *out, char *msg, size_t cap)
     return 0;
 }
 
+/* A format (Ollama's "json" or a JSON schema object; "" is none), checked
+ * by compiling it (an unsupported keyword is a 400 naming it), into req
+ * "format". */
+static int parse_format(json_t *format, json_t *req, char *msg, size_t cap)
+{
+    if (!format || json_is_null(format) || (json_is_string(format) && json_string_length(format) == 0)) return 0;
+    if (json_is_string(format) && strcmp(json_string_value(format), "json") == 0) {
+        json_object_set(req, "format", format);
+        return 0;
+    }
+    if (!json_is_object(format)) return FAIL("format must be \"json\" or a JSON schema object");
+    struct wk_grammar *gr = NULL;
+    struct wk_error e;
+    enum wk_status st = wk_grammar_from_json_schema(format, &gr, &e);
+    wk_grammar_free(gr);
+    if (st == WK_E_NOMEM) return FAIL("out of memory");
+    if (st) return FAIL("format: %s", e.msg);
+    json_object_set(req, "format", format);
+    return 0;
+}
+
+/* OpenAI's response_format ({type: text | json_object | json_schema,
+ * json_schema: {schema}}) and llama-server's grammar (GBNF text), into req
+ * "format" / "grammar". */
+static int parse_oai_format(json_t *body, json_t *req, char *msg, size_t cap)
+{
+    json_t *rf = json_object_get(body, "response_format"), *gbnf = json_object_get(body, "grammar");
+    if (gbnf && !json_is_null(gbnf)) {
+        if (!json_is_string(gbnf)) return FAIL("grammar must be a string (GBNF)");
+        if (rf && !json_is_null(rf)) return FAIL("grammar and response_format cannot be used together");
+        struct wk_grammar *gr = NULL;
+        struct wk_error e;
+        enum wk_status st = wk_grammar_from_gbnf(json_string_value(gbnf), json_string_length(gbnf), NULL, &gr, &e);
+        wk_grammar_free(gr);
+        if (st) return FAIL("grammar: %s", e.msg);
+        json_object_set(req, "grammar", gbnf);
+        return 0;
+    }
+    if (!rf || json_is_null(rf)) return 0;
+    const char *type = json_string_value(json_object_get(rf, "type"));
+    if (!json_is_object(rf) || !type) return FAIL("response_format must be an object with a type");
+    if (strcmp(type, "text") == 0) return 0;
+    if (strcmp(type, "json_object") == 0) {
+        json_object_set_new(req, "format", json_string("json"));
+        return 0;
+    }
+    if (strcmp(type, "json_schema") != 0)
+        return FAIL("response_format.type must be \"text\", \"json_object\" or \"json_schema\"");
+    json_t *schema = json_object_get(json_object_get(rf, "json_schema"), "schema");
+    if (!json_is_object(schema)) return FAIL("response_format.json_schema.schema must be a JSON schema object");
+    return parse_format(schema, req, msg, cap);
+}
+
 static int parse_ollama(struct srv_gen *g, json_t *body, json_t *req, json_t *ropts, json_t *stop,
                         char *msg, size_t cap)
 {
@@ -289,9 +343,8 @@ static int parse_ollama(struct srv_gen *g, json_t *body, json_t *req, json_t *ro
     g->stream = !stream || json_is_null(stream) || json_is_true(stream);
     if (!srv_parse_keep_alive(json_object_get(body, "keep_alive"), &g->keep_alive_ns))
         return FAIL("keep_alive must be a duration (\"5m\") or a number of seconds");
-    json_t *format = json_object_get(body, "format");
-    if (format && !json_is_null(format) && !json_is_string(format) && !json_is_object(format))
-        return FAIL("format must be \"json\" or a JSON schema object");
+    int frc = parse_format(json_object_get(body, "format"), req, msg, cap);
+    if (frc) return frc;
     int rc = parse_ollama_options(g, json_object_get(body, "options"), ropts, stop, msg, cap);
     if (rc || (rc = parse_logprobs(g, body, msg, cap))) return rc;
     if (g->api == API_CHAT) {
@@ -417,6 +470,8 @@ static int parse_openai(struct srv_gen *g, json_t *body, json_t *req, json_t *ro
             json_array_append_new(lb, json_pack("[i, f]", (int)id, json_number_value(b)));
         }
     }
+    int frc = parse_oai_format(body, req, msg, cap);
+    if (frc) return frc;
     if (g->api == API_OAI_CHAT) {
         int rc = parse_logprobs(g, body, msg, cap);
         if (rc) return rc;
@@ -429,10 +484,18 @@ static int parse_openai(struct srv_gen *g, json_t *body, json_t *req, json_t *ro
         int rc2 = parse_messages(msgs, out, msg, cap);
         json_t *choice = json_object_get(body, "tool_choice");
         const char *cs = json_string_value(choice);
-        if (!rc2 && choice && !json_is_null(choice) && !(cs && (!strcmp(cs, "auto") || !strcmp(cs, "none"))))
-            return FAIL("tool_choice %s is not supported yet: wick takes \"auto\" and \"none\"",
-                        cs ? cs : "naming a function");
+        const char *named = json_string_value(json_object_get(json_object_get(choice, "function"), "name"));
+        if (!rc2 && choice && !json_is_null(choice) &&
+            !(cs && (!strcmp(cs, "auto") || !strcmp(cs, "none") || !strcmp(cs, "required"))) && !named)
+            return FAIL("tool_choice must be \"none\", \"auto\", \"required\" or {\"type\": \"function\", "
+                        "\"function\": {\"name\": ...}}");
         if (!rc2 && !(cs && !strcmp(cs, "none"))) rc2 = parse_tools(json_object_get(body, "tools"), req, msg, cap);
+        if (!rc2 && (named || (cs && !strcmp(cs, "required")))) {
+            if (!json_object_get(req, "tools")) return FAIL("tool_choice %s needs tools", named ? "naming a function" : cs);
+            if (json_object_get(req, "format") || json_object_get(req, "grammar"))
+                return FAIL("tool_choice %s cannot be used with response_format or grammar", named ? "naming a function" : cs);
+            json_object_set_new(req, "tool_choice", json_string(named ? named : "required"));
+        }
         return rc2;
     }
     json_t *prompt = json_object_get(body, "prompt");
@@ -465,13 +528,11 @@ static int64_t default_keep_alive(void)
  * refused with a 400 naming them, never accepted and dropped. */
 static int refuse_unimplemented(struct srv_gen *g, json_t *body, char *msg, size_t cap)
 {
-    static const char *const fields[] = {"format", "suffix", "response_format"};
+    static const char *const fields[] = {"suffix"};
     for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
         json_t *v = json_object_get(body, fields[i]);
         bool set = v && !json_is_null(v) && !(json_is_string(v) && json_string_length(v) == 0) &&
-                   !(json_is_array(v) && json_array_size(v) == 0) &&
-                   !(strcmp(fields[i], "response_format") == 0 &&
-                     strcmp(json_string_value(json_object_get(v, "type")) ? json_string_value(json_object_get(v, "type")) : "", "text") == 0);
+                   !(json_is_array(v) && json_array_size(v) == 0);
         if (set) return FAIL("%s is not supported yet: wick does not apply it, so it refuses it", fields[i]);
     }
     json_t *think = json_object_get(body, "think");

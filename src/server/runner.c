@@ -24,6 +24,7 @@
 
 #include "../io/wk_options.h"
 #include "../runtime/wk_gotmpl.h"
+#include "../runtime/wk_grammar.h"
 #include "../runtime/wk_runtime.h"
 
 #include <errno.h>
@@ -65,6 +66,8 @@ struct job {
     bool think_open;     /* the prompt opened a <think> block */
     json_t *rendered;   /* a render_only request's prompt text (a JSON string), else NULL */
     struct srv_tools *tools; /* a request with tools: its answer's tool calls (runner_tools.c) */
+    struct wk_grammar *grammar; /* structured output: the grammar and its matcher, or NULL */
+    struct wk_grammar_matcher *matcher;
     json_t *pending_lp; /* compute thread only: entries not yet sent */
     struct wk_buf out;
     bool finished, nomem;
@@ -78,6 +81,7 @@ struct runner {
     struct wk_model *model, *draft;
     struct wk_tokenizer *tok;
     struct wk_session *session;
+    struct srv_format *fmt; /* structured output's vocabulary */
     const char *model_path;
     int32_t n_ctx;
     pthread_mutex_t mu;
@@ -120,6 +124,8 @@ static void job_unref(struct job *j)
     json_decref(j->pending_lp);
     json_decref(j->rendered);
     srv_tools_free(j->tools);
+    wk_grammar_matcher_free(j->matcher);
+    wk_grammar_free(j->grammar);
     wk_free(j->out.p);
     pthread_mutex_destroy(&j->mu);
     pthread_cond_destroy(&j->cv);
@@ -353,30 +359,6 @@ static bool prompt_surely_longer(const struct runner *rn, const struct wk_prompt
 static bool push_content(void *user, const char *text, size_t len);
 static bool push_calls(void *user, json_t *calls);
 
-/* Whether the model can think: Qwen 3's built-in format, or a chat
- * template that knows enable_thinking, reasoning_content or <think>. */
-static bool model_thinks(const struct runner *rn)
-{
-    if (wk_model_chat_format(rn->model) == WK_CHAT_QWEN3) return true;
-    size_t n;
-    const char *t = wk_model_chat_template(rn->model, &n);
-    static const char *const marks[] = {"enable_thinking", "reasoning_content", "<think>"};
-    for (size_t k = 0; t && k < 3; k++)
-        if (memmem(t, n, marks[k], strlen(marks[k]))) return true;
-    return false;
-}
-
-/* Whether the rendered prompt ends inside an opened "<think>" (the
- * generation prompt of some templates opens the block). */
-static bool prompt_opens_think(const struct wk_prompt *p)
-{
-    if (p->n == 0) return false;
-    const struct wk_prompt_segment *s = &p->segs[p->n - 1];
-    size_t n = s->len;
-    while (n && (s->text[n - 1] == '\n' || s->text[n - 1] == ' ')) n--;
-    return s->scaffold && n >= 7 && memcmp(s->text + n - 7, "<think>", 7) == 0;
-}
-
 /* Renders and tokenizes the prompt of req into j->ids and checks it fits;
  * returns 200, or 400/500 with msg set. */
 static int prepare(struct job *j, json_t *req, char *msg, size_t cap)
@@ -413,8 +395,14 @@ static int prepare(struct job *j, json_t *req, char *msg, size_t cap)
                 snprintf(msg, cap, "%s", err.msg);
                 return 500;
             }
+            const char *choice = json_string_value(json_object_get(req, "tool_choice"));
+            if (choice && (st = srv_tools_grammar(tt, tl, tools, strcmp(choice, "required") ? choice : NULL,
+                                                  &j->grammar, &err))) {
+                snprintf(msg, cap, "%s", err.msg);
+                return srv_http_status(st);
+            }
         }
-        if (think >= 0 && (json_is_string(tpl) || !model_thinks(rn))) {
+        if (think >= 0 && (json_is_string(tpl) || !wk_model_can_think(rn->model))) {
             snprintf(msg, cap, json_is_string(tpl) ? "think with a Modelfile TEMPLATE is not supported yet"
                                                     : "this model does not support thinking");
             return 400;
@@ -442,9 +430,18 @@ static int prepare(struct job *j, json_t *req, char *msg, size_t cap)
         snprintf(msg, cap, "the rendered prompt is not valid UTF-8, or out of memory");
         return 500;
     }
+    if (!st && !j->grammar) st = srv_format_compile(req, &j->grammar, &err);
+    if (!st && j->grammar) {
+        if (think == 1) {
+            wk_prompt_deinit(&prompt);
+            snprintf(msg, cap, "think together with a format or grammar is not supported yet");
+            return 400;
+        }
+        st = srv_format_matcher(rn->fmt, rn->tok, j->grammar, &j->matcher, &err);
+    }
     j->hide_thinking = prompt.hide_thinking || think >= 0;
     j->route_thinking = think == 1;
-    j->think_open = think == 1 && prompt_opens_think(&prompt);
+    j->think_open = think == 1 && wk_prompt_opens_think(&prompt);
     size_t bytes = 0;
     for (int32_t i = 0; i < prompt.n; i++) bytes += prompt.segs[i].len;
     int64_t at_least = wk_tokenizer_min_tokens(rn->tok, bytes);
@@ -584,6 +581,7 @@ static void run_job(struct job *j)
     gp.hide_thinking = j->hide_thinking;
     if (j->route_thinking) gp.on_thinking = on_thinking;
     gp.think_open = j->think_open;
+    gp.grammar = j->matcher;
     if (j->logprobs) {
         gp.on_logprobs = on_logprobs;
         gp.top_logprobs = j->top_logprobs;
@@ -769,6 +767,7 @@ int wk_runner_main(const struct wk_runner_opts *o)
     if (!st && o->draft && *o->draft) st = wk_model_load(o->draft, &rn->draft, &err);
     if (!st) st = wk_session_create(rn->model, rn->tok, &cp, &rn->session, &err);
     if (!st && rn->draft) st = wk_session_set_draft(rn->session, rn->draft, &err);
+    if (!st && !(rn->fmt = srv_format_new())) st = wk_error_set(&err, WK_E_NOMEM, "out of memory");
     int lfd = -1;
     if (!st) {
         rn->n_ctx = wk_context_n_ctx(wk_session_context(rn->session));

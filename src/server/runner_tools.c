@@ -15,6 +15,7 @@
  */
 #include "server_internal.h"
 
+#include "../runtime/wk_grammar.h"
 #include "../runtime/wk_toolcall.h"
 
 #include <string.h>
@@ -165,4 +166,53 @@ void srv_tools_free(struct srv_tools *t)
     json_decref(t->tools);
     wk_free(t->held.p);
     wk_free(t);
+}
+
+enum wk_status srv_tools_grammar(const char *template_text, size_t len, const json_t *tools, const char *only,
+                                 struct wk_grammar **out, struct wk_error *err)
+{
+    *out = NULL;
+    enum wk_toolcall_format fmt = wk_toolcall_detect(template_text, len);
+    if (fmt != WK_TOOLCALL_HERMES && fmt != WK_TOOLCALL_JSON && fmt != WK_TOOLCALL_NONE)
+        return wk_error_set(err, WK_E_UNSUPPORTED, "tool_choice \"required\" or a named function is not supported "
+                            "yet for this model's tool-call format (%s)", wk_toolcall_format_name(fmt));
+    /* one call: {"name": <a tool>, "arguments": <its parameters>} */
+    json_t *any = json_array();
+    size_t i;
+    json_t *t;
+    json_array_foreach(tools, i, t) {
+        json_t *fn = json_object_get(t, "function");
+        const char *name = json_string_value(json_object_get(fn, "name"));
+        if (!name || (only && strcmp(name, only) != 0)) continue;
+        json_t *params = json_object_get(fn, "parameters");
+        json_t *alt = json_pack("{s:s, s:{s:{s:s}, s:O}, s:[s, s]}", "type", "object", "properties", "name", "const",
+                                name, "arguments", json_is_object(params) ? params : json_pack("{s:s}", "type", "object"),
+                                "required", "name", "arguments");
+        if (!json_is_object(params)) json_decref(json_object_get(json_object_get(alt, "properties"), "arguments"));
+        json_array_append_new(any, alt);
+    }
+    if (json_array_size(any) == 0) {
+        json_decref(any);
+        return wk_error_set(err, WK_E_INVALID, "tool_choice names %s, which is not among the tools", only ? only : "none");
+    }
+    json_t *schema = json_array_size(any) == 1 ? json_incref(json_array_get(any, 0)) : json_pack("{s:O}", "anyOf", any);
+    json_decref(any);
+    char *gbnf = NULL;
+    enum wk_status st = wk_grammar_json_schema_to_gbnf(schema, &gbnf, err);
+    json_decref(schema);
+    if (st) return st;
+    const char *wrap = fmt == WK_TOOLCALL_HERMES ? "\ntool-call-root ::= \"<tool_call>\\n\" root \"\\n</tool_call>\"\n"
+                                                 : "\ntool-call-root ::= root\n";
+    size_t n = strlen(gbnf), w = strlen(wrap);
+    char *text = wk_malloc(n + w + 1);
+    if (!text) {
+        wk_free(gbnf);
+        return wk_error_set(err, WK_E_NOMEM, "out of memory");
+    }
+    memcpy(text, gbnf, n);
+    memcpy(text + n, wrap, w + 1);
+    wk_free(gbnf);
+    st = wk_grammar_from_gbnf(text, n + w, "tool-call-root", out, err);
+    wk_free(text);
+    return st;
 }

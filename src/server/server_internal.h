@@ -216,7 +216,36 @@ bool srv_tools_push(struct srv_tools *t, const char *text, size_t len);
 /* The answer's end: what is held goes out (as calls or content). */
 bool srv_tools_finish(struct srv_tools *t);
 int srv_tools_n_calls(const struct srv_tools *t);
+struct wk_grammar;
+/* tool_choice "required" (only NULL) or a named function (only): a grammar
+ * for one call of an offered tool (only that one) in the template's
+ * tool-call syntax, its arguments as the tool's parameters schema.
+ * Errors: WK_E_UNSUPPORTED (a syntax with control tokens: Mistral, Llama
+ * 3's python tag; or a schema keyword), WK_E_INVALID (only names no
+ * tool), WK_E_NOMEM. */
+enum wk_status srv_tools_grammar(const char *template_text, size_t len, const json_t *tools, const char *only,
+                                 struct wk_grammar **out, struct wk_error *err);
 void srv_tools_free(struct srv_tools *t);
+
+/* ------------------------------------------------ structured output (runner) */
+
+struct wk_grammar;
+struct wk_grammar_matcher;
+struct wk_tokenizer;
+/* A runner's structured-output state: the grammar vocabulary of its
+ * tokenizer, built on first use (runner_format.c). NULL when out of memory. */
+struct srv_format *srv_format_new(void);
+void srv_format_free(struct srv_format *f);
+/* The grammar a runner request asks for: "grammar" (GBNF text), "format"
+ * ("json": any JSON object; an object: a JSON schema), or none (*out
+ * NULL). Errors: those of wk_grammar_from_gbnf / _from_json_schema
+ * (WK_E_INVALID, WK_E_UNSUPPORTED naming the keyword, WK_E_RANGE), a
+ * format of another kind (WK_E_INVALID), WK_E_NOMEM. */
+enum wk_status srv_format_compile(const json_t *req, struct wk_grammar **out, struct wk_error *err);
+/* A matcher for g (which must outlive it) over tok's vocabulary (built
+ * once per runner). Errors: WK_E_NOMEM, WK_E_RANGE. */
+enum wk_status srv_format_matcher(struct srv_format *f, const struct wk_tokenizer *tok, const struct wk_grammar *g,
+                                  struct wk_grammar_matcher **out, struct wk_error *err);
 
 /* ------------------------------------------------------------ utilities */
 

@@ -234,6 +234,40 @@ def test_chat_outgrowing_context():
     check(b"does not fit" not in text, "no turn fails for lack of context", text[-600:])
 
 
+def test_format_and_think():
+    """--format constrains the answer (a JSON schema file: the answer parses
+    and has the schema's keys and types; checked by hand, the schema being
+    small), --format json gives an object, a bad schema and --think on a
+    model that does not think are errors that say so."""
+    import tempfile
+    d = tempfile.mkdtemp(prefix="wick-cli-format-")
+    schema = {"type": "object", "properties": {"city": {"type": "string", "maxLength": 30}, "rank": {"type": "integer"}},
+              "required": ["city", "rank"], "additionalProperties": False}
+    path = os.path.join(d, "schema.json")
+    json.dump(schema, open(path, "w"))
+    for seed in ("1", "2"):
+        rc, out, err = run(["run", SMOL, "Name a big city.", "--format", path, "--temperature", "1", "--seed", seed,
+                            "--num-predict", "100"])
+        try:
+            v = json.loads(out)
+            ok = set(v) == {"city", "rank"} and isinstance(v["city"], str) and len(v["city"]) <= 30 and \
+                type(v["rank"]) is int
+        except ValueError:
+            ok = False
+        check(rc == 0 and ok, f"--format SCHEMA, seed {seed}: the answer fits the schema", f"{out!r} {err}")
+    rc, out, err = run(["run", SMOL, "A fruit as JSON.", "--format", "json", "--temperature", "0", "--num-predict", "400"])
+    try:
+        ok = isinstance(json.loads(out), dict)
+    except ValueError:
+        ok = False
+    check(rc == 0 and ok, "--format json: a JSON object", f"{out!r} {err}")
+    json.dump({"type": "object", "patternProperties": {"x": {}}}, open(path, "w"))
+    rc, out, err = run(["run", SMOL, "hi", "--format", path])
+    check(rc == 1 and "patternProperties" in err, "--format with an unsupported keyword: an error naming it", err)
+    rc, out, err = run(["run", SMOL, "hi", "--think"])
+    check(rc == 1 and "does not support thinking" in err, "--think on a model that does not think: an error", err)
+
+
 def main():
     if not os.path.exists(MODEL):
         print(f"model missing: {MODEL} (run scripts/fetch-models)")
@@ -241,7 +275,7 @@ def main():
     for t in (test_one_shot_matches_reference_text, test_piped_stdin, test_verbose, test_seed,
               test_raw_and_stop_strings, test_num_predict_is_exact, test_penalty_options,
               test_logprobs_option, test_prompt_over_the_context_is_an_error,
-              test_interactive_chat_reuses_cache, test_chat_outgrowing_context):
+              test_interactive_chat_reuses_cache, test_chat_outgrowing_context, test_format_and_think):
         before = harness.failures
         t()
         print(f"{t.__name__:45s} {'ok' if harness.failures == before else 'FAILED'}")

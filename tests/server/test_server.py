@@ -255,9 +255,7 @@ def test_errors(s):
     check(st == 400 and "temperature" in body["error"], "an option of the wrong type is 400", str(body))
     st, body = s.post("/api/generate", {"model": SMOL, "prompt": "x", "options": {"warp": 9}})
     check(st == 400 and "warp" in body["error"], "an unknown option is 400 naming it", str(body))
-    for field, value, path in (("format", "json", "/api/chat"), ("suffix", "return x", "/api/generate"),
-                               ("tool_choice", "required", "/v1/chat/completions"),
-                               ("response_format", {"type": "json_object"}, "/v1/chat/completions")):
+    for field, value, path in (("suffix", "return x", "/api/generate"),):
         req = {"model": SMOL, field: value, "options": greedy(1)}
         req.update({"prompt": "x"} if path == "/api/generate" else {"messages": [{"role": "user", "content": "x"}]})
         st, body = s.post(path, req)
@@ -447,6 +445,77 @@ def test_tool_calls(s):
     c2 = s.openai.chat.completions.create(model=QWEN, messages=msgs2, tools=[tool], temperature=0, max_tokens=60)
     check("22" in (c2.choices[0].message.content or "") and c2.choices[0].finish_reason == "stop",
           "openai, second turn with the tool's result: the answer uses it", repr(c2.choices[0]))
+    # tool_choice required / a named function: a call is forced (constrained sampling) even for a greeting
+    clock = {"type": "function", "function": {"name": "get_time", "description": "The time in a timezone",
+             "parameters": {"type": "object", "properties": {"tz": {"type": "string", "enum": ["UTC", "CET"]}},
+                            "required": ["tz"], "additionalProperties": False}}}
+    hello = [{"role": "user", "content": "Hello! How are you?"}]
+    for choice, want in (("required", None), ({"type": "function", "function": {"name": "get_time"}}, "get_time")):
+        c = s.openai.chat.completions.create(model=QWEN, messages=hello, tools=[tool, clock], tool_choice=choice,
+                                             temperature=1, seed=4, max_tokens=80)
+        tc = c.choices[0].message.tool_calls or []
+        a = json.loads(tc[0].function.arguments) if tc else None
+        ok = len(tc) == 1 and (tc[0].function.name == want if want else tc[0].function.name in ("get_weather", "get_time"))
+        ok = ok and (valid_weather_args(a) if tc[0].function.name == "get_weather" else a in ({"tz": "UTC"}, {"tz": "CET"}))
+        check(ok and c.choices[0].finish_reason == "tool_calls",
+              f"openai tool_choice {choice}: a call is forced, its arguments valid for its schema", repr(c.choices[0]))
+
+
+PERSON = {"type": "object", "properties": {
+    "name": {"type": "string", "minLength": 1, "maxLength": 40},
+    "age": {"type": "integer", "minimum": 0, "maximum": 150},
+    "email": {"type": "string", "format": "email"},
+    "tags": {"type": "array", "items": {"type": "string", "enum": ["friend", "family", "work"]}, "maxItems": 3}},
+    "required": ["name", "age", "tags"], "additionalProperties": False}
+
+
+def test_structured_output(s):
+    """format and response_format as constrained sampling: at temperature 1
+    over several seeds, Qwen2.5-Coder's answers validate against the schema
+    (Python's jsonschema); format "json" gives a JSON object; the mask only
+    removes: where the model's own answer already fits the grammar, the
+    constrained answer is the same tokens; an unsupported keyword is a 400
+    naming it."""
+    import jsonschema
+    ask = [{"role": "user", "content": "Invent a person."}]
+    bad = []
+    for seed in (1, 2, 3):
+        r = s.ollama.chat(model=QWEN, messages=ask, format=PERSON, options={"temperature": 1, "seed": seed,
+                                                                             "num_predict": 120})
+        try:
+            jsonschema.validate(json.loads(r.message.content), PERSON, format_checker=jsonschema.FormatChecker())
+        except Exception as e:  # noqa: BLE001 - any failure is the finding
+            bad.append(f"seed {seed}: {r.message.content!r}: {e}")
+    check(not bad, "ollama format {schema}, temperature 1, 3 seeds: every answer validates", "; ".join(bad))
+    r = s.ollama.chat(model=QWEN, messages=[{"role": "user", "content": "The capital of France, as JSON."}],
+                      format="json", options={"temperature": 0, "num_predict": 200})
+    check(isinstance(json.loads(r.message.content), dict), "format json: a JSON object", repr(r.message.content))
+    c = s.openai.chat.completions.create(model=QWEN, messages=ask, temperature=1, seed=5, max_tokens=120,
+                                         response_format={"type": "json_schema",
+                                                          "json_schema": {"name": "person", "schema": PERSON}})
+    try:
+        jsonschema.validate(json.loads(c.choices[0].message.content), PERSON)
+        ok = True
+    except Exception:  # noqa: BLE001
+        ok = False
+    check(ok, "openai response_format json_schema: the answer validates", repr(c.choices[0].message.content))
+    # the mask only removes: an answer the model writes as valid JSON anyway is unchanged by the grammar
+    fits = [{"role": "user", "content": 'Reply with exactly this JSON and nothing else: {"answer": 4}'}]
+    opts = {"temperature": 0.7, "seed": 11, "num_predict": 20}
+    free = s.ollama.chat(model=QWEN, messages=fits, options=opts)
+    held = s.ollama.chat(model=QWEN, messages=fits, options=opts, format={
+        "type": "object", "properties": {"answer": {"type": "integer"}}, "required": ["answer"]})
+    check(json.loads(free.message.content) == {"answer": 4} and held.message.content == free.message.content,
+          "the same seed with and without a schema the answer already fits: the same answer",
+          f"{free.message.content!r} vs {held.message.content!r}")
+    st, body = s.post("/api/chat", {"model": QWEN, "messages": ask, "format": {"type": "object", "not": {}}})
+    check(st == 400 and '"not"' in body["error"], "format with an unsupported keyword: 400 naming it", str(body))
+    st, body = s.post("/v1/chat/completions", {"model": QWEN, "messages": ask, "grammar": "root ::= root \"a\" | \"b\""})
+    check(st == 400 and "left recursion" in body["error"]["message"], "a left-recursive GBNF grammar: 400", str(body))
+    c = s.openai.chat.completions.create(model=QWEN, messages=ask, max_tokens=10, temperature=0,
+                                         extra_body={"grammar": 'root ::= "yes" | "no"'})
+    check(c.choices[0].message.content in ("yes", "no"), "llama-server's grammar (GBNF): the answer is in it",
+          repr(c.choices[0].message.content))
 
 
 # ------------------------------------------------------------------ 3: cancellation
@@ -789,7 +858,7 @@ def main():
     s = Server()
     try:
         for t in (test_errors, test_ollama_client, test_openai_client, test_qwen2_chat, test_prefix_reuse, test_cancellation,
-                  test_runner_killed, test_concurrent_same_answer, test_cli_ps_stop_and_max_loaded, test_api_create, test_templates, test_tool_prompts, test_tool_calls, test_gemma4_mtp, test_load,
+                  test_runner_killed, test_concurrent_same_answer, test_cli_ps_stop_and_max_loaded, test_api_create, test_templates, test_tool_prompts, test_tool_calls, test_structured_output, test_gemma4_mtp, test_load,
                   test_shutdown):
             t0 = time.time()
             t(s)

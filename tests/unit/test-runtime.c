@@ -342,8 +342,9 @@ static bool run_stops(const char *const *stops, int n_stops, const char *const *
 /* The think filter: for every split of each text into three pieces, the
  * kept runs give the answer and all runs, in order, give the text back. */
 struct think_out {
-    char kept[128], all[128];
-    size_t n_kept, n_all;
+    char kept[128], all[128], thought[128];
+    size_t n_kept, n_all, n_thought;
+    const struct wk_think_filter *f; /* a dropped run inside a block and not a tag is thinking */
 };
 static bool think_collect(void *user, const char *text, size_t len, bool keep)
 {
@@ -351,22 +352,24 @@ static bool think_collect(void *user, const char *text, size_t len, bool keep)
     CHECK(len > 0);
     memcpy(o->all + o->n_all, text, len), o->n_all += len;
     if (keep) memcpy(o->kept + o->n_kept, text, len), o->n_kept += len;
+    if (!keep && o->f->inside && !o->f->in_tag) memcpy(o->thought + o->n_thought, text, len), o->n_thought += len;
     return true;
 }
 static void test_think_filter(void)
 {
-    static const char *const cases[][2] = {
-        {"<think>\nhidden\n</think>\n\nvisible", "visible"},
-        {"a<think>b</think> c", "ac"},
-        {"a <thin not a tag", "a <thin not a tag"},
-        {"x<<think>y</think>z", "x<z"},
-        {"ok</think>fine", "ok</think>fine"},     /* a close without an open is text */
-        {"pre<think>never closed", "pre"},        /* an open block drops the rest */
-        {"a<think>x</thinky</think>\tb", "ab"},
-        {"end<thi", "end<thi"},                   /* held, then flushed as text */
-        {"<think></think>\n", ""},
-        {"one<think>1</think>two <think>2</think>three", "onetwo three"},
-        {"", ""},
+    /* the text, what is kept (the answer), what is thinking (the blocks' insides, tags not) */
+    static const char *const cases[][3] = {
+        {"<think>\nhidden\n</think>\n\nvisible", "visible", "\nhidden\n"},
+        {"a<think>b</think> c", "ac", "b"},
+        {"a <thin not a tag", "a <thin not a tag", ""},
+        {"x<<think>y</think>z", "x<z", "y"},
+        {"ok</think>fine", "ok</think>fine", ""},   /* a close without an open is text */
+        {"pre<think>never closed", "pre", "never closed"}, /* an open block drops the rest */
+        {"a<think>x</thinky</think>\tb", "ab", "x</thinky"},
+        {"end<thi", "end<thi", ""},                 /* held, then flushed as text */
+        {"<think></think>\n", "", ""},
+        {"one<think>1</think>two <think>2</think>three", "onetwo three", "12"},
+        {"", "", ""},
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         const char *in = cases[c][0];
@@ -374,16 +377,17 @@ static void test_think_filter(void)
         for (size_t i = 0; i <= n; i++) {
             for (size_t j = i; j <= n; j++) {
                 struct wk_think_filter f;
-                struct think_out o = {0};
+                struct think_out o = {.f = &f};
                 wk_think_filter_init(&f);
                 CHECK(wk_think_filter_push(&f, in, i, think_collect, &o));
                 CHECK(wk_think_filter_push(&f, in + i, j - i, think_collect, &o));
                 CHECK(wk_think_filter_push(&f, in + j, n - j, think_collect, &o));
                 CHECK(wk_think_filter_flush(&f, think_collect, &o));
-                o.kept[o.n_kept] = o.all[o.n_all] = '\0';
-                if (strcmp(o.kept, cases[c][1]) != 0)
+                o.kept[o.n_kept] = o.all[o.n_all] = o.thought[o.n_thought] = '\0';
+                if (strcmp(o.kept, cases[c][1]) != 0 || strcmp(o.thought, cases[c][2]) != 0)
                     fprintf(stderr, "  split %zu/%zu of \"%s\"\n", i, j, in);
                 CHECK_EQ_STR(o.kept, cases[c][1]);
+                CHECK_EQ_STR(o.thought, cases[c][2]);
                 CHECK_EQ_STR(o.all, in);
             }
         }
