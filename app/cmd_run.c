@@ -157,6 +157,17 @@ static bool opt_i64(const char *flag, const char *opt, const char *v, int64_t *x
     return cli_parse_i64("run", flag, v, (int64_t)o->min, (int64_t)o->max, x);
 }
 
+/* --think[=true|false|low|medium|high] and --hidethinking; false when a is neither. */
+static bool think_flag(const char *a, struct run_opts *o)
+{
+    static const char *const on[] = {"--think", "--think=true", "--think=high", "--think=medium", "--think=low"};
+    for (size_t i = 0; i < sizeof on / sizeof *on; i++)
+        if (strcmp(a, on[i]) == 0) return o->think = 1, true;
+    if (strcmp(a, "--think=false") == 0) return o->think = 0, true;
+    if (strcmp(a, "--hidethinking") == 0) return o->think = 1, o->hide_thinking = true, true;
+    return false;
+}
+
 static int parse_args(int argc, char **argv, struct run_opts *o)
 {
     o->gen = wk_generate_params_default();
@@ -191,13 +202,7 @@ static int parse_args(int argc, char **argv, struct run_opts *o)
             o->verbose = true;
         } else if (strcmp(a, "--raw") == 0) {
             o->raw = true;
-        } else if (strcmp(a, "--think") == 0 || strcmp(a, "--think=true") == 0 || strcmp(a, "--think=high") == 0 ||
-                   strcmp(a, "--think=medium") == 0 || strcmp(a, "--think=low") == 0) {
-            o->think = 1;
-        } else if (strcmp(a, "--think=false") == 0) {
-            o->think = 0;
-        } else if (strcmp(a, "--hidethinking") == 0) {
-            o->think = 1, o->hide_thinking = true;
+        } else if (think_flag(a, o)) {
         } else if (cli_opt_value(argc, argv, &i, "--format", &v, &bad, "run")) {
             if (bad) return WK_EXIT_USAGE;
             o->format = v;
