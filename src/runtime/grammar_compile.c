@@ -40,6 +40,7 @@ struct cc {
     struct wk_grammar *g;
     int32_t cap_states, cap_ranges, cap_calls, cap_tables;
     int32_t *queue, n_queue; /* rules to compile */
+    int64_t work;            /* determinization steps, bounded by GR_MAX_WORK */
 };
 
 static bool grow(void **p, int32_t *cap, int64_t need, size_t sz)
@@ -455,9 +456,11 @@ static int32_t closure_state(struct cc *c, struct dfa_build *d, int32_t r, const
             d->stamp[seeds[i]] = d->cur_stamp;
             d->stack[sp++] = seeds[i];
         }
+    c->work += n;
     while (sp > 0) {
         int32_t u = d->stack[--sp];
         bool important = false;
+        c->work++;
         if (u == d->nfa_final) fin = true;
         for (int32_t e = c->first[u]; e >= 0; e = c->edges[e].next) {
             if (c->edges[e].kind != 0) {
@@ -486,7 +489,7 @@ static int32_t closure_state(struct cc *c, struct dfa_build *d, int32_t r, const
             return d->set_state[si];
     }
     /* new set */
-    if ((int64_t)d->n_pool + m > GR_MAX_SET_POOL) {
+    if ((int64_t)d->n_pool + m > GR_MAX_SET_POOL || c->work > GR_MAX_WORK) {
         c->st = wk_error_set(c->err, WK_E_RANGE, "grammar too large: rule '%s' determinizes to too many states",
                              rname(c, r));
         return -1;
@@ -555,6 +558,7 @@ static bool expand_dstate(struct cc *c, struct dfa_build *d, int32_t r, int32_t 
     for (int32_t i = 0; i < d->set_len[si]; i++) {
         int32_t u = d->pool[d->set_off[si] + i];
         for (int32_t e = c->first[u]; e >= 0; e = c->edges[e].next) {
+            c->work++;
             if (c->edges[e].kind == 1) {
                 mark[c->edges[e].lo] = 1;
                 mark[c->edges[e].hi + 1] = 1;

@@ -24,6 +24,7 @@
 #define GR_MAX_NFA_STATES (4 << 20) /* in one rule's NFA */
 #define GR_MAX_DFA_STATES 150000   /* in the whole grammar */
 #define GR_MAX_SET_POOL (6 << 20)  /* NFA state ids in all DFA state sets of a rule */
+#define GR_MAX_WORK 15000000       /* NFA states and edges visited while determinizing */
 #define GR_INLINE_MAX 256          /* syntax nodes of a rule inlined into its callers */
 
 /* ------------------------------------------------------- syntax tree */

@@ -130,7 +130,12 @@ static bool emit_set(struct gbuf *out, struct cpset *s)
     if (set_has(s, '"')) wk__gbuf_puts(&b, n_alt++ ? " | \"\\\\\\\"\"" : "\"\\\\\\\"\"");
     if (set_has(s, '\\')) wk__gbuf_puts(&b, n_alt++ ? " | \"\\\\\\\\\"" : "\"\\\\\\\\\"");
     static const char short_esc[32] = {['\b'] = 'b', ['\t'] = 't', ['\n'] = 'n', ['\f'] = 'f', ['\r'] = 'r'};
-    for (uint32_t cp = 0; cp < 0x20; cp++) {
+    bool all_controls = s->n > 0 && s->r[0] == 0 && s->r[1] >= 0x1f;
+    if (all_controls) { /* the usual case (., negated classes): two short paths */
+        wk__gbuf_puts(&b, n_alt ? " | \"\\\\\" [bfnrt] | \"\\\\u00\" [01] [0-9a-f]" : "\"\\\\\" [bfnrt] | \"\\\\u00\" [01] [0-9a-f]");
+        n_alt += 2;
+    }
+    for (uint32_t cp = 0; cp < 0x20 && !all_controls; cp++) {
         if (!set_has(s, cp)) continue;
         if (n_alt++) wk__gbuf_puts(&b, " | ");
         if (short_esc[cp]) wk__gbuf_printf(&b, "\"\\\\%c\"", short_esc[cp]);
