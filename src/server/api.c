@@ -472,6 +472,12 @@ static int parse_openai(struct srv_gen *g, json_t *body, json_t *req, json_t *ro
     }
     int frc = parse_oai_format(body, req, msg, cap);
     if (frc) return frc;
+    json_t *kw = json_object_get(body, "chat_template_kwargs"); /* llama-server's, as vLLM's */
+    if (kw && !json_is_null(kw)) {
+        if (!json_is_object(kw)) return FAIL("chat_template_kwargs must be an object");
+        if (g->api != API_OAI_CHAT) return FAIL("chat_template_kwargs is for chat completions");
+        if (json_object_size(kw) > 0) json_object_set(req, "template_kwargs", kw);
+    }
     if (g->api == API_OAI_CHAT) {
         int rc = parse_logprobs(g, body, msg, cap);
         if (rc) return rc;

@@ -402,6 +402,10 @@ static int prepare(struct job *j, json_t *req, char *msg, size_t cap)
                 return srv_http_status(st);
             }
         }
+        if (json_is_string(tpl) && json_object_get(req, "template_kwargs")) {
+            snprintf(msg, cap, "chat_template_kwargs apply to a Jinja chat template, and this model has a Go TEMPLATE");
+            return 400;
+        }
         if (think >= 0 && (json_is_string(tpl) || !wk_model_can_think(rn->model))) {
             snprintf(msg, cap, json_is_string(tpl) ? "think with a Modelfile TEMPLATE is not supported yet"
                                                     : "this model does not support thinking");
@@ -413,7 +417,8 @@ static int prepare(struct job *j, json_t *req, char *msg, size_t cap)
             if (!st) st = wk_chat_render_go(rn->tok, t, msgs, tools, &prompt, &err);
             wk_gotmpl_free(t);
         } else {
-            struct wk_chat_request cr = {.messages = msgs, .tools = tools, .think = think, .add_generation_prompt = true};
+            struct wk_chat_request cr = {.messages = msgs, .tools = tools, .think = think, .add_generation_prompt = true,
+                                         .kwargs = json_object_get(req, "template_kwargs")};
             st = wk_chat_render_request(rn->model, rn->tok, &cr, &prompt, &err);
         }
     } else {

@@ -518,6 +518,28 @@ def test_structured_output(s):
           repr(c.choices[0].message.content))
 
 
+def test_template_kwargs(s):
+    """chat_template_kwargs (llama-server's) reach the Jinja template: the
+    tiny Qwen 3 model's template closes an empty think block in the
+    generation prompt only with enable_thinking false, so that prompt is
+    longer; a model with a Go TEMPLATE refuses them."""
+    mf = os.path.join(s.dir, "qwen3-tiny.Modelfile")
+    open(mf, "w").write(f"FROM {os.path.join(ROOT, 'tests', 'golden', 'qwen3', 'hf')}\n")
+    subprocess.run([WICK, "create", "qwen3-tiny", "-f", mf], env=dict(os.environ, WICK_MODELS=s.dir), check=True,
+                   capture_output=True)
+    n = {}
+    for on in (True, False):
+        st, body = s.post("/v1/chat/completions", {"model": "qwen3-tiny", "max_tokens": 1,
+                                                   "messages": [{"role": "user", "content": "hi"}],
+                                                   "chat_template_kwargs": {"enable_thinking": on}})
+        n[on] = body.get("usage", {}).get("prompt_tokens") if st == 200 else body
+    check(isinstance(n[True], int) and isinstance(n[False], int) and n[False] > n[True],
+          "chat_template_kwargs enable_thinking false adds the template's empty think block", str(n))
+    st, body = s.post("/v1/chat/completions", {"model": "smol-go", "messages": [{"role": "user", "content": "hi"}],
+                                               "chat_template_kwargs": {"x": 1}})
+    check(st == 400 and "chat_template_kwargs" in body["error"]["message"], "kwargs with a Go TEMPLATE: 400", str(body))
+
+
 # ------------------------------------------------------------------ 3: cancellation
 
 def stream_lines(s, path, obj):
@@ -858,7 +880,7 @@ def main():
     s = Server()
     try:
         for t in (test_errors, test_ollama_client, test_openai_client, test_qwen2_chat, test_prefix_reuse, test_cancellation,
-                  test_runner_killed, test_concurrent_same_answer, test_cli_ps_stop_and_max_loaded, test_api_create, test_templates, test_tool_prompts, test_tool_calls, test_structured_output, test_gemma4_mtp, test_load,
+                  test_runner_killed, test_concurrent_same_answer, test_cli_ps_stop_and_max_loaded, test_api_create, test_templates, test_template_kwargs, test_tool_prompts, test_tool_calls, test_structured_output, test_gemma4_mtp, test_load,
                   test_shutdown):
             t0 = time.time()
             t(s)
