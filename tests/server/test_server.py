@@ -518,6 +518,32 @@ def test_structured_output(s):
           repr(c.choices[0].message.content))
 
 
+def test_mask_only_removes(s):
+    """Acceptance 4 of issue 23, with a GBNF grammar on SmolLM2 at
+    temperature 1 and a fixed seed: a grammar that allows everything gives
+    the unconstrained text exactly; a grammar that forbids one character the
+    unconstrained text uses gives the same tokens up to the token that
+    holds it (the token offsets from logprobs), and never the character."""
+    req = {"model": SMOL, "prompt": "Once upon a time", "max_tokens": 40, "temperature": 1, "seed": 42}
+    st, free = s.post("/v1/completions", dict(req, logprobs=1))
+    text = free["choices"][0]["text"]
+    offsets = free["choices"][0]["logprobs"]["text_offset"]
+    st2, every = s.post("/v1/completions", dict(req, grammar="root ::= [^\\x00]*"))
+    check(st == st2 == 200 and every["choices"][0]["text"] == text,
+          "a grammar that allows every text: the unconstrained text, token for token", f"{every} vs {text!r}")
+    k = next((i for i in range(5, len(text)) if text[i].isalpha() and text[i].isascii()), None)
+    if k is None:
+        check(False, "the unconstrained text has a letter to forbid", repr(text))
+        return
+    c = text[k]
+    start = max(o for o in offsets if o <= k)  # the token that holds text[k] starts here
+    st, held = s.post("/v1/completions", dict(req, grammar=f"root ::= [^{c}]*"))
+    out = held["choices"][0]["text"] if st == 200 else ""
+    check(st == 200 and out[:start] == text[:start] and c not in out,
+          f"a grammar forbidding {c!r}: the same text up to the token holding it (offset {start}), then no {c!r}",
+          f"{out!r} vs {text!r}")
+
+
 def test_template_kwargs(s):
     """chat_template_kwargs (llama-server's) reach the Jinja template: the
     tiny Qwen 3 model's template closes an empty think block in the
@@ -880,7 +906,7 @@ def main():
     s = Server()
     try:
         for t in (test_errors, test_ollama_client, test_openai_client, test_qwen2_chat, test_prefix_reuse, test_cancellation,
-                  test_runner_killed, test_concurrent_same_answer, test_cli_ps_stop_and_max_loaded, test_api_create, test_templates, test_template_kwargs, test_tool_prompts, test_tool_calls, test_structured_output, test_gemma4_mtp, test_load,
+                  test_runner_killed, test_concurrent_same_answer, test_cli_ps_stop_and_max_loaded, test_api_create, test_templates, test_template_kwargs, test_tool_prompts, test_tool_calls, test_structured_output, test_mask_only_removes, test_gemma4_mtp, test_load,
                   test_shutdown):
             t0 = time.time()
             t(s)
