@@ -351,8 +351,8 @@ struct gen {
     int32_t n_ctx, n_vocab;
     bool stopped;      /* a stop string completed */
     enum wk_status st; /* an error that ended generation */
-    /* with p->grammar: a distribution, masked logits [n_vocab], the mask */
-    struct wk_token_prob *dist;
+    /* with p->grammar: two distributions, masked logits [n_vocab], the mask */
+    struct wk_token_prob *dist, *dist2;
     float *masked;
     uint32_t *mask;
 };
@@ -401,6 +401,94 @@ static int32_t sample_next(struct gen *g, const float *logits)
     }
     wk_sampler_push(g->sampler, id);
     return id;
+}
+
+/*
+ * With a grammar: the distribution sample_next draws from at logits [V],
+ * for speculative decoding's acceptance rule: P(x) = pt(x) for allowed x
+ * plus D * pm(x), where pt is the sampler's distribution of the logits, D
+ * its mass on tokens the grammar forbids and pm the sampler's distribution
+ * of the masked logits (greedy: one token, the masked argmax). Writes out
+ * [V] (any order) and returns how many, or -1 (error in g->st). Uses
+ * g->mask, g->masked, g->dist and s->dense (zeros again on return).
+ */
+static int32_t grammar_dist(struct gen *g, const float *logits, struct wk_token_prob *out)
+{
+    struct wk_grammar_matcher *m = g->p->grammar;
+    const struct wk_tokenizer *tok = g->s->tok;
+    float *dense = g->s->dense;
+    if (wk_grammar_matcher_mask(m, g->mask)) {
+        g->st = wk_error_set(g->err, WK_E_NOMEM, "out of memory");
+        return -1;
+    }
+#define ALLOWED(i) ((g->mask[(i) >> 5] >> ((i) & 31)) & 1u)
+    bool any = false;
+    for (int32_t i = 0; i < g->n_vocab; i++) {
+        g->masked[i] = ALLOWED(i) ? logits[i] : -INFINITY;
+        any |= ALLOWED(i);
+    }
+    if (!any) {
+        g->st = wk_error_set(g->err, WK_E_INVALID, "the grammar allows no token here");
+        return -1;
+    }
+    int32_t nt = wk_sampler_dist(g->sampler, logits, g->dist), nm = 0, n = 0;
+    double forbidden = 0;
+    for (int32_t i = 0; i < nt; i++) {
+        int32_t id = g->dist[i].id;
+        bool ok = ALLOWED(id) && !(wk_tokenizer_is_eog(tok, id) && !wk_grammar_matcher_is_complete(m));
+        if (ok) dense[id] += g->dist[i].p;
+        else forbidden += g->dist[i].p;
+    }
+    if (forbidden > 0) {
+        nm = wk_sampler_dist(g->sampler, g->masked, g->dist2);
+        for (int32_t i = 0; i < nm; i++) dense[g->dist2[i].id] += (float)(forbidden * g->dist2[i].p);
+    }
+    for (int32_t i = 0; i < nt + nm; i++) { /* each token with mass once; dense back to zeros */
+        int32_t id = i < nt ? g->dist[i].id : g->dist2[i - nt].id;
+        if (dense[id] > 0) out[n++] = (struct wk_token_prob){id, dense[id]}, dense[id] = 0;
+    }
+#undef ALLOWED
+    return n;
+}
+
+/* With a grammar, token id (chosen) advances it; end-of-generation tokens
+ * do not (generation ends with them). false (error in g->st) when the
+ * grammar refuses it. */
+static bool grammar_take(struct gen *g, int32_t id)
+{
+    if (!g->p->grammar || wk_tokenizer_is_eog(g->s->tok, id)) return true;
+    if (wk_grammar_matcher_accept(g->p->grammar, id) == WK_OK) return true;
+    g->st = wk_error_set(g->err, WK_E_INTERNAL, "the grammar refused token %d, which its distribution allowed", id);
+    return false;
+}
+
+/* A draft token from logits (the draft's) with its distribution into q
+ * [V] and *n_q, advancing the grammar over it (*taken counts those steps,
+ * for the rollback after drafting); -1 on an error in g->st. */
+static int32_t draft_pick(struct gen *g, const float *logits, struct wk_token_prob *q, int32_t *n_q, int32_t *taken)
+{
+    *n_q = g->p->grammar ? grammar_dist(g, logits, q) : wk_sampler_dist(g->sampler, logits, q);
+    if (*n_q < 0) return -1;
+    int32_t d = wk_sampler_draw(g->sampler, q, *n_q);
+    if (g->p->grammar && !wk_tokenizer_is_eog(g->s->tok, d)) {
+        if (!grammar_take(g, d)) return -1;
+        (*taken)++;
+    }
+    return d;
+}
+
+/* The target's distribution at row: the sampler's, or with a grammar
+ * grammar_dist's (what sample_next draws from); -1 on an error in g->st. */
+static int32_t target_dist(struct gen *g, const float *row, struct wk_token_prob *out)
+{
+    return g->p->grammar ? grammar_dist(g, row, out) : wk_sampler_dist(g->sampler, row, out);
+}
+
+/* The end of drafting: the sampler's history and the grammar as they were. */
+static void draft_undo(struct gen *g, int32_t pushed, int32_t taken)
+{
+    wk_sampler_pop(g->sampler, pushed);
+    if (g->p->grammar) wk_grammar_matcher_rollback(g->p->grammar, taken);
 }
 
 /*
@@ -466,15 +554,18 @@ static int32_t draft_tokens_mtp(struct gen *g, int32_t x0, int32_t k, int32_t *d
     *t_start = wk_time_ns();
     const float *cond = s->cond;
     float *next = s->cond_a;
-    int32_t tok = x0, n = 0;
+    int32_t tok = x0, n = 0, taken = 0;
     while (n < k) {
         if ((g->st = wk_context_mtp_step(s->d_ctx, s->ctx, tok, cond, s->d_logits, next, g->err))) {
-            wk_sampler_pop(g->sampler, n);
+            draft_undo(g, n, taken);
             return -1;
         }
         struct wk_token_prob *q = s->q + (size_t)n * (size_t)g->n_vocab;
-        s->n_q[n] = wk_sampler_dist(g->sampler, s->d_logits, q);
-        int32_t d = wk_sampler_draw(g->sampler, q, s->n_q[n]);
+        int32_t d = draft_pick(g, s->d_logits, q, &s->n_q[n], &taken);
+        if (d < 0) {
+            draft_undo(g, n, taken);
+            return -1;
+        }
         drafted[n++] = d;
         wk_sampler_push(g->sampler, d);
         if (wk_tokenizer_is_eog(s->tok, d)) break;
@@ -482,7 +573,7 @@ static int32_t draft_tokens_mtp(struct gen *g, int32_t x0, int32_t k, int32_t *d
         cond = next;
         next = next == s->cond_a ? s->cond_b : s->cond_a;
     }
-    wk_sampler_pop(g->sampler, n);
+    draft_undo(g, n, taken);
     return n;
 }
 
@@ -516,20 +607,23 @@ static int32_t draft_tokens(struct gen *g, int32_t x0, int32_t k, int32_t *draft
         return -1;
     if (n0 - keep > 1) *t_start = wk_time_ns();
     if ((g->st = feed_ex(s->d_ctx, &s->d_cached, &x0, 1, s->d_logits, false, cancel, g->err))) return -1;
-    int32_t n = 0;
+    int32_t n = 0, taken = 0;
     while (n < k) {
         struct wk_token_prob *q = s->q + (size_t)n * (size_t)g->n_vocab;
-        s->n_q[n] = wk_sampler_dist(g->sampler, s->d_logits, q);
-        int32_t d = wk_sampler_draw(g->sampler, q, s->n_q[n]);
+        int32_t d = draft_pick(g, s->d_logits, q, &s->n_q[n], &taken);
+        if (d < 0) {
+            draft_undo(g, n, taken);
+            return -1;
+        }
         drafted[n++] = d;
         wk_sampler_push(g->sampler, d);
         if (n == k || wk_tokenizer_is_eog(s->tok, d)) break;
         if ((g->st = feed_ex(s->d_ctx, &s->d_cached, &d, 1, s->d_logits, false, cancel, g->err))) {
-            wk_sampler_pop(g->sampler, n);
+            draft_undo(g, n, taken);
             return -1;
         }
     }
-    wk_sampler_pop(g->sampler, n);
+    draft_undo(g, n, taken);
     return n;
 }
 
@@ -557,7 +651,8 @@ static bool spec_round(struct gen *g, int32_t x0, int32_t k, int32_t *next)
     const float *row = NULL;
     for (; j < k; j++) {
         row = s->v_logits + (size_t)j * V;
-        int32_t np = wk_sampler_dist(g->sampler, row, s->pd);
+        int32_t np = target_dist(g, row, s->pd);
+        if (np < 0) break;
         const int32_t d = toks[1 + j];
         const struct wk_token_prob *q = s->q + (size_t)j * V;
         bool accept;
@@ -580,13 +675,13 @@ static bool spec_round(struct gen *g, int32_t x0, int32_t k, int32_t *next)
                     total += s->pd[i].p;
                 }
                 for (int32_t i = 0; i < s->n_q[j]; i++) s->dense[q[i].id] = 0;
-                if (!(total > 0)) np = wk_sampler_dist(g->sampler, row, s->pd); /* p == q */
+                if (!(total > 0)) np = target_dist(g, row, s->pd); /* p == q */
                 y = wk_sampler_draw(g->sampler, s->pd, np);
             }
             break;
         }
         wk_sampler_push(g->sampler, d);
-        if (!emit_token(g, d, row, n0 + 1 + j)) {
+        if (!grammar_take(g, d) || !emit_token(g, d, row, n0 + 1 + j)) {
             /* as a plain step would: the last emitted token is not fed */
             enum wk_status st = roll_back_exact(s, n0 + 1 + j, NULL, g->err);
             if (st && !g->st) g->st = st;
@@ -596,9 +691,11 @@ static bool spec_round(struct gen *g, int32_t x0, int32_t k, int32_t *next)
     }
     if (j == k) { /* all accepted: the bonus token */
         row = s->v_logits + (size_t)k * V;
-        int32_t np = wk_sampler_dist(g->sampler, row, s->pd);
+        int32_t np = target_dist(g, row, s->pd);
+        if (np < 0) return false;
         y = wk_sampler_draw(g->sampler, s->pd, np);
     }
+    if (y < 0 || !grammar_take(g, y)) return false; /* an error in g->st */
     wk_sampler_push(g->sampler, y);
     /* row j chose y: an MTP draft conditions on it next round */
     if (s->mtp) memcpy(s->cond, wk_context_hidden(s->ctx, j), (size_t)wk_model_hparams(s->m)->n_embd * sizeof(float));
@@ -655,13 +752,13 @@ enum wk_status wk_session_generate(struct wk_session *s, const struct wk_tokens 
     wk_stop_matcher_init(&g.o.stop, p->stop, p->stop ? p->n_stop : 0);
     wk_think_filter_init(&g.o.think);
     g.o.think.inside = p->think_open;
-    /* a grammar: no drafting (each token is checked as it is sampled) */
-    const int32_t k_max = p->grammar ? 0 : WK_MIN(p->draft_max, WK_VERIFY_MAX - 1);
+    const int32_t k_max = WK_MIN(p->draft_max, WK_VERIFY_MAX - 1);
     if (p->grammar) {
         g.dist = wk_malloc((size_t)g.n_vocab * sizeof *g.dist);
+        g.dist2 = wk_malloc((size_t)g.n_vocab * sizeof *g.dist2);
         g.masked = wk_malloc((size_t)g.n_vocab * sizeof *g.masked);
         g.mask = wk_malloc(((size_t)g.n_vocab + 31) / 32 * sizeof *g.mask);
-        if (!g.dist || !g.masked || !g.mask) g.st = wk_error_set(err, WK_E_NOMEM, "out of memory");
+        if (!g.dist || !g.dist2 || !g.masked || !g.mask) g.st = wk_error_set(err, WK_E_NOMEM, "out of memory");
     }
     if (s->draft) wk_spec_ctl_begin(&s->ctl);
     int32_t id = g.st ? -1 : sample_next(&g, s->logits);
@@ -718,6 +815,7 @@ enum wk_status wk_session_generate(struct wk_session *s, const struct wk_tokens 
     wk_stop_matcher_deinit(&o->stop);
     wk_free(o->q);
     wk_free(g.dist);
+    wk_free(g.dist2);
     wk_free(g.masked);
     wk_free(g.mask);
     wk_detok_deinit(&g.detok);

@@ -508,6 +508,14 @@ def test_structured_output(s):
     check(json.loads(free.message.content) == {"answer": 4} and held.message.content == free.message.content,
           "the same seed with and without a schema the answer already fits: the same answer",
           f"{free.message.content!r} vs {held.message.content!r}")
+    # speculative decoding under a grammar: drafts are checked against it; greedy, the same answer
+    person = [{"role": "user", "content": "A JSON object describing a cat."}]
+    plain = s.ollama.chat(model=SMOL, messages=person, format="json", options=greedy(40))
+    drafted = s.ollama.chat(model="drafted", messages=person, format="json", options=dict(greedy(40), draft_min=3))
+    w = runner_state(s, "drafted:latest")
+    check(plain.message.content == drafted.message.content and w.get("draft_loaded"),
+          "format json with a draft model (speculative decoding, drafts checked against the grammar): the same "
+          "greedy answer", f"{plain.message.content!r} vs {drafted.message.content!r}")
     st, body = s.post("/api/chat", {"model": QWEN, "messages": ask, "format": {"type": "object", "not": {}}})
     check(st == 400 and '"not"' in body["error"], "format with an unsupported keyword: 400 naming it", str(body))
     st, body = s.post("/v1/chat/completions", {"model": QWEN, "messages": ask, "grammar": "root ::= root \"a\" | \"b\""})
