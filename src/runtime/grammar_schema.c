@@ -25,7 +25,7 @@
 
 #define SC_MAX_DEPTH 64
 #define SC_MAX_GBNF (24 << 20)
-#define SC_MAX_ENUM 100000
+#define SC_MAX_ENUM 10000 /* values of one enum: compile time grows with their square */
 
 int wk__sc_fail(struct sc *c, enum wk_status st, const char *fmt, ...)
 {

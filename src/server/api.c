@@ -316,7 +316,7 @@ static int parse_oai_format(json_t *body, json_t *req, char *msg, size_t cap)
         struct wk_error e;
         enum wk_status st = wk_grammar_from_gbnf(json_string_value(gbnf), json_string_length(gbnf), NULL, &gr, &e);
         wk_grammar_free(gr);
-        if (st) return FAIL("grammar: %s", e.msg);
+        if (st) return FAIL("%s%s", strncmp(e.msg, "grammar", 7) ? "grammar: " : "", e.msg);
         json_object_set(req, "grammar", gbnf);
         return 0;
     }
@@ -363,6 +363,10 @@ static int parse_ollama(struct srv_gen *g, json_t *body, json_t *req, json_t *ro
     if (images && !json_is_null(images) && !json_is_array(images)) return FAIL("images must be a list");
     if (json_array_size(images) > 0) return FAIL("this model does not support images");
     const char *text = json_is_string(prompt) ? json_string_value(prompt) : "";
+    json_t *ctx = json_object_get(body, "context");
+    if (ctx && !json_is_null(ctx) && !(json_is_array(ctx) && json_array_size(ctx) == 0) && !json_is_true(raw))
+        return FAIL("context is not supported (it is deprecated in Ollama): send the conversation as messages to "
+                    "/api/chat");
     if (json_is_true(raw)) {
         if (json_is_string(system) || json_object_get(body, "template") || json_object_get(body, "context"))
             return FAIL("raw mode does not support template, system, or context");
@@ -541,6 +545,17 @@ static int refuse_unimplemented(struct srv_gen *g, json_t *body, char *msg, size
                    !(json_is_array(v) && json_array_size(v) == 0);
         if (set) return FAIL("%s is not supported yet: wick does not apply it, so it refuses it", fields[i]);
     }
+    /* the other API's fields: refused where they would be dropped */
+    static const char *const oai_only[] = {"tool_choice", "grammar", "chat_template_kwargs", "response_format"};
+    static const char *const ollama_only[] = {"template", "format", "think", "context"};
+    for (size_t i = 0; i < 4; i++) {
+        const char *f = is_openai(g->api) ? ollama_only[i] : oai_only[i];
+        json_t *v = json_object_get(body, f);
+        if (v && !json_is_null(v) && !(json_is_string(v) && json_string_length(v) == 0))
+            return FAIL("%s is not a field of this endpoint (%s API)", f, is_openai(g->api) ? "OpenAI" : "Ollama");
+    }
+    if (g->api == API_OAI_COMPLETION && json_array_size(json_object_get(body, "tools")) > 0)
+        return FAIL("tools are taken by /v1/chat/completions, not /v1/completions");
     json_t *think = json_object_get(body, "think");
     if (!is_openai(g->api) && think && !json_is_null(think)) {
         const char *lv = json_string_value(think);

@@ -378,7 +378,9 @@ static int prepare(struct job *j, json_t *req, char *msg, size_t cap)
     enum wk_status st = WK_OK;
     json_t *raw = json_object_get(req, "raw"), *msgs = json_object_get(req, "messages");
     json_t *jt = json_object_get(req, "think");
-    const int think = json_is_boolean(jt) ? json_is_true(jt) : -1;
+    int think = json_is_boolean(jt) ? json_is_true(jt) : -1;
+    /* think false on a model that does not think (or renders with a Go TEMPLATE): nothing to turn off */
+    if (think == 0 && (json_is_string(json_object_get(req, "template")) || !wk_model_can_think(rn->model))) think = -1;
     if (json_is_string(raw)) {
         st = wk_prompt_raw(rn->tok, json_string_value(raw), json_string_length(raw), &prompt);
     } else if (json_is_array(msgs)) {
@@ -406,7 +408,7 @@ static int prepare(struct job *j, json_t *req, char *msg, size_t cap)
             snprintf(msg, cap, "chat_template_kwargs apply to a Jinja chat template, and this model has a Go TEMPLATE");
             return 400;
         }
-        if (think >= 0 && (json_is_string(tpl) || !wk_model_can_think(rn->model))) {
+        if (think == 1 && (json_is_string(tpl) || !wk_model_can_think(rn->model))) {
             snprintf(msg, cap, json_is_string(tpl) ? "think with a Modelfile TEMPLATE is not supported yet"
                                                     : "this model does not support thinking");
             return 400;

@@ -93,6 +93,8 @@ static bool on_call(void *user, const struct wk_toolcall *c)
         t->held.len = 0;
     }
     t->hold = STREAMING;
+    /* a call of a tool the request did not offer is not a call: its text goes back as content */
+    if (!offered(t->tools, c->name)) return t->out.content(t->out.user, c->raw, c->raw_len);
     return emit_call(t, c->name, c->arguments);
 }
 

@@ -552,6 +552,37 @@ def test_mask_only_removes(s):
           f"{out!r} vs {text!r}")
 
 
+def test_api_edges(s):
+    """Fields of the other API are refused, not dropped; think false on a
+    model that does not think is nothing to turn off; /api/show reports the
+    tools capability of a template that renders tools; a tool call naming a
+    tool the request did not offer is text, not a call."""
+    ask = [{"role": "user", "content": "hi"}]
+    for path, field, value in (("/api/chat", "tool_choice", "required"), ("/api/chat", "grammar", 'root ::= "z"'),
+                               ("/api/chat", "chat_template_kwargs", {"x": 1}),
+                               ("/api/generate", "context", [1, 2, 3]),
+                               ("/v1/chat/completions", "template", "{{ .Prompt }}"),
+                               ("/v1/chat/completions", "format", "json")):
+        req = {"model": SMOL, field: value, "options": greedy(1)} if path.startswith("/api") else \
+              {"model": SMOL, field: value, "max_tokens": 1}
+        req.update({"prompt": "x"} if path == "/api/generate" else {"messages": ask})
+        st, body = s.post(path, req)
+        e = body.get("error", {})
+        e = e.get("message", "") if isinstance(e, dict) else e
+        check(st == 400 and field in e, f"{path} with {field}: 400 naming it, not dropped", str(body))
+    st, body = s.post("/api/chat", {"model": SMOL, "messages": ask, "think": False, "options": greedy(1)})
+    check(st == 200, "think false on a model that does not think: nothing to turn off", str(body))
+    caps = {m: s.post("/api/show", {"model": m})[1].get("capabilities") for m in (QWEN, SMOL)}
+    check("tools" in caps[QWEN] and "completion" in caps[QWEN] and "tools" not in caps[SMOL],
+          "/api/show capabilities: tools where the template renders them", str(caps))
+    st, body = s.post("/v1/chat/completions", {
+        "model": QWEN, "messages": ask, "tools": [WEATHER_TOOL], "max_tokens": 40,
+        "grammar": 'root ::= "<tool_call>\\n{\\"name\\": \\"nope\\", \\"arguments\\": {}}\\n</tool_call>"'})
+    m = body["choices"][0]["message"] if st == 200 else {}
+    check(st == 200 and not m.get("tool_calls") and '"nope"' in (m.get("content") or ""),
+          "a call of a tool not offered: its text comes back as content", str(body))
+
+
 def test_template_kwargs(s):
     """chat_template_kwargs (llama-server's) reach the Jinja template: the
     tiny Qwen 3 model's template closes an empty think block in the
@@ -914,7 +945,7 @@ def main():
     s = Server()
     try:
         for t in (test_errors, test_ollama_client, test_openai_client, test_qwen2_chat, test_prefix_reuse, test_cancellation,
-                  test_runner_killed, test_concurrent_same_answer, test_cli_ps_stop_and_max_loaded, test_api_create, test_templates, test_template_kwargs, test_tool_prompts, test_tool_calls, test_structured_output, test_mask_only_removes, test_gemma4_mtp, test_load,
+                  test_runner_killed, test_concurrent_same_answer, test_cli_ps_stop_and_max_loaded, test_api_create, test_templates, test_template_kwargs, test_tool_prompts, test_tool_calls, test_structured_output, test_mask_only_removes, test_api_edges, test_gemma4_mtp, test_load,
                   test_shutdown):
             t0 = time.time()
             t(s)
