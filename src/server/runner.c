@@ -377,6 +377,8 @@ static int prepare(struct job *j, json_t *req, char *msg, size_t cap)
     struct wk_prompt prompt = {0};
     enum wk_status st = WK_OK;
     json_t *raw = json_object_get(req, "raw"), *msgs = json_object_get(req, "messages");
+    const char *tools_tt = NULL;
+    size_t tools_tl = 0;
     json_t *jt = json_object_get(req, "think");
     int think = json_is_boolean(jt) ? json_is_true(jt) : -1;
     /* think false on a model that does not think (or renders with a Go TEMPLATE): nothing to turn off */
@@ -397,12 +399,7 @@ static int prepare(struct job *j, json_t *req, char *msg, size_t cap)
                 snprintf(msg, cap, "%s", err.msg);
                 return 500;
             }
-            const char *choice = json_string_value(json_object_get(req, "tool_choice"));
-            if (choice && (st = srv_tools_grammar(tt, tl, tools, strcmp(choice, "required") ? choice : NULL,
-                                                  &j->grammar, &err))) {
-                snprintf(msg, cap, "%s", err.msg);
-                return srv_http_status(st);
-            }
+            tools_tt = tt, tools_tl = tl; /* for tool_choice's grammar, compiled once the prompt fits */
         }
         if (json_is_string(tpl) && json_object_get(req, "template_kwargs")) {
             snprintf(msg, cap, "chat_template_kwargs apply to a Jinja chat template, and this model has a Go TEMPLATE");
@@ -436,15 +433,6 @@ static int prepare(struct job *j, json_t *req, char *msg, size_t cap)
         if (j->rendered) return 200;
         snprintf(msg, cap, "the rendered prompt is not valid UTF-8, or out of memory");
         return 500;
-    }
-    if (!st && !j->grammar) st = srv_format_compile(req, &j->grammar, &err);
-    if (!st && j->grammar) {
-        if (think == 1) {
-            wk_prompt_deinit(&prompt);
-            snprintf(msg, cap, "think together with a format or grammar is not supported yet");
-            return 400;
-        }
-        st = srv_format_matcher(rn->fmt, rn->tok, j->grammar, &j->matcher, &err);
     }
     j->hide_thinking = prompt.hide_thinking || think >= 0;
     j->route_thinking = think == 1;
@@ -487,6 +475,21 @@ static int prepare(struct job *j, json_t *req, char *msg, size_t cap)
                  "(num_ctx %d; leave room for at least one generated token)",
                  (long long)j->ids.n, rn->n_ctx, rn->n_ctx);
         return 400;
+    }
+    /* structured output, once the prompt is known to fit: a compile can take a while */
+    const char *choice = json_string_value(json_object_get(req, "tool_choice"));
+    if (choice && tools_tt)
+        st = srv_tools_grammar(tools_tt, tools_tl, json_object_get(req, "tools"), strcmp(choice, "required") ? choice : NULL,
+                               &j->grammar, &err);
+    else st = srv_format_compile(req, &j->grammar, &err);
+    if (!st && j->grammar && think == 1) {
+        snprintf(msg, cap, "think together with a format or grammar is not supported yet");
+        return 400;
+    }
+    if (!st && j->grammar) st = srv_format_matcher(rn->fmt, rn->tok, j->grammar, &j->matcher, &err);
+    if (st) {
+        snprintf(msg, cap, "%s", err.msg[0] ? err.msg : wk_status_str(st));
+        return srv_http_status(st);
     }
     return 200;
 }
