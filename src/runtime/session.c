@@ -367,6 +367,25 @@ struct gen {
  * token is accepted into the grammar. -1 (error in g->st) when the
  * grammar allows no token.
  */
+/* g->mask and g->masked (logits [V] with the tokens the grammar forbids
+ * at -inf) for the grammar's state; false (error in g->st) when it
+ * allows no token or memory runs out. */
+static bool mask_logits(struct gen *g, const float *logits)
+{
+    if (wk_grammar_matcher_mask(g->p->grammar, g->mask)) {
+        g->st = wk_error_set(g->err, WK_E_NOMEM, "out of memory");
+        return false;
+    }
+    bool any = false;
+    for (int32_t i = 0; i < g->n_vocab; i++) {
+        bool ok = (g->mask[i >> 5] >> (i & 31)) & 1u;
+        g->masked[i] = ok ? logits[i] : -INFINITY;
+        any |= ok;
+    }
+    if (!any) g->st = wk_error_set(g->err, WK_E_INVALID, "the grammar allows no token here");
+    return any;
+}
+
 static int32_t sample_next(struct gen *g, const float *logits)
 {
     struct wk_grammar_matcher *m = g->p->grammar;
@@ -379,20 +398,7 @@ static int32_t sample_next(struct gen *g, const float *logits)
         wk_sampler_push(g->sampler, id);
         return id;
     }
-    if (wk_grammar_matcher_mask(m, g->mask)) {
-        g->st = wk_error_set(g->err, WK_E_NOMEM, "out of memory");
-        return -1;
-    }
-    bool any = false;
-    for (int32_t i = 0; i < g->n_vocab; i++) {
-        bool ok = (g->mask[i >> 5] >> (i & 31)) & 1u;
-        g->masked[i] = ok ? logits[i] : -INFINITY;
-        any |= ok;
-    }
-    if (!any) {
-        g->st = wk_error_set(g->err, WK_E_INVALID, "the grammar allows no token here");
-        return -1;
-    }
+    if (!mask_logits(g, logits)) return -1;
     n = wk_sampler_dist(g->sampler, g->masked, g->dist);
     id = wk_sampler_draw(g->sampler, g->dist, n);
     if (!wk_tokenizer_is_eog(tok, id) && wk_grammar_matcher_accept(m, id) != WK_OK) {
@@ -417,20 +423,8 @@ static int32_t grammar_dist(struct gen *g, const float *logits, struct wk_token_
     struct wk_grammar_matcher *m = g->p->grammar;
     const struct wk_tokenizer *tok = g->s->tok;
     float *dense = g->s->dense;
-    if (wk_grammar_matcher_mask(m, g->mask)) {
-        g->st = wk_error_set(g->err, WK_E_NOMEM, "out of memory");
-        return -1;
-    }
+    if (!mask_logits(g, logits)) return -1;
 #define ALLOWED(i) ((g->mask[(i) >> 5] >> ((i) & 31)) & 1u)
-    bool any = false;
-    for (int32_t i = 0; i < g->n_vocab; i++) {
-        g->masked[i] = ALLOWED(i) ? logits[i] : -INFINITY;
-        any |= ALLOWED(i);
-    }
-    if (!any) {
-        g->st = wk_error_set(g->err, WK_E_INVALID, "the grammar allows no token here");
-        return -1;
-    }
     int32_t nt = wk_sampler_dist(g->sampler, logits, g->dist), nm = 0, n = 0;
     double forbidden = 0;
     for (int32_t i = 0; i < nt; i++) {
