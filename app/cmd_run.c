@@ -444,11 +444,8 @@ static enum wk_status render_go(const struct loaded *l, const struct wk_chat_mes
 {
     const char *text = l->stored.template_text;
     struct wk_gotmpl *t = NULL;
-    json_t *arr = json_array();
+    json_t *arr = wk_chat_messages_json(msgs, n_msgs);
     enum wk_status st = arr ? wk_gotmpl_parse(text, strlen(text), &t, err) : WK_E_NOMEM;
-    for (int32_t i = 0; !st && i < n_msgs; i++)
-        if (json_array_append_new(arr, json_pack("{s:s, s:s}", "role", msgs[i].role, "content", msgs[i].content)))
-            st = WK_E_NOMEM;
     if (!st) st = wk_chat_render_go(l->tok, t, arr, NULL, prompt, err);
     if (st == WK_E_NOMEM) wk_error_set(err, st, "out of memory");
     else if (st) {
@@ -471,9 +468,7 @@ static enum wk_status render_think(const struct loaded *l, const struct run_opts
                                    const struct wk_chat_message *msgs, int32_t n_msgs, struct wk_prompt *prompt,
                                    struct wk_error *err)
 {
-    json_t *arr = json_array();
-    for (int32_t i = 0; arr && i < n_msgs; i++)
-        json_array_append_new(arr, json_pack("{s:s, s:s}", "role", msgs[i].role, "content", msgs[i].content));
+    json_t *arr = wk_chat_messages_json(msgs, n_msgs);
     struct wk_chat_request r = {.messages = arr, .think = o->think, .add_generation_prompt = true};
     enum wk_status st = arr ? wk_chat_render_request(l->model, l->tok, &r, prompt, err)
                             : wk_error_set(err, WK_E_NOMEM, "out of memory");

@@ -390,10 +390,8 @@ static enum wk_status render_template(const struct wk_model *m, const struct wk_
         return render_chatml(m, msgs, n, add_generation_prompt, out, err);
     if (st)
         return wk_error_set(err, st == WK_E_FORMAT ? WK_E_UNSUPPORTED : st, "the model's chat template: %s", e.msg);
-    json_t *arr = json_array(), *vars = json_object();
-    for (int32_t i = 0; i < n; i++)
-        json_array_append_new(arr, json_pack("{s:s, s:s}", "role", msgs[i].role, "content", msgs[i].content));
-    json_object_set_new(vars, "messages", arr);
+    json_t *vars = json_object();
+    json_object_set_new(vars, "messages", wk_chat_messages_json(msgs, n));
     st = render_parsed(t, tok, vars, add_generation_prompt, out, err);
     json_decref(vars);
     wk_jinja_free(t);
@@ -517,11 +515,8 @@ static enum wk_status render_raw_completion(const struct wk_tokenizer *tok, cons
 {
     static const char dflt[] = "{{ .Prompt }}";
     struct wk_gotmpl *t = NULL;
-    json_t *arr = json_array();
+    json_t *arr = wk_chat_messages_json(msgs, n);
     enum wk_status st = arr ? wk_gotmpl_parse(dflt, sizeof dflt - 1, &t, err) : WK_E_NOMEM;
-    for (int32_t i = 0; !st && i < n; i++)
-        if (json_array_append_new(arr, json_pack("{s:s, s:s}", "role", msgs[i].role, "content", msgs[i].content)))
-            st = WK_E_NOMEM;
     if (!st) st = wk_chat_render_go(tok, t, arr, NULL, out, err);
     wk_gotmpl_free(t);
     json_decref(arr);

@@ -130,3 +130,12 @@ bool wk_prompt_opens_think(const struct wk_prompt *p)
     while (n && (s->text[n - 1] == '\n' || s->text[n - 1] == ' ')) n--;
     return s->scaffold && n >= 7 && memcmp(s->text + n - 7, "<think>", 7) == 0;
 }
+
+json_t *wk_chat_messages_json(const struct wk_chat_message *msgs, int32_t n)
+{
+    json_t *arr = json_array();
+    for (int32_t i = 0; arr && i < n; i++)
+        if (json_array_append_new(arr, json_pack("{s:s, s:s}", "role", msgs[i].role, "content", msgs[i].content)))
+            json_decref(arr), arr = NULL;
+    return arr;
+}

@@ -241,6 +241,11 @@ struct wk_chat_request {
 enum wk_status wk_chat_render_request(const struct wk_model *m, const struct wk_tokenizer *tok,
                                       const struct wk_chat_request *r, struct wk_prompt *out, struct wk_error *err);
 
+/* msgs [n] as a JSON array of {"role", "content"} objects (a new
+ * reference), the shape the template engines and wk_chat_request take;
+ * NULL when out of memory. */
+json_t *wk_chat_messages_json(const struct wk_chat_message *msgs, int32_t n);
+
 /* Whether the model can think: Qwen 3's built-in format, or a chat template
  * that knows enable_thinking, reasoning_content or <think>. */
 bool wk_model_can_think(const struct wk_model *m);
