@@ -21,8 +21,8 @@ else
   CFLAGS_OPT := -O2 -fvect-cost-model=dynamic -DNDEBUG
 endif
 CFLAGS  += $(CFLAGS_BASE) $(CFLAGS_OPT)
-LDLIBS  := $(shell pkg-config --libs jansson libpcre2-8 libutf8proc libmicrohttpd libcrypto 2>/dev/null || echo -ljansson -lpcre2-8 -lutf8proc -lmicrohttpd -lcrypto) -lm -lpthread
-APP_LDLIBS := $(shell pkg-config --libs libedit libcurl 2>/dev/null || echo -ledit -lcurl)
+LDLIBS  := $(shell pkg-config --libs jansson libpcre2-8 libutf8proc libmicrohttpd libcrypto libcurl 2>/dev/null || echo -ljansson -lpcre2-8 -lutf8proc -lmicrohttpd -lcrypto -lcurl) -lm -lpthread
+APP_LDLIBS := $(shell pkg-config --libs libedit 2>/dev/null || echo -ledit)
 
 AVX2_FLAGS   := -mavx2 -mfma -mf16c
 AVX512_FLAGS := $(AVX2_FLAGS) -mavx512f -mavx512bw -mavx512vl -mavx512dq

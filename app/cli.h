@@ -50,6 +50,8 @@ int cmd_list(int argc, char **argv);
 int cmd_show(int argc, char **argv);
 int cmd_rm(int argc, char **argv);
 int cmd_cp(int argc, char **argv);
+int cmd_pull(int argc, char **argv);
+int cmd_push(int argc, char **argv);
 int cmd_template(int argc, char **argv);
 
 #endif

@@ -256,53 +256,6 @@ int cmd_cp(int argc, char **argv)
 
 /* ------------------------------------------------------------ show */
 
-/* The stored model as a Modelfile: FROM and DRAFT name the blobs, so
- * `wick create` from it reuses them. */
-static char *stored_modelfile(struct wk_store *s, json_t *m, struct wk_error *err)
-{
-    struct wk_modelfile mf = {0};
-    char path[4200];
-    const char *w = wk_manifest_layer(m, WK_MT_MODEL), *d = wk_manifest_layer(m, WK_MT_DRAFT);
-    if (w) wk_store_blob_path(s, w, path, sizeof path), mf.from = wk_asprintf("%s", path);
-    if (d) wk_store_blob_path(s, d, path, sizeof path), mf.draft = wk_asprintf("%s", path);
-    mf.template_text = wk_store_layer_text(s, m, WK_MT_TEMPLATE);
-    mf.system = wk_store_layer_text(s, m, WK_MT_SYSTEM);
-    char *p = wk_store_layer_text(s, m, WK_MT_PARAMS);
-    json_t *params = p ? json_loads(p, 0, NULL) : NULL;
-    wk_free(p);
-    const char *k;
-    json_t *v;
-    enum wk_status st = WK_OK;
-    json_object_foreach(params, k, v) if (!st) st = wk_modelfile_add_json_param(&mf, k, v, err);
-    json_decref(params);
-    char *msgs = wk_store_layer_text(s, m, WK_MT_MESSAGES);
-    json_t *ml = msgs ? json_loads(msgs, 0, NULL) : NULL;
-    wk_free(msgs);
-    size_t n = json_array_size(ml), i;
-    json_t *e;
-    mf.messages = n ? wk_calloc(n, sizeof *mf.messages) : NULL;
-    json_array_foreach(ml, i, e) {
-        mf.messages[i].role = wk_asprintf("%s", json_string_value(json_object_get(e, "role")));
-        mf.messages[i].content = wk_asprintf("%s", json_string_value(json_object_get(e, "content")));
-        mf.n_messages++;
-    }
-    json_decref(ml);
-    json_array_foreach(json_object_get(m, "layers"), i, e) {
-        if (strcmp(json_string_value(json_object_get(e, "mediaType")), WK_MT_LICENSE) != 0) continue;
-        char **l = wk_realloc(mf.licenses, (size_t)(mf.n_licenses + 1) * sizeof *l);
-        if (!l) break;
-        mf.licenses = l;
-        wk_store_blob_path(s, json_string_value(json_object_get(e, "digest")), path, sizeof path);
-        size_t len;
-        bool too_big;
-        char *text = read_file(path, &len, &too_big);
-        if (text) mf.licenses[mf.n_licenses++] = text;
-    }
-    char *out = st ? NULL : wk_modelfile_format(&mf);
-    wk_modelfile_deinit(&mf);
-    return out;
-}
-
 /* The KV cache's f32 values per token (wk_model_kv_values), per layer
  * when the layers that keep one agree: K and V, or a multi-head latent
  * attention layer's compressed row (kv_lora_rank + RoPE dims). Nothing
@@ -398,6 +351,24 @@ static int show_model_template(const char *name, const char *weights)
     return WK_EXIT_OK;
 }
 
+/* The Capabilities section of wick show: /api/show's list
+ * (wk_capabilities), from the template that renders chats. */
+static void print_capabilities(const struct wk_store_model *m)
+{
+    const bool go = m->template_text && *m->template_text;
+    char *tmpl = NULL;
+    json_t *d = wk_model_details(m->weights, NULL, go ? NULL : &tmpl);
+    json_t *caps = wk_capabilities(go ? m->template_text : tmpl, go, json_string_value(json_object_get(d, "family")));
+    printf("  Capabilities\n");
+    size_t i;
+    json_t *c;
+    json_array_foreach(caps, i, c) printf("    %s\n", json_string_value(c));
+    printf("\n");
+    json_decref(caps);
+    json_decref(d);
+    wk_free(tmpl);
+}
+
 /* The Template section of wick show: what renders chats. */
 static void show_template_line(const struct wk_store_model *m)
 {
@@ -439,7 +410,7 @@ int cmd_show(int argc, char **argv)
     }
     int rc = WK_EXIT_OK;
     if (part && strcmp(part, "modelfile") == 0) {
-        char *t = m.manifest ? stored_modelfile(s, m.manifest, &err) : NULL;
+        char *t = m.manifest ? wk_store_modelfile(s, m.manifest, name, &err) : NULL;
         if (t) fputs(t, stdout);
         else rc = fail("show", &err, WK_E_INVALID);
         wk_free(t);
@@ -475,7 +446,7 @@ int cmd_show(int argc, char **argv)
             cfg = json_load_file(cpath, 0, NULL);
         }
         show_details("Model", m.weights, json_string_value(json_object_get(cfg, "file_type")));
-        printf("  Capabilities\n    completion\n\n");
+        print_capabilities(&m);
         if (m.draft[0])
             show_details("Draft", m.draft, json_string_value(json_object_get(json_object_get(cfg, "draft"), "file_type")));
         json_decref(cfg);

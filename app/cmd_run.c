@@ -1,69 +1,67 @@
 /*
- * cmd_run.c - `wick run MODEL [PROMPT]`: load a model and answer.
+ * cmd_run.c - `wick run MODEL [PROMPT]`: answer, or chat, as `ollama run`.
  *
  * Three modes, as `ollama run`: a PROMPT on the command line gives one
  * streamed answer; no PROMPT with stdin piped reads the prompt from stdin;
- * no PROMPT on a terminal starts an interactive chat (line editing from
- * libedit) whose KV cache is kept between turns, so each turn prefills
- * only its new tokens. --verbose prints load time and prompt and
- * generation rates to stderr after each answer.
+ * no PROMPT on a terminal starts an interactive chat (cmd_run_repl.c).
+ *
+ * Who answers: a running server, as `ollama run` does, when one answers
+ * GET /api/version at OLLAMA_HOST, else WICK_HOST, else 127.0.0.1:11434
+ * (http_client.h) within 300 ms, and MODEL is not a path (a path exists,
+ * holds '/' or ends in .gguf): cmd_run_client.c. Else, or with --local,
+ * WICK_RUN_LOCAL=1 or --draft (a file of this machine), this process loads
+ * the model (cmd_run_local.c). The flags that set Ollama's options are
+ * kept as Ollama's JSON options, sent to the server or applied here over
+ * the stored model's PARAMETERs. The files' roles: run.h.
  */
 #include "cli.h"
+#include "run.h"
 
 #include "../src/io/wk_options.h"
-#include "../src/runtime/wk_gotmpl.h"
-#include "../src/runtime/wk_grammar.h"
 #include "../src/runtime/wk_runtime.h"
 #include "../src/store/wk_store.h"
 
-#include <editline/readline.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define MAX_STDIN_BYTES (64u << 20)
+#define PROBE_MS 300 /* how long a server has to answer /api/version */
 
-#define MAX_STOPS WK_MAX_STOPS
-
-struct run_opts {
-    const char *model;
-    char *prompt; /* owned */
-    const char *stops[MAX_STOPS]; /* argv strings; gen.stop points here */
-    struct wk_generate_params gen;
-    struct wk_context_params ctx;
-    bool verbose;
-    const char *draft; /* --draft: a draft model's GGUF file or folder */
-    bool raw;     /* no chat template */
-    int logprobs; /* -1 = off, else alternatives to print per token */
-    int think;    /* --think: -1 unset, 0 off, 1 on */
-    bool hide_thinking; /* --hidethinking: think, but do not print it */
-    const char *format; /* --format: "json" or a JSON schema file */
-    struct wk_grammar *grammar; /* compiled --format (owned) */
-};
-
-static volatile bool g_cancel;      /* set by SIGINT during generation */
-static volatile bool g_generating;     /* an answer is being computed */
-static volatile sig_atomic_t g_sigints; /* Ctrl-Cs during this answer */
-static bool g_write_failed;          /* stdout could not be written */
+volatile bool g_run_cancel;
+volatile bool g_run_generating;
+volatile sig_atomic_t g_run_sigints;
 
 static void on_sigint(int sig)
 {
     (void)sig;
-    g_cancel = true;
+    g_run_cancel = true;
     /* the first Ctrl-C stops the answer at the next step; a second one, if
      * that takes too long, leaves at once */
-    if (g_generating && ++g_sigints >= 2) _exit(130);
+    if (g_run_generating && ++g_run_sigints >= 2) _exit(130);
+}
+
+void run_begin_answer(void)
+{
+    g_run_cancel = false;
+    g_run_sigints = 0;
+    g_run_generating = true;
 }
 
 static void run_usage(FILE *f)
 {
     fprintf(f,
-            "Usage: wick run MODEL.gguf [PROMPT] [options] [-- PROMPT]\n\n"
+            "Usage: wick run MODEL [PROMPT] [options] [-- PROMPT]\n\n"
             "Answers PROMPT; without it reads the prompt from stdin when piped, or starts an\n"
-            "interactive chat on a terminal (/bye or Ctrl-D to leave, /clear to forget).\n\n"
+            "interactive chat on a terminal (/? for its commands, /bye or Ctrl-D to leave).\n"
+            "MODEL is a stored model's name, a GGUF file or a model folder.\n\n"
+            "A running server answers when one is up at OLLAMA_HOST, else WICK_HOST, else\n"
+            "127.0.0.1:11434 (as `ollama run`), unless MODEL is a path; else this process\n"
+            "loads the model.\n\n"
             "Options:\n"
             "  --temperature T   sampling temperature, 0 = greedy (default 0.8)\n"
             "  --top-k K         keep the K most likely tokens, 0 = off (default 40)\n"
@@ -83,10 +81,11 @@ static void run_usage(FILE *f)
             "                    (default -1)\n"
             "  --num-ctx N       context length in tokens, at most the model's trained\n"
             "                    context (default 4096); --ctx-size is the same\n"
-            "  --threads N       compute threads (default: the CPUs this process may use)\n"
+            "  --threads N       compute threads (default: the CPUs this process may use;\n"
+            "                    in this process only)\n"
             "  --draft MODEL     speculative decoding with this draft model (a GGUF file or\n"
-            "                    folder sharing the model's vocabulary); a stored model's\n"
-            "                    DRAFT is used without it\n"
+            "                    folder sharing the model's vocabulary; runs in this process);\n"
+            "                    a stored model's DRAFT is used without it\n"
             "  --draft-max N     tokens drafted per step at most, 0 = no speculation, chosen\n"
             "                    adaptively up to N (0..15, default 8)\n"
             "  --draft-min N     draft at least N tokens every step, never pausing (for\n"
@@ -98,6 +97,12 @@ static void run_usage(FILE *f)
             "                    schema file\n"
             "  --raw             no chat template: the model continues the prompt text as\n"
             "                    it is (BOS first where the model wants one)\n"
+            "  --keepalive D     how long the server keeps the model loaded after the run (a\n"
+            "                    Go duration: 5m, 1h, 0 = unload, -1s = forever); in this\n"
+            "                    process accepted and meaningless (the model goes with it)\n"
+            "  --nowordwrap      do not wrap the answer at the terminal's width\n"
+            "  --local           load the model in this process even when a server is up\n"
+            "                    (also WICK_RUN_LOCAL=1)\n"
             "  --verbose         print timings and token rates after the answer\n");
 }
 
@@ -142,19 +147,30 @@ static char *read_all_stdin(void)
     return buf;
 }
 
-/* Parses argv (argv[0] == "run"). Returns -1 to continue, else an exit code. */
-/* A flag's value within the options table's range for option opt
- * (wk_options.h), as the server, the runner and Modelfiles take it. */
-static bool opt_f32(const char *flag, const char *opt, const char *v, float *f)
+/* Whether text is a Go time.Duration (time.ParseDuration): an optional
+ * sign, then "0", or numbers (with a fraction) each with a unit of ns,
+ * us, µs, ms, s, m or h. */
+bool run_duration_ok(const char *s)
 {
-    const struct wk_option *o = wk_option_find(opt);
-    return cli_parse_f32("run", flag, v, (float)o->min, (float)o->max, f);
-}
-
-static bool opt_i64(const char *flag, const char *opt, const char *v, int64_t *x)
-{
-    const struct wk_option *o = wk_option_find(opt);
-    return cli_parse_i64("run", flag, v, (int64_t)o->min, (int64_t)o->max, x);
+    static const char *const units[] = {"ns", "us", "\xc2\xb5s", "\xce\xbcs", "ms", "s", "m", "h"};
+    if (*s == '-' || *s == '+') s++;
+    if (strcmp(s, "0") == 0) return true;
+    if (!*s) return false;
+    while (*s) {
+        size_t digits = strspn(s, "0123456789");
+        s += digits;
+        size_t frac = 0;
+        if (*s == '.') frac = strspn(++s, "0123456789"), s += frac;
+        if (digits == 0 && frac == 0) return false;
+        size_t best = 0;
+        for (size_t i = 0; i < sizeof units / sizeof *units; i++) {
+            size_t n = strlen(units[i]);
+            if (strncmp(s, units[i], n) == 0 && n > best) best = n;
+        }
+        if (best == 0) return false;
+        s += best;
+    }
+    return true;
 }
 
 /* --think[=true|false|low|medium|high] and --hidethinking; false when a is neither. */
@@ -168,123 +184,118 @@ static bool think_flag(const char *a, struct run_opts *o)
     return false;
 }
 
-static int parse_args(int argc, char **argv, struct run_opts *o)
+/* The flags that set one of Ollama's options. */
+static const struct {
+    const char *flag, *option;
+} k_option_flags[] = {
+    {"--temperature", "temperature"},
+    {"--top-k", "top_k"},
+    {"--top-p", "top_p"},
+    {"--min-p", "min_p"},
+    {"--repeat-penalty", "repeat_penalty"},
+    {"--repeat-last-n", "repeat_last_n"},
+    {"--presence-penalty", "presence_penalty"},
+    {"--frequency-penalty", "frequency_penalty"},
+    {"--seed", "seed"},
+    {"--num-predict", "num_predict"},
+    {"--num-ctx", "num_ctx"},
+    {"--ctx-size", "num_ctx"},
+    {"--draft-max", "draft_max"},
+    {"--draft-min", "draft_min"},
+};
+
+/* argv[*i] when it is an option flag: its value checked against the
+ * options table's range and kept in o->options. 1 taken, 0 not this
+ * kind of flag, -1 a usage error (printed). */
+static int option_flag(int argc, char **argv, int *i, struct run_opts *o)
 {
-    o->gen = wk_generate_params_default();
-    o->ctx = wk_context_params_default();
-    o->logprobs = -1;
-    o->think = -1;
-    const char *positional[2] = {NULL, NULL};
-    int n_pos = 0;
-    char *extra_prompt = NULL;
-    bool options_done = false; /* after "--" every argument is positional */
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = NULL;
-        if (!options_done && strcmp(a, "--") == 0) {
-            options_done = true;
-            continue;
-        }
-        if (options_done) {
-            if (n_pos == 2) {
-                fprintf(stderr, "wick run: unexpected argument '%s' (quote the prompt)\n", a);
-                return WK_EXIT_USAGE;
-            }
-            positional[n_pos++] = a;
-            continue;
-        }
+    for (size_t k = 0; k < sizeof k_option_flags / sizeof *k_option_flags; k++) {
+        const char *v, *flag = k_option_flags[k].flag;
         bool bad = false;
-        float f;
-        int64_t x;
-        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            run_usage(stdout);
-            return WK_EXIT_OK;
-        } else if (strcmp(a, "--verbose") == 0) {
-            o->verbose = true;
-        } else if (strcmp(a, "--raw") == 0) {
-            o->raw = true;
-        } else if (think_flag(a, o)) {
-        } else if (cli_opt_value(argc, argv, &i, "--format", &v, &bad, "run")) {
-            if (bad) return WK_EXIT_USAGE;
-            o->format = v;
-        } else if (cli_opt_value(argc, argv, &i, "--temperature", &v, &bad, "run")) {
-            if (bad || !opt_f32("--temperature", "temperature", v, &f)) return WK_EXIT_USAGE;
-            o->gen.sampler.temperature = f;
-        } else if (cli_opt_value(argc, argv, &i, "--top-k", &v, &bad, "run")) {
-            if (bad || !opt_i64("--top-k", "top_k", v, &x)) return WK_EXIT_USAGE;
-            o->gen.sampler.top_k = (int32_t)x;
-        } else if (cli_opt_value(argc, argv, &i, "--top-p", &v, &bad, "run")) {
-            if (bad || !opt_f32("--top-p", "top_p", v, &f)) return WK_EXIT_USAGE;
-            o->gen.sampler.top_p = f;
-        } else if (cli_opt_value(argc, argv, &i, "--min-p", &v, &bad, "run")) {
-            if (bad || !opt_f32("--min-p", "min_p", v, &f)) return WK_EXIT_USAGE;
-            o->gen.sampler.min_p = f;
-        } else if (cli_opt_value(argc, argv, &i, "--repeat-penalty", &v, &bad, "run")) {
-            if (bad || !opt_f32("--repeat-penalty", "repeat_penalty", v, &f)) return WK_EXIT_USAGE;
-            o->gen.sampler.repeat_penalty = f;
-        } else if (cli_opt_value(argc, argv, &i, "--repeat-last-n", &v, &bad, "run")) {
-            if (bad || !opt_i64("--repeat-last-n", "repeat_last_n", v, &x)) return WK_EXIT_USAGE;
-            o->gen.sampler.repeat_last_n = (int32_t)x;
-        } else if (cli_opt_value(argc, argv, &i, "--presence-penalty", &v, &bad, "run")) {
-            if (bad || !opt_f32("--presence-penalty", "presence_penalty", v, &f)) return WK_EXIT_USAGE;
-            o->gen.sampler.presence_penalty = f;
-        } else if (cli_opt_value(argc, argv, &i, "--frequency-penalty", &v, &bad, "run")) {
-            if (bad || !opt_f32("--frequency-penalty", "frequency_penalty", v, &f)) return WK_EXIT_USAGE;
-            o->gen.sampler.frequency_penalty = f;
-        } else if (cli_opt_value(argc, argv, &i, "--logprobs", &v, &bad, "run")) {
-            if (bad || !cli_parse_i64("run", "--logprobs", v, 0, WK_MAX_TOP_LOGPROBS, &x))
-                return WK_EXIT_USAGE;
-            o->logprobs = (int)x;
-        } else if (cli_opt_value(argc, argv, &i, "--stop", &v, &bad, "run")) {
-            if (bad) return WK_EXIT_USAGE;
-            if (o->gen.n_stop == MAX_STOPS || !*v || strlen(v) > WK_MAX_STOP_BYTES) {
-                fprintf(stderr, "wick run: --stop takes a non-empty string of at most %d bytes, at most %d times\n",
-                        WK_MAX_STOP_BYTES, MAX_STOPS);
-                return WK_EXIT_USAGE;
-            }
-            o->stops[o->gen.n_stop++] = v;
-            o->gen.stop = o->stops;
-        } else if (cli_opt_value(argc, argv, &i, "--seed", &v, &bad, "run")) {
-            if (bad || !opt_i64("--seed", "seed", v, &x)) return WK_EXIT_USAGE;
-            o->gen.sampler.seed = x;
-        } else if (cli_opt_value(argc, argv, &i, "--num-predict", &v, &bad, "run")) {
-            if (bad || !opt_i64("--num-predict", "num_predict", v, &x)) return WK_EXIT_USAGE;
-            o->gen.num_predict = (int32_t)x;
-        } else if (cli_opt_value(argc, argv, &i, "--ctx-size", &v, &bad, "run") ||
-                   cli_opt_value(argc, argv, &i, "--num-ctx", &v, &bad, "run")) {
-            if (bad || !opt_i64("--num-ctx", "num_ctx", v, &x)) return WK_EXIT_USAGE;
-            o->ctx.n_ctx = (int32_t)x;
-        } else if (cli_opt_value(argc, argv, &i, "--draft", &v, &bad, "run")) {
-            if (bad) return WK_EXIT_USAGE;
-            o->draft = v;
-        } else if (cli_opt_value(argc, argv, &i, "--draft-max", &v, &bad, "run")) {
-            if (bad || !opt_i64("--draft-max", "draft_max", v, &x)) return WK_EXIT_USAGE;
-            o->gen.draft_max = (int32_t)x;
-        } else if (cli_opt_value(argc, argv, &i, "--draft-min", &v, &bad, "run")) {
-            if (bad || !opt_i64("--draft-min", "draft_min", v, &x)) return WK_EXIT_USAGE;
-            o->gen.draft_min = (int32_t)x;
-        } else if (cli_opt_value(argc, argv, &i, "--threads", &v, &bad, "run")) {
-            if (bad || !cli_parse_i64("run", "--threads", v, 1, WK_MAX_THREADS, &x)) return WK_EXIT_USAGE;
-            o->ctx.n_threads = (int32_t)x;
-        } else if (a[0] == '-' && a[1] != '\0') {
-            fprintf(stderr,
-                    "wick run: unknown option '%s' (see wick run --help; a prompt that starts "
-                    "with '-' goes after --)\n",
-                    a);
-            return WK_EXIT_USAGE;
-        } else if (n_pos < 2) {
-            positional[n_pos++] = a;
+        if (!cli_opt_value(argc, argv, i, flag, &v, &bad, "run")) continue;
+        if (bad) return -1;
+        const struct wk_option *op = wk_option_find(k_option_flags[k].option);
+        json_t *j;
+        if (op->type == WK_MF_FLOAT) {
+            float f;
+            if (!cli_parse_f32("run", flag, v, (float)op->min, (float)op->max, &f)) return -1;
+            j = json_real(strtod(v, NULL));
         } else {
-            fprintf(stderr, "wick run: unexpected argument '%s' (quote the prompt)\n", a);
-            return WK_EXIT_USAGE;
+            int64_t x;
+            if (!cli_parse_i64("run", flag, v, (int64_t)op->min, (int64_t)op->max, &x)) return -1;
+            j = json_integer(x);
         }
+        json_object_set_new(o->options, op->name, j);
+        return 1;
     }
-    if (n_pos == 0) {
-        fprintf(stderr, "wick run: missing MODEL\n");
-        run_usage(stderr);
-        return WK_EXIT_USAGE;
+    return 0;
+}
+
+/* --stop TEXT, appended to the options' stop list. */
+static bool stop_flag(struct run_opts *o, const char *v)
+{
+    json_t *stop = json_object_get(o->options, "stop");
+    if (json_array_size(stop) == WK_MAX_STOPS || !*v || strlen(v) > WK_MAX_STOP_BYTES) {
+        fprintf(stderr, "wick run: --stop takes a non-empty string of at most %d bytes, at most %d times\n",
+                WK_MAX_STOP_BYTES, WK_MAX_STOPS);
+        return false;
     }
-    o->model = positional[0];
-    if (positional[1] && positional[1][strspn(positional[1], " \t\r\n")] == '\0') {
+    if (!stop) json_object_set_new(o->options, "stop", stop = json_array());
+    json_array_append_new(stop, json_string(v));
+    return true;
+}
+
+/* One flag at argv[*i]: 1 taken, 0 not a flag of run, else the exit
+ * code + 2 (help printed: WK_EXIT_OK, a usage error: WK_EXIT_USAGE). */
+static int flag(int argc, char **argv, int *i, struct run_opts *o)
+{
+    const char *a = argv[*i], *v = NULL;
+    bool bad = false;
+    int64_t x;
+    int r = option_flag(argc, argv, i, o);
+    if (r) return r > 0 ? 1 : 2 + WK_EXIT_USAGE;
+    if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+        run_usage(stdout);
+        return 2 + WK_EXIT_OK;
+    } else if (strcmp(a, "--verbose") == 0) {
+        o->verbose = true;
+    } else if (strcmp(a, "--raw") == 0) {
+        o->raw = true;
+    } else if (strcmp(a, "--nowordwrap") == 0) {
+        o->nowordwrap = true;
+    } else if (strcmp(a, "--local") == 0) {
+        o->local = true;
+    } else if (think_flag(a, o)) {
+    } else if (cli_opt_value(argc, argv, i, "--format", &v, &bad, "run")) {
+        o->format = v;
+    } else if (cli_opt_value(argc, argv, i, "--keepalive", &v, &bad, "run")) {
+        if (!bad && !run_duration_ok(v)) {
+            fprintf(stderr, "wick run: --keepalive: invalid duration \"%s\" (a Go duration: 5m, 1h30m, -1s, 0)\n", v);
+            return 2 + WK_EXIT_USAGE;
+        }
+        o->keepalive = v;
+    } else if (cli_opt_value(argc, argv, i, "--logprobs", &v, &bad, "run")) {
+        if (bad || !cli_parse_i64("run", "--logprobs", v, 0, WK_MAX_TOP_LOGPROBS, &x)) return 2 + WK_EXIT_USAGE;
+        o->logprobs = (int)x;
+    } else if (cli_opt_value(argc, argv, i, "--stop", &v, &bad, "run")) {
+        if (bad || !stop_flag(o, v)) return 2 + WK_EXIT_USAGE;
+    } else if (cli_opt_value(argc, argv, i, "--draft", &v, &bad, "run")) {
+        o->draft = v;
+    } else if (cli_opt_value(argc, argv, i, "--threads", &v, &bad, "run")) {
+        if (bad || !cli_parse_i64("run", "--threads", v, 1, WK_MAX_THREADS, &x)) return 2 + WK_EXIT_USAGE;
+        o->n_threads = (int32_t)x;
+    } else {
+        return 0;
+    }
+    return bad ? 2 + WK_EXIT_USAGE : 1;
+}
+
+/* The prompt: PROMPT, stdin when piped, or both (PROMPT first). Returns
+ * -1 to go on (o->prompt NULL: interactive), else an exit code. */
+static int read_prompt(struct run_opts *o, const char *arg)
+{
+    char *extra_prompt = NULL;
+    if (arg && arg[strspn(arg, " \t\r\n")] == '\0') {
         fprintf(stderr, "wick run: the prompt is empty\n");
         return WK_EXIT_USAGE;
     }
@@ -296,13 +307,13 @@ static int parse_args(int argc, char **argv, struct run_opts *o)
             extra_prompt = NULL;
         }
     }
-    if (positional[1] && extra_prompt) {
-        size_t n = strlen(positional[1]) + strlen(extra_prompt) + 3;
+    if (arg && extra_prompt) {
+        size_t n = strlen(arg) + strlen(extra_prompt) + 3;
         o->prompt = malloc(n);
-        if (o->prompt) snprintf(o->prompt, n, "%s\n\n%s", positional[1], extra_prompt);
+        if (o->prompt) snprintf(o->prompt, n, "%s\n\n%s", arg, extra_prompt);
         free(extra_prompt);
-    } else if (positional[1]) {
-        o->prompt = strdup(positional[1]);
+    } else if (arg) {
+        o->prompt = strdup(arg);
     } else if (extra_prompt) {
         o->prompt = extra_prompt;
     } else if (!isatty(STDIN_FILENO)) {
@@ -311,496 +322,204 @@ static int parse_args(int argc, char **argv, struct run_opts *o)
     } else {
         return -1; /* interactive */
     }
-    if (!o->prompt) return WK_EXIT_ERROR;
-    return -1;
+    return o->prompt ? -1 : WK_EXIT_ERROR;
 }
 
-/* Prints a piece of the answer; false (stop generating) when stdout
- * cannot be written (a full disk, a closed pipe's reader gone). */
-static bool g_thinking; /* --think: the thinking block is being printed */
-
-/* --think: the thinking, before the answer, as ollama run prints it. */
-static bool print_thinking(void *user, const char *text, size_t len)
+/* Parses argv (argv[0] == "run"). Returns -1 to continue, else an exit code. */
+static int parse_args(int argc, char **argv, struct run_opts *o)
 {
-    (void)user;
-    if (!g_thinking && printf("Thinking...\n") < 0) return g_write_failed = true, false;
-    g_thinking = true;
-    if (fwrite(text, 1, len, stdout) != len || fflush(stdout) != 0) return g_write_failed = true, false;
-    return true;
-}
-
-/* Ends a printed thinking block (before the answer, or at its end). */
-static bool end_thinking(void)
-{
-    if (!g_thinking) return true;
-    g_thinking = false;
-    if (printf("\n...done thinking.\n\n") < 0) return g_write_failed = true, false;
-    return true;
-}
-
-static bool print_piece(void *user, const char *text, size_t len)
-{
-    (void)user;
-    if (!end_thinking()) return false;
-    if (fwrite(text, 1, len, stdout) != len || fflush(stdout) != 0) {
-        g_write_failed = true;
-        return false;
-    }
-    return true;
-}
-
-/* Appends the piece to the assistant's reply as well as printing it. */
-struct reply {
-    char *buf;
-    size_t n, cap;
-};
-
-static bool print_and_keep(void *user, const char *text, size_t len)
-{
-    struct reply *r = user;
-    if (r->n + len + 1 > r->cap) {
-        size_t cap = (r->n + len + 1) * 2;
-        char *b = realloc(r->buf, cap);
-        if (!b) return false;
-        r->buf = b;
-        r->cap = cap;
-    }
-    memcpy(r->buf + r->n, text, len);
-    r->n += len;
-    r->buf[r->n] = '\0';
-    return print_piece(NULL, text, len);
-}
-
-static void print_duration(const char *label, int64_t ns)
-{
-    double s = (double)ns / 1e9;
-    if (s >= 1)
-        fprintf(stderr, "%-22s%.6gs\n", label, s);
-    else if (s >= 1e-3)
-        fprintf(stderr, "%-22s%.6gms\n", label, s * 1e3);
-    else
-        fprintf(stderr, "%-22s%.6gµs\n", label, s * 1e6);
-}
-
-static void print_stats(const struct wk_generate_stats *st, int64_t load_ns, int64_t total_ns)
-{
-    print_duration("total duration:", total_ns);
-    print_duration("load duration:", load_ns);
-    fprintf(stderr, "%-22s%d token(s)\n", "prompt eval count:", st->prompt_eval_count);
-    print_duration("prompt eval duration:", st->prompt_eval_ns);
-    fprintf(stderr, "%-22s%.2f tokens/s\n", "prompt eval rate:",
-            st->prompt_eval_ns > 0 ? st->prompt_eval_count / (st->prompt_eval_ns / 1e9) : 0.0);
-    fprintf(stderr, "%-22s%d token(s)\n", "eval count:", st->eval_count);
-    print_duration("eval duration:", st->eval_ns);
-    fprintf(stderr, "%-22s%.2f tokens/s\n", "eval rate:",
-            st->eval_ns > 0 ? st->eval_count / (st->eval_ns / 1e9) : 0.0);
-    if (st->spec_rounds > 0) {
-        fprintf(stderr, "%-22s%d token(s) in %d round(s)\n", "draft count:", st->draft_count,
-                st->spec_rounds);
-        fprintf(stderr, "%-22s%d token(s)\n", "draft accepted:", st->draft_accepted);
-        fprintf(stderr, "%-22s%.2f%%\n", "acceptance rate:",
-                st->draft_count > 0 ? 100.0 * st->draft_accepted / st->draft_count : 0.0);
-        fprintf(stderr, "%-22s%.2f token(s) per round\n", "mean accepted length:",
-                (double)st->draft_accepted / st->spec_rounds);
-    }
-}
-
-struct loaded {
-    struct wk_model *model, *draft;
-    struct wk_tokenizer *tok;
-    struct wk_session *session;
-    struct wk_store_model stored; /* the store's SYSTEM, MESSAGEs, PARAMETERs */
-};
-
-static const struct wk_tokenizer *g_lp_tok; /* for print_logprobs */
-
-/* Prints one token's bytes to stderr as a JSON string (part of a UTF-8
- * character shows as \ufffd). */
-static void print_token(int32_t id)
-{
-    char buf[256];
-    size_t n = wk_tokenizer_token_bytes(g_lp_tok, id, false, buf, sizeof buf);
-    cli_print_json_string(stderr, buf, WK_MIN(n, sizeof buf));
-}
-
-/* --logprobs: one line per generated token on stderr. */
-static void print_logprobs(void *user, const struct wk_token_logprobs *lp)
-{
-    (void)user;
-    fprintf(stderr, "logprobs: ");
-    print_token(lp->id);
-    fprintf(stderr, " %.4f", lp->logprob);
-    for (int32_t j = 0; j < lp->n_top; j++) {
-        fprintf(stderr, j ? ", " : " | ");
-        print_token(lp->top_ids[j]);
-        fprintf(stderr, " %.4f", lp->top_logprobs[j]);
-    }
-    fputc('\n', stderr);
-}
-
-/* msgs through a Go TEMPLATE (a stored model's), as Ollama applies it. */
-static enum wk_status render_go(const struct loaded *l, const struct wk_chat_message *msgs, int32_t n_msgs,
-                                struct wk_prompt *prompt, struct wk_error *err)
-{
-    const char *text = l->stored.template_text;
-    struct wk_gotmpl *t = NULL;
-    json_t *arr = wk_chat_messages_json(msgs, n_msgs);
-    enum wk_status st = arr ? wk_gotmpl_parse(text, strlen(text), &t, err) : WK_E_NOMEM;
-    if (!st) st = wk_chat_render_go(l->tok, t, arr, NULL, prompt, err);
-    if (st == WK_E_NOMEM) wk_error_set(err, st, "out of memory");
-    else if (st) {
-        char why[sizeof err->msg];
-        snprintf(why, sizeof why, "%s", err->msg);
-        wk_error_set(err, st, "the model's TEMPLATE: %s", why);
-    }
-    wk_gotmpl_free(t);
-    json_decref(arr);
-    return st;
-}
-
-/* The prompt's segments: msgs in the model's turn format (its stored
- * TEMPLATE when it has one, else its own chat template), or with --raw
- * the last message's text alone, literal, after BOS where the model adds
- * one. */
-/* msgs with think set (--think, --think=false): through the model's own
- * template with enable_thinking (wk_chat_render_request). */
-static enum wk_status render_think(const struct loaded *l, const struct run_opts *o,
-                                   const struct wk_chat_message *msgs, int32_t n_msgs, struct wk_prompt *prompt,
-                                   struct wk_error *err)
-{
-    json_t *arr = wk_chat_messages_json(msgs, n_msgs);
-    struct wk_chat_request r = {.messages = arr, .think = o->think, .add_generation_prompt = true};
-    enum wk_status st = arr ? wk_chat_render_request(l->model, l->tok, &r, prompt, err)
-                            : wk_error_set(err, WK_E_NOMEM, "out of memory");
-    json_decref(arr);
-    return st;
-}
-
-static enum wk_status render(const struct loaded *l, const struct run_opts *o,
-                             const struct wk_chat_message *msgs, int32_t n_msgs,
-                             struct wk_prompt *prompt, struct wk_error *err)
-{
-    if (!o->raw && o->think >= 0) {
-        if (l->stored.template_text && *l->stored.template_text)
-            return wk_error_set(err, WK_E_UNSUPPORTED, "--think with a stored TEMPLATE is not supported yet");
-        if (l->stored.system && strcmp(msgs[0].role, "system") != 0) {
-            struct wk_chat_message *all = calloc((size_t)n_msgs + 1, sizeof *all);
-            if (!all) return wk_error_set(err, WK_E_NOMEM, "out of memory");
-            all[0] = (struct wk_chat_message){"system", l->stored.system};
-            memcpy(all + 1, msgs, (size_t)n_msgs * sizeof *all);
-            enum wk_status st = render_think(l, o, all, n_msgs + 1, prompt, err);
-            free(all);
-            return st;
-        }
-        return render_think(l, o, msgs, n_msgs, prompt, err);
-    }
-    if (!o->raw) {
-        const bool go = l->stored.template_text && *l->stored.template_text;
-        /* a stored model's SYSTEM (unless the conversation has one) and MESSAGEs first */
-        json_t *pre = l->stored.messages;
-        size_t n_pre = json_array_size(pre);
-        bool sys = l->stored.system && strcmp(msgs[0].role, "system") != 0;
-        if (!sys && n_pre == 0)
-            return go ? render_go(l, msgs, n_msgs, prompt, err)
-                      : wk_chat_render(l->model, l->tok, msgs, n_msgs, true, prompt, err);
-        struct wk_chat_message *all = calloc(n_pre + 1 + (size_t)n_msgs, sizeof *all);
-        if (!all) return wk_error_set(err, WK_E_NOMEM, "out of memory");
-        size_t k = 0;
-        if (sys) all[k++] = (struct wk_chat_message){"system", l->stored.system};
-        else if (strcmp(msgs[0].role, "system") == 0) all[k++] = msgs[0], msgs++, n_msgs--;
-        for (size_t i = 0; i < n_pre; i++) {
-            json_t *m = json_array_get(pre, i);
-            all[k++] = (struct wk_chat_message){json_string_value(json_object_get(m, "role")),
-                                                json_string_value(json_object_get(m, "content"))};
-        }
-        memcpy(all + k, msgs, (size_t)n_msgs * sizeof *all);
-        enum wk_status st = go ? render_go(l, all, (int32_t)k + n_msgs, prompt, err)
-                               : wk_chat_render(l->model, l->tok, all, (int32_t)k + n_msgs, true, prompt, err);
-        free(all);
-        return st;
-    }
-    const char *text = msgs[n_msgs - 1].content;
-    enum wk_status st = wk_prompt_raw(l->tok, text, strlen(text), prompt);
-    if (st) wk_error_set(err, st, "out of memory");
-    return st;
-}
-
-/* A matcher for --format's grammar over the model's vocabulary (built on
- * first use, kept for the process). */
-static enum wk_status format_matcher(const struct loaded *l, const struct run_opts *o,
-                                     struct wk_grammar_matcher **out, struct wk_error *err)
-{
-    static struct wk_grammar_vocab *vocab;
-    enum wk_status st = vocab ? WK_OK : wk_grammar_vocab_create(l->tok, &vocab, err);
-    return st ? st : wk_grammar_matcher_create(o->grammar, vocab, out, err);
-}
-
-/* Renders msgs, generates, streams. Returns WK_OK or the error (printed). */
-static enum wk_status answer(struct loaded *l, const struct run_opts *o,
-                             const struct wk_chat_message *msgs, int32_t n_msgs,
-                             struct wk_generate_params *gen, int64_t load_ns)
-{
-    struct wk_error err;
-    wk_error_clear(&err);
-    int64_t t0 = wk_time_ns();
-    struct wk_prompt prompt = {0};
-    struct wk_tokens ids = {0};
-    struct wk_generate_stats stats;
-    enum wk_status st = render(l, o, msgs, n_msgs, &prompt, &err);
-    if (!st && (st = wk_prompt_tokenize(l->tok, &prompt, &ids)))
-        wk_error_set(&err, st, "out of memory while tokenizing");
-    if (!st) {
-        g_cancel = false;
-        g_sigints = 0;
-        g_generating = true;
-        gen->cancel = &g_cancel;
-        gen->hide_thinking = prompt.hide_thinking || o->think >= 0;
-        gen->on_thinking = o->think == 1 && !o->hide_thinking ? print_thinking : NULL;
-        gen->think_open = o->think == 1 && wk_prompt_opens_think(&prompt);
-        if (o->grammar) st = format_matcher(l, o, &gen->grammar, &err);
-        if (o->logprobs >= 0) {
-            g_lp_tok = l->tok;
-            gen->on_logprobs = print_logprobs;
-            gen->top_logprobs = o->logprobs;
-        }
-        if (!st) st = wk_session_generate(l->session, &ids, gen, &stats, &err);
-        if (!st) end_thinking();
-        wk_grammar_matcher_free(gen->grammar);
-        gen->grammar = NULL;
-        g_generating = false;
-    }
-    if (!st && (g_write_failed || printf("\n") < 0 || fflush(stdout) != 0)) {
-        g_write_failed = true;
-        st = wk_error_set(&err, WK_E_IO, "cannot write the answer to stdout: %s", strerror(errno));
-    }
-    if (st == WK_E_CANCELLED) {
-        printf("\n");
-    } else if (st) {
-        fflush(stdout);
-        fprintf(stderr, "wick run: %s\n", err.msg[0] ? err.msg : wk_status_str(st));
-    } else if (o->verbose) {
-        print_stats(&stats, load_ns, wk_time_ns() - t0 + load_ns);
-    }
-    wk_prompt_deinit(&prompt);
-    wk_tokens_deinit(&ids);
-    return st;
-}
-
-/* Tokens the conversation's prompt takes, or -1 when it cannot be
- * rendered (the error is reported when answering). */
-static int64_t prompt_tokens(struct loaded *l, const struct wk_chat_message *msgs, int32_t n)
-{
-    struct wk_prompt prompt = {0};
-    struct wk_tokens ids = {0};
-    int64_t count = -1;
-    struct run_opts plain = {0};
-    struct wk_error err;
-    if (!render(l, &plain, msgs, n, &prompt, &err) &&
-        !wk_prompt_tokenize(l->tok, &prompt, &ids))
-        count = ids.n;
-    wk_prompt_deinit(&prompt);
-    wk_tokens_deinit(&ids);
-    return count;
-}
-
-/* Drops the oldest user/assistant exchanges until the conversation leaves
- * room to answer in the context, as a chat that outgrows it should go on
- * rather than fail every turn. Returns the number of messages dropped. */
-static int32_t fit_context(struct loaded *l, struct wk_chat_message *msgs, int32_t *n)
-{
-    int32_t n_ctx = wk_context_n_ctx(wk_session_context(l->session)), dropped = 0;
-    while (*n >= 3 && prompt_tokens(l, msgs, *n) >= n_ctx - n_ctx / 8) {
-        free((char *)msgs[0].content);
-        free((char *)msgs[1].content);
-        memmove(msgs, msgs + 2, (size_t)(*n - 2) * sizeof *msgs);
-        *n -= 2;
-        dropped += 2;
-    }
-    return dropped;
-}
-
-static int interactive(struct loaded *l, const struct run_opts *o, int64_t load_ns)
-{
-    struct wk_chat_message *msgs = NULL;
-    int32_t n = 0;
-    int rc = WK_EXIT_OK;
-    for (;;) {
-        g_cancel = false;
-        errno = 0;
-        char *line = readline(">>> ");
-        if (!line && (g_cancel || errno == EINTR)) { /* Ctrl-C at the prompt, as ollama answers it */
-            printf("\nUse Ctrl + d or /bye to exit.\n");
+    o->logprobs = -1;
+    o->think = -1;
+    o->options = json_object();
+    const char *positional[2] = {NULL, NULL};
+    int n_pos = 0;
+    bool options_done = false; /* after "--" every argument is positional */
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!options_done && strcmp(a, "--") == 0) {
+            options_done = true;
             continue;
         }
-        if (!line) {
-            printf("\n");
-            break;
+        int r = options_done ? 0 : flag(argc, argv, &i, o);
+        if (r >= 2) return r - 2;
+        if (r == 1) continue;
+        if (!options_done && a[0] == '-' && a[1] != '\0') {
+            fprintf(stderr,
+                    "wick run: unknown option '%s' (see wick run --help; a prompt that starts "
+                    "with '-' goes after --)\n",
+                    a);
+            return WK_EXIT_USAGE;
         }
-        if (strcmp(line, "/bye") == 0) {
-            free(line);
-            break;
+        if (n_pos == 2) {
+            fprintf(stderr, "wick run: unexpected argument '%s' (quote the prompt)\n", a);
+            return WK_EXIT_USAGE;
         }
-        if (line[strspn(line, " \t")] == '\0') {
-            free(line);
-            continue;
-        }
-        add_history(line);
-        if (strcmp(line, "/clear") == 0) {
-            for (int32_t i = 0; i < n; i++) free((char *)msgs[i].content);
-            n = 0;
-            printf("Cleared session context\n");
-            free(line);
-            continue;
-        }
-        if (strcmp(line, "/?") == 0 || strcmp(line, "/help") == 0) {
-            printf("  /clear  forget the conversation\n  /bye    exit\n");
-            free(line);
-            continue;
-        }
-        struct wk_chat_message *m = realloc(msgs, (size_t)(n + 2) * sizeof *m);
-        if (!m) {
-            free(line);
-            rc = WK_EXIT_ERROR;
-            break;
-        }
-        msgs = m;
-        msgs[n++] = (struct wk_chat_message){"user", line};
-        int32_t dropped = fit_context(l, msgs, &n);
-        if (dropped)
-            fprintf(stderr, "(the %d oldest messages were dropped to fit the context)\n", dropped);
-        struct reply r = {0};
-        struct wk_generate_params gen = o->gen;
-        gen.on_piece = print_and_keep;
-        gen.user = &r;
-        enum wk_status st = answer(l, o, msgs, n, &gen, load_ns);
-        printf("\n");
-        if (st == WK_OK || st == WK_E_CANCELLED) {
-            msgs[n++] = (struct wk_chat_message){"assistant", r.buf ? r.buf : strdup("")};
-        } else {
-            free(r.buf);
-            free((char *)msgs[--n].content); /* drop the failed turn */
-        }
-        load_ns = 0;
+        positional[n_pos++] = a;
     }
-    for (int32_t i = 0; i < n; i++) free((char *)msgs[i].content);
-    free(msgs);
-    return rc;
+    if (n_pos == 0) {
+        fprintf(stderr, "wick run: missing MODEL\n");
+        run_usage(stderr);
+        return WK_EXIT_USAGE;
+    }
+    o->model = positional[0];
+    return read_prompt(o, positional[1]);
 }
 
-/* A store name or a GGUF path; the stored PARAMETERs become the defaults
- * of options the command line left at theirs. */
-static enum wk_status resolve_model(struct run_opts *o, struct wk_store_model *sm, struct wk_error *err)
+bool run_msgs_add(struct run_session *s, const char *role, const char *text, size_t len)
 {
-    char dir[4096];
-    wk_store_default_dir(dir, sizeof dir);
-    struct wk_store *s;
-    enum wk_status st = wk_store_open(dir, &s, err);
-    if (st) return st;
-    st = wk_store_resolve(s, o->model, true, sm, err);
-    wk_store_close(s);
-    if (st) return st;
-    const struct wk_generate_params d = wk_generate_params_default();
-    struct wk_sampler_params *p = &o->gen.sampler;
+    json_t *m = json_pack("{s:s, s:o}", "role", role, "content", json_stringn_nocheck(text, len));
+    return m && json_array_append_new(s->msgs, m) == 0;
+}
+
+json_t *run_request_body(const struct run_session *s)
+{
+    json_t *body = json_pack("{s:s, s:b}", "model", s->model, "stream", 1);
+    if (json_object_size(s->options)) json_object_set(body, "options", s->options);
+    if (s->format && strcmp(s->format, "json") == 0) {
+        json_object_set_new(body, "format", json_string("json"));
+    } else if (s->format) {
+        json_error_t je;
+        json_t *schema = json_load_file(s->format, 0, &je);
+        if (!json_is_object(schema)) {
+            fprintf(stderr, "Error: --format %s: want json or a JSON schema file (%s)\n", s->format,
+                    je.text[0] ? je.text : "not a JSON object");
+            json_decref(schema);
+            json_decref(body);
+            return NULL;
+        }
+        json_object_set_new(body, "format", schema);
+    }
+    if (s->think >= 0) json_object_set_new(body, "think", json_boolean(s->think));
+    if (s->o->keepalive) json_object_set_new(body, "keep_alive", json_string(s->o->keepalive));
+    return body;
+}
+
+json_t *run_create_request(const struct run_session *s, const char *name)
+{
+    json_t *req = json_pack("{s:s, s:s, s:b}", "model", name, "from", s->model, "stream", 0);
+    if (s->system) json_object_set_new(req, "system", json_string(s->system));
+    json_t *params = json_object();
     const char *k;
     json_t *v;
-    json_object_foreach(sm->params, k, v) {
-        double x = json_number_value(v);
-#define DEFAULT(field, name) if (strcmp(k, name) == 0 && p->field == d.sampler.field) p->field = (__typeof__(p->field))x
-        DEFAULT(temperature, "temperature");
-        DEFAULT(top_k, "top_k");
-        DEFAULT(top_p, "top_p");
-        DEFAULT(min_p, "min_p");
-        DEFAULT(seed, "seed");
-        DEFAULT(repeat_last_n, "repeat_last_n");
-        DEFAULT(repeat_penalty, "repeat_penalty");
-        DEFAULT(presence_penalty, "presence_penalty");
-        DEFAULT(frequency_penalty, "frequency_penalty");
-#undef DEFAULT
-        if (strcmp(k, "num_predict") == 0 && o->gen.num_predict == d.num_predict) o->gen.num_predict = (int32_t)x;
-        if (strcmp(k, "num_ctx") == 0 && o->ctx.n_ctx == wk_context_params_default().n_ctx) o->ctx.n_ctx = (int32_t)x;
-        if (strcmp(k, "stop") == 0 && o->gen.n_stop == 0) {
-            size_t i;
-            json_t *e;
-            json_array_foreach(v, i, e) if (o->gen.n_stop < MAX_STOPS) o->stops[o->gen.n_stop++] = json_string_value(e);
-            o->gen.stop = o->stops;
-        }
-    }
-    return WK_OK;
+    json_object_foreach(s->options, k, v) if (wk_modelfile_param_type(k, NULL)) json_object_set(params, k, v);
+    if (json_object_size(params)) json_object_set(req, "parameters", params);
+    json_decref(params);
+    json_t *msgs = json_array();
+    json_array_extend(msgs, s->loaded_msgs);
+    json_array_extend(msgs, s->msgs);
+    if (json_array_size(msgs)) json_object_set(req, "messages", msgs);
+    json_decref(msgs);
+    return req;
 }
 
-/* --format F: "json" (any JSON object) or a JSON schema file. */
-static enum wk_status compile_format(const char *f, struct wk_grammar **out, struct wk_error *err)
+void run_show_user_parameters(const struct run_session *s)
 {
-    if (strcmp(f, "json") == 0) return wk_grammar_json_object(out, err);
-    json_error_t je;
-    json_t *schema = json_load_file(f, 0, &je);
-    if (!json_is_object(schema)) {
-        json_decref(schema);
-        return wk_error_set(err, WK_E_INVALID, "--format %s: want json or a JSON schema file (%s)", f,
-                            je.text[0] ? je.text : "not a JSON object");
+    if (json_object_size(s->options) == 0) return;
+    printf("User defined parameters:\n");
+    const char *k;
+    json_t *v;
+    json_object_foreach(s->options, k, v) {
+        if (json_is_real(v)) { /* 0.7, not 0.69999999999999996 */
+            printf("  %-30s %g\n", k, json_real_value(v));
+            continue;
+        }
+        char *t = json_dumps(v, JSON_ENCODE_ANY);
+        printf("  %-30s %s\n", k, t ? t : "");
+        free(t);
     }
-    enum wk_status st = wk_grammar_from_json_schema(schema, out, err);
-    json_decref(schema);
-    if (st) {
-        char why[sizeof err->msg];
-        snprintf(why, sizeof why, "%s", err->msg);
-        wk_error_set(err, st, "--format %s: %s", f, why);
+    printf("\n");
+}
+
+void run_print_messages(struct run_session *s, json_t *msgs)
+{
+    size_t i;
+    json_t *m;
+    json_array_foreach(msgs, i, m) {
+        const char *role = json_string_value(json_object_get(m, "role"));
+        json_t *c = json_object_get(m, "content");
+        if (role && strcmp(role, "user") == 0) {
+            printf(">>> %s\n", json_string_value(c));
+        } else if (role && strcmp(role, "assistant") == 0) {
+            run_display_begin(&s->disp, s->wordwrap);
+            run_display_text(&s->disp, json_string_value(c), json_string_length(c));
+            printf("\n\n");
+        }
     }
-    return st;
+    fflush(stdout);
+}
+
+/* Whether name is for the loader rather than the store (as
+ * wk_store_resolve tells them apart): it exists, holds '/' or ends in
+ * .gguf. */
+static bool is_path(const char *name)
+{
+    struct stat sb;
+    size_t len = strlen(name);
+    return stat(name, &sb) == 0 || strchr(name, '/') || (len > 5 && strcmp(name + len - 5, ".gguf") == 0);
+}
+
+static bool env_on(const char *name)
+{
+    const char *v = getenv(name);
+    return v && *v && strcmp(v, "0") != 0 && strcmp(v, "false") != 0;
+}
+
+/* Answers (one-shot) or chats (interactive) with s. */
+static int run(struct run_session *s, int64_t t0)
+{
+    const struct run_opts *o = s->o;
+    int rc = WK_EXIT_OK;
+    if (s->client && o->prompt) {
+        enum run_result r = run_client_generate(s);
+        return r == RUN_OK ? WK_EXIT_OK : r == RUN_CANCELLED ? 130 : WK_EXIT_ERROR;
+    }
+    if (s->client) rc = run_client_open(s);
+    else rc = run_local_open(s, t0);
+    if (rc) return rc;
+    if (o->prompt) {
+        if (!run_msgs_add(s, "user", o->prompt, strlen(o->prompt))) return WK_EXIT_ERROR;
+        enum run_result r = run_local_answer(s);
+        return r == RUN_OK ? WK_EXIT_OK : r == RUN_CANCELLED ? 130 : WK_EXIT_ERROR;
+    }
+    run_print_messages(s, s->loaded_msgs);
+    return run_repl(s);
 }
 
 int cmd_run(int argc, char **argv)
 {
     struct run_opts o = {0};
     int rc = parse_args(argc, argv, &o);
-    if (rc >= 0) return rc;
-
-    struct wk_error err;
-    wk_error_clear(&err);
-    struct loaded l = {0};
-    int64_t t0 = wk_time_ns();
-    enum wk_status st = resolve_model(&o, &l.stored, &err);
-    if (!st) st = wk_model_load(l.stored.weights, &l.model, &err);
-    if (!st) st = wk_tokenizer_for_model(l.model, &l.tok, &err);
-    if (!st) st = wk_session_create(l.model, l.tok, &o.ctx, &l.session, &err);
-    const char *draft = o.draft ? o.draft : l.stored.draft[0] ? l.stored.draft : NULL;
-    if (!st && draft) st = wk_model_load(draft, &l.draft, &err);
-    if (!st && draft) st = wk_session_set_draft(l.session, l.draft, &err);
-    if (!st && o.think >= 0 && !o.raw && !wk_model_can_think(l.model))
-        st = wk_error_set(&err, WK_E_UNSUPPORTED, "%s does not support thinking (--think)", o.model);
-    if (!st && o.format) st = compile_format(o.format, &o.grammar, &err);
-    if (st) {
-        fprintf(stderr, "wick run: %s\n", err.msg[0] ? err.msg : wk_status_str(st));
-        rc = WK_EXIT_ERROR;
-        goto out;
+    if (rc >= 0) {
+        json_decref(o.options);
+        free(o.prompt);
+        return rc;
     }
-    int64_t load_ns = wk_time_ns() - t0;
-    int n_cpus = wk_cpu_features_get()->n_cores;
-    if (o.ctx.n_threads > n_cpus)
-        fprintf(stderr,
-                "wick run: warning: --threads %d is more than the %d CPUs this process may use; "
-                "extra threads wait for each other and slow generation down\n",
-                o.ctx.n_threads, n_cpus);
+    int64_t t0 = wk_time_ns();
+    struct run_session s = {.o = &o, .think = o.think, .hide_thinking = o.hide_thinking, .verbose = o.verbose};
+    s.model = strdup(o.model);
+    s.options = json_incref(o.options);
+    s.msgs = json_array();
+    s.loaded_msgs = json_array();
+    s.format = o.format ? strdup(o.format) : NULL;
+    s.wordwrap = !o.nowordwrap && isatty(STDIN_FILENO);
+    const char *nh = getenv("OLLAMA_NOHISTORY");
+    s.history = !(nh && *nh && strcmp(nh, "0") != 0 && strcmp(nh, "false") != 0);
+    if (!o.local && !env_on("WICK_RUN_LOCAL") && !o.draft && !is_path(o.model)) {
+        cli_server_url(s.url, sizeof s.url);
+        s.client = run_client_probe(s.url, PROBE_MS);
+    }
     struct sigaction sa = {0};
     sa.sa_handler = on_sigint;
     sigaction(SIGINT, &sa, NULL);
-
-    if (o.prompt) {
-        struct wk_chat_message msg = {"user", o.prompt};
-        struct wk_generate_params gen = o.gen;
-        gen.on_piece = print_piece;
-        st = answer(&l, &o, &msg, 1, &gen, load_ns);
-        rc = st == WK_OK ? WK_EXIT_OK : st == WK_E_CANCELLED ? 130 : WK_EXIT_ERROR;
-    } else {
-        rc = interactive(&l, &o, load_ns);
-    }
-out:
-    wk_session_destroy(l.session);
-    wk_tokenizer_destroy(l.tok);
-    wk_model_destroy(l.draft);
-    wk_model_destroy(l.model);
-    wk_store_model_deinit(&l.stored);
-    wk_grammar_free(o.grammar);
+    rc = s.model && s.msgs ? run(&s, t0) : WK_EXIT_ERROR;
+    run_local_close(&s);
+    free(s.model);
+    free(s.system);
+    free(s.format);
+    json_decref(s.options);
+    json_decref(s.msgs);
+    json_decref(s.loaded_msgs);
+    json_decref(o.options);
     free(o.prompt);
     return rc;
 }

@@ -1,15 +1,16 @@
 /*
  * cmd_serve.c - `wick serve` (the HTTP server), `wick runner` (internal:
  * the per-model process the server starts), and the clients of a running
- * server: `wick ps` and `wick stop MODEL` (libcurl).
+ * server: `wick ps` and `wick stop MODEL` (http_client.h).
  */
 #include "cli.h"
+#include "http_client.h"
 
 #include "../src/io/wk_options.h"
 
 #include "../src/server/wk_server.h"
+#include "../src/store/wk_store.h"
 
-#include <curl/curl.h>
 #include <jansson.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -17,8 +18,8 @@
 
 static const char *host_env(void)
 {
-    const char *h = getenv("WICK_HOST");
-    return h && *h ? h : "127.0.0.1:11434";
+    const char *h = wk_getenv_alias("WICK_HOST", "OLLAMA_HOST");
+    return h ? h : "127.0.0.1:11434";
 }
 
 int cmd_serve(int argc, char **argv)
@@ -26,22 +27,21 @@ int cmd_serve(int argc, char **argv)
     const char *ap = getenv("WICK_ALLOW_PATHS");
     struct wk_serve_opts o = {.host = host_env(), .allow_paths = ap && *ap && strcmp(ap, "0") != 0};
     char dir[4096];
-    const char *models = getenv("WICK_MODELS");
-    if (!models || !*models) {
-        const char *home = getenv("HOME");
-        snprintf(dir, sizeof dir, "%s/.wick/models", home ? home : ".");
-        models = dir;
-    }
-    o.models = models;
+    wk_store_default_dir(dir, sizeof dir);
+    o.models = dir;
     for (int i = 1; i < argc; i++) {
         const char *v;
         bool bad = false;
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             printf("Usage: wick serve [--threads N] [--allow-paths]\n\n"
-                   "Serves the Ollama API and the OpenAI-compatible API on WICK_HOST\n"
-                   "(default 127.0.0.1:11434). Models are the store's in WICK_MODELS\n"
+                   "Serves the Ollama API and the OpenAI-compatible API on OLLAMA_HOST or\n"
+                   "WICK_HOST (default 127.0.0.1:11434; [scheme://]host[:port], IPv6 as\n"
+                   "[::1]:11434). Models are the store's in OLLAMA_MODELS or WICK_MODELS\n"
                    "(default ~/.wick/models; wick create, wick list). One runner process per\n"
-                   "loaded model; WICK_MAX_LOADED_MODELS (default 3) at once.\n\n"
+                   "loaded model; OLLAMA_MAX_LOADED_MODELS (default 3) at once;\n"
+                   "OLLAMA_KEEP_ALIVE (default 5m), OLLAMA_CONTEXT_LENGTH (default 4096),\n"
+                   "OLLAMA_NUM_PARALLEL (1: requests to one model queue). Each WICK_ name\n"
+                   "wins over its OLLAMA_ one.\n\n"
                    "On a loopback address only requests whose Host names this machine are\n"
                    "served; a browser's Origin must be localhost, 127.0.0.1, 0.0.0.0, app://,\n"
                    "file://, tauri:// or one of OLLAMA_ORIGINS / WICK_ORIGINS (comma-separated,\n"
@@ -99,54 +99,14 @@ int cmd_runner(int argc, char **argv)
     return wk_runner_main(&o);
 }
 
-static size_t collect(char *p, size_t size, size_t n, void *user)
-{
-    struct {
-        char *p;
-        size_t len;
-    } *b = user;
-    char *q = realloc(b->p, b->len + size * n + 1);
-    if (!q) return 0;
-    memcpy(q + b->len, p, size * n);
-    b->p = q;
-    b->len += size * n;
-    b->p[b->len] = '\0';
-    return size * n;
-}
-
-/* A request to the running server; its JSON answer or NULL (message printed). */
+/* A request to the running server (http_client.h: OLLAMA_HOST, else
+ * WICK_HOST); its JSON answer or NULL (message printed). */
 static json_t *call_server(const char *cmd, const char *path, const char *body, long *status)
 {
-    char url[512];
-    const char *h = host_env();
-    if (strncmp(h, "http://", 7) == 0) h += 7;
-    snprintf(url, sizeof url, "http://%s%s", h, path);
-    struct {
-        char *p;
-        size_t len;
-    } b = {0};
-    CURL *c = curl_easy_init();
-    if (!c) return NULL;
-    curl_easy_setopt(c, CURLOPT_URL, url);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
-    struct curl_slist *hdr = NULL;
-    if (body) {
-        hdr = curl_slist_append(NULL, "Content-Type: application/json");
-        curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdr);
-        curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
-    }
-    CURLcode rc = curl_easy_perform(c);
-    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
-    curl_easy_cleanup(c);
-    curl_slist_free_all(hdr);
-    json_t *j = NULL;
-    if (rc != CURLE_OK)
-        fprintf(stderr, "wick %s: cannot reach the server at %s (is `wick serve` running?): %s\n",
-                cmd, host_env(), curl_easy_strerror(rc));
-    else if (!(j = json_loads(b.p ? b.p : "", 0, NULL)))
-        fprintf(stderr, "wick %s: the server's answer is not JSON\n", cmd);
-    free(b.p);
+    char url[CLI_URL_MAX], err[256];
+    cli_server_url(url, sizeof url);
+    json_t *j = cli_http_json(url, path, body, 0, status, err, sizeof err);
+    if (!j) fprintf(stderr, "wick %s: cannot reach the server at %s (is `wick serve` running?): %s\n", cmd, url, err);
     return j;
 }
 

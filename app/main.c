@@ -19,6 +19,8 @@ static void usage(FILE *f)
                "  wick list                      the stored models\n"
                "  wick show NAME [--modelfile]   a stored model's details\n"
                "  wick rm NAME... / cp SRC DST   remove or copy stored models\n"
+               "  wick pull NAME [--insecure]    download a model from a registry into the store\n"
+               "  wick push NAME [--insecure]    upload a stored model to a registry\n"
                "  wick serve                     the Ollama and OpenAI APIs over HTTP (WICK_HOST)\n"
                "  wick ps                        the models a running server has loaded\n"
                "  wick stop MODEL                unload a model from a running server\n"
@@ -48,6 +50,8 @@ int main(int argc, char **argv)
     if (strcmp(cmd, "show") == 0) return cmd_show(argc - 1, argv + 1);
     if (strcmp(cmd, "rm") == 0) return cmd_rm(argc - 1, argv + 1);
     if (strcmp(cmd, "cp") == 0) return cmd_cp(argc - 1, argv + 1);
+    if (strcmp(cmd, "pull") == 0) return cmd_pull(argc - 1, argv + 1);
+    if (strcmp(cmd, "push") == 0) return cmd_push(argc - 1, argv + 1);
     if (strcmp(cmd, "template") == 0) return cmd_template(argc - 1, argv + 1);
     if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "version") == 0) {
         printf("wick version %s\n", WK_VERSION);

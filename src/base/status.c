@@ -93,6 +93,14 @@ int64_t wk_time_ns(void)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+const char *wk_getenv_alias(const char *wick_name, const char *ollama_name)
+{
+    const char *v = getenv(wick_name);
+    if (v && *v) return v;
+    v = getenv(ollama_name);
+    return v && *v ? v : NULL;
+}
+
 char *wk_asprintf(const char *fmt, ...)
 {
     va_list ap;

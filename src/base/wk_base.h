@@ -214,6 +214,10 @@ const struct wk_cpu_features *wk_cpu_features_get(void);
 
 /* Monotonic time in nanoseconds. */
 int64_t wk_time_ns(void);
+/* The value of environment variable wick_name (WICK_...) when set and not
+ * empty, else of ollama_name (its OLLAMA_... counterpart, as Ollama users
+ * set it), else NULL. Borrowed from the environment. */
+const char *wk_getenv_alias(const char *wick_name, const char *ollama_name);
 
 /* ----------------------------------------------------------- thread pool */
 

@@ -72,11 +72,13 @@ static void add_origins_env(struct srv_access *a, const char *name)
                 dropped, dropped == 1 ? "" : "s", MAX_ORIGINS);
 }
 
-struct srv_access *srv_access_create(const struct sockaddr_in *listen)
+struct srv_access *srv_access_create(const struct sockaddr *listen)
 {
     struct srv_access *a = wk_calloc(1, sizeof *a);
     if (!a) return NULL;
-    a->loopback = (ntohl(listen->sin_addr.s_addr) >> 24) == 127;
+    a->loopback = listen->sa_family == AF_INET6
+                      ? IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *)listen)->sin6_addr)
+                      : (ntohl(((const struct sockaddr_in *)listen)->sin_addr.s_addr) >> 24) == 127;
     if (gethostname(a->hostname, sizeof a->hostname - 1) != 0) a->hostname[0] = '\0';
     for (char *p = a->hostname; *p; p++) *p = (char)tolower((unsigned char)*p);
     static const char *const hosts[] = {"localhost", "127.0.0.1", "0.0.0.0"};

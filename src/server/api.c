@@ -521,11 +521,11 @@ static int parse_openai(struct srv_gen *g, json_t *body, json_t *req, json_t *ro
     return 0;
 }
 
-/* WICK_KEEP_ALIVE (as the keep_alive field reads) or 5 minutes. */
+/* WICK_KEEP_ALIVE or OLLAMA_KEEP_ALIVE (as the keep_alive field reads) or 5 minutes. */
 static int64_t default_keep_alive(void)
 {
     int64_t ns = SRV_DEFAULT_KEEP_ALIVE_NS;
-    const char *e = getenv("WICK_KEEP_ALIVE");
+    const char *e = wk_getenv_alias("WICK_KEEP_ALIVE", "OLLAMA_KEEP_ALIVE");
     if (e && *e) {
         json_t *v = json_string(e);
         if (!srv_parse_keep_alive(v, &ns)) ns = SRV_DEFAULT_KEEP_ALIVE_NS;

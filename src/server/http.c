@@ -14,9 +14,11 @@
  * streams with an error message, then stop the runners.
  */
 #include "server_internal.h"
+#include "server_registry.h"
 
 #include <arpa/inet.h>
 #include <microhttpd.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
@@ -57,8 +59,10 @@ static bool json_values_over(const char *text, size_t n, int64_t max)
  * refused (srv_access_check), if it is, its body then not kept. */
 struct conn {
     struct wk_buf body;
+    struct srv_upload *upload; /* POST /api/blobs/:digest: the body goes to the store, not to body */
     bool too_big;
     const char *refused;
+    const char *route; /* the route's path for /metrics (static), once route() has looked it up */
     char refused_msg[256];
 };
 
@@ -68,15 +72,6 @@ struct conn {
 #define MAX_CONNECTIONS 8192
 #define IDLE_TIMEOUT 60
 #define THREAD_STACK ((size_t)2 << 20)
-
-/* One server's state, made by wk_serve_main and handed to every request
- * (the daemon's callback argument): no request handler reads a global. */
-struct srv_server {
-    const char *models_dir; /* the store */
-    bool allow_paths;       /* wk_serve_opts.allow_paths */
-    struct srv_sched *sched;
-    struct srv_access *access; /* Host and Origin rules */
-};
 
 /* The server a connection belongs to: every connection's socket context
  * (set by on_connection). */
@@ -124,6 +119,22 @@ static enum MHD_Result reply_error(struct MHD_Connection *c, enum srv_api api, u
     return reply_json(c, status, srv_error_body(api, (int)status, msg));
 }
 
+enum MHD_Result srv_reply_raw(struct MHD_Connection *c, unsigned status, const char *type, const char *text,
+                              size_t len)
+{
+    return reply_raw(c, status, type, text, len);
+}
+
+enum MHD_Result srv_reply_json(struct MHD_Connection *c, unsigned status, json_t *obj)
+{
+    return reply_json(c, status, obj);
+}
+
+enum MHD_Result srv_reply_error(struct MHD_Connection *c, unsigned status, const char *msg)
+{
+    return reply_error(c, API_GENERATE, status, msg);
+}
+
 /* ------------------------------------------------------------ generation */
 
 static void gen_free(struct srv_gen *g)
@@ -164,6 +175,7 @@ static void gen_step(struct srv_gen *g, bool *gone, json_t **fin)
         g->ended = true;
         *fin = json_pack("{s:s}", "error", err ? err : "error");
     } else if (json_is_true(json_object_get(line, "done"))) {
+        srv_metrics_generation(g->metrics, g->model.name, line); /* before the client sees the end */
         srv_gen_done(g, line);
         g->ended = true;
         *fin = json_incref(line);
@@ -241,6 +253,7 @@ static enum MHD_Result serve_generation(struct srv_server *srv, struct MHD_Conne
     struct srv_gen *g = wk_calloc(1, sizeof *g);
     if (!g) return reply_error(c, api, 500, "out of memory");
     g->api = api;
+    g->metrics = srv->metrics;
     g->call.fd = -1;
     g->t_start = wk_time_ns();
     g->created = srv_unix_ns() / 1000000000;
@@ -257,6 +270,7 @@ static enum MHD_Result serve_generation(struct srv_server *srv, struct MHD_Conne
         snprintf(msg, sizeof msg, "%s", err.msg);
     }
     if (!status) apply_model_defaults(g, &sm);
+    if (!status && g->n_ctx == 0) g->n_ctx = srv->default_ctx; /* OLLAMA_CONTEXT_LENGTH */
     if (!status && render_only) json_object_set_new(g->runner_req, "render_only", json_true());
     wk_store_model_deinit(&sm);
     if (status) {
@@ -360,133 +374,6 @@ static enum MHD_Result serve_generation(struct srv_server *srv, struct MHD_Conne
 
 /* ------------------------------------------------------------ other routes */
 
-static enum MHD_Result serve_show(struct srv_server *srv, struct MHD_Connection *c, json_t *body)
-{
-    json_t *name = json_object_get(body, "model");
-    if (!name) name = json_object_get(body, "name");
-    if (!json_is_string(name)) return reply_error(c, API_GENERATE, 400, "model is required");
-    struct srv_model m;
-    struct wk_error err;
-    struct wk_store_model sm = {0};
-    if (srv_model_find(srv->models_dir, json_string_value(name), &m, &sm, &err))
-        return reply_error(c, API_GENERATE, 404, err.msg);
-    json_t *info = NULL;
-    char *tmpl = NULL;
-    json_t *details = wk_model_details(m.path, &info, &tmpl);
-    if (!details) {
-        wk_free(tmpl);
-        wk_store_model_deinit(&sm);
-        return reply_error(c, API_GENERATE, 500, "cannot read the model file");
-    }
-    if (sm.template_text && *sm.template_text) { /* the Modelfile's TEMPLATE is the one that renders */
-        wk_free(tmpl);
-        tmpl = wk_asprintf("%s", sm.template_text);
-    }
-    /* capabilities as Ollama reports them, from the template that renders chats */
-    const bool go = sm.template_text && *sm.template_text;
-    json_t *caps = json_pack("[s]", "completion");
-    if (tmpl && strstr(tmpl, go ? ".Tools" : "tools")) json_array_append_new(caps, json_string("tools"));
-    if (tmpl && (go ? strstr(tmpl, ".Think") != NULL
-                    : strstr(tmpl, "enable_thinking") || strstr(tmpl, "reasoning_content") || strstr(tmpl, "<think>")))
-        json_array_append_new(caps, json_string("thinking"));
-    wk_store_model_deinit(&sm);
-    char *modelfile = wk_asprintf("# Modelfile generated by \"wick show\"\nFROM %s\n", m.path);
-    struct stat st;
-    char when[64] = "";
-    if (stat(m.path, &st) == 0)
-        srv_time_rfc3339((int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec, when, sizeof when);
-    json_t *obj = json_pack("{s:s, s:s, s:s, s:s, s:o, s:o, s:o}", "license", "", "modelfile",
-                            modelfile ? modelfile : "", "parameters", "", "template",
-                            tmpl ? tmpl : "", "details", details, "model_info", info,
-                            "capabilities", caps);
-    json_object_set_new(obj, "modified_at", json_string(when));
-    wk_free(modelfile);
-    wk_free(tmpl);
-    return reply_json(c, 200, obj);
-}
-
-static void collect_status(void *user, const char *line)
-{
-    json_array_append_new(user, json_pack("{s:s}", "status", line));
-}
-
-static char *dup_str(json_t *v) { return json_is_string(v) ? wk_asprintf("%s", json_string_value(v)) : NULL; }
-
-/* POST /api/create: Ollama's request ({model, from, parameters, template,
- * system, messages, license, quantize, stream}) as a Modelfile into
- * wk_store_create. `from` is a stored model; an absolute path to a GGUF
- * file or a folder of this machine (and quantize) only when the operator
- * allows server-side paths (403 otherwise, before any file is looked at). */
-static enum MHD_Result serve_create(struct srv_server *srv, struct MHD_Connection *c, json_t *body)
-{
-    struct wk_error err;
-    wk_error_clear(&err);
-    struct wk_model_name n;
-    json_t *model = json_object_get(body, "model");
-    if (!model) model = json_object_get(body, "name");
-    json_t *from = json_object_get(body, "from"), *params = json_object_get(body, "parameters");
-    json_t *msgs = json_object_get(body, "messages"), *lic = json_object_get(body, "license");
-    json_t *stream = json_object_get(body, "stream");
-    if (!json_is_string(model)) return reply_error(c, API_GENERATE, 400, "model is required");
-    if (wk_model_name_parse(json_string_value(model), &n, &err)) return reply_error(c, API_GENERATE, 400, err.msg);
-    if (!json_is_string(from)) return reply_error(c, API_GENERATE, 400, "neither 'from' or 'files' was specified");
-    if ((params && !json_is_object(params)) || (msgs && !json_is_array(msgs)) ||
-        (lic && !json_is_string(lic) && !json_is_array(lic)))
-        return reply_error(c, API_GENERATE, 400, "parameters must be an object, messages a list, license a string or a list");
-    struct wk_modelfile mf = {0};
-    enum wk_status st = WK_OK;
-    mf.from = dup_str(from);
-    mf.template_text = dup_str(json_object_get(body, "template"));
-    mf.system = dup_str(json_object_get(body, "system"));
-    const char *k;
-    json_t *v;
-    json_object_foreach(params, k, v) if (!st) st = wk_modelfile_add_json_param(&mf, k, v, &err);
-    size_t nm = json_array_size(msgs), nl = json_is_array(lic) ? json_array_size(lic) : lic ? 1 : 0, i;
-    mf.messages = nm ? wk_calloc(nm, sizeof *mf.messages) : NULL;
-    mf.licenses = nl ? wk_calloc(nl, sizeof *mf.licenses) : NULL;
-    for (i = 0; i < nm && !st; i++, mf.n_messages++) {
-        json_t *m = json_array_get(msgs, i);
-        const char *role = json_string_value(json_object_get(m, "role"));
-        if (!role || !json_is_string(json_object_get(m, "content")) ||
-            (strcmp(role, "system") && strcmp(role, "user") && strcmp(role, "assistant")))
-            st = wk_error_set(&err, WK_E_INVALID, "messages[%zu]: a role of system, user or assistant and a content string", i);
-        mf.messages[i].role = dup_str(json_object_get(m, "role"));
-        mf.messages[i].content = dup_str(json_object_get(m, "content"));
-    }
-    for (i = 0; i < nl && !st; i++, mf.n_licenses++)
-        if (!(mf.licenses[i] = dup_str(json_is_array(lic) ? json_array_get(lic, i) : lic)))
-            st = wk_error_set(&err, WK_E_INVALID, "license must be a string or a list of strings");
-    json_t *lines = json_array();
-    if (!st) {
-        struct wk_store *s;
-        const char *q = json_string_value(json_object_get(body, "quantize"));
-        /* relative paths are not this process's business: they resolve nowhere */
-        struct wk_create_opts o = {.base_dir = "/nonexistent", .quantize = q, .status = collect_status, .user = lines,
-                                   .no_paths = !srv->allow_paths};
-        if (!(st = wk_store_open(srv->models_dir, &s, &err))) {
-            st = wk_store_create(s, &n, &mf, &o, &err);
-            wk_store_close(s);
-        }
-    }
-    wk_modelfile_deinit(&mf);
-    if (st) {
-        json_decref(lines);
-        return reply_error(c, API_GENERATE, (unsigned)srv_http_status(st), err.msg);
-    }
-    json_array_append_new(lines, json_pack("{s:s}", "status", "success"));
-    if (json_is_false(stream)) {
-        json_decref(lines);
-        return reply_json(c, 200, json_pack("{s:s}", "status", "success"));
-    }
-    struct wk_buf b = {0};
-    json_t *l;
-    json_array_foreach(lines, i, l) srv_buf_json(&b, json_incref(l), "\n");
-    json_decref(lines);
-    enum MHD_Result ret = reply_raw(c, 200, "application/x-ndjson", b.p ? b.p : "", b.len);
-    wk_free(b.p);
-    return ret;
-}
-
 static enum MHD_Result serve_oai_models(struct srv_server *srv, struct MHD_Connection *c, const char *one)
 {
     json_t *tags = srv_models_list(srv->models_dir), *data = json_array();
@@ -520,20 +407,27 @@ static enum MHD_Result route(struct srv_server *srv, struct MHD_Connection *c, c
                              const char *method, struct conn *k)
 {
     bool get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
-    bool post = strcmp(method, "POST") == 0;
-    if (k->refused) return reply_error(c, strncmp(url, "/v1/", 4) == 0 ? API_OAI_CHAT : API_GENERATE, 403, k->refused);
-    if (strcmp(method, "OPTIONS") == 0) return (enum MHD_Result)srv_access_preflight(srv->access, c);
+    bool post = strcmp(method, "POST") == 0, del = strcmp(method, "DELETE") == 0;
     static const struct {
         const char *path;
-        bool post;
-        int api; /* -1: not a generation route */
+        bool post; /* POST (DELETE for /api/delete), else GET and HEAD */
+        int api;   /* -1: not a generation route */
     } routes[] = {{"/", false, -1},
                   {"/api/version", false, -1},
                   {"/api/tags", false, -1},
                   {"/api/ps", false, -1},
                   {"/v1/models", false, -1},
+                  {"/health", false, -1},
+                  {"/v1/health", false, -1},
+                  {"/metrics", false, -1},
+                  {"/tokenize", true, -1},
+                  {"/detokenize", true, -1},
                   {"/api/show", true, -1},
                   {"/api/create", true, -1},
+                  {"/api/copy", true, -1},
+                  {"/api/pull", true, -1},
+                  {"/api/push", true, -1},
+                  {"/api/delete", true, -1},
                   {"/api/generate", true, API_GENERATE},
                   {"/api/chat", true, API_CHAT},
                   {"/api/apply-template", true, API_CHAT},
@@ -543,17 +437,34 @@ static enum MHD_Result route(struct srv_server *srv, struct MHD_Connection *c, c
     int found = -1;
     for (size_t i = 0; i < WK_ARRAY_LEN(routes); i++)
         if (strcmp(url, routes[i].path) == 0) found = (int)i;
+    /* the route's name for /metrics: the table's path, never the client's URL */
+    k->route = found >= 0 ? routes[found].path : strncmp(url, "/v1/models/", 11) == 0 ? "/v1/models/{id}" : "unknown";
+    if (k->refused) return reply_error(c, strncmp(url, "/v1/", 4) == 0 ? API_OAI_CHAT : API_GENERATE, 403, k->refused);
+    if (strcmp(method, "OPTIONS") == 0) return (enum MHD_Result)srv_access_preflight(srv->access, c);
     bool oai = strncmp(url, "/v1/", 4) == 0;
     if (found < 0 && strncmp(url, "/v1/models/", 11) == 0 && get) return serve_oai_models(srv, c, url + 11);
+    if (found < 0 && strncmp(url, "/api/blobs/", 11) == 0) {
+        k->route = "/api/blobs/{digest}";
+        if (k->upload) {
+            struct srv_upload *u = k->upload;
+            k->upload = NULL;
+            return srv_upload_finish(c, u);
+        }
+        if (strcmp(method, "HEAD") == 0) return srv_serve_blob_head(srv, c, url + 11);
+        return reply_error(c, API_GENERATE, post ? 500 : 405, post ? "out of memory" : "method not allowed");
+    }
     if (found < 0) return reply_error(c, oai ? API_OAI_CHAT : API_GENERATE, 404, "not found");
-    if (routes[found].post ? !post : !get)
+    if (routes[found].post ? !(strcmp(url, "/api/delete") == 0 ? del : post) : !get)
         return reply_error(c, oai ? API_OAI_CHAT : API_GENERATE, 405, "method not allowed");
     if (!routes[found].post) {
         if (strcmp(url, "/") == 0) return reply_raw(c, 200, "text/plain; charset=utf-8", "wick is running", 15);
         if (strcmp(url, "/api/version") == 0)
             return reply_json(c, 200, json_pack("{s:s}", "version", WK_SERVER_VERSION));
         if (strcmp(url, "/api/tags") == 0) return reply_json(c, 200, srv_models_list(srv->models_dir));
-        if (strcmp(url, "/api/ps") == 0) return reply_json(c, 200, srv_sched_list(srv->sched));
+        if (strcmp(url, "/api/ps") == 0) return reply_json(c, 200, srv_ps_list(srv));
+        if (strcmp(url, "/health") == 0 || strcmp(url, "/v1/health") == 0) /* as llama-server's */
+            return reply_json(c, 200, json_pack("{s:s}", "status", "ok"));
+        if (strcmp(url, "/metrics") == 0) return srv_serve_metrics(srv, c);
         return serve_oai_models(srv, c, NULL);
     }
     enum srv_api api = routes[found].api >= 0 ? (enum srv_api)routes[found].api
@@ -576,9 +487,28 @@ static enum MHD_Result route(struct srv_server *srv, struct MHD_Connection *c, c
     }
     bool render_only = strstr(url, "apply-template") != NULL;
     enum MHD_Result ret = routes[found].api >= 0             ? serve_generation(srv, c, api, body, render_only)
-                          : strcmp(url, "/api/create") == 0 ? serve_create(srv, c, body)
-                                                            : serve_show(srv, c, body);
+                          : strcmp(url, "/api/create") == 0 ? srv_serve_create(srv, c, body)
+                          : strcmp(url, "/api/copy") == 0   ? srv_serve_copy(srv, c, body)
+                          : strcmp(url, "/api/pull") == 0   ? srv_serve_pull(srv, c, body)
+                          : strcmp(url, "/api/push") == 0   ? srv_serve_push(srv, c, body)
+                          : strcmp(url, "/api/delete") == 0 ? srv_serve_delete(srv, c, body)
+                          : strcmp(url, "/tokenize") == 0   ? srv_serve_tokenize(srv, c, body, false)
+                          : strcmp(url, "/detokenize") == 0 ? srv_serve_tokenize(srv, c, body, true)
+                                                            : srv_serve_show(srv, c, body);
     json_decref(body);
+    return ret;
+}
+
+/* route(), then its answer counted for /metrics by route and status as
+ * queued, before a byte of it is sent (so a client that reads /metrics
+ * after an answer finds it counted); a request left unanswered (its
+ * client gone) is not counted. */
+static enum MHD_Result route_counted(struct srv_server *srv, struct MHD_Connection *c, const char *url,
+                                     const char *method, struct conn *k)
+{
+    enum MHD_Result ret = route(srv, c, url, method, k);
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_HTTP_STATUS);
+    if (ret == MHD_YES && ci && ci->http_status) srv_metrics_request(srv->metrics, k->route, ci->http_status);
     return ret;
 }
 
@@ -599,6 +529,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
         char *end;
         unsigned long long n = cl ? strtoull(cl, &end, 10) : 0;
+        if (!k->refused && strcmp(method, "POST") == 0 && strncmp(url, "/api/blobs/", 11) == 0) {
+            /* a blob of any size, written to the store as it comes */
+            if (!(k->upload = srv_upload_begin(srv, url + 11))) return MHD_NO;
+            return MHD_YES;
+        }
         if (cl && *end == '\0' && n > SRV_MAX_BODY) k->too_big = true;
         else if (cl && *end == '\0' && n > 0 && !k->refused && (k->body.p = wk_malloc((size_t)n + 1)))
             k->body.cap = (size_t)n + 1;
@@ -609,17 +544,19 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
          * a broken pipe instead of the 403 or 413. */
         const char *expect = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_EXPECT);
         if ((k->refused || k->too_big) && expect && strcasecmp(expect, "100-continue") == 0)
-            return route(srv, c, url, method, k);
+            return route_counted(srv, c, url, method, k);
         return MHD_YES;
     }
     if (*upload_size) {
-        if (k->refused || k->too_big) {
+        if (k->upload) {
+            srv_upload_data(k->upload, upload, *upload_size);
+        } else if (k->refused || k->too_big) {
         } else if (k->body.len + *upload_size > SRV_MAX_BODY || !wk_buf_add(&k->body, upload, *upload_size))
             k->too_big = true;
         *upload_size = 0;
         return MHD_YES;
     }
-    return route(srv, c, url, method, k);
+    return route_counted(srv, c, url, method, k);
 }
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
@@ -628,40 +565,104 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     (void)cls, (void)c, (void)toe;
     struct conn *k = *con_cls;
     if (!k) return;
+    srv_upload_free(k->upload);
     wk_free(k->body.p);
     wk_free(k);
     *con_cls = NULL;
 }
 
-/* "host:port", ":port", "host", with an optional http:// in front. */
-static bool parse_host(const char *s, struct sockaddr_in *a)
+/*
+ * The address to listen on, read as Ollama reads OLLAMA_HOST
+ * (envconfig.Host): "[scheme://]host[:port][/path]"; without a scheme
+ * the port defaults to 11434, with http:// to 80 and https:// to 443
+ * (wick serves plain HTTP either way); an empty host is 127.0.0.1, an IPv6
+ * address goes in brackets ("[::1]:11434"), a name is resolved. False when
+ * the host does not resolve or the port is not a number up to 65535.
+ */
+static bool parse_host(const char *s, struct sockaddr_storage *a, socklen_t *alen)
 {
-    if (strncmp(s, "http://", 7) == 0) s += 7;
-    char host[256];
-    snprintf(host, sizeof host, "%s", s);
-    size_t n = strlen(host);
-    if (n && host[n - 1] == '/') host[n - 1] = '\0';
-    int port = 11434;
-    char *colon = strrchr(host, ':');
+    const char *port = "11434";
+    while (*s == ' ' || *s == '\t') s++;
+    const char *sep = strstr(s, "://");
+    if (sep) {
+        if (sep - s == 4 && strncmp(s, "http", 4) == 0) port = "80";
+        else if (sep - s == 5 && strncmp(s, "https", 5) == 0) port = "443";
+        s = sep + 3;
+    }
+    char hp[512], host[512] = "";
+    snprintf(hp, sizeof hp, "%s", s);
+    hp[strcspn(hp, "/ \t\r\n")] = '\0';
+    char *colon = NULL;
+    if (hp[0] == '[') { /* [v6]:port or [v6] */
+        char *close = strchr(hp, ']');
+        if (!close) return false;
+        *close = '\0';
+        snprintf(host, sizeof host, "%s", hp + 1);
+        if (close[1] == ':') colon = close + 1;
+        else if (close[1]) return false;
+    } else {
+        colon = strrchr(hp, ':');
+        if (colon && strchr(hp, ':') != colon) colon = NULL; /* a bare IPv6 address */
+        if (colon) *colon = '\0';
+        snprintf(host, sizeof host, "%s", hp);
+    }
+    char portbuf[16];
     if (colon) {
         char *end;
         long p = strtol(colon + 1, &end, 10);
-        if (*end || p < 0 || p > 65535) return false;
-        port = (int)p;
-        *colon = '\0';
+        if (colon[1] && !*end && p >= 0 && p <= 65535) {
+            snprintf(portbuf, sizeof portbuf, "%ld", p);
+            port = portbuf;
+        }
     }
-    memset(a, 0, sizeof *a);
-    a->sin_family = AF_INET;
-    a->sin_port = htons((uint16_t)port);
-    if (!*host || strcmp(host, "localhost") == 0) strcpy(host, "127.0.0.1");
-    return inet_pton(AF_INET, host, &a->sin_addr) == 1;
+    if (!*host || strcmp(host, "localhost") == 0) snprintf(host, sizeof host, "127.0.0.1");
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV}, *res;
+    if (getaddrinfo(host, port, &hints, &res) != 0 || !res) return false;
+    memcpy(a, res->ai_addr, res->ai_addrlen);
+    *alen = res->ai_addrlen;
+    freeaddrinfo(res);
+    return true;
+}
+
+/* OLLAMA_CONTEXT_LENGTH (WICK_CONTEXT_LENGTH): the num_ctx of requests and
+ * models that set none; OLLAMA_NUM_PARALLEL: more than 1 is said to be
+ * queued (one request at a time per model until parallel slots exist).
+ * False (after a message) when a value is not a number in range. */
+static bool read_env_numbers(struct srv_server *srv)
+{
+    const char *v = wk_getenv_alias("WICK_CONTEXT_LENGTH", "OLLAMA_CONTEXT_LENGTH");
+    char *end;
+    if (v) {
+        long n = strtol(v, &end, 10);
+        if (*end || n < 1 || n > (1L << 22)) {
+            fprintf(stderr, "wick serve: OLLAMA_CONTEXT_LENGTH (WICK_CONTEXT_LENGTH) must be an integer from 1 to %ld, not '%s'\n",
+                    1L << 22, v);
+            return false;
+        }
+        srv->default_ctx = (int32_t)n;
+    }
+    v = wk_getenv_alias("WICK_NUM_PARALLEL", "OLLAMA_NUM_PARALLEL");
+    if (v) {
+        long n = strtol(v, &end, 10);
+        if (*end || n < 1 || n > 1024) {
+            fprintf(stderr, "wick serve: OLLAMA_NUM_PARALLEL (WICK_NUM_PARALLEL) must be an integer from 1 to 1024, not '%s'\n", v);
+            return false;
+        }
+        if (n > 1)
+            fprintf(stderr, "wick serve: OLLAMA_NUM_PARALLEL=%ld: this version answers one request at a time per model; "
+                            "the others queue (parallel slots are not implemented yet)\n", n);
+    }
+    return true;
 }
 
 int wk_serve_main(const struct wk_serve_opts *o)
 {
-    struct sockaddr_in addr;
-    if (!parse_host(o->host, &addr)) {
-        fprintf(stderr, "wick serve: bad address '%s' (want host:port, e.g. 127.0.0.1:11434)\n", o->host);
+    struct sockaddr_storage addr;
+    socklen_t addr_len;
+    if (!parse_host(o->host, &addr, &addr_len)) {
+        (void)addr_len;
+        fprintf(stderr, "wick serve: bad address '%s' (want [scheme://]host[:port], e.g. 127.0.0.1:11434 or [::1]:11434)\n",
+                o->host);
         return 2;
     }
     struct srv_server server = {.models_dir = o->models, .allow_paths = o->allow_paths}, *srv = &server;
@@ -679,10 +680,11 @@ int wk_serve_main(const struct wk_serve_opts *o)
         return 1;
     }
     exe[n] = '\0';
-    const char *max_env = getenv("WICK_MAX_LOADED_MODELS");
+    if (!read_env_numbers(srv)) return 2;
+    const char *max_env = wk_getenv_alias("WICK_MAX_LOADED_MODELS", "OLLAMA_MAX_LOADED_MODELS");
     int max_loaded = max_env ? atoi(max_env) : 3;
     if (max_loaded < 1) {
-        fprintf(stderr, "wick serve: WICK_MAX_LOADED_MODELS must be a positive integer\n");
+        fprintf(stderr, "wick serve: WICK_MAX_LOADED_MODELS (OLLAMA_MAX_LOADED_MODELS) must be a positive integer\n");
         return 2;
     }
     /* signals are taken by sigwait below, not by the connection threads */
@@ -692,8 +694,10 @@ int wk_serve_main(const struct wk_serve_opts *o)
     sigaddset(&set, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     signal(SIGPIPE, SIG_IGN);
-    if (!(srv->access = srv_access_create(&addr)) || srv_sched_create(exe, o->n_threads, max_loaded, &srv->sched)) {
+    if (!(srv->access = srv_access_create((const struct sockaddr *)&addr)) || !(srv->metrics = srv_metrics_create()) ||
+        srv_sched_create(exe, o->n_threads, max_loaded, &srv->sched)) {
         fprintf(stderr, "wick serve: cannot start the scheduler (out of memory?)\n");
+        srv_metrics_destroy(srv->metrics);
         srv_access_destroy(srv->access);
         return 1;
     }
@@ -716,7 +720,7 @@ int wk_serve_main(const struct wk_serve_opts *o)
     }
     struct MHD_Daemon *d = MHD_start_daemon(
         MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL |
-            MHD_USE_ERROR_LOG,
+            MHD_USE_ERROR_LOG | (addr.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0),
         0, NULL, NULL, on_request, srv, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)IDLE_TIMEOUT, MHD_OPTION_CONNECTION_LIMIT, max_conn,
         MHD_OPTION_THREAD_STACK_SIZE, (size_t)THREAD_STACK, MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)1024,
@@ -725,14 +729,18 @@ int wk_serve_main(const struct wk_serve_opts *o)
     if (!d) {
         fprintf(stderr, "wick serve: cannot listen on %s (in use?)\n", o->host);
         srv_sched_destroy(srv->sched);
+        srv_metrics_destroy(srv->metrics);
         srv_access_destroy(srv->access);
         return 1;
     }
     const union MHD_DaemonInfo *di = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
     char ip[64];
-    inet_ntop(AF_INET, &addr.sin_addr, ip, sizeof ip);
-    fprintf(stderr, "wick serve: listening on %s:%u, models from %s\n", ip,
-            di ? di->port : ntohs(addr.sin_port), o->models);
+    const bool v6 = addr.ss_family == AF_INET6;
+    const struct sockaddr_in *a4 = (const struct sockaddr_in *)&addr;
+    const struct sockaddr_in6 *a6 = (const struct sockaddr_in6 *)&addr;
+    inet_ntop(addr.ss_family, v6 ? (const void *)&a6->sin6_addr : (const void *)&a4->sin_addr, ip, sizeof ip);
+    fprintf(stderr, "wick serve: listening on %s%s%s:%u, models from %s\n", v6 ? "[" : "", ip, v6 ? "]" : "",
+            di ? di->port : ntohs(v6 ? a6->sin6_port : a4->sin_port), o->models);
     int sig;
     sigwait(&set, &sig);
     fprintf(stderr, "wick serve: shutting down\n");
@@ -740,6 +748,7 @@ int wk_serve_main(const struct wk_serve_opts *o)
     usleep(300 * 1000); /* open streams write their error line */
     MHD_stop_daemon(d);
     srv_sched_destroy(srv->sched);
+    srv_metrics_destroy(srv->metrics);
     srv_access_destroy(srv->access);
     return 0;
 }

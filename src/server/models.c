@@ -178,14 +178,33 @@ json_t *srv_models_list(const char *models_dir)
     json_array_foreach(json_object_get(l, "models"), i, m) {
         struct wk_store_model sm;
         const char *name = json_string_value(json_object_get(m, "name"));
-        json_t *details = NULL;
+        json_t *details = NULL, *caps = NULL;
         if (!wk_store_resolve(s, name, false, &sm, NULL)) {
-            details = wk_model_details(sm.weights, NULL, NULL);
+            const bool go = sm.template_text && *sm.template_text;
+            char *tmpl = NULL;
+            details = wk_model_details(sm.weights, NULL, go ? NULL : &tmpl);
+            caps = wk_capabilities(go ? sm.template_text : tmpl, go, json_string_value(json_object_get(details, "family")));
+            wk_free(tmpl);
             wk_store_model_deinit(&sm);
         }
         json_object_set_new(m, "details", details ? details : json_object());
-        json_object_set_new(m, "capabilities", json_pack("[s]", "completion"));
+        json_object_set_new(m, "capabilities", caps ? caps : json_pack("[s]", "completion"));
     }
     wk_store_close(s);
     return l;
+}
+
+json_t *srv_models_digests(const char *models_dir)
+{
+    struct wk_store *s;
+    json_t *out = json_object();
+    if (wk_store_open(models_dir, &s, NULL)) return out;
+    json_t *l = wk_store_list(s);
+    size_t i;
+    json_t *m;
+    json_array_foreach(json_object_get(l, "models"), i, m)
+        json_object_set(out, json_string_value(json_object_get(m, "name")), json_object_get(m, "digest"));
+    json_decref(l);
+    wk_store_close(s);
+    return out;
 }

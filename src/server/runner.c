@@ -661,6 +661,110 @@ static json_t *status_json(struct runner *rn)
                      "n_ctx", rn->n_ctx, "model", rn->model_path);
 }
 
+/* ------------------------------------------------ tokenize and detokenize */
+
+/* The bytes token id stands for (control tokens as their text, as
+ * llama.cpp's common_token_to_piece gives them): a JSON string when they
+ * are valid UTF-8, else the list of their byte values (llama-server's
+ * /tokenize with_pieces). NULL when out of memory. */
+static json_t *piece_json(const struct wk_tokenizer *tok, int32_t id)
+{
+    char local[256], *buf = local;
+    size_t n = wk_tokenizer_token_bytes(tok, id, true, local, sizeof local);
+    if (n > sizeof local) { /* a longer piece: its whole length this time */
+        if (!(buf = wk_malloc(n))) return NULL;
+        n = wk_tokenizer_token_bytes(tok, id, true, buf, n);
+    }
+    bool valid = true;
+    for (size_t i = 0, k; i < n && valid; i += k) valid = (k = wk_utf8_seq_len((const unsigned char *)buf + i, n - i)) > 0;
+    json_t *out = valid ? json_stringn(buf, n) : json_array();
+    for (size_t i = 0; !valid && out && i < n; i++) json_array_append_new(out, json_integer((unsigned char)buf[i]));
+    if (buf != local) wk_free(buf);
+    return out;
+}
+
+/*
+ * A tokenize request, {"tokenize": text, "add_special", "parse_special",
+ * "with_pieces"} (booleans; the server checked the types): {"status": 200,
+ * "tokens": [id...]}, or with with_pieces [{"id", "piece"}...], as
+ * llama-server's POST /tokenize answers: add_special puts BOS first when
+ * the model adds one (as a raw prompt gets it, wk_prompt_raw; no model
+ * wick loads adds EOS), parse_special turns control-token text into the
+ * control token (else it stays literal, as user content). Runs on the
+ * connection's thread: the tokenizer is read-only.
+ */
+static json_t *tokenize_json(const struct runner *rn, json_t *req)
+{
+    json_t *text = json_object_get(req, "tokenize");
+    if (!json_is_string(text)) return error_line(400, "content must be a string");
+    const bool with_pieces = json_is_true(json_object_get(req, "with_pieces"));
+    struct wk_tokens ids = {0};
+    const int32_t bos = wk_tokenizer_bos(rn->tok);
+    enum wk_status st = WK_OK;
+    if (json_is_true(json_object_get(req, "add_special")) && bos >= 0 && wk_tokenizer_add_bos(rn->tok))
+        st = wk_tokens_push(&ids, bos);
+    if (!st)
+        st = wk_tokenizer_encode(rn->tok, json_string_value(text), json_string_length(text),
+                                 !json_is_false(json_object_get(req, "parse_special")), &ids);
+    json_t *list = st ? NULL : json_array();
+    for (int64_t i = 0; list && i < ids.n; i++) {
+        json_t *e = with_pieces ? json_object() : json_integer(ids.ids[i]);
+        if (e && with_pieces && (json_object_set_new(e, "id", json_integer(ids.ids[i])) ||
+                                 json_object_set_new(e, "piece", piece_json(rn->tok, ids.ids[i])))) {
+            json_decref(e);
+            e = NULL;
+        }
+        if (!e || json_array_append_new(list, e)) {
+            json_decref(list);
+            list = NULL;
+        }
+    }
+    wk_tokens_deinit(&ids);
+    json_t *res = list ? json_pack("{s:i, s:o}", "status", 200, "tokens", list) : NULL;
+    return res ? res : error_line(500, "out of memory while tokenizing");
+}
+
+/*
+ * A detokenize request, {"detokenize": [id...]}: {"status": 200,
+ * "content": text}, the bytes the ids stand for one after the other
+ * (control tokens as their text, as llama-server's POST /detokenize gives
+ * them), a byte that is not part of well-formed UTF-8 replaced by U+FFFD
+ * (JSON strings are UTF-8). An id that is not an integer of the
+ * vocabulary is a 400 naming its index.
+ */
+static json_t *detokenize_json(const struct runner *rn, json_t *req)
+{
+    json_t *list = json_object_get(req, "detokenize"), *v;
+    const int32_t n_vocab = wk_tokenizer_n_vocab(rn->tok);
+    char msg[256];
+    size_t i;
+    if (!json_is_array(list)) return error_line(400, "tokens must be a list of token ids");
+    json_array_foreach(list, i, v) {
+        if (json_is_integer(v) && json_integer_value(v) >= 0 && json_integer_value(v) < n_vocab) continue;
+        if (json_is_integer(v))
+            snprintf(msg, sizeof msg, "tokens[%zu]: %lld is not a token id of this model (its vocabulary has %d)", i,
+                     (long long)json_integer_value(v), n_vocab);
+        else snprintf(msg, sizeof msg, "tokens[%zu] must be an integer token id", i);
+        return error_line(400, msg);
+    }
+    struct wk_buf b = {0};
+    bool ok = true;
+    json_array_foreach(list, i, v) {
+        char local[256], *buf = local;
+        const int32_t id = (int32_t)json_integer_value(v);
+        size_t n = wk_tokenizer_token_bytes(rn->tok, id, true, local, sizeof local);
+        if (n > sizeof local && (buf = wk_malloc(n))) n = wk_tokenizer_token_bytes(rn->tok, id, true, buf, n);
+        ok = ok && buf && wk_buf_add(&b, buf, n);
+        if (buf != local) wk_free(buf);
+    }
+    size_t len = 0;
+    char *clean = ok ? wk_utf8_sanitize(b.p ? b.p : "", b.len, &len) : NULL;
+    wk_free(b.p);
+    json_t *res = clean ? json_pack("{s:i, s:s%}", "status", 200, "content", clean, len) : NULL;
+    wk_free(clean);
+    return res ? res : error_line(500, "out of memory while detokenizing");
+}
+
 /* Streams j's output to fd until the job finishes or the peer leaves. */
 static void stream(int fd, struct job *j)
 {
@@ -715,6 +819,10 @@ static void *conn_main(void *arg)
         if (line) send_json(fd, error_line(400, "the runner request is not a JSON object"));
     } else if (json_is_true(json_object_get(req, "status"))) {
         send_json(fd, status_json(rn));
+    } else if (json_object_get(req, "tokenize")) { /* the model's tokenizer alone: nothing queued */
+        send_json(fd, tokenize_json(rn, req));
+    } else if (json_object_get(req, "detokenize")) {
+        send_json(fd, detokenize_json(rn, req));
     } else {
         struct job *j = job_new(rn);
         char msg[WK_ERROR_MSG_MAX] = "out of memory";

@@ -43,6 +43,7 @@ struct srv_runner {
     int64_t expires_ns; /* wk_time_ns deadline once unused; SRV_KEEP_FOREVER: never */
     int64_t expires_unix_ns;
     int64_t last_used;
+    int64_t keep_ns; /* the keep_alive the last srv_sched_release gave (its duration); -1: none yet */
     struct srv_runner *next;
     struct srv_sched *sched; /* the scheduler it belongs to */
 };
@@ -55,6 +56,7 @@ struct srv_sched {
     int32_t n_threads;
     int max_loaded;
     int seq;
+    int waiting; /* requests inside srv_sched_acquire (for /metrics) */
     bool shutdown;
     pthread_t reaper;
 };
@@ -269,8 +271,9 @@ static int n_loaded(const struct srv_sched *s)
     return n;
 }
 
-enum wk_status srv_sched_acquire(struct srv_sched *s, const struct srv_model *m, int32_t n_ctx,
-                                 struct srv_runner **out, int64_t *load_ns, struct wk_error *err)
+/* srv_sched_acquire without the count of waiting requests. */
+static enum wk_status acquire(struct srv_sched *s, const struct srv_model *m, int32_t n_ctx,
+                              struct srv_runner **out, int64_t *load_ns, struct wk_error *err)
 {
     int64_t t0 = wk_time_ns();
     *out = NULL;
@@ -317,6 +320,7 @@ enum wk_status srv_sched_acquire(struct srv_sched *s, const struct srv_model *m,
         }
         r->model = *m;
         r->n_ctx_req = n_ctx;
+        r->keep_ns = -1;
         r->loading = true;
         r->users = 1;
         r->expires_ns = SRV_KEEP_FOREVER;
@@ -341,12 +345,24 @@ enum wk_status srv_sched_acquire(struct srv_sched *s, const struct srv_model *m,
     }
 }
 
-void srv_sched_release(struct srv_runner *r, int64_t keep_alive_ns)
+enum wk_status srv_sched_acquire(struct srv_sched *s, const struct srv_model *m, int32_t n_ctx,
+                                 struct srv_runner **out, int64_t *load_ns, struct wk_error *err)
 {
-    struct srv_sched *s = r->sched;
-    if (!r) return;
     pthread_mutex_lock(&s->mu);
+    s->waiting++;
+    pthread_mutex_unlock(&s->mu);
+    enum wk_status st = acquire(s, m, n_ctx, out, load_ns, err);
+    pthread_mutex_lock(&s->mu);
+    s->waiting--;
+    pthread_mutex_unlock(&s->mu);
+    return st;
+}
+
+/* Ends one use of r with keep_alive_ns (s->mu held). */
+static void release_locked(struct srv_sched *s, struct srv_runner *r, int64_t keep_alive_ns)
+{
     r->users--;
+    r->keep_ns = keep_alive_ns;
     r->last_used = wk_time_ns();
     if (keep_alive_ns >= INT64_MAX / 4) {
         r->expires_ns = SRV_KEEP_FOREVER;
@@ -356,6 +372,55 @@ void srv_sched_release(struct srv_runner *r, int64_t keep_alive_ns)
         r->expires_unix_ns = srv_unix_ns() + keep_alive_ns;
     }
     pthread_cond_broadcast(&s->cv);
+}
+
+void srv_sched_release(struct srv_runner *r, int64_t keep_alive_ns)
+{
+    if (!r) return;
+    struct srv_sched *s = r->sched;
+    pthread_mutex_lock(&s->mu);
+    release_locked(s, r, keep_alive_ns);
+    pthread_mutex_unlock(&s->mu);
+}
+
+void srv_sched_release_keep(struct srv_runner *r, int64_t keep_alive_ns)
+{
+    if (!r) return;
+    struct srv_sched *s = r->sched;
+    pthread_mutex_lock(&s->mu);
+    release_locked(s, r, r->keep_ns >= 0 ? r->keep_ns : keep_alive_ns);
+    pthread_mutex_unlock(&s->mu);
+}
+
+/* Whether r is up: started, not dead, not being stopped (s->mu held). */
+static bool runner_up(const struct srv_runner *r) { return !r->dead && !r->loading && !r->stopping && r->pid > 0; }
+
+int srv_sched_find_loaded(struct srv_sched *s, const char *name, struct srv_model *m, int32_t *n_ctx)
+{
+    int n = 0;
+    pthread_mutex_lock(&s->mu);
+    for (struct srv_runner *r = s->list; r; r = r->next) {
+        if (!runner_up(r) || (name && strcmp(r->model.name, name) != 0)) continue;
+        if (n++ == 0) {
+            if (m) *m = r->model;
+            if (n_ctx) *n_ctx = r->n_ctx_req;
+        }
+    }
+    pthread_mutex_unlock(&s->mu);
+    return n;
+}
+
+void srv_sched_counts(struct srv_sched *s, struct srv_sched_counts *out)
+{
+    memset(out, 0, sizeof *out);
+    pthread_mutex_lock(&s->mu);
+    for (struct srv_runner *r = s->list; r; r = r->next) {
+        if (r->dead || r->loading || r->pid <= 0) continue;
+        out->loaded++;
+        out->busy += r->users > 0;
+        out->in_use += r->users;
+    }
+    out->waiting = s->waiting;
     pthread_mutex_unlock(&s->mu);
 }
 

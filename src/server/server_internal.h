@@ -10,12 +10,68 @@
 #include "../store/wk_store.h"
 
 #include <jansson.h>
+#include <microhttpd.h>
 #include <stdbool.h>
 #include <stdint.h>
 
 #define SRV_MAX_BODY ((size_t)4 << 20)
 #define SRV_DEFAULT_KEEP_ALIVE_NS (5 * 60 * INT64_C(1000000000))
 #define SRV_KEEP_FOREVER INT64_MAX
+
+/* One server's state, made by wk_serve_main and handed to every request
+ * (the daemon's callback argument): no request handler reads a global. */
+struct srv_server {
+    const char *models_dir; /* the store */
+    bool allow_paths;       /* wk_serve_opts.allow_paths */
+    struct srv_sched *sched;
+    struct srv_access *access; /* Host and Origin rules */
+    struct srv_metrics *metrics; /* what /metrics reports (metrics.c) */
+    int32_t default_ctx;         /* OLLAMA_CONTEXT_LENGTH; 0: the engine's default (4096) */
+};
+
+/* Replies on connection c (http.c): text [len] of Content-Type type with status; obj (stolen) as
+ * compact JSON; {"error": msg} (Ollama's shape). Each adds the CORS headers
+ * of an allowed Origin. MHD_NO when out of memory. */
+enum MHD_Result srv_reply_raw(struct MHD_Connection *c, unsigned status, const char *type, const char *text,
+                              size_t len);
+enum MHD_Result srv_reply_json(struct MHD_Connection *c, unsigned status, json_t *obj);
+enum MHD_Result srv_reply_error(struct MHD_Connection *c, unsigned status, const char *msg);
+
+/* ------------------------------------------------------------ store routes (api_store.c) */
+
+/* POST /api/show {model, verbose}: Ollama's ShowResponse (license,
+ * modelfile, parameters, template, system, details, model_info, tensors
+ * when verbose, capabilities, modified_at, messages). 404 for an unknown
+ * model. */
+enum MHD_Result srv_serve_show(struct srv_server *srv, struct MHD_Connection *c, json_t *body);
+/* POST /api/create: from a stored model ("from"; a path only with
+ * --allow-paths), or from "files" ({name: digest} of uploaded blobs: one
+ * GGUF file, or a Hugging Face folder's files); "adapters" refused (400). */
+enum MHD_Result srv_serve_create(struct srv_server *srv, struct MHD_Connection *c, json_t *body);
+/* POST /api/copy {source, destination} and DELETE /api/delete {model}:
+ * 200 with an empty body; 404 for an unknown model, 400 for a bad name. */
+enum MHD_Result srv_serve_copy(struct srv_server *srv, struct MHD_Connection *c, json_t *body);
+enum MHD_Result srv_serve_delete(struct srv_server *srv, struct MHD_Connection *c, json_t *body);
+/* HEAD /api/blobs/:digest: 200 when the store holds the blob, else 404
+ * (400 for a malformed digest). */
+enum MHD_Result srv_serve_blob_head(struct srv_server *srv, struct MHD_Connection *c, const char *digest);
+
+/* POST /api/blobs/:digest: the body written into the store as it arrives
+ * and checked against digest at the end (201; 400 "digest mismatch"; 200
+ * at once when the blob is stored already, the body dropped). */
+struct srv_upload;
+/* Starts one (errors such as a malformed digest are kept for the reply);
+ * NULL when out of memory. */
+struct srv_upload *srv_upload_begin(struct srv_server *srv, const char *digest);
+/* Appends a piece of the body. */
+void srv_upload_data(struct srv_upload *u, const char *data, size_t n);
+/* Replies (201, 200 or the error) and frees u. */
+enum MHD_Result srv_upload_finish(struct MHD_Connection *c, struct srv_upload *u);
+/* Frees u (a connection that ended early), dropping a partial blob. */
+void srv_upload_free(struct srv_upload *u);
+/* GET /api/ps: srv_sched_list with each model's digest (as /api/tags
+ * gives it). A new object. */
+json_t *srv_ps_list(struct srv_server *srv);
 
 /* ------------------------------------------------------------ models */
 
@@ -36,6 +92,8 @@ enum wk_status srv_model_find(const char *models_dir, const char *name, struct s
 
 /* {"models": [...]} for /api/tags: every stored model, with details. */
 json_t *srv_models_list(const char *models_dir);
+/* {"name:tag": "<manifest digest>"} of every stored model (a new object). */
+json_t *srv_models_digests(const char *models_dir);
 
 /* ------------------------------------------------------------ scheduler */
 
@@ -79,6 +137,29 @@ int32_t srv_runner_n_ctx(const struct srv_runner *r);
  * piece (wk_tokenizer_min_tokens): a prompt of more than n_ctx times this
  * many bytes cannot fit; 0 when the runner did not say. */
 int64_t srv_runner_bytes_per_token(const struct srv_runner *r);
+/* Ends one use of r, as srv_sched_release, with the keep_alive the last
+ * srv_sched_release of r gave (a request that only looks at the model,
+ * such as /tokenize, neither shortens nor extends how long it stays:
+ * its timer restarts with the same duration); keep_alive_ns when no
+ * request has released r yet. r NULL: nothing. */
+void srv_sched_release_keep(struct srv_runner *r, int64_t keep_alive_ns);
+/* The runners that are up (started, not dead or being stopped) of stored
+ * model name ("name:tag", srv_model.name), or of every model when name is
+ * NULL. Returns how many; the first one's model goes into *m and the
+ * num_ctx it was asked for (0: the default) into *n_ctx (either may be
+ * NULL), so that srv_sched_acquire(m, n_ctx) takes it as it is instead of
+ * restarting it for another num_ctx. Thread-safe. */
+int srv_sched_find_loaded(struct srv_sched *s, const char *name, struct srv_model *m, int32_t *n_ctx);
+/* What the runners are doing, for /metrics (srv_sched_counts). */
+struct srv_sched_counts {
+    int32_t loaded;  /* runners started and not dead (each is one slot: it serves one request at a time) */
+    int32_t busy;    /* of which held by a request */
+    int32_t in_use;  /* requests holding a runner (several may hold one: all but one wait in its queue) */
+    int32_t waiting; /* requests waiting in srv_sched_acquire: for a runner to load, for room under
+                      * WICK_MAX_LOADED_MODELS, or for a restart with another num_ctx */
+};
+/* A snapshot of s's counts into *out. Thread-safe. */
+void srv_sched_counts(struct srv_sched *s, struct srv_sched_counts *out);
 
 /* ------------------------------------------------------------ runner client */
 
@@ -145,6 +226,7 @@ struct srv_gen {
     struct wk_buf text, thinking;
     json_t *lps;
     json_t *tool_calls; /* the calls so far (Ollama's shape), or NULL */
+    struct srv_metrics *metrics; /* the server's (borrowed): the final line's counts go there */
 };
 
 /* Parses a request body for api into g (runner_req, options, flags).
@@ -169,7 +251,7 @@ json_t *srv_error_body(enum srv_api api, int status, const char *msg);
 
 /* ------------------------------------------------------------ access (access.c) */
 
-struct sockaddr_in;
+struct sockaddr;
 struct MHD_Connection;
 struct MHD_Response;
 /* A server's Host and Origin rules. */
@@ -177,7 +259,7 @@ struct srv_access;
 /* Reads OLLAMA_ORIGINS and WICK_ORIGINS and this machine's hostname; the
  * Host check applies when listen is a loopback address. NULL when out of
  * memory; owned by the caller (srv_access_destroy). */
-struct srv_access *srv_access_create(const struct sockaddr_in *listen);
+struct srv_access *srv_access_create(const struct sockaddr *listen);
 void srv_access_destroy(struct srv_access *a);
 /* Whether a Host header value is allowed for a server on a loopback
  * address, and an Origin header value at all (srv_access_check's rules). */
@@ -246,6 +328,34 @@ enum wk_status srv_format_compile(const json_t *req, struct wk_grammar **out, st
  * once per runner). Errors: WK_E_NOMEM, WK_E_RANGE. */
 enum wk_status srv_format_matcher(struct srv_format *f, const struct wk_tokenizer *tok, const struct wk_grammar *g,
                                   struct wk_grammar_matcher **out, struct wk_error *err);
+
+/* -------------------------------- llama-server's small routes (metrics.c) */
+
+/* The counters behind GET /metrics: requests by route and status, tokens
+ * and seconds by model. Thread-safe (one mutex); owned by the server. */
+struct srv_metrics;
+/* A new set of counters, all zero; NULL when out of memory. Free with
+ * srv_metrics_destroy (NULL: nothing). */
+struct srv_metrics *srv_metrics_create(void);
+void srv_metrics_destroy(struct srv_metrics *m);
+/* Counts one answered request: route is the route's path as the route
+ * table names it ("/api/chat"; "unknown" for a path no route has; copied),
+ * code its HTTP status. m NULL: nothing. */
+void srv_metrics_request(struct srv_metrics *m, const char *route, unsigned code);
+/* Adds a generation's counts from the runner's final line (wk_server.h:
+ * prompt_tokens, prompt_eval_count (prefilled), prompt_eval_duration and
+ * eval_duration in ns, eval_count) to model's totals (the canonical
+ * "name:tag"; copied) and sets its last-request rates. m NULL: nothing. */
+void srv_metrics_generation(struct srv_metrics *m, const char *model, const json_t *final_line);
+/* GET /metrics: the counters in Prometheus' text exposition format 0.0.4,
+ * wick's names and llama-server's (llamacpp:*) where they mean the same. */
+enum MHD_Result srv_serve_metrics(struct srv_server *srv, struct MHD_Connection *c);
+/* POST /tokenize ({"model", "content", "add_special", "parse_special",
+ * "with_pieces"} -> {"tokens"}) and, with detokenize, POST /detokenize
+ * ({"model", "tokens"} -> {"content"}), llama-server's shapes, on the
+ * model's runner (started if need be). body is borrowed. Errors: 400
+ * naming the field, 404 for an unknown model, 500 when the runner fails. */
+enum MHD_Result srv_serve_tokenize(struct srv_server *srv, struct MHD_Connection *c, json_t *body, bool detokenize);
 
 /* ------------------------------------------------------------ utilities */
 

@@ -79,15 +79,21 @@ enum wk_status wk_model_name_parse(const char *s, struct wk_model_name *out, str
     for (const char *p = s; p < s + path_len;) {
         const char *e = memchr(p, '/', (size_t)(s + path_len - p));
         if (!e) e = s + path_len;
-        if (n == 3 || !part_ok(p, (size_t)(e - p)))
+        /* the host part may end in ":port" (127.0.0.1:5000/ns/name); the
+         * manifest folder keeps it, as Ollama's does */
+        const char *port = n == 0 ? memchr(p, ':', (size_t)(e - p)) : NULL;
+        bool port_ok = port && port + 1 < e && e - (port + 1) <= 5 && e - p <= 127 &&
+                       strspn(port + 1, "0123456789") >= (size_t)(e - (port + 1));
+        if (n == 3 || !part_ok(p, (size_t)((port_ok ? port : e) - p)) || (port && !port_ok))
             return wk_error_set(err, WK_E_INVALID,
-                                "invalid model name '%s': want [host/][namespace/]name[:tag] of "
+                                "invalid model name '%s': want [host[:port]/][namespace/]name[:tag] of "
                                 "letters, digits, '.', '_', '-'",
                                 shown);
         parts[n] = p, lens[n++] = (size_t)(e - p);
         p = e + (e < s + path_len);
     }
-    if (n == 0) return wk_error_set(err, WK_E_INVALID, "invalid model name '%s'", shown);
+    if (n == 0 || (n < 3 && memchr(parts[0], ':', lens[0])))
+        return wk_error_set(err, WK_E_INVALID, "invalid model name '%s'", shown);
     snprintf(out->host, sizeof out->host, "%s", WK_DEFAULT_HOST);
     snprintf(out->ns, sizeof out->ns, "%s", WK_DEFAULT_NAMESPACE);
     if (n == 3) snprintf(out->host, sizeof out->host, "%.*s", (int)lens[0], parts[0]);
@@ -109,8 +115,8 @@ void wk_model_name_format(const struct wk_model_name *n, char *out, size_t cap)
 
 void wk_store_default_dir(char *out, size_t cap)
 {
-    const char *e = getenv("WICK_MODELS");
-    if (e && *e) snprintf(out, cap, "%s", e);
+    const char *e = wk_getenv_alias("WICK_MODELS", "OLLAMA_MODELS");
+    if (e) snprintf(out, cap, "%s", e);
     else snprintf(out, cap, "%s/.wick/models", getenv("HOME") ? getenv("HOME") : ".");
 }
 
@@ -270,6 +276,81 @@ static enum wk_status add_blob(struct wk_store *s, int in_fd, const void *mem, s
     return WK_OK;
 }
 
+struct wk_blob_writer {
+    struct wk_store *s;
+    int fd;
+    char tmp[4200];
+    EVP_MD_CTX *md;
+    uint64_t size;
+};
+
+enum wk_status wk_store_blob_begin(struct wk_store *s, struct wk_blob_writer **out, struct wk_error *err)
+{
+    *out = NULL;
+    struct wk_blob_writer *w = wk_calloc(1, sizeof *w);
+    if (!w || !(w->md = EVP_MD_CTX_new())) {
+        wk_free(w);
+        return wk_error_set(err, WK_E_NOMEM, "out of memory");
+    }
+    char final[4200];
+    snprintf(final, sizeof final, "%s/blobs/x", s->dir);
+    if ((w->fd = open_temp(final, w->tmp, sizeof w->tmp)) < 0) {
+        EVP_MD_CTX_free(w->md);
+        wk_free(w);
+        return wk_error_set(err, WK_E_IO, "cannot write in %s/blobs: %s", s->dir, strerror(errno));
+    }
+    EVP_DigestInit_ex(w->md, EVP_sha256(), NULL);
+    w->s = s;
+    *out = w;
+    return WK_OK;
+}
+
+enum wk_status wk_store_blob_write(struct wk_blob_writer *w, const void *data, size_t n, struct wk_error *err)
+{
+    EVP_DigestUpdate(w->md, data, n);
+    for (size_t done = 0; done < n;) {
+        ssize_t k = write(w->fd, (const char *)data + done, n - done);
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) return wk_error_set(err, WK_E_IO, "cannot write a blob in %s: %s", w->s->dir, strerror(errno));
+        done += (size_t)k;
+    }
+    w->size += n;
+    return WK_OK;
+}
+
+void wk_store_blob_abort(struct wk_blob_writer *w)
+{
+    if (!w) return;
+    close(w->fd);
+    unlink(w->tmp);
+    EVP_MD_CTX_free(w->md);
+    wk_free(w);
+}
+
+enum wk_status wk_store_blob_commit(struct wk_blob_writer *w, const char *expected, char digest[80],
+                                    struct wk_error *err)
+{
+    hex_digest(w->md, digest);
+    if (expected && strcmp(expected, digest) != 0) {
+        wk_error_set(err, WK_E_INVALID, "digest mismatch: the data's digest is %s, not %.80s", digest, expected);
+        wk_store_blob_abort(w);
+        return WK_E_INVALID;
+    }
+    char final[4200];
+    wk_store_blob_path(w->s, digest, final, sizeof final);
+    enum wk_status st = WK_OK;
+    struct stat sb;
+    if (stat(final, &sb) == 0 && (uint64_t)sb.st_size == w->size) { /* already stored */
+        close(w->fd);
+        unlink(w->tmp);
+    } else if (!commit_temp(w->fd, w->tmp, final)) {
+        st = wk_error_set(err, WK_E_IO, "cannot store blob %s: %s", final, strerror(errno));
+    }
+    EVP_MD_CTX_free(w->md);
+    wk_free(w);
+    return st;
+}
+
 enum wk_status wk_store_add_file(struct wk_store *s, const char *path, wk_store_progress_fn progress,
                                  void *user, char digest[80], uint64_t *size, struct wk_error *err)
 {
@@ -384,12 +465,10 @@ const char *wk_manifest_layer(json_t *m, const char *mt)
     return NULL;
 }
 
-char *wk_store_layer_text(const struct wk_store *s, json_t *m, const char *mt)
+char *wk_store_blob_text(const struct wk_store *s, const char *digest)
 {
-    const char *d = wk_manifest_layer(m, mt);
-    if (!d) return NULL;
     char path[4200];
-    wk_store_blob_path(s, d, path, sizeof path);
+    wk_store_blob_path(s, digest, path, sizeof path);
     FILE *f = fopen(path, "rb");
     if (!f) return NULL;
     fseek(f, 0, SEEK_END);
@@ -403,6 +482,12 @@ char *wk_store_layer_text(const struct wk_store *s, json_t *m, const char *mt)
     if (t) t[n] = '\0';
     fclose(f);
     return t;
+}
+
+char *wk_store_layer_text(const struct wk_store *s, json_t *m, const char *mt)
+{
+    const char *d = wk_manifest_layer(m, mt);
+    return d ? wk_store_blob_text(s, d) : NULL;
 }
 
 /* ------------------------------------------------------------ list, rm, cp */
@@ -717,16 +802,21 @@ static enum wk_status hf_folder(const struct wk_store *s, json_t *m, bool draft,
     return WK_OK;
 }
 
+bool wk_name_is_path(const char *name)
+{
+    struct stat sb;
+    size_t len = strlen(name);
+    return stat(name, &sb) == 0 || name[0] == '/' || name[0] == '.' || name[0] == '~' ||
+           (len > 5 && strcmp(name + len - 5, ".gguf") == 0);
+}
+
 enum wk_status wk_store_resolve(const struct wk_store *s, const char *name, bool allow_paths,
                                 struct wk_store_model *out, struct wk_error *err)
 {
     memset(out, 0, sizeof *out);
-    struct stat sb;
     /* the CLI: anything that exists, or looks like a path, goes to the loader,
      * which says what is wrong with it (no such file, a FIFO, not GGUF) */
-    size_t len = strlen(name);
-    bool pathlike = strchr(name, '/') || (len > 5 && strcmp(name + len - 5, ".gguf") == 0);
-    if (allow_paths && (stat(name, &sb) == 0 || pathlike)) {
+    if (allow_paths && wk_name_is_path(name)) {
         snprintf(out->weights, sizeof out->weights, "%s", name);
         out->params = json_object();
         out->messages = json_array();

@@ -60,7 +60,7 @@ void wk_model_name_format(const struct wk_model_name *n, char *out, size_t cap);
 
 struct wk_store;
 
-/* WICK_MODELS or ~/.wick/models, into out[cap]. */
+/* WICK_MODELS, else OLLAMA_MODELS, else ~/.wick/models, into out[cap]. */
 void wk_store_default_dir(char *out, size_t cap);
 /* Opens (creating its folders) the store at dir. Errors: WK_E_IO, WK_E_NOMEM. */
 enum wk_status wk_store_open(const char *dir, struct wk_store **out, struct wk_error *err);
@@ -90,6 +90,24 @@ enum wk_status wk_store_add_file(struct wk_store *s, const char *path, wk_store_
 /* The same for bytes in memory. */
 enum wk_status wk_store_add_bytes(struct wk_store *s, const void *data, size_t len, char digest[80],
                                   struct wk_error *err);
+/* A blob written as its bytes arrive (POST /api/blobs/:digest): a
+ * temporary file in blobs/, hashed while written. */
+struct wk_blob_writer;
+/* Starts one into *out (owned: commit or abort ends it). Errors: WK_E_IO,
+ * WK_E_NOMEM. */
+enum wk_status wk_store_blob_begin(struct wk_store *s, struct wk_blob_writer **out, struct wk_error *err);
+/* Appends data [n bytes]. Errors: WK_E_IO (disk full, ...); the writer
+ * stays for abort. */
+enum wk_status wk_store_blob_write(struct wk_blob_writer *w, const void *data, size_t n, struct wk_error *err);
+/* Ends w: the SHA-256 of what was written into digest ("sha256:<hex>");
+ * when expected is not NULL and differs, WK_E_INVALID ("digest
+ * mismatch ...") and nothing is stored; else the file is fsync'd and
+ * renamed to its digest (or dropped when that blob is stored already).
+ * Errors: WK_E_INVALID, WK_E_IO. w is freed either way. */
+enum wk_status wk_store_blob_commit(struct wk_blob_writer *w, const char *expected, char digest[80],
+                                    struct wk_error *err);
+/* Drops w and its temporary file (NULL: nothing). */
+void wk_store_blob_abort(struct wk_blob_writer *w);
 /* The path of blob digest ("sha256:<hex>") into out[cap]. */
 void wk_store_blob_path(const struct wk_store *s, const char *digest, char *out, size_t cap);
 
@@ -106,6 +124,28 @@ enum wk_status wk_store_write_manifest(struct wk_store *s, const struct wk_model
 const char *wk_manifest_layer(json_t *m, const char *mt);
 /* The text of the first layer of media type mt (wk_malloc'd), or NULL. */
 char *wk_store_layer_text(const struct wk_store *s, json_t *m, const char *mt);
+/* The whole of blob digest ("sha256:<hex>") as a NUL-terminated string
+ * (wk_malloc'd; it may hold other NULs), or NULL when it cannot be read. */
+char *wk_store_blob_text(const struct wk_store *s, const char *digest);
+
+/* The stored model of manifest m as a Modelfile, as `ollama show
+ * --modelfile` prints one: a comment naming `name`, FROM and DRAFT the
+ * blob paths (so `wick create` from it reuses them), TEMPLATE, SYSTEM,
+ * PARAMETERs, MESSAGEs, LICENSEs. wk_malloc'd; NULL (err set) when a
+ * stored layer is not what it should be, or out of memory. */
+char *wk_store_modelfile(const struct wk_store *s, json_t *m, const char *name, struct wk_error *err);
+
+/* Ollama's "parameters" text of /api/show: one line per value (each of a
+ * list), "%-30s %s" of the name and the value as JSON, names sorted.
+ * wk_malloc'd ("" when params is empty or not an object). */
+char *wk_store_params_text(json_t *params);
+
+/* Ollama's capabilities of a model: "embedding" for an encoder family
+ * (bert, nomic-bert), else "completion", plus "tools" and "thinking" when
+ * the template that renders its chats (tmpl: a Go TEMPLATE when go, else
+ * a Jinja chat template; may be NULL) renders tools and thinking. A new
+ * JSON array. */
+json_t *wk_capabilities(const char *tmpl, bool go, const char *family);
 
 /* {"models": [{name, model, modified_at, size, digest, ...}]}: every
  * manifest, for `wick list` and /api/tags. */
@@ -185,6 +225,10 @@ struct wk_store_model {
  * WK_E_NOT_FOUND ("model 'x' not found"), WK_E_INVALID (a bad name),
  * WK_E_FORMAT.
  */
+/* Whether the CLI takes name as a file or folder rather than a model
+ * name: it exists, starts with '/', '.' or '~', or ends in ".gguf"
+ * ("ns/name" and "host:port/ns/name:tag" that name no file are models). */
+bool wk_name_is_path(const char *name);
 enum wk_status wk_store_resolve(const struct wk_store *s, const char *name, bool allow_paths,
                                 struct wk_store_model *out, struct wk_error *err);
 void wk_store_model_deinit(struct wk_store_model *m);

@@ -941,11 +941,19 @@ def test_shutdown(s):
     check(not alive, "the runner stops with the server")
 
 
+def test_ollama_api(s):
+    """tests/server/test_ollama_api.py: blobs, create with files, copy,
+    delete, show, list, ps; then OLLAMA_* environment on a second server."""
+    import test_ollama_api
+    test_ollama_api.test_ollama_surface(s, os.path.join(CACHE, SMOL_FIX["model"]))
+    test_ollama_api.test_ollama_env(WICK, s.dir)
+
+
 def main():
     s = Server()
     try:
         for t in (test_errors, test_ollama_client, test_openai_client, test_qwen2_chat, test_prefix_reuse, test_cancellation,
-                  test_runner_killed, test_concurrent_same_answer, test_cli_ps_stop_and_max_loaded, test_api_create, test_templates, test_template_kwargs, test_tool_prompts, test_tool_calls, test_structured_output, test_mask_only_removes, test_api_edges, test_gemma4_mtp, test_load,
+                  test_runner_killed, test_concurrent_same_answer, test_cli_ps_stop_and_max_loaded, test_api_create, test_ollama_api, test_templates, test_template_kwargs, test_tool_prompts, test_tool_calls, test_structured_output, test_mask_only_removes, test_api_edges, test_gemma4_mtp, test_load,
                   test_shutdown):
             t0 = time.time()
             t(s)

@@ -1,0 +1,283 @@
+/*
+ * http_client.c - where the server is (Ollama's address parsing) and
+ * requests to it through libcurl: whole answers (easy interface), and
+ * streamed ones (multi interface, polled every 100 ms so that a cancel
+ * closes the connection promptly even while the server is silent).
+ */
+#include "http_client.h"
+
+#include <curl/curl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DEFAULT_PORT "11434"
+
+/* Go's net.SplitHostPort: "host:port" or "[v6]:port"; false when the port
+ * is missing or the host has a colon outside brackets. */
+static bool split_host_port(const char *hp, char *host, size_t hcap, char *port, size_t pcap)
+{
+    const char *colon;
+    if (hp[0] == '[') {
+        const char *end = strchr(hp, ']');
+        if (!end || end[1] != ':') return false;
+        snprintf(host, hcap, "%.*s", (int)(end - hp - 1), hp + 1);
+        colon = end + 1;
+    } else {
+        colon = strrchr(hp, ':');
+        if (!colon || memchr(hp, ':', (size_t)(colon - hp))) return false;
+        snprintf(host, hcap, "%.*s", (int)(colon - hp), hp);
+    }
+    snprintf(port, pcap, "%s", colon + 1);
+    return true;
+}
+
+/* A port Go's strconv.ParseInt takes, in 0..65535. */
+static bool port_ok(const char *p)
+{
+    char *end;
+    if (!*p) return false;
+    long long n = strtoll(p, &end, 10);
+    return *end == '\0' && n >= 0 && n <= 65535;
+}
+
+void cli_host_parse(const char *s, char *out, size_t cap)
+{
+    char buf[CLI_URL_MAX], scheme[32] = "http", host[CLI_URL_MAX], port[32];
+    const char *def_port = DEFAULT_PORT;
+    while (s && (*s == ' ' || *s == '\t' || *s == '\n' || *s == '\r')) s++;
+    snprintf(buf, sizeof buf, "%s", s ? s : "");
+    for (size_t n = strlen(buf); n > 0 && strchr(" \t\r\n", buf[n - 1]); n--) buf[n - 1] = '\0';
+    char *hp = buf, *sep = strstr(buf, "://");
+    if (!sep && strcmp(buf, "ollama.com") == 0) {
+        snprintf(scheme, sizeof scheme, "https");
+        def_port = "443";
+    } else if (sep) {
+        size_t n = (size_t)(sep - buf) < sizeof scheme ? (size_t)(sep - buf) : sizeof scheme - 1;
+        memcpy(scheme, buf, n);
+        scheme[n] = '\0';
+        hp = sep + 3;
+        if (strcmp(scheme, "http") == 0) def_port = "80";
+        else if (strcmp(scheme, "https") == 0) def_port = "443";
+    }
+    char *path = strchr(hp, '/');
+    if (path) *path++ = '\0';
+    if (!split_host_port(hp, host, sizeof host, port, sizeof port)) {
+        size_t n = strlen(hp);
+        if (n >= 2 && hp[0] == '[' && hp[n - 1] == ']') snprintf(host, sizeof host, "%.*s", (int)n - 2, hp + 1);
+        else snprintf(host, sizeof host, "%s", *hp ? hp : "127.0.0.1");
+        snprintf(port, sizeof port, "%s", def_port);
+    }
+    if (!port_ok(port)) snprintf(port, sizeof port, "%s", def_port);
+    /* a bind-anything address is this machine, for a client */
+    if (!*host || strcmp(host, "0.0.0.0") == 0) snprintf(host, sizeof host, "127.0.0.1");
+    else if (strcmp(host, "::") == 0 || strcmp(host, "0:0:0:0:0:0:0:0") == 0) snprintf(host, sizeof host, "::1");
+    const bool v6 = strchr(host, ':') != NULL;
+    snprintf(out, cap, "%s://%s%s%s:%s%s%s", scheme, v6 ? "[" : "", host, v6 ? "]" : "", port, path ? "/" : "",
+             path ? path : "");
+    for (size_t n = strlen(out); n > 0 && out[n - 1] == '/'; n--) out[n - 1] = '\0';
+}
+
+void cli_server_url(char *out, size_t cap)
+{
+    const char *h = getenv("OLLAMA_HOST");
+    if (!h || !*h) h = getenv("WICK_HOST");
+    cli_host_parse(h, out, cap);
+}
+
+static size_t collect(char *p, size_t size, size_t n, void *user)
+{
+    struct cli_http_reply *r = user;
+    char *q = realloc(r->body, r->len + size * n + 1);
+    if (!q) return 0;
+    memcpy(q + r->len, p, size * n);
+    r->body = q;
+    r->len += size * n;
+    r->body[r->len] = '\0';
+    return size * n;
+}
+
+/* An easy handle for base+path: POST body (JSON) when not NULL. *hdr is
+ * the header list to free after the request. */
+static CURL *make_handle(const char *base, const char *path, const char *body, struct curl_slist **hdr)
+{
+    char url[CLI_URL_MAX + 256];
+    snprintf(url, sizeof url, "%s%s", base, path);
+    CURL *c = curl_easy_init();
+    if (!c) return NULL;
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    *hdr = NULL;
+    if (body) {
+        *hdr = curl_slist_append(NULL, "Content-Type: application/json");
+        curl_easy_setopt(c, CURLOPT_HTTPHEADER, *hdr);
+        curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+    }
+    return c;
+}
+
+bool cli_http_request(const char *base, const char *path, const char *body, long timeout_ms,
+                      struct cli_http_reply *out, char *err, size_t cap)
+{
+    memset(out, 0, sizeof *out);
+    struct curl_slist *hdr;
+    CURL *c = make_handle(base, path, body, &hdr);
+    if (!c) {
+        snprintf(err, cap, "cannot start an HTTP request");
+        return false;
+    }
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, out);
+    if (timeout_ms > 0) {
+        curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, timeout_ms);
+        curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms);
+    }
+    CURLcode rc = curl_easy_perform(c);
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &out->status);
+    curl_easy_cleanup(c);
+    curl_slist_free_all(hdr);
+    if (rc != CURLE_OK) {
+        snprintf(err, cap, "%s", curl_easy_strerror(rc));
+        free(out->body);
+        memset(out, 0, sizeof *out);
+        return false;
+    }
+    return true;
+}
+
+json_t *cli_http_json(const char *base, const char *path, const char *body, long timeout_ms, long *status,
+                      char *err, size_t cap)
+{
+    struct cli_http_reply r;
+    if (!cli_http_request(base, path, body, timeout_ms, &r, err, cap)) return NULL;
+    *status = r.status;
+    json_t *j = json_loads(r.body ? r.body : "", 0, NULL);
+    if (!j) snprintf(err, cap, "the server's answer (HTTP %ld) is not JSON", r.status);
+    free(r.body);
+    return j;
+}
+
+const char *cli_error_message(json_t *j, const char *fallback)
+{
+    const char *m = json_string_value(json_object_get(j, "error"));
+    if (!m) m = json_string_value(json_object_get(json_object_get(j, "error"), "message"));
+    return m && *m ? m : fallback;
+}
+
+struct stream {
+    CURL *c;
+    cli_line_fn on_line;
+    void *user;
+    char *buf; /* the current line, or the whole body of a non-200 answer */
+    size_t len, cap;
+    bool stopped; /* on_line said stop */
+    bool error;   /* a status other than 200: keep the body */
+};
+
+static bool buf_add(struct stream *s, const char *p, size_t n)
+{
+    if (s->len + n + 1 > s->cap) {
+        size_t cap = (s->len + n + 1) * 2;
+        char *b = realloc(s->buf, cap);
+        if (!b) return false;
+        s->buf = b;
+        s->cap = cap;
+    }
+    memcpy(s->buf + s->len, p, n);
+    s->len += n;
+    s->buf[s->len] = '\0';
+    return true;
+}
+
+static size_t on_data(char *p, size_t size, size_t n, void *user)
+{
+    struct stream *s = user;
+    size_t total = size * n;
+    long status = 0;
+    curl_easy_getinfo(s->c, CURLINFO_RESPONSE_CODE, &status);
+    s->error = status != 200;
+    if (s->error) return buf_add(s, p, total) ? total : 0;
+    for (size_t i = 0; i < total;) {
+        char *nl = memchr(p + i, '\n', total - i);
+        size_t take = nl ? (size_t)(nl - (p + i)) : total - i;
+        if (!buf_add(s, p + i, take)) return 0;
+        i += take;
+        if (!nl) break;
+        i++;
+        size_t len = s->len;
+        s->len = 0;
+        if (len > 0 && !s->on_line(s->user, s->buf, len)) {
+            s->stopped = true;
+            return 0;
+        }
+    }
+    return total;
+}
+
+/* Runs the transfer, polling every 100 ms for *cancel. Returns the
+ * transfer's result, or -1 when cancelled. */
+static int run_multi(CURL *c, const volatile bool *cancel, CURLcode *result)
+{
+    CURLM *m = curl_multi_init();
+    if (!m) return *result = CURLE_OUT_OF_MEMORY, 0;
+    curl_multi_add_handle(m, c);
+    int running = 1, rc = 0;
+    *result = CURLE_OK;
+    while (running) {
+        if (cancel && *cancel) {
+            rc = -1;
+            break;
+        }
+        if (curl_multi_perform(m, &running) != CURLM_OK) {
+            *result = CURLE_FAILED_INIT;
+            break;
+        }
+        if (running) curl_multi_poll(m, NULL, 0, 100, NULL);
+    }
+    int left;
+    CURLMsg *msg;
+    while ((msg = curl_multi_info_read(m, &left)))
+        if (msg->msg == CURLMSG_DONE) *result = msg->data.result;
+    curl_multi_remove_handle(m, c);
+    curl_multi_cleanup(m);
+    return rc;
+}
+
+int cli_http_stream(const char *base, const char *path, const char *body, cli_line_fn on_line, void *user,
+                    const volatile bool *cancel, long *status, char **error_body, char *err, size_t cap)
+{
+    *status = 0;
+    *error_body = NULL;
+    struct curl_slist *hdr;
+    struct stream s = {.on_line = on_line, .user = user};
+    s.c = make_handle(base, path, body, &hdr);
+    if (!s.c) {
+        snprintf(err, cap, "cannot start an HTTP request");
+        return -1;
+    }
+    curl_easy_setopt(s.c, CURLOPT_WRITEFUNCTION, on_data);
+    curl_easy_setopt(s.c, CURLOPT_WRITEDATA, &s);
+    CURLcode result;
+    int rc = run_multi(s.c, cancel, &result);
+    curl_easy_getinfo(s.c, CURLINFO_RESPONSE_CODE, status);
+    curl_easy_cleanup(s.c); /* closes the connection: the server cancels the generation */
+    curl_slist_free_all(hdr);
+    if (rc < 0 || s.stopped) {
+        free(s.buf);
+        return 1;
+    }
+    if (result != CURLE_OK) {
+        snprintf(err, cap, "%s", curl_easy_strerror(result));
+        free(s.buf);
+        return -1;
+    }
+    if (*status != 200) {
+        *error_body = s.buf;
+        return 0;
+    }
+    /* a last line without its newline */
+    if (s.len > 0 && !on_line(user, s.buf, s.len)) rc = 1;
+    free(s.buf);
+    return rc;
+}

@@ -1,0 +1,518 @@
+/*
+ * api_store.c - the Ollama routes over the model store: /api/show (the
+ * whole of it: parameters, system, template, license, messages,
+ * capabilities, model_info from the GGUF metadata, tensors when verbose),
+ * /api/create (from a stored model, or from "files" uploaded through
+ * /api/blobs), /api/copy, /api/delete and HEAD/POST /api/blobs/:digest.
+ * Shapes follow Ollama's server/routes.go and api/types.go (read to learn
+ * them; written anew) and docs/api.md.
+ */
+#include "server_internal.h"
+
+#include "../io/wk_io.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static char *dup_str(json_t *v) { return json_is_string(v) ? wk_asprintf("%s", json_string_value(v)) : NULL; }
+
+static void collect_status(void *user, const char *line)
+{
+    json_array_append_new(user, json_pack("{s:s}", "status", line));
+}
+
+/* "model", else the older "name": a string, or NULL. */
+static const char *model_field(json_t *body)
+{
+    json_t *v = json_object_get(body, "model");
+    if (!v || (json_is_string(v) && json_string_length(v) == 0)) v = json_object_get(body, "name");
+    return json_string_value(v);
+}
+
+/* ------------------------------------------------------------ /api/show */
+
+/* A GGUF metadata value as JSON; an array only when verbose (else null,
+ * as Ollama shows the tokenizer's lists unless asked). */
+static json_t *gguf_json(const struct wk_gguf_value *v, bool verbose)
+{
+    switch (v->type) {
+    case WK_GGUF_U8: case WK_GGUF_U16: case WK_GGUF_U32: case WK_GGUF_U64:
+        return v->u > (uint64_t)INT64_MAX ? json_real((double)v->u) : json_integer((json_int_t)v->u);
+    case WK_GGUF_I8: case WK_GGUF_I16: case WK_GGUF_I32: case WK_GGUF_I64: return json_integer((json_int_t)v->i);
+    case WK_GGUF_F32: case WK_GGUF_F64: return json_real(v->f);
+    case WK_GGUF_BOOL: return json_boolean(v->b);
+    case WK_GGUF_STRING: {
+        size_t n;
+        char *s = wk_utf8_sanitize(v->str.data, v->str.len, &n);
+        json_t *j = s ? json_stringn(s, n) : NULL;
+        wk_free(s);
+        return j ? j : json_null();
+    }
+    case WK_GGUF_ARRAY: {
+        if (!verbose) return json_null();
+        json_t *a = json_array();
+        for (uint64_t i = 0; i < v->arr.n && a; i++) {
+            json_t *e;
+            switch (v->arr.elem_type) {
+            case WK_GGUF_STRING: {
+                const struct wk_gguf_value sv = {.type = WK_GGUF_STRING, .str = v->arr.strs[i]};
+                e = gguf_json(&sv, true);
+                break;
+            }
+            case WK_GGUF_ARRAY: e = gguf_json(&v->arr.items[i], true); break;
+            case WK_GGUF_F32: case WK_GGUF_F64: e = json_real(wk_gguf_arr_f64(v, i)); break;
+            case WK_GGUF_BOOL: e = json_boolean(wk_gguf_arr_bool(v, i)); break;
+            default: e = json_integer((json_int_t)wk_gguf_arr_i64(v, i)); break;
+            }
+            json_array_append_new(a, e);
+        }
+        return a ? a : json_null();
+    }
+    default: return json_null();
+    }
+}
+
+/* Every metadata key of the GGUF file at path (Ollama's model_info) and,
+ * when tensors is not NULL, [{name, type, shape}] of its tensors. NULL
+ * when the file is not GGUF (a Hugging Face folder: the caller keeps
+ * wk_model_details' summary). */
+static json_t *gguf_model_info(const char *path, bool verbose, json_t **tensors)
+{
+    struct wk_gguf *g;
+    if (wk_gguf_open(path, &g, NULL)) return NULL;
+    json_t *mi = json_object();
+    for (int64_t i = 0; i < wk_gguf_n_kv(g); i++)
+        json_object_set_new(mi, wk_gguf_kv_key(g, i), gguf_json(wk_gguf_kv_value(g, i), verbose));
+    if (tensors) {
+        *tensors = json_array();
+        for (int64_t i = 0; i < wk_gguf_n_tensors(g); i++) {
+            const struct wk_tensor *t = &wk_gguf_tensor(g, i)->t;
+            const char *type = wk_dtype_traits_get(t->dtype)->name;
+            json_t *shape = json_array();
+            for (int d = 0; d < t->n_dims; d++) json_array_append_new(shape, json_integer(t->ne[d]));
+            json_array_append_new(*tensors, json_pack("{s:s, s:s, s:o}", "name", t->name, "type", type ? type : "?",
+                                                      "shape", shape));
+        }
+    }
+    /* the parameter count Ollama adds (wk_model_details counted it) */
+    json_t *summary = NULL, *d = wk_model_details(path, &summary, NULL);
+    json_object_set(mi, "general.parameter_count", json_object_get(summary, "general.parameter_count"));
+    json_decref(summary);
+    json_decref(d);
+    wk_gguf_close(g);
+    return mi;
+}
+
+/* The licenses of manifest m joined by newlines (Ollama's license field). */
+static char *licenses_text(const struct wk_store *s, json_t *m)
+{
+    struct wk_buf b = {0};
+    wk_buf_add(&b, "", 0);
+    size_t i;
+    json_t *e;
+    json_array_foreach(json_object_get(m, "layers"), i, e) {
+        const char *mt = json_string_value(json_object_get(e, "mediaType"));
+        if (!mt || strcmp(mt, WK_MT_LICENSE) != 0) continue;
+        char *t = wk_store_blob_text(s, json_string_value(json_object_get(e, "digest")));
+        if (!t) continue;
+        if (b.len) wk_buf_add(&b, "\n", 1);
+        wk_buf_add(&b, t, strlen(t));
+        wk_free(t);
+    }
+    return b.p;
+}
+
+/* When the model was last created or copied: its /api/tags modified_at. */
+static json_t *modified_at(const struct wk_store *s, const char *canonical)
+{
+    json_t *l = wk_store_list(s), *out = NULL;
+    size_t i;
+    json_t *e;
+    json_array_foreach(json_object_get(l, "models"), i, e)
+        if (!out && strcmp(json_string_value(json_object_get(e, "name")), canonical) == 0)
+            out = json_incref(json_object_get(e, "modified_at"));
+    json_decref(l);
+    return out ? out : json_string("");
+}
+
+enum MHD_Result srv_serve_show(struct srv_server *srv, struct MHD_Connection *c, json_t *body)
+{
+    const char *name = model_field(body);
+    json_t *verbose = json_object_get(body, "verbose");
+    if (!name) return srv_reply_error(c, 400, "model is required");
+    if (verbose && !json_is_boolean(verbose) && !json_is_null(verbose))
+        return srv_reply_error(c, 400, "verbose must be true or false");
+    struct srv_model m;
+    struct wk_error err;
+    struct wk_store_model sm = {0};
+    struct wk_store *s;
+    if (srv_model_find(srv->models_dir, name, &m, &sm, &err)) return srv_reply_error(c, 404, err.msg);
+    if (wk_store_open(srv->models_dir, &s, &err)) {
+        wk_store_model_deinit(&sm);
+        return srv_reply_error(c, 500, err.msg);
+    }
+    json_t *info = NULL, *tensors = NULL;
+    char *tmpl = NULL;
+    json_t *details = wk_model_details(m.path, &info, &tmpl);
+    json_t *full = details ? gguf_model_info(m.path, json_is_true(verbose), json_is_true(verbose) ? &tensors : NULL) : NULL;
+    char *modelfile = details ? wk_store_modelfile(s, sm.manifest, m.name, &err) : NULL;
+    if (!details || !modelfile) {
+        json_decref(details), json_decref(info), json_decref(full), json_decref(tensors);
+        wk_free(tmpl), wk_free(modelfile);
+        wk_store_model_deinit(&sm);
+        wk_store_close(s);
+        return srv_reply_error(c, 500, details ? err.msg : "cannot read the model file");
+    }
+    const bool go = sm.template_text && *sm.template_text; /* the Modelfile's TEMPLATE renders */
+    const char *t = go ? sm.template_text : tmpl;
+    char *params = wk_store_params_text(sm.params), *lic = licenses_text(s, sm.manifest);
+    json_t *obj = json_pack("{s:s, s:s, s:s, s:s, s:o, s:o, s:o, s:o}", "license", lic ? lic : "", "modelfile", modelfile,
+                            "parameters", params ? params : "", "template", t ? t : "", "details", details,
+                            "model_info", full ? full : info,
+                            "capabilities", wk_capabilities(t, go, json_string_value(json_object_get(details, "family"))),
+                            "modified_at", modified_at(s, m.name));
+    if (full) json_decref(info);
+    if (sm.system && *sm.system) json_object_set_new(obj, "system", json_string(sm.system));
+    if (json_array_size(sm.messages)) json_object_set(obj, "messages", sm.messages);
+    if (tensors) json_object_set_new(obj, "tensors", tensors);
+    wk_free(params), wk_free(lic), wk_free(modelfile), wk_free(tmpl);
+    wk_store_model_deinit(&sm);
+    wk_store_close(s);
+    return srv_reply_json(c, 200, obj);
+}
+
+/* ------------------------------------------------------------ /api/create */
+
+/* Ollama's create request ({model, parameters, template, system, messages,
+ * license, quantize, stream}) as a Modelfile FROM from_s into
+ * wk_store_create; store_files: from_s is a blob of this store (or a
+ * folder of links to blobs) that /api/create's "files" named. */
+static enum MHD_Result create_from(struct srv_server *srv, struct MHD_Connection *c, json_t *body, const char *from_s,
+                                   bool store_files)
+{
+    struct wk_error err;
+    wk_error_clear(&err);
+    struct wk_model_name n;
+    json_t *model = json_object_get(body, "model");
+    if (!model) model = json_object_get(body, "name");
+    json_t *params = json_object_get(body, "parameters");
+    json_t *msgs = json_object_get(body, "messages"), *lic = json_object_get(body, "license");
+    json_t *stream = json_object_get(body, "stream");
+    if (!json_is_string(model)) return srv_reply_error(c, 400, "model is required");
+    if (wk_model_name_parse(json_string_value(model), &n, &err)) return srv_reply_error(c, 400, err.msg);
+    if ((params && !json_is_object(params)) || (msgs && !json_is_array(msgs)) ||
+        (lic && !json_is_string(lic) && !json_is_array(lic)))
+        return srv_reply_error(c, 400, "parameters must be an object, messages a list, license a string or a list");
+    struct wk_modelfile mf = {0};
+    enum wk_status st = WK_OK;
+    mf.from = wk_asprintf("%s", from_s);
+    mf.template_text = dup_str(json_object_get(body, "template"));
+    mf.system = dup_str(json_object_get(body, "system"));
+    const char *k;
+    json_t *v;
+    json_object_foreach(params, k, v) if (!st) st = wk_modelfile_add_json_param(&mf, k, v, &err);
+    size_t nm = json_array_size(msgs), nl = json_is_array(lic) ? json_array_size(lic) : lic ? 1 : 0, i;
+    mf.messages = nm ? wk_calloc(nm, sizeof *mf.messages) : NULL;
+    mf.licenses = nl ? wk_calloc(nl, sizeof *mf.licenses) : NULL;
+    for (i = 0; i < nm && !st; i++, mf.n_messages++) {
+        json_t *m = json_array_get(msgs, i);
+        const char *role = json_string_value(json_object_get(m, "role"));
+        if (!role || !json_is_string(json_object_get(m, "content")) ||
+            (strcmp(role, "system") && strcmp(role, "user") && strcmp(role, "assistant")))
+            st = wk_error_set(&err, WK_E_INVALID, "messages[%zu]: a role of system, user or assistant and a content string", i);
+        mf.messages[i].role = dup_str(json_object_get(m, "role"));
+        mf.messages[i].content = dup_str(json_object_get(m, "content"));
+    }
+    for (i = 0; i < nl && !st; i++, mf.n_licenses++)
+        if (!(mf.licenses[i] = dup_str(json_is_array(lic) ? json_array_get(lic, i) : lic)))
+            st = wk_error_set(&err, WK_E_INVALID, "license must be a string or a list of strings");
+    json_t *lines = json_array();
+    if (!st) {
+        struct wk_store *s;
+        const char *q = json_string_value(json_object_get(body, "quantize"));
+        /* relative paths are not this process's business: they resolve nowhere */
+        /* files: FROM is this store's own blob (or a folder of links to
+         * blobs), not a path of the client's choosing */
+        struct wk_create_opts o = {.base_dir = "/nonexistent", .quantize = q, .status = collect_status, .user = lines,
+                                   .no_paths = !srv->allow_paths && !store_files};
+        if (!(st = wk_store_open(srv->models_dir, &s, &err))) {
+            st = wk_store_create(s, &n, &mf, &o, &err);
+            wk_store_close(s);
+        }
+    }
+    wk_modelfile_deinit(&mf);
+    if (st) {
+        json_decref(lines);
+        return srv_reply_error(c, (unsigned)srv_http_status(st), err.msg);
+    }
+    json_array_append_new(lines, json_pack("{s:s}", "status", "success"));
+    if (json_is_false(stream)) {
+        json_decref(lines);
+        return srv_reply_json(c, 200, json_pack("{s:s}", "status", "success"));
+    }
+    struct wk_buf b = {0};
+    json_t *l;
+    json_array_foreach(lines, i, l) srv_buf_json(&b, json_incref(l), "\n");
+    json_decref(lines);
+    enum MHD_Result ret = srv_reply_raw(c, 200, "application/x-ndjson", b.p ? b.p : "", b.len);
+    wk_free(b.p);
+    return ret;
+}
+
+
+/* Whether d is "sha256:" and 64 lower-case hex digits. */
+static bool digest_ok(const char *d)
+{
+    if (!d || strncmp(d, "sha256:", 7) != 0 || strlen(d) != 71) return false;
+    for (const char *p = d + 7; *p; p++)
+        if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f'))) return false;
+    return true;
+}
+
+/* A file name of "files": one path part, no '/', not "." or "..". */
+static bool file_name_ok(const char *n)
+{
+    return *n && !strchr(n, '/') && strcmp(n, ".") && strcmp(n, "..") && strlen(n) < 256;
+}
+
+/* Checks "files" ({name: digest}, each blob stored) into from[cap]: the
+ * one GGUF blob's path, or a new folder of links named as the files (a
+ * Hugging Face folder; *folder set, for the caller to remove). Returns 0 or
+ * an HTTP status with msg. */
+static int files_source(struct srv_server *srv, json_t *files, char *from, size_t cap, bool *folder, char *msg,
+                        size_t mcap)
+{
+    *folder = false;
+    if (!json_is_object(files) || json_object_size(files) == 0)
+        return snprintf(msg, mcap, "files must be an object of file names to blob digests"), 400;
+    const char *k;
+    json_t *v;
+    int n_gguf = 0;
+    char gguf[4200] = "";
+    struct wk_store *s;
+    struct wk_error err;
+    if (wk_store_open(srv->models_dir, &s, &err)) return snprintf(msg, mcap, "%s", err.msg), 500;
+    json_object_foreach(files, k, v) {
+        char path[4200];
+        struct stat sb;
+        if (!file_name_ok(k) || !digest_ok(json_string_value(v))) {
+            wk_store_close(s);
+            return snprintf(msg, mcap, "files: '%.100s' must be a file name mapped to a \"sha256:<64 hex>\" digest", k), 400;
+        }
+        wk_store_blob_path(s, json_string_value(v), path, sizeof path);
+        if (stat(path, &sb) != 0) {
+            wk_store_close(s);
+            return snprintf(msg, mcap, "files: blob %s (%.100s) not found; upload it with POST /api/blobs/%s first",
+                            json_string_value(v), k, json_string_value(v)), 400;
+        }
+        size_t kl = strlen(k);
+        if (kl > 5 && strcmp(k + kl - 5, ".gguf") == 0) n_gguf++, snprintf(gguf, sizeof gguf, "%s", path);
+    }
+    if (n_gguf > 1 || (n_gguf == 1 && json_object_size(files) > 1)) {
+        wk_store_close(s);
+        return snprintf(msg, mcap, "files: one GGUF file alone, or a Hugging Face folder's files (split GGUF files and "
+                                   "projectors are not supported yet)"), 400;
+    }
+    if (n_gguf == 1) {
+        wk_store_close(s);
+        snprintf(from, cap, "%s", gguf);
+        return 0;
+    }
+    snprintf(from, cap, "%.3000s/blobs/.tmp-%d-filesXXXXXX", wk_store_dir(s), (int)getpid());
+    if (!mkdtemp(from)) {
+        wk_store_close(s);
+        return snprintf(msg, mcap, "cannot make a folder in the store: %s", strerror(errno)), 500;
+    }
+    *folder = true;
+    json_object_foreach(files, k, v) {
+        char target[4200], link[4400];
+        wk_store_blob_path(s, json_string_value(v), target, sizeof target);
+        snprintf(link, sizeof link, "%s/%s", from, k);
+        if (symlink(target, link) != 0) {
+            wk_store_close(s);
+            return snprintf(msg, mcap, "cannot link %.300s: %s", link, strerror(errno)), 500;
+        }
+    }
+    wk_store_close(s);
+    return 0;
+}
+
+/* Removes the folder of links files_source made. */
+static void remove_links(const char *dir, json_t *files)
+{
+    const char *k;
+    json_t *v;
+    json_object_foreach(files, k, v) {
+        char link[4400];
+        snprintf(link, sizeof link, "%s/%s", dir, k);
+        unlink(link);
+    }
+    rmdir(dir);
+}
+
+enum MHD_Result srv_serve_create(struct srv_server *srv, struct MHD_Connection *c, json_t *body)
+{
+    json_t *from = json_object_get(body, "from"), *files = json_object_get(body, "files");
+    json_t *adapters = json_object_get(body, "adapters");
+    if (adapters && !json_is_null(adapters) && !(json_is_object(adapters) && json_object_size(adapters) == 0))
+        return srv_reply_error(c, 400, "adapters (LoRA) are not supported yet");
+    if (from && !json_is_null(from) && files && !json_is_null(files))
+        return srv_reply_error(c, 400, "give either 'from' or 'files', not both");
+    if (json_is_string(from)) return create_from(srv, c, body, json_string_value(from), false);
+    if (!files || json_is_null(files)) return srv_reply_error(c, 400, "neither 'from' or 'files' was specified");
+    if (!srv->allow_paths && json_is_string(json_object_get(body, "quantize")))
+        return srv_reply_error(c, 403, "quantize reads and writes whole models on the server: start wick serve with "
+                                       "--allow-paths (WICK_ALLOW_PATHS=1) to allow it");
+    char src[4200], msg[600];
+    bool folder;
+    int status = files_source(srv, files, src, sizeof src, &folder, msg, sizeof msg);
+    if (status) {
+        if (folder) remove_links(src, files);
+        return srv_reply_error(c, (unsigned)status, msg);
+    }
+    enum MHD_Result r = create_from(srv, c, body, src, true);
+    if (folder) remove_links(src, files);
+    return r;
+}
+
+/* ------------------------------------------------------------ copy, delete */
+
+enum MHD_Result srv_serve_copy(struct srv_server *srv, struct MHD_Connection *c, json_t *body)
+{
+    const char *src = json_string_value(json_object_get(body, "source"));
+    const char *dst = json_string_value(json_object_get(body, "destination"));
+    if (!src || !dst) return srv_reply_error(c, 400, "source and destination are required (model names)");
+    struct wk_model_name a, b;
+    struct wk_error err;
+    if (wk_model_name_parse(src, &a, &err) || wk_model_name_parse(dst, &b, &err)) return srv_reply_error(c, 400, err.msg);
+    struct wk_store *s;
+    enum wk_status st = wk_store_open(srv->models_dir, &s, &err);
+    if (!st) {
+        st = wk_store_copy(s, &a, &b, &err);
+        wk_store_close(s);
+    }
+    if (st) return srv_reply_error(c, (unsigned)srv_http_status(st), err.msg);
+    return srv_reply_raw(c, 200, "application/json; charset=utf-8", "", 0);
+}
+
+enum MHD_Result srv_serve_delete(struct srv_server *srv, struct MHD_Connection *c, json_t *body)
+{
+    const char *name = model_field(body);
+    if (!name) return srv_reply_error(c, 400, "model is required");
+    struct wk_model_name n;
+    struct wk_error err;
+    if (wk_model_name_parse(name, &n, &err)) return srv_reply_error(c, 400, err.msg);
+    char canonical[WK_MODEL_NAME_MAX];
+    wk_model_name_format(&n, canonical, sizeof canonical);
+    struct wk_store *s;
+    enum wk_status st = wk_store_open(srv->models_dir, &s, &err);
+    if (!st) {
+        st = wk_store_remove(s, &n, &err);
+        wk_store_close(s);
+    }
+    if (st) return srv_reply_error(c, (unsigned)srv_http_status(st), err.msg);
+    srv_sched_unload(srv->sched, canonical); /* its runner goes once idle */
+    return srv_reply_raw(c, 200, "application/json; charset=utf-8", "", 0);
+}
+
+/* ------------------------------------------------------------ /api/blobs */
+
+enum MHD_Result srv_serve_blob_head(struct srv_server *srv, struct MHD_Connection *c, const char *digest)
+{
+    if (!digest_ok(digest)) return srv_reply_error(c, 400, "the digest must be \"sha256:\" and 64 lower-case hex digits");
+    struct wk_store *s;
+    struct wk_error err;
+    if (wk_store_open(srv->models_dir, &s, &err)) return srv_reply_error(c, 500, err.msg);
+    char path[4200];
+    struct stat sb;
+    wk_store_blob_path(s, digest, path, sizeof path);
+    wk_store_close(s);
+    if (stat(path, &sb) != 0 || !S_ISREG(sb.st_mode)) return srv_reply_error(c, 404, "blob not found");
+    return srv_reply_raw(c, 200, "application/json; charset=utf-8", "", 0);
+}
+
+struct srv_upload {
+    struct wk_store *s;
+    struct wk_blob_writer *w; /* NULL when the blob is stored already, or after an error */
+    char digest[80];
+    int status;               /* an error's HTTP status, 0 while all is well */
+    bool exists;
+    struct wk_error err;
+};
+
+struct srv_upload *srv_upload_begin(struct srv_server *srv, const char *digest)
+{
+    struct srv_upload *u = wk_calloc(1, sizeof *u);
+    if (!u) return NULL;
+    if (!digest_ok(digest)) {
+        u->status = 400;
+        wk_error_set(&u->err, WK_E_INVALID, "the digest must be \"sha256:\" and 64 lower-case hex digits");
+        return u;
+    }
+    snprintf(u->digest, sizeof u->digest, "%s", digest);
+    if (wk_store_open(srv->models_dir, &u->s, &u->err)) {
+        u->status = 500;
+        return u;
+    }
+    char path[4200];
+    struct stat sb;
+    wk_store_blob_path(u->s, digest, path, sizeof path);
+    if (stat(path, &sb) == 0 && S_ISREG(sb.st_mode)) u->exists = true; /* as Ollama: 200, the body unread */
+    else if (wk_store_blob_begin(u->s, &u->w, &u->err)) u->status = 500;
+    return u;
+}
+
+void srv_upload_data(struct srv_upload *u, const char *data, size_t n)
+{
+    if (!u->w || u->status) return;
+    if (wk_store_blob_write(u->w, data, n, &u->err)) {
+        u->status = 500;
+        wk_store_blob_abort(u->w);
+        u->w = NULL;
+    }
+}
+
+void srv_upload_free(struct srv_upload *u)
+{
+    if (!u) return;
+    wk_store_blob_abort(u->w);
+    wk_store_close(u->s);
+    wk_free(u);
+}
+
+enum MHD_Result srv_upload_finish(struct MHD_Connection *c, struct srv_upload *u)
+{
+    enum MHD_Result r;
+    char got[80];
+    if (u->status) {
+        r = srv_reply_error(c, (unsigned)u->status, u->err.msg);
+    } else if (u->exists) {
+        r = srv_reply_raw(c, 200, "application/json; charset=utf-8", "", 0);
+    } else {
+        enum wk_status st = wk_store_blob_commit(u->w, u->digest, got, &u->err);
+        u->w = NULL;
+        r = st ? srv_reply_error(c, (unsigned)srv_http_status(st), u->err.msg)
+               : srv_reply_raw(c, 201, "application/json; charset=utf-8", "", 0);
+    }
+    srv_upload_free(u);
+    return r;
+}
+
+/* ------------------------------------------------------------ /api/ps */
+
+json_t *srv_ps_list(struct srv_server *srv)
+{
+    json_t *ps = srv_sched_list(srv->sched), *tags = srv_models_digests(srv->models_dir);
+    size_t i;
+    json_t *m;
+    json_array_foreach(json_object_get(ps, "models"), i, m) {
+        json_t *d = json_object_get(tags, json_string_value(json_object_get(m, "name")));
+        if (d) json_object_set(m, "digest", d);
+    }
+    json_decref(tags);
+    return ps;
+}
