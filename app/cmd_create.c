@@ -410,7 +410,10 @@ int cmd_show(int argc, char **argv)
     }
     int rc = WK_EXIT_OK;
     if (part && strcmp(part, "modelfile") == 0) {
-        char *t = m.manifest ? wk_store_modelfile(s, m.manifest, name, &err) : NULL;
+        struct wk_model_name mn;
+        char canonical[WK_MODEL_NAME_MAX] = "";
+        if (!wk_model_name_parse(name, &mn, NULL)) wk_model_name_format(&mn, canonical, sizeof canonical);
+        char *t = m.manifest ? wk_store_modelfile(s, m.manifest, canonical, &err) : NULL;
         if (t) fputs(t, stdout);
         else rc = fail("show", &err, WK_E_INVALID);
         wk_free(t);

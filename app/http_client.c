@@ -6,6 +6,8 @@
  */
 #include "http_client.h"
 
+#include "../src/base/wk_base.h"
+
 #include <curl/curl.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -81,9 +83,7 @@ void cli_host_parse(const char *s, char *out, size_t cap)
 
 void cli_server_url(char *out, size_t cap)
 {
-    const char *h = getenv("OLLAMA_HOST");
-    if (!h || !*h) h = getenv("WICK_HOST");
-    cli_host_parse(h, out, cap);
+    cli_host_parse(wk_getenv_alias("WICK_HOST", "OLLAMA_HOST"), out, cap); /* as wick serve reads them */
 }
 
 static size_t collect(char *p, size_t size, size_t n, void *user)

@@ -27,8 +27,9 @@
  */
 void cli_host_parse(const char *s, char *out, size_t cap);
 
-/* The base URL of the server the client commands talk to: OLLAMA_HOST,
- * else WICK_HOST, else the default, through cli_host_parse. */
+/* The base URL of the server the client commands talk to: WICK_HOST,
+ * else OLLAMA_HOST (wick serve's order), else the default, through
+ * cli_host_parse. */
 void cli_server_url(char *out, size_t cap);
 
 /* A whole answer: its HTTP status and body (malloc'd, NUL-terminated,

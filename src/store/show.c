@@ -101,7 +101,7 @@ char *wk_store_params_text(json_t *params)
     json_t *v;
     if (n && !keys) return NULL;
     json_object_foreach(params, k, v) keys[i++] = k;
-    qsort(keys, n, sizeof *keys, cmp_str);
+    if (n) qsort(keys, n, sizeof *keys, cmp_str);
     struct wk_buf b = {0};
     bool ok = wk_buf_add(&b, "", 0);
     for (i = 0; i < n && ok; i++) {
