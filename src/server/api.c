@@ -521,8 +521,7 @@ static int parse_openai(struct srv_gen *g, json_t *body, json_t *req, json_t *ro
     return 0;
 }
 
-/* WICK_KEEP_ALIVE or OLLAMA_KEEP_ALIVE (as the keep_alive field reads) or 5 minutes. */
-static int64_t default_keep_alive(void)
+int64_t srv_default_keep_alive(void)
 {
     int64_t ns = SRV_DEFAULT_KEEP_ALIVE_NS;
     const char *e = wk_getenv_alias("WICK_KEEP_ALIVE", "OLLAMA_KEEP_ALIVE");
@@ -577,7 +576,7 @@ int srv_gen_parse(struct srv_gen *g, json_t *body, char *msg, size_t cap)
     if (json_string_length(model) >= sizeof g->model_name) /* never cut into another model's name */
         return FAIL("model name is longer than %zu bytes", sizeof g->model_name - 1);
     snprintf(g->model_name, sizeof g->model_name, "%s", json_string_value(model));
-    g->keep_alive_ns = default_keep_alive();
+    g->keep_alive_ns = srv_default_keep_alive();
     json_t *req = json_object(), *ropts = json_object(), *stop = json_array();
     g->runner_req = req;
     json_object_set_new(req, "options", ropts);

@@ -301,21 +301,6 @@ enum MHD_Result srv_serve_metrics(struct srv_server *srv, struct MHD_Connection 
 
 /* --------------------------------------------------- tokenize, detokenize */
 
-/* WICK_KEEP_ALIVE or OLLAMA_KEEP_ALIVE (as the keep_alive field reads) or
- * 5 minutes: a generation request's default (api.c), for a runner that
- * /tokenize started. */
-static int64_t default_keep_alive(void)
-{
-    int64_t ns = SRV_DEFAULT_KEEP_ALIVE_NS;
-    const char *e = wk_getenv_alias("WICK_KEEP_ALIVE", "OLLAMA_KEEP_ALIVE");
-    if (e && *e) {
-        json_t *v = json_string(e);
-        if (!srv_parse_keep_alive(v, &ns)) ns = SRV_DEFAULT_KEEP_ALIVE_NS;
-        json_decref(v);
-    }
-    return ns;
-}
-
 /* The runner request for a /tokenize or /detokenize body, or NULL with
  * msg set (a 400). */
 static json_t *tokens_request(json_t *body, bool detokenize, char *msg, size_t cap)
@@ -405,7 +390,7 @@ enum MHD_Result srv_serve_tokenize(struct srv_server *srv, struct MHD_Connection
             snprintf(msg, sizeof msg, "%s", err.msg);
         }
         srv_call_close(&call);
-        srv_sched_release_keep(r, default_keep_alive());
+        srv_sched_release_keep(r, srv_default_keep_alive());
     }
     json_decref(req);
     if (status < 0) return MHD_NO;

@@ -229,6 +229,11 @@ struct srv_gen {
     struct srv_metrics *metrics; /* the server's (borrowed): the final line's counts go there */
 };
 
+/* The keep-alive of a request that sets none, in ns: WICK_KEEP_ALIVE or
+ * OLLAMA_KEEP_ALIVE (read as the keep_alive field is: "5m", seconds, a
+ * negative value for ever), else 5 minutes (api.c). */
+int64_t srv_default_keep_alive(void);
+
 /* Parses a request body for api into g (runner_req, options, flags).
  * Returns 0, or an HTTP status (400) with the message in msg. */
 int srv_gen_parse(struct srv_gen *g, json_t *body, char *msg, size_t cap);

@@ -31,6 +31,11 @@
  *   a running one stops within one forward step (prefill checks between layers).
  * A status query answers {"status": 200, "busy", "queued", "tokens_generated",
  * "requests" (finished or dropped), "runs" (started), "n_ctx", "model"}.
+ * Two more requests use the tokenizer alone, on the connection's thread
+ * (nothing queued; runner.c): {"tokenize": text, "add_special",
+ * "parse_special", "with_pieces"} answers {"status": 200, "tokens": [id...]
+ * or [{"id", "piece"}...]}; {"detokenize": [id...]} answers {"status": 200,
+ * "content": text}; a bad id or type is {"status": 400, "error": msg}.
  */
 #ifndef WK_SERVER_H
 #define WK_SERVER_H
