@@ -22,6 +22,12 @@ import ollama
 
 from checks import check
 
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+
+
+def wick_bin():
+    return os.environ.get("WICK_BIN", os.path.join(ROOT, "build", "release", "wick"))
+
 
 def sha256_file(path):
     h = hashlib.sha256()
@@ -92,6 +98,35 @@ def test_ollama_surface(s, smol_gguf):
         check(False, "create from an unknown blob is refused")
     except ollama.ResponseError as e:
         check(e.status_code == 400 and other in e.error, "create from a blob not uploaded: 400 naming it", e.error)
+
+    # create from a Hugging Face folder's files (the tiny GLM-4-MoE-Lite of
+    # tests/golden, whose logits test-glm4-moe-lite checks against
+    # transformers): the same layers and the same greedy answer as the model
+    # `wick create` makes from the folder itself
+    hf = os.path.join(ROOT, "tests", "golden", "glm4-moe-lite", "hf")
+    files = {f: cl.create_blob(os.path.join(hf, f)) for f in sorted(os.listdir(hf))}
+    r = cl.create(model="fromhf", files=files)
+    check(r.status == "success", "create(files=...) from a Hugging Face folder's files succeeds", str(r))
+    mf = os.path.join(s.dir, "hf.Modelfile")
+    with open(mf, "w") as f:
+        f.write(f"FROM {hf}\n")
+    p = subprocess.run([wick_bin(), "create", "hfdirect", "-f", mf], capture_output=True, text=True,
+                       env=dict(os.environ, WICK_MODELS=s.dir))
+    check(p.returncode == 0, "setup: wick create from the folder", p.stderr)
+
+    def layers(name):
+        m = json.load(open(os.path.join(s.dir, "manifests", "registry.ollama.ai", "library", name, "latest")))
+        return sorted((l["mediaType"], l["digest"], l.get("name")) for l in m["layers"])
+    check(layers("fromhf") == layers("hfdirect"), "the uploaded files make the same layers as the folder",
+          f"{layers('fromhf')} vs {layers('hfdirect')}")
+    opts = {"temperature": 0, "num_predict": 12}
+    a = cl.generate(model="fromhf", prompt="Hello there", raw=True, options=opts)
+    b = cl.generate(model="hfdirect", prompt="Hello there", raw=True, options=opts)
+    check(a.eval_count == 12 and a.response == b.response, "and the same greedy answer", f"{a.response!r} vs {b.response!r}")
+    check(not [f for f in os.listdir(os.path.join(s.dir, "blobs")) if f.startswith(".tmp")],
+          "no temporary folder of links is left in blobs/")
+    cl.delete("fromhf")
+    cl.delete("hfdirect")
 
     # list
     names = {m.model: m for m in cl.list().models}
