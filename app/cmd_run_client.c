@@ -15,6 +15,7 @@
  */
 #include "run.h"
 
+#include "../src/base/wk_base.h"
 #include "../src/store/wk_store.h"
 
 #include <stdlib.h>
@@ -92,27 +93,11 @@ int run_client_open(struct run_session *s)
 /* One streamed answer. */
 struct turn {
     struct run_session *s;
-    bool chat;      /* /api/chat's shape (message.content), else /api/generate's (response) */
-    char *buf;      /* the answer's text so far */
-    size_t n, cap;
-    json_t *final;  /* the object with "done": true (owned) */
-    char *error;    /* an error line's message (owned) */
+    bool chat;          /* /api/chat's shape (message.content), else /api/generate's (response) */
+    struct wk_buf text; /* the answer's text so far */
+    json_t *final;      /* the object with "done": true (owned) */
+    char *error;        /* an error line's message (owned) */
 };
-
-static bool keep(struct turn *t, const char *text, size_t len)
-{
-    if (t->n + len + 1 > t->cap) {
-        size_t cap = (t->n + len + 1) * 2;
-        char *b = realloc(t->buf, cap);
-        if (!b) return false;
-        t->buf = b;
-        t->cap = cap;
-    }
-    memcpy(t->buf + t->n, text, len);
-    t->n += len;
-    t->buf[t->n] = '\0';
-    return true;
-}
 
 /* An entry's bytes ("bytes": [..], else its "token" text) into out[cap]. */
 static size_t entry_bytes(json_t *e, char *out, size_t cap)
@@ -168,7 +153,7 @@ static bool on_line(void *user, const char *line, size_t len)
         ok = run_display_thinking(&t->s->disp, json_string_value(thinking), json_string_length(thinking));
     if (ok && json_is_array(json_object_get(j, "logprobs"))) print_logprobs(json_object_get(j, "logprobs"));
     if (ok && json_string_length(content)) {
-        ok = keep(t, json_string_value(content), json_string_length(content)) &&
+        ok = wk_buf_add(&t->text, json_string_value(content), json_string_length(content)) &&
              run_display_text(&t->s->disp, json_string_value(content), json_string_length(content));
     }
     if (json_is_true(json_object_get(j, "done"))) {
@@ -193,7 +178,7 @@ static int64_t ns_of(json_t *final, const char *key)
 }
 
 /* POSTs body (stolen) to path and streams the answer; prints how it
- * ended. t->buf holds the answer's text. */
+ * ended. t->text holds the answer's text. */
 static enum run_result stream(struct run_session *s, const char *path, json_t *body, struct turn *t)
 {
     char *text = json_dumps(body, JSON_COMPACT);
@@ -215,14 +200,14 @@ static enum run_result stream(struct run_session *s, const char *path, json_t *b
     } else if (rc < 0 || t->error || status != 200) {
         json_t *j = error_body ? json_loads(error_body, 0, NULL) : NULL;
         const char *msg = rc < 0 ? err : t->error ? t->error : cli_error_message(j, error_body ? error_body : "");
-        if (t->n || s->disp.thinking) printf("\n");
+        if (t->text.len || s->disp.thinking) printf("\n");
         fflush(stdout);
         if (status != 200 && rc >= 0 && !*msg) fprintf(stderr, "Error: the server answered HTTP %ld\n", status);
         else fprintf(stderr, "Error: %s\n", msg);
         json_decref(j);
         res = RUN_ERROR;
     }
-    free(error_body);
+    wk_free(error_body);
     if (res == RUN_OK) run_display_end_thinking(&s->disp);
     s->disp.thinking = false;
     if (res != RUN_ERROR) printf("\n");
@@ -236,7 +221,7 @@ static enum run_result stream(struct run_session *s, const char *path, json_t *b
 
 static void turn_free(struct turn *t)
 {
-    free(t->buf);
+    wk_free(t->text.p);
     free(t->error);
     json_decref(t->final);
 }
@@ -280,7 +265,7 @@ enum run_result run_client_answer(struct run_session *s)
         json_object_set_new(body, "messages", msgs);
     }
     enum run_result res = stream(s, s->o->raw ? "/api/generate" : "/api/chat", body, &t);
-    if (res != RUN_ERROR && !run_msgs_add(s, "assistant", t.buf ? t.buf : "", t.n)) res = RUN_ERROR;
+    if (res != RUN_ERROR && !run_msgs_add(s, "assistant", t.text.p ? t.text.p : "", t.text.len)) res = RUN_ERROR;
     turn_free(&t);
     return res;
 }

@@ -340,24 +340,13 @@ static enum wk_status format_matcher(struct run_session *s, struct wk_grammar_ma
 /* The answer, as it streams: printed, and kept for the conversation. */
 struct reply {
     struct run_session *s;
-    char *buf;
-    size_t n, cap;
+    struct wk_buf text;
 };
 
 static bool on_piece(void *user, const char *text, size_t len)
 {
     struct reply *r = user;
-    if (r->n + len + 1 > r->cap) {
-        size_t cap = (r->n + len + 1) * 2;
-        char *b = realloc(r->buf, cap);
-        if (!b) return false;
-        r->buf = b;
-        r->cap = cap;
-    }
-    memcpy(r->buf + r->n, text, len);
-    r->n += len;
-    r->buf[r->n] = '\0';
-    return run_display_text(&r->s->disp, text, len);
+    return wk_buf_add(&r->text, text, len) && run_display_text(&r->s->disp, text, len);
 }
 
 static bool on_thinking(void *user, const char *text, size_t len)
@@ -450,8 +439,8 @@ enum run_result run_local_answer(struct run_session *s)
         print_spec_stats(&stats);
     }
     if (res != RUN_ERROR) s->local->load_ns = 0;
-    if (res != RUN_ERROR && !run_msgs_add(s, "assistant", r.buf ? r.buf : "", r.n)) res = RUN_ERROR;
-    free(r.buf);
+    if (res != RUN_ERROR && !run_msgs_add(s, "assistant", r.text.p ? r.text.p : "", r.text.len)) res = RUN_ERROR;
+    wk_free(r.text.p);
     return res;
 }
 

@@ -21,6 +21,7 @@
  */
 #include "run.h"
 
+#include "../src/base/wk_base.h"
 #include "../src/io/wk_options.h"
 
 #include <editline/readline.h>
@@ -28,27 +29,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* The message being typed. */
-struct text {
-    char *p;
-    size_t n, cap;
-};
-
-static bool text_add(struct text *t, const char *s, size_t n)
-{
-    if (t->n + n + 1 > t->cap) {
-        size_t cap = (t->n + n + 1) * 2;
-        char *b = realloc(t->p, cap);
-        if (!b) return false;
-        t->p = b;
-        t->cap = cap;
-    }
-    memcpy(t->p + t->n, s, n);
-    t->n += n;
-    t->p[t->n] = '\0';
-    return true;
-}
 
 static void usage(void)
 {
@@ -210,7 +190,7 @@ static void think_warning(struct run_session *s)
 
 /* /set ...; returns true when a multi-line system message begins (its
  * first line in *t). */
-static bool cmd_set(struct run_session *s, char **f, int n, struct text *t)
+static bool cmd_set(struct run_session *s, char **f, int n, struct wk_buf *t)
 {
     if (n < 2) {
         usage_set();
@@ -251,22 +231,22 @@ static bool cmd_set(struct run_session *s, char **f, int n, struct text *t)
             usage_set();
             return false;
         }
-        struct text sys = {0};
-        for (int i = 2; i < n; i++) text_add(&sys, " ", i > 2), text_add(&sys, f[i], strlen(f[i]));
+        struct wk_buf sys = {0};
+        for (int i = 2; i < n; i++) wk_buf_add(&sys, " ", i > 2), wk_buf_add(&sys, f[i], strlen(f[i]));
         const char *p = sys.p;
-        size_t len = sys.n;
+        size_t len = sys.len;
         bool open = strncmp(p, "\"\"\"", 3) == 0;
         if (open) p += 3, len -= 3;
         if (open && len >= 3 && strcmp(p + len - 3, "\"\"\"") == 0) open = false, len -= 3;
         if (open) {
-            text_add(t, p, len);
-            text_add(t, "\n", 1);
+            wk_buf_add(t, p, len);
+            wk_buf_add(t, "\n", 1);
         } else {
             char *one = strndup(p, len);
             if (one) set_system(s, one);
             free(one);
         }
-        free(sys.p);
+        wk_free(sys.p);
         return open;
     } else {
         printf("Unknown command '/set %s'. Type /? for help\n", what);
@@ -285,7 +265,7 @@ static void cmd_help(char **f, int n)
 enum ml { ML_NONE, ML_PROMPT, ML_SYSTEM };
 
 /* A command line (modified). Returns false for /bye. */
-static bool command(struct run_session *s, char *line, struct text *t, enum ml *ml)
+static bool command(struct run_session *s, char *line, struct wk_buf *t, enum ml *ml)
 {
     char *f[MAX_FIELDS];
     int n = fields(line, f);
@@ -333,18 +313,18 @@ static void send_message(struct run_session *s, const char *text, size_t n)
 
 /* `"""` ends a multi-line text: text before it (true), or the whole line
  * and a newline (false). */
-static bool ml_line(struct text *t, const char *line)
+static bool ml_line(struct wk_buf *t, const char *line)
 {
     size_t n = strlen(line);
     bool end = n >= 3 && strcmp(line + n - 3, "\"\"\"") == 0;
-    text_add(t, line, end ? n - 3 : n);
-    if (!end) text_add(t, "\n", 1);
+    wk_buf_add(t, line, end ? n - 3 : n);
+    if (!end) wk_buf_add(t, "\n", 1);
     return end;
 }
 
 int run_repl(struct run_session *s)
 {
-    struct text t = {0};
+    struct wk_buf t = {0}; /* the message being typed */
     enum ml ml = ML_NONE;
     for (;;) {
         g_run_cancel = false;
@@ -352,7 +332,7 @@ int run_repl(struct run_session *s)
         char *line = readline(ml != ML_NONE ? "... " : ">>> ");
         if (!line && (g_run_cancel || errno == EINTR)) { /* Ctrl-C: the line (and a multi-line text) dropped */
             printf("\nUse Ctrl + d or /bye to exit.\n");
-            t.n = 0;
+            t.len = 0;
             ml = ML_NONE;
             continue;
         }
@@ -366,27 +346,27 @@ int run_repl(struct run_session *s)
             if (ml_line(&t, line)) {
                 if (ml == ML_SYSTEM) {
                     set_system(s, t.p ? t.p : "");
-                    t.n = 0;
+                    t.len = 0;
                 }
                 ml = ML_NONE;
             }
         } else if (strncmp(line, "\"\"\"", 3) == 0) {
             const char *rest = line + 3;
             size_t n = strlen(rest);
-            if (n >= 3 && strcmp(rest + n - 3, "\"\"\"") == 0) text_add(&t, rest, n - 3);
-            else text_add(&t, rest, n), text_add(&t, "\n", 1), ml = ML_PROMPT;
+            if (n >= 3 && strcmp(rest + n - 3, "\"\"\"") == 0) wk_buf_add(&t, rest, n - 3);
+            else wk_buf_add(&t, rest, n), wk_buf_add(&t, "\n", 1), ml = ML_PROMPT;
         } else if (line[0] == '/') {
             go_on = command(s, line, &t, &ml);
         } else if (line[strspn(line, " \t")] != '\0') {
-            text_add(&t, line, strlen(line));
+            wk_buf_add(&t, line, strlen(line));
         }
         free(line);
         if (!go_on) break;
-        if (t.n > 0 && ml == ML_NONE) {
-            send_message(s, t.p, t.n);
-            t.n = 0;
+        if (t.len > 0 && ml == ML_NONE) {
+            send_message(s, t.p, t.len);
+            t.len = 0;
         }
     }
-    free(t.p);
+    wk_free(t.p);
     return WK_EXIT_OK;
 }

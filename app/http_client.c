@@ -169,26 +169,10 @@ struct stream {
     CURL *c;
     cli_line_fn on_line;
     void *user;
-    char *buf; /* the current line, or the whole body of a non-200 answer */
-    size_t len, cap;
+    struct wk_buf buf; /* the current line, or the whole body of a non-200 answer */
     bool stopped; /* on_line said stop */
     bool error;   /* a status other than 200: keep the body */
 };
-
-static bool buf_add(struct stream *s, const char *p, size_t n)
-{
-    if (s->len + n + 1 > s->cap) {
-        size_t cap = (s->len + n + 1) * 2;
-        char *b = realloc(s->buf, cap);
-        if (!b) return false;
-        s->buf = b;
-        s->cap = cap;
-    }
-    memcpy(s->buf + s->len, p, n);
-    s->len += n;
-    s->buf[s->len] = '\0';
-    return true;
-}
 
 static size_t on_data(char *p, size_t size, size_t n, void *user)
 {
@@ -197,17 +181,17 @@ static size_t on_data(char *p, size_t size, size_t n, void *user)
     long status = 0;
     curl_easy_getinfo(s->c, CURLINFO_RESPONSE_CODE, &status);
     s->error = status != 200;
-    if (s->error) return buf_add(s, p, total) ? total : 0;
+    if (s->error) return wk_buf_add(&s->buf, p, total) ? total : 0;
     for (size_t i = 0; i < total;) {
         char *nl = memchr(p + i, '\n', total - i);
         size_t take = nl ? (size_t)(nl - (p + i)) : total - i;
-        if (!buf_add(s, p + i, take)) return 0;
+        if (!wk_buf_add(&s->buf, p + i, take)) return 0;
         i += take;
         if (!nl) break;
         i++;
-        size_t len = s->len;
-        s->len = 0;
-        if (len > 0 && !s->on_line(s->user, s->buf, len)) {
+        size_t len = s->buf.len;
+        s->buf.len = 0;
+        if (len > 0 && !s->on_line(s->user, s->buf.p, len)) {
             s->stopped = true;
             return 0;
         }
@@ -264,20 +248,20 @@ int cli_http_stream(const char *base, const char *path, const char *body, cli_li
     curl_easy_cleanup(s.c); /* closes the connection: the server cancels the generation */
     curl_slist_free_all(hdr);
     if (rc < 0 || s.stopped) {
-        free(s.buf);
+        wk_free(s.buf.p);
         return 1;
     }
     if (result != CURLE_OK) {
         snprintf(err, cap, "%s", curl_easy_strerror(result));
-        free(s.buf);
+        wk_free(s.buf.p);
         return -1;
     }
     if (*status != 200) {
-        *error_body = s.buf;
+        *error_body = s.buf.p;
         return 0;
     }
     /* a last line without its newline */
-    if (s.len > 0 && !on_line(user, s.buf, s.len)) rc = 1;
-    free(s.buf);
+    if (s.buf.len > 0 && !on_line(user, s.buf.p, s.buf.len)) rc = 1;
+    wk_free(s.buf.p);
     return rc;
 }

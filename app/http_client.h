@@ -64,12 +64,13 @@ typedef bool (*cli_line_fn)(void *user, const char *line, size_t len);
 /*
  * POSTs body (JSON, borrowed) to base+path and hands each line of a 200
  * answer to on_line as it arrives. An answer with another status is kept
- * whole in *error_body instead (malloc'd, owned by the caller; NULL when
- * there was none). *cancel (may be NULL), checked at least every 100 ms,
- * aborts the request by closing the connection (a server cancels the
- * generation when its client leaves). Returns 0 when the request ran to
- * its end, 1 when *cancel or on_line stopped it, -1 when the server could
- * not be reached or the connection failed (err[cap] says why).
+ * whole in *error_body instead (NUL-terminated, owned by the caller: free
+ * it with wk_free; NULL when there was none). *cancel (may be NULL),
+ * checked at least every 100 ms, aborts the request by closing the
+ * connection (a server cancels the generation when its client leaves).
+ * Returns 0 when the request ran to its end, 1 when *cancel or on_line
+ * stopped it, -1 when the server could not be reached or the connection
+ * failed (err[cap] says why).
  */
 int cli_http_stream(const char *base, const char *path, const char *body, cli_line_fn on_line, void *user,
                     const volatile bool *cancel, long *status, char **error_body, char *err, size_t cap);
