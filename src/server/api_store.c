@@ -264,15 +264,6 @@ static enum MHD_Result create_from(struct srv_server *srv, struct MHD_Connection
 }
 
 
-/* Whether d is "sha256:" and 64 lower-case hex digits. */
-static bool digest_ok(const char *d)
-{
-    if (!d || strncmp(d, "sha256:", 7) != 0 || strlen(d) != 71) return false;
-    for (const char *p = d + 7; *p; p++)
-        if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f'))) return false;
-    return true;
-}
-
 /* A file name of "files": one path part, no '/', not "." or "..". */
 static bool file_name_ok(const char *n)
 {
@@ -299,7 +290,7 @@ static int files_source(struct srv_server *srv, json_t *files, char *from, size_
     json_object_foreach(files, k, v) {
         char path[4200];
         struct stat sb;
-        if (!file_name_ok(k) || !digest_ok(json_string_value(v))) {
+        if (!file_name_ok(k) || !wk_digest_ok(json_string_value(v))) {
             wk_store_close(s);
             return snprintf(msg, mcap, "files: '%.100s' must be a file name mapped to a \"sha256:<64 hex>\" digest", k), 400;
         }
@@ -423,7 +414,7 @@ enum MHD_Result srv_serve_delete(struct srv_server *srv, struct MHD_Connection *
 
 enum MHD_Result srv_serve_blob_head(struct srv_server *srv, struct MHD_Connection *c, const char *digest)
 {
-    if (!digest_ok(digest)) return srv_reply_error(c, 400, "the digest must be \"sha256:\" and 64 lower-case hex digits");
+    if (!wk_digest_ok(digest)) return srv_reply_error(c, 400, "the digest must be \"sha256:\" and 64 lower-case hex digits");
     struct wk_store *s;
     struct wk_error err;
     if (wk_store_open(srv->models_dir, &s, &err)) return srv_reply_error(c, 500, err.msg);
@@ -448,7 +439,7 @@ struct srv_upload *srv_upload_begin(struct srv_server *srv, const char *digest)
 {
     struct srv_upload *u = wk_calloc(1, sizeof *u);
     if (!u) return NULL;
-    if (!digest_ok(digest)) {
+    if (!wk_digest_ok(digest)) {
         u->status = 400;
         wk_error_set(&u->err, WK_E_INVALID, "the digest must be \"sha256:\" and 64 lower-case hex digits");
         return u;

@@ -70,14 +70,6 @@ bool wk__reg_cancelled(const struct wk__reg *r)
     return r->o->cancelled && r->o->cancelled(r->o->cancel_user);
 }
 
-bool wk__reg_digest_ok(const char *d)
-{
-    if (!d || strncmp(d, "sha256:", 7) != 0 || strlen(d) != 71) return false;
-    for (int i = 7; i < 71; i++)
-        if (!((d[i] >= '0' && d[i] <= '9') || (d[i] >= 'a' && d[i] <= 'f'))) return false;
-    return true;
-}
-
 void wk__reg_emit(struct wk__reg *r, const char *status, const char *digest, uint64_t total, uint64_t completed,
                   bool force)
 {

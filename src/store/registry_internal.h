@@ -85,8 +85,5 @@ void wk__reg_emit(struct wk__reg *r, const char *status, const char *digest, uin
 /* Whether the caller cancelled. */
 bool wk__reg_cancelled(const struct wk__reg *r);
 
-/* Whether d is "sha256:" and 64 lowercase hex digits (a digest that may
- * name a file). */
-bool wk__reg_digest_ok(const char *d);
 
 #endif

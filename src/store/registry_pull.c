@@ -285,7 +285,7 @@ static enum wk_status descriptor(json_t *l, const char *where, const char **dige
 {
     *digest = json_string_value(json_object_get(l, "digest"));
     json_t *sz = json_object_get(l, "size");
-    if (!json_is_object(l) || !wk__reg_digest_ok(*digest))
+    if (!json_is_object(l) || !wk_digest_ok(*digest))
         return wk_error_set(err, WK_E_FORMAT, "the manifest's %s has no sha256:<64 hex> digest", where);
     if (!json_is_integer(sz) || json_integer_value(sz) < 0 || json_integer_value(sz) > (json_int_t)1 << 50)
         return wk_error_set(err, WK_E_FORMAT, "the manifest's %s (%s) has no valid size", where, *digest);

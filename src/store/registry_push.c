@@ -145,7 +145,7 @@ enum wk_status wk_registry_push(struct wk_store *s, const struct wk_model_name *
         json_t *l = i < n_layers ? json_array_get(layers, i) : json_object_get(m, "config");
         const char *digest = json_string_value(json_object_get(l, "digest"));
         json_int_t size = json_integer_value(json_object_get(l, "size"));
-        if (!wk__reg_digest_ok(digest) || size < 0) {
+        if (!wk_digest_ok(digest) || size < 0) {
             st = wk_error_set(err, WK_E_FORMAT, "the stored manifest of '%s': %s %zu has no valid digest and size",
                               r.shown, i < n_layers ? "layer" : "config", i);
             break;

@@ -159,6 +159,14 @@ void wk_store_close(struct wk_store *s)
 }
 const char *wk_store_dir(const struct wk_store *s) { return s->dir; }
 
+bool wk_digest_ok(const char *d)
+{
+    if (!d || strncmp(d, "sha256:", 7) != 0 || strlen(d) != 71) return false;
+    for (int i = 7; i < 71; i++)
+        if (!((d[i] >= '0' && d[i] <= '9') || (d[i] >= 'a' && d[i] <= 'f'))) return false;
+    return true;
+}
+
 void wk_store_blob_path(const struct wk_store *s, const char *digest, char *out, size_t cap)
 {
     const char *hex = strncmp(digest, "sha256:", 7) == 0 ? digest + 7 : digest;

@@ -108,6 +108,10 @@ enum wk_status wk_store_blob_commit(struct wk_blob_writer *w, const char *expect
                                     struct wk_error *err);
 /* Drops w and its temporary file (NULL: nothing). */
 void wk_store_blob_abort(struct wk_blob_writer *w);
+/* Whether d is "sha256:" and 64 lower-case hex digits: a digest that may
+ * name a blob file (a registry's or a client's digest is checked with it
+ * before any path is made of it). */
+bool wk_digest_ok(const char *d);
 /* The path of blob digest ("sha256:<hex>") into out[cap]. */
 void wk_store_blob_path(const struct wk_store *s, const char *digest, char *out, size_t cap);
 
