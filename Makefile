@@ -128,8 +128,8 @@ $(OUT)/bench/%: bench/%.c $(LIB)
 bench: $(BENCH_BIN)
 
 # Golden tests (need scripts/fetch-models first, except the tiny Qwen 3 of
-# tests/golden/qwen3, Qwen 2 of tests/golden/qwen2, GLM-4-MoE-Lite of tests/golden/glm4-moe-lite and
-# Gemma 4 of tests/golden/gemma4):
+# tests/golden/qwen3, Qwen 2 of tests/golden/qwen2, GLM-4-MoE-Lite of tests/golden/glm4-moe-lite,
+# Gemma 4 of tests/golden/gemma4 and the Llama of tests/golden/llama3-rope):
 # greedy decoding and
 # tricky strings against each fixture, then tokenizer parity on the corpus,
 # for each model's tokenizer from its GGUF and from the exported tokenizer.json.
@@ -150,6 +150,11 @@ golden: $(GOLDEN_BIN)
 	  $(OUT)/tests/test-gemma4
 	@echo "== gemma4, dispatch capped to AVX2 (WICK_CPU=avx2)"; \
 	  WICK_CPU=avx2 $(OUT)/tests/test-gemma4 test_logits && WICK_CPU=avx2 $(OUT)/tests/test-gemma4 test_assistant
+	@echo "== llama3-rope: a tiny LlamaForCausalLM with Llama 3 RoPE scaling (HF folder, transformers 4 config, llama.cpp's GGUF) against transformers"; \
+	  $(OUT)/tests/test-llama3-rope
+	@echo "== llama3-rope, f32 activations (WICK_EXACT=1)"; WICK_EXACT=1 $(OUT)/tests/test-llama3-rope test_logits
+	@echo "== tf5-bos: BOS/EOS from tokenizer.json's post-processor (transformers 5 folders) against tokenizers"; \
+	  $(OUT)/tests/test-tf5-bos
 	@set -e; for f in tests/golden/qwen2.5-coder-1.5b.json tests/golden/gemma3-270m.json tests/golden/smollm2-135m.json; do \
 	  echo "== golden $$f"; $(OUT)/tests/test-golden $$f; \
 	  echo "== golden $$f, f32 activations (WICK_EXACT=1)"; WICK_EXACT=1 $(OUT)/tests/test-golden $$f; \

@@ -273,6 +273,52 @@ static enum wk_status qwen2_config_to_kv(struct wk_hf *h, json_t *cfg, const cha
 }
 
 /* config.json's fields under the GGUF keys of arch. */
+/*
+ * Llama 3 RoPE scaling (rope_scaling / rope_parameters rope_type "llama3":
+ * factor, low_freq_factor, high_freq_factor, original_max_position_embeddings,
+ * as transformers' _compute_llama3_parameters reads them) under wick's own
+ * keys <arch>.rope.scaling.llama3.{factor, low_freq_factor,
+ * high_freq_factor, original_context_length}; llama.c turns them into the
+ * per-pair divisors a GGUF carries as rope_freqs.weight. Only the llama
+ * family reads them, so other families still refuse the type. Missing
+ * fields take llama.cpp's converter defaults (1, 4; the original context
+ * falls back to max_position_embeddings, then 8192, as transformers'
+ * standardisation does); factor is required.
+ */
+static enum wk_status llama3_rope_to_kv(struct wk_hf *h, json_t *cfg, json_t *rs, const char *arch,
+                                        struct wk_error *err)
+{
+    static const struct {
+        const char *hf, *suffix;
+        double dflt; /* < 0: required */
+    } f[] = {{"factor", "rope.scaling.llama3.factor", -1},
+             {"low_freq_factor", "rope.scaling.llama3.low_freq_factor", 1},
+             {"high_freq_factor", "rope.scaling.llama3.high_freq_factor", 4},
+             {"original_max_position_embeddings", "rope.scaling.llama3.original_context_length", 0}};
+    double v[4];
+    for (size_t i = 0; i < WK_ARRAY_LEN(f); i++) {
+        json_t *j = json_object_get(rs, f[i].hf);
+        if (i == 3 && (!j || json_is_null(j))) j = json_object_get(cfg, "max_position_embeddings");
+        if (!j || json_is_null(j)) {
+            if (f[i].dflt < 0)
+                return wk_error_set(err, WK_E_FORMAT, "%s/config.json: rope_scaling type llama3 needs %s", h->dir,
+                                    f[i].hf);
+            v[i] = i == 3 ? 8192 : f[i].dflt;
+        } else if (!json_is_number(j)) {
+            return wk_error_set(err, WK_E_FORMAT, "%s/config.json: rope_scaling %s must be a number", h->dir, f[i].hf);
+        } else {
+            v[i] = json_number_value(j);
+        }
+    }
+    if (!(v[0] >= 1 && v[0] <= 1e6) || !(v[1] > 0) || !(v[2] > v[1]) || !(v[3] >= 1 && v[3] <= 1e9))
+        return wk_error_set(err, WK_E_FORMAT,
+                            "%s/config.json: rope_scaling llama3 factor %g, low_freq_factor %g, high_freq_factor %g, "
+                            "original_max_position_embeddings %g are out of range (factor >= 1, 0 < low < high)",
+                            h->dir, v[0], v[1], v[2], v[3]);
+    for (size_t i = 0; i < WK_ARRAY_LEN(f); i++) set_kv(h, arch, f[i].suffix, json_real(v[i]));
+    return WK_OK;
+}
+
 static enum wk_status config_to_kv(struct wk_hf *h, json_t *cfg, const char *arch, struct wk_error *err)
 {
     static const struct {
@@ -324,12 +370,15 @@ static enum wk_status config_to_kv(struct wk_hf *h, json_t *cfg, const char *arc
         if ((strcmp(type, "linear") == 0 || strcmp(type, "proportional") == 0) && json_is_number(factor)) {
             snprintf(key, sizeof key, "%s.rope.scaling.factor", arch);
             json_object_set(h->kv, key, factor);
+        } else if (strcmp(type, "llama3") == 0 && strcmp(arch, "llama") == 0) {
+            enum wk_status st = llama3_rope_to_kv(h, cfg, rs, arch, err);
+            if (st) return st;
         } else if (strcmp(type, "default") != 0 && strcmp(type, "proportional") != 0) {
             char t[64];
             wk_str_printable(type, strlen(type), t, sizeof t);
             return wk_error_set(err, WK_E_UNSUPPORTED,
                                 "%s/config.json: rope_scaling type '%s' is not supported (wick knows "
-                                "default and linear)",
+                                "default and linear, and llama3 for Llama models)",
                                 h->dir, t);
         }
     }

@@ -1,8 +1,26 @@
 /*
  * gguf_vocab.c - a tokenizer from GGUF metadata (tokenizer.ggml.*): the
- * model ("llama" = SentencePiece BPE, "gpt2" = byte-level BPE), pieces,
- * scores, token types, merges, the pre-tokenizer name, special ids and
- * add_bos / add_space_prefix.
+ * model ("llama" = SentencePiece BPE, "gpt2" = byte-level BPE, "gemma4" =
+ * SentencePiece-style BPE), pieces, scores, token types, merges, the
+ * pre-tokenizer name, special ids and add_bos / add_space_prefix.
+ *
+ * "gemma4" is what llama.cpp's converter writes for Gemma 4 (its
+ * tokenizer.json is a BPE over characters: normalizer Replace " " -> "▁",
+ * no pre-tokenizer, byte_fallback with <0xNN> pieces). The GGUF has the
+ * pieces as they are in tokenizer.json, the merges as "left right" and
+ * token types (BYTE for <0xNN>, USER_DEFINED for added pieces, which are
+ * split out before BPE as `tokenizers` splits added tokens). wick runs it
+ * as it runs that tokenizer.json: spaces escaped, no prefix space (unless
+ * tokenizer.ggml.add_space_prefix), merges by rank over characters, byte
+ * fallback. llama.cpp (llama-vocab.cpp, LLAMA_VOCAB_PRE_TYPE_GEMMA4)
+ * also splits the text at newlines first and takes a run of newlines
+ * whole when it is a piece; wick keeps the tokenizer.json behaviour (no
+ * split), which differs from llama.cpp's only where a merge joins a
+ * newline to other text, or a run of newlines is a NORMAL piece the merges
+ * do not build (USER_DEFINED pieces are split out first by both). Like
+ * llama.cpp, wick adds BOS for "gemma4" even when
+ * tokenizer.ggml.add_bos_token says false (Gemma 4 needs it; transformers'
+ * post-processor adds it).
  *
  * A GGUF carries no normalizer. Pre-tokenizer "qwen2" names the tokenizer
  * of Qwen 1.5, 2, 2.5 and 3 (llama.cpp's converter picks it by hashing
@@ -86,25 +104,28 @@ static enum wk_status load_pieces(struct wk_tokenizer *tok, const struct wk_gguf
     return WK_OK;
 }
 
-static enum wk_status load_bpe(struct wk_tokenizer *tok, const struct wk_gguf *g,
+/* The merges of a BPE model (byte-level: pieces in GPT-2 characters;
+ * "gemma4": pieces as they are, '▁' for a space); `byte_level` says which
+ * and sets up the pre-tokenizer tokenizer.ggml.pre names for byte-level. */
+static enum wk_status load_bpe(struct wk_tokenizer *tok, const struct wk_gguf *g, bool byte_level,
                                struct wk_error *err)
 {
     const char *path = wk_gguf_path(g);
     char name[64] = "default";
     enum wk_status st;
-    if (wk_gguf_find(g, "tokenizer.ggml.pre")) {
+    if (byte_level && wk_gguf_find(g, "tokenizer.ggml.pre")) {
         struct wk_gguf_str pre;
         if ((st = wk_gguf_get_str(g, "tokenizer.ggml.pre", &pre, err))) return st;
         wk_str_printable(pre.data, (size_t)pre.len, name, sizeof name);
     }
-    st = wk__bpe_use_named_pre(tok, name);
+    st = byte_level ? wk__bpe_use_named_pre(tok, name) : WK_OK;
     if (st == WK_E_NOT_FOUND)
         return wk_error_set(err, WK_E_UNSUPPORTED,
                             "%s: unknown pre-tokenizer \"%s\" (tokenizer.ggml.pre); wick knows gpt2, "
                             "llama-bpe, qwen2, smollm, starcoder, glm4, falcon and a few others",
                             path, name);
     if (st) return wk_error_set(err, st, "%s: pre-tokenizer %s cannot be set up", path, name);
-    if (strcmp(name, "qwen2") == 0) tok->unicode_form = WK__FORM_NFC;
+    if (byte_level && strcmp(name, "qwen2") == 0) tok->unicode_form = WK__FORM_NFC;
     const struct wk_gguf_value *merges;
     if ((st = wk_gguf_get_arr(g, "tokenizer.ggml.merges", WK_GGUF_STRING, &merges, err))) return st;
     if (merges->arr.n > (1u << 24))
@@ -130,7 +151,13 @@ static enum wk_status load_bpe(struct wk_tokenizer *tok, const struct wk_gguf *g
                                 path, (unsigned long long)r);
         if (st) return wk_error_set(err, st, "%s: out of memory", path);
     }
-    tok->byte_level = true;
+    tok->byte_level = byte_level;
+    if (!byte_level) {
+        tok->escape_spaces = true;
+        /* byte fallback when the vocabulary has all 256 <0xNN> pieces */
+        tok->byte_fallback = true;
+        for (int b = 0; b < 256; b++) tok->byte_fallback &= tok->byte_ids[b] >= 0;
+    }
     return WK_OK;
 }
 
@@ -140,16 +167,18 @@ static enum wk_status load(struct wk_tokenizer *tok, const struct wk_gguf *g, st
     struct wk_gguf_str model;
     enum wk_status st = wk_gguf_get_str(g, "tokenizer.ggml.model", &model, err);
     if (st) return st;
+    bool gemma4 = wk_gguf_str_eq(model, "gemma4");
     if (wk_gguf_str_eq(model, "llama")) {
         tok->model = WK_TOKENIZER_SPM;
-    } else if (wk_gguf_str_eq(model, "gpt2")) {
+    } else if (wk_gguf_str_eq(model, "gpt2") || gemma4) {
         tok->model = WK_TOKENIZER_BPE;
     } else {
         char m[64];
         wk_str_printable(model.data, (size_t)model.len, m, sizeof m);
         return wk_error_set(err, WK_E_UNSUPPORTED,
                             "%s: tokenizer model \"%s\" is not supported yet (wick knows \"llama\", "
-                            "SentencePiece BPE, and \"gpt2\", byte-level BPE)",
+                            "SentencePiece BPE, \"gpt2\", byte-level BPE, and \"gemma4\", "
+                            "SentencePiece-style BPE)",
                             path, m);
     }
     if ((st = load_pieces(tok, g, err))) return st;
@@ -168,7 +197,8 @@ static enum wk_status load(struct wk_tokenizer *tok, const struct wk_gguf *g, st
     if (wk_gguf_find(g, "tokenizer.ggml.add_space_prefix") &&
         (st = wk_gguf_get_bool(g, "tokenizer.ggml.add_space_prefix", &tok->add_space_prefix, err)))
         return st;
-    if (tok->model == WK_TOKENIZER_BPE && (st = load_bpe(tok, g, err))) return st;
+    if (gemma4) tok->add_bos = true; /* as llama.cpp: Gemma 4 always starts with BOS */
+    if (tok->model == WK_TOKENIZER_BPE && (st = load_bpe(tok, g, !gemma4, err))) return st;
     if (wk__vocab_mark_eog(tok)) return wk_error_set(err, WK_E_NOMEM, "%s: out of memory", path);
     return WK_OK;
 }

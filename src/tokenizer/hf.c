@@ -19,6 +19,18 @@
  *   added_tokens  split out before the model, longest first: "special"
  *               ones only in template scaffolding (control), the others
  *               always (user-defined).
+ *   post_processor  what a tokenization with special tokens adds around
+ *               the text: TemplateProcessing's "single" template (at most
+ *               one special token of one id before $A, the BOS, and one
+ *               after, the EOS), BertProcessing ([CLS] $A [SEP]),
+ *               RobertaProcessing (<s> $A </s>), ByteLevel (nothing; its
+ *               offsets do not matter here), a Sequence of those; "pair"
+ *               is not used. When tokenizer.json has one it alone decides
+ *               add_bos and add_eos, as transformers 5 does (it ignores
+ *               tokenizer_config.json's add_bos_token and add_eos_token
+ *               once a tokenizer.json exists, and its save_pretrained no
+ *               longer writes them); without one (null), those keys do,
+ *               as wick read them before.
  * A ByteLevel pre-tokenizer makes the model byte-level (GPT-2 bytes to
  * characters); otherwise it is character-level with byte fallback, as
  * SentencePiece-converted tokenizers are.
@@ -278,6 +290,108 @@ static enum wk_status apply_pre(struct hf_ctx *c, struct wk_tokenizer *tok, json
     return st ? bad(c, st, "pre_tokenizer: out of memory%s", "") : WK_OK;
 }
 
+/* ------------------------------------------------------ post-processor */
+
+/* Records id as the token put before (before) or after the text; one each. */
+static enum wk_status post_add(struct hf_ctx *c, struct wk_tokenizer *tok, bool before, json_t *id,
+                               const char *name)
+{
+    if (!json_is_integer(id) || json_integer_value(id) < 0 || json_integer_value(id) >= tok->n_vocab)
+        return bad(c, WK_E_FORMAT, "post_processor: the id of special token \"%.60s\" is not in the vocabulary",
+                   name);
+    int32_t *slot = before ? &tok->post_bos : &tok->post_eos;
+    if (*slot >= 0)
+        return bad(c, WK_E_UNSUPPORTED,
+                   before ? "post_processor: more than one special token before the text (\"%.60s\"); "
+                            "wick adds one BOS"
+                          : "post_processor: more than one special token after the text (\"%.60s\"); "
+                            "wick adds one EOS",
+                   name);
+    *slot = (int32_t)json_integer_value(id);
+    return WK_OK;
+}
+
+/* TemplateProcessing: the special tokens of "single" before and after $A,
+ * each with its ids from "special_tokens". */
+static enum wk_status post_template(struct hf_ctx *c, struct wk_tokenizer *tok, json_t *p)
+{
+    json_t *single = json_object_get(p, "single"), *specials = json_object_get(p, "special_tokens"), *e;
+    if (!json_is_array(single)) return bad(c, WK_E_FORMAT, "post_processor.single is not an array%s", "");
+    bool seen_a = false;
+    size_t i;
+    json_array_foreach(single, i, e)
+    {
+        json_t *seq = json_object_get(e, "Sequence"), *sp = json_object_get(e, "SpecialToken");
+        if (seq && str_is(json_object_get(seq, "id"), "A") && !seen_a) {
+            seen_a = true;
+            continue;
+        }
+        json_t *name = json_object_get(sp, "id");
+        if (!json_is_string(name))
+            return bad(c, WK_E_FORMAT, "post_processor.single: an item is neither $A (once) nor a SpecialToken%s",
+                       "");
+        const char *nm = json_string_value(name);
+        json_t *ids = json_object_get(json_object_get(specials, nm), "ids");
+        if (!json_is_array(ids))
+            return bad(c, WK_E_FORMAT, "post_processor: special token \"%.60s\" is not in special_tokens", nm);
+        if (json_array_size(ids) != 1)
+            return bad(c, WK_E_UNSUPPORTED,
+                       "post_processor: special token \"%.60s\" stands for other than one id", nm);
+        enum wk_status st = post_add(c, tok, !seen_a, json_array_get(ids, 0), nm);
+        if (st) return st;
+    }
+    return seen_a ? WK_OK : bad(c, WK_E_FORMAT, "post_processor.single has no $A%s", "");
+}
+
+/* ["[CLS]", 101]: the id of a BertProcessing / RobertaProcessing token. */
+static json_t *pair_id(json_t *p, const char *key, const char **name)
+{
+    json_t *pair = json_object_get(p, key);
+    *name = json_is_string(json_array_get(pair, 0)) ? json_string_value(json_array_get(pair, 0)) : key;
+    return json_is_array(pair) && json_array_size(pair) == 2 ? json_array_get(pair, 1) : NULL;
+}
+
+static enum wk_status apply_post(struct hf_ctx *c, struct wk_tokenizer *tok, json_t *p)
+{
+    if (!p || json_is_null(p)) return WK_OK;
+    tok->has_post_processor = true;
+    json_t *type = json_object_get(p, "type");
+    enum wk_status st = WK_OK;
+    if (str_is(type, "Sequence")) {
+        json_t *list = json_object_get(p, "processors"), *e;
+        size_t i;
+        if (!json_is_array(list)) return bad(c, WK_E_FORMAT, "post_processor.processors is not an array%s", "");
+        json_array_foreach(list, i, e) if ((st = apply_post(c, tok, e))) return st;
+        return WK_OK;
+    }
+    if (str_is(type, "ByteLevel")) return WK_OK;
+    if (str_is(type, "TemplateProcessing")) return post_template(c, tok, p);
+    if (str_is(type, "BertProcessing") || str_is(type, "RobertaProcessing")) {
+        const char *cls, *sep;
+        json_t *cls_id = pair_id(p, "cls", &cls), *sep_id = pair_id(p, "sep", &sep);
+        if ((st = post_add(c, tok, true, cls_id, cls))) return st;
+        return post_add(c, tok, false, sep_id, sep);
+    }
+    return bad(c, WK_E_UNSUPPORTED, "post_processor type \"%.40s\" is not supported",
+               json_is_string(type) ? json_string_value(type) : "?");
+}
+
+/* What the post-processor adds becomes add_bos / bos and add_eos; after
+ * the companion files, which may name another BOS, again. */
+static void use_post(struct wk_tokenizer *tok)
+{
+    if (!tok->has_post_processor) return;
+    tok->add_bos = tok->post_bos >= 0;
+    if (tok->add_bos) tok->bos = tok->post_bos;
+    tok->add_eos = tok->post_eos >= 0;
+    tok->eos_to_add = tok->post_eos;
+}
+
+int32_t wk_tokenizer_eos_to_add(const struct wk_tokenizer *tok)
+{
+    return tok->add_eos ? tok->eos_to_add : -1;
+}
+
 /* ---------------------------------------------------- companion files */
 
 /* A token given as a string or as {"content": string}; -1 when absent. */
@@ -312,13 +426,19 @@ static void apply_companions(struct wk_tokenizer *tok, const char *dir)
         if (e >= 0) tok->eos = e;
         if (u >= 0) tok->unk = u;
     }
+    /* transformers 5 reads these only without a tokenizer.json (use_post) */
     if (cfg && json_is_boolean(json_object_get(cfg, "add_bos_token")))
         tok->add_bos = json_is_true(json_object_get(cfg, "add_bos_token"));
+    if (cfg && json_is_boolean(json_object_get(cfg, "add_eos_token")))
+        tok->add_eos = json_is_true(json_object_get(cfg, "add_eos_token"));
     if (gen) {
         json_t *bos = json_object_get(gen, "bos_token_id");
         if (json_is_integer(bos) && json_integer_value(bos) >= 0 && json_integer_value(bos) < tok->n_vocab)
             tok->bos = (int32_t)json_integer_value(bos);
     }
+    tok->eos_to_add = tok->eos;
+    if (tok->eos < 0) tok->add_eos = false;
+    use_post(tok);
     wk__vocab_mark_eog(tok);
     if (gen && tok->eog) { /* every id of generation_config's eos_token_id ends generation */
         json_t *eos = json_object_get(gen, "eos_token_id"), *e;
@@ -365,6 +485,9 @@ static enum wk_status load(struct hf_ctx *c, struct wk_tokenizer *tok, json_t *r
     if ((st = check_added_normalized(c, tok, json_object_get(root, "added_tokens")))) return st;
     if ((st = load_merges(c, tok, model))) return st;
     if ((st = apply_pre(c, tok, json_object_get(root, "pre_tokenizer")))) return st;
+    tok->post_bos = tok->post_eos = -1;
+    if ((st = apply_post(c, tok, json_object_get(root, "post_processor")))) return st;
+    use_post(tok);
     return WK_OK;
 }
 

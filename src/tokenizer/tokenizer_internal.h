@@ -56,6 +56,15 @@ struct wk_tokenizer {
     int32_t byte_ids[256];
     int32_t bos, eos, eot, unk;
     bool add_bos, add_space_prefix;
+    /* a tokenization with special tokens ends with eos_to_add (hf.c: the
+     * post-processor's or add_eos_token's; never set from a GGUF yet) */
+    bool add_eos;
+    int32_t eos_to_add;
+    /* hf.c: tokenizer.json has a post-processor, which alone decides
+     * add_bos / add_eos (as transformers 5), with post_bos / post_eos the
+     * ids it puts before / after the text, or -1 */
+    bool has_post_processor;
+    int32_t post_bos, post_eos;
     /* BPE only: byte-level (GPT-2) or character-level with spaces escaped
      * as '▁' and byte fallback (SentencePiece-style tokenizer.json) */
     bool byte_level, escape_spaces, byte_fallback, ignore_merges;

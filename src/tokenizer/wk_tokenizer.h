@@ -63,7 +63,11 @@ void wk_tokenizer_destroy(struct wk_tokenizer *tok);
  * with byte fallback as Gemma/Llama 2), with BOS, EOS and add_bos from
  * tokenizer_config.json, special_tokens_map.json and generation_config.json
  * when present (every id of generation_config's eos_token_id ends
- * generation). Errors, naming the file and the field: WK_E_NOT_FOUND (no
+ * generation). What tokenizer.json's post-processor adds around a text
+ * (TemplateProcessing "<bos> $A <eos>", BertProcessing, RobertaProcessing)
+ * sets add_bos, the BOS and wk_tokenizer_eos_to_add, over
+ * tokenizer_config.json's add_bos_token / add_eos_token, as transformers 5
+ * decides. Errors, naming the file and the field: WK_E_NOT_FOUND (no
  * tokenizer.json), WK_E_FORMAT (invalid JSON, malformed vocab or merges),
  * WK_E_UNSUPPORTED (a model, normalizer or pre-tokenizer type wick does
  * not implement), WK_E_NOMEM.
@@ -84,6 +88,12 @@ int64_t wk_tokenizer_min_tokens(const struct wk_tokenizer *tok, size_t n_bytes);
 int32_t wk_tokenizer_bos(const struct wk_tokenizer *tok); /* -1 when none */
 int32_t wk_tokenizer_eos(const struct wk_tokenizer *tok); /* -1 when none */
 bool wk_tokenizer_add_bos(const struct wk_tokenizer *tok);
+/* The id a tokenization with special tokens ends with (the EOS of a
+ * Hugging Face post-processor "<bos> $A <eos>", BERT's [SEP], RoBERTa's
+ * </s>, or add_eos_token's EOS without a post-processor), or -1 when none
+ * is added (always, from a GGUF, for now). Callers append it; encode never
+ * does. */
+int32_t wk_tokenizer_eos_to_add(const struct wk_tokenizer *tok);
 /* True for tokens that end generation: EOS, EOT and the family's
  * end-of-turn controls (<end_of_turn>, <|im_end|>, <|eot_id|>, ...). */
 bool wk_tokenizer_is_eog(const struct wk_tokenizer *tok, int32_t id);

@@ -16,6 +16,8 @@
  *      wrapping, the KV-shared layers on the last row only);
  *      suppress_tokens (generation_config.json) are -inf;
  *   3. greedy 32-token continuations identical (transformers' generate);
+ *      the GGUF's tokenizer (tokenizer.ggml.model "gemma4", as llama.cpp's
+ *      converter writes it) gives transformers' ids and the folder's;
  *   4. the MTP assistants (ordered embeddings and plain): logits and
  *      output states of 4 draft steps within REL_TOL of
  *      Gemma4AssistantForCausalLM given the same target states, and the
@@ -243,6 +245,140 @@ static void test_greedy(void)
     greedy_of("dense.gguf", "dense", "greedy_without_suppress"); /* no suppress_tokens in the GGUF */
     greedy_of("moe", "moe", "greedy");
     greedy_of("moe.gguf", "moe", "greedy");
+}
+
+/* ---------------------------------------------------------- tokenizer */
+
+static void encode(const struct wk_tokenizer *tok, const char *text, bool special, struct wk_tokens *t)
+{
+    t->n = 0;
+    CHECK_EQ_INT(wk_tokenizer_encode(tok, text, strlen(text), special, t), WK_OK);
+}
+
+static bool same_ids(const struct wk_tokens *a, const int32_t *b, int64_t n)
+{
+    bool same = a->n == n;
+    for (int64_t i = 0; same && i < n; i++) same = a->ids[i] == b[i];
+    return same;
+}
+
+/* The reference's encode cases (transformers' ids) through tok. */
+static void check_encode_cases(const struct wk_tokenizer *tok, const char *name)
+{
+    json_t *cases = json_object_get(json_object_get(g_ref, "tokenizer"), "encode_cases"), *c;
+    CHECK(json_array_size(cases) >= 5);
+    struct wk_tokens t = {0};
+    int32_t want[64];
+    size_t i;
+    json_array_foreach(cases, i, c)
+    {
+        json_t *ids = json_object_get(c, "ids");
+        const char *text = json_string_value(json_object_get(c, "text"));
+        size_t n = json_array_size(ids);
+        CHECK(text && n <= 64);
+        for (size_t k = 0; k < n && k < 64; k++) want[k] = fixture_id(ids, k);
+        encode(tok, text ? text : "", false, &t);
+        if (!same_ids(&t, want, (int64_t)n)) fprintf(stderr, "  %s: \"%s\" tokenizes differently\n", name, text);
+        CHECK(same_ids(&t, want, (int64_t)n));
+    }
+    wk_tokens_deinit(&t);
+}
+
+/* tok (a GGUF's) and ref (the folder's) give the same ids for more text
+ * (newlines, tabs, bytes, control markup as literal text, with
+ * parse_special too when specials) and the same bytes for every token of
+ * the prompts. */
+static void check_same_as_folder(const struct wk_tokenizer *tok, const struct wk_tokenizer *ref, const char *name,
+                                 bool specials)
+{
+    static const char *const more[] = {
+        "line one\nline two\n\n\nthree", "\ttab\tand  \n  spaces   ", " leading space", "trailing ",
+        "<start_of_turn>user literal<end_of_turn>\n", "bytes \x01\x7f \xff\xfe end", "日本語のテキスト",
+        "The quick brown fox jumps over the lazy dog. 12345 + 678 = 13023!", ""};
+    struct wk_tokens t = {0}, u = {0};
+    for (int special = 0; special <= (int)specials; special++) {
+        for (size_t k = 0; k < WK_ARRAY_LEN(more); k++) {
+            encode(tok, more[k], special, &t);
+            encode(ref, more[k], special, &u);
+            if (!same_ids(&t, u.ids, u.n)) fprintf(stderr, "  %s and dense differ on text %zu\n", name, k);
+            CHECK(same_ids(&t, u.ids, u.n));
+        }
+    }
+    for (size_t p = 0; p < N_PROMPTS; p++) {
+        int32_t ids[N_POS];
+        prompt_ids(p, ids);
+        for (int32_t k = 0; k < N_POS; k++) {
+            char a[64], b[64];
+            size_t na = wk_tokenizer_token_bytes(tok, ids[k], true, a, sizeof a);
+            size_t nb = wk_tokenizer_token_bytes(ref, ids[k], true, b, sizeof b);
+            CHECK(na == nb && na <= sizeof a && memcmp(a, b, na) == 0);
+        }
+    }
+    wk_tokens_deinit(&t);
+    wk_tokens_deinit(&u);
+}
+
+/* llama.cpp's converter writes tokenizer.ggml.model "gemma4" for Gemma 4.
+ * dense.gguf is its output for tests/golden/gemma4/dense, byte for byte:
+ * the model loads with its tokenizer, which gives transformers' ids for
+ * the reference strings and the folder tokenizer's for more text, with
+ * BOS added. There <start_of_turn> / <end_of_turn> are NORMAL tokens (the
+ * folder does not list them among transformers' special tokens, which is
+ * what the converter marks CONTROL), so the chat case is checked on
+ * gemma4-llamacpp/vocab.gguf, converted with them listed
+ * (scripts/reference/make-gemma4-vocab-gguf.sh): the reference chat ids,
+ * and the chat prompt wick renders for dense.gguf tokenized by it. */
+static void test_gguf_tokenizer(void)
+{
+    struct wk_model *mg = load("dense.gguf"), *mf = load("dense");
+    struct wk_tokenizer *tg = NULL, *tf = NULL, *tv = NULL;
+    struct wk_gguf *gv = NULL;
+    struct wk_error err;
+    if (!mg || !mf) goto out;
+    enum wk_status st = wk_tokenizer_for_model(mg, &tg, &err);
+    if (st) fprintf(stderr, "  dense.gguf tokenizer: %s\n", err.msg);
+    CHECK_EQ_INT(st, WK_OK);
+    CHECK_EQ_INT(wk_tokenizer_for_model(mf, &tf, &err), WK_OK);
+    char path[1200];
+    snprintf(path, sizeof path, "%s/../gemma4-llamacpp/vocab.gguf", g_dir);
+    CHECK_EQ_INT(wk_gguf_open(path, &gv, &err), WK_OK);
+    if (gv) CHECK_EQ_INT(wk_tokenizer_from_gguf(gv, &tv, &err), WK_OK);
+    if (!tg || !tf || !tv) goto out;
+    for (int which = 0; which < 2; which++) {
+        const struct wk_tokenizer *tok = which ? tv : tg;
+        const char *name = which ? "vocab.gguf" : "dense.gguf";
+        CHECK_EQ_INT(wk_tokenizer_n_vocab(tok), VOCAB);
+        CHECK_EQ_INT(wk_tokenizer_bos(tok), 2);
+        CHECK_EQ_INT(wk_tokenizer_eos(tok), 1);
+        CHECK(wk_tokenizer_add_bos(tok));
+        CHECK(wk_tokenizer_is_eog(tok, 1));
+        CHECK_EQ_INT(wk_tokenizer_token_type(tok, 7), WK_TOKEN_BYTE);
+        CHECK_EQ_INT(wk_tokenizer_token_type(tok, 5), which ? WK_TOKEN_CONTROL : WK_TOKEN_NORMAL);
+        check_encode_cases(tok, name);
+        check_same_as_folder(tok, tf, name, which == 1);
+    }
+    CHECK(wk_tokenizer_is_eog(tv, 6) && wk_tokenizer_add_bos(tf));
+    json_t *chat = json_object_get(json_object_get(g_ref, "tokenizer"), "chat_case");
+    json_t *chat_ids = json_object_get(chat, "ids");
+    size_t n_chat = json_array_size(chat_ids);
+    int32_t want[64];
+    CHECK(n_chat > 0 && n_chat <= 64);
+    for (size_t k = 0; k < n_chat && k < 64; k++) want[k] = fixture_id(chat_ids, k);
+    struct wk_tokens t = {0};
+    encode(tv, json_string_value(json_object_get(chat, "text")), true, &t);
+    CHECK(same_ids(&t, want, (int64_t)n_chat));
+    struct wk_chat_message msg = {"user", "hi"};
+    struct wk_prompt prompt = {0};
+    CHECK_EQ_INT(wk_chat_render(mg, tv, &msg, 1, true, &prompt, &err), WK_OK);
+    t.n = 0;
+    CHECK_EQ_INT(wk_prompt_tokenize(tv, &prompt, &t), WK_OK);
+    CHECK(same_ids(&t, want, (int64_t)n_chat));
+    wk_prompt_deinit(&prompt);
+    wk_tokens_deinit(&t);
+out:
+    wk_tokenizer_destroy(tg), wk_tokenizer_destroy(tf), wk_tokenizer_destroy(tv);
+    wk_gguf_close(gv);
+    wk_model_destroy(mg), wk_model_destroy(mf);
 }
 
 /* ---------------------------------------------------------- assistant */
@@ -552,7 +688,7 @@ int main(int argc, char **argv)
     }
     static const struct check_test tests[] = {
         TEST(test_hparams),           TEST(test_logits),
-        TEST(test_greedy),            TEST(test_assistant),
+        TEST(test_greedy),            TEST(test_gguf_tokenizer),    TEST(test_assistant),
         TEST(test_assistant_mismatch), TEST(test_bad_configs),  TEST(test_greedy_with_assistant),
         TEST(test_sampling_distribution)};
     int rc = check_main(argc, argv, tests, (int)(sizeof tests / sizeof tests[0]));
