@@ -457,6 +457,8 @@ struct srv_upload *srv_upload_begin(struct srv_server *srv, const char *digest)
     return u;
 }
 
+bool srv_upload_known(const struct srv_upload *u) { return u->status || u->exists; }
+
 void srv_upload_data(struct srv_upload *u, const char *data, size_t n)
 {
     if (!u->w || u->status) return;

@@ -532,6 +532,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         if (!k->refused && strcmp(method, "POST") == 0 && strncmp(url, "/api/blobs/", 11) == 0) {
             /* a blob of any size, written to the store as it comes */
             if (!(k->upload = srv_upload_begin(srv, url + 11))) return MHD_NO;
+            /* known already (a bad digest, a stored blob): a client that
+             * waits for "100 Continue" gets the answer and sends nothing */
+            const char *ex = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_EXPECT);
+            if (srv_upload_known(k->upload) && ex && strcasecmp(ex, "100-continue") == 0)
+                return route_counted(srv, c, url, method, k);
             return MHD_YES;
         }
         if (cl && *end == '\0' && n > SRV_MAX_BODY) k->too_big = true;
@@ -587,11 +592,13 @@ static bool parse_host(const char *s, struct sockaddr_storage *a, socklen_t *ale
     if (sep) {
         if (sep - s == 4 && strncmp(s, "http", 4) == 0) port = "80";
         else if (sep - s == 5 && strncmp(s, "https", 5) == 0) port = "443";
+        else return false; /* ftp://, ...: not an address wick can serve on */
         s = sep + 3;
     }
     char hp[512], host[512] = "";
     snprintf(hp, sizeof hp, "%s", s);
-    hp[strcspn(hp, "/ \t\r\n")] = '\0';
+    hp[strcspn(hp, "/")] = '\0'; /* a path after the address is Ollama's too, and ignored */
+    for (size_t n = strlen(hp); n && strchr(" \t\r\n", hp[n - 1]); n--) hp[n - 1] = '\0';
     char *colon = NULL;
     if (hp[0] == '[') { /* [v6]:port or [v6] */
         char *close = strchr(hp, ']');
@@ -607,14 +614,14 @@ static bool parse_host(const char *s, struct sockaddr_storage *a, socklen_t *ale
         snprintf(host, sizeof host, "%s", hp);
     }
     char portbuf[16];
-    if (colon) {
-        char *end;
-        long p = strtol(colon + 1, &end, 10);
-        if (colon[1] && !*end && p >= 0 && p <= 65535) {
-            snprintf(portbuf, sizeof portbuf, "%ld", p);
-            port = portbuf;
-        }
+    if (colon) { /* digits only, up to 65535: "abc", "-1", "0x50", "99999" are errors, not the default */
+        if (!colon[1] || strlen(colon + 1) > 5 || strspn(colon + 1, "0123456789") != strlen(colon + 1) ||
+            atol(colon + 1) > 65535)
+            return false;
+        snprintf(portbuf, sizeof portbuf, "%ld", atol(colon + 1));
+        port = portbuf;
     }
+    if (strpbrk(host, "@ \t")) return false; /* user@host, "host :port" */
     if (!*host || strcmp(host, "localhost") == 0) snprintf(host, sizeof host, "127.0.0.1");
     struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV}, *res;
     if (getaddrinfo(host, port, &hints, &res) != 0 || !res) return false;

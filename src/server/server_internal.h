@@ -63,6 +63,9 @@ struct srv_upload;
 /* Starts one (errors such as a malformed digest are kept for the reply);
  * NULL when out of memory. */
 struct srv_upload *srv_upload_begin(struct srv_server *srv, const char *digest);
+/* Whether u's answer is known before its body (a malformed digest, a blob
+ * stored already): the body is then not worth receiving. */
+bool srv_upload_known(const struct srv_upload *u);
 /* Appends a piece of the body. */
 void srv_upload_data(struct srv_upload *u, const char *data, size_t n);
 /* Replies (201, 200 or the error) and frees u. */

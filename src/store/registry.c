@@ -189,6 +189,15 @@ static int on_xfer(void *user, curl_off_t dltotal, curl_off_t dlnow, curl_off_t 
 /* ------------------------------------------------------------ requests */
 
 /* One attempt at q, with the Bearer token when token is not NULL. */
+/* WK__REG_SMALL_TIMEOUT_S, or WICK_REGISTRY_TIMEOUT (whole seconds, 1 to
+ * 86400) when set. */
+static long small_timeout_s(void)
+{
+    const char *e = getenv("WICK_REGISTRY_TIMEOUT");
+    long v = e ? atol(e) : 0;
+    return v >= 1 && v <= 86400 ? v : WK__REG_SMALL_TIMEOUT_S;
+}
+
 static CURLcode perform_once(struct wk__reg *r, struct wk__reg_req *q, const char *token,
                              char errbuf[CURL_ERROR_SIZE])
 {
@@ -212,6 +221,7 @@ static CURLcode perform_once(struct wk__reg *r, struct wk__reg_req *q, const cha
     /* a transfer stalled for two minutes is given up (and resumed by the next pull) */
     curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
     curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, 120L);
+    if (!q->sink && !q->body_file) curl_easy_setopt(c, CURLOPT_TIMEOUT, small_timeout_s());
     curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
     curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
     curl_easy_setopt(c, CURLOPT_HEADERDATA, q);

@@ -12,6 +12,13 @@
 
 /* The largest manifest, token or error body read into memory. */
 #define WK__REG_MAX_BODY ((size_t)4 << 20)
+/* Seconds a request whose answer is read into memory (a manifest, a
+ * token, a HEAD, an upload's start, a manifest's PUT) may take in all: a registry
+ * that trickles such an answer (a byte or two a second, which the stall
+ * rule lets through) would otherwise hold a pull for days. Blob transfers
+ * have no such limit, only the stall rule. WICK_REGISTRY_TIMEOUT (seconds)
+ * overrides it. */
+#define WK__REG_SMALL_TIMEOUT_S 60L
 /* Blobs of one manifest at most (a safetensors model has one per file). */
 #define WK__REG_MAX_BLOBS 4096
 

@@ -602,30 +602,31 @@ enum wk_status wk_store_remove(struct wk_store *s, const struct wk_model_name *n
     manifest_path(s, n, path, sizeof path);
     wk_model_name_format(n, shown, sizeof shown);
     int lk = store_lock(s);
+    /* its own blobs, read before the manifest goes */
+    struct used_ctx own = {json_object()};
+    mark_used(&own, n, path);
     if (unlink(path)) {
         int e = errno;
         store_unlock(lk);
+        json_decref(own.digests);
         return wk_error_set(err, e == ENOENT ? WK_E_NOT_FOUND : WK_E_IO, "model '%s' %s", shown,
                             e == ENOENT ? "not found" : strerror(e));
     }
-    /* blobs no manifest names any more; blobs another manifest uses stay */
+    /* the model's blobs that no manifest names any more; blobs another
+     * manifest uses stay, and so do blobs of no manifest at all (an upload
+     * waiting for its create, a pull not finished), as in Ollama */
     struct used_ctx c = {json_object()};
     walk(s, mark_used, &c);
-    char blobs[4200];
-    snprintf(blobs, sizeof blobs, "%s/blobs", s->dir);
-    DIR *d = opendir(blobs);
-    struct dirent *e;
-    while (d && (e = readdir(d))) {
-        if (strncmp(e->d_name, "sha256-", 7) != 0) continue;
-        char digest[80];
-        snprintf(digest, sizeof digest, "sha256:%.64s", e->d_name + 7);
-        if (json_object_get(c.digests, digest)) continue;
+    const char *digest;
+    json_t *v;
+    json_object_foreach(own.digests, digest, v) {
+        if (json_object_get(c.digests, digest) || !wk_digest_ok(digest)) continue;
         char p[4400];
-        snprintf(p, sizeof p, "%.4000s/%.255s", blobs, e->d_name);
+        wk_store_blob_path(s, digest, p, sizeof p);
         unlink(p);
     }
-    if (d) closedir(d);
     json_decref(c.digests);
+    json_decref(own.digests);
     store_unlock(lk);
     return WK_OK;
 }

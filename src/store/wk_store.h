@@ -154,7 +154,9 @@ json_t *wk_capabilities(const char *tmpl, bool go, const char *family);
 /* {"models": [{name, model, modified_at, size, digest, ...}]}: every
  * manifest, for `wick list` and /api/tags. */
 json_t *wk_store_list(const struct wk_store *s);
-/* Removes model n, then every blob no remaining manifest names.
+/* Removes model n, then those of its blobs no remaining manifest names
+ * (blobs of no manifest at all, such as an upload waiting for its create
+ * or a pull under way, are not touched).
  * Errors: WK_E_NOT_FOUND, WK_E_IO. */
 enum wk_status wk_store_remove(struct wk_store *s, const struct wk_model_name *n, struct wk_error *err);
 /* Copies model src's manifest to dst. Errors: WK_E_NOT_FOUND, WK_E_IO. */

@@ -39,6 +39,9 @@ Cases (numbered as issue 20's list):
     10 minutes); a create that runs out of space (a 150 MB tmpfs) leaves
     no blob behind.
 10. a runner's socket serves only the server that started it.
+11. a registry that trickles a manifest (2 bytes a second, faster than the
+    stall rule's 1 byte a second) does not hold `wick pull` for the days
+    its 4 MiB would take: a clear timeout within about a minute.
 
 Run by tests/hostile/run (the api-venv of tests/server for the clients).
 """
@@ -718,19 +721,74 @@ def test_leftovers(work):
         subprocess.run(["umount", small], capture_output=True)
 
 
+# ------------------------------------------------------------------ 11: a slowloris registry
+
+def test_registry_trickle(work):
+    """A registry that sends its manifest's 4 MiB at 2 bytes a second (past
+    the 1 byte a second under which a transfer counts as stalled): the pull
+    gives up with a clear timeout once the limit on a small answer has
+    passed (60 s; 4 s here through WICK_REGISTRY_TIMEOUT), not days later."""
+    import threading
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(8)
+    port = srv.getsockname()[1]
+    stop = threading.Event()
+
+    def trickle(c):
+        try:
+            c.recv(65536)
+            c.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 4000000\r\n\r\n")
+            while not stop.is_set():
+                c.sendall(b" ")
+                time.sleep(0.5)
+        except OSError:
+            pass
+        finally:
+            c.close()
+
+    def serve():
+        srv.settimeout(0.5)
+        while not stop.is_set():
+            try:
+                c, _ = srv.accept()
+            except OSError:
+                continue
+            threading.Thread(target=trickle, args=(c,), daemon=True).start()
+
+    threading.Thread(target=serve, daemon=True).start()
+    store = os.path.join(work, "trickle-store")
+    t0 = time.time()
+    try:
+        p = subprocess.run([WICK, "pull", f"127.0.0.1:{port}/library/slow", "--insecure"],
+                           env=dict(os.environ, WICK_MODELS=store, WICK_HOST="127.0.0.1:1", WICK_REGISTRY_TIMEOUT="4"),
+                           capture_output=True, text=True, timeout=100)
+        rc, err = p.returncode, p.stderr
+    except subprocess.TimeoutExpired:
+        rc, err = None, "still running after 100 s"
+    finally:
+        stop.set()
+        srv.close()
+    took = time.time() - t0
+    check(rc == 1 and "timed out" in err and 3.5 < took < 30,
+          "a registry that trickles its manifest at 2 bytes/s: `wick pull` times out at the limit (4 s here)",
+          f"rc {rc} after {took:.0f} s: {err.strip()[-300:]}")
+
+
 def main():
     store = make_store()
     work = tempfile.mkdtemp(prefix="wick-hostile-work-")
     try:
         for t in (test_paths, test_host_origin, test_create_file_bounded, test_long_prompts, test_idle_connections,
                   test_concurrent_quantize,
-                  test_create_validates, test_names_utf8, test_runner_socket, test_leftovers):
+                  test_create_validates, test_names_utf8, test_runner_socket, test_leftovers,
+                  test_registry_trickle):
             t0 = time.time()
             try:
                 if t in (test_paths, test_create_validates):
                     t(store, work)
                 else:
-                    t(work) if t is test_leftovers else t(store)
+                    t(work) if t in (test_leftovers, test_registry_trickle) else t(store)
             except Exception as e:  # a hang or a dropped connection is a failure of that case, not the end
                 check(False, f"{t.__name__} ran to its end", f"{type(e).__name__}: {e}")
             print(f"{t.__name__}: {time.time() - t0:.1f} s", flush=True)

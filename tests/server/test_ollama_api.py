@@ -82,6 +82,13 @@ def test_ollama_surface(s, smol_gguf):
           "POST /api/blobs of 3 MiB: 201, the blob stored byte for byte", f"{st} {body[:200]}")
     st, body, _ = raw(s.port, "HEAD", "/api/blobs/sha256:xyz")
     check(st == 400, "a malformed digest: 400", str(st))
+    # a client that waits for "100 Continue" (curl does for large bodies) gets the answer at once
+    # when the blob is stored already, and sends none of its 300 MB
+    with socket.create_connection(("127.0.0.1", s.port), timeout=10) as k:
+        k.sendall(f"POST /api/blobs/{digest} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 300000000\r\n"
+                  "Expect: 100-continue\r\n\r\n".encode())
+        first = k.recv(4096).split(b"\r\n", 1)[0]
+    check(first == b"HTTP/1.1 200 OK", "POST of a stored blob with Expect: 100-continue: 200 before any body", str(first))
 
     # create from files, with system, parameters and messages
     r = cl.create(model="fromfiles", files={"smol.gguf": digest}, system="You are terse.",
@@ -220,6 +227,7 @@ def test_ollama_surface(s, smol_gguf):
         check(False, "deleting it again fails")
     except ollama.ResponseError as e:
         check(e.status_code == 404, "deleting a deleted model: 404", e.error)
+    check(os.path.exists(stored), "the deletes keep a blob no model names yet (an upload waiting for its create)")
     st, _, _ = raw(s.port, "POST", "/api/delete", json.dumps({"model": "smollm2"}))
     check(st == 405, "POST /api/delete: 405 (it is DELETE)", str(st))
     g = cl.generate(model="smollm2", prompt="Hi", options={"num_predict": 2})
@@ -298,6 +306,10 @@ def test_ollama_env(wick, store):
         p.terminate()
         err = p.communicate(timeout=20)[1]
     check("OLLAMA_NUM_PARALLEL=2" in err, "OLLAMA_NUM_PARALLEL=2 is said to queue, not dropped", err[-300:])
+    for h in ("127.0.0.1:abc", ":99999", "ftp://127.0.0.1:1", "127.0.0.1 :1"):
+        bad = subprocess.run([wick, "serve"], env=dict(base, OLLAMA_HOST=h), capture_output=True, text=True, timeout=20)
+        check(bad.returncode == 2 and "bad address" in bad.stderr, f"OLLAMA_HOST={h!r}: exit 2, not the default port",
+              bad.stderr)
     # a bad value is a clear error at start
     bad = subprocess.run([wick, "serve"], env=dict(base, OLLAMA_HOST=f"127.0.0.1:{free_port()}",
                                                    OLLAMA_CONTEXT_LENGTH="lots"),
