@@ -146,6 +146,8 @@ golden: $(GOLDEN_BIN)
 	@echo "== glm4-moe-lite: a tiny Glm4MoeLiteForCausalLM (HF folder, GGUF deepseek2 and glm4moelite) against transformers"; \
 	  $(OUT)/tests/test-glm4-moe-lite
 	@echo "== glm4-moe-lite, f32 activations (WICK_EXACT=1)"; WICK_EXACT=1 $(OUT)/tests/test-glm4-moe-lite
+	@echo "== qwen3-moe: a tiny Qwen3MoeForCausalLM (HF folder and llama.cpp's GGUF) against transformers"; $(OUT)/tests/test-qwen3-moe
+	@echo "== qwen3-moe, f32 activations (WICK_EXACT=1)"; WICK_EXACT=1 $(OUT)/tests/test-qwen3-moe test_logits
 	@echo "== gemma4: tiny Gemma 4 models (dense, MoE; HF folders and llama.cpp GGUFs) and MTP assistants against transformers"; \
 	  $(OUT)/tests/test-gemma4
 	@echo "== gemma4, dispatch capped to AVX2 (WICK_CPU=avx2)"; \
@@ -153,6 +155,8 @@ golden: $(GOLDEN_BIN)
 	@echo "== llama3-rope: a tiny LlamaForCausalLM with Llama 3 RoPE scaling (HF folder, transformers 4 config, llama.cpp's GGUF) against transformers"; \
 	  $(OUT)/tests/test-llama3-rope
 	@echo "== llama3-rope, f32 activations (WICK_EXACT=1)"; WICK_EXACT=1 $(OUT)/tests/test-llama3-rope test_logits
+	@echo "== gemma2: a tiny Gemma2ForCausalLM (attention and final softcaps, alternating sliding window; HF folder and llama.cpp's GGUF) against transformers"; \
+	  $(OUT)/tests/test-gemma2
 	@echo "== tf5-bos: BOS/EOS from tokenizer.json's post-processor (transformers 5 folders) against tokenizers"; \
 	  $(OUT)/tests/test-tf5-bos
 	@set -e; for f in tests/golden/qwen2.5-coder-1.5b.json tests/golden/gemma3-270m.json tests/golden/smollm2-135m.json; do \

@@ -48,6 +48,10 @@ ROWS_REF(q8_0, WK_DTYPE_Q8_0)
 ROWS_REF(q4_k, WK_DTYPE_Q4_K)
 ROWS_REF(q5_k, WK_DTYPE_Q5_K)
 ROWS_REF(q6_k, WK_DTYPE_Q6_K)
+ROWS_REF(q2_k, WK_DTYPE_Q2_K)
+ROWS_REF(q3_k, WK_DTYPE_Q3_K)
+ROWS_REF(iq4_nl, WK_DTYPE_IQ4_NL)
+ROWS_REF(iq4_xs, WK_DTYPE_IQ4_XS)
 ROWS_REF(i8g64, WK_DTYPE_I8G64)
 ROWS_REF(i4g64, WK_DTYPE_I4G64)
 
@@ -65,6 +69,10 @@ wk_vec_dot_rows_fn wk__vec_dot_rows_ref(enum wk_dtype t)
     case WK_DTYPE_Q4_K: return rows_ref_q4_k;
     case WK_DTYPE_Q5_K: return rows_ref_q5_k;
     case WK_DTYPE_Q6_K: return rows_ref_q6_k;
+    case WK_DTYPE_Q2_K: return rows_ref_q2_k;
+    case WK_DTYPE_Q3_K: return rows_ref_q3_k;
+    case WK_DTYPE_IQ4_NL: return rows_ref_iq4_nl;
+    case WK_DTYPE_IQ4_XS: return rows_ref_iq4_xs;
     case WK_DTYPE_I8G64: return rows_ref_i8g64;
     case WK_DTYPE_I4G64: return rows_ref_i4g64;
     default: return NULL;

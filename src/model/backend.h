@@ -55,6 +55,7 @@ struct wk_attn_args {
     bool bidirectional;       /* each row sees its sequence up to seq_hi[its sequence] */
     const int32_t *seq_hi;    /* [n_seq]: a sequence's last position in the ubatch */
     bool per_token;           /* blocks of one row each (verify): a decode step's products */
+    float softcap;            /* > 0: scores c·tanh(s/c) before the mask (Gemma 2) */
 };
 
 struct wk_moe_block;

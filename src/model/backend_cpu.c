@@ -205,6 +205,8 @@ static void attention_task(void *p, int ith, int nth)
             float *row = scores + r * nk;
             int32_t pos = a->bidirectional ? p_last : a->pos[t0 + r];
             int64_t first = sliding && pos - W + 1 > lo ? pos - W + 1 - lo : 0, last = pos - lo;
+            if (a->softcap > 0) /* Gemma 2: scores capped before the mask */
+                for (int64_t j = first; j <= last; j++) row[j] = a->softcap * tanhf(row[j] / a->softcap);
             for (int64_t j = 0; j < first; j++) row[j] = -INFINITY;
             for (int64_t j = last + 1; j < nk; j++) row[j] = -INFINITY;
             k->softmax(nk, row);

@@ -21,6 +21,17 @@ void wk__cpu_moe_route(struct wk_backend *b, const struct wk_moe_route_args *a)
                                    a->idx + (int64_t)t * K, a->w + (int64_t)t * K);
         return;
     }
+    if (!a->expert_scale) { /* Qwen 3 MoE: softmax, torch's top k, renormalised when asked */
+        for (int32_t t = 0; t < a->n; t++) {
+            float *p = a->logits + (int64_t)t * NE, *w = a->w + (int64_t)t * K, sum = 0;
+            int32_t *idx = a->idx + (int64_t)t * K;
+            cpu(b)->k->softmax(NE, p);
+            wk__topk_torch(p, NE, K, idx);
+            for (int32_t j = 0; j < K; j++) w[j] = p[idx[j]], sum += w[j];
+            for (int32_t j = 0; a->norm_weights && j < K; j++) w[j] /= sum;
+        }
+        return;
+    }
     const float *expert_scale = a->expert_scale->data;
     for (int32_t t = 0; t < a->n; t++) {
         float *p = a->logits + (int64_t)t * NE, sum = 0;

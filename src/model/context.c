@@ -427,7 +427,8 @@ static void attention_block(struct wk_context *c, const struct wk_layer *l, int3
                               .n_head = hp->n_head, .n_head_kv = l->n_head_kv, .head_dim = l->head_dim,
                               .n_rows = n, .pos = c->pos, .seq = c->seq, .blk_t0 = c->blk_t0,
                               .blk_nq = c->blk_nq, .n_blk = c->n_blk, .window = l->sliding && W > 0 ? W : 0,
-                              .bidirectional = c->bidirectional, .seq_hi = c->seq_hi, .per_token = per_token};
+                              .bidirectional = c->bidirectional, .seq_hi = c->seq_hi, .per_token = per_token,
+                              .softcap = hp->attn_softcap};
     op->attention(be, &at);
 }
 

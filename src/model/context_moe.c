@@ -60,11 +60,13 @@ void wk__moe_ffn(struct wk_context *c, const struct wk_layer *l, int32_t n, unsi
  * top k by score + selection bias as torch.topk picks them, the chosen
  * scores normalised and scaled); SwiGLU experts; their sum added to o,
  * which holds the shared expert's output (the layer's dense FFN).
+ * Qwen 3 MoE (softmax_router) takes the same path with a softmax router
+ * (backend_cpu_moe.c; no expert_scale: none) and no shared expert.
  */
 void wk__moe_ffn_sigmoid(struct wk_context *c, const struct wk_layer *l, int32_t n, unsigned mm)
 {
     struct wk_backend *be = c->be;
     be->ops->matmul(be, l->moe.router, c->xn, c->moe_logits, n, mm);
-    route_and_run(c, l, c->xn, n, false, WK_GLU_SILU, mm);
+    route_and_run(c, l, c->xn, n, l->moe.softmax_router, WK_GLU_SILU, mm);
     be->ops->add(be, n * c->m->hp.n_embd, c->o, c->moe_sum);
 }

@@ -17,7 +17,9 @@
  * read as F32) and plain norm gains. GLM-4-MoE-Lite
  * (model_type glm4_moe_lite) becomes llama.cpp's "deepseek2" (keys and
  * names), except that kv_b_proj stays whole and per-expert tensors stay
- * apart (glm4_moe_lite.c takes both as they are).
+ * apart (glm4_moe_lite.c takes both as they are). Qwen 3 MoE (qwen3_moe)
+ * becomes "qwen3moe": Llama's names, the router and experts named as
+ * GLM-4-MoE-Lite's.
  */
 #include "model_internal.h"
 
@@ -233,6 +235,27 @@ static enum wk_status glm4_moe_lite_config_to_kv(struct wk_hf *h, json_t *cfg, c
     return WK_OK;
 }
 
+/* Qwen 3 MoE's experts under llama.cpp's qwen3moe keys (num_experts, or
+ * num_local_experts as transformers 5 writes it; num_experts_per_tok;
+ * moe_intermediate_size), and norm_topk_prob (transformers' default
+ * false) as expert_weights_norm. Which layers are dense (mlp_only_layers,
+ * decoder_sparse_step) the tensors say: qwen3_moe.c looks for the router. */
+static enum wk_status qwen3_moe_config_to_kv(struct wk_hf *h, json_t *cfg, const char *arch, struct wk_error *err)
+{
+    enum wk_status st;
+    double n_exp, n_used, ff_exp;
+    if ((st = cfg_number(h, cfg, json_object_get(cfg, "num_experts") ? "num_experts" : "num_local_experts", 0, &n_exp,
+                         err)) ||
+        (st = cfg_number(h, cfg, "num_experts_per_tok", 0, &n_used, err)) ||
+        (st = cfg_number(h, cfg, "moe_intermediate_size", 0, &ff_exp, err)))
+        return st;
+    set_kv(h, arch, "expert_count", json_real(n_exp));
+    set_kv(h, arch, "expert_used_count", json_real(n_used));
+    set_kv(h, arch, "expert_feed_forward_length", json_real(ff_exp));
+    set_kv(h, arch, "expert_weights_norm", json_real(json_is_true(json_object_get(cfg, "norm_topk_prob")) ? 1 : 0));
+    return WK_OK;
+}
+
 /* Qwen 2's sliding window as transformers' Qwen2Config reads it: none
  * unless use_sliding_window (sliding_window is then dropped); sliding
  * layers from layer_types, else those at or past max_window_layers
@@ -335,7 +358,10 @@ static enum wk_status config_to_kv(struct wk_hf *h, json_t *cfg, const char *arc
                {"head_dim", "attention.value_length"},
                {"sliding_window", "attention.sliding_window"},
                {"rope_local_base_freq", "rope.freq_base_swa"},
-               {"final_logit_softcapping", "final_logit_softcapping"}};
+               {"final_logit_softcapping", "final_logit_softcapping"},
+               {"attn_logit_softcapping", "attn_logit_softcapping"},
+               /* not a GGUF key (llama.cpp derives the scale): wick's own, read by gemma2.c */
+               {"query_pre_attn_scalar", "attention.query_pre_attn_scalar"}};
     char key[160];
     for (size_t i = 0; i < WK_ARRAY_LEN(map); i++) {
         json_t *v = json_object_get(cfg, map[i].hf);
@@ -382,12 +408,12 @@ static enum wk_status config_to_kv(struct wk_hf *h, json_t *cfg, const char *arc
                                 h->dir, t);
         }
     }
-    /* Gemma 3's sliding layers: layer_types, else every sliding_window_pattern-th is global */
+    /* Gemma 2 and 3: sliding layers from layer_types, else every sliding_window_pattern-th is global */
     json_t *types = json_object_get(cfg, "layer_types"), *pat = json_object_get(cfg, "sliding_window_pattern");
     json_t *layers = json_object_get(cfg, "num_hidden_layers");
     bool gemma4 = strcmp(arch, "gemma4") == 0;
     /* (a block count out of 1..4096 is left to the loader, which names it) */
-    if ((strcmp(arch, "gemma3") == 0 || gemma4) && (json_is_array(types) || json_is_integer(pat)) &&
+    if ((strcmp(arch, "gemma3") == 0 || strcmp(arch, "gemma2") == 0 || gemma4) && (json_is_array(types) || json_is_integer(pat)) &&
         json_integer_value(layers) >= 1 && json_integer_value(layers) <= 4096) {
         if (json_is_array(types) && (json_int_t)json_array_size(types) != json_integer_value(layers))
             return wk_error_set(err, WK_E_FORMAT, "%s/config.json: layer_types has %zu entries for %lld layers",
@@ -408,6 +434,7 @@ static enum wk_status config_to_kv(struct wk_hf *h, json_t *cfg, const char *arc
                             "supported", h->dir);
     if (strcmp(arch, "qwen2") == 0) return qwen2_config_to_kv(h, cfg, arch, err);
     if (strcmp(arch, "deepseek2") == 0) return glm4_moe_lite_config_to_kv(h, cfg, arch, err);
+    if (strcmp(arch, "qwen3moe") == 0) return qwen3_moe_config_to_kv(h, cfg, arch, err);
     return gemma4 ? gemma4_config_to_kv(h, cfg, arch, err) : WK_OK;
 }
 
@@ -552,9 +579,11 @@ static bool gguf_name(const char *arch, const char *name, char *out, size_t cap,
         if (strcmp(name, top[i].hf) == 0) return snprintf(out, cap, "%s", top[i].gguf) > 0;
     if (strcmp(arch, "gemma4") == 0) return gemma4_name(name, out, cap, norm);
     if (strcmp(arch, "deepseek2") == 0) return glm4_moe_lite_name(name, out, cap, norm);
+    /* Qwen 3 MoE: the router and experts as GLM-4-MoE-Lite's, the rest as Llama's */
+    if (strcmp(arch, "qwen3moe") == 0 && glm4_moe_lite_name(name, out, cap, norm)) return true;
     int layer, used = 0;
     if (sscanf(name, "model.layers.%d.%n", &layer, &used) != 1 || used == 0 || layer < 0) return false;
-    bool gemma = strcmp(arch, "gemma3") == 0;
+    bool gemma = strcmp(arch, "gemma3") == 0 || strcmp(arch, "gemma2") == 0;
     for (size_t i = 0; i < WK_ARRAY_LEN(blk); i++) {
         const char *g = gemma ? blk[i].gemma3 : blk[i].llama;
         if (g && strcmp(name + used, blk[i].hf) == 0) return snprintf(out, cap, "blk.%d.%s", layer, g) > 0;
@@ -666,7 +695,7 @@ static enum wk_status add_tensor(struct wk_hf *h, const char *arch, const struct
         }
         h->owned = o;
         h->owned[h->n_owned++] = f;
-        float add = strcmp(arch, "gemma3") == 0 ? 1.0f : 0.0f;
+        float add = strcmp(arch, "gemma3") == 0 || strcmp(arch, "gemma2") == 0 ? 1.0f : 0.0f;
         for (int64_t i = 0; i < (int64_t)t->n_elements; i++) f[i] = to_f32(t->dtype, t->data, i) + add;
         w->dtype = WK_DTYPE_F32;
         w->data = f;

@@ -32,6 +32,11 @@ struct wk_moe_block {
     const struct wk_tensor *const *gate_e, *const *up_e, *const *down_e;
     bool sigmoid;
     const struct wk_tensor *sel_bias;
+    /* with sigmoid (the experts on the FFN input, beside the dense FFN
+     * slot): a softmax router instead (Qwen 3 MoE): softmax over all
+     * experts, top k as torch.topk picks them, renormalised when
+     * hp.expert_weights_norm; no scale */
+    bool softmax_router;
 };
 
 /* Multi-head latent attention (GLM-4-MoE-Lite, DeepSeek V2/V3;

@@ -57,6 +57,7 @@ struct wk_hparams {
     float attn_scale;       /* applied to q before q·k */
     float embed_scale;      /* token embeddings are multiplied by this */
     float final_softcap;    /* c·tanh(logits/c) when > 0 */
+    float attn_softcap;     /* attention scores c·tanh(s/c) before the mask when > 0 (Gemma 2) */
     /* Gemma 4 (0 where a family has none): per-layer embedding width P;
      * experts per MoE layer, chosen per token, and each one's FFN width */
     int32_t n_embd_ple;

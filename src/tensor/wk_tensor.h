@@ -38,6 +38,8 @@ enum wk_dtype {
     WK_DTYPE_Q5_K = 13,
     WK_DTYPE_Q6_K = 14,
     WK_DTYPE_Q8_K = 15,
+    WK_DTYPE_IQ4_NL = 20,
+    WK_DTYPE_IQ4_XS = 23,
     WK_DTYPE_I8 = 24,
     WK_DTYPE_I16 = 25,
     WK_DTYPE_I32 = 26,
@@ -134,6 +136,54 @@ struct wk_block_q8_k {
     int8_t qs[WK_QK_K];
     int16_t bsums[WK_QK_K / 16];
 };
+
+/*
+ * The low-bit GGUF block types below are laid out as ggml defines them
+ * (llama.cpp ggml/src/ggml-common.h block_q2_K, block_q3_K, block_iq4_nl,
+ * block_iq4_xs; dequantize_row_* in ggml-quants.c), which was read to learn
+ * the formats; quant_ref_k.c has their reference kernels.
+ *
+ * Q2_K, 84 bytes per 256 elements: 16 sub-blocks of 16. scales[s] holds
+ * sub-block s's 4-bit scale (low nibble) and 4-bit min (high nibble). Each
+ * 128-element half h uses qs[32h .. 32h+31]; its element 32j + l is bits
+ * 2j..2j+1 of qs[32h + l]. x = (d * sc) * q - (dmin * m), q in 0..3.
+ */
+struct wk_block_q2_k {
+    uint8_t scales[WK_QK_K / 16];
+    uint8_t qs[WK_QK_K / 4];
+    wk_f16 d, dmin;
+};
+/* Q3_K, 110 bytes per 256 elements: 16 sub-blocks of 16 with 6-bit signed
+ * scales (stored + 32). Low 2 bits of element e as Q2_K's qs; the third
+ * bit is bit e/32 of hmask[e % 32], and a clear bit subtracts 4:
+ * q = lo - (hbit ? 0 : 4), in -4..3. Scale s: low 4 bits are nibble s/8 of
+ * scales[s % 8] (low nibble first), high 2 bits are bits 2(s/4)..2(s/4)+1
+ * of scales[8 + s % 4]. x = (d * (sc - 32)) * q. */
+struct wk_block_q3_k {
+    uint8_t hmask[WK_QK_K / 8];
+    uint8_t qs[WK_QK_K / 4];
+    uint8_t scales[WK_K_SCALE_SIZE];
+    wk_f16 d;
+};
+/* IQ4_NL, 18 bytes per 32 elements: 4-bit indices into the non-linear
+ * table wk_iq4nl_values (int8, -127..113); element j < 16 is the low
+ * nibble of qs[j], element j + 16 its high nibble. x = d * value. */
+#define WK_QK4_NL 32
+struct wk_block_iq4_nl {
+    wk_f16 d;
+    uint8_t qs[WK_QK4_NL / 2];
+};
+/* IQ4_XS, 136 bytes per 256 elements: 8 sub-blocks of 32, each with a
+ * 6-bit scale stored + 32 (low 4 bits: nibble ib % 2 of scales_l[ib / 2];
+ * high 2 bits: bits 2ib..2ib+1 of scales_h). Sub-block ib's indices are
+ * qs[16ib .. 16ib+15] nibbled as IQ4_NL. x = (d * (sc - 32)) * value. */
+struct wk_block_iq4_xs {
+    wk_f16 d;
+    uint16_t scales_h;
+    uint8_t scales_l[WK_QK_K / 64];
+    uint8_t qs[WK_QK_K / 2];
+};
+extern const int8_t wk_iq4nl_values[16];
 
 /* Affine groups (MLX's quantization: groups of 64, a scale and a bias
  * each; docs/reference/ollama-mlx-runner.md §6.4), as blocks: the
@@ -292,6 +342,17 @@ float wk_ref_vec_dot_q8_0_f32(int64_t n, const void *w, const void *x);
 float wk_ref_vec_dot_q4_k_f32(int64_t n, const void *w, const void *x);
 float wk_ref_vec_dot_q5_k_f32(int64_t n, const void *w, const void *x);
 float wk_ref_vec_dot_q6_k_f32(int64_t n, const void *w, const void *x);
+
+/* Q2_K, Q3_K, IQ4_NL, IQ4_XS (quant_ref_k.c): to f32 and the dot with f32
+ * x only; no quantizer and no quantized-activation dot (vec_dot_q) yet. */
+void wk_ref_q2_k_to_f32(const void *src, float *dst, int64_t n);
+void wk_ref_q3_k_to_f32(const void *src, float *dst, int64_t n);
+void wk_ref_iq4_nl_to_f32(const void *src, float *dst, int64_t n);
+void wk_ref_iq4_xs_to_f32(const void *src, float *dst, int64_t n);
+float wk_ref_vec_dot_q2_k_f32(int64_t n, const void *w, const void *x);
+float wk_ref_vec_dot_q3_k_f32(int64_t n, const void *w, const void *x);
+float wk_ref_vec_dot_iq4_nl_f32(int64_t n, const void *w, const void *x);
+float wk_ref_vec_dot_iq4_xs_f32(int64_t n, const void *w, const void *x);
 
 /* w · x with x quantized to the weight type's vec_dot_type:
  * <weight type>_<activation type>. */

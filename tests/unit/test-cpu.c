@@ -35,6 +35,16 @@ static void fill_random_blocks(enum wk_dtype t, void *dst, int64_t n_blocks, uin
         case WK_DTYPE_Q6_K:
             memcpy(blk + offsetof(struct wk_block_q6_k, d), &h1, 2);
             break;
+        case WK_DTYPE_Q2_K:
+            memcpy(blk + offsetof(struct wk_block_q2_k, d), &h1, 2);
+            memcpy(blk + offsetof(struct wk_block_q2_k, dmin), &h2, 2);
+            break;
+        case WK_DTYPE_Q3_K:
+            memcpy(blk + offsetof(struct wk_block_q3_k, d), &h1, 2);
+            break;
+        case WK_DTYPE_IQ4_NL: case WK_DTYPE_IQ4_XS:
+            memcpy(blk, &h1, 2);
+            break;
         case WK_DTYPE_F16: {
             wk_f16 *h = (wk_f16 *)blk;
             *h = wk_f32_to_f16(check_rand_f32(seed));
@@ -59,6 +69,7 @@ static const enum wk_dtype g_weight_types[] = {
     WK_DTYPE_F32, WK_DTYPE_F16, WK_DTYPE_BF16, WK_DTYPE_Q4_0, WK_DTYPE_Q4_1, WK_DTYPE_Q5_0,
     WK_DTYPE_Q5_1, WK_DTYPE_Q8_0, WK_DTYPE_Q4_K, WK_DTYPE_Q5_K, WK_DTYPE_Q6_K,
     WK_DTYPE_I8G64, WK_DTYPE_I4G64,
+    WK_DTYPE_Q2_K, WK_DTYPE_Q3_K, WK_DTYPE_IQ4_NL, WK_DTYPE_IQ4_XS, /* reference kernels only */
 };
 static const int g_block_counts[] = {1, 2, 3, 4, 5, 7, 8, 9, 13, 16, 17, 31, 33};
 

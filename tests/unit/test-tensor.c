@@ -57,6 +57,7 @@ static void test_traits_table(void)
         {6, "Q5_0", 32, 22},  {7, "Q5_1", 32, 24},    {8, "Q8_0", 32, 34},  {9, "Q8_1", 32, 36},
         {12, "Q4_K", 256, 144}, {13, "Q5_K", 256, 176}, {14, "Q6_K", 256, 210}, {15, "Q8_K", 256, 292},
         {30, "BF16", 1, 2},   {10, "Q2_K", 256, 84},  {11, "Q3_K", 256, 110},
+        {20, "IQ4_NL", 32, 18}, {23, "IQ4_XS", 256, 136},
     };
     for (size_t i = 0; i < WK_ARRAY_LEN(spec); i++) {
         const struct wk_dtype_traits *tr = wk_dtype_traits_get(spec[i].t);
@@ -69,7 +70,8 @@ static void test_traits_table(void)
     CHECK(wk_dtype_traits_get(4) == NULL);   /* retired id */
     CHECK(wk_dtype_traits_get(1000) == NULL);
     CHECK_EQ_STR(wk_dtype_name(1000), "unknown");
-    CHECK(!wk_dtype_traits_get(WK_DTYPE_Q2_K)->supported);
+    CHECK(!wk_dtype_traits_get(16)->supported); /* IQ2_XXS: known, not computed */
+    CHECK(wk_dtype_traits_get(WK_DTYPE_Q2_K)->supported && wk_dtype_traits_get(WK_DTYPE_IQ4_XS)->vec_dot);
     CHECK_EQ_INT(wk_dtype_row_bytes(WK_DTYPE_Q4_K, 512), 288);
     CHECK_EQ_INT(wk_dtype_row_bytes(WK_DTYPE_Q4_K, 100), 0);
 }
@@ -192,5 +194,78 @@ static void test_affine_group_dots(void)
     }
 }
 
+/* Q2_K, Q3_K, IQ4_NL and IQ4_XS: to_f32 of the random blocks in
+ * tests/unit/fixtures/kquant.bin (made by make_kquant.py beside it) gives
+ * the gguf package's dequantized floats bit for bit. */
+static void test_lowbit_dequant_matches_gguf(void)
+{
+    FILE *f = fopen("tests/unit/fixtures/kquant.bin", "rb");
+    CHECK(f != NULL);
+    if (!f) return;
+    int n_types = 0;
+    uint32_t hdr[3];
+    while (fread(hdr, 4, 3, f) == 3) {
+        const struct wk_dtype_traits *tr = wk_dtype_traits_get(hdr[0]);
+        CHECK(tr && tr->supported && tr->to_f32 && tr->block_bytes == hdr[2]);
+        if (!tr || !tr->to_f32 || tr->block_bytes != hdr[2]) break;
+        const int64_t n = (int64_t)hdr[1] * tr->block_size;
+        uint8_t *blocks = malloc((size_t)hdr[1] * hdr[2]);
+        float *want = malloc((size_t)n * 4), *got = malloc((size_t)n * 4);
+        CHECK(fread(blocks, hdr[2], hdr[1], f) == hdr[1]);
+        CHECK(fread(want, 4, (size_t)n, f) == (size_t)n);
+        tr->to_f32(blocks, got, n);
+        int64_t bad = 0;
+        for (int64_t i = 0; i < n; i++) bad += memcmp(&got[i], &want[i], 4) != 0;
+        if (bad) fprintf(stderr, "  %s: %lld of %lld floats differ\n", tr->name, (long long)bad, (long long)n);
+        CHECK_EQ_INT(bad, 0);
+        printf("  %s: %lld floats\n", tr->name, (long long)n);
+        n_types++;
+        free(blocks), free(want), free(got);
+    }
+    fclose(f);
+    CHECK_EQ_INT(n_types, 4);
+}
+
+/* Their reference dots with f32 x equal the double-precision sum over the
+ * dequantized row within the bound of a float sum of n rounded products,
+ * n * 2^-24 * sum |w_i x_i| (plus a tiny absolute term), over random blocks
+ * (random bytes, finite f16 scales) of 1 to 17 blocks. */
+static void test_lowbit_dot_vs_f64(void)
+{
+    static const enum wk_dtype types[] = {WK_DTYPE_Q2_K, WK_DTYPE_Q3_K, WK_DTYPE_IQ4_NL, WK_DTYPE_IQ4_XS};
+    static const int counts[] = {1, 2, 3, 5, 8, 17};
+    uint64_t seed = 77;
+    double worst = 0;
+    for (size_t k = 0; k < WK_ARRAY_LEN(types); k++) {
+        const struct wk_dtype_traits *tr = wk_dtype_traits_get(types[k]);
+        for (size_t c = 0; c < WK_ARRAY_LEN(counts); c++)
+            for (int rep = 0; rep < 4; rep++) {
+                const int64_t nb = counts[c], n = nb * tr->block_size;
+                uint8_t *w = malloc((size_t)nb * tr->block_bytes);
+                float *x = malloc((size_t)n * 4), *wf = malloc((size_t)n * 4);
+                for (size_t i = 0; i < (size_t)nb * tr->block_bytes; i++) w[i] = (uint8_t)check_rand_u64(&seed);
+                for (int64_t b = 0; b < nb; b++) { /* finite scales: d, and Q2_K's dmin */
+                    uint8_t *blk = w + b * tr->block_bytes;
+                    wk_f16 d = wk_f32_to_f16(0.05f * check_rand_f32(&seed)), m = wk_f32_to_f16(0.02f * check_rand_f32(&seed));
+                    if (types[k] == WK_DTYPE_Q2_K) memcpy(blk + 80, &d, 2), memcpy(blk + 82, &m, 2);
+                    else if (types[k] == WK_DTYPE_Q3_K) memcpy(blk + 108, &d, 2);
+                    else memcpy(blk, &d, 2);
+                }
+                for (int64_t i = 0; i < n; i++) x[i] = 2 * check_rand_f32(&seed);
+                tr->to_f32(w, wf, n);
+                double want = 0, mag = 0;
+                for (int64_t i = 0; i < n; i++) want += (double)wf[i] * x[i], mag += fabs((double)wf[i] * x[i]);
+                const double err = fabs((double)tr->vec_dot(n, w, x) - want);
+                const double bound = (double)n * 0x1p-24 * mag + 1e-30;
+                if (err > bound) fprintf(stderr, "  %s n=%lld: err %.3g > %.3g\n", tr->name, (long long)n, err, bound);
+                CHECK(err <= bound);
+                if (mag > 0 && err / mag > worst) worst = err / mag;
+                free(w), free(x), free(wf);
+            }
+    }
+    printf("  worst |dot - f64| / sum|w x| = %.3g\n", worst);
+}
+
 CHECK_MAIN(TEST(test_f16_round_trip_exhaustive), TEST(test_affine_group_dots), TEST(test_bf16), TEST(test_traits_table),
-           TEST(test_dequant_known_blocks), TEST(test_quantize_round_trip_bounds))
+           TEST(test_dequant_known_blocks), TEST(test_quantize_round_trip_bounds),
+           TEST(test_lowbit_dequant_matches_gguf), TEST(test_lowbit_dot_vs_f64))
