@@ -11,11 +11,13 @@
 
 #include "../unit/check.h"
 
+#include "../../src/io/wk_safetensors.h"
 #include "../../src/model/wk_model.h"
 #include "../../src/runtime/wk_runtime.h"
 
 #include <jansson.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -164,6 +166,101 @@ static inline void fixture_check_greedy(struct wk_model *m, const int32_t *ids, 
     CHECK_EQ_INT(same, json_array_size(want));
     wk_context_destroy(ctx);
     free(out);
+}
+
+/* A family fixture's reference (test-gemma2, test-qwen3-moe,
+ * test-llama3-rope): DIR/reference.json ("prompts": n_prompts lists of
+ * n_pos ids, "greedy": a continuation per prompt, "checks") and
+ * DIR/logits.safetensors ("logits": F32 [n_prompts, n_pos, vocab]). */
+struct fixture_ref {
+    char dir[1024];
+    json_t *ref;
+    struct wk_safetensors *arrays;
+    const float *logits;
+    int n_prompts, n_pos, vocab;
+};
+
+/* Opens the reference of folder env (when set) or dir into r; 0, or 1
+ * after a message naming test and the file. */
+static inline int fixture_ref_open(struct fixture_ref *r, const char *test, const char *env, const char *dir,
+                                   int n_prompts, int n_pos, int vocab)
+{
+    const char *d = getenv(env);
+    snprintf(r->dir, sizeof r->dir, "%s", d && *d ? d : dir);
+    r->n_prompts = n_prompts, r->n_pos = n_pos, r->vocab = vocab;
+    char path[1200];
+    snprintf(path, sizeof path, "%s/reference.json", r->dir);
+    json_error_t je;
+    if (!(r->ref = json_load_file(path, 0, &je))) {
+        fprintf(stderr, "%s: %s: %s\n", test, path, je.text);
+        return 1;
+    }
+    snprintf(path, sizeof path, "%s/logits.safetensors", r->dir);
+    struct wk_error err;
+    if (wk_safetensors_open(path, &r->arrays, &err)) {
+        fprintf(stderr, "%s: %s\n", test, err.msg);
+        return 1;
+    }
+    const struct wk_st_tensor *t = wk_safetensors_find(r->arrays, "logits");
+    if (!t || t->dtype != WK_ST_F32 || t->n_elements != (uint64_t)n_prompts * n_pos * vocab) {
+        fprintf(stderr, "%s: %s: no F32 logits [%d, %d, %d]\n", test, path, n_prompts, n_pos, vocab);
+        return 1;
+    }
+    r->logits = t->data;
+    return 0;
+}
+
+static inline void fixture_ref_close(struct fixture_ref *r)
+{
+    wk_safetensors_close(r->arrays);
+    json_decref(r->ref);
+}
+
+/* Prompt p's ids into ids [n_pos]. */
+static inline void fixture_ref_prompt(const struct fixture_ref *r, size_t p, int32_t *ids)
+{
+    json_t *arr = json_array_get(json_object_get(r->ref, "prompts"), p);
+    CHECK_EQ_INT(json_array_size(arr), r->n_pos);
+    for (size_t i = 0; i < (size_t)r->n_pos; i++) ids[i] = fixture_id(arr, i);
+}
+
+/* Every prompt's logits from m (NULL: skipped, its load already failed)
+ * within tol of the reference (fixture_check_logits); the worst errors
+ * printed under name. */
+static inline void fixture_ref_check_logits(const struct fixture_ref *r, struct wk_model *m, const char *name, double tol)
+{
+    double worst[2] = {0, 0};
+    int32_t *ids = malloc((size_t)r->n_pos * sizeof *ids);
+    for (size_t p = 0; m && ids && p < (size_t)r->n_prompts; p++) {
+        fixture_ref_prompt(r, p, ids);
+        char what[96];
+        snprintf(what, sizeof what, "%s prompt %zu", name, p);
+        fixture_check_logits(m, ids, r->n_pos, r->logits + p * (size_t)r->n_pos * (size_t)r->vocab, r->vocab, tol,
+                             what, &worst[0], &worst[1]);
+    }
+    if (m)
+        printf("  %-5s max relative logits error: prefill %.3g, last token alone %.3g (tolerance %g)\n", name,
+               worst[0], worst[1], tol);
+    free(ids);
+}
+
+/* Every prompt's greedy continuation from m (NULL: skipped) equals the
+ * reference's "greedy" list, each n_greedy long. */
+static inline void fixture_ref_check_greedy(const struct fixture_ref *r, struct wk_model *m, const char *name,
+                                            size_t n_greedy)
+{
+    json_t *greedy = json_object_get(r->ref, "greedy");
+    CHECK_EQ_INT(json_array_size(greedy), r->n_prompts);
+    int32_t *ids = malloc((size_t)r->n_pos * sizeof *ids);
+    for (size_t p = 0; m && ids && p < (size_t)r->n_prompts; p++) {
+        fixture_ref_prompt(r, p, ids);
+        json_t *want = json_array_get(greedy, p);
+        CHECK_EQ_INT(json_array_size(want), n_greedy);
+        char what[96];
+        snprintf(what, sizeof what, "%s prompt %zu", name, p);
+        fixture_check_greedy(m, ids, r->n_pos, want, r->vocab, what);
+    }
+    free(ids);
 }
 
 #endif

@@ -19,7 +19,6 @@
 #include "../unit/check.h"
 #include "fixture.h"
 
-#include "../../src/io/wk_safetensors.h"
 #include "../../src/model/model_internal.h"
 
 #include <jansson.h>
@@ -30,23 +29,14 @@
 #define N_GREEDY 32
 #define VOCAB 512
 
-static char g_dir[1024];
-static json_t *g_ref;
-static const float *g_logits; /* [N_PROMPTS, N_POS, VOCAB] */
+static struct fixture_ref g_r;
 static const char *const g_names[2] = {"hf", "gguf"};
-
-static void prompt_ids(size_t p, int32_t *ids)
-{
-    json_t *arr = json_array_get(json_object_get(g_ref, "prompts"), p);
-    CHECK_EQ_INT(json_array_size(arr), N_POS);
-    for (size_t i = 0; i < N_POS; i++) ids[i] = fixture_id(arr, i);
-}
 
 static struct wk_model *load_which(int which)
 {
     char path[1200];
-    if (which == 0) snprintf(path, sizeof path, "%s/hf", g_dir);
-    else snprintf(path, sizeof path, "%s/gemma2-f32.gguf", g_dir);
+    if (which == 0) snprintf(path, sizeof path, "%s/hf", g_r.dir);
+    else snprintf(path, sizeof path, "%s/gemma2-f32.gguf", g_r.dir);
     return fixture_load(path);
 }
 
@@ -73,76 +63,33 @@ static void test_hparams(void)
 
 static void test_logits(void)
 {
-    json_t *checks = json_object_get(g_ref, "checks");
+    json_t *checks = json_object_get(g_r.ref, "checks");
     CHECK(json_number_value(json_object_get(checks, "min_rel_logit_change_without_attn_softcap_last_position")) >
           10 * REL_TOL);
     CHECK(json_number_value(json_object_get(checks, "min_rel_logit_change_without_sliding_window_last_position")) >
           10 * REL_TOL);
     for (int which = 0; which < 2; which++) {
         struct wk_model *m = load_which(which);
-        double worst[2] = {0, 0};
-        for (size_t p = 0; m && p < N_PROMPTS; p++) {
-            int32_t ids[N_POS];
-            prompt_ids(p, ids);
-            char what[64];
-            snprintf(what, sizeof what, "%s prompt %zu", g_names[which], p);
-            fixture_check_logits(m, ids, N_POS, g_logits + p * N_POS * VOCAB, VOCAB, REL_TOL, what, &worst[0],
-                                 &worst[1]);
-        }
-        if (m)
-            printf("  %-5s max relative logits error: prefill %.3g, last token alone %.3g (tolerance %g)\n",
-                   g_names[which], worst[0], worst[1], REL_TOL);
+        fixture_ref_check_logits(&g_r, m, g_names[which], REL_TOL);
         wk_model_destroy(m);
     }
 }
 
 static void test_greedy(void)
 {
-    json_t *greedy = json_object_get(g_ref, "greedy");
-    CHECK_EQ_INT(json_array_size(greedy), N_PROMPTS);
     for (int which = 0; which < 2; which++) {
         struct wk_model *m = load_which(which);
-        for (size_t p = 0; m && p < N_PROMPTS; p++) {
-            int32_t ids[N_POS];
-            prompt_ids(p, ids);
-            json_t *want = json_array_get(greedy, p);
-            CHECK_EQ_INT(json_array_size(want), N_GREEDY);
-            char what[64];
-            snprintf(what, sizeof what, "%s prompt %zu", g_names[which], p);
-            fixture_check_greedy(m, ids, N_POS, want, VOCAB, what);
-        }
+        fixture_ref_check_greedy(&g_r, m, g_names[which], N_GREEDY);
         wk_model_destroy(m);
     }
 }
 
 int main(int argc, char **argv)
 {
-    const char *d = getenv("WICK_GEMMA2_FIXTURES");
-    snprintf(g_dir, sizeof g_dir, "%s", d && *d ? d : "tests/golden/gemma2");
-    char path[1200];
-    snprintf(path, sizeof path, "%s/reference.json", g_dir);
-    json_error_t je;
-    g_ref = json_load_file(path, 0, &je);
-    if (!g_ref) {
-        fprintf(stderr, "test-gemma2: %s: %s\n", path, je.text);
+    if (fixture_ref_open(&g_r, "test-gemma2", "WICK_GEMMA2_FIXTURES", "tests/golden/gemma2", N_PROMPTS, N_POS, VOCAB))
         return 1;
-    }
-    snprintf(path, sizeof path, "%s/logits.safetensors", g_dir);
-    struct wk_safetensors *arrays = NULL;
-    struct wk_error err;
-    if (wk_safetensors_open(path, &arrays, &err)) {
-        fprintf(stderr, "test-gemma2: %s\n", err.msg);
-        return 1;
-    }
-    const struct wk_st_tensor *t = wk_safetensors_find(arrays, "logits");
-    if (!t || t->dtype != WK_ST_F32 || t->n_elements != (uint64_t)N_PROMPTS * N_POS * VOCAB) {
-        fprintf(stderr, "test-gemma2: %s: no F32 logits [%d, %d, %d]\n", path, N_PROMPTS, N_POS, VOCAB);
-        return 1;
-    }
-    g_logits = t->data;
     static const struct check_test tests[] = {TEST(test_hparams), TEST(test_logits), TEST(test_greedy)};
     int rc = check_main(argc, argv, tests, (int)(sizeof tests / sizeof tests[0]));
-    wk_safetensors_close(arrays);
-    json_decref(g_ref);
+    fixture_ref_close(&g_r);
     return rc;
 }

@@ -26,7 +26,6 @@
 #include "../unit/check.h"
 #include "fixture.h"
 
-#include "../../src/io/wk_safetensors.h"
 #include "../../src/model/model_internal.h"
 
 #include <jansson.h>
@@ -37,16 +36,7 @@
 #define N_POS 32
 #define VOCAB 512
 
-static char g_dir[1024];
-static json_t *g_ref;
-static const float *g_logits; /* [N_PROMPTS, N_POS, VOCAB] */
-
-static void prompt_ids(size_t p, int32_t *ids)
-{
-    json_t *arr = json_array_get(json_object_get(g_ref, "prompts"), p);
-    CHECK_EQ_INT(json_array_size(arr), N_POS);
-    for (size_t i = 0; i < N_POS; i++) ids[i] = fixture_id(arr, i);
-}
+static struct fixture_ref g_r;
 
 /* A copy of the fixture's hf/ in dir [64] (a mkdtemp name the caller
  * removes) whose config.json edit() changes. */
@@ -55,7 +45,7 @@ static void copy_folder(char *dir, void (*edit)(json_t *))
     snprintf(dir, 64, "/tmp/wick-llama3-rope-XXXXXX");
     CHECK(mkdtemp(dir) != NULL);
     char cmd[4000], cfg[1200];
-    snprintf(cmd, sizeof cmd, "cp '%s'/hf/* '%s/'", g_dir, dir);
+    snprintf(cmd, sizeof cmd, "cp '%s'/hf/* '%s/'", g_r.dir, dir);
     CHECK_EQ_INT(system(cmd), 0);
     snprintf(cfg, sizeof cfg, "%s/config.json", dir);
     json_t *c = json_load_file(cfg, 0, NULL);
@@ -90,12 +80,12 @@ static struct wk_model *load_which(int which, char *tmp)
     char path[1200];
     tmp[0] = 0;
     if (which == 0) {
-        snprintf(path, sizeof path, "%s/hf", g_dir);
+        snprintf(path, sizeof path, "%s/hf", g_r.dir);
     } else if (which == 1) {
         copy_folder(tmp, edit_v4);
         snprintf(path, sizeof path, "%s", tmp);
     } else {
-        snprintf(path, sizeof path, "%s/llama3-rope-f32.gguf", g_dir);
+        snprintf(path, sizeof path, "%s/llama3-rope-f32.gguf", g_r.dir);
     }
     return fixture_load(path);
 }
@@ -104,7 +94,7 @@ static const char *const g_names[3] = {"hf", "hf (v4 config)", "gguf"};
 
 static void test_divisors(void)
 {
-    json_t *want = json_object_get(g_ref, "rope_divisors");
+    json_t *want = json_object_get(g_r.ref, "rope_divisors");
     CHECK_EQ_INT(json_array_size(want), 8);
     for (int which = 0; which < 3; which++) {
         char tmp[64];
@@ -128,24 +118,13 @@ static void test_divisors(void)
 
 static void test_logits(void)
 {
-    json_t *checks = json_object_get(g_ref, "checks");
+    json_t *checks = json_object_get(g_r.ref, "checks");
     CHECK(json_number_value(json_object_get(checks, "min_rel_logit_change_without_scaling_last_position")) >
           100 * REL_TOL);
     for (int which = 0; which < 3; which++) {
         char tmp[64];
         struct wk_model *m = load_which(which, tmp);
-        double worst[2] = {0, 0};
-        for (size_t p = 0; m && p < N_PROMPTS; p++) {
-            int32_t ids[N_POS];
-            prompt_ids(p, ids);
-            char what[64];
-            snprintf(what, sizeof what, "%s prompt %zu", g_names[which], p);
-            fixture_check_logits(m, ids, N_POS, g_logits + p * N_POS * VOCAB, VOCAB, REL_TOL, what, &worst[0],
-                                 &worst[1]);
-        }
-        if (m)
-            printf("  %-15s max relative logits error: prefill %.3g, last token alone %.3g (tolerance %g)\n",
-                   g_names[which], worst[0], worst[1], REL_TOL);
+        fixture_ref_check_logits(&g_r, m, g_names[which], REL_TOL);
         wk_model_destroy(m);
         if (tmp[0]) remove_folder(tmp);
     }
@@ -153,20 +132,10 @@ static void test_logits(void)
 
 static void test_greedy(void)
 {
-    json_t *greedy = json_object_get(g_ref, "greedy");
-    CHECK_EQ_INT(json_array_size(greedy), N_PROMPTS);
     for (int which = 0; which < 3; which++) {
         char tmp[64];
         struct wk_model *m = load_which(which, tmp);
-        for (size_t p = 0; m && p < N_PROMPTS; p++) {
-            int32_t ids[N_POS];
-            prompt_ids(p, ids);
-            json_t *want = json_array_get(greedy, p);
-            CHECK_EQ_INT(json_array_size(want), 16);
-            char what[64];
-            snprintf(what, sizeof what, "%s prompt %zu", g_names[which], p);
-            fixture_check_greedy(m, ids, N_POS, want, VOCAB, what);
-        }
+        fixture_ref_check_greedy(&g_r, m, g_names[which], 16);
         wk_model_destroy(m);
         if (tmp[0]) remove_folder(tmp);
     }
@@ -208,33 +177,12 @@ static void test_errors(void)
 
 int main(int argc, char **argv)
 {
-    const char *d = getenv("WICK_LLAMA3_ROPE_FIXTURES");
-    snprintf(g_dir, sizeof g_dir, "%s", d && *d ? d : "tests/golden/llama3-rope");
-    char path[1200];
-    snprintf(path, sizeof path, "%s/reference.json", g_dir);
-    json_error_t je;
-    g_ref = json_load_file(path, 0, &je);
-    if (!g_ref) {
-        fprintf(stderr, "test-llama3-rope: %s: %s\n", path, je.text);
+    if (fixture_ref_open(&g_r, "test-llama3-rope", "WICK_LLAMA3_ROPE_FIXTURES", "tests/golden/llama3-rope", N_PROMPTS,
+                         N_POS, VOCAB))
         return 1;
-    }
-    snprintf(path, sizeof path, "%s/logits.safetensors", g_dir);
-    struct wk_safetensors *arrays = NULL;
-    struct wk_error err;
-    if (wk_safetensors_open(path, &arrays, &err)) {
-        fprintf(stderr, "test-llama3-rope: %s\n", err.msg);
-        return 1;
-    }
-    const struct wk_st_tensor *t = wk_safetensors_find(arrays, "logits");
-    if (!t || t->dtype != WK_ST_F32 || t->n_elements != (uint64_t)N_PROMPTS * N_POS * VOCAB) {
-        fprintf(stderr, "test-llama3-rope: %s: no F32 logits [%d, %d, %d]\n", path, N_PROMPTS, N_POS, VOCAB);
-        return 1;
-    }
-    g_logits = t->data;
     static const struct check_test tests[] = {TEST(test_divisors), TEST(test_logits), TEST(test_greedy),
                                               TEST(test_errors)};
     int rc = check_main(argc, argv, tests, (int)(sizeof tests / sizeof tests[0]));
-    wk_safetensors_close(arrays);
-    json_decref(g_ref);
+    fixture_ref_close(&g_r);
     return rc;
 }
