@@ -87,22 +87,19 @@ static json_t *gguf_model_info(const char *path, bool verbose, json_t **tensors)
     json_t *mi = json_object();
     for (int64_t i = 0; i < wk_gguf_n_kv(g); i++)
         json_object_set_new(mi, wk_gguf_kv_key(g, i), gguf_json(wk_gguf_kv_value(g, i), verbose));
-    if (tensors) {
-        *tensors = json_array();
-        for (int64_t i = 0; i < wk_gguf_n_tensors(g); i++) {
-            const struct wk_tensor *t = &wk_gguf_tensor(g, i)->t;
-            const char *type = wk_dtype_traits_get(t->dtype)->name;
-            json_t *shape = json_array();
-            for (int d = 0; d < t->n_dims; d++) json_array_append_new(shape, json_integer(t->ne[d]));
-            json_array_append_new(*tensors, json_pack("{s:s, s:s, s:o}", "name", t->name, "type", type ? type : "?",
-                                                      "shape", shape));
-        }
+    if (tensors) *tensors = json_array();
+    int64_t params = 0; /* Ollama's general.parameter_count: the tensors' elements */
+    for (int64_t i = 0; i < wk_gguf_n_tensors(g); i++) {
+        const struct wk_tensor *t = &wk_gguf_tensor(g, i)->t;
+        params += wk_tensor_n_elements(t);
+        if (!tensors) continue;
+        const char *type = wk_dtype_traits_get(t->dtype)->name;
+        json_t *shape = json_array();
+        for (int d = 0; d < t->n_dims; d++) json_array_append_new(shape, json_integer(t->ne[d]));
+        json_array_append_new(*tensors, json_pack("{s:s, s:s, s:o}", "name", t->name, "type", type ? type : "?",
+                                                  "shape", shape));
     }
-    /* the parameter count Ollama adds (wk_model_details counted it) */
-    json_t *summary = NULL, *d = wk_model_details(path, &summary, NULL);
-    json_object_set(mi, "general.parameter_count", json_object_get(summary, "general.parameter_count"));
-    json_decref(summary);
-    json_decref(d);
+    json_object_set_new(mi, "general.parameter_count", json_integer((json_int_t)params));
     wk_gguf_close(g);
     return mi;
 }
