@@ -256,7 +256,8 @@ int cmd_cp(int argc, char **argv)
 
 /* ------------------------------------------------------------ show */
 
-/* The KV cache's f32 values per token (wk_model_kv_values), per layer
+/* The family and its features (wk_model_features), then the KV cache's
+ * f32 values per token (wk_model_kv_values), per layer
  * when the layers that keep one agree: K and V, or a multi-head latent
  * attention layer's compressed row (kv_lora_rank + RoPE dims). Nothing
  * when the model does not load (the weights only mapped: cheap). */
@@ -265,6 +266,10 @@ static void print_kv_cache(const char *path)
     struct wk_model *m = NULL;
     if (wk_model_load_ex(path, false, &m, NULL)) return;
     const struct wk_hparams *hp = wk_model_hparams(m);
+    char features[1024];
+    wk_model_features(m, features, sizeof features);
+    printf("    %-20s %s\n", "family", wk_model_family_label(m));
+    printf("    %-20s %s\n", "features", features);
     int64_t total = 0, per = -1;
     int32_t n_cached = 0;
     bool same = true;

@@ -117,6 +117,17 @@ const struct wk_hparams *wk_model_hparams(const struct wk_model *m);
 /* The model's family by its canonical name ("llama", "qwen2", "gemma3",
  * "gemma4", "qwen3", "glm4moelite"; borrowed, static). */
 const char *wk_model_family(const struct wk_model *m);
+/* How messages name the family: its label ("GLM-4-MoE-Lite") or else its
+ * canonical name (borrowed, static). */
+const char *wk_model_family_label(const struct wk_model *m);
+/*
+ * What the model's blocks compute, in words, for `wick show` ("GQA (8
+ * query heads, 2 KV heads, head size 64), RoPE NEOX base 1e+06, sliding
+ * window 4096 on 5 of 6 layers, ..."), read off the loaded layers, into
+ * out [cap] (NUL-terminated, cut at cap - 1 bytes). Returns the length
+ * written. features.c.
+ */
+size_t wk_model_features(const struct wk_model *m, char *out, size_t cap);
 /* The turn format of the model's family (enum wk_chat_format). */
 enum wk_chat_format wk_model_chat_format(const struct wk_model *m);
 /* The parsed GGUF file (borrowed, lives as long as the model), or NULL

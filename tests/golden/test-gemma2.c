@@ -22,6 +22,7 @@
 #include "../../src/model/model_internal.h"
 
 #include <jansson.h>
+#include <string.h>
 
 #define REL_TOL 1e-3
 #define N_PROMPTS 3
@@ -57,6 +58,14 @@ static void test_hparams(void)
             CHECK(m->layers[i].q_norm == NULL && m->layers[i].k_norm == NULL);
             CHECK(m->layers[i].post_attn_norm != NULL && m->layers[i].post_ffn_norm != NULL);
         }
+        /* what wick show prints of it */
+        char f[1024];
+        wk_model_features(m, f, sizeof f);
+        CHECK_EQ_STR(wk_model_family_label(m), "gemma2");
+        CHECK(strstr(f, "GQA (4 query heads, 2 KV heads, head size 16)") != NULL);
+        CHECK(strstr(f, "sliding window 8 on 2 of 4 layers") != NULL);
+        CHECK(strstr(f, "attention softcap 50") != NULL && strstr(f, "final logit softcap 30") != NULL);
+        CHECK(strstr(f, "output tied to the embeddings") != NULL);
         wk_model_destroy(m);
     }
 }
