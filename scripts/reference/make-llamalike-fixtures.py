@@ -89,8 +89,8 @@ CHATS = [
 # transformers 5.24's ExaoneConfig renames EXAONE's keys (num_layers ->
 # num_hidden_layers, activation_function -> hidden_act) and the converter's
 # ExaoneModel then fails on hparams["activation_function"]: for EXAONE the
-# converter reads config.json as it is (its own fallback when AutoConfig
-# fails, as for remote-code models).
+# converter's load_hparams gives config.json as it is (what its own
+# fallback reads when AutoConfig fails, as for remote-code models).
 RUN_CONVERTER = """
 import runpy, sys
 sys.path.insert(0, sys.argv[1])
@@ -102,11 +102,14 @@ if pre != "-":
             cls.get_vocab_base_pre = lambda self, tokenizer: pre
 import conversion.internlm as internlm, conversion.llama as llama
 internlm.InternLM3Model.set_vocab = llama.LlamaModel.set_vocab
+internlm.InternLM3Model.origin_hf_arch = "InternLM3ForCausalLM"  # what LlamaModel's reads
+internlm.InternLM3Model.is_mistral_format = False
 import json, pathlib
-if json.loads((pathlib.Path(sys.argv[3]) / "config.json").read_text()).get("model_type") == "exaone":
-    def no_auto_config(*a, **k):
-        raise ValueError("EXAONE: read config.json as it is")
-    base.AutoConfig.from_pretrained = no_auto_config
+load_hparams = base.ModelBase.load_hparams
+def exaone_hparams(dir_model, is_mistral_format):
+    cfg = json.loads((pathlib.Path(dir_model) / "config.json").read_text())
+    return cfg if cfg.get("model_type") == "exaone" else load_hparams(dir_model, is_mistral_format)
+base.ModelBase.load_hparams = staticmethod(exaone_hparams)
 sys.argv = [sys.argv[1] + "/convert_hf_to_gguf.py"] + sys.argv[3:]
 runpy.run_path(sys.argv[0], run_name="__main__")
 """
@@ -182,6 +185,14 @@ def tokenizer(path, r1_template=None):
         tok.add_special_tokens({"additional_special_tokens": R1_TOKENS})
         tok.add_tokens(["<think>", "</think>"])
         tok.bos_token, tok.eos_token = R1_TOKENS[0], R1_TOKENS[1]
+        if tok.backend_tokenizer.post_processor is not None:
+            # the BOS that encoding adds is the template's bos_token, as in
+            # the real R1 distills (the tiny tokenizer's own was <bos>)
+            from tokenizers.processors import TemplateProcessing
+            bos = R1_TOKENS[0]
+            tok.backend_tokenizer.post_processor = TemplateProcessing(
+                single=f"{bos} $A", pair=f"{bos} $A {bos} $B",
+                special_tokens=[(bos, tok.convert_tokens_to_ids(bos))])
         tok.chat_template = (LCPP / "models/templates" / r1_template).read_text(encoding="utf-8")
     return tok
 
@@ -311,8 +322,16 @@ def case_exaone(out):
               "max_position_embeddings": 256, "activation_function": "silu", "tie_word_embeddings": True,
               "bos_token_id": 2, "eos_token_id": 1, "pad_token_id": 0, "torch_dtype": "float32"}
     renamed_folder(model, tok, out / "hf", config, rename)
-    write_reference(out, model, prompts_of(tok), vocab, {}, {"reference_model": "LlamaForCausalLM, same weights"})
-    convert_gguf(out / "hf", out / "exaone-f32.gguf")
+    plain = LlamaForCausalLM(LlamaConfig(**dict(cfg, rope_parameters={"rope_type": "default",
+                                                                      "rope_theta": 1e6}))).eval()
+    plain.load_state_dict(model.state_dict())
+    prompts = prompts_of(tok)
+    with torch.no_grad():
+        rel = rel_change(model(torch.tensor(prompts)).logits, plain(torch.tensor(prompts)).logits)
+    assert rel > 0.1, rel
+    write_reference(out, model, prompts, vocab, {"max_rel_logit_change_without_llama3_rope_scaling": rel},
+                    {"reference_model": "LlamaForCausalLM, same weights"})
+    convert_gguf(out / "hf", out / "exaone-f32.gguf", "exaone")
 
 
 def case_internlm3(out):

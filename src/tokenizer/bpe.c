@@ -151,8 +151,8 @@ static const struct {
     const char *regex[3];
 } g_pre[] = {
     {{"gpt2", "default", "mpt", "olmo", "jais", "trillion", "granite-docling"}, {RE_GPT2}},
-    {{"llama3", "llama-bpe", "llama-v3", "dbrx", "smaug-bpe"}, {RE_LLAMA3}},
-    {{"qwen2", "stablelm2", "hunyuan", "solar-open"}, {RE_QWEN2}},
+    {{"llama3", "llama-bpe", "llama-v3", "dbrx", "smaug-bpe", "falcon3"}, {RE_LLAMA3}},
+    {{"qwen2", "stablelm2", "hunyuan", "solar-open", "deepseek-r1-qwen"}, {RE_QWEN2}},
     /* starcoder-style tokenizers: Digits(individual) then ByteLevel */
     {{"smollm", "starcoder", "refact", "command-r", "codeshell", "exaone", "minerva-7b"},
      {"\\p{N}", RE_GPT2}},
