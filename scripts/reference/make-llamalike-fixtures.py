@@ -42,6 +42,9 @@ Cases (hidden 64, 2 layers, 4 heads / 2 KV heads unless said; F32 weights):
              tokens added to the tiny Qwen tokenizer; reference.json "chats":
              conversations rendered by transformers' jinja2 and their ids.
   r1-llama   LlamaForCausalLM likewise with DeepSeek-R1-Distill-Llama-8B's.
+  tekken     no model: Mistral-Nemo's tokenizer kind (case_tekken), as
+             tokenizer.json and as the converter's --vocab-only GGUF
+             (pre "tekken"), and the tricky strings' ids.
 
 Each case folder: hf/, <case>-f32.gguf, logits.safetensors ("logits" F32
 [3, 32, vocab]: transformers' logits at every position of 3 prompts of 32
@@ -382,7 +385,60 @@ def case_r1(out, qwen):
                  "deepseek-r1-qwen" if qwen else "llama-bpe")
 
 
-CASES = {"mistral": case_mistral, "nemo": case_nemo, "mixtral": case_mixtral, "falcon3": case_falcon3,
+TEKKEN_RE = (r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+|"
+             r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*|\p{N}|"
+             r" ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+")
+
+
+TEKKEN_EXTRA = ["HelloWorld", "getHTTPResponse", "iPhone", "XMLHttpRequest", "camelCaseWordsHere", "2024",
+                "12345", "3.14159", "ALLCAPS words", "don't", "path/to/file\n", "McDonald's"]
+
+
+def case_tekken(out):
+    """Mistral-Nemo's tokenizer kind (GGUF pre "tekken"): a byte-level BPE
+    of 450 pieces trained here on long_text.txt and TEKKEN_EXTRA, then put
+    behind Nemo's split regex (its tokenizer.json's Split, then ByteLevel
+    without its own regex);
+    tokenizer.json, the converter's --vocab-only GGUF of it, and the ids
+    tokenizers gives the tricky strings."""
+    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
+    sys.path.insert(0, str(ROOT / "scripts/reference"))
+    from tricky_strings import tricky_strings
+    tk = Tokenizer(models.BPE())
+    # trained behind GPT-2's coarser split, so that merges cross the
+    # boundaries tekken's split draws (inside camelCase words, between
+    # digits): a wrong split then gives other ids
+    tk.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+    tk.decoder = decoders.ByteLevel()
+    text = (ROOT / "scripts/reference/long_text.txt").read_text(encoding="utf-8")
+    extra = [" ".join(TEKKEN_EXTRA)] * 30
+    tk.train_from_iterator([text] + extra, trainers.BpeTrainer(
+        vocab_size=450, special_tokens=["<unk>", "<s>", "</s>"], initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    tk.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Split(Regex(TEKKEN_RE), behavior="isolated", invert=False),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, trim_offsets=True, use_regex=False)])
+    hf = out / "hf"
+    hf.mkdir()
+    tk.save(str(hf / "tokenizer.json"))
+    (hf / "tokenizer_config.json").write_text(json.dumps({"bos_token": "<s>", "eos_token": "</s>",
+                                                          "unk_token": "<unk>", "tokenizer_class":
+                                                          "PreTrainedTokenizerFast"}, indent=1) + "\n")
+    cfg = json.loads((ROOT / "tests/golden/llamalike/nemo/hf/config.json").read_text())
+    cfg["vocab_size"] = tk.get_vocab_size()
+    (hf / "config.json").write_text(json.dumps(cfg, indent=1) + "\n")
+    tk.encode_special_tokens = True  # user content: "<s>" stays text
+    strings = [{"text": t, "ids": tk.encode(t, add_special_tokens=False).ids}
+               for t in TEKKEN_EXTRA + [" ".join(TEKKEN_EXTRA)] + tricky_strings()]
+    (out / "reference.json").write_text(json.dumps({"generator": "scripts/reference/make-llamalike-fixtures.py",
+                                                    "strings": strings}, indent=1, ensure_ascii=False) + "\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(LCPP / "gguf-py"),
+                                                                     os.environ.get("PYTHONPATH")])))
+    subprocess.run([sys.executable, "-c", RUN_CONVERTER, str(LCPP), "tekken", str(hf), "--vocab-only",
+                    "--outfile", str(out / "tekken-vocab.gguf")], check=True, env=env, stdout=subprocess.DEVNULL)
+    (hf / "config.json").unlink()
+
+
+CASES = {"tekken": case_tekken, "mistral": case_mistral, "nemo": case_nemo, "mixtral": case_mixtral, "falcon3": case_falcon3,
          "exaone": case_exaone, "internlm3": case_internlm3, "r1-qwen": lambda o: case_r1(o, True),
          "r1-llama": lambda o: case_r1(o, False)}
 

@@ -24,7 +24,10 @@
  *              jinja2 did, to the same ids, and sees a model that thinks:
  *              with think on the prompt opens "<think>" and the runtime's
  *              think filter keeps only what follows "</think>".
- * For each: logits of every position of 3 prompts of 32 tokens within
+ *   tekken     no model: Mistral-Nemo's tokenizer kind (GGUF pre "tekken")
+ *              on the tricky strings, from the converter's GGUF and from
+ *              tokenizer.json, against tokenizers' ids.
+ * For each model: logits of every position of 3 prompts of 32 tokens within
  * REL_TOL (error of a row: max_i |wick_i - ref_i| / max_i |ref_i|, printed)
  * and the greedy 32-token continuations identical; bad config values are
  * errors naming the key.
@@ -35,7 +38,9 @@
 #include "../unit/check.h"
 #include "fixture.h"
 
+#include "../../src/io/wk_io.h"
 #include "../../src/model/model_internal.h"
+#include "../../src/tokenizer/wk_tokenizer.h"
 
 #include <jansson.h>
 #include <unistd.h>
@@ -254,6 +259,52 @@ static void test_r1_chat(void)
     }
 }
 
+/* Mistral-Nemo's tokenizer kind (GGUF pre "tekken", made by the
+ * converter from a tiny byte-level BPE behind Nemo's split regex): the
+ * tricky strings as user text give tokenizers' ids, from the GGUF and
+ * from tokenizer.json. */
+static void test_tekken(void)
+{
+    char path[300];
+    snprintf(path, sizeof path, "%s/tekken/reference.json", g_root);
+    json_t *ref = json_load_file(path, JSON_ALLOW_NUL, NULL); /* strings with U+0000 */
+    json_t *strings = json_object_get(ref, "strings"), *e;
+    CHECK(json_array_size(strings) > 20);
+    struct wk_tokenizer *toks[2] = {NULL, NULL};
+    struct wk_gguf *g = NULL;
+    struct wk_error err;
+    snprintf(path, sizeof path, "%s/tekken/tekken-vocab.gguf", g_root);
+    enum wk_status st = wk_gguf_open(path, &g, &err);
+    if (!st) st = wk_tokenizer_from_gguf(g, &toks[0], &err);
+    if (st) fprintf(stderr, "  %s: %s\n", path, err.msg);
+    CHECK_EQ_INT(st, WK_OK);
+    snprintf(path, sizeof path, "%s/tekken/hf", g_root);
+    st = wk_tokenizer_from_hf(path, &toks[1], &err);
+    if (st) fprintf(stderr, "  %s: %s\n", path, err.msg);
+    CHECK_EQ_INT(st, WK_OK);
+    for (int w = 0; w < 2; w++) {
+        size_t i, bad = 0;
+        json_array_foreach(strings, i, e) {
+            if (!toks[w]) break;
+            json_t *jt = json_object_get(e, "text");
+            const char *text = json_string_value(jt);
+            json_t *ids = json_object_get(e, "ids");
+            struct wk_tokens t = {0};
+            CHECK_EQ_INT(wk_tokenizer_encode(toks[w], text, json_string_length(jt), false, &t), WK_OK);
+            bool same = (size_t)t.n == json_array_size(ids);
+            for (int64_t k = 0; same && k < t.n; k++) same = t.ids[k] == fixture_id(ids, (size_t)k);
+            if (!same && bad++ < 3) fprintf(stderr, "  %s: \"%.60s\" differs\n", w ? "hf" : "gguf", text);
+            CHECK(same);
+            wk_tokens_deinit(&t);
+        }
+        printf("  tekken %s: %zu strings, %zu differ\n", w ? "tokenizer.json" : "gguf", json_array_size(strings), bad);
+    }
+    wk_tokenizer_destroy(toks[0]);
+    wk_tokenizer_destroy(toks[1]);
+    wk_gguf_close(g);
+    json_decref(ref);
+}
+
 static void edit_exaone_gelu(json_t *c) { json_object_set_new(c, "activation_function", json_string("gelu_new")); }
 static void edit_exaone_layers(json_t *c) { json_object_set_new(c, "num_layers", json_string("2")); }
 static void edit_mixtral_k(json_t *c) { json_object_set_new(c, "num_experts_per_tok", json_integer(5)); }
@@ -292,6 +343,7 @@ int main(int argc, char **argv)
         return 1;
     }
     static const struct check_test tests[] = {TEST(test_logits),          TEST(test_greedy),  TEST(test_features_matter),
-                                              TEST(test_mistral_no_window), TEST(test_r1_chat), TEST(test_errors)};
+                                              TEST(test_mistral_no_window), TEST(test_r1_chat), TEST(test_tekken),
+                                              TEST(test_errors)};
     return check_main(argc, argv, tests, (int)(sizeof tests / sizeof tests[0]));
 }
