@@ -65,7 +65,7 @@ import subprocess
 import sys
 
 import torch
-from safetensors.torch import load_file, save_file
+from safetensors.torch import save_file
 from transformers import (AutoTokenizer, LlamaConfig, LlamaForCausalLM, MistralConfig, MistralForCausalLM,
                           MixtralConfig, MixtralForCausalLM, Qwen2Config, Qwen2ForCausalLM)
 
