@@ -19,7 +19,8 @@
  * names), except that kv_b_proj stays whole and per-expert tensors stay
  * apart (glm4_moe_lite.c takes both as they are). Qwen 3 MoE (qwen3_moe)
  * becomes "qwen3moe": Llama's names, the router and experts named as
- * GLM-4-MoE-Lite's.
+ * GLM-4-MoE-Lite's. EXAONE's and Mixtral's own names and keys:
+ * hf_llamalike.c.
  */
 #include "model_internal.h"
 
@@ -396,7 +397,7 @@ static enum wk_status config_to_kv(struct wk_hf *h, json_t *cfg, const char *arc
         if ((strcmp(type, "linear") == 0 || strcmp(type, "proportional") == 0) && json_is_number(factor)) {
             snprintf(key, sizeof key, "%s.rope.scaling.factor", arch);
             json_object_set(h->kv, key, factor);
-        } else if (strcmp(type, "llama3") == 0 && strcmp(arch, "llama") == 0) {
+        } else if (strcmp(type, "llama3") == 0 && (strcmp(arch, "llama") == 0 || strcmp(arch, "exaone") == 0)) {
             enum wk_status st = llama3_rope_to_kv(h, cfg, rs, arch, err);
             if (st) return st;
         } else if (strcmp(type, "default") != 0 && strcmp(type, "proportional") != 0) {
@@ -432,6 +433,8 @@ static enum wk_status config_to_kv(struct wk_hf *h, json_t *cfg, const char *arc
     if (json_is_true(json_object_get(cfg, "mlp_bias")))
         return wk_error_set(err, WK_E_UNSUPPORTED, "%s/config.json: mlp_bias (biases on the MLP projections) is not "
                             "supported", h->dir);
+    enum wk_status st = wk__hf_llamalike_config(h->kv, cfg, arch, h->dir, err);
+    if (st) return st;
     if (strcmp(arch, "qwen2") == 0) return qwen2_config_to_kv(h, cfg, arch, err);
     if (strcmp(arch, "deepseek2") == 0) return glm4_moe_lite_config_to_kv(h, cfg, arch, err);
     if (strcmp(arch, "qwen3moe") == 0) return qwen3_moe_config_to_kv(h, cfg, arch, err);
@@ -581,6 +584,7 @@ static bool gguf_name(const char *arch, const char *name, char *out, size_t cap,
     if (strcmp(arch, "deepseek2") == 0) return glm4_moe_lite_name(name, out, cap, norm);
     /* Qwen 3 MoE: the router and experts as GLM-4-MoE-Lite's, the rest as Llama's */
     if (strcmp(arch, "qwen3moe") == 0 && glm4_moe_lite_name(name, out, cap, norm)) return true;
+    if (wk__hf_llamalike_name(arch, name, out, cap, norm)) return true; /* EXAONE, Mixtral */
     int layer, used = 0;
     if (sscanf(name, "model.layers.%d.%n", &layer, &used) != 1 || used == 0 || layer < 0) return false;
     bool gemma = strcmp(arch, "gemma3") == 0 || strcmp(arch, "gemma2") == 0;

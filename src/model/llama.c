@@ -68,7 +68,34 @@ static enum wk_status llama3_rope_freqs(struct wk_model *m, struct wk_error *err
     return WK_OK;
 }
 
-static enum wk_status llama_load(struct wk_model *m, struct wk_error *err)
+/* Mixtral's experts (GGUF expert_count, expert_used_count; Hugging Face
+ * num_local_experts, num_experts_per_tok via hf.c): every layer sparse,
+ * softmax over all experts, the top k renormalised (transformers'
+ * MixtralSparseMoeBlock; llama.cpp's llama graph with experts), each
+ * expert a SwiGLU of expert_feed_forward_length, else of
+ * feed_forward_length (what llama.cpp's converter writes for Mixtral).
+ * No expert_count: dense, nothing read. */
+static enum wk_status expert_hparams(struct wk_model *m, struct wk_error *err)
+{
+    struct wk_hparams *hp = &m->hp;
+    enum wk_status st;
+    hp->n_expert = 0;
+    hp->n_ff_exp = hp->n_ff;
+    if ((st = wk__hp_u32(m, "expert_count", false, &hp->n_expert, WK_MOE_MAX_EXPERTS, err))) return st;
+    if (hp->n_expert == 0) return WK_OK;
+    if ((st = wk__hp_u32(m, "expert_used_count", true, &hp->n_expert_used, WK_MOE_MAX_EXPERTS, err)) ||
+        (st = wk__hp_u32(m, "expert_feed_forward_length", false, &hp->n_ff_exp, 1 << 20, err)))
+        return st;
+    if (hp->n_expert_used < 1 || hp->n_expert_used > hp->n_expert || hp->n_ff_exp < 1)
+        return wk_error_set(err, WK_E_FORMAT, "%s: %s.expert_used_count %d must be 1..expert_count %d, and the "
+                            "expert width (expert_feed_forward_length or feed_forward_length) %d at least 1",
+                            wk__model_path(m), hp->arch_name, hp->n_expert_used, hp->n_expert, hp->n_ff_exp);
+    hp->expert_weights_norm = true;
+    hp->expert_weights_scale = 1.0f;
+    return WK_OK;
+}
+
+enum wk_status wk__llama_load(struct wk_model *m, enum wk_rope_mode gguf_rope, struct wk_error *err)
 {
     struct wk_hparams *hp = &m->hp;
     enum wk_status st;
@@ -78,8 +105,11 @@ static enum wk_status llama_load(struct wk_model *m, struct wk_error *err)
     hp->rope_base = 10000.0f;
     hp->rope_freq_scale = 1.0f;
     hp->n_ctx_train = 4096;
+    hp->sliding_window = 0;
     if ((st = wk__load_common_hparams(m, err)) ||
-        (st = wk__hp_u32(m, "rope.dimension_count", false, &hp->n_rot, 4096, err)))
+        (st = wk__hp_u32(m, "rope.dimension_count", false, &hp->n_rot, 4096, err)) ||
+        (st = wk__hp_u32(m, "attention.sliding_window", false, &hp->sliding_window, 1 << 24, err)) ||
+        (st = expert_hparams(m, err)))
         return st;
     if (hp->n_rot > hp->head_dim || hp->n_rot % 2 != 0)
         return wk_error_set(err, WK_E_FORMAT, "%s: rope.dimension_count %d does not fit head dim %d",
@@ -87,21 +117,38 @@ static enum wk_status llama_load(struct wk_model *m, struct wk_error *err)
     hp->rope_base_swa = hp->rope_base;
     hp->attn_scale = 1.0f / sqrtf((float)hp->head_dim);
     hp->embed_scale = 1.0f;
-    hp->sliding_window = 0;
-    /* GGUF permutes Q and K rows for NORM RoPE; HF weights pair i with i + d/2 */
-    m->rope_mode = m->hf ? WK_ROPE_NEOX : WK_ROPE_NORM;
+    m->rope_mode = m->hf ? WK_ROPE_NEOX : gguf_rope;
     m->act = WK_ACT_SILU;
     if ((st = wk__load_common_tensors(m, err)) ||
         (st = wk__tensor(m, &m->rope_freqs, true, true, hp->n_rot / 2, 1, err, "rope_freqs.weight")))
         return st;
+    if (hp->n_expert > 0 && m->hf) {
+        m->expert_tables = wk_calloc((size_t)hp->n_layer * 3 * (size_t)hp->n_expert, sizeof *m->expert_tables);
+        if (!m->expert_tables) return wk_error_set(err, WK_E_NOMEM, "out of memory");
+    }
+    for (int i = 0; i < hp->n_layer; i++) {
+        m->layers[i].sliding = hp->sliding_window > 0; /* Mistral's window: every layer */
+        if (hp->n_expert > 0 &&
+            (st = wk__moe_softmax_experts(
+                 m, &m->layers[i], i, m->expert_tables ? m->expert_tables + (size_t)i * 3 * (size_t)hp->n_expert : NULL,
+                 err)))
+            return st;
+    }
     if (!m->rope_freqs && (st = llama3_rope_freqs(m, err))) return st;
     return WK_OK;
+}
+
+static enum wk_status llama_load(struct wk_model *m, struct wk_error *err)
+{
+    return wk__llama_load(m, WK_ROPE_NORM, err);
 }
 
 WK_FAMILY(llama) = {
     .name = "llama",
     .gguf_archs = {"llama"},
-    .hf_model_types = {"llama"},
+    /* Mistral, Mistral-Nemo, Mixtral, InternLM 3 and Falcon 3 (a plain
+     * LlamaForCausalLM) are Llama to llama.cpp's converter too */
+    .hf_model_types = {"llama", "mistral", "mixtral", "internlm3"},
     .label = NULL,
     .load = llama_load,
     .chat = WK_CHAT_CHATML_IF_TEMPLATE,

@@ -184,6 +184,7 @@ const struct wk_family *const *wk__families(size_t *n);
  * n_expert <= WK_MOE_MAX_EXPERTS, 1 <= k <= n_expert.
  */
 #define WK_MOE_MAX_EXPERTS 1024
+
 /* The k largest of v [n] into idx [k], largest first, ties to the lower index (moe.c). */
 void wk__top_k(const float *v, int32_t n, int32_t k, int32_t *idx);
 void wk__moe_select_sigmoid(const float *logits, const float *bias, int32_t n_expert, int32_t k, bool norm,
@@ -194,6 +195,18 @@ void wk__moe_select_sigmoid(const float *logits, const float *bias, int32_t n_ex
  * so ties fall as that selection leaves them, not to the lower index.
  * n <= WK_MOE_MAX_EXPERTS. */
 void wk__topk_torch(const float *v, int32_t n, int32_t k, int32_t *idx);
+
+/* Sparse layer i's softmax router (blk.i.ffn_gate_inp.weight [n_expert, E])
+ * and SwiGLU experts into l->moe (softmax_router, sigmoid: on the FFN
+ * input): stacked 3-D (ffn_gate_up_exps [NE][2·F_exp][E], or
+ * ffn_{gate,up}_exps [NE][F_exp][E] apart; ffn_down_exps [NE][E][F_exp]),
+ * or, from a Hugging Face folder, one 2-D tensor each
+ * (blk.i.ffn_<gate|up|down>_exps.K.weight) viewed through tables [3·NE]
+ * (owned by the model, or NULL for a GGUF). Shapes from hp.n_embd,
+ * n_expert, n_ff_exp. Errors: WK_E_FORMAT naming a missing or misshapen
+ * tensor. (moe.c) */
+enum wk_status wk__moe_softmax_experts(struct wk_model *m, struct wk_layer *l, int i, const struct wk_tensor **tables,
+                                       struct wk_error *err);
 
 /*
  * The parts every decoder family shares, for the per-family loaders:
@@ -206,7 +219,8 @@ void wk__topk_torch(const float *v, int32_t n, int32_t k, int32_t *idx);
  * FFN projections and pre-norms, the Q, K, V and output biases where the
  * file has them (llama.cpp's optional attn_{q,k,v,output}.bias; FFN
  * biases, which no family here applies, are refused), and gives each
- * layer the global RoPE.
+ * layer the global RoPE; with hp.n_expert > 0 set before the call every
+ * layer is sparse (n_ff 0, no dense FFN: the family loads the experts).
  */
 enum wk_status wk__load_common_hparams(struct wk_model *m, struct wk_error *err);
 /* The keys every family has, read into hp over its defaults:
@@ -221,6 +235,23 @@ enum wk_status wk__load_embeddings(struct wk_model *m, struct wk_error *err);
 /* The tensor named name in the GGUF or the folder, unchecked, or NULL. */
 const struct wk_tensor *wk__find_tensor(const struct wk_model *m, const char *name);
 enum wk_status wk__load_common_tensors(struct wk_model *m, struct wk_error *err);
+/* The Llama description (llama.c): hyperparameters with Llama's
+ * defaults, Mistral's sliding window, Mixtral's experts, the common
+ * tensors, Llama 3 RoPE divisors; RoPE NEOX on a Hugging Face folder's
+ * rows and gguf_rope on a GGUF's (NORM where the converter permuted Q and
+ * K, as for "llama"; NEOX where it did not, as for "exaone"). Errors:
+ * WK_E_FORMAT naming the key or tensor, WK_E_NOMEM. */
+enum wk_status wk__llama_load(struct wk_model *m, enum wk_rope_mode gguf_rope, struct wk_error *err);
+/* hf_llamalike.c, for hf.c: the GGUF name out [cap] of Hugging Face
+ * tensor name for arch where it is EXAONE's or Mixtral's own (false:
+ * not one of them; *norm set for a norm gain), and config.json cfg's
+ * EXAONE and Mixtral keys into kv (GGUF key -> value; dir names the
+ * folder in errors: WK_E_FORMAT for a key that is not a number,
+ * WK_E_UNSUPPORTED for an activation other than silu). */
+struct json_t;
+bool wk__hf_llamalike_name(const char *arch, const char *name, char *out, size_t cap, bool *norm);
+enum wk_status wk__hf_llamalike_config(struct json_t *kv, struct json_t *cfg, const char *arch, const char *dir,
+                                       struct wk_error *err);
 
 /* GGUF "<arch>.rope.scaling.type": none (the factor is then ignored) and
  * linear pass; any other type (yarn, longrope, ...) is WK_E_UNSUPPORTED

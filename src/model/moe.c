@@ -199,3 +199,36 @@ void wk__top_k(const float *v, int32_t n, int32_t k, int32_t *idx)
         idx[j] = i;
     }
 }
+
+/* (declared in model_internal.h) */
+enum wk_status wk__moe_softmax_experts(struct wk_model *m, struct wk_layer *l, int i, const struct wk_tensor **tables,
+                                       struct wk_error *err)
+{
+    const int64_t E = m->hp.n_embd, NE = m->hp.n_expert, FE = m->hp.n_ff_exp;
+    enum wk_status st;
+    l->moe.sigmoid = true; /* the experts on the FFN input (context.c) ... */
+    l->moe.softmax_router = true; /* ... routed by softmax */
+    if ((st = wk__tensor(m, &l->moe.router, false, false, E, NE, err, "blk.%d.ffn_gate_inp.weight", i)) ||
+        (st = wk__tensor3(m, &l->moe.gate_up, true, E, 2 * FE, NE, err, "blk.%d.ffn_gate_up_exps.weight", i)) ||
+        (!l->moe.gate_up &&
+         (st = wk__tensor3(m, &l->moe.gate, true, E, FE, NE, err, "blk.%d.ffn_gate_exps.weight", i))))
+        return st;
+    if (l->moe.gate_up || l->moe.gate || !m->hf) {
+        if ((!l->moe.gate_up &&
+             ((st = wk__tensor3(m, &l->moe.gate, false, E, FE, NE, err, "blk.%d.ffn_gate_exps.weight", i)) ||
+              (st = wk__tensor3(m, &l->moe.up, false, E, FE, NE, err, "blk.%d.ffn_up_exps.weight", i)))) ||
+            (st = wk__tensor3(m, &l->moe.down, false, FE, E, NE, err, "blk.%d.ffn_down_exps.weight", i)))
+            return st;
+        return WK_OK;
+    }
+    static const char *const proj[3] = {"gate", "up", "down"};
+    for (int p = 0; p < 3; p++)
+        for (int64_t e = 0; e < NE; e++)
+            if ((st = wk__tensor(m, &tables[p * NE + e], false, false, p < 2 ? E : FE, p < 2 ? FE : E, err,
+                                 "blk.%d.ffn_%s_exps.%lld.weight", i, proj[p], (long long)e)))
+                return st;
+    l->moe.gate_e = tables;
+    l->moe.up_e = tables + NE;
+    l->moe.down_e = tables + 2 * NE;
+    return WK_OK;
+}

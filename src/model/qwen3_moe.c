@@ -12,7 +12,8 @@
  * backend_cpu_moe.c); no shared expert. A layer without a router
  * (blk.N.ffn_gate_inp.weight; transformers' mlp_only_layers and
  * decoder_sparse_step) is a dense SwiGLU of feed_forward_length. Experts
- * stacked (GGUF; HF's fused gate_up_proj) or one tensor each (HF).
+ * stacked (GGUF; HF's fused gate_up_proj) or one tensor each (HF),
+ * loaded by wk__moe_softmax_experts (moe.c), which Mixtral shares.
  *
  * Not handled: RoPE scaling (refused, as for Qwen 3).
  */
@@ -20,40 +21,6 @@
 
 #include <math.h>
 #include <stdio.h>
-
-/* Sparse layer i's router and experts into l (tables: NE·3 slots for an
- * HF folder's per-expert tensors, or NULL). */
-static enum wk_status experts(struct wk_model *m, struct wk_layer *l, int i, const struct wk_tensor **tables,
-                              struct wk_error *err)
-{
-    const int64_t E = m->hp.n_embd, NE = m->hp.n_expert, FE = m->hp.n_ff_exp;
-    enum wk_status st;
-    l->moe.sigmoid = true; /* the experts on the FFN input (context.c) ... */
-    l->moe.softmax_router = true; /* ... routed by softmax */
-    if ((st = wk__tensor(m, &l->moe.router, false, false, E, NE, err, "blk.%d.ffn_gate_inp.weight", i)) ||
-        (st = wk__tensor3(m, &l->moe.gate_up, true, E, 2 * FE, NE, err, "blk.%d.ffn_gate_up_exps.weight", i)) ||
-        (!l->moe.gate_up &&
-         (st = wk__tensor3(m, &l->moe.gate, true, E, FE, NE, err, "blk.%d.ffn_gate_exps.weight", i))))
-        return st;
-    if (l->moe.gate_up || l->moe.gate || !m->hf) {
-        if ((!l->moe.gate_up &&
-             ((st = wk__tensor3(m, &l->moe.gate, false, E, FE, NE, err, "blk.%d.ffn_gate_exps.weight", i)) ||
-              (st = wk__tensor3(m, &l->moe.up, false, E, FE, NE, err, "blk.%d.ffn_up_exps.weight", i)))) ||
-            (st = wk__tensor3(m, &l->moe.down, false, FE, E, NE, err, "blk.%d.ffn_down_exps.weight", i)))
-            return st;
-        return WK_OK;
-    }
-    static const char *const proj[3] = {"gate", "up", "down"};
-    for (int p = 0; p < 3; p++)
-        for (int64_t e = 0; e < NE; e++)
-            if ((st = wk__tensor(m, &tables[p * NE + e], false, false, p < 2 ? E : FE, p < 2 ? FE : E, err,
-                                 "blk.%d.ffn_%s_exps.%lld.weight", i, proj[p], (long long)e)))
-                return st;
-    l->moe.gate_e = tables;
-    l->moe.up_e = tables + NE;
-    l->moe.down_e = tables + 2 * NE;
-    return WK_OK;
-}
 
 static enum wk_status qwen3_moe_load(struct wk_model *m, struct wk_error *err)
 {
@@ -109,8 +76,8 @@ static enum wk_status qwen3_moe_load(struct wk_model *m, struct wk_error *err)
             (st = wk__tensor(m, &l->ffn_norm, false, true, E, 1, err, "blk.%d.ffn_norm.weight", i)))
             return st;
         if (sparse) {
-            st = experts(m, l, i, m->expert_tables ? m->expert_tables + (size_t)i * 3 * (size_t)hp->n_expert : NULL,
-                         err);
+            st = wk__moe_softmax_experts(
+                m, l, i, m->expert_tables ? m->expert_tables + (size_t)i * 3 * (size_t)hp->n_expert : NULL, err);
         } else if (F < 1) {
             st = wk_error_set(err, WK_E_FORMAT, "%s: layer %d has no router (a dense layer) and %s.feed_forward_length "
                               "is not set", wk__model_path(m), i, hp->arch_name);

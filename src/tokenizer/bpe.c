@@ -151,8 +151,8 @@ static const struct {
     const char *regex[3];
 } g_pre[] = {
     {{"gpt2", "default", "mpt", "olmo", "jais", "trillion", "granite-docling"}, {RE_GPT2}},
-    {{"llama3", "llama-bpe", "llama-v3", "dbrx", "smaug-bpe"}, {RE_LLAMA3}},
-    {{"qwen2", "stablelm2", "hunyuan", "solar-open"}, {RE_QWEN2}},
+    {{"llama3", "llama-bpe", "llama-v3", "dbrx", "smaug-bpe", "falcon3"}, {RE_LLAMA3}},
+    {{"qwen2", "stablelm2", "hunyuan", "solar-open", "deepseek-r1-qwen"}, {RE_QWEN2}},
     /* starcoder-style tokenizers: Digits(individual) then ByteLevel */
     {{"smollm", "starcoder", "refact", "command-r", "codeshell", "exaone", "minerva-7b"},
      {"\\p{N}", RE_GPT2}},
@@ -163,6 +163,12 @@ static const struct {
      {"[\\p{P}\\$\\+<=>\\^~\\|`]+", RE_GPT2, "[0-9][0-9][0-9]"}},
     {{"deepseek-coder"}, {"[\\r\\n]", "\\s?\\p{L}+", "\\s?\\p{P}+"}},
     {{"poro-chat", "bloom", "gpt3-finnish"}, {" ?[^(\\s|.,!?…。，、।۔،)]+"}},
+    /* Mistral-Nemo's tekken (its tokenizer.json Split regex): a word is
+     * capitals then lower case, or lower case alone, or capitals alone */
+    {{"tekken"},
+     {"[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+|"
+      "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*|\\p{N}|"
+      " ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"}},
 };
 
 enum wk_status wk__bpe_add_regex(struct wk_tokenizer *tok, const char *pattern)
