@@ -19,7 +19,9 @@
  * names), except that kv_b_proj stays whole and per-expert tensors stay
  * apart (glm4_moe_lite.c takes both as they are). Qwen 3 MoE (qwen3_moe)
  * becomes "qwen3moe": Llama's names, the router and experts named as
- * GLM-4-MoE-Lite's.
+ * GLM-4-MoE-Lite's. OLMo 2 takes Gemma's names (its post-norms) with plain
+ * gains; Granite's multipliers and SmolLM3's NoPE layers become keys (the
+ * functions below say which).
  */
 #include "model_internal.h"
 
@@ -295,6 +297,49 @@ static enum wk_status qwen2_config_to_kv(struct wk_hf *h, json_t *cfg, const cha
     return WK_OK;
 }
 
+/*
+ * SmolLM3's NoPE layers (transformers' SmolLM3Config) under wick's own key
+ * <arch>.rope.nope_layers, a bool a layer, true = no RoPE: from
+ * no_rope_layers (0/1 integers, 1 = RoPE), else every
+ * no_rope_layer_interval-th layer (default 4). The sliding window is off
+ * unless use_sliding_window, which wick refuses.
+ */
+static enum wk_status smollm3_config_to_kv(struct wk_hf *h, json_t *cfg, const char *arch, struct wk_error *err)
+{
+    char key[160];
+    if (json_is_true(json_object_get(cfg, "use_sliding_window")))
+        return wk_error_set(err, WK_E_UNSUPPORTED, "%s/config.json: use_sliding_window true is not supported",
+                            h->dir);
+    snprintf(key, sizeof key, "%s.attention.sliding_window", arch);
+    json_object_del(h->kv, key);
+    json_int_t n_layer = json_integer_value(json_object_get(cfg, "num_hidden_layers"));
+    if (n_layer < 1 || n_layer > 4096) return WK_OK; /* the loader names a bad block_count */
+    json_t *list = json_object_get(cfg, "no_rope_layers");
+    double interval;
+    enum wk_status st = cfg_number(h, cfg, "no_rope_layer_interval", 4, &interval, err);
+    if (st) return st;
+    if (list && !json_is_null(list) && (!json_is_array(list) || (json_int_t)json_array_size(list) != n_layer))
+        return wk_error_set(err, WK_E_FORMAT, "%s/config.json: no_rope_layers must be a list of %lld entries", h->dir,
+                            (long long)n_layer);
+    if (!json_is_array(list) && !(interval >= 1 && interval <= 4096 && interval == (double)(int)interval))
+        return wk_error_set(err, WK_E_FORMAT, "%s/config.json: no_rope_layer_interval %g is not a whole number >= 1",
+                            h->dir, interval);
+    json_t *arr = json_array();
+    for (json_int_t i = 0; i < n_layer; i++) {
+        json_t *v = json_array_get(list, (size_t)i);
+        if (json_is_array(list) && !(json_is_integer(v) && (json_integer_value(v) == 0 || json_integer_value(v) == 1))) {
+            json_decref(arr);
+            return wk_error_set(err, WK_E_FORMAT, "%s/config.json: no_rope_layers[%lld] is not 0 or 1", h->dir,
+                                (long long)i);
+        }
+        json_array_append_new(arr, json_boolean(json_is_array(list) ? json_integer_value(v) == 0
+                                                                    : (i + 1) % (json_int_t)interval == 0));
+    }
+    snprintf(key, sizeof key, "%s.rope.nope_layers", arch);
+    json_object_set_new(h->kv, key, arr);
+    return WK_OK;
+}
+
 /* config.json's fields under the GGUF keys of arch. */
 /*
  * Llama 3 RoPE scaling (rope_scaling / rope_parameters rope_type "llama3":
@@ -361,7 +406,12 @@ static enum wk_status config_to_kv(struct wk_hf *h, json_t *cfg, const char *arc
                {"final_logit_softcapping", "final_logit_softcapping"},
                {"attn_logit_softcapping", "attn_logit_softcapping"},
                /* not a GGUF key (llama.cpp derives the scale): wick's own, read by gemma2.c */
-               {"query_pre_attn_scalar", "attention.query_pre_attn_scalar"}};
+               {"query_pre_attn_scalar", "attention.query_pre_attn_scalar"},
+               /* Granite's multipliers, under the keys llama.cpp's converter gives them */
+               {"embedding_multiplier", "embedding_scale"},
+               {"residual_multiplier", "residual_scale"},
+               {"attention_multiplier", "attention.scale"},
+               {"logits_scaling", "logit_scale"}};
     char key[160];
     for (size_t i = 0; i < WK_ARRAY_LEN(map); i++) {
         json_t *v = json_object_get(cfg, map[i].hf);
@@ -435,6 +485,7 @@ static enum wk_status config_to_kv(struct wk_hf *h, json_t *cfg, const char *arc
     if (strcmp(arch, "qwen2") == 0) return qwen2_config_to_kv(h, cfg, arch, err);
     if (strcmp(arch, "deepseek2") == 0) return glm4_moe_lite_config_to_kv(h, cfg, arch, err);
     if (strcmp(arch, "qwen3moe") == 0) return qwen3_moe_config_to_kv(h, cfg, arch, err);
+    if (strcmp(arch, "smollm3") == 0) return smollm3_config_to_kv(h, cfg, arch, err);
     return gemma4 ? gemma4_config_to_kv(h, cfg, arch, err) : WK_OK;
 }
 
@@ -583,9 +634,10 @@ static bool gguf_name(const char *arch, const char *name, char *out, size_t cap,
     if (strcmp(arch, "qwen3moe") == 0 && glm4_moe_lite_name(name, out, cap, norm)) return true;
     int layer, used = 0;
     if (sscanf(name, "model.layers.%d.%n", &layer, &used) != 1 || used == 0 || layer < 0) return false;
-    bool gemma = strcmp(arch, "gemma3") == 0 || strcmp(arch, "gemma2") == 0;
+    /* Gemma 2/3 and OLMo 2: post_attention_layernorm is a post-norm, not the FFN's pre-norm */
+    bool sandwich = strcmp(arch, "gemma3") == 0 || strcmp(arch, "gemma2") == 0 || strcmp(arch, "olmo2") == 0;
     for (size_t i = 0; i < WK_ARRAY_LEN(blk); i++) {
-        const char *g = gemma ? blk[i].gemma3 : blk[i].llama;
+        const char *g = sandwich ? blk[i].gemma3 : blk[i].llama;
         if (g && strcmp(name + used, blk[i].hf) == 0) return snprintf(out, cap, "blk.%d.%s", layer, g) > 0;
     }
     return false;

@@ -68,7 +68,7 @@ static enum wk_status llama3_rope_freqs(struct wk_model *m, struct wk_error *err
     return WK_OK;
 }
 
-static enum wk_status llama_load(struct wk_model *m, struct wk_error *err)
+enum wk_status wk__llama_load(struct wk_model *m, struct wk_error *err)
 {
     struct wk_hparams *hp = &m->hp;
     enum wk_status st;
@@ -103,6 +103,6 @@ WK_FAMILY(llama) = {
     .gguf_archs = {"llama"},
     .hf_model_types = {"llama"},
     .label = NULL,
-    .load = llama_load,
+    .load = wk__llama_load,
     .chat = WK_CHAT_CHATML_IF_TEMPLATE,
 };

@@ -68,7 +68,11 @@ struct wk_layer {
     const struct wk_tensor *rope_freqs; /* [n_rot/2] per-pair divisors, or NULL */
     /* attention geometry, per layer since Gemma 4's sliding and full
      * layers differ (wk__load_common_tensors sets the model's) */
-    int32_t head_dim, n_head_kv, n_rot, n_ff;
+    int32_t head_dim, n_head_kv, n_rot, n_ff; /* n_rot 0: no RoPE on this layer (SmolLM3's NoPE layers) */
+    /* q_norm and k_norm span the whole projection (gains [n_head·head_dim]
+     * and [n_head_kv·head_dim], one RMS over all heads of a row: OLMo 2),
+     * not one head (gains [head_dim]: Qwen 3, Gemma 3) */
+    bool qk_norm_full;
     /* the layer whose KV cache this one reads: itself, or (Gemma 4 KV
      * sharing) an earlier layer of the same kind; such a layer has no
      * wk/wv and writes nothing */
@@ -203,7 +207,8 @@ void wk__topk_torch(const float *v, int32_t n, int32_t k, int32_t *idx);
  * RoPE base and linear scaling, over the defaults already in m->hp, and
  * checks them; load_common_tensors finds token_embd (setting n_vocab),
  * output_norm, output (tied when absent) and each layer's attention and
- * FFN projections and pre-norms, the Q, K, V and output biases where the
+ * FFN projections and pre-norms (none with hp.no_pre_norm), the Q, K, V
+ * and output biases where the
  * file has them (llama.cpp's optional attn_{q,k,v,output}.bias; FFN
  * biases, which no family here applies, are refused), and gives each
  * layer the global RoPE.
@@ -221,6 +226,14 @@ enum wk_status wk__load_embeddings(struct wk_model *m, struct wk_error *err);
 /* The tensor named name in the GGUF or the folder, unchecked, or NULL. */
 const struct wk_tensor *wk__find_tensor(const struct wk_model *m, const char *name);
 enum wk_status wk__load_common_tensors(struct wk_model *m, struct wk_error *err);
+
+/* The Llama family's loader (llama.c; architectures.md §1), for the
+ * families that are Llama plus a few knobs (Granite, SmolLM3): the common
+ * hyperparameters and tensors, rope.dimension_count, attention scale
+ * head_dim^-1/2, SwiGLU, NORM RoPE on GGUF weights (the converter permutes
+ * Q and K) and NEOX on a folder's, Llama 3 RoPE divisors. Errors as
+ * wk__load_common_hparams and wk__load_common_tensors. */
+enum wk_status wk__llama_load(struct wk_model *m, struct wk_error *err);
 
 /* GGUF "<arch>.rope.scaling.type": none (the factor is then ignored) and
  * linear pass; any other type (yarn, longrope, ...) is WK_E_UNSUPPORTED

@@ -1,0 +1,77 @@
+/*
+ * granite.c - IBM Granite 3 dense models (HF GraniteForCausalLM, model_type
+ * "granite"; GGUF architecture "granite" as llama.cpp's
+ * convert_hf_to_gguf.py writes it). Sources followed: transformers'
+ * modeling_granite.py / configuration_granite.py (5.x) for the math,
+ * llama.cpp's src/models/granite.cpp and src/llama-arch.cpp for the GGUF
+ * keys.
+ *
+ * A Llama (llama.c: pre-norm RMSNorm blocks, GQA, SwiGLU, RoPE; NORM RoPE
+ * on the converter's permuted Q and K, NEOX on a folder's) with four
+ * multipliers, each a knob of the shared forward pass:
+ *   embedding_multiplier  (GGUF granite.embedding_scale): token embeddings
+ *                         times it (hp.embed_scale);
+ *   residual_multiplier   (granite.residual_scale): each block's attention
+ *                         and MLP output times it before the residual add
+ *                         (hp.residual_scale);
+ *   attention_multiplier  (granite.attention.scale): the attention scale
+ *                         in place of head_dim^-1/2 (hp.attn_scale);
+ *   logits_scaling        (granite.logit_scale): the logits divided by it
+ *                         (hp.logit_scale = 1 / logits_scaling).
+ * A key that is absent means no scaling (transformers' defaults are 1 and
+ * llama.cpp skips a 0; the converter writes only non-zero ones), except
+ * the attention scale, which then stays head_dim^-1/2. Each must be a
+ * finite number > 0 (WK_E_FORMAT naming the key).
+ *
+ * Not handled: Granite 3 MoE (granitemoe), Granite 4 (granitehybrid,
+ * Mamba layers), GraniteSWA; a GGUF's granite.rope.scaling.finetuned false
+ * (RoPE off everywhere, which no released Granite 3 sets) is refused.
+ */
+#include "model_internal.h"
+
+#include <math.h>
+#include <stdio.h>
+
+/* The multiplier under "granite.<suffix>" into *out (left as is when
+ * absent); WK_E_FORMAT naming the key unless finite and > 0. */
+static enum wk_status multiplier(struct wk_model *m, const char *suffix, float *out, struct wk_error *err)
+{
+    enum wk_status st = wk__hp_f32(m, suffix, false, out, err);
+    if (st) return st;
+    if (!(*out > 0) || !isfinite(*out))
+        return wk_error_set(err, WK_E_FORMAT, "%s: %s.%s = %g: a multiplier must be a finite number > 0",
+                            wk__model_path(m), m->hp.arch_name, suffix, (double)*out);
+    return WK_OK;
+}
+
+static enum wk_status granite_load(struct wk_model *m, struct wk_error *err)
+{
+    struct wk_hparams *hp = &m->hp;
+    enum wk_status st;
+    if ((st = wk__llama_load(m, err))) return st;
+    float logits_scaling = 1.0f;
+    if ((st = multiplier(m, "embedding_scale", &hp->embed_scale, err)) ||
+        (st = multiplier(m, "residual_scale", &hp->residual_scale, err)) ||
+        (st = multiplier(m, "attention.scale", &hp->attn_scale, err)) ||
+        (st = multiplier(m, "logit_scale", &logits_scaling, err)))
+        return st;
+    hp->logit_scale = 1.0f / logits_scaling;
+    if (m->gguf) {
+        char key[128];
+        snprintf(key, sizeof key, "%s.rope.scaling.finetuned", hp->arch_name);
+        const struct wk_gguf_value *v = wk_gguf_find(m->gguf, key);
+        if (v && v->type == WK_GGUF_BOOL && !v->b)
+            return wk_error_set(err, WK_E_UNSUPPORTED, "%s: %s = false (RoPE off) is not supported",
+                                wk__model_path(m), key);
+    }
+    return WK_OK;
+}
+
+WK_FAMILY(granite) = {
+    .name = "granite",
+    .gguf_archs = {"granite"},
+    .hf_model_types = {"granite"},
+    .label = NULL,
+    .load = granite_load,
+    .chat = WK_CHAT_CHATML_IF_TEMPLATE, /* the model's own template, rendered by wick's Jinja */
+};
