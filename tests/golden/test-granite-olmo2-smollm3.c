@@ -1,0 +1,205 @@
+/*
+ * test-granite-olmo2-smollm3.c - Granite 3 (src/model/granite.c), OLMo 2
+ * (olmo2.c) and SmolLM3 (smollm3.c) from Hugging Face folders and from
+ * llama.cpp's GGUFs against transformers 5.24 float32, eager attention
+ * (fixtures: tests/golden/{granite,olmo2,smollm3}/, made by
+ * scripts/reference/make-granite-olmo2-smollm3-fixtures.py: tiny random
+ * models, hidden 64, 4 heads of 16, 2 KV heads, vocab 512):
+ *   granite  embedding_multiplier 6, residual_multiplier 0.5,
+ *            attention_multiplier 0.4, logits_scaling 3 (2 layers);
+ *   olmo2    no pre-norms, post-attention and post-FFN RMSNorms, Q and K
+ *            RMSNorms over all heads of a row (2 layers);
+ *   smollm3  layer 3 of 4 without RoPE, tied embeddings.
+ * For each: 1. the knobs both loaders set; 2. logits of every position of
+ * 3 prompts of 32 tokens within REL_TOL of transformers' (error of a row:
+ * max_i |wick_i - ref_i| / max_i |ref_i|, printed), each feature moving
+ * the reference far beyond that (reference.json checks); 3. greedy 32-token
+ * continuations identical; 4. bad config values refused naming the key.
+ *
+ * Usage: test-granite-olmo2-smollm3 [FILTER] (test_granite, test_olmo2,
+ * test_smollm3, _logits, ...); run from the repository root, or with
+ * WICK_GOS_FIXTURES naming the folder that holds the three fixtures.
+ */
+#include "../unit/check.h"
+#include "fixture.h"
+
+#include "../../src/model/model_internal.h"
+
+#include <jansson.h>
+
+#define REL_TOL 1e-3
+#define N_PROMPTS 3
+#define N_POS 32
+#define N_GREEDY 32
+#define VOCAB 512
+
+enum { GRANITE, OLMO2, SMOLLM3, N_FAM };
+static const char *const g_fam[N_FAM] = {"granite", "olmo2", "smollm3"};
+static struct fixture_ref g_granite, g_olmo2, g_smollm3;
+static struct fixture_ref *const g_r[N_FAM] = {&g_granite, &g_olmo2, &g_smollm3};
+static bool g_open[N_FAM];
+static const char *const g_names[2] = {"hf", "gguf"};
+
+static struct wk_model *load_which(int fam, int which)
+{
+    char path[1200];
+    if (which == 0) snprintf(path, sizeof path, "%s/hf", g_r[fam]->dir);
+    else snprintf(path, sizeof path, "%s/%s-f32.gguf", g_r[fam]->dir, g_fam[fam]);
+    return fixture_load(path);
+}
+
+/* Each of the reference's feature checks moves the logits far beyond REL_TOL. */
+static void check_features(int fam, int n_checks)
+{
+    json_t *checks = json_object_get(g_r[fam]->ref, "checks");
+    const char *key;
+    json_t *v;
+    int n = 0;
+    json_object_foreach(checks, key, v) {
+        if (strncmp(key, "min_rel_logit_change_without_", 29) != 0) continue;
+        n++;
+        if (!(json_number_value(v) > 10 * REL_TOL)) fprintf(stderr, "  %s: %s = %g\n", g_fam[fam], key, json_number_value(v));
+        CHECK(json_number_value(v) > 10 * REL_TOL);
+    }
+    CHECK_EQ_INT(n, n_checks);
+}
+
+static void check_logits_greedy(int fam, int n_checks)
+{
+    if (!g_open[fam]) return;
+    check_features(fam, n_checks);
+    for (int which = 0; which < 2; which++) {
+        struct wk_model *m = load_which(fam, which);
+        char name[32];
+        snprintf(name, sizeof name, "%s %s", g_fam[fam], g_names[which]);
+        fixture_ref_check_logits(g_r[fam], m, name, REL_TOL);
+        fixture_ref_check_greedy(g_r[fam], m, name, N_GREEDY);
+        wk_model_destroy(m);
+    }
+}
+
+/* A copy of family fam's hf/ in dir [64] (removed by the caller) with
+ * config.json's key set to v (owned), and the error loading it gives: its
+ * status, and whether its message names want. */
+static void check_bad_config(int fam, const char *key, json_t *v, const char *want)
+{
+    char dir[64], cmd[4000], cfg[1200];
+    snprintf(dir, sizeof dir, "/tmp/wick-gos-XXXXXX");
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(cmd, sizeof cmd, "cp '%s'/hf/* '%s/'", g_r[fam]->dir, dir);
+    CHECK_EQ_INT(system(cmd), 0);
+    snprintf(cfg, sizeof cfg, "%s/config.json", dir);
+    json_t *c = json_load_file(cfg, 0, NULL);
+    CHECK(c != NULL);
+    json_object_set_new(c, key, v);
+    CHECK_EQ_INT(json_dump_file(c, cfg, JSON_INDENT(1)), 0);
+    json_decref(c);
+    struct wk_model *m = NULL;
+    struct wk_error err;
+    wk_error_clear(&err);
+    CHECK_EQ_INT(wk_model_load(dir, &m, &err), WK_E_FORMAT);
+    if (!strstr(err.msg, want)) fprintf(stderr, "  %s: \"%s\" does not name %s\n", key, err.msg, want);
+    CHECK(strstr(err.msg, want) != NULL);
+    wk_model_destroy(m);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    CHECK_EQ_INT(system(cmd), 0);
+}
+
+static void test_granite_hparams(void)
+{
+    for (int which = 0; g_open[GRANITE] && which < 2; which++) {
+        struct wk_model *m = load_which(GRANITE, which);
+        if (!m) continue;
+        CHECK_EQ_STR(wk_model_family(m), "granite");
+        CHECK_NEAR(m->hp.embed_scale, 6, 0, 1e-7);
+        CHECK_NEAR(m->hp.residual_scale, 0.5, 0, 1e-7);
+        CHECK_NEAR(m->hp.attn_scale, 0.4, 0, 1e-7);
+        CHECK_NEAR(m->hp.logit_scale, 1.0 / 3, 0, 1e-7);
+        CHECK_EQ_INT(m->rope_mode, which == 0 ? WK_ROPE_NEOX : WK_ROPE_NORM);
+        CHECK(!m->hp.no_pre_norm && m->layers[0].attn_norm != NULL);
+        wk_model_destroy(m);
+    }
+}
+
+static void test_granite_logits(void) { check_logits_greedy(GRANITE, 4); }
+
+static void test_granite_bad_config(void)
+{
+    if (!g_open[GRANITE]) return;
+    check_bad_config(GRANITE, "logits_scaling", json_real(0), "granite.logit_scale");
+    check_bad_config(GRANITE, "residual_multiplier", json_real(-1), "granite.residual_scale");
+    check_bad_config(GRANITE, "embedding_multiplier", json_string("6"), "embedding_multiplier");
+}
+
+static void test_olmo2_hparams(void)
+{
+    for (int which = 0; g_open[OLMO2] && which < 2; which++) {
+        struct wk_model *m = load_which(OLMO2, which);
+        if (!m) continue;
+        CHECK_EQ_STR(wk_model_family(m), "olmo2");
+        CHECK(m->hp.no_pre_norm);
+        CHECK_NEAR(m->hp.residual_scale, 1, 0, 0);
+        CHECK_NEAR(m->hp.logit_scale, 1, 0, 0);
+        CHECK_EQ_INT(m->rope_mode, WK_ROPE_NEOX);
+        for (int i = 0; i < m->hp.n_layer; i++) {
+            const struct wk_layer *l = &m->layers[i];
+            CHECK(l->attn_norm == NULL && l->ffn_norm == NULL);
+            CHECK(l->post_attn_norm != NULL && l->post_ffn_norm != NULL);
+            CHECK(l->qk_norm_full && l->q_norm && l->k_norm);
+            if (l->q_norm && l->k_norm) {
+                CHECK_EQ_INT(l->q_norm->ne[0], 64);
+                CHECK_EQ_INT(l->k_norm->ne[0], 32);
+            }
+        }
+        wk_model_destroy(m);
+    }
+}
+
+static void test_olmo2_logits(void) { check_logits_greedy(OLMO2, 2); }
+
+static void test_smollm3_hparams(void)
+{
+    for (int which = 0; g_open[SMOLLM3] && which < 2; which++) {
+        struct wk_model *m = load_which(SMOLLM3, which);
+        if (!m) continue;
+        CHECK_EQ_STR(wk_model_family(m), "smollm3");
+        CHECK_EQ_INT(m->hp.n_layer, 4);
+        for (int i = 0; i < m->hp.n_layer; i++) CHECK_EQ_INT(m->layers[i].n_rot, i == 3 ? 0 : 16);
+        CHECK(m->output == m->tok_embd);
+        CHECK_EQ_INT(m->rope_mode, which == 0 ? WK_ROPE_NEOX : WK_ROPE_NORM);
+        wk_model_destroy(m);
+    }
+}
+
+static void test_smollm3_logits(void) { check_logits_greedy(SMOLLM3, 1); }
+
+static void test_smollm3_bad_config(void)
+{
+    if (!g_open[SMOLLM3]) return;
+    json_t *bad = json_array();
+    for (int i = 0; i < 4; i++) json_array_append_new(bad, json_integer(i == 2 ? 2 : 1));
+    check_bad_config(SMOLLM3, "no_rope_layers", bad, "no_rope_layers[2]");
+    check_bad_config(SMOLLM3, "no_rope_layers", json_pack("[i,i]", 1, 0), "no_rope_layers");
+}
+
+int main(int argc, char **argv)
+{
+    const char *base = getenv("WICK_GOS_FIXTURES");
+    int rc = 0;
+    for (int f = 0; f < N_FAM; f++) {
+        char dir[600];
+        snprintf(dir, sizeof dir, "%.500s/%s", base && *base ? base : "tests/golden", g_fam[f]);
+        /* (the folder is dir, from WICK_GOS_FIXTURES; no per-fixture variable) */
+        g_open[f] = fixture_ref_open(g_r[f], "test-granite-olmo2-smollm3", "WICK_GOS_FIXTURES_UNUSED", dir,
+                                     N_PROMPTS, N_POS, VOCAB) == 0;
+        rc |= !g_open[f];
+    }
+    static const struct check_test tests[] = {
+        TEST(test_granite_hparams), TEST(test_granite_logits), TEST(test_granite_bad_config),
+        TEST(test_olmo2_hparams),   TEST(test_olmo2_logits),   TEST(test_smollm3_hparams),
+        TEST(test_smollm3_logits),  TEST(test_smollm3_bad_config)};
+    rc |= check_main(argc, argv, tests, (int)(sizeof tests / sizeof tests[0]));
+    for (int f = 0; f < N_FAM; f++)
+        if (g_open[f]) fixture_ref_close(g_r[f]);
+    return rc;
+}
