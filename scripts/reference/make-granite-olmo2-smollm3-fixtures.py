@@ -16,6 +16,8 @@ Each folder:
                       the tokenizer uses); everything else is its own.
   logits.safetensors  "logits" F32 [3, 32, 512]: transformers' logits at every
                       position of the 3 prompts
+  *-chat_template.jinja  (granite, smollm3) the family's real chat template,
+                      llama.cpp's copy in models/templates
   reference.json      the prompts (32 ids of long_text.txt each), the greedy
                       32-token continuations (argmax loop without cache), and
                       checks: for each distinctive feature, how far the logits
@@ -57,6 +59,8 @@ SEED = 4242
 CACHE = pathlib.Path(os.environ.get("WICK_CACHE", os.path.expanduser("~/.cache/wick")))
 LCPP = pathlib.Path(os.environ.get("LCPP", CACHE / "llama.cpp/src/llama_cpp_python-0.3.36/vendor/llama.cpp"))
 N_POS, N_GREEDY = 32, 32
+TEMPLATES = {"granite": ("ibm-granite-granite-3.3-2B-Instruct.jinja", "granite-3.3-chat_template.jinja"),
+             "smollm3": ("HuggingFaceTB-SmolLM3-3B.jinja", "smollm3-chat_template.jinja")}
 GRANITE = dict(embedding_multiplier=6.0, residual_multiplier=0.5, attention_multiplier=0.4, logits_scaling=3.0)
 
 
@@ -181,7 +185,7 @@ def convert_gguf(hf, path):
 
 
 def build(family):
-    out, torch_cls = ROOT / "tests/golden" / family, None
+    out = ROOT / "tests/golden" / family, None
     hf = out / "hf"
     torch.manual_seed(SEED)
     if out.exists():
@@ -227,6 +231,8 @@ def build(family):
     }
     (out / "reference.json").write_text(json.dumps(ref, indent=1) + "\n")
     convert_gguf(hf, out / f"{family}-f32.gguf")
+    if family in TEMPLATES:  # the real chat template, for the test's rendering checks
+        shutil.copy(LCPP / "models/templates" / TEMPLATES[family][0], out / TEMPLATES[family][1])
 
 
 def main():

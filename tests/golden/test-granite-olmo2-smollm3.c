@@ -14,7 +14,10 @@
  * 3 prompts of 32 tokens within REL_TOL of transformers' (error of a row:
  * max_i |wick_i - ref_i| / max_i |ref_i|, printed), each feature moving
  * the reference far beyond that (reference.json checks); 3. greedy 32-token
- * continuations identical; 4. bad config values refused naming the key.
+ * continuations identical; 4. bad config values refused naming the key;
+ * 5. Granite 3.3's and SmolLM3's real chat templates (copies of llama.cpp's
+ * models/templates in the fixture folders) rendered through wick's Jinja
+ * with wick's thinking switch.
  *
  * Usage: test-granite-olmo2-smollm3 [FILTER] (test_granite, test_olmo2,
  * test_smollm3, _logits, ...); run from the repository root, or with
@@ -182,6 +185,83 @@ static void test_smollm3_bad_config(void)
     check_bad_config(SMOLLM3, "no_rope_layers", json_pack("[i,i]", 1, 0), "no_rope_layers");
 }
 
+/* The request [system sys (or none), user "Hi"] with thinking think (-1:
+ * unset) rendered by family fam's real chat template (file tpl of the
+ * fixture folder, put into a copy of its hf/) through wk_chat_render_request;
+ * the text (malloc'd), or NULL after a failed check. */
+static char *render_real_template(int fam, const char *tpl, const char *sys, int think)
+{
+    char dir[64], cmd[4000];
+    snprintf(dir, sizeof dir, "/tmp/wick-gos-XXXXXX");
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(cmd, sizeof cmd, "cp '%s'/hf/* '%s/' && cp '%s/%s' '%s/chat_template.jinja'", g_r[fam]->dir, dir,
+             g_r[fam]->dir, tpl, dir);
+    CHECK_EQ_INT(system(cmd), 0);
+    struct wk_model *m = fixture_load(dir);
+    struct wk_tokenizer *tok = NULL;
+    struct wk_error err;
+    char *text = NULL;
+    if (m && wk_tokenizer_for_model(m, &tok, &err) == WK_OK) {
+        json_t *msgs = json_array();
+        if (sys) json_array_append_new(msgs, json_pack("{s:s,s:s}", "role", "system", "content", sys));
+        json_array_append_new(msgs, json_pack("{s:s,s:s}", "role", "user", "content", "Hi"));
+        struct wk_chat_request r = {.messages = msgs, .think = think, .add_generation_prompt = true};
+        struct wk_prompt p = {0};
+        enum wk_status st = wk_chat_render_request(m, tok, &r, &p, &err);
+        if (st) fprintf(stderr, "  %s: %s\n", tpl, err.msg);
+        CHECK_EQ_INT(st, WK_OK);
+        size_t len = 0;
+        for (int32_t i = 0; i < p.n; i++) len += p.segs[i].len;
+        text = calloc(1, len + 1);
+        for (int32_t i = 0, o = 0; text && i < p.n; o += (int32_t)p.segs[i].len, i++)
+            memcpy(text + o, p.segs[i].text, p.segs[i].len);
+        wk_prompt_deinit(&p);
+        json_decref(msgs);
+    }
+    wk_tokenizer_destroy(tok);
+    wk_model_destroy(m);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    CHECK_EQ_INT(system(cmd), 0);
+    return text;
+}
+
+/* Whether render_real_template's text contains want (false without a text). */
+static bool renders_with(int fam, const char *tpl, const char *sys, int think, const char *want)
+{
+    char *t = render_real_template(fam, tpl, sys, think);
+    bool has = t && strstr(t, want);
+    free(t);
+    return has;
+}
+
+/* Granite 3.3's template (llama.cpp's models/templates copy) through wick's
+ * Jinja: wick's thinking switch reaches it as `thinking`, its own name. */
+static void test_granite_chat(void)
+{
+    if (!g_open[GRANITE]) return;
+    const char *tpl = "granite-3.3-chat_template.jinja", *thoughts = "You can write down your thoughts";
+    CHECK(renders_with(GRANITE, tpl, NULL, 1, thoughts));
+    CHECK(!renders_with(GRANITE, tpl, NULL, 0, thoughts));
+    CHECK(!renders_with(GRANITE, tpl, NULL, -1, thoughts));
+    CHECK(renders_with(GRANITE, tpl, NULL, -1, "<|start_of_role|>user<|end_of_role|>Hi<|end_of_text|>\n"
+                                                "<|start_of_role|>assistant<|end_of_role|>"));
+}
+
+/* SmolLM3's template: thinking sets enable_thinking (on when unset), and a
+ * system message's /think or /no_think overrides it, as in transformers;
+ * with thinking off the prompt ends in an empty think block. */
+static void test_smollm3_chat(void)
+{
+    if (!g_open[SMOLLM3]) return;
+    const char *tpl = "smollm3-chat_template.jinja";
+    CHECK(renders_with(SMOLLM3, tpl, NULL, -1, "Reasoning Mode: /think\n"));
+    CHECK(renders_with(SMOLLM3, tpl, NULL, 1, "Reasoning Mode: /think\n"));
+    CHECK(renders_with(SMOLLM3, tpl, NULL, 0, "Reasoning Mode: /no_think\n"));
+    CHECK(renders_with(SMOLLM3, tpl, NULL, 0, "<|im_start|>assistant\n<think>\n\n</think>\n"));
+    CHECK(renders_with(SMOLLM3, tpl, "Be brief. /no_think", 1, "Reasoning Mode: /no_think\n"));
+    CHECK(renders_with(SMOLLM3, tpl, "Be brief. /think", 0, "Reasoning Mode: /think\n"));
+}
+
 int main(int argc, char **argv)
 {
     const char *base = getenv("WICK_GOS_FIXTURES");
@@ -195,9 +275,10 @@ int main(int argc, char **argv)
         rc |= !g_open[f];
     }
     static const struct check_test tests[] = {
-        TEST(test_granite_hparams), TEST(test_granite_logits), TEST(test_granite_bad_config),
-        TEST(test_olmo2_hparams),   TEST(test_olmo2_logits),   TEST(test_smollm3_hparams),
-        TEST(test_smollm3_logits),  TEST(test_smollm3_bad_config)};
+        TEST(test_granite_hparams), TEST(test_granite_logits),  TEST(test_granite_bad_config),
+        TEST(test_granite_chat),    TEST(test_olmo2_hparams),   TEST(test_olmo2_logits),
+        TEST(test_smollm3_hparams), TEST(test_smollm3_logits),  TEST(test_smollm3_bad_config),
+        TEST(test_smollm3_chat)};
     rc |= check_main(argc, argv, tests, (int)(sizeof tests / sizeof tests[0]));
     for (int f = 0; f < N_FAM; f++)
         if (g_open[f]) fixture_ref_close(g_r[f]);
