@@ -24,8 +24,8 @@
  * finite number > 0 (WK_E_FORMAT naming the key).
  *
  * Not handled: Granite 3 MoE (granitemoe), Granite 4 (granitehybrid,
- * Mamba layers), GraniteSWA; a GGUF's granite.rope.scaling.finetuned false
- * (RoPE off everywhere, which no released Granite 3 sets) is refused.
+ * Mamba layers), GraniteSWA. A GGUF's granite.rope.scaling.finetuned false
+ * turns RoPE off on every layer (n_rot 0), as llama.cpp reads it.
  */
 #include "model_internal.h"
 
@@ -56,14 +56,13 @@ static enum wk_status granite_load(struct wk_model *m, struct wk_error *err)
         (st = multiplier(m, "logit_scale", &logits_scaling, err)))
         return st;
     hp->logit_scale = 1.0f / logits_scaling;
-    if (m->gguf) {
-        char key[128];
-        snprintf(key, sizeof key, "%s.rope.scaling.finetuned", hp->arch_name);
-        const struct wk_gguf_value *v = wk_gguf_find(m->gguf, key);
-        if (v && v->type == WK_GGUF_BOOL && !v->b)
-            return wk_error_set(err, WK_E_UNSUPPORTED, "%s: %s = false (RoPE off) is not supported",
-                                wk__model_path(m), key);
-    }
+    /* llama.cpp's switch for RoPE on every layer (on when absent) */
+    char key[128];
+    snprintf(key, sizeof key, "%s.rope.scaling.finetuned", hp->arch_name);
+    const struct wk_gguf_value *v = m->gguf ? wk_gguf_find(m->gguf, key) : NULL;
+    if (v && v->type != WK_GGUF_BOOL)
+        return wk_error_set(err, WK_E_FORMAT, "%s: %s must be a bool", wk__model_path(m), key);
+    for (int i = 0; v && !v->b && i < hp->n_layer; i++) m->layers[i].n_rot = 0;
     return WK_OK;
 }
 

@@ -298,9 +298,9 @@ static enum wk_status qwen2_config_to_kv(struct wk_hf *h, json_t *cfg, const cha
 }
 
 /*
- * SmolLM3's NoPE layers (transformers' SmolLM3Config) under wick's own key
- * <arch>.rope.nope_layers, a bool a layer, true = no RoPE: from
- * no_rope_layers (0/1 integers, 1 = RoPE), else every
+ * SmolLM3's NoPE layers (transformers' SmolLM3Config) under llama.cpp's key
+ * <arch>.attention.rope_pattern, a bool a layer, true = RoPE: from
+ * no_rope_layers (0/1 integers, 1 = RoPE), else all but every
  * no_rope_layer_interval-th layer (default 4). The sliding window is off
  * unless use_sliding_window, which wick refuses.
  */
@@ -332,10 +332,10 @@ static enum wk_status smollm3_config_to_kv(struct wk_hf *h, json_t *cfg, const c
             return wk_error_set(err, WK_E_FORMAT, "%s/config.json: no_rope_layers[%lld] is not 0 or 1", h->dir,
                                 (long long)i);
         }
-        json_array_append_new(arr, json_boolean(json_is_array(list) ? json_integer_value(v) == 0
-                                                                    : (i + 1) % (json_int_t)interval == 0));
+        json_array_append_new(arr, json_boolean(json_is_array(list) ? json_integer_value(v) == 1
+                                                                    : (i + 1) % (json_int_t)interval != 0));
     }
-    snprintf(key, sizeof key, "%s.rope.nope_layers", arch);
+    snprintf(key, sizeof key, "%s.attention.rope_pattern", arch);
     json_object_set_new(h->kv, key, arr);
     return WK_OK;
 }
