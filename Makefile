@@ -130,7 +130,7 @@ bench: $(BENCH_BIN)
 # Golden tests (need scripts/fetch-models first, except the tiny Qwen 3 of
 # tests/golden/qwen3, Qwen 2 of tests/golden/qwen2, GLM-4-MoE-Lite of tests/golden/glm4-moe-lite,
 # Gemma 4 of tests/golden/gemma4, the Llama of tests/golden/llama3-rope and the
-# Granite 3, OLMo 2 and SmolLM3 of tests/golden/{granite,olmo2,smollm3}):
+# Granite 3 (dense, MoE), OLMo 2 and SmolLM3 of tests/golden/{granite,granitemoe,olmo2,smollm3}):
 # greedy decoding and
 # tricky strings against each fixture, then tokenizer parity on the corpus,
 # for each model's tokenizer from its GGUF and from the exported tokenizer.json.
@@ -158,7 +158,7 @@ golden: $(GOLDEN_BIN)
 	@echo "== llama3-rope, f32 activations (WICK_EXACT=1)"; WICK_EXACT=1 $(OUT)/tests/test-llama3-rope test_logits
 	@echo "== gemma2: a tiny Gemma2ForCausalLM (attention and final softcaps, alternating sliding window; HF folder and llama.cpp's GGUF) against transformers"; \
 	  $(OUT)/tests/test-gemma2
-	@echo "== granite-olmo2-smollm3: tiny Granite 3 (multipliers), OLMo 2 (post-norms, full-width QK norm) and SmolLM3 (NoPE layers) models (HF folders and llama.cpp's GGUFs) against transformers"; \
+	@echo "== granite-olmo2-smollm3: tiny Granite 3 (multipliers), Granite 3 MoE, OLMo 2 (post-norms, full-width QK norm) and SmolLM3 (NoPE layers) models (HF folders and llama.cpp's GGUFs) against transformers"; \
 	  $(OUT)/tests/test-granite-olmo2-smollm3
 	@echo "== granite-olmo2-smollm3, f32 activations (WICK_EXACT=1)"; WICK_EXACT=1 $(OUT)/tests/test-granite-olmo2-smollm3 _logits
 	@echo "== tf5-bos: BOS/EOS from tokenizer.json's post-processor (transformers 5 folders) against tokenizers"; \

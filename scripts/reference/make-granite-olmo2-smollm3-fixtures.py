@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Makes tests/golden/{granite,olmo2,smollm3}/ (test-granite-olmo2-smollm3.c):
-tiny random GraniteForCausalLM, Olmo2ForCausalLM and SmolLM3ForCausalLM
-models against transformers float32 (eager attention).
+"""Makes tests/golden/{granite,granitemoe,olmo2,smollm3}/
+(test-granite-olmo2-smollm3.c): tiny random GraniteForCausalLM,
+GraniteMoeForCausalLM, Olmo2ForCausalLM and SmolLM3ForCausalLM models against transformers float32 (eager attention).
 
 Each folder:
   hf/                 the model as transformers 5 saves it (config.json,
@@ -30,6 +30,8 @@ The features:
   granite  embedding_multiplier 6, residual_multiplier 0.5,
            attention_multiplier 0.4 (instead of head_dim^-1/2 = 0.25),
            logits_scaling 3; 2 layers
+  granitemoe the same multipliers; every layer 2 of 4 SwiGLU experts of 32
+           (softmax over the top 2 router logits); 2 layers
   olmo2    no pre-norms, post-norms after attention and MLP, Q and K
            RMS-normalised over all heads at once (gains of n_head*head_dim);
            checked against per-head QK norms and against no post-norms;
@@ -39,7 +41,7 @@ The features:
            RoPE on every layer
 
     PYTHONPATH=/dir/with/sentencepiece ~/.cache/wick/grammar-anchors-venv/bin/python \\
-        scripts/reference/make-granite-olmo2-smollm3-fixtures.py [granite|olmo2|smollm3 ...]
+        scripts/reference/make-granite-olmo2-smollm3-fixtures.py [granite|granitemoe|olmo2|smollm3 ...]
 """
 import json
 import math
@@ -51,8 +53,8 @@ import sys
 
 import torch
 from safetensors.torch import save_file
-from transformers import (AutoTokenizer, GraniteConfig, GraniteForCausalLM, Olmo2Config, Olmo2ForCausalLM,
-                          SmolLM3Config, SmolLM3ForCausalLM)
+from transformers import (AutoTokenizer, GraniteConfig, GraniteForCausalLM, GraniteMoeConfig, GraniteMoeForCausalLM,
+                          Olmo2Config, Olmo2ForCausalLM, SmolLM3Config, SmolLM3ForCausalLM)
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 SEED = 4242
@@ -76,6 +78,11 @@ def make(family, tok, **over):
         cfg = GraniteConfig(**c, num_hidden_layers=2, rms_norm_eps=1e-5, tie_word_embeddings=False,
                             **{**GRANITE, **over})
         cls = GraniteForCausalLM
+    elif family == "granitemoe":
+        c["intermediate_size"] = 32
+        cfg = GraniteMoeConfig(**c, num_hidden_layers=2, rms_norm_eps=1e-5, tie_word_embeddings=False,
+                               num_local_experts=4, num_experts_per_tok=2, **{**GRANITE, **over})
+        cls = GraniteMoeForCausalLM
     elif family == "olmo2":
         cfg = Olmo2Config(**c, num_hidden_layers=2, rms_norm_eps=1e-6, tie_word_embeddings=False, **over)
         cls = Olmo2ForCausalLM
@@ -132,7 +139,7 @@ def variants(family, model, tok):
     """(check name, model with the feature off) pairs."""
     out = []
     sd = model.state_dict()
-    if family == "granite":
+    if family in ("granite", "granitemoe"):
         neutral = dict(embedding_multiplier=1.0, residual_multiplier=1.0, attention_multiplier=0.25,
                        logits_scaling=1.0)
         for k, v in neutral.items():
@@ -185,7 +192,7 @@ def convert_gguf(hf, path):
 
 
 def build(family):
-    out = ROOT / "tests/golden" / family, None
+    out = ROOT / "tests/golden" / family
     hf = out / "hf"
     torch.manual_seed(SEED)
     if out.exists():
@@ -236,7 +243,7 @@ def build(family):
 
 
 def main():
-    for family in sys.argv[1:] or ["granite", "olmo2", "smollm3"]:
+    for family in sys.argv[1:] or ["granite", "granitemoe", "olmo2", "smollm3"]:
         build(family)
 
 

@@ -23,8 +23,12 @@
  * the attention scale, which then stays head_dim^-1/2. Each must be a
  * finite number > 0 (WK_E_FORMAT naming the key).
  *
- * Not handled: Granite 3 MoE (granitemoe), Granite 4 (granitehybrid,
- * Mamba layers), GraniteSWA. A GGUF's granite.rope.scaling.finetuned false
+ * Granite 3 MoE (GraniteMoeForCausalLM, model_type and GGUF architecture
+ * "granitemoe") is the same with routed experts in place of the MLP
+ * (granite_moe_load).
+ *
+ * Not handled: Granite MoE Shared (granitemoeshared), Granite 4
+ * (granitehybrid, Mamba layers), GraniteSWA. A GGUF's granite.rope.scaling.finetuned false
  * turns RoPE off on every layer (n_rot 0), as llama.cpp reads it.
  */
 #include "model_internal.h"
@@ -44,11 +48,11 @@ static enum wk_status multiplier(struct wk_model *m, const char *suffix, float *
     return WK_OK;
 }
 
-static enum wk_status granite_load(struct wk_model *m, struct wk_error *err)
+/* Granite's multipliers and RoPE switch over what wk__llama_load set. */
+static enum wk_status granite_knobs(struct wk_model *m, struct wk_error *err)
 {
     struct wk_hparams *hp = &m->hp;
     enum wk_status st;
-    if ((st = wk__llama_load(m, err))) return st;
     float logits_scaling = 1.0f;
     if ((st = multiplier(m, "embedding_scale", &hp->embed_scale, err)) ||
         (st = multiplier(m, "residual_scale", &hp->residual_scale, err)) ||
@@ -66,6 +70,42 @@ static enum wk_status granite_load(struct wk_model *m, struct wk_error *err)
     return WK_OK;
 }
 
+static enum wk_status granite_load(struct wk_model *m, struct wk_error *err)
+{
+    enum wk_status st = wk__llama_load(m, err);
+    return st ? st : granite_knobs(m, err);
+}
+
+/* Granite 3 MoE: every layer's FFN is expert_used_count of expert_count
+ * SwiGLU experts of feed_forward_length (transformers' intermediate_size),
+ * chosen by softmax over the top k router logits (the same as a softmax
+ * over all, renormalised over the chosen: wk__moe_softmax_experts), no
+ * shared expert (Granite MoE Shared: its own model_type, unknown to wick;
+ * in a GGUF, granitemoe with expert_shared_feed_forward_length, refused). */
+static enum wk_status granite_moe_load(struct wk_model *m, struct wk_error *err)
+{
+    struct wk_hparams *hp = &m->hp;
+    enum wk_status st;
+    if ((st = wk__hp_u32(m, "expert_count", true, &hp->n_expert, WK_MOE_MAX_EXPERTS, err)) ||
+        (st = wk__hp_u32(m, "expert_used_count", true, &hp->n_expert_used, WK_MOE_MAX_EXPERTS, err)))
+        return st;
+    if (hp->n_expert < 1 || hp->n_expert_used < 1 || hp->n_expert_used > hp->n_expert)
+        return wk_error_set(err, WK_E_FORMAT, "%s: %s.expert_used_count %d must be 1..expert_count %d",
+                            wk__model_path(m), hp->arch_name, hp->n_expert_used, hp->n_expert);
+    hp->expert_weights_norm = true;
+    hp->expert_weights_scale = 1.0f;
+    if ((st = wk__llama_load(m, err))) return st;
+    hp->n_ff_exp = hp->n_ff;
+    char key[128];
+    snprintf(key, sizeof key, "%s.expert_shared_feed_forward_length", hp->arch_name);
+    if (m->gguf && wk_gguf_find(m->gguf, key))
+        return wk_error_set(err, WK_E_UNSUPPORTED, "%s: %s: Granite MoE's shared expert is not supported",
+                            wk__model_path(m), key);
+    for (int i = 0; i < hp->n_layer; i++)
+        if ((st = wk__moe_softmax_experts(m, &m->layers[i], i, NULL, err))) return st;
+    return granite_knobs(m, err);
+}
+
 WK_FAMILY(granite) = {
     .name = "granite",
     .gguf_archs = {"granite"},
@@ -73,4 +113,13 @@ WK_FAMILY(granite) = {
     .label = NULL,
     .load = granite_load,
     .chat = WK_CHAT_CHATML_IF_TEMPLATE, /* the model's own template, rendered by wick's Jinja */
+};
+
+WK_FAMILY(granite_moe) = {
+    .name = "granitemoe",
+    .gguf_archs = {"granitemoe"},
+    .hf_model_types = {"granitemoe"},
+    .label = "Granite MoE",
+    .load = granite_moe_load,
+    .chat = WK_CHAT_CHATML_IF_TEMPLATE,
 };

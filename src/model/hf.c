@@ -258,6 +258,20 @@ static enum wk_status qwen3_moe_config_to_kv(struct wk_hf *h, json_t *cfg, const
     return WK_OK;
 }
 
+/* Granite MoE's experts (num_local_experts, num_experts_per_tok; each of
+ * intermediate_size, which is feed_forward_length already). */
+static enum wk_status granite_moe_config_to_kv(struct wk_hf *h, json_t *cfg, const char *arch, struct wk_error *err)
+{
+    enum wk_status st;
+    double n_exp, n_used;
+    if ((st = cfg_number(h, cfg, "num_local_experts", 0, &n_exp, err)) ||
+        (st = cfg_number(h, cfg, "num_experts_per_tok", 0, &n_used, err)))
+        return st;
+    set_kv(h, arch, "expert_count", json_real(n_exp));
+    set_kv(h, arch, "expert_used_count", json_real(n_used));
+    return WK_OK;
+}
+
 /* Qwen 2's sliding window as transformers' Qwen2Config reads it: none
  * unless use_sliding_window (sliding_window is then dropped); sliding
  * layers from layer_types, else those at or past max_window_layers
@@ -486,6 +500,7 @@ static enum wk_status config_to_kv(struct wk_hf *h, json_t *cfg, const char *arc
     if (strcmp(arch, "deepseek2") == 0) return glm4_moe_lite_config_to_kv(h, cfg, arch, err);
     if (strcmp(arch, "qwen3moe") == 0) return qwen3_moe_config_to_kv(h, cfg, arch, err);
     if (strcmp(arch, "smollm3") == 0) return smollm3_config_to_kv(h, cfg, arch, err);
+    if (strcmp(arch, "granitemoe") == 0) return granite_moe_config_to_kv(h, cfg, arch, err);
     return gemma4 ? gemma4_config_to_kv(h, cfg, arch, err) : WK_OK;
 }
 
@@ -517,7 +532,14 @@ static bool glm4_moe_lite_name(const char *name, char *out, size_t cap, bool *no
                {"mlp.experts.down_proj", "ffn_down_exps.weight"},
                {"mlp.shared_experts.gate_proj.weight", "ffn_gate_shexp.weight"},
                {"mlp.shared_experts.up_proj.weight", "ffn_up_shexp.weight"},
-               {"mlp.shared_experts.down_proj.weight", "ffn_down_shexp.weight"}};
+               {"mlp.shared_experts.down_proj.weight", "ffn_down_shexp.weight"},
+               /* Granite MoE's, as released and as transformers 5 names them */
+               {"block_sparse_moe.input_linear.weight", "ffn_gate_up_exps.weight"},
+               {"block_sparse_moe.experts.gate_up_proj", "ffn_gate_up_exps.weight"},
+               {"block_sparse_moe.output_linear.weight", "ffn_down_exps.weight"},
+               {"block_sparse_moe.experts.down_proj", "ffn_down_exps.weight"},
+               {"block_sparse_moe.router.layer.weight", "ffn_gate_inp.weight"},
+               {"block_sparse_moe.router.weight", "ffn_gate_inp.weight"}};
     int layer, used = 0;
     if (sscanf(name, "model.layers.%d.%n", &layer, &used) != 1 || used == 0 || layer < 0) return false;
     for (size_t i = 0; i < WK_ARRAY_LEN(blk); i++) {
@@ -630,8 +652,9 @@ static bool gguf_name(const char *arch, const char *name, char *out, size_t cap,
         if (strcmp(name, top[i].hf) == 0) return snprintf(out, cap, "%s", top[i].gguf) > 0;
     if (strcmp(arch, "gemma4") == 0) return gemma4_name(name, out, cap, norm);
     if (strcmp(arch, "deepseek2") == 0) return glm4_moe_lite_name(name, out, cap, norm);
-    /* Qwen 3 MoE: the router and experts as GLM-4-MoE-Lite's, the rest as Llama's */
-    if (strcmp(arch, "qwen3moe") == 0 && glm4_moe_lite_name(name, out, cap, norm)) return true;
+    /* Qwen 3 MoE, Granite MoE: the router and experts as GLM-4-MoE-Lite's, the rest as Llama's */
+    if ((strcmp(arch, "qwen3moe") == 0 || strcmp(arch, "granitemoe") == 0) && glm4_moe_lite_name(name, out, cap, norm))
+        return true;
     int layer, used = 0;
     if (sscanf(name, "model.layers.%d.%n", &layer, &used) != 1 || used == 0 || layer < 0) return false;
     /* Gemma 2/3 and OLMo 2: post_attention_layernorm is a post-norm, not the FFN's pre-norm */

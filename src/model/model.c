@@ -302,6 +302,9 @@ enum wk_status wk__load_common_tensors(struct wk_model *m, struct wk_error *err)
     const int64_t HQ = (int64_t)hp->n_head * D, HK = (int64_t)hp->n_head_kv * D;
     for (int i = 0; i < hp->n_layer; i++) {
         struct wk_layer *l = &m->layers[i];
+        char router[64]; /* a layer of routed experts has no dense FFN (the family loads the experts) */
+        snprintf(router, sizeof router, "blk.%d.ffn_gate_inp.weight", i);
+        const bool sparse = hp->n_expert > 0 && wk__find_tensor(m, router) != NULL;
         if ((!hp->no_pre_norm &&
              (st = wk__tensor(m, &l->attn_norm, false, true, E, 1, err, "blk.%d.attn_norm.weight", i))) ||
             (st = wk__tensor(m, &l->wq, false, false, E, HQ, err, "blk.%d.attn_q.weight", i)) ||
@@ -310,9 +313,9 @@ enum wk_status wk__load_common_tensors(struct wk_model *m, struct wk_error *err)
             (st = wk__tensor(m, &l->wo, false, false, HQ, E, err, "blk.%d.attn_output.weight", i)) ||
             (!hp->no_pre_norm &&
              (st = wk__tensor(m, &l->ffn_norm, false, true, E, 1, err, "blk.%d.ffn_norm.weight", i))) ||
-            (st = wk__tensor(m, &l->ffn_gate, false, false, E, F, err, "blk.%d.ffn_gate.weight", i)) ||
-            (st = wk__tensor(m, &l->ffn_up, false, false, E, F, err, "blk.%d.ffn_up.weight", i)) ||
-            (st = wk__tensor(m, &l->ffn_down, false, false, F, E, err, "blk.%d.ffn_down.weight", i)) ||
+            (!sparse && (st = wk__tensor(m, &l->ffn_gate, false, false, E, F, err, "blk.%d.ffn_gate.weight", i))) ||
+            (!sparse && (st = wk__tensor(m, &l->ffn_up, false, false, E, F, err, "blk.%d.ffn_up.weight", i))) ||
+            (!sparse && (st = wk__tensor(m, &l->ffn_down, false, false, F, E, err, "blk.%d.ffn_down.weight", i))) ||
             (st = wk__tensor(m, &l->bq, true, true, HQ, 1, err, "blk.%d.attn_q.bias", i)) ||
             (st = wk__tensor(m, &l->bk, true, true, HK, 1, err, "blk.%d.attn_k.bias", i)) ||
             (st = wk__tensor(m, &l->bv, true, true, HK, 1, err, "blk.%d.attn_v.bias", i)) ||
@@ -331,7 +334,7 @@ enum wk_status wk__load_common_tensors(struct wk_model *m, struct wk_error *err)
         l->head_dim = hp->head_dim;
         l->n_head_kv = hp->n_head_kv;
         l->n_rot = hp->n_rot;
-        l->n_ff = hp->n_ff;
+        l->n_ff = sparse ? 0 : hp->n_ff;
         l->kv_layer = i;
         l->out_scale = 1.0f;
     }

@@ -207,8 +207,9 @@ void wk__topk_torch(const float *v, int32_t n, int32_t k, int32_t *idx);
  * RoPE base and linear scaling, over the defaults already in m->hp, and
  * checks them; load_common_tensors finds token_embd (setting n_vocab),
  * output_norm, output (tied when absent) and each layer's attention and
- * FFN projections and pre-norms (none with hp.no_pre_norm), the Q, K, V
- * and output biases where the
+ * FFN projections (none on a layer with a router, blk.N.ffn_gate_inp,
+ * when hp.n_expert > 0: the family loads its experts) and pre-norms (none
+ * with hp.no_pre_norm), the Q, K, V and output biases where the
  * file has them (llama.cpp's optional attn_{q,k,v,output}.bias; FFN
  * biases, which no family here applies, are refused), and gives each
  * layer the global RoPE.
@@ -234,6 +235,16 @@ enum wk_status wk__load_common_tensors(struct wk_model *m, struct wk_error *err)
  * Q and K) and NEOX on a folder's, Llama 3 RoPE divisors. Errors as
  * wk__load_common_hparams and wk__load_common_tensors. */
 enum wk_status wk__llama_load(struct wk_model *m, struct wk_error *err);
+
+/* Layer i's router and SwiGLU experts routed as Qwen 3 MoE's are
+ * (qwen3_moe.c; softmax over all experts, top k, renormalised when
+ * hp.expert_weights_norm): blk.i.ffn_gate_inp [n_expert, E], the experts
+ * stacked (ffn_gate_up_exps, gate rows first, or ffn_gate_exps and
+ * ffn_up_exps; ffn_down_exps), or one tensor each from a folder into
+ * tables [3·n_expert] (NULL: refused). Sizes hp.n_expert, hp.n_ff_exp.
+ * Errors: WK_E_FORMAT naming a missing or misshapen tensor. */
+enum wk_status wk__moe_softmax_experts(struct wk_model *m, struct wk_layer *l, int i, const struct wk_tensor **tables,
+                                       struct wk_error *err);
 
 /* GGUF "<arch>.rope.scaling.type": none (the factor is then ignored) and
  * linear pass; any other type (yarn, longrope, ...) is WK_E_UNSUPPORTED

@@ -21,10 +21,8 @@
 #include <math.h>
 #include <stdio.h>
 
-/* Sparse layer i's router and experts into l (tables: NE·3 slots for an
- * HF folder's per-expert tensors, or NULL). */
-static enum wk_status experts(struct wk_model *m, struct wk_layer *l, int i, const struct wk_tensor **tables,
-                              struct wk_error *err)
+enum wk_status wk__moe_softmax_experts(struct wk_model *m, struct wk_layer *l, int i, const struct wk_tensor **tables,
+                                       struct wk_error *err)
 {
     const int64_t E = m->hp.n_embd, NE = m->hp.n_expert, FE = m->hp.n_ff_exp;
     enum wk_status st;
@@ -43,6 +41,9 @@ static enum wk_status experts(struct wk_model *m, struct wk_layer *l, int i, con
             return st;
         return WK_OK;
     }
+    if (!tables)
+        return wk_error_set(err, WK_E_FORMAT, "%s: layer %d has a router but no experts (blk.%d.ffn_gate_up_exps)",
+                            wk__model_path(m), i, i);
     static const char *const proj[3] = {"gate", "up", "down"};
     for (int p = 0; p < 3; p++)
         for (int64_t e = 0; e < NE; e++)
@@ -109,8 +110,9 @@ static enum wk_status qwen3_moe_load(struct wk_model *m, struct wk_error *err)
             (st = wk__tensor(m, &l->ffn_norm, false, true, E, 1, err, "blk.%d.ffn_norm.weight", i)))
             return st;
         if (sparse) {
-            st = experts(m, l, i, m->expert_tables ? m->expert_tables + (size_t)i * 3 * (size_t)hp->n_expert : NULL,
-                         err);
+            const struct wk_tensor **tables =
+                m->expert_tables ? m->expert_tables + (size_t)i * 3 * (size_t)hp->n_expert : NULL;
+            st = wk__moe_softmax_experts(m, l, i, tables, err);
         } else if (F < 1) {
             st = wk_error_set(err, WK_E_FORMAT, "%s: layer %d has no router (a dense layer) and %s.feed_forward_length "
                               "is not set", wk__model_path(m), i, hp->arch_name);

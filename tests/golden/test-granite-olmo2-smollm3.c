@@ -7,6 +7,8 @@
  * models, hidden 64, 4 heads of 16, 2 KV heads, vocab 512):
  *   granite  embedding_multiplier 6, residual_multiplier 0.5,
  *            attention_multiplier 0.4, logits_scaling 3 (2 layers);
+ *   granitemoe the same, each layer's FFN 2 of 4 experts (softmax over
+ *            the top 2 router logits);
  *   olmo2    no pre-norms, post-attention and post-FFN RMSNorms, Q and K
  *            RMSNorms over all heads of a row (2 layers);
  *   smollm3  layer 3 of 4 without RoPE, tied embeddings.
@@ -36,10 +38,10 @@
 #define N_GREEDY 32
 #define VOCAB 512
 
-enum { GRANITE, OLMO2, SMOLLM3, N_FAM };
-static const char *const g_fam[N_FAM] = {"granite", "olmo2", "smollm3"};
-static struct fixture_ref g_granite, g_olmo2, g_smollm3;
-static struct fixture_ref *const g_r[N_FAM] = {&g_granite, &g_olmo2, &g_smollm3};
+enum { GRANITE, GRANITEMOE, OLMO2, SMOLLM3, N_FAM };
+static const char *const g_fam[N_FAM] = {"granite", "granitemoe", "olmo2", "smollm3"};
+static struct fixture_ref g_granite, g_granitemoe, g_olmo2, g_smollm3;
+static struct fixture_ref *const g_r[N_FAM] = {&g_granite, &g_granitemoe, &g_olmo2, &g_smollm3};
 static bool g_open[N_FAM];
 static const char *const g_names[2] = {"hf", "gguf"};
 
@@ -108,21 +110,36 @@ static void check_bad_config(int fam, const char *key, json_t *v, const char *wa
     CHECK_EQ_INT(system(cmd), 0);
 }
 
-static void test_granite_hparams(void)
+static void check_granite_hparams(int fam)
 {
-    for (int which = 0; g_open[GRANITE] && which < 2; which++) {
-        struct wk_model *m = load_which(GRANITE, which);
+    for (int which = 0; g_open[fam] && which < 2; which++) {
+        struct wk_model *m = load_which(fam, which);
         if (!m) continue;
-        CHECK_EQ_STR(wk_model_family(m), "granite");
+        CHECK_EQ_STR(wk_model_family(m), g_fam[fam]);
         CHECK_NEAR(m->hp.embed_scale, 6, 0, 1e-7);
         CHECK_NEAR(m->hp.residual_scale, 0.5, 0, 1e-7);
         CHECK_NEAR(m->hp.attn_scale, 0.4, 0, 1e-7);
         CHECK_NEAR(m->hp.logit_scale, 1.0 / 3, 0, 1e-7);
         CHECK_EQ_INT(m->rope_mode, which == 0 ? WK_ROPE_NEOX : WK_ROPE_NORM);
         CHECK(!m->hp.no_pre_norm && m->layers[0].attn_norm != NULL);
+        for (int i = 0; fam == GRANITEMOE && i < m->hp.n_layer; i++) {
+            const struct wk_layer *l = &m->layers[i];
+            CHECK(l->ffn_gate == NULL && l->moe.router != NULL && l->moe.softmax_router);
+            CHECK(l->moe.gate_up != NULL || (l->moe.gate != NULL && l->moe.up != NULL));
+        }
+        if (fam == GRANITEMOE) {
+            CHECK_EQ_INT(m->hp.n_expert, 4);
+            CHECK_EQ_INT(m->hp.n_expert_used, 2);
+            CHECK_EQ_INT(m->hp.n_ff_exp, 32);
+            CHECK(m->hp.expert_weights_norm);
+        }
         wk_model_destroy(m);
     }
 }
+
+static void test_granite_hparams(void) { check_granite_hparams(GRANITE); }
+static void test_granitemoe_hparams(void) { check_granite_hparams(GRANITEMOE); }
+static void test_granitemoe_logits(void) { check_logits_greedy(GRANITEMOE, 4); }
 
 static void test_granite_logits(void) { check_logits_greedy(GRANITE, 4); }
 
@@ -276,7 +293,8 @@ int main(int argc, char **argv)
     }
     static const struct check_test tests[] = {
         TEST(test_granite_hparams), TEST(test_granite_logits),  TEST(test_granite_bad_config),
-        TEST(test_granite_chat),    TEST(test_olmo2_hparams),   TEST(test_olmo2_logits),
+        TEST(test_granite_chat),    TEST(test_granitemoe_hparams), TEST(test_granitemoe_logits),
+        TEST(test_olmo2_hparams),   TEST(test_olmo2_logits),
         TEST(test_smollm3_hparams), TEST(test_smollm3_logits),  TEST(test_smollm3_bad_config),
         TEST(test_smollm3_chat)};
     rc |= check_main(argc, argv, tests, (int)(sizeof tests / sizeof tests[0]));
