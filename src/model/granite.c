@@ -18,33 +18,42 @@
  *                         in place of head_dim^-1/2 (hp.attn_scale);
  *   logits_scaling        (granite.logit_scale): the logits divided by it
  *                         (hp.logit_scale = 1 / logits_scaling).
- * A key that is absent means no scaling (transformers' defaults are 1 and
- * llama.cpp skips a 0; the converter writes only non-zero ones), except
- * the attention scale, which then stays head_dim^-1/2. Each must be a
- * finite number > 0 (WK_E_FORMAT naming the key).
+ * A key that is absent means no scaling (transformers' defaults are 1; the
+ * converter writes only non-zero ones), except the attention scale, which
+ * then stays head_dim^-1/2; so does a 0 in the first three, which
+ * llama.cpp reads as unset. Otherwise each must be a finite number > 0
+ * (WK_E_FORMAT naming the key).
  *
  * Granite 3 MoE (GraniteMoeForCausalLM, model_type and GGUF architecture
  * "granitemoe") is the same with routed experts in place of the MLP
  * (granite_moe_load).
  *
+ * A GGUF's <arch>.rope.scaling.finetuned false turns RoPE off on every
+ * layer (n_rot 0), as llama.cpp reads it.
+ *
  * Not handled: Granite MoE Shared (granitemoeshared), Granite 4
- * (granitehybrid, Mamba layers), GraniteSWA. A GGUF's granite.rope.scaling.finetuned false
- * turns RoPE off on every layer (n_rot 0), as llama.cpp reads it.
+ * (granitehybrid, Mamba layers), GraniteSWA.
  */
 #include "model_internal.h"
 
 #include <math.h>
 #include <stdio.h>
 
-/* The multiplier under "granite.<suffix>" into *out (left as is when
- * absent); WK_E_FORMAT naming the key unless finite and > 0. */
-static enum wk_status multiplier(struct wk_model *m, const char *suffix, float *out, struct wk_error *err)
+/* The multiplier under "<arch>.<suffix>" into *out, left as is when
+ * absent or, where zero_unset, 0 (llama.cpp's "not set", which its
+ * converter never writes); WK_E_FORMAT naming the key unless finite and
+ * > 0. */
+static enum wk_status multiplier(struct wk_model *m, const char *suffix, bool zero_unset, float *out,
+                                 struct wk_error *err)
 {
-    enum wk_status st = wk__hp_f32(m, suffix, false, out, err);
+    float v = *out;
+    enum wk_status st = wk__hp_f32(m, suffix, false, &v, err);
     if (st) return st;
-    if (!(*out > 0) || !isfinite(*out))
+    if (zero_unset && v == 0) return WK_OK;
+    if (!(v > 0) || !isfinite(v))
         return wk_error_set(err, WK_E_FORMAT, "%s: %s.%s = %g: a multiplier must be a finite number > 0",
-                            wk__model_path(m), m->hp.arch_name, suffix, (double)*out);
+                            wk__model_path(m), m->hp.arch_name, suffix, (double)v);
+    *out = v;
     return WK_OK;
 }
 
@@ -54,10 +63,11 @@ static enum wk_status granite_knobs(struct wk_model *m, struct wk_error *err)
     struct wk_hparams *hp = &m->hp;
     enum wk_status st;
     float logits_scaling = 1.0f;
-    if ((st = multiplier(m, "embedding_scale", &hp->embed_scale, err)) ||
-        (st = multiplier(m, "residual_scale", &hp->residual_scale, err)) ||
-        (st = multiplier(m, "attention.scale", &hp->attn_scale, err)) ||
-        (st = multiplier(m, "logit_scale", &logits_scaling, err)))
+    /* logits are divided by logit_scale, in llama.cpp too: 0 is no "unset" there */
+    if ((st = multiplier(m, "embedding_scale", true, &hp->embed_scale, err)) ||
+        (st = multiplier(m, "residual_scale", true, &hp->residual_scale, err)) ||
+        (st = multiplier(m, "attention.scale", true, &hp->attn_scale, err)) ||
+        (st = multiplier(m, "logit_scale", false, &logits_scaling, err)))
         return st;
     hp->logit_scale = 1.0f / logits_scaling;
     /* llama.cpp's switch for RoPE on every layer (on when absent) */
