@@ -129,8 +129,9 @@ bench: $(BENCH_BIN)
 
 # Golden tests (need scripts/fetch-models first, except the tiny Qwen 3 of
 # tests/golden/qwen3, Qwen 2 of tests/golden/qwen2, GLM-4-MoE-Lite of tests/golden/glm4-moe-lite,
-# Gemma 4 of tests/golden/gemma4, the Llama of tests/golden/llama3-rope and
-# the Llama-shaped families of tests/golden/llamalike):
+# Gemma 4 of tests/golden/gemma4, the Llama of tests/golden/llama3-rope, the
+# Llama-shaped families of tests/golden/llamalike and the Granite 3 (dense, MoE),
+# OLMo 2 and SmolLM3 of tests/golden/{granite,granitemoe,olmo2,smollm3}):
 # greedy decoding and
 # tricky strings against each fixture, then tokenizer parity on the corpus,
 # for each model's tokenizer from its GGUF and from the exported tokenizer.json.
@@ -161,6 +162,9 @@ golden: $(GOLDEN_BIN)
 	@echo "== llamalike: tiny Mistral, Mistral-Nemo, Mixtral, Falcon 3, EXAONE 3.5, InternLM 3, R1 distills (HF folders and llama.cpp's GGUFs) against transformers"; \
 	  $(OUT)/tests/test-llamalike
 	@echo "== llamalike, f32 activations (WICK_EXACT=1)"; WICK_EXACT=1 $(OUT)/tests/test-llamalike test_logits
+	@echo "== granite-olmo2-smollm3: tiny Granite 3 (multipliers), Granite 3 MoE, OLMo 2 (post-norms, full-width QK norm) and SmolLM3 (NoPE layers) models (HF folders and llama.cpp's GGUFs) against transformers"; \
+	  $(OUT)/tests/test-granite-olmo2-smollm3
+	@echo "== granite-olmo2-smollm3, f32 activations (WICK_EXACT=1)"; WICK_EXACT=1 $(OUT)/tests/test-granite-olmo2-smollm3 _logits
 	@echo "== tf5-bos: BOS/EOS from tokenizer.json's post-processor (transformers 5 folders) against tokenizers"; \
 	  $(OUT)/tests/test-tf5-bos
 	@set -e; for f in tests/golden/qwen2.5-coder-1.5b.json tests/golden/gemma3-270m.json tests/golden/smollm2-135m.json; do \

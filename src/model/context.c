@@ -8,13 +8,15 @@
  * Data flow of one chunk of n tokens at positions pos0 .. pos0+n-1, per
  * layer (shapes outermost first, all f32):
  *   x [n, E] -> RMSNorm -> xn -> Wq, Wk, Wv -> q [n, Hq·D], k, v [n, Hk·D]
- *   q, k: per-head RMSNorm (QK-norm), RoPE; k, v written to the cache at
+ *   q, k: per-head RMSNorm (QK-norm; over the whole row with qk_norm_full),
+ *   RoPE (none on a layer with n_rot 0); k, v written to the cache at
  *   positions pos0..; attention of each (token, head) over cache positions
  *   lo..pos (causal; lo = pos-W+1 on sliding layers) -> att [n, Hq·D]
- *   att -> Wo -> o [n, E] -> (post-norm) -> x += o
+ *   att -> Wo -> o [n, E] -> (post-norm) -> (· residual_scale) -> x += o
  *   x -> RMSNorm -> Wgate, Wup -> act(gate)·up [n, F] -> Wdown -> (post-norm)
- *   -> x += ...
- * then the last row: RMSNorm -> output projection -> logits [V] (softcap).
+ *   -> (· residual_scale) -> x += ...
+ * (without pre-norms, hp.no_pre_norm, xn is x itself) then the last row:
+ * RMSNorm -> output projection -> logits [V] (· logit_scale, softcap).
  * Gemma 4 MoE layers add routed experts to the dense FFN's output;
  * GLM-4-MoE-Lite MoE layers use the dense slot for the shared expert and
  * add routed SwiGLU experts chosen by a sigmoid router (moe_ffn_sigmoid).
@@ -413,12 +415,14 @@ static void attention_block(struct wk_context *c, const struct wk_layer *l, int3
     if (own_kv && l->bk) op->add_bias(be, n, HK, c->kx, l->bk);
     if (own_kv && l->bv) op->add_bias(be, n, HK, c->vx, l->bv);
     if (own_kv && l->k_eq_v) op->copy(be, n * HK, c->vx, c->kx);
-    if (l->q_norm) op->rms_norm(be, n * hp->n_head, D, c->q, l->q_norm, hp->rms_eps, c->q);
-    op->rope(be, n, c->q, hp->n_head, (int)D, l->n_rot, cs, m->rope_mode);
+    /* QK-norm per head, or over the whole row (qk_norm_full) */
+    const int32_t qk_rows = l->qk_norm_full ? 1 : hp->n_head, kk_rows = l->qk_norm_full ? 1 : l->n_head_kv;
+    if (l->q_norm) op->rms_norm(be, n * qk_rows, HQ / qk_rows, c->q, l->q_norm, hp->rms_eps, c->q);
+    if (l->n_rot > 0) op->rope(be, n, c->q, hp->n_head, (int)D, l->n_rot, cs, m->rope_mode);
     if (hp->attn_scale != 1.0f) op->scale(be, n * HQ, c->q, hp->attn_scale);
     if (own_kv) {
-        if (l->k_norm) op->rms_norm(be, n * l->n_head_kv, D, c->kx, l->k_norm, hp->rms_eps, c->kx);
-        op->rope(be, n, c->kx, l->n_head_kv, (int)D, l->n_rot, cs, m->rope_mode);
+        if (l->k_norm) op->rms_norm(be, n * kk_rows, HK / kk_rows, c->kx, l->k_norm, hp->rms_eps, c->kx);
+        if (l->n_rot > 0) op->rope(be, n, c->kx, l->n_head_kv, (int)D, l->n_rot, cs, m->rope_mode);
         if (l->v_norm) op->rms_norm(be, n * l->n_head_kv, D, c->vx, NULL, hp->rms_eps, c->vx);
         op->kv_write(be, kv->k, kv->v, kv->n_slots, HK, n, c->pos, c->seq, c->kx, c->vx);
     }
@@ -441,7 +445,8 @@ static void ffn_block(struct wk_context *c, const struct wk_layer *l, int32_t il
     struct wk_backend *be = c->be;
     const struct wk_backend_ops *op = be->ops;
     const int64_t E = hp->n_embd, LP = (int64_t)hp->n_layer * hp->n_embd_ple;
-    op->rms_norm(be, n, E, c->x, l->ffn_norm, hp->rms_eps, c->xn);
+    if (l->ffn_norm) op->rms_norm(be, n, E, c->x, l->ffn_norm, hp->rms_eps, c->xn);
+    else op->copy(be, n * E, c->xn, c->x); /* no pre-norm (OLMo 2) */
     enum wk_glu glu = m->act == WK_ACT_GELU_TANH ? WK_GLU_GELU_TANH : WK_GLU_SILU;
     if (l->ffn_gate) {
         op->matmul_glu(be, l->ffn_gate, l->ffn_up, c->xn, c->gate, c->up, n, glu, mm);
@@ -456,6 +461,7 @@ static void ffn_block(struct wk_context *c, const struct wk_layer *l, int32_t il
         wk__moe_ffn(c, l, n, mm);
     }
     if (l->post_ffn_norm) op->rms_norm(be, n, E, c->o, l->post_ffn_norm, hp->rms_eps, c->o);
+    if (hp->residual_scale != 1.0f) op->scale(be, n * E, c->o, hp->residual_scale);
     op->add(be, n * E, c->x, c->o);
     if (l->ple.gate) { /* the layer's per-layer input, gated by x */
         const int64_t P = hp->n_embd_ple;
@@ -503,12 +509,13 @@ static bool run_layers(struct wk_context *c, int32_t *n_io, bool per_token, cons
         }
         const struct wk_layer *l = &m->layers[il];
         int kind = l->sliding ? 0 : 1;
-        if (!have_cs[kind]) {
+        if (l->n_rot > 0 && !have_cs[kind]) { /* (a NoPE layer needs none) */
             const struct wk_tensor *freqs = l->rope_freqs ? l->rope_freqs : m->rope_freqs;
             op->rope_table(be, n, c->pos, c->rope_shift, l->n_rot, l->rope_base, l->rope_scale, freqs, cs[kind]);
             have_cs[kind] = true;
         }
-        op->rms_norm(be, n, E, c->x, l->attn_norm, hp->rms_eps, c->xn);
+        if (l->attn_norm) op->rms_norm(be, n, E, c->x, l->attn_norm, hp->rms_eps, c->xn);
+        else op->copy(be, n * E, c->xn, c->x); /* no pre-norm (OLMo 2) */
         if (l->mla.on)
             wk__mla_attention(c, l, &c->kv[il], n, cs[kind], mm, per_token);
         else
@@ -516,6 +523,7 @@ static bool run_layers(struct wk_context *c, int32_t *n_io, bool per_token, cons
         op->matmul(be, l->wo, c->att, c->o, n, mm);
         if (l->bo) op->add_bias(be, n, E, c->o, l->bo);
         if (l->post_attn_norm) op->rms_norm(be, n, E, c->o, l->post_attn_norm, hp->rms_eps, c->o);
+        if (hp->residual_scale != 1.0f) op->scale(be, n * E, c->o, hp->residual_scale);
         op->add(be, n * E, c->x, c->o);
         ffn_block(c, l, il, n, mm);
     }
@@ -555,6 +563,7 @@ static bool forward_chunk(struct wk_context *c, const int32_t *tokens, int32_t n
         if (c->want[t]) wk__norm_rows(c, 1, E, c->x + t * E, m->output_norm, hp->rms_eps, c->xn + (rows++) * E);
     c->n_hidden = rows;
     c->be->ops->matmul(c->be, m->output, c->xn, logits, rows, mm);
+    if (hp->logit_scale != 1.0f) c->be->ops->scale(c->be, (int64_t)rows * hp->n_vocab, logits, hp->logit_scale);
     if (hp->final_softcap > 0) c->be->ops->softcap(c->be, (int64_t)rows * hp->n_vocab, logits, hp->final_softcap);
     c->be->ops->synchronize(c->be); /* the logits and hidden rows are read on the host from here */
     for (int32_t r = 0; r < rows; r++)

@@ -20,7 +20,9 @@
  * apart (glm4_moe_lite.c takes both as they are). Qwen 3 MoE (qwen3_moe)
  * becomes "qwen3moe": Llama's names, the router and experts named as
  * GLM-4-MoE-Lite's. EXAONE's and Mixtral's own names and keys:
- * hf_llamalike.c.
+ * hf_llamalike.c. OLMo 2 takes Gemma's names (its post-norms) with plain
+ * gains; Granite's multipliers and SmolLM3's NoPE layers become keys (the
+ * functions below say which).
  */
 #include "model_internal.h"
 
@@ -257,6 +259,20 @@ static enum wk_status qwen3_moe_config_to_kv(struct wk_hf *h, json_t *cfg, const
     return WK_OK;
 }
 
+/* Granite MoE's experts (num_local_experts, num_experts_per_tok; each of
+ * intermediate_size, which is feed_forward_length already). */
+static enum wk_status granite_moe_config_to_kv(struct wk_hf *h, json_t *cfg, const char *arch, struct wk_error *err)
+{
+    enum wk_status st;
+    double n_exp, n_used;
+    if ((st = cfg_number(h, cfg, "num_local_experts", 0, &n_exp, err)) ||
+        (st = cfg_number(h, cfg, "num_experts_per_tok", 0, &n_used, err)))
+        return st;
+    set_kv(h, arch, "expert_count", json_real(n_exp));
+    set_kv(h, arch, "expert_used_count", json_real(n_used));
+    return WK_OK;
+}
+
 /* Qwen 2's sliding window as transformers' Qwen2Config reads it: none
  * unless use_sliding_window (sliding_window is then dropped); sliding
  * layers from layer_types, else those at or past max_window_layers
@@ -292,6 +308,49 @@ static enum wk_status qwen2_config_to_kv(struct wk_hf *h, json_t *cfg, const cha
         json_array_append_new(arr, json_boolean(json_is_array(types) ? strcmp(t, "sliding_attention") == 0 : i >= first));
     }
     snprintf(key, sizeof key, "%s.attention.sliding_window_pattern", arch);
+    json_object_set_new(h->kv, key, arr);
+    return WK_OK;
+}
+
+/*
+ * SmolLM3's NoPE layers (transformers' SmolLM3Config) under llama.cpp's key
+ * <arch>.attention.rope_pattern, a bool a layer, true = RoPE: from
+ * no_rope_layers (0/1 integers, 1 = RoPE), else all but every
+ * no_rope_layer_interval-th layer (default 4). The sliding window is off
+ * unless use_sliding_window, which wick refuses.
+ */
+static enum wk_status smollm3_config_to_kv(struct wk_hf *h, json_t *cfg, const char *arch, struct wk_error *err)
+{
+    char key[160];
+    if (json_is_true(json_object_get(cfg, "use_sliding_window")))
+        return wk_error_set(err, WK_E_UNSUPPORTED, "%s/config.json: use_sliding_window true is not supported",
+                            h->dir);
+    snprintf(key, sizeof key, "%s.attention.sliding_window", arch);
+    json_object_del(h->kv, key);
+    json_int_t n_layer = json_integer_value(json_object_get(cfg, "num_hidden_layers"));
+    if (n_layer < 1 || n_layer > 4096) return WK_OK; /* the loader names a bad block_count */
+    json_t *list = json_object_get(cfg, "no_rope_layers");
+    double interval;
+    enum wk_status st = cfg_number(h, cfg, "no_rope_layer_interval", 4, &interval, err);
+    if (st) return st;
+    if (list && !json_is_null(list) && (!json_is_array(list) || (json_int_t)json_array_size(list) != n_layer))
+        return wk_error_set(err, WK_E_FORMAT, "%s/config.json: no_rope_layers must be a list of %lld entries", h->dir,
+                            (long long)n_layer);
+    if (!json_is_array(list) && !(interval >= 1 && interval <= 4096 && interval == (double)(int)interval))
+        return wk_error_set(err, WK_E_FORMAT, "%s/config.json: no_rope_layer_interval %g is not a whole number >= 1",
+                            h->dir, interval);
+    json_t *arr = json_array();
+    for (json_int_t i = 0; i < n_layer; i++) {
+        json_t *v = json_array_get(list, (size_t)i);
+        if (json_is_array(list) && !(json_is_integer(v) && (json_integer_value(v) == 0 || json_integer_value(v) == 1))) {
+            json_decref(arr);
+            return wk_error_set(err, WK_E_FORMAT, "%s/config.json: no_rope_layers[%lld] is not 0 or 1", h->dir,
+                                (long long)i);
+        }
+        json_array_append_new(arr, json_boolean(json_is_array(list) ? json_integer_value(v) == 1
+                                                                    : (i + 1) % (json_int_t)interval != 0));
+    }
+    snprintf(key, sizeof key, "%s.attention.rope_pattern", arch);
     json_object_set_new(h->kv, key, arr);
     return WK_OK;
 }
@@ -362,7 +421,12 @@ static enum wk_status config_to_kv(struct wk_hf *h, json_t *cfg, const char *arc
                {"final_logit_softcapping", "final_logit_softcapping"},
                {"attn_logit_softcapping", "attn_logit_softcapping"},
                /* not a GGUF key (llama.cpp derives the scale): wick's own, read by gemma2.c */
-               {"query_pre_attn_scalar", "attention.query_pre_attn_scalar"}};
+               {"query_pre_attn_scalar", "attention.query_pre_attn_scalar"},
+               /* Granite's multipliers, under the keys llama.cpp's converter gives them */
+               {"embedding_multiplier", "embedding_scale"},
+               {"residual_multiplier", "residual_scale"},
+               {"attention_multiplier", "attention.scale"},
+               {"logits_scaling", "logit_scale"}};
     char key[160];
     for (size_t i = 0; i < WK_ARRAY_LEN(map); i++) {
         json_t *v = json_object_get(cfg, map[i].hf);
@@ -438,6 +502,8 @@ static enum wk_status config_to_kv(struct wk_hf *h, json_t *cfg, const char *arc
     if (strcmp(arch, "qwen2") == 0) return qwen2_config_to_kv(h, cfg, arch, err);
     if (strcmp(arch, "deepseek2") == 0) return glm4_moe_lite_config_to_kv(h, cfg, arch, err);
     if (strcmp(arch, "qwen3moe") == 0) return qwen3_moe_config_to_kv(h, cfg, arch, err);
+    if (strcmp(arch, "smollm3") == 0) return smollm3_config_to_kv(h, cfg, arch, err);
+    if (strcmp(arch, "granitemoe") == 0) return granite_moe_config_to_kv(h, cfg, arch, err);
     return gemma4 ? gemma4_config_to_kv(h, cfg, arch, err) : WK_OK;
 }
 
@@ -469,7 +535,14 @@ static bool glm4_moe_lite_name(const char *name, char *out, size_t cap, bool *no
                {"mlp.experts.down_proj", "ffn_down_exps.weight"},
                {"mlp.shared_experts.gate_proj.weight", "ffn_gate_shexp.weight"},
                {"mlp.shared_experts.up_proj.weight", "ffn_up_shexp.weight"},
-               {"mlp.shared_experts.down_proj.weight", "ffn_down_shexp.weight"}};
+               {"mlp.shared_experts.down_proj.weight", "ffn_down_shexp.weight"},
+               /* Granite MoE's, as released and as transformers 5 names them */
+               {"block_sparse_moe.input_linear.weight", "ffn_gate_up_exps.weight"},
+               {"block_sparse_moe.experts.gate_up_proj", "ffn_gate_up_exps.weight"},
+               {"block_sparse_moe.output_linear.weight", "ffn_down_exps.weight"},
+               {"block_sparse_moe.experts.down_proj", "ffn_down_exps.weight"},
+               {"block_sparse_moe.router.layer.weight", "ffn_gate_inp.weight"},
+               {"block_sparse_moe.router.weight", "ffn_gate_inp.weight"}};
     int layer, used = 0;
     if (sscanf(name, "model.layers.%d.%n", &layer, &used) != 1 || used == 0 || layer < 0) return false;
     for (size_t i = 0; i < WK_ARRAY_LEN(blk); i++) {
@@ -582,14 +655,16 @@ static bool gguf_name(const char *arch, const char *name, char *out, size_t cap,
         if (strcmp(name, top[i].hf) == 0) return snprintf(out, cap, "%s", top[i].gguf) > 0;
     if (strcmp(arch, "gemma4") == 0) return gemma4_name(name, out, cap, norm);
     if (strcmp(arch, "deepseek2") == 0) return glm4_moe_lite_name(name, out, cap, norm);
-    /* Qwen 3 MoE: the router and experts as GLM-4-MoE-Lite's, the rest as Llama's */
-    if (strcmp(arch, "qwen3moe") == 0 && glm4_moe_lite_name(name, out, cap, norm)) return true;
+    /* Qwen 3 MoE, Granite MoE: the router and experts as GLM-4-MoE-Lite's, the rest as Llama's */
+    if ((strcmp(arch, "qwen3moe") == 0 || strcmp(arch, "granitemoe") == 0) && glm4_moe_lite_name(name, out, cap, norm))
+        return true;
     if (wk__hf_llamalike_name(arch, name, out, cap, norm)) return true; /* EXAONE, Mixtral */
     int layer, used = 0;
     if (sscanf(name, "model.layers.%d.%n", &layer, &used) != 1 || used == 0 || layer < 0) return false;
-    bool gemma = strcmp(arch, "gemma3") == 0 || strcmp(arch, "gemma2") == 0;
+    /* Gemma 2/3 and OLMo 2: post_attention_layernorm is a post-norm, not the FFN's pre-norm */
+    bool sandwich = strcmp(arch, "gemma3") == 0 || strcmp(arch, "gemma2") == 0 || strcmp(arch, "olmo2") == 0;
     for (size_t i = 0; i < WK_ARRAY_LEN(blk); i++) {
-        const char *g = gemma ? blk[i].gemma3 : blk[i].llama;
+        const char *g = sandwich ? blk[i].gemma3 : blk[i].llama;
         if (g && strcmp(name + used, blk[i].hf) == 0) return snprintf(out, cap, "blk.%d.%s", layer, g) > 0;
     }
     return false;

@@ -300,16 +300,19 @@ enum wk_status wk__load_common_tensors(struct wk_model *m, struct wk_error *err)
     m->layers = wk_calloc((size_t)hp->n_layer, sizeof *m->layers);
     if (!m->layers) return wk_error_set(err, WK_E_NOMEM, "out of memory");
     const int64_t HQ = (int64_t)hp->n_head * D, HK = (int64_t)hp->n_head_kv * D;
-    /* with experts every layer is sparse (Mixtral): the family loads them */
-    const bool sparse = hp->n_expert > 0;
     for (int i = 0; i < hp->n_layer; i++) {
         struct wk_layer *l = &m->layers[i];
-        if ((st = wk__tensor(m, &l->attn_norm, false, true, E, 1, err, "blk.%d.attn_norm.weight", i)) ||
+        char router[64]; /* a layer of routed experts has no dense FFN (the family loads the experts) */
+        snprintf(router, sizeof router, "blk.%d.ffn_gate_inp.weight", i);
+        const bool sparse = hp->n_expert > 0 && wk__find_tensor(m, router) != NULL;
+        if ((!hp->no_pre_norm &&
+             (st = wk__tensor(m, &l->attn_norm, false, true, E, 1, err, "blk.%d.attn_norm.weight", i))) ||
             (st = wk__tensor(m, &l->wq, false, false, E, HQ, err, "blk.%d.attn_q.weight", i)) ||
             (st = wk__tensor(m, &l->wk, false, false, E, HK, err, "blk.%d.attn_k.weight", i)) ||
             (st = wk__tensor(m, &l->wv, false, false, E, HK, err, "blk.%d.attn_v.weight", i)) ||
             (st = wk__tensor(m, &l->wo, false, false, HQ, E, err, "blk.%d.attn_output.weight", i)) ||
-            (st = wk__tensor(m, &l->ffn_norm, false, true, E, 1, err, "blk.%d.ffn_norm.weight", i)) ||
+            (!hp->no_pre_norm &&
+             (st = wk__tensor(m, &l->ffn_norm, false, true, E, 1, err, "blk.%d.ffn_norm.weight", i))) ||
             (!sparse && (st = wk__tensor(m, &l->ffn_gate, false, false, E, F, err, "blk.%d.ffn_gate.weight", i))) ||
             (!sparse && (st = wk__tensor(m, &l->ffn_up, false, false, E, F, err, "blk.%d.ffn_up.weight", i))) ||
             (!sparse && (st = wk__tensor(m, &l->ffn_down, false, false, F, E, err, "blk.%d.ffn_down.weight", i))) ||
@@ -387,6 +390,8 @@ enum wk_status wk_model_load_ex(const char *path, bool resident, struct wk_model
                           known);
         goto fail;
     }
+    m->hp.residual_scale = 1.0f; /* the knobs whose neutral value is not 0 */
+    m->hp.logit_scale = 1.0f;
     if ((st = m->family->load(m, err))) goto fail;
     if (m->hp.n_ctx_train < 16) {
         st = wk_error_set(err, WK_E_FORMAT, "%s: %s.context_length = %d is too small to use", path,

@@ -68,7 +68,11 @@ struct wk_layer {
     const struct wk_tensor *rope_freqs; /* [n_rot/2] per-pair divisors, or NULL */
     /* attention geometry, per layer since Gemma 4's sliding and full
      * layers differ (wk__load_common_tensors sets the model's) */
-    int32_t head_dim, n_head_kv, n_rot, n_ff;
+    int32_t head_dim, n_head_kv, n_rot, n_ff; /* n_rot 0: no RoPE on this layer (SmolLM3's NoPE layers) */
+    /* q_norm and k_norm span the whole projection (gains [n_head·head_dim]
+     * and [n_head_kv·head_dim], one RMS over all heads of a row: OLMo 2),
+     * not one head (gains [head_dim]: Qwen 3, Gemma 3) */
+    bool qk_norm_full;
     /* the layer whose KV cache this one reads: itself, or (Gemma 4 KV
      * sharing) an earlier layer of the same kind; such a layer has no
      * wk/wv and writes nothing */
@@ -216,7 +220,9 @@ enum wk_status wk__moe_softmax_experts(struct wk_model *m, struct wk_layer *l, i
  * RoPE base and linear scaling, over the defaults already in m->hp, and
  * checks them; load_common_tensors finds token_embd (setting n_vocab),
  * output_norm, output (tied when absent) and each layer's attention and
- * FFN projections and pre-norms, the Q, K, V and output biases where the
+ * FFN projections (none on a layer with a router, blk.N.ffn_gate_inp,
+ * when hp.n_expert > 0: the family loads its experts) and pre-norms (none
+ * with hp.no_pre_norm), the Q, K, V and output biases where the
  * file has them (llama.cpp's optional attn_{q,k,v,output}.bias; FFN
  * biases, which no family here applies, are refused), and gives each
  * layer the global RoPE; with hp.n_expert > 0 set before the call every
@@ -239,7 +245,8 @@ enum wk_status wk__load_common_tensors(struct wk_model *m, struct wk_error *err)
  * defaults, Mistral's sliding window, Mixtral's experts, the common
  * tensors, Llama 3 RoPE divisors; RoPE NEOX on a Hugging Face folder's
  * rows and gguf_rope on a GGUF's (NORM where the converter permuted Q and
- * K, as for "llama"; NEOX where it did not, as for "exaone"). Errors:
+ * K, as for "llama"; NEOX where it did not, as for "exaone"). Granite and
+ * SmolLM3 are this plus a few knobs. Errors:
  * WK_E_FORMAT naming the key or tensor, WK_E_NOMEM. */
 enum wk_status wk__llama_load(struct wk_model *m, enum wk_rope_mode gguf_rope, struct wk_error *err);
 /* hf_llamalike.c, for hf.c: the GGUF name out [cap] of Hugging Face

@@ -58,6 +58,17 @@ struct wk_hparams {
     float embed_scale;      /* token embeddings are multiplied by this */
     float final_softcap;    /* c·tanh(logits/c) when > 0 */
     float attn_softcap;     /* attention scores c·tanh(s/c) before the mask when > 0 (Gemma 2) */
+    /* each block's attention and FFN output (after any post-norm) is
+     * multiplied by it before the residual add (Granite's
+     * residual_multiplier); 1 elsewhere, and then no pass is made */
+    float residual_scale;
+    /* the logits are multiplied by it, before any final softcap (Granite:
+     * 1 / logits_scaling); 1 elsewhere */
+    float logit_scale;
+    /* no RMSNorm before attention and before the FFN (OLMo 2, whose norms
+     * sit after each block instead): the blocks read x itself, and the
+     * layers' attn_norm and ffn_norm are NULL */
+    bool no_pre_norm;
     /* Gemma 4 (0 where a family has none): per-layer embedding width P;
      * experts per MoE layer, chosen per token, and each one's FFN width */
     int32_t n_embd_ple;

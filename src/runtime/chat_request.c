@@ -8,8 +8,9 @@
  * through the Jinja engine with the variables Hugging Face transformers
  * passes (apply_chat_template): messages with tool_calls [{type:
  * "function", id, function: {name, arguments}}] (arguments as an object),
- * reasoning_content, tool_call_id and name; tools; enable_thinking when the
- * request sets thinking; and the request's extra variables. The built-in
+ * reasoning_content, tool_call_id and name; tools; enable_thinking and
+ * thinking (both names templates use) when the request sets thinking; and
+ * the request's extra variables, which override those. The built-in
  * formats (Gemma, Qwen 3, GLM-4) render no tools, so a model with one takes
  * tools only through its own template when it has one.
  */
@@ -103,7 +104,10 @@ enum wk_status wk_chat_render_request(const struct wk_model *m, const struct wk_
     if (!st && json_object_set_new(vars, "messages", list)) st = WK_E_NOMEM;
     else if (st) json_decref(list);
     if (!st && json_array_size(r->tools) > 0) json_object_set(vars, "tools", (json_t *)r->tools);
+    /* enable_thinking (Qwen 3, SmolLM3, ...), and thinking, the same switch
+     * under the name Granite 3.2/3.3's and DeepSeek V3.1's templates read */
     if (!st && r->think >= 0) json_object_set_new(vars, "enable_thinking", json_boolean(r->think > 0));
+    if (!st && r->think >= 0) json_object_set_new(vars, "thinking", json_boolean(r->think > 0));
     if (!st && r->kwargs) json_object_update(vars, (json_t *)r->kwargs);
     if (!st) st = wk_chat_render_jinja(m, tok, vars, r->add_generation_prompt, out, err);
     else wk_error_set(err, st, "out of memory");

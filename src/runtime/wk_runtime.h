@@ -232,7 +232,8 @@ struct wk_chat_request {
  * (wk_chat_render_jinja) with transformers' variables: messages with
  * tool_calls ({type: "function", id, function: {name, arguments}}),
  * reasoning_content (from thinking), tool_call_id and name (from
- * tool_name); tools; enable_thinking; kwargs. Errors: WK_E_INVALID (a
+ * tool_name); tools; enable_thinking and thinking (the same switch under
+ * the two names templates read); kwargs. Errors: WK_E_INVALID (a
  * message without a role, content not a string; a template that raises),
  * WK_E_UNSUPPORTED (tools, thinking or tool calls for a model with no chat
  * template: the message says what renders its chats instead), those of
