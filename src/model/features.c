@@ -7,6 +7,7 @@
  */
 #include "model_internal.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 
@@ -39,7 +40,8 @@ static void attention_features(const struct wk_model *m, struct feat_buf *b)
     else if (hp->n_head_kv == hp->n_head) add(b, "multi-head attention (%d heads of %d)", hp->n_head, hp->head_dim);
     else if (hp->n_head_kv == 1) add(b, "multi-query attention (%d heads of %d)", hp->n_head, hp->head_dim);
     else add(b, "GQA (%d query heads, %d KV heads, head size %d)", hp->n_head, hp->n_head_kv, hp->head_dim);
-    int32_t n_sliding = 0, n_shared = 0, n_bias = 0, n_qk_norm = 0, n_post = 0;
+    int32_t n_sliding = 0, n_shared = 0, n_bias = 0, n_qk_norm = 0, n_post = 0, n_nope = 0;
+    bool qk_full = false;
     for (int32_t i = 0; i < hp->n_layer; i++) {
         const struct wk_layer *l = &m->layers[i];
         n_sliding += l->sliding;
@@ -47,18 +49,23 @@ static void attention_features(const struct wk_model *m, struct feat_buf *b)
         n_bias += l->bq != NULL || l->bo != NULL;
         n_qk_norm += l->q_norm != NULL;
         n_post += l->post_attn_norm != NULL;
+        n_nope += l->n_rot == 0 && hp->n_rot > 0;
+        qk_full = qk_full || l->qk_norm_full;
     }
     add(b, "RoPE %s base %g%s", m->rope_mode == WK_ROPE_NEOX ? "NEOX" : "NORM", (double)hp->rope_base,
         hp->n_rot > 0 && hp->n_rot < hp->head_dim ? " (partial)" : "");
+    if (n_nope > 0) add(b, "no RoPE on %d of %d layers", n_nope, hp->n_layer);
     if (m->rope_freqs || (hp->n_layer > 0 && m->layers[0].rope_freqs)) add(b, "RoPE frequency factors");
     if (hp->rope_freq_scale != 1.0f) add(b, "RoPE linear scaling x%g", 1.0 / (double)hp->rope_freq_scale);
     if (n_sliding > 0)
         add(b, "sliding window %d on %d of %d layers", hp->sliding_window, n_sliding, hp->n_layer);
     if (n_shared > 0) add(b, "KV cache shared by %d layers", n_shared);
-    if (n_qk_norm > 0) add(b, "QK norm");
+    if (n_qk_norm > 0) add(b, "%s", qk_full ? "QK norm over the whole projection" : "QK norm");
     if (n_bias > 0) add(b, "attention biases");
+    if (hp->head_dim > 0 && fabsf(hp->attn_scale * sqrtf((float)hp->head_dim) - 1.0f) > 1e-4f)
+        add(b, "attention scale %g", (double)hp->attn_scale);
     if (hp->attn_softcap > 0) add(b, "attention softcap %g", (double)hp->attn_softcap);
-    if (n_post > 0) add(b, "sandwich norms");
+    if (n_post > 0) add(b, "%s", hp->no_pre_norm ? "post-norms only" : "sandwich norms");
 }
 
 /* The feed-forward part, embeddings and output. */
@@ -82,6 +89,8 @@ static void ffn_features(const struct wk_model *m, struct feat_buf *b)
     if (hp->n_expert_shared > 0) add(b, "%d shared expert%s", hp->n_expert_shared, hp->n_expert_shared == 1 ? "" : "s");
     if (m->ple_embd) add(b, "per-layer embeddings (%d)", hp->n_embd_ple);
     if (hp->embed_scale != 1.0f) add(b, "embeddings scaled x%g", (double)hp->embed_scale);
+    if (hp->residual_scale != 1.0f) add(b, "residual scaled x%g", (double)hp->residual_scale);
+    if (hp->logit_scale != 1.0f) add(b, "logits scaled x%g", (double)hp->logit_scale);
     if (hp->final_softcap > 0) add(b, "final logit softcap %g", (double)hp->final_softcap);
     add(b, "%s", m->output == m->tok_embd ? "output tied to the embeddings" : "separate output matrix");
     if (m->is_mtp) add(b, "MTP assistant");

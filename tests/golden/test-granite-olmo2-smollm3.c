@@ -31,6 +31,7 @@
 #include "../../src/model/model_internal.h"
 
 #include <jansson.h>
+#include <string.h>
 
 #define REL_TOL 1e-3
 #define N_PROMPTS 3
@@ -127,7 +128,12 @@ static void check_granite_hparams(int fam)
             CHECK(l->ffn_gate == NULL && l->moe.router != NULL && l->moe.softmax_router);
             CHECK(l->moe.gate_up != NULL || (l->moe.gate != NULL && l->moe.up != NULL));
         }
+        char f[1024]; /* what wick show prints */
+        wk_model_features(m, f, sizeof f);
+        CHECK(strstr(f, "embeddings scaled x6, residual scaled x0.5, logits scaled x0.333333") != NULL);
+        CHECK(strstr(f, "attention scale 0.4") != NULL);
         if (fam == GRANITEMOE) {
+            CHECK(strstr(f, "mixture of experts on 2 of 2 layers (4 experts, 2 per token, softmax router)") != NULL);
             CHECK_EQ_INT(m->hp.n_expert, 4);
             CHECK_EQ_INT(m->hp.n_expert_used, 2);
             CHECK_EQ_INT(m->hp.n_ff_exp, 32);
@@ -171,6 +177,9 @@ static void test_olmo2_hparams(void)
                 CHECK_EQ_INT(l->k_norm->ne[0], 32);
             }
         }
+        char f[1024];
+        wk_model_features(m, f, sizeof f);
+        CHECK(strstr(f, "QK norm over the whole projection, post-norms only") != NULL);
         wk_model_destroy(m);
     }
 }
@@ -187,6 +196,9 @@ static void test_smollm3_hparams(void)
         for (int i = 0; i < m->hp.n_layer; i++) CHECK_EQ_INT(m->layers[i].n_rot, i == 3 ? 0 : 16);
         CHECK(m->output == m->tok_embd);
         CHECK_EQ_INT(m->rope_mode, which == 0 ? WK_ROPE_NEOX : WK_ROPE_NORM);
+        char f[1024];
+        wk_model_features(m, f, sizeof f);
+        CHECK(strstr(f, "no RoPE on 1 of 4 layers") != NULL && strstr(f, "output tied to the embeddings") != NULL);
         wk_model_destroy(m);
     }
 }
