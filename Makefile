@@ -157,6 +157,9 @@ golden: $(GOLDEN_BIN)
 	@echo "== llama3-rope, f32 activations (WICK_EXACT=1)"; WICK_EXACT=1 $(OUT)/tests/test-llama3-rope test_logits
 	@echo "== gemma2: a tiny Gemma2ForCausalLM (attention and final softcaps, alternating sliding window; HF folder and llama.cpp's GGUF) against transformers"; \
 	  $(OUT)/tests/test-gemma2
+	@echo "== phi3: tiny Phi3ForCausalLM models (LongRoPE long and short, attention factor, partial rotary, sliding window, fused QKV and gate-up; HF folders and llama.cpp's GGUFs) against transformers"; \
+	  $(OUT)/tests/test-phi3
+	@echo "== phi3, f32 activations (WICK_EXACT=1)"; WICK_EXACT=1 $(OUT)/tests/test-phi3 test_logits
 	@echo "== tf5-bos: BOS/EOS from tokenizer.json's post-processor (transformers 5 folders) against tokenizers"; \
 	  $(OUT)/tests/test-tf5-bos
 	@set -e; for f in tests/golden/qwen2.5-coder-1.5b.json tests/golden/gemma3-270m.json tests/golden/smollm2-135m.json; do \

@@ -504,8 +504,12 @@ static bool run_layers(struct wk_context *c, int32_t *n_io, bool per_token, cons
         const struct wk_layer *l = &m->layers[il];
         int kind = l->sliding ? 0 : 1;
         if (!have_cs[kind]) {
-            const struct wk_tensor *freqs = l->rope_freqs ? l->rope_freqs : m->rope_freqs;
-            op->rope_table(be, n, c->pos, c->rope_shift, l->n_rot, l->rope_base, l->rope_scale, freqs, cs[kind]);
+            /* LongRoPE: the long divisors for a context longer than the original one (llama.cpp's choice) */
+            const struct wk_tensor *freqs = l->rope_freqs                                         ? l->rope_freqs
+                                            : m->rope_freqs_long && c->n_ctx > hp->n_ctx_orig ? m->rope_freqs_long
+                                                                                              : m->rope_freqs;
+            op->rope_table(be, n, c->pos, c->rope_shift, l->n_rot, l->rope_base, l->rope_scale, freqs,
+                           hp->rope_attn_factor, cs[kind]);
             have_cs[kind] = true;
         }
         op->rms_norm(be, n, E, c->x, l->attn_norm, hp->rms_eps, c->xn);

@@ -19,7 +19,8 @@
  * names), except that kv_b_proj stays whole and per-expert tensors stay
  * apart (glm4_moe_lite.c takes both as they are). Qwen 3 MoE (qwen3_moe)
  * becomes "qwen3moe": Llama's names, the router and experts named as
- * GLM-4-MoE-Lite's.
+ * GLM-4-MoE-Lite's. Phi-3 (phi3) keeps its fused qkv_proj and
+ * gate_up_proj whole as attn_qkv and ffn_up (phi3.c views their rows).
  */
 #include "model_internal.h"
 
@@ -342,8 +343,71 @@ static enum wk_status llama3_rope_to_kv(struct wk_hf *h, json_t *cfg, json_t *rs
     return WK_OK;
 }
 
+/* A config.json list of positive finite numbers under key `suffix`, or WK_E_FORMAT naming it. */
+static enum wk_status positive_list(struct wk_hf *h, json_t *rs, const char *name, int64_t n, const char *arch,
+                                    const char *suffix, struct wk_error *err)
+{
+    json_t *a = json_object_get(rs, name);
+    bool ok = json_is_array(a) && (int64_t)json_array_size(a) == n;
+    for (size_t i = 0; ok && i < json_array_size(a); i++) {
+        double d = json_number_value(json_array_get(a, i));
+        ok = json_is_number(json_array_get(a, i)) && d > 0 && d < 1e30;
+    }
+    if (!ok)
+        return wk_error_set(err, WK_E_FORMAT, "%s/config.json: rope_scaling %s must be a list of %lld positive numbers "
+                            "(half the rotary dims)", h->dir, name, (long long)n);
+    set_kv(h, arch, suffix, json_incref(a));
+    return WK_OK;
+}
+
+/*
+ * Phi-3's fields under the keys llama.cpp's converter writes:
+ * rope.dimension_count from partial_rotary_factor (top level, or in
+ * rope_parameters) as transformers sizes the rotary part, int(head_dim ·
+ * factor); rope.scaling.original_context_length from
+ * original_max_position_embeddings (top level first, as transformers
+ * reads it). LongRoPE (rope_scaling type longrope, or su, its old name;
+ * longrope true) under wick's own keys rope.scaling.longrope.{short_factor,
+ * long_factor} (lists of n_rot/2 divisors), .factor and .attention_factor
+ * where config.json gives them; phi3.c makes of them what a GGUF carries.
+ */
+static enum wk_status phi3_config_to_kv(struct wk_hf *h, json_t *cfg, json_t *rs, bool longrope, const char *arch,
+                                        struct wk_error *err)
+{
+    enum wk_status st;
+    double hidden, heads, head_dim, partial, orig, v;
+    json_t *rp = json_is_object(rs) ? rs : json_object_get(cfg, "rope_parameters");
+    json_t *jp = json_object_get(cfg, "partial_rotary_factor"), *jo = json_object_get(cfg, "original_max_position_embeddings");
+    if ((st = cfg_number(h, cfg, "hidden_size", 0, &hidden, err)) ||
+        (st = cfg_number(h, cfg, "num_attention_heads", 1, &heads, err)) ||
+        (st = cfg_number(h, cfg, "head_dim", heads >= 1 ? (double)((int64_t)hidden / (int64_t)heads) : 0, &head_dim, err)) ||
+        (st = cfg_number(h, (jp && !json_is_null(jp)) || !rp ? cfg : rp, "partial_rotary_factor", 1, &partial, err)) ||
+        (st = cfg_number(h, (jo && !json_is_null(jo)) || !rp ? cfg : rp, "original_max_position_embeddings", 0, &orig, err)))
+        return st;
+    if (!(partial > 0 && partial <= 1) || !(orig >= 0 && orig <= 1 << 24))
+        return wk_error_set(err, WK_E_FORMAT, "%s/config.json: partial_rotary_factor %g (0 < f <= 1) or "
+                            "original_max_position_embeddings %g out of range", h->dir, partial, orig);
+    int64_t n_rot = (int64_t)(head_dim * partial);
+    set_kv(h, arch, "rope.dimension_count", json_integer(n_rot));
+    if (orig >= 1) set_kv(h, arch, "rope.scaling.original_context_length", json_real(orig));
+    if (!longrope) return WK_OK;
+    static const char *const opt[2][2] = {{"factor", "rope.scaling.longrope.factor"},
+                                          {"attention_factor", "rope.scaling.longrope.attention_factor"}};
+    for (int i = 0; i < 2; i++) {
+        if ((st = cfg_number(h, rs, opt[i][0], -1, &v, err))) return st;
+        if (v != -1 && !(v > 0 && v < 1e6))
+            return wk_error_set(err, WK_E_FORMAT, "%s/config.json: rope_scaling %s %g out of range", h->dir,
+                                opt[i][0], v);
+        if (v != -1) set_kv(h, arch, opt[i][1], json_real(v));
+    }
+    if ((st = positive_list(h, rs, "short_factor", n_rot / 2, arch, "rope.scaling.longrope.short_factor", err)))
+        return st;
+    return positive_list(h, rs, "long_factor", n_rot / 2, arch, "rope.scaling.longrope.long_factor", err);
+}
+
 static enum wk_status config_to_kv(struct wk_hf *h, json_t *cfg, const char *arch, struct wk_error *err)
 {
+    bool longrope = false;
     static const struct {
         const char *hf, *gguf;
     } map[] = {{"hidden_size", "embedding_length"},
@@ -399,12 +463,14 @@ static enum wk_status config_to_kv(struct wk_hf *h, json_t *cfg, const char *arc
         } else if (strcmp(type, "llama3") == 0 && strcmp(arch, "llama") == 0) {
             enum wk_status st = llama3_rope_to_kv(h, cfg, rs, arch, err);
             if (st) return st;
+        } else if ((strcmp(type, "longrope") == 0 || strcmp(type, "su") == 0) && strcmp(arch, "phi3") == 0) {
+            longrope = true;
         } else if (strcmp(type, "default") != 0 && strcmp(type, "proportional") != 0) {
             char t[64];
             wk_str_printable(type, strlen(type), t, sizeof t);
             return wk_error_set(err, WK_E_UNSUPPORTED,
                                 "%s/config.json: rope_scaling type '%s' is not supported (wick knows "
-                                "default and linear, and llama3 for Llama models)",
+                                "default and linear, llama3 for Llama, longrope for Phi-3)",
                                 h->dir, t);
         }
     }
@@ -435,6 +501,7 @@ static enum wk_status config_to_kv(struct wk_hf *h, json_t *cfg, const char *arc
     if (strcmp(arch, "qwen2") == 0) return qwen2_config_to_kv(h, cfg, arch, err);
     if (strcmp(arch, "deepseek2") == 0) return glm4_moe_lite_config_to_kv(h, cfg, arch, err);
     if (strcmp(arch, "qwen3moe") == 0) return qwen3_moe_config_to_kv(h, cfg, arch, err);
+    if (strcmp(arch, "phi3") == 0) return phi3_config_to_kv(h, cfg, rs, longrope, arch, err);
     return gemma4 ? gemma4_config_to_kv(h, cfg, arch, err) : WK_OK;
 }
 
@@ -584,6 +651,10 @@ static bool gguf_name(const char *arch, const char *name, char *out, size_t cap,
     int layer, used = 0;
     if (sscanf(name, "model.layers.%d.%n", &layer, &used) != 1 || used == 0 || layer < 0) return false;
     bool gemma = strcmp(arch, "gemma3") == 0 || strcmp(arch, "gemma2") == 0;
+    if (strcmp(arch, "phi3") == 0) { /* the fused projections, named as llama.cpp's converter names them */
+        if (strcmp(name + used, "self_attn.qkv_proj.weight") == 0) return snprintf(out, cap, "blk.%d.attn_qkv.weight", layer) > 0;
+        if (strcmp(name + used, "mlp.gate_up_proj.weight") == 0) return snprintf(out, cap, "blk.%d.ffn_up.weight", layer) > 0;
+    }
     for (size_t i = 0; i < WK_ARRAY_LEN(blk); i++) {
         const char *g = gemma ? blk[i].gemma3 : blk[i].llama;
         if (g && strcmp(name + used, blk[i].hf) == 0) return snprintf(out, cap, "blk.%d.%s", layer, g) > 0;
@@ -888,6 +959,14 @@ int wk__hf_ints(const struct wk_hf *h, const char *key, int64_t *out, int max)
         if (i < max) out[i] = (int64_t)d;
     }
     return n;
+}
+
+int wk__hf_floats(const struct wk_hf *h, const char *key, float *out, int max)
+{
+    json_t *a = json_object_get(h->kv, key);
+    if (!json_is_array(a)) return -1;
+    for (size_t i = 0; i < json_array_size(a) && (int)i < max; i++) out[i] = (float)json_number_value(json_array_get(a, i));
+    return (int)json_array_size(a);
 }
 
 const struct wk_tensor *wk__hf_tensor(const struct wk_hf *h, const char *name)
