@@ -26,7 +26,11 @@ Each holds:
                       tests/golden/gemma4/dense (512 pieces, <bos> = 2) without
                       its chat template, plus tokenizer.model written by hand
                       (make-gemma2-fixtures.py's spm_model), which llama.cpp's
-                      Phi-3 converter requires
+                      Phi-3 converter requires; longrope's has three special
+                      tokens renamed <|end|> (4), <|user|> (5), <|assistant|>
+                      (6), no BOS added (Phi-3.5's add_bos_token false) and
+                      Phi-3.5-mini-instruct's chat template (llama.cpp's
+                      models/templates copy)
   phi3-f32.gguf       hf/ converted by llama.cpp's own convert_hf_to_gguf.py
                       (llama-cpp-python 0.3.36 source package, --outtype f32):
                       attn_qkv, ffn_up of 2·n_ff rows, rope_factors_long /
@@ -41,7 +45,8 @@ Each holds:
                       factor (set to 1), the other factor set in use (long vs
                       short), the sliding window, partial rotary (all dims
                       rotated); the smallest top-1 - top-2 margin of the greedy
-                      steps
+                      steps; longrope's: chats (apply_chat_template's prompt
+                      and its ids) and the ids of the turn markers
 
     PYTHONPATH=/tmp/sp ~/.cache/wick/grammar-anchors-venv/bin/python scripts/reference/make-phi3-fixtures.py
 
@@ -79,9 +84,14 @@ LONGROPE = {  # per-pair divisors as Phi-3.5's: short near 1, long growing with 
     "long": [round(1.0 + 4.0 * i * i / 7 + 0.5 * float(torch.rand(1, generator=g)), 4) for i in range(8)],
 }
 FIXTURES = {
-    "longrope": dict(layers=2, ff=64, tie=False, window=12, partial=1.0, orig=16, max_pos=128, pairs=8),
-    "mini": dict(layers=2, ff=32, tie=True, window=None, partial=0.75, orig=128, max_pos=256, pairs=6),
+    "longrope": dict(layers=2, ff=64, tie=False, window=12, partial=1.0, orig=16, max_pos=128, pairs=8, chat=True),
+    "mini": dict(layers=2, ff=32, tie=True, window=None, partial=0.75, orig=128, max_pos=256, pairs=6, chat=False),
 }
+RENAME = {"<mask>": "<|end|>", "<start_of_turn>": "<|user|>", "<end_of_turn>": "<|assistant|>"}
+CHATS = [("user", [{"role": "user", "content": "Hello there"}]),
+         ("system", [{"role": "system", "content": "You are helpful."}, {"role": "user", "content": "Hi"}]),
+         ("turns", [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello!"},
+                    {"role": "user", "content": "How are you?"}])]
 
 
 def rope_params(f, short=None, long=None, attn=None, partial=None, pairs=None):
@@ -166,6 +176,27 @@ def variants(vocab, f):
     return v
 
 
+def phi_tokenizer(src, dst):
+    """src's tokenizer files in dst with three of its special tokens renamed
+    to Phi-3's turn markers (same ids, still special) and Phi-3.5-mini's
+    chat template; tokenizer.model (spm_model) of the renamed pieces."""
+    dst.mkdir(parents=True, exist_ok=True)
+    text = (src / "tokenizer.json").read_text()
+    for old, new in RENAME.items():
+        assert text.count(f'"{old}"') >= 2, old  # the vocab and added_tokens
+        text = text.replace(f'"{old}"', f'"{new}"')
+    tj = json.loads(text)
+    tj["post_processor"] = None  # no BOS added, as Phi-3.5's tokenizer (add_bos_token false)
+    (dst / "tokenizer.json").write_text(json.dumps(tj, ensure_ascii=False))
+    cfg = json.loads((src / "tokenizer_config.json").read_text())
+    cfg["add_bos_token"] = False
+    cfg["chat_template"] = (LCPP / "models/templates/microsoft-Phi-3.5-mini-instruct.jinja").read_text()
+    cfg.pop("mask_token", None)
+    (dst / "tokenizer_config.json").write_text(json.dumps(cfg, indent=1))
+    (dst / "tokenizer.model").write_bytes(spm_model(dst / "tokenizer.json"))
+    return AutoTokenizer.from_pretrained(dst)
+
+
 def make(name, f, tok, src):
     out = OUT / name
     hf = out / "hf"
@@ -174,9 +205,17 @@ def make(name, f, tok, src):
     model = make_model(vocab, f)
     draw(model)
     model.save_pretrained(hf, safe_serialization=True)
-    tok.save_pretrained(hf)
-    (hf / "chat_template.jinja").unlink(missing_ok=True)
-    (hf / "tokenizer.model").write_bytes(spm_model(src / "tokenizer.json"))
+    chats = []
+    if f["chat"]:
+        tok = phi_tokenizer(src, hf)
+        for cname, msgs in CHATS:
+            s = tok.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True)
+            chats.append({"name": cname, "messages": msgs, "prompt": s,
+                          "prompt_ids": tok(s, add_special_tokens=False)["input_ids"]})
+    else:
+        tok.save_pretrained(hf)
+        (hf / "chat_template.jinja").unlink(missing_ok=True)
+        (hf / "tokenizer.model").write_bytes(spm_model(src / "tokenizer.json"))
     model = Phi3ForCausalLM.from_pretrained(hf, torch_dtype=torch.float32, attn_implementation="eager").eval()
     text = (ROOT / "scripts/reference/long_text.txt").read_text(encoding="utf-8")
     ids = tok(text, add_special_tokens=False)["input_ids"]
@@ -207,6 +246,8 @@ def make(name, f, tok, src):
         "prompts": prompts,
         "greedy": [o for o, _ in outs],
         "checks": checks,
+        "chats": chats,
+        "end_of_turn": {t: tok.convert_tokens_to_ids(t) for t in RENAME.values()} if chats else {},
     }
     (out / "reference.json").write_text(json.dumps(ref, indent=1) + "\n")
     convert_gguf(hf, out / "phi3-f32.gguf")

@@ -19,7 +19,9 @@
  *      |ref_i|, printed); each feature moves the reference by far more
  *      (reference.json checks, asserted > 10 · REL_TOL here);
  *   3. greedy 32-token continuations identical;
- *   4. config.json values out of range are WK_E_FORMAT errors naming the key.
+ *   4. longrope's chat template (Phi-3.5-mini-instruct's) renders as
+ *      transformers renders it, to the same ids, and <|end|> ends a turn;
+ *   5. config.json values out of range are WK_E_FORMAT errors naming the key.
  *
  * Usage: test-phi3 [FILTER]; run from the repository root, or with
  * WICK_PHI3_LONGROPE_FIXTURES and WICK_PHI3_MINI_FIXTURES naming the
@@ -29,6 +31,7 @@
 #include "fixture.h"
 
 #include "../../src/model/model_internal.h"
+#include "../../src/runtime/wk_runtime.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -141,6 +144,34 @@ static void test_greedy(void)
         }
 }
 
+/* longrope's tokenizer has Phi-3's turn markers and Phi-3.5-mini's chat
+ * template: from the folder and the GGUF, wick renders the reference chats
+ * (apply_chat_template) to the same text and ids, and <|end|> ends a turn
+ * (generation stops at it). */
+static void test_chat(void)
+{
+    json_t *eot = json_object_get(g_r[0].ref, "end_of_turn");
+    int32_t end = (int32_t)json_integer_value(json_object_get(eot, "<|end|>"));
+    CHECK_EQ_INT(end, 4);
+    for (int which = 0; which < 2; which++) {
+        struct wk_model *m = load_which(0, which);
+        if (!m) continue;
+        struct wk_tokenizer *tok = NULL;
+        struct wk_error err;
+        CHECK_EQ_INT(wk_tokenizer_for_model(m, &tok, &err), WK_OK);
+        if (tok) {
+            json_t *chats = json_object_get(g_r[0].ref, "chats"), *c;
+            size_t k;
+            CHECK(json_array_size(chats) >= 3);
+            json_array_foreach(chats, k, c) fixture_check_chat(m, tok, c, false);
+            CHECK(wk_tokenizer_is_eog(tok, end));
+            CHECK(!wk_tokenizer_is_eog(tok, (int32_t)json_integer_value(json_object_get(eot, "<|user|>"))));
+        }
+        wk_tokenizer_destroy(tok);
+        wk_model_destroy(m);
+    }
+}
+
 /* A copy of fixture fx's folder in a temporary one (weights linked) whose
  * config.json has `edit` ("key": value pairs, JSON) merged into
  * rope_parameters when rope, else the top level; loads it and checks the
@@ -202,7 +233,7 @@ int main(int argc, char **argv)
                          VOCAB))
         return 1;
     static const struct check_test tests[] = {TEST(test_hparams), TEST(test_logits), TEST(test_greedy),
-                                              TEST(test_bad_config)};
+                                              TEST(test_chat), TEST(test_bad_config)};
     int rc = check_main(argc, argv, tests, (int)(sizeof tests / sizeof tests[0]));
     fixture_ref_close(&g_r[0]);
     fixture_ref_close(&g_r[1]);
