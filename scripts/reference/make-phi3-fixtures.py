@@ -36,7 +36,10 @@ Each holds:
                       attn_qkv, ffn_up of 2·n_ff rows, rope_factors_long /
                       rope_factors_short, rope.scaling.attn_factor
   logits.safetensors  "logits" F32 [3, 32, 512]: transformers' logits at every
-                      position of the 3 prompts
+                      position of the 3 prompts; longrope's also
+                      "logits_short" F32 [16, 512]: those of the first prompt's
+                      first 16 tokens alone (no longer than the original
+                      context, so transformers takes the short factors)
   reference.json      the prompts (<bos> + 31 ids of long_text.txt), the greedy
                       32-token continuations (argmax loop without cache), and
                       checks: how far the logits move (relative, the tests
@@ -234,7 +237,11 @@ def make(name, f, tok, src):
     outs = [greedy(model, p, N_GREEDY) for p in prompts]
     checks["min_top1_top2_margin_greedy"] = min(m for _, m in outs)
     print(name, "greedy margins", [round(m, 3) for _, m in outs])
-    save_file({"logits": logits.contiguous()}, str(out / "logits.safetensors"))
+    arrays = {"logits": logits.contiguous()}
+    if f["orig"] < N_POS:  # the first prompt cut to the original context: transformers takes the short factors
+        with torch.no_grad():
+            arrays["logits_short"] = model(x[:1, :f["orig"]]).logits.float()[0].contiguous()
+    save_file(arrays, str(out / "logits.safetensors"))
     import tokenizers
     import transformers
     ref = {

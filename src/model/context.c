@@ -8,7 +8,9 @@
  * Data flow of one chunk of n tokens at positions pos0 .. pos0+n-1, per
  * layer (shapes outermost first, all f32):
  *   x [n, E] -> RMSNorm -> xn -> Wq, Wk, Wv -> q [n, Hq·D], k, v [n, Hk·D]
- *   q, k: per-head RMSNorm (QK-norm), RoPE; k, v written to the cache at
+ *   q, k: per-head RMSNorm (QK-norm), RoPE (per-pair divisors: the layer's,
+ *   else the model's, LongRoPE's long ones when n_ctx > hp.n_ctx_orig; cos
+ *   and sin times hp.rope_attn_factor); k, v written to the cache at
  *   positions pos0..; attention of each (token, head) over cache positions
  *   lo..pos (causal; lo = pos-W+1 on sliding layers) -> att [n, Hq·D]
  *   att -> Wo -> o [n, E] -> (post-norm) -> x += o

@@ -123,7 +123,7 @@ void wk_model_destroy(struct wk_model *m);
 
 const struct wk_hparams *wk_model_hparams(const struct wk_model *m);
 /* The model's family by its canonical name ("llama", "qwen2", "gemma3",
- * "gemma4", "qwen3", "glm4moelite"; borrowed, static). */
+ * "gemma4", "qwen3", "glm4moelite", "phi3", ...; borrowed, static). */
 const char *wk_model_family(const struct wk_model *m);
 /* The turn format of the model's family (enum wk_chat_format). */
 enum wk_chat_format wk_model_chat_format(const struct wk_model *m);

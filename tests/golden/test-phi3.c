@@ -18,10 +18,15 @@
  *      transformers' (error of a row: max_i |wick_i - ref_i| / max_i
  *      |ref_i|, printed); each feature moves the reference by far more
  *      (reference.json checks, asserted > 10 · REL_TOL here);
- *   3. greedy 32-token continuations identical;
+ *   3. greedy 32-token continuations identical; a 16-position context
+ *      (longrope's original one) takes the short divisors, matching
+ *      transformers on 16 tokens;
  *   4. longrope's chat template (Phi-3.5-mini-instruct's) renders as
  *      transformers renders it, to the same ids, and <|end|> ends a turn;
- *   5. config.json values out of range are WK_E_FORMAT errors naming the key.
+ *   5. the same configs written as transformers 4 wrote them (rope_scaling
+ *      type longrope, top-level rope_theta and partial_rotary_factor) give
+ *      the same logits;
+ *   6. config.json values out of range are WK_E_FORMAT errors naming the key.
  *
  * Usage: test-phi3 [FILTER]; run from the repository root, or with
  * WICK_PHI3_LONGROPE_FIXTURES and WICK_PHI3_MINI_FIXTURES naming the
@@ -172,33 +177,96 @@ static void test_chat(void)
     }
 }
 
-/* A copy of fixture fx's folder in a temporary one (weights linked) whose
- * config.json has `edit` ("key": value pairs, JSON) merged into
- * rope_parameters when rope, else the top level; loads it and checks the
- * status and that the message names `want`. */
-static void check_bad_config(int fx, bool rope, const char *edit, const char *want)
+/* A context of no more positions than longrope's original context (16)
+ * takes the short divisors (llama.cpp's choice), as transformers does for
+ * a sequence that short: the first prompt's first 16 tokens against
+ * transformers' logits of them alone ("logits_short"). */
+static void test_short_context(void)
 {
-    char dir[] = "/tmp/wick-phi3-XXXXXX", path[1400], src[1400];
-    if (!mkdtemp(dir)) {
-        CHECK(false);
-        return;
+    const struct wk_st_tensor *t = wk_safetensors_find(g_r[0].arrays, "logits_short");
+    CHECK(t && t->dtype == WK_ST_F32 && t->n_elements == 16 * VOCAB);
+    if (!t) return;
+    int32_t ids[N_POS];
+    fixture_ref_prompt(&g_r[0], 0, ids);
+    float *out = malloc(16 * VOCAB * sizeof *out);
+    for (int which = 0; which < 2; which++) {
+        struct wk_model *m = load_which(0, which);
+        if (!m) continue;
+        struct wk_context_params cp = wk_context_params_default();
+        cp.n_ctx = 16;
+        cp.n_threads = 2;
+        struct wk_context *ctx = NULL;
+        struct wk_error err;
+        CHECK_EQ_INT(wk_context_create(m, &cp, &ctx, &err), WK_OK);
+        double worst = 0;
+        if (ctx && out) {
+            CHECK_EQ_INT(wk_context_decode_all(ctx, ids, 16, out, NULL, &err), WK_OK);
+            for (int i = 0; i < 16; i++)
+                worst = fmax(worst, fixture_row_error(out + i * VOCAB, (const float *)t->data + i * VOCAB, VOCAB, NULL, 0));
+        }
+        printf("  %-13s n_ctx 16 (short factors): max relative logits error %.3g (tolerance %g)\n", g_names[0][which],
+               worst, REL_TOL);
+        CHECK(worst < REL_TOL);
+        wk_context_destroy(ctx);
+        wk_model_destroy(m);
     }
-    static const char *const files[] = {"model.safetensors", "tokenizer.json", "tokenizer_config.json"};
-    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
-        char *abs = realpath(g_r[fx].dir, NULL);
-        snprintf(src, sizeof src, "%s/hf/%s", abs ? abs : g_r[fx].dir, files[i]);
-        free(abs);
-        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+    free(out);
+}
+
+static const char *const g_variant_files[] = {"model.safetensors", "tokenizer.json", "tokenizer_config.json",
+                                              "config.json"};
+
+/* A copy of fixture fx's folder in the temporary folder dir (mkdtemp
+ * template, filled in): its weights and tokenizer linked, config.json
+ * written from cfg. */
+static bool write_variant(int fx, json_t *cfg, char *dir)
+{
+    char path[1400], src[1400];
+    if (!mkdtemp(dir)) return false;
+    char *abs = realpath(g_r[fx].dir, NULL);
+    for (size_t i = 0; i < 3; i++) {
+        snprintf(src, sizeof src, "%s/hf/%s", abs ? abs : g_r[fx].dir, g_variant_files[i]);
+        snprintf(path, sizeof path, "%s/%s", dir, g_variant_files[i]);
         CHECK_EQ_INT(symlink(src, path), 0);
     }
-    snprintf(src, sizeof src, "%s/hf/config.json", g_r[fx].dir);
-    json_t *cfg = json_load_file(src, 0, NULL), *e = json_loads(edit, 0, NULL);
-    CHECK(cfg && e);
-    if (cfg && e) json_object_update(rope ? json_object_get(cfg, "rope_parameters") : cfg, e);
+    free(abs);
     snprintf(path, sizeof path, "%s/config.json", dir);
-    CHECK_EQ_INT(json_dump_file(cfg, path, 0), 0);
+    return json_dump_file(cfg, path, 0) == 0;
+}
+
+static void remove_variant(const char *dir)
+{
+    char path[1400];
+    for (size_t i = 0; i < 4; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, g_variant_files[i]);
+        unlink(path);
+    }
+    rmdir(dir);
+}
+
+static json_t *fixture_config(int fx)
+{
+    char path[1400];
+    snprintf(path, sizeof path, "%s/hf/config.json", g_r[fx].dir);
+    json_t *cfg = json_load_file(path, 0, NULL);
+    CHECK(cfg != NULL);
+    return cfg;
+}
+
+/* Fixture fx's folder with `edit` ("key": value pairs, JSON) merged into
+ * its config.json's rope_parameters when rope, else the top level, is a
+ * WK_E_FORMAT error whose message names `want`. */
+static void check_bad_config(int fx, bool rope, const char *edit, const char *want)
+{
+    char dir[] = "/tmp/wick-phi3-XXXXXX";
+    json_t *cfg = fixture_config(fx), *e = json_loads(edit, 0, NULL);
+    CHECK(e != NULL);
+    if (cfg && e) json_object_update(rope ? json_object_get(cfg, "rope_parameters") : cfg, e);
+    bool ok = cfg && write_variant(fx, cfg, dir);
+    CHECK(ok);
     json_decref(cfg);
     json_decref(e);
+    if (!ok) return;
     struct wk_model *m = NULL;
     struct wk_error err = {0};
     enum wk_status st = wk_model_load(dir, &m, &err);
@@ -208,12 +276,38 @@ static void check_bad_config(int fx, bool rope, const char *edit, const char *wa
         fprintf(stderr, "    edit %s: %s\n", edit, err.msg);
     }
     wk_model_destroy(m);
-    static const char *const all[] = {"model.safetensors", "tokenizer.json", "tokenizer_config.json", "config.json"};
-    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
-        snprintf(path, sizeof path, "%s/%s", dir, all[i]);
-        unlink(path);
+    remove_variant(dir);
+}
+
+/* The fixtures' configs as transformers 4 and the Phi-3.5 / Phi-4-mini
+ * checkpoints write them (rope_scaling {"type": "longrope", short_factor,
+ * long_factor}, rope_theta and partial_rotary_factor at the top level)
+ * give the same logits. */
+static void test_tf4_config(void)
+{
+    for (int fx = 0; fx < 2; fx++) {
+        char dir[] = "/tmp/wick-phi3-XXXXXX";
+        json_t *cfg = fixture_config(fx);
+        if (!cfg) continue;
+        json_t *rp = json_incref(json_object_get(cfg, "rope_parameters"));
+        json_object_del(cfg, "rope_parameters");
+        json_object_set(cfg, "rope_theta", json_object_get(rp, "rope_theta"));
+        json_object_set(cfg, "partial_rotary_factor", json_object_get(rp, "partial_rotary_factor"));
+        json_t *rs = json_pack("{s:s, s:O, s:O}", "type", "longrope", "short_factor", json_object_get(rp, "short_factor"),
+                               "long_factor", json_object_get(rp, "long_factor"));
+        json_object_set_new(cfg, "rope_scaling", rs);
+        bool ok = write_variant(fx, cfg, dir);
+        CHECK(ok);
+        json_decref(rp);
+        json_decref(cfg);
+        if (!ok) continue;
+        struct wk_model *m = fixture_load(dir);
+        char name[64];
+        snprintf(name, sizeof name, "%s tf4", g_fixtures[fx]);
+        fixture_ref_check_logits(&g_r[fx], m, name, REL_TOL);
+        wk_model_destroy(m);
+        remove_variant(dir);
     }
-    rmdir(dir);
 }
 
 static void test_bad_config(void)
@@ -233,7 +327,9 @@ int main(int argc, char **argv)
                          VOCAB))
         return 1;
     static const struct check_test tests[] = {TEST(test_hparams), TEST(test_logits), TEST(test_greedy),
-                                              TEST(test_chat), TEST(test_bad_config)};
+                                              TEST(test_short_context), TEST(test_chat),
+                                              TEST(test_tf4_config),
+                                              TEST(test_bad_config)};
     int rc = check_main(argc, argv, tests, (int)(sizeof tests / sizeof tests[0]));
     fixture_ref_close(&g_r[0]);
     fixture_ref_close(&g_r[1]);
