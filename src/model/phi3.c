@@ -35,7 +35,8 @@
  *
  * Sliding window (Phi-3-mini-4k: 2047; Phi-3.5 and Phi-4-mini: 262144;
  * Phi-4: none, which the converter writes as 0): every layer attends to
- * the last sliding_window keys, as transformers' mask does. llama.cpp
+ * the last sliding_window keys, as transformers' mask does (a window of
+ * at least the trained context is none). llama.cpp
  * reads the key but turns the window off for this architecture (a warning
  * that results may be suboptimal), so on prompts past the window wick
  * follows transformers, not llama.cpp.
@@ -192,7 +193,10 @@ static enum wk_status phi3_load(struct wk_model *m, struct wk_error *err)
             (st = wk__tensor(m, &l->ffn_norm, false, true, E, 1, err, "blk.%d.ffn_norm.weight", i)) ||
             (st = wk__tensor(m, &l->ffn_down, false, false, F, E, err, "blk.%d.ffn_down.weight", i)))
             return st;
-        l->sliding = hp->sliding_window > 0; /* every layer, as transformers' Phi3 mask */
+        /* every layer, as transformers' Phi3 mask; a window no shorter
+         * than the trained context (Phi-3.5's 262144) changes nothing and
+         * is left out, sparing the KV ring */
+        l->sliding = hp->sliding_window > 0 && hp->sliding_window < hp->n_ctx_train;
         l->rope_base = hp->rope_base;
         l->rope_scale = hp->rope_freq_scale;
         l->head_dim = hp->head_dim;

@@ -26,7 +26,8 @@
  *   5. the same configs written as transformers 4 wrote them (rope_scaling
  *      type longrope, top-level rope_theta and partial_rotary_factor) give
  *      the same logits;
- *   6. config.json values out of range are WK_E_FORMAT errors naming the key.
+ *   6. config.json and GGUF values out of range (and half a LongRoPE pair
+ *      of tables) are WK_E_FORMAT errors naming the key or tensor.
  *
  * Usage: test-phi3 [FILTER]; run from the repository root, or with
  * WICK_PHI3_LONGROPE_FIXTURES and WICK_PHI3_MINI_FIXTURES naming the
@@ -310,6 +311,57 @@ static void test_tf4_config(void)
     }
 }
 
+/* A copy of longrope's GGUF with the bytes after the first occurrence of
+ * `at` replaced: the 4-byte value of key `at` (skipping its type) by value,
+ * or, value NULL, `at` itself by `rename` (same length); loading it is a
+ * WK_E_FORMAT error naming `want`. */
+static void check_bad_gguf(const char *at, const void *value, const char *rename, const char *want)
+{
+    char src[1100], path[] = "/tmp/wick-phi3-XXXXXX";
+    snprintf(src, sizeof src, "%s/phi3-f32.gguf", g_r[0].dir);
+    FILE *f = fopen(src, "rb");
+    CHECK(f != NULL);
+    if (!f) return;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *buf = malloc((size_t)n);
+    CHECK(buf && fread(buf, 1, (size_t)n, f) == (size_t)n);
+    fclose(f);
+    char *hit = buf ? memmem(buf, (size_t)n, at, strlen(at)) : NULL;
+    CHECK(hit != NULL);
+    int fd = mkstemp(path);
+    if (hit && fd >= 0) {
+        if (value) memcpy(hit + strlen(at) + 4, value, 4);
+        else memcpy(hit, rename, strlen(at));
+        CHECK(write(fd, buf, (size_t)n) == n);
+        struct wk_model *m = NULL;
+        struct wk_error err = {0};
+        enum wk_status st = wk_model_load(path, &m, &err);
+        CHECK_EQ_INT(st, WK_E_FORMAT);
+        if (st != WK_E_FORMAT || !strstr(err.msg, want)) {
+            CHECK(strstr(err.msg, want) != NULL);
+            fprintf(stderr, "    %s: %s\n", at, err.msg);
+        }
+        wk_model_destroy(m);
+    }
+    if (fd >= 0) {
+        close(fd);
+        unlink(path);
+    }
+    free(buf);
+}
+
+static void test_bad_gguf(void)
+{
+    const float attn = -1.0f;
+    const uint32_t odd = 17, zero = 0;
+    check_bad_gguf("phi3.rope.scaling.attn_factor", &attn, NULL, "rope.scaling.attn_factor");
+    check_bad_gguf("phi3.rope.dimension_count", &odd, NULL, "rope.dimension_count");
+    check_bad_gguf("phi3.rope.scaling.original_context_length", &zero, NULL, "original_context_length");
+    check_bad_gguf("rope_factors_long.weight", NULL, "rope_factors_lonx.weight", "rope_factors_long.weight");
+}
+
 static void test_bad_config(void)
 {
     check_bad_config(0, true, "{\"short_factor\": [1, 2, 3]}", "short_factor");
@@ -329,7 +381,7 @@ int main(int argc, char **argv)
     static const struct check_test tests[] = {TEST(test_hparams), TEST(test_logits), TEST(test_greedy),
                                               TEST(test_short_context), TEST(test_chat),
                                               TEST(test_tf4_config),
-                                              TEST(test_bad_config)};
+                                              TEST(test_bad_config), TEST(test_bad_gguf)};
     int rc = check_main(argc, argv, tests, (int)(sizeof tests / sizeof tests[0]));
     fixture_ref_close(&g_r[0]);
     fixture_ref_close(&g_r[1]);
