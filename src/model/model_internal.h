@@ -93,7 +93,7 @@ struct wk_model {
     enum wk_rope_mode rope_mode;
     enum wk_ffn_act act;
     const struct wk_tensor *tok_embd, *output_norm, *output;
-    const struct wk_tensor *rope_freqs; /* [n_rot/2] per-pair divisors, or NULL */
+    const struct wk_tensor *rope_freqs; /* [n_rot/2] per-pair divisors (LongRoPE: the short ones), or NULL */
     /* LongRoPE's long-context divisors [n_rot/2] (rope_freqs holds the
      * short ones), used by a context of more than hp.n_ctx_orig positions;
      * NULL without */
