@@ -165,6 +165,9 @@ golden: $(GOLDEN_BIN)
 	@echo "== granite-olmo2-smollm3: tiny Granite 3 (multipliers), Granite 3 MoE, OLMo 2 (post-norms, full-width QK norm) and SmolLM3 (NoPE layers) models (HF folders and llama.cpp's GGUFs) against transformers"; \
 	  $(OUT)/tests/test-granite-olmo2-smollm3
 	@echo "== granite-olmo2-smollm3, f32 activations (WICK_EXACT=1)"; WICK_EXACT=1 $(OUT)/tests/test-granite-olmo2-smollm3 _logits
+	@echo "== phi3: tiny Phi3ForCausalLM models (LongRoPE long and short, attention factor, partial rotary, sliding window, fused QKV and gate-up; HF folders and llama.cpp's GGUFs) against transformers"; \
+	  $(OUT)/tests/test-phi3
+	@echo "== phi3, f32 activations (WICK_EXACT=1)"; WICK_EXACT=1 $(OUT)/tests/test-phi3 test_logits
 	@echo "== tf5-bos: BOS/EOS from tokenizer.json's post-processor (transformers 5 folders) against tokenizers"; \
 	  $(OUT)/tests/test-tf5-bos
 	@set -e; for f in tests/golden/qwen2.5-coder-1.5b.json tests/golden/gemma3-270m.json tests/golden/smollm2-135m.json; do \

@@ -169,9 +169,10 @@ struct wk_backend_ops {
                      int64_t ldu, enum wk_glu glu);
     /* The RoPE angles of positions pos[t] + shift: cs [n][n_rot] (cos of
      * the n_rot/2 pairs, then sin; wk_rope_cos_sin), for base, frequency
-     * scale and per-pair divisors freqs (F32 [n_rot/2] or NULL) */
+     * scale and per-pair divisors freqs (F32 [n_rot/2] or NULL), each cos
+     * and sin multiplied by attn_factor (hp.rope_attn_factor; 1: none) */
     void (*rope_table)(struct wk_backend *b, int32_t n, const int32_t *pos, int32_t shift, int n_rot, float base,
-                       float freq_scale, const struct wk_tensor *freqs, float *cs);
+                       float freq_scale, const struct wk_tensor *freqs, float attn_factor, float *cs);
     /* RoPE of each row t's n_heads heads of x [n][n_heads·head_dim] by the
      * angles cs [n][n_rot] (rope_table) */
     void (*rope)(struct wk_backend *b, int32_t n, float *x, int n_heads, int head_dim, int n_rot, const float *cs,

@@ -96,10 +96,14 @@ static void glu_rows(struct wk_backend *b, int32_t n, int64_t width, float *g, i
 }
 
 static void rope_table(struct wk_backend *b, int32_t n, const int32_t *pos, int32_t shift, int n_rot, float base,
-                       float freq_scale, const struct wk_tensor *freqs, float *cs)
+                       float freq_scale, const struct wk_tensor *freqs, float attn_factor, float *cs)
 {
-    for (int32_t t = 0; t < n; t++)
-        wk_rope_cos_sin(pos[t] + shift, n_rot, base, freq_scale, freqs ? freqs->data : NULL, cs + (int64_t)t * n_rot);
+    for (int32_t t = 0; t < n; t++) {
+        float *row = cs + (int64_t)t * n_rot;
+        wk_rope_cos_sin(pos[t] + shift, n_rot, base, freq_scale, freqs ? freqs->data : NULL, row);
+        if (attn_factor != 1.0f)
+            for (int i = 0; i < n_rot; i++) row[i] *= attn_factor;
+    }
 }
 
 static void rope(struct wk_backend *b, int32_t n, float *x, int n_heads, int head_dim, int n_rot, const float *cs,
@@ -282,6 +286,18 @@ static void r16_add(const struct wk_tensor **list, int *n, int cap, const struct
     if (*n < cap) list[(*n)++] = t;
 }
 
+/* Gives t, a GGUF tensor or a loader's view of rows of one
+ * (m->view_tensors), dtype d. */
+static void retype(struct wk_model *m, const struct wk_tensor *t, enum wk_dtype d)
+{
+    for (int32_t i = 0; i < m->n_view_tensors; i++)
+        if (&m->view_tensors[i] == t) {
+            m->view_tensors[i].dtype = d;
+            return;
+        }
+    wk_gguf_retype_tensor(m->gguf, t, d);
+}
+
 /*
  * Repacks in place, into the R16 layout (wk_cpu.h), the Q4_1, Q5_0, Q8_0, Q6_K and Q4_K
  * matrices that only the matmul and wk_cpu_get_row read: each layer's
@@ -323,7 +339,7 @@ static enum wk_status upload(struct wk_model *m, bool resident, struct wk_error 
         for (int i = 0; i < n; i++) {
             const struct wk_tensor *t = list[i];
             wk_cpu_r16_pack(t->dtype, (void *)(uintptr_t)t->data, t->ne[0], t->ne[1], tmp);
-            wk_gguf_retype_tensor(m->gguf, t, wk_cpu_r16_dtype(t->dtype));
+            retype(m, t, wk_cpu_r16_dtype(t->dtype));
         }
         (void)wk_gguf_set_writable(m->gguf, false);
     }

@@ -9,7 +9,9 @@
  * layer (shapes outermost first, all f32):
  *   x [n, E] -> RMSNorm -> xn -> Wq, Wk, Wv -> q [n, Hq·D], k, v [n, Hk·D]
  *   q, k: per-head RMSNorm (QK-norm; over the whole row with qk_norm_full),
- *   RoPE (none on a layer with n_rot 0); k, v written to the cache at
+ *   RoPE (none on a layer with n_rot 0; per-pair divisors: the layer's,
+ *   else the model's, LongRoPE's long ones when n_ctx > hp.n_ctx_orig; cos
+ *   and sin times hp.rope_attn_factor); k, v written to the cache at
  *   positions pos0..; attention of each (token, head) over cache positions
  *   lo..pos (causal; lo = pos-W+1 on sliding layers) -> att [n, Hq·D]
  *   att -> Wo -> o [n, E] -> (post-norm) -> (· residual_scale) -> x += o
@@ -510,8 +512,12 @@ static bool run_layers(struct wk_context *c, int32_t *n_io, bool per_token, cons
         const struct wk_layer *l = &m->layers[il];
         int kind = l->sliding ? 0 : 1;
         if (l->n_rot > 0 && !have_cs[kind]) { /* (a NoPE layer needs none) */
-            const struct wk_tensor *freqs = l->rope_freqs ? l->rope_freqs : m->rope_freqs;
-            op->rope_table(be, n, c->pos, c->rope_shift, l->n_rot, l->rope_base, l->rope_scale, freqs, cs[kind]);
+            /* LongRoPE: the long divisors for a context longer than the original one (llama.cpp's choice) */
+            const struct wk_tensor *freqs = l->rope_freqs                                         ? l->rope_freqs
+                                            : m->rope_freqs_long && c->n_ctx > hp->n_ctx_orig ? m->rope_freqs_long
+                                                                                              : m->rope_freqs;
+            op->rope_table(be, n, c->pos, c->rope_shift, l->n_rot, l->rope_base, l->rope_scale, freqs,
+                           hp->rope_attn_factor, cs[kind]);
             have_cs[kind] = true;
         }
         if (l->attn_norm) op->rms_norm(be, n, E, c->x, l->attn_norm, hp->rms_eps, c->xn);

@@ -22,9 +22,10 @@
  * GLM-4-MoE-Lite's. EXAONE's and Mixtral's own names and keys:
  * hf_llamalike.c. OLMo 2 takes Gemma's names (its post-norms) with plain
  * gains; Granite's multipliers and SmolLM3's NoPE layers become keys (the
- * functions below say which).
+ * functions below say which). Phi-3 (phi3) keeps its fused qkv_proj and
+ * gate_up_proj whole as attn_qkv and ffn_up (phi3.c views their rows).
  */
-#include "model_internal.h"
+#include "hf_internal.h"
 
 #include "../io/wk_safetensors.h"
 
@@ -35,21 +36,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#define MAX_FILES 256
-
-struct wk_hf {
-    char dir[4096];
-    json_t *kv;    /* GGUF key -> value */
-    json_t *names; /* GGUF tensor name -> index into tensors */
-    struct wk_safetensors *files[MAX_FILES];
-    int n_files;
-    struct wk_tensor *tensors;
-    char (*tensor_names)[96];
-    int n_tensors, cap;
-    float **owned; /* converted norm gains */
-    int n_owned;
-    char *chat_template;
-};
 
 static json_t *load_json(const char *dir, const char *file, bool required, struct wk_error *err,
                          enum wk_status *st)
@@ -70,7 +56,7 @@ static json_t *load_json(const char *dir, const char *file, bool required, struc
     return j;
 }
 
-static void set_kv(struct wk_hf *h, const char *arch, const char *suffix, json_t *v)
+void wk__hf_set_kv(struct wk_hf *h, const char *arch, const char *suffix, json_t *v)
 {
     char key[160];
     snprintf(key, sizeof key, "%s.%s", arch, suffix);
@@ -78,7 +64,7 @@ static void set_kv(struct wk_hf *h, const char *arch, const char *suffix, json_t
 }
 
 /* A config.json field that must be a number when present. */
-static enum wk_status cfg_number(const struct wk_hf *h, json_t *cfg, const char *name, double dflt,
+enum wk_status wk__hf_cfg_number(const struct wk_hf *h, json_t *cfg, const char *name, double dflt,
                                  double *out, struct wk_error *err)
 {
     json_t *v = json_object_get(cfg, name);
@@ -90,320 +76,9 @@ static enum wk_status cfg_number(const struct wk_hf *h, json_t *cfg, const char 
     return WK_OK;
 }
 
-/*
- * Gemma 4's fields (architectures.md §4.2-4.3) under the keys llama.cpp's
- * GGUF conversion writes: the two head dims (key_length = the full layers'
- * global_head_dim, key_length_swa = head_dim), per-layer arrays for
- * head_count_kv (num_global_key_value_heads on full layers when K = V)
- * and feed_forward_length (doubled on the KV-shared layers with
- * use_double_wide_mlp), shared_kv_layers, the per-layer-input width, the
- * experts, the full layers' partial rotary factor (GGUF carries it as
- * rope_freqs.weight; gemma4.c builds that from this key).
- */
-static enum wk_status gemma4_config_to_kv(struct wk_hf *h, json_t *cfg, const char *arch, struct wk_error *err)
-{
-    enum wk_status st;
-    double n_layer, head_dim, global_dim, nkv, nkv_global, shared, ff, ple, n_exp, n_used, ff_exp;
-    if ((st = cfg_number(h, cfg, "num_hidden_layers", 0, &n_layer, err)) ||
-        (st = cfg_number(h, cfg, "head_dim", 256, &head_dim, err)) ||
-        (st = cfg_number(h, cfg, "global_head_dim", 512, &global_dim, err)) /* transformers' default */ ||
-        (st = cfg_number(h, cfg, "num_key_value_heads", 1, &nkv, err)) ||
-        (st = cfg_number(h, cfg, "num_global_key_value_heads", nkv, &nkv_global, err)) ||
-        (st = cfg_number(h, cfg, "num_kv_shared_layers", 0, &shared, err)) ||
-        (st = cfg_number(h, cfg, "intermediate_size", 0, &ff, err)) ||
-        (st = cfg_number(h, cfg, "hidden_size_per_layer_input", 0, &ple, err)) ||
-        (st = cfg_number(h, cfg, "num_experts", 0, &n_exp, err)) ||
-        (st = cfg_number(h, cfg, "top_k_experts", 0, &n_used, err)) ||
-        (st = cfg_number(h, cfg, "moe_intermediate_size", 0, &ff_exp, err)))
-        return st;
-    if (!(n_layer >= 1 && n_layer <= 4096 && shared >= 0 && shared <= n_layer))
-        return wk_error_set(err, WK_E_FORMAT, "%s/config.json: num_hidden_layers or num_kv_shared_layers out of range",
-                            h->dir);
-    bool k_eq_v = json_is_true(json_object_get(cfg, "attention_k_eq_v"));
-    bool wide = json_is_true(json_object_get(cfg, "use_double_wide_mlp"));
-    bool moe = json_is_true(json_object_get(cfg, "enable_moe_block"));
-    char key[160];
-    snprintf(key, sizeof key, "%s.attention.sliding_window_pattern", arch);
-    json_t *pattern = json_object_get(h->kv, key);
-    /* transformers may also write per_layer_config {layer: {head_dim, num_key_value_heads}} */
-    json_t *plc = json_object_get(cfg, "per_layer_config");
-    json_t *kv_arr = json_array(), *ff_arr = json_array();
-    for (int i = 0; i < (int)n_layer; i++) {
-        json_t *pl = json_is_object(plc) ? json_object_get(plc, (snprintf(key, sizeof key, "%d", i), key)) : NULL;
-        bool sliding = pattern ? json_is_true(json_array_get(pattern, (size_t)i)) : true;
-        json_t *pkv = json_object_get(pl, "num_key_value_heads");
-        double kvh = json_is_number(pkv) ? json_number_value(pkv) : !sliding && k_eq_v ? nkv_global : nkv;
-        json_array_append_new(kv_arr, json_integer((json_int_t)kvh));
-        bool is_shared = i >= n_layer - shared;
-        json_array_append_new(ff_arr, json_integer((json_int_t)(wide && is_shared ? 2 * ff : ff)));
-        json_t *phd = json_object_get(pl, "head_dim");
-        if (!sliding && json_is_number(phd)) global_dim = json_number_value(phd);
-    }
-    set_kv(h, arch, "attention.head_count_kv", kv_arr);
-    set_kv(h, arch, "feed_forward_length", ff_arr);
-    set_kv(h, arch, "attention.key_length", json_real(global_dim));
-    set_kv(h, arch, "attention.value_length", json_real(global_dim));
-    set_kv(h, arch, "attention.key_length_swa", json_real(head_dim));
-    set_kv(h, arch, "attention.value_length_swa", json_real(head_dim));
-    set_kv(h, arch, "attention.shared_kv_layers", json_real(shared));
-    set_kv(h, arch, "embedding_length_per_layer_input", json_real(ple));
-    if (moe) {
-        set_kv(h, arch, "expert_count", json_real(n_exp));
-        set_kv(h, arch, "expert_used_count", json_real(n_used));
-        set_kv(h, arch, "expert_feed_forward_length", json_real(ff_exp));
-    }
-    json_t *full = json_object_get(json_object_get(cfg, "rope_parameters"), "full_attention");
-    json_t *partial = json_object_get(full, "partial_rotary_factor");
-    if (json_is_number(partial)) set_kv(h, arch, "rope.partial_rotary_factor", json_real(json_number_value(partial)));
-    return WK_OK;
-}
-
-/*
- * GLM-4-MoE-Lite's fields (architectures.md §6.1-6.2) under the keys
- * llama.cpp's converter writes (arch deepseek2): key_length and
- * value_length the absorbed sizes (kv_lora_rank + rope, kv_lora_rank),
- * the per-head ones under *_mla, head_count_kv 1; the experts; the
- * leading dense layers from mlp_layer_types (transformers 5) or
- * first_k_dense_replace (the released config.json), 1 when neither is
- * given (transformers' default). A router always sigmoid
- * (expert_gating_func 2).
- */
-static enum wk_status glm4_moe_lite_config_to_kv(struct wk_hf *h, json_t *cfg, const char *arch, struct wk_error *err)
-{
-    enum wk_status st;
-    double n_layer, q_lora, kv_lora, nope, rope, v, n_exp, n_used, n_shared, ff_exp, scale, dense, groups;
-    if ((st = cfg_number(h, cfg, "num_hidden_layers", 0, &n_layer, err)) ||
-        (st = cfg_number(h, cfg, "q_lora_rank", 0, &q_lora, err)) ||
-        (st = cfg_number(h, cfg, "kv_lora_rank", 0, &kv_lora, err)) ||
-        (st = cfg_number(h, cfg, "qk_nope_head_dim", 0, &nope, err)) ||
-        (st = cfg_number(h, cfg, "qk_rope_head_dim", 0, &rope, err)) ||
-        (st = cfg_number(h, cfg, "v_head_dim", 0, &v, err)) ||
-        (st = cfg_number(h, cfg, "n_routed_experts", 0, &n_exp, err)) ||
-        (st = cfg_number(h, cfg, "num_experts_per_tok", 0, &n_used, err)) ||
-        (st = cfg_number(h, cfg, "n_shared_experts", 0, &n_shared, err)) ||
-        (st = cfg_number(h, cfg, "moe_intermediate_size", 0, &ff_exp, err)) ||
-        (st = cfg_number(h, cfg, "routed_scaling_factor", 1, &scale, err)) ||
-        (st = cfg_number(h, cfg, "first_k_dense_replace", 1, &dense, err)) ||
-        (st = cfg_number(h, cfg, "n_group", 1, &groups, err)))
-        return st;
-    static const char *const needed[] = {"kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"};
-    for (size_t i = 0; i < WK_ARRAY_LEN(needed); i++)
-        if (!json_is_number(json_object_get(cfg, needed[i])))
-            return wk_error_set(err, WK_E_FORMAT, "%s/config.json: %s is missing", h->dir, needed[i]);
-    if (n_used > n_exp)
-        return wk_error_set(err, WK_E_FORMAT, "%s/config.json: num_experts_per_tok %g exceeds n_routed_experts %g",
-                            h->dir, n_used, n_exp);
-    if (groups > 1)
-        return wk_error_set(err, WK_E_UNSUPPORTED, "%s/config.json: n_group %g (expert groups) is not supported",
-                            h->dir, groups);
-    json_t *inter = json_object_get(cfg, "rope_interleave");
-    if (json_is_false(inter))
-        return wk_error_set(err, WK_E_UNSUPPORTED, "%s/config.json: rope_interleave false is not supported", h->dir);
-    if (json_is_true(json_object_get(cfg, "attention_bias")))
-        return wk_error_set(err, WK_E_UNSUPPORTED, "%s/config.json: attention_bias true is not supported", h->dir);
-    json_t *types = json_object_get(cfg, "mlp_layer_types");
-    if (json_is_array(types)) { /* dense layers first, then sparse */
-        if (json_array_size(types) != (size_t)n_layer)
-            return wk_error_set(err, WK_E_FORMAT, "%s/config.json: mlp_layer_types has %zu entries for %g layers",
-                                h->dir, json_array_size(types), n_layer);
-        size_t i = 0;
-        while (i < json_array_size(types) &&
-               strcmp(json_string_value(json_array_get(types, i)) ? json_string_value(json_array_get(types, i)) : "",
-                      "dense") == 0)
-            i++;
-        dense = (double)i;
-        for (; i < json_array_size(types); i++) {
-            const char *t = json_string_value(json_array_get(types, i));
-            if (!t || strcmp(t, "sparse") != 0)
-                return wk_error_set(err, WK_E_UNSUPPORTED, "%s/config.json: mlp_layer_types[%zu] is not \"sparse\" "
-                                    "after the leading dense layers (wick takes dense layers first, then sparse)", h->dir, i);
-        }
-    }
-    if (q_lora > 0) set_kv(h, arch, "attention.q_lora_rank", json_real(q_lora));
-    set_kv(h, arch, "attention.kv_lora_rank", json_real(kv_lora));
-    set_kv(h, arch, "attention.head_count_kv", json_real(1));
-    set_kv(h, arch, "attention.key_length", json_real(kv_lora + rope));
-    set_kv(h, arch, "attention.value_length", json_real(kv_lora));
-    set_kv(h, arch, "attention.key_length_mla", json_real(nope + rope));
-    set_kv(h, arch, "attention.value_length_mla", json_real(v));
-    set_kv(h, arch, "rope.dimension_count", json_real(rope));
-    set_kv(h, arch, "leading_dense_block_count", json_real(dense));
-    set_kv(h, arch, "expert_count", json_real(n_exp));
-    set_kv(h, arch, "expert_used_count", json_real(n_used));
-    set_kv(h, arch, "expert_shared_count", json_real(n_shared));
-    set_kv(h, arch, "expert_feed_forward_length", json_real(ff_exp));
-    set_kv(h, arch, "expert_weights_scale", json_real(scale));
-    set_kv(h, arch, "expert_weights_norm", json_real(json_is_true(json_object_get(cfg, "norm_topk_prob")) ? 1 : 0));
-    set_kv(h, arch, "expert_gating_func", json_real(2));
-    return WK_OK;
-}
-
-/* Qwen 3 MoE's experts under llama.cpp's qwen3moe keys (num_experts, or
- * num_local_experts as transformers 5 writes it; num_experts_per_tok;
- * moe_intermediate_size), and norm_topk_prob (transformers' default
- * false) as expert_weights_norm. Which layers are dense (mlp_only_layers,
- * decoder_sparse_step) the tensors say: qwen3_moe.c looks for the router. */
-static enum wk_status qwen3_moe_config_to_kv(struct wk_hf *h, json_t *cfg, const char *arch, struct wk_error *err)
-{
-    enum wk_status st;
-    double n_exp, n_used, ff_exp;
-    if ((st = cfg_number(h, cfg, json_object_get(cfg, "num_experts") ? "num_experts" : "num_local_experts", 0, &n_exp,
-                         err)) ||
-        (st = cfg_number(h, cfg, "num_experts_per_tok", 0, &n_used, err)) ||
-        (st = cfg_number(h, cfg, "moe_intermediate_size", 0, &ff_exp, err)))
-        return st;
-    set_kv(h, arch, "expert_count", json_real(n_exp));
-    set_kv(h, arch, "expert_used_count", json_real(n_used));
-    set_kv(h, arch, "expert_feed_forward_length", json_real(ff_exp));
-    set_kv(h, arch, "expert_weights_norm", json_real(json_is_true(json_object_get(cfg, "norm_topk_prob")) ? 1 : 0));
-    return WK_OK;
-}
-
-/* Granite MoE's experts (num_local_experts, num_experts_per_tok; each of
- * intermediate_size, which is feed_forward_length already). */
-static enum wk_status granite_moe_config_to_kv(struct wk_hf *h, json_t *cfg, const char *arch, struct wk_error *err)
-{
-    enum wk_status st;
-    double n_exp, n_used;
-    if ((st = cfg_number(h, cfg, "num_local_experts", 0, &n_exp, err)) ||
-        (st = cfg_number(h, cfg, "num_experts_per_tok", 0, &n_used, err)))
-        return st;
-    set_kv(h, arch, "expert_count", json_real(n_exp));
-    set_kv(h, arch, "expert_used_count", json_real(n_used));
-    return WK_OK;
-}
-
-/* Qwen 2's sliding window as transformers' Qwen2Config reads it: none
- * unless use_sliding_window (sliding_window is then dropped); sliding
- * layers from layer_types, else those at or past max_window_layers
- * (default 28). */
-static enum wk_status qwen2_config_to_kv(struct wk_hf *h, json_t *cfg, const char *arch, struct wk_error *err)
-{
-    char key[160];
-    json_t *use = json_object_get(cfg, "use_sliding_window"), *win = json_object_get(cfg, "sliding_window");
-    if (use && !json_is_null(use) && !json_is_boolean(use))
-        return wk_error_set(err, WK_E_FORMAT, "%s/config.json: use_sliding_window must be a boolean", h->dir);
-    snprintf(key, sizeof key, "%s.attention.sliding_window", arch);
-    if (!json_is_true(use) || !json_is_number(win)) {
-        json_object_del(h->kv, key);
-        return WK_OK;
-    }
-    json_t *types = json_object_get(cfg, "layer_types"), *mwl = json_object_get(cfg, "max_window_layers");
-    json_int_t n_layer = json_integer_value(json_object_get(cfg, "num_hidden_layers"));
-    if (n_layer < 1 || n_layer > 4096) return WK_OK; /* the loader names a bad block_count */
-    if (types && !json_is_null(types) && (!json_is_array(types) || (json_int_t)json_array_size(types) != n_layer))
-        return wk_error_set(err, WK_E_FORMAT, "%s/config.json: layer_types must be a list of %lld entries", h->dir,
-                            (long long)n_layer);
-    if (mwl && !json_is_null(mwl) && !json_is_integer(mwl))
-        return wk_error_set(err, WK_E_FORMAT, "%s/config.json: max_window_layers must be an integer", h->dir);
-    json_int_t first = json_is_integer(mwl) ? json_integer_value(mwl) : 28;
-    json_t *arr = json_array();
-    for (json_int_t i = 0; i < n_layer; i++) {
-        const char *t = json_string_value(json_array_get(types, (size_t)i));
-        if (json_is_array(types) && (!t || (strcmp(t, "sliding_attention") && strcmp(t, "full_attention")))) {
-            json_decref(arr);
-            return wk_error_set(err, WK_E_UNSUPPORTED, "%s/config.json: layer_types[%lld] is not "
-                                "\"full_attention\" or \"sliding_attention\"", h->dir, (long long)i);
-        }
-        json_array_append_new(arr, json_boolean(json_is_array(types) ? strcmp(t, "sliding_attention") == 0 : i >= first));
-    }
-    snprintf(key, sizeof key, "%s.attention.sliding_window_pattern", arch);
-    json_object_set_new(h->kv, key, arr);
-    return WK_OK;
-}
-
-/*
- * SmolLM3's NoPE layers (transformers' SmolLM3Config) under llama.cpp's key
- * <arch>.attention.rope_pattern, a bool a layer, true = RoPE: from
- * no_rope_layers (0/1 integers, 1 = RoPE), else all but every
- * no_rope_layer_interval-th layer (default 4). The sliding window is off
- * unless use_sliding_window, which wick refuses.
- */
-static enum wk_status smollm3_config_to_kv(struct wk_hf *h, json_t *cfg, const char *arch, struct wk_error *err)
-{
-    char key[160];
-    if (json_is_true(json_object_get(cfg, "use_sliding_window")))
-        return wk_error_set(err, WK_E_UNSUPPORTED, "%s/config.json: use_sliding_window true is not supported",
-                            h->dir);
-    snprintf(key, sizeof key, "%s.attention.sliding_window", arch);
-    json_object_del(h->kv, key);
-    json_int_t n_layer = json_integer_value(json_object_get(cfg, "num_hidden_layers"));
-    if (n_layer < 1 || n_layer > 4096) return WK_OK; /* the loader names a bad block_count */
-    json_t *list = json_object_get(cfg, "no_rope_layers");
-    double interval;
-    enum wk_status st = cfg_number(h, cfg, "no_rope_layer_interval", 4, &interval, err);
-    if (st) return st;
-    if (list && !json_is_null(list) && (!json_is_array(list) || (json_int_t)json_array_size(list) != n_layer))
-        return wk_error_set(err, WK_E_FORMAT, "%s/config.json: no_rope_layers must be a list of %lld entries", h->dir,
-                            (long long)n_layer);
-    if (!json_is_array(list) && !(interval >= 1 && interval <= 4096 && interval == (double)(int)interval))
-        return wk_error_set(err, WK_E_FORMAT, "%s/config.json: no_rope_layer_interval %g is not a whole number >= 1",
-                            h->dir, interval);
-    json_t *arr = json_array();
-    for (json_int_t i = 0; i < n_layer; i++) {
-        json_t *v = json_array_get(list, (size_t)i);
-        if (json_is_array(list) && !(json_is_integer(v) && (json_integer_value(v) == 0 || json_integer_value(v) == 1))) {
-            json_decref(arr);
-            return wk_error_set(err, WK_E_FORMAT, "%s/config.json: no_rope_layers[%lld] is not 0 or 1", h->dir,
-                                (long long)i);
-        }
-        json_array_append_new(arr, json_boolean(json_is_array(list) ? json_integer_value(v) == 1
-                                                                    : (i + 1) % (json_int_t)interval != 0));
-    }
-    snprintf(key, sizeof key, "%s.attention.rope_pattern", arch);
-    json_object_set_new(h->kv, key, arr);
-    return WK_OK;
-}
-
-/* config.json's fields under the GGUF keys of arch. */
-/*
- * Llama 3 RoPE scaling (rope_scaling / rope_parameters rope_type "llama3":
- * factor, low_freq_factor, high_freq_factor, original_max_position_embeddings,
- * as transformers' _compute_llama3_parameters reads them) under wick's own
- * keys <arch>.rope.scaling.llama3.{factor, low_freq_factor,
- * high_freq_factor, original_context_length}; llama.c turns them into the
- * per-pair divisors a GGUF carries as rope_freqs.weight. Only the llama
- * family reads them, so other families still refuse the type. Missing
- * fields take llama.cpp's converter defaults (1, 4; the original context
- * falls back to max_position_embeddings, then 8192, as transformers'
- * standardisation does); factor is required.
- */
-static enum wk_status llama3_rope_to_kv(struct wk_hf *h, json_t *cfg, json_t *rs, const char *arch,
-                                        struct wk_error *err)
-{
-    static const struct {
-        const char *hf, *suffix;
-        double dflt; /* < 0: required */
-    } f[] = {{"factor", "rope.scaling.llama3.factor", -1},
-             {"low_freq_factor", "rope.scaling.llama3.low_freq_factor", 1},
-             {"high_freq_factor", "rope.scaling.llama3.high_freq_factor", 4},
-             {"original_max_position_embeddings", "rope.scaling.llama3.original_context_length", 0}};
-    double v[4];
-    for (size_t i = 0; i < WK_ARRAY_LEN(f); i++) {
-        json_t *j = json_object_get(rs, f[i].hf);
-        if (i == 3 && (!j || json_is_null(j))) j = json_object_get(cfg, "max_position_embeddings");
-        if (!j || json_is_null(j)) {
-            if (f[i].dflt < 0)
-                return wk_error_set(err, WK_E_FORMAT, "%s/config.json: rope_scaling type llama3 needs %s", h->dir,
-                                    f[i].hf);
-            v[i] = i == 3 ? 8192 : f[i].dflt;
-        } else if (!json_is_number(j)) {
-            return wk_error_set(err, WK_E_FORMAT, "%s/config.json: rope_scaling %s must be a number", h->dir, f[i].hf);
-        } else {
-            v[i] = json_number_value(j);
-        }
-    }
-    if (!(v[0] >= 1 && v[0] <= 1e6) || !(v[1] > 0) || !(v[2] > v[1]) || !(v[3] >= 1 && v[3] <= 1e9))
-        return wk_error_set(err, WK_E_FORMAT,
-                            "%s/config.json: rope_scaling llama3 factor %g, low_freq_factor %g, high_freq_factor %g, "
-                            "original_max_position_embeddings %g are out of range (factor >= 1, 0 < low < high)",
-                            h->dir, v[0], v[1], v[2], v[3]);
-    for (size_t i = 0; i < WK_ARRAY_LEN(f); i++) set_kv(h, arch, f[i].suffix, json_real(v[i]));
-    return WK_OK;
-}
-
 static enum wk_status config_to_kv(struct wk_hf *h, json_t *cfg, const char *arch, struct wk_error *err)
 {
+    bool longrope = false;
     static const struct {
         const char *hf, *gguf;
     } map[] = {{"hidden_size", "embedding_length"},
@@ -462,14 +137,16 @@ static enum wk_status config_to_kv(struct wk_hf *h, json_t *cfg, const char *arc
             snprintf(key, sizeof key, "%s.rope.scaling.factor", arch);
             json_object_set(h->kv, key, factor);
         } else if (strcmp(type, "llama3") == 0 && (strcmp(arch, "llama") == 0 || strcmp(arch, "exaone") == 0)) {
-            enum wk_status st = llama3_rope_to_kv(h, cfg, rs, arch, err);
+            enum wk_status st = wk__hf_llama3_rope_to_kv(h, cfg, rs, arch, err);
             if (st) return st;
+        } else if ((strcmp(type, "longrope") == 0 || strcmp(type, "su") == 0) && strcmp(arch, "phi3") == 0) {
+            longrope = true;
         } else if (strcmp(type, "default") != 0 && strcmp(type, "proportional") != 0) {
             char t[64];
             wk_str_printable(type, strlen(type), t, sizeof t);
             return wk_error_set(err, WK_E_UNSUPPORTED,
                                 "%s/config.json: rope_scaling type '%s' is not supported (wick knows "
-                                "default and linear, and llama3 for Llama models)",
+                                "default and linear, llama3 for Llama, longrope for Phi-3)",
                                 h->dir, t);
         }
     }
@@ -499,12 +176,7 @@ static enum wk_status config_to_kv(struct wk_hf *h, json_t *cfg, const char *arc
                             "supported", h->dir);
     enum wk_status st = wk__hf_llamalike_config(h->kv, cfg, arch, h->dir, err);
     if (st) return st;
-    if (strcmp(arch, "qwen2") == 0) return qwen2_config_to_kv(h, cfg, arch, err);
-    if (strcmp(arch, "deepseek2") == 0) return glm4_moe_lite_config_to_kv(h, cfg, arch, err);
-    if (strcmp(arch, "qwen3moe") == 0) return qwen3_moe_config_to_kv(h, cfg, arch, err);
-    if (strcmp(arch, "smollm3") == 0) return smollm3_config_to_kv(h, cfg, arch, err);
-    if (strcmp(arch, "granitemoe") == 0) return granite_moe_config_to_kv(h, cfg, arch, err);
-    return gemma4 ? gemma4_config_to_kv(h, cfg, arch, err) : WK_OK;
+    return wk__hf_family_config(h, cfg, rs, longrope, arch, err);
 }
 
 /* GLM-4-MoE-Lite's HF names under llama.cpp's deepseek2 ones
@@ -663,6 +335,10 @@ static bool gguf_name(const char *arch, const char *name, char *out, size_t cap,
     if (sscanf(name, "model.layers.%d.%n", &layer, &used) != 1 || used == 0 || layer < 0) return false;
     /* Gemma 2/3 and OLMo 2: post_attention_layernorm is a post-norm, not the FFN's pre-norm */
     bool sandwich = strcmp(arch, "gemma3") == 0 || strcmp(arch, "gemma2") == 0 || strcmp(arch, "olmo2") == 0;
+    if (strcmp(arch, "phi3") == 0) { /* the fused projections, named as llama.cpp's converter names them */
+        if (strcmp(name + used, "self_attn.qkv_proj.weight") == 0) return snprintf(out, cap, "blk.%d.attn_qkv.weight", layer) > 0;
+        if (strcmp(name + used, "mlp.gate_up_proj.weight") == 0) return snprintf(out, cap, "blk.%d.ffn_up.weight", layer) > 0;
+    }
     for (size_t i = 0; i < WK_ARRAY_LEN(blk); i++) {
         const char *g = sandwich ? blk[i].gemma3 : blk[i].llama;
         if (g && strcmp(name + used, blk[i].hf) == 0) return snprintf(out, cap, "blk.%d.%s", layer, g) > 0;
@@ -967,6 +643,14 @@ int wk__hf_ints(const struct wk_hf *h, const char *key, int64_t *out, int max)
         if (i < max) out[i] = (int64_t)d;
     }
     return n;
+}
+
+int wk__hf_floats(const struct wk_hf *h, const char *key, float *out, int max)
+{
+    json_t *a = json_object_get(h->kv, key);
+    if (!json_is_array(a)) return -1;
+    for (size_t i = 0; i < json_array_size(a) && (int)i < max; i++) out[i] = (float)json_number_value(json_array_get(a, i));
+    return (int)json_array_size(a);
 }
 
 const struct wk_tensor *wk__hf_tensor(const struct wk_hf *h, const char *name)

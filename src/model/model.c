@@ -291,6 +291,17 @@ enum wk_status wk__load_embeddings(struct wk_model *m, struct wk_error *err)
     return WK_OK;
 }
 
+void wk__tensor_rows(const struct wk_tensor *t, int64_t row0, int64_t n_rows, const char *name,
+                     struct wk_tensor *out)
+{
+    WK_ASSERT(t->n_dims <= 2 && row0 >= 0 && n_rows >= 0 && row0 + n_rows <= t->ne[1]);
+    *out = *t;
+    out->name = name;
+    out->ne[1] = n_rows;
+    out->data = (const char *)t->data + (size_t)row0 * t->nb[1];
+    out->nb[2] = out->nb[3] = t->nb[1] * (size_t)n_rows;
+}
+
 enum wk_status wk__load_common_tensors(struct wk_model *m, struct wk_error *err)
 {
     struct wk_hparams *hp = &m->hp;
@@ -375,6 +386,7 @@ enum wk_status wk_model_load_ex(const char *path, bool resident, struct wk_model
             goto fail;
         }
     }
+    m->hp.rope_attn_factor = 1.0f;
     for (size_t i = 0; i < WK_ARRAY_LEN(g_families) && !m->family; i++)
         for (int j = 0; g_families[i]->gguf_archs[j]; j++)
             if (wk_gguf_str_eq(arch, g_families[i]->gguf_archs[j])) {
@@ -416,6 +428,7 @@ void wk_model_destroy(struct wk_model *m)
     wk_free(m->mla_tensors);
     wk_free(m->mla_data);
     wk_free(m->expert_tables);
+    wk_free(m->view_tensors);
     wk_gguf_close(m->gguf);
     wk__hf_close(m->hf);
     wk_free(m);

@@ -97,7 +97,11 @@ struct wk_model {
     enum wk_rope_mode rope_mode;
     enum wk_ffn_act act;
     const struct wk_tensor *tok_embd, *output_norm, *output;
-    const struct wk_tensor *rope_freqs; /* [n_rot/2] per-pair divisors, or NULL */
+    const struct wk_tensor *rope_freqs; /* [n_rot/2] per-pair divisors (LongRoPE: the short ones), or NULL */
+    /* LongRoPE's long-context divisors [n_rot/2] (rope_freqs holds the
+     * short ones), used by a context of more than hp.n_ctx_orig positions;
+     * NULL without */
+    const struct wk_tensor *rope_freqs_long;
     struct wk_layer *layers; /* [n_layer] */
     /* Gemma 4 per-layer embeddings: token table [n_vocab][n_layer·P],
      * model projection [n_layer·P, E], its norm [P]; NULL without */
@@ -119,7 +123,17 @@ struct wk_model {
     struct wk_tensor *mla_tensors;
     float *mla_data;
     const struct wk_tensor **expert_tables;
+    /* views a loader makes into fused tensors (phi3.c: Q, K, V rows of
+     * attn_qkv, gate and up rows of ffn_up), owned, freed with the model */
+    struct wk_tensor *view_tensors;
+    int32_t n_view_tensors;
 };
+
+/* The rows [row0, row0 + n_rows) of the 2-D tensor t as a tensor of its
+ * own in *out (data borrowed from t, named name, static storage); rows are
+ * whole so any dtype's blocks stay intact. row0 + n_rows <= t->ne[1]. */
+void wk__tensor_rows(const struct wk_tensor *t, int64_t row0, int64_t n_rows, const char *name,
+                     struct wk_tensor *out);
 
 /*
  * hf.c: a Hugging Face folder seen with GGUF names. wk__hf_open reads
@@ -141,6 +155,9 @@ int wk__hf_bools(const struct wk_hf *h, const char *key, bool *out, int max);
 /* The integer list under key into out[max]; its length, -1 when absent,
  * -2 when an element is not an integer. */
 int wk__hf_ints(const struct wk_hf *h, const char *key, int64_t *out, int max);
+/* The number list under key into out[max] as floats; its length, or -1
+ * when absent (hf.c checked the elements when it stored them). */
+int wk__hf_floats(const struct wk_hf *h, const char *key, float *out, int max);
 /* The tensor of GGUF name `name`, or NULL. */
 const struct wk_tensor *wk__hf_tensor(const struct wk_hf *h, const char *name);
 uint64_t wk__hf_weight_bytes(const struct wk_hf *h);

@@ -53,6 +53,14 @@ struct wk_hparams {
     float rope_base;        /* global (full-attention) layers */
     float rope_base_swa;    /* sliding-window layers */
     float rope_freq_scale;  /* global layers: 1 / linear scaling factor */
+    /* cos and sin of every RoPE angle are multiplied by it (1: none; the
+     * LongRoPE attention factor sqrt(1 + ln(s) / ln(n_ctx_orig)), s =
+     * n_ctx_train / n_ctx_orig; ggml's attn_factor, transformers'
+     * attention_scaling) */
+    float rope_attn_factor;
+    /* LongRoPE: a context of more positions than this uses the long
+     * per-pair divisors (llama.cpp's rule); 0 without */
+    int32_t n_ctx_orig;
     int32_t sliding_window; /* keys per query on sliding layers, 0 = none */
     float attn_scale;       /* applied to q before q·k */
     float embed_scale;      /* token embeddings are multiplied by this */
@@ -126,7 +134,7 @@ void wk_model_destroy(struct wk_model *m);
 
 const struct wk_hparams *wk_model_hparams(const struct wk_model *m);
 /* The model's family by its canonical name ("llama", "qwen2", "gemma3",
- * "gemma4", "qwen3", "glm4moelite"; borrowed, static). */
+ * "gemma4", "qwen3", "glm4moelite", "phi3", ...; borrowed, static). */
 const char *wk_model_family(const struct wk_model *m);
 /* How messages name the family: its label ("GLM-4-MoE-Lite") or else its
  * canonical name (borrowed, static). */
