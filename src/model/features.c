@@ -55,7 +55,11 @@ static void attention_features(const struct wk_model *m, struct feat_buf *b)
     add(b, "RoPE %s base %g%s", m->rope_mode == WK_ROPE_NEOX ? "NEOX" : "NORM", (double)hp->rope_base,
         hp->n_rot > 0 && hp->n_rot < hp->head_dim ? " (partial)" : "");
     if (n_nope > 0) add(b, "no RoPE on %d of %d layers", n_nope, hp->n_layer);
-    if (m->rope_freqs || (hp->n_layer > 0 && m->layers[0].rope_freqs)) add(b, "RoPE frequency factors");
+    if (m->rope_freqs_long)
+        add(b, "LongRoPE (long factors past %d positions, attention factor %g)", hp->n_ctx_orig,
+            (double)hp->rope_attn_factor);
+    else if (m->rope_freqs || (hp->n_layer > 0 && m->layers[0].rope_freqs)) add(b, "RoPE frequency factors");
+    if (!m->rope_freqs_long && hp->rope_attn_factor != 1.0f) add(b, "RoPE attention factor %g", (double)hp->rope_attn_factor);
     if (hp->rope_freq_scale != 1.0f) add(b, "RoPE linear scaling x%g", 1.0 / (double)hp->rope_freq_scale);
     if (n_sliding > 0)
         add(b, "sliding window %d on %d of %d layers", hp->sliding_window, n_sliding, hp->n_layer);

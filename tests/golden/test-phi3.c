@@ -93,6 +93,11 @@ static void test_hparams(void)
             CHECK_EQ_INT(p->rope_mode, WK_ROPE_NEOX);
             CHECK_EQ_INT(p->output == p->tok_embd, tied[fx]);
             CHECK(p->rope_freqs && p->rope_freqs_long && p->rope_freqs->ne[0] == n_rot[fx] / 2);
+            char f[1024], want[96]; /* what wick show prints */
+            wk_model_features(p, f, sizeof f);
+            snprintf(want, sizeof want, "LongRoPE (long factors past %d positions, attention factor", orig[fx]);
+            CHECK(strstr(f, want) != NULL);
+            CHECK_EQ_INT(strstr(f, "base 10000 (partial)") != NULL, n_rot[fx] < 16);
             for (int i = 0; i < p->hp.n_layer; i++) {
                 const struct wk_layer *l = &p->layers[i];
                 CHECK_EQ_INT(l->sliding, window[fx] > 0);
