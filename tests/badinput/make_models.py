@@ -160,7 +160,7 @@ def cases():
         ("absurd-dimension.gguf", build(edit_tensors=set_tensor("blk.0.ffn_up.weight", ne=[E, 1 << 50])),
          "blk.0.ffn_up.weight: dimension 1 is 1125899906842624"),
         ("unknown-architecture.gguf", build(arch="frobnicator"),
-         "unknown architecture \"frobnicator\""),
+         "unknown architecture \"frobnicator\" (wick supports: "),
         ("unknown-dtype.gguf", build(edit_tensors=set_tensor("blk.1.attn_q.weight", type=99)),
          "blk.1.attn_q.weight: unknown dtype 99"),
         ("unsupported-dtype.gguf",
