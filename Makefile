@@ -157,6 +157,10 @@ golden: $(GOLDEN_BIN)
 	@echo "== llama3-rope, f32 activations (WICK_EXACT=1)"; WICK_EXACT=1 $(OUT)/tests/test-llama3-rope test_logits
 	@echo "== gemma2: a tiny Gemma2ForCausalLM (attention and final softcaps, alternating sliding window; HF folder and llama.cpp's GGUF) against transformers"; \
 	  $(OUT)/tests/test-gemma2
+	@echo "== gpt-oss: a tiny GptOssForCausalLM (sinks, sliding window, YaRN, biased clamped-SwiGLU experts; HF folder and llama.cpp's GGUF) against transformers"; \
+	  $(OUT)/tests/test-gpt-oss
+	@echo "== gpt-oss, f32 activations (WICK_EXACT=1)"; WICK_EXACT=1 $(OUT)/tests/test-gpt-oss test_logits
+	@echo "== gpt-oss, dispatch capped to AVX2 (WICK_CPU=avx2)"; WICK_CPU=avx2 $(OUT)/tests/test-gpt-oss test_logits
 	@echo "== tf5-bos: BOS/EOS from tokenizer.json's post-processor (transformers 5 folders) against tokenizers"; \
 	  $(OUT)/tests/test-tf5-bos
 	@set -e; for f in tests/golden/qwen2.5-coder-1.5b.json tests/golden/gemma3-270m.json tests/golden/smollm2-135m.json; do \
