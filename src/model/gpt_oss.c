@@ -226,5 +226,5 @@ WK_FAMILY(gpt_oss) = {
     .hf_model_types = {"gpt_oss"},
     .label = NULL,
     .load = gpt_oss_load,
-    .chat = WK_CHAT_NONE,
+    .chat = WK_CHAT_CHATML_IF_TEMPLATE, /* the model's own (harmony) template */
 };
