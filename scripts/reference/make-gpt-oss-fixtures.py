@@ -25,7 +25,9 @@ GptOssForCausalLM against transformers float32 (attn_implementation "eager").
                       sliding window, YaRN, the clamp, the router bias, and
                       with truncate false (what the real gpt-oss config says:
                       transformers then does not round the correction dims,
-                      ggml always does); the smallest top-1 - top-2 margin
+                      ggml always does); the smallest top-1 - top-2 margin;
+                      the last position's logits with truncate false (6
+                      decimals), for a folder so configured
 
     PYTHONPATH=/tmp/sp ~/.cache/wick/grammar-anchors-venv/bin/python scripts/reference/make-gpt-oss-fixtures.py
 
@@ -186,7 +188,10 @@ def main():
     with torch.no_grad():
         logits = model(x).logits.float()
         for k, v in variants.items():
-            mx, last = rel_change(logits, v(x).logits.float())
+            lv = v(x).logits.float()
+            if k == "yarn_truncate":  # test-gpt-oss.c checks a truncate-false folder against these
+                trunc_false_last = [[round(float(f), 6) for f in row] for row in lv[:, -1]]
+            mx, last = rel_change(logits, lv)
             # the sink, clamp and router bias act from the first position; the
             # window and YaRN's factor over distance, so the last position
             checks[f"max_rel_logit_change_without_{k}"] = mx
@@ -208,6 +213,7 @@ def main():
         "prompts": prompts,
         "greedy": [o for o, _ in outs],
         "checks": checks,
+        "logits_truncate_false_last_position": trunc_false_last,
     }
     (OUT / "reference.json").write_text(json.dumps(ref, indent=1) + "\n")
     convert_gguf(OUT / "gpt-oss-f32.gguf")

@@ -15,7 +15,11 @@
  *      printed); the sinks, the sliding window, YaRN, the clamp and the
  *      router bias each move the reference well beyond that (reference.json
  *      checks);
- *   3. greedy 32-token continuations identical.
+ *   3. greedy 32-token continuations identical;
+ *   4. a copy of the folder with YaRN's truncate false (the real gpt-oss
+ *      config's value: correction dims not rounded) against transformers'
+ *      last-position logits so configured;
+ *   5. config.json errors name the field.
  *
  * Usage: test-gpt-oss [FILTER]; run from the repository root, or with
  * WICK_GPT_OSS_FIXTURES naming the fixture folder.
@@ -27,6 +31,7 @@
 
 #include <jansson.h>
 #include <math.h>
+#include <unistd.h>
 
 #define REL_TOL 1e-3
 #define N_PROMPTS 3
@@ -110,12 +115,108 @@ static void test_greedy(void)
     }
 }
 
+/* A copy of the fixture's hf/ in dir [64] (a mkdtemp name the caller
+ * removes) whose config.json edit() changes. */
+static void copy_folder(char *dir, void (*edit)(json_t *))
+{
+    snprintf(dir, 64, "/tmp/wick-gpt-oss-XXXXXX");
+    CHECK(mkdtemp(dir) != NULL);
+    char cmd[4000], cfg[1200];
+    snprintf(cmd, sizeof cmd, "cp '%s'/hf/* '%s/'", g_r.dir, dir);
+    CHECK_EQ_INT(system(cmd), 0);
+    snprintf(cfg, sizeof cfg, "%s/config.json", dir);
+    json_t *c = json_load_file(cfg, 0, NULL);
+    CHECK(c != NULL);
+    edit(c);
+    CHECK_EQ_INT(json_dump_file(c, cfg, JSON_INDENT(1)), 0);
+    json_decref(c);
+}
+
+static void remove_folder(const char *dir)
+{
+    char cmd[200];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    CHECK_EQ_INT(system(cmd), 0);
+}
+
+static json_t *rope(json_t *c) { return json_object_get(c, "rope_parameters"); }
+static void edit_no_truncate(json_t *c) { json_object_set_new(rope(c), "truncate", json_false()); }
+
+static void test_truncate_false(void)
+{
+    char tmp[64];
+    copy_folder(tmp, edit_no_truncate);
+    struct wk_model *m = fixture_load(tmp);
+    json_t *want = json_object_get(g_r.ref, "logits_truncate_false_last_position");
+    CHECK_EQ_INT(json_array_size(want), N_PROMPTS);
+    if (m && m->rope_freqs) { /* high = 8.06 unrounded: pair 8 still ramps, pair 9 is divided by 8 */
+        const float *d = m->rope_freqs->data;
+        CHECK(d[8] > 1.0f && d[8] < 8.0f);
+        CHECK_NEAR(d[9], 8, 1e-6, 0);
+    }
+    struct wk_context *ctx = NULL;
+    struct wk_error err;
+    struct wk_context_params cp = wk_context_params_default();
+    cp.n_ctx = 64;
+    if (m) CHECK_EQ_INT(wk_context_create(m, &cp, &ctx, &err), WK_OK);
+    for (size_t p = 0; ctx && p < N_PROMPTS; p++) {
+        json_t *prompt = json_array_get(json_object_get(g_r.ref, "prompts"), p);
+        int32_t ids[N_POS];
+        for (int i = 0; i < N_POS; i++) ids[i] = fixture_id(prompt, (size_t)i);
+        float logits[VOCAB], ref[VOCAB];
+        wk_context_truncate(ctx, 0);
+        CHECK_EQ_INT(wk_context_decode(ctx, ids, N_POS, logits, NULL, &err), WK_OK);
+        for (int i = 0; i < VOCAB; i++) ref[i] = (float)json_number_value(json_array_get(json_array_get(want, p), (size_t)i));
+        double e = fixture_row_error(logits, ref, VOCAB, NULL, 0);
+        printf("  truncate false, prompt %zu: last position relative error %.3g\n", p, e);
+        CHECK(e < REL_TOL);
+    }
+    wk_context_destroy(ctx);
+    wk_model_destroy(m);
+    remove_folder(tmp);
+}
+
+static void edit_no_factor(json_t *c) { json_object_del(rope(c), "factor"); }
+static void edit_truncate_string(json_t *c) { json_object_set_new(rope(c), "truncate", json_string("no")); }
+static void edit_mscale(json_t *c) { json_object_set_new(rope(c), "mscale", json_real(1)); }
+static void edit_small_factor(json_t *c) { json_object_set_new(rope(c), "factor", json_real(0.5)); }
+static void edit_layer_types(json_t *c) { json_array_append_new(json_object_get(c, "layer_types"), json_string("full_attention")); }
+static void edit_limit(json_t *c) { json_object_set_new(c, "swiglu_limit", json_real(-1)); }
+static void edit_experts(json_t *c) { json_object_set_new(c, "num_experts_per_tok", json_integer(9)); }
+
+static void test_errors(void)
+{
+    static const struct {
+        void (*edit)(json_t *);
+        const char *msg;
+    } cases[] = {{edit_no_factor, "rope_scaling yarn factor must be a number"},
+                 {edit_truncate_string, "rope_scaling truncate must be a boolean"},
+                 {edit_mscale, "mscale / mscale_all_dim are not supported"},
+                 {edit_small_factor, "factor 0.5 (>= 1)"},
+                 {edit_layer_types, "layer_types must be a list of num_hidden_layers entries"},
+                 {edit_limit, "swiglu_limit (> 0)"},
+                 {edit_experts, "expert_used_count 9 must be 1..expert_count 4"}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char tmp[64];
+        copy_folder(tmp, cases[i].edit);
+        struct wk_model *m = NULL;
+        struct wk_error err;
+        wk_error_clear(&err);
+        CHECK(wk_model_load(tmp, &m, &err) != WK_OK);
+        if (!strstr(err.msg, cases[i].msg)) fprintf(stderr, "  case %zu: %s\n", i, err.msg);
+        CHECK(strstr(err.msg, cases[i].msg) != NULL);
+        wk_model_destroy(m);
+        remove_folder(tmp);
+    }
+}
+
 int main(int argc, char **argv)
 {
     if (fixture_ref_open(&g_r, "test-gpt-oss", "WICK_GPT_OSS_FIXTURES", "tests/golden/gpt-oss", N_PROMPTS, N_POS,
                          VOCAB))
         return 1;
-    static const struct check_test tests[] = {TEST(test_hparams), TEST(test_logits), TEST(test_greedy)};
+    static const struct check_test tests[] = {TEST(test_hparams), TEST(test_logits), TEST(test_greedy),
+                                              TEST(test_truncate_false), TEST(test_errors)};
     int rc = check_main(argc, argv, tests, (int)(sizeof tests / sizeof tests[0]));
     fixture_ref_close(&g_r);
     return rc;
