@@ -7,7 +7,8 @@
  * one sequence). Its keys are the positions lo .. p_last (lo from the
  * block's first row's window), so scores S [rows][keys] = Q_block ·
  * K_rowsᵀ is one GEMM; entries a row may not see (later positions, or
- * outside its sliding window) are set to -inf before each row's softmax;
+ * outside its sliding window) are set to -inf before each row's softmax
+ * (whose denominator also takes the head's sink logit, for gpt-oss);
  * then out = P · V, a GEMM with the transposed V rows. A key range lies
  * in at most two runs of slots (a ring wraps at most once), so each
  * product is one GEMM per run; the second run's P·V is computed apart and

@@ -692,6 +692,8 @@ static enum wk_status add_gpt_oss_experts(struct wk_hf *h, const struct wk_st_te
         snprintf(nm, sizeof nm, "%s", name);
         char *g = strstr(nm, "ffn_gate_exps");
         if (p == 1 && g) memmove(g + 6, g + 8, strlen(g + 8) + 1), memcpy(g, "ffn_up", 6);
+        if (json_object_get(h->names, nm))
+            return wk_error_set(err, WK_E_FORMAT, "%s: tensor %s appears twice", h->dir, t->name);
         void *buf = own(h, (size_t)(NE * R * nc) * es);
         float *f = bias && buf ? own(h, (size_t)(NE * nc) * sizeof(float)) : NULL;
         struct wk_tensor *w = buf && (f || !bias) ? new_tensor(h, nm, err) : NULL;
