@@ -56,6 +56,9 @@ struct wk_attn_args {
     const int32_t *seq_hi;    /* [n_seq]: a sequence's last position in the ubatch */
     bool per_token;           /* blocks of one row each (verify): a decode step's products */
     float softcap;            /* > 0: scores c·tanh(s/c) before the mask (Gemma 2) */
+    /* [n_head] or NULL: head h's softmax is exp(s_j) / (Σ_j exp(s_j) +
+     * exp(sinks[h])), the sink a logit with no value (gpt-oss) */
+    const float *sinks;
 };
 
 struct wk_moe_block;
@@ -75,6 +78,9 @@ struct wk_moe_route_args {
     const struct wk_tensor *expert_scale, *sel_bias;
     bool norm_weights;
     float weights_scale;
+    /* topk_softmax (gpt-oss, with softmax false): the k largest logits
+     * (ties to the lower index), softmax over those k; nothing else */
+    bool topk_softmax;
     int32_t *idx;
     float *w;
 };
@@ -82,7 +88,9 @@ struct wk_moe_route_args {
 /* The routed experts (moe_experts op): sum [n][E] = Σ_j w[t][j] ·
  * down_e(act(gate_e · u_t) ⊙ up_e · u_t) over each row's choices e =
  * idx[t][j], in expert order, for the experts of blk (model_internal.h:
- * 3-D tensors or per-expert tables); rows grouped by expert so each
+ * 3-D tensors or per-expert tables; with blk's swiglu_limit > 0 the
+ * biases gate_b, up_b added before and down_b after the clamped SwiGLU
+ * instead of glu); rows grouped by expert so each
  * chosen expert's weights are read once (per_token_order: each row's
  * experts apart instead, for bench/moe-prefill). Scratch (the backend's
  * memory): in, y [n·k][E], gate, up [n·k][F_exp], rows [n·k]. */

@@ -7,7 +7,8 @@
  * one sequence). Its keys are the positions lo .. p_last (lo from the
  * block's first row's window), so scores S [rows][keys] = Q_block ·
  * K_rowsᵀ is one GEMM; entries a row may not see (later positions, or
- * outside its sliding window) are set to -inf before each row's softmax;
+ * outside its sliding window) are set to -inf before each row's softmax
+ * (whose denominator also takes the head's sink logit, for gpt-oss);
  * then out = P · V, a GEMM with the transposed V rows. A key range lies
  * in at most two runs of slots (a ring wraps at most once), so each
  * product is one GEMM per run; the second run's P·V is computed apart and
@@ -151,6 +152,23 @@ static void kv_prefetch(struct wk_backend *b, float *kc, float *vc, int64_t n_sl
 #endif
 }
 
+/* row [n] = exp(row - m) / (Σ exp(row - m) + exp(sink - m)), m the
+ * largest of row and sink: a softmax whose denominator has one more
+ * logit (gpt-oss's attention sink, as transformers' eager attention and
+ * ggml's soft_max with sinks compute it). -inf entries become 0. */
+static void softmax_sink(int64_t n, float *row, float sink)
+{
+    float mx = sink;
+    for (int64_t j = 0; j < n; j++) mx = row[j] > mx ? row[j] : mx;
+    double sum = exp((double)sink - mx);
+    for (int64_t j = 0; j < n; j++) {
+        row[j] = expf(row[j] - mx);
+        sum += row[j];
+    }
+    const float inv = (float)(1.0 / sum);
+    for (int64_t j = 0; j < n; j++) row[j] *= inv;
+}
+
 struct attn_task {
     struct wk_backend_cpu *b;
     const struct wk_attn_args *a;
@@ -213,7 +231,8 @@ static void attention_task(void *p, int ith, int nth)
                 for (int64_t j = first; j <= last; j++) row[j] = a->softcap * tanhf(row[j] / a->softcap);
             for (int64_t j = 0; j < first; j++) row[j] = -INFINITY;
             for (int64_t j = last + 1; j < nk; j++) row[j] = -INFINITY;
-            k->softmax(nk, row);
+            if (a->sinks) softmax_sink(nk, row, a->sinks[h]);
+            else k->softmax(nk, row);
         }
         float *out = a->out + (size_t)t0 * HQ + h * D;
         wk_cpu_gemm(k, D, nq, nk1, vh + s0, S, scores, nk, out, HQ);

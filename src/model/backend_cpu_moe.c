@@ -7,6 +7,7 @@
 #include "backend.h"
 #include "model_internal.h"
 
+#include <math.h>
 #include <string.h>
 
 static struct wk_backend_cpu *cpu(struct wk_backend *b) { return (struct wk_backend_cpu *)b; }
@@ -14,6 +15,17 @@ static struct wk_backend_cpu *cpu(struct wk_backend *b) { return (struct wk_back
 void wk__cpu_moe_route(struct wk_backend *b, const struct wk_moe_route_args *a)
 {
     const int32_t NE = a->n_expert, K = a->k;
+    if (a->topk_softmax) { /* gpt-oss: top k of the logits, softmax over them */
+        for (int32_t t = 0; t < a->n; t++) {
+            const float *p = a->logits + (int64_t)t * NE;
+            float *w = a->w + (int64_t)t * K;
+            int32_t *idx = a->idx + (int64_t)t * K;
+            wk__top_k(p, NE, K, idx);
+            for (int32_t j = 0; j < K; j++) w[j] = p[idx[j]];
+            cpu(b)->k->softmax(K, w);
+        }
+        return;
+    }
     if (!a->softmax) {
         const float *bias = a->sel_bias ? a->sel_bias->data : NULL;
         for (int32_t t = 0; t < a->n; t++)
@@ -75,6 +87,38 @@ static void expert_mats(const struct wk_moe_block *m, int64_t e, int64_t E, int6
     }
 }
 
+/*
+ * gpt-oss's expert FFN on the cnt rows of in [cnt][E] (transformers'
+ * GptOssExperts._apply_gate, ggml's swiglu_oai): g = in·gateᵀ + gate_b[e],
+ * u = in·upᵀ + up_b[e]; g ← min(g, L), u ← clamp(u, −L, L);
+ * h = g·sigmoid(alpha·g)·(u + 1); y [cnt][E] = h·downᵀ + down_b[e].
+ */
+static void experts_oai(struct wk_backend *b, const struct wk_moe_experts_args *a, int64_t e, int32_t cnt,
+                        const struct wk_tensor *gate, const struct wk_tensor *up, const struct wk_tensor *down)
+{
+    const struct wk_moe_block *m = a->blk;
+    const int64_t E = a->n_embd, FE = a->n_ff_exp;
+    const float L = m->swiglu_limit, alpha = m->swiglu_alpha;
+    const float *gb = (const float *)m->gate_b->data + e * FE, *ub = (const float *)m->up_b->data + e * FE;
+    const float *db = (const float *)m->down_b->data + e * E;
+    const struct wk_tensor *ws[2] = {gate, up};
+    float *ys[2] = {a->gate, a->up};
+    b->ops->matmul_many(b, 2, ws, ys, a->in, cnt, a->flags);
+    for (int32_t i = 0; i < cnt; i++) {
+        float *g = a->gate + i * FE;
+        const float *u = a->up + i * FE;
+        for (int64_t j = 0; j < FE; j++) {
+            float x = g[j] + gb[j], y = u[j] + ub[j];
+            x = x > L ? L : x;
+            y = y > L ? L : y < -L ? -L : y;
+            g[j] = x / (1.0f + expf(-alpha * x)) * (y + 1.0f);
+        }
+    }
+    b->ops->matmul(b, down, a->gate, a->y, cnt, a->flags);
+    for (int32_t i = 0; i < cnt; i++)
+        for (int64_t j = 0; j < E; j++) a->y[i * E + j] += db[j];
+}
+
 void wk__cpu_moe_experts(struct wk_backend *b, const struct wk_moe_experts_args *a)
 {
     const int64_t E = a->n_embd, NE = a->n_expert, K = a->k, n = a->n;
@@ -94,8 +138,12 @@ void wk__cpu_moe_experts(struct wk_backend *b, const struct wk_moe_experts_args 
             memcpy(a->in + i * E, a->u + (a->rows[i] / K) * E, (size_t)E * sizeof(float));
         struct wk_tensor gate, up, down;
         expert_mats(a->blk, e, E, a->n_ff_exp, &gate, &up, &down);
-        b->ops->matmul_glu(b, &gate, &up, a->in, a->gate, a->up, cnt, a->glu, a->flags);
-        b->ops->matmul(b, &down, a->gate, a->y, cnt, a->flags);
+        if (a->blk->swiglu_limit > 0) {
+            experts_oai(b, a, e, cnt, &gate, &up, &down);
+        } else {
+            b->ops->matmul_glu(b, &gate, &up, a->in, a->gate, a->up, cnt, a->glu, a->flags);
+            b->ops->matmul(b, &down, a->gate, a->y, cnt, a->flags);
+        }
         for (int32_t i = 0; i < cnt; i++) {
             float w = a->w[a->rows[i]], *dst = a->sum + (a->rows[i] / K) * E;
             const float *y = a->y + i * E;

@@ -434,7 +434,7 @@ static void attention_block(struct wk_context *c, const struct wk_layer *l, int3
                               .n_rows = n, .pos = c->pos, .seq = c->seq, .blk_t0 = c->blk_t0,
                               .blk_nq = c->blk_nq, .n_blk = c->n_blk, .window = l->sliding && W > 0 ? W : 0,
                               .bidirectional = c->bidirectional, .seq_hi = c->seq_hi, .per_token = per_token,
-                              .softcap = hp->attn_softcap};
+                              .softcap = hp->attn_softcap, .sinks = l->attn_sinks ? l->attn_sinks->data : NULL};
     op->attention(be, &at);
 }
 

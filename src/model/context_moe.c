@@ -21,7 +21,8 @@ static void route_and_run(struct wk_context *c, const struct wk_layer *l, const 
                                         .k = hp->n_expert_used, .softmax = softmax,
                                         .expert_scale = l->moe.expert_scale, .sel_bias = l->moe.sel_bias,
                                         .norm_weights = hp->expert_weights_norm,
-                                        .weights_scale = hp->expert_weights_scale, .idx = c->moe_idx, .w = c->moe_w};
+                                        .weights_scale = hp->expert_weights_scale,
+                                        .topk_softmax = l->moe.topk_softmax, .idx = c->moe_idx, .w = c->moe_w};
     be->ops->moe_route(be, &r);
     const struct wk_moe_experts_args x = {.blk = &l->moe, .u = u, .idx = c->moe_idx, .w = c->moe_w, .n = n,
                                           .n_expert = hp->n_expert, .k = hp->n_expert_used, .n_embd = hp->n_embd,
@@ -62,11 +63,14 @@ void wk__moe_ffn(struct wk_context *c, const struct wk_layer *l, int32_t n, unsi
  * which holds the shared expert's output (the layer's dense FFN).
  * Qwen 3 MoE (softmax_router) takes the same path with a softmax router
  * (backend_cpu_moe.c; no expert_scale: none) and no shared expert.
+ * gpt-oss (topk_softmax) too: router logits plus its bias, the top k,
+ * softmax over them; biased experts with the clamped SwiGLU.
  */
 void wk__moe_ffn_sigmoid(struct wk_context *c, const struct wk_layer *l, int32_t n, unsigned mm)
 {
     struct wk_backend *be = c->be;
     be->ops->matmul(be, l->moe.router, c->xn, c->moe_logits, n, mm);
+    if (l->moe.router_bias) be->ops->add_bias(be, n, c->m->hp.n_expert, c->moe_logits, l->moe.router_bias);
     route_and_run(c, l, c->xn, n, l->moe.softmax_router, WK_GLU_SILU, mm);
     be->ops->add(be, n * c->m->hp.n_embd, c->o, c->moe_sum);
 }

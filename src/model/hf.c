@@ -24,6 +24,8 @@
  * gains; Granite's multipliers and SmolLM3's NoPE layers become keys (the
  * functions below say which). Phi-3 (phi3) keeps its fused qkv_proj and
  * gate_up_proj whole as attn_qkv and ffn_up (phi3.c views their rows).
+ * gpt-oss (gpt_oss): hf_gpt_oss.c's keys and names, its experts copied
+ * into the GGUF's layout (owned, like the norms).
  */
 #include "hf_internal.h"
 
@@ -125,7 +127,7 @@ static enum wk_status config_to_kv(struct wk_hf *h, json_t *cfg, const char *arc
         snprintf(key, sizeof key, "%s.rope.freq_base_swa", arch);
         json_object_set(h->kv, key, local);
     }
-    json_t *rs = json_object_get(cfg, "rope_scaling");
+    json_t *rs = json_object_get(cfg, "rope_scaling"), *yarn = NULL;
     if ((!rs || json_is_null(rs)) && json_is_object(full)) rs = full;
     if (rs && !json_is_null(rs)) {
         const char *type = json_string_value(json_object_get(rs, "rope_type"));
@@ -136,6 +138,8 @@ static enum wk_status config_to_kv(struct wk_hf *h, json_t *cfg, const char *arc
         if ((strcmp(type, "linear") == 0 || strcmp(type, "proportional") == 0) && json_is_number(factor)) {
             snprintf(key, sizeof key, "%s.rope.scaling.factor", arch);
             json_object_set(h->kv, key, factor);
+        } else if (strcmp(type, "yarn") == 0 && strcmp(arch, "gpt-oss") == 0) {
+            yarn = rs; /* hf_gpt_oss.c */
         } else if (strcmp(type, "llama3") == 0 && (strcmp(arch, "llama") == 0 || strcmp(arch, "exaone") == 0)) {
             enum wk_status st = wk__hf_llama3_rope_to_kv(h, cfg, rs, arch, err);
             if (st) return st;
@@ -146,7 +150,7 @@ static enum wk_status config_to_kv(struct wk_hf *h, json_t *cfg, const char *arc
             wk_str_printable(type, strlen(type), t, sizeof t);
             return wk_error_set(err, WK_E_UNSUPPORTED,
                                 "%s/config.json: rope_scaling type '%s' is not supported (wick knows "
-                                "default and linear, llama3 for Llama, longrope for Phi-3)",
+                                "default and linear, llama3 for Llama, longrope for Phi-3, yarn for gpt-oss)",
                                 h->dir, t);
         }
     }
@@ -176,6 +180,7 @@ static enum wk_status config_to_kv(struct wk_hf *h, json_t *cfg, const char *arc
                             "supported", h->dir);
     enum wk_status st = wk__hf_llamalike_config(h->kv, cfg, arch, h->dir, err);
     if (st) return st;
+    if (strcmp(arch, "gpt-oss") == 0) return wk__hf_gpt_oss_config(h->kv, cfg, yarn, h->dir, err);
     return wk__hf_family_config(h, cfg, rs, longrope, arch, err);
 }
 
@@ -390,12 +395,92 @@ static enum wk_dtype block_type(const struct wk_safetensors *f, const char *name
     return WK_DTYPE_COUNT;
 }
 
+/* A new tensor entry named name (zeroed; h->n_tensors is not advanced),
+ * or NULL with err set (WK_E_NOMEM). */
+static struct wk_tensor *new_tensor(struct wk_hf *h, const char *name, struct wk_error *err)
+{
+    if (h->n_tensors == h->cap) {
+        int cap = h->cap ? h->cap * 2 : 256;
+        struct wk_tensor *nt = wk_realloc(h->tensors, (size_t)cap * sizeof *nt);
+        if (!nt) return wk_error_set(err, WK_E_NOMEM, "out of memory"), NULL;
+        h->tensors = nt;
+        char(*nn)[96] = wk_realloc(h->tensor_names, (size_t)cap * sizeof *nn);
+        if (!nn) return wk_error_set(err, WK_E_NOMEM, "out of memory"), NULL;
+        h->tensor_names = nn;
+        h->cap = cap;
+    }
+    struct wk_tensor *w = &h->tensors[h->n_tensors];
+    memset(w, 0, sizeof *w);
+    snprintf(h->tensor_names[h->n_tensors], 96, "%s", name);
+    return w;
+}
+
+/* bytes of memory h owns (freed with it), or NULL. */
+static void *own(struct wk_hf *h, size_t bytes)
+{
+    void *p = wk_malloc(bytes ? bytes : 1);
+    float **o = wk_realloc(h->owned, (size_t)(h->n_owned + 1) * sizeof *o);
+    if (o) h->owned = o;
+    if (!p || !o) {
+        wk_free(p);
+        return NULL;
+    }
+    h->owned[h->n_owned++] = p;
+    return p;
+}
+
+/* gpt-oss's fused, transposed experts (or their biases) as the GGUF's
+ * gate / up / down tensors (hf_gpt_oss.c), copies owned by h; biases F32. */
+static enum wk_status add_gpt_oss_experts(struct wk_hf *h, const struct wk_st_tensor *t, enum wk_hf_gpt_oss_kind kind,
+                                          const char *name, struct wk_error *err)
+{
+    const bool bias = kind == WK_HF_OSS_GATE_UP_BIAS;
+    const int parts = kind == WK_HF_OSS_DOWN ? 1 : 2;
+    if (kind == WK_HF_OSS_MXFP4 || t->n_dims != (bias ? 2 : 3) ||
+        (t->dtype != WK_ST_F32 && t->dtype != WK_ST_F16 && t->dtype != WK_ST_BF16) || t->shape[t->n_dims - 1] % parts)
+        return wk_error_set(err, WK_E_UNSUPPORTED, "%s: tensor %s: %d dims of %s (wick takes gpt-oss experts as "
+                            "F32, F16 or BF16 [n_expert]%s[cols], not MXFP4 blocks)", h->dir, t->name, t->n_dims,
+                            wk_st_dtype_name(t->dtype), bias ? "" : "[rows]");
+    const int64_t NE = t->shape[0], R = bias ? 1 : t->shape[1], C = t->shape[t->n_dims - 1], nc = C / parts;
+    const size_t es = t->dtype == WK_ST_F32 ? 4 : 2;
+    for (int p = 0; p < parts; p++) {
+        char nm[96];
+        snprintf(nm, sizeof nm, "%s", name);
+        char *g = strstr(nm, "ffn_gate_exps");
+        if (p == 1 && g) memmove(g + 6, g + 8, strlen(g + 8) + 1), memcpy(g, "ffn_up", 6);
+        if (json_object_get(h->names, nm))
+            return wk_error_set(err, WK_E_FORMAT, "%s: tensor %s appears twice", h->dir, t->name);
+        void *buf = own(h, (size_t)(NE * R * nc) * es);
+        float *f = bias && buf ? own(h, (size_t)(NE * nc) * sizeof(float)) : NULL;
+        struct wk_tensor *w = buf && (f || !bias) ? new_tensor(h, nm, err) : NULL;
+        if (!w) return buf && (f || !bias) ? WK_E_NOMEM : wk_error_set(err, WK_E_NOMEM, "out of memory");
+        wk__hf_pick_columns(t->data, NE, R, C, es, p, parts, buf);
+        for (int64_t i = 0; f && i < NE * nc; i++) f[i] = to_f32(t->dtype, buf, i);
+        w->n_dims = bias ? 2 : 3;
+        w->ne[0] = bias ? nc : R;
+        w->ne[1] = bias ? NE : nc;
+        w->ne[2] = bias ? 1 : NE;
+        w->ne[3] = 1;
+        w->dtype = f || t->dtype == WK_ST_F32 ? WK_DTYPE_F32 : t->dtype == WK_ST_F16 ? WK_DTYPE_F16 : WK_DTYPE_BF16;
+        w->data = f ? (void *)f : buf;
+        w->nb[0] = wk_dtype_traits_get(w->dtype)->block_bytes;
+        w->nb[1] = w->nb[0] * (size_t)w->ne[0];
+        w->nb[2] = w->nb[1] * (size_t)w->ne[1];
+        w->nb[3] = w->nb[2] * (size_t)w->ne[2];
+        json_object_set_new(h->names, nm, json_integer(h->n_tensors++));
+    }
+    return WK_OK;
+}
+
 static enum wk_status add_tensor(struct wk_hf *h, const char *arch, const struct wk_safetensors *f,
                                  const struct wk_st_tensor *t, struct wk_error *err)
 {
     char name[96];
     bool norm;
-    if (!gguf_name(arch, t->name, name, sizeof name, &norm)) return WK_OK; /* unused (rotary caches, ...) */
+    enum wk_hf_gpt_oss_kind k = WK_HF_OSS_OTHER;
+    if (strcmp(arch, "gpt-oss") == 0) k = wk__hf_gpt_oss_name(t->name, name, sizeof name, &norm);
+    if (k > WK_HF_OSS_PLAIN) return add_gpt_oss_experts(h, t, k, name, err);
+    if (k == WK_HF_OSS_OTHER && !gguf_name(arch, t->name, name, sizeof name, &norm)) return WK_OK; /* unused */
     if (json_object_get(h->names, name))
         return wk_error_set(err, WK_E_FORMAT, "%s: tensor %s appears twice", h->dir, t->name);
     enum wk_dtype q = t->dtype == WK_ST_U8 && (t->n_dims == 2 || t->n_dims == 3) ? block_type(f, t->name) : WK_DTYPE_COUNT;
@@ -405,19 +490,8 @@ static enum wk_status add_tensor(struct wk_hf *h, const char *arch, const struct
          !(norm && (t->dtype == WK_ST_I32 || t->dtype == WK_ST_I64)))))
         return wk_error_set(err, WK_E_UNSUPPORTED, "%s: tensor %s: %d dims of %s (wick takes 1 to 3 dims of F32, F16, BF16)",
                             h->dir, t->name, t->n_dims, wk_st_dtype_name(t->dtype));
-    if (h->n_tensors == h->cap) {
-        int cap = h->cap ? h->cap * 2 : 256;
-        struct wk_tensor *nt = wk_realloc(h->tensors, (size_t)cap * sizeof *nt);
-        if (!nt) return wk_error_set(err, WK_E_NOMEM, "out of memory");
-        h->tensors = nt;
-        char(*nn)[96] = wk_realloc(h->tensor_names, (size_t)cap * sizeof *nn);
-        if (!nn) return wk_error_set(err, WK_E_NOMEM, "out of memory");
-        h->tensor_names = nn;
-        h->cap = cap;
-    }
-    struct wk_tensor *w = &h->tensors[h->n_tensors];
-    memset(w, 0, sizeof *w);
-    snprintf(h->tensor_names[h->n_tensors], 96, "%s", name);
+    struct wk_tensor *w = new_tensor(h, name, err);
+    if (!w) return WK_E_NOMEM;
     w->n_dims = WK_MAX(t->n_dims, 1);
     w->ne[0] = t->n_dims >= 1 ? t->shape[t->n_dims - 1] : 1; /* a 0-dim scalar: one value */
     w->ne[1] = t->n_dims >= 2 ? t->shape[t->n_dims - 2] : 1;
@@ -441,15 +515,8 @@ static enum wk_status add_tensor(struct wk_hf *h, const char *arch, const struct
         return WK_OK;
     }
     if (norm) { /* F32 for the kernels, plus Gemma's 1 */
-        float *f = wk_malloc((size_t)t->n_elements * sizeof *f);
-        float **o = wk_realloc(h->owned, (size_t)(h->n_owned + 1) * sizeof *o);
-        if (!f || !o) {
-            wk_free(f);
-            if (o) h->owned = o;
-            return wk_error_set(err, WK_E_NOMEM, "out of memory");
-        }
-        h->owned = o;
-        h->owned[h->n_owned++] = f;
+        float *f = own(h, (size_t)t->n_elements * sizeof *f);
+        if (!f) return wk_error_set(err, WK_E_NOMEM, "out of memory");
         float add = strcmp(arch, "gemma3") == 0 || strcmp(arch, "gemma2") == 0 ? 1.0f : 0.0f;
         for (int64_t i = 0; i < (int64_t)t->n_elements; i++) f[i] = to_f32(t->dtype, t->data, i) + add;
         w->dtype = WK_DTYPE_F32;

@@ -37,6 +37,15 @@ struct wk_moe_block {
      * experts, top k as torch.topk picks them, renormalised when
      * hp.expert_weights_norm; no scale */
     bool softmax_router;
+    /* with sigmoid (gpt-oss): topk_softmax routes by the top k of the
+     * router's logits (plus router_bias, F32 [n_expert], or NULL), then a
+     * softmax over those k; the experts' biases gate_b, up_b [n_expert]
+     * [F_exp] and down_b [n_expert][E] (F32, NULL without); swiglu_limit
+     * > 0: the clamped SwiGLU min(g, limit)·sigmoid(alpha·min(g, limit))·
+     * (clamp(u, ±limit) + 1) instead of the family's GLU */
+    const struct wk_tensor *router_bias, *gate_b, *up_b, *down_b;
+    bool topk_softmax;
+    float swiglu_alpha, swiglu_limit;
 };
 
 /* Multi-head latent attention (GLM-4-MoE-Lite, DeepSeek V2/V3;
@@ -62,6 +71,9 @@ struct wk_layer {
      * and of the attention output [n_embd] (Llama with attention_bias);
      * NULL without */
     const struct wk_tensor *bq, *bk, *bv, *bo;
+    /* gpt-oss: a learned logit per query head, F32 [n_head], joining each
+     * attention softmax's denominator (never a key's weight); NULL without */
+    const struct wk_tensor *attn_sinks;
     bool sliding;     /* sliding-window attention layer */
     float rope_base;  /* this layer's RoPE base */
     float rope_scale; /* this layer's RoPE frequency scale */

@@ -8,7 +8,8 @@
  * through the Jinja engine with the variables Hugging Face transformers
  * passes (apply_chat_template): messages with tool_calls [{type:
  * "function", id, function: {name, arguments}}] (arguments as an object),
- * reasoning_content, tool_call_id and name; tools; enable_thinking and
+ * reasoning_content (and thinking, for a template that reads
+ * message.thinking: gpt-oss's), tool_call_id and name; tools; enable_thinking and
  * thinking (both names templates use) when the request sets thinking; and
  * the request's extra variables, which override those. The built-in
  * formats (Gemma, Qwen 3, GLM-4) render no tools, so a model with one takes
@@ -35,13 +36,14 @@ static bool is_rich(const struct wk_chat_request *r)
 }
 
 /* One message in transformers' shape (a new reference; NULL: no memory). */
-static json_t *hf_message(const json_t *m)
+static json_t *hf_message(const json_t *m, bool thinking_too)
 {
     json_t *o = json_pack("{s:O, s:O}", "role", json_object_get(m, "role"), "content",
                           json_object_get(m, "content") ? json_object_get(m, "content") : json_string(""));
     if (!o) return NULL;
     json_t *th = json_object_get(m, "thinking");
     if (json_string_length(th) > 0) json_object_set(o, "reasoning_content", th);
+    if (json_string_length(th) > 0 && thinking_too) json_object_set(o, "thinking", th);
     json_t *id = json_object_get(m, "tool_call_id"), *name = json_object_get(m, "tool_name");
     if (json_is_string(id)) json_object_set(o, "tool_call_id", id);
     if (json_is_string(name)) json_object_set(o, "name", name);
@@ -100,7 +102,12 @@ enum wk_status wk_chat_render_request(const struct wk_model *m, const struct wk_
     }
     json_t *vars = json_object(), *list = json_array();
     enum wk_status st = vars && list ? WK_OK : WK_E_NOMEM;
-    json_array_foreach(r->messages, i, msg) if (!st && json_array_append_new(list, hf_message(msg))) st = WK_E_NOMEM;
+    /* gpt-oss's template reads the thinking as message.thinking */
+    const char *tpl = wk_model_chat_template(m, &tlen);
+    const bool thinking_too = memmem(tpl, tlen, "message.thinking", 16) != NULL;
+    json_array_foreach(r->messages, i, msg) {
+        if (!st && json_array_append_new(list, hf_message(msg, thinking_too))) st = WK_E_NOMEM;
+    }
     if (!st && json_object_set_new(vars, "messages", list)) st = WK_E_NOMEM;
     else if (st) json_decref(list);
     if (!st && json_array_size(r->tools) > 0) json_object_set(vars, "tools", (json_t *)r->tools);
@@ -120,8 +127,8 @@ bool wk_model_can_think(const struct wk_model *m)
     if (wk_model_chat_format(m) == WK_CHAT_QWEN3) return true;
     size_t n;
     const char *t = wk_model_chat_template(m, &n);
-    static const char *const marks[] = {"enable_thinking", "reasoning_content", "<think>"};
-    for (size_t k = 0; t && k < 3; k++)
+    static const char *const marks[] = {"enable_thinking", "reasoning_content", "<think>", "<|channel|>analysis"};
+    for (size_t k = 0; t && k < WK_ARRAY_LEN(marks); k++)
         if (memmem(t, n, marks[k], strlen(marks[k]))) return true;
     return false;
 }

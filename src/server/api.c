@@ -586,7 +586,9 @@ int srv_gen_parse(struct srv_gen *g, json_t *body, char *msg, size_t cap)
         rc = is_openai(g->api) ? parse_openai(g, body, req, ropts, stop, msg, cap)
                                : parse_ollama(g, body, req, ropts, stop, msg, cap);
     if (rc) return rc;
-    if (g->think >= 0) json_object_set_new(req, "think", json_boolean(g->think));
+    /* a level ("low", "medium", "high") goes on as it is: a harmony model's reasoning effort */
+    json_t *level = is_openai(g->api) ? NULL : json_object_get(body, "think");
+    if (g->think >= 0) json_object_set_new(req, "think", json_is_string(level) ? json_copy(level) : json_boolean(g->think));
     if (g->logprobs) {
         json_object_set_new(req, "logprobs", json_true());
         json_object_set_new(req, "top_logprobs", json_integer(g->top_logprobs));

@@ -25,6 +25,7 @@
 #include "../io/wk_options.h"
 #include "../runtime/wk_gotmpl.h"
 #include "../runtime/wk_grammar.h"
+#include "../runtime/wk_harmony.h"
 #include "../runtime/wk_runtime.h"
 
 #include <errno.h>
@@ -66,6 +67,7 @@ struct job {
     bool think_open;     /* the prompt opened a <think> block */
     json_t *rendered;   /* a render_only request's prompt text (a JSON string), else NULL */
     struct srv_tools *tools; /* a request with tools: its answer's tool calls (runner_tools.c) */
+    struct wk_harmony_parser *harmony; /* gpt-oss: the answer read as harmony messages, or NULL */
     struct wk_grammar *grammar; /* structured output: the grammar and its matcher, or NULL */
     struct wk_grammar_matcher *matcher;
     json_t *pending_lp; /* compute thread only: entries not yet sent */
@@ -124,6 +126,7 @@ static void job_unref(struct job *j)
     json_decref(j->pending_lp);
     json_decref(j->rendered);
     srv_tools_free(j->tools);
+    wk_harmony_parser_free(j->harmony);
     wk_grammar_matcher_free(j->matcher);
     wk_grammar_free(j->grammar);
     wk_free(j->out.p);
@@ -380,7 +383,12 @@ static int prepare(struct job *j, json_t *req, char *msg, size_t cap)
     const char *tools_tt = NULL;
     size_t tools_tl = 0;
     json_t *jt = json_object_get(req, "think");
-    int think = json_is_boolean(jt) ? json_is_true(jt) : -1;
+    int think = json_is_boolean(jt) ? json_is_true(jt) : json_is_string(jt) ? 1 : -1; /* a level: on */
+    /* gpt-oss (a harmony template): think may be a level, the template's reasoning_effort */
+    const char *effort = NULL;
+    const bool harmony = json_is_array(msgs) && !json_is_string(json_object_get(req, "template")) &&
+                         srv_harmony_model(rn->model);
+    if (harmony && wk_harmony_reasoning_effort(jt, &effort, &err)) return snprintf(msg, cap, "%s", err.msg), 400;
     /* think false on a model that does not think (or renders with a Go TEMPLATE): nothing to turn off */
     if (think == 0 && (json_is_string(json_object_get(req, "template")) || !wk_model_can_think(rn->model))) think = -1;
     if (json_is_string(raw)) {
@@ -416,9 +424,11 @@ static int prepare(struct job *j, json_t *req, char *msg, size_t cap)
             if (!st) st = wk_chat_render_go(rn->tok, t, msgs, tools, &prompt, &err);
             wk_gotmpl_free(t);
         } else {
+            json_t *kw = srv_harmony_kwargs(effort, json_object_get(req, "template_kwargs"));
             struct wk_chat_request cr = {.messages = msgs, .tools = tools, .think = think, .add_generation_prompt = true,
-                                         .kwargs = json_object_get(req, "template_kwargs")};
+                                         .kwargs = kw};
             st = wk_chat_render_request(rn->model, rn->tok, &cr, &prompt, &err);
+            json_decref(kw);
         }
     } else {
         snprintf(msg, cap, "the request has neither messages nor a raw prompt");
@@ -437,6 +447,11 @@ static int prepare(struct job *j, json_t *req, char *msg, size_t cap)
     j->hide_thinking = prompt.hide_thinking || think >= 0;
     j->route_thinking = think == 1;
     j->think_open = think == 1 && wk_prompt_opens_think(&prompt);
+    if (harmony) { /* the parser splits analysis from the answer, whatever think says */
+        j->hide_thinking = j->think_open = false;
+        j->route_thinking = think != 0;
+        if (!st) st = wk_harmony_parser_create(&j->harmony, &err);
+    }
     size_t bytes = 0;
     for (int32_t i = 0; i < prompt.n; i++) bytes += prompt.segs[i].len;
     int64_t at_least = wk_tokenizer_min_tokens(rn->tok, bytes);
@@ -567,11 +582,38 @@ static bool push_calls(void *user, json_t *calls)
     return !j->cancel;
 }
 
-static bool on_piece(void *user, const char *text, size_t len)
+/* The answer's content (past the tool-call parser when there are tools). */
+static bool on_content(void *user, const char *text, size_t len)
 {
     struct job *j = user;
     if (j->tools) return srv_tools_push(j->tools, text, len) && !j->cancel;
     return push_content(user, text, len);
+}
+
+/* gpt-oss (harmony): the analysis channel, a line of its own unless think
+ * is false; a call to a tool the request offered, else its text as content */
+static bool harmony_thinking(void *user, const char *text, size_t len)
+{
+    return ((struct job *)user)->route_thinking ? on_thinking(user, text, len) : !((struct job *)user)->cancel;
+}
+static bool harmony_call(void *user, const struct wk_toolcall *c)
+{
+    struct job *j = user;
+    return j->tools ? srv_tools_call(j->tools, c) && !j->cancel : push_content(user, c->raw, c->raw_len);
+}
+
+static const struct wk_harmony_sink *harmony_sink(struct job *j, struct wk_harmony_sink *s)
+{
+    *s = (struct wk_harmony_sink){harmony_thinking, on_content, harmony_call, j};
+    return s;
+}
+
+static bool on_piece(void *user, const char *text, size_t len)
+{
+    struct job *j = user;
+    struct wk_harmony_sink s;
+    if (j->harmony) return wk_harmony_parser_push(j->harmony, text, len, harmony_sink(j, &s)) == WK_OK && !j->cancel;
+    return on_content(user, text, len);
 }
 
 static void run_job(struct job *j)
@@ -601,6 +643,8 @@ static void run_job(struct job *j)
     wk_error_clear(&err);
     enum wk_status s = wk_session_generate(rn->session, &j->ids, &gp, &st, &err);
     if (s == WK_E_CANCELLED) return;
+    struct wk_harmony_sink hs;
+    if (!s && j->harmony && (s = wk_harmony_parser_finish(j->harmony, harmony_sink(j, &hs))) == WK_E_CANCELLED) return;
     if (!s && j->tools && !srv_tools_finish(j->tools)) s = wk_error_set(&err, WK_E_NOMEM, "out of memory");
     if (s) {
         int code = s == WK_E_RANGE || s == WK_E_INVALID ? 400 : 500;

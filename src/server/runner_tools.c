@@ -117,6 +117,8 @@ enum wk_status srv_tools_create(const char *template_text, size_t len, const jso
     return WK_OK;
 }
 
+bool srv_tools_call(struct srv_tools *t, const struct wk_toolcall *call) { return on_call(t, call); }
+
 bool srv_tools_push(struct srv_tools *t, const char *text, size_t len)
 {
     const struct wk_toolcall_sink sink = {on_content, on_call, t};

@@ -303,6 +303,18 @@ enum wk_status srv_tools_create(const char *template_text, size_t len, const jso
                                 const struct srv_tools_sink *out, struct srv_tools **res, struct wk_error *err);
 /* The next piece of the answer; false when a sink stopped it or memory ran out. */
 bool srv_tools_push(struct srv_tools *t, const char *text, size_t len);
+/* runner_harmony.c: whether m's chat template is harmony (gpt-oss); the
+ * template kwargs of a request (kwargs, borrowed; may be NULL) with
+ * reasoning_effort set to effort unless they set it (a new reference;
+ * kwargs itself, referenced, when effort is NULL). */
+struct wk_model;
+bool srv_harmony_model(const struct wk_model *m);
+json_t *srv_harmony_kwargs(const char *effort, json_t *kwargs);
+/* A tool call found by another parser (gpt-oss's harmony, wk_harmony.h):
+ * out as a call when the request offered that tool, else its text as
+ * content; false when a sink stopped it or memory ran out. */
+struct wk_toolcall;
+bool srv_tools_call(struct srv_tools *t, const struct wk_toolcall *call);
 /* The answer's end: what is held goes out (as calls or content). */
 bool srv_tools_finish(struct srv_tools *t);
 int srv_tools_n_calls(const struct srv_tools *t);

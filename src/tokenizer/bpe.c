@@ -144,6 +144,16 @@ enum wk_status wk__bpe_add_merge(struct wk_tokenizer *tok, const char *a, size_t
     "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|" \
     "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"
 
+/* o200k (gpt-4o, gpt-oss; tiktoken's pattern, as the models'
+ * tokenizer.json writes it): a word is upper-case letters then lower-case
+ * ones (or the reverse), with one leading non-letter and a contraction;
+ * digits in groups of at most three; '/' and line ends after punctuation. */
+#define RE_O200K                                                                                      \
+    "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+"           \
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+"           \
+    "[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|" \
+    "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"
+
 /* tokenizer.ggml.pre names (llama.cpp's convert_hf_to_gguf.py names) and
  * the regexes the model's tokenizer.json pre-tokenizer amounts to. */
 static const struct {
@@ -153,6 +163,7 @@ static const struct {
     {{"gpt2", "default", "mpt", "olmo", "jais", "trillion", "granite-docling"}, {RE_GPT2}},
     {{"llama3", "llama-bpe", "llama-v3", "dbrx", "smaug-bpe", "falcon3"}, {RE_LLAMA3}},
     {{"qwen2", "stablelm2", "hunyuan", "solar-open", "deepseek-r1-qwen"}, {RE_QWEN2}},
+    {{"gpt-4o"}, {RE_O200K}},
     /* starcoder-style tokenizers: Digits(individual) then ByteLevel */
     {{"smollm", "starcoder", "refact", "command-r", "codeshell", "exaone", "minerva-7b"},
      {"\\p{N}", RE_GPT2}},

@@ -209,7 +209,7 @@ enum wk_status wk__vocab_finish(struct wk_tokenizer *tok)
 
 static const char *g_eog_texts[] = {
     "<end_of_turn>", "<|eot_id|>", "<|im_end|>", "<|end|>", "<EOT>", "<|endoftext|>",
-    "<|end_of_text|>", "<|eom_id|>", "<end_of_utterance>",
+    "<|end_of_text|>", "<|eom_id|>", "<end_of_utterance>", "<|return|>", "<|call|>",
 };
 
 enum wk_status wk__vocab_mark_eog(struct wk_tokenizer *tok)
@@ -218,10 +218,26 @@ enum wk_status wk__vocab_mark_eog(struct wk_tokenizer *tok)
     if (!tok->eog) return WK_E_NOMEM;
     if (tok->eos >= 0) tok->eog[tok->eos] = 1;
     if (tok->eot >= 0) tok->eog[tok->eot] = 1;
+    /* harmony (gpt-oss, o200k_harmony: <|return|> and <|call|> both
+     * control tokens): <|end|> closes each message (the analysis before the
+     * answer) and <|return|> / <|call|> end the turn, so <|end|> does not
+     * stop generation, and the message framing is rendered in the
+     * generated text (user-defined) for the harmony parser - llama.cpp's
+     * rules (llama-vocab.cpp) */
+    int32_t ret = wk_tokenizer_find(tok, "<|return|>", 10), call = wk_tokenizer_find(tok, "<|call|>", 8);
+    const bool harmony = ret >= 0 && call >= 0 && tok->types[ret] == WK_TOKEN_CONTROL &&
+                         tok->types[call] == WK_TOKEN_CONTROL;
+    static const char *const framing[] = {"<|channel|>", "<|message|>", "<|start|>", "<|constrain|>", "<|end|>"};
+    for (size_t i = 0; harmony && i < WK_ARRAY_LEN(framing); i++) {
+        int32_t id = wk_tokenizer_find(tok, framing[i], strlen(framing[i]));
+        if (id >= 0 && id != tok->eos && tok->types[id] == WK_TOKEN_CONTROL) tok->types[id] = WK_TOKEN_USER_DEFINED;
+    }
     for (size_t i = 0; i < WK_ARRAY_LEN(g_eog_texts); i++) {
         int32_t id = wk_tokenizer_find(tok, g_eog_texts[i], strlen(g_eog_texts[i]));
         if (id >= 0 && tok->types[id] == WK_TOKEN_CONTROL) tok->eog[id] = 1;
     }
+    int32_t end = harmony ? wk_tokenizer_find(tok, "<|end|>", 7) : -1;
+    if (end >= 0 && end != tok->eos) tok->eog[end] = 0; /* even as the file's end-of-turn token */
     return WK_OK;
 }
 

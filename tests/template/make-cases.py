@@ -4,7 +4,10 @@ with jinja2 configured as transformers does (ImmutableSandboxedEnvironment,
 trim_blocks, lstrip_blocks, loopcontrols, the generation tag, their tojson,
 raise_exception, strftime_now pinned to 2026-12-01 00:00 UTC) on a fixed set
 of conversations; writes OUT_DIR/cases/N.json (the variables) and
-OUT_DIR/expected/TEMPLATE.N.out (the output) or .err (the error)."""
+OUT_DIR/expected/TEMPLATE.N.out (the output) or .err (the error). Cases of
+one template's own (EXTRA: harmony's developer message, thinking, reasoning
+effort and tool calls for gpt-oss) follow the common ones; other templates
+have no expected file for them, and run skips those."""
 import datetime, json, os, sys
 import jinja2
 from jinja2.ext import Extension
@@ -75,11 +78,46 @@ def conversations():
         yield v
 
 
+def harmony_conversations():
+    """gpt-oss (harmony): developer instructions, a thinking assistant turn,
+    tool calls with their thinking, tool results, reasoning_effort."""
+    u = lambda t: {"role": "user", "content": t}
+    call = {"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": {"city": "Paris"}}}
+    convs = [
+        ([{"role": "developer", "content": "Answer in French."}, u("Hello")], {"reasoning_effort": "high"}),
+        ([{"role": "system", "content": "You are terse."}, u("2+2?"),
+          {"role": "assistant", "content": "4", "thinking": "Two and two make four."}, u("And 3+3?")],
+         {"reasoning_effort": "low"}),
+        ([u("Weather in Paris?"), {"role": "assistant", "content": "", "thinking": "I should call the tool.",
+                                   "tool_calls": [call]},
+          {"role": "tool", "content": "{\"temp\": 20}", "tool_call_id": "c1"}], {"tools": TOOLS}),
+        ([u("Weather in Paris?"), {"role": "assistant", "content": "", "tool_calls": [call]},
+          {"role": "tool", "content": "sunny", "tool_call_id": "c1"},
+          {"role": "assistant", "content": "It is sunny.", "thinking": "The tool said sunny."}, u("Thanks")],
+         {"tools": TOOLS, "reasoning_effort": "medium", "builtin_tools": ["browser", "python"]}),
+        ([u("Hi"), {"role": "assistant", "content": "Hello!", "thinking": "Greet back."}],
+         {"add_generation_prompt": False}),
+    ]
+    for msgs, extra in convs:
+        v = {"messages": msgs, "tools": None, "documents": None, "add_generation_prompt": True,
+             "bos_token": "<s>", "eos_token": "</s>"}
+        v.update(extra)
+        yield v
+
+
+EXTRA = {"openai-gpt-oss-120b.jinja": harmony_conversations}
+
+
 def main():
     tdir, out = sys.argv[1], sys.argv[2]
     os.makedirs(os.path.join(out, "cases"), exist_ok=True)
     os.makedirs(os.path.join(out, "expected"), exist_ok=True)
     cases = list(conversations())
+    own = {}  # template -> the indices of its own cases
+    for name, make in EXTRA.items():
+        own[name] = range(len(cases), len(cases) + len(list(make())))
+        cases += list(make())
+    shared = len(list(conversations()))
     for i, v in enumerate(cases):
         with open(os.path.join(out, "cases", f"{i}.json"), "w") as f:
             json.dump(v, f, ensure_ascii=False)
@@ -94,6 +132,8 @@ def main():
         except Exception as ex:
             t, err_all = None, f"{type(ex).__name__}: {ex}"
         for i, v in enumerate(cases):
+            if i >= shared and i not in own.get(name, ()):
+                continue
             base = os.path.join(out, "expected", f"{name}.{i}")
             try:
                 if err_all:

@@ -309,11 +309,11 @@ static int byte_char(int b, char *out)
 }
 
 /* 256 byte characters (ids 0..255), then 00 000 33 333 77 777, "<|x|>"
- * (control); merges build the digit groups. */
+ * (control), aB; merges build the digit groups and aB. */
 static struct gb build_bpe_vocab(const char *pre, const char *bad_merge)
 {
-    static const char *extra[] = {"00", "000", "33", "333", "77", "777", "<|x|>"};
-    static const char *merges[] = {"0 0", "00 0", "3 3", "33 3", "7 7", "77 7"};
+    static const char *extra[] = {"00", "000", "33", "333", "77", "777", "<|x|>", "aB"};
+    static const char *merges[] = {"0 0", "00 0", "3 3", "33 3", "7 7", "77 7", "a B"};
     struct gb b = {0};
     gb_header(&b, 3, 0, 5);
     gb_kv_str(&b, "tokenizer.ggml.model", "gpt2");
@@ -329,7 +329,7 @@ static struct gb build_bpe_vocab(const char *pre, const char *bad_merge)
     gb_str(&b, "tokenizer.ggml.token_type");
     gb_u32(&b, 9), gb_u32(&b, 5), gb_u64(&b, 256 + WK_ARRAY_LEN(extra));
     for (size_t i = 0; i < 256 + WK_ARRAY_LEN(extra); i++) {
-        int32_t t = i == 256 + WK_ARRAY_LEN(extra) - 1 ? T_CTRL : T_NORMAL;
+        int32_t t = i == 262 ? T_CTRL : T_NORMAL;
         gb_bytes(&b, &t, 4);
     }
     gb_str(&b, "tokenizer.ggml.merges");
@@ -409,7 +409,19 @@ static void test_bpe_digit_splits(void)
     for (int64_t i = 0; i < t.n; i++) n += wk_tokenizer_token_bytes(g2, t.ids[i], false, buf + n, sizeof buf - n);
     CHECK(n == 4 && memcmp(buf, "a b\n", 4) == 0);
     wk_tokens_deinit(&t);
+    EXPECT_BPE(g2, "aB", 263);
     wk_tokenizer_destroy(g2);
+    /* o200k (gpt-oss): digits as Llama 3's; a lower-case run ends a word
+     * before an upper-case letter, so "aB" is two fragments (Llama 3: one) */
+    struct wk_tokenizer *o2 = bpe_tok("gpt-4o", NULL, &err, &st);
+    CHECK_EQ_INT(st, WK_OK);
+    EXPECT_BPE(o2, "3333+777", T333, '3', '+', S777);
+    EXPECT_BPE(o2, "aB", 'a', 'B');
+    EXPECT_BPE(o2, "Ba", 'B', 'a');
+    wk_tokenizer_destroy(o2);
+    l3 = bpe_tok("llama-bpe", NULL, &err, &st);
+    EXPECT_BPE(l3, "aB", 263);
+    wk_tokenizer_destroy(l3);
 }
 
 static void test_bpe_loader_errors(void)
@@ -421,9 +433,9 @@ static void test_bpe_loader_errors(void)
     CHECK_CONTAINS(err.msg, "unknown pre-tokenizer \"klingon\"");
     CHECK(bpe_tok("gpt2", "q z", &err, &st) == NULL);
     CHECK_EQ_INT(st, WK_E_FORMAT);
-    CHECK_CONTAINS(err.msg, "merges entry 6 names a piece that is not in the vocabulary");
+    CHECK_CONTAINS(err.msg, "merges entry 7 names a piece that is not in the vocabulary");
     CHECK(bpe_tok("gpt2", "33", &err, &st) == NULL);
-    CHECK_CONTAINS(err.msg, "merges entry 6 is not two pieces separated by one space");
+    CHECK_CONTAINS(err.msg, "merges entry 7 is not two pieces separated by one space");
 }
 
 /* A character-level tokenizer.json (no pre-tokenizer, no merges: one id
