@@ -16,11 +16,13 @@
   second turn prefills only its new tokens (the KV cache is reused);
   Ctrl-C at its prompt prints a hint instead of quitting.
 """
+import atexit
 import json
 import os
 import pty
 import re
 import select
+import shutil
 import subprocess
 import sys
 import time
@@ -241,6 +243,7 @@ def test_format_and_think():
     model that does not think are errors that say so."""
     import tempfile
     d = tempfile.mkdtemp(prefix="wick-cli-format-")
+    atexit.register(shutil.rmtree, d, True)
     schema = {"type": "object", "properties": {"city": {"type": "string", "maxLength": 30}, "rank": {"type": "integer"}},
               "required": ["city", "rank"], "additionalProperties": False}
     path = os.path.join(d, "schema.json")

@@ -10,9 +10,11 @@ References: the golden fixtures of transformers' greedy answers
 (an error's status and message, the SSE and NDJSON shapes, cancellation
 observed through /api/ps, equal answers from a cached and a fresh runner).
 """
+import atexit
 import http.client
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -50,6 +52,7 @@ def make_store():
     if STORE:
         return STORE
     STORE = tempfile.mkdtemp(prefix="wick-serve-store-")
+    atexit.register(shutil.rmtree, STORE, True)  # its blobs are copies of the GGUFs (~1.4 GB)
     for name, gguf in (("smollm2", SMOL_FIX["model"]), ("gemma3", "gemma-3-270m-q4_k_m.gguf"),
                        (QWEN, QWEN_FIX["model"])):
         mf = os.path.join(STORE, name + ".Modelfile")

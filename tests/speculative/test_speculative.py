@@ -8,8 +8,10 @@ with the draft equal those without it (`--draft-max 0`), token for token
 draft was really used (its counts in --verbose).
 The exports are cached in ~/.cache/wick/export-np/<model> (written under a
 temporary name and renamed, so an interrupted one is never used)."""
+import atexit
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -21,6 +23,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 WICK = os.path.join(ROOT, "build", "wick")
 CACHE = os.environ.get("WICK_CACHE", os.path.expanduser("~/.cache/wick"))
 STORE = tempfile.mkdtemp(prefix="wick-spec-store-")
+atexit.register(shutil.rmtree, STORE, True)
 ENV = dict(os.environ, WICK_MODELS=STORE)
 
 PROMPTS = [

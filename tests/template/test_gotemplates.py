@@ -14,8 +14,10 @@ prompt ends where the answer goes; a template that names neither .Messages
 nor .Response gets {{ .Response }} at its end; tools and a tool call's
 arguments print as their JSON, keys of maps sorted as Go's encoding/json
 writes them. Errors name the template's line."""
+import atexit
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -27,6 +29,7 @@ import checks as harness  # noqa: E402
 from checks import check  # noqa: E402
 
 TMP = tempfile.mkdtemp(prefix="wick-gotmpl-")
+atexit.register(shutil.rmtree, TMP, True)
 
 SYS = {"role": "system", "content": "You are terse."}
 U1 = {"role": "user", "content": "Hi!"}

@@ -4,8 +4,10 @@ own chat template (SmolLM2's GGUF, read with the gguf package) rendered as
 Python's jinja2 renders it with transformers' environment, a Jinja file with
 --var, an Ollama Go TEMPLATE against the bytes Go's text/template gives, and
 the errors. Run by tests/template/run in its virtual environment."""
+import atexit
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -41,6 +43,7 @@ def test_template_command():
     import gguf
     import tempfile
     tmp = tempfile.mkdtemp(prefix="wick-template-")
+    atexit.register(shutil.rmtree, tmp, True)
     msgs = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi <|im_end|> there"},
             {"role": "assistant", "content": "Hello!"}, {"role": "user", "content": "Why is the sky blue?"}]
     mpath = os.path.join(tmp, "msgs.json")
