@@ -40,7 +40,7 @@ static void attention_features(const struct wk_model *m, struct feat_buf *b)
     else if (hp->n_head_kv == hp->n_head) add(b, "multi-head attention (%d heads of %d)", hp->n_head, hp->head_dim);
     else if (hp->n_head_kv == 1) add(b, "multi-query attention (%d heads of %d)", hp->n_head, hp->head_dim);
     else add(b, "GQA (%d query heads, %d KV heads, head size %d)", hp->n_head, hp->n_head_kv, hp->head_dim);
-    int32_t n_sliding = 0, n_shared = 0, n_bias = 0, n_qk_norm = 0, n_post = 0, n_nope = 0;
+    int32_t n_sliding = 0, n_shared = 0, n_bias = 0, n_qk_norm = 0, n_post = 0, n_nope = 0, n_sinks = 0;
     bool qk_full = false;
     for (int32_t i = 0; i < hp->n_layer; i++) {
         const struct wk_layer *l = &m->layers[i];
@@ -51,6 +51,7 @@ static void attention_features(const struct wk_model *m, struct feat_buf *b)
         n_post += l->post_attn_norm != NULL;
         n_nope += l->n_rot == 0 && hp->n_rot > 0;
         qk_full = qk_full || l->qk_norm_full;
+        n_sinks += l->attn_sinks != NULL;
     }
     add(b, "RoPE %s base %g%s", m->rope_mode == WK_ROPE_NEOX ? "NEOX" : "NORM", (double)hp->rope_base,
         hp->n_rot > 0 && hp->n_rot < hp->head_dim ? " (partial)" : "");
@@ -66,6 +67,7 @@ static void attention_features(const struct wk_model *m, struct feat_buf *b)
     if (n_shared > 0) add(b, "KV cache shared by %d layers", n_shared);
     if (n_qk_norm > 0) add(b, "%s", qk_full ? "QK norm over the whole projection" : "QK norm");
     if (n_bias > 0) add(b, "attention biases");
+    if (n_sinks > 0) add(b, "attention sinks");
     if (hp->head_dim > 0 && fabsf(hp->attn_scale * sqrtf((float)hp->head_dim) - 1.0f) > 1e-4f)
         add(b, "attention scale %g", (double)hp->attn_scale);
     if (hp->attn_softcap > 0) add(b, "attention softcap %g", (double)hp->attn_softcap);
@@ -77,19 +79,25 @@ static void ffn_features(const struct wk_model *m, struct feat_buf *b)
 {
     const struct wk_hparams *hp = &m->hp;
     int32_t n_moe = 0;
-    bool sigmoid = false, softmax = false;
+    bool sigmoid = false, softmax = false, topk_softmax = false, biased = false;
+    float limit = 0;
     for (int32_t i = 0; i < hp->n_layer; i++) {
         const struct wk_moe_block *e = &m->layers[i].moe;
         if (!e->router) continue;
         n_moe++;
-        sigmoid = sigmoid || (e->sigmoid && !e->softmax_router);
+        topk_softmax = topk_softmax || e->topk_softmax;
+        sigmoid = sigmoid || (e->sigmoid && !e->softmax_router && !e->topk_softmax);
         softmax = softmax || e->softmax_router;
+        biased = biased || e->gate_b || e->down_b;
+        if (e->swiglu_limit > 0) limit = e->swiglu_limit;
     }
-    add(b, "%s", m->act == WK_ACT_GELU_TANH ? "GeGLU (tanh GELU)" : "SwiGLU");
+    if (limit > 0) add(b, "clamped SwiGLU (limit %g)", (double)limit);
+    else add(b, "%s", m->act == WK_ACT_GELU_TANH ? "GeGLU (tanh GELU)" : "SwiGLU");
     if (n_moe > 0)
-        add(b, "mixture of experts on %d of %d layers (%d experts, %d per token%s)", n_moe, hp->n_layer,
+        add(b, "mixture of experts on %d of %d layers (%d experts, %d per token%s%s)", n_moe, hp->n_layer,
             hp->n_expert, hp->n_expert_used,
-            softmax ? ", softmax router" : sigmoid ? ", sigmoid router" : "");
+            topk_softmax ? ", top-k then softmax" : softmax ? ", softmax router" : sigmoid ? ", sigmoid router" : "",
+            biased ? ", biased experts" : "");
     if (hp->n_expert_shared > 0) add(b, "%d shared expert%s", hp->n_expert_shared, hp->n_expert_shared == 1 ? "" : "s");
     if (m->ple_embd) add(b, "per-layer embeddings (%d)", hp->n_embd_ple);
     if (hp->embed_scale != 1.0f) add(b, "embeddings scaled x%g", (double)hp->embed_scale);
