@@ -45,6 +45,9 @@ static void fill_random_blocks(enum wk_dtype t, void *dst, int64_t n_blocks, uin
         case WK_DTYPE_IQ4_NL: case WK_DTYPE_IQ4_XS:
             memcpy(blk, &h1, 2);
             break;
+        case WK_DTYPE_MXFP4: /* d = 2^(e - 128) from 2^-8 to 2^-3 */
+            blk[0] = (uint8_t)(120 + check_rand_u64(seed) % 6);
+            break;
         case WK_DTYPE_F16: {
             wk_f16 *h = (wk_f16 *)blk;
             *h = wk_f32_to_f16(check_rand_f32(seed));
@@ -69,7 +72,7 @@ static const enum wk_dtype g_weight_types[] = {
     WK_DTYPE_F32, WK_DTYPE_F16, WK_DTYPE_BF16, WK_DTYPE_Q4_0, WK_DTYPE_Q4_1, WK_DTYPE_Q5_0,
     WK_DTYPE_Q5_1, WK_DTYPE_Q8_0, WK_DTYPE_Q4_K, WK_DTYPE_Q5_K, WK_DTYPE_Q6_K,
     WK_DTYPE_I8G64, WK_DTYPE_I4G64,
-    WK_DTYPE_Q2_K, WK_DTYPE_Q3_K, WK_DTYPE_IQ4_NL, WK_DTYPE_IQ4_XS, /* reference kernels only */
+    WK_DTYPE_Q2_K, WK_DTYPE_Q3_K, WK_DTYPE_IQ4_NL, WK_DTYPE_IQ4_XS, WK_DTYPE_MXFP4,
 };
 static const int g_block_counts[] = {1, 2, 3, 4, 5, 7, 8, 9, 13, 16, 17, 31, 33};
 
