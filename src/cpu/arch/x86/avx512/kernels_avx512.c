@@ -16,6 +16,8 @@
  *   rows_x16_avx512.c, rows_x16_avx512_vnni.c  vec_dot_rows_x16 (decode
  *                      with 16-bit activations) for Q4_0, Q4_1, Q5_0, Q5_1
  *   ops_avx512.c       RMSNorm, GEGLU, SwiGLU, softmax (ops_template.h)
+ *   lowbit_avx512.c    Q2_K, Q3_K, IQ4_NL, IQ4_XS, MXFP4: vec_dot,
+ *                      vec_dot_rows, to_f32 (../lowbit_template.h)
  * The last two compile one template, dot_template.h.
  */
 #include "avx512.h"
@@ -32,6 +34,7 @@ void wk__cpu_fill_avx512(struct wk_cpu_kernels *k)
     wk__avx512_fill_dot_rows_k(k);
     wk__avx512_fill_rows_x16(k);
     wk__avx512_fill_ops(k);
+    wk__avx512_fill_lowbit(k);
     /* The VNNI code is always in the binary but may only run where the CPU
      * has the instructions (Skylake-SP/X has AVX-512 without them). */
     if (wk_cpu_features_get()->avx512_vnni) {
