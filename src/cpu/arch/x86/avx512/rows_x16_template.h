@@ -1,6 +1,6 @@
 /*
  * rows_x16_template.h - the AVX-512 decode dots with 16-bit activations
- * (vec_dot_rows_x16, wk_cpu.h) for Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, I4G64, and Q8_0 with
+ * (vec_dot_rows_x16, wk_cpu.h) for Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, I4G64, and Q8_0 with
  * VNNI. Compiled twice:
  * by rows_x16_avx512.c (WK_AVX512_VNNI 0: vpmaddubsw + vpmaddwd, AVX-512BW)
  * and by rows_x16_avx512_vnni.c (WK_AVX512_VNNI 1: vpdpbusd). The two give
@@ -259,13 +259,21 @@ static ALWAYS_INLINE void x16_rows(const enum x16_kind K, const int R, int64_t n
  * and mins are unpacked once per block, transposed to [s][row] and
  * converted to floats, so that each sub-block's four sc_s (the x16_block
  * scales) are one load; d and dmin multiply the block's sums once.
+ * Q5_K (q5 true) is the same with a fifth bit per element: element l of
+ * sub-block s has bit s of qh[l], so bytes qh[0..15] (elements 0-15) and
+ * qh[16..31] (16-31) are loaded once per block and sub-block s adds 16
+ * where its bit is set (codes 0..31, still fine for vpmaddubsw).
  */
-static ALWAYS_INLINE void x16_rows_q4k(const int R, int64_t n, const uint8_t *w, size_t stride,
-                                       const float *x, const float *scratch, float *out, bool add)
+static ALWAYS_INLINE void x16_rows_k(const bool q5, const int R, int64_t n, const uint8_t *w, size_t stride,
+                                     const float *x, const float *scratch, float *out, bool add)
 {
     (void)x;
-    const size_t bb = sizeof(struct wk_block_q4_k), qs_off = offsetof(struct wk_block_q4_k, qs);
+    const size_t bb = q5 ? sizeof(struct wk_block_q5_k) : sizeof(struct wk_block_q4_k);
+    const size_t qs_off = q5 ? offsetof(struct wk_block_q5_k, qs) : offsetof(struct wk_block_q4_k, qs);
+    const size_t qh_off = offsetof(struct wk_block_q5_k, qh);
     const size_t sc_off = offsetof(struct wk_block_q4_k, scales);
+    _Static_assert(offsetof(struct wk_block_q5_k, scales) == offsetof(struct wk_block_q4_k, scales), "Q5_K as Q4_K");
+    const __m512i c16 = _mm512_set1_epi8(0x10);
     const int64_t nb = n / 32;
     const uint8_t *lines = (const uint8_t *)scratch;
     const float *ds = scratch + nb * (X16_LINE_BYTES / 4), *sums = ds + nb;
@@ -293,6 +301,8 @@ static ALWAYS_INLINE void x16_rows_q4k(const int R, int64_t n, const uint8_t *w,
         const __m128 d = rows_f16x4(R, b, stride, 0), dmin = rows_f16x4(R, b, stride, 2);
         __m512 acc_b = _mm512_setzero_ps();
         __m128 acc_m = _mm_setzero_ps();
+        const __m512i qh0 = q5 ? x16_load_rows(R, b + qh_off, stride) : _mm512_setzero_si512();
+        const __m512i qh1 = q5 ? x16_load_rows(R, b + qh_off + 16, stride) : _mm512_setzero_si512();
         UNROLL
         for (int g = 0; g < 4; g++) {
             const __m512i v0 = x16_load_rows(R, b + qs_off + 32 * g, stride);
@@ -301,8 +311,13 @@ static ALWAYS_INLINE void x16_rows_q4k(const int R, int64_t n, const uint8_t *w,
             for (int h = 0; h < 2; h++) {
                 const int s = 2 * g + h;
                 const int64_t xb = 8 * i + s;
-                const __m512i lo = _mm512_and_si512(h ? _mm512_srli_epi16(v0, 4) : v0, m4);
-                const __m512i hi = _mm512_and_si512(h ? _mm512_srli_epi16(v1, 4) : v1, m4);
+                __m512i lo = _mm512_and_si512(h ? _mm512_srli_epi16(v0, 4) : v0, m4);
+                __m512i hi = _mm512_and_si512(h ? _mm512_srli_epi16(v1, 4) : v1, m4);
+                if (q5) {
+                    const __m512i bit = _mm512_set1_epi8((char)(1 << s));
+                    lo = _mm512_mask_add_epi8(lo, _mm512_test_epi8_mask(qh0, bit), lo, c16);
+                    hi = _mm512_mask_add_epi8(hi, _mm512_test_epi8_mask(qh1, bit), hi, c16);
+                }
                 const __m128 sc = _mm_load_ps(tf[s]), mn = _mm_load_ps(tf[8 + s]);
                 acc_b = x16_block(lo, hi, lines + X16_LINE_BYTES * xb, sc, ds[xb], acc_b);
                 acc_m = _mm_fmadd_ps(mn, _mm_set1_ps(sums[xb]), acc_m);
@@ -312,6 +327,18 @@ static ALWAYS_INLINE void x16_rows_q4k(const int R, int64_t n, const uint8_t *w,
         accc = _mm_fnmadd_ps(acc_m, dmin, accc);
     }
     x16_finish(R, acc, accc, out, add);
+}
+
+static ALWAYS_INLINE void x16_rows_q4k(const int R, int64_t n, const uint8_t *w, size_t stride,
+                                       const float *x, const float *scratch, float *out, bool add)
+{
+    x16_rows_k(false, R, n, w, stride, x, scratch, out, add);
+}
+
+static ALWAYS_INLINE void x16_rows_q5k(const int R, int64_t n, const uint8_t *w, size_t stride,
+                                       const float *x, const float *scratch, float *out, bool add)
+{
+    x16_rows_k(true, R, n, w, stride, x, scratch, out, add);
 }
 
 /*
@@ -775,6 +802,10 @@ DOT_ROWS_FN(x16_rows_q4_k, x16_rows_q4k, WK_QK_K, sizeof(struct wk_block_q4_k), 
             X16_SCRATCH_FLOATS)
 DOT_ROWS_TOKENS_FN(x16_tokens_q4_k, x16_rows_q4k, WK_QK_K, sizeof(struct wk_block_q4_k), X16_CHUNK,
                    x16_prep, X16_SCRATCH_FLOATS)
+DOT_ROWS_FN(x16_rows_q5_k, x16_rows_q5k, WK_QK_K, sizeof(struct wk_block_q5_k), X16_CHUNK, x16_prep,
+            X16_SCRATCH_FLOATS)
+DOT_ROWS_TOKENS_FN(x16_tokens_q5_k, x16_rows_q5k, WK_QK_K, sizeof(struct wk_block_q5_k), X16_CHUNK,
+                   x16_prep, X16_SCRATCH_FLOATS)
 DOT_ROWS_FN(x16_rows_i4g64, x16_rows_i4, 64, sizeof(struct wk_block_i4g64), X16_CHUNK, x16_prep_pairs,
             X16_SCRATCH_FLOATS)
 DOT_ROWS_TOKENS_FN(x16_tokens_q4_0, x16_rows_X16_Q4_0, 32, sizeof(struct wk_block_q4_0), X16_CHUNK,
@@ -802,6 +833,8 @@ void WK_X16_FILL(struct wk_cpu_kernels *k)
     k->vec_dot_rows_x16_tokens[WK_DTYPE_I4G64] = x16_tokens_i4g64;
     k->vec_dot_rows_x16[WK_DTYPE_Q4_K] = x16_rows_q4_k;
     k->vec_dot_rows_x16_tokens[WK_DTYPE_Q4_K] = x16_tokens_q4_k;
+    k->vec_dot_rows_x16[WK_DTYPE_Q5_K] = x16_rows_q5_k;
+    k->vec_dot_rows_x16_tokens[WK_DTYPE_Q5_K] = x16_tokens_q5_k;
 #if WK_AVX512_VNNI
     k->vec_dot_rows_x16[WK_DTYPE_Q8_0] = x16_rows_q8_0;
     k->vec_dot_rows_x16_tokens[WK_DTYPE_Q8_0] = x16_tokens_q8_0;
