@@ -25,7 +25,9 @@
  * positive candidates), the errors computed in float. Byte-identical to
  * gguf.quants.quantize on finite input (fixture tests/unit/fixtures/
  * mxfp4_quant.bin); a block whose exponent would leave 0..255 (amax below
- * 2^-125) wraps modulo 256 as the package's uint8 cast does on x86.
+ * 2^-125) wraps modulo 256 as the package's uint8 cast does on x86, and
+ * one with an infinity gets e = 0 and codes 0 (every error is infinite)
+ * as there. NaN input is not specified.
  */
 #include "wk_tensor.h"
 
@@ -70,8 +72,10 @@ void wk_ref_mxfp4_from_f32(const float *src, void *dst, int64_t n)
         for (int j = 0; j < WK_QK_MXFP4; j++)
             if (amax < fabsf(x[j])) amax = fabsf(x[j]);
         /* floor(log2) of a finite positive float is in -149..127, so the
-         * int conversion is defined; the uint8 cast then wraps */
-        const uint8_t e = amax > 0 ? (uint8_t)(int32_t)(floorf(log2f(amax)) - 2 + 127) : 0;
+         * int conversion is defined; the uint8 cast then wraps. An
+         * infinite amax gives 0, what the package's cast of inf gives on
+         * x86 (cvttss2si's 0x80000000, low byte 0). */
+        const uint8_t e = amax > 0 && isfinite(amax) ? (uint8_t)(int32_t)(floorf(log2f(amax)) - 2 + 127) : 0;
         const float d = wk_e8m0_to_f32_half(e);
         b[i].e = e;
         for (int j = 0; j < WK_QK_MXFP4 / 2; j++)
