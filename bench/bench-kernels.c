@@ -7,7 +7,8 @@
  * one call (vec_dot_rows, what decode runs on each thread's rows), and
  * 8-bit activations (vec_dot_q, quantizing x once per product included).
  *
- * Usage: build/release/bench/bench-kernels [reps]   (a figure, not a test)
+ * Usage: build/release/bench/bench-kernels [reps [DTYPE...]]   (a figure,
+ * not a test); DTYPE names ("Q4_K", "MXFP4") limit the run to those types.
  */
 #include "../src/cpu/wk_cpu.h"
 
@@ -70,6 +71,9 @@ int main(int argc, char **argv)
     for (size_t ti = 0; ti < WK_ARRAY_LEN(g_types); ti++) {
         enum wk_dtype t = g_types[ti];
         const struct wk_dtype_traits *tr = wk_dtype_traits_get(t);
+        bool wanted = argc <= 2;
+        for (int a = 2; a < argc; a++) wanted |= strcmp(argv[a], tr->name) == 0;
+        if (!wanted) continue;
         size_t row = wk_dtype_row_bytes(t, N_IN), rows = MATRIX_BYTES / row;
         uint8_t *w = wk_aligned_alloc(rows * row);
         fill(t, w, rows, row);

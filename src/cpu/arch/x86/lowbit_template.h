@@ -63,15 +63,21 @@ LB_INLINE __m128i lb_q3(__m128i lo2, __m128i hm, int k)
     return _mm_sub_epi8(_mm_or_si128(lo2, _mm_slli_epi16(hb, 2)), _mm_set1_epi8(4));
 }
 
-/* The 16 factors of a Q3_K super-block, d * (sc - 32). */
+/* The 16 factors of a Q3_K super-block, d * (sc - 32), 16 at a time:
+ * low 4 bits of scale s are nibble s / 8 of scales[s % 8], high 2 bits
+ * are bits 2(s / 4).. of scales[8 + s % 4]. */
 LB_INLINE void lb_q3_factors(const struct wk_block_q3_k *b, float dl[16])
 {
-    const float d = lb_f16(b->d);
-    for (int s = 0; s < 16; s++) {
-        int lo = (b->scales[s % 8] >> (4 * (s / 8))) & 0xF;
-        int hi = (b->scales[8 + s % 4] >> (2 * (s / 4))) & 3;
-        dl[s] = d * (float)((lo | (hi << 4)) - 32);
-    }
+    uint64_t a;
+    uint32_t c;
+    memcpy(&a, b->scales, 8);
+    memcpy(&c, b->scales + 8, 4);
+    const __m128i av = _mm_cvtsi64_si128((long long)a), m4 = _mm_set1_epi8(0x0F);
+    const __m128i lo = _mm_unpacklo_epi64(_mm_and_si128(av, m4), _mm_and_si128(_mm_srli_epi16(av, 4), m4));
+    const uint32_t m2 = 0x03030303u;
+    const __m128i hi = _mm_setr_epi32((int)(c & m2), (int)((c >> 2) & m2), (int)((c >> 4) & m2), (int)((c >> 6) & m2));
+    const __m128i sc = _mm_sub_epi8(_mm_or_si128(lo, _mm_slli_epi16(hi, 4)), _mm_set1_epi8(32));
+    v16_store(dl, v16_mul(v16_set1(lb_f16(b->d)), v16_from_i8(sc)));
 }
 
 /* IQ4_XS sub-block ib's factor d * (sc - 32). */
@@ -200,30 +206,37 @@ static void lb_to_f32_iq4_xs(const void *src, float *y, int64_t n)
 /* --------------------------------------------------------------- Q2_K */
 
 /*
- * Q2_K: 128-element half h reads qs[32h..32h+31] as two 16-byte vectors;
- * field j of the first is sub-block 8h + 2j (elements 128h + 32j + 0..15),
- * of the second sub-block 8h + 2j + 1. Each weight is dl * q - ml: the dot
- * builds it in one FMA and multiplies it with x in a second.
+ * Q2_K: 128-element half h reads qs[32h..32h+31] as one 32-byte vector;
+ * field j of its low 16 bytes is sub-block 8h + 2j (elements 128h + 32j +
+ * 0..15), of its high 16 bytes sub-block 8h + 2j + 1. Fields are taken in
+ * order by shifting the vector right by 2 after each (16-bit shifts: a
+ * byte's low bits only ever come from itself within 8 bits). The 16
+ * factors dl = d * sc and ml = dmin * m are made 16 at a time up front.
+ * Each weight is dl * q - ml: the dot builds it in one FMA and multiplies
+ * it with x in a second.
  */
 static float lb_dot_q2_k(int64_t n, const void *w, const void *xv)
 {
     const struct wk_block_q2_k *b = w;
     const float *x = xv;
+    const __m256i m3 = _mm256_set1_epi8(3);
+    const __m128i m4 = _mm_set1_epi8(0x0F);
     V16 acc0 = v16_zero(), acc1 = v16_zero();
     for (int64_t i = 0; i < n / WK_QK_K; i++) {
-        const float d = lb_f16(b[i].d), dmin = lb_f16(b[i].dmin);
+        float dl[16], nml[16];
+        const __m128i sc = _mm_loadu_si128((const __m128i *)b[i].scales);
+        v16_store(dl, v16_mul(v16_set1(lb_f16(b[i].d)), v16_from_i8(_mm_and_si128(sc, m4))));
+        v16_store(nml, v16_mul(v16_set1(-lb_f16(b[i].dmin)), v16_from_i8(_mm_and_si128(_mm_srli_epi16(sc, 4), m4))));
         const float *xb = x + WK_QK_K * i;
         for (int h = 0; h < 2; h++) {
-            const __m128i v0 = _mm_loadu_si128((const __m128i *)(b[i].qs + 32 * h));
-            const __m128i v1 = _mm_loadu_si128((const __m128i *)(b[i].qs + 32 * h + 16));
+            __m256i v = _mm256_loadu_si256((const __m256i *)(b[i].qs + 32 * h));
             for (int j = 0; j < 4; j++) {
                 const int s = 8 * h + 2 * j;
-                const uint8_t sa = b[i].scales[s], sb = b[i].scales[s + 1];
                 const float *xs = xb + 16 * s;
-                V16 wa = v16_fma(v16_from_i8(lb_2bit(v0, j)), v16_set1(d * (float)(sa & 0xF)),
-                                 v16_set1(-(dmin * (float)(sa >> 4))));
-                V16 wb = v16_fma(v16_from_i8(lb_2bit(v1, j)), v16_set1(d * (float)(sb & 0xF)),
-                                 v16_set1(-(dmin * (float)(sb >> 4))));
+                const __m256i q = _mm256_and_si256(v, m3);
+                v = _mm256_srli_epi16(v, 2);
+                V16 wa = v16_fma(v16_from_i8(_mm256_castsi256_si128(q)), v16_set1(dl[s]), v16_set1(nml[s]));
+                V16 wb = v16_fma(v16_from_i8(_mm256_extracti128_si256(q, 1)), v16_set1(dl[s + 1]), v16_set1(nml[s + 1]));
                 acc0 = v16_fma(wa, v16_load(xs), acc0);
                 acc1 = v16_fma(wb, v16_load(xs + 16), acc1);
             }
@@ -253,26 +266,30 @@ static void lb_to_f32_q2_k(const void *src, float *y, int64_t n)
 /* --------------------------------------------------------------- Q3_K */
 
 /* Q3_K: the low two bits as Q2_K's; the third is bit 4h + j of
- * hmask[0..31] (the first 16 bytes for the first sub-block of a pair). */
+ * hmask[0..31] (the low 16 bytes for the first sub-block of a pair),
+ * taken in order by shifting hmask right by 1 after each field. */
 static float lb_dot_q3_k(int64_t n, const void *w, const void *xv)
 {
     const struct wk_block_q3_k *b = w;
     const float *x = xv;
+    const __m256i m3 = _mm256_set1_epi8(3), one = _mm256_set1_epi8(1), four = _mm256_set1_epi8(4);
     V16 acc0 = v16_zero(), acc1 = v16_zero();
     for (int64_t i = 0; i < n / WK_QK_K; i++) {
         float dl[16];
         lb_q3_factors(&b[i], dl);
         const float *xb = x + WK_QK_K * i;
-        const __m128i hm0 = _mm_loadu_si128((const __m128i *)b[i].hmask);
-        const __m128i hm1 = _mm_loadu_si128((const __m128i *)(b[i].hmask + 16));
+        __m256i hm = _mm256_loadu_si256((const __m256i *)b[i].hmask);
         for (int h = 0; h < 2; h++) {
-            const __m128i v0 = _mm_loadu_si128((const __m128i *)(b[i].qs + 32 * h));
-            const __m128i v1 = _mm_loadu_si128((const __m128i *)(b[i].qs + 32 * h + 16));
+            __m256i v = _mm256_loadu_si256((const __m256i *)(b[i].qs + 32 * h));
             for (int j = 0; j < 4; j++) {
                 const int s = 8 * h + 2 * j;
                 const float *xs = xb + 16 * s;
-                V16 pa = v16_mul(v16_from_i8(lb_q3(lb_2bit(v0, j), hm0, 4 * h + j)), v16_load(xs));
-                V16 pb = v16_mul(v16_from_i8(lb_q3(lb_2bit(v1, j), hm1, 4 * h + j)), v16_load(xs + 16));
+                const __m256i hb = _mm256_slli_epi16(_mm256_and_si256(hm, one), 2);
+                const __m256i q = _mm256_sub_epi8(_mm256_or_si256(_mm256_and_si256(v, m3), hb), four);
+                v = _mm256_srli_epi16(v, 2);
+                hm = _mm256_srli_epi16(hm, 1);
+                V16 pa = v16_mul(v16_from_i8(_mm256_castsi256_si128(q)), v16_load(xs));
+                V16 pb = v16_mul(v16_from_i8(_mm256_extracti128_si256(q, 1)), v16_load(xs + 16));
                 acc0 = v16_fma(v16_set1(dl[s]), pa, acc0);
                 acc1 = v16_fma(v16_set1(dl[s + 1]), pb, acc1);
             }
