@@ -4,8 +4,10 @@
  * than the caches (64 MiB), as in decode, reported as GB/s of weight bytes
  * and billions of weights per second. Three paths are timed: f32
  * activations one row per call (vec_dot), f32 activations over all rows in
- * one call (vec_dot_rows, what decode runs on each thread's rows), and
- * 8-bit activations (vec_dot_q, quantizing x once per product included).
+ * one call (vec_dot_rows, what decode runs with WICK_EXACT=1), the same
+ * with x rounded to 16 bits (vec_dot_rows_x16, decode's default where an
+ * ISA has it), and 8-bit activations (vec_dot_q, quantizing x once per
+ * product included).
  *
  * Usage: build/release/bench/bench-kernels [reps [DTYPE...]]   (a figure,
  * not a test); DTYPE names ("Q4_K", "MXFP4") limit the run to those types.
@@ -66,8 +68,8 @@ int main(int argc, char **argv)
     float *x = wk_aligned_alloc(N_IN * sizeof(float));
     for (int i = 0; i < N_IN; i++) x[i] = (float)(i % 17) * 0.01f - 0.08f;
     void *xq = wk_aligned_alloc(N_IN * 4);
-    printf("%-7s %-6s %12s %12s %12s %14s %14s\n", "isa", "dtype", "f32 x GB/s", "f32 x Gw/s", "rows GB/s",
-           "int8 x GB/s", "int8 x Gw/s");
+    printf("%-7s %-6s %12s %12s %12s %12s %14s %14s\n", "isa", "dtype", "f32 x GB/s", "f32 x Gw/s", "rows GB/s",
+           "x16 GB/s", "int8 x GB/s", "int8 x Gw/s");
     for (size_t ti = 0; ti < WK_ARRAY_LEN(g_types); ti++) {
         enum wk_dtype t = g_types[ti];
         const struct wk_dtype_traits *tr = wk_dtype_traits_get(t);
@@ -81,16 +83,19 @@ int main(int argc, char **argv)
         for (size_t ii = 0; ii < WK_ARRAY_LEN(isas); ii++) {
             const struct wk_cpu_kernels *k = wk_cpu_kernels_for(isas[ii]);
             if (!k) continue;
-            double best[3] = {1e30, 1e30, 1e30};
+            double best[4] = {1e30, 1e30, 1e30, 1e30};
             int n_rep = ii == 0 ? 1 : reps; /* the reference is slow */
-            for (int path = 0; path < 3; path++) {
+            for (int path = 0; path < 4; path++) {
                 if (path == 1 && !k->vec_dot_q[t]) continue;
+                if (path == 3 && !k->vec_dot_rows_x16[t]) continue;
                 for (int r = 0; r < n_rep; r++) {
                     int64_t t0 = wk_time_ns();
                     if (path == 0) {
                         for (size_t i = 0; i < rows; i++) y[i] = k->vec_dot[t](N_IN, w + i * row, x);
                     } else if (path == 2) {
                         k->vec_dot_rows[t](N_IN, w, row, x, y, (int64_t)rows);
+                    } else if (path == 3) {
+                        k->vec_dot_rows_x16[t](N_IN, w, row, x, y, (int64_t)rows);
                     } else {
                         k->quantize[tr->vec_dot_type](x, xq, N_IN);
                         for (size_t i = 0; i < rows; i++) y[i] = k->vec_dot_q[t](N_IN, w + i * row, xq);
@@ -101,6 +106,8 @@ int main(int argc, char **argv)
             }
             double gb = (double)(rows * row) / 1e9, gw = (double)rows * N_IN / 1e9;
             printf("%-7s %-6s %12.1f %12.2f %12.1f", isas[ii], tr->name, gb / best[0], gw / best[0], gb / best[2]);
+            if (best[3] < 1e29) printf(" %12.1f", gb / best[3]);
+            else printf(" %12s", "-");
             if (best[1] < 1e29) printf(" %14.1f %14.2f\n", gb / best[1], gw / best[1]);
             else printf(" %14s %14s\n", "-", "-");
         }

@@ -485,7 +485,8 @@ void wk__avx512_fill_rows_x16(struct wk_cpu_kernels *k); /* the AVX-512BW (no VN
  * *name gets the variant's name. */
 #define N_X16_VARIANTS 4
 static const enum wk_dtype g_x16_types[] = {WK_DTYPE_Q4_0, WK_DTYPE_Q4_1, WK_DTYPE_Q5_0, WK_DTYPE_Q5_1,
-                                            WK_DTYPE_I4G64, WK_DTYPE_Q8_0, WK_DTYPE_Q4_K, WK_DTYPE_Q5_K};
+                                            WK_DTYPE_I4G64, WK_DTYPE_Q8_0, WK_DTYPE_Q4_K, WK_DTYPE_Q5_K,
+                                            WK_DTYPE_MXFP4, WK_DTYPE_IQ4_NL};
 static wk_vec_dot_rows_fn x16_variant(int v, enum wk_dtype t, const char **name)
 {
     static const char *names[N_X16_VARIANTS] = {"ref", "avx2", "avx512", "avx512bw"};
