@@ -14,7 +14,9 @@
  *   dot_rows_avx512.c  vec_dot_rows (decode): 32-element blocks and floats
  *   dot_rows_k_avx512.c  vec_dot_rows for Q4_K, Q5_K, Q6_K
  *   rows_x16_avx512.c, rows_x16_avx512_vnni.c  vec_dot_rows_x16 (decode
- *                      with 16-bit activations) for Q4_0, Q4_1, Q5_0, Q5_1
+ *                      with 16-bit activations) for Q4_0, Q4_1, Q5_0, Q5_1,
+ *                      Q4_K, Q5_K, I4G64, MXFP4; Q8_0, IQ4_NL and the R16
+ *                      layouts with VNNI (rows_x16_template.h)
  *   ops_avx512.c       RMSNorm, GEGLU, SwiGLU, softmax (ops_template.h)
  *   lowbit_avx512.c    Q2_K, Q3_K, IQ4_NL, IQ4_XS, MXFP4: vec_dot,
  *                      vec_dot_rows, to_f32 (../lowbit_template.h)
