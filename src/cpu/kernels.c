@@ -52,6 +52,7 @@ ROWS_REF(q2_k, WK_DTYPE_Q2_K)
 ROWS_REF(q3_k, WK_DTYPE_Q3_K)
 ROWS_REF(iq4_nl, WK_DTYPE_IQ4_NL)
 ROWS_REF(iq4_xs, WK_DTYPE_IQ4_XS)
+ROWS_REF(mxfp4, WK_DTYPE_MXFP4)
 ROWS_REF(i8g64, WK_DTYPE_I8G64)
 ROWS_REF(i4g64, WK_DTYPE_I4G64)
 
@@ -73,6 +74,7 @@ wk_vec_dot_rows_fn wk__vec_dot_rows_ref(enum wk_dtype t)
     case WK_DTYPE_Q3_K: return rows_ref_q3_k;
     case WK_DTYPE_IQ4_NL: return rows_ref_iq4_nl;
     case WK_DTYPE_IQ4_XS: return rows_ref_iq4_xs;
+    case WK_DTYPE_MXFP4: return rows_ref_mxfp4;
     case WK_DTYPE_I8G64: return rows_ref_i8g64;
     case WK_DTYPE_I4G64: return rows_ref_i4g64;
     default: return NULL;

@@ -4,7 +4,9 @@
  * activation quantizer and the multi-row dots for the 32-element block
  * types Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 (codes read as unsigned q + 128,
  * the -128 d_w offset applied as for Q4_0), the 32-element sub-blocks of
- * Q4_K (d_w = d sc_s, c_w = -dmin m_s) and the affine groups I4G64 (a
+ * Q4_K and Q5_K (d_w = d sc_s, c_w = -dmin m_s), the code book types
+ * MXFP4 and IQ4_NL (values read as unsigned value + 12 / + 128, offset
+ * -12 d_w / -128 d_w) and the affine groups I4G64 (a
  * group of 64 is two blocks of x sharing the weights' scale and bias).
  *
  * Each 32-element block of x is rounded to x~ = (d / 256) * (256 hi + lo)
@@ -26,6 +28,7 @@
 #include "wk_cpu_arch.h"
 
 #include <math.h>
+#include <string.h>
 
 void wk__x16_quantize_ref(int64_t n, const float *x, float *d, int8_t *hi, int8_t *lo)
 {
@@ -68,6 +71,27 @@ static void block_q(enum wk_dtype t, const uint8_t *row, int64_t b, int q[32], f
         wk_q4_k_scale_min(s, k->scales, &sc, &m);
         *dw = wk_f16_to_f32(k->d) * sc, *cw = -(wk_f16_to_f32(k->dmin) * m);
         for (int j = 0; j < 32; j++) q[j] = s % 2 ? k->qs[32 * (s / 2) + j] >> 4 : k->qs[32 * (s / 2) + j] & 0x0F;
+        return;
+    }
+    if (t == WK_DTYPE_Q5_K) { /* Q4_K's, plus bit s of qh[j] as the fifth bit of element j */
+        const struct wk_block_q5_k *k = (const struct wk_block_q5_k *)row + b / 8;
+        const int s = (int)(b % 8);
+        uint8_t sc, m;
+        wk_q4_k_scale_min(s, k->scales, &sc, &m);
+        *dw = wk_f16_to_f32(k->d) * sc, *cw = -(wk_f16_to_f32(k->dmin) * m);
+        for (int j = 0; j < 32; j++)
+            q[j] = (s % 2 ? k->qs[32 * (s / 2) + j] >> 4 : k->qs[32 * (s / 2) + j] & 0x0F) | ((k->qh[j] >> s) & 1) << 4;
+        return;
+    }
+    if (t == WK_DTYPE_MXFP4 || t == WK_DTYPE_IQ4_NL) { /* code book values + 12 / + 128 */
+        const uint8_t *blk = row + b * (t == WK_DTYPE_MXFP4 ? sizeof(struct wk_block_mxfp4) : sizeof(struct wk_block_iq4_nl));
+        const int8_t *book = t == WK_DTYPE_MXFP4 ? wk_mxfp4_values : wk_iq4nl_values;
+        const int off = t == WK_DTYPE_MXFP4 ? 12 : 128;
+        wk_f16 h;
+        memcpy(&h, blk, 2);
+        *dw = t == WK_DTYPE_MXFP4 ? wk_e8m0_to_f32_half(blk[0]) : wk_f16_to_f32(h), *cw = -(float)off * *dw;
+        qs = blk + (t == WK_DTYPE_MXFP4 ? 1 : 2);
+        for (int j = 0; j < 16; j++) q[j] = book[qs[j] & 0x0F] + off, q[j + 16] = book[qs[j] >> 4] + off;
         return;
     }
     if (t == WK_DTYPE_Q8_0) { /* codes as unsigned q + 128, offset -128 d_w */
@@ -134,6 +158,9 @@ ROWS_X16_REF(q5_1, WK_DTYPE_Q5_1)
 ROWS_X16_REF(i4g64, WK_DTYPE_I4G64)
 ROWS_X16_REF(q8_0, WK_DTYPE_Q8_0)
 ROWS_X16_REF(q4_k, WK_DTYPE_Q4_K)
+ROWS_X16_REF(q5_k, WK_DTYPE_Q5_K)
+ROWS_X16_REF(mxfp4, WK_DTYPE_MXFP4)
+ROWS_X16_REF(iq4_nl, WK_DTYPE_IQ4_NL)
 
 wk_vec_dot_rows_fn wk__vec_dot_rows_x16_ref(enum wk_dtype t)
 {
@@ -145,6 +172,9 @@ wk_vec_dot_rows_fn wk__vec_dot_rows_x16_ref(enum wk_dtype t)
     case WK_DTYPE_I4G64: return rows_x16_ref_i4g64;
     case WK_DTYPE_Q8_0: return rows_x16_ref_q8_0;
     case WK_DTYPE_Q4_K: return rows_x16_ref_q4_k;
+    case WK_DTYPE_Q5_K: return rows_x16_ref_q5_k;
+    case WK_DTYPE_MXFP4: return rows_x16_ref_mxfp4;
+    case WK_DTYPE_IQ4_NL: return rows_x16_ref_iq4_nl;
     default: return NULL;
     }
 }

@@ -27,7 +27,8 @@ wk_vec_dot_rows_fn wk__vec_dot_rows_ref(enum wk_dtype t);
  * x ~= d * (hi + lo / 256) per element.
  */
 void wk__x16_quantize_ref(int64_t n, const float *x, float *d, int8_t *hi, int8_t *lo);
-/* The reference vec_dot_rows_x16 for dtype t (Q4_0, Q4_1, Q5_0, Q5_1, I4G64, Q8_0, Q4_K), or
+/* The reference vec_dot_rows_x16 for dtype t (Q4_0, Q4_1, Q5_0, Q5_1, I4G64, Q8_0, Q4_K, Q5_K, MXFP4,
+ * IQ4_NL), or
  * NULL for other types. */
 wk_vec_dot_rows_fn wk__vec_dot_rows_x16_ref(enum wk_dtype t);
 

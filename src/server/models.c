@@ -24,7 +24,8 @@ static const char *file_type_name(int64_t t)
     } names[] = {{0, "F32"},     {1, "F16"},     {2, "Q4_0"},    {3, "Q4_1"},    {7, "Q8_0"},
                  {8, "Q5_0"},    {9, "Q5_1"},    {10, "Q2_K"},   {11, "Q3_K_S"}, {12, "Q3_K_M"},
                  {13, "Q3_K_L"}, {14, "Q4_K_S"}, {15, "Q4_K_M"}, {16, "Q5_K_S"}, {17, "Q5_K_M"},
-                 {18, "Q6_K"},   {32, "BF16"}};
+                 {18, "Q6_K"},   {21, "Q2_K_S"}, {25, "IQ4_NL"}, {30, "IQ4_XS"}, {32, "BF16"},
+                 {38, "MXFP4"}};
     for (size_t i = 0; i < WK_ARRAY_LEN(names); i++)
         if (names[i].t == t) return names[i].name;
     return "unknown";

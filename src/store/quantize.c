@@ -21,6 +21,12 @@
  *   an f16 scale and bias per group); int8 keeps the embedding like q8_0,
  *   int4 gives the embedding, attention V and FFN down 8 bits (the
  *   promotions Ollama's MLX import makes for sensitive tensors);
+ * - mxfp4: every matrix (experts, attention V and FFN down included) in
+ *   MXFP4, the embedding and lm_head in Q8_0; the blocks are
+ *   wk_ref_mxfp4_from_f32's, byte for byte those of the gguf package's
+ *   quantizer and ggml's quantize_row_mxfp4_ref (shared exponent
+ *   floor(log2(amax)) - 2, nearest E2M1 code); gpt-oss ships its experts
+ *   so;
  * - a speculative draft (uniform): every weight in the type asked for, the
  *   embedding too. A draft's precision costs only acceptance (never the
  *   output, which the target decides), while its cost per token is what
@@ -64,7 +70,8 @@ static bool plan_for(const char *type, struct plan *p)
              {"q6_k", {WK_DTYPE_Q6_K, WK_DTYPE_Q8_0, WK_DTYPE_Q6_K}},
              {"q4_k_m", {WK_DTYPE_Q4_K, WK_DTYPE_Q8_0, WK_DTYPE_Q6_K}},
              {"int8", {WK_DTYPE_I8G64, WK_DTYPE_COUNT, WK_DTYPE_I8G64}},
-             {"int4", {WK_DTYPE_I4G64, WK_DTYPE_I8G64, WK_DTYPE_I8G64}}};
+             {"int4", {WK_DTYPE_I4G64, WK_DTYPE_I8G64, WK_DTYPE_I8G64}},
+             {"mxfp4", {WK_DTYPE_MXFP4, WK_DTYPE_Q8_0, WK_DTYPE_MXFP4}}};
     for (size_t i = 0; i < WK_ARRAY_LEN(t); i++)
         if (strcasecmp(type, t[i].name) == 0) {
             *p = t[i].p;
@@ -259,7 +266,7 @@ enum wk_status wk_quantize_folder(const char *src, const char *dst, const char *
     struct plan p;
     if (!plan_for(type, &p))
         return wk_error_set(err, WK_E_INVALID,
-                            "unknown quantization type '%s' (wick knows q8_0, q4_0, q6_K, q4_K_M, int8, int4)", type);
+                            "unknown quantization type '%s' (wick knows q8_0, q4_0, q6_K, q4_K_M, int8, int4, mxfp4)", type);
     if (uniform) p.sensitive = p.attn_v_down = p.main;
     DIR *d = opendir(src);
     if (!d) return wk_error_set(err, WK_E_NOT_FOUND, "%s: cannot open the folder", src);

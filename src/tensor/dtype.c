@@ -115,6 +115,8 @@ static const struct wk_dtype_traits g_traits[WK_DTYPE_COUNT] = {
           NULL, wk_ref_vec_dot_iq4_nl_f32, NULL),
     QUANT(WK_DTYPE_IQ4_XS, "IQ4_XS", 256, struct wk_block_iq4_xs, WK_DTYPE_F32, wk_ref_iq4_xs_to_f32,
           NULL, wk_ref_vec_dot_iq4_xs_f32, NULL),
+    QUANT(WK_DTYPE_MXFP4, "MXFP4", 32, struct wk_block_mxfp4, WK_DTYPE_F32, wk_ref_mxfp4_to_f32,
+          wk_ref_mxfp4_from_f32, wk_ref_vec_dot_mxfp4_f32, NULL),
     QUANT(WK_DTYPE_I8G64, "I8G64", 64, struct wk_block_i8g64, WK_DTYPE_F32, wk_ref_i8g64_to_f32,
           wk_ref_i8g64_from_f32, wk_ref_vec_dot_i8g64_f32, NULL),
     QUANT(WK_DTYPE_I4G64, "I4G64", 64, struct wk_block_i4g64, WK_DTYPE_F32, wk_ref_i4g64_to_f32,
@@ -143,7 +145,6 @@ static const struct wk_dtype_traits g_traits[WK_DTYPE_COUNT] = {
     KNOWN(29, "IQ1_M", 256, 56),
     KNOWN(34, "TQ1_0", 256, 54),
     KNOWN(35, "TQ2_0", 256, 66),
-    KNOWN(39, "MXFP4", 32, 17),
 };
 
 const struct wk_dtype_traits *wk_dtype_traits_get(uint32_t t)

@@ -46,6 +46,7 @@ enum wk_dtype {
     WK_DTYPE_I64 = 27,
     WK_DTYPE_F64 = 28,
     WK_DTYPE_BF16 = 30,
+    WK_DTYPE_MXFP4 = 39,
     WK_DTYPE_GGUF_COUNT = 40, /* one past the highest id GGUF defines today */
     /* wick's own, never in a GGUF file: MLX-style affine groups of 64
      * (x = scale * q + bias, q unsigned), what `--quantize int8/int4` makes */
@@ -184,6 +185,30 @@ struct wk_block_iq4_xs {
     uint8_t qs[WK_QK_K / 2];
 };
 extern const int8_t wk_iq4nl_values[16];
+
+/* MXFP4 (OCP Microscaling FP4; ggml's block_mxfp4), 17 bytes per 32
+ * elements: e, an E8M0 exponent byte, and 16 bytes of 4-bit E2M1 codes,
+ * element j < 16 in the low nibble of qs[j], element j + 16 in its high
+ * nibble. wk_mxfp4_values holds each code's E2M1 value doubled (0, 1, 2,
+ * 3, 4, 6, 8, 12, then the same negated: bit 3 is the sign), so
+ * x = wk_e8m0_to_f32_half(e) * value. quant_mxfp4.c has the kernels. */
+#define WK_QK_MXFP4 32
+struct wk_block_mxfp4 {
+    uint8_t e;
+    uint8_t qs[WK_QK_MXFP4 / 2];
+};
+extern const int8_t wk_mxfp4_values[16];
+/* Half the E8M0 scale 2^(e - 127), i.e. 2^(e - 128), exactly as a float:
+ * e = 0 and 1 are the subnormals 2^-128 and 2^-127, e = 255 is 2^127 (no
+ * NaN, as ggml_e8m0_to_fp32_half reads it). */
+static inline float wk_e8m0_to_f32_half(uint8_t e)
+{
+    union {
+        uint32_t u;
+        float f;
+    } v = {.u = e < 2 ? 0x00200000u << e : (uint32_t)(e - 1) << 23};
+    return v.f;
+}
 
 /* Affine groups (MLX's quantization: groups of 64, a scale and a bias
  * each; docs/reference/ollama-mlx-runner.md §6.4), as blocks: the
@@ -353,6 +378,15 @@ float wk_ref_vec_dot_q2_k_f32(int64_t n, const void *w, const void *x);
 float wk_ref_vec_dot_q3_k_f32(int64_t n, const void *w, const void *x);
 float wk_ref_vec_dot_iq4_nl_f32(int64_t n, const void *w, const void *x);
 float wk_ref_vec_dot_iq4_xs_f32(int64_t n, const void *w, const void *x);
+
+/* MXFP4 (quant_mxfp4.c): to f32 (bit-identical to the gguf package), from
+ * f32 (byte-identical to gguf.quants.quantize / ggml's
+ * quantize_row_mxfp4_ref: shared exponent floor(log2(amax)) - 2, codes
+ * rounded to the nearest E2M1 value, first index on ties), and the dot with
+ * f32 x. n a multiple of 32; no quantized-activation dot (vec_dot_q). */
+void wk_ref_mxfp4_to_f32(const void *src, float *dst, int64_t n);
+void wk_ref_mxfp4_from_f32(const float *src, void *dst, int64_t n);
+float wk_ref_vec_dot_mxfp4_f32(int64_t n, const void *w, const void *x);
 
 /* w · x with x quantized to the weight type's vec_dot_type:
  * <weight type>_<activation type>. */

@@ -45,6 +45,9 @@ static void fill_random_blocks(enum wk_dtype t, void *dst, int64_t n_blocks, uin
         case WK_DTYPE_IQ4_NL: case WK_DTYPE_IQ4_XS:
             memcpy(blk, &h1, 2);
             break;
+        case WK_DTYPE_MXFP4: /* d = 2^(e - 128) from 2^-8 to 2^-3 */
+            blk[0] = (uint8_t)(120 + check_rand_u64(seed) % 6);
+            break;
         case WK_DTYPE_F16: {
             wk_f16 *h = (wk_f16 *)blk;
             *h = wk_f32_to_f16(check_rand_f32(seed));
@@ -69,7 +72,7 @@ static const enum wk_dtype g_weight_types[] = {
     WK_DTYPE_F32, WK_DTYPE_F16, WK_DTYPE_BF16, WK_DTYPE_Q4_0, WK_DTYPE_Q4_1, WK_DTYPE_Q5_0,
     WK_DTYPE_Q5_1, WK_DTYPE_Q8_0, WK_DTYPE_Q4_K, WK_DTYPE_Q5_K, WK_DTYPE_Q6_K,
     WK_DTYPE_I8G64, WK_DTYPE_I4G64,
-    WK_DTYPE_Q2_K, WK_DTYPE_Q3_K, WK_DTYPE_IQ4_NL, WK_DTYPE_IQ4_XS, /* reference kernels only */
+    WK_DTYPE_Q2_K, WK_DTYPE_Q3_K, WK_DTYPE_IQ4_NL, WK_DTYPE_IQ4_XS, WK_DTYPE_MXFP4,
 };
 static const int g_block_counts[] = {1, 2, 3, 4, 5, 7, 8, 9, 13, 16, 17, 31, 33};
 
@@ -227,6 +230,43 @@ static void test_to_f32_matches_ref(void)
             wk_aligned_free(w), wk_aligned_free(a), wk_aligned_free(b);
         }
     }
+}
+
+/* The low-bit types' to_f32 of every ISA gives the gguf package's floats
+ * bit for bit on the blocks of tests/unit/fixtures/kquant.bin (Q2_K, Q3_K,
+ * IQ4_NL, IQ4_XS, and MXFP4 with every code under extreme exponents,
+ * subnormal and infinite products included). */
+static void test_lowbit_to_f32_fixture(void)
+{
+    FILE *f = fopen("tests/unit/fixtures/kquant.bin", "rb");
+    CHECK(f != NULL);
+    if (!f) return;
+    uint32_t hdr[3];
+    int n_types = 0;
+    while (fread(hdr, 4, 3, f) == 3) {
+        const struct wk_dtype_traits *tr = wk_dtype_traits_get(hdr[0]);
+        CHECK(tr && tr->block_bytes == hdr[2]);
+        if (!tr || tr->block_bytes != hdr[2]) break;
+        const int64_t n = (int64_t)hdr[1] * tr->block_size;
+        uint8_t *blocks = malloc((size_t)hdr[1] * hdr[2]);
+        float *want = malloc((size_t)n * 4), *got = malloc((size_t)n * 4);
+        CHECK(fread(blocks, hdr[2], hdr[1], f) == hdr[1]);
+        CHECK(fread(want, 4, (size_t)n, f) == (size_t)n);
+        for (size_t ii = 1; ii < WK_ARRAY_LEN(g_isas); ii++) {
+            const struct wk_cpu_kernels *k = wk_cpu_kernels_for(g_isas[ii]);
+            if (!k) continue;
+            memset(got, 0, (size_t)n * 4);
+            k->to_f32[hdr[0]](blocks, got, n);
+            int64_t bad = 0;
+            for (int64_t i = 0; i < n; i++) bad += memcmp(&got[i], &want[i], 4) != 0;
+            if (bad) fprintf(stderr, "  %s to_f32 %s: %lld floats differ\n", k->isa, tr->name, (long long)bad);
+            CHECK_EQ_INT(bad, 0);
+        }
+        n_types++;
+        free(blocks), free(want), free(got);
+    }
+    fclose(f);
+    CHECK_EQ_INT(n_types, 5);
 }
 
 static void test_f32_helpers_match_ref(void)
@@ -445,7 +485,8 @@ void wk__avx512_fill_rows_x16(struct wk_cpu_kernels *k); /* the AVX-512BW (no VN
  * *name gets the variant's name. */
 #define N_X16_VARIANTS 4
 static const enum wk_dtype g_x16_types[] = {WK_DTYPE_Q4_0, WK_DTYPE_Q4_1, WK_DTYPE_Q5_0, WK_DTYPE_Q5_1,
-                                            WK_DTYPE_I4G64, WK_DTYPE_Q8_0, WK_DTYPE_Q4_K};
+                                            WK_DTYPE_I4G64, WK_DTYPE_Q8_0, WK_DTYPE_Q4_K, WK_DTYPE_Q5_K,
+                                            WK_DTYPE_MXFP4, WK_DTYPE_IQ4_NL};
 static wk_vec_dot_rows_fn x16_variant(int v, enum wk_dtype t, const char **name)
 {
     static const char *names[N_X16_VARIANTS] = {"ref", "avx2", "avx512", "avx512bw"};
@@ -1095,6 +1136,6 @@ static void test_elementwise_ops(void)
 
 CHECK_MAIN(TEST(test_vec_dot_matches_ref), TEST(test_vec_dot_q_matches_ref),
            TEST(test_vec_dot_rows_matches_ref), TEST(test_vec_dot_rows_tokens), TEST(test_vec_dot_rows_x16_tokens), TEST(test_x16_quantize), TEST(test_ops_tables_match_baseline), TEST(test_vec_dot_rows_x16), TEST(test_vec_dot_rows_x16_nan_and_tiny), TEST(test_gemm_f32), TEST(test_ref_dot_equals_dequantized_dot),
-           TEST(test_quantize_matches_ref), TEST(test_to_f32_matches_ref),
+           TEST(test_quantize_matches_ref), TEST(test_to_f32_matches_ref), TEST(test_lowbit_to_f32_fixture),
            TEST(test_f32_helpers_match_ref), TEST(test_matmul), TEST(test_matmul_balanced_decode), TEST(test_r16_layout), TEST(test_r16_groups), TEST(test_matmul_many_and_glu), TEST(test_expf_and_activations),
            TEST(test_elementwise_ops))

@@ -13,6 +13,8 @@
 #include "check.h"
 #include "tiny_model.h"
 
+#include "../../src/cpu/wk_cpu.h"
+#include "../../src/io/wk_io.h"
 #include "../../src/model/wk_model.h"
 
 static struct wk_model *load(const struct tiny_spec *sp) { return tiny_model_load(sp); }
@@ -230,6 +232,82 @@ static void test_matmul_per_token_bits(void)
     free(wf), free(x), free(one), free(many), free(up);
 }
 
+/* A GGUF with weights of type dt read and multiplied: a 2-D matrix and a
+ * 3-D expert tensor [3][n_out][n_in] made by the type's reference
+ * quantizer, opened from memory, then wk_cpu_matmul on the matrix and on
+ * each expert's rows (a view at e * nb[2], as the MoE backend takes it),
+ * one token (the decode kernels) and five (the prefill tile), against the
+ * double-precision product of the dequantized rows. */
+static void check_gguf_matmul(enum wk_dtype dt)
+{
+    const struct wk_dtype_traits *tr = wk_dtype_traits_get(dt);
+    const int64_t n_in = 96, n_out = 37, n_exp = 3, nt = 5;
+    const size_t row = wk_dtype_row_bytes(dt, n_in);
+    const uint64_t ne2[2] = {(uint64_t)n_in, (uint64_t)n_out}, ne3[3] = {(uint64_t)n_in, (uint64_t)n_out, (uint64_t)n_exp};
+    const size_t bytes2 = row * (size_t)n_out, off3 = (bytes2 + 31) / 32 * 32;
+    struct gb b = {0};
+    gb_header(&b, 3, 2, 0);
+    gb_tensor_info(&b, "w", 2, ne2, dt, 0);
+    gb_tensor_info(&b, "exps", 3, ne3, dt, off3);
+    gb_pad(&b, 32);
+    uint64_t seed = 39;
+    float *wf = malloc((size_t)(n_in * n_out * (n_exp + 1)) * 4), *x = malloc((size_t)(n_in * nt) * 4);
+    for (int64_t i = 0; i < n_in * n_out * (n_exp + 1); i++) wf[i] = 2 * check_rand_f32(&seed);
+    for (int64_t i = 0; i < n_in * nt; i++) x[i] = check_rand_f32(&seed);
+    uint8_t *q = malloc(row * (size_t)(n_out * (n_exp + 1)));
+    tr->from_f32(wf, q, n_in * n_out * (n_exp + 1));
+    gb_bytes(&b, q, bytes2);
+    while (b.n % 32) gb_u8(&b, 0);
+    gb_bytes(&b, q + bytes2, bytes2 * (size_t)n_exp);
+    struct wk_gguf *g = NULL;
+    struct wk_error err;
+    CHECK_EQ_INT(wk_gguf_open_memory(b.p, b.n, tr->name, &g, &err), WK_OK);
+    if (!g) return;
+    const struct wk_gguf_tensor *tw = wk_gguf_find_tensor(g, "w"), *te = wk_gguf_find_tensor(g, "exps");
+    CHECK(tw && te && tw->t.dtype == dt && te->t.n_dims == 3 && te->t.ne[2] == n_exp);
+    CHECK(tw && te && te->t.nb[1] == row && te->t.nb[2] == bytes2);
+    const struct wk_cpu_kernels *k = wk_cpu_kernels_get();
+    struct wk_threadpool *pool;
+    CHECK_EQ_INT(wk_threadpool_create(2, &pool), WK_OK);
+    float *scratch = wk_aligned_alloc(wk_cpu_matmul_scratch_floats(n_in, 2, nt) * 4);
+    float *y = malloc((size_t)(nt * n_out) * 4), *deq = malloc((size_t)n_in * 4);
+    for (int64_t e = -1; tw && te && e < n_exp; e++) {
+        struct wk_tensor v = e < 0 ? tw->t : te->t;
+        if (e >= 0) { /* expert e's matrix */
+            v.data = (const uint8_t *)te->t.data + (size_t)e * te->t.nb[2];
+            v.n_dims = 2, v.ne[2] = 1;
+        }
+        for (int64_t ntok = 1; ntok <= nt; ntok += nt - 1) {
+            wk_cpu_matmul(pool, k, &v, x, y, ntok, scratch, 0);
+            for (int64_t r = 0; r < n_out; r++) {
+                tr->to_f32(wk_tensor_row(&v, r), deq, n_in);
+                for (int64_t t = 0; t < ntok; t++) {
+                    double want = 0, mag = 0;
+                    for (int64_t i = 0; i < n_in; i++)
+                        want += (double)deq[i] * x[t * n_in + i], mag += fabs((double)deq[i] * x[t * n_in + i]);
+                    if (!(fabs(y[t * n_out + r] - want) <= 1e-5 * mag + 1e-6)) {
+                        fprintf(stderr, "  %s matmul expert %lld tokens %lld row %lld: %g vs %g\n", tr->name, (long long)e,
+                                (long long)ntok, (long long)r, y[t * n_out + r], want);
+                        CHECK(0);
+                    }
+                }
+            }
+        }
+    }
+    wk_threadpool_destroy(pool);
+    wk_aligned_free(scratch);
+    wk_gguf_close(g);
+    free(b.p), free(wf), free(x), free(q), free(y), free(deq);
+}
+
+/* MXFP4 (gpt-oss's expert weight type, GGUF id 39) and BF16 as GGUF weight
+ * types, experts included. */
+static void test_gguf_matmul_mxfp4_bf16(void)
+{
+    check_gguf_matmul(WK_DTYPE_MXFP4);
+    check_gguf_matmul(WK_DTYPE_BF16);
+}
+
 static struct wk_context *ctx_new_n(struct wk_model *m, int n_threads, int n_ubatch, int n_ctx)
 {
     struct wk_context_params p = wk_context_params_default();
@@ -437,5 +515,5 @@ static void test_no_leaks(void)
 
 CHECK_MAIN(TEST(test_hparams), TEST(test_batch_chunks_and_steps_agree), TEST(test_truncate_and_redo),
            TEST(test_sliding_window_reach), TEST(test_verify_equals_steps),
-           TEST(test_matmul_per_token_bits), TEST(test_ring_cache), TEST(test_shared_pool),
+           TEST(test_matmul_per_token_bits), TEST(test_gguf_matmul_mxfp4_bf16), TEST(test_ring_cache), TEST(test_shared_pool),
            TEST(test_bad_calls), TEST(test_no_leaks))

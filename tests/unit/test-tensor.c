@@ -57,7 +57,7 @@ static void test_traits_table(void)
         {6, "Q5_0", 32, 22},  {7, "Q5_1", 32, 24},    {8, "Q8_0", 32, 34},  {9, "Q8_1", 32, 36},
         {12, "Q4_K", 256, 144}, {13, "Q5_K", 256, 176}, {14, "Q6_K", 256, 210}, {15, "Q8_K", 256, 292},
         {30, "BF16", 1, 2},   {10, "Q2_K", 256, 84},  {11, "Q3_K", 256, 110},
-        {20, "IQ4_NL", 32, 18}, {23, "IQ4_XS", 256, 136},
+        {20, "IQ4_NL", 32, 18}, {23, "IQ4_XS", 256, 136}, {39, "MXFP4", 32, 17},
     };
     for (size_t i = 0; i < WK_ARRAY_LEN(spec); i++) {
         const struct wk_dtype_traits *tr = wk_dtype_traits_get(spec[i].t);
@@ -194,7 +194,7 @@ static void test_affine_group_dots(void)
     }
 }
 
-/* Q2_K, Q3_K, IQ4_NL and IQ4_XS: to_f32 of the random blocks in
+/* Q2_K, Q3_K, IQ4_NL, IQ4_XS and MXFP4: to_f32 of the random blocks in
  * tests/unit/fixtures/kquant.bin (made by make_kquant.py beside it) gives
  * the gguf package's dequantized floats bit for bit. */
 static void test_lowbit_dequant_matches_gguf(void)
@@ -223,7 +223,34 @@ static void test_lowbit_dequant_matches_gguf(void)
         free(blocks), free(want), free(got);
     }
     fclose(f);
-    CHECK_EQ_INT(n_types, 4);
+    CHECK_EQ_INT(n_types, 5);
+}
+
+/* MXFP4's quantizer gives the gguf package's blocks byte for byte on the
+ * rows of tests/unit/fixtures/mxfp4_quant.bin (make_kquant.py: random
+ * rows at many scales, zeros, grid values and ties, -0, maxima at and just
+ * below powers of two, values near FLT_MAX). */
+static void test_mxfp4_quantize_matches_gguf(void)
+{
+    FILE *f = fopen("tests/unit/fixtures/mxfp4_quant.bin", "rb");
+    CHECK(f != NULL);
+    if (!f) return;
+    uint32_t nb = 0;
+    CHECK(fread(&nb, 4, 1, f) == 1 && nb > 0 && nb < 100000);
+    float *x = malloc((size_t)nb * 32 * 4);
+    uint8_t *want = malloc((size_t)nb * 17), *got = malloc((size_t)nb * 17);
+    CHECK(fread(x, 4, (size_t)nb * 32, f) == (size_t)nb * 32);
+    CHECK(fread(want, 17, nb, f) == nb);
+    fclose(f);
+    wk_dtype_traits_get(WK_DTYPE_MXFP4)->from_f32(x, got, (int64_t)nb * 32);
+    int bad = 0;
+    for (uint32_t b = 0; b < nb; b++)
+        if (memcmp(got + 17 * b, want + 17 * b, 17) != 0) {
+            if (bad++ < 4) fprintf(stderr, "  MXFP4 block %u differs (e %u vs %u)\n", b, got[17 * b], want[17 * b]);
+        }
+    CHECK_EQ_INT(bad, 0);
+    printf("  MXFP4: %u blocks\n", nb);
+    free(x), free(want), free(got);
 }
 
 /* Their reference dots with f32 x equal the double-precision sum over the
@@ -232,7 +259,8 @@ static void test_lowbit_dequant_matches_gguf(void)
  * (random bytes, finite f16 scales) of 1 to 17 blocks. */
 static void test_lowbit_dot_vs_f64(void)
 {
-    static const enum wk_dtype types[] = {WK_DTYPE_Q2_K, WK_DTYPE_Q3_K, WK_DTYPE_IQ4_NL, WK_DTYPE_IQ4_XS};
+    static const enum wk_dtype types[] = {WK_DTYPE_Q2_K, WK_DTYPE_Q3_K, WK_DTYPE_IQ4_NL, WK_DTYPE_IQ4_XS,
+                                          WK_DTYPE_MXFP4};
     static const int counts[] = {1, 2, 3, 5, 8, 17};
     uint64_t seed = 77;
     double worst = 0;
@@ -249,6 +277,7 @@ static void test_lowbit_dot_vs_f64(void)
                     wk_f16 d = wk_f32_to_f16(0.05f * check_rand_f32(&seed)), m = wk_f32_to_f16(0.02f * check_rand_f32(&seed));
                     if (types[k] == WK_DTYPE_Q2_K) memcpy(blk + 80, &d, 2), memcpy(blk + 82, &m, 2);
                     else if (types[k] == WK_DTYPE_Q3_K) memcpy(blk + 108, &d, 2);
+                    else if (types[k] == WK_DTYPE_MXFP4) blk[0] = (uint8_t)(118 + check_rand_u64(&seed) % 16);
                     else memcpy(blk, &d, 2);
                 }
                 for (int64_t i = 0; i < n; i++) x[i] = 2 * check_rand_f32(&seed);
@@ -268,4 +297,5 @@ static void test_lowbit_dot_vs_f64(void)
 
 CHECK_MAIN(TEST(test_f16_round_trip_exhaustive), TEST(test_affine_group_dots), TEST(test_bf16), TEST(test_traits_table),
            TEST(test_dequant_known_blocks), TEST(test_quantize_round_trip_bounds),
-           TEST(test_lowbit_dequant_matches_gguf), TEST(test_lowbit_dot_vs_f64))
+           TEST(test_lowbit_dequant_matches_gguf), TEST(test_mxfp4_quantize_matches_gguf),
+           TEST(test_lowbit_dot_vs_f64))

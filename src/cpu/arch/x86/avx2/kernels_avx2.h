@@ -52,6 +52,10 @@ void wk__avx2_fill_rows(struct wk_cpu_kernels *k);
  * Q4_0, Q4_1, Q5_0, Q5_1) of rows_x16_avx2.c. */
 void wk__avx2_fill_rows_x16(struct wk_cpu_kernels *k);
 
+/* Installs vec_dot, vec_dot_rows and to_f32 of Q2_K, Q3_K, IQ4_NL, IQ4_XS
+ * and MXFP4 (lowbit_avx2.c, the AVX2 build of ../lowbit_template.h). */
+void wk__avx2_fill_lowbit(struct wk_cpu_kernels *k);
+
 /* Installs RMSNorm, GEGLU, SwiGLU and softmax built with AVX2 (ops_avx2.c). */
 void wk__avx2_fill_ops(struct wk_cpu_kernels *k);
 /* The affine groups I8G64, I4G64: dot with f32 x, to f32 (affine_avx2.c). */

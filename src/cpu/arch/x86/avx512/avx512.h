@@ -29,6 +29,8 @@ void wk__avx512_fill_dot_rows(struct wk_cpu_kernels *k); /* dot_rows_avx512.c (v
 void wk__avx512_fill_dot_rows_k(struct wk_cpu_kernels *k); /* dot_rows_k_avx512.c (vec_dot_rows) */
 void wk__avx512_fill_rows_x16(struct wk_cpu_kernels *k);      /* rows_x16_avx512.c */
 void wk__avx512_fill_ops(struct wk_cpu_kernels *k);           /* ops_avx512.c */
+/* vec_dot, vec_dot_rows, to_f32 of Q2_K, Q3_K, IQ4_NL, IQ4_XS, MXFP4 */
+void wk__avx512_fill_lowbit(struct wk_cpu_kernels *k);        /* lowbit_avx512.c */
 void wk__avx512_fill_rows_x16_vnni(struct wk_cpu_kernels *k); /* rows_x16_avx512_vnni.c */
 
 /* IEEE half to float, exact (F16C). */

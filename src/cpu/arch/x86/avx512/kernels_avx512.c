@@ -14,8 +14,12 @@
  *   dot_rows_avx512.c  vec_dot_rows (decode): 32-element blocks and floats
  *   dot_rows_k_avx512.c  vec_dot_rows for Q4_K, Q5_K, Q6_K
  *   rows_x16_avx512.c, rows_x16_avx512_vnni.c  vec_dot_rows_x16 (decode
- *                      with 16-bit activations) for Q4_0, Q4_1, Q5_0, Q5_1
+ *                      with 16-bit activations) for Q4_0, Q4_1, Q5_0, Q5_1,
+ *                      Q4_K, Q5_K, I4G64, MXFP4; Q8_0, IQ4_NL and the R16
+ *                      layouts with VNNI (rows_x16_template.h)
  *   ops_avx512.c       RMSNorm, GEGLU, SwiGLU, softmax (ops_template.h)
+ *   lowbit_avx512.c    Q2_K, Q3_K, IQ4_NL, IQ4_XS, MXFP4: vec_dot,
+ *                      vec_dot_rows, to_f32 (../lowbit_template.h)
  * The last two compile one template, dot_template.h.
  */
 #include "avx512.h"
@@ -32,6 +36,7 @@ void wk__cpu_fill_avx512(struct wk_cpu_kernels *k)
     wk__avx512_fill_dot_rows_k(k);
     wk__avx512_fill_rows_x16(k);
     wk__avx512_fill_ops(k);
+    wk__avx512_fill_lowbit(k);
     /* The VNNI code is always in the binary but may only run where the CPU
      * has the instructions (Skylake-SP/X has AVX-512 without them). */
     if (wk_cpu_features_get()->avx512_vnni) {

@@ -1,7 +1,7 @@
 /*
  * rows_x16_template.h - the AVX-512 decode dots with 16-bit activations
- * (vec_dot_rows_x16, wk_cpu.h) for Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, I4G64, and Q8_0 with
- * VNNI. Compiled twice:
+ * (vec_dot_rows_x16, wk_cpu.h) for Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, I4G64, MXFP4, and
+ * Q8_0 and IQ4_NL with VNNI. Compiled twice:
  * by rows_x16_avx512.c (WK_AVX512_VNNI 0: vpmaddubsw + vpmaddwd, AVX-512BW)
  * and by rows_x16_avx512_vnni.c (WK_AVX512_VNNI 1: vpdpbusd). The two give
  * the same integers, hence bit-identical results. Including files define
@@ -201,7 +201,38 @@ static ALWAYS_INLINE void x16_finish(const int R, __m512 acc, __m128 accc, float
     rows_store(R, out, _mm_add_ps(tot, accc), add);
 }
 
-enum x16_kind { X16_Q4_0, X16_Q4_1, X16_Q5_0, X16_Q5_1, X16_Q8_0, X16_Q6_K, X16_Q4_K /* these two: R16 only */ };
+enum x16_kind { X16_Q4_0, X16_Q4_1, X16_Q5_0, X16_Q5_1, X16_Q8_0, X16_Q6_K, X16_Q4_K /* these two: R16 only */,
+                X16_MXFP4, X16_IQ4_NL };
+
+/* MXFP4 and IQ4_NL read their codes through a code book: each value plus
+ * an offset that makes it unsigned (MXFP4's -12..12 + 12, IQ4_NL's
+ * -127..113 + 128), in the 16 bytes of a 128-bit lane; the offset comes
+ * back as c_w = -offset d_w. MXFP4's codes (<= 24) are safe for
+ * vpmaddubsw's pair sums; IQ4_NL's (<= 241) are not, so it is VNNI only,
+ * like Q8_0. */
+static ALWAYS_INLINE __m512i x16_book(const int8_t *values, int offset)
+{
+    int8_t b[16];
+    for (int k = 0; k < 16; k++) b[k] = (int8_t)(values[k] + offset);
+    return _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)b));
+}
+
+/* MXFP4's d_w = 2^(e - 128) of rows r < R in lane r, 0 in the others:
+ * wk_e8m0_to_f32_half's bits made in general registers and packed as
+ * rows_f16x4 packs its halves (no store of four floats reloaded as a
+ * vector). */
+static ALWAYS_INLINE __m128 x16_e8m0x4(const int R, const uint8_t *p, size_t stride)
+{
+    uint64_t lo = 0, hi = 0;
+    UNROLL
+    for (int r = 0; r < R; r++) {
+        const uint32_t e = p[r * stride];
+        const uint64_t bits = e < 2 ? 0x00200000u << e : (e - 1) << 23;
+        if (r < 2) lo |= bits << (32 * r);
+        else hi |= bits << (32 * (r - 2));
+    }
+    return _mm_castsi128_ps(_mm_set_epi64x((long long)hi, (long long)lo));
+}
 
 static ALWAYS_INLINE void x16_rows(const enum x16_kind K, const int R, int64_t n, const uint8_t *w,
                                    size_t stride, const float *x, const float *scratch, float *out,
@@ -212,13 +243,20 @@ static ALWAYS_INLINE void x16_rows(const enum x16_kind K, const int R, int64_t n
                       : K == X16_Q4_1 ? sizeof(struct wk_block_q4_1)
                       : K == X16_Q5_0 ? sizeof(struct wk_block_q5_0)
                       : K == X16_Q5_1 ? sizeof(struct wk_block_q5_1)
+                      : K == X16_MXFP4 ? sizeof(struct wk_block_mxfp4)
+                      : K == X16_IQ4_NL ? sizeof(struct wk_block_iq4_nl)
                                       : sizeof(struct wk_block_q8_0);
+    const bool book = K == X16_MXFP4 || K == X16_IQ4_NL;
+    const __m512i lut = K == X16_MXFP4    ? x16_book(wk_mxfp4_values, 12)
+                        : K == X16_IQ4_NL ? x16_book(wk_iq4nl_values, 128)
+                                          : _mm512_setzero_si512();
     const bool has_m = K == X16_Q4_1 || K == X16_Q5_1;
     const bool is_q5 = K == X16_Q5_0 || K == X16_Q5_1;
     const size_t qh_off = has_m ? 4 : 2;
-    const size_t qs_off = qh_off + (is_q5 ? 4 : 0);
+    const size_t qs_off = K == X16_MXFP4 ? 1 : qh_off + (is_q5 ? 4 : 0);
     /* Q8_0's codes are read as unsigned, q + 128 (a flipped top bit) */
-    const float offset = K == X16_Q4_0 ? -8.0f : K == X16_Q8_0 ? -128.0f : -16.0f;
+    const float offset = K == X16_Q4_0 ? -8.0f : K == X16_Q8_0 || K == X16_IQ4_NL ? -128.0f
+                         : K == X16_MXFP4 ? -12.0f : -16.0f;
     const __m512i flip = _mm512_set1_epi8((char)0x80);
     const int64_t nb = n / 32;
     const uint8_t *lines = (const uint8_t *)scratch;
@@ -239,12 +277,13 @@ static ALWAYS_INLINE void x16_rows(const enum x16_kind K, const int R, int64_t n
             const __m512i v = x16_load_rows(R, b + qs_off, stride);
             lo = _mm512_and_si512(v, m4);
             hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+            if (book) lo = _mm512_shuffle_epi8(lut, lo), hi = _mm512_shuffle_epi8(lut, hi);
         }
         if (is_q5) {
             lo = _mm512_mask_add_epi8(lo, x16_qh_mask(R, b + qh_off, stride, 0), lo, c16);
             hi = _mm512_mask_add_epi8(hi, x16_qh_mask(R, b + qh_off, stride, 1), hi, c16);
         }
-        const __m128 dw = rows_f16x4(R, b, stride, 0);
+        const __m128 dw = K == X16_MXFP4 ? x16_e8m0x4(R, b, stride) : rows_f16x4(R, b, stride, 0);
         acc = x16_block(lo, hi, lines + X16_LINE_BYTES * i, dw, ds[i], acc);
         if (has_m) accc = _mm_fmadd_ps(rows_f16x4(R, b, stride, 2), _mm_set1_ps(sums[i]), accc);
         else accc = _mm_fmadd_ps(dw, _mm_set1_ps(offset * sums[i]), accc);
@@ -259,13 +298,21 @@ static ALWAYS_INLINE void x16_rows(const enum x16_kind K, const int R, int64_t n
  * and mins are unpacked once per block, transposed to [s][row] and
  * converted to floats, so that each sub-block's four sc_s (the x16_block
  * scales) are one load; d and dmin multiply the block's sums once.
+ * Q5_K (q5 true) is the same with a fifth bit per element: element l of
+ * sub-block s has bit s of qh[l], so bytes qh[0..15] (elements 0-15) and
+ * qh[16..31] (16-31) are loaded once per block and sub-block s adds 16
+ * where its bit is set (codes 0..31, still fine for vpmaddubsw).
  */
-static ALWAYS_INLINE void x16_rows_q4k(const int R, int64_t n, const uint8_t *w, size_t stride,
-                                       const float *x, const float *scratch, float *out, bool add)
+static ALWAYS_INLINE void x16_rows_k(const bool q5, const int R, int64_t n, const uint8_t *w, size_t stride,
+                                     const float *x, const float *scratch, float *out, bool add)
 {
     (void)x;
-    const size_t bb = sizeof(struct wk_block_q4_k), qs_off = offsetof(struct wk_block_q4_k, qs);
+    const size_t bb = q5 ? sizeof(struct wk_block_q5_k) : sizeof(struct wk_block_q4_k);
+    const size_t qs_off = q5 ? offsetof(struct wk_block_q5_k, qs) : offsetof(struct wk_block_q4_k, qs);
+    const size_t qh_off = offsetof(struct wk_block_q5_k, qh);
     const size_t sc_off = offsetof(struct wk_block_q4_k, scales);
+    _Static_assert(offsetof(struct wk_block_q5_k, scales) == offsetof(struct wk_block_q4_k, scales), "Q5_K as Q4_K");
+    const __m512i c16 = _mm512_set1_epi8(0x10);
     const int64_t nb = n / 32;
     const uint8_t *lines = (const uint8_t *)scratch;
     const float *ds = scratch + nb * (X16_LINE_BYTES / 4), *sums = ds + nb;
@@ -293,6 +340,8 @@ static ALWAYS_INLINE void x16_rows_q4k(const int R, int64_t n, const uint8_t *w,
         const __m128 d = rows_f16x4(R, b, stride, 0), dmin = rows_f16x4(R, b, stride, 2);
         __m512 acc_b = _mm512_setzero_ps();
         __m128 acc_m = _mm_setzero_ps();
+        const __m512i qh0 = q5 ? x16_load_rows(R, b + qh_off, stride) : _mm512_setzero_si512();
+        const __m512i qh1 = q5 ? x16_load_rows(R, b + qh_off + 16, stride) : _mm512_setzero_si512();
         UNROLL
         for (int g = 0; g < 4; g++) {
             const __m512i v0 = x16_load_rows(R, b + qs_off + 32 * g, stride);
@@ -301,8 +350,13 @@ static ALWAYS_INLINE void x16_rows_q4k(const int R, int64_t n, const uint8_t *w,
             for (int h = 0; h < 2; h++) {
                 const int s = 2 * g + h;
                 const int64_t xb = 8 * i + s;
-                const __m512i lo = _mm512_and_si512(h ? _mm512_srli_epi16(v0, 4) : v0, m4);
-                const __m512i hi = _mm512_and_si512(h ? _mm512_srli_epi16(v1, 4) : v1, m4);
+                __m512i lo = _mm512_and_si512(h ? _mm512_srli_epi16(v0, 4) : v0, m4);
+                __m512i hi = _mm512_and_si512(h ? _mm512_srli_epi16(v1, 4) : v1, m4);
+                if (q5) {
+                    const __m512i bit = _mm512_set1_epi8((char)(1 << s));
+                    lo = _mm512_mask_add_epi8(lo, _mm512_test_epi8_mask(qh0, bit), lo, c16);
+                    hi = _mm512_mask_add_epi8(hi, _mm512_test_epi8_mask(qh1, bit), hi, c16);
+                }
                 const __m128 sc = _mm_load_ps(tf[s]), mn = _mm_load_ps(tf[8 + s]);
                 acc_b = x16_block(lo, hi, lines + X16_LINE_BYTES * xb, sc, ds[xb], acc_b);
                 acc_m = _mm_fmadd_ps(mn, _mm_set1_ps(sums[xb]), acc_m);
@@ -312,6 +366,18 @@ static ALWAYS_INLINE void x16_rows_q4k(const int R, int64_t n, const uint8_t *w,
         accc = _mm_fnmadd_ps(acc_m, dmin, accc);
     }
     x16_finish(R, acc, accc, out, add);
+}
+
+static ALWAYS_INLINE void x16_rows_q4k(const int R, int64_t n, const uint8_t *w, size_t stride,
+                                       const float *x, const float *scratch, float *out, bool add)
+{
+    x16_rows_k(false, R, n, w, stride, x, scratch, out, add);
+}
+
+static ALWAYS_INLINE void x16_rows_q5k(const int R, int64_t n, const uint8_t *w, size_t stride,
+                                       const float *x, const float *scratch, float *out, bool add)
+{
+    x16_rows_k(true, R, n, w, stride, x, scratch, out, add);
 }
 
 /*
@@ -363,6 +429,8 @@ X16_ROWS(X16_Q4_1)
 X16_ROWS(X16_Q5_0)
 X16_ROWS(X16_Q5_1)
 X16_ROWS(X16_Q8_0)
+X16_ROWS(X16_MXFP4)
+X16_ROWS(X16_IQ4_NL)
 
 DOT_ROWS_FN(x16_rows_q4_0, x16_rows_X16_Q4_0, 32, sizeof(struct wk_block_q4_0), X16_CHUNK, x16_prep,
             X16_SCRATCH_FLOATS)
@@ -372,12 +440,20 @@ DOT_ROWS_FN(x16_rows_q5_0, x16_rows_X16_Q5_0, 32, sizeof(struct wk_block_q5_0), 
             X16_SCRATCH_FLOATS)
 DOT_ROWS_FN(x16_rows_q5_1, x16_rows_X16_Q5_1, 32, sizeof(struct wk_block_q5_1), X16_CHUNK, x16_prep,
             X16_SCRATCH_FLOATS)
+DOT_ROWS_FN(x16_rows_mxfp4, x16_rows_X16_MXFP4, 32, sizeof(struct wk_block_mxfp4), X16_CHUNK, x16_prep,
+            X16_SCRATCH_FLOATS)
+DOT_ROWS_TOKENS_FN(x16_tokens_mxfp4, x16_rows_X16_MXFP4, 32, sizeof(struct wk_block_mxfp4), X16_CHUNK,
+                   x16_prep, X16_SCRATCH_FLOATS)
 /* Q8_0 only with VNNI: vpmaddubsw's pair sums of codes up to 255 would
  * saturate 16 bits */
 #if WK_AVX512_VNNI
 DOT_ROWS_FN(x16_rows_q8_0, x16_rows_X16_Q8_0, 32, sizeof(struct wk_block_q8_0), X16_CHUNK, x16_prep,
             X16_SCRATCH_FLOATS)
 DOT_ROWS_TOKENS_FN(x16_tokens_q8_0, x16_rows_X16_Q8_0, 32, sizeof(struct wk_block_q8_0), X16_CHUNK,
+                   x16_prep, X16_SCRATCH_FLOATS)
+DOT_ROWS_FN(x16_rows_iq4_nl, x16_rows_X16_IQ4_NL, 32, sizeof(struct wk_block_iq4_nl), X16_CHUNK, x16_prep,
+            X16_SCRATCH_FLOATS)
+DOT_ROWS_TOKENS_FN(x16_tokens_iq4_nl, x16_rows_X16_IQ4_NL, 32, sizeof(struct wk_block_iq4_nl), X16_CHUNK,
                    x16_prep, X16_SCRATCH_FLOATS)
 #endif
 /*
@@ -775,6 +851,10 @@ DOT_ROWS_FN(x16_rows_q4_k, x16_rows_q4k, WK_QK_K, sizeof(struct wk_block_q4_k), 
             X16_SCRATCH_FLOATS)
 DOT_ROWS_TOKENS_FN(x16_tokens_q4_k, x16_rows_q4k, WK_QK_K, sizeof(struct wk_block_q4_k), X16_CHUNK,
                    x16_prep, X16_SCRATCH_FLOATS)
+DOT_ROWS_FN(x16_rows_q5_k, x16_rows_q5k, WK_QK_K, sizeof(struct wk_block_q5_k), X16_CHUNK, x16_prep,
+            X16_SCRATCH_FLOATS)
+DOT_ROWS_TOKENS_FN(x16_tokens_q5_k, x16_rows_q5k, WK_QK_K, sizeof(struct wk_block_q5_k), X16_CHUNK,
+                   x16_prep, X16_SCRATCH_FLOATS)
 DOT_ROWS_FN(x16_rows_i4g64, x16_rows_i4, 64, sizeof(struct wk_block_i4g64), X16_CHUNK, x16_prep_pairs,
             X16_SCRATCH_FLOATS)
 DOT_ROWS_TOKENS_FN(x16_tokens_q4_0, x16_rows_X16_Q4_0, 32, sizeof(struct wk_block_q4_0), X16_CHUNK,
@@ -802,9 +882,15 @@ void WK_X16_FILL(struct wk_cpu_kernels *k)
     k->vec_dot_rows_x16_tokens[WK_DTYPE_I4G64] = x16_tokens_i4g64;
     k->vec_dot_rows_x16[WK_DTYPE_Q4_K] = x16_rows_q4_k;
     k->vec_dot_rows_x16_tokens[WK_DTYPE_Q4_K] = x16_tokens_q4_k;
+    k->vec_dot_rows_x16[WK_DTYPE_Q5_K] = x16_rows_q5_k;
+    k->vec_dot_rows_x16_tokens[WK_DTYPE_Q5_K] = x16_tokens_q5_k;
+    k->vec_dot_rows_x16[WK_DTYPE_MXFP4] = x16_rows_mxfp4;
+    k->vec_dot_rows_x16_tokens[WK_DTYPE_MXFP4] = x16_tokens_mxfp4;
 #if WK_AVX512_VNNI
     k->vec_dot_rows_x16[WK_DTYPE_Q8_0] = x16_rows_q8_0;
     k->vec_dot_rows_x16_tokens[WK_DTYPE_Q8_0] = x16_tokens_q8_0;
+    k->vec_dot_rows_x16[WK_DTYPE_IQ4_NL] = x16_rows_iq4_nl;
+    k->vec_dot_rows_x16_tokens[WK_DTYPE_IQ4_NL] = x16_tokens_iq4_nl;
     /* the R16 dtypes: decode, verify, and decode with x prepared once */
 #define R16_FILL(name, dt)                                                                         \
     (k->vec_dot_rows_x16[dt] = r16_rows_##name, k->vec_dot_rows_x16_tokens[dt] = r16_tokens_##name, \
