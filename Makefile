@@ -168,10 +168,12 @@ golden: $(GOLDEN_BIN)
 	@echo "== phi3: tiny Phi3ForCausalLM models (LongRoPE long and short, attention factor, partial rotary, sliding window, fused QKV and gate-up; HF folders and llama.cpp's GGUFs) against transformers"; \
 	  $(OUT)/tests/test-phi3
 	@echo "== phi3, f32 activations (WICK_EXACT=1)"; WICK_EXACT=1 $(OUT)/tests/test-phi3 test_logits
-	@echo "== gpt-oss: a tiny GptOssForCausalLM (sinks, sliding window, YaRN, biased clamped-SwiGLU experts; HF folder and llama.cpp's GGUF) against transformers"; \
+	@echo "== gpt-oss: a tiny GptOssForCausalLM (sinks, sliding window, YaRN, biased clamped-SwiGLU experts; HF folder, llama.cpp's GGUF, and that GGUF with MXFP4 experts) against transformers"; \
 	  $(OUT)/tests/test-gpt-oss
 	@echo "== gpt-oss, f32 activations (WICK_EXACT=1)"; WICK_EXACT=1 $(OUT)/tests/test-gpt-oss test_logits
 	@echo "== gpt-oss, dispatch capped to AVX2 (WICK_CPU=avx2)"; WICK_CPU=avx2 $(OUT)/tests/test-gpt-oss test_logits
+	@echo "== gpt-oss MXFP4 experts, f32 activations (WICK_EXACT=1)"; WICK_EXACT=1 $(OUT)/tests/test-gpt-oss test_mxfp4
+	@echo "== gpt-oss MXFP4 experts, dispatch capped to AVX2 (WICK_CPU=avx2)"; WICK_CPU=avx2 $(OUT)/tests/test-gpt-oss test_mxfp4
 	@echo "== tf5-bos: BOS/EOS from tokenizer.json's post-processor (transformers 5 folders) against tokenizers"; \
 	  $(OUT)/tests/test-tf5-bos
 	@set -e; for f in tests/golden/qwen2.5-coder-1.5b.json tests/golden/gemma3-270m.json tests/golden/smollm2-135m.json; do \

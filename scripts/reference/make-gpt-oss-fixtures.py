@@ -28,6 +28,9 @@ GptOssForCausalLM against transformers float32 (attn_implementation "eager").
                       ggml always does); the smallest top-1 - top-2 margin;
                       the last position's logits with truncate false (6
                       decimals), for a folder so configured
+  gpt-oss-mxfp4.gguf, mxfp4/
+                      the same GGUF with MXFP4 experts and its reference
+                      (make-gpt-oss-mxfp4-fixture.py, run at the end)
 
     PYTHONPATH=/tmp/sp ~/.cache/wick/grammar-anchors-venv/bin/python scripts/reference/make-gpt-oss-fixtures.py
 
@@ -217,6 +220,7 @@ def main():
     }
     (OUT / "reference.json").write_text(json.dumps(ref, indent=1) + "\n")
     convert_gguf(OUT / "gpt-oss-f32.gguf")
+    subprocess.run([sys.executable, str(pathlib.Path(__file__).with_name("make-gpt-oss-mxfp4-fixture.py"))], check=True)
 
 
 if __name__ == "__main__":

@@ -19,7 +19,15 @@
  *   4. a copy of the folder with YaRN's truncate false (the real gpt-oss
  *      config's value: correction dims not rounded) against transformers'
  *      last-position logits so configured;
- *   5. config.json errors name the field.
+ *   5. config.json errors name the field;
+ *   6. llama.cpp's GGUF with its expert tensors (ffn_gate_exps, ffn_up_exps,
+ *      ffn_down_exps) quantized to MXFP4 by the gguf package, as real
+ *      gpt-oss GGUFs carry them (gpt-oss-mxfp4.gguf, made by
+ *      scripts/reference/make-gpt-oss-mxfp4-fixture.py), against transformers
+ *      with its expert weights replaced by the MXFP4-dequantized values
+ *      (mxfp4/: logits within REL_TOL at every position, prefill and the
+ *      last token alone; greedy continuations identical); the rounding moves
+ *      the F32 model's logits far beyond REL_TOL (mxfp4/reference.json).
  *
  * Usage: test-gpt-oss [FILTER]; run from the repository root, or with
  * WICK_GPT_OSS_FIXTURES naming the fixture folder.
@@ -40,6 +48,8 @@
 #define VOCAB 519
 
 static struct fixture_ref g_r;
+static struct fixture_ref g_mx; /* the MXFP4 model's reference (mxfp4/) */
+static bool g_mx_ok;
 static const char *const g_names[2] = {"hf", "gguf"};
 
 static struct wk_model *load_which(int which)
@@ -210,14 +220,44 @@ static void test_errors(void)
     }
 }
 
+static void test_mxfp4(void)
+{
+    CHECK(g_mx_ok);
+    if (!g_mx_ok) return;
+    json_t *checks = json_object_get(g_mx.ref, "checks");
+    /* the rounding must be far out of reach of the tolerance, at every
+     * position, or matching the reference would prove nothing */
+    CHECK(json_number_value(json_object_get(checks, "max_rel_logit_change_mxfp4_vs_f32")) > 100 * REL_TOL);
+    CHECK(json_number_value(json_object_get(checks, "min_rel_logit_change_mxfp4_vs_f32")) > 10 * REL_TOL);
+    char path[1200];
+    snprintf(path, sizeof path, "%s/gpt-oss-mxfp4.gguf", g_r.dir);
+    struct wk_model *m = fixture_load(path);
+    for (int i = 0; m && i < m->hp.n_layer; i++) {
+        const struct wk_moe_block *b = &m->layers[i].moe;
+        const struct wk_tensor *const ts[3] = {b->gate, b->up, b->down};
+        for (int k = 0; k < 3; k++) {
+            CHECK(ts[k] != NULL);
+            if (ts[k]) CHECK_EQ_INT(ts[k]->dtype, WK_DTYPE_MXFP4);
+        }
+        CHECK(b->gate_b && b->up_b && b->down_b && b->topk_softmax);
+    }
+    fixture_ref_check_logits(&g_mx, m, "mxfp4", REL_TOL);
+    fixture_ref_check_greedy(&g_mx, m, "mxfp4", N_GREEDY);
+    wk_model_destroy(m);
+}
+
 int main(int argc, char **argv)
 {
     if (fixture_ref_open(&g_r, "test-gpt-oss", "WICK_GPT_OSS_FIXTURES", "tests/golden/gpt-oss", N_PROMPTS, N_POS,
                          VOCAB))
         return 1;
-    static const struct check_test tests[] = {TEST(test_hparams), TEST(test_logits), TEST(test_greedy),
-                                              TEST(test_truncate_false), TEST(test_errors)};
+    char mx[1100];
+    snprintf(mx, sizeof mx, "%s/mxfp4", g_r.dir);
+    g_mx_ok = fixture_ref_open(&g_mx, "test-gpt-oss", "WICK_GPT_OSS_MXFP4_FIXTURES", mx, N_PROMPTS, N_POS, VOCAB) == 0;
+    static const struct check_test tests[] = {TEST(test_hparams), TEST(test_logits),       TEST(test_greedy),
+                                              TEST(test_truncate_false), TEST(test_errors), TEST(test_mxfp4)};
     int rc = check_main(argc, argv, tests, (int)(sizeof tests / sizeof tests[0]));
+    if (g_mx_ok) fixture_ref_close(&g_mx);
     fixture_ref_close(&g_r);
     return rc;
 }
