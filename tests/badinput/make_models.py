@@ -197,3 +197,22 @@ def cases():
          build(edit_tensors=set_tensor("output_norm.weight", offset=ALIGN * 1000 + 4)),
          "is not a multiple of the alignment"),
     ]
+
+
+def folder_cases():
+    """(folder name, fixture folder whose files other than config.json it
+    links, config.json edits, expected message fragment): Hugging Face
+    folders broken in their config.json."""
+    return [
+        # model_type lookup once read past llama's full list of 4 (UBSan)
+        ("hf-unknown-model-type", "phi3/longrope/hf", {"model_type": "frobnicator"},
+         "model_type 'frobnicator' (wick supports"),
+        # a rope_parameters that is no object once dropped gpt-oss's YaRN silently
+        ("hf-rope-parameters-string", "gpt-oss/hf", {"rope_parameters": "yarn"},
+         "rope_parameters must be an object"),
+        ("hf-rope-theta-string", "phi3/longrope/hf", {"rope_parameters.rope_theta": "10000"},
+         "rope_parameters rope_theta must be a number"),
+        # cast to an integer before any range check (UB)
+        ("hf-head-dim-huge", "phi3/longrope/hf", {"head_dim": 1e300}, "head_dim 1e+300"),
+    ]
+
