@@ -266,6 +266,22 @@ enum wk_status wk__layer_bools(const struct wk_model *m, const char *suffix, boo
     return WK_OK;
 }
 
+/* A GGUF tensor of a layer past block_count would be ignored and the
+ * model silently cut short (llama.cpp refuses tensors it does not use). */
+static enum wk_status check_layer_tensors(const struct wk_model *m, struct wk_error *err)
+{
+    for (int64_t i = 0; m->gguf && i < wk_gguf_n_tensors(m->gguf); i++) {
+        const char *name = wk_gguf_tensor(m->gguf, i)->t.name;
+        char *end;
+        if (!name || strncmp(name, "blk.", 4) != 0) continue;
+        long layer = strtol(name + 4, &end, 10);
+        if (end != name + 4 && *end == '.' && layer >= m->hp.n_layer)
+            return wk_error_set(err, WK_E_FORMAT, "%s: tensor %s is past the %d layers of %s.block_count",
+                                wk__model_path(m), name, m->hp.n_layer, m->hp.arch_name);
+    }
+    return WK_OK;
+}
+
 const struct wk_tensor *wk__find_tensor(const struct wk_model *m, const char *name)
 {
     const struct wk_gguf_tensor *gt = m->gguf ? wk_gguf_find_tensor(m->gguf, name) : NULL;
@@ -405,7 +421,7 @@ enum wk_status wk_model_load_ex(const char *path, bool resident, struct wk_model
     }
     m->hp.residual_scale = 1.0f; /* the knobs whose neutral value is not 0 */
     m->hp.logit_scale = 1.0f;
-    if ((st = m->family->load(m, err))) goto fail;
+    if ((st = m->family->load(m, err)) || (st = check_layer_tensors(m, err))) goto fail;
     if (m->hp.n_ctx_train < 16) {
         st = wk_error_set(err, WK_E_FORMAT, "%s: %s.context_length = %d is too small to use", path,
                           m->hp.arch_name, m->hp.n_ctx_train);

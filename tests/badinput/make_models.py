@@ -193,6 +193,9 @@ def cases():
         ("bad-alignment.gguf", build(alignment=4), "general.alignment must be a u32 power of two of at least 8"),
         ("escape-sequences.gguf", build(tokenizer_model="\x1b[31mRED\x1b]0;title\x07"),
          "tokenizer model \"?[31mRED?]0;title?\" is not supported"),
+        # a layer's tensors past block_count were once ignored: the model silently cut short
+        ("tensor-past-block-count.gguf", build(kv_override={"block_count": 1}),
+         "tensor blk.1.attn_norm.weight is past the 1 layers of gemma3.block_count"),
         ("misaligned-tensor.gguf",
          build(edit_tensors=set_tensor("output_norm.weight", offset=ALIGN * 1000 + 4)),
          "is not a multiple of the alignment"),
