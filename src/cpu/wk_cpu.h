@@ -312,7 +312,7 @@ void wk_cpu_get_row(const struct wk_cpu_kernels *k, const struct wk_tensor *w, i
  * y may equal x. Zhang & Sennrich 2019. */
 void wk_rms_norm(int64_t n, const float *x, const float *g, float eps, float *y);
 
-/* e^x for x in [-87.3, 88.3] (clamped outside), within about 2 ulp of
+/* e^x for x in [-87.3, 88.3] (clamped outside; NaN gives NaN), within about 2 ulp of
  * the exact value; inline and branch-free so loops using it vectorise.
  * Range reduction by ln 2 split in two parts, degree-6 polynomial (Cody &
  * Waite 1980). */
@@ -330,7 +330,7 @@ static inline float wk_expf(float x)
     float r = x - kf * 0.693145751953125f - kf * 1.42860682030941723e-6f; /* |r| <= ln2/2 */
     float p = 1.0f + r * (1.0f + r * (0.5f + r * (1.0f / 6 + r * (1.0f / 24 + r * (1.0f / 120 +
                                                                               r * (1.0f / 720))))));
-    int32_t bits = (ki + 127) << 23;
+    uint32_t bits = (uint32_t)(ki + 127) << 23; /* unsigned: a NaN x (NaN out) leaves ki + 127 negative */
     float scale;
     memcpy(&scale, &bits, sizeof scale);
     return p * scale;

@@ -33,6 +33,7 @@
 
 #include <dirent.h>
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -116,9 +117,14 @@ static enum wk_status config_to_kv(struct wk_hf *h, json_t *cfg, const char *arc
     /* transformers 5 writes rope_parameters (per attention kind for Gemma 3)
      * where 4 wrote rope_theta, rope_local_base_freq and rope_scaling */
     json_t *rp = json_object_get(cfg, "rope_parameters");
+    if (rp && !json_is_null(rp) && !json_is_object(rp)) /* else its YaRN or LongRoPE would be dropped */
+        return wk_error_set(err, WK_E_FORMAT, "%s/config.json: rope_parameters must be an object", h->dir);
     json_t *full = json_object_get(rp, "full_attention"), *swa = json_object_get(rp, "sliding_attention");
     if (!json_is_object(full)) full = rp;
     json_t *theta = json_object_get(full, "rope_theta"), *local = json_object_get(swa, "rope_theta");
+    if ((theta && !json_is_null(theta) && !json_is_number(theta)) ||
+        (local && !json_is_null(local) && !json_is_number(local)))
+        return wk_error_set(err, WK_E_FORMAT, "%s/config.json: rope_parameters rope_theta must be a number", h->dir);
     if (json_is_number(theta)) {
         snprintf(key, sizeof key, "%s.rope.freq_base", arch);
         json_object_set(h->kv, key, theta);
@@ -565,7 +571,7 @@ static const char *arch_of_model_type(const char *type)
     size_t n;
     const struct wk_family *const *fs = wk__families(&n);
     for (size_t i = 0; i < n; i++)
-        for (int j = 0; fs[i]->hf_model_types[j]; j++) {
+        for (size_t j = 0; j < WK_ARRAY_LEN(fs[i]->hf_model_types) && fs[i]->hf_model_types[j]; j++) {
             const char *t = fs[i]->hf_model_types[j];
             size_t len = strlen(t);
             if (len && t[len - 1] == '*' ? strncmp(type, t, len - 1) == 0 : strcmp(type, t) == 0)
@@ -581,7 +587,8 @@ static void list_model_types(char *out, size_t cap)
     const struct wk_family *const *fs = wk__families(&n);
     out[0] = '\0';
     for (size_t i = 0; i < n; i++)
-        for (int j = 0; fs[i]->hf_model_types[j] && len < cap; j++) {
+        for (size_t j = 0; j < WK_ARRAY_LEN(fs[i]->hf_model_types) && fs[i]->hf_model_types[j] && len < cap;
+             j++) {
             int w = snprintf(out + len, cap - len, "%s%s", len ? ", " : "", fs[i]->hf_model_types[j]);
             if (w > 0) len += (size_t)w;
         }
@@ -706,7 +713,7 @@ int wk__hf_ints(const struct wk_hf *h, const char *key, int64_t *out, int max)
     for (int i = 0; i < n; i++) {
         json_t *v = json_array_get(a, (size_t)i);
         double d = json_number_value(v); /* files other than config.json are read with reals */
-        if (!json_is_number(v) || d != (double)(int64_t)d) return -2;
+        if (!json_is_number(v) || !(fabs(d) < 9e18) || d != (double)(int64_t)d) return -2; /* range before the cast */
         if (i < max) out[i] = (int64_t)d;
     }
     return n;

@@ -362,10 +362,14 @@ static enum wk_status phi3_config_to_kv(struct wk_hf *h, json_t *cfg, json_t *rs
     json_t *jp = json_object_get(cfg, "partial_rotary_factor"), *jo = json_object_get(cfg, "original_max_position_embeddings");
     if ((st = wk__hf_cfg_number(h, cfg, "hidden_size", 0, &hidden, err)) ||
         (st = wk__hf_cfg_number(h, cfg, "num_attention_heads", 1, &heads, err)) ||
-        (st = wk__hf_cfg_number(h, cfg, "head_dim", heads >= 1 ? (double)((int64_t)hidden / (int64_t)heads) : 0, &head_dim, err)) ||
+        (st = wk__hf_cfg_number(h, cfg, "head_dim", heads >= 1 && heads <= 4096 && hidden >= 0 && hidden <= 1 << 24
+                                                        ? (double)((int64_t)hidden / (int64_t)heads) : 0, &head_dim, err)) ||
         (st = wk__hf_cfg_number(h, (jp && !json_is_null(jp)) || !rp ? cfg : rp, "partial_rotary_factor", 1, &partial, err)) ||
         (st = wk__hf_cfg_number(h, (jo && !json_is_null(jo)) || !rp ? cfg : rp, "original_max_position_embeddings", 0, &orig, err)))
         return st;
+    if (!(head_dim >= 0 && head_dim <= 1 << 20)) /* before the cast to an integer below */
+        return wk_error_set(err, WK_E_FORMAT, "%s/config.json: head_dim %g (hidden_size / num_attention_heads when "
+                            "absent) out of range", h->dir, head_dim);
     if (!(partial > 0 && partial <= 1) || !(orig >= 0 && orig <= 1 << 24))
         return wk_error_set(err, WK_E_FORMAT, "%s/config.json: partial_rotary_factor %g (0 < f <= 1) or "
                             "original_max_position_embeddings %g out of range", h->dir, partial, orig);

@@ -34,13 +34,14 @@ static void list_archs(char *out, size_t cap)
 {
     size_t len = 0;
     out[0] = '\0';
-    for (size_t i = 0; i < WK_ARRAY_LEN(g_families); i++)
-        for (int j = 0; g_families[i]->gguf_archs[j] && len < cap; j++) {
-            const struct wk_family *f = g_families[i];
+    for (size_t i = 0; i < WK_ARRAY_LEN(g_families); i++) {
+        const struct wk_family *f = g_families[i];
+        for (size_t j = 0; j < WK_ARRAY_LEN(f->gguf_archs) && f->gguf_archs[j] && len < cap; j++) {
             int w = snprintf(out + len, cap - len, "%s%s%s%s%s", len ? ", " : "", f->gguf_archs[j],
                              f->label ? " (" : "", f->label ? f->label : "", f->label ? ")" : "");
             if (w > 0) len += (size_t)w;
         }
+    }
 }
 
 /* A Hugging Face model's hyperparameter key: *found false when absent
@@ -65,7 +66,7 @@ enum wk_status wk__hp_u32(const struct wk_model *m, const char *suffix, bool req
         double d;
         bool found;
         if ((st = hf_number(m, key, required, &d, &found, err)) || !found) return st;
-        if (d != (double)(int64_t)d || d < 0 || d > 4294967295.0)
+        if (!(d >= 0 && d <= 4294967295.0) || d != (double)(int64_t)d) /* range first: the cast of 1e30 is UB */
             return wk_error_set(err, WK_E_FORMAT, "%s: config.json: %s = %g is not a whole number",
                                 wk__model_path(m), key, d);
         v = (uint32_t)d;
@@ -265,6 +266,22 @@ enum wk_status wk__layer_bools(const struct wk_model *m, const char *suffix, boo
     return WK_OK;
 }
 
+/* A GGUF tensor of a layer past block_count would be ignored and the
+ * model silently cut short (llama.cpp refuses tensors it does not use). */
+static enum wk_status check_layer_tensors(const struct wk_model *m, struct wk_error *err)
+{
+    for (int64_t i = 0; m->gguf && i < wk_gguf_n_tensors(m->gguf); i++) {
+        const char *name = wk_gguf_tensor(m->gguf, i)->t.name;
+        char *end;
+        if (!name || strncmp(name, "blk.", 4) != 0) continue;
+        long layer = strtol(name + 4, &end, 10);
+        if (end != name + 4 && *end == '.' && layer >= m->hp.n_layer)
+            return wk_error_set(err, WK_E_FORMAT, "%s: tensor %s is past the %d layers of %s.block_count",
+                                wk__model_path(m), name, m->hp.n_layer, m->hp.arch_name);
+    }
+    return WK_OK;
+}
+
 const struct wk_tensor *wk__find_tensor(const struct wk_model *m, const char *name)
 {
     const struct wk_gguf_tensor *gt = m->gguf ? wk_gguf_find_tensor(m->gguf, name) : NULL;
@@ -388,7 +405,7 @@ enum wk_status wk_model_load_ex(const char *path, bool resident, struct wk_model
     }
     m->hp.rope_attn_factor = 1.0f;
     for (size_t i = 0; i < WK_ARRAY_LEN(g_families) && !m->family; i++)
-        for (int j = 0; g_families[i]->gguf_archs[j]; j++)
+        for (size_t j = 0; j < WK_ARRAY_LEN(g_families[i]->gguf_archs) && g_families[i]->gguf_archs[j]; j++)
             if (wk_gguf_str_eq(arch, g_families[i]->gguf_archs[j])) {
                 m->family = g_families[i];
                 m->hp.arch_name = g_families[i]->gguf_archs[j];
@@ -404,7 +421,7 @@ enum wk_status wk_model_load_ex(const char *path, bool resident, struct wk_model
     }
     m->hp.residual_scale = 1.0f; /* the knobs whose neutral value is not 0 */
     m->hp.logit_scale = 1.0f;
-    if ((st = m->family->load(m, err))) goto fail;
+    if ((st = m->family->load(m, err)) || (st = check_layer_tensors(m, err))) goto fail;
     if (m->hp.n_ctx_train < 16) {
         st = wk_error_set(err, WK_E_FORMAT, "%s: %s.context_length = %d is too small to use", path,
                           m->hp.arch_name, m->hp.n_ctx_train);

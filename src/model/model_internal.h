@@ -194,10 +194,12 @@ typedef enum wk_status (*wk_arch_load_fn)(struct wk_model *m, struct wk_error *e
  */
 struct wk_family {
     const char *name; /* canonical name (wk_model_family), e.g. "qwen2" */
-    /* general.architecture values it loads (the prefix of its GGUF keys); NULL-ended */
+    /* general.architecture values it loads (the prefix of its GGUF keys);
+     * NULL-ended unless all 4 are used (readers bound by the array's length) */
     const char *gguf_archs[4];
     /* config.json model_type values (text_config's where there is one) it
-     * loads, read as gguf_archs[0]; a trailing '*' matches a prefix; NULL-ended */
+     * loads, read as gguf_archs[0]; a trailing '*' matches a prefix; NULL-ended
+     * unless all 4 are used (llama's are: readers bound by the array's length) */
     const char *hf_model_types[4];
     const char *label; /* how messages name it beside its GGUF name ("GLM-4-MoE-Lite"), or NULL */
     wk_arch_load_fn load;

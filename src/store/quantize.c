@@ -26,7 +26,8 @@
  *   wk_ref_mxfp4_from_f32's, byte for byte those of the gguf package's
  *   quantizer and ggml's quantize_row_mxfp4_ref (shared exponent
  *   floor(log2(amax)) - 2, nearest E2M1 code); gpt-oss ships its experts
- *   so;
+ *   so, but as blocks of their transposed layout, which wick does not read:
+ *   a gpt-oss folder's experts keep their float type (choose);
  * - a speculative draft (uniform): every weight in the type asked for, the
  *   embedding too. A draft's precision costs only acceptance (never the
  *   output, which the target decides), while its cost per token is what
@@ -89,15 +90,19 @@ static bool ends_with(const char *s, const char *suffix)
 /* The block type for tensor t under plan p (WK_DTYPE_COUNT: keep it).
  * Matrices named *.weight, and Gemma 4's 3-D expert tensors
  * (experts.gate_up_proj / experts.down_proj, [n_expert][rows][n_in]);
- * not norms, and not MoE routers (Gemma 4 router.proj, GLM mlp.gate),
+ * not norms, and not MoE routers (Gemma 4 router.proj, GLM mlp.gate,
+ * gpt-oss mlp.router, Granite MoE router.layer / router),
  * whose choices a rounding error would change (llama.cpp keeps them F32
- * too). */
-static enum wk_dtype choose(const struct plan *p, const struct wk_st_tensor *t)
+ * too). gpt-oss names its experts the same but stores them transposed,
+ * [n_expert][n_in][rows], where a row's blocks would cut across the
+ * input: kept as they are (hf.c takes them in a float type only). */
+static enum wk_dtype choose(const struct plan *p, const struct wk_st_tensor *t, bool gpt_oss)
 {
-    bool experts = t->n_dims == 3 && (ends_with(t->name, "experts.gate_up_proj") || ends_with(t->name, "experts.down_proj"));
+    bool experts = !gpt_oss && t->n_dims == 3 && (ends_with(t->name, "experts.gate_up_proj") || ends_with(t->name, "experts.down_proj"));
     if ((t->n_dims != 2 && !experts) || (!experts && !ends_with(t->name, ".weight")) ||
         ends_with(t->name, "norm.weight") || ends_with(t->name, "router.proj.weight") ||
-        ends_with(t->name, "mlp.gate.weight"))
+        ends_with(t->name, "mlp.gate.weight") || ends_with(t->name, "router.weight") ||
+        ends_with(t->name, "router.layer.weight"))
         return WK_DTYPE_COUNT;
     bool sensitive = strstr(t->name, "embed_tokens") || strstr(t->name, "lm_head");
     bool vd = strstr(t->name, "v_proj") || strstr(t->name, "down_proj");
@@ -260,6 +265,18 @@ static bool copy_file(const char *from, const char *to)
     return ok;
 }
 
+/* Whether the folder's config.json has model_type gpt_oss. */
+static bool is_gpt_oss(const char *src)
+{
+    char path[4400];
+    snprintf(path, sizeof path, "%.4000s/config.json", src);
+    json_t *cfg = json_load_file(path, 0, NULL);
+    const char *t = json_string_value(json_object_get(cfg, "model_type"));
+    bool yes = t && strcmp(t, "gpt_oss") == 0;
+    json_decref(cfg);
+    return yes;
+}
+
 enum wk_status wk_quantize_folder(const char *src, const char *dst, const char *type, bool uniform,
                                   struct wk_error *err)
 {
@@ -270,6 +287,7 @@ enum wk_status wk_quantize_folder(const char *src, const char *dst, const char *
     if (uniform) p.sensitive = p.attn_v_down = p.main;
     DIR *d = opendir(src);
     if (!d) return wk_error_set(err, WK_E_NOT_FOUND, "%s: cannot open the folder", src);
+    const bool gpt_oss = is_gpt_oss(src);
     const int n_threads = wk_cpu_features_get()->n_cores;
     struct wk_threadpool *pool;
     enum wk_status st = wk_threadpool_create(n_threads, &pool);
@@ -302,7 +320,7 @@ enum wk_status wk_quantize_folder(const char *src, const char *dst, const char *
             const struct wk_st_tensor *t = wk_safetensors_tensor(f, i);
             enum wk_dtype q = t->dtype == WK_ST_U8 || t->dtype == WK_ST_I8 || t->dtype == WK_ST_U32
                                   ? WK_DTYPE_COUNT
-                                  : choose(&p, t);
+                                  : choose(&p, t, gpt_oss);
             w[i] = (struct wk_st_write_tensor){t->name, t->dtype, t->n_dims, t->shape, t->data};
             if (q == WK_DTYPE_COUNT) continue;
             size_t rb;

@@ -193,7 +193,29 @@ def cases():
         ("bad-alignment.gguf", build(alignment=4), "general.alignment must be a u32 power of two of at least 8"),
         ("escape-sequences.gguf", build(tokenizer_model="\x1b[31mRED\x1b]0;title\x07"),
          "tokenizer model \"?[31mRED?]0;title?\" is not supported"),
+        # a layer's tensors past block_count were once ignored: the model silently cut short
+        ("tensor-past-block-count.gguf", build(kv_override={"block_count": 1}),
+         "tensor blk.1.attn_norm.weight is past the 1 layers of gemma3.block_count"),
         ("misaligned-tensor.gguf",
          build(edit_tensors=set_tensor("output_norm.weight", offset=ALIGN * 1000 + 4)),
          "is not a multiple of the alignment"),
     ]
+
+
+def folder_cases():
+    """(folder name, fixture folder whose files other than config.json it
+    links, config.json edits, expected message fragment): Hugging Face
+    folders broken in their config.json."""
+    return [
+        # model_type lookup once read past llama's full list of 4 (UBSan)
+        ("hf-unknown-model-type", "phi3/longrope/hf", {"model_type": "frobnicator"},
+         "model_type 'frobnicator' (wick supports"),
+        # a rope_parameters that is no object once dropped gpt-oss's YaRN silently
+        ("hf-rope-parameters-string", "gpt-oss/hf", {"rope_parameters": "yarn"},
+         "rope_parameters must be an object"),
+        ("hf-rope-theta-string", "phi3/longrope/hf", {"rope_parameters.rope_theta": "10000"},
+         "rope_parameters rope_theta must be a number"),
+        # cast to an integer before any range check (UB)
+        ("hf-head-dim-huge", "phi3/longrope/hf", {"head_dim": 1e300}, "head_dim 1e+300"),
+    ]
+

@@ -43,6 +43,25 @@ def sanitizer_clean(err):
     return "AddressSanitizer" not in err and "runtime error:" not in err and "LeakSanitizer" not in err
 
 
+def make_folder(dst, src, edits):
+    """A Hugging Face folder at dst: src's files linked, its config.json
+    with edits ({"a.b": value} sets cfg["a"]["b"])."""
+    os.makedirs(dst)
+    for f in os.listdir(src):
+        if f != "config.json":
+            os.symlink(os.path.join(src, f), os.path.join(dst, f))
+    with open(os.path.join(src, "config.json")) as f:
+        cfg = json.load(f)
+    for key, value in edits.items():
+        *outer, last = key.split(".")
+        obj = cfg
+        for k in outer:
+            obj = obj[k]
+        obj[last] = value
+    with open(os.path.join(dst, "config.json"), "w") as f:
+        json.dump(cfg, f)
+
+
 def main():
     wicks = sys.argv[1:] or [w for w in (os.path.join(ROOT, "build/release/wick"),
                                          os.path.join(ROOT, "build/asan/wick")) if os.path.exists(w)]
@@ -53,8 +72,17 @@ def main():
             if data is not None:
                 with open(os.path.join(tmp, name), "wb") as f:
                     f.write(data)
+        folders = make_models.folder_cases()
+        for name, fixture, edits, _ in folders:
+            make_folder(os.path.join(tmp, name), os.path.join(ROOT, "tests/golden", fixture), edits)
         for wick in wicks:
             tag = os.path.relpath(wick, ROOT)
+            for name, _, _, expect in folders:
+                path = os.path.join(tmp, name)
+                rc, out, err = run(wick, ["run", path, "hi", "--num-predict", "3", "--temperature", "0"])
+                detail = f"  [{tag}] rc={rc}\n  stderr: {err.strip()[:600]}"
+                check(sanitizer_clean(err), f"{name}: sanitizer report", detail)
+                check(rc == 1 and expect in err, f"{name}: exit status 1 and '{expect}'", detail)
             for name, _, expect in cases:
                 path = os.path.join(tmp, name)
                 rc, out, err = run(wick, ["run", path, "why is the sky blue?", "--num-predict", "3",

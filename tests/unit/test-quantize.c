@@ -233,6 +233,25 @@ static void test_mxfp4_model_runs(void)
     free(a), free(q), free(m);
 }
 
+/* The tiny gpt-oss fixture (tests/golden/gpt-oss/hf) quantized to mxfp4
+ * loads and runs: its 8 attention matrices become MXFP4; its routers stay
+ * BF16, and so do its experts (stored transposed, [n_expert][n_in][rows]),
+ * which were once blocked across the wrong axis and then refused by the
+ * loader. */
+static void test_mxfp4_gpt_oss(void)
+{
+    const char *from = "tests/golden/gpt-oss/hf";
+    const int32_t ids[4] = {2, 10, 20, 30};
+    int32_t nv = 0, nv_m = 0;
+    int n_mx = 0;
+    float *a = logits_of(from, ids, 4, &nv);
+    float *m = quantized_logits(from, "mxfp4", ids, 4, &nv_m, &n_mx);
+    CHECK_EQ_INT(n_mx, 8);
+    CHECK(a && m && nv == nv_m);
+    if (a && m && nv == nv_m) CHECK(isfinite(max_diff(a, m, nv)));
+    free(a), free(m);
+}
+
 static void test_bad_type(void)
 {
     struct wk_error err;
@@ -241,4 +260,4 @@ static void test_bad_type(void)
 }
 
 CHECK_MAIN(TEST(test_experts_and_routers), TEST(test_mxfp4_blocks), TEST(test_mxfp4_model_runs),
-           TEST(test_bad_type))
+           TEST(test_mxfp4_gpt_oss), TEST(test_bad_type))
