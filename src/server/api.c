@@ -533,6 +533,45 @@ int64_t srv_default_keep_alive(void)
     return ns;
 }
 
+/* "low", "medium", "high" as static strings; NULL for anything else. */
+static const char *think_level(const char *lv)
+{
+    static const char *const levels[] = {"low", "medium", "high"};
+    for (size_t i = 0; lv && i < 3; i++)
+        if (strcmp(lv, levels[i]) == 0) return levels[i];
+    return NULL;
+}
+
+/* OpenAI's reasoning_effort (or reasoning.effort) as Ollama's OpenAI
+ * layer reads it (docs/reference/ollama-mlx-runner.md, chat completions):
+ * "none" turns thinking off, "minimal" is low, low/medium/high as they
+ * are, and max, xhigh, ultra (Ollama's max) the highest wick's templates
+ * take, high; anything else is a 400. Sets g->think and g->think_level. */
+static int openai_reasoning_effort(struct srv_gen *g, json_t *body, char *msg, size_t cap)
+{
+    json_t *v = json_object_get(body, "reasoning_effort"), *r = json_object_get(body, "reasoning");
+    const char *name = "reasoning_effort";
+    if ((!v || json_is_null(v)) && r && !json_is_null(r)) {
+        if (!json_is_object(r)) return FAIL("reasoning must be an object");
+        v = json_object_get(r, "effort");
+        name = "reasoning.effort";
+    }
+    if (!v || json_is_null(v)) return 0;
+    const char *e = json_string_value(v);
+    if (!e) return FAIL("%s must be a string", name);
+    if (strcmp(e, "none") == 0) {
+        g->think = 0;
+        return 0;
+    }
+    g->think_level = strcmp(e, "minimal") == 0 ? "low"
+                     : (strcmp(e, "max") == 0 || strcmp(e, "xhigh") == 0 || strcmp(e, "ultra") == 0) ? "high"
+                                                                                                       : think_level(e);
+    if (!g->think_level)
+        return FAIL("%s must be \"none\", \"minimal\", \"low\", \"medium\", \"high\" or \"max\"", name);
+    g->think = 1;
+    return 0;
+}
+
 /* Fields that would change the answer and are not implemented yet:
  * refused with a 400 naming them, never accepted and dropped. */
 static int refuse_unimplemented(struct srv_gen *g, json_t *body, char *msg, size_t cap)
@@ -556,14 +595,15 @@ static int refuse_unimplemented(struct srv_gen *g, json_t *body, char *msg, size
     if (g->api == API_OAI_COMPLETION && json_array_size(json_object_get(body, "tools")) > 0)
         return FAIL("tools are taken by /v1/chat/completions, not /v1/completions");
     json_t *think = json_object_get(body, "think");
-    if (!is_openai(g->api) && think && !json_is_null(think)) {
+    g->think = -1;
+    g->think_level = NULL;
+    if (is_openai(g->api)) return openai_reasoning_effort(g, body, msg, cap);
+    if (think && !json_is_null(think)) {
         const char *lv = json_string_value(think);
-        if (!json_is_boolean(think) && !(lv && (!strcmp(lv, "low") || !strcmp(lv, "medium") || !strcmp(lv, "high"))))
+        if (!json_is_boolean(think) && !(lv && (g->think_level = think_level(lv))))
             return FAIL("think must be true, false, \"low\", \"medium\" or \"high\"");
         if (json_is_true(json_object_get(body, "raw"))) return FAIL("raw mode does not support think");
         g->think = json_is_false(think) ? 0 : 1;
-    } else {
-        g->think = -1;
     }
     return 0;
 }
@@ -587,8 +627,8 @@ int srv_gen_parse(struct srv_gen *g, json_t *body, char *msg, size_t cap)
                                : parse_ollama(g, body, req, ropts, stop, msg, cap);
     if (rc) return rc;
     /* a level ("low", "medium", "high") goes on as it is: a harmony model's reasoning effort */
-    json_t *level = is_openai(g->api) ? NULL : json_object_get(body, "think");
-    if (g->think >= 0) json_object_set_new(req, "think", json_is_string(level) ? json_copy(level) : json_boolean(g->think));
+    if (g->think >= 0)
+        json_object_set_new(req, "think", g->think_level ? json_string(g->think_level) : json_boolean(g->think));
     if (g->logprobs) {
         json_object_set_new(req, "logprobs", json_true());
         json_object_set_new(req, "top_logprobs", json_integer(g->top_logprobs));

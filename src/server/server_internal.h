@@ -211,6 +211,7 @@ struct srv_gen {
     char model_name[WK_MODEL_NAME_MAX]; /* as the client wrote it, echoed back */
     bool stream, include_usage, logprobs;
     int think; /* the request's think: -1 unset, 0 off, 1 on */
+    const char *think_level; /* "low", "medium" or "high" when the request named one (static), else NULL */
     int32_t top_logprobs, legacy_logprobs; /* legacy: /v1/completions' integer logprobs */
     int64_t keep_alive_ns;
     int32_t n_ctx;

@@ -952,11 +952,17 @@ def test_ollama_api(s):
     test_ollama_api.test_ollama_env(WICK, s.dir)
 
 
+def test_harmony(s):
+    """tests/server/test_harmony.py: gpt-oss's think levels and OpenAI's reasoning_effort."""
+    import test_harmony
+    test_harmony.test_harmony(s, WICK)
+
+
 def main():
     s = Server()
     try:
         for t in (test_errors, test_ollama_client, test_openai_client, test_qwen2_chat, test_prefix_reuse, test_cancellation,
-                  test_runner_killed, test_concurrent_same_answer, test_cli_ps_stop_and_max_loaded, test_api_create, test_ollama_api, test_templates, test_template_kwargs, test_tool_prompts, test_tool_calls, test_structured_output, test_mask_only_removes, test_api_edges, test_gemma4_mtp, test_load,
+                  test_runner_killed, test_concurrent_same_answer, test_cli_ps_stop_and_max_loaded, test_api_create, test_ollama_api, test_templates, test_template_kwargs, test_tool_prompts, test_tool_calls, test_harmony, test_structured_output, test_mask_only_removes, test_api_edges, test_gemma4_mtp, test_load,
                   test_shutdown):
             t0 = time.time()
             t(s)
