@@ -87,7 +87,6 @@ def test_template_command():
     check(rc == 2 and "--var" in err, "--var with a built-in format: a usage error", err)
     # a Llama-family model with no chat template at all (the tiny Qwen 2 folder without its
     # chat_template.jinja): raw completion, as Ollama's default TEMPLATE {{ .Prompt }} renders a chat
-    import shutil
     base = os.path.join(tmp, "base")
     shutil.copytree(os.path.join(ROOT, "tests", "golden", "qwen2", "hf"), base)
     os.remove(os.path.join(base, "chat_template.jinja"))
