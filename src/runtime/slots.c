@@ -162,12 +162,16 @@ enum wk_status wk_slots_add(struct wk_slots *s, const struct wk_slot_request *r,
     const struct wk_generate_params *p = r->gen;
     enum wk_status st = wk__gen_check(prompt, p, s->n_ctx, err);
     if (st) return st;
-    /* the free slot whose cache shares the longest prefix (the first among equals) */
+    /* the free slot whose cache shares the longest prefix; among equals the
+     * one that holds the fewest other tokens (an empty one first), so a
+     * conversation's cache outlives unrelated requests as long as it can */
     int32_t best = -1, best_keep = -1;
+    int64_t best_rest = 0;
     for (int32_t i = 0; i < s->n; i++) {
         if (s->slot[i].state != SLOT_FREE) continue;
         int32_t keep = common_prefix(&s->slot[i].cached, prompt->ids, prompt->n, prompt->n - 1);
-        if (keep > best_keep) best = i, best_keep = keep;
+        int64_t rest = s->slot[i].cached.n - keep;
+        if (keep > best_keep || (keep == best_keep && rest < best_rest)) best = i, best_keep = keep, best_rest = rest;
     }
     if (best < 0) return WK_OK;
     struct slot *sl = &s->slot[best];

@@ -14,6 +14,10 @@
  * - a long prompt arriving while three slots decode is prefilled one
  *   n_ubatch chunk per step, and each of the three gets a token every step
  *   meanwhile (the step trace and the tokens' arrival);
+ * - a request whose prompt continues an earlier one's (prompt and answer)
+ *   goes to that slot and prefills only what is new, and an unrelated one
+ *   takes an empty slot rather than that cache; the continuation equals
+ *   the same two requests in turn on one session;
  * - requests refused by name (empty, too long), and a full set of slots
  *   answers -1.
  */
@@ -78,7 +82,7 @@ static void req_init(struct req *r, const char *text, int i)
     CHECK_EQ_INT(wk_prompt_tokenize(g_tok, &pr, &r->prompt), WK_OK);
     wk_prompt_deinit(&pr);
     r->p = wk_generate_params_default();
-    r->p.num_predict = 8 + (i * 7) % 25;
+    r->p.num_predict = 6 + (i * 5) % 17;
     if (i % 2) {
         r->p.sampler.temperature = 0.8f;
         r->p.sampler.top_k = 40;
@@ -102,15 +106,28 @@ static void req_bind(struct req *r, struct out *o)
     r->p.on_logprobs = r->p.top_logprobs ? on_logprobs : NULL;
 }
 
-static void run_alone(struct req *r)
+static struct wk_session *session_new(void)
 {
     struct wk_context_params cp = wk_context_params_default();
     cp.n_ctx = N_CTX, cp.n_threads = N_THREADS, cp.n_ubatch = N_UBATCH;
-    struct wk_session *s;
+    struct wk_session *s = NULL;
     struct wk_error err;
     CHECK_EQ_INT(wk_session_create(g_m, g_tok, &cp, &s, &err), WK_OK);
+    return s;
+}
+
+/* r through wk_session_generate on s, into r->alone. */
+static void run_in(struct wk_session *s, struct req *r)
+{
     req_bind(r, &r->alone);
     r->alone.st = wk_session_generate(s, &r->prompt, &r->p, &r->alone.stats, &r->alone.err);
+}
+
+/* r alone on a fresh session. */
+static void run_alone(struct req *r)
+{
+    struct wk_session *s = session_new();
+    if (s) run_in(s, r);
     wk_session_destroy(s);
 }
 
@@ -256,7 +273,7 @@ static void test_cancel(void)
     static struct req reqs[4];
     for (int i = 0; i < 4; i++) {
         req_init(&reqs[i], g_texts[i + 4], i);
-        reqs[i].p.num_predict = 30;
+        reqs[i].p.num_predict = 16;
         run_alone(&reqs[i]);
     }
     struct wk_slots *s = slots_new(4);
@@ -304,7 +321,7 @@ static void test_long_prompt_chunked(void)
     static struct req reqs[4];
     for (int i = 0; i < 3; i++) {
         req_init(&reqs[i], g_texts[i * 2 + 1], 0);
-        reqs[i].p.num_predict = 60;
+        reqs[i].p.num_predict = 28;
         run_alone(&reqs[i]);
     }
     char long_text[4096] = "";
@@ -379,6 +396,60 @@ static void test_refused(void)
     wk_slots_destroy(s);
 }
 
+/* Steps s until no slot is active. */
+static void drain(struct wk_slots *s, struct req *reqs, int n)
+{
+    struct wk_slots_step st;
+    for (int k = 0; k < 1000 && wk_slots_n_active(s) > 0; k++) {
+        CHECK_EQ_INT(wk_slots_step(s, &st, NULL), WK_OK);
+        collect_done(&st, reqs, n);
+    }
+}
+
+static void test_prefix_reuse(void)
+{
+    static struct req reqs[3]; /* A, an unrelated C, then B = A's prompt, A's answer, more */
+    req_init(&reqs[0], g_texts[3], 0);
+    req_init(&reqs[1], g_texts[6], 2);
+    req_init(&reqs[2], g_texts[9], 1);
+    reqs[0].p.num_predict = 10;
+    struct wk_session *ss = session_new();
+    if (!ss) return;
+    run_in(ss, &reqs[0]);
+    struct wk_tokens b = {0};
+    for (int64_t i = 0; i < reqs[0].prompt.n; i++) wk_tokens_push(&b, reqs[0].prompt.ids[i]);
+    for (int32_t i = 0; i < reqs[0].alone.n && i < MAX_TOK; i++) wk_tokens_push(&b, reqs[0].alone.ids[i]);
+    for (int64_t i = 0; i < reqs[2].prompt.n; i++) wk_tokens_push(&b, reqs[2].prompt.ids[i]);
+    wk_tokens_deinit(&reqs[2].prompt);
+    reqs[2].prompt = b;
+    run_in(ss, &reqs[2]); /* B after A on one session: its prefix is reused */
+    wk_session_destroy(ss);
+    run_alone(&reqs[1]);
+    CHECK(reqs[2].alone.stats.prompt_eval_count < reqs[2].alone.stats.prompt_tokens);
+
+    struct wk_slots *s = slots_new(2);
+    if (!s) return;
+    CHECK(add(s, &reqs[0]));
+    int32_t slot_a = reqs[0].slot;
+    drain(s, reqs, 3);
+    CHECK(add(s, &reqs[1])); /* the empty slot, not A's cache */
+    CHECK(reqs[1].slot != slot_a);
+    struct wk_slots_step st;
+    CHECK_EQ_INT(wk_slots_step(s, &st, NULL), WK_OK);
+    collect_done(&st, reqs, 3);
+    CHECK(add(s, &reqs[2])); /* A's slot: the longest common prefix */
+    CHECK_EQ_INT(reqs[2].slot, slot_a);
+    drain(s, reqs, 3);
+    printf("  prefix reuse: B prefilled %d of its %d tokens\n", reqs[2].batched.stats.prompt_eval_count,
+           reqs[2].batched.stats.prompt_tokens);
+    CHECK_EQ_INT(reqs[2].batched.stats.prompt_eval_count, reqs[2].alone.stats.prompt_eval_count);
+    for (int i = 0; i < 3; i++) {
+        check_same(&reqs[i], i);
+        req_deinit(&reqs[i]);
+    }
+    wk_slots_destroy(s);
+}
+
 static void test_all(void)
 {
     const char *cache = getenv("WICK_CACHE"), *home = getenv("HOME");
@@ -393,10 +464,14 @@ static void test_all(void)
         wk_model_destroy(g_m);
         return;
     }
-    test_refused();
-    test_cancel();
-    test_long_prompt_chunked();
-    test_concurrent_equals_alone();
+    static void (*const parts[])(void) = {test_refused, test_cancel, test_prefix_reuse, test_long_prompt_chunked,
+                                          test_concurrent_equals_alone};
+    static const char *const names[] = {"refused", "cancel", "prefix reuse", "long prompt", "16 on 8"};
+    for (int i = 0; i < 5; i++) {
+        int64_t t0 = wk_time_ns();
+        parts[i]();
+        printf("  %s: %.1f s\n", names[i], (double)(wk_time_ns() - t0) * 1e-9);
+    }
     wk_tokenizer_destroy(g_tok);
     wk_model_destroy(g_m);
 }
