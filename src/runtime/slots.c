@@ -154,6 +154,36 @@ static int32_t common_prefix(const struct wk_tokens *a, const int32_t *b, int64_
     return (int32_t)k;
 }
 
+/*
+ * Slot dst's cache for prompt: its own first keep tokens, or where
+ * another slot (busy or free) shares a longer prefix with the prompt (a
+ * system prompt), a copy of that slot's KV for it (wk_context_seq_copy:
+ * computed once, copied for each). Errors: WK_E_NOMEM (dst's cache is
+ * then empty).
+ */
+static enum wk_status take_prefix(struct wk_slots *s, int32_t dst, int32_t keep, const struct wk_tokens *prompt)
+{
+    struct slot *d = &s->slot[dst];
+    int32_t src = -1, best = keep;
+    for (int32_t j = 0; j < s->n; j++) {
+        if (j == dst) continue;
+        int32_t m = common_prefix(&s->slot[j].cached, prompt->ids, prompt->n, prompt->n - 1);
+        if (m > best) src = j, best = m;
+    }
+    if (src < 0) {
+        d->cached.n = wk_context_seq_truncate(s->ctx, dst, keep);
+        return WK_OK;
+    }
+    const int32_t kept = wk_context_seq_copy(s->ctx, src, dst, best);
+    d->cached.n = 0;
+    for (int32_t i = 0; i < kept; i++)
+        if (wk_tokens_push(&d->cached, s->slot[src].cached.ids[i])) {
+            d->cached.n = wk_context_seq_truncate(s->ctx, dst, 0);
+            return WK_E_NOMEM;
+        }
+    return WK_OK;
+}
+
 enum wk_status wk_slots_add(struct wk_slots *s, const struct wk_slot_request *r, int32_t *slot,
                             struct wk_error *err)
 {
@@ -186,7 +216,11 @@ enum wk_status wk_slots_add(struct wk_slots *s, const struct wk_slot_request *r,
             wk_sampler_destroy(sampler);
             return wk_error_set(err, WK_E_NOMEM, "out of memory");
         }
-    sl->cached.n = wk_context_seq_truncate(s->ctx, best, best_keep);
+    if ((st = take_prefix(s, best, best_keep, prompt))) {
+        wk_tokens_deinit(&sl->prompt);
+        wk_sampler_destroy(sampler);
+        return wk_error_set(err, st, "out of memory");
+    }
     sl->p = *p;
     sl->p.draft_max = 0; /* no speculation on this path yet (wk_slots.h) */
     sl->stats = r->stats;

@@ -18,10 +18,14 @@
  * chunk runs as its own forward with the same cuts as a lone prefill
  * (slots.c says why it is not merged into the decode forward).
  *
+ * A new request takes the free slot whose cache shares the longest
+ * prefix with its prompt; where another slot, busy or free, shares a
+ * longer one (a system prompt), that prefix's KV is copied from it
+ * (wk_context_seq_copy) instead of being computed again.
+ *
  * Not yet: speculative decoding (a slot's draft_max is ignored: it
- * decodes without), a system prompt shared by copying another slot's KV
- * (wk_context_seq_copy). Not thread-safe: one thread steps the slots and
- * adds or cancels between steps.
+ * decodes without). Not thread-safe: one thread steps the slots and adds
+ * or cancels between steps.
  */
 #ifndef WK_SLOTS_H
 #define WK_SLOTS_H
@@ -81,7 +85,7 @@ struct wk_context *wk_slots_context(struct wk_slots *s);
  * Starts request r in a free slot: the one whose cached tokens share the
  * longest prefix with the prompt (that prefix is kept, the rest of its
  * cache dropped; the last prompt token is always run again, as
- * wk_session_generate does). Nothing runs until wk_slots_step. *slot is
+ * wk_session_generate does), or a longer prefix copied from another slot. Nothing runs until wk_slots_step. *slot is
  * its id (0 .. n - 1), or -1 with WK_OK when every slot is busy (queue
  * it). Errors (no slot taken): WK_E_INVALID (empty prompt, bad sampler
  * option), WK_E_RANGE (the prompt does not fit in the context with a

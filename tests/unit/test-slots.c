@@ -18,6 +18,9 @@
  *   goes to that slot and prefills only what is new, and an unrelated one
  *   takes an empty slot rather than that cache; the continuation equals
  *   the same two requests in turn on one session;
+ * - a request sharing a system prompt with a busy slot starts in an
+ *   empty slot with that prefix's KV copied, prefills only the rest, and
+ *   equals the two requests in turn on one session;
  * - requests refused by name (empty, too long), and a full set of slots
  *   answers -1.
  */
@@ -450,6 +453,42 @@ static void test_prefix_reuse(void)
     wk_slots_destroy(s);
 }
 
+static void test_shared_system_prompt(void)
+{
+    static struct req reqs[2];
+    req_init(&reqs[0], "You are a careful assistant. You answer in one short sentence, and you never make up "
+                       "facts you do not know. Question: what is the largest planet?", 1);
+    req_init(&reqs[1], "You are a careful assistant. You answer in one short sentence, and you never make up "
+                       "facts you do not know. Question: why do cats purr?", 3);
+    reqs[0].p.num_predict = 20;
+    struct wk_session *ss = session_new();
+    if (!ss) return;
+    run_in(ss, &reqs[0]);
+    run_in(ss, &reqs[1]); /* the second after the first on one session: the shared part reused */
+    wk_session_destroy(ss);
+    CHECK(reqs[1].alone.stats.prompt_eval_count < reqs[1].alone.stats.prompt_tokens - 20);
+
+    struct wk_slots *s = slots_new(2);
+    if (!s) return;
+    CHECK(add(s, &reqs[0]));
+    struct wk_slots_step st;
+    for (int k = 0; k < 5; k++) {
+        CHECK_EQ_INT(wk_slots_step(s, &st, NULL), WK_OK);
+        collect_done(&st, reqs, 2);
+    }
+    CHECK(add(s, &reqs[1])); /* the empty slot, its prefix copied from the busy one */
+    CHECK(reqs[1].slot >= 0 && reqs[1].slot != reqs[0].slot);
+    drain(s, reqs, 2);
+    printf("  shared system prompt: the second prefilled %d of its %d tokens\n",
+           reqs[1].batched.stats.prompt_eval_count, reqs[1].batched.stats.prompt_tokens);
+    CHECK_EQ_INT(reqs[1].batched.stats.prompt_eval_count, reqs[1].alone.stats.prompt_eval_count);
+    for (int i = 0; i < 2; i++) {
+        check_same(&reqs[i], i);
+        req_deinit(&reqs[i]);
+    }
+    wk_slots_destroy(s);
+}
+
 static void test_all(void)
 {
     const char *cache = getenv("WICK_CACHE"), *home = getenv("HOME");
@@ -464,10 +503,11 @@ static void test_all(void)
         wk_model_destroy(g_m);
         return;
     }
-    static void (*const parts[])(void) = {test_refused, test_cancel, test_prefix_reuse, test_long_prompt_chunked,
-                                          test_concurrent_equals_alone};
-    static const char *const names[] = {"refused", "cancel", "prefix reuse", "long prompt", "16 on 8"};
-    for (int i = 0; i < 5; i++) {
+    static void (*const parts[])(void) = {test_refused, test_cancel, test_prefix_reuse, test_shared_system_prompt,
+                                          test_long_prompt_chunked, test_concurrent_equals_alone};
+    static const char *const names[] = {"refused", "cancel", "prefix reuse", "system prompt", "long prompt",
+                                        "16 on 8"};
+    for (int i = 0; i < 6; i++) {
         int64_t t0 = wk_time_ns();
         parts[i]();
         printf("  %s: %.1f s\n", names[i], (double)(wk_time_ns() - t0) * 1e-9);
