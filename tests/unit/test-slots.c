@@ -2,7 +2,7 @@
  * test-slots.c - several generations stepped together on one context
  * (wk_slots.h), on the real SmolLM2-135M GGUF ($WICK_CACHE/models or
  * ~/.cache/wick/models; skipped when absent, scripts/fetch-models puts it
- * there):
+ * there; WICK_TEST_SLOTS_MODEL=path runs them on another GGUF):
  * - 16 requests of different lengths on 8 slots, added at different steps
  *   (some while others decode, queued while the slots are full), greedy
  *   and seeded sampling (temperature 0.8, top_k, top_p, a seed each), some
@@ -491,9 +491,11 @@ static void test_shared_system_prompt(void)
 
 static void test_all(void)
 {
-    const char *cache = getenv("WICK_CACHE"), *home = getenv("HOME");
+    const char *cache = getenv("WICK_CACHE"), *home = getenv("HOME"), *other = getenv("WICK_TEST_SLOTS_MODEL");
     char path[1024];
-    if (cache)
+    if (other) /* the same checks on another GGUF (Qwen2.5-Coder-1.5B: about 10 minutes on 2 cores) */
+        snprintf(path, sizeof path, "%s", other);
+    else if (cache)
         snprintf(path, sizeof path, "%s/models/SmolLM2-135M-Instruct.Q4_1.gguf", cache);
     else
         snprintf(path, sizeof path, "%s/.cache/wick/models/SmolLM2-135M-Instruct.Q4_1.gguf", home ? home : ".");
