@@ -223,7 +223,14 @@ static const char *g_texts[] = {
     "A recipe for pancakes: first,",
     "Photosynthesis is the process by which plants convert light energy, usually from the Sun, into chemical energy that",
 };
+/* Under AddressSanitizer (-O1, every access checked) a smaller crowd: 6 requests on 3 slots. */
+#if defined(__SANITIZE_ADDRESS__)
+#define N_REQ 6
+#define N_SLOTS 3
+#else
 #define N_REQ ((int)(sizeof g_texts / sizeof g_texts[0]))
+#define N_SLOTS 8
+#endif
 
 static void test_concurrent_equals_alone(void)
 {
@@ -249,7 +256,7 @@ static void test_concurrent_equals_alone(void)
         CHECK_EQ_INT(reqs[i].alone.st, WK_OK);
     }
     CHECK(reqs[5].p.n_stop == 1 && strcmp(reqs[5].alone.stats.done_reason, "stop") == 0);
-    struct wk_slots *s = slots_new(8);
+    struct wk_slots *s = slots_new(N_SLOTS);
     if (!s) return;
     int next = 0, steps = 0, max_decode = 0;
     while (steps < 2000) {
@@ -262,8 +269,9 @@ static void test_concurrent_equals_alone(void)
         collect_done(&st, reqs, N_REQ);
         steps++;
     }
-    printf("  16 requests on 8 slots: %d steps, at most %d decode rows in a step\n", steps, max_decode);
-    CHECK(max_decode >= 6);
+    printf("  %d requests on %d slots: %d steps, at most %d decode rows in a step\n", N_REQ, N_SLOTS, steps,
+           max_decode);
+    CHECK(max_decode >= N_SLOTS - 2);
     for (int i = 0; i < N_REQ; i++) {
         check_same(&reqs[i], i);
         req_deinit(&reqs[i]);
@@ -493,7 +501,7 @@ static void test_all(void)
 {
     const char *cache = getenv("WICK_CACHE"), *home = getenv("HOME"), *other = getenv("WICK_TEST_SLOTS_MODEL");
     char path[1024];
-    if (other) /* the same checks on another GGUF (Qwen2.5-Coder-1.5B: about 10 minutes on 2 cores) */
+    if (other) /* the same checks on another GGUF (Qwen2.5-Coder-1.5B: all pass, about 70 s on 2 busy cores) */
         snprintf(path, sizeof path, "%s", other);
     else if (cache)
         snprintf(path, sizeof path, "%s/models/SmolLM2-135M-Instruct.Q4_1.gguf", cache);
@@ -505,6 +513,7 @@ static void test_all(void)
         wk_model_destroy(g_m);
         return;
     }
+    printf("  on %s\n", path);
     static void (*const parts[])(void) = {test_refused, test_cancel, test_prefix_reuse, test_shared_system_prompt,
                                           test_long_prompt_chunked, test_concurrent_equals_alone};
     static const char *const names[] = {"refused", "cancel", "prefix reuse", "system prompt", "long prompt",
