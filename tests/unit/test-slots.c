@@ -223,7 +223,8 @@ static const char *g_texts[] = {
     "A recipe for pancakes: first,",
     "Photosynthesis is the process by which plants convert light energy, usually from the Sun, into chemical energy that",
 };
-/* Under AddressSanitizer (-O1, every access checked) a smaller crowd: 6 requests on 3 slots. */
+/* Under AddressSanitizer (-O1, every access checked) a smaller crowd: 6 requests on 3 slots
+ * (and no long prompt: test_all). */
 #if defined(__SANITIZE_ADDRESS__)
 #define N_REQ 6
 #define N_SLOTS 3
@@ -519,6 +520,9 @@ static void test_all(void)
     static const char *const names[] = {"refused", "cancel", "prefix reuse", "system prompt", "long prompt",
                                         "16 on 8"};
     for (int i = 0; i < 6; i++) {
+#if defined(__SANITIZE_ADDRESS__)
+        if (parts[i] == test_long_prompt_chunked) continue; /* 40 s there; its memory paths run in the others */
+#endif
         int64_t t0 = wk_time_ns();
         parts[i]();
         printf("  %s: %.1f s\n", names[i], (double)(wk_time_ns() - t0) * 1e-9);
