@@ -265,6 +265,7 @@ int32_t wk_context_n_threads(const struct wk_context *c) { return c->n_threads; 
 struct wk_threadpool *wk_context_pool(const struct wk_context *c) { return c->pool; }
 int32_t wk_context_n_past(const struct wk_context *c) { return c->n_past[0]; }
 int32_t wk_context_n_seq(const struct wk_context *c) { return c->n_seq; }
+int32_t wk_context_n_ubatch(const struct wk_context *c) { return c->n_ubatch; }
 
 int32_t wk_context_seq_n_past(const struct wk_context *c, int32_t seq)
 {

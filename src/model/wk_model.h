@@ -215,6 +215,8 @@ void wk_context_destroy(struct wk_context *ctx);
 
 int32_t wk_context_n_ctx(const struct wk_context *ctx);
 int32_t wk_context_n_threads(const struct wk_context *ctx);
+/* Rows per ubatch (wk_context_params.n_ubatch, at most n_ctx): the prefill chunk. */
+int32_t wk_context_n_ubatch(const struct wk_context *ctx);
 /* The pool the context runs on (borrowed: lives as long as the context,
  * or as the pool lent to it), to lend to another context through
  * wk_context_params.pool. */

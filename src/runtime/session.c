@@ -25,8 +25,10 @@
  *   logprobs from the target's row). Both caches roll back what was not
  *   accepted.
  */
-#include "wk_grammar.h"
 #include "wk_runtime.h"
+
+#include "gen_int.h"
+#include "wk_grammar.h"
 
 #include <stdlib.h>
 #include <math.h>
@@ -221,251 +223,16 @@ static enum wk_status roll_back_exact(struct wk_session *s, int32_t n_keep, cons
                          : WK_OK;
 }
 
-/*
- * The output side of a generation: decoded text goes through the stop
- * matcher (when there are stop strings) to on_piece, and each token's
- * logprobs wait until the text that completes the token is emitted, then
- * go to on_logprobs just before that text (so they stay aligned with the
- * bytes they describe, across UTF-8 buffering and stop-string hold-back);
- * the logprobs of tokens whose text is cut by a stop string are dropped.
- * With hide_thinking, what the stop matcher lets through passes the think
- * filter before on_piece; the runs it drops advance the emitted count as
- * if emitted, and the logprobs of tokens that end inside them are dropped.
- */
-struct pending_lp {
-    struct wk_token_logprobs lp;
-    uint64_t end; /* decoded bytes once the token's text is complete */
-};
-struct output {
-    const struct wk_generate_params *p;
-    struct wk_stop_matcher stop;
-    struct pending_lp *q; /* queued logprobs, oldest first */
-    int32_t nq, capq;
-    uint64_t decoded, emitted; /* bytes decoded so far, bytes passed to on_piece */
-    char *text;                /* with p->collect: everything emitted */
-    size_t text_len, text_cap;
-    bool nomem;                /* collecting failed */
-    struct wk_think_filter think; /* with p->hide_thinking */
-};
-
-/* Hands on_logprobs the queued entries whose text ends within upto bytes. */
-static void release_logprobs(struct output *o, uint64_t upto)
-{
-    int32_t k = 0;
-    while (k < o->nq && o->q[k].end <= upto) {
-        o->p->on_logprobs(o->p->user, &o->q[k].lp);
-        k++;
-    }
-    memmove(o->q, o->q + k, (size_t)(o->nq - k) * sizeof *o->q);
-    o->nq -= k;
-}
-
-/* Queues a token whose text is complete once end bytes are decoded.
- * Errors: WK_E_NOMEM. */
-static enum wk_status queue_logprobs(struct output *o, const struct wk_token_logprobs *lp, uint64_t end)
-{
-    if (o->nq == o->capq) {
-        int32_t cap = o->capq ? 2 * o->capq : 8;
-        struct pending_lp *q = wk_realloc(o->q, (size_t)cap * sizeof *q);
-        if (!q) return WK_E_NOMEM;
-        o->q = q, o->capq = cap;
-    }
-    o->q[o->nq++] = (struct pending_lp){*lp, end};
-    return WK_OK;
-}
-
-/* n bytes of text out of on_piece (buf) and into the collected answer,
- * logprobs first. Returns false when on_piece asks to stop or collecting
- * runs out of memory (o->nomem). */
-static bool put_text(struct output *o, const char *buf, size_t n)
-{
-    if (o->p->on_logprobs) release_logprobs(o, o->emitted + n);
-    o->emitted += n;
-    if (n && o->p->collect) {
-        if (o->text_len + n + 1 > o->text_cap) {
-            size_t cap = (o->text_len + n + 1) * 2;
-            char *t = wk_realloc(o->text, cap);
-            if (!t) {
-                o->nomem = true;
-                return false;
-            }
-            o->text = t, o->text_cap = cap;
-        }
-        memcpy(o->text + o->text_len, buf, n);
-        o->text_len += n;
-    }
-    return !n || !o->p->on_piece || o->p->on_piece(o->p->user, buf, n);
-}
-
-/* A run from the think filter: kept text goes out, a dropped run's bytes
- * count as emitted and the logprobs of tokens ending in it are dropped. */
-static bool think_run(void *user, const char *buf, size_t n, bool keep)
-{
-    struct output *o = user;
-    if (keep) return put_text(o, buf, n);
-    if (o->p->on_thinking && o->think.inside && !o->think.in_tag && !o->p->on_thinking(o->p->user, buf, n))
-        return false;
-    int32_t k = 0;
-    while (k < o->nq && o->q[k].end <= o->emitted + n) k++;
-    memmove(o->q, o->q + k, (size_t)(o->nq - k) * sizeof *o->q);
-    o->nq -= k;
-    o->emitted += n;
-    return true;
-}
-
-/* Text the stop matcher let through, on its way out (put_text), through
- * the think filter when asked. */
-static bool put(struct output *o, const char *buf, size_t n)
-{
-    if (!o->p->hide_thinking) return put_text(o, buf, n);
-    return wk_think_filter_push(&o->think, buf, n, think_run, o);
-}
-
-/* Passes decoded text on. Returns false when generation must end: a stop
- * string completed (*stopped), on_piece asked to stop, or no memory (*st). */
-static bool emit(struct output *o, const char *text, size_t n, bool *stopped, enum wk_status *st,
-                 struct wk_error *err)
-{
-    o->decoded += n;
-    if (o->stop.n_stops == 0) return put(o, text, n);
-    size_t out;
-    if (wk_stop_matcher_push(&o->stop, text, n, &out, stopped)) {
-        *st = wk_error_set(err, WK_E_NOMEM, "out of memory");
-        return false;
-    }
-    bool go = put(o, o->stop.buf, out);
-    wk_stop_matcher_consume(&o->stop, out);
-    return go && !*stopped;
-}
-
-/* One generation's state, shared by the plain step and the speculative
- * round. */
-struct gen {
-    struct wk_session *s;
-    const struct wk_generate_params *p;
-    struct wk_sampler *sampler;
-    struct wk_generate_stats *stats;
-    struct wk_error *err;
-    struct output o;
-    struct wk_detok detok;
-    int32_t n_ctx, n_vocab;
-    bool stopped;      /* a stop string completed */
-    enum wk_status st; /* an error that ended generation */
-    /* with p->grammar: two distributions, masked logits [n_vocab], the mask */
-    struct wk_token_prob *dist, *dist2;
-    float *masked;
-    uint32_t *mask;
-};
-
-/*
- * The next token from logits [n_vocab], pushed to the sampler's history:
- * wk_sampler_sample's choice, and with a grammar (p->grammar) that same
- * draw when the grammar allows it (so a constrained generation follows the
- * unconstrained one wherever the grammar allows its choice), else a draw
- * from the distribution with every token the grammar forbids removed. An
- * end-of-generation token is allowed once the grammar is complete. The
- * token is accepted into the grammar. -1 (error in g->st) when the
- * grammar allows no token.
- */
-/* g->mask and g->masked (logits [V] with the tokens the grammar forbids
- * at -inf) for the grammar's state; false (error in g->st) when it
- * allows no token or memory runs out. */
-static bool mask_logits(struct gen *g, const float *logits)
-{
-    if (wk_grammar_matcher_mask(g->p->grammar, g->mask)) {
-        g->st = wk_error_set(g->err, WK_E_NOMEM, "out of memory");
-        return false;
-    }
-    bool any = false;
-    for (int32_t i = 0; i < g->n_vocab; i++) {
-        bool ok = (g->mask[i >> 5] >> (i & 31)) & 1u;
-        g->masked[i] = ok ? logits[i] : -INFINITY;
-        any |= ok;
-    }
-    if (!any) g->st = wk_error_set(g->err, WK_E_INVALID, "the grammar allows no token here");
-    return any;
-}
-
-static int32_t sample_next(struct gen *g, const float *logits)
-{
-    struct wk_grammar_matcher *m = g->p->grammar;
-    if (!m) return wk_sampler_sample(g->sampler, logits);
-    const struct wk_tokenizer *tok = g->s->tok;
-    int32_t n = wk_sampler_dist(g->sampler, logits, g->dist);
-    int32_t id = wk_sampler_draw(g->sampler, g->dist, n);
-    bool eog = wk_tokenizer_is_eog(tok, id);
-    if (eog ? wk_grammar_matcher_is_complete(m) : wk_grammar_matcher_accept(m, id) == WK_OK) {
-        wk_sampler_push(g->sampler, id);
-        return id;
-    }
-    if (!mask_logits(g, logits)) return -1;
-    n = wk_sampler_dist(g->sampler, g->masked, g->dist);
-    id = wk_sampler_draw(g->sampler, g->dist, n);
-    if (!wk_tokenizer_is_eog(tok, id) && wk_grammar_matcher_accept(m, id) != WK_OK) {
-        g->st = wk_error_set(g->err, WK_E_INTERNAL, "the grammar's mask allowed token %d, which it refuses", id);
-        return -1;
-    }
-    wk_sampler_push(g->sampler, id);
-    return id;
-}
-
-/*
- * With a grammar: the distribution sample_next draws from at logits [V],
- * for speculative decoding's acceptance rule: P(x) = pt(x) for allowed x
- * plus D * pm(x), where pt is the sampler's distribution of the logits, D
- * its mass on tokens the grammar forbids and pm the sampler's distribution
- * of the masked logits (greedy: one token, the masked argmax). Writes out
- * [V] (any order) and returns how many, or -1 (error in g->st). Uses
- * g->mask, g->masked, g->dist and s->dense (zeros again on return).
- */
-static int32_t grammar_dist(struct gen *g, const float *logits, struct wk_token_prob *out)
-{
-    struct wk_grammar_matcher *m = g->p->grammar;
-    const struct wk_tokenizer *tok = g->s->tok;
-    float *dense = g->s->dense;
-    if (!mask_logits(g, logits)) return -1;
-#define ALLOWED(i) ((g->mask[(i) >> 5] >> ((i) & 31)) & 1u)
-    int32_t nt = wk_sampler_dist(g->sampler, logits, g->dist), nm = 0, n = 0;
-    double forbidden = 0;
-    for (int32_t i = 0; i < nt; i++) {
-        int32_t id = g->dist[i].id;
-        bool ok = ALLOWED(id) && !(wk_tokenizer_is_eog(tok, id) && !wk_grammar_matcher_is_complete(m));
-        if (ok) dense[id] += g->dist[i].p;
-        else forbidden += g->dist[i].p;
-    }
-    if (forbidden > 0) {
-        nm = wk_sampler_dist(g->sampler, g->masked, g->dist2);
-        for (int32_t i = 0; i < nm; i++) dense[g->dist2[i].id] += (float)(forbidden * g->dist2[i].p);
-    }
-    for (int32_t i = 0; i < nt + nm; i++) { /* each token with mass once; dense back to zeros */
-        int32_t id = i < nt ? g->dist[i].id : g->dist2[i - nt].id;
-        if (dense[id] > 0) out[n++] = (struct wk_token_prob){id, dense[id]}, dense[id] = 0;
-    }
-#undef ALLOWED
-    return n;
-}
-
-/* With a grammar, token id (chosen) advances it; end-of-generation tokens
- * do not (generation ends with them). false (error in g->st) when the
- * grammar refuses it. */
-static bool grammar_take(struct gen *g, int32_t id)
-{
-    if (!g->p->grammar || wk_tokenizer_is_eog(g->s->tok, id)) return true;
-    if (wk_grammar_matcher_accept(g->p->grammar, id) == WK_OK) return true;
-    g->st = wk_error_set(g->err, WK_E_INTERNAL, "the grammar refused token %d, which its distribution allowed", id);
-    return false;
-}
-
 /* A draft token from logits (the draft's) with its distribution into q
  * [V] and *n_q, advancing the grammar over it (*taken counts those steps,
  * for the rollback after drafting); -1 on an error in g->st. */
-static int32_t draft_pick(struct gen *g, const float *logits, struct wk_token_prob *q, int32_t *n_q, int32_t *taken)
+static int32_t draft_pick(struct wk__gen *g, const float *logits, struct wk_token_prob *q, int32_t *n_q, int32_t *taken)
 {
-    *n_q = g->p->grammar ? grammar_dist(g, logits, q) : wk_sampler_dist(g->sampler, logits, q);
+    *n_q = g->p->grammar ? wk__gen_grammar_dist(g, logits, q) : wk_sampler_dist(g->sampler, logits, q);
     if (*n_q < 0) return -1;
     int32_t d = wk_sampler_draw(g->sampler, q, *n_q);
-    if (g->p->grammar && !wk_tokenizer_is_eog(g->s->tok, d)) {
-        if (!grammar_take(g, d)) return -1;
+    if (g->p->grammar && !wk_tokenizer_is_eog(g->tok, d)) {
+        if (!wk__gen_grammar_take(g, d)) return -1;
         (*taken)++;
     }
     return d;
@@ -473,59 +240,16 @@ static int32_t draft_pick(struct gen *g, const float *logits, struct wk_token_pr
 
 /* The target's distribution at row: the sampler's, or with a grammar
  * grammar_dist's (what sample_next draws from); -1 on an error in g->st. */
-static int32_t target_dist(struct gen *g, const float *row, struct wk_token_prob *out)
+static int32_t target_dist(struct wk__gen *g, const float *row, struct wk_token_prob *out)
 {
-    return g->p->grammar ? grammar_dist(g, row, out) : wk_sampler_dist(g->sampler, row, out);
+    return g->p->grammar ? wk__gen_grammar_dist(g, row, out) : wk_sampler_dist(g->sampler, row, out);
 }
 
 /* The end of drafting: the sampler's history and the grammar as they were. */
-static void draft_undo(struct gen *g, int32_t pushed, int32_t taken)
+static void draft_undo(struct wk__gen *g, int32_t pushed, int32_t taken)
 {
     wk_sampler_pop(g->sampler, pushed);
     if (g->p->grammar) wk_grammar_matcher_rollback(g->p->grammar, taken);
-}
-
-/*
- * Emits token id, already chosen (and pushed to the sampler's history),
- * which sits at position pos (pos tokens before it) and whose logits row
- * is row (for logprobs). Returns false when generation ends with it: an
- * end-of-generation token (not counted, no text), a stop string, on_piece
- * asking to stop, num_predict reached or the context full ("length"), or
- * an error in g->st.
- */
-static bool emit_token(struct gen *g, int32_t id, const float *row, int32_t pos)
-{
-    const struct wk_generate_params *p = g->p;
-    if (wk_tokenizer_is_eog(g->s->tok, id)) return false;
-    g->stats->eval_count++;
-    if (p->on_token) p->on_token(p->user, id);
-    size_t n;
-    const char *text = wk_detok_push(&g->detok, g->s->tok, id, false, &n);
-    if (!text) {
-        g->st = wk_error_set(g->err, WK_E_NOMEM, "out of memory");
-        return false;
-    }
-    if (p->on_logprobs) {
-        struct wk_token_logprobs lp;
-        wk_logprobs_compute(row, g->n_vocab, id, p->top_logprobs, &lp);
-        /* complete once its n bytes are decoded; a token that is part of
-         * a UTF-8 character (n == 0) completes with the next text */
-        if (queue_logprobs(&g->o, &lp, g->o.decoded + (n ? n : 1))) {
-            g->st = wk_error_set(g->err, WK_E_NOMEM, "out of memory");
-            return false;
-        }
-    }
-    if (n && !emit(&g->o, text, n, &g->stopped, &g->st, g->err)) return false;
-    bool limit = p->num_predict > 0 && g->stats->eval_count >= p->num_predict;
-    if (limit || pos >= g->n_ctx) {
-        g->stats->done_reason = "length";
-        return false;
-    }
-    if (p->cancel && *p->cancel) { /* between tokens, also inside a speculative round */
-        g->st = wk_error_set(g->err, WK_E_CANCELLED, "cancelled");
-        return false;
-    }
-    return true;
 }
 
 /* q(id) in d [n], 0 when absent. */
@@ -542,9 +266,8 @@ static float prob_of(const struct wk_token_prob *d, int32_t n, int32_t id)
  * target's hidden row that chose x0) first, then the step's own output
  * (wk_context_mtp_step). Nothing to catch up, nothing to roll back.
  */
-static int32_t draft_tokens_mtp(struct gen *g, int32_t x0, int32_t k, int32_t *drafted, int64_t *t_start)
+static int32_t draft_tokens_mtp(struct wk_session *s, struct wk__gen *g, int32_t x0, int32_t k, int32_t *drafted, int64_t *t_start)
 {
-    struct wk_session *s = g->s;
     *t_start = wk_time_ns();
     const float *cond = s->cond;
     float *next = s->cond_a;
@@ -577,11 +300,10 @@ static int32_t draft_tokens_mtp(struct gen *g, int32_t x0, int32_t k, int32_t *d
  * (fewer when one ends generation: nothing is drafted past it), or -1 on
  * an error in g->st. The sampler's history is as it was on return.
  */
-static int32_t draft_tokens(struct gen *g, int32_t x0, int32_t k, int32_t *drafted, int64_t *t_start)
+static int32_t draft_tokens(struct wk_session *s, struct wk__gen *g, int32_t x0, int32_t k, int32_t *drafted, int64_t *t_start)
 {
-    struct wk_session *s = g->s;
     const volatile bool *cancel = g->p->cancel;
-    if (s->mtp) return draft_tokens_mtp(g, x0, k, drafted, t_start);
+    if (s->mtp) return draft_tokens_mtp(s, g, x0, k, drafted, t_start);
     /* catch up: the draft must hold the target's tokens and x0 */
     const int32_t n0 = (int32_t)s->cached.n;
     int32_t keep = 0;
@@ -626,14 +348,13 @@ static int32_t draft_tokens(struct gen *g, int32_t x0, int32_t k, int32_t *draft
  * tokens. On return *next is the next token, chosen and emitted, unless
  * generation ended (false).
  */
-static bool spec_round(struct gen *g, int32_t x0, int32_t k, int32_t *next)
+static bool spec_round(struct wk_session *s, struct wk__gen *g, int32_t x0, int32_t k, int32_t *next)
 {
-    struct wk_session *s = g->s;
     const size_t V = (size_t)g->n_vocab;
     int32_t toks[WK_VERIFY_MAX];
     toks[0] = x0;
     int64_t t0;
-    k = draft_tokens(g, x0, k, toks + 1, &t0);
+    k = draft_tokens(s, g, x0, k, toks + 1, &t0);
     if (k < 0) return false;
     int64_t t1 = wk_time_ns();
     const int32_t n0 = (int32_t)s->cached.n;
@@ -675,7 +396,7 @@ static bool spec_round(struct gen *g, int32_t x0, int32_t k, int32_t *next)
             break;
         }
         wk_sampler_push(g->sampler, d);
-        if (!grammar_take(g, d) || !emit_token(g, d, row, n0 + 1 + j)) {
+        if (!wk__gen_grammar_take(g, d) || !wk__gen_emit_token(g, d, row, n0 + 1 + j)) {
             /* as a plain step would: the last emitted token is not fed */
             enum wk_status st = roll_back_exact(s, n0 + 1 + j, NULL, g->err);
             if (st && !g->st) g->st = st;
@@ -689,7 +410,7 @@ static bool spec_round(struct gen *g, int32_t x0, int32_t k, int32_t *next)
         if (np < 0) return false;
         y = wk_sampler_draw(g->sampler, s->pd, np);
     }
-    if (y < 0 || !grammar_take(g, y)) return false; /* an error in g->st */
+    if (y < 0 || !wk__gen_grammar_take(g, y)) return false; /* an error in g->st */
     wk_sampler_push(g->sampler, y);
     /* row j chose y: an MTP draft conditions on it next round */
     if (s->mtp) memcpy(s->cond, wk_context_hidden(s->ctx, j), (size_t)wk_model_hparams(s->m)->n_embd * sizeof(float));
@@ -697,7 +418,7 @@ static bool spec_round(struct gen *g, int32_t x0, int32_t k, int32_t *next)
     g->stats->draft_count += k, g->stats->draft_accepted += j, g->stats->spec_rounds++;
     wk_spec_ctl_update(&s->ctl, k, j, t1 - t0, t2 - t1);
     *next = y;
-    return emit_token(g, y, row, n0 + 1 + j);
+    return wk__gen_emit_token(g, y, row, n0 + 1 + j);
 }
 
 enum wk_status wk_session_generate(struct wk_session *s, const struct wk_tokens *prompt,
@@ -709,18 +430,10 @@ enum wk_status wk_session_generate(struct wk_session *s, const struct wk_tokens 
     if (p->collect) *p->collect = NULL;
     if (p->collect_len) *p->collect_len = 0;
     int32_t n_ctx = wk_context_n_ctx(s->ctx);
-    if (prompt->n < 1) return wk_error_set(err, WK_E_INVALID, "the prompt is empty");
-    if (prompt->n >= n_ctx)
-        return wk_error_set(err, WK_E_RANGE,
-                            "the prompt is %lld tokens, which does not fit in the context of %d "
-                            "tokens (leave room for at least one generated token)",
-                            (long long)prompt->n, n_ctx);
-    if (p->draft_max < 0 || p->draft_min < 0)
-        return wk_error_set(err, WK_E_INVALID, "draft_max %d and draft_min %d must be >= 0",
-                            p->draft_max, p->draft_min);
+    enum wk_status st = wk__gen_check(prompt, p, n_ctx, err);
+    if (st) return st;
     struct wk_sampler *sampler;
-    enum wk_status st =
-        wk_sampler_create(&p->sampler, wk_model_hparams(s->m)->n_vocab, n_ctx, &sampler, err);
+    st = wk_sampler_create(&p->sampler, wk_model_hparams(s->m)->n_vocab, n_ctx, &sampler, err);
     if (st) return st;
     /* penalties see the whole prompt, cached part included (Ollama §4.4) */
     wk_sampler_set_history(sampler, prompt->ids, prompt->n);
@@ -740,23 +453,13 @@ enum wk_status wk_session_generate(struct wk_session *s, const struct wk_tokens 
     stats->prompt_eval_ns = t1 - t0;
     if (st) goto done;
 
-    struct gen g = {.s = s, .p = p, .sampler = sampler, .stats = stats, .err = err,
-                    .o = {.p = p}, .n_ctx = n_ctx, .n_vocab = wk_model_hparams(s->m)->n_vocab};
-    wk_detok_init(&g.detok);
-    wk_stop_matcher_init(&g.o.stop, p->stop, p->stop ? p->n_stop : 0);
-    wk_think_filter_init(&g.o.think);
-    g.o.think.inside = p->think_open;
+    struct wk__gen g;
+    wk__gen_init(&g, s->tok, p, sampler, stats, err, n_ctx, wk_model_hparams(s->m)->n_vocab);
+    g.dense = s->dense;
     const int32_t k_max = WK_MIN(p->draft_max, WK_VERIFY_MAX - 1);
-    if (p->grammar) {
-        g.dist = wk_malloc((size_t)g.n_vocab * sizeof *g.dist);
-        g.dist2 = wk_malloc((size_t)g.n_vocab * sizeof *g.dist2);
-        g.masked = wk_malloc((size_t)g.n_vocab * sizeof *g.masked);
-        g.mask = wk_malloc(((size_t)g.n_vocab + 31) / 32 * sizeof *g.mask);
-        if (!g.dist || !g.dist2 || !g.masked || !g.mask) g.st = wk_error_set(err, WK_E_NOMEM, "out of memory");
-    }
     if (s->draft) wk_spec_ctl_begin(&s->ctl);
-    int32_t id = g.st ? -1 : sample_next(&g, s->logits);
-    bool go = id >= 0 && emit_token(&g, id, s->logits, wk_context_n_past(s->ctx));
+    int32_t id = g.st ? -1 : wk__gen_sample(&g, s->logits);
+    bool go = id >= 0 && wk__gen_emit_token(&g, id, s->logits, wk_context_n_past(s->ctx));
     while (go) {
         if (p->cancel && *p->cancel) {
             g.st = wk_error_set(err, WK_E_CANCELLED, "cancelled");
@@ -769,50 +472,16 @@ enum wk_status wk_session_generate(struct wk_session *s, const struct wk_tokens 
         k = WK_MIN(k, n_ctx - wk_context_n_past(s->ctx) - 1);
         if (p->num_predict > 0) k = WK_MIN(k, p->num_predict - stats->eval_count);
         if (k > 0) {
-            go = spec_round(&g, id, k, &id);
+            go = spec_round(s, &g, id, k, &id);
             continue;
         }
         int64_t ts = wk_time_ns();
         if ((g.st = feed(s, &id, 1, p->cancel, err))) break;
         if (s->draft) wk_spec_ctl_plain(&s->ctl, wk_time_ns() - ts);
-        id = sample_next(&g, s->logits);
-        go = id >= 0 && emit_token(&g, id, s->logits, wk_context_n_past(s->ctx));
+        id = wk__gen_sample(&g, s->logits);
+        go = id >= 0 && wk__gen_emit_token(&g, id, s->logits, wk_context_n_past(s->ctx));
     }
-    st = g.st;
-    struct output *o = &g.o;
-    size_t n;
-    const char *rest = wk_detok_flush(&g.detok, &n);
-    if (!g.stopped && st != WK_E_CANCELLED) {
-        /* the detokenizer's tail, then what the stop matcher held back */
-        bool more = !n || emit(o, rest, n, &g.stopped, &st, err);
-        if (more && !g.stopped) {
-            if (put(o, o->stop.buf, o->stop.len) && p->hide_thinking)
-                wk_think_filter_flush(&o->think, think_run, o);
-            if (p->on_logprobs) release_logprobs(o, UINT64_MAX); /* tokens with no text left */
-        }
-    }
-    /* a stop string ended it: a tag's first bytes held before it are text */
-    if (g.stopped && p->hide_thinking && !st) wk_think_filter_flush(&o->think, think_run, o);
-    if (g.stopped) stats->done_reason = "stop";
-    if (o->nomem && !st) st = wk_error_set(err, WK_E_NOMEM, "out of memory");
-    if (p->collect) {
-        if (st) {
-            wk_free(o->text);
-            o->text = NULL, o->text_len = 0;
-        } else if (!o->text && !(o->text = wk_malloc(1))) {
-            st = wk_error_set(err, WK_E_NOMEM, "out of memory");
-        }
-        if (o->text) o->text[o->text_len] = '\0';
-        *p->collect = o->text;
-        if (p->collect_len) *p->collect_len = o->text_len;
-    }
-    wk_stop_matcher_deinit(&o->stop);
-    wk_free(o->q);
-    wk_free(g.dist);
-    wk_free(g.dist2);
-    wk_free(g.masked);
-    wk_free(g.mask);
-    wk_detok_deinit(&g.detok);
+    st = wk__gen_finish(&g);
     stats->eval_ns = wk_time_ns() - t1;
 done:
     wk_sampler_destroy(sampler);

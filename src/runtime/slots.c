@@ -1,0 +1,372 @@
+/*
+ * slots.c - several generations on one context, stepped together
+ * (wk_slots.h; llama-server's slots, vLLM's continuous batching).
+ *
+ * Data: one context with n sequences; slot i owns sequence i and
+ * cached[i], the tokens its KV stripe holds (invariant: cached.ids[0 ..
+ * cached.n) are positions 0 .. n_past(i) - 1 of sequence i, as in
+ * session.c). A slot is FREE (its cache kept for the next request that
+ * shares a prefix), PREFILL (prompt.ids[cached.n ..) still to run) or
+ * DECODE (next: a token chosen and emitted, not yet run).
+ *
+ * A step:
+ *   1. slots whose cancel flag is set end (WK_E_CANCELLED);
+ *   2. one forward with a row (next, its position, its sequence) for every
+ *      DECODE slot, logits for each; each slot samples and emits from its
+ *      row (gen.c), as a plain step of wk_session_generate does;
+ *   3. one forward with the next chunk of one PREFILL slot's prompt (the
+ *      slot after the last one served, round robin): at most n_ubatch
+ *      tokens, cut where a lone prefill cuts them (every n_ubatch from the
+ *      first token not cached); after the prompt's last chunk the slot
+ *      samples and emits its first token from that row and decodes from
+ *      the next step on.
+ *
+ * Why two forwards and not one: the engine computes a batch with at most
+ * one row per sequence through the one-token kernels (bit for bit a lone
+ * decode step), but a batch that also holds a prefill chunk through the
+ * GEMM for every row, which rounds a decode row differently (~1e-3
+ * relative on quantized weights: docs/architecture.md, "Bits"); and the
+ * chunk's ubatch cuts would move by the decode rows. Outputs identical to
+ * running alone need both, so the decode rows and the chunk run apart.
+ * The price is one more read of the weights in a step that prefills,
+ * small beside the chunk's compute; merging them needs per-row kernel
+ * choice in the matmul (the decode rows per token, the chunk's by GEMM)
+ * and ubatch cuts that put the chunk's rows where a lone prefill does.
+ */
+#include "wk_slots.h"
+
+#include "gen_int.h"
+
+#include <string.h>
+
+enum slot_state { SLOT_FREE, SLOT_PREFILL, SLOT_DECODE };
+
+struct slot {
+    enum slot_state state;
+    struct wk_tokens cached;  /* what sequence i's KV stripe holds */
+    struct wk_tokens prompt;  /* the request's prompt (a copy) */
+    struct wk_generate_params p; /* the request's parameters (pointers in it borrowed) */
+    struct wk_generate_stats *stats;
+    struct wk_error *err;     /* the request's, or own_err */
+    struct wk_error own_err;
+    struct wk_sampler *sampler;
+    struct wk__gen g;         /* g.p points to p: slots never move */
+    int32_t next;             /* DECODE: the token chosen, to run next */
+    int64_t t_prefilled; /* ns: when its prompt was done (0: not yet) */
+};
+
+struct wk_slots {
+    const struct wk_model *m;
+    const struct wk_tokenizer *tok;
+    struct wk_context *ctx;
+    int32_t n, n_ubatch, n_ctx, n_vocab;
+    struct slot *slot;        /* [n] */
+    int32_t rr;               /* the slot last given a prefill chunk */
+    float *logits;            /* [n][n_vocab]: the decode rows', then the prefill's last row */
+    int32_t *b_tok, *b_pos, *b_seq, *b_slot; /* [max(n, n_ubatch)] a batch's rows */
+    bool *b_want;
+};
+
+enum wk_status wk_slots_create(const struct wk_model *m, const struct wk_tokenizer *tok,
+                               const struct wk_context_params *cp, struct wk_slots **out, struct wk_error *err)
+{
+    *out = NULL;
+    const int32_t n_vocab = wk_model_hparams(m)->n_vocab;
+    if (wk_tokenizer_n_vocab(tok) > n_vocab)
+        return wk_error_set(err, WK_E_FORMAT,
+                            "%s: the tokenizer has %d tokens but the model's embedding only %d rows",
+                            wk_model_path(m), wk_tokenizer_n_vocab(tok), n_vocab);
+    struct wk_slots *s = wk_calloc(1, sizeof *s);
+    if (!s) return wk_error_set(err, WK_E_NOMEM, "out of memory");
+    s->m = m, s->tok = tok, s->n_vocab = n_vocab, s->rr = -1;
+    enum wk_status st = wk_context_create(m, cp, &s->ctx, err);
+    if (st) {
+        wk_free(s);
+        return st;
+    }
+    s->n = wk_context_n_seq(s->ctx);
+    s->n_ubatch = wk_context_n_ubatch(s->ctx);
+    s->n_ctx = wk_context_n_ctx(s->ctx);
+    const size_t rows = (size_t)WK_MAX(s->n, s->n_ubatch);
+    s->slot = wk_calloc((size_t)s->n, sizeof *s->slot);
+    s->logits = wk_malloc((size_t)s->n * (size_t)n_vocab * sizeof(float));
+    s->b_tok = wk_malloc(rows * sizeof(int32_t));
+    s->b_pos = wk_malloc(rows * sizeof(int32_t));
+    s->b_seq = wk_malloc(rows * sizeof(int32_t));
+    s->b_slot = wk_malloc(rows * sizeof(int32_t));
+    s->b_want = wk_malloc(rows * sizeof(bool));
+    if (!s->slot || !s->logits || !s->b_tok || !s->b_pos || !s->b_seq || !s->b_slot || !s->b_want) {
+        wk_slots_destroy(s);
+        return wk_error_set(err, WK_E_NOMEM, "out of memory");
+    }
+    *out = s;
+    return WK_OK;
+}
+
+/* Frees a slot's request state (not its cache). */
+static void drop_request(struct slot *sl)
+{
+    wk_sampler_destroy(sl->sampler);
+    sl->sampler = NULL;
+    wk_tokens_deinit(&sl->prompt);
+    sl->state = SLOT_FREE;
+}
+
+void wk_slots_destroy(struct wk_slots *s)
+{
+    if (!s) return;
+    for (int32_t i = 0; s->slot && i < s->n; i++) {
+        struct slot *sl = &s->slot[i];
+        if (sl->state != SLOT_FREE) {
+            sl->p.collect = NULL; /* dropped: the caller hears nothing more */
+            sl->g.st = WK_E_CANCELLED;
+            wk__gen_finish(&sl->g);
+            drop_request(sl);
+        }
+        wk_tokens_deinit(&sl->cached);
+    }
+    wk_free(s->slot);
+    wk_context_destroy(s->ctx);
+    wk_free(s->logits);
+    wk_free(s->b_tok);
+    wk_free(s->b_pos);
+    wk_free(s->b_seq);
+    wk_free(s->b_slot);
+    wk_free(s->b_want);
+    wk_free(s);
+}
+
+int32_t wk_slots_n(const struct wk_slots *s) { return s->n; }
+struct wk_context *wk_slots_context(struct wk_slots *s) { return s->ctx; }
+
+int32_t wk_slots_n_active(const struct wk_slots *s)
+{
+    int32_t n = 0;
+    for (int32_t i = 0; i < s->n; i++) n += s->slot[i].state != SLOT_FREE;
+    return n;
+}
+
+/* Tokens a and b [n_b] share from the start, at most max. */
+static int32_t common_prefix(const struct wk_tokens *a, const int32_t *b, int64_t n_b, int64_t max)
+{
+    int64_t k = 0;
+    while (k < a->n && k < n_b && k < max && a->ids[k] == b[k]) k++;
+    return (int32_t)k;
+}
+
+/*
+ * Slot dst's cache for prompt: its own first keep tokens, or where
+ * another slot (busy or free) shares a longer prefix with the prompt (a
+ * system prompt), a copy of that slot's KV for it (wk_context_seq_copy:
+ * computed once, copied for each). Errors: WK_E_NOMEM (dst's cache is
+ * then empty).
+ */
+static enum wk_status take_prefix(struct wk_slots *s, int32_t dst, int32_t keep, const struct wk_tokens *prompt)
+{
+    struct slot *d = &s->slot[dst];
+    int32_t src = -1, best = keep;
+    for (int32_t j = 0; j < s->n; j++) {
+        if (j == dst) continue;
+        int32_t m = common_prefix(&s->slot[j].cached, prompt->ids, prompt->n, prompt->n - 1);
+        if (m > best) src = j, best = m;
+    }
+    if (src < 0) {
+        d->cached.n = wk_context_seq_truncate(s->ctx, dst, keep);
+        return WK_OK;
+    }
+    const int32_t kept = wk_context_seq_copy(s->ctx, src, dst, best);
+    d->cached.n = 0;
+    for (int32_t i = 0; i < kept; i++)
+        if (wk_tokens_push(&d->cached, s->slot[src].cached.ids[i])) {
+            d->cached.n = wk_context_seq_truncate(s->ctx, dst, 0);
+            return WK_E_NOMEM;
+        }
+    return WK_OK;
+}
+
+enum wk_status wk_slots_add(struct wk_slots *s, const struct wk_slot_request *r, int32_t *slot,
+                            struct wk_error *err)
+{
+    *slot = -1;
+    const struct wk_tokens *prompt = r->prompt;
+    const struct wk_generate_params *p = r->gen;
+    enum wk_status st = wk__gen_check(prompt, p, s->n_ctx, err);
+    if (st) return st;
+    /* the free slot whose cache shares the longest prefix; among equals the
+     * one that holds the fewest other tokens (an empty one first), so a
+     * conversation's cache outlives unrelated requests as long as it can */
+    int32_t best = -1, best_keep = -1;
+    int64_t best_rest = 0;
+    for (int32_t i = 0; i < s->n; i++) {
+        if (s->slot[i].state != SLOT_FREE) continue;
+        int32_t keep = common_prefix(&s->slot[i].cached, prompt->ids, prompt->n, prompt->n - 1);
+        int64_t rest = s->slot[i].cached.n - keep;
+        if (keep > best_keep || (keep == best_keep && rest < best_rest)) best = i, best_keep = keep, best_rest = rest;
+    }
+    if (best < 0) return WK_OK;
+    struct slot *sl = &s->slot[best];
+    struct wk_sampler *sampler;
+    if ((st = wk_sampler_create(&p->sampler, s->n_vocab, s->n_ctx, &sampler, err))) return st;
+    /* penalties see the whole prompt, cached part included (Ollama §4.4) */
+    wk_sampler_set_history(sampler, prompt->ids, prompt->n);
+    sl->prompt = (struct wk_tokens){0};
+    for (int64_t i = 0; i < prompt->n; i++)
+        if (wk_tokens_push(&sl->prompt, prompt->ids[i])) {
+            wk_tokens_deinit(&sl->prompt);
+            wk_sampler_destroy(sampler);
+            return wk_error_set(err, WK_E_NOMEM, "out of memory");
+        }
+    if ((st = take_prefix(s, best, best_keep, prompt))) {
+        wk_tokens_deinit(&sl->prompt);
+        wk_sampler_destroy(sampler);
+        return wk_error_set(err, st, "out of memory");
+    }
+    sl->p = *p;
+    sl->p.draft_max = 0; /* no speculation on this path yet (wk_slots.h) */
+    sl->stats = r->stats;
+    sl->err = r->err ? r->err : &sl->own_err;
+    wk_error_clear(sl->err);
+    sl->sampler = sampler;
+    memset(sl->stats, 0, sizeof *sl->stats);
+    sl->stats->done_reason = "stop";
+    sl->stats->prompt_tokens = (int32_t)prompt->n;
+    sl->stats->prompt_eval_count = (int32_t)(prompt->n - sl->cached.n);
+    if (p->collect) *p->collect = NULL;
+    if (p->collect_len) *p->collect_len = 0;
+    wk__gen_init(&sl->g, s->tok, &sl->p, sampler, sl->stats, sl->err, s->n_ctx, s->n_vocab);
+    sl->state = SLOT_PREFILL;
+    *slot = best;
+    return WK_OK;
+}
+
+/* Ends slot i's request with status st (WK_OK: as generation ended) and
+ * records it in out (may be NULL). */
+static void finish(struct wk_slots *s, int32_t i, enum wk_status st, struct wk_slots_step *out)
+{
+    struct slot *sl = &s->slot[i];
+    if (st && !sl->g.st) sl->g.st = st;
+    st = wk__gen_finish(&sl->g);
+    if (sl->t_prefilled) sl->stats->eval_ns = wk_time_ns() - sl->t_prefilled;
+    sl->t_prefilled = 0;
+    drop_request(sl);
+    if (out) out->done[out->n_done++] = (struct wk_slot_done){i, st};
+}
+
+void wk_slots_cancel(struct wk_slots *s, int32_t id)
+{
+    if (id < 0 || id >= s->n || s->slot[id].state == SLOT_FREE) return;
+    finish(s, id, wk_error_set(s->slot[id].err, WK_E_CANCELLED, "cancelled"), NULL);
+}
+
+/* Slot i chose token id from row (logits [n_vocab]) with its sequence at
+ * n_past positions: emit it, and decode it next unless that ended the
+ * generation. */
+static void take_token(struct wk_slots *s, int32_t i, int32_t id, const float *row, struct wk_slots_step *out)
+{
+    struct slot *sl = &s->slot[i];
+    const int32_t pos = wk_context_seq_n_past(s->ctx, i);
+    if (id >= 0 && wk__gen_emit_token(&sl->g, id, row, pos)) {
+        sl->next = id;
+        sl->state = SLOT_DECODE;
+        return;
+    }
+    finish(s, i, WK_OK, out);
+}
+
+/* Runs rows [n] of the batch arrays; on an error every slot in it ends. */
+static bool run_rows(struct wk_slots *s, int32_t n, struct wk_slots_step *out)
+{
+    struct wk_batch b = {.n_tokens = n, .tokens = s->b_tok, .pos = s->b_pos, .seq_id = s->b_seq, .logits = s->b_want};
+    struct wk_error e;
+    enum wk_status st = wk_context_decode_batch(s->ctx, &b, s->logits, NULL, &e);
+    if (!st) return true;
+    for (int32_t r = 0; r < n; r++) {
+        int32_t i = s->b_slot[r];
+        if (s->slot[i].state == SLOT_FREE) continue; /* a chunk's rows are one slot's */
+        *s->slot[i].err = e;
+        finish(s, i, st, out);
+    }
+    return false;
+}
+
+/* Step 2: a token for every decoding slot. */
+static void decode_step(struct wk_slots *s, struct wk_slots_step *out)
+{
+    int32_t n = 0;
+    for (int32_t i = 0; i < s->n; i++) {
+        struct slot *sl = &s->slot[i];
+        if (sl->state != SLOT_DECODE) continue;
+        s->b_tok[n] = sl->next;
+        s->b_pos[n] = wk_context_seq_n_past(s->ctx, i);
+        s->b_seq[n] = i, s->b_slot[n] = i, s->b_want[n] = true;
+        n++;
+    }
+    out->n_decode = n;
+    if (!n || !run_rows(s, n, out)) return;
+    for (int32_t r = 0; r < n; r++) {
+        const int32_t i = s->b_slot[r];
+        struct slot *sl = &s->slot[i];
+        if (wk_tokens_push(&sl->cached, sl->next)) {
+            sl->cached.n = wk_context_seq_truncate(s->ctx, i, (int32_t)sl->cached.n);
+            finish(s, i, wk_error_set(sl->err, WK_E_NOMEM, "out of memory"), out);
+            continue;
+        }
+        const float *row = s->logits + (size_t)r * (size_t)s->n_vocab;
+        take_token(s, i, wk__gen_sample(&sl->g, row), row, out);
+    }
+}
+
+/* Step 3: the next chunk of one prefilling slot's prompt. */
+static void prefill_step(struct wk_slots *s, struct wk_slots_step *out)
+{
+    out->prefill_slot = -1;
+    int32_t i = -1;
+    for (int32_t k = 1; k <= s->n && i < 0; k++) {
+        int32_t j = (s->rr + k) % s->n;
+        if (s->slot[j].state == SLOT_PREFILL) i = j;
+    }
+    if (i < 0) return;
+    s->rr = i;
+    struct slot *sl = &s->slot[i];
+    const int32_t done = (int32_t)sl->cached.n, left = (int32_t)sl->prompt.n - done;
+    const int32_t n = WK_MIN(s->n_ubatch, left);
+    const bool last = n == left;
+    for (int32_t t = 0; t < n; t++) {
+        s->b_tok[t] = sl->prompt.ids[done + t];
+        s->b_pos[t] = done + t;
+        s->b_seq[t] = i, s->b_slot[t] = i;
+        s->b_want[t] = last && t == n - 1;
+    }
+    out->prefill_slot = i, out->n_prefill = n;
+    const int64_t t0 = wk_time_ns();
+    if (!run_rows(s, n, out)) return;
+    for (int32_t t = 0; t < n; t++)
+        if (wk_tokens_push(&sl->cached, s->b_tok[t])) {
+            sl->cached.n = wk_context_seq_truncate(s->ctx, i, done + t);
+            finish(s, i, wk_error_set(sl->err, WK_E_NOMEM, "out of memory"), out);
+            return;
+        }
+    sl->stats->prompt_eval_ns += wk_time_ns() - t0;
+    if (!last) return;
+    sl->t_prefilled = wk_time_ns();
+    if (sl->g.st) { /* wk__gen_init ran out of memory */
+        finish(s, i, sl->g.st, out);
+        return;
+    }
+    take_token(s, i, wk__gen_sample(&sl->g, s->logits), s->logits, out);
+}
+
+enum wk_status wk_slots_step(struct wk_slots *s, struct wk_slots_step *out, struct wk_error *err)
+{
+    (void)err;
+    out->n_decode = out->n_prefill = out->n_done = 0;
+    out->prefill_slot = -1;
+    for (int32_t i = 0; i < s->n; i++) {
+        struct slot *sl = &s->slot[i];
+        if (sl->state != SLOT_FREE && sl->p.cancel && *sl->p.cancel)
+            finish(s, i, wk_error_set(sl->err, WK_E_CANCELLED, "cancelled"), out);
+    }
+    decode_step(s, out);
+    prefill_step(s, out);
+    return WK_OK;
+}
