@@ -160,14 +160,18 @@ static void test_jinja2_parity(void)
     expect("{{ 'x' * -1 }}|{{ 2 ** 62 }}", "|4611686018427387904");
 }
 
+/* CPU seconds of this process: a guard against a template running away,
+ * not a speed measurement, so other processes on the machine (a loaded CI
+ * runner, a sanitizer build's neighbours) do not move it */
 static double now_s(void)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* Hostile templates stop with WK_E_RANGE, each in well under a second. */
+/* Hostile templates stop with WK_E_RANGE, each in well under a second of
+ * CPU (2 s allowed: the ASan build is several times slower). */
 static void test_hostile(void)
 {
     static const char *const srcs[] = {
@@ -188,7 +192,7 @@ static void test_hostile(void)
         expect_fail(srcs[i], WK_E_RANGE, NULL);
         if (g_check_failures != before) fprintf(stderr, "  in hostile template %zu\n", i);
         double dt = now_s() - t0;
-        if (dt > 1.0) { fprintf(stderr, "  template %zu took %.2f s\n", i, dt); CHECK(0); }
+        if (dt > 2.0) { fprintf(stderr, "  template %zu took %.2f s of CPU\n", i, dt); CHECK(0); }
     }
 }
 
