@@ -15,6 +15,7 @@
  */
 #include "server_internal.h"
 #include "server_registry.h"
+#include "../model/wk_model.h" /* WK_SEQ_MAX: the parallel slots one runner holds */
 
 #include <arpa/inet.h>
 #include <microhttpd.h>
@@ -632,8 +633,9 @@ static bool parse_host(const char *s, struct sockaddr_storage *a, socklen_t *ale
 }
 
 /* OLLAMA_CONTEXT_LENGTH (WICK_CONTEXT_LENGTH): the num_ctx of requests and
- * models that set none; OLLAMA_NUM_PARALLEL: more than 1 is said to be
- * queued (one request at a time per model until parallel slots exist).
+ * models that set none; OLLAMA_NUM_PARALLEL (WICK_NUM_PARALLEL): the
+ * requests a runner computes at once (its parallel slots; 4 when unset,
+ * runner.c), checked here and said.
  * False (after a message) when a value is not a number in range. */
 static bool read_env_numbers(struct srv_server *srv)
 {
@@ -655,9 +657,10 @@ static bool read_env_numbers(struct srv_server *srv)
             fprintf(stderr, "wick serve: OLLAMA_NUM_PARALLEL (WICK_NUM_PARALLEL) must be an integer from 1 to 1024, not '%s'\n", v);
             return false;
         }
-        if (n > 1)
-            fprintf(stderr, "wick serve: OLLAMA_NUM_PARALLEL=%ld: this version answers one request at a time per model; "
-                            "the others queue (parallel slots are not implemented yet)\n", n);
+        /* the runners inherit the variable and read it (runner.c) */
+        fprintf(stderr, "wick serve: OLLAMA_NUM_PARALLEL=%ld: each model computes up to %ld request(s) at once, "
+                        "each with a KV cache of the full context; more queue%s\n", n, n > WK_SEQ_MAX ? (long)WK_SEQ_MAX : n,
+                n > WK_SEQ_MAX ? " (capped at 64, the sequences one context holds)" : "");
     }
     return true;
 }

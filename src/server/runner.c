@@ -27,6 +27,7 @@
 #include "../runtime/wk_grammar.h"
 #include "../runtime/wk_harmony.h"
 #include "../runtime/wk_runtime.h"
+#include "../runtime/wk_slots.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -73,6 +74,11 @@ struct job {
     json_t *pending_lp; /* compute thread only: entries not yet sent */
     struct wk_buf out;
     bool finished, nomem;
+    /* compute thread only: what the generation runs with and writes (a
+     * slot borrows them until it ends) */
+    struct wk_generate_params gp;
+    struct wk_generate_stats st;
+    struct wk_error err;
     struct job *next;
     struct runner *rn; /* the runner it belongs to */
 };
@@ -82,7 +88,9 @@ struct job {
 struct runner {
     struct wk_model *model, *draft;
     struct wk_tokenizer *tok;
-    struct wk_session *session;
+    struct wk_session *session; /* one request at a time (n_parallel 1, or a draft model), else NULL */
+    struct wk_slots *slots;     /* several at once (n_parallel > 1), else NULL */
+    int32_t n_parallel;         /* requests computed at once */
     struct srv_format *fmt; /* structured output's vocabulary */
     const char *model_path;
     int32_t n_ctx;
@@ -91,6 +99,7 @@ struct runner {
     struct job *head, *tail;
     int queued;
     _Atomic bool busy;
+    _Atomic int active; /* slots holding a request (written by the compute thread) */
     _Atomic int64_t tokens, requests, runs; /* runs: jobs started (not dropped) */
 };
 
@@ -616,9 +625,9 @@ static bool on_piece(void *user, const char *text, size_t len)
     return on_content(user, text, len);
 }
 
-static void run_job(struct job *j)
+/* j's generation parameters, its callbacks writing to its own buffer. */
+static void job_params(struct job *j)
 {
-    struct runner *rn = j->rn;
     struct wk_generate_params gp = wk_generate_params_default();
     gp.sampler = j->sp;
     gp.num_predict = j->num_predict;
@@ -638,17 +647,24 @@ static void run_job(struct job *j)
         gp.on_logprobs = on_logprobs;
         gp.top_logprobs = j->top_logprobs;
     }
-    struct wk_generate_stats st;
-    struct wk_error err;
-    wk_error_clear(&err);
-    enum wk_status s = wk_session_generate(rn->session, &j->ids, &gp, &st, &err);
+    j->gp = gp;
+    wk_error_clear(&j->err);
+}
+
+/* The end of j's generation, which ended with status s (j->st and j->err
+ * written): the parsers' last output and the stats line, or the error
+ * line; nothing when it was cancelled (its client left). */
+static void job_report(struct job *j, enum wk_status s)
+{
+    struct wk_error *e = &j->err;
+    const struct wk_generate_stats st = j->st;
     if (s == WK_E_CANCELLED) return;
     struct wk_harmony_sink hs;
     if (!s && j->harmony && (s = wk_harmony_parser_finish(j->harmony, harmony_sink(j, &hs))) == WK_E_CANCELLED) return;
-    if (!s && j->tools && !srv_tools_finish(j->tools)) s = wk_error_set(&err, WK_E_NOMEM, "out of memory");
+    if (!s && j->tools && !srv_tools_finish(j->tools)) s = wk_error_set(e, WK_E_NOMEM, "out of memory");
     if (s) {
         int code = s == WK_E_RANGE || s == WK_E_INVALID ? 400 : 500;
-        job_push(j, error_line(code, err.msg[0] ? err.msg : wk_status_str(s)));
+        job_push(j, error_line(code, e->msg[0] ? e->msg : wk_status_str(s)));
         return;
     }
     json_t *fin = json_pack("{s:b, s:s, s:i, s:i, s:I, s:i, s:I}", "done", 1, "done_reason",
@@ -664,6 +680,127 @@ static void run_job(struct job *j)
         j->pending_lp = NULL;
     }
     job_push(j, fin);
+}
+
+static void run_job(struct job *j)
+{
+    job_params(j);
+    job_report(j, wk_session_generate(j->rn->session, &j->ids, &j->gp, &j->st, &j->err));
+}
+
+/* The compute thread's end of job j (ran, failed or dropped). */
+static void job_done(struct job *j)
+{
+    atomic_fetch_add(&j->rn->requests, 1);
+    job_finish(j);
+    job_unref(j);
+}
+
+/* The next queued job, or NULL when none is queued and wait is false
+ * (with wait, sleeps until one is). */
+static struct job *queue_pop(struct runner *rn, bool wait)
+{
+    pthread_mutex_lock(&rn->mu);
+    while (wait && !rn->head) pthread_cond_wait(&rn->cv, &rn->mu);
+    struct job *j = rn->head;
+    if (j) {
+        rn->head = j->next;
+        if (!rn->head) rn->tail = NULL;
+        j->next = NULL;
+        rn->queued--;
+    }
+    pthread_mutex_unlock(&rn->mu);
+    return j;
+}
+
+/* Puts j back at the head of the queue. */
+static void queue_unpop(struct runner *rn, struct job *j)
+{
+    pthread_mutex_lock(&rn->mu);
+    j->next = rn->head;
+    rn->head = j;
+    if (!rn->tail) rn->tail = j;
+    rn->queued++;
+    pthread_mutex_unlock(&rn->mu);
+}
+
+/*
+ * The compute thread with parallel slots (issue 26): each turn it cancels
+ * the slots whose client left (at once, wk_slots_cancel), starts queued
+ * jobs in order while a slot is free, runs one wk_slots_step (a decode
+ * token for every decoding slot, a prefill chunk for one), and finishes
+ * the jobs whose slots ended in it. It sleeps only when no slot is active
+ * and nothing is queued. Each job's callbacks write to its own buffer, so
+ * the slots' outputs never mix.
+ */
+static void *compute_slots_main(void *arg)
+{
+    struct runner *rn = arg;
+    struct wk_slots *sl = rn->slots;
+    const int32_t n = wk_slots_n(sl);
+    struct job *active[WK_SEQ_MAX] = {0}; /* the job in each slot */
+    for (;;) {
+        for (int32_t i = 0; i < n; i++) { /* clients that left free their slots now */
+            if (active[i] && active[i]->cancel) {
+                wk_slots_cancel(sl, i);
+                job_done(active[i]);
+                active[i] = NULL;
+            }
+        }
+        while (wk_slots_n_active(sl) < n) {
+            const bool idle = wk_slots_n_active(sl) == 0;
+            if (idle) atomic_store(&rn->busy, false), atomic_store(&rn->active, 0);
+            struct job *j = queue_pop(rn, idle);
+            if (!j) break;
+            if (j->cancel) { /* a job whose client left while queued never runs */
+                job_done(j);
+                continue;
+            }
+            job_params(j);
+            struct wk_slot_request r = {.prompt = &j->ids, .gen = &j->gp, .stats = &j->st, .err = &j->err};
+            struct wk_error e;
+            wk_error_clear(&e);
+            int32_t id = -1;
+            enum wk_status st = wk_slots_add(sl, &r, &id, &e);
+            if (st) {
+                j->err = e;
+                job_report(j, st);
+                job_done(j);
+                continue;
+            }
+            if (id < 0 || id >= n || active[id]) { /* no free slot after all (it said one was): later */
+                queue_unpop(rn, j);
+                break;
+            }
+            atomic_store(&rn->busy, true);
+            atomic_fetch_add(&rn->runs, 1);
+            active[id] = j;
+        }
+        atomic_store(&rn->active, wk_slots_n_active(sl));
+        if (wk_slots_n_active(sl) == 0) continue;
+        struct wk_slots_step out;
+        struct wk_error e;
+        wk_error_clear(&e);
+        enum wk_status st = wk_slots_step(sl, &out, &e);
+        for (int32_t k = 0; !st && k < out.n_done; k++) {
+            const int32_t id = out.done[k].slot;
+            if (id < 0 || id >= n || !active[id]) continue;
+            job_report(active[id], out.done[k].status);
+            job_done(active[id]);
+            active[id] = NULL;
+        }
+        if (st) { /* the step failed as a whole: every slot's request ends with its error */
+            for (int32_t i = 0; i < n; i++) {
+                if (!active[i]) continue;
+                wk_slots_cancel(sl, i);
+                active[i]->err = e;
+                job_report(active[i], st);
+                job_done(active[i]);
+                active[i] = NULL;
+            }
+        }
+    }
+    return NULL;
 }
 
 static void *compute_main(void *arg)
@@ -697,12 +834,13 @@ static json_t *status_json(struct runner *rn)
     pthread_mutex_lock(&rn->mu);
     int queued = rn->queued;
     pthread_mutex_unlock(&rn->mu);
-    return json_pack("{s:i, s:b, s:b, s:i, s:I, s:I, s:I, s:i, s:s}", "status", 200, "draft_loaded",
+    return json_pack("{s:i, s:b, s:b, s:i, s:I, s:I, s:I, s:i, s:i, s:i, s:s}", "status", 200, "draft_loaded",
                      rn->draft != NULL, "busy",
                      (int)atomic_load(&rn->busy), "queued", queued, "tokens_generated",
                      (json_int_t)atomic_load(&rn->tokens), "requests",
                      (json_int_t)atomic_load(&rn->requests), "runs", (json_int_t)atomic_load(&rn->runs),
-                     "n_ctx", rn->n_ctx, "model", rn->model_path);
+                     "n_ctx", rn->n_ctx, "n_parallel", rn->n_parallel, "active",
+                     rn->slots ? atomic_load(&rn->active) : (int)atomic_load(&rn->busy), "model", rn->model_path);
 }
 
 /* ------------------------------------------------ tokenize and detokenize */
@@ -894,6 +1032,22 @@ static void *conn_main(void *arg)
     return NULL;
 }
 
+/* Requests a runner computes at once: WICK_NUM_PARALLEL (also read as
+ * OLLAMA_NUM_PARALLEL, which the server checked and the runner inherits),
+ * capped at WK_SEQ_MAX, the sequences one context holds; without it
+ * RUNNER_DEFAULT_PARALLEL. Each slot holds a KV cache of the full n_ctx,
+ * so memory for the cache grows N-fold (Ollama multiplies its context the
+ * same way); Ollama picks 1 or 4 from free memory, wick takes 4. */
+#define RUNNER_DEFAULT_PARALLEL 4
+static int32_t runner_n_parallel(void)
+{
+    const char *v = wk_getenv_alias("WICK_NUM_PARALLEL", "OLLAMA_NUM_PARALLEL");
+    char *end;
+    long n = v ? strtol(v, &end, 10) : RUNNER_DEFAULT_PARALLEL;
+    if (v && (*end || n < 1)) n = RUNNER_DEFAULT_PARALLEL;
+    return (int32_t)WK_MIN(n, (long)WK_SEQ_MAX);
+}
+
 /* Leaves when the server that started the runner is gone (its parent
  * changes). PR_SET_PDEATHSIG would fire when the *thread* that spawned the
  * runner exits, and the server spawns from short-lived connection threads. */
@@ -927,12 +1081,23 @@ int wk_runner_main(const struct wk_runner_opts *o)
     enum wk_status st = wk_model_load(o->model, &rn->model, &err);
     if (!st) st = wk_tokenizer_for_model(rn->model, &rn->tok, &err);
     if (!st && o->draft && *o->draft) st = wk_model_load(o->draft, &rn->draft, &err);
-    if (!st) st = wk_session_create(rn->model, rn->tok, &cp, &rn->session, &err);
+    rn->n_parallel = runner_n_parallel();
+    if (!st && rn->draft) rn->n_parallel = 1; /* speculative decoding runs on the session alone (wk_slots has none yet) */
+    if (!st && rn->n_parallel > 1) {
+        cp.n_seq_max = rn->n_parallel; /* each slot a KV stripe of n_ctx positions */
+        st = wk_slots_create(rn->model, rn->tok, &cp, &rn->slots, &err);
+        if (st == WK_E_UNSUPPORTED) { /* an architecture without several sequences yet: one at a time */
+            fprintf(stderr, "wick runner: %s; serving one request at a time\n", err.msg);
+            wk_error_clear(&err);
+            rn->n_parallel = 1, cp.n_seq_max = 0, st = WK_OK;
+        }
+    }
+    if (!st && !rn->slots) st = wk_session_create(rn->model, rn->tok, &cp, &rn->session, &err);
     if (!st && rn->draft) st = wk_session_set_draft(rn->session, rn->draft, &err);
     if (!st && !(rn->fmt = srv_format_new())) st = wk_error_set(&err, WK_E_NOMEM, "out of memory");
     int lfd = -1;
     if (!st) {
-        rn->n_ctx = wk_context_n_ctx(wk_session_context(rn->session));
+        rn->n_ctx = wk_context_n_ctx(rn->slots ? wk_slots_context(rn->slots) : wk_session_context(rn->session));
         struct sockaddr_un a = {.sun_family = AF_UNIX};
         size_t n = strlen(o->socket);
         if (n + 1 >= sizeof a.sun_path) {
@@ -947,7 +1112,7 @@ int wk_runner_main(const struct wk_runner_opts *o)
         }
     }
     pthread_t compute;
-    if (!st && pthread_create(&compute, NULL, compute_main, rn))
+    if (!st && pthread_create(&compute, NULL, rn->slots ? compute_slots_main : compute_main, rn))
         st = wk_error_set(&err, WK_E_IO, "cannot start the compute thread");
     if (st) {
         json_t *e = json_pack("{s:s}", "error", err.msg[0] ? err.msg : wk_status_str(st));
@@ -960,7 +1125,8 @@ int wk_runner_main(const struct wk_runner_opts *o)
     }
     /* bytes_per_token: wk_tokenizer_min_tokens's divisor, so the server can
      * refuse a prompt far longer than the context before sending it here */
-    printf("{\"ready\":true,\"n_ctx\":%d,\"draft\":%s,\"bytes_per_token\":%lld}\n", rn->n_ctx,
+    printf("{\"ready\":true,\"n_ctx\":%d,\"n_parallel\":%d,\"draft\":%s,\"bytes_per_token\":%lld}\n", rn->n_ctx,
+           rn->n_parallel,
            rn->draft ? "true" : "false", (long long)(1 + (1 << 20) / WK_MAX(1, wk_tokenizer_min_tokens(rn->tok, 1 << 20))));
     fflush(stdout);
     pthread_attr_t attr;

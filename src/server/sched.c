@@ -516,6 +516,8 @@ json_t *srv_sched_list(struct srv_sched *s)
             json_object_set(w, "requests", json_object_get(st, "requests"));
             json_object_set(w, "runs", json_object_get(st, "runs"));
             json_object_set(w, "draft_loaded", json_object_get(st, "draft_loaded"));
+            json_object_set(w, "n_parallel", json_object_get(st, "n_parallel"));
+            json_object_set(w, "active", json_object_get(st, "active"));
             json_decref(st);
         }
         json_object_set_new(e, "wick", w);

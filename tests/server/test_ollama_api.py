@@ -305,7 +305,7 @@ def test_ollama_env(wick, store):
     finally:
         p.terminate()
         err = p.communicate(timeout=20)[1]
-    check("OLLAMA_NUM_PARALLEL=2" in err, "OLLAMA_NUM_PARALLEL=2 is said to queue, not dropped", err[-300:])
+    check("OLLAMA_NUM_PARALLEL=2: each model computes up to 2" in err, "OLLAMA_NUM_PARALLEL=2 is read and said", err[-300:])
     for h in ("127.0.0.1:abc", ":99999", "ftp://127.0.0.1:1", "127.0.0.1 :1"):
         bad = subprocess.run([wick, "serve"], env=dict(base, OLLAMA_HOST=h), capture_output=True, text=True, timeout=20)
         check(bad.returncode == 2 and "bad address" in bad.stderr, f"OLLAMA_HOST={h!r}: exit 2, not the default port",

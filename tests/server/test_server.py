@@ -645,20 +645,26 @@ def test_cancellation(s):
     t1 = runner_state(s)["tokens_generated"]
     time.sleep(0.3)
     check(runner_state(s)["tokens_generated"] == t1, "no tokens generated after the cancel")
-    # a queued request whose client leaves never runs
+    # a queued request whose client leaves never runs: n_parallel streams
+    # fill the runner's slots, the next one queues
     runs0 = runner_state(s)["runs"]
-    ca, ra = stream_lines(s, "/api/generate", long_req)
-    ra.readline()
+    n_par = runner_state(s).get("n_parallel", 1)
+    held = []
+    for i in range(n_par):
+        ca, ra = stream_lines(s, "/api/generate", dict(long_req, prompt=f"Write a very long story about dragon {i}."))
+        ra.readline()
+        held.append(ca)
     cb, rb = stream_lines(s, "/api/generate", dict(long_req, prompt="Another long story please."))
     time.sleep(0.2)
-    check(runner_state(s).get("queued") == 1, "second request queued behind the first", str(runner_state(s)))
+    check(runner_state(s).get("queued") == 1, f"a request past the runner's {n_par} slots is queued", str(runner_state(s)))
     cb.sock.shutdown(socket.SHUT_RDWR)
     cb.close()
     time.sleep(0.2)
-    ca.sock.shutdown(socket.SHUT_RDWR)
-    ca.close()
+    for ca in held:
+        ca.sock.shutdown(socket.SHUT_RDWR)
+        ca.close()
     wait_idle(s, 2.0)
-    check(runner_state(s)["runs"] == runs0 + 1, "the queued request whose client left never ran", str(runner_state(s)))
+    check(runner_state(s)["runs"] == runs0 + n_par, "the queued request whose client left never ran", str(runner_state(s)))
     # 20 cancel-and-retry cycles: runner RSS flat
     sizes = []
     for i in range(20):

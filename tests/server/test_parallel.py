@@ -1,0 +1,142 @@
+#!/usr/bin/env python3
+"""Parallel slots (issue 26): `wick serve` with WICK_NUM_PARALLEL=4 computes
+several requests of one model at once on the runner's wk_slots, and each
+gets exactly the text it gets alone.
+
+References: the same server's sequential answers (each request alone, one
+after the other) for the greedy requests run 8 at once; the runner's own
+status (/api/ps "wick": n_parallel, active, queued, busy) for what it is
+doing. Run by tests/server/run (standard library and the api-venv's
+clients, as test_server.py).
+"""
+import http.client
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import test_server as ts  # noqa: E402
+from test_server import SMOL, check, finish, runner_state, stream_lines, wait_idle  # noqa: E402
+
+N_PARALLEL = 4
+# 8 requests of different lengths (prompt and num_predict), so slots end
+# at different steps and new ones join while others decode
+PROMPTS = [
+    ("Tell me about the sea.", 40),
+    ("What is 2 + 2?", 8),
+    ("Write a short poem about autumn leaves falling in the park.", 64),
+    ("Name three colours.", 16),
+    ("Explain what a compiler does, in simple words, for a child of ten years.", 48),
+    ("Hi", 4),
+    ("Describe a dragon guarding its gold in a cave high in the mountains.", 56),
+    ("Why is the sky blue?", 24),
+]
+
+
+def make_smol_store():
+    """A temporary store with smollm2 alone (test_server's has three models)."""
+    d = tempfile.mkdtemp(prefix="wick-parallel-store-")
+    mf = os.path.join(d, "smollm2.Modelfile")
+    with open(mf, "w") as f:
+        f.write(f"FROM {os.path.join(ts.CACHE, ts.SMOL_FIX['model'])}\n")
+    subprocess.run([ts.WICK, "create", "smollm2", "-f", mf], env=dict(os.environ, WICK_MODELS=d),
+                   check=True, capture_output=True)
+    return d
+
+
+def generate(s, prompt, n):
+    st, r = s.post("/api/generate", {"model": SMOL, "prompt": prompt, "options": {"temperature": 0, "num_predict": n}})
+    return st, r
+
+
+def test_same_as_alone(s):
+    alone = [generate(s, p, n) for p, n in PROMPTS]
+    check(all(st == 200 for st, _ in alone), "every request alone answers 200", str([st for st, _ in alone]))
+    w = runner_state(s)
+    check(w.get("n_parallel") == N_PARALLEL, f"WICK_NUM_PARALLEL={N_PARALLEL}: the runner has {N_PARALLEL} slots", str(w))
+    results = [None] * len(PROMPTS)
+    peak = [0]
+    stop = threading.Event()
+
+    def watch():
+        while not stop.is_set():
+            peak[0] = max(peak[0], runner_state(s).get("active", 0))
+            time.sleep(0.01)
+
+    def one(i):
+        results[i] = generate(s, *PROMPTS[i])
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(len(PROMPTS))]
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    stop.set()
+    watcher.join()
+    for i, ((p, n), (st_a, a), r) in enumerate(zip(PROMPTS, alone, results)):
+        ok = r is not None and r[0] == 200
+        check(ok and r[1]["response"] == a["response"] and r[1]["eval_count"] == a["eval_count"],
+              f"request {i} ({n} tokens) run 8 at once on 4 slots answers as it does alone",
+              f"{r and r[1].get('response')!r} vs {a.get('response')!r}")
+    check(peak[0] >= 2, "the runner computed several requests at once (its active slots)", f"peak {peak[0]}")
+    check(wait_idle(s, 5.0) is not None and runner_state(s).get("active") == 0, "every slot free at the end",
+          str(runner_state(s)))
+
+
+def test_disconnect_frees_slot(s):
+    long_req = {"model": SMOL, "prompt": "Write a very long story about a dragon.",
+                "options": {"temperature": 0, "num_predict": 2000}}
+    held = []
+    for i in range(N_PARALLEL):  # every slot taken by a long stream
+        c, r = stream_lines(s, "/api/generate", dict(long_req, prompt=f"Write a very long story about dragon {i}."))
+        r.readline()
+        held.append((c, r))
+    w = runner_state(s)
+    check(w.get("active") == N_PARALLEL and w.get("queued") == 0, "4 long streams hold the 4 slots", str(w))
+    c, _ = held.pop(0)
+    c.sock.shutdown(socket.SHUT_RDWR)
+    c.close()
+    t0 = time.time()
+    st, g = generate(s, "Hi", 3)
+    took = time.time() - t0
+    w = runner_state(s)
+    check(st == 200 and g.get("eval_count") == 3, "after one client left, a following request completes", str(g))
+    check(w.get("busy") is True and took < 30, "it ran in the freed slot while the other streams go on",
+          f"{took:.1f} s, {w}")
+    for c, r in held:  # the others still stream
+        line = json.loads(r.readline())
+        check("response" in line and not line.get("done"), "a stream beside it goes on", str(line))
+        c.sock.shutdown(socket.SHUT_RDWR)
+        c.close()
+    check(wait_idle(s, 2.0) is not None, "every client gone: the runner idle within 2 s", str(runner_state(s)))
+    w = runner_state(s)
+    check(w.get("active") == 0, "every slot free at the end", str(w))
+
+
+def main():
+    store = make_smol_store()
+    ts.STORE = store  # Server() takes this store instead of making test_server's
+    os.environ["WICK_NUM_PARALLEL"] = str(N_PARALLEL)
+    s = ts.Server()
+    try:
+        for t in (test_same_as_alone, test_disconnect_frees_slot):
+            t0 = time.time()
+            t(s)
+            print(f"{t.__name__}: {time.time() - t0:.1f} s", flush=True)
+    finally:
+        if s.proc.poll() is None:
+            s.stop()
+        shutil.rmtree(store, True)
+    finish("parallel")
+
+
+if __name__ == "__main__":
+    main()
