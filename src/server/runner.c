@@ -7,9 +7,13 @@
  * tokenizes, checks that the prompt fits the context and validates the
  * sampler options (so a bad request is answered at once, and the next
  * prompt is tokenized while the model computes), then queues a job and
- * streams the job's output back. One compute thread takes jobs in order
- * and runs them on the single session, whose KV cache is reused by prefix
- * from one request to the next (as Ollama's runner serialises requests,
+ * streams the job's output back. One compute thread runs the jobs: with
+ * WICK_NUM_PARALLEL (OLLAMA_NUM_PARALLEL) N > 1, the default, on N slots
+ * of one context stepped together (wk_slots.h, continuous batching:
+ * compute_slots_main), each slot's KV cache reused by prefix; with N = 1,
+ * a draft model (speculative decoding is not on the slots path yet) or an
+ * architecture whose context holds one sequence, in order on the single
+ * session (compute_main, as Ollama's runner serialises requests,
  * docs/reference/ollama-mlx-runner.md §1.5).
  *
  * The compute thread never blocks on a socket: it appends output lines to
@@ -17,8 +21,9 @@
  * that reads nothing therefore stalls only its own connection thread. The
  * connection thread watches its socket for the peer hanging up and then
  * sets the job's cancel flag, which the session checks between forward
- * steps (and between layers during prefill); a job cancelled while queued
- * is dropped without running.
+ * steps (and between layers during prefill) and the slots loop before each
+ * step (wk_slots_cancel frees the slot at once); a job cancelled while
+ * queued is dropped without running.
  */
 #include "server_internal.h"
 

@@ -30,7 +30,8 @@
  *   Closing the connection cancels the request: a queued request never runs,
  *   a running one stops within one forward step (prefill checks between layers).
  * A status query answers {"status": 200, "busy", "queued", "tokens_generated",
- * "requests" (finished or dropped), "runs" (started), "n_ctx", "model"}.
+ * "requests" (finished or dropped), "runs" (started), "n_ctx", "n_parallel" (requests
+ * computed at once), "active" (slots holding one now), "model"}.
  * Two more requests use the tokenizer alone, on the connection's thread
  * (nothing queued; runner.c): {"tokenize": text, "add_special",
  * "parse_special", "with_pieces"} answers {"status": 200, "tokens": [id...]
@@ -56,7 +57,7 @@ struct wk_runner_opts {
 
 /*
  * Runs a runner: loads the model, listens on the socket, then writes one
- * line to stdout, {"ready": true, "n_ctx": n} (or {"error": msg} when the
+ * line to stdout, {"ready": true, "n_ctx": n, "n_parallel": N} (or {"error": msg} when the
  * model cannot be loaded, then returns nonzero), and serves requests until
  * SIGTERM/SIGINT or until its parent process exits. Returns the exit code.
  */
