@@ -13,8 +13,8 @@
  * them grow without bound (route labels are the route table's paths, never
  * the URL a client sent). The gauges of requests in flight and of runners
  * are read from the scheduler when /metrics is rendered
- * (srv_sched_counts): a runner serves one request at a time, so it is one
- * slot, busy while a request holds it.
+ * (srv_sched_counts): a runner has n_parallel slots (WICK_NUM_PARALLEL),
+ * each busy while a request holds it; requests past them wait in its queue.
  *
  * Shapes followed: Prometheus' text exposition format 0.0.4 (# HELP and
  * # TYPE lines, one sample a line, label values escaped); llama.cpp's
@@ -250,12 +250,12 @@ static bool render(struct srv_metrics *m, const struct srv_sched_counts *sc, str
     const int32_t processing = sc->busy, queued = sc->waiting + (sc->in_use - sc->busy);
     ok = ok &&
          single(b, "wick_requests_processing", "gauge",
-                "Requests a runner is serving now (a runner serves one at a time).", processing) &&
+                "Requests a runner is computing now (up to its WICK_NUM_PARALLEL slots).", processing) &&
          single(b, "wick_requests_queued", "gauge",
                 "Requests waiting for a runner: to load, to make room, or to finish the request before them.", queued) &&
          single(b, "wick_models_loaded", "gauge", "Models loaded: runner processes up.", sc->loaded) &&
-         single(b, "wick_slots_total", "gauge", "Slots: a runner serves one request at a time, so one per runner.",
-                sc->loaded) &&
+         single(b, "wick_slots_total", "gauge", "Slots: the requests the loaded runners can compute at once.",
+                sc->slots) &&
          single(b, "wick_slots_busy", "gauge", "Slots held by a request.", sc->busy);
     int64_t prompt = 0, cached = 0, gen = 0, prompt_ns = 0, gen_ns = 0;
     for (int i = 0; i < m->n_models; i++) {

@@ -36,6 +36,7 @@ struct srv_runner {
     int32_t n_ctx_req; /* as asked (0: default) */
     int32_t n_ctx;     /* as the runner reports */
     int64_t bytes_per_token; /* as the runner reports: a prompt of more than n_ctx times this many bytes cannot fit */
+    int32_t n_parallel; /* requests it computes at once, as it reports (its slots) */
     pid_t pid;
     char sock[64];
     int users;
@@ -177,6 +178,8 @@ static enum wk_status runner_start(struct srv_runner *r, struct wk_error *err)
     if (j && json_is_true(json_object_get(j, "ready"))) {
         r->n_ctx = (int32_t)json_integer_value(json_object_get(j, "n_ctx"));
         r->bytes_per_token = json_integer_value(json_object_get(j, "bytes_per_token"));
+        r->n_parallel = (int32_t)json_integer_value(json_object_get(j, "n_parallel"));
+        if (r->n_parallel < 1) r->n_parallel = 1;
     } else {
         const char *e = j ? json_string_value(json_object_get(j, "error")) : NULL;
         st = wk_error_set(err, WK_E_IO, "the model runner failed to start: %s",
@@ -417,7 +420,8 @@ void srv_sched_counts(struct srv_sched *s, struct srv_sched_counts *out)
     for (struct srv_runner *r = s->list; r; r = r->next) {
         if (r->dead || r->loading || r->pid <= 0) continue;
         out->loaded++;
-        out->busy += r->users > 0;
+        out->slots += r->n_parallel;
+        out->busy += WK_MIN(r->users, r->n_parallel);
         out->in_use += r->users;
     }
     out->waiting = s->waiting;

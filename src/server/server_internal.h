@@ -155,9 +155,10 @@ void srv_sched_release_keep(struct srv_runner *r, int64_t keep_alive_ns);
 int srv_sched_find_loaded(struct srv_sched *s, const char *name, struct srv_model *m, int32_t *n_ctx);
 /* What the runners are doing, for /metrics (srv_sched_counts). */
 struct srv_sched_counts {
-    int32_t loaded;  /* runners started and not dead (each is one slot: it serves one request at a time) */
-    int32_t busy;    /* of which held by a request */
-    int32_t in_use;  /* requests holding a runner (several may hold one: all but one wait in its queue) */
+    int32_t loaded;  /* runners started and not dead */
+    int32_t slots;   /* their parallel slots (each runner computes n_parallel requests at once) */
+    int32_t busy;    /* slots held by a request (a runner's users up to its n_parallel) */
+    int32_t in_use;  /* requests holding a runner (past its n_parallel they wait in its queue) */
     int32_t waiting; /* requests waiting in srv_sched_acquire: for a runner to load, for room under
                       * WICK_MAX_LOADED_MODELS, or for a restart with another num_ctx */
 };

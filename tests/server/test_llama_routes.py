@@ -389,13 +389,15 @@ def test_metrics_counts(s):
     check(abs(ptps - want) <= 1e-5 * want, "wick_prompt_tokens_per_second: the last request's prefilled tokens per second",
           f"{ptps} vs {want}")
     loaded = len(s.ps())
+    n_par = sum(m.get("wick", {}).get("n_parallel", 1)
+                for m in json.loads(s.raw("GET", "/api/ps")[2])["models"])
     rest = {n: m2[(n, ())] for n in ("wick_requests_processing", "wick_requests_queued", "wick_slots_busy",
                                      "wick_slots_total", "wick_models_loaded", "llamacpp:requests_processing",
                                      "llamacpp:requests_deferred")}
     check(rest == {"wick_requests_processing": 0, "wick_requests_queued": 0, "wick_slots_busy": 0,
-                   "wick_slots_total": loaded, "wick_models_loaded": loaded, "llamacpp:requests_processing": 0,
+                   "wick_slots_total": n_par, "wick_models_loaded": loaded, "llamacpp:requests_processing": 0,
                    "llamacpp:requests_deferred": 0} and loaded == 1,
-          "at rest: nothing processing or queued, one slot per loaded model", f"{rest} loaded {loaded}")
+          "at rest: nothing processing or queued, the loaded runners' parallel slots", f"{rest} loaded {loaded} slots {n_par}")
 
 
 def open_stream(s, req):
@@ -407,25 +409,34 @@ def open_stream(s, req):
 def test_metrics_in_flight(s):
     long = {"model": "smollm2", "prompt": "1, 2, 3, 4, 5, 6, 7, 8,", "raw": True,
             "options": {"temperature": 0, "num_predict": 3000}}
+    # the runner's n_parallel slots each hold a stream; one more queues behind them
     c1, r1 = open_stream(s, long)
     first = json.loads(r1.readline())
+    n_par = next(m.get("wick", {}).get("n_parallel", 1) for m in json.loads(s.raw("GET", "/api/ps")[2])["models"])
+    held = [(c1, r1)]
+    for i in range(1, n_par):
+        ci, ri = open_stream(s, dict(long, prompt=f"{i}, {i + 1}, {i + 2},"))
+        ri.readline()
+        held.append((ci, ri))
     c2, r2 = open_stream(s, dict(long, prompt="10, 20, 30, 40,"))
+    held.append((c2, r2))
     m, _, _ = s.metrics()
     g = {n: m[(n, ())] for n in ("wick_requests_processing", "wick_requests_queued", "wick_slots_busy",
                                  "wick_slots_total", "llamacpp:requests_processing", "llamacpp:requests_deferred")}
-    check(r1.status == r2.status == 200 and "response" in first and g == {
-        "wick_requests_processing": 1, "wick_requests_queued": 1, "wick_slots_busy": 1, "wick_slots_total": 1,
-        "llamacpp:requests_processing": 1, "llamacpp:requests_deferred": 1},
-        "two streams on one runner: one processing, one queued behind it, its one slot busy", str(g))
+    check(all(r.status == 200 for _, r in held) and "response" in first and g == {
+        "wick_requests_processing": n_par, "wick_requests_queued": 1, "wick_slots_busy": n_par, "wick_slots_total": n_par,
+        "llamacpp:requests_processing": n_par, "llamacpp:requests_deferred": 1},
+        f"{n_par + 1} streams on one runner of {n_par} slots: {n_par} processing, one queued behind them, every slot busy",
+        str(g))
     # the tokenizer does not wait behind the generation
     t0 = time.time()
     st, body = s.post("/tokenize", {"model": "smollm2", "content": "while it runs"})
     took = time.time() - t0
     m2, _, _ = s.metrics()
     check(st == 200 and body["tokens"] == cli_tokenize(SMOL_GGUF, "while it runs", True) and took < 10
-          and m2[("wick_requests_processing", ())] == 1,
+          and m2[("wick_requests_processing", ())] == n_par,
           "/tokenize answers while a generation runs on the same runner", f"{st} {took:.2f} s")
-    for c in (c1, c2):
+    for c, _ in held:
         c.sock.shutdown(socket.SHUT_RDWR)
         c.close()
     ok = wait_for(lambda: (lambda v: v[("wick_requests_processing", ())] == 0 and v[("wick_requests_queued", ())] == 0
