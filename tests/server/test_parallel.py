@@ -91,6 +91,36 @@ def test_same_as_alone(s):
           str(runner_state(s)))
 
 
+def test_seeded_and_chat(s):
+    """Seeded sampling and streamed chat (the chat template, think routing
+    off) through the slots: each answers as alone."""
+    reqs = [("/api/generate", {"model": SMOL, "prompt": f"Tell me a story about {w}.",
+                               "options": {"seed": 7 + i, "temperature": 0.9, "top_k": 40, "num_predict": 12 + 6 * i}})
+            for i, w in enumerate(("a cat", "a ship", "the moon", "a robot"))]
+    reqs += [("/api/chat", {"model": SMOL, "messages": [{"role": "user", "content": q}],
+                            "options": {"temperature": 0, "num_predict": n}})
+             for q, n in (("What is the capital of France?", 20), ("Count to five.", 30))]
+
+    def text(r):
+        return r.get("response", r.get("message", {}).get("content"))
+
+    alone = [s.post(path, body) for path, body in reqs]
+    results = [None] * len(reqs)
+
+    def one(i):
+        results[i] = s.post(*reqs[i])
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(len(reqs))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    for i, ((path, body), (st_a, a), r) in enumerate(zip(reqs, alone, results)):
+        check(st_a == 200 and r is not None and r[0] == 200 and text(r[1]) == text(a) and text(a),
+              f"{path} request {i} ({'seeded' if 'seed' in body['options'] else 'greedy'}) at once answers as alone",
+              f"{r and text(r[1])!r} vs {text(a)!r}")
+
+
 def test_disconnect_frees_slot(s):
     long_req = {"model": SMOL, "prompt": "Write a very long story about a dragon.",
                 "options": {"temperature": 0, "num_predict": 2000}}
@@ -127,7 +157,7 @@ def main():
     os.environ["WICK_NUM_PARALLEL"] = str(N_PARALLEL)
     s = ts.Server()
     try:
-        for t in (test_same_as_alone, test_disconnect_frees_slot):
+        for t in (test_same_as_alone, test_seeded_and_chat, test_disconnect_frees_slot):
             t0 = time.time()
             t(s)
             print(f"{t.__name__}: {time.time() - t0:.1f} s", flush=True)
