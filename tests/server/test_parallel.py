@@ -155,15 +155,21 @@ def main():
     store = make_smol_store()
     ts.STORE = store  # Server() takes this store instead of making test_server's
     os.environ["WICK_NUM_PARALLEL"] = str(N_PARALLEL)
+    ts.WICK = os.environ.get("WICK_BIN", ts.WICK)  # an ASan build, say
     s = ts.Server()
     try:
         for t in (test_same_as_alone, test_seeded_and_chat, test_disconnect_frees_slot):
             t0 = time.time()
             t(s)
             print(f"{t.__name__}: {time.time() - t0:.1f} s", flush=True)
+        check(s.stop() == 0, "wick serve exits 0 on SIGTERM")
+        log = s.proc.stderr.read().decode(errors="replace")
+        check("Sanitizer" not in log and "runtime error:" not in log,
+              "no sanitizer report from the server or its runners (an ASan build: WICK_BIN)", log[-3000:])
     finally:
         if s.proc.poll() is None:
-            s.stop()
+            s.proc.kill()
+            s.proc.wait()
         shutil.rmtree(store, True)
     finish("parallel")
 
