@@ -151,6 +151,55 @@ def test_disconnect_frees_slot(s):
     check(w.get("active") == 0, "every slot free at the end", str(w))
 
 
+def test_random_disconnects(s):
+    """48 streamed requests from 12 clients at once, every third left after
+    a few lines: every other one ends with done, and every slot is free at
+    the end (issue 26's acceptance 4, small)."""
+    import random
+    rnd = random.Random(26)
+    plan = [(i, rnd.randrange(1, 6) if i % 3 == 0 else None, rnd.randrange(4, 40)) for i in range(48)]
+    lock = threading.Lock()
+    errors = []
+
+    def client(items):
+        for i, leave_after, n in items:
+            body = {"model": SMOL, "prompt": f"Tell me fact number {i} about the ocean.",
+                    "options": {"temperature": 0, "num_predict": n}}
+            try:
+                c, r = stream_lines(s, "/api/generate", dict(body, stream=True))
+                lines = 0
+                last = None
+                while True:
+                    raw = r.readline()
+                    if not raw:
+                        break
+                    last = json.loads(raw)
+                    lines += 1
+                    if leave_after is not None and lines >= leave_after:
+                        c.sock.shutdown(socket.SHUT_RDWR)
+                        break
+                c.close()
+                if leave_after is None and not (last and last.get("done") and "error" not in last):
+                    with lock:
+                        errors.append((i, last))
+            except Exception as e:  # noqa: BLE001 - any failure is the finding
+                if leave_after is None:
+                    with lock:
+                        errors.append((i, repr(e)))
+
+    threads = [threading.Thread(target=client, args=(plan[k::12],)) for k in range(12)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(300)
+    check(not errors, "48 requests from 12 clients, a third leaving early: each that stays ends with done",
+          str(errors[:3]))
+    check(wait_idle(s, 5.0) is not None and runner_state(s).get("active") == 0, "every slot free at the end",
+          str(runner_state(s)))
+    st, g = generate(s, "Hi", 3)
+    check(st == 200 and g.get("eval_count") == 3, "the runner still answers", str(g))
+
+
 def main():
     store = make_smol_store()
     ts.STORE = store  # Server() takes this store instead of making test_server's
@@ -158,7 +207,8 @@ def main():
     ts.WICK = os.environ.get("WICK_BIN", ts.WICK)  # an ASan build, say
     s = ts.Server()
     try:
-        for t in (test_same_as_alone, test_seeded_and_chat, test_disconnect_frees_slot):
+        for t in (test_same_as_alone, test_seeded_and_chat, test_disconnect_frees_slot,
+                  test_random_disconnects):
             t0 = time.time()
             t(s)
             print(f"{t.__name__}: {time.time() - t0:.1f} s", flush=True)
