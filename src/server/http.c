@@ -634,8 +634,8 @@ static bool parse_host(const char *s, struct sockaddr_storage *a, socklen_t *ale
 
 /* OLLAMA_CONTEXT_LENGTH (WICK_CONTEXT_LENGTH): the num_ctx of requests and
  * models that set none; OLLAMA_NUM_PARALLEL (WICK_NUM_PARALLEL): the
- * requests a runner computes at once (its parallel slots; 4 when unset,
- * runner.c), checked here and said.
+ * requests a runner computes at once (its parallel slots; unset, chosen
+ * from memory by the runner, runner.c), checked here and said.
  * False (after a message) when a value is not a number in range. */
 static bool read_env_numbers(struct srv_server *srv)
 {

@@ -8,7 +8,7 @@
  * sampler options (so a bad request is answered at once, and the next
  * prompt is tokenized while the model computes), then queues a job and
  * streams the job's output back. One compute thread runs the jobs: with
- * WICK_NUM_PARALLEL (OLLAMA_NUM_PARALLEL) N > 1, the default, on N slots
+ * WICK_NUM_PARALLEL (OLLAMA_NUM_PARALLEL) N > 1 (unset: 4 where memory allows), on N slots
  * of one context stepped together (wk_slots.h, continuous batching:
  * compute_slots_main), each slot's KV cache reused by prefix; with N = 1,
  * a draft model (speculative decoding is not on the slots path yet) or an
@@ -1037,20 +1037,47 @@ static void *conn_main(void *arg)
     return NULL;
 }
 
-/* Requests a runner computes at once: WICK_NUM_PARALLEL (also read as
+/* MemAvailable from /proc/meminfo in bytes, or UINT64_MAX when unknown
+ * (as src/base/mapfile.c reads it for resident weights). */
+static uint64_t mem_available(void)
+{
+    FILE *fp = fopen("/proc/meminfo", "re");
+    if (!fp) return UINT64_MAX;
+    char line[256];
+    unsigned long long kb = 0;
+    bool found = false;
+    while (!found && fgets(line, sizeof line, fp)) found = sscanf(line, "MemAvailable: %llu kB", &kb) == 1;
+    fclose(fp);
+    return found ? (uint64_t)kb * 1024 : UINT64_MAX;
+}
+
+/*
+ * Requests a runner computes at once: WICK_NUM_PARALLEL (also read as
  * OLLAMA_NUM_PARALLEL, which the server checked and the runner inherits),
- * capped at WK_SEQ_MAX, the sequences one context holds; without it
- * RUNNER_DEFAULT_PARALLEL. Each slot holds a KV cache of the full n_ctx,
- * so memory for the cache grows N-fold (Ollama multiplies its context the
- * same way); Ollama picks 1 or 4 from free memory, wick takes 4. */
+ * capped at WK_SEQ_MAX, the sequences one context holds. Each slot holds a
+ * KV cache of the full n_ctx (f32 K and V of every layer, an overestimate
+ * on sliding-window layers, whose rings are shorter), so cache memory
+ * grows N-fold. Unset, the choice is made from memory as Ollama makes it
+ * (4 when it fits, else 1): RUNNER_DEFAULT_PARALLEL when that many caches
+ * take at most half of MemAvailable, else the largest power of two below
+ * it that does, at least 1.
+ */
 #define RUNNER_DEFAULT_PARALLEL 4
-static int32_t runner_n_parallel(void)
+static int32_t runner_n_parallel(const struct wk_model *m, int32_t n_ctx)
 {
     const char *v = wk_getenv_alias("WICK_NUM_PARALLEL", "OLLAMA_NUM_PARALLEL");
     char *end;
-    long n = v ? strtol(v, &end, 10) : RUNNER_DEFAULT_PARALLEL;
-    if (v && (*end || n < 1)) n = RUNNER_DEFAULT_PARALLEL;
-    return (int32_t)WK_MIN(n, (long)WK_SEQ_MAX);
+    long n = v ? strtol(v, &end, 10) : 0;
+    if (v && !*end && n >= 1) return (int32_t)WK_MIN(n, (long)WK_SEQ_MAX);
+    const struct wk_hparams *hp = wk_model_hparams(m);
+    if (n_ctx <= 0) n_ctx = WK_MIN(4096, hp->n_ctx_train > 0 ? hp->n_ctx_train : 4096);
+    uint64_t per_slot = 0;
+    for (int32_t il = 0; il < hp->n_layer; il++)
+        per_slot += (uint64_t)WK_MAX(wk_model_kv_values(m, il), 0) * sizeof(float) * (uint64_t)n_ctx;
+    const uint64_t avail = mem_available();
+    int32_t k = RUNNER_DEFAULT_PARALLEL;
+    while (k > 1 && avail != UINT64_MAX && per_slot * (uint64_t)k > avail / 2) k /= 2;
+    return k;
 }
 
 /* Leaves when the server that started the runner is gone (its parent
@@ -1086,7 +1113,7 @@ int wk_runner_main(const struct wk_runner_opts *o)
     enum wk_status st = wk_model_load(o->model, &rn->model, &err);
     if (!st) st = wk_tokenizer_for_model(rn->model, &rn->tok, &err);
     if (!st && o->draft && *o->draft) st = wk_model_load(o->draft, &rn->draft, &err);
-    rn->n_parallel = runner_n_parallel();
+    if (!st) rn->n_parallel = runner_n_parallel(rn->model, o->n_ctx);
     if (!st && rn->draft) rn->n_parallel = 1; /* speculative decoding runs on the session alone (wk_slots has none yet) */
     if (!st && rn->n_parallel > 1) {
         cp.n_seq_max = rn->n_parallel; /* each slot a KV stripe of n_ctx positions */
