@@ -99,7 +99,7 @@ $(OUT)/wick: $(APP_OBJ) $(LIB)
 	@echo "  LD  $@"
 	@$(CC) $(LDFLAGS_SAN) -o $@ $(APP_OBJ) $(LIB) $(APP_LDLIBS) $(LDLIBS)
 
-$(OUT)/tests/%: tests/unit/%.c tests/unit/check.h $(LIB)
+$(OUT)/tests/%: tests/unit/%.c tests/unit/check.h tests/unit/cpu_blocks.h $(LIB)
 	@mkdir -p $(dir $@)
 	@echo "  LD  $@"
 	@$(CC) $(CFLAGS) $(LDFLAGS_SAN) -o $@ $< $(LIB) $(LDLIBS)
@@ -196,8 +196,8 @@ golden: $(GOLDEN_BIN)
 # Unit tests of this variant.
 unit: $(UNIT_BIN)
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done
-	@echo "== $(OUT)/tests/test-cpu, dispatch capped to AVX2 (WICK_CPU=avx2)"
-	@WICK_CPU=avx2 $(OUT)/tests/test-cpu
+	@echo "== $(OUT)/tests/test-cpu and test-cpu-r16, dispatch capped to AVX2 (WICK_CPU=avx2)"
+	@WICK_CPU=avx2 $(OUT)/tests/test-cpu && WICK_CPU=avx2 $(OUT)/tests/test-cpu-r16
 
 # Unit tests under AddressSanitizer + UndefinedBehaviorSanitizer.
 asan:
