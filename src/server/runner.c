@@ -169,71 +169,7 @@ static void job_finish(struct job *j)
     pthread_mutex_unlock(&j->mu);
 }
 
-/* ------------------------------------------------------------ sockets */
-
-static bool peer_gone(int fd)
-{
-    struct pollfd p = {.fd = fd, .events = POLLRDHUP};
-    return poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
-}
-
-/* Writes all of s[n]; false when the peer is gone. */
-static bool send_all(int fd, const char *s, size_t n)
-{
-    while (n > 0) {
-        struct pollfd p = {.fd = fd, .events = POLLOUT | POLLRDHUP};
-        if (poll(&p, 1, 100) < 0 && errno != EINTR) return false;
-        if (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) return false;
-        if (!(p.revents & POLLOUT)) continue;
-        ssize_t w = send(fd, s, n, MSG_NOSIGNAL | MSG_DONTWAIT);
-        if (w < 0 && (errno == EAGAIN || errno == EINTR)) continue;
-        if (w <= 0) return false;
-        s += w, n -= (size_t)w;
-    }
-    return true;
-}
-
-static bool send_json(int fd, json_t *obj)
-{
-    char *s = json_dumps(obj, JSON_COMPACT);
-    json_decref(obj);
-    bool ok = s && send_all(fd, s, strlen(s)) && send_all(fd, "\n", 1);
-    free(s);
-    return ok;
-}
-
-/* Reads one line (without its newline) of at most max bytes: wk_malloc'd,
- * NUL-terminated; NULL when the peer closes first or the line is too long. */
-static char *read_line(int fd, size_t max, size_t *len)
-{
-    struct wk_buf b = {0};
-    char chunk[4096];
-    for (;;) {
-        ssize_t r = recv(fd, chunk, sizeof chunk, 0);
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) break;
-        char *nl = memchr(chunk, '\n', (size_t)r);
-        size_t n = nl ? (size_t)(nl - chunk) : (size_t)r;
-        if (b.len + n > max || !wk_buf_add(&b, chunk, n)) break;
-        if (nl) {
-            *len = b.len;
-            return b.p ? b.p : wk_calloc(1, 1);
-        }
-    }
-    wk_free(b.p);
-    return NULL;
-}
-
 /* ------------------------------------------------------------ requests */
-
-static json_t *error_line(int status, const char *msg)
-{
-    size_t n; /* a message cut to its buffer may end inside a character */
-    char *clean = wk_utf8_sanitize(msg, strlen(msg), &n);
-    json_t *r = json_pack("{s:i, s:s}", "status", status, "error", clean ? clean : "error");
-    wk_free(clean);
-    return r;
-}
 
 /* Reads the sampler options and limits of request req into j; false with
  * msg set on a bad one. */
@@ -669,7 +605,7 @@ static void job_report(struct job *j, enum wk_status s)
     if (!s && j->tools && !srv_tools_finish(j->tools)) s = wk_error_set(e, WK_E_NOMEM, "out of memory");
     if (s) {
         int code = s == WK_E_RANGE || s == WK_E_INVALID ? 400 : 500;
-        job_push(j, error_line(code, e->msg[0] ? e->msg : wk_status_str(s)));
+        job_push(j, srv_error_line(code, e->msg[0] ? e->msg : wk_status_str(s)));
         return;
     }
     json_t *fin = json_pack("{s:b, s:s, s:i, s:i, s:I, s:i, s:I}", "done", 1, "done_reason",
@@ -848,111 +784,6 @@ static json_t *status_json(struct runner *rn)
                      rn->slots ? atomic_load(&rn->active) : (int)atomic_load(&rn->busy), "model", rn->model_path);
 }
 
-/* ------------------------------------------------ tokenize and detokenize */
-
-/* The bytes token id stands for (control tokens as their text, as
- * llama.cpp's common_token_to_piece gives them): a JSON string when they
- * are valid UTF-8, else the list of their byte values (llama-server's
- * /tokenize with_pieces). NULL when out of memory. */
-static json_t *piece_json(const struct wk_tokenizer *tok, int32_t id)
-{
-    char local[256], *buf = local;
-    size_t n = wk_tokenizer_token_bytes(tok, id, true, local, sizeof local);
-    if (n > sizeof local) { /* a longer piece: its whole length this time */
-        if (!(buf = wk_malloc(n))) return NULL;
-        n = wk_tokenizer_token_bytes(tok, id, true, buf, n);
-    }
-    bool valid = true;
-    for (size_t i = 0, k; i < n && valid; i += k) valid = (k = wk_utf8_seq_len((const unsigned char *)buf + i, n - i)) > 0;
-    json_t *out = valid ? json_stringn(buf, n) : json_array();
-    for (size_t i = 0; !valid && out && i < n; i++) json_array_append_new(out, json_integer((unsigned char)buf[i]));
-    if (buf != local) wk_free(buf);
-    return out;
-}
-
-/*
- * A tokenize request, {"tokenize": text, "add_special", "parse_special",
- * "with_pieces"} (booleans; the server checked the types): {"status": 200,
- * "tokens": [id...]}, or with with_pieces [{"id", "piece"}...], as
- * llama-server's POST /tokenize answers: add_special puts BOS first when
- * the model adds one (as a raw prompt gets it, wk_prompt_raw; no model
- * wick loads adds EOS), parse_special turns control-token text into the
- * control token (else it stays literal, as user content). Runs on the
- * connection's thread: the tokenizer is read-only.
- */
-static json_t *tokenize_json(const struct runner *rn, json_t *req)
-{
-    json_t *text = json_object_get(req, "tokenize");
-    if (!json_is_string(text)) return error_line(400, "content must be a string");
-    const bool with_pieces = json_is_true(json_object_get(req, "with_pieces"));
-    struct wk_tokens ids = {0};
-    const int32_t bos = wk_tokenizer_bos(rn->tok);
-    enum wk_status st = WK_OK;
-    if (json_is_true(json_object_get(req, "add_special")) && bos >= 0 && wk_tokenizer_add_bos(rn->tok))
-        st = wk_tokens_push(&ids, bos);
-    if (!st)
-        st = wk_tokenizer_encode(rn->tok, json_string_value(text), json_string_length(text),
-                                 !json_is_false(json_object_get(req, "parse_special")), &ids);
-    json_t *list = st ? NULL : json_array();
-    for (int64_t i = 0; list && i < ids.n; i++) {
-        json_t *e = with_pieces ? json_object() : json_integer(ids.ids[i]);
-        if (e && with_pieces && (json_object_set_new(e, "id", json_integer(ids.ids[i])) ||
-                                 json_object_set_new(e, "piece", piece_json(rn->tok, ids.ids[i])))) {
-            json_decref(e);
-            e = NULL;
-        }
-        if (!e || json_array_append_new(list, e)) {
-            json_decref(list);
-            list = NULL;
-        }
-    }
-    wk_tokens_deinit(&ids);
-    json_t *res = list ? json_pack("{s:i, s:o}", "status", 200, "tokens", list) : NULL;
-    return res ? res : error_line(500, "out of memory while tokenizing");
-}
-
-/*
- * A detokenize request, {"detokenize": [id...]}: {"status": 200,
- * "content": text}, the bytes the ids stand for one after the other
- * (control tokens as their text, as llama-server's POST /detokenize gives
- * them), a byte that is not part of well-formed UTF-8 replaced by U+FFFD
- * (JSON strings are UTF-8). An id that is not an integer of the
- * vocabulary is a 400 naming its index.
- */
-static json_t *detokenize_json(const struct runner *rn, json_t *req)
-{
-    json_t *list = json_object_get(req, "detokenize"), *v;
-    const int32_t n_vocab = wk_tokenizer_n_vocab(rn->tok);
-    char msg[256];
-    size_t i;
-    if (!json_is_array(list)) return error_line(400, "tokens must be a list of token ids");
-    json_array_foreach(list, i, v) {
-        if (json_is_integer(v) && json_integer_value(v) >= 0 && json_integer_value(v) < n_vocab) continue;
-        if (json_is_integer(v))
-            snprintf(msg, sizeof msg, "tokens[%zu]: %lld is not a token id of this model (its vocabulary has %d)", i,
-                     (long long)json_integer_value(v), n_vocab);
-        else snprintf(msg, sizeof msg, "tokens[%zu] must be an integer token id", i);
-        return error_line(400, msg);
-    }
-    struct wk_buf b = {0};
-    bool ok = true;
-    json_array_foreach(list, i, v) {
-        char local[256], *buf = local;
-        const int32_t id = (int32_t)json_integer_value(v);
-        size_t n = wk_tokenizer_token_bytes(rn->tok, id, true, local, sizeof local);
-        if (n > sizeof local && (buf = wk_malloc(n))) n = wk_tokenizer_token_bytes(rn->tok, id, true, buf, n);
-        ok = ok && buf && wk_buf_add(&b, buf, n);
-        if (buf != local) wk_free(buf);
-    }
-    size_t len = 0;
-    char *clean = ok ? wk_utf8_sanitize(b.p ? b.p : "", b.len, &len) : NULL;
-    wk_free(b.p);
-    json_t *res = clean ? json_pack("{s:i, s:s%}", "status", 200, "content", clean, len) : NULL;
-    wk_free(clean);
-    return res ? res : error_line(500, "out of memory while detokenizing");
-}
-
-/* Streams j's output to fd until the job finishes or the peer leaves. */
 static void stream(int fd, struct job *j)
 {
     struct wk_buf local = {0};
@@ -971,10 +802,10 @@ static void stream(int fd, struct job *j)
         bool fin = j->finished, nomem = j->nomem;
         pthread_mutex_unlock(&j->mu);
         local = b;
-        if (local.len && !send_all(fd, local.p, local.len)) break;
+        if (local.len && !srv_send_all(fd, local.p, local.len)) break;
         local.len = 0;
         if (nomem) {
-            send_json(fd, error_line(500, "out of memory"));
+            srv_send_json(fd, srv_error_line(500, "out of memory"));
             break;
         }
         if (fin) {
@@ -985,7 +816,7 @@ static void stream(int fd, struct job *j)
             if (!more) break;
             continue;
         }
-        if (peer_gone(fd)) break;
+        if (srv_peer_gone(fd)) break;
     }
     j->cancel = true; /* no-op when finished; else the client left */
     wk_free(local.p);
@@ -998,27 +829,27 @@ static void *conn_main(void *arg)
     struct runner *rn = ca.rn;
     const int fd = ca.fd;
     size_t len = 0;
-    char *line = read_line(fd, MAX_REQUEST_BYTES, &len);
+    char *line = srv_read_line(fd, MAX_REQUEST_BYTES, &len);
     json_error_t je;
     json_t *req = line ? json_loadb(line, len, 0, &je) : NULL;
     wk_free(line);
     if (!req || !json_is_object(req)) {
-        if (line) send_json(fd, error_line(400, "the runner request is not a JSON object"));
+        if (line) srv_send_json(fd, srv_error_line(400, "the runner request is not a JSON object"));
     } else if (json_is_true(json_object_get(req, "status"))) {
-        send_json(fd, status_json(rn));
+        srv_send_json(fd, status_json(rn));
     } else if (json_object_get(req, "tokenize")) { /* the model's tokenizer alone: nothing queued */
-        send_json(fd, tokenize_json(rn, req));
+        srv_send_json(fd, srv_tokenize_json(rn->tok, req));
     } else if (json_object_get(req, "detokenize")) {
-        send_json(fd, detokenize_json(rn, req));
+        srv_send_json(fd, srv_detokenize_json(rn->tok, req));
     } else {
         struct job *j = job_new(rn);
         char msg[WK_ERROR_MSG_MAX] = "out of memory";
         int code = j ? prepare(j, req, msg, sizeof msg) : 500;
         if (code != 200) {
-            send_json(fd, error_line(code, msg));
+            srv_send_json(fd, srv_error_line(code, msg));
         } else if (j->rendered) {
-            send_json(fd, json_pack("{s:i, s:O}", "status", 200, "prompt", j->rendered));
-        } else if (send_json(fd, json_pack("{s:i, s:I}", "status", 200, "prompt_tokens",
+            srv_send_json(fd, json_pack("{s:i, s:O}", "status", 200, "prompt", j->rendered));
+        } else if (srv_send_json(fd, json_pack("{s:i, s:I}", "status", 200, "prompt_tokens",
                                            (json_int_t)j->ids.n))) {
             j->refs++; /* the compute thread's */
             pthread_mutex_lock(&rn->mu);
@@ -1035,49 +866,6 @@ static void *conn_main(void *arg)
     json_decref(req);
     close(fd);
     return NULL;
-}
-
-/* MemAvailable from /proc/meminfo in bytes, or UINT64_MAX when unknown
- * (as src/base/mapfile.c reads it for resident weights). */
-static uint64_t mem_available(void)
-{
-    FILE *fp = fopen("/proc/meminfo", "re");
-    if (!fp) return UINT64_MAX;
-    char line[256];
-    unsigned long long kb = 0;
-    bool found = false;
-    while (!found && fgets(line, sizeof line, fp)) found = sscanf(line, "MemAvailable: %llu kB", &kb) == 1;
-    fclose(fp);
-    return found ? (uint64_t)kb * 1024 : UINT64_MAX;
-}
-
-/*
- * Requests a runner computes at once: WICK_NUM_PARALLEL (also read as
- * OLLAMA_NUM_PARALLEL, which the server checked and the runner inherits),
- * capped at WK_SEQ_MAX, the sequences one context holds. Each slot holds a
- * KV cache of the full n_ctx (f32 K and V of every layer, an overestimate
- * on sliding-window layers, whose rings are shorter), so cache memory
- * grows N-fold. Unset, the choice is made from memory as Ollama makes it
- * (4 when it fits, else 1): RUNNER_DEFAULT_PARALLEL when that many caches
- * take at most half of MemAvailable, else the largest power of two below
- * it that does, at least 1.
- */
-#define RUNNER_DEFAULT_PARALLEL 4
-static int32_t runner_n_parallel(const struct wk_model *m, int32_t n_ctx)
-{
-    const char *v = wk_getenv_alias("WICK_NUM_PARALLEL", "OLLAMA_NUM_PARALLEL");
-    char *end;
-    long n = v ? strtol(v, &end, 10) : 0;
-    if (v && !*end && n >= 1) return (int32_t)WK_MIN(n, (long)WK_SEQ_MAX);
-    const struct wk_hparams *hp = wk_model_hparams(m);
-    if (n_ctx <= 0) n_ctx = WK_MIN(4096, hp->n_ctx_train > 0 ? hp->n_ctx_train : 4096);
-    uint64_t per_slot = 0;
-    for (int32_t il = 0; il < hp->n_layer; il++)
-        per_slot += (uint64_t)WK_MAX(wk_model_kv_values(m, il), 0) * sizeof(float) * (uint64_t)n_ctx;
-    const uint64_t avail = mem_available();
-    int32_t k = RUNNER_DEFAULT_PARALLEL;
-    while (k > 1 && avail != UINT64_MAX && per_slot * (uint64_t)k > avail / 2) k /= 2;
-    return k;
 }
 
 /* Leaves when the server that started the runner is gone (its parent
@@ -1113,7 +901,7 @@ int wk_runner_main(const struct wk_runner_opts *o)
     enum wk_status st = wk_model_load(o->model, &rn->model, &err);
     if (!st) st = wk_tokenizer_for_model(rn->model, &rn->tok, &err);
     if (!st && o->draft && *o->draft) st = wk_model_load(o->draft, &rn->draft, &err);
-    if (!st) rn->n_parallel = runner_n_parallel(rn->model, o->n_ctx);
+    if (!st) rn->n_parallel = srv_runner_n_parallel(rn->model, o->n_ctx);
     if (!st && rn->draft) rn->n_parallel = 1; /* speculative decoding runs on the session alone (wk_slots has none yet) */
     if (!st && rn->n_parallel > 1) {
         cp.n_seq_max = rn->n_parallel; /* each slot a KV stripe of n_ctx positions */

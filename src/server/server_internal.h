@@ -389,4 +389,29 @@ bool srv_parse_keep_alive(json_t *v, int64_t *ns);
 void srv_time_rfc3339(int64_t unix_ns, char *out, size_t cap);
 int64_t srv_unix_ns(void);
 
+
+/* runner_io.c: the runner's stateless parts. */
+/* The protocol's error line {"error": msg, "status": status} (a new reference). */
+json_t *srv_error_line(int status, const char *msg);
+/* true when the peer of socket fd hung up (no wait). */
+bool srv_peer_gone(int fd);
+/* Writes all of s[n] to fd; false when the peer is gone. */
+bool srv_send_all(int fd, const char *s, size_t n);
+/* Writes obj (stolen) as one JSON line; false when the peer is gone. */
+bool srv_send_json(int fd, json_t *obj);
+/* One line (without its newline) of at most max bytes, wk_malloc'd and
+ * NUL-terminated, its length in *len; NULL when the peer closes first or
+ * the line is too long. */
+char *srv_read_line(int fd, size_t max, size_t *len);
+/* The runner's "tokenize" / "detokenize" operations on tok (wk_server.h
+ * says their JSON); a new reference, an error object on bad input. */
+json_t *srv_piece_json(const struct wk_tokenizer *tok, int32_t id);
+json_t *srv_tokenize_json(const struct wk_tokenizer *tok, json_t *req);
+json_t *srv_detokenize_json(const struct wk_tokenizer *tok, json_t *req);
+/* MemAvailable of /proc/meminfo in bytes (0 when unknown). */
+uint64_t srv_mem_available(void);
+/* The runner's parallel slots: WICK_NUM_PARALLEL / OLLAMA_NUM_PARALLEL
+ * (at most 64), else what fits in memory (runner_io.c says how). */
+int32_t srv_runner_n_parallel(const struct wk_model *m, int32_t n_ctx);
+
 #endif
