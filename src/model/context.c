@@ -267,6 +267,15 @@ int32_t wk_context_n_past(const struct wk_context *c) { return c->n_past[0]; }
 int32_t wk_context_n_seq(const struct wk_context *c) { return c->n_seq; }
 int32_t wk_context_n_ubatch(const struct wk_context *c) { return c->n_ubatch; }
 
+int32_t wk_context_reusable(const struct wk_context *c, int64_t n, int32_t common)
+{
+    const int32_t ub = c->n_ubatch, align = ub % ATTN_QBLOCK == 0 ? ATTN_QBLOCK : ub;
+    const bool fresh_one = ub > 1 && n % ub == 1; /* a prefill from 0 ends with a one-row chunk */
+    for (int32_t keep = common / align * align; keep > 0; keep -= align)
+        if ((ub > 1 && (n - keep) % ub == 1) == fresh_one) return keep;
+    return 0;
+}
+
 int32_t wk_context_seq_n_past(const struct wk_context *c, int32_t seq)
 {
     WK_ASSERT(seq >= 0 && seq < c->n_seq);
@@ -351,7 +360,9 @@ static int32_t last_cache_layer(const struct wk_model *m, bool sliding)
 /* The attention blocks of the chunk's n rows (c->blk_*): runs of rows of
  * one sequence at consecutive positions, cut every ATTN_QBLOCK rows, or
  * every row with per_token (each row then gets exactly a one-token step's
- * products). A sequence's rows thus get the blocks they get alone. */
+ * products). A sequence's rows thus get the blocks they get alone, and a
+ * prefill resumed at a multiple of ATTN_QBLOCK the blocks of one from 0
+ * (wk_context_reusable). */
 static void build_blocks(struct wk_context *c, int32_t n, bool per_token)
 {
     c->n_blk = 0;

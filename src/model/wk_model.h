@@ -217,6 +217,27 @@ int32_t wk_context_n_ctx(const struct wk_context *ctx);
 int32_t wk_context_n_threads(const struct wk_context *ctx);
 /* Rows per ubatch (wk_context_params.n_ubatch, at most n_ctx): the prefill chunk. */
 int32_t wk_context_n_ubatch(const struct wk_context *ctx);
+/*
+ * How many of the first common positions a cache shares with a prompt of
+ * n tokens (0 <= common <= n - 1) to keep so that prefilling the rest from
+ * there, in n_ubatch chunks, computes every row exactly as a prefill of
+ * the whole prompt from position 0 does, bit for bit, provided the kept
+ * rows were themselves prefilled (not decoded) by an earlier prompt. A
+ * row's products depend on its chunk only through the kernels (a chunk of
+ * one row runs the one-token kernels, a longer one the GEMM) and its
+ * attention block (cut every ATTN_QBLOCK rows from the chunk's first):
+ * the answer is common rounded down to a multiple of ATTN_QBLOCK (of
+ * n_ubatch where that is not a multiple of ATTN_QBLOCK), so the blocks
+ * after it fall where a prefill from 0 puts them,
+ * lowered again where the rest would end with a one-row chunk and a
+ * prefill from 0 would not, or the reverse. It keeps at most about 2 x 32
+ * positions fewer than common. With it, a request repeated on a cache that
+ * holds its prompt gets the logits, so the tokens, greedy or seeded, that
+ * it gets on an empty cache. (On a mixture of experts the expert products
+ * of a row also depend on how many rows of its chunk chose the expert, so
+ * there this holds only where those counts agree.)
+ */
+int32_t wk_context_reusable(const struct wk_context *ctx, int64_t n, int32_t common);
 /* The pool the context runs on (borrowed: lives as long as the context,
  * or as the pool lent to it), to lend to another context through
  * wk_context_params.pool. */

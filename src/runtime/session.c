@@ -439,9 +439,12 @@ enum wk_status wk_session_generate(struct wk_session *s, const struct wk_tokens 
     wk_sampler_set_history(sampler, prompt->ids, prompt->n);
 
     /* longest common prefix with what the cache holds; always recompute the
-     * last prompt token so its logits are fresh */
+     * last prompt token so its logits are fresh (wk_context_reusable: computed
+     * as they would be on an empty cache) */
     int32_t keep = 0;
     while (keep < s->cached.n && keep < prompt->n - 1 && s->cached.ids[keep] == prompt->ids[keep]) keep++;
+    /* the rest's last row by the kernels an empty cache would use */
+    keep = wk_context_reusable(s->ctx, prompt->n, keep);
     roll_back(s->ctx, &s->cached, keep);
     keep = (int32_t)s->cached.n;
     stats->prompt_tokens = (int32_t)prompt->n;

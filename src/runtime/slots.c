@@ -171,10 +171,10 @@ static enum wk_status take_prefix(struct wk_slots *s, int32_t dst, int32_t keep,
         if (m > best) src = j, best = m;
     }
     if (src < 0) {
-        d->cached.n = wk_context_seq_truncate(s->ctx, dst, keep);
+        d->cached.n = wk_context_seq_truncate(s->ctx, dst, wk_context_reusable(s->ctx, prompt->n, keep));
         return WK_OK;
     }
-    const int32_t kept = wk_context_seq_copy(s->ctx, src, dst, best);
+    const int32_t kept = wk_context_seq_copy(s->ctx, src, dst, wk_context_reusable(s->ctx, prompt->n, best));
     d->cached.n = 0;
     for (int32_t i = 0; i < kept; i++)
         if (wk_tokens_push(&d->cached, s->slot[src].cached.ids[i])) {

@@ -504,21 +504,27 @@ def test_create_validates(store, work):
                                                    "stop": [" ", "a", "e", "i", "o", "u", "\n", "."]})
         check(st == 200, "/v1/chat/completions with max_tokens 1e9: served", str(body)[:300])
         # a seed past 2^53 keeps all its bits: 2^60 and 2^60 + 1 draw
-        # differently. Each draw follows a raw prompt sharing no prefix, so
-        # each prefills the whole prompt: logits computed from a prefix the
-        # cache kept differ in the 5th digit, which at temperature 1.5 over
-        # 49,152 tokens changes draws too.
+        # differently, and 2^60 again draws as the first time, though the
+        # cache now holds the prompt: the part of it kept is cut so that the
+        # rest computes as a prefill from 0 does (wk_context_reusable), since
+        # logits a few ulps apart change draws at temperature 1.5 over 49,152
+        # tokens. The prompt is long enough (> 32 tokens) that a part is kept.
         outs = []
+        prompt = ("The lighthouse keeper counted the ships that passed each night and wrote their names in a "
+                  "thick book. When the book was full he began another, and when the shelf was full he built "
+                  "another shelf. On the last page of the last book he wrote one word:")
         for sd in (2 ** 60, 2 ** 60 + 1, 2 ** 60):
-            s.post("/api/generate", {"model": "smollm2", "prompt": "Zebra", "raw": True, "stream": False,
-                                     "options": {"num_predict": 1}})
-            st, body = s.post("/api/generate", {"model": "smollm2", "prompt": "Write a word:", "raw": True,
+            st, body = s.post("/api/generate", {"model": "smollm2", "prompt": prompt, "raw": True,
                                                 "stream": False,
                                                 "options": {"seed": sd, "temperature": 1.5, "top_k": 0, "top_p": 1,
                                                             "num_predict": 24}})
             outs.append(body.get("response"))
         check(outs[0] == outs[2] and outs[0] != outs[1], "seeds 2^60 and 2^60 + 1 differ, 2^60 twice agrees",
               repr(outs))
+        st, body = s.post("/v1/completions", {"model": "smollm2", "prompt": prompt, "max_tokens": 1})
+        cached = ((body.get("usage") or {}).get("prompt_tokens_details") or {}).get("cached_tokens")
+        check(st == 200 and isinstance(cached, int) and 0 < cached < body["usage"]["prompt_tokens"],
+              "the same prompt again: a part of it came from the cache", str(body)[:300])
         check(s.alive(), "the server serves on")
     finally:
         s.stop()

@@ -18,6 +18,8 @@
  *   goes to that slot and prefills only what is new, and an unrelated one
  *   takes an empty slot rather than that cache; the continuation equals
  *   the same two requests in turn on one session;
+ * - the same seeded request twice (session and slot): the second, its
+ *   prompt cached, gets the tokens and logprobs of the first;
  * - a request sharing a system prompt with a busy slot starts in an
  *   empty slot with that prefix's KV copied, prefills only the rest, and
  *   equals the two requests in turn on one session;
@@ -34,6 +36,7 @@
 #define MAX_TOK 64
 
 static struct wk_model *g_m;
+static int32_t g_ubatch = N_UBATCH; /* the contexts' n_ubatch */
 static struct wk_tokenizer *g_tok;
 
 /* What one request produced. */
@@ -112,7 +115,7 @@ static void req_bind(struct req *r, struct out *o)
 static struct wk_session *session_new(void)
 {
     struct wk_context_params cp = wk_context_params_default();
-    cp.n_ctx = N_CTX, cp.n_threads = N_THREADS, cp.n_ubatch = N_UBATCH;
+    cp.n_ctx = N_CTX, cp.n_threads = N_THREADS, cp.n_ubatch = g_ubatch;
     struct wk_session *s = NULL;
     struct wk_error err;
     CHECK_EQ_INT(wk_session_create(g_m, g_tok, &cp, &s, &err), WK_OK);
@@ -143,14 +146,12 @@ static void req_deinit(struct req *r)
     out_free(&r->batched);
 }
 
-/* Checks that r's batched run equals its run alone. */
-static void check_same(const struct req *r, int i)
+/* Checks that out b equals out a (r: the request, i: its number, for the message). */
+static void check_outs(const struct req *r, int i, const struct out *a, const struct out *b)
 {
-    const struct out *a = &r->alone, *b = &r->batched;
     if (a->n != b->n || a->st != b->st || memcmp(a->ids, b->ids, sizeof(int32_t) * (size_t)WK_MIN(a->n, MAX_TOK)))
         fprintf(stderr, "request %d (%s): alone %d tokens (status %d), batched %d (status %d)\n", i, r->text,
                 a->n, a->st, b->n, b->st);
-    CHECK(b->finished);
     CHECK_EQ_INT(b->st, a->st);
     CHECK_EQ_INT(b->n, a->n);
     CHECK(memcmp(a->ids, b->ids, sizeof(int32_t) * (size_t)WK_MIN(a->n, MAX_TOK)) == 0);
@@ -162,6 +163,8 @@ static void check_same(const struct req *r, int i)
     CHECK_EQ_INT(b->n_lp, a->n_lp);
     for (int32_t k = 0; k < WK_MIN(a->n_lp, MAX_TOK) && k < b->n_lp; k++) {
         CHECK_EQ_INT(b->lp[k].id, a->lp[k].id);
+        if (b->lp[k].logprob != a->lp[k].logprob)
+            fprintf(stderr, "request %d: logprob %d: %.9g against %.9g\n", i, k, b->lp[k].logprob, a->lp[k].logprob);
         CHECK(b->lp[k].logprob == a->lp[k].logprob);
         CHECK_EQ_INT(b->lp[k].n_top, a->lp[k].n_top);
         for (int32_t j = 0; j < a->lp[k].n_top && j < b->lp[k].n_top; j++) {
@@ -171,10 +174,17 @@ static void check_same(const struct req *r, int i)
     }
 }
 
+/* Checks that r's batched run equals its run alone. */
+static void check_same(const struct req *r, int i)
+{
+    CHECK(r->batched.finished);
+    check_outs(r, i, &r->alone, &r->batched);
+}
+
 static struct wk_slots *slots_new(int32_t n)
 {
     struct wk_context_params cp = wk_context_params_default();
-    cp.n_ctx = N_CTX, cp.n_threads = N_THREADS, cp.n_ubatch = N_UBATCH, cp.n_seq_max = n;
+    cp.n_ctx = N_CTX, cp.n_threads = N_THREADS, cp.n_ubatch = g_ubatch, cp.n_seq_max = n;
     struct wk_slots *s = NULL;
     struct wk_error err;
     CHECK_EQ_INT(wk_slots_create(g_m, g_tok, &cp, &s, &err), WK_OK);
@@ -462,13 +472,65 @@ static void test_prefix_reuse(void)
     wk_slots_destroy(s);
 }
 
+/*
+ * The same seeded request twice, on one session and on one slot: the
+ * second finds its prompt cached and prefills only the end, yet gets the
+ * tokens and logprobs of a run on an empty cache (wk_context_reusable),
+ * for prompts whose last chunk from 0 is one row (17 tokens with n_ubatch
+ * 16), several rows (20) or the whole prompt (2), and with n_ubatch 64 a
+ * prompt whose attention blocks (of 32 positions) the resumed prefill
+ * must cut as a prefill from 0 does (45).
+ */
+static void test_repeat(void)
+{
+    static const int64_t lens[] = {17, 20, 2, 45};
+    for (int k = 0; k < 4; k++) {
+        g_ubatch = k == 3 ? 64 : N_UBATCH;
+        static struct req r[2]; /* r[0]: alone on an empty cache, then on a slot; r[1]: both again */
+        for (int j = 0; j < 2; j++) {
+            req_init(&r[j],
+                     "Once upon a time, in a small village at the edge of a great forest, there lived an old "
+                     "woodcutter who knew every tree by name. Each morning he walked into the woods with his axe "
+                     "and his dog, and each evening he came back with",
+                     1);
+            r[j].p.num_predict = 12;
+            r[j].p.top_logprobs = 3;
+            r[j].p.sampler.temperature = 1.5f, r[j].p.sampler.top_k = 0, r[j].p.sampler.top_p = 1;
+            CHECK(r[j].prompt.n >= lens[k]);
+            r[j].prompt.n = lens[k];
+        }
+        struct wk_session *ss = session_new();
+        if (!ss) return;
+        run_in(ss, &r[0]);
+        run_in(ss, &r[1]);
+        wk_session_destroy(ss);
+        CHECK(r[1].alone.stats.prompt_eval_count < lens[k] || lens[k] == 2);
+        struct wk_slots *s = slots_new(1);
+        if (!s) return;
+        for (int j = 0; j < 2; j++) {
+            CHECK(add(s, &r[j]));
+            drain(s, r, 2);
+        }
+        printf("  repeat, %d tokens: the second prefilled %d on a session, %d on a slot\n", (int)lens[k],
+               r[1].alone.stats.prompt_eval_count, r[1].batched.stats.prompt_eval_count);
+        check_same(&r[0], 0);
+        check_outs(&r[1], 1, &r[0].alone, &r[1].alone);
+        check_outs(&r[1], 1, &r[0].alone, &r[1].batched);
+        for (int j = 0; j < 2; j++) req_deinit(&r[j]);
+        wk_slots_destroy(s);
+    }
+    g_ubatch = N_UBATCH;
+}
+
 static void test_shared_system_prompt(void)
 {
     static struct req reqs[2];
     req_init(&reqs[0], "You are a careful assistant. You answer in one short sentence, and you never make up "
-                       "facts you do not know. Question: what is the largest planet?", 1);
+                       "facts you do not know. You say so when a question has no answer. Question: what is the "
+                       "largest planet?", 1);
     req_init(&reqs[1], "You are a careful assistant. You answer in one short sentence, and you never make up "
-                       "facts you do not know. Question: why do cats purr?", 3);
+                       "facts you do not know. You say so when a question has no answer. Question: why do cats "
+                       "purr?", 3);
     reqs[0].p.num_predict = 20;
     struct wk_session *ss = session_new();
     if (!ss) return;
@@ -515,11 +577,12 @@ static void test_all(void)
         return;
     }
     printf("  on %s\n", path);
-    static void (*const parts[])(void) = {test_refused, test_cancel, test_prefix_reuse, test_shared_system_prompt,
+    static void (*const parts[])(void) = {test_refused,       test_cancel, test_prefix_reuse,
+                                          test_repeat,        test_shared_system_prompt,
                                           test_long_prompt_chunked, test_concurrent_equals_alone};
-    static const char *const names[] = {"refused", "cancel", "prefix reuse", "system prompt", "long prompt",
+    static const char *const names[] = {"refused", "cancel", "prefix reuse", "repeat", "system prompt", "long prompt",
                                         "16 on 8"};
-    for (int i = 0; i < 6; i++) {
+    for (int i = 0; i < 7; i++) {
 #if defined(__SANITIZE_ADDRESS__)
         if (parts[i] == test_long_prompt_chunked) continue; /* 40 s there; its memory paths run in the others */
 #endif
