@@ -8,6 +8,13 @@ after the other) for the greedy requests run 8 at once; the runner's own
 status (/api/ps "wick": n_parallel, active, queued, busy) for what it is
 doing. Run by tests/server/run (standard library and the api-venv's
 clients, as test_server.py).
+
+`test_parallel.py --full GGUF [GGUF ...]`: 16 requests (greedy and seeded)
+at once on 16 slots against the same requests alone, on each model (issue
+26's acceptance 1; minutes on Qwen2.5-Coder-1.5B, so not in CI, where
+tests/unit/test-slots.c runs 16 requests on 8 slots of SmolLM2).
+`test_parallel.py --soak [1000] [32]`: that many streamed requests from that
+many clients, a third leaving early, the runner's RSS followed (acceptance 4).
 """
 import http.client
 import json
@@ -151,15 +158,36 @@ def test_disconnect_frees_slot(s):
     check(w.get("active") == 0, "every slot free at the end", str(w))
 
 
-def test_random_disconnects(s):
-    """48 streamed requests from 12 clients at once, every third left after
-    a few lines: every other one ends with done, and every slot is free at
-    the end (issue 26's acceptance 4, small)."""
+def runner_rss_kib(s):
+    """The resident set (KiB) of the server's runner processes, summed."""
+    total = 0
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            if ppid != s.proc.pid:
+                continue
+            with open(f"/proc/{pid}/status") as f:
+                total += next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
+        except (OSError, StopIteration, ValueError, IndexError):
+            pass
+    return total
+
+
+def test_random_disconnects(s, n_req=48, n_clients=12):
+    """n_req streamed requests from n_clients clients at once, every third
+    left after a few lines: every other one ends with done, and every slot
+    is free at the end (issue 26's acceptance 4: small here, 1,000 from 32
+    with --soak, which also follows the runner's RSS)."""
     import random
     rnd = random.Random(26)
-    plan = [(i, rnd.randrange(1, 6) if i % 3 == 0 else None, rnd.randrange(4, 40)) for i in range(48)]
+    plan = [(i, rnd.randrange(1, 6) if i % 3 == 0 else None, rnd.randrange(4, 40)) for i in range(n_req)]
     lock = threading.Lock()
     errors = []
+    done = [0]
+    rss = []  # (requests done, runner RSS KiB)
 
     def client(items):
         for i, leave_after, n in items:
@@ -186,21 +214,128 @@ def test_random_disconnects(s):
                 if leave_after is None:
                     with lock:
                         errors.append((i, repr(e)))
+            with lock:
+                done[0] += 1
+                if done[0] % 50 == 0:
+                    rss.append((done[0], runner_rss_kib(s)))
 
-    threads = [threading.Thread(target=client, args=(plan[k::12],)) for k in range(12)]
+    threads = [threading.Thread(target=client, args=(plan[k::n_clients],)) for k in range(n_clients)]
+    t0 = time.time()
     for t in threads:
         t.start()
     for t in threads:
-        t.join(300)
-    check(not errors, "48 requests from 12 clients, a third leaving early: each that stays ends with done",
-          str(errors[:3]))
+        t.join(300 if n_req <= 48 else 3600)
+    check(not errors, f"{n_req} requests from {n_clients} clients, a third leaving early: each that stays ends "
+          "with done", str(errors[:3]))
+    if n_req > 48:
+        print(f"{n_req} requests from {n_clients} clients in {time.time() - t0:.0f} s; runner RSS (MiB) after "
+              + ", ".join(f"{k}: {v / 1024:.1f}" for k, v in rss), flush=True)
+        late = [v for k, v in rss if k >= n_req // 5]
+        check(len(late) >= 2 and max(late) - min(late) < 8 * 1024,
+              "the runner's RSS flat after the first fifth of the requests (within 8 MiB)", str(rss))
     check(wait_idle(s, 5.0) is not None and runner_state(s).get("active") == 0, "every slot free at the end",
           str(runner_state(s)))
     st, g = generate(s, "Hi", 3)
     check(st == 200 and g.get("eval_count") == 3, "the runner still answers", str(g))
 
 
+# --full: acceptance 1 of issue 26 on any GGUF, 16 requests at once on 16
+# slots, greedy and seeded alternately, of different prompt and answer lengths
+FULL_TOPICS = ["the sea", "a lighthouse", "autumn leaves", "a compiler", "a dragon", "the moon", "bread",
+               "a train journey", "chess", "the desert", "a violin", "volcanoes", "a library", "bees",
+               "a snowstorm", "the first computer"]
+
+
+def full(gguf, name):
+    """Each of 16 requests sent at once to a server with 16 slots answers
+    exactly as it does alone (sent one after the other to the same server
+    first): greedy and seeded sampling."""
+    d = tempfile.mkdtemp(prefix="wick-parallel-full-")
+    mf = os.path.join(d, "Modelfile")
+    with open(mf, "w") as f:
+        f.write(f"FROM {gguf}\n")
+    subprocess.run([ts.WICK, "create", name, "-f", mf], env=dict(os.environ, WICK_MODELS=d), check=True,
+                   capture_output=True)
+    ts.STORE = d
+    os.environ["WICK_NUM_PARALLEL"] = "16"
+    reqs = []
+    for i, topic in enumerate(FULL_TOPICS):
+        opts = {"num_predict": 8 + (i * 7) % 41}
+        opts.update({"seed": 100 + i, "temperature": 0.8, "top_k": 40, "top_p": 0.95} if i % 2 else {"temperature": 0})
+        prompt = f"Tell me about {topic}." + " Answer in detail, with examples." * (i % 4)
+        reqs.append({"model": name, "prompt": prompt, "options": opts})
+    s = ts.Server()
+    threading.Thread(target=lambda: s.proc.stderr.read(), daemon=True).start()
+    try:
+        t0 = time.time()
+        alone = [s.post("/api/generate", r) for r in reqs]
+        t1 = time.time()
+        check(all(st == 200 for st, _ in alone), f"{name}: every request alone answers 200", str(alone)[:300])
+        results = [None] * len(reqs)
+        peak = [0]
+        stop = threading.Event()
+
+        def watch():
+            while not stop.is_set():
+                peak[0] = max(peak[0], runner_state(s, name + ":latest").get("active", 0))
+                time.sleep(0.01)
+
+        def one(i):
+            results[i] = s.post("/api/generate", reqs[i])
+
+        threads = [threading.Thread(target=one, args=(i,)) for i in range(len(reqs))]
+        watcher = threading.Thread(target=watch)
+        watcher.start()
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(900)
+        stop.set()
+        watcher.join()
+        t2 = time.time()
+        same = 0
+        for i, ((st_a, a), r) in enumerate(zip(alone, results)):
+            ok = r is not None and r[0] == 200 and r[1]["response"] == a["response"] and \
+                r[1]["eval_count"] == a["eval_count"]
+            same += ok
+            check(ok, f"{name}: request {i} ({'seeded' if i % 2 else 'greedy'}, {a.get('eval_count')} tokens) "
+                  "16 at once answers as alone", f"{r and r[1].get('response')!r} vs {a.get('response')!r}")
+        n_tok = sum(a.get("eval_count", 0) for _, a in alone)
+        print(f"{name}: {same}/16 identical; {n_tok} tokens: alone in turn {t1 - t0:.1f} s, 16 at once "
+              f"{t2 - t1:.1f} s; at most {peak[0]} slots active at once", flush=True)
+        check(peak[0] >= 8, f"{name}: the runner computed many requests at once", f"peak {peak[0]}")
+        check(s.stop() == 0, "wick serve exits 0 on SIGTERM")
+    finally:
+        if s.proc.poll() is None:
+            s.proc.kill()
+            s.proc.wait()
+        shutil.rmtree(d, True)
+
+
 def main():
+    if len(sys.argv) > 1 and sys.argv[1] == "--soak":  # --soak [REQUESTS] [CLIENTS] (not in CI: minutes)
+        store = make_smol_store()
+        ts.STORE = store
+        os.environ.setdefault("WICK_NUM_PARALLEL", str(N_PARALLEL))
+        s = ts.Server()
+        # its log read as it comes, so a full pipe never blocks the server
+        threading.Thread(target=lambda: s.proc.stderr.read(), daemon=True).start()
+        try:
+            test_random_disconnects(s, int(sys.argv[2]) if len(sys.argv) > 2 else 1000,
+                                    int(sys.argv[3]) if len(sys.argv) > 3 else 32)
+            check(s.stop() == 0, "wick serve exits 0 on SIGTERM")
+        finally:
+            if s.proc.poll() is None:
+                s.proc.kill()
+                s.proc.wait()
+            shutil.rmtree(store, True)
+        finish("parallel --soak")
+        return
+    if len(sys.argv) > 1 and sys.argv[1] == "--full":  # --full GGUF [GGUF ...] (not in CI: minutes on Qwen)
+        for i, g in enumerate(sys.argv[2:]):
+            full(os.path.abspath(g), f"m{i}")
+        finish("parallel --full")
+        return
     store = make_smol_store()
     ts.STORE = store  # Server() takes this store instead of making test_server's
     os.environ["WICK_NUM_PARALLEL"] = str(N_PARALLEL)
