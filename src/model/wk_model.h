@@ -233,7 +233,9 @@ int32_t wk_context_n_ubatch(const struct wk_context *ctx);
  * prefill from 0 would not, or the reverse. It keeps at most about 2 x 32
  * positions fewer than common. With it, a request repeated on a cache that
  * holds its prompt gets the logits, so the tokens, greedy or seeded, that
- * it gets on an empty cache. (On a mixture of experts the expert products
+ * it gets on an empty cache (wk_session and wk_slots cut a prefix so
+ * where it was prefilled, and keep one that reaches into decoded tokens
+ * whole, since no cut makes those rows what a prefill computes). (On a mixture of experts the expert products
  * of a row also depend on how many rows of its chunk chose the expert, so
  * there this holds only where those counts agree.)
  */

@@ -39,6 +39,7 @@ struct wk_session {
     const struct wk_tokenizer *tok;
     struct wk_context *ctx;
     struct wk_tokens cached;
+    int32_t n_exact; /* cached's first n_exact positions hold what a prefill of them from 0 computes */
     float *logits; /* [n_vocab] */
     /* speculative decoding (wk_session_set_draft) */
     const struct wk_model *draft;
@@ -217,6 +218,7 @@ static enum wk_status roll_back_exact(struct wk_session *s, int32_t n_keep, cons
 {
     roll_back(s->ctx, &s->cached, n_keep);
     int32_t kept = (int32_t)s->cached.n;
+    s->n_exact = WK_MIN(s->n_exact, kept);
     /* the ids past n stay in the buffer, and pushing them back cannot grow it */
     return kept < n_keep ? feed_ex(s->ctx, &s->cached, s->cached.ids + kept, n_keep - kept, NULL, false,
                                    cancel, err)
@@ -439,19 +441,24 @@ enum wk_status wk_session_generate(struct wk_session *s, const struct wk_tokens 
     wk_sampler_set_history(sampler, prompt->ids, prompt->n);
 
     /* longest common prefix with what the cache holds; always recompute the
-     * last prompt token so its logits are fresh (wk_context_reusable: computed
-     * as they would be on an empty cache) */
+     * last prompt token so its logits are fresh. Where that prefix was
+     * itself prefilled (a prompt repeated, a system prompt shared), keep a
+     * cut of it that computes the rest as a prefill of the whole prompt
+     * from 0 does (wk_context_reusable), so the answer is the one an empty
+     * cache gives; where it reaches into decoded tokens (a conversation's
+     * next turn) no cut gives that, and all of it is kept. */
     int32_t keep = 0;
     while (keep < s->cached.n && keep < prompt->n - 1 && s->cached.ids[keep] == prompt->ids[keep]) keep++;
-    /* the rest's last row by the kernels an empty cache would use */
-    keep = wk_context_reusable(s->ctx, prompt->n, keep);
-    roll_back(s->ctx, &s->cached, keep);
+    const bool exact = keep <= s->n_exact;
+    roll_back(s->ctx, &s->cached, exact ? wk_context_reusable(s->ctx, prompt->n, keep) : keep);
     keep = (int32_t)s->cached.n;
+    s->n_exact = WK_MIN(s->n_exact, keep);
     stats->prompt_tokens = (int32_t)prompt->n;
     stats->prompt_eval_count = (int32_t)prompt->n - keep;
 
     int64_t t0 = wk_time_ns();
     st = feed(s, prompt->ids + keep, (int32_t)prompt->n - keep, p->cancel, err);
+    if (exact) s->n_exact = (int32_t)s->cached.n; /* the chunks done, as from 0 */
     int64_t t1 = wk_time_ns();
     stats->prompt_eval_ns = t1 - t0;
     if (st) goto done;

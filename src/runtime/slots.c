@@ -44,6 +44,8 @@ enum slot_state { SLOT_FREE, SLOT_PREFILL, SLOT_DECODE };
 struct slot {
     enum slot_state state;
     struct wk_tokens cached;  /* what sequence i's KV stripe holds */
+    int32_t n_exact;          /* cached's first n_exact positions hold what a prefill of them from 0 computes */
+    bool exact;               /* PREFILL: its prompt resumes a cut that computes as from 0 */
     struct wk_tokens prompt;  /* the request's prompt (a copy) */
     struct wk_generate_params p; /* the request's parameters (pointers in it borrowed) */
     struct wk_generate_stats *stats;
@@ -158,8 +160,10 @@ static int32_t common_prefix(const struct wk_tokens *a, const int32_t *b, int64_
  * Slot dst's cache for prompt: its own first keep tokens, or where
  * another slot (busy or free) shares a longer prefix with the prompt (a
  * system prompt), a copy of that slot's KV for it (wk_context_seq_copy:
- * computed once, copied for each). Errors: WK_E_NOMEM (dst's cache is
- * then empty).
+ * computed once, copied for each). As wk_session_generate keeps a prefix:
+ * where it was prefilled, a cut of it that computes the rest as a prefill
+ * from 0 does (wk_context_reusable); where it reaches into decoded tokens,
+ * all of it. Errors: WK_E_NOMEM (dst's cache is then empty).
  */
 static enum wk_status take_prefix(struct wk_slots *s, int32_t dst, int32_t keep, const struct wk_tokens *prompt)
 {
@@ -170,15 +174,21 @@ static enum wk_status take_prefix(struct wk_slots *s, int32_t dst, int32_t keep,
         int32_t m = common_prefix(&s->slot[j].cached, prompt->ids, prompt->n, prompt->n - 1);
         if (m > best) src = j, best = m;
     }
+    const int32_t n_exact = src < 0 ? d->n_exact : s->slot[src].n_exact;
+    d->exact = best <= n_exact;
+    if (d->exact) best = wk_context_reusable(s->ctx, prompt->n, best);
     if (src < 0) {
-        d->cached.n = wk_context_seq_truncate(s->ctx, dst, wk_context_reusable(s->ctx, prompt->n, keep));
+        d->cached.n = wk_context_seq_truncate(s->ctx, dst, best);
+        d->n_exact = WK_MIN(n_exact, (int32_t)d->cached.n);
         return WK_OK;
     }
-    const int32_t kept = wk_context_seq_copy(s->ctx, src, dst, wk_context_reusable(s->ctx, prompt->n, best));
+    const int32_t kept = wk_context_seq_copy(s->ctx, src, dst, best);
+    d->n_exact = WK_MIN(n_exact, kept);
     d->cached.n = 0;
     for (int32_t i = 0; i < kept; i++)
         if (wk_tokens_push(&d->cached, s->slot[src].cached.ids[i])) {
             d->cached.n = wk_context_seq_truncate(s->ctx, dst, 0);
+            d->n_exact = 0;
             return WK_E_NOMEM;
         }
     return WK_OK;
@@ -343,9 +353,11 @@ static void prefill_step(struct wk_slots *s, struct wk_slots_step *out)
     for (int32_t t = 0; t < n; t++)
         if (wk_tokens_push(&sl->cached, s->b_tok[t])) {
             sl->cached.n = wk_context_seq_truncate(s->ctx, i, done + t);
+            sl->n_exact = WK_MIN(sl->n_exact, (int32_t)sl->cached.n);
             finish(s, i, wk_error_set(sl->err, WK_E_NOMEM, "out of memory"), out);
             return;
         }
+    if (sl->exact) sl->n_exact = (int32_t)sl->cached.n; /* the chunks done, as from 0 */
     sl->stats->prompt_eval_ns += wk_time_ns() - t0;
     if (!last) return;
     sl->t_prefilled = wk_time_ns();

@@ -693,10 +693,8 @@ def test_prefix_reuse(s):
                     {"role": "user", "content": "And of Germany?"}]
     a2 = s.openai.chat.completions.create(model=SMOL, messages=conv, temperature=0, max_tokens=30)
     cached = a2.usage.prompt_tokens_details.cached_tokens
-    # kept: the common prefix cut to a multiple of 32 positions (wk_context_reusable)
-    check(cached > 0 and cached % 32 == 0 and cached >= (a1.usage.prompt_tokens // 32 - 1) * 32
-          and cached < a2.usage.prompt_tokens,
-          "second turn reports cached tokens (the first turn's prompt, to a multiple of 32)",
+    check(cached >= a1.usage.prompt_tokens and cached < a2.usage.prompt_tokens,
+          "second turn reports cached tokens (at least the first turn's prompt)",
           f"cached {cached}, turn-1 prompt {a1.usage.prompt_tokens}, turn-2 prompt {a2.usage.prompt_tokens}")
     s.ollama.generate(model=SMOL, keep_alive=0)  # unload: the next request gets a fresh runner
     time.sleep(0.5)
