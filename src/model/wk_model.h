@@ -235,9 +235,10 @@ int32_t wk_context_n_ubatch(const struct wk_context *ctx);
  * holds its prompt gets the logits, so the tokens, greedy or seeded, that
  * it gets on an empty cache (wk_session and wk_slots cut a prefix so
  * where it was prefilled, and keep one that reaches into decoded tokens
- * whole, since no cut makes those rows what a prefill computes). (On a mixture of experts the expert products
- * of a row also depend on how many rows of its chunk chose the expert, so
- * there this holds only where those counts agree.)
+ * whole, since no cut makes those rows what a prefill computes). On a
+ * mixture of experts the expert products of a row also depend on how many
+ * rows of its chunk chose the expert, so there this holds only where
+ * those counts agree.
  */
 int32_t wk_context_reusable(const struct wk_context *ctx, int64_t n, int32_t common);
 /* The pool the context runs on (borrowed: lives as long as the context,
