@@ -136,6 +136,7 @@ static void init_once(void)
     memset(g_exact.vec_dot_rows_x16, 0, sizeof g_exact.vec_dot_rows_x16);
     memset(g_exact.vec_dot_rows_x16_tokens, 0, sizeof g_exact.vec_dot_rows_x16_tokens);
     memset(g_exact.vec_dot_rows_r16, 0, sizeof g_exact.vec_dot_rows_r16);
+    memset(g_exact.vec_dot_rows_r16_tokens, 0, sizeof g_exact.vec_dot_rows_r16_tokens);
     memset(g_exact.gemm_r16, 0, sizeof g_exact.gemm_r16);
     g_exact.r16_prepare = NULL;
 }

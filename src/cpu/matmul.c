@@ -131,11 +131,16 @@ static void part_rows(const struct matmul_ctx *c, const struct part *p, int64_t 
         token_rows(c, p, 0, lo, hi - lo, ith);
         return;
     }
-    if (c->x_prep && c->k->gemm_r16[t]) {
-        c->k->gemm_r16[t](n_in, w, w_row, c->x_prep, c->ldp, c->n_tokens, p->y + lo, (size_t)n_out, hi - lo);
-        return;
-    }
     if (c->flags & WK_MATMUL_PER_TOKEN) {
+        if (c->x_prep && c->k->vec_dot_rows_r16_tokens[t]) {
+            /* an R16 part, every token's x prepared once (gemm_r16_setup):
+             * each token gets the prepared-x decode kernel's bits, which are
+             * a lone decode step's whichever way that step ran (r16_prep or
+             * vec_dot_rows_x16) */
+            c->k->vec_dot_rows_r16_tokens[t](n_in, w, w_row, c->x_prep, c->ldp, (int32_t)c->n_tokens, p->y + lo,
+                                             (size_t)n_out, hi - lo);
+            return;
+        }
         /* the tokens' own decode dots at once where the table has them:
          * vec_dot_rows_x16_tokens gives vec_dot_rows_x16's bits and
          * vec_dot_rows_tokens vec_dot_rows', whichever a token alone runs */
@@ -150,6 +155,10 @@ static void part_rows(const struct matmul_ctx *c, const struct part *p, int64_t 
         for (int64_t r0 = lo; r0 < hi; r0 += blk)
             for (int64_t tok = 0; tok < c->n_tokens; tok++)
                 token_rows(c, p, tok, r0, WK_MIN(blk, hi - r0), ith);
+        return;
+    }
+    if (c->x_prep && c->k->gemm_r16[t]) {
+        c->k->gemm_r16[t](n_in, w, w_row, c->x_prep, c->ldp, c->n_tokens, p->y + lo, (size_t)n_out, hi - lo);
         return;
     }
     float *tile = c->scratch + (size_t)ith * (ROW_TILE + 1) * (size_t)n_in;
@@ -281,14 +290,19 @@ static void prep_task(void *arg, int ith, int nth)
     for (int64_t t = lo; t < hi; t++) c->k->r16_prepare(c->n_in, c->x + t * c->n_in, c->x_prep + (size_t)t * c->ldp);
 }
 
-/* For several tokens without WK_MATMUL_PER_TOKEN, where a part has a
- * gemm_r16 kernel: every token's x prepared once, past the threads'
- * tiles in scratch (wk_cpu_matmul_scratch_floats). */
+/* For several tokens, where a part has a gemm_r16 kernel (or with
+ * WK_MATMUL_PER_TOKEN, a vec_dot_rows_r16 one): every token's x prepared
+ * once, past the threads' tiles in scratch (wk_cpu_matmul_scratch_floats,
+ * sized for n_ubatch tokens, which no batch's ubatch passes). */
 static void gemm_r16_setup(struct matmul_ctx *c, struct wk_threadpool *pool)
 {
+    const bool per_token = c->flags & WK_MATMUL_PER_TOKEN;
     bool any = false;
-    for (int i = 0; i < c->n_parts; i++) any |= c->k->gemm_r16[c->parts[i].w->dtype] != NULL;
-    if (c->n_tokens < 2 || (c->flags & WK_MATMUL_PER_TOKEN) || !any || !c->k->r16_prepare || !c->scratch) return;
+    for (int i = 0; i < c->n_parts; i++) {
+        const enum wk_dtype t = c->parts[i].w->dtype;
+        any |= per_token ? c->k->vec_dot_rows_r16_tokens[t] != NULL : c->k->gemm_r16[t] != NULL;
+    }
+    if (c->n_tokens < 2 || !any || !c->k->r16_prepare || !c->scratch) return;
     c->ldp = wk_cpu_r16_prep_floats(c->n_in);
     c->x_prep = c->scratch + (size_t)wk_threadpool_n_threads(pool) * (ROW_TILE + 1) * (size_t)c->n_in;
     wk_threadpool_run(pool, prep_task, c);

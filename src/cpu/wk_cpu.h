@@ -119,6 +119,12 @@ struct wk_cpu_kernels {
      * be taken in small chunks without quantizing x again for each. */
     void (*r16_prepare)(int64_t n, const float *x, float *prep);
     wk_vec_dot_rows_fn vec_dot_rows_r16[WK_DTYPE_COUNT];
+    /* the same for several tokens (x: the first token's prep, x_stride the
+     * floats between tokens' preps, wk_cpu_r16_prep_floats(n) or more):
+     * per group of 16 rows and column chunk, every token in turn while the
+     * chunk is in L1, the groups in address order; each token's results
+     * are vec_dot_rows_r16's bits. Batched decode and verification. */
+    wk_vec_dot_rows_tokens_fn vec_dot_rows_r16_tokens[WK_DTYPE_COUNT];
     /* R16 prefill (AVX-512 VNNI; NULL elsewhere, with WICK_EXACT=1, and
      * for the R16 dtypes without one): for an R16 dtype,
      * gemm_r16[dt](n, w, stride, prep, ldp, n_tokens, out, ldo, n_rows)
@@ -255,7 +261,8 @@ static inline int64_t wk_cpu_matmul_token_block_rows(size_t row_bytes)
  *   x:  [n_tokens, n_in] f32, row-major.
  *   y:  [n_tokens, n_out] f32, written; must not alias x.
  *   scratch: wk_cpu_matmul_scratch_floats(n_in, threads, n_tokens) floats,
- *       64-aligned (used when n_tokens > 1 without WK_MATMUL_PER_TOKEN).
+ *       64-aligned (used when n_tokens > 1: tiles, and every token's
+ *       prepared x for R16 parts, with WK_MATMUL_PER_TOKEN too).
  *   flags: 0 or WK_MATMUL_PER_TOKEN (above).
  * One token (decode) runs the fused dequantize-and-dot kernels over each
  * thread's rows (vec_dot_rows), reading each weight byte once. Several

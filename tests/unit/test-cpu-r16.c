@@ -43,7 +43,8 @@ static bool x16_dot_ok(enum wk_dtype t, const uint8_t *wrow, int64_t n, const fl
  *   R16 vec_dot_rows_x16 is within test_vec_dot_rows_x16's bounds of the
  *   exact dot with x~ for every row, and its tokens entry gives its bits
  *   for each of 5 tokens, as does vec_dot_rows_r16 with x prepared once
- *   (r16_prepare) for two ranges of rows;
+ *   (r16_prepare) for two ranges of rows, and vec_dot_rows_r16_tokens
+ *   with the 5 tokens' x prepared (batched decode, verification);
  * - the matmul of the R16 tensor: decode on 1, 2 and 3 threads gives the
  *   kernel's bits (shares of whole groups); prefill gives the row-major
  *   tensor's prefill bits (the same dequantized rows into the same GEMM),
@@ -107,6 +108,14 @@ static void test_r16_layout(void)
                 k->vec_dot_rows_r16[r16](n, packed + WK_R16_ROWS * row, row, prep, tok + WK_R16_ROWS, n_rows - WK_R16_ROWS);
                 k->vec_dot_rows_r16[r16](n, packed, row, prep, tok, WK_R16_ROWS);
                 bad += memcmp(got, tok, (size_t)n_rows * 4) != 0;
+                wk_aligned_free(prep);
+                /* every token's x prepared, ldp floats apart: the tokens entry */
+                const size_t ldp = wk_cpu_r16_prep_floats(n);
+                prep = wk_aligned_alloc(ldp * (size_t)n_tok * 4);
+                for (int64_t j = 0; j < n_tok; j++) k->r16_prepare(n, x + j * n, prep + (size_t)j * ldp);
+                memset(tok, 0, (size_t)(n_rows * n_tok) * 4);
+                k->vec_dot_rows_r16_tokens[r16](n, packed, row, prep, ldp, (int32_t)n_tok, tok, (size_t)n_rows, n_rows);
+                bad += memcmp(got, tok, (size_t)(n_rows * n_tok) * 4) != 0;
                 wk_aligned_free(prep);
                 /* the matmul over the pool, whole groups a thread */
                 float *y = wk_aligned_alloc((size_t)(n_rows * n_tok) * 4), *y2 = wk_aligned_alloc((size_t)(n_rows * n_tok) * 4);
