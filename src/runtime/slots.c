@@ -16,8 +16,9 @@
  *      row (gen.c), as a plain step of wk_session_generate does;
  *   3. one forward with the next chunk of one PREFILL slot's prompt (the
  *      slot after the last one served, round robin): at most n_ubatch
- *      tokens, cut where a lone prefill cuts them (every n_ubatch from the
- *      first token not cached); after the prompt's last chunk the slot
+ *      tokens, or 128 while other slots decode, cut so that every row
+ *      computes as in a lone prefill cut every n_ubatch from the first
+ *      token not cached (chunk_rows); after the prompt's last chunk the slot
  *      samples and emits its first token from that row and decodes from
  *      the next step on.
  *
@@ -41,11 +42,19 @@
 
 enum slot_state { SLOT_FREE, SLOT_PREFILL, SLOT_DECODE };
 
+/* A prefill chunk's rows while other slots decode, where n_ubatch is a
+ * multiple of 32 and at least twice this: each step's prefill then
+ * delays the decoding slots' next tokens by this many rows' compute, not
+ * n_ubatch's (128 rows: ~0.2 s on SmolLM2-135M, ~1 s on Qwen2.5-1.5B at 2
+ * threads here). */
+#define WK_SLOTS_CHUNK_BUSY 128
+
 struct slot {
     enum slot_state state;
     struct wk_tokens cached;  /* what sequence i's KV stripe holds */
     int32_t n_exact;          /* cached's first n_exact positions hold what a prefill of them from 0 computes */
     bool exact;               /* PREFILL: its prompt resumes a cut that computes as from 0 */
+    int32_t start;            /* PREFILL: where its prefill began (cached.n after take_prefix) */
     struct wk_tokens prompt;  /* the request's prompt (a copy) */
     struct wk_generate_params p; /* the request's parameters (pointers in it borrowed) */
     struct wk_generate_stats *stats;
@@ -62,6 +71,7 @@ struct wk_slots {
     const struct wk_tokenizer *tok;
     struct wk_context *ctx;
     int32_t n, n_ubatch, n_ctx, n_vocab;
+    int32_t chunk_busy;       /* a prefill chunk's rows while others decode (0: n_ubatch) */
     struct slot *slot;        /* [n] */
     int32_t rr;               /* the slot last given a prefill chunk */
     float *logits;            /* [n][n_vocab]: the decode rows', then the prefill's last row */
@@ -89,6 +99,8 @@ enum wk_status wk_slots_create(const struct wk_model *m, const struct wk_tokeniz
     s->n = wk_context_n_seq(s->ctx);
     s->n_ubatch = wk_context_n_ubatch(s->ctx);
     s->n_ctx = wk_context_n_ctx(s->ctx);
+    /* a divisor of n_ubatch and a multiple of 32 (chunk_rows) */
+    s->chunk_busy = s->n_ubatch % 32 == 0 && s->n_ubatch >= 2 * WK_SLOTS_CHUNK_BUSY ? WK_SLOTS_CHUNK_BUSY : 0;
     const size_t rows = (size_t)WK_MAX(s->n, s->n_ubatch);
     s->slot = wk_calloc((size_t)s->n, sizeof *s->slot);
     s->logits = wk_malloc((size_t)s->n * (size_t)n_vocab * sizeof(float));
@@ -226,7 +238,8 @@ enum wk_status wk_slots_add(struct wk_slots *s, const struct wk_slot_request *r,
             wk_sampler_destroy(sampler);
             return wk_error_set(err, WK_E_NOMEM, "out of memory");
         }
-    if ((st = take_prefix(s, best, best_keep, prompt))) {
+    if ((st = take_prefix(s, best, best_keep, prompt)) == WK_OK) sl->start = (int32_t)sl->cached.n;
+    if (st) {
         wk_tokens_deinit(&sl->prompt);
         wk_sampler_destroy(sampler);
         return wk_error_set(err, st, "out of memory");
@@ -326,6 +339,26 @@ static void decode_step(struct wk_slots *s, struct wk_slots_step *out)
     }
 }
 
+/*
+ * Rows of slot sl's next prefill chunk: what is left of its prompt, at
+ * most n_ubatch, or chunk_busy while busy (others decode). Each row must
+ * compute as in a prefill cut every n_ubatch from sl->start (what
+ * wk_session_generate runs): chunk_busy divides n_ubatch and every chunk
+ * but the last is a multiple of 32, so the attention blocks (ATTN_QBLOCK)
+ * fall alike; and the last chunk must be one row (the one-token kernels)
+ * exactly when that prefill's is, so a chunk that would leave one row
+ * alone where it does not grows by it (or, at n_ubatch, shrinks by 32).
+ */
+static int32_t chunk_rows(const struct wk_slots *s, const struct slot *sl, bool busy)
+{
+    const int32_t left = (int32_t)sl->prompt.n - (int32_t)sl->cached.n;
+    if (!s->chunk_busy) return WK_MIN(s->n_ubatch, left);
+    int32_t c = busy ? s->chunk_busy : s->n_ubatch;
+    if (left <= c) return left;
+    if (left - c == 1 && ((int32_t)sl->prompt.n - sl->start) % s->n_ubatch != 1) c = c < s->n_ubatch ? c + 1 : c - 32;
+    return c;
+}
+
 /* Step 3: the next chunk of one prefilling slot's prompt. */
 static void prefill_step(struct wk_slots *s, struct wk_slots_step *out)
 {
@@ -339,7 +372,7 @@ static void prefill_step(struct wk_slots *s, struct wk_slots_step *out)
     s->rr = i;
     struct slot *sl = &s->slot[i];
     const int32_t done = (int32_t)sl->cached.n, left = (int32_t)sl->prompt.n - done;
-    const int32_t n = WK_MIN(s->n_ubatch, left);
+    const int32_t n = chunk_rows(s, sl, out->n_decode > 0);
     const bool last = n == left;
     for (int32_t t = 0; t < n; t++) {
         s->b_tok[t] = sl->prompt.ids[done + t];

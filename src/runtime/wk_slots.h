@@ -8,15 +8,17 @@
  *
  * Each wk_slots_step advances every decoding slot by one token (one
  * forward with a row per slot) and one prefilling slot by one chunk of
- * its prompt (n_ubatch tokens; the slots waiting to prefill take turns,
- * round robin), then samples and emits for each slot exactly as
+ * its prompt (n_ubatch tokens, or 128 while other slots decode, so that a
+ * long prompt delays their next tokens by that much compute; the slots
+ * waiting to prefill take turns, round robin), then samples and emits for
+ * each slot exactly as
  * wk_session_generate does for one request. A slot's tokens and text are
  * those it gets alone through wk_session_generate on a context with the
  * same n_ubatch and threads, with the same prompt, cached prefix and
  * parameters (greedy and seeded sampling alike): decode rows of different
  * sequences go through the one-token kernels together, and the prefill
- * chunk runs as its own forward with the same cuts as a lone prefill
- * (slots.c says why it is not merged into the decode forward).
+ * chunk runs as its own forward, cut so its rows compute as a lone
+ * prefill's (slots.c says why it is not merged into the decode forward).
  *
  * A new request takes the free slot whose cache shares the longest
  * prefix with its prompt; where another slot, busy or free, shares a

@@ -14,6 +14,8 @@
  * - a long prompt arriving while three slots decode is prefilled one
  *   n_ubatch chunk per step, and each of the three gets a token every step
  *   meanwhile (the step trace and the tokens' arrival);
+ * - with n_ubatch 256, a prompt arriving while others decode is prefilled
+ *   128 rows a step, cut so that it equals its run alone;
  * - a request whose prompt continues an earlier one's (prompt and answer)
  *   goes to that slot and prefills only what is new, and an unrelated one
  *   takes an empty slot rather than that cache; the continuation equals
@@ -398,6 +400,57 @@ static void test_long_prompt_chunked(void)
     wk_slots_destroy(s);
 }
 
+/*
+ * With n_ubatch 256, a prompt arriving while three slots decode is
+ * prefilled 128 rows a step (chunk_busy), cut so each row computes as in
+ * a lone prefill cut every 256: 385 tokens in 128 + 128 + 129 (not a lone
+ * last row, which that prefill has not), 257 in 128 + 128 + 1 (as that
+ * prefill ends); each request equals its run alone.
+ */
+static void test_busy_chunks(void)
+{
+    static const int32_t lens[] = {385, 257}, want[2][3] = {{128, 128, 129}, {128, 128, 1}};
+    g_ubatch = 256;
+    char long_text[4096] = "";
+    for (int k = 0; k < 20; k++) strcat(long_text, g_texts[15]), strcat(long_text, " ");
+    for (int c = 0; c < 2; c++) {
+        static struct req reqs[4];
+        for (int i = 0; i < 3; i++) {
+            req_init(&reqs[i], g_texts[i * 2 + 2], i);
+            reqs[i].p.num_predict = 30;
+            run_alone(&reqs[i]);
+        }
+        req_init(&reqs[3], long_text, 1);
+        CHECK(reqs[3].prompt.n >= lens[c]);
+        reqs[3].prompt.n = lens[c];
+        reqs[3].p.num_predict = 4;
+        run_alone(&reqs[3]);
+        struct wk_slots *s = slots_new(4);
+        if (!s) break;
+        struct wk_slots_step st;
+        for (int i = 0; i < 3; i++) CHECK(add(s, &reqs[i]));
+        for (int k = 0; k < 4; k++) CHECK_EQ_INT(wk_slots_step(s, &st, NULL), WK_OK);
+        CHECK_EQ_INT(st.n_decode, 3);
+        CHECK(add(s, &reqs[3]));
+        int32_t got[8], n_got = 0;
+        while (wk_slots_n_active(s) > 0) {
+            CHECK_EQ_INT(wk_slots_step(s, &st, NULL), WK_OK);
+            collect_done(&st, reqs, 4);
+            if (st.prefill_slot >= 0 && n_got < 8) got[n_got++] = st.n_prefill;
+        }
+        printf("  a %d-token prompt while 3 slots decode (n_ubatch 256): chunks %d %d %d\n", lens[c], got[0],
+               n_got > 1 ? got[1] : 0, n_got > 2 ? got[2] : 0);
+        CHECK_EQ_INT(n_got, 3);
+        for (int k = 0; k < 3 && k < n_got; k++) CHECK_EQ_INT(got[k], want[c][k]);
+        for (int i = 0; i < 4; i++) {
+            check_same(&reqs[i], i);
+            req_deinit(&reqs[i]);
+        }
+        wk_slots_destroy(s);
+    }
+    g_ubatch = N_UBATCH;
+}
+
 static void test_refused(void)
 {
     struct wk_slots *s = slots_new(2);
@@ -579,10 +632,10 @@ static void test_all(void)
     printf("  on %s\n", path);
     static void (*const parts[])(void) = {test_refused,       test_cancel, test_prefix_reuse,
                                           test_repeat,        test_shared_system_prompt,
-                                          test_long_prompt_chunked, test_concurrent_equals_alone};
+                                          test_long_prompt_chunked, test_busy_chunks, test_concurrent_equals_alone};
     static const char *const names[] = {"refused", "cancel", "prefix reuse", "repeat", "system prompt", "long prompt",
-                                        "16 on 8"};
-    for (int i = 0; i < 7; i++) {
+                                        "busy chunks", "16 on 8"};
+    for (int i = 0; i < 8; i++) {
 #if defined(__SANITIZE_ADDRESS__)
         if (parts[i] == test_long_prompt_chunked) continue; /* 40 s there; its memory paths run in the others */
 #endif
