@@ -192,6 +192,10 @@ golden: $(GOLDEN_BIN)
 	  $(OUT)/tests/test-tokenizer-parity $(GOLDEN_DIR)/corpus.jsonl $(GOLDEN_DIR)/ids-$$name.jsonl \
 	    $(MODELS_DIR)/$$file $(GOLDEN_DIR)/tj-$$name; \
 	done
+	@echo "== tokenizer parity minilm (WordPiece, the folder's tokenizer.json)"; \
+	  xz -dc tests/golden/tokenizer-ids-minilm.jsonl.xz > $(GOLDEN_DIR)/ids-minilm.jsonl; \
+	  $(OUT)/tests/test-tokenizer-parity $(GOLDEN_DIR)/corpus.jsonl $(GOLDEN_DIR)/ids-minilm.jsonl - \
+	    $(MODELS_DIR)/all-MiniLM-L6-v2
 
 # Unit tests of this variant.
 unit: $(UNIT_BIN)
