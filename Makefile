@@ -196,6 +196,10 @@ golden: $(GOLDEN_BIN)
 	  xz -dc tests/golden/tokenizer-ids-minilm.jsonl.xz > $(GOLDEN_DIR)/ids-minilm.jsonl; \
 	  $(OUT)/tests/test-tokenizer-parity $(GOLDEN_DIR)/corpus.jsonl $(GOLDEN_DIR)/ids-minilm.jsonl - \
 	    $(MODELS_DIR)/all-MiniLM-L6-v2
+	@echo "== embed: all-MiniLM-L6-v2 (BERT, WordPiece, mean pooling) against sentence-transformers"; \
+	  xz -dc tests/golden/minilm/embeddings.json.xz > $(GOLDEN_DIR)/minilm-embeddings.json; \
+	  $(OUT)/tests/test-embed $(MODELS_DIR)/all-MiniLM-L6-v2 $(GOLDEN_DIR)/minilm-embeddings.json \
+	    tests/golden/minilm/wordpiece-cases.json tests/golden/minilm/retrieval.json
 
 # Unit tests of this variant.
 unit: $(UNIT_BIN)
