@@ -102,6 +102,10 @@ static enum wk_status read_pooling(struct wk_embed_model *m, const char *dir, co
     char file[600];
     snprintf(file, sizeof file, "%s/config.json", sub);
     json_t *p = load_json(dir, file);
+    if (!p) { /* the store's flat folders name it <sub>_config.json (store/create.c) */
+        snprintf(file, sizeof file, "%s_config.json", sub);
+        p = load_json(dir, file);
+    }
     if (!p) return wk_error_set(err, WK_E_NOT_FOUND, "%s/%s: missing or not JSON", dir, file);
     static const struct {
         const char *key;
