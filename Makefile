@@ -200,6 +200,14 @@ golden: $(GOLDEN_BIN)
 	  xz -dc tests/golden/minilm/embeddings.json.xz > $(GOLDEN_DIR)/minilm-embeddings.json; \
 	  $(OUT)/tests/test-embed $(MODELS_DIR)/all-MiniLM-L6-v2 $(GOLDEN_DIR)/minilm-embeddings.json \
 	    tests/golden/minilm/wordpiece-cases.json tests/golden/minilm/retrieval.json
+	@if [ -f $(MODELS_DIR)/all-MiniLM-L6-v2-f32.gguf ]; then \
+	  echo "== embed: llama.cpp's bert GGUF of it (scripts/reference/make-minilm-gguf.sh)"; \
+	  $(OUT)/tests/test-embed $(MODELS_DIR)/all-MiniLM-L6-v2-f32.gguf $(GOLDEN_DIR)/minilm-embeddings.json \
+	    tests/golden/minilm/wordpiece-cases.json tests/golden/minilm/retrieval.json; \
+	  echo "== tokenizer parity minilm, llama.cpp's BERT vocabulary from that GGUF"; \
+	  $(OUT)/tests/test-tokenizer-parity $(GOLDEN_DIR)/corpus.jsonl $(GOLDEN_DIR)/ids-minilm.jsonl \
+	    $(MODELS_DIR)/all-MiniLM-L6-v2-f32.gguf $(MODELS_DIR)/all-MiniLM-L6-v2; \
+	else echo "== embed: no all-MiniLM-L6-v2-f32.gguf (scripts/reference/make-minilm-gguf.sh makes it): its run skipped"; fi
 
 # Unit tests of this variant.
 unit: $(UNIT_BIN)

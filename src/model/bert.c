@@ -27,9 +27,67 @@
 
 /* ------------------------------------------------------------ loading */
 
+/* From a GGUF: tensor gname (llama.cpp's name for name) of shape [d0, d1]
+ * (outermost first; d1 0: a vector [d0]); vectors must be F32 (the row
+ * passes read them as floats), matrices any dtype the matmul takes. */
+static enum wk_status find_gguf(struct wk_bert *b, const char *gname, int64_t d0, int64_t d1,
+                                struct wk_tensor *out, struct wk_error *err)
+{
+    const struct wk_gguf_tensor *gt = wk_gguf_find_tensor(b->gguf, gname);
+    if (!gt) return wk_error_set(err, WK_E_FORMAT, "%s: tensor %s is missing", b->path, gname);
+    const struct wk_tensor *t = &gt->t;
+    bool ok = d1 == 0 ? t->ne[0] == d0 && wk_tensor_n_elements(t) == d0
+                      : t->ne[0] == d1 && t->ne[1] == d0 && wk_tensor_n_elements(t) == d0 * d1;
+    if (!ok)
+        return wk_error_set(err, WK_E_FORMAT, "%s: tensor %s has ne [%lld, %lld], expected [%lld, %lld]", b->path,
+                            gname, (long long)t->ne[0], (long long)t->ne[1], (long long)(d1 ? d1 : d0),
+                            (long long)(d1 ? d0 : 1));
+    if (d1 == 0 && t->dtype != WK_DTYPE_F32)
+        return wk_error_set(err, WK_E_UNSUPPORTED, "%s: tensor %s is %s; wick reads BERT norms and biases in F32",
+                            b->path, gname, wk_dtype_traits_get(t->dtype)->name);
+    if (d1 && d1 % wk_dtype_traits_get(t->dtype)->block_size)
+        return wk_error_set(err, WK_E_FORMAT, "%s: tensor %s: rows of %lld are not whole %s blocks", b->path, gname,
+                            (long long)d1, wk_dtype_traits_get(t->dtype)->name);
+    *out = *t;
+    return WK_OK;
+}
+
+/* llama.cpp's GGUF names for the Hugging Face ones (its BERT tensor map). */
+static const char *gguf_name(const char *hf, char *buf, size_t cap)
+{
+    static const char *const map[][2] = {
+        {"embeddings.word_embeddings.weight", "token_embd.weight"},
+        {"embeddings.position_embeddings.weight", "position_embd.weight"},
+        {"embeddings.token_type_embeddings.weight", "token_types.weight"},
+        {"embeddings.LayerNorm.weight", "token_embd_norm.weight"},
+        {"embeddings.LayerNorm.bias", "token_embd_norm.bias"},
+        {"attention.self.query.", "attn_q."}, {"attention.self.key.", "attn_k."},
+        {"attention.self.value.", "attn_v."}, {"attention.output.dense.", "attn_output."},
+        {"attention.output.LayerNorm.", "attn_output_norm."}, {"intermediate.dense.", "ffn_up."},
+        {"output.dense.", "ffn_down."}, {"output.LayerNorm.", "layer_output_norm."}};
+    int il = -1, used = 0;
+    if (sscanf(hf, "encoder.layer.%d.%n", &il, &used) == 1 && used > 0) {
+        const char *rest = hf + used;
+        for (size_t i = 5; i < WK_ARRAY_LEN(map); i++) {
+            size_t n = strlen(map[i][0]);
+            if (strncmp(rest, map[i][0], n) == 0) {
+                snprintf(buf, cap, "blk.%d.%s%s", il, map[i][1], rest + n);
+                return buf;
+            }
+        }
+    }
+    for (size_t i = 0; i < 5; i++)
+        if (strcmp(hf, map[i][0]) == 0) return map[i][1];
+    return hf;
+}
+
 static enum wk_status find(struct wk_bert *b, const char *name, int64_t d0, int64_t d1,
                            struct wk_tensor *out, struct wk_error *err)
 {
+    if (b->gguf) {
+        char buf[160];
+        return find_gguf(b, gguf_name(name, buf, sizeof buf), d0, d1, out, err);
+    }
     char full[160];
     snprintf(full, sizeof full, "%s%s", b->prefix, name);
     const struct wk_st_tensor *t = wk_safetensors_find(b->st, full);
@@ -85,15 +143,25 @@ static enum wk_status load_layer(struct wk_bert *b, int il, struct wk_error *err
 
 enum wk_status wk__bert_load_weights(struct wk_bert *b, struct wk_error *err)
 {
-    enum wk_status st = wk_safetensors_open(b->path, &b->st, err);
+    enum wk_status st = b->gguf ? WK_OK : wk_safetensors_open(b->path, &b->st, err);
     if (st) return st;
-    b->prefix = wk_safetensors_find(b->st, "bert.embeddings.word_embeddings.weight") ? "bert." : "";
+    b->prefix = b->st && wk_safetensors_find(b->st, "bert.embeddings.word_embeddings.weight") ? "bert." : "";
     if ((st = find(b, "embeddings.word_embeddings.weight", b->n_vocab, b->n_embd, &b->tok_embd, err)) ||
         (st = find(b, "embeddings.position_embeddings.weight", b->n_pos, b->n_embd, &b->pos_embd, err)) ||
         (st = find(b, "embeddings.token_type_embeddings.weight", b->n_type, b->n_embd, &b->type_embd, err)) ||
         (st = find(b, "embeddings.LayerNorm.weight", b->n_embd, 0, &b->emb_ln_g, err)) ||
         (st = find(b, "embeddings.LayerNorm.bias", b->n_embd, 0, &b->emb_ln_b, err)))
         return st;
+    /* a quantized embedding table's rows are dequantized as they are read;
+     * the small position and type tables once, here */
+    const struct wk_tensor *small[2] = {&b->pos_embd, &b->type_embd};
+    float **dst[2] = {&b->pos_f32, &b->type_f32};
+    for (int i = 0; i < 2; i++) {
+        if (small[i]->dtype == WK_DTYPE_F32) continue;
+        *dst[i] = wk_malloc((size_t)small[i]->ne[1] * (size_t)b->n_embd * sizeof(float));
+        if (!*dst[i]) return wk_error_set(err, WK_E_NOMEM, "out of memory");
+        for (int64_t r = 0; r < small[i]->ne[1]; r++) wk_cpu_get_row(b->kernels, small[i], r, *dst[i] + r * b->n_embd);
+    }
     b->layers = wk_calloc((size_t)b->n_layer, sizeof *b->layers);
     if (!b->layers) return wk_error_set(err, WK_E_NOMEM, "out of memory");
     for (int il = 0; il < b->n_layer; il++)
@@ -104,7 +172,10 @@ enum wk_status wk__bert_load_weights(struct wk_bert *b, struct wk_error *err)
 void wk__bert_deinit(struct wk_bert *b)
 {
     wk_free(b->layers);
+    wk_free(b->pos_f32);
+    wk_free(b->type_f32);
     wk_safetensors_close(b->st);
+    wk_gguf_close(b->gguf);
     wk_aligned_free(b->buf);
     memset(b, 0, sizeof *b);
 }
@@ -177,15 +248,17 @@ static void embed_pass(void *ctx, int ith, int nth)
     const struct fwd *f = ctx;
     const struct wk_bert *b = f->b;
     const int64_t E = b->n_embd;
-    const float *type0 = b->type_embd.data;
+    const float *type0 = b->type_f32 ? b->type_f32 : b->type_embd.data;
+    const bool f32 = b->tok_embd.dtype == WK_DTYPE_F32;
     for (int32_t s = 0; s < f->n_seq; s++) {
         int64_t lo, hi, n = f->seq_start[s + 1] - f->seq_start[s];
         wk_split_range(n, ith, nth, &lo, &hi);
         for (int64_t p = lo; p < hi; p++) {
             float *y = f->x + (f->seq_start[s] + p) * E;
-            const float *w = wk_tensor_row(&b->tok_embd, f->ids[s][p]);
-            const float *pe = wk_tensor_row(&b->pos_embd, p);
-            for (int64_t i = 0; i < E; i++) y[i] = w[i] + pe[i] + type0[i];
+            if (f32) memcpy(y, wk_tensor_row(&b->tok_embd, f->ids[s][p]), (size_t)E * sizeof *y);
+            else wk_cpu_get_row(b->kernels, &b->tok_embd, f->ids[s][p], y);
+            const float *pe = b->pos_f32 ? b->pos_f32 + p * E : (const float *)wk_tensor_row(&b->pos_embd, p);
+            for (int64_t i = 0; i < E; i++) y[i] += pe[i] + type0[i];
             layer_norm(E, y, b->emb_ln_g.data, b->emb_ln_b.data, b->ln_eps);
         }
     }

@@ -18,9 +18,11 @@ struct wk_bert_layer {
 };
 
 struct wk_bert {
-    char path[4096];    /* model.safetensors */
+    char path[4096];    /* model.safetensors, or the GGUF file */
     const char *prefix; /* "" or "bert." */
-    struct wk_safetensors *st;
+    struct wk_safetensors *st; /* the folder's weights, or NULL */
+    struct wk_gguf *gguf;      /* or llama.cpp's "bert" GGUF (set before wk__bert_load_weights) */
+    float *pos_f32, *type_f32; /* the position and type tables dequantized, when not F32 (else NULL) */
     int32_t n_vocab, n_embd, n_layer, n_head, head_dim, n_ff, n_pos, n_type;
     int32_t max_tokens; /* most rows of one sequence */
     float ln_eps;
@@ -32,9 +34,11 @@ struct wk_bert {
     int buf_threads;
 };
 
-/* Maps b->path and finds every tensor for the hyperparameters already set.
+/* Maps b->path (unless b->gguf is open) and finds every tensor for the
+ * hyperparameters already set (a GGUF's by llama.cpp's names).
  * Errors: those of wk_safetensors_open, WK_E_FORMAT (a tensor missing,
- * misshapen or misaligned), WK_E_UNSUPPORTED (not F32), WK_E_NOMEM. */
+ * misshapen or misaligned), WK_E_UNSUPPORTED (a folder's tensor not F32,
+ * a GGUF's norm or bias not F32), WK_E_NOMEM. */
 enum wk_status wk__bert_load_weights(struct wk_bert *b, struct wk_error *err);
 void wk__bert_deinit(struct wk_bert *b);
 

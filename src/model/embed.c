@@ -12,6 +12,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /* Rows one forward takes (at least one whole sequence). */
 #define ROWS_PER_FORWARD 8192
@@ -39,6 +40,53 @@ bool wk_embed_is_folder(const char *dir)
                (json_is_string(arch) && strcmp(json_string_value(arch), "BertModel") == 0);
     json_decref(cfg);
     return yes;
+}
+
+/* The general.architecture of a GGUF file, from its first 64 KiB without
+ * parsing the rest (llama.cpp's writer puts it first): into arch [cap],
+ * "" when it cannot be read there. */
+static void gguf_arch(const char *path, char *arch, size_t cap)
+{
+    arch[0] = '\0';
+    FILE *f = fopen(path, "rb");
+    if (!f) return;
+    static const size_t N = 65536;
+    uint8_t *b = wk_malloc(N);
+    size_t n = b ? fread(b, 1, N, f) : 0;
+    fclose(f);
+    uint64_t n_kv, at = 24, len;
+    if (n < 24 || memcmp(b, "GGUF", 4) != 0) goto out;
+    memcpy(&n_kv, b + 16, 8);
+    for (uint64_t i = 0; i < n_kv && i < 16; i++) {
+        uint32_t type;
+        if (at + 8 > n || (memcpy(&len, b + at, 8), len > n - at - 8)) break;
+        const uint8_t *key = b + at + 8;
+        at += 8 + len;
+        if (at + 4 > n) break;
+        memcpy(&type, b + at, 4);
+        at += 4;
+        if (type != 8) break; /* only string values are walked over */
+        uint64_t vlen;
+        if (at + 8 > n || (memcpy(&vlen, b + at, 8), vlen > n - at - 8)) break;
+        if (len == 20 && memcmp(key, "general.architecture", 20) == 0 && vlen < cap) {
+            memcpy(arch, b + at + 8, vlen);
+            arch[vlen] = '\0';
+            break;
+        }
+        at += 8 + vlen;
+    }
+out:
+    wk_free(b);
+}
+
+bool wk_embed_is_model(const char *path)
+{
+    struct stat sb;
+    if (stat(path, &sb) != 0) return false;
+    if (S_ISDIR(sb.st_mode)) return wk_embed_is_folder(path);
+    char arch[32];
+    gguf_arch(path, arch, sizeof arch);
+    return strcmp(arch, "bert") == 0;
 }
 
 /* An integer field of config.json in [lo, hi]; def when absent (def < 0: required). */
@@ -178,6 +226,56 @@ static void read_max_tokens(struct wk_bert *b, const char *dir)
     json_decref(tc);
 }
 
+/* A GGUF key read as an integer in [lo, hi]; def when absent (def < 0: required). */
+static enum wk_status gguf_int(const struct wk_gguf *g, const char *key, int64_t def, int64_t lo, int64_t hi,
+                               int32_t *out, struct wk_error *err)
+{
+    int64_t v = def;
+    if ((wk_gguf_find(g, key) || def < 0) && wk_gguf_get_i64(g, key, &v, err)) return err ? err->status : WK_E_FORMAT;
+    if (v < lo || v > hi)
+        return wk_error_set(err, WK_E_FORMAT, "%s: %s is %lld, expected %lld..%lld", wk_gguf_path(g), key, (long long)v,
+                            (long long)lo, (long long)hi);
+    *out = (int32_t)v;
+    return WK_OK;
+}
+
+/* llama.cpp's "bert" GGUF: its hyperparameters, pooling and tokenizer. */
+static enum wk_status load_gguf(struct wk_embed_model *m, const char *path, struct wk_error *err)
+{
+    struct wk_bert *b = &m->bert;
+    enum wk_status st = wk_gguf_open(path, &b->gguf, err);
+    if (st) return st;
+    const struct wk_gguf_tensor *te = wk_gguf_find_tensor(b->gguf, "token_embd.weight");
+    const struct wk_gguf_tensor *tt = wk_gguf_find_tensor(b->gguf, "token_types.weight");
+    int32_t pooling = 1;
+    if ((st = gguf_int(b->gguf, "bert.embedding_length", -1, 1, 1 << 16, &b->n_embd, err)) ||
+        (st = gguf_int(b->gguf, "bert.block_count", -1, 1, 256, &b->n_layer, err)) ||
+        (st = gguf_int(b->gguf, "bert.attention.head_count", -1, 1, 1024, &b->n_head, err)) ||
+        (st = gguf_int(b->gguf, "bert.feed_forward_length", -1, 1, 1 << 18, &b->n_ff, err)) ||
+        (st = gguf_int(b->gguf, "bert.context_length", -1, 2, 1 << 16, &b->n_pos, err)) ||
+        (st = gguf_int(b->gguf, "bert.pooling_type", 1, 0, 4, &pooling, err)))
+        return st;
+    if (!te || !tt) return wk_error_set(err, WK_E_FORMAT, "%s: tensor %s is missing", path, te ? "token_types.weight" : "token_embd.weight");
+    if (b->n_embd % b->n_head)
+        return wk_error_set(err, WK_E_FORMAT, "%s: bert.embedding_length %d is not a multiple of the %d heads", path,
+                            b->n_embd, b->n_head);
+    if (pooling < 1 || pooling > 3)
+        return wk_error_set(err, WK_E_UNSUPPORTED, "%s: bert.pooling_type %d is not supported (1 mean, 2 CLS, 3 last)",
+                            path, pooling);
+    b->head_dim = b->n_embd / b->n_head;
+    b->n_vocab = (int32_t)WK_MIN(te->t.ne[1], 1 << 24);
+    b->n_type = (int32_t)WK_MIN(tt->t.ne[1], 1 << 10);
+    b->ln_eps = 1e-12f;
+    if (wk_gguf_find(b->gguf, "bert.attention.layer_norm_epsilon") &&
+        (st = wk_gguf_get_f32(b->gguf, "bert.attention.layer_norm_epsilon", &b->ln_eps, err)))
+        return st;
+    b->max_tokens = b->n_pos;
+    m->pooling = pooling == 2 ? WK_POOLING_CLS : pooling == 3 ? WK_POOLING_LAST : WK_POOLING_MEAN;
+    m->normalize = true; /* as Ollama and llama-server (--embd-normalize 2) answer */
+    if ((st = wk__bert_load_weights(b, err))) return st;
+    return wk_tokenizer_from_gguf(b->gguf, &m->tok, err);
+}
+
 enum wk_status wk_embed_model_load(const char *dir, struct wk_embed_model **out, struct wk_error *err)
 {
     *out = NULL;
@@ -185,10 +283,24 @@ enum wk_status wk_embed_model_load(const char *dir, struct wk_embed_model **out,
     if (!m) return wk_error_set(err, WK_E_NOMEM, "out of memory");
     struct wk_bert *b = &m->bert;
     enum wk_status st = WK_OK;
+    struct stat sb;
+    const bool file = stat(dir, &sb) == 0 && S_ISREG(sb.st_mode);
     if (strlen(dir) + 20 > sizeof b->path) st = wk_error_set(err, WK_E_INVALID, "%.200s...: path too long", dir);
     if (!st) {
-        snprintf(b->path, sizeof b->path, "%s/model.safetensors", dir);
+        snprintf(b->path, sizeof b->path, file ? "%s" : "%s/model.safetensors", dir);
         b->kernels = wk_cpu_kernels_get();
+    }
+    if (!st && file) {
+        st = load_gguf(m, dir, err);
+        if (!st && wk_tokenizer_n_vocab(m->tok) > b->n_vocab)
+            st = wk_error_set(err, WK_E_FORMAT, "%s: %d tokens, more than the embedding's %d rows", dir,
+                              wk_tokenizer_n_vocab(m->tok), b->n_vocab);
+        if (st) {
+            wk_embed_model_destroy(m);
+            return st;
+        }
+        *out = m;
+        return WK_OK;
     }
     if (!st) st = read_config(b, dir, err);
     if (!st) st = read_modules(m, dir, err);

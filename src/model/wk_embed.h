@@ -30,7 +30,20 @@ struct wk_embed_model;
 bool wk_embed_is_folder(const char *dir);
 
 /*
- * Loads the BERT folder dir: config.json (hidden_size, layers, heads,
+ * True when path is a model wk_embed_model_load takes: a folder as
+ * wk_embed_is_folder says, or a GGUF file whose general.architecture is
+ * "bert" (read from the file's first 64 KiB only). False on any error.
+ */
+bool wk_embed_is_model(const char *path);
+
+/*
+ * Loads the BERT folder dir (or llama.cpp's "bert" GGUF file: the keys
+ * bert.embedding_length, block_count, attention.head_count,
+ * feed_forward_length, context_length (the most tokens), attention.
+ * layer_norm_epsilon, pooling_type (1 mean, 2 CLS, 3 last), tensors by
+ * llama.cpp's names in any dtype the matmul takes (norms and biases F32),
+ * the WordPiece vocabulary of tokenizer.ggml.model "bert"; normalized, as
+ * Ollama and llama-server answer): config.json (hidden_size, layers, heads,
  * intermediate_size, max_position_embeddings, type_vocab_size,
  * layer_norm_eps, hidden_act gelu, position_embedding_type absolute),
  * model.safetensors (F32, with or without a "bert." prefix; mapped and

@@ -49,7 +49,7 @@ struct embed_req {
     int64_t keep_alive_ns;
 };
 
-bool srv_model_embeds(const struct srv_model *m) { return wk_embed_is_folder(m->path); }
+bool srv_model_embeds(const struct srv_model *m) { return wk_embed_is_model(m->path); }
 bool srv_embed_folder(const char *path) { return wk_embed_is_folder(path); }
 
 json_t *srv_embed_details(const char *path, json_t **model_info, char **template_out)
@@ -280,7 +280,7 @@ static int run(struct srv_server *srv, struct MHD_Connection *c, const struct em
         return snprintf(msg, cap, "%s", err.msg), srv_http_status(err.status);
     if (!srv_model_embeds(&m))
         return snprintf(msg, cap, "model '%.200s' does not support embeddings (it generates text; use an "
-                        "embedding model such as a BERT sentence-transformers folder)", r->model), 400;
+                        "embedding model such as a BERT sentence-transformers folder or bert GGUF)", r->model), 400;
     int32_t n_ctx = 0;
     srv_sched_find_loaded(srv->sched, m.name, NULL, &n_ctx);
     struct srv_runner *rn;

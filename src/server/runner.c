@@ -908,7 +908,7 @@ static void *watch_parent(void *arg)
 
 int wk_runner_main(const struct wk_runner_opts *o)
 {
-    if (wk_embed_is_folder(o->model)) return srv_runner_embed_main(o); /* runner_embed.c */
+    if (wk_embed_is_model(o->model)) return srv_runner_embed_main(o); /* runner_embed.c */
     if (o->parent > 0) {
         if (getppid() != o->parent) return 1; /* the server died before we started */
         pthread_t watcher;

@@ -381,10 +381,10 @@ enum MHD_Result srv_serve_tokenize(struct srv_server *srv, struct MHD_Connection
 /* ------------------------------------------------------------ embeddings */
 
 /* `wick runner` for an embedding model (runner_embed.c; runner.c hands a
- * folder wk_embed_is_folder recognises to it): as wk_runner_main, serving
+ * folder or GGUF wk_embed_is_model recognises to it): as wk_runner_main, serving
  * the embed requests wk_server.h describes. */
 int srv_runner_embed_main(const struct wk_runner_opts *o);
-/* Whether m is an embedding model (a BERT folder) rather than a generator. */
+/* Whether m is an embedding model (a BERT folder or GGUF) rather than a generator. */
 bool srv_model_embeds(const struct srv_model *m);
 /* POST /api/embed, /api/embeddings and /v1/embeddings (url says which;
  * api_embed.c has the shapes): 400 for a bad body or a model that does not

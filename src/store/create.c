@@ -271,6 +271,11 @@ static enum wk_status add_weights(struct build *b, const char *from, char *weigh
         struct wk_model *m = NULL;
         struct wk_tokenizer *tok = NULL;
         enum wk_status st = check_gguf(from, b->err);
+        if (!st && wk_embed_is_model(from)) { /* llama.cpp's "bert" GGUF (wk_embed.h) */
+            struct wk_embed_model *em;
+            if (!(st = wk_embed_model_load(from, &em, b->err))) wk_embed_model_destroy(em);
+            return st ? st : add_file(b, WK_MT_MODEL, from, "copying model data from %s");
+        }
         if (!st) st = load_with_tokenizer(from, &m, &tok, b->err);
         wk_tokenizer_destroy(tok);
         wk_model_destroy(m);
@@ -403,7 +408,7 @@ static enum wk_status write_manifest(struct build *b, const struct wk_model_name
         return b->err ? b->err->status : WK_E_FORMAT;
     }
     json_object_set_new(config, "capabilities",
-                        json_pack("[s]", wk_embed_is_folder(weights) ? "embedding" : "completion"));
+                        json_pack("[s]", wk_embed_is_model(weights) ? "embedding" : "completion"));
     if (draft) json_object_set_new(config, "draft", draft);
     char *t = json_dumps(config, JSON_COMPACT | JSON_SORT_KEYS);
     json_decref(config);

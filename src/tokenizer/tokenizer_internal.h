@@ -169,5 +169,15 @@ enum wk_status wk__wpm_encode(const struct wk_tokenizer *tok, const char *text, 
  * without its prefix, any other piece after a space; same contract as
  * wk_tokenizer_token_bytes. */
 size_t wk__wpm_piece_bytes(const struct wk_tokenizer *tok, int32_t id, char *buf, size_t cap);
+/* A piece of llama.cpp's BERT vocabulary (s [n]; normal: a normal token)
+ * in WordPiece's spelling into out [n + 2]: a leading '▁' (word-initial)
+ * dropped, a normal piece without it given "##"; returns its length. */
+size_t wk__wpm_piece_from_gguf(const char *s, size_t n, bool normal, char *out);
+/* A WordPiece tokenizer from a GGUF (tokenizer.ggml.model "bert"), its
+ * pieces loaded: BERT's normalizer (lowercase and accent stripping as
+ * tokenizer.ggml.normalizer.lowercase says, default on), "##", [CLS] /
+ * [SEP] added as add_bos_token / add_eos_token say. Errors: those of
+ * reading the keys (WK_E_FORMAT), WK_E_FORMAT when there is no unknown token. */
+enum wk_status wk__wpm_setup_gguf(struct wk_tokenizer *tok, const struct wk_gguf *g, struct wk_error *err);
 
 #endif

@@ -286,3 +286,37 @@ size_t wk__wpm_piece_bytes(const struct wk_tokenizer *tok, int32_t id, char *buf
     memcpy(buf + k, src, m);
     return total;
 }
+
+size_t wk__wpm_piece_from_gguf(const char *s, size_t n, bool normal, char *out)
+{
+    if (n >= 3 && memcmp(s, "\xe2\x96\x81", 3) == 0) {
+        memcpy(out, s + 3, n - 3);
+        return n - 3;
+    }
+    size_t k = 0;
+    if (normal) out[k++] = '#', out[k++] = '#';
+    memcpy(out + k, s, n);
+    return k + n;
+}
+
+enum wk_status wk__wpm_setup_gguf(struct wk_tokenizer *tok, const struct wk_gguf *g, struct wk_error *err)
+{
+    bool lower = true, add_eos = false;
+    enum wk_status st;
+    if (wk_gguf_find(g, "tokenizer.ggml.normalizer.lowercase") &&
+        (st = wk_gguf_get_bool(g, "tokenizer.ggml.normalizer.lowercase", &lower, err)))
+        return st;
+    if (wk_gguf_find(g, "tokenizer.ggml.add_eos_token") &&
+        (st = wk_gguf_get_bool(g, "tokenizer.ggml.add_eos_token", &add_eos, err)))
+        return st;
+    if (!wk_gguf_find(g, "tokenizer.ggml.add_bos_token")) tok->add_bos = true;
+    tok->wpm = (struct wk__wpm){.clean_text = true, .handle_chinese = true, .strip_accents = lower,
+                                .lowercase = lower, .max_chars = 100, .prefix_len = 2, .prefix = "##"};
+    if (tok->unk < 0) tok->unk = wk_tokenizer_find(tok, "[UNK]", 5);
+    if (tok->unk < 0)
+        return wk_error_set(err, WK_E_FORMAT, "%s: a BERT vocabulary without an unknown token", wk_gguf_path(g));
+    tok->add_eos = add_eos && tok->eos >= 0;
+    tok->eos_to_add = tok->eos;
+    if (tok->add_bos && tok->bos < 0) tok->add_bos = false;
+    return WK_OK;
+}
