@@ -6,15 +6,19 @@ tests/golden/minilm/embeddings.json.xz (cycled to the batch):
   wick (in-process)   build/release/bench/embed: tokenize + embed, one call
   wick serve          POST /api/embed over HTTP (the runner process)
   llama-server        POST /v1/embeddings over HTTP on the same folder converted
-                      by llama.cpp's own convert_hf_to_gguf.py (F32), --embeddings
+                      by llama.cpp's own convert_hf_to_gguf.py (F32), --embeddings, 16
+                      slots of 512 positions (a sequence must fit one slot), ubatch 8192
   sentence-transformers  model.encode on torch CPU (batch_size 32, its default, and
                       the whole batch at once)
 
-For each: sentences per second for a batch of BATCH (best of REPEATS) and the
+The inputs: the 200 reference inputs but the 2 over-long ones and the 1 with a
+NUL byte (every engine takes each as it is), 5 to 120 tokens, cycled. For each:
+sentences per second for a batch of BATCH (best of REPEATS) and the
 median latency of one sentence (50 runs). Figures, not a test. Usage:
 
   python3 bench/embed-compare.py [--batch 256] [--repeats 3] [--threads 2]
-      [--llama-server PATH] [--gguf minilm-f32.gguf] [--st-python PYTHON]
+      [--llama-server PATH] [--gguf all-MiniLM-L6-v2-f32.gguf (scripts/reference/make-minilm-gguf.sh)]
+      [--st-python PYTHON]
 
 The python running it needs nothing beyond the standard library; sentence-
 transformers runs under --st-python (a python with sentence-transformers).
@@ -29,6 +33,7 @@ import statistics
 import subprocess
 import tempfile
 import time
+import urllib.error
 import urllib.request
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
@@ -64,8 +69,11 @@ def free_port():
 
 def post(url, obj, timeout=600):
     req = urllib.request.Request(url, data=json.dumps(obj).encode(), headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(req, timeout=timeout) as r:
-        return json.loads(r.read())
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            return json.loads(r.read())
+    except urllib.error.HTTPError as e:
+        raise RuntimeError(f"{url}: {e.code} {e.read()[:300]!r}") from None
 
 
 def wait_up(url, proc, limit=120):
@@ -102,7 +110,7 @@ def wick_serve(texts, a):
     wick = os.path.join(ROOT, "build", "release", "wick")
     subprocess.run([wick, "create", "minilm", "-f", mf], env=env, check=True, capture_output=True)
     port = free_port()
-    env.update(WICK_HOST=f"127.0.0.1:{port}", WICK_NUM_THREADS=str(a.threads))
+    env.update(WICK_HOST=f"127.0.0.1:{port}")
     p = subprocess.Popen([wick, "serve"], env=env, stderr=subprocess.DEVNULL)
     try:
         wait_up(f"http://127.0.0.1:{port}/", p)
@@ -116,7 +124,7 @@ def wick_serve(texts, a):
 def llama_server(texts, a):
     port = free_port()
     p = subprocess.Popen([a.llama_server, "-m", a.gguf, "--embeddings", "--port", str(port), "-t", str(a.threads),
-                          "-c", "8192", "-b", "8192", "-ub", "8192", "-np", "32", "--pooling", "mean"],
+                          "-c", str(512 * 16), "-b", "8192", "-ub", "8192", "-np", "16", "--pooling", "mean"],
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         if not wait_up(f"http://127.0.0.1:{port}/health", p):
@@ -134,11 +142,14 @@ def main():
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--threads", type=int, default=os.cpu_count())
     ap.add_argument("--llama-server", default=os.path.join(CACHE, "llama.cpp", "build", "bin", "llama-server"))
-    ap.add_argument("--gguf", default="/tmp/minilm-f32.gguf")
+    ap.add_argument("--gguf", default=os.path.join(CACHE, "models", "all-MiniLM-L6-v2-f32.gguf"))
     ap.add_argument("--st-python", default=os.path.join(CACHE, "grammar-anchors-venv", "bin", "python"))
     a = ap.parse_args()
     with lzma.open(os.path.join(ROOT, "tests", "golden", "minilm", "embeddings.json.xz"), "rt", encoding="utf-8") as f:
-        cases = [c for c in json.load(f)["cases"] if "\x00" not in c["text"]]
+        fx = json.load(f)
+    # every engine takes every input as it is: none cut at the limit (llama-server refuses
+    # those), none with NUL (wick serve refuses it in a body)
+    cases = [c for c in fx["cases"] if "\x00" not in c["text"] and len(c["ids"]) < fx["max_seq_length"]]
     texts = [cases[i % len(cases)]["text"] for i in range(a.batch)]
     tmp = tempfile.mkdtemp(prefix="embed-bench-")
     tj = os.path.join(tmp, "texts.json")

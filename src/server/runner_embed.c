@@ -25,6 +25,7 @@
 #include "../model/wk_embed.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <poll.h>
 #include <pthread.h>
@@ -171,18 +172,24 @@ static int inputs_to_tokens(const struct erunner *rn, json_t *in, bool truncate,
     return 0;
 }
 
-/* Sets *cancel when the server side of fd hangs up, until *done. */
+/* Sets cancel when the server side of fd hangs up, until a byte arrives
+ * on wake[0] (the request is done). */
 struct watch {
-    int fd;
-    volatile bool cancel, done;
+    int fd, wake[2];
+    volatile bool cancel;
 };
 
 static void *watch_main(void *arg)
 {
     struct watch *w = arg;
-    while (!w->done) {
-        struct pollfd p = {.fd = w->fd, .events = POLLRDHUP};
-        if (poll(&p, 1, 50) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR))) {
+    for (;;) {
+        struct pollfd p[2] = {{.fd = w->fd, .events = POLLRDHUP}, {.fd = w->wake[0], .events = POLLIN}};
+        if (poll(p, 2, -1) < 0) {
+            if (errno == EINTR) continue;
+            break;
+        }
+        if (p[1].revents) break;
+        if (p[0].revents & (POLLRDHUP | POLLHUP | POLLERR)) {
             w->cancel = true;
             break;
         }
@@ -209,9 +216,9 @@ static json_t *embed(struct erunner *rn, json_t *req, int fd)
     int64_t total = 0;
     for (size_t i = 0; !code && i < n; i++) seqs[i] = toks[i].ids, nt[i] = (int32_t)toks[i].n, total += toks[i].n;
     if (!code) {
-        struct watch w = {.fd = fd};
+        struct watch w = {.fd = fd, .wake = {-1, -1}};
         pthread_t wt;
-        bool watching = pthread_create(&wt, NULL, watch_main, &w) == 0;
+        bool watching = pipe2(w.wake, O_CLOEXEC) == 0 && pthread_create(&wt, NULL, watch_main, &w) == 0;
         pthread_mutex_lock(&rn->mu);
         rn->busy = true;
         rn->runs++;
@@ -223,8 +230,11 @@ static json_t *embed(struct erunner *rn, json_t *req, int fd)
         rn->busy = false;
         rn->requests++;
         pthread_mutex_unlock(&rn->mu);
-        w.done = true;
-        if (watching) pthread_join(wt, NULL);
+        if (watching) {
+            while (write(w.wake[1], "x", 1) < 0 && errno == EINTR) {}
+            pthread_join(wt, NULL);
+        }
+        if (w.wake[0] >= 0) close(w.wake[0]), close(w.wake[1]);
         if (st) {
             ans = error_line(srv_http_status(st), err.msg);
         } else {
