@@ -70,11 +70,11 @@ $(OUT)/src/cpu/arch/x86/avx512/%.o: src/cpu/arch/x86/avx512/%.c
 	@echo "  CC  $<"
 	@$(CC) $(CFLAGS) $(AVX512_FLAGS) -c $< -o $@
 
-# The elementwise ops (ops_template.h): their clamps and selects only
+# The elementwise ops (ops_template.h), and BERT's GELU and softmax (bert.c): their clamps and selects only
 # if-convert, and so vectorise, when comparisons may not trap; wick never
 # reads the floating-point exception flags.
 $(OUT)/src/cpu/ops.o $(OUT)/src/cpu/arch/x86/avx2/ops_avx2.o \
-  $(OUT)/src/cpu/arch/x86/avx512/ops_avx512.o: CFLAGS += -fno-trapping-math
+  $(OUT)/src/cpu/arch/x86/avx512/ops_avx512.o $(OUT)/src/model/bert.o: CFLAGS += -fno-trapping-math
 
 # The model family registry: every WK_FAMILY(id) line of src/model/*.c
 # as WK_FAMILY_ENTRY(id), sorted (model.c includes it), so a family is

@@ -190,7 +190,7 @@ struct fwd {
     const int32_t *seq_start;   /* [n_seq + 1] first row of each sequence */
     const int32_t *const *ids;  /* [n_seq] the sequences' ids */
     float *x, *q, *k, *v, *a, *h; /* [T, E] ×5, h [T, F] */
-    float *scores;              /* [nth][max_tokens] */
+    float *scores;              /* [nth][max_tokens * (max_tokens + head_dim)] attention scratch */
     const struct wk_tensor *ln_g, *ln_b, *bias;
     float *rows;                /* the rows a pass writes */
     const float *residual;      /* added before the norm, or NULL */
@@ -213,6 +213,18 @@ static void layer_norm(int64_t n, float *x, const float *g, const float *b, floa
     for (int64_t i = 0; i < n; i++) x[i] = (x[i] - m) * rstd * g[i] + b[i];
 }
 
+/* erf(x) by Abramowitz & Stegun 7.1.26: 1 - (a1 t + ... + a5 t^5) e^(-x^2),
+ * t = 1 / (1 + p |x|), odd; |error| <= 1.5e-7 (well under f32's rounding of
+ * GELU's other terms), and branch-free, so the GELU loop vectorises (libm's
+ * erff was a sixth of the forward's time). */
+static inline float erf_as(float x)
+{
+    const float ax = fabsf(x), t = 1.0f / (1.0f + 0.3275911f * ax);
+    const float poly = ((((1.061405429f * t - 1.453152027f) * t + 1.421413741f) * t - 0.284496736f) * t +
+                        0.254829592f) * t;
+    return copysignf(1.0f - poly * wk_expf(-ax * ax), x);
+}
+
 /* rows[r] (+= bias) (+= residual[r]) (GELU) (LayerNorm), per thread's rows. */
 static void row_pass(void *ctx, int ith, int nth)
 {
@@ -228,7 +240,7 @@ static void row_pass(void *ctx, int ith, int nth)
         if (f->residual)
             for (int64_t i = 0; i < W; i++) y[i] += f->residual[r * W + i];
         if (f->gelu)
-            for (int64_t i = 0; i < W; i++) y[i] = 0.5f * y[i] * (1.0f + erff(y[i] * (float)M_SQRT1_2));
+            for (int64_t i = 0; i < W; i++) y[i] = 0.5f * y[i] * (1.0f + erf_as(y[i] * (float)M_SQRT1_2));
         if (f->ln_g) layer_norm(W, y, f->ln_g->data, f->ln_b->data, f->b->ln_eps);
     }
 }
@@ -264,35 +276,33 @@ static void embed_pass(void *ctx, int ith, int nth)
     }
 }
 
-/* Attention of one (sequence, head): every query row over every key row
- * of its sequence. sc: [n] scratch. */
+/* Attention of one (sequence, head) of n rows, as two products on the
+ * ISA's f32 GEMM: scores [n, n] = q_h · k_hᵀ (scaled, softmax per row),
+ * then out_h = scores · v_h, with v_h transposed first ([D, n]) into the
+ * A · Bᵀ form the GEMM takes. sc: [n * n + D * n] scratch. The products'
+ * shapes depend on this sequence alone, so its bits do not depend on its
+ * batch. */
 static void attend(const struct fwd *f, int32_t s, int h, float *sc)
 {
     const struct wk_bert *b = f->b;
     const int64_t E = b->n_embd, D = b->head_dim, r0 = f->seq_start[s], n = f->seq_start[s + 1] - r0;
     const float scale = 1.0f / sqrtf((float)D);
+    float *vt = sc + n * n;
+    wk_cpu_gemm(b->kernels, n, n, D, f->k + r0 * E + h * D, E, f->q + r0 * E + h * D, E, sc, n);
     for (int64_t i = 0; i < n; i++) {
-        const float *q = f->q + (r0 + i) * E + h * D;
-        float mx = -INFINITY;
-        for (int64_t j = 0; j < n; j++) {
-            const float *k = f->k + (r0 + j) * E + h * D;
-            float d = 0;
-            for (int64_t e = 0; e < D; e++) d += q[e] * k[e];
-            sc[j] = d * scale;
-            mx = WK_MAX(mx, sc[j]);
-        }
-        float sum = 0;
-        for (int64_t j = 0; j < n; j++) {
-            sc[j] = expf(sc[j] - mx);
-            sum += sc[j];
-        }
-        float *o = f->a + (r0 + i) * E + h * D;
-        memset(o, 0, (size_t)D * sizeof *o);
-        for (int64_t j = 0; j < n; j++) {
-            const float *v = f->v + (r0 + j) * E + h * D, p = sc[j] / sum;
-            for (int64_t e = 0; e < D; e++) o[e] += p * v[e];
-        }
+        float *row = sc + i * n, mx = -INFINITY, sum = 0;
+        for (int64_t j = 0; j < n; j++) row[j] *= scale;
+        for (int64_t j = 0; j < n; j++) mx = WK_MAX(mx, row[j]);
+        for (int64_t j = 0; j < n; j++) row[j] = wk_expf(row[j] - mx);
+        for (int64_t j = 0; j < n; j++) sum += row[j];
+        const float inv = 1.0f / sum;
+        for (int64_t j = 0; j < n; j++) row[j] *= inv;
     }
+    for (int64_t j = 0; j < n; j++) {
+        const float *v = f->v + (r0 + j) * E + h * D;
+        for (int64_t e = 0; e < D; e++) vt[e * n + j] = v[e];
+    }
+    wk_cpu_gemm(b->kernels, D, n, n, vt, n, sc, n, f->a + r0 * E + h * D, E);
 }
 
 /* (sequence, head) jobs dealt round robin: the sequences come longest
@@ -301,7 +311,8 @@ static void attn_pass(void *ctx, int ith, int nth)
 {
     const struct fwd *f = ctx;
     const int64_t n_jobs = (int64_t)f->n_seq * f->b->n_head;
-    float *sc = f->scores + (size_t)ith * (size_t)f->b->max_tokens;
+    const size_t L = (size_t)f->b->max_tokens;
+    float *sc = f->scores + (size_t)ith * (L * L + (size_t)f->b->head_dim * L);
     for (int64_t j = ith; j < n_jobs; j += nth) attend(f, (int32_t)(j / f->b->n_head), (int)(j % f->b->n_head), sc);
 }
 
@@ -314,7 +325,7 @@ static size_t buf_floats(const struct wk_bert *b, int64_t T, int nth, size_t *sc
     size_t n = (size_t)T * (size_t)(6 * b->n_embd + b->n_ff);
     n = (n + 15) & ~(size_t)15;
     *scores_off = n;
-    n += (size_t)nth * (size_t)b->max_tokens;
+    n += (size_t)nth * ((size_t)b->max_tokens * (size_t)(b->max_tokens + b->head_dim));
     n = (n + 15) & ~(size_t)15;
     *scratch_off = n;
     return n + wk_cpu_matmul_scratch_floats(b->n_ff, nth, T);
@@ -364,12 +375,13 @@ enum wk_status wk__bert_forward(struct wk_bert *b, struct wk_threadpool *pool, i
         wk_threadpool_run(pool, attn_pass, &f);
         wk_cpu_matmul(pool, k, &l->wo, f.a, t, T, scratch, 0);
         run_rows(pool, &f, t, E, &l->bo, f.x, false, &l->ln1_g, &l->ln1_b);
-        memcpy(f.x, t, (size_t)(T * E) * sizeof *t);
+        float *old = f.x; /* t is the new x: swap the two buffers rather than copy */
+        f.x = t, t = old;
         wk_cpu_matmul(pool, k, &l->w1, f.x, f.h, T, scratch, 0);
         run_rows(pool, &f, f.h, F, &l->b1, NULL, true, NULL, NULL);
         wk_cpu_matmul(pool, k, &l->w2, f.h, t, T, scratch, 0);
         run_rows(pool, &f, t, E, &l->b2, f.x, false, &l->ln2_g, &l->ln2_b);
-        memcpy(f.x, t, (size_t)(T * E) * sizeof *t);
+        old = f.x, f.x = t, t = old;
     }
     *hidden = f.x;
     return WK_OK;
