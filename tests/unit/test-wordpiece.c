@@ -6,6 +6,7 @@
  * Parity with `tokenizers` on real text is tests/golden's (minilm).
  */
 #include "check.h"
+#include "gguf_builder.h"
 
 #include "../../src/tokenizer/wk_tokenizer.h"
 
@@ -155,4 +156,43 @@ static void test_loader_errors(void)
     }
 }
 
-CHECK_MAIN(TEST(test_pieces), TEST(test_hostile), TEST(test_loader_errors))
+/* llama.cpp's "bert" GGUF vocabulary: word starts carry '▁', continuations
+ * none, [CLS] / [SEP] as bos / eos; it must tokenize as the tokenizer.json. */
+static void test_gguf_vocab(void)
+{
+    static const char *pieces[] = {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "\xe2\x96\x81un", "aff", "able",
+                                   "\xe2\x96\x81hello", "\xe2\x96\x81,", "\xe2\x96\x81world", "\xe2\x96\x81!"};
+    const int32_t types[] = {3, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1};
+    struct gb b = {0};
+    gb_header(&b, 3, 0, 7);
+    gb_kv_str(&b, "tokenizer.ggml.model", "bert");
+    gb_str(&b, "tokenizer.ggml.tokens");
+    gb_u32(&b, 9), gb_u32(&b, 8), gb_u64(&b, WK_ARRAY_LEN(pieces));
+    for (size_t i = 0; i < WK_ARRAY_LEN(pieces); i++) gb_str(&b, pieces[i]);
+    gb_str(&b, "tokenizer.ggml.token_type");
+    gb_u32(&b, 9), gb_u32(&b, 5), gb_u64(&b, WK_ARRAY_LEN(types));
+    gb_bytes(&b, types, sizeof types);
+    gb_kv_u32(&b, "tokenizer.ggml.bos_token_id", 2);
+    gb_kv_u32(&b, "tokenizer.ggml.eos_token_id", 3);
+    gb_kv_u32(&b, "tokenizer.ggml.unknown_token_id", 1);
+    gb_kv_bool(&b, "tokenizer.ggml.add_eos_token", 1);
+    struct wk_gguf *g;
+    struct wk_tokenizer *tok = NULL;
+    struct wk_error err;
+    CHECK_EQ_INT(wk_gguf_open_memory(b.p, b.n, "bert.gguf", &g, &err), WK_OK);
+    enum wk_status st = wk_tokenizer_from_gguf(g, &tok, &err);
+    if (st) fprintf(stderr, "%s\n", err.msg);
+    CHECK_EQ_INT(st, WK_OK);
+    wk_gguf_close(g);
+    free(b.p);
+    if (!tok) return;
+    CHECK_EQ_INT(wk_tokenizer_model_kind(tok), WK_TOKENIZER_WPM);
+    CHECK(wk_tokenizer_add_bos(tok));
+    CHECK_EQ_INT(wk_tokenizer_bos(tok), 2);
+    CHECK_EQ_INT(wk_tokenizer_eos_to_add(tok), 3);
+    EXPECT(tok, "Unaffable, HELLO world!", 4, 5, 6, 8, 7, 9, 10);
+    EXPECT(tok, "unx [SEP]", 1, 3);
+    wk_tokenizer_destroy(tok);
+}
+
+CHECK_MAIN(TEST(test_pieces), TEST(test_hostile), TEST(test_loader_errors), TEST(test_gguf_vocab))
