@@ -10,7 +10,8 @@ Checks: ollama.embed, ollama.embeddings (legacy), openai embeddings.create
 with float, base64 (decoded here) and the client's default (base64 it
 decodes), token-id inputs, dimensions; counts (prompt_eval_count,
 usage.prompt_tokens against the reference ids); /api/show's capabilities;
-the retrieval ranking; bad input (an empty list, 10,000 inputs, a 1 MB string,
+the retrieval ranking, also through LangChain's OllamaEmbeddings and
+OpenAIEmbeddings in an InMemoryVectorStore; bad input (an empty list, 10,000 inputs, a 1 MB string,
 non-string items, truncate false on an over-long text, chat to the embedding
 model, embed to a generator) answered with clear 400s while the server
 serves on. WICK_BIN runs another build (the ASan one).
@@ -155,6 +156,29 @@ def test_retrieval(srv):
           f"{ranking} vs {ret['ranking']}")
 
 
+def test_langchain(srv):
+    """LangChain's OllamaEmbeddings and OpenAIEmbeddings over an in-memory vector store:
+    the top document of each query is sentence-transformers' (and so is the whole ranking)."""
+    from langchain_core.vectorstores import InMemoryVectorStore
+    from langchain_ollama import OllamaEmbeddings
+    from langchain_openai import OpenAIEmbeddings
+    ret = json.load(open(os.path.join(GOLDEN, "retrieval.json"), encoding="utf-8"))
+    embedders = {
+        "OllamaEmbeddings": OllamaEmbeddings(model="minilm", base_url=srv.url),
+        # no tiktoken (it would download its tables): the texts go as they are
+        "OpenAIEmbeddings": OpenAIEmbeddings(model="minilm", base_url=srv.url + "/v1", api_key="none",
+                                             check_embedding_ctx_length=False),
+    }
+    for name, emb in embedders.items():
+        store = InMemoryVectorStore.from_texts(ret["documents"], emb)
+        ranking = []
+        for q in ret["queries"]:
+            hits = store.similarity_search(q, k=len(ret["documents"]))
+            ranking.append([ret["documents"].index(h.page_content) for h in hits])
+        check(ranking == ret["ranking"], f"LangChain {name}: retrieval ranks as sentence-transformers",
+              f"{ranking} vs {ret['ranking']}")
+
+
 def test_bad_input(srv, ref):
     long_text = max(ref, key=lambda c: len(c["text"]))["text"]
     cases = [
@@ -204,6 +228,7 @@ def main():
         test_ollama(srv, ref)
         test_openai(srv, ref)
         test_retrieval(srv)
+        test_langchain(srv)
         test_bad_input(srv, ref)
         check(srv.proc.poll() is None, "the server is still up")
     finally:
