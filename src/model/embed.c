@@ -15,7 +15,7 @@
 #include <sys/stat.h>
 
 /* Rows one forward takes (at least one whole sequence). */
-#define ROWS_PER_FORWARD 8192
+#define ROWS_PER_FORWARD 4096
 
 struct wk_embed_model {
     struct wk_bert bert;

@@ -90,7 +90,7 @@ enum wk_status wk_embed_model_tokenize(const struct wk_embed_model *m, const cha
  * Embeds n_seq token sequences: seqs[i] [n_tokens[i]] ids (1 <= n_tokens[i]
  * <= max_tokens, ids < n_vocab), out [n_seq][n_embd] f32, pooled and, when
  * the model normalizes, L2-normalized. The sequences are taken longest
- * first and packed into forwards of up to max(max_tokens, 8192) rows, each
+ * first and packed into forwards of up to max(max_tokens, 4096) rows, each
  * one pass over the weights. pool: the threads (borrowed; NULL: the
  * calling thread). Results do not depend on how sequences are grouped:
  * each row's products and each sequence's attention are computed alone.
