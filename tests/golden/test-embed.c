@@ -144,6 +144,21 @@ static void test_embeddings(void)
     }
     printf("  %d inputs embedded alone: %d differ from their batched vector\n", n_alone, differ);
     CHECK_EQ_INT(differ, 0);
+    /* the inputs 3 times over: several forwards (of at most 4096 rows), the same vectors */
+    const int n3 = 3 * n;
+    const int32_t **seqs = malloc((size_t)n3 * sizeof *seqs);
+    int32_t *nts = malloc((size_t)n3 * sizeof *nts);
+    float *out3 = malloc((size_t)n3 * (size_t)E * sizeof *out3);
+    int64_t rows = 0;
+    for (int i = 0; i < n3; i++) seqs[i] = toks[i % n].ids, nts[i] = (int32_t)toks[i % n].n, rows += nts[i];
+    struct wk_error err3;
+    CHECK_EQ_INT(wk_embed_model_encode(g_m, g_pool, n3, seqs, nts, out3, NULL, &err3), WK_OK);
+    differ = 0;
+    for (int i = 0; i < n3; i++) differ += memcmp(out3 + (size_t)i * E, out + (size_t)(i % n) * E, (size_t)E * sizeof *out3) != 0;
+    printf("  the %d inputs 3 times over (%lld rows, several forwards): %d differ\n", n, (long long)rows, differ);
+    CHECK(rows > 4096); /* two forwards at least */
+    CHECK_EQ_INT(differ, 0);
+    free(seqs), free(nts), free(out3);
     for (int i = 0; i < n; i++) wk_tokens_deinit(&toks[i]);
     free(toks), free(out), free(ref), free(one);
 }
