@@ -11,7 +11,7 @@ with float, base64 (decoded here) and the client's default (base64 it
 decodes), token-id inputs, dimensions; counts (prompt_eval_count,
 usage.prompt_tokens against the reference ids); /api/show's capabilities;
 the retrieval ranking, also through LangChain's OllamaEmbeddings and
-OpenAIEmbeddings in an InMemoryVectorStore; bad input (an empty list, 10,000 inputs, a 1 MB string,
+OpenAIEmbeddings in an InMemoryVectorStore; 8 concurrent clients; bad input (an empty list, 10,000 inputs, a 1 MB string,
 non-string items, truncate false on an over-long text, chat to the embedding
 model, embed to a generator) answered with clear 400s while the server
 serves on. WICK_BIN runs another build (the ASan one).
@@ -179,6 +179,25 @@ def test_langchain(srv):
               f"{ranking} vs {ret['ranking']}")
 
 
+def test_concurrent(srv, ref):
+    """8 clients at once, each its own slice of inputs: each gets its own vectors."""
+    import threading
+    out = {}
+
+    def one(k):
+        texts = [c["text"] for c in ref[k * 20:(k + 1) * 20]]
+        out[k] = ollama.Client(host=srv.url).embed(model="minilm", input=texts).embeddings
+
+    ts = [threading.Thread(target=one, args=(k,)) for k in range(8)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    worst = min(cos(v, ref[k * 20 + i]["embedding"]) for k in range(8) for i, v in enumerate(out.get(k, [])))
+    check(all(len(out.get(k, [])) == 20 for k in range(8)) and worst >= 0.9999,
+          "8 concurrent /api/embed requests each get their own inputs' vectors", f"lowest cosine {worst}")
+
+
 def test_bad_input(srv, ref):
     long_text = max(ref, key=lambda c: len(c["text"]))["text"]
     cases = [
@@ -229,6 +248,7 @@ def main():
         test_openai(srv, ref)
         test_retrieval(srv)
         test_langchain(srv)
+        test_concurrent(srv, ref)
         test_bad_input(srv, ref)
         check(srv.proc.poll() is None, "the server is still up")
     finally:
