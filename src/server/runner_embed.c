@@ -356,7 +356,8 @@ int srv_runner_embed_main(const struct wk_runner_opts *o)
         json_decref(e);
         return 1;
     }
-    printf("{\"ready\":true,\"n_ctx\":%d,\"draft\":false,\"embedding\":true,\"bytes_per_token\":%lld}\n",
+    /* n_parallel 1: one request computes at a time (the scheduler of parallel slots reads it) */
+    printf("{\"ready\":true,\"n_ctx\":%d,\"n_parallel\":1,\"draft\":false,\"embedding\":true,\"bytes_per_token\":%lld}\n",
            wk_embed_model_max_tokens(rn->m),
            (long long)(1 + (1 << 20) / WK_MAX(1, wk_tokenizer_min_tokens(wk_embed_model_tokenizer(rn->m), 1 << 20))));
     fflush(stdout);
