@@ -24,10 +24,14 @@ struct wk_embed_model {
     bool normalize;
 };
 
+/* dir/file parsed, or NULL (missing, not JSON, or not a regular file:
+ * a FIFO would block the reader). */
 static json_t *load_json(const char *dir, const char *file)
 {
     char path[4200];
     snprintf(path, sizeof path, "%s/%s", dir, file);
+    struct stat sb;
+    if (stat(path, &sb) != 0 || !S_ISREG(sb.st_mode)) return NULL;
     return json_load_file(path, 0, NULL);
 }
 
@@ -84,6 +88,7 @@ bool wk_embed_is_model(const char *path)
     struct stat sb;
     if (stat(path, &sb) != 0) return false;
     if (S_ISDIR(sb.st_mode)) return wk_embed_is_folder(path);
+    if (!S_ISREG(sb.st_mode)) return false; /* a FIFO or a device: opening it could block */
     char arch[32];
     gguf_arch(path, arch, sizeof arch);
     return strcmp(arch, "bert") == 0;

@@ -31,8 +31,9 @@ bool wk_embed_is_folder(const char *dir);
 
 /*
  * True when path is a model wk_embed_model_load takes: a folder as
- * wk_embed_is_folder says, or a GGUF file whose general.architecture is
- * "bert" (read from the file's first 64 KiB only). False on any error.
+ * wk_embed_is_folder says, or a regular GGUF file whose
+ * general.architecture is "bert" (read from the file's first 64 KiB only;
+ * a FIFO or device is never opened). False on any error.
  */
 bool wk_embed_is_model(const char *path);
 
