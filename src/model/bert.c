@@ -16,8 +16,11 @@
  *
  * A forward takes several sequences with their rows concatenated
  * ([T, E], T = Σ n_i): the products run once over all T rows (each weight
- * read once per forward), attention per (sequence, head). Weights are f32
- * views into the mapped model.safetensors (never copied).
+ * read once per forward), attention per (sequence, head) as two GEMMs.
+ * Weights are views into the mapped file, never copied: the folder's
+ * model.safetensors (F32), or llama.cpp's "bert" GGUF (matrices in any
+ * dtype the matmul takes; its small position and type tables dequantized
+ * once when not F32). GELU's erf is Abramowitz & Stegun 7.1.26.
  */
 #include "bert_internal.h"
 

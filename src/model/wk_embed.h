@@ -3,7 +3,8 @@
  * sentence-transformers pipeline around it (tokenize with [CLS] ... [SEP],
  * truncate, encode, pool, normalize), from a Hugging Face folder such as
  * all-MiniLM-L6-v2's (config.json, model.safetensors, tokenizer.json,
- * modules.json, 1_Pooling/config.json, sentence_bert_config.json).
+ * modules.json, 1_Pooling/config.json, sentence_bert_config.json), or from
+ * llama.cpp's "bert" GGUF.
  *
  * The encoder is its own forward pass (bert.c), not the decoder context's:
  * post-norm LayerNorm blocks with biases, absolute position embeddings and
