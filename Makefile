@@ -70,11 +70,11 @@ $(OUT)/src/cpu/arch/x86/avx512/%.o: src/cpu/arch/x86/avx512/%.c
 	@echo "  CC  $<"
 	@$(CC) $(CFLAGS) $(AVX512_FLAGS) -c $< -o $@
 
-# The elementwise ops (ops_template.h): their clamps and selects only
+# The elementwise ops (ops_template.h), and BERT's GELU and softmax (bert.c): their clamps and selects only
 # if-convert, and so vectorise, when comparisons may not trap; wick never
 # reads the floating-point exception flags.
 $(OUT)/src/cpu/ops.o $(OUT)/src/cpu/arch/x86/avx2/ops_avx2.o \
-  $(OUT)/src/cpu/arch/x86/avx512/ops_avx512.o: CFLAGS += -fno-trapping-math
+  $(OUT)/src/cpu/arch/x86/avx512/ops_avx512.o $(OUT)/src/model/bert.o: CFLAGS += -fno-trapping-math
 
 # The model family registry: every WK_FAMILY(id) line of src/model/*.c
 # as WK_FAMILY_ENTRY(id), sorted (model.c includes it), so a family is
@@ -192,6 +192,22 @@ golden: $(GOLDEN_BIN)
 	  $(OUT)/tests/test-tokenizer-parity $(GOLDEN_DIR)/corpus.jsonl $(GOLDEN_DIR)/ids-$$name.jsonl \
 	    $(MODELS_DIR)/$$file $(GOLDEN_DIR)/tj-$$name; \
 	done
+	@echo "== tokenizer parity minilm (WordPiece, the folder's tokenizer.json)"; \
+	  xz -dc tests/golden/tokenizer-ids-minilm.jsonl.xz > $(GOLDEN_DIR)/ids-minilm.jsonl; \
+	  $(OUT)/tests/test-tokenizer-parity $(GOLDEN_DIR)/corpus.jsonl $(GOLDEN_DIR)/ids-minilm.jsonl - \
+	    $(MODELS_DIR)/all-MiniLM-L6-v2
+	@echo "== embed: all-MiniLM-L6-v2 (BERT, WordPiece, mean pooling) against sentence-transformers"; \
+	  xz -dc tests/golden/minilm/embeddings.json.xz > $(GOLDEN_DIR)/minilm-embeddings.json; \
+	  $(OUT)/tests/test-embed $(MODELS_DIR)/all-MiniLM-L6-v2 $(GOLDEN_DIR)/minilm-embeddings.json \
+	    tests/golden/minilm/wordpiece-cases.json tests/golden/minilm/retrieval.json
+	@if [ -f $(MODELS_DIR)/all-MiniLM-L6-v2-f32.gguf ]; then \
+	  echo "== embed: llama.cpp's bert GGUF of it (scripts/reference/make-minilm-gguf.sh)"; \
+	  $(OUT)/tests/test-embed $(MODELS_DIR)/all-MiniLM-L6-v2-f32.gguf $(GOLDEN_DIR)/minilm-embeddings.json \
+	    tests/golden/minilm/wordpiece-cases.json tests/golden/minilm/retrieval.json; \
+	  echo "== tokenizer parity minilm, llama.cpp's BERT vocabulary from that GGUF"; \
+	  $(OUT)/tests/test-tokenizer-parity $(GOLDEN_DIR)/corpus.jsonl $(GOLDEN_DIR)/ids-minilm.jsonl \
+	    $(MODELS_DIR)/all-MiniLM-L6-v2-f32.gguf $(MODELS_DIR)/all-MiniLM-L6-v2; \
+	else echo "== embed: no all-MiniLM-L6-v2-f32.gguf (scripts/reference/make-minilm-gguf.sh makes it): its run skipped"; fi
 
 # Unit tests of this variant.
 unit: $(UNIT_BIN)

@@ -9,6 +9,7 @@
 
 #include "../src/io/wk_io.h"
 #include "../src/io/wk_modelfile.h"
+#include "../src/model/wk_embed.h"
 #include "../src/model/wk_model.h"
 #include "../src/store/wk_store.h"
 
@@ -381,6 +382,7 @@ static void show_template_line(const struct wk_store_model *m)
     struct wk_error err;
     printf("  Template\n");
     if (m->template_text && *m->template_text) printf("    the Modelfile's TEMPLATE (Go text/template, as Ollama)\n\n");
+    else if (wk_embed_is_model(m->weights)) printf("    none: an embedding model (/api/embed, /v1/embeddings)\n\n");
     else if (wk_model_load_ex(m->weights, false, &mdl, &err)) printf("    unknown: %s\n\n", err.msg);
     else printf("    %s\n\n", chat_rendering(mdl));
     wk_model_destroy(mdl);

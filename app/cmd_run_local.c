@@ -15,6 +15,7 @@
 #include "run.h"
 
 #include "../src/io/wk_options.h"
+#include "../src/model/wk_embed.h"
 #include "../src/runtime/wk_gotmpl.h"
 #include "../src/runtime/wk_grammar.h"
 #include "../src/runtime/wk_runtime.h"
@@ -127,6 +128,9 @@ static enum wk_status local_load(const struct run_session *s, const char *name, 
         st = wk_store_resolve(store, name, true, &l->stored, err);
         wk_store_close(store);
     }
+    if (!st && wk_embed_is_model(l->stored.weights))
+        st = wk_error_set(err, WK_E_UNSUPPORTED, "%s is an embedding model: it makes embeddings (wick serve's "
+                          "/api/embed and /v1/embeddings), it does not generate text", name);
     if (!st) st = wk_model_load(l->stored.weights, &l->model, err);
     if (!st) st = wk_tokenizer_for_model(l->model, &l->tok, err);
     const char *draft = s->o->draft ? s->o->draft : l->stored.draft[0] ? l->stored.draft : NULL;

@@ -270,6 +270,11 @@ static enum MHD_Result serve_generation(struct srv_server *srv, struct MHD_Conne
         status = 404;
         snprintf(msg, sizeof msg, "%s", err.msg);
     }
+    if (!status && srv_model_embeds(&g->model)) { /* api_embed.c */
+        status = 400;
+        snprintf(msg, sizeof msg, "model '%.200s' is an embedding model: it does not generate text (use /api/embed "
+                 "or /v1/embeddings)", g->model_name);
+    }
     if (!status) apply_model_defaults(g, &sm);
     if (!status && g->n_ctx == 0) g->n_ctx = srv->default_ctx; /* OLLAMA_CONTEXT_LENGTH */
     if (!status && render_only) json_object_set_new(g->runner_req, "render_only", json_true());
@@ -429,6 +434,9 @@ static enum MHD_Result route(struct srv_server *srv, struct MHD_Connection *c, c
                   {"/api/pull", true, -1},
                   {"/api/push", true, -1},
                   {"/api/delete", true, -1},
+                  {"/api/embed", true, -1},
+                  {"/api/embeddings", true, -1},
+                  {"/v1/embeddings", true, -1},
                   {"/api/generate", true, API_GENERATE},
                   {"/api/chat", true, API_CHAT},
                   {"/api/apply-template", true, API_CHAT},
@@ -493,6 +501,7 @@ static enum MHD_Result route(struct srv_server *srv, struct MHD_Connection *c, c
                           : strcmp(url, "/api/pull") == 0   ? srv_serve_pull(srv, c, body)
                           : strcmp(url, "/api/push") == 0   ? srv_serve_push(srv, c, body)
                           : strcmp(url, "/api/delete") == 0 ? srv_serve_delete(srv, c, body)
+                          : strstr(url, "embed") != NULL    ? srv_serve_embed(srv, c, url, body)
                           : strcmp(url, "/tokenize") == 0   ? srv_serve_tokenize(srv, c, body, false)
                           : strcmp(url, "/detokenize") == 0 ? srv_serve_tokenize(srv, c, body, true)
                                                             : srv_serve_show(srv, c, body);

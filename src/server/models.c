@@ -59,6 +59,7 @@ static json_t *gguf_str_json(const struct wk_gguf_value *v)
 /* The same for a Hugging Face folder, from the loaded model. */
 static json_t *folder_details(const char *path, json_t **model_info, char **template_out)
 {
+    if (srv_embed_folder(path)) return srv_embed_details(path, model_info, template_out); /* api_embed.c */
     struct wk_model *m;
     if (wk_model_load_ex(path, false, &m, NULL)) return NULL;
     const struct wk_hparams *hp = wk_model_hparams(m);

@@ -28,6 +28,7 @@
 #include "server_internal.h"
 
 #include "../io/wk_options.h"
+#include "../model/wk_embed.h"
 #include "../runtime/wk_gotmpl.h"
 #include "../runtime/wk_grammar.h"
 #include "../runtime/wk_harmony.h"
@@ -881,6 +882,7 @@ static void *watch_parent(void *arg)
 
 int wk_runner_main(const struct wk_runner_opts *o)
 {
+    if (wk_embed_is_model(o->model)) return srv_runner_embed_main(o); /* runner_embed.c */
     if (o->parent > 0) {
         if (getppid() != o->parent) return 1; /* the server died before we started */
         pthread_t watcher;

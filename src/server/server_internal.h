@@ -379,6 +379,28 @@ enum MHD_Result srv_serve_metrics(struct srv_server *srv, struct MHD_Connection 
  * naming the field, 404 for an unknown model, 500 when the runner fails. */
 enum MHD_Result srv_serve_tokenize(struct srv_server *srv, struct MHD_Connection *c, json_t *body, bool detokenize);
 
+/* ------------------------------------------------------------ embeddings */
+
+/* `wick runner` for an embedding model (runner_embed.c; runner.c hands a
+ * folder or GGUF wk_embed_is_model recognises to it): as wk_runner_main, serving
+ * the embed requests wk_server.h describes. */
+int srv_runner_embed_main(const struct wk_runner_opts *o);
+/* Whether m is an embedding model (a BERT folder or GGUF) rather than a generator. */
+bool srv_model_embeds(const struct srv_model *m);
+/* POST /api/embed, /api/embeddings and /v1/embeddings (url says which;
+ * api_embed.c has the shapes): 400 for a bad body or a model that does not
+ * embed, 404 for an unknown model, 500 when the runner fails. body borrowed. */
+enum MHD_Result srv_serve_embed(struct srv_server *srv, struct MHD_Connection *c, const char *url, json_t *body);
+/* Whether path is an embedding model's folder (wk_embed_is_folder). */
+bool srv_embed_folder(const char *path);
+/* wk_model_details for an embedding folder: details (family "bert",
+ * parameter size, F32), model_info (bert.context_length = max_seq_length,
+ * embedding_length, block_count, vocab_size, pooling_type) when asked, and
+ * an empty template; NULL when it does not load. */
+json_t *srv_embed_details(const char *path, json_t **model_info, char **template_out);
+/* base64 (RFC 4648, padded) of src[n] as a new JSON string; NULL when out of memory. */
+json_t *srv_base64_json(const void *src, size_t n);
+
 /* ------------------------------------------------------------ utilities */
 
 /* keep_alive as Ollama reads it: a duration string ("5m", "1h30m",

@@ -10,6 +10,7 @@
 #include "wk_store.h"
 
 #include "../io/wk_io.h"
+#include "../model/wk_embed.h"
 #include "../model/wk_model.h"
 #include "../runtime/wk_gotmpl.h"
 #include "../runtime/wk_runtime.h"
@@ -186,15 +187,51 @@ static enum wk_status add_draft(struct build *b, const char *draft)
     return st;
 }
 
+/* An embedding folder's Pooling module config (modules.json names its
+ * sub-folder, "1_Pooling"): a JSON layer named "<sub-folder>_config.json",
+ * since the store's folders are flat; wk_embed_model_load reads that name
+ * when the sub-folder is absent. None without modules.json or Pooling. */
+static enum wk_status add_pooling_config(struct build *b, const char *dir)
+{
+    char path[4400];
+    snprintf(path, sizeof path, "%.4000s/modules.json", dir);
+    json_t *mods = json_load_file(path, 0, NULL), *e;
+    size_t i;
+    enum wk_status st = WK_OK;
+    json_array_foreach(mods, i, e)
+    {
+        const char *type = json_string_value(json_object_get(e, "type")), *sub = json_string_value(json_object_get(e, "path"));
+        if (!type || !sub || !strstr(type, "Pooling") || !*sub || strchr(sub, '/') || sub[0] == '.' || strlen(sub) > 200)
+            continue;
+        char name[300];
+        snprintf(path, sizeof path, "%.4000s/%s/config.json", dir, sub);
+        snprintf(name, sizeof name, "%s_config.json", sub);
+        size_t before = json_array_size(b->layers);
+        if (!(st = add_file(b, WK_MT_JSON, path, "copying %s")))
+            json_object_set_new(json_array_get(b->layers, before), "name", json_string(name));
+        break;
+    }
+    json_decref(mods);
+    return st;
+}
+
 /* A Hugging Face folder: its safetensors files as tensor layers and its
  * JSON and template files as JSON layers, each named by its file name;
  * loaded once first, so a folder wick cannot run is an error now. */
 static enum wk_status add_folder(struct build *b, const char *dir)
 {
-    struct wk_model *m;
-    enum wk_status st = wk_model_load_ex(dir, false, &m, b->err);
-    if (st) return st;
-    wk_model_destroy(m);
+    const bool embed = wk_embed_is_folder(dir);
+    enum wk_status st;
+    if (embed) { /* a BERT sentence-transformers folder (wk_embed.h) */
+        struct wk_embed_model *em;
+        if ((st = wk_embed_model_load(dir, &em, b->err))) return st;
+        wk_embed_model_destroy(em);
+        if ((st = add_pooling_config(b, dir))) return st;
+    } else {
+        struct wk_model *m;
+        if ((st = wk_model_load_ex(dir, false, &m, b->err))) return st;
+        wk_model_destroy(m);
+    }
     DIR *d = opendir(dir);
     struct dirent *e;
     while (!st && d && (e = readdir(d))) {
@@ -234,6 +271,11 @@ static enum wk_status add_weights(struct build *b, const char *from, char *weigh
         struct wk_model *m = NULL;
         struct wk_tokenizer *tok = NULL;
         enum wk_status st = check_gguf(from, b->err);
+        if (!st && wk_embed_is_model(from)) { /* llama.cpp's "bert" GGUF (wk_embed.h) */
+            struct wk_embed_model *em;
+            if (!(st = wk_embed_model_load(from, &em, b->err))) wk_embed_model_destroy(em);
+            return st ? st : add_file(b, WK_MT_MODEL, from, "copying model data from %s");
+        }
         if (!st) st = load_with_tokenizer(from, &m, &tok, b->err);
         wk_tokenizer_destroy(tok);
         wk_model_destroy(m);
@@ -338,6 +380,9 @@ static json_t *gguf_config(struct build *b, const char *mt)
 /* The config's description of a safetensors model at path. */
 static json_t *folder_config(const char *path, const char *quant, struct wk_error *err)
 {
+    if (wk_embed_is_folder(path))
+        return json_pack("{s:s, s:s, s:[s], s:s}", "model_format", "safetensors", "model_family", "bert",
+                         "model_families", "bert", "file_type", "F32");
     struct wk_model *m;
     if (wk_model_load_ex(path, false, &m, err)) return NULL;
     char ft[32] = "";
@@ -362,7 +407,8 @@ static enum wk_status write_manifest(struct build *b, const struct wk_model_name
         json_decref(draft);
         return b->err ? b->err->status : WK_E_FORMAT;
     }
-    json_object_set_new(config, "capabilities", json_pack("[s]", "completion"));
+    json_object_set_new(config, "capabilities",
+                        json_pack("[s]", wk_embed_is_model(weights) ? "embedding" : "completion"));
     if (draft) json_object_set_new(config, "draft", draft);
     char *t = json_dumps(config, JSON_COMPACT | JSON_SORT_KEYS);
     json_decref(config);

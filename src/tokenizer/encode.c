@@ -21,8 +21,9 @@ static enum wk_status encode_run(const struct wk_tokenizer *tok, const char *tex
     enum wk_status st = wk__normalize(tok->unicode_form, text, len, &norm, &len);
     if (st) return st;
     if (norm) text = norm;
-    st = tok->model == WK_TOKENIZER_BPE ? wk__bpe_encode(tok, text, len, out)
-                                        : wk__spm_encode(tok, text, len, out);
+    st = tok->model == WK_TOKENIZER_BPE   ? wk__bpe_encode(tok, text, len, out)
+         : tok->model == WK_TOKENIZER_WPM ? wk__wpm_encode(tok, text, len, out)
+                                          : wk__spm_encode(tok, text, len, out);
     wk_free(norm);
     return st;
 }

@@ -77,7 +77,7 @@ static enum wk_status load_pieces(struct wk_tokenizer *tok, const struct wk_gguf
                                 path, (unsigned long long)types->arr.n, n);
     }
     if (wk__vocab_begin(tok, n)) return wk_error_set(err, WK_E_NOMEM, "%s: out of memory", path);
-    char run[3 * 64];
+    char run[512];
     for (int32_t i = 0; i < n; i++) {
         struct wk_gguf_str s = tokens->arr.strs[i];
         int64_t ty = types ? wk_gguf_arr_i64(types, (uint64_t)i) : WK_TOKEN_NORMAL;
@@ -87,7 +87,13 @@ static enum wk_status load_pieces(struct wk_tokenizer *tok, const struct wk_gguf
         float score = scores ? (float)wk_gguf_arr_f64(scores, (uint64_t)i) : 0.0f;
         bool spaces = s.len > 0 && s.len <= 64;
         for (uint64_t k = 0; k < s.len && spaces; k++) spaces = s.data[k] == ' ';
-        if (tok->model == WK_TOKENIZER_SPM && ty == WK_TOKEN_USER_DEFINED && spaces) {
+        if (tok->model == WK_TOKENIZER_WPM && s.len + 2 < sizeof run) {
+            /* llama.cpp's BERT vocabulary: word-initial pieces carry a
+             * leading '▁', continuation pieces none; back to WordPiece's
+             * own spelling, "##" on continuations (wordpiece.c) */
+            size_t len = wk__wpm_piece_from_gguf(s.data, (size_t)s.len, ty == WK_TOKEN_NORMAL, run);
+            st = wk__vocab_set(tok, i, run, len, (enum wk_token_type)ty, score);
+        } else if (tok->model == WK_TOKENIZER_SPM && ty == WK_TOKEN_USER_DEFINED && spaces) {
             /* Runs of spaces marked user-defined in SentencePiece GGUFs
              * (Gemma) are ordinary pieces of the escaped text to Hugging
              * Face `tokenizers` (its GGUF import writes them as "▁▁..." and
@@ -172,13 +178,15 @@ static enum wk_status load(struct wk_tokenizer *tok, const struct wk_gguf *g, st
         tok->model = WK_TOKENIZER_SPM;
     } else if (wk_gguf_str_eq(model, "gpt2") || gemma4) {
         tok->model = WK_TOKENIZER_BPE;
+    } else if (wk_gguf_str_eq(model, "bert")) {
+        tok->model = WK_TOKENIZER_WPM;
     } else {
         char m[64];
         wk_str_printable(model.data, (size_t)model.len, m, sizeof m);
         return wk_error_set(err, WK_E_UNSUPPORTED,
                             "%s: tokenizer model \"%s\" is not supported yet (wick knows \"llama\", "
-                            "SentencePiece BPE, \"gpt2\", byte-level BPE, and \"gemma4\", "
-                            "SentencePiece-style BPE)",
+                            "SentencePiece BPE, \"gpt2\", byte-level BPE, \"gemma4\", "
+                            "SentencePiece-style BPE, and \"bert\", WordPiece)",
                             path, m);
     }
     if ((st = load_pieces(tok, g, err))) return st;
@@ -198,6 +206,7 @@ static enum wk_status load(struct wk_tokenizer *tok, const struct wk_gguf *g, st
         (st = wk_gguf_get_bool(g, "tokenizer.ggml.add_space_prefix", &tok->add_space_prefix, err)))
         return st;
     if (gemma4) tok->add_bos = true; /* as llama.cpp: Gemma 4 always starts with BOS */
+    if (tok->model == WK_TOKENIZER_WPM && (st = wk__wpm_setup_gguf(tok, g, err))) return st;
     if (tok->model == WK_TOKENIZER_BPE && (st = load_bpe(tok, g, !gemma4, err))) return st;
     if (wk__vocab_mark_eog(tok)) return wk_error_set(err, WK_E_NOMEM, "%s: out of memory", path);
     return WK_OK;

@@ -9,6 +9,9 @@
  *   model       BPE: vocab (piece -> id), merges ("a b" or ["a", "b"], in
  *               rank order), byte_fallback, unk_token, ignore_merges; no
  *               continuing_subword_prefix / end_of_word_suffix / dropout.
+ *               WordPiece (BERT; wordpiece.c): vocab, unk_token,
+ *               continuing_subword_prefix, max_input_chars_per_word; with
+ *               the BertNormalizer and the BertPreTokenizer only.
  *   normalizer  null; Replace " " -> "▁"; Prepend "▁"; NFC, NFD, NFKC, NFKD
  *               (normalize.c; not with added tokens "normalized": true);
  *               a Sequence of those (its Unicode forms folded into one).
@@ -167,10 +170,29 @@ static enum wk_status load_merges(struct hf_ctx *c, struct wk_tokenizer *tok, js
 
 /* ----------------------------------------------------- normalizer etc. */
 
+/* BertNormalizer's flags (strip_accents null: as lowercase). */
+static enum wk_status apply_bert_normalizer(struct hf_ctx *c, struct wk_tokenizer *tok, json_t *n)
+{
+    if (tok->model != WK_TOKENIZER_WPM)
+        return bad(c, WK_E_UNSUPPORTED, "normalizer BertNormalizer is supported with a WordPiece model only%s", "");
+    json_t *clean = json_object_get(n, "clean_text"), *cjk = json_object_get(n, "handle_chinese_chars");
+    json_t *strip = json_object_get(n, "strip_accents"), *lower = json_object_get(n, "lowercase");
+    tok->wpm.clean_text = !json_is_false(clean);
+    tok->wpm.handle_chinese = !json_is_false(cjk);
+    tok->wpm.lowercase = !json_is_false(lower);
+    tok->wpm.strip_accents = json_is_boolean(strip) ? json_is_true(strip) : tok->wpm.lowercase;
+    tok->wpm_normalizer = true;
+    return WK_OK;
+}
+
 static enum wk_status apply_normalizer(struct hf_ctx *c, struct wk_tokenizer *tok, json_t *n)
 {
     if (!n || json_is_null(n)) return WK_OK;
     json_t *type = json_object_get(n, "type");
+    if (str_is(type, "BertNormalizer")) return apply_bert_normalizer(c, tok, n);
+    if (tok->model == WK_TOKENIZER_WPM)
+        return bad(c, WK_E_UNSUPPORTED, "a WordPiece model is supported with the BertNormalizer only, not \"%.40s\"",
+                   json_is_string(type) ? json_string_value(type) : "?");
     if (str_is(type, "Sequence")) {
         json_t *list = json_object_get(n, "normalizers"), *e;
         size_t i;
@@ -246,6 +268,10 @@ static enum wk_status apply_pre(struct hf_ctx *c, struct wk_tokenizer *tok, json
     if (!p || json_is_null(p)) return WK_OK;
     json_t *type = json_object_get(p, "type");
     enum wk_status st = WK_OK;
+    if ((tok->model == WK_TOKENIZER_WPM) != str_is(type, "BertPreTokenizer"))
+        return bad(c, WK_E_UNSUPPORTED, "pre_tokenizer \"%.40s\": wick pairs BertPreTokenizer with a WordPiece model only",
+                   json_is_string(type) ? json_string_value(type) : "?");
+    if (str_is(type, "BertPreTokenizer")) return WK_OK; /* wordpiece.c splits */
     if (str_is(type, "Sequence")) {
         json_t *list = json_object_get(p, "pretokenizers"), *e;
         size_t i;
@@ -456,14 +482,45 @@ static void apply_companions(struct wk_tokenizer *tok, const char *dir)
 
 /* ------------------------------------------------------------- entry */
 
+/* A WordPiece model (wordpiece.c): vocab, unknown token, prefix, word
+ * limit; its normalizer and pre-tokenizer must be BERT's. */
+static enum wk_status load_wordpiece(struct hf_ctx *c, struct wk_tokenizer *tok, json_t *root, json_t *model)
+{
+    tok->model = WK_TOKENIZER_WPM;
+    json_t *prefix = json_object_get(model, "continuing_subword_prefix");
+    json_t *max = json_object_get(model, "max_input_chars_per_word");
+    const char *pre = json_is_string(prefix) ? json_string_value(prefix) : "##";
+    if (strlen(pre) >= sizeof tok->wpm.prefix)
+        return bad(c, WK_E_UNSUPPORTED, "model.continuing_subword_prefix \"%.40s\" is longer than 15 bytes", pre);
+    memcpy(tok->wpm.prefix, pre, strlen(pre) + 1);
+    tok->wpm.prefix_len = (uint32_t)strlen(pre);
+    tok->wpm.max_chars = 100;
+    if (json_is_integer(max))
+        tok->wpm.max_chars = (int32_t)WK_MIN(WK_MAX(json_integer_value(max), 0), 1 << 20);
+    enum wk_status st;
+    if ((st = load_vocab(c, tok, model, json_object_get(root, "added_tokens")))) return st;
+    tok->unk = token_ref(tok, json_object_get(model, "unk_token"));
+    if (tok->unk < 0) return bad(c, WK_E_FORMAT, "model.unk_token is missing or not in the vocabulary%s", "");
+    if ((st = apply_normalizer(c, tok, json_object_get(root, "normalizer")))) return st;
+    if (!tok->wpm_normalizer) return bad(c, WK_E_UNSUPPORTED, "a WordPiece model needs the BertNormalizer%s", "");
+    if ((st = apply_pre(c, tok, json_object_get(root, "pre_tokenizer")))) return st;
+    if (!json_is_object(json_object_get(root, "pre_tokenizer")))
+        return bad(c, WK_E_UNSUPPORTED, "a WordPiece model needs the BertPreTokenizer%s", "");
+    tok->post_bos = tok->post_eos = -1;
+    if ((st = apply_post(c, tok, json_object_get(root, "post_processor")))) return st;
+    use_post(tok);
+    return WK_OK;
+}
+
 static enum wk_status load(struct hf_ctx *c, struct wk_tokenizer *tok, json_t *root)
 {
     if (!json_is_object(root)) return bad(c, WK_E_FORMAT, "not a JSON object%s", "");
     json_t *model = json_object_get(root, "model");
     if (!json_is_object(model)) return bad(c, WK_E_FORMAT, "no \"model\" object%s", "");
     json_t *type = json_object_get(model, "type");
+    if (str_is(type, "WordPiece")) return load_wordpiece(c, tok, root, model);
     if (type && !str_is(type, "BPE"))
-        return bad(c, WK_E_UNSUPPORTED, "model type \"%.40s\" is not supported (only BPE)",
+        return bad(c, WK_E_UNSUPPORTED, "model type \"%.40s\" is not supported (only BPE and WordPiece)",
                    json_is_string(type) ? json_string_value(type) : "?");
     if (!type && !json_object_get(model, "merges"))
         return bad(c, WK_E_UNSUPPORTED, "model has no type and no merges: not BPE%s", "");

@@ -35,8 +35,19 @@ struct wk__bpe {
  * normalizers), applied to the text between added tokens. */
 enum wk__unicode_form { WK__FORM_NONE, WK__FORM_NFC, WK__FORM_NFD, WK__FORM_NFKC, WK__FORM_NFKD };
 
+/* WordPiece settings (wordpiece.c): tokenizer.json's BertNormalizer
+ * flags, the model's continuing-subword prefix ("##") and the longest
+ * word in characters that is not the unknown token outright. */
+struct wk__wpm {
+    bool clean_text, handle_chinese, strip_accents, lowercase;
+    int32_t max_chars;
+    uint32_t prefix_len;
+    char prefix[16];
+};
+
 struct wk_tokenizer {
     enum wk_tokenizer_model model;
+    struct wk__wpm wpm;
     enum wk__unicode_form unicode_form; /* before the model, after added tokens are split */
     struct wk__bpe bpe;
     int32_t n_vocab;
@@ -68,6 +79,7 @@ struct wk_tokenizer {
     /* BPE only: byte-level (GPT-2) or character-level with spaces escaped
      * as '▁' and byte fallback (SentencePiece-style tokenizer.json) */
     bool byte_level, escape_spaces, byte_fallback, ignore_merges;
+    bool wpm_normalizer; /* hf.c: a BertNormalizer was read */
 };
 
 /* Vocabulary builder, used by the loaders: begin with the size; set each
@@ -147,5 +159,25 @@ enum wk_status wk__normalize(enum wk__unicode_form form, const char *text, size_
  * appends ids to out. Errors: WK_E_NOMEM. */
 enum wk_status wk__spm_encode(const struct wk_tokenizer *tok, const char *text, size_t len,
                               struct wk_tokens *out);
+
+/* WordPiece (wordpiece.c) over one run of text with no added tokens in
+ * it: BertNormalizer, BertPreTokenizer, greedy longest-match pieces;
+ * appends ids (tok->unk for an unknown word). Errors: WK_E_NOMEM. */
+enum wk_status wk__wpm_encode(const struct wk_tokenizer *tok, const char *text, size_t len,
+                              struct wk_tokens *out);
+/* Bytes of WordPiece token id (0 <= id < n_vocab): a continuation piece
+ * without its prefix, any other piece after a space; same contract as
+ * wk_tokenizer_token_bytes. */
+size_t wk__wpm_piece_bytes(const struct wk_tokenizer *tok, int32_t id, char *buf, size_t cap);
+/* A piece of llama.cpp's BERT vocabulary (s [n]; normal: a normal token)
+ * in WordPiece's spelling into out [n + 2]: a leading '▁' (word-initial)
+ * dropped, a normal piece without it given "##"; returns its length. */
+size_t wk__wpm_piece_from_gguf(const char *s, size_t n, bool normal, char *out);
+/* A WordPiece tokenizer from a GGUF (tokenizer.ggml.model "bert"), its
+ * pieces loaded: BERT's normalizer (lowercase and accent stripping as
+ * tokenizer.ggml.normalizer.lowercase says, default on), "##", [CLS] /
+ * [SEP] added as add_bos_token / add_eos_token say. Errors: those of
+ * reading the keys (WK_E_FORMAT), WK_E_FORMAT when there is no unknown token. */
+enum wk_status wk__wpm_setup_gguf(struct wk_tokenizer *tok, const struct wk_gguf *g, struct wk_error *err);
 
 #endif

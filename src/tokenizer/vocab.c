@@ -258,6 +258,7 @@ void wk_tokenizer_destroy(struct wk_tokenizer *tok)
 }
 
 int32_t wk_tokenizer_n_vocab(const struct wk_tokenizer *tok) { return tok->n_vocab; }
+enum wk_tokenizer_model wk_tokenizer_model_kind(const struct wk_tokenizer *tok) { return tok->model; }
 
 int64_t wk_tokenizer_min_tokens(const struct wk_tokenizer *tok, size_t n_bytes)
 {
@@ -325,6 +326,7 @@ size_t wk_tokenizer_token_bytes(const struct wk_tokenizer *tok, int32_t id, bool
     }
     if (tok->model == WK_TOKENIZER_BPE && tok->byte_level)
         return wk__bpe_piece_bytes(&tok->bpe, s, n, buf, cap);
+    if (tok->model == WK_TOKENIZER_WPM) return wk__wpm_piece_bytes(tok, id, buf, cap);
     /* '▁' (U+2581, e2 96 81) stands for a space */
     size_t out = 0;
     for (size_t i = 0; i < n;) {

@@ -12,7 +12,8 @@
  *      (NFC, NFD, NFKC, NFKD; Qwen 2 and 3 are NFC), then goes to the
  *      model's algorithm: SentencePiece BPE (Kudo & Richardson 2018; merges
  *      chosen by piece score, with byte fallback to <0xNN> pieces), as
- *      llama.cpp's "llama" tokenizer model, or byte-level BPE.
+ *      llama.cpp's "llama" tokenizer model, byte-level BPE, or BERT's
+ *      WordPiece (its normalizer and pre-tokenizer included; wordpiece.c).
  * Decoding maps pieces back to bytes ('▁' to space, <0xNN> to the byte);
  * the streaming detokenizer holds back an incomplete UTF-8 character.
  */
@@ -32,7 +33,8 @@ enum wk_token_type {
     WK_TOKEN_BYTE = 6,
 };
 
-enum wk_tokenizer_model { WK_TOKENIZER_SPM = 1, WK_TOKENIZER_BPE = 2 };
+/* SentencePiece BPE, byte-level BPE, WordPiece (BERT; wordpiece.c). */
+enum wk_tokenizer_model { WK_TOKENIZER_SPM = 1, WK_TOKENIZER_BPE = 2, WK_TOKENIZER_WPM = 3 };
 
 struct wk_tokenizer;
 
@@ -80,6 +82,8 @@ enum wk_status wk_tokenizer_from_hf_json(const char *json_text, size_t len, cons
                                          struct wk_tokenizer **out, struct wk_error *err);
 
 int32_t wk_tokenizer_n_vocab(const struct wk_tokenizer *tok);
+/* The tokenizer's algorithm (enum wk_tokenizer_model). */
+enum wk_tokenizer_model wk_tokenizer_model_kind(const struct wk_tokenizer *tok);
 
 /* A lower bound on the tokens that n_bytes of text (control tokens and
  * all) can encode to, from the longest piece of the vocabulary: so a

@@ -13,6 +13,8 @@
  *
  * Usage: test-tokenizer-parity CORPUS.jsonl IDS.jsonl MODEL.gguf HF_DIR
  * (uncompressed; `make golden` prepares them under build/golden).
+ * MODEL.gguf "-": a model with no GGUF (all-MiniLM-L6-v2's WordPiece, its
+ * folder's own tokenizer.json; scripts/reference/make-wordpiece-reference.py).
  */
 #include "../unit/check.h"
 
@@ -111,20 +113,21 @@ int main(int argc, char **argv)
     }
     struct wk_error err;
     struct wk_gguf *g;
-    struct wk_tokenizer *from_gguf, *from_json;
-    if (wk_gguf_open(argv[3], &g, &err) || wk_tokenizer_from_gguf(g, &from_gguf, &err)) {
+    struct wk_tokenizer *from_gguf = NULL, *from_json;
+    bool no_gguf = strcmp(argv[3], "-") == 0;
+    if (!no_gguf && (wk_gguf_open(argv[3], &g, &err) || wk_tokenizer_from_gguf(g, &from_gguf, &err))) {
         fprintf(stderr, "%s\n", err.msg);
         return 1;
     }
-    wk_gguf_close(g);
+    if (!no_gguf) wk_gguf_close(g);
     if (wk_tokenizer_from_hf(argv[4], &from_json, &err)) {
         fprintf(stderr, "%s\n", err.msg);
         return 1;
     }
     printf("%s\n", argv[2]);
-    check_tokenizer("from the GGUF:", from_gguf, argv[1], argv[2]);
+    if (from_gguf) check_tokenizer("from the GGUF:", from_gguf, argv[1], argv[2]);
     check_tokenizer("from tokenizer.json:", from_json, argv[1], argv[2]);
-    CHECK_EQ_INT(wk_tokenizer_n_vocab(from_gguf), wk_tokenizer_n_vocab(from_json));
+    if (from_gguf) CHECK_EQ_INT(wk_tokenizer_n_vocab(from_gguf), wk_tokenizer_n_vocab(from_json));
     wk_tokenizer_destroy(from_gguf);
     wk_tokenizer_destroy(from_json);
     printf("%d checks, %d failed\n", g_check_count, g_check_failures);

@@ -505,7 +505,7 @@ static void test_tokenizer_json_errors(void)
     } cases[] = {
         {"{\"model\": {\"type\": \"Unigram\", \"vocab\": []}}", WK_E_UNSUPPORTED,
          "model type \"Unigram\" is not supported"},
-        {"{\"model\": {\"type\": \"WordPiece\"}}", WK_E_UNSUPPORTED, "model type \"WordPiece\""},
+        {"{\"model\": {\"type\": \"WordPiece\"}}", WK_E_FORMAT, "model.vocab is not an object"},
         {"{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0, \"b\": 1, \"ab\": 2},"
          " \"merges\": [\"a b c\"]}}", WK_E_FORMAT, "model.merges[0] is not two pieces"},
         {"{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0, \"b\": 1},"
@@ -520,7 +520,7 @@ static void test_tokenizer_json_errors(void)
          "pre_tokenizer type \"Whitespace\" is not supported"},
         {"{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": []},"
          " \"normalizer\": {\"type\": \"BertNormalizer\"}}", WK_E_UNSUPPORTED,
-         "normalizer type \"BertNormalizer\" is not supported"},
+         "normalizer BertNormalizer is supported with a WordPiece model only"},
         {"{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": []},"
          " \"normalizer\": {\"type\": \"Sequence\", \"normalizers\": [{\"type\": \"Replace\","
          " \"pattern\": {\"String\": \" \"}, \"content\": \"\xe2\x96\x81\"}, {\"type\": \"NFKC\"}]}}",

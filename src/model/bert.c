@@ -1,0 +1,391 @@
+/*
+ * bert.c - the BERT encoder (Devlin et al. 2019; transformers' BertModel)
+ * and its forward pass over several sequences at once, for embeddings
+ * (wk_embed.h; the folder and the sentence-transformers pipeline are read
+ * in embed.c).
+ *
+ * Per sequence of n tokens (ids t, positions 0..n-1, token type 0):
+ *   x = LayerNorm(E_word[t] + E_pos[p] + E_type[0])          [n, E]
+ *   per layer (post-norm):
+ *     q, k, v = x·Wqᵀ + bq, x·Wkᵀ + bk, x·Wvᵀ + bv            [n, E] (H heads of D)
+ *     a = softmax(q_h·k_hᵀ / √D) · v_h, every query over every key of its
+ *         sequence (bidirectional; no padding, so no mask)
+ *     x = LayerNorm(x + a·Woᵀ + bo)
+ *     x = LayerNorm(x + GELU(x·W1ᵀ + b1)·W2ᵀ + b2)             GELU: erf form
+ * The last layer's x is the token embeddings the pooling reads.
+ *
+ * A forward takes several sequences with their rows concatenated
+ * ([T, E], T = Σ n_i): the products run once over all T rows (each weight
+ * read once per forward), attention per (sequence, head) as two GEMMs.
+ * Weights are views into the mapped file, never copied: the folder's
+ * model.safetensors (F32), or llama.cpp's "bert" GGUF (matrices in any
+ * dtype the matmul takes; its small position and type tables dequantized
+ * once when not F32). GELU's erf is Abramowitz & Stegun 7.1.26.
+ */
+#include "bert_internal.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+/* ------------------------------------------------------------ loading */
+
+/* From a GGUF: tensor gname (llama.cpp's name for name) of shape [d0, d1]
+ * (outermost first; d1 0: a vector [d0]); vectors must be F32 (the row
+ * passes read them as floats), matrices any dtype the matmul takes. */
+static enum wk_status find_gguf(struct wk_bert *b, const char *gname, int64_t d0, int64_t d1,
+                                struct wk_tensor *out, struct wk_error *err)
+{
+    const struct wk_gguf_tensor *gt = wk_gguf_find_tensor(b->gguf, gname);
+    if (!gt) return wk_error_set(err, WK_E_FORMAT, "%s: tensor %s is missing", b->path, gname);
+    const struct wk_tensor *t = &gt->t;
+    bool ok = d1 == 0 ? t->ne[0] == d0 && wk_tensor_n_elements(t) == d0
+                      : t->ne[0] == d1 && t->ne[1] == d0 && wk_tensor_n_elements(t) == d0 * d1;
+    if (!ok)
+        return wk_error_set(err, WK_E_FORMAT, "%s: tensor %s has ne [%lld, %lld], expected [%lld, %lld]", b->path,
+                            gname, (long long)t->ne[0], (long long)t->ne[1], (long long)(d1 ? d1 : d0),
+                            (long long)(d1 ? d0 : 1));
+    if (d1 == 0 && t->dtype != WK_DTYPE_F32)
+        return wk_error_set(err, WK_E_UNSUPPORTED, "%s: tensor %s is %s; wick reads BERT norms and biases in F32",
+                            b->path, gname, wk_dtype_traits_get(t->dtype)->name);
+    if (d1 && d1 % wk_dtype_traits_get(t->dtype)->block_size)
+        return wk_error_set(err, WK_E_FORMAT, "%s: tensor %s: rows of %lld are not whole %s blocks", b->path, gname,
+                            (long long)d1, wk_dtype_traits_get(t->dtype)->name);
+    *out = *t;
+    return WK_OK;
+}
+
+/* llama.cpp's GGUF names for the Hugging Face ones (its BERT tensor map). */
+static const char *gguf_name(const char *hf, char *buf, size_t cap)
+{
+    static const char *const map[][2] = {
+        {"embeddings.word_embeddings.weight", "token_embd.weight"},
+        {"embeddings.position_embeddings.weight", "position_embd.weight"},
+        {"embeddings.token_type_embeddings.weight", "token_types.weight"},
+        {"embeddings.LayerNorm.weight", "token_embd_norm.weight"},
+        {"embeddings.LayerNorm.bias", "token_embd_norm.bias"},
+        {"attention.self.query.", "attn_q."}, {"attention.self.key.", "attn_k."},
+        {"attention.self.value.", "attn_v."}, {"attention.output.dense.", "attn_output."},
+        {"attention.output.LayerNorm.", "attn_output_norm."}, {"intermediate.dense.", "ffn_up."},
+        {"output.dense.", "ffn_down."}, {"output.LayerNorm.", "layer_output_norm."}};
+    int il = -1, used = 0;
+    if (sscanf(hf, "encoder.layer.%d.%n", &il, &used) == 1 && used > 0) {
+        const char *rest = hf + used;
+        for (size_t i = 5; i < WK_ARRAY_LEN(map); i++) {
+            size_t n = strlen(map[i][0]);
+            if (strncmp(rest, map[i][0], n) == 0) {
+                snprintf(buf, cap, "blk.%d.%s%s", il, map[i][1], rest + n);
+                return buf;
+            }
+        }
+    }
+    for (size_t i = 0; i < 5; i++)
+        if (strcmp(hf, map[i][0]) == 0) return map[i][1];
+    return hf;
+}
+
+static enum wk_status find(struct wk_bert *b, const char *name, int64_t d0, int64_t d1,
+                           struct wk_tensor *out, struct wk_error *err)
+{
+    if (b->gguf) {
+        char buf[160];
+        return find_gguf(b, gguf_name(name, buf, sizeof buf), d0, d1, out, err);
+    }
+    char full[160];
+    snprintf(full, sizeof full, "%s%s", b->prefix, name);
+    const struct wk_st_tensor *t = wk_safetensors_find(b->st, full);
+    if (!t) return wk_error_set(err, WK_E_FORMAT, "%s: tensor %s is missing", b->path, full);
+    if (t->dtype != WK_ST_F32)
+        return wk_error_set(err, WK_E_UNSUPPORTED, "%s: tensor %s is %s; wick reads BERT weights in F32",
+                            b->path, full, wk_st_dtype_name(t->dtype));
+    bool ok = d1 == 0 ? t->n_dims == 1 && t->shape[0] == d0
+                      : t->n_dims == 2 && t->shape[0] == d0 && t->shape[1] == d1;
+    if (!ok)
+        return wk_error_set(err, WK_E_FORMAT, "%s: tensor %s has shape [%lld%s%lld], expected [%lld, %lld]",
+                            b->path, full, (long long)t->shape[0], t->n_dims > 1 ? ", " : "",
+                            (long long)(t->n_dims > 1 ? t->shape[1] : 0), (long long)d0, (long long)d1);
+    if ((uintptr_t)t->data % sizeof(float))
+        return wk_error_set(err, WK_E_FORMAT, "%s: tensor %s is not 4-byte aligned in the file", b->path, full);
+    memset(out, 0, sizeof *out);
+    out->name = t->name;
+    out->dtype = WK_DTYPE_F32;
+    out->data = t->data;
+    out->n_dims = d1 == 0 ? 1 : 2;
+    out->ne[0] = d1 == 0 ? d0 : d1; /* GGUF order: ne[0] is the row length */
+    out->ne[1] = d1 == 0 ? 1 : d0;
+    out->ne[2] = out->ne[3] = 1;
+    out->nb[0] = sizeof(float);
+    out->nb[1] = out->nb[0] * (size_t)out->ne[0];
+    out->nb[2] = out->nb[3] = out->nb[1] * (size_t)out->ne[1];
+    return WK_OK;
+}
+
+static enum wk_status load_layer(struct wk_bert *b, int il, struct wk_error *err)
+{
+    struct wk_bert_layer *l = &b->layers[il];
+    const int64_t E = b->n_embd, F = b->n_ff;
+    static const char *const names[] = {
+        "attention.self.query.weight",  "attention.self.query.bias",      "attention.self.key.weight",
+        "attention.self.key.bias",      "attention.self.value.weight",    "attention.self.value.bias",
+        "attention.output.dense.weight", "attention.output.dense.bias",   "attention.output.LayerNorm.weight",
+        "attention.output.LayerNorm.bias", "intermediate.dense.weight",  "intermediate.dense.bias",
+        "output.dense.weight",          "output.dense.bias",              "output.LayerNorm.weight",
+        "output.LayerNorm.bias"};
+    struct wk_tensor *dst[] = {&l->wq, &l->bq, &l->wk, &l->bk, &l->wv, &l->bv, &l->wo, &l->bo,
+                               &l->ln1_g, &l->ln1_b, &l->w1, &l->b1, &l->w2, &l->b2, &l->ln2_g, &l->ln2_b};
+    const int64_t shape[][2] = {{E, E}, {E, 0}, {E, E}, {E, 0}, {E, E}, {E, 0}, {E, E}, {E, 0},
+                                {E, 0}, {E, 0}, {F, E}, {F, 0}, {E, F}, {E, 0}, {E, 0}, {E, 0}};
+    for (size_t i = 0; i < WK_ARRAY_LEN(names); i++) {
+        char name[128];
+        snprintf(name, sizeof name, "encoder.layer.%d.%s", il, names[i]);
+        enum wk_status st = find(b, name, shape[i][0], shape[i][1], dst[i], err);
+        if (st) return st;
+    }
+    return WK_OK;
+}
+
+enum wk_status wk__bert_load_weights(struct wk_bert *b, struct wk_error *err)
+{
+    enum wk_status st = b->gguf ? WK_OK : wk_safetensors_open(b->path, &b->st, err);
+    if (st) return st;
+    b->prefix = b->st && wk_safetensors_find(b->st, "bert.embeddings.word_embeddings.weight") ? "bert." : "";
+    if ((st = find(b, "embeddings.word_embeddings.weight", b->n_vocab, b->n_embd, &b->tok_embd, err)) ||
+        (st = find(b, "embeddings.position_embeddings.weight", b->n_pos, b->n_embd, &b->pos_embd, err)) ||
+        (st = find(b, "embeddings.token_type_embeddings.weight", b->n_type, b->n_embd, &b->type_embd, err)) ||
+        (st = find(b, "embeddings.LayerNorm.weight", b->n_embd, 0, &b->emb_ln_g, err)) ||
+        (st = find(b, "embeddings.LayerNorm.bias", b->n_embd, 0, &b->emb_ln_b, err)))
+        return st;
+    /* a quantized embedding table's rows are dequantized as they are read;
+     * the small position and type tables once, here */
+    const struct wk_tensor *small[2] = {&b->pos_embd, &b->type_embd};
+    float **dst[2] = {&b->pos_f32, &b->type_f32};
+    for (int i = 0; i < 2; i++) {
+        if (small[i]->dtype == WK_DTYPE_F32) continue;
+        *dst[i] = wk_malloc((size_t)small[i]->ne[1] * (size_t)b->n_embd * sizeof(float));
+        if (!*dst[i]) return wk_error_set(err, WK_E_NOMEM, "out of memory");
+        for (int64_t r = 0; r < small[i]->ne[1]; r++) wk_cpu_get_row(b->kernels, small[i], r, *dst[i] + r * b->n_embd);
+    }
+    b->layers = wk_calloc((size_t)b->n_layer, sizeof *b->layers);
+    if (!b->layers) return wk_error_set(err, WK_E_NOMEM, "out of memory");
+    for (int il = 0; il < b->n_layer; il++)
+        if ((st = load_layer(b, il, err))) return st;
+    return WK_OK;
+}
+
+void wk__bert_deinit(struct wk_bert *b)
+{
+    wk_free(b->layers);
+    wk_free(b->pos_f32);
+    wk_free(b->type_f32);
+    wk_safetensors_close(b->st);
+    wk_gguf_close(b->gguf);
+    wk_aligned_free(b->buf);
+    memset(b, 0, sizeof *b);
+}
+
+/* --------------------------------------------------------- row passes */
+
+/* One forward's buffers and what the row passes read. */
+struct fwd {
+    const struct wk_bert *b;
+    int64_t T;                  /* rows */
+    int32_t n_seq;
+    const int32_t *seq_start;   /* [n_seq + 1] first row of each sequence */
+    const int32_t *const *ids;  /* [n_seq] the sequences' ids */
+    float *x, *q, *k, *v, *a, *h; /* [T, E] ×5, h [T, F] */
+    float *scores;              /* [nth][max_tokens * (max_tokens + head_dim)] attention scratch */
+    const struct wk_tensor *ln_g, *ln_b, *bias;
+    float *rows;                /* the rows a pass writes */
+    const float *residual;      /* added before the norm, or NULL */
+    int64_t width;
+    bool gelu;
+};
+
+/* y = LayerNorm(x) with gain g and bias b over n elements (mean and
+ * variance in double, as the sums of 384 to 1024 f32 values want). */
+static void layer_norm(int64_t n, float *x, const float *g, const float *b, float eps)
+{
+    double s = 0, s2 = 0;
+    for (int64_t i = 0; i < n; i++) s += x[i];
+    const double mean = s / (double)n;
+    for (int64_t i = 0; i < n; i++) {
+        double d = x[i] - mean;
+        s2 += d * d;
+    }
+    const float rstd = (float)(1.0 / sqrt(s2 / (double)n + eps)), m = (float)mean;
+    for (int64_t i = 0; i < n; i++) x[i] = (x[i] - m) * rstd * g[i] + b[i];
+}
+
+/* erf(x) by Abramowitz & Stegun 7.1.26: 1 - (a1 t + ... + a5 t^5) e^(-x^2),
+ * t = 1 / (1 + p |x|), odd; |error| <= 1.5e-7 (well under f32's rounding of
+ * GELU's other terms), and branch-free, so the GELU loop vectorises (libm's
+ * erff was a sixth of the forward's time). */
+static inline float erf_as(float x)
+{
+    const float ax = fabsf(x), t = 1.0f / (1.0f + 0.3275911f * ax);
+    const float poly = ((((1.061405429f * t - 1.453152027f) * t + 1.421413741f) * t - 0.284496736f) * t +
+                        0.254829592f) * t;
+    return copysignf(1.0f - poly * wk_expf(-ax * ax), x);
+}
+
+/* rows[r] (+= bias) (+= residual[r]) (GELU) (LayerNorm), per thread's rows. */
+static void row_pass(void *ctx, int ith, int nth)
+{
+    const struct fwd *f = ctx;
+    int64_t lo, hi;
+    wk_split_range(f->T, ith, nth, &lo, &hi);
+    const int64_t W = f->width;
+    const float *bias = f->bias ? f->bias->data : NULL;
+    for (int64_t r = lo; r < hi; r++) {
+        float *y = f->rows + r * W;
+        if (bias)
+            for (int64_t i = 0; i < W; i++) y[i] += bias[i];
+        if (f->residual)
+            for (int64_t i = 0; i < W; i++) y[i] += f->residual[r * W + i];
+        if (f->gelu)
+            for (int64_t i = 0; i < W; i++) y[i] = 0.5f * y[i] * (1.0f + erf_as(y[i] * (float)M_SQRT1_2));
+        if (f->ln_g) layer_norm(W, y, f->ln_g->data, f->ln_b->data, f->b->ln_eps);
+    }
+}
+
+static void run_rows(struct wk_threadpool *pool, struct fwd *f, float *rows, int64_t width,
+                     const struct wk_tensor *bias, const float *residual, bool gelu,
+                     const struct wk_tensor *ln_g, const struct wk_tensor *ln_b)
+{
+    f->rows = rows, f->width = width, f->bias = bias, f->residual = residual, f->gelu = gelu;
+    f->ln_g = ln_g, f->ln_b = ln_b;
+    wk_threadpool_run(pool, row_pass, f);
+}
+
+/* The embeddings: x[r] = E_word[id] + E_pos[p] + E_type[0], normed. */
+static void embed_pass(void *ctx, int ith, int nth)
+{
+    const struct fwd *f = ctx;
+    const struct wk_bert *b = f->b;
+    const int64_t E = b->n_embd;
+    const float *type0 = b->type_f32 ? b->type_f32 : b->type_embd.data;
+    const bool f32 = b->tok_embd.dtype == WK_DTYPE_F32;
+    for (int32_t s = 0; s < f->n_seq; s++) {
+        int64_t lo, hi, n = f->seq_start[s + 1] - f->seq_start[s];
+        wk_split_range(n, ith, nth, &lo, &hi);
+        for (int64_t p = lo; p < hi; p++) {
+            float *y = f->x + (f->seq_start[s] + p) * E;
+            if (f32) memcpy(y, wk_tensor_row(&b->tok_embd, f->ids[s][p]), (size_t)E * sizeof *y);
+            else wk_cpu_get_row(b->kernels, &b->tok_embd, f->ids[s][p], y);
+            const float *pe = b->pos_f32 ? b->pos_f32 + p * E : (const float *)wk_tensor_row(&b->pos_embd, p);
+            for (int64_t i = 0; i < E; i++) y[i] += pe[i] + type0[i];
+            layer_norm(E, y, b->emb_ln_g.data, b->emb_ln_b.data, b->ln_eps);
+        }
+    }
+}
+
+/* Attention of one (sequence, head) of n rows, as two products on the
+ * ISA's f32 GEMM: scores [n, n] = q_h · k_hᵀ (scaled, softmax per row),
+ * then out_h = scores · v_h, with v_h transposed first ([D, n]) into the
+ * A · Bᵀ form the GEMM takes. sc: [n * n + D * n] scratch. The products'
+ * shapes depend on this sequence alone, so its bits do not depend on its
+ * batch. */
+static void attend(const struct fwd *f, int32_t s, int h, float *sc)
+{
+    const struct wk_bert *b = f->b;
+    const int64_t E = b->n_embd, D = b->head_dim, r0 = f->seq_start[s], n = f->seq_start[s + 1] - r0;
+    const float scale = 1.0f / sqrtf((float)D);
+    float *vt = sc + n * n;
+    wk_cpu_gemm(b->kernels, n, n, D, f->k + r0 * E + h * D, E, f->q + r0 * E + h * D, E, sc, n);
+    for (int64_t i = 0; i < n; i++) {
+        float *row = sc + i * n, mx = -INFINITY, sum = 0;
+        for (int64_t j = 0; j < n; j++) row[j] *= scale;
+        for (int64_t j = 0; j < n; j++) mx = WK_MAX(mx, row[j]);
+        for (int64_t j = 0; j < n; j++) row[j] = wk_expf(row[j] - mx);
+        for (int64_t j = 0; j < n; j++) sum += row[j];
+        const float inv = 1.0f / sum;
+        for (int64_t j = 0; j < n; j++) row[j] *= inv;
+    }
+    for (int64_t j = 0; j < n; j++) {
+        const float *v = f->v + (r0 + j) * E + h * D;
+        for (int64_t e = 0; e < D; e++) vt[e * n + j] = v[e];
+    }
+    wk_cpu_gemm(b->kernels, D, n, n, vt, n, sc, n, f->a + r0 * E + h * D, E);
+}
+
+/* (sequence, head) jobs dealt round robin: the sequences come longest
+ * first, so each thread gets a like share of long and short ones. */
+static void attn_pass(void *ctx, int ith, int nth)
+{
+    const struct fwd *f = ctx;
+    const int64_t n_jobs = (int64_t)f->n_seq * f->b->n_head;
+    const size_t L = (size_t)f->b->max_tokens;
+    float *sc = f->scores + (size_t)ith * (L * L + (size_t)f->b->head_dim * L);
+    for (int64_t j = ith; j < n_jobs; j += nth) attend(f, (int32_t)(j / f->b->n_head), (int)(j % f->b->n_head), sc);
+}
+
+/* ------------------------------------------------------------ forward */
+
+/* Bytes of buffers for forwards of up to T rows on nth threads. */
+static size_t buf_floats(const struct wk_bert *b, int64_t T, int nth, size_t *scratch_off,
+                         size_t *scores_off)
+{
+    size_t n = (size_t)T * (size_t)(6 * b->n_embd + b->n_ff);
+    n = (n + 15) & ~(size_t)15;
+    *scores_off = n;
+    n += (size_t)nth * ((size_t)b->max_tokens * (size_t)(b->max_tokens + b->head_dim));
+    n = (n + 15) & ~(size_t)15;
+    *scratch_off = n;
+    return n + wk_cpu_matmul_scratch_floats(b->n_ff, nth, T);
+}
+
+/* Ensures b->buf holds forwards of T rows on nth threads. */
+static enum wk_status reserve(struct wk_bert *b, int64_t T, int nth)
+{
+    if (T <= b->buf_rows && nth <= b->buf_threads) return WK_OK;
+    size_t so, sc, n = buf_floats(b, T, nth, &so, &sc);
+    float *p = wk_aligned_alloc(n * sizeof *p);
+    if (!p) return WK_E_NOMEM;
+    wk_aligned_free(b->buf);
+    b->buf = p;
+    b->buf_rows = T;
+    b->buf_threads = nth;
+    return WK_OK;
+}
+
+enum wk_status wk__bert_forward(struct wk_bert *b, struct wk_threadpool *pool, int32_t n_seq,
+                                const int32_t *const *ids, const int32_t *seq_start, float **hidden,
+                                const volatile bool *cancel)
+{
+    const int64_t T = seq_start[n_seq], E = b->n_embd, F = b->n_ff;
+    const int nth = pool ? wk_threadpool_n_threads(pool) : 1;
+    if (reserve(b, T, nth)) return WK_E_NOMEM;
+    size_t so, sc;
+    buf_floats(b, b->buf_rows, b->buf_threads, &so, &sc);
+    struct fwd f = {.b = b, .T = T, .n_seq = n_seq, .seq_start = seq_start, .ids = ids};
+    float *p = b->buf;
+    f.x = p, f.q = p + T * E, f.k = p + 2 * T * E, f.v = p + 3 * T * E, f.a = p + 4 * T * E;
+    float *t = p + 5 * T * E; /* [T, E]: a product before its residual */
+    f.h = p + 6 * T * E;
+    f.scores = p + sc;
+    float *scratch = p + so;
+    const struct wk_cpu_kernels *k = b->kernels;
+    wk_threadpool_run(pool, embed_pass, &f);
+    for (int il = 0; il < b->n_layer; il++) {
+        if (cancel && *cancel) return WK_E_CANCELLED;
+        const struct wk_bert_layer *l = &b->layers[il];
+        const struct wk_tensor *ws[3] = {&l->wq, &l->wk, &l->wv};
+        float *ys[3] = {f.q, f.k, f.v};
+        wk_cpu_matmul_many(pool, k, 3, ws, ys, f.x, T, scratch, 0);
+        run_rows(pool, &f, f.q, E, &l->bq, NULL, false, NULL, NULL);
+        run_rows(pool, &f, f.k, E, &l->bk, NULL, false, NULL, NULL);
+        run_rows(pool, &f, f.v, E, &l->bv, NULL, false, NULL, NULL);
+        wk_threadpool_run(pool, attn_pass, &f);
+        wk_cpu_matmul(pool, k, &l->wo, f.a, t, T, scratch, 0);
+        run_rows(pool, &f, t, E, &l->bo, f.x, false, &l->ln1_g, &l->ln1_b);
+        float *old = f.x; /* t is the new x: swap the two buffers rather than copy */
+        f.x = t, t = old;
+        wk_cpu_matmul(pool, k, &l->w1, f.x, f.h, T, scratch, 0);
+        run_rows(pool, &f, f.h, F, &l->b1, NULL, true, NULL, NULL);
+        wk_cpu_matmul(pool, k, &l->w2, f.h, t, T, scratch, 0);
+        run_rows(pool, &f, t, E, &l->b2, f.x, false, &l->ln2_g, &l->ln2_b);
+        old = f.x, f.x = t, t = old;
+    }
+    *hidden = f.x;
+    return WK_OK;
+}

@@ -1,0 +1,107 @@
+/*
+ * wk_embed.h - embedding models: a BERT encoder (BertModel) and the
+ * sentence-transformers pipeline around it (tokenize with [CLS] ... [SEP],
+ * truncate, encode, pool, normalize), from a Hugging Face folder such as
+ * all-MiniLM-L6-v2's (config.json, model.safetensors, tokenizer.json,
+ * modules.json, 1_Pooling/config.json, sentence_bert_config.json), or from
+ * llama.cpp's "bert" GGUF.
+ *
+ * The encoder is its own forward pass (bert.c), not the decoder context's:
+ * post-norm LayerNorm blocks with biases, absolute position embeddings and
+ * a bidirectional mask over sequences packed without padding, so no mask
+ * is ever needed; several sequences go through one forward (their rows
+ * concatenated, attention per sequence).
+ */
+#ifndef WK_EMBED_H
+#define WK_EMBED_H
+
+#include "../base/wk_base.h"
+#include "../tokenizer/wk_tokenizer.h"
+
+/* sentence-transformers' Pooling modes wick computes. */
+enum wk_pooling { WK_POOLING_MEAN = 0, WK_POOLING_CLS = 1, WK_POOLING_LAST = 2 };
+
+struct wk_embed_model;
+
+/*
+ * True when dir looks like an encoder folder wick embeds with: its
+ * config.json names model_type "bert" (or a BertModel architecture).
+ * Reads config.json only; false on any error.
+ */
+bool wk_embed_is_folder(const char *dir);
+
+/*
+ * True when path is a model wk_embed_model_load takes: a folder as
+ * wk_embed_is_folder says, or a regular GGUF file whose
+ * general.architecture is "bert" (read from the file's first 64 KiB only;
+ * a FIFO or device is never opened). False on any error.
+ */
+bool wk_embed_is_model(const char *path);
+
+/*
+ * Loads the BERT folder dir (or llama.cpp's "bert" GGUF file: the keys
+ * bert.embedding_length, block_count, attention.head_count,
+ * feed_forward_length, context_length (the most tokens), attention.
+ * layer_norm_epsilon, pooling_type (1 mean, 2 CLS, 3 last), tensors by
+ * llama.cpp's names in any dtype the matmul takes (norms and biases F32),
+ * the WordPiece vocabulary of tokenizer.ggml.model "bert"; normalized, as
+ * Ollama and llama-server answer): config.json (hidden_size, layers, heads,
+ * intermediate_size, max_position_embeddings, type_vocab_size,
+ * layer_norm_eps, hidden_act gelu, position_embedding_type absolute),
+ * model.safetensors (F32, with or without a "bert." prefix; mapped and
+ * used in place), tokenizer.json (WordPiece; wk_tokenizer_from_hf), and
+ * the sentence-transformers files: modules.json (Transformer, Pooling,
+ * Normalize; a Dense module is refused), the Pooling config (mean, CLS
+ * or last token; max and mean_sqrt_len refused), sentence_bert_config.json
+ * (max_seq_length, else the tokenizer's and the positions' limit).
+ * Without modules.json: mean pooling, not normalized (what
+ * sentence-transformers builds from a plain folder).
+ * Errors (naming the file and the field or tensor): WK_E_NOT_FOUND,
+ * WK_E_FORMAT (a missing or misshapen tensor, an absurd value),
+ * WK_E_UNSUPPORTED (another architecture, activation, pooling or dtype),
+ * WK_E_NOMEM. *out is owned by the caller (wk_embed_model_destroy).
+ */
+enum wk_status wk_embed_model_load(const char *dir, struct wk_embed_model **out, struct wk_error *err);
+/* Frees the model and unmaps its weights; m may be NULL. */
+void wk_embed_model_destroy(struct wk_embed_model *m);
+
+/* Output width (hidden_size), the length of each embedding. */
+int32_t wk_embed_model_n_embd(const struct wk_embed_model *m);
+/* Most tokens one input may have, [CLS] and [SEP] included. */
+int32_t wk_embed_model_max_tokens(const struct wk_embed_model *m);
+enum wk_pooling wk_embed_model_pooling(const struct wk_embed_model *m);
+bool wk_embed_model_normalizes(const struct wk_embed_model *m);
+/* The folder's tokenizer (borrowed, lives as long as m). */
+const struct wk_tokenizer *wk_embed_model_tokenizer(const struct wk_embed_model *m);
+/* Elements of the weights wick uses (for show / details). */
+uint64_t wk_embed_model_n_params(const struct wk_embed_model *m);
+
+/*
+ * Tokenizes one input as sentence-transformers does: the post-processor's
+ * [CLS] and [SEP] around the text's WordPiece ids (special-token text in
+ * the input is matched, as the Hugging Face tokenizer matches it), the
+ * text's ids cut so that the whole fits max_tokens when truncate; with
+ * truncate false a longer input is WK_E_RANGE (the message gives both
+ * lengths). out is cleared first and owned by the caller.
+ * Errors: WK_E_RANGE, WK_E_NOMEM.
+ */
+enum wk_status wk_embed_model_tokenize(const struct wk_embed_model *m, const char *text, size_t len,
+                                       bool truncate, struct wk_tokens *out, struct wk_error *err);
+
+/*
+ * Embeds n_seq token sequences: seqs[i] [n_tokens[i]] ids (1 <= n_tokens[i]
+ * <= max_tokens, ids < n_vocab), out [n_seq][n_embd] f32, pooled and, when
+ * the model normalizes, L2-normalized. The sequences are taken longest
+ * first and packed into forwards of up to max(max_tokens, 4096) rows, each
+ * one pass over the weights. pool: the threads (borrowed; NULL: the
+ * calling thread). Results do not depend on how sequences are grouped:
+ * each row's products and each sequence's attention are computed alone.
+ * Errors: WK_E_INVALID (an empty or over-long sequence, an id out of
+ * range), WK_E_CANCELLED (cancel, may be NULL, became true; checked
+ * between layers), WK_E_NOMEM. Not thread-safe on one model.
+ */
+enum wk_status wk_embed_model_encode(struct wk_embed_model *m, struct wk_threadpool *pool, int32_t n_seq,
+                                     const int32_t *const *seqs, const int32_t *n_tokens, float *out,
+                                     const volatile bool *cancel, struct wk_error *err);
+
+#endif /* WK_EMBED_H */

@@ -1,0 +1,332 @@
+/*
+ * api_embed.c - the embedding routes: Ollama's POST /api/embed and its
+ * legacy POST /api/embeddings, and OpenAI's POST /v1/embeddings, served
+ * by an embedding model's runner (runner_embed.c).
+ *
+ * Shapes (Ollama's api/types.go EmbedRequest/EmbedResponse and
+ * EmbeddingRequest/EmbeddingResponse; OpenAI's embeddings reference):
+ *   /api/embed       {model, input: string | [string], truncate (true),
+ *                     dimensions, keep_alive, options} ->
+ *                    {model, embeddings: [[float]], total_duration,
+ *                     load_duration, prompt_eval_count}; each vector
+ *                    L2-normalized (as Ollama normalizes), cut to
+ *                    dimensions first when asked.
+ *   /api/embeddings  {model, prompt, keep_alive, options} -> {embedding}
+ *                    (not normalized beyond what the model does; an empty
+ *                    prompt gives []).
+ *   /v1/embeddings   {model, input: string | [string] | [id] | [[id]],
+ *                     encoding_format float|base64, dimensions, user} ->
+ *                    {object: list, data: [{object: embedding, index,
+ *                     embedding}], model, usage: {prompt_tokens,
+ *                     total_tokens}}; base64 is the little-endian f32
+ *                    bytes, as OpenAI sends them.
+ * Limits: at most SRV_EMBED_MAX_INPUTS inputs (OpenAI's 2048) and
+ * SRV_EMBED_MAX_INPUT_BYTES bytes per input (a model reads 256 to 512
+ * tokens; a longer text is a mistake to cut client-side, not 1 MB to
+ * tokenize); each is a 400 naming the input, as is a model that does not
+ * embed.
+ */
+#include "server_internal.h"
+
+#include "../model/wk_embed.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#define SRV_EMBED_MAX_INPUTS 2048
+#define SRV_EMBED_MAX_INPUT_BYTES ((size_t)128 << 10)
+
+enum embed_route { EMBED_OLLAMA, EMBED_LEGACY, EMBED_OPENAI };
+
+/* One request, parsed. */
+struct embed_req {
+    enum embed_route route;
+    const char *model;
+    json_t *inputs; /* [string or [id]] (a new reference) */
+    bool truncate, base64;
+    int32_t dimensions; /* 0: all */
+    int64_t keep_alive_ns;
+};
+
+bool srv_model_embeds(const struct srv_model *m) { return wk_embed_is_model(m->path); }
+bool srv_embed_folder(const char *path) { return wk_embed_is_folder(path); }
+
+json_t *srv_embed_details(const char *path, json_t **model_info, char **template_out)
+{
+    struct wk_embed_model *m;
+    if (wk_embed_model_load(path, &m, NULL)) return NULL;
+    char psize[32];
+    double n = (double)wk_embed_model_n_params(m);
+    snprintf(psize, sizeof psize, n >= 1e9 ? "%.1fB" : "%.2fM", n >= 1e9 ? n / 1e9 : n / 1e6);
+    json_t *details = json_pack("{s:s, s:s, s:s, s:[s], s:s, s:s}", "parent_model", "", "format", "safetensors",
+                                "family", "bert", "families", "bert", "parameter_size", psize, "quantization_level", "F32");
+    if (model_info)
+        *model_info = json_pack("{s:s, s:i, s:i, s:i, s:i, s:i}", "general.architecture", "bert", "bert.context_length",
+                                wk_embed_model_max_tokens(m), "bert.embedding_length", wk_embed_model_n_embd(m),
+                                "bert.vocab_size", wk_tokenizer_n_vocab(wk_embed_model_tokenizer(m)),
+                                "bert.pooling_type", (int)wk_embed_model_pooling(m) + 1, "bert.normalize",
+                                (int)wk_embed_model_normalizes(m));
+    if (template_out) *template_out = wk_asprintf("%s", "");
+    wk_embed_model_destroy(m);
+    return details;
+}
+
+/* An /api/embed or /v1/embeddings input: a string, or (OpenAI) token ids. */
+static int check_input(json_t *v, size_t i, bool ids_ok, char *msg, size_t cap)
+{
+    if (json_is_string(v)) {
+        if (json_string_length(v) > SRV_EMBED_MAX_INPUT_BYTES) {
+            snprintf(msg, cap, "input %zu is %zu bytes long; at most %zu bytes per input (split the text)", i,
+                     json_string_length(v), SRV_EMBED_MAX_INPUT_BYTES);
+            return 400;
+        }
+        return 0;
+    }
+    if (ids_ok && json_is_array(v) && json_array_size(v) > 0) {
+        size_t k;
+        json_t *id;
+        json_array_foreach(v, k, id) if (!json_is_integer(id) || json_integer_value(id) < 0 ||
+                                         json_integer_value(id) > INT32_MAX)
+        {
+            snprintf(msg, cap, "input %zu: item %zu is not a token id (a non-negative integer)", i, k);
+            return 400;
+        }
+        return 0;
+    }
+    snprintf(msg, cap, ids_ok ? "input %zu must be a string or a non-empty array of token ids"
+                              : "input %zu must be a string", i);
+    return 400;
+}
+
+/* The inputs of a body: "input" (or legacy "prompt") as a list. */
+static int parse_inputs(struct embed_req *r, json_t *body, char *msg, size_t cap)
+{
+    if (r->route == EMBED_LEGACY) {
+        json_t *p = json_object_get(body, "prompt");
+        if (!json_is_string(p)) {
+            snprintf(msg, cap, p ? "prompt must be a string" : "prompt is required: the text to embed");
+            return 400;
+        }
+        r->inputs = json_pack("[O]", p);
+        return check_input(p, 0, false, msg, cap);
+    }
+    json_t *in = json_object_get(body, "input");
+    const bool oai = r->route == EMBED_OPENAI;
+    if (!in) {
+        snprintf(msg, cap, "input is required: a string or a list of strings to embed");
+        return 400;
+    }
+    /* OpenAI: a flat list of integers is one input of token ids */
+    bool flat_ids = oai && json_is_array(in) && json_array_size(in) > 0 && json_is_integer(json_array_get(in, 0));
+    r->inputs = json_is_array(in) && !flat_ids ? json_incref(in) : json_pack("[O]", in);
+    if (!r->inputs) {
+        snprintf(msg, cap, "out of memory");
+        return 500;
+    }
+    if (json_array_size(r->inputs) == 0) {
+        snprintf(msg, cap, "input is an empty list: give at least one text to embed");
+        return 400;
+    }
+    if (json_array_size(r->inputs) > SRV_EMBED_MAX_INPUTS) {
+        snprintf(msg, cap, "input has %zu items; at most %d per request", json_array_size(r->inputs),
+                 SRV_EMBED_MAX_INPUTS);
+        return 400;
+    }
+    size_t i;
+    json_t *v;
+    json_array_foreach(r->inputs, i, v)
+    {
+        int st = check_input(v, i, oai, msg, cap);
+        if (st) return st;
+    }
+    return 0;
+}
+
+static int parse(struct embed_req *r, json_t *body, char *msg, size_t cap)
+{
+    json_t *model = json_object_get(body, "model"), *trunc = json_object_get(body, "truncate");
+    json_t *dims = json_object_get(body, "dimensions"), *fmt = json_object_get(body, "encoding_format");
+    json_t *opts = json_object_get(body, "options"), *ka = json_object_get(body, "keep_alive");
+    if (!json_is_string(model) || json_string_length(model) == 0) {
+        snprintf(msg, cap, model ? "model must be a string: the name of a stored model" : "model is required");
+        return 400;
+    }
+    r->model = json_string_value(model);
+    r->truncate = true;
+    if (trunc && !json_is_null(trunc)) {
+        if (!json_is_boolean(trunc)) return snprintf(msg, cap, "truncate must be true or false"), 400;
+        r->truncate = json_is_true(trunc);
+    }
+    if (dims && !json_is_null(dims)) {
+        if (!json_is_integer(dims) || json_integer_value(dims) < 1 || json_integer_value(dims) > 1 << 20)
+            return snprintf(msg, cap, "dimensions must be a positive integer"), 400;
+        r->dimensions = (int32_t)json_integer_value(dims);
+    }
+    if (fmt && !json_is_null(fmt)) {
+        const char *f = json_string_value(fmt);
+        if (!f || (strcmp(f, "float") && strcmp(f, "base64")))
+            return snprintf(msg, cap, "encoding_format must be \"float\" or \"base64\""), 400;
+        r->base64 = strcmp(f, "base64") == 0;
+    }
+    if (opts && !json_is_null(opts) && !json_is_object(opts))
+        return snprintf(msg, cap, "options must be an object"), 400;
+    r->keep_alive_ns = srv_default_keep_alive();
+    if (ka && !json_is_null(ka) && !srv_parse_keep_alive(ka, &r->keep_alive_ns))
+        return snprintf(msg, cap, "keep_alive must be a duration (\"5m\") or a number of seconds"), 400;
+    return parse_inputs(r, body, msg, cap);
+}
+
+/* base64 (RFC 4648) decoding of s[n] into out [cap] bytes; the byte count, or -1. */
+static int64_t base64_decode(const char *s, size_t n, uint8_t *out, size_t cap)
+{
+    uint32_t acc = 0;
+    int bits = 0;
+    size_t k = 0;
+    for (size_t i = 0; i < n && s[i] != '='; i++) {
+        char ch = s[i];
+        int v = ch >= 'A' && ch <= 'Z' ? ch - 'A' : ch >= 'a' && ch <= 'z' ? ch - 'a' + 26
+                : ch >= '0' && ch <= '9' ? ch - '0' + 52 : ch == '+' ? 62 : ch == '/' ? 63 : -1;
+        if (v < 0) return -1;
+        acc = acc << 6 | (uint32_t)v;
+        bits += 6;
+        if (bits >= 8) {
+            bits -= 8;
+            if (k == cap) return -1;
+            out[k++] = (uint8_t)(acc >> bits);
+        }
+    }
+    return (int64_t)k;
+}
+
+/* The vector of one runner embedding (base64 of f32), cut to dims and
+ * normalized when asked: a JSON array of numbers, or (b64) a base64 string. */
+static json_t *vector_json(json_t *b64, int32_t dims, bool normalize, bool as_base64)
+{
+    const char *s = json_string_value(b64);
+    size_t n = json_string_length(b64);
+    float *v = s ? wk_malloc(n / 4 * 3 + 4) : NULL;
+    int64_t nb = v ? base64_decode(s, n, (uint8_t *)v, n / 4 * 3 + 4) : -1;
+    if (nb < 0 || nb % 4) {
+        wk_free(v);
+        return NULL;
+    }
+    int64_t E = nb / 4;
+    if (dims > 0 && dims < E) E = dims;
+    double s2 = 0;
+    for (int64_t i = 0; i < E; i++) s2 += (double)v[i] * v[i];
+    if (normalize && s2 > 0)
+        for (int64_t i = 0; i < E; i++) v[i] = (float)(v[i] / sqrt(s2));
+    json_t *out = NULL;
+    if (as_base64) {
+        out = srv_base64_json(v, (size_t)E * sizeof *v);
+    } else {
+        out = json_array();
+        for (int64_t i = 0; out && i < E; i++) json_array_append_new(out, json_real(v[i]));
+    }
+    wk_free(v);
+    return out;
+}
+
+/* The answer for route r from the runner's line. */
+static json_t *answer(const struct embed_req *r, json_t *line, int64_t t_start, int64_t load_ns)
+{
+    json_t *embs = json_object_get(line, "embeddings");
+    json_int_t n_tok = json_integer_value(json_object_get(line, "prompt_eval_count"));
+    json_t *list = json_array();
+    size_t i;
+    json_t *e;
+    json_array_foreach(embs, i, e)
+    {
+        /* an empty legacy prompt: Ollama answers an empty vector */
+        if (r->route == EMBED_LEGACY && json_string_length(json_array_get(r->inputs, 0)) == 0) break;
+        json_t *v = vector_json(e, r->dimensions, r->route != EMBED_LEGACY, r->base64);
+        if (!v || !list) {
+            json_decref(v), json_decref(list);
+            return NULL;
+        }
+        if (r->route == EMBED_OPENAI)
+            json_array_append_new(list, json_pack("{s:s, s:I, s:o}", "object", "embedding", "index", (json_int_t)i,
+                                                  "embedding", v));
+        else json_array_append_new(list, v);
+    }
+    if (r->route == EMBED_LEGACY) {
+        json_t *one = json_array_size(list) ? json_incref(json_array_get(list, 0)) : json_array();
+        json_decref(list);
+        return json_pack("{s:o}", "embedding", one);
+    }
+    if (r->route == EMBED_OPENAI)
+        return json_pack("{s:s, s:o, s:s, s:{s:I, s:I}}", "object", "list", "data", list, "model", r->model, "usage",
+                         "prompt_tokens", n_tok, "total_tokens", n_tok);
+    return json_pack("{s:s, s:o, s:I, s:I, s:I}", "model", r->model, "embeddings", list, "total_duration",
+                     (json_int_t)(wk_time_ns() - t_start), "load_duration", (json_int_t)load_ns,
+                     "prompt_eval_count", n_tok);
+}
+
+static enum MHD_Result reply(struct MHD_Connection *c, bool oai, int status, const char *msg)
+{
+    return oai ? srv_reply_json(c, (unsigned)status, srv_error_body(API_OAI_CHAT, status, msg))
+               : srv_reply_error(c, (unsigned)status, msg);
+}
+
+/* Runs r on its model's runner: the runner's answer line into *line. 0 or an HTTP status. */
+static int run(struct srv_server *srv, struct MHD_Connection *c, const struct embed_req *r, json_t **line,
+               int64_t *load_ns, char *msg, size_t cap)
+{
+    struct srv_model m;
+    struct wk_error err;
+    wk_error_clear(&err);
+    if (srv_model_find(srv->models_dir, r->model, &m, NULL, &err))
+        return snprintf(msg, cap, "%s", err.msg), srv_http_status(err.status);
+    if (!srv_model_embeds(&m))
+        return snprintf(msg, cap, "model '%.200s' does not support embeddings (it generates text; use an "
+                        "embedding model such as a BERT sentence-transformers folder or bert GGUF)", r->model), 400;
+    int32_t n_ctx = 0;
+    srv_sched_find_loaded(srv->sched, m.name, NULL, &n_ctx);
+    struct srv_runner *rn;
+    if (srv_sched_acquire(srv->sched, &m, n_ctx, &rn, load_ns, &err))
+        return snprintf(msg, cap, "%s", err.msg), err.status == WK_E_CANCELLED ? 503 : 500;
+    json_t *req = json_pack("{s:O, s:b}", "embed", r->inputs, "truncate", r->truncate);
+    struct srv_call call = {.fd = -1};
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+    int status = 0;
+    if (!req || srv_call_open(rn, req, 600 * 1000, ci ? ci->connect_fd : -1, &call, line, &err)) {
+        status = !req ? 500 : err.status == WK_E_CANCELLED ? -1 : 500;
+        snprintf(msg, cap, "%s", req ? err.msg : "out of memory");
+        if (status == 500 && req) srv_sched_mark_dead(rn);
+    }
+    srv_call_close(&call);
+    json_decref(req);
+    srv_sched_release(rn, r->keep_alive_ns);
+    return status;
+}
+
+enum MHD_Result srv_serve_embed(struct srv_server *srv, struct MHD_Connection *c, const char *url, json_t *body)
+{
+    const int64_t t0 = wk_time_ns();
+    struct embed_req r = {.route = strcmp(url, "/v1/embeddings") == 0   ? EMBED_OPENAI
+                                   : strcmp(url, "/api/embeddings") == 0 ? EMBED_LEGACY
+                                                                         : EMBED_OLLAMA};
+    const bool oai = r.route == EMBED_OPENAI;
+    char msg[WK_ERROR_MSG_MAX];
+    json_t *line = NULL;
+    int64_t load_ns = 0;
+    int status = parse(&r, body, msg, sizeof msg);
+    if (!status) status = run(srv, c, &r, &line, &load_ns, msg, sizeof msg);
+    enum MHD_Result ret;
+    if (status < 0) {
+        ret = MHD_NO; /* the client left */
+    } else if (status) {
+        ret = reply(c, oai, status, msg);
+    } else if (json_integer_value(json_object_get(line, "status")) != 200) {
+        const char *e = json_string_value(json_object_get(line, "error"));
+        json_int_t rs = json_integer_value(json_object_get(line, "status"));
+        ret = reply(c, oai, rs >= 400 && rs < 600 ? (int)rs : 500, e ? e : "the model runner refused the request");
+    } else {
+        json_t *a = answer(&r, line, t0, load_ns);
+        ret = a ? srv_reply_json(c, 200, a) : reply(c, oai, 500, "the model runner's answer is malformed");
+    }
+    json_decref(line);
+    json_decref(r.inputs);
+    return ret;
+}

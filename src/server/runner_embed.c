@@ -1,0 +1,389 @@
+/*
+ * runner_embed.c - `wick runner` for an embedding model (a BERT
+ * sentence-transformers folder, wk_embed.h): the same process shape and
+ * socket as runner.c's (abstract Unix socket, one connection per request,
+ * JSON lines, only the server's process may connect), serving embeddings
+ * instead of completions.
+ *
+ * Protocol (server -> runner, one line; runner -> server, one line):
+ *   {"status": true} -> {"status": 200, "busy", "queued", "requests", "runs", "n_ctx", "model",
+ *                        "embedding": true}
+ *   {"embed": [input...], "truncate": bool} where an input is a string or
+ *     an array of token ids (used as they are) ->
+ *     {"status": 200, "embeddings": [base64 of n_embd little-endian f32...],
+ *      "tokens": [n per input], "prompt_eval_count": total, "prompt_eval_duration": ns}
+ *     or {"status": 400, "error": msg} (an input over the model's length with
+ *     truncate false, an id out of range, a malformed request), 500 (memory).
+ *   {"tokenize": text, "add_special"} -> {"status": 200, "tokens": [id...]}
+ *   anything else (a completion) -> {"status": 400, "error": "... embedding model ..."}
+ * Requests are tokenized on their connection's thread and computed one at
+ * a time (a mutex) on the runner's thread pool; a connection whose server
+ * side hangs up cancels its request between layers.
+ */
+#include "server_internal.h"
+
+#include "../model/wk_embed.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#define MAX_REQUEST_BYTES ((size_t)64 << 20)
+
+struct erunner {
+    struct wk_embed_model *m;
+    struct wk_threadpool *pool;
+    const char *model_path;
+    pthread_mutex_t mu; /* one encode at a time; guards the counters */
+    int64_t requests, runs, waiting;
+    bool busy;
+};
+
+struct econn {
+    struct erunner *rn;
+    int fd;
+};
+
+static bool send_all(int fd, const char *s, size_t n)
+{
+    while (n > 0) {
+        ssize_t w = send(fd, s, n, MSG_NOSIGNAL);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return false;
+        s += w, n -= (size_t)w;
+    }
+    return true;
+}
+
+static bool send_json(int fd, json_t *obj)
+{
+    char *s = obj ? json_dumps(obj, JSON_COMPACT) : NULL;
+    json_decref(obj);
+    bool ok = s ? send_all(fd, s, strlen(s)) && send_all(fd, "\n", 1)
+                : send_all(fd, "{\"status\":500,\"error\":\"out of memory\"}\n", 39);
+    free(s);
+    return ok;
+}
+
+static char *read_line(int fd, size_t max, size_t *len)
+{
+    struct wk_buf b = {0};
+    char chunk[16384];
+    for (;;) {
+        ssize_t r = recv(fd, chunk, sizeof chunk, 0);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) break;
+        char *nl = memchr(chunk, '\n', (size_t)r);
+        size_t n = nl ? (size_t)(nl - chunk) : (size_t)r;
+        if (b.len + n > max || !wk_buf_add(&b, chunk, n)) break;
+        if (nl) {
+            *len = b.len;
+            return b.p ? b.p : wk_calloc(1, 1);
+        }
+    }
+    wk_free(b.p);
+    return NULL;
+}
+
+static json_t *error_line(int status, const char *msg)
+{
+    size_t n;
+    char *clean = wk_utf8_sanitize(msg, strlen(msg), &n);
+    json_t *r = json_pack("{s:i, s:s}", "status", status, "error", clean ? clean : "error");
+    wk_free(clean);
+    return r;
+}
+
+json_t *srv_base64_json(const void *src, size_t n)
+{
+    static const char tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    const uint8_t *s = src;
+    size_t out_n = (n + 2) / 3 * 4;
+    char *o = wk_malloc(out_n + 1);
+    if (!o) return NULL;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i += 3) {
+        uint32_t v = (uint32_t)s[i] << 16 | (i + 1 < n ? (uint32_t)s[i + 1] << 8 : 0) | (i + 2 < n ? s[i + 2] : 0);
+        o[k++] = tab[v >> 18 & 63];
+        o[k++] = tab[v >> 12 & 63];
+        o[k++] = i + 1 < n ? tab[v >> 6 & 63] : '=';
+        o[k++] = i + 2 < n ? tab[v & 63] : '=';
+    }
+    json_t *j = json_stringn(o, k);
+    wk_free(o);
+    return j;
+}
+
+/* Each input's ids into toks[i]: a string tokenized ([CLS] ... [SEP],
+ * truncated when asked), or an array of ids taken as they are. 0 or a
+ * status with msg set. */
+static int inputs_to_tokens(const struct erunner *rn, json_t *in, bool truncate, struct wk_tokens *toks, char *msg,
+                            size_t cap)
+{
+    const int32_t max = wk_embed_model_max_tokens(rn->m);
+    size_t i;
+    json_t *v;
+    json_array_foreach(in, i, v)
+    {
+        struct wk_error err;
+        wk_error_clear(&err);
+        if (json_is_string(v)) {
+            enum wk_status st = wk_embed_model_tokenize(rn->m, json_string_value(v), json_string_length(v), truncate,
+                                                        &toks[i], &err);
+            if (st) {
+                snprintf(msg, cap, "input %zu: %.400s", i, err.msg);
+                return st == WK_E_NOMEM ? 500 : 400;
+            }
+            continue;
+        }
+        if (!json_is_array(v) || json_array_size(v) == 0) {
+            snprintf(msg, cap, "input %zu must be a string or a non-empty array of token ids", i);
+            return 400;
+        }
+        size_t k;
+        json_t *id;
+        json_array_foreach(v, k, id)
+        {
+            if (!json_is_integer(id)) {
+                snprintf(msg, cap, "input %zu: item %zu is not a token id", i, k);
+                return 400;
+            }
+            if ((int64_t)k >= max) {
+                if (truncate) break;
+                snprintf(msg, cap, "input %zu is %zu tokens long, over the model's limit of %d (truncate it, or "
+                         "set truncate to true)", i, json_array_size(v), max);
+                return 400;
+            }
+            if (wk_tokens_push(&toks[i], (int32_t)WK_MAX(WK_MIN(json_integer_value(id), INT32_MAX), -1))) {
+                snprintf(msg, cap, "out of memory");
+                return 500;
+            }
+        }
+    }
+    return 0;
+}
+
+/* Sets cancel when the server side of fd hangs up, until a byte arrives
+ * on wake[0] (the request is done). */
+struct watch {
+    int fd, wake[2];
+    volatile bool cancel;
+};
+
+static void *watch_main(void *arg)
+{
+    struct watch *w = arg;
+    for (;;) {
+        struct pollfd p[2] = {{.fd = w->fd, .events = POLLRDHUP}, {.fd = w->wake[0], .events = POLLIN}};
+        if (poll(p, 2, -1) < 0) {
+            if (errno == EINTR) continue;
+            break;
+        }
+        if (p[1].revents) break;
+        if (p[0].revents & (POLLRDHUP | POLLHUP | POLLERR)) {
+            w->cancel = true;
+            break;
+        }
+    }
+    return NULL;
+}
+
+/* Runs an embed request: the answer line (a new object). */
+static json_t *embed(struct erunner *rn, json_t *req, int fd)
+{
+    json_t *in = json_object_get(req, "embed");
+    char msg[WK_ERROR_MSG_MAX];
+    if (!json_is_array(in) || json_array_size(in) == 0) return error_line(400, "embed must be a non-empty list");
+    const size_t n = json_array_size(in);
+    const int E = wk_embed_model_n_embd(rn->m);
+    struct wk_tokens *toks = wk_calloc(n, sizeof *toks);
+    const int32_t **seqs = wk_malloc(n * sizeof *seqs);
+    int32_t *nt = wk_malloc(n * sizeof *nt);
+    float *out = n <= SIZE_MAX / sizeof(float) / (size_t)E ? wk_malloc(n * (size_t)E * sizeof *out) : NULL;
+    json_t *ans = NULL;
+    int code = toks && seqs && nt && out ? inputs_to_tokens(rn, in, !json_is_false(json_object_get(req, "truncate")), toks,
+                                                            msg, sizeof msg)
+                                         : (snprintf(msg, sizeof msg, "out of memory"), 500);
+    int64_t total = 0;
+    for (size_t i = 0; !code && i < n; i++) seqs[i] = toks[i].ids, nt[i] = (int32_t)toks[i].n, total += toks[i].n;
+    if (!code) {
+        struct watch w = {.fd = fd, .wake = {-1, -1}};
+        pthread_t wt;
+        bool watching = pipe2(w.wake, O_CLOEXEC) == 0 && pthread_create(&wt, NULL, watch_main, &w) == 0;
+        pthread_mutex_lock(&rn->mu);
+        rn->busy = true;
+        rn->runs++;
+        const int64_t t0 = wk_time_ns();
+        struct wk_error err;
+        wk_error_clear(&err);
+        enum wk_status st = wk_embed_model_encode(rn->m, rn->pool, (int32_t)n, seqs, nt, out, &w.cancel, &err);
+        const int64_t dt = wk_time_ns() - t0;
+        rn->busy = false;
+        rn->requests++;
+        pthread_mutex_unlock(&rn->mu);
+        if (watching) {
+            while (write(w.wake[1], "x", 1) < 0 && errno == EINTR) {}
+            pthread_join(wt, NULL);
+        }
+        if (w.wake[0] >= 0) close(w.wake[0]), close(w.wake[1]);
+        if (st) {
+            ans = error_line(srv_http_status(st), err.msg);
+        } else {
+            json_t *embs = json_array(), *counts = json_array();
+            for (size_t i = 0; i < n && embs && counts; i++) {
+                json_array_append_new(embs, srv_base64_json(out + i * (size_t)E, (size_t)E * sizeof *out));
+                json_array_append_new(counts, json_integer(nt[i]));
+            }
+            ans = json_pack("{s:i, s:o, s:o, s:I, s:I}", "status", 200, "embeddings", embs, "tokens", counts,
+                            "prompt_eval_count", (json_int_t)total, "prompt_eval_duration", (json_int_t)dt);
+        }
+    } else {
+        ans = error_line(code, msg);
+    }
+    for (size_t i = 0; toks && i < n; i++) wk_tokens_deinit(&toks[i]);
+    wk_free(toks), wk_free(seqs), wk_free(nt), wk_free(out);
+    return ans;
+}
+
+static json_t *status_json(struct erunner *rn)
+{
+    pthread_mutex_lock(&rn->mu);
+    json_t *s = json_pack("{s:i, s:b, s:i, s:I, s:I, s:I, s:i, s:s, s:b}", "status", 200, "busy", rn->busy, "queued", 0,
+                          "tokens_generated", (json_int_t)0, "requests", (json_int_t)rn->requests, "runs",
+                          (json_int_t)rn->runs, "n_ctx", wk_embed_model_max_tokens(rn->m), "model", rn->model_path,
+                          "embedding", 1);
+    pthread_mutex_unlock(&rn->mu);
+    return s;
+}
+
+static json_t *tokenize_json(struct erunner *rn, json_t *req)
+{
+    json_t *text = json_object_get(req, "tokenize");
+    if (!json_is_string(text)) return error_line(400, "tokenize must be a string");
+    struct wk_tokens t = {0};
+    struct wk_error err;
+    enum wk_status st = json_is_true(json_object_get(req, "add_special"))
+                            ? wk_embed_model_tokenize(rn->m, json_string_value(text), json_string_length(text), true, &t, &err)
+                            : wk_tokenizer_encode(wk_embed_model_tokenizer(rn->m), json_string_value(text),
+                                                  json_string_length(text), true, &t);
+    json_t *ids = json_array();
+    for (int64_t i = 0; !st && ids && i < t.n; i++) json_array_append_new(ids, json_integer(t.ids[i]));
+    wk_tokens_deinit(&t);
+    if (st) {
+        json_decref(ids);
+        return error_line(500, "out of memory");
+    }
+    return json_pack("{s:i, s:o}", "status", 200, "tokens", ids);
+}
+
+static void *conn_main(void *arg)
+{
+    struct econn c = *(struct econn *)arg;
+    wk_free(arg);
+    size_t len = 0;
+    char *line = read_line(c.fd, MAX_REQUEST_BYTES, &len);
+    json_t *req = line ? json_loadb(line, len, JSON_ALLOW_NUL, NULL) : NULL;
+    wk_free(line);
+    if (!req || !json_is_object(req)) send_json(c.fd, error_line(400, "the runner request is not a JSON object"));
+    else if (json_is_true(json_object_get(req, "status"))) send_json(c.fd, status_json(c.rn));
+    else if (json_object_get(req, "embed")) send_json(c.fd, embed(c.rn, req, c.fd));
+    else if (json_object_get(req, "tokenize")) send_json(c.fd, tokenize_json(c.rn, req));
+    else
+        send_json(c.fd, error_line(400, "this is an embedding model: it makes embeddings (/api/embed, "
+                                        "/v1/embeddings) and does not generate text"));
+    json_decref(req);
+    close(c.fd);
+    return NULL;
+}
+
+static void *watch_parent(void *arg)
+{
+    pid_t parent = (pid_t)(intptr_t)arg;
+    while (getppid() == parent) sleep(1);
+    _exit(0);
+    return NULL;
+}
+
+static int listen_on(const char *name, struct wk_error *err)
+{
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    size_t n = strlen(name);
+    if (n + 1 >= sizeof a.sun_path) return wk_error_set(err, WK_E_INVALID, "socket name too long"), -1;
+    memcpy(a.sun_path + 1, name, n); /* abstract: leading NUL */
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0 || bind(fd, (struct sockaddr *)&a, (socklen_t)(sizeof a.sun_family + 1 + n)) || listen(fd, 128)) {
+        wk_error_set(err, WK_E_IO, "cannot listen on socket %s: %s", name, strerror(errno));
+        if (fd >= 0) close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+int srv_runner_embed_main(const struct wk_runner_opts *o)
+{
+    if (o->parent > 0) {
+        if (getppid() != o->parent) return 1;
+        pthread_t watcher;
+        pthread_create(&watcher, NULL, watch_parent, (void *)(intptr_t)o->parent);
+    }
+    signal(SIGPIPE, SIG_IGN);
+    struct erunner *rn = wk_calloc(1, sizeof *rn); /* lives until the process ends */
+    if (!rn) return 1;
+    pthread_mutex_init(&rn->mu, NULL);
+    rn->model_path = o->model;
+    struct wk_error err;
+    wk_error_clear(&err);
+    int nth = o->n_threads > 0 ? o->n_threads : wk_cpu_features_get()->n_cores;
+    enum wk_status st = wk_embed_model_load(o->model, &rn->m, &err);
+    if (!st && (st = wk_threadpool_create(WK_MAX(1, WK_MIN(nth, 1024)), &rn->pool)))
+        wk_error_set(&err, st, "cannot start %d threads", nth);
+    int lfd = st ? -1 : listen_on(o->socket, &err);
+    if (st || lfd < 0) {
+        json_t *e = json_pack("{s:s}", "error", err.msg[0] ? err.msg : wk_status_str(st));
+        char *s = json_dumps(e, JSON_COMPACT);
+        printf("%s\n", s ? s : "{\"error\":\"out of memory\"}");
+        fflush(stdout);
+        free(s);
+        json_decref(e);
+        return 1;
+    }
+    /* n_parallel 1: one request computes at a time (the scheduler of parallel slots reads it) */
+    printf("{\"ready\":true,\"n_ctx\":%d,\"n_parallel\":1,\"draft\":false,\"embedding\":true,\"bytes_per_token\":%lld}\n",
+           wk_embed_model_max_tokens(rn->m),
+           (long long)(1 + (1 << 20) / WK_MAX(1, wk_tokenizer_min_tokens(wk_embed_model_tokenizer(rn->m), 1 << 20))));
+    fflush(stdout);
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    for (;;) {
+        int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+        if (fd < 0) {
+            if (errno == EINTR || errno == ECONNABORTED || errno == EMFILE) continue;
+            break;
+        }
+        struct ucred cred; /* only the server that started this runner (runner.c says why) */
+        socklen_t cl = sizeof cred;
+        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) != 0 ||
+            (o->parent > 0 ? cred.pid != (pid_t)o->parent : cred.uid != getuid())) {
+            close(fd);
+            continue;
+        }
+        pthread_t t;
+        struct econn *c = wk_malloc(sizeof *c);
+        if (c) *c = (struct econn){.rn = rn, .fd = fd};
+        if (!c || pthread_create(&t, &attr, conn_main, c)) {
+            wk_free(c);
+            close(fd);
+        }
+    }
+    return 1;
+}
