@@ -955,22 +955,8 @@ int wk_runner_main(const struct wk_runner_opts *o)
     pthread_attr_init(&attr);
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
     for (;;) {
-        int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-        if (fd < 0) {
-            if (errno == EINTR || errno == ECONNABORTED || errno == EMFILE) continue;
-            break;
-        }
-        /* only the server that started this runner (or, run by hand, a
-         * process of the same user) may queue work: an abstract socket is
-         * open to every local process, which would bypass the server's
-         * checks and limits */
-        struct ucred cred;
-        socklen_t cl = sizeof cred;
-        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) != 0 ||
-            (o->parent > 0 ? cred.pid != (pid_t)o->parent : cred.uid != getuid())) {
-            close(fd);
-            continue;
-        }
+        const int fd = srv_runner_accept(lfd, (long)o->parent);
+        if (fd < 0) break;
         pthread_t t;
         struct conn_arg *ca = wk_malloc(sizeof *ca);
         if (ca) *ca = (struct conn_arg){.rn = rn, .fd = fd};

@@ -53,45 +53,14 @@ struct econn {
     int fd;
 };
 
-static bool send_all(int fd, const char *s, size_t n)
-{
-    while (n > 0) {
-        ssize_t w = send(fd, s, n, MSG_NOSIGNAL);
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) return false;
-        s += w, n -= (size_t)w;
-    }
-    return true;
-}
-
 static bool send_json(int fd, json_t *obj)
 {
     char *s = obj ? json_dumps(obj, JSON_COMPACT) : NULL;
     json_decref(obj);
-    bool ok = s ? send_all(fd, s, strlen(s)) && send_all(fd, "\n", 1)
-                : send_all(fd, "{\"status\":500,\"error\":\"out of memory\"}\n", 39);
+    bool ok = s ? srv_send_all(fd, s, strlen(s)) && srv_send_all(fd, "\n", 1)
+                : srv_send_all(fd, "{\"status\":500,\"error\":\"out of memory\"}\n", 39);
     free(s);
     return ok;
-}
-
-static char *read_line(int fd, size_t max, size_t *len)
-{
-    struct wk_buf b = {0};
-    char chunk[16384];
-    for (;;) {
-        ssize_t r = recv(fd, chunk, sizeof chunk, 0);
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) break;
-        char *nl = memchr(chunk, '\n', (size_t)r);
-        size_t n = nl ? (size_t)(nl - chunk) : (size_t)r;
-        if (b.len + n > max || !wk_buf_add(&b, chunk, n)) break;
-        if (nl) {
-            *len = b.len;
-            return b.p ? b.p : wk_calloc(1, 1);
-        }
-    }
-    wk_free(b.p);
-    return NULL;
 }
 
 static json_t *error_line(int status, const char *msg)
@@ -290,7 +259,7 @@ static void *conn_main(void *arg)
     struct econn c = *(struct econn *)arg;
     wk_free(arg);
     size_t len = 0;
-    char *line = read_line(c.fd, MAX_REQUEST_BYTES, &len);
+    char *line = srv_read_line(c.fd, MAX_REQUEST_BYTES, &len);
     json_t *req = line ? json_loadb(line, len, JSON_ALLOW_NUL, NULL) : NULL;
     wk_free(line);
     if (!req || !json_is_object(req)) send_json(c.fd, error_line(400, "the runner request is not a JSON object"));
@@ -365,18 +334,8 @@ int srv_runner_embed_main(const struct wk_runner_opts *o)
     pthread_attr_init(&attr);
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
     for (;;) {
-        int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-        if (fd < 0) {
-            if (errno == EINTR || errno == ECONNABORTED || errno == EMFILE) continue;
-            break;
-        }
-        struct ucred cred; /* only the server that started this runner (runner.c says why) */
-        socklen_t cl = sizeof cred;
-        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) != 0 ||
-            (o->parent > 0 ? cred.pid != (pid_t)o->parent : cred.uid != getuid())) {
-            close(fd);
-            continue;
-        }
+        const int fd = srv_runner_accept(lfd, (long)o->parent);
+        if (fd < 0) break;
         pthread_t t;
         struct econn *c = wk_malloc(sizeof *c);
         if (c) *c = (struct econn){.rn = rn, .fd = fd};

@@ -58,6 +58,27 @@ bool srv_send_json(int fd, json_t *obj)
     return ok;
 }
 
+int srv_runner_accept(int lfd, long parent)
+{
+    for (;;) {
+        int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+        if (fd < 0) {
+            if (errno == EINTR || errno == ECONNABORTED || errno == EMFILE) continue;
+            return -1;
+        }
+        /* only the server that started this runner (or, run by hand, a
+         * process of the same user) may queue work: an abstract socket is
+         * open to every local process, which would bypass the server's
+         * checks and limits */
+        struct ucred cred;
+        socklen_t cl = sizeof cred;
+        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) == 0 &&
+            (parent > 0 ? cred.pid == (pid_t)parent : cred.uid == getuid()))
+            return fd;
+        close(fd);
+    }
+}
+
 /* Reads one line (without its newline) of at most max bytes: wk_malloc'd,
  * NUL-terminated; NULL when the peer closes first or the line is too long. */
 char *srv_read_line(int fd, size_t max, size_t *len)

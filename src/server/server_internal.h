@@ -425,6 +425,12 @@ bool srv_send_json(int fd, json_t *obj);
  * NUL-terminated, its length in *len; NULL when the peer closes first or
  * the line is too long. */
 char *srv_read_line(int fd, size_t max, size_t *len);
+/* A runner's next connection on its listening socket lfd that may queue
+ * work: from the server process parent (its pid) or, parent <= 0 (a runner
+ * started by hand), from a process of this user; others are closed.
+ * Returns its fd (close-on-exec, the caller's), or -1 when accept fails
+ * other than by EINTR, ECONNABORTED or EMFILE. */
+int srv_runner_accept(int lfd, long parent);
 /* The runner's "tokenize" / "detokenize" operations on tok (wk_server.h
  * says their JSON); a new reference, an error object on bad input. */
 json_t *srv_piece_json(const struct wk_tokenizer *tok, int32_t id);
