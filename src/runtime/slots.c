@@ -42,8 +42,8 @@
 
 enum slot_state { SLOT_FREE, SLOT_PREFILL, SLOT_DECODE };
 
-/* A prefill chunk's rows while other slots decode, where n_ubatch is a
- * multiple of 32 and at least twice this: each step's prefill then
+/* A prefill chunk's rows while other slots decode (a multiple of 32),
+ * where n_ubatch is a multiple of this and at least twice it: each step's prefill then
  * delays the decoding slots' next tokens by this many rows' compute, not
  * n_ubatch's (128 rows: ~0.2 s on SmolLM2-135M, ~1 s on Qwen2.5-1.5B at 2
  * threads here). */
@@ -100,7 +100,8 @@ enum wk_status wk_slots_create(const struct wk_model *m, const struct wk_tokeniz
     s->n_ubatch = wk_context_n_ubatch(s->ctx);
     s->n_ctx = wk_context_n_ctx(s->ctx);
     /* a divisor of n_ubatch and a multiple of 32 (chunk_rows) */
-    s->chunk_busy = s->n_ubatch % 32 == 0 && s->n_ubatch >= 2 * WK_SLOTS_CHUNK_BUSY ? WK_SLOTS_CHUNK_BUSY : 0;
+    s->chunk_busy = s->n_ubatch % WK_SLOTS_CHUNK_BUSY == 0 && s->n_ubatch >= 2 * WK_SLOTS_CHUNK_BUSY
+                        ? WK_SLOTS_CHUNK_BUSY : 0;
     const size_t rows = (size_t)WK_MAX(s->n, s->n_ubatch);
     s->slot = wk_calloc((size_t)s->n, sizeof *s->slot);
     s->logits = wk_malloc((size_t)s->n * (size_t)n_vocab * sizeof(float));
