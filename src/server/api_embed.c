@@ -30,7 +30,9 @@
 
 #include "../model/wk_embed.h"
 
+#include <limits.h>
 #include <math.h>
+#include <openssl/evp.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -177,26 +179,16 @@ static int parse(struct embed_req *r, json_t *body, char *msg, size_t cap)
     return parse_inputs(r, body, msg, cap);
 }
 
-/* base64 (RFC 4648) decoding of s[n] into out [cap] bytes; the byte count, or -1. */
+/* base64 (RFC 4648, padded, as srv_base64_json writes it) decoding of s[n]
+ * into out [cap] bytes by OpenSSL; the byte count, or -1. */
 static int64_t base64_decode(const char *s, size_t n, uint8_t *out, size_t cap)
 {
-    uint32_t acc = 0;
-    int bits = 0;
-    size_t k = 0;
-    for (size_t i = 0; i < n && s[i] != '='; i++) {
-        char ch = s[i];
-        int v = ch >= 'A' && ch <= 'Z' ? ch - 'A' : ch >= 'a' && ch <= 'z' ? ch - 'a' + 26
-                : ch >= '0' && ch <= '9' ? ch - '0' + 52 : ch == '+' ? 62 : ch == '/' ? 63 : -1;
-        if (v < 0) return -1;
-        acc = acc << 6 | (uint32_t)v;
-        bits += 6;
-        if (bits >= 8) {
-            bits -= 8;
-            if (k == cap) return -1;
-            out[k++] = (uint8_t)(acc >> bits);
-        }
-    }
-    return (int64_t)k;
+    if (n % 4 || n / 4 * 3 > cap || n > (size_t)INT_MAX) return -1;
+    const int k = EVP_DecodeBlock(out, (const unsigned char *)s, (int)n);
+    if (k < 0) return -1;
+    /* EVP_DecodeBlock counts the padding's zero bytes too */
+    const int pad = n >= 1 && s[n - 1] == '=' ? (n >= 2 && s[n - 2] == '=' ? 2 : 1) : 0;
+    return (int64_t)k - pad;
 }
 
 /* The vector of one runner embedding (base64 of f32), cut to dims and

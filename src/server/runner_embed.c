@@ -27,6 +27,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <limits.h>
+#include <openssl/evp.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -74,20 +76,11 @@ static json_t *error_line(int status, const char *msg)
 
 json_t *srv_base64_json(const void *src, size_t n)
 {
-    static const char tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    const uint8_t *s = src;
-    size_t out_n = (n + 2) / 3 * 4;
-    char *o = wk_malloc(out_n + 1);
+    if (n > (size_t)INT_MAX / 4 * 3) return NULL;
+    unsigned char *o = wk_malloc((n + 2) / 3 * 4 + 1);
     if (!o) return NULL;
-    size_t k = 0;
-    for (size_t i = 0; i < n; i += 3) {
-        uint32_t v = (uint32_t)s[i] << 16 | (i + 1 < n ? (uint32_t)s[i + 1] << 8 : 0) | (i + 2 < n ? s[i + 2] : 0);
-        o[k++] = tab[v >> 18 & 63];
-        o[k++] = tab[v >> 12 & 63];
-        o[k++] = i + 1 < n ? tab[v >> 6 & 63] : '=';
-        o[k++] = i + 2 < n ? tab[v & 63] : '=';
-    }
-    json_t *j = json_stringn(o, k);
+    const int k = EVP_EncodeBlock(o, src, (int)n); /* OpenSSL's RFC 4648 encoder, NUL-terminated */
+    json_t *j = json_stringn((const char *)o, (size_t)k);
     wk_free(o);
     return j;
 }
