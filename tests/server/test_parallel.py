@@ -62,38 +62,46 @@ def generate(s, prompt, n):
     return st, r
 
 
-def test_same_as_alone(s):
-    alone = [generate(s, p, n) for p, n in PROMPTS]
-    check(all(st == 200 for st, _ in alone), "every request alone answers 200", str([st for st, _ in alone]))
-    w = runner_state(s)
-    check(w.get("n_parallel") == N_PARALLEL, f"WICK_NUM_PARALLEL={N_PARALLEL}: the runner has {N_PARALLEL} slots", str(w))
-    results = [None] * len(PROMPTS)
+def at_once(s, calls, name="smollm2:latest", timeout=120):
+    """Runs every call (a function of no arguments) in its own thread at
+    once; returns their results and the most slots the runner of model
+    name had active meanwhile."""
+    results = [None] * len(calls)
     peak = [0]
     stop = threading.Event()
 
     def watch():
         while not stop.is_set():
-            peak[0] = max(peak[0], runner_state(s).get("active", 0))
+            peak[0] = max(peak[0], runner_state(s, name).get("active", 0))
             time.sleep(0.01)
 
     def one(i):
-        results[i] = generate(s, *PROMPTS[i])
+        results[i] = calls[i]()
 
-    threads = [threading.Thread(target=one, args=(i,)) for i in range(len(PROMPTS))]
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(len(calls))]
     watcher = threading.Thread(target=watch)
     watcher.start()
     for t in threads:
         t.start()
     for t in threads:
-        t.join(120)
+        t.join(timeout)
     stop.set()
     watcher.join()
+    return results, peak[0]
+
+
+def test_same_as_alone(s):
+    alone = [generate(s, p, n) for p, n in PROMPTS]
+    check(all(st == 200 for st, _ in alone), "every request alone answers 200", str([st for st, _ in alone]))
+    w = runner_state(s)
+    check(w.get("n_parallel") == N_PARALLEL, f"WICK_NUM_PARALLEL={N_PARALLEL}: the runner has {N_PARALLEL} slots", str(w))
+    results, peak = at_once(s, [lambda p=p, n=n: generate(s, p, n) for p, n in PROMPTS])
     for i, ((p, n), (st_a, a), r) in enumerate(zip(PROMPTS, alone, results)):
         ok = r is not None and r[0] == 200
         check(ok and r[1]["response"] == a["response"] and r[1]["eval_count"] == a["eval_count"],
               f"request {i} ({n} tokens) run 8 at once on 4 slots answers as it does alone",
               f"{r and r[1].get('response')!r} vs {a.get('response')!r}")
-    check(peak[0] >= 2, "the runner computed several requests at once (its active slots)", f"peak {peak[0]}")
+    check(peak >= 2, "the runner computed several requests at once (its active slots)", f"peak {peak}")
     check(wait_idle(s, 5.0) is not None and runner_state(s).get("active") == 0, "every slot free at the end",
           str(runner_state(s)))
 
@@ -271,27 +279,7 @@ def full(gguf, name):
         alone = [s.post("/api/generate", r) for r in reqs]
         t1 = time.time()
         check(all(st == 200 for st, _ in alone), f"{name}: every request alone answers 200", str(alone)[:300])
-        results = [None] * len(reqs)
-        peak = [0]
-        stop = threading.Event()
-
-        def watch():
-            while not stop.is_set():
-                peak[0] = max(peak[0], runner_state(s, name + ":latest").get("active", 0))
-                time.sleep(0.01)
-
-        def one(i):
-            results[i] = s.post("/api/generate", reqs[i])
-
-        threads = [threading.Thread(target=one, args=(i,)) for i in range(len(reqs))]
-        watcher = threading.Thread(target=watch)
-        watcher.start()
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(900)
-        stop.set()
-        watcher.join()
+        results, peak = at_once(s, [lambda r=r: s.post("/api/generate", r) for r in reqs], name + ":latest", 900)
         t2 = time.time()
         same = 0
         for i, ((st_a, a), r) in enumerate(zip(alone, results)):
@@ -302,8 +290,8 @@ def full(gguf, name):
                   "16 at once answers as alone", f"{r and r[1].get('response')!r} vs {a.get('response')!r}")
         n_tok = sum(a.get("eval_count", 0) for _, a in alone)
         print(f"{name}: {same}/16 identical; {n_tok} tokens: alone in turn {t1 - t0:.1f} s, 16 at once "
-              f"{t2 - t1:.1f} s; at most {peak[0]} slots active at once", flush=True)
-        check(peak[0] >= 8, f"{name}: the runner computed many requests at once", f"peak {peak[0]}")
+              f"{t2 - t1:.1f} s; at most {peak} slots active at once", flush=True)
+        check(peak >= 8, f"{name}: the runner computed many requests at once", f"peak {peak}")
         check(s.stop() == 0, "wick serve exits 0 on SIGTERM")
     finally:
         if s.proc.poll() is None:
