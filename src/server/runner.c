@@ -109,12 +109,6 @@ struct runner {
     _Atomic int64_t tokens, requests, runs; /* runs: jobs started (not dropped) */
 };
 
-/* conn_main's argument: the runner and the accepted connection. */
-struct conn_arg {
-    struct runner *rn;
-    int fd;
-};
-
 static struct job *job_new(struct runner *rn)
 {
     struct job *j = wk_calloc(1, sizeof *j);
@@ -825,7 +819,7 @@ static void stream(int fd, struct job *j)
 
 static void *conn_main(void *arg)
 {
-    struct conn_arg ca = *(struct conn_arg *)arg;
+    struct srv_conn ca = *(struct srv_conn *)arg;
     wk_free(arg);
     struct runner *rn = ca.rn;
     const int fd = ca.fd;
@@ -869,25 +863,10 @@ static void *conn_main(void *arg)
     return NULL;
 }
 
-/* Leaves when the server that started the runner is gone (its parent
- * changes). PR_SET_PDEATHSIG would fire when the *thread* that spawned the
- * runner exits, and the server spawns from short-lived connection threads. */
-static void *watch_parent(void *arg)
-{
-    pid_t parent = (pid_t)(intptr_t)arg;
-    while (getppid() == parent) sleep(1);
-    _exit(0);
-    return NULL;
-}
-
 int wk_runner_main(const struct wk_runner_opts *o)
 {
     if (wk_embed_is_model(o->model)) return srv_runner_embed_main(o); /* runner_embed.c */
-    if (o->parent > 0) {
-        if (getppid() != o->parent) return 1; /* the server died before we started */
-        pthread_t watcher;
-        pthread_create(&watcher, NULL, watch_parent, (void *)(intptr_t)o->parent);
-    }
+    if (!srv_runner_watch_parent((long)o->parent)) return 1; /* the server died before we started */
     signal(SIGPIPE, SIG_IGN);
     /* the process's runner, shared with its threads; lives until the process ends */
     struct runner *rn = wk_calloc(1, sizeof *rn);
@@ -920,18 +899,7 @@ int wk_runner_main(const struct wk_runner_opts *o)
     int lfd = -1;
     if (!st) {
         rn->n_ctx = wk_context_n_ctx(rn->slots ? wk_slots_context(rn->slots) : wk_session_context(rn->session));
-        struct sockaddr_un a = {.sun_family = AF_UNIX};
-        size_t n = strlen(o->socket);
-        if (n + 1 >= sizeof a.sun_path) {
-            st = wk_error_set(&err, WK_E_INVALID, "socket name too long");
-        } else {
-            memcpy(a.sun_path + 1, o->socket, n); /* abstract: leading NUL */
-            lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-            if (lfd < 0 || bind(lfd, (struct sockaddr *)&a, (socklen_t)(sizeof a.sun_family + 1 + n)) ||
-                listen(lfd, 128))
-                st = wk_error_set(&err, WK_E_IO, "cannot listen on socket %s: %s", o->socket,
-                                  strerror(errno));
-        }
+        if ((lfd = srv_runner_listen(o->socket, &err)) < 0) st = err.status;
     }
     pthread_t compute;
     if (!st && pthread_create(&compute, NULL, rn->slots ? compute_slots_main : compute_main, rn))
@@ -951,19 +919,6 @@ int wk_runner_main(const struct wk_runner_opts *o)
            rn->n_parallel,
            rn->draft ? "true" : "false", (long long)(1 + (1 << 20) / WK_MAX(1, wk_tokenizer_min_tokens(rn->tok, 1 << 20))));
     fflush(stdout);
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    for (;;) {
-        const int fd = srv_runner_accept(lfd, (long)o->parent);
-        if (fd < 0) break;
-        pthread_t t;
-        struct conn_arg *ca = wk_malloc(sizeof *ca);
-        if (ca) *ca = (struct conn_arg){.rn = rn, .fd = fd};
-        if (!ca || pthread_create(&t, &attr, conn_main, ca)) {
-            wk_free(ca);
-            close(fd);
-        }
-    }
+    srv_runner_serve(lfd, (long)o->parent, conn_main, rn);
     return 1;
 }

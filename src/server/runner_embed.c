@@ -50,30 +50,6 @@ struct erunner {
     bool busy;
 };
 
-struct econn {
-    struct erunner *rn;
-    int fd;
-};
-
-static bool send_json(int fd, json_t *obj)
-{
-    char *s = obj ? json_dumps(obj, JSON_COMPACT) : NULL;
-    json_decref(obj);
-    bool ok = s ? srv_send_all(fd, s, strlen(s)) && srv_send_all(fd, "\n", 1)
-                : srv_send_all(fd, "{\"status\":500,\"error\":\"out of memory\"}\n", 39);
-    free(s);
-    return ok;
-}
-
-static json_t *error_line(int status, const char *msg)
-{
-    size_t n;
-    char *clean = wk_utf8_sanitize(msg, strlen(msg), &n);
-    json_t *r = json_pack("{s:i, s:s}", "status", status, "error", clean ? clean : "error");
-    wk_free(clean);
-    return r;
-}
-
 json_t *srv_base64_json(const void *src, size_t n)
 {
     if (n > (size_t)INT_MAX / 4 * 3) return NULL;
@@ -164,7 +140,7 @@ static json_t *embed(struct erunner *rn, json_t *req, int fd)
 {
     json_t *in = json_object_get(req, "embed");
     char msg[WK_ERROR_MSG_MAX];
-    if (!json_is_array(in) || json_array_size(in) == 0) return error_line(400, "embed must be a non-empty list");
+    if (!json_is_array(in) || json_array_size(in) == 0) return srv_error_line(400, "embed must be a non-empty list");
     const size_t n = json_array_size(in);
     const int E = wk_embed_model_n_embd(rn->m);
     struct wk_tokens *toks = wk_calloc(n, sizeof *toks);
@@ -198,7 +174,7 @@ static json_t *embed(struct erunner *rn, json_t *req, int fd)
         }
         if (w.wake[0] >= 0) close(w.wake[0]), close(w.wake[1]);
         if (st) {
-            ans = error_line(srv_http_status(st), err.msg);
+            ans = srv_error_line(srv_http_status(st), err.msg);
         } else {
             json_t *embs = json_array(), *counts = json_array();
             for (size_t i = 0; i < n && embs && counts; i++) {
@@ -209,7 +185,7 @@ static json_t *embed(struct erunner *rn, json_t *req, int fd)
                             "prompt_eval_count", (json_int_t)total, "prompt_eval_duration", (json_int_t)dt);
         }
     } else {
-        ans = error_line(code, msg);
+        ans = srv_error_line(code, msg);
     }
     for (size_t i = 0; toks && i < n; i++) wk_tokens_deinit(&toks[i]);
     wk_free(toks), wk_free(seqs), wk_free(nt), wk_free(out);
@@ -230,7 +206,7 @@ static json_t *status_json(struct erunner *rn)
 static json_t *tokenize_json(struct erunner *rn, json_t *req)
 {
     json_t *text = json_object_get(req, "tokenize");
-    if (!json_is_string(text)) return error_line(400, "tokenize must be a string");
+    if (!json_is_string(text)) return srv_error_line(400, "tokenize must be a string");
     struct wk_tokens t = {0};
     struct wk_error err;
     enum wk_status st = json_is_true(json_object_get(req, "add_special"))
@@ -242,61 +218,36 @@ static json_t *tokenize_json(struct erunner *rn, json_t *req)
     wk_tokens_deinit(&t);
     if (st) {
         json_decref(ids);
-        return error_line(500, "out of memory");
+        return srv_error_line(500, "out of memory");
     }
     return json_pack("{s:i, s:o}", "status", 200, "tokens", ids);
 }
 
 static void *conn_main(void *arg)
 {
-    struct econn c = *(struct econn *)arg;
+    const struct srv_conn ca = *(struct srv_conn *)arg;
     wk_free(arg);
+    struct erunner *rn = ca.rn;
+    const int fd = ca.fd;
     size_t len = 0;
-    char *line = srv_read_line(c.fd, MAX_REQUEST_BYTES, &len);
+    char *line = srv_read_line(fd, MAX_REQUEST_BYTES, &len);
     json_t *req = line ? json_loadb(line, len, JSON_ALLOW_NUL, NULL) : NULL;
     wk_free(line);
-    if (!req || !json_is_object(req)) send_json(c.fd, error_line(400, "the runner request is not a JSON object"));
-    else if (json_is_true(json_object_get(req, "status"))) send_json(c.fd, status_json(c.rn));
-    else if (json_object_get(req, "embed")) send_json(c.fd, embed(c.rn, req, c.fd));
-    else if (json_object_get(req, "tokenize")) send_json(c.fd, tokenize_json(c.rn, req));
+    if (!req || !json_is_object(req)) srv_send_json(fd, srv_error_line(400, "the runner request is not a JSON object"));
+    else if (json_is_true(json_object_get(req, "status"))) srv_send_json(fd, status_json(rn));
+    else if (json_object_get(req, "embed")) srv_send_json(fd, embed(rn, req, fd));
+    else if (json_object_get(req, "tokenize")) srv_send_json(fd, tokenize_json(rn, req));
     else
-        send_json(c.fd, error_line(400, "this is an embedding model: it makes embeddings (/api/embed, "
+        srv_send_json(fd, srv_error_line(400, "this is an embedding model: it makes embeddings (/api/embed, "
                                         "/v1/embeddings) and does not generate text"));
     json_decref(req);
-    close(c.fd);
+    close(fd);
     return NULL;
-}
-
-static void *watch_parent(void *arg)
-{
-    pid_t parent = (pid_t)(intptr_t)arg;
-    while (getppid() == parent) sleep(1);
-    _exit(0);
-    return NULL;
-}
-
-static int listen_on(const char *name, struct wk_error *err)
-{
-    struct sockaddr_un a = {.sun_family = AF_UNIX};
-    size_t n = strlen(name);
-    if (n + 1 >= sizeof a.sun_path) return wk_error_set(err, WK_E_INVALID, "socket name too long"), -1;
-    memcpy(a.sun_path + 1, name, n); /* abstract: leading NUL */
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0 || bind(fd, (struct sockaddr *)&a, (socklen_t)(sizeof a.sun_family + 1 + n)) || listen(fd, 128)) {
-        wk_error_set(err, WK_E_IO, "cannot listen on socket %s: %s", name, strerror(errno));
-        if (fd >= 0) close(fd);
-        return -1;
-    }
-    return fd;
 }
 
 int srv_runner_embed_main(const struct wk_runner_opts *o)
 {
-    if (o->parent > 0) {
-        if (getppid() != o->parent) return 1;
-        pthread_t watcher;
-        pthread_create(&watcher, NULL, watch_parent, (void *)(intptr_t)o->parent);
-    }
+    if (!srv_runner_watch_parent((long)o->parent)) return 1;
     signal(SIGPIPE, SIG_IGN);
     struct erunner *rn = wk_calloc(1, sizeof *rn); /* lives until the process ends */
     if (!rn) return 1;
@@ -308,7 +259,7 @@ int srv_runner_embed_main(const struct wk_runner_opts *o)
     enum wk_status st = wk_embed_model_load(o->model, &rn->m, &err);
     if (!st && (st = wk_threadpool_create(WK_MAX(1, WK_MIN(nth, 1024)), &rn->pool)))
         wk_error_set(&err, st, "cannot start %d threads", nth);
-    int lfd = st ? -1 : listen_on(o->socket, &err);
+    int lfd = st ? -1 : srv_runner_listen(o->socket, &err);
     if (st || lfd < 0) {
         json_t *e = json_pack("{s:s}", "error", err.msg[0] ? err.msg : wk_status_str(st));
         char *s = json_dumps(e, JSON_COMPACT);
@@ -323,19 +274,6 @@ int srv_runner_embed_main(const struct wk_runner_opts *o)
            wk_embed_model_max_tokens(rn->m),
            (long long)(1 + (1 << 20) / WK_MAX(1, wk_tokenizer_min_tokens(wk_embed_model_tokenizer(rn->m), 1 << 20))));
     fflush(stdout);
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    for (;;) {
-        const int fd = srv_runner_accept(lfd, (long)o->parent);
-        if (fd < 0) break;
-        pthread_t t;
-        struct econn *c = wk_malloc(sizeof *c);
-        if (c) *c = (struct econn){.rn = rn, .fd = fd};
-        if (!c || pthread_create(&t, &attr, conn_main, c)) {
-            wk_free(c);
-            close(fd);
-        }
-    }
+    srv_runner_serve(lfd, (long)o->parent, conn_main, rn);
     return 1;
 }

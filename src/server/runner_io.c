@@ -10,10 +10,13 @@
 #include <errno.h>
 #include <jansson.h>
 #include <poll.h>
+#include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 /* ------------------------------------------------------------ sockets */
@@ -51,9 +54,10 @@ bool srv_send_all(int fd, const char *s, size_t n)
 
 bool srv_send_json(int fd, json_t *obj)
 {
-    char *s = json_dumps(obj, JSON_COMPACT);
+    char *s = obj ? json_dumps(obj, JSON_COMPACT) : NULL;
     json_decref(obj);
-    bool ok = s && srv_send_all(fd, s, strlen(s)) && srv_send_all(fd, "\n", 1);
+    bool ok = s ? srv_send_all(fd, s, strlen(s)) && srv_send_all(fd, "\n", 1)
+                : srv_send_all(fd, "{\"status\":500,\"error\":\"out of memory\"}\n", 39);
     free(s);
     return ok;
 }
@@ -77,6 +81,59 @@ int srv_runner_accept(int lfd, long parent)
             return fd;
         close(fd);
     }
+}
+
+/* Leaves when the server that started the runner is gone (its parent
+ * changes): a runner never outlives its server. */
+static void *watch_parent(void *arg)
+{
+    pid_t parent = (pid_t)(intptr_t)arg;
+    while (getppid() == parent) sleep(1);
+    _exit(0);
+    return NULL;
+}
+
+bool srv_runner_watch_parent(long parent)
+{
+    if (parent <= 0) return true;
+    if (getppid() != (pid_t)parent) return false; /* the server died before we started */
+    pthread_t watcher;
+    pthread_create(&watcher, NULL, watch_parent, (void *)(intptr_t)parent);
+    return true;
+}
+
+int srv_runner_listen(const char *name, struct wk_error *err)
+{
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    size_t n = strlen(name);
+    if (n + 1 >= sizeof a.sun_path) return wk_error_set(err, WK_E_INVALID, "socket name too long"), -1;
+    memcpy(a.sun_path + 1, name, n); /* abstract: leading NUL */
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0 || bind(fd, (struct sockaddr *)&a, (socklen_t)(sizeof a.sun_family + 1 + n)) || listen(fd, 128)) {
+        wk_error_set(err, WK_E_IO, "cannot listen on socket %s: %s", name, strerror(errno));
+        if (fd >= 0) close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+void srv_runner_serve(int lfd, long parent, void *(*conn_main)(void *), void *rn)
+{
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    for (;;) {
+        const int fd = srv_runner_accept(lfd, parent);
+        if (fd < 0) break;
+        pthread_t t;
+        struct srv_conn *c = wk_malloc(sizeof *c);
+        if (c) *c = (struct srv_conn){.rn = rn, .fd = fd};
+        if (!c || pthread_create(&t, &attr, conn_main, c)) {
+            wk_free(c);
+            close(fd);
+        }
+    }
+    pthread_attr_destroy(&attr);
 }
 
 /* Reads one line (without its newline) of at most max bytes: wk_malloc'd,

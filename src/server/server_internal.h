@@ -431,6 +431,23 @@ char *srv_read_line(int fd, size_t max, size_t *len);
  * Returns its fd (close-on-exec, the caller's), or -1 when accept fails
  * other than by EINTR, ECONNABORTED or EMFILE. */
 int srv_runner_accept(int lfd, long parent);
+/* With parent > 0 (the server's pid): false when that is no longer this
+ * process's parent; else a thread that ends the process once it is, and
+ * true. parent <= 0 (a runner started by hand): true, nothing started. */
+bool srv_runner_watch_parent(long parent);
+/* A listening socket (close-on-exec, backlog 128) on the abstract Unix
+ * name name; -1 with err set (WK_E_INVALID: name too long; WK_E_IO). */
+int srv_runner_listen(const char *name, struct wk_error *err);
+/* A runner's accepted connection: its runner (the runner's own type) and
+ * socket, wk_malloc'd for conn_main, which frees it and closes fd. */
+struct srv_conn {
+    void *rn;
+    int fd;
+};
+/* Serves lfd until accept fails for good: each connection srv_runner_accept
+ * lets in gets a detached thread running conn_main(struct srv_conn *) with
+ * rn (borrowed); a connection whose thread cannot start is closed. */
+void srv_runner_serve(int lfd, long parent, void *(*conn_main)(void *), void *rn);
 /* The runner's "tokenize" / "detokenize" operations on tok (wk_server.h
  * says their JSON); a new reference, an error object on bad input. */
 json_t *srv_piece_json(const struct wk_tokenizer *tok, int32_t id);
