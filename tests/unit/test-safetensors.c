@@ -111,7 +111,7 @@ static void test_round_trip(void)
 {
     for (size_t i = 0; i < sizeof g_big; i++) g_big[i] = (uint8_t)(i * 37 + 1);
     const char *path = tmp_path("rt.safetensors");
-    struct wk_error err;
+    struct wk_error err = {0}; /* a success writes no message: the check below reads it */
     int64_t base = wk_alloc_live_bytes();
     /* twice: the second write replaces the first file */
     for (int pass = 0; pass < 2; pass++) {
