@@ -346,17 +346,20 @@ static int32_t draft_tokens(struct wk_session *s, struct wk__gen *g, int32_t x0,
 }
 
 /*
- * One speculative round from x0 (emitted, not fed) with up to k drafted
- * tokens. On return *next is the next token, chosen and emitted, unless
+ * One speculative round from x0 (emitted, not fed) with up to k tokens
+ * drafted by the draft model, or with looked_up [k] (prompt lookup's
+ * drafts, greedy only: no draft distributions; t0 when drafting began).
+ * On return *next is the next token, chosen and emitted, unless
  * generation ended (false).
  */
-static bool spec_round(struct wk_session *s, struct wk__gen *g, int32_t x0, int32_t k, int32_t *next)
+static bool spec_round(struct wk_session *s, struct wk__gen *g, int32_t x0, int32_t k, const int32_t *looked_up,
+                       int64_t t0, int32_t *next)
 {
     const size_t V = (size_t)g->n_vocab;
     int32_t toks[WK_VERIFY_MAX];
     toks[0] = x0;
-    int64_t t0;
-    k = draft_tokens(s, g, x0, k, toks + 1, &t0);
+    if (looked_up) memcpy(toks + 1, looked_up, (size_t)k * sizeof *toks);
+    else k = draft_tokens(s, g, x0, k, toks + 1, &t0);
     if (k < 0) return false;
     int64_t t1 = wk_time_ns();
     const int32_t n0 = (int32_t)s->cached.n;
@@ -371,7 +374,7 @@ static bool spec_round(struct wk_session *s, struct wk__gen *g, int32_t x0, int3
         int32_t np = target_dist(g, row, s->pd);
         if (np < 0) break;
         const int32_t d = toks[1 + j];
-        const struct wk_token_prob *q = s->q + (size_t)j * V;
+        const struct wk_token_prob *q = looked_up ? NULL : s->q + (size_t)j * V; /* greedy with lookup */
         bool accept;
         if (greedy) {
             accept = s->pd[0].id == d;
@@ -423,6 +426,16 @@ static bool spec_round(struct wk_session *s, struct wk__gen *g, int32_t x0, int3
     return wk__gen_emit_token(g, y, row, n0 + 1 + j);
 }
 
+/* The verification buffers prompt lookup needs (a draft model's come
+ * with wk_session_set_draft); false when out of memory. */
+static bool lookup_buffers(struct wk_session *s)
+{
+    const size_t V = (size_t)wk_model_hparams(s->m)->n_vocab;
+    if (!s->v_logits) s->v_logits = wk_malloc(WK_VERIFY_MAX * V * sizeof(float));
+    if (!s->pd) s->pd = wk_malloc(V * sizeof *s->pd);
+    return s->v_logits && s->pd;
+}
+
 enum wk_status wk_session_generate(struct wk_session *s, const struct wk_tokens *prompt,
                                    const struct wk_generate_params *p,
                                    struct wk_generate_stats *stats, struct wk_error *err)
@@ -467,7 +480,13 @@ enum wk_status wk_session_generate(struct wk_session *s, const struct wk_tokens 
     wk__gen_init(&g, s->tok, p, sampler, stats, err, n_ctx, wk_model_hparams(s->m)->n_vocab);
     g.dense = s->dense;
     const int32_t k_max = WK_MIN(p->draft_max, WK_VERIFY_MAX - 1);
-    if (s->draft) wk_spec_ctl_begin(&s->ctl);
+    /* prompt lookup where no draft model is given: greedy only (its drafts
+     * have no distribution to accept against; with sampling, a seed keeps
+     * giving the text it gave without lookup), and not under a grammar */
+    const bool lookup = !s->draft && k_max > 0 && wk_sampler_is_greedy(sampler) && !p->grammar &&
+                        lookup_buffers(s);
+    const bool spec = s->draft || lookup;
+    if (spec) wk_spec_ctl_begin(&s->ctl);
     int32_t id = g.st ? -1 : wk__gen_sample(&g, s->logits);
     bool go = id >= 0 && wk__gen_emit_token(&g, id, s->logits, wk_context_n_past(s->ctx));
     while (go) {
@@ -477,17 +496,20 @@ enum wk_status wk_session_generate(struct wk_session *s, const struct wk_tokens 
         }
         /* never draft past num_predict or the context: x0 and k drafts
          * take positions n_past .. n_past + k */
-        int32_t k = s->draft && k_max > 0 ? wk_spec_ctl_k(&s->ctl, k_max) : 0;
-        if (s->draft && k_max > 0 && p->draft_min > 0) k = WK_MAX(k, WK_MIN(p->draft_min, k_max));
+        int32_t k = spec && k_max > 0 ? wk_spec_ctl_k(&s->ctl, k_max) : 0;
+        if (spec && k_max > 0 && p->draft_min > 0) k = WK_MAX(k, WK_MIN(p->draft_min, k_max));
         k = WK_MIN(k, n_ctx - wk_context_n_past(s->ctx) - 1);
         if (p->num_predict > 0) k = WK_MIN(k, p->num_predict - stats->eval_count);
+        int32_t looked_up[WK_VERIFY_MAX - 1];
+        int64_t ts = wk_time_ns();
+        if (k > 0 && lookup) k = wk_lookup_draft(s->cached.ids, (int32_t)s->cached.n, id, k, looked_up);
         if (k > 0) {
-            go = spec_round(s, &g, id, k, &id);
+            go = spec_round(s, &g, id, k, lookup ? looked_up : NULL, ts, &id);
             continue;
         }
-        int64_t ts = wk_time_ns();
+        ts = wk_time_ns();
         if ((g.st = feed(s, &id, 1, p->cancel, err))) break;
-        if (s->draft) wk_spec_ctl_plain(&s->ctl, wk_time_ns() - ts);
+        if (spec) wk_spec_ctl_plain(&s->ctl, wk_time_ns() - ts);
         id = wk__gen_sample(&g, s->logits);
         go = id >= 0 && wk__gen_emit_token(&g, id, s->logits, wk_context_n_past(s->ctx));
     }

@@ -1,6 +1,7 @@
 /*
- * speculative.c - how many tokens to draft: the draft length controller
- * of wk_runtime.h (wk_spec_ctl), from the running acceptance rate and the
+ * speculative.c - prompt lookup's drafts (wk_lookup_draft), and how many
+ * tokens to draft: the draft length controller of wk_runtime.h
+ * (wk_spec_ctl), from the running acceptance rate and the
  * measured costs of drafting, verifying and plain decoding. The expected
  * tokens per round with per-token acceptance a and k drafts is
  * (1 - a^(k+1)) / (1 - a) (Leviathan et al. 2023, eq. 1).
@@ -122,4 +123,35 @@ void wk_spec_ctl_plain(struct wk_spec_ctl *c, int64_t step_ns)
         c->acc *= 0.5, c->trials *= 0.5;
         c->probe = true;
     }
+}
+
+/* Token i of the sequence hist [n_hist] then last. */
+static inline int32_t seq_at(const int32_t *hist, int32_t n_hist, int32_t last, int32_t i)
+{
+    return i < n_hist ? hist[i] : last;
+}
+
+int32_t wk_lookup_draft(const int32_t *hist, int32_t n_hist, int32_t last, int32_t k, int32_t *out)
+{
+    const int32_t len = n_hist + 1;
+    if (k < 1) return 0;
+    for (int32_t n = WK_LOOKUP_NGRAM_MAX; n >= WK_LOOKUP_NGRAM_MIN; n--) {
+        const int32_t suffix = len - n; /* where the last n tokens start */
+        if (suffix < 1) continue;
+        /* earlier occurrences start at j < suffix, most recent first */
+        for (int32_t j = suffix - 1; j >= 0; j--) {
+            int32_t t = n - 1; /* compare from the end: last differs most often */
+            while (t >= 0 && seq_at(hist, n_hist, last, j + t) == seq_at(hist, n_hist, last, suffix + t)) t--;
+            if (t >= 0) continue;
+            /* position len + m repeats position j + n + m: past the
+             * sequence's end that is a token drafted here (a pattern of
+             * period suffix - j, continued) */
+            for (int32_t m = 0; m < k; m++) {
+                const int32_t src = j + n + m;
+                out[m] = src < len ? seq_at(hist, n_hist, last, src) : out[src - len];
+            }
+            return k;
+        }
+    }
+    return 0;
 }

@@ -386,9 +386,13 @@ struct wk_generate_params {
     void (*on_token)(void *user, int32_t id);
     void *user;
     const volatile bool *cancel; /* may be NULL; checked between steps */
-    /* speculative decoding, when the session has a draft model: at most
-     * draft_max (0 = off, else capped at WK_VERIFY_MAX - 1) tokens drafted
-     * per round, the number chosen by the session's wk_spec_ctl; default 8;
+    /* speculative decoding, when the session has a draft model, or else
+     * prompt lookup (wk_lookup_draft: drafts copied from the prompt and
+     * the output so far) when sampling is greedy and no grammar is set: at
+     * most draft_max (0 = off, else capped at WK_VERIFY_MAX - 1) tokens
+     * drafted per round, the number chosen by the session's wk_spec_ctl
+     * (prompt lookup drafts fewer where the match continues for fewer);
+     * default 8; the output is the same token for token either way;
      * draft_min > 0 drafts at least that many every round, never pausing
      * (for measurements and tests); default 0 */
     int32_t draft_max, draft_min;
@@ -474,6 +478,24 @@ void wk_spec_ctl_update(struct wk_spec_ctl *c, int32_t k, int32_t accepted, int6
                         int64_t verify_ns);
 /* A plain decode step took step_ns. */
 void wk_spec_ctl_plain(struct wk_spec_ctl *c, int64_t step_ns);
+
+/* The n-gram lengths prompt lookup matches, longest first. */
+#define WK_LOOKUP_NGRAM_MAX 4
+#define WK_LOOKUP_NGRAM_MIN 2
+
+/*
+ * Prompt-lookup drafting (Saxena 2023, "Prompt Lookup Decoding"): drafts
+ * the tokens that followed an earlier occurrence of the sequence's last n
+ * tokens, where the sequence is hist [n_hist] token ids followed by last
+ * (the chosen token not yet fed). n runs from WK_LOOKUP_NGRAM_MAX down to
+ * WK_LOOKUP_NGRAM_MIN; for the first n with a match, the most recent
+ * earlier occurrence is taken (text being copied is most often the text
+ * copied last). Writes k ids to out [k] and returns k, or 0 when nothing
+ * matches: where the continuation reaches the sequence's end it goes on
+ * repeating the pattern (period: the distance between the occurrences).
+ * Costs O(n_hist * n) compares, no allocation.
+ */
+int32_t wk_lookup_draft(const int32_t *hist, int32_t n_hist, int32_t last, int32_t k, int32_t *out);
 
 struct wk_session;
 

@@ -99,6 +99,18 @@ static enum wk_status generate(struct wk_session *s, const struct wk_tokens *pro
     return wk_session_generate(s, prompt, &gp, st, &err);
 }
 
+/* generate with no speculation of any kind (draft_max 0: not even prompt
+ * lookup, which a session without a draft does when greedy) */
+static enum wk_status generate_plain(struct wk_session *s, const struct wk_tokens *prompt,
+                                     struct wk_generate_params gp, struct run *r,
+                                     struct wk_generate_stats *st)
+{
+    gp.draft_max = gp.draft_min = 0;
+    enum wk_status status = generate(s, prompt, gp, r, st);
+    CHECK_EQ_INT(st->spec_rounds, 0);
+    return status;
+}
+
 static bool same_run(const struct run *a, const struct run *b)
 {
     return a->n_ids == b->n_ids && memcmp(a->ids, b->ids, sizeof(int32_t) * (size_t)a->n_ids) == 0 &&
@@ -142,7 +154,7 @@ static void test_greedy_equal(void)
                 for (int salt = 0; salt < 3; salt++) {
                     prompt_of(&prompt, 9 + salt, salt + 10 * variant);
                     struct run a = {0}, b = {0};
-                    CHECK_EQ_INT(generate(plain, &prompt, gp, &a, &sa), WK_OK);
+                    CHECK_EQ_INT(generate_plain(plain, &prompt, gp, &a, &sa), WK_OK);
                     CHECK_EQ_INT(generate(spec, &prompt, gp, &b, &sb), WK_OK);
                     CHECK(same_run(&a, &b));
                     CHECK_EQ_STR(sa.done_reason, sb.done_reason);
@@ -155,7 +167,7 @@ static void test_greedy_equal(void)
                     for (int i = 0; i + 1 < a.n_ids; i++) wk_tokens_push(&next, a.ids[i]);
                     for (int i = 0; i < 3; i++) wk_tokens_push(&next, 270 + i + salt);
                     struct run c = {0}, d = {0};
-                    CHECK_EQ_INT(generate(plain, &next, gp, &c, &sa), WK_OK);
+                    CHECK_EQ_INT(generate_plain(plain, &next, gp, &c, &sa), WK_OK);
                     CHECK_EQ_INT(generate(spec, &next, gp, &d, &sb), WK_OK);
                     CHECK(same_run(&c, &d));
                     CHECK_EQ_INT(sa.prompt_eval_count, sb.prompt_eval_count);
@@ -198,7 +210,7 @@ static void test_limits(void)
         struct wk_session *plain = session(&t, NULL, 64, 4), *spec = session(&t, &half, 64, 4);
         gp.num_predict = n;
         struct run a = {0}, b = {0};
-        CHECK_EQ_INT(generate(plain, &prompt, gp, &a, &sa), WK_OK);
+        CHECK_EQ_INT(generate_plain(plain, &prompt, gp, &a, &sa), WK_OK);
         CHECK_EQ_INT(generate(spec, &prompt, gp, &b, &sb), WK_OK);
         CHECK(same_run(&a, &b));
         CHECK_EQ_INT(sb.eval_count, n);
@@ -209,7 +221,7 @@ static void test_limits(void)
     struct wk_session *plain = session(&t, NULL, 40, 4), *spec = session(&t, &half, 40, 4);
     gp.num_predict = -1;
     struct run a = {0}, b = {0};
-    CHECK_EQ_INT(generate(plain, &prompt, gp, &a, &sa), WK_OK);
+    CHECK_EQ_INT(generate_plain(plain, &prompt, gp, &a, &sa), WK_OK);
     CHECK_EQ_INT(generate(spec, &prompt, gp, &b, &sb), WK_OK);
     CHECK(same_run(&a, &b));
     CHECK_EQ_STR(sb.done_reason, sa.done_reason);
@@ -218,14 +230,14 @@ static void test_limits(void)
     /* a stop string from the middle of the plain answer */
     gp.num_predict = 30;
     struct run full = {0};
-    CHECK_EQ_INT(generate(plain, &prompt, gp, &full, &sa), WK_OK);
+    CHECK_EQ_INT(generate_plain(plain, &prompt, gp, &full, &sa), WK_OK);
     CHECK(full.n_text > 12);
     char stop[8];
     memcpy(stop, full.text + full.n_text / 2, 3), stop[3] = '\0';
     const char *stops[1] = {stop};
     gp.stop = stops, gp.n_stop = 1;
     struct run c = {0}, d = {0};
-    CHECK_EQ_INT(generate(plain, &prompt, gp, &c, &sa), WK_OK);
+    CHECK_EQ_INT(generate_plain(plain, &prompt, gp, &c, &sa), WK_OK);
     CHECK_EQ_INT(generate(spec, &prompt, gp, &d, &sb), WK_OK);
     CHECK(same_run(&c, &d));
     CHECK_EQ_STR(sb.done_reason, "stop");
@@ -233,13 +245,13 @@ static void test_limits(void)
     gp.stop = NULL, gp.n_stop = 0;
     /* cancellation after 4 pieces of text */
     struct run e = {.cancel_after = 4}, f = {.cancel_after = 4};
-    CHECK_EQ_INT(generate(plain, &prompt, gp, &e, &sa), WK_E_CANCELLED);
+    CHECK_EQ_INT(generate_plain(plain, &prompt, gp, &e, &sa), WK_E_CANCELLED);
     CHECK_EQ_INT(generate(spec, &prompt, gp, &f, &sb), WK_E_CANCELLED);
     CHECK(same_run(&e, &f));
     CHECK_EQ_INT(f.pieces, 4);
     /* after a cancellation the session still answers as plain decoding does */
     struct run g = {0}, h = {0};
-    CHECK_EQ_INT(generate(plain, &prompt, gp, &g, &sa), WK_OK);
+    CHECK_EQ_INT(generate_plain(plain, &prompt, gp, &g, &sa), WK_OK);
     CHECK_EQ_INT(generate(spec, &prompt, gp, &h, &sb), WK_OK);
     if (!same_run(&g, &h)) fprintf(stderr, "plain %d [%.*s]\nspec  %d [%.*s] pe %d %d\n", g.n_ids, (int)g.n_text, g.text, h.n_ids, (int)h.n_text, h.text, sa.prompt_eval_count, sb.prompt_eval_count);
     CHECK(same_run(&g, &h));
@@ -300,7 +312,8 @@ static void test_sampling_distribution(void)
         struct wk_session *plain = session(&t, NULL, 64, 512), *spec = session(&t, c->draft, 64, 512);
         struct hist *hp = malloc(sizeof *hp), *hs = malloc(sizeof *hs), *hd = malloc(sizeof *hd);
         struct wk_generate_stats tp, ts, td;
-        sample_runs(plain, &prompt, gp, hp, &tp);
+        sample_runs(plain, &prompt, gp, hp, &tp); /* lookup: greedy only */
+        CHECK_EQ_INT(tp.spec_rounds, 0);
         sample_runs(spec, &prompt, gp, hs, &ts);
         int dof;
         double p = chi_square_p(hp, hs, &dof);
@@ -321,6 +334,99 @@ static void test_sampling_distribution(void)
     }
     wk_tokens_deinit(&prompt);
     unload(&t), unload(&half), unload(&other);
+}
+
+/* wk_lookup_draft on sequences worked out by hand. */
+static void test_lookup_draft(void)
+{
+    int32_t out[8];
+    /* seq 1 2 3 4 5 1 2 3 | 4: "1 2 3 4" (n = 4) occurred at 0, then 5 1 2 */
+    const int32_t a[] = {1, 2, 3, 4, 5, 1, 2, 3};
+    CHECK_EQ_INT(wk_lookup_draft(a, 8, 4, 3, out), 3);
+    CHECK(out[0] == 5 && out[1] == 1 && out[2] == 2);
+    /* past the sequence's end the pattern (period 5) repeats: 5 1 2 3 4 5 1 2 */
+    CHECK_EQ_INT(wk_lookup_draft(a, 8, 4, 8, out), 8);
+    CHECK(out[3] == 3 && out[4] == 4 && out[5] == 5 && out[6] == 1 && out[7] == 2);
+    /* the most recent occurrence: seq 7 8 1 7 8 2 7 | 8, "7 8" at 3 (not 0),
+     * then the period-3 pattern: 2 7 8 2 7 */
+    const int32_t b[] = {7, 8, 1, 7, 8, 2, 7};
+    CHECK_EQ_INT(wk_lookup_draft(b, 7, 8, 5, out), 5);
+    CHECK(out[0] == 2 && out[1] == 7 && out[2] == 8 && out[3] == 2 && out[4] == 7);
+    /* one token repeated: more of it */
+    const int32_t r[] = {3, 9, 9, 9};
+    CHECK_EQ_INT(wk_lookup_draft(r, 4, 9, 4, out), 4);
+    CHECK(out[0] == 9 && out[3] == 9);
+    /* the longest n first: "1 2 3" at 0 (then 9) beats a later "2 3" (then 8) */
+    const int32_t c[] = {1, 2, 3, 9, 4, 2, 3, 8, 1, 2};
+    CHECK_EQ_INT(wk_lookup_draft(c, 10, 3, 1, out), 1);
+    CHECK_EQ_INT(out[0], 9);
+    /* no earlier occurrence of two tokens (one token, 5, is too short) */
+    const int32_t d[] = {5, 6, 5};
+    CHECK_EQ_INT(wk_lookup_draft(d, 3, 7, 4, out), 0);
+    CHECK_EQ_INT(wk_lookup_draft(d, 0, 7, 4, out), 0);
+    CHECK_EQ_INT(wk_lookup_draft(a, 8, 4, 0, out), 0);
+}
+
+/* Prompt lookup (a session without a draft, greedy): the same tokens,
+ * text, logprobs and stop reason as plain decoding, with penalties, a
+ * rotating cache rolled back past n_ubatch, num_predict and a stop string;
+ * it really drafts (tiny random models repeat themselves when greedy), and
+ * it stays off when sampling. */
+static void test_lookup(void)
+{
+    struct model t = load(2, 1, 0), tw = load(2, 1, 6);
+    struct wk_tokens prompt = {0};
+    int rounds = 0, accepted = 0, drafted = 0;
+    for (int window = 0; window < 2; window++) {
+        for (int variant = 0; variant < 4; variant++) {
+            struct wk_generate_params gp = wk_generate_params_default();
+            gp.sampler.temperature = 0, gp.top_logprobs = 2;
+            gp.num_predict = variant & 2 ? 37 : 60;
+            if (variant & 1) gp.sampler.repeat_penalty = 1.2f, gp.sampler.frequency_penalty = 0.1f;
+            gp.draft_min = variant & 2 ? 6 : 0; /* every match drafted (6 > n_ubatch + 1 with the window) */
+            struct wk_session *plain = session(window ? &tw : &t, NULL, 128, 4);
+            struct wk_session *look = session(window ? &tw : &t, NULL, 128, 4);
+            for (int salt = 0; salt < 3; salt++) {
+                prompt_of(&prompt, 12 + salt, salt + 5 * variant);
+                struct run a = {0}, b = {0};
+                struct wk_generate_stats sa, sb;
+                CHECK_EQ_INT(generate_plain(plain, &prompt, gp, &a, &sa), WK_OK);
+                CHECK_EQ_INT(generate(look, &prompt, gp, &b, &sb), WK_OK);
+                CHECK(same_run(&a, &b));
+                CHECK_EQ_STR(sa.done_reason, sb.done_reason);
+                CHECK_EQ_INT(sa.eval_count, sb.eval_count);
+                rounds += sb.spec_rounds, accepted += sb.draft_accepted, drafted += sb.draft_count;
+            }
+            /* a stop string from the middle of the answer */
+            struct run full = {0}, c = {0}, d = {0};
+            struct wk_generate_stats sa, sb;
+            CHECK_EQ_INT(generate_plain(plain, &prompt, gp, &full, &sa), WK_OK);
+            char stop[8] = "";
+            if (full.n_text > 8) memcpy(stop, full.text + full.n_text / 2, 3);
+            const char *stops[1] = {stop};
+            if (stop[0]) gp.stop = stops, gp.n_stop = 1;
+            CHECK_EQ_INT(generate_plain(plain, &prompt, gp, &c, &sa), WK_OK);
+            CHECK_EQ_INT(generate(look, &prompt, gp, &d, &sb), WK_OK);
+            CHECK(same_run(&c, &d));
+            CHECK_EQ_STR(sa.done_reason, sb.done_reason);
+            wk_session_destroy(plain), wk_session_destroy(look);
+        }
+    }
+    fprintf(stderr, "  lookup: %d rounds, %d of %d drafts accepted\n", rounds, accepted, drafted);
+    CHECK(rounds > 20 && accepted > 0 && accepted < drafted);
+    /* sampling: no lookup */
+    struct wk_session *s = session(&t, NULL, 128, 4);
+    struct wk_generate_params gp = wk_generate_params_default();
+    gp.sampler.temperature = 0.7f, gp.sampler.seed = 5, gp.num_predict = 40, gp.draft_min = 4;
+    struct run r = {0};
+    struct wk_generate_stats st;
+    prompt_of(&prompt, 12, 1);
+    CHECK_EQ_INT(generate(s, &prompt, gp, &r, &st), WK_OK);
+    CHECK_EQ_INT(st.spec_rounds, 0);
+    CHECK_EQ_INT(st.eval_count, 40);
+    wk_session_destroy(s);
+    wk_tokens_deinit(&prompt);
+    unload(&t), unload(&tw);
 }
 
 /* The controller: k from the acceptance rate and costs. */
@@ -459,5 +565,6 @@ static void test_bad_draft(void)
     unload(&t);
 }
 
-CHECK_MAIN(TEST(test_greedy_equal), TEST(test_limits), TEST(test_chi_square_function),
+CHECK_MAIN(TEST(test_greedy_equal), TEST(test_limits), TEST(test_lookup_draft), TEST(test_lookup),
+           TEST(test_chi_square_function),
            TEST(test_sampling_distribution), TEST(test_controller), TEST(test_bad_draft))

@@ -90,69 +90,76 @@ static inline float hmax_ps(__m256 v)
 }
 
 /*
+ * Block x [32] quantized: hi and lo bytes in element order, d / 256 and
+ * sum(256 hi + lo). The arithmetic of hi and lo is wk__x16_quantize_ref's,
+ * operation for operation (vroundps to nearest even as nearbyintf; vmaxps
+ * returns its second operand for a NaN, as fmaxf returns the number; no
+ * FMA contraction), so hi and lo are the reference's.
+ */
+ALWAYS_INLINE void x16_quant_block(const float *x, __m256i *h8_out, __m256i *l8_out, float *dx_out,
+                                   int32_t *sum_out)
+{
+    const __m256 sign = _mm256_set1_ps(-0.0f), lim = _mm256_set1_ps(127.0f);
+    const __m256 nlim = _mm256_set1_ps(-127.0f), k256 = _mm256_set1_ps(256.0f);
+    /* vpackss leaves 4-byte groups in the order 0 2 4 6 1 3 5 7 */
+    const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    __m256 xv[4];
+    UNROLL
+    for (int k = 0; k < 4; k++)
+        xv[k] = _mm256_loadu_ps(x + 8 * k);
+    const __m256 m01 = _mm256_max_ps(_mm256_andnot_ps(sign, xv[0]), _mm256_andnot_ps(sign, xv[1]));
+    const __m256 m23 = _mm256_max_ps(_mm256_andnot_ps(sign, xv[2]), _mm256_andnot_ps(sign, xv[3]));
+    const float amax = hmax_ps(_mm256_max_ps(m01, m23));
+    int nan = 0;
+    UNROLL
+    for (int k = 0; k < 4; k++) nan |= _mm256_movemask_ps(_mm256_cmp_ps(xv[k], xv[k], _CMP_UNORD_Q));
+    const float d = wk_x16_scale(amax, nan != 0), id = d > 0 ? 1.0f / d : 0.0f;
+    const __m256 vd = _mm256_set1_ps(d), vid = _mm256_set1_ps(id);
+    __m256i hv[4], lv[4];
+    __m256i isum = _mm256_setzero_si256();
+    UNROLL
+    for (int k = 0; k < 4; k++) {
+        __m256 q = _mm256_round_ps(_mm256_mul_ps(xv[k], vid), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        q = _mm256_min_ps(_mm256_max_ps(q, nlim), lim);
+        const __m256 p = _mm256_mul_ps(q, vd);
+        const __m256 r = _mm256_mul_ps(_mm256_sub_ps(xv[k], p), vid);
+        __m256 l = _mm256_round_ps(_mm256_mul_ps(r, k256), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        l = _mm256_min_ps(_mm256_max_ps(l, nlim), lim);
+        hv[k] = _mm256_cvtps_epi32(q);
+        lv[k] = _mm256_cvtps_epi32(l);
+        isum = _mm256_add_epi32(isum, _mm256_add_epi32(_mm256_slli_epi32(hv[k], 8), lv[k]));
+    }
+    const __m256i h8 = _mm256_packs_epi16(_mm256_packs_epi32(hv[0], hv[1]), _mm256_packs_epi32(hv[2], hv[3]));
+    const __m256i l8 = _mm256_packs_epi16(_mm256_packs_epi32(lv[0], lv[1]), _mm256_packs_epi32(lv[2], lv[3]));
+    *h8_out = _mm256_permutevar8x32_epi32(h8, order);
+    *l8_out = _mm256_permutevar8x32_epi32(l8, order);
+    *dx_out = d / 256.0f;
+    *sum_out = avx2_hsum_epi32(isum);
+}
+
+/*
  * Quantizes x [n] (n a multiple of 32, at most X16_CHUNK) into scratch:
  * the line of block b at byte X16_LINE_BYTES * b, then after all lines
  * the pairs [d / 256, c_scale (d / 256) sum(256 hi + lo)] [n / 32]
- * (c_scale: -8, -16 or 1, see the top). The arithmetic of hi and lo is
- * wk__x16_quantize_ref's, operation for operation (vroundps to nearest
- * even as nearbyintf; vmaxps returns its second operand for a NaN, as
- * fmaxf returns the number; no FMA contraction), so hi and lo are the
- * reference's.
+ * (c_scale: -8, -16 or 1, see the top).
  */
 static void x16_prep(int64_t n, const float *x, float *scratch, float c_scale)
 {
     const int64_t nb = n / 32;
     uint8_t *lines = (uint8_t *)scratch;
     float *dsum = scratch + nb * (X16_LINE_BYTES / 4);
-    const __m256 sign = _mm256_set1_ps(-0.0f), lim = _mm256_set1_ps(127.0f);
-    const __m256 nlim = _mm256_set1_ps(-127.0f), k256 = _mm256_set1_ps(256.0f);
-    /* vpackss leaves 4-byte groups in the order 0 2 4 6 1 3 5 7 */
-    const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
     for (int64_t b = 0; b < nb; b++) {
-        __m256 xv[4];
-        UNROLL
-        for (int k = 0; k < 4; k++)
-            xv[k] = _mm256_loadu_ps(x + 32 * b + 8 * k);
-        const __m256 m01 =
-            _mm256_max_ps(_mm256_andnot_ps(sign, xv[0]), _mm256_andnot_ps(sign, xv[1]));
-        const __m256 m23 =
-            _mm256_max_ps(_mm256_andnot_ps(sign, xv[2]), _mm256_andnot_ps(sign, xv[3]));
-        const float amax = hmax_ps(_mm256_max_ps(m01, m23));
-        int nan = 0;
-        UNROLL
-        for (int k = 0; k < 4; k++) nan |= _mm256_movemask_ps(_mm256_cmp_ps(xv[k], xv[k], _CMP_UNORD_Q));
-        const float d = wk_x16_scale(amax, nan != 0), id = d > 0 ? 1.0f / d : 0.0f;
-        const __m256 vd = _mm256_set1_ps(d), vid = _mm256_set1_ps(id);
-        __m256i hv[4], lv[4];
-        __m256i isum = _mm256_setzero_si256();
-        UNROLL
-        for (int k = 0; k < 4; k++) {
-            __m256 q = _mm256_round_ps(_mm256_mul_ps(xv[k], vid),
-                                       _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-            q = _mm256_min_ps(_mm256_max_ps(q, nlim), lim);
-            const __m256 p = _mm256_mul_ps(q, vd);
-            const __m256 r = _mm256_mul_ps(_mm256_sub_ps(xv[k], p), vid);
-            __m256 l = _mm256_round_ps(_mm256_mul_ps(r, k256),
-                                       _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-            l = _mm256_min_ps(_mm256_max_ps(l, nlim), lim);
-            hv[k] = _mm256_cvtps_epi32(q);
-            lv[k] = _mm256_cvtps_epi32(l);
-            isum = _mm256_add_epi32(isum, _mm256_add_epi32(_mm256_slli_epi32(hv[k], 8), lv[k]));
-        }
-        __m256i h8 =
-            _mm256_packs_epi16(_mm256_packs_epi32(hv[0], hv[1]), _mm256_packs_epi32(hv[2], hv[3]));
-        __m256i l8 =
-            _mm256_packs_epi16(_mm256_packs_epi32(lv[0], lv[1]), _mm256_packs_epi32(lv[2], lv[3]));
-        h8 = _mm256_permutevar8x32_epi32(h8, order);
-        l8 = _mm256_permutevar8x32_epi32(l8, order);
+        __m256i h8, l8;
+        float dx;
+        int32_t sum;
+        x16_quant_block(x + 32 * b, &h8, &l8, &dx, &sum);
         __m256i *line = (__m256i *)(lines + X16_LINE_BYTES * b);
         _mm256_store_si256(line, _mm256_permute2x128_si256(h8, h8, 0x00));
         _mm256_store_si256(line + 1, _mm256_permute2x128_si256(h8, h8, 0x11));
         _mm256_store_si256(line + 2, _mm256_permute2x128_si256(l8, l8, 0x00));
         _mm256_store_si256(line + 3, _mm256_permute2x128_si256(l8, l8, 0x11));
-        const float dx = d / 256.0f;
         dsum[2 * b] = dx;
-        dsum[2 * b + 1] = c_scale * (dx * (float)avx2_hsum_epi32(isum));
+        dsum[2 * b + 1] = c_scale * (dx * (float)sum);
     }
 }
 
@@ -329,8 +336,178 @@ X16_ROWS_FN(x16_rows_q4_1, X16_Q4_1, sizeof(struct wk_block_q4_1), 1.0f)
 X16_ROWS_FN(x16_rows_q5_0, X16_Q5_0, sizeof(struct wk_block_q5_0), -16.0f)
 X16_ROWS_FN(x16_rows_q5_1, X16_Q5_1, sizeof(struct wk_block_q5_1), 1.0f)
 
+/*
+ * Q4_K. A super-block's 128 bytes of nibbles are four runs of 32 bytes:
+ * run p holds sub-block 2p in its low nibbles and 2p + 1 in its high
+ * ones, element j in byte j. So one row per register: a 32-byte load,
+ * an and (sub-block 2p) and a shift and an and (2p + 1) give 32 codes in
+ * element order, dotted with x's hi and lo bytes in element order (the
+ * prep below: X16K_BLOCK_BYTES per block, h8 then l8) by vpmaddubsw and
+ * vpmaddwd as above. The eight sub-blocks' int32 vectors are reduced to
+ * one vector of their eight sums by seven vphaddd and a lane swap (exact:
+ * |S| < 2^24), converted once, and multiplied by the eight factors
+ * d sc_s (d_x / 256) in one FMA; the mins' terms -dmin m_s (d_x / 256)
+ * sum(256 hi + lo) are one more FMA per super-block.
+ */
+#define X16K_BLOCK_BYTES 64
+
+/* x [n] (n a multiple of 32, at most X16_CHUNK) for the Q4_K rows:
+ * X16K_BLOCK_BYTES per block, then d / 256 [n / 32], then (d / 256)
+ * sum(256 hi + lo) [n / 32]. */
+static void x16k_prep(int64_t n, const float *x, float *scratch)
+{
+    const int64_t nb = n / 32;
+    uint8_t *lines = (uint8_t *)scratch;
+    float *dxs = scratch + nb * (X16K_BLOCK_BYTES / 4), *css = dxs + nb;
+    for (int64_t b = 0; b < nb; b++) {
+        __m256i h8, l8;
+        int32_t sum;
+        x16_quant_block(x + 32 * b, &h8, &l8, &dxs[b], &sum);
+        _mm256_store_si256((__m256i *)(lines + X16K_BLOCK_BYTES * b), h8);
+        _mm256_store_si256((__m256i *)(lines + X16K_BLOCK_BYTES * b + 32), l8);
+        css[b] = dxs[b] * (float)sum;
+    }
+}
+
+/* S = sum q (256 hi + lo) of one sub-block as int32 lanes: q the codes,
+ * line its x block's h8 and l8. */
+ALWAYS_INLINE __m256i x16k_sub(__m256i q, const uint8_t *line)
+{
+    const __m256i ph = _mm256_maddubs_epi16(q, _mm256_load_si256((const __m256i *)line));
+    const __m256i pl = _mm256_maddubs_epi16(q, _mm256_load_si256((const __m256i *)(line + 32)));
+    return _mm256_add_epi32(_mm256_madd_epi16(ph, _mm256_set1_epi16(256)),
+                            _mm256_madd_epi16(pl, _mm256_set1_epi16(1)));
+}
+
+/* One Q4_K row of n elements against x16k_prep's scratch. */
+ALWAYS_INLINE float x16k_row(int64_t n, const uint8_t *w, const float *scratch)
+{
+    const int64_t nb = n / 32, nsb = n / 256;
+    const uint8_t *lines = (const uint8_t *)scratch;
+    const float *dxs = scratch + nb * (X16K_BLOCK_BYTES / 4), *css = dxs + nb;
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    __m256 acc = _mm256_setzero_ps(), accm = _mm256_setzero_ps();
+    for (int64_t i = 0; i < nsb; i++) {
+        const struct wk_block_q4_k *blk = (const struct wk_block_q4_k *)w + i;
+        const uint8_t *ln = lines + X16K_BLOCK_BYTES * 8 * i;
+        __m256i sub[8];
+        UNROLL
+        for (int p = 0; p < 4; p++) {
+            const __m256i v = _mm256_loadu_si256((const __m256i *)(blk->qs + 32 * p));
+            sub[2 * p] = x16k_sub(_mm256_and_si256(v, m4), ln + X16K_BLOCK_BYTES * (2 * p));
+            sub[2 * p + 1] =
+                x16k_sub(_mm256_and_si256(_mm256_srli_epi16(v, 4), m4), ln + X16K_BLOCK_BYTES * (2 * p + 1));
+        }
+        /* lane 0 of a: the low halves' sums of sub-blocks 0-3, lane 1 the high ones' */
+        const __m256i a = _mm256_hadd_epi32(_mm256_hadd_epi32(sub[0], sub[1]), _mm256_hadd_epi32(sub[2], sub[3]));
+        const __m256i b = _mm256_hadd_epi32(_mm256_hadd_epi32(sub[4], sub[5]), _mm256_hadd_epi32(sub[6], sub[7]));
+        const __m256i s8 =
+            _mm256_add_epi32(_mm256_permute2x128_si256(a, b, 0x20), _mm256_permute2x128_si256(a, b, 0x31));
+        const __m128i scm = avx2_q4_k_scales(blk->scales);
+        const __m256 sc = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(scm));
+        const __m256 mn = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(scm, 8)));
+        uint32_t dd;
+        memcpy(&dd, &blk->d, 4); /* d and dmin */
+        const __m128 dm = _mm_cvtph_ps(_mm_cvtsi32_si128((int)dd));
+        const __m256 d = _mm256_broadcastss_ps(dm), dmin = _mm256_broadcastss_ps(_mm_movehdup_ps(dm));
+        const __m256 f = _mm256_mul_ps(_mm256_mul_ps(d, sc), _mm256_loadu_ps(dxs + 8 * i));
+        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s8), f, acc);
+        accm = _mm256_fmadd_ps(_mm256_mul_ps(dmin, mn), _mm256_loadu_ps(css + 8 * i), accm);
+    }
+    return avx2_hsum_ps(_mm256_sub_ps(acc, accm));
+}
+
+static void x16_rows_q4_k(int64_t n, const void *w, size_t stride, const float *x, float *out, int64_t n_rows)
+{
+    _Alignas(32) float scratch[X16_SCRATCH_FLOATS];
+    for (int64_t c0 = 0; c0 < n; c0 += X16_CHUNK) {
+        const int64_t nc = WK_MIN(X16_CHUNK, n - c0);
+        const uint8_t *wc = (const uint8_t *)w + c0 / 256 * sizeof(struct wk_block_q4_k);
+        x16k_prep(nc, x + c0, scratch);
+        for (int64_t r = 0; r < n_rows; r++) {
+            const float v = x16k_row(nc, wc + r * stride, scratch);
+            out[r] = c0 > 0 ? out[r] + v : v;
+        }
+    }
+}
+
+/*
+ * The vec_dot_rows_x16_tokens entries: per column chunk, up to
+ * X16_TOKENS tokens' x prepared (as the one-token kernel prepares it),
+ * then each group of up to four rows (one row for Q4_K) computed for
+ * every token while its bytes are in L1, with the one-token kernel's
+ * row function: each token's results are that kernel's bits.
+ */
+#define X16_TOKENS 8
+#define X16_TOKENS_FN(name, PREP, ROWS, BB, BLOCK)                                                 \
+    static void name(int64_t n, const void *w, size_t stride, const float *x, size_t x_stride,     \
+                     int32_t n_tokens, float *out, size_t out_stride, int64_t n_rows)              \
+    {                                                                                              \
+        _Alignas(32) float scratch[X16_TOKENS][X16_SCRATCH_FLOATS]; /* 68 KiB of stack */  \
+        for (int32_t t0 = 0; t0 < n_tokens; t0 += X16_TOKENS) {                                    \
+            const int32_t nt = WK_MIN(X16_TOKENS, n_tokens - t0);                                  \
+            for (int64_t c0 = 0; c0 < n; c0 += X16_CHUNK) {                                        \
+                const int64_t nc = WK_MIN(X16_CHUNK, n - c0);                                      \
+                const uint8_t *wc = (const uint8_t *)w + c0 / (BLOCK) * (BB);                      \
+                for (int32_t t = 0; t < nt; t++)                                                   \
+                    PREP(nc, x + (size_t)(t0 + t) * x_stride + c0, scratch[t]);                    \
+                ROWS(nc, wc, stride, scratch, nt, out + (size_t)t0 * out_stride, out_stride,       \
+                     n_rows, c0 > 0);                                                              \
+            }                                                                                      \
+        }                                                                                          \
+    }
+
+ALWAYS_INLINE void x16k_rows_tokens(int64_t nc, const uint8_t *wc, size_t stride,
+                                    float (*scratch)[X16_SCRATCH_FLOATS], int32_t nt, float *out,
+                                    size_t out_stride, int64_t n_rows, bool add)
+{
+    for (int64_t r = 0; r < n_rows; r++)
+        for (int32_t t = 0; t < nt; t++) {
+            const float v = x16k_row(nc, wc + r * stride, scratch[t]);
+            float *o = out + (size_t)t * out_stride + r;
+            *o = add ? *o + v : v;
+        }
+}
+#define X16K_PREP(nc, x, s) x16k_prep(nc, x, s)
+X16_TOKENS_FN(x16_tokens_q4_k, X16K_PREP, x16k_rows_tokens, sizeof(struct wk_block_q4_k), 256)
+
+/* The 32-element types: groups of four rows, as x16_rows_fn splits them. */
+#define X16_GROUPS_TOKENS(fn, K, C_SCALE)                                                          \
+    ALWAYS_INLINE void fn##_rows(int64_t nc, const uint8_t *wc, size_t stride,                     \
+                                 float (*scratch)[X16_SCRATCH_FLOATS], int32_t nt, float *out,     \
+                                 size_t out_stride, int64_t n_rows, bool add)                      \
+    {                                                                                              \
+        for (int64_t r = 0; r < n_rows; r += 4) {                                                  \
+            const int R = (int)WK_MIN(4, n_rows - r);                                             \
+            for (int32_t t = 0; t < nt; t++) {                                                     \
+                float *o = out + (size_t)t * out_stride + r;                                       \
+                switch (R) {                                                                       \
+                case 4: x16_rows(K, 4, nc, wc + r * stride, stride, scratch[t], o, add); break;   \
+                case 3: x16_rows(K, 3, nc, wc + r * stride, stride, scratch[t], o, add); break;   \
+                case 2: x16_rows(K, 2, nc, wc + r * stride, stride, scratch[t], o, add); break;   \
+                default: x16_rows(K, 1, nc, wc + r * stride, stride, scratch[t], o, add); break;  \
+                }                                                                                  \
+            }                                                                                      \
+        }                                                                                          \
+    }                                                                                              \
+    static void fn##_prep(int64_t nc, const float *x, float *s) { x16_prep(nc, x, s, C_SCALE); }
+X16_GROUPS_TOKENS(x16t_q4_0, X16_Q4_0, -8.0f)
+X16_GROUPS_TOKENS(x16t_q4_1, X16_Q4_1, 1.0f)
+X16_GROUPS_TOKENS(x16t_q5_0, X16_Q5_0, -16.0f)
+X16_GROUPS_TOKENS(x16t_q5_1, X16_Q5_1, 1.0f)
+X16_TOKENS_FN(x16_tokens_q4_0, x16t_q4_0_prep, x16t_q4_0_rows, sizeof(struct wk_block_q4_0), 32)
+X16_TOKENS_FN(x16_tokens_q4_1, x16t_q4_1_prep, x16t_q4_1_rows, sizeof(struct wk_block_q4_1), 32)
+X16_TOKENS_FN(x16_tokens_q5_0, x16t_q5_0_prep, x16t_q5_0_rows, sizeof(struct wk_block_q5_0), 32)
+X16_TOKENS_FN(x16_tokens_q5_1, x16t_q5_1_prep, x16t_q5_1_rows, sizeof(struct wk_block_q5_1), 32)
+
 void wk__avx2_fill_rows_x16(struct wk_cpu_kernels *k)
 {
+    k->vec_dot_rows_x16[WK_DTYPE_Q4_K] = x16_rows_q4_k;
+    k->vec_dot_rows_x16_tokens[WK_DTYPE_Q4_0] = x16_tokens_q4_0;
+    k->vec_dot_rows_x16_tokens[WK_DTYPE_Q4_1] = x16_tokens_q4_1;
+    k->vec_dot_rows_x16_tokens[WK_DTYPE_Q5_0] = x16_tokens_q5_0;
+    k->vec_dot_rows_x16_tokens[WK_DTYPE_Q5_1] = x16_tokens_q5_1;
+    k->vec_dot_rows_x16_tokens[WK_DTYPE_Q4_K] = x16_tokens_q4_k;
     k->vec_dot_rows_x16[WK_DTYPE_Q4_0] = x16_rows_q4_0;
     k->vec_dot_rows_x16[WK_DTYPE_Q4_1] = x16_rows_q4_1;
     k->vec_dot_rows_x16[WK_DTYPE_Q5_0] = x16_rows_q5_0;
