@@ -723,6 +723,7 @@ enum wk_status wk_context_decode_batch(struct wk_context *c, const struct wk_bat
     /* one row each for every sequence: every row as a one-token step computes it */
     bool one_each = true;
     for (int32_t s = 0; s < c->n_seq; s++) one_each &= count[s] <= 1;
+    one_each |= b->per_token && !b->bidirectional; /* a verification batch */
     c->bidirectional = b->bidirectional;
     for (int32_t done = 0; done < b->n_tokens;) {
         if (cancel && *cancel) return wk_error_set(err, WK_E_CANCELLED, "cancelled");

@@ -290,13 +290,18 @@ enum wk_status wk_context_decode_all(struct wk_context *ctx, const int32_t *toke
  * bidirectional: each row attends to every position of its sequence up to
  * the sequence's last row in the batch, not only to those up to its own
  * (an encoder's mask, for embeddings); the batch must then fit in one
- * ubatch (n_tokens <= n_ubatch). All arrays [n_tokens], borrowed.
+ * ubatch (n_tokens <= n_ubatch). per_token: every row computes as a
+ * one-token wk_context_decode of its sequence does, bit for bit, even
+ * where a sequence has several rows (what wk_context_verify does for one
+ * sequence: speculative rounds of several sequences at once). All arrays
+ * [n_tokens], borrowed.
  */
 struct wk_batch {
     int32_t n_tokens;
     const int32_t *tokens, *pos, *seq_id;
     const bool *logits;
     bool bidirectional;
+    bool per_token;
 };
 
 /*

@@ -63,6 +63,13 @@ struct slot {
     struct wk_sampler *sampler;
     struct wk__gen g;         /* g.p points to p: slots never move */
     int32_t next;             /* DECODE: the token chosen, to run next */
+    /* prompt lookup (greedy, no grammar, draft_max > 0): its controller,
+     * and this step's drafts after next (n_draft of them, rows row0 ..
+     * row0 + n_draft of the decode forward) */
+    bool lookup;
+    struct wk_spec_ctl ctl;
+    int32_t draft[WK_VERIFY_MAX - 1], n_draft, row0;
+    int64_t draft_ns; /* the lookup's time this step */
     int64_t t_prefilled; /* ns: when its prompt was done (0: not yet) */
 };
 
@@ -74,8 +81,8 @@ struct wk_slots {
     int32_t chunk_busy;       /* a prefill chunk's rows while others decode (0: n_ubatch) */
     struct slot *slot;        /* [n] */
     int32_t rr;               /* the slot last given a prefill chunk */
-    float *logits;            /* [n][n_vocab]: the decode rows', then the prefill's last row */
-    int32_t *b_tok, *b_pos, *b_seq, *b_slot; /* [max(n, n_ubatch)] a batch's rows */
+    float *logits;            /* [n + WK_VERIFY_MAX - 1][n_vocab]: the decode rows', then the prefill's last row */
+    int32_t *b_tok, *b_pos, *b_seq, *b_slot; /* [max(n + WK_VERIFY_MAX - 1, n_ubatch)] a batch's rows */
     bool *b_want;
 };
 
@@ -102,9 +109,9 @@ enum wk_status wk_slots_create(const struct wk_model *m, const struct wk_tokeniz
     /* a divisor of n_ubatch and a multiple of 32 (chunk_rows) */
     s->chunk_busy = s->n_ubatch % WK_SLOTS_CHUNK_BUSY == 0 && s->n_ubatch >= 2 * WK_SLOTS_CHUNK_BUSY
                         ? WK_SLOTS_CHUNK_BUSY : 0;
-    const size_t rows = (size_t)WK_MAX(s->n, s->n_ubatch);
+    const size_t rows = (size_t)WK_MAX(s->n + WK_VERIFY_MAX - 1, s->n_ubatch);
     s->slot = wk_calloc((size_t)s->n, sizeof *s->slot);
-    s->logits = wk_malloc((size_t)s->n * (size_t)n_vocab * sizeof(float));
+    s->logits = wk_malloc((size_t)(s->n + WK_VERIFY_MAX - 1) * (size_t)n_vocab * sizeof(float));
     s->b_tok = wk_malloc(rows * sizeof(int32_t));
     s->b_pos = wk_malloc(rows * sizeof(int32_t));
     s->b_seq = wk_malloc(rows * sizeof(int32_t));
@@ -246,7 +253,10 @@ enum wk_status wk_slots_add(struct wk_slots *s, const struct wk_slot_request *r,
         return wk_error_set(err, st, "out of memory");
     }
     sl->p = *p;
-    sl->p.draft_max = 0; /* no speculation on this path yet (wk_slots.h) */
+    /* prompt lookup, as wk_session_generate does it without a draft model */
+    sl->lookup = p->draft_max > 0 && !p->grammar && wk_sampler_is_greedy(sampler);
+    wk_spec_ctl_init(&sl->ctl);
+    sl->n_draft = 0;
     sl->stats = r->stats;
     sl->err = r->err ? r->err : &sl->own_err;
     wk_error_clear(sl->err);
@@ -297,10 +307,12 @@ static void take_token(struct wk_slots *s, int32_t i, int32_t id, const float *r
     finish(s, i, WK_OK, out);
 }
 
-/* Runs rows [n] of the batch arrays; on an error every slot in it ends. */
-static bool run_rows(struct wk_slots *s, int32_t n, struct wk_slots_step *out)
+/* Runs rows [n] of the batch arrays (per_token: each row as a one-token
+ * step); on an error every slot in it ends. */
+static bool run_rows(struct wk_slots *s, int32_t n, bool per_token, struct wk_slots_step *out)
 {
-    struct wk_batch b = {.n_tokens = n, .tokens = s->b_tok, .pos = s->b_pos, .seq_id = s->b_seq, .logits = s->b_want};
+    struct wk_batch b = {.n_tokens = n, .tokens = s->b_tok, .pos = s->b_pos, .seq_id = s->b_seq,
+                         .logits = s->b_want, .per_token = per_token};
     struct wk_error e;
     enum wk_status st = wk_context_decode_batch(s->ctx, &b, s->logits, NULL, &e);
     if (!st) return true;
@@ -313,31 +325,96 @@ static bool run_rows(struct wk_slots *s, int32_t n, struct wk_slots_step *out)
     return false;
 }
 
-/* Step 2: a token for every decoding slot. */
+/* Slot i's prompt-lookup drafts for this step (wk_lookup_draft), at most
+ * budget, none past num_predict or the context; 0 when it does not look up. */
+static int32_t lookup_drafts(struct wk_slots *s, int32_t i, int32_t budget)
+{
+    struct slot *sl = &s->slot[i];
+    if (!sl->lookup || budget < 1) return 0;
+    int32_t k = wk_spec_ctl_k(&sl->ctl, WK_MIN(sl->p.draft_max, WK_VERIFY_MAX - 1));
+    if (sl->p.draft_min > 0) k = WK_MAX(k, WK_MIN(sl->p.draft_min, sl->p.draft_max));
+    k = WK_MIN(k, budget);
+    k = WK_MIN(k, s->n_ubatch - 1); /* a rotating cache rolls back this far (wk_context_seq_truncate) */
+    k = WK_MIN(k, s->n_ctx - wk_context_seq_n_past(s->ctx, i) - 1);
+    if (sl->p.num_predict > 0) k = WK_MIN(k, sl->p.num_predict - sl->stats->eval_count);
+    return k > 0 ? wk_lookup_draft(sl->cached.ids, (int32_t)sl->cached.n, sl->next, k, sl->draft) : 0;
+}
+
+/* After the decode forward: slot i ran next and its drafts (rows row0 ..
+ * row0 + n_draft). Each row's token is chosen as a plain step chooses it;
+ * drafts are kept while they are that choice (the rows behind a kept
+ * draft computed exactly the plain steps' rows), the first other choice
+ * or the row after the last draft gives the next token, and the cache
+ * drops the rejected drafts. */
+static void take_rows(struct wk_slots *s, int32_t i, int64_t fwd_ns, struct wk_slots_step *out)
+{
+    struct slot *sl = &s->slot[i];
+    const int32_t k = sl->n_draft, before = (int32_t)sl->cached.n;
+    sl->n_draft = 0;
+    bool ends = false;
+    enum wk_status st = WK_OK;
+    int32_t j = 0;
+    for (;; j++) {
+        const int32_t fed = j == 0 ? sl->next : sl->draft[j - 1];
+        if (wk_tokens_push(&sl->cached, fed)) {
+            ends = true, st = wk_error_set(sl->err, WK_E_NOMEM, "out of memory");
+            break;
+        }
+        const float *row = s->logits + (size_t)(sl->row0 + j) * (size_t)s->n_vocab;
+        const int32_t y = wk__gen_sample(&sl->g, row);
+        if (y < 0 || !wk__gen_emit_token(&sl->g, y, row, before + j + 1)) {
+            ends = true;
+            break;
+        }
+        if (j == k || y != sl->draft[j]) {
+            sl->next = y;
+            break;
+        }
+    }
+    /* the cache holds before + k + 1 positions: keep what was taken */
+    const int32_t keep = (int32_t)sl->cached.n;
+    if (keep < before + k + 1 && wk_context_seq_truncate(s->ctx, i, keep) != keep) {
+        /* not reached: drafts stay under n_ubatch, which a rotating cache rolls back */
+        sl->cached.n = wk_context_seq_truncate(s->ctx, i, 0);
+        sl->n_exact = 0;
+        if (!st) ends = true, st = wk_error_set(sl->err, WK_E_INTERNAL, "the KV cache could not roll back");
+    }
+    if (k > 0) {
+        const int32_t accepted = WK_MIN(j, k);
+        sl->stats->spec_rounds++, sl->stats->draft_count += k, sl->stats->draft_accepted += accepted;
+        wk_spec_ctl_update(&sl->ctl, k, accepted, sl->draft_ns, fwd_ns);
+    } else if (sl->lookup) {
+        wk_spec_ctl_plain(&sl->ctl, fwd_ns);
+    }
+    if (ends) finish(s, i, st, out);
+}
+
+/* Step 2: a token for every decoding slot, and prompt lookup's drafts
+ * for those that have some (at most WK_VERIFY_MAX - 1 in all). */
 static void decode_step(struct wk_slots *s, struct wk_slots_step *out)
 {
-    int32_t n = 0;
+    int32_t n = 0, budget = WK_VERIFY_MAX - 1;
     for (int32_t i = 0; i < s->n; i++) {
         struct slot *sl = &s->slot[i];
         if (sl->state != SLOT_DECODE) continue;
-        s->b_tok[n] = sl->next;
-        s->b_pos[n] = wk_context_seq_n_past(s->ctx, i);
-        s->b_seq[n] = i, s->b_slot[n] = i, s->b_want[n] = true;
-        n++;
-    }
-    out->n_decode = n;
-    if (!n || !run_rows(s, n, out)) return;
-    for (int32_t r = 0; r < n; r++) {
-        const int32_t i = s->b_slot[r];
-        struct slot *sl = &s->slot[i];
-        if (wk_tokens_push(&sl->cached, sl->next)) {
-            sl->cached.n = wk_context_seq_truncate(s->ctx, i, (int32_t)sl->cached.n);
-            finish(s, i, wk_error_set(sl->err, WK_E_NOMEM, "out of memory"), out);
-            continue;
+        const int64_t tl = wk_time_ns();
+        const int32_t k = lookup_drafts(s, i, budget), pos = wk_context_seq_n_past(s->ctx, i);
+        sl->draft_ns = WK_MAX(wk_time_ns() - tl, 1);
+        budget -= k;
+        sl->n_draft = k, sl->row0 = n;
+        for (int32_t j = 0; j <= k; j++) {
+            s->b_tok[n] = j == 0 ? sl->next : sl->draft[j - 1];
+            s->b_pos[n] = pos + j;
+            s->b_seq[n] = i, s->b_slot[n] = i, s->b_want[n] = true;
+            n++;
         }
-        const float *row = s->logits + (size_t)r * (size_t)s->n_vocab;
-        take_token(s, i, wk__gen_sample(&sl->g, row), row, out);
+        out->n_decode++;
     }
+    const int64_t t0 = wk_time_ns();
+    if (!n || !run_rows(s, n, budget < WK_VERIFY_MAX - 1, out)) return;
+    const int64_t fwd_ns = wk_time_ns() - t0;
+    for (int32_t i = 0; i < s->n; i++)
+        if (s->slot[i].state == SLOT_DECODE) take_rows(s, i, fwd_ns, out);
 }
 
 /*
@@ -383,7 +460,7 @@ static void prefill_step(struct wk_slots *s, struct wk_slots_step *out)
     }
     out->prefill_slot = i, out->n_prefill = n;
     const int64_t t0 = wk_time_ns();
-    if (!run_rows(s, n, out)) return;
+    if (!run_rows(s, n, false, out)) return;
     for (int32_t t = 0; t < n; t++)
         if (wk_tokens_push(&sl->cached, s->b_tok[t])) {
             sl->cached.n = wk_context_seq_truncate(s->ctx, i, done + t);

@@ -25,9 +25,15 @@
  * longer one (a system prompt), that prefix's KV is copied from it
  * (wk_context_seq_copy) instead of being computed again.
  *
- * Not yet: speculative decoding (a slot's draft_max is ignored: it
- * decodes without). Not thread-safe: one thread steps the slots and adds
- * or cancels between steps.
+ * Prompt lookup (wk_lookup_draft) as wk_session_generate does it without
+ * a draft model: a greedy slot without a grammar and with draft_max > 0
+ * adds its drafts as rows of the decode forward (wk_batch.per_token: each
+ * row computed as a one-token step, so the tokens are the ones plain
+ * decoding chooses), at most WK_VERIFY_MAX - 1 drafted rows a step in
+ * all, each slot's draft length from its own wk_spec_ctl. No draft
+ * models here (a runner with one runs its requests one at a time through
+ * wk_session). Not thread-safe: one thread steps the slots and adds or
+ * cancels between steps.
  */
 #ifndef WK_SLOTS_H
 #define WK_SLOTS_H
