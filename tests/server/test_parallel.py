@@ -106,6 +106,31 @@ def test_same_as_alone(s):
           str(runner_state(s)))
 
 
+def test_lookup(s):
+    """Prompt lookup through the API: greedy requests whose answers copy their prompts, alone and
+    two at once on the slots, answer exactly as with draft_max 0 (no lookup), and the final object
+    counts the drafts (draft_count, draft_accepted_count, draft_rounds) only where lookup ran."""
+    prompts = ["Repeat exactly: red, green, blue, red, green, blue, red, green, blue, red, green,",
+               "def square(x):\n    return x * x\n\ndef square(x):\n    return x * x\n\ndef square(x):\n"]
+
+    def gen(p, **opts):
+        return s.post("/api/generate", {"model": SMOL, "prompt": p, "stream": False,
+                                        "options": dict({"temperature": 0, "num_predict": 48}, **opts)})
+
+    plain = [gen(p, draft_max=0) for p in prompts]
+    look = [gen(p) for p in prompts]
+    both, _ = at_once(s, [lambda p=p: gen(p) for p in prompts])
+    for i, ((sp, a), (sl, b), r) in enumerate(zip(plain, look, both)):
+        check(sp == 200 and sl == 200 and r is not None and r[0] == 200
+              and a["response"] == b["response"] == r[1]["response"] and a["eval_count"] == b["eval_count"],
+              f"lookup {i}: greedy with prompt lookup (alone and two at once) answers as with draft_max 0",
+              f"{a.get('response')!r} / {b.get('response')!r} / {r and r[1].get('response')!r}")
+        check("draft_count" not in a and b.get("draft_count", 0) > 0 and b.get("draft_rounds", 0) > 0
+              and 0 < b.get("draft_accepted_count", 0) <= b["draft_count"],
+              f"lookup {i}: the final object counts prompt lookup's drafts (none with draft_max 0)",
+              str({k: v for k, v in b.items() if k.startswith("draft")}))
+
+
 def test_seeded_and_chat(s):
     """Seeded sampling and streamed chat (the chat template, think routing
     off) through the slots: each answers as alone."""
@@ -330,7 +355,7 @@ def main():
     ts.WICK = os.environ.get("WICK_BIN", ts.WICK)  # an ASan build, say
     s = ts.Server()
     try:
-        for t in (test_same_as_alone, test_seeded_and_chat, test_disconnect_frees_slot,
+        for t in (test_same_as_alone, test_lookup, test_seeded_and_chat, test_disconnect_frees_slot,
                   test_random_disconnects):
             t0 = time.time()
             t(s)
