@@ -339,20 +339,26 @@ X16_ROWS_FN(x16_rows_q5_1, X16_Q5_1, sizeof(struct wk_block_q5_1), 1.0f)
 /*
  * Q4_K. A super-block's 128 bytes of nibbles are four runs of 32 bytes:
  * run p holds sub-block 2p in its low nibbles and 2p + 1 in its high
- * ones, element j in byte j. So one row per register: a 32-byte load,
- * an and (sub-block 2p) and a shift and an and (2p + 1) give 32 codes in
- * element order, dotted with x's hi and lo bytes in element order (the
- * prep below: X16K_BLOCK_BYTES per block, h8 then l8) by vpmaddubsw and
- * vpmaddwd as above. The eight sub-blocks' int32 vectors are reduced to
- * one vector of their eight sums by seven vphaddd and a lane swap (exact:
- * |S| < 2^24), converted once, and multiplied by the eight factors
- * d sc_s (d_x / 256) in one FMA; the mins' terms -dmin m_s (d_x / 256)
- * sum(256 hi + lo) are one more FMA per super-block.
+ * ones, element j in byte j. One row per register: a 32-byte load read
+ * as 16 int16 lanes gives, by shifts and ands, the codes of the even
+ * elements of sub-block 2p (bits 0-3 of each lane), its odd elements
+ * (bits 8-11), and those of 2p + 1 (bits 4-7, 12-15), each already an
+ * int16 lane. x is prepared as the int16 values 256 hi + lo (|v| <=
+ * 32639), even elements then odd ones (X16K_BLOCK_BYTES per block), so
+ * two vpmaddwd per sub-block give S = sum q (256 hi + lo) as int32 lanes
+ * (each lane at most 4 * 15 * 32639): half the multiplies of the
+ * vpmaddubsw route above, which needs two per part. The eight
+ * sub-blocks' int32 vectors are reduced to one vector of their eight sums
+ * by six vphaddd, a lane swap and an add (exact: |S| < 2^24), converted
+ * once, and multiplied by the eight factors d sc_s (d_x / 256) in one FMA;
+ * the mins' terms -dmin m_s (d_x / 256) sum(256 hi + lo) are one more FMA
+ * per super-block.
  */
 #define X16K_BLOCK_BYTES 64
 
 /* x [n] (n a multiple of 32, at most X16_CHUNK) for the Q4_K rows:
- * X16K_BLOCK_BYTES per block, then d / 256 [n / 32], then (d / 256)
+ * X16K_BLOCK_BYTES per block (the 16 even elements' 256 hi + lo as int16,
+ * then the 16 odd ones'), then d / 256 [n / 32], then (d / 256)
  * sum(256 hi + lo) [n / 32]. */
 static void x16k_prep(int64_t n, const float *x, float *scratch)
 {
@@ -363,20 +369,29 @@ static void x16k_prep(int64_t n, const float *x, float *scratch)
         __m256i h8, l8;
         int32_t sum;
         x16_quant_block(x + 32 * b, &h8, &l8, &dxs[b], &sum);
-        _mm256_store_si256((__m256i *)(lines + X16K_BLOCK_BYTES * b), h8);
-        _mm256_store_si256((__m256i *)(lines + X16K_BLOCK_BYTES * b + 32), l8);
+        /* v = 256 hi + lo as int16, elements 0-15 and 16-31 */
+        const __m256i v0 = _mm256_add_epi16(_mm256_slli_epi16(_mm256_cvtepi8_epi16(_mm256_castsi256_si128(h8)), 8),
+                                            _mm256_cvtepi8_epi16(_mm256_castsi256_si128(l8)));
+        const __m256i v1 =
+            _mm256_add_epi16(_mm256_slli_epi16(_mm256_cvtepi8_epi16(_mm256_extracti128_si256(h8, 1)), 8),
+                             _mm256_cvtepi8_epi16(_mm256_extracti128_si256(l8, 1)));
+        /* even elements: each int32 lane's low half sign-extended; odd: its high half */
+        const __m256i e = _mm256_packs_epi32(_mm256_srai_epi32(_mm256_slli_epi32(v0, 16), 16),
+                                             _mm256_srai_epi32(_mm256_slli_epi32(v1, 16), 16));
+        const __m256i o = _mm256_packs_epi32(_mm256_srai_epi32(v0, 16), _mm256_srai_epi32(v1, 16));
+        /* vpackssdw interleaves the 128-bit lanes: 64-bit groups 0 2 1 3 */
+        _mm256_store_si256((__m256i *)(lines + X16K_BLOCK_BYTES * b), _mm256_permute4x64_epi64(e, 0xD8));
+        _mm256_store_si256((__m256i *)(lines + X16K_BLOCK_BYTES * b + 32), _mm256_permute4x64_epi64(o, 0xD8));
         css[b] = dxs[b] * (float)sum;
     }
 }
 
-/* S = sum q (256 hi + lo) of one sub-block as int32 lanes: q the codes,
- * line its x block's h8 and l8. */
-ALWAYS_INLINE __m256i x16k_sub(__m256i q, const uint8_t *line)
+/* S = sum q (256 hi + lo) of one sub-block as int32 lanes: qe and qo the
+ * codes of its even and odd elements (int16 lanes), line its x block. */
+ALWAYS_INLINE __m256i x16k_sub(__m256i qe, __m256i qo, const uint8_t *line)
 {
-    const __m256i ph = _mm256_maddubs_epi16(q, _mm256_load_si256((const __m256i *)line));
-    const __m256i pl = _mm256_maddubs_epi16(q, _mm256_load_si256((const __m256i *)(line + 32)));
-    return _mm256_add_epi32(_mm256_madd_epi16(ph, _mm256_set1_epi16(256)),
-                            _mm256_madd_epi16(pl, _mm256_set1_epi16(1)));
+    return _mm256_add_epi32(_mm256_madd_epi16(qe, _mm256_load_si256((const __m256i *)line)),
+                            _mm256_madd_epi16(qo, _mm256_load_si256((const __m256i *)(line + 32))));
 }
 
 /* One Q4_K row of n elements against x16k_prep's scratch. */
@@ -385,7 +400,7 @@ ALWAYS_INLINE float x16k_row(int64_t n, const uint8_t *w, const float *scratch)
     const int64_t nb = n / 32, nsb = n / 256;
     const uint8_t *lines = (const uint8_t *)scratch;
     const float *dxs = scratch + nb * (X16K_BLOCK_BYTES / 4), *css = dxs + nb;
-    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    const __m256i m4 = _mm256_set1_epi16(0x000F);
     __m256 acc = _mm256_setzero_ps(), accm = _mm256_setzero_ps();
     for (int64_t i = 0; i < nsb; i++) {
         const struct wk_block_q4_k *blk = (const struct wk_block_q4_k *)w + i;
@@ -394,9 +409,10 @@ ALWAYS_INLINE float x16k_row(int64_t n, const uint8_t *w, const float *scratch)
         UNROLL
         for (int p = 0; p < 4; p++) {
             const __m256i v = _mm256_loadu_si256((const __m256i *)(blk->qs + 32 * p));
-            sub[2 * p] = x16k_sub(_mm256_and_si256(v, m4), ln + X16K_BLOCK_BYTES * (2 * p));
-            sub[2 * p + 1] =
-                x16k_sub(_mm256_and_si256(_mm256_srli_epi16(v, 4), m4), ln + X16K_BLOCK_BYTES * (2 * p + 1));
+            sub[2 * p] = x16k_sub(_mm256_and_si256(v, m4), _mm256_and_si256(_mm256_srli_epi16(v, 8), m4),
+                                  ln + X16K_BLOCK_BYTES * (2 * p));
+            sub[2 * p + 1] = x16k_sub(_mm256_and_si256(_mm256_srli_epi16(v, 4), m4), _mm256_srli_epi16(v, 12),
+                                      ln + X16K_BLOCK_BYTES * (2 * p + 1));
         }
         /* lane 0 of a: the low halves' sums of sub-blocks 0-3, lane 1 the high ones' */
         const __m256i a = _mm256_hadd_epi32(_mm256_hadd_epi32(sub[0], sub[1]), _mm256_hadd_epi32(sub[2], sub[3]));
