@@ -78,6 +78,7 @@ struct job {
     struct wk_grammar *grammar; /* structured output: the grammar and its matcher, or NULL */
     struct wk_grammar_matcher *matcher;
     json_t *pending_lp; /* compute thread only: entries not yet sent */
+    struct srv_embed_batch *embed; /* an embed request's inputs (run_embed), else NULL */
     struct wk_buf out;
     bool finished, nomem;
     /* compute thread only: what the generation runs with and writes (a
@@ -107,6 +108,14 @@ struct runner {
     _Atomic bool busy;
     _Atomic int active; /* slots holding a request (written by the compute thread) */
     _Atomic int64_t tokens, requests, runs; /* runs: jobs started (not dropped) */
+    /* embeddings (run_embed): the pooling the model's GGUF asks for, or
+     * why it cannot embed; the compute thread's context for them, made at
+     * the first embed request on the main context's threads, holding
+     * embed_n_ctx positions (grown as longer inputs come, at most n_ctx) */
+    enum wk_pooling pooling;
+    char pooling_error[WK_ERROR_MSG_MAX]; /* "" when it embeds */
+    struct wk_context *embed_ctx;
+    int32_t embed_n_ctx;
 };
 
 static struct job *job_new(struct runner *rn)
@@ -138,6 +147,8 @@ static void job_unref(struct job *j)
     wk_harmony_parser_free(j->harmony);
     wk_grammar_matcher_free(j->matcher);
     wk_grammar_free(j->grammar);
+    if (j->embed) srv_embed_batch_deinit(j->embed);
+    wk_free(j->embed);
     wk_free(j->out.p);
     pthread_mutex_destroy(&j->mu);
     pthread_cond_destroy(&j->cv);
@@ -632,6 +643,64 @@ static void job_done(struct job *j)
     job_unref(j);
 }
 
+/* The compute thread's context for embeddings with room for n tokens
+ * (rn->embed_ctx, made or grown here), or NULL with err set. */
+static struct wk_context *embed_context(struct runner *rn, int32_t n, struct wk_error *err)
+{
+    if (rn->embed_ctx && rn->embed_n_ctx >= n) return rn->embed_ctx;
+    /* rounded up to whole ubatches, so its n_ubatch (min(512, n_ctx)) is the
+     * main context's and the chunks, so the vectors, never change with it */
+    const struct wk_context_params dp = wk_context_params_default();
+    int64_t want = ((int64_t)n + dp.n_ubatch - 1) / dp.n_ubatch * dp.n_ubatch;
+    want = WK_MIN(WK_MAX(want, rn->embed_n_ctx), rn->n_ctx);
+    struct wk_context *main_ctx = rn->slots ? wk_slots_context(rn->slots) : wk_session_context(rn->session);
+    struct wk_context_params cp = dp;
+    cp.n_ctx = (int32_t)want;
+    cp.n_ubatch = wk_context_n_ubatch(main_ctx);
+    cp.pool = wk_context_pool(main_ctx); /* its threads: this runs on the compute thread, never beside it */
+    wk_context_destroy(rn->embed_ctx);
+    rn->embed_ctx = NULL;
+    rn->embed_n_ctx = 0;
+    if (wk_context_create(rn->model, &cp, &rn->embed_ctx, err)) return NULL;
+    rn->embed_n_ctx = (int32_t)want;
+    return rn->embed_ctx;
+}
+
+/* Runs embed job j on the compute thread: each input alone on the
+ * embedding context (wk_embed_decoder), one after the other, so a vector
+ * never depends on the others; the answer line (srv_embed_answer) or an
+ * error line; nothing when the client left. */
+static void run_embed(struct job *j)
+{
+    struct runner *rn = j->rn;
+    const struct srv_embed_batch *b = j->embed;
+    if (rn->pooling_error[0]) {
+        job_push(j, srv_error_line(400, rn->pooling_error));
+        return;
+    }
+    const int64_t t0 = wk_time_ns();
+    const int32_t E = wk_model_hparams(rn->model)->n_embd;
+    int32_t longest = 1;
+    for (int32_t i = 0; i < b->n; i++) longest = WK_MAX(longest, b->n_tokens[i]);
+    float *out = wk_malloc((size_t)b->n * (size_t)E * sizeof *out);
+    struct wk_error err;
+    wk_error_clear(&err);
+    enum wk_status st = !out ? wk_error_set(&err, WK_E_NOMEM, "out of memory")
+                        : !embed_context(rn, longest, &err) ? err.status : WK_OK;
+    for (int32_t i = 0; !st && i < b->n; i++) {
+        st = wk_embed_decoder(rn->embed_ctx, rn->pooling, b->seqs[i], b->n_tokens[i], out + (size_t)i * (size_t)E,
+                              &j->cancel, &err);
+        if (st && st != WK_E_CANCELLED && st != WK_E_NOMEM) {
+            char m[WK_ERROR_MSG_MAX];
+            snprintf(m, sizeof m, "input %d: %.400s", i, err.msg);
+            snprintf(err.msg, sizeof err.msg, "%s", m);
+        }
+    }
+    if (st != WK_E_CANCELLED)
+        job_push(j, st ? srv_error_line(srv_http_status(st), err.msg) : srv_embed_answer(b, out, E, wk_time_ns() - t0));
+    wk_free(out);
+}
+
 /* The next queued job, or NULL when none is queued and wait is false
  * (with wait, sleeps until one is). */
 static struct job *queue_pop(struct runner *rn, bool wait)
@@ -689,6 +758,13 @@ static void *compute_slots_main(void *arg)
             struct job *j = queue_pop(rn, idle);
             if (!j) break;
             if (j->cancel) { /* a job whose client left while queued never runs */
+                job_done(j);
+                continue;
+            }
+            if (j->embed) { /* between steps, on the compute thread: the decoding slots wait for it */
+                atomic_store(&rn->busy, true);
+                atomic_fetch_add(&rn->runs, 1);
+                run_embed(j);
                 job_done(j);
                 continue;
             }
@@ -753,7 +829,8 @@ static void *compute_main(void *arg)
         pthread_mutex_unlock(&rn->mu);
         if (!j->cancel) { /* a job whose client left while queued never runs */
             atomic_fetch_add(&rn->runs, 1);
-            run_job(j);
+            if (j->embed) run_embed(j);
+            else run_job(j);
         }
         atomic_store(&rn->busy, false);
         atomic_fetch_add(&rn->requests, 1);
@@ -817,6 +894,20 @@ static void stream(int fd, struct job *j)
     wk_free(local.p);
 }
 
+/* Queues job j for the compute thread and streams its output to fd until it ends. */
+static void queue_and_stream(struct runner *rn, struct job *j, int fd)
+{
+    j->refs++; /* the compute thread's */
+    pthread_mutex_lock(&rn->mu);
+    if (rn->tail) rn->tail->next = j;
+    else rn->head = j;
+    rn->tail = j;
+    rn->queued++;
+    pthread_cond_signal(&rn->cv);
+    pthread_mutex_unlock(&rn->mu);
+    stream(fd, j);
+}
+
 static void *conn_main(void *arg)
 {
     struct srv_conn ca = *(struct srv_conn *)arg;
@@ -836,6 +927,14 @@ static void *conn_main(void *arg)
         srv_send_json(fd, srv_tokenize_json(rn->tok, req));
     } else if (json_object_get(req, "detokenize")) {
         srv_send_json(fd, srv_detokenize_json(rn->tok, req));
+    } else if (json_object_get(req, "embed")) { /* one answer line, computed on the compute thread */
+        struct job *j = job_new(rn);
+        char msg[WK_ERROR_MSG_MAX] = "out of memory";
+        int code = j && (j->embed = wk_calloc(1, sizeof *j->embed)) ? 0 : 500;
+        if (!code) code = srv_embed_batch_parse(j->embed, req, rn->tok, rn->n_ctx, msg, sizeof msg);
+        if (code) srv_send_json(fd, srv_error_line(code, msg));
+        else queue_and_stream(rn, j, fd);
+        if (j) job_unref(j);
     } else {
         struct job *j = job_new(rn);
         char msg[WK_ERROR_MSG_MAX] = "out of memory";
@@ -846,15 +945,7 @@ static void *conn_main(void *arg)
             srv_send_json(fd, json_pack("{s:i, s:O}", "status", 200, "prompt", j->rendered));
         } else if (srv_send_json(fd, json_pack("{s:i, s:I}", "status", 200, "prompt_tokens",
                                            (json_int_t)j->ids.n))) {
-            j->refs++; /* the compute thread's */
-            pthread_mutex_lock(&rn->mu);
-            if (rn->tail) rn->tail->next = j;
-            else rn->head = j;
-            rn->tail = j;
-            rn->queued++;
-            pthread_cond_signal(&rn->cv);
-            pthread_mutex_unlock(&rn->mu);
-            stream(fd, j);
+            queue_and_stream(rn, j, fd);
         }
         if (j) job_unref(j);
     }
@@ -896,6 +987,12 @@ int wk_runner_main(const struct wk_runner_opts *o)
     if (!st && !rn->slots) st = wk_session_create(rn->model, rn->tok, &cp, &rn->session, &err);
     if (!st && rn->draft) st = wk_session_set_draft(rn->session, rn->draft, &err);
     if (!st && !(rn->fmt = srv_format_new())) st = wk_error_set(&err, WK_E_NOMEM, "out of memory");
+    if (!st) { /* a pooling wick does not compute refuses embed requests, not the model */
+        struct wk_error pe;
+        wk_error_clear(&pe);
+        if (wk_embed_decoder_pooling(rn->model, &rn->pooling, &pe))
+            snprintf(rn->pooling_error, sizeof rn->pooling_error, "this model cannot embed: %.400s", pe.msg);
+    }
     int lfd = -1;
     if (!st) {
         rn->n_ctx = wk_context_n_ctx(rn->slots ? wk_slots_context(rn->slots) : wk_session_context(rn->session));

@@ -385,6 +385,32 @@ enum MHD_Result srv_serve_tokenize(struct srv_server *srv, struct MHD_Connection
  * folder or GGUF wk_embed_is_model recognises to it): as wk_runner_main, serving
  * the embed requests wk_server.h describes. */
 int srv_runner_embed_main(const struct wk_runner_opts *o);
+/* An embed request's inputs as token ids, for either runner. */
+struct srv_embed_batch {
+    int32_t n;                 /* inputs */
+    struct wk_tokens *toks;    /* [n] each input's ids */
+    const int32_t **seqs;      /* [n] toks[i].ids (borrowed from toks) */
+    int32_t *n_tokens;         /* [n] toks[i].n */
+    int64_t total;             /* the sum of n_tokens */
+};
+/*
+ * Reads the runner request req's "embed" list (strings, or arrays of token
+ * ids used as they are) and "truncate" (default true) into b: each string
+ * tokenized by wk_embed_tokenize(tok, max_tokens) (BOS when the tokenizer
+ * adds one, the ids, then the EOS / [SEP] it adds), an id array cut to
+ * max_tokens when truncating. Returns 0, or 400 (a malformed list, an
+ * input over max_tokens with truncate false) / 500 (memory) with msg set
+ * [cap]. b is always initialized: the caller calls srv_embed_batch_deinit.
+ * tok borrowed. Ids are checked against the vocabulary by the model.
+ */
+int srv_embed_batch_parse(struct srv_embed_batch *b, json_t *req, const struct wk_tokenizer *tok, int32_t max_tokens,
+                          char *msg, size_t cap);
+void srv_embed_batch_deinit(struct srv_embed_batch *b);
+/* The runner's answer line to an embed request: {"status": 200,
+ * "embeddings": [base64 of n_embd little-endian f32, one per input of b,
+ * out [b->n][n_embd]], "tokens": [n per input], "prompt_eval_count",
+ * "prompt_eval_duration": duration_ns}; a 500 line when out of memory. */
+json_t *srv_embed_answer(const struct srv_embed_batch *b, const float *out, int32_t n_embd, int64_t duration_ns);
 /* Whether m is an embedding model (a BERT folder or GGUF) rather than a generator. */
 bool srv_model_embeds(const struct srv_model *m);
 /* POST /api/embed, /api/embeddings and /v1/embeddings (url says which;
