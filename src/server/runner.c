@@ -108,14 +108,7 @@ struct runner {
     _Atomic bool busy;
     _Atomic int active; /* slots holding a request (written by the compute thread) */
     _Atomic int64_t tokens, requests, runs; /* runs: jobs started (not dropped) */
-    /* embeddings (run_embed): the pooling the model's GGUF asks for, or
-     * why it cannot embed; the compute thread's context for them, made at
-     * the first embed request on the main context's threads, holding
-     * embed_n_ctx positions (grown as longer inputs come, at most n_ctx) */
-    enum wk_pooling pooling;
-    char pooling_error[WK_ERROR_MSG_MAX]; /* "" when it embeds */
-    struct wk_context *embed_ctx;
-    int32_t embed_n_ctx;
+    struct srv_decoder_embedder embedder; /* embed requests (run_embed; the compute thread's) */
 };
 
 static struct job *job_new(struct runner *rn)
@@ -643,62 +636,14 @@ static void job_done(struct job *j)
     job_unref(j);
 }
 
-/* The compute thread's context for embeddings with room for n tokens
- * (rn->embed_ctx, made or grown here), or NULL with err set. */
-static struct wk_context *embed_context(struct runner *rn, int32_t n, struct wk_error *err)
-{
-    if (rn->embed_ctx && rn->embed_n_ctx >= n) return rn->embed_ctx;
-    /* rounded up to whole ubatches, so its n_ubatch (min(512, n_ctx)) is the
-     * main context's and the chunks, so the vectors, never change with it */
-    const struct wk_context_params dp = wk_context_params_default();
-    int64_t want = ((int64_t)n + dp.n_ubatch - 1) / dp.n_ubatch * dp.n_ubatch;
-    want = WK_MIN(WK_MAX(want, rn->embed_n_ctx), rn->n_ctx);
-    struct wk_context *main_ctx = rn->slots ? wk_slots_context(rn->slots) : wk_session_context(rn->session);
-    struct wk_context_params cp = dp;
-    cp.n_ctx = (int32_t)want;
-    cp.n_ubatch = wk_context_n_ubatch(main_ctx);
-    cp.pool = wk_context_pool(main_ctx); /* its threads: this runs on the compute thread, never beside it */
-    wk_context_destroy(rn->embed_ctx);
-    rn->embed_ctx = NULL;
-    rn->embed_n_ctx = 0;
-    if (wk_context_create(rn->model, &cp, &rn->embed_ctx, err)) return NULL;
-    rn->embed_n_ctx = (int32_t)want;
-    return rn->embed_ctx;
-}
-
-/* Runs embed job j on the compute thread: each input alone on the
- * embedding context (wk_embed_decoder), one after the other, so a vector
- * never depends on the others; the answer line (srv_embed_answer) or an
- * error line; nothing when the client left. */
+/* Runs embed job j on the compute thread (srv_decoder_embed): its answer
+ * line, or nothing when the client left. */
 static void run_embed(struct job *j)
 {
     struct runner *rn = j->rn;
-    const struct srv_embed_batch *b = j->embed;
-    if (rn->pooling_error[0]) {
-        job_push(j, srv_error_line(400, rn->pooling_error));
-        return;
-    }
-    const int64_t t0 = wk_time_ns();
-    const int32_t E = wk_model_hparams(rn->model)->n_embd;
-    int32_t longest = 1;
-    for (int32_t i = 0; i < b->n; i++) longest = WK_MAX(longest, b->n_tokens[i]);
-    float *out = wk_malloc((size_t)b->n * (size_t)E * sizeof *out);
-    struct wk_error err;
-    wk_error_clear(&err);
-    enum wk_status st = !out ? wk_error_set(&err, WK_E_NOMEM, "out of memory")
-                        : !embed_context(rn, longest, &err) ? err.status : WK_OK;
-    for (int32_t i = 0; !st && i < b->n; i++) {
-        st = wk_embed_decoder(rn->embed_ctx, rn->pooling, b->seqs[i], b->n_tokens[i], out + (size_t)i * (size_t)E,
-                              &j->cancel, &err);
-        if (st && st != WK_E_CANCELLED && st != WK_E_NOMEM) {
-            char m[WK_ERROR_MSG_MAX];
-            snprintf(m, sizeof m, "input %d: %.400s", i, err.msg);
-            snprintf(err.msg, sizeof err.msg, "%s", m);
-        }
-    }
-    if (st != WK_E_CANCELLED)
-        job_push(j, st ? srv_error_line(srv_http_status(st), err.msg) : srv_embed_answer(b, out, E, wk_time_ns() - t0));
-    wk_free(out);
+    struct wk_context *main_ctx = rn->slots ? wk_slots_context(rn->slots) : wk_session_context(rn->session);
+    json_t *ans = srv_decoder_embed(&rn->embedder, main_ctx, j->embed, &j->cancel);
+    if (ans) job_push(j, ans);
 }
 
 /* The next queued job, or NULL when none is queued and wait is false
@@ -987,12 +932,7 @@ int wk_runner_main(const struct wk_runner_opts *o)
     if (!st && !rn->slots) st = wk_session_create(rn->model, rn->tok, &cp, &rn->session, &err);
     if (!st && rn->draft) st = wk_session_set_draft(rn->session, rn->draft, &err);
     if (!st && !(rn->fmt = srv_format_new())) st = wk_error_set(&err, WK_E_NOMEM, "out of memory");
-    if (!st) { /* a pooling wick does not compute refuses embed requests, not the model */
-        struct wk_error pe;
-        wk_error_clear(&pe);
-        if (wk_embed_decoder_pooling(rn->model, &rn->pooling, &pe))
-            snprintf(rn->pooling_error, sizeof rn->pooling_error, "this model cannot embed: %.400s", pe.msg);
-    }
+    if (!st) srv_decoder_embedder_init(&rn->embedder, rn->model);
     int lfd = -1;
     if (!st) {
         rn->n_ctx = wk_context_n_ctx(rn->slots ? wk_slots_context(rn->slots) : wk_session_context(rn->session));

@@ -19,6 +19,12 @@
  * Requests are tokenized on their connection's thread and computed one at
  * a time (a mutex) on the runner's thread pool; a connection whose server
  * side hangs up cancels its request between layers.
+ *
+ * runner.c answers the same embed request for a generating model, with
+ * this file's parts: srv_embed_batch_parse (the inputs' ids, BOS and EOS
+ * as the model's tokenizer adds them, cut at its context), then on its
+ * compute thread srv_decoder_embed (each input alone, wk_embed_decoder),
+ * and srv_embed_answer (the same answer line).
  */
 #include "server_internal.h"
 
@@ -152,6 +158,65 @@ json_t *srv_embed_answer(const struct srv_embed_batch *b, const float *out, int3
                                  : NULL;
     if (!embs || !counts) json_decref(embs), json_decref(counts);
     return ans ? ans : srv_error_line(500, "out of memory");
+}
+
+void srv_decoder_embedder_init(struct srv_decoder_embedder *e, const struct wk_model *m)
+{
+    *e = (struct srv_decoder_embedder){.model = m};
+    struct wk_error err;
+    wk_error_clear(&err);
+    if (wk_embed_decoder_pooling(m, &e->pooling, &err))
+        snprintf(e->error, sizeof e->error, "this model cannot embed: %.400s", err.msg);
+}
+
+/* e's context with room for n tokens (made, or grown, here), or NULL with err set. */
+static struct wk_context *decoder_context(struct srv_decoder_embedder *e, struct wk_context *main_ctx, int32_t n,
+                                          struct wk_error *err)
+{
+    if (e->ctx && e->n_ctx >= n) return e->ctx;
+    /* whole ubatches, at most the main context's n_ctx: its n_ubatch (the
+     * main context's) and so its chunks, so the vectors, never change */
+    const int64_t ub = wk_context_n_ubatch(main_ctx);
+    const int64_t want = WK_MIN(WK_MAX((n + ub - 1) / ub * ub, e->n_ctx), wk_context_n_ctx(main_ctx));
+    struct wk_context_params cp = wk_context_params_default();
+    cp.n_ctx = (int32_t)want;
+    cp.n_ubatch = (int32_t)ub;
+    cp.pool = wk_context_pool(main_ctx); /* its threads: used on the compute thread, never beside it */
+    wk_context_destroy(e->ctx);
+    e->ctx = NULL, e->n_ctx = 0;
+    if (wk_context_create(e->model, &cp, &e->ctx, err)) return NULL;
+    e->n_ctx = (int32_t)want;
+    return e->ctx;
+}
+
+json_t *srv_decoder_embed(struct srv_decoder_embedder *e, struct wk_context *main_ctx, const struct srv_embed_batch *b,
+                          const volatile bool *cancel)
+{
+    if (e->error[0]) return srv_error_line(400, e->error);
+    const int64_t t0 = wk_time_ns();
+    const int32_t E = wk_model_hparams(e->model)->n_embd;
+    int32_t longest = 1;
+    for (int32_t i = 0; i < b->n; i++) longest = WK_MAX(longest, b->n_tokens[i]);
+    float *out = wk_malloc((size_t)b->n * (size_t)E * sizeof *out);
+    struct wk_error err;
+    wk_error_clear(&err);
+    enum wk_status st = !out                                          ? wk_error_set(&err, WK_E_NOMEM, "out of memory")
+                        : !decoder_context(e, main_ctx, longest, &err) ? err.status
+                                                                       : WK_OK;
+    for (int32_t i = 0; !st && i < b->n; i++) {
+        st = wk_embed_decoder(e->ctx, e->pooling, b->seqs[i], b->n_tokens[i], out + (size_t)i * (size_t)E, cancel,
+                              &err);
+        if (st && st != WK_E_CANCELLED && st != WK_E_NOMEM) {
+            char m[WK_ERROR_MSG_MAX];
+            snprintf(m, sizeof m, "input %d: %.400s", i, err.msg);
+            snprintf(err.msg, sizeof err.msg, "%s", m);
+        }
+    }
+    json_t *ans = st == WK_E_CANCELLED ? NULL
+                  : st                 ? srv_error_line(srv_http_status(st), err.msg)
+                                       : srv_embed_answer(b, out, E, wk_time_ns() - t0);
+    wk_free(out);
+    return ans;
 }
 
 /* Sets cancel when the server side of fd hangs up, until a byte arrives

@@ -7,6 +7,7 @@
 #define WK_SERVER_INTERNAL_H
 
 #include "wk_server.h"
+#include "../model/wk_embed.h"
 #include "../store/wk_store.h"
 
 #include <jansson.h>
@@ -411,6 +412,31 @@ void srv_embed_batch_deinit(struct srv_embed_batch *b);
  * out [b->n][n_embd]], "tokens": [n per input], "prompt_eval_count",
  * "prompt_eval_duration": duration_ns}; a 500 line when out of memory. */
 json_t *srv_embed_answer(const struct srv_embed_batch *b, const float *out, int32_t n_embd, int64_t duration_ns);
+/* Embeddings of a generating model for its runner (runner.c): the pooling
+ * its GGUF asks for (wk_embed_decoder_pooling), or why it cannot embed,
+ * and the context they are computed on, made at the first request. */
+struct srv_decoder_embedder {
+    const struct wk_model *model;  /* borrowed: the runner's */
+    enum wk_pooling pooling;
+    char error[WK_ERROR_MSG_MAX];  /* "" when the model embeds */
+    struct wk_context *ctx;        /* NULL until the first request; owned, lives as long as the runner */
+    int32_t n_ctx;                 /* ctx's positions: grown to whole ubatches as longer inputs come */
+};
+/* Sets e up for model m (borrowed, must outlive e). Never fails: a pooling
+ * wick does not compute is kept in e->error and refuses embed requests. */
+void srv_decoder_embedder_init(struct srv_decoder_embedder *e, const struct wk_model *m);
+/*
+ * Embeds the inputs of b (srv_embed_batch_parse), each alone
+ * (wk_embed_decoder; a vector never depends on the other inputs), not
+ * normalized (api_embed.c normalizes per route), on e's context, which
+ * borrows main_ctx's threads and n_ubatch and holds at most main_ctx's
+ * n_ctx positions: call it only where main_ctx is not running (the
+ * runner's compute thread). Returns the answer line (srv_embed_answer),
+ * an error line (400: the model cannot embed, a bad id; 500), or NULL when
+ * cancel (may be NULL) became true.
+ */
+json_t *srv_decoder_embed(struct srv_decoder_embedder *e, struct wk_context *main_ctx, const struct srv_embed_batch *b,
+                          const volatile bool *cancel);
 /* Whether m is an embedding model (a BERT folder or GGUF) rather than a generator. */
 bool srv_model_embeds(const struct srv_model *m);
 /* POST /api/embed, /api/embeddings and /v1/embeddings (url says which;

@@ -6,6 +6,11 @@ real HTTP, on all-MiniLM-L6-v2 (scripts/fetch-models minilm) imported with
 References: sentence-transformers' vectors and ids of the 200 inputs of
 tests/golden/minilm/embeddings.json.xz and the retrieval ranking of
 tests/golden/minilm/retrieval.json (scripts/reference/make-embed-fixtures.py).
+A generating model, SmolLM2-135M (scripts/fetch-models smollm2), embeds
+too, against llama.cpp's llama-embedding (last-token pooling,
+tests/golden/smollm2-embed, scripts/reference/make-decoder-embed-fixture.py):
+ollama.embed, openai, legacy, batch against single, truncation at num_ctx,
+and /api/embed without input (200, no embeddings, the model loaded).
 Checks: ollama.embed, ollama.embeddings (legacy), openai embeddings.create
 with float, base64 (decoded here) and the client's default (base64 it
 decodes), token-id inputs, dimensions; counts (prompt_eval_count,
@@ -13,7 +18,7 @@ usage.prompt_tokens against the reference ids); /api/show's capabilities;
 the retrieval ranking, also through LangChain's OllamaEmbeddings and
 OpenAIEmbeddings in an InMemoryVectorStore; 8 concurrent clients; bad input (an empty list, 10,000 inputs, a 1 MB string,
 non-string items, truncate false on an over-long text, chat to the embedding
-model, embed to a generator) answered with clear 400s while the server
+model) answered with clear 400s while the server
 serves on. WICK_BIN runs another build (the ASan one).
 """
 import base64
@@ -145,6 +150,61 @@ def test_openai(srv, ref):
     check(len(r.data) == 1 and len(r.data[0].embedding) == 64, "openai: one token-id list, dimensions=64")
 
 
+def test_decoder(srv, dref):
+    """A generating model (SmolLM2-135M) embeds as llama.cpp and Ollama do: the last token's final-normed
+    hidden state, normalized; against llama.cpp's llama-embedding (tests/golden/smollm2-embed)."""
+    cl = ollama.Client(host=srv.url)
+    texts = [c["text"] for c in dref]
+    r = cl.embed(model="smollm2", input=texts)
+    cs = [cos(a, c["last"]) for a, c in zip(r.embeddings, dref)]
+    check(len(r.embeddings) == len(dref) and min(cs) >= 0.9999,
+          "ollama.embed on a decoder model: last-token vectors agree with llama.cpp's (cosine >= 0.9999 each)",
+          f"{len(r.embeddings)} vectors, lowest cosine {min(cs) if cs else None}")
+    print(f"  ollama.embed smollm2: {len(texts)} inputs, lowest cosine to llama.cpp {min(cs):.9f}")
+    norms = [float(np.linalg.norm(v)) for v in r.embeddings]
+    check(all(abs(n - 1) < 1e-5 for n in norms), "ollama.embed smollm2: vectors are unit length", f"{norms[:3]}")
+    n_ids = sum(len(c["ids"]) for c in dref)
+    check(r.prompt_eval_count == n_ids, "ollama.embed smollm2: prompt_eval_count is llama.cpp's token count",
+          f"{r.prompt_eval_count} vs {n_ids}")
+    # one at a time: the same vectors, bit for bit, as in the batch
+    singles = [cl.embed(model="smollm2", input=t).embeddings[0] for t in texts[:6]]
+    check(all(a == b for a, b in zip(singles, r.embeddings[:6])),
+          "ollama.embed smollm2: each input alone gives its vector in the batch, exactly")
+    oa = openai.OpenAI(base_url=srv.url + "/v1", api_key="none")
+    o = oa.embeddings.create(model="smollm2", input=texts[:8], encoding_format="float")
+    cs = [cos(d.embedding, c["last"]) for d, c in zip(o.data, dref)]
+    check(len(o.data) == 8 and min(cs) >= 0.9999 and all(abs(float(np.linalg.norm(d.embedding)) - 1) < 1e-5 for d in o.data),
+          "openai embeddings.create on a decoder model: normalized, agrees with llama.cpp", f"lowest cosine {min(cs)}")
+    o = oa.embeddings.create(model="smollm2", input=[dref[2]["ids"]], encoding_format="float")
+    check(cos(o.data[0].embedding, dref[2]["last"]) >= 0.9999, "openai on a decoder model: token ids embed as their text")
+    legacy = cl.embeddings(model="smollm2", prompt=texts[0])
+    check(cos(legacy.embedding, dref[0]["last"]) >= 0.9999 and abs(float(np.linalg.norm(legacy.embedding)) - 1) > 1e-3,
+          "ollama.embeddings (legacy) on a decoder model: the same direction, not normalized (as Ollama)",
+          f"norm {float(np.linalg.norm(legacy.embedding))}")
+    # truncation at the context (num_ctx 64): cut to fit, or a 400 with truncate false
+    long_text = dref[-1]["text"]
+    st, ans = srv.post("/api/embed", {"model": "smollm2", "input": long_text, "truncate": False, "options": {"num_ctx": 64}})
+    check(st == 400 and "limit of 64" in ans.get("error", ""), "/api/embed smollm2: truncate false over num_ctx is a 400",
+          f"{st} {ans}"[:300])
+    st, ans = srv.post("/api/embed", {"model": "smollm2", "input": long_text, "options": {"num_ctx": 64}})
+    check(st == 200 and ans.get("prompt_eval_count") == 64, "/api/embed smollm2: an input over num_ctx is cut to it",
+          f"{st} {ans.get('prompt_eval_count')}")
+    # no input: the model is loaded, nothing embedded (Ollama's EmbedHandler)
+    for name in ("smollm2", "minilm"):
+        for body in ({"model": name}, {"model": name, "input": None}, {"model": name, "input": ""}):
+            st, ans = srv.post("/api/embed", body)
+            check(st == 200 and ans == {"model": name, "embeddings": []},
+                  f"/api/embed {name} with input {body.get('input', 'absent')!r}: 200, no embeddings", f"{st} {ans}")
+        check(any(m.model.startswith(name) for m in cl.ps().models), f"/api/embed {name} without input loads the model")
+    show = cl.show("smollm2")
+    check("completion" in (show.capabilities or []) and "embedding" not in (show.capabilities or []),
+          "/api/show smollm2: completion (Ollama lists embedding only for a GGUF with pooling_type)",
+          str(show.capabilities))
+    st, ans = srv.post("/api/embed", {"model": "smollm2", "input": ["ok", ""]})
+    check(st == 400 and "input 1" in ans.get("error", ""), "/api/embed smollm2: an input of no tokens is a 400",
+          f"{st} {ans}")
+
+
 def test_retrieval(srv):
     ret = json.load(open(os.path.join(GOLDEN, "retrieval.json"), encoding="utf-8"))
     cl = ollama.Client(host=srv.url)
@@ -208,15 +268,16 @@ def test_bad_input(srv, ref):
         ("/api/embed", {"model": "minilm", "input": [None]}, "input 0"),
         ("/api/embed", {"model": "minilm", "input": long_text, "truncate": False}, "limit of 256"),
         ("/api/embed", {"model": "minilm", "input": "x", "dimensions": 0}, "dimensions"),
-        ("/api/embed", {"model": "minilm"}, "input is required"),
+        ("/api/embeddings", {"model": "minilm"}, "prompt is required"),
+        ("/v1/embeddings", {"model": "minilm"}, "input is required"),
         ("/api/embed", {"input": "x"}, "model is required"),
         ("/api/embeddings", {"model": "minilm", "prompt": 5}, "prompt must be a string"),
         ("/v1/embeddings", {"model": "minilm", "input": []}, "empty list"),
         ("/v1/embeddings", {"model": "minilm", "input": [[101, -5]]}, "token id"),
         ("/v1/embeddings", {"model": "minilm", "input": [[101, 99999, 102]]}, "outside the vocabulary"),
         ("/v1/embeddings", {"model": "minilm", "input": "x", "encoding_format": "int8"}, "encoding_format"),
-        ("/api/embed", {"model": "smollm2", "input": "hello"}, "does not support embeddings"),
-        ("/v1/embeddings", {"model": "smollm2", "input": "hello"}, "does not support embeddings"),
+        ("/api/embed", {"model": "smollm2", "input": [[1, 2]]}, "input 0 must be a string"),
+        ("/v1/embeddings", {"model": "smollm2", "input": [[1, 99999999]]}, "outside the vocabulary"),
         ("/api/chat", {"model": "minilm", "messages": [{"role": "user", "content": "hi"}]}, "embedding model"),
         ("/api/generate", {"model": "minilm", "prompt": "hi"}, "embedding model"),
         ("/v1/chat/completions", {"model": "minilm", "messages": [{"role": "user", "content": "hi"}]}, "embedding model"),
@@ -246,6 +307,9 @@ def main():
     try:
         test_ollama(srv, ref)
         test_openai(srv, ref)
+        with lzma.open(os.path.join(ROOT, "tests", "golden", "smollm2-embed", "embeddings.json.xz"), "rt",
+                       encoding="utf-8") as f:
+            test_decoder(srv, json.load(f)["cases"])
         test_retrieval(srv)
         test_langchain(srv)
         test_concurrent(srv, ref)
