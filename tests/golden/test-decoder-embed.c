@@ -6,9 +6,14 @@
  *   - the model's pooling: no smollm2.pooling_type, so the last token's;
  *   - 20 inputs (languages, code, emoji, control-token text, one spanning
  *     two ubatches): wk_embed_tokenize's ids identical to llama.cpp's, the
- *     normalized last-token vector with cosine >= 0.9999 to llama.cpp's,
- *     and for the first 8 mean and CLS pooling too (the lowest cosine is
- *     printed);
+ *     normalized last-token vector with cosine >= 0.9999 to llama.cpp's on
+ *     the same weight values (the file dequantized to F32: llama.cpp's
+ *     forward without rounding activations, as wick computes on a CPU
+ *     without AVX-512 VNNI), and for the first 8 mean and CLS pooling too;
+ *     against llama.cpp on the Q4_1 file as it runs it (activations
+ *     rounded to Q8_1 in every matmul, which moves its own vectors about
+ *     3e-4 of cosine from the unrounded ones) cosine >= 0.999 (the lowest
+ *     cosines are printed);
  *   - every vector again in the reverse order, after the longest input,
  *     on a context of another size: identical bit for bit (a vector
  *     depends on its input alone);
@@ -80,37 +85,39 @@ static void test_pooling_of_model(void)
 
 static void test_against_llama_cpp(void)
 {
-    static const char *const names[3] = {"last", "mean", "cls"};
-    static const enum wk_pooling modes[3] = {WK_POOLING_LAST, WK_POOLING_MEAN, WK_POOLING_CLS};
-    double worst[3] = {2, 2, 2};
-    int n_seen[3] = {0};
+    /* the fourth: llama.cpp on the Q4_1 file, its activations rounded to Q8_1 */
+    static const char *const names[4] = {"last", "mean", "cls", "last_q8"};
+    static const enum wk_pooling modes[4] = {WK_POOLING_LAST, WK_POOLING_MEAN, WK_POOLING_CLS, WK_POOLING_LAST};
+    static const double tol[4] = {0.9999, 0.9999, 0.9999, 0.999};
+    double worst[4] = {2, 2, 2, 2};
+    int n_seen[4] = {0};
     float *y = malloc((size_t)g_E * sizeof *y);
     for (size_t i = 0; i < json_array_size(g_cases); i++) {
         struct wk_tokens t = {0};
         case_ids(i, &t);
         json_t *c = json_array_get(g_cases, i);
-        for (int k = 0; k < 3; k++) {
+        for (int k = 0; k < 4; k++) {
             json_t *ref = json_object_get(c, names[k]);
             if (!ref) continue;
             CHECK_EQ_INT((int)json_array_size(ref), g_E);
-            float *raw = g_first + ((size_t)i * 3 + (size_t)k) * (size_t)g_E;
+            float *raw = g_first + ((size_t)i * 3 + (size_t)(k % 3)) * (size_t)g_E;
             struct wk_error err;
-            CHECK_EQ_INT(wk_embed_decoder(g_ctx, modes[k], t.ids, (int32_t)t.n, raw, NULL, &err), WK_OK);
+            if (k < 3) CHECK_EQ_INT(wk_embed_decoder(g_ctx, modes[k], t.ids, (int32_t)t.n, raw, NULL, &err), WK_OK);
             wk_embed_pool(WK_POOLING_LAST, raw, 1, g_E, true, y); /* normalized, as llama-embedding --embd-normalize 2 */
             float *r = malloc((size_t)g_E * sizeof *r);
             for (int32_t e = 0; e < g_E; e++) r[e] = (float)json_number_value(json_array_get(ref, (size_t)e));
             const double cs = cosine(y, r, g_E);
-            if (cs < 0.9999) fprintf(stderr, "  case %zu (%lld tokens) %s: cosine %.9f\n", i, (long long)t.n, names[k], cs);
-            CHECK(cs >= 0.9999);
+            if (cs < tol[k]) fprintf(stderr, "  case %zu (%lld tokens) %s: cosine %.9f\n", i, (long long)t.n, names[k], cs);
+            CHECK(cs >= tol[k]);
             worst[k] = fmin(worst[k], cs);
             n_seen[k]++;
             free(r);
         }
         wk_tokens_deinit(&t);
     }
-    for (int k = 0; k < 3; k++)
-        printf("  %s pooling: %d inputs, lowest cosine to llama.cpp %.9f\n", names[k], n_seen[k], worst[k]);
-    CHECK(n_seen[0] == 20 && n_seen[1] == 8 && n_seen[2] == 8);
+    for (int k = 0; k < 4; k++)
+        printf("  %s: %d inputs, lowest cosine to llama.cpp %.9f (at least %g)\n", names[k], n_seen[k], worst[k], tol[k]);
+    CHECK(n_seen[0] == 20 && n_seen[1] == 8 && n_seen[2] == 8 && n_seen[3] == 20);
     free(y);
 }
 
