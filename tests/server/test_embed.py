@@ -31,6 +31,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 
@@ -181,6 +182,16 @@ def test_decoder(srv, dref):
     check(cos(legacy.embedding, dref[0]["last"]) >= 0.9999 and abs(float(np.linalg.norm(legacy.embedding)) - 1) > 1e-3,
           "ollama.embeddings (legacy) on a decoder model: the same direction, not normalized (as Ollama)",
           f"norm {float(np.linalg.norm(legacy.embedding))}")
+    # while the same runner generates (its parallel slots stepping), embeds run between steps, unchanged
+    gen = {}
+    th = threading.Thread(target=lambda: gen.update(r=cl.generate(
+        model="smollm2", prompt="Count from one to fifty in words.", options={"num_predict": 48, "temperature": 0})))
+    th.start()
+    during = [cl.embed(model="smollm2", input=texts[:4]).embeddings for _ in range(3)]
+    th.join()
+    check(all(d == r.embeddings[:4] for d in during) and gen.get("r") is not None and gen["r"].eval_count > 0,
+          "ollama.embed smollm2 while the model generates: the same vectors, and the generation completes",
+          f"{gen.get('r') and gen['r'].eval_count}")
     # truncation at the context (num_ctx 64): cut to fit, or a 400 with truncate false
     long_text = dref[-1]["text"]
     st, ans = srv.post("/api/embed", {"model": "smollm2", "input": long_text, "truncate": False, "options": {"num_ctx": 64}})
@@ -241,7 +252,6 @@ def test_langchain(srv):
 
 def test_concurrent(srv, ref):
     """8 clients at once, each its own slice of inputs: each gets its own vectors."""
-    import threading
     out = {}
 
     def one(k):
