@@ -294,8 +294,9 @@ static int run(struct srv_server *srv, struct MHD_Connection *c, const struct em
     wk_error_clear(&err);
     if (srv_model_find(srv->models_dir, r->model, &m, NULL, &err))
         return snprintf(msg, cap, "%s", err.msg), srv_http_status(err.status);
-    /* the num_ctx asked for, else the loaded runner's as it is, else OLLAMA_CONTEXT_LENGTH (a BERT ignores it) */
-    int32_t n_ctx = r->n_ctx;
+    /* the num_ctx asked for, else the loaded runner's as it is, else OLLAMA_CONTEXT_LENGTH; an
+     * encoder has its own limit, so a num_ctx never restarts its runner */
+    int32_t n_ctx = srv_model_embeds(&m) ? 0 : r->n_ctx;
     if (!n_ctx && !srv_sched_find_loaded(srv->sched, m.name, NULL, &n_ctx)) n_ctx = srv->default_ctx;
     struct srv_runner *rn;
     if (srv_sched_acquire(srv->sched, &m, n_ctx, &rn, load_ns, &err))
