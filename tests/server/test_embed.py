@@ -10,7 +10,9 @@ A generating model, SmolLM2-135M (scripts/fetch-models smollm2), embeds
 too, against llama.cpp's llama-embedding (last-token pooling,
 tests/golden/smollm2-embed, scripts/reference/make-decoder-embed-fixture.py):
 ollama.embed, openai, legacy, batch against single, truncation at num_ctx,
-and /api/embed without input (200, no embeddings, the model loaded).
+/api/embed without input (200, no embeddings, the model loaded), and
+copies of its GGUF with smollm2.pooling_type 1 (mean: llama.cpp's
+mean-pooled vectors) and 4 (rank: a 400).
 Checks: ollama.embed, ollama.embeddings (legacy), openai embeddings.create
 with float, base64 (decoded here) and the client's default (base64 it
 decodes), token-id inputs, dimensions; counts (prompt_eval_count,
@@ -216,6 +218,56 @@ def test_decoder(srv, dref):
           f"{st} {ans}")
 
 
+def gguf_with_pooling(src, dst, pooling_type):
+    """A copy of GGUF src at dst with {arch}.pooling_type set (the gguf package; tensors copied as they are)."""
+    import gguf
+    r = gguf.GGUFReader(src)
+    arch = r.fields["general.architecture"].contents()
+    w = gguf.GGUFWriter(dst, arch)
+    for f in r.fields.values():
+        if f.name == "general.architecture" or f.name.startswith("GGUF."):
+            continue
+        t = f.types[0]
+        w.add_key_value(f.name, f.contents(), t, sub_type=f.types[-1] if t == gguf.GGUFValueType.ARRAY else None)
+    w.add_uint32(f"{arch}.pooling_type", pooling_type)
+    for t in r.tensors:
+        w.add_tensor_info(t.name, t.data.shape, t.data.dtype, t.data.nbytes, t.tensor_type)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_ti_data_to_file()
+    for t in r.tensors:
+        w.write_tensor_data(t.data)
+    w.close()
+
+
+def test_decoder_pooling_type(srv, dref):
+    """{arch}.pooling_type in a decoder's GGUF picks the pooling: 1 (mean) gives llama.cpp's mean-pooled
+    vectors; 4 (rank) is refused with a clear 400, and the model still generates."""
+    for name, pt in (("smol-mean", 1), ("smol-rank", 4)):
+        path = os.path.join(srv.dir, name + ".gguf")
+        gguf_with_pooling(SMOL, path, pt)
+        mf = os.path.join(srv.dir, name + ".Modelfile")
+        with open(mf, "w") as f:
+            f.write(f"FROM {path}\n")
+        subprocess.run([WICK, "create", name, "-f", mf], env=dict(os.environ, WICK_MODELS=srv.dir), check=True,
+                       capture_output=True)
+        os.unlink(path)
+    cl = ollama.Client(host=srv.url)
+    with_mean = [c for c in dref if "mean" in c]
+    r = cl.embed(model="smol-mean", input=[c["text"] for c in with_mean])
+    cs = [cos(a, c["mean"]) for a, c in zip(r.embeddings, with_mean)]
+    check(len(cs) == 8 and min(cs) >= 0.9999, "smollm2.pooling_type 1: mean-pooled vectors agree with llama.cpp's",
+          f"lowest cosine {min(cs) if cs else None}")
+    print(f"  ollama.embed smollm2 with pooling_type 1 (mean): 8 inputs, lowest cosine {min(cs):.9f}")
+    st, ans = srv.post("/api/embed", {"model": "smol-rank", "input": "hello"})
+    check(st == 400 and "pooling_type is 4" in ans.get("error", ""), "pooling_type 4 (rank): a clear 400",
+          f"{st} {ans}"[:300])
+    g = cl.generate(model="smol-rank", prompt="Hi", options={"num_predict": 4, "temperature": 0})
+    check(g.eval_count > 0, "the model whose pooling wick refuses still generates")
+    for name in ("smol-mean", "smol-rank"):
+        cl.generate(model=name, keep_alive=0)  # unloaded
+
+
 def test_retrieval(srv):
     ret = json.load(open(os.path.join(GOLDEN, "retrieval.json"), encoding="utf-8"))
     cl = ollama.Client(host=srv.url)
@@ -319,7 +371,9 @@ def main():
         test_openai(srv, ref)
         with lzma.open(os.path.join(ROOT, "tests", "golden", "smollm2-embed", "embeddings.json.xz"), "rt",
                        encoding="utf-8") as f:
-            test_decoder(srv, json.load(f)["cases"])
+            dref = json.load(f)["cases"]
+        test_decoder(srv, dref)
+        test_decoder_pooling_type(srv, dref)
         test_retrieval(srv)
         test_langchain(srv)
         test_concurrent(srv, ref)
