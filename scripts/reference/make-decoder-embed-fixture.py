@@ -73,7 +73,7 @@ TEXTS = [
     "Mount Everest is the highest mountain on Earth.",
     "{\"key\": [1, 2, 3], \"nested\": {\"ok\": true}}",
     "The meeting is moved to Thursday at 3 pm; please bring the slides.",
-    " ".join([LONG] * 3),  # about 700 tokens: more than one 512-row ubatch
+    " ".join([LONG] * 3),  # about 900 tokens: more than one 512-row ubatch
 ]
 WITH_MEAN_CLS = 8  # the first 8 inputs also get mean and cls pooling
 
