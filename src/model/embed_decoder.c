@@ -20,6 +20,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 enum wk_status wk_embed_decoder_pooling(const struct wk_model *m, enum wk_pooling *out, struct wk_error *err)
 {
@@ -39,6 +40,23 @@ enum wk_status wk_embed_decoder_pooling(const struct wk_model *m, enum wk_poolin
                             "1 (mean), 2 (CLS) or 3 (last)%s", wk_gguf_path(g), key, (long long)type,
                             type == 4 ? " (4, rank, scores a reranker's pairs: not an embedding)" : "");
     return WK_OK;
+}
+
+bool wk_embed_gguf_has_pooling(const char *path)
+{
+    struct stat sb;
+    if (stat(path, &sb) != 0 || !S_ISREG(sb.st_mode)) return false; /* a FIFO or a device could block */
+    struct wk_gguf *g = NULL;
+    if (wk_gguf_open(path, &g, NULL)) return false;
+    struct wk_gguf_str arch;
+    char key[160];
+    bool has = !wk_gguf_get_str(g, "general.architecture", &arch, NULL) && arch.len < 128;
+    if (has) {
+        snprintf(key, sizeof key, "%.*s.pooling_type", (int)arch.len, arch.data);
+        has = wk_gguf_find(g, key) != NULL;
+    }
+    wk_gguf_close(g);
+    return has;
 }
 
 enum wk_status wk_embed_decoder(struct wk_context *ctx, enum wk_pooling pooling, const int32_t *ids, int32_t n_tokens,

@@ -137,6 +137,16 @@ enum wk_status wk_embed_pooling_from_type(int64_t type, enum wk_pooling *out);
 enum wk_status wk_embed_decoder_pooling(const struct wk_model *m, enum wk_pooling *out, struct wk_error *err);
 
 /*
+ * True when path is a regular GGUF file whose metadata has
+ * {general.architecture}.pooling_type, any value: a model made for
+ * embeddings (a bert GGUF, or a decoder converted as an embedding model),
+ * to which Ollama gives the "embedding" capability instead of
+ * "completion" (server/images.go). Parses the file's metadata (mapped);
+ * false on any error, for a folder, a FIFO or a device.
+ */
+bool wk_embed_gguf_has_pooling(const char *path);
+
+/*
  * Embeds one token sequence ids [n_tokens] with a decoder model's context
  * ctx: empties its sequence 0, decodes the ids there
  * (wk_context_decode_hidden: the chunks of wk_context_decode, so the

@@ -64,7 +64,10 @@ struct embed_req {
     int64_t keep_alive_ns;
 };
 
-bool srv_model_embeds(const struct srv_model *m) { return wk_embed_is_model(m->path); }
+bool srv_model_embeds(const struct srv_model *m)
+{
+    return wk_embed_is_model(m->path) || wk_embed_gguf_has_pooling(m->path);
+}
 bool srv_embed_folder(const char *path) { return wk_embed_is_folder(path); }
 
 json_t *srv_embed_details(const char *path, json_t **model_info, char **template_out)
@@ -296,7 +299,7 @@ static int run(struct srv_server *srv, struct MHD_Connection *c, const struct em
         return snprintf(msg, cap, "%s", err.msg), srv_http_status(err.status);
     /* the num_ctx asked for, else the loaded runner's as it is, else OLLAMA_CONTEXT_LENGTH; an
      * encoder has its own limit, so a num_ctx never restarts its runner */
-    int32_t n_ctx = srv_model_embeds(&m) ? 0 : r->n_ctx;
+    int32_t n_ctx = wk_embed_is_model(m.path) ? 0 : r->n_ctx;
     if (!n_ctx && !srv_sched_find_loaded(srv->sched, m.name, NULL, &n_ctx)) n_ctx = srv->default_ctx;
     struct srv_runner *rn;
     if (srv_sched_acquire(srv->sched, &m, n_ctx, &rn, load_ns, &err))

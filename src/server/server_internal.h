@@ -437,7 +437,10 @@ void srv_decoder_embedder_init(struct srv_decoder_embedder *e, const struct wk_m
  */
 json_t *srv_decoder_embed(struct srv_decoder_embedder *e, struct wk_context *main_ctx, const struct srv_embed_batch *b,
                           const volatile bool *cancel);
-/* Whether m is an embedding model (a BERT folder or GGUF) rather than a generator. */
+/* Whether m is an embedding model rather than a generator, as Ollama's
+ * capabilities say: a BERT folder or GGUF, or a GGUF that names a
+ * pooling_type (a decoder made for embeddings: embedding, not
+ * completion); generating with it is refused. */
 bool srv_model_embeds(const struct srv_model *m);
 /* POST /api/embed, /api/embeddings and /v1/embeddings (url says which;
  * api_embed.c has the shapes): 400 for a bad body or a model that does not

@@ -12,7 +12,8 @@ tests/golden/smollm2-embed, scripts/reference/make-decoder-embed-fixture.py):
 ollama.embed, openai, legacy, batch against single, truncation at num_ctx,
 /api/embed without input (200, no embeddings, the model loaded), and
 copies of its GGUF with smollm2.pooling_type 1 (mean: llama.cpp's
-mean-pooled vectors) and 4 (rank: a 400).
+mean-pooled vectors; /api/show says embedding, generate is a 400, as
+Ollama) and 4 (rank: a 400).
 Checks: ollama.embed, ollama.embeddings (legacy), openai embeddings.create
 with float, base64 (decoded here) and the client's default (base64 it
 decodes), token-id inputs, dimensions; counts (prompt_eval_count,
@@ -242,7 +243,7 @@ def gguf_with_pooling(src, dst, pooling_type):
 
 def test_decoder_pooling_type(srv, dref):
     """{arch}.pooling_type in a decoder's GGUF picks the pooling: 1 (mean) gives llama.cpp's mean-pooled
-    vectors; 4 (rank) is refused with a clear 400, and the model still generates."""
+    vectors; 4 (rank) is refused with a clear 400; such a GGUF is an embedding model, as Ollama lists it."""
     for name, pt in (("smol-mean", 1), ("smol-rank", 4)):
         path = os.path.join(srv.dir, name + ".gguf")
         gguf_with_pooling(SMOL, path, pt)
@@ -262,10 +263,15 @@ def test_decoder_pooling_type(srv, dref):
     st, ans = srv.post("/api/embed", {"model": "smol-rank", "input": "hello"})
     check(st == 400 and "pooling_type is 4" in ans.get("error", ""), "pooling_type 4 (rank): a clear 400",
           f"{st} {ans}"[:300])
-    g = cl.generate(model="smol-rank", prompt="Hi", options={"num_predict": 4, "temperature": 0})
-    check(g.eval_count > 0, "the model whose pooling wick refuses still generates")
+    # Ollama's capabilities (server/images.go): a GGUF with a pooling_type is an embedding model
+    check(list(cl.show("smol-mean").capabilities or []) == ["embedding"],
+          "/api/show: a decoder GGUF with pooling_type has the embedding capability only",
+          str(cl.show("smol-mean").capabilities))
+    st, ans = srv.post("/api/generate", {"model": "smol-mean", "prompt": "Hi", "stream": False})
+    check(st == 400 and "embedding model" in ans.get("error", ""), "generate to it is a clear 400", f"{st} {ans}"[:300])
     for name in ("smol-mean", "smol-rank"):
-        cl.generate(model=name, keep_alive=0)  # unloaded
+        st, _ = srv.post("/api/embed", {"model": name, "keep_alive": 0})  # unloaded
+        check(st == 200, f"/api/embed {name} without input, keep_alive 0")
 
 
 def test_retrieval(srv):
