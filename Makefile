@@ -200,6 +200,9 @@ golden: $(GOLDEN_BIN)
 	  xz -dc tests/golden/minilm/embeddings.json.xz > $(GOLDEN_DIR)/minilm-embeddings.json; \
 	  $(OUT)/tests/test-embed $(MODELS_DIR)/all-MiniLM-L6-v2 $(GOLDEN_DIR)/minilm-embeddings.json \
 	    tests/golden/minilm/wordpiece-cases.json tests/golden/minilm/retrieval.json
+	@echo "== decoder embeddings: SmolLM2-135M (last-token, mean and CLS pooling) against llama.cpp's llama-embedding"; \
+	  xz -dc tests/golden/smollm2-embed/embeddings.json.xz > $(GOLDEN_DIR)/smollm2-embeddings.json; \
+	  $(OUT)/tests/test-decoder-embed $(MODELS_DIR)/SmolLM2-135M-Instruct.Q4_1.gguf $(GOLDEN_DIR)/smollm2-embeddings.json
 	@if [ -f $(MODELS_DIR)/all-MiniLM-L6-v2-f32.gguf ]; then \
 	  echo "== embed: llama.cpp's bert GGUF of it (scripts/reference/make-minilm-gguf.sh)"; \
 	  $(OUT)/tests/test-embed $(MODELS_DIR)/all-MiniLM-L6-v2-f32.gguf $(GOLDEN_DIR)/minilm-embeddings.json \

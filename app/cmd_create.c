@@ -364,7 +364,8 @@ static void print_capabilities(const struct wk_store_model *m)
     const bool go = m->template_text && *m->template_text;
     char *tmpl = NULL;
     json_t *d = wk_model_details(m->weights, NULL, go ? NULL : &tmpl);
-    json_t *caps = wk_capabilities(go ? m->template_text : tmpl, go, json_string_value(json_object_get(d, "family")));
+    json_t *caps = wk_capabilities(go ? m->template_text : tmpl, go, json_string_value(json_object_get(d, "family")),
+                                   wk_embed_gguf_has_pooling(m->weights));
     printf("  Capabilities\n");
     size_t i;
     json_t *c;

@@ -555,8 +555,8 @@ static bool run_layers(struct wk_context *c, int32_t *n_io, bool per_token, cons
  * prefill stops within a layer). per_token: each row as a one-token step
  * computes it (verify). logits (NULL when no row is wanted): a row
  * [n_vocab] for each wanted row, in order. */
-static bool forward_chunk(struct wk_context *c, const int32_t *tokens, int32_t n, float *logits, bool per_token,
-                          const volatile bool *cancel)
+static bool forward_chunk(struct wk_context *c, const int32_t *tokens, int32_t n, float *logits, float *hidden,
+                          bool per_token, const volatile bool *cancel)
 {
     const struct wk_model *m = c->m;
     const struct wk_hparams *hp = &m->hp;
@@ -574,12 +574,17 @@ static bool forward_chunk(struct wk_context *c, const int32_t *tokens, int32_t n
         c->ring_lo[c->seq[t]] = WK_MAX(c->ring_lo[c->seq[t]], c->pos[t] + 1 - c->n_ring);
     if (!run_layers(c, &n, per_token, cancel, NULL)) return false;
     for (int32_t t = 0; t < n_chunk; t++) c->n_past[c->seq[t]]++;
-    if (!logits) return true;
+    if (!logits && !hidden) return true;
     /* the wanted rows, which are all the rows left after a KV-shared layer */
     int32_t rows = 0;
     for (int32_t t = 0; t < n; t++)
         if (c->want[t]) wk__norm_rows(c, 1, E, c->x + t * E, m->output_norm, hp->rms_eps, c->xn + (rows++) * E);
     c->n_hidden = rows;
+    if (hidden) { /* the hidden rows alone (embeddings): no output projection */
+        c->be->ops->synchronize(c->be);
+        memcpy(hidden, c->xn, (size_t)rows * (size_t)E * sizeof *hidden);
+        return true;
+    }
     c->be->ops->matmul(c->be, m->output, c->xn, logits, rows, mm);
     if (hp->logit_scale != 1.0f) c->be->ops->scale(c->be, (int64_t)rows * hp->n_vocab, logits, hp->logit_scale);
     if (hp->final_softcap > 0) c->be->ops->softcap(c->be, (int64_t)rows * hp->n_vocab, logits, hp->final_softcap);
@@ -683,7 +688,7 @@ static enum wk_status decode(struct wk_context *c, const int32_t *tokens, int32_
             c->seq[t] = 0;
             c->want[t] = out && (all_rows || t == n - 1);
         }
-        if (!forward_chunk(c, tokens + done, n, out, per_token, cancel))
+        if (!forward_chunk(c, tokens + done, n, out, NULL, per_token, cancel))
             return wk_error_set(err, WK_E_CANCELLED, "cancelled");
         done += n;
     }
@@ -735,7 +740,7 @@ enum wk_status wk_context_decode_batch(struct wk_context *c, const struct wk_bat
             c->want[t] = !b->logits || b->logits[done + t];
             rows += c->want[t];
         }
-        bool ok = forward_chunk(c, b->tokens + done, n, rows ? logits : NULL, one_each, cancel);
+        bool ok = forward_chunk(c, b->tokens + done, n, rows ? logits : NULL, NULL, one_each, cancel);
         c->bidirectional = false;
         if (!ok) return wk_error_set(err, WK_E_CANCELLED, "cancelled");
         if (rows) logits += (size_t)rows * (size_t)V;
@@ -756,6 +761,37 @@ enum wk_status wk_context_decode_all(struct wk_context *c, const int32_t *tokens
                                      float *logits, const volatile bool *cancel, struct wk_error *err)
 {
     return decode(c, tokens, n_tokens, logits, true, false, cancel, err);
+}
+
+enum wk_status wk_context_decode_hidden(struct wk_context *c, const int32_t *tokens, int32_t n_tokens, bool all_rows,
+                                        float *hidden, const volatile bool *cancel, struct wk_error *err)
+{
+    if (n_tokens < 1) return wk_error_set(err, WK_E_INVALID, "no tokens to decode");
+    if (n_tokens > c->n_ctx - c->n_past[0])
+        return wk_error_set(err, WK_E_RANGE, "%d tokens do not fit: %d of the context's %d positions are used",
+                            n_tokens, c->n_past[0], c->n_ctx);
+    for (int32_t i = 0; i < n_tokens; i++)
+        if (tokens[i] < 0 || tokens[i] >= c->m->hp.n_vocab)
+            return wk_error_set(err, WK_E_INVALID, "token id %d is outside the vocabulary (%d)", tokens[i],
+                                c->m->hp.n_vocab);
+    const int64_t E = c->m->hp.n_embd;
+    c->bidirectional = false;
+    /* the same chunks as decode, so the last row is what wk_context_decode's hidden row is */
+    for (int32_t done = 0; done < n_tokens;) {
+        if (cancel && *cancel) return wk_error_set(err, WK_E_CANCELLED, "cancelled");
+        const int32_t n = WK_MIN(c->n_ubatch, n_tokens - done);
+        const bool last = done + n == n_tokens;
+        for (int32_t t = 0; t < n; t++) {
+            c->pos[t] = c->n_past[0] + t;
+            c->seq[t] = 0;
+            c->want[t] = all_rows || (last && t == n - 1);
+        }
+        float *out = all_rows ? hidden + (size_t)done * (size_t)E : last ? hidden : NULL;
+        if (!forward_chunk(c, tokens + done, n, NULL, out, false, cancel))
+            return wk_error_set(err, WK_E_CANCELLED, "cancelled");
+        done += n;
+    }
+    return WK_OK;
 }
 
 enum wk_status wk_context_verify(struct wk_context *c, const int32_t *tokens, int32_t n_tokens,

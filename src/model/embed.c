@@ -264,7 +264,7 @@ static enum wk_status load_gguf(struct wk_embed_model *m, const char *path, stru
     if (b->n_embd % b->n_head)
         return wk_error_set(err, WK_E_FORMAT, "%s: bert.embedding_length %d is not a multiple of the %d heads", path,
                             b->n_embd, b->n_head);
-    if (pooling < 1 || pooling > 3)
+    if (wk_embed_pooling_from_type(pooling, &m->pooling))
         return wk_error_set(err, WK_E_UNSUPPORTED, "%s: bert.pooling_type %d is not supported (1 mean, 2 CLS, 3 last)",
                             path, pooling);
     b->head_dim = b->n_embd / b->n_head;
@@ -275,7 +275,6 @@ static enum wk_status load_gguf(struct wk_embed_model *m, const char *path, stru
         (st = wk_gguf_get_f32(b->gguf, "bert.attention.layer_norm_epsilon", &b->ln_eps, err)))
         return st;
     b->max_tokens = b->n_pos;
-    m->pooling = pooling == 2 ? WK_POOLING_CLS : pooling == 3 ? WK_POOLING_LAST : WK_POOLING_MEAN;
     m->normalize = true; /* as Ollama and llama-server (--embd-normalize 2) answer */
     if ((st = wk__bert_load_weights(b, err))) return st;
     return wk_tokenizer_from_gguf(b->gguf, &m->tok, err);
@@ -345,33 +344,39 @@ uint64_t wk_embed_model_n_params(const struct wk_embed_model *m)
     return (uint64_t)(b->n_vocab + b->n_pos + b->n_type) * E + 2 * E + (uint64_t)b->n_layer * per_layer;
 }
 
-enum wk_status wk_embed_model_tokenize(const struct wk_embed_model *m, const char *text, size_t len,
-                                       bool truncate, struct wk_tokens *out, struct wk_error *err)
+enum wk_status wk_embed_tokenize(const struct wk_tokenizer *tok, const char *text, size_t len, int64_t max_tokens,
+                                 bool truncate, struct wk_tokens *out, struct wk_error *err)
 {
     out->n = 0;
-    int32_t bos = wk_tokenizer_add_bos(m->tok) ? wk_tokenizer_bos(m->tok) : -1;
-    int32_t eos = wk_tokenizer_eos_to_add(m->tok);
+    int32_t bos = wk_tokenizer_add_bos(tok) ? wk_tokenizer_bos(tok) : -1;
+    int32_t eos = wk_tokenizer_eos_to_add(tok);
+    if (max_tokens < 1 + (eos >= 0))
+        return wk_error_set(err, WK_E_RANGE, "a limit of %lld tokens leaves no room for the input", (long long)max_tokens);
     enum wk_status st = bos >= 0 ? wk_tokens_push(out, bos) : WK_OK;
-    if (!st) st = wk_tokenizer_encode(m->tok, text, len, true, out);
+    if (!st) st = wk_tokenizer_encode(tok, text, len, true, out);
     if (st) return wk_error_set(err, st, "out of memory");
-    const int64_t room = m->bert.max_tokens - (eos >= 0);
+    const int64_t room = max_tokens - (eos >= 0);
     if (out->n > room) {
         if (!truncate)
-            return wk_error_set(err, WK_E_RANGE, "the input is %lld tokens long, over the model's limit of %d "
+            return wk_error_set(err, WK_E_RANGE, "the input is %lld tokens long, over the model's limit of %lld "
                                 "(truncate it, or set truncate to true)", (long long)(out->n + (eos >= 0)),
-                                m->bert.max_tokens);
+                                (long long)max_tokens);
         out->n = room;
     }
     if (eos >= 0 && wk_tokens_push(out, eos)) return wk_error_set(err, WK_E_NOMEM, "out of memory");
     return WK_OK;
 }
 
-/* Pools sequence rows h [n, E] into y [E] and normalizes it if asked. */
-static void pool_one(const struct wk_embed_model *m, const float *h, int64_t n, float *y)
+enum wk_status wk_embed_model_tokenize(const struct wk_embed_model *m, const char *text, size_t len,
+                                       bool truncate, struct wk_tokens *out, struct wk_error *err)
 {
-    const int64_t E = m->bert.n_embd;
-    if (m->pooling == WK_POOLING_CLS || m->pooling == WK_POOLING_LAST) {
-        memcpy(y, h + (m->pooling == WK_POOLING_CLS ? 0 : (n - 1) * E), (size_t)E * sizeof *y);
+    return wk_embed_tokenize(m->tok, text, len, m->bert.max_tokens, truncate, out, err);
+}
+
+void wk_embed_pool(enum wk_pooling pooling, const float *h, int64_t n, int64_t E, bool normalize, float *y)
+{
+    if (pooling == WK_POOLING_CLS || pooling == WK_POOLING_LAST) {
+        memcpy(y, h + (pooling == WK_POOLING_CLS ? 0 : (n - 1) * E), (size_t)E * sizeof *y);
     } else {
         for (int64_t e = 0; e < E; e++) {
             double s = 0;
@@ -379,12 +384,22 @@ static void pool_one(const struct wk_embed_model *m, const float *h, int64_t n, 
             y[e] = (float)(s / (double)n);
         }
     }
-    if (!m->normalize) return;
+    if (!normalize) return;
     double s2 = 0;
     for (int64_t e = 0; e < E; e++) s2 += (double)y[e] * y[e];
     /* torch.nn.functional.normalize: x / max(|x|, 1e-12) */
     const double inv = 1.0 / WK_MAX(sqrt(s2), 1e-12);
     for (int64_t e = 0; e < E; e++) y[e] = (float)(y[e] * inv);
+}
+
+enum wk_status wk_embed_pooling_from_type(int64_t type, enum wk_pooling *out)
+{
+    switch (type) {
+    case 1: *out = WK_POOLING_MEAN; return WK_OK;
+    case 2: *out = WK_POOLING_CLS; return WK_OK;
+    case 3: *out = WK_POOLING_LAST; return WK_OK;
+    default: return WK_E_UNSUPPORTED;
+    }
 }
 
 static enum wk_status check_inputs(const struct wk_embed_model *m, int32_t n_seq, const int32_t *const *seqs,
@@ -436,8 +451,8 @@ enum wk_status wk_embed_model_encode(struct wk_embed_model *m, struct wk_threadp
         if (st == WK_E_NOMEM) st = wk_error_set(err, st, "out of memory for a forward of %lld tokens", (long long)rows);
         else if (st) st = wk_error_set(err, st, "cancelled");
         for (int32_t i = 0; i < n && !st; i++)
-            pool_one(m, h + (int64_t)start[i] * m->bert.n_embd, start[i + 1] - start[i],
-                     out + (int64_t)order[s0 + i] * m->bert.n_embd);
+            wk_embed_pool(m->pooling, h + (int64_t)start[i] * m->bert.n_embd, start[i + 1] - start[i], m->bert.n_embd,
+                          m->normalize, out + (int64_t)order[s0 + i] * m->bert.n_embd);
         s0 += n;
     }
 done:

@@ -11,12 +11,22 @@
  * a bidirectional mask over sequences packed without padding, so no mask
  * is ever needed; several sequences go through one forward (their rows
  * concatenated, attention per sequence).
+ *
+ * Decoder (causal) models embed too, as llama.cpp and Ollama offer it
+ * (embed_decoder.c): the final-normed hidden states of one sequence
+ * decoded alone on a wk_context, pooled as the GGUF's {arch}.pooling_type
+ * says (1 mean, 2 CLS = the first token, 3 last), and where it says
+ * nothing (or 0, none) the last token's (Ollama's fallback to
+ * llama_get_embeddings_ith of the last row when the sequence has no
+ * pooled embedding). The tokenization, pooling and normalization are the
+ * ones the BERT pipeline uses (wk_embed_tokenize, wk_embed_pool).
  */
 #ifndef WK_EMBED_H
 #define WK_EMBED_H
 
 #include "../base/wk_base.h"
 #include "../tokenizer/wk_tokenizer.h"
+#include "wk_model.h"
 
 /* sentence-transformers' Pooling modes wick computes. */
 enum wk_pooling { WK_POOLING_MEAN = 0, WK_POOLING_CLS = 1, WK_POOLING_LAST = 2 };
@@ -87,6 +97,71 @@ uint64_t wk_embed_model_n_params(const struct wk_embed_model *m);
  */
 enum wk_status wk_embed_model_tokenize(const struct wk_embed_model *m, const char *text, size_t len,
                                        bool truncate, struct wk_tokens *out, struct wk_error *err);
+
+/*
+ * Tokenizes one input for embedding with tok: its BOS first when the
+ * tokenizer adds one (wk_tokenizer_add_bos), the text's ids (control-token
+ * text matched as control tokens, as llama.cpp's and the Hugging Face
+ * tokenizers' embedding paths match it), and the id
+ * wk_tokenizer_eos_to_add gives last (BERT's [SEP]), the text's ids cut so
+ * that the whole fits max_tokens when truncate; with truncate false a
+ * longer input is WK_E_RANGE (the message gives both lengths), as is a
+ * max_tokens with no room for a token. out is cleared first and owned by
+ * the caller. Errors: WK_E_RANGE, WK_E_NOMEM.
+ */
+enum wk_status wk_embed_tokenize(const struct wk_tokenizer *tok, const char *text, size_t len, int64_t max_tokens,
+                                 bool truncate, struct wk_tokens *out, struct wk_error *err);
+
+/*
+ * Pools one sequence's rows h [n][E] f32 (n >= 1) into y [E] f32: their
+ * mean (summed in double), the first row (CLS) or the last; then, when
+ * normalize, y / max(|y|, 1e-12) (torch.nn.functional.normalize, as
+ * sentence-transformers' Normalize). h and y borrowed, not overlapping.
+ */
+void wk_embed_pool(enum wk_pooling pooling, const float *h, int64_t n, int64_t E, bool normalize, float *y);
+
+/* llama.cpp's pooling type number (GGUF {arch}.pooling_type: 1 mean,
+ * 2 CLS, 3 last) as a wk_pooling in *out; WK_E_UNSUPPORTED (no message)
+ * for the others (0 none, 4 rank, anything else), *out untouched. */
+enum wk_status wk_embed_pooling_from_type(int64_t type, enum wk_pooling *out);
+
+/*
+ * The pooling a decoder model's embeddings use, into *out: its GGUF's
+ * {arch}.pooling_type (general.architecture's prefix) when present and
+ * not 0; WK_POOLING_LAST when absent or 0 (none: Ollama then takes the
+ * last token's hidden state) and for a Hugging Face folder (no such key).
+ * Errors (naming the file, the key and the value): WK_E_FORMAT (not an
+ * integer), WK_E_UNSUPPORTED (4, rank: a reranker's score, not an
+ * embedding; or an unknown type).
+ */
+enum wk_status wk_embed_decoder_pooling(const struct wk_model *m, enum wk_pooling *out, struct wk_error *err);
+
+/*
+ * True when path is a regular GGUF file whose metadata has
+ * {general.architecture}.pooling_type, any value: a model made for
+ * embeddings (a bert GGUF, or a decoder converted as an embedding model),
+ * to which Ollama gives the "embedding" capability instead of
+ * "completion" (server/images.go). Parses the file's metadata (mapped);
+ * false on any error, for a folder, a FIFO or a device.
+ */
+bool wk_embed_gguf_has_pooling(const char *path);
+
+/*
+ * Embeds one token sequence ids [n_tokens] with a decoder model's context
+ * ctx: empties its sequence 0, decodes the ids there
+ * (wk_context_decode_hidden: the chunks of wk_context_decode, so the
+ * result depends only on the ids and the context's n_ubatch and threads,
+ * never on what else was embedded before or in the same request), pools
+ * the final-normed hidden states (every row's for mean and CLS, the last
+ * row's alone for last) into out [n_embd] f32, not normalized (the server
+ * normalizes per route), and empties sequence 0 again. ids borrowed.
+ * Errors: WK_E_INVALID (n_tokens < 1, an id outside the vocabulary),
+ * WK_E_RANGE (more than the context's n_ctx), WK_E_CANCELLED (cancel,
+ * may be NULL, became true), WK_E_NOMEM (mean or CLS: n_tokens x n_embd
+ * floats). Not thread-safe on one context.
+ */
+enum wk_status wk_embed_decoder(struct wk_context *ctx, enum wk_pooling pooling, const int32_t *ids, int32_t n_tokens,
+                                float *out, const volatile bool *cancel, struct wk_error *err);
 
 /*
  * Embeds n_seq token sequences: seqs[i] [n_tokens[i]] ids (1 <= n_tokens[i]

@@ -323,6 +323,22 @@ struct wk_batch {
 enum wk_status wk_context_decode_batch(struct wk_context *ctx, const struct wk_batch *b, float *logits,
                                        const volatile bool *cancel, struct wk_error *err);
 
+/*
+ * Appends n_tokens tokens to sequence 0 as wk_context_decode does (the
+ * same n_ubatch chunks, so the same rows), but instead of logits writes
+ * final-normed hidden states (what wk_context_hidden gives, the vector the
+ * output projection would unembed; llama.cpp's t_embd, the rows its
+ * embedding pooling reads): every row's to hidden [n_tokens][n_embd] f32
+ * when all_rows, else the last row's to hidden [n_embd]. hidden is
+ * borrowed for the call. The output projection is skipped. For
+ * embeddings from a decoder model (wk_embed_decoder).
+ * Errors as wk_context_decode: WK_E_RANGE (nothing appended),
+ * WK_E_INVALID, WK_E_CANCELLED (finished chunks stay cached).
+ * Not thread-safe on one context.
+ */
+enum wk_status wk_context_decode_hidden(struct wk_context *ctx, const int32_t *tokens, int32_t n_tokens, bool all_rows,
+                                        float *hidden, const volatile bool *cancel, struct wk_error *err);
+
 /* Sequences the context holds (wk_context_params.n_seq_max). */
 int32_t wk_context_n_seq(const struct wk_context *ctx);
 /* Positions sequence seq (0 <= seq < n_seq, else WK_ASSERT) has cached. */

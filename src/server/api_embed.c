@@ -1,16 +1,27 @@
 /*
  * api_embed.c - the embedding routes: Ollama's POST /api/embed and its
  * legacy POST /api/embeddings, and OpenAI's POST /v1/embeddings, served
- * by an embedding model's runner (runner_embed.c).
+ * by an embedding model's runner (runner_embed.c: a BERT encoder, its
+ * sentence-transformers pooling) or a generating model's (runner.c, the
+ * same embed request: each input decoded alone, the final-normed hidden
+ * states pooled as the GGUF's {arch}.pooling_type says, else the last
+ * token's, as Ollama's llama.cpp runner answers; wk_embed_decoder).
+ * Either way the runner sends the vectors as the model gives them and
+ * this file normalizes them per route, as Ollama does.
  *
  * Shapes (Ollama's api/types.go EmbedRequest/EmbedResponse and
  * EmbeddingRequest/EmbeddingResponse; OpenAI's embeddings reference):
  *   /api/embed       {model, input: string | [string], truncate (true),
- *                     dimensions, keep_alive, options} ->
+ *                     dimensions, keep_alive, options (num_ctx: a
+ *                     generating model's context, the most tokens an
+ *                     input may have)} ->
  *                    {model, embeddings: [[float]], total_duration,
  *                     load_duration, prompt_eval_count}; each vector
  *                    L2-normalized (as Ollama normalizes), cut to
- *                    dimensions first when asked.
+ *                    dimensions first when asked. Without input (absent,
+ *                    null, or the string "") the model is loaded and the
+ *                    answer is {model, embeddings: []}, as Ollama's
+ *                    EmbedHandler answers (an empty list stays a 400).
  *   /api/embeddings  {model, prompt, keep_alive, options} -> {embedding}
  *                    (not normalized beyond what the model does; an empty
  *                    prompt gives []).
@@ -23,8 +34,9 @@
  * Limits: at most SRV_EMBED_MAX_INPUTS inputs (OpenAI's 2048) and
  * SRV_EMBED_MAX_INPUT_BYTES bytes per input (a model reads 256 to 512
  * tokens; a longer text is a mistake to cut client-side, not 1 MB to
- * tokenize); each is a 400 naming the input, as is a model that does not
- * embed.
+ * tokenize); each is a 400 naming the input. An input longer than the
+ * model takes (a BERT's max_seq_length; a generating model's context,
+ * num_ctx) is cut to fit, or with truncate false a 400.
  */
 #include "server_internal.h"
 
@@ -48,10 +60,14 @@ struct embed_req {
     json_t *inputs; /* [string or [id]] (a new reference) */
     bool truncate, base64;
     int32_t dimensions; /* 0: all */
+    int32_t n_ctx;      /* options.num_ctx, 0: the loaded runner's or the default */
     int64_t keep_alive_ns;
 };
 
-bool srv_model_embeds(const struct srv_model *m) { return wk_embed_is_model(m->path); }
+bool srv_model_embeds(const struct srv_model *m)
+{
+    return wk_embed_is_model(m->path) || wk_embed_gguf_has_pooling(m->path);
+}
 bool srv_embed_folder(const char *path) { return wk_embed_is_folder(path); }
 
 json_t *srv_embed_details(const char *path, json_t **model_info, char **template_out)
@@ -115,6 +131,11 @@ static int parse_inputs(struct embed_req *r, json_t *body, char *msg, size_t cap
     }
     json_t *in = json_object_get(body, "input");
     const bool oai = r->route == EMBED_OPENAI;
+    /* Ollama: no input, or one empty string, loads the model and embeds nothing */
+    if ((!in || json_is_null(in) || (json_is_string(in) && json_string_length(in) == 0)) && r->route == EMBED_OLLAMA) {
+        r->inputs = json_array();
+        return r->inputs ? 0 : (snprintf(msg, cap, "out of memory"), 500);
+    }
     if (!in) {
         snprintf(msg, cap, "input is required: a string or a list of strings to embed");
         return 400;
@@ -173,6 +194,12 @@ static int parse(struct embed_req *r, json_t *body, char *msg, size_t cap)
     }
     if (opts && !json_is_null(opts) && !json_is_object(opts))
         return snprintf(msg, cap, "options must be an object"), 400;
+    json_t *nc = json_object_get(opts, "num_ctx");
+    if (nc && !json_is_null(nc)) {
+        if (!json_is_integer(nc) || json_integer_value(nc) < 1 || json_integer_value(nc) > 1 << 24)
+            return snprintf(msg, cap, "option num_ctx must be a positive integer"), 400;
+        r->n_ctx = (int32_t)json_integer_value(nc);
+    }
     r->keep_alive_ns = srv_default_keep_alive();
     if (ka && !json_is_null(ka) && !srv_parse_keep_alive(ka, &r->keep_alive_ns))
         return snprintf(msg, cap, "keep_alive must be a duration (\"5m\") or a number of seconds"), 400;
@@ -270,14 +297,17 @@ static int run(struct srv_server *srv, struct MHD_Connection *c, const struct em
     wk_error_clear(&err);
     if (srv_model_find(srv->models_dir, r->model, &m, NULL, &err))
         return snprintf(msg, cap, "%s", err.msg), srv_http_status(err.status);
-    if (!srv_model_embeds(&m))
-        return snprintf(msg, cap, "model '%.200s' does not support embeddings (it generates text; use an "
-                        "embedding model such as a BERT sentence-transformers folder or bert GGUF)", r->model), 400;
-    int32_t n_ctx = 0;
-    srv_sched_find_loaded(srv->sched, m.name, NULL, &n_ctx);
+    /* the num_ctx asked for, else the loaded runner's as it is, else OLLAMA_CONTEXT_LENGTH; an
+     * encoder has its own limit, so a num_ctx never restarts its runner */
+    int32_t n_ctx = wk_embed_is_model(m.path) ? 0 : r->n_ctx;
+    if (!n_ctx && !srv_sched_find_loaded(srv->sched, m.name, NULL, &n_ctx)) n_ctx = srv->default_ctx;
     struct srv_runner *rn;
     if (srv_sched_acquire(srv->sched, &m, n_ctx, &rn, load_ns, &err))
         return snprintf(msg, cap, "%s", err.msg), err.status == WK_E_CANCELLED ? 503 : 500;
+    if (json_array_size(r->inputs) == 0) { /* loaded: nothing to embed (no input) */
+        srv_sched_release(rn, r->keep_alive_ns);
+        return 0;
+    }
     json_t *req = json_pack("{s:O, s:b}", "embed", r->inputs, "truncate", r->truncate);
     struct srv_call call = {.fd = -1};
     const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
@@ -310,6 +340,9 @@ enum MHD_Result srv_serve_embed(struct srv_server *srv, struct MHD_Connection *c
         ret = MHD_NO; /* the client left */
     } else if (status) {
         ret = reply(c, oai, status, msg);
+    } else if (!line) { /* no input: the model loaded */
+        json_t *a = json_pack("{s:s, s:[]}", "model", r.model, "embeddings");
+        ret = a ? srv_reply_json(c, 200, a) : reply(c, oai, 500, "out of memory");
     } else if (json_integer_value(json_object_get(line, "status")) != 200) {
         const char *e = json_string_value(json_object_get(line, "error"));
         json_int_t rs = json_integer_value(json_object_get(line, "status"));

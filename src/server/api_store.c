@@ -170,7 +170,8 @@ enum MHD_Result srv_serve_show(struct srv_server *srv, struct MHD_Connection *c,
     json_t *obj = json_pack("{s:s, s:s, s:s, s:s, s:o, s:o, s:o, s:o}", "license", lic ? lic : "", "modelfile", modelfile,
                             "parameters", params ? params : "", "template", t ? t : "", "details", details,
                             "model_info", full ? full : info,
-                            "capabilities", wk_capabilities(t, go, json_string_value(json_object_get(details, "family"))),
+                            "capabilities", wk_capabilities(t, go, json_string_value(json_object_get(details, "family")),
+                                                            wk_embed_gguf_has_pooling(m.path)),
                             "modified_at", modified_at(s, m.name));
     if (full) json_decref(info);
     if (sm.system && *sm.system) json_object_set_new(obj, "system", json_string(sm.system));

@@ -185,7 +185,8 @@ json_t *srv_models_list(const char *models_dir)
             const bool go = sm.template_text && *sm.template_text;
             char *tmpl = NULL;
             details = wk_model_details(sm.weights, NULL, go ? NULL : &tmpl);
-            caps = wk_capabilities(go ? sm.template_text : tmpl, go, json_string_value(json_object_get(details, "family")));
+            caps = wk_capabilities(go ? sm.template_text : tmpl, go, json_string_value(json_object_get(details, "family")),
+                                   wk_embed_gguf_has_pooling(sm.weights));
             wk_free(tmpl);
             wk_store_model_deinit(&sm);
         }

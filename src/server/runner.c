@@ -78,6 +78,7 @@ struct job {
     struct wk_grammar *grammar; /* structured output: the grammar and its matcher, or NULL */
     struct wk_grammar_matcher *matcher;
     json_t *pending_lp; /* compute thread only: entries not yet sent */
+    struct srv_embed_batch *embed; /* an embed request's inputs (run_embed), else NULL */
     struct wk_buf out;
     bool finished, nomem;
     /* compute thread only: what the generation runs with and writes (a
@@ -107,6 +108,7 @@ struct runner {
     _Atomic bool busy;
     _Atomic int active; /* slots holding a request (written by the compute thread) */
     _Atomic int64_t tokens, requests, runs; /* runs: jobs started (not dropped) */
+    struct srv_decoder_embedder embedder; /* embed requests (run_embed; the compute thread's) */
 };
 
 static struct job *job_new(struct runner *rn)
@@ -138,6 +140,8 @@ static void job_unref(struct job *j)
     wk_harmony_parser_free(j->harmony);
     wk_grammar_matcher_free(j->matcher);
     wk_grammar_free(j->grammar);
+    if (j->embed) srv_embed_batch_deinit(j->embed);
+    wk_free(j->embed);
     wk_free(j->out.p);
     pthread_mutex_destroy(&j->mu);
     pthread_cond_destroy(&j->cv);
@@ -632,6 +636,16 @@ static void job_done(struct job *j)
     job_unref(j);
 }
 
+/* Runs embed job j on the compute thread (srv_decoder_embed): its answer
+ * line, or nothing when the client left. */
+static void run_embed(struct job *j)
+{
+    struct runner *rn = j->rn;
+    struct wk_context *main_ctx = rn->slots ? wk_slots_context(rn->slots) : wk_session_context(rn->session);
+    json_t *ans = srv_decoder_embed(&rn->embedder, main_ctx, j->embed, &j->cancel);
+    if (ans) job_push(j, ans);
+}
+
 /* The next queued job, or NULL when none is queued and wait is false
  * (with wait, sleeps until one is). */
 static struct job *queue_pop(struct runner *rn, bool wait)
@@ -689,6 +703,13 @@ static void *compute_slots_main(void *arg)
             struct job *j = queue_pop(rn, idle);
             if (!j) break;
             if (j->cancel) { /* a job whose client left while queued never runs */
+                job_done(j);
+                continue;
+            }
+            if (j->embed) { /* between steps, on the compute thread: the decoding slots wait for it */
+                atomic_store(&rn->busy, true);
+                atomic_fetch_add(&rn->runs, 1);
+                run_embed(j);
                 job_done(j);
                 continue;
             }
@@ -753,7 +774,8 @@ static void *compute_main(void *arg)
         pthread_mutex_unlock(&rn->mu);
         if (!j->cancel) { /* a job whose client left while queued never runs */
             atomic_fetch_add(&rn->runs, 1);
-            run_job(j);
+            if (j->embed) run_embed(j);
+            else run_job(j);
         }
         atomic_store(&rn->busy, false);
         atomic_fetch_add(&rn->requests, 1);
@@ -817,6 +839,20 @@ static void stream(int fd, struct job *j)
     wk_free(local.p);
 }
 
+/* Queues job j for the compute thread and streams its output to fd until it ends. */
+static void queue_and_stream(struct runner *rn, struct job *j, int fd)
+{
+    j->refs++; /* the compute thread's */
+    pthread_mutex_lock(&rn->mu);
+    if (rn->tail) rn->tail->next = j;
+    else rn->head = j;
+    rn->tail = j;
+    rn->queued++;
+    pthread_cond_signal(&rn->cv);
+    pthread_mutex_unlock(&rn->mu);
+    stream(fd, j);
+}
+
 static void *conn_main(void *arg)
 {
     struct srv_conn ca = *(struct srv_conn *)arg;
@@ -836,6 +872,14 @@ static void *conn_main(void *arg)
         srv_send_json(fd, srv_tokenize_json(rn->tok, req));
     } else if (json_object_get(req, "detokenize")) {
         srv_send_json(fd, srv_detokenize_json(rn->tok, req));
+    } else if (json_object_get(req, "embed")) { /* one answer line, computed on the compute thread */
+        struct job *j = job_new(rn);
+        char msg[WK_ERROR_MSG_MAX] = "out of memory";
+        int code = j && (j->embed = wk_calloc(1, sizeof *j->embed)) ? 0 : 500;
+        if (!code) code = srv_embed_batch_parse(j->embed, req, rn->tok, rn->n_ctx, msg, sizeof msg);
+        if (code) srv_send_json(fd, srv_error_line(code, msg));
+        else queue_and_stream(rn, j, fd);
+        if (j) job_unref(j);
     } else {
         struct job *j = job_new(rn);
         char msg[WK_ERROR_MSG_MAX] = "out of memory";
@@ -846,15 +890,7 @@ static void *conn_main(void *arg)
             srv_send_json(fd, json_pack("{s:i, s:O}", "status", 200, "prompt", j->rendered));
         } else if (srv_send_json(fd, json_pack("{s:i, s:I}", "status", 200, "prompt_tokens",
                                            (json_int_t)j->ids.n))) {
-            j->refs++; /* the compute thread's */
-            pthread_mutex_lock(&rn->mu);
-            if (rn->tail) rn->tail->next = j;
-            else rn->head = j;
-            rn->tail = j;
-            rn->queued++;
-            pthread_cond_signal(&rn->cv);
-            pthread_mutex_unlock(&rn->mu);
-            stream(fd, j);
+            queue_and_stream(rn, j, fd);
         }
         if (j) job_unref(j);
     }
@@ -896,6 +932,7 @@ int wk_runner_main(const struct wk_runner_opts *o)
     if (!st && !rn->slots) st = wk_session_create(rn->model, rn->tok, &cp, &rn->session, &err);
     if (!st && rn->draft) st = wk_session_set_draft(rn->session, rn->draft, &err);
     if (!st && !(rn->fmt = srv_format_new())) st = wk_error_set(&err, WK_E_NOMEM, "out of memory");
+    if (!st) srv_decoder_embedder_init(&rn->embedder, rn->model);
     int lfd = -1;
     if (!st) {
         rn->n_ctx = wk_context_n_ctx(rn->slots ? wk_slots_context(rn->slots) : wk_session_context(rn->session));

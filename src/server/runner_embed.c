@@ -19,6 +19,12 @@
  * Requests are tokenized on their connection's thread and computed one at
  * a time (a mutex) on the runner's thread pool; a connection whose server
  * side hangs up cancels its request between layers.
+ *
+ * runner.c answers the same embed request for a generating model, with
+ * this file's parts: srv_embed_batch_parse (the inputs' ids, BOS and EOS
+ * as the model's tokenizer adds them, cut at its context), then on its
+ * compute thread srv_decoder_embed (each input alone, wk_embed_decoder),
+ * and srv_embed_answer (the same answer line).
  */
 #include "server_internal.h"
 
@@ -61,53 +67,156 @@ json_t *srv_base64_json(const void *src, size_t n)
     return j;
 }
 
-/* Each input's ids into toks[i]: a string tokenized ([CLS] ... [SEP],
- * truncated when asked), or an array of ids taken as they are. 0 or a
- * status with msg set. */
-static int inputs_to_tokens(const struct erunner *rn, json_t *in, bool truncate, struct wk_tokens *toks, char *msg,
-                            size_t cap)
+void srv_embed_batch_deinit(struct srv_embed_batch *b)
 {
-    const int32_t max = wk_embed_model_max_tokens(rn->m);
-    size_t i;
-    json_t *v;
-    json_array_foreach(in, i, v)
-    {
+    for (int32_t i = 0; b->toks && i < b->n; i++) wk_tokens_deinit(&b->toks[i]);
+    wk_free(b->toks), wk_free(b->seqs), wk_free(b->n_tokens);
+    *b = (struct srv_embed_batch){0};
+}
+
+/* Input i's ids into b->toks[i]: a string tokenized (wk_embed_tokenize),
+ * or an array of ids taken as they are. 0 or a status with msg set. */
+static int input_to_tokens(struct srv_embed_batch *b, size_t i, json_t *v, const struct wk_tokenizer *tok,
+                           int32_t max, bool truncate, char *msg, size_t cap)
+{
+    if (json_is_string(v)) {
         struct wk_error err;
         wk_error_clear(&err);
-        if (json_is_string(v)) {
-            enum wk_status st = wk_embed_model_tokenize(rn->m, json_string_value(v), json_string_length(v), truncate,
-                                                        &toks[i], &err);
-            if (st) {
-                snprintf(msg, cap, "input %zu: %.400s", i, err.msg);
-                return st == WK_E_NOMEM ? 500 : 400;
-            }
-            continue;
-        }
-        if (!json_is_array(v) || json_array_size(v) == 0) {
-            snprintf(msg, cap, "input %zu must be a string or a non-empty array of token ids", i);
+        enum wk_status st = wk_embed_tokenize(tok, json_string_value(v), json_string_length(v), max, truncate,
+                                              &b->toks[i], &err);
+        if (st) snprintf(msg, cap, "input %zu: %.400s", i, err.msg);
+        return st == WK_E_NOMEM ? 500 : st ? 400 : 0;
+    }
+    if (!json_is_array(v) || json_array_size(v) == 0) {
+        snprintf(msg, cap, "input %zu must be a string or a non-empty array of token ids", i);
+        return 400;
+    }
+    size_t k;
+    json_t *id;
+    json_array_foreach(v, k, id)
+    {
+        if (!json_is_integer(id)) {
+            snprintf(msg, cap, "input %zu: item %zu is not a token id", i, k);
             return 400;
         }
-        size_t k;
-        json_t *id;
-        json_array_foreach(v, k, id)
-        {
-            if (!json_is_integer(id)) {
-                snprintf(msg, cap, "input %zu: item %zu is not a token id", i, k);
-                return 400;
-            }
-            if ((int64_t)k >= max) {
-                if (truncate) break;
-                snprintf(msg, cap, "input %zu is %zu tokens long, over the model's limit of %d (truncate it, or "
-                         "set truncate to true)", i, json_array_size(v), max);
-                return 400;
-            }
-            if (wk_tokens_push(&toks[i], (int32_t)WK_MAX(WK_MIN(json_integer_value(id), INT32_MAX), -1))) {
-                snprintf(msg, cap, "out of memory");
-                return 500;
-            }
+        if ((int64_t)k >= max) {
+            if (truncate) break;
+            snprintf(msg, cap, "input %zu is %zu tokens long, over the model's limit of %d (truncate it, or "
+                     "set truncate to true)", i, json_array_size(v), max);
+            return 400;
+        }
+        if (wk_tokens_push(&b->toks[i], (int32_t)WK_MAX(WK_MIN(json_integer_value(id), INT32_MAX), -1))) {
+            snprintf(msg, cap, "out of memory");
+            return 500;
         }
     }
     return 0;
+}
+
+int srv_embed_batch_parse(struct srv_embed_batch *b, json_t *req, const struct wk_tokenizer *tok, int32_t max_tokens,
+                          char *msg, size_t cap)
+{
+    *b = (struct srv_embed_batch){0};
+    json_t *in = json_object_get(req, "embed");
+    if (!json_is_array(in) || json_array_size(in) == 0 || json_array_size(in) > INT32_MAX / 2) {
+        snprintf(msg, cap, "embed must be a non-empty list");
+        return 400;
+    }
+    const size_t n = json_array_size(in);
+    const bool truncate = !json_is_false(json_object_get(req, "truncate"));
+    b->n = (int32_t)n;
+    b->toks = wk_calloc(n, sizeof *b->toks);
+    b->seqs = wk_malloc(n * sizeof *b->seqs);
+    b->n_tokens = wk_malloc(n * sizeof *b->n_tokens);
+    if (!b->toks || !b->seqs || !b->n_tokens) {
+        snprintf(msg, cap, "out of memory");
+        return 500;
+    }
+    for (size_t i = 0; i < n; i++) {
+        int code = input_to_tokens(b, i, json_array_get(in, i), tok, max_tokens, truncate, msg, cap);
+        if (code) return code;
+        b->seqs[i] = b->toks[i].ids;
+        b->n_tokens[i] = (int32_t)b->toks[i].n;
+        b->total += b->toks[i].n;
+    }
+    return 0;
+}
+
+json_t *srv_embed_answer(const struct srv_embed_batch *b, const float *out, int32_t n_embd, int64_t duration_ns)
+{
+    json_t *embs = json_array(), *counts = json_array();
+    for (int32_t i = 0; i < b->n && embs && counts; i++) {
+        json_t *e = srv_base64_json(out + (size_t)i * (size_t)n_embd, (size_t)n_embd * sizeof *out);
+        if (!e || json_array_append_new(embs, e) || json_array_append_new(counts, json_integer(b->n_tokens[i]))) {
+            json_decref(embs), json_decref(counts);
+            embs = counts = NULL;
+        }
+    }
+    json_t *ans = embs && counts ? json_pack("{s:i, s:o, s:o, s:I, s:I}", "status", 200, "embeddings", embs, "tokens",
+                                             counts, "prompt_eval_count", (json_int_t)b->total,
+                                             "prompt_eval_duration", (json_int_t)duration_ns)
+                                 : NULL;
+    if (!embs || !counts) json_decref(embs), json_decref(counts);
+    return ans ? ans : srv_error_line(500, "out of memory");
+}
+
+void srv_decoder_embedder_init(struct srv_decoder_embedder *e, const struct wk_model *m)
+{
+    *e = (struct srv_decoder_embedder){.model = m};
+    struct wk_error err;
+    wk_error_clear(&err);
+    if (wk_embed_decoder_pooling(m, &e->pooling, &err))
+        snprintf(e->error, sizeof e->error, "this model cannot embed: %.400s", err.msg);
+}
+
+/* e's context with room for n tokens (made, or grown, here), or NULL with err set. */
+static struct wk_context *decoder_context(struct srv_decoder_embedder *e, struct wk_context *main_ctx, int32_t n,
+                                          struct wk_error *err)
+{
+    if (e->ctx && e->n_ctx >= n) return e->ctx;
+    /* whole ubatches, at most the main context's n_ctx: its n_ubatch (the
+     * main context's) and so its chunks, so the vectors, never change */
+    const int64_t ub = wk_context_n_ubatch(main_ctx);
+    const int64_t want = WK_MIN(WK_MAX((n + ub - 1) / ub * ub, e->n_ctx), wk_context_n_ctx(main_ctx));
+    struct wk_context_params cp = wk_context_params_default();
+    cp.n_ctx = (int32_t)want;
+    cp.n_ubatch = (int32_t)ub;
+    cp.pool = wk_context_pool(main_ctx); /* its threads: used on the compute thread, never beside it */
+    wk_context_destroy(e->ctx);
+    e->ctx = NULL, e->n_ctx = 0;
+    if (wk_context_create(e->model, &cp, &e->ctx, err)) return NULL;
+    e->n_ctx = (int32_t)want;
+    return e->ctx;
+}
+
+json_t *srv_decoder_embed(struct srv_decoder_embedder *e, struct wk_context *main_ctx, const struct srv_embed_batch *b,
+                          const volatile bool *cancel)
+{
+    if (e->error[0]) return srv_error_line(400, e->error);
+    const int64_t t0 = wk_time_ns();
+    const int32_t E = wk_model_hparams(e->model)->n_embd;
+    int32_t longest = 1;
+    for (int32_t i = 0; i < b->n; i++) longest = WK_MAX(longest, b->n_tokens[i]);
+    float *out = wk_malloc((size_t)b->n * (size_t)E * sizeof *out);
+    struct wk_error err;
+    wk_error_clear(&err);
+    enum wk_status st = !out                                          ? wk_error_set(&err, WK_E_NOMEM, "out of memory")
+                        : !decoder_context(e, main_ctx, longest, &err) ? err.status
+                                                                       : WK_OK;
+    for (int32_t i = 0; !st && i < b->n; i++) {
+        st = wk_embed_decoder(e->ctx, e->pooling, b->seqs[i], b->n_tokens[i], out + (size_t)i * (size_t)E, cancel,
+                              &err);
+        if (st && st != WK_E_CANCELLED && st != WK_E_NOMEM) {
+            char m[WK_ERROR_MSG_MAX];
+            snprintf(m, sizeof m, "input %d: %.400s", i, err.msg);
+            snprintf(err.msg, sizeof err.msg, "%s", m);
+        }
+    }
+    json_t *ans = st == WK_E_CANCELLED ? NULL
+                  : st                 ? srv_error_line(srv_http_status(st), err.msg)
+                                       : srv_embed_answer(b, out, E, wk_time_ns() - t0);
+    wk_free(out);
+    return ans;
 }
 
 /* Sets cancel when the server side of fd hangs up, until a byte arrives
@@ -138,21 +247,15 @@ static void *watch_main(void *arg)
 /* Runs an embed request: the answer line (a new object). */
 static json_t *embed(struct erunner *rn, json_t *req, int fd)
 {
-    json_t *in = json_object_get(req, "embed");
     char msg[WK_ERROR_MSG_MAX];
-    if (!json_is_array(in) || json_array_size(in) == 0) return srv_error_line(400, "embed must be a non-empty list");
-    const size_t n = json_array_size(in);
+    struct srv_embed_batch b;
     const int E = wk_embed_model_n_embd(rn->m);
-    struct wk_tokens *toks = wk_calloc(n, sizeof *toks);
-    const int32_t **seqs = wk_malloc(n * sizeof *seqs);
-    int32_t *nt = wk_malloc(n * sizeof *nt);
-    float *out = n <= SIZE_MAX / sizeof(float) / (size_t)E ? wk_malloc(n * (size_t)E * sizeof *out) : NULL;
+    int code = srv_embed_batch_parse(&b, req, wk_embed_model_tokenizer(rn->m), wk_embed_model_max_tokens(rn->m), msg,
+                                     sizeof msg);
+    float *out = !code && (size_t)b.n <= SIZE_MAX / sizeof(float) / (size_t)E
+                     ? wk_malloc((size_t)b.n * (size_t)E * sizeof *out) : NULL;
+    if (!code && !out) code = 500, snprintf(msg, sizeof msg, "out of memory");
     json_t *ans = NULL;
-    int code = toks && seqs && nt && out ? inputs_to_tokens(rn, in, !json_is_false(json_object_get(req, "truncate")), toks,
-                                                            msg, sizeof msg)
-                                         : (snprintf(msg, sizeof msg, "out of memory"), 500);
-    int64_t total = 0;
-    for (size_t i = 0; !code && i < n; i++) seqs[i] = toks[i].ids, nt[i] = (int32_t)toks[i].n, total += toks[i].n;
     if (!code) {
         struct watch w = {.fd = fd, .wake = {-1, -1}};
         pthread_t wt;
@@ -163,7 +266,7 @@ static json_t *embed(struct erunner *rn, json_t *req, int fd)
         const int64_t t0 = wk_time_ns();
         struct wk_error err;
         wk_error_clear(&err);
-        enum wk_status st = wk_embed_model_encode(rn->m, rn->pool, (int32_t)n, seqs, nt, out, &w.cancel, &err);
+        enum wk_status st = wk_embed_model_encode(rn->m, rn->pool, b.n, b.seqs, b.n_tokens, out, &w.cancel, &err);
         const int64_t dt = wk_time_ns() - t0;
         rn->busy = false;
         rn->requests++;
@@ -173,22 +276,12 @@ static json_t *embed(struct erunner *rn, json_t *req, int fd)
             pthread_join(wt, NULL);
         }
         if (w.wake[0] >= 0) close(w.wake[0]), close(w.wake[1]);
-        if (st) {
-            ans = srv_error_line(srv_http_status(st), err.msg);
-        } else {
-            json_t *embs = json_array(), *counts = json_array();
-            for (size_t i = 0; i < n && embs && counts; i++) {
-                json_array_append_new(embs, srv_base64_json(out + i * (size_t)E, (size_t)E * sizeof *out));
-                json_array_append_new(counts, json_integer(nt[i]));
-            }
-            ans = json_pack("{s:i, s:o, s:o, s:I, s:I}", "status", 200, "embeddings", embs, "tokens", counts,
-                            "prompt_eval_count", (json_int_t)total, "prompt_eval_duration", (json_int_t)dt);
-        }
+        ans = st ? srv_error_line(srv_http_status(st), err.msg) : srv_embed_answer(&b, out, E, dt);
     } else {
         ans = srv_error_line(code, msg);
     }
-    for (size_t i = 0; toks && i < n; i++) wk_tokens_deinit(&toks[i]);
-    wk_free(toks), wk_free(seqs), wk_free(nt), wk_free(out);
+    srv_embed_batch_deinit(&b);
+    wk_free(out);
     return ans;
 }
 

@@ -7,6 +7,7 @@
 #define WK_SERVER_INTERNAL_H
 
 #include "wk_server.h"
+#include "../model/wk_embed.h"
 #include "../store/wk_store.h"
 
 #include <jansson.h>
@@ -385,7 +386,61 @@ enum MHD_Result srv_serve_tokenize(struct srv_server *srv, struct MHD_Connection
  * folder or GGUF wk_embed_is_model recognises to it): as wk_runner_main, serving
  * the embed requests wk_server.h describes. */
 int srv_runner_embed_main(const struct wk_runner_opts *o);
-/* Whether m is an embedding model (a BERT folder or GGUF) rather than a generator. */
+/* An embed request's inputs as token ids, for either runner. */
+struct srv_embed_batch {
+    int32_t n;                 /* inputs */
+    struct wk_tokens *toks;    /* [n] each input's ids */
+    const int32_t **seqs;      /* [n] toks[i].ids (borrowed from toks) */
+    int32_t *n_tokens;         /* [n] toks[i].n */
+    int64_t total;             /* the sum of n_tokens */
+};
+/*
+ * Reads the runner request req's "embed" list (strings, or arrays of token
+ * ids used as they are) and "truncate" (default true) into b: each string
+ * tokenized by wk_embed_tokenize(tok, max_tokens) (BOS when the tokenizer
+ * adds one, the ids, then the EOS / [SEP] it adds), an id array cut to
+ * max_tokens when truncating. Returns 0, or 400 (a malformed list, an
+ * input over max_tokens with truncate false) / 500 (memory) with msg set
+ * [cap]. b is always initialized: the caller calls srv_embed_batch_deinit.
+ * tok borrowed. Ids are checked against the vocabulary by the model.
+ */
+int srv_embed_batch_parse(struct srv_embed_batch *b, json_t *req, const struct wk_tokenizer *tok, int32_t max_tokens,
+                          char *msg, size_t cap);
+void srv_embed_batch_deinit(struct srv_embed_batch *b);
+/* The runner's answer line to an embed request: {"status": 200,
+ * "embeddings": [base64 of n_embd little-endian f32, one per input of b,
+ * out [b->n][n_embd]], "tokens": [n per input], "prompt_eval_count",
+ * "prompt_eval_duration": duration_ns}; a 500 line when out of memory. */
+json_t *srv_embed_answer(const struct srv_embed_batch *b, const float *out, int32_t n_embd, int64_t duration_ns);
+/* Embeddings of a generating model for its runner (runner.c): the pooling
+ * its GGUF asks for (wk_embed_decoder_pooling), or why it cannot embed,
+ * and the context they are computed on, made at the first request. */
+struct srv_decoder_embedder {
+    const struct wk_model *model;  /* borrowed: the runner's */
+    enum wk_pooling pooling;
+    char error[WK_ERROR_MSG_MAX];  /* "" when the model embeds */
+    struct wk_context *ctx;        /* NULL until the first request; owned, lives as long as the runner */
+    int32_t n_ctx;                 /* ctx's positions: grown to whole ubatches as longer inputs come */
+};
+/* Sets e up for model m (borrowed, must outlive e). Never fails: a pooling
+ * wick does not compute is kept in e->error and refuses embed requests. */
+void srv_decoder_embedder_init(struct srv_decoder_embedder *e, const struct wk_model *m);
+/*
+ * Embeds the inputs of b (srv_embed_batch_parse), each alone
+ * (wk_embed_decoder; a vector never depends on the other inputs), not
+ * normalized (api_embed.c normalizes per route), on e's context, which
+ * borrows main_ctx's threads and n_ubatch and holds at most main_ctx's
+ * n_ctx positions: call it only where main_ctx is not running (the
+ * runner's compute thread). Returns the answer line (srv_embed_answer),
+ * an error line (400: the model cannot embed, a bad id; 500), or NULL when
+ * cancel (may be NULL) became true.
+ */
+json_t *srv_decoder_embed(struct srv_decoder_embedder *e, struct wk_context *main_ctx, const struct srv_embed_batch *b,
+                          const volatile bool *cancel);
+/* Whether m is an embedding model rather than a generator, as Ollama's
+ * capabilities say: a BERT folder or GGUF, or a GGUF that names a
+ * pooling_type (a decoder made for embeddings: embedding, not
+ * completion); generating with it is refused. */
 bool srv_model_embeds(const struct srv_model *m);
 /* POST /api/embed, /api/embeddings and /v1/embeddings (url says which;
  * api_embed.c has the shapes): 400 for a bad body or a model that does not

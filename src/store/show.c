@@ -127,9 +127,10 @@ char *wk_store_params_text(json_t *params)
     return b.p;
 }
 
-json_t *wk_capabilities(const char *tmpl, bool go, const char *family)
+json_t *wk_capabilities(const char *tmpl, bool go, const char *family, bool pooled)
 {
     static const char *const encoders[] = {"bert", "nomic-bert", "nomic_bert", "jina-bert-v2", "modernbert"};
+    if (pooled) return json_pack("[s]", "embedding");
     for (size_t i = 0; family && i < WK_ARRAY_LEN(encoders); i++)
         if (strcmp(family, encoders[i]) == 0) return json_pack("[s]", "embedding");
     json_t *caps = json_pack("[s]", "completion");

@@ -145,11 +145,12 @@ char *wk_store_modelfile(const struct wk_store *s, json_t *m, const char *name, 
 char *wk_store_params_text(json_t *params);
 
 /* Ollama's capabilities of a model: "embedding" for an encoder family
- * (bert, nomic-bert), else "completion", plus "tools" and "thinking" when
- * the template that renders its chats (tmpl: a Go TEMPLATE when go, else
- * a Jinja chat template; may be NULL) renders tools and thinking. A new
- * JSON array. */
-json_t *wk_capabilities(const char *tmpl, bool go, const char *family);
+ * (bert, nomic-bert) or a GGUF that names a pooling_type (pooled:
+ * wk_embed_gguf_has_pooling, as Ollama's server/images.go decides), else
+ * "completion", plus "tools" and "thinking" when the template that renders
+ * its chats (tmpl: a Go TEMPLATE when go, else a Jinja chat template; may
+ * be NULL) renders tools and thinking. A new JSON array. */
+json_t *wk_capabilities(const char *tmpl, bool go, const char *family, bool pooled);
 
 /* {"models": [{name, model, modified_at, size, digest, ...}]}: every
  * manifest, for `wick list` and /api/tags. */

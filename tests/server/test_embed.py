@@ -6,6 +6,14 @@ real HTTP, on all-MiniLM-L6-v2 (scripts/fetch-models minilm) imported with
 References: sentence-transformers' vectors and ids of the 200 inputs of
 tests/golden/minilm/embeddings.json.xz and the retrieval ranking of
 tests/golden/minilm/retrieval.json (scripts/reference/make-embed-fixtures.py).
+A generating model, SmolLM2-135M (scripts/fetch-models smollm2), embeds
+too, against llama.cpp's llama-embedding (last-token pooling,
+tests/golden/smollm2-embed, scripts/reference/make-decoder-embed-fixture.py):
+ollama.embed, openai, legacy, batch against single, truncation at num_ctx,
+/api/embed without input (200, no embeddings, the model loaded), and
+copies of its GGUF with smollm2.pooling_type 1 (mean: llama.cpp's
+mean-pooled vectors; /api/show says embedding, generate is a 400, as
+Ollama) and 4 (rank: a 400).
 Checks: ollama.embed, ollama.embeddings (legacy), openai embeddings.create
 with float, base64 (decoded here) and the client's default (base64 it
 decodes), token-id inputs, dimensions; counts (prompt_eval_count,
@@ -13,7 +21,7 @@ usage.prompt_tokens against the reference ids); /api/show's capabilities;
 the retrieval ranking, also through LangChain's OllamaEmbeddings and
 OpenAIEmbeddings in an InMemoryVectorStore; 8 concurrent clients; bad input (an empty list, 10,000 inputs, a 1 MB string,
 non-string items, truncate false on an over-long text, chat to the embedding
-model, embed to a generator) answered with clear 400s while the server
+model) answered with clear 400s while the server
 serves on. WICK_BIN runs another build (the ASan one).
 """
 import base64
@@ -26,6 +34,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 
@@ -145,6 +154,126 @@ def test_openai(srv, ref):
     check(len(r.data) == 1 and len(r.data[0].embedding) == 64, "openai: one token-id list, dimensions=64")
 
 
+def test_decoder(srv, dref):
+    """A generating model (SmolLM2-135M) embeds as llama.cpp and Ollama do: the last token's final-normed
+    hidden state, normalized; against llama.cpp's llama-embedding (tests/golden/smollm2-embed)."""
+    cl = ollama.Client(host=srv.url)
+    texts = [c["text"] for c in dref]
+    r = cl.embed(model="smollm2", input=texts)
+    cs = [cos(a, c["last"]) for a, c in zip(r.embeddings, dref)]
+    check(len(r.embeddings) == len(dref) and min(cs) >= 0.9999,
+          "ollama.embed on a decoder model: last-token vectors agree with llama.cpp's (cosine >= 0.9999 each)",
+          f"{len(r.embeddings)} vectors, lowest cosine {min(cs) if cs else None}")
+    print(f"  ollama.embed smollm2: {len(texts)} inputs, lowest cosine to llama.cpp {min(cs):.9f}")
+    norms = [float(np.linalg.norm(v)) for v in r.embeddings]
+    check(all(abs(n - 1) < 1e-5 for n in norms), "ollama.embed smollm2: vectors are unit length", f"{norms[:3]}")
+    n_ids = sum(len(c["ids"]) for c in dref)
+    check(r.prompt_eval_count == n_ids, "ollama.embed smollm2: prompt_eval_count is llama.cpp's token count",
+          f"{r.prompt_eval_count} vs {n_ids}")
+    # one at a time: the same vectors, bit for bit, as in the batch
+    singles = [cl.embed(model="smollm2", input=t).embeddings[0] for t in texts[:6]]
+    check(all(a == b for a, b in zip(singles, r.embeddings[:6])),
+          "ollama.embed smollm2: each input alone gives its vector in the batch, exactly")
+    oa = openai.OpenAI(base_url=srv.url + "/v1", api_key="none")
+    o = oa.embeddings.create(model="smollm2", input=texts[:8], encoding_format="float")
+    cs = [cos(d.embedding, c["last"]) for d, c in zip(o.data, dref)]
+    check(len(o.data) == 8 and min(cs) >= 0.9999 and all(abs(float(np.linalg.norm(d.embedding)) - 1) < 1e-5 for d in o.data),
+          "openai embeddings.create on a decoder model: normalized, agrees with llama.cpp", f"lowest cosine {min(cs)}")
+    o = oa.embeddings.create(model="smollm2", input=[dref[2]["ids"]], encoding_format="float")
+    check(cos(o.data[0].embedding, dref[2]["last"]) >= 0.9999, "openai on a decoder model: token ids embed as their text")
+    legacy = cl.embeddings(model="smollm2", prompt=texts[0])
+    check(cos(legacy.embedding, dref[0]["last"]) >= 0.9999 and abs(float(np.linalg.norm(legacy.embedding)) - 1) > 1e-3,
+          "ollama.embeddings (legacy) on a decoder model: the same direction, not normalized (as Ollama)",
+          f"norm {float(np.linalg.norm(legacy.embedding))}")
+    # while the same runner generates (its parallel slots stepping), embeds run between steps, unchanged
+    gen = {}
+    th = threading.Thread(target=lambda: gen.update(r=cl.generate(
+        model="smollm2", prompt="Count from one to fifty in words.", options={"num_predict": 48, "temperature": 0})))
+    th.start()
+    during = [cl.embed(model="smollm2", input=texts[:4]).embeddings for _ in range(3)]
+    th.join()
+    check(all(d == r.embeddings[:4] for d in during) and gen.get("r") is not None and gen["r"].eval_count > 0,
+          "ollama.embed smollm2 while the model generates: the same vectors, and the generation completes",
+          f"{gen.get('r') and gen['r'].eval_count}")
+    # truncation at the context (num_ctx 64): cut to fit, or a 400 with truncate false
+    long_text = dref[-1]["text"]
+    st, ans = srv.post("/api/embed", {"model": "smollm2", "input": long_text, "truncate": False, "options": {"num_ctx": 64}})
+    check(st == 400 and "limit of 64" in ans.get("error", ""), "/api/embed smollm2: truncate false over num_ctx is a 400",
+          f"{st} {ans}"[:300])
+    st, ans = srv.post("/api/embed", {"model": "smollm2", "input": long_text, "options": {"num_ctx": 64}})
+    check(st == 200 and ans.get("prompt_eval_count") == 64, "/api/embed smollm2: an input over num_ctx is cut to it",
+          f"{st} {ans.get('prompt_eval_count')}")
+    # no input: the model is loaded, nothing embedded (Ollama's EmbedHandler)
+    for name in ("smollm2", "minilm"):
+        for body in ({"model": name}, {"model": name, "input": None}, {"model": name, "input": ""}):
+            st, ans = srv.post("/api/embed", body)
+            check(st == 200 and ans == {"model": name, "embeddings": []},
+                  f"/api/embed {name} with input {body.get('input', 'absent')!r}: 200, no embeddings", f"{st} {ans}")
+        check(any(m.model.startswith(name) for m in cl.ps().models), f"/api/embed {name} without input loads the model")
+    show = cl.show("smollm2")
+    check("completion" in (show.capabilities or []) and "embedding" not in (show.capabilities or []),
+          "/api/show smollm2: completion (Ollama lists embedding only for a GGUF with pooling_type)",
+          str(show.capabilities))
+    st, ans = srv.post("/api/embed", {"model": "smollm2", "input": ["ok", ""]})
+    check(st == 400 and "input 1" in ans.get("error", ""), "/api/embed smollm2: an input of no tokens is a 400",
+          f"{st} {ans}")
+
+
+def gguf_with_pooling(src, dst, pooling_type):
+    """A copy of GGUF src at dst with {arch}.pooling_type set (the gguf package; tensors copied as they are)."""
+    import gguf
+    r = gguf.GGUFReader(src)
+    arch = r.fields["general.architecture"].contents()
+    w = gguf.GGUFWriter(dst, arch)
+    for f in r.fields.values():
+        if f.name == "general.architecture" or f.name.startswith("GGUF."):
+            continue
+        t = f.types[0]
+        w.add_key_value(f.name, f.contents(), t, sub_type=f.types[-1] if t == gguf.GGUFValueType.ARRAY else None)
+    w.add_uint32(f"{arch}.pooling_type", pooling_type)
+    for t in r.tensors:
+        w.add_tensor_info(t.name, t.data.shape, t.data.dtype, t.data.nbytes, t.tensor_type)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_ti_data_to_file()
+    for t in r.tensors:
+        w.write_tensor_data(t.data)
+    w.close()
+
+
+def test_decoder_pooling_type(srv, dref):
+    """{arch}.pooling_type in a decoder's GGUF picks the pooling: 1 (mean) gives llama.cpp's mean-pooled
+    vectors; 4 (rank) is refused with a clear 400; such a GGUF is an embedding model, as Ollama lists it."""
+    for name, pt in (("smol-mean", 1), ("smol-rank", 4)):
+        path = os.path.join(srv.dir, name + ".gguf")
+        gguf_with_pooling(SMOL, path, pt)
+        mf = os.path.join(srv.dir, name + ".Modelfile")
+        with open(mf, "w") as f:
+            f.write(f"FROM {path}\n")
+        subprocess.run([WICK, "create", name, "-f", mf], env=dict(os.environ, WICK_MODELS=srv.dir), check=True,
+                       capture_output=True)
+        os.unlink(path)
+    cl = ollama.Client(host=srv.url)
+    with_mean = [c for c in dref if "mean" in c]
+    r = cl.embed(model="smol-mean", input=[c["text"] for c in with_mean])
+    cs = [cos(a, c["mean"]) for a, c in zip(r.embeddings, with_mean)]
+    check(len(cs) == 8 and min(cs) >= 0.9999, "smollm2.pooling_type 1: mean-pooled vectors agree with llama.cpp's",
+          f"lowest cosine {min(cs) if cs else None}")
+    print(f"  ollama.embed smollm2 with pooling_type 1 (mean): 8 inputs, lowest cosine {min(cs):.9f}")
+    st, ans = srv.post("/api/embed", {"model": "smol-rank", "input": "hello"})
+    check(st == 400 and "pooling_type is 4" in ans.get("error", ""), "pooling_type 4 (rank): a clear 400",
+          f"{st} {ans}"[:300])
+    # Ollama's capabilities (server/images.go): a GGUF with a pooling_type is an embedding model
+    check(list(cl.show("smol-mean").capabilities or []) == ["embedding"],
+          "/api/show: a decoder GGUF with pooling_type has the embedding capability only",
+          str(cl.show("smol-mean").capabilities))
+    st, ans = srv.post("/api/generate", {"model": "smol-mean", "prompt": "Hi", "stream": False})
+    check(st == 400 and "embedding model" in ans.get("error", ""), "generate to it is a clear 400", f"{st} {ans}"[:300])
+    for name in ("smol-mean", "smol-rank"):
+        st, _ = srv.post("/api/embed", {"model": name, "keep_alive": 0})  # unloaded
+        check(st == 200, f"/api/embed {name} without input, keep_alive 0")
+
+
 def test_retrieval(srv):
     ret = json.load(open(os.path.join(GOLDEN, "retrieval.json"), encoding="utf-8"))
     cl = ollama.Client(host=srv.url)
@@ -181,7 +310,6 @@ def test_langchain(srv):
 
 def test_concurrent(srv, ref):
     """8 clients at once, each its own slice of inputs: each gets its own vectors."""
-    import threading
     out = {}
 
     def one(k):
@@ -208,15 +336,16 @@ def test_bad_input(srv, ref):
         ("/api/embed", {"model": "minilm", "input": [None]}, "input 0"),
         ("/api/embed", {"model": "minilm", "input": long_text, "truncate": False}, "limit of 256"),
         ("/api/embed", {"model": "minilm", "input": "x", "dimensions": 0}, "dimensions"),
-        ("/api/embed", {"model": "minilm"}, "input is required"),
+        ("/api/embeddings", {"model": "minilm"}, "prompt is required"),
+        ("/v1/embeddings", {"model": "minilm"}, "input is required"),
         ("/api/embed", {"input": "x"}, "model is required"),
         ("/api/embeddings", {"model": "minilm", "prompt": 5}, "prompt must be a string"),
         ("/v1/embeddings", {"model": "minilm", "input": []}, "empty list"),
         ("/v1/embeddings", {"model": "minilm", "input": [[101, -5]]}, "token id"),
         ("/v1/embeddings", {"model": "minilm", "input": [[101, 99999, 102]]}, "outside the vocabulary"),
         ("/v1/embeddings", {"model": "minilm", "input": "x", "encoding_format": "int8"}, "encoding_format"),
-        ("/api/embed", {"model": "smollm2", "input": "hello"}, "does not support embeddings"),
-        ("/v1/embeddings", {"model": "smollm2", "input": "hello"}, "does not support embeddings"),
+        ("/api/embed", {"model": "smollm2", "input": [[1, 2]]}, "input 0 must be a string"),
+        ("/v1/embeddings", {"model": "smollm2", "input": [[1, 99999999]]}, "outside the vocabulary"),
         ("/api/chat", {"model": "minilm", "messages": [{"role": "user", "content": "hi"}]}, "embedding model"),
         ("/api/generate", {"model": "minilm", "prompt": "hi"}, "embedding model"),
         ("/v1/chat/completions", {"model": "minilm", "messages": [{"role": "user", "content": "hi"}]}, "embedding model"),
@@ -246,6 +375,11 @@ def main():
     try:
         test_ollama(srv, ref)
         test_openai(srv, ref)
+        with lzma.open(os.path.join(ROOT, "tests", "golden", "smollm2-embed", "embeddings.json.xz"), "rt",
+                       encoding="utf-8") as f:
+            dref = json.load(f)["cases"]
+        test_decoder(srv, dref)
+        test_decoder_pooling_type(srv, dref)
         test_retrieval(srv)
         test_langchain(srv)
         test_concurrent(srv, ref)
