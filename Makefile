@@ -139,6 +139,11 @@ MODELS_DIR := $(or $(WICK_CACHE),$(HOME)/.cache/wick)/models
 GOLDEN_DIR := $(BUILD)/golden
 PARITY     := gemma3:gemma-3-270m-q4_k_m.gguf smollm2:SmolLM2-135M-Instruct.Q4_1.gguf \
               qwen2.5-coder:qwen2.5-coder-1.5b-instruct-q4_k_m.gguf
+# The runs with the dispatch capped to AVX2 (WICK_CPU=avx2) test the AVX2 kernels on a CPU that
+# has AVX-512; on one without, they are the default runs again, so they are skipped there.
+AVX512   := $(shell grep -qw avx512f /proc/cpuinfo 2>/dev/null && echo yes)
+CAP_AVX2 := $(if $(AVX512),WICK_CPU=avx2,:)
+CAP_NOTE := $(if $(AVX512),, (skipped: no AVX-512 here, the default run is the AVX2 one))
 golden: $(GOLDEN_BIN)
 	@echo "== qwen2: a tiny Qwen2ForCausalLM (HF folder, with and without its sliding window, and llama.cpp's GGUF) against transformers"; \
 	  $(OUT)/tests/test-qwen2
@@ -152,8 +157,8 @@ golden: $(GOLDEN_BIN)
 	@echo "== qwen3-moe, f32 activations (WICK_EXACT=1)"; WICK_EXACT=1 $(OUT)/tests/test-qwen3-moe test_logits
 	@echo "== gemma4: tiny Gemma 4 models (dense, MoE; HF folders and llama.cpp GGUFs) and MTP assistants against transformers"; \
 	  $(OUT)/tests/test-gemma4
-	@echo "== gemma4, dispatch capped to AVX2 (WICK_CPU=avx2)"; \
-	  WICK_CPU=avx2 $(OUT)/tests/test-gemma4 test_logits && WICK_CPU=avx2 $(OUT)/tests/test-gemma4 test_assistant
+	@echo "== gemma4, dispatch capped to AVX2 (WICK_CPU=avx2)$(CAP_NOTE)"; \
+	  $(CAP_AVX2) $(OUT)/tests/test-gemma4 test_logits && $(CAP_AVX2) $(OUT)/tests/test-gemma4 test_assistant
 	@echo "== llama3-rope: a tiny LlamaForCausalLM with Llama 3 RoPE scaling (HF folder, transformers 4 config, llama.cpp's GGUF) against transformers"; \
 	  $(OUT)/tests/test-llama3-rope
 	@echo "== llama3-rope, f32 activations (WICK_EXACT=1)"; WICK_EXACT=1 $(OUT)/tests/test-llama3-rope test_logits
@@ -171,15 +176,15 @@ golden: $(GOLDEN_BIN)
 	@echo "== gpt-oss: a tiny GptOssForCausalLM (sinks, sliding window, YaRN, biased clamped-SwiGLU experts; HF folder, llama.cpp's GGUF, and that GGUF with MXFP4 experts) against transformers"; \
 	  $(OUT)/tests/test-gpt-oss
 	@echo "== gpt-oss, f32 activations (WICK_EXACT=1)"; WICK_EXACT=1 $(OUT)/tests/test-gpt-oss test_logits
-	@echo "== gpt-oss, dispatch capped to AVX2 (WICK_CPU=avx2)"; WICK_CPU=avx2 $(OUT)/tests/test-gpt-oss test_logits
+	@echo "== gpt-oss, dispatch capped to AVX2 (WICK_CPU=avx2)$(CAP_NOTE)"; $(CAP_AVX2) $(OUT)/tests/test-gpt-oss test_logits
 	@echo "== gpt-oss MXFP4 experts, f32 activations (WICK_EXACT=1)"; WICK_EXACT=1 $(OUT)/tests/test-gpt-oss test_mxfp4
-	@echo "== gpt-oss MXFP4 experts, dispatch capped to AVX2 (WICK_CPU=avx2)"; WICK_CPU=avx2 $(OUT)/tests/test-gpt-oss test_mxfp4
+	@echo "== gpt-oss MXFP4 experts, dispatch capped to AVX2 (WICK_CPU=avx2)$(CAP_NOTE)"; $(CAP_AVX2) $(OUT)/tests/test-gpt-oss test_mxfp4
 	@echo "== tf5-bos: BOS/EOS from tokenizer.json's post-processor (transformers 5 folders) against tokenizers"; \
 	  $(OUT)/tests/test-tf5-bos
 	@set -e; for f in tests/golden/qwen2.5-coder-1.5b.json tests/golden/gemma3-270m.json tests/golden/smollm2-135m.json; do \
 	  echo "== golden $$f"; $(OUT)/tests/test-golden $$f; \
 	  echo "== golden $$f, f32 activations (WICK_EXACT=1)"; WICK_EXACT=1 $(OUT)/tests/test-golden $$f; \
-	  echo "== golden $$f, dispatch capped to AVX2 (WICK_CPU=avx2)"; WICK_CPU=avx2 $(OUT)/tests/test-golden $$f; \
+	  echo "== golden $$f, dispatch capped to AVX2 (WICK_CPU=avx2)$(CAP_NOTE)"; $(CAP_AVX2) $(OUT)/tests/test-golden $$f; \
 	done
 	@echo "== logprobs"; $(OUT)/tests/test-logprobs tests/golden/logprobs.json
 	@echo "== tokenizer cases"; $(OUT)/tests/test-tokenizer-cases tests/golden/tokenizer-cases.json $(MODELS_DIR)
@@ -215,8 +220,8 @@ golden: $(GOLDEN_BIN)
 # Unit tests of this variant.
 unit: $(UNIT_BIN)
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done
-	@echo "== $(OUT)/tests/test-cpu and test-cpu-r16, dispatch capped to AVX2 (WICK_CPU=avx2)"
-	@WICK_CPU=avx2 $(OUT)/tests/test-cpu && WICK_CPU=avx2 $(OUT)/tests/test-cpu-r16
+	@echo "== $(OUT)/tests/test-cpu and test-cpu-r16, dispatch capped to AVX2 (WICK_CPU=avx2)$(CAP_NOTE)"
+	@$(CAP_AVX2) $(OUT)/tests/test-cpu && $(CAP_AVX2) $(OUT)/tests/test-cpu-r16
 
 # Unit tests under AddressSanitizer + UndefinedBehaviorSanitizer.
 asan:
