@@ -124,6 +124,16 @@ void wk_session_destroy(struct wk_session *s)
     wk_free(s);
 }
 
+/* The buffers every verification needs, a draft model's and prompt
+ * lookup's alike (v_logits, pd), made once; false when out of memory. */
+static bool verify_buffers(struct wk_session *s)
+{
+    const size_t V = (size_t)wk_model_hparams(s->m)->n_vocab;
+    if (!s->v_logits) s->v_logits = wk_malloc(WK_VERIFY_MAX * V * sizeof(float));
+    if (!s->pd) s->pd = wk_malloc(V * sizeof *s->pd);
+    return s->v_logits && s->pd;
+}
+
 enum wk_status wk_session_set_draft(struct wk_session *s, const struct wk_model *draft,
                                     struct wk_error *err)
 {
@@ -156,11 +166,9 @@ enum wk_status wk_session_set_draft(struct wk_session *s, const struct wk_model 
         }
     }
     s->d_logits = wk_malloc(V * sizeof(float));
-    s->v_logits = wk_malloc(V * WK_VERIFY_MAX * sizeof(float));
     s->q = wk_malloc(V * (WK_VERIFY_MAX - 1) * sizeof *s->q);
-    s->pd = wk_malloc(V * sizeof *s->pd);
     s->dense = wk_calloc(V, sizeof(float));
-    if (!s->d_logits || !s->v_logits || !s->q || !s->pd || !s->dense) {
+    if (!verify_buffers(s) || !s->d_logits || !s->q || !s->dense) {
         drop_draft(s);
         return wk_error_set(err, WK_E_NOMEM, "out of memory for speculative decoding");
     }
@@ -426,16 +434,6 @@ static bool spec_round(struct wk_session *s, struct wk__gen *g, int32_t x0, int3
     return wk__gen_emit_token(g, y, row, n0 + 1 + j);
 }
 
-/* The verification buffers prompt lookup needs (a draft model's come
- * with wk_session_set_draft); false when out of memory. */
-static bool lookup_buffers(struct wk_session *s)
-{
-    const size_t V = (size_t)wk_model_hparams(s->m)->n_vocab;
-    if (!s->v_logits) s->v_logits = wk_malloc(WK_VERIFY_MAX * V * sizeof(float));
-    if (!s->pd) s->pd = wk_malloc(V * sizeof *s->pd);
-    return s->v_logits && s->pd;
-}
-
 enum wk_status wk_session_generate(struct wk_session *s, const struct wk_tokens *prompt,
                                    const struct wk_generate_params *p,
                                    struct wk_generate_stats *stats, struct wk_error *err)
@@ -484,7 +482,7 @@ enum wk_status wk_session_generate(struct wk_session *s, const struct wk_tokens 
      * have no distribution to accept against; with sampling, a seed keeps
      * giving the text it gave without lookup), and not under a grammar */
     const bool lookup = !s->draft && k_max > 0 && wk_sampler_is_greedy(sampler) && !p->grammar &&
-                        lookup_buffers(s);
+                        verify_buffers(s);
     const bool spec = s->draft || lookup;
     if (spec) wk_spec_ctl_begin(&s->ctl);
     int32_t id = g.st ? -1 : wk__gen_sample(&g, s->logits);
