@@ -18,7 +18,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#ifndef MATRIX_BYTES /* -DMATRIX_BYTES=(256u << 10) measures rows held in L2 */
 #define MATRIX_BYTES (64u << 20)
+#endif
 #define N_IN 2048
 
 static const enum wk_dtype g_types[] = {WK_DTYPE_F32, WK_DTYPE_F16, WK_DTYPE_BF16, WK_DTYPE_Q8_0,

@@ -6,7 +6,8 @@
  * the -128 d_w offset applied as for Q4_0), the 32-element sub-blocks of
  * Q4_K and Q5_K (d_w = d sc_s, c_w = -dmin m_s), the code book types
  * MXFP4 and IQ4_NL (values read as unsigned value + 12 / + 128, offset
- * -12 d_w / -128 d_w) and the affine groups I4G64 (a
+ * -12 d_w / -128 d_w), the 16-element sub-blocks of Q6_K (unsigned q,
+ * d_w = d sc_s, c_w = -32 d_w) and the affine groups I4G64 (a
  * group of 64 is two blocks of x sharing the weights' scale and bias).
  *
  * Each 32-element block of x is rounded to x~ = (d / 256) * (256 hi + lo)
@@ -121,6 +122,21 @@ static void block_q(enum wk_dtype t, const uint8_t *row, int64_t b, int q[32], f
     }
 }
 
+/* Q6_K: codes q_j (0..63) of 32-element block b of a row (quarter b % 4
+ * of half b % 8 / 4 of 256-element block b / 8) and its two 16-element
+ * sub-blocks' d_w (d sc_s) and c_w (-32 d_w). */
+static void block_q6_k(const uint8_t *row, int64_t b, int q[32], float dw[2], float cw[2])
+{
+    const struct wk_block_q6_k *k = (const struct wk_block_q6_k *)row + b / 8;
+    const int h = (int)(b % 8) / 4, j = (int)(b % 4);
+    const uint8_t *ql = k->ql + 64 * h + 32 * (j % 2), *qh = k->qh + 32 * h;
+    for (int l = 0; l < 32; l++) q[l] = (j < 2 ? ql[l] & 0x0F : ql[l] >> 4) | ((qh[l] >> (2 * j)) & 3) << 4;
+    for (int s = 0; s < 2; s++) {
+        dw[s] = wk_f16_to_f32(k->d) * (float)k->scales[8 * h + 2 * j + s];
+        cw[s] = -32.0f * dw[s];
+    }
+}
+
 static void rows_x16_ref(enum wk_dtype t, int64_t n, const void *w, size_t w_stride, const float *x,
                          float *out, int64_t n_rows)
 {
@@ -133,6 +149,20 @@ static void rows_x16_ref(enum wk_dtype t, int64_t n, const void *w, size_t w_str
         for (int64_t r = 0; r < n_rows; r++) {
             int q[32];
             float dw, cw;
+            if (t == WK_DTYPE_Q6_K) { /* two sub-blocks, each with its d_w and c_w */
+                float dw2[2], cw2[2];
+                block_q6_k((const uint8_t *)w + r * w_stride, b, q, dw2, cw2);
+                for (int s = 0; s < 2; s++) {
+                    int32_t sq = 0, sx = 0;
+                    for (int j = 16 * s; j < 16 * s + 16; j++) {
+                        const int32_t v = 256 * hi[j] + lo[j];
+                        sq += q[j] * v;
+                        sx += v;
+                    }
+                    out[r] += dw2[s] * dx * (float)sq + cw2[s] * (dx * (float)sx);
+                }
+                continue;
+            }
             block_q(t, (const uint8_t *)w + r * w_stride, b, q, &dw, &cw);
             int32_t s = 0, sx = 0;
             for (int j = 0; j < 32; j++) {
@@ -159,6 +189,7 @@ ROWS_X16_REF(i4g64, WK_DTYPE_I4G64)
 ROWS_X16_REF(q8_0, WK_DTYPE_Q8_0)
 ROWS_X16_REF(q4_k, WK_DTYPE_Q4_K)
 ROWS_X16_REF(q5_k, WK_DTYPE_Q5_K)
+ROWS_X16_REF(q6_k, WK_DTYPE_Q6_K)
 ROWS_X16_REF(mxfp4, WK_DTYPE_MXFP4)
 ROWS_X16_REF(iq4_nl, WK_DTYPE_IQ4_NL)
 
@@ -173,6 +204,7 @@ wk_vec_dot_rows_fn wk__vec_dot_rows_x16_ref(enum wk_dtype t)
     case WK_DTYPE_Q8_0: return rows_x16_ref_q8_0;
     case WK_DTYPE_Q4_K: return rows_x16_ref_q4_k;
     case WK_DTYPE_Q5_K: return rows_x16_ref_q5_k;
+    case WK_DTYPE_Q6_K: return rows_x16_ref_q6_k;
     case WK_DTYPE_MXFP4: return rows_x16_ref_mxfp4;
     case WK_DTYPE_IQ4_NL: return rows_x16_ref_iq4_nl;
     default: return NULL;

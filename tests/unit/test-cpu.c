@@ -333,21 +333,21 @@ static void test_vec_dot_rows_tokens(void)
 }
 
 /* vec_dot_rows_x16_tokens likewise against vec_dot_rows_x16 per token, for
- * every AVX-512 variant (VNNI where present, and the AVX-512BW one), over
- * lengths (rounded up to whole blocks) with one and with several column
- * chunks. */
+ * the AVX2 kernels and every AVX-512 variant (VNNI where present, and the
+ * AVX-512BW one) the CPU runs, over lengths (rounded up to whole blocks)
+ * with one and with several column chunks. */
 void wk__avx512_fill_rows_x16(struct wk_cpu_kernels *k);
 static void test_vec_dot_rows_x16_tokens(void)
 {
     uint64_t seed = 29;
     int tested = 0;
     const struct wk_cpu_kernels *k512 = wk_cpu_kernels_for("avx512");
-    if (!k512) return;
-    struct wk_cpu_kernels bw = *k512;
-    wk__avx512_fill_rows_x16(&bw);
-    const struct wk_cpu_kernels *variants[2] = {k512, &bw};
-    for (int v = 0; v < 2; v++) {
+    struct wk_cpu_kernels bw;
+    if (k512) bw = *k512, wk__avx512_fill_rows_x16(&bw);
+    const struct wk_cpu_kernels *variants[3] = {wk_cpu_kernels_for("avx2"), k512, k512 ? &bw : NULL};
+    for (int v = 0; v < 3; v++) {
         const struct wk_cpu_kernels *k = variants[v];
+        if (!k) continue;
         for (int ti = 0; ti < WK_DTYPE_COUNT; ti++) {
             if (!k->vec_dot_rows_x16_tokens[ti]) continue;
             const enum wk_dtype t = (enum wk_dtype)ti;
@@ -432,7 +432,7 @@ void wk__avx512_fill_rows_x16(struct wk_cpu_kernels *k); /* the AVX-512BW (no VN
 #define N_X16_VARIANTS 4
 static const enum wk_dtype g_x16_types[] = {WK_DTYPE_Q4_0, WK_DTYPE_Q4_1, WK_DTYPE_Q5_0, WK_DTYPE_Q5_1,
                                             WK_DTYPE_I4G64, WK_DTYPE_Q8_0, WK_DTYPE_Q4_K, WK_DTYPE_Q5_K,
-                                            WK_DTYPE_MXFP4, WK_DTYPE_IQ4_NL};
+                                            WK_DTYPE_MXFP4, WK_DTYPE_IQ4_NL, WK_DTYPE_Q6_K};
 static wk_vec_dot_rows_fn x16_variant(int v, enum wk_dtype t, const char **name)
 {
     static const char *names[N_X16_VARIANTS] = {"ref", "avx2", "avx512", "avx512bw"};

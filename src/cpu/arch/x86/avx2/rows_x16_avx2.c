@@ -356,32 +356,44 @@ X16_ROWS_FN(x16_rows_q5_1, X16_Q5_1, sizeof(struct wk_block_q5_1), 1.0f)
  */
 #define X16K_BLOCK_BYTES 64
 
+/* Block x [32] as X16K_BLOCK_BYTES at line (the 16 even elements' 256 hi
+ * + lo as int16, then the 16 odd ones'), its d / 256 in *dx and its
+ * sum(256 hi + lo) in *sum; with half_sums, also the sums over elements
+ * 0-15 and 16-31 in half_sums[0] and [1]. */
+ALWAYS_INLINE void x16k_block(const float *x, uint8_t *line, float *dx, int32_t *sum, int32_t *half_sums)
+{
+    __m256i h8, l8;
+    x16_quant_block(x, &h8, &l8, dx, sum);
+    /* v = 256 hi + lo as int16, elements 0-15 and 16-31 */
+    const __m256i v0 = _mm256_add_epi16(_mm256_slli_epi16(_mm256_cvtepi8_epi16(_mm256_castsi256_si128(h8)), 8),
+                                        _mm256_cvtepi8_epi16(_mm256_castsi256_si128(l8)));
+    const __m256i v1 = _mm256_add_epi16(_mm256_slli_epi16(_mm256_cvtepi8_epi16(_mm256_extracti128_si256(h8, 1)), 8),
+                                        _mm256_cvtepi8_epi16(_mm256_extracti128_si256(l8, 1)));
+    if (half_sums) {
+        const __m256i ones = _mm256_set1_epi16(1);
+        half_sums[0] = avx2_hsum_epi32(_mm256_madd_epi16(v0, ones));
+        half_sums[1] = avx2_hsum_epi32(_mm256_madd_epi16(v1, ones));
+    }
+    /* even elements: each int32 lane's low half sign-extended; odd: its high half */
+    const __m256i e = _mm256_packs_epi32(_mm256_srai_epi32(_mm256_slli_epi32(v0, 16), 16),
+                                         _mm256_srai_epi32(_mm256_slli_epi32(v1, 16), 16));
+    const __m256i o = _mm256_packs_epi32(_mm256_srai_epi32(v0, 16), _mm256_srai_epi32(v1, 16));
+    /* vpackssdw interleaves the 128-bit lanes: 64-bit groups 0 2 1 3 */
+    _mm256_store_si256((__m256i *)line, _mm256_permute4x64_epi64(e, 0xD8));
+    _mm256_store_si256((__m256i *)(line + 32), _mm256_permute4x64_epi64(o, 0xD8));
+}
+
 /* x [n] (n a multiple of 32, at most X16_CHUNK) for the Q4_K rows:
- * X16K_BLOCK_BYTES per block (the 16 even elements' 256 hi + lo as int16,
- * then the 16 odd ones'), then d / 256 [n / 32], then (d / 256)
- * sum(256 hi + lo) [n / 32]. */
+ * X16K_BLOCK_BYTES per block (x16k_block), then d / 256 [n / 32], then
+ * (d / 256) sum(256 hi + lo) [n / 32]. */
 static void x16k_prep(int64_t n, const float *x, float *scratch)
 {
     const int64_t nb = n / 32;
     uint8_t *lines = (uint8_t *)scratch;
     float *dxs = scratch + nb * (X16K_BLOCK_BYTES / 4), *css = dxs + nb;
     for (int64_t b = 0; b < nb; b++) {
-        __m256i h8, l8;
         int32_t sum;
-        x16_quant_block(x + 32 * b, &h8, &l8, &dxs[b], &sum);
-        /* v = 256 hi + lo as int16, elements 0-15 and 16-31 */
-        const __m256i v0 = _mm256_add_epi16(_mm256_slli_epi16(_mm256_cvtepi8_epi16(_mm256_castsi256_si128(h8)), 8),
-                                            _mm256_cvtepi8_epi16(_mm256_castsi256_si128(l8)));
-        const __m256i v1 =
-            _mm256_add_epi16(_mm256_slli_epi16(_mm256_cvtepi8_epi16(_mm256_extracti128_si256(h8, 1)), 8),
-                             _mm256_cvtepi8_epi16(_mm256_extracti128_si256(l8, 1)));
-        /* even elements: each int32 lane's low half sign-extended; odd: its high half */
-        const __m256i e = _mm256_packs_epi32(_mm256_srai_epi32(_mm256_slli_epi32(v0, 16), 16),
-                                             _mm256_srai_epi32(_mm256_slli_epi32(v1, 16), 16));
-        const __m256i o = _mm256_packs_epi32(_mm256_srai_epi32(v0, 16), _mm256_srai_epi32(v1, 16));
-        /* vpackssdw interleaves the 128-bit lanes: 64-bit groups 0 2 1 3 */
-        _mm256_store_si256((__m256i *)(lines + X16K_BLOCK_BYTES * b), _mm256_permute4x64_epi64(e, 0xD8));
-        _mm256_store_si256((__m256i *)(lines + X16K_BLOCK_BYTES * b + 32), _mm256_permute4x64_epi64(o, 0xD8));
+        x16k_block(x + 32 * b, lines + X16K_BLOCK_BYTES * b, &dxs[b], &sum, NULL);
         css[b] = dxs[b] * (float)sum;
     }
 }
@@ -433,19 +445,109 @@ ALWAYS_INLINE float x16k_row(int64_t n, const uint8_t *w, const float *scratch)
     return avx2_hsum_ps(_mm256_sub_ps(acc, accm));
 }
 
-static void x16_rows_q4_k(int64_t n, const void *w, size_t stride, const float *x, float *out, int64_t n_rows)
+/*
+ * Q6_K, as Q4_K one row per register, x prepared the same way. A half
+ * (128 elements) of a super-block is ql[64h..64h+63] and qh[32h..32h+31]:
+ * element 32j + l (l < 32; quarter j, one 32-element block of x) takes its
+ * low four bits from ql[l + 32 (j % 2)] (low nibble for j < 2, high for
+ * j >= 2) and bits 2j, 2j + 1 of qh[l] as bits 4-5. Read as int16 lanes, each of the
+ * three 32-byte loads gives an even element in a lane's low byte and an
+ * odd one in its high byte, so shifts and ands give the codes q (0-63) of
+ * a quarter's even and odd elements as int16 lanes and two vpmaddwd its
+ * products with 256 hi + lo. The int32 lanes 0-3 then hold the sums of
+ * the quarter's first 16 elements (one scale) and lanes 4-7 its second
+ * 16: two vphaddd levels give the eight 16-element sums of a half in one
+ * vector, from which 32 sum(256 hi + lo) of each (prepared with x) is
+ * subtracted for the codes' -32 offset (exact: |S| < 2^24); one
+ * conversion and one FMA with d sc_s (d_x / 256) add the half.
+ */
+/* x [n] (n a multiple of 256, at most X16_CHUNK) for the Q6_K rows: the
+ * lines and d / 256 of x16k_prep, then per four blocks the int32 values
+ * 32 sum(256 hi + lo) over elements 0-15 of each block, then over 16-31. */
+static void x16q6_prep(int64_t n, const float *x, float *scratch)
 {
-    _Alignas(32) float scratch[X16_SCRATCH_FLOATS];
-    for (int64_t c0 = 0; c0 < n; c0 += X16_CHUNK) {
-        const int64_t nc = WK_MIN(X16_CHUNK, n - c0);
-        const uint8_t *wc = (const uint8_t *)w + c0 / 256 * sizeof(struct wk_block_q4_k);
-        x16k_prep(nc, x + c0, scratch);
-        for (int64_t r = 0; r < n_rows; r++) {
-            const float v = x16k_row(nc, wc + r * stride, scratch);
-            out[r] = c0 > 0 ? out[r] + v : v;
-        }
+    const int64_t nb = n / 32;
+    uint8_t *lines = (uint8_t *)scratch;
+    float *dxs = scratch + nb * (X16K_BLOCK_BYTES / 4);
+    int32_t *offs = (int32_t *)(dxs + nb);
+    for (int64_t b = 0; b < nb; b++) {
+        int32_t sum, hs[2];
+        x16k_block(x + 32 * b, lines + X16K_BLOCK_BYTES * b, &dxs[b], &sum, hs);
+        offs[b / 4 * 8 + b % 4] = 32 * hs[0];
+        offs[b / 4 * 8 + 4 + b % 4] = 32 * hs[1];
     }
 }
+
+/* One Q6_K row of n elements against x16q6_prep's scratch. */
+ALWAYS_INLINE float x16q6_row(int64_t n, const uint8_t *w, const float *scratch)
+{
+    const int64_t nb = n / 32, nsb = n / 256;
+    const uint8_t *lines = (const uint8_t *)scratch;
+    const float *dxs = scratch + nb * (X16K_BLOCK_BYTES / 4);
+    const int32_t *offs = (const int32_t *)(dxs + nb);
+    const __m256i m4 = _mm256_set1_epi16(0x000F), m2 = _mm256_set1_epi16(0x0030);
+    /* a half's scales: the quarters' first sub-blocks (2j), then their second ones */
+    const __m128i sc_order = _mm_setr_epi8(0, 2, 4, 6, 1, 3, 5, 7, 8, 10, 12, 14, 9, 11, 13, 15);
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t i = 0; i < nsb; i++) {
+        const struct wk_block_q6_k *blk = (const struct wk_block_q6_k *)w + i;
+        const __m128i sc8 = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)blk->scales), sc_order);
+        const __m256 d = _mm256_broadcastss_ps(_mm_cvtph_ps(_mm_cvtsi32_si128(blk->d)));
+        UNROLL
+        for (int h = 0; h < 2; h++) {
+            const __m256i A = _mm256_loadu_si256((const __m256i *)(blk->ql + 64 * h));
+            const __m256i B = _mm256_loadu_si256((const __m256i *)(blk->ql + 64 * h + 32));
+            const __m256i H = _mm256_loadu_si256((const __m256i *)(blk->qh + 32 * h));
+            const uint8_t *ln = lines + X16K_BLOCK_BYTES * (8 * i + 4 * h);
+#define Q6_LO(v) _mm256_and_si256(v, m4)
+#define Q6_HB(v) _mm256_and_si256(v, m2)
+            const __m256i q0 =
+                x16k_sub(_mm256_or_si256(Q6_LO(A), Q6_HB(_mm256_slli_epi16(H, 4))),
+                         _mm256_or_si256(Q6_LO(_mm256_srli_epi16(A, 8)), Q6_HB(_mm256_srli_epi16(H, 4))), ln);
+            const __m256i q1 =
+                x16k_sub(_mm256_or_si256(Q6_LO(B), Q6_HB(_mm256_slli_epi16(H, 2))),
+                         _mm256_or_si256(Q6_LO(_mm256_srli_epi16(B, 8)), Q6_HB(_mm256_srli_epi16(H, 6))),
+                         ln + X16K_BLOCK_BYTES);
+            const __m256i q2 =
+                x16k_sub(_mm256_or_si256(Q6_LO(_mm256_srli_epi16(A, 4)), Q6_HB(H)),
+                         _mm256_or_si256(_mm256_srli_epi16(A, 12), Q6_HB(_mm256_srli_epi16(H, 8))),
+                         ln + 2 * X16K_BLOCK_BYTES);
+            const __m256i q3 =
+                x16k_sub(_mm256_or_si256(Q6_LO(_mm256_srli_epi16(B, 4)), Q6_HB(_mm256_srli_epi16(H, 2))),
+                         _mm256_or_si256(_mm256_srli_epi16(B, 12), Q6_HB(_mm256_srli_epi16(H, 10))),
+                         ln + 3 * X16K_BLOCK_BYTES);
+#undef Q6_LO
+#undef Q6_HB
+            /* [q0 q1 q2 q3 first 16 | q0 q1 q2 q3 second 16] */
+            __m256i s = _mm256_hadd_epi32(_mm256_hadd_epi32(q0, q1), _mm256_hadd_epi32(q2, q3));
+            s = _mm256_sub_epi32(s, _mm256_loadu_si256((const __m256i *)(offs + 8 * (2 * i + h))));
+            const __m256 scf = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(h ? _mm_srli_si128(sc8, 8) : sc8));
+            const __m256 dx = _mm256_broadcast_ps((const __m128 *)(dxs + 8 * i + 4 * h));
+            acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_mul_ps(_mm256_mul_ps(d, scf), dx), acc);
+        }
+    }
+    return avx2_hsum_ps(acc);
+}
+
+/* One-row-at-a-time kinds (Q4_K, Q6_K): per column chunk, x prepared by
+ * PREP, then each row by ROW; later chunks add to out. */
+#define X16_ROW1_FN(name, PREP, ROW, BB)                                                           \
+    static void name(int64_t n, const void *w, size_t stride, const float *x, float *out,          \
+                     int64_t n_rows)                                                               \
+    {                                                                                              \
+        _Alignas(32) float scratch[X16_SCRATCH_FLOATS];                                            \
+        for (int64_t c0 = 0; c0 < n; c0 += X16_CHUNK) {                                            \
+            const int64_t nc = WK_MIN(X16_CHUNK, n - c0);                                          \
+            const uint8_t *wc = (const uint8_t *)w + c0 / 256 * (BB);                              \
+            PREP(nc, x + c0, scratch);                                                             \
+            for (int64_t r = 0; r < n_rows; r++) {                                                 \
+                const float v = ROW(nc, wc + r * stride, scratch);                                 \
+                out[r] = c0 > 0 ? out[r] + v : v;                                                  \
+            }                                                                                      \
+        }                                                                                          \
+    }
+X16_ROW1_FN(x16_rows_q4_k, x16k_prep, x16k_row, sizeof(struct wk_block_q4_k))
+X16_ROW1_FN(x16_rows_q6_k, x16q6_prep, x16q6_row, sizeof(struct wk_block_q6_k))
 
 /*
  * The vec_dot_rows_x16_tokens entries: per column chunk, up to
@@ -473,19 +575,23 @@ static void x16_rows_q4_k(int64_t n, const void *w, size_t stride, const float *
         }                                                                                          \
     }
 
-ALWAYS_INLINE void x16k_rows_tokens(int64_t nc, const uint8_t *wc, size_t stride,
-                                    float (*scratch)[X16_SCRATCH_FLOATS], int32_t nt, float *out,
-                                    size_t out_stride, int64_t n_rows, bool add)
-{
-    for (int64_t r = 0; r < n_rows; r++)
-        for (int32_t t = 0; t < nt; t++) {
-            const float v = x16k_row(nc, wc + r * stride, scratch[t]);
-            float *o = out + (size_t)t * out_stride + r;
-            *o = add ? *o + v : v;
-        }
-}
-#define X16K_PREP(nc, x, s) x16k_prep(nc, x, s)
-X16_TOKENS_FN(x16_tokens_q4_k, X16K_PREP, x16k_rows_tokens, sizeof(struct wk_block_q4_k), 256)
+/* One-row kinds: each row for every token. */
+#define X16_ROW1_TOKENS(fn, ROW)                                                                   \
+    ALWAYS_INLINE void fn(int64_t nc, const uint8_t *wc, size_t stride,                            \
+                          float (*scratch)[X16_SCRATCH_FLOATS], int32_t nt, float *out,            \
+                          size_t out_stride, int64_t n_rows, bool add)                             \
+    {                                                                                              \
+        for (int64_t r = 0; r < n_rows; r++)                                                       \
+            for (int32_t t = 0; t < nt; t++) {                                                     \
+                const float v = ROW(nc, wc + r * stride, scratch[t]);                              \
+                float *o = out + (size_t)t * out_stride + r;                                       \
+                *o = add ? *o + v : v;                                                             \
+            }                                                                                      \
+    }
+X16_ROW1_TOKENS(x16k_rows_tokens, x16k_row)
+X16_ROW1_TOKENS(x16q6_rows_tokens, x16q6_row)
+X16_TOKENS_FN(x16_tokens_q4_k, x16k_prep, x16k_rows_tokens, sizeof(struct wk_block_q4_k), 256)
+X16_TOKENS_FN(x16_tokens_q6_k, x16q6_prep, x16q6_rows_tokens, sizeof(struct wk_block_q6_k), 256)
 
 /* The 32-element types: groups of four rows, as x16_rows_fn splits them. */
 #define X16_GROUPS_TOKENS(fn, K, C_SCALE)                                                          \
@@ -519,6 +625,8 @@ X16_TOKENS_FN(x16_tokens_q5_1, x16t_q5_1_prep, x16t_q5_1_rows, sizeof(struct wk_
 void wk__avx2_fill_rows_x16(struct wk_cpu_kernels *k)
 {
     k->vec_dot_rows_x16[WK_DTYPE_Q4_K] = x16_rows_q4_k;
+    k->vec_dot_rows_x16[WK_DTYPE_Q6_K] = x16_rows_q6_k;
+    k->vec_dot_rows_x16_tokens[WK_DTYPE_Q6_K] = x16_tokens_q6_k;
     k->vec_dot_rows_x16_tokens[WK_DTYPE_Q4_0] = x16_tokens_q4_0;
     k->vec_dot_rows_x16_tokens[WK_DTYPE_Q4_1] = x16_tokens_q4_1;
     k->vec_dot_rows_x16_tokens[WK_DTYPE_Q5_0] = x16_tokens_q5_0;
