@@ -219,7 +219,8 @@ golden: $(GOLDEN_BIN)
 
 # Unit tests of this variant.
 unit: $(UNIT_BIN)
-	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done
+	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; s=$$(date +%s); $$t; \
+	  e=$$(( $$(date +%s) - s )); if [ $$e -ge 3 ]; then echo "   ($$t: $$e s)"; fi; done
 	@echo "== $(OUT)/tests/test-cpu and test-cpu-r16, dispatch capped to AVX2 (WICK_CPU=avx2)$(CAP_NOTE)"
 	@$(CAP_AVX2) $(OUT)/tests/test-cpu && $(CAP_AVX2) $(OUT)/tests/test-cpu-r16
 
