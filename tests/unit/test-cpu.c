@@ -352,7 +352,7 @@ static void test_vec_dot_rows_x16_tokens(void)
             if (!k->vec_dot_rows_x16_tokens[ti]) continue;
             const enum wk_dtype t = (enum wk_dtype)ti;
             const struct wk_dtype_traits *tr = wk_dtype_traits_get(t);
-            static const int64_t lens[] = {64, 640, 4160};
+            static const int64_t lens[] = {64, 640, 4160, 9280}; /* AVX2 chunks: 9216 */
             for (size_t li = 0; li < WK_ARRAY_LEN(lens); li++) {
                 const int64_t bs = tr->block_size, n = (lens[li] + bs - 1) / bs * bs;
                 const size_t stride = wk_dtype_row_bytes(t, n) + 16;
@@ -421,8 +421,8 @@ static void test_x16_quantize(void)
  * double-precision dot of the dequantized rows with x~ (the reference
  * quantizer's rounding of x) within 1e-5 of the sum of |products|, and
  * the f32 dot within the rounding bound: sum |w| * max|x| / 32512 per
- * block. Row counts 1..9, odd block counts, and n = 2080 (more than one
- * column chunk of the AVX-512 kernels). */
+ * block. Row counts 1..9, odd block counts, and n = 2080 and 9248 (more
+ * than one column chunk of the AVX-512 and of the AVX2 kernels). */
 void wk__avx512_fill_rows_x16(struct wk_cpu_kernels *k); /* the AVX-512BW (no VNNI) variant */
 
 /* The vec_dot_rows_x16 variants under test, by index: 0 the reference,
@@ -488,7 +488,8 @@ static void test_vec_dot_rows_x16_nan_and_tiny(void)
 
 static void test_vec_dot_rows_x16(void)
 {
-    static const int blocks[] = {1, 3, 5, 9, 65};
+    /* 289 blocks: more than one column chunk of the AVX2 kernels (9216) */
+    static const int blocks[] = {1, 3, 5, 9, 65, 289};
     uint64_t seed = 23;
     int n_checked = 0;
     for (int v = 0; v < N_X16_VARIANTS; v++) {
@@ -501,7 +502,7 @@ static void test_vec_dot_rows_x16(void)
             for (size_t bi = 0; bi < WK_ARRAY_LEN(blocks); bi++) {
                 int64_t n = tr->block_size * blocks[bi];
                 size_t row = wk_dtype_row_bytes(t, n), stride = row + 16;
-                for (int64_t n_rows = 1; n_rows <= 9; n_rows += bi == 4 ? 4 : 1) {
+                for (int64_t n_rows = 1; n_rows <= 9; n_rows += bi >= 4 ? 4 : 1) {
                     uint8_t *w = wk_aligned_alloc(stride * (size_t)n_rows);
                     for (int64_t r = 0; r < n_rows; r++)
                         fill_random_blocks(t, w + r * stride, n / tr->block_size, &seed);
