@@ -126,6 +126,23 @@ static float elem(const struct wk_st_tensor *t, int64_t i)
     return t->dtype == WK_ST_BF16 ? wk_bf16_to_f32(h) : wk_f16_to_f32(h);
 }
 
+/* fminf(hi, fmaxf(lo, rintf(v))) for integers lo < hi (|lo|, |hi| < 2^21)
+ * without library calls (the baseline build has no SSE4.1 roundss, so
+ * those three were calls, ~70% of a search quantizer's time): v is first
+ * clamped to [lo - 1, hi + 1] (rounding cannot bring a value from outside
+ * back in), then rounded to nearest even in the default rounding mode by
+ * adding and subtracting 1.5 * 2^23 (exact for |v| < 2^22). A NaN v gives
+ * lo, as fmaxf(lo, NaN) does; -0.5 < v < 0 gives +0 where rintf gives -0,
+ * which no caller tells apart (a code, or a product added to a bias). */
+static inline float round_clamp(float v, float lo, float hi)
+{
+    v = v > lo - 1 ? v : lo - 1;
+    v = v < hi + 1 ? v : hi + 1;
+    float r = (v + 12582912.0f) - 12582912.0f;
+    r = r > lo ? r : lo;
+    return r < hi ? r : hi;
+}
+
 /* Q8_0 with the block scale that minimises the squared error among
  * amax/127 and 16 slightly smaller ones (an outlier then saturates at
  * +-127 while the rest round finer). */
@@ -140,14 +157,14 @@ static void q8_0_search(const float *x, void *dst, int64_t n)
         for (int k = 0; k <= 16 && amax > 0; k++) {
             float d = wk_f16_to_f32(wk_f32_to_f16(amax / (127.0f + 0.5f * (float)k))), err = 0;
             for (int l = 0; l < 32; l++) {
-                float q = fminf(127, fmaxf(-127, rintf(v[l] / d)));
+                float q = round_clamp(v[l] / d, -127, 127);
                 err += (v[l] - q * d) * (v[l] - q * d);
             }
             if (err < best_err) best_err = err, best_d = d;
         }
         b[i].d = wk_f32_to_f16(best_d);
         float d = wk_f16_to_f32(b[i].d);
-        for (int l = 0; l < 32; l++) b[i].qs[l] = (int8_t)(d > 0 ? fminf(127, fmaxf(-127, rintf(v[l] / d))) : 0);
+        for (int l = 0; l < 32; l++) b[i].qs[l] = (int8_t)(d > 0 ? round_clamp(v[l] / d, -127, 127) : 0);
     }
 }
 
@@ -157,7 +174,7 @@ static float i4g64_err(const float *x, float s, float z, uint8_t *q)
 {
     float err = 0, is = s > 0 ? 1 / s : 0;
     for (int l = 0; l < WK_QG64; l++) {
-        float c = fminf(15, fmaxf(0, rintf((x[l] - z) * is)));
+        float c = round_clamp((x[l] - z) * is, 0, 15);
         if (q) q[l] = (uint8_t)c;
         err += (x[l] - (s * c + z)) * (x[l] - (s * c + z));
     }

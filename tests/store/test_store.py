@@ -49,6 +49,7 @@ GEMMA = os.path.join(CACHE, GEMMA_FIX["model"])
 
 sys.path.insert(0, os.path.join(ROOT, "tests"))
 from checks import check, finish  # noqa: E402
+from exports import export  # noqa: E402
 
 
 STORE = tempfile.mkdtemp(prefix="wick-store-")
@@ -264,13 +265,20 @@ def test_sigkill_during_create():
 BF16 = json.load(open(os.path.join(ROOT, "tests", "golden", "bf16.json"), encoding="utf-8"))
 
 
+def hf_folder(name):
+    """The model's BF16 safetensors export (tests/exports.py: made once and cached;
+    a failed export is a failed check)."""
+    try:
+        return export(name)
+    except subprocess.CalledProcessError as e:
+        check(False, f"export {name} to safetensors", str(e))
+        raise
+
+
 def test_safetensors_import():
     for m in BF16["models"]:
         name = m["model"]
-        folder = os.path.join(WORK, name + "-hf")
-        p = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "export-safetensors-numpy"), name, folder],
-                           capture_output=True, text=True)
-        check(p.returncode == 0, f"export {name} to safetensors", p.stderr[-500:])
+        folder = hf_folder(name)
         rc, _, err = wick("create", name + "-st", "-f", modelfile(f"FROM {folder}\n", name + ".st"))
         check(rc == 0, f"create {name} from the safetensors folder", err)
         for i, c in enumerate(m["cases"]):
@@ -285,16 +293,19 @@ def test_safetensors_import():
     # as BF16 does for 32 greedy tokens on every Gemma prompt; on SmolLM2 int8 on all 4, q8_0 on
     # 3 (measured: its code prompt drifts at a near-tie); the 4- and 6-bit types run
     need = {("gemma3", "q8_0"): 6, ("gemma3", "int8"): 6, ("smollm2", "q8_0"): 3, ("smollm2", "int8"): 4}
+    bf16_32 = {}  # (model, prompt): BF16's first 32 greedy tokens, run once for both types
     for q in ("q8_0", "int8"):
         for m in BF16["models"]:
             name = m["model"]
-            folder = os.path.join(WORK, name + "-hf")
+            folder = hf_folder(name)
             rc, _, err = wick("create", f"{name}-{q}", "-f", modelfile(f"FROM {folder}\n", f"{name}.{q}"), "--quantize", q)
             check(rc == 0, f"create {name} --quantize {q}", err)
             same, differ = 0, []
             for c in m["cases"]:
                 prompt = c["messages"][0]["content"]
-                _, want, _ = wick("run", name + "-st", prompt, "--temperature", "0", "--num-predict", "32")
+                if (name, prompt) not in bf16_32:
+                    bf16_32[(name, prompt)] = wick("run", name + "-st", prompt, "--temperature", "0", "--num-predict", "32")[1]
+                want = bf16_32[(name, prompt)]
                 rc, got, err = wick("run", f"{name}-{q}", prompt, "--temperature", "0", "--num-predict", "32")
                 check(rc == 0, f"{name} {c['name']}: {q} runs", err)
                 if got == want:
@@ -305,17 +316,17 @@ def test_safetensors_import():
             check(same >= need[(name, q)], f"{name} {q}: BF16's first 32 greedy tokens on at least "
                   f"{need[(name, q)]} of {len(m['cases'])} prompts", "\n  ".join(differ))
     for q in ("q4_0", "q6_K", "q4_K_M", "int4"):
-        rc, _, err = wick("create", "smol-" + q, "-f", modelfile(f"FROM {os.path.join(WORK, 'smollm2-hf')}\n", q), "--quantize", q)
+        rc, _, err = wick("create", "smol-" + q, "-f", modelfile(f"FROM {hf_folder('smollm2')}\n", q), "--quantize", q)
         rc2, out, err2 = wick("run", "smol-" + q, "Why is the sky blue?", "--temperature", "0", "--num-predict", "16")
         check(rc == 0 and rc2 == 0 and len(out.strip()) > 10, f"--quantize {q} creates a model that runs", err + err2)
-    rc, _, err = wick("create", "smol-bad", "-f", modelfile(f"FROM {os.path.join(WORK, 'smollm2-hf')}\n", "qb"), "--quantize", "q3_x")
+    rc, _, err = wick("create", "smol-bad", "-f", modelfile(f"FROM {hf_folder('smollm2')}\n", "qb"), "--quantize", "q3_x")
     check(rc != 0 and "unknown quantization type 'q3_x'" in err, "--quantize with an unknown type", err)
     rc, _, err = wick("create", "smol-gq", "-f", modelfile(f"FROM {SMOL}\n", "gq"), "--quantize", "q8_0")
     check(rc != 0 and "safetensors folder" in err, "--quantize of a GGUF FROM is refused clearly", err)
     check(not os.path.exists(os.path.join(STORE, ".tmp-quant-model-%d" % os.getpid())) and
           not any(f.startswith(".tmp-quant") for f in os.listdir(STORE)), "no temporary quantization folder is left")
     # DRAFT: a GGUF draft for the BF16 folder target, one manifest, shown with its quantization
-    gem = os.path.join(WORK, "gemma3-hf")
+    gem = hf_folder("gemma3")
     rc, _, err = wick("create", "gem-drafted", "-f", modelfile(f"FROM {gem}\nDRAFT {GEMMA}\n", "drafted.mf"))
     rc2, out, _ = wick("show", "gem-drafted")
     check(rc == 0 and "Draft" in out and "Q4_K_M" in out.split("Draft")[1] and "BF16" in out.split("Draft")[0],
@@ -333,7 +344,7 @@ def test_safetensors_import():
     # an unknown rope_scaling type: an error naming it, at create time
     bad = os.path.join(WORK, "bad-rope")
     os.makedirs(bad)
-    src = os.path.join(WORK, "smollm2-hf")
+    src = hf_folder("smollm2")
     for f in os.listdir(src):
         if f != "config.json":
             os.symlink(os.path.join(src, f), os.path.join(bad, f))
