@@ -1,10 +1,11 @@
 """tests/speculative/test_speculative.py - speculative decoding on the real
 models (issue 8, acceptance point 1): Gemma 3 270M and SmolLM2-135M at BF16
 (the numpy export of their GGUF files, scripts/export-safetensors-numpy) as
-targets, each with its own int4 quantization as the DRAFT of a stored model
-(`wick create --quantize-draft int4`). For 10 prompts (SmolLM2) and 3
-(Gemma 3: a BF16 step of its 262k-row output matrix is slow where the CPU
-has no AVX-512, ~10 min for 10 prompts there), 256 and 128 greedy tokens
+targets, each with its own quantization as the DRAFT of a stored model
+(`wick create --quantize-draft`: int4 for SmolLM2, int8 for Gemma 3, whose
+int4 search quantizer takes ~45 s on 2 cores). For 6 prompts (SmolLM2) and 3
+(Gemma 3), 192 and 128 greedy tokens (the suite's time: on a CPU without
+AVX-512 BF16 steps are slow, and 10 prompts x 256 tokens took ~10 min there)
 with the draft equal those without it (`--draft-max 0`), token for token
 (the printed text and the logprob lines, which name every token), and the
 draft was really used (its counts in --verbose).
@@ -55,7 +56,7 @@ def run(name, prompt, draft_max, raw, n_predict):
     return p.returncode, p.stdout, lps, counts, float(rate.group(1)) if rate else 0.0, err
 
 
-def test_model(model, raw, prompts, n_predict):
+def test_model(model, raw, prompts, n_predict, draft_type):
     folder = export(model)
     # DRAFT must not be FROM's own path (Ollama's rule): a folder of links to the same files
     draft = os.path.join(STORE, f"draft-{model}")
@@ -66,8 +67,8 @@ def test_model(model, raw, prompts, n_predict):
     with open(mf, "w") as f:
         f.write(f"FROM {folder}\nDRAFT {draft}\n")
     name = f"{model}-spec"
-    p = subprocess.run([WICK, "create", name, "-f", mf, "--quantize-draft", "int4"], capture_output=True, env=ENV)
-    check(p.returncode == 0, f"{model}: create with an int4 self-draft", p.stderr.decode())
+    p = subprocess.run([WICK, "create", name, "-f", mf, "--quantize-draft", draft_type], capture_output=True, env=ENV)
+    check(p.returncode == 0, f"{model}: create with an {draft_type} self-draft", p.stderr.decode())
     drafted = accepted = 0
     rates = [[], []]
     for i, prompt in enumerate(prompts):
@@ -86,6 +87,6 @@ def test_model(model, raw, prompts, n_predict):
           f"{sum(rates[0]) / len(rates[0]):.1f} / {sum(rates[1]) / len(rates[1]):.1f} tokens/s (informative)")
 
 
-test_model("gemma3", raw=True, prompts=PROMPTS[:3], n_predict=128)  # the base model continues text
-test_model("smollm2", raw=False, prompts=PROMPTS, n_predict=256)   # the instruct model answers in its chat format
+test_model("gemma3", raw=True, prompts=PROMPTS[:3], n_predict=128, draft_type="int8")  # the base model continues text
+test_model("smollm2", raw=False, prompts=PROMPTS[3:9], n_predict=192, draft_type="int4")  # the instruct model answers in its chat format
 finish("speculative")
