@@ -183,7 +183,8 @@ golden: $(GOLDEN_BIN)
 	  $(OUT)/tests/test-tf5-bos
 	@set -e; for f in tests/golden/qwen2.5-coder-1.5b.json tests/golden/gemma3-270m.json tests/golden/smollm2-135m.json; do \
 	  echo "== golden $$f"; $(OUT)/tests/test-golden $$f; \
-	  echo "== golden $$f, f32 activations (WICK_EXACT=1)"; WICK_EXACT=1 $(OUT)/tests/test-golden $$f; \
+	  echo "== golden $$f, f32 activations (WICK_EXACT=1), the first 16 steps of each case"; \
+	  WICK_EXACT=1 WICK_GOLDEN_STEPS=16 $(OUT)/tests/test-golden $$f; \
 	  echo "== golden $$f, dispatch capped to AVX2 (WICK_CPU=avx2)$(CAP_NOTE)"; $(CAP_AVX2) $(OUT)/tests/test-golden $$f; \
 	done
 	@echo "== logprobs"; $(OUT)/tests/test-logprobs tests/golden/logprobs.json
