@@ -260,7 +260,16 @@ static void test_limits(void)
     unload(&t), unload(&half);
 }
 
+/* Under AddressSanitizer (-O1, every access checked: 61 s for the full
+ * count) 2,000 runs go through the same paths and the statistical checks
+ * are left to the release build's run. */
+#if defined(__SANITIZE_ADDRESS__)
+#define N_RUNS 2000
+#define STAT_CHECKS 0
+#else
 #define N_RUNS 20000
+#define STAT_CHECKS 1
+#endif
 
 /* The first 3 tokens of N_RUNS runs seeded 1..N_RUNS, as one key each. */
 static void sample_runs(struct wk_session *s, const struct wk_tokens *prompt,
@@ -319,15 +328,15 @@ static void test_sampling_distribution(void)
         double p = chi_square_p(hp, hs, &dof);
         fprintf(stderr, "  config %zu: %d outcomes, chi-square p = %.4f (%d dof); drafted %d, accepted %d\n",
                 ci, hp->n, p, dof, ts.draft_count, ts.draft_accepted);
-        CHECK(dof >= 10);
-        CHECK(p > 0.001);
+        CHECK(!STAT_CHECKS || dof >= 10);
+        CHECK(!STAT_CHECKS || p > 0.001);
         CHECK(ts.draft_count > N_RUNS && ts.draft_accepted > 0 && ts.draft_accepted < ts.draft_count);
         /* power: the draft's own distribution is told apart */
         struct wk_session *dsess = session(c->draft, NULL, 64, 512);
         sample_runs(dsess, &prompt, gp, hd, &td);
         double pd = chi_square_p(hp, hd, &dof);
         fprintf(stderr, "  config %zu: the draft alone, p = %.3g\n", ci, pd);
-        CHECK(pd < 0.001);
+        CHECK(!STAT_CHECKS || pd < 0.001);
         wk_session_destroy(dsess);
         wk_session_destroy(plain), wk_session_destroy(spec);
         free(hp), free(hs), free(hd);
