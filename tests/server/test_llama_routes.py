@@ -23,7 +23,6 @@ import sys
 import tempfile
 import time
 
-import gguf
 from prometheus_client.parser import text_string_to_metric_families
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -37,14 +36,13 @@ PROM_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 sys.path.insert(0, os.path.join(ROOT, "tests"))
 from checks import check, finish  # noqa: E402
+from gguf_kv import gguf_kv  # noqa: E402
 
 
 def gguf_meta(path):
     """(BOS id, add_bos_token, vocabulary size) as the GGUF file states them."""
-    r = gguf.GGUFReader(path)
-    add = r.fields.get("tokenizer.ggml.add_bos_token")
-    return (r.fields["tokenizer.ggml.bos_token_id"].contents(), bool(add.contents()) if add else False,
-            len(r.fields["tokenizer.ggml.tokens"].data))
+    kv = gguf_kv(path)
+    return kv["tokenizer.ggml.bos_token_id"], bool(kv.get("tokenizer.ggml.add_bos_token", False)), kv["tokenizer.ggml.tokens"]
 
 
 class Server:

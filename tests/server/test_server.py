@@ -341,12 +341,11 @@ def jinja2_chat(gguf_path, variables):
     """The GGUF's chat template rendered by Python's jinja2 configured as
     transformers' apply_chat_template (tests/template/make-cases.py)."""
     import importlib.util
-    import gguf
+    from gguf_kv import gguf_kv
     spec = importlib.util.spec_from_file_location("make_cases", os.path.join(ROOT, "tests", "template", "make-cases.py"))
     mc = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mc)
-    r = gguf.GGUFReader(gguf_path)
-    tmpl = bytes(r.fields["tokenizer.chat_template"].parts[-1]).decode()
+    tmpl = gguf_kv(gguf_path)["tokenizer.chat_template"]
     return mc.env().from_string(tmpl).render(**variables)
 
 

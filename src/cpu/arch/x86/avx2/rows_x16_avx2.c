@@ -1,7 +1,12 @@
 /*
  * rows_x16_avx2.c - the AVX2 decode dots with 16-bit activations
- * (vec_dot_rows_x16, wk_cpu.h) for Q4_0, Q4_1, Q5_0, Q5_1. AVX2 + FMA +
- * F16C only; the AVX-512 version (avx512/rows_x16_template.h) is the model.
+ * (vec_dot_rows_x16 and vec_dot_rows_x16_tokens, wk_cpu.h) for Q4_0,
+ * Q4_1, Q5_0, Q5_1 (groups of four rows, below) and Q4_K, Q6_K (one row
+ * at a time, further down). AVX2 + FMA + F16C only; the AVX-512 version
+ * (avx512/rows_x16_template.h) is the model. Q8_0 keeps the f32-activation
+ * rows of rows_avx2.c: a 16-bit form (codes sign-extended to int16, two
+ * vpmaddwd per 32 weights) ran at 15.5 GB/s in L2 against their 18.9, and
+ * Gemma 3's decode (its Q8_0 output matrix) lost 20%.
  *
  * Spec: rows_x16_ref.c. Per call (per column chunk of long rows), x is
  * quantized once per 32-element block (x16_prep) into hi and lo int8
