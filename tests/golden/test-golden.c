@@ -116,8 +116,10 @@ static void run_case(json_t *c)
     CHECK_EQ_INT(wk_context_decode(ctx, p, n_prompt, logits, NULL, &err), WK_OK);
 
     json_t *steps = json_object_get(c, "steps");
-    /* WICK_GOLDEN_STEPS=N: only the first N steps (the suite's f32-activation
-     * runs: the prefill and the first steps are where that path differs) */
+    /* WICK_GOLDEN_STEPS=N: only the first N steps. The suite's f32-activation
+     * runs on the real models check the prefill and 16 steps of each case
+     * (the default-mode runs all of them): 64 steps of Qwen in f32 took 47 s
+     * on a 2-core AVX2 CPU. */
     size_t n_steps = json_array_size(steps);
     const char *lim = getenv("WICK_GOLDEN_STEPS");
     if (lim && atoi(lim) > 0 && (size_t)atoi(lim) < n_steps) n_steps = (size_t)atoi(lim);
