@@ -309,6 +309,19 @@ ALWAYS_INLINE void x16_rows(const enum x16_kind K, const int R, int64_t n, const
         out[r] = add ? out[r] + res[r] : res[r];
 }
 
+/* One group of R rows (1-4, known at run time): x16_rows with R as a
+ * constant. */
+ALWAYS_INLINE void x16_group(const enum x16_kind K, int64_t R, int64_t n, const uint8_t *w, size_t stride,
+                             const float *scratch, float *out, bool add)
+{
+    switch (R) {
+    case 4: x16_rows(K, 4, n, w, stride, scratch, out, add); break;
+    case 3: x16_rows(K, 3, n, w, stride, scratch, out, add); break;
+    case 2: x16_rows(K, 2, n, w, stride, scratch, out, add); break;
+    default: x16_rows(K, 1, n, w, stride, scratch, out, add); break;
+    }
+}
+
 /*
  * The vec_dot_rows_x16 entry for kind K: per column chunk of X16_CHUNK
  * elements, x prepared once, then groups of four rows and one group of
@@ -318,28 +331,14 @@ ALWAYS_INLINE void x16_rows(const enum x16_kind K, const int R, int64_t n, const
     static void name(int64_t n, const void *w, size_t stride, const float *x, float *out,          \
                      int64_t n_rows)                                                               \
     {                                                                                              \
-        _Alignas(32) float scratch[X16_SCRATCH_FLOATS];                                      \
-        for (int64_t c0 = 0; c0 < n; c0 += X16_CHUNK) {                                          \
-            const int64_t nc = WK_MIN(X16_CHUNK, n - c0);                                        \
+        _Alignas(32) float scratch[X16_SCRATCH_FLOATS];                                            \
+        for (int64_t c0 = 0; c0 < n; c0 += X16_CHUNK) {                                            \
+            const int64_t nc = WK_MIN(X16_CHUNK, n - c0);                                          \
             const uint8_t *wc = (const uint8_t *)w + c0 / 32 * (BB);                               \
-            const bool add = c0 > 0;                                                               \
             x16_prep(nc, x + c0, scratch, C_SCALE);                                                \
-            int64_t r = 0;                                                                         \
-            for (; r + 4 <= n_rows; r += 4)                                                        \
-                x16_rows(K, 4, nc, wc + r * stride, stride, scratch, out + r, add);                \
-            switch (n_rows - r) {                                                                  \
-            case 3:                                                                                \
-                x16_rows(K, 3, nc, wc + r * stride, stride, scratch, out + r, add);                \
-                break;                                                                             \
-            case 2:                                                                                \
-                x16_rows(K, 2, nc, wc + r * stride, stride, scratch, out + r, add);                \
-                break;                                                                             \
-            case 1:                                                                                \
-                x16_rows(K, 1, nc, wc + r * stride, stride, scratch, out + r, add);                \
-                break;                                                                             \
-            default:                                                                               \
-                break;                                                                             \
-            }                                                                                      \
+            for (int64_t r = 0; r < n_rows; r += 4)                                                \
+                x16_group(K, WK_MIN(4, n_rows - r), nc, wc + r * stride, stride, scratch, out + r, \
+                          c0 > 0);                                                                 \
         }                                                                                          \
     }
 X16_ROWS_FN(x16_rows_q4_0, X16_Q4_0, sizeof(struct wk_block_q4_0), -8.0f)
@@ -615,18 +614,10 @@ X16_TOKENS_FN(x16_tokens_q6_k, x16q6_prep, x16q6_rows_tokens, sizeof(struct wk_b
                                  float (*scratch)[X16_SCRATCH_FLOATS], int32_t nt, float *out,\
                                  size_t out_stride, int64_t n_rows, bool add)                      \
     {                                                                                              \
-        for (int64_t r = 0; r < n_rows; r += 4) {                                                  \
-            const int R = (int)WK_MIN(4, n_rows - r);                                             \
-            for (int32_t t = 0; t < nt; t++) {                                                     \
-                float *o = out + (size_t)t * out_stride + r;                                       \
-                switch (R) {                                                                       \
-                case 4: x16_rows(K, 4, nc, wc + r * stride, stride, scratch[t], o, add); break;   \
-                case 3: x16_rows(K, 3, nc, wc + r * stride, stride, scratch[t], o, add); break;   \
-                case 2: x16_rows(K, 2, nc, wc + r * stride, stride, scratch[t], o, add); break;   \
-                default: x16_rows(K, 1, nc, wc + r * stride, stride, scratch[t], o, add); break;  \
-                }                                                                                  \
-            }                                                                                      \
-        }                                                                                          \
+        for (int64_t r = 0; r < n_rows; r += 4)                                                    \
+            for (int32_t t = 0; t < nt; t++)                                                       \
+                x16_group(K, WK_MIN(4, n_rows - r), nc, wc + r * stride, stride, scratch[t],       \
+                          out + (size_t)t * out_stride + r, add);                                  \
     }                                                                                              \
     static void fn##_prep(int64_t nc, const float *x, float *s) { x16_prep(nc, x, s, C_SCALE); }
 X16_GROUPS_TOKENS(x16t_q4_0, X16_Q4_0, -8.0f)
