@@ -695,8 +695,11 @@ static enum wk_status decode(struct wk_context *c, const int32_t *tokens, int32_
     return WK_OK;
 }
 
-enum wk_status wk_context_decode_batch(struct wk_context *c, const struct wk_batch *b, float *logits,
-                                       const volatile bool *cancel, struct wk_error *err)
+/* wk_context_decode_batch, or with hidden (logits NULL) its hidden-state
+ * form wk_context_decode_batch_hidden: the wanted rows' final-normed
+ * hidden states [n_wanted][n_embd] instead of their logits. */
+static enum wk_status decode_batch(struct wk_context *c, const struct wk_batch *b, float *logits, float *hidden,
+                                   const volatile bool *cancel, struct wk_error *err)
 {
     const int32_t V = c->m->hp.n_vocab;
     if (b->n_tokens < 1) return wk_error_set(err, WK_E_INVALID, "no tokens to decode");
@@ -724,7 +727,8 @@ enum wk_status wk_context_decode_batch(struct wk_context *c, const struct wk_bat
     if (b->bidirectional && b->n_tokens > c->n_ubatch)
         return wk_error_set(err, WK_E_INVALID, "a bidirectional batch of %d tokens: at most n_ubatch (%d)",
                             b->n_tokens, c->n_ubatch);
-    if (n_out && !logits) return wk_error_set(err, WK_E_INVALID, "logits are asked for but there is nowhere to put them");
+    if (n_out && !logits && !hidden)
+        return wk_error_set(err, WK_E_INVALID, "logits are asked for but there is nowhere to put them");
     /* one row each for every sequence: every row as a one-token step computes it */
     bool one_each = true;
     for (int32_t s = 0; s < c->n_seq; s++) one_each &= count[s] <= 1;
@@ -740,15 +744,30 @@ enum wk_status wk_context_decode_batch(struct wk_context *c, const struct wk_bat
             c->want[t] = !b->logits || b->logits[done + t];
             rows += c->want[t];
         }
-        bool ok = forward_chunk(c, b->tokens + done, n, rows ? logits : NULL, NULL, one_each, cancel);
+        bool ok = forward_chunk(c, b->tokens + done, n, rows && !hidden ? logits : NULL, rows ? hidden : NULL,
+                                one_each, cancel);
         c->bidirectional = false;
         if (!ok) return wk_error_set(err, WK_E_CANCELLED, "cancelled");
-        if (rows) logits += (size_t)rows * (size_t)V;
+        if (rows && hidden) hidden += (size_t)rows * (size_t)c->m->hp.n_embd;
+        else if (rows) logits += (size_t)rows * (size_t)V;
         done += n;
         c->bidirectional = b->bidirectional;
     }
     c->bidirectional = false;
     return WK_OK;
+}
+
+enum wk_status wk_context_decode_batch(struct wk_context *c, const struct wk_batch *b, float *logits,
+                                       const volatile bool *cancel, struct wk_error *err)
+{
+    return decode_batch(c, b, logits, NULL, cancel, err);
+}
+
+enum wk_status wk_context_decode_batch_hidden(struct wk_context *c, const struct wk_batch *b, float *hidden,
+                                              const volatile bool *cancel, struct wk_error *err)
+{
+    if (!hidden) return wk_error_set(err, WK_E_INVALID, "no buffer for the hidden states");
+    return decode_batch(c, b, NULL, hidden, cancel, err);
 }
 
 enum wk_status wk_context_decode(struct wk_context *c, const int32_t *tokens, int32_t n_tokens,

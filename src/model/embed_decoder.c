@@ -77,3 +77,92 @@ enum wk_status wk_embed_decoder(struct wk_context *ctx, enum wk_pooling pooling,
     if (all_rows) wk_free(h);
     return st;
 }
+
+/* Whether input i (n tokens) can share a batch of many: 2..lim tokens
+ * (one chunk alone and together), or 1 token (one-token steps together). */
+static int32_t batch_limit(const struct wk_context *one, const struct wk_context *many, enum wk_pooling pooling)
+{
+    if (!many || many->m != one->m || many->n_seq < 2) return 0;
+    /* Gemma 4's KV-shared layers keep only the wanted rows: one row alone
+     * (last or CLS) would then take the one-token kernels, several rows
+     * together the multi-row ones */
+    if (one->first_shared < one->m->hp.n_layer && pooling != WK_POOLING_MEAN) return 0;
+    return WK_MIN(WK_MIN(many->n_ctx, many->n_ubatch), one->n_ubatch);
+}
+
+enum wk_status wk_embed_decoder_many(struct wk_context *one, struct wk_context *many, enum wk_pooling pooling,
+                                     int32_t n_seq, const int32_t *const *seqs, const int32_t *n_tokens, float *out,
+                                     const volatile bool *cancel, struct wk_error *err)
+{
+    if (n_seq < 0) return wk_error_set(err, WK_E_INVALID, "n_seq %d < 0", n_seq);
+    const int64_t E = wk_model_hparams(one->m)->n_embd;
+    const int32_t lim = batch_limit(one, many, pooling);
+    /* the inputs a batch takes, longest first (ties in input order) */
+    int32_t *order = wk_malloc(((size_t)n_seq + 1) * sizeof *order), n_b = 0;
+    if (!order) return wk_error_set(err, WK_E_NOMEM, "out of memory");
+    for (int32_t i = 0; i < n_seq; i++)
+        if (n_tokens[i] >= 1 && n_tokens[i] <= lim) order[n_b++] = i;
+    for (int32_t a = 1; a < n_b; a++) /* insertion sort: stable */
+        for (int32_t j = a; j > 0 && n_tokens[order[j]] > n_tokens[order[j - 1]]; j--) {
+            const int32_t t = order[j];
+            order[j] = order[j - 1], order[j - 1] = t;
+        }
+    enum wk_status st = WK_OK;
+    /* the others alone, each on an emptied sequence 0 of one */
+    const int32_t V = wk_model_hparams(one->m)->n_vocab;
+    for (int32_t i = 0; i < n_seq && !st; i++)
+        for (int32_t t = 0; t < n_tokens[i] && !st; t++)
+            if (seqs[i][t] < 0 || seqs[i][t] >= V)
+                st = wk_error_set(err, WK_E_INVALID, "input %d: token id %d is outside the vocabulary (%d)", i,
+                                  seqs[i][t], V);
+    for (int32_t i = 0; i < n_seq && !st; i++) {
+        if (n_tokens[i] >= 1 && n_tokens[i] <= lim) continue;
+        st = wk_embed_decoder(one, pooling, seqs[i], n_tokens[i], out + (int64_t)i * E, cancel, err);
+        if (st && st != WK_E_CANCELLED && st != WK_E_NOMEM) {
+            char m[WK_ERROR_MSG_MAX];
+            snprintf(m, sizeof m, "input %d: %.400s", i, err->msg);
+            snprintf(err->msg, sizeof err->msg, "%s", m);
+        }
+    }
+    /* the rows of one batch: tokens, positions, sequences, wanted rows */
+    const int32_t R = many && n_b ? many->n_ubatch : 0;
+    int32_t *ids = wk_malloc((size_t)R * 3 * sizeof *ids + 1);
+    bool *want = wk_malloc((size_t)R + 1);
+    float *h = wk_malloc((size_t)R * (size_t)E * sizeof *h + 1);
+    if (!st && (!ids || !want || !h)) st = wk_error_set(err, WK_E_NOMEM, "out of memory");
+    for (int32_t s0 = 0; s0 < n_b && !st;) {
+        /* as many inputs as fit the sequences and one ubatch; one-token
+         * inputs only with each other (each then computes as a one-token
+         * step, as it does alone) */
+        const bool single = n_tokens[order[s0]] == 1;
+        int32_t n = 0, rows = 0;
+        while (s0 + n < n_b && n < many->n_seq && rows + n_tokens[order[s0 + n]] <= R &&
+               (n_tokens[order[s0 + n]] == 1) == single)
+            rows += n_tokens[order[s0 + n++]];
+        int32_t *pos = ids + R, *seq = ids + 2 * R, r = 0;
+        for (int32_t j = 0; j < n; j++) {
+            const int32_t i = order[s0 + j], L = n_tokens[i];
+            for (int32_t t = 0; t < L; t++, r++) {
+                ids[r] = seqs[i][t], pos[r] = t, seq[r] = j;
+                want[r] = pooling == WK_POOLING_MEAN || (pooling == WK_POOLING_CLS ? t == 0 : t == L - 1);
+            }
+            wk_context_seq_truncate(many, j, 0);
+        }
+        const struct wk_batch b = {.n_tokens = rows, .tokens = ids, .pos = pos, .seq_id = seq, .logits = want};
+        st = wk_context_decode_batch_hidden(many, &b, h, cancel, err);
+        for (int32_t j = 0; j < n; j++) wk_context_seq_truncate(many, j, 0);
+        const float *hj = h;
+        for (int32_t j = 0; j < n && !st; j++) {
+            const int32_t i = order[s0 + j], L = pooling == WK_POOLING_MEAN ? n_tokens[i] : 1;
+            wk_embed_pool(pooling == WK_POOLING_MEAN ? pooling : WK_POOLING_LAST, hj, L, E, false,
+                          out + (int64_t)i * E);
+            hj += (int64_t)L * E;
+        }
+        s0 += n;
+    }
+    wk_free(order);
+    wk_free(ids);
+    wk_free(want);
+    wk_free(h);
+    return st;
+}

@@ -164,6 +164,28 @@ enum wk_status wk_embed_decoder(struct wk_context *ctx, enum wk_pooling pooling,
                                 float *out, const volatile bool *cancel, struct wk_error *err);
 
 /*
+ * Embeds n_seq inputs seqs[i] [n_tokens[i]] (ids borrowed) with a decoder
+ * model into out [n_seq][n_embd] f32, pooled, not normalized: each vector
+ * bit for bit what wk_embed_decoder(one, ...) gives for that input alone,
+ * but computed in fewer forwards. Inputs of 2..L tokens, L the least of
+ * many's n_ctx and n_ubatch and one's n_ubatch (each is one chunk alone
+ * and in a batch), are decoded together on many's sequences, longest
+ * first, up to n_seq(many) inputs and n_ubatch rows a forward, so the
+ * weights are read once per batch rather than once per input; one-token
+ * inputs together, each as a one-token step; the others alone on one's
+ * sequence 0. many (a context of the same model with several sequences,
+ * whose sequences are emptied here; NULL: every input alone) is not
+ * batched for the last or CLS pooling of a model with KV-shared layers
+ * (Gemma 4 keeps only the wanted rows there, so a lone row would take
+ * other kernels). Errors: WK_E_INVALID (an empty input, an id outside the
+ * vocabulary: "input i: ..."), WK_E_RANGE (an input longer than one's
+ * n_ctx), WK_E_CANCELLED, WK_E_NOMEM. Not thread-safe on one or many.
+ */
+enum wk_status wk_embed_decoder_many(struct wk_context *one, struct wk_context *many, enum wk_pooling pooling,
+                                     int32_t n_seq, const int32_t *const *seqs, const int32_t *n_tokens, float *out,
+                                     const volatile bool *cancel, struct wk_error *err);
+
+/*
  * Embeds n_seq token sequences: seqs[i] [n_tokens[i]] ids (1 <= n_tokens[i]
  * <= max_tokens, ids < n_vocab), out [n_seq][n_embd] f32, pooled and, when
  * the model normalizes, L2-normalized. The sequences are taken longest

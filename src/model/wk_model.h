@@ -324,6 +324,21 @@ enum wk_status wk_context_decode_batch(struct wk_context *ctx, const struct wk_b
                                        const volatile bool *cancel, struct wk_error *err);
 
 /*
+ * wk_context_decode_batch, but instead of logits writes the final-normed
+ * hidden states (wk_context_decode_hidden's rows) of the rows b->logits
+ * asks for (NULL: every row) to hidden [n_wanted][n_embd] f32, in row
+ * order; the output projection is skipped. Each sequence's rows get what
+ * wk_context_decode_hidden gives for them alone with the same chunking,
+ * under wk_context_decode_batch's conditions (a sequence with several rows
+ * computes them as a multi-row chunk does; a batch of one row per
+ * sequence as one-token steps). For batched embeddings from a decoder
+ * model (wk_embed_decoder_many). Errors as wk_context_decode_batch, and
+ * WK_E_INVALID for a NULL hidden.
+ */
+enum wk_status wk_context_decode_batch_hidden(struct wk_context *ctx, const struct wk_batch *b, float *hidden,
+                                              const volatile bool *cancel, struct wk_error *err);
+
+/*
  * Appends n_tokens tokens to sequence 0 as wk_context_decode does (the
  * same n_ubatch chunks, so the same rows), but instead of logits writes
  * final-normed hidden states (what wk_context_hidden gives, the vector the

@@ -23,7 +23,8 @@
  * runner.c answers the same embed request for a generating model, with
  * this file's parts: srv_embed_batch_parse (the inputs' ids, BOS and EOS
  * as the model's tokenizer adds them, cut at its context), then on its
- * compute thread srv_decoder_embed (each input alone, wk_embed_decoder),
+ * compute thread srv_decoder_embed (short inputs together, the others
+ * alone: wk_embed_decoder_many),
  * and srv_embed_answer (the same answer line).
  */
 #include "server_internal.h"
@@ -169,6 +170,11 @@ void srv_decoder_embedder_init(struct srv_decoder_embedder *e, const struct wk_m
         snprintf(e->error, sizeof e->error, "this model cannot embed: %.400s", err.msg);
 }
 
+/* Decoder embeddings: inputs of up to this many tokens are computed
+ * together, this many at a time (wk_embed_decoder_many). */
+#define DECODER_BATCH_TOKENS 64
+#define DECODER_BATCH_SEQ    8
+
 /* e's context with room for n tokens (made, or grown, here), or NULL with err set. */
 static struct wk_context *decoder_context(struct srv_decoder_embedder *e, struct wk_context *main_ctx, int32_t n,
                                           struct wk_error *err)
@@ -203,15 +209,22 @@ json_t *srv_decoder_embed(struct srv_decoder_embedder *e, struct wk_context *mai
     enum wk_status st = !out                                          ? wk_error_set(&err, WK_E_NOMEM, "out of memory")
                         : !decoder_context(e, main_ctx, longest, &err) ? err.status
                                                                        : WK_OK;
-    for (int32_t i = 0; !st && i < b->n; i++) {
-        st = wk_embed_decoder(e->ctx, e->pooling, b->seqs[i], b->n_tokens[i], out + (size_t)i * (size_t)E, cancel,
-                              &err);
-        if (st && st != WK_E_CANCELLED && st != WK_E_NOMEM) {
-            char m[WK_ERROR_MSG_MAX];
-            snprintf(m, sizeof m, "input %d: %.400s", i, err.msg);
-            snprintf(err.msg, sizeof err.msg, "%s", m);
-        }
+    int32_t n_short = 0;
+    for (int32_t i = 0; i < b->n; i++) n_short += b->n_tokens[i] <= DECODER_BATCH_TOKENS;
+    if (!st && n_short >= 2 && !e->many) {
+        /* short inputs share forwards: DECODER_BATCH_SEQ sequences of
+         * DECODER_BATCH_TOKENS positions (one ubatch's worth of KV cache) */
+        struct wk_context_params cp = wk_context_params_default();
+        cp.n_ubatch = wk_context_n_ubatch(main_ctx);
+        cp.n_ctx = (int32_t)WK_MIN(DECODER_BATCH_TOKENS, cp.n_ubatch);
+        cp.n_seq_max = DECODER_BATCH_SEQ;
+        cp.pool = wk_context_pool(main_ctx);
+        struct wk_error e2;
+        if (wk_context_create(e->model, &cp, &e->many, &e2)) e->many = NULL; /* then each input alone */
     }
+    if (!st)
+        st = wk_embed_decoder_many(e->ctx, e->many, e->pooling, b->n, (const int32_t *const *)b->seqs, b->n_tokens,
+                                   out, cancel, &err);
     json_t *ans = st == WK_E_CANCELLED ? NULL
                   : st                 ? srv_error_line(srv_http_status(st), err.msg)
                                        : srv_embed_answer(b, out, E, wk_time_ns() - t0);

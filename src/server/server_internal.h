@@ -421,13 +421,15 @@ struct srv_decoder_embedder {
     char error[WK_ERROR_MSG_MAX];  /* "" when the model embeds */
     struct wk_context *ctx;        /* NULL until the first request; owned, lives as long as the runner */
     int32_t n_ctx;                 /* ctx's positions: grown to whole ubatches as longer inputs come */
+    struct wk_context *many;       /* NULL until two short inputs come; owned: several sequences for them */
 };
 /* Sets e up for model m (borrowed, must outlive e). Never fails: a pooling
  * wick does not compute is kept in e->error and refuses embed requests. */
 void srv_decoder_embedder_init(struct srv_decoder_embedder *e, const struct wk_model *m);
 /*
- * Embeds the inputs of b (srv_embed_batch_parse), each alone
- * (wk_embed_decoder; a vector never depends on the other inputs), not
+ * Embeds the inputs of b (srv_embed_batch_parse), short ones in shared
+ * forwards (wk_embed_decoder_many: a vector is still what its input gives
+ * alone, bit for bit), not
  * normalized (api_embed.c normalizes per route), on e's context, which
  * borrows main_ctx's threads and n_ubatch and holds at most main_ctx's
  * n_ctx positions: call it only where main_ctx is not running (the

@@ -17,6 +17,9 @@
  *   - every vector again in the reverse order, after the longest input,
  *     on a context of another size: identical bit for bit (a vector
  *     depends on its input alone);
+ *   - wk_embed_decoder_many (short inputs batched on a context of several
+ *     sequences, one-token ones as one-token steps): every vector bit for
+ *     bit the input's alone, in the three poolings;
  *   - truncation (cut to the limit, or WK_E_RANGE with truncate false)
  *     and bad input (no tokens, an id outside the vocabulary, more than
  *     the context: clear errors).
@@ -150,6 +153,55 @@ static void test_independent_of_company(void)
     wk_context_destroy(ctx);
 }
 
+/* wk_embed_decoder_many: the 20 inputs and two one-token ones in one call,
+ * short ones batched on a context of 8 sequences of 64 positions: every
+ * vector what the input gives alone, bit for bit, in every pooling. */
+static void test_many(void)
+{
+    static const enum wk_pooling modes[3] = {WK_POOLING_LAST, WK_POOLING_MEAN, WK_POOLING_CLS};
+    struct wk_context_params cp = wk_context_params_default();
+    cp.n_ctx = 64;
+    cp.n_threads = 2;
+    cp.n_seq_max = 8;
+    struct wk_context *many = NULL;
+    struct wk_error err;
+    CHECK_EQ_INT(wk_context_create(g_m, &cp, &many, &err), WK_OK);
+    const int32_t n_cases = (int32_t)json_array_size(g_cases), n = n_cases + 2;
+    struct wk_tokens *t = calloc((size_t)n, sizeof *t);
+    const int32_t **seqs = calloc((size_t)n, sizeof *seqs);
+    int32_t *nt = calloc((size_t)n, sizeof *nt), n_short = 0;
+    float *alone = malloc((size_t)n * (size_t)g_E * sizeof *alone), *out = malloc((size_t)n * (size_t)g_E * sizeof *out);
+    for (int32_t i = 0; i < n; i++) {
+        if (i < n_cases) case_ids((size_t)i, &t[i]);
+        else wk_tokens_push(&t[i], 100 + 7 * i); /* one token */
+        seqs[i] = t[i].ids, nt[i] = (int32_t)t[i].n;
+        n_short += nt[i] <= 64;
+    }
+    printf("  %d inputs, %d of at most 64 tokens (batched)\n", n, n_short);
+    CHECK(n_short >= 10 && n_short < n);
+    for (int k = 0; many && k < 3; k++) {
+        for (int32_t i = 0; i < n; i++)
+            CHECK_EQ_INT(wk_embed_decoder(g_ctx, modes[k], seqs[i], nt[i], alone + (size_t)i * (size_t)g_E, NULL, &err),
+                         WK_OK);
+        memset(out, 0xff, (size_t)n * (size_t)g_E * sizeof *out);
+        CHECK_EQ_INT(wk_embed_decoder_many(g_ctx, many, modes[k], n, seqs, nt, out, NULL, &err), WK_OK);
+        int differ = 0;
+        for (int32_t i = 0; i < n; i++)
+            differ += memcmp(out + (size_t)i * (size_t)g_E, alone + (size_t)i * (size_t)g_E, (size_t)g_E * sizeof *out) != 0;
+        if (differ) fprintf(stderr, "  pooling %d: %d of %d vectors differ from the input alone\n", k, differ, n);
+        CHECK_EQ_INT(differ, 0);
+    }
+    /* bad input: named by its index, nothing computed */
+    const int32_t bad[3] = {1, 2, 1 << 30};
+    const int32_t *bs[2] = {seqs[0], bad};
+    const int32_t bn[2] = {nt[0], 3};
+    CHECK_EQ_INT(wk_embed_decoder_many(g_ctx, many, WK_POOLING_LAST, 2, bs, bn, out, NULL, &err), WK_E_INVALID);
+    CHECK_CONTAINS(err.msg, "input 1: token id 1073741824 is outside the vocabulary");
+    for (int32_t i = 0; i < n; i++) wk_tokens_deinit(&t[i]);
+    free(t), free(seqs), free(nt), free(alone), free(out);
+    wk_context_destroy(many);
+}
+
 static void test_truncate_and_bad_input(void)
 {
     json_t *c = json_array_get(g_cases, json_array_size(g_cases) - 1), *text = json_object_get(c, "text");
@@ -206,7 +258,8 @@ int main(int argc, char **argv)
     printf("%s against %s\n", argv[1], json_string_value(json_object_get(g_ref, "source")));
     g_ctx = make_context(4096);
     static const struct check_test tests[] = {TEST(test_pooling_of_model), TEST(test_against_llama_cpp),
-                                              TEST(test_independent_of_company), TEST(test_truncate_and_bad_input)};
+                                              TEST(test_independent_of_company), TEST(test_many),
+                                              TEST(test_truncate_and_bad_input)};
     int rc = check_main(1, argv, tests, (int)WK_ARRAY_LEN(tests));
     wk_context_destroy(g_ctx);
     wk_tokenizer_destroy(g_tok);
