@@ -84,6 +84,9 @@ static inline float wk_x16_scale(float amax, bool has_nan)
  * alignment; any m, n, k >= 1. Each element must agree with the
  * double-precision dot product within 1e-5 of the sum of |products|.
  */
+/* Row blocks of a prepacked GEMM operand (gemm_f32_prepacked below). */
+#define WK_GEMM_PACK_ROWS 64
+
 typedef void (*wk_gemm_f32_fn)(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
                                const float *b, int64_t ldb, float *c, int64_t ldc);
 
@@ -145,6 +148,19 @@ struct wk_cpu_kernels {
      * on how many tokens share the call (a batch of sequences gets each
      * sequence's bits alone). */
     wk_gemm_f32_fn gemm_f32_packed;
+    /* Weights packed once for gemm_f32_packed (AVX2; NULL elsewhere):
+     * gemm_f32_pack(m, k, a, lda, dst) writes a [m, k] (row-major, lda
+     * floats a row) to dst [gemm_f32_pack_floats(m, k)] f32 in the
+     * panels gemm_f32_packed would make of it, and then
+     * gemm_f32_prepacked(m, n, k, pa, b, ldb, c, ldc) computes
+     * gemm_f32_packed(m, n, k, a, lda, b, ldb, c, ldc) bit for bit without
+     * packing a again, for m rows of a from a row r0 that is a multiple of
+     * WK_GEMM_PACK_ROWS, with pa = dst + r0 * k. For weights used many
+     * times with few rows of b (an embedding model's one sentence). */
+    size_t (*gemm_f32_pack_floats)(int64_t m, int64_t k);
+    void (*gemm_f32_pack)(int64_t m, int64_t k, const float *a, int64_t lda, float *dst);
+    void (*gemm_f32_prepacked)(int64_t m, int64_t n, int64_t k, const float *pa, const float *b, int64_t ldb,
+                               float *c, int64_t ldc);
     /* wk_rms_norm, wk_geglu, wk_swiglu, wk_softmax (below) built for the
      * ISA: same semantics, bit-identical results */
     void (*rms_norm)(int64_t n, const float *x, const float *g, float eps, float *y);

@@ -17,10 +17,13 @@
  * A forward takes several sequences with their rows concatenated
  * ([T, E], T = Σ n_i): the products run once over all T rows (each weight
  * read once per forward), attention per (sequence, head) as two GEMMs.
- * Weights are views into the mapped file, never copied: the folder's
- * model.safetensors (F32), or llama.cpp's "bert" GGUF (matrices in any
- * dtype the matmul takes; its small position and type tables dequantized
- * once when not F32). GELU's erf is Abramowitz & Stegun 7.1.26.
+ * Weights are views into the mapped file: the folder's model.safetensors
+ * (F32), or llama.cpp's "bert" GGUF (matrices in any dtype the matmul
+ * takes; its small position and type tables dequantized once when not
+ * F32). Where the ISA's GEMM takes weights packed ahead (AVX2), F32 layer
+ * matrices are also copied once into its panels (pack_layer), the same
+ * bits as packing them on every product. GELU's erf is Abramowitz &
+ * Stegun 7.1.26.
  */
 #include "bert_internal.h"
 
@@ -144,6 +147,25 @@ static enum wk_status load_layer(struct wk_bert *b, int il, struct wk_error *err
     return WK_OK;
 }
 
+/* The layer's matrices in the ISA's GEMM panels, once: for few rows (one
+ * sentence) re-packing them on every product cost more than the product.
+ * Only where the ISA packs ahead and every matrix is F32; else none. */
+static enum wk_status pack_layer(struct wk_bert *b, struct wk_bert_layer *l, struct wk_error *err)
+{
+    const struct wk_cpu_kernels *k = b->kernels;
+    const struct wk_tensor *ws[6] = {&l->wq, &l->wk, &l->wv, &l->wo, &l->w1, &l->w2};
+    if (!k->gemm_f32_pack) return WK_OK;
+    for (int i = 0; i < 6; i++)
+        if (ws[i]->dtype != WK_DTYPE_F32) return WK_OK;
+    for (int i = 0; i < 6; i++) {
+        const int64_t m = ws[i]->ne[1], kd = ws[i]->ne[0];
+        l->packed[i] = wk_aligned_alloc(k->gemm_f32_pack_floats(m, kd) * sizeof(float));
+        if (!l->packed[i]) return wk_error_set(err, WK_E_NOMEM, "out of memory packing %s", ws[i]->name);
+        k->gemm_f32_pack(m, kd, ws[i]->data, (int64_t)(ws[i]->nb[1] / sizeof(float)), l->packed[i]);
+    }
+    return WK_OK;
+}
+
 enum wk_status wk__bert_load_weights(struct wk_bert *b, struct wk_error *err)
 {
     enum wk_status st = b->gguf ? WK_OK : wk_safetensors_open(b->path, &b->st, err);
@@ -168,12 +190,14 @@ enum wk_status wk__bert_load_weights(struct wk_bert *b, struct wk_error *err)
     b->layers = wk_calloc((size_t)b->n_layer, sizeof *b->layers);
     if (!b->layers) return wk_error_set(err, WK_E_NOMEM, "out of memory");
     for (int il = 0; il < b->n_layer; il++)
-        if ((st = load_layer(b, il, err))) return st;
+        if ((st = load_layer(b, il, err)) || (st = pack_layer(b, &b->layers[il], err))) return st;
     return WK_OK;
 }
 
 void wk__bert_deinit(struct wk_bert *b)
 {
+    for (int il = 0; b->layers && il < b->n_layer; il++)
+        for (int i = 0; i < 6; i++) wk_aligned_free(b->layers[il].packed[i]);
     wk_free(b->layers);
     wk_free(b->pos_f32);
     wk_free(b->type_f32);
@@ -319,6 +343,51 @@ static void attn_pass(void *ctx, int ith, int nth)
     for (int64_t j = ith; j < n_jobs; j += nth) attend(f, (int32_t)(j / f->b->n_head), (int)(j % f->b->n_head), sc);
 }
 
+/* y_i = x · W_iᵀ for n matrices of one layer, from their prepacked
+ * panels: (matrix, block of WK_GEMM_PACK_ROWS rows) jobs split evenly
+ * across the threads, each job all T rows of x. */
+struct packed_job {
+    const struct wk_cpu_kernels *k;
+    int n;
+    const struct wk_tensor *const *ws;
+    float *const *packed;
+    float *const *ys;
+    const float *x;
+    int64_t T;
+};
+
+static void packed_pass(void *ctx, int ith, int nth)
+{
+    const struct packed_job *j = ctx;
+    int64_t n_jobs = 0, lo, hi;
+    for (int i = 0; i < j->n; i++) n_jobs += (j->ws[i]->ne[1] + WK_GEMM_PACK_ROWS - 1) / WK_GEMM_PACK_ROWS;
+    wk_split_range(n_jobs, ith, nth, &lo, &hi);
+    for (int i = 0, base = 0; i < j->n; i++) {
+        const int64_t m = j->ws[i]->ne[1], kd = j->ws[i]->ne[0], nb = (m + WK_GEMM_PACK_ROWS - 1) / WK_GEMM_PACK_ROWS;
+        for (int64_t bl = WK_MAX(lo - base, 0); bl < WK_MIN(hi - base, nb); bl++) {
+            const int64_t r0 = bl * WK_GEMM_PACK_ROWS;
+            j->k->gemm_f32_prepacked(WK_MIN(WK_GEMM_PACK_ROWS, m - r0), j->T, kd, j->packed[i] + r0 * kd, j->x, kd,
+                                     j->ys[i] + r0, m);
+        }
+        base += (int)nb;
+    }
+}
+
+/* The products of n (<= 3) matrices of layer l (index first in packed[])
+ * with x: prepacked where the layer is, else wk_cpu_matmul_many. Either way
+ * gemm_f32_packed's bits for F32 weights. */
+static void products(struct wk_threadpool *pool, const struct wk_bert *b, const struct wk_bert_layer *l, int first,
+                     int n, const struct wk_tensor *const *ws, float *const *ys, const float *x, int64_t T,
+                     float *scratch)
+{
+    if (!l->packed[first]) {
+        wk_cpu_matmul_many(pool, b->kernels, n, (const struct wk_tensor **)ws, (float **)ys, x, T, scratch, 0);
+        return;
+    }
+    struct packed_job j = {.k = b->kernels, .n = n, .ws = ws, .packed = l->packed + first, .ys = ys, .x = x, .T = T};
+    wk_threadpool_run(pool, packed_pass, &j);
+}
+
 /* ------------------------------------------------------------ forward */
 
 /* Bytes of buffers for forwards of up to T rows on nth threads. */
@@ -364,25 +433,25 @@ enum wk_status wk__bert_forward(struct wk_bert *b, struct wk_threadpool *pool, i
     f.h = p + 6 * T * E;
     f.scores = p + sc;
     float *scratch = p + so;
-    const struct wk_cpu_kernels *k = b->kernels;
     wk_threadpool_run(pool, embed_pass, &f);
     for (int il = 0; il < b->n_layer; il++) {
         if (cancel && *cancel) return WK_E_CANCELLED;
         const struct wk_bert_layer *l = &b->layers[il];
         const struct wk_tensor *ws[3] = {&l->wq, &l->wk, &l->wv};
         float *ys[3] = {f.q, f.k, f.v};
-        wk_cpu_matmul_many(pool, k, 3, ws, ys, f.x, T, scratch, 0);
+        products(pool, b, l, 0, 3, ws, ys, f.x, T, scratch);
         run_rows(pool, &f, f.q, E, &l->bq, NULL, false, NULL, NULL);
         run_rows(pool, &f, f.k, E, &l->bk, NULL, false, NULL, NULL);
         run_rows(pool, &f, f.v, E, &l->bv, NULL, false, NULL, NULL);
         wk_threadpool_run(pool, attn_pass, &f);
-        wk_cpu_matmul(pool, k, &l->wo, f.a, t, T, scratch, 0);
+        const struct wk_tensor *wo = &l->wo, *w1 = &l->w1, *w2 = &l->w2;
+        products(pool, b, l, 3, 1, &wo, &t, f.a, T, scratch);
         run_rows(pool, &f, t, E, &l->bo, f.x, false, &l->ln1_g, &l->ln1_b);
         float *old = f.x; /* t is the new x: swap the two buffers rather than copy */
         f.x = t, t = old;
-        wk_cpu_matmul(pool, k, &l->w1, f.x, f.h, T, scratch, 0);
+        products(pool, b, l, 4, 1, &w1, &f.h, f.x, T, scratch);
         run_rows(pool, &f, f.h, F, &l->b1, NULL, true, NULL, NULL);
-        wk_cpu_matmul(pool, k, &l->w2, f.h, t, T, scratch, 0);
+        products(pool, b, l, 5, 1, &w2, &t, f.h, T, scratch);
         run_rows(pool, &f, t, E, &l->b2, f.x, false, &l->ln2_g, &l->ln2_b);
         old = f.x, f.x = t, t = old;
     }

@@ -15,6 +15,9 @@
 struct wk_bert_layer {
     struct wk_tensor wq, bq, wk, bk, wv, bv, wo, bo, ln1_g, ln1_b;
     struct wk_tensor w1, b1, w2, b2, ln2_g, ln2_b;
+    /* wq, wk, wv, wo, w1, w2 packed for the GEMM once (gemm_f32_pack), or
+     * all NULL (no such kernel, or weights not F32): owned */
+    float *packed[6];
 };
 
 struct wk_bert {

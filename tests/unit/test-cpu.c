@@ -627,6 +627,48 @@ static void test_gemm_f32(void)
     }
 }
 
+/* Weights packed once (gemm_f32_pack, where the ISA has it): the
+ * prepacked product equals gemm_f32_packed's bit for bit, from row 0 and
+ * from a later row block, for shapes around the block sizes (k past one
+ * 128-column piece, m past one 64-row block, partial 8- and 16-row
+ * panels), rows of b from 1 to past one 6-row tile. */
+static void test_gemm_prepacked(void)
+{
+    uint64_t seed = 37;
+    static const int64_t ms[] = {1, 8, 9, 64, 70, 150};
+    static const int64_t ns[] = {1, 5, 13};
+    static const int64_t ks[] = {3, 128, 300};
+    int n_isas = 0;
+    for (size_t ii = 0; ii < WK_ARRAY_LEN(g_isas); ii++) {
+        const struct wk_cpu_kernels *kt = wk_cpu_kernels_for(g_isas[ii]);
+        if (!kt || !kt->gemm_f32_prepacked) continue;
+        n_isas++;
+        int bad = 0;
+        for (size_t a_i = 0; a_i < WK_ARRAY_LEN(ms); a_i++)
+            for (size_t b_i = 0; b_i < WK_ARRAY_LEN(ns); b_i++)
+                for (size_t c_i = 0; c_i < WK_ARRAY_LEN(ks); c_i++) {
+                    const int64_t m = ms[a_i], n = ns[b_i], k = ks[c_i], lda = k + 3, ldc = m + 1;
+                    float *a = wk_aligned_alloc((size_t)(m * lda) * 4), *b = wk_aligned_alloc((size_t)(n * k) * 4);
+                    float *pa = wk_aligned_alloc(kt->gemm_f32_pack_floats(m, k) * 4);
+                    float *c1 = wk_aligned_alloc((size_t)(n * ldc) * 4), *c2 = wk_aligned_alloc((size_t)(n * ldc) * 4);
+                    for (int64_t i = 0; i < m * lda; i++) a[i] = check_rand_f32(&seed);
+                    for (int64_t i = 0; i < n * k; i++) b[i] = check_rand_f32(&seed);
+                    kt->gemm_f32_pack(m, k, a, lda, pa);
+                    for (int64_t r0 = 0; r0 < m; r0 += WK_GEMM_PACK_ROWS) {
+                        for (int64_t i = 0; i < n * ldc; i++) c1[i] = c2[i] = 7.0f;
+                        kt->gemm_f32_packed(m - r0, n, k, a + r0 * lda, lda, b, k, c1, ldc);
+                        kt->gemm_f32_prepacked(m - r0, n, k, pa + r0 * k, b, k, c2, ldc);
+                        bad += memcmp(c1, c2, (size_t)(n * ldc) * 4) != 0;
+                    }
+                    wk_aligned_free(a), wk_aligned_free(b), wk_aligned_free(pa);
+                    wk_aligned_free(c1), wk_aligned_free(c2);
+                }
+        if (bad) fprintf(stderr, "  prepacked gemm %s: %d products differ from the packed path\n", kt->isa, bad);
+        CHECK_EQ_INT(bad, 0);
+    }
+    printf("  prepacked gemm checked on %d ISA(s)\n", n_isas);
+}
+
 /* The threaded matmul equals, element by element, the double-precision
  * product of dequantized weight rows and the f32 activations, for 1, 2 and
  * 3 threads and token counts 1, 3 and 17; a second run with the same
@@ -764,7 +806,7 @@ static void test_elementwise_ops(void)
 }
 
 CHECK_MAIN(TEST(test_vec_dot_matches_ref), TEST(test_vec_dot_q_matches_ref),
-           TEST(test_vec_dot_rows_matches_ref), TEST(test_vec_dot_rows_tokens), TEST(test_vec_dot_rows_x16_tokens), TEST(test_x16_quantize), TEST(test_ops_tables_match_baseline), TEST(test_vec_dot_rows_x16), TEST(test_vec_dot_rows_x16_nan_and_tiny), TEST(test_gemm_f32), TEST(test_ref_dot_equals_dequantized_dot),
+           TEST(test_vec_dot_rows_matches_ref), TEST(test_vec_dot_rows_tokens), TEST(test_vec_dot_rows_x16_tokens), TEST(test_x16_quantize), TEST(test_ops_tables_match_baseline), TEST(test_vec_dot_rows_x16), TEST(test_vec_dot_rows_x16_nan_and_tiny), TEST(test_gemm_f32), TEST(test_gemm_prepacked), TEST(test_ref_dot_equals_dequantized_dot),
            TEST(test_quantize_matches_ref), TEST(test_to_f32_matches_ref), TEST(test_lowbit_to_f32_fixture),
            TEST(test_f32_helpers_match_ref), TEST(test_matmul), TEST(test_expf_and_activations),
            TEST(test_elementwise_ops))

@@ -44,7 +44,8 @@
 #define MR 16  /* rows of a per packed panel (two ymm) */
 #define NR 6   /* rows of b per micro-kernel call */
 #define KC 128 /* columns of k per block (256 ran no faster; 128 halves the rounding bound) */
-#define MC 64  /* rows of a per packed block (a multiple of MR) */
+#define MC 64  /* rows of a per packed block (a multiple of MR; WK_GEMM_PACK_ROWS) */
+_Static_assert(MC == WK_GEMM_PACK_ROWS, "prepacked row blocks are MC rows");
 /* Below this many rows of b the dot form (gemm_dot) is used. Measured
  * (Zen 4, 3.6 GHz, m = 64, k = 576-2048): the dot form runs at 85-105
  * GFLOP/s from n = 12 on, the packed one at 45-57 for n = 4-8, 75-98 for
@@ -330,6 +331,44 @@ void wk__avx2_gemm_f32(int64_t m, int64_t n, int64_t k, const float *a, int64_t 
     wk__avx2_gemm_f32_packed(m, n, k, a, lda, b, ldb, c, ldc);
 }
 
+/* The product of one packed block (its n_panels panels at pp, their
+ * widths and real rows) with all n rows of b over columns [pc, pc + kc),
+ * into c's columns from the block's first row: the packed path's inner
+ * loops, shared by the packing and the prepacked entries. */
+static void block_product(int n_panels, float *const *pp, const int *width, const int *prow, int64_t n, int64_t kc,
+                          int64_t pc, const float *b, int64_t ldb, float *c, int64_t ldc, float *bpack)
+{
+    const int first = pc == 0;
+    for (int64_t jr = 0; jr < n; jr += NR) {
+        int nr = (int)WK_MIN(NR, n - jr);
+        const float *bj = b + jr * ldb + pc;
+        int n_next = (int)WK_MAX(0, WK_MIN(NR, n - jr - NR));
+        pack_b(bj, ldb, nr, kc, bj + NR * ldb, n_next, bpack);
+        for (int p = 0; p < n_panels; p++) {
+            float *cp = c + jr * ldc + (int64_t)p * MR;
+            micro_any(width[p], nr, kc, pp[p], bpack, cp, ldc, prow[p], first);
+        }
+    }
+}
+
+/* Packs rows [0, mc) (mc <= MC) and columns [pc, pc + kc) of a into dst as
+ * panels of 16 rows (a last one of at most 8 rows 8 wide); their
+ * pointers, widths (in vectors) and real rows into pp, width, prow.
+ * Returns the panel count. */
+static int pack_block(const float *a, int64_t lda, int64_t mc, int64_t pc, int64_t kc, float *dst, float **pp,
+                      int *width, int *prow)
+{
+    int n_panels = 0;
+    for (int64_t r = 0; r < mc; r += MR) {
+        int rows = (int)WK_MIN(MR, mc - r), w = rows > 8 ? 16 : 8;
+        pack_panel(a + r * lda + pc, lda, rows, w, kc, dst);
+        width[n_panels] = w / 8, prow[n_panels] = rows, pp[n_panels] = dst;
+        n_panels++;
+        dst += w * kc;
+    }
+    return n_panels;
+}
+
 void wk__avx2_gemm_f32_packed(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const float *b,
                               int64_t ldb, float *c, int64_t ldc)
 {
@@ -338,30 +377,57 @@ void wk__avx2_gemm_f32_packed(int64_t m, int64_t n, int64_t k, const float *a, i
     _Alignas(64) float bpack[NR * KC];
     for (int64_t pc = 0; pc < k; pc += KC) {
         int64_t kc = WK_MIN(KC, k - pc);
-        int first = pc == 0;
         for (int64_t ic = 0; ic < m; ic += MC) {
             int64_t mc = WK_MIN(MC, m - ic);
-            /* panels of 16 rows; a last one of at most 8 rows is 8 wide */
-            int n_panels = 0, width[MC / 8], prow[MC / 8];
+            int width[MC / 8], prow[MC / 8];
             float *pp[MC / 8];
-            float *dst = pack;
+            int n_panels = pack_block(a + ic * lda, lda, mc, pc, kc, pack, pp, width, prow);
+            block_product(n_panels, pp, width, prow, n, kc, pc, b, ldb, c + ic, ldc, bpack);
+        }
+    }
+}
+
+/*
+ * Weights packed once (gemm_f32_pack): blocks of MC rows, each MC * k
+ * floats (the last block's too), holding for each KC-column piece in
+ * order (at MC * pc within the block) the panels pack_block makes of it.
+ * So a row block's packing starts at (row / MC) * MC * k, and the
+ * prepacked product reads exactly the panels the packed path would have
+ * made: the same bits, without re-packing the weights on every call
+ * (for a one-sentence embedding that re-packing was most of the time).
+ */
+size_t wk__avx2_gemm_f32_pack_floats(int64_t m, int64_t k)
+{
+    return (size_t)((m + MC - 1) / MC) * MC * (size_t)k;
+}
+
+void wk__avx2_gemm_f32_pack(int64_t m, int64_t k, const float *a, int64_t lda, float *dst)
+{
+    int width[MC / 8], prow[MC / 8];
+    float *pp[MC / 8];
+    for (int64_t ic = 0; ic < m; ic += MC)
+        for (int64_t pc = 0; pc < k; pc += KC)
+            pack_block(a + ic * lda, lda, WK_MIN(MC, m - ic), pc, WK_MIN(KC, k - pc), dst + ic * k + MC * pc, pp,
+                       width, prow);
+}
+
+void wk__avx2_gemm_f32_prepacked(int64_t m, int64_t n, int64_t k, const float *pa, const float *b, int64_t ldb,
+                                 float *c, int64_t ldc)
+{
+    _Alignas(64) float bpack[NR * KC];
+    for (int64_t pc = 0; pc < k; pc += KC) {
+        int64_t kc = WK_MIN(KC, k - pc);
+        for (int64_t ic = 0; ic < m; ic += MC) {
+            int64_t mc = WK_MIN(MC, m - ic);
+            int width[MC / 8], prow[MC / 8], n_panels = 0;
+            float *pp[MC / 8];
+            float *d = (float *)pa + ic * k + MC * pc;
             for (int64_t r = 0; r < mc; r += MR) {
                 int rows = (int)WK_MIN(MR, mc - r), w = rows > 8 ? 16 : 8;
-                pack_panel(a + (ic + r) * lda + pc, lda, rows, w, kc, dst);
-                width[n_panels] = w / 8, prow[n_panels] = rows, pp[n_panels] = dst;
-                n_panels++;
-                dst += w * kc;
+                width[n_panels] = w / 8, prow[n_panels] = rows, pp[n_panels++] = d;
+                d += w * kc;
             }
-            for (int64_t jr = 0; jr < n; jr += NR) {
-                int nr = (int)WK_MIN(NR, n - jr);
-                const float *bj = b + jr * ldb + pc;
-                int n_next = (int)WK_MAX(0, WK_MIN(NR, n - jr - NR));
-                pack_b(bj, ldb, nr, kc, bj + NR * ldb, n_next, bpack);
-                for (int p = 0; p < n_panels; p++) {
-                    float *cp = c + jr * ldc + ic + (int64_t)p * MR;
-                    micro_any(width[p], nr, kc, pp[p], bpack, cp, ldc, prow[p], first);
-                }
-            }
+            block_product(n_panels, pp, width, prow, n, kc, pc, b, ldb, c + ic, ldc, bpack);
         }
     }
 }

@@ -68,6 +68,13 @@ void wk__avx2_gemm_f32(int64_t m, int64_t n, int64_t k, const float *a, int64_t 
 void wk__avx2_gemm_f32_packed(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const float *b,
                               int64_t ldb, float *c, int64_t ldc);
 
+/* Weights packed once for it (gemm_f32_pack_floats, gemm_f32_pack,
+ * gemm_f32_prepacked of the table). */
+size_t wk__avx2_gemm_f32_pack_floats(int64_t m, int64_t k);
+void wk__avx2_gemm_f32_pack(int64_t m, int64_t k, const float *a, int64_t lda, float *dst);
+void wk__avx2_gemm_f32_prepacked(int64_t m, int64_t n, int64_t k, const float *pa, const float *b, int64_t ldb,
+                                 float *c, int64_t ldc);
+
 /* One f16 to f32, exact (F16C). */
 static inline float avx2_f16(wk_f16 h)
 {
