@@ -21,8 +21,8 @@
  * (F32), or llama.cpp's "bert" GGUF (matrices in any dtype the matmul
  * takes; its small position and type tables dequantized once when not
  * F32). Where the ISA's GEMM takes weights packed ahead (AVX2), F32 layer
- * matrices are also copied once into its panels (pack_layer), the same
- * bits as packing them on every product. GELU's erf is Abramowitz &
+ * matrices are also copied once into its panels (pack_layers, before the
+ * first forward), the same bits as packing them on every product. GELU's erf is Abramowitz &
  * Stegun 7.1.26.
  */
 #include "bert_internal.h"
@@ -147,25 +147,6 @@ static enum wk_status load_layer(struct wk_bert *b, int il, struct wk_error *err
     return WK_OK;
 }
 
-/* The layer's matrices in the ISA's GEMM panels, once: for few rows (one
- * sentence) re-packing them on every product cost more than the product.
- * Only where the ISA packs ahead and every matrix is F32; else none. */
-static enum wk_status pack_layer(struct wk_bert *b, struct wk_bert_layer *l, struct wk_error *err)
-{
-    const struct wk_cpu_kernels *k = b->kernels;
-    const struct wk_tensor *ws[6] = {&l->wq, &l->wk, &l->wv, &l->wo, &l->w1, &l->w2};
-    if (!k->gemm_f32_pack) return WK_OK;
-    for (int i = 0; i < 6; i++)
-        if (ws[i]->dtype != WK_DTYPE_F32) return WK_OK;
-    for (int i = 0; i < 6; i++) {
-        const int64_t m = ws[i]->ne[1], kd = ws[i]->ne[0];
-        l->packed[i] = wk_aligned_alloc(k->gemm_f32_pack_floats(m, kd) * sizeof(float));
-        if (!l->packed[i]) return wk_error_set(err, WK_E_NOMEM, "out of memory packing %s", ws[i]->name);
-        k->gemm_f32_pack(m, kd, ws[i]->data, (int64_t)(ws[i]->nb[1] / sizeof(float)), l->packed[i]);
-    }
-    return WK_OK;
-}
-
 enum wk_status wk__bert_load_weights(struct wk_bert *b, struct wk_error *err)
 {
     enum wk_status st = b->gguf ? WK_OK : wk_safetensors_open(b->path, &b->st, err);
@@ -190,7 +171,7 @@ enum wk_status wk__bert_load_weights(struct wk_bert *b, struct wk_error *err)
     b->layers = wk_calloc((size_t)b->n_layer, sizeof *b->layers);
     if (!b->layers) return wk_error_set(err, WK_E_NOMEM, "out of memory");
     for (int il = 0; il < b->n_layer; il++)
-        if ((st = load_layer(b, il, err)) || (st = pack_layer(b, &b->layers[il], err))) return st;
+        if ((st = load_layer(b, il, err))) return st;
     return WK_OK;
 }
 
@@ -343,6 +324,44 @@ static void attn_pass(void *ctx, int ith, int nth)
     for (int64_t j = ith; j < n_jobs; j += nth) attend(f, (int32_t)(j / f->b->n_head), (int)(j % f->b->n_head), sc);
 }
 
+/* The layers' matrices in the ISA's GEMM panels, once, before the first
+ * forward (not at load: /api/show loads a model for its details): for few
+ * rows (one sentence) re-packing them on every product cost more than the
+ * product. Only where the ISA packs ahead and every matrix is F32. */
+static const struct wk_tensor *layer_matrix(const struct wk_bert_layer *l, int i)
+{
+    const struct wk_tensor *ws[6] = {&l->wq, &l->wk, &l->wv, &l->wo, &l->w1, &l->w2};
+    return ws[i];
+}
+
+static void pack_pass(void *ctx, int ith, int nth)
+{
+    const struct wk_bert *b = ctx;
+    for (int j = ith; j < 6 * b->n_layer; j += nth) {
+        const struct wk_bert_layer *l = &b->layers[j / 6];
+        const struct wk_tensor *w = layer_matrix(l, j % 6);
+        b->kernels->gemm_f32_pack(w->ne[1], w->ne[0], w->data, (int64_t)(w->nb[1] / sizeof(float)), l->packed[j % 6]);
+    }
+}
+
+static enum wk_status pack_layers(struct wk_bert *b, struct wk_threadpool *pool)
+{
+    b->pack_tried = true;
+    if (!b->kernels->gemm_f32_pack) return WK_OK;
+    for (int j = 0; j < 6 * b->n_layer; j++)
+        if (layer_matrix(&b->layers[j / 6], j % 6)->dtype != WK_DTYPE_F32) return WK_OK;
+    for (int j = 0; j < 6 * b->n_layer; j++) {
+        const struct wk_tensor *w = layer_matrix(&b->layers[j / 6], j % 6);
+        float **dst = &b->layers[j / 6].packed[j % 6];
+        if (!(*dst = wk_aligned_alloc(b->kernels->gemm_f32_pack_floats(w->ne[1], w->ne[0]) * sizeof(float)))) {
+            b->pack_tried = false;
+            return WK_E_NOMEM;
+        }
+    }
+    wk_threadpool_run(pool, pack_pass, b);
+    return WK_OK;
+}
+
 /* y_i = x · W_iᵀ for n matrices of one layer, from their prepacked
  * panels: (matrix, block of WK_GEMM_PACK_ROWS rows) jobs split evenly
  * across the threads, each job all T rows of x. */
@@ -380,7 +399,7 @@ static void products(struct wk_threadpool *pool, const struct wk_bert *b, const 
                      int n, const struct wk_tensor *const *ws, float *const *ys, const float *x, int64_t T,
                      float *scratch)
 {
-    if (!l->packed[first]) {
+    if (!l->packed[5]) { /* all six, or none (pack_layers) */
         wk_cpu_matmul_many(pool, b->kernels, n, (const struct wk_tensor **)ws, (float **)ys, x, T, scratch, 0);
         return;
     }
@@ -423,7 +442,7 @@ enum wk_status wk__bert_forward(struct wk_bert *b, struct wk_threadpool *pool, i
 {
     const int64_t T = seq_start[n_seq], E = b->n_embd, F = b->n_ff;
     const int nth = pool ? wk_threadpool_n_threads(pool) : 1;
-    if (reserve(b, T, nth)) return WK_E_NOMEM;
+    if (reserve(b, T, nth) || (!b->pack_tried && pack_layers(b, pool))) return WK_E_NOMEM;
     size_t so, sc;
     buf_floats(b, b->buf_rows, b->buf_threads, &so, &sc);
     struct fwd f = {.b = b, .T = T, .n_seq = n_seq, .seq_start = seq_start, .ids = ids};

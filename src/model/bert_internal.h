@@ -15,8 +15,9 @@
 struct wk_bert_layer {
     struct wk_tensor wq, bq, wk, bk, wv, bv, wo, bo, ln1_g, ln1_b;
     struct wk_tensor w1, b1, w2, b2, ln2_g, ln2_b;
-    /* wq, wk, wv, wo, w1, w2 packed for the GEMM once (gemm_f32_pack), or
-     * all NULL (no such kernel, or weights not F32): owned */
+    /* wq, wk, wv, wo, w1, w2 packed for the GEMM once, before the first
+     * forward (gemm_f32_pack), or all NULL (no such kernel, weights not
+     * F32, not yet): owned */
     float *packed[6];
 };
 
@@ -32,6 +33,7 @@ struct wk_bert {
     struct wk_tensor tok_embd, pos_embd, type_embd, emb_ln_g, emb_ln_b;
     struct wk_bert_layer *layers; /* [n_layer] */
     const struct wk_cpu_kernels *kernels;
+    bool pack_tried; /* pack_layers ran (the layers' packed[] are set, or stay NULL) */
     float *buf; /* forward buffers (64-byte aligned), for buf_rows rows on buf_threads threads */
     int64_t buf_rows;
     int buf_threads;
