@@ -349,7 +349,7 @@ enum MHD_Result srv_serve_embed(struct srv_server *srv, struct MHD_Connection *c
         ret = reply(c, oai, rs >= 400 && rs < 600 ? (int)rs : 500, e ? e : "the model runner refused the request");
     } else {
         json_t *a = answer(&r, line, t0, load_ns);
-        ret = a ? srv_reply_json(c, 200, a) : reply(c, oai, 500, "the model runner's answer is malformed");
+        ret = a ? srv_reply_json_f32(c, 200, a) : reply(c, oai, 500, "the model runner's answer is malformed");
     }
     json_decref(line);
     json_decref(r.inputs);

@@ -131,6 +131,7 @@ def test_openai(srv, ref):
     cl = openai.OpenAI(base_url=srv.url + "/v1", api_key="none")
     texts = [c["text"] for c in ref[:64]]
     n_ids = sum(len(c["ids"]) for c in ref[:64])
+    by_fmt = {}
     for fmt in ("float", "base64", None):
         kw = {"encoding_format": fmt} if fmt else {}
         r = cl.embeddings.create(model="minilm", input=texts, **kw)
@@ -138,6 +139,7 @@ def test_openai(srv, ref):
         for d in r.data:
             e = d.embedding
             vecs.append(np.frombuffer(base64.b64decode(e), dtype="<f4") if isinstance(e, str) else e)
+        by_fmt[fmt] = vecs
         cs = [cos(a, c["embedding"]) for a, c in zip(vecs, ref)]
         name = fmt or "the client's default (base64, decoded by the client)"
         check(len(vecs) == 64 and min(cs) >= 0.9999 and [d.index for d in r.data] == list(range(64)),
@@ -145,6 +147,9 @@ def test_openai(srv, ref):
               f"{len(vecs)}, lowest cosine {min(cs) if cs else None}")
         check(r.usage.prompt_tokens == n_ids and r.usage.total_tokens == n_ids, f"openai ({name}): usage",
               f"{r.usage} vs {n_ids}")
+    # the float text (9 significant digits) reads back as the very float32s base64 carries
+    same = all(np.array_equal(np.asarray(a, dtype=np.float32), b) for a, b in zip(by_fmt["float"], by_fmt["base64"]))
+    check(same, "openai: the float format's numbers are the base64 float32s exactly")
     print(f"  openai embeddings: 64 inputs x 3 encodings, lowest cosine {min(cs):.9f}")
     ids = ref[10]["ids"]
     r = cl.embeddings.create(model="minilm", input=[ids, ref[11]["ids"]], encoding_format="float")
