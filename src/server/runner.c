@@ -79,6 +79,7 @@ struct job {
     struct wk_grammar_matcher *matcher;
     json_t *pending_lp; /* compute thread only: entries not yet sent */
     struct srv_embed_batch *embed; /* an embed request's inputs (run_embed), else NULL */
+    struct srv_embed_progress ep;  /* compute thread only: how far its pieces have come (with slots) */
     struct wk_buf out;
     bool finished, nomem;
     /* compute thread only: what the generation runs with and writes (a
@@ -141,6 +142,7 @@ static void job_unref(struct job *j)
     wk_grammar_matcher_free(j->matcher);
     wk_grammar_free(j->grammar);
     if (j->embed) srv_embed_batch_deinit(j->embed);
+    srv_embed_progress_deinit(&j->ep);
     wk_free(j->embed);
     wk_free(j->out.p);
     pthread_mutex_destroy(&j->mu);
@@ -646,6 +648,18 @@ static void run_embed(struct job *j)
     if (ans) job_push(j, ans);
 }
 
+/* One piece of embed job j between slot steps (srv_decoder_embed_step):
+ * true when the job is over (answered, refused, or its client left). */
+static bool embed_step(struct job *j)
+{
+    struct runner *rn = j->rn;
+    bool done;
+    json_t *ans = srv_decoder_embed_step(&rn->embedder, wk_slots_context(rn->slots), j->embed, &j->ep, &j->cancel,
+                                         &done);
+    if (ans) job_push(j, ans);
+    return done;
+}
+
 /* The next queued job, or NULL when none is queued and wait is false
  * (with wait, sleeps until one is). */
 static struct job *queue_pop(struct runner *rn, bool wait)
@@ -679,9 +693,13 @@ static void queue_unpop(struct runner *rn, struct job *j)
  * the slots whose client left (at once, wk_slots_cancel), starts queued
  * jobs in order while a slot is free, runs one wk_slots_step (a decode
  * token for every decoding slot, a prefill chunk for one), and finishes
- * the jobs whose slots ended in it. It sleeps only when no slot is active
- * and nothing is queued. Each job's callbacks write to its own buffer, so
- * the slots' outputs never mix.
+ * the jobs whose slots ended in it. An embed request needs no slot: one
+ * at a time (in queue order) is computed a piece per turn (a forward over
+ * a few short inputs, or one long one: embed_step) beside the slots'
+ * steps, so neither it nor the decoding streams wait for the other to
+ * end. It sleeps only when no slot and no embed request are active and
+ * nothing is queued. Each job's callbacks write to its own buffer, so the
+ * slots' outputs never mix.
  */
 static void *compute_slots_main(void *arg)
 {
@@ -689,6 +707,7 @@ static void *compute_slots_main(void *arg)
     struct wk_slots *sl = rn->slots;
     const int32_t n = wk_slots_n(sl);
     struct job *active[WK_SEQ_MAX] = {0}; /* the job in each slot */
+    struct job *emb = NULL;                /* the embed request being computed */
     for (;;) {
         for (int32_t i = 0; i < n; i++) { /* clients that left free their slots now */
             if (active[i] && active[i]->cancel) {
@@ -697,8 +716,8 @@ static void *compute_slots_main(void *arg)
                 active[i] = NULL;
             }
         }
-        while (wk_slots_n_active(sl) < n) {
-            const bool idle = wk_slots_n_active(sl) == 0;
+        while (wk_slots_n_active(sl) < n || !emb) {
+            const bool idle = wk_slots_n_active(sl) == 0 && !emb;
             if (idle) atomic_store(&rn->busy, false), atomic_store(&rn->active, 0);
             struct job *j = queue_pop(rn, idle);
             if (!j) break;
@@ -706,12 +725,19 @@ static void *compute_slots_main(void *arg)
                 job_done(j);
                 continue;
             }
-            if (j->embed) { /* between steps, on the compute thread: the decoding slots wait for it */
+            if (j->embed) { /* computed a piece per turn below; one at a time, in order */
+                if (emb) {
+                    queue_unpop(rn, j);
+                    break;
+                }
                 atomic_store(&rn->busy, true);
                 atomic_fetch_add(&rn->runs, 1);
-                run_embed(j);
-                job_done(j);
+                emb = j;
                 continue;
+            }
+            if (wk_slots_n_active(sl) == n) { /* a generation waits for a slot, and what queues behind it */
+                queue_unpop(rn, j);
+                break;
             }
             job_params(j);
             struct wk_slot_request r = {.prompt = &j->ids, .gen = &j->gp, .stats = &j->st, .err = &j->err};
@@ -733,7 +759,11 @@ static void *compute_slots_main(void *arg)
             atomic_fetch_add(&rn->runs, 1);
             active[id] = j;
         }
-        atomic_store(&rn->active, wk_slots_n_active(sl));
+        atomic_store(&rn->active, wk_slots_n_active(sl) + (emb != NULL));
+        if (emb && embed_step(emb)) {
+            job_done(emb);
+            emb = NULL;
+        }
         if (wk_slots_n_active(sl) == 0) continue;
         struct wk_slots_step out;
         struct wk_error e;

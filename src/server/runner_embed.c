@@ -195,23 +195,46 @@ static struct wk_context *decoder_context(struct srv_decoder_embedder *e, struct
     return e->ctx;
 }
 
-json_t *srv_decoder_embed(struct srv_decoder_embedder *e, struct wk_context *main_ctx, const struct srv_embed_batch *b,
-                          const volatile bool *cancel)
+void srv_embed_progress_deinit(struct srv_embed_progress *p)
 {
-    if (e->error[0]) return srv_error_line(400, e->error);
-    const int64_t t0 = wk_time_ns();
-    const int32_t E = wk_model_hparams(e->model)->n_embd;
-    int32_t longest = 1;
-    for (int32_t i = 0; i < b->n; i++) longest = WK_MAX(longest, b->n_tokens[i]);
-    float *out = wk_malloc((size_t)b->n * (size_t)E * sizeof *out);
-    struct wk_error err;
-    wk_error_clear(&err);
-    enum wk_status st = !out                                          ? wk_error_set(&err, WK_E_NOMEM, "out of memory")
-                        : !decoder_context(e, main_ctx, longest, &err) ? err.status
-                                                                       : WK_OK;
-    int32_t n_short = 0;
-    for (int32_t i = 0; i < b->n; i++) n_short += b->n_tokens[i] <= DECODER_BATCH_TOKENS;
-    if (!st && n_short >= 2 && !e->many) {
+    wk_free(p->out);
+    *p = (struct srv_embed_progress){0};
+}
+
+/* The first step's work: e's contexts for b, every input checked (so that
+ * no later step fails on an input), p->out. 0, or an HTTP status with
+ * err set. */
+static int embed_setup(struct srv_decoder_embedder *e, struct wk_context *main_ctx, const struct srv_embed_batch *b,
+                       struct srv_embed_progress *p, struct wk_error *err)
+{
+    p->t0 = wk_time_ns();
+    const struct wk_hparams *hp = wk_model_hparams(e->model);
+    int32_t longest = 1, n_short = 0;
+    for (int32_t i = 0; i < b->n; i++) {
+        if (b->n_tokens[i] < 1) {
+            wk_error_set(err, WK_E_INVALID, "input %d: nothing to embed: no tokens", i);
+            return 400;
+        }
+        for (int32_t t = 0; t < b->n_tokens[i]; t++)
+            if (b->seqs[i][t] < 0 || b->seqs[i][t] >= hp->n_vocab) {
+                wk_error_set(err, WK_E_INVALID, "input %d: token id %d is outside the vocabulary (%d)", i,
+                             b->seqs[i][t], hp->n_vocab);
+                return 400;
+            }
+        longest = WK_MAX(longest, b->n_tokens[i]);
+        n_short += b->n_tokens[i] <= DECODER_BATCH_TOKENS;
+    }
+    if (longest > wk_context_n_ctx(main_ctx)) { /* srv_embed_batch_parse cut them at the runner's n_ctx */
+        wk_error_set(err, WK_E_RANGE, "an input of %d tokens does not fit the context of %d", longest,
+                     wk_context_n_ctx(main_ctx));
+        return 400;
+    }
+    if (!(p->out = wk_malloc((size_t)WK_MAX(b->n, 1) * (size_t)hp->n_embd * sizeof *p->out))) {
+        wk_error_set(err, WK_E_NOMEM, "out of memory");
+        return 500;
+    }
+    if (!decoder_context(e, main_ctx, longest, err)) return srv_http_status(err->status);
+    if (n_short >= 2 && !e->many) {
         /* short inputs share forwards: DECODER_BATCH_SEQ sequences of
          * DECODER_BATCH_TOKENS positions (one ubatch's worth of KV cache) */
         struct wk_context_params cp = wk_context_params_default();
@@ -222,13 +245,50 @@ json_t *srv_decoder_embed(struct srv_decoder_embedder *e, struct wk_context *mai
         struct wk_error e2;
         if (wk_context_create(e->model, &cp, &e->many, &e2)) e->many = NULL; /* then each input alone */
     }
-    if (!st)
-        st = wk_embed_decoder_many(e->ctx, e->many, e->pooling, b->n, (const int32_t *const *)b->seqs, b->n_tokens,
-                                   out, cancel, &err);
-    json_t *ans = st == WK_E_CANCELLED ? NULL
-                  : st                 ? srv_error_line(srv_http_status(st), err.msg)
-                                       : srv_embed_answer(b, out, E, wk_time_ns() - t0);
-    wk_free(out);
+    return 0;
+}
+
+json_t *srv_decoder_embed_step(struct srv_decoder_embedder *e, struct wk_context *main_ctx,
+                               const struct srv_embed_batch *b, struct srv_embed_progress *p,
+                               const volatile bool *cancel, bool *done)
+{
+    *done = true;
+    if (e->error[0]) return srv_error_line(400, e->error);
+    struct wk_error err;
+    wk_error_clear(&err);
+    if (!p->out) {
+        const int code = embed_setup(e, main_ctx, b, p, &err);
+        if (code) return srv_error_line(code, err.msg);
+    }
+    const int32_t E = wk_model_hparams(e->model)->n_embd;
+    if (p->next < b->n) {
+        /* the next piece: one long input, or up to DECODER_BATCH_SEQ short ones */
+        int32_t cnt = 1;
+        if (b->n_tokens[p->next] <= DECODER_BATCH_TOKENS)
+            while (p->next + cnt < b->n && cnt < DECODER_BATCH_SEQ && b->n_tokens[p->next + cnt] <= DECODER_BATCH_TOKENS)
+                cnt++;
+        enum wk_status st = wk_embed_decoder_many(e->ctx, e->many, e->pooling, cnt,
+                                                  (const int32_t *const *)b->seqs + p->next, b->n_tokens + p->next,
+                                                  p->out + (size_t)p->next * (size_t)E, cancel, &err);
+        if (st == WK_E_CANCELLED) return NULL;
+        if (st) return srv_error_line(srv_http_status(st), err.msg); /* memory: every input was checked */
+        p->next += cnt;
+    }
+    if (p->next < b->n) {
+        *done = false;
+        return NULL;
+    }
+    return srv_embed_answer(b, p->out, E, wk_time_ns() - p->t0);
+}
+
+json_t *srv_decoder_embed(struct srv_decoder_embedder *e, struct wk_context *main_ctx, const struct srv_embed_batch *b,
+                          const volatile bool *cancel)
+{
+    struct srv_embed_progress p = {0};
+    bool done = false;
+    json_t *ans = NULL;
+    while (!done) ans = srv_decoder_embed_step(e, main_ctx, b, &p, cancel, &done);
+    srv_embed_progress_deinit(&p);
     return ans;
 }
 

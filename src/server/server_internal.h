@@ -445,6 +445,28 @@ void srv_decoder_embedder_init(struct srv_decoder_embedder *e, const struct wk_m
  */
 json_t *srv_decoder_embed(struct srv_decoder_embedder *e, struct wk_context *main_ctx, const struct srv_embed_batch *b,
                           const volatile bool *cancel);
+/* How far srv_decoder_embed_step has come with one request. Zeroed to
+ * start; srv_embed_progress_deinit frees it. */
+struct srv_embed_progress {
+    int32_t next;   /* inputs done */
+    float *out;     /* [n][n_embd] their vectors; NULL before the first step */
+    int64_t t0;     /* ns, the first step's start */
+};
+void srv_embed_progress_deinit(struct srv_embed_progress *p);
+/*
+ * srv_decoder_embed one piece at a time, so that a runner with parallel
+ * slots can take decode steps between the pieces: each call embeds the
+ * next input longer than 64 tokens, or up to 8 short ones at once
+ * (runner_embed.c's DECODER_BATCH_TOKENS, _SEQ; the vectors are the same
+ * however the inputs are grouped). The first call checks every input (an
+ * empty one, an id outside the vocabulary: a 400 line naming it) and sets
+ * up the contexts. Returns the answer line after the last piece, an error
+ * line, or NULL: with *done false while inputs remain, with *done true
+ * when cancel became true.
+ */
+json_t *srv_decoder_embed_step(struct srv_decoder_embedder *e, struct wk_context *main_ctx,
+                               const struct srv_embed_batch *b, struct srv_embed_progress *p,
+                               const volatile bool *cancel, bool *done);
 /* Whether m is an embedding model rather than a generator, as Ollama's
  * capabilities say: a BERT folder or GGUF, or a GGUF that names a
  * pooling_type (a decoder made for embeddings: embedding, not

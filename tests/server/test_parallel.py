@@ -191,6 +191,56 @@ def test_disconnect_frees_slot(s):
     check(w.get("active") == 0, "every slot free at the end", str(w))
 
 
+def test_embed_beside_streams(s):
+    """An embed request while every slot streams: it needs no slot, so it is
+    answered while the streams go on (before, it waited for a slot to end,
+    then held every stream until it was done), with the vectors it gets
+    alone."""
+    words = "the quick brown fox jumps over a lazy dog while seven wizards box".split()
+    inputs = [" ".join(words[i % 5:i % 5 + 3 + i % 9]) for i in range(24)] + [" ".join(words * 8)]  # one past 64 tokens
+    st, alone = s.post("/api/embed", {"model": SMOL, "input": inputs})
+    check(st == 200 and len(alone.get("embeddings", [])) == len(inputs), "embed alone: 200", str(st))
+    long_req = {"model": SMOL, "options": {"temperature": 0, "num_predict": 3000}}
+    held, times = [], []
+    for i in range(N_PARALLEL):  # every slot taken by a long stream
+        c, r = stream_lines(s, "/api/generate", dict(long_req, prompt=f"Write a very long story about knight {i}."))
+        r.readline()
+        held.append((c, r))
+        times.append([])
+
+    def read(i):
+        try:
+            while True:
+                line = held[i][1].readline()
+                if not line:
+                    return
+                times[i].append(time.time())
+        except Exception:  # the socket shut under it at the end
+            return
+
+    readers = [threading.Thread(target=read, args=(i,), daemon=True) for i in range(N_PARALLEL)]
+    for t in readers:
+        t.start()
+    check(runner_state(s).get("active") == N_PARALLEL, "4 long streams hold the 4 slots", str(runner_state(s)))
+    t0 = time.time()
+    st, r = s.post("/api/embed", {"model": SMOL, "input": inputs})
+    t1 = time.time()
+    streaming = sum(t.is_alive() for t in readers)
+    check(streaming == N_PARALLEL, "the embed request was answered while all 4 streams went on (it took no slot)",
+          f"{streaming} streams still open after {t1 - t0:.2f} s")
+    check(st == 200 and r.get("embeddings") == alone["embeddings"],
+          "embed while every slot streams: answered, the vectors it gets alone", str(st))
+    during = [sum(t0 < t < t1 for t in ts_) for ts_ in times]
+    print(f"  embed of {len(inputs)} inputs beside 4 streams: {t1 - t0:.2f} s, stream tokens meanwhile {during}")
+    check(all(n >= 2 for n in during), "every stream got tokens while the embed request ran",
+          f"{during} tokens in {t1 - t0:.2f} s")
+    for c, _ in held:
+        c.sock.shutdown(socket.SHUT_RDWR)
+        c.close()
+    check(wait_idle(s, 5.0) is not None and runner_state(s).get("active") == 0, "every slot free at the end",
+          str(runner_state(s)))
+
+
 def runner_rss_kib(s):
     """The resident set (KiB) of the server's runner processes, summed."""
     total = 0
@@ -356,7 +406,7 @@ def main():
     s = ts.Server()
     try:
         for t in (test_same_as_alone, test_lookup, test_seeded_and_chat, test_disconnect_frees_slot,
-                  test_random_disconnects):
+                  test_embed_beside_streams, test_random_disconnects):
             t0 = time.time()
             t(s)
             print(f"{t.__name__}: {time.time() - t0:.1f} s", flush=True)
