@@ -417,6 +417,13 @@ static enum wk_status check_inputs(const struct wk_embed_model *m, int32_t n_seq
     return WK_OK;
 }
 
+enum wk_status wk_embed_model_check(const struct wk_embed_model *m, int32_t n_seq, const int32_t *const *seqs,
+                                    const int32_t *n_tokens, struct wk_error *err)
+{
+    if (n_seq < 0) return wk_error_set(err, WK_E_INVALID, "n_seq %d < 0", n_seq);
+    return check_inputs(m, n_seq, seqs, n_tokens, err);
+}
+
 enum wk_status wk_embed_model_encode(struct wk_embed_model *m, struct wk_threadpool *pool, int32_t n_seq,
                                      const int32_t *const *seqs, const int32_t *n_tokens, float *out,
                                      const volatile bool *cancel, struct wk_error *err)

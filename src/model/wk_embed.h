@@ -197,6 +197,15 @@ enum wk_status wk_embed_decoder_many(struct wk_context *one, struct wk_context *
  * range), WK_E_CANCELLED (cancel, may be NULL, became true; checked
  * between layers), WK_E_NOMEM. Not thread-safe on one model.
  */
+/*
+ * The input checks of wk_embed_model_encode alone, computing nothing: so
+ * that a caller merging several requests into one encode can refuse one
+ * without failing the others. Errors as wk_embed_model_encode's
+ * WK_E_INVALID ("input i has ...", "input i: token ...").
+ */
+enum wk_status wk_embed_model_check(const struct wk_embed_model *m, int32_t n_seq, const int32_t *const *seqs,
+                                    const int32_t *n_tokens, struct wk_error *err);
+
 enum wk_status wk_embed_model_encode(struct wk_embed_model *m, struct wk_threadpool *pool, int32_t n_seq,
                                      const int32_t *const *seqs, const int32_t *n_tokens, float *out,
                                      const volatile bool *cancel, struct wk_error *err);

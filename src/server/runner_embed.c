@@ -16,9 +16,10 @@
  *     truncate false, an id out of range, a malformed request), 500 (memory).
  *   {"tokenize": text, "add_special"} -> {"status": 200, "tokens": [id...]}
  *   anything else (a completion) -> {"status": 400, "error": "... embedding model ..."}
- * Requests are tokenized on their connection's thread and computed one at
- * a time (a mutex) on the runner's thread pool; a connection whose server
- * side hangs up cancels its request between layers.
+ * Requests are tokenized on their connection's thread and computed on the
+ * runner's thread pool, one encode at a time: those that arrive while one
+ * runs go into the next together (run_merged); a connection whose server
+ * side hangs up cancels its request between layers when it is alone.
  *
  * runner.c answers the same embed request for a generating model, with
  * this file's parts: srv_embed_batch_parse (the inputs' ids, BOS and EOS
@@ -48,13 +49,27 @@
 
 #define MAX_REQUEST_BYTES ((size_t)64 << 20)
 
+/* One embed request waiting for, or in, a merged encode (embed). */
+struct pending {
+    const struct srv_embed_batch *b;
+    float *out;                  /* [b->n][n_embd] */
+    const volatile bool *cancel; /* its client left */
+    enum wk_status st;
+    struct wk_error err;
+    int64_t dt;                  /* ns, the encode it was part of */
+    bool done;
+    struct pending *next;
+};
+
 struct erunner {
     struct wk_embed_model *m;
     struct wk_threadpool *pool;
     const char *model_path;
-    pthread_mutex_t mu; /* one encode at a time; guards the counters */
+    pthread_mutex_t mu; /* guards what follows */
+    pthread_cond_t cv;  /* an encode ended */
+    struct pending *head, *tail; /* requests waiting for the next encode, in arrival order */
     int64_t requests, runs, waiting;
-    bool busy;
+    bool busy;          /* an encode is running (its thread computes without mu) */
 };
 
 json_t *srv_base64_json(const void *src, size_t n)
@@ -317,6 +332,61 @@ static void *watch_main(void *arg)
     return NULL;
 }
 
+/*
+ * The requests queued at rn->head (mu held, busy just set by the caller)
+ * in one wk_embed_model_encode, then each marked done; returns with mu
+ * held. Requests that arrive while an encode runs wait and go into the
+ * next one together, so concurrent clients share forwards (each weight
+ * read once per forward for all their inputs) and every vector is still
+ * what its input gives alone (the encode's results do not depend on
+ * grouping). A lone request can be cancelled between layers by its
+ * client leaving; merged ones run to the end (the others need the pass).
+ */
+static void run_merged(struct erunner *rn)
+{
+    struct pending *list = NULL, **end = &list;
+    for (struct pending *p = rn->head, *nx; p; p = nx) {
+        nx = p->next;
+        p->next = NULL;
+        if (*p->cancel) { /* its client left while it waited: nothing to compute */
+            p->st = wk_error_set(&p->err, WK_E_CANCELLED, "cancelled"), p->done = true;
+            continue;
+        }
+        *end = p, end = &p->next;
+    }
+    rn->head = rn->tail = NULL;
+    if (!list) return;
+    rn->runs++;
+    pthread_mutex_unlock(&rn->mu);
+    const int E = wk_embed_model_n_embd(rn->m);
+    int64_t n = 0, k = 0, n_req = 0;
+    for (struct pending *p = list; p; p = p->next) n += p->b->n, n_req++;
+    const int32_t **seqs = wk_malloc((size_t)n * sizeof *seqs);
+    int32_t *nt = wk_malloc((size_t)n * sizeof *nt);
+    float *out = n_req > 1 ? wk_malloc((size_t)n * (size_t)E * sizeof *out) : list->out;
+    struct wk_error err;
+    wk_error_clear(&err);
+    enum wk_status st = WK_OK;
+    if (!seqs || !nt || !out || n > INT32_MAX) st = wk_error_set(&err, WK_E_NOMEM, "out of memory");
+    for (struct pending *p = list; !st && p; p = p->next)
+        for (int32_t i = 0; i < p->b->n; i++, k++) seqs[k] = p->b->seqs[i], nt[k] = p->b->n_tokens[i];
+    const int64_t t0 = wk_time_ns();
+    if (!st)
+        st = wk_embed_model_encode(rn->m, rn->pool, (int32_t)n, seqs, nt, out, n_req > 1 ? NULL : list->cancel, &err);
+    const int64_t dt = wk_time_ns() - t0;
+    k = 0;
+    for (struct pending *p = list; !st && n_req > 1 && p; p = p->next) {
+        memcpy(p->out, out + k * E, (size_t)p->b->n * (size_t)E * sizeof *out);
+        k += p->b->n;
+    }
+    wk_free(seqs), wk_free(nt);
+    if (n_req > 1) wk_free(out);
+    pthread_mutex_lock(&rn->mu);
+    for (struct pending *p = list; p; p = p->next) p->st = st, p->err = err, p->dt = dt, p->done = true;
+    rn->requests += n_req;
+    pthread_cond_broadcast(&rn->cv);
+}
+
 /* Runs an embed request: the answer line (a new object). */
 static json_t *embed(struct erunner *rn, json_t *req, int fd)
 {
@@ -333,17 +403,27 @@ static json_t *embed(struct erunner *rn, json_t *req, int fd)
         struct watch w = {.fd = fd, .wake = {-1, -1}};
         pthread_t wt;
         bool watching = pipe2(w.wake, O_CLOEXEC) == 0 && pthread_create(&wt, NULL, watch_main, &w) == 0;
+        struct pending me = {.b = &b, .out = out, .cancel = &w.cancel};
+        wk_error_clear(&me.err);
+        enum wk_status st = wk_embed_model_check(rn->m, b.n, b.seqs, b.n_tokens, &me.err);
         pthread_mutex_lock(&rn->mu);
-        rn->busy = true;
-        rn->runs++;
-        const int64_t t0 = wk_time_ns();
-        struct wk_error err;
-        wk_error_clear(&err);
-        enum wk_status st = wk_embed_model_encode(rn->m, rn->pool, b.n, b.seqs, b.n_tokens, out, &w.cancel, &err);
-        const int64_t dt = wk_time_ns() - t0;
-        rn->busy = false;
-        rn->requests++;
+        if (st) me.st = st, me.done = true;
+        else if (rn->tail) rn->tail->next = &me, rn->tail = &me;
+        else rn->head = rn->tail = &me;
+        while (!me.done) {
+            if (rn->busy) { /* an encode runs: the next one takes this request with the others waiting */
+                pthread_cond_wait(&rn->cv, &rn->mu);
+                continue;
+            }
+            rn->busy = true;
+            run_merged(rn);
+            rn->busy = false;
+            pthread_cond_broadcast(&rn->cv); /* the next waiting request leads the next encode */
+        }
         pthread_mutex_unlock(&rn->mu);
+        st = me.st;
+        struct wk_error err = me.err;
+        const int64_t dt = me.dt;
         if (watching) {
             while (write(w.wake[1], "x", 1) < 0 && errno == EINTR) {}
             pthread_join(wt, NULL);
@@ -418,6 +498,7 @@ int srv_runner_embed_main(const struct wk_runner_opts *o)
     struct erunner *rn = wk_calloc(1, sizeof *rn); /* lives until the process ends */
     if (!rn) return 1;
     pthread_mutex_init(&rn->mu, NULL);
+    pthread_cond_init(&rn->cv, NULL);
     rn->model_path = o->model;
     struct wk_error err;
     wk_error_clear(&err);

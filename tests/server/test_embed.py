@@ -313,22 +313,43 @@ def test_langchain(srv):
               f"{ranking} vs {ret['ranking']}")
 
 
+def runner_runs(srv, name):
+    """The encodes the model's runner has run (/api/ps's "wick" status)."""
+    ps = json.loads(urllib.request.urlopen(srv.url + "/api/ps", timeout=30).read())
+    return next(m for m in ps["models"] if m["name"].startswith(name))["wick"]["runs"]
+
+
 def test_concurrent(srv, ref):
-    """8 clients at once, each its own slice of inputs: each gets its own vectors."""
-    out = {}
+    """8 clients at once, each its own slice of inputs: each gets exactly the
+    vectors it gets alone, though the runner merges requests that arrive
+    while it computes into shared encodes; a ninth with a bad token id
+    beside them is refused alone."""
+    slices = [[c["text"] for c in ref[k * 20:(k + 1) * 20]] for k in range(8)]
+    alone = [ollama.Client(host=srv.url).embed(model="minilm", input=t).embeddings for t in slices]
+    runs0 = runner_runs(srv, "minilm")
+    out, bad = {}, {}
 
     def one(k):
-        texts = [c["text"] for c in ref[k * 20:(k + 1) * 20]]
-        out[k] = ollama.Client(host=srv.url).embed(model="minilm", input=texts).embeddings
+        out[k] = ollama.Client(host=srv.url).embed(model="minilm", input=slices[k]).embeddings
 
-    ts = [threading.Thread(target=one, args=(k,)) for k in range(8)]
+    def wrong():
+        bad["r"] = srv.post("/v1/embeddings", {"model": "minilm", "input": [[101, 2000, 10 ** 9, 102]]})
+
+    ts = [threading.Thread(target=one, args=(k,)) for k in range(8)] + [threading.Thread(target=wrong)]
     for t in ts:
         t.start()
     for t in ts:
         t.join()
+    runs = runner_runs(srv, "minilm") - runs0
     worst = min(cos(v, ref[k * 20 + i]["embedding"]) for k in range(8) for i, v in enumerate(out.get(k, [])))
     check(all(len(out.get(k, [])) == 20 for k in range(8)) and worst >= 0.9999,
           "8 concurrent /api/embed requests each get their own inputs' vectors", f"lowest cosine {worst}")
+    check(all(out.get(k) == alone[k] for k in range(8)), "each concurrent request's vectors are those it gets alone")
+    check(runs < 8, "the runner merged concurrent requests into shared encodes", f"{runs} encodes for 8 requests")
+    st, body = bad.get("r", (None, {}))
+    check(st == 400 and "outside the vocabulary" in json.dumps(body),
+          "a concurrent request with a bad token id: 400, the others unharmed", f"{st} {body}")
+    print(f"  8 concurrent requests (and a bad one) in {runs} encodes")
 
 
 def test_bad_input(srv, ref):
