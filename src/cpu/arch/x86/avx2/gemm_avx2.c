@@ -415,10 +415,14 @@ void wk__avx2_gemm_f32_prepacked(int64_t m, int64_t n, int64_t k, const float *p
                                  float *c, int64_t ldc)
 {
     _Alignas(64) float bpack[NR * KC];
-    for (int64_t pc = 0; pc < k; pc += KC) {
-        int64_t kc = WK_MIN(KC, k - pc);
-        for (int64_t ic = 0; ic < m; ic += MC) {
-            int64_t mc = WK_MIN(MC, m - ic);
+    /* row blocks outer: a block's pieces are one contiguous run of the
+     * packed weights, read in order (with few rows of b the product is
+     * bound by reading them). Each element still gets its KC pieces in
+     * order, so the bits are the packed path's. */
+    for (int64_t ic = 0; ic < m; ic += MC) {
+        int64_t mc = WK_MIN(MC, m - ic);
+        for (int64_t pc = 0; pc < k; pc += KC) {
+            int64_t kc = WK_MIN(KC, k - pc);
             int width[MC / 8], prow[MC / 8], n_panels = 0;
             float *pp[MC / 8];
             float *d = (float *)pa + ic * k + MC * pc;
