@@ -78,6 +78,20 @@ enum wk_status wk_embed_decoder(struct wk_context *ctx, enum wk_pooling pooling,
     return st;
 }
 
+enum wk_status wk_embed_decoder_check(const struct wk_model *m, int32_t n_seq, const int32_t *const *seqs,
+                                      const int32_t *n_tokens, struct wk_error *err)
+{
+    const int32_t V = wk_model_hparams(m)->n_vocab;
+    for (int32_t i = 0; i < n_seq; i++) {
+        if (n_tokens[i] < 1) return wk_error_set(err, WK_E_INVALID, "input %d: nothing to embed: no tokens", i);
+        for (int32_t t = 0; t < n_tokens[i]; t++)
+            if (seqs[i][t] < 0 || seqs[i][t] >= V)
+                return wk_error_set(err, WK_E_INVALID, "input %d: token id %d is outside the vocabulary (%d)", i,
+                                    seqs[i][t], V);
+    }
+    return WK_OK;
+}
+
 /* Whether input i (n tokens) can share a batch of many: 2..lim tokens
  * (one chunk alone and together), or 1 token (one-token steps together). */
 static int32_t batch_limit(const struct wk_context *one, const struct wk_context *many, enum wk_pooling pooling)
@@ -109,12 +123,7 @@ enum wk_status wk_embed_decoder_many(struct wk_context *one, struct wk_context *
         }
     enum wk_status st = WK_OK;
     /* the others alone, each on an emptied sequence 0 of one */
-    const int32_t V = wk_model_hparams(one->m)->n_vocab;
-    for (int32_t i = 0; i < n_seq && !st; i++)
-        for (int32_t t = 0; t < n_tokens[i] && !st; t++)
-            if (seqs[i][t] < 0 || seqs[i][t] >= V)
-                st = wk_error_set(err, WK_E_INVALID, "input %d: token id %d is outside the vocabulary (%d)", i,
-                                  seqs[i][t], V);
+    st = wk_embed_decoder_check(one->m, n_seq, seqs, n_tokens, err);
     for (int32_t i = 0; i < n_seq && !st; i++) {
         if (n_tokens[i] >= 1 && n_tokens[i] <= lim) continue;
         st = wk_embed_decoder(one, pooling, seqs[i], n_tokens[i], out + (int64_t)i * E, cancel, err);

@@ -177,10 +177,18 @@ enum wk_status wk_embed_decoder(struct wk_context *ctx, enum wk_pooling pooling,
  * whose sequences are emptied here; NULL: every input alone) is not
  * batched for the last or CLS pooling of a model with KV-shared layers
  * (Gemma 4 keeps only the wanted rows there, so a lone row would take
- * other kernels). Errors: WK_E_INVALID (an empty input, an id outside the
- * vocabulary: "input i: ..."), WK_E_RANGE (an input longer than one's
+ * other kernels). Errors: WK_E_INVALID (wk_embed_decoder_check, before
+ * anything is computed), WK_E_RANGE (an input longer than one's
  * n_ctx), WK_E_CANCELLED, WK_E_NOMEM. Not thread-safe on one or many.
  */
+/*
+ * The input checks of wk_embed_decoder_many alone, computing nothing:
+ * WK_E_INVALID for an input of no tokens ("input i: nothing to embed") or
+ * an id outside m's vocabulary ("input i: token id ..."), else WK_OK.
+ */
+enum wk_status wk_embed_decoder_check(const struct wk_model *m, int32_t n_seq, const int32_t *const *seqs,
+                                      const int32_t *n_tokens, struct wk_error *err);
+
 enum wk_status wk_embed_decoder_many(struct wk_context *one, struct wk_context *many, enum wk_pooling pooling,
                                      int32_t n_seq, const int32_t *const *seqs, const int32_t *n_tokens, float *out,
                                      const volatile bool *cancel, struct wk_error *err);

@@ -225,17 +225,8 @@ static int embed_setup(struct srv_decoder_embedder *e, struct wk_context *main_c
     p->t0 = wk_time_ns();
     const struct wk_hparams *hp = wk_model_hparams(e->model);
     int32_t longest = 1, n_short = 0;
+    if (wk_embed_decoder_check(e->model, b->n, (const int32_t *const *)b->seqs, b->n_tokens, err)) return 400;
     for (int32_t i = 0; i < b->n; i++) {
-        if (b->n_tokens[i] < 1) {
-            wk_error_set(err, WK_E_INVALID, "input %d: nothing to embed: no tokens", i);
-            return 400;
-        }
-        for (int32_t t = 0; t < b->n_tokens[i]; t++)
-            if (b->seqs[i][t] < 0 || b->seqs[i][t] >= hp->n_vocab) {
-                wk_error_set(err, WK_E_INVALID, "input %d: token id %d is outside the vocabulary (%d)", i,
-                             b->seqs[i][t], hp->n_vocab);
-                return 400;
-            }
         longest = WK_MAX(longest, b->n_tokens[i]);
         n_short += b->n_tokens[i] <= DECODER_BATCH_TOKENS;
     }
