@@ -351,21 +351,28 @@ static void block_product(int n_panels, float *const *pp, const int *width, cons
     }
 }
 
-/* Packs rows [0, mc) (mc <= MC) and columns [pc, pc + kc) of a into dst as
- * panels of 16 rows (a last one of at most 8 rows 8 wide); their
- * pointers, widths (in vectors) and real rows into pp, width, prow.
- * Returns the panel count. */
-static int pack_block(const float *a, int64_t lda, int64_t mc, int64_t pc, int64_t kc, float *dst, float **pp,
-                      int *width, int *prow)
+/* The panels of a block of mc (<= MC) rows and kc columns laid out from
+ * dst: 16 rows each, a last one of at most 8 rows 8 wide; their pointers,
+ * widths (in vectors) and real rows into pp, width, prow. Returns the
+ * panel count. */
+static int block_panels(int64_t mc, int64_t kc, float *dst, float **pp, int *width, int *prow)
 {
     int n_panels = 0;
     for (int64_t r = 0; r < mc; r += MR) {
         int rows = (int)WK_MIN(MR, mc - r), w = rows > 8 ? 16 : 8;
-        pack_panel(a + r * lda + pc, lda, rows, w, kc, dst);
-        width[n_panels] = w / 8, prow[n_panels] = rows, pp[n_panels] = dst;
-        n_panels++;
+        width[n_panels] = w / 8, prow[n_panels] = rows, pp[n_panels++] = dst;
         dst += w * kc;
     }
+    return n_panels;
+}
+
+/* Packs rows [0, mc) and columns [pc, pc + kc) of a into dst as
+ * block_panels lays them out. Returns the panel count. */
+static int pack_block(const float *a, int64_t lda, int64_t mc, int64_t pc, int64_t kc, float *dst, float **pp,
+                      int *width, int *prow)
+{
+    const int n_panels = block_panels(mc, kc, dst, pp, width, prow);
+    for (int p = 0; p < n_panels; p++) pack_panel(a + (int64_t)p * MR * lda + pc, lda, prow[p], 8 * width[p], kc, pp[p]);
     return n_panels;
 }
 
@@ -423,14 +430,9 @@ void wk__avx2_gemm_f32_prepacked(int64_t m, int64_t n, int64_t k, const float *p
         int64_t mc = WK_MIN(MC, m - ic);
         for (int64_t pc = 0; pc < k; pc += KC) {
             int64_t kc = WK_MIN(KC, k - pc);
-            int width[MC / 8], prow[MC / 8], n_panels = 0;
+            int width[MC / 8], prow[MC / 8];
             float *pp[MC / 8];
-            float *d = (float *)pa + ic * k + MC * pc;
-            for (int64_t r = 0; r < mc; r += MR) {
-                int rows = (int)WK_MIN(MR, mc - r), w = rows > 8 ? 16 : 8;
-                width[n_panels] = w / 8, prow[n_panels] = rows, pp[n_panels++] = d;
-                d += w * kc;
-            }
+            const int n_panels = block_panels(mc, kc, (float *)pa + ic * k + MC * pc, pp, width, prow);
             block_product(n_panels, pp, width, prow, n, kc, pc, b, ldb, c + ic, ldc, bpack);
         }
     }
