@@ -356,14 +356,14 @@ static void test_vec_dot_rows_x16_tokens(void)
             for (size_t li = 0; li < WK_ARRAY_LEN(lens); li++) {
                 const int64_t bs = tr->block_size, n = (lens[li] + bs - 1) / bs * bs;
                 const size_t stride = wk_dtype_row_bytes(t, n) + 16;
-                const int max_rows = 6, max_tok = 6;
+                const int max_rows = 6, max_tok = 9;
                 uint8_t *w = wk_aligned_alloc(stride * max_rows);
                 for (int r = 0; r < max_rows; r++) fill_random_blocks(t, w + r * stride, n / tr->block_size, &seed);
                 float *x = wk_aligned_alloc((size_t)n * max_tok * 4);
                 for (int64_t i = 0; i < n * max_tok; i++) x[i] = check_rand_f32(&seed);
                 for (int n_rows = 1; n_rows <= max_rows; n_rows++)
                     for (int n_tok = 1; n_tok <= max_tok; n_tok++) {
-                        float got[6 * 8], want[6 * 8];
+                        float got[9 * 8], want[9 * 8];
                         k->vec_dot_rows_x16_tokens[t](n, w, stride, x, (size_t)n, n_tok, got, 8, n_rows);
                         bool same = true;
                         for (int j = 0; j < n_tok; j++) {

@@ -419,31 +419,38 @@ ALWAYS_INLINE __m256i x16k_sub(__m256i qe, __m256i qo, const uint8_t *line)
                             _mm256_madd_epi16(qo, _mm256_load_si256((const __m256i *)(line + 32))));
 }
 
-/* One Q4_K row of n elements against x16k_prep's scratch. */
-ALWAYS_INLINE float x16k_row(int64_t n, const uint8_t *w, const float *scratch)
+/* One Q4_K row of n elements against T tokens' x16k_prep scratches
+ * (scr + t * sstride floats, T 1-4, a constant where inlined): res[t].
+ * Each super-block's codes and scales are unpacked once for all T tokens
+ * (the AVX2 decode is compute bound, so verifying a draft or stepping
+ * several sequences pays the unpacking once); each token's integer sums,
+ * float products and their order are those of the token alone, so its
+ * result has the same bits whatever T. */
+ALWAYS_INLINE void x16k_row(const int T, int64_t n, const uint8_t *w, const float *scr, size_t sstride, float *res)
 {
     const int64_t nb = n / 32, nsb = n / 256;
-    const uint8_t *lines = (const uint8_t *)scratch;
-    const float *dxs = scratch + nb * (X16K_BLOCK_BYTES / 4), *css = dxs + nb;
     const __m256i m4 = _mm256_set1_epi16(0x000F);
-    __m256 acc = _mm256_setzero_ps(), accm = _mm256_setzero_ps();
+    __m256 acc[4], accm[4];
+    UNROLL
+    for (int t = 0; t < T; t++) acc[t] = accm[t] = _mm256_setzero_ps();
     for (int64_t i = 0; i < nsb; i++) {
         const struct wk_block_q4_k *blk = (const struct wk_block_q4_k *)w + i;
-        const uint8_t *ln = lines + X16K_BLOCK_BYTES * 8 * i;
-        __m256i sub[8];
+        /* per token, lane 0 of ab[0]: the low halves' sums of sub-blocks 0-3, lane 1 the
+         * high ones'; ab[1] likewise for sub-blocks 4-7 */
+        __m256i ab[4][2], h[4];
         UNROLL
         for (int p = 0; p < 4; p++) {
             const __m256i v = _mm256_loadu_si256((const __m256i *)(blk->qs + 32 * p));
-            sub[2 * p] = x16k_sub(_mm256_and_si256(v, m4), _mm256_and_si256(_mm256_srli_epi16(v, 8), m4),
-                                  ln + X16K_BLOCK_BYTES * (2 * p));
-            sub[2 * p + 1] = x16k_sub(_mm256_and_si256(_mm256_srli_epi16(v, 4), m4), _mm256_srli_epi16(v, 12),
-                                      ln + X16K_BLOCK_BYTES * (2 * p + 1));
+            const __m256i q0e = _mm256_and_si256(v, m4), q0o = _mm256_and_si256(_mm256_srli_epi16(v, 8), m4);
+            const __m256i q1e = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4), q1o = _mm256_srli_epi16(v, 12);
+            UNROLL
+            for (int t = 0; t < T; t++) {
+                const uint8_t *ln = (const uint8_t *)(scr + (size_t)t * sstride) + X16K_BLOCK_BYTES * (8 * i + 2 * p);
+                const __m256i hp = _mm256_hadd_epi32(x16k_sub(q0e, q0o, ln), x16k_sub(q1e, q1o, ln + X16K_BLOCK_BYTES));
+                if (p % 2 == 0) h[t] = hp;
+                else ab[t][p / 2] = _mm256_hadd_epi32(h[t], hp);
+            }
         }
-        /* lane 0 of a: the low halves' sums of sub-blocks 0-3, lane 1 the high ones' */
-        const __m256i a = _mm256_hadd_epi32(_mm256_hadd_epi32(sub[0], sub[1]), _mm256_hadd_epi32(sub[2], sub[3]));
-        const __m256i b = _mm256_hadd_epi32(_mm256_hadd_epi32(sub[4], sub[5]), _mm256_hadd_epi32(sub[6], sub[7]));
-        const __m256i s8 =
-            _mm256_add_epi32(_mm256_permute2x128_si256(a, b, 0x20), _mm256_permute2x128_si256(a, b, 0x31));
         const __m128i scm = avx2_q4_k_scales(blk->scales);
         const __m256 sc = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(scm));
         const __m256 mn = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(scm, 8)));
@@ -451,11 +458,18 @@ ALWAYS_INLINE float x16k_row(int64_t n, const uint8_t *w, const float *scratch)
         memcpy(&dd, &blk->d, 4); /* d and dmin */
         const __m128 dm = _mm_cvtph_ps(_mm_cvtsi32_si128((int)dd));
         const __m256 d = _mm256_broadcastss_ps(dm), dmin = _mm256_broadcastss_ps(_mm_movehdup_ps(dm));
-        const __m256 f = _mm256_mul_ps(_mm256_mul_ps(d, sc), _mm256_loadu_ps(dxs + 8 * i));
-        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s8), f, acc);
-        accm = _mm256_fmadd_ps(_mm256_mul_ps(dmin, mn), _mm256_loadu_ps(css + 8 * i), accm);
+        const __m256 dsc = _mm256_mul_ps(d, sc), dmn = _mm256_mul_ps(dmin, mn);
+        UNROLL
+        for (int t = 0; t < T; t++) {
+            const float *dxs = scr + (size_t)t * sstride + nb * (X16K_BLOCK_BYTES / 4), *css = dxs + nb;
+            const __m256i s8 = _mm256_add_epi32(_mm256_permute2x128_si256(ab[t][0], ab[t][1], 0x20),
+                                                _mm256_permute2x128_si256(ab[t][0], ab[t][1], 0x31));
+            acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s8), _mm256_mul_ps(dsc, _mm256_loadu_ps(dxs + 8 * i)), acc[t]);
+            accm[t] = _mm256_fmadd_ps(dmn, _mm256_loadu_ps(css + 8 * i), accm[t]);
+        }
     }
-    return avx2_hsum_ps(_mm256_sub_ps(acc, accm));
+    UNROLL
+    for (int t = 0; t < T; t++) res[t] = avx2_hsum_ps(_mm256_sub_ps(acc[t], accm[t]));
 }
 
 /*
@@ -491,17 +505,18 @@ static void x16q6_prep(int64_t n, const float *x, float *scratch)
     }
 }
 
-/* One Q6_K row of n elements against x16q6_prep's scratch. */
-ALWAYS_INLINE float x16q6_row(int64_t n, const uint8_t *w, const float *scratch)
+/* One Q6_K row of n elements against T tokens' x16q6_prep scratches, as
+ * x16k_row: each half's codes and scales unpacked once for all T, each
+ * token's arithmetic that of the token alone. */
+ALWAYS_INLINE void x16q6_row(const int T, int64_t n, const uint8_t *w, const float *scr, size_t sstride, float *res)
 {
     const int64_t nb = n / 32, nsb = n / 256;
-    const uint8_t *lines = (const uint8_t *)scratch;
-    const float *dxs = scratch + nb * (X16K_BLOCK_BYTES / 4);
-    const int32_t *offs = (const int32_t *)(dxs + nb);
     const __m256i m4 = _mm256_set1_epi16(0x000F), m2 = _mm256_set1_epi16(0x0030);
     /* a half's scales: the quarters' first sub-blocks (2j), then their second ones */
     const __m128i sc_order = _mm_setr_epi8(0, 2, 4, 6, 1, 3, 5, 7, 8, 10, 12, 14, 9, 11, 13, 15);
-    __m256 acc = _mm256_setzero_ps();
+    __m256 acc[4];
+    UNROLL
+    for (int t = 0; t < T; t++) acc[t] = _mm256_setzero_ps();
     for (int64_t i = 0; i < nsb; i++) {
         const struct wk_block_q6_k *blk = (const struct wk_block_q6_k *)w + i;
         const __m128i sc8 = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)blk->scales), sc_order);
@@ -511,35 +526,72 @@ ALWAYS_INLINE float x16q6_row(int64_t n, const uint8_t *w, const float *scratch)
             const __m256i A = _mm256_loadu_si256((const __m256i *)(blk->ql + 64 * h));
             const __m256i B = _mm256_loadu_si256((const __m256i *)(blk->ql + 64 * h + 32));
             const __m256i H = _mm256_loadu_si256((const __m256i *)(blk->qh + 32 * h));
-            const uint8_t *ln = lines + X16K_BLOCK_BYTES * (8 * i + 4 * h);
 #define Q6_LO(v) _mm256_and_si256(v, m4)
 #define Q6_HB(v) _mm256_and_si256(v, m2)
-            const __m256i q0 =
-                x16k_sub(_mm256_or_si256(Q6_LO(A), Q6_HB(_mm256_slli_epi16(H, 4))),
-                         _mm256_or_si256(Q6_LO(_mm256_srli_epi16(A, 8)), Q6_HB(_mm256_srli_epi16(H, 4))), ln);
-            const __m256i q1 =
-                x16k_sub(_mm256_or_si256(Q6_LO(B), Q6_HB(_mm256_slli_epi16(H, 2))),
-                         _mm256_or_si256(Q6_LO(_mm256_srli_epi16(B, 8)), Q6_HB(_mm256_srli_epi16(H, 6))),
-                         ln + X16K_BLOCK_BYTES);
-            const __m256i q2 =
-                x16k_sub(_mm256_or_si256(Q6_LO(_mm256_srli_epi16(A, 4)), Q6_HB(H)),
-                         _mm256_or_si256(_mm256_srli_epi16(A, 12), Q6_HB(_mm256_srli_epi16(H, 8))),
-                         ln + 2 * X16K_BLOCK_BYTES);
-            const __m256i q3 =
-                x16k_sub(_mm256_or_si256(Q6_LO(_mm256_srli_epi16(B, 4)), Q6_HB(_mm256_srli_epi16(H, 2))),
-                         _mm256_or_si256(_mm256_srli_epi16(B, 12), Q6_HB(_mm256_srli_epi16(H, 10))),
-                         ln + 3 * X16K_BLOCK_BYTES);
+            /* quarters 0 and 1 (the even and odd elements' codes), per token their sums */
+            __m256i h01[4];
+            {
+                const __m256i e0 = _mm256_or_si256(Q6_LO(A), Q6_HB(_mm256_slli_epi16(H, 4)));
+                const __m256i o0 = _mm256_or_si256(Q6_LO(_mm256_srli_epi16(A, 8)), Q6_HB(_mm256_srli_epi16(H, 4)));
+                const __m256i e1 = _mm256_or_si256(Q6_LO(B), Q6_HB(_mm256_slli_epi16(H, 2)));
+                const __m256i o1 = _mm256_or_si256(Q6_LO(_mm256_srli_epi16(B, 8)), Q6_HB(_mm256_srli_epi16(H, 6)));
+                UNROLL
+                for (int t = 0; t < T; t++) {
+                    const uint8_t *ln = (const uint8_t *)(scr + (size_t)t * sstride) + X16K_BLOCK_BYTES * (8 * i + 4 * h);
+                    h01[t] = _mm256_hadd_epi32(x16k_sub(e0, o0, ln), x16k_sub(e1, o1, ln + X16K_BLOCK_BYTES));
+                }
+            }
+            const __m256i e2 = _mm256_or_si256(Q6_LO(_mm256_srli_epi16(A, 4)), Q6_HB(H));
+            const __m256i o2 = _mm256_or_si256(_mm256_srli_epi16(A, 12), Q6_HB(_mm256_srli_epi16(H, 8)));
+            const __m256i e3 = _mm256_or_si256(Q6_LO(_mm256_srli_epi16(B, 4)), Q6_HB(_mm256_srli_epi16(H, 2)));
+            const __m256i o3 = _mm256_or_si256(_mm256_srli_epi16(B, 12), Q6_HB(_mm256_srli_epi16(H, 10)));
 #undef Q6_LO
 #undef Q6_HB
-            /* [q0 q1 q2 q3 first 16 | q0 q1 q2 q3 second 16] */
-            __m256i s = _mm256_hadd_epi32(_mm256_hadd_epi32(q0, q1), _mm256_hadd_epi32(q2, q3));
-            s = _mm256_sub_epi32(s, _mm256_loadu_si256((const __m256i *)(offs + 8 * (2 * i + h))));
             const __m256 scf = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(h ? _mm_srli_si128(sc8, 8) : sc8));
-            const __m256 dx = _mm256_broadcast_ps((const __m128 *)(dxs + 8 * i + 4 * h));
-            acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_mul_ps(_mm256_mul_ps(d, scf), dx), acc);
+            const __m256 dsc = _mm256_mul_ps(d, scf);
+            UNROLL
+            for (int t = 0; t < T; t++) {
+                const float *st = scr + (size_t)t * sstride;
+                const uint8_t *ln = (const uint8_t *)st + X16K_BLOCK_BYTES * (8 * i + 4 * h + 2);
+                const float *dxs = st + nb * (X16K_BLOCK_BYTES / 4);
+                const int32_t *offs = (const int32_t *)(dxs + nb);
+                /* [q0 q1 q2 q3 first 16 | q0 q1 q2 q3 second 16] */
+                __m256i sm = _mm256_hadd_epi32(h01[t], _mm256_hadd_epi32(x16k_sub(e2, o2, ln),
+                                                                         x16k_sub(e3, o3, ln + X16K_BLOCK_BYTES)));
+                sm = _mm256_sub_epi32(sm, _mm256_loadu_si256((const __m256i *)(offs + 8 * (2 * i + h))));
+                const __m256 dx = _mm256_broadcast_ps((const __m128 *)(dxs + 8 * i + 4 * h));
+                acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sm), _mm256_mul_ps(dsc, dx), acc[t]);
+            }
         }
     }
-    return avx2_hsum_ps(acc);
+    UNROLL
+    for (int t = 0; t < T; t++) res[t] = avx2_hsum_ps(acc[t]);
+}
+
+/* Row ROW (x16k_row, x16q6_row) for nt tokens (T 1-4 a call), T a
+ * constant in each call. */
+#define X16_ROW_TOKENS(ROW, nc, w, scr, sstride, nt, res)                                          \
+    for (int32_t t0_ = 0; t0_ < (nt); t0_ += 4) {                                                  \
+        const float *s_ = (scr) + (size_t)t0_ * (sstride);                                          \
+        switch (WK_MIN(4, (nt) - t0_)) {                                                           \
+        case 4: ROW(4, nc, w, s_, sstride, (res) + t0_); break;                                    \
+        case 3: ROW(3, nc, w, s_, sstride, (res) + t0_); break;                                    \
+        case 2: ROW(2, nc, w, s_, sstride, (res) + t0_); break;                                    \
+        default: ROW(1, nc, w, s_, sstride, (res) + t0_); break;                                   \
+        }                                                                                          \
+    }
+
+#ifndef X16K_PF_DIST
+#define X16K_PF_DIST 2048
+#endif
+#ifndef X16K_PF_HINT
+#define X16K_PF_HINT _MM_HINT_T0
+#endif
+/* The bytes [p, p + bytes) asked for, a line at a time. */
+ALWAYS_INLINE void x16k_prefetch(const uint8_t *p, size_t bytes)
+{
+    for (uintptr_t a = (uintptr_t)p & ~(uintptr_t)63; a < (uintptr_t)p + bytes; a += 64)
+        _mm_prefetch((const char *)a, X16K_PF_HINT);
 }
 
 /* One-row-at-a-time kinds (Q4_K, Q6_K): per column chunk, x prepared by
@@ -553,8 +605,11 @@ ALWAYS_INLINE float x16q6_row(int64_t n, const uint8_t *w, const float *scratch)
             const int64_t nc = WK_MIN(X16K_CHUNK, n - c0);                                         \
             const uint8_t *wc = (const uint8_t *)w + c0 / 256 * (BB);                              \
             PREP(nc, x + c0, scratch);                                                             \
+            const size_t rb = (size_t)nc / 256 * (BB), pf = (X16K_PF_DIST + stride - 1) / stride * stride; \
             for (int64_t r = 0; r < n_rows; r++) {                                                 \
-                const float v = ROW(nc, wc + r * stride, scratch);                                 \
+                if (X16K_PF_DIST) x16k_prefetch(wc + r * stride + pf, rb);                         \
+                float v;                                                                           \
+                ROW(1, nc, wc + r * stride, scratch, 0, &v);                                       \
                 out[r] = c0 > 0 ? out[r] + v : v;                                                  \
             }                                                                                      \
         }                                                                                          \
@@ -588,21 +643,25 @@ X16_ROW1_FN(x16_rows_q6_k, x16q6_prep, x16q6_row, sizeof(struct wk_block_q6_k))
         }                                                                                          \
     }
 
-/* One-row kinds: each row for every token. */
-#define X16_ROW1_TOKENS(fn, ROW)                                                                   \
+/* One-row kinds: each row for every token, up to four tokens a pass. */
+#define X16_ROW1_TOKENS(fn, ROW, BB)                                                                 \
     ALWAYS_INLINE void fn(int64_t nc, const uint8_t *wc, size_t stride,                            \
                           float (*scratch)[X16K_SCRATCH_FLOATS], int32_t nt, float *out,           \
                           size_t out_stride, int64_t n_rows, bool add)                             \
     {                                                                                              \
-        for (int64_t r = 0; r < n_rows; r++)                                                       \
+        const size_t pf = (X16K_PF_DIST + stride - 1) / stride * stride;                          \
+        for (int64_t r = 0; r < n_rows; r++) {                                                     \
+            float v[X16_TOKENS];                                                                   \
+            if (X16K_PF_DIST) x16k_prefetch(wc + r * stride + pf, (size_t)nc / 256 * (BB));        \
+            X16_ROW_TOKENS(ROW, nc, wc + r * stride, scratch[0], X16K_SCRATCH_FLOATS, nt, v);      \
             for (int32_t t = 0; t < nt; t++) {                                                     \
-                const float v = ROW(nc, wc + r * stride, scratch[t]);                              \
                 float *o = out + (size_t)t * out_stride + r;                                       \
-                *o = add ? *o + v : v;                                                             \
+                *o = add ? *o + v[t] : v[t];                                                       \
             }                                                                                      \
+        }                                                                                          \
     }
-X16_ROW1_TOKENS(x16k_rows_tokens, x16k_row)
-X16_ROW1_TOKENS(x16q6_rows_tokens, x16q6_row)
+X16_ROW1_TOKENS(x16k_rows_tokens, x16k_row, sizeof(struct wk_block_q4_k))
+X16_ROW1_TOKENS(x16q6_rows_tokens, x16q6_row, sizeof(struct wk_block_q6_k))
 X16_TOKENS_FN(x16_tokens_q4_k, x16k_prep, x16k_rows_tokens, sizeof(struct wk_block_q4_k), 256, X16K_CHUNK,
               X16K_SCRATCH_FLOATS)
 X16_TOKENS_FN(x16_tokens_q6_k, x16q6_prep, x16q6_rows_tokens, sizeof(struct wk_block_q6_k), 256, X16K_CHUNK,
