@@ -70,7 +70,7 @@ $(OUT)/src/cpu/arch/x86/avx512/%.o: src/cpu/arch/x86/avx512/%.c
 	@echo "  CC  $<"
 	@$(CC) $(CFLAGS) $(AVX512_FLAGS) -c $< -o $@
 
-# The elementwise ops (ops_template.h), and BERT's GELU and softmax (bert.c): their clamps and selects only
+# The elementwise ops (ops_template.h, GELU included), and BERT's softmax (bert.c): their clamps and selects only
 # if-convert, and so vectorise, when comparisons may not trap; wick never
 # reads the floating-point exception flags.
 $(OUT)/src/cpu/ops.o $(OUT)/src/cpu/arch/x86/avx2/ops_avx2.o \

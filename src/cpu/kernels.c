@@ -105,6 +105,7 @@ static void fill_ref(struct wk_cpu_kernels *k)
     k->rms_norm = wk_rms_norm;
     k->geglu = wk_geglu;
     k->swiglu = wk_swiglu;
+    k->gelu_erf = wk_gelu_erf;
     k->softmax = wk_softmax;
     k->sum_exp = wk_sum_exp;
 }

@@ -1,5 +1,5 @@
 /*
- * ops_template.h - RMSNorm, GEGLU, SwiGLU and softmax, written once and
+ * ops_template.h - RMSNorm, GEGLU, SwiGLU, GELU (erf) and softmax, written once and
  * compiled per ISA: by ops.c for the baseline (names wk_*), and by
  * arch/x86/avx2/ops_avx2.c and arch/x86/avx512/ops_avx512.c with their
  * -m flags, where the compiler vectorises the same loops 8 or 16 wide.
@@ -57,6 +57,25 @@ void WK_OPS_NAME(geglu)(int64_t n, float *x, const float *up)
         float z = x[i];
         x[i] = z / (1.0f + wk_expf(-k2 * (z + 0.044715f * z * z * z))) * up[i];
     }
+}
+
+/* erf(x) by Abramowitz & Stegun 7.1.26: 1 - (a1 t + ... + a5 t^5) e^(-x^2),
+ * t = 1 / (1 + p |x|), odd; |error| <= 1.5e-7 (well under f32's rounding of
+ * GELU's other terms), and branch-free, so the GELU loop vectorises (libm's
+ * erff was a sixth of a BERT forward's time). */
+static inline __attribute__((always_inline)) float WK_OPS_NAME(erf_as)(float x)
+{
+    const float ax = fabsf(x), t = 1.0f / (1.0f + 0.3275911f * ax);
+    const float poly = ((((1.061405429f * t - 1.453152027f) * t + 1.421413741f) * t - 0.284496736f) * t +
+                        0.254829592f) * t;
+    return copysignf(1.0f - poly * wk_expf(-ax * ax), x);
+}
+
+void WK_OPS_NAME(gelu_erf)(int64_t n, float *x, const float *bias)
+{
+    if (bias)
+        for (int64_t i = 0; i < n; i++) x[i] += bias[i];
+    for (int64_t i = 0; i < n; i++) x[i] = 0.5f * x[i] * (1.0f + WK_OPS_NAME(erf_as)(x[i] * (float)M_SQRT1_2));
 }
 
 void WK_OPS_NAME(swiglu)(int64_t n, float *x, const float *up)

@@ -166,6 +166,7 @@ struct wk_cpu_kernels {
     void (*rms_norm)(int64_t n, const float *x, const float *g, float eps, float *y);
     void (*geglu)(int64_t n, float *x, const float *up);
     void (*swiglu)(int64_t n, float *x, const float *up);
+    void (*gelu_erf)(int64_t n, float *x, const float *bias);
     void (*softmax)(int64_t n, float *x);
     double (*sum_exp)(int64_t n, const float *x, float mx);
 };
@@ -365,6 +366,11 @@ static inline float wk_expf(float x)
 void wk_geglu(int64_t n, float *x, const float *up);
 /* In place: x = silu(x) * up, n floats. */
 void wk_swiglu(int64_t n, float *x, const float *up);
+/* In place: x = gelu(x + bias) = z/2 (1 + erf(z / sqrt 2)), z = x + bias
+ * (bias [n], or NULL for none), n floats: the exact GELU of BERT
+ * (Hendrycks & Gimpel 2016), erf by Abramowitz & Stegun 7.1.26 (|error|
+ * <= 1.5e-7). */
+void wk_gelu_erf(int64_t n, float *x, const float *bias);
 
 /* Softmax in place over n floats, max-subtracted; returns nothing. */
 void wk_softmax(int64_t n, float *x);

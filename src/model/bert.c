@@ -221,18 +221,6 @@ static void layer_norm(int64_t n, float *x, const float *g, const float *b, floa
     for (int64_t i = 0; i < n; i++) x[i] = (x[i] - m) * rstd * g[i] + b[i];
 }
 
-/* erf(x) by Abramowitz & Stegun 7.1.26: 1 - (a1 t + ... + a5 t^5) e^(-x^2),
- * t = 1 / (1 + p |x|), odd; |error| <= 1.5e-7 (well under f32's rounding of
- * GELU's other terms), and branch-free, so the GELU loop vectorises (libm's
- * erff was a sixth of the forward's time). */
-static inline float erf_as(float x)
-{
-    const float ax = fabsf(x), t = 1.0f / (1.0f + 0.3275911f * ax);
-    const float poly = ((((1.061405429f * t - 1.453152027f) * t + 1.421413741f) * t - 0.284496736f) * t +
-                        0.254829592f) * t;
-    return copysignf(1.0f - poly * wk_expf(-ax * ax), x);
-}
-
 /* rows[r] (+= bias) (+= residual[r]) (GELU) (LayerNorm), per thread's rows. */
 static void row_pass(void *ctx, int ith, int nth)
 {
@@ -243,12 +231,12 @@ static void row_pass(void *ctx, int ith, int nth)
     const float *bias = f->bias ? f->bias->data : NULL;
     for (int64_t r = lo; r < hi; r++) {
         float *y = f->rows + r * W;
-        if (bias)
+        const float *gelu_bias = f->gelu && !f->residual ? bias : NULL; /* added by the GELU op */
+        if (bias && !gelu_bias)
             for (int64_t i = 0; i < W; i++) y[i] += bias[i];
         if (f->residual)
             for (int64_t i = 0; i < W; i++) y[i] += f->residual[r * W + i];
-        if (f->gelu)
-            for (int64_t i = 0; i < W; i++) y[i] = 0.5f * y[i] * (1.0f + erf_as(y[i] * (float)M_SQRT1_2));
+        if (f->gelu) f->b->kernels->gelu_erf(W, y, gelu_bias);
         if (f->ln_g) layer_norm(W, y, f->ln_g->data, f->ln_b->data, f->b->ln_eps);
     }
 }

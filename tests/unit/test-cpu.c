@@ -540,7 +540,7 @@ static void test_vec_dot_rows_x16(void)
     CHECK(n_checked > 0);
 }
 
-/* The table's RMSNorm, GEGLU, SwiGLU and softmax of every ISA equal the
+/* The table's RMSNorm, GEGLU, SwiGLU, GELU (erf) and softmax of every ISA equal the
  * baseline build (wk_rms_norm, ...) bit for bit: one source, the same
  * operations in the same order, only the vector width differs. Lengths
  * around the vector widths; inputs spanning the exp clamp (|x| > 88). */
@@ -570,6 +570,12 @@ static void test_ops_tables_match_baseline(void)
             CHECK(memcmp(a, b, (size_t)n * 4) == 0);
             memcpy(a, x, (size_t)n * 4), memcpy(b, x, (size_t)n * 4);
             wk_swiglu(n, a, g), k->swiglu(n, b, g);
+            CHECK(memcmp(a, b, (size_t)n * 4) == 0);
+            memcpy(a, x, (size_t)n * 4), memcpy(b, x, (size_t)n * 4);
+            wk_gelu_erf(n, a, g), k->gelu_erf(n, b, g);
+            CHECK(memcmp(a, b, (size_t)n * 4) == 0);
+            memcpy(a, x, (size_t)n * 4), memcpy(b, x, (size_t)n * 4);
+            wk_gelu_erf(n, a, NULL), k->gelu_erf(n, b, NULL);
             CHECK(memcmp(a, b, (size_t)n * 4) == 0);
             memcpy(a, x, (size_t)n * 4), memcpy(b, x, (size_t)n * 4);
             CHECK(wk_sum_exp(n, x, 3.0f) == k->sum_exp(n, x, 3.0f));
@@ -752,6 +758,11 @@ static void test_expf_and_activations(void)
         wk_swiglu(1, &s, &u);
         double want_s = z / (1 + exp(-(double)z));
         CHECK(fabs(s - want_s) <= 1e-6 * fabs(want_s) + 1e-7);
+        /* exact GELU (libm's erf in double), with a bias of 0.25 added first */
+        float e = z - 0.25f, bias = 0.25f;
+        wk_gelu_erf(1, &e, &bias);
+        double want_e = 0.5 * (double)z * (1 + erf((double)z / sqrt(2.0)));
+        CHECK(fabs(e - want_e) <= 1e-6 * fabs(z) + 1e-7);
     }
 }
 

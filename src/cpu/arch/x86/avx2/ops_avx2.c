@@ -1,5 +1,5 @@
 /*
- * ops_avx2.c - RMSNorm, GEGLU, SwiGLU and softmax (../../../ops_template.h)
+ * ops_avx2.c - RMSNorm, GEGLU, SwiGLU, GELU and softmax (../../../ops_template.h)
  * compiled with this folder's AVX2 flags, so the compiler vectorises
  * their loops 8 wide; bit-identical to the baseline build (wk_rms_norm, ...).
  */
@@ -13,6 +13,7 @@ void wk__avx2_fill_ops(struct wk_cpu_kernels *k)
     k->rms_norm = ops_avx2_rms_norm;
     k->geglu = ops_avx2_geglu;
     k->swiglu = ops_avx2_swiglu;
+    k->gelu_erf = ops_avx2_gelu_erf;
     k->softmax = ops_avx2_softmax;
     k->sum_exp = ops_avx2_sum_exp;
 }

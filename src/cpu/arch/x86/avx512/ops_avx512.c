@@ -1,5 +1,5 @@
 /*
- * ops_avx512.c - RMSNorm, GEGLU, SwiGLU and softmax (../../../ops_template.h)
+ * ops_avx512.c - RMSNorm, GEGLU, SwiGLU, GELU and softmax (../../../ops_template.h)
  * compiled with this folder's AVX512 flags, so the compiler vectorises
  * their loops 16 wide; bit-identical to the baseline build (wk_rms_norm, ...).
  */
@@ -13,6 +13,7 @@ void wk__avx512_fill_ops(struct wk_cpu_kernels *k)
     k->rms_norm = ops_avx512_rms_norm;
     k->geglu = ops_avx512_geglu;
     k->swiglu = ops_avx512_swiglu;
+    k->gelu_erf = ops_avx512_gelu_erf;
     k->softmax = ops_avx512_softmax;
     k->sum_exp = ops_avx512_sum_exp;
 }
