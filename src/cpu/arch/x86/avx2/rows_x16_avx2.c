@@ -1,12 +1,13 @@
 /*
  * rows_x16_avx2.c - the AVX2 decode dots with 16-bit activations
  * (vec_dot_rows_x16 and vec_dot_rows_x16_tokens, wk_cpu.h) for Q4_0,
- * Q4_1, Q5_0, Q5_1 (groups of four rows, below) and Q4_K, Q6_K (one row
- * at a time, further down). AVX2 + FMA + F16C only; the AVX-512 version
- * (avx512/rows_x16_template.h) is the model. Q8_0 keeps the f32-activation
- * rows of rows_avx2.c: a 16-bit form (codes sign-extended to int16, two
- * vpmaddwd per 32 weights) ran at 15.5 GB/s in L2 against their 18.9, and
- * Gemma 3's decode (its Q8_0 output matrix) lost 20%.
+ * Q4_1, Q5_0, Q5_1 (groups of four rows, below) and Q8_0, Q4_K, Q6_K (one
+ * row at a time, further down). AVX2 + FMA + F16C only; the AVX-512
+ * version (avx512/rows_x16_template.h) is the model. (An earlier 16-bit
+ * Q8_0 measured on Zen 4 ran slower than the f32-activation rows of
+ * rows_avx2.c, 15.5 GB/s against 18.9 in L2; the one below, one row at a
+ * time with four blocks' d_w converted at once, is faster on Zen 3, see
+ * there; not re-measured on a Zen 4.)
  *
  * Spec: rows_x16_ref.c. Per call (per column chunk of long rows), x is
  * quantized once per 32-element block (x16_prep) into hi and lo int8
@@ -371,15 +372,22 @@ X16_ROWS_FN(x16_rows_q5_1, X16_Q5_1, sizeof(struct wk_block_q5_1), 1.0f)
  * + lo as int16, then the 16 odd ones'), its d / 256 in *dx and its
  * sum(256 hi + lo) in *sum; with half_sums, also the sums over elements
  * 0-15 and 16-31 in half_sums[0] and [1]. */
-ALWAYS_INLINE void x16k_block(const float *x, uint8_t *line, float *dx, int32_t *sum, int32_t *half_sums)
+/* Block x [32] quantized as the int16 values 256 hi + lo, elements 0-15
+ * in *v0 and 16-31 in *v1; d / 256 in *dx, sum(256 hi + lo) in *sum. */
+ALWAYS_INLINE void x16_block_i16(const float *x, __m256i *v0, __m256i *v1, float *dx, int32_t *sum)
 {
     __m256i h8, l8;
     x16_quant_block(x, &h8, &l8, dx, sum);
-    /* v = 256 hi + lo as int16, elements 0-15 and 16-31 */
-    const __m256i v0 = _mm256_add_epi16(_mm256_slli_epi16(_mm256_cvtepi8_epi16(_mm256_castsi256_si128(h8)), 8),
-                                        _mm256_cvtepi8_epi16(_mm256_castsi256_si128(l8)));
-    const __m256i v1 = _mm256_add_epi16(_mm256_slli_epi16(_mm256_cvtepi8_epi16(_mm256_extracti128_si256(h8, 1)), 8),
-                                        _mm256_cvtepi8_epi16(_mm256_extracti128_si256(l8, 1)));
+    *v0 = _mm256_add_epi16(_mm256_slli_epi16(_mm256_cvtepi8_epi16(_mm256_castsi256_si128(h8)), 8),
+                           _mm256_cvtepi8_epi16(_mm256_castsi256_si128(l8)));
+    *v1 = _mm256_add_epi16(_mm256_slli_epi16(_mm256_cvtepi8_epi16(_mm256_extracti128_si256(h8, 1)), 8),
+                           _mm256_cvtepi8_epi16(_mm256_extracti128_si256(l8, 1)));
+}
+
+ALWAYS_INLINE void x16k_block(const float *x, uint8_t *line, float *dx, int32_t *sum, int32_t *half_sums)
+{
+    __m256i v0, v1;
+    x16_block_i16(x, &v0, &v1, dx, sum);
     if (half_sums) {
         const __m256i ones = _mm256_set1_epi16(1);
         half_sums[0] = avx2_hsum_epi32(_mm256_madd_epi16(v0, ones));
@@ -566,6 +574,129 @@ ALWAYS_INLINE void x16q6_row(const int T, int64_t n, const uint8_t *w, const flo
     for (int t = 0; t < T; t++) res[t] = avx2_hsum_ps(acc[t]);
 }
 
+/*
+ * Q8_0, one row at a time. A block's 32 int8 codes are sign-extended to
+ * int16 straight from memory (two vpmovsxbw) and two vpmaddwd against x
+ * prepared as the int16 values 256 hi + lo in element order give S = sum
+ * q (256 hi + lo) as int32 lanes (|S| <= 32 * 128 * 32639 < 2^27;
+ * converted to float, rounded where |S| > 2^24); one FMA with d_w (d /
+ * 256) adds the block. Four blocks' d_w are gathered and converted at
+ * once. About nine FP operations a block where the f32-activation kernel
+ * (rows_avx2.c: four sign extensions, four conversions and four FMAs)
+ * needs fourteen. Measured on Zen 3 (bench/rows-bandwidth q8_0 640): 23.9
+ * GB/s a core in L2 against 17.0, and 37-38 GB/s against 22-25 from
+ * memory at 2 threads. Groups of four rows side by side (as the 4-bit
+ * kinds above) computed faster in L2 (22.6) but streamed from memory at
+ * only 14-22 GB/s whatever the prefetch tried (none, 16 KiB ahead into
+ * L2, a group 4-8 KiB ahead into L1); one row at a time is a single
+ * stream the hardware prefetchers follow.
+ */
+#define X16Q8_BLOCK_BYTES 64
+#define X16Q8_SCRATCH_FLOATS (X16_CHUNK / 32 * (X16Q8_BLOCK_BYTES / 4 + 1))
+
+/* x [n] (n a multiple of 32, at most X16_CHUNK) for the Q8_0 rows: per
+ * block 256 hi + lo as int16 in element order (X16Q8_BLOCK_BYTES), then
+ * d / 256 [n / 32]. */
+static void x16q8_prep(int64_t n, const float *x, float *scratch)
+{
+    const int64_t nb = n / 32;
+    uint8_t *lines = (uint8_t *)scratch;
+    float *dxs = scratch + nb * (X16Q8_BLOCK_BYTES / 4);
+    for (int64_t b = 0; b < nb; b++) {
+        __m256i v0, v1;
+        int32_t sum;
+        x16_block_i16(x + 32 * b, &v0, &v1, &dxs[b], &sum);
+        _mm256_store_si256((__m256i *)(lines + X16Q8_BLOCK_BYTES * b), v0);
+        _mm256_store_si256((__m256i *)(lines + X16Q8_BLOCK_BYTES * b + 32), v1);
+    }
+}
+
+/* cnt (1-4, a constant) blocks of one Q8_0 row from block i on into acc:
+ * their d_w gathered and converted at once (f16 words in a general
+ * register, one vcvtph2ps) times the blocks' d / 256. */
+ALWAYS_INLINE void x16q8_step(const int cnt, const uint8_t *w, int64_t i, const uint8_t *lines, const float *dxs,
+                              __m256 *acc)
+{
+    const size_t bb = sizeof(struct wk_block_q8_0);
+    const uint8_t *b = w + i * bb;
+    uint64_t u = 0;
+    UNROLL
+    for (int k = 0; k < cnt; k++) {
+        uint16_t h;
+        memcpy(&h, b + k * bb, 2);
+        u |= (uint64_t)h << (16 * k);
+    }
+    __asm__("" : "+r"(u));
+    __m128 dx = cnt == 4 ? _mm_loadu_ps(dxs + i) : _mm_setzero_ps();
+    if (cnt < 4) {
+        float t[4] = {0, 0, 0, 0};
+        for (int k = 0; k < cnt; k++) t[k] = dxs[i + k];
+        dx = _mm_loadu_ps(t);
+    }
+    const __m256 sc = _mm256_castps128_ps256(_mm_mul_ps(_mm_cvtph_ps(_mm_cvtsi64_si128((long long)u)), dx));
+    UNROLL
+    for (int k = 0; k < cnt; k++) {
+        const int8_t *q = (const int8_t *)(b + k * bb + 2);
+        const uint8_t *ln = lines + X16Q8_BLOCK_BYTES * (i + k);
+        const __m256i q0 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)q));
+        const __m256i q1 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(q + 16)));
+        const __m256i S = _mm256_add_epi32(_mm256_madd_epi16(q0, _mm256_load_si256((const __m256i *)ln)),
+                                           _mm256_madd_epi16(q1, _mm256_load_si256((const __m256i *)(ln + 32))));
+        acc[k & 1] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(S), _mm256_permutevar8x32_ps(sc, _mm256_set1_epi32(k)),
+                                     acc[k & 1]);
+    }
+}
+
+/* One Q8_0 row against x16q8_prep's chunk of n elements: the chunk's dot.
+ * Blocks four at a time (x16q8_step), two accumulators. */
+ALWAYS_INLINE float x16q8_row1(int64_t n, const uint8_t *w, const float *scratch)
+{
+    const size_t bb = sizeof(struct wk_block_q8_0);
+    const int64_t nb = n / 32;
+    const uint8_t *lines = (const uint8_t *)scratch;
+    const float *dxs = scratch + nb * (X16Q8_BLOCK_BYTES / 4);
+    __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+    const size_t pf = pf_ahead(PF_DIST, bb);
+    size_t pf_next = 0;
+    int64_t i = 0;
+    for (; i + 4 <= nb; i += 4) {
+        rows_prefetch(1, w, 0, pf, &pf_next, (size_t)(i + 4) * bb);
+        x16q8_step(4, w, i, lines, dxs, acc);
+    }
+    switch (nb - i) {
+    case 3: x16q8_step(3, w, i, lines, dxs, acc); break;
+    case 2: x16q8_step(2, w, i, lines, dxs, acc); break;
+    case 1: x16q8_step(1, w, i, lines, dxs, acc); break;
+    default: break;
+    }
+    return avx2_hsum_ps(_mm256_add_ps(acc[0], acc[1]));
+}
+
+/* Rows of one chunk, every token's prepared x (scratch[t], nt of them)
+ * over each row while it is in L1: the one-token kernel's bits. */
+ALWAYS_INLINE void x16q8_rows_tokens(int64_t nc, const uint8_t *wc, size_t stride,
+                                     float (*scratch)[X16Q8_SCRATCH_FLOATS], int32_t nt, float *out,
+                                     size_t out_stride, int64_t n_rows, bool add)
+{
+    for (int64_t r = 0; r < n_rows; r++)
+        for (int32_t t = 0; t < nt; t++) {
+            const float v = x16q8_row1(nc, wc + r * stride, scratch[t]);
+            float *o = out + (size_t)t * out_stride + r;
+            *o = add ? *o + v : v;
+        }
+}
+
+static void x16_rows_q8_0(int64_t n, const void *w, size_t stride, const float *x, float *out, int64_t n_rows)
+{
+    _Alignas(32) float scratch[1][X16Q8_SCRATCH_FLOATS];
+    for (int64_t c0 = 0; c0 < n; c0 += X16_CHUNK) {
+        const int64_t nc = WK_MIN(X16_CHUNK, n - c0);
+        x16q8_prep(nc, x + c0, scratch[0]);
+        x16q8_rows_tokens(nc, (const uint8_t *)w + c0 / 32 * sizeof(struct wk_block_q8_0), stride, scratch, 1, out,
+                          0, n_rows, c0 > 0);
+    }
+}
+
 /* Row ROW (x16k_row, x16q6_row) for nt tokens (T 1-4 a call), T a
  * constant in each call. */
 #define X16_ROW_TOKENS(ROW, nc, w, scr, sstride, nt, res)                                          \
@@ -662,6 +793,8 @@ X16_TOKENS_FN(x16_tokens_q4_k, x16k_prep, x16k_rows_tokens, sizeof(struct wk_blo
               X16K_SCRATCH_FLOATS)
 X16_TOKENS_FN(x16_tokens_q6_k, x16q6_prep, x16q6_rows_tokens, sizeof(struct wk_block_q6_k), 256, X16K_CHUNK,
               X16K_SCRATCH_FLOATS)
+X16_TOKENS_FN(x16_tokens_q8_0, x16q8_prep, x16q8_rows_tokens, sizeof(struct wk_block_q8_0), 32, X16_CHUNK,
+              X16Q8_SCRATCH_FLOATS)
 
 /* The 32-element types: groups of four rows, as x16_rows_fn splits them. */
 #define X16_GROUPS_TOKENS(fn, K, C_SCALE)                                                          \
@@ -702,4 +835,6 @@ void wk__avx2_fill_rows_x16(struct wk_cpu_kernels *k)
     k->vec_dot_rows_x16[WK_DTYPE_Q4_1] = x16_rows_q4_1;
     k->vec_dot_rows_x16[WK_DTYPE_Q5_0] = x16_rows_q5_0;
     k->vec_dot_rows_x16[WK_DTYPE_Q5_1] = x16_rows_q5_1;
+    k->vec_dot_rows_x16[WK_DTYPE_Q8_0] = x16_rows_q8_0;
+    k->vec_dot_rows_x16_tokens[WK_DTYPE_Q8_0] = x16_tokens_q8_0;
 }
