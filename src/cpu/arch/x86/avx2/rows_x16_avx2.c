@@ -3,11 +3,11 @@
  * (vec_dot_rows_x16 and vec_dot_rows_x16_tokens, wk_cpu.h) for Q4_0,
  * Q4_1, Q5_0, Q5_1 (groups of four rows, below) and Q8_0, Q4_K, Q6_K (one
  * row at a time, further down). AVX2 + FMA + F16C only; the AVX-512
- * version (avx512/rows_x16_template.h) is the model. (An earlier 16-bit
- * Q8_0 measured on Zen 4 ran slower than the f32-activation rows of
- * rows_avx2.c, 15.5 GB/s against 18.9 in L2; the one below, one row at a
- * time with four blocks' d_w converted at once, is faster on Zen 3, see
- * there; not re-measured on a Zen 4.)
+ * version (avx512/rows_x16_template.h) is the model. (A first 16-bit
+ * Q8_0, dropped on this Zen 3 kind of CPU, ran slower than the
+ * f32-activation rows of rows_avx2.c, 15.5 GB/s against 18.9 in L2; the
+ * one below, one row at a time with four blocks' d_w converted at once,
+ * is faster: see there.)
  *
  * Spec: rows_x16_ref.c. Per call (per column chunk of long rows), x is
  * quantized once per 32-element block (x16_prep) into hi and lo int8
@@ -320,30 +320,6 @@ ALWAYS_INLINE void x16_group(const enum x16_kind K, int64_t R, int64_t n, const 
     default: x16_rows(K, 1, n, w, stride, scratch, out, add); break;
     }
 }
-
-/*
- * The vec_dot_rows_x16 entry for kind K: per column chunk of X16_CHUNK
- * elements, x prepared once, then groups of four rows and one group of
- * the 1-3 left; later chunks add to out.
- */
-#define X16_ROWS_FN(name, K, BB, C_SCALE)                                                          \
-    static void name(int64_t n, const void *w, size_t stride, const float *x, float *out,          \
-                     int64_t n_rows)                                                               \
-    {                                                                                              \
-        _Alignas(32) float scratch[X16_SCRATCH_FLOATS];                                            \
-        for (int64_t c0 = 0; c0 < n; c0 += X16_CHUNK) {                                            \
-            const int64_t nc = WK_MIN(X16_CHUNK, n - c0);                                          \
-            const uint8_t *wc = (const uint8_t *)w + c0 / 32 * (BB);                               \
-            x16_prep(nc, x + c0, scratch, C_SCALE);                                                \
-            for (int64_t r = 0; r < n_rows; r += 4)                                                \
-                x16_group(K, WK_MIN(4, n_rows - r), nc, wc + r * stride, stride, scratch, out + r, \
-                          c0 > 0);                                                                 \
-        }                                                                                          \
-    }
-X16_ROWS_FN(x16_rows_q4_0, X16_Q4_0, sizeof(struct wk_block_q4_0), -8.0f)
-X16_ROWS_FN(x16_rows_q4_1, X16_Q4_1, sizeof(struct wk_block_q4_1), 1.0f)
-X16_ROWS_FN(x16_rows_q5_0, X16_Q5_0, sizeof(struct wk_block_q5_0), -16.0f)
-X16_ROWS_FN(x16_rows_q5_1, X16_Q5_1, sizeof(struct wk_block_q5_1), 1.0f)
 
 /*
  * Q4_K. A super-block's 128 bytes of nibbles are four runs of 32 bytes:
@@ -686,17 +662,6 @@ ALWAYS_INLINE void x16q8_rows_tokens(int64_t nc, const uint8_t *wc, size_t strid
         }
 }
 
-static void x16_rows_q8_0(int64_t n, const void *w, size_t stride, const float *x, float *out, int64_t n_rows)
-{
-    _Alignas(32) float scratch[1][X16Q8_SCRATCH_FLOATS];
-    for (int64_t c0 = 0; c0 < n; c0 += X16_CHUNK) {
-        const int64_t nc = WK_MIN(X16_CHUNK, n - c0);
-        x16q8_prep(nc, x + c0, scratch[0]);
-        x16q8_rows_tokens(nc, (const uint8_t *)w + c0 / 32 * sizeof(struct wk_block_q8_0), stride, scratch, 1, out,
-                          0, n_rows, c0 > 0);
-    }
-}
-
 /* Row ROW (x16k_row, x16q6_row) for nt tokens (T 1-4 a call), T a
  * constant in each call. */
 #define X16_ROW_TOKENS(ROW, nc, w, scr, sstride, nt, res)                                          \
@@ -721,42 +686,22 @@ ALWAYS_INLINE void x16k_prefetch(const uint8_t *p, size_t bytes)
         _mm_prefetch((const char *)a, _MM_HINT_T0);
 }
 
-/* One-row-at-a-time kinds (Q4_K, Q6_K): per column chunk, x prepared by
- * PREP, then each row by ROW; later chunks add to out. */
-#define X16_ROW1_FN(name, PREP, ROW, BB)                                                           \
-    static void name(int64_t n, const void *w, size_t stride, const float *x, float *out,          \
-                     int64_t n_rows)                                                               \
-    {                                                                                              \
-        _Alignas(32) float scratch[X16K_SCRATCH_FLOATS];                                           \
-        for (int64_t c0 = 0; c0 < n; c0 += X16K_CHUNK) {                                           \
-            const int64_t nc = WK_MIN(X16K_CHUNK, n - c0);                                         \
-            const uint8_t *wc = (const uint8_t *)w + c0 / 256 * (BB);                              \
-            PREP(nc, x + c0, scratch);                                                             \
-            const size_t rb = (size_t)nc / 256 * (BB), pf = pf_ahead(X16K_PF_DIST, stride);        \
-            for (int64_t r = 0; r < n_rows; r++) {                                                 \
-                x16k_prefetch(wc + r * stride + pf, rb);                                           \
-                float v;                                                                           \
-                ROW(1, nc, wc + r * stride, scratch, 0, &v);                                       \
-                out[r] = c0 > 0 ? out[r] + v : v;                                                  \
-            }                                                                                      \
-        }                                                                                          \
-    }
-X16_ROW1_FN(x16_rows_q4_k, x16k_prep, x16k_row, sizeof(struct wk_block_q4_k))
-X16_ROW1_FN(x16_rows_q6_k, x16q6_prep, x16q6_row, sizeof(struct wk_block_q6_k))
-
 /*
- * The vec_dot_rows_x16_tokens entries: per column chunk, up to
- * X16_TOKENS tokens' x prepared (as the one-token kernel prepares it),
- * then each group of up to four rows (one row for Q4_K) computed for
- * every token while its bytes are in L1, with the one-token kernel's
- * row function: each token's results are that kernel's bits.
+ * The entries of a kind: x16_tokens_KIND (vec_dot_rows_x16_tokens): per
+ * column chunk, up to X16_TOKENS tokens' x prepared by PREP, then ROWS
+ * runs each group of rows (four for the 4-bit 32-element kinds, one for
+ * the others) for every token while its bytes are in L1, with the
+ * one-token row function; and x16_rows_KIND (vec_dot_rows_x16), the same
+ * for one token. So each token's results are the one-token entry's bits.
+ * Later chunks add to out.
  */
 #define X16_TOKENS 8
-#define X16_TOKENS_FN(name, PREP, ROWS, BB, BLOCK, CHUNK, SCR)                                    \
-    static void name(int64_t n, const void *w, size_t stride, const float *x, size_t x_stride,     \
-                     int32_t n_tokens, float *out, size_t out_stride, int64_t n_rows)              \
+#define X16_ENTRIES(kind, PREP, ROWS, BB, BLOCK, CHUNK, SCR)                                     \
+    static void x16_tokens_##kind(int64_t n, const void *w, size_t stride, const float *x,         \
+                                  size_t x_stride, int32_t n_tokens, float *out, size_t out_stride, \
+                                  int64_t n_rows)                                                  \
     {                                                                                              \
-        _Alignas(32) float scratch[X16_TOKENS][SCR]; /* <= 306 KiB of stack */              \
+        _Alignas(32) float scratch[X16_TOKENS][SCR]; /* <= 306 KiB of stack */                     \
         for (int32_t t0 = 0; t0 < n_tokens; t0 += X16_TOKENS) {                                    \
             const int32_t nt = WK_MIN(X16_TOKENS, n_tokens - t0);                                  \
             for (int64_t c0 = 0; c0 < n; c0 += (CHUNK)) {                                          \
@@ -767,6 +712,17 @@ X16_ROW1_FN(x16_rows_q6_k, x16q6_prep, x16q6_row, sizeof(struct wk_block_q6_k))
                 ROWS(nc, wc, stride, scratch, nt, out + (size_t)t0 * out_stride, out_stride,       \
                      n_rows, c0 > 0);                                                              \
             }                                                                                      \
+        }                                                                                          \
+    }                                                                                              \
+    static void x16_rows_##kind(int64_t n, const void *w, size_t stride, const float *x, float *out, \
+                                int64_t n_rows)                                                    \
+    {                                                                                              \
+        _Alignas(32) float scratch[1][SCR];                                                        \
+        for (int64_t c0 = 0; c0 < n; c0 += (CHUNK)) {                                              \
+            const int64_t nc = WK_MIN((CHUNK), n - c0);                                            \
+            PREP(nc, x + c0, scratch[0]);                                                          \
+            ROWS(nc, (const uint8_t *)w + c0 / (BLOCK) * (BB), stride, scratch, 1, out, 0, n_rows, \
+                 c0 > 0);                                                                          \
         }                                                                                          \
     }
 
@@ -789,14 +745,11 @@ X16_ROW1_FN(x16_rows_q6_k, x16q6_prep, x16q6_row, sizeof(struct wk_block_q6_k))
     }
 X16_ROW1_TOKENS(x16k_rows_tokens, x16k_row, sizeof(struct wk_block_q4_k))
 X16_ROW1_TOKENS(x16q6_rows_tokens, x16q6_row, sizeof(struct wk_block_q6_k))
-X16_TOKENS_FN(x16_tokens_q4_k, x16k_prep, x16k_rows_tokens, sizeof(struct wk_block_q4_k), 256, X16K_CHUNK,
-              X16K_SCRATCH_FLOATS)
-X16_TOKENS_FN(x16_tokens_q6_k, x16q6_prep, x16q6_rows_tokens, sizeof(struct wk_block_q6_k), 256, X16K_CHUNK,
-              X16K_SCRATCH_FLOATS)
-X16_TOKENS_FN(x16_tokens_q8_0, x16q8_prep, x16q8_rows_tokens, sizeof(struct wk_block_q8_0), 32, X16_CHUNK,
-              X16Q8_SCRATCH_FLOATS)
+X16_ENTRIES(q4_k, x16k_prep, x16k_rows_tokens, sizeof(struct wk_block_q4_k), 256, X16K_CHUNK, X16K_SCRATCH_FLOATS)
+X16_ENTRIES(q6_k, x16q6_prep, x16q6_rows_tokens, sizeof(struct wk_block_q6_k), 256, X16K_CHUNK, X16K_SCRATCH_FLOATS)
+X16_ENTRIES(q8_0, x16q8_prep, x16q8_rows_tokens, sizeof(struct wk_block_q8_0), 32, X16_CHUNK, X16Q8_SCRATCH_FLOATS)
 
-/* The 32-element types: groups of four rows, as x16_rows_fn splits them. */
+/* The 32-element types: groups of four rows (x16_group), every token over a group. */
 #define X16_GROUPS_TOKENS(fn, K, C_SCALE)                                                          \
     ALWAYS_INLINE void fn##_rows(int64_t nc, const uint8_t *wc, size_t stride,                     \
                                  float (*scratch)[X16_SCRATCH_FLOATS], int32_t nt, float *out,\
@@ -812,14 +765,10 @@ X16_GROUPS_TOKENS(x16t_q4_0, X16_Q4_0, -8.0f)
 X16_GROUPS_TOKENS(x16t_q4_1, X16_Q4_1, 1.0f)
 X16_GROUPS_TOKENS(x16t_q5_0, X16_Q5_0, -16.0f)
 X16_GROUPS_TOKENS(x16t_q5_1, X16_Q5_1, 1.0f)
-X16_TOKENS_FN(x16_tokens_q4_0, x16t_q4_0_prep, x16t_q4_0_rows, sizeof(struct wk_block_q4_0), 32, X16_CHUNK,
-              X16_SCRATCH_FLOATS)
-X16_TOKENS_FN(x16_tokens_q4_1, x16t_q4_1_prep, x16t_q4_1_rows, sizeof(struct wk_block_q4_1), 32, X16_CHUNK,
-              X16_SCRATCH_FLOATS)
-X16_TOKENS_FN(x16_tokens_q5_0, x16t_q5_0_prep, x16t_q5_0_rows, sizeof(struct wk_block_q5_0), 32, X16_CHUNK,
-              X16_SCRATCH_FLOATS)
-X16_TOKENS_FN(x16_tokens_q5_1, x16t_q5_1_prep, x16t_q5_1_rows, sizeof(struct wk_block_q5_1), 32, X16_CHUNK,
-              X16_SCRATCH_FLOATS)
+X16_ENTRIES(q4_0, x16t_q4_0_prep, x16t_q4_0_rows, sizeof(struct wk_block_q4_0), 32, X16_CHUNK, X16_SCRATCH_FLOATS)
+X16_ENTRIES(q4_1, x16t_q4_1_prep, x16t_q4_1_rows, sizeof(struct wk_block_q4_1), 32, X16_CHUNK, X16_SCRATCH_FLOATS)
+X16_ENTRIES(q5_0, x16t_q5_0_prep, x16t_q5_0_rows, sizeof(struct wk_block_q5_0), 32, X16_CHUNK, X16_SCRATCH_FLOATS)
+X16_ENTRIES(q5_1, x16t_q5_1_prep, x16t_q5_1_rows, sizeof(struct wk_block_q5_1), 32, X16_CHUNK, X16_SCRATCH_FLOATS)
 
 void wk__avx2_fill_rows_x16(struct wk_cpu_kernels *k)
 {
