@@ -345,7 +345,8 @@ static void balance_setup(struct matmul_ctx *c, struct wk_threadpool *pool)
     for (int i = 0; i < c->n_parts; i++) c->r16_prep &= c->k->vec_dot_rows_r16[c->parts[i].w->dtype] != NULL;
     c->steal = c->r16_prep || (size_t)c->total_rows * row >= (size_t)nth * WK_MATMUL_BALANCE_BYTES;
     if (!c->steal) return;
-    const size_t cb = WK_MAX((size_t)256 << 10, (size_t)256 * (size_t)c->n_in);
+    /* (with x prepared once per thread, r16_prep, no call quantizes x again) */
+    const size_t cb = c->r16_prep ? (size_t)256 << 10 : WK_MAX((size_t)256 << 10, (size_t)256 * (size_t)c->n_in);
     c->chunk = WK_MAX(al, (int64_t)(cb / row) / al * al);
     c->min_steal = WK_MAX(2 * al, (int64_t)(cb / 4 / row) / al * al);
     if (c->r16_prep) { /* x is not quantized again per chunk: about four chunks a thread */
