@@ -193,10 +193,9 @@ const struct wk_cpu_kernels *wk_cpu_kernels_for(const char *isa);
  * start) and wk_cpu_r16_unpack_row (through which wk_cpu_get_row and the
  * matmul's prefill tiles, where the dtype has no gemm_r16, read rows) read
  * it. The model loader repacks a matrix only
- * when wk_cpu_kernels_get() has the two decode entries for its R16 dtype
- * (AVX-512 VNNI: all five; AVX2: Q4_K_R16; none with WICK_EXACT), so
- * every other dtype and table keeps the row-major layout. The matmul
- * splits R16 rows between threads in whole groups.
+ * when wk_cpu_kernels_get() has those entries (AVX-512 VNNI, not
+ * WICK_EXACT), so every other table keeps the row-major dtypes. The
+ * matmul splits R16 rows between threads in whole groups.
  */
 #define WK_R16_ROWS 16
 

@@ -39,10 +39,10 @@ static bool x16_dot_ok(enum wk_dtype t, const uint8_t *wrow, int64_t n, const fl
  * - packing, then unpacking every row (whole, and in pieces), gives back
  *   the row-major bytes; wk_cpu_get_row of the R16 tensor gives the
  *   row-major row's floats;
- * - where the table has R16 kernels for the type (AVX-512 VNNI: all five;
- *   AVX2: Q4_K), the R16 vec_dot_rows_x16 is within test_vec_dot_rows_x16's
- *   bounds of the exact dot with x~ for every row, and its tokens entry
- *   gives its bits for each of 5 tokens, as does (AVX-512 VNNI) vec_dot_rows_r16 with x prepared once
+ * - where the CPU has AVX-512 VNNI (the only table with R16 kernels), the
+ *   R16 vec_dot_rows_x16 is within test_vec_dot_rows_x16's bounds of the
+ *   exact dot with x~ for every row, and its tokens entry gives its bits
+ *   for each of 5 tokens, as does vec_dot_rows_r16 with x prepared once
  *   (r16_prepare) for two ranges of rows, and vec_dot_rows_r16_tokens
  *   with the 5 tokens' x prepared (batched decode, verification);
  * - the matmul of the R16 tensor: decode on 1, 2 and 3 threads gives the
@@ -102,9 +102,7 @@ static void test_r16_layout(void)
                 for (int64_t r = 0; r < n_rows; r++) bad += !x16_dot_ok(t, orig + r * row, n, x, d, hi, lo, got[r]);
                 k->vec_dot_rows_x16_tokens[r16](n, packed, row, x, (size_t)n, (int32_t)n_tok, tok, (size_t)n_rows, n_rows);
                 bad += memcmp(got, tok, (size_t)(n_rows * n_tok) * 4) != 0;
-                /* x prepared once, then rows 16..47 and 0..15 apart (the tables
-                 * with r16_prepare: AVX-512 VNNI) */
-                if (k->r16_prepare && k->vec_dot_rows_r16[r16] && k->vec_dot_rows_r16_tokens[r16]) {
+                /* x prepared once, then rows 16..47 and 0..15 apart */
                 float *prep = wk_aligned_alloc(wk_cpu_r16_prep_floats(n) * 4);
                 k->r16_prepare(n, x, prep);
                 k->vec_dot_rows_r16[r16](n, packed + WK_R16_ROWS * row, row, prep, tok + WK_R16_ROWS, n_rows - WK_R16_ROWS);
@@ -119,7 +117,6 @@ static void test_r16_layout(void)
                 k->vec_dot_rows_r16_tokens[r16](n, packed, row, prep, ldp, (int32_t)n_tok, tok, (size_t)n_rows, n_rows);
                 bad += memcmp(got, tok, (size_t)(n_rows * n_tok) * 4) != 0;
                 wk_aligned_free(prep);
-                }
                 /* the matmul over the pool, whole groups a thread */
                 float *y = wk_aligned_alloc((size_t)(n_rows * n_tok) * 4), *y2 = wk_aligned_alloc((size_t)(n_rows * n_tok) * 4);
                 for (int th = 1; th <= 3; th++) {

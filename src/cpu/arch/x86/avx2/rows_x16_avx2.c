@@ -1,8 +1,8 @@
 /*
  * rows_x16_avx2.c - the AVX2 decode dots with 16-bit activations
  * (vec_dot_rows_x16 and vec_dot_rows_x16_tokens, wk_cpu.h) for Q4_0,
- * Q4_1, Q5_0, Q5_1 (groups of four rows, below), Q8_0, Q4_K, Q6_K (one
- * row at a time, further down) and Q4_K_R16 (16 rows in lanes, last). AVX2 + FMA + F16C only; the AVX-512
+ * Q4_1, Q5_0, Q5_1 (groups of four rows, below) and Q8_0, Q4_K, Q6_K (one
+ * row at a time, further down). AVX2 + FMA + F16C only; the AVX-512
  * version (avx512/rows_x16_template.h) is the model. (A first 16-bit
  * Q8_0, dropped on this Zen 3 kind of CPU, ran slower than the
  * f32-activation rows of rows_avx2.c, 15.5 GB/s against 18.9 in L2; the
@@ -749,121 +749,6 @@ X16_ENTRIES(q4_k, x16k_prep, x16k_rows_tokens, sizeof(struct wk_block_q4_k), 256
 X16_ENTRIES(q6_k, x16q6_prep, x16q6_rows_tokens, sizeof(struct wk_block_q6_k), 256, X16K_CHUNK, X16K_SCRATCH_FLOATS)
 X16_ENTRIES(q8_0, x16q8_prep, x16q8_rows_tokens, sizeof(struct wk_block_q8_0), 32, X16_CHUNK, X16Q8_SCRATCH_FLOATS)
 
-/*
- * Q4_K_R16 (repack.c): 16 rows interleaved, 8 rows a register, one row a
- * 32-bit lane. The vector of qs[32g + 4k .. + 3] holds, per row, elements
- * 4k .. 4k + 3 of sub-block 2g (low nibbles) and of 2g + 1 (high). Read as
- * int16 lanes (two a row) an and and shifts give the codes of elements
- * (4k, 4k + 2) and (4k + 1, 4k + 3) of each sub-block, already in int16
- * lanes; x16k_prep's lines hold x~'s even elements then its odd ones as
- * int16, so the int32 at byte 4k of a block's even half is the pair (x_4k,
- * x_4k+2) and at 32 + 4k (x_4k+1, x_4k+3): each is broadcast and one
- * vpmaddwd per pair of codes adds two products to every row's lane. A
- * row's sub-block sum S = sum q (256 hi + lo) thus ends in its lane with
- * no reduction across lanes; per sub-block one conversion and two FMAs
- * (d sc_s (d_x / 256) S and dmin m_s (d_x / 256) sum(256 hi + lo)) add it
- * to the row's float sums, the 6-bit scales unpacked for 8 rows at a time
- * from the three scale words. Each row's result depends on its own bytes
- * only (not on the group or the other rows).
- */
-ALWAYS_INLINE void x16r_q4k_group(int64_t n, const uint8_t *g, const float *scr, float *out, bool add)
-{
-    const size_t gb = WK_R16_ROWS * sizeof(struct wk_block_q4_k);
-    const int64_t nb = n / 32, nsb = n / 256;
-    const uint8_t *lines = (const uint8_t *)scr;
-    const float *dxs = scr + nb * (X16K_BLOCK_BYTES / 4), *css = dxs + nb;
-    const __m256i m4 = _mm256_set1_epi16(0x000F), m6 = _mm256_set1_epi32(63);
-    const __m256i l4 = _mm256_set1_epi32(0x0F), h2 = _mm256_set1_epi32(0x30);
-    __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()}, accm[2] = {acc[0], acc[1]};
-    for (int64_t i = 0; i < nsb; i++) {
-        const uint8_t *b = g + (size_t)i * gb;
-        _mm_prefetch((const char *)(b + 2 * gb), _MM_HINT_T0);
-        __m256 d[2], dmin[2];
-        __m256i W0[2], W1[2], W2[2];
-        UNROLL
-        for (int h = 0; h < 2; h++) {
-            d[h] = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(b + 16 * h)));
-            dmin[h] = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(b + 32 + 16 * h)));
-            W0[h] = _mm256_loadu_si256((const __m256i *)(b + 64 + 32 * h));
-            W1[h] = _mm256_loadu_si256((const __m256i *)(b + 128 + 32 * h));
-            W2[h] = _mm256_loadu_si256((const __m256i *)(b + 192 + 32 * h));
-        }
-        for (int gg = 0; gg < 4; gg++) {
-            const int64_t xe = 8 * i + 2 * gg, xo = xe + 1;
-            const uint8_t *le = lines + X16K_BLOCK_BYTES * xe, *lo = lines + X16K_BLOCK_BYTES * xo;
-            __m256i ae[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()}, ao[2] = {ae[0], ae[1]};
-            UNROLL
-            for (int k = 0; k < 8; k++) {
-                const __m256i Pe = _mm256_set1_epi32(*(const int32_t *)(le + 4 * k));
-                const __m256i Qe = _mm256_set1_epi32(*(const int32_t *)(le + 32 + 4 * k));
-                const __m256i Po = _mm256_set1_epi32(*(const int32_t *)(lo + 4 * k));
-                const __m256i Qo = _mm256_set1_epi32(*(const int32_t *)(lo + 32 + 4 * k));
-                UNROLL
-                for (int h = 0; h < 2; h++) {
-                    const __m256i v = _mm256_loadu_si256((const __m256i *)(b + 256 + 64 * (8 * gg + k) + 32 * h));
-                    ae[h] = _mm256_add_epi32(ae[h], _mm256_add_epi32(
-                        _mm256_madd_epi16(_mm256_and_si256(v, m4), Pe),
-                        _mm256_madd_epi16(_mm256_and_si256(_mm256_srli_epi16(v, 8), m4), Qe)));
-                    ao[h] = _mm256_add_epi32(ao[h], _mm256_add_epi32(
-                        _mm256_madd_epi16(_mm256_and_si256(_mm256_srli_epi16(v, 4), m4), Po),
-                        _mm256_madd_epi16(_mm256_srli_epi16(v, 12), Qo)));
-                }
-            }
-            const __m256 dxe = _mm256_broadcast_ss(dxs + xe), dxo = _mm256_broadcast_ss(dxs + xo);
-            const __m256 cse = _mm256_broadcast_ss(css + xe), cso = _mm256_broadcast_ss(css + xo);
-            UNROLL
-            for (int h = 0; h < 2; h++) {
-                /* the 6-bit scales and mins of sub-blocks 2gg and 2gg + 1 of 8 rows
-                 * (wk_q4_k_scale_min): bytes gg of the words, or for gg >= 2 the
-                 * low and high nibbles of W2's byte gg - 2 with the top two bits
-                 * of W0's (scales) and W1's (mins) */
-                __m256i sce, mne, sco, mno;
-                if (gg < 2) {
-                    sce = _mm256_and_si256(_mm256_srli_epi32(W0[h], 16 * gg), m6);
-                    mne = _mm256_and_si256(_mm256_srli_epi32(W1[h], 16 * gg), m6);
-                    sco = _mm256_and_si256(_mm256_srli_epi32(W0[h], 16 * gg + 8), m6);
-                    mno = _mm256_and_si256(_mm256_srli_epi32(W1[h], 16 * gg + 8), m6);
-                } else {
-                    const int se = 16 * (gg - 2), so = se + 8; /* bit offsets of bytes s - 4 */
-                    sce = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(W2[h], se), l4),
-                                          _mm256_and_si256(_mm256_srli_epi32(W0[h], se + 2), h2));
-                    mne = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(W2[h], se + 4), l4),
-                                          _mm256_and_si256(_mm256_srli_epi32(W1[h], se + 2), h2));
-                    sco = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(W2[h], so), l4),
-                                          _mm256_and_si256(_mm256_srli_epi32(W0[h], so + 2), h2));
-                    mno = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(W2[h], so + 4), l4),
-                                          _mm256_and_si256(_mm256_srli_epi32(W1[h], so + 2), h2));
-                }
-                acc[h] = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(ae[h]), dxe),
-                                         _mm256_mul_ps(d[h], _mm256_cvtepi32_ps(sce)), acc[h]);
-                acc[h] = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(ao[h]), dxo),
-                                         _mm256_mul_ps(d[h], _mm256_cvtepi32_ps(sco)), acc[h]);
-                accm[h] = _mm256_fmadd_ps(_mm256_mul_ps(dmin[h], _mm256_cvtepi32_ps(mne)), cse, accm[h]);
-                accm[h] = _mm256_fmadd_ps(_mm256_mul_ps(dmin[h], _mm256_cvtepi32_ps(mno)), cso, accm[h]);
-            }
-        }
-    }
-    UNROLL
-    for (int h = 0; h < 2; h++) {
-        __m256 r = _mm256_sub_ps(acc[h], accm[h]);
-        if (add) r = _mm256_add_ps(r, _mm256_loadu_ps(out + 8 * h));
-        _mm256_storeu_ps(out + 8 * h, r);
-    }
-}
-
-/* The n_rows / 16 whole groups of rows of one chunk (n_rows a multiple of
- * 16, as the R16 entries take them), every token over a group in turn. */
-ALWAYS_INLINE void x16r_q4k_rows_tokens(int64_t nc, const uint8_t *wc, size_t stride,
-                                        float (*scratch)[X16K_SCRATCH_FLOATS], int32_t nt, float *out,
-                                        size_t out_stride, int64_t n_rows, bool add)
-{
-    for (int64_t r = 0; r + WK_R16_ROWS <= n_rows; r += WK_R16_ROWS)
-        for (int32_t t = 0; t < nt; t++)
-            x16r_q4k_group(nc, wc + r * stride, scratch[t], out + (size_t)t * out_stride + r, add);
-}
-X16_ENTRIES(q4_k_r16, x16k_prep, x16r_q4k_rows_tokens, WK_R16_ROWS * sizeof(struct wk_block_q4_k), 256, X16K_CHUNK,
-            X16K_SCRATCH_FLOATS)
-
 /* The 32-element types: groups of four rows (x16_group), every token over a group. */
 #define X16_GROUPS_TOKENS(fn, K, C_SCALE)                                                          \
     ALWAYS_INLINE void fn##_rows(int64_t nc, const uint8_t *wc, size_t stride,                     \
@@ -901,7 +786,4 @@ void wk__avx2_fill_rows_x16(struct wk_cpu_kernels *k)
     k->vec_dot_rows_x16[WK_DTYPE_Q5_1] = x16_rows_q5_1;
     k->vec_dot_rows_x16[WK_DTYPE_Q8_0] = x16_rows_q8_0;
     k->vec_dot_rows_x16_tokens[WK_DTYPE_Q8_0] = x16_tokens_q8_0;
-    /* with these two the loader repacks Q4_K matrices into Q4_K_R16 (backend_cpu.c) */
-    k->vec_dot_rows_x16[WK_DTYPE_Q4_K_R16] = x16_rows_q4_k_r16;
-    k->vec_dot_rows_x16_tokens[WK_DTYPE_Q4_K_R16] = x16_tokens_q4_k_r16;
 }
