@@ -20,7 +20,7 @@
  *   int8 directly; Q4_1/Q5_1 pay one 4-lane FMA per four blocks for the
  *   min; Q4_K/Q5_K one 8-lane FMA per super-block.
  * - The f16 scales of four blocks are gathered in a general register and
- *   converted by one vcvtph2ps (f16x4).
+ *   converted by one vcvtph2ps (avx2_f16x4).
  *
  * Rows go one at a time. Reading 2-4 rows side by side (to share each
  * load of x) was measured and dropped: the loads of x are memory operands
@@ -117,27 +117,6 @@ static inline __m256 block_dot(__m256i q, const float *xp)
     s = _mm256_fmadd_ps(top_ps(q, 1), _mm256_load_ps(xp + 8), s);
     s = _mm256_fmadd_ps(top_ps(q, 2), _mm256_load_ps(xp + 16), s);
     return _mm256_fmadd_ps(top_ps(q, 3), _mm256_load_ps(xp + 24), s);
-}
-
-/*
- * The f16 at p, p + stride, ... of cnt (1-4) blocks as floats, zeros past
- * cnt: gathered in a general register, then one vcvtph2ps for the four.
- * Broadcasting each f16 (vpbroadcastw + vcvtph2ps) costs about 1.3 cycles
- * of the FP pipes on Zen 4, as much as the arithmetic on 8 weights. The
- * empty asm keeps the word in a general register: GCC would otherwise
- * build it with vector shuffles, which compete with the arithmetic.
- */
-static inline __m128 f16x4(const uint8_t *p, size_t stride, int cnt)
-{
-    uint64_t u = 0;
-#pragma GCC unroll 4
-    for (int k = 0; k < cnt; k++) {
-        uint16_t h;
-        memcpy(&h, p + k * stride, 2);
-        u |= (uint64_t)h << (16 * k);
-    }
-    __asm__("" : "+r"(u));
-    return _mm_cvtph_ps(_mm_cvtsi64_si128((long long)u));
 }
 
 static inline float hsum128(__m128 v)
@@ -237,9 +216,9 @@ ALWAYS_INLINE void b32_batch(enum b32 t, int cnt, const uint8_t *w, int64_t b,
     const size_t bb = B32_BYTES(t);
     const uint8_t *blk = w + b * bb;
     float d[4];
-    _mm_storeu_ps(d, f16x4(blk, bb, cnt));
+    _mm_storeu_ps(d, avx2_f16x4(blk, bb, cnt));
     if (B32_HAS_M(t))
-        *am = _mm_fmadd_ps(f16x4(blk + 2, bb, cnt), _mm_loadu_ps(p->sxs + b), *am);
+        *am = _mm_fmadd_ps(avx2_f16x4(blk + 2, bb, cnt), _mm_loadu_ps(p->sxs + b), *am);
 #pragma GCC unroll 4
     for (int k = 0; k < cnt; k++) {
         __m256 s = b32_dot(t, blk + k * bb, p, b + k);

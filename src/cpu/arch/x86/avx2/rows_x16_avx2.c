@@ -595,21 +595,10 @@ ALWAYS_INLINE void x16q8_step(const int cnt, const uint8_t *w, int64_t i, const 
 {
     const size_t bb = sizeof(struct wk_block_q8_0);
     const uint8_t *b = w + i * bb;
-    uint64_t u = 0;
-    UNROLL
-    for (int k = 0; k < cnt; k++) {
-        uint16_t h;
-        memcpy(&h, b + k * bb, 2);
-        u |= (uint64_t)h << (16 * k);
-    }
-    __asm__("" : "+r"(u));
-    __m128 dx = cnt == 4 ? _mm_loadu_ps(dxs + i) : _mm_setzero_ps();
-    if (cnt < 4) {
-        float t[4] = {0, 0, 0, 0};
-        for (int k = 0; k < cnt; k++) t[k] = dxs[i + k];
-        dx = _mm_loadu_ps(t);
-    }
-    const __m256 sc = _mm256_castps128_ps256(_mm_mul_ps(_mm_cvtph_ps(_mm_cvtsi64_si128((long long)u)), dx));
+    /* the blocks' d / 256, zeros past cnt (no read past the chunk's last) */
+    const __m128 dx = cnt == 4 ? _mm_loadu_ps(dxs + i)
+                               : _mm_maskload_ps(dxs + i, _mm_cmpgt_epi32(_mm_set1_epi32(cnt), _mm_setr_epi32(0, 1, 2, 3)));
+    const __m256 sc = _mm256_castps128_ps256(_mm_mul_ps(avx2_f16x4(b, bb, cnt), dx));
     UNROLL
     for (int k = 0; k < cnt; k++) {
         const int8_t *q = (const int8_t *)(b + k * bb + 2);
