@@ -101,7 +101,7 @@ static inline float hmax_ps(__m256 v)
 
 /*
  * Block x [32] quantized: hi and lo bytes in element order, d / 256 and
- * sum(256 hi + lo). The arithmetic of hi and lo is wk__x16_quantize_ref's,
+ * sum(256 hi + lo) (unless sum_out is NULL). The arithmetic of hi and lo is wk__x16_quantize_ref's,
  * operation for operation (vroundps to nearest even as nearbyintf; vmaxps
  * returns its second operand for a NaN, as fmaxf returns the number; no
  * FMA contraction), so hi and lo are the reference's.
@@ -144,7 +144,7 @@ ALWAYS_INLINE void x16_quant_block(const float *x, __m256i *h8_out, __m256i *l8_
     *h8_out = _mm256_permutevar8x32_epi32(h8, order);
     *l8_out = _mm256_permutevar8x32_epi32(l8, order);
     *dx_out = d / 256.0f;
-    *sum_out = avx2_hsum_epi32(isum);
+    if (sum_out) *sum_out = avx2_hsum_epi32(isum); /* (a NULL one leaves isum dead once inlined) */
 }
 
 /*
@@ -349,7 +349,8 @@ ALWAYS_INLINE void x16_group(const enum x16_kind K, int64_t R, int64_t n, const 
  * sum(256 hi + lo) in *sum; with half_sums, also the sums over elements
  * 0-15 and 16-31 in half_sums[0] and [1]. */
 /* Block x [32] quantized as the int16 values 256 hi + lo, elements 0-15
- * in *v0 and 16-31 in *v1; d / 256 in *dx, sum(256 hi + lo) in *sum. */
+ * in *v0 and 16-31 in *v1; d / 256 in *dx, sum(256 hi + lo) in *sum
+ * unless sum is NULL. */
 ALWAYS_INLINE void x16_block_i16(const float *x, __m256i *v0, __m256i *v1, float *dx, int32_t *sum)
 {
     __m256i h8, l8;
@@ -580,8 +581,7 @@ static void x16q8_prep(int64_t n, const float *x, float *scratch)
     float *dxs = scratch + nb * (X16Q8_BLOCK_BYTES / 4);
     for (int64_t b = 0; b < nb; b++) {
         __m256i v0, v1;
-        int32_t sum;
-        x16_block_i16(x + 32 * b, &v0, &v1, &dxs[b], &sum);
+        x16_block_i16(x + 32 * b, &v0, &v1, &dxs[b], NULL); /* Q8_0 has no offset: no sum */
         _mm256_store_si256((__m256i *)(lines + X16Q8_BLOCK_BYTES * b), v0);
         _mm256_store_si256((__m256i *)(lines + X16Q8_BLOCK_BYTES * b + 32), v1);
     }
