@@ -351,6 +351,7 @@ static void test_vec_dot_rows_x16_tokens(void)
         for (int ti = 0; ti < WK_DTYPE_COUNT; ti++) {
             if (!k->vec_dot_rows_x16_tokens[ti]) continue;
             const enum wk_dtype t = (enum wk_dtype)ti;
+            if (wk_dtype_base(t) != t) continue; /* R16: whole groups of 16 rows, test-cpu-r16 */
             const struct wk_dtype_traits *tr = wk_dtype_traits_get(t);
             static const int64_t lens[] = {64, 640, 4160, 9280}; /* AVX2 chunks: 9216 */
             for (size_t li = 0; li < WK_ARRAY_LEN(lens); li++) {

@@ -52,6 +52,18 @@ void wk__avx2_fill_rows(struct wk_cpu_kernels *k);
  * Q4_0, Q4_1, Q5_0, Q5_1) of rows_x16_avx2.c. */
 void wk__avx2_fill_rows_x16(struct wk_cpu_kernels *k);
 
+/* x [n] (n a multiple of 32, at most 9216) quantized to 16 bits for the
+ * Q4_K kernels into scratch [n / 32 * 18 floats, 32-byte aligned]: per
+ * 32-element block the int16 values 256 hi + lo of its 16 even elements
+ * then its 16 odd ones (64 bytes), then d / 256 [n / 32], then (d / 256)
+ * sum(256 hi + lo) [n / 32] (wk__x16_quantize_ref's hi, lo and d;
+ * rows_x16_avx2.c). */
+void wk__avx2_x16k_prep(int64_t n, const float *x, float *scratch);
+
+/* Installs r16_prepare and the Q4_K_R16 entries (vec_dot_rows_x16 and
+ * _tokens, vec_dot_rows_r16 and _tokens, gemm_r16) of r16_avx2.c. */
+void wk__avx2_fill_r16(struct wk_cpu_kernels *k);
+
 /* Installs vec_dot, vec_dot_rows and to_f32 of Q2_K, Q3_K, IQ4_NL, IQ4_XS
  * and MXFP4 (lowbit_avx2.c, the AVX2 build of ../lowbit_template.h). */
 void wk__avx2_fill_lowbit(struct wk_cpu_kernels *k);

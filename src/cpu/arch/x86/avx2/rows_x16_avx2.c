@@ -394,6 +394,8 @@ static void x16k_prep(int64_t n, const float *x, float *scratch)
     }
 }
 
+void wk__avx2_x16k_prep(int64_t n, const float *x, float *scratch) { x16k_prep(n, x, scratch); }
+
 /* S = sum q (256 hi + lo) of one sub-block as int32 lanes: qe and qo the
  * codes of its even and odd elements (int16 lanes), line its x block. */
 ALWAYS_INLINE __m256i x16k_sub(__m256i qe, __m256i qo, const uint8_t *line)

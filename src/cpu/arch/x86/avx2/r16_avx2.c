@@ -1,0 +1,391 @@
+/*
+ * r16_avx2.c - Q4_K_R16 (repack.c) on AVX2: the table's r16_prepare and,
+ * for WK_DTYPE_Q4_K_R16, vec_dot_rows_x16, vec_dot_rows_x16_tokens,
+ * vec_dot_rows_r16, vec_dot_rows_r16_tokens and gemm_r16 (wk_cpu.h). With
+ * them the loader repacks Q4_K matrices (backend_cpu.c), decode reads
+ * them with x prepared once per thread and matmul, and prefill, batched
+ * decode and verification run an integer GEMM over them instead of
+ * dequantizing tiles to f32 for the f32 GEMM. AVX2 + FMA + F16C.
+ *
+ * Why an integer GEMM pays on AVX2 (measured on the AMD EPYC Zen 3 of
+ * this project, one core, register-only loops): vpmaddwd issues two a
+ * cycle like the FMA, but multiplies 16 int16 pairs where an FMA
+ * multiplies 8 floats; with its vpaddd, 5.2 G pairs a second against
+ * 6.4 G FMAs, so 83 against 51 G multiply-adds a second.
+ *
+ * x (r16_prepare): per column chunk of WK_R16_PREP_CHUNK elements
+ * (WK_R16_PREP_CHUNK_FLOATS floats), the x16 quantization of
+ * rows_x16_avx2.c's Q4_K rows (wk__avx2_x16k_prep): each 32-element
+ * block's int16 values v = 256 hi + lo, the 16 even elements then the 16
+ * odd ones, then d / 256 per block, then (d / 256) sum(v) per block.
+ *
+ * Weights: a 64-byte vector of the group's block holds qs[32g + 4k .. +
+ * 3] of 16 rows, row r's four bytes at 4r; a 32-byte half holds 8 rows,
+ * one a 32-bit lane. Read as int16 lanes (two a row), an and and shifts
+ * give the codes of elements (4k, 4k + 2) and (4k + 1, 4k + 3) of
+ * sub-block 2g (low nibbles) and of 2g + 1 (high), already int16 pairs in
+ * each row's lane. The int32 at byte 4k of x's even half is (v_4k,
+ * v_4k+2) and at 32 + 4k (v_4k+1, v_4k+3): broadcast, one vpmaddwd
+ * against a code vector adds two products to each of 8 rows. A row's
+ * sub-block sum S = sum q v (|S| <= 32 * 15 * 32639 < 2^24) thus ends in
+ * its own lane, no reduction across lanes; then per sub-block one
+ * conversion and two FMAs add d sc (d_x / 256) S - dmin m (d_x / 256)
+ * sum(v) to the row's float sum, in sub-block order, each 64-bit
+ * row's 6-bit scales unpacked from the three scale vectors.
+ *
+ * The micro-tile (r16a_tile) is R halves (8 rows each) of a group by T
+ * tokens: codes unpacked once for all T tokens, T int32 and T float
+ * accumulators a half, sub-blocks 2g and 2g + 1 in two passes over the
+ * same vectors so the registers hold T up to 4. A row's arithmetic is
+ * the same whatever R, T, the other rows and tokens are, so decode (R =
+ * 2, T = 1), the tokens entries and the GEMM give the same bits, and
+ * verification and batched decode through gemm_r16 equal a lone decode
+ * step. A row's column chunks are added in column order.
+ */
+#include "kernels_avx2.h"
+
+#include <stdbool.h>
+
+#define ALWAYS_INLINE static inline __attribute__((always_inline))
+#define UNROLL _Pragma("GCC unroll 16")
+
+#define R16A_CHUNK WK_R16_PREP_CHUNK
+#define R16A_CHUNK_FLOATS WK_R16_PREP_CHUNK_FLOATS
+_Static_assert(R16A_CHUNK / 32 * 18 <= R16A_CHUNK_FLOATS, "x16k_prep's chunk fits wk_cpu.h's prepared chunk");
+#ifndef R16A_T
+#define R16A_T 4 /* tokens per micro-tile */
+#endif
+#define R16A_GROUPS 4 /* groups a tile of tokens visits in turn, per column chunk (73 KB of it, L2) */
+
+/* r16_prepare: x [n] into prep [wk_cpu_r16_prep_floats(n)], chunk by chunk. */
+static void r16a_prepare(int64_t n, const float *x, float *prep)
+{
+    for (int64_t c0 = 0; c0 < n; c0 += R16A_CHUNK)
+        wk__avx2_x16k_prep(WK_MIN(R16A_CHUNK, n - c0), x + c0, prep + (c0 / R16A_CHUNK) * R16A_CHUNK_FLOATS);
+}
+
+/* The 6-bit scale and min of sub-block j (0..7) of 8 rows (wk_q4_k_scale_min),
+ * from their scale bytes 0-3 (w0), 4-7 (w1) and 8-11 (w2), one row a lane. */
+ALWAYS_INLINE void r16a_scale_min(int j, __m256i w0, __m256i w1, __m256i w2, __m256 *sc, __m256 *m)
+{
+    const __m256i m6 = _mm256_set1_epi32(63), l4 = _mm256_set1_epi32(0x0F), h2 = _mm256_set1_epi32(0x30);
+    __m256i s, n;
+    if (j < 4) {
+        s = _mm256_and_si256(_mm256_srli_epi32(w0, 8 * j), m6);
+        n = _mm256_and_si256(_mm256_srli_epi32(w1, 8 * j), m6);
+    } else {
+        const int o = 8 * (j - 4);
+        s = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(w2, o), l4),
+                            _mm256_and_si256(_mm256_srli_epi32(w0, o + 2), h2));
+        n = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(w2, o + 4), l4),
+                            _mm256_and_si256(_mm256_srli_epi32(w1, o + 2), h2));
+    }
+    *sc = _mm256_cvtepi32_ps(s);
+    *m = _mm256_cvtepi32_ps(n);
+}
+
+/*
+ * Micro-tile: the 16 rows of the group whose column chunk of nc elements
+ * (a multiple of 256) starts at g, against T (1..4) tokens' prepared
+ * chunks p[t]: out[t][0..15] (+)= the rows' dots. Per 4 elements of a
+ * sub-block, two 32-byte vectors (rows 0-7, 8-15) give four code vectors
+ * and each token two broadcasts: a broadcast per two vpmaddwd. Inlined
+ * with constant T; the accumulators are named variables, not arrays (GCC
+ * kept arrays of them on the stack, every vpaddd a memory operand).
+ */
+ALWAYS_INLINE void r16a_tile(const int T, int64_t nc, const uint8_t *g, const float *const *p, float *const *out,
+                             const bool add)
+{
+    const size_t gb = WK_R16_ROWS * sizeof(struct wk_block_q4_k);
+    const int64_t nxb = nc / 32, nsb = nc / WK_QK_K;
+    const __m256i m4 = _mm256_set1_epi16(0x000F);
+    const uint8_t *l0 = (const uint8_t *)p[0], *l1 = (const uint8_t *)p[T > 1 ? 1 : 0];
+    const uint8_t *l2 = (const uint8_t *)p[T > 2 ? 2 : 0], *l3 = (const uint8_t *)p[T > 3 ? 3 : 0];
+    const float *dx0 = p[0] + nxb * 16, *dx1 = p[T > 1 ? 1 : 0] + nxb * 16;
+    const float *dx2 = p[T > 2 ? 2 : 0] + nxb * 16, *dx3 = p[T > 3 ? 3 : 0] + nxb * 16;
+    __m256 acc[2][4]; /* touched once a sub-block: memory is fine */
+    UNROLL
+    for (int t = 0; t < 4; t++) acc[0][t] = acc[1][t] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < nsb; i++) {
+        const uint8_t *b = g + (size_t)i * gb;
+        /* the rows' factors d sc_j and dmin m_j of the 8 sub-blocks, kept in L1 */
+        __m256 f[2][8], fm[2][8];
+        UNROLL
+        for (int h = 0; h < 2; h++) {
+            const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(b + 16 * h)));
+            const __m256 dmin = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(b + 32 + 16 * h)));
+            const __m256i w0 = _mm256_loadu_si256((const __m256i *)(b + 64 + 32 * h));
+            const __m256i w1 = _mm256_loadu_si256((const __m256i *)(b + 128 + 32 * h));
+            const __m256i w2 = _mm256_loadu_si256((const __m256i *)(b + 192 + 32 * h));
+            UNROLL
+            for (int j = 0; j < 8; j++) {
+                __m256 sc, mn;
+                r16a_scale_min(j, w0, w1, w2, &sc, &mn);
+                f[h][j] = _mm256_mul_ps(d, sc);
+                fm[h][j] = _mm256_mul_ps(dmin, mn);
+            }
+        }
+        for (int gg = 0; gg < 4; gg++)
+        UNROLL
+        for (int hi_nib = 0; hi_nib < 2; hi_nib++) { /* sub-block j: the vectors of pair gg, low nibbles for even j */
+            const int j = 2 * gg + hi_nib;
+            const int64_t xb = 8 * i + j;
+            const uint8_t *vb = b + 256 + 64 * 8 * gg;
+            const __m256i z = _mm256_setzero_si256();
+            __m256i s00 = z, s01 = z, s02 = z, s03 = z, s10 = z, s11 = z, s12 = z, s13 = z;
+            UNROLL
+            for (int k = 0; k < 8; k++) {
+                const size_t o = 64 * (size_t)xb + 4 * (size_t)k;
+                /* one half at a time: its two code vectors, then every token (the
+                 * broadcasts loaded again for the second half; loads are cheap,
+                 * registers are not) */
+                UNROLL
+                for (int h = 0; h < 2; h++) {
+                    const __m256i v = _mm256_loadu_si256((const __m256i *)(vb + 64 * k + 32 * h));
+                    /* bits 0-3 / 8-11 of each int16 lane: (4k, 4k + 2) / (4k + 1, 4k + 3) of
+                     * the low nibbles' sub-block; bits 4-7 / 12-15: the high nibbles' */
+                    const __m256i e = hi_nib ? _mm256_and_si256(_mm256_srli_epi16(v, 4), m4) : _mm256_and_si256(v, m4);
+                    const __m256i od = hi_nib ? _mm256_srli_epi16(v, 12) : _mm256_and_si256(_mm256_srli_epi16(v, 8), m4);
+/* (the empty asm keeps each sum one chain in a register: GCC otherwise
+ * reassociates the unrolled integer adds into a tree whose temporaries
+ * spill) */
+#define R16A_TOKEN(S, L)                                                                                   \
+    do {                                                                                                   \
+        S = _mm256_add_epi32(S, _mm256_madd_epi16(e, _mm256_castps_si256(_mm256_broadcast_ss((const float *)(L + o))))); \
+        S = _mm256_add_epi32(S, _mm256_madd_epi16(od, _mm256_castps_si256(_mm256_broadcast_ss((const float *)(L + o + 32))))); \
+        __asm__("" : "+x"(S));                                                                             \
+    } while (0)
+                    if (h == 0) {
+                        R16A_TOKEN(s00, l0);
+                        if (T > 1) R16A_TOKEN(s01, l1);
+                        if (T > 2) R16A_TOKEN(s02, l2);
+                        if (T > 3) R16A_TOKEN(s03, l3);
+                    } else {
+                        R16A_TOKEN(s10, l0);
+                        if (T > 1) R16A_TOKEN(s11, l1);
+                        if (T > 2) R16A_TOKEN(s12, l2);
+                        if (T > 3) R16A_TOKEN(s13, l3);
+                    }
+#undef R16A_TOKEN
+                }
+            }
+            /* acc += (S d_x / 256) d sc_j - dmin m_j (d_x / 256) sum(v) */
+#define R16A_FLOAT(H, T_, S, DX)                                                                           \
+    do {                                                                                                   \
+        acc[H][T_] = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(S), _mm256_broadcast_ss(DX + xb)),   \
+                                     f[H][j], acc[H][T_]);                                                 \
+        acc[H][T_] = _mm256_fnmadd_ps(fm[H][j], _mm256_broadcast_ss(DX + nxb + xb), acc[H][T_]);           \
+    } while (0)
+            R16A_FLOAT(0, 0, s00, dx0);
+            R16A_FLOAT(1, 0, s10, dx0);
+            if (T > 1) {
+                R16A_FLOAT(0, 1, s01, dx1);
+                R16A_FLOAT(1, 1, s11, dx1);
+            }
+            if (T > 2) {
+                R16A_FLOAT(0, 2, s02, dx2);
+                R16A_FLOAT(1, 2, s12, dx2);
+            }
+            if (T > 3) {
+                R16A_FLOAT(0, 3, s03, dx3);
+                R16A_FLOAT(1, 3, s13, dx3);
+            }
+#undef R16A_FLOAT
+        }
+    }
+    UNROLL
+    for (int t = 0; t < T; t++) {
+        UNROLL
+        for (int h = 0; h < 2; h++) {
+            float *o = out[t] + 8 * h;
+            _mm256_storeu_ps(o, add ? _mm256_add_ps(_mm256_loadu_ps(o), acc[h][t]) : acc[h][t]);
+        }
+    }
+}
+
+/*
+ * Micro-tile for many tokens: the 16 rows of the group's column chunk at g
+ * against T (1..R16A_TM) tokens' prepared chunks p[t], out[t][0..15] (+)=
+ * the rows' dots, with r16a_tile's arithmetic (the same bits). Per
+ * sub-block the codes of its 8 steps (two halves, even and odd element
+ * pairs: 32 vectors, 1 KB) are unpacked once into an L1 buffer, then
+ * each token in turn runs its 32 vpmaddwd against them as memory operands
+ * with two int32 sums in registers; the float sums live in memory (one
+ * load and store a sub-block). Register tiles of 4 tokens spent half their
+ * instructions on spills and register moves.
+ */
+#ifndef R16A_TM
+#define R16A_TM 8 /* tokens per many-token tile */
+#endif
+static void r16a_tile_many(int T, int64_t nc, const uint8_t *g, const float *const *p, float *const *out, bool add)
+{
+    const size_t gb = WK_R16_ROWS * sizeof(struct wk_block_q4_k);
+    const int64_t nxb = nc / 32, nsb = nc / WK_QK_K;
+    const __m256i m4 = _mm256_set1_epi16(0x000F);
+    _Alignas(32) __m256 acc[R16A_TM][2];
+    _Alignas(32) __m256 f[2][8], fm[2][8];
+    _Alignas(32) __m256i c[8][4]; /* step k: half 0 even, odd; half 1 even, odd */
+    for (int t = 0; t < T; t++) acc[t][0] = acc[t][1] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < nsb; i++) {
+        const uint8_t *b = g + (size_t)i * gb;
+        UNROLL
+        for (int h = 0; h < 2; h++) {
+            const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(b + 16 * h)));
+            const __m256 dmin = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(b + 32 + 16 * h)));
+            const __m256i w0 = _mm256_loadu_si256((const __m256i *)(b + 64 + 32 * h));
+            const __m256i w1 = _mm256_loadu_si256((const __m256i *)(b + 128 + 32 * h));
+            const __m256i w2 = _mm256_loadu_si256((const __m256i *)(b + 192 + 32 * h));
+            UNROLL
+            for (int j = 0; j < 8; j++) {
+                __m256 sc, mn;
+                r16a_scale_min(j, w0, w1, w2, &sc, &mn);
+                f[h][j] = _mm256_mul_ps(d, sc);
+                fm[h][j] = _mm256_mul_ps(dmin, mn);
+            }
+        }
+        for (int j = 0; j < 8; j++) {
+            const int64_t xb = 8 * i + j;
+            const uint8_t *vb = b + 256 + 64 * 8 * (j / 2);
+            /* (v >> 0 or 4) & 15: elements (4k, 4k + 2); (v >> 8 or 12) & 15: (4k + 1, 4k + 3) */
+            const __m128i se = _mm_cvtsi32_si128(4 * (j & 1)), so = _mm_cvtsi32_si128(8 + 4 * (j & 1));
+            UNROLL
+            for (int k = 0; k < 8; k++) {
+                UNROLL
+                for (int h = 0; h < 2; h++) {
+                    const __m256i v = _mm256_loadu_si256((const __m256i *)(vb + 64 * k + 32 * h));
+                    c[k][2 * h] = _mm256_and_si256(_mm256_srl_epi16(v, se), m4);
+                    c[k][2 * h + 1] = _mm256_and_si256(_mm256_srl_epi16(v, so), m4);
+                }
+            }
+            for (int t = 0; t < T; t++) {
+                const uint8_t *ln = (const uint8_t *)p[t] + 64 * xb;
+                const float *dx = p[t] + nxb * 16;
+                __m256i s0 = _mm256_setzero_si256(), s1 = s0, u0 = s0, u1 = s0;
+                UNROLL
+                for (int k = 0; k < 8; k++) {
+                    const __m256i pe = _mm256_castps_si256(_mm256_broadcast_ss((const float *)(ln + 4 * k)));
+                    const __m256i po = _mm256_castps_si256(_mm256_broadcast_ss((const float *)(ln + 32 + 4 * k)));
+                    s0 = _mm256_add_epi32(s0, _mm256_madd_epi16(c[k][0], pe));
+                    s1 = _mm256_add_epi32(s1, _mm256_madd_epi16(c[k][2], pe));
+                    u0 = _mm256_add_epi32(u0, _mm256_madd_epi16(c[k][1], po));
+                    u1 = _mm256_add_epi32(u1, _mm256_madd_epi16(c[k][3], po));
+                    __asm__("" : "+x"(s0), "+x"(s1), "+x"(u0), "+x"(u1));
+                }
+                s0 = _mm256_add_epi32(s0, u0), s1 = _mm256_add_epi32(s1, u1);
+                const __m256 vdx = _mm256_broadcast_ss(dx + xb), vcs = _mm256_broadcast_ss(dx + nxb + xb);
+                acc[t][0] = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(s0), vdx), f[0][j], acc[t][0]);
+                acc[t][0] = _mm256_fnmadd_ps(fm[0][j], vcs, acc[t][0]);
+                acc[t][1] = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(s1), vdx), f[1][j], acc[t][1]);
+                acc[t][1] = _mm256_fnmadd_ps(fm[1][j], vcs, acc[t][1]);
+            }
+        }
+    }
+    for (int t = 0; t < T; t++)
+        UNROLL
+        for (int h = 0; h < 2; h++) {
+            float *o = out[t] + 8 * h;
+            _mm256_storeu_ps(o, add ? _mm256_add_ps(_mm256_loadu_ps(o), acc[t][h]) : acc[t][h]);
+        }
+}
+
+/*
+ * The n_rows / 16 groups at w (rows of n elements, stride bytes each) for
+ * n_tokens tokens prepared at prep, ldp floats apart: out[t * ldo + r]
+ * (+)= row r's dot with token t (added when add0, and for every column
+ * chunk after the first). One token: group by group, each group's chunks
+ * in turn (the weights in address order, one stream); several: tiles of
+ * R16A_GROUPS groups, per column chunk every tile of tokens over the
+ * tile's groups (the groups' chunk in L2, a tile of tokens' x in L1).
+ */
+static void r16a_run(int64_t n, const uint8_t *w, size_t stride, const float *prep, size_t ldp, int64_t n_tokens,
+                     float *out, size_t ldo, int64_t n_rows, bool add0)
+{
+    const size_t bb = WK_R16_ROWS * sizeof(struct wk_block_q4_k);
+    const int64_t n_groups = n_rows / WK_R16_ROWS, gt = n_tokens > 1 ? R16A_GROUPS : 1;
+    for (int64_t g0 = 0; g0 < n_groups; g0 += gt) {
+        const int64_t g1 = WK_MIN(n_groups, g0 + gt);
+        for (int64_t c0 = 0; c0 < n; c0 += R16A_CHUNK) {
+            const int64_t nc = WK_MIN(R16A_CHUNK, n - c0);
+            const bool add = add0 || c0 > 0;
+            const int tw = n_tokens > R16A_T ? R16A_TM : R16A_T;
+            for (int64_t t0 = 0; t0 < n_tokens; t0 += tw) {
+                const int T = (int)WK_MIN(tw, n_tokens - t0);
+                const float *p[R16A_TM > R16A_T ? R16A_TM : R16A_T];
+                for (int t = 0; t < T; t++) p[t] = prep + (size_t)(t0 + t) * ldp + (c0 / R16A_CHUNK) * R16A_CHUNK_FLOATS;
+                for (int64_t gi = g0; gi < g1; gi++) {
+                    const uint8_t *wg = w + (size_t)gi * WK_R16_ROWS * stride + (size_t)(c0 / WK_QK_K) * bb;
+                    float *o[R16A_TM > R16A_T ? R16A_TM : R16A_T];
+                    for (int t = 0; t < T; t++) o[t] = out + (size_t)(t0 + t) * ldo + WK_R16_ROWS * gi;
+                    if (tw > R16A_T) {
+                        r16a_tile_many(T, nc, wg, p, o, add);
+                        continue;
+                    }
+                    switch (T) { /* each width its own unrolled code */
+                    case 4: r16a_tile(4, nc, wg, p, o, add); break;
+                    case 3: r16a_tile(3, nc, wg, p, o, add); break;
+                    case 2: r16a_tile(2, nc, wg, p, o, add); break;
+                    default: r16a_tile(1, nc, wg, p, o, add); break;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/* vec_dot_rows_r16 and vec_dot_rows_r16_tokens, and gemm_r16 (the same
+ * computation: every token's results are the one-token bits). */
+static void r16a_prepared(int64_t n, const void *w, size_t stride, const float *prep, float *out, int64_t n_rows)
+{
+    r16a_run(n, w, stride, prep, 0, 1, out, 0, n_rows, false);
+}
+static void r16a_prepared_tokens(int64_t n, const void *w, size_t stride, const float *prep, size_t ldp,
+                                 int32_t n_tokens, float *out, size_t ldo, int64_t n_rows)
+{
+    r16a_run(n, w, stride, prep, ldp, n_tokens, out, ldo, n_rows, false);
+}
+static void r16a_gemm(int64_t n, const void *w, size_t stride, const float *prep, size_t ldp, int64_t n_tokens,
+                      float *out, size_t ldo, int64_t n_rows)
+{
+    r16a_run(n, w, stride, prep, ldp, n_tokens, out, ldo, n_rows, false);
+}
+
+/* Rows up to this long have x prepared whole on the stack (40 KB). */
+#define R16A_PREP_MAX (8 * R16A_CHUNK)
+
+/* vec_dot_rows_x16 and vec_dot_rows_x16_tokens for Q4_K_R16: x prepared
+ * here, whole when it fits (then as r16a_prepared), else a column chunk at
+ * a time (up to R16A_T tokens at once); the same bits either way. */
+static void r16a_tokens(int64_t n, const void *w, size_t stride, const float *x, size_t ldx, int32_t n_tokens,
+                        float *out, size_t ldo, int64_t n_rows)
+{
+    if (n_tokens == 1 && n <= R16A_PREP_MAX) {
+        _Alignas(64) float prep[R16A_PREP_MAX / R16A_CHUNK * R16A_CHUNK_FLOATS];
+        r16a_prepare(n, x, prep);
+        r16a_run(n, w, stride, prep, 0, 1, out, 0, n_rows, false);
+        return;
+    }
+    _Alignas(64) float prep[R16A_T][R16A_CHUNK_FLOATS];
+    for (int32_t t0 = 0; t0 < n_tokens; t0 += R16A_T) {
+        const int32_t T = WK_MIN(R16A_T, n_tokens - t0);
+        for (int64_t c0 = 0; c0 < n; c0 += R16A_CHUNK) {
+            const int64_t nc = WK_MIN(R16A_CHUNK, n - c0);
+            for (int32_t t = 0; t < T; t++) wk__avx2_x16k_prep(nc, x + (size_t)(t0 + t) * ldx + c0, prep[t]);
+            r16a_run(nc, (const uint8_t *)w + (size_t)(c0 / WK_QK_K) * WK_R16_ROWS * sizeof(struct wk_block_q4_k),
+                     stride, prep[0], R16A_CHUNK_FLOATS, T, out + (size_t)t0 * ldo, ldo, n_rows, c0 > 0);
+        }
+    }
+}
+static void r16a_rows(int64_t n, const void *w, size_t stride, const float *x, float *out, int64_t n_rows)
+{
+    r16a_tokens(n, w, stride, x, (size_t)n, 1, out, 0, n_rows);
+}
+
+void wk__avx2_fill_r16(struct wk_cpu_kernels *k)
+{
+    k->r16_prepare = r16a_prepare;
+    k->vec_dot_rows_x16[WK_DTYPE_Q4_K_R16] = r16a_rows;
+    k->vec_dot_rows_x16_tokens[WK_DTYPE_Q4_K_R16] = r16a_tokens;
+    k->vec_dot_rows_r16[WK_DTYPE_Q4_K_R16] = r16a_prepared;
+    k->vec_dot_rows_r16_tokens[WK_DTYPE_Q4_K_R16] = r16a_prepared_tokens;
+    k->gemm_r16[WK_DTYPE_Q4_K_R16] = r16a_gemm;
+}
