@@ -51,17 +51,37 @@
 
 #define R16A_CHUNK WK_R16_PREP_CHUNK
 #define R16A_CHUNK_FLOATS WK_R16_PREP_CHUNK_FLOATS
-_Static_assert(R16A_CHUNK / 32 * 18 <= R16A_CHUNK_FLOATS, "x16k_prep's chunk fits wk_cpu.h's prepared chunk");
+_Static_assert(R16A_CHUNK / 32 * 18 + R16A_CHUNK / 16 <= R16A_CHUNK_FLOATS, "the prepared chunk fits wk_cpu.h's");
 #ifndef R16A_T
 #define R16A_T 4 /* tokens per micro-tile */
 #endif
 #define R16A_GROUPS 4 /* groups a tile of tokens visits in turn, per column chunk (73 KB of it, L2) */
 
-/* r16_prepare: x [n] into prep [wk_cpu_r16_prep_floats(n)], chunk by chunk. */
+/* Where a prepared chunk keeps, for Q6_K, 32 (d / 256) sum(v) of each
+ * 16-element half block: its last WK_R16_PREP_CHUNK / 16 floats. */
+#define R16A_S16(p) ((p) + R16A_CHUNK_FLOATS - R16A_CHUNK / 16)
+
+/* r16_prepare: x [n] into prep [wk_cpu_r16_prep_floats(n)], chunk by
+ * chunk (wk__avx2_x16k_prep, then the half-block sums for Q6_K). */
 static void r16a_prepare(int64_t n, const float *x, float *prep)
 {
-    for (int64_t c0 = 0; c0 < n; c0 += R16A_CHUNK)
-        wk__avx2_x16k_prep(WK_MIN(R16A_CHUNK, n - c0), x + c0, prep + (c0 / R16A_CHUNK) * R16A_CHUNK_FLOATS);
+    const __m256i ones = _mm256_set1_epi16(1);
+    for (int64_t c0 = 0; c0 < n; c0 += R16A_CHUNK) {
+        float *p = prep + (c0 / R16A_CHUNK) * R16A_CHUNK_FLOATS, *s16 = R16A_S16(p);
+        const int64_t nc = WK_MIN(R16A_CHUNK, n - c0), nb = nc / 32;
+        wk__avx2_x16k_prep(nc, x + c0, p);
+        for (int64_t b = 0; b < nb; b++) {
+            /* even elements 0-14 and odd 1-15 are the lines' first 16 bytes of each half */
+            const __m256i e = _mm256_load_si256((const __m256i *)((const uint8_t *)p + 64 * b));
+            const __m256i o = _mm256_load_si256((const __m256i *)((const uint8_t *)p + 64 * b + 32));
+            const __m256i s = _mm256_add_epi32(_mm256_madd_epi16(e, ones), _mm256_madd_epi16(o, ones));
+            const __m128i lo = _mm256_castsi256_si128(s), hi = _mm256_extracti128_si256(s, 1);
+            const __m128i h2 = _mm_hadd_epi32(_mm_hadd_epi32(lo, hi), _mm_setzero_si128());
+            const float dx = p[nb * 16 + b];
+            s16[2 * b] = 32.0f * dx * (float)_mm_cvtsi128_si32(h2);
+            s16[2 * b + 1] = 32.0f * dx * (float)_mm_extract_epi32(h2, 1);
+        }
+    }
 }
 
 /* The 6-bit scale and min of sub-block j (0..7) of 8 rows (wk_q4_k_scale_min),
@@ -289,6 +309,124 @@ static void r16a_tile_many(int T, int64_t nc, const uint8_t *g, const float *con
 }
 
 /*
+ * Q6_K_R16 (repack.c: d[16], then four phases of 832 bytes, phase 2hh + p
+ * holding for k = 4p .. 4p + 3 the vectors of ql[64hh + 4k ..], ql[64hh +
+ * 32 + 4k ..] and qh[32hh + 4k ..], then the 16 rows' int8 scales of the
+ * 16-element groups 8hh + 2q + p), the same tile shape: 16 rows against
+ * T (1..4) tokens. Quarter q of half hh (elements 128hh + 32q .., x block
+ * 8i + 4hh + q) takes its codes from the low (q = 0, 1) or high (2, 3)
+ * nibbles of the first (q even) or second ql vector, and bits 2q, 2q + 1
+ * of qh's bytes as bits 4-5: as int16 lanes, (4k, 4k + 2) from each
+ * lane's low byte, (4k + 1, 4k + 3) from its high byte. Per 16-element
+ * scale group (q, p): S = sum q v (codes 0..63), then acc += d sc (S d_x /
+ * 256 - 32 (d_x / 256) sum(v)), the second term's half-block sum from
+ * the prepared chunk (R16A_S16).
+ */
+ALWAYS_INLINE __m256i r16a_q6_code(const int q, const int odd, __m256i ab, __m256i qh)
+{
+    const __m256i m4 = _mm256_set1_epi16(0x000F), m30 = _mm256_set1_epi16(0x0030);
+    /* the nibble: low byte's (odd = 0) or high byte's, low (q < 2) or high half */
+    const int nsh = 8 * odd + 4 * (q >> 1);
+    const __m256i lo = nsh == 12 ? _mm256_srli_epi16(ab, 12) : _mm256_and_si256(_mm256_srli_epi16(ab, nsh), m4);
+    /* bits 2q, 2q + 1 of the byte, moved to bits 4-5 */
+    const int hsh = 8 * odd + 2 * q - 4;
+    const __m256i hb = hsh < 0 ? _mm256_slli_epi16(qh, -hsh) : _mm256_srli_epi16(qh, hsh);
+    return _mm256_or_si256(lo, _mm256_and_si256(hb, m30));
+}
+
+ALWAYS_INLINE void r16a_q6k_tile(const int T, int64_t nc, const uint8_t *g, const float *const *p, float *const *out,
+                                 const bool add)
+{
+    const size_t gb = WK_R16_ROWS * sizeof(struct wk_block_q6_k);
+    const int64_t nxb = nc / 32, nsb = nc / WK_QK_K;
+    const uint8_t *l0 = (const uint8_t *)p[0], *l1 = (const uint8_t *)p[T > 1 ? 1 : 0];
+    const uint8_t *l2 = (const uint8_t *)p[T > 2 ? 2 : 0], *l3 = (const uint8_t *)p[T > 3 ? 3 : 0];
+    const float *const dx[4] = {p[0] + nxb * 16, p[T > 1 ? 1 : 0] + nxb * 16, p[T > 2 ? 2 : 0] + nxb * 16,
+                                p[T > 3 ? 3 : 0] + nxb * 16};
+    const float *const c16[4] = {R16A_S16(p[0]), R16A_S16(p[T > 1 ? 1 : 0]), R16A_S16(p[T > 2 ? 2 : 0]),
+                                 R16A_S16(p[T > 3 ? 3 : 0])};
+    __m256 acc[2][4]; /* touched once a scale group: memory is fine */
+    UNROLL
+    for (int t = 0; t < 4; t++) acc[0][t] = acc[1][t] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < nsb; i++) {
+        const uint8_t *b = g + (size_t)i * gb;
+        const __m256 d[2] = {_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)b)),
+                             _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(b + 16)))};
+        for (int ph = 0; ph < 4; ph++) { /* phase 2hh + pp */
+            const int hh = ph >> 1, pp = ph & 1;
+            const uint8_t *pb = b + 32 + 832 * ph;
+            UNROLL
+            for (int q = 0; q < 4; q++) {
+                const int64_t xb = 8 * i + 4 * hh + q;
+                const __m256i z = _mm256_setzero_si256();
+                __m256i s00 = z, s01 = z, s02 = z, s03 = z, s10 = z, s11 = z, s12 = z, s13 = z;
+                UNROLL
+                for (int kk = 0; kk < 4; kk++) {
+                    const size_t o = 64 * (size_t)xb + 4 * (size_t)(4 * pp + kk);
+                    UNROLL
+                    for (int h = 0; h < 2; h++) {
+                        const __m256i ab = _mm256_loadu_si256((const __m256i *)(pb + 192 * kk + 64 * (q & 1) + 32 * h));
+                        const __m256i qh = _mm256_loadu_si256((const __m256i *)(pb + 192 * kk + 128 + 32 * h));
+                        const __m256i e = r16a_q6_code(q, 0, ab, qh), od = r16a_q6_code(q, 1, ab, qh);
+#define R16A_TOKEN(S, L)                                                                                   \
+    do {                                                                                                   \
+        S = _mm256_add_epi32(S, _mm256_madd_epi16(e, _mm256_castps_si256(_mm256_broadcast_ss((const float *)(L + o))))); \
+        S = _mm256_add_epi32(S, _mm256_madd_epi16(od, _mm256_castps_si256(_mm256_broadcast_ss((const float *)(L + o + 32))))); \
+        __asm__("" : "+x"(S));                                                                             \
+    } while (0)
+                        if (h == 0) {
+                            R16A_TOKEN(s00, l0);
+                            if (T > 1) R16A_TOKEN(s01, l1);
+                            if (T > 2) R16A_TOKEN(s02, l2);
+                            if (T > 3) R16A_TOKEN(s03, l3);
+                        } else {
+                            R16A_TOKEN(s10, l0);
+                            if (T > 1) R16A_TOKEN(s11, l1);
+                            if (T > 2) R16A_TOKEN(s12, l2);
+                            if (T > 3) R16A_TOKEN(s13, l3);
+                        }
+#undef R16A_TOKEN
+                    }
+                }
+                /* the 8 rows' int8 scales of group (q, pp), times d */
+                __m256 f[2];
+                UNROLL
+                for (int h = 0; h < 2; h++)
+                    f[h] = _mm256_mul_ps(d[h], _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(
+                                                  _mm_loadl_epi64((const __m128i *)(pb + 768 + 16 * q + 8 * h)))));
+#define R16A_FLOAT(H, T_, S)                                                                               \
+    acc[H][T_] = _mm256_fmadd_ps(_mm256_fmsub_ps(_mm256_cvtepi32_ps(S), _mm256_broadcast_ss(dx[T_] + xb),      \
+                                                 _mm256_broadcast_ss(c16[T_] + 2 * xb + pp)),                 \
+                                 f[H], acc[H][T_])
+                R16A_FLOAT(0, 0, s00);
+                R16A_FLOAT(1, 0, s10);
+                if (T > 1) {
+                    R16A_FLOAT(0, 1, s01);
+                    R16A_FLOAT(1, 1, s11);
+                }
+                if (T > 2) {
+                    R16A_FLOAT(0, 2, s02);
+                    R16A_FLOAT(1, 2, s12);
+                }
+                if (T > 3) {
+                    R16A_FLOAT(0, 3, s03);
+                    R16A_FLOAT(1, 3, s13);
+                }
+#undef R16A_FLOAT
+            }
+        }
+    }
+    UNROLL
+    for (int t = 0; t < T; t++) {
+        UNROLL
+        for (int h = 0; h < 2; h++) {
+            float *o = out[t] + 8 * h;
+            _mm256_storeu_ps(o, add ? _mm256_add_ps(_mm256_loadu_ps(o), acc[h][t]) : acc[h][t]);
+        }
+    }
+}
+
+/*
  * The n_rows / 16 groups at w (rows of n elements, stride bytes each) for
  * n_tokens tokens prepared at prep, ldp floats apart: out[t * ldo + r]
  * (+)= row r's dot with token t (added when add0, and for every column
@@ -297,17 +435,18 @@ static void r16a_tile_many(int T, int64_t nc, const uint8_t *g, const float *con
  * R16A_GROUPS groups, per column chunk every tile of tokens over the
  * tile's groups (the groups' chunk in L2, a tile of tokens' x in L1).
  */
-static void r16a_run(int64_t n, const uint8_t *w, size_t stride, const float *prep, size_t ldp, int64_t n_tokens,
-                     float *out, size_t ldo, int64_t n_rows, bool add0)
+ALWAYS_INLINE void r16a_run(const bool q6, int64_t n, const uint8_t *w, size_t stride, const float *prep, size_t ldp,
+                            int64_t n_tokens, float *out, size_t ldo, int64_t n_rows, bool add0)
 {
-    const size_t bb = WK_R16_ROWS * sizeof(struct wk_block_q4_k);
+    const size_t bb = WK_R16_ROWS * (q6 ? sizeof(struct wk_block_q6_k) : sizeof(struct wk_block_q4_k));
     const int64_t n_groups = n_rows / WK_R16_ROWS, gt = n_tokens > 1 ? R16A_GROUPS : 1;
+    /* Q4_K: more than R16A_T tokens take the many-token tile */
+    const int tw = !q6 && n_tokens > R16A_T ? R16A_TM : R16A_T;
     for (int64_t g0 = 0; g0 < n_groups; g0 += gt) {
         const int64_t g1 = WK_MIN(n_groups, g0 + gt);
         for (int64_t c0 = 0; c0 < n; c0 += R16A_CHUNK) {
             const int64_t nc = WK_MIN(R16A_CHUNK, n - c0);
             const bool add = add0 || c0 > 0;
-            const int tw = n_tokens > R16A_T ? R16A_TM : R16A_T;
             for (int64_t t0 = 0; t0 < n_tokens; t0 += tw) {
                 const int T = (int)WK_MIN(tw, n_tokens - t0);
                 const float *p[R16A_TM > R16A_T ? R16A_TM : R16A_T];
@@ -316,15 +455,22 @@ static void r16a_run(int64_t n, const uint8_t *w, size_t stride, const float *pr
                     const uint8_t *wg = w + (size_t)gi * WK_R16_ROWS * stride + (size_t)(c0 / WK_QK_K) * bb;
                     float *o[R16A_TM > R16A_T ? R16A_TM : R16A_T];
                     for (int t = 0; t < T; t++) o[t] = out + (size_t)(t0 + t) * ldo + WK_R16_ROWS * gi;
-                    if (tw > R16A_T) {
+                    if (q6) {
+                        switch (T) { /* each width its own unrolled code */
+                        case 4: r16a_q6k_tile(4, nc, wg, p, o, add); break;
+                        case 3: r16a_q6k_tile(3, nc, wg, p, o, add); break;
+                        case 2: r16a_q6k_tile(2, nc, wg, p, o, add); break;
+                        default: r16a_q6k_tile(1, nc, wg, p, o, add); break;
+                        }
+                    } else if (tw > R16A_T) {
                         r16a_tile_many(T, nc, wg, p, o, add);
-                        continue;
-                    }
-                    switch (T) { /* each width its own unrolled code */
-                    case 4: r16a_tile(4, nc, wg, p, o, add); break;
-                    case 3: r16a_tile(3, nc, wg, p, o, add); break;
-                    case 2: r16a_tile(2, nc, wg, p, o, add); break;
-                    default: r16a_tile(1, nc, wg, p, o, add); break;
+                    } else {
+                        switch (T) {
+                        case 4: r16a_tile(4, nc, wg, p, o, add); break;
+                        case 3: r16a_tile(3, nc, wg, p, o, add); break;
+                        case 2: r16a_tile(2, nc, wg, p, o, add); break;
+                        default: r16a_tile(1, nc, wg, p, o, add); break;
+                        }
                     }
                 }
             }
@@ -332,60 +478,76 @@ static void r16a_run(int64_t n, const uint8_t *w, size_t stride, const float *pr
     }
 }
 
-/* vec_dot_rows_r16 and vec_dot_rows_r16_tokens, and gemm_r16 (the same
- * computation: every token's results are the one-token bits). */
-static void r16a_prepared(int64_t n, const void *w, size_t stride, const float *prep, float *out, int64_t n_rows)
-{
-    r16a_run(n, w, stride, prep, 0, 1, out, 0, n_rows, false);
-}
-static void r16a_prepared_tokens(int64_t n, const void *w, size_t stride, const float *prep, size_t ldp,
-                                 int32_t n_tokens, float *out, size_t ldo, int64_t n_rows)
-{
-    r16a_run(n, w, stride, prep, ldp, n_tokens, out, ldo, n_rows, false);
-}
-static void r16a_gemm(int64_t n, const void *w, size_t stride, const float *prep, size_t ldp, int64_t n_tokens,
-                      float *out, size_t ldo, int64_t n_rows)
-{
-    r16a_run(n, w, stride, prep, ldp, n_tokens, out, ldo, n_rows, false);
-}
-
 /* Rows up to this long have x prepared whole on the stack (40 KB). */
 #define R16A_PREP_MAX (8 * R16A_CHUNK)
 
-/* vec_dot_rows_x16 and vec_dot_rows_x16_tokens for Q4_K_R16: x prepared
- * here, whole when it fits (then as r16a_prepared), else a column chunk at
- * a time (up to R16A_T tokens at once); the same bits either way. */
-static void r16a_tokens(int64_t n, const void *w, size_t stride, const float *x, size_t ldx, int32_t n_tokens,
-                        float *out, size_t ldo, int64_t n_rows)
+/* vec_dot_rows_x16_tokens: x prepared here, whole when it fits (then as
+ * the prepared entries), else a column chunk at a time (up to R16A_T
+ * tokens at once); the same bits either way. */
+ALWAYS_INLINE void r16a_tokens(const bool q6, int64_t n, const void *w, size_t stride, const float *x, size_t ldx,
+                               int32_t n_tokens, float *out, size_t ldo, int64_t n_rows)
 {
     if (n_tokens == 1 && n <= R16A_PREP_MAX) {
         _Alignas(64) float prep[R16A_PREP_MAX / R16A_CHUNK * R16A_CHUNK_FLOATS];
         r16a_prepare(n, x, prep);
-        r16a_run(n, w, stride, prep, 0, 1, out, 0, n_rows, false);
+        r16a_run(q6, n, w, stride, prep, 0, 1, out, 0, n_rows, false);
         return;
     }
+    const size_t bb = WK_R16_ROWS * (q6 ? sizeof(struct wk_block_q6_k) : sizeof(struct wk_block_q4_k));
     _Alignas(64) float prep[R16A_T][R16A_CHUNK_FLOATS];
     for (int32_t t0 = 0; t0 < n_tokens; t0 += R16A_T) {
         const int32_t T = WK_MIN(R16A_T, n_tokens - t0);
         for (int64_t c0 = 0; c0 < n; c0 += R16A_CHUNK) {
             const int64_t nc = WK_MIN(R16A_CHUNK, n - c0);
-            for (int32_t t = 0; t < T; t++) wk__avx2_x16k_prep(nc, x + (size_t)(t0 + t) * ldx + c0, prep[t]);
-            r16a_run(nc, (const uint8_t *)w + (size_t)(c0 / WK_QK_K) * WK_R16_ROWS * sizeof(struct wk_block_q4_k),
-                     stride, prep[0], R16A_CHUNK_FLOATS, T, out + (size_t)t0 * ldo, ldo, n_rows, c0 > 0);
+            for (int32_t t = 0; t < T; t++) r16a_prepare(nc, x + (size_t)(t0 + t) * ldx + c0, prep[t]);
+            r16a_run(q6, nc, (const uint8_t *)w + (size_t)(c0 / WK_QK_K) * bb, stride, prep[0], R16A_CHUNK_FLOATS, T,
+                     out + (size_t)t0 * ldo, ldo, n_rows, c0 > 0);
         }
     }
 }
-static void r16a_rows(int64_t n, const void *w, size_t stride, const float *x, float *out, int64_t n_rows)
-{
-    r16a_tokens(n, w, stride, x, (size_t)n, 1, out, 0, n_rows);
-}
+
+/* The table's entries for Q4_K_R16 (q4k) and Q6_K_R16 (q6k): vec_dot_rows_x16
+ * and _tokens (x prepared here), vec_dot_rows_r16 and _tokens, gemm_r16
+ * (x prepared by r16_prepare; the GEMM is the tokens entry: every
+ * token's results are the one-token bits). */
+#define R16A_ENTRIES(name, Q6)                                                                                 \
+    static void r16a_rows_##name(int64_t n, const void *w, size_t stride, const float *x, float *out,          \
+                                 int64_t n_rows)                                                               \
+    {                                                                                                          \
+        r16a_tokens(Q6, n, w, stride, x, (size_t)n, 1, out, 0, n_rows);                                        \
+    }                                                                                                          \
+    static void r16a_tokens_##name(int64_t n, const void *w, size_t stride, const float *x, size_t ldx,        \
+                                   int32_t n_tokens, float *out, size_t ldo, int64_t n_rows)                   \
+    {                                                                                                          \
+        r16a_tokens(Q6, n, w, stride, x, ldx, n_tokens, out, ldo, n_rows);                                     \
+    }                                                                                                          \
+    static void r16a_prepared_##name(int64_t n, const void *w, size_t stride, const float *prep, float *out,   \
+                                     int64_t n_rows)                                                           \
+    {                                                                                                          \
+        r16a_run(Q6, n, w, stride, prep, 0, 1, out, 0, n_rows, false);                                        \
+    }                                                                                                          \
+    static void r16a_prepared_tokens_##name(int64_t n, const void *w, size_t stride, const float *prep,        \
+                                            size_t ldp, int32_t n_tokens, float *out, size_t ldo,              \
+                                            int64_t n_rows)                                                    \
+    {                                                                                                          \
+        r16a_run(Q6, n, w, stride, prep, ldp, n_tokens, out, ldo, n_rows, false);                              \
+    }                                                                                                          \
+    static void r16a_gemm_##name(int64_t n, const void *w, size_t stride, const float *prep, size_t ldp,       \
+                                 int64_t n_tokens, float *out, size_t ldo, int64_t n_rows)                     \
+    {                                                                                                          \
+        r16a_run(Q6, n, w, stride, prep, ldp, n_tokens, out, ldo, n_rows, false);                              \
+    }
+R16A_ENTRIES(q4k, false)
+R16A_ENTRIES(q6k, true)
 
 void wk__avx2_fill_r16(struct wk_cpu_kernels *k)
 {
     k->r16_prepare = r16a_prepare;
-    k->vec_dot_rows_x16[WK_DTYPE_Q4_K_R16] = r16a_rows;
-    k->vec_dot_rows_x16_tokens[WK_DTYPE_Q4_K_R16] = r16a_tokens;
-    k->vec_dot_rows_r16[WK_DTYPE_Q4_K_R16] = r16a_prepared;
-    k->vec_dot_rows_r16_tokens[WK_DTYPE_Q4_K_R16] = r16a_prepared_tokens;
-    k->gemm_r16[WK_DTYPE_Q4_K_R16] = r16a_gemm;
+#define R16A_FILL(name, dt)                                                                                    \
+    (k->vec_dot_rows_x16[dt] = r16a_rows_##name, k->vec_dot_rows_x16_tokens[dt] = r16a_tokens_##name,          \
+     k->vec_dot_rows_r16[dt] = r16a_prepared_##name, k->vec_dot_rows_r16_tokens[dt] = r16a_prepared_tokens_##name, \
+     k->gemm_r16[dt] = r16a_gemm_##name)
+    R16A_FILL(q4k, WK_DTYPE_Q4_K_R16);
+    R16A_FILL(q6k, WK_DTYPE_Q6_K_R16);
+#undef R16A_FILL
 }
