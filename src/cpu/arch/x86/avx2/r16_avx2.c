@@ -235,7 +235,7 @@ ALWAYS_INLINE void r16a_tile(const int T, int64_t nc, const uint8_t *g, const fl
  * instructions on spills and register moves.
  */
 #ifndef R16A_TM
-#define R16A_TM 8 /* tokens per many-token tile */
+#define R16A_TM 16 /* tokens per many-token tile */
 #endif
 static void r16a_tile_many(int T, int64_t nc, const uint8_t *g, const float *const *p, float *const *out, bool add)
 {
