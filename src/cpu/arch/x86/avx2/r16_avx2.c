@@ -1,26 +1,29 @@
 /*
- * r16_avx2.c - Q4_K_R16 (repack.c) on AVX2: the table's r16_prepare and,
- * for WK_DTYPE_Q4_K_R16, vec_dot_rows_x16, vec_dot_rows_x16_tokens,
- * vec_dot_rows_r16, vec_dot_rows_r16_tokens and gemm_r16 (wk_cpu.h). With
- * them the loader repacks Q4_K matrices (backend_cpu.c), decode reads
- * them with x prepared once per thread and matmul, and prefill, batched
- * decode and verification run an integer GEMM over them instead of
- * dequantizing tiles to f32 for the f32 GEMM. AVX2 + FMA + F16C.
+ * r16_avx2.c - Q4_K_R16 and Q6_K_R16 (repack.c) on AVX2: the table's
+ * r16_prepare and, for those two dtypes, vec_dot_rows_x16,
+ * vec_dot_rows_x16_tokens, vec_dot_rows_r16, vec_dot_rows_r16_tokens and
+ * gemm_r16 (wk_cpu.h). With them the loader repacks Q4_K and Q6_K
+ * matrices (backend_cpu.c); decode reads them with x prepared once per
+ * thread and matmul, and prefill, batched decode and verification run an
+ * integer GEMM over them instead of dequantizing tiles to f32 for the f32
+ * GEMM. AVX2 + FMA + F16C. Spec: rows_x16_ref.c (the x16 dot).
  *
  * Why an integer GEMM pays on AVX2 (measured on the AMD EPYC Zen 3 of
  * this project, one core, register-only loops): vpmaddwd issues two a
  * cycle like the FMA, but multiplies 16 int16 pairs where an FMA
  * multiplies 8 floats; with its vpaddd, 5.2 G pairs a second against
- * 6.4 G FMAs, so 83 against 51 G multiply-adds a second.
+ * 6.4 G FMAs, so 83 against 51 G multiply-adds a second. (An earlier
+ * note measured one vpmaddwd a cycle: a loop bound by its own chain.)
  *
  * x (r16_prepare): per column chunk of WK_R16_PREP_CHUNK elements
  * (WK_R16_PREP_CHUNK_FLOATS floats), the x16 quantization of
- * rows_x16_avx2.c's Q4_K rows (wk__avx2_x16k_prep): each 32-element
+ * rows_x16_avx2.c's K-quant rows (wk__avx2_x16k_prep): each 32-element
  * block's int16 values v = 256 hi + lo, the 16 even elements then the 16
- * odd ones, then d / 256 per block, then (d / 256) sum(v) per block.
+ * odd ones, then d / 256 per block, then (d / 256) sum(v) per block; and
+ * at the chunk's end 32 (d / 256) sum(v) per 16 elements (Q6_K's -32).
  *
- * Weights: a 64-byte vector of the group's block holds qs[32g + 4k .. +
- * 3] of 16 rows, row r's four bytes at 4r; a 32-byte half holds 8 rows,
+ * Q4_K weights: a 64-byte vector of the group's block holds qs[32g + 4k ..
+ * + 3] of 16 rows, row r's four bytes at 4r; a 32-byte half holds 8 rows,
  * one a 32-bit lane. Read as int16 lanes (two a row), an and and shifts
  * give the codes of elements (4k, 4k + 2) and (4k + 1, 4k + 3) of
  * sub-block 2g (low nibbles) and of 2g + 1 (high), already int16 pairs in
@@ -30,17 +33,22 @@
  * sub-block sum S = sum q v (|S| <= 32 * 15 * 32639 < 2^24) thus ends in
  * its own lane, no reduction across lanes; then per sub-block one
  * conversion and two FMAs add d sc (d_x / 256) S - dmin m (d_x / 256)
- * sum(v) to the row's float sum, in sub-block order, each 64-bit
- * row's 6-bit scales unpacked from the three scale vectors.
+ * sum(v) to the row's float sum, in sub-block order (the rows' factors
+ * d sc and dmin m computed once per super-block). Q6_K the same way per
+ * 16-element scale group (r16a_q6k_tile).
  *
- * The micro-tile (r16a_tile) is R halves (8 rows each) of a group by T
- * tokens: codes unpacked once for all T tokens, T int32 and T float
- * accumulators a half, sub-blocks 2g and 2g + 1 in two passes over the
- * same vectors so the registers hold T up to 4. A row's arithmetic is
- * the same whatever R, T, the other rows and tokens are, so decode (R =
- * 2, T = 1), the tokens entries and the GEMM give the same bits, and
- * verification and batched decode through gemm_r16 equal a lone decode
- * step. A row's column chunks are added in column order.
+ * Tiles: r16a_tile (Q4_K) and r16a_q6k_tile are the group's 16 rows by T
+ * (1..4) tokens, the int32 sums in registers (one half's two code vectors
+ * at a time); r16a_tile_many (Q4_K, more than 4 tokens) takes up to 16
+ * tokens against a sub-block's codes unpacked once into L1. A row's
+ * arithmetic is the same in every tile, whatever the other rows and
+ * tokens, so decode (T = 1), the tokens entries and the GEMM give the
+ * same bits: verification and batched decode through the GEMM equal a
+ * lone decode step. A row's column chunks are added in column order.
+ * Measured (`bench/gemm-r16`, one core of the Zen 3, a 1536 x 1536 Q4_K
+ * matrix, 64 tokens): the GEMM 53-54 G multiply-adds a second against
+ * 38.6 for dequantized tiles through the f32 GEMM; decode ~20 GB/s of
+ * rows in L2/L3 against 13 for the row-major 16-bit kernel.
  */
 #include "kernels_avx2.h"
 
@@ -435,13 +443,80 @@ ALWAYS_INLINE void r16a_q6k_tile(const int T, int64_t nc, const uint8_t *g, cons
  * R16A_GROUPS groups, per column chunk every tile of tokens over the
  * tile's groups (the groups' chunk in L2, a tile of tokens' x in L1).
  */
+/* Q6_K's many-token tile: r16a_q6k_tile's arithmetic (the same bits) for
+ * up to R16A_TM tokens, as r16a_tile_many does for Q4_K: per 16-element
+ * scale group its codes (4 steps, two halves, even and odd pairs: 16
+ * vectors) unpacked once into L1, then each token in turn. */
+static void r16a_q6k_tile_many(int T, int64_t nc, const uint8_t *g, const float *const *p, float *const *out,
+                               bool add)
+{
+    const size_t gb = WK_R16_ROWS * sizeof(struct wk_block_q6_k);
+    const int64_t nxb = nc / 32, nsb = nc / WK_QK_K;
+    _Alignas(32) __m256 acc[R16A_TM][2];
+    _Alignas(32) __m256i c[4][4]; /* step kk: half 0 even, odd; half 1 even, odd */
+    for (int t = 0; t < T; t++) acc[t][0] = acc[t][1] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < nsb; i++) {
+        const uint8_t *b = g + (size_t)i * gb;
+        const __m256 d[2] = {_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)b)),
+                             _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(b + 16)))};
+        for (int ph = 0; ph < 4; ph++) { /* phase 2hh + pp */
+            const int hh = ph >> 1, pp = ph & 1;
+            const uint8_t *pb = b + 32 + 832 * ph;
+            UNROLL
+            for (int q = 0; q < 4; q++) {
+                const int64_t xb = 8 * i + 4 * hh + q;
+                UNROLL
+                for (int kk = 0; kk < 4; kk++) {
+                    UNROLL
+                    for (int h = 0; h < 2; h++) {
+                        const __m256i ab = _mm256_loadu_si256((const __m256i *)(pb + 192 * kk + 64 * (q & 1) + 32 * h));
+                        const __m256i qh = _mm256_loadu_si256((const __m256i *)(pb + 192 * kk + 128 + 32 * h));
+                        c[kk][2 * h] = r16a_q6_code(q, 0, ab, qh);
+                        c[kk][2 * h + 1] = r16a_q6_code(q, 1, ab, qh);
+                    }
+                }
+                __m256 f[2];
+                UNROLL
+                for (int h = 0; h < 2; h++)
+                    f[h] = _mm256_mul_ps(d[h], _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(
+                                                  _mm_loadl_epi64((const __m128i *)(pb + 768 + 16 * q + 8 * h)))));
+                for (int t = 0; t < T; t++) {
+                    const uint8_t *ln = (const uint8_t *)p[t] + 64 * xb + 16 * pp;
+                    __m256i s0 = _mm256_setzero_si256(), s1 = s0, u0 = s0, u1 = s0;
+                    UNROLL
+                    for (int kk = 0; kk < 4; kk++) {
+                        const __m256i pe = _mm256_castps_si256(_mm256_broadcast_ss((const float *)(ln + 4 * kk)));
+                        const __m256i po = _mm256_castps_si256(_mm256_broadcast_ss((const float *)(ln + 32 + 4 * kk)));
+                        s0 = _mm256_add_epi32(s0, _mm256_madd_epi16(c[kk][0], pe));
+                        s1 = _mm256_add_epi32(s1, _mm256_madd_epi16(c[kk][2], pe));
+                        u0 = _mm256_add_epi32(u0, _mm256_madd_epi16(c[kk][1], po));
+                        u1 = _mm256_add_epi32(u1, _mm256_madd_epi16(c[kk][3], po));
+                        __asm__("" : "+x"(s0), "+x"(s1), "+x"(u0), "+x"(u1));
+                    }
+                    s0 = _mm256_add_epi32(s0, u0), s1 = _mm256_add_epi32(s1, u1);
+                    const __m256 vdx = _mm256_broadcast_ss(p[t] + nxb * 16 + xb);
+                    const __m256 v16 = _mm256_broadcast_ss(R16A_S16(p[t]) + 2 * xb + pp);
+                    acc[t][0] = _mm256_fmadd_ps(_mm256_fmsub_ps(_mm256_cvtepi32_ps(s0), vdx, v16), f[0], acc[t][0]);
+                    acc[t][1] = _mm256_fmadd_ps(_mm256_fmsub_ps(_mm256_cvtepi32_ps(s1), vdx, v16), f[1], acc[t][1]);
+                }
+            }
+        }
+    }
+    for (int t = 0; t < T; t++)
+        UNROLL
+        for (int h = 0; h < 2; h++) {
+            float *o = out[t] + 8 * h;
+            _mm256_storeu_ps(o, add ? _mm256_add_ps(_mm256_loadu_ps(o), acc[t][h]) : acc[t][h]);
+        }
+}
+
 ALWAYS_INLINE void r16a_run(const bool q6, int64_t n, const uint8_t *w, size_t stride, const float *prep, size_t ldp,
                             int64_t n_tokens, float *out, size_t ldo, int64_t n_rows, bool add0)
 {
     const size_t bb = WK_R16_ROWS * (q6 ? sizeof(struct wk_block_q6_k) : sizeof(struct wk_block_q4_k));
     const int64_t n_groups = n_rows / WK_R16_ROWS, gt = n_tokens > 1 ? R16A_GROUPS : 1;
-    /* Q4_K: more than R16A_T tokens take the many-token tile */
-    const int tw = !q6 && n_tokens > R16A_T ? R16A_TM : R16A_T;
+    /* more than R16A_T tokens take the many-token tiles */
+    const int tw = n_tokens > R16A_T ? R16A_TM : R16A_T;
     for (int64_t g0 = 0; g0 < n_groups; g0 += gt) {
         const int64_t g1 = WK_MIN(n_groups, g0 + gt);
         for (int64_t c0 = 0; c0 < n; c0 += R16A_CHUNK) {
@@ -455,7 +530,9 @@ ALWAYS_INLINE void r16a_run(const bool q6, int64_t n, const uint8_t *w, size_t s
                     const uint8_t *wg = w + (size_t)gi * WK_R16_ROWS * stride + (size_t)(c0 / WK_QK_K) * bb;
                     float *o[R16A_TM > R16A_T ? R16A_TM : R16A_T];
                     for (int t = 0; t < T; t++) o[t] = out + (size_t)(t0 + t) * ldo + WK_R16_ROWS * gi;
-                    if (q6) {
+                    if (q6 && tw > R16A_T) {
+                        r16a_q6k_tile_many(T, nc, wg, p, o, add);
+                    } else if (q6) {
                         switch (T) { /* each width its own unrolled code */
                         case 4: r16a_q6k_tile(4, nc, wg, p, o, add); break;
                         case 3: r16a_q6k_tile(3, nc, wg, p, o, add); break;
