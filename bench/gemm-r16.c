@@ -1,7 +1,8 @@
 /*
  * gemm-r16.c - one thread's speed of the R16 integer GEMM (gemm_r16,
  * wk_cpu.h) against the path it replaces, dequantized tiles of 64 rows
- * through the f32 GEMM (gemm_f32_packed), on one random Q4_K or Q6_K
+ * through the f32 GEMM (gemm_f32_packed, or gemm_f32 where the table has
+ * no packed path), on one random Q4_K or Q6_K
  * matrix; and of R16 decode (vec_dot_rows_r16, x prepared once) in GB/s of
  * rows. A figure, not a test; the table the process gets is the one wick
  * runs (WICK_CPU caps it).
@@ -51,12 +52,14 @@ int main(int argc, char **argv)
     for (int64_t i = 0; i < n * ntok; i++)
         s ^= s << 13, s ^= s >> 7, s ^= s << 17, x[i] = (float)((s >> 40) & 0xffff) / 65536.0f - 0.5f;
     const double macs = (double)n * (double)rows * (double)ntok;
+    /* the matmul's prefill tiles take the packed path where the table has one */
+    const wk_gemm_f32_fn gemm = k->gemm_f32_packed ? k->gemm_f32_packed : k->gemm_f32;
     double best = 1e30;
     for (int r = 0; r < reps; r++) {
         const int64_t t0 = wk_time_ns();
         for (int64_t r0 = 0; r0 < rows; r0 += 64) {
             for (int i = 0; i < 64; i++) k->to_f32[t](w + (size_t)(r0 + i) * rb, wf + i * n, n);
-            k->gemm_f32_packed(64, ntok, n, wf, n, x, n, out + r0, rows);
+            gemm(64, ntok, n, wf, n, x, n, out + r0, rows);
         }
         best = WK_MIN(best, (double)(wk_time_ns() - t0));
     }

@@ -34,13 +34,13 @@ static bool x16_dot_ok(enum wk_dtype t, const uint8_t *wrow, int64_t n, const fl
 
 /*
  * The R16 layout (repack.c) of Q4_1, Q5_0 and Q8_0 (rows of 96 and of 2112
- * elements), Q6_K and Q4_K (256 and 2304); the long rows are two column chunks
+ * elements), Q6_K and Q4_K (256, 2304 and 16640); the long rows are two or more column chunks
  * of the AVX-512 kernels:
  * - packing, then unpacking every row (whole, and in pieces), gives back
  *   the row-major bytes; wk_cpu_get_row of the R16 tensor gives the
  *   row-major row's floats;
  * - where the table has R16 kernels for the type (AVX-512 VNNI: all five;
- *   AVX2: Q4_K), the
+ *   AVX2: Q4_K, Q6_K), the
  *   R16 vec_dot_rows_x16 is within test_vec_dot_rows_x16's bounds of the
  *   exact dot with x~ for every row, and its tokens entry gives its bits
  *   for each of 5 tokens, as does vec_dot_rows_r16 with x prepared once
@@ -50,7 +50,8 @@ static bool x16_dot_ok(enum wk_dtype t, const uint8_t *wrow, int64_t n, const fl
  *   kernel's bits (shares of whole groups); prefill gives the row-major
  *   tensor's prefill bits (the same dequantized rows into the same GEMM),
  *   or, where the type has a gemm_r16 kernel, results within the same
- *   bounds of the exact dot with each token's x~, equal on 1, 2 and 3
+ *   bounds of the exact dot with each token's x~ (on AVX2: the decode
+ *   bits, as the tokens entry gives for 2 tokens too), equal on 1, 2 and 3
  *   threads and equal from a call on a subset of the tokens and rows (15
  *   tokens: whole micro-tiles and a tail; 80 rows: a tile of four groups
  *   and one of one); WK_MATMUL_PER_TOKEN gives the decode bits of each
@@ -60,10 +61,13 @@ static void test_r16_layout(void)
 {
     const struct wk_cpu_kernels *k = wk_cpu_kernels_get();
     const enum wk_dtype types[5] = {WK_DTYPE_Q4_1, WK_DTYPE_Q5_0, WK_DTYPE_Q8_0, WK_DTYPE_Q6_K, WK_DTYPE_Q4_K};
-    const int64_t ns[5][2] = {{96, 2112}, {96, 2112}, {96, 2112}, {256, 2304}, {256, 2304}}, n_rows = 80, n_tok = 15;
+    /* the K-quants' 16640: past the AVX2 kernels' 16384 that are prepared whole on the stack */
+    const int64_t ns[5][3] = {{96, 2112, 0}, {96, 2112, 0}, {96, 2112, 0}, {256, 2304, 16640}, {256, 2304, 16640}};
+    const int64_t n_rows = 80, n_tok = 15;
     uint64_t seed = 77;
     for (int ti = 0; ti < 5; ti++)
-        for (int ni = 0; ni < 2; ni++) {
+        for (int ni = 0; ni < 3; ni++) {
+            if (!ns[ti][ni]) continue;
             const enum wk_dtype t = types[ti], r16 = wk_cpu_r16_dtype(t);
             const int64_t bs = wk_dtype_traits_get(t)->block_size, n = ns[ti][ni];
             const size_t row = wk_dtype_row_bytes(t, n), bb = wk_dtype_traits_get(t)->block_bytes;
@@ -117,6 +121,10 @@ static void test_r16_layout(void)
                 memset(tok, 0, (size_t)(n_rows * n_tok) * 4);
                 k->vec_dot_rows_r16_tokens[r16](n, packed, row, prep, ldp, (int32_t)n_tok, tok, (size_t)n_rows, n_rows);
                 bad += memcmp(got, tok, (size_t)(n_rows * n_tok) * 4) != 0;
+                /* two tokens (the AVX2 two-token tile), tokens 3 and 4 */
+                memset(tok, 0, (size_t)(n_rows * 2) * 4);
+                k->vec_dot_rows_r16_tokens[r16](n, packed, row, prep + 3 * ldp, ldp, 2, tok, (size_t)n_rows, n_rows);
+                bad += memcmp(got + 3 * n_rows, tok, (size_t)(n_rows * 2) * 4) != 0;
                 wk_aligned_free(prep);
                 /* the matmul over the pool, whole groups a thread */
                 float *y = wk_aligned_alloc((size_t)(n_rows * n_tok) * 4), *y2 = wk_aligned_alloc((size_t)(n_rows * n_tok) * 4);
@@ -136,6 +144,8 @@ static void test_r16_layout(void)
                          * exact dot with its x~, the same bits on every thread count */
                         if (th == 1) memcpy(y2, y, (size_t)(n_rows * n_tok) * 4);
                         bad += memcmp(y, y2, (size_t)(n_rows * n_tok) * 4) != 0;
+                        /* AVX2's tiles give every row decode's arithmetic: the decode bits */
+                        if (strcmp(k->isa, "avx2") == 0) bad += memcmp(y, got, (size_t)(n_rows * n_tok) * 4) != 0;
                         for (int64_t j = 0; th == 1 && j < n_tok; j++) {
                             wk__x16_quantize_ref(n, x + j * n, d, hi, lo);
                             for (int64_t r = 0; r < n_rows; r++)

@@ -60,8 +60,9 @@ void wk__avx2_fill_rows_x16(struct wk_cpu_kernels *k);
  * rows_x16_avx2.c). */
 void wk__avx2_x16k_prep(int64_t n, const float *x, float *scratch);
 
-/* Installs r16_prepare and the Q4_K_R16 entries (vec_dot_rows_x16 and
- * _tokens, vec_dot_rows_r16 and _tokens, gemm_r16) of r16_avx2.c. */
+/* Installs r16_prepare and the Q4_K_R16 and Q6_K_R16 entries
+ * (vec_dot_rows_x16 and _tokens, vec_dot_rows_r16 and _tokens, gemm_r16)
+ * of r16_avx2.c. */
 void wk__avx2_fill_r16(struct wk_cpu_kernels *k);
 
 /* Installs vec_dot, vec_dot_rows and to_f32 of Q2_K, Q3_K, IQ4_NL, IQ4_XS

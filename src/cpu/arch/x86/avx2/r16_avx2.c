@@ -19,8 +19,9 @@
  * (WK_R16_PREP_CHUNK_FLOATS floats), the x16 quantization of
  * rows_x16_avx2.c's K-quant rows (wk__avx2_x16k_prep): each 32-element
  * block's int16 values v = 256 hi + lo, the 16 even elements then the 16
- * odd ones, then d / 256 per block, then (d / 256) sum(v) per block; and
- * at the chunk's end 32 (d / 256) sum(v) per 16 elements (Q6_K's -32).
+ * odd ones, then d / 256 per block, then (d / 256) sum(v) per block
+ * (Q4_K's min term); at the chunk's end 32 sum(v) per 16 elements as
+ * int32 (Q6_K's -32).
  *
  * Q4_K weights: a 64-byte vector of the group's block holds qs[32g + 4k ..
  * + 3] of 16 rows, row r's four bytes at 4r; a 32-byte half holds 8 rows,
@@ -35,12 +36,13 @@
  * conversion and two FMAs add d sc (d_x / 256) S - dmin m (d_x / 256)
  * sum(v) to the row's float sum, in sub-block order (the rows' factors
  * d sc and dmin m computed once per super-block). Q6_K the same way per
- * 16-element scale group (r16a_q6k_tile).
+ * 16-element scale group, the codes' -32 in integers (r16a_q6k_tile).
  *
  * Tiles: r16a_tile (Q4_K) and r16a_q6k_tile are the group's 16 rows by T
  * (1..4) tokens, the int32 sums in registers (one half's two code vectors
- * at a time); r16a_tile_many (Q4_K, more than 4 tokens) takes up to 16
- * tokens against a sub-block's codes unpacked once into L1. A row's
+ * at a time); r16a_tile_many and r16a_q6k_tile_many (more than 4 tokens)
+ * take up to 16 tokens against a sub-block's (scale group's) codes
+ * unpacked once into L1. A row's
  * arithmetic is the same in every tile, whatever the other rows and
  * tokens, so decode (T = 1), the tokens entries and the GEMM give the
  * same bits: verification and batched decode through the GEMM equal a
@@ -61,12 +63,19 @@
 #define R16A_CHUNK_FLOATS WK_R16_PREP_CHUNK_FLOATS
 _Static_assert(R16A_CHUNK / 32 * 18 + R16A_CHUNK / 16 <= R16A_CHUNK_FLOATS, "the prepared chunk fits wk_cpu.h's");
 #ifndef R16A_T
-#define R16A_T 4 /* tokens per micro-tile */
+#define R16A_T 4 /* tokens per register tile (the tiles have four sets of sums) */
 #endif
-#define R16A_GROUPS 4 /* groups a tile of tokens visits in turn, per column chunk (73 KB of it, L2) */
+#ifndef R16A_TM
+#define R16A_TM 16 /* tokens per many-token tile */
+#endif
+_Static_assert(R16A_T >= 1 && R16A_T <= 4 && R16A_TM >= R16A_T, "tile widths");
+/* groups a tile of tokens visits in turn, per column chunk (74 KB of
+ * Q4_K, 108 KB of Q6_K: L2) */
+#define R16A_GROUPS 4
 
-/* Where a prepared chunk keeps, for Q6_K, 32 (d / 256) sum(v) of each
- * 16-element half block: its last WK_R16_PREP_CHUNK / 16 floats. */
+/* Where a prepared chunk keeps, for Q6_K, 32 sum(v) of each 16-element
+ * half block as an int32 (its bits in a float slot): the chunk's last
+ * WK_R16_PREP_CHUNK / 16 floats. */
 #define R16A_S16(p) ((p) + R16A_CHUNK_FLOATS - R16A_CHUNK / 16)
 
 /* r16_prepare: x [n] into prep [wk_cpu_r16_prep_floats(n)], chunk by
@@ -79,15 +88,14 @@ static void r16a_prepare(int64_t n, const float *x, float *prep)
         const int64_t nc = WK_MIN(R16A_CHUNK, n - c0), nb = nc / 32;
         wk__avx2_x16k_prep(nc, x + c0, p);
         for (int64_t b = 0; b < nb; b++) {
-            /* even elements 0-14 and odd 1-15 are the lines' first 16 bytes of each half */
+            /* elements 0-15 are the first 8 int16 of the even and of the odd half */
             const __m256i e = _mm256_load_si256((const __m256i *)((const uint8_t *)p + 64 * b));
             const __m256i o = _mm256_load_si256((const __m256i *)((const uint8_t *)p + 64 * b + 32));
-            const __m256i s = _mm256_add_epi32(_mm256_madd_epi16(e, ones), _mm256_madd_epi16(o, ones));
-            const __m128i lo = _mm256_castsi256_si128(s), hi = _mm256_extracti128_si256(s, 1);
-            const __m128i h2 = _mm_hadd_epi32(_mm_hadd_epi32(lo, hi), _mm_setzero_si128());
-            const float dx = p[nb * 16 + b];
-            s16[2 * b] = 32.0f * dx * (float)_mm_cvtsi128_si32(h2);
-            s16[2 * b + 1] = 32.0f * dx * (float)_mm_extract_epi32(h2, 1);
+            const __m256i sm = _mm256_add_epi32(_mm256_madd_epi16(e, ones), _mm256_madd_epi16(o, ones));
+            const __m128i h = _mm_hadd_epi32(_mm_hadd_epi32(_mm256_castsi256_si128(sm), _mm256_extracti128_si256(sm, 1)),
+                                             _mm_setzero_si128());
+            const int32_t s32[2] = {32 * _mm_cvtsi128_si32(h), 32 * _mm_extract_epi32(h, 1)}; /* |.| < 2^25 */
+            memcpy(s16 + 2 * b, s32, sizeof s32);
         }
     }
 }
@@ -116,8 +124,9 @@ ALWAYS_INLINE void r16a_scale_min(int j, __m256i w0, __m256i w1, __m256i w2, __m
  * Micro-tile: the 16 rows of the group whose column chunk of nc elements
  * (a multiple of 256) starts at g, against T (1..4) tokens' prepared
  * chunks p[t]: out[t][0..15] (+)= the rows' dots. Per 4 elements of a
- * sub-block, two 32-byte vectors (rows 0-7, 8-15) give four code vectors
- * and each token two broadcasts: a broadcast per two vpmaddwd. Inlined
+ * sub-block, two 32-byte vectors (rows 0-7, 8-15) give two code vectors
+ * each, against each token's two broadcasts (loaded again for the
+ * second half: loads are cheap, registers are not). Inlined
  * with constant T; the accumulators are named variables, not arrays (GCC
  * kept arrays of them on the stack, every vpaddd a memory operand).
  */
@@ -242,9 +251,6 @@ ALWAYS_INLINE void r16a_tile(const int T, int64_t nc, const uint8_t *g, const fl
  * load and store a sub-block). Register tiles of 4 tokens spent half their
  * instructions on spills and register moves.
  */
-#ifndef R16A_TM
-#define R16A_TM 16 /* tokens per many-token tile */
-#endif
 static void r16a_tile_many(int T, int64_t nc, const uint8_t *g, const float *const *p, float *const *out, bool add)
 {
     const size_t gb = WK_R16_ROWS * sizeof(struct wk_block_q4_k);
@@ -326,9 +332,9 @@ static void r16a_tile_many(int T, int64_t nc, const uint8_t *g, const float *con
  * nibbles of the first (q even) or second ql vector, and bits 2q, 2q + 1
  * of qh's bytes as bits 4-5: as int16 lanes, (4k, 4k + 2) from each
  * lane's low byte, (4k + 1, 4k + 3) from its high byte. Per 16-element
- * scale group (q, p): S = sum q v (codes 0..63), then acc += d sc (S d_x /
- * 256 - 32 (d_x / 256) sum(v)), the second term's half-block sum from
- * the prepared chunk (R16A_S16).
+ * scale group (q, p): S = sum q v - 32 sum(v) = sum (q - 32) v in int32,
+ * the sum of v prepared (R16A_S16), exact also in its conversion (|S| <
+ * 2^24), then acc += d sc (S d_x / 256).
  */
 ALWAYS_INLINE __m256i r16a_q6_code(const int q, const int odd, __m256i ab, __m256i qh)
 {
@@ -340,6 +346,14 @@ ALWAYS_INLINE __m256i r16a_q6_code(const int q, const int odd, __m256i ab, __m25
     const int hsh = 8 * odd + 2 * q - 4;
     const __m256i hb = hsh < 0 ? _mm256_slli_epi16(qh, -hsh) : _mm256_srli_epi16(qh, hsh);
     return _mm256_or_si256(lo, _mm256_and_si256(hb, m30));
+}
+
+/* S = sum q v less 32 sum(v) (the prepared half-block sum at c, an int32
+ * broadcast): sum (q - 32) v, |S| <= 16 * 32 * 32639 < 2^24, so exact in
+ * int32 and in its conversion to float. */
+ALWAYS_INLINE __m256i r16a_q6_less32(__m256i s, const float *c)
+{
+    return _mm256_sub_epi32(s, _mm256_castps_si256(_mm256_broadcast_ss(c)));
 }
 
 ALWAYS_INLINE void r16a_q6k_tile(const int T, int64_t nc, const uint8_t *g, const float *const *p, float *const *out,
@@ -403,8 +417,8 @@ ALWAYS_INLINE void r16a_q6k_tile(const int T, int64_t nc, const uint8_t *g, cons
                     f[h] = _mm256_mul_ps(d[h], _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(
                                                   _mm_loadl_epi64((const __m128i *)(pb + 768 + 16 * q + 8 * h)))));
 #define R16A_FLOAT(H, T_, S)                                                                               \
-    acc[H][T_] = _mm256_fmadd_ps(_mm256_fmsub_ps(_mm256_cvtepi32_ps(S), _mm256_broadcast_ss(dx[T_] + xb),      \
-                                                 _mm256_broadcast_ss(c16[T_] + 2 * xb + pp)),                 \
+    acc[H][T_] = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(r16a_q6_less32(S, c16[T_] + 2 * xb + pp)),     \
+                                               _mm256_broadcast_ss(dx[T_] + xb)),                             \
                                  f[H], acc[H][T_])
                 R16A_FLOAT(0, 0, s00);
                 R16A_FLOAT(1, 0, s10);
@@ -434,15 +448,6 @@ ALWAYS_INLINE void r16a_q6k_tile(const int T, int64_t nc, const uint8_t *g, cons
     }
 }
 
-/*
- * The n_rows / 16 groups at w (rows of n elements, stride bytes each) for
- * n_tokens tokens prepared at prep, ldp floats apart: out[t * ldo + r]
- * (+)= row r's dot with token t (added when add0, and for every column
- * chunk after the first). One token: group by group, each group's chunks
- * in turn (the weights in address order, one stream); several: tiles of
- * R16A_GROUPS groups, per column chunk every tile of tokens over the
- * tile's groups (the groups' chunk in L2, a tile of tokens' x in L1).
- */
 /* Q6_K's many-token tile: r16a_q6k_tile's arithmetic (the same bits) for
  * up to R16A_TM tokens, as r16a_tile_many does for Q4_K: per 16-element
  * scale group its codes (4 steps, two halves, even and odd pairs: 16
@@ -495,9 +500,10 @@ static void r16a_q6k_tile_many(int T, int64_t nc, const uint8_t *g, const float 
                     }
                     s0 = _mm256_add_epi32(s0, u0), s1 = _mm256_add_epi32(s1, u1);
                     const __m256 vdx = _mm256_broadcast_ss(p[t] + nxb * 16 + xb);
-                    const __m256 v16 = _mm256_broadcast_ss(R16A_S16(p[t]) + 2 * xb + pp);
-                    acc[t][0] = _mm256_fmadd_ps(_mm256_fmsub_ps(_mm256_cvtepi32_ps(s0), vdx, v16), f[0], acc[t][0]);
-                    acc[t][1] = _mm256_fmadd_ps(_mm256_fmsub_ps(_mm256_cvtepi32_ps(s1), vdx, v16), f[1], acc[t][1]);
+                    const float *c = R16A_S16(p[t]) + 2 * xb + pp;
+                    s0 = r16a_q6_less32(s0, c), s1 = r16a_q6_less32(s1, c);
+                    acc[t][0] = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(s0), vdx), f[0], acc[t][0]);
+                    acc[t][1] = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(s1), vdx), f[1], acc[t][1]);
                 }
             }
         }
@@ -510,9 +516,19 @@ static void r16a_q6k_tile_many(int T, int64_t nc, const uint8_t *g, const float 
         }
 }
 
+/*
+ * The n_rows / 16 groups at w (rows of n elements, stride bytes each) for
+ * n_tokens tokens prepared at prep, ldp floats apart: out[t * ldo + r]
+ * (+)= row r's dot with token t (added when add0, and for every column
+ * chunk after the first). One token: group by group, each group's chunks
+ * in turn (the weights in address order, one stream); several: tiles of
+ * R16A_GROUPS groups, per column chunk every tile of tokens over the
+ * tile's groups (the groups' chunk in L2, a tile of tokens' x in L1).
+ */
 ALWAYS_INLINE void r16a_run(const bool q6, int64_t n, const uint8_t *w, size_t stride, const float *prep, size_t ldp,
                             int64_t n_tokens, float *out, size_t ldo, int64_t n_rows, bool add0)
 {
+    WK_ASSERT(n_rows % WK_R16_ROWS == 0); /* the R16 entries take whole groups */
     const size_t bb = WK_R16_ROWS * (q6 ? sizeof(struct wk_block_q6_k) : sizeof(struct wk_block_q4_k));
     const int64_t n_groups = n_rows / WK_R16_ROWS, gt = n_tokens > 1 ? R16A_GROUPS : 1;
     /* more than R16A_T tokens take the many-token tiles */
