@@ -120,6 +120,56 @@ ALWAYS_INLINE void r16a_scale_min(int j, __m256i w0, __m256i w1, __m256i w2, __m
     *m = _mm256_cvtepi32_ps(n);
 }
 
+/* The factors d sc_j and dmin m_j of the 8 sub-blocks of the 16 rows of
+ * the Q4_K_R16 block at b (half h's 8 rows in f[h][j], fm[h][j]). */
+ALWAYS_INLINE void r16a_q4k_factors(const uint8_t *b, __m256 f[2][8], __m256 fm[2][8])
+{
+    UNROLL
+    for (int h = 0; h < 2; h++) {
+        const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(b + 16 * h)));
+        const __m256 dmin = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(b + 32 + 16 * h)));
+        const __m256i w0 = _mm256_loadu_si256((const __m256i *)(b + 64 + 32 * h));
+        const __m256i w1 = _mm256_loadu_si256((const __m256i *)(b + 128 + 32 * h));
+        const __m256i w2 = _mm256_loadu_si256((const __m256i *)(b + 192 + 32 * h));
+        UNROLL
+        for (int j = 0; j < 8; j++) {
+            __m256 sc, mn;
+            r16a_scale_min(j, w0, w1, w2, &sc, &mn);
+            f[h][j] = _mm256_mul_ps(d, sc);
+            fm[h][j] = _mm256_mul_ps(dmin, mn);
+        }
+    }
+}
+
+/*
+ * One step of the register tiles (r16a_tile, r16a_q6k_tile): half h's two
+ * code vectors e and od against every token's x pairs at byte o of its
+ * line (l0..l3), into the tile's named int32 sums s<h><t>. A macro over
+ * the tiles' local names, so the sums stay named variables. The empty asm
+ * keeps each sum one chain in a register: GCC otherwise reassociates the
+ * unrolled integer adds into a tree whose temporaries spill.
+ */
+#define R16A_TOKEN(S, L)                                                                                   \
+    do {                                                                                                   \
+        S = _mm256_add_epi32(S, _mm256_madd_epi16(e, _mm256_castps_si256(_mm256_broadcast_ss((const float *)(L + o))))); \
+        S = _mm256_add_epi32(S, _mm256_madd_epi16(od, _mm256_castps_si256(_mm256_broadcast_ss((const float *)(L + o + 32))))); \
+        __asm__("" : "+x"(S));                                                                             \
+    } while (0)
+#define R16A_TOKENS(h)                                                                                     \
+    do {                                                                                                   \
+        if ((h) == 0) {                                                                                    \
+            R16A_TOKEN(s00, l0);                                                                           \
+            if (T > 1) R16A_TOKEN(s01, l1);                                                                \
+            if (T > 2) R16A_TOKEN(s02, l2);                                                                \
+            if (T > 3) R16A_TOKEN(s03, l3);                                                                \
+        } else {                                                                                           \
+            R16A_TOKEN(s10, l0);                                                                           \
+            if (T > 1) R16A_TOKEN(s11, l1);                                                                \
+            if (T > 2) R16A_TOKEN(s12, l2);                                                                \
+            if (T > 3) R16A_TOKEN(s13, l3);                                                                \
+        }                                                                                                  \
+    } while (0)
+
 /*
  * Micro-tile: the 16 rows of the group whose column chunk of nc elements
  * (a multiple of 256) starts at g, against T (1..4) tokens' prepared
@@ -147,21 +197,7 @@ ALWAYS_INLINE void r16a_tile(const int T, int64_t nc, const uint8_t *g, const fl
         const uint8_t *b = g + (size_t)i * gb;
         /* the rows' factors d sc_j and dmin m_j of the 8 sub-blocks, kept in L1 */
         __m256 f[2][8], fm[2][8];
-        UNROLL
-        for (int h = 0; h < 2; h++) {
-            const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(b + 16 * h)));
-            const __m256 dmin = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(b + 32 + 16 * h)));
-            const __m256i w0 = _mm256_loadu_si256((const __m256i *)(b + 64 + 32 * h));
-            const __m256i w1 = _mm256_loadu_si256((const __m256i *)(b + 128 + 32 * h));
-            const __m256i w2 = _mm256_loadu_si256((const __m256i *)(b + 192 + 32 * h));
-            UNROLL
-            for (int j = 0; j < 8; j++) {
-                __m256 sc, mn;
-                r16a_scale_min(j, w0, w1, w2, &sc, &mn);
-                f[h][j] = _mm256_mul_ps(d, sc);
-                fm[h][j] = _mm256_mul_ps(dmin, mn);
-            }
-        }
+        r16a_q4k_factors(b, f, fm);
         for (int gg = 0; gg < 4; gg++)
         UNROLL
         for (int hi_nib = 0; hi_nib < 2; hi_nib++) { /* sub-block j: the vectors of pair gg, low nibbles for even j */
@@ -183,27 +219,7 @@ ALWAYS_INLINE void r16a_tile(const int T, int64_t nc, const uint8_t *g, const fl
                      * the low nibbles' sub-block; bits 4-7 / 12-15: the high nibbles' */
                     const __m256i e = hi_nib ? _mm256_and_si256(_mm256_srli_epi16(v, 4), m4) : _mm256_and_si256(v, m4);
                     const __m256i od = hi_nib ? _mm256_srli_epi16(v, 12) : _mm256_and_si256(_mm256_srli_epi16(v, 8), m4);
-/* (the empty asm keeps each sum one chain in a register: GCC otherwise
- * reassociates the unrolled integer adds into a tree whose temporaries
- * spill) */
-#define R16A_TOKEN(S, L)                                                                                   \
-    do {                                                                                                   \
-        S = _mm256_add_epi32(S, _mm256_madd_epi16(e, _mm256_castps_si256(_mm256_broadcast_ss((const float *)(L + o))))); \
-        S = _mm256_add_epi32(S, _mm256_madd_epi16(od, _mm256_castps_si256(_mm256_broadcast_ss((const float *)(L + o + 32))))); \
-        __asm__("" : "+x"(S));                                                                             \
-    } while (0)
-                    if (h == 0) {
-                        R16A_TOKEN(s00, l0);
-                        if (T > 1) R16A_TOKEN(s01, l1);
-                        if (T > 2) R16A_TOKEN(s02, l2);
-                        if (T > 3) R16A_TOKEN(s03, l3);
-                    } else {
-                        R16A_TOKEN(s10, l0);
-                        if (T > 1) R16A_TOKEN(s11, l1);
-                        if (T > 2) R16A_TOKEN(s12, l2);
-                        if (T > 3) R16A_TOKEN(s13, l3);
-                    }
-#undef R16A_TOKEN
+                    R16A_TOKENS(h);
                 }
             }
             /* acc += (S d_x / 256) d sc_j - dmin m_j (d_x / 256) sum(v) */
@@ -262,21 +278,7 @@ static void r16a_tile_many(int T, int64_t nc, const uint8_t *g, const float *con
     for (int t = 0; t < T; t++) acc[t][0] = acc[t][1] = _mm256_setzero_ps();
     for (int64_t i = 0; i < nsb; i++) {
         const uint8_t *b = g + (size_t)i * gb;
-        UNROLL
-        for (int h = 0; h < 2; h++) {
-            const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(b + 16 * h)));
-            const __m256 dmin = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(b + 32 + 16 * h)));
-            const __m256i w0 = _mm256_loadu_si256((const __m256i *)(b + 64 + 32 * h));
-            const __m256i w1 = _mm256_loadu_si256((const __m256i *)(b + 128 + 32 * h));
-            const __m256i w2 = _mm256_loadu_si256((const __m256i *)(b + 192 + 32 * h));
-            UNROLL
-            for (int j = 0; j < 8; j++) {
-                __m256 sc, mn;
-                r16a_scale_min(j, w0, w1, w2, &sc, &mn);
-                f[h][j] = _mm256_mul_ps(d, sc);
-                fm[h][j] = _mm256_mul_ps(dmin, mn);
-            }
-        }
+        r16a_q4k_factors(b, f, fm);
         for (int j = 0; j < 8; j++) {
             const int64_t xb = 8 * i + j;
             const uint8_t *vb = b + 256 + 64 * 8 * (j / 2);
@@ -390,24 +392,7 @@ ALWAYS_INLINE void r16a_q6k_tile(const int T, int64_t nc, const uint8_t *g, cons
                         const __m256i ab = _mm256_loadu_si256((const __m256i *)(pb + 192 * kk + 64 * (q & 1) + 32 * h));
                         const __m256i qh = _mm256_loadu_si256((const __m256i *)(pb + 192 * kk + 128 + 32 * h));
                         const __m256i e = r16a_q6_code(q, 0, ab, qh), od = r16a_q6_code(q, 1, ab, qh);
-#define R16A_TOKEN(S, L)                                                                                   \
-    do {                                                                                                   \
-        S = _mm256_add_epi32(S, _mm256_madd_epi16(e, _mm256_castps_si256(_mm256_broadcast_ss((const float *)(L + o))))); \
-        S = _mm256_add_epi32(S, _mm256_madd_epi16(od, _mm256_castps_si256(_mm256_broadcast_ss((const float *)(L + o + 32))))); \
-        __asm__("" : "+x"(S));                                                                             \
-    } while (0)
-                        if (h == 0) {
-                            R16A_TOKEN(s00, l0);
-                            if (T > 1) R16A_TOKEN(s01, l1);
-                            if (T > 2) R16A_TOKEN(s02, l2);
-                            if (T > 3) R16A_TOKEN(s03, l3);
-                        } else {
-                            R16A_TOKEN(s10, l0);
-                            if (T > 1) R16A_TOKEN(s11, l1);
-                            if (T > 2) R16A_TOKEN(s12, l2);
-                            if (T > 3) R16A_TOKEN(s13, l3);
-                        }
-#undef R16A_TOKEN
+                        R16A_TOKENS(h);
                     }
                 }
                 /* the 8 rows' int8 scales of group (q, pp), times d */
@@ -487,6 +472,7 @@ static void r16a_q6k_tile_many(int T, int64_t nc, const uint8_t *g, const float 
                                                   _mm_loadl_epi64((const __m128i *)(pb + 768 + 16 * q + 8 * h)))));
                 for (int t = 0; t < T; t++) {
                     const uint8_t *ln = (const uint8_t *)p[t] + 64 * xb + 16 * pp;
+                    /* (r16a_tile_many's loop over 4 steps; one helper for both ran 3% slower) */
                     __m256i s0 = _mm256_setzero_si256(), s1 = s0, u0 = s0, u1 = s0;
                     UNROLL
                     for (int kk = 0; kk < 4; kk++) {
