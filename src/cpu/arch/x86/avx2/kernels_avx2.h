@@ -57,8 +57,9 @@ void wk__avx2_fill_rows_x16(struct wk_cpu_kernels *k);
  * 32-element block the int16 values 256 hi + lo of its 16 even elements
  * then its 16 odd ones (64 bytes), then d / 256 [n / 32], then (d / 256)
  * sum(256 hi + lo) [n / 32] (wk__x16_quantize_ref's hi, lo and d;
- * rows_x16_avx2.c). */
-void wk__avx2_x16k_prep(int64_t n, const float *x, float *scratch);
+ * rows_x16_avx2.c); unless half_sums is NULL, also sum(256 hi + lo) over
+ * elements 0-15 and 16-31 of block b in half_sums[2b], [2b + 1]. */
+void wk__avx2_x16k_prep(int64_t n, const float *x, float *scratch, int32_t *half_sums);
 
 /* Installs r16_prepare and the Q4_K_R16 and Q6_K_R16 entries
  * (vec_dot_rows_x16 and _tokens, vec_dot_rows_r16 and _tokens, gemm_r16)

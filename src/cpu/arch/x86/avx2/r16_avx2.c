@@ -79,21 +79,13 @@ _Static_assert(R16A_CHUNK / 32 * 18 + R16A_CHUNK / 16 <= R16A_CHUNK_FLOATS, "the
  * chunk (wk__avx2_x16k_prep, then the half-block sums for Q6_K). */
 static void r16a_prepare(int64_t n, const float *x, float *prep)
 {
-    const __m256i ones = _mm256_set1_epi16(1);
     for (int64_t c0 = 0; c0 < n; c0 += R16A_CHUNK) {
-        float *p = prep + (c0 / R16A_CHUNK) * R16A_CHUNK_FLOATS, *s16 = R16A_S16(p);
-        const int64_t nc = WK_MIN(R16A_CHUNK, n - c0), nb = nc / 32;
-        wk__avx2_x16k_prep(nc, x + c0, p);
-        for (int64_t b = 0; b < nb; b++) {
-            /* elements 0-15 are the first 8 int16 of the even and of the odd half */
-            const __m256i e = _mm256_load_si256((const __m256i *)((const uint8_t *)p + 64 * b));
-            const __m256i o = _mm256_load_si256((const __m256i *)((const uint8_t *)p + 64 * b + 32));
-            const __m256i sm = _mm256_add_epi32(_mm256_madd_epi16(e, ones), _mm256_madd_epi16(o, ones));
-            const __m128i h = _mm_hadd_epi32(_mm_hadd_epi32(_mm256_castsi256_si128(sm), _mm256_extracti128_si256(sm, 1)),
-                                             _mm_setzero_si128());
-            const int32_t s32[2] = {32 * _mm_cvtsi128_si32(h), 32 * _mm_extract_epi32(h, 1)}; /* |.| < 2^25 */
-            memcpy(s16 + 2 * b, s32, sizeof s32);
-        }
+        float *p = prep + (c0 / R16A_CHUNK) * R16A_CHUNK_FLOATS;
+        const int64_t nc = WK_MIN(R16A_CHUNK, n - c0);
+        int32_t hs[R16A_CHUNK / 16];
+        wk__avx2_x16k_prep(nc, x + c0, p, hs);
+        for (int64_t i = 0; i < nc / 16; i++) hs[i] *= 32; /* |.| < 2^25 */
+        memcpy(R16A_S16(p), hs, (size_t)(nc / 16) * sizeof hs[0]);
     }
 }
 

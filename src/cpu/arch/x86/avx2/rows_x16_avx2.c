@@ -382,19 +382,19 @@ ALWAYS_INLINE void x16k_block(const float *x, uint8_t *line, float *dx, int32_t 
 /* x [n] (n a multiple of 32, at most X16_CHUNK) for the Q4_K rows:
  * X16K_BLOCK_BYTES per block (x16k_block), then d / 256 [n / 32], then
  * (d / 256) sum(256 hi + lo) [n / 32]. */
-static void x16k_prep(int64_t n, const float *x, float *scratch)
+static void x16k_prep(int64_t n, const float *x, float *scratch) { wk__avx2_x16k_prep(n, x, scratch, NULL); }
+
+void wk__avx2_x16k_prep(int64_t n, const float *x, float *scratch, int32_t *half_sums)
 {
     const int64_t nb = n / 32;
     uint8_t *lines = (uint8_t *)scratch;
     float *dxs = scratch + nb * (X16K_BLOCK_BYTES / 4), *css = dxs + nb;
     for (int64_t b = 0; b < nb; b++) {
         int32_t sum;
-        x16k_block(x + 32 * b, lines + X16K_BLOCK_BYTES * b, &dxs[b], &sum, NULL);
+        x16k_block(x + 32 * b, lines + X16K_BLOCK_BYTES * b, &dxs[b], &sum, half_sums ? half_sums + 2 * b : NULL);
         css[b] = dxs[b] * (float)sum;
     }
 }
-
-void wk__avx2_x16k_prep(int64_t n, const float *x, float *scratch) { x16k_prep(n, x, scratch); }
 
 /* S = sum q (256 hi + lo) of one sub-block as int32 lanes: qe and qo the
  * codes of its even and odd elements (int16 lanes), line its x block. */

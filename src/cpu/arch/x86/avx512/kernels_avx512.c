@@ -26,20 +26,14 @@
 
 void wk__cpu_fill_avx512(struct wk_cpu_kernels *k)
 {
-    /* The AVX2 table this one starts from has R16 kernels for Q4_K
-     * and Q6_K (r16_avx2.c); here only the VNNI ones below (measured on AVX-512
-     * CPUs) decide whether matrices are repacked. */
+    /* The AVX2 table this one starts from has R16 kernels for Q4_K and
+     * Q6_K (r16_avx2.c); here only the VNNI ones below (measured on
+     * AVX-512 CPUs) decide whether matrices are repacked. */
     k->r16_prepare = NULL;
-    k->vec_dot_rows_x16[WK_DTYPE_Q4_K_R16] = NULL;
-    k->vec_dot_rows_x16_tokens[WK_DTYPE_Q4_K_R16] = NULL;
-    k->vec_dot_rows_r16[WK_DTYPE_Q4_K_R16] = NULL;
-    k->vec_dot_rows_r16_tokens[WK_DTYPE_Q4_K_R16] = NULL;
-    k->gemm_r16[WK_DTYPE_Q4_K_R16] = NULL;
-    k->vec_dot_rows_x16[WK_DTYPE_Q6_K_R16] = NULL;
-    k->vec_dot_rows_x16_tokens[WK_DTYPE_Q6_K_R16] = NULL;
-    k->vec_dot_rows_r16[WK_DTYPE_Q6_K_R16] = NULL;
-    k->vec_dot_rows_r16_tokens[WK_DTYPE_Q6_K_R16] = NULL;
-    k->gemm_r16[WK_DTYPE_Q6_K_R16] = NULL;
+    for (int t = WK_DTYPE_Q4_1_R16; t < WK_DTYPE_COUNT; t++) {
+        k->vec_dot_rows_x16[t] = NULL, k->vec_dot_rows_x16_tokens[t] = NULL;
+        k->vec_dot_rows_r16[t] = NULL, k->vec_dot_rows_r16_tokens[t] = NULL, k->gemm_r16[t] = NULL;
+    }
     wk__avx512_fill_float(k);
     wk__avx512_fill_quantize(k);
     wk__avx512_fill_dequant(k);
