@@ -113,7 +113,7 @@ struct wk_cpu_kernels {
      * vec_dot_rows_x16 has an entry on AVX-512): x prepared once per token
      * and column chunk, every token over a group of rows while it is in L1 */
     wk_vec_dot_rows_tokens_fn vec_dot_rows_x16_tokens[WK_DTYPE_COUNT];
-    /* R16 decode with x prepared once (AVX-512 VNNI; AVX2 for Q4_K_R16 and Q6_K_R16; NULL elsewhere, and
+    /* R16 decode with x prepared once (AVX-512 VNNI; AVX2 for every R16 dtype; NULL elsewhere, and
      * with WICK_EXACT=1): r16_prepare(n, x, prep) fills
      * wk_cpu_r16_prep_floats(n) floats (64-byte aligned) from x [n]; then
      * vec_dot_rows_r16[dt](n, w, stride, prep, out, n_rows), prep in x's
@@ -128,7 +128,7 @@ struct wk_cpu_kernels {
      * chunk is in L1, the groups in address order; each token's results
      * are vec_dot_rows_r16's bits. Batched decode and verification. */
     wk_vec_dot_rows_tokens_fn vec_dot_rows_r16_tokens[WK_DTYPE_COUNT];
-    /* R16 prefill (AVX-512 VNNI; AVX2 for Q4_K_R16 and Q6_K_R16; NULL elsewhere, with WICK_EXACT=1, and
+    /* R16 prefill (AVX-512 VNNI; AVX2 for every R16 dtype; NULL elsewhere, with WICK_EXACT=1, and
      * for the R16 dtypes without one): for an R16 dtype,
      * gemm_r16[dt](n, w, stride, prep, ldp, n_tokens, out, ldo, n_rows)
      * sets out[t * ldo + r] to row r's dot with token t for rows r <

@@ -323,7 +323,7 @@ static void retype(struct wk_model *m, const struct wk_tensor *t, enum wk_dtype 
  * attention and FFN projections and the output projection (the token
  * embeddings too when tied to it), for a GGUF read into anonymous memory,
  * each where the kernel table has R16 decode kernels for its dtype
- * (AVX-512 VNNI: all five; AVX2: Q4_K, Q6_K; none with WICK_EXACT). A matmul group (Q, K, V) is repacked only if every matrix
+ * (AVX-512 VNNI and AVX2: all five; none with WICK_EXACT). A matmul group (Q, K, V) is repacked only if every matrix
  * of it ends on a whole group of rows, so the threads' shares, whole
  * groups, stay whole in each. An MTP assistant's output projection is left
  * alone (its sparse head reads single rows). Nothing to do is no error;

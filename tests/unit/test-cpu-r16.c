@@ -40,7 +40,7 @@ static bool x16_dot_ok(enum wk_dtype t, const uint8_t *wrow, int64_t n, const fl
  *   the row-major bytes; wk_cpu_get_row of the R16 tensor gives the
  *   row-major row's floats;
  * - where the table has R16 kernels for the type (AVX-512 VNNI: all five;
- *   AVX2: Q4_K, Q6_K), the
+ *   AVX2: the same), the
  *   R16 vec_dot_rows_x16 is within test_vec_dot_rows_x16's bounds of the
  *   exact dot with x~ for every row, and its tokens entry gives its bits
  *   for each of 5 tokens, as does vec_dot_rows_r16 with x prepared once

@@ -445,7 +445,7 @@ void wk__cpu_fill_avx2(struct wk_cpu_kernels *k)
     wk__avx2_fill_fdot(k); /* quantized types, f32 x */
     wk__avx2_fill_rows(k); /* every type, a whole range of rows per call */
     wk__avx2_fill_rows_x16(k); /* Q4_0, Q4_1, Q5_0, Q5_1 with x in 16 bits */
-    wk__avx2_fill_r16(k);      /* Q4_K_R16, Q6_K_R16: decode and the integer GEMM */
+    wk__avx2_fill_r16(k);      /* the R16 dtypes: decode and the integer GEMM */
     wk__avx2_fill_ops(k);      /* RMSNorm, GLU activations, softmax */
     wk__avx2_fill_affine(k);   /* I8G64, I4G64 */
     wk__avx2_fill_lowbit(k);   /* Q2_K, Q3_K, IQ4_NL, IQ4_XS, MXFP4 (../lowbit_template.h) */

@@ -61,7 +61,7 @@ void wk__avx2_fill_rows_x16(struct wk_cpu_kernels *k);
  * elements 0-15 and 16-31 of block b in half_sums[2b], [2b + 1]. */
 void wk__avx2_x16k_prep(int64_t n, const float *x, float *scratch, int32_t *half_sums);
 
-/* Installs r16_prepare and the Q4_K_R16 and Q6_K_R16 entries
+/* Installs r16_prepare and the entries of every R16 dtype
  * (vec_dot_rows_x16 and _tokens, vec_dot_rows_r16 and _tokens, gemm_r16)
  * of r16_avx2.c. */
 void wk__avx2_fill_r16(struct wk_cpu_kernels *k);

@@ -1,9 +1,10 @@
 /*
- * r16_avx2.c - Q4_K_R16 and Q6_K_R16 (repack.c) on AVX2: the table's
- * r16_prepare and, for those two dtypes, vec_dot_rows_x16,
- * vec_dot_rows_x16_tokens, vec_dot_rows_r16, vec_dot_rows_r16_tokens and
- * gemm_r16 (wk_cpu.h). With them the loader repacks Q4_K and Q6_K
- * matrices (backend_cpu.c); decode reads them with x prepared once per
+ * r16_avx2.c - the R16 dtypes (repack.c: Q4_K_R16, Q6_K_R16, Q4_1_R16,
+ * Q5_0_R16, Q8_0_R16) on AVX2: the table's r16_prepare and, for each,
+ * vec_dot_rows_x16, vec_dot_rows_x16_tokens, vec_dot_rows_r16,
+ * vec_dot_rows_r16_tokens and gemm_r16 (wk_cpu.h). With them the loader
+ * repacks Q4_K, Q6_K, Q4_1, Q5_0 and Q8_0 matrices (backend_cpu.c);
+ * decode reads them with x prepared once per
  * thread and matmul, and prefill, batched decode and verification run an
  * integer GEMM over them instead of dequantizing tiles to f32 for the f32
  * GEMM. AVX2 + FMA + F16C. Spec: rows_x16_ref.c (the x16 dot).
@@ -69,6 +70,20 @@ _Static_assert(R16A_CHUNK / 32 * 18 + R16A_CHUNK / 16 <= R16A_CHUNK_FLOATS, "the
 /* groups a tile of tokens visits in turn, per column chunk (74 KB of
  * Q4_K, 108 KB of Q6_K: L2) */
 #define R16A_GROUPS 4
+
+/* Decode (one token) reads the groups as one stream of bytes, which the
+ * hardware prefetchers of the Zen 3 serve at ~15 GB/s a core against ~20
+ * for the several streams of the row-major kernels; prefetching this far
+ * ahead by hand brings R16 decode from DRAM there too (bench/rows-bandwidth:
+ * 1024 bytes ahead gave 17-18, 2048 gave 19-20, 4096 18-20 GB/s). */
+#define R16A_PF 2048
+
+/* Line l (64 bytes) of the group block at b, R16A_PF bytes ahead, for a
+ * one-token tile (T == 1) whose block of gb bytes has l lines or more. */
+#define r16a_prefetch(T, b, l, gb)                                                                             \
+    do {                                                                                                   \
+        if ((T) == 1 && 64 * (size_t)(l) < (gb)) _mm_prefetch((const char *)(b) + R16A_PF + 64 * (l), _MM_HINT_T0); \
+    } while (0)
 
 /* Where a prepared chunk keeps, for Q6_K, 32 sum(v) of each 16-element
  * half block as an int32 (its bits in a float slot): the chunk's last
@@ -198,6 +213,7 @@ ALWAYS_INLINE void r16a_tile(const int T, int64_t nc, const uint8_t *g, const fl
             UNROLL
             for (int k = 0; k < 8; k++) {
                 const size_t o = 64 * (size_t)xb + 4 * (size_t)k;
+                r16a_prefetch(T, b, 8 * j + k, gb);
                 /* one half at a time: its two code vectors, then every token (the
                  * broadcasts loaded again for the second half; loads are cheap,
                  * registers are not) */
@@ -376,6 +392,7 @@ ALWAYS_INLINE void r16a_q6k_tile(const int T, int64_t nc, const uint8_t *g, cons
                 UNROLL
                 for (int kk = 0; kk < 4; kk++) {
                     const size_t o = 64 * (size_t)xb + 4 * (size_t)(4 * pp + kk);
+                    r16a_prefetch(T, b, 16 * ph + 4 * q + kk, gb);
                     UNROLL
                     for (int h = 0; h < 2; h++) {
                         const __m256i ab = _mm256_loadu_si256((const __m256i *)(pb + 192 * kk + 64 * (q & 1) + 32 * h));
@@ -492,6 +509,197 @@ static void r16a_q6k_tile_many(int T, int64_t nc, const uint8_t *g, const float 
 }
 
 /*
+ * Q4_1_R16, Q5_0_R16 and Q8_0_R16 (repack.c): 32-element blocks, per group
+ * block the 16 rows' f16 d (and Q4_1's m, Q5_0's fifth bits), then the
+ * codes, vector k holding bytes 4k .. 4k + 3 of the 16 rows. The tiles see
+ * a block as 8 steps of 4 elements, as Q4_K's sub-block: step k of Q4_1
+ * and Q5_0 takes elements 4k' .. 4k' + 3 (k' = k mod 4) of vector k' from
+ * the low (k < 4) or high nibbles (elements 16 + 4k' ..), Q5_0 or-ing in
+ * their fifth bits; step k of Q8_0 takes vector k's bytes, stored as
+ * q + 128, as unsigned int16 codes. Per block and row: S = sum q v
+ * (int32), less 16 sum(v) (Q5_0) or 128 sum(v) (Q8_0) in integers (the
+ * prepared half-block sums), then acc += d (S d_x / 256) (+ m (d_x / 256)
+ * sum(v) for Q4_1). Q4_1's and Q5_0's S are exact in their conversion
+ * (|S| < 2^24); Q8_0's |S| reaches 2^27, its conversion rounded the same
+ * way in every tile.
+ */
+enum r16a_kind { R16A_Q4_K, R16A_Q6_K, R16A_Q4_1, R16A_Q5_0, R16A_Q8_0 };
+
+/* Elements of a kind's block, and bytes of a group's block (16 rows). */
+#define R16A_QK(K) ((K) == R16A_Q4_K || (K) == R16A_Q6_K ? WK_QK_K : 32)
+#define R16A_GB(K)                                                                                               \
+    (WK_R16_ROWS * ((K) == R16A_Q4_K   ? sizeof(struct wk_block_q4_k)                                           \
+                    : (K) == R16A_Q6_K ? sizeof(struct wk_block_q6_k)                                           \
+                    : (K) == R16A_Q4_1 ? sizeof(struct wk_block_q4_1)                                           \
+                    : (K) == R16A_Q5_0 ? sizeof(struct wk_block_q5_0)                                           \
+                                       : sizeof(struct wk_block_q8_0)))
+
+/* Step k's codes of half h (rows 8h .. 8h + 7) of the group block b, as
+ * int16 pairs in each row's lane: elements (4k', 4k' + 2) in e, (4k' + 1,
+ * 4k' + 3) in od (k' as above). */
+ALWAYS_INLINE void r16a_b32_codes(const enum r16a_kind K, const uint8_t *b, const int k, const int h, __m256i *e,
+                                  __m256i *od)
+{
+    if (K == R16A_Q8_0) {
+        const __m256i v = _mm256_loadu_si256((const __m256i *)(b + 32 + 64 * k + 32 * h));
+        *e = _mm256_and_si256(v, _mm256_set1_epi16(0x00FF));
+        *od = _mm256_srli_epi16(v, 8);
+        return;
+    }
+    const __m256i m4 = _mm256_set1_epi16(0x000F);
+    const int kk = k & 3, hi = k >> 2;
+    const __m256i v = _mm256_loadu_si256((const __m256i *)(b + (K == R16A_Q4_1 ? 64 : 96) + 64 * kk + 32 * h));
+    *e = hi ? _mm256_and_si256(_mm256_srli_epi16(v, 4), m4) : _mm256_and_si256(v, m4);
+    *od = hi ? _mm256_srli_epi16(v, 12) : _mm256_and_si256(_mm256_srli_epi16(v, 8), m4);
+    if (K == R16A_Q5_0) {
+        /* byte kk of each row's qh (bit 4 hi + j: element 16 hi + 4kk + j's fifth bit) into the
+         * high byte of both int16 lanes; then an unsigned high multiply by 2^(12 - j) moves bit j
+         * of that byte to bit 4: j = 4hi, 4hi + 2 for e's lanes, 4hi + 1, 4hi + 3 for od's */
+        const __m256i qh = _mm256_loadu_si256((const __m256i *)(b + 32 + 32 * h));
+        const int32_t c0 = 0x80 | kk << 8 | 0x80 << 16 | kk << 24, s = 0x0400 | 0x04 << 24;
+        const __m256i hb = _mm256_shuffle_epi8(qh, _mm256_setr_epi32(c0, c0 + s, c0 + 2 * s, c0 + 3 * s, c0, c0 + s,
+                                                                     c0 + 2 * s, c0 + 3 * s));
+        const int j = 4 * hi;
+        const __m256i m10 = _mm256_set1_epi16(0x0010);
+        const __m256i be = _mm256_mulhi_epu16(hb, _mm256_set1_epi32(1 << (12 - j) | 1 << (10 - j) << 16));
+        const __m256i bo = _mm256_mulhi_epu16(hb, _mm256_set1_epi32(1 << (11 - j) | 1 << (9 - j) << 16));
+        *e = _mm256_or_si256(*e, _mm256_and_si256(be, m10));
+        *od = _mm256_or_si256(*od, _mm256_and_si256(bo, m10));
+    }
+}
+
+/* The rows' factors of the group block b: d in f[h], Q4_1's m in fm[h]. */
+ALWAYS_INLINE void r16a_b32_factors(const enum r16a_kind K, const uint8_t *b, __m256 f[2], __m256 fm[2])
+{
+    UNROLL
+    for (int h = 0; h < 2; h++) {
+        f[h] = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(b + 16 * h)));
+        fm[h] = K == R16A_Q4_1 ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(b + 32 + 16 * h)))
+                               : _mm256_setzero_ps();
+    }
+}
+
+/* S less the codes' offset times sum(v) of x block xb (Q5_0: 16, Q8_0:
+ * 128; from the prepared 32 sum(v) of its halves at s16), in int32. */
+ALWAYS_INLINE __m256i r16a_b32_less(const enum r16a_kind K, __m256i S, const float *s16, int64_t xb)
+{
+    if (K == R16A_Q4_1) return S;
+    const int32_t *c = (const int32_t *)s16 + 2 * xb, c32 = c[0] + c[1]; /* 32 sum(v) */
+    return _mm256_sub_epi32(S, _mm256_set1_epi32(K == R16A_Q5_0 ? c32 / 2 : 4 * c32));
+}
+
+/* acc += d (S' d_x / 256) (+ m (d_x / 256) sum(v), Q4_1): one row lane each. */
+ALWAYS_INLINE __m256 r16a_b32_float(const enum r16a_kind K, __m256 acc, __m256i S, const float *p, int64_t nxb,
+                                    int64_t xb, __m256 f, __m256 fm)
+{
+    S = r16a_b32_less(K, S, R16A_S16(p), xb);
+    acc = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(S), _mm256_broadcast_ss(p + nxb * 16 + xb)), f, acc);
+    if (K == R16A_Q4_1) acc = _mm256_fmadd_ps(fm, _mm256_broadcast_ss(p + nxb * 17 + xb), acc);
+    return acc;
+}
+
+/* The register tile for the 32-element kinds: r16a_tile's shape (16 rows
+ * by T = 1..4 tokens, the sums named), a block's 8 steps in turn. */
+ALWAYS_INLINE void r16a_b32_tile(const enum r16a_kind K, const int T, int64_t nc, const uint8_t *g,
+                                 const float *const *p, float *const *out, const bool add)
+{
+    const size_t gb = R16A_GB(K);
+    const int64_t nxb = nc / 32;
+    const float *const pt[4] = {p[0], p[T > 1 ? 1 : 0], p[T > 2 ? 2 : 0], p[T > 3 ? 3 : 0]};
+    const uint8_t *l0 = (const uint8_t *)pt[0], *l1 = (const uint8_t *)pt[1];
+    const uint8_t *l2 = (const uint8_t *)pt[2], *l3 = (const uint8_t *)pt[3];
+    __m256 acc[2][4];
+    UNROLL
+    for (int t = 0; t < 4; t++) acc[0][t] = acc[1][t] = _mm256_setzero_ps();
+    for (int64_t xb = 0; xb < nxb; xb++) {
+        const uint8_t *b = g + (size_t)xb * gb;
+        const __m256i z = _mm256_setzero_si256();
+        __m256i s00 = z, s01 = z, s02 = z, s03 = z, s10 = z, s11 = z, s12 = z, s13 = z;
+        UNROLL
+        for (int k = 0; k < 8; k++) {
+            const size_t o = 64 * (size_t)xb + 4 * (size_t)k;
+            r16a_prefetch(T, b, k, gb);
+            UNROLL
+            for (int h = 0; h < 2; h++) {
+                __m256i e, od;
+                r16a_b32_codes(K, b, k, h, &e, &od);
+                R16A_TOKENS(h);
+            }
+        }
+        __m256 f[2], fm[2];
+        r16a_b32_factors(K, b, f, fm);
+        acc[0][0] = r16a_b32_float(K, acc[0][0], s00, pt[0], nxb, xb, f[0], fm[0]);
+        acc[1][0] = r16a_b32_float(K, acc[1][0], s10, pt[0], nxb, xb, f[1], fm[1]);
+        if (T > 1) {
+            acc[0][1] = r16a_b32_float(K, acc[0][1], s01, pt[1], nxb, xb, f[0], fm[0]);
+            acc[1][1] = r16a_b32_float(K, acc[1][1], s11, pt[1], nxb, xb, f[1], fm[1]);
+        }
+        if (T > 2) {
+            acc[0][2] = r16a_b32_float(K, acc[0][2], s02, pt[2], nxb, xb, f[0], fm[0]);
+            acc[1][2] = r16a_b32_float(K, acc[1][2], s12, pt[2], nxb, xb, f[1], fm[1]);
+        }
+        if (T > 3) {
+            acc[0][3] = r16a_b32_float(K, acc[0][3], s03, pt[3], nxb, xb, f[0], fm[0]);
+            acc[1][3] = r16a_b32_float(K, acc[1][3], s13, pt[3], nxb, xb, f[1], fm[1]);
+        }
+    }
+    UNROLL
+    for (int t = 0; t < T; t++) {
+        UNROLL
+        for (int h = 0; h < 2; h++) {
+            float *o = out[t] + 8 * h;
+            _mm256_storeu_ps(o, add ? _mm256_add_ps(_mm256_loadu_ps(o), acc[h][t]) : acc[h][t]);
+        }
+    }
+}
+
+/* The many-token tile for the 32-element kinds: r16a_b32_tile's
+ * arithmetic (the same bits) for up to R16A_TM tokens, a block's codes
+ * (8 steps, two halves, even and odd pairs: 32 vectors) unpacked once
+ * into L1, then each token in turn, as r16a_tile_many. */
+ALWAYS_INLINE void r16a_b32_tile_many(const enum r16a_kind K, int T, int64_t nc, const uint8_t *g,
+                                      const float *const *p, float *const *out, bool add)
+{
+    const size_t gb = R16A_GB(K);
+    const int64_t nxb = nc / 32;
+    _Alignas(32) __m256 acc[R16A_TM][2];
+    _Alignas(32) __m256i c[8][4]; /* step k: half 0 even, odd; half 1 even, odd */
+    for (int t = 0; t < T; t++) acc[t][0] = acc[t][1] = _mm256_setzero_ps();
+    for (int64_t xb = 0; xb < nxb; xb++) {
+        const uint8_t *b = g + (size_t)xb * gb;
+        UNROLL
+        for (int k = 0; k < 8; k++)
+            UNROLL
+            for (int h = 0; h < 2; h++) r16a_b32_codes(K, b, k, h, &c[k][2 * h], &c[k][2 * h + 1]);
+        __m256 f[2], fm[2];
+        r16a_b32_factors(K, b, f, fm);
+        for (int t = 0; t < T; t++) {
+            const uint8_t *ln = (const uint8_t *)p[t] + 64 * xb;
+            __m256i s0 = _mm256_setzero_si256(), s1 = s0, u0 = s0, u1 = s0;
+            UNROLL
+            for (int k = 0; k < 8; k++) {
+                const __m256i pe = _mm256_castps_si256(_mm256_broadcast_ss((const float *)(ln + 4 * k)));
+                const __m256i po = _mm256_castps_si256(_mm256_broadcast_ss((const float *)(ln + 32 + 4 * k)));
+                s0 = _mm256_add_epi32(s0, _mm256_madd_epi16(c[k][0], pe));
+                s1 = _mm256_add_epi32(s1, _mm256_madd_epi16(c[k][2], pe));
+                u0 = _mm256_add_epi32(u0, _mm256_madd_epi16(c[k][1], po));
+                u1 = _mm256_add_epi32(u1, _mm256_madd_epi16(c[k][3], po));
+                __asm__("" : "+x"(s0), "+x"(s1), "+x"(u0), "+x"(u1));
+            }
+            s0 = _mm256_add_epi32(s0, u0), s1 = _mm256_add_epi32(s1, u1);
+            acc[t][0] = r16a_b32_float(K, acc[t][0], s0, p[t], nxb, xb, f[0], fm[0]);
+            acc[t][1] = r16a_b32_float(K, acc[t][1], s1, p[t], nxb, xb, f[1], fm[1]);
+        }
+    }
+    for (int t = 0; t < T; t++)
+        UNROLL
+        for (int h = 0; h < 2; h++) {
+            float *o = out[t] + 8 * h;
+            _mm256_storeu_ps(o, add ? _mm256_add_ps(_mm256_loadu_ps(o), acc[t][h]) : acc[t][h]);
+        }
+}
+
+/*
  * The n_rows / 16 groups at w (rows of n elements, stride bytes each) for
  * n_tokens tokens prepared at prep, ldp floats apart: out[t * ldo + r]
  * (+)= row r's dot with token t (added when add0, and for every column
@@ -500,11 +708,11 @@ static void r16a_q6k_tile_many(int T, int64_t nc, const uint8_t *g, const float 
  * R16A_GROUPS groups, per column chunk every tile of tokens over the
  * tile's groups (the groups' chunk in L2, a tile of tokens' x in L1).
  */
-ALWAYS_INLINE void r16a_run(const bool q6, int64_t n, const uint8_t *w, size_t stride, const float *prep, size_t ldp,
-                            int64_t n_tokens, float *out, size_t ldo, int64_t n_rows, bool add0)
+ALWAYS_INLINE void r16a_run(const enum r16a_kind K, int64_t n, const uint8_t *w, size_t stride, const float *prep,
+                            size_t ldp, int64_t n_tokens, float *out, size_t ldo, int64_t n_rows, bool add0)
 {
     WK_ASSERT(n_rows % WK_R16_ROWS == 0); /* the R16 entries take whole groups */
-    const size_t bb = WK_R16_ROWS * (q6 ? sizeof(struct wk_block_q6_k) : sizeof(struct wk_block_q4_k));
+    const size_t bb = R16A_GB(K);
     const int64_t n_groups = n_rows / WK_R16_ROWS, gt = n_tokens > 1 ? R16A_GROUPS : 1;
     /* more than R16A_T tokens take the many-token tiles */
     const int tw = n_tokens > R16A_T ? R16A_TM : R16A_T;
@@ -518,28 +726,27 @@ ALWAYS_INLINE void r16a_run(const bool q6, int64_t n, const uint8_t *w, size_t s
                 const float *p[R16A_TM > R16A_T ? R16A_TM : R16A_T];
                 for (int t = 0; t < T; t++) p[t] = prep + (size_t)(t0 + t) * ldp + (c0 / R16A_CHUNK) * R16A_CHUNK_FLOATS;
                 for (int64_t gi = g0; gi < g1; gi++) {
-                    const uint8_t *wg = w + (size_t)gi * WK_R16_ROWS * stride + (size_t)(c0 / WK_QK_K) * bb;
+                    const uint8_t *wg = w + (size_t)gi * WK_R16_ROWS * stride + (size_t)(c0 / R16A_QK(K)) * bb;
                     float *o[R16A_TM > R16A_T ? R16A_TM : R16A_T];
                     for (int t = 0; t < T; t++) o[t] = out + (size_t)(t0 + t) * ldo + WK_R16_ROWS * gi;
-                    if (q6 && tw > R16A_T) {
-                        r16a_q6k_tile_many(T, nc, wg, p, o, add);
-                    } else if (q6) {
-                        switch (T) { /* each width its own unrolled code */
-                        case 4: r16a_q6k_tile(4, nc, wg, p, o, add); break;
-                        case 3: r16a_q6k_tile(3, nc, wg, p, o, add); break;
-                        case 2: r16a_q6k_tile(2, nc, wg, p, o, add); break;
-                        default: r16a_q6k_tile(1, nc, wg, p, o, add); break;
-                        }
-                    } else if (tw > R16A_T) {
-                        r16a_tile_many(T, nc, wg, p, o, add);
-                    } else {
-                        switch (T) {
-                        case 4: r16a_tile(4, nc, wg, p, o, add); break;
-                        case 3: r16a_tile(3, nc, wg, p, o, add); break;
-                        case 2: r16a_tile(2, nc, wg, p, o, add); break;
-                        default: r16a_tile(1, nc, wg, p, o, add); break;
-                        }
+                    if (tw > R16A_T) {
+                        if (K == R16A_Q6_K) r16a_q6k_tile_many(T, nc, wg, p, o, add);
+                        else if (K == R16A_Q4_K) r16a_tile_many(T, nc, wg, p, o, add);
+                        else r16a_b32_tile_many(K, T, nc, wg, p, o, add);
+                        continue;
                     }
+                    /* each width its own unrolled code */
+#define R16A_REG_TILE(T_)                                                                                      \
+    (K == R16A_Q6_K   ? r16a_q6k_tile(T_, nc, wg, p, o, add)                                                   \
+     : K == R16A_Q4_K ? r16a_tile(T_, nc, wg, p, o, add)                                                       \
+                      : r16a_b32_tile(K, T_, nc, wg, p, o, add))
+                    switch (T) {
+                    case 4: R16A_REG_TILE(4); break;
+                    case 3: R16A_REG_TILE(3); break;
+                    case 2: R16A_REG_TILE(2); break;
+                    default: R16A_REG_TILE(1); break;
+                    }
+#undef R16A_REG_TILE
                 }
             }
         }
@@ -552,23 +759,23 @@ ALWAYS_INLINE void r16a_run(const bool q6, int64_t n, const uint8_t *w, size_t s
 /* vec_dot_rows_x16_tokens: x prepared here, whole when it fits (then as
  * the prepared entries), else a column chunk at a time (up to R16A_T
  * tokens at once); the same bits either way. */
-ALWAYS_INLINE void r16a_tokens(const bool q6, int64_t n, const void *w, size_t stride, const float *x, size_t ldx,
+ALWAYS_INLINE void r16a_tokens(const enum r16a_kind K, int64_t n, const void *w, size_t stride, const float *x, size_t ldx,
                                int32_t n_tokens, float *out, size_t ldo, int64_t n_rows)
 {
     if (n_tokens == 1 && n <= R16A_PREP_MAX) {
         _Alignas(64) float prep[R16A_PREP_MAX / R16A_CHUNK * R16A_CHUNK_FLOATS];
         r16a_prepare(n, x, prep);
-        r16a_run(q6, n, w, stride, prep, 0, 1, out, 0, n_rows, false);
+        r16a_run(K, n, w, stride, prep, 0, 1, out, 0, n_rows, false);
         return;
     }
-    const size_t bb = WK_R16_ROWS * (q6 ? sizeof(struct wk_block_q6_k) : sizeof(struct wk_block_q4_k));
+    const size_t bb = R16A_GB(K);
     _Alignas(64) float prep[R16A_T][R16A_CHUNK_FLOATS];
     for (int32_t t0 = 0; t0 < n_tokens; t0 += R16A_T) {
         const int32_t T = WK_MIN(R16A_T, n_tokens - t0);
         for (int64_t c0 = 0; c0 < n; c0 += R16A_CHUNK) {
             const int64_t nc = WK_MIN(R16A_CHUNK, n - c0);
             for (int32_t t = 0; t < T; t++) r16a_prepare(nc, x + (size_t)(t0 + t) * ldx + c0, prep[t]);
-            r16a_run(q6, nc, (const uint8_t *)w + (size_t)(c0 / WK_QK_K) * bb, stride, prep[0], R16A_CHUNK_FLOATS, T,
+            r16a_run(K, nc, (const uint8_t *)w + (size_t)(c0 / R16A_QK(K)) * bb, stride, prep[0], R16A_CHUNK_FLOATS, T,
                      out + (size_t)t0 * ldo, ldo, n_rows, c0 > 0);
         }
     }
@@ -578,35 +785,38 @@ ALWAYS_INLINE void r16a_tokens(const bool q6, int64_t n, const void *w, size_t s
  * and _tokens (x prepared here), vec_dot_rows_r16 and _tokens, gemm_r16
  * (x prepared by r16_prepare; the GEMM is the tokens entry: every
  * token's results are the one-token bits). */
-#define R16A_ENTRIES(name, Q6)                                                                                 \
+#define R16A_ENTRIES(name, K)                                                                                 \
     static void r16a_rows_##name(int64_t n, const void *w, size_t stride, const float *x, float *out,          \
                                  int64_t n_rows)                                                               \
     {                                                                                                          \
-        r16a_tokens(Q6, n, w, stride, x, (size_t)n, 1, out, 0, n_rows);                                        \
+        r16a_tokens(K, n, w, stride, x, (size_t)n, 1, out, 0, n_rows);                                        \
     }                                                                                                          \
     static void r16a_tokens_##name(int64_t n, const void *w, size_t stride, const float *x, size_t ldx,        \
                                    int32_t n_tokens, float *out, size_t ldo, int64_t n_rows)                   \
     {                                                                                                          \
-        r16a_tokens(Q6, n, w, stride, x, ldx, n_tokens, out, ldo, n_rows);                                     \
+        r16a_tokens(K, n, w, stride, x, ldx, n_tokens, out, ldo, n_rows);                                     \
     }                                                                                                          \
     static void r16a_prepared_##name(int64_t n, const void *w, size_t stride, const float *prep, float *out,   \
                                      int64_t n_rows)                                                           \
     {                                                                                                          \
-        r16a_run(Q6, n, w, stride, prep, 0, 1, out, 0, n_rows, false);                                        \
+        r16a_run(K, n, w, stride, prep, 0, 1, out, 0, n_rows, false);                                        \
     }                                                                                                          \
     static void r16a_prepared_tokens_##name(int64_t n, const void *w, size_t stride, const float *prep,        \
                                             size_t ldp, int32_t n_tokens, float *out, size_t ldo,              \
                                             int64_t n_rows)                                                    \
     {                                                                                                          \
-        r16a_run(Q6, n, w, stride, prep, ldp, n_tokens, out, ldo, n_rows, false);                              \
+        r16a_run(K, n, w, stride, prep, ldp, n_tokens, out, ldo, n_rows, false);                              \
     }                                                                                                          \
     static void r16a_gemm_##name(int64_t n, const void *w, size_t stride, const float *prep, size_t ldp,       \
                                  int64_t n_tokens, float *out, size_t ldo, int64_t n_rows)                     \
     {                                                                                                          \
-        r16a_run(Q6, n, w, stride, prep, ldp, n_tokens, out, ldo, n_rows, false);                              \
+        r16a_run(K, n, w, stride, prep, ldp, n_tokens, out, ldo, n_rows, false);                              \
     }
-R16A_ENTRIES(q4k, false)
-R16A_ENTRIES(q6k, true)
+R16A_ENTRIES(q4k, R16A_Q4_K)
+R16A_ENTRIES(q6k, R16A_Q6_K)
+R16A_ENTRIES(q4_1, R16A_Q4_1)
+R16A_ENTRIES(q5_0, R16A_Q5_0)
+R16A_ENTRIES(q8_0, R16A_Q8_0)
 
 void wk__avx2_fill_r16(struct wk_cpu_kernels *k)
 {
@@ -617,5 +827,8 @@ void wk__avx2_fill_r16(struct wk_cpu_kernels *k)
      k->gemm_r16[dt] = r16a_gemm_##name)
     R16A_FILL(q4k, WK_DTYPE_Q4_K_R16);
     R16A_FILL(q6k, WK_DTYPE_Q6_K_R16);
+    R16A_FILL(q4_1, WK_DTYPE_Q4_1_R16);
+    R16A_FILL(q5_0, WK_DTYPE_Q5_0_R16);
+    R16A_FILL(q8_0, WK_DTYPE_Q8_0_R16);
 #undef R16A_FILL
 }
