@@ -2,12 +2,12 @@
  * gemm-r16.c - one thread's speed of the R16 integer GEMM (gemm_r16,
  * wk_cpu.h) against the path it replaces, dequantized tiles of 64 rows
  * through the f32 GEMM (gemm_f32_packed, or gemm_f32 where the table has
- * no packed path), on one random Q4_K or Q6_K
+ * no packed path), on one random Q4_K, Q6_K, Q4_1, Q5_0 or Q8_0
  * matrix; and of R16 decode (vec_dot_rows_r16, x prepared once) in GB/s of
  * rows. A figure, not a test; the table the process gets is the one wick
  * runs (WICK_CPU caps it).
  *
- *   gemm-r16 [Q4_K|Q6_K] [N_IN=1536] [ROWS=1536] [TOKENS=64] [REPS=5]
+ *   gemm-r16 [Q4_K|Q6_K|Q4_1|Q5_0|Q8_0] [N_IN=1536] [ROWS=1536] [TOKENS=64] [REPS=5]
  *
  * Prints "f32 tiles", "r16 gemm" (G multiply-adds a second, best of REPS;
  * the GEMM's x preparation included) and "r16 decode" (GB/s of weight
@@ -22,12 +22,18 @@
 
 int main(int argc, char **argv)
 {
-    const enum wk_dtype t = argc > 1 && strcmp(argv[1], "Q6_K") == 0 ? WK_DTYPE_Q6_K : WK_DTYPE_Q4_K;
+    const char *tn = argc > 1 ? argv[1] : "Q4_K";
+    const enum wk_dtype t = !strcmp(tn, "Q6_K")   ? WK_DTYPE_Q6_K
+                            : !strcmp(tn, "Q4_1") ? WK_DTYPE_Q4_1
+                            : !strcmp(tn, "Q5_0") ? WK_DTYPE_Q5_0
+                            : !strcmp(tn, "Q8_0") ? WK_DTYPE_Q8_0
+                            : !strcmp(tn, "Q4_K") ? WK_DTYPE_Q4_K
+                                                  : WK_DTYPE_COUNT;
     const int64_t n = argc > 2 ? atoll(argv[2]) : 1536, rows = argc > 3 ? atoll(argv[3]) : 1536;
     const int64_t ntok = argc > 4 ? atoll(argv[4]) : 64;
     const int reps = argc > 5 ? atoi(argv[5]) : 5;
-    if (n <= 0 || n % 256 || rows <= 0 || rows % 64 || ntok <= 0 || reps <= 0) {
-        fprintf(stderr, "usage: %s [Q4_K|Q6_K] [N_IN (a multiple of 256)] [ROWS (of 64)] [TOKENS] [REPS]\n", argv[0]);
+    if (t == WK_DTYPE_COUNT || n <= 0 || n % 256 || rows <= 0 || rows % 64 || ntok <= 0 || reps <= 0) {
+        fprintf(stderr, "usage: %s [Q4_K|Q6_K|Q4_1|Q5_0|Q8_0] [N_IN (a multiple of 256)] [ROWS (of 64)] [TOKENS] [REPS]\n", argv[0]);
         return 2;
     }
     const struct wk_cpu_kernels *k = wk_cpu_kernels_get();
@@ -46,8 +52,9 @@ int main(int argc, char **argv)
     const size_t bb = tr->block_bytes, nblk = rb * (size_t)rows / bb;
     const uint16_t h = 0x2000;
     for (size_t b = 0; b < nblk; b++) {
-        if (t == WK_DTYPE_Q4_K) memcpy(w + b * bb, &h, 2), memcpy(w + b * bb + 2, &h, 2);
-        else memcpy(w + b * bb + bb - 2, &h, 2);
+        if (t == WK_DTYPE_Q4_K || t == WK_DTYPE_Q4_1) memcpy(w + b * bb, &h, 2), memcpy(w + b * bb + 2, &h, 2);
+        else if (t == WK_DTYPE_Q6_K) memcpy(w + b * bb + bb - 2, &h, 2);
+        else memcpy(w + b * bb, &h, 2); /* Q5_0, Q8_0: d first */
     }
     for (int64_t i = 0; i < n * ntok; i++)
         s ^= s << 13, s ^= s >> 7, s ^= s << 17, x[i] = (float)((s >> 40) & 0xffff) / 65536.0f - 0.5f;
