@@ -478,7 +478,9 @@ static void r16a_q6k_tile_many(int T, int64_t nc, const uint8_t *g, const float 
                                                   _mm_loadl_epi64((const __m128i *)(pb + 768 + 16 * q + 8 * h)))));
                 for (int t = 0; t < T; t++) {
                     const uint8_t *ln = (const uint8_t *)p[t] + 64 * xb + 16 * pp;
-                    /* (r16a_tile_many's loop over 4 steps; one helper for both ran 3% slower) */
+                    /* (r16a_tile_many's loop over 4 steps; a shared always-inline helper for the
+                     * three many-token tiles made GCC copy the staged codes between stack slots
+                     * every sub-block: 3% slower, so each tile keeps its own loop) */
                     __m256i s0 = _mm256_setzero_si256(), s1 = s0, u0 = s0, u1 = s0;
                     UNROLL
                     for (int kk = 0; kk < 4; kk++) {
