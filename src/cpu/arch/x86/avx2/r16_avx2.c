@@ -586,7 +586,9 @@ ALWAYS_INLINE void r16a_b32_factors(const enum r16a_kind K, const uint8_t *b, __
 ALWAYS_INLINE __m256i r16a_b32_less(const enum r16a_kind K, __m256i S, const float *s16, int64_t xb)
 {
     if (K == R16A_Q4_1) return S;
-    const int32_t *c = (const int32_t *)s16 + 2 * xb, c32 = c[0] + c[1]; /* 32 sum(v) */
+    int32_t c[2]; /* the halves' 32 sum(v), int32 bits in float slots */
+    memcpy(c, s16 + 2 * xb, sizeof c);
+    const int32_t c32 = c[0] + c[1];
     return _mm256_sub_epi32(S, _mm256_set1_epi32(K == R16A_Q5_0 ? c32 / 2 : 4 * c32));
 }
 
