@@ -21,8 +21,8 @@
  * rows_x16_avx2.c's K-quant rows (wk__avx2_x16k_prep): each 32-element
  * block's int16 values v = 256 hi + lo, the 16 even elements then the 16
  * odd ones, then d / 256 per block, then (d / 256) sum(v) per block
- * (Q4_K's min term); at the chunk's end 32 sum(v) per 16 elements as
- * int32 (Q6_K's -32).
+ * (Q4_K's and Q4_1's min terms); at the chunk's end 32 sum(v) per 16
+ * elements as int32 (Q6_K's -32, Q5_0's -16, Q8_0's -128).
  *
  * Q4_K weights: a 64-byte vector of the group's block holds qs[32g + 4k ..
  * + 3] of 16 rows, row r's four bytes at 4r; a 32-byte half holds 8 rows,
@@ -85,13 +85,13 @@ _Static_assert(R16A_CHUNK / 32 * 18 + R16A_CHUNK / 16 <= R16A_CHUNK_FLOATS, "the
         if ((T) == 1 && 64 * (size_t)(l) < (gb)) _mm_prefetch((const char *)(b) + R16A_PF + 64 * (l), _MM_HINT_T0); \
     } while (0)
 
-/* Where a prepared chunk keeps, for Q6_K, 32 sum(v) of each 16-element
- * half block as an int32 (its bits in a float slot): the chunk's last
- * WK_R16_PREP_CHUNK / 16 floats. */
+/* Where a prepared chunk keeps, for the codes' offsets (Q6_K, Q5_0,
+ * Q8_0), 32 sum(v) of each 16-element half block as an int32 (its bits in
+ * a float slot): the chunk's last WK_R16_PREP_CHUNK / 16 floats. */
 #define R16A_S16(p) ((p) + R16A_CHUNK_FLOATS - R16A_CHUNK / 16)
 
 /* r16_prepare: x [n] into prep [wk_cpu_r16_prep_floats(n)], chunk by
- * chunk (wk__avx2_x16k_prep, then the half-block sums for Q6_K). */
+ * chunk (wk__avx2_x16k_prep, then the half-block sums). */
 static void r16a_prepare(int64_t n, const float *x, float *prep)
 {
     for (int64_t c0 = 0; c0 < n; c0 += R16A_CHUNK) {
@@ -522,8 +522,8 @@ static void r16a_q6k_tile_many(int T, int64_t nc, const uint8_t *g, const float 
  * (int32), less 16 sum(v) (Q5_0) or 128 sum(v) (Q8_0) in integers (the
  * prepared half-block sums), then acc += d (S d_x / 256) (+ m (d_x / 256)
  * sum(v) for Q4_1). Q4_1's and Q5_0's S are exact in their conversion
- * (|S| < 2^24); Q8_0's |S| reaches 2^27, its conversion rounded the same
- * way in every tile.
+ * (|S| < 2^24); Q8_0's |S| stays under 32 * 128 * 32639 < 2^27, its
+ * conversion rounded the same way in every tile.
  */
 enum r16a_kind { R16A_Q4_K, R16A_Q6_K, R16A_Q4_1, R16A_Q5_0, R16A_Q8_0 };
 
@@ -537,8 +537,9 @@ enum r16a_kind { R16A_Q4_K, R16A_Q6_K, R16A_Q4_1, R16A_Q5_0, R16A_Q8_0 };
                                        : sizeof(struct wk_block_q8_0)))
 
 /* Step k's codes of half h (rows 8h .. 8h + 7) of the group block b, as
- * int16 pairs in each row's lane: elements (4k', 4k' + 2) in e, (4k' + 1,
- * 4k' + 3) in od (k' as above). */
+ * int16 pairs in each row's lane: elements (4k, 4k + 2) of the block in
+ * e, (4k + 1, 4k + 3) in od (Q4_1, Q5_0: from vector k mod 4, as above;
+ * Q8_0: from vector k). */
 ALWAYS_INLINE void r16a_b32_codes(const enum r16a_kind K, const uint8_t *b, const int k, const int h, __m256i *e,
                                   __m256i *od)
 {
@@ -785,7 +786,7 @@ ALWAYS_INLINE void r16a_tokens(const enum r16a_kind K, int64_t n, const void *w,
     }
 }
 
-/* The table's entries for Q4_K_R16 (q4k) and Q6_K_R16 (q6k): vec_dot_rows_x16
+/* The table's entries for an R16 dtype (kind K, named name): vec_dot_rows_x16
  * and _tokens (x prepared here), vec_dot_rows_r16 and _tokens, gemm_r16
  * (x prepared by r16_prepare; the GEMM is the tokens entry: every
  * token's results are the one-token bits). */
