@@ -104,6 +104,15 @@ static void r16a_prepare(int64_t n, const float *x, float *prep)
     }
 }
 
+/* One token's results of a tile's 16 rows, a0 rows 0-7 and a1 rows 8-15,
+ * into out[0..15] (added to what is there when add). */
+ALWAYS_INLINE void r16a_out(float *out, __m256 a0, __m256 a1, bool add)
+{
+    if (add) a0 = _mm256_add_ps(_mm256_loadu_ps(out), a0), a1 = _mm256_add_ps(_mm256_loadu_ps(out + 8), a1);
+    _mm256_storeu_ps(out, a0);
+    _mm256_storeu_ps(out + 8, a1);
+}
+
 /* The 6-bit scale and min of sub-block j (0..7) of 8 rows (wk_q4_k_scale_min),
  * from their scale bytes 0-3 (w0), 4-7 (w1) and 8-11 (w2), one row a lane. */
 ALWAYS_INLINE void r16a_scale_min(int j, __m256i w0, __m256i w1, __m256i w2, __m256 *sc, __m256 *m)
@@ -252,13 +261,7 @@ ALWAYS_INLINE void r16a_tile(const int T, int64_t nc, const uint8_t *g, const fl
         }
     }
     UNROLL
-    for (int t = 0; t < T; t++) {
-        UNROLL
-        for (int h = 0; h < 2; h++) {
-            float *o = out[t] + 8 * h;
-            _mm256_storeu_ps(o, add ? _mm256_add_ps(_mm256_loadu_ps(o), acc[h][t]) : acc[h][t]);
-        }
-    }
+    for (int t = 0; t < T; t++) r16a_out(out[t], acc[0][t], acc[1][t], add);
 }
 
 /*
@@ -321,12 +324,7 @@ static void r16a_tile_many(int T, int64_t nc, const uint8_t *g, const float *con
             }
         }
     }
-    for (int t = 0; t < T; t++)
-        UNROLL
-        for (int h = 0; h < 2; h++) {
-            float *o = out[t] + 8 * h;
-            _mm256_storeu_ps(o, add ? _mm256_add_ps(_mm256_loadu_ps(o), acc[t][h]) : acc[t][h]);
-        }
+    for (int t = 0; t < T; t++) r16a_out(out[t], acc[t][0], acc[t][1], add);
 }
 
 /*
@@ -430,13 +428,7 @@ ALWAYS_INLINE void r16a_q6k_tile(const int T, int64_t nc, const uint8_t *g, cons
         }
     }
     UNROLL
-    for (int t = 0; t < T; t++) {
-        UNROLL
-        for (int h = 0; h < 2; h++) {
-            float *o = out[t] + 8 * h;
-            _mm256_storeu_ps(o, add ? _mm256_add_ps(_mm256_loadu_ps(o), acc[h][t]) : acc[h][t]);
-        }
-    }
+    for (int t = 0; t < T; t++) r16a_out(out[t], acc[0][t], acc[1][t], add);
 }
 
 /* Q6_K's many-token tile: r16a_q6k_tile's arithmetic (the same bits) for
@@ -502,12 +494,7 @@ static void r16a_q6k_tile_many(int T, int64_t nc, const uint8_t *g, const float 
             }
         }
     }
-    for (int t = 0; t < T; t++)
-        UNROLL
-        for (int h = 0; h < 2; h++) {
-            float *o = out[t] + 8 * h;
-            _mm256_storeu_ps(o, add ? _mm256_add_ps(_mm256_loadu_ps(o), acc[t][h]) : acc[t][h]);
-        }
+    for (int t = 0; t < T; t++) r16a_out(out[t], acc[t][0], acc[t][1], add);
 }
 
 /*
@@ -649,13 +636,7 @@ ALWAYS_INLINE void r16a_b32_tile(const enum r16a_kind K, const int T, int64_t nc
         }
     }
     UNROLL
-    for (int t = 0; t < T; t++) {
-        UNROLL
-        for (int h = 0; h < 2; h++) {
-            float *o = out[t] + 8 * h;
-            _mm256_storeu_ps(o, add ? _mm256_add_ps(_mm256_loadu_ps(o), acc[h][t]) : acc[h][t]);
-        }
-    }
+    for (int t = 0; t < T; t++) r16a_out(out[t], acc[0][t], acc[1][t], add);
 }
 
 /* The many-token tile for the 32-element kinds: r16a_b32_tile's
@@ -696,12 +677,7 @@ ALWAYS_INLINE void r16a_b32_tile_many(const enum r16a_kind K, int T, int64_t nc,
             acc[t][1] = r16a_b32_float(K, acc[t][1], s1, p[t], nxb, xb, f[1], fm[1]);
         }
     }
-    for (int t = 0; t < T; t++)
-        UNROLL
-        for (int h = 0; h < 2; h++) {
-            float *o = out[t] + 8 * h;
-            _mm256_storeu_ps(o, add ? _mm256_add_ps(_mm256_loadu_ps(o), acc[t][h]) : acc[t][h]);
-        }
+    for (int t = 0; t < T; t++) r16a_out(out[t], acc[t][0], acc[t][1], add);
 }
 
 /*
