@@ -33,8 +33,8 @@ static bool x16_dot_ok(enum wk_dtype t, const uint8_t *wrow, int64_t n, const fl
 }
 
 /*
- * The R16 layout (repack.c) of Q4_1, Q5_0 and Q8_0 (rows of 96 and of 2112
- * elements), Q6_K and Q4_K (256, 2304 and 16640); the long rows are two or more column chunks
+ * The R16 layout (repack.c) of Q4_1, Q5_0 and Q8_0 (rows of 96, 2112 and
+ * 16640 elements), Q6_K and Q4_K (256, 2304 and 16640); the long rows are two or more column chunks
  * of the AVX-512 kernels:
  * - packing, then unpacking every row (whole, and in pieces), gives back
  *   the row-major bytes; wk_cpu_get_row of the R16 tensor gives the
@@ -61,8 +61,8 @@ static void test_r16_layout(void)
 {
     const struct wk_cpu_kernels *k = wk_cpu_kernels_get();
     const enum wk_dtype types[5] = {WK_DTYPE_Q4_1, WK_DTYPE_Q5_0, WK_DTYPE_Q8_0, WK_DTYPE_Q6_K, WK_DTYPE_Q4_K};
-    /* the K-quants' 16640: past the AVX2 kernels' 16384 that are prepared whole on the stack */
-    const int64_t ns[5][3] = {{96, 2112, 0}, {96, 2112, 0}, {96, 2112, 0}, {256, 2304, 16640}, {256, 2304, 16640}};
+    /* 16640: past the AVX2 kernels' 16384 that are prepared whole on the stack */
+    const int64_t ns[5][3] = {{96, 2112, 16640}, {96, 2112, 16640}, {96, 2112, 16640}, {256, 2304, 16640}, {256, 2304, 16640}};
     const int64_t n_rows = 80, n_tok = 15;
     uint64_t seed = 77;
     for (int ti = 0; ti < 5; ti++)

@@ -26,8 +26,8 @@
 
 void wk__cpu_fill_avx512(struct wk_cpu_kernels *k)
 {
-    /* The AVX2 table this one starts from has R16 kernels for Q4_K and
-     * Q6_K (r16_avx2.c); here only the VNNI ones below (measured on
+    /* The AVX2 table this one starts from has R16 kernels for every R16
+     * dtype (r16_avx2.c); here only the VNNI ones below (measured on
      * AVX-512 CPUs) decide whether matrices are repacked. */
     k->r16_prepare = NULL;
     for (int t = WK_DTYPE_Q4_1_R16; t < WK_DTYPE_COUNT; t++) {
