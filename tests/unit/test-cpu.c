@@ -641,7 +641,9 @@ static void test_gemm_prepacked(void)
 {
     uint64_t seed = 37;
     static const int64_t ms[] = {1, 8, 9, 64, 70, 150};
-    static const int64_t ns[] = {1, 5, 13};
+    /* 1, 2: two panels at a time; 7, 13: groups of like size; 100: more
+     * groups than the panel-by-panel order takes */
+    static const int64_t ns[] = {1, 2, 5, 7, 13, 100};
     static const int64_t ks[] = {3, 128, 300};
     int n_isas = 0;
     for (size_t ii = 0; ii < WK_ARRAY_LEN(g_isas); ii++) {
@@ -664,6 +666,14 @@ static void test_gemm_prepacked(void)
                         kt->gemm_f32_packed(m - r0, n, k, a + r0 * lda, lda, b, k, c1, ldc);
                         kt->gemm_f32_prepacked(m - r0, n, k, pa + r0 * k, b, k, c2, ldc);
                         bad += memcmp(c1, c2, (size_t)(n * ldc) * 4) != 0;
+                    }
+                    /* each row of b alone gives its row of the product bit
+                     * for bit: no element's sum depends on n or on the group
+                     * its row of b falls in */
+                    kt->gemm_f32_prepacked(m, n, k, pa, b, k, c2, ldc);
+                    for (int64_t j = 0; j < n; j++) {
+                        kt->gemm_f32_prepacked(m, 1, k, pa, b + j * k, k, c1, ldc);
+                        bad += memcmp(c1, c2 + j * ldc, (size_t)m * 4) != 0;
                     }
                     wk_aligned_free(a), wk_aligned_free(b), wk_aligned_free(pa);
                     wk_aligned_free(c1), wk_aligned_free(c2);

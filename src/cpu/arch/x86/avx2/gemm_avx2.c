@@ -44,6 +44,12 @@
 #define MR 16  /* rows of a per packed panel (two ymm) */
 #define NR 6   /* rows of b per micro-kernel call */
 #define KC 128 /* columns of k per block (256 ran no faster; 128 halves the rounding bound) */
+/* Bytes ahead of its panel a micro-kernel prefetches in the many-row
+ * order (its first group reads the panel from memory). */
+#define GEMM_PF 2048
+/* Up to this many groups of NR rows of b (n <= 96), block_product runs
+ * panel by panel (see there); bpack holds that many groups' pieces. */
+#define FEW_GROUPS 16
 #define MC 64  /* rows of a per packed block (a multiple of MR; WK_GEMM_PACK_ROWS) */
 _Static_assert(MC == WK_GEMM_PACK_ROWS, "prepacked row blocks are MC rows");
 /* Below this many rows of b the dot form (gemm_dot) is used. Measured
@@ -170,7 +176,8 @@ static inline void put8(float *p, __m256 v, int cnt, int first)
  * c[j][0..rows) (+)= sum_l panel[l][r] * b[j][l] for the nr (1..6) rows of
  * b packed at b (KC floats apart), over kc columns. nv is the panel's
  * width in vectors (2: 16 rows, 1: 8 rows); rows (<= 8 * nv) is how many
- * of them are real. Inlined with
+ * of them are real. Each step l also prefetches pf + l * pf_step (a
+ * line of weights on their way; block_product picks where). Inlined with
  * constant nv and nr; the accumulators are named variables, not an array,
  * because GCC keeps an indexed array on the stack (the loop then runs at a
  * third of the speed), and the unused ones fold away.
@@ -178,7 +185,7 @@ static inline void put8(float *p, __m256 v, int cnt, int first)
 static inline __attribute__((always_inline)) void micro(int nv, int nr, int64_t kc,
                                                          const float *panel, const float *b,
                                                          float *c, int64_t ldc, int rows,
-                                                         int first)
+                                                         int first, const char *pf, int pf_step)
 {
     __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
     __m256 c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
@@ -193,6 +200,7 @@ static inline __attribute__((always_inline)) void micro(int nv, int nr, int64_t 
     }
 #pragma GCC unroll 2
     for (int64_t l = 0; l < kc; l++) {
+        _mm_prefetch(pf + l * pf_step, _MM_HINT_T0);
         __m256 a0 = _mm256_loadu_ps(panel + l * 8 * nv);
         __m256 a1 = nv > 1 ? _mm256_loadu_ps(panel + l * 8 * nv + 8) : a0;
         STEP(0) STEP(1) STEP(2) STEP(3) STEP(4) STEP(5)
@@ -210,16 +218,70 @@ static inline __attribute__((always_inline)) void micro(int nv, int nr, int64_t 
 
 /* One panel against nr rows of b: dispatch to a constant-shaped kernel. */
 static void micro_any(int nv, int nr, int64_t kc, const float *panel, const float *b, float *c,
-                      int64_t ldc, int rows, int first)
+                      int64_t ldc, int rows, int first, const char *pf, int pf_step)
 {
 #define CASE(NV, N)                                                                                \
-    case (NV) * 8 + (N): micro(NV, N, kc, panel, b, c, ldc, rows, first); break
+    case (NV) * 8 + (N): micro(NV, N, kc, panel, b, c, ldc, rows, first, pf, pf_step); break
     switch (nv * 8 + nr) {
         CASE(2, 6); CASE(2, 5); CASE(2, 4); CASE(2, 3); CASE(2, 2); CASE(2, 1);
         CASE(1, 6); CASE(1, 5); CASE(1, 4); CASE(1, 3); CASE(1, 2); CASE(1, 1);
     default: break;
     }
 #undef CASE
+}
+
+/*
+ * Two full panels (32 rows) against nr (1 or 2) rows of b: with so few
+ * rows of b one panel has only 2 * nr accumulators, too few chains to
+ * cover the FMA latency on two pipes (n = 2 ran at 41 GFLOP/s against 70
+ * for n = 10 on a Zen 3 core); two panels give 4 * nr. (Three rows would
+ * need 12 accumulators and 4 panel vectors: more than the 16 registers.)
+ * Each element's FMA chain over l is micro's, so the bits are too. Step l
+ * prefetches line l of the two panels after them (from pf).
+ */
+static inline __attribute__((always_inline)) void micro_pair(int nr, int64_t kc, const float *p0,
+                                                              const float *p1, const float *b, float *c,
+                                                              int64_t ldc, int first, const char *pf)
+{
+    __m256 c00 = _mm256_setzero_ps(), c01 = c00, c02 = c00, c03 = c00, c10 = c00, c11 = c00;
+    __m256 c12 = c00, c13 = c00;
+    const float *b0 = b, *b1 = b + KC;
+#define STEP(J)                                                                                    \
+    if (nr > J) {                                                                                  \
+        __m256 bb = _mm256_broadcast_ss(b##J + l);                                                 \
+        c##J##0 = _mm256_fmadd_ps(a0, bb, c##J##0);                                                \
+        c##J##1 = _mm256_fmadd_ps(a1, bb, c##J##1);                                                \
+        c##J##2 = _mm256_fmadd_ps(a2, bb, c##J##2);                                                \
+        c##J##3 = _mm256_fmadd_ps(a3, bb, c##J##3);                                                \
+    }
+#pragma GCC unroll 2
+    for (int64_t l = 0; l < kc; l++) {
+        _mm_prefetch(pf + l * 64, _MM_HINT_T0);
+        _mm_prefetch(pf + (l + kc) * 64, _MM_HINT_T0);
+        __m256 a0 = _mm256_loadu_ps(p0 + l * 16), a1 = _mm256_loadu_ps(p0 + l * 16 + 8);
+        __m256 a2 = _mm256_loadu_ps(p1 + l * 16), a3 = _mm256_loadu_ps(p1 + l * 16 + 8);
+        STEP(0) STEP(1)
+    }
+#undef STEP
+#define PUT(J)                                                                                     \
+    if (nr > J) {                                                                                  \
+        put8(c + J * ldc, c##J##0, 8, first);                                                      \
+        put8(c + J * ldc + 8, c##J##1, 8, first);                                                  \
+        put8(c + J * ldc + 16, c##J##2, 8, first);                                                 \
+        put8(c + J * ldc + 24, c##J##3, 8, first);                                                 \
+    }
+    PUT(0) PUT(1)
+#undef PUT
+}
+
+static void micro_pair_any(int nr, int64_t kc, const float *p0, const float *p1, const float *b, float *c,
+                           int64_t ldc, int first, const char *pf)
+{
+    switch (nr) {
+    case 1: micro_pair(1, kc, p0, p1, b, c, ldc, first, pf); break;
+    case 2: micro_pair(2, kc, p0, p1, b, c, ldc, first, pf); break;
+    default: break;
+    }
 }
 
 /* ------------------------------------------------------- few rows of b */
@@ -339,15 +401,55 @@ static void block_product(int n_panels, float *const *pp, const int *width, cons
                           int64_t pc, const float *b, int64_t ldb, float *c, int64_t ldc, float *bpack)
 {
     const int first = pc == 0;
-    for (int64_t jr = 0; jr < n; jr += NR) {
-        int nr = (int)WK_MIN(NR, n - jr);
+    /* the rows of b in ceil(n / NR) groups of like size (8 as 4 + 4, not
+     * 6 + 2: a group of one or two rows is latency-bound; 65 -> 73
+     * GFLOP/s, n = 9 59 -> 78), and groups of one or two rows (n <= 2)
+     * over two panels at a time */
+    const int64_t n_groups = (n + NR - 1) / NR, base = n_groups ? n / n_groups : 0, extra = n_groups ? n % n_groups : 0;
+    if (n_groups <= FEW_GROUPS) {
+        /* Few rows of b (a sentence or a short prompt): the weights come
+         * from memory and each panel serves only a few groups. Group by
+         * group over the block, the first group's pass fetched every
+         * panel while the later ones had nothing to fetch. Instead panel
+         * by panel, every group in turn, each group's pass prefetching its
+         * 1 / n_groups share of the next panel (after the block's last,
+         * the next block's first: prepacked blocks are contiguous), so
+         * the memory streams evenly under the FMAs. Weights in DRAM, one
+         * Zen 3 core: n = 8 41 -> 59 GFLOP/s, n = 15 53 -> 75, n = 48 63
+         * -> 79; ~2% slower with the weights in cache. Each element's
+         * chain is unchanged, so are the bits. */
+        int nrs[FEW_GROUPS];
+        for (int64_t g = 0, jr = 0; g < n_groups; jr += nrs[g++]) {
+            nrs[g] = (int)(base + (g < extra));
+            pack_b(b + jr * ldb + pc, ldb, nrs[g], kc, NULL, 0, bpack + g * NR * KC);
+        }
+        for (int p = 0; p < n_panels; p++) {
+            const bool pair = nrs[0] <= 2 && p + 1 < n_panels && prow[p] == MR && prow[p + 1] == MR;
+            const int64_t bytes = (int64_t)width[p] * 32 * kc; /* one panel */
+            const char *next = (const char *)pp[p] + (pair ? 2 : 1) * bytes;
+            const int step = (int)(width[p] * 32 / n_groups);
+            for (int64_t g = 0, jr = 0; g < n_groups; jr += nrs[g++]) {
+                float *cp = c + jr * ldc + (int64_t)p * MR;
+                if (pair)
+                    micro_pair_any(nrs[g], kc, pp[p], pp[p + 1], bpack + g * NR * KC, cp, ldc, first, next);
+                else
+                    micro_any(width[p], nrs[g], kc, pp[p], bpack + g * NR * KC, cp, ldc, prow[p], first,
+                              next + g * (bytes / n_groups), step);
+            }
+            p += pair;
+        }
+        return;
+    }
+    for (int64_t g = 0, jr = 0; g < n_groups; g++) {
+        int nr = (int)(base + (g < extra)), nr_next = (int)(g + 1 < n_groups ? base + (g + 1 < extra) : 0);
         const float *bj = b + jr * ldb + pc;
-        int n_next = (int)WK_MAX(0, WK_MIN(NR, n - jr - NR));
-        pack_b(bj, ldb, nr, kc, bj + NR * ldb, n_next, bpack);
+        pack_b(bj, ldb, nr, kc, bj + nr * ldb, nr_next, bpack);
         for (int p = 0; p < n_panels; p++) {
             float *cp = c + jr * ldc + (int64_t)p * MR;
-            micro_any(width[p], nr, kc, pp[p], bpack, cp, ldc, prow[p], first);
+            micro_any(width[p], nr, kc, pp[p], bpack, cp, ldc, prow[p], first,
+                      (const char *)pp[p] + GEMM_PF, width[p] * 32);
         }
+        jr += nr;
     }
 }
 
@@ -381,7 +483,7 @@ void wk__avx2_gemm_f32_packed(int64_t m, int64_t n, int64_t k, const float *a, i
 {
     /* 32 KB + 3 KB, aligned for the panel loads (unaligned would do too) */
     _Alignas(64) float pack[MC * KC];
-    _Alignas(64) float bpack[NR * KC];
+    _Alignas(64) float bpack[FEW_GROUPS * NR * KC];
     for (int64_t pc = 0; pc < k; pc += KC) {
         int64_t kc = WK_MIN(KC, k - pc);
         for (int64_t ic = 0; ic < m; ic += MC) {
@@ -421,7 +523,7 @@ void wk__avx2_gemm_f32_pack(int64_t m, int64_t k, const float *a, int64_t lda, f
 void wk__avx2_gemm_f32_prepacked(int64_t m, int64_t n, int64_t k, const float *pa, const float *b, int64_t ldb,
                                  float *c, int64_t ldc)
 {
-    _Alignas(64) float bpack[NR * KC];
+    _Alignas(64) float bpack[FEW_GROUPS * NR * KC];
     /* row blocks outer: a block's pieces are one contiguous run of the
      * packed weights, read in order (with few rows of b the product is
      * bound by reading them). Each element still gets its KC pieces in
