@@ -352,7 +352,8 @@ static enum wk_status pack_layers(struct wk_bert *b, struct wk_threadpool *pool)
 
 /* y_i = x · W_iᵀ for n matrices of one layer, from their prepacked
  * panels: (matrix, block of WK_GEMM_PACK_ROWS rows) jobs split evenly
- * across the threads, each job all T rows of x. */
+ * across the threads, each job all T rows of x; a thread's consecutive
+ * blocks of a matrix go to the GEMM in one call. */
 struct packed_job {
     const struct wk_cpu_kernels *k;
     int n;
@@ -371,10 +372,12 @@ static void packed_pass(void *ctx, int ith, int nth)
     wk_split_range(n_jobs, ith, nth, &lo, &hi);
     for (int i = 0, base = 0; i < j->n; i++) {
         const int64_t m = j->ws[i]->ne[1], kd = j->ws[i]->ne[0], nb = (m + WK_GEMM_PACK_ROWS - 1) / WK_GEMM_PACK_ROWS;
-        for (int64_t bl = WK_MAX(lo - base, 0); bl < WK_MIN(hi - base, nb); bl++) {
-            const int64_t r0 = bl * WK_GEMM_PACK_ROWS;
-            j->k->gemm_f32_prepacked(WK_MIN(WK_GEMM_PACK_ROWS, m - r0), j->T, kd, j->packed[i] + r0 * kd, j->x, kd,
-                                     j->ys[i] + r0, m);
+        /* this thread's blocks of matrix i in one call: the GEMM takes
+         * several blocks at a time when T is large */
+        const int64_t b0 = WK_MAX(lo - base, 0), b1 = WK_MIN(hi - base, nb);
+        if (b0 < b1) {
+            const int64_t r0 = b0 * WK_GEMM_PACK_ROWS, r1 = WK_MIN(b1 * WK_GEMM_PACK_ROWS, m);
+            j->k->gemm_f32_prepacked(r1 - r0, j->T, kd, j->packed[i] + r0 * kd, j->x, kd, j->ys[i] + r0, m);
         }
         base += (int)nb;
     }

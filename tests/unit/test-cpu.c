@@ -640,9 +640,11 @@ static void test_gemm_f32(void)
 static void test_gemm_prepacked(void)
 {
     uint64_t seed = 37;
-    static const int64_t ms[] = {1, 8, 9, 64, 70, 150};
+    /* 600: more row blocks than the GEMM takes at once (8) */
+    static const int64_t ms[] = {1, 8, 9, 64, 70, 150, 600};
     /* 1, 2: two panels at a time; 7, 13: groups of like size; 100: more
-     * groups than the panel-by-panel order takes */
+     * groups than the panel-by-panel order takes (then several row blocks
+     * at once) */
     static const int64_t ns[] = {1, 2, 5, 7, 13, 100};
     static const int64_t ks[] = {3, 128, 300};
     int n_isas = 0;
