@@ -278,6 +278,17 @@ static inline void wk_split_range(int64_t n, int ith, int nth, int64_t *lo, int6
  * send escape sequences to a terminal; a cut copy ends in "...". */
 void wk_str_printable(const char *s, size_t n, char *out, size_t out_size);
 
+/* The longest text wk_f32_json writes, its NUL included. */
+#define WK_F32_JSON_MAX 32
+/* Writes float32 v into out [WK_F32_JSON_MAX] as JSON text with 9
+ * significant digits (the fewest that always read back as the same
+ * float32), byte for byte what jansson 2.14 writes for json_real(v) with
+ * JSON_REAL_PRECISION(9) ("%.9g" of v, ".0" added to an integer, the
+ * exponent without '+' or leading zeros), NUL-terminated. Returns the
+ * length, or 0 (nothing written) when v is NaN or infinite, which JSON
+ * cannot hold. Thread-safe; f32_text.c. */
+size_t wk_f32_json(float v, char *out);
+
 /* A growable byte string, kept NUL-terminated once anything is added.
  * Zero-initialise; free p with wk_free. */
 struct wk_buf {

@@ -103,20 +103,15 @@ static enum MHD_Result reply_raw(struct MHD_Connection *c, unsigned status, cons
     return ret;
 }
 
-/* Sends obj (stolen) as JSON with status, json_dumps flags extra added. */
-static enum MHD_Result reply_json_flags(struct MHD_Connection *c, unsigned status, json_t *obj, size_t extra)
+/* Sends obj (stolen) as compact JSON with status. */
+static enum MHD_Result reply_json(struct MHD_Connection *c, unsigned status, json_t *obj)
 {
-    char *s = obj ? json_dumps(obj, JSON_COMPACT | extra) : NULL;
+    char *s = obj ? json_dumps(obj, JSON_COMPACT) : NULL;
     json_decref(obj);
     enum MHD_Result ret = s ? reply_raw(c, status, "application/json; charset=utf-8", s, strlen(s))
                             : reply_raw(c, 500, "application/json", "{\"error\":\"out of memory\"}", 25);
     free(s);
     return ret;
-}
-
-static enum MHD_Result reply_json(struct MHD_Connection *c, unsigned status, json_t *obj)
-{
-    return reply_json_flags(c, status, obj, 0);
 }
 
 static enum MHD_Result reply_error(struct MHD_Connection *c, enum srv_api api, unsigned status,
@@ -134,12 +129,6 @@ enum MHD_Result srv_reply_raw(struct MHD_Connection *c, unsigned status, const c
 enum MHD_Result srv_reply_json(struct MHD_Connection *c, unsigned status, json_t *obj)
 {
     return reply_json(c, status, obj);
-}
-
-enum MHD_Result srv_reply_json_f32(struct MHD_Connection *c, unsigned status, json_t *obj)
-{
-    /* 9 significant digits read back as the same float32, always */
-    return reply_json_flags(c, status, obj, JSON_REAL_PRECISION(9));
 }
 
 enum MHD_Result srv_reply_error(struct MHD_Connection *c, unsigned status, const char *msg)

@@ -36,12 +36,6 @@ struct srv_server {
 enum MHD_Result srv_reply_raw(struct MHD_Connection *c, unsigned status, const char *type, const char *text,
                               size_t len);
 enum MHD_Result srv_reply_json(struct MHD_Connection *c, unsigned status, json_t *obj);
-/* srv_reply_json for a body whose reals are float32 values (embeddings):
- * each written with 9 significant digits, the fewest that always read
- * back as the same float32 (jansson's default 17 digits made a 384-float
- * vector ~40% longer to send and for the client to parse; Ollama's Go
- * encoder also writes float32s short). */
-enum MHD_Result srv_reply_json_f32(struct MHD_Connection *c, unsigned status, json_t *obj);
 enum MHD_Result srv_reply_error(struct MHD_Connection *c, unsigned status, const char *msg);
 
 /* ------------------------------------------------------------ store routes (api_store.c) */

@@ -6,6 +6,8 @@
 
 #include "../../src/base/wk_base.h"
 
+#include <jansson.h>
+#include <math.h>
 #include <stdatomic.h>
 
 static void test_errors(void)
@@ -217,6 +219,56 @@ static void test_utf8_and_buf(void)
     wk_free(b.p);
 }
 
-CHECK_MAIN(TEST(test_errors), TEST(test_utf8_and_buf), TEST(test_alloc_counts_and_failures), TEST(test_arena),
+/* wk_f32_json writes what jansson writes for json_real(v) at
+ * JSON_REAL_PRECISION(9) (the reference: jansson's own dump, glibc's
+ * "%.9g" under it), and the text reads back as the same float32: zeros,
+ * the floats on either side of every power of ten it handles and of the
+ * magnitudes it hands to snprintf, subnormals, the largest float, and
+ * random bit patterns and embedding-like values in [-1, 1]. */
+static int f32_json_matches(float v)
+{
+    char mine[WK_F32_JSON_MAX];
+    size_t n = wk_f32_json(v, mine);
+    json_t *r = json_real(v);
+    char *ref = r ? json_dumps(r, JSON_ENCODE_ANY | JSON_COMPACT | JSON_REAL_PRECISION(9)) : NULL;
+    int ok = ref && n == strlen(ref) && strcmp(mine, ref) == 0 && (float)strtod(mine, NULL) == v;
+    if (!ok) fprintf(stderr, "  wk_f32_json(%a): \"%s\", jansson \"%s\"\n", (double)v, n ? mine : "", ref ? ref : "");
+    free(ref);
+    json_decref(r);
+    return ok;
+}
+
+static void test_f32_json(void)
+{
+    int bad = 0, n = 0;
+    const float fixed[] = {0.0f, -0.0f, 1.0f, -1.0f, 0.5f, 100.0f, 123456789.0f, 1e-5f, 1e-4f, 9.99999975e-5f, 0.1f,
+                           1e-19f, 1e-20f, 999999999.0f, 1e9f, 1e10f, 3.4028235e38f, 1.17549435e-38f, 1.4e-45f,
+                           16777216.0f, 0.000123456789f, -7.5e-7f};
+    for (size_t i = 0; i < WK_ARRAY_LEN(fixed); i++, n++) bad += !f32_json_matches(fixed[i]);
+    for (int e = -45; e <= 38; e++) {
+        float p = (float)pow(10.0, e), lo = p, hi = p;
+        for (int k = 0; k < 3; k++, n += 3) {
+            bad += !f32_json_matches(lo) + !f32_json_matches(hi) + !f32_json_matches(-lo);
+            lo = nextafterf(lo, 0), hi = nextafterf(hi, INFINITY);
+        }
+    }
+    uint64_t seed = 2026;
+    for (int i = 0; i < 100000; i++) {
+        uint32_t bits = (uint32_t)check_rand_u64(&seed);
+        float v;
+        memcpy(&v, &bits, sizeof v);
+        if (!isfinite(v)) {
+            char out[WK_F32_JSON_MAX];
+            CHECK_EQ_INT(wk_f32_json(v, out), 0);
+            continue;
+        }
+        bad += !f32_json_matches(v), n++;
+        bad += !f32_json_matches(check_rand_f32(&seed) * (i % 2 ? 1.0f : 0.01f)), n++;
+    }
+    if (bad) fprintf(stderr, "  %d of %d floats written otherwise than jansson\n", bad, n);
+    CHECK_EQ_INT(bad, 0);
+}
+
+CHECK_MAIN(TEST(test_errors), TEST(test_utf8_and_buf), TEST(test_f32_json), TEST(test_alloc_counts_and_failures), TEST(test_arena),
            TEST(test_threadpool), TEST(test_threadpool_weighted_bounds), TEST(test_split_range_covers_exactly), TEST(test_cpu_features),
            TEST(test_checked_math))
