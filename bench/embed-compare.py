@@ -16,7 +16,13 @@ NUL byte (every engine takes each as it is), 5 to 120 tokens, cycled. For each:
 sentences per second for a batch of BATCH (best of REPEATS), the
 median latency of one sentence (50 runs), and for the two servers the
 sentences per second of 16 clients at once each sending one sentence a
-request (BATCH / 16 requests each, best of REPEATS). Figures, not a test. Usage:
+request (BATCH / 16 requests each, best of REPEATS). The two servers run
+side by side and are measured interleaved (a batch of one, a batch of the
+other, each round; one-sentence requests in blocks of 10, alternating; a
+pause before each switch), so a slow stretch of
+a shared machine falls on both; "ratio" gives wick serve / llama-server per
+round (batch and 16 clients: sentences/s; one sentence: the latency of
+llama-server / wick's). Figures, not a test. Usage:
 
   python3 bench/embed-compare.py [--batch 256] [--repeats 3] [--threads 2]
       [--llama-server PATH] [--gguf all-MiniLM-L6-v2-f32.gguf (scripts/reference/make-minilm-gguf.sh)]
@@ -90,41 +96,58 @@ def wait_up(url, proc, limit=120):
     return False
 
 
-def http_bench(url, body_of, texts, repeats):
-    post(url, body_of(texts[:4]))  # load
-    best = 1e9
-    for _ in range(repeats):
-        t = time.perf_counter()
-        post(url, body_of(texts))
-        best = min(best, time.perf_counter() - t)
-    one = []
-    for i in range(50):
-        t = time.perf_counter()
-        post(url, body_of([texts[i % len(texts)]]))
-        one.append((time.perf_counter() - t) * 1e3)
-    res = {"sentences_per_s": len(texts) / best, "one_ms": statistics.median(one)}
-    # CLIENTS clients at once, each sending one sentence a request (a RAG
-    # ingestion with parallel workers): sentences per second over them all
+# Seconds between one server's requests and the other's: both keep their
+# threads spinning a while after a request (wick's pool 2 ms, ggml's
+# polling), which on 2 cores would slow the other one down.
+SETTLE = 0.2
+
+
+def http_bench(servers, texts, repeats):
+    """servers: {name: (url, body_of)}, measured interleaved (see the top)."""
+    for url, body_of in servers.values():
+        post(url, body_of(texts[:4]))  # load
+    res = {n: {"batch_s": [], "one_ms": [], "clients_s": []} for n in servers}
     n_cl, per = 16, max(4, len(texts) // 16)
 
-    def client(k):
+    def client(url, body_of, k):
         for i in range(per):
             post(url, body_of([texts[(k * per + i) % len(texts)]]))
 
-    best = 1e9
     for _ in range(repeats):
-        ths = [threading.Thread(target=client, args=(k,)) for k in range(n_cl)]
-        t = time.perf_counter()
-        for th in ths:
-            th.start()
-        for th in ths:
-            th.join()
-        best = min(best, time.perf_counter() - t)
-    res[f"{n_cl}_clients_sentences_per_s"] = n_cl * per / best
-    return res
+        for n, (url, body_of) in servers.items():
+            time.sleep(SETTLE)
+            t = time.perf_counter()
+            post(url, body_of(texts))
+            res[n]["batch_s"].append(time.perf_counter() - t)
+        # CLIENTS clients at once, each sending one sentence a request (a RAG
+        # ingestion with parallel workers): sentences per second over them all
+        for n, (url, body_of) in servers.items():
+            time.sleep(SETTLE)
+            ths = [threading.Thread(target=client, args=(url, body_of, k)) for k in range(n_cl)]
+            t = time.perf_counter()
+            for th in ths:
+                th.start()
+            for th in ths:
+                th.join()
+            res[n]["clients_s"].append(time.perf_counter() - t)
+    for i0 in range(0, 50, 10):
+        for n, (url, body_of) in servers.items():
+            time.sleep(SETTLE)
+            for i in range(i0, i0 + 10):
+                t = time.perf_counter()
+                post(url, body_of([texts[i % len(texts)]]))
+                res[n]["one_ms"].append((time.perf_counter() - t) * 1e3)
+    out = {n: {"sentences_per_s": len(texts) / min(r["batch_s"]), "one_ms": statistics.median(r["one_ms"]),
+               f"{n_cl}_clients_sentences_per_s": n_cl * per / min(r["clients_s"])} for n, r in res.items()}
+    if len(servers) == 2:
+        a, b = (res[n] for n in servers)
+        out["ratio"] = {"batch": [round(y / x, 2) for x, y in zip(a["batch_s"], b["batch_s"])],
+                        f"{n_cl}_clients": [round(y / x, 2) for x, y in zip(a["clients_s"], b["clients_s"])],
+                        "one_sentence": round(statistics.median(b["one_ms"]) / statistics.median(a["one_ms"]), 2)}
+    return out
 
 
-def wick_serve(texts, a):
+def start_wick(a, stack):
     tmp = tempfile.mkdtemp(prefix="wick-embed-bench-")
     mf = os.path.join(tmp, "Modelfile")
     open(mf, "w").write(f"FROM {MODEL}\n")
@@ -134,28 +157,21 @@ def wick_serve(texts, a):
     port = free_port()
     env.update(WICK_HOST=f"127.0.0.1:{port}")
     p = subprocess.Popen([wick, "serve"], env=env, stderr=subprocess.DEVNULL)
-    try:
-        wait_up(f"http://127.0.0.1:{port}/", p)
-        return http_bench(f"http://127.0.0.1:{port}/api/embed", lambda t: {"model": "minilm", "input": t}, texts,
-                          a.repeats)
-    finally:
-        p.send_signal(signal.SIGTERM)
-        p.wait(timeout=30)
+    stack.append(p)
+    wait_up(f"http://127.0.0.1:{port}/", p)
+    return f"http://127.0.0.1:{port}/api/embed", lambda t: {"model": "minilm", "input": t}
 
 
-def llama_server(texts, a):
+def start_llama_server(a, stack):
     port = free_port()
     p = subprocess.Popen([a.llama_server, "-m", a.gguf, "--embeddings", "--port", str(port), "-t", str(a.threads),
                           "-c", str(512 * 16), "-b", "8192", "-ub", "8192", "-np", "16", "--pooling", "mean"],
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        if not wait_up(f"http://127.0.0.1:{port}/health", p):
-            return {"error": "llama-server did not start"}
-        time.sleep(1)
-        return http_bench(f"http://127.0.0.1:{port}/v1/embeddings", lambda t: {"input": t}, texts, a.repeats)
-    finally:
-        p.send_signal(signal.SIGTERM)
-        p.wait(timeout=30)
+    stack.append(p)
+    if not wait_up(f"http://127.0.0.1:{port}/health", p):
+        return None
+    time.sleep(1)
+    return f"http://127.0.0.1:{port}/v1/embeddings", lambda t: {"input": t}
 
 
 def main():
@@ -182,9 +198,20 @@ def main():
     out = subprocess.run([os.path.join(ROOT, "build", "release", "bench", "embed"), MODEL, cj, str(a.batch),
                           str(a.repeats), str(a.threads)], capture_output=True, text=True, check=True).stdout
     res["wick (in-process)"] = json.loads(out)
-    res["wick serve /api/embed"] = wick_serve(texts, a)
-    if os.path.exists(a.llama_server) and os.path.exists(a.gguf):
-        res["llama-server /v1/embeddings"] = llama_server(texts, a)
+    stack = []
+    try:
+        servers = {"wick serve /api/embed": start_wick(a, stack)}
+        if os.path.exists(a.llama_server) and os.path.exists(a.gguf):
+            ls = start_llama_server(a, stack)
+            if ls:
+                servers["llama-server /v1/embeddings"] = ls
+            else:
+                res["llama-server /v1/embeddings"] = {"error": "llama-server did not start"}
+        res.update(http_bench(servers, texts, a.repeats))
+    finally:
+        for p in stack:
+            p.send_signal(signal.SIGTERM)
+            p.wait(timeout=30)
     st = subprocess.run([a.st_python, "-c", ST_CODE, tj, str(a.threads), MODEL, str(a.repeats)], capture_output=True,
                         text=True)
     res["sentence-transformers (torch CPU)"] = json.loads(st.stdout.strip().splitlines()[-1]) if st.returncode == 0 \
