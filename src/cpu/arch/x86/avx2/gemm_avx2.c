@@ -44,9 +44,6 @@
 #define MR 16  /* rows of a per packed panel (two ymm) */
 #define NR 6   /* rows of b per micro-kernel call */
 #define KC 128 /* columns of k per block (256 ran no faster; 128 halves the rounding bound) */
-/* Bytes ahead of its panel a micro-kernel prefetches in the many-row
- * order (its first group reads the panel from memory). */
-#define GEMM_PF 2048
 /* Up to this many groups of NR rows of b (n <= 96), block_product runs
  * panel by panel (see there); bpack holds that many groups' pieces. */
 #define FEW_GROUPS 16
@@ -178,8 +175,9 @@ static inline void put8(float *p, __m256 v, int cnt, int first)
  * c[j][0..rows) (+)= sum_l panel[l][r] * b[j][l] for the nr (1..6) rows of
  * b packed at b (KC floats apart), over kc columns. nv is the panel's
  * width in vectors (2: 16 rows, 1: 8 rows); rows (<= 8 * nv) is how many
- * of them are real. Each step l also prefetches pf + l * pf_step (a
- * line of weights on their way; block_product picks where). Inlined with
+ * of them are real. With pf (a constant), each step l also prefetches
+ * pf + l * pf_step (a line of weights on their way; block_product picks
+ * where). Inlined with
  * constant nv and nr; the accumulators are named variables, not an array,
  * because GCC keeps an indexed array on the stack (the loop then runs at a
  * third of the speed), and the unused ones fold away.
@@ -187,7 +185,8 @@ static inline void put8(float *p, __m256 v, int cnt, int first)
 static inline __attribute__((always_inline)) void micro(int nv, int nr, int64_t kc,
                                                          const float *panel, const float *b,
                                                          float *c, int64_t ldc, int rows,
-                                                         int first, const char *pf, int pf_step)
+                                                         int first, int prefetch, const char *pf,
+                                                         int pf_step)
 {
     __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
     __m256 c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
@@ -202,7 +201,8 @@ static inline __attribute__((always_inline)) void micro(int nv, int nr, int64_t 
     }
 #pragma GCC unroll 2
     for (int64_t l = 0; l < kc; l++) {
-        _mm_prefetch(pf + l * pf_step, _MM_HINT_T0);
+        if (prefetch)
+            _mm_prefetch(pf + l * pf_step, _MM_HINT_T0);
         __m256 a0 = _mm256_loadu_ps(panel + l * 8 * nv);
         __m256 a1 = nv > 1 ? _mm256_loadu_ps(panel + l * 8 * nv + 8) : a0;
         STEP(0) STEP(1) STEP(2) STEP(3) STEP(4) STEP(5)
@@ -218,12 +218,27 @@ static inline __attribute__((always_inline)) void micro(int nv, int nr, int64_t 
 #undef PUT
 }
 
-/* One panel against nr rows of b: dispatch to a constant-shaped kernel. */
+/* One panel against nr rows of b: dispatch to a constant-shaped kernel;
+ * micro_any_pf with the prefetch. (One function for both, choosing on pf
+ * inside, made the packed path's loop 10% slower.) */
 static void micro_any(int nv, int nr, int64_t kc, const float *panel, const float *b, float *c,
-                      int64_t ldc, int rows, int first, const char *pf, int pf_step)
+                      int64_t ldc, int rows, int first)
 {
 #define CASE(NV, N)                                                                                \
-    case (NV) * 8 + (N): micro(NV, N, kc, panel, b, c, ldc, rows, first, pf, pf_step); break
+    case (NV) * 8 + (N): micro(NV, N, kc, panel, b, c, ldc, rows, first, 0, NULL, 0); break
+    switch (nv * 8 + nr) {
+        CASE(2, 6); CASE(2, 5); CASE(2, 4); CASE(2, 3); CASE(2, 2); CASE(2, 1);
+        CASE(1, 6); CASE(1, 5); CASE(1, 4); CASE(1, 3); CASE(1, 2); CASE(1, 1);
+    default: break;
+    }
+#undef CASE
+}
+
+static void micro_any_pf(int nv, int nr, int64_t kc, const float *panel, const float *b, float *c,
+                         int64_t ldc, int rows, int first, const char *pf, int pf_step)
+{
+#define CASE(NV, N)                                                                                \
+    case (NV) * 8 + (N): micro(NV, N, kc, panel, b, c, ldc, rows, first, 1, pf, pf_step); break
     switch (nv * 8 + nr) {
         CASE(2, 6); CASE(2, 5); CASE(2, 4); CASE(2, 3); CASE(2, 2); CASE(2, 1);
         CASE(1, 6); CASE(1, 5); CASE(1, 4); CASE(1, 3); CASE(1, 2); CASE(1, 1);
@@ -243,7 +258,8 @@ static void micro_any(int nv, int nr, int64_t kc, const float *panel, const floa
  */
 static inline __attribute__((always_inline)) void micro_pair(int nr, int64_t kc, const float *p0,
                                                               const float *p1, const float *b, float *c,
-                                                              int64_t ldc, int first, const char *pf)
+                                                              int64_t ldc, int first, int prefetch,
+                                                              const char *pf)
 {
     __m256 c00 = _mm256_setzero_ps(), c01 = c00, c02 = c00, c03 = c00, c10 = c00, c11 = c00;
     __m256 c12 = c00, c13 = c00;
@@ -258,8 +274,10 @@ static inline __attribute__((always_inline)) void micro_pair(int nr, int64_t kc,
     }
 #pragma GCC unroll 2
     for (int64_t l = 0; l < kc; l++) {
-        _mm_prefetch(pf + l * 64, _MM_HINT_T0);
-        _mm_prefetch(pf + (l + kc) * 64, _MM_HINT_T0);
+        if (prefetch) {
+            _mm_prefetch(pf + l * 64, _MM_HINT_T0);
+            _mm_prefetch(pf + (l + kc) * 64, _MM_HINT_T0);
+        }
         __m256 a0 = _mm256_loadu_ps(p0 + l * 16), a1 = _mm256_loadu_ps(p0 + l * 16 + 8);
         __m256 a2 = _mm256_loadu_ps(p1 + l * 16), a3 = _mm256_loadu_ps(p1 + l * 16 + 8);
         STEP(0) STEP(1)
@@ -280,8 +298,8 @@ static void micro_pair_any(int nr, int64_t kc, const float *p0, const float *p1,
                            int64_t ldc, int first, const char *pf)
 {
     switch (nr) {
-    case 1: micro_pair(1, kc, p0, p1, b, c, ldc, first, pf); break;
-    case 2: micro_pair(2, kc, p0, p1, b, c, ldc, first, pf); break;
+    case 1: pf ? micro_pair(1, kc, p0, p1, b, c, ldc, first, 1, pf) : micro_pair(1, kc, p0, p1, b, c, ldc, first, 0, NULL); break;
+    case 2: pf ? micro_pair(2, kc, p0, p1, b, c, ldc, first, 1, pf) : micro_pair(2, kc, p0, p1, b, c, ldc, first, 0, NULL); break;
     default: break;
     }
 }
@@ -398,9 +416,12 @@ void wk__avx2_gemm_f32(int64_t m, int64_t n, int64_t k, const float *a, int64_t 
 /* The product of one packed block (its n_panels panels at pp, their
  * widths and real rows) with all n rows of b over columns [pc, pc + kc),
  * into c's columns from the block's first row: the packed path's inner
- * loops, shared by the packing and the prepacked entries. */
+ * loops, shared by the packing and the prepacked entries. stream: the
+ * panels are prepacked weights read from memory (else packed just now,
+ * in cache); bpack holds FEW_GROUPS * NR * KC floats if stream, else
+ * NR * KC. */
 static void block_product(int n_panels, float *const *pp, const int *width, const int *prow, int64_t n, int64_t kc,
-                          int64_t pc, const float *b, int64_t ldb, float *c, int64_t ldc, float *bpack)
+                          int64_t pc, const float *b, int64_t ldb, float *c, int64_t ldc, float *bpack, bool stream)
 {
     const int first = pc == 0;
     /* the rows of b in ceil(n / NR) groups of like size (8 as 4 + 4, not
@@ -408,7 +429,7 @@ static void block_product(int n_panels, float *const *pp, const int *width, cons
      * GFLOP/s, n = 9 59 -> 78), and groups of one or two rows (n <= 2)
      * over two panels at a time */
     const int64_t n_groups = (n + NR - 1) / NR, base = n_groups ? n / n_groups : 0, extra = n_groups ? n % n_groups : 0;
-    if (n_groups <= FEW_GROUPS) {
+    if (stream && n_groups <= FEW_GROUPS) {
         /* Few rows of b (a sentence or a short prompt): the weights come
          * from memory and each panel serves only a few groups. Group by
          * group over the block, the first group's pass fetched every
@@ -418,8 +439,9 @@ static void block_product(int n_panels, float *const *pp, const int *width, cons
          * the next block's first: prepacked blocks are contiguous), so
          * the memory streams evenly under the FMAs. Weights in DRAM, one
          * Zen 3 core: n = 8 41 -> 59 GFLOP/s, n = 15 53 -> 75, n = 48 63
-         * -> 79; ~2% slower with the weights in cache. Each element's
-         * chain is unchanged, so are the bits. */
+         * -> 79 (with the weights in cache 2-8% slower: the packed path,
+         * whose panels were just packed, keeps the order below). Each
+         * element's chain is unchanged, so are the bits. */
         int nrs[FEW_GROUPS];
         for (int64_t g = 0, jr = 0; g < n_groups; jr += nrs[g++]) {
             nrs[g] = (int)(base + (g < extra));
@@ -435,8 +457,8 @@ static void block_product(int n_panels, float *const *pp, const int *width, cons
                 if (pair)
                     micro_pair_any(nrs[g], kc, pp[p], pp[p + 1], bpack + g * NR * KC, cp, ldc, first, next);
                 else
-                    micro_any(width[p], nrs[g], kc, pp[p], bpack + g * NR * KC, cp, ldc, prow[p], first,
-                              next + g * (bytes / n_groups), step);
+                    micro_any_pf(width[p], nrs[g], kc, pp[p], bpack + g * NR * KC, cp, ldc, prow[p], first,
+                                 next + g * (bytes / n_groups), step);
             }
             p += pair;
         }
@@ -448,8 +470,12 @@ static void block_product(int n_panels, float *const *pp, const int *width, cons
         pack_b(bj, ldb, nr, kc, bj + nr * ldb, nr_next, bpack);
         for (int p = 0; p < n_panels; p++) {
             float *cp = c + jr * ldc + (int64_t)p * MR;
-            micro_any(width[p], nr, kc, pp[p], bpack, cp, ldc, prow[p], first,
-                      (const char *)pp[p] + GEMM_PF, width[p] * 32);
+            if (nr <= 2 && p + 1 < n_panels && prow[p] == MR && prow[p + 1] == MR) {
+                micro_pair_any(nr, kc, pp[p], pp[p + 1], bpack, cp, ldc, first, NULL);
+                p++;
+            } else {
+                micro_any(width[p], nr, kc, pp[p], bpack, cp, ldc, prow[p], first);
+            }
         }
         jr += nr;
     }
@@ -485,7 +511,7 @@ void wk__avx2_gemm_f32_packed(int64_t m, int64_t n, int64_t k, const float *a, i
 {
     /* 32 KB + 3 KB, aligned for the panel loads (unaligned would do too) */
     _Alignas(64) float pack[MC * KC];
-    _Alignas(64) float bpack[FEW_GROUPS * NR * KC];
+    _Alignas(64) float bpack[NR * KC];
     for (int64_t pc = 0; pc < k; pc += KC) {
         int64_t kc = WK_MIN(KC, k - pc);
         for (int64_t ic = 0; ic < m; ic += MC) {
@@ -493,7 +519,7 @@ void wk__avx2_gemm_f32_packed(int64_t m, int64_t n, int64_t k, const float *a, i
             int width[MC / 8], prow[MC / 8];
             float *pp[MC / 8];
             int n_panels = pack_block(a + ic * lda, lda, mc, pc, kc, pack, pp, width, prow);
-            block_product(n_panels, pp, width, prow, n, kc, pc, b, ldb, c + ic, ldc, bpack);
+            block_product(n_panels, pp, width, prow, n, kc, pc, b, ldb, c + ic, ldc, bpack, false);
         }
     }
 }
@@ -543,7 +569,7 @@ void wk__avx2_gemm_f32_prepacked(int64_t m, int64_t n, int64_t k, const float *p
             for (int64_t r = ic; r < WK_MIN(m, ic + MC * span); r += MC)
                 n_panels += block_panels(WK_MIN(MC, m - r), kc, (float *)pa + r * k + MC * pc, pp + n_panels,
                                          width + n_panels, prow + n_panels);
-            block_product(n_panels, pp, width, prow, n, kc, pc, b, ldb, c + ic, ldc, bpack);
+            block_product(n_panels, pp, width, prow, n, kc, pc, b, ldb, c + ic, ldc, bpack, true);
         }
     }
 }
