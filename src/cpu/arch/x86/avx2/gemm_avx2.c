@@ -25,6 +25,13 @@
  * prefetcher would not ramp up for (k = 2048 went from 50 to 85+ GFLOP/s).
  * b is read once per a block; c is loaded and added to once per KC block.
  *
+ * Weights packed once (gemm_f32_pack, BERT's layers) are read from memory
+ * on every product: with up to 16 groups of six rows of b, panel by panel
+ * with each group's pass prefetching its share of the next panel; with
+ * more, up to 8 row blocks per copied piece of b (see
+ * wk__avx2_gemm_f32_prepacked). Rows of b go in groups of like size, and
+ * one or two rows over two panels at once, in both paths.
+ *
  * Few rows of b (n < GEMM_DOT_MAX_N): packing a would cost as much as the
  * product, so gemm_dot computes 4 × 3 tiles of c as dot products along k
  * (7 loads per 12 FMAs) with one horizontal reduction per 4 outputs.
