@@ -20,9 +20,10 @@
  * Weights are views into the mapped file: the folder's model.safetensors
  * (F32), or llama.cpp's "bert" GGUF (matrices in any dtype the matmul
  * takes; its small position and type tables dequantized once when not
- * F32). Where the ISA's GEMM takes weights packed ahead (AVX2), F32 layer
- * matrices are also copied once into its panels (pack_layers, before the
- * first forward), the same bits as packing them on every product. GELU's erf is Abramowitz &
+ * F32). Where the kernel table takes weights packed ahead (the AVX2 GEMM,
+ * on AVX2 and AVX-512 CPUs), F32 layer matrices are also copied once into
+ * its panels (pack_layers, before the first forward): on AVX2 the same
+ * bits as packing them on every product. GELU's erf is Abramowitz &
  * Stegun 7.1.26.
  */
 #include "bert_internal.h"
@@ -385,7 +386,10 @@ static void packed_pass(void *ctx, int ith, int nth)
 
 /* The products of n (<= 3) matrices of layer l (index first in packed[])
  * with x: prepacked where the layer is, else wk_cpu_matmul_many. Either way
- * gemm_f32_packed's bits for F32 weights. */
+ * a row's bits do not depend on the batch (on AVX2 both are the packed
+ * path's bits; an AVX-512 CPU prepacks with the AVX2 kernels, its own
+ * gemm_f32_packed blocks k otherwise). A model takes one way for all its
+ * products. */
 static void products(struct wk_threadpool *pool, const struct wk_bert *b, const struct wk_bert_layer *l, int first,
                      int n, const struct wk_tensor *const *ws, float *const *ys, const float *x, int64_t T,
                      float *scratch)

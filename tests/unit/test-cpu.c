@@ -632,8 +632,9 @@ static void test_gemm_f32(void)
     }
 }
 
-/* Weights packed once (gemm_f32_pack, where the ISA has it): the
- * prepacked product equals gemm_f32_packed's bit for bit, from row 0 and
+/* Weights packed once (gemm_f32_pack, where the table has it): the
+ * prepacked product equals the AVX2 gemm_f32_packed's bit for bit (the
+ * AVX-512 table keeps the AVX2 prepacked entries), from row 0 and
  * from a later row block, for shapes around the block sizes (k past one
  * 128-column piece, m past one 64-row block, partial 8- and 16-row
  * panels), rows of b from 1 to past one 6-row tile. */
@@ -651,6 +652,12 @@ static void test_gemm_prepacked(void)
     for (size_t ii = 0; ii < WK_ARRAY_LEN(g_isas); ii++) {
         const struct wk_cpu_kernels *kt = wk_cpu_kernels_for(g_isas[ii]);
         if (!kt || !kt->gemm_f32_prepacked) continue;
+        /* the prepacked entries are the AVX2 kernels in every table that
+         * has them: their bits are the AVX2 packed path's */
+        const struct wk_cpu_kernels *k2 = wk_cpu_kernels_for("avx2");
+        CHECK(k2 && kt->gemm_f32_prepacked == k2->gemm_f32_prepacked);
+        if (!k2) continue;
+        const wk_gemm_f32_fn packed = k2->gemm_f32_packed;
         n_isas++;
         int bad = 0;
         for (size_t a_i = 0; a_i < WK_ARRAY_LEN(ms); a_i++)
@@ -665,7 +672,7 @@ static void test_gemm_prepacked(void)
                     kt->gemm_f32_pack(m, k, a, lda, pa);
                     for (int64_t r0 = 0; r0 < m; r0 += WK_GEMM_PACK_ROWS) {
                         for (int64_t i = 0; i < n * ldc; i++) c1[i] = c2[i] = 7.0f;
-                        kt->gemm_f32_packed(m - r0, n, k, a + r0 * lda, lda, b, k, c1, ldc);
+                        packed(m - r0, n, k, a + r0 * lda, lda, b, k, c1, ldc);
                         kt->gemm_f32_prepacked(m - r0, n, k, pa + r0 * k, b, k, c2, ldc);
                         bad += memcmp(c1, c2, (size_t)(n * ldc) * 4) != 0;
                     }
