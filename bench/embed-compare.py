@@ -158,7 +158,8 @@ def start_wick(a, stack):
     env.update(WICK_HOST=f"127.0.0.1:{port}")
     p = subprocess.Popen([wick, "serve"], env=env, stderr=subprocess.DEVNULL)
     stack.append(p)
-    wait_up(f"http://127.0.0.1:{port}/", p)
+    if not wait_up(f"http://127.0.0.1:{port}/", p):
+        raise RuntimeError("wick serve did not start")
     return f"http://127.0.0.1:{port}/api/embed", lambda t: {"model": "minilm", "input": t}
 
 

@@ -302,7 +302,7 @@ static int answer(const struct embed_req *r, json_t *line, int64_t t_start, int6
         /* an empty prompt: Ollama answers an empty vector */
         if (ok && (!e || json_string_length(json_array_get(r->inputs, 0)) == 0)) ok = ADD_LIT(out, "[]");
         else if (ok) {
-            int st = vector_text(e, r->dimensions, false, false, out, msg, cap);
+            int st = vector_text(e, r->dimensions, false, r->base64, out, msg, cap);
             if (st) return st;
         }
         ok = ok && ADD_LIT(out, "}");

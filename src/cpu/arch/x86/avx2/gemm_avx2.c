@@ -182,9 +182,10 @@ static inline void put8(float *p, __m256 v, int cnt, int first)
  * c[j][0..rows) (+)= sum_l panel[l][r] * b[j][l] for the nr (1..6) rows of
  * b packed at b (KC floats apart), over kc columns. nv is the panel's
  * width in vectors (2: 16 rows, 1: 8 rows); rows (<= 8 * nv) is how many
- * of them are real. With pf (a constant), each step l also prefetches
- * pf + l * pf_step (a line of weights on their way; block_product picks
- * where). Inlined with
+ * of them are real. With prefetch (a constant), each step l also
+ * prefetches the address pf + l * pf_step (a line of weights on their way;
+ * block_product picks where; an integer, as it may lie past the end of the
+ * weights, where prefetching is harmless but a pointer may not point). Inlined with
  * constant nv and nr; the accumulators are named variables, not an array,
  * because GCC keeps an indexed array on the stack (the loop then runs at a
  * third of the speed), and the unused ones fold away.
@@ -192,7 +193,7 @@ static inline void put8(float *p, __m256 v, int cnt, int first)
 static inline __attribute__((always_inline)) void micro(int nv, int nr, int64_t kc,
                                                          const float *panel, const float *b,
                                                          float *c, int64_t ldc, int rows,
-                                                         int first, int prefetch, const char *pf,
+                                                         int first, int prefetch, uintptr_t pf,
                                                          int pf_step)
 {
     __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
@@ -209,7 +210,7 @@ static inline __attribute__((always_inline)) void micro(int nv, int nr, int64_t 
 #pragma GCC unroll 2
     for (int64_t l = 0; l < kc; l++) {
         if (prefetch)
-            _mm_prefetch(pf + l * pf_step, _MM_HINT_T0);
+            _mm_prefetch((const char *)(pf + (uintptr_t)(l * pf_step)), _MM_HINT_T0);
         __m256 a0 = _mm256_loadu_ps(panel + l * 8 * nv);
         __m256 a1 = nv > 1 ? _mm256_loadu_ps(panel + l * 8 * nv + 8) : a0;
         STEP(0) STEP(1) STEP(2) STEP(3) STEP(4) STEP(5)
@@ -232,7 +233,7 @@ static void micro_any(int nv, int nr, int64_t kc, const float *panel, const floa
                       int64_t ldc, int rows, int first)
 {
 #define CASE(NV, N)                                                                                \
-    case (NV) * 8 + (N): micro(NV, N, kc, panel, b, c, ldc, rows, first, 0, NULL, 0); break
+    case (NV) * 8 + (N): micro(NV, N, kc, panel, b, c, ldc, rows, first, 0, 0, 0); break
     switch (nv * 8 + nr) {
         CASE(2, 6); CASE(2, 5); CASE(2, 4); CASE(2, 3); CASE(2, 2); CASE(2, 1);
         CASE(1, 6); CASE(1, 5); CASE(1, 4); CASE(1, 3); CASE(1, 2); CASE(1, 1);
@@ -242,7 +243,7 @@ static void micro_any(int nv, int nr, int64_t kc, const float *panel, const floa
 }
 
 static void micro_any_pf(int nv, int nr, int64_t kc, const float *panel, const float *b, float *c,
-                         int64_t ldc, int rows, int first, const char *pf, int pf_step)
+                         int64_t ldc, int rows, int first, uintptr_t pf, int pf_step)
 {
 #define CASE(NV, N)                                                                                \
     case (NV) * 8 + (N): micro(NV, N, kc, panel, b, c, ldc, rows, first, 1, pf, pf_step); break
@@ -266,7 +267,7 @@ static void micro_any_pf(int nv, int nr, int64_t kc, const float *panel, const f
 static inline __attribute__((always_inline)) void micro_pair(int nr, int64_t kc, const float *p0,
                                                               const float *p1, const float *b, float *c,
                                                               int64_t ldc, int first, int prefetch,
-                                                              const char *pf)
+                                                              uintptr_t pf)
 {
     __m256 c00 = _mm256_setzero_ps(), c01 = c00, c02 = c00, c03 = c00, c10 = c00, c11 = c00;
     __m256 c12 = c00, c13 = c00;
@@ -282,8 +283,8 @@ static inline __attribute__((always_inline)) void micro_pair(int nr, int64_t kc,
 #pragma GCC unroll 2
     for (int64_t l = 0; l < kc; l++) {
         if (prefetch) {
-            _mm_prefetch(pf + l * 64, _MM_HINT_T0);
-            _mm_prefetch(pf + (l + kc) * 64, _MM_HINT_T0);
+            _mm_prefetch((const char *)(pf + (uintptr_t)(l * 64)), _MM_HINT_T0);
+            _mm_prefetch((const char *)(pf + (uintptr_t)((l + kc) * 64)), _MM_HINT_T0);
         }
         __m256 a0 = _mm256_loadu_ps(p0 + l * 16), a1 = _mm256_loadu_ps(p0 + l * 16 + 8);
         __m256 a2 = _mm256_loadu_ps(p1 + l * 16), a3 = _mm256_loadu_ps(p1 + l * 16 + 8);
@@ -302,11 +303,11 @@ static inline __attribute__((always_inline)) void micro_pair(int nr, int64_t kc,
 }
 
 static void micro_pair_any(int nr, int64_t kc, const float *p0, const float *p1, const float *b, float *c,
-                           int64_t ldc, int first, const char *pf)
+                           int64_t ldc, int first, uintptr_t pf)
 {
     switch (nr) {
-    case 1: pf ? micro_pair(1, kc, p0, p1, b, c, ldc, first, 1, pf) : micro_pair(1, kc, p0, p1, b, c, ldc, first, 0, NULL); break;
-    case 2: pf ? micro_pair(2, kc, p0, p1, b, c, ldc, first, 1, pf) : micro_pair(2, kc, p0, p1, b, c, ldc, first, 0, NULL); break;
+    case 1: pf ? micro_pair(1, kc, p0, p1, b, c, ldc, first, 1, pf) : micro_pair(1, kc, p0, p1, b, c, ldc, first, 0, 0); break;
+    case 2: pf ? micro_pair(2, kc, p0, p1, b, c, ldc, first, 1, pf) : micro_pair(2, kc, p0, p1, b, c, ldc, first, 0, 0); break;
     default: break;
     }
 }
@@ -435,7 +436,8 @@ static void block_product(int n_panels, float *const *pp, const int *width, cons
      * 6 + 2: a group of one or two rows is latency-bound; 65 -> 73
      * GFLOP/s, n = 9 59 -> 78), and groups of one or two rows (n <= 2)
      * over two panels at a time */
-    const int64_t n_groups = (n + NR - 1) / NR, base = n_groups ? n / n_groups : 0, extra = n_groups ? n % n_groups : 0;
+    if (n <= 0) return;
+    const int64_t n_groups = (n + NR - 1) / NR, base = n / n_groups, extra = n % n_groups;
     if (stream && n_groups <= FEW_GROUPS) {
         /* Few rows of b (a sentence or a short prompt): the weights come
          * from memory and each panel serves only a few groups. Group by
@@ -457,7 +459,7 @@ static void block_product(int n_panels, float *const *pp, const int *width, cons
         for (int p = 0; p < n_panels; p++) {
             const bool pair = nrs[0] <= 2 && p + 1 < n_panels && prow[p] == MR && prow[p + 1] == MR;
             const int64_t bytes = (int64_t)width[p] * 32 * kc; /* one panel */
-            const char *next = (const char *)pp[p] + (pair ? 2 : 1) * bytes;
+            const uintptr_t next = (uintptr_t)pp[p] + (uintptr_t)((pair ? 2 : 1) * bytes);
             const int step = (int)(width[p] * 32 / n_groups);
             for (int64_t g = 0, jr = 0; g < n_groups; jr += nrs[g++]) {
                 float *cp = c + jr * ldc + (int64_t)p * MR;
@@ -465,7 +467,7 @@ static void block_product(int n_panels, float *const *pp, const int *width, cons
                     micro_pair_any(nrs[g], kc, pp[p], pp[p + 1], bpack + g * NR * KC, cp, ldc, first, next);
                 else
                     micro_any_pf(width[p], nrs[g], kc, pp[p], bpack + g * NR * KC, cp, ldc, prow[p], first,
-                                 next + g * (bytes / n_groups), step);
+                                 next + (uintptr_t)(g * (bytes / n_groups)), step);
             }
             p += pair;
         }
@@ -478,7 +480,7 @@ static void block_product(int n_panels, float *const *pp, const int *width, cons
         for (int p = 0; p < n_panels; p++) {
             float *cp = c + jr * ldc + (int64_t)p * MR;
             if (nr <= 2 && p + 1 < n_panels && prow[p] == MR && prow[p + 1] == MR) {
-                micro_pair_any(nr, kc, pp[p], pp[p + 1], bpack, cp, ldc, first, NULL);
+                micro_pair_any(nr, kc, pp[p], pp[p + 1], bpack, cp, ldc, first, 0);
                 p++;
             } else {
                 micro_any(width[p], nr, kc, pp[p], bpack, cp, ldc, prow[p], first);
