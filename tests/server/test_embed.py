@@ -123,6 +123,12 @@ def test_ollama(srv, ref):
     check(cos(legacy.embedding, ref[7]["embedding"]) >= 0.9999, "ollama.embeddings (legacy /api/embeddings)",
           f"{len(legacy.embedding)}")
     check(len(cl.embeddings(model="minilm", prompt="").embedding) == 0, "ollama.embeddings: an empty prompt gives []")
+    # encoding_format base64 on the legacy route too: the f32 bytes of the same vector
+    st, b = srv.post("/api/embeddings", {"model": "minilm", "prompt": ref[7]["text"], "encoding_format": "base64"})
+    v = np.frombuffer(base64.b64decode(b.get("embedding", "")), dtype="<f4") if st == 200 and \
+        isinstance(b.get("embedding"), str) else np.zeros(0)
+    check(len(v) == len(legacy.embedding) and np.array_equal(v, np.float32(legacy.embedding)),
+          "/api/embeddings encoding_format base64: the same float32 vector", f"{st} {len(v)}")
     show = cl.show("minilm")
     check(list(show.capabilities or []) == ["embedding"], "/api/show: capabilities [embedding]", str(show.capabilities))
 
