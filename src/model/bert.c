@@ -363,6 +363,8 @@ struct packed_job {
     float *const *ys;
     const float *x;
     int64_t T;
+    const struct wk_tensor *const *bias; /* [n] added to each product's rows, or NULL */
+    bool gelu;                           /* then GELU (n == 1) */
 };
 
 static void packed_pass(void *ctx, int ith, int nth)
@@ -379,27 +381,40 @@ static void packed_pass(void *ctx, int ith, int nth)
         if (b0 < b1) {
             const int64_t r0 = b0 * WK_GEMM_PACK_ROWS, r1 = WK_MIN(b1 * WK_GEMM_PACK_ROWS, m);
             j->k->gemm_f32_prepacked(r1 - r0, j->T, kd, j->packed[i] + r0 * kd, j->x, kd, j->ys[i] + r0, m);
+            /* this thread's columns of every row while in cache: the same
+             * element-wise arithmetic as the row pass (run_rows) */
+            const float *bv = j->bias ? (const float *)j->bias[i]->data + r0 : NULL;
+            for (int64_t t = 0; bv && t < j->T; t++) {
+                float *y = j->ys[i] + t * m + r0;
+                if (j->gelu) j->k->gelu_erf(r1 - r0, y, bv);
+                else
+                    for (int64_t e = 0; e < r1 - r0; e++) y[e] += bv[e];
+            }
         }
         base += (int)nb;
     }
 }
 
 /* The products of n (<= 3) matrices of layer l (index first in packed[])
- * with x: prepacked where the layer is, else wk_cpu_matmul_many. Either way
+ * with x: prepacked where the layer is, else wk_cpu_matmul_many. Prepacked,
+ * each product's bias (bias[i], when bias) and then GELU (gelu) are applied
+ * too, and true is returned; else the caller's row passes apply them. Either way
  * a row's bits do not depend on the batch (on AVX2 both are the packed
  * path's bits; an AVX-512 CPU prepacks with the AVX2 kernels, its own
  * gemm_f32_packed blocks k otherwise). A model takes one way for all its
  * products. */
-static void products(struct wk_threadpool *pool, const struct wk_bert *b, const struct wk_bert_layer *l, int first,
+static bool products(struct wk_threadpool *pool, const struct wk_bert *b, const struct wk_bert_layer *l, int first,
                      int n, const struct wk_tensor *const *ws, float *const *ys, const float *x, int64_t T,
-                     float *scratch)
+                     float *scratch, const struct wk_tensor *const *bias, bool gelu)
 {
     if (!l->packed[5]) { /* all six, or none (pack_layers) */
         wk_cpu_matmul_many(pool, b->kernels, n, (const struct wk_tensor **)ws, (float **)ys, x, T, scratch, 0);
-        return;
+        return false;
     }
-    struct packed_job j = {.k = b->kernels, .n = n, .ws = ws, .packed = l->packed + first, .ys = ys, .x = x, .T = T};
+    struct packed_job j = {.k = b->kernels, .n = n, .ws = ws, .packed = l->packed + first, .ys = ys, .x = x, .T = T,
+                           .bias = bias, .gelu = gelu};
     wk_threadpool_run(pool, packed_pass, &j);
+    return true;
 }
 
 /* ------------------------------------------------------------ forward */
@@ -453,19 +468,22 @@ enum wk_status wk__bert_forward(struct wk_bert *b, struct wk_threadpool *pool, i
         const struct wk_bert_layer *l = &b->layers[il];
         const struct wk_tensor *ws[3] = {&l->wq, &l->wk, &l->wv};
         float *ys[3] = {f.q, f.k, f.v};
-        products(pool, b, l, 0, 3, ws, ys, f.x, T, scratch);
-        run_rows(pool, &f, f.q, E, &l->bq, NULL, false, NULL, NULL);
-        run_rows(pool, &f, f.k, E, &l->bk, NULL, false, NULL, NULL);
-        run_rows(pool, &f, f.v, E, &l->bv, NULL, false, NULL, NULL);
+        const struct wk_tensor *bqkv[3] = {&l->bq, &l->bk, &l->bv};
+        if (!products(pool, b, l, 0, 3, ws, ys, f.x, T, scratch, bqkv, false)) {
+            run_rows(pool, &f, f.q, E, &l->bq, NULL, false, NULL, NULL);
+            run_rows(pool, &f, f.k, E, &l->bk, NULL, false, NULL, NULL);
+            run_rows(pool, &f, f.v, E, &l->bv, NULL, false, NULL, NULL);
+        }
         wk_threadpool_run(pool, attn_pass, &f);
         const struct wk_tensor *wo = &l->wo, *w1 = &l->w1, *w2 = &l->w2;
-        products(pool, b, l, 3, 1, &wo, &t, f.a, T, scratch);
+        products(pool, b, l, 3, 1, &wo, &t, f.a, T, scratch, NULL, false);
         run_rows(pool, &f, t, E, &l->bo, f.x, false, &l->ln1_g, &l->ln1_b);
         float *old = f.x; /* t is the new x: swap the two buffers rather than copy */
         f.x = t, t = old;
-        products(pool, b, l, 4, 1, &w1, &f.h, f.x, T, scratch);
-        run_rows(pool, &f, f.h, F, &l->b1, NULL, true, NULL, NULL);
-        products(pool, b, l, 5, 1, &w2, &t, f.h, T, scratch);
+        const struct wk_tensor *b1 = &l->b1;
+        if (!products(pool, b, l, 4, 1, &w1, &f.h, f.x, T, scratch, &b1, true))
+            run_rows(pool, &f, f.h, F, &l->b1, NULL, true, NULL, NULL);
+        products(pool, b, l, 5, 1, &w2, &t, f.h, T, scratch, NULL, false);
         run_rows(pool, &f, t, E, &l->b2, f.x, false, &l->ln2_g, &l->ln2_b);
         old = f.x, f.x = t, t = old;
     }
