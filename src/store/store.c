@@ -123,6 +123,8 @@ void wk_store_default_dir(char *out, size_t cap)
 /* mkdir -p of path[..len). */
 static bool mkdirs(const char *path)
 {
+    struct stat sb;
+    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) return true; /* the usual case: one call, not one per level */
     char tmp[4096];
     snprintf(tmp, sizeof tmp, "%s", path);
     for (char *p = tmp + 1; *p; p++)
