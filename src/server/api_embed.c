@@ -260,9 +260,10 @@ static int vector_text(json_t *b64, int32_t dims, bool normalize, bool as_base64
             if (i) *o++ = ',';
             size_t len = wk_f32_json(v[i], o);
             if (!len) {
+                snprintf(msg, cap, "the model's embedding holds %s at element %lld", isnan(v[i]) ? "NaN" : "an infinity",
+                         (long long)i);
                 wk_free(v), wk_free(p);
-                return snprintf(msg, cap, "the model's embedding holds %s at element %lld", isnan(v[i]) ? "NaN" : "an infinity",
-                                (long long)i), 500;
+                return 500;
             }
             o += len;
         }

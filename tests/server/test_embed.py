@@ -31,6 +31,7 @@ import os
 import shutil
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -395,6 +396,47 @@ def test_bad_input(srv, ref):
     check(cos(r.embeddings[0], ref[0]["embedding"]) >= 0.9999, "the server serves on after the bad requests")
 
 
+def test_nan_vector(srv):
+    """A model whose vector holds NaN (a copy of the folder with one NaN in the last layer's output
+    LayerNorm bias, so every token's element 0 is NaN): JSON has no NaN, so the float routes are a
+    500 naming it (not a vector silently cut short), base64 carries the bytes, the server serves on."""
+    d = os.path.join(srv.dir, "minilm-nan")
+    os.makedirs(d)
+    for name in os.listdir(MINILM):
+        if name != "model.safetensors":
+            os.symlink(os.path.join(MINILM, name), os.path.join(d, name))
+    src = os.path.join(MINILM, "model.safetensors")
+    with open(src, "rb") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        header = json.loads(f.read(n))
+    start = 8 + n + header["encoder.layer.5.output.LayerNorm.bias"]["data_offsets"][0]
+    dst = os.path.join(d, "model.safetensors")
+    shutil.copyfile(src, dst)
+    with open(dst, "r+b") as f:
+        f.seek(start)
+        f.write(struct.pack("<f", float("nan")))
+    mf = os.path.join(srv.dir, "nan.Modelfile")
+    with open(mf, "w") as f:
+        f.write(f"FROM {d}\n")
+    subprocess.run([WICK, "create", "minilm-nan", "-f", mf], env=dict(os.environ, WICK_MODELS=srv.dir), check=True,
+                   capture_output=True)
+    shutil.rmtree(d)
+    for path, body in (("/api/embed", {"model": "minilm-nan", "input": "hello"}),
+                       ("/api/embeddings", {"model": "minilm-nan", "prompt": "hello"}),
+                       ("/v1/embeddings", {"model": "minilm-nan", "input": "hello"})):
+        st, ans = srv.post(path, body)
+        err = ans.get("error")
+        msg = err.get("message") if isinstance(err, dict) else err
+        check(st == 500 and isinstance(msg, str) and "NaN at element 0" in msg,
+              f"{path}: a vector holding NaN is a 500 naming it", f"{st} {ans}"[:300])
+    st, ans = srv.post("/v1/embeddings", {"model": "minilm-nan", "input": "hello", "encoding_format": "base64"})
+    v = np.frombuffer(base64.b64decode(ans["data"][0]["embedding"]), dtype="<f4") if st == 200 else np.zeros(0)
+    check(len(v) == 384 and np.isnan(v[0]) and np.isfinite(v[1:]).all(),
+          "/v1/embeddings base64: the NaN goes out as its bytes", f"{st} {len(v)}")
+    st, ans = srv.post("/api/embed", {"model": "minilm", "input": "hello"})
+    check(st == 200 and len(ans.get("embeddings", [[]])[0]) == 384, "the server serves on", f"{st}")
+
+
 def main():
     if not os.path.isdir(MINILM):
         print("test_embed: all-MiniLM-L6-v2 is missing (scripts/fetch-models minilm)")
@@ -416,6 +458,7 @@ def main():
         test_langchain(srv)
         test_concurrent(srv, ref)
         test_bad_input(srv, ref)
+        test_nan_vector(srv)
         check(srv.proc.poll() is None, "the server is still up")
     finally:
         rc = srv.stop()
