@@ -421,6 +421,13 @@ void wk__avx2_gemm_f32(int64_t m, int64_t n, int64_t k, const float *a, int64_t 
     wk__avx2_gemm_f32_packed(m, n, k, a, lda, b, ldb, c, ldc);
 }
 
+/* Whether panel p and the next go to micro_pair together for a group of
+ * nr rows of b: one or two rows, and both panels full (16 rows). */
+static inline bool pairs_with_next(int nr, int p, int n_panels, const int *prow)
+{
+    return nr <= 2 && p + 1 < n_panels && prow[p] == MR && prow[p + 1] == MR;
+}
+
 /* The product of one packed block (its n_panels panels at pp, their
  * widths and real rows) with all n rows of b over columns [pc, pc + kc),
  * into c's columns from the block's first row: the packed path's inner
@@ -438,6 +445,7 @@ static void block_product(int n_panels, float *const *pp, const int *width, cons
      * over two panels at a time */
     if (n <= 0) return;
     const int64_t n_groups = (n + NR - 1) / NR, base = n / n_groups, extra = n % n_groups;
+#define GROUP_ROWS(g) ((int)(base + ((g) < extra))) /* rows of b in group g */
     if (stream && n_groups <= FEW_GROUPS) {
         /* Few rows of b (a sentence or a short prompt): the weights come
          * from memory and each panel serves only a few groups. Group by
@@ -453,11 +461,11 @@ static void block_product(int n_panels, float *const *pp, const int *width, cons
          * element's chain is unchanged, so are the bits. */
         int nrs[FEW_GROUPS];
         for (int64_t g = 0, jr = 0; g < n_groups; jr += nrs[g++]) {
-            nrs[g] = (int)(base + (g < extra));
+            nrs[g] = GROUP_ROWS(g);
             pack_b(b + jr * ldb + pc, ldb, nrs[g], kc, NULL, 0, bpack + g * NR * KC);
         }
         for (int p = 0; p < n_panels; p++) {
-            const bool pair = nrs[0] <= 2 && p + 1 < n_panels && prow[p] == MR && prow[p + 1] == MR;
+            const bool pair = pairs_with_next(nrs[0], p, n_panels, prow); /* nrs[0] <= 2: one group */
             const int64_t bytes = (int64_t)width[p] * 32 * kc; /* one panel */
             const uintptr_t next = (uintptr_t)pp[p] + (uintptr_t)((pair ? 2 : 1) * bytes);
             const int step = (int)(width[p] * 32 / n_groups);
@@ -474,12 +482,12 @@ static void block_product(int n_panels, float *const *pp, const int *width, cons
         return;
     }
     for (int64_t g = 0, jr = 0; g < n_groups; g++) {
-        int nr = (int)(base + (g < extra)), nr_next = (int)(g + 1 < n_groups ? base + (g + 1 < extra) : 0);
+        int nr = GROUP_ROWS(g), nr_next = g + 1 < n_groups ? GROUP_ROWS(g + 1) : 0;
         const float *bj = b + jr * ldb + pc;
         pack_b(bj, ldb, nr, kc, bj + nr * ldb, nr_next, bpack);
         for (int p = 0; p < n_panels; p++) {
             float *cp = c + jr * ldc + (int64_t)p * MR;
-            if (nr <= 2 && p + 1 < n_panels && prow[p] == MR && prow[p + 1] == MR) {
+            if (pairs_with_next(nr, p, n_panels, prow)) {
                 micro_pair_any(nr, kc, pp[p], pp[p + 1], bpack, cp, ldc, first, 0);
                 p++;
             } else {
@@ -488,6 +496,7 @@ static void block_product(int n_panels, float *const *pp, const int *width, cons
         }
         jr += nr;
     }
+#undef GROUP_ROWS
 }
 
 /* The panels of a block of mc (<= MC) rows and kc columns laid out from
