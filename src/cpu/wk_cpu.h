@@ -196,7 +196,7 @@ const struct wk_cpu_kernels *wk_cpu_kernels_for(const char *isa);
  * start) and wk_cpu_r16_unpack_row (through which wk_cpu_get_row and the
  * matmul's prefill tiles, where the dtype has no gemm_r16, read rows) read
  * it. The model loader repacks a matrix only
- * when wk_cpu_kernels_get() has those entries (AVX-512 VNNI; AVX2 for Q4_K and Q6_K; not
+ * when wk_cpu_kernels_get() has those entries (AVX-512 VNNI and AVX2, all five dtypes; not
  * WICK_EXACT), so every other table keeps the row-major dtypes. The
  * matmul splits R16 rows between threads in whole groups.
  */

@@ -157,12 +157,97 @@ static ALWAYS_INLINE void r16_gemm_q6k_tile(const int T, int64_t nc, const uint8
     }
 }
 
+/* Q4_1_R16, Q5_0_R16 and Q8_0_R16 (layouts as r16_group), T tokens, one
+ * group, one column chunk of nc elements at g: out[t][0..15] (+)= the 16
+ * rows' dots with token t. Per 32-element block the codes are unpacked
+ * once (Q4_1 and Q5_0: four vectors of low and high nibbles, Q5_0's fifth
+ * bits added as in r16_group; Q8_0: eight vectors of q + 128) and fed to
+ * every token's two int32 sums; then S = 256 S_hi + S_lo, exact, is scaled
+ * by d_w and the token's ds, and the offset term (Q4_1: m_w times x~'s
+ * block sum; Q5_0 and Q8_0: -16 or -128 d_w times it) goes into the same
+ * accumulator. */
+static ALWAYS_INLINE void r16_gemm_b32_tile(const enum x16_kind K, const int T, int64_t nc, const uint8_t *g,
+                                            const float *const *p, float *const *out, bool add)
+{
+    const size_t bb = r16_block_bytes(K);
+    const size_t head = K == X16_Q4_1 ? 64 : K == X16_Q5_0 ? 96 : 32; /* the 16 rows' scales (and qh) */
+    const int64_t nb = nc / 32;
+    const __m512i m4 = _mm512_set1_epi8(0x0F), c16 = _mm512_set1_epi8(0x10);
+    const uint8_t *lines[R16_GEMM_T];
+    const float *ds[R16_GEMM_T], *sums[R16_GEMM_T];
+    __m512 acc[R16_GEMM_T];
+    UNROLL
+    for (int t = 0; t < T; t++) {
+        lines[t] = (const uint8_t *)p[t];
+        ds[t] = p[t] + nb * (X16_COMPACT_BYTES / 4);
+        sums[t] = ds[t] + nb;
+        acc[t] = _mm512_setzero_ps();
+    }
+    for (int64_t i = 0; i < nb; i++) {
+        const uint8_t *b = g + (size_t)i * WK_R16_ROWS * bb;
+        __m512i h[R16_GEMM_T], l[R16_GEMM_T];
+        UNROLL
+        for (int t = 0; t < T; t++) h[t] = l[t] = _mm512_setzero_si512();
+        if (K == X16_Q4_1 || K == X16_Q5_0) {
+            const __m512i qh = K == X16_Q5_0 ? _mm512_loadu_si512(b + 32) : _mm512_setzero_si512();
+            UNROLL
+            for (int k = 0; k < 4; k++) { /* elements 4k.. (low nibbles) and 16 + 4k.. (high) */
+                const __m512i v = _mm512_loadu_si512(b + head + 64 * k);
+                __m512i lo = _mm512_and_si512(v, m4), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+                if (K == X16_Q5_0) {
+                    const int32_t sk = 0x01010101 * k, s4 = 0x04040404;
+                    const __m512i hb = _mm512_shuffle_epi8(qh, _mm512_set4_epi32(sk + 3 * s4, sk + 2 * s4, sk + s4, sk));
+                    lo = _mm512_mask_add_epi8(lo, _mm512_test_epi8_mask(hb, _mm512_set1_epi32(0x08040201)), lo, c16);
+                    hi = _mm512_mask_add_epi8(hi, _mm512_test_epi8_mask(hb, _mm512_set1_epi32((int32_t)0x80402010u)), hi,
+                                              c16);
+                }
+                UNROLL
+                for (int t = 0; t < T; t++) {
+                    const uint8_t *line = lines[t] + X16_COMPACT_BYTES * i;
+                    h[t] = _mm512_dpbusd_epi32(h[t], lo, r16_x4(line, 0, 4 * k));
+                    h[t] = _mm512_dpbusd_epi32(h[t], hi, r16_x4(line, 0, 16 + 4 * k));
+                    l[t] = _mm512_dpbusd_epi32(l[t], lo, r16_x4(line, 1, 4 * k));
+                    l[t] = _mm512_dpbusd_epi32(l[t], hi, r16_x4(line, 1, 16 + 4 * k));
+                }
+            }
+        } else {
+            UNROLL
+            for (int k = 0; k < 8; k++) { /* elements 4k .. 4k + 3, as q + 128 */
+                const __m512i v = _mm512_loadu_si512(b + head + 64 * k);
+                UNROLL
+                for (int t = 0; t < T; t++) {
+                    const uint8_t *line = lines[t] + X16_COMPACT_BYTES * i;
+                    h[t] = _mm512_dpbusd_epi32(h[t], v, r16_x4(line, 0, 4 * k));
+                    l[t] = _mm512_dpbusd_epi32(l[t], v, r16_x4(line, 1, 4 * k));
+                }
+            }
+        }
+        const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)b));
+        const __m512 cw = K == X16_Q4_1   ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(b + 32)))
+                          : K == X16_Q5_0 ? _mm512_mul_ps(dw, _mm512_set1_ps(-16.0f))
+                                          : _mm512_mul_ps(dw, _mm512_set1_ps(-128.0f));
+        UNROLL
+        for (int t = 0; t < T; t++) {
+            const __m512i S = _mm512_add_epi32(_mm512_slli_epi32(h[t], 8), l[t]);
+            acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(S), _mm512_mul_ps(dw, _mm512_set1_ps(ds[t][i])), acc[t]);
+            acc[t] = _mm512_fmadd_ps(cw, _mm512_set1_ps(sums[t][i]), acc[t]);
+        }
+    }
+    UNROLL
+    for (int t = 0; t < T; t++) {
+        __m512 r = acc[t];
+        if (add) r = _mm512_add_ps(r, _mm512_loadu_ps(out[t]));
+        _mm512_storeu_ps(out[t], r);
+    }
+}
+
 /* One micro-tile of K's R16 GEMM (T a constant after inlining). */
 static ALWAYS_INLINE void r16_gemm_tile(const enum x16_kind K, const int T, int64_t nc, const uint8_t *g,
                                         const float *const *p, float *const *out, bool add)
 {
     if (K == X16_Q4_K) r16_gemm_q4k_tile(T, nc, g, p, out, add);
     else if (K == X16_Q6_K) r16_gemm_q6k_tile(T, nc, g, p, out, add);
+    else r16_gemm_b32_tile(K, T, nc, g, p, out, add);
 }
 
 /* gemm_r16 for K: rows in tiles of R16_GEMM_GROUPS groups; in a tile,
@@ -205,6 +290,21 @@ static ALWAYS_INLINE void r16_gemm(const enum x16_kind K, int64_t n, const void 
     }
 }
 
+static void r16_gemm_q4_1(int64_t n, const void *w, size_t stride, const float *prep, size_t ldp, int64_t n_tokens,
+                          float *out, size_t ldo, int64_t n_rows)
+{
+    r16_gemm(X16_Q4_1, n, w, stride, prep, ldp, n_tokens, out, ldo, n_rows);
+}
+static void r16_gemm_q5_0(int64_t n, const void *w, size_t stride, const float *prep, size_t ldp, int64_t n_tokens,
+                          float *out, size_t ldo, int64_t n_rows)
+{
+    r16_gemm(X16_Q5_0, n, w, stride, prep, ldp, n_tokens, out, ldo, n_rows);
+}
+static void r16_gemm_q8_0(int64_t n, const void *w, size_t stride, const float *prep, size_t ldp, int64_t n_tokens,
+                          float *out, size_t ldo, int64_t n_rows)
+{
+    r16_gemm(X16_Q8_0, n, w, stride, prep, ldp, n_tokens, out, ldo, n_rows);
+}
 static void r16_gemm_q4_k(int64_t n, const void *w, size_t stride, const float *prep, size_t ldp, int64_t n_tokens,
                           float *out, size_t ldo, int64_t n_rows)
 {

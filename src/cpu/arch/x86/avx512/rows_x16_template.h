@@ -930,6 +930,9 @@ void WK_X16_FILL(struct wk_cpu_kernels *k)
     R16_FILL(q6_k, WK_DTYPE_Q6_K_R16);
     R16_FILL(q4_k, WK_DTYPE_Q4_K_R16);
 #undef R16_FILL
+    k->gemm_r16[WK_DTYPE_Q4_1_R16] = r16_gemm_q4_1;
+    k->gemm_r16[WK_DTYPE_Q5_0_R16] = r16_gemm_q5_0;
+    k->gemm_r16[WK_DTYPE_Q8_0_R16] = r16_gemm_q8_0;
     k->gemm_r16[WK_DTYPE_Q4_K_R16] = r16_gemm_q4_k;
     k->gemm_r16[WK_DTYPE_Q6_K_R16] = r16_gemm_q6_k;
     k->r16_prepare = r16_prepare;
