@@ -27,17 +27,19 @@ APP_LDLIBS := $(shell pkg-config --libs libedit 2>/dev/null || echo -ledit)
 AVX2_FLAGS   := -mavx2 -mfma -mf16c
 AVX512_FLAGS := $(AVX2_FLAGS) -mavx512f -mavx512bw -mavx512vl -mavx512dq
 VNNI_FLAGS   := $(AVX512_FLAGS) -mavx512vnni
+AMX_FLAGS    := $(VNNI_FLAGS) -mamx-tile -mamx-int8
 
 LIB_SRC    := $(wildcard src/*/*.c)
 AVX2_SRC   := $(wildcard src/cpu/arch/x86/avx2/*.c)
-AVX512_SRC := $(filter-out %_vnni.c,$(wildcard src/cpu/arch/x86/avx512/*.c))
+AVX512_SRC := $(filter-out %_vnni.c %_amx.c,$(wildcard src/cpu/arch/x86/avx512/*.c))
 VNNI_SRC   := $(wildcard src/cpu/arch/x86/avx512/*_vnni.c)
+AMX_SRC    := $(wildcard src/cpu/arch/x86/avx512/*_amx.c)
 APP_SRC    := $(wildcard app/*.c)
 UNIT_SRC   := $(wildcard tests/unit/test-*.c)
 GOLDEN_SRC := $(wildcard tests/golden/test-*.c)
 BENCH_SRC  := $(wildcard bench/*.c)
 
-LIB_OBJ  := $(patsubst %.c,$(OUT)/%.o,$(LIB_SRC) $(AVX2_SRC) $(AVX512_SRC) $(VNNI_SRC))
+LIB_OBJ  := $(patsubst %.c,$(OUT)/%.o,$(LIB_SRC) $(AVX2_SRC) $(AVX512_SRC) $(VNNI_SRC) $(AMX_SRC))
 APP_OBJ  := $(patsubst %.c,$(OUT)/%.o,$(APP_SRC))
 UNIT_BIN := $(patsubst tests/unit/%.c,$(OUT)/tests/%,$(UNIT_SRC))
 GOLDEN_BIN := $(patsubst tests/golden/%.c,$(OUT)/tests/%,$(GOLDEN_SRC))
@@ -64,6 +66,11 @@ $(OUT)/src/cpu/arch/x86/avx512/%_vnni.o: src/cpu/arch/x86/avx512/%_vnni.c
 	@mkdir -p $(dir $@)
 	@echo "  CC  $<"
 	@$(CC) $(CFLAGS) $(VNNI_FLAGS) -c $< -o $@
+
+$(OUT)/src/cpu/arch/x86/avx512/%_amx.o: src/cpu/arch/x86/avx512/%_amx.c
+	@mkdir -p $(dir $@)
+	@echo "  CC  $<"
+	@$(CC) $(CFLAGS) $(AMX_FLAGS) -c $< -o $@
 
 $(OUT)/src/cpu/arch/x86/avx512/%.o: src/cpu/arch/x86/avx512/%.c
 	@mkdir -p $(dir $@)

@@ -14,6 +14,9 @@
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
+#if defined(__linux__)
+#include <sys/syscall.h>
+#endif
 
 static uint64_t xgetbv0(void)
 {
@@ -40,6 +43,17 @@ static void detect(struct wk_cpu_features *f)
     f->avx2 = ymm_ok && avx2 && fma && f16c;
     f->avx512 = f->avx2 && zmm_ok && avx512f && avx512dq && avx512bw && avx512vl;
     f->avx512_vnni = f->avx512 && vnni;
+    /* AMX: CPUID.7.0:EDX bits 24 (TILE) and 25 (INT8), XCR0 bits 17-18
+     * (XTILECFG, XTILEDATA); Linux hands out the 8 KiB tile data state only
+     * to a process that asks (ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA):
+     * without the grant the first tile instruction faults. */
+    bool amx = (d & (1u << 24)) && (d & (1u << 25)) && (xcr0 & 0x60000) == 0x60000;
+#if defined(__linux__)
+    amx = amx && syscall(SYS_arch_prctl, 0x1023 /* ARCH_REQ_XCOMP_PERM */, 18 /* XFEATURE_XTILEDATA */) == 0;
+#else
+    amx = false;
+#endif
+    f->amx_int8 = f->avx512_vnni && amx;
 }
 #else
 static void detect(struct wk_cpu_features *f)
@@ -80,9 +94,11 @@ static void init_once(void)
     detect(&g_features);
     const char *cap = getenv("WICK_CPU");
     if (cap && strcmp(cap, "ref") == 0) {
-        g_features.avx2 = g_features.avx512 = g_features.avx512_vnni = false;
+        g_features.avx2 = g_features.avx512 = g_features.avx512_vnni = g_features.amx_int8 = false;
     } else if (cap && strcmp(cap, "avx2") == 0) {
-        g_features.avx512 = g_features.avx512_vnni = false;
+        g_features.avx512 = g_features.avx512_vnni = g_features.amx_int8 = false;
+    } else if (cap && strcmp(cap, "avx512") == 0) {
+        g_features.amx_int8 = false;
     }
     g_features.n_cores = usable_cpus();
 }

@@ -203,11 +203,15 @@ struct wk_cpu_features {
     bool avx2;       /* AVX2 + FMA + F16C, and the OS saves YMM state */
     bool avx512;     /* AVX-512 F, BW, VL, DQ, and the OS saves ZMM state */
     bool avx512_vnni;
+    /* AMX-TILE and AMX-INT8, the OS saving tile state (XCR0 bits 17-18) and,
+     * on Linux, this process granted it (arch_prctl ARCH_REQ_XCOMP_PERM) */
+    bool amx_int8;
     int n_cores;     /* logical CPUs this process may use (affinity, cgroup quota) */
 };
 
 /* Reads the features once (thread-safe, idempotent) and returns them. The
- * environment variable WICK_CPU=ref|avx2|avx512 caps what is reported. */
+ * environment variable WICK_CPU=ref|avx2|avx512 caps what is reported
+ * (avx512: AVX-512 and VNNI without AMX). */
 const struct wk_cpu_features *wk_cpu_features_get(void);
 
 /* ---------------------------------------------------------------- timing */

@@ -81,9 +81,9 @@ wk_vec_dot_rows_fn wk__vec_dot_rows_ref(enum wk_dtype t)
     }
 }
 
-static struct wk_cpu_kernels g_ref, g_avx2, g_avx512; /* written once under g_once */
+static struct wk_cpu_kernels g_ref, g_avx2, g_avx512, g_amx; /* written once under g_once */
 static struct wk_cpu_kernels g_exact; /* the best table without its x16 entries */
-static bool g_have_avx2, g_have_avx512, g_want_exact;
+static bool g_have_avx2, g_have_avx512, g_have_amx, g_want_exact;
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 
 static void fill_ref(struct wk_cpu_kernels *k)
@@ -127,13 +127,19 @@ static void init_once(void)
         wk__cpu_fill_avx512(&g_avx512);
         g_have_avx512 = true;
     }
+    if (f->amx_int8 && g_have_avx512) {
+        g_amx = g_avx512;
+        g_amx.isa = "amx";
+        wk__cpu_fill_amx(&g_amx);
+        g_have_amx = true;
+    }
 #else
     (void)f;
 #endif
     /* WICK_EXACT=1: decode and prefill with f32 activations everywhere */
     const char *e = getenv("WICK_EXACT");
     g_want_exact = e && *e && strcmp(e, "0") != 0;
-    g_exact = g_have_avx512 ? g_avx512 : g_have_avx2 ? g_avx2 : g_ref;
+    g_exact = g_have_amx ? g_amx : g_have_avx512 ? g_avx512 : g_have_avx2 ? g_avx2 : g_ref;
     memset(g_exact.vec_dot_rows_x16, 0, sizeof g_exact.vec_dot_rows_x16);
     memset(g_exact.vec_dot_rows_x16_tokens, 0, sizeof g_exact.vec_dot_rows_x16_tokens);
     memset(g_exact.vec_dot_rows_r16, 0, sizeof g_exact.vec_dot_rows_r16);
@@ -146,6 +152,7 @@ const struct wk_cpu_kernels *wk_cpu_kernels_get(void)
 {
     pthread_once(&g_once, init_once);
     if (g_want_exact) return &g_exact;
+    if (g_have_amx) return &g_amx;
     if (g_have_avx512) return &g_avx512;
     if (g_have_avx2) return &g_avx2;
     return &g_ref;
@@ -157,5 +164,6 @@ const struct wk_cpu_kernels *wk_cpu_kernels_for(const char *isa)
     if (strcmp(isa, "ref") == 0) return &g_ref;
     if (strcmp(isa, "avx2") == 0) return g_have_avx2 ? &g_avx2 : NULL;
     if (strcmp(isa, "avx512") == 0) return g_have_avx512 ? &g_avx512 : NULL;
+    if (strcmp(isa, "amx") == 0) return g_have_amx ? &g_amx : NULL;
     return NULL;
 }

@@ -95,7 +95,7 @@ typedef void (*wk_gemm_r16_fn)(int64_t n, const void *w, size_t stride, const fl
                                int64_t n_tokens, float *out, size_t ldo, int64_t n_rows);
 
 struct wk_cpu_kernels {
-    const char *isa; /* "ref", "avx2", "avx512" */
+    const char *isa; /* "ref", "avx2", "avx512", "amx" (avx512's with the AMX gemm_r16) */
     wk_vec_dot_fn vec_dot[WK_DTYPE_COUNT];   /* by weight dtype; x in f32 */
     wk_vec_dot_fn vec_dot_q[WK_DTYPE_COUNT]; /* by weight dtype; x in its vec_dot_type */
     wk_from_f32_fn quantize[WK_DTYPE_COUNT]; /* by activation dtype (Q8_0, Q8_1, Q8_K) */
@@ -179,7 +179,7 @@ struct wk_cpu_kernels {
  * vec_dot_rows_x16 entries are NULL, so decode keeps f32 activations. */
 const struct wk_cpu_kernels *wk_cpu_kernels_get(void);
 
-/* The table for a named ISA ("ref", "avx2", "avx512"), or NULL when the ISA
+/* The table for a named ISA ("ref", "avx2", "avx512", "amx"), or NULL when the ISA
  * is unknown or this CPU cannot run it. For tests and benchmarks. */
 const struct wk_cpu_kernels *wk_cpu_kernels_for(const char *isa);
 

@@ -354,5 +354,53 @@ static void test_matmul_many_and_glu(void)
     for (int i = 0; i < 3; i++) wk_aligned_free(data[i]);
 }
 
+/* The AMX gemm_r16 (r16_amx.c, where the CPU grants AMX) against the
+ * AVX-512 VNNI one it stands on, bit for bit: each R16 type, rows of one
+ * column chunk and of two (a short second one), 80 rows (a tile of four
+ * groups and one of one) and 37 tokens (two tiles of 16 through AMX, 5
+ * through VNNI), output rows ldo apart wider than the matrix, and a call
+ * on tokens 3.. and rows 16.. alone. */
+static void test_r16_gemm_amx(void)
+{
+    const struct wk_cpu_kernels *amx = wk_cpu_kernels_for("amx"), *vnni = wk_cpu_kernels_for("avx512");
+    if (!amx || !vnni) {
+        printf("  no AMX on this CPU (or not granted): skipped\n");
+        return;
+    }
+    const enum wk_dtype types[5] = {WK_DTYPE_Q4_1, WK_DTYPE_Q5_0, WK_DTYPE_Q8_0, WK_DTYPE_Q4_K, WK_DTYPE_Q6_K};
+    const int64_t ns[2] = {2304, 4352}, n_rows = 80, n_tok = 37, ldo = 83;
+    uint64_t seed = 5;
+    int n_amx = 0;
+    for (int ti = 0; ti < 5; ti++)
+        for (int ni = 0; ni < 2; ni++) {
+            const enum wk_dtype t = types[ti], r16 = wk_cpu_r16_dtype(t);
+            const int64_t n = ns[ni], bs = wk_dtype_traits_get(t)->block_size;
+            if (!amx->gemm_r16[r16] || !vnni->gemm_r16[r16]) continue;
+            n_amx += amx->gemm_r16[r16] != vnni->gemm_r16[r16];
+            const size_t row = wk_dtype_row_bytes(t, n), ldp = wk_cpu_r16_prep_floats(n);
+            uint8_t *w = wk_aligned_alloc(row * n_rows), *tmp = wk_aligned_alloc(row * WK_R16_ROWS);
+            fill_random_blocks(t, w, n / bs * n_rows, &seed);
+            wk_cpu_r16_pack(t, w, n, n_rows, tmp);
+            float *x = wk_aligned_alloc((size_t)(n * n_tok) * 4), *prep = wk_aligned_alloc(ldp * (size_t)n_tok * 4);
+            for (int64_t i = 0; i < n * n_tok; i++) x[i] = check_rand_f32(&seed) * (i % 32 == 7 ? 8 : 1);
+            for (int64_t j = 0; j < n_tok; j++) vnni->r16_prepare(n, x + j * n, prep + (size_t)j * ldp);
+            float *ya = wk_aligned_alloc((size_t)(ldo * n_tok) * 4), *yv = wk_aligned_alloc((size_t)(ldo * n_tok) * 4);
+            for (int64_t i = 0; i < ldo * n_tok; i++) ya[i] = yv[i] = -1.0f;
+            amx->gemm_r16[r16](n, w, row, prep, ldp, n_tok, ya, (size_t)ldo, n_rows);
+            vnni->gemm_r16[r16](n, w, row, prep, ldp, n_tok, yv, (size_t)ldo, n_rows);
+            int bad = memcmp(ya, yv, (size_t)(ldo * n_tok) * 4) != 0;
+            for (int64_t i = 0; i < ldo * n_tok; i++) ya[i] = NAN;
+            amx->gemm_r16[r16](n, w + WK_R16_ROWS * row, row, prep + 3 * ldp, ldp, n_tok - 3, ya + 3 * ldo + WK_R16_ROWS,
+                               (size_t)ldo, n_rows - WK_R16_ROWS);
+            for (int64_t j = 3; j < n_tok; j++)
+                bad += memcmp(ya + j * ldo + WK_R16_ROWS, yv + j * ldo + WK_R16_ROWS, (size_t)(n_rows - WK_R16_ROWS) * 4) != 0;
+            if (bad) fprintf(stderr, "  amx %s n=%lld: %d failures\n", wk_dtype_name(t), (long long)n, bad);
+            CHECK_EQ_INT(bad, 0);
+            wk_aligned_free(w), wk_aligned_free(tmp), wk_aligned_free(x), wk_aligned_free(prep);
+            wk_aligned_free(ya), wk_aligned_free(yv);
+        }
+    CHECK(n_amx >= 8); /* Q4_1, Q5_0, Q8_0 and Q4_K went through AMX, at both lengths */
+}
+
 CHECK_MAIN(TEST(test_matmul_balanced_decode), TEST(test_r16_layout), TEST(test_r16_groups),
-           TEST(test_matmul_many_and_glu))
+           TEST(test_matmul_many_and_glu), TEST(test_r16_gemm_amx))

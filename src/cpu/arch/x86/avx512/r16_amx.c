@@ -1,0 +1,284 @@
+/*
+ * r16_amx.c - the R16 prefill GEMM (gemm_r16, wk_cpu.h) through AMX-INT8
+ * tiles, for Q4_1_R16, Q5_0_R16, Q8_0_R16 and Q4_K_R16, where the CPU and
+ * the OS grant AMX (wk_cpu_features.amx_int8: CPUID, XCR0's tile state and
+ * Linux's ARCH_REQ_XCOMP_PERM; Intel SDM vol. 1 ch. 18, Intel's AMX
+ * instruction reference for TDPBSUD). Compiled with -mamx-tile -mamx-int8
+ * beside the VNNI flags.
+ *
+ * The R16 layout (repack.c) already is the tiles' B operand: vector k of a
+ * 32-element block holds bytes 4k .. 4k + 3 of each of the group's 16 rows
+ * in 32-bit lane r, which is row k of a "VNNI-packed" B tile with N = 16
+ * columns (Q8_0: the block's eight stored vectors, q + 128, loaded as they
+ * lie; Q4_1, Q5_0, Q4_K: the nibbles unpacked into eight such rows on the
+ * stack first, Q5_0's fifth bits added as r16_group does). The A operand is
+ * 16 tokens' prepared x (r16_prepare: per block hi[32] then lo[32], each a
+ * token's row of a tile, ldp floats between tokens). TDPBSUD (signed A,
+ * unsigned B) gives, per token t and row r, the block's exact S_hi and S_lo
+ * of decode (rows_x16_template.h); S = 256 S_hi + S_lo, and the float side
+ * is the VNNI GEMM tile's, operation for operation (r16_gemm_template.h:
+ * r16_gemm_b32_tile, r16_gemm_q4k_tile): acc += float(S) (d_w ds), then the
+ * offset term. So every result has the bits of the VNNI gemm_r16 (tested:
+ * test-cpu-r16 runs the table that has this kernel and compares its GEMM
+ * with the VNNI one), and the tokens past the last whole tile of 16 go to
+ * the VNNI kernel.
+ *
+ * Per block and 16 tokens: two TDPBSUD (16 x 16 x 32 each), two tile
+ * stores of the int32 results, then 16 zmm epilogues; against the VNNI
+ * tile's 4 vpdpbusd a token for every 32 elements of 16 rows.
+ */
+#include "avx512.h"
+#include "dot_rows.h" /* ALWAYS_INLINE, UNROLL */
+
+#include <immintrin.h>
+#include <string.h>
+
+/* The VNNI gemm_r16 entries this one falls back on for the tail tokens. */
+static wk_gemm_r16_fn g_vnni[WK_DTYPE_COUNT];
+
+enum amx_kind { AMX_Q4_1, AMX_Q5_0, AMX_Q8_0, AMX_Q4_K };
+
+#define AMX_T 16                /* tokens a tile */
+#define AMX_GROUPS 4            /* groups of 16 rows whose column chunk a token tile visits in turn */
+#define AMX_CHUNK WK_R16_PREP_CHUNK
+
+/* Tile registers: 0, 1 A (x's hi and lo bytes of 16 tokens, one block),
+ * 2 B (the codes of one block, 8 rows of 64 bytes), 4, 5 C (S_hi, S_lo). */
+struct amx_config {
+    uint8_t palette, start_row;
+    uint8_t reserved[14];
+    uint16_t colsb[16];
+    uint8_t rows[16];
+};
+
+/* A constant in memory: GCC 12 treats ldtilecfg's operand as not read, so
+ * a configuration built on the stack had its stores removed (#GP). */
+static const struct amx_config g_config = {
+    .palette = 1,
+    .colsb = {32, 32, 64, 0, 64, 64},
+    .rows = {AMX_T, AMX_T, 8, 0, AMX_T, AMX_T},
+};
+
+static void amx_configure(void)
+{
+    _tile_loadconfig(&g_config);
+}
+
+static inline size_t amx_block_bytes(enum amx_kind K)
+{
+    return K == AMX_Q4_1   ? sizeof(struct wk_block_q4_1)
+           : K == AMX_Q5_0 ? sizeof(struct wk_block_q5_0)
+           : K == AMX_Q8_0 ? sizeof(struct wk_block_q8_0)
+                           : sizeof(struct wk_block_q4_k);
+}
+
+/* One 32-element block of 16 tokens: the int32 S = 256 S_hi + S_lo for
+ * token t and row r at s[t] lane r. A at line (token 0's compact line of
+ * the block), ldb the bytes between tokens' lines; B: 8 rows of 64 bytes
+ * at codes. */
+static ALWAYS_INLINE void amx_block(const uint8_t *line, size_t ldb, const void *codes, __m512i *s)
+{
+    _Alignas(64) int32_t ch[AMX_T][16], cl[AMX_T][16];
+    _tile_loadd(0, line, ldb);
+    _tile_loadd(1, line + 32, ldb);
+    _tile_loadd(2, codes, 64);
+    _tile_zero(4);
+    _tile_zero(5);
+    _tile_dpbsud(4, 0, 2);
+    _tile_dpbsud(5, 1, 2);
+    _tile_stored(4, ch, 64);
+    _tile_stored(5, cl, 64);
+    UNROLL
+    for (int t = 0; t < AMX_T; t++)
+        s[t] = _mm512_add_epi32(_mm512_slli_epi32(_mm512_load_si512(ch[t]), 8), _mm512_load_si512(cl[t]));
+}
+
+/* The low (hi_nib 0) or high nibbles of n vectors at v into n B rows. */
+static ALWAYS_INLINE void amx_nibbles(const uint8_t *v, int n, int hi_nib, uint8_t *dst)
+{
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    UNROLL
+    for (int k = 0; k < n; k++) {
+        const __m512i x = _mm512_loadu_si512(v + 64 * k);
+        _mm512_store_si512(dst + 64 * k, hi_nib ? _mm512_and_si512(_mm512_srli_epi16(x, 4), m4) : _mm512_and_si512(x, m4));
+    }
+}
+
+/* Q4_1, Q5_0, Q8_0: one group, one column chunk of nc elements at g, 16
+ * tokens (lines at p0, ldb bytes apart; ds and sums of token t at
+ * pd[t]): out[t][0..15] (+)= the rows' dots (r16_gemm_b32_tile's float
+ * operations). */
+static ALWAYS_INLINE void amx_tile_b32(const enum amx_kind K, int64_t nc, const uint8_t *g, const uint8_t *p0,
+                                       size_t ldb, const float *const *pd, float *const *out, bool add)
+{
+    const size_t bb = amx_block_bytes(K);
+    const size_t head = K == AMX_Q4_1 ? 64 : K == AMX_Q5_0 ? 96 : 32;
+    const int64_t nb = nc / 32;
+    const __m512i m4 = _mm512_set1_epi8(0x0F), c16 = _mm512_set1_epi8(0x10);
+    _Alignas(64) uint8_t codes[8 * 64];
+    __m512 acc[AMX_T];
+    UNROLL
+    for (int t = 0; t < AMX_T; t++) acc[t] = _mm512_setzero_ps();
+    for (int64_t i = 0; i < nb; i++) {
+        const uint8_t *b = g + (size_t)i * WK_R16_ROWS * bb;
+        const void *src = b + head;
+        if (K == AMX_Q4_1 || K == AMX_Q5_0) {
+            const __m512i qh = K == AMX_Q5_0 ? _mm512_loadu_si512(b + 32) : _mm512_setzero_si512();
+            UNROLL
+            for (int k = 0; k < 4; k++) { /* B rows k (elements 4k..) and 4 + k (16 + 4k..) */
+                const __m512i v = _mm512_loadu_si512(b + head + 64 * k);
+                __m512i lo = _mm512_and_si512(v, m4), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+                if (K == AMX_Q5_0) {
+                    const int32_t sk = 0x01010101 * k, s4 = 0x04040404;
+                    const __m512i hb = _mm512_shuffle_epi8(qh, _mm512_set4_epi32(sk + 3 * s4, sk + 2 * s4, sk + s4, sk));
+                    lo = _mm512_mask_add_epi8(lo, _mm512_test_epi8_mask(hb, _mm512_set1_epi32(0x08040201)), lo, c16);
+                    hi = _mm512_mask_add_epi8(hi, _mm512_test_epi8_mask(hb, _mm512_set1_epi32((int32_t)0x80402010u)), hi,
+                                              c16);
+                }
+                _mm512_store_si512(codes + 64 * k, lo);
+                _mm512_store_si512(codes + 64 * (4 + k), hi);
+            }
+            src = codes;
+        }
+        __m512i s[AMX_T];
+        amx_block(p0 + 64 * i, ldb, src, s);
+        const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)b));
+        const __m512 cw = K == AMX_Q4_1   ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(b + 32)))
+                          : K == AMX_Q5_0 ? _mm512_mul_ps(dw, _mm512_set1_ps(-16.0f))
+                                          : _mm512_mul_ps(dw, _mm512_set1_ps(-128.0f));
+        UNROLL
+        for (int t = 0; t < AMX_T; t++) {
+            const float *ds = pd[t], *sums = ds + nb;
+            acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[t]), _mm512_mul_ps(dw, _mm512_set1_ps(ds[i])), acc[t]);
+            acc[t] = _mm512_fmadd_ps(cw, _mm512_set1_ps(sums[i]), acc[t]);
+        }
+    }
+    UNROLL
+    for (int t = 0; t < AMX_T; t++) {
+        __m512 r = acc[t];
+        if (add) r = _mm512_add_ps(r, _mm512_loadu_ps(out[t]));
+        _mm512_storeu_ps(out[t], r);
+    }
+}
+
+/* The 6-bit scale and min of sub-block s for the 16 rows (r16_q4k_scale_min's). */
+static ALWAYS_INLINE __m512i amx_shr(__m512i v, int bits)
+{
+    return _mm512_srl_epi32(v, _mm_cvtsi32_si128(bits));
+}
+static ALWAYS_INLINE void amx_q4k_scale_min(__m512i d0, __m512i d1, __m512i d2, int s, __m512i *sc, __m512i *m)
+{
+    const __m512i m6 = _mm512_set1_epi32(63), m4 = _mm512_set1_epi32(15), m2 = _mm512_set1_epi32(3);
+    if (s < 4) {
+        *sc = _mm512_and_si512(amx_shr(d0, 8 * s), m6);
+        *m = _mm512_and_si512(amx_shr(d1, 8 * s), m6);
+    } else {
+        const int t = s - 4;
+        *sc = _mm512_or_si512(_mm512_and_si512(amx_shr(d2, 8 * t), m4),
+                              _mm512_slli_epi32(_mm512_and_si512(amx_shr(d0, 8 * t + 6), m2), 4));
+        *m = _mm512_or_si512(_mm512_and_si512(amx_shr(d2, 8 * t + 4), m4),
+                             _mm512_slli_epi32(_mm512_and_si512(amx_shr(d1, 8 * t + 6), m2), 4));
+    }
+}
+
+/* Q4_K: as amx_tile_b32, per 256-element super-block eight sub-blocks of
+ * 32 (r16_gemm_q4k_tile's float operations). */
+static ALWAYS_INLINE void amx_tile_q4k(int64_t nc, const uint8_t *g, const uint8_t *p0, size_t ldb,
+                                       const float *const *pd, float *const *out, bool add)
+{
+    const size_t bb = sizeof(struct wk_block_q4_k);
+    const int64_t nb = nc / WK_QK_K, nxb = nc / 32;
+    _Alignas(64) uint8_t codes[8 * 64];
+    __m512 acc[AMX_T];
+    UNROLL
+    for (int t = 0; t < AMX_T; t++) acc[t] = _mm512_setzero_ps();
+    for (int64_t i = 0; i < nb; i++) {
+        const uint8_t *b = g + (size_t)i * WK_R16_ROWS * bb;
+        const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)b));
+        const __m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(b + 32)));
+        for (int s = 0; s < 8; s++) { /* sub-block s: vectors of group s / 2, low nibbles for even s */
+            const int64_t xb = 8 * i + s;
+            amx_nibbles(b + 256 + 64 * 8 * (s / 2), 8, s & 1, codes);
+            __m512i S[AMX_T];
+            amx_block(p0 + 64 * xb, ldb, codes, S);
+            __m512i sc, mn;
+            amx_q4k_scale_min(_mm512_loadu_si512(b + 64), _mm512_loadu_si512(b + 128), _mm512_loadu_si512(b + 192), s,
+                              &sc, &mn);
+            const __m512 dsc = _mm512_mul_ps(_mm512_cvtepi32_ps(sc), d), dmn = _mm512_mul_ps(_mm512_cvtepi32_ps(mn), dmin);
+            UNROLL
+            for (int t = 0; t < AMX_T; t++) {
+                const float *ds = pd[t], *sums = ds + nxb;
+                acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(S[t]), _mm512_mul_ps(dsc, _mm512_set1_ps(ds[xb])), acc[t]);
+                acc[t] = _mm512_fnmadd_ps(dmn, _mm512_set1_ps(sums[xb]), acc[t]);
+            }
+        }
+    }
+    UNROLL
+    for (int t = 0; t < AMX_T; t++) {
+        __m512 r = acc[t];
+        if (add) r = _mm512_add_ps(r, _mm512_loadu_ps(out[t]));
+        _mm512_storeu_ps(out[t], r);
+    }
+}
+
+/* gemm_r16 for K: whole tiles of 16 tokens through AMX (rows in tiles of
+ * AMX_GROUPS groups; per column chunk, each token tile over the tile's
+ * groups, as r16_gemm orders them), the rest through the VNNI kernel. */
+static ALWAYS_INLINE void amx_gemm(const enum amx_kind K, enum wk_dtype dt, int64_t n, const void *w, size_t stride,
+                                   const float *prep, size_t ldp, int64_t n_tokens, float *out, size_t ldo,
+                                   int64_t n_rows)
+{
+    const int64_t n_full = n_tokens / AMX_T * AMX_T;
+    if (n_full) {
+        const size_t bb = amx_block_bytes(K), ldb = ldp * sizeof(float);
+        const int64_t bs = K == AMX_Q4_K ? WK_QK_K : 32, n_groups = n_rows / WK_R16_ROWS;
+        amx_configure();
+        for (int64_t g0 = 0; g0 < n_groups; g0 += AMX_GROUPS) {
+            const int64_t g1 = WK_MIN(n_groups, g0 + AMX_GROUPS);
+            for (int64_t c0 = 0; c0 < n; c0 += AMX_CHUNK) {
+                const int64_t nc = WK_MIN(AMX_CHUNK, n - c0), nxb = nc / 32;
+                for (int64_t t0 = 0; t0 < n_full; t0 += AMX_T) {
+                    const float *p0 = prep + (size_t)t0 * ldp + (c0 / AMX_CHUNK) * WK_R16_PREP_CHUNK_FLOATS;
+                    const float *pd[AMX_T];
+                    UNROLL
+                    for (int t = 0; t < AMX_T; t++) pd[t] = p0 + (size_t)t * ldp + nxb * 16; /* ds: after the lines */
+                    for (int64_t gi = g0; gi < g1; gi++) {
+                        const uint8_t *wg = (const uint8_t *)w + (size_t)gi * WK_R16_ROWS * stride +
+                                            (size_t)(c0 / bs) * WK_R16_ROWS * bb;
+                        float *o[AMX_T];
+                        UNROLL
+                        for (int t = 0; t < AMX_T; t++) o[t] = out + (size_t)(t0 + t) * ldo + WK_R16_ROWS * gi;
+                        if (K == AMX_Q4_K) amx_tile_q4k(nc, wg, (const uint8_t *)p0, ldb, pd, o, c0 > 0);
+                        else amx_tile_b32(K, nc, wg, (const uint8_t *)p0, ldb, pd, o, c0 > 0);
+                    }
+                }
+            }
+        }
+        _tile_release();
+    }
+    if (n_full < n_tokens)
+        g_vnni[dt](n, w, stride, prep + (size_t)n_full * ldp, ldp, n_tokens - n_full, out + (size_t)n_full * ldo, ldo,
+                   n_rows);
+}
+
+#define AMX_ENTRY(name, K, dt)                                                                                    \
+    static void amx_gemm_##name(int64_t n, const void *w, size_t stride, const float *prep, size_t ldp,           \
+                                int64_t n_tokens, float *out, size_t ldo, int64_t n_rows)                         \
+    {                                                                                                             \
+        amx_gemm(K, dt, n, w, stride, prep, ldp, n_tokens, out, ldo, n_rows);                                     \
+    }
+AMX_ENTRY(q4_1, AMX_Q4_1, WK_DTYPE_Q4_1_R16)
+AMX_ENTRY(q5_0, AMX_Q5_0, WK_DTYPE_Q5_0_R16)
+AMX_ENTRY(q8_0, AMX_Q8_0, WK_DTYPE_Q8_0_R16)
+AMX_ENTRY(q4_k, AMX_Q4_K, WK_DTYPE_Q4_K_R16)
+
+void wk__cpu_fill_amx(struct wk_cpu_kernels *k)
+{
+    const enum wk_dtype dts[4] = {WK_DTYPE_Q4_1_R16, WK_DTYPE_Q5_0_R16, WK_DTYPE_Q8_0_R16, WK_DTYPE_Q4_K_R16};
+    const wk_gemm_r16_fn fns[4] = {amx_gemm_q4_1, amx_gemm_q5_0, amx_gemm_q8_0, amx_gemm_q4_k};
+    for (int i = 0; i < 4; i++) {
+        if (!k->gemm_r16[dts[i]] || k->gemm_r16[dts[i]] == fns[i]) continue; /* needs the VNNI kernel beneath */
+        g_vnni[dts[i]] = k->gemm_r16[dts[i]];
+        k->gemm_r16[dts[i]] = fns[i];
+    }
+}
