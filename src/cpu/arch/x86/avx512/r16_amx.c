@@ -55,8 +55,8 @@ struct amx_config {
  * a configuration built on the stack had its stores removed (#GP). */
 static const struct amx_config g_config = {
     .palette = 1,
-    .colsb = {32, 32, 64, 0, 64, 64},
-    .rows = {AMX_T, AMX_T, 8, 0, AMX_T, AMX_T},
+    .colsb = {32, 32, 64, 64, 64, 64, 64, 64},
+    .rows = {AMX_T, AMX_T, 8, 8, AMX_T, AMX_T, AMX_T, AMX_T},
 };
 
 static void amx_configure(void)
@@ -72,93 +72,80 @@ static inline size_t amx_block_bytes(enum amx_kind K)
                            : sizeof(struct wk_block_q4_k);
 }
 
-/* One 32-element block of 16 tokens: the int32 S = 256 S_hi + S_lo for
- * token t and row r at s[t] lane r. A at line (token 0's compact line of
- * the block), ldb the bytes between tokens' lines; B: 8 rows of 64 bytes
- * at codes. */
-static ALWAYS_INLINE void amx_block(const uint8_t *line, size_t ldb, const void *codes, __m512i *s)
+/* Issues one 32-element block's two products into tile set `set` (C tiles
+ * 4, 5 or 6, 7; B tile 2 or 3): A from line (token 0's compact line of the
+ * block, ldb bytes between tokens), B: 8 rows of 64 bytes at codes. Two
+ * sets, so that the next block's products run while this block's results
+ * go through the float epilogue. */
+static ALWAYS_INLINE void amx_issue(const int set, const uint8_t *line, size_t ldb, const void *codes)
 {
-    _Alignas(64) int32_t ch[AMX_T][16], cl[AMX_T][16];
     _tile_loadd(0, line, ldb);
     _tile_loadd(1, line + 32, ldb);
-    _tile_loadd(2, codes, 64);
-    _tile_zero(4);
-    _tile_zero(5);
-    _tile_dpbsud(4, 0, 2);
-    _tile_dpbsud(5, 1, 2);
-    _tile_stored(4, ch, 64);
-    _tile_stored(5, cl, 64);
+    if (set == 0) {
+        _tile_loadd(2, codes, 64);
+        _tile_zero(4);
+        _tile_zero(5);
+        _tile_dpbsud(4, 0, 2);
+        _tile_dpbsud(5, 1, 2);
+    } else {
+        _tile_loadd(3, codes, 64);
+        _tile_zero(6);
+        _tile_zero(7);
+        _tile_dpbsud(6, 0, 3);
+        _tile_dpbsud(7, 1, 3);
+    }
+}
+
+/* The int32 S = 256 S_hi + S_lo of set `set`'s block, token t's 16 rows in s[t]. */
+static ALWAYS_INLINE void amx_collect(const int set, __m512i *s)
+{
+    _Alignas(64) int32_t ch[AMX_T][16], cl[AMX_T][16];
+    if (set == 0) {
+        _tile_stored(4, ch, 64);
+        _tile_stored(5, cl, 64);
+    } else {
+        _tile_stored(6, ch, 64);
+        _tile_stored(7, cl, 64);
+    }
     UNROLL
     for (int t = 0; t < AMX_T; t++)
         s[t] = _mm512_add_epi32(_mm512_slli_epi32(_mm512_load_si512(ch[t]), 8), _mm512_load_si512(cl[t]));
 }
 
-/* The low (hi_nib 0) or high nibbles of n vectors at v into n B rows. */
-static ALWAYS_INLINE void amx_nibbles(const uint8_t *v, int n, int hi_nib, uint8_t *dst)
+/* The B rows of 32-element block j of a group's column chunk at g: Q8_0's
+ * stored vectors; the nibbles of Q4_1, Q5_0 (fifth bits added as r16_group
+ * does) and Q4_K (sub-block j % 8 of super-block j / 8) unpacked into buf. */
+static ALWAYS_INLINE const void *amx_codes(const enum amx_kind K, const uint8_t *g, int64_t j, uint8_t *buf)
 {
-    const __m512i m4 = _mm512_set1_epi8(0x0F);
-    UNROLL
-    for (int k = 0; k < n; k++) {
-        const __m512i x = _mm512_loadu_si512(v + 64 * k);
-        _mm512_store_si512(dst + 64 * k, hi_nib ? _mm512_and_si512(_mm512_srli_epi16(x, 4), m4) : _mm512_and_si512(x, m4));
-    }
-}
-
-/* Q4_1, Q5_0, Q8_0: one group, one column chunk of nc elements at g, 16
- * tokens (lines at p0, ldb bytes apart; ds and sums of token t at
- * pd[t]): out[t][0..15] (+)= the rows' dots (r16_gemm_b32_tile's float
- * operations). */
-static ALWAYS_INLINE void amx_tile_b32(const enum amx_kind K, int64_t nc, const uint8_t *g, const uint8_t *p0,
-                                       size_t ldb, const float *const *pd, float *const *out, bool add)
-{
-    const size_t bb = amx_block_bytes(K);
-    const size_t head = K == AMX_Q4_1 ? 64 : K == AMX_Q5_0 ? 96 : 32;
-    const int64_t nb = nc / 32;
     const __m512i m4 = _mm512_set1_epi8(0x0F), c16 = _mm512_set1_epi8(0x10);
-    _Alignas(64) uint8_t codes[8 * 64];
-    __m512 acc[AMX_T];
-    UNROLL
-    for (int t = 0; t < AMX_T; t++) acc[t] = _mm512_setzero_ps();
-    for (int64_t i = 0; i < nb; i++) {
-        const uint8_t *b = g + (size_t)i * WK_R16_ROWS * bb;
-        const void *src = b + head;
-        if (K == AMX_Q4_1 || K == AMX_Q5_0) {
-            const __m512i qh = K == AMX_Q5_0 ? _mm512_loadu_si512(b + 32) : _mm512_setzero_si512();
-            UNROLL
-            for (int k = 0; k < 4; k++) { /* B rows k (elements 4k..) and 4 + k (16 + 4k..) */
-                const __m512i v = _mm512_loadu_si512(b + head + 64 * k);
-                __m512i lo = _mm512_and_si512(v, m4), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
-                if (K == AMX_Q5_0) {
-                    const int32_t sk = 0x01010101 * k, s4 = 0x04040404;
-                    const __m512i hb = _mm512_shuffle_epi8(qh, _mm512_set4_epi32(sk + 3 * s4, sk + 2 * s4, sk + s4, sk));
-                    lo = _mm512_mask_add_epi8(lo, _mm512_test_epi8_mask(hb, _mm512_set1_epi32(0x08040201)), lo, c16);
-                    hi = _mm512_mask_add_epi8(hi, _mm512_test_epi8_mask(hb, _mm512_set1_epi32((int32_t)0x80402010u)), hi,
-                                              c16);
-                }
-                _mm512_store_si512(codes + 64 * k, lo);
-                _mm512_store_si512(codes + 64 * (4 + k), hi);
-            }
-            src = codes;
-        }
-        __m512i s[AMX_T];
-        amx_block(p0 + 64 * i, ldb, src, s);
-        const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)b));
-        const __m512 cw = K == AMX_Q4_1   ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(b + 32)))
-                          : K == AMX_Q5_0 ? _mm512_mul_ps(dw, _mm512_set1_ps(-16.0f))
-                                          : _mm512_mul_ps(dw, _mm512_set1_ps(-128.0f));
+    if (K == AMX_Q4_K) {
+        const uint8_t *v = g + (size_t)(j / 8) * WK_R16_ROWS * sizeof(struct wk_block_q4_k) + 256 + 512 * ((j % 8) / 2);
+        const int hi_nib = (int)(j & 1);
         UNROLL
-        for (int t = 0; t < AMX_T; t++) {
-            const float *ds = pd[t], *sums = ds + nb;
-            acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[t]), _mm512_mul_ps(dw, _mm512_set1_ps(ds[i])), acc[t]);
-            acc[t] = _mm512_fmadd_ps(cw, _mm512_set1_ps(sums[i]), acc[t]);
+        for (int k = 0; k < 8; k++) {
+            const __m512i x = _mm512_loadu_si512(v + 64 * k);
+            _mm512_store_si512(buf + 64 * k, hi_nib ? _mm512_and_si512(_mm512_srli_epi16(x, 4), m4) : _mm512_and_si512(x, m4));
         }
+        return buf;
     }
+    const size_t head = K == AMX_Q4_1 ? 64 : K == AMX_Q5_0 ? 96 : 32;
+    const uint8_t *b = g + (size_t)j * WK_R16_ROWS * amx_block_bytes(K);
+    if (K == AMX_Q8_0) return b + head;
+    const __m512i qh = K == AMX_Q5_0 ? _mm512_loadu_si512(b + 32) : _mm512_setzero_si512();
     UNROLL
-    for (int t = 0; t < AMX_T; t++) {
-        __m512 r = acc[t];
-        if (add) r = _mm512_add_ps(r, _mm512_loadu_ps(out[t]));
-        _mm512_storeu_ps(out[t], r);
+    for (int k = 0; k < 4; k++) { /* B rows k (elements 4k..) and 4 + k (16 + 4k..) */
+        const __m512i v = _mm512_loadu_si512(b + head + 64 * k);
+        __m512i lo = _mm512_and_si512(v, m4), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+        if (K == AMX_Q5_0) {
+            const int32_t sk = 0x01010101 * k, s4 = 0x04040404;
+            const __m512i hb = _mm512_shuffle_epi8(qh, _mm512_set4_epi32(sk + 3 * s4, sk + 2 * s4, sk + s4, sk));
+            lo = _mm512_mask_add_epi8(lo, _mm512_test_epi8_mask(hb, _mm512_set1_epi32(0x08040201)), lo, c16);
+            hi = _mm512_mask_add_epi8(hi, _mm512_test_epi8_mask(hb, _mm512_set1_epi32((int32_t)0x80402010u)), hi, c16);
+        }
+        _mm512_store_si512(buf + 64 * k, lo);
+        _mm512_store_si512(buf + 64 * (4 + k), hi);
     }
+    return buf;
 }
 
 /* The 6-bit scale and min of sub-block s for the 16 rows (r16_q4k_scale_min's). */
@@ -181,36 +168,65 @@ static ALWAYS_INLINE void amx_q4k_scale_min(__m512i d0, __m512i d1, __m512i d2, 
     }
 }
 
-/* Q4_K: as amx_tile_b32, per 256-element super-block eight sub-blocks of
- * 32 (r16_gemm_q4k_tile's float operations). */
-static ALWAYS_INLINE void amx_tile_q4k(int64_t nc, const uint8_t *g, const uint8_t *p0, size_t ldb,
-                                       const float *const *pd, float *const *out, bool add)
+/* Block j's float epilogue into the 16 tokens' accumulators, the VNNI
+ * tiles' operations: Q4_1, Q5_0, Q8_0 as r16_gemm_b32_tile (acc +=
+ * float(S) (d_w ds), then the offset term), Q4_K as r16_gemm_q4k_tile
+ * (the sub-block's scale d sc and min dmin m). ds of token t at pd[t],
+ * its sums nxb floats after. */
+static ALWAYS_INLINE void amx_epilogue(const enum amx_kind K, const uint8_t *g, int64_t j, int64_t nxb,
+                                       const __m512i *s, const float *const *pd, __m512 *acc)
 {
-    const size_t bb = sizeof(struct wk_block_q4_k);
-    const int64_t nb = nc / WK_QK_K, nxb = nc / 32;
-    _Alignas(64) uint8_t codes[8 * 64];
+    if (K == AMX_Q4_K) {
+        const uint8_t *b = g + (size_t)(j / 8) * WK_R16_ROWS * sizeof(struct wk_block_q4_k);
+        const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)b));
+        const __m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(b + 32)));
+        __m512i sc, mn;
+        amx_q4k_scale_min(_mm512_loadu_si512(b + 64), _mm512_loadu_si512(b + 128), _mm512_loadu_si512(b + 192),
+                          (int)(j % 8), &sc, &mn);
+        const __m512 dsc = _mm512_mul_ps(_mm512_cvtepi32_ps(sc), d), dmn = _mm512_mul_ps(_mm512_cvtepi32_ps(mn), dmin);
+        UNROLL
+        for (int t = 0; t < AMX_T; t++) {
+            const float *ds = pd[t], *sums = ds + nxb;
+            acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[t]), _mm512_mul_ps(dsc, _mm512_set1_ps(ds[j])), acc[t]);
+            acc[t] = _mm512_fnmadd_ps(dmn, _mm512_set1_ps(sums[j]), acc[t]);
+        }
+        return;
+    }
+    const uint8_t *b = g + (size_t)j * WK_R16_ROWS * amx_block_bytes(K);
+    const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)b));
+    const __m512 cw = K == AMX_Q4_1   ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(b + 32)))
+                      : K == AMX_Q5_0 ? _mm512_mul_ps(dw, _mm512_set1_ps(-16.0f))
+                                      : _mm512_mul_ps(dw, _mm512_set1_ps(-128.0f));
+    UNROLL
+    for (int t = 0; t < AMX_T; t++) {
+        const float *ds = pd[t], *sums = ds + nxb;
+        acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[t]), _mm512_mul_ps(dw, _mm512_set1_ps(ds[j])), acc[t]);
+        acc[t] = _mm512_fmadd_ps(cw, _mm512_set1_ps(sums[j]), acc[t]);
+    }
+}
+
+/* One group, one column chunk of nc elements at g, 16 tokens (lines at
+ * p0, ldb bytes apart; ds of token t at pd[t]): out[t][0..15] (+)= the
+ * rows' dots. Block j + 1's products are issued before block j's
+ * epilogue, in the other tile set. */
+static ALWAYS_INLINE void amx_tile(const enum amx_kind K, int64_t nc, const uint8_t *g, const uint8_t *p0, size_t ldb,
+                                   const float *const *pd, float *const *out, bool add)
+{
+    const int64_t nj = nc / 32;
+    _Alignas(64) uint8_t buf[2][8 * 64];
     __m512 acc[AMX_T];
     UNROLL
     for (int t = 0; t < AMX_T; t++) acc[t] = _mm512_setzero_ps();
-    for (int64_t i = 0; i < nb; i++) {
-        const uint8_t *b = g + (size_t)i * WK_R16_ROWS * bb;
-        const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)b));
-        const __m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(b + 32)));
-        for (int s = 0; s < 8; s++) { /* sub-block s: vectors of group s / 2, low nibbles for even s */
-            const int64_t xb = 8 * i + s;
-            amx_nibbles(b + 256 + 64 * 8 * (s / 2), 8, s & 1, codes);
-            __m512i S[AMX_T];
-            amx_block(p0 + 64 * xb, ldb, codes, S);
-            __m512i sc, mn;
-            amx_q4k_scale_min(_mm512_loadu_si512(b + 64), _mm512_loadu_si512(b + 128), _mm512_loadu_si512(b + 192), s,
-                              &sc, &mn);
-            const __m512 dsc = _mm512_mul_ps(_mm512_cvtepi32_ps(sc), d), dmn = _mm512_mul_ps(_mm512_cvtepi32_ps(mn), dmin);
-            UNROLL
-            for (int t = 0; t < AMX_T; t++) {
-                const float *ds = pd[t], *sums = ds + nxb;
-                acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(S[t]), _mm512_mul_ps(dsc, _mm512_set1_ps(ds[xb])), acc[t]);
-                acc[t] = _mm512_fnmadd_ps(dmn, _mm512_set1_ps(sums[xb]), acc[t]);
-            }
+    amx_issue(0, p0, ldb, amx_codes(K, g, 0, buf[0]));
+    for (int64_t j = 0; j < nj; j += 2) {
+        __m512i s[AMX_T];
+        if (j + 1 < nj) amx_issue(1, p0 + 64 * (j + 1), ldb, amx_codes(K, g, j + 1, buf[1]));
+        amx_collect(0, s);
+        amx_epilogue(K, g, j, nj, s, pd, acc);
+        if (j + 1 < nj) {
+            if (j + 2 < nj) amx_issue(0, p0 + 64 * (j + 2), ldb, amx_codes(K, g, j + 2, buf[0]));
+            amx_collect(1, s);
+            amx_epilogue(K, g, j + 1, nj, s, pd, acc);
         }
     }
     UNROLL
@@ -248,8 +264,7 @@ static ALWAYS_INLINE void amx_gemm(const enum amx_kind K, enum wk_dtype dt, int6
                         float *o[AMX_T];
                         UNROLL
                         for (int t = 0; t < AMX_T; t++) o[t] = out + (size_t)(t0 + t) * ldo + WK_R16_ROWS * gi;
-                        if (K == AMX_Q4_K) amx_tile_q4k(nc, wg, (const uint8_t *)p0, ldb, pd, o, c0 > 0);
-                        else amx_tile_b32(K, nc, wg, (const uint8_t *)p0, ldb, pd, o, c0 > 0);
+                        amx_tile(K, nc, wg, (const uint8_t *)p0, ldb, pd, o, c0 > 0);
                     }
                 }
             }
