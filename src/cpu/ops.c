@@ -20,6 +20,9 @@
 #define WK_OPS_NAME(x) wk_##x
 #include "ops_template.h"
 
+/* wk_expf's clamp (wk_cpu.h): into the range where 2^k stays a normal float */
+const float wk__expf_lo = -87.3f, wk__expf_hi = 88.3f;
+
 void wk_rope_cos_sin(int64_t pos, int n_rot, float base, float freq_scale,
                      const float *freq_factors, float *cos_sin)
 {

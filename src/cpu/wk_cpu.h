@@ -343,11 +343,18 @@ void wk_rms_norm(int64_t n, const float *x, const float *g, float eps, float *y)
  * the exact value; inline and branch-free so loops using it vectorise.
  * Range reduction by ln 2 split in two parts, degree-6 polynomial (Cody &
  * Waite 1980). */
+/* wk_expf's clamp bounds, -87.3f and 88.3f, defined in ops.c: values the
+ * compiler cannot see, so that a caller's x / (1 + wk_expf(-x)) is not
+ * split into a second division for the clamped lanes (GCC 12 computed
+ * x / (1 + exp(88.3)) for every vector beside the general quotient and
+ * blended: two vdivps a vector, most of SwiGLU's and GEGLU's time). */
+extern const float wk__expf_lo, wk__expf_hi;
+
 static inline float wk_expf(float x)
 {
     /* clamp into the range where 2^k stays a normal float */
-    x = x < -87.3f ? -87.3f : x; /* two selects: if-converted, so loops vectorise */
-    x = x > 88.3f ? 88.3f : x;
+    x = x < wk__expf_lo ? wk__expf_lo : x; /* two selects: if-converted, so loops vectorise */
+    x = x > wk__expf_hi ? wk__expf_hi : x;
     const float shifter = 12582912.0f; /* 1.5 * 2^23: adding it rounds to an integer */
     float kf = x * 1.44269504088896341f + shifter;
     int32_t ki;
