@@ -29,6 +29,7 @@
  */
 #include "avx512.h"
 #include "dot_rows.h" /* ALWAYS_INLINE, UNROLL */
+#include "r16_codes.h"
 
 #include <immintrin.h>
 #include <string.h>
@@ -117,7 +118,7 @@ static ALWAYS_INLINE void amx_collect(const int set, __m512i *s)
  * does) and Q4_K (sub-block j % 8 of super-block j / 8) unpacked into buf. */
 static ALWAYS_INLINE const void *amx_codes(const enum amx_kind K, const uint8_t *g, int64_t j, uint8_t *buf)
 {
-    const __m512i m4 = _mm512_set1_epi8(0x0F), c16 = _mm512_set1_epi8(0x10);
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
     if (K == AMX_Q4_K) {
         const uint8_t *v = g + (size_t)(j / 8) * WK_R16_ROWS * sizeof(struct wk_block_q4_k) + 256 + 512 * ((j % 8) / 2);
         const int hi_nib = (int)(j & 1);
@@ -134,38 +135,12 @@ static ALWAYS_INLINE const void *amx_codes(const enum amx_kind K, const uint8_t 
     const __m512i qh = K == AMX_Q5_0 ? _mm512_loadu_si512(b + 32) : _mm512_setzero_si512();
     UNROLL
     for (int k = 0; k < 4; k++) { /* B rows k (elements 4k..) and 4 + k (16 + 4k..) */
-        const __m512i v = _mm512_loadu_si512(b + head + 64 * k);
-        __m512i lo = _mm512_and_si512(v, m4), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
-        if (K == AMX_Q5_0) {
-            const int32_t sk = 0x01010101 * k, s4 = 0x04040404;
-            const __m512i hb = _mm512_shuffle_epi8(qh, _mm512_set4_epi32(sk + 3 * s4, sk + 2 * s4, sk + s4, sk));
-            lo = _mm512_mask_add_epi8(lo, _mm512_test_epi8_mask(hb, _mm512_set1_epi32(0x08040201)), lo, c16);
-            hi = _mm512_mask_add_epi8(hi, _mm512_test_epi8_mask(hb, _mm512_set1_epi32((int32_t)0x80402010u)), hi, c16);
-        }
+        __m512i lo, hi;
+        r16_nibble_codes(_mm512_loadu_si512(b + head + 64 * k), qh, k, K == AMX_Q5_0, &lo, &hi);
         _mm512_store_si512(buf + 64 * k, lo);
         _mm512_store_si512(buf + 64 * (4 + k), hi);
     }
     return buf;
-}
-
-/* The 6-bit scale and min of sub-block s for the 16 rows (r16_q4k_scale_min's). */
-static ALWAYS_INLINE __m512i amx_shr(__m512i v, int bits)
-{
-    return _mm512_srl_epi32(v, _mm_cvtsi32_si128(bits));
-}
-static ALWAYS_INLINE void amx_q4k_scale_min(__m512i d0, __m512i d1, __m512i d2, int s, __m512i *sc, __m512i *m)
-{
-    const __m512i m6 = _mm512_set1_epi32(63), m4 = _mm512_set1_epi32(15), m2 = _mm512_set1_epi32(3);
-    if (s < 4) {
-        *sc = _mm512_and_si512(amx_shr(d0, 8 * s), m6);
-        *m = _mm512_and_si512(amx_shr(d1, 8 * s), m6);
-    } else {
-        const int t = s - 4;
-        *sc = _mm512_or_si512(_mm512_and_si512(amx_shr(d2, 8 * t), m4),
-                              _mm512_slli_epi32(_mm512_and_si512(amx_shr(d0, 8 * t + 6), m2), 4));
-        *m = _mm512_or_si512(_mm512_and_si512(amx_shr(d2, 8 * t + 4), m4),
-                             _mm512_slli_epi32(_mm512_and_si512(amx_shr(d1, 8 * t + 6), m2), 4));
-    }
 }
 
 /* Block j's float epilogue into the 16 tokens' accumulators, the VNNI
@@ -181,7 +156,7 @@ static ALWAYS_INLINE void amx_epilogue(const enum amx_kind K, const uint8_t *g, 
         const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)b));
         const __m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(b + 32)));
         __m512i sc, mn;
-        amx_q4k_scale_min(_mm512_loadu_si512(b + 64), _mm512_loadu_si512(b + 128), _mm512_loadu_si512(b + 192),
+        r16_q4k_scale_min(_mm512_loadu_si512(b + 64), _mm512_loadu_si512(b + 128), _mm512_loadu_si512(b + 192),
                           (int)(j % 8), &sc, &mn);
         const __m512 dsc = _mm512_mul_ps(_mm512_cvtepi32_ps(sc), d), dmn = _mm512_mul_ps(_mm512_cvtepi32_ps(mn), dmin);
         UNROLL

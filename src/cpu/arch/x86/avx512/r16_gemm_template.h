@@ -172,7 +172,6 @@ static ALWAYS_INLINE void r16_gemm_b32_tile(const enum x16_kind K, const int T, 
     const size_t bb = r16_block_bytes(K);
     const size_t head = K == X16_Q4_1 ? 64 : K == X16_Q5_0 ? 96 : 32; /* the 16 rows' scales (and qh) */
     const int64_t nb = nc / 32;
-    const __m512i m4 = _mm512_set1_epi8(0x0F), c16 = _mm512_set1_epi8(0x10);
     const uint8_t *lines[R16_GEMM_T];
     const float *ds[R16_GEMM_T], *sums[R16_GEMM_T];
     __m512 acc[R16_GEMM_T];
@@ -192,15 +191,8 @@ static ALWAYS_INLINE void r16_gemm_b32_tile(const enum x16_kind K, const int T, 
             const __m512i qh = K == X16_Q5_0 ? _mm512_loadu_si512(b + 32) : _mm512_setzero_si512();
             UNROLL
             for (int k = 0; k < 4; k++) { /* elements 4k.. (low nibbles) and 16 + 4k.. (high) */
-                const __m512i v = _mm512_loadu_si512(b + head + 64 * k);
-                __m512i lo = _mm512_and_si512(v, m4), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
-                if (K == X16_Q5_0) {
-                    const int32_t sk = 0x01010101 * k, s4 = 0x04040404;
-                    const __m512i hb = _mm512_shuffle_epi8(qh, _mm512_set4_epi32(sk + 3 * s4, sk + 2 * s4, sk + s4, sk));
-                    lo = _mm512_mask_add_epi8(lo, _mm512_test_epi8_mask(hb, _mm512_set1_epi32(0x08040201)), lo, c16);
-                    hi = _mm512_mask_add_epi8(hi, _mm512_test_epi8_mask(hb, _mm512_set1_epi32((int32_t)0x80402010u)), hi,
-                                              c16);
-                }
+                __m512i lo, hi;
+                r16_nibble_codes(_mm512_loadu_si512(b + head + 64 * k), qh, k, K == X16_Q5_0, &lo, &hi);
                 UNROLL
                 for (int t = 0; t < T; t++) {
                     const uint8_t *line = lines[t] + X16_COMPACT_BYTES * i;
@@ -290,29 +282,16 @@ static ALWAYS_INLINE void r16_gemm(const enum x16_kind K, int64_t n, const void 
     }
 }
 
-static void r16_gemm_q4_1(int64_t n, const void *w, size_t stride, const float *prep, size_t ldp, int64_t n_tokens,
-                          float *out, size_t ldo, int64_t n_rows)
-{
-    r16_gemm(X16_Q4_1, n, w, stride, prep, ldp, n_tokens, out, ldo, n_rows);
-}
-static void r16_gemm_q5_0(int64_t n, const void *w, size_t stride, const float *prep, size_t ldp, int64_t n_tokens,
-                          float *out, size_t ldo, int64_t n_rows)
-{
-    r16_gemm(X16_Q5_0, n, w, stride, prep, ldp, n_tokens, out, ldo, n_rows);
-}
-static void r16_gemm_q8_0(int64_t n, const void *w, size_t stride, const float *prep, size_t ldp, int64_t n_tokens,
-                          float *out, size_t ldo, int64_t n_rows)
-{
-    r16_gemm(X16_Q8_0, n, w, stride, prep, ldp, n_tokens, out, ldo, n_rows);
-}
-static void r16_gemm_q4_k(int64_t n, const void *w, size_t stride, const float *prep, size_t ldp, int64_t n_tokens,
-                          float *out, size_t ldo, int64_t n_rows)
-{
-    r16_gemm(X16_Q4_K, n, w, stride, prep, ldp, n_tokens, out, ldo, n_rows);
-}
-static void r16_gemm_q6_k(int64_t n, const void *w, size_t stride, const float *prep, size_t ldp, int64_t n_tokens,
-                          float *out, size_t ldo, int64_t n_rows)
-{
-    r16_gemm(X16_Q6_K, n, w, stride, prep, ldp, n_tokens, out, ldo, n_rows);
-}
+#define R16_GEMM_ENTRY(name, K)                                                                               \
+    static void r16_gemm_##name(int64_t n, const void *w, size_t stride, const float *prep, size_t ldp,          \
+                                int64_t n_tokens, float *out, size_t ldo, int64_t n_rows)                        \
+    {                                                                                                            \
+        r16_gemm(K, n, w, stride, prep, ldp, n_tokens, out, ldo, n_rows);                                        \
+    }
+R16_GEMM_ENTRY(q4_1, X16_Q4_1)
+R16_GEMM_ENTRY(q5_0, X16_Q5_0)
+R16_GEMM_ENTRY(q8_0, X16_Q8_0)
+R16_GEMM_ENTRY(q4_k, X16_Q4_K)
+R16_GEMM_ENTRY(q6_k, X16_Q6_K)
+#undef R16_GEMM_ENTRY
 

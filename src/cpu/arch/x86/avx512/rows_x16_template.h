@@ -474,6 +474,8 @@ DOT_ROWS_TOKENS_FN(x16_tokens_iq4_nl, x16_rows_X16_IQ4_NL, 32, sizeof(struct wk_
  * was first written (12-18% slower there).
  */
 #if WK_AVX512_VNNI
+#include "r16_codes.h"
+
 /* x's four bytes of part (0 hi, 1 lo) at elements e .. e + 3 of a block,
  * broadcast, from its compact line (x16_prep_compact). */
 static ALWAYS_INLINE __m512i r16_x4(const uint8_t *line, int part, int e)
@@ -594,24 +596,7 @@ static ALWAYS_INLINE void r16_group_q6k(int64_t n, const uint8_t *g, const float
  * once from Q4_K's packing (three vectors: scales bytes 0-3, 4-7, 8-11 of
  * each row); w = d sc_s q - dmin m_s as in x16_rows_q4k.
  */
-static ALWAYS_INLINE __m512i r16_shr(__m512i v, int bits)
-{
-    return _mm512_srl_epi32(v, _mm_cvtsi32_si128(bits)); /* a count that need not be an immediate */
-}
-static ALWAYS_INLINE void r16_q4k_scale_min(__m512i d0, __m512i d1, __m512i d2, int s, __m512i *sc, __m512i *m)
-{
-    const __m512i m6 = _mm512_set1_epi32(63), m4 = _mm512_set1_epi32(15), m2 = _mm512_set1_epi32(3);
-    if (s < 4) {
-        *sc = _mm512_and_si512(r16_shr(d0, 8 * s), m6);
-        *m = _mm512_and_si512(r16_shr(d1, 8 * s), m6);
-    } else {
-        const int t = s - 4;
-        *sc = _mm512_or_si512(_mm512_and_si512(r16_shr(d2, 8 * t), m4),
-                              _mm512_slli_epi32(_mm512_and_si512(r16_shr(d0, 8 * t + 6), m2), 4));
-        *m = _mm512_or_si512(_mm512_and_si512(r16_shr(d2, 8 * t + 4), m4),
-                             _mm512_slli_epi32(_mm512_and_si512(r16_shr(d1, 8 * t + 6), m2), 4));
-    }
-}
+/* r16_shr and r16_q4k_scale_min: r16_codes.h */
 static ALWAYS_INLINE void r16_group_q4k(int64_t n, const uint8_t *g, const float *scratch, float *out, bool add)
 {
     const size_t bb = sizeof(struct wk_block_q4_k);
@@ -672,7 +657,6 @@ static ALWAYS_INLINE void r16_group(const enum x16_kind K, int64_t n, const uint
     const int64_t nb = n / 32;
     const uint8_t *lines = (const uint8_t *)scratch;
     const float *ds = scratch + nb * (X16_COMPACT_BYTES / 4), *sums = ds + nb;
-    const __m512i m4 = _mm512_set1_epi8(0x0F), c16 = _mm512_set1_epi8(0x10);
     __m512 acc = _mm512_setzero_ps(), accc = _mm512_setzero_ps();
     for (int64_t i = 0; i < nb; i++) {
         const uint8_t *b = g + (size_t)i * WK_R16_ROWS * bb, *line = lines + X16_COMPACT_BYTES * i;
@@ -685,16 +669,8 @@ static ALWAYS_INLINE void r16_group(const enum x16_kind K, int64_t n, const uint
             const __m512i qh = K == X16_Q5_0 ? _mm512_loadu_si512(b + 32) : _mm512_setzero_si512();
             UNROLL
             for (int k = 0; k < 4; k++) { /* elements 4k.. (low nibbles) and 16 + 4k.. (high) */
-                const __m512i v = _mm512_loadu_si512(b + head + 64 * k);
-                __m512i lo = _mm512_and_si512(v, m4), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
-                if (K == X16_Q5_0) { /* byte k of each dword to its four bytes, then bit b of byte b */
-                    const int32_t sk = 0x01010101 * k, s4 = 0x04040404;
-                    const __m512i hb = _mm512_shuffle_epi8(
-                        qh, _mm512_set4_epi32(sk + 3 * s4, sk + 2 * s4, sk + s4, sk));
-                    lo = _mm512_mask_add_epi8(lo, _mm512_test_epi8_mask(hb, _mm512_set1_epi32(0x08040201)), lo, c16);
-                    hi = _mm512_mask_add_epi8(hi, _mm512_test_epi8_mask(hb, _mm512_set1_epi32((int32_t)0x80402010u)), hi,
-                                              c16);
-                }
+                __m512i lo, hi;
+                r16_nibble_codes(_mm512_loadu_si512(b + head + 64 * k), qh, k, K == X16_Q5_0, &lo, &hi);
                 h[k & 1] = _mm512_dpbusd_epi32(h[k & 1], lo, r16_x4(line, 0, 4 * k));
                 h[k & 1] = _mm512_dpbusd_epi32(h[k & 1], hi, r16_x4(line, 0, 16 + 4 * k));
                 l[k & 1] = _mm512_dpbusd_epi32(l[k & 1], lo, r16_x4(line, 1, 4 * k));

@@ -1,0 +1,56 @@
+/*
+ * r16_codes.h - unpacking helpers of the AVX-512 R16 kernels (the layout is
+ * repack.c's), shared by the VNNI kernels (rows_x16_template.h,
+ * r16_gemm_template.h) and the AMX GEMM (r16_amx.c), so that each reads
+ * the codes and scales the one same way. Include after dot_rows.h
+ * (ALWAYS_INLINE).
+ */
+#ifndef WK_R16_CODES_H
+#define WK_R16_CODES_H
+
+#include <immintrin.h>
+
+/* v >> bits in each 32-bit lane, for a count that need not be an immediate. */
+static ALWAYS_INLINE __m512i r16_shr(__m512i v, int bits)
+{
+    return _mm512_srl_epi32(v, _mm_cvtsi32_si128(bits));
+}
+
+/* Q4_K_R16: the 6-bit scale (sc) and min (m) of sub-block s (0..7) for the
+ * 16 rows, from the three vectors of the rows' packed scales (bytes 0-3,
+ * 4-7, 8-11 of each row's 12, one row a 32-bit lane), as Q4_K packs them
+ * (ggml's get_scale_min_k4). */
+static ALWAYS_INLINE void r16_q4k_scale_min(__m512i d0, __m512i d1, __m512i d2, int s, __m512i *sc, __m512i *m)
+{
+    const __m512i m6 = _mm512_set1_epi32(63), m4 = _mm512_set1_epi32(15), m2 = _mm512_set1_epi32(3);
+    if (s < 4) {
+        *sc = _mm512_and_si512(r16_shr(d0, 8 * s), m6);
+        *m = _mm512_and_si512(r16_shr(d1, 8 * s), m6);
+    } else {
+        const int t = s - 4;
+        *sc = _mm512_or_si512(_mm512_and_si512(r16_shr(d2, 8 * t), m4),
+                              _mm512_slli_epi32(_mm512_and_si512(r16_shr(d0, 8 * t + 6), m2), 4));
+        *m = _mm512_or_si512(_mm512_and_si512(r16_shr(d2, 8 * t + 4), m4),
+                             _mm512_slli_epi32(_mm512_and_si512(r16_shr(d1, 8 * t + 6), m2), 4));
+    }
+}
+
+/* Q4_1_R16 and Q5_0_R16: vector k (0..3) of a block, v, as codes of
+ * elements 4k.. (*lo, low nibbles) and 16 + 4k.. (*hi, high nibbles); for
+ * Q5_0 (q5) each code's fifth bit added from qh, the 16 rows' qh (byte k
+ * of a row's holds vector k's fifth bits: bit j of byte j of each dword
+ * for lo, bit 4 + j for hi). */
+static ALWAYS_INLINE void r16_nibble_codes(__m512i v, __m512i qh, int k, bool q5, __m512i *lo, __m512i *hi)
+{
+    const __m512i m4 = _mm512_set1_epi8(0x0F), c16 = _mm512_set1_epi8(0x10);
+    *lo = _mm512_and_si512(v, m4);
+    *hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+    if (q5) { /* byte k of each dword to its four bytes, then bit b of byte b */
+        const int32_t sk = 0x01010101 * k, s4 = 0x04040404;
+        const __m512i hb = _mm512_shuffle_epi8(qh, _mm512_set4_epi32(sk + 3 * s4, sk + 2 * s4, sk + s4, sk));
+        *lo = _mm512_mask_add_epi8(*lo, _mm512_test_epi8_mask(hb, _mm512_set1_epi32(0x08040201)), *lo, c16);
+        *hi = _mm512_mask_add_epi8(*hi, _mm512_test_epi8_mask(hb, _mm512_set1_epi32((int32_t)0x80402010u)), *hi, c16);
+    }
+}
+
+#endif
