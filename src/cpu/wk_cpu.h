@@ -339,10 +339,6 @@ void wk_cpu_get_row(const struct wk_cpu_kernels *k, const struct wk_tensor *w, i
  * y may equal x. Zhang & Sennrich 2019. */
 void wk_rms_norm(int64_t n, const float *x, const float *g, float eps, float *y);
 
-/* e^x for x in [-87.3, 88.3] (clamped outside; NaN gives NaN), within about 2 ulp of
- * the exact value; inline and branch-free so loops using it vectorise.
- * Range reduction by ln 2 split in two parts, degree-6 polynomial (Cody &
- * Waite 1980). */
 /* wk_expf's clamp bounds, -87.3f and 88.3f, defined in ops.c: values the
  * compiler cannot see, so that a caller's x / (1 + wk_expf(-x)) is not
  * split into a second division for the clamped lanes (GCC 12 computed
@@ -350,6 +346,10 @@ void wk_rms_norm(int64_t n, const float *x, const float *g, float eps, float *y)
  * blended: two vdivps a vector, most of SwiGLU's and GEGLU's time). */
 extern const float wk__expf_lo, wk__expf_hi;
 
+/* e^x for x in [-87.3, 88.3] (clamped outside; NaN gives NaN), within about 2 ulp of
+ * the exact value; inline and branch-free so loops using it vectorise.
+ * Range reduction by ln 2 split in two parts, degree-6 polynomial (Cody &
+ * Waite 1980). */
 static inline float wk_expf(float x)
 {
     /* clamp into the range where 2^k stays a normal float */

@@ -230,7 +230,7 @@ int32_t wk_context_n_ubatch(const struct wk_context *ctx);
  * n_ubatch where that is not a multiple of ATTN_QBLOCK), so the blocks
  * after it fall where a prefill from 0 puts them,
  * lowered again where the rest would end with a one-row chunk and a
- * prefill from 0 would not, or the reverse. It keeps at most about 2 x 32
+ * prefill from 0 would not, or the reverse. It keeps at most about 2 x ATTN_QBLOCK
  * positions fewer than common. With it, a request repeated on a cache that
  * holds its prompt gets the logits, so the tokens, greedy or seeded, that
  * it gets on an empty cache (wk_session and wk_slots cut a prefix so

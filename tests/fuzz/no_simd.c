@@ -14,3 +14,8 @@ void wk__cpu_fill_avx512(struct wk_cpu_kernels *k)
 {
     (void)k;
 }
+
+void wk__cpu_fill_amx(struct wk_cpu_kernels *k)
+{
+    (void)k;
+}

@@ -377,11 +377,11 @@ def test_metrics_counts(s):
     m2, _, _ = s.metrics()
     cached = second["usage"]["prompt_tokens_details"]["cached_tokens"]
     # the cache keeps the prompt but its last token, cut down to a multiple
-    # of 32 positions, 32 fewer where the rest would be one token
+    # of 8 positions (ATTN_QBLOCK), 8 fewer where the rest would be one token
     # (wk_context_reusable, n_ubatch 512): the rest computes as from 0
     n = second["usage"]["prompt_tokens"]
-    keep = (n - 1) // 32 * 32
-    keep -= 32 if keep and (n - keep) % 512 == 1 and n % 512 != 1 else 0
+    keep = (n - 1) // 8 * 8
+    keep -= 8 if keep and (n - keep) % 512 == 1 and n % 512 != 1 else 0
     check(st == st2 == 200 and n > 32 and cached == keep
           and delta(m2, m1, "wick_prompt_tokens_cached_total", model=SMOL) == cached
           and delta(m2, m1, "llamacpp:prompt_tokens_cached_total") == cached

@@ -52,8 +52,8 @@ static bool x16_dot_ok(enum wk_dtype t, const uint8_t *wrow, int64_t n, const fl
  *   or, where the type has a gemm_r16 kernel, results within the same
  *   bounds of the exact dot with each token's x~ (on AVX2: the decode
  *   bits, as the tokens entry gives for 2 tokens too), equal on 1, 2 and 3
- *   threads and equal from a call on a subset of the tokens and rows (15
- *   tokens: whole micro-tiles and a tail; 80 rows: a tile of four groups
+ *   threads and equal from a call on a subset of the tokens and rows (17
+ *   tokens: whole micro-tiles and a tail, with AMX a tile of 16 and one; 80 rows: a tile of four groups
  *   and one of one); WK_MATMUL_PER_TOKEN gives the decode bits of each
  *   token.
  */
@@ -63,7 +63,7 @@ static void test_r16_layout(void)
     const enum wk_dtype types[5] = {WK_DTYPE_Q4_1, WK_DTYPE_Q5_0, WK_DTYPE_Q8_0, WK_DTYPE_Q6_K, WK_DTYPE_Q4_K};
     /* 16640: past the AVX2 kernels' 16384 that are prepared whole on the stack */
     const int64_t ns[5][3] = {{96, 2112, 16640}, {96, 2112, 16640}, {96, 2112, 16640}, {256, 2304, 16640}, {256, 2304, 16640}};
-    const int64_t n_rows = 80, n_tok = 15;
+    const int64_t n_rows = 80, n_tok = 17;
     uint64_t seed = 77;
     for (int ti = 0; ti < 5; ti++)
         for (int ni = 0; ni < 3; ni++) {
@@ -358,7 +358,7 @@ static void test_matmul_many_and_glu(void)
  * AVX-512 VNNI one it stands on, bit for bit: each R16 type, rows of one
  * column chunk and of two (a short second one), 80 rows (a tile of four
  * groups and one of one) and 37 tokens (two tiles of 16 through AMX, 5
- * through VNNI), output rows ldo apart wider than the matrix, and a call
+ * through VNNI), column chunks of an odd block count, output rows ldo apart wider than the matrix, and a call
  * on tokens 3.. and rows 16.. alone. */
 static void test_r16_gemm_amx(void)
 {
@@ -368,13 +368,15 @@ static void test_r16_gemm_amx(void)
         return;
     }
     const enum wk_dtype types[5] = {WK_DTYPE_Q4_1, WK_DTYPE_Q5_0, WK_DTYPE_Q8_0, WK_DTYPE_Q4_K, WK_DTYPE_Q6_K};
-    const int64_t ns[2] = {2304, 4352}, n_rows = 80, n_tok = 37, ldo = 83;
+    /* 32-element types: 2080 = chunks of 64 blocks and of 1 (odd: the
+     * second tile set's exit); K-quants: 8 super-blocks in the last chunk */
+    const int64_t ns_b32[2] = {2080, 4352}, ns_k[2] = {2304, 4352}, n_rows = 80, n_tok = 37, ldo = 83;
     uint64_t seed = 5;
     int n_amx = 0;
     for (int ti = 0; ti < 5; ti++)
         for (int ni = 0; ni < 2; ni++) {
             const enum wk_dtype t = types[ti], r16 = wk_cpu_r16_dtype(t);
-            const int64_t n = ns[ni], bs = wk_dtype_traits_get(t)->block_size;
+            const int64_t bs = wk_dtype_traits_get(t)->block_size, n = bs == 32 ? ns_b32[ni] : ns_k[ni];
             if (!amx->gemm_r16[r16] || !vnni->gemm_r16[r16]) continue;
             n_amx += amx->gemm_r16[r16] != vnni->gemm_r16[r16];
             const size_t row = wk_dtype_row_bytes(t, n), ldp = wk_cpu_r16_prep_floats(n);

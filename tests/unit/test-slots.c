@@ -531,7 +531,7 @@ static void test_prefix_reuse(void)
  * tokens and logprobs of a run on an empty cache (wk_context_reusable),
  * for prompts whose last chunk from 0 is one row (17 tokens with n_ubatch
  * 16), several rows (20) or the whole prompt (2), and with n_ubatch 64 a
- * prompt whose attention blocks (of 32 positions) the resumed prefill
+ * prompt whose attention blocks (of ATTN_QBLOCK positions) the resumed prefill
  * must cut as a prefill from 0 does (45).
  */
 static void test_repeat(void)

@@ -25,7 +25,7 @@
  *
  * Per block and 16 tokens: two TDPBSUD (16 x 16 x 32 each), two tile
  * stores of the int32 results, then 16 zmm epilogues; against the VNNI
- * tile's 4 vpdpbusd a token for every 32 elements of 16 rows.
+ * tile's 16 vpdpbusd a token for every 32 elements of 16 rows.
  */
 #include "avx512.h"
 #include "dot_rows.h" /* ALWAYS_INLINE, UNROLL */
@@ -43,8 +43,9 @@ enum amx_kind { AMX_Q4_1, AMX_Q5_0, AMX_Q8_0, AMX_Q4_K };
 #define AMX_GROUPS 4            /* groups of 16 rows whose column chunk a token tile visits in turn */
 #define AMX_CHUNK WK_R16_PREP_CHUNK
 
-/* Tile registers: 0, 1 A (x's hi and lo bytes of 16 tokens, one block),
- * 2 B (the codes of one block, 8 rows of 64 bytes), 4, 5 C (S_hi, S_lo). */
+/* Tile registers: 0, 1 A (x's hi and lo bytes of 16 tokens, one block);
+ * two sets of B (the codes of one block, 8 rows of 64 bytes) and C (S_hi,
+ * S_lo): 2 and 4, 5; 3 and 6, 7 (amx_issue). */
 struct amx_config {
     uint8_t palette, start_row;
     uint8_t reserved[14];
@@ -80,6 +81,11 @@ static inline size_t amx_block_bytes(enum amx_kind K)
  * go through the float epilogue. */
 static ALWAYS_INLINE void amx_issue(const int set, const uint8_t *line, size_t ldb, const void *codes)
 {
+    /* GCC 12's _tile_loadd is an asm with no memory operand: without this
+     * barrier the stores that unpacked the codes into the stack buffer are
+     * not ordered before it (they now are only through a later
+     * _tile_stored's clobber) */
+    __asm__ volatile("" ::: "memory");
     _tile_loadd(0, line, ldb);
     _tile_loadd(1, line + 32, ldb);
     if (set == 0) {
