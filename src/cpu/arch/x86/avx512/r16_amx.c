@@ -168,21 +168,17 @@ static ALWAYS_INLINE void amx_epilogue(const enum amx_kind K, const uint8_t *g, 
         UNROLL
         for (int t = 0; t < AMX_T; t++) {
             const float *ds = pd[t], *sums = ds + nxb;
-            acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[t]), _mm512_mul_ps(dsc, _mm512_set1_ps(ds[j])), acc[t]);
-            acc[t] = _mm512_fnmadd_ps(dmn, _mm512_set1_ps(sums[j]), acc[t]);
+            acc[t] = r16_acc_block(acc[t], s[t], dsc, ds[j], dmn, sums[j], true);
         }
         return;
     }
     const uint8_t *b = g + (size_t)j * WK_R16_ROWS * amx_block_bytes(K);
     const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)b));
-    const __m512 cw = K == AMX_Q4_1   ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(b + 32)))
-                      : K == AMX_Q5_0 ? _mm512_mul_ps(dw, _mm512_set1_ps(-16.0f))
-                                      : _mm512_mul_ps(dw, _mm512_set1_ps(-128.0f));
+    const __m512 cw = r16_b32_offset(b, dw, K == AMX_Q4_1, K == AMX_Q5_0 ? -16.0f : -128.0f);
     UNROLL
     for (int t = 0; t < AMX_T; t++) {
         const float *ds = pd[t], *sums = ds + nxb;
-        acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[t]), _mm512_mul_ps(dw, _mm512_set1_ps(ds[j])), acc[t]);
-        acc[t] = _mm512_fmadd_ps(cw, _mm512_set1_ps(sums[j]), acc[t]);
+        acc[t] = r16_acc_block(acc[t], s[t], dw, ds[j], cw, sums[j], false);
     }
 }
 

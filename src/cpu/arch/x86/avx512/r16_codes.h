@@ -53,4 +53,22 @@ static ALWAYS_INLINE void r16_nibble_codes(__m512i v, __m512i qh, int k, bool q5
     }
 }
 
+/* Q4_1_R16, Q5_0_R16, Q8_0_R16: the offset factor of the 16 rows of the
+ * block at b, whose scales d are dw: Q4_1's m (the f16 after the 16 d),
+ * else d times -16 (Q5_0) or -128 (Q8_0, whose codes are q + 128). */
+static ALWAYS_INLINE __m512 r16_b32_offset(const uint8_t *b, __m512 dw, bool has_m, float k)
+{
+    return has_m ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(b + 32))) : _mm512_mul_ps(dw, _mm512_set1_ps(k));
+}
+
+/* The float side of one 32-element block for one token in every R16 GEMM
+ * (VNNI tiles and AMX), written once so that their bits agree: acc +
+ * float(S) (scale ds) + off xsum, or - off xsum (neg: Q4_K's min term),
+ * S the block's exact integer dot, ds and xsum x~'s block scale and sum. */
+static ALWAYS_INLINE __m512 r16_acc_block(__m512 acc, __m512i S, __m512 scale, float ds, __m512 off, float xsum, bool neg)
+{
+    acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(S), _mm512_mul_ps(scale, _mm512_set1_ps(ds)), acc);
+    return neg ? _mm512_fnmadd_ps(off, _mm512_set1_ps(xsum), acc) : _mm512_fmadd_ps(off, _mm512_set1_ps(xsum), acc);
+}
+
 #endif

@@ -72,8 +72,7 @@ static ALWAYS_INLINE void r16_gemm_q4k_tile(const int T, int64_t nc, const uint8
             UNROLL
             for (int t = 0; t < T; t++) {
                 const __m512i S = _mm512_add_epi32(_mm512_slli_epi32(h[t], 8), l[t]);
-                acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(S), _mm512_mul_ps(dsc, _mm512_set1_ps(ds[t][xb])), acc[t]);
-                acc[t] = _mm512_fnmadd_ps(dmn, _mm512_set1_ps(sums[t][xb]), acc[t]);
+                acc[t] = r16_acc_block(acc[t], S, dsc, ds[t][xb], dmn, sums[t][xb], true);
             }
         }
     }
@@ -215,14 +214,11 @@ static ALWAYS_INLINE void r16_gemm_b32_tile(const enum x16_kind K, const int T, 
             }
         }
         const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)b));
-        const __m512 cw = K == X16_Q4_1   ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(b + 32)))
-                          : K == X16_Q5_0 ? _mm512_mul_ps(dw, _mm512_set1_ps(-16.0f))
-                                          : _mm512_mul_ps(dw, _mm512_set1_ps(-128.0f));
+        const __m512 cw = r16_b32_offset(b, dw, K == X16_Q4_1, K == X16_Q5_0 ? -16.0f : -128.0f);
         UNROLL
         for (int t = 0; t < T; t++) {
             const __m512i S = _mm512_add_epi32(_mm512_slli_epi32(h[t], 8), l[t]);
-            acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(S), _mm512_mul_ps(dw, _mm512_set1_ps(ds[t][i])), acc[t]);
-            acc[t] = _mm512_fmadd_ps(cw, _mm512_set1_ps(sums[t][i]), acc[t]);
+            acc[t] = r16_acc_block(acc[t], S, dw, ds[t][i], cw, sums[t][i], false);
         }
     }
     UNROLL
