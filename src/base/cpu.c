@@ -44,21 +44,30 @@ static void detect(struct wk_cpu_features *f)
     f->avx512 = f->avx2 && zmm_ok && avx512f && avx512dq && avx512bw && avx512vl;
     f->avx512_vnni = f->avx512 && vnni;
     /* AMX: CPUID.7.0:EDX bits 24 (TILE) and 25 (INT8), XCR0 bits 17-18
-     * (XTILECFG, XTILEDATA); Linux hands out the 8 KiB tile data state only
-     * to a process that asks (ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA):
-     * without the grant the first tile instruction faults. */
-    bool amx = (d & (1u << 24)) && (d & (1u << 25)) && (xcr0 & 0x60000) == 0x60000;
+     * (XTILECFG, XTILEDATA); the OS's grant is asked for in init_once,
+     * after WICK_CPU, by amx_granted */
+    f->amx_int8 = f->avx512_vnni && (d & (1u << 24)) && (d & (1u << 25)) && (xcr0 & 0x60000) == 0x60000;
+}
+
+/* Linux hands out the 8 KiB tile data state only to a process that asks
+ * (ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA): without the grant the first
+ * tile instruction faults. Asked only where the AMX kernels would run. */
+static bool amx_granted(void)
+{
 #if defined(__linux__)
-    amx = amx && syscall(SYS_arch_prctl, 0x1023 /* ARCH_REQ_XCOMP_PERM */, 18 /* XFEATURE_XTILEDATA */) == 0;
+    return syscall(SYS_arch_prctl, 0x1023 /* ARCH_REQ_XCOMP_PERM */, 18 /* XFEATURE_XTILEDATA */) == 0;
 #else
-    amx = false;
+    return false;
 #endif
-    f->amx_int8 = f->avx512_vnni && amx;
 }
 #else
 static void detect(struct wk_cpu_features *f)
 {
     (void)f;
+}
+static bool amx_granted(void)
+{
+    return false;
 }
 #endif
 
@@ -100,6 +109,7 @@ static void init_once(void)
     } else if (cap && strcmp(cap, "avx512") == 0) {
         g_features.amx_int8 = false;
     }
+    g_features.amx_int8 = g_features.amx_int8 && amx_granted();
     g_features.n_cores = usable_cpus();
 }
 

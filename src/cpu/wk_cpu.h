@@ -128,7 +128,8 @@ struct wk_cpu_kernels {
      * chunk is in L1, the groups in address order; each token's results
      * are vec_dot_rows_r16's bits. Batched decode and verification. */
     wk_vec_dot_rows_tokens_fn vec_dot_rows_r16_tokens[WK_DTYPE_COUNT];
-    /* R16 prefill (AVX-512 VNNI; AVX2 for every R16 dtype; NULL elsewhere, with WICK_EXACT=1, and
+    /* R16 prefill (AVX-512 VNNI, with AMX tiles for Q4_1, Q5_0, Q8_0 and Q4_K in the "amx" table at
+     * the VNNI bits; AVX2 for every R16 dtype; NULL elsewhere, with WICK_EXACT=1, and
      * for the R16 dtypes without one): for an R16 dtype,
      * gemm_r16[dt](n, w, stride, prep, ldp, n_tokens, out, ldo, n_rows)
      * sets out[t * ldo + r] to row r's dot with token t for rows r <
