@@ -11,7 +11,8 @@
  *
  * Prints "f32 tiles", "r16 gemm" (G multiply-adds a second, best of REPS;
  * the GEMM's x preparation included) and "r16 decode" (GB/s of weight
- * rows, best of 4 * REPS).
+ * rows, best of 4 * REPS); "r16 tokens": the batched-decode entry
+ * (vec_dot_rows_r16_tokens, x prepared included), G multiply-adds a second.
  */
 #include "../src/base/wk_base.h"
 #include "../src/cpu/wk_cpu.h"
@@ -91,5 +92,14 @@ int main(int argc, char **argv)
         best = WK_MIN(best, (double)(wk_time_ns() - t0));
     }
     printf("r16 decode  %6.1f GB/s of rows\n", (double)rb * (double)rows / best);
+    if (!k->vec_dot_rows_r16_tokens[r16]) return 0;
+    best = 1e30;
+    for (int r = 0; r < reps; r++) {
+        const int64_t t0 = wk_time_ns();
+        for (int64_t j = 0; j < ntok; j++) k->r16_prepare(n, x + j * n, prep + (size_t)j * ldp);
+        k->vec_dot_rows_r16_tokens[r16](n, w, rb, prep, ldp, (int32_t)ntok, out, (size_t)rows, rows);
+        best = WK_MIN(best, (double)(wk_time_ns() - t0));
+    }
+    printf("r16 tokens  %6.1f G multiply-adds/s (batched decode: each token's bits its lone decode's)\n", macs / best);
     return 0;
 }

@@ -43,9 +43,11 @@ static bool x16_dot_ok(enum wk_dtype t, const uint8_t *wrow, int64_t n, const fl
  *   AVX2: the same), the
  *   R16 vec_dot_rows_x16 is within test_vec_dot_rows_x16's bounds of the
  *   exact dot with x~ for every row, and its tokens entry gives its bits
- *   for each of 5 tokens, as does vec_dot_rows_r16 with x prepared once
+ *   for each of 17 tokens, as does vec_dot_rows_r16 with x prepared once
  *   (r16_prepare) for two ranges of rows, and vec_dot_rows_r16_tokens
- *   with the 5 tokens' x prepared (batched decode, verification);
+ *   with the tokens' x prepared (batched decode, verification): all 17
+ *   (with AMX: a tile of 16 and one token through VNNI), 2 (VNNI) and 11
+ *   (an AMX tile of 11 rows);
  * - the matmul of the R16 tensor: decode on 1, 2 and 3 threads gives the
  *   kernel's bits (shares of whole groups); prefill gives the row-major
  *   tensor's prefill bits (the same dequantized rows into the same GEMM),
@@ -125,6 +127,10 @@ static void test_r16_layout(void)
                 memset(tok, 0, (size_t)(n_rows * 2) * 4);
                 k->vec_dot_rows_r16_tokens[r16](n, packed, row, prep + 3 * ldp, ldp, 2, tok, (size_t)n_rows, n_rows);
                 bad += memcmp(got + 3 * n_rows, tok, (size_t)(n_rows * 2) * 4) != 0;
+                /* eleven tokens, 3 .. 13 (with AMX a tile of 11) */
+                memset(tok, 0, (size_t)(n_rows * 11) * 4);
+                k->vec_dot_rows_r16_tokens[r16](n, packed, row, prep + 3 * ldp, ldp, 11, tok, (size_t)n_rows, n_rows);
+                bad += memcmp(got + 3 * n_rows, tok, (size_t)(n_rows * 11) * 4) != 0;
                 wk_aligned_free(prep);
                 /* the matmul over the pool, whole groups a thread */
                 float *y = wk_aligned_alloc((size_t)(n_rows * n_tok) * 4), *y2 = wk_aligned_alloc((size_t)(n_rows * n_tok) * 4);

@@ -35,6 +35,20 @@ static ALWAYS_INLINE void r16_q4k_scale_min(__m512i d0, __m512i d1, __m512i d2, 
     }
 }
 
+/* Q6_K_R16: the codes (q, 0..63) of quarter q (0..3) of a vector group,
+ * from its low-nibble vector AB (A for q = 0, 2; B for q = 1, 3) and its
+ * vector of high bits Q (layout as r16_group_q6k). */
+static ALWAYS_INLINE __m512i r16_q6k_code(__m512i AB, __m512i Q, int q)
+{
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    const __m512i lo = q < 2 ? _mm512_and_si512(AB, m4) : _mm512_and_si512(_mm512_srli_epi16(AB, 4), m4);
+    const __m512i hb = q == 0   ? _mm512_slli_epi16(_mm512_and_si512(Q, _mm512_set1_epi8(0x03)), 4)
+                       : q == 1 ? _mm512_slli_epi16(_mm512_and_si512(Q, _mm512_set1_epi8(0x0C)), 2)
+                       : q == 2 ? _mm512_and_si512(Q, _mm512_set1_epi8(0x30))
+                                : _mm512_srli_epi16(_mm512_and_si512(Q, _mm512_set1_epi8((char)0xC0)), 2);
+    return _mm512_or_si512(lo, hb);
+}
+
 /* Q4_1_R16 and Q5_0_R16: vector k (0..3) of a block, v, as codes of
  * elements 4k.. (*lo, low nibbles) and 16 + 4k.. (*hi, high nibbles); for
  * Q5_0 (q5) each code's fifth bit added from qh, the 16 rows' qh (byte k

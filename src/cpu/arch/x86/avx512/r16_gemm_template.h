@@ -94,8 +94,6 @@ static ALWAYS_INLINE void r16_gemm_q6k_tile(const int T, int64_t nc, const uint8
 {
     const size_t bb = sizeof(struct wk_block_q6_k);
     const int64_t nb = nc / WK_QK_K, nxb = nc / 32;
-    const __m512i m4 = _mm512_set1_epi8(0x0F), m03 = _mm512_set1_epi8(0x03), m0c = _mm512_set1_epi8(0x0C);
-    const __m512i m30 = _mm512_set1_epi8(0x30), mc0 = _mm512_set1_epi8((char)0xC0);
     const uint8_t *lines[R16_GEMM_T];
     const float *ds[R16_GEMM_T], *s16[R16_GEMM_T];
     __m512 acc[R16_GEMM_T];
@@ -123,12 +121,7 @@ static ALWAYS_INLINE void r16_gemm_q6k_tile(const int T, int64_t nc, const uint8
                         const int k = 4 * pp + kk;
                         const __m512i AB = _mm512_loadu_si512(ph + 192 * kk + 64 * (q & 1));
                         const __m512i Q = _mm512_loadu_si512(ph + 192 * kk + 128);
-                        const __m512i c =
-                            q == 0   ? _mm512_or_si512(_mm512_and_si512(AB, m4), _mm512_slli_epi16(_mm512_and_si512(Q, m03), 4))
-                            : q == 1 ? _mm512_or_si512(_mm512_and_si512(AB, m4), _mm512_slli_epi16(_mm512_and_si512(Q, m0c), 2))
-                            : q == 2 ? _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(AB, 4), m4), _mm512_and_si512(Q, m30))
-                                     : _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(AB, 4), m4),
-                                                       _mm512_srli_epi16(_mm512_and_si512(Q, mc0), 2));
+                        const __m512i c = r16_q6k_code(AB, Q, q);
                         UNROLL
                         for (int t = 0; t < T; t++) {
                             const uint8_t *line = lines[t] + X16_COMPACT_BYTES * xb;

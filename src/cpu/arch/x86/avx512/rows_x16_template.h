@@ -541,8 +541,6 @@ static ALWAYS_INLINE void r16_group_q6k(int64_t n, const uint8_t *g, const float
     const int64_t nb = n / WK_QK_K;
     const uint8_t *lines = (const uint8_t *)scratch;
     const float *ds = scratch + (n / 32) * (X16_COMPACT_BYTES / 4);
-    const __m512i m4 = _mm512_set1_epi8(0x0F), m03 = _mm512_set1_epi8(0x03), m0c = _mm512_set1_epi8(0x0C);
-    const __m512i m30 = _mm512_set1_epi8(0x30), mc0 = _mm512_set1_epi8((char)0xC0);
     __m512 acc = _mm512_setzero_ps(), accc = _mm512_setzero_ps();
     for (int64_t i = 0; i < nb; i++) {
         const uint8_t *b = g + (size_t)i * WK_R16_ROWS * bb;
@@ -560,11 +558,8 @@ static ALWAYS_INLINE void r16_group_q6k(int64_t n, const uint8_t *g, const float
                     const __m512i A = _mm512_loadu_si512(ph + 192 * kk), B = _mm512_loadu_si512(ph + 192 * kk + 64);
                     const __m512i Q = _mm512_loadu_si512(ph + 192 * kk + 128);
                     __m512i c[4];
-                    c[0] = _mm512_or_si512(_mm512_and_si512(A, m4), _mm512_slli_epi16(_mm512_and_si512(Q, m03), 4));
-                    c[1] = _mm512_or_si512(_mm512_and_si512(B, m4), _mm512_slli_epi16(_mm512_and_si512(Q, m0c), 2));
-                    c[2] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(A, 4), m4), _mm512_and_si512(Q, m30));
-                    c[3] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(B, 4), m4),
-                                           _mm512_srli_epi16(_mm512_and_si512(Q, mc0), 2));
+                    UNROLL
+                    for (int q = 0; q < 4; q++) c[q] = r16_q6k_code(q & 1 ? B : A, Q, q);
                     UNROLL
                     for (int q = 0; q < 4; q++) { /* elements 128h + 32q + 4k .. : x block 8i + 4h + q */
                         const uint8_t *line = lines + X16_COMPACT_BYTES * (8 * i + 4 * h + q);
