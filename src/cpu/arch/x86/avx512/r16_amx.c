@@ -272,7 +272,7 @@ static ALWAYS_INLINE void amx_gemm(const enum amx_kind K, enum wk_dtype dt, int6
 
 /* Fewest tokens a tile: below it the VNNI kernel's per-token dots are
  * as fast (bench/gemm-r16's "r16 tokens" line). */
-#define AMX_TOK_MIN 6
+#define AMX_TOK_MIN 16
 
 /* The tokens kernels' configurations: [0] products of 32 elements (A: M
  * rows of 32 bytes, B: 8 rows), [1] Q6_K's of 16 (A: M x 16, B: 4 rows);

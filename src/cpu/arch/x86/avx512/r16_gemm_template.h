@@ -27,26 +27,29 @@
 
 /* Q4_K_R16, T tokens (1..R16_GEMM_T), one group, one column chunk of nc
  * elements at g: out[t][0..15] (+)= the 16 rows' dots with token t. */
-static ALWAYS_INLINE void r16_gemm_q4k_tile(const int T, int64_t nc, const uint8_t *g, const float *const *p,
-                                            float *const *out, bool add)
+static ALWAYS_INLINE void r16_gemm_q4k_tile(const bool dec, const int T, int64_t nc, const uint8_t *g,
+                                            const float *const *p, float *const *out, bool add)
 {
     const size_t bb = sizeof(struct wk_block_q4_k);
     const int64_t nb = nc / WK_QK_K, nxb = nc / 32;
     const __m512i m4 = _mm512_set1_epi8(0x0F);
     const uint8_t *lines[R16_GEMM_T];
     const float *ds[R16_GEMM_T], *sums[R16_GEMM_T];
-    __m512 acc[R16_GEMM_T];
+    __m512 acc[R16_GEMM_T], accc[R16_GEMM_T], accb[R16_GEMM_T], accm[R16_GEMM_T];
     UNROLL
     for (int t = 0; t < T; t++) {
         lines[t] = (const uint8_t *)p[t];
         ds[t] = p[t] + nxb * (X16_COMPACT_BYTES / 4);
         sums[t] = ds[t] + nxb;
-        acc[t] = _mm512_setzero_ps();
+        acc[t] = accc[t] = _mm512_setzero_ps();
     }
     for (int64_t i = 0; i < nb; i++) {
         const uint8_t *b = g + (size_t)i * WK_R16_ROWS * bb;
+        if (dec) r16_prefetch(b, WK_R16_ROWS * bb);
         const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)b));
         const __m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(b + 32)));
+        UNROLL
+        for (int t = 0; dec && t < T; t++) accb[t] = accm[t] = _mm512_setzero_ps();
         UNROLL
         for (int s = 0; s < 8; s++) { /* sub-block s: vectors of group s / 2, low nibbles for even s */
             const int gg = s / 2, hi_nib = s & 1;
@@ -68,6 +71,16 @@ static ALWAYS_INLINE void r16_gemm_q4k_tile(const int T, int64_t nc, const uint8
             __m512i sc, mn;
             r16_q4k_scale_min(_mm512_loadu_si512(b + 64), _mm512_loadu_si512(b + 128), _mm512_loadu_si512(b + 192), s,
                               &sc, &mn);
+            if (dec) { /* r16_group_q4k's chain */
+                const __m512 scf = _mm512_cvtepi32_ps(sc), mnf = _mm512_cvtepi32_ps(mn);
+                UNROLL
+                for (int t = 0; t < T; t++) {
+                    const __m512i S = _mm512_add_epi32(_mm512_slli_epi32(h[t], 8), l[t]);
+                    accb[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(S), _mm512_mul_ps(scf, _mm512_set1_ps(ds[t][xb])), accb[t]);
+                    accm[t] = _mm512_fmadd_ps(mnf, _mm512_set1_ps(sums[t][xb]), accm[t]);
+                }
+                continue;
+            }
             const __m512 dsc = _mm512_mul_ps(_mm512_cvtepi32_ps(sc), d), dmn = _mm512_mul_ps(_mm512_cvtepi32_ps(mn), dmin);
             UNROLL
             for (int t = 0; t < T; t++) {
@@ -75,10 +88,15 @@ static ALWAYS_INLINE void r16_gemm_q4k_tile(const int T, int64_t nc, const uint8
                 acc[t] = r16_acc_block(acc[t], S, dsc, ds[t][xb], dmn, sums[t][xb], true);
             }
         }
+        UNROLL
+        for (int t = 0; dec && t < T; t++) {
+            acc[t] = _mm512_fmadd_ps(accb[t], d, acc[t]);
+            accc[t] = _mm512_fnmadd_ps(accm[t], dmin, accc[t]);
+        }
     }
     UNROLL
     for (int t = 0; t < T; t++) {
-        __m512 r = acc[t];
+        __m512 r = dec ? _mm512_add_ps(acc[t], accc[t]) : acc[t];
         if (add) r = _mm512_add_ps(r, _mm512_loadu_ps(out[t]));
         _mm512_storeu_ps(out[t], r);
     }
@@ -89,23 +107,24 @@ static ALWAYS_INLINE void r16_gemm_q4k_tile(const int T, int64_t nc, const uint8
  * (16-element scale group 8h + 2q + p) at a time, its codes formed once
  * for the T tokens; w = d sc (q - 32), the -32 through x's 16-element sums
  * (the chunk's sums16, after its prepared lines). */
-static ALWAYS_INLINE void r16_gemm_q6k_tile(const int T, int64_t nc, const uint8_t *g, const float *const *p,
-                                            float *const *out, bool add)
+static ALWAYS_INLINE void r16_gemm_q6k_tile(const bool dec, const int T, int64_t nc, const uint8_t *g,
+                                            const float *const *p, float *const *out, bool add)
 {
     const size_t bb = sizeof(struct wk_block_q6_k);
     const int64_t nb = nc / WK_QK_K, nxb = nc / 32;
     const uint8_t *lines[R16_GEMM_T];
     const float *ds[R16_GEMM_T], *s16[R16_GEMM_T];
-    __m512 acc[R16_GEMM_T];
+    __m512 acc[R16_GEMM_T], accc[R16_GEMM_T];
     UNROLL
     for (int t = 0; t < T; t++) {
         lines[t] = (const uint8_t *)p[t];
         ds[t] = p[t] + nxb * (X16_COMPACT_BYTES / 4);
         s16[t] = p[t] + R16_PREP_CHUNK_FLOATS - X16_CHUNK / 16;
-        acc[t] = _mm512_setzero_ps();
+        acc[t] = accc[t] = _mm512_setzero_ps();
     }
     for (int64_t i = 0; i < nb; i++) {
         const uint8_t *b = g + (size_t)i * WK_R16_ROWS * bb;
+        if (dec) r16_prefetch(b, WK_R16_ROWS * bb);
         const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)b));
         for (int h = 0; h < 2; h++) { /* not unrolled: the quarter's code is big enough */
             for (int pp = 0; pp < 2; pp++) {
@@ -135,7 +154,9 @@ static ALWAYS_INLINE void r16_gemm_q6k_tile(const int T, int64_t nc, const uint8
                     for (int t = 0; t < T; t++) {
                         const __m512i S = _mm512_add_epi32(_mm512_slli_epi32(hs[t], 8), ls[t]);
                         acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(S), _mm512_mul_ps(sc, _mm512_set1_ps(ds[t][xb])), acc[t]);
-                        acc[t] = _mm512_fmadd_ps(sc, _mm512_set1_ps(-32.0f * s16[t][2 * xb + pp]), acc[t]);
+                        /* dec: r16_group_q6k's separate accumulator of the offset term */
+                        if (dec) accc[t] = _mm512_fmadd_ps(sc, _mm512_set1_ps(-32.0f * s16[t][2 * xb + pp]), accc[t]);
+                        else acc[t] = _mm512_fmadd_ps(sc, _mm512_set1_ps(-32.0f * s16[t][2 * xb + pp]), acc[t]);
                     }
                 }
             }
@@ -143,7 +164,7 @@ static ALWAYS_INLINE void r16_gemm_q6k_tile(const int T, int64_t nc, const uint8
     }
     UNROLL
     for (int t = 0; t < T; t++) {
-        __m512 r = acc[t];
+        __m512 r = dec ? _mm512_add_ps(acc[t], accc[t]) : acc[t];
         if (add) r = _mm512_add_ps(r, _mm512_loadu_ps(out[t]));
         _mm512_storeu_ps(out[t], r);
     }
@@ -158,24 +179,25 @@ static ALWAYS_INLINE void r16_gemm_q6k_tile(const int T, int64_t nc, const uint8
  * by d_w and the token's ds, and the offset term (Q4_1: m_w times x~'s
  * block sum; Q5_0 and Q8_0: -16 or -128 d_w times it) goes into the same
  * accumulator. */
-static ALWAYS_INLINE void r16_gemm_b32_tile(const enum x16_kind K, const int T, int64_t nc, const uint8_t *g,
-                                            const float *const *p, float *const *out, bool add)
+static ALWAYS_INLINE void r16_gemm_b32_tile(const enum x16_kind K, const bool dec, const int T, int64_t nc,
+                                            const uint8_t *g, const float *const *p, float *const *out, bool add)
 {
     const size_t bb = r16_block_bytes(K);
     const size_t head = K == X16_Q4_1 ? 64 : K == X16_Q5_0 ? 96 : 32; /* the 16 rows' scales (and qh) */
     const int64_t nb = nc / 32;
     const uint8_t *lines[R16_GEMM_T];
     const float *ds[R16_GEMM_T], *sums[R16_GEMM_T];
-    __m512 acc[R16_GEMM_T];
+    __m512 acc[R16_GEMM_T], accc[R16_GEMM_T];
     UNROLL
     for (int t = 0; t < T; t++) {
         lines[t] = (const uint8_t *)p[t];
         ds[t] = p[t] + nb * (X16_COMPACT_BYTES / 4);
         sums[t] = ds[t] + nb;
-        acc[t] = _mm512_setzero_ps();
+        acc[t] = accc[t] = _mm512_setzero_ps();
     }
     for (int64_t i = 0; i < nb; i++) {
         const uint8_t *b = g + (size_t)i * WK_R16_ROWS * bb;
+        if (dec) r16_prefetch(b, WK_R16_ROWS * bb);
         __m512i h[R16_GEMM_T], l[R16_GEMM_T];
         UNROLL
         for (int t = 0; t < T; t++) h[t] = l[t] = _mm512_setzero_si512();
@@ -207,6 +229,17 @@ static ALWAYS_INLINE void r16_gemm_b32_tile(const enum x16_kind K, const int T, 
             }
         }
         const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)b));
+        if (dec) { /* r16_group's chain: the offset term in its own accumulator */
+            const __m512 mw = K == X16_Q4_1 ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(b + 32))) : dw;
+            const float kq = K == X16_Q5_0 ? -16.0f : -128.0f;
+            UNROLL
+            for (int t = 0; t < T; t++) {
+                const __m512i S = _mm512_add_epi32(_mm512_slli_epi32(h[t], 8), l[t]);
+                acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(S), _mm512_mul_ps(dw, _mm512_set1_ps(ds[t][i])), acc[t]);
+                accc[t] = _mm512_fmadd_ps(mw, _mm512_set1_ps(K == X16_Q4_1 ? sums[t][i] : kq * sums[t][i]), accc[t]);
+            }
+            continue;
+        }
         const __m512 cw = r16_b32_offset(b, dw, K == X16_Q4_1, K == X16_Q5_0 ? -16.0f : -128.0f);
         UNROLL
         for (int t = 0; t < T; t++) {
@@ -216,34 +249,42 @@ static ALWAYS_INLINE void r16_gemm_b32_tile(const enum x16_kind K, const int T, 
     }
     UNROLL
     for (int t = 0; t < T; t++) {
-        __m512 r = acc[t];
+        __m512 r = dec ? _mm512_add_ps(acc[t], accc[t]) : acc[t];
         if (add) r = _mm512_add_ps(r, _mm512_loadu_ps(out[t]));
         _mm512_storeu_ps(out[t], r);
     }
 }
 
 /* One micro-tile of K's R16 GEMM (T a constant after inlining). */
-static ALWAYS_INLINE void r16_gemm_tile(const enum x16_kind K, const int T, int64_t nc, const uint8_t *g,
-                                        const float *const *p, float *const *out, bool add)
+static ALWAYS_INLINE void r16_gemm_tile(const enum x16_kind K, const bool dec, const int T, int64_t nc,
+                                        const uint8_t *g, const float *const *p, float *const *out, bool add)
 {
-    if (K == X16_Q4_K) r16_gemm_q4k_tile(T, nc, g, p, out, add);
-    else if (K == X16_Q6_K) r16_gemm_q6k_tile(T, nc, g, p, out, add);
-    else r16_gemm_b32_tile(K, T, nc, g, p, out, add);
+    if (K == X16_Q4_K) r16_gemm_q4k_tile(dec, T, nc, g, p, out, add);
+    else if (K == X16_Q6_K) r16_gemm_q6k_tile(dec, T, nc, g, p, out, add);
+    else r16_gemm_b32_tile(K, dec, T, nc, g, p, out, add);
 }
 
 /* gemm_r16 for K: rows in tiles of R16_GEMM_GROUPS groups; in a tile,
  * each column chunk in turn, each tile of tokens over the tile's groups. */
-static ALWAYS_INLINE void r16_gemm(const enum x16_kind K, int64_t n, const void *w, size_t stride, const float *prep,
-                                   size_t ldp, int64_t n_tokens, float *out, size_t ldo, int64_t n_rows)
+static ALWAYS_INLINE void r16_gemm(const enum x16_kind K, const bool dec, int64_t n, const void *w, size_t stride,
+                                   const float *prep, size_t ldp, int64_t n_tokens, float *out, size_t ldo,
+                                   int64_t n_rows)
 {
     const size_t bb = r16_block_bytes(K);
     const int64_t bs = K == X16_Q6_K || K == X16_Q4_K ? WK_QK_K : 32, n_groups = n_rows / WK_R16_ROWS;
-    for (int64_t g0 = 0; g0 < n_groups; g0 += R16_GEMM_GROUPS) {
-        const int64_t g1 = WK_MIN(n_groups, g0 + R16_GEMM_GROUPS);
+    /* dec (batched decode, few tokens): decode's order, a group's column
+     * chunks one after another, so the weights stream in address order
+     * (prefetched as decode's are) */
+    const int64_t G = dec ? 1 : R16_GEMM_GROUPS;
+    for (int64_t g0 = 0; g0 < n_groups; g0 += G) {
+        const int64_t g1 = WK_MIN(n_groups, g0 + G);
         for (int64_t c0 = 0; c0 < n; c0 += X16_CHUNK) {
             const int64_t nc = WK_MIN(X16_CHUNK, n - c0);
-            for (int64_t t0 = 0; t0 < n_tokens; t0 += R16_GEMM_T) {
-                const int T = (int)WK_MIN(R16_GEMM_T, n_tokens - t0);
+            /* tiles of like width (8 tokens as 4 + 4, not 6 + 2: a narrow
+             * tile unpacks the weights for few tokens) */
+            const int64_t n_tiles = (n_tokens + R16_GEMM_T - 1) / R16_GEMM_T;
+            for (int64_t ti = 0, t0 = 0; ti < n_tiles; ti++) {
+                const int T = (int)((n_tokens - t0) / (n_tiles - ti) + ((n_tokens - t0) % (n_tiles - ti) != 0));
                 const float *p[R16_GEMM_T];
                 for (int t = 0; t < T; t++) p[t] = prep + (size_t)(t0 + t) * ldp + (c0 / X16_CHUNK) * R16_PREP_CHUNK_FLOATS;
                 for (int64_t gi = g0; gi < g1; gi++) {
@@ -253,19 +294,20 @@ static ALWAYS_INLINE void r16_gemm(const enum x16_kind K, int64_t n, const void 
                     for (int t = 0; t < T; t++) o[t] = out + (size_t)(t0 + t) * ldo + WK_R16_ROWS * gi;
                     switch (T) { /* each tile width its own unrolled code */
 #if R16_GEMM_T >= 8
-                    case 8: r16_gemm_tile(K, 8, nc, wg, p, o, c0 > 0); break;
-                    case 7: r16_gemm_tile(K, 7, nc, wg, p, o, c0 > 0); break;
+                    case 8: r16_gemm_tile(K, dec, 8, nc, wg, p, o, c0 > 0); break;
+                    case 7: r16_gemm_tile(K, dec, 7, nc, wg, p, o, c0 > 0); break;
 #endif
 #if R16_GEMM_T >= 6
-                    case 6: r16_gemm_tile(K, 6, nc, wg, p, o, c0 > 0); break;
-                    case 5: r16_gemm_tile(K, 5, nc, wg, p, o, c0 > 0); break;
+                    case 6: r16_gemm_tile(K, dec, 6, nc, wg, p, o, c0 > 0); break;
+                    case 5: r16_gemm_tile(K, dec, 5, nc, wg, p, o, c0 > 0); break;
 #endif
-                    case 4: r16_gemm_tile(K, 4, nc, wg, p, o, c0 > 0); break;
-                    case 3: r16_gemm_tile(K, 3, nc, wg, p, o, c0 > 0); break;
-                    case 2: r16_gemm_tile(K, 2, nc, wg, p, o, c0 > 0); break;
-                    default: r16_gemm_tile(K, 1, nc, wg, p, o, c0 > 0); break;
+                    case 4: r16_gemm_tile(K, dec, 4, nc, wg, p, o, c0 > 0); break;
+                    case 3: r16_gemm_tile(K, dec, 3, nc, wg, p, o, c0 > 0); break;
+                    case 2: r16_gemm_tile(K, dec, 2, nc, wg, p, o, c0 > 0); break;
+                    default: r16_gemm_tile(K, dec, 1, nc, wg, p, o, c0 > 0); break;
                     }
                 }
+                t0 += T;
             }
         }
     }
@@ -275,7 +317,12 @@ static ALWAYS_INLINE void r16_gemm(const enum x16_kind K, int64_t n, const void 
     static void r16_gemm_##name(int64_t n, const void *w, size_t stride, const float *prep, size_t ldp,          \
                                 int64_t n_tokens, float *out, size_t ldo, int64_t n_rows)                        \
     {                                                                                                            \
-        r16_gemm(K, n, w, stride, prep, ldp, n_tokens, out, ldo, n_rows);                                        \
+        r16_gemm(K, false, n, w, stride, prep, ldp, n_tokens, out, ldo, n_rows);                                 \
+    }                                                                                                            \
+    static void r16_gemm_tokens_##name(int64_t n, const void *w, size_t stride, const float *prep, size_t ldp,   \
+                                       int32_t n_tokens, float *out, size_t ldo, int64_t n_rows)                 \
+    {                                                                                                            \
+        r16_gemm(K, true, n, w, stride, prep, ldp, n_tokens, out, ldo, n_rows);                                  \
     }
 R16_GEMM_ENTRY(q4_1, X16_Q4_1)
 R16_GEMM_ENTRY(q5_0, X16_Q5_0)

@@ -747,29 +747,6 @@ static ALWAYS_INLINE void r16_rows_prepared(const enum x16_kind K, int64_t n, co
     }
 }
 
-/* vec_dot_rows_r16_tokens: r16_rows_prepared for n_tokens tokens whose
- * prepared x lie ldp floats apart; per group and column chunk every token
- * in turn, so the chunk's weights come from L1 for all but the first. Each
- * token's chunks are added in column order: r16_rows_prepared's bits. */
-static ALWAYS_INLINE void r16_prepared_tokens(const enum x16_kind K, int64_t n, const void *w, size_t stride,
-                                              const float *prep, size_t ldp, int32_t n_tokens, float *out,
-                                              size_t ldo, int64_t n_rows)
-{
-    const size_t bb = r16_block_bytes(K);
-    const int64_t bs = K == X16_Q6_K || K == X16_Q4_K ? WK_QK_K : 32;
-    for (int64_t g = 0; g < n_rows / WK_R16_ROWS; g++) {
-        const uint8_t *wg = (const uint8_t *)w + (size_t)g * WK_R16_ROWS * stride;
-        for (int64_t c0 = 0; c0 < n; c0 += X16_CHUNK) {
-            const uint8_t *wc = wg + (size_t)(c0 / bs) * WK_R16_ROWS * bb;
-            for (int32_t t = 0; t < n_tokens; t++) {
-                const float *p = prep + (size_t)t * ldp + (c0 / X16_CHUNK) * R16_PREP_CHUNK_FLOATS;
-                r16_chunk(K, WK_MIN(X16_CHUNK, n - c0), wc, stride, p, p + R16_PREP_CHUNK_FLOATS - X16_CHUNK / 16,
-                          out + (size_t)t * ldo + WK_R16_ROWS * g, WK_R16_ROWS, c0 > 0);
-            }
-        }
-    }
-}
-
 /* r16_rows for rows too long to prepare x whole on the stack: x prepared
  * a column chunk at a time, each chunk across every group. */
 static ALWAYS_INLINE void r16_rows_by_chunk(const enum x16_kind K, int64_t n, const void *w, size_t stride,
@@ -853,12 +830,6 @@ static ALWAYS_INLINE void r16_tokens(const enum x16_kind K, int64_t n, const voi
                                   int32_t n_tokens, float *out, size_t ldo, int64_t n_rows)                  \
     {                                                                                                        \
         r16_tokens(K, n, w, stride, x, ldx, n_tokens, out, ldo, n_rows);                                     \
-    }                                                                                                        \
-    static void r16_prepared_tokens_##name(int64_t n, const void *w, size_t stride, const float *prep,       \
-                                           size_t ldp, int32_t n_tokens, float *out, size_t ldo,             \
-                                           int64_t n_rows)                                                   \
-    {                                                                                                        \
-        r16_prepared_tokens(K, n, w, stride, prep, ldp, n_tokens, out, ldo, n_rows);                         \
     }
 R16_ENTRIES(q4_1, X16_Q4_1)
 R16_ENTRIES(q5_0, X16_Q5_0)
@@ -911,10 +882,13 @@ void WK_X16_FILL(struct wk_cpu_kernels *k)
     k->vec_dot_rows_x16_tokens[WK_DTYPE_Q8_0] = x16_tokens_q8_0;
     k->vec_dot_rows_x16[WK_DTYPE_IQ4_NL] = x16_rows_iq4_nl;
     k->vec_dot_rows_x16_tokens[WK_DTYPE_IQ4_NL] = x16_tokens_iq4_nl;
-    /* the R16 dtypes: decode, verify, and decode with x prepared once */
+    /* the R16 dtypes: decode, verify, and decode with x prepared once; batched
+     * decode with x prepared once through the GEMM's tiles on decode's float
+     * chain (r16_gemm_template.h: the weights unpacked once for up to
+     * R16_GEMM_T tokens, each token's bits its lone decode's) */
 #define R16_FILL(name, dt)                                                                         \
     (k->vec_dot_rows_x16[dt] = r16_rows_##name, k->vec_dot_rows_x16_tokens[dt] = r16_tokens_##name, \
-     k->vec_dot_rows_r16[dt] = r16_prepared_##name, k->vec_dot_rows_r16_tokens[dt] = r16_prepared_tokens_##name)
+     k->vec_dot_rows_r16[dt] = r16_prepared_##name, k->vec_dot_rows_r16_tokens[dt] = r16_gemm_tokens_##name)
     R16_FILL(q4_1, WK_DTYPE_Q4_1_R16);
     R16_FILL(q5_0, WK_DTYPE_Q5_0_R16);
     R16_FILL(q8_0, WK_DTYPE_Q8_0_R16);
