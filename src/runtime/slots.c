@@ -389,11 +389,26 @@ static void take_rows(struct wk_slots *s, int32_t i, int64_t fwd_ns, struct wk_s
     if (ends) finish(s, i, st, out);
 }
 
+/* Rows a decode step of several slots may hold with prompt lookup's drafts:
+ * the R16 kernels read each weight once for up to 6 tokens (AVX-512's
+ * GEMM tiles; AVX2's two-token tiles twice), so a few more rows cost little
+ * while the step is memory-bound, but a step of many rows is
+ * compute-bound, where a draft row costs what a decode row does and yields
+ * at most its one token (Qwen2.5-Coder-1.5B, Xeon, 2 threads: 1 row 44 ms,
+ * 4 rows 58 ms, 16 rows 160 ms; 16 decoding slots with their drafts made
+ * steps of up to 31 rows at 360 ms). */
+#define LOOKUP_BATCH_ROWS 4
+
 /* Step 2: a token for every decoding slot, and prompt lookup's drafts
- * for those that have some (at most WK_VERIFY_MAX - 1 in all). */
+ * for those that have some: at most WK_VERIFY_MAX - 1 in all for one
+ * decoding slot (its controller weighs them, wk_spec_ctl), and for several
+ * only while the step stays within LOOKUP_BATCH_ROWS rows. */
 static void decode_step(struct wk_slots *s, struct wk_slots_step *out)
 {
-    int32_t n = 0, budget = WK_VERIFY_MAX - 1;
+    int32_t n = 0, n_dec = 0;
+    for (int32_t i = 0; i < s->n; i++) n_dec += s->slot[i].state == SLOT_DECODE;
+    int32_t budget = n_dec <= 1 ? WK_VERIFY_MAX - 1 : WK_MAX(0, LOOKUP_BATCH_ROWS - n_dec);
+    const int32_t budget0 = budget;
     for (int32_t i = 0; i < s->n; i++) {
         struct slot *sl = &s->slot[i];
         if (sl->state != SLOT_DECODE) continue;
@@ -411,7 +426,7 @@ static void decode_step(struct wk_slots *s, struct wk_slots_step *out)
         out->n_decode++;
     }
     const int64_t t0 = wk_time_ns();
-    if (!n || !run_rows(s, n, budget < WK_VERIFY_MAX - 1, out)) return;
+    if (!n || !run_rows(s, n, budget < budget0, out)) return;
     const int64_t fwd_ns = wk_time_ns() - t0;
     for (int32_t i = 0; i < s->n; i++)
         if (s->slot[i].state == SLOT_DECODE) take_rows(s, i, fwd_ns, out);
