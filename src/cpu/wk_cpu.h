@@ -124,9 +124,12 @@ struct wk_cpu_kernels {
     wk_vec_dot_rows_fn vec_dot_rows_r16[WK_DTYPE_COUNT];
     /* the same for several tokens (x: the first token's prep, x_stride the
      * floats between tokens' preps, wk_cpu_r16_prep_floats(n) or more):
-     * per group of 16 rows and column chunk, every token in turn while the
-     * chunk is in L1, the groups in address order; each token's results
-     * are vec_dot_rows_r16's bits. Batched decode and verification. */
+     * per group of 16 rows and column chunk, the tokens while the chunk is
+     * in L1 (AVX-512: the GEMM's VNNI tiles, the weights unpacked once for
+     * up to 6 tokens, and in the "amx" table AMX tiles for each whole 16;
+     * AVX2: tiles of 2), the groups in address order; each token's results
+     * are vec_dot_rows_r16's bits (every token's float chain is decode's).
+     * Batched decode and verification. */
     wk_vec_dot_rows_tokens_fn vec_dot_rows_r16_tokens[WK_DTYPE_COUNT];
     /* R16 prefill (AVX-512 VNNI, with AMX tiles for Q4_1, Q5_0, Q8_0 and Q4_K in the "amx" table at
      * the VNNI bits; AVX2 for every R16 dtype; NULL elsewhere, with WICK_EXACT=1, and

@@ -12,9 +12,9 @@
 void wk__cpu_fill_avx2(struct wk_cpu_kernels *k);
 void wk__cpu_fill_avx512(struct wk_cpu_kernels *k);
 /* r16_amx.c: gemm_r16 through AMX-INT8 tiles for Q4_1, Q5_0, Q8_0 and Q4_K
- * R16, over a filled AVX-512 VNNI table (whose gemm_r16 entries it keeps for
- * the tokens past the last whole tile); call only where
- * wk_cpu_features_get()->amx_int8. */
+ * R16, and vec_dot_rows_r16_tokens for those and Q6_K R16, over a filled
+ * AVX-512 VNNI table (whose entries it keeps for the tokens past the last
+ * whole tile); call only where wk_cpu_features_get()->amx_int8. */
 void wk__cpu_fill_amx(struct wk_cpu_kernels *k);
 
 /* Plain-C float helpers, also the fallback of the table. */

@@ -1,6 +1,7 @@
 /*
  * r16_amx.c - the R16 prefill GEMM (gemm_r16, wk_cpu.h) through AMX-INT8
- * tiles, for Q4_1_R16, Q5_0_R16, Q8_0_R16 and Q4_K_R16, where the CPU and
+ * tiles, for Q4_1_R16, Q5_0_R16, Q8_0_R16 and Q4_K_R16, and batched decode
+ * (vec_dot_rows_r16_tokens, below) for those and Q6_K_R16, where the CPU and
  * the OS grant AMX (wk_cpu_features.amx_int8: CPUID, XCR0's tile state and
  * Linux's ARCH_REQ_XCOMP_PERM; Intel SDM vol. 1 ch. 18, Intel's AMX
  * instruction reference for TDPBSUD). Compiled with -mamx-tile -mamx-int8
@@ -266,12 +267,16 @@ static ALWAYS_INLINE void amx_gemm(const enum amx_kind K, enum wk_dtype dt, int6
  * closed per super-block with d and dmin; Q6_K (r16_group_q6k) per 16
  * elements (its scale groups: products of K = 16, half a tile's depth)
  * acc += float(S) (d sc ds), accc += d sc (-32 sums16). A tile holds up
- * to 16 tokens (M rows of A and C; one configuration per M); a last tile
- * of fewer than AMX_TOK_MIN tokens goes to the VNNI tokens kernel.
+ * to 16 tokens (M rows of A and C; one configuration per M); the tokens
+ * past the last tile of at least AMX_TOK_MIN go to the VNNI tokens kernel
+ * (the GEMM's tiles on decode's chain, r16_gemm_template.h).
  */
 
-/* Fewest tokens a tile: below it the VNNI kernel's per-token dots are
- * as fast (bench/gemm-r16's "r16 tokens" line). */
+/* Fewest tokens an AMX tile: a tile's fixed cost (codes unpacked, tiles
+ * loaded and stored, every step) is paid for fewer tokens below 16, where
+ * the VNNI tiles were as fast or faster (bench/gemm-r16's "r16 tokens",
+ * 1536 x 1536, one core, G multiply-adds/s, VNNI / AMX: Q4_K 8 tokens
+ * 92 / 90, 12: 99 / 67, 16: 98 / 125; Q6_K 16: 67 / 69; Q4_1 16: 105 / 130). */
 #define AMX_TOK_MIN 16
 
 /* The tokens kernels' configurations: [0] products of 32 elements (A: M

@@ -17,6 +17,15 @@
  * from decode's (by rounding only). Each row's sum runs over its blocks in
  * order and its column chunks are added in order: the result depends on n
  * only, not on the tokens' or rows' tiling.
+ *
+ * dec (vec_dot_rows_r16_tokens: batched decode, verification): the same
+ * integer dots, but each token's float side is decode's own chain, in its
+ * order (r16_group, r16_group_q4k, r16_group_q6k: the offset term in an
+ * accumulator of its own, Q4_K's sub-block sums closed per super-block
+ * with d and dmin), so every token gets its lone decode's bits; the
+ * groups are taken one at a time with their column chunks in address
+ * order and prefetched as decode's are (a few tokens read the weights
+ * from memory as decode does).
  */
 #ifndef R16_GEMM_T
 #define R16_GEMM_T 6 /* tokens per micro-tile */
