@@ -139,7 +139,8 @@ static void init_once(void)
     /* WICK_EXACT=1: decode and prefill with f32 activations everywhere */
     const char *e = getenv("WICK_EXACT");
     g_want_exact = e && *e && strcmp(e, "0") != 0;
-    /* (the AMX table differs from the AVX-512 one only in gemm_r16, cleared here) */
+    /* (the AMX table differs from the AVX-512 one only in gemm_r16 and
+     * vec_dot_rows_r16_tokens, both cleared here) */
     g_exact = g_have_avx512 ? g_avx512 : g_have_avx2 ? g_avx2 : g_ref;
     memset(g_exact.vec_dot_rows_x16, 0, sizeof g_exact.vec_dot_rows_x16);
     memset(g_exact.vec_dot_rows_x16_tokens, 0, sizeof g_exact.vec_dot_rows_x16_tokens);

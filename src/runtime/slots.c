@@ -81,6 +81,7 @@ struct wk_slots {
     int32_t chunk_busy;       /* a prefill chunk's rows while others decode (0: n_ubatch) */
     struct slot *slot;        /* [n] */
     int32_t rr;               /* the slot last given a prefill chunk */
+    int32_t rr_draft;         /* the slot offered lookup's draft budget first, in turn */
     float *logits;            /* [n + WK_VERIFY_MAX - 1][n_vocab]: the decode rows', then the prefill's last row */
     int32_t *b_tok, *b_pos, *b_seq, *b_slot; /* [max(n + WK_VERIFY_MAX - 1, n_ubatch)] a batch's rows */
     bool *b_want;
@@ -409,7 +410,10 @@ static void decode_step(struct wk_slots *s, struct wk_slots_step *out)
     for (int32_t i = 0; i < s->n; i++) n_dec += s->slot[i].state == SLOT_DECODE;
     int32_t budget = n_dec <= 1 ? WK_VERIFY_MAX - 1 : WK_MAX(0, LOOKUP_BATCH_ROWS - n_dec);
     const int32_t budget0 = budget;
-    for (int32_t i = 0; i < s->n; i++) {
+    /* the slots in turn from rr_draft, so that a budget smaller than the
+     * slots' wishes goes to each in turn, not always to the first */
+    for (int32_t r = 0; r < s->n; r++) {
+        const int32_t i = (s->rr_draft + r) % s->n;
         struct slot *sl = &s->slot[i];
         if (sl->state != SLOT_DECODE) continue;
         const int64_t tl = wk_time_ns();
@@ -425,6 +429,7 @@ static void decode_step(struct wk_slots *s, struct wk_slots_step *out)
         }
         out->n_decode++;
     }
+    s->rr_draft = (s->rr_draft + 1) % s->n;
     const int64_t t0 = wk_time_ns();
     if (!n || !run_rows(s, n, budget < budget0, out)) return;
     const int64_t fwd_ns = wk_time_ns() - t0;

@@ -46,8 +46,11 @@ static bool x16_dot_ok(enum wk_dtype t, const uint8_t *wrow, int64_t n, const fl
  *   for each of 17 tokens, as does vec_dot_rows_r16 with x prepared once
  *   (r16_prepare) for two ranges of rows, and vec_dot_rows_r16_tokens
  *   with the tokens' x prepared (batched decode, verification): all 17
- *   (with AMX: a tile of 16 and one token through VNNI), 2 (VNNI) and 11
- *   (an AMX tile of 11 rows);
+ *   (AVX-512: tiles of 6, 6, 5; with AMX a tile of 16 and one token
+ *   through VNNI), 2, and 3, 8 and 11 on rows 16.. with wider output rows
+ *   (nothing else written); the AMX tiles run only where the CPU grants
+ *   AMX (tiles of fewer than 16 rows: build r16_amx.c with
+ *   -DAMX_TOK_MIN=1);
  * - the matmul of the R16 tensor: decode on 1, 2 and 3 threads gives the
  *   kernel's bits (shares of whole groups); prefill gives the row-major
  *   tensor's prefill bits (the same dequantized rows into the same GEMM),
@@ -127,10 +130,26 @@ static void test_r16_layout(void)
                 memset(tok, 0, (size_t)(n_rows * 2) * 4);
                 k->vec_dot_rows_r16_tokens[r16](n, packed, row, prep + 3 * ldp, ldp, 2, tok, (size_t)n_rows, n_rows);
                 bad += memcmp(got + 3 * n_rows, tok, (size_t)(n_rows * 2) * 4) != 0;
-                /* eleven tokens, 3 .. 13 (with AMX a tile of 11) */
-                memset(tok, 0, (size_t)(n_rows * 11) * 4);
-                k->vec_dot_rows_r16_tokens[r16](n, packed, row, prep + 3 * ldp, ldp, 11, tok, (size_t)n_rows, n_rows);
-                bad += memcmp(got + 3 * n_rows, tok, (size_t)(n_rows * 11) * 4) != 0;
+                /* 3, 8 and 11 tokens from token 3 (AVX-512's tiles of like width:
+                 * 3; 4 + 4; 6 + 5), results ldo = n_rows + 5 apart, and rows
+                 * 16.. alone: each token's rows their lone decode's bits, nothing
+                 * else written */
+                const int32_t counts[3] = {3, 8, 11};
+                const size_t ldo = (size_t)n_rows + 5;
+                float *wide = wk_aligned_alloc(ldo * 11 * 4);
+                for (int ci = 0; ci < 3; ci++) {
+                    const int32_t nt = counts[ci];
+                    for (size_t e = 0; e < ldo * 11; e++) wide[e] = NAN;
+                    k->vec_dot_rows_r16_tokens[r16](n, packed + WK_R16_ROWS * row, row, prep + 3 * ldp, ldp, nt,
+                                                    wide + WK_R16_ROWS, ldo, n_rows - WK_R16_ROWS);
+                    for (int32_t j = 0; j < nt; j++) {
+                        bad += memcmp(got + (3 + j) * n_rows + WK_R16_ROWS, wide + j * ldo + WK_R16_ROWS,
+                                      (size_t)(n_rows - WK_R16_ROWS) * 4) != 0;
+                        for (size_t e = 0; e < ldo; e++)
+                            bad += (e < WK_R16_ROWS || e >= (size_t)n_rows) && !isnan(wide[j * ldo + e]);
+                    }
+                }
+                wk_aligned_free(wide);
                 wk_aligned_free(prep);
                 /* the matmul over the pool, whole groups a thread */
                 float *y = wk_aligned_alloc((size_t)(n_rows * n_tok) * 4), *y2 = wk_aligned_alloc((size_t)(n_rows * n_tok) * 4);

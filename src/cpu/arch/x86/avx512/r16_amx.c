@@ -276,8 +276,13 @@ static ALWAYS_INLINE void amx_gemm(const enum amx_kind K, enum wk_dtype dt, int6
  * loaded and stored, every step) is paid for fewer tokens below 16, where
  * the VNNI tiles were as fast or faster (bench/gemm-r16's "r16 tokens",
  * 1536 x 1536, one core, G multiply-adds/s, VNNI / AMX: Q4_K 8 tokens
- * 92 / 90, 12: 99 / 67, 16: 98 / 125; Q6_K 16: 67 / 69; Q4_1 16: 105 / 130). */
+ * 92 / 90, 12: 99 / 67, 16: 98 / 125; Q6_K 16: 67 / 69; Q4_1 16: 105 / 130).
+ * So only whole tiles of 16 run here; tiles of 1 to 15 rows (one
+ * configuration each) give the same bits (test-cpu-r16 with
+ * -DAMX_TOK_MIN=1), for a CPU where they would pay. */
+#ifndef AMX_TOK_MIN
 #define AMX_TOK_MIN 16
+#endif
 
 /* The tokens kernels' configurations: [0] products of 32 elements (A: M
  * rows of 32 bytes, B: 8 rows), [1] Q6_K's of 16 (A: M x 16, B: 4 rows);
