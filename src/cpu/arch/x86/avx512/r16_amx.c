@@ -106,10 +106,9 @@ static ALWAYS_INLINE void amx_issue(const int set, const uint8_t *line, size_t l
     __asm__ volatile("" ::: "memory");
 }
 
-/* The int32 S = 256 S_hi + S_lo of set `set`'s block, token t's 16 rows in s[t]. */
-static ALWAYS_INLINE void amx_collect(const int set, __m512i *s)
+/* The S_hi and S_lo tiles of set `set` (m tokens' rows) into ch and cl. */
+static ALWAYS_INLINE void amx_store_c(const int set, int32_t (*ch)[16], int32_t (*cl)[16])
 {
-    _Alignas(64) int32_t ch[AMX_T][16], cl[AMX_T][16];
     if (set == 0) {
         _tile_stored(4, ch, 64);
         _tile_stored(5, cl, 64);
@@ -117,6 +116,13 @@ static ALWAYS_INLINE void amx_collect(const int set, __m512i *s)
         _tile_stored(6, ch, 64);
         _tile_stored(7, cl, 64);
     }
+}
+
+/* The int32 S = 256 S_hi + S_lo of set `set`'s block, token t's 16 rows in s[t]. */
+static ALWAYS_INLINE void amx_collect(const int set, __m512i *s)
+{
+    _Alignas(64) int32_t ch[AMX_T][16], cl[AMX_T][16];
+    amx_store_c(set, ch, cl);
     UNROLL
     for (int t = 0; t < AMX_T; t++)
         s[t] = _mm512_add_epi32(_mm512_slli_epi32(_mm512_load_si512(ch[t]), 8), _mm512_load_si512(cl[t]));
@@ -302,18 +308,6 @@ static void amx_tok_config_fill(void)
             c->rows[2] = c->rows[3] = (uint8_t)(q6 ? 4 : 8);
             for (int i = 4; i < 8; i++) c->colsb[i] = 64, c->rows[i] = (uint8_t)m;
         }
-}
-
-/* The S_hi and S_lo tiles of set `set` (m tokens' rows) into ch and cl. */
-static ALWAYS_INLINE void amx_store_c(const int set, int32_t (*ch)[16], int32_t (*cl)[16])
-{
-    if (set == 0) {
-        _tile_stored(4, ch, 64);
-        _tile_stored(5, cl, 64);
-    } else {
-        _tile_stored(6, ch, 64);
-        _tile_stored(7, cl, 64);
-    }
 }
 
 /* Q6_K_R16: the B rows of the four quarters of vector group (h, p) of
