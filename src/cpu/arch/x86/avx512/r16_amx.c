@@ -375,8 +375,7 @@ static ALWAYS_INLINE void amx_tok_chunk(const enum amx_kind K, bool q6, int m, i
             for (int t = 0; t < m; t++) {
                 const float *ds = pt[t] + nxb * 16, *s16 = pt[t] + WK_R16_PREP_CHUNK_FLOATS - WK_R16_PREP_CHUNK / 16;
                 const __m512i S = _mm512_add_epi32(_mm512_slli_epi32(_mm512_load_si512(ch[t]), 8), _mm512_load_si512(cl[t]));
-                acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(S), _mm512_mul_ps(sc, _mm512_set1_ps(ds[xb])), acc[t]);
-                accc[t] = _mm512_fmadd_ps(sc, _mm512_set1_ps(-32.0f * s16[2 * xb + p]), accc[t]);
+                r16_dec_group(&acc[t], &accc[t], S, sc, ds[xb], sc, -32.0f * s16[2 * xb + p]);
             }
         } else if (K == AMX_Q4_K) { /* r16_group_q4k */
             const int s = (int)(u % 8);
@@ -389,8 +388,7 @@ static ALWAYS_INLINE void amx_tok_chunk(const enum amx_kind K, bool q6, int m, i
                 const float *ds = pt[t] + nxb * 16, *sums = ds + nxb;
                 const __m512i S = _mm512_add_epi32(_mm512_slli_epi32(_mm512_load_si512(ch[t]), 8), _mm512_load_si512(cl[t]));
                 if (s == 0) accb[t] = accm[t] = _mm512_setzero_ps();
-                accb[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(S), _mm512_mul_ps(sc, _mm512_set1_ps(ds[u])), accb[t]);
-                accm[t] = _mm512_fmadd_ps(mn, _mm512_set1_ps(sums[u]), accm[t]);
+                r16_dec_group(&accb[t], &accm[t], S, sc, ds[u], mn, sums[u]);
             }
             if (s == 7) {
                 const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)b));
@@ -408,8 +406,7 @@ static ALWAYS_INLINE void amx_tok_chunk(const enum amx_kind K, bool q6, int m, i
             for (int t = 0; t < m; t++) {
                 const float *ds = pt[t] + nxb * 16, *sums = ds + nxb;
                 const __m512i S = _mm512_add_epi32(_mm512_slli_epi32(_mm512_load_si512(ch[t]), 8), _mm512_load_si512(cl[t]));
-                acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(S), _mm512_mul_ps(dw, _mm512_set1_ps(ds[u])), acc[t]);
-                accc[t] = _mm512_fmadd_ps(mw, _mm512_set1_ps(K == AMX_Q4_1 ? sums[u] : kq * sums[u]), accc[t]);
+                r16_dec_group(&acc[t], &accc[t], S, dw, ds[u], mw, K == AMX_Q4_1 ? sums[u] : kq * sums[u]);
             }
         }
     }

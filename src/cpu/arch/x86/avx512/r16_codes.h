@@ -85,4 +85,20 @@ static ALWAYS_INLINE __m512 r16_acc_block(__m512 acc, __m512i S, __m512 scale, f
     return neg ? _mm512_fnmadd_ps(off, _mm512_set1_ps(xsum), acc) : _mm512_fmadd_ps(off, _mm512_set1_ps(xsum), acc);
 }
 
+/* Decode's float side of one scale group for one token, written once for
+ * the decode kernels (rows_x16_template.h), batched decode on the GEMM's
+ * tiles (r16_gemm_template.h, dec) and on AMX (r16_amx.c), whose bits must
+ * be decode's: *acc += float(S) (scale ds), then *accc += off xoff, the
+ * offset term in an accumulator of its own (r16_group: scale d_w, off m_w
+ * or d_w, xoff x~'s block sum or -16 / -128 times it; r16_group_q4k's
+ * sub-block sums: scale sc, off m, xoff the sum; r16_group_q6k: scale and
+ * off d sc, xoff -32 times the 16-element sum). With accc == acc both go
+ * into one accumulator (the Q6_K GEMM's). */
+static ALWAYS_INLINE void r16_dec_group(__m512 *acc, __m512 *accc, __m512i S, __m512 scale, float ds, __m512 off,
+                                        float xoff)
+{
+    *acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(S), _mm512_mul_ps(scale, _mm512_set1_ps(ds)), *acc);
+    *accc = _mm512_fmadd_ps(off, _mm512_set1_ps(xoff), *accc);
+}
+
 #endif

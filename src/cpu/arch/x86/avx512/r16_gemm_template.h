@@ -85,8 +85,7 @@ static ALWAYS_INLINE void r16_gemm_q4k_tile(const bool dec, const int T, int64_t
                 UNROLL
                 for (int t = 0; t < T; t++) {
                     const __m512i S = _mm512_add_epi32(_mm512_slli_epi32(h[t], 8), l[t]);
-                    accb[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(S), _mm512_mul_ps(scf, _mm512_set1_ps(ds[t][xb])), accb[t]);
-                    accm[t] = _mm512_fmadd_ps(mnf, _mm512_set1_ps(sums[t][xb]), accm[t]);
+                    r16_dec_group(&accb[t], &accm[t], S, scf, ds[t][xb], mnf, sums[t][xb]);
                 }
                 continue;
             }
@@ -162,10 +161,8 @@ static ALWAYS_INLINE void r16_gemm_q6k_tile(const bool dec, const int T, int64_t
                     UNROLL
                     for (int t = 0; t < T; t++) {
                         const __m512i S = _mm512_add_epi32(_mm512_slli_epi32(hs[t], 8), ls[t]);
-                        acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(S), _mm512_mul_ps(sc, _mm512_set1_ps(ds[t][xb])), acc[t]);
                         /* dec: r16_group_q6k's separate accumulator of the offset term */
-                        if (dec) accc[t] = _mm512_fmadd_ps(sc, _mm512_set1_ps(-32.0f * s16[t][2 * xb + pp]), accc[t]);
-                        else acc[t] = _mm512_fmadd_ps(sc, _mm512_set1_ps(-32.0f * s16[t][2 * xb + pp]), acc[t]);
+                        r16_dec_group(&acc[t], dec ? &accc[t] : &acc[t], S, sc, ds[t][xb], sc, -32.0f * s16[t][2 * xb + pp]);
                     }
                 }
             }
@@ -244,8 +241,7 @@ static ALWAYS_INLINE void r16_gemm_b32_tile(const enum x16_kind K, const bool de
             UNROLL
             for (int t = 0; t < T; t++) {
                 const __m512i S = _mm512_add_epi32(_mm512_slli_epi32(h[t], 8), l[t]);
-                acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(S), _mm512_mul_ps(dw, _mm512_set1_ps(ds[t][i])), acc[t]);
-                accc[t] = _mm512_fmadd_ps(mw, _mm512_set1_ps(K == X16_Q4_1 ? sums[t][i] : kq * sums[t][i]), accc[t]);
+                r16_dec_group(&acc[t], &accc[t], S, dw, ds[t][i], mw, K == X16_Q4_1 ? sums[t][i] : kq * sums[t][i]);
             }
             continue;
         }

@@ -573,8 +573,7 @@ static ALWAYS_INLINE void r16_group_q6k(int64_t n, const uint8_t *g, const float
                     const __m512i sc8 = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(ph + 768 + 16 * q)));
                     const __m512 sc = _mm512_mul_ps(_mm512_cvtepi32_ps(sc8), d);
                     const __m512i S = _mm512_add_epi32(_mm512_slli_epi32(sh[q], 8), sl[q]);
-                    acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(S), _mm512_mul_ps(sc, _mm512_set1_ps(ds[xb])), acc);
-                    accc = _mm512_fmadd_ps(sc, _mm512_set1_ps(-32.0f * sums16[2 * xb + p]), accc);
+                    r16_dec_group(&acc, &accc, S, sc, ds[xb], sc, -32.0f * sums16[2 * xb + p]);
                 }
             }
         }
@@ -629,9 +628,7 @@ static ALWAYS_INLINE void r16_group_q4k(int64_t n, const uint8_t *g, const float
                 r16_q4k_scale_min(d0, d1, d2, s, &sc, &mn);
                 const __m512i S = _mm512_add_epi32(_mm512_slli_epi32(_mm512_add_epi32(sh[j][0], sh[j][1]), 8),
                                                    _mm512_add_epi32(sl[j][0], sl[j][1]));
-                accb = _mm512_fmadd_ps(_mm512_cvtepi32_ps(S), _mm512_mul_ps(_mm512_cvtepi32_ps(sc), _mm512_set1_ps(ds[xb])),
-                                       accb);
-                accm = _mm512_fmadd_ps(_mm512_cvtepi32_ps(mn), _mm512_set1_ps(sums[xb]), accm);
+                r16_dec_group(&accb, &accm, S, _mm512_cvtepi32_ps(sc), ds[xb], _mm512_cvtepi32_ps(mn), sums[xb]);
             }
         }
         acc = _mm512_fmadd_ps(accb, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)b)), acc);
@@ -682,12 +679,11 @@ static ALWAYS_INLINE void r16_group(const enum x16_kind K, int64_t n, const uint
         const __m512i sh = _mm512_add_epi32(h[0], h[1]), sl = _mm512_add_epi32(l[0], l[1]);
         const __m512i s = _mm512_add_epi32(_mm512_slli_epi32(sh, 8), sl);
         const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)b));
-        acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(ds[i])), acc);
         if (K == X16_Q4_1)
-            accc = _mm512_fmadd_ps(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(b + 32))),
-                                   _mm512_set1_ps(sums[i]), accc);
+            r16_dec_group(&acc, &accc, s, dw, ds[i], _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(b + 32))),
+                          sums[i]);
         else
-            accc = _mm512_fmadd_ps(dw, _mm512_set1_ps((K == X16_Q5_0 ? -16.0f : -128.0f) * sums[i]), accc);
+            r16_dec_group(&acc, &accc, s, dw, ds[i], dw, (K == X16_Q5_0 ? -16.0f : -128.0f) * sums[i]);
     }
     __m512 r = _mm512_add_ps(acc, accc);
     if (add) r = _mm512_add_ps(r, _mm512_loadu_ps(out));
