@@ -466,12 +466,12 @@ DOT_ROWS_TOKENS_FN(x16_tokens_iq4_nl, x16_rows_X16_IQ4_NL, 32, sizeof(struct wk_
  * accumulation then runs in one lane (x16_rows spreads a row over four
  * lanes and adds them at the end), so the bits differ from x16_rows' by
  * float rounding only. The groups are read in address order, one stream,
- * with a software prefetch 1 KiB ahead (r16_prefetch): on the Xeon
- * (Sapphire Rapids, 2 vCPUs) the hardware prefetchers alone served the
- * stream at 69-82% of a plain read (bench/rows-bandwidth, 256 MiB), with
- * it 80-100% (Q6_K 82, Q4_K 91-93, Q4_1 95-96, Q8_0 100); 4 KiB ahead
- * was slower than none (55-98%), as it was on the Zen 4 where this kernel
- * was first written (12-18% slower there).
+ * with software prefetches (R16_PF_Q4K, R16_PF_Q6K, R16_PF_B32): on the
+ * Xeon (Sapphire Rapids, 2 vCPUs) the hardware prefetchers alone served
+ * the stream at 69-82% of a plain read (bench/rows-bandwidth, 256 MiB),
+ * with them 85-105% (below); 4 KiB ahead was slower than none on the Zen 4
+ * where this kernel was first written (12-18% slower there), and not
+ * measured there since.
  */
 #if WK_AVX512_VNNI
 #include "r16_codes.h"
@@ -512,8 +512,10 @@ static inline void r16_sums16(int64_t nb, const float *scratch, float *sums16)
 }
 
 /* Software prefetch of a group's block R16_PF_DIST bytes ahead, a line
- * at a time (decode reads the groups in address order: one stream); 512,
- * 1024 and 1536 measured alike, 4096 worse. 0 turns it off. */
+ * at a time, all at the block's start (decode reads the groups in address
+ * order: one stream): the batched-decode tiles (r16_gemm_template.h, dec),
+ * where 1024 measured best (Qwen, 4 rows: 2048 spread over the block 10%
+ * slower, 3072 at once 12%). 0 turns it off. */
 #ifndef R16_PF_DIST
 #define R16_PF_DIST 1024
 #endif
@@ -522,6 +524,39 @@ static ALWAYS_INLINE void r16_prefetch(const uint8_t *b, size_t bytes)
     if (R16_PF_DIST == 0) return;
     UNROLL
     for (size_t l = 0; l < bytes; l += 64) _mm_prefetch((const char *)(b + R16_PF_DIST + l), _MM_HINT_T0);
+}
+
+/*
+ * The one-token decode kernels' prefetch distances, in bytes (0: none).
+ * Measured on the Xeon (Sapphire Rapids, 2 vCPUs; bench/rows-bandwidth,
+ * 256 MiB, and decode of the three models, 1 and 2 threads): Q4_K and
+ * Q6_K blocks of 16 rows are 2304 and 3360 bytes, and prefetching a whole
+ * block at its start (r16_prefetch, 1 KiB ahead) kept them at 88-92% and
+ * 81-84% of a plain read; spread over the block's loop (r16_prefetch_part),
+ * Q4_K 2 KiB ahead reads at 100-105%, Q6_K 1.5 KiB ahead at 85-94% (2 KiB
+ * 83-88%, 3 KiB and more 60-85%, worse the longer). The 32-element blocks
+ * (Q4_1, Q5_0, Q8_0; 320-544 bytes for 16 rows) prefetched at once 3 KiB
+ * ahead decode SmolLM2 and Gemma 3 faster than 1 KiB (4 KiB: Gemma
+ * slower).
+ */
+#ifndef R16_PF_Q4K
+#define R16_PF_Q4K 2048
+#endif
+#ifndef R16_PF_Q6K
+#define R16_PF_Q6K 1536
+#endif
+#ifndef R16_PF_B32
+#define R16_PF_B32 3072
+#endif
+
+/* Part it of nit (0 <= it < nit) of the prefetch of bytes at b + dist:
+ * lines [it L / nit, (it + 1) L / nit) of its L lines, so that a block's
+ * prefetches are spread over its computation, not issued at once. */
+static ALWAYS_INLINE void r16_prefetch_part(const uint8_t *b, size_t bytes, int it, int nit, size_t dist)
+{
+    if (dist == 0) return;
+    const size_t L = (bytes + 63) / 64, l0 = L * (size_t)it / (size_t)nit, l1 = L * (size_t)(it + 1) / (size_t)nit;
+    for (size_t l = l0; l < l1; l++) _mm_prefetch((const char *)(b + dist + 64 * l), _MM_HINT_T0);
 }
 
 /*
@@ -544,7 +579,6 @@ static ALWAYS_INLINE void r16_group_q6k(int64_t n, const uint8_t *g, const float
     __m512 acc = _mm512_setzero_ps(), accc = _mm512_setzero_ps();
     for (int64_t i = 0; i < nb; i++) {
         const uint8_t *b = g + (size_t)i * WK_R16_ROWS * bb;
-        r16_prefetch(b, WK_R16_ROWS * bb);
         const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)b));
         for (int h = 0; h < 2; h++) {
             for (int p = 0; p < 2; p++) {
@@ -555,6 +589,7 @@ static ALWAYS_INLINE void r16_group_q6k(int64_t n, const uint8_t *g, const float
                 UNROLL
                 for (int kk = 0; kk < 4; kk++) {
                     const int k = 4 * p + kk;
+                    r16_prefetch_part(b, WK_R16_ROWS * bb, 4 * (2 * h + p) + kk, 16, R16_PF_Q6K);
                     const __m512i A = _mm512_loadu_si512(ph + 192 * kk), B = _mm512_loadu_si512(ph + 192 * kk + 64);
                     const __m512i Q = _mm512_loadu_si512(ph + 192 * kk + 128);
                     __m512i c[4];
@@ -601,7 +636,6 @@ static ALWAYS_INLINE void r16_group_q4k(int64_t n, const uint8_t *g, const float
     __m512 acc = _mm512_setzero_ps(), accc = _mm512_setzero_ps();
     for (int64_t i = 0; i < nb; i++) {
         const uint8_t *b = g + (size_t)i * WK_R16_ROWS * bb;
-        r16_prefetch(b, WK_R16_ROWS * bb);
         const __m512i d0 = _mm512_loadu_si512(b + 64), d1 = _mm512_loadu_si512(b + 128), d2 = _mm512_loadu_si512(b + 192);
         __m512 accb = _mm512_setzero_ps(), accm = _mm512_setzero_ps();
         for (int gg = 0; gg < 4; gg++) {
@@ -612,6 +646,7 @@ static ALWAYS_INLINE void r16_group_q4k(int64_t n, const uint8_t *g, const float
             for (int j = 0; j < 2; j++) sh[j][0] = sh[j][1] = sl[j][0] = sl[j][1] = _mm512_setzero_si512();
             UNROLL
             for (int k = 0; k < 8; k++) {
+                r16_prefetch_part(b, WK_R16_ROWS * bb, 8 * gg + k, 32, R16_PF_Q4K);
                 const __m512i v = _mm512_loadu_si512(b + 256 + 64 * (8 * gg + k));
                 const __m512i c[2] = {_mm512_and_si512(v, m4), _mm512_and_si512(_mm512_srli_epi16(v, 4), m4)};
                 UNROLL
@@ -652,7 +687,7 @@ static ALWAYS_INLINE void r16_group(const enum x16_kind K, int64_t n, const uint
     __m512 acc = _mm512_setzero_ps(), accc = _mm512_setzero_ps();
     for (int64_t i = 0; i < nb; i++) {
         const uint8_t *b = g + (size_t)i * WK_R16_ROWS * bb, *line = lines + X16_COMPACT_BYTES * i;
-        r16_prefetch(b, WK_R16_ROWS * bb);
+        r16_prefetch_part(b, WK_R16_ROWS * bb, 0, 1, R16_PF_B32);
         /* two accumulators a part, so that no chain of dots is long */
         __m512i h[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
         __m512i l[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
