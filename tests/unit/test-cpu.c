@@ -633,31 +633,29 @@ static void test_gemm_f32(void)
 }
 
 /* Weights packed once (gemm_f32_pack, where the table has it): the
- * prepacked product equals the AVX2 gemm_f32_packed's bit for bit (the
- * AVX-512 table keeps the AVX2 prepacked entries), from row 0 and
- * from a later row block, for shapes around the block sizes (k past one
- * 128-column piece, m past one 64-row block, partial 8- and 16-row
- * panels), rows of b from 1 to past one 6-row tile. */
+ * prepacked product equals the same table's gemm_f32_packed bit for bit
+ * (AVX2: 128-column pieces, 16-row panels, tiles of 6 rows of b; AVX-512:
+ * 256-column pieces, 32-row panels, tiles of 12), from row 0 and from a
+ * later row block, for shapes around the block sizes (k past one piece,
+ * m past one 64-row block, partial panels), rows of b from 1 to past
+ * the few-groups order. */
 static void test_gemm_prepacked(void)
 {
     uint64_t seed = 37;
     /* 600: more row blocks than the GEMM takes at once (8) */
     static const int64_t ms[] = {1, 8, 9, 64, 70, 150, 600};
-    /* 1, 2: two panels at a time; 7, 13: groups of like size; 100: more
-     * groups than the panel-by-panel order takes (then several row blocks
-     * at once) */
-    static const int64_t ns[] = {1, 2, 5, 7, 13, 100};
-    static const int64_t ks[] = {3, 128, 300};
+    /* 1, 2: two panels at a time (AVX2); 7, 13: groups of like size; 90:
+     * AVX-512's most groups panel by panel (8); 100: more groups than
+     * either takes panel by panel (then several row blocks at once) */
+    static const int64_t ns[] = {1, 2, 5, 7, 13, 90, 100};
+    static const int64_t ks[] = {3, 128, 300, 530};
     int n_isas = 0;
     for (size_t ii = 0; ii < WK_ARRAY_LEN(g_isas); ii++) {
         const struct wk_cpu_kernels *kt = wk_cpu_kernels_for(g_isas[ii]);
         if (!kt || !kt->gemm_f32_prepacked) continue;
-        /* the prepacked entries are the AVX2 kernels in every table that
-         * has them: their bits are the AVX2 packed path's */
-        const struct wk_cpu_kernels *k2 = wk_cpu_kernels_for("avx2");
-        CHECK(k2 && kt->gemm_f32_prepacked == k2->gemm_f32_prepacked);
-        if (!k2) continue;
-        const wk_gemm_f32_fn packed = k2->gemm_f32_packed;
+        const wk_gemm_f32_fn packed = kt->gemm_f32_packed;
+        CHECK(packed != NULL);
+        if (!packed) continue;
         n_isas++;
         int bad = 0;
         for (size_t a_i = 0; a_i < WK_ARRAY_LEN(ms); a_i++)

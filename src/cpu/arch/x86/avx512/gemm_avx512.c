@@ -135,9 +135,9 @@ static void pack_a(const float *a, int64_t lda, int64_t mc, int64_t kc, float *a
  * after inlining, so acc lives in registers. mlast masks the rows of the
  * last vector that exist; add selects c += (later k-blocks) over c =.
  */
-static ALWAYS_INLINE void micro(const int MV, const int nr, int64_t kc, const float *ap,
-                                const float *b, int64_t ldb, float *c, int64_t ldc,
-                                __mmask16 mlast, bool add)
+static ALWAYS_INLINE void micro_pf(const int MV, const int nr, int64_t kc, const float *ap,
+                                   const float *b, int64_t ldb, float *c, int64_t ldc,
+                                   __mmask16 mlast, bool add, const bool pf_on, uintptr_t pf, int pf_step)
 {
     __m512 acc[2][NR];
     UNROLL
@@ -148,6 +148,7 @@ static ALWAYS_INLINE void micro(const int MV, const int nr, int64_t kc, const fl
     const float *b0 = b, *b1 = nr > 3 ? b + 3 * ldb : b, *b2 = nr > 6 ? b + 6 * ldb : b,
                 *b3 = nr > 9 ? b + 9 * ldb : b;
     for (int64_t l = 0; l < kc; l++) {
+        if (pf_on) _mm_prefetch((const char *)(pf + (uintptr_t)(l * pf_step)), _MM_HINT_T0);
         const __m512 a0 = _mm512_load_ps(ap + l * 16 * MV);
         const __m512 a1 = MV == 2 ? _mm512_load_ps(ap + l * 32 + 16) : a0;
         UNROLL
@@ -171,6 +172,14 @@ static ALWAYS_INLINE void micro(const int MV, const int nr, int64_t kc, const fl
     }
 }
 
+/* micro_pf without the prefetch. */
+static ALWAYS_INLINE void micro(const int MV, const int nr, int64_t kc, const float *ap,
+                                const float *b, int64_t ldb, float *c, int64_t ldc,
+                                __mmask16 mlast, bool add)
+{
+    micro_pf(MV, nr, kc, ap, b, ldb, c, ldc, mlast, add, false, 0, 0);
+}
+
 /* Instantiates micro() for MV in {1, 2} and every nr in 1..NR, so each
  * copy has its loops fully unrolled. */
 typedef void (*micro_fn)(int64_t kc, const float *ap, const float *b, int64_t ldb, float *c,
@@ -192,6 +201,29 @@ static const micro_fn g_micro[2][NR] = {
      micro_1_9, micro_1_10, micro_1_11, micro_1_12},
     {micro_2_1, micro_2_2, micro_2_3, micro_2_4, micro_2_5, micro_2_6, micro_2_7, micro_2_8,
      micro_2_9, micro_2_10, micro_2_11, micro_2_12},
+};
+
+/* micro_pf with the prefetch, instantiated as micro() is. */
+typedef void (*micro_pf_fn)(int64_t kc, const float *ap, const float *b, int64_t ldb, float *c,
+                            int64_t ldc, __mmask16 mlast, bool add, uintptr_t pf, int pf_step);
+#define MICRO_PF_FN(MV, nr)                                                                        \
+    static void micro_pf_##MV##_##nr(int64_t kc, const float *ap, const float *b, int64_t ldb,     \
+                                     float *c, int64_t ldc, __mmask16 mlast, bool add,             \
+                                     uintptr_t pf, int pf_step)                                    \
+    {                                                                                              \
+        micro_pf(MV, nr, kc, ap, b, ldb, c, ldc, mlast, add, true, pf, pf_step);                   \
+    }
+#define MICRO_PF_FNS(MV)                                                                           \
+    MICRO_PF_FN(MV, 1) MICRO_PF_FN(MV, 2) MICRO_PF_FN(MV, 3) MICRO_PF_FN(MV, 4)                    \
+    MICRO_PF_FN(MV, 5) MICRO_PF_FN(MV, 6) MICRO_PF_FN(MV, 7) MICRO_PF_FN(MV, 8)                    \
+    MICRO_PF_FN(MV, 9) MICRO_PF_FN(MV, 10) MICRO_PF_FN(MV, 11) MICRO_PF_FN(MV, 12)
+MICRO_PF_FNS(1)
+MICRO_PF_FNS(2)
+static const micro_pf_fn g_micro_pf[2][NR] = {
+    {micro_pf_1_1, micro_pf_1_2, micro_pf_1_3, micro_pf_1_4, micro_pf_1_5, micro_pf_1_6,
+     micro_pf_1_7, micro_pf_1_8, micro_pf_1_9, micro_pf_1_10, micro_pf_1_11, micro_pf_1_12},
+    {micro_pf_2_1, micro_pf_2_2, micro_pf_2_3, micro_pf_2_4, micro_pf_2_5, micro_pf_2_6,
+     micro_pf_2_7, micro_pf_2_8, micro_pf_2_9, micro_pf_2_10, micro_pf_2_11, micro_pf_2_12},
 };
 
 /* Copies rows [0, nr) x columns [0, kc) of b into bp, rows BP_STRIDE
@@ -325,8 +357,134 @@ static void gemm_f32(int64_t m, int64_t n, int64_t k, const float *a, int64_t ld
     else gemm_packed(m, n, k, a, lda, b, ldb, c, ldc);
 }
 
+/* ------------------------------------------------- weights packed once */
+
+/* Row blocks (of MC rows) a prepacked product takes at once with more
+ * than FEW_GROUPS groups of rows of b, so that each copied piece of NR
+ * rows of b (copy_b, from L3 when b is large) serves SPAN * MC rows of
+ * weights instead of MC; with fewer, one block at a time, panel by
+ * panel, each group of b in turn. */
+#define SPAN 8
+#define FEW_GROUPS 8
+
+/*
+ * Weights packed once (gemm_f32_pack, an embedding model's layers): blocks
+ * of MC rows, each MC * k floats (the last block's too), holding for each
+ * KC-column piece in order (at MC * l0 within the block) pack_a's panels of
+ * it, but kc floats a panel row apart rather than kc rounded up to 16
+ * (which would not fit the block): panel p at 32 * p * kc. Columns past kc
+ * are not written. The prepacked product then reads the panels
+ * gemm_packed would have made, and runs micro on them as it does: the
+ * same bits, without packing the weights again on every call.
+ */
+static size_t gemm_pack_floats(int64_t m, int64_t k)
+{
+    return (size_t)((m + MC - 1) / MC) * MC * (size_t)k;
+}
+
+/* pack_a's panels of rows [0, mc) x columns [0, kc) of a, kc floats a
+ * panel row apart (rows past mc zeros, nothing past column kc written). */
+static void pack_a_tight(const float *a, int64_t lda, int64_t mc, int64_t kc, float *ap)
+{
+    for (int64_t i0 = 0; i0 < mc; i0 += 16) {
+        const int64_t p0 = i0 & ~(int64_t)31;
+        const int64_t w = mc - p0 > 16 ? 32 : 16;
+        float *dst = ap + p0 * kc + (i0 - p0);
+        const int64_t rows = WK_MIN(16, mc - i0);
+        for (int64_t l = 0; l < kc; l += 16) {
+            const int64_t cols = WK_MIN(16, kc - l);
+            const __mmask16 mk = wk__avx512_mask16(cols);
+            __m512 r[16];
+            UNROLL
+            for (int t = 0; t < 16; t++)
+                r[t] = t < rows ? _mm512_maskz_loadu_ps(mk, a + (i0 + t) * lda + l) : _mm512_setzero_ps();
+            transpose16(r);
+            UNROLL
+            for (int t = 0; t < 16; t++)
+                if (t < cols) _mm512_store_ps(dst + (l + t) * w, r[t]);
+        }
+    }
+}
+
+static void gemm_pack(int64_t m, int64_t k, const float *a, int64_t lda, float *dst)
+{
+    for (int64_t i0 = 0; i0 < m; i0 += MC)
+        for (int64_t l0 = 0; l0 < k; l0 += KC)
+            pack_a_tight(a + i0 * lda + l0, lda, WK_MIN(MC, m - i0), WK_MIN(KC, k - l0), dst + i0 * k + MC * l0);
+}
+
+/*
+ * gemm_packed(m, n, k, a, lda, b, ldb, c, ldc) bit for bit from a packed
+ * by gemm_pack (pa = its output + r0 * k for rows from r0, a multiple of
+ * MC): each element's chain is micro's over each KC piece in order, added
+ * to c piece by piece, whichever way the rows of b are grouped. Rows of b
+ * in groups of like size (13 as 7 + 6, not 12 + 1). Few groups (a
+ * sentence): the weights stream from memory, so panel by panel, each
+ * group's pass prefetching its share of the next panel; more: SPAN blocks
+ * of rows per copied piece of b.
+ */
+static void gemm_prepacked(int64_t m, int64_t n, int64_t k, const float *pa, const float *b, int64_t ldb,
+                           float *c, int64_t ldc)
+{
+    if (m <= 0 || n <= 0) return;
+    _Alignas(64) float bp[FEW_GROUPS * NR * BP_STRIDE];
+    const int64_t n_groups = (n + NR - 1) / NR, base = n / n_groups, extra = n % n_groups;
+#define GROUP_ROWS(g) ((int64_t)(base + ((g) < extra)))
+    const bool few = n_groups <= FEW_GROUPS;
+    const int64_t span = few ? 1 : SPAN;
+    for (int64_t ic = 0; ic < m; ic += MC * span) {
+        const int64_t ie = WK_MIN(m, ic + MC * span);
+        for (int64_t l0 = 0; l0 < k; l0 += KC) {
+            const int64_t kc = WK_MIN(KC, k - l0);
+            const bool add = l0 > 0;
+            if (few) { /* one block (ic): its piece's panels, every group in turn */
+                const int64_t mc = ie - ic;
+                const float *blk = pa + ic * k + MC * l0;
+                for (int64_t g = 0, j0 = 0; g < n_groups; j0 += GROUP_ROWS(g), g++)
+                    copy_b(b + j0 * ldb + l0, ldb, GROUP_ROWS(g), kc, bp + g * NR * BP_STRIDE);
+                for (int64_t p0 = 0; p0 < mc; p0 += 32) {
+                    const int64_t rows = WK_MIN(32, mc - p0);
+                    const int mv = rows > 16 ? 2 : 1;
+                    const float *panel = blk + p0 * kc;
+                    /* the next panel (or piece, or block: all contiguous) */
+                    const uintptr_t next = (uintptr_t)(panel + 16 * mv * kc);
+                    const int64_t bytes = 64 * mv * kc;
+                    for (int64_t g = 0, j0 = 0; g < n_groups; j0 += GROUP_ROWS(g), g++)
+                        g_micro_pf[mv - 1][GROUP_ROWS(g) - 1](kc, panel, bp + g * NR * BP_STRIDE, BP_STRIDE,
+                                                             c + j0 * ldc + ic + p0, ldc,
+                                                             wk__avx512_mask16(rows - 16 * (mv - 1)), add,
+                                                             next + (uintptr_t)(g * (bytes / n_groups)),
+                                                             (int)(64 * mv / n_groups));
+                }
+                continue;
+            }
+            for (int64_t g = 0, j0 = 0; g < n_groups; j0 += GROUP_ROWS(g), g++) {
+                const int64_t nr = GROUP_ROWS(g);
+                copy_b(b + j0 * ldb + l0, ldb, nr, kc, bp);
+                for (int64_t j = j0 + nr; j < WK_MIN(j0 + 2 * nr, n); j++)
+                    for (int64_t l = 0; l < kc; l += 16)
+                        _mm_prefetch((const char *)(b + j * ldb + l0 + l), _MM_HINT_T0);
+                for (int64_t r = ic; r < ie; r += MC) {
+                    const int64_t mc = WK_MIN(MC, m - r);
+                    const float *blk = pa + r * k + MC * l0;
+                    for (int64_t p0 = 0; p0 < mc; p0 += 32) {
+                        const int64_t rows = WK_MIN(32, mc - p0);
+                        const int mv = rows > 16 ? 2 : 1;
+                        g_micro[mv - 1][nr - 1](kc, blk + p0 * kc, bp, BP_STRIDE, c + j0 * ldc + r + p0, ldc,
+                                                wk__avx512_mask16(rows - 16 * (mv - 1)), add);
+                    }
+                }
+            }
+        }
+    }
+#undef GROUP_ROWS
+}
+
 void wk__avx512_fill_gemm(struct wk_cpu_kernels *k)
 {
     k->gemm_f32 = gemm_f32;
     k->gemm_f32_packed = gemm_packed;
+    k->gemm_f32_pack_floats = gemm_pack_floats;
+    k->gemm_f32_pack = gemm_pack;
+    k->gemm_f32_prepacked = gemm_prepacked;
 }
