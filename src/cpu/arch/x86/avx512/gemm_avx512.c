@@ -362,8 +362,7 @@ static void gemm_f32(int64_t m, int64_t n, int64_t k, const float *a, int64_t ld
 /* Row blocks (of MC rows) a prepacked product takes at once with more
  * than FEW_GROUPS groups of rows of b, so that each copied piece of NR
  * rows of b (copy_b, from L3 when b is large) serves SPAN * MC rows of
- * weights instead of MC; with fewer, one block at a time, panel by
- * panel, each group of b in turn. */
+ * weights instead of MC; with fewer, all the call's blocks per piece. */
 #define SPAN 8
 #define FEW_GROUPS 8
 
@@ -417,11 +416,10 @@ static void gemm_pack(int64_t m, int64_t k, const float *a, int64_t lda, float *
  * gemm_packed(m, n, k, a, lda, b, ldb, c, ldc) bit for bit from a packed
  * by gemm_pack (pa = its output + r0 * k for rows from r0, a multiple of
  * MC): each element's chain is micro's over each KC piece in order, added
- * to c piece by piece, whichever way the rows of b are grouped. Rows of b
- * in groups of like size (13 as 7 + 6, not 12 + 1). Few groups (a
- * sentence): the weights stream from memory, so panel by panel, each
- * group's pass prefetching its share of the next panel; more: SPAN blocks
- * of rows per copied piece of b.
+ * to c piece by piece, whichever way the rows of b are grouped or the
+ * panels visited. Rows of b in groups of like size (13 as 7 + 6, not
+ * 12 + 1). Few groups: see below; more: SPAN blocks of rows per copied
+ * piece of b.
  */
 static void gemm_prepacked(int64_t m, int64_t n, int64_t k, const float *pa, const float *b, int64_t ldb,
                            float *c, int64_t ldc)
@@ -431,33 +429,46 @@ static void gemm_prepacked(int64_t m, int64_t n, int64_t k, const float *pa, con
     const int64_t n_groups = (n + NR - 1) / NR, base = n / n_groups, extra = n % n_groups;
 #define GROUP_ROWS(g) ((int64_t)(base + ((g) < extra)))
     const bool few = n_groups <= FEW_GROUPS;
-    const int64_t span = few ? 1 : SPAN;
-    for (int64_t ic = 0; ic < m; ic += MC * span) {
-        const int64_t ie = WK_MIN(m, ic + MC * span);
+    if (few) {
+        /* Few rows of b (a sentence): the weights stream from memory and
+         * each panel serves only a few groups. Piece by piece over all the
+         * call's blocks, the piece of b copied once (not once per block of
+         * 64 rows: 5% of a sentence's time), every panel with every group
+         * in turn, each group's pass prefetching its share of the panel
+         * after it (the next in the block, else the next block's same
+         * piece, else the first block's next piece). */
         for (int64_t l0 = 0; l0 < k; l0 += KC) {
             const int64_t kc = WK_MIN(KC, k - l0);
             const bool add = l0 > 0;
-            if (few) { /* one block (ic): its piece's panels, every group in turn */
-                const int64_t mc = ie - ic;
-                const float *blk = pa + ic * k + MC * l0;
-                for (int64_t g = 0, j0 = 0; g < n_groups; j0 += GROUP_ROWS(g), g++)
-                    copy_b(b + j0 * ldb + l0, ldb, GROUP_ROWS(g), kc, bp + g * NR * BP_STRIDE);
+            for (int64_t g = 0, j0 = 0; g < n_groups; j0 += GROUP_ROWS(g), g++)
+                copy_b(b + j0 * ldb + l0, ldb, GROUP_ROWS(g), kc, bp + g * NR * BP_STRIDE);
+            for (int64_t r = 0; r < m; r += MC) {
+                const int64_t mc = WK_MIN(MC, m - r);
+                const float *blk = pa + r * k + MC * l0;
                 for (int64_t p0 = 0; p0 < mc; p0 += 32) {
                     const int64_t rows = WK_MIN(32, mc - p0);
                     const int mv = rows > 16 ? 2 : 1;
                     const float *panel = blk + p0 * kc;
-                    /* the next panel (or piece, or block: all contiguous) */
-                    const uintptr_t next = (uintptr_t)(panel + 16 * mv * kc);
-                    const int64_t bytes = 64 * mv * kc;
+                    const uintptr_t next = p0 + 32 < mc      ? (uintptr_t)(panel + 32 * kc)
+                                           : r + MC < m     ? (uintptr_t)(pa + (r + MC) * k + MC * l0)
+                                                            : (uintptr_t)(pa + MC * (l0 + KC));
+                    const int64_t bytes = 64 * mv * kc; /* this panel's; the next is about as long */
                     for (int64_t g = 0, j0 = 0; g < n_groups; j0 += GROUP_ROWS(g), g++)
                         g_micro_pf[mv - 1][GROUP_ROWS(g) - 1](kc, panel, bp + g * NR * BP_STRIDE, BP_STRIDE,
-                                                             c + j0 * ldc + ic + p0, ldc,
+                                                             c + j0 * ldc + r + p0, ldc,
                                                              wk__avx512_mask16(rows - 16 * (mv - 1)), add,
                                                              next + (uintptr_t)(g * (bytes / n_groups)),
                                                              (int)(64 * mv / n_groups));
                 }
-                continue;
             }
+        }
+        return;
+    }
+    for (int64_t ic = 0; ic < m; ic += MC * SPAN) {
+        const int64_t ie = WK_MIN(m, ic + MC * SPAN);
+        for (int64_t l0 = 0; l0 < k; l0 += KC) {
+            const int64_t kc = WK_MIN(KC, k - l0);
+            const bool add = l0 > 0;
             for (int64_t g = 0, j0 = 0; g < n_groups; j0 += GROUP_ROWS(g), g++) {
                 const int64_t nr = GROUP_ROWS(g);
                 copy_b(b + j0 * ldb + l0, ldb, nr, kc, bp);
