@@ -153,17 +153,18 @@ struct wk_cpu_kernels {
      * on how many tokens share the call (a batch of sequences gets each
      * sequence's bits alone). */
     wk_gemm_f32_fn gemm_f32_packed;
-    /* Weights packed once (the AVX2 kernels, which the AVX-512 table
-     * keeps; NULL in the reference table): gemm_f32_pack(m, k, a, lda,
+    /* Weights packed once (the AVX2 and AVX-512 kernels, each in its own
+     * panels; NULL in the reference table): gemm_f32_pack(m, k, a, lda,
      * dst) writes a [m, k] (row-major, lda floats a row) to dst
-     * [gemm_f32_pack_floats(m, k)] f32 in the panels the AVX2
+     * [gemm_f32_pack_floats(m, k)] f32 in the panels the same table's
      * gemm_f32_packed would make of it, and then gemm_f32_prepacked(m, n,
-     * k, pa, b, ldb, c, ldc) computes that AVX2 gemm_f32_packed(m, n, k, a,
+     * k, pa, b, ldb, c, ldc) computes that gemm_f32_packed(m, n, k, a,
      * lda, b, ldb, c, ldc) bit for bit without packing a again, for m rows
      * of a from a row r0 that is a multiple of WK_GEMM_PACK_ROWS, with
-     * pa = dst + r0 * k. (In the AVX-512 table gemm_f32_packed is the
-     * AVX-512 kernel, whose k-blocks differ: other bits.) For weights used
-     * many times (an embedding model's layers). */
+     * pa = dst + r0 * k (dst 64-byte aligned). The AVX2 and AVX-512
+     * packings differ (16 or 32 rows a panel, 128 or 256 columns a
+     * piece): a packing is read only by the table that wrote it. For
+     * weights used many times (an embedding model's layers). */
     size_t (*gemm_f32_pack_floats)(int64_t m, int64_t k);
     void (*gemm_f32_pack)(int64_t m, int64_t k, const float *a, int64_t lda, float *dst);
     void (*gemm_f32_prepacked)(int64_t m, int64_t n, int64_t k, const float *pa, const float *b, int64_t ldb,

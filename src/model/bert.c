@@ -20,10 +20,10 @@
  * Weights are views into the mapped file: the folder's model.safetensors
  * (F32), or llama.cpp's "bert" GGUF (matrices in any dtype the matmul
  * takes; its small position and type tables dequantized once when not
- * F32). Where the kernel table takes weights packed ahead (the AVX2 GEMM,
- * on AVX2 and AVX-512 CPUs), F32 layer matrices are also copied once into
- * its panels (pack_layers, before the first forward): on AVX2 the same
- * bits as packing them on every product. GELU's erf is Abramowitz &
+ * F32). Where the kernel table takes weights packed ahead (its AVX2 or
+ * AVX-512 GEMM), F32 layer matrices are also copied once into its panels
+ * (pack_layers, before the first forward): the same bits as packing them
+ * on every product. GELU's erf is Abramowitz &
  * Stegun 7.1.26.
  */
 #include "bert_internal.h"
@@ -399,10 +399,8 @@ static void packed_pass(void *ctx, int ith, int nth)
  * with x: prepacked where the layer is, else wk_cpu_matmul_many. Prepacked,
  * each product's bias (bias[i], when bias) and then GELU (gelu) are applied
  * too, and true is returned; else the caller's row passes apply them. Either way
- * a row's bits do not depend on the batch (on AVX2 both are the packed
- * path's bits; an AVX-512 CPU prepacks with the AVX2 kernels, its own
- * gemm_f32_packed blocks k otherwise). A model takes one way for all its
- * products. */
+ * a row's bits do not depend on the batch (both are the table's packed
+ * path's bits). A model takes one way for all its products. */
 static bool products(struct wk_threadpool *pool, const struct wk_bert *b, const struct wk_bert_layer *l, int first,
                      int n, const struct wk_tensor *const *ws, float *const *ys, const float *x, int64_t T,
                      float *scratch, const struct wk_tensor *const *bias, bool gelu)

@@ -643,12 +643,13 @@ static void test_gemm_prepacked(void)
 {
     uint64_t seed = 37;
     /* 600: more row blocks than the GEMM takes at once (8) */
-    static const int64_t ms[] = {1, 8, 9, 64, 70, 150, 600};
+    /* 100: a last block of 36 rows, a 16-row panel after a 32-row one */
+    static const int64_t ms[] = {1, 8, 9, 64, 70, 100, 150, 600};
     /* 1, 2: two panels at a time (AVX2); 7, 13: groups of like size; 90:
      * AVX-512's most groups panel by panel (8); 100: more groups than
      * either takes panel by panel (then several row blocks at once) */
     static const int64_t ns[] = {1, 2, 5, 7, 13, 90, 100};
-    static const int64_t ks[] = {3, 128, 300, 530};
+    static const int64_t ks[] = {3, 128, 256, 300, 530};
     int n_isas = 0;
     for (size_t ii = 0; ii < WK_ARRAY_LEN(g_isas); ii++) {
         const struct wk_cpu_kernels *kt = wk_cpu_kernels_for(g_isas[ii]);
@@ -661,25 +662,25 @@ static void test_gemm_prepacked(void)
         for (size_t a_i = 0; a_i < WK_ARRAY_LEN(ms); a_i++)
             for (size_t b_i = 0; b_i < WK_ARRAY_LEN(ns); b_i++)
                 for (size_t c_i = 0; c_i < WK_ARRAY_LEN(ks); c_i++) {
-                    const int64_t m = ms[a_i], n = ns[b_i], k = ks[c_i], lda = k + 3, ldc = m + 1;
-                    float *a = wk_aligned_alloc((size_t)(m * lda) * 4), *b = wk_aligned_alloc((size_t)(n * k) * 4);
+                    const int64_t m = ms[a_i], n = ns[b_i], k = ks[c_i], lda = k + 3, ldb = k + 5, ldc = m + 1;
+                    float *a = wk_aligned_alloc((size_t)(m * lda) * 4), *b = wk_aligned_alloc((size_t)(n * ldb) * 4);
                     float *pa = wk_aligned_alloc(kt->gemm_f32_pack_floats(m, k) * 4);
                     float *c1 = wk_aligned_alloc((size_t)(n * ldc) * 4), *c2 = wk_aligned_alloc((size_t)(n * ldc) * 4);
                     for (int64_t i = 0; i < m * lda; i++) a[i] = check_rand_f32(&seed);
-                    for (int64_t i = 0; i < n * k; i++) b[i] = check_rand_f32(&seed);
+                    for (int64_t i = 0; i < n * ldb; i++) b[i] = check_rand_f32(&seed);
                     kt->gemm_f32_pack(m, k, a, lda, pa);
                     for (int64_t r0 = 0; r0 < m; r0 += WK_GEMM_PACK_ROWS) {
                         for (int64_t i = 0; i < n * ldc; i++) c1[i] = c2[i] = 7.0f;
-                        packed(m - r0, n, k, a + r0 * lda, lda, b, k, c1, ldc);
-                        kt->gemm_f32_prepacked(m - r0, n, k, pa + r0 * k, b, k, c2, ldc);
+                        packed(m - r0, n, k, a + r0 * lda, lda, b, ldb, c1, ldc);
+                        kt->gemm_f32_prepacked(m - r0, n, k, pa + r0 * k, b, ldb, c2, ldc);
                         bad += memcmp(c1, c2, (size_t)(n * ldc) * 4) != 0;
                     }
                     /* each row of b alone gives its row of the product bit
                      * for bit: no element's sum depends on n or on the group
                      * its row of b falls in */
-                    kt->gemm_f32_prepacked(m, n, k, pa, b, k, c2, ldc);
+                    kt->gemm_f32_prepacked(m, n, k, pa, b, ldb, c2, ldc);
                     for (int64_t j = 0; j < n; j++) {
-                        kt->gemm_f32_prepacked(m, 1, k, pa, b + j * k, k, c1, ldc);
+                        kt->gemm_f32_prepacked(m, 1, k, pa, b + j * ldb, ldb, c1, ldc);
                         bad += memcmp(c1, c2 + j * ldc, (size_t)m * 4) != 0;
                     }
                     wk_aligned_free(a), wk_aligned_free(b), wk_aligned_free(pa);

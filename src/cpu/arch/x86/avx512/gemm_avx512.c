@@ -39,13 +39,19 @@
  * Either way an element's summation order depends only on k and on which
  * path n selects, never on m, the row's position or the tiling, so the
  * threaded matmul, which splits m, is deterministic.
+ *
+ * Weights packed once (gemm_pack, gemm_prepacked; an embedding model's
+ * layers): the packed path's panels written ahead, read by the same
+ * micro-kernel, so the bits are gemm_packed's for every n; the copy of b
+ * for up to FEW_GROUPS tiles is on the stack (104 KB).
  */
 #include "avx512.h"
 
 #include <stdbool.h>
 
 #define KC 256 /* columns of a k-block */
-#define MC 64  /* rows of a packed at once */
+#define MC 64  /* rows of a packed at once (a multiple of 32; WK_GEMM_PACK_ROWS) */
+_Static_assert(MC == WK_GEMM_PACK_ROWS, "prepacked row blocks are MC rows");
 #define NR 12  /* rows of b in a micro-tile */
 /* Floats between the rows of the micro-tile's copy of b: not a multiple
  * of 1 KB, so its rows do not share L1 sets. */
@@ -449,9 +455,11 @@ static void gemm_prepacked(int64_t m, int64_t n, int64_t k, const float *pa, con
                     const int64_t rows = WK_MIN(32, mc - p0);
                     const int mv = rows > 16 ? 2 : 1;
                     const float *panel = blk + p0 * kc;
-                    const uintptr_t next = p0 + 32 < mc      ? (uintptr_t)(panel + 32 * kc)
-                                           : r + MC < m     ? (uintptr_t)(pa + (r + MC) * k + MC * l0)
-                                                            : (uintptr_t)(pa + MC * (l0 + KC));
+                    /* (an integer: past the last piece it points beyond pa) */
+                    const int64_t nx = p0 + 32 < mc ? r * k + MC * l0 + (p0 + 32) * kc
+                                       : r + MC < m ? (r + MC) * k + MC * l0
+                                                    : MC * (l0 + KC);
+                    const uintptr_t next = (uintptr_t)pa + sizeof(float) * (uintptr_t)nx;
                     const int64_t bytes = 64 * mv * kc; /* this panel's; the next is about as long */
                     for (int64_t g = 0, j0 = 0; g < n_groups; j0 += GROUP_ROWS(g), g++)
                         g_micro_pf[mv - 1][GROUP_ROWS(g) - 1](kc, panel, bp + g * NR * BP_STRIDE, BP_STRIDE,

@@ -24,8 +24,9 @@
  * accumulator of its own, Q4_K's sub-block sums closed per super-block
  * with d and dmin), so every token gets its lone decode's bits; the
  * groups are taken one at a time with their column chunks in address
- * order and prefetched as decode's are (a few tokens read the weights
- * from memory as decode does).
+ * order and prefetched R16_PF_DIST ahead, a block at once (a few tokens
+ * read the weights from memory as decode does; decode itself spreads its
+ * prefetches, which measured slower here).
  */
 #ifndef R16_GEMM_T
 #define R16_GEMM_T 6 /* tokens per micro-tile */
@@ -279,7 +280,7 @@ static ALWAYS_INLINE void r16_gemm(const enum x16_kind K, const bool dec, int64_
     const int64_t bs = K == X16_Q6_K || K == X16_Q4_K ? WK_QK_K : 32, n_groups = n_rows / WK_R16_ROWS;
     /* dec (batched decode, few tokens): decode's order, a group's column
      * chunks one after another, so the weights stream in address order
-     * (prefetched as decode's are) */
+     * (prefetched: r16_prefetch) */
     const int64_t G = dec ? 1 : R16_GEMM_GROUPS;
     for (int64_t g0 = 0; g0 < n_groups; g0 += G) {
         const int64_t g1 = WK_MIN(n_groups, g0 + G);

@@ -523,7 +523,7 @@ static ALWAYS_INLINE void r16_prefetch(const uint8_t *b, size_t bytes)
 {
     if (R16_PF_DIST == 0) return;
     UNROLL
-    for (size_t l = 0; l < bytes; l += 64) _mm_prefetch((const char *)(b + R16_PF_DIST + l), _MM_HINT_T0);
+    for (size_t l = 0; l < bytes; l += 64) _mm_prefetch((const char *)((uintptr_t)b + R16_PF_DIST + l), _MM_HINT_T0);
 }
 
 /*
@@ -551,12 +551,14 @@ static ALWAYS_INLINE void r16_prefetch(const uint8_t *b, size_t bytes)
 
 /* Part it of nit (0 <= it < nit) of the prefetch of bytes at b + dist:
  * lines [it L / nit, (it + 1) L / nit) of its L lines, so that a block's
- * prefetches are spread over its computation, not issued at once. */
+ * prefetches are spread over its computation, not issued at once. (The
+ * addresses, past the last block at the end of the weights, are formed
+ * as integers: prefetching them is harmless, pointing there is not.) */
 static ALWAYS_INLINE void r16_prefetch_part(const uint8_t *b, size_t bytes, int it, int nit, size_t dist)
 {
     if (dist == 0) return;
     const size_t L = (bytes + 63) / 64, l0 = L * (size_t)it / (size_t)nit, l1 = L * (size_t)(it + 1) / (size_t)nit;
-    for (size_t l = l0; l < l1; l++) _mm_prefetch((const char *)(b + dist + 64 * l), _MM_HINT_T0);
+    for (size_t l = l0; l < l1; l++) _mm_prefetch((const char *)((uintptr_t)b + dist + 64 * l), _MM_HINT_T0);
 }
 
 /*
