@@ -106,29 +106,30 @@ static ALWAYS_INLINE void transpose16(__m512 r[16])
 
 /*
  * Packs rows [0, mc) x columns [0, kc) of a into ap: panels of w = 32 rows
- * (w = 16 for a last panel of <= 16 rows), panel p at ap + 32 * p * kcp
- * with kcp = kc rounded up to 16, element (i, l) of the panel at l * w + i.
- * Rows mc..w-1 of the last panel and columns kc..kcp-1 are zeros. Reads
+ * (w = 16 for a last panel of <= 16 rows), panel p at ap + 32 * p * ks
+ * (ks >= kc, the panel's columns: gemm_packed gives kc rounded up to 16,
+ * gemm_pack kc), element (i, l) of the panel at l * w + i. Rows mc..w-1
+ * of the last panel are zeros; nothing past column kc is written. Reads
  * only inside the mc x kc block of a.
  */
-static void pack_a(const float *a, int64_t lda, int64_t mc, int64_t kc, float *ap)
+static void pack_a(const float *a, int64_t lda, int64_t mc, int64_t kc, int64_t ks, float *ap)
 {
-    const int64_t kcp = (kc + 15) & ~(int64_t)15;
     for (int64_t i0 = 0; i0 < mc; i0 += 16) {
         const int64_t p0 = i0 & ~(int64_t)31;
         const int64_t w = mc - p0 > 16 ? 32 : 16;
-        float *dst = ap + p0 * kcp + (i0 - p0);
+        float *dst = ap + p0 * ks + (i0 - p0);
         const int64_t rows = WK_MIN(16, mc - i0);
         for (int64_t l = 0; l < kc; l += 16) {
-            const __mmask16 mk = wk__avx512_mask16(WK_MIN(16, kc - l));
+            const int64_t cols = WK_MIN(16, kc - l);
+            const __mmask16 mk = wk__avx512_mask16(cols);
             __m512 r[16];
             UNROLL
             for (int t = 0; t < 16; t++)
-                r[t] = t < rows ? _mm512_maskz_loadu_ps(mk, a + (i0 + t) * lda + l)
-                                : _mm512_setzero_ps();
+                r[t] = t < rows ? _mm512_maskz_loadu_ps(mk, a + (i0 + t) * lda + l) : _mm512_setzero_ps();
             transpose16(r);
             UNROLL
-            for (int t = 0; t < 16; t++) _mm512_store_ps(dst + (l + t) * w, r[t]);
+            for (int t = 0; t < 16; t++)
+                if (t < cols) _mm512_store_ps(dst + (l + t) * w, r[t]);
         }
     }
 }
@@ -258,7 +259,7 @@ static void gemm_packed(int64_t m, int64_t n, int64_t k, const float *a, int64_t
         const bool add = l0 > 0;
         for (int64_t i0 = 0; i0 < m; i0 += MC) {
             const int64_t mc = WK_MIN(MC, m - i0);
-            pack_a(a + i0 * lda + l0, lda, mc, kc, ap);
+            pack_a(a + i0 * lda + l0, lda, mc, kc, kcp, ap);
             for (int64_t j0 = 0; j0 < n; j0 += NR) {
                 const int64_t nr = WK_MIN(NR, n - j0);
                 copy_b(b + j0 * ldb + l0, ldb, nr, kc, bp);
@@ -376,9 +377,8 @@ static void gemm_f32(int64_t m, int64_t n, int64_t k, const float *a, int64_t ld
  * Weights packed once (gemm_f32_pack, an embedding model's layers): blocks
  * of MC rows, each MC * k floats (the last block's too), holding for each
  * KC-column piece in order (at MC * l0 within the block) pack_a's panels of
- * it, but kc floats a panel row apart rather than kc rounded up to 16
- * (which would not fit the block): panel p at 32 * p * kc. Columns past kc
- * are not written. The prepacked product then reads the panels
+ * it, but kc floats a panel apart rather than kc rounded up to 16 (which
+ * would not fit the block): panel p at 32 * p * kc. The prepacked product then reads the panels
  * gemm_packed would have made, and runs micro on them as it does: the
  * same bits, without packing the weights again on every call.
  */
@@ -387,35 +387,13 @@ static size_t gemm_pack_floats(int64_t m, int64_t k)
     return (size_t)((m + MC - 1) / MC) * MC * (size_t)k;
 }
 
-/* pack_a's panels of rows [0, mc) x columns [0, kc) of a, kc floats a
- * panel row apart (rows past mc zeros, nothing past column kc written). */
-static void pack_a_tight(const float *a, int64_t lda, int64_t mc, int64_t kc, float *ap)
-{
-    for (int64_t i0 = 0; i0 < mc; i0 += 16) {
-        const int64_t p0 = i0 & ~(int64_t)31;
-        const int64_t w = mc - p0 > 16 ? 32 : 16;
-        float *dst = ap + p0 * kc + (i0 - p0);
-        const int64_t rows = WK_MIN(16, mc - i0);
-        for (int64_t l = 0; l < kc; l += 16) {
-            const int64_t cols = WK_MIN(16, kc - l);
-            const __mmask16 mk = wk__avx512_mask16(cols);
-            __m512 r[16];
-            UNROLL
-            for (int t = 0; t < 16; t++)
-                r[t] = t < rows ? _mm512_maskz_loadu_ps(mk, a + (i0 + t) * lda + l) : _mm512_setzero_ps();
-            transpose16(r);
-            UNROLL
-            for (int t = 0; t < 16; t++)
-                if (t < cols) _mm512_store_ps(dst + (l + t) * w, r[t]);
-        }
-    }
-}
-
 static void gemm_pack(int64_t m, int64_t k, const float *a, int64_t lda, float *dst)
 {
     for (int64_t i0 = 0; i0 < m; i0 += MC)
-        for (int64_t l0 = 0; l0 < k; l0 += KC)
-            pack_a_tight(a + i0 * lda + l0, lda, WK_MIN(MC, m - i0), WK_MIN(KC, k - l0), dst + i0 * k + MC * l0);
+        for (int64_t l0 = 0; l0 < k; l0 += KC) {
+            const int64_t kc = WK_MIN(KC, k - l0);
+            pack_a(a + i0 * lda + l0, lda, WK_MIN(MC, m - i0), kc, kc, dst + i0 * k + MC * l0);
+        }
 }
 
 /*
