@@ -511,6 +511,19 @@ static inline void r16_sums16(int64_t nb, const float *scratch, float *sums16)
         }
 }
 
+/* Part it of nit (0 <= it < nit) of the prefetch of bytes at b + dist:
+ * lines [it L / nit, (it + 1) L / nit) of its L lines, so that a block's
+ * prefetches are spread over its computation, not issued at once. (The
+ * addresses, past the last block at the end of the weights, are formed
+ * as integers: prefetching them is harmless, pointing there is not.) */
+static ALWAYS_INLINE void r16_prefetch_part(const uint8_t *b, size_t bytes, int it, int nit, size_t dist)
+{
+    if (dist == 0) return;
+    const size_t L = (bytes + 63) / 64, l0 = L * (size_t)it / (size_t)nit, l1 = L * (size_t)(it + 1) / (size_t)nit;
+    UNROLL
+    for (size_t l = l0; l < l1; l++) _mm_prefetch((const char *)((uintptr_t)b + dist + 64 * l), _MM_HINT_T0);
+}
+
 /* Software prefetch of a group's block R16_PF_DIST bytes ahead, a line
  * at a time, all at the block's start (decode reads the groups in address
  * order: one stream): the batched-decode tiles (r16_gemm_template.h, dec),
@@ -521,9 +534,7 @@ static inline void r16_sums16(int64_t nb, const float *scratch, float *sums16)
 #endif
 static ALWAYS_INLINE void r16_prefetch(const uint8_t *b, size_t bytes)
 {
-    if (R16_PF_DIST == 0) return;
-    UNROLL
-    for (size_t l = 0; l < bytes; l += 64) _mm_prefetch((const char *)((uintptr_t)b + R16_PF_DIST + l), _MM_HINT_T0);
+    r16_prefetch_part(b, bytes, 0, 1, R16_PF_DIST);
 }
 
 /*
@@ -548,18 +559,6 @@ static ALWAYS_INLINE void r16_prefetch(const uint8_t *b, size_t bytes)
 #ifndef R16_PF_B32
 #define R16_PF_B32 3072
 #endif
-
-/* Part it of nit (0 <= it < nit) of the prefetch of bytes at b + dist:
- * lines [it L / nit, (it + 1) L / nit) of its L lines, so that a block's
- * prefetches are spread over its computation, not issued at once. (The
- * addresses, past the last block at the end of the weights, are formed
- * as integers: prefetching them is harmless, pointing there is not.) */
-static ALWAYS_INLINE void r16_prefetch_part(const uint8_t *b, size_t bytes, int it, int nit, size_t dist)
-{
-    if (dist == 0) return;
-    const size_t L = (bytes + 63) / 64, l0 = L * (size_t)it / (size_t)nit, l1 = L * (size_t)(it + 1) / (size_t)nit;
-    for (size_t l = l0; l < l1; l++) _mm_prefetch((const char *)((uintptr_t)b + dist + 64 * l), _MM_HINT_T0);
-}
 
 /*
  * Q6_K_R16 (repack.c): per half of a 256-block and k = 0..7, vectors A and
