@@ -10,8 +10,10 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #define HDR 16
+#define HUGE_PAGE ((size_t)2 << 20)
 
 static _Atomic int64_t g_live_bytes;
 static _Atomic int64_t g_fail_countdown; /* test hook; 0 = off */
@@ -76,6 +78,29 @@ void *wk_realloc(void *p, size_t size)
     memcpy(nraw, &size, sizeof size);
     atomic_fetch_add(&g_live_bytes, (int64_t)size - (int64_t)old);
     return nraw + HDR;
+}
+
+void *wk_huge_alloc(size_t size)
+{
+    if (!size || size > SIZE_MAX - 2 * HUGE_PAGE || should_fail()) return NULL;
+    const size_t len = (size + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1);
+    uint8_t *base = mmap(NULL, len + HUGE_PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (base == MAP_FAILED) return NULL;
+    uint8_t *p = (uint8_t *)(((uintptr_t)base + HUGE_PAGE - 1) & ~(uintptr_t)(HUGE_PAGE - 1));
+    /* keep [p, p + len): the slack before it and after it goes back (base
+     * is page-aligned, so p - base < HUGE_PAGE and some slack follows) */
+    if (p > base) munmap(base, (size_t)(p - base));
+    munmap(p + len, (size_t)(base + HUGE_PAGE - p));
+    (void)madvise(p, len, MADV_HUGEPAGE); /* advice only */
+    atomic_fetch_add(&g_live_bytes, (int64_t)size);
+    return p;
+}
+
+void wk_huge_free(void *p, size_t size)
+{
+    if (!p) return;
+    atomic_fetch_sub(&g_live_bytes, (int64_t)size);
+    munmap(p, (size + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1));
 }
 
 char *wk_strndup(const char *s, size_t n)

@@ -126,6 +126,17 @@ char *wk_memdup0(const void *p, size_t n);
 void *wk_aligned_alloc(size_t size);
 void wk_aligned_free(void *p);
 
+/*
+ * size bytes of zeroed anonymous memory, 2 MiB-aligned and advised for
+ * transparent huge pages (madvise MADV_HUGEPAGE; advice only, 4 KiB pages
+ * where the kernel gives none), for weights that every forward streams:
+ * with 4 KiB pages each 4 KiB read is a TLB miss (mapfile.c says the
+ * same of a model's file). Counted like wk_malloc (and its failure hook);
+ * NULL when out of memory. Free with wk_huge_free(p, size), the same size.
+ */
+void *wk_huge_alloc(size_t size);
+void wk_huge_free(void *p, size_t size);
+
 /* Bytes currently live through the functions above. */
 int64_t wk_alloc_live_bytes(void);
 /* Test hook: the nth allocation from now (1-based) and all after it fail,

@@ -178,14 +178,13 @@ enum wk_status wk__bert_load_weights(struct wk_bert *b, struct wk_error *err)
 
 void wk__bert_deinit(struct wk_bert *b)
 {
-    for (int il = 0; b->layers && il < b->n_layer; il++)
-        for (int i = 0; i < 6; i++) wk_aligned_free(b->layers[il].packed[i]);
+    wk_huge_free(b->packed_region, b->packed_bytes);
     wk_free(b->layers);
     wk_free(b->pos_f32);
     wk_free(b->type_f32);
     wk_safetensors_close(b->st);
     wk_gguf_close(b->gguf);
-    wk_aligned_free(b->buf);
+    wk_huge_free(b->buf, b->buf_bytes);
     memset(b, 0, sizeof *b);
 }
 
@@ -339,13 +338,23 @@ static enum wk_status pack_layers(struct wk_bert *b, struct wk_threadpool *pool)
     if (!b->kernels->gemm_f32_pack) return WK_OK;
     for (int j = 0; j < 6 * b->n_layer; j++)
         if (layer_matrix(&b->layers[j / 6], j % 6)->dtype != WK_DTYPE_F32) return WK_OK;
+    /* one region for them all, on 2 MiB pages: a sentence's forward streams
+     * every matrix, and with 4 KiB pages each 4 KiB is a TLB miss */
+    size_t bytes = 0;
     for (int j = 0; j < 6 * b->n_layer; j++) {
         const struct wk_tensor *w = layer_matrix(&b->layers[j / 6], j % 6);
-        float **dst = &b->layers[j / 6].packed[j % 6];
-        if (!(*dst = wk_aligned_alloc(b->kernels->gemm_f32_pack_floats(w->ne[1], w->ne[0]) * sizeof(float)))) {
-            b->pack_tried = false;
-            return WK_E_NOMEM;
-        }
+        bytes += (b->kernels->gemm_f32_pack_floats(w->ne[1], w->ne[0]) * sizeof(float) + 63) & ~(size_t)63;
+    }
+    uint8_t *region = wk_huge_alloc(bytes);
+    if (!region) {
+        b->pack_tried = false;
+        return WK_E_NOMEM;
+    }
+    b->packed_region = region, b->packed_bytes = bytes;
+    for (int j = 0; j < 6 * b->n_layer; j++) {
+        const struct wk_tensor *w = layer_matrix(&b->layers[j / 6], j % 6);
+        b->layers[j / 6].packed[j % 6] = (float *)region;
+        region += (b->kernels->gemm_f32_pack_floats(w->ne[1], w->ne[0]) * sizeof(float) + 63) & ~(size_t)63;
     }
     wk_threadpool_run(pool, pack_pass, b);
     return WK_OK;
@@ -435,10 +444,11 @@ static enum wk_status reserve(struct wk_bert *b, int64_t T, int nth)
 {
     if (T <= b->buf_rows && nth <= b->buf_threads) return WK_OK;
     size_t so, sc, n = buf_floats(b, T, nth, &so, &sc);
-    float *p = wk_aligned_alloc(n * sizeof *p);
+    float *p = wk_huge_alloc(n * sizeof *p);
     if (!p) return WK_E_NOMEM;
-    wk_aligned_free(b->buf);
+    wk_huge_free(b->buf, b->buf_bytes);
     b->buf = p;
+    b->buf_bytes = n * sizeof *p;
     b->buf_rows = T;
     b->buf_threads = nth;
     return WK_OK;

@@ -17,7 +17,7 @@ struct wk_bert_layer {
     struct wk_tensor w1, b1, w2, b2, ln2_g, ln2_b;
     /* wq, wk, wv, wo, w1, w2 packed for the GEMM once, before the first
      * forward (gemm_f32_pack), or all NULL (no such kernel, weights not
-     * F32, not yet): owned */
+     * F32, not yet): in the model's packed_region */
     float *packed[6];
 };
 
@@ -34,7 +34,10 @@ struct wk_bert {
     struct wk_bert_layer *layers; /* [n_layer] */
     const struct wk_cpu_kernels *kernels;
     bool pack_tried; /* pack_layers ran (the layers' packed[] are set, or stay NULL) */
-    float *buf; /* forward buffers (64-byte aligned), for buf_rows rows on buf_threads threads */
+    void *packed_region;  /* every layer's packed[] (wk_huge_alloc: 2 MiB pages), or NULL: owned */
+    size_t packed_bytes;
+    float *buf; /* forward buffers (wk_huge_alloc), for buf_rows rows on buf_threads threads */
+    size_t buf_bytes;
     int64_t buf_rows;
     int buf_threads;
 };

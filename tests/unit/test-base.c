@@ -57,6 +57,24 @@ static void test_alloc_counts_and_failures(void)
     wk_free(p2);
     CHECK(wk_calloc(SIZE_MAX / 2, 4) == NULL); /* overflow */
     CHECK_EQ_INT(wk_alloc_live_bytes(), base);
+    /* huge-page blocks: 2 MiB-aligned, zeroed, writable to the last byte,
+     * counted, and under the failure hook like the others */
+    const size_t hn = (size_t)3 << 20 | 12345;
+    uint8_t *h = wk_huge_alloc(hn);
+    CHECK(h != NULL && (uintptr_t)h % ((size_t)2 << 20) == 0);
+    CHECK_EQ_INT(wk_alloc_live_bytes(), base + (int64_t)hn);
+    if (h) {
+        CHECK(h[0] == 0 && h[hn / 2] == 0 && h[hn - 1] == 0);
+        h[0] = 1, h[hn - 1] = 2;
+        CHECK(h[0] == 1 && h[hn - 1] == 2);
+    }
+    wk_huge_free(h, hn);
+    wk_huge_free(NULL, 0);
+    CHECK_EQ_INT(wk_alloc_live_bytes(), base);
+    CHECK(wk_huge_alloc(0) == NULL && wk_huge_alloc(SIZE_MAX) == NULL);
+    wk_alloc_fail_after(1);
+    CHECK(wk_huge_alloc(4096) == NULL);
+    wk_alloc_fail_after(0);
 }
 
 static void test_arena(void)
