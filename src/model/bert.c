@@ -184,7 +184,7 @@ void wk__bert_deinit(struct wk_bert *b)
     wk_free(b->type_f32);
     wk_safetensors_close(b->st);
     wk_gguf_close(b->gguf);
-    wk_huge_free(b->buf, b->buf_bytes);
+    wk_aligned_free(b->buf);
     memset(b, 0, sizeof *b);
 }
 
@@ -444,11 +444,10 @@ static enum wk_status reserve(struct wk_bert *b, int64_t T, int nth)
 {
     if (T <= b->buf_rows && nth <= b->buf_threads) return WK_OK;
     size_t so, sc, n = buf_floats(b, T, nth, &so, &sc);
-    float *p = wk_huge_alloc(n * sizeof *p);
+    float *p = wk_aligned_alloc(n * sizeof *p);
     if (!p) return WK_E_NOMEM;
-    wk_huge_free(b->buf, b->buf_bytes);
+    wk_aligned_free(b->buf);
     b->buf = p;
-    b->buf_bytes = n * sizeof *p;
     b->buf_rows = T;
     b->buf_threads = nth;
     return WK_OK;

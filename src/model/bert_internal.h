@@ -36,8 +36,7 @@ struct wk_bert {
     bool pack_tried; /* pack_layers ran (the layers' packed[] are set, or stay NULL) */
     void *packed_region;  /* every layer's packed[] (wk_huge_alloc: 2 MiB pages), or NULL: owned */
     size_t packed_bytes;
-    float *buf; /* forward buffers (wk_huge_alloc), for buf_rows rows on buf_threads threads */
-    size_t buf_bytes;
+    float *buf; /* forward buffers (64-byte aligned), for buf_rows rows on buf_threads threads */
     int64_t buf_rows;
     int buf_threads;
 };
