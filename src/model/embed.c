@@ -7,6 +7,7 @@
  * packed into forwards (bert.c), pooled per sequence, normalized.
  */
 #include "bert_internal.h"
+#include "../io/wk_json.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -32,7 +33,7 @@ static json_t *load_json(const char *dir, const char *file)
     snprintf(path, sizeof path, "%s/%s", dir, file);
     struct stat sb;
     if (stat(path, &sb) != 0 || !S_ISREG(sb.st_mode)) return NULL;
-    return json_load_file(path, 0, NULL);
+    return wk_json_load_file(path, 0, NULL);
 }
 
 bool wk_embed_is_folder(const char *dir)

@@ -28,6 +28,7 @@
  * into the GGUF's layout (owned, like the norms).
  */
 #include "hf_internal.h"
+#include "../io/wk_json.h"
 
 #include "../io/wk_safetensors.h"
 
@@ -48,7 +49,7 @@ static json_t *load_json(const char *dir, const char *file, bool required, struc
     json_error_t je;
     /* tokenizer_config.json's model_max_length can exceed 64 bits */
     size_t flags = JSON_REJECT_DUPLICATES | (strcmp(file, "config.json") ? JSON_DECODE_INT_AS_REAL : 0);
-    json_t *j = json_load_file(path, flags, &je);
+    json_t *j = wk_json_load_file(path, flags, &je);
     if (!j && (required || access(path, F_OK) == 0))
         *st = wk_error_set(err, WK_E_FORMAT, "%s: %s", path, je.text);
     else if (j && !json_is_object(j)) {

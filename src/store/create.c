@@ -8,6 +8,7 @@
  * stored model, whose layers this Modelfile's commands override.
  */
 #include "wk_store.h"
+#include "../io/wk_json.h"
 
 #include "../io/wk_io.h"
 #include "../model/wk_embed.h"
@@ -195,7 +196,7 @@ static enum wk_status add_pooling_config(struct build *b, const char *dir)
 {
     char path[4400];
     snprintf(path, sizeof path, "%.4000s/modules.json", dir);
-    json_t *mods = json_load_file(path, 0, NULL), *e;
+    json_t *mods = wk_json_load_file(path, 0, NULL), *e;
     size_t i;
     enum wk_status st = WK_OK;
     json_array_foreach(mods, i, e)

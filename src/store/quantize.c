@@ -46,6 +46,7 @@
  * quantized on a thread per core.
  */
 #include "wk_store.h"
+#include "../io/wk_json.h"
 
 #include "../io/wk_safetensors.h"
 #include "../tensor/wk_tensor.h"
@@ -287,7 +288,7 @@ static bool is_gpt_oss(const char *src)
 {
     char path[4400];
     snprintf(path, sizeof path, "%.4000s/config.json", src);
-    json_t *cfg = json_load_file(path, 0, NULL);
+    json_t *cfg = wk_json_load_file(path, 0, NULL);
     const char *t = json_string_value(json_object_get(cfg, "model_type"));
     bool yes = t && strcmp(t, "gpt_oss") == 0;
     json_decref(cfg);

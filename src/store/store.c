@@ -4,6 +4,7 @@
  * name to what a runner loads.
  */
 #include "wk_store.h"
+#include "../io/wk_json.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -397,7 +398,7 @@ enum wk_status wk_store_read_manifest(const struct wk_store *s, const struct wk_
     manifest_path(s, n, path, sizeof path);
     wk_model_name_format(n, shown, sizeof shown);
     json_error_t je;
-    *out = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
+    *out = wk_json_load_file(path, JSON_REJECT_DUPLICATES, &je);
     if (!*out) {
         if (access(path, F_OK) != 0) return wk_error_set(err, WK_E_NOT_FOUND, "model '%s' not found", shown);
         return wk_error_set(err, WK_E_FORMAT, "%s: not a manifest: %s", path, je.text);
@@ -543,7 +544,7 @@ struct list_ctx {
 static void list_one(void *user, const struct wk_model_name *n, const char *path)
 {
     struct list_ctx *c = user;
-    json_t *m = json_load_file(path, 0, NULL);
+    json_t *m = wk_json_load_file(path, 0, NULL);
     if (!m || !json_is_array(json_object_get(m, "layers"))) {
         json_decref(m);
         return;
@@ -588,7 +589,7 @@ static void mark_used(void *user, const struct wk_model_name *n, const char *pat
 {
     (void)n;
     struct used_ctx *c = user;
-    json_t *m = json_load_file(path, 0, NULL);
+    json_t *m = wk_json_load_file(path, 0, NULL);
     size_t i;
     json_t *l;
     const char *d = json_string_value(json_object_get(json_object_get(m, "config"), "digest"));

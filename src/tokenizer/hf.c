@@ -39,6 +39,7 @@
  * SentencePiece-converted tokenizers are.
  */
 #include "tokenizer_internal.h"
+#include "../io/wk_json.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -432,9 +433,9 @@ static json_t *load_json_file(const char *dir, const char *file)
 {
     char path[4096];
     snprintf(path, sizeof path, "%s/%s", dir, file);
-    json_t *j = json_load_file(path, JSON_ALLOW_NUL, NULL);
+    json_t *j = wk_json_load_file(path, JSON_ALLOW_NUL, NULL);
     /* transformers writes model_max_length = 1e30 as a 100-bit integer */
-    return j ? j : json_load_file(path, JSON_ALLOW_NUL | JSON_DECODE_INT_AS_REAL, NULL);
+    return j ? j : wk_json_load_file(path, JSON_ALLOW_NUL | JSON_DECODE_INT_AS_REAL, NULL);
 }
 
 static void apply_companions(struct wk_tokenizer *tok, const char *dir)

@@ -8,6 +8,12 @@
 #include "gguf_builder.h"
 
 #include "../../src/io/wk_io.h"
+#include "../../src/io/wk_json.h"
+
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 /* A valid file exercising every metadata type and two tensors. */
 static struct gb build_valid_v(uint32_t alignment, uint32_t version)
@@ -394,6 +400,66 @@ static void test_open_errors(void)
     CHECK_CONTAINS(err.msg, "is a directory");
 }
 
-CHECK_MAIN(TEST(test_reads_every_type), TEST(test_version_2), TEST(test_alignment), TEST(test_every_truncation_is_refused),
+/* wk_json_load_file against jansson's own json_load_file on the same
+ * files: equal values, the same error texts for malformed JSON; a FIFO
+ * refused at once (no wait for a writer), a directory and a missing file
+ * refused with their reason. */
+static void test_json_load_file(void)
+{
+    char dir[] = "/tmp/wick-test-json-XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    static const char *texts[] = {
+        "{\"a\": [1, 2.5, \"x\\u00e9\"], \"b\": {\"c\": null, \"d\": true}}",
+        "[1, 2, 3]\n", "{\"a\": 1, \"a\": 2}", "{\"a\": }", "[1, 2", "", "nul\"l", "{\"s\": \"a\\u0000b\"}", "\"ok\"",
+    };
+    static const size_t flags[] = {0, JSON_REJECT_DUPLICATES, JSON_ALLOW_NUL, JSON_DECODE_ANY};
+    char path[128];
+    snprintf(path, sizeof path, "%s/f.json", dir);
+    for (size_t i = 0; i < sizeof texts / sizeof *texts; i++) {
+        /* a long one too: past one read's 64 KiB */
+        FILE *f = fopen(path, "w");
+        if (i == 1) {
+            fputs("[", f);
+            for (int k = 0; k < 40000; k++) fprintf(f, "%s%d", k ? ", " : "", k * 7);
+            fputs("]", f);
+        } else {
+            fputs(texts[i], f);
+        }
+        fclose(f);
+        for (size_t fl = 0; fl < sizeof flags / sizeof *flags; fl++) {
+            json_error_t e1, e2;
+            json_t *a = json_load_file(path, flags[fl], &e1), *b = wk_json_load_file(path, flags[fl], &e2);
+            CHECK((a == NULL) == (b == NULL));
+            if (a && b) CHECK(json_equal(a, b));
+            if (!a && !b) {
+                CHECK_EQ_STR(e2.text, e1.text);
+                CHECK_EQ_INT(e2.line, e1.line);
+                CHECK_EQ_INT(e2.column, e1.column);
+                CHECK_EQ_STR(e2.source, path);
+            }
+            json_decref(a);
+            json_decref(b);
+        }
+    }
+    json_error_t e;
+    char fifo[128];
+    snprintf(fifo, sizeof fifo, "%s/fifo", dir);
+    CHECK_EQ_INT(mkfifo(fifo, 0600), 0);
+    CHECK(wk_json_load_file(fifo, 0, &e) == NULL);
+    CHECK_CONTAINS(e.text, "not a regular file");
+    CHECK(wk_json_load_file(dir, 0, &e) == NULL);
+    CHECK_CONTAINS(e.text, "is a directory");
+    snprintf(path, sizeof path, "%s/missing.json", dir);
+    CHECK(wk_json_load_file(path, 0, &e) == NULL);
+    CHECK_CONTAINS(e.text, "unable to open");
+    CHECK_CONTAINS(e.text, "No such file");
+    CHECK(wk_json_load_file(path, 0, NULL) == NULL);
+    unlink(fifo);
+    snprintf(path, sizeof path, "%s/f.json", dir);
+    unlink(path);
+    rmdir(dir);
+}
+
+CHECK_MAIN(TEST(test_json_load_file), TEST(test_reads_every_type), TEST(test_version_2), TEST(test_alignment), TEST(test_every_truncation_is_refused),
            TEST(test_malformed_files_are_refused), TEST(test_allocation_failures_leak_nothing),
            TEST(test_many_entries), TEST(test_open_errors))
