@@ -52,13 +52,29 @@ bool srv_send_all(int fd, const char *s, size_t n)
     return true;
 }
 
+static int dump_to_buf(const char *s, size_t n, void *b)
+{
+    return wk_buf_add(b, s, n) ? 0 : -1;
+}
+
+char *srv_json_line(const json_t *obj, size_t *len)
+{
+    struct wk_buf b = {0};
+    if (!obj || json_dump_callback(obj, dump_to_buf, &b, JSON_COMPACT) != 0 || !wk_buf_add(&b, "\n", 1)) {
+        wk_free(b.p);
+        return NULL;
+    }
+    *len = b.len;
+    return b.p;
+}
+
 bool srv_send_json(int fd, json_t *obj)
 {
-    char *s = obj ? json_dumps(obj, JSON_COMPACT) : NULL;
+    size_t n = 0;
+    char *s = srv_json_line(obj, &n);
     json_decref(obj);
-    bool ok = s ? srv_send_all(fd, s, strlen(s)) && srv_send_all(fd, "\n", 1)
-                : srv_send_all(fd, "{\"status\":500,\"error\":\"out of memory\"}\n", 39);
-    free(s);
+    bool ok = s ? srv_send_all(fd, s, n) : srv_send_all(fd, "{\"status\":500,\"error\":\"out of memory\"}\n", 39);
+    wk_free(s);
     return ok;
 }
 

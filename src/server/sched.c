@@ -572,9 +572,10 @@ enum wk_status srv_call_open(struct srv_runner *r, json_t *req, int timeout_ms, 
     *first = NULL;
     c->fd = runner_connect(r);
     if (c->fd < 0) return wk_error_set(err, WK_E_IO, "the model runner is not reachable");
-    char *s = json_dumps(req, JSON_COMPACT);
-    bool ok = s && write_all(c->fd, s, strlen(s)) && write_all(c->fd, "\n", 1);
-    free(s);
+    size_t n = 0;
+    char *s = srv_json_line(req, &n); /* with its newline: one send */
+    bool ok = s && write_all(c->fd, s, n);
+    wk_free(s);
     c->deadline_ns = wk_time_ns() + (int64_t)timeout_ms * 1000000;
     enum srv_next nx = ok ? srv_call_next(c, client_fd, first) : SRV_RUNNER_GONE;
     if (nx == SRV_LINE) {

@@ -498,8 +498,12 @@ json_t *srv_error_line(int status, const char *msg);
 bool srv_peer_gone(int fd);
 /* Writes all of s[n] to fd; false when the peer is gone. */
 bool srv_send_all(int fd, const char *s, size_t n);
-/* Writes obj (stolen) as one JSON line; false when the peer is gone. */
+/* Writes obj (stolen) as one JSON line, in one send (each send wakes the
+ * reader); false when the peer is gone. */
 bool srv_send_json(int fd, json_t *obj);
+/* obj (borrowed) as compact JSON and a newline, NUL-terminated, its length
+ * (newline included) in *len: wk_malloc'd (wk_free), NULL when out of memory. */
+char *srv_json_line(const json_t *obj, size_t *len);
 /* One line (without its newline) of at most max bytes, wk_malloc'd and
  * NUL-terminated, its length in *len; NULL when the peer closes first or
  * the line is too long. */
