@@ -386,7 +386,7 @@ enum wk_status wk_store_add_bytes(struct wk_store *s, const void *data, size_t l
 
 /* ------------------------------------------------------------ manifests */
 
-static void manifest_path(const struct wk_store *s, const struct wk_model_name *n, char *out, size_t cap)
+void wk_store_manifest_path(const struct wk_store *s, const struct wk_model_name *n, char *out, size_t cap)
 {
     snprintf(out, cap, "%.3000s/manifests/%s/%s/%s/%s", s->dir, n->host, n->ns, n->name, n->tag);
 }
@@ -395,7 +395,7 @@ enum wk_status wk_store_read_manifest(const struct wk_store *s, const struct wk_
                                       json_t **out, struct wk_error *err)
 {
     char path[4200], shown[600];
-    manifest_path(s, n, path, sizeof path);
+    wk_store_manifest_path(s, n, path, sizeof path);
     wk_model_name_format(n, shown, sizeof shown);
     json_error_t je;
     *out = wk_json_load_file(path, JSON_REJECT_DUPLICATES, &je);
@@ -432,7 +432,7 @@ enum wk_status wk_store_write_manifest(struct wk_store *s, const struct wk_model
     json_array_foreach(json_object_get(manifest, "layers"), i, l) if (!blob_ok(s, l))
         return wk_error_set(err, WK_E_NOT_FOUND, "layer %zu's blob is missing", i);
     char path[4200], tmp[4300];
-    manifest_path(s, n, path, sizeof path);
+    wk_store_manifest_path(s, n, path, sizeof path);
     char dir[4200];
     snprintf(dir, sizeof dir, "%s", path);
     *strrchr(dir, '/') = '\0';
@@ -602,7 +602,7 @@ static void mark_used(void *user, const struct wk_model_name *n, const char *pat
 enum wk_status wk_store_remove(struct wk_store *s, const struct wk_model_name *n, struct wk_error *err)
 {
     char path[4200], shown[600];
-    manifest_path(s, n, path, sizeof path);
+    wk_store_manifest_path(s, n, path, sizeof path);
     wk_model_name_format(n, shown, sizeof shown);
     int lk = store_lock(s);
     /* its own blobs, read before the manifest goes */

@@ -396,6 +396,25 @@ def test_bad_input(srv, ref):
     check(cos(r.embeddings[0], ref[0]["embedding"]) >= 0.9999, "the server serves on after the bad requests")
 
 
+def test_store_changes(srv, ref):
+    """The server resolves a name again when its manifest changes (it keeps
+    the last resolutions while manifest and weights stay the same files):
+    a copy embeds, deleted it is a 404 at once, copied again it embeds."""
+    cl = ollama.Client(host=srv.url)
+    cl.copy("minilm", "minilm-copy")
+    for i in range(2):  # the second answered from the kept resolution
+        st, ans = srv.post("/api/embed", {"model": "minilm-copy", "input": ref[1]["text"]})
+        check(st == 200 and cos(ans["embeddings"][0], ref[1]["embedding"]) >= 0.9999, f"a copy embeds ({i + 1})",
+              f"{st} {str(ans)[:200]}")
+    cl.delete("minilm-copy")
+    st, ans = srv.post("/api/embed", {"model": "minilm-copy", "input": ref[1]["text"]})
+    check(st == 404 and "not found" in ans.get("error", ""), "deleted, the copy is a 404 at once", f"{st} {ans}")
+    cl.copy("minilm", "minilm-copy")
+    st, ans = srv.post("/api/embed", {"model": "minilm-copy", "input": ref[1]["text"]})
+    check(st == 200, "copied again, it embeds", f"{st}")
+    cl.delete("minilm-copy")
+
+
 def test_nan_vector(srv):
     """A model whose vector holds NaN (a copy of the folder with one NaN in the last layer's output
     LayerNorm bias, so every token's element 0 is NaN): JSON has no NaN, so the float routes are a
@@ -458,6 +477,7 @@ def main():
         test_langchain(srv)
         test_concurrent(srv, ref)
         test_bad_input(srv, ref)
+        test_store_changes(srv, ref)
         test_nan_vector(srv)
         check(srv.proc.poll() is None, "the server is still up")
     finally:
