@@ -249,6 +249,15 @@ static void copy_b(const float *b, int64_t ldb, int64_t nr, int64_t kc, float *b
     }
 }
 
+/* Prefetches columns [0, kc) of rows [j0, j1) of b: the next group's rows
+ * are short runs far apart (ldb), which the hardware prefetchers pick up
+ * late, so they are asked for while this group computes. */
+static void prefetch_b(const float *b, int64_t ldb, int64_t j0, int64_t j1, int64_t kc)
+{
+    for (int64_t j = j0; j < j1; j++)
+        for (int64_t l = 0; l < kc; l += 16) _mm_prefetch((const char *)(b + j * ldb + l), _MM_HINT_T0);
+}
+
 static void gemm_packed(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
                         const float *b, int64_t ldb, float *c, int64_t ldc)
 {
@@ -263,12 +272,7 @@ static void gemm_packed(int64_t m, int64_t n, int64_t k, const float *a, int64_t
             for (int64_t j0 = 0; j0 < n; j0 += NR) {
                 const int64_t nr = WK_MIN(NR, n - j0);
                 copy_b(b + j0 * ldb + l0, ldb, nr, kc, bp);
-                /* the next panel's rows are short runs far apart (ldb),
-                 * which the hardware prefetchers pick up late: ask for
-                 * them while this panel computes */
-                for (int64_t j = j0 + NR; j < WK_MIN(j0 + 2 * NR, n); j++)
-                    for (int64_t l = 0; l < kc; l += 16)
-                        _mm_prefetch((const char *)(b + j * ldb + l0 + l), _MM_HINT_T0);
+                prefetch_b(b + l0, ldb, j0 + NR, WK_MIN(j0 + 2 * NR, n), kc);
                 for (int64_t p0 = 0; p0 < mc; p0 += 32) {
                     const int64_t rows = WK_MIN(32, mc - p0);
                     const int mv = rows > 16 ? 2 : 1;
@@ -458,9 +462,7 @@ static void gemm_prepacked(int64_t m, int64_t n, int64_t k, const float *pa, con
             for (int64_t g = 0, j0 = 0; g < n_groups; j0 += GROUP_ROWS(g), g++) {
                 const int64_t nr = GROUP_ROWS(g);
                 copy_b(b + j0 * ldb + l0, ldb, nr, kc, bp);
-                for (int64_t j = j0 + nr; j < WK_MIN(j0 + 2 * nr, n); j++)
-                    for (int64_t l = 0; l < kc; l += 16)
-                        _mm_prefetch((const char *)(b + j * ldb + l0 + l), _MM_HINT_T0);
+                prefetch_b(b + l0, ldb, j0 + nr, WK_MIN(j0 + 2 * nr, n), kc);
                 for (int64_t r = ic; r < ie; r += MC) {
                     const int64_t mc = WK_MIN(MC, m - r);
                     const float *blk = pa + r * k + MC * l0;
