@@ -389,7 +389,8 @@ static void test_r16_gemm_amx(void)
 {
     const struct wk_cpu_kernels *amx = wk_cpu_kernels_for("amx"), *vnni = wk_cpu_kernels_for("avx512");
     if (!amx || !vnni) {
-        printf("  no AMX on this CPU (or not granted): skipped\n");
+        printf("  no AMX kernels here (no AMX, not granted, or WICK_CPU=%s caps it): skipped\n",
+               getenv("WICK_CPU") ? getenv("WICK_CPU") : "(unset)");
         return;
     }
     const enum wk_dtype types[5] = {WK_DTYPE_Q4_1, WK_DTYPE_Q5_0, WK_DTYPE_Q8_0, WK_DTYPE_Q4_K, WK_DTYPE_Q6_K};
