@@ -80,19 +80,26 @@ void *wk_realloc(void *p, size_t size)
     return nraw + HDR;
 }
 
-void *wk_huge_alloc(size_t size)
+void *wk_huge_map(size_t size, size_t *len)
 {
-    if (!size || size > SIZE_MAX - 2 * HUGE_PAGE || should_fail()) return NULL;
-    const size_t len = (size + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1);
-    uint8_t *base = mmap(NULL, len + HUGE_PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (!size || size > SIZE_MAX - 2 * HUGE_PAGE) return NULL;
+    *len = (size + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1);
+    uint8_t *base = mmap(NULL, *len + HUGE_PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (base == MAP_FAILED) return NULL;
     uint8_t *p = (uint8_t *)(((uintptr_t)base + HUGE_PAGE - 1) & ~(uintptr_t)(HUGE_PAGE - 1));
     /* keep [p, p + len): the slack before it and after it goes back (base
      * is page-aligned, so p - base < HUGE_PAGE and some slack follows) */
     if (p > base) munmap(base, (size_t)(p - base));
-    munmap(p + len, (size_t)(base + HUGE_PAGE - p));
-    (void)madvise(p, len, MADV_HUGEPAGE); /* advice only */
-    atomic_fetch_add(&g_live_bytes, (int64_t)size);
+    munmap(p + *len, (size_t)(base + HUGE_PAGE - p));
+    (void)madvise(p, *len, MADV_HUGEPAGE); /* advice only */
+    return p;
+}
+
+void *wk_huge_alloc(size_t size)
+{
+    size_t len;
+    void *p = should_fail() ? NULL : wk_huge_map(size, &len);
+    if (p) atomic_fetch_add(&g_live_bytes, (int64_t)size);
     return p;
 }
 

@@ -20,27 +20,25 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define HUGE_PAGE ((size_t)2 << 20)
-
 /* Reads the size_bytes of fd into 2 MiB-aligned anonymous memory advised
  * for huge pages; sets f->data, f->map_base, f->map_bytes. */
 static enum wk_status read_resident(struct wk_mapped_file *f, int fd, struct wk_error *err)
 {
     const size_t size = (size_t)f->size_bytes;
-    const size_t map_bytes = (size + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE + HUGE_PAGE;
-    uint8_t *base = mmap(NULL, map_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (base == MAP_FAILED)
+    size_t map_bytes;
+    /* at least 4 KiB past the end stay mapped, as they did before this used
+     * wk_huge_map: a vector load may cross the last byte */
+    uint8_t *data = wk_huge_map(size + 4096, &map_bytes);
+    if (!data)
         return wk_error_set(err, WK_E_NOMEM, "%s: cannot allocate %zu bytes: %s", f->path, size,
                             strerror(errno));
-    uint8_t *data = (uint8_t *)(((uintptr_t)base + HUGE_PAGE - 1) & ~(uintptr_t)(HUGE_PAGE - 1));
-    (void)madvise(data, map_bytes - (size_t)(data - base), MADV_HUGEPAGE); /* advice only */
     size_t got = 0;
     while (got < size) {
         ssize_t r = pread(fd, data + got, size - got, (off_t)got);
         if (r < 0 && errno == EINTR) continue;
         if (r <= 0) {
             int e = errno;
-            munmap(base, map_bytes);
+            munmap(data, map_bytes);
             if (r == 0)
                 return wk_error_set(err, WK_E_IO, "%s: file shrank while being read (%zu of %zu bytes)",
                                     f->path, got, size);
@@ -48,9 +46,9 @@ static enum wk_status read_resident(struct wk_mapped_file *f, int fd, struct wk_
         }
         got += (size_t)r;
     }
-    (void)mprotect(base, map_bytes, PROT_READ);
+    (void)mprotect(data, map_bytes, PROT_READ);
     f->data = data;
-    f->map_base = base;
+    f->map_base = data;
     f->map_bytes = map_bytes;
     f->anonymous = true;
     return WK_OK;
