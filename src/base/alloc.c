@@ -7,6 +7,7 @@
  */
 #include "wk_base.h"
 
+#include <errno.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,7 +83,10 @@ void *wk_realloc(void *p, size_t size)
 
 void *wk_huge_map(size_t size, size_t *len)
 {
-    if (!size || size > SIZE_MAX - 2 * HUGE_PAGE) return NULL;
+    if (!size || size > SIZE_MAX - 2 * HUGE_PAGE) {
+        errno = size ? ENOMEM : EINVAL;
+        return NULL;
+    }
     *len = (size + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1);
     uint8_t *base = mmap(NULL, *len + HUGE_PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (base == MAP_FAILED) return NULL;

@@ -138,8 +138,8 @@ void *wk_huge_alloc(size_t size);
 void wk_huge_free(void *p, size_t size);
 /* The mapping under wk_huge_alloc, neither counted nor under the failure
  * hook (a model file read into memory, mapfile.c): its length, a multiple
- * of 2 MiB, in *len; free it with munmap(p, *len). NULL (errno set by
- * mmap) when out of memory or size is 0. */
+ * of 2 MiB, in *len; free it with munmap(p, *len). NULL with errno set
+ * when out of memory (ENOMEM) or size is 0 (EINVAL). */
 void *wk_huge_map(size_t size, size_t *len);
 
 /* Bytes currently live through the functions above. */

@@ -19,7 +19,9 @@ static json_t *fail(json_error_t *error, const char *path, const char *why)
         memset(error, 0, sizeof *error);
         error->line = error->column = -1;
         snprintf(error->source, sizeof error->source, "%s", path);
-        snprintf(error->text, sizeof error->text, "unable to open %s: %s", path, why);
+        /* as jansson keeps it: the text, and the error code in its last byte */
+        snprintf(error->text, sizeof error->text - 1, "unable to open %s: %s", path, why);
+        error->text[sizeof error->text - 1] = (char)json_error_cannot_open_file;
     }
     return NULL;
 }

@@ -11,6 +11,9 @@
 
 #include <sys/stat.h>
 
+#include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
@@ -150,25 +153,60 @@ json_t *wk_model_details(const char *path, json_t **model_info, char **template_
 
 /* srv_model_find's answers without sm (an embed request's, one per
  * request: reading the manifest and resolving it took ~30-100 us of a 2 ms
- * one-sentence request), kept while the manifest file and the weights are
- * the ones it resolved: same device, inode, size and modification time,
- * one stat each (wick create, rm, pull and cp replace the manifest file;
- * a removed one is re-resolved, and not found). */
+ * one-sentence request), kept with the manifest's bytes they came from: a
+ * hit reads the manifest again (no parsing, no blob reads) and must find
+ * the same bytes, and the weights (and the draft) must still exist. What a
+ * name resolves to depends only on its manifest, so a deleted, replaced or
+ * re-created model is resolved anew (file metadata alone would not do: a
+ * manifest deleted and re-created within one timestamp tick can reuse its
+ * inode and size). */
 #define FIND_CACHE 8
+#define FIND_MANIFEST_MAX 65536 /* larger manifests are not kept */
 struct find_cached {
     bool used;
     char dir[4096], key[600]; /* models_dir and the name as parsed */
-    struct stat manifest, weights;
+    char *manifest;           /* the manifest's bytes (wk_malloc'd) */
+    size_t manifest_len;
     struct srv_model m;
 };
 static struct find_cached g_find[FIND_CACHE];
 static int g_find_next; /* the slot the next new entry takes */
 static pthread_mutex_t g_find_mu = PTHREAD_MUTEX_INITIALIZER;
 
-static bool same_file(const struct stat *a, const struct stat *b)
+/* The bytes of the regular file at path when it has at most max of them
+ * (wk_malloc'd, *len), else NULL. */
+static char *read_small(const char *path, size_t max, size_t *len)
 {
-    return a->st_dev == b->st_dev && a->st_ino == b->st_ino && a->st_size == b->st_size &&
-           a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) return NULL;
+    struct stat st;
+    char *buf = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (size_t)st.st_size <= max
+                    ? wk_malloc((size_t)st.st_size + 1) : NULL;
+    size_t n = 0;
+    for (ssize_t r = 1; buf && r > 0 && n <= (size_t)st.st_size;) {
+        r = read(fd, buf + n, (size_t)st.st_size + 1 - n);
+        if (r < 0 && errno == EINTR) r = 1;
+        else if (r < 0) wk_free(buf), buf = NULL;
+        else n += (size_t)r;
+    }
+    close(fd);
+    if (buf && n != (size_t)st.st_size) wk_free(buf), buf = NULL; /* it changed while read */
+    *len = n;
+    return buf;
+}
+
+static bool exists(const char *path)
+{
+    struct stat st;
+    return !*path || stat(path, &st) == 0;
+}
+
+/* The entry for (dir, key), or NULL; g_find_mu held. */
+static struct find_cached *find_entry(const char *dir, const char *key)
+{
+    for (int i = 0; i < FIND_CACHE; i++)
+        if (g_find[i].used && !strcmp(g_find[i].key, key) && !strcmp(g_find[i].dir, dir)) return &g_find[i];
+    return NULL;
 }
 
 enum wk_status srv_model_find(const char *models_dir, const char *name, struct srv_model *out,
@@ -179,28 +217,22 @@ enum wk_status srv_model_find(const char *models_dir, const char *name, struct s
     struct wk_model_name n;
     enum wk_status st = wk_store_open(models_dir, &s, err);
     if (st) return st;
-    /* the manifest's state before it is read: a change after this is seen by the next call */
     char key[600], mpath[4200];
-    struct stat ms, ws;
-    const bool cacheable = !sm && !wk_model_name_parse(name, &n, NULL) && strlen(models_dir) < sizeof g_find[0].dir;
-    bool have_ms = false;
-    if (cacheable) {
+    size_t mlen = 0;
+    char *mbytes = NULL; /* the manifest as it is before it is resolved */
+    if (!sm && !wk_model_name_parse(name, &n, NULL) && strlen(models_dir) < sizeof g_find[0].dir) {
         wk_model_name_format(&n, key, sizeof key);
         wk_store_manifest_path(s, &n, mpath, sizeof mpath);
-        have_ms = stat(mpath, &ms) == 0;
-        bool fresh = false;
+        mbytes = read_small(mpath, FIND_MANIFEST_MAX, &mlen);
+        bool hit = false;
         pthread_mutex_lock(&g_find_mu);
-        for (int i = 0; have_ms && i < FIND_CACHE; i++) {
-            struct find_cached *e = &g_find[i];
-            if (!e->used || strcmp(e->key, key) || strcmp(e->dir, models_dir) || !same_file(&e->manifest, &ms))
-                continue;
-            fresh = stat(e->m.path, &ws) == 0 && same_file(&e->weights, &ws);
-            if (fresh) *out = e->m;
-            else e->used = false;
-            break;
-        }
+        struct find_cached *e = mbytes ? find_entry(models_dir, key) : NULL;
+        if (e && e->manifest_len == mlen && !memcmp(e->manifest, mbytes, mlen) && exists(e->m.path) &&
+            exists(e->m.draft))
+            *out = e->m, hit = true;
         pthread_mutex_unlock(&g_find_mu);
-        if (fresh) {
+        if (hit) {
+            wk_free(mbytes);
             wk_store_close(s);
             return WK_OK;
         }
@@ -209,6 +241,7 @@ enum wk_status srv_model_find(const char *models_dir, const char *name, struct s
     if (wk_model_name_parse(name, &n, NULL) || (st = wk_store_resolve(s, name, false, sm, err))) {
         char shown[160];
         wk_str_printable(name, strlen(name), shown, sizeof shown);
+        wk_free(mbytes);
         wk_store_close(s);
         return wk_error_set(err, WK_E_NOT_FOUND, "model '%s' not found", shown);
     }
@@ -217,18 +250,23 @@ enum wk_status srv_model_find(const char *models_dir, const char *name, struct s
     snprintf(out->draft, sizeof out->draft, "%s", sm->draft);
     if (sm == &local) wk_store_model_deinit(&local);
     wk_store_close(s);
-    if (have_ms && stat(out->path, &ws) == 0) {
+    /* kept only when the manifest is still the bytes read before resolving */
+    size_t alen = 0;
+    char *after = mbytes ? read_small(mpath, FIND_MANIFEST_MAX, &alen) : NULL;
+    if (after && alen == mlen && !memcmp(after, mbytes, mlen)) {
         pthread_mutex_lock(&g_find_mu);
-        struct find_cached *e = NULL;
-        for (int i = 0; !e && i < FIND_CACHE; i++)
-            if (g_find[i].used && !strcmp(g_find[i].key, key) && !strcmp(g_find[i].dir, models_dir)) e = &g_find[i];
+        struct find_cached *e = find_entry(models_dir, key);
         if (!e) e = &g_find[g_find_next], g_find_next = (g_find_next + 1) % FIND_CACHE;
+        wk_free(e->manifest);
         e->used = true;
         snprintf(e->dir, sizeof e->dir, "%s", models_dir);
         snprintf(e->key, sizeof e->key, "%s", key);
-        e->manifest = ms, e->weights = ws, e->m = *out;
+        e->manifest = mbytes, e->manifest_len = mlen, mbytes = NULL;
+        e->m = *out;
         pthread_mutex_unlock(&g_find_mu);
     }
+    wk_free(after);
+    wk_free(mbytes);
     return WK_OK;
 }
 

@@ -398,8 +398,10 @@ def test_bad_input(srv, ref):
 
 def test_store_changes(srv, ref):
     """The server resolves a name again when its manifest changes (it keeps
-    the last resolutions while manifest and weights stay the same files):
-    a copy embeds, deleted it is a 404 at once, copied again it embeds."""
+    the last resolutions with the manifest bytes they came from): a copy
+    embeds, deleted it is a 404 at once, the name copied from another model
+    (SmolLM2, 576 dims) embeds with that model, also when the delete and the
+    copy come back to back with nothing between them."""
     cl = ollama.Client(host=srv.url)
     cl.copy("minilm", "minilm-copy")
     for i in range(2):  # the second answered from the kept resolution
@@ -409,9 +411,20 @@ def test_store_changes(srv, ref):
     cl.delete("minilm-copy")
     st, ans = srv.post("/api/embed", {"model": "minilm-copy", "input": ref[1]["text"]})
     check(st == 404 and "not found" in ans.get("error", ""), "deleted, the copy is a 404 at once", f"{st} {ans}")
+    cl.copy("smollm2", "minilm-copy")
+    st, ans = srv.post("/api/embed", {"model": "minilm-copy", "input": ref[1]["text"]})
+    check(st == 200 and len(ans["embeddings"][0]) == 576, "the name copied from SmolLM2 embeds with SmolLM2 (576 dims)",
+          f"{st} {len(ans.get('embeddings', [[]])[0])}")
+    cl.delete("minilm-copy")
     cl.copy("minilm", "minilm-copy")
     st, ans = srv.post("/api/embed", {"model": "minilm-copy", "input": ref[1]["text"]})
-    check(st == 200, "copied again, it embeds", f"{st}")
+    check(st == 200 and len(ans["embeddings"][0]) == 384, "and copied from all-MiniLM-L6-v2 again (384 dims)",
+          f"{st} {len(ans.get('embeddings', [[]])[0])}")
+    cl.delete("minilm-copy")
+    cl.copy("smollm2", "minilm-copy")  # delete and copy back to back
+    st, ans = srv.post("/api/embed", {"model": "minilm-copy", "input": ref[1]["text"]})
+    check(st == 200 and len(ans["embeddings"][0]) == 576, "deleted and copied back to back: the new model's vectors",
+          f"{st} {len(ans.get('embeddings', [[]])[0])}")
     cl.delete("minilm-copy")
 
 

@@ -410,7 +410,7 @@ static void test_json_load_file(void)
     CHECK(mkdtemp(dir) != NULL);
     static const char *texts[] = {
         "{\"a\": [1, 2.5, \"x\\u00e9\"], \"b\": {\"c\": null, \"d\": true}}",
-        "[1, 2, 3]\n", "{\"a\": 1, \"a\": 2}", "{\"a\": }", "[1, 2", "", "nul\"l", "{\"s\": \"a\\u0000b\"}", "\"ok\"",
+        "(a long array)", "[1, 2, 3]\n", "{\"a\": 1, \"a\": 2}", "{\"a\": }", "[1, 2", "", "nul\"l", "{\"s\": \"a\\u0000b\"}", "\"ok\"",
     };
     static const size_t flags[] = {0, JSON_REJECT_DUPLICATES, JSON_ALLOW_NUL, JSON_DECODE_ANY};
     char path[128];
@@ -453,6 +453,7 @@ static void test_json_load_file(void)
     CHECK(wk_json_load_file(path, 0, &e) == NULL);
     CHECK_CONTAINS(e.text, "unable to open");
     CHECK_CONTAINS(e.text, "No such file");
+    CHECK_EQ_INT(json_error_code(&e), json_error_cannot_open_file);
     CHECK(wk_json_load_file(path, 0, NULL) == NULL);
     unlink(fifo);
     snprintf(path, sizeof path, "%s/f.json", dir);
