@@ -153,3 +153,33 @@ void wk_mapped_file_close(struct wk_mapped_file *f)
     wk_free(f->path);
     memset(f, 0, sizeof *f);
 }
+
+char *wk_read_file(const char *path, size_t max, size_t *len)
+{
+    /* O_NONBLOCK: opening a FIFO must not wait for a writer */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) return NULL;
+    struct stat st;
+    int e = fstat(fd, &st) != 0 ? errno : S_ISDIR(st.st_mode) ? EISDIR : !S_ISREG(st.st_mode) ? EINVAL : 0;
+    (void)fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    struct wk_buf b = {0};
+    char chunk[65536];
+    while (!e) {
+        ssize_t r = read(fd, chunk, sizeof chunk);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) {
+            e = r < 0 ? errno : 0;
+            break;
+        }
+        e = b.len + (size_t)r > max ? EFBIG : !wk_buf_add(&b, chunk, (size_t)r) ? ENOMEM : 0;
+    }
+    close(fd);
+    if (!e && !b.p && !(b.p = wk_calloc(1, 1))) e = ENOMEM; /* an empty file */
+    if (e) {
+        wk_free(b.p);
+        errno = e;
+        return NULL;
+    }
+    *len = b.len;
+    return b.p;
+}

@@ -211,6 +211,15 @@ enum wk_status wk_mapped_file_open_ex(struct wk_mapped_file *f, const char *path
 bool wk_mapped_file_set_writable(struct wk_mapped_file *f, bool writable);
 /* Unmaps; f may be NULL or already closed. */
 void wk_mapped_file_close(struct wk_mapped_file *f);
+/*
+ * The whole regular file at path, read (not mapped), NUL-terminated:
+ * wk_malloc'd, its length (without the NUL) in *len. NULL with errno set
+ * when it cannot be opened or read (open's or read's errno), is not a
+ * regular file (EISDIR for a directory, EINVAL otherwise: a FIFO is
+ * refused at once, never waited on), holds more than max bytes (EFBIG) or
+ * memory runs out (ENOMEM).
+ */
+char *wk_read_file(const char *path, size_t max, size_t *len);
 
 /* --------------------------------------------------------------- CPU info */
 

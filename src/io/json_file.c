@@ -6,11 +6,9 @@
 #include "../base/wk_base.h"
 
 #include <errno.h>
-#include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 /* error as jansson fills it for a file it cannot open */
 static json_t *fail(json_error_t *error, const char *path, const char *why)
@@ -28,41 +26,15 @@ static json_t *fail(json_error_t *error, const char *path, const char *why)
 
 json_t *wk_json_load_file(const char *path, size_t flags, json_error_t *error)
 {
-    /* O_NONBLOCK: opening a FIFO must not wait for a writer */
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0) return fail(error, path, strerror(errno));
-    struct stat st;
-    if (fstat(fd, &st) != 0) {
-        const int e = errno;
-        close(fd);
-        return fail(error, path, strerror(e));
-    }
-    if (!S_ISREG(st.st_mode)) {
-        close(fd);
-        return fail(error, path, S_ISDIR(st.st_mode) ? "is a directory" : "not a regular file");
-    }
-    (void)fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
-    struct wk_buf b = {0};
-    char chunk[65536];
-    for (;;) {
-        ssize_t r = read(fd, chunk, sizeof chunk);
-        if (r < 0 && errno == EINTR) continue;
-        if (r < 0) {
-            const int e = errno;
-            close(fd);
-            wk_free(b.p);
-            return fail(error, path, strerror(e));
-        }
-        if (r == 0) break;
-        if (!wk_buf_add(&b, chunk, (size_t)r)) {
-            close(fd);
-            wk_free(b.p);
-            return fail(error, path, "out of memory");
-        }
-    }
-    close(fd);
-    json_t *j = json_loadb(b.p ? b.p : "", b.len, flags, error);
+    size_t n = 0;
+    char *text = wk_read_file(path, SIZE_MAX - 1, &n);
+    if (!text)
+        return fail(error, path, errno == EISDIR ? "is a directory"
+                                 : errno == EINVAL ? "not a regular file"
+                                 : errno == ENOMEM ? "out of memory"
+                                                   : strerror(errno));
+    json_t *j = json_loadb(text, n, flags, error);
     if (!j && error) snprintf(error->source, sizeof error->source, "%s", path);
-    wk_free(b.p);
+    wk_free(text);
     return j;
 }

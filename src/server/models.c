@@ -11,9 +11,6 @@
 
 #include <sys/stat.h>
 
-#include <errno.h>
-#include <fcntl.h>
-#include <unistd.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
@@ -173,28 +170,6 @@ static struct find_cached g_find[FIND_CACHE];
 static int g_find_next; /* the slot the next new entry takes */
 static pthread_mutex_t g_find_mu = PTHREAD_MUTEX_INITIALIZER;
 
-/* The bytes of the regular file at path when it has at most max of them
- * (wk_malloc'd, *len), else NULL. */
-static char *read_small(const char *path, size_t max, size_t *len)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0) return NULL;
-    struct stat st;
-    char *buf = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (size_t)st.st_size <= max
-                    ? wk_malloc((size_t)st.st_size + 1) : NULL;
-    size_t n = 0;
-    for (ssize_t r = 1; buf && r > 0 && n <= (size_t)st.st_size;) {
-        r = read(fd, buf + n, (size_t)st.st_size + 1 - n);
-        if (r < 0 && errno == EINTR) r = 1;
-        else if (r < 0) wk_free(buf), buf = NULL;
-        else n += (size_t)r;
-    }
-    close(fd);
-    if (buf && n != (size_t)st.st_size) wk_free(buf), buf = NULL; /* it changed while read */
-    *len = n;
-    return buf;
-}
-
 static bool exists(const char *path)
 {
     struct stat st;
@@ -223,7 +198,7 @@ enum wk_status srv_model_find(const char *models_dir, const char *name, struct s
     if (!sm && !wk_model_name_parse(name, &n, NULL) && strlen(models_dir) < sizeof g_find[0].dir) {
         wk_model_name_format(&n, key, sizeof key);
         wk_store_manifest_path(s, &n, mpath, sizeof mpath);
-        mbytes = read_small(mpath, FIND_MANIFEST_MAX, &mlen);
+        mbytes = wk_read_file(mpath, FIND_MANIFEST_MAX, &mlen);
         bool hit = false;
         pthread_mutex_lock(&g_find_mu);
         struct find_cached *e = mbytes ? find_entry(models_dir, key) : NULL;
@@ -252,7 +227,7 @@ enum wk_status srv_model_find(const char *models_dir, const char *name, struct s
     wk_store_close(s);
     /* kept only when the manifest is still the bytes read before resolving */
     size_t alen = 0;
-    char *after = mbytes ? read_small(mpath, FIND_MANIFEST_MAX, &alen) : NULL;
+    char *after = mbytes ? wk_read_file(mpath, FIND_MANIFEST_MAX, &alen) : NULL;
     if (after && alen == mlen && !memcmp(after, mbytes, mlen)) {
         pthread_mutex_lock(&g_find_mu);
         struct find_cached *e = find_entry(models_dir, key);

@@ -10,6 +10,7 @@
 #include "../../src/io/wk_io.h"
 #include "../../src/io/wk_json.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -455,6 +456,25 @@ static void test_json_load_file(void)
     CHECK_CONTAINS(e.text, "No such file");
     CHECK_EQ_INT(json_error_code(&e), json_error_cannot_open_file);
     CHECK(wk_json_load_file(path, 0, NULL) == NULL);
+    /* the reader under it, wk_read_file: its errno for each refusal, an
+     * empty file as "", a file over max refused */
+    size_t n = 1;
+    CHECK(wk_read_file(path, 100, &n) == NULL && errno == ENOENT);
+    CHECK(wk_read_file(dir, 100, &n) == NULL && errno == EISDIR);
+    CHECK(wk_read_file(fifo, 100, &n) == NULL && errno == EINVAL);
+    FILE *f = fopen(path, "w");
+    fclose(f);
+    char *t = wk_read_file(path, 100, &n);
+    CHECK(t != NULL && n == 0 && t[0] == '\0');
+    wk_free(t);
+    f = fopen(path, "w");
+    fputs("0123456789", f);
+    fclose(f);
+    t = wk_read_file(path, 10, &n);
+    CHECK(t != NULL && n == 10 && strcmp(t, "0123456789") == 0);
+    wk_free(t);
+    CHECK(wk_read_file(path, 9, &n) == NULL && errno == EFBIG);
+    unlink(path);
     unlink(fifo);
     snprintf(path, sizeof path, "%s/f.json", dir);
     unlink(path);
