@@ -83,10 +83,27 @@ void WK_OPS_NAME(swiglu)(int64_t n, float *x, const float *up)
     for (int64_t i = 0; i < n; i++) x[i] = x[i] / (1.0f + wk_expf(-x[i])) * up[i];
 }
 
+/* The largest x[i] (-inf for none; NaNs skipped), in 16 lanes (element i
+ * in lane i % 16) and then across them: one running maximum was a chain
+ * of dependent compares, 67% of the softmax of a prefill's attention
+ * rows. The same value as one pass in order (a maximum does not depend on
+ * the order, and where +0 and -0 tie, exp(x - mx) is the same). */
+static inline __attribute__((always_inline)) float WK_OPS_NAME(ops_max16)(int64_t n, const float *x)
+{
+    float m[16];
+    for (int j = 0; j < 16; j++) m[j] = -INFINITY;
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        for (int j = 0; j < 16; j++) m[j] = x[i + j] > m[j] ? x[i + j] : m[j]; /* no libm call */
+    for (int j = 0; i + j < n; j++) m[j] = x[i + j] > m[j] ? x[i + j] : m[j];
+    float mx = -INFINITY;
+    for (int j = 0; j < 16; j++) mx = m[j] > mx ? m[j] : mx;
+    return mx;
+}
+
 void WK_OPS_NAME(softmax)(int64_t n, float *x)
 {
-    float mx = -INFINITY;
-    for (int64_t i = 0; i < n; i++) mx = x[i] > mx ? x[i] : mx; /* no libm call */
+    const float mx = WK_OPS_NAME(ops_max16)(n, x);
     for (int64_t i = 0; i < n; i++) x[i] = wk_expf(x[i] - mx);
     const float inv = (float)(1.0 / WK_OPS_NAME(ops_sum16)(n, x, OPS_X, 0));
     for (int64_t i = 0; i < n; i++) x[i] *= inv;
