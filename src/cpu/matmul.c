@@ -255,6 +255,21 @@ static bool range_take(_Atomic uint64_t *r, int64_t want, int64_t min_steal, int
     }
 }
 
+/* Decode with R16 parts and prepared x takes each thread's share (as the
+ * threads' speeds weigh it) in this many chunks, so that the back half of
+ * a slower thread's untaken rows can still be stolen. Fewer, longer
+ * chunks stream faster: on the Xeon (Sapphire Rapids, 2 vCPUs),
+ * Qwen2.5-Coder-1.5B's gate/up pair (2 x 7.7 MB) ran at 26.0-27.0 GB/s in
+ * chunks of 256 KiB of weights (about 32 a thread), 28.2-28.6 in eight a
+ * thread, 29.5 in four, 30.3-30.4 in two, 30.2-30.3 without stealing;
+ * tg128 at 2 threads 25.9-26.9 -> 28.9-29.0 t/s (Gemma 3 +1%, SmolLM2
+ * alike; the AVX2 kernels on that CPU 26.2-26.5 -> 28.9-29.0). Taking
+ * the rest in halves (half, a quarter, ... of the share) gave 29.2-29.5:
+ * each chunk costs about a microsecond more than its bytes, and neither
+ * a software prefetch of the next chunk's start (no change) nor gate and
+ * up read in turn 16 to 64 rows at a time (27-28 GB/s) recovered it. */
+#define R16_CHUNKS_A_THREAD 2
+
 static void matmul_task(void *arg, int ith, int nth)
 {
     struct matmul_ctx *c = arg;
@@ -278,8 +293,12 @@ static void matmul_task(void *arg, int ith, int nth)
         done = group_rows(c, c->bounds[ith], c->bounds[ith + 1], ith);
     } else {
         _Atomic uint64_t *mine = &c->ranges[ith].v;
+        /* r16_prep: this thread's share in R16_CHUNKS_A_THREAD chunks of whole groups */
+        const int64_t al = c->align, share = c->bounds[ith + 1] - c->bounds[ith];
+        const int64_t part = (share + R16_CHUNKS_A_THREAD - 1) / R16_CHUNKS_A_THREAD;
+        const int64_t want = c->r16_prep ? WK_MAX(al, (part + al - 1) / al * al) : c->chunk;
         for (bool stole = true; stole;) {
-            while (range_take(mine, c->chunk, 0, c->align, &lo, &hi)) done += group_rows(c, lo, hi, ith);
+            while (range_take(mine, want, 0, c->align, &lo, &hi)) done += group_rows(c, lo, hi, ith);
             stole = false;
             for (int j = 1; j < nth && !stole; j++)
                 stole = range_take(&c->ranges[(ith + j) % nth].v, -1, c->min_steal, c->align, &lo, &hi);
@@ -319,8 +338,8 @@ static void gemm_r16_setup(struct matmul_ctx *c, struct wk_threadpool *pool)
 
 /* Sets c's row alignment and arms its decode balancing (matmul_task) on
  * pool: shares of whole groups (c->align rows) weighted by the threads'
- * recent speeds. With R16 parts and prepared x (r16_prep), taken in about
- * R16_CHUNKS_A_THREAD chunks a thread, with steals; otherwise chunked only on a matrix big
+ * recent speeds. With R16 parts and prepared x (r16_prep), each share taken in
+ * R16_CHUNKS_A_THREAD chunks (matmul_task), with steals; otherwise chunked only on a matrix big
  * enough (WK_MATMUL_BALANCE_BYTES a thread) that each call's fixed cost
  * (the x16 kernels quantize x again, ~0.3 us for 576 values) stays small,
  * in chunks of about 256 KiB of weights or 256 bytes per element of x,
@@ -328,19 +347,6 @@ static void gemm_r16_setup(struct matmul_ctx *c, struct wk_threadpool *pool)
  * 256 KiB for every row length, quantizing x took 14% of Qwen2.5-1.5B's
  * decode on AVX2: a chunk of its 8960-long ffn_down rows is 50 rows, and
  * each call quantized all 8960 values again; tg +10%.) */
-/* Decode with R16 parts and prepared x takes each thread's share in this
- * many chunks (the back half of another's untaken rows can then be
- * stolen). Fewer, longer chunks stream faster: on the Xeon (Sapphire
- * Rapids, 2 vCPUs), Qwen2.5-Coder-1.5B's gate/up pair (2 x 7.7 MB) ran at
- * 26.0-27.0 GB/s in chunks of 256 KiB of weights (at most four a
- * thread), 28.2-28.6 in eight a thread, 29.5 in four, 30.3-30.4 in two and
- * without stealing at all; tg128 at 2 threads 25.9-26.9 -> 28.9-29.0 t/s
- * (Gemma 3 +1%, SmolLM2 alike). Taking the rest in halves (half, a
- * quarter, ... of the share) gave 29.2-29.5: each chunk costs about a
- * microsecond more than its bytes, more than a software prefetch of the
- * next chunk's start (tried, no change) or gate and up read in turn 16 to
- * 64 rows at a time (27-28 GB/s) recovered. */
-#define R16_CHUNKS_A_THREAD 2
 
 static void balance_setup(struct matmul_ctx *c, struct wk_threadpool *pool)
 {
@@ -359,13 +365,12 @@ static void balance_setup(struct matmul_ctx *c, struct wk_threadpool *pool)
     for (int i = 0; i < c->n_parts; i++) c->r16_prep &= c->k->vec_dot_rows_r16[c->parts[i].w->dtype] != NULL;
     c->steal = c->r16_prep || (size_t)c->total_rows * row >= (size_t)nth * WK_MATMUL_BALANCE_BYTES;
     if (!c->steal) return;
-    /* (with x prepared once per thread, r16_prep, no call quantizes x again) */
-    const size_t cb = c->r16_prep ? (size_t)256 << 10 : WK_MAX((size_t)256 << 10, (size_t)256 * (size_t)c->n_in);
-    c->chunk = WK_MAX(al, (int64_t)(cb / row) / al * al);
-    c->min_steal = WK_MAX(2 * al, (int64_t)(cb / 4 / row) / al * al);
-    if (c->r16_prep) { /* x is not quantized again per chunk: two chunks a thread (below) */
-        c->chunk = WK_MAX(al, (c->total_rows / (R16_CHUNKS_A_THREAD * nth) + al - 1) / al * al);
+    if (c->r16_prep) { /* x is not quantized again per chunk: each share in R16_CHUNKS_A_THREAD (matmul_task) */
         c->min_steal = 2 * al;
+    } else {
+        const size_t cb = WK_MAX((size_t)256 << 10, (size_t)256 * (size_t)c->n_in);
+        c->chunk = WK_MAX(al, (int64_t)(cb / row) / al * al);
+        c->min_steal = WK_MAX(2 * al, (int64_t)(cb / 4 / row) / al * al);
     }
     for (int t = 0; t < nth; t++) atomic_init(&c->ranges[t].v, range_pack(c->bounds[t], c->bounds[t + 1]));
 }

@@ -78,8 +78,9 @@ static inline size_t amx_block_bytes(enum amx_kind K)
 /* Issues one 32-element block's two products into tile set `set` (C tiles
  * 4, 5 or 6, 7; B tile 2 or 3): A from line (token 0's compact line of the
  * block, ldb bytes between tokens), B: 8 rows of 64 bytes at codes. Two
- * sets, so that the next block's products run while this block's results
- * go through the float epilogue. */
+ * sets, so that one block's products run while the block before's results
+ * are stored (and, in amx_tile, the one before that goes through the float
+ * epilogue). */
 static ALWAYS_INLINE void amx_issue(const int set, const uint8_t *line, size_t ldb, const void *codes)
 {
     /* GCC 12's _tile_loadd is an asm with no memory operand: without this
