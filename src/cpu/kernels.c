@@ -108,6 +108,7 @@ static void fill_ref(struct wk_cpu_kernels *k)
     k->gelu_erf = wk_gelu_erf;
     k->softmax = wk_softmax;
     k->sum_exp = wk_sum_exp;
+    k->max_f32 = wk_max_f32;
 }
 
 static void init_once(void)

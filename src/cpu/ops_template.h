@@ -87,8 +87,8 @@ void WK_OPS_NAME(swiglu)(int64_t n, float *x, const float *up)
  * in lane i % 16) and then across them: one running maximum was a chain
  * of dependent compares, 67% of the softmax of a prefill's attention
  * rows. The same value as one pass in order (a maximum does not depend on
- * the order, and where +0 and -0 tie, exp(x - mx) is the same). */
-static inline __attribute__((always_inline)) float WK_OPS_NAME(ops_max16)(int64_t n, const float *x)
+ * the order), but for the sign of a zero where +0 and -0 tie. */
+float WK_OPS_NAME(max_f32)(int64_t n, const float *x)
 {
     float m[16];
     for (int j = 0; j < 16; j++) m[j] = -INFINITY;
@@ -103,7 +103,7 @@ static inline __attribute__((always_inline)) float WK_OPS_NAME(ops_max16)(int64_
 
 void WK_OPS_NAME(softmax)(int64_t n, float *x)
 {
-    const float mx = WK_OPS_NAME(ops_max16)(n, x);
+    const float mx = WK_OPS_NAME(max_f32)(n, x);
     for (int64_t i = 0; i < n; i++) x[i] = wk_expf(x[i] - mx);
     const float inv = (float)(1.0 / WK_OPS_NAME(ops_sum16)(n, x, OPS_X, 0));
     for (int64_t i = 0; i < n; i++) x[i] *= inv;

@@ -177,6 +177,7 @@ struct wk_cpu_kernels {
     void (*gelu_erf)(int64_t n, float *x, const float *bias);
     void (*softmax)(int64_t n, float *x);
     double (*sum_exp)(int64_t n, const float *x, float mx);
+    float (*max_f32)(int64_t n, const float *x);
 };
 
 /* The table for the best ISA this CPU and OS support (first call decides;
@@ -392,6 +393,12 @@ void wk_softmax(int64_t n, float *x);
 /* sum of exp(x[i] - mx) over n floats (wk_expf; 16 float lanes, then
  * double): the normaliser of a log-softmax. */
 double wk_sum_exp(int64_t n, const float *x, float mx);
+/* The largest of x [n] floats: NaNs are skipped, -inf when n is 0 or
+ * every element is NaN; where +0 and -0 are the largest, either may be
+ * returned. 16 running maxima (element i in lane i % 16), then the
+ * largest of them: one running maximum is a chain of dependent compares
+ * (~4 cycles an element). Used by softmax, log-softmax and argmax. */
+float wk_max_f32(int64_t n, const float *x);
 
 /* RoPE pairing: NEOX pairs i with i + d/2 (rotate-half, HF); NORM pairs 2i
  * with 2i+1 (interleaved, GGUF Llama after the converter's permutation). */

@@ -156,10 +156,9 @@ static void kv_prefetch(struct wk_backend *b, float *kc, float *vc, int64_t n_sl
  * largest of row and sink: a softmax whose denominator has one more
  * logit (gpt-oss's attention sink, as transformers' eager attention and
  * ggml's soft_max with sinks compute it). -inf entries become 0. */
-static void softmax_sink(int64_t n, float *row, float sink)
+static void softmax_sink(const struct wk_cpu_kernels *k, int64_t n, float *row, float sink)
 {
-    float mx = sink;
-    for (int64_t j = 0; j < n; j++) mx = row[j] > mx ? row[j] : mx;
+    const float rm = k->max_f32(n, row), mx = rm > sink ? rm : sink;
     double sum = exp((double)sink - mx);
     for (int64_t j = 0; j < n; j++) {
         row[j] = expf(row[j] - mx);
@@ -231,7 +230,7 @@ static void attention_task(void *p, int ith, int nth)
                 for (int64_t j = first; j <= last; j++) row[j] = a->softcap * tanhf(row[j] / a->softcap);
             for (int64_t j = 0; j < first; j++) row[j] = -INFINITY;
             for (int64_t j = last + 1; j < nk; j++) row[j] = -INFINITY;
-            if (a->sinks) softmax_sink(nk, row, a->sinks[h]);
+            if (a->sinks) softmax_sink(k, nk, row, a->sinks[h]);
             else k->softmax(nk, row);
         }
         float *out = a->out + (size_t)t0 * HQ + h * D;

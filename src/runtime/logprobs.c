@@ -14,9 +14,9 @@ void wk_logprobs_compute(const float *logits, int32_t n_vocab, int32_t id, int32
 {
     k = k < 0 ? 0 : k > WK_MAX_TOP_LOGPROBS ? WK_MAX_TOP_LOGPROBS : k;
     if (k > n_vocab) k = n_vocab;
-    float mx = -INFINITY;
-    for (int32_t i = 0; i < n_vocab; i++) mx = logits[i] > mx ? logits[i] : mx;
-    const double lse = mx + log(wk_cpu_kernels_get()->sum_exp(n_vocab, logits, mx));
+    const struct wk_cpu_kernels *kt = wk_cpu_kernels_get();
+    const float mx = kt->max_f32(n_vocab, logits);
+    const double lse = mx + log(kt->sum_exp(n_vocab, logits, mx));
     out->id = id;
     out->logprob = (float)(logits[id] - lse);
     /* the k largest by insertion into a sorted list (k <= 20) */

@@ -12,6 +12,8 @@
  */
 #include "wk_runtime.h"
 
+#include "../cpu/wk_cpu.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -215,21 +217,16 @@ static int32_t select_top_k(struct wk_sampler *s, const float *logits, int32_t k
 }
 
 /* The first index of the largest of x [n] (NaNs never win; 0 when all are
- * NaN). The max first, in 8 independent running maxima, then its first
- * occurrence: one compare-and-select chain through the best index waits
- * on each load, ~1.8 ns an element, and greedy speculative decoding takes
- * k + 1 argmaxes of a 262,144-token vocabulary a round. */
+ * NaN). The max first (the kernel table's max_f32, in independent running
+ * maxima), then its first occurrence: one compare-and-select chain through
+ * the best index waits on each load, ~1.8 ns an element, and greedy
+ * speculative decoding takes k + 1 argmaxes of a 262,144-token vocabulary
+ * a round. (Where +0 and -0 are the largest, either compares equal to
+ * both, so the first of them wins as before.) */
 static int32_t argmax(const float *x, int32_t n)
 {
-    float m8[8];
-    for (int k = 0; k < 8; k++) m8[k] = -INFINITY;
-    int32_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        for (int k = 0; k < 8; k++) m8[k] = x[i + k] > m8[k] ? x[i + k] : m8[k];
-    float m = -INFINITY;
-    for (int k = 0; k < 8; k++) m = m8[k] > m ? m8[k] : m;
-    for (; i < n; i++) m = x[i] > m ? x[i] : m;
-    for (i = 0; i < n; i++)
+    const float m = wk_cpu_kernels_get()->max_f32(n, x);
+    for (int32_t i = 0; i < n; i++)
         if (x[i] == m) return i;
     return 0;
 }

@@ -580,11 +580,38 @@ static void test_ops_tables_match_baseline(void)
             SAME_IN_PLACE(wk_softmax(n, a), k->softmax(n, b));
 #undef SAME_IN_PLACE
             CHECK(wk_sum_exp(n, x, 3.0f) == k->sum_exp(n, x, 3.0f));
+            float mx = -INFINITY; /* one pass in order */
+            for (int64_t i = 0; i < n; i++) mx = x[i] > mx ? x[i] : mx;
+            CHECK(wk_max_f32(n, x) == mx && k->max_f32(n, x) == mx);
             double sum = 0;
             for (int64_t i = 0; i < n; i++) sum += b[i];
             CHECK(fabs(sum - 1.0) < 1e-5);
             wk_aligned_free(x), wk_aligned_free(g), wk_aligned_free(a), wk_aligned_free(b);
         }
+    }
+}
+
+/* max_f32 of every table: NaNs skipped wherever they fall (in the 16
+ * lanes or the tail), -inf for none or all NaN, the largest found in any
+ * lane and in the tail, -inf entries (a causal mask) below everything. */
+static void test_max_f32(void)
+{
+    for (size_t ii = 0; ii < WK_ARRAY_LEN(g_isas); ii++) {
+        const struct wk_cpu_kernels *k = wk_cpu_kernels_for(g_isas[ii]);
+        if (!k) continue;
+        float x[40];
+        CHECK(k->max_f32(0, x) == -INFINITY);
+        for (int i = 0; i < 40; i++) x[i] = NAN;
+        CHECK(k->max_f32(40, x) == -INFINITY);
+        for (int at = 0; at < 40; at++) { /* the largest at each place, NaNs and -inf around it */
+            for (int i = 0; i < 40; i++) x[i] = i % 5 == 0 ? NAN : i % 7 == 0 ? -INFINITY : -100.0f + (float)i;
+            x[at] = 7.5f;
+            CHECK(k->max_f32(40, x) == 7.5f);
+            CHECK(k->max_f32(at + 1, x) == 7.5f);
+        }
+        for (int i = 0; i < 40; i++) x[i] = -INFINITY;
+        x[39] = -3.0f;
+        CHECK(k->max_f32(39, x) == -INFINITY && k->max_f32(40, x) == -3.0f);
     }
 }
 
@@ -834,7 +861,7 @@ static void test_elementwise_ops(void)
 }
 
 CHECK_MAIN(TEST(test_vec_dot_matches_ref), TEST(test_vec_dot_q_matches_ref),
-           TEST(test_vec_dot_rows_matches_ref), TEST(test_vec_dot_rows_tokens), TEST(test_vec_dot_rows_x16_tokens), TEST(test_x16_quantize), TEST(test_ops_tables_match_baseline), TEST(test_vec_dot_rows_x16), TEST(test_vec_dot_rows_x16_nan_and_tiny), TEST(test_gemm_f32), TEST(test_gemm_prepacked), TEST(test_ref_dot_equals_dequantized_dot),
+           TEST(test_vec_dot_rows_matches_ref), TEST(test_vec_dot_rows_tokens), TEST(test_vec_dot_rows_x16_tokens), TEST(test_x16_quantize), TEST(test_ops_tables_match_baseline), TEST(test_max_f32), TEST(test_vec_dot_rows_x16), TEST(test_vec_dot_rows_x16_nan_and_tiny), TEST(test_gemm_f32), TEST(test_gemm_prepacked), TEST(test_ref_dot_equals_dequantized_dot),
            TEST(test_quantize_matches_ref), TEST(test_to_f32_matches_ref), TEST(test_lowbit_to_f32_fixture),
            TEST(test_f32_helpers_match_ref), TEST(test_matmul), TEST(test_expf_and_activations),
            TEST(test_elementwise_ops))

@@ -16,4 +16,5 @@ void wk__avx2_fill_ops(struct wk_cpu_kernels *k)
     k->gelu_erf = ops_avx2_gelu_erf;
     k->softmax = ops_avx2_softmax;
     k->sum_exp = ops_avx2_sum_exp;
+    k->max_f32 = ops_avx2_max_f32;
 }

@@ -16,4 +16,5 @@ void wk__avx512_fill_ops(struct wk_cpu_kernels *k)
     k->gelu_erf = ops_avx512_gelu_erf;
     k->softmax = ops_avx512_softmax;
     k->sum_exp = ops_avx512_sum_exp;
+    k->max_f32 = ops_avx512_max_f32;
 }
