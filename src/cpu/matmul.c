@@ -340,8 +340,9 @@ static void gemm_r16_setup(struct matmul_ctx *c, struct wk_threadpool *pool)
  * pool: shares of whole groups (c->align rows) weighted by the threads'
  * recent speeds. With R16 parts and prepared x (r16_prep), each share
  * taken in R16_CHUNKS_A_THREAD chunks (matmul_task), with steals;
- * otherwise chunked only on a matrix big enough (WK_MATMUL_BALANCE_BYTES a thread) that each call's fixed cost
- * (the x16 kernels quantize x again, ~0.3 us for 576 values) stays small,
+ * otherwise chunked only on a matrix big enough (WK_MATMUL_BALANCE_BYTES
+ * a thread) that each call's fixed cost (the x16 kernels quantize x
+ * again, ~0.3 us for 576 values) stays small,
  * in chunks of about 256 KiB of weights or 256 bytes per element of x,
  * whichever is more, with steals of at least a quarter of that. (With
  * 256 KiB for every row length, quantizing x took 14% of Qwen2.5-1.5B's
