@@ -153,6 +153,9 @@ struct wk_cpu_kernels {
      * on how many tokens share the call (a batch of sequences gets each
      * sequence's bits alone). */
     wk_gemm_f32_fn gemm_f32_packed;
+    /* The fewest rows of b (n) for which gemm_f32 takes gemm_f32_packed's
+     * path (so gives its bits); 0 where it never does (the reference). */
+    int32_t gemm_f32_packed_min_n;
     /* Weights packed once (the AVX2 and AVX-512 kernels, each in its own
      * panels; NULL in the reference table): gemm_f32_pack(m, k, a, lda,
      * dst) writes a [m, k] (row-major, lda floats a row) to dst

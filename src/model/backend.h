@@ -230,6 +230,11 @@ struct wk_backend_cpu {
     float *mm_scratch;   /* wk_cpu_matmul_scratch_floats(...) floats */
     float *scores, *pv;  /* per thread: [ATTN_QBLOCK][n_ctx] and [ATTN_QBLOCK][head_dim_max] */
     int32_t n_ctx, head_dim_max;
+    /* a prefill's keys packed once per kv head (attention), for up to
+     * kpack_rows keys: n_head_kv x gemm_f32_pack_floats(kpack_rows,
+     * head_dim) floats; NULL (0 rows) where the table cannot */
+    float *kpack;
+    int32_t kpack_rows;
 };
 
 /* Queries per attention work item: a block of consecutive tokens of one
@@ -240,6 +245,12 @@ struct wk_backend_cpu {
  * (AMX): SmolLM2 880 -> 1100, Gemma 3 810 -> 1086, Qwen2.5-1.5B 127 ->
  * 136 t/s; 4, 12, 16, 24 and 64 measured between or below. */
 #define ATTN_QBLOCK 8
+
+/* Most keys a prefill's attention packs once per kv head (up to n_ctx):
+ * past it (a chunk of a long prompt far into the context) every block
+ * packs its keys itself, as before. 4096 keys of Qwen2.5-1.5B's two kv
+ * heads of 128 dims: 4 MiB. */
+#define WK_ATTN_KPACK_ROWS 4096
 
 /* The CPU's MLA ops (backend_cpu_mla.c). */
 void wk__cpu_mla_prepare(struct wk_backend *b, const struct wk_mla_args *a);

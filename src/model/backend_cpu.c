@@ -171,7 +171,40 @@ static void softmax_sink(const struct wk_cpu_kernels *k, int64_t n, float *row, 
 struct attn_task {
     struct wk_backend_cpu *b;
     const struct wk_attn_args *a;
+    /* a prefill's keys 0 .. kpack_m - 1 of its one sequence packed per kv
+     * head (kpack_head floats each, gemm_f32_pack), or kpack_m = 0 */
+    int32_t kpack_m;
+    size_t kpack_head;
 };
+
+/* The keys a prefill's attention can pack once per kv head (attention):
+ * every block of one sequence, starting at key 0 (no window cutting
+ * them), none in a wrapped ring, all within kpack_rows; 0 otherwise
+ * (decode, verification, several sequences). */
+static int32_t kpack_keys(const struct wk_backend_cpu *b, const struct wk_attn_args *a)
+{
+    if (!b->kpack || a->per_token || a->n_blk < 2) return 0;
+    const int32_t seq0 = a->seq[a->blk_t0[0]];
+    int32_t m = 0;
+    for (int32_t i = 0; i < a->n_blk; i++) {
+        const int32_t t0 = a->blk_t0[i], s = a->seq[t0];
+        const int32_t p_first = a->bidirectional ? 0 : a->pos[t0];
+        const int32_t p_last = a->bidirectional ? a->seq_hi[s] : a->pos[t0 + a->blk_nq[i] - 1];
+        if (s != seq0 || (a->window > 0 && p_first - a->window + 1 > 0)) return 0;
+        m = WK_MAX(m, p_last + 1);
+    }
+    return m <= b->kpack_rows && m <= a->n_slots ? m : 0;
+}
+
+static void kpack_task(void *p, int ith, int nth)
+{
+    const struct attn_task *task = p;
+    const struct wk_attn_args *a = task->a;
+    const int64_t D = a->head_dim, HK = (int64_t)a->n_head_kv * D, S = a->n_slots;
+    const float *k0 = a->k + (int64_t)a->seq[a->blk_t0[0]] * S * HK;
+    for (int32_t g = ith; g < a->n_head_kv; g += nth)
+        task->b->k->gemm_f32_pack(task->kpack_m, D, k0 + g * D, HK, task->b->kpack + (size_t)g * task->kpack_head);
+}
 
 static void attention_task(void *p, int ith, int nth)
 {
@@ -220,10 +253,21 @@ static void attention_task(void *p, int ith, int nth)
             }
         }
         const float *qb = a->q + (size_t)t0 * HQ + h * D;
-        wk_cpu_gemm(k, nk1, nq, D, kh + s0 * HK, HK, qb, HQ, scores, nk);
-        if (nk2) wk_cpu_gemm(k, nk2, nq, D, kh, HK, qb, HQ, scores + nk1, nk);
+        /* the scores' rows ld floats apart: nk, or with the keys packed
+         * once (kpack_keys: then s0 = 0 and nk2 = 0) as many keys as that
+         * product computes, nk rounded up to a whole panel of 32 or all of
+         * them (those past nk never read) */
+        int64_t ld = nk;
+        if (task->kpack_m && nq >= k->gemm_f32_packed_min_n) {
+            /* the packed path's bits, as gemm_f32 gives them for nq rows */
+            ld = WK_MIN((nk + 31) / 32 * 32, (int64_t)task->kpack_m);
+            k->gemm_f32_prepacked(ld, nq, D, task->b->kpack + (size_t)g * task->kpack_head, qb, HQ, scores, ld);
+        } else {
+            wk_cpu_gemm(k, nk1, nq, D, kh + s0 * HK, HK, qb, HQ, scores, nk);
+            if (nk2) wk_cpu_gemm(k, nk2, nq, D, kh, HK, qb, HQ, scores + nk1, nk);
+        }
         for (int32_t r = 0; r < nq; r++) {
-            float *row = scores + r * nk;
+            float *row = scores + r * ld;
             int32_t pos = a->bidirectional ? p_last : a->pos[t0 + r];
             int64_t first = sliding && pos - W + 1 > lo ? pos - W + 1 - lo : 0, last = pos - lo;
             if (a->softcap > 0) /* Gemma 2: scores capped before the mask */
@@ -234,19 +278,30 @@ static void attention_task(void *p, int ith, int nth)
             else k->softmax(nk, row);
         }
         float *out = a->out + (size_t)t0 * HQ + h * D;
-        wk_cpu_gemm(k, D, nq, nk1, vh + s0, S, scores, nk, out, HQ);
+        wk_cpu_gemm(k, D, nq, nk1, vh + s0, S, scores, ld, out, HQ);
         if (nk2) {
-            wk_cpu_gemm(k, D, nq, nk2, vh, S, scores + nk1, nk, pv, D);
+            wk_cpu_gemm(k, D, nq, nk2, vh, S, scores + nk1, ld, pv, D);
             for (int32_t r = 0; r < nq; r++)
                 for (int64_t i = 0; i < D; i++) out[r * HQ + i] += pv[r * D + i];
         }
     }
 }
 
+/* Attention over the thread pool (attention_task). A prefill's keys are
+ * packed for the f32 GEMM once per kv head first (kpack_keys): each block
+ * of 8 queries packed its keys again for every head (7% of SmolLM2's
+ * prefill in pack_a, K and V together). Same bits: the prepacked product
+ * is the packed one (gemm_f32_prepacked), taken only where gemm_f32 would
+ * take the packed path for the block's rows. */
 static void attention(struct wk_backend *b, const struct wk_attn_args *a)
 {
-    struct attn_task task = {.b = cpu(b), .a = a};
-    wk_threadpool_run(cpu(b)->pool, attention_task, &task);
+    struct wk_backend_cpu *cb = cpu(b);
+    struct attn_task task = {.b = cb, .a = a, .kpack_m = kpack_keys(cb, a)};
+    if (task.kpack_m) {
+        task.kpack_head = cb->k->gemm_f32_pack_floats(task.kpack_m, a->head_dim);
+        wk_threadpool_run(cb->pool, kpack_task, &task);
+    }
+    wk_threadpool_run(cb->pool, attention_task, &task);
 }
 
 static void synchronize(struct wk_backend *b) { (void)b; }

@@ -150,7 +150,7 @@ enum wk_status wk_context_create(const struct wk_model *m, const struct wk_conte
     }
     const size_t E = (size_t)hp->n_embd, U = (size_t)n_ub;
     /* the largest of each layer's sizes (Gemma 4's sliding and full layers differ) */
-    size_t D = 0, HQ = 0, HK = 0, F = 0;
+    size_t D = 0, HQ = 0, HK = 0, F = 0, NKV = 0;
     /* multi-head latent attention: q_lora, kv_lora, the cache row, the matmul rows */
     size_t QL = 0, ML = 0, KR = 0, TIN = 0, TOUT = 0;
     for (int32_t il = 0; il < hp->n_layer; il++) {
@@ -158,6 +158,7 @@ enum wk_status wk_context_create(const struct wk_model *m, const struct wk_conte
         D = WK_MAX(D, (size_t)l->head_dim);
         HQ = WK_MAX(HQ, (size_t)hp->n_head * (size_t)l->head_dim);
         HK = WK_MAX(HK, (size_t)l->n_head_kv * (size_t)l->head_dim);
+        NKV = WK_MAX(NKV, (size_t)l->n_head_kv);
         F = WK_MAX(F, (size_t)l->n_ff);
         if (!l->mla.on) continue;
         HQ = WK_MAX(HQ, (size_t)hp->n_head * (size_t)l->mla.v);
@@ -201,6 +202,12 @@ enum wk_status wk_context_create(const struct wk_model *m, const struct wk_conte
     const char *naive = getenv("WICK_MOE_NAIVE");
     c->moe_naive = naive && *naive && strcmp(naive, "0") != 0;
     size_t n_in_max = WK_MAX(WK_MAX(WK_MAX(E, HQ), WK_MAX(F, FE)), WK_MAX(QL, ML));
+    /* a prefill's keys packed once per kv head (backend_cpu.c, attention) */
+    const int32_t kpack_rows = c->k->gemm_f32_pack && c->k->gemm_f32_packed_min_n > 0 &&
+                                       c->k->gemm_f32_packed_min_n <= ATTN_QBLOCK
+                                   ? WK_MIN(n_ctx, WK_ATTN_KPACK_ROWS)
+                                   : 0;
+    const size_t KPACK = kpack_rows ? NKV * c->k->gemm_f32_pack_floats(kpack_rows, (int64_t)D) : 0;
     size_t sizes[] = {U * E, U * E, U * HQ, U * HK, U * HK, U * HQ, U * E, U * F, U * F,
                       (size_t)n_threads * ATTN_QBLOCK * (size_t)n_ctx,
                       (size_t)n_threads * ATTN_QBLOCK * D, 2 * U * D,
@@ -208,7 +215,8 @@ enum wk_status wk_context_create(const struct wk_model *m, const struct wk_conte
                       U * LP, WK_MAX(U * P, LP),
                       U * NE, U * NK, U * E, U * E, U * FE, U * FE, U * E, U * E,
                       2 * (size_t)m->mtp_n_embd_target, (size_t)m->mtp_n_centroids, (size_t)hp->n_vocab,
-                      U * QL, U * KR, U * (size_t)hp->n_head * KR, (size_t)hp->n_head * U * ML, U * TIN, U * TOUT};
+                      U * QL, U * KR, U * (size_t)hp->n_head * KR, (size_t)hp->n_head * U * ML, U * TIN, U * TOUT,
+                      KPACK};
     size_t arena_bytes = 0;
     for (size_t i = 0; i < WK_ARRAY_LEN(sizes); i++) arena_bytes += sizes[i] * sizeof(float) + 64;
     arena_bytes += (2 * U * NK + 4 * U + 3 * (size_t)n_seq + (size_t)hp->n_vocab) * sizeof(int32_t) + U + 9 * 64;
@@ -225,7 +233,7 @@ enum wk_status wk_context_create(const struct wk_model *m, const struct wk_conte
                        &c->moe_logits, &c->moe_w, &c->moe_u, &c->moe_in, &c->moe_gate,
                        &c->moe_up, &c->moe_y, &c->moe_sum, &c->mtp_in, &c->mtp_centroid_logits,
                        &c->mtp_cand_logits, &c->mla_qa, &c->mla_ckv, &c->mla_qabs, &c->mla_lat,
-                       &c->mla_tin, &c->mla_tout};
+                       &c->mla_tin, &c->mla_tout, &c->kpack};
     for (size_t i = 0; i < WK_ARRAY_LEN(views); i++)
         *views[i] = wk_arena_alloc(&c->arena, sizes[i] * sizeof(float));
     c->moe_idx = wk_arena_alloc(&c->arena, U * NK * sizeof(int32_t));
@@ -241,6 +249,8 @@ enum wk_status wk_context_create(const struct wk_model *m, const struct wk_conte
     c->mtp_cand = wk_arena_alloc(&c->arena, (size_t)hp->n_vocab * sizeof(int32_t));
     WK_ASSERT(c->pos != NULL && c->want != NULL && c->mtp_cand != NULL);
     wk__backend_cpu_init(&c->be_cpu, c->pool, c->k, c->mm_scratch, c->scores, c->pv, n_ctx, (int32_t)D);
+    c->be_cpu.kpack = KPACK ? c->kpack : NULL;
+    c->be_cpu.kpack_rows = KPACK ? kpack_rows : 0;
     c->be = &c->be_cpu.base;
     memset(c->n_past, 0, (size_t)n_seq * sizeof(int32_t));
     memset(c->ring_lo, 0, (size_t)n_seq * sizeof(int32_t));

@@ -65,6 +65,7 @@ struct wk_context {
      * outputs in the latent [n_head][n_ubatch][kv_lora], and one head's
      * input and output rows of the absorption matmuls [n_ubatch][...] */
     float *mla_qa, *mla_ckv, *mla_qabs, *mla_lat, *mla_tin, *mla_tout;
+    float *kpack; /* a prefill's keys packed (wk_backend_cpu.kpack) */
     bool mla_uncompressed;
     /* an MTP assistant's input [2·E_target], centroid logits [n_centroids],
      * candidate tokens and their logits [n_vocab] */

@@ -64,7 +64,7 @@ _Static_assert(MC == WK_GEMM_PACK_ROWS, "prepacked row blocks are MC rows");
  * n = 16-48, overtaking only at about n = 32-64 (earlier for large m * k,
  * as in attention). 16 keeps both paths under the unit test's shapes
  * (n up to 16). */
-#define GEMM_DOT_MAX_N 16
+#define GEMM_DOT_MAX_N WK__AVX2_GEMM_DOT_MAX_N
 
 /* ------------------------------------------------------------------ packing */
 

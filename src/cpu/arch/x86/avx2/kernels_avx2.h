@@ -78,6 +78,9 @@ void wk__avx2_fill_affine(struct wk_cpu_kernels *k);
 /* The f32 GEMM (gemm_avx2.c); contract of wk_gemm_f32_fn. */
 void wk__avx2_gemm_f32(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const float *b,
                        int64_t ldb, float *c, int64_t ldc);
+/* wk__avx2_gemm_f32 takes its packed path from this many rows of b on
+ * (dot products below: gemm_avx2.c). */
+#define WK__AVX2_GEMM_DOT_MAX_N 16
 /* The packed path of wk__avx2_gemm_f32 for any n (gemm_f32_packed). */
 void wk__avx2_gemm_f32_packed(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const float *b,
                               int64_t ldb, float *c, int64_t ldc);

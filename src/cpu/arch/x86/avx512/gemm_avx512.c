@@ -483,6 +483,7 @@ void wk__avx512_fill_gemm(struct wk_cpu_kernels *k)
 {
     k->gemm_f32 = gemm_f32;
     k->gemm_f32_packed = gemm_packed;
+    k->gemm_f32_packed_min_n = 4; /* gemm_f32: gemm_small below */
     k->gemm_f32_pack_floats = gemm_pack_floats;
     k->gemm_f32_pack = gemm_pack;
     k->gemm_f32_prepacked = gemm_prepacked;
