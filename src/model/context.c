@@ -78,6 +78,17 @@ struct wk_context_params wk_context_params_default(void)
     return (struct wk_context_params){.n_ctx = 0, .n_threads = 0, .n_ubatch = 512, .pool = NULL, .n_seq_max = 1};
 }
 
+/* Scratch for a prefill's keys packed once per kv head (backend_cpu.c,
+ * attention): floats for n_kv heads of head_dim D, *rows keys each (up
+ * to WK_ATTN_KPACK_ROWS); 0 (and *rows 0) where k cannot pack them with
+ * the bits of its own GEMM for a block of ATTN_QBLOCK queries. */
+static size_t kpack_floats(const struct wk_cpu_kernels *k, int32_t n_ctx, size_t n_kv, size_t D, int32_t *rows)
+{
+    const bool can = k->gemm_f32_pack && k->gemm_f32_packed_min_n > 0 && k->gemm_f32_packed_min_n <= ATTN_QBLOCK;
+    *rows = can ? WK_MIN(n_ctx, WK_ATTN_KPACK_ROWS) : 0;
+    return can ? n_kv * k->gemm_f32_pack_floats(*rows, (int64_t)D) : 0;
+}
+
 /* Points each layer's cache at its part of the context's K, V (and MLA
  * reference) allocations, n_seq stripes of n_slots rows each; a layer that
  * reads another's cache gets its donor's. */
@@ -202,12 +213,8 @@ enum wk_status wk_context_create(const struct wk_model *m, const struct wk_conte
     const char *naive = getenv("WICK_MOE_NAIVE");
     c->moe_naive = naive && *naive && strcmp(naive, "0") != 0;
     size_t n_in_max = WK_MAX(WK_MAX(WK_MAX(E, HQ), WK_MAX(F, FE)), WK_MAX(QL, ML));
-    /* a prefill's keys packed once per kv head (backend_cpu.c, attention) */
-    const int32_t kpack_rows = c->k->gemm_f32_pack && c->k->gemm_f32_packed_min_n > 0 &&
-                                       c->k->gemm_f32_packed_min_n <= ATTN_QBLOCK
-                                   ? WK_MIN(n_ctx, WK_ATTN_KPACK_ROWS)
-                                   : 0;
-    const size_t KPACK = kpack_rows ? NKV * c->k->gemm_f32_pack_floats(kpack_rows, (int64_t)D) : 0;
+    int32_t kpack_rows;
+    const size_t KPACK = kpack_floats(c->k, n_ctx, NKV, D, &kpack_rows);
     size_t sizes[] = {U * E, U * E, U * HQ, U * HK, U * HK, U * HQ, U * E, U * F, U * F,
                       (size_t)n_threads * ATTN_QBLOCK * (size_t)n_ctx,
                       (size_t)n_threads * ATTN_QBLOCK * D, 2 * U * D,
