@@ -164,7 +164,9 @@ struct wk_cpu_kernels {
      * k, pa, b, ldb, c, ldc) computes that gemm_f32_packed(m, n, k, a,
      * lda, b, ldb, c, ldc) bit for bit without packing a again, for m rows
      * of a from a row r0 that is a multiple of WK_GEMM_PACK_ROWS, with
-     * pa = dst + r0 * k (dst 64-byte aligned). The AVX2 and AVX-512
+     * pa = dst + r0 * k (dst 64-byte aligned), where r0 + m is a multiple
+     * of 32 or all the packed rows. Packing the rows from such an r0 alone
+     * into dst + r0 * k writes what packing them all puts there. The AVX2 and AVX-512
      * packings differ (16 or 32 rows a panel, 128 or 256 columns a
      * piece): a packing is read only by the table that wrote it. For
      * weights used many times (an embedding model's layers). */

@@ -179,21 +179,24 @@ struct attn_task {
 
 /* The keys a prefill's attention can pack once per kv head (attention):
  * every block of one sequence, starting at key 0 (no window cutting
- * them), none in a wrapped ring, all within kpack_rows; 0 otherwise
- * (decode, verification, several sequences). */
+ * them), none in a wrapped ring, all within kpack_rows, and a block of
+ * enough rows to use them; 0 otherwise (decode, verification, several
+ * sequences). */
 static int32_t kpack_keys(const struct wk_backend_cpu *b, const struct wk_attn_args *a)
 {
     if (!b->kpack || a->per_token || a->n_blk < 2) return 0;
     const int32_t seq0 = a->seq[a->blk_t0[0]];
     int32_t m = 0;
+    bool used = false;
     for (int32_t i = 0; i < a->n_blk; i++) {
+        used |= a->blk_nq[i] >= b->k->gemm_f32_packed_min_n;
         const int32_t t0 = a->blk_t0[i], s = a->seq[t0];
         const int32_t p_first = a->bidirectional ? 0 : a->pos[t0];
         const int32_t p_last = a->bidirectional ? a->seq_hi[s] : a->pos[t0 + a->blk_nq[i] - 1];
         if (s != seq0 || (a->window > 0 && p_first - a->window + 1 > 0)) return 0;
         m = WK_MAX(m, p_last + 1);
     }
-    return m <= b->kpack_rows && m <= a->n_slots ? m : 0;
+    return used && m <= b->kpack_rows && m <= a->n_slots ? m : 0;
 }
 
 static void kpack_task(void *p, int ith, int nth)
@@ -202,8 +205,14 @@ static void kpack_task(void *p, int ith, int nth)
     const struct wk_attn_args *a = task->a;
     const int64_t D = a->head_dim, HK = (int64_t)a->n_head_kv * D, S = a->n_slots;
     const float *k0 = a->k + (int64_t)a->seq[a->blk_t0[0]] * S * HK;
-    for (int32_t g = ith; g < a->n_head_kv; g += nth)
-        task->b->k->gemm_f32_pack(task->kpack_m, D, k0 + g * D, HK, task->b->kpack + (size_t)g * task->kpack_head);
+    /* items of one kv head's WK_GEMM_PACK_ROWS keys, each packed where the
+     * whole packing puts them (gemm_f32_pack's contract) */
+    const int64_t n_rb = (task->kpack_m + WK_GEMM_PACK_ROWS - 1) / WK_GEMM_PACK_ROWS;
+    for (int64_t it = ith; it < a->n_head_kv * n_rb; it += nth) {
+        const int64_t g = it / n_rb, r0 = it % n_rb * WK_GEMM_PACK_ROWS;
+        task->b->k->gemm_f32_pack(WK_MIN(WK_GEMM_PACK_ROWS, task->kpack_m - r0), D, k0 + r0 * HK + g * D, HK,
+                                  task->b->kpack + (size_t)g * task->kpack_head + r0 * D);
+    }
 }
 
 static void attention_task(void *p, int ith, int nth)

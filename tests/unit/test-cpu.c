@@ -663,7 +663,8 @@ static void test_gemm_f32(void)
  * prepacked product equals the same table's gemm_f32_packed bit for bit
  * (AVX2: 128-column pieces, 16-row panels, tiles of 6 rows of b; AVX-512:
  * 256-column pieces, 32-row panels, tiles of 12), from row 0 and from a
- * later row block, for shapes around the block sizes (k past one piece,
+ * later row block, over a first multiple of 32 rows only, and from a
+ * packing made one row block at a time, for shapes around the block sizes (k past one piece,
  * m past one 64-row block, partial panels), rows of b from 1 to past
  * the few-groups order. */
 static void test_gemm_prepacked(void)
@@ -702,6 +703,25 @@ static void test_gemm_prepacked(void)
                         kt->gemm_f32_prepacked(m - r0, n, k, pa + r0 * k, b, ldb, c2, ldc);
                         bad += memcmp(c1, c2, (size_t)(n * ldc) * 4) != 0;
                     }
+                    /* the first e rows only (e a multiple of 32), as a
+                     * prefill's attention reads its keys */
+                    for (int64_t e = 32; e < m; e += 32) {
+                        for (int64_t i = 0; i < n * ldc; i++) c1[i] = c2[i] = 7.0f;
+                        packed(e, n, k, a, lda, b, ldb, c1, ldc);
+                        kt->gemm_f32_prepacked(e, n, k, pa, b, ldb, c2, ldc);
+                        bad += memcmp(c1, c2, (size_t)(n * ldc) * 4) != 0;
+                    }
+                    /* packed a row block at a time, each at dst + r0 k:
+                     * the bytes of the whole packing */
+                    float *pb = wk_aligned_alloc(kt->gemm_f32_pack_floats(m, k) * 4);
+                    memset(pb, 0, kt->gemm_f32_pack_floats(m, k) * 4);
+                    for (int64_t r0 = 0; r0 < m; r0 += WK_GEMM_PACK_ROWS)
+                        kt->gemm_f32_pack(WK_MIN(WK_GEMM_PACK_ROWS, m - r0), k, a + r0 * lda, lda, pb + r0 * k);
+                    for (int64_t i = 0; i < n * ldc; i++) c1[i] = c2[i] = 7.0f;
+                    kt->gemm_f32_prepacked(m, n, k, pa, b, ldb, c1, ldc);
+                    kt->gemm_f32_prepacked(m, n, k, pb, b, ldb, c2, ldc);
+                    bad += memcmp(c1, c2, (size_t)(n * ldc) * 4) != 0;
+                    wk_aligned_free(pb);
                     /* each row of b alone gives its row of the product bit
                      * for bit: no element's sum depends on n or on the group
                      * its row of b falls in */
