@@ -177,6 +177,18 @@ struct attn_task {
     size_t kpack_head;
 };
 
+/* The keys block blk of a sees: positions *lo .. *p_last of its sequence
+ * (causal: up to its last row, from its first row's window on a sliding
+ * layer; bidirectional: every row up to the sequence's last position in
+ * the ubatch). */
+static void block_keys(const struct wk_attn_args *a, int32_t blk, int32_t *lo, int32_t *p_last)
+{
+    const int32_t t0 = a->blk_t0[blk];
+    const int32_t p_first = a->bidirectional ? 0 : a->pos[t0];
+    *p_last = a->bidirectional ? a->seq_hi[a->seq[t0]] : a->pos[t0 + a->blk_nq[blk] - 1];
+    *lo = a->window > 0 && p_first - a->window + 1 > 0 ? p_first - a->window + 1 : 0;
+}
+
 /* The keys a prefill's attention can pack once per kv head (attention):
  * every block of one sequence, starting at key 0 (no window cutting
  * them), none in a wrapped ring, all within kpack_rows, and a block of
@@ -190,10 +202,9 @@ static int32_t kpack_keys(const struct wk_backend_cpu *b, const struct wk_attn_a
     bool used = false;
     for (int32_t i = 0; i < a->n_blk; i++) {
         used |= a->blk_nq[i] >= b->k->gemm_f32_packed_min_n;
-        const int32_t t0 = a->blk_t0[i], s = a->seq[t0];
-        const int32_t p_first = a->bidirectional ? 0 : a->pos[t0];
-        const int32_t p_last = a->bidirectional ? a->seq_hi[s] : a->pos[t0 + a->blk_nq[i] - 1];
-        if (s != seq0 || (a->window > 0 && p_first - a->window + 1 > 0)) return 0;
+        int32_t lo, p_last;
+        block_keys(a, i, &lo, &p_last);
+        if (a->seq[a->blk_t0[i]] != seq0 || lo > 0) return 0;
         m = WK_MAX(m, p_last + 1);
     }
     return used && m <= b->kpack_rows && m <= a->n_slots ? m : 0;
@@ -238,11 +249,8 @@ static void attention_task(void *p, int ith, int nth)
     for (int64_t item = lo_item; item < hi_item; item += step) {
         int32_t h = (int32_t)(item % a->n_head), blk = (int32_t)(item / a->n_head);
         int32_t t0 = a->blk_t0[blk], nq = a->blk_nq[blk];
-        int32_t p_first = a->pos[t0], p_last = a->pos[t0 + nq - 1];
-        /* bidirectional: every row of the run sees the keys up to the
-         * sequence's last position in the ubatch */
-        if (a->bidirectional) p_first = 0, p_last = a->seq_hi[a->seq[t0]];
-        int32_t lo = sliding && p_first - W + 1 > 0 ? p_first - W + 1 : 0;
+        int32_t lo, p_last;
+        block_keys(a, blk, &lo, &p_last);
         int64_t nk = p_last - lo + 1, g = h / group;
         /* the keys' slots: s0 .. s0+nk1-1, then 0 .. nk2-1 where a ring wraps */
         int64_t s0 = lo % S, nk1 = WK_MIN(nk, S - s0), nk2 = nk - nk1;
