@@ -174,6 +174,14 @@ struct wk_cpu_kernels {
     void (*gemm_f32_pack)(int64_t m, int64_t k, const float *a, int64_t lda, float *dst);
     void (*gemm_f32_prepacked)(int64_t m, int64_t n, int64_t k, const float *pa, const float *b, int64_t ldb,
                                float *c, int64_t ldc);
+    /* gemm_f32_prepacked over the first k of the pk columns a was packed
+     * with (gemm_f32_pack(m, pk, ...), k <= pk; pa = dst + r0 * pk under
+     * the same rules for r0 and m): gemm_f32_packed(m, n, k, a, lda, ...)
+     * bit for bit, so one packing serves products over any prefix of its
+     * columns (a prefill's values, packed once per kv head, for each
+     * block's keys). NULL where the table has none (AVX2, the reference). */
+    void (*gemm_f32_prepacked_cols)(int64_t m, int64_t n, int64_t k, int64_t pk, const float *pa, const float *b,
+                                    int64_t ldb, float *c, int64_t ldc);
     /* wk_rms_norm, wk_geglu, wk_swiglu, wk_softmax (below) built for the
      * ISA: same semantics, bit-identical results */
     void (*rms_norm)(int64_t n, const float *x, const float *g, float eps, float *y);

@@ -235,6 +235,9 @@ struct wk_backend_cpu {
      * head_dim) floats; NULL (0 rows) where the table cannot */
     float *kpack;
     int32_t kpack_rows;
+    /* and its values, where the table has gemm_f32_prepacked_cols: n_head_kv
+     * x gemm_f32_pack_floats(head_dim, kpack_rows) floats; else NULL */
+    float *vpack;
 };
 
 /* Queries per attention work item: a block of consecutive tokens of one

@@ -175,6 +175,10 @@ struct attn_task {
      * head (kpack_head floats each, gemm_f32_pack), or kpack_m = 0 */
     int32_t kpack_m;
     size_t kpack_head;
+    /* and its values 0 .. kpack_m - 1, each kv head's [head_dim, kpack_m]
+     * (the cache's transposed rows) packed (vpack_head floats each), where
+     * the backend has vpack; else vpack_head = 0 */
+    size_t vpack_head;
 };
 
 /* The keys block blk of a sees: positions *lo .. *p_last of its sequence
@@ -219,10 +223,19 @@ static void kpack_task(void *p, int ith, int nth)
     /* items of one kv head's WK_GEMM_PACK_ROWS keys, each packed where the
      * whole packing puts them (gemm_f32_pack's contract) */
     const int64_t n_rb = (task->kpack_m + WK_GEMM_PACK_ROWS - 1) / WK_GEMM_PACK_ROWS;
-    for (int64_t it = ith; it < a->n_head_kv * n_rb; it += nth) {
-        const int64_t g = it / n_rb, r0 = it % n_rb * WK_GEMM_PACK_ROWS;
-        task->b->k->gemm_f32_pack(WK_MIN(WK_GEMM_PACK_ROWS, task->kpack_m - r0), D, k0 + r0 * HK + g * D, HK,
-                                  task->b->kpack + (size_t)g * task->kpack_head + r0 * D);
+    const int64_t n_db = (D + WK_GEMM_PACK_ROWS - 1) / WK_GEMM_PACK_ROWS; /* a kv head's blocks of value rows */
+    const int64_t n_k = a->n_head_kv * n_rb, n_v = task->vpack_head ? a->n_head_kv * n_db : 0;
+    for (int64_t it = ith; it < n_k + n_v; it += nth) {
+        if (it < n_k) {
+            const int64_t g = it / n_rb, r0 = it % n_rb * WK_GEMM_PACK_ROWS;
+            task->b->k->gemm_f32_pack(WK_MIN(WK_GEMM_PACK_ROWS, task->kpack_m - r0), D, k0 + r0 * HK + g * D, HK,
+                                      task->b->kpack + (size_t)g * task->kpack_head + r0 * D);
+        } else { /* rows r0.. of kv head g's values, transposed as the cache keeps them: [D, S] */
+            const int64_t g = (it - n_k) / n_db, r0 = (it - n_k) % n_db * WK_GEMM_PACK_ROWS;
+            const float *v0 = a->v + (int64_t)a->seq[a->blk_t0[0]] * S * HK + g * D * S;
+            task->b->k->gemm_f32_pack(WK_MIN(WK_GEMM_PACK_ROWS, D - r0), task->kpack_m, v0 + r0 * S, S,
+                                      task->b->vpack + (size_t)g * task->vpack_head + r0 * task->kpack_m);
+        }
     }
 }
 
@@ -295,7 +308,10 @@ static void attention_task(void *p, int ith, int nth)
             else k->softmax(nk, row);
         }
         float *out = a->out + (size_t)t0 * HQ + h * D;
-        wk_cpu_gemm(k, D, nq, nk1, vh + s0, S, scores, ld, out, HQ);
+        if (task->vpack_head && nq >= k->gemm_f32_packed_min_n) /* the packed path's bits, as for the keys */
+            k->gemm_f32_prepacked_cols(D, nq, nk, task->kpack_m, task->b->vpack + (size_t)g * task->vpack_head, scores,
+                                       ld, out, HQ);
+        else wk_cpu_gemm(k, D, nq, nk1, vh + s0, S, scores, ld, out, HQ);
         if (nk2) {
             wk_cpu_gemm(k, D, nq, nk2, vh, S, scores + nk1, ld, pv, D);
             for (int32_t r = 0; r < nq; r++)
@@ -307,15 +323,19 @@ static void attention_task(void *p, int ith, int nth)
 /* Attention over the thread pool (attention_task). A prefill's keys are
  * packed for the f32 GEMM once per kv head first (kpack_keys): each block
  * of 8 queries packed its keys again for every head (7% of SmolLM2's
- * prefill in pack_a, K and V together). Same bits: the prepacked product
- * is the packed one (gemm_f32_prepacked), taken only where gemm_f32 would
- * take the packed path for the block's rows. */
+ * prefill in pack_a, K and V together); so are its values where the table
+ * can read a prefix of a packing's columns (gemm_f32_prepacked_cols: each
+ * block's product is over its own keys), the 4% of Gemma 3's prefill
+ * that packing them per block still took. Same bits: the prepacked
+ * products are the packed ones, taken only where gemm_f32 would take the
+ * packed path for the block's rows. */
 static void attention(struct wk_backend *b, const struct wk_attn_args *a)
 {
     struct wk_backend_cpu *cb = cpu(b);
     struct attn_task task = {.b = cb, .a = a, .kpack_m = kpack_keys(cb, a)};
     if (task.kpack_m) {
         task.kpack_head = cb->k->gemm_f32_pack_floats(task.kpack_m, a->head_dim);
+        task.vpack_head = cb->vpack ? cb->k->gemm_f32_pack_floats(a->head_dim, task.kpack_m) : 0;
         wk_threadpool_run(cb->pool, kpack_task, &task);
     }
     wk_threadpool_run(cb->pool, attention_task, &task);

@@ -80,13 +80,19 @@ struct wk_context_params wk_context_params_default(void)
 
 /* Scratch for a prefill's keys packed once per kv head (backend_cpu.c,
  * attention): floats for n_kv heads of head_dim D, *rows keys each (up
- * to WK_ATTN_KPACK_ROWS); 0 (and *rows 0) where k cannot pack them with
- * the bits of its own GEMM for a block of ATTN_QBLOCK queries. */
-static size_t kpack_floats(const struct wk_cpu_kernels *k, int32_t n_ctx, size_t n_kv, size_t D, int32_t *rows)
+ * to WK_ATTN_KPACK_ROWS), in *k_floats; then, where the table can take a
+ * prefix of a packing's columns (gemm_f32_prepacked_cols), the values
+ * (each kv head's [D, *rows] transposed rows) after them. 0 (and *rows 0)
+ * where k cannot pack them with the bits of its own GEMM for a block of
+ * ATTN_QBLOCK queries. */
+static size_t kpack_floats(const struct wk_cpu_kernels *k, int32_t n_ctx, size_t n_kv, size_t D, int32_t *rows,
+                           size_t *k_floats)
 {
     const bool can = k->gemm_f32_pack && k->gemm_f32_packed_min_n > 0 && k->gemm_f32_packed_min_n <= ATTN_QBLOCK;
     *rows = can ? WK_MIN(n_ctx, WK_ATTN_KPACK_ROWS) : 0;
-    return can ? n_kv * k->gemm_f32_pack_floats(*rows, (int64_t)D) : 0;
+    *k_floats = can ? n_kv * k->gemm_f32_pack_floats(*rows, (int64_t)D) : 0;
+    const size_t v_floats = can && k->gemm_f32_prepacked_cols ? n_kv * k->gemm_f32_pack_floats((int64_t)D, *rows) : 0;
+    return *k_floats + v_floats;
 }
 
 /* Points each layer's cache at its part of the context's K, V (and MLA
@@ -214,7 +220,8 @@ enum wk_status wk_context_create(const struct wk_model *m, const struct wk_conte
     c->moe_naive = naive && *naive && strcmp(naive, "0") != 0;
     size_t n_in_max = WK_MAX(WK_MAX(WK_MAX(E, HQ), WK_MAX(F, FE)), WK_MAX(QL, ML));
     int32_t kpack_rows;
-    const size_t KPACK = kpack_floats(c->k, n_ctx, NKV, D, &kpack_rows);
+    size_t kpack_k;
+    const size_t KPACK = kpack_floats(c->k, n_ctx, NKV, D, &kpack_rows, &kpack_k);
     size_t sizes[] = {U * E, U * E, U * HQ, U * HK, U * HK, U * HQ, U * E, U * F, U * F,
                       (size_t)n_threads * ATTN_QBLOCK * (size_t)n_ctx,
                       (size_t)n_threads * ATTN_QBLOCK * D, 2 * U * D,
@@ -258,6 +265,7 @@ enum wk_status wk_context_create(const struct wk_model *m, const struct wk_conte
     wk__backend_cpu_init(&c->be_cpu, c->pool, c->k, c->mm_scratch, c->scores, c->pv, n_ctx, (int32_t)D);
     c->be_cpu.kpack = KPACK ? c->kpack : NULL;
     c->be_cpu.kpack_rows = KPACK ? kpack_rows : 0;
+    c->be_cpu.vpack = KPACK > kpack_k ? c->kpack + kpack_k : NULL;
     c->be = &c->be_cpu.base;
     memset(c->n_past, 0, (size_t)n_seq * sizeof(int32_t));
     memset(c->ring_lo, 0, (size_t)n_seq * sizeof(int32_t));

@@ -664,7 +664,8 @@ static void test_gemm_f32(void)
  * (AVX2: 128-column pieces, 16-row panels, tiles of 6 rows of b; AVX-512:
  * 256-column pieces, 32-row panels, tiles of 12), from row 0 and from a
  * later row block, over a first multiple of 32 rows only, and from a
- * packing made one row block at a time, for shapes around the block sizes (k past one piece,
+ * packing made one row block at a time, over the first columns only
+ * (gemm_f32_prepacked_cols), for shapes around the block sizes (k past one piece,
  * m past one 64-row block, partial panels), rows of b from 1 to past
  * the few-groups order. */
 static void test_gemm_prepacked(void)
@@ -678,7 +679,7 @@ static void test_gemm_prepacked(void)
      * either takes panel by panel (then several row blocks at once) */
     static const int64_t ns[] = {1, 2, 5, 7, 13, 90, 100};
     static const int64_t ks[] = {3, 128, 256, 300, 530};
-    int n_isas = 0;
+    int n_isas = 0, n_cols = 0;
     for (size_t ii = 0; ii < WK_ARRAY_LEN(g_isas); ii++) {
         const struct wk_cpu_kernels *kt = wk_cpu_kernels_for(g_isas[ii]);
         if (!kt || !kt->gemm_f32_prepacked) continue;
@@ -711,6 +712,22 @@ static void test_gemm_prepacked(void)
                         kt->gemm_f32_prepacked(e, n, k, pa, b, ldb, c2, ldc);
                         bad += memcmp(c1, c2, (size_t)(n * ldc) * 4) != 0;
                     }
+                    /* the first kp of the k columns (gemm_f32_prepacked_cols,
+                     * where the table has it), as a prefill's attention reads
+                     * its values: within the first piece, at its end, into a
+                     * partial last piece, all; from row 0 and a later block */
+                    const int64_t kps[] = {1, 17, 255, 256, 257, k / 2 + 1, k - 1, k};
+                    for (size_t p_i = 0; kt->gemm_f32_prepacked_cols && p_i < WK_ARRAY_LEN(kps); p_i++) {
+                        const int64_t kp = kps[p_i];
+                        if (kp < 1 || kp > k) continue;
+                        for (int64_t r0 = 0; r0 < m; r0 += m > WK_GEMM_PACK_ROWS ? WK_GEMM_PACK_ROWS : m) {
+                            for (int64_t i = 0; i < n * ldc; i++) c1[i] = c2[i] = 7.0f;
+                            packed(m - r0, n, kp, a + r0 * lda, lda, b, ldb, c1, ldc);
+                            kt->gemm_f32_prepacked_cols(m - r0, n, kp, k, pa + r0 * k, b, ldb, c2, ldc);
+                            bad += memcmp(c1, c2, (size_t)(n * ldc) * 4) != 0;
+                            n_cols++;
+                        }
+                    }
                     /* packed a row block at a time, each at dst + r0 k:
                      * the bytes of the whole packing */
                     float *pb = wk_aligned_alloc(kt->gemm_f32_pack_floats(m, k) * 4);
@@ -736,7 +753,7 @@ static void test_gemm_prepacked(void)
         if (bad) fprintf(stderr, "  prepacked gemm %s: %d products differ from the packed path\n", kt->isa, bad);
         CHECK_EQ_INT(bad, 0);
     }
-    printf("  prepacked gemm checked on %d ISA(s)\n", n_isas);
+    printf("  prepacked gemm checked on %d ISA(s), %d products over a prefix of the columns\n", n_isas, n_cols);
 }
 
 /* The threaded matmul equals, element by element, the double-precision
