@@ -52,27 +52,129 @@ static void matmul_glu(struct wk_backend *b, const struct wk_tensor *gate, const
     wk_cpu_matmul_glu(cpu(b)->pool, cpu(b)->k, gate, up, x, y, y_up, n, cpu(b)->mm_scratch, glu, flags);
 }
 
+/*
+ * Row-wise operations over the pool for a prefill's many rows: each thread
+ * takes a range of rows (of 16-float pieces for add; for kv_write the K
+ * rows by token, the transposed V by its rows, so no two threads store
+ * into one cache line), and each row's arithmetic is the one-thread
+ * loop's, so the bits do not change. Operations of fewer than
+ * ROW_PAR_MIN elements (a decode step's) stay on the caller: a pool run
+ * costs more than they do. (Serial, these were ~7% of a SmolLM2 prefill
+ * at 2 threads, the other thread waiting.)
+ */
+#define ROW_PAR_MIN 16384
+
+enum row_op { ROW_RMS_NORM, ROW_ADD_BIAS, ROW_ADD, ROW_SCALE, ROW_GLU, ROW_ROPE_TABLE, ROW_ROPE, ROW_KV_WRITE };
+
+struct row_task {
+    enum row_op op;
+    const struct wk_cpu_kernels *k;
+    int64_t n, width;  /* rows (ROW_ADD, ROW_SCALE: elements), row width */
+    float *y, *y2;     /* outputs (ROW_KV_WRITE: K and V caches) */
+    const float *x, *u, *g; /* inputs (ROW_GLU: u the up rows; ROW_RMS_NORM: g the gain) */
+    int64_t ldg, ldu, n_slots;
+    float f, f2, f3;   /* eps; scale; base, freq_scale, attn_factor */
+    enum wk_glu glu;
+    int n_heads, head_dim, n_rot;
+    enum wk_rope_mode mode;
+    const int32_t *pos, *seq;
+    int32_t shift;
+};
+
+static void row_range(const struct row_task *t, int64_t lo, int64_t hi, int ith, int nth)
+{
+    const struct wk_cpu_kernels *k = t->k;
+    const int64_t W = t->width;
+    switch (t->op) {
+    case ROW_RMS_NORM:
+        for (int64_t r = lo; r < hi; r++) k->rms_norm(W, t->x + r * W, t->g, t->f, t->y + r * W);
+        break;
+    case ROW_ADD_BIAS:
+        for (int64_t r = lo; r < hi; r++)
+            for (int64_t i = 0; i < W; i++) t->y[r * W + i] += t->g[i];
+        break;
+    case ROW_ADD: /* pieces of 16 floats */
+        for (int64_t i = lo * 16; i < WK_MIN(hi * 16, t->n); i++) t->y[i] += t->x[i];
+        break;
+    case ROW_SCALE:
+        for (int64_t i = lo * 16; i < WK_MIN(hi * 16, t->n); i++) t->y[i] *= t->f;
+        break;
+    case ROW_GLU:
+        for (int64_t r = lo; r < hi; r++) {
+            if (t->glu == WK_GLU_GELU_TANH) k->geglu(W, t->y + r * t->ldg, t->u + r * t->ldu);
+            else k->swiglu(W, t->y + r * t->ldg, t->u + r * t->ldu);
+        }
+        break;
+    case ROW_ROPE_TABLE:
+        for (int64_t r = lo; r < hi; r++) {
+            float *row = t->y + r * t->n_rot;
+            wk_rope_cos_sin(t->pos[r] + t->shift, t->n_rot, t->f, t->f2, t->g, row);
+            if (t->f3 != 1.0f)
+                for (int i = 0; i < t->n_rot; i++) row[i] *= t->f3;
+        }
+        break;
+    case ROW_ROPE:
+        for (int64_t r = lo; r < hi; r++)
+            wk_rope_apply(t->y + r * t->n_heads * t->head_dim, t->n_heads, t->head_dim, t->n_rot, t->x + r * t->n_rot,
+                          t->mode);
+        break;
+    case ROW_KV_WRITE: { /* position p of sequence s: K row at s·S·hk + (p % S)·hk; V entry i at s·S·hk + i·S + p % S */
+        const int64_t S = t->n_slots, hk = W;
+        for (int64_t r = lo; r < hi; r++) {
+            const int64_t so = (int64_t)t->seq[r] * S * hk;
+            memcpy(t->y + so + t->pos[r] % S * hk, t->x + r * hk, (size_t)hk * sizeof(float));
+        }
+        int64_t i0 = 0, i1 = hk; /* the V rows: this thread's of all hk */
+        if (nth > 1) wk_split_range(hk, ith, nth, &i0, &i1);
+        for (int64_t i = i0; i < i1; i++)
+            for (int64_t r = 0; r < t->n; r++)
+                t->y2[(int64_t)t->seq[r] * S * hk + i * S + t->pos[r] % S] = t->u[r * hk + i];
+        break;
+    }
+    }
+}
+
+static void row_task_fn(void *p, int ith, int nth)
+{
+    const struct row_task *t = p;
+    const int64_t units = t->op == ROW_ADD || t->op == ROW_SCALE ? (t->n + 15) / 16 : t->n;
+    int64_t lo, hi;
+    wk_split_range(units, ith, nth, &lo, &hi);
+    row_range(t, lo, hi, ith, nth);
+}
+
+/* Runs t on the pool when it has elements enough, else on the caller. */
+static void run_rows(struct wk_backend *b, struct row_task *t, int64_t elements)
+{
+    t->k = cpu(b)->k;
+    if (elements >= ROW_PAR_MIN && wk_threadpool_n_threads(cpu(b)->pool) > 1)
+        wk_threadpool_run(cpu(b)->pool, row_task_fn, t);
+    else row_range(t, 0, t->op == ROW_ADD || t->op == ROW_SCALE ? (t->n + 15) / 16 : t->n, 0, 1);
+}
+
 static void rms_norm(struct wk_backend *b, int32_t n, int64_t width, const float *x, const struct wk_tensor *g,
                      float eps, float *y)
 {
-    for (int32_t t = 0; t < n; t++) cpu(b)->k->rms_norm(width, x + t * width, g ? g->data : NULL, eps, y + t * width);
+    struct row_task t = {.op = ROW_RMS_NORM, .n = n, .width = width, .x = x, .g = g ? g->data : NULL, .f = eps, .y = y};
+    run_rows(b, &t, n * width);
 }
 
 static void add_bias(struct wk_backend *b, int32_t n, int64_t d, float *y, const struct wk_tensor *bias)
 {
-    const float *bv = bias->data;
-    for (int32_t t = 0; t < n; t++)
-        for (int64_t i = 0; i < d; i++) y[t * d + i] += bv[i];
+    struct row_task t = {.op = ROW_ADD_BIAS, .n = n, .width = d, .y = y, .g = bias->data};
+    run_rows(b, &t, n * d);
 }
 
 static void add(struct wk_backend *b, int64_t n, float *y, const float *x)
 {
-    for (int64_t i = 0; i < n; i++) y[i] += x[i];
+    struct row_task t = {.op = ROW_ADD, .n = n, .y = y, .x = x};
+    run_rows(b, &t, n);
 }
 
 static void scale(struct wk_backend *b, int64_t n, float *y, float s)
 {
-    for (int64_t i = 0; i < n; i++) y[i] *= s;
+    struct row_task t = {.op = ROW_SCALE, .n = n, .y = y, .f = s};
+    run_rows(b, &t, n);
 }
 
 static void copy(struct wk_backend *b, int64_t n, float *y, const float *x)
@@ -90,39 +192,32 @@ static void softcap(struct wk_backend *b, int64_t n, float *y, float cap)
 static void glu_rows(struct wk_backend *b, int32_t n, int64_t width, float *g, int64_t ldg, const float *u, int64_t ldu,
                      enum wk_glu glu)
 {
-    for (int32_t t = 0; t < n; t++) {
-        if (glu == WK_GLU_GELU_TANH) cpu(b)->k->geglu(width, g + t * ldg, u + t * ldu);
-        else cpu(b)->k->swiglu(width, g + t * ldg, u + t * ldu);
-    }
+    struct row_task t = {.op = ROW_GLU, .n = n, .width = width, .y = g, .ldg = ldg, .u = u, .ldu = ldu, .glu = glu};
+    run_rows(b, &t, n * width);
 }
 
 static void rope_table(struct wk_backend *b, int32_t n, const int32_t *pos, int32_t shift, int n_rot, float base,
                        float freq_scale, const struct wk_tensor *freqs, float attn_factor, float *cs)
 {
-    for (int32_t t = 0; t < n; t++) {
-        float *row = cs + (int64_t)t * n_rot;
-        wk_rope_cos_sin(pos[t] + shift, n_rot, base, freq_scale, freqs ? freqs->data : NULL, row);
-        if (attn_factor != 1.0f)
-            for (int i = 0; i < n_rot; i++) row[i] *= attn_factor;
-    }
+    struct row_task t = {.op = ROW_ROPE_TABLE, .n = n, .pos = pos, .shift = shift, .n_rot = n_rot, .f = base,
+                         .f2 = freq_scale, .g = freqs ? freqs->data : NULL, .f3 = attn_factor, .y = cs};
+    run_rows(b, &t, (int64_t)n * n_rot * 8); /* a cos and sin each: worth eight adds */
 }
 
 static void rope(struct wk_backend *b, int32_t n, float *x, int n_heads, int head_dim, int n_rot, const float *cs,
                  enum wk_rope_mode mode)
 {
-    for (int32_t t = 0; t < n; t++)
-        wk_rope_apply(x + (int64_t)t * n_heads * head_dim, n_heads, head_dim, n_rot, cs + (int64_t)t * n_rot, mode);
+    struct row_task t = {.op = ROW_ROPE, .n = n, .y = x, .n_heads = n_heads, .head_dim = head_dim, .n_rot = n_rot,
+                         .x = cs, .mode = mode};
+    run_rows(b, &t, (int64_t)n * n_heads * n_rot);
 }
 
-/* position p of sequence s: K row at s·S·hk + (p % S)·hk; V entry i at s·S·hk + i·S + p % S */
 static void kv_write(struct wk_backend *b, float *kc, float *vc, int64_t n_slots, int64_t hk, int32_t n,
                      const int32_t *pos, const int32_t *seq, const float *k, const float *v)
 {
-    for (int32_t t = 0; t < n; t++) {
-        const int64_t slot = pos[t] % n_slots, so = (int64_t)seq[t] * n_slots * hk;
-        memcpy(kc + so + slot * hk, k + t * hk, (size_t)hk * sizeof(float));
-        for (int64_t i = 0; i < hk; i++) vc[so + i * n_slots + slot] = v[t * hk + i];
-    }
+    struct row_task t = {.op = ROW_KV_WRITE, .y = kc, .y2 = vc, .n_slots = n_slots, .width = hk, .n = n, .pos = pos,
+                         .seq = seq, .x = k, .u = v};
+    run_rows(b, &t, n * hk);
 }
 
 static void kv_copy(struct wk_backend *b, float *kc, float *vc, int64_t n_slots, int64_t hk, int32_t src, int32_t dst,
