@@ -186,7 +186,9 @@ struct wk_backend_ops {
     void (*rope)(struct wk_backend *b, int32_t n, float *x, int n_heads, int head_dim, int n_rot, const float *cs,
                  enum wk_rope_mode mode);
     /* Writes rows k, v [n][hk] of sequences seq at positions pos into a
-     * layer's cache (struct wk_attn_args's layout) */
+     * layer's cache (struct wk_attn_args's layout). No two of the n tokens
+     * may map to one slot of one sequence (a ring holds at least a window
+     * plus a ubatch): the CPU backend writes them from several threads. */
     void (*kv_write)(struct wk_backend *b, float *kc, float *vc, int64_t n_slots, int64_t hk, int32_t n,
                      const int32_t *pos, const int32_t *seq, const float *k, const float *v);
     /* Sequence dst's stripe of a layer's cache becomes src's: K rows and the

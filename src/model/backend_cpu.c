@@ -54,10 +54,11 @@ static void matmul_glu(struct wk_backend *b, const struct wk_tensor *gate, const
 
 /*
  * Row-wise operations over the pool for a prefill's many rows: each thread
- * takes a range of rows (of 16-float pieces for add; for kv_write the K
- * rows by token, the transposed V by its rows, so no two threads store
- * into one cache line), and each row's arithmetic is the one-thread
- * loop's, so the bits do not change. Operations of fewer than
+ * takes a range of rows (of 16-float pieces for add and scale; for
+ * kv_write the K rows by token and the transposed V by its rows, each
+ * thread storing runs of its own rows, not every token's entry of one
+ * line), and each row's arithmetic is the one-thread loop's, so the bits
+ * do not change. Operations of fewer than
  * ROW_PAR_MIN elements (a decode step's) stay on the caller: a pool run
  * costs more than they do. (Serial, these were ~7% of a SmolLM2 prefill
  * at 2 threads, the other thread waiting.)
@@ -147,9 +148,10 @@ static void row_task_fn(void *p, int ith, int nth)
 static void run_rows(struct wk_backend *b, struct row_task *t, int64_t elements)
 {
     t->k = cpu(b)->k;
-    if (elements >= ROW_PAR_MIN && wk_threadpool_n_threads(cpu(b)->pool) > 1)
+    const int64_t units = t->op == ROW_ADD || t->op == ROW_SCALE ? (t->n + 15) / 16 : t->n;
+    if (elements >= ROW_PAR_MIN && units > 1 && wk_threadpool_n_threads(cpu(b)->pool) > 1)
         wk_threadpool_run(cpu(b)->pool, row_task_fn, t);
-    else row_range(t, 0, t->op == ROW_ADD || t->op == ROW_SCALE ? (t->n + 15) / 16 : t->n, 0, 1);
+    else row_range(t, 0, units, 0, 1);
 }
 
 static void rms_norm(struct wk_backend *b, int32_t n, int64_t width, const float *x, const struct wk_tensor *g,

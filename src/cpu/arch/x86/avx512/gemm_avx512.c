@@ -407,14 +407,14 @@ static void gemm_pack(int64_t m, int64_t k, const float *a, int64_t lda, float *
  * to c piece by piece, whichever way the rows of b are grouped or the
  * panels visited. Rows of b in groups of like size (13 as 7 + 6, not
  * 12 + 1). Few groups: see below; more: SPAN blocks of rows per copied
- * piece of b. gemm_prepacked_cols: the same over the first k of the ks
- * columns a was packed with (k <= ks): the blocks lie MC * ks apart and a
- * piece's panels kcs apart (its width in the packing), and an element's
- * chain over its first k columns is the one gemm_packed gives for k
- * columns (a panel holds column l of its rows at l * 32, so the first kc
- * columns of a piece are a prefix of it).
+ * piece of b. gemm_prepacked_cols: the same over the first k of the pk
+ * columns a was packed with (k <= pk): the blocks lie MC * pk apart and a
+ * piece's panels kps apart (the piece's width in the packing), and an
+ * element's chain over its first k columns is the one gemm_packed gives
+ * for k columns (a panel of w rows holds column l at l * w, so the first
+ * kc columns of a piece are a prefix of it).
  */
-static void gemm_prepacked_cols(int64_t m, int64_t n, int64_t k, int64_t ks, const float *pa, const float *b,
+static void gemm_prepacked_cols(int64_t m, int64_t n, int64_t k, int64_t pk, const float *pa, const float *b,
                                 int64_t ldb, float *c, int64_t ldc)
 {
     if (m <= 0 || n <= 0) return;
@@ -431,20 +431,20 @@ static void gemm_prepacked_cols(int64_t m, int64_t n, int64_t k, int64_t ks, con
          * after it (the next in the block, else the next block's same
          * piece, else the first block's next piece). */
         for (int64_t l0 = 0; l0 < k; l0 += KC) {
-            const int64_t kc = WK_MIN(KC, k - l0), kcs = WK_MIN(KC, ks - l0);
+            const int64_t kc = WK_MIN(KC, k - l0), kps = WK_MIN(KC, pk - l0);
             const bool add = l0 > 0;
             for (int64_t g = 0, j0 = 0; g < n_groups; j0 += GROUP_ROWS(g), g++)
                 copy_b(b + j0 * ldb + l0, ldb, GROUP_ROWS(g), kc, bp + g * NR * BP_STRIDE);
             for (int64_t r = 0; r < m; r += MC) {
                 const int64_t mc = WK_MIN(MC, m - r);
-                const float *blk = pa + r * ks + MC * l0;
+                const float *blk = pa + r * pk + MC * l0;
                 for (int64_t p0 = 0; p0 < mc; p0 += 32) {
                     const int64_t rows = WK_MIN(32, mc - p0);
                     const int mv = rows > 16 ? 2 : 1;
-                    const float *panel = blk + p0 * kcs;
+                    const float *panel = blk + p0 * kps;
                     /* (an integer: past the last piece it points beyond pa) */
-                    const int64_t nx = p0 + 32 < mc ? r * ks + MC * l0 + (p0 + 32) * kcs
-                                       : r + MC < m ? (r + MC) * ks + MC * l0
+                    const int64_t nx = p0 + 32 < mc ? r * pk + MC * l0 + (p0 + 32) * kps
+                                       : r + MC < m ? (r + MC) * pk + MC * l0
                                                     : MC * (l0 + KC);
                     const uintptr_t next = (uintptr_t)pa + sizeof(float) * (uintptr_t)nx;
                     const int64_t bytes = 64 * mv * kc; /* this panel's; the next is about as long */
@@ -462,7 +462,7 @@ static void gemm_prepacked_cols(int64_t m, int64_t n, int64_t k, int64_t ks, con
     for (int64_t ic = 0; ic < m; ic += MC * SPAN) {
         const int64_t ie = WK_MIN(m, ic + MC * SPAN);
         for (int64_t l0 = 0; l0 < k; l0 += KC) {
-            const int64_t kc = WK_MIN(KC, k - l0), kcs = WK_MIN(KC, ks - l0);
+            const int64_t kc = WK_MIN(KC, k - l0), kps = WK_MIN(KC, pk - l0);
             const bool add = l0 > 0;
             for (int64_t g = 0, j0 = 0; g < n_groups; j0 += GROUP_ROWS(g), g++) {
                 const int64_t nr = GROUP_ROWS(g);
@@ -470,11 +470,11 @@ static void gemm_prepacked_cols(int64_t m, int64_t n, int64_t k, int64_t ks, con
                 prefetch_b(b + l0, ldb, j0 + nr, WK_MIN(j0 + 2 * nr, n), kc);
                 for (int64_t r = ic; r < ie; r += MC) {
                     const int64_t mc = WK_MIN(MC, m - r);
-                    const float *blk = pa + r * ks + MC * l0;
+                    const float *blk = pa + r * pk + MC * l0;
                     for (int64_t p0 = 0; p0 < mc; p0 += 32) {
                         const int64_t rows = WK_MIN(32, mc - p0);
                         const int mv = rows > 16 ? 2 : 1;
-                        g_micro[mv - 1][nr - 1](kc, blk + p0 * kcs, bp, BP_STRIDE, c + j0 * ldc + r + p0, ldc,
+                        g_micro[mv - 1][nr - 1](kc, blk + p0 * kps, bp, BP_STRIDE, c + j0 * ldc + r + p0, ldc,
                                                 wk__avx512_mask16(rows - 16 * (mv - 1)), add);
                     }
                 }
