@@ -91,15 +91,26 @@ static void row_range(const struct row_task *t, int64_t lo, int64_t hi, int ith,
         for (int64_t r = lo; r < hi; r++) k->rms_norm(W, t->x + r * W, t->g, t->f, t->y + r * W);
         break;
     case ROW_ADD_BIAS:
-        for (int64_t r = lo; r < hi; r++)
-            for (int64_t i = 0; i < W; i++) t->y[r * W + i] += t->g[i];
+        for (int64_t r = lo; r < hi; r++) {
+            float *y = t->y + r * W; /* locals: stores through t->y could not change t, the compiler cannot know */
+            const float *bias = t->g;
+            for (int64_t i = 0; i < W; i++) y[i] += bias[i];
+        }
         break;
-    case ROW_ADD: /* pieces of 16 floats */
-        for (int64_t i = lo * 16; i < WK_MIN(hi * 16, t->n); i++) t->y[i] += t->x[i];
+    case ROW_ADD: { /* pieces of 16 floats */
+        float *y = t->y;
+        const float *x = t->x;
+        const int64_t e = WK_MIN(hi * 16, t->n);
+        for (int64_t i = lo * 16; i < e; i++) y[i] += x[i];
         break;
-    case ROW_SCALE:
-        for (int64_t i = lo * 16; i < WK_MIN(hi * 16, t->n); i++) t->y[i] *= t->f;
+    }
+    case ROW_SCALE: {
+        float *y = t->y;
+        const float f = t->f;
+        const int64_t e = WK_MIN(hi * 16, t->n);
+        for (int64_t i = lo * 16; i < e; i++) y[i] *= f;
         break;
+    }
     case ROW_GLU:
         for (int64_t r = lo; r < hi; r++) {
             if (t->glu == WK_GLU_GELU_TANH) k->geglu(W, t->y + r * t->ldg, t->u + r * t->ldu);
@@ -125,11 +136,12 @@ static void row_range(const struct row_task *t, int64_t lo, int64_t hi, int ith,
             const int64_t so = (int64_t)t->seq[r] * S * hk;
             memcpy(t->y + so + t->pos[r] % S * hk, t->x + r * hk, (size_t)hk * sizeof(float));
         }
-        int64_t i0 = 0, i1 = hk; /* the V rows: this thread's of all hk */
+        int64_t i0 = 0, i1 = hk; /* the V rows: this thread's of all hk, for every token */
         if (nth > 1) wk_split_range(hk, ith, nth, &i0, &i1);
-        for (int64_t i = i0; i < i1; i++)
-            for (int64_t r = 0; r < t->n; r++)
-                t->y2[(int64_t)t->seq[r] * S * hk + i * S + t->pos[r] % S] = t->u[r * hk + i];
+        for (int64_t r = 0; r < t->n; r++) {
+            float *vr = t->y2 + (int64_t)t->seq[r] * S * hk + t->pos[r] % S;
+            for (int64_t i = i0; i < i1; i++) vr[i * S] = t->u[r * hk + i];
+        }
         break;
     }
     }
