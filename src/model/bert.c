@@ -234,8 +234,10 @@ static void row_pass(void *ctx, int ith, int nth)
         const float *gelu_bias = f->gelu && !f->residual ? bias : NULL; /* added by the GELU op */
         if (bias && !gelu_bias)
             for (int64_t i = 0; i < W; i++) y[i] += bias[i];
-        if (f->residual)
-            for (int64_t i = 0; i < W; i++) y[i] += f->residual[r * W + i];
+        if (f->residual) { /* a local: with -fno-strict-aliasing the stores to y reloaded f->residual */
+            const float *res = f->residual + r * W;
+            for (int64_t i = 0; i < W; i++) y[i] += res[i];
+        }
         if (f->gelu) f->b->kernels->gelu_erf(W, y, gelu_bias);
         if (f->ln_g) layer_norm(W, y, f->ln_g->data, f->ln_b->data, f->b->ln_eps);
     }
