@@ -231,6 +231,8 @@ unit: $(UNIT_BIN)
 	  e=$$(( $$(date +%s) - s )); if [ $$e -ge 3 ]; then echo "   ($$t: $$e s)"; fi; done
 	@echo "== $(OUT)/tests/test-cpu and test-cpu-r16, dispatch capped to AVX2 (WICK_CPU=avx2)$(CAP_NOTE)"
 	@$(CAP_AVX2) $(OUT)/tests/test-cpu && $(CAP_AVX2) $(OUT)/tests/test-cpu-r16
+	@echo "== $(OUT)/tests/test-cpu-r16, the R16 decode kernels with and without software prefetches (WICK_PREFETCH=1, 0)"
+	@WICK_PREFETCH=1 $(OUT)/tests/test-cpu-r16 && WICK_PREFETCH=0 $(OUT)/tests/test-cpu-r16
 
 # Unit tests under AddressSanitizer + UndefinedBehaviorSanitizer.
 asan:

@@ -28,6 +28,13 @@ static uint64_t xgetbv0(void)
 static void detect(struct wk_cpu_features *f)
 {
     unsigned a, b, c, d;
+    /* vendor string of leaf 0 (EBX, EDX, ECX): AMD and Hygon (Zen) decode
+     * without software prefetches (wk_cpu_features.decode_prefetch) */
+    if (__get_cpuid(0, &a, &b, &c, &d)) {
+        char v[13];
+        memcpy(v, &b, 4), memcpy(v + 4, &d, 4), memcpy(v + 8, &c, 4), v[12] = 0;
+        f->decode_prefetch = strcmp(v, "AuthenticAMD") != 0 && strcmp(v, "HygonGenuine") != 0;
+    }
     if (!__get_cpuid(1, &a, &b, &c, &d)) return;
     bool osxsave = c & (1u << 27), fma = c & (1u << 12), f16c = c & (1u << 29),
          avx = c & (1u << 28);
@@ -110,6 +117,8 @@ static void init_once(void)
         g_features.amx_int8 = false;
     }
     g_features.amx_int8 = g_features.amx_int8 && amx_granted();
+    const char *pf = getenv("WICK_PREFETCH");
+    if (pf && (strcmp(pf, "0") == 0 || strcmp(pf, "1") == 0)) g_features.decode_prefetch = pf[0] == '1';
     g_features.n_cores = usable_cpus();
 }
 

@@ -231,12 +231,19 @@ struct wk_cpu_features {
     /* AMX-TILE and AMX-INT8, the OS saving tile state (XCR0 bits 17-18) and,
      * on Linux, this process granted it (arch_prctl ARCH_REQ_XCOMP_PERM) */
     bool amx_int8;
+    /* The AVX-512 R16 decode kernels issue software prefetches (R16_PF_*,
+     * rows_x16_template.h): yes on Intel, where they measured faster
+     * (Sapphire Rapids: 85-105% of a plain read against 69-82% without);
+     * no on AMD, where the hardware prefetchers alone were faster (Zen 4:
+     * one-thread decode 8-16% faster without). WICK_PREFETCH=0|1 overrides. */
+    bool decode_prefetch;
     int n_cores;     /* logical CPUs this process may use (affinity, cgroup quota) */
 };
 
 /* Reads the features once (thread-safe, idempotent) and returns them. The
  * environment variable WICK_CPU=ref|avx2|avx512 caps what is reported
- * (avx512: AVX-512 and VNNI without AMX). */
+ * (avx512: AVX-512 and VNNI without AMX); WICK_PREFETCH=0|1 sets
+ * decode_prefetch. */
 const struct wk_cpu_features *wk_cpu_features_get(void);
 
 /* ---------------------------------------------------------------- timing */

@@ -37,7 +37,7 @@
 
 /* Q4_K_R16, T tokens (1..R16_GEMM_T), one group, one column chunk of nc
  * elements at g: out[t][0..15] (+)= the 16 rows' dots with token t. */
-static ALWAYS_INLINE void r16_gemm_q4k_tile(const bool dec, const int T, int64_t nc, const uint8_t *g,
+static ALWAYS_INLINE void r16_gemm_q4k_tile(const bool dec, const bool pf, const int T, int64_t nc, const uint8_t *g,
                                             const float *const *p, float *const *out, bool add)
 {
     const size_t bb = sizeof(struct wk_block_q4_k);
@@ -55,7 +55,7 @@ static ALWAYS_INLINE void r16_gemm_q4k_tile(const bool dec, const int T, int64_t
     }
     for (int64_t i = 0; i < nb; i++) {
         const uint8_t *b = g + (size_t)i * WK_R16_ROWS * bb;
-        if (dec) r16_prefetch(b, WK_R16_ROWS * bb);
+        if (dec && pf) r16_prefetch(b, WK_R16_ROWS * bb);
         const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)b));
         const __m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(b + 32)));
         UNROLL
@@ -116,7 +116,7 @@ static ALWAYS_INLINE void r16_gemm_q4k_tile(const bool dec, const int T, int64_t
  * (16-element scale group 8h + 2q + p) at a time, its codes formed once
  * for the T tokens; w = d sc (q - 32), the -32 through x's 16-element sums
  * (the chunk's sums16, after its prepared lines). */
-static ALWAYS_INLINE void r16_gemm_q6k_tile(const bool dec, const int T, int64_t nc, const uint8_t *g,
+static ALWAYS_INLINE void r16_gemm_q6k_tile(const bool dec, const bool pf, const int T, int64_t nc, const uint8_t *g,
                                             const float *const *p, float *const *out, bool add)
 {
     const size_t bb = sizeof(struct wk_block_q6_k);
@@ -133,7 +133,7 @@ static ALWAYS_INLINE void r16_gemm_q6k_tile(const bool dec, const int T, int64_t
     }
     for (int64_t i = 0; i < nb; i++) {
         const uint8_t *b = g + (size_t)i * WK_R16_ROWS * bb;
-        if (dec) r16_prefetch(b, WK_R16_ROWS * bb);
+        if (dec && pf) r16_prefetch(b, WK_R16_ROWS * bb);
         const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)b));
         for (int h = 0; h < 2; h++) { /* not unrolled: the quarter's code is big enough */
             for (int pp = 0; pp < 2; pp++) {
@@ -186,7 +186,7 @@ static ALWAYS_INLINE void r16_gemm_q6k_tile(const bool dec, const int T, int64_t
  * by d_w and the token's ds, and the offset term (Q4_1: m_w times x~'s
  * block sum; Q5_0 and Q8_0: -16 or -128 d_w times it) goes into the same
  * accumulator. */
-static ALWAYS_INLINE void r16_gemm_b32_tile(const enum x16_kind K, const bool dec, const int T, int64_t nc,
+static ALWAYS_INLINE void r16_gemm_b32_tile(const enum x16_kind K, const bool dec, const bool pf, const int T, int64_t nc,
                                             const uint8_t *g, const float *const *p, float *const *out, bool add)
 {
     const size_t bb = r16_block_bytes(K);
@@ -204,7 +204,7 @@ static ALWAYS_INLINE void r16_gemm_b32_tile(const enum x16_kind K, const bool de
     }
     for (int64_t i = 0; i < nb; i++) {
         const uint8_t *b = g + (size_t)i * WK_R16_ROWS * bb;
-        if (dec) r16_prefetch(b, WK_R16_ROWS * bb);
+        if (dec && pf) r16_prefetch(b, WK_R16_ROWS * bb);
         __m512i h[R16_GEMM_T], l[R16_GEMM_T];
         UNROLL
         for (int t = 0; t < T; t++) h[t] = l[t] = _mm512_setzero_si512();
@@ -262,17 +262,17 @@ static ALWAYS_INLINE void r16_gemm_b32_tile(const enum x16_kind K, const bool de
 }
 
 /* One micro-tile of K's R16 GEMM (T a constant after inlining). */
-static ALWAYS_INLINE void r16_gemm_tile(const enum x16_kind K, const bool dec, const int T, int64_t nc,
+static ALWAYS_INLINE void r16_gemm_tile(const enum x16_kind K, const bool dec, const bool pf, const int T, int64_t nc,
                                         const uint8_t *g, const float *const *p, float *const *out, bool add)
 {
-    if (K == X16_Q4_K) r16_gemm_q4k_tile(dec, T, nc, g, p, out, add);
-    else if (K == X16_Q6_K) r16_gemm_q6k_tile(dec, T, nc, g, p, out, add);
-    else r16_gemm_b32_tile(K, dec, T, nc, g, p, out, add);
+    if (K == X16_Q4_K) r16_gemm_q4k_tile(dec, pf, T, nc, g, p, out, add);
+    else if (K == X16_Q6_K) r16_gemm_q6k_tile(dec, pf, T, nc, g, p, out, add);
+    else r16_gemm_b32_tile(K, dec, pf, T, nc, g, p, out, add);
 }
 
 /* gemm_r16 for K: rows in tiles of R16_GEMM_GROUPS groups; in a tile,
  * each column chunk in turn, each tile of tokens over the tile's groups. */
-static ALWAYS_INLINE void r16_gemm(const enum x16_kind K, const bool dec, int64_t n, const void *w, size_t stride,
+static ALWAYS_INLINE void r16_gemm(const enum x16_kind K, const bool dec, const bool pf, int64_t n, const void *w, size_t stride,
                                    const float *prep, size_t ldp, int64_t n_tokens, float *out, size_t ldo,
                                    int64_t n_rows)
 {
@@ -300,17 +300,17 @@ static ALWAYS_INLINE void r16_gemm(const enum x16_kind K, const bool dec, int64_
                     for (int t = 0; t < T; t++) o[t] = out + (size_t)(t0 + t) * ldo + WK_R16_ROWS * gi;
                     switch (T) { /* each tile width its own unrolled code */
 #if R16_GEMM_T >= 8
-                    case 8: r16_gemm_tile(K, dec, 8, nc, wg, p, o, c0 > 0); break;
-                    case 7: r16_gemm_tile(K, dec, 7, nc, wg, p, o, c0 > 0); break;
+                    case 8: r16_gemm_tile(K, dec, pf, 8, nc, wg, p, o, c0 > 0); break;
+                    case 7: r16_gemm_tile(K, dec, pf, 7, nc, wg, p, o, c0 > 0); break;
 #endif
 #if R16_GEMM_T >= 6
-                    case 6: r16_gemm_tile(K, dec, 6, nc, wg, p, o, c0 > 0); break;
-                    case 5: r16_gemm_tile(K, dec, 5, nc, wg, p, o, c0 > 0); break;
+                    case 6: r16_gemm_tile(K, dec, pf, 6, nc, wg, p, o, c0 > 0); break;
+                    case 5: r16_gemm_tile(K, dec, pf, 5, nc, wg, p, o, c0 > 0); break;
 #endif
-                    case 4: r16_gemm_tile(K, dec, 4, nc, wg, p, o, c0 > 0); break;
-                    case 3: r16_gemm_tile(K, dec, 3, nc, wg, p, o, c0 > 0); break;
-                    case 2: r16_gemm_tile(K, dec, 2, nc, wg, p, o, c0 > 0); break;
-                    default: r16_gemm_tile(K, dec, 1, nc, wg, p, o, c0 > 0); break;
+                    case 4: r16_gemm_tile(K, dec, pf, 4, nc, wg, p, o, c0 > 0); break;
+                    case 3: r16_gemm_tile(K, dec, pf, 3, nc, wg, p, o, c0 > 0); break;
+                    case 2: r16_gemm_tile(K, dec, pf, 2, nc, wg, p, o, c0 > 0); break;
+                    default: r16_gemm_tile(K, dec, pf, 1, nc, wg, p, o, c0 > 0); break;
                     }
                 }
                 t0 += T;
@@ -323,12 +323,17 @@ static ALWAYS_INLINE void r16_gemm(const enum x16_kind K, const bool dec, int64_
     static void r16_gemm_##name(int64_t n, const void *w, size_t stride, const float *prep, size_t ldp,          \
                                 int64_t n_tokens, float *out, size_t ldo, int64_t n_rows)                        \
     {                                                                                                            \
-        r16_gemm(K, false, n, w, stride, prep, ldp, n_tokens, out, ldo, n_rows);                                 \
+        r16_gemm(K, false, false, n, w, stride, prep, ldp, n_tokens, out, ldo, n_rows);                                 \
     }                                                                                                            \
     static void r16_gemm_tokens_##name(int64_t n, const void *w, size_t stride, const float *prep, size_t ldp,   \
                                        int32_t n_tokens, float *out, size_t ldo, int64_t n_rows)                 \
     {                                                                                                            \
-        r16_gemm(K, true, n, w, stride, prep, ldp, n_tokens, out, ldo, n_rows);                                  \
+        r16_gemm(K, true, true, n, w, stride, prep, ldp, n_tokens, out, ldo, n_rows);                            \
+    }                                                                                                            \
+    static void r16_gemm_tokens_nopf_##name(int64_t n, const void *w, size_t stride, const float *prep,          \
+                                            size_t ldp, int32_t n_tokens, float *out, size_t ldo, int64_t n_rows) \
+    {                                                                                                            \
+        r16_gemm(K, true, false, n, w, stride, prep, ldp, n_tokens, out, ldo, n_rows);                           \
     }
 R16_GEMM_ENTRY(q4_1, X16_Q4_1)
 R16_GEMM_ENTRY(q5_0, X16_Q5_0)

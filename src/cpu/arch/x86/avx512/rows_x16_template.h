@@ -571,7 +571,7 @@ static ALWAYS_INLINE void r16_prefetch(const uint8_t *b, size_t bytes)
  * 16-element sums.
  */
 static ALWAYS_INLINE void r16_group_q6k(int64_t n, const uint8_t *g, const float *scratch, const float *sums16,
-                                        float *out, bool add)
+                                        float *out, bool add, const bool pf)
 {
     const size_t bb = sizeof(struct wk_block_q6_k);
     const int64_t nb = n / WK_QK_K;
@@ -590,7 +590,7 @@ static ALWAYS_INLINE void r16_group_q6k(int64_t n, const uint8_t *g, const float
                 UNROLL
                 for (int kk = 0; kk < 4; kk++) {
                     const int k = 4 * p + kk;
-                    r16_prefetch_part(b, WK_R16_ROWS * bb, 4 * (2 * h + p) + kk, 16, R16_PF_Q6K);
+                    r16_prefetch_part(b, WK_R16_ROWS * bb, 4 * (2 * h + p) + kk, 16, pf ? R16_PF_Q6K : 0);
                     const __m512i A = _mm512_loadu_si512(ph + 192 * kk), B = _mm512_loadu_si512(ph + 192 * kk + 64);
                     const __m512i Q = _mm512_loadu_si512(ph + 192 * kk + 128);
                     __m512i c[4];
@@ -627,7 +627,8 @@ static ALWAYS_INLINE void r16_group_q6k(int64_t n, const uint8_t *g, const float
  * each row); w = d sc_s q - dmin m_s as in x16_rows_q4k.
  */
 /* r16_shr and r16_q4k_scale_min: r16_codes.h */
-static ALWAYS_INLINE void r16_group_q4k(int64_t n, const uint8_t *g, const float *scratch, float *out, bool add)
+static ALWAYS_INLINE void r16_group_q4k(int64_t n, const uint8_t *g, const float *scratch, float *out, bool add,
+                                        const bool pf)
 {
     const size_t bb = sizeof(struct wk_block_q4_k);
     const int64_t nb = n / WK_QK_K, nxb = n / 32;
@@ -647,7 +648,7 @@ static ALWAYS_INLINE void r16_group_q4k(int64_t n, const uint8_t *g, const float
             for (int j = 0; j < 2; j++) sh[j][0] = sh[j][1] = sl[j][0] = sl[j][1] = _mm512_setzero_si512();
             UNROLL
             for (int k = 0; k < 8; k++) {
-                r16_prefetch_part(b, WK_R16_ROWS * bb, 8 * gg + k, 32, R16_PF_Q4K);
+                r16_prefetch_part(b, WK_R16_ROWS * bb, 8 * gg + k, 32, pf ? R16_PF_Q4K : 0);
                 const __m512i v = _mm512_loadu_si512(b + 256 + 64 * (8 * gg + k));
                 const __m512i c[2] = {_mm512_and_si512(v, m4), _mm512_and_si512(_mm512_srli_epi16(v, 4), m4)};
                 UNROLL
@@ -678,7 +679,7 @@ static ALWAYS_INLINE void r16_group_q4k(int64_t n, const uint8_t *g, const float
 /* Group of 16 rows at g (the column chunk's first block), n elements: the
  * 16 dots into out (added to it when add). */
 static ALWAYS_INLINE void r16_group(const enum x16_kind K, int64_t n, const uint8_t *g, const float *scratch,
-                                    float *out, bool add)
+                                    float *out, bool add, const bool pf)
 {
     const size_t bb = r16_block_bytes(K);
     const size_t head = K == X16_Q4_1 ? 64 : K == X16_Q5_0 ? 96 : 32; /* the 16 rows' scales (and qh) */
@@ -688,7 +689,7 @@ static ALWAYS_INLINE void r16_group(const enum x16_kind K, int64_t n, const uint
     __m512 acc = _mm512_setzero_ps(), accc = _mm512_setzero_ps();
     for (int64_t i = 0; i < nb; i++) {
         const uint8_t *b = g + (size_t)i * WK_R16_ROWS * bb, *line = lines + X16_COMPACT_BYTES * i;
-        r16_prefetch_part(b, WK_R16_ROWS * bb, 0, 1, R16_PF_B32);
+        r16_prefetch_part(b, WK_R16_ROWS * bb, 0, 1, pf ? R16_PF_B32 : 0);
         /* two accumulators a part, so that no chain of dots is long */
         __m512i h[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
         __m512i l[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
@@ -730,13 +731,14 @@ static ALWAYS_INLINE void r16_group(const enum x16_kind K, int64_t n, const uint
  * n_rows rows, x prepared in p (x16_prep_compact) and s16 (r16_sums16,
  * Q6_K only). */
 static ALWAYS_INLINE void r16_chunk(const enum x16_kind K, int64_t nc, const uint8_t *wc, size_t stride,
-                                    const float *p, const float *s16, float *out, int64_t n_rows, bool add)
+                                    const float *p, const float *s16, float *out, int64_t n_rows, bool add,
+                                    const bool pf)
 {
     for (int64_t g = 0; g < n_rows / WK_R16_ROWS; g++) {
         const uint8_t *wg = wc + (size_t)g * WK_R16_ROWS * stride;
-        if (K == X16_Q6_K) r16_group_q6k(nc, wg, p, s16, out + WK_R16_ROWS * g, add);
-        else if (K == X16_Q4_K) r16_group_q4k(nc, wg, p, out + WK_R16_ROWS * g, add);
-        else r16_group(K, nc, wg, p, out + WK_R16_ROWS * g, add);
+        if (K == X16_Q6_K) r16_group_q6k(nc, wg, p, s16, out + WK_R16_ROWS * g, add, pf);
+        else if (K == X16_Q4_K) r16_group_q4k(nc, wg, p, out + WK_R16_ROWS * g, add, pf);
+        else r16_group(K, nc, wg, p, out + WK_R16_ROWS * g, add, pf);
     }
 }
 
@@ -765,7 +767,7 @@ static void r16_prepare(int64_t n, const float *x, float *prep)
  * plain read from memory; in order, as a plain read). A row's chunks are
  * still added in column order, the bits r16_rows gives. */
 static ALWAYS_INLINE void r16_rows_prepared(const enum x16_kind K, int64_t n, const void *w, size_t stride,
-                                            const float *prep, float *out, int64_t n_rows)
+                                            const float *prep, float *out, int64_t n_rows, const bool pf)
 {
     const size_t bb = r16_block_bytes(K);
     const int64_t bs = K == X16_Q6_K || K == X16_Q4_K ? WK_QK_K : 32;
@@ -774,7 +776,7 @@ static ALWAYS_INLINE void r16_rows_prepared(const enum x16_kind K, int64_t n, co
         for (int64_t c0 = 0; c0 < n; c0 += X16_CHUNK) {
             const float *p = prep + (c0 / X16_CHUNK) * R16_PREP_CHUNK_FLOATS;
             r16_chunk(K, WK_MIN(X16_CHUNK, n - c0), wg + (size_t)(c0 / bs) * WK_R16_ROWS * bb, stride, p,
-                      p + R16_PREP_CHUNK_FLOATS - X16_CHUNK / 16, out + WK_R16_ROWS * g, WK_R16_ROWS, c0 > 0);
+                      p + R16_PREP_CHUNK_FLOATS - X16_CHUNK / 16, out + WK_R16_ROWS * g, WK_R16_ROWS, c0 > 0, pf);
         }
     }
 }
@@ -782,7 +784,7 @@ static ALWAYS_INLINE void r16_rows_prepared(const enum x16_kind K, int64_t n, co
 /* r16_rows for rows too long to prepare x whole on the stack: x prepared
  * a column chunk at a time, each chunk across every group. */
 static ALWAYS_INLINE void r16_rows_by_chunk(const enum x16_kind K, int64_t n, const void *w, size_t stride,
-                                   const float *x, float *out, int64_t n_rows)
+                                            const float *x, float *out, int64_t n_rows, const bool pf)
 {
     _Alignas(64) float scratch[X16_SCRATCH_FLOATS], sums16[X16_CHUNK / 16];
     const size_t bb = r16_block_bytes(K);
@@ -792,7 +794,7 @@ static ALWAYS_INLINE void r16_rows_by_chunk(const enum x16_kind K, int64_t n, co
         x16_prep_compact(nc, x + c0, scratch);
         if (K == X16_Q6_K) r16_sums16(nc / 32, scratch, sums16);
         r16_chunk(K, nc, (const uint8_t *)w + (size_t)(c0 / bs) * WK_R16_ROWS * bb, stride, scratch, sums16, out,
-                  n_rows, c0 > 0);
+                  n_rows, c0 > 0, pf);
     }
 }
 
@@ -805,15 +807,15 @@ static ALWAYS_INLINE void r16_rows_by_chunk(const enum x16_kind K, int64_t n, co
  * the groups read in address order (r16_rows_prepared's bits, which are
  * r16_rows_by_chunk's). */
 static ALWAYS_INLINE void r16_rows(const enum x16_kind K, int64_t n, const void *w, size_t stride,
-                                   const float *x, float *out, int64_t n_rows)
+                                   const float *x, float *out, int64_t n_rows, const bool pf)
 {
     if (n > R16_ROWS_PREP_MAX) {
-        r16_rows_by_chunk(K, n, w, stride, x, out, n_rows);
+        r16_rows_by_chunk(K, n, w, stride, x, out, n_rows, pf);
         return;
     }
     _Alignas(64) float prep[R16_ROWS_PREP_MAX / X16_CHUNK * R16_PREP_CHUNK_FLOATS];
     r16_prepare(n, x, prep);
-    r16_rows_prepared(K, n, w, stride, prep, out, n_rows);
+    r16_rows_prepared(K, n, w, stride, prep, out, n_rows, pf);
 }
 
 /* vec_dot_rows_x16_tokens for an R16 dtype: per group of up to 4 tokens
@@ -821,7 +823,7 @@ static ALWAYS_INLINE void r16_rows(const enum x16_kind K, int64_t n, const void 
  * every token in turn; each token's results are r16_rows' bits. */
 static ALWAYS_INLINE void r16_tokens(const enum x16_kind K, int64_t n, const void *w, size_t stride,
                                      const float *x, size_t ldx, int32_t n_tokens, float *out, size_t ldo,
-                                     int64_t n_rows)
+                                     int64_t n_rows, const bool pf)
 {
     _Alignas(64) float scratch[4][X16_SCRATCH_FLOATS], sums16[4][X16_CHUNK / 16];
     const size_t bb = r16_block_bytes(K);
@@ -838,7 +840,7 @@ static ALWAYS_INLINE void r16_tokens(const enum x16_kind K, int64_t n, const voi
                 const uint8_t *wg = (const uint8_t *)w + (size_t)g * WK_R16_ROWS * stride + (size_t)(c0 / bs) * WK_R16_ROWS * bb;
                 for (int t = 0; t < T; t++)
                     r16_chunk(K, nc, wg, stride, scratch[t], sums16[t], out + (size_t)(t0 + t) * ldo + WK_R16_ROWS * g,
-                              WK_R16_ROWS, c0 > 0);
+                              WK_R16_ROWS, c0 > 0, pf);
             }
         }
     }
@@ -847,27 +849,30 @@ static ALWAYS_INLINE void r16_tokens(const enum x16_kind K, int64_t n, const voi
 /* Prefill over the R16 layout: the integer GEMM (gemm_r16), in its own file. */
 #include "r16_gemm_template.h"
 
-#define R16_ENTRIES(name, K)                                                                               \
-    static void r16_rows_##name(int64_t n, const void *w, size_t stride, const float *x, float *out,          \
-                                int64_t n_rows)                                                              \
+/* Each entry twice: with the software prefetches of R16_PF_* (name) and
+ * without them (nopf_name); wk_cpu_features' decode_prefetch picks. */
+#define R16_ENTRIES(name, K, PF, pre)                                                                        \
+    static void r16_rows_##pre##name(int64_t n, const void *w, size_t stride, const float *x, float *out,    \
+                                     int64_t n_rows)                                                         \
     {                                                                                                        \
-        r16_rows(K, n, w, stride, x, out, n_rows);                                                           \
+        r16_rows(K, n, w, stride, x, out, n_rows, PF);                                                       \
     }                                                                                                        \
-    static void r16_prepared_##name(int64_t n, const void *w, size_t stride, const float *prep, float *out,  \
-                                    int64_t n_rows)                                                          \
+    static void r16_prepared_##pre##name(int64_t n, const void *w, size_t stride, const float *prep,         \
+                                         float *out, int64_t n_rows)                                         \
     {                                                                                                        \
-        r16_rows_prepared(K, n, w, stride, prep, out, n_rows);                                               \
+        r16_rows_prepared(K, n, w, stride, prep, out, n_rows, PF);                                           \
     }                                                                                                        \
-    static void r16_tokens_##name(int64_t n, const void *w, size_t stride, const float *x, size_t ldx,        \
-                                  int32_t n_tokens, float *out, size_t ldo, int64_t n_rows)                  \
+    static void r16_tokens_##pre##name(int64_t n, const void *w, size_t stride, const float *x, size_t ldx,  \
+                                       int32_t n_tokens, float *out, size_t ldo, int64_t n_rows)             \
     {                                                                                                        \
-        r16_tokens(K, n, w, stride, x, ldx, n_tokens, out, ldo, n_rows);                                     \
+        r16_tokens(K, n, w, stride, x, ldx, n_tokens, out, ldo, n_rows, PF);                                 \
     }
-R16_ENTRIES(q4_1, X16_Q4_1)
-R16_ENTRIES(q5_0, X16_Q5_0)
-R16_ENTRIES(q8_0, X16_Q8_0)
-R16_ENTRIES(q6_k, X16_Q6_K)
-R16_ENTRIES(q4_k, X16_Q4_K)
+#define R16_ENTRIES_BOTH(name, K) R16_ENTRIES(name, K, true, ) R16_ENTRIES(name, K, false, nopf_)
+R16_ENTRIES_BOTH(q4_1, X16_Q4_1)
+R16_ENTRIES_BOTH(q5_0, X16_Q5_0)
+R16_ENTRIES_BOTH(q8_0, X16_Q8_0)
+R16_ENTRIES_BOTH(q6_k, X16_Q6_K)
+R16_ENTRIES_BOTH(q4_k, X16_Q4_K)
 #endif
 
 DOT_ROWS_FN(x16_rows_q4_k, x16_rows_q4k, WK_QK_K, sizeof(struct wk_block_q4_k), X16_CHUNK, x16_prep,
@@ -918,9 +923,12 @@ void WK_X16_FILL(struct wk_cpu_kernels *k)
      * decode with x prepared once through the GEMM's tiles on decode's float
      * chain (r16_gemm_template.h: the weights unpacked once for up to
      * R16_GEMM_T tokens, each token's bits its lone decode's) */
-#define R16_FILL(name, dt)                                                                         \
-    (k->vec_dot_rows_x16[dt] = r16_rows_##name, k->vec_dot_rows_x16_tokens[dt] = r16_tokens_##name, \
-     k->vec_dot_rows_r16[dt] = r16_prepared_##name, k->vec_dot_rows_r16_tokens[dt] = r16_gemm_tokens_##name)
+    const bool pf = wk_cpu_features_get()->decode_prefetch;
+#define R16_FILL(name, dt)                                                                                       \
+    (k->vec_dot_rows_x16[dt] = pf ? r16_rows_##name : r16_rows_nopf_##name,                                       \
+     k->vec_dot_rows_x16_tokens[dt] = pf ? r16_tokens_##name : r16_tokens_nopf_##name,                            \
+     k->vec_dot_rows_r16[dt] = pf ? r16_prepared_##name : r16_prepared_nopf_##name,                               \
+     k->vec_dot_rows_r16_tokens[dt] = pf ? r16_gemm_tokens_##name : r16_gemm_tokens_nopf_##name)
     R16_FILL(q4_1, WK_DTYPE_Q4_1_R16);
     R16_FILL(q5_0, WK_DTYPE_Q5_0_R16);
     R16_FILL(q8_0, WK_DTYPE_Q8_0_R16);
