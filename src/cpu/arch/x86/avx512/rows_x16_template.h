@@ -640,6 +640,7 @@ static ALWAYS_INLINE void r16_group_q4k(int64_t n, const uint8_t *g, const float
         const uint8_t *b = g + (size_t)i * WK_R16_ROWS * bb;
         const __m512i d0 = _mm512_loadu_si512(b + 64), d1 = _mm512_loadu_si512(b + 128), d2 = _mm512_loadu_si512(b + 192);
         __m512 accb = _mm512_setzero_ps(), accm = _mm512_setzero_ps();
+        UNROLL
         for (int gg = 0; gg < 4; gg++) {
             const uint8_t *line[2] = {lines + X16_COMPACT_BYTES * (8 * i + 2 * gg),
                                       lines + X16_COMPACT_BYTES * (8 * i + 2 * gg + 1)};
@@ -650,7 +651,10 @@ static ALWAYS_INLINE void r16_group_q4k(int64_t n, const uint8_t *g, const float
             for (int k = 0; k < 8; k++) {
                 r16_prefetch_part(b, WK_R16_ROWS * bb, 8 * gg + k, 32, pf ? R16_PF_Q4K : 0);
                 const __m512i v = _mm512_loadu_si512(b + 256 + 64 * (8 * gg + k));
-                const __m512i c[2] = {_mm512_and_si512(v, m4), _mm512_and_si512(_mm512_srli_epi16(v, 4), m4)};
+                /* the high nibbles left in place (16 q): their sums are 16 times
+                 * the codes', shifted back exactly below (one shift a sub-block,
+                 * not one a vector) */
+                const __m512i c[2] = {_mm512_and_si512(v, m4), _mm512_andnot_si512(m4, v)};
                 UNROLL
                 for (int j = 0; j < 2; j++) {
                     sh[j][k & 1] = _mm512_dpbusd_epi32(sh[j][k & 1], c[j], r16_x4(line[j], 0, 4 * k));
@@ -663,8 +667,9 @@ static ALWAYS_INLINE void r16_group_q4k(int64_t n, const uint8_t *g, const float
                 const int64_t xb = 8 * i + s;
                 __m512i sc, mn;
                 r16_q4k_scale_min(d0, d1, d2, s, &sc, &mn);
-                const __m512i S = _mm512_add_epi32(_mm512_slli_epi32(_mm512_add_epi32(sh[j][0], sh[j][1]), 8),
-                                                   _mm512_add_epi32(sl[j][0], sl[j][1]));
+                const __m512i S16 = _mm512_add_epi32(_mm512_slli_epi32(_mm512_add_epi32(sh[j][0], sh[j][1]), 8),
+                                                     _mm512_add_epi32(sl[j][0], sl[j][1]));
+                const __m512i S = j ? _mm512_srai_epi32(S16, 4) : S16;
                 r16_dec_group(&accb, &accm, S, _mm512_cvtepi32_ps(sc), ds[xb], _mm512_cvtepi32_ps(mn), sums[xb]);
             }
         }
