@@ -11,7 +11,10 @@
  *
  * Usage: build/release/bench/rows-bandwidth [type=q8_0|q4_1|q5_0|q4_k|q6_k|q4_1_r16|q5_0_r16|q8_0_r16]
  *                                            [n=640] [lines=6]
- *                                            [KiB=262144] [threads=2]
+ *                                            [KiB=262144] [threads=2] [piece KiB=0]
+ * piece KiB > 0: the matrix is read as consecutive pieces of that size,
+ * one pool run (and one prepared x) each, as a decode step's matrices
+ * follow one another.
  * With a small matrix (512 KiB, 1 thread) the rows stay in L2 and the
  * figure is the kernel's compute rate instead. (a figure, not a test)
  */
@@ -27,6 +30,7 @@ struct job {
     enum wk_dtype t;
     const uint8_t *w;
     size_t row, rows;
+    size_t r0, nr; /* the piece a pool run reads: rows r0 .. r0 + nr */
     int n;
     const float *x;
     float *y;
@@ -40,8 +44,8 @@ static void rows_task(void *c, int ith, int nth)
     int64_t lo, hi;
     /* whole groups of rows for an R16 layout (16), else any split */
     const int64_t g = wk_dtype_base(j->t) != j->t ? WK_R16_ROWS : 1;
-    wk_split_range((int64_t)j->rows / g, ith, nth, &lo, &hi);
-    lo *= g, hi *= g;
+    wk_split_range((int64_t)j->nr / g, ith, nth, &lo, &hi);
+    lo = lo * g + (int64_t)j->r0, hi = hi * g + (int64_t)j->r0;
     /* as the matmul picks: an R16 type's kernel on x prepared once by the
      * thread (its decode path), else the 16-bit-activation kernel where the
      * type has one */
@@ -58,7 +62,8 @@ static void read_task(void *c, int ith, int nth)
 {
     struct job *j = c;
     int64_t lo, hi;
-    wk_split_range((int64_t)(j->rows * j->row / 64), ith, nth, &lo, &hi);
+    wk_split_range((int64_t)(j->nr * j->row / 64), ith, nth, &lo, &hi);
+    lo += (int64_t)(j->r0 * j->row / 64), hi += (int64_t)(j->r0 * j->row / 64);
     const uint64_t *p = (const uint64_t *)j->w;
     uint64_t s = 0;
     for (int64_t i = lo * 8; i < hi * 8; i += 8)
@@ -67,14 +72,19 @@ static void read_task(void *c, int ith, int nth)
 }
 
 /* Best of several timings, each of enough passes to read >= 64 MiB (one
- * pass over a big matrix; many over one that fits in cache). */
-static double best_gbs(struct wk_threadpool *pool, wk_task_fn fn, struct job *j)
+ * pass over a big matrix; many over one that fits in cache); a pass is one
+ * pool run a piece of piece_rows rows, in address order. */
+static double best_gbs(struct wk_threadpool *pool, wk_task_fn fn, struct job *j, size_t piece_rows)
 {
     const size_t bytes = j->rows * j->row, passes = bytes >= ((size_t)64 << 20) ? 1 : ((size_t)64 << 20) / bytes;
     double best = 1e30;
     for (int i = 0; i < (passes > 1 ? 12 : 4); i++) {
         int64_t t0 = wk_time_ns();
-        for (size_t p = 0; p < passes; p++) wk_threadpool_run(pool, fn, j);
+        for (size_t p = 0; p < passes; p++)
+            for (j->r0 = 0; j->r0 < j->rows; j->r0 += piece_rows) {
+                j->nr = WK_MIN(piece_rows, j->rows - j->r0);
+                wk_threadpool_run(pool, fn, j);
+            }
         double s = (double)(wk_time_ns() - t0) / 1e9 / (double)passes;
         if (s < best) best = s;
     }
@@ -87,8 +97,9 @@ int main(int argc, char **argv)
     int n = argc > 2 ? atoi(argv[2]) : 640, lines = argc > 3 ? atoi(argv[3]) : 6;
     const long kib = argc > 4 ? atol(argv[4]) : 256L << 10;
     const int threads = argc > 5 ? atoi(argv[5]) : 2;
-    if (kib < 64 || kib > (4L << 20) || threads < 1 || threads > 64) {
-        fprintf(stderr, "rows-bandwidth: KiB 64..4194304, threads 1..64\n");
+    const long piece_kib = argc > 6 ? atol(argv[6]) : 0;
+    if (kib < 64 || kib > (4L << 20) || threads < 1 || threads > 64 || piece_kib < 0) {
+        fprintf(stderr, "rows-bandwidth: KiB 64..4194304, threads 1..64, piece KiB >= 0\n");
         return 2;
     }
     enum wk_dtype t = WK_DTYPE_COUNT;
@@ -116,18 +127,21 @@ int main(int argc, char **argv)
         wk_cpu_r16_pack(wk_dtype_base(t), w, n, (int64_t)rows, tmp);
         wk_aligned_free(tmp);
     }
+    /* pieces of whole groups of 16 rows (0: the whole matrix in one run) */
+    size_t piece_rows = piece_kib ? ((size_t)piece_kib << 10) / row / WK_R16_ROWS * WK_R16_ROWS : rows;
+    if (piece_rows == 0) piece_rows = WK_R16_ROWS;
     float *x = wk_aligned_alloc((size_t)n * 4), *y = wk_aligned_alloc(rows * 4);
     for (int i = 0; i < n; i++) x[i] = 0.01f * (float)(i % 7);
     struct job j = {.k = k, .t = t, .w = w, .row = row, .rows = rows, .n = n, .x = x, .y = y};
     const bool prepared = k->r16_prepare && k->vec_dot_rows_r16[t];
     for (int i = 0; prepared && i < threads; i++) j.prep[i] = wk_aligned_alloc(wk_cpu_r16_prep_floats(n) * 4);
-    printf("%s rows of %d, %zu KiB, isa %s, %d thread(s), %s\n", wk_dtype_traits_get(t)->name, n,
-           rows * row >> 10, k->isa, threads,
+    printf("%s rows of %d, %zu KiB in pieces of %zu KiB, isa %s, %d thread(s), %s\n", wk_dtype_traits_get(t)->name,
+           n, rows * row >> 10, piece_rows * row >> 10, k->isa, threads,
            prepared              ? "16-bit activations prepared once (vec_dot_rows_r16)"
            : k->vec_dot_rows_x16[t] ? "16-bit activations (vec_dot_rows_x16)"
                                  : "f32 activations (vec_dot_rows)");
     for (int l = 0; l < lines; l++) {
-        double a = best_gbs(pool, rows_task, &j), b = best_gbs(pool, read_task, &j);
+        double a = best_gbs(pool, rows_task, &j, piece_rows), b = best_gbs(pool, read_task, &j, piece_rows);
         printf("decode dots %6.1f GB/s   plain read %6.1f GB/s   (%3.0f%%)\n", a, b, 100 * a / b);
     }
     for (int i = 0; i < threads; i++) wk_aligned_free(j.prep[i]);
