@@ -235,7 +235,7 @@ struct wk_cpu_features {
      * rows_x16_template.h): yes on Intel, where they measured faster
      * (Sapphire Rapids: 85-105% of a plain read against 69-82% without);
      * no on AMD, where the hardware prefetchers alone were faster (Zen 4:
-     * one-thread decode 8-16% faster without). WICK_PREFETCH=0|1 overrides. */
+     * one-thread decode 8-23% faster without). WICK_PREFETCH=0|1 overrides. */
     bool decode_prefetch;
     int n_cores;     /* logical CPUs this process may use (affinity, cgroup quota) */
 };

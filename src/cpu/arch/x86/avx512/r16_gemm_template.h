@@ -24,9 +24,10 @@
  * accumulator of its own, Q4_K's sub-block sums closed per super-block
  * with d and dmin), so every token gets its lone decode's bits; the
  * groups are taken one at a time with their column chunks in address
- * order and prefetched R16_PF_DIST ahead, a block at once (a few tokens
- * read the weights from memory as decode does; decode itself spreads its
- * prefetches, which measured slower here).
+ * order and (pf: r16_gemm_tokens_, not _nopf_) prefetched R16_PF_DIST
+ * ahead, a block at once (a few tokens read the weights from memory as
+ * decode does; decode itself spreads its prefetches, which measured
+ * slower here).
  */
 #ifndef R16_GEMM_T
 #define R16_GEMM_T 6 /* tokens per micro-tile */
@@ -323,7 +324,7 @@ static ALWAYS_INLINE void r16_gemm(const enum x16_kind K, const bool dec, const 
     static void r16_gemm_##name(int64_t n, const void *w, size_t stride, const float *prep, size_t ldp,          \
                                 int64_t n_tokens, float *out, size_t ldo, int64_t n_rows)                        \
     {                                                                                                            \
-        r16_gemm(K, false, false, n, w, stride, prep, ldp, n_tokens, out, ldo, n_rows);                                 \
+        r16_gemm(K, false, false, n, w, stride, prep, ldp, n_tokens, out, ldo, n_rows);                          \
     }                                                                                                            \
     static void r16_gemm_tokens_##name(int64_t n, const void *w, size_t stride, const float *prep, size_t ldp,   \
                                        int32_t n_tokens, float *out, size_t ldo, int64_t n_rows)                 \

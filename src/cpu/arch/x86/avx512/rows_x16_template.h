@@ -469,9 +469,10 @@ DOT_ROWS_TOKENS_FN(x16_tokens_iq4_nl, x16_rows_X16_IQ4_NL, 32, sizeof(struct wk_
  * with software prefetches (R16_PF_Q4K, R16_PF_Q6K, R16_PF_B32): on the
  * Xeon (Sapphire Rapids, 2 vCPUs) the hardware prefetchers alone served
  * the stream at 69-82% of a plain read (bench/rows-bandwidth, 256 MiB),
- * with them 85-105% (below); 4 KiB ahead was slower than none on the Zen 4
- * where this kernel was first written (12-18% slower there), and not
- * measured there since.
+ * with them 85-105% (below); on the Zen 4 every distance from 512 B to
+ * 8 KiB was slower than none (one-thread decode 8-23% slower, 2026-12-04),
+ * so each entry point is compiled with and without them and the kernel
+ * table picks by wk_cpu_features.decode_prefetch (off on AMD).
  */
 #if WK_AVX512_VNNI
 #include "r16_codes.h"
@@ -528,7 +529,7 @@ static ALWAYS_INLINE void r16_prefetch_part(const uint8_t *b, size_t bytes, int 
  * at a time, all at the block's start (decode reads the groups in address
  * order: one stream): the batched-decode tiles (r16_gemm_template.h, dec),
  * where 1024 measured best (Qwen, 4 rows: 2048 spread over the block 10%
- * slower, 3072 at once 12%). 0 turns it off. */
+ * slower, 3072 at once 12%). 0 turns it off. Only where decode_prefetch. */
 #ifndef R16_PF_DIST
 #define R16_PF_DIST 1024
 #endif
