@@ -115,10 +115,13 @@ static void init_once(void)
         g_features.avx512 = g_features.avx512_vnni = g_features.amx_int8 = false;
     } else if (cap && strcmp(cap, "avx512") == 0) {
         g_features.amx_int8 = false;
+    } else if (cap && *cap) {
+        wk_log(WK_LOG_WARN, "WICK_CPU=%s ignored: ref, avx2 or avx512", cap);
     }
     g_features.amx_int8 = g_features.amx_int8 && amx_granted();
     const char *pf = getenv("WICK_PREFETCH");
     if (pf && (strcmp(pf, "0") == 0 || strcmp(pf, "1") == 0)) g_features.decode_prefetch = pf[0] == '1';
+    else if (pf && *pf) wk_log(WK_LOG_WARN, "WICK_PREFETCH=%s ignored: 0 or 1", pf);
     g_features.n_cores = usable_cpus();
 }
 

@@ -243,7 +243,8 @@ struct wk_cpu_features {
 /* Reads the features once (thread-safe, idempotent) and returns them. The
  * environment variable WICK_CPU=ref|avx2|avx512 caps what is reported
  * (avx512: AVX-512 and VNNI without AMX); WICK_PREFETCH=0|1 sets
- * decode_prefetch. */
+ * decode_prefetch. Any other value of either is ignored with a warning
+ * (wk_log). */
 const struct wk_cpu_features *wk_cpu_features_get(void);
 
 /* ---------------------------------------------------------------- timing */

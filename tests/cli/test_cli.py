@@ -271,6 +271,25 @@ def test_format_and_think():
     check(rc == 1 and "does not support thinking" in err, "--think on a model that does not think: an error", err)
 
 
+def test_kernel_environment():
+    """WICK_PREFETCH=0 and 1 (the decode kernels with and without software
+    prefetches) give the same answer; a value that is neither, or an unknown
+    WICK_CPU, is named in a warning and otherwise ignored."""
+    args = [WICK, "run", SMOL, "Say hi.", "--temperature", "0", "--num-predict", "12"]
+    outs = {}
+    for v in ("0", "1", "yes"):
+        p = subprocess.run(args, capture_output=True, timeout=300, env=dict(os.environ, WICK_PREFETCH=v))
+        outs[v] = p.stdout.decode()
+        err = p.stderr.decode(errors="replace")
+        check(p.returncode == 0 and outs[v].strip(), f"WICK_PREFETCH={v}: an answer", err)
+        warned = "WICK_PREFETCH=yes ignored" in err
+        check(warned == (v == "yes"), f"WICK_PREFETCH={v}: warned only for a bad value", err)
+    check(outs["0"] == outs["1"] == outs["yes"], "the same answer with and without prefetches", repr(outs))
+    p = subprocess.run(args, capture_output=True, timeout=300, env=dict(os.environ, WICK_CPU="avx3"))
+    err = p.stderr.decode(errors="replace")
+    check(p.returncode == 0 and "WICK_CPU=avx3 ignored" in err, "WICK_CPU=avx3: warned, then runs", err)
+
+
 def main():
     if not os.path.exists(MODEL):
         print(f"model missing: {MODEL} (run scripts/fetch-models)")
@@ -278,7 +297,8 @@ def main():
     for t in (test_one_shot_matches_reference_text, test_piped_stdin, test_verbose, test_seed,
               test_raw_and_stop_strings, test_num_predict_is_exact, test_penalty_options,
               test_logprobs_option, test_prompt_over_the_context_is_an_error,
-              test_interactive_chat_reuses_cache, test_chat_outgrowing_context, test_format_and_think):
+              test_interactive_chat_reuses_cache, test_chat_outgrowing_context, test_format_and_think,
+              test_kernel_environment):
         before = harness.failures
         t()
         print(f"{t.__name__:45s} {'ok' if harness.failures == before else 'FAILED'}")
