@@ -207,18 +207,28 @@ struct fwd {
 };
 
 /* y = LayerNorm(x) with gain g and bias b over n elements (mean and
- * variance in double, as the sums of 384 to 1024 f32 values want). */
+ * variance in double, as the sums of 384 to 1024 f32 values want; eight
+ * partial sums each, so that the compiler can vectorize them). */
 static void layer_norm(int64_t n, float *x, const float *g, const float *b, float eps)
 {
-    double s = 0, s2 = 0;
-    for (int64_t i = 0; i < n; i++) s += x[i];
-    const double mean = s / (double)n;
-    for (int64_t i = 0; i < n; i++) {
-        double d = x[i] - mean;
-        s2 += d * d;
+    double s[8] = {0}, s2[8] = {0};
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int u = 0; u < 8; u++) s[u] += x[i + u];
+    for (; i < n; i++) s[0] += x[i];
+    const double mean = (((s[0] + s[4]) + (s[1] + s[5])) + ((s[2] + s[6]) + (s[3] + s[7]))) / (double)n;
+    for (i = 0; i + 8 <= n; i += 8)
+        for (int u = 0; u < 8; u++) {
+            const double d = x[i + u] - mean;
+            s2[u] += d * d;
+        }
+    for (; i < n; i++) {
+        const double d = x[i] - mean;
+        s2[0] += d * d;
     }
-    const float rstd = (float)(1.0 / sqrt(s2 / (double)n + eps)), m = (float)mean;
-    for (int64_t i = 0; i < n; i++) x[i] = (x[i] - m) * rstd * g[i] + b[i];
+    const double var = (((s2[0] + s2[4]) + (s2[1] + s2[5])) + ((s2[2] + s2[6]) + (s2[3] + s2[7]))) / (double)n;
+    const float rstd = (float)(1.0 / sqrt(var + eps)), m = (float)mean;
+    for (i = 0; i < n; i++) x[i] = (x[i] - m) * rstd * g[i] + b[i];
 }
 
 /* rows[r] (+= bias) (+= residual[r]) (GELU) (LayerNorm), per thread's rows. */
@@ -275,11 +285,11 @@ static void embed_pass(void *ctx, int ith, int nth)
 }
 
 /* Attention of one (sequence, head) of n rows, as two products on the
- * ISA's f32 GEMM: scores [n, n] = q_h · k_hᵀ (scaled, softmax per row),
- * then out_h = scores · v_h, with v_h transposed first ([D, n]) into the
- * A · Bᵀ form the GEMM takes. sc: [n * n + D * n] scratch. The products'
- * shapes depend on this sequence alone, so its bits do not depend on its
- * batch. */
+ * ISA's f32 GEMM: scores [n, n] = q_h · k_hᵀ (scaled, then the table's
+ * softmax per row), then out_h = scores · v_h, with v_h transposed first
+ * ([D, n]) into the A · Bᵀ form the GEMM takes. sc: [n * n + D * n]
+ * scratch. The products' shapes depend on this sequence alone, so its bits
+ * do not depend on its batch. */
 static void attend(const struct fwd *f, int32_t s, int h, float *sc)
 {
     const struct wk_bert *b = f->b;
@@ -288,13 +298,9 @@ static void attend(const struct fwd *f, int32_t s, int h, float *sc)
     float *vt = sc + n * n;
     wk_cpu_gemm(b->kernels, n, n, D, f->k + r0 * E + h * D, E, f->q + r0 * E + h * D, E, sc, n);
     for (int64_t i = 0; i < n; i++) {
-        float *row = sc + i * n, mx = -INFINITY, sum = 0;
+        float *row = sc + i * n;
         for (int64_t j = 0; j < n; j++) row[j] *= scale;
-        for (int64_t j = 0; j < n; j++) mx = WK_MAX(mx, row[j]);
-        for (int64_t j = 0; j < n; j++) row[j] = wk_expf(row[j] - mx);
-        for (int64_t j = 0; j < n; j++) sum += row[j];
-        const float inv = 1.0f / sum;
-        for (int64_t j = 0; j < n; j++) row[j] *= inv;
+        b->kernels->softmax(n, row);
     }
     for (int64_t j = 0; j < n; j++) {
         const float *v = f->v + (r0 + j) * E + h * D;
@@ -303,15 +309,25 @@ static void attend(const struct fwd *f, int32_t s, int h, float *sc)
     wk_cpu_gemm(b->kernels, D, n, n, vt, n, sc, n, f->a + r0 * E + h * D, E);
 }
 
-/* (sequence, head) jobs dealt round robin: the sequences come longest
- * first, so each thread gets a like share of long and short ones. */
+/* The attention jobs dealt round robin (the sequences come longest first,
+ * so each thread gets a like share of long and short ones): whole
+ * sequences, all heads in turn, while there are at least two a thread (a
+ * sequence's rows of q, k and v then stay in this core's caches from one
+ * head to the next); else (sequence, head) pairs, so that one long input
+ * still spreads over the threads. */
 static void attn_pass(void *ctx, int ith, int nth)
 {
     const struct fwd *f = ctx;
-    const int64_t n_jobs = (int64_t)f->n_seq * f->b->n_head;
+    const int H = f->b->n_head;
     const size_t L = (size_t)f->b->max_tokens;
     float *sc = f->scores + (size_t)ith * (L * L + (size_t)f->b->head_dim * L);
-    for (int64_t j = ith; j < n_jobs; j += nth) attend(f, (int32_t)(j / f->b->n_head), (int)(j % f->b->n_head), sc);
+    if (f->n_seq >= 2 * nth) {
+        for (int32_t s = ith; s < f->n_seq; s += nth)
+            for (int h = 0; h < H; h++) attend(f, s, h, sc);
+        return;
+    }
+    const int64_t n_jobs = (int64_t)f->n_seq * H;
+    for (int64_t j = ith; j < n_jobs; j += nth) attend(f, (int32_t)(j / H), (int)(j % H), sc);
 }
 
 /* The layers' matrices in the ISA's GEMM panels, once, before the first
