@@ -17,6 +17,8 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #define SPIN_NS 2000000 /* a worker spins for 2 ms of wall time after its last
                          * job, then sleeps: jobs within a forward pass and
@@ -35,6 +37,15 @@ struct speed_slot {
     _Alignas(64) _Atomic float v;
 };
 
+/* A worker's kernel thread id and the CPU it started its last job on; one
+ * cache line each. */
+struct cpu_slot {
+    _Alignas(64) _Atomic int cpu;
+    _Atomic int tid;
+};
+
+#define NUDGE_EVERY_NS 1000000 /* at most one nudge (below) a millisecond */
+
 struct wk_threadpool {
     int n_threads;
     pthread_t *threads;
@@ -48,6 +59,10 @@ struct wk_threadpool {
     /* [n_threads]: work units per ns, moving average (0: none yet); one
      * cache line each, as each thread writes its own after every job */
     struct speed_slot *speed;
+    struct cpu_slot *cpus; /* [n_threads] (slot 0 unused) */
+    cpu_set_t allowed;     /* the CPUs this process may run on, at creation */
+    bool can_nudge;        /* at least as many of them as threads */
+    int64_t last_nudge_ns;
     pthread_mutex_t mu;
     pthread_cond_t cv;
 };
@@ -64,6 +79,7 @@ static void *worker_main(void *p)
     struct worker_arg *arg = p;
     struct wk_threadpool *pool = arg->pool;
     uint64_t seen = 0;
+    atomic_store(&pool->cpus[arg->ith].tid, (int)syscall(SYS_gettid));
     for (;;) {
         uint64_t g;
         int spins = 0;
@@ -87,6 +103,7 @@ static void *worker_main(void *p)
         }
         seen = g;
         if (atomic_load(&pool->stop)) return NULL;
+        atomic_store_explicit(&pool->cpus[arg->ith].cpu, sched_getcpu(), memory_order_relaxed);
         pool->fn(pool->ctx, arg->ith, pool->n_threads);
         atomic_fetch_add_explicit(&pool->n_done, 1, memory_order_release);
     }
@@ -115,6 +132,15 @@ enum wk_status wk_threadpool_create(int n_threads, struct wk_threadpool **out)
         return WK_E_NOMEM;
     }
     for (int i = 0; i < n_threads; i++) atomic_init(&pool->speed[i].v, 0.0f);
+    pool->cpus = wk_aligned_alloc((size_t)n_threads * sizeof *pool->cpus);
+    if (!pool->cpus) {
+        wk_aligned_free(pool->speed);
+        wk_free(pool);
+        return WK_E_NOMEM;
+    }
+    for (int i = 0; i < n_threads; i++) atomic_init(&pool->cpus[i].cpu, -1), atomic_init(&pool->cpus[i].tid, 0);
+    pool->can_nudge = sched_getaffinity(0, sizeof pool->allowed, &pool->allowed) == 0 &&
+                      CPU_COUNT(&pool->allowed) >= n_threads;
     pthread_mutex_init(&pool->mu, NULL);
     pthread_cond_init(&pool->cv, NULL);
     int n_workers = n_threads - 1;
@@ -158,12 +184,46 @@ void wk_threadpool_destroy(struct wk_threadpool *pool)
     wk_free(pool->threads);
     wk_free(pool->args);
     wk_aligned_free(pool->speed);
+    wk_aligned_free(pool->cpus);
     wk_free(pool);
 }
 
 int wk_threadpool_n_threads(const struct wk_threadpool *pool)
 {
     return pool ? pool->n_threads : 1;
+}
+
+/*
+ * A worker woken from its sleep is often queued on the waker's CPU (the
+ * kernel's wake-affine placement, when the other CPUs were busy at that
+ * instant), and stays there after they go idle: the two threads then
+ * share one core, handing it back and forth with sched_yield, and a
+ * forward runs at half speed or worse until the load balancer moves one
+ * (measured on a 2-vCPU VM: a sentence's embedding through wick serve in
+ * ~9 ms instead of ~2, one request in three). So after a run, a worker
+ * that started its share on the caller's CPU is moved off it: its
+ * affinity set to the process's CPUs but this one (the kernel migrates
+ * it at once), then given back whole, which does not move it again. Only
+ * where there are at least as many CPUs as threads, at most once a
+ * millisecond.
+ */
+static void nudge(struct wk_threadpool *pool)
+{
+    const int me = sched_getcpu();
+    if (me < 0 || me >= CPU_SETSIZE || !CPU_ISSET(me, &pool->allowed)) return;
+    for (int i = 1; i < pool->n_threads; i++) {
+        const int tid = atomic_load_explicit(&pool->cpus[i].tid, memory_order_relaxed);
+        if (atomic_load_explicit(&pool->cpus[i].cpu, memory_order_relaxed) != me || tid <= 0) continue;
+        const int64_t now = wk_time_ns();
+        if (now - pool->last_nudge_ns < NUDGE_EVERY_NS) return;
+        pool->last_nudge_ns = now;
+        cpu_set_t others = pool->allowed;
+        CPU_CLR(me, &others);
+        if (sched_setaffinity(tid, sizeof others, &others) == 0)
+            (void)sched_setaffinity(tid, sizeof pool->allowed, &pool->allowed);
+        atomic_store_explicit(&pool->cpus[i].cpu, -1, memory_order_relaxed);
+        return;
+    }
 }
 
 void wk_threadpool_run(struct wk_threadpool *pool, wk_task_fn fn, void *ctx)
@@ -182,6 +242,7 @@ void wk_threadpool_run(struct wk_threadpool *pool, wk_task_fn fn, void *ctx)
         if (spins > YIELD_AFTER) sched_yield();
         else cpu_relax();
     }
+    if (pool->can_nudge) nudge(pool);
 }
 
 void wk_threadpool_note_speed(struct wk_threadpool *pool, int ith, double work, int64_t ns)

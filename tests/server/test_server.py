@@ -756,6 +756,15 @@ def test_cli_ps_stop_and_max_loaded(s):
     check(out.returncode == 0 and "smollm2:latest" not in s.ps(), "wick stop unloads it", out.stderr)
     out = subprocess.run([WICK, "stop", "nope"], env=env, capture_output=True, text=True)
     check(out.returncode != 0 and "not found" in out.stderr, "wick stop of an unknown model fails", out.stderr)
+    # another server on the same address is refused (not a second listener
+    # sharing the port, which would split the requests between the two)
+    try:
+        out = subprocess.run([WICK, "serve"], env=dict(env, WICK_MODELS=s.dir), capture_output=True, text=True,
+                             timeout=10)
+        check(out.returncode == 1 and "cannot listen on " + s.host in out.stderr,
+              "a second wick serve on the same address exits 1 naming it", out.stderr)
+    except subprocess.TimeoutExpired:
+        check(False, "a second wick serve on the same address exits 1 naming it", "it kept running")
     # a second server holding one model at a time: the idle one is unloaded for the next
     os.environ["WICK_MAX_LOADED_MODELS"] = "1"
     try:
