@@ -394,10 +394,33 @@ struct packed_job {
     bool gelu;                           /* then GELU (n == 1) */
 };
 
+#ifndef ROWS_SPLIT_MIN
+#define ROWS_SPLIT_MIN 256
+#endif
+
 static void packed_pass(void *ctx, int ith, int nth)
 {
     const struct packed_job *j = ctx;
     int64_t n_jobs = 0, lo, hi;
+    if (j->T >= (int64_t)ROWS_SPLIT_MIN * nth) {
+        /* many rows of x (a batch): each thread its share of them through
+         * every matrix whole, so that each copies and reads only its rows
+         * of x (split by weights, every thread read all of x, more bytes
+         * than the weights here); an element's chain is the same either way */
+        wk_split_range(j->T, ith, nth, &lo, &hi);
+        for (int i = 0; i < j->n && lo < hi; i++) {
+            const int64_t m = j->ws[i]->ne[1], kd = j->ws[i]->ne[0];
+            j->k->gemm_f32_prepacked(m, hi - lo, kd, j->packed[i], j->x + lo * kd, kd, j->ys[i] + lo * m, m);
+            const float *bv = j->bias ? (const float *)j->bias[i]->data : NULL;
+            for (int64_t t = lo; bv && t < hi; t++) {
+                float *y = j->ys[i] + t * m;
+                if (j->gelu) j->k->gelu_erf(m, y, bv);
+                else
+                    for (int64_t e = 0; e < m; e++) y[e] += bv[e];
+            }
+        }
+        return;
+    }
     for (int i = 0; i < j->n; i++) n_jobs += (j->ws[i]->ne[1] + WK_GEMM_PACK_ROWS - 1) / WK_GEMM_PACK_ROWS;
     wk_split_range(n_jobs, ith, nth, &lo, &hi);
     for (int i = 0, base = 0; i < j->n; i++) {
