@@ -17,8 +17,6 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 #define SPIN_NS 2000000 /* a worker spins for 2 ms of wall time after its last
                          * job, then sleeps: jobs within a forward pass and
@@ -37,14 +35,6 @@ struct speed_slot {
     _Alignas(64) _Atomic float v;
 };
 
-/* A worker's kernel thread id and the CPU it started its last job on; one
- * cache line each. */
-struct cpu_slot {
-    _Alignas(64) _Atomic int cpu;
-    _Atomic int tid;
-};
-
-#define NUDGE_EVERY_NS 1000000 /* at most one nudge (below) a millisecond */
 
 struct wk_threadpool {
     int n_threads;
@@ -59,10 +49,9 @@ struct wk_threadpool {
     /* [n_threads]: work units per ns, moving average (0: none yet); one
      * cache line each, as each thread writes its own after every job */
     struct speed_slot *speed;
-    struct cpu_slot *cpus; /* [n_threads] (slot 0 unused) */
-    cpu_set_t allowed;     /* the CPUs this process may run on, at creation */
-    bool can_nudge;        /* at least as many of them as threads */
-    int64_t last_nudge_ns;
+    _Atomic int caller_cpu; /* the CPU the caller published the job from */
+    cpu_set_t allowed;      /* the CPUs this process may run on, at creation */
+    bool can_move;          /* at least as many of them as threads */
     pthread_mutex_t mu;
     pthread_cond_t cv;
 };
@@ -74,12 +63,43 @@ static inline void cpu_relax(void)
 #endif
 }
 
+/*
+ * A worker is at times on the same CPU as the caller when a job comes: a
+ * worker woken from its sleep is queued on the waker's CPU when the others
+ * were busy at that instant (the kernel's wake-affine placement), or the
+ * caller, woken by a request, lands on the CPU where the worker spins;
+ * and they stay there after the other CPUs go idle. The two then share
+ * one core, handing it back and forth with sched_yield, and a forward
+ * runs at half speed or worse until the load balancer moves one (measured
+ * on a 2-vCPU VM: a sentence's embedding through wick serve in ~9 ms
+ * instead of ~2, one request in seven). So a worker that starts a job on
+ * the CPU the caller published it from moves itself off: its affinity set
+ * to the process's CPUs but that one (the kernel migrates it at once),
+ * then given back whole, which does not move it again. Only where there
+ * are at least as many CPUs as threads (can_move), and at most once a
+ * millisecond a worker (*last, its last move's time), so that a machine
+ * busy with other work, where the kernel keeps putting them together,
+ * costs little.
+ */
+static void move_off_caller(struct wk_threadpool *pool, int64_t *last)
+{
+    const int c = sched_getcpu();
+    if (c < 0 || c >= CPU_SETSIZE || c != atomic_load_explicit(&pool->caller_cpu, memory_order_relaxed)) return;
+    const int64_t now = wk_time_ns();
+    if (now - *last < 1000000) return;
+    *last = now;
+    cpu_set_t others = pool->allowed;
+    CPU_CLR(c, &others);
+    if (CPU_COUNT(&others) > 0 && sched_setaffinity(0, sizeof others, &others) == 0)
+        (void)sched_setaffinity(0, sizeof pool->allowed, &pool->allowed);
+}
+
 static void *worker_main(void *p)
 {
     struct worker_arg *arg = p;
     struct wk_threadpool *pool = arg->pool;
     uint64_t seen = 0;
-    atomic_store(&pool->cpus[arg->ith].tid, (int)syscall(SYS_gettid));
+    int64_t last_move = INT64_MIN / 2;
     for (;;) {
         uint64_t g;
         int spins = 0;
@@ -103,7 +123,7 @@ static void *worker_main(void *p)
         }
         seen = g;
         if (atomic_load(&pool->stop)) return NULL;
-        atomic_store_explicit(&pool->cpus[arg->ith].cpu, sched_getcpu(), memory_order_relaxed);
+        if (pool->can_move) move_off_caller(pool, &last_move);
         pool->fn(pool->ctx, arg->ith, pool->n_threads);
         atomic_fetch_add_explicit(&pool->n_done, 1, memory_order_release);
     }
@@ -132,15 +152,8 @@ enum wk_status wk_threadpool_create(int n_threads, struct wk_threadpool **out)
         return WK_E_NOMEM;
     }
     for (int i = 0; i < n_threads; i++) atomic_init(&pool->speed[i].v, 0.0f);
-    pool->cpus = wk_aligned_alloc((size_t)n_threads * sizeof *pool->cpus);
-    if (!pool->cpus) {
-        wk_aligned_free(pool->speed);
-        wk_free(pool);
-        return WK_E_NOMEM;
-    }
-    for (int i = 0; i < n_threads; i++) atomic_init(&pool->cpus[i].cpu, -1), atomic_init(&pool->cpus[i].tid, 0);
-    pool->can_nudge = sched_getaffinity(0, sizeof pool->allowed, &pool->allowed) == 0 &&
-                      CPU_COUNT(&pool->allowed) >= n_threads;
+    pool->can_move = sched_getaffinity(0, sizeof pool->allowed, &pool->allowed) == 0 &&
+                     CPU_COUNT(&pool->allowed) >= n_threads;
     pthread_mutex_init(&pool->mu, NULL);
     pthread_cond_init(&pool->cv, NULL);
     int n_workers = n_threads - 1;
@@ -184,46 +197,12 @@ void wk_threadpool_destroy(struct wk_threadpool *pool)
     wk_free(pool->threads);
     wk_free(pool->args);
     wk_aligned_free(pool->speed);
-    wk_aligned_free(pool->cpus);
     wk_free(pool);
 }
 
 int wk_threadpool_n_threads(const struct wk_threadpool *pool)
 {
     return pool ? pool->n_threads : 1;
-}
-
-/*
- * A worker woken from its sleep is often queued on the waker's CPU (the
- * kernel's wake-affine placement, when the other CPUs were busy at that
- * instant), and stays there after they go idle: the two threads then
- * share one core, handing it back and forth with sched_yield, and a
- * forward runs at half speed or worse until the load balancer moves one
- * (measured on a 2-vCPU VM: a sentence's embedding through wick serve in
- * ~9 ms instead of ~2, one request in three). So after a run, a worker
- * that started its share on the caller's CPU is moved off it: its
- * affinity set to the process's CPUs but this one (the kernel migrates
- * it at once), then given back whole, which does not move it again. Only
- * where there are at least as many CPUs as threads, at most once a
- * millisecond.
- */
-static void nudge(struct wk_threadpool *pool)
-{
-    const int me = sched_getcpu();
-    if (me < 0 || me >= CPU_SETSIZE || !CPU_ISSET(me, &pool->allowed)) return;
-    for (int i = 1; i < pool->n_threads; i++) {
-        const int tid = atomic_load_explicit(&pool->cpus[i].tid, memory_order_relaxed);
-        if (atomic_load_explicit(&pool->cpus[i].cpu, memory_order_relaxed) != me || tid <= 0) continue;
-        const int64_t now = wk_time_ns();
-        if (now - pool->last_nudge_ns < NUDGE_EVERY_NS) return;
-        pool->last_nudge_ns = now;
-        cpu_set_t others = pool->allowed;
-        CPU_CLR(me, &others);
-        if (sched_setaffinity(tid, sizeof others, &others) == 0)
-            (void)sched_setaffinity(tid, sizeof pool->allowed, &pool->allowed);
-        atomic_store_explicit(&pool->cpus[i].cpu, -1, memory_order_relaxed);
-        return;
-    }
 }
 
 void wk_threadpool_run(struct wk_threadpool *pool, wk_task_fn fn, void *ctx)
@@ -235,6 +214,7 @@ void wk_threadpool_run(struct wk_threadpool *pool, wk_task_fn fn, void *ctx)
     pool->fn = fn;
     pool->ctx = ctx;
     atomic_store(&pool->n_done, 0);
+    if (pool->can_move) atomic_store_explicit(&pool->caller_cpu, sched_getcpu(), memory_order_relaxed);
     publish(pool);
     fn(ctx, 0, pool->n_threads);
     for (int spins = 0;
@@ -242,7 +222,6 @@ void wk_threadpool_run(struct wk_threadpool *pool, wk_task_fn fn, void *ctx)
         if (spins > YIELD_AFTER) sched_yield();
         else cpu_relax();
     }
-    if (pool->can_nudge) nudge(pool);
 }
 
 void wk_threadpool_note_speed(struct wk_threadpool *pool, int ith, double work, int64_t ns)
