@@ -397,6 +397,9 @@ struct packed_job {
 #ifndef ROWS_SPLIT_MIN
 #define ROWS_SPLIT_MIN 256
 #endif
+#ifndef ROWS_CHUNK
+#define ROWS_CHUNK 96
+#endif
 
 static void packed_pass(void *ctx, int ith, int nth)
 {
@@ -408,15 +411,23 @@ static void packed_pass(void *ctx, int ith, int nth)
          * of x (split by weights, every thread read all of x, more bytes
          * than the weights here); an element's chain is the same either way */
         wk_split_range(j->T, ith, nth, &lo, &hi);
-        for (int i = 0; i < j->n && lo < hi; i++) {
-            const int64_t m = j->ws[i]->ne[1], kd = j->ws[i]->ne[0];
-            j->k->gemm_f32_prepacked(m, hi - lo, kd, j->packed[i], j->x + lo * kd, kd, j->ys[i] + lo * m, m);
-            const float *bv = j->bias ? (const float *)j->bias[i]->data : NULL;
-            for (int64_t t = lo; bv && t < hi; t++) {
-                float *y = j->ys[i] + t * m;
-                if (j->gelu) j->k->gelu_erf(m, y, bv);
-                else
-                    for (int64_t e = 0; e < m; e++) y[e] += bv[e];
+        /* in chunks of ROWS_CHUNK rows, each chunk's bias and GELU applied
+         * while its products are in this core's L2 (the whole share's
+         * products of an FFN were megabytes: the GELU pass read them back
+         * from memory); the weights, read again for every chunk, come
+         * from L2 or L3 */
+        for (int64_t c0 = lo; c0 < hi; c0 += ROWS_CHUNK) {
+            const int64_t c1 = WK_MIN(hi, c0 + ROWS_CHUNK);
+            for (int i = 0; i < j->n; i++) {
+                const int64_t m = j->ws[i]->ne[1], kd = j->ws[i]->ne[0];
+                j->k->gemm_f32_prepacked(m, c1 - c0, kd, j->packed[i], j->x + c0 * kd, kd, j->ys[i] + c0 * m, m);
+                const float *bv = j->bias ? (const float *)j->bias[i]->data : NULL;
+                for (int64_t t = c0; bv && t < c1; t++) {
+                    float *y = j->ys[i] + t * m;
+                    if (j->gelu) j->k->gelu_erf(m, y, bv);
+                    else
+                        for (int64_t e = 0; e < m; e++) y[e] += bv[e];
+                }
             }
         }
         return;
