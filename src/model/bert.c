@@ -29,6 +29,7 @@
 #include "bert_internal.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -505,11 +506,110 @@ static enum wk_status reserve(struct wk_bert *b, int64_t T, int nth)
     return WK_OK;
 }
 
+/* The embeddings and the layers of the sequences of f (f->seq_start
+ * absolute rows of the buffers, f->T their rows, from f->seq_start[0]) on
+ * pool (NULL: this thread alone); t: the [*, E] buffer beside f->x. f->x
+ * ends as the last layer's rows (the same buffer for any f: an even
+ * number of swaps). */
+static enum wk_status forward_rows(const struct wk_bert *b, struct wk_threadpool *pool, struct fwd *f, float *t,
+                                   float *scratch, const volatile bool *cancel)
+{
+    const int64_t T = f->T, E = b->n_embd, F = b->n_ff, r0 = f->seq_start[0];
+    wk_threadpool_run(pool, embed_pass, f);
+    for (int il = 0; il < b->n_layer; il++) {
+        if (cancel && *cancel) return WK_E_CANCELLED;
+        const struct wk_bert_layer *l = &b->layers[il];
+        const struct wk_tensor *ws[3] = {&l->wq, &l->wk, &l->wv};
+        float *ys[3] = {f->q + r0 * E, f->k + r0 * E, f->v + r0 * E};
+        const struct wk_tensor *bqkv[3] = {&l->bq, &l->bk, &l->bv};
+        if (!products(pool, b, l, 0, 3, ws, ys, f->x + r0 * E, T, scratch, bqkv, false)) {
+            run_rows(pool, f, ys[0], E, &l->bq, NULL, false, NULL, NULL);
+            run_rows(pool, f, ys[1], E, &l->bk, NULL, false, NULL, NULL);
+            run_rows(pool, f, ys[2], E, &l->bv, NULL, false, NULL, NULL);
+        }
+        wk_threadpool_run(pool, attn_pass, f);
+        const struct wk_tensor *wo = &l->wo, *w1 = &l->w1, *w2 = &l->w2;
+        float *tr = t + r0 * E, *hr = f->h + r0 * F;
+        products(pool, b, l, 3, 1, &wo, &tr, f->a + r0 * E, T, scratch, NULL, false);
+        run_rows(pool, f, tr, E, &l->bo, f->x + r0 * E, false, &l->ln1_g, &l->ln1_b);
+        float *old = f->x; /* t is the new x: swap the two buffers rather than copy */
+        f->x = t, t = old;
+        tr = t + r0 * E;
+        const struct wk_tensor *b1 = &l->b1;
+        if (!products(pool, b, l, 4, 1, &w1, &hr, f->x + r0 * E, T, scratch, &b1, true))
+            run_rows(pool, f, hr, F, &l->b1, NULL, true, NULL, NULL);
+        products(pool, b, l, 5, 1, &w2, &tr, hr, T, scratch, NULL, false);
+        run_rows(pool, f, tr, E, &l->b2, f->x + r0 * E, false, &l->ln2_g, &l->ln2_b);
+        old = f->x, f->x = t, t = old;
+    }
+    return WK_OK;
+}
+
+/* A batch's sequences in one contiguous part a thread (bounds[ith] ..
+ * bounds[ith + 1]), each part's whole forward on its thread alone. */
+struct parts {
+    const struct wk_bert *b;
+    struct fwd f;
+    float *t;
+    size_t scores_floats;      /* a thread's attention scratch */
+    const int32_t *bounds;     /* [nth + 1] */
+    const volatile bool *cancel;
+    _Atomic bool cancelled;
+};
+
+static void part_pass(void *ctx, int ith, int nth)
+{
+    struct parts *P = ctx;
+    const int32_t s0 = P->bounds[ith], s1 = P->bounds[ith + 1];
+    if (s0 >= s1) return;
+    struct fwd g = P->f;
+    g.n_seq = s1 - s0, g.seq_start = P->f.seq_start + s0, g.ids = P->f.ids + s0;
+    g.T = g.seq_start[g.n_seq] - g.seq_start[0];
+    g.scores = P->f.scores + (size_t)ith * P->scores_floats;
+    if (forward_rows(P->b, NULL, &g, P->t, NULL, P->cancel)) atomic_store(&P->cancelled, true);
+}
+
+/* Splits the n_seq sequences (longest first) into nth contiguous parts of
+ * like cost (a sequence of n rows: n (4 E^2 + 2 E F) multiply-adds in its
+ * products, 2 n^2 E in its attention, per layer) into bounds[0..nth];
+ * true when the costliest part is within a tenth of an even share (a
+ * batch whose longest sequences outweigh the rest is left to the layers
+ * split across the threads). */
+static bool split_parts(const struct wk_bert *b, int32_t n_seq, const int32_t *seq_start, int nth, int32_t *bounds)
+{
+    const double E = b->n_embd, F = b->n_ff;
+    double total = 0;
+    for (int32_t s = 0; s < n_seq; s++) {
+        const double n = seq_start[s + 1] - seq_start[s];
+        total += n * (4 * E * E + 2 * E * F) + 2 * n * n * E;
+    }
+    double acc = 0, worst = 0, part = 0;
+    bounds[0] = 0;
+    for (int32_t s = 0, k = 1; s < n_seq; s++) {
+        const double n = seq_start[s + 1] - seq_start[s], c = n * (4 * E * E + 2 * E * F) + 2 * n * n * E;
+        /* close part k - 1 before s when s would take it past its share by
+         * more than half of s's cost */
+        if (k < nth && acc + c / 2 > total * k / nth && part > 0) {
+            bounds[k++] = s;
+            worst = WK_MAX(worst, part);
+            part = 0;
+        }
+        acc += c, part += c;
+        if (s == n_seq - 1) {
+            while (k <= nth) bounds[k++] = n_seq;
+            worst = WK_MAX(worst, part);
+        }
+    }
+    return worst <= 1.1 * total / nth;
+}
+
+#define PARTS_MAX_THREADS 64
+
 enum wk_status wk__bert_forward(struct wk_bert *b, struct wk_threadpool *pool, int32_t n_seq,
                                 const int32_t *const *ids, const int32_t *seq_start, float **hidden,
                                 const volatile bool *cancel)
 {
-    const int64_t T = seq_start[n_seq], E = b->n_embd, F = b->n_ff;
+    const int64_t T = seq_start[n_seq], E = b->n_embd;
     const int nth = pool ? wk_threadpool_n_threads(pool) : 1;
     if (reserve(b, T, nth) || (!b->pack_tried && pack_layers(b, pool))) return WK_E_NOMEM;
     size_t so, sc;
@@ -521,31 +621,23 @@ enum wk_status wk__bert_forward(struct wk_bert *b, struct wk_threadpool *pool, i
     f.h = p + 6 * T * E;
     f.scores = p + sc;
     float *scratch = p + so;
-    wk_threadpool_run(pool, embed_pass, &f);
-    for (int il = 0; il < b->n_layer; il++) {
-        if (cancel && *cancel) return WK_E_CANCELLED;
-        const struct wk_bert_layer *l = &b->layers[il];
-        const struct wk_tensor *ws[3] = {&l->wq, &l->wk, &l->wv};
-        float *ys[3] = {f.q, f.k, f.v};
-        const struct wk_tensor *bqkv[3] = {&l->bq, &l->bk, &l->bv};
-        if (!products(pool, b, l, 0, 3, ws, ys, f.x, T, scratch, bqkv, false)) {
-            run_rows(pool, &f, f.q, E, &l->bq, NULL, false, NULL, NULL);
-            run_rows(pool, &f, f.k, E, &l->bk, NULL, false, NULL, NULL);
-            run_rows(pool, &f, f.v, E, &l->bv, NULL, false, NULL, NULL);
-        }
-        wk_threadpool_run(pool, attn_pass, &f);
-        const struct wk_tensor *wo = &l->wo, *w1 = &l->w1, *w2 = &l->w2;
-        products(pool, b, l, 3, 1, &wo, &t, f.a, T, scratch, NULL, false);
-        run_rows(pool, &f, t, E, &l->bo, f.x, false, &l->ln1_g, &l->ln1_b);
-        float *old = f.x; /* t is the new x: swap the two buffers rather than copy */
-        f.x = t, t = old;
-        const struct wk_tensor *b1 = &l->b1;
-        if (!products(pool, b, l, 4, 1, &w1, &f.h, f.x, T, scratch, &b1, true))
-            run_rows(pool, &f, f.h, F, &l->b1, NULL, true, NULL, NULL);
-        products(pool, b, l, 5, 1, &w2, &t, f.h, T, scratch, NULL, false);
-        run_rows(pool, &f, t, E, &l->b2, f.x, false, &l->ln2_g, &l->ln2_b);
-        old = f.x, f.x = t, t = old;
+    /* A batch of many rows and enough sequences: each thread its part of
+     * the sequences through the whole forward, one pool run in all (split
+     * layer by layer, a forward waited ~43 times for its slowest thread).
+     * The packed products only (no matmul scratch a thread). Each row's
+     * arithmetic is the same either way. */
+    int32_t bounds[PARTS_MAX_THREADS + 1];
+    if (nth > 1 && nth <= PARTS_MAX_THREADS && b->layers[0].packed[5] && n_seq >= nth &&
+        T >= (int64_t)ROWS_SPLIT_MIN * nth && split_parts(b, n_seq, seq_start, nth, bounds)) {
+        struct parts P = {.b = b, .f = f, .t = t, .bounds = bounds, .cancel = cancel,
+                          .scores_floats = (size_t)b->max_tokens * (size_t)(b->max_tokens + b->head_dim)};
+        atomic_init(&P.cancelled, false);
+        wk_threadpool_run(pool, part_pass, &P);
+        if (atomic_load(&P.cancelled)) return WK_E_CANCELLED;
+        *hidden = f.x; /* each layer swaps the two buffers twice */
+        return WK_OK;
     }
+    enum wk_status st = forward_rows(b, pool, &f, t, scratch, cancel);
     *hidden = f.x;
-    return WK_OK;
+    return st;
 }
