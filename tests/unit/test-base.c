@@ -8,7 +8,10 @@
 
 #include <jansson.h>
 #include <math.h>
+#include <sched.h>
 #include <stdatomic.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 static void test_errors(void)
 {
@@ -131,6 +134,51 @@ static void test_threadpool(void)
     wk_threadpool_run(NULL, sum_task, &c);
     CHECK_EQ_INT(c.total, 45);
     wk_threadpool_destroy(NULL);
+}
+
+/* A worker whose job starts on the caller's CPU moves itself off it
+ * (threadpool.c, move_off_caller): the worker is pinned to the caller's
+ * CPU (as the kernel's wake-up placement sometimes leaves it), and its
+ * next job must then run on another CPU of the process's, with its
+ * affinity given back whole. Needs two CPUs. */
+struct cpu_ctx {
+    _Atomic int cpu[2];
+    _Atomic int tid;
+};
+
+static void cpu_task(void *p, int ith, int nth)
+{
+    struct cpu_ctx *c = p;
+    (void)nth;
+    atomic_store(&c->cpu[ith], sched_getcpu());
+    if (ith == 1) atomic_store(&c->tid, (int)syscall(SYS_gettid));
+}
+
+static void test_threadpool_moves_off_caller(void)
+{
+    cpu_set_t all, one;
+    if (sched_getaffinity(0, sizeof all, &all) != 0 || CPU_COUNT(&all) < 2) {
+        printf("  fewer than two CPUs: the worker's move is not tested\n");
+        return;
+    }
+    struct wk_threadpool *pool;
+    CHECK_EQ_INT(wk_threadpool_create(2, &pool), WK_OK);
+    struct cpu_ctx c;
+    atomic_init(&c.tid, 0);
+    wk_threadpool_run(pool, cpu_task, &c); /* the worker's thread id */
+    const int me = sched_getcpu(), tid = atomic_load(&c.tid);
+    CPU_ZERO(&one);
+    CPU_SET(me, &one);
+    /* the caller stays on its CPU; the worker is put there too */
+    CHECK(tid > 0 && sched_setaffinity(0, sizeof one, &one) == 0 && sched_setaffinity(tid, sizeof one, &one) == 0);
+    usleep(5000); /* past the once-a-millisecond limit (the first job may have moved it already) */
+    wk_threadpool_run(pool, cpu_task, &c);
+    CHECK_EQ_INT(atomic_load(&c.cpu[0]), me);
+    CHECK(atomic_load(&c.cpu[1]) != me && atomic_load(&c.cpu[1]) >= 0);
+    cpu_set_t got;
+    CHECK(sched_getaffinity(tid, sizeof got, &got) == 0 && CPU_EQUAL(&got, &all));
+    CHECK(sched_setaffinity(0, sizeof all, &all) == 0);
+    wk_threadpool_destroy(pool);
 }
 
 /* wk_threadpool_weighted_bounds: equal ranges until every thread has noted
@@ -288,5 +336,5 @@ static void test_f32_json(void)
 }
 
 CHECK_MAIN(TEST(test_errors), TEST(test_utf8_and_buf), TEST(test_f32_json), TEST(test_alloc_counts_and_failures), TEST(test_arena),
-           TEST(test_threadpool), TEST(test_threadpool_weighted_bounds), TEST(test_split_range_covers_exactly), TEST(test_cpu_features),
+           TEST(test_threadpool), TEST(test_threadpool_moves_off_caller), TEST(test_threadpool_weighted_bounds), TEST(test_split_range_covers_exactly), TEST(test_cpu_features),
            TEST(test_checked_math))
