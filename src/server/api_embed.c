@@ -244,8 +244,10 @@ static int vector_text(json_t *b64, int32_t dims, bool normalize, bool as_base64
     if (dims > 0 && dims < E) E = dims;
     double s2 = 0;
     for (int64_t i = 0; i < E; i++) s2 += (double)v[i] * v[i];
-    if (normalize && s2 > 0)
-        for (int64_t i = 0; i < E; i++) v[i] = (float)(v[i] / sqrt(s2));
+    if (normalize && s2 > 0) {
+        const double norm = sqrt(s2); /* once, not per element (errno kept it in the loop) */
+        for (int64_t i = 0; i < E; i++) v[i] = (float)(v[i] / norm);
+    }
     int status = 0;
     if (as_base64) {
         json_t *t = srv_base64_json(v, (size_t)E * sizeof *v); /* base64 needs no escaping */
