@@ -107,6 +107,7 @@ static void fill_ref(struct wk_cpu_kernels *k)
     k->swiglu = wk_swiglu;
     k->gelu_erf = wk_gelu_erf;
     k->softmax = wk_softmax;
+    k->attn_f32 = wk_attn_f32;
     k->sum_exp = wk_sum_exp;
     k->max_f32 = wk_max_f32;
 }

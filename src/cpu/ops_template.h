@@ -113,3 +113,83 @@ double WK_OPS_NAME(sum_exp)(int64_t n, const float *x, float mx)
 {
     return WK_OPS_NAME(ops_sum16)(n, x, OPS_EXP, mx);
 }
+
+/* softmax of x [n] (n16 = n rounded up to 16 floats of room) in whole
+ * vectors of 16: the max in 16 lanes, the exponentials' sum in 16 float
+ * lanes then in double, as WK_OPS_NAME(softmax) computes them (element j in
+ * lane j % 16: the same value), entries n .. n16 - 1 left 0. (Rows of a
+ * short sequence are shorter than a vector: the generic loops would run
+ * their scalar remainders.) */
+static inline __attribute__((always_inline)) void WK_OPS_NAME(softmax16)(int64_t n, int64_t n16, float *x)
+{
+    float m[16], s[16];
+    for (int l = 0; l < 16; l++) m[l] = -INFINITY, s[l] = 0.0f;
+    for (int64_t jb = 0; jb < n16; jb += 16)
+        for (int l = 0; l < 16; l++) {
+            const float v = jb + l < n ? x[jb + l] : -INFINITY;
+            m[l] = v > m[l] ? v : m[l];
+        }
+    float mx = -INFINITY;
+    for (int l = 0; l < 16; l++) mx = m[l] > mx ? m[l] : mx;
+    for (int64_t jb = 0; jb < n16; jb += 16)
+        for (int l = 0; l < 16; l++) {
+            const float e = jb + l < n ? wk_expf(x[jb + l] - mx) : 0.0f;
+            x[jb + l] = e;
+            s[l] += e;
+        }
+    double t = 0;
+    for (int l = 0; l < 16; l++) t += s[l];
+    const float inv = (float)(1.0 / t);
+    for (int64_t j = 0; j < n16; j++) x[j] *= inv;
+}
+
+/* One head's bidirectional attention (wk_attn_f32 in wk_cpu.h): k
+ * transposed into scratch with zeros past n, so that each score is summed
+ * over e in order for 16 positions j at once; each output element over j
+ * in order. Four rows of q at a time (a last block repeats row n - 1 and
+ * drops it), four independent chains of additions. No reordering
+ * anywhere: the same bits on every ISA. */
+void WK_OPS_NAME(attn_f32)(int64_t n, int64_t D, const float *q, const float *k, const float *v, int64_t ld,
+                           float scale, float *out, int64_t ldo, float *scratch)
+{
+    const int64_t n16 = (n + 15) & ~(int64_t)15;
+    float *kt = scratch, *p = scratch + D * n16; /* p: [4][n16] */
+    for (int64_t e = 0; e < D; e++) {
+        float *row = kt + e * n16;
+        for (int64_t j = 0; j < n; j++) row[j] = k[j * ld + e];
+        for (int64_t j = n; j < n16; j++) row[j] = 0.0f;
+    }
+    for (int64_t i = 0; i < n; i += 4) {
+        const float *qr[4];
+        for (int r = 0; r < 4; r++) qr[r] = q + (i + r < n ? i + r : n - 1) * ld;
+        for (int64_t jb = 0; jb < n16; jb += 16) {
+            float acc[4][16];
+            _Pragma("GCC unroll 4") for (int r = 0; r < 4; r++)
+                for (int l = 0; l < 16; l++) acc[r][l] = 0.0f;
+            for (int64_t e = 0; e < D; e++) {
+                const float *kr = kt + e * n16 + jb;
+                _Pragma("GCC unroll 4") for (int r = 0; r < 4; r++) {
+                    const float qe = qr[r][e];
+                    for (int l = 0; l < 16; l++) acc[r][l] += qe * kr[l];
+                }
+            }
+            for (int r = 0; r < 4; r++)
+                for (int l = 0; l < 16; l++) p[r * n16 + jb + l] = acc[r][l] * scale;
+        }
+        for (int r = 0; r < 4; r++) WK_OPS_NAME(softmax16)(n, n16, p + r * n16);
+        for (int64_t eb = 0; eb < D; eb += 16) {
+            float acc[4][16];
+            _Pragma("GCC unroll 4") for (int r = 0; r < 4; r++)
+                for (int l = 0; l < 16; l++) acc[r][l] = 0.0f;
+            for (int64_t j = 0; j < n; j++) {
+                const float *vr = v + j * ld + eb;
+                _Pragma("GCC unroll 4") for (int r = 0; r < 4; r++) {
+                    const float pj = p[r * n16 + j];
+                    for (int l = 0; l < 16; l++) acc[r][l] += pj * vr[l];
+                }
+            }
+            for (int r = 0; r < 4 && i + r < n; r++)
+                for (int l = 0; l < 16; l++) out[(i + r) * ldo + eb + l] = acc[r][l];
+        }
+    }
+}

@@ -189,6 +189,8 @@ struct wk_cpu_kernels {
     void (*swiglu)(int64_t n, float *x, const float *up);
     void (*gelu_erf)(int64_t n, float *x, const float *bias);
     void (*softmax)(int64_t n, float *x);
+    void (*attn_f32)(int64_t n, int64_t D, const float *q, const float *k, const float *v, int64_t ld, float scale,
+                     float *out, int64_t ldo, float *scratch);
     double (*sum_exp)(int64_t n, const float *x, float mx);
     float (*max_f32)(int64_t n, const float *x);
 };
@@ -403,6 +405,23 @@ void wk_gelu_erf(int64_t n, float *x, const float *bias);
 
 /* Softmax in place over n floats, max-subtracted; returns nothing. */
 void wk_softmax(int64_t n, float *x);
+/*
+ * One head's bidirectional attention over n positions (an encoder's, as
+ * BERT's self-attention, Vaswani et al. 2017): out_i = sum_j softmax_j(scale
+ * q_i . k_j) v_j for i < n, where q_i, k_j, v_j are D f32 elements each at
+ * q + i ld, k + j ld, v + j ld, and out_i at out + i ldo. D a multiple of
+ * 16; scratch: wk_attn_f32_scratch_floats(n, D) floats, not kept. Scores
+ * are summed over e in order, outputs over j in order (multiplications
+ * and additions, no FMA), softmax as wk_softmax: the same bits on every
+ * ISA. Meant for short sequences (its cost grows as n^2 D without a
+ * GEMM's blocking).
+ */
+void wk_attn_f32(int64_t n, int64_t D, const float *q, const float *k, const float *v, int64_t ld, float scale,
+                 float *out, int64_t ldo, float *scratch);
+static inline int64_t wk_attn_f32_scratch_floats(int64_t n, int64_t D)
+{
+    return (D + 4) * ((n + 15) & ~(int64_t)15);
+}
 /* sum of exp(x[i] - mx) over n floats (wk_expf; 16 float lanes, then
  * double): the normaliser of a log-softmax. */
 double wk_sum_exp(int64_t n, const float *x, float mx);

@@ -285,17 +285,30 @@ static void embed_pass(void *ctx, int ith, int nth)
     }
 }
 
-/* Attention of one (sequence, head) of n rows, as two products on the
+#ifndef ATTN_DIRECT_MAX
+#define ATTN_DIRECT_MAX 64 /* longest sequence for wk_attn_f32, past it the GEMM's blocking pays */
+#endif
+
+/* Attention of one (sequence, head) of n rows: up to ATTN_DIRECT_MAX rows
+ * (a sentence) by the table's attn_f32; longer, as two products on the
  * ISA's f32 GEMM: scores [n, n] = q_h · k_hᵀ (scaled, then the table's
  * softmax per row), then out_h = scores · v_h, with v_h transposed first
  * ([D, n]) into the A · Bᵀ form the GEMM takes. sc: [n * n + D * n]
- * scratch. The products' shapes depend on this sequence alone, so its bits
- * do not depend on its batch. */
+ * scratch. Either way depends on this sequence alone, so its bits do not
+ * depend on its batch. */
 static void attend(const struct fwd *f, int32_t s, int h, float *sc)
 {
     const struct wk_bert *b = f->b;
     const int64_t E = b->n_embd, D = b->head_dim, r0 = f->seq_start[s], n = f->seq_start[s + 1] - r0;
     const float scale = 1.0f / sqrtf((float)D);
+    const int64_t L = b->max_tokens;
+    if (n <= ATTN_DIRECT_MAX && D % 16 == 0 && wk_attn_f32_scratch_floats(n, D) <= L * (L + D)) {
+        /* a short sequence: the table's direct loops (two GEMM calls, their
+         * packing and a softmax call a row cost several times more) */
+        b->kernels->attn_f32(n, D, f->q + r0 * E + h * D, f->k + r0 * E + h * D, f->v + r0 * E + h * D, E, scale,
+                             f->a + r0 * E + h * D, E, sc);
+        return;
+    }
     float *vt = sc + n * n;
     wk_cpu_gemm(b->kernels, n, n, D, f->k + r0 * E + h * D, E, f->q + r0 * E + h * D, E, sc, n);
     for (int64_t i = 0; i < n; i++) {

@@ -591,6 +591,53 @@ static void test_ops_tables_match_baseline(void)
     }
 }
 
+/* wk_attn_f32 (one head's bidirectional attention) against attention in
+ * double from its definition (softmax of scaled dot products, then the
+ * weighted sum of v), and every table's attn_f32 against the baseline bit
+ * for bit; lengths around 16, rows of q, k, v interleaved at a stride (as
+ * BERT's heads lie in its [T, E] rows), out at another. */
+static void test_attn_f32(void)
+{
+    static const int64_t lens[] = {1, 2, 5, 15, 16, 17, 40, 64};
+    static const int64_t dims[] = {16, 32, 64};
+    uint64_t seed = 123;
+    for (size_t di = 0; di < WK_ARRAY_LEN(dims); di++)
+        for (size_t li = 0; li < WK_ARRAY_LEN(lens); li++) {
+            const int64_t n = lens[li], D = dims[di], ld = 3 * D + 5, ldo = D + 3;
+            float *qkv = wk_aligned_alloc((size_t)(n * ld) * 4), *a = wk_aligned_alloc((size_t)(n * ldo) * 4);
+            float *b = wk_aligned_alloc((size_t)(n * ldo) * 4);
+            float *sc = wk_aligned_alloc((size_t)wk_attn_f32_scratch_floats(n, D) * 4);
+            for (int64_t i = 0; i < n * ld; i++) qkv[i] = check_rand_f32(&seed) * 2.0f;
+            const float *q = qkv, *k = qkv + D, *v = qkv + 2 * D, scale = 1.0f / sqrtf((float)D);
+            wk_attn_f32(n, D, q, k, v, ld, scale, a, ldo, sc);
+            double worst = 0;
+            for (int64_t i = 0; i < n; i++) {
+                double s[64], mx = -1e300, sum = 0;
+                for (int64_t j = 0; j < n; j++) {
+                    s[j] = 0;
+                    for (int64_t e = 0; e < D; e++) s[j] += (double)q[i * ld + e] * k[j * ld + e];
+                    s[j] *= scale;
+                    mx = s[j] > mx ? s[j] : mx;
+                }
+                for (int64_t j = 0; j < n; j++) sum += s[j] = exp(s[j] - mx);
+                for (int64_t e = 0; e < D; e++) {
+                    double o = 0;
+                    for (int64_t j = 0; j < n; j++) o += s[j] / sum * v[j * ld + e];
+                    worst = fmax(worst, fabs(o - a[i * ldo + e]));
+                }
+            }
+            CHECK(worst < 2e-6);
+            for (size_t ii = 1; ii < WK_ARRAY_LEN(g_isas); ii++) {
+                const struct wk_cpu_kernels *kt = wk_cpu_kernels_for(g_isas[ii]);
+                if (!kt) continue;
+                memset(b, 0, (size_t)(n * ldo) * 4);
+                kt->attn_f32(n, D, q, k, v, ld, scale, b, ldo, sc);
+                for (int64_t i = 0; i < n; i++) CHECK(memcmp(a + i * ldo, b + i * ldo, (size_t)D * 4) == 0);
+            }
+            wk_aligned_free(qkv), wk_aligned_free(a), wk_aligned_free(b), wk_aligned_free(sc);
+        }
+}
+
 /* max_f32 of every table: NaNs skipped wherever they fall (in the 16
  * lanes or the tail), -inf for none or all NaN, the largest found in any
  * lane and in the tail, -inf entries (a causal mask) below everything. */
@@ -898,7 +945,7 @@ static void test_elementwise_ops(void)
 }
 
 CHECK_MAIN(TEST(test_vec_dot_matches_ref), TEST(test_vec_dot_q_matches_ref),
-           TEST(test_vec_dot_rows_matches_ref), TEST(test_vec_dot_rows_tokens), TEST(test_vec_dot_rows_x16_tokens), TEST(test_x16_quantize), TEST(test_ops_tables_match_baseline), TEST(test_max_f32), TEST(test_vec_dot_rows_x16), TEST(test_vec_dot_rows_x16_nan_and_tiny), TEST(test_gemm_f32), TEST(test_gemm_prepacked), TEST(test_ref_dot_equals_dequantized_dot),
+           TEST(test_vec_dot_rows_matches_ref), TEST(test_vec_dot_rows_tokens), TEST(test_vec_dot_rows_x16_tokens), TEST(test_x16_quantize), TEST(test_ops_tables_match_baseline), TEST(test_attn_f32), TEST(test_max_f32), TEST(test_vec_dot_rows_x16), TEST(test_vec_dot_rows_x16_nan_and_tiny), TEST(test_gemm_f32), TEST(test_gemm_prepacked), TEST(test_ref_dot_equals_dequantized_dot),
            TEST(test_quantize_matches_ref), TEST(test_to_f32_matches_ref), TEST(test_lowbit_to_f32_fixture),
            TEST(test_f32_helpers_match_ref), TEST(test_matmul), TEST(test_expf_and_activations),
            TEST(test_elementwise_ops))

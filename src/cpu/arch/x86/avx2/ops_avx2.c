@@ -15,6 +15,7 @@ void wk__avx2_fill_ops(struct wk_cpu_kernels *k)
     k->swiglu = ops_avx2_swiglu;
     k->gelu_erf = ops_avx2_gelu_erf;
     k->softmax = ops_avx2_softmax;
+    k->attn_f32 = ops_avx2_attn_f32;
     k->sum_exp = ops_avx2_sum_exp;
     k->max_f32 = ops_avx2_max_f32;
 }

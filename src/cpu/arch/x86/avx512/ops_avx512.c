@@ -15,6 +15,7 @@ void wk__avx512_fill_ops(struct wk_cpu_kernels *k)
     k->swiglu = ops_avx512_swiglu;
     k->gelu_erf = ops_avx512_gelu_erf;
     k->softmax = ops_avx512_softmax;
+    k->attn_f32 = ops_avx512_attn_f32;
     k->sum_exp = ops_avx512_sum_exp;
     k->max_f32 = ops_avx512_max_f32;
 }
