@@ -182,8 +182,9 @@ struct wk_cpu_kernels {
      * block's keys). NULL where the table has none (AVX2, the reference). */
     void (*gemm_f32_prepacked_cols)(int64_t m, int64_t n, int64_t k, int64_t pk, const float *pa, const float *b,
                                     int64_t ldb, float *c, int64_t ldc);
-    /* wk_rms_norm, wk_geglu, wk_swiglu, wk_softmax (below) built for the
-     * ISA: same semantics, bit-identical results */
+    /* wk_rms_norm, wk_geglu, wk_swiglu, wk_gelu_erf, wk_softmax, wk_attn_f32,
+     * wk_sum_exp, wk_max_f32 (below) built for the ISA: same semantics,
+     * bit-identical results */
     void (*rms_norm)(int64_t n, const float *x, const float *g, float eps, float *y);
     void (*geglu)(int64_t n, float *x, const float *up);
     void (*swiglu)(int64_t n, float *x, const float *up);
