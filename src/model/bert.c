@@ -210,6 +210,12 @@ struct fwd {
 /* y = LayerNorm(x) with gain g and bias b over n elements (mean and
  * variance in double, as the sums of 384 to 1024 f32 values want; eight
  * partial sums each, so that the compiler can vectorize them). */
+/* layer_norm's eight partial sums added in a fixed pairing. */
+static double sum8(const double *s)
+{
+    return ((s[0] + s[4]) + (s[1] + s[5])) + ((s[2] + s[6]) + (s[3] + s[7]));
+}
+
 static void layer_norm(int64_t n, float *x, const float *g, const float *b, float eps)
 {
     double s[8] = {0}, s2[8] = {0};
@@ -217,7 +223,7 @@ static void layer_norm(int64_t n, float *x, const float *g, const float *b, floa
     for (; i + 8 <= n; i += 8)
         for (int u = 0; u < 8; u++) s[u] += x[i + u];
     for (; i < n; i++) s[0] += x[i];
-    const double mean = (((s[0] + s[4]) + (s[1] + s[5])) + ((s[2] + s[6]) + (s[3] + s[7]))) / (double)n;
+    const double mean = sum8(s) / (double)n;
     for (i = 0; i + 8 <= n; i += 8)
         for (int u = 0; u < 8; u++) {
             const double d = x[i + u] - mean;
@@ -227,7 +233,7 @@ static void layer_norm(int64_t n, float *x, const float *g, const float *b, floa
         const double d = x[i] - mean;
         s2[0] += d * d;
     }
-    const double var = (((s2[0] + s2[4]) + (s2[1] + s2[5])) + ((s2[2] + s2[6]) + (s2[3] + s2[7]))) / (double)n;
+    const double var = sum8(s2) / (double)n;
     const float rstd = (float)(1.0 / sqrt(var + eps)), m = (float)mean;
     for (i = 0; i < n; i++) x[i] = (x[i] - m) * rstd * g[i] + b[i];
 }
@@ -588,18 +594,21 @@ static void part_pass(void *ctx, int ith, int nth)
  * true when the costliest part is within a tenth of an even share (a
  * batch whose longest sequences outweigh the rest is left to the layers
  * split across the threads). */
+/* Sequence s's multiply-adds a layer (split_parts below). */
+static double seq_cost(const struct wk_bert *b, const int32_t *seq_start, int32_t s)
+{
+    const double E = b->n_embd, F = b->n_ff, n = seq_start[s + 1] - seq_start[s];
+    return n * (4 * E * E + 2 * E * F) + 2 * n * n * E;
+}
+
 static bool split_parts(const struct wk_bert *b, int32_t n_seq, const int32_t *seq_start, int nth, int32_t *bounds)
 {
-    const double E = b->n_embd, F = b->n_ff;
     double total = 0;
-    for (int32_t s = 0; s < n_seq; s++) {
-        const double n = seq_start[s + 1] - seq_start[s];
-        total += n * (4 * E * E + 2 * E * F) + 2 * n * n * E;
-    }
+    for (int32_t s = 0; s < n_seq; s++) total += seq_cost(b, seq_start, s);
     double acc = 0, worst = 0, part = 0;
     bounds[0] = 0;
     for (int32_t s = 0, k = 1; s < n_seq; s++) {
-        const double n = seq_start[s + 1] - seq_start[s], c = n * (4 * E * E + 2 * E * F) + 2 * n * n * E;
+        const double c = seq_cost(b, seq_start, s);
         /* close part k - 1 before s when s would take it past its share by
          * more than half of s's cost */
         if (k < nth && acc + c / 2 > total * k / nth && part > 0) {
