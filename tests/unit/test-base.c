@@ -170,7 +170,13 @@ static void test_threadpool_moves_off_caller(void)
     CPU_ZERO(&one);
     CPU_SET(me, &one);
     /* the caller stays on its CPU; the worker is put there too */
-    CHECK(tid > 0 && sched_setaffinity(0, sizeof one, &one) == 0 && sched_setaffinity(tid, sizeof one, &one) == 0);
+    CHECK(tid > 0);
+    if (sched_setaffinity(0, sizeof one, &one) != 0 || sched_setaffinity(tid, sizeof one, &one) != 0) {
+        printf("  affinity cannot be set here: the worker's move is not tested\n");
+        (void)sched_setaffinity(0, sizeof all, &all);
+        wk_threadpool_destroy(pool);
+        return;
+    }
     usleep(5000); /* past the once-a-millisecond limit (the first job may have moved it already) */
     wk_threadpool_run(pool, cpu_task, &c);
     CHECK_EQ_INT(atomic_load(&c.cpu[0]), me);
