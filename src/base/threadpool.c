@@ -35,7 +35,6 @@ struct speed_slot {
     _Alignas(64) _Atomic float v;
 };
 
-
 struct wk_threadpool {
     int n_threads;
     pthread_t *threads;
