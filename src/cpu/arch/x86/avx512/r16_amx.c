@@ -284,7 +284,8 @@ static ALWAYS_INLINE void amx_gemm(const enum amx_kind K, enum wk_dtype dt, int6
  * (r16_group_q4k) per sub-block accb += float(S) (sc ds), accm += m sums,
  * closed per super-block with d and dmin; Q6_K (r16_group_q6k) per 16
  * elements (its scale groups: products of K = 16, half a tile's depth)
- * acc += float(S) (d sc ds), accc += d sc (-32 sums16). A tile holds up
+ * acc += float(S) (d sc ds), accc += d sc sums16 (sums16 holding -32 times
+ * the sums: r16_sums16). A tile holds up
  * to 16 tokens (M rows of A and C; one configuration per M); the tokens
  * past the last tile of at least AMX_TOK_MIN go to the VNNI tokens kernel
  * (the GEMM's tiles on decode's chain, r16_gemm_template.h).
@@ -387,7 +388,7 @@ static ALWAYS_INLINE void amx_tok_chunk(const enum amx_kind K, bool q6, int m, i
             for (int t = 0; t < m; t++) {
                 const float *ds = pt[t] + nxb * 16, *s16 = pt[t] + WK_R16_PREP_CHUNK_FLOATS - WK_R16_PREP_CHUNK / 16;
                 const __m512i S = _mm512_add_epi32(_mm512_slli_epi32(_mm512_load_si512(ch[t]), 8), _mm512_load_si512(cl[t]));
-                r16_dec_group(&acc[t], &accc[t], S, sc, ds[xb], sc, -32.0f * s16[2 * xb + p]);
+                r16_dec_group(&acc[t], &accc[t], S, sc, ds[xb], sc, s16[2 * xb + p]);
             }
         } else if (K == AMX_Q4_K) { /* r16_group_q4k */
             const int s = (int)(u % 8);

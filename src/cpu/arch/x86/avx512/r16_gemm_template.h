@@ -75,8 +75,8 @@ static ALWAYS_INLINE void r16_gemm_q4k_tile(const bool dec, const bool pf, const
                 UNROLL
                 for (int t = 0; t < T; t++) {
                     const uint8_t *line = lines[t] + X16_COMPACT_BYTES * xb;
-                    h[t] = _mm512_dpbusd_epi32(h[t], c, r16_x4(line, 0, 4 * k));
-                    l[t] = _mm512_dpbusd_epi32(l[t], c, r16_x4(line, 1, 4 * k));
+                    h[t] = r16_dpx4(h[t], c, line, 0, 4 * k);
+                    l[t] = r16_dpx4(l[t], c, line, 1, 4 * k);
                 }
             }
             __m512i sc, mn;
@@ -116,7 +116,8 @@ static ALWAYS_INLINE void r16_gemm_q4k_tile(const bool dec, const bool pf, const
  * chunk: out[t][0..15] (+)= the 16 rows' dots with token t. One quarter q
  * (16-element scale group 8h + 2q + p) at a time, its codes formed once
  * for the T tokens; w = d sc (q - 32), the -32 through x's 16-element sums
- * (the chunk's sums16, after its prepared lines). */
+ * (the chunk's sums16, after its prepared lines, which hold -32 times the
+ * sums: r16_sums16). */
 static ALWAYS_INLINE void r16_gemm_q6k_tile(const bool dec, const bool pf, const int T, int64_t nc, const uint8_t *g,
                                             const float *const *p, float *const *out, bool add)
 {
@@ -154,8 +155,8 @@ static ALWAYS_INLINE void r16_gemm_q6k_tile(const bool dec, const bool pf, const
                         UNROLL
                         for (int t = 0; t < T; t++) {
                             const uint8_t *line = lines[t] + X16_COMPACT_BYTES * xb;
-                            hs[t] = _mm512_dpbusd_epi32(hs[t], c, r16_x4(line, 0, 4 * k));
-                            ls[t] = _mm512_dpbusd_epi32(ls[t], c, r16_x4(line, 1, 4 * k));
+                            hs[t] = r16_dpx4(hs[t], c, line, 0, 4 * k);
+                            ls[t] = r16_dpx4(ls[t], c, line, 1, 4 * k);
                         }
                     }
                     const __m512i sc8 = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(ph + 768 + 16 * q)));
@@ -164,7 +165,7 @@ static ALWAYS_INLINE void r16_gemm_q6k_tile(const bool dec, const bool pf, const
                     for (int t = 0; t < T; t++) {
                         const __m512i S = _mm512_add_epi32(_mm512_slli_epi32(hs[t], 8), ls[t]);
                         /* dec: r16_group_q6k's separate accumulator of the offset term */
-                        r16_dec_group(&acc[t], dec ? &accc[t] : &acc[t], S, sc, ds[t][xb], sc, -32.0f * s16[t][2 * xb + pp]);
+                        r16_dec_group(&acc[t], dec ? &accc[t] : &acc[t], S, sc, ds[t][xb], sc, s16[t][2 * xb + pp]);
                     }
                 }
             }
@@ -218,10 +219,10 @@ static ALWAYS_INLINE void r16_gemm_b32_tile(const enum x16_kind K, const bool de
                 UNROLL
                 for (int t = 0; t < T; t++) {
                     const uint8_t *line = lines[t] + X16_COMPACT_BYTES * i;
-                    h[t] = _mm512_dpbusd_epi32(h[t], lo, r16_x4(line, 0, 4 * k));
-                    h[t] = _mm512_dpbusd_epi32(h[t], hi, r16_x4(line, 0, 16 + 4 * k));
-                    l[t] = _mm512_dpbusd_epi32(l[t], lo, r16_x4(line, 1, 4 * k));
-                    l[t] = _mm512_dpbusd_epi32(l[t], hi, r16_x4(line, 1, 16 + 4 * k));
+                    h[t] = r16_dpx4(h[t], lo, line, 0, 4 * k);
+                    h[t] = r16_dpx4(h[t], hi, line, 0, 16 + 4 * k);
+                    l[t] = r16_dpx4(l[t], lo, line, 1, 4 * k);
+                    l[t] = r16_dpx4(l[t], hi, line, 1, 16 + 4 * k);
                 }
             }
         } else {
@@ -231,8 +232,8 @@ static ALWAYS_INLINE void r16_gemm_b32_tile(const enum x16_kind K, const bool de
                 UNROLL
                 for (int t = 0; t < T; t++) {
                     const uint8_t *line = lines[t] + X16_COMPACT_BYTES * i;
-                    h[t] = _mm512_dpbusd_epi32(h[t], v, r16_x4(line, 0, 4 * k));
-                    l[t] = _mm512_dpbusd_epi32(l[t], v, r16_x4(line, 1, 4 * k));
+                    h[t] = r16_dpx4(h[t], v, line, 0, 4 * k);
+                    l[t] = r16_dpx4(l[t], v, line, 1, 4 * k);
                 }
             }
         }
