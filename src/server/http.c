@@ -74,6 +74,22 @@ struct conn {
 #define IDLE_TIMEOUT 60
 #define THREAD_STACK ((size_t)2 << 20)
 
+/* The idle timeout in seconds: IDLE_TIMEOUT, or WICK_IDLE_TIMEOUT
+ * (read_env_numbers). */
+static unsigned g_idle_timeout = IDLE_TIMEOUT;
+
+void srv_conn_wait_begin(struct MHD_Connection *c)
+{
+    if (c) MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT, 0u);
+}
+
+void srv_conn_wait_end(struct MHD_Connection *c)
+{
+    /* from no timeout to one, libmicrohttpd restarts the connection's idle
+     * timer (MHD_set_connection_option's documentation) */
+    if (c) MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT, g_idle_timeout);
+}
+
 /* The server a connection belongs to: every connection's socket context
  * (set by on_connection). */
 static struct srv_server *conn_server(struct MHD_Connection *c)
@@ -190,15 +206,21 @@ static ssize_t gen_reader(void *cls, uint64_t pos, char *buf, size_t max)
 {
     (void)pos;
     struct srv_gen *g = cls;
-    while (g->out_off == g->out.len) {
-        if (g->ended) return MHD_CONTENT_READER_END_OF_STREAM;
-        g->out.len = g->out_off = 0;
+    if (g->out_off == g->out.len && !g->ended) {
+        /* the wait for the runner's next lines (a slot, a long prefill)
+         * is not the client's idleness */
+        srv_conn_wait_begin(g->conn);
         bool gone = false;
-        json_t *fin = NULL;
-        gen_step(g, &gone, &fin);
-        json_decref(fin);
+        while (g->out_off == g->out.len && !g->ended && !gone) {
+            g->out.len = g->out_off = 0;
+            json_t *fin = NULL;
+            gen_step(g, &gone, &fin);
+            json_decref(fin);
+        }
+        srv_conn_wait_end(g->conn);
         if (gone) return MHD_CONTENT_READER_END_WITH_ERROR;
     }
+    if (g->out_off == g->out.len) return MHD_CONTENT_READER_END_OF_STREAM;
     size_t n = WK_MIN(max, g->out.len - g->out_off);
     memcpy(buf, g->out.p + g->out_off, n);
     g->out_off += n;
@@ -259,6 +281,7 @@ static enum MHD_Result serve_generation(struct srv_server *srv, struct MHD_Conne
     g->t_start = wk_time_ns();
     g->created = srv_unix_ns() / 1000000000;
     g->client_fd = client_fd(c);
+    g->conn = c;
     snprintf(g->id, sizeof g->id, "%s-%lld", api == API_OAI_CHAT ? "chatcmpl" : "cmpl",
              (long long)(srv_unix_ns() % 1000000000000LL));
     char msg[WK_ERROR_MSG_MAX];
@@ -516,7 +539,12 @@ static enum MHD_Result route(struct srv_server *srv, struct MHD_Connection *c, c
 static enum MHD_Result route_counted(struct srv_server *srv, struct MHD_Connection *c, const char *url,
                                      const char *method, struct conn *k)
 {
+    /* a route that computes (a generation, embeddings, a create, a pull)
+     * may take longer than the idle timeout before its answer: not the
+     * client's idleness */
+    srv_conn_wait_begin(c);
     enum MHD_Result ret = route(srv, c, url, method, k);
+    srv_conn_wait_end(c);
     const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_HTTP_STATUS);
     if (ret == MHD_YES && ci && ci->http_status) srv_metrics_request(srv->metrics, k->route, ci->http_status);
     return ret;
@@ -644,7 +672,10 @@ static bool parse_host(const char *s, struct sockaddr_storage *a, socklen_t *ale
 /* OLLAMA_CONTEXT_LENGTH (WICK_CONTEXT_LENGTH): the num_ctx of requests and
  * models that set none; OLLAMA_NUM_PARALLEL (WICK_NUM_PARALLEL): the
  * requests a runner computes at once (its parallel slots; unset, chosen
- * from memory by the runner, runner.c), checked here and said.
+ * from memory by the runner, runner.c), checked here and said;
+ * WICK_IDLE_TIMEOUT: the seconds a connection may sit idle (the client
+ * sending or reading nothing while the server waits for it) before it is
+ * closed, IDLE_TIMEOUT when unset.
  * False (after a message) when a value is not a number in range. */
 static bool read_env_numbers(struct srv_server *srv)
 {
@@ -658,6 +689,15 @@ static bool read_env_numbers(struct srv_server *srv)
             return false;
         }
         srv->default_ctx = (int32_t)n;
+    }
+    v = getenv("WICK_IDLE_TIMEOUT");
+    if (v) {
+        long n = strtol(v, &end, 10);
+        if (*end || n < 1 || n > 86400) {
+            fprintf(stderr, "wick serve: WICK_IDLE_TIMEOUT must be a number of seconds from 1 to 86400, not '%s'\n", v);
+            return false;
+        }
+        g_idle_timeout = (unsigned)n;
     }
     v = wk_getenv_alias("WICK_NUM_PARALLEL", "OLLAMA_NUM_PARALLEL");
     if (v) {
@@ -741,7 +781,7 @@ int wk_serve_main(const struct wk_serve_opts *o)
         MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL |
             MHD_USE_ERROR_LOG | (addr.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0),
         0, NULL, NULL, on_request, srv, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
-        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)IDLE_TIMEOUT, MHD_OPTION_CONNECTION_LIMIT, max_conn,
+        MHD_OPTION_CONNECTION_TIMEOUT, g_idle_timeout, MHD_OPTION_CONNECTION_LIMIT, max_conn,
         MHD_OPTION_THREAD_STACK_SIZE, (size_t)THREAD_STACK, MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)1024,
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL, MHD_OPTION_NOTIFY_CONNECTION, on_connection, srv,
         MHD_OPTION_END);

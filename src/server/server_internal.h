@@ -38,6 +38,17 @@ enum MHD_Result srv_reply_raw(struct MHD_Connection *c, unsigned status, const c
 enum MHD_Result srv_reply_json(struct MHD_Connection *c, unsigned status, json_t *obj);
 enum MHD_Result srv_reply_error(struct MHD_Connection *c, unsigned status, const char *msg);
 
+/* Connection c's idle timeout (WICK_IDLE_TIMEOUT, 60 s) off while the
+ * server computes or waits for a runner (srv_conn_wait_begin), and back on
+ * with its timer restarted once the server has bytes for the client again
+ * (srv_conn_wait_end): the timeout is for a client that sends or reads
+ * nothing, not for a request queued behind others, a long prefill or a
+ * long create. A client that leaves meanwhile is noticed by its socket
+ * (srv_call_open's client_fd). Call both from c's own thread (the access
+ * handler or a response's reader); NULL c does nothing. */
+void srv_conn_wait_begin(struct MHD_Connection *c);
+void srv_conn_wait_end(struct MHD_Connection *c);
+
 /* ------------------------------------------------------------ store routes (api_store.c) */
 
 /* POST /api/show {model, verbose}: Ollama's ShowResponse (license,
@@ -223,6 +234,7 @@ struct srv_gen {
     struct srv_runner *runner;
     struct srv_call call;
     int client_fd;
+    struct MHD_Connection *conn; /* its connection (srv_conn_wait_begin) */
     int64_t t_start, load_ns, created;
     char id[48];
     struct wk_buf out; /* streamed bytes not yet handed to the HTTP library */

@@ -46,6 +46,7 @@ struct job {
     atomic_bool cancel;
     bool push, insecure, thread_started;
     int client_fd;
+    struct MHD_Connection *conn; /* its connection (srv_conn_wait_begin), for a streamed job */
     const struct srv_sched *sched;
     char models_dir[4096];
     struct wk_model_name name;
@@ -134,7 +135,9 @@ static bool job_wait(struct job *j, bool until_done)
 {
     pthread_mutex_lock(&j->mu);
     while (!j->done && (until_done || j->n_reports < 2)) {
+        srv_conn_wait_begin(j->conn);
         job_wait_a_while(j);
+        srv_conn_wait_end(j->conn);
         if (client_gone(j->client_fd)) {
             atomic_store(&j->cancel, true);
             pthread_mutex_unlock(&j->mu);
@@ -164,7 +167,9 @@ static ssize_t job_reader(void *cls, uint64_t pos, char *buf, size_t max)
             pthread_mutex_unlock(&j->mu);
             return MHD_CONTENT_READER_END_OF_STREAM;
         }
+        srv_conn_wait_begin(j->conn);
         job_wait_a_while(j);
+        srv_conn_wait_end(j->conn);
         if (client_gone(j->client_fd)) {
             atomic_store(&j->cancel, true);
             pthread_mutex_unlock(&j->mu);
@@ -227,6 +232,7 @@ static enum MHD_Result serve(struct srv_server *srv, struct MHD_Connection *c, j
     }
     j->push = push;
     j->client_fd = connection_fd(c);
+    j->conn = c;
     j->sched = srv->sched;
     snprintf(j->models_dir, sizeof j->models_dir, "%s", srv->models_dir);
     if (pthread_create(&j->th, NULL, job_run, j) != 0) {

@@ -329,6 +329,99 @@ FULL_TOPICS = ["the sea", "a lighthouse", "autumn leaves", "a compiler", "a drag
                "a snowstorm", "the first computer"]
 
 
+def test_queued_past_idle_timeout():
+    """A request that waits for a slot longer than the idle timeout
+    (WICK_IDLE_TIMEOUT, 2 s here; 60 by default) is not idle: queued behind
+    a ~5 s stream on one slot, a streamed /api/chat, a streamed
+    /v1/chat/completions and a non-streamed /api/generate each get their
+    whole answer (before, the streamed ones were cut after their headers,
+    with no error, once a slot freed). A connection that sends nothing is
+    still closed after the timeout."""
+    store = make_smol_store()
+    saved = ts.STORE, os.environ.get("WICK_NUM_PARALLEL"), os.environ.get("WICK_IDLE_TIMEOUT")
+    ts.STORE = store
+    os.environ["WICK_NUM_PARALLEL"], os.environ["WICK_IDLE_TIMEOUT"] = "1", "2"
+    s = ts.Server()
+    threading.Thread(target=lambda: s.proc.stderr.read(), daemon=True).start()
+    try:
+        generate(s, "Hi", 1)  # loaded
+        res = {}
+
+        def long_stream():
+            c, r = stream_lines(s, "/api/generate", {"model": SMOL, "prompt": "Write a very long story about a dragon.",
+                                                     "options": {"temperature": 0, "num_predict": 1500}})
+            lines = [json.loads(x) for x in r.read().splitlines() if x.strip()]
+            res["long"] = lines[-1] if lines else {}
+            c.close()
+
+        def chat_stream():
+            c, r = stream_lines(s, "/api/chat", {"model": SMOL, "messages": [{"role": "user", "content": "Hi"}],
+                                                 "options": {"temperature": 0, "num_predict": 5}})
+            body = r.read()
+            res["chat"] = (r.status, [json.loads(x) for x in body.splitlines() if x.strip()])
+            c.close()
+
+        def oai_stream():
+            c, r = stream_lines(s, "/v1/chat/completions", {"model": SMOL, "stream": True, "max_tokens": 5,
+                                                            "temperature": 0,
+                                                            "messages": [{"role": "user", "content": "Hi"}]})
+            body = r.read().decode()
+            res["oai"] = (r.status, body)
+            c.close()
+
+        def plain():
+            res["plain"] = generate(s, "Why is the sky blue?", 5)
+
+        first = threading.Thread(target=long_stream)
+        t0 = time.time()
+        first.start()
+        while runner_state(s).get("active", 0) < 1 and time.time() - t0 < 30:
+            time.sleep(0.02)
+        others = [threading.Thread(target=f) for f in (chat_stream, oai_stream, plain)]
+        for t in others:
+            t.start()
+        time.sleep(0.5)
+        w = runner_state(s)
+        check(w.get("queued", 0) == 3, "three requests queue behind the one slot", str(w))
+        idle = socket.create_connection(("127.0.0.1", s.port), timeout=15)
+        ti = time.time()
+        try:
+            closed = idle.recv(1) == b""
+        except OSError:
+            closed = False
+        idle_s = time.time() - ti
+        idle.close()
+        check(closed and 1.5 < idle_s < 10, "a connection that sends nothing is closed after the idle timeout (2 s)",
+              f"closed {closed} after {idle_s:.1f} s")
+        first.join(120)
+        for t in others:
+            t.join(60)
+        waited = time.time() - t0
+        check(res.get("long", {}).get("eval_count") == 1500, "the long stream ends whole", str(res.get("long")))
+        check(waited > 4, "the queued requests waited past the idle timeout", f"{waited:.1f} s")
+        st, lines = res.get("chat", (None, []))
+        check(st == 200 and lines and lines[-1].get("done") is True and lines[-1].get("eval_count") == 5,
+              "a streamed /api/chat queued past the idle timeout gets its whole answer", str((st, lines[-1:])))
+        st, body = res.get("oai", (None, ""))
+        check(st == 200 and body.rstrip().endswith("data: [DONE]") and '"length"' in body,
+              "a streamed /v1/chat/completions queued past the idle timeout gets its whole answer", repr(body[-300:]))
+        st, g = res.get("plain", (None, {}))
+        check(st == 200 and g.get("eval_count") == 5,
+              "a non-streamed /api/generate queued past the idle timeout gets its answer", str((st, g)))
+        check(s.stop() == 0, "wick serve (WICK_IDLE_TIMEOUT=2) exits 0 on SIGTERM")
+    finally:
+        if s.proc.poll() is None:
+            s.proc.kill()
+            s.proc.wait()
+        shutil.rmtree(store, True)
+        ts.STORE = saved[0]
+        for k, v in (("WICK_NUM_PARALLEL", saved[1]), ("WICK_IDLE_TIMEOUT", saved[2])):
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
 def full(gguf, name):
     """Each of 16 requests sent at once to a server with 16 slots answers
     exactly as it does alone (sent one after the other to the same server
@@ -419,6 +512,9 @@ def main():
             s.proc.kill()
             s.proc.wait()
         shutil.rmtree(store, True)
+    t0 = time.time()
+    test_queued_past_idle_timeout()
+    print(f"test_queued_past_idle_timeout: {time.time() - t0:.1f} s", flush=True)
     finish("parallel")
 
 
