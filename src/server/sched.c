@@ -645,41 +645,61 @@ json_t *srv_runner_status(struct srv_runner *r)
 
 /* ------------------------------------------------------------ keep_alive */
 
+/* A duration string as Go's time.ParseDuration reads it (what Ollama's
+ * keep_alive field goes through): an optional sign, then "0" or one or more
+ * decimal numbers (digits, an optional fraction, no exponent), each with a
+ * unit (ns, us, \u00b5s, \u03bcs, ms, s, m, h). Also a bare decimal number, read as
+ * seconds (as OLLAMA_KEEP_ALIVE is). Into *sec (signed); false on
+ * anything else or past Go's range (about 292 years). */
+static bool parse_go_duration(const char *p, double *sec)
+{
+    static const struct { const char *name; double sec; } units[] = {
+        {"ns", 1e-9}, {"us", 1e-6}, {"\xc2\xb5s", 1e-6}, {"\xce\xbcs", 1e-6}, {"ms", 1e-3}, {"s", 1}, {"m", 60}, {"h", 3600}};
+    double sign = 1, total = 0;
+    if (*p == '-' || *p == '+') sign = *p++ == '-' ? -1 : 1;
+    if (strcmp(p, "0") == 0) {
+        *sec = 0;
+        return true;
+    }
+    if (!*p) return false;
+    bool first = true;
+    while (*p) {
+        double x = 0, scale = 1;
+        int digits = 0;
+        for (; *p >= '0' && *p <= '9'; p++, digits++) x = 10 * x + (*p - '0');
+        if (*p == '.')
+            for (p++; *p >= '0' && *p <= '9'; p++, digits++) x += (*p - '0') * (scale /= 10);
+        if (!digits) return false;
+        size_t i = 0, best = 0, best_len = 0;
+        for (; i < sizeof units / sizeof *units; i++) { /* the longest unit that matches ("ms" before "m") */
+            size_t n = strlen(units[i].name);
+            if (n > best_len && strncmp(p, units[i].name, n) == 0) best = i, best_len = n;
+        }
+        if (!best_len) {
+            if (*p || !first) return false; /* a number without a unit only alone: seconds */
+            total = x;
+            break;
+        }
+        total += x * units[best].sec;
+        p += best_len;
+        first = false;
+    }
+    if (total > 9223372036.854775807) return false; /* Go: "invalid duration" */
+    *sec = sign * total;
+    return true;
+}
+
 bool srv_parse_keep_alive(json_t *v, int64_t *ns)
 {
     if (!v || json_is_null(v)) return true;
+    double s;
     if (json_is_number(v)) {
-        double s = json_number_value(v);
+        s = json_number_value(v);
         if (s != s) return false;
-        *ns = s < 0 || s * 1e9 >= (double)(INT64_MAX / 4) ? SRV_KEEP_FOREVER : (int64_t)(s * 1e9);
-        return true;
+    } else if (!json_is_string(v) || !parse_go_duration(json_string_value(v), &s)) {
+        return false;
     }
-    if (!json_is_string(v)) return false;
-    const char *p = json_string_value(v);
-    if (*p == '-') {
-        *ns = SRV_KEEP_FOREVER;
-        return true;
-    }
-    double total = 0;
-    bool any = false;
-    while (*p) {
-        char *end;
-        double x = strtod(p, &end);
-        if (end == p) return false;
-        p = end;
-        double unit;
-        if (strncmp(p, "ms", 2) == 0) unit = 1e6, p += 2;
-        else if (strncmp(p, "us", 2) == 0) unit = 1e3, p += 2;
-        else if (strncmp(p, "ns", 2) == 0) unit = 1, p += 2;
-        else if (*p == 'h') unit = 3600e9, p++;
-        else if (*p == 'm') unit = 60e9, p++;
-        else if (*p == 's') unit = 1e9, p++;
-        else if (*p == '\0' && !any) unit = 1e9; /* a bare number string: seconds */
-        else return false;
-        total += x * unit;
-        any = true;
-    }
-    if (!any || total != total) return false;
-    *ns = total < 0 || total >= (double)(INT64_MAX / 4) ? SRV_KEEP_FOREVER : (int64_t)total;
+    /* negative: for ever, as Ollama; past ~73 years: for ever too (no overflow) */
+    *ns = s < 0 || s * 1e9 >= (double)(INT64_MAX / 4) ? SRV_KEEP_FOREVER : (int64_t)(s * 1e9);
     return true;
 }

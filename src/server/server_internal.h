@@ -494,9 +494,11 @@ json_t *srv_base64_json(const void *src, size_t n);
 
 /* ------------------------------------------------------------ utilities */
 
-/* keep_alive as Ollama reads it: a duration string ("5m", "1h30m",
- * "300ms", "10s"), a number of seconds, negative = forever. false on a
- * bad value. */
+/* keep_alive as Ollama reads it: a duration string as Go's
+ * time.ParseDuration takes it ("5m", "1h30m", "300ms", "-1m", "0"; no
+ * spaces, exponents or hex), a bare number string or a JSON number of
+ * seconds; negative = for ever. false on a bad value (NaN, anything else
+ * in a string, a duration past Go's ~292 years). */
 bool srv_parse_keep_alive(json_t *v, int64_t *ns);
 /* RFC 3339 UTC with nanoseconds, for created_at. */
 void srv_time_rfc3339(int64_t unix_ns, char *out, size_t cap);

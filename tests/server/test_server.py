@@ -11,6 +11,7 @@ References: the golden fixtures of transformers' greedy answers
 observed through /api/ps, equal answers from a cached and a fresh runner).
 """
 import atexit
+import datetime
 import http.client
 import json
 import os
@@ -289,6 +290,18 @@ def test_errors(s):
     st, body = s.post("/api/generate", {"model": SMOL, "prompt": "x", "keep_alive": 1e300, "options": greedy(1)})
     exp = s.ps().get("smollm2:latest", {}).get("expires_at", "")
     check(st == 200 and exp[:4] >= "2099", "a huge keep_alive keeps the model loaded (no overflow)", exp)
+    # strings as Go's time.ParseDuration reads them (Ollama's keep_alive): these it refuses
+    # (a bare number string, "300", is seconds: wick reads the field as OLLAMA_KEEP_ALIVE is read)
+    for bad in ("-garbage", " 5m", "5m ", "0x10", "inf", "1e400s", "99999999999999h", "1h 30m", "-", ".s"):
+        st, body = s.post("/api/generate", {"model": SMOL, "prompt": "x", "keep_alive": bad})
+        check(st == 400 and "keep_alive" in body.get("error", ""), f"keep_alive {bad!r} is 400, as Go's ParseDuration",
+              str((st, body)))
+    for good, lo, hi in (("1h30m", 5300, 5500), (".5m", 20, 40), ("1.5h", 5300, 5500), ("90s", 80, 100)):
+        st, body = s.post("/api/generate", {"model": SMOL, "prompt": "x", "keep_alive": good, "options": greedy(1)})
+        exp = s.ps().get("smollm2:latest", {}).get("expires_at", "")
+        left = (datetime.datetime.fromisoformat(exp.replace("Z", "+00:00")) -
+                datetime.datetime.now(datetime.timezone.utc)).total_seconds() if exp else -1
+        check(st == 200 and lo < left < hi, f"keep_alive {good!r} keeps the model {lo}-{hi} s", f"{st} {left:.0f} s")
     st, _ = s.raw("DELETE", "/api/chat")
     check(st == 405, "wrong method 405")
 
