@@ -594,6 +594,14 @@ static int refuse_unimplemented(struct srv_gen *g, json_t *body, char *msg, size
     }
     if (g->api == API_OAI_COMPLETION && json_array_size(json_object_get(body, "tools")) > 0)
         return FAIL("tools are taken by /v1/chat/completions, not /v1/completions");
+    if (g->api == API_OAI_COMPLETION) { /* the legacy completion's echo and best_of: not implemented */
+        json_t *echo = json_object_get(body, "echo"), *best = json_object_get(body, "best_of");
+        if (echo && !json_is_null(echo) && !json_is_boolean(echo)) return FAIL("echo must be true or false");
+        if (json_is_true(echo))
+            return FAIL("echo is not supported yet: wick does not return the prompt with the completion, so it refuses it");
+        if (best && !json_is_null(best) && !(is_int(best) && json_number_value(best) == 1))
+            return FAIL("best_of must be 1: one completion is computed per request");
+    }
     json_t *think = json_object_get(body, "think");
     g->think = -1;
     g->think_level = NULL;

@@ -290,6 +290,13 @@ def test_errors(s):
     st, body = s.post("/api/generate", {"model": SMOL, "prompt": "x", "keep_alive": 1e300, "options": greedy(1)})
     exp = s.ps().get("smollm2:latest", {}).get("expires_at", "")
     check(st == 200 and exp[:4] >= "2099", "a huge keep_alive keeps the model loaded (no overflow)", exp)
+    # /v1/completions' echo and best_of: refused, not dropped (false and 1 are what wick does)
+    for extra, word in (({"echo": True}, "echo"), ({"echo": "yes"}, "echo"), ({"best_of": 3}, "best_of"),
+                        ({"best_of": "2"}, "best_of")):
+        st, body = s.post("/v1/completions", dict({"model": SMOL, "prompt": "x", "max_tokens": 1}, **extra))
+        check(st == 400 and word in body["error"]["message"], f"/v1/completions {extra} is 400", str((st, body)))
+    st, body = s.post("/v1/completions", {"model": SMOL, "prompt": "x", "max_tokens": 1, "echo": False, "best_of": 1})
+    check(st == 200, "/v1/completions echo false and best_of 1 are taken", str((st, body)))
     # strings as Go's time.ParseDuration reads them (Ollama's keep_alive): these it refuses
     # (a bare number string, "300", is seconds: wick reads the field as OLLAMA_KEEP_ALIVE is read)
     for bad in ("-garbage", " 5m", "5m ", "0x10", "inf", "1e400s", "99999999999999h", "1h 30m", "-", ".s"):
