@@ -288,8 +288,20 @@ static bool format_real(struct gt_buf *b, double f, const struct spec *sp)
     char fm[16];
     snprintf(fm, sizeof fm, "%%%s%s.%d%c", sp->plus ? "+" : "", sp->space ? " " : "",
              sp->prec < 0 ? 6 : sp->prec, v);
-    snprintf(tmp, sizeof tmp, fm, f);
-    return pad(b, tmp, strlen(tmp), sp, true);
+    const int len = snprintf(tmp, sizeof tmp, fm, f);
+    if (len < 0) return false;
+    if ((size_t)len < sizeof tmp) return pad(b, tmp, (size_t)len, sp, true);
+    /* a long precision ("%.9000f": Go writes every digit; the precision is
+     * at most ~1e6, parse_spec): the whole text, on the heap */
+    char *big = wk_malloc((size_t)len + 1);
+    if (!big) {
+        b->st = WK_E_NOMEM;
+        return false;
+    }
+    snprintf(big, (size_t)len + 1, fm, f);
+    const bool ok = pad(b, big, (size_t)len, sp, true);
+    wk_free(big);
+    return ok;
 }
 
 static bool format_string(struct gt_buf *b, const json_t *v, const struct spec *sp)

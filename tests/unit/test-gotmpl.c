@@ -389,6 +389,22 @@ static void test_hostile(void)
                         &err),
                  WK_E_RANGE);
     wk_free(out);
+    /* a float's long precision in full, as Go's fmt writes it (was cut at
+     * 511 bytes): 0.25 with 600 decimals is "0.25" and 598 zeros; past the
+     * output cap, the cap's error */
+    CHECK_EQ_INT(render("{{ printf \"%.600f|%.600e\" 0.25 0.25 }}", NULL, NULL, &out, &err), WK_OK);
+    if (out) {
+        char want[1300];
+        size_t w = (size_t)sprintf(want, "0.25");
+        for (int i = 0; i < 598; i++) want[w++] = '0';
+        w += (size_t)sprintf(want + w, "|2.5");
+        for (int i = 0; i < 599; i++) want[w++] = '0';
+        sprintf(want + w, "e-01");
+        CHECK(strcmp(out, want) == 0);
+    }
+    wk_free(out);
+    CHECK_EQ_INT(render("{{ printf \"%.2000000f\" 1.5 }}", NULL, &lim, &out, &err), WK_E_RANGE);
+    wk_free(out);
     /* the iteration limit */
     const char *loops = "{{ range .L }}{{ range $.L }}{{ range $.L }}{{ end }}{{ end }}{{ end }}";
     struct wk_gotmpl_limits lim2 = {.max_iterations = 100000};
