@@ -57,6 +57,14 @@ def make_smol_store():
     return d
 
 
+def shut(s, store):
+    """Kills the server s if it still runs and removes its store."""
+    if s.proc.poll() is None:
+        s.proc.kill()
+        s.proc.wait()
+    shutil.rmtree(store, True)
+
+
 def generate(s, prompt, n):
     st, r = s.post("/api/generate", {"model": SMOL, "prompt": prompt, "options": {"temperature": 0, "num_predict": n}})
     return st, r
@@ -410,10 +418,7 @@ def test_queued_past_idle_timeout():
               "a non-streamed /api/generate queued past the idle timeout gets its answer", str((st, g)))
         check(s.stop() == 0, "wick serve (WICK_IDLE_TIMEOUT=2) exits 0 on SIGTERM")
     finally:
-        if s.proc.poll() is None:
-            s.proc.kill()
-            s.proc.wait()
-        shutil.rmtree(store, True)
+        shut(s, store)
         ts.STORE = saved[0]
         for k, v in (("WICK_NUM_PARALLEL", saved[1]), ("WICK_IDLE_TIMEOUT", saved[2])):
             if v is None:
@@ -462,10 +467,7 @@ def full(gguf, name):
         check(peak >= 8, f"{name}: the runner computed many requests at once", f"peak {peak}")
         check(s.stop() == 0, "wick serve exits 0 on SIGTERM")
     finally:
-        if s.proc.poll() is None:
-            s.proc.kill()
-            s.proc.wait()
-        shutil.rmtree(d, True)
+        shut(s, d)
 
 
 def main():
@@ -508,10 +510,7 @@ def main():
         check("Sanitizer" not in log and "runtime error:" not in log,
               "no sanitizer report from the server or its runners (an ASan build: WICK_BIN)", log[-3000:])
     finally:
-        if s.proc.poll() is None:
-            s.proc.kill()
-            s.proc.wait()
-        shutil.rmtree(store, True)
+        shut(s, store)
     t0 = time.time()
     test_queued_past_idle_timeout()
     print(f"test_queued_past_idle_timeout: {time.time() - t0:.1f} s", flush=True)
