@@ -85,6 +85,23 @@ _Static_assert(R16A_CHUNK / 32 * 18 + R16A_CHUNK / 16 <= R16A_CHUNK_FLOATS, "the
         if ((T) == 1 && 64 * (size_t)(l) < (gb)) _mm_prefetch((const char *)(b) + R16A_PF + 64 * (l), _MM_HINT_T0); \
     } while (0)
 
+/* Several tokens (batched decode, verification, prefill): a tile of
+ * tokens over a group's column chunk prefetches, spread over its blocks,
+ * the chunk the same group's tile takes next (this group's next chunk, or
+ * at the row's end the first chunk of the group R16A_GROUPS on) into L2:
+ * left to the hardware prefetchers the tile's first pass asked for weights
+ * faster than a core gets them (r16a_run). Measured only on a Zen 4 with
+ * WICK_CPU=avx2 (one core, 96 MiB from memory, G multiply-adds a second):
+ * Q4_K 8 tokens 40-51 -> 56, Q4_1 49-50 -> 57, Q6_K 38 -> 44 (4 tokens:
+ * Q4_K +5%, Q6_K even); rows in L2 within -5..+6%. Part i of n of the
+ * lines at a. */
+ALWAYS_INLINE void r16a_pf_next(const uint8_t *a, size_t lines, int64_t i, int64_t n)
+{
+    if (!a) return;
+    const size_t l0 = lines * (size_t)i / (size_t)n, l1 = lines * (size_t)(i + 1) / (size_t)n;
+    for (size_t l = l0; l < l1; l++) _mm_prefetch((const char *)(a + 64 * l), _MM_HINT_T1);
+}
+
 /* Where a prepared chunk keeps, for the codes' offsets (Q6_K, Q5_0,
  * Q8_0), 32 sum(v) of each 16-element half block as an int32 (its bits in
  * a float slot): the chunk's last WK_R16_PREP_CHUNK / 16 floats. */
@@ -193,8 +210,8 @@ ALWAYS_INLINE void r16a_q4k_factors(const uint8_t *b, __m256 f[2][8], __m256 fm[
  * with constant T; the accumulators are named variables, not arrays (GCC
  * kept arrays of them on the stack, every vpaddd a memory operand).
  */
-ALWAYS_INLINE void r16a_tile(const int T, int64_t nc, const uint8_t *g, const float *const *p, float *const *out,
-                             const bool add)
+ALWAYS_INLINE void r16a_tile(const int T, int64_t nc, const uint8_t *g, const uint8_t *pfa, size_t pfl,
+                             const float *const *p, float *const *out, const bool add)
 {
     const size_t gb = WK_R16_ROWS * sizeof(struct wk_block_q4_k);
     const int64_t nxb = nc / 32, nsb = nc / WK_QK_K;
@@ -207,6 +224,7 @@ ALWAYS_INLINE void r16a_tile(const int T, int64_t nc, const uint8_t *g, const fl
     UNROLL
     for (int t = 0; t < 4; t++) acc[0][t] = acc[1][t] = _mm256_setzero_ps();
     for (int64_t i = 0; i < nsb; i++) {
+        r16a_pf_next(pfa, pfl, i, nsb);
         const uint8_t *b = g + (size_t)i * gb;
         /* the rows' factors d sc_j and dmin m_j of the 8 sub-blocks, kept in L1 */
         __m256 f[2][8], fm[2][8];
@@ -275,7 +293,8 @@ ALWAYS_INLINE void r16a_tile(const int T, int64_t nc, const uint8_t *g, const fl
  * load and store a sub-block). Register tiles of 4 tokens spent half their
  * instructions on spills and register moves.
  */
-static void r16a_tile_many(int T, int64_t nc, const uint8_t *g, const float *const *p, float *const *out, bool add)
+static void r16a_tile_many(int T, int64_t nc, const uint8_t *g, const uint8_t *pfa, size_t pfl, const float *const *p,
+                           float *const *out, bool add)
 {
     const size_t gb = WK_R16_ROWS * sizeof(struct wk_block_q4_k);
     const int64_t nxb = nc / 32, nsb = nc / WK_QK_K;
@@ -285,6 +304,7 @@ static void r16a_tile_many(int T, int64_t nc, const uint8_t *g, const float *con
     _Alignas(32) __m256i c[8][4]; /* step k: half 0 even, odd; half 1 even, odd */
     for (int t = 0; t < T; t++) acc[t][0] = acc[t][1] = _mm256_setzero_ps();
     for (int64_t i = 0; i < nsb; i++) {
+        r16a_pf_next(pfa, pfl, i, nsb);
         const uint8_t *b = g + (size_t)i * gb;
         r16a_q4k_factors(b, f, fm);
         for (int j = 0; j < 8; j++) {
@@ -361,8 +381,8 @@ ALWAYS_INLINE __m256i r16a_q6_less32(__m256i s, const float *c)
     return _mm256_sub_epi32(s, _mm256_castps_si256(_mm256_broadcast_ss(c)));
 }
 
-ALWAYS_INLINE void r16a_q6k_tile(const int T, int64_t nc, const uint8_t *g, const float *const *p, float *const *out,
-                                 const bool add)
+ALWAYS_INLINE void r16a_q6k_tile(const int T, int64_t nc, const uint8_t *g, const uint8_t *pfa, size_t pfl,
+                                 const float *const *p, float *const *out, const bool add)
 {
     const size_t gb = WK_R16_ROWS * sizeof(struct wk_block_q6_k);
     const int64_t nxb = nc / 32, nsb = nc / WK_QK_K;
@@ -376,6 +396,7 @@ ALWAYS_INLINE void r16a_q6k_tile(const int T, int64_t nc, const uint8_t *g, cons
     UNROLL
     for (int t = 0; t < 4; t++) acc[0][t] = acc[1][t] = _mm256_setzero_ps();
     for (int64_t i = 0; i < nsb; i++) {
+        r16a_pf_next(pfa, pfl, i, nsb);
         const uint8_t *b = g + (size_t)i * gb;
         const __m256 d[2] = {_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)b)),
                              _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(b + 16)))};
@@ -435,8 +456,8 @@ ALWAYS_INLINE void r16a_q6k_tile(const int T, int64_t nc, const uint8_t *g, cons
  * up to R16A_TM tokens, as r16a_tile_many does for Q4_K: per 16-element
  * scale group its codes (4 steps, two halves, even and odd pairs: 16
  * vectors) unpacked once into L1, then each token in turn. */
-static void r16a_q6k_tile_many(int T, int64_t nc, const uint8_t *g, const float *const *p, float *const *out,
-                               bool add)
+static void r16a_q6k_tile_many(int T, int64_t nc, const uint8_t *g, const uint8_t *pfa, size_t pfl,
+                               const float *const *p, float *const *out, bool add)
 {
     const size_t gb = WK_R16_ROWS * sizeof(struct wk_block_q6_k);
     const int64_t nxb = nc / 32, nsb = nc / WK_QK_K;
@@ -444,6 +465,7 @@ static void r16a_q6k_tile_many(int T, int64_t nc, const uint8_t *g, const float 
     _Alignas(32) __m256i c[4][4]; /* step kk: half 0 even, odd; half 1 even, odd */
     for (int t = 0; t < T; t++) acc[t][0] = acc[t][1] = _mm256_setzero_ps();
     for (int64_t i = 0; i < nsb; i++) {
+        r16a_pf_next(pfa, pfl, i, nsb);
         const uint8_t *b = g + (size_t)i * gb;
         const __m256 d[2] = {_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)b)),
                              _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(b + 16)))};
@@ -592,8 +614,8 @@ ALWAYS_INLINE __m256 r16a_b32_float(const enum r16a_kind K, __m256 acc, __m256i 
 
 /* The register tile for the 32-element kinds: r16a_tile's shape (16 rows
  * by T = 1..4 tokens, the sums named), a block's 8 steps in turn. */
-ALWAYS_INLINE void r16a_b32_tile(const enum r16a_kind K, const int T, int64_t nc, const uint8_t *g,
-                                 const float *const *p, float *const *out, const bool add)
+ALWAYS_INLINE void r16a_b32_tile(const enum r16a_kind K, const int T, int64_t nc, const uint8_t *g, const uint8_t *pfa,
+                                 size_t pfl, const float *const *p, float *const *out, const bool add)
 {
     const size_t gb = R16A_GB(K);
     const int64_t nxb = nc / 32;
@@ -604,6 +626,7 @@ ALWAYS_INLINE void r16a_b32_tile(const enum r16a_kind K, const int T, int64_t nc
     UNROLL
     for (int t = 0; t < 4; t++) acc[0][t] = acc[1][t] = _mm256_setzero_ps();
     for (int64_t xb = 0; xb < nxb; xb++) {
+        r16a_pf_next(pfa, pfl, xb, nxb);
         const uint8_t *b = g + (size_t)xb * gb;
         const __m256i z = _mm256_setzero_si256();
         __m256i s00 = z, s01 = z, s02 = z, s03 = z, s10 = z, s11 = z, s12 = z, s13 = z;
@@ -643,8 +666,8 @@ ALWAYS_INLINE void r16a_b32_tile(const enum r16a_kind K, const int T, int64_t nc
  * arithmetic (the same bits) for up to R16A_TM tokens, a block's codes
  * (8 steps, two halves, even and odd pairs: 32 vectors) unpacked once
  * into L1, then each token in turn, as r16a_tile_many. */
-ALWAYS_INLINE void r16a_b32_tile_many(const enum r16a_kind K, int T, int64_t nc, const uint8_t *g,
-                                      const float *const *p, float *const *out, bool add)
+ALWAYS_INLINE void r16a_b32_tile_many(const enum r16a_kind K, int T, int64_t nc, const uint8_t *g, const uint8_t *pfa,
+                                      size_t pfl, const float *const *p, float *const *out, bool add)
 {
     const size_t gb = R16A_GB(K);
     const int64_t nxb = nc / 32;
@@ -652,6 +675,7 @@ ALWAYS_INLINE void r16a_b32_tile_many(const enum r16a_kind K, int T, int64_t nc,
     _Alignas(32) __m256i c[8][4]; /* step k: half 0 even, odd; half 1 even, odd */
     for (int t = 0; t < T; t++) acc[t][0] = acc[t][1] = _mm256_setzero_ps();
     for (int64_t xb = 0; xb < nxb; xb++) {
+        r16a_pf_next(pfa, pfl, xb, nxb);
         const uint8_t *b = g + (size_t)xb * gb;
         UNROLL
         for (int k = 0; k < 8; k++)
@@ -710,17 +734,22 @@ ALWAYS_INLINE void r16a_run(const enum r16a_kind K, int64_t n, const uint8_t *w,
                     const uint8_t *wg = w + (size_t)gi * WK_R16_ROWS * stride + (size_t)(c0 / R16A_QK(K)) * bb;
                     float *o[R16A_TM > R16A_T ? R16A_TM : R16A_T];
                     for (int t = 0; t < T; t++) o[t] = out + (size_t)(t0 + t) * ldo + WK_R16_ROWS * gi;
+                    const size_t cb = (size_t)(nc / R16A_QK(K)) * bb; /* this chunk's bytes */
+                    const uint8_t *pfa = n_tokens == 1 || t0 > 0 ? NULL
+                                         : c0 + R16A_CHUNK < n ? wg + cb
+                                                               : w + (size_t)(gi + gt) * WK_R16_ROWS * stride;
+                    const size_t pfl = cb / 64;
                     if (tw > R16A_T) {
-                        if (K == R16A_Q6_K) r16a_q6k_tile_many(T, nc, wg, p, o, add);
-                        else if (K == R16A_Q4_K) r16a_tile_many(T, nc, wg, p, o, add);
-                        else r16a_b32_tile_many(K, T, nc, wg, p, o, add);
+                        if (K == R16A_Q6_K) r16a_q6k_tile_many(T, nc, wg, pfa, pfl, p, o, add);
+                        else if (K == R16A_Q4_K) r16a_tile_many(T, nc, wg, pfa, pfl, p, o, add);
+                        else r16a_b32_tile_many(K, T, nc, wg, pfa, pfl, p, o, add);
                         continue;
                     }
                     /* each width its own unrolled code */
 #define R16A_REG_TILE(T_)                                                                                      \
-    (K == R16A_Q6_K   ? r16a_q6k_tile(T_, nc, wg, p, o, add)                                                   \
-     : K == R16A_Q4_K ? r16a_tile(T_, nc, wg, p, o, add)                                                       \
-                      : r16a_b32_tile(K, T_, nc, wg, p, o, add))
+    (K == R16A_Q6_K   ? r16a_q6k_tile(T_, nc, wg, pfa, pfl, p, o, add)                                         \
+     : K == R16A_Q4_K ? r16a_tile(T_, nc, wg, pfa, pfl, p, o, add)                                             \
+                      : r16a_b32_tile(K, T_, nc, wg, pfa, pfl, p, o, add))
                     switch (T) {
                     case 4: R16A_REG_TILE(4); break;
                     case 3: R16A_REG_TILE(3); break;
