@@ -54,6 +54,7 @@
  * rows in L2/L3 against 13 for the row-major 16-bit kernel.
  */
 #include "kernels_avx2.h"
+#include "../prefetch_part.h"
 
 #include <stdbool.h>
 
@@ -93,14 +94,8 @@ _Static_assert(R16A_CHUNK / 32 * 18 + R16A_CHUNK / 16 <= R16A_CHUNK_FLOATS, "the
  * faster than a core gets them (r16a_run). Measured only on a Zen 4 with
  * WICK_CPU=avx2 (one core, 96 MiB from memory, G multiply-adds a second):
  * Q4_K 8 tokens 40-51 -> 56, Q4_1 49-50 -> 57, Q6_K 38 -> 44 (4 tokens:
- * Q4_K +5%, Q6_K even); rows in L2 within -5..+6%. Part i of n of the
- * lines at a. */
-ALWAYS_INLINE void r16a_pf_next(const uint8_t *a, size_t lines, int64_t i, int64_t n)
-{
-    if (!a) return;
-    const size_t l0 = lines * (size_t)i / (size_t)n, l1 = lines * (size_t)(i + 1) / (size_t)n;
-    for (size_t l = l0; l < l1; l++) _mm_prefetch((const char *)(a + 64 * l), _MM_HINT_T1);
-}
+ * Q4_K +5%, Q6_K even); rows in L2 within -5..+6%. (wk_prefetch_part's
+ * parts, one a block.) */
 
 /* Where a prepared chunk keeps, for the codes' offsets (Q6_K, Q5_0,
  * Q8_0), 32 sum(v) of each 16-element half block as an int32 (its bits in
@@ -210,7 +205,7 @@ ALWAYS_INLINE void r16a_q4k_factors(const uint8_t *b, __m256 f[2][8], __m256 fm[
  * with constant T; the accumulators are named variables, not arrays (GCC
  * kept arrays of them on the stack, every vpaddd a memory operand).
  */
-ALWAYS_INLINE void r16a_tile(const int T, int64_t nc, const uint8_t *g, const uint8_t *pfa, size_t pfl,
+ALWAYS_INLINE void r16a_tile(const int T, int64_t nc, const uint8_t *g, uintptr_t pfa, size_t pfl,
                              const float *const *p, float *const *out, const bool add)
 {
     const size_t gb = WK_R16_ROWS * sizeof(struct wk_block_q4_k);
@@ -224,7 +219,7 @@ ALWAYS_INLINE void r16a_tile(const int T, int64_t nc, const uint8_t *g, const ui
     UNROLL
     for (int t = 0; t < 4; t++) acc[0][t] = acc[1][t] = _mm256_setzero_ps();
     for (int64_t i = 0; i < nsb; i++) {
-        r16a_pf_next(pfa, pfl, i, nsb);
+        if (pfa) wk_prefetch_part(pfa, pfl, i, nsb, true);
         const uint8_t *b = g + (size_t)i * gb;
         /* the rows' factors d sc_j and dmin m_j of the 8 sub-blocks, kept in L1 */
         __m256 f[2][8], fm[2][8];
@@ -293,7 +288,7 @@ ALWAYS_INLINE void r16a_tile(const int T, int64_t nc, const uint8_t *g, const ui
  * load and store a sub-block). Register tiles of 4 tokens spent half their
  * instructions on spills and register moves.
  */
-static void r16a_tile_many(int T, int64_t nc, const uint8_t *g, const uint8_t *pfa, size_t pfl, const float *const *p,
+static void r16a_tile_many(int T, int64_t nc, const uint8_t *g, uintptr_t pfa, size_t pfl, const float *const *p,
                            float *const *out, bool add)
 {
     const size_t gb = WK_R16_ROWS * sizeof(struct wk_block_q4_k);
@@ -304,7 +299,7 @@ static void r16a_tile_many(int T, int64_t nc, const uint8_t *g, const uint8_t *p
     _Alignas(32) __m256i c[8][4]; /* step k: half 0 even, odd; half 1 even, odd */
     for (int t = 0; t < T; t++) acc[t][0] = acc[t][1] = _mm256_setzero_ps();
     for (int64_t i = 0; i < nsb; i++) {
-        r16a_pf_next(pfa, pfl, i, nsb);
+        if (pfa) wk_prefetch_part(pfa, pfl, i, nsb, true);
         const uint8_t *b = g + (size_t)i * gb;
         r16a_q4k_factors(b, f, fm);
         for (int j = 0; j < 8; j++) {
@@ -381,7 +376,7 @@ ALWAYS_INLINE __m256i r16a_q6_less32(__m256i s, const float *c)
     return _mm256_sub_epi32(s, _mm256_castps_si256(_mm256_broadcast_ss(c)));
 }
 
-ALWAYS_INLINE void r16a_q6k_tile(const int T, int64_t nc, const uint8_t *g, const uint8_t *pfa, size_t pfl,
+ALWAYS_INLINE void r16a_q6k_tile(const int T, int64_t nc, const uint8_t *g, uintptr_t pfa, size_t pfl,
                                  const float *const *p, float *const *out, const bool add)
 {
     const size_t gb = WK_R16_ROWS * sizeof(struct wk_block_q6_k);
@@ -396,7 +391,7 @@ ALWAYS_INLINE void r16a_q6k_tile(const int T, int64_t nc, const uint8_t *g, cons
     UNROLL
     for (int t = 0; t < 4; t++) acc[0][t] = acc[1][t] = _mm256_setzero_ps();
     for (int64_t i = 0; i < nsb; i++) {
-        r16a_pf_next(pfa, pfl, i, nsb);
+        if (pfa) wk_prefetch_part(pfa, pfl, i, nsb, true);
         const uint8_t *b = g + (size_t)i * gb;
         const __m256 d[2] = {_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)b)),
                              _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(b + 16)))};
@@ -456,7 +451,7 @@ ALWAYS_INLINE void r16a_q6k_tile(const int T, int64_t nc, const uint8_t *g, cons
  * up to R16A_TM tokens, as r16a_tile_many does for Q4_K: per 16-element
  * scale group its codes (4 steps, two halves, even and odd pairs: 16
  * vectors) unpacked once into L1, then each token in turn. */
-static void r16a_q6k_tile_many(int T, int64_t nc, const uint8_t *g, const uint8_t *pfa, size_t pfl,
+static void r16a_q6k_tile_many(int T, int64_t nc, const uint8_t *g, uintptr_t pfa, size_t pfl,
                                const float *const *p, float *const *out, bool add)
 {
     const size_t gb = WK_R16_ROWS * sizeof(struct wk_block_q6_k);
@@ -465,7 +460,7 @@ static void r16a_q6k_tile_many(int T, int64_t nc, const uint8_t *g, const uint8_
     _Alignas(32) __m256i c[4][4]; /* step kk: half 0 even, odd; half 1 even, odd */
     for (int t = 0; t < T; t++) acc[t][0] = acc[t][1] = _mm256_setzero_ps();
     for (int64_t i = 0; i < nsb; i++) {
-        r16a_pf_next(pfa, pfl, i, nsb);
+        if (pfa) wk_prefetch_part(pfa, pfl, i, nsb, true);
         const uint8_t *b = g + (size_t)i * gb;
         const __m256 d[2] = {_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)b)),
                              _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(b + 16)))};
@@ -614,7 +609,7 @@ ALWAYS_INLINE __m256 r16a_b32_float(const enum r16a_kind K, __m256 acc, __m256i 
 
 /* The register tile for the 32-element kinds: r16a_tile's shape (16 rows
  * by T = 1..4 tokens, the sums named), a block's 8 steps in turn. */
-ALWAYS_INLINE void r16a_b32_tile(const enum r16a_kind K, const int T, int64_t nc, const uint8_t *g, const uint8_t *pfa,
+ALWAYS_INLINE void r16a_b32_tile(const enum r16a_kind K, const int T, int64_t nc, const uint8_t *g, uintptr_t pfa,
                                  size_t pfl, const float *const *p, float *const *out, const bool add)
 {
     const size_t gb = R16A_GB(K);
@@ -626,7 +621,7 @@ ALWAYS_INLINE void r16a_b32_tile(const enum r16a_kind K, const int T, int64_t nc
     UNROLL
     for (int t = 0; t < 4; t++) acc[0][t] = acc[1][t] = _mm256_setzero_ps();
     for (int64_t xb = 0; xb < nxb; xb++) {
-        r16a_pf_next(pfa, pfl, xb, nxb);
+        if (pfa) wk_prefetch_part(pfa, pfl, xb, nxb, true);
         const uint8_t *b = g + (size_t)xb * gb;
         const __m256i z = _mm256_setzero_si256();
         __m256i s00 = z, s01 = z, s02 = z, s03 = z, s10 = z, s11 = z, s12 = z, s13 = z;
@@ -666,7 +661,7 @@ ALWAYS_INLINE void r16a_b32_tile(const enum r16a_kind K, const int T, int64_t nc
  * arithmetic (the same bits) for up to R16A_TM tokens, a block's codes
  * (8 steps, two halves, even and odd pairs: 32 vectors) unpacked once
  * into L1, then each token in turn, as r16a_tile_many. */
-ALWAYS_INLINE void r16a_b32_tile_many(const enum r16a_kind K, int T, int64_t nc, const uint8_t *g, const uint8_t *pfa,
+ALWAYS_INLINE void r16a_b32_tile_many(const enum r16a_kind K, int T, int64_t nc, const uint8_t *g, uintptr_t pfa,
                                       size_t pfl, const float *const *p, float *const *out, bool add)
 {
     const size_t gb = R16A_GB(K);
@@ -675,7 +670,7 @@ ALWAYS_INLINE void r16a_b32_tile_many(const enum r16a_kind K, int T, int64_t nc,
     _Alignas(32) __m256i c[8][4]; /* step k: half 0 even, odd; half 1 even, odd */
     for (int t = 0; t < T; t++) acc[t][0] = acc[t][1] = _mm256_setzero_ps();
     for (int64_t xb = 0; xb < nxb; xb++) {
-        r16a_pf_next(pfa, pfl, xb, nxb);
+        if (pfa) wk_prefetch_part(pfa, pfl, xb, nxb, true);
         const uint8_t *b = g + (size_t)xb * gb;
         UNROLL
         for (int k = 0; k < 8; k++)
@@ -735,9 +730,9 @@ ALWAYS_INLINE void r16a_run(const enum r16a_kind K, int64_t n, const uint8_t *w,
                     float *o[R16A_TM > R16A_T ? R16A_TM : R16A_T];
                     for (int t = 0; t < T; t++) o[t] = out + (size_t)(t0 + t) * ldo + WK_R16_ROWS * gi;
                     const size_t cb = (size_t)(nc / R16A_QK(K)) * bb; /* this chunk's bytes */
-                    const uint8_t *pfa = n_tokens == 1 || t0 > 0 ? NULL
-                                         : c0 + R16A_CHUNK < n ? wg + cb
-                                                               : w + (size_t)(gi + gt) * WK_R16_ROWS * stride;
+                    const uintptr_t pfa = n_tokens == 1 || t0 > 0 ? 0
+                                          : c0 + R16A_CHUNK < n ? (uintptr_t)wg + cb
+                                                                : (uintptr_t)w + (size_t)(gi + gt) * WK_R16_ROWS * stride;
                     const size_t pfl = cb / 64;
                     if (tw > R16A_T) {
                         if (K == R16A_Q6_K) r16a_q6k_tile_many(T, nc, wg, pfa, pfl, p, o, add);

@@ -42,9 +42,6 @@
 #ifndef R16_NEXT_PF
 #define R16_NEXT_PF 1 /* 0: no next-chunk prefetch in the _nopf_ tokens kernels */
 #endif
-#ifndef R16_NEXT_HINT
-#define R16_NEXT_HINT _MM_HINT_T1
-#endif
 #ifndef R16_GEMM_T
 #define R16_GEMM_T 6 /* tokens per micro-tile */
 #endif
@@ -52,19 +49,10 @@
 #define R16_GEMM_GROUPS 4 /* groups of 16 rows whose column chunk a token tile visits in turn */
 #endif
 
-/* Part i of n of a tile's share of the next chunk's prefetch: lines
- * [lines i / n, lines (i + 1) / n) at a, into L2. */
-static ALWAYS_INLINE void r16_pf_next(const uint8_t *a, size_t lines, int64_t i, int64_t n)
-{
-    if (!a) return;
-    const size_t l0 = lines * (size_t)i / (size_t)n, l1 = lines * (size_t)(i + 1) / (size_t)n;
-    for (size_t l = l0; l < l1; l++) _mm_prefetch((const char *)(a + 64 * l), R16_NEXT_HINT);
-}
-
 /* Q4_K_R16, T tokens (1..R16_GEMM_T), one group, one column chunk of nc
  * elements at g: out[t][0..15] (+)= the 16 rows' dots with token t. */
 static ALWAYS_INLINE void r16_gemm_q4k_tile(const bool dec, const bool pf, const int T, int64_t nc, const uint8_t *g,
-                                            const uint8_t *pfa, size_t pfl,
+                                            uintptr_t pfa, size_t pfl,
                                             const float *const *p, float *const *out, bool add)
 {
     const size_t bb = sizeof(struct wk_block_q4_k);
@@ -83,7 +71,7 @@ static ALWAYS_INLINE void r16_gemm_q4k_tile(const bool dec, const bool pf, const
     for (int64_t i = 0; i < nb; i++) {
         const uint8_t *b = g + (size_t)i * WK_R16_ROWS * bb;
         if (dec && pf) r16_prefetch(b, WK_R16_ROWS * bb);
-        r16_pf_next(pfa, pfl, i, nb);
+        if (pfa) wk_prefetch_part(pfa, pfl, i, nb, true);
         const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)b));
         const __m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(b + 32)));
         UNROLL
@@ -146,7 +134,7 @@ static ALWAYS_INLINE void r16_gemm_q4k_tile(const bool dec, const bool pf, const
  * (the chunk's sums16, after its prepared lines, which hold -32 times the
  * sums: r16_sums16). */
 static ALWAYS_INLINE void r16_gemm_q6k_tile(const bool dec, const bool pf, const int T, int64_t nc, const uint8_t *g,
-                                            const uint8_t *pfa, size_t pfl,
+                                            uintptr_t pfa, size_t pfl,
                                             const float *const *p, float *const *out, bool add)
 {
     const size_t bb = sizeof(struct wk_block_q6_k);
@@ -164,7 +152,7 @@ static ALWAYS_INLINE void r16_gemm_q6k_tile(const bool dec, const bool pf, const
     for (int64_t i = 0; i < nb; i++) {
         const uint8_t *b = g + (size_t)i * WK_R16_ROWS * bb;
         if (dec && pf) r16_prefetch(b, WK_R16_ROWS * bb);
-        r16_pf_next(pfa, pfl, i, nb);
+        if (pfa) wk_prefetch_part(pfa, pfl, i, nb, true);
         const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)b));
         for (int h = 0; h < 2; h++) { /* not unrolled: the quarter's code is big enough */
             for (int pp = 0; pp < 2; pp++) {
@@ -218,7 +206,7 @@ static ALWAYS_INLINE void r16_gemm_q6k_tile(const bool dec, const bool pf, const
  * block sum; Q5_0 and Q8_0: -16 or -128 d_w times it) goes into the same
  * accumulator. */
 static ALWAYS_INLINE void r16_gemm_b32_tile(const enum x16_kind K, const bool dec, const bool pf, const int T, int64_t nc,
-                                            const uint8_t *g, const uint8_t *pfa, size_t pfl, const float *const *p, float *const *out, bool add)
+                                            const uint8_t *g, uintptr_t pfa, size_t pfl, const float *const *p, float *const *out, bool add)
 {
     const size_t bb = r16_block_bytes(K);
     const size_t head = K == X16_Q4_1 ? 64 : K == X16_Q5_0 ? 96 : 32; /* the 16 rows' scales (and qh) */
@@ -236,7 +224,7 @@ static ALWAYS_INLINE void r16_gemm_b32_tile(const enum x16_kind K, const bool de
     for (int64_t i = 0; i < nb; i++) {
         const uint8_t *b = g + (size_t)i * WK_R16_ROWS * bb;
         if (dec && pf) r16_prefetch(b, WK_R16_ROWS * bb);
-        r16_pf_next(pfa, pfl, i, nb);
+        if (pfa) wk_prefetch_part(pfa, pfl, i, nb, true);
         __m512i h[R16_GEMM_T], l[R16_GEMM_T];
         UNROLL
         for (int t = 0; t < T; t++) h[t] = l[t] = _mm512_setzero_si512();
@@ -295,7 +283,7 @@ static ALWAYS_INLINE void r16_gemm_b32_tile(const enum x16_kind K, const bool de
 
 /* One micro-tile of K's R16 GEMM (T a constant after inlining). */
 static ALWAYS_INLINE void r16_gemm_tile(const enum x16_kind K, const bool dec, const bool pf, const int T, int64_t nc,
-                                        const uint8_t *g, const uint8_t *pfa, size_t pfl, const float *const *p,
+                                        const uint8_t *g, uintptr_t pfa, size_t pfl, const float *const *p,
                                         float *const *out, bool add)
 {
     if (K == X16_Q4_K) r16_gemm_q4k_tile(dec, pf, T, nc, g, pfa, pfl, p, out, add);
@@ -334,7 +322,8 @@ static ALWAYS_INLINE void r16_gemm(const enum x16_kind K, const bool dec, const 
                     /* dec without pf: the next chunk's bytes (they follow this one's) into L2,
                      * this tile's share of them spread over its blocks */
                     const size_t cl = (size_t)(nc / bs) * WK_R16_ROWS * bb / 64;
-                    const uint8_t *pfa = dec && !pf && R16_NEXT_PF ? wg + 64 * (cl * (size_t)ti / (size_t)n_tiles) + 64 * cl : NULL;
+                    const uintptr_t pfa =
+                        dec && !pf && R16_NEXT_PF ? (uintptr_t)wg + 64 * (cl + cl * (size_t)ti / (size_t)n_tiles) : 0;
                     const size_t pfl = cl * (size_t)(ti + 1) / (size_t)n_tiles - cl * (size_t)ti / (size_t)n_tiles;
                     switch (T) { /* each tile width its own unrolled code */
 #if R16_GEMM_T >= 8

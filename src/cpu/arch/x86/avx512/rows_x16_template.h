@@ -476,6 +476,7 @@ DOT_ROWS_TOKENS_FN(x16_tokens_iq4_nl, x16_rows_X16_IQ4_NL, 32, sizeof(struct wk_
  */
 #if WK_AVX512_VNNI
 #include "r16_codes.h"
+#include "../prefetch_part.h"
 
 /* x's four bytes of part (0 hi, 1 lo) at elements e .. e + 3 of a block,
  * broadcast, from its compact line (x16_prep_compact). */
@@ -532,17 +533,11 @@ static inline void r16_sums16(int64_t nb, const float *scratch, float *sums16)
         }
 }
 
-/* Part it of nit (0 <= it < nit) of the prefetch of bytes at b + dist:
- * lines [it L / nit, (it + 1) L / nit) of its L lines, so that a block's
- * prefetches are spread over its computation, not issued at once. (The
- * addresses, past the last block at the end of the weights, are formed
- * as integers: prefetching them is harmless, pointing there is not.) */
+/* Part it of nit of the prefetch of bytes at b + dist into L1
+ * (wk_prefetch_part); none for dist 0. */
 static ALWAYS_INLINE void r16_prefetch_part(const uint8_t *b, size_t bytes, int it, int nit, size_t dist)
 {
-    if (dist == 0) return;
-    const size_t L = (bytes + 63) / 64, l0 = L * (size_t)it / (size_t)nit, l1 = L * (size_t)(it + 1) / (size_t)nit;
-    UNROLL
-    for (size_t l = l0; l < l1; l++) _mm_prefetch((const char *)((uintptr_t)b + dist + 64 * l), _MM_HINT_T0);
+    if (dist) wk_prefetch_part((uintptr_t)b + dist, (bytes + 63) / 64, it, nit, false);
 }
 
 /* Software prefetch of a group's block R16_PF_DIST bytes ahead, a line
