@@ -102,6 +102,7 @@ static void fill_ref(struct wk_cpu_kernels *k)
     k->dot_f32 = wk__dot_f32_ref;
     k->axpy_f32 = wk__axpy_f32_ref;
     k->gemm_f32 = wk__gemm_f32_ref;
+    k->q14_quantize = wk__q14_quantize_ref;
     k->rms_norm = wk_rms_norm;
     k->geglu = wk_geglu;
     k->swiglu = wk_swiglu;
@@ -150,6 +151,7 @@ static void init_once(void)
     memset(g_exact.vec_dot_rows_r16_tokens, 0, sizeof g_exact.vec_dot_rows_r16_tokens);
     memset(g_exact.gemm_r16, 0, sizeof g_exact.gemm_r16);
     g_exact.r16_prepare = NULL;
+    g_exact.gemm_q14 = NULL;
 }
 
 const struct wk_cpu_kernels *wk_cpu_kernels_get(void)

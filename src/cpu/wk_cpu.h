@@ -90,6 +90,13 @@ static inline float wk_x16_scale(float amax, bool has_nan)
 typedef void (*wk_gemm_f32_fn)(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
                                const float *b, int64_t ldb, float *c, int64_t ldc);
 
+/* gemm_q14 and q14_quantize of struct wk_cpu_kernels (below; the Q14
+ * format is described with wk_q14_pack). */
+typedef void (*wk_gemm_q14_fn)(int64_t m, int64_t n, int64_t k, const int16_t *pw, const float *sw,
+                               const int16_t *xq, int64_t ldq, const float *sx, int64_t lds, float *c, int64_t ldc);
+typedef void (*wk_q14_quantize_fn)(int64_t n_rows, int64_t k, const float *x, int64_t ldx, int16_t *xq, int64_t ldq,
+                                   float *sx, int64_t lds);
+
 /* gemm_r16 of struct wk_cpu_kernels (below). */
 typedef void (*wk_gemm_r16_fn)(int64_t n, const void *w, size_t stride, const float *prep, size_t ldp,
                                int64_t n_tokens, float *out, size_t ldo, int64_t n_rows);
@@ -182,6 +189,17 @@ struct wk_cpu_kernels {
      * block's keys). NULL where the table has none (AVX2, the reference). */
     void (*gemm_f32_prepacked_cols)(int64_t m, int64_t n, int64_t k, int64_t pk, const float *pa, const float *b,
                                     int64_t ldb, float *c, int64_t ldc);
+    /* Q14 products (an embedding model's layers; see wk_q14_pack): x
+     * rounded to 14-bit integers per 32-element block (q14_quantize) times
+     * weights rounded to 14-bit integers per row, summed exactly in int32
+     * per block (vpdpwssd: two 16-bit products a 32-bit lane, twice the
+     * f32 FMA's multiply-adds a cycle). q14_quantize is in every table
+     * (the reference's is wk__q14_quantize_ref, the same bits); gemm_q14
+     * only where it is faster than gemm_f32 (AVX-512 VNNI), NULL elsewhere
+     * and with WICK_EXACT=1. Both give wk__q14_quantize_ref's and
+     * wk__gemm_q14_ref's bits. */
+    wk_q14_quantize_fn q14_quantize;
+    wk_gemm_q14_fn gemm_q14;
     /* wk_rms_norm, wk_geglu, wk_swiglu, wk_gelu_erf, wk_softmax, wk_attn_f32,
      * wk_sum_exp, wk_max_f32 (below) built for the ISA: same semantics,
      * bit-identical results */
@@ -251,6 +269,64 @@ void wk_cpu_r16_pack(enum wk_dtype base, void *data, int64_t n_in, int64_t n_row
  * the row. */
 void wk_cpu_r16_unpack_row(enum wk_dtype t, const void *data, int64_t n_in, int64_t row, int64_t blk0,
                            int64_t n_blk, void *dst);
+
+/* ------------------------------------------------------------ Q14 layout */
+
+/*
+ * Q14: f32 products in 14-bit integers, for weights used many times (an
+ * embedding model's layers, where the f32 GEMM runs at the FMA peak and a
+ * batch is compute-bound). A weight matrix W [m, k] (row-major, k a
+ * multiple of WK_Q14_BLOCK) becomes per row i a scale sw[i] = max_l
+ * |W[i][l]| / WK_Q14_MAX and integers qw[i][l] = round(W[i][l] / sw[i]),
+ * |qw| <= WK_Q14_MAX; activations x [n, k] per row j and block b of 32
+ * elements a scale sx[j][b] = max |x| / WK_Q14_MAX over the block and
+ * integers qx. Then
+ *   c[j][i] = sw[i] * (... fma((float)S_1, sx[j][1], fma((float)S_0, sx[j][0], 0)))
+ * where S_b = sum over block b of qw[i][l] qx[j][l], exact in int32
+ * (|S_b| <= 32 * 8191^2 < 2^31), the fmas in block order. Relative error
+ * per element about 2^-14 of the row's (weights) or block's (x) largest
+ * value, against 2^-24 in f32: on all-MiniLM-L6-v2 the lowest cosine of
+ * 200 embeddings to the f32 model's measured 0.9999994 (simulated in
+ * torch; test-embed checks the real one against sentence-transformers).
+ *
+ * Packed weights (wk_q14_pack): panels of WK_Q14_PANEL rows, panel p at
+ * pw + p * 32 * k int16; in a panel, the pair of columns (2h, 2h + 1) of
+ * row r (r < 32) at 64 h + 32 (r / 16) + 2 (r % 16) + {0, 1}: one 64-byte
+ * vector holds a pair of columns for 16 rows, vpdpwssd's operand. Rows
+ * past m are zeros (scale 0). sw: [m rounded up to 32] f32 beside them.
+ */
+#define WK_Q14_MAX 8191
+#define WK_Q14_BLOCK 32
+#define WK_Q14_PANEL 32
+
+/* Bytes of the packing of an [m, k] matrix: int16 panels, then the row
+ * scales (f32), 64-byte aligned pieces. */
+static inline size_t wk_q14_pack_bytes(int64_t m, int64_t k)
+{
+    const size_t rows = (size_t)((m + WK_Q14_PANEL - 1) / WK_Q14_PANEL) * WK_Q14_PANEL;
+    return ((rows * (size_t)k * 2 + 63) & ~(size_t)63) + ((rows * 4 + 63) & ~(size_t)63);
+}
+
+/* Packs W [m, k] f32 (row-major, lda floats a row; k a multiple of
+ * WK_Q14_BLOCK, asserted) into dst [wk_q14_pack_bytes(m, k)] (64-byte
+ * aligned): *pw the panels at dst, *sw the row scales after them. A row
+ * with a NaN or infinite weight gets scale NaN (its products NaN, as in
+ * f32). Plain C, the same bits on every ISA; for load time. */
+void wk_q14_pack(int64_t m, int64_t k, const float *a, int64_t lda, void *dst, int16_t **pw, float **sw);
+
+/* The reference Q14 kernels (plain C; the table's entries give their
+ * bits). wk__q14_quantize_ref: rows j < n_rows of x (ldx floats apart, k a
+ * multiple of 32) to xq [j * ldq + l] and sx [j * lds + b] as above: qx =
+ * round-to-nearest-even(x * (WK_Q14_MAX / max)), sx = max / WK_Q14_MAX (f32
+ * divisions, both); a block of zeros gets zeros and scale 0, a block with
+ * a NaN or infinity zeros and scale NaN. wk__gemm_q14_ref: c[j * ldc + i]
+ * for i < m, j < n as above, from panels pw and scales sw (of row 0 of
+ * the call: rows from a multiple of WK_Q14_PANEL, pw = the packing's
+ * panels + r0 * k, sw + r0) and x quantized at xq, sx. */
+void wk__q14_quantize_ref(int64_t n_rows, int64_t k, const float *x, int64_t ldx, int16_t *xq, int64_t ldq, float *sx,
+                          int64_t lds);
+void wk__gemm_q14_ref(int64_t m, int64_t n, int64_t k, const int16_t *pw, const float *sw, const int16_t *xq,
+                      int64_t ldq, const float *sx, int64_t lds, float *c, int64_t ldc);
 
 /* ---------------------------------------------------------------- matmul */
 

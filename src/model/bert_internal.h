@@ -19,6 +19,11 @@ struct wk_bert_layer {
      * forward (gemm_f32_pack), or all NULL (no such kernel, weights not
      * F32, not yet): in the model's packed_region */
     float *packed[6];
+    /* or, where the table has gemm_q14 (AVX-512 VNNI, not WICK_EXACT) and
+     * every input width is a multiple of WK_Q14_BLOCK, the same six in
+     * the Q14 packing (wk_q14_pack: panels, row scales), all or none */
+    int16_t *q14w[6];
+    float *q14s[6];
 };
 
 struct wk_bert {
@@ -34,7 +39,7 @@ struct wk_bert {
     struct wk_bert_layer *layers; /* [n_layer] */
     const struct wk_cpu_kernels *kernels;
     bool pack_tried; /* pack_layers ran (the layers' packed[] are set, or stay NULL) */
-    void *packed_region;  /* every layer's packed[] (wk_huge_alloc: 2 MiB pages), or NULL: owned */
+    void *packed_region;  /* every layer's packed[] or q14w[] (wk_huge_alloc: 2 MiB pages), or NULL: owned */
     size_t packed_bytes;
     float *buf; /* forward buffers (64-byte aligned), for buf_rows rows on buf_threads threads */
     int64_t buf_rows;

@@ -803,6 +803,126 @@ static void test_gemm_prepacked(void)
     printf("  prepacked gemm checked on %d ISA(s), %d products over a prefix of the columns\n", n_isas, n_cols);
 }
 
+/* Q14 (wk_cpu.h): every table's q14_quantize and, where a table has it,
+ * gemm_q14 give the references' bits (wk__q14_quantize_ref,
+ * wk__gemm_q14_ref), over shapes around the kernel's tiles (partial
+ * panels, 1..6-row groups of x, more groups than it prefetches for), from
+ * a later panel block, a row of x alone as in any group; past m nothing
+ * is written. The reference against first principles: each element
+ * within the bound its roundings allow (half a step of x's block and of
+ * the weight row, |x| <= block max) of the double product; no int32
+ * overflow at the extremes (every |x| and |w| at its row's or block's
+ * max, so every block sums to +-32 * 8191^2); zeros give 0, a NaN or
+ * infinity in a block of x or a weight row gives NaN for its row or
+ * column only. */
+static void test_q14(void)
+{
+    uint64_t seed = 71;
+    static const int64_t ms[] = {1, 17, 32, 40, 64, 100};
+    static const int64_t ns[] = {1, 5, 6, 7, 13, 25, 30};
+    static const int64_t ks[] = {32, 64, 384, 544};
+    int bad_q = 0, bad_g = 0, bad_bound = 0, n_gemm = 0;
+    double worst = 0;
+    for (size_t a_i = 0; a_i < WK_ARRAY_LEN(ms); a_i++)
+        for (size_t b_i = 0; b_i < WK_ARRAY_LEN(ns); b_i++)
+            for (size_t c_i = 0; c_i < WK_ARRAY_LEN(ks); c_i++) {
+                const int64_t m = ms[a_i], n = ns[b_i], k = ks[c_i], lda = k + 3, ldx = k + 5, ldc = m + 3;
+                const int64_t ldq = k + 32, lds = k / 32 + 1;
+                float *a = wk_aligned_alloc((size_t)(m * lda) * 4), *x = wk_aligned_alloc((size_t)(n * ldx) * 4);
+                for (int64_t i = 0; i < m * lda; i++) a[i] = check_rand_f32(&seed) * (i % 7 == 0 ? 4.0f : 0.1f);
+                for (int64_t i = 0; i < n * ldx; i++) x[i] = check_rand_f32(&seed) * (i % 5 == 0 ? 30.0f : 1.0f);
+                void *pk = wk_aligned_alloc(wk_q14_pack_bytes(m, k));
+                int16_t *pw;
+                float *sw;
+                wk_q14_pack(m, k, a, lda, pk, &pw, &sw);
+                int16_t *xq = wk_aligned_alloc((size_t)(n * ldq) * 2), *xq2 = wk_aligned_alloc((size_t)(n * ldq) * 2);
+                float *sx = wk_aligned_alloc((size_t)(n * lds) * 4), *sx2 = wk_aligned_alloc((size_t)(n * lds) * 4);
+                wk__q14_quantize_ref(n, k, x, ldx, xq, ldq, sx, lds);
+                float *c1 = wk_aligned_alloc((size_t)(n * ldc) * 4), *c2 = wk_aligned_alloc((size_t)(n * ldc) * 4);
+                for (int64_t i = 0; i < n * ldc; i++) c1[i] = 7.0f;
+                wk__gemm_q14_ref(m, n, k, pw, sw, xq, ldq, sx, lds, c1, ldc);
+                /* the reference against the double product */
+                for (int64_t j = 0; j < n; j++)
+                    for (int64_t i = 0; i < m; i++) {
+                        double exact = 0, bound = 0, mag = 0;
+                        for (int64_t l = 0; l < k; l++) {
+                            const double w = a[i * lda + l], v = x[j * ldx + l], s_x = sx[j * lds + l / 32];
+                            exact += w * v, mag += fabs(w * v);
+                            bound += 0.5001 * (fabs(w) * s_x + fabs(v) * sw[i]) + 0.2501 * s_x * sw[i];
+                        }
+                        const double err = fabs(c1[j * ldc + i] - exact);
+                        bad_bound += !(err <= bound + 2e-6 * mag);
+                        worst = WK_MAX(worst, err / (bound + 1e-30));
+                    }
+                for (size_t ii = 0; ii < WK_ARRAY_LEN(g_isas); ii++) {
+                    const struct wk_cpu_kernels *kt = wk_cpu_kernels_for(g_isas[ii]);
+                    if (!kt) continue;
+                    CHECK(kt->q14_quantize != NULL);
+                    memset(xq2, 0x55, (size_t)(n * ldq) * 2);
+                    kt->q14_quantize(n, k, x, ldx, xq2, ldq, sx2, lds);
+                    for (int64_t j = 0; j < n; j++)
+                        bad_q += memcmp(xq + j * ldq, xq2 + j * ldq, (size_t)k * 2) != 0 ||
+                                 memcmp(sx + j * lds, sx2 + j * lds, (size_t)(k / 32) * 4) != 0;
+                    if (!kt->gemm_q14) continue;
+                    n_gemm++;
+                    for (int64_t i = 0; i < n * ldc; i++) c2[i] = 7.0f;
+                    kt->gemm_q14(m, n, k, pw, sw, xq, ldq, sx, lds, c2, ldc);
+                    bad_g += memcmp(c1, c2, (size_t)(n * ldc) * 4) != 0; /* 7.0 past m both */
+                    /* from the second panel block, and each row of x alone */
+                    if (m > 64) {
+                        kt->gemm_q14(m - 64, n, k, pw + 64 * k, sw + 64, xq, ldq, sx, lds, c2 + 64, ldc);
+                        bad_g += memcmp(c1, c2, (size_t)(n * ldc) * 4) != 0;
+                    }
+                    for (int64_t j = 0; j < n; j++) {
+                        kt->gemm_q14(m, 1, k, pw, sw, xq + j * ldq, ldq, sx + j * lds, lds, c2, ldc);
+                        bad_g += memcmp(c1 + j * ldc, c2, (size_t)m * 4) != 0;
+                    }
+                }
+                wk_aligned_free(a), wk_aligned_free(x), wk_aligned_free(pk), wk_aligned_free(xq);
+                wk_aligned_free(xq2), wk_aligned_free(sx), wk_aligned_free(sx2), wk_aligned_free(c1);
+                wk_aligned_free(c2);
+            }
+    printf("  q14: gemm_q14 checked on %d shapes of ISA tables, reference's worst error %.2f of its bound\n", n_gemm,
+           worst);
+    CHECK_EQ_INT(bad_q, 0);
+    CHECK_EQ_INT(bad_g, 0);
+    CHECK_EQ_INT(bad_bound, 0);
+    CHECK(worst > 0.01); /* the bound is not vacuous */
+
+    /* extremes and special values: m = 3 rows of 64, n = 4 rows of x */
+    const int64_t m = 3, n = 4, k = 64;
+    float a[3 * 64], x[4 * 64];
+    for (int l = 0; l < k; l++) {
+        a[l] = 1.0f;                           /* row 0: all at the max */
+        a[64 + l] = l == 5 ? INFINITY : 0.5f;  /* row 1: an infinity */
+        a[128 + l] = 0;                        /* row 2: zeros */
+        x[l] = 3.0f, x[64 + l] = -3.0f;        /* rows 0, 1: every block at +-max */
+        x[128 + l] = l == 40 ? NAN : 1.0f;     /* row 2: a NaN in block 1 */
+        x[192 + l] = 0;                        /* row 3: zeros */
+    }
+    void *pk = wk_aligned_alloc(wk_q14_pack_bytes(m, k));
+    int16_t *pw, xq[4 * 96];
+    float *sw, sx[4 * 2], c[4 * 3];
+    wk_q14_pack(m, k, a, k, pk, &pw, &sw);
+    for (size_t ii = 0; ii < WK_ARRAY_LEN(g_isas); ii++) {
+        const struct wk_cpu_kernels *kt = wk_cpu_kernels_for(g_isas[ii]);
+        if (!kt) continue;
+        kt->q14_quantize(n, k, x, k, xq, 96, sx, 2);
+        CHECK_EQ_INT(xq[0], WK_Q14_MAX);
+        CHECK_EQ_INT(xq[96], -WK_Q14_MAX);
+        CHECK(isnan(sx[5]) && sx[4] > 0 && xq[2 * 96 + 40] == 0);
+        CHECK(sx[6] == 0 && xq[3 * 96 + 7] == 0);
+        for (int i = 0; i < 12; i++) c[i] = 7.0f;
+        (kt->gemm_q14 ? kt->gemm_q14 : wk__gemm_q14_ref)(m, n, k, pw, sw, xq, 96, sx, 2, c, 3);
+        CHECK_NEAR(c[0], 3.0 * k, 3e-5, 0);  /* 2 blocks of 32 * 8191^2 each, no overflow */
+        CHECK_NEAR(c[3], -3.0 * k, 3e-5, 0);
+        CHECK(isnan(c[1]) && isnan(c[4]) && isnan(c[7]) && isnan(c[10])); /* the weight row with an infinity */
+        CHECK(isnan(c[6]) && isnan(c[8]));                                 /* x's row with a NaN */
+        CHECK(c[2] == 0 && c[5] == 0 && c[9] == 0 && c[11] == 0);
+    }
+    wk_aligned_free(pk);
+}
+
 /* The threaded matmul equals, element by element, the double-precision
  * product of dequantized weight rows and the f32 activations, for 1, 2 and
  * 3 threads and token counts 1, 3 and 17; a second run with the same
@@ -945,7 +1065,7 @@ static void test_elementwise_ops(void)
 }
 
 CHECK_MAIN(TEST(test_vec_dot_matches_ref), TEST(test_vec_dot_q_matches_ref),
-           TEST(test_vec_dot_rows_matches_ref), TEST(test_vec_dot_rows_tokens), TEST(test_vec_dot_rows_x16_tokens), TEST(test_x16_quantize), TEST(test_ops_tables_match_baseline), TEST(test_attn_f32), TEST(test_max_f32), TEST(test_vec_dot_rows_x16), TEST(test_vec_dot_rows_x16_nan_and_tiny), TEST(test_gemm_f32), TEST(test_gemm_prepacked), TEST(test_ref_dot_equals_dequantized_dot),
+           TEST(test_vec_dot_rows_matches_ref), TEST(test_vec_dot_rows_tokens), TEST(test_vec_dot_rows_x16_tokens), TEST(test_x16_quantize), TEST(test_ops_tables_match_baseline), TEST(test_attn_f32), TEST(test_max_f32), TEST(test_vec_dot_rows_x16), TEST(test_vec_dot_rows_x16_nan_and_tiny), TEST(test_gemm_f32), TEST(test_gemm_prepacked), TEST(test_q14), TEST(test_ref_dot_equals_dequantized_dot),
            TEST(test_quantize_matches_ref), TEST(test_to_f32_matches_ref), TEST(test_lowbit_to_f32_fixture),
            TEST(test_f32_helpers_match_ref), TEST(test_matmul), TEST(test_expf_and_activations),
            TEST(test_elementwise_ops))

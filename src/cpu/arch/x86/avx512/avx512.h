@@ -32,6 +32,7 @@ void wk__avx512_fill_ops(struct wk_cpu_kernels *k);           /* ops_avx512.c */
 /* vec_dot, vec_dot_rows, to_f32 of Q2_K, Q3_K, IQ4_NL, IQ4_XS, MXFP4 */
 void wk__avx512_fill_lowbit(struct wk_cpu_kernels *k);        /* lowbit_avx512.c */
 void wk__avx512_fill_rows_x16_vnni(struct wk_cpu_kernels *k); /* rows_x16_avx512_vnni.c */
+void wk__avx512_fill_q14_vnni(struct wk_cpu_kernels *k);      /* q14_avx512_vnni.c (q14_quantize, gemm_q14) */
 
 /* IEEE half to float, exact (F16C). */
 static inline float wk__avx512_f16(wk_f16 h)

@@ -18,6 +18,7 @@
  *                      Q4_K, Q5_K, I4G64, MXFP4; Q8_0, IQ4_NL and the R16
  *                      layouts with VNNI (rows_x16_template.h)
  *   ops_avx512.c       RMSNorm, GEGLU, SwiGLU, softmax (ops_template.h)
+ *   q14_avx512_vnni.c  q14_quantize, gemm_q14 (an embedding model's layers)
  *   lowbit_avx512.c    Q2_K, Q3_K, IQ4_NL, IQ4_XS, MXFP4: vec_dot,
  *                      vec_dot_rows, to_f32 (../lowbit_template.h)
  * The last two compile one template, dot_template.h.
@@ -50,5 +51,6 @@ void wk__cpu_fill_avx512(struct wk_cpu_kernels *k)
     if (wk_cpu_features_get()->avx512_vnni) {
         wk__avx512_fill_dot_vnni(k);
         wk__avx512_fill_rows_x16_vnni(k);
+        wk__avx512_fill_q14_vnni(k);
     }
 }
