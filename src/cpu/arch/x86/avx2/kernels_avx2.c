@@ -448,6 +448,7 @@ void wk__cpu_fill_avx2(struct wk_cpu_kernels *k)
     wk__avx2_fill_r16(k);      /* the R16 dtypes: decode and the integer GEMM */
     wk__avx2_fill_ops(k);      /* RMSNorm, GLU activations, softmax */
     wk__avx2_fill_affine(k);   /* I8G64, I4G64 */
+    wk__avx2_fill_q14(k);      /* Q14 products (wk_cpu.h) */
     wk__avx2_fill_lowbit(k);   /* Q2_K, Q3_K, IQ4_NL, IQ4_XS, MXFP4 (../lowbit_template.h) */
     k->vec_dot_q[WK_DTYPE_Q8_0] = wk__avx2_dot_q8_0;
     k->vec_dot_q[WK_DTYPE_Q4_0] = wk__avx2_dot_q4_0;

@@ -74,6 +74,8 @@ void wk__avx2_fill_lowbit(struct wk_cpu_kernels *k);
 void wk__avx2_fill_ops(struct wk_cpu_kernels *k);
 /* The affine groups I8G64, I4G64: dot with f32 x, to f32 (affine_avx2.c). */
 void wk__avx2_fill_affine(struct wk_cpu_kernels *k);
+/* q14_avx2.c: q14_quantize and gemm_q14 (an embedding model's products) */
+void wk__avx2_fill_q14(struct wk_cpu_kernels *k);
 
 /* The f32 GEMM (gemm_avx2.c); contract of wk_gemm_f32_fn. */
 void wk__avx2_gemm_f32(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const float *b,

@@ -35,6 +35,9 @@ void wk__cpu_fill_avx512(struct wk_cpu_kernels *k)
         k->vec_dot_rows_x16[t] = NULL, k->vec_dot_rows_x16_tokens[t] = NULL;
         k->vec_dot_rows_r16[t] = NULL, k->vec_dot_rows_r16_tokens[t] = NULL, k->gemm_r16[t] = NULL;
     }
+    /* Q14 products only with VNNI's vpdpwssd below: without it, the AVX2
+     * table's vpmaddwd + vpaddd do not beat two 512-bit FMA units */
+    k->gemm_q14 = NULL;
     wk__avx512_fill_float(k);
     wk__avx512_fill_quantize(k);
     wk__avx512_fill_dequant(k);
