@@ -675,7 +675,8 @@ static bool parse_host(const char *s, struct sockaddr_storage *a, socklen_t *ale
  * from memory by the runner, runner.c), checked here and said;
  * WICK_IDLE_TIMEOUT: the seconds a connection may sit idle (the client
  * sending or reading nothing while the server waits for it) before it is
- * closed, IDLE_TIMEOUT when unset.
+ * closed, IDLE_TIMEOUT when unset; OLLAMA_KEEP_ALIVE (WICK_KEEP_ALIVE):
+ * checked only (an empty value is unset, as Ollama reads it).
  * False (after a message) when a value is not a number in range. */
 static bool read_env_numbers(struct srv_server *srv)
 {
@@ -698,6 +699,21 @@ static bool read_env_numbers(struct srv_server *srv)
             return false;
         }
         g_idle_timeout = (unsigned)n;
+    }
+    /* read again for each request (srv_default_keep_alive), checked here:
+     * a value Go's time.ParseDuration or a number of seconds does not read
+     * was the default, silently */
+    v = wk_getenv_alias("WICK_KEEP_ALIVE", "OLLAMA_KEEP_ALIVE");
+    if (v && *v) {
+        json_t *j = json_string(v);
+        int64_t ns;
+        const bool ok = j && srv_parse_keep_alive(j, &ns);
+        json_decref(j);
+        if (!ok) {
+            fprintf(stderr, "wick serve: OLLAMA_KEEP_ALIVE (WICK_KEEP_ALIVE) must be a duration (\"5m\", \"1h30m\", "
+                            "\"-1\" forever, \"0\") or a number of seconds, not '%s'\n", v);
+            return false;
+        }
     }
     v = wk_getenv_alias("WICK_NUM_PARALLEL", "OLLAMA_NUM_PARALLEL");
     if (v) {

@@ -316,3 +316,9 @@ def test_ollama_env(wick, store):
                          capture_output=True, text=True, timeout=20)
     check(bad.returncode == 2 and "OLLAMA_CONTEXT_LENGTH" in bad.stderr, "OLLAMA_CONTEXT_LENGTH=lots: exit 2 naming it",
           bad.stderr)
+    # a keep-alive Go's time.ParseDuration does not read (Ollama falls back to 5m without a word)
+    for ka in ("5 minutes", "1d", "nan"):
+        bad = subprocess.run([wick, "serve"], env=dict(base, OLLAMA_HOST=f"127.0.0.1:{free_port()}", OLLAMA_KEEP_ALIVE=ka),
+                             capture_output=True, text=True, timeout=20)
+        check(bad.returncode == 2 and "OLLAMA_KEEP_ALIVE" in bad.stderr and ka in bad.stderr,
+              f"OLLAMA_KEEP_ALIVE={ka!r}: exit 2 naming it", bad.stderr)
