@@ -1,7 +1,7 @@
 /*
  * q14.c - the Q14 format (wk_cpu.h): weights packed once, and the plain-C
- * reference kernels whose bits the ISA kernels (gemm_q14_avx512_vnni.c)
- * give.
+ * reference kernels whose bits the ISA kernels (q14_avx512_vnni.c,
+ * q14_avx2.c) give.
  */
 #include "wk_cpu.h"
 
@@ -17,8 +17,10 @@ static int16_t round_q14(float v)
 }
 
 /* The scale of n floats (a weight row or a block of x): max |x| /
- * WK_Q14_MAX, 0 for zeros, NaN where one is NaN or infinite; *inv the
- * factor to their integers (0 for either of the last two). */
+ * WK_Q14_MAX, 0 for zeros and for a largest |x| so small (below
+ * WK_Q14_MAX / FLT_MAX, ~2.4e-35) that WK_Q14_MAX / max overflows, NaN
+ * where one is NaN or infinite; *inv the factor to their integers (0 for
+ * the last three: the integers are then 0). */
 static float run_scale(int64_t n, const float *x, float *inv)
 {
     float mx = 0;
@@ -28,11 +30,11 @@ static float run_scale(int64_t n, const float *x, float *inv)
         if (!(v <= FLT_MAX)) bad = true;
         else if (v > mx) mx = v;
     }
-    if (bad || mx == 0) {
+    *inv = bad ? 0 : (float)WK_Q14_MAX / mx; /* (mx 0: inf) */
+    if (bad || !(*inv <= FLT_MAX)) {
         *inv = 0;
         return bad ? NAN : 0.0f;
     }
-    *inv = (float)WK_Q14_MAX / mx;
     return mx / (float)WK_Q14_MAX;
 }
 

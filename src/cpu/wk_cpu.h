@@ -279,10 +279,12 @@ void wk_cpu_r16_unpack_row(enum wk_dtype t, const void *data, int64_t n_in, int6
  * embedding model's layers, where the f32 GEMM runs at the FMA peak and a
  * batch is compute-bound). A weight matrix W [m, k] (row-major, k a
  * multiple of WK_Q14_BLOCK) becomes per row i a scale sw[i] = max_l
- * |W[i][l]| / WK_Q14_MAX and integers qw[i][l] = round(W[i][l] / sw[i]),
- * |qw| <= WK_Q14_MAX; activations x [n, k] per row j and block b of 32
- * elements a scale sx[j][b] = max |x| / WK_Q14_MAX over the block and
- * integers qx. Then
+ * |W[i][l]| / WK_Q14_MAX and integers qw[i][l] = round(W[i][l] *
+ * (WK_Q14_MAX / max_l |W[i][l]|)), |qw| <= WK_Q14_MAX; activations x [n,
+ * k] per row j and block b of 32 elements a scale sx[j][b] = max |x| /
+ * WK_Q14_MAX over the block and integers qx the same way (a row or block
+ * whose largest |value| is below WK_Q14_MAX / FLT_MAX, ~2.4e-35, is taken
+ * as zeros). Then
  *   c[j][i] = sw[i] * (... fma((float)S_1, sx[j][1], fma((float)S_0, sx[j][0], 0)))
  * where S_b = sum over block b of qw[i][l] qx[j][l], exact in int32
  * (|S_b| <= 32 * 8191^2 < 2^31), the fmas in block order. Relative error
@@ -320,8 +322,9 @@ void wk_q14_pack(int64_t m, int64_t k, const float *a, int64_t lda, void *dst, i
  * bits). wk__q14_quantize_ref: rows j < n_rows of x (ldx floats apart, k a
  * multiple of 32) to xq [j * ldq + l] and sx [j * lds + b] as above: qx =
  * round-to-nearest-even(x * (WK_Q14_MAX / max)), sx = max / WK_Q14_MAX (f32
- * divisions, both); a block of zeros gets zeros and scale 0, a block with
- * a NaN or infinity zeros and scale NaN. wk__gemm_q14_ref: c[j * ldc + i]
+ * divisions, both); a block of zeros (or of values all below ~2.4e-35,
+ * where that factor overflows) gets zeros and scale 0, a block with a NaN
+ * or infinity zeros and scale NaN. wk__gemm_q14_ref: c[j * ldc + i]
  * for i < m, j < n as above, from panels pw and scales sw (of row 0 of
  * the call: rows from a multiple of WK_Q14_PANEL, pw = the packing's
  * panels + r0 * k, sw + r0) and x quantized at xq, sx. */

@@ -450,6 +450,8 @@ struct packed_job {
  * than the widest input: rows of 3 KB (F = 1536) would map to the same L1
  * sets. */
 #define Q14_LDQ(b) ((int64_t)WK_MAX((b)->n_embd, (b)->n_ff) + 32)
+/* a thread's row blocks (WK_GEMM_PACK_ROWS) start at a Q14 panel */
+_Static_assert(WK_GEMM_PACK_ROWS % WK_Q14_PANEL == 0, "Q14 row blocks are whole panels");
 #define Q14_LDS(b) ((int64_t)WK_MAX((b)->n_embd, (b)->n_ff) / WK_Q14_BLOCK)
 
 #ifndef ROWS_SPLIT_MIN

@@ -19,9 +19,10 @@ struct wk_bert_layer {
      * forward (gemm_f32_pack), or all NULL (no such kernel, weights not
      * F32, not yet): in the model's packed_region */
     float *packed[6];
-    /* or, where the table has gemm_q14 (AVX-512 VNNI, not WICK_EXACT) and
-     * every input width is a multiple of WK_Q14_BLOCK, the same six in
-     * the Q14 packing (wk_q14_pack: panels, row scales), all or none */
+    /* or, where the table has gemm_q14 (AVX-512 VNNI, AVX2; not
+     * WICK_EXACT) and every input width is a multiple of WK_Q14_BLOCK,
+     * the same six in the Q14 packing (wk_q14_pack: panels, row scales),
+     * all or none; packed[] then stays NULL */
     int16_t *q14w[6];
     float *q14s[6];
 };

@@ -812,9 +812,10 @@ static void test_gemm_prepacked(void)
  * within the bound its roundings allow (half a step of x's block and of
  * the weight row, |x| <= block max) of the double product; no int32
  * overflow at the extremes (every |x| and |w| at its row's or block's
- * max, so every block sums to +-32 * 8191^2); zeros give 0, a NaN or
- * infinity in a block of x or a weight row gives NaN for its row or
- * column only. */
+ * max, so every block sums to +-32 * 8191^2); zeros give 0, and so does a
+ * block of values below 8191 / FLT_MAX, whose factor overflows (AVX2 packed
+ * its NaN integers as -32768 before); a NaN or infinity in a block of x or
+ * a weight row gives NaN for its row or column only. */
 static void test_q14(void)
 {
     uint64_t seed = 71;
@@ -898,7 +899,7 @@ static void test_q14(void)
         a[128 + l] = 0;                        /* row 2: zeros */
         x[l] = 3.0f, x[64 + l] = -3.0f;        /* rows 0, 1: every block at +-max */
         x[128 + l] = l == 40 ? NAN : 1.0f;     /* row 2: a NaN in block 1 */
-        x[192 + l] = 0;                        /* row 3: zeros */
+        x[192 + l] = l < 32 ? 1e-36f : 0;      /* row 3: block 0 below 8191 / FLT_MAX (~2.4e-35), then zeros */
     }
     void *pk = wk_aligned_alloc(wk_q14_pack_bytes(m, k));
     int16_t *pw, xq[4 * 96];
@@ -911,7 +912,8 @@ static void test_q14(void)
         CHECK_EQ_INT(xq[0], WK_Q14_MAX);
         CHECK_EQ_INT(xq[96], -WK_Q14_MAX);
         CHECK(isnan(sx[5]) && sx[4] > 0 && xq[2 * 96 + 40] == 0);
-        CHECK(sx[6] == 0 && xq[3 * 96 + 7] == 0);
+        /* (8191 / max overflows: zeros, scale 0, as for a block of zeros) */
+        CHECK(sx[6] == 0 && xq[3 * 96 + 7] == 0 && sx[7] == 0 && xq[3 * 96 + 40] == 0);
         for (int i = 0; i < 12; i++) c[i] = 7.0f;
         (kt->gemm_q14 ? kt->gemm_q14 : wk__gemm_q14_ref)(m, n, k, pw, sw, xq, 96, sx, 2, c, 3);
         CHECK_NEAR(c[0], 3.0 * k, 3e-5, 0);  /* 2 blocks of 32 * 8191^2 each, no overflow */

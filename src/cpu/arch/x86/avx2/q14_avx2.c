@@ -57,13 +57,14 @@ static void q14_quantize(int64_t n_rows, int64_t k, const float *x, int64_t ldx,
                 bad |= _mm256_movemask_ps(_mm256_cmp_ps(a[u], big, _CMP_NLE_UQ));
             }
             const float mx = bad ? 0 : hmax8(_mm256_max_ps(_mm256_max_ps(a[0], a[1]), _mm256_max_ps(a[2], a[3])));
-            if (bad || mx == 0) {
+            const float f = (float)WK_Q14_MAX / mx; /* (inf for 0, or below ~2.4e-35: zeros, as the reference) */
+            if (bad || !(f <= FLT_MAX)) {
                 _mm256_storeu_si256((__m256i *)q, _mm256_setzero_si256());
                 _mm256_storeu_si256((__m256i *)(q + 16), _mm256_setzero_si256());
                 sx[j * lds + b] = bad ? __builtin_nanf("") : 0.0f;
                 continue;
             }
-            const __m256 inv = _mm256_set1_ps((float)WK_Q14_MAX / mx);
+            const __m256 inv = _mm256_set1_ps(f);
             /* cvtps2dq rounds to nearest even, as lrintf; vpackssdw packs
              * within 128-bit lanes, which vpermq puts back in order */
             __m256i i[4];

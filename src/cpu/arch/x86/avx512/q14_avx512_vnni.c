@@ -49,14 +49,15 @@ static void q14_quantize(int64_t n_rows, int64_t k, const float *x, int64_t ldx,
             /* NaN or infinite (unordered, or above FLT_MAX) */
             const __mmask16 bad = _mm512_cmp_ps_mask(a0, big, _CMP_NLE_UQ) | _mm512_cmp_ps_mask(a1, big, _CMP_NLE_UQ);
             const float mx = bad ? 0 : _mm512_reduce_max_ps(_mm512_max_ps(a0, a1));
-            if (bad || mx == 0) {
+            const float f = (float)WK_Q14_MAX / mx; /* (inf for 0, or below ~2.4e-35: zeros, as the reference) */
+            if (bad || !(f <= FLT_MAX)) {
                 _mm512_storeu_si512(q, _mm512_setzero_si512());
                 sx[j * lds + b] = bad ? __builtin_nanf("") : 0.0f;
                 continue;
             }
-            const __m512 inv = _mm512_set1_ps((float)WK_Q14_MAX / mx);
-            /* cvtps2dq rounds to nearest even, as lrintf; |q| <= 8191, so
-             * vpmovdw's truncation keeps every value */
+            const __m512 inv = _mm512_set1_ps(f);
+            /* cvtps2dq rounds to nearest even, as lrintf; |x * inv| <=
+             * 8191 (times 1 + 2^-23), so vpmovdw's truncation keeps every value */
             const __m256i q0 = _mm512_cvtepi32_epi16(_mm512_cvtps_epi32(_mm512_mul_ps(v0, inv)));
             const __m256i q1 = _mm512_cvtepi32_epi16(_mm512_cvtps_epi32(_mm512_mul_ps(v1, inv)));
             _mm256_storeu_si256((__m256i *)q, q0);
