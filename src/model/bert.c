@@ -450,9 +450,9 @@ struct packed_job {
  * than the widest input: rows of 3 KB (F = 1536) would map to the same L1
  * sets. */
 #define Q14_LDQ(b) ((int64_t)WK_MAX((b)->n_embd, (b)->n_ff) + 32)
+#define Q14_LDS(b) ((int64_t)WK_MAX((b)->n_embd, (b)->n_ff) / WK_Q14_BLOCK)
 /* a thread's row blocks (WK_GEMM_PACK_ROWS) start at a Q14 panel */
 _Static_assert(WK_GEMM_PACK_ROWS % WK_Q14_PANEL == 0, "Q14 row blocks are whole panels");
-#define Q14_LDS(b) ((int64_t)WK_MAX((b)->n_embd, (b)->n_ff) / WK_Q14_BLOCK)
 
 #ifndef ROWS_SPLIT_MIN
 #define ROWS_SPLIT_MIN 256
@@ -574,9 +574,10 @@ static size_t buf_floats(const struct wk_bert *b, int64_t T, int nth, size_t *sc
 {
     size_t n = (size_t)T * (size_t)(6 * b->n_embd + b->n_ff);
     n = (n + 15) & ~(size_t)15;
-    /* x in Q14: T rows of Q14_LDQ int16, then T of Q14_LDS scales */
+    /* x in Q14 (layers packed so; pack_layers runs first): T rows of
+     * Q14_LDQ int16, then T of Q14_LDS scales */
     *q14_off = n;
-    n += ((size_t)T * (size_t)Q14_LDQ(b) + 1) / 2 + (size_t)T * (size_t)Q14_LDS(b);
+    if (b->layers[0].q14w[5]) n += ((size_t)T * (size_t)Q14_LDQ(b) + 1) / 2 + (size_t)T * (size_t)Q14_LDS(b);
     n = (n + 15) & ~(size_t)15;
     *scores_off = n;
     n += (size_t)nth * ((size_t)b->max_tokens * (size_t)(b->max_tokens + b->head_dim));
@@ -709,7 +710,8 @@ enum wk_status wk__bert_forward(struct wk_bert *b, struct wk_threadpool *pool, i
 {
     const int64_t T = seq_start[n_seq], E = b->n_embd;
     const int nth = pool ? wk_threadpool_n_threads(pool) : 1;
-    if (reserve(b, T, nth) || (!b->pack_tried && pack_layers(b, pool))) return WK_E_NOMEM;
+    /* (packing first: the buffers hold x in Q14 only for layers packed so) */
+    if ((!b->pack_tried && pack_layers(b, pool)) || reserve(b, T, nth)) return WK_E_NOMEM;
     size_t so, sc, sq;
     buf_floats(b, b->buf_rows, b->buf_threads, &so, &sc, &sq);
     struct fwd f = {.b = b, .T = T, .n_seq = n_seq, .seq_start = seq_start, .ids = ids};
