@@ -382,7 +382,8 @@ static void test_vec_dot_rows_x16_tokens(void)
         }
     }
     printf("  %d shapes\n", tested);
-    CHECK(tested > 0);
+    /* (none with WICK_CPU=ref or on a CPU without AVX2: no table has them) */
+    CHECK(tested > 0 || !variants[0]);
 }
 
 /* The 16-bit activation quantizer against first principles: hi and lo in
