@@ -10,10 +10,14 @@
 #include <math.h>
 
 /* round-to-nearest-even of v, |v| <= WK_Q14_MAX + 0.5 (cvtps2dq's rounding
- * in the default mode) */
+ * in the default mode): v + 1.5 * 2^23 lies in [2^23, 2^24), where floats
+ * are the integers, so the addition rounds v to one (ties to even), and
+ * the subtraction is exact. Inline: lrintf was a libm call a weight, most
+ * of the packing's time. */
 static int16_t round_q14(float v)
 {
-    return (int16_t)lrintf(v);
+    const float shifter = 12582912.0f;
+    return (int16_t)((v + shifter) - shifter);
 }
 
 /* The scale of n floats (a weight row or a block of x): max |x| /

@@ -913,6 +913,13 @@ static void test_q14(void)
         CHECK_EQ_INT(xq[0], WK_Q14_MAX);
         CHECK_EQ_INT(xq[96], -WK_Q14_MAX);
         CHECK(isnan(sx[5]) && sx[4] > 0 && xq[2 * 96 + 40] == 0);
+        /* ties round to even: a block of max 16382 has factor 0.5 exactly */
+        float tie[32] = {16382.0f, 1, 3, 5, -1, -3, -5, 7};
+        int16_t tq[32];
+        float ts;
+        kt->q14_quantize(1, 32, tie, 32, tq, 32, &ts, 1);
+        CHECK(ts == 2.0f && tq[0] == 8191 && tq[1] == 0 && tq[2] == 2 && tq[3] == 2 && tq[4] == 0 && tq[5] == -2 &&
+              tq[6] == -2 && tq[7] == 4 && tq[8] == 0);
         /* (8191 / max overflows: zeros, scale 0, as for a block of zeros) */
         CHECK(sx[6] == 0 && xq[3 * 96 + 7] == 0 && sx[7] == 0 && xq[3 * 96 + 40] == 0);
         for (int i = 0; i < 12; i++) c[i] = 7.0f;
