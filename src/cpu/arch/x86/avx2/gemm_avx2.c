@@ -314,11 +314,6 @@ static void micro_pair_any(int nr, int64_t kc, const float *p0, const float *p1,
 
 /* ------------------------------------------------------- few rows of b */
 
-/* Lanes [0, r) set, for the masked loads of a k tail of r < 8. */
-static inline __m256i tail_mask(int64_t r)
-{
-    return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)r), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-}
 
 /* The 4 sums of v0..v3 (8 lanes each) as one vector, by three vhaddps and
  * one add of the halves; each sum's order is fixed whatever the others. */
@@ -362,7 +357,7 @@ static inline __attribute__((always_inline)) void dot_tile(int mr, int nr, int64
 #undef LD
     }
     if (l < k) {
-        __m256i m = tail_mask(k - l);
+        __m256i m = avx2_lanes(k - l);
 #define LD(p) _mm256_maskload_ps((p) + l, m)
         __m256 v0 = LD(b0), v1 = nr > 1 ? LD(b1) : z, v2 = nr > 2 ? LD(b2) : z;
         ROW(0, LD) ROW(1, LD) ROW(2, LD) ROW(3, LD)

@@ -28,11 +28,6 @@
 
 /* ---------------------------------------------------------- float kernels */
 
-/* Lanes [0, r) set, for masked loads and stores of a tail of r < 8. */
-static inline __m256i tail_mask(int64_t r)
-{
-    return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)r), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-}
 
 static float dot_f32(int64_t n, const float *a, const float *b)
 {
@@ -47,7 +42,7 @@ static float dot_f32(int64_t n, const float *a, const float *b)
     for (; i + 8 <= n; i += 8)
         s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
     if (i < n) {
-        __m256i m = tail_mask(n - i);
+        __m256i m = avx2_lanes(n - i);
         s1 = _mm256_fmadd_ps(_mm256_maskload_ps(a + i, m), _mm256_maskload_ps(b + i, m), s1);
     }
     return avx2_hsum_ps(_mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3)));
@@ -67,7 +62,7 @@ static void axpy_f32(int64_t n, float a, const float *x, float *y)
         _mm256_storeu_ps(y + i,
                          _mm256_fmadd_ps(va, _mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
     if (i < n) {
-        __m256i m = tail_mask(n - i);
+        __m256i m = avx2_lanes(n - i);
         __m256 v = _mm256_fmadd_ps(va, _mm256_maskload_ps(x + i, m), _mm256_maskload_ps(y + i, m));
         _mm256_maskstore_ps(y + i, m, v);
     }
@@ -136,13 +131,6 @@ static inline __m256 abs_ps(__m256 v)
     return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), v);
 }
 
-static inline float hmax_ps(__m256 v)
-{
-    __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    m = _mm_max_ps(m, _mm_movehl_ps(m, m));
-    m = _mm_max_ss(m, _mm_movehdup_ps(m));
-    return _mm_cvtss_f32(m);
-}
 
 static inline wk_f16 f32_to_f16(float f)
 {
@@ -166,7 +154,7 @@ static inline float amax_32(const float *x)
 {
     __m256 m0 = _mm256_max_ps(abs_ps(_mm256_loadu_ps(x)), abs_ps(_mm256_loadu_ps(x + 8)));
     __m256 m1 = _mm256_max_ps(abs_ps(_mm256_loadu_ps(x + 16)), abs_ps(_mm256_loadu_ps(x + 24)));
-    return hmax_ps(_mm256_max_ps(m0, m1));
+    return avx2_hmax_ps(_mm256_max_ps(m0, m1));
 }
 
 /*
@@ -237,7 +225,7 @@ static void quantize_q8_k(const float *src, void *dst, int64_t n)
         __m256 m = _mm256_setzero_ps();
         for (int j = 0; j < WK_QK_K; j += 8)
             m = _mm256_max_ps(m, abs_ps(_mm256_loadu_ps(x + j)));
-        float amax = hmax_ps(m);
+        float amax = avx2_hmax_ps(m);
         if (amax == 0) {
             memset(&b[i], 0, sizeof b[i]);
             continue;

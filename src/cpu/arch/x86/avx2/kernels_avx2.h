@@ -100,6 +100,21 @@ static inline float avx2_f16(wk_f16 h)
     return _cvtsh_ss(h);
 }
 
+/* The largest of the 8 floats of v (NaNs as _mm_max_ps takes them). */
+static inline float avx2_hmax_ps(__m256 v)
+{
+    __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+    m = _mm_max_ss(m, _mm_movehdup_ps(m));
+    return _mm_cvtss_f32(m);
+}
+
+/* Lanes [0, r) set (0 <= r <= 8), for masked loads and stores of a tail. */
+static inline __m256i avx2_lanes(int64_t r)
+{
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)r), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
 /* Sum of the 8 floats of v. */
 static inline float avx2_hsum_ps(__m256 v)
 {

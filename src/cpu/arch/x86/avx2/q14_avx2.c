@@ -16,6 +16,8 @@
  */
 #include "kernels_avx2.h"
 
+#include "../prefetch_part.h"
+
 #include <float.h>
 #include <stdbool.h>
 
@@ -31,13 +33,6 @@
 #define FEW_GROUPS_Q 4
 
 /* ------------------------------------------------------------ quantize */
-
-static float hmax8(__m256 v)
-{
-    __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    m = _mm_max_ps(m, _mm_movehl_ps(m, m));
-    return _mm_cvtss_f32(_mm_max_ss(m, _mm_movehdup_ps(m)));
-}
 
 static void q14_quantize(int64_t n_rows, int64_t k, const float *x, int64_t ldx, int16_t *xq, int64_t ldq, float *sx,
                          int64_t lds)
@@ -56,7 +51,7 @@ static void q14_quantize(int64_t n_rows, int64_t k, const float *x, int64_t ldx,
                 /* NaN or infinite (unordered, or above FLT_MAX) */
                 bad |= _mm256_movemask_ps(_mm256_cmp_ps(a[u], big, _CMP_NLE_UQ));
             }
-            const float mx = bad ? 0 : hmax8(_mm256_max_ps(_mm256_max_ps(a[0], a[1]), _mm256_max_ps(a[2], a[3])));
+            const float mx = bad ? 0 : avx2_hmax_ps(_mm256_max_ps(_mm256_max_ps(a[0], a[1]), _mm256_max_ps(a[2], a[3])));
             const float f = (float)WK_Q14_MAX / mx; /* (inf for 0, or below ~2.4e-35: zeros, as the reference) */
             if (bad || !(f <= FLT_MAX)) {
                 _mm256_storeu_si256((__m256i *)q, _mm256_setzero_si256());
@@ -78,18 +73,12 @@ static void q14_quantize(int64_t n_rows, int64_t k, const float *x, int64_t ldx,
 
 /* ---------------------------------------------------------- micro-kernel */
 
-/* Lanes [0, r) set, 0 <= r <= 8. */
-static inline __m256i lanes(int64_t r)
-{
-    return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)r), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-}
-
 /*
  * c[j][0..16) = the Q14 product of half a panel (hp: the panel plus 32
  * int16 for its second half; nb blocks of 32 columns) with rows j < nr of
  * x, times sw[0..16); rows masks the rows that exist (r0, r1 the two
- * vectors' lanes). pf_on: prefetch pf_lines lines from pf + 2048 b into
- * L2 during block b.
+ * vectors' lanes). pf_on: prefetch pf_lines lines from pf into L2, spread
+ * over the blocks.
  */
 static ALWAYS_INLINE void q14_micro(const int nr, int64_t nb, const int16_t *hp, const int16_t *xq, int64_t ldq,
                                     const float *sx, int64_t lds, const float *sw, float *c, int64_t ldc, __m256i r0,
@@ -109,9 +98,7 @@ static ALWAYS_INLINE void q14_micro(const int nr, int64_t nb, const int16_t *hp,
     for (int j = 0; j < nr; j++) xr[j] = xq + j * ldq;
     for (int64_t b = 0; b < nb; b++) {
         const int16_t *wb = hp + b * 32 * WK_Q14_BLOCK;
-        if (pf_on)
-            for (int t = 0; t < pf_lines; t++)
-                _mm_prefetch((const char *)(pf + (uintptr_t)(2048 * b + 64 * t)), _MM_HINT_T1);
+        if (pf_on) wk_prefetch_part(pf, (size_t)pf_lines, b, nb, true);
         __m256i s0[NRQ], s1[NRQ];
         UNROLL
         for (int j = 0; j < nr; j++) s0[j] = s1[j] = _mm256_setzero_si256();
@@ -185,19 +172,20 @@ static void gemm_q14(int64_t m, int64_t n, int64_t k, const int16_t *pw, const f
     const int64_t nb = k / WK_Q14_BLOCK;
     const int64_t n_groups = (n + NRQ - 1) / NRQ, base = n / n_groups, extra = n % n_groups;
     const bool few = n_groups <= FEW_GROUPS_Q;
-    const int pf_lines = (int)((32 + n_groups - 1) / n_groups);
     for (int64_t p0 = 0; p0 < m; p0 += WK_Q14_PANEL) {
         const int16_t *pan = pw + p0 * k;
         const uintptr_t next = (uintptr_t)(pw + (p0 + WK_Q14_PANEL) * k);
         for (int half = 0; half < 2 && p0 + 16 * half < m; half++) {
             const int64_t rows = WK_MIN(16, m - p0 - 16 * half);
-            const __m256i r0 = lanes(WK_MIN(8, rows)), r1 = lanes(WK_MAX(0, rows - 8));
+            const __m256i r0 = avx2_lanes(WK_MIN(8, rows)), r1 = avx2_lanes(WK_MAX(0, rows - 8));
             const bool pf = few && half == 1;
             for (int64_t g = 0, j0 = 0; g < n_groups; g++) {
                 const int64_t nr = base + (g < extra);
+                /* group g's share of the next panel's k lines (32 rows x k int16) */
+                const int64_t l0 = k * g / n_groups, l1 = k * (g + 1) / n_groups;
                 g_q14[pf][nr - 1](nb, pan + 32 * half, xq + j0 * ldq, ldq, sx + j0 * lds, lds, sw + p0 + 16 * half,
-                                  c + j0 * ldc + p0 + 16 * half, ldc, r0, r1, next + (uintptr_t)(64 * pf_lines * g),
-                                  pf_lines);
+                                  c + j0 * ldc + p0 + 16 * half, ldc, r0, r1, next + (uintptr_t)(64 * l0),
+                                  (int)(l1 - l0));
                 j0 += nr;
             }
         }

@@ -91,13 +91,6 @@ ALWAYS_INLINE void rows_prefetch(const int R, const uint8_t *w, size_t stride, s
     }
 }
 
-static inline float hmax_ps(__m256 v)
-{
-    __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    m = _mm_max_ps(m, _mm_movehl_ps(m, m));
-    m = _mm_max_ss(m, _mm_movehdup_ps(m));
-    return _mm_cvtss_f32(m);
-}
 
 /*
  * Block x [32] quantized: hi and lo bytes in element order, d / 256 and
@@ -119,7 +112,7 @@ ALWAYS_INLINE void x16_quant_block(const float *x, __m256i *h8_out, __m256i *l8_
         xv[k] = _mm256_loadu_ps(x + 8 * k);
     const __m256 m01 = _mm256_max_ps(_mm256_andnot_ps(sign, xv[0]), _mm256_andnot_ps(sign, xv[1]));
     const __m256 m23 = _mm256_max_ps(_mm256_andnot_ps(sign, xv[2]), _mm256_andnot_ps(sign, xv[3]));
-    const float amax = hmax_ps(_mm256_max_ps(m01, m23));
+    const float amax = avx2_hmax_ps(_mm256_max_ps(m01, m23));
     int nan = 0;
     UNROLL
     for (int k = 0; k < 4; k++) nan |= _mm256_movemask_ps(_mm256_cmp_ps(xv[k], xv[k], _CMP_UNORD_Q));

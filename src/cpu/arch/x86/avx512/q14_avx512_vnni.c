@@ -22,6 +22,8 @@
  */
 #include "avx512.h"
 
+#include "../prefetch_part.h"
+
 #include <float.h>
 #include <stdbool.h>
 
@@ -87,7 +89,7 @@ static ALWAYS_INLINE __m512i dpw(__m512i acc, __m512i w, const int16_t *x2)
  * c[j][0..32) = the Q14 product of the panel pan (nb blocks of 32 columns)
  * with rows j < nr of x (xq, ldq; sx, lds), times sw[0..32); m0, m1 mask
  * the rows of each vector that exist. pf_on: prefetch pf_lines lines from
- * pf + 2048 b into L2 during block b (this pass's share of the next panel).
+ * pf into L2, spread over the blocks (this pass's share of the next panel).
  */
 static ALWAYS_INLINE void q14_micro(const int nr, int64_t nb, const int16_t *pan, const int16_t *xq, int64_t ldq,
                                     const float *sx, int64_t lds, const float *sw, float *c, int64_t ldc, __mmask16 m0,
@@ -102,9 +104,7 @@ static ALWAYS_INLINE void q14_micro(const int nr, int64_t nb, const int16_t *pan
     const int16_t *xa = xq, *xb = nr > 3 ? xq + 3 * ldq : xq;
     for (int64_t b = 0; b < nb; b++, xa += WK_Q14_BLOCK, xb += WK_Q14_BLOCK) {
         const int16_t *wb = pan + b * 32 * WK_Q14_BLOCK;
-        if (pf_on)
-            for (int t = 0; t < pf_lines; t++)
-                _mm_prefetch((const char *)(pf + (uintptr_t)(2048 * b + 64 * t)), _MM_HINT_T1);
+        if (pf_on) wk_prefetch_part(pf, (size_t)pf_lines, b, nb, true);
         __m512i s0[NRQ], s1[NRQ];
         UNROLL
         for (int j = 0; j < nr; j++) s0[j] = s1[j] = _mm512_setzero_si512();
@@ -169,8 +169,7 @@ static void gemm_q14(int64_t m, int64_t n, int64_t k, const int16_t *pw, const f
     const int64_t nb = k / WK_Q14_BLOCK;
     const int64_t n_groups = (n + NRQ - 1) / NRQ, base = n / n_groups, extra = n % n_groups;
     const bool few = n_groups <= FEW_GROUPS_Q;
-    /* each group's share of a block of the next panel (2048 bytes, 32 lines) */
-    const int pf_lines = (int)((32 + n_groups - 1) / n_groups);
+    
     for (int64_t p0 = 0; p0 < m; p0 += WK_Q14_PANEL) {
         const int16_t *pan = pw + p0 * k;
         const int64_t rows = WK_MIN(WK_Q14_PANEL, m - p0);
@@ -179,8 +178,10 @@ static void gemm_q14(int64_t m, int64_t n, int64_t k, const int16_t *pw, const f
         const uintptr_t next = (uintptr_t)(pw + (p0 + WK_Q14_PANEL) * k);
         for (int64_t g = 0, j0 = 0; g < n_groups; g++) {
             const int64_t nr = base + (g < extra);
+            /* group g's share of the next panel's k lines (32 rows x k int16) */
+            const int64_t l0 = k * g / n_groups, l1 = k * (g + 1) / n_groups;
             g_q14[few][nr - 1](nb, pan, xq + j0 * ldq, ldq, sx + j0 * lds, lds, sw + p0, c + j0 * ldc + p0, ldc, m0,
-                               m1, next + (uintptr_t)(64 * pf_lines * g), pf_lines);
+                               m1, next + (uintptr_t)(64 * l0), (int)(l1 - l0));
             j0 += nr;
         }
     }
