@@ -5,13 +5,15 @@
  * without HTTP, clients, sampling or prefill in the way.
  *
  * For each N: a context with N sequences of n_ctx positions each; every
- * sequence is given the same 32-token prompt (one prefill each), then
+ * sequence is given the same --prompt-token prompt (default 32; one
+ * prefill each, so each step's attention reads that many cached positions
+ * and more for every sequence), then
  * --steps batches of N rows (one per sequence, the next token of each, its
  * logits wanted) are timed. Reported: ms per step, tokens/s (N rows per
  * step) and the ratio to N = 1; the best of --reps runs.
  *
  * Usage: build/release/bench/batch-decode MODEL.gguf [-N 1,2,4,8,16]
- *        [--threads 2] [--steps 32] [--reps 3]
+ *        [--threads 2] [--steps 32] [--reps 3] [--prompt 32]
  * (a figure, not a test: BENCHMARKS.md has the numbers)
  */
 #include "../src/model/wk_model.h"
@@ -30,10 +32,10 @@ static double now(void)
 
 /* Seconds for steps decode batches of n rows on a fresh context, or < 0
  * on an error (printed). */
-static double run(struct wk_model *m, int n, int threads, int steps)
+static double run(struct wk_model *m, int n, int threads, int steps, int np)
 {
     struct wk_context_params p = wk_context_params_default();
-    p.n_ctx = 32 + steps + 1, p.n_threads = threads, p.n_seq_max = n;
+    p.n_ctx = np + steps + 1, p.n_threads = threads, p.n_seq_max = n;
     struct wk_context *ctx;
     struct wk_error err;
     if (wk_context_create(m, &p, &ctx, &err)) {
@@ -44,18 +46,22 @@ static double run(struct wk_model *m, int n, int threads, int steps)
     float *logits = malloc((size_t)n * (size_t)n_vocab * sizeof(float));
     int32_t tok[WK_SEQ_MAX], pos[WK_SEQ_MAX], seq[WK_SEQ_MAX];
     bool want[WK_SEQ_MAX];
-    int32_t prompt[32];
-    for (int i = 0; i < 32; i++) prompt[i] = 100 + 37 * i % (n_vocab - 100);
+    int32_t *prompt = malloc((size_t)np * sizeof(int32_t)), *ppos = malloc((size_t)np * sizeof(int32_t)),
+            *pseq = malloc((size_t)np * sizeof(int32_t));
+    bool *pwant = calloc((size_t)np, sizeof(bool));
     double t = -1;
+    if (!prompt || !ppos || !pseq || !pwant) {
+        fprintf(stderr, "batch-decode: out of memory\n");
+        goto done;
+    }
+    for (int i = 0; i < np; i++) prompt[i] = 100 + 37 * i % (n_vocab - 100);
     for (int s = 0; s < n && logits; s++) {
-        int32_t ppos[32], pseq[32];
-        bool pwant[32] = {0};
-        for (int i = 0; i < 32; i++) ppos[i] = i, pseq[i] = s;
-        pwant[31] = true;
-        struct wk_batch b = {.n_tokens = 32, .tokens = prompt, .pos = ppos, .seq_id = pseq, .logits = pwant};
+        for (int i = 0; i < np; i++) ppos[i] = i, pseq[i] = s;
+        pwant[np - 1] = true;
+        struct wk_batch b = {.n_tokens = np, .tokens = prompt, .pos = ppos, .seq_id = pseq, .logits = pwant};
         if (wk_context_decode_batch(ctx, &b, logits, NULL, &err)) goto fail;
     }
-    for (int s = 0; s < n; s++) tok[s] = 200 + s, pos[s] = 32, seq[s] = s, want[s] = true;
+    for (int s = 0; s < n; s++) tok[s] = 200 + s, pos[s] = np, seq[s] = s, want[s] = true;
     const double t0 = now();
     for (int k = 0; k < steps; k++) {
         struct wk_batch b = {.n_tokens = n, .tokens = tok, .pos = pos, .seq_id = seq, .logits = want};
@@ -67,6 +73,7 @@ static double run(struct wk_model *m, int n, int threads, int steps)
 fail:
     fprintf(stderr, "batch-decode: %s\n", err.msg);
 done:
+    free(prompt), free(ppos), free(pseq), free(pwant);
     free(logits);
     wk_context_destroy(ctx);
     return t;
@@ -75,20 +82,21 @@ done:
 int main(int argc, char **argv)
 {
     const char *path = NULL, *ns = "1,2,4,8,16";
-    int threads = 2, steps = 32, reps = 3;
+    int threads = 2, steps = 32, reps = 3, np = 32;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-N") && i + 1 < argc) ns = argv[++i];
         else if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--steps") && i + 1 < argc) steps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--prompt") && i + 1 < argc) np = atoi(argv[++i]);
         else if (argv[i][0] != '-' && !path) path = argv[i];
         else {
-            fprintf(stderr, "usage: batch-decode MODEL.gguf [-N 1,2,4,8,16] [--threads 2] [--steps 32] [--reps 3]\n");
+            fprintf(stderr, "usage: batch-decode MODEL.gguf [-N 1,2,4,8,16] [--threads 2] [--steps 32] [--reps 3] [--prompt 32]\n");
             return 2;
         }
     }
-    if (!path || threads < 1 || steps < 1 || reps < 1) {
-        fprintf(stderr, "usage: batch-decode MODEL.gguf [-N 1,2,4,8,16] [--threads 2] [--steps 32] [--reps 3]\n");
+    if (!path || threads < 1 || steps < 1 || reps < 1 || np < 1) {
+        fprintf(stderr, "usage: batch-decode MODEL.gguf [-N 1,2,4,8,16] [--threads 2] [--steps 32] [--reps 3] [--prompt 32]\n");
         return 2;
     }
     struct wk_model *m;
@@ -97,8 +105,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "batch-decode: %s\n", err.msg);
         return 1;
     }
-    printf("%s, %d threads, %d steps, best of %d\n| N | ms/step | tokens/s | vs N=1 |\n|---:|---:|---:|---:|\n", path,
-           threads, steps, reps);
+    printf("%s, %d threads, %d-token prompts, %d steps, best of %d\n| N | ms/step | tokens/s | vs N=1 |\n|---:|---:|---:|---:|\n",
+           path, threads, np, steps, reps);
     double base = 0;
     for (const char *c = ns; *c;) {
         int n = atoi(c);
@@ -108,7 +116,7 @@ int main(int argc, char **argv)
         }
         double best = -1;
         for (int r = 0; r < reps; r++) {
-            double t = run(m, n, threads, steps);
+            double t = run(m, n, threads, steps, np);
             if (t < 0) return 1;
             if (best < 0 || t < best) best = t;
         }
