@@ -676,7 +676,8 @@ static bool parse_host(const char *s, struct sockaddr_storage *a, socklen_t *ale
  * WICK_IDLE_TIMEOUT: the seconds a connection may sit idle (the client
  * sending or reading nothing while the server waits for it) before it is
  * closed, IDLE_TIMEOUT when unset; OLLAMA_KEEP_ALIVE (WICK_KEEP_ALIVE):
- * checked only (an empty value is unset, as Ollama reads it).
+ * checked only (an empty value is unset, as Ollama reads it);
+ * OLLAMA_KV_CACHE_TYPE (WICK_KV_CACHE_TYPE): f32 or unset, else refused.
  * False (after a message) when a value is not a number in range. */
 static bool read_env_numbers(struct srv_server *srv)
 {
@@ -714,6 +715,17 @@ static bool read_env_numbers(struct srv_server *srv)
                             "\"-1\" forever, \"0\") or a number of seconds, not '%s'\n", v);
             return false;
         }
+    }
+    /* Ollama's KV cache type (f16 by default there; q8_0 and q4_0 to halve
+     * or quarter its memory): wick's cache holds f32 entries (the products
+     * read them exactly as computed), so a value asking for another type
+     * is refused rather than dropped; f32, or unset, is what wick does */
+    v = wk_getenv_alias("WICK_KV_CACHE_TYPE", "OLLAMA_KV_CACHE_TYPE");
+    if (v && *v && strcmp(v, "f32") != 0) {
+        fprintf(stderr, "wick serve: OLLAMA_KV_CACHE_TYPE (WICK_KV_CACHE_TYPE) is '%s', but wick keeps the KV cache in "
+                        "f32 only (4 bytes an entry; f16, q8_0 and q4_0 caches are not implemented): unset it or set f32\n",
+                v);
+        return false;
     }
     v = wk_getenv_alias("WICK_NUM_PARALLEL", "OLLAMA_NUM_PARALLEL");
     if (v) {
@@ -757,9 +769,12 @@ int wk_serve_main(const struct wk_serve_opts *o)
     exe[n] = '\0';
     if (!read_env_numbers(srv)) return 2;
     const char *max_env = wk_getenv_alias("WICK_MAX_LOADED_MODELS", "OLLAMA_MAX_LOADED_MODELS");
-    int max_loaded = max_env ? atoi(max_env) : 3;
-    if (max_loaded < 1) {
-        fprintf(stderr, "wick serve: WICK_MAX_LOADED_MODELS (OLLAMA_MAX_LOADED_MODELS) must be a positive integer\n");
+    char *max_end = NULL;
+    const long max_loaded = max_env ? strtol(max_env, &max_end, 10) : 3;
+    if ((max_env && (*max_end || max_end == max_env)) || max_loaded < 1 || max_loaded > 1024) {
+        /* strtol, not atoi: "3x" was 3 and "" 0, without a word */
+        fprintf(stderr, "wick serve: WICK_MAX_LOADED_MODELS (OLLAMA_MAX_LOADED_MODELS) must be an integer from 1 to 1024, "
+                        "not '%s'\n", max_env);
         return 2;
     }
     /* signals are taken by sigwait below, not by the connection threads */
@@ -770,7 +785,7 @@ int wk_serve_main(const struct wk_serve_opts *o)
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     signal(SIGPIPE, SIG_IGN);
     if (!(srv->access = srv_access_create((const struct sockaddr *)&addr)) || !(srv->metrics = srv_metrics_create()) ||
-        srv_sched_create(exe, o->n_threads, max_loaded, &srv->sched)) {
+        srv_sched_create(exe, o->n_threads, (int)max_loaded, &srv->sched)) {
         fprintf(stderr, "wick serve: cannot start the scheduler (out of memory?)\n");
         srv_metrics_destroy(srv->metrics);
         srv_access_destroy(srv->access);

@@ -316,6 +316,14 @@ def test_ollama_env(wick, store):
                          capture_output=True, text=True, timeout=20)
     check(bad.returncode == 2 and "OLLAMA_CONTEXT_LENGTH" in bad.stderr, "OLLAMA_CONTEXT_LENGTH=lots: exit 2 naming it",
           bad.stderr)
+    # a KV cache type wick does not have (Ollama's f16 default, q8_0, q4_0: wick's cache is f32), and
+    # a loaded-model count atoi read as its leading digits
+    for var, val in (("OLLAMA_KV_CACHE_TYPE", "q8_0"), ("OLLAMA_KV_CACHE_TYPE", "f16"),
+                     ("OLLAMA_MAX_LOADED_MODELS", "3x"), ("OLLAMA_MAX_LOADED_MODELS", "0")):
+        bad = subprocess.run([wick, "serve"], env=dict(base, OLLAMA_HOST=f"127.0.0.1:{free_port()}", **{var: val}),
+                             capture_output=True, text=True, timeout=20)
+        check(bad.returncode == 2 and var in bad.stderr and f"'{val}'" in bad.stderr,
+              f"{var}={val!r}: exit 2 naming it", bad.stderr)
     # a keep-alive Go's time.ParseDuration does not read (Ollama falls back to 5m without a word)
     for ka in ("5 minutes", "1d", "nan"):
         bad = subprocess.run([wick, "serve"], env=dict(base, OLLAMA_HOST=f"127.0.0.1:{free_port()}", OLLAMA_KEEP_ALIVE=ka),
