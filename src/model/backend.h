@@ -44,6 +44,14 @@
 struct wk_attn_args {
     const float *q; /* [n_rows][n_head·head_dim], RoPE applied, scaled */
     float *out;     /* [n_rows][n_head·head_dim] */
+    /* a layer's cache, n_slots slots a sequence: sequence s's block of
+     * n_slots·n_head_kv·head_dim floats at s·n_slots·n_head_kv·head_dim in
+     * each; in k, kv head g's keys contiguous ([n_head_kv][n_slots][head_dim]
+     * within the block: slot j's key at g·n_slots·head_dim + j·head_dim),
+     * so that an attention head reads its keys as one run, not as 1 in
+     * n_head_kv pieces of a row (3x slower from memory: SmolLM2's 3 kv
+     * heads); in v, the values transposed ([n_head_kv·head_dim][n_slots]:
+     * slot j's entry i at i·n_slots + j) */
     const float *k, *v;
     int64_t n_slots;
     int32_t n_head, n_head_kv, head_dim;
@@ -185,19 +193,19 @@ struct wk_backend_ops {
      * angles cs [n][n_rot] (rope_table) */
     void (*rope)(struct wk_backend *b, int32_t n, float *x, int n_heads, int head_dim, int n_rot, const float *cs,
                  enum wk_rope_mode mode);
-    /* Writes rows k, v [n][hk] of sequences seq at positions pos into a
-     * layer's cache (struct wk_attn_args's layout). No two of the n tokens
+    /* Writes rows k, v [n][hk] (hk = n_head_kv·head_dim) of sequences seq at
+     * positions pos into a layer's cache (struct wk_attn_args's layout). No two of the n tokens
      * may map to one slot of one sequence (a ring holds at least a window
      * plus a ubatch): the CPU backend writes them from several threads. */
-    void (*kv_write)(struct wk_backend *b, float *kc, float *vc, int64_t n_slots, int64_t hk, int32_t n,
-                     const int32_t *pos, const int32_t *seq, const float *k, const float *v);
-    /* Sequence dst's stripe of a layer's cache becomes src's: K rows and the
-     * transposed V's [hk][rows] entries of slots 0 .. rows-1 */
-    void (*kv_copy)(struct wk_backend *b, float *kc, float *vc, int64_t n_slots, int64_t hk, int32_t src, int32_t dst,
-                    int64_t rows);
+    void (*kv_write)(struct wk_backend *b, float *kc, float *vc, int64_t n_slots, int64_t hk, int32_t head_dim,
+                     int32_t n, const int32_t *pos, const int32_t *seq, const float *k, const float *v);
+    /* Sequence dst's stripe of a layer's cache becomes src's: each kv head's
+     * keys and the transposed V's [hk][rows] entries of slots 0 .. rows-1 */
+    void (*kv_copy)(struct wk_backend *b, float *kc, float *vc, int64_t n_slots, int64_t hk, int32_t head_dim,
+                    int32_t src, int32_t dst, int64_t rows);
     /* Asks for the lines a one-row KV write will store to (a hint; may do nothing) */
-    void (*kv_prefetch)(struct wk_backend *b, float *kc, float *vc, int64_t n_slots, int64_t hk, int32_t seq,
-                        int32_t pos);
+    void (*kv_prefetch)(struct wk_backend *b, float *kc, float *vc, int64_t n_slots, int64_t hk, int32_t head_dim,
+                        int32_t seq, int32_t pos);
     void (*attention)(struct wk_backend *b, const struct wk_attn_args *a);
     void (*mla_prepare)(struct wk_backend *b, const struct wk_mla_args *a);
     void (*mla_attention)(struct wk_backend *b, const struct wk_mla_args *a);

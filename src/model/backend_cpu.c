@@ -130,11 +130,12 @@ static void row_range(const struct row_task *t, int64_t lo, int64_t hi, int ith,
             wk_rope_apply(t->y + r * t->n_heads * t->head_dim, t->n_heads, t->head_dim, t->n_rot, t->x + r * t->n_rot,
                           t->mode);
         break;
-    case ROW_KV_WRITE: { /* position p of sequence s: K row at s·S·hk + (p % S)·hk; V entry i at s·S·hk + i·S + p % S */
-        const int64_t S = t->n_slots, hk = W;
+    case ROW_KV_WRITE: { /* position p of sequence s: kv head g's key at s·S·hk + g·S·D + (p % S)·D; V entry i at
+                          * s·S·hk + i·S + p % S */
+        const int64_t S = t->n_slots, hk = W, D = t->head_dim;
         for (int64_t r = lo; r < hi; r++) {
-            const int64_t so = (int64_t)t->seq[r] * S * hk;
-            memcpy(t->y + so + t->pos[r] % S * hk, t->x + r * hk, (size_t)hk * sizeof(float));
+            float *kr = t->y + (int64_t)t->seq[r] * S * hk + t->pos[r] % S * D;
+            for (int64_t g = 0; g < hk / D; g++) memcpy(kr + g * S * D, t->x + r * hk + g * D, (size_t)D * sizeof(float));
         }
         int64_t i0 = 0, i1 = hk; /* the V rows: this thread's of all hk, for every token */
         if (nth > 1) wk_split_range(hk, ith, nth, &i0, &i1);
@@ -226,19 +227,20 @@ static void rope(struct wk_backend *b, int32_t n, float *x, int n_heads, int hea
     run_rows(b, &t, (int64_t)n * n_heads * n_rot);
 }
 
-static void kv_write(struct wk_backend *b, float *kc, float *vc, int64_t n_slots, int64_t hk, int32_t n,
-                     const int32_t *pos, const int32_t *seq, const float *k, const float *v)
+static void kv_write(struct wk_backend *b, float *kc, float *vc, int64_t n_slots, int64_t hk, int32_t head_dim,
+                     int32_t n, const int32_t *pos, const int32_t *seq, const float *k, const float *v)
 {
-    struct row_task t = {.op = ROW_KV_WRITE, .y = kc, .y2 = vc, .n_slots = n_slots, .width = hk, .n = n, .pos = pos,
-                         .seq = seq, .x = k, .u = v};
+    struct row_task t = {.op = ROW_KV_WRITE, .y = kc, .y2 = vc, .n_slots = n_slots, .width = hk, .head_dim = head_dim,
+                         .n = n, .pos = pos, .seq = seq, .x = k, .u = v};
     run_rows(b, &t, n * hk);
 }
 
-static void kv_copy(struct wk_backend *b, float *kc, float *vc, int64_t n_slots, int64_t hk, int32_t src, int32_t dst,
-                    int64_t rows)
+static void kv_copy(struct wk_backend *b, float *kc, float *vc, int64_t n_slots, int64_t hk, int32_t head_dim,
+                    int32_t src, int32_t dst, int64_t rows)
 {
-    const int64_t ds = (int64_t)dst * n_slots * hk, ss = (int64_t)src * n_slots * hk;
-    memcpy(kc + ds, kc + ss, (size_t)(rows * hk) * sizeof(float));
+    const int64_t ds = (int64_t)dst * n_slots * hk, ss = (int64_t)src * n_slots * hk, D = head_dim;
+    for (int64_t g = 0; g < hk / D; g++) /* each kv head's first rows keys */
+        memcpy(kc + ds + g * n_slots * D, kc + ss + g * n_slots * D, (size_t)(rows * D) * sizeof(float));
     for (int64_t i = 0; i < hk; i++) memcpy(vc + ds + i * n_slots, vc + ss + i * n_slots, (size_t)rows * sizeof(float));
 }
 
@@ -249,15 +251,16 @@ static void kv_copy(struct wk_backend *b, float *kc, float *vc, int64_t n_slots,
  * store needed the line back; issued as stores, these requests went one
  * at a time (~3 us a layer on SmolLM2, 192 lines), issued here they
  * overlap each other and the QKV product. */
-static void kv_prefetch(struct wk_backend *b, float *kc, float *vc, int64_t n_slots, int64_t hk, int32_t seq,
-                        int32_t pos)
+static void kv_prefetch(struct wk_backend *b, float *kc, float *vc, int64_t n_slots, int64_t hk, int32_t head_dim,
+                        int32_t seq, int32_t pos)
 {
-    const int64_t slot = pos % n_slots, so = (int64_t)seq * n_slots * hk;
+    const int64_t slot = pos % n_slots, so = (int64_t)seq * n_slots * hk, D = head_dim;
 #if defined(__x86_64__)
-    for (int64_t i = 0; i < hk; i += 16) __asm__ volatile("prefetchw %0" ::"m"(kc[so + slot * hk + i]));
+    for (int64_t g = 0; g < hk / D; g++)
+        for (int64_t i = 0; i < D; i += 16) __asm__ volatile("prefetchw %0" ::"m"(kc[so + g * n_slots * D + slot * D + i]));
     for (int64_t i = 0; i < hk; i++) __asm__ volatile("prefetchw %0" ::"m"(vc[so + i * n_slots + slot]));
 #else
-    (void)kc, (void)vc, (void)slot, (void)so, (void)hk;
+    (void)kc, (void)vc, (void)slot, (void)so, (void)hk, (void)D;
 #endif
 }
 
@@ -337,7 +340,7 @@ static void kpack_task(void *p, int ith, int nth)
     for (int64_t it = ith; it < n_k + n_v; it += nth) {
         if (it < n_k) {
             const int64_t g = it / n_rb, r0 = it % n_rb * WK_GEMM_PACK_ROWS;
-            task->b->k->gemm_f32_pack(WK_MIN(WK_GEMM_PACK_ROWS, task->kpack_m - r0), D, k0 + r0 * HK + g * D, HK,
+            task->b->k->gemm_f32_pack(WK_MIN(WK_GEMM_PACK_ROWS, task->kpack_m - r0), D, k0 + g * S * D + r0 * D, D,
                                       task->b->kpack + (size_t)g * task->kpack_head + r0 * D);
         } else { /* rows r0.. of kv head g's values, transposed as the cache keeps them: [D, S] */
             const int64_t g = (it - n_k) / n_db, r0 = (it - n_k) % n_db * WK_GEMM_PACK_ROWS;
@@ -377,13 +380,13 @@ static void attention_task(void *p, int ith, int nth)
         /* the keys' slots: s0 .. s0+nk1-1, then 0 .. nk2-1 where a ring wraps */
         int64_t s0 = lo % S, nk1 = WK_MIN(nk, S - s0), nk2 = nk - nk1;
         const int64_t so = (int64_t)a->seq[t0] * S * HK;
-        const float *kh = a->k + so + g * D, *vh = a->v + so + g * D * S;
+        const float *kh = a->k + so + g * S * D, *vh = a->v + so + g * D * S; /* keys D apart, value rows S */
         if (nq == 1 && (item == lo_item || h % group == 0) && nk * D <= 65536) {
             /* decode: this kv head's keys and value rows are strided
              * segments the hardware prefetchers do not follow; fetch them
              * all now so the two products below find them in cache */
             for (int64_t j = 0; j < nk; j++) {
-                const float *kr = kh + (j < nk1 ? s0 + j : j - nk1) * HK;
+                const float *kr = kh + (j < nk1 ? s0 + j : j - nk1) * D;
                 for (int64_t i = 0; i < D; i += 16) __builtin_prefetch(kr + i);
             }
             for (int64_t i = 0; i < D; i++) {
@@ -402,8 +405,8 @@ static void attention_task(void *p, int ith, int nth)
             ld = WK_MIN((nk + 31) / 32 * 32, (int64_t)task->kpack_m);
             k->gemm_f32_prepacked(ld, nq, D, task->b->kpack + (size_t)g * task->kpack_head, qb, HQ, scores, ld);
         } else {
-            wk_cpu_gemm(k, nk1, nq, D, kh + s0 * HK, HK, qb, HQ, scores, nk);
-            if (nk2) wk_cpu_gemm(k, nk2, nq, D, kh, HK, qb, HQ, scores + nk1, nk);
+            wk_cpu_gemm(k, nk1, nq, D, kh + s0 * D, D, qb, HQ, scores, nk);
+            if (nk2) wk_cpu_gemm(k, nk2, nq, D, kh, D, qb, HQ, scores + nk1, nk);
         }
         for (int32_t r = 0; r < nq; r++) {
             float *row = scores + r * ld;

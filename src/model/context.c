@@ -334,7 +334,7 @@ int32_t wk_context_seq_copy(struct wk_context *c, int32_t src, int32_t dst, int3
         if (l->kv_layer != il) continue;
         const struct kv_layer *kv = &c->kv[il];
         const int64_t hk = (int64_t)l->n_head_kv * l->head_dim, S = kv->n_slots;
-        c->be->ops->kv_copy(c->be, kv->k, kv->v, S, hk, src, dst, S < c->n_ctx ? S : n_keep);
+        c->be->ops->kv_copy(c->be, kv->k, kv->v, S, hk, l->head_dim, src, dst, S < c->n_ctx ? S : n_keep);
     }
     c->n_past[dst] = c->n_past[src];
     c->ring_lo[dst] = c->ring_lo[src];
@@ -448,7 +448,7 @@ static void attention_block(struct wk_context *c, const struct wk_layer *l, int3
     const int64_t D = l->head_dim, HQ = (int64_t)hp->n_head * D, HK = (int64_t)l->n_head_kv * D;
     const struct wk_tensor *qkv_w[3] = {l->wq, l->wk, l->wv};
     float *qkv_y[3] = {c->q, c->kx, c->vx};
-    if (own_kv && n == 1 && kv == &c->kv[il]) op->kv_prefetch(be, kv->k, kv->v, kv->n_slots, HK, c->seq[0], c->pos[0]);
+    if (own_kv && n == 1 && kv == &c->kv[il]) op->kv_prefetch(be, kv->k, kv->v, kv->n_slots, HK, l->head_dim, c->seq[0], c->pos[0]);
     op->matmul_many(be, !own_kv ? 1 : l->wv ? 3 : 2, qkv_w, qkv_y, c->xn, n, mm);
     if (l->bq) op->add_bias(be, n, HQ, c->q, l->bq);
     if (own_kv && l->bk) op->add_bias(be, n, HK, c->kx, l->bk);
@@ -463,7 +463,7 @@ static void attention_block(struct wk_context *c, const struct wk_layer *l, int3
         if (l->k_norm) op->rms_norm(be, n * kk_rows, HK / kk_rows, c->kx, l->k_norm, hp->rms_eps, c->kx);
         if (l->n_rot > 0) op->rope(be, n, c->kx, l->n_head_kv, (int)D, l->n_rot, cs, m->rope_mode);
         if (l->v_norm) op->rms_norm(be, n * l->n_head_kv, D, c->vx, NULL, hp->rms_eps, c->vx);
-        op->kv_write(be, kv->k, kv->v, kv->n_slots, HK, n, c->pos, c->seq, c->kx, c->vx);
+        op->kv_write(be, kv->k, kv->v, kv->n_slots, HK, l->head_dim, n, c->pos, c->seq, c->kx, c->vx);
     }
     const int32_t W = hp->sliding_window + c->window_extra;
     struct wk_attn_args at = {.q = c->q, .out = c->att, .k = kv->k, .v = kv->v, .n_slots = kv->n_slots,
