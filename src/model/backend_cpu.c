@@ -371,12 +371,28 @@ static void attention_task(void *p, int ith, int nth)
     const int64_t n_items = (int64_t)n_blocks * a->n_head;
     int64_t lo_item = ith, hi_item = n_items, step = nth;
     if (n_blocks == 1 || a->per_token) wk_split_range(n_items, ith, nth, &lo_item, &hi_item), step = 1;
-    for (int64_t item = lo_item; item < hi_item; item += step) {
+    /* columns a product of grouped heads takes at once: fewer than
+     * gemm_f32_packed_min_n, so gemm_f32 keeps its small path, whose every
+     * entry is the one-column product's (any count where the table's gemm
+     * has one path) */
+    const int32_t hcols = k->gemm_f32_packed_min_n > 1 ? k->gemm_f32_packed_min_n - 1 : ATTN_QBLOCK;
+    for (int64_t item = lo_item; item < hi_item;) {
         int32_t h = (int32_t)(item % a->n_head), blk = (int32_t)(item / a->n_head);
         int32_t t0 = a->blk_t0[blk], nq = a->blk_nq[blk];
         int32_t lo, p_last;
         block_keys(a, blk, &lo, &p_last);
         int64_t nk = p_last - lo + 1, g = h / group;
+        /* A one-row block (decode, verification): the run of this thread's
+         * heads from h that share h's kv head and block, up to
+         * ATTN_QBLOCK, go together (nh of them), so their keys and value
+         * rows are read once for up to hcols heads instead of once a head
+         * (GQA: SmolLM2's 3 query heads a kv head, Qwen2.5's 6). Every
+         * head keeps its bits: the products take hcols columns at a time,
+         * where gemm_f32's small path computes each entry as it does for
+         * one column. */
+        int32_t nh = 1;
+        if (nq == 1 && step == 1)
+            while (nh < ATTN_QBLOCK && item + nh < hi_item && h + nh < a->n_head && (h + nh) / group == g) nh++;
         /* the keys' slots: s0 .. s0+nk1-1, then 0 .. nk2-1 where a ring wraps */
         int64_t s0 = lo % S, nk1 = WK_MIN(nk, S - s0), nk2 = nk - nk1;
         const int64_t so = (int64_t)a->seq[t0] * S * HK;
@@ -404,31 +420,51 @@ static void attention_task(void *p, int ith, int nth)
             /* the packed path's bits, as gemm_f32 gives them for nq rows */
             ld = WK_MIN((nk + 31) / 32 * 32, (int64_t)task->kpack_m);
             k->gemm_f32_prepacked(ld, nq, D, task->b->kpack + (size_t)g * task->kpack_head, qb, HQ, scores, ld);
+        } else if (nh > 1) { /* heads' queries D apart, their scores rows nk apart */
+            for (int32_t j = 0; j < nh; j += hcols) {
+                const int32_t nj = WK_MIN(hcols, nh - j);
+                wk_cpu_gemm(k, nk1, nj, D, kh + s0 * D, D, qb + j * D, D, scores + j * nk, nk);
+                if (nk2) wk_cpu_gemm(k, nk2, nj, D, kh, D, qb + j * D, D, scores + j * nk + nk1, nk);
+            }
         } else {
             wk_cpu_gemm(k, nk1, nq, D, kh + s0 * D, D, qb, HQ, scores, nk);
             if (nk2) wk_cpu_gemm(k, nk2, nq, D, kh, D, qb, HQ, scores + nk1, nk);
         }
-        for (int32_t r = 0; r < nq; r++) {
+        /* rows of scores: nq rows of one head, or one row of each of nh heads */
+        for (int32_t r = 0; r < nq * nh; r++) {
             float *row = scores + r * ld;
-            int32_t pos = a->bidirectional ? p_last : a->pos[t0 + r];
+            int32_t pos = a->bidirectional ? p_last : a->pos[t0 + (nh > 1 ? 0 : r)];
             int64_t first = sliding && pos - W + 1 > lo ? pos - W + 1 - lo : 0, last = pos - lo;
             if (a->softcap > 0) /* Gemma 2: scores capped before the mask */
                 for (int64_t j = first; j <= last; j++) row[j] = a->softcap * tanhf(row[j] / a->softcap);
             for (int64_t j = 0; j < first; j++) row[j] = -INFINITY;
             for (int64_t j = last + 1; j < nk; j++) row[j] = -INFINITY;
-            if (a->sinks) softmax_sink(k, nk, row, a->sinks[h]);
+            if (a->sinks) softmax_sink(k, nk, row, a->sinks[h + (nh > 1 ? r : 0)]);
             else k->softmax(nk, row);
         }
         float *out = a->out + (size_t)t0 * HQ + h * D;
         if (task->vpack_head && nq >= k->gemm_f32_packed_min_n) /* the packed path's bits, as for the keys */
             k->gemm_f32_prepacked_cols(D, nq, nk, task->kpack_m, task->b->vpack + (size_t)g * task->vpack_head, scores,
                                        ld, out, HQ);
-        else wk_cpu_gemm(k, D, nq, nk1, vh + s0, S, scores, ld, out, HQ);
-        if (nk2) {
-            wk_cpu_gemm(k, D, nq, nk2, vh, S, scores + nk1, ld, pv, D);
-            for (int32_t r = 0; r < nq; r++)
-                for (int64_t i = 0; i < D; i++) out[r * HQ + i] += pv[r * D + i];
+        else if (nh > 1) /* each head's output D floats after the last's */
+            for (int32_t j = 0; j < nh; j += hcols) {
+                const int32_t nj = WK_MIN(hcols, nh - j);
+                wk_cpu_gemm(k, D, nj, nk1, vh + s0, S, scores + j * ld, ld, out + j * D, D);
+                if (nk2) {
+                    wk_cpu_gemm(k, D, nj, nk2, vh, S, scores + j * ld + nk1, ld, pv, D);
+                    for (int32_t r = 0; r < nj; r++)
+                        for (int64_t i = 0; i < D; i++) out[(j + r) * D + i] += pv[r * D + i];
+                }
+            }
+        else {
+            wk_cpu_gemm(k, D, nq, nk1, vh + s0, S, scores, ld, out, HQ);
+            if (nk2) {
+                wk_cpu_gemm(k, D, nq, nk2, vh, S, scores + nk1, ld, pv, D);
+                for (int32_t r = 0; r < nq; r++)
+                    for (int64_t i = 0; i < D; i++) out[r * HQ + i] += pv[r * D + i];
+            }
         }
+        item += step == 1 ? nh : step;
     }
 }
 
