@@ -7,13 +7,15 @@
  * For each N: a context with N sequences of n_ctx positions each; every
  * sequence is given the same --prompt-token prompt (default 32; one
  * prefill each, so each step's attention reads that many cached positions
- * and more for every sequence), then
+ * and more for every sequence; --ctx C sizes each sequence's context
+ * (default: just the prompt and the steps; a server's slot holds num_ctx
+ * positions, 4096 unless set), then
  * --steps batches of N rows (one per sequence, the next token of each, its
  * logits wanted) are timed. Reported: ms per step, tokens/s (N rows per
  * step) and the ratio to N = 1; the best of --reps runs.
  *
  * Usage: build/release/bench/batch-decode MODEL.gguf [-N 1,2,4,8,16]
- *        [--threads 2] [--steps 32] [--reps 3] [--prompt 32]
+ *        [--threads 2] [--steps 32] [--reps 3] [--prompt 32] [--ctx C]
  * (a figure, not a test: BENCHMARKS.md has the numbers)
  */
 #include "../src/model/wk_model.h"
@@ -32,10 +34,10 @@ static double now(void)
 
 /* Seconds for steps decode batches of n rows on a fresh context, or < 0
  * on an error (printed). */
-static double run(struct wk_model *m, int n, int threads, int steps, int np)
+static double run(struct wk_model *m, int n, int threads, int steps, int np, int n_ctx)
 {
     struct wk_context_params p = wk_context_params_default();
-    p.n_ctx = np + steps + 1, p.n_threads = threads, p.n_seq_max = n;
+    p.n_ctx = n_ctx > np + steps + 1 ? n_ctx : np + steps + 1, p.n_threads = threads, p.n_seq_max = n;
     struct wk_context *ctx;
     struct wk_error err;
     if (wk_context_create(m, &p, &ctx, &err)) {
@@ -82,21 +84,22 @@ done:
 int main(int argc, char **argv)
 {
     const char *path = NULL, *ns = "1,2,4,8,16";
-    int threads = 2, steps = 32, reps = 3, np = 32;
+    int threads = 2, steps = 32, reps = 3, np = 32, ctx = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-N") && i + 1 < argc) ns = argv[++i];
         else if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--steps") && i + 1 < argc) steps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--prompt") && i + 1 < argc) np = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--ctx") && i + 1 < argc) ctx = atoi(argv[++i]);
         else if (argv[i][0] != '-' && !path) path = argv[i];
         else {
-            fprintf(stderr, "usage: batch-decode MODEL.gguf [-N 1,2,4,8,16] [--threads 2] [--steps 32] [--reps 3] [--prompt 32]\n");
+            fprintf(stderr, "usage: batch-decode MODEL.gguf [-N 1,2,4,8,16] [--threads 2] [--steps 32] [--reps 3] [--prompt 32] [--ctx C]\n");
             return 2;
         }
     }
     if (!path || threads < 1 || steps < 1 || reps < 1 || np < 1) {
-        fprintf(stderr, "usage: batch-decode MODEL.gguf [-N 1,2,4,8,16] [--threads 2] [--steps 32] [--reps 3] [--prompt 32]\n");
+        fprintf(stderr, "usage: batch-decode MODEL.gguf [-N 1,2,4,8,16] [--threads 2] [--steps 32] [--reps 3] [--prompt 32] [--ctx C]\n");
         return 2;
     }
     struct wk_model *m;
@@ -105,8 +108,9 @@ int main(int argc, char **argv)
         fprintf(stderr, "batch-decode: %s\n", err.msg);
         return 1;
     }
-    printf("%s, %d threads, %d-token prompts, %d steps, best of %d\n| N | ms/step | tokens/s | vs N=1 |\n|---:|---:|---:|---:|\n",
-           path, threads, np, steps, reps);
+    printf("%s, %d threads, %d-token prompts, context %d, %d steps, best of %d\n| N | ms/step | tokens/s | vs N=1 |\n"
+           "|---:|---:|---:|---:|\n",
+           path, threads, np, ctx > np + steps + 1 ? ctx : np + steps + 1, steps, reps);
     double base = 0;
     for (const char *c = ns; *c;) {
         int n = atoi(c);
@@ -116,7 +120,7 @@ int main(int argc, char **argv)
         }
         double best = -1;
         for (int r = 0; r < reps; r++) {
-            double t = run(m, n, threads, steps, np);
+            double t = run(m, n, threads, steps, np, ctx);
             if (t < 0) return 1;
             if (best < 0 || t < best) best = t;
         }
