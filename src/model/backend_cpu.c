@@ -411,6 +411,11 @@ static void attention_task(void *p, int ith, int nth)
             }
         }
         const float *qb = a->q + (size_t)t0 * HQ + h * D;
+        /* the products' columns: the block's nq rows of head h (queries and
+         * outputs HQ apart, in one call: gemm_f32's path for nq rows), or
+         * one row of each of the nh heads (D apart, hcols a call) */
+        const int32_t ncol = nq * nh, cw = nh > 1 ? hcols : ncol;
+        const int64_t qs = nh > 1 ? D : HQ;
         /* the scores' rows ld floats apart: nk, or with the keys packed
          * once (kpack_keys: then s0 = 0 and nk2 = 0) as many keys as that
          * product computes, nk rounded up to a whole panel of 32 or all of
@@ -420,15 +425,12 @@ static void attention_task(void *p, int ith, int nth)
             /* the packed path's bits, as gemm_f32 gives them for nq rows */
             ld = WK_MIN((nk + 31) / 32 * 32, (int64_t)task->kpack_m);
             k->gemm_f32_prepacked(ld, nq, D, task->b->kpack + (size_t)g * task->kpack_head, qb, HQ, scores, ld);
-        } else if (nh > 1) { /* heads' queries D apart, their scores rows nk apart */
-            for (int32_t j = 0; j < nh; j += hcols) {
-                const int32_t nj = WK_MIN(hcols, nh - j);
-                wk_cpu_gemm(k, nk1, nj, D, kh + s0 * D, D, qb + j * D, D, scores + j * nk, nk);
-                if (nk2) wk_cpu_gemm(k, nk2, nj, D, kh, D, qb + j * D, D, scores + j * nk + nk1, nk);
-            }
         } else {
-            wk_cpu_gemm(k, nk1, nq, D, kh + s0 * D, D, qb, HQ, scores, nk);
-            if (nk2) wk_cpu_gemm(k, nk2, nq, D, kh, D, qb, HQ, scores + nk1, nk);
+            for (int32_t j = 0; j < ncol; j += cw) {
+                const int32_t nj = WK_MIN(cw, ncol - j);
+                wk_cpu_gemm(k, nk1, nj, D, kh + s0 * D, D, qb + j * qs, qs, scores + j * nk, nk);
+                if (nk2) wk_cpu_gemm(k, nk2, nj, D, kh, D, qb + j * qs, qs, scores + j * nk + nk1, nk);
+            }
         }
         /* rows of scores: nq rows of one head, or one row of each of nh heads */
         for (int32_t r = 0; r < nq * nh; r++) {
@@ -446,24 +448,16 @@ static void attention_task(void *p, int ith, int nth)
         if (task->vpack_head && nq >= k->gemm_f32_packed_min_n) /* the packed path's bits, as for the keys */
             k->gemm_f32_prepacked_cols(D, nq, nk, task->kpack_m, task->b->vpack + (size_t)g * task->vpack_head, scores,
                                        ld, out, HQ);
-        else if (nh > 1) /* each head's output D floats after the last's */
-            for (int32_t j = 0; j < nh; j += hcols) {
-                const int32_t nj = WK_MIN(hcols, nh - j);
-                wk_cpu_gemm(k, D, nj, nk1, vh + s0, S, scores + j * ld, ld, out + j * D, D);
+        else
+            for (int32_t j = 0; j < ncol; j += cw) {
+                const int32_t nj = WK_MIN(cw, ncol - j);
+                wk_cpu_gemm(k, D, nj, nk1, vh + s0, S, scores + j * ld, ld, out + j * qs, qs);
                 if (nk2) {
                     wk_cpu_gemm(k, D, nj, nk2, vh, S, scores + j * ld + nk1, ld, pv, D);
                     for (int32_t r = 0; r < nj; r++)
-                        for (int64_t i = 0; i < D; i++) out[(j + r) * D + i] += pv[r * D + i];
+                        for (int64_t i = 0; i < D; i++) out[(j + r) * qs + i] += pv[r * D + i];
                 }
             }
-        else {
-            wk_cpu_gemm(k, D, nq, nk1, vh + s0, S, scores, ld, out, HQ);
-            if (nk2) {
-                wk_cpu_gemm(k, D, nq, nk2, vh, S, scores + nk1, ld, pv, D);
-                for (int32_t r = 0; r < nq; r++)
-                    for (int64_t i = 0; i < D; i++) out[r * HQ + i] += pv[r * D + i];
-            }
-        }
         item += step == 1 ? nh : step;
     }
 }
