@@ -398,9 +398,10 @@ static void attention_task(void *p, int ith, int nth)
         const int64_t so = (int64_t)a->seq[t0] * S * HK;
         const float *kh = a->k + so + g * S * D, *vh = a->v + so + g * D * S; /* keys D apart, value rows S */
         if (nq == 1 && (item == lo_item || h % group == 0) && nk * D <= 65536) {
-            /* decode: this kv head's keys and value rows are strided
-             * segments the hardware prefetchers do not follow; fetch them
-             * all now so the two products below find them in cache */
+            /* decode: this kv head's value rows are pieces n_slots apart
+             * that the hardware prefetchers do not follow, and its keys a
+             * run they would start on late; fetch them all now so the two
+             * products below find them in cache (once for its heads) */
             for (int64_t j = 0; j < nk; j++) {
                 const float *kr = kh + (j < nk1 ? s0 + j : j - nk1) * D;
                 for (int64_t i = 0; i < D; i += 16) __builtin_prefetch(kr + i);
