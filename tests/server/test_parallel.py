@@ -340,10 +340,10 @@ FULL_TOPICS = ["the sea", "a lighthouse", "autumn leaves", "a compiler", "a drag
 def test_queued_past_idle_timeout():
     """A request that waits for a slot longer than the idle timeout
     (WICK_IDLE_TIMEOUT, 2 s here; 60 by default) is not idle: queued behind
-    a ~6 s stream on one slot (2500 tokens of SmolLM2; 1500 took 3.6 s once
-    decode's attention read its keys contiguously, too close to the
-    timeout to show anything), a streamed /api/chat, a streamed
-    /v1/chat/completions and a non-streamed /api/generate each get their
+    a stream of 4 s or more on one slot (its length from the decode rate
+    measured first: a fixed 1500 tokens took 3.6 s once decode's attention
+    read its keys contiguously, too close to the timeout to show anything),
+    a streamed /api/chat, a streamed /v1/chat/completions and a non-streamed /api/generate each get their
     whole answer (before, the streamed ones were cut after their headers,
     with no error, once a slot freed). A connection that sends nothing is
     still closed after the timeout."""
@@ -355,11 +355,16 @@ def test_queued_past_idle_timeout():
     threading.Thread(target=lambda: s.proc.stderr.read(), daemon=True).start()
     try:
         generate(s, "Hi", 1)  # loaded
+        # the long stream's length: 4 s or more at this machine's decode rate (slower as its context
+        # grows), within the 4096-token context
+        st, g = generate(s, "Write a very long story about a dragon.", 300)
+        rate = g.get("eval_count", 0) / max(g.get("eval_duration", 1), 1) * 1e9 if st == 200 else 0
+        n_long = int(min(max(4 * rate, 1500), 3800))
         res = {}
 
         def long_stream():
             c, r = stream_lines(s, "/api/generate", {"model": SMOL, "prompt": "Write a very long story about a dragon.",
-                                                     "options": {"temperature": 0, "num_predict": 2500}})
+                                                     "options": {"temperature": 0, "num_predict": n_long}})
             lines = [json.loads(x) for x in r.read().splitlines() if x.strip()]
             res["long"] = lines[-1] if lines else {}
             c.close()
@@ -407,7 +412,8 @@ def test_queued_past_idle_timeout():
         for t in others:
             t.join(60)
         waited = time.time() - t0
-        check(res.get("long", {}).get("eval_count") == 2500, "the long stream ends whole", str(res.get("long")))
+        check(res.get("long", {}).get("eval_count") == n_long, f"the long stream ends whole ({n_long} tokens)",
+              str(res.get("long")))
         check(waited > 3, "the queued requests waited past the idle timeout (2 s) by a second", f"{waited:.1f} s")
         st, lines = res.get("chat", (None, []))
         check(st == 200 and lines and lines[-1].get("done") is True and lines[-1].get("eval_count") == 5,
