@@ -343,9 +343,10 @@ def test_queued_past_idle_timeout():
     a stream of 4 s or more on one slot (its length from the decode rate
     measured first: a fixed 1500 tokens took 3.6 s once decode's attention
     read its keys contiguously, too close to the timeout to show anything),
-    a streamed /api/chat, a streamed /v1/chat/completions and a non-streamed /api/generate each get their
-    whole answer (before, the streamed ones were cut after their headers,
-    with no error, once a slot freed). A connection that sends nothing is
+    a streamed /api/chat, a streamed /v1/chat/completions and a
+    non-streamed /api/generate each get their whole answer (before, the
+    streamed ones were cut after their headers, with no error, once a slot
+    freed). A connection that sends nothing is
     still closed after the timeout."""
     store = make_smol_store()
     saved = ts.STORE, os.environ.get("WICK_NUM_PARALLEL"), os.environ.get("WICK_IDLE_TIMEOUT")
