@@ -37,7 +37,7 @@ static double now(void)
 static double run(struct wk_model *m, int n, int threads, int steps, int np, int n_ctx)
 {
     struct wk_context_params p = wk_context_params_default();
-    p.n_ctx = n_ctx > np + steps + 1 ? n_ctx : np + steps + 1, p.n_threads = threads, p.n_seq_max = n;
+    p.n_ctx = n_ctx, p.n_threads = threads, p.n_seq_max = n;
     struct wk_context *ctx;
     struct wk_error err;
     if (wk_context_create(m, &p, &ctx, &err)) {
@@ -102,6 +102,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: batch-decode MODEL.gguf [-N 1,2,4,8,16] [--threads 2] [--steps 32] [--reps 3] [--prompt 32] [--ctx C]\n");
         return 2;
     }
+    if (ctx < np + steps + 1) ctx = np + steps + 1; /* the prompt and the steps fit */
     struct wk_model *m;
     struct wk_error err;
     if (wk_model_load(path, &m, &err)) {
@@ -110,7 +111,7 @@ int main(int argc, char **argv)
     }
     printf("%s, %d threads, %d-token prompts, context %d, %d steps, best of %d\n| N | ms/step | tokens/s | vs N=1 |\n"
            "|---:|---:|---:|---:|\n",
-           path, threads, np, ctx > np + steps + 1 ? ctx : np + steps + 1, steps, reps);
+           path, threads, np, ctx, steps, reps);
     double base = 0;
     for (const char *c = ns; *c;) {
         int n = atoi(c);

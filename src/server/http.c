@@ -669,10 +669,30 @@ static bool parse_host(const char *s, struct sockaddr_storage *a, socklen_t *ale
     return true;
 }
 
+/* An integer environment setting: WICK_name (read first) or, where ollama
+ * is not NULL, OLLAMA_name, in lo .. hi into *out; *out untouched when
+ * unset. False (after a message naming it, saying it must be `what` from
+ * lo to hi) when it is not a whole number in range (strtol: "3x" is not 3). */
+static bool env_long(const char *wick, const char *ollama, const char *what, long lo, long hi, long *out)
+{
+    const char *v = ollama ? wk_getenv_alias(wick, ollama) : getenv(wick);
+    if (!v) return true;
+    char *end;
+    const long n = strtol(v, &end, 10);
+    if (end == v || *end || n < lo || n > hi) {
+        if (ollama) fprintf(stderr, "wick serve: %s (%s) must be %s from %ld to %ld, not '%s'\n", ollama, wick, what, lo, hi, v);
+        else fprintf(stderr, "wick serve: %s must be %s from %ld to %ld, not '%s'\n", wick, what, lo, hi, v);
+        return false;
+    }
+    *out = n;
+    return true;
+}
+
 /* OLLAMA_CONTEXT_LENGTH (WICK_CONTEXT_LENGTH): the num_ctx of requests and
  * models that set none; OLLAMA_NUM_PARALLEL (WICK_NUM_PARALLEL): the
  * requests a runner computes at once (its parallel slots; unset, chosen
  * from memory by the runner, runner.c), checked here and said;
+ * OLLAMA_MAX_LOADED_MODELS (WICK_MAX_LOADED_MODELS): runners at once (3);
  * WICK_IDLE_TIMEOUT: the seconds a connection may sit idle (the client
  * sending or reading nothing while the server waits for it) before it is
  * closed, IDLE_TIMEOUT when unset; OLLAMA_KEEP_ALIVE (WICK_KEEP_ALIVE):
@@ -681,26 +701,16 @@ static bool parse_host(const char *s, struct sockaddr_storage *a, socklen_t *ale
  * False (after a message) when a value is not a number in range. */
 static bool read_env_numbers(struct srv_server *srv)
 {
-    const char *v = wk_getenv_alias("WICK_CONTEXT_LENGTH", "OLLAMA_CONTEXT_LENGTH");
-    char *end;
-    if (v) {
-        long n = strtol(v, &end, 10);
-        if (*end || n < 1 || n > (1L << 22)) {
-            fprintf(stderr, "wick serve: OLLAMA_CONTEXT_LENGTH (WICK_CONTEXT_LENGTH) must be an integer from 1 to %ld, not '%s'\n",
-                    1L << 22, v);
-            return false;
-        }
-        srv->default_ctx = (int32_t)n;
-    }
-    v = getenv("WICK_IDLE_TIMEOUT");
-    if (v) {
-        long n = strtol(v, &end, 10);
-        if (*end || n < 1 || n > 86400) {
-            fprintf(stderr, "wick serve: WICK_IDLE_TIMEOUT must be a number of seconds from 1 to 86400, not '%s'\n", v);
-            return false;
-        }
-        g_idle_timeout = (unsigned)n;
-    }
+    long ctx = 0, idle = IDLE_TIMEOUT, par = 0, loaded = 3;
+    if (!env_long("WICK_CONTEXT_LENGTH", "OLLAMA_CONTEXT_LENGTH", "an integer", 1, 1L << 22, &ctx) ||
+        !env_long("WICK_IDLE_TIMEOUT", NULL, "a number of seconds", 1, 86400, &idle) ||
+        !env_long("WICK_NUM_PARALLEL", "OLLAMA_NUM_PARALLEL", "an integer", 1, 1024, &par) ||
+        !env_long("WICK_MAX_LOADED_MODELS", "OLLAMA_MAX_LOADED_MODELS", "an integer", 1, 1024, &loaded))
+        return false;
+    srv->default_ctx = (int32_t)ctx;
+    g_idle_timeout = (unsigned)idle;
+    srv->max_loaded = (int)loaded;
+    const char *v;
     /* read again for each request (srv_default_keep_alive), checked here:
      * a value Go's time.ParseDuration or a number of seconds does not read
      * was the default, silently */
@@ -727,18 +737,10 @@ static bool read_env_numbers(struct srv_server *srv)
                 v);
         return false;
     }
-    v = wk_getenv_alias("WICK_NUM_PARALLEL", "OLLAMA_NUM_PARALLEL");
-    if (v) {
-        long n = strtol(v, &end, 10);
-        if (*end || n < 1 || n > 1024) {
-            fprintf(stderr, "wick serve: OLLAMA_NUM_PARALLEL (WICK_NUM_PARALLEL) must be an integer from 1 to 1024, not '%s'\n", v);
-            return false;
-        }
-        /* the runners inherit the variable and read it (runner.c) */
+    if (par) /* the runners inherit the variable and read it (runner.c) */
         fprintf(stderr, "wick serve: OLLAMA_NUM_PARALLEL=%ld: each model computes up to %ld request(s) at once, "
-                        "each with a KV cache of the full context; more queue%s\n", n, n > WK_SEQ_MAX ? (long)WK_SEQ_MAX : n,
-                n > WK_SEQ_MAX ? " (capped at 64, the sequences one context holds)" : "");
-    }
+                        "each with a KV cache of the full context; more queue%s\n", par, par > WK_SEQ_MAX ? (long)WK_SEQ_MAX : par,
+                par > WK_SEQ_MAX ? " (capped at 64, the sequences one context holds)" : "");
     return true;
 }
 
@@ -768,15 +770,6 @@ int wk_serve_main(const struct wk_serve_opts *o)
     }
     exe[n] = '\0';
     if (!read_env_numbers(srv)) return 2;
-    const char *max_env = wk_getenv_alias("WICK_MAX_LOADED_MODELS", "OLLAMA_MAX_LOADED_MODELS");
-    char *max_end = NULL;
-    const long max_loaded = max_env ? strtol(max_env, &max_end, 10) : 3;
-    if ((max_env && (*max_end || max_end == max_env)) || max_loaded < 1 || max_loaded > 1024) {
-        /* strtol, not atoi: "3x" was 3 and "" 0, without a word */
-        fprintf(stderr, "wick serve: WICK_MAX_LOADED_MODELS (OLLAMA_MAX_LOADED_MODELS) must be an integer from 1 to 1024, "
-                        "not '%s'\n", max_env);
-        return 2;
-    }
     /* signals are taken by sigwait below, not by the connection threads */
     sigset_t set;
     sigemptyset(&set);
@@ -785,7 +778,7 @@ int wk_serve_main(const struct wk_serve_opts *o)
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     signal(SIGPIPE, SIG_IGN);
     if (!(srv->access = srv_access_create((const struct sockaddr *)&addr)) || !(srv->metrics = srv_metrics_create()) ||
-        srv_sched_create(exe, o->n_threads, (int)max_loaded, &srv->sched)) {
+        srv_sched_create(exe, o->n_threads, srv->max_loaded, &srv->sched)) {
         fprintf(stderr, "wick serve: cannot start the scheduler (out of memory?)\n");
         srv_metrics_destroy(srv->metrics);
         srv_access_destroy(srv->access);

@@ -28,6 +28,7 @@ struct srv_server {
     struct srv_access *access; /* Host and Origin rules */
     struct srv_metrics *metrics; /* what /metrics reports (metrics.c) */
     int32_t default_ctx;         /* OLLAMA_CONTEXT_LENGTH; 0: the engine's default (4096) */
+    int max_loaded;              /* OLLAMA_MAX_LOADED_MODELS: runners at once (3) */
 };
 
 /* Replies on connection c (http.c): text [len] of Content-Type type with status; obj (stolen) as
