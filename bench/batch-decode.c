@@ -9,13 +9,14 @@
  * prefill each, so each step's attention reads that many cached positions
  * and more for every sequence; --ctx C sizes each sequence's context
  * (default: just the prompt and the steps; a server's slot holds num_ctx
- * positions, 4096 unless set), then
+ * positions, 4096 unless set), --kv f16 keeps it in halves
+ * (wk_context_params.kv_type), then
  * --steps batches of N rows (one per sequence, the next token of each, its
  * logits wanted) are timed. Reported: ms per step, tokens/s (N rows per
  * step) and the ratio to N = 1; the best of --reps runs.
  *
  * Usage: build/release/bench/batch-decode MODEL.gguf [-N 1,2,4,8,16]
- *        [--threads 2] [--steps 32] [--reps 3] [--prompt 32] [--ctx C]
+ *        [--threads 2] [--steps 32] [--reps 3] [--prompt 32] [--ctx C] [--kv f32|f16]
  * (a figure, not a test: BENCHMARKS.md has the numbers)
  */
 #include "../src/model/wk_model.h"
@@ -34,10 +35,10 @@ static double now(void)
 
 /* Seconds for steps decode batches of n rows on a fresh context, or < 0
  * on an error (printed). */
-static double run(struct wk_model *m, int n, int threads, int steps, int np, int n_ctx)
+static double run(struct wk_model *m, int n, int threads, int steps, int np, int n_ctx, enum wk_dtype kv)
 {
     struct wk_context_params p = wk_context_params_default();
-    p.n_ctx = n_ctx, p.n_threads = threads, p.n_seq_max = n;
+    p.n_ctx = n_ctx, p.n_threads = threads, p.n_seq_max = n, p.kv_type = kv;
     struct wk_context *ctx;
     struct wk_error err;
     if (wk_context_create(m, &p, &ctx, &err)) {
@@ -85,6 +86,7 @@ int main(int argc, char **argv)
 {
     const char *path = NULL, *ns = "1,2,4,8,16";
     int threads = 2, steps = 32, reps = 3, np = 32, ctx = 0;
+    enum wk_dtype kv = WK_DTYPE_F32;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-N") && i + 1 < argc) ns = argv[++i];
         else if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
@@ -92,14 +94,16 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--prompt") && i + 1 < argc) np = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--ctx") && i + 1 < argc) ctx = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--kv") && i + 1 < argc && (!strcmp(argv[i + 1], "f16") || !strcmp(argv[i + 1], "f32")))
+            kv = !strcmp(argv[++i], "f16") ? WK_DTYPE_F16 : WK_DTYPE_F32;
         else if (argv[i][0] != '-' && !path) path = argv[i];
         else {
-            fprintf(stderr, "usage: batch-decode MODEL.gguf [-N 1,2,4,8,16] [--threads 2] [--steps 32] [--reps 3] [--prompt 32] [--ctx C]\n");
+            fprintf(stderr, "usage: batch-decode MODEL.gguf [-N 1,2,4,8,16] [--threads 2] [--steps 32] [--reps 3] [--prompt 32] [--ctx C] [--kv f32|f16]\n");
             return 2;
         }
     }
     if (!path || threads < 1 || steps < 1 || reps < 1 || np < 1) {
-        fprintf(stderr, "usage: batch-decode MODEL.gguf [-N 1,2,4,8,16] [--threads 2] [--steps 32] [--reps 3] [--prompt 32] [--ctx C]\n");
+        fprintf(stderr, "usage: batch-decode MODEL.gguf [-N 1,2,4,8,16] [--threads 2] [--steps 32] [--reps 3] [--prompt 32] [--ctx C] [--kv f32|f16]\n");
         return 2;
     }
     if (ctx < np + steps + 1) ctx = np + steps + 1; /* the prompt and the steps fit */
@@ -109,9 +113,9 @@ int main(int argc, char **argv)
         fprintf(stderr, "batch-decode: %s\n", err.msg);
         return 1;
     }
-    printf("%s, %d threads, %d-token prompts, context %d, %d steps, best of %d\n| N | ms/step | tokens/s | vs N=1 |\n"
+    printf("%s, %d threads, %d-token prompts, context %d (%s KV cache), %d steps, best of %d\n| N | ms/step | tokens/s | vs N=1 |\n"
            "|---:|---:|---:|---:|\n",
-           path, threads, np, ctx, steps, reps);
+           path, threads, np, ctx, kv == WK_DTYPE_F16 ? "f16" : "f32", steps, reps);
     double base = 0;
     for (const char *c = ns; *c;) {
         int n = atoi(c);
@@ -121,7 +125,7 @@ int main(int argc, char **argv)
         }
         double best = -1;
         for (int r = 0; r < reps; r++) {
-            double t = run(m, n, threads, steps, np, ctx);
+            double t = run(m, n, threads, steps, np, ctx, kv);
             if (t < 0) return 1;
             if (best < 0 || t < best) best = t;
         }

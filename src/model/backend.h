@@ -51,8 +51,13 @@ struct wk_attn_args {
      * so that an attention head reads its keys as one run, not as 1 in
      * n_head_kv pieces of a row (3x slower from memory: SmolLM2's 3 kv
      * heads); in v, the values transposed ([n_head_kv·head_dim][n_slots]:
-     * slot j's entry i at i·n_slots + j) */
-    const float *k, *v;
+     * slot j's entry i at i·n_slots + j). Offsets count elements of
+     * kv_type: WK_DTYPE_F32, or WK_DTYPE_F16 (wk_context_params.kv_type),
+     * whose entries the products read as the floats they convert to
+     * exactly, so an F16 cache gives the bits an F32 cache holding the
+     * same values would */
+    const void *k, *v;
+    enum wk_dtype kv_type;
     int64_t n_slots;
     int32_t n_head, n_head_kv, head_dim;
     int32_t n_rows;
@@ -196,16 +201,19 @@ struct wk_backend_ops {
     /* Writes rows k, v [n][hk] (hk = n_head_kv·head_dim) of sequences seq at
      * positions pos into a layer's cache (struct wk_attn_args's layout). No two of the n tokens
      * may map to one slot of one sequence (a ring holds at least a window
-     * plus a ubatch): the CPU backend writes them from several threads. */
-    void (*kv_write)(struct wk_backend *b, float *kc, float *vc, int64_t n_slots, int64_t hk, int32_t head_dim,
-                     int32_t n, const int32_t *pos, const int32_t *seq, const float *k, const float *v);
+     * plus a ubatch): the CPU backend writes them from several threads.
+     * The caches' elements are of type (WK_DTYPE_F32, or WK_DTYPE_F16:
+     * each value rounded to nearest even, as vcvtps2ph and ggml do). */
+    void (*kv_write)(struct wk_backend *b, void *kc, void *vc, enum wk_dtype type, int64_t n_slots, int64_t hk,
+                     int32_t head_dim, int32_t n, const int32_t *pos, const int32_t *seq, const float *k,
+                     const float *v);
     /* Sequence dst's stripe of a layer's cache becomes src's: each kv head's
      * keys and the transposed V's [hk][rows] entries of slots 0 .. rows-1 */
-    void (*kv_copy)(struct wk_backend *b, float *kc, float *vc, int64_t n_slots, int64_t hk, int32_t head_dim,
-                    int32_t src, int32_t dst, int64_t rows);
+    void (*kv_copy)(struct wk_backend *b, void *kc, void *vc, enum wk_dtype type, int64_t n_slots, int64_t hk,
+                    int32_t head_dim, int32_t src, int32_t dst, int64_t rows);
     /* Asks for the lines a one-row KV write will store to (a hint; may do nothing) */
-    void (*kv_prefetch)(struct wk_backend *b, float *kc, float *vc, int64_t n_slots, int64_t hk, int32_t head_dim,
-                        int32_t seq, int32_t pos);
+    void (*kv_prefetch)(struct wk_backend *b, void *kc, void *vc, enum wk_dtype type, int64_t n_slots, int64_t hk,
+                        int32_t head_dim, int32_t seq, int32_t pos);
     void (*attention)(struct wk_backend *b, const struct wk_attn_args *a);
     void (*mla_prepare)(struct wk_backend *b, const struct wk_mla_args *a);
     void (*mla_attention)(struct wk_backend *b, const struct wk_mla_args *a);
@@ -248,6 +256,11 @@ struct wk_backend_cpu {
     /* and its values, where the table has gemm_f32_prepacked_cols: n_head_kv
      * x gemm_f32_pack_floats(head_dim, kpack_rows) floats; else NULL */
     float *vpack;
+    /* with an F16 cache, per thread cvt_floats floats where attention
+     * converts the rows it is about to multiply (keys a tile at a time,
+     * value rows a few at a time, a packing's rows); NULL otherwise */
+    float *cvt;
+    size_t cvt_floats;
 };
 
 /* Queries per attention work item: a block of consecutive tokens of one
@@ -264,6 +277,23 @@ struct wk_backend_cpu {
  * packs its keys itself, as before. 4096 keys of Qwen2.5-1.5B's two kv
  * heads of 128 dims: 4 MiB. */
 #define WK_ATTN_KPACK_ROWS 4096
+
+/* Floats of an F16 cache's rows attention converts at once for a product
+ * (a tile of keys, a few value rows over the keys: 16 KiB, in L1 for the
+ * product that follows), so the cache is read at 2 bytes an element. */
+#define WK_ATTN_CVT_TILE 4096
+
+/* Floats of wk_backend_cpu.cvt each thread needs for an F16 cache of
+ * n_ctx slots, head_dim_max dims, prefill packings of up to kpack_rows
+ * keys (vpack: their values too). */
+static inline size_t wk_attn_cvt_floats(int32_t n_ctx, int32_t head_dim_max, int32_t kpack_rows, bool vpack)
+{
+    size_t f = WK_ATTN_CVT_TILE;
+    f = WK_MAX(f, (size_t)4 * (size_t)WK_MAX(n_ctx, head_dim_max)); /* 4 value rows, or 4 keys */
+    f = WK_MAX(f, (size_t)WK_GEMM_PACK_ROWS * (size_t)head_dim_max); /* a packing's keys */
+    if (vpack) f = WK_MAX(f, (size_t)WK_GEMM_PACK_ROWS * (size_t)kpack_rows); /* its value rows */
+    return f;
+}
 
 /* The CPU's MLA ops (backend_cpu_mla.c). */
 void wk__cpu_mla_prepare(struct wk_backend *b, const struct wk_mla_args *a);

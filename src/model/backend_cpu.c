@@ -71,7 +71,9 @@ struct row_task {
     enum row_op op;
     const struct wk_cpu_kernels *k;
     int64_t n, width;  /* rows (ROW_ADD, ROW_SCALE: elements), row width */
-    float *y, *y2;     /* outputs (ROW_KV_WRITE: K and V caches) */
+    float *y;          /* output */
+    void *kc, *vc;     /* ROW_KV_WRITE: the K and V caches, of F16 elements when f16, else F32 */
+    bool f16;
     const float *x, *u, *g; /* inputs (ROW_GLU: u the up rows; ROW_RMS_NORM: g the gain) */
     int64_t ldg, ldu, n_slots;
     float f, f2, f3;   /* eps; scale; base, freq_scale, attn_factor */
@@ -131,17 +133,30 @@ static void row_range(const struct row_task *t, int64_t lo, int64_t hi, int ith,
                           t->mode);
         break;
     case ROW_KV_WRITE: { /* position p of sequence s: kv head g's key at s·S·hk + g·S·D + (p % S)·D; V entry i at
-                          * s·S·hk + i·S + p % S */
+                          * s·S·hk + i·S + p % S (elements) */
         const int64_t S = t->n_slots, hk = W, D = t->head_dim;
         for (int64_t r = lo; r < hi; r++) {
-            float *kr = t->y + (int64_t)t->seq[r] * S * hk + t->pos[r] % S * D;
-            for (int64_t g = 0; g < hk / D; g++) memcpy(kr + g * S * D, t->x + r * hk + g * D, (size_t)D * sizeof(float));
+            const int64_t e = (int64_t)t->seq[r] * S * hk + t->pos[r] % S * D;
+            for (int64_t g = 0; g < hk / D; g++) {
+                const float *src = t->x + r * hk + g * D;
+                if (t->f16) k->quantize[WK_DTYPE_F16](src, (wk_f16 *)t->kc + e + g * S * D, D);
+                else memcpy((float *)t->kc + e + g * S * D, src, (size_t)D * sizeof(float));
+            }
         }
         int64_t i0 = 0, i1 = hk; /* the V rows: this thread's of all hk, for every token */
         if (nth > 1) wk_split_range(hk, ith, nth, &i0, &i1);
         for (int64_t r = 0; r < t->n; r++) {
-            float *vr = t->y2 + (int64_t)t->seq[r] * S * hk + t->pos[r] % S;
-            for (int64_t i = i0; i < i1; i++) vr[i * S] = t->u[r * hk + i];
+            const int64_t e = (int64_t)t->seq[r] * S * hk + t->pos[r] % S;
+            if (t->f16) { /* a piece of the token's values converted at once, then scattered */
+                wk_f16 h[64];
+                for (int64_t i = i0; i < i1; i += 64) {
+                    const int64_t ni = WK_MIN(64, i1 - i);
+                    k->quantize[WK_DTYPE_F16](t->u + r * hk + i, h, ni);
+                    for (int64_t j = 0; j < ni; j++) ((wk_f16 *)t->vc)[e + (i + j) * S] = h[j];
+                }
+            } else {
+                for (int64_t i = i0; i < i1; i++) ((float *)t->vc)[e + i * S] = t->u[r * hk + i];
+            }
         }
         break;
     }
@@ -227,21 +242,24 @@ static void rope(struct wk_backend *b, int32_t n, float *x, int n_heads, int hea
     run_rows(b, &t, (int64_t)n * n_heads * n_rot);
 }
 
-static void kv_write(struct wk_backend *b, float *kc, float *vc, int64_t n_slots, int64_t hk, int32_t head_dim,
-                     int32_t n, const int32_t *pos, const int32_t *seq, const float *k, const float *v)
+static void kv_write(struct wk_backend *b, void *kc, void *vc, enum wk_dtype type, int64_t n_slots, int64_t hk,
+                     int32_t head_dim, int32_t n, const int32_t *pos, const int32_t *seq, const float *k,
+                     const float *v)
 {
-    struct row_task t = {.op = ROW_KV_WRITE, .y = kc, .y2 = vc, .n_slots = n_slots, .width = hk, .head_dim = head_dim,
-                         .n = n, .pos = pos, .seq = seq, .x = k, .u = v};
+    struct row_task t = {.op = ROW_KV_WRITE, .kc = kc, .vc = vc, .f16 = type == WK_DTYPE_F16, .n_slots = n_slots,
+                         .width = hk, .head_dim = head_dim, .n = n, .pos = pos, .seq = seq, .x = k, .u = v};
     run_rows(b, &t, n * hk);
 }
 
-static void kv_copy(struct wk_backend *b, float *kc, float *vc, int64_t n_slots, int64_t hk, int32_t head_dim,
-                    int32_t src, int32_t dst, int64_t rows)
+static void kv_copy(struct wk_backend *b, void *kc, void *vc, enum wk_dtype type, int64_t n_slots, int64_t hk,
+                    int32_t head_dim, int32_t src, int32_t dst, int64_t rows)
 {
+    const size_t es = type == WK_DTYPE_F16 ? sizeof(wk_f16) : sizeof(float);
     const int64_t ds = (int64_t)dst * n_slots * hk, ss = (int64_t)src * n_slots * hk, D = head_dim;
+    uint8_t *K = kc, *V = vc;
     for (int64_t g = 0; g < hk / D; g++) /* each kv head's first rows keys */
-        memcpy(kc + ds + g * n_slots * D, kc + ss + g * n_slots * D, (size_t)(rows * D) * sizeof(float));
-    for (int64_t i = 0; i < hk; i++) memcpy(vc + ds + i * n_slots, vc + ss + i * n_slots, (size_t)rows * sizeof(float));
+        memcpy(K + (ds + g * n_slots * D) * es, K + (ss + g * n_slots * D) * es, (size_t)(rows * D) * es);
+    for (int64_t i = 0; i < hk; i++) memcpy(V + (ds + i * n_slots) * es, V + (ss + i * n_slots) * es, (size_t)rows * es);
 }
 
 /* Asks for the lines a decode step's KV write will store to, for writing
@@ -251,16 +269,18 @@ static void kv_copy(struct wk_backend *b, float *kc, float *vc, int64_t n_slots,
  * store needed the line back; issued as stores, these requests went one
  * at a time (~3 us a layer on SmolLM2, 192 lines), issued here they
  * overlap each other and the QKV product. */
-static void kv_prefetch(struct wk_backend *b, float *kc, float *vc, int64_t n_slots, int64_t hk, int32_t head_dim,
-                        int32_t seq, int32_t pos)
+static void kv_prefetch(struct wk_backend *b, void *kc, void *vc, enum wk_dtype type, int64_t n_slots, int64_t hk,
+                        int32_t head_dim, int32_t seq, int32_t pos)
 {
     const int64_t slot = pos % n_slots, so = (int64_t)seq * n_slots * hk, D = head_dim;
+    const int64_t es = type == WK_DTYPE_F16 ? (int64_t)sizeof(wk_f16) : (int64_t)sizeof(float);
+    const uint8_t *K = kc, *V = vc;
 #if defined(__x86_64__)
     for (int64_t g = 0; g < hk / D; g++)
-        for (int64_t i = 0; i < D; i += 16) __asm__ volatile("prefetchw %0" ::"m"(kc[so + g * n_slots * D + slot * D + i]));
-    for (int64_t i = 0; i < hk; i++) __asm__ volatile("prefetchw %0" ::"m"(vc[so + i * n_slots + slot]));
+        for (int64_t i = 0; i < D * es; i += 64) __asm__ volatile("prefetchw %0" ::"m"(K[(so + g * n_slots * D + slot * D) * es + i]));
+    for (int64_t i = 0; i < hk; i++) __asm__ volatile("prefetchw %0" ::"m"(V[(so + i * n_slots + slot) * es]));
 #else
-    (void)kc, (void)vc, (void)slot, (void)so, (void)hk, (void)D;
+    (void)K, (void)V, (void)slot, (void)so, (void)hk, (void)D, (void)es;
 #endif
 }
 
@@ -326,26 +346,51 @@ static int32_t kpack_keys(const struct wk_backend_cpu *b, const struct wk_attn_a
     return used && m <= b->kpack_rows && m <= a->n_slots ? m : 0;
 }
 
+/* Rows of an F16 cache as floats (exact): dst [rows][n] from rows of n
+ * elements lds apart at src. */
+static void cvt_rows(const struct wk_cpu_kernels *k, int64_t rows, int64_t n, const wk_f16 *src, int64_t lds,
+                     float *dst)
+{
+    for (int64_t r = 0; r < rows; r++) k->to_f32[WK_DTYPE_F16](src + r * lds, dst + r * n, n);
+}
+
+/* Rows ... of a layer's cache as floats to read: an F32 cache's own, or
+ * an F16 cache's converted into buf (cvt_rows) */
+static const float *cache_rows(const struct wk_cpu_kernels *k, const void *c, bool f16, int64_t off, int64_t rows,
+                               int64_t n, int64_t lds, float *buf, int64_t *ld)
+{
+    if (!f16) {
+        *ld = lds;
+        return (const float *)c + off;
+    }
+    cvt_rows(k, rows, n, (const wk_f16 *)c + off, lds, buf);
+    *ld = n;
+    return buf;
+}
+
 static void kpack_task(void *p, int ith, int nth)
 {
     const struct attn_task *task = p;
     const struct wk_attn_args *a = task->a;
     const int64_t D = a->head_dim, HK = (int64_t)a->n_head_kv * D, S = a->n_slots;
-    const float *k0 = a->k + (int64_t)a->seq[a->blk_t0[0]] * S * HK;
+    const bool f16 = a->kv_type == WK_DTYPE_F16;
+    float *buf = f16 ? task->b->cvt + (size_t)ith * task->b->cvt_floats : NULL;
+    const int64_t so = (int64_t)a->seq[a->blk_t0[0]] * S * HK;
     /* items of one kv head's WK_GEMM_PACK_ROWS keys, each packed where the
      * whole packing puts them (gemm_f32_pack's contract) */
     const int64_t n_rb = (task->kpack_m + WK_GEMM_PACK_ROWS - 1) / WK_GEMM_PACK_ROWS;
     const int64_t n_db = (D + WK_GEMM_PACK_ROWS - 1) / WK_GEMM_PACK_ROWS; /* a kv head's blocks of value rows */
     const int64_t n_k = a->n_head_kv * n_rb, n_v = task->vpack_head ? a->n_head_kv * n_db : 0;
     for (int64_t it = ith; it < n_k + n_v; it += nth) {
+        int64_t ld;
         if (it < n_k) {
-            const int64_t g = it / n_rb, r0 = it % n_rb * WK_GEMM_PACK_ROWS;
-            task->b->k->gemm_f32_pack(WK_MIN(WK_GEMM_PACK_ROWS, task->kpack_m - r0), D, k0 + g * S * D + r0 * D, D,
-                                      task->b->kpack + (size_t)g * task->kpack_head + r0 * D);
+            const int64_t g = it / n_rb, r0 = it % n_rb * WK_GEMM_PACK_ROWS, nr = WK_MIN(WK_GEMM_PACK_ROWS, task->kpack_m - r0);
+            const float *k0 = cache_rows(task->b->k, a->k, f16, so + g * S * D + r0 * D, nr, D, D, buf, &ld);
+            task->b->k->gemm_f32_pack(nr, D, k0, ld, task->b->kpack + (size_t)g * task->kpack_head + r0 * D);
         } else { /* rows r0.. of kv head g's values, transposed as the cache keeps them: [D, S] */
-            const int64_t g = (it - n_k) / n_db, r0 = (it - n_k) % n_db * WK_GEMM_PACK_ROWS;
-            const float *v0 = a->v + (int64_t)a->seq[a->blk_t0[0]] * S * HK + g * D * S;
-            task->b->k->gemm_f32_pack(WK_MIN(WK_GEMM_PACK_ROWS, D - r0), task->kpack_m, v0 + r0 * S, S,
+            const int64_t g = (it - n_k) / n_db, r0 = (it - n_k) % n_db * WK_GEMM_PACK_ROWS, nr = WK_MIN(WK_GEMM_PACK_ROWS, D - r0);
+            const float *v0 = cache_rows(task->b->k, a->v, f16, so + g * D * S + r0 * S, nr, task->kpack_m, S, buf, &ld);
+            task->b->k->gemm_f32_pack(nr, task->kpack_m, v0, ld,
                                       task->b->vpack + (size_t)g * task->vpack_head + r0 * task->kpack_m);
         }
     }
@@ -360,6 +405,9 @@ static void attention_task(void *p, int ith, int nth)
     const int32_t group = a->n_head / a->n_head_kv, W = a->window;
     const bool sliding = W > 0;
     const int64_t S = a->n_slots;
+    const bool f16 = a->kv_type == WK_DTYPE_F16;
+    const int64_t es = f16 ? (int64_t)sizeof(wk_f16) : (int64_t)sizeof(float);
+    float *cvt = f16 ? task->b->cvt + (size_t)ith * task->b->cvt_floats : NULL;
     float *scores = task->b->scores + (size_t)ith * ATTN_QBLOCK * (size_t)task->b->n_ctx;
     float *pv = task->b->pv + (size_t)ith * ATTN_QBLOCK * (size_t)task->b->head_dim_max;
     const int32_t n_blocks = a->n_blk;
@@ -395,20 +443,21 @@ static void attention_task(void *p, int ith, int nth)
             while (nh < ATTN_QBLOCK && item + nh < hi_item && h + nh < a->n_head && (h + nh) / group == g) nh++;
         /* the keys' slots: s0 .. s0+nk1-1, then 0 .. nk2-1 where a ring wraps */
         int64_t s0 = lo % S, nk1 = WK_MIN(nk, S - s0), nk2 = nk - nk1;
-        const int64_t so = (int64_t)a->seq[t0] * S * HK;
-        const float *kh = a->k + so + g * S * D, *vh = a->v + so + g * D * S; /* keys D apart, value rows S */
+        /* this kv head's keys (D elements apart) and value rows (S apart), at elements ko and vo */
+        const int64_t so = (int64_t)a->seq[t0] * S * HK, ko = so + g * S * D, vo = so + g * D * S;
+        const uint8_t *kb = (const uint8_t *)a->k + ko * es, *vb = (const uint8_t *)a->v + vo * es;
         if (nq == 1 && (item == lo_item || h % group == 0) && nk * D <= 65536) {
             /* decode: this kv head's value rows are pieces n_slots apart
              * that the hardware prefetchers do not follow, and its keys a
              * run they would start on late; fetch them all now so the two
              * products below find them in cache (once for its heads) */
             for (int64_t j = 0; j < nk; j++) {
-                const float *kr = kh + (j < nk1 ? s0 + j : j - nk1) * D;
-                for (int64_t i = 0; i < D; i += 16) __builtin_prefetch(kr + i);
+                const uint8_t *kr = kb + (j < nk1 ? s0 + j : j - nk1) * D * es;
+                for (int64_t i = 0; i < D * es; i += 64) __builtin_prefetch(kr + i);
             }
             for (int64_t i = 0; i < D; i++) {
-                for (int64_t j = 0; j < nk1; j += 16) __builtin_prefetch(vh + i * S + s0 + j);
-                for (int64_t j = 0; j < nk2; j += 16) __builtin_prefetch(vh + i * S + j);
+                for (int64_t j = 0; j < nk1; j += 64 / es) __builtin_prefetch(vb + (i * S + s0 + j) * es);
+                for (int64_t j = 0; j < nk2; j += 64 / es) __builtin_prefetch(vb + (i * S + j) * es);
             }
         }
         const float *qb = a->q + (size_t)t0 * HQ + h * D;
@@ -426,11 +475,27 @@ static void attention_task(void *p, int ith, int nth)
             /* the packed path's bits, as gemm_f32 gives them for nq rows */
             ld = WK_MIN((nk + 31) / 32 * 32, (int64_t)task->kpack_m);
             k->gemm_f32_prepacked(ld, nq, D, task->b->kpack + (size_t)g * task->kpack_head, qb, HQ, scores, ld);
-        } else {
+        } else if (!f16) {
+            const float *kh = (const float *)a->k + ko;
             for (int32_t j = 0; j < ncol; j += cw) {
                 const int32_t nj = WK_MIN(cw, ncol - j);
                 wk_cpu_gemm(k, nk1, nj, D, kh + s0 * D, D, qb + j * qs, qs, scores + j * nk, nk);
                 if (nk2) wk_cpu_gemm(k, nk2, nj, D, kh, D, qb + j * qs, qs, scores + j * nk + nk1, nk);
+            }
+        } else {
+            /* an F16 cache: its keys a tile at a time as floats (cvt), each
+             * tile's scores in calls like the F32 cache's over those rows
+             * (gemm_f32's entries do not depend on which rows share a call) */
+            const int64_t kt = WK_MAX(4, WK_ATTN_CVT_TILE / D);
+            for (int part = 0; part < 2; part++) {
+                const int64_t first = part ? 0 : s0, cnt = part ? nk2 : nk1, off = part ? nk1 : 0;
+                for (int64_t k0 = 0; k0 < cnt; k0 += kt) {
+                    const int64_t nkt = WK_MIN(kt, cnt - k0);
+                    cvt_rows(k, 1, nkt * D, (const wk_f16 *)a->k + ko + (first + k0) * D, 0, cvt);
+                    for (int32_t j = 0; j < ncol; j += cw)
+                        wk_cpu_gemm(k, nkt, WK_MIN(cw, ncol - j), D, cvt, D, qb + j * qs, qs,
+                                    scores + j * nk + off + k0, nk);
+                }
             }
         }
         /* rows of scores: nq rows of one head, or one row of each of nh heads */
@@ -449,16 +514,27 @@ static void attention_task(void *p, int ith, int nth)
         if (task->vpack_head && nq >= k->gemm_f32_packed_min_n) /* the packed path's bits, as for the keys */
             k->gemm_f32_prepacked_cols(D, nq, nk, task->kpack_m, task->b->vpack + (size_t)g * task->vpack_head, scores,
                                        ld, out, HQ);
-        else
-            for (int32_t j = 0; j < ncol; j += cw) {
-                const int32_t nj = WK_MIN(cw, ncol - j);
-                wk_cpu_gemm(k, D, nj, nk1, vh + s0, S, scores + j * ld, ld, out + j * qs, qs);
-                if (nk2) {
-                    wk_cpu_gemm(k, D, nj, nk2, vh, S, scores + j * ld + nk1, ld, pv, D);
+        else {
+            /* value rows i0 .. i0 + nr - 1 (all D of an F32 cache at once; an
+             * F16 cache's a few at a time, converted over the keys' slots,
+             * in calls like the F32 cache's over those rows) */
+            const int64_t rc = !f16 ? D : WK_MIN(D, WK_MAX(4, WK_ATTN_CVT_TILE / WK_MAX(nk1, nk2) / 4 * 4));
+            for (int64_t i0 = 0; i0 < D; i0 += rc) {
+                const int64_t nr = WK_MIN(rc, D - i0);
+                int64_t ld1, ld2;
+                const float *v1 = cache_rows(k, a->v, f16, vo + i0 * S + s0, nr, nk1, S, cvt, &ld1);
+                for (int32_t j = 0; j < ncol; j += cw)
+                    wk_cpu_gemm(k, nr, WK_MIN(cw, ncol - j), nk1, v1, ld1, scores + j * ld, ld, out + j * qs + i0, qs);
+                if (!nk2) continue;
+                const float *v2 = cache_rows(k, a->v, f16, vo + i0 * S, nr, nk2, S, cvt, &ld2);
+                for (int32_t j = 0; j < ncol; j += cw) {
+                    const int32_t nj = WK_MIN(cw, ncol - j);
+                    wk_cpu_gemm(k, nr, nj, nk2, v2, ld2, scores + j * ld + nk1, ld, pv, D);
                     for (int32_t r = 0; r < nj; r++)
-                        for (int64_t i = 0; i < D; i++) out[(j + r) * qs + i] += pv[r * D + i];
+                        for (int64_t i = 0; i < nr; i++) out[(j + r) * qs + i0 + i] += pv[r * D + i];
                 }
             }
+        }
         item += step == 1 ? nh : step;
     }
 }

@@ -107,8 +107,10 @@ static void place_kv(struct wk_context *c)
         const struct wk_layer *l = &m->layers[il];
         if (l->kv_layer != il) continue;
         const size_t row = (size_t)wk_model_kv_values(m, il), slots = (size_t)c->n_seq * (size_t)c->kv[il].n_slots;
-        c->kv[il].k = c->k_cache + k_off;
-        c->kv[il].v = l->mla.on ? NULL : c->v_cache + v_off;
+        const size_t es = c->kv_type == WK_DTYPE_F16 ? sizeof(wk_f16) : sizeof(float);
+        c->kv[il].k = (uint8_t *)c->k_cache + k_off * es;
+        c->kv[il].v = l->mla.on ? NULL : (uint8_t *)c->v_cache + v_off * es;
+        c->kv[il].type = c->kv_type;
         k_off += slots * (l->mla.on ? row : row / 2);
         v_off += slots * (l->mla.on ? 0 : row / 2);
         if (l->mla.on && c->mla_uncompressed) {
@@ -150,6 +152,13 @@ enum wk_status wk_context_create(const struct wk_model *m, const struct wk_conte
         return wk_error_set(err, WK_E_UNSUPPORTED,
                             "several sequences in one context are not supported for %s yet",
                             m->is_mtp ? "an MTP assistant" : "multi-head latent attention");
+    const enum wk_dtype kv_type = p->kv_type;
+    if (kv_type != WK_DTYPE_F32 && kv_type != WK_DTYPE_F16)
+        return wk_error_set(err, WK_E_INVALID, "a KV cache of %s is not supported (f32 or f16)",
+                            wk_dtype_name(kv_type));
+    if (kv_type == WK_DTYPE_F16 && (m->layers[0].mla.on || p->mla_uncompressed))
+        return wk_error_set(err, WK_E_UNSUPPORTED,
+                            "an f16 KV cache is not supported for multi-head latent attention yet (f32 only)");
     struct wk_context *c = wk_calloc(1, sizeof *c);
     if (!c) return wk_error_set(err, WK_E_NOMEM, "out of memory");
     c->m = m;
@@ -212,8 +221,10 @@ enum wk_status wk_context_create(const struct wk_model *m, const struct wk_conte
         if (l->mla.on && p->mla_uncompressed)
             full_floats += (size_t)c->kv[il].n_slots * (size_t)hp->n_head * (size_t)(l->head_dim + l->mla.v);
     }
-    c->k_cache = wk_aligned_alloc(WK_MAX(k_floats, 1) * sizeof(float));
-    c->v_cache = wk_aligned_alloc(WK_MAX(v_floats, 1) * sizeof(float));
+    c->kv_type = kv_type;
+    const size_t es = kv_type == WK_DTYPE_F16 ? sizeof(wk_f16) : sizeof(float);
+    c->k_cache = wk_aligned_alloc(WK_MAX(k_floats, 1) * es);
+    c->v_cache = wk_aligned_alloc(WK_MAX(v_floats, 1) * es);
     c->mla_uncompressed = p->mla_uncompressed && full_floats > 0;
     if (c->mla_uncompressed) c->mla_full_cache = wk_aligned_alloc(full_floats * sizeof(float));
     const char *naive = getenv("WICK_MOE_NAIVE");
@@ -222,6 +233,10 @@ enum wk_status wk_context_create(const struct wk_model *m, const struct wk_conte
     int32_t kpack_rows;
     size_t kpack_k;
     const size_t KPACK = kpack_floats(c->k, n_ctx, NKV, D, &kpack_rows, &kpack_k);
+    /* an F16 cache's rows as floats, per thread (backend_cpu.c, attention) */
+    const size_t CVT = kv_type == WK_DTYPE_F16 ? wk_attn_cvt_floats(n_ctx, (int32_t)D, KPACK ? kpack_rows : 0,
+                                                                   KPACK > kpack_k)
+                                               : 0;
     size_t sizes[] = {U * E, U * E, U * HQ, U * HK, U * HK, U * HQ, U * E, U * F, U * F,
                       (size_t)n_threads * ATTN_QBLOCK * (size_t)n_ctx,
                       (size_t)n_threads * ATTN_QBLOCK * D, 2 * U * D,
@@ -230,7 +245,7 @@ enum wk_status wk_context_create(const struct wk_model *m, const struct wk_conte
                       U * NE, U * NK, U * E, U * E, U * FE, U * FE, U * E, U * E,
                       2 * (size_t)m->mtp_n_embd_target, (size_t)m->mtp_n_centroids, (size_t)hp->n_vocab,
                       U * QL, U * KR, U * (size_t)hp->n_head * KR, (size_t)hp->n_head * U * ML, U * TIN, U * TOUT,
-                      KPACK};
+                      KPACK, (size_t)n_threads * CVT};
     size_t arena_bytes = 0;
     for (size_t i = 0; i < WK_ARRAY_LEN(sizes); i++) arena_bytes += sizes[i] * sizeof(float) + 64;
     arena_bytes += (2 * U * NK + 4 * U + 3 * (size_t)n_seq + (size_t)hp->n_vocab) * sizeof(int32_t) + U + 9 * 64;
@@ -239,7 +254,7 @@ enum wk_status wk_context_create(const struct wk_model *m, const struct wk_conte
         wk_context_destroy(c);
         return wk_error_set(err, WK_E_NOMEM,
                             "out of memory for a %d-token KV cache (%.1f MiB) and scratch", n_ctx,
-                            (double)(k_floats + v_floats) * 4 / (1 << 20));
+                            (double)(k_floats + v_floats) * (double)es / (1 << 20));
     }
     place_kv(c);
     float **views[] = {&c->x, &c->xn, &c->q, &c->kx, &c->vx, &c->att, &c->o, &c->gate, &c->up,
@@ -247,7 +262,7 @@ enum wk_status wk_context_create(const struct wk_model *m, const struct wk_conte
                        &c->moe_logits, &c->moe_w, &c->moe_u, &c->moe_in, &c->moe_gate,
                        &c->moe_up, &c->moe_y, &c->moe_sum, &c->mtp_in, &c->mtp_centroid_logits,
                        &c->mtp_cand_logits, &c->mla_qa, &c->mla_ckv, &c->mla_qabs, &c->mla_lat,
-                       &c->mla_tin, &c->mla_tout, &c->kpack};
+                       &c->mla_tin, &c->mla_tout, &c->kpack, &c->cvt};
     for (size_t i = 0; i < WK_ARRAY_LEN(views); i++)
         *views[i] = wk_arena_alloc(&c->arena, sizes[i] * sizeof(float));
     c->moe_idx = wk_arena_alloc(&c->arena, U * NK * sizeof(int32_t));
@@ -266,6 +281,8 @@ enum wk_status wk_context_create(const struct wk_model *m, const struct wk_conte
     c->be_cpu.kpack = KPACK ? c->kpack : NULL;
     c->be_cpu.kpack_rows = KPACK ? kpack_rows : 0;
     c->be_cpu.vpack = KPACK > kpack_k ? c->kpack + kpack_k : NULL;
+    c->be_cpu.cvt = CVT ? c->cvt : NULL;
+    c->be_cpu.cvt_floats = CVT;
     c->be = &c->be_cpu.base;
     memset(c->n_past, 0, (size_t)n_seq * sizeof(int32_t));
     memset(c->ring_lo, 0, (size_t)n_seq * sizeof(int32_t));
@@ -286,6 +303,7 @@ void wk_context_destroy(struct wk_context *c)
 }
 
 int32_t wk_context_n_ctx(const struct wk_context *c) { return c->n_ctx; }
+enum wk_dtype wk_context_kv_type(const struct wk_context *c) { return c->kv_type; }
 int32_t wk_context_n_threads(const struct wk_context *c) { return c->n_threads; }
 struct wk_threadpool *wk_context_pool(const struct wk_context *c) { return c->pool; }
 int32_t wk_context_n_past(const struct wk_context *c) { return c->n_past[0]; }
@@ -334,7 +352,7 @@ int32_t wk_context_seq_copy(struct wk_context *c, int32_t src, int32_t dst, int3
         if (l->kv_layer != il) continue;
         const struct kv_layer *kv = &c->kv[il];
         const int64_t hk = (int64_t)l->n_head_kv * l->head_dim, S = kv->n_slots;
-        c->be->ops->kv_copy(c->be, kv->k, kv->v, S, hk, l->head_dim, src, dst, S < c->n_ctx ? S : n_keep);
+        c->be->ops->kv_copy(c->be, kv->k, kv->v, kv->type, S, hk, l->head_dim, src, dst, S < c->n_ctx ? S : n_keep);
     }
     c->n_past[dst] = c->n_past[src];
     c->ring_lo[dst] = c->ring_lo[src];
@@ -448,7 +466,8 @@ static void attention_block(struct wk_context *c, const struct wk_layer *l, int3
     const int64_t D = l->head_dim, HQ = (int64_t)hp->n_head * D, HK = (int64_t)l->n_head_kv * D;
     const struct wk_tensor *qkv_w[3] = {l->wq, l->wk, l->wv};
     float *qkv_y[3] = {c->q, c->kx, c->vx};
-    if (own_kv && n == 1 && kv == &c->kv[il]) op->kv_prefetch(be, kv->k, kv->v, kv->n_slots, HK, l->head_dim, c->seq[0], c->pos[0]);
+    if (own_kv && n == 1 && kv == &c->kv[il]) op->kv_prefetch(be, kv->k, kv->v, kv->type, kv->n_slots, HK, l->head_dim, c->seq[0],
+                                                                c->pos[0]);
     op->matmul_many(be, !own_kv ? 1 : l->wv ? 3 : 2, qkv_w, qkv_y, c->xn, n, mm);
     if (l->bq) op->add_bias(be, n, HQ, c->q, l->bq);
     if (own_kv && l->bk) op->add_bias(be, n, HK, c->kx, l->bk);
@@ -463,10 +482,10 @@ static void attention_block(struct wk_context *c, const struct wk_layer *l, int3
         if (l->k_norm) op->rms_norm(be, n * kk_rows, HK / kk_rows, c->kx, l->k_norm, hp->rms_eps, c->kx);
         if (l->n_rot > 0) op->rope(be, n, c->kx, l->n_head_kv, (int)D, l->n_rot, cs, m->rope_mode);
         if (l->v_norm) op->rms_norm(be, n * l->n_head_kv, D, c->vx, NULL, hp->rms_eps, c->vx);
-        op->kv_write(be, kv->k, kv->v, kv->n_slots, HK, l->head_dim, n, c->pos, c->seq, c->kx, c->vx);
+        op->kv_write(be, kv->k, kv->v, kv->type, kv->n_slots, HK, l->head_dim, n, c->pos, c->seq, c->kx, c->vx);
     }
     const int32_t W = hp->sliding_window + c->window_extra;
-    struct wk_attn_args at = {.q = c->q, .out = c->att, .k = kv->k, .v = kv->v, .n_slots = kv->n_slots,
+    struct wk_attn_args at = {.q = c->q, .out = c->att, .k = kv->k, .v = kv->v, .kv_type = kv->type, .n_slots = kv->n_slots,
                               .n_head = hp->n_head, .n_head_kv = l->n_head_kv, .head_dim = l->head_dim,
                               .n_rows = n, .pos = c->pos, .seq = c->seq, .blk_t0 = c->blk_t0,
                               .blk_nq = c->blk_nq, .n_blk = c->n_blk, .window = l->sliding && W > 0 ? W : 0,

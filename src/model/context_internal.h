@@ -17,8 +17,10 @@ struct kv_layer {
      * GEMMs over contiguous rows: scores = K_rows · q, out = Vᵀ_rows · p.
      * A multi-head latent attention layer keeps only K: [n_slots]
      * [kv_lora + n_rot], the compressed row (latent, then RoPE key),
-     * whose latent part is also V; v is NULL. */
-    float *k, *v;
+     * whose latent part is also V; v is NULL. Elements of type: F32, or
+     * F16 (wk_context_params.kv_type; never on an MLA layer). */
+    void *k, *v;
+    enum wk_dtype type;
     /* with wk_context_params.mla_uncompressed, an MLA layer's expanded
      * K [n_slots][n_head][nope + n_rot] and V [n_slots][n_head][v] */
     float *k_full, *v_full;
@@ -42,7 +44,8 @@ struct wk_context {
     int32_t n_ring;   /* slots of the ring layers (S), 0 when there are none */
     int32_t *ring_lo; /* [n_seq] first position every ring still holds */
     int32_t *seq_hi;  /* [n_seq] the current chunk's last position of each sequence in it */
-    float *k_cache, *v_cache; /* every layer's K, and V, in one allocation each */
+    void *k_cache, *v_cache;  /* every layer's K, and V, in one allocation each */
+    enum wk_dtype kv_type;    /* their elements: WK_DTYPE_F32 or WK_DTYPE_F16 */
     float *mla_full_cache;    /* the MLA layers' expanded K and V (mla_uncompressed), or NULL */
     struct kv_layer *kv;      /* [n_layer] */
     int32_t first_shared;     /* first layer reading another's cache (Gemma 4), else n_layer */
@@ -66,6 +69,7 @@ struct wk_context {
      * input and output rows of the absorption matmuls [n_ubatch][...] */
     float *mla_qa, *mla_ckv, *mla_qabs, *mla_lat, *mla_tin, *mla_tout;
     float *kpack; /* a prefill's keys packed (wk_backend_cpu.kpack) */
+    float *cvt;   /* an F16 cache's rows as floats (wk_backend_cpu.cvt), or unused */
     bool mla_uncompressed;
     /* an MTP assistant's input [2·E_target], centroid logits [n_centroids],
      * candidate tokens and their logits [n_vocab] */

@@ -193,6 +193,12 @@ struct wk_context_params {
      * one forward. Not yet for MTP assistants or multi-head latent
      * attention (WK_E_UNSUPPORTED). */
     int32_t n_seq_max;
+    /* The KV cache's elements: WK_DTYPE_F32 (the default, 0) or
+     * WK_DTYPE_F16 (half the memory and the bytes attention reads; each
+     * K and V value rounded to nearest even, as llama.cpp's default f16
+     * cache and Ollama's OLLAMA_KV_CACHE_TYPE=f16 keep them). Others:
+     * WK_E_INVALID; F16 with multi-head latent attention: WK_E_UNSUPPORTED. */
+    enum wk_dtype kv_type;
 };
 struct wk_context_params wk_context_params_default(void);
 
@@ -214,6 +220,8 @@ enum wk_status wk_context_create(const struct wk_model *m, const struct wk_conte
 void wk_context_destroy(struct wk_context *ctx);
 
 int32_t wk_context_n_ctx(const struct wk_context *ctx);
+/* The KV cache's element type (wk_context_params.kv_type). */
+enum wk_dtype wk_context_kv_type(const struct wk_context *ctx);
 int32_t wk_context_n_threads(const struct wk_context *ctx);
 /* Rows per ubatch (wk_context_params.n_ubatch, at most n_ctx): the prefill chunk. */
 int32_t wk_context_n_ubatch(const struct wk_context *ctx);

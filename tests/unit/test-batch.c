@@ -8,6 +8,8 @@
  *   sequence gets the bits of one-token decode steps;
  * - truncating or copying one sequence leaves the others alone; a copied
  *   prefix continues exactly as the original does, ring caches included;
+ *   all of it with an F16 KV cache too, whose logits stay near the F32
+ *   cache's;
  * - a bidirectional (encoder) mask against a direct computation of the
  *   whole forward pass in double precision, written here from the
  *   family's math (docs/reference/architectures.md §3), which is first
@@ -24,9 +26,16 @@
 
 static struct wk_model *load(const struct tiny_spec *sp) { return tiny_model_load(sp); }
 
+static enum wk_dtype g_kv = WK_DTYPE_F32; /* the contexts' KV cache type */
+
 static struct wk_context *ctx_new(struct wk_model *m, int n_seq, int n_ubatch)
 {
-    return tiny_context(m, 2, n_ubatch, n_seq);
+    struct wk_context_params p = wk_context_params_default();
+    p.n_ctx = 64, p.n_threads = 2, p.n_ubatch = n_ubatch, p.n_seq_max = n_seq, p.kv_type = g_kv;
+    struct wk_context *c = NULL;
+    CHECK_EQ_INT(wk_context_create(m, &p, &c, NULL), WK_OK);
+    CHECK_EQ_INT(c ? wk_context_kv_type(c) : WK_DTYPE_COUNT, g_kv);
+    return c;
 }
 
 static const int32_t g_a[12] = {2, 270, 281, 299, 5, 17, 260, 261, 262, 290, 1, 263};
@@ -133,6 +142,41 @@ static void test_two_sequences_rings(void)
     struct tiny_spec sp = tiny_spec_default();
     sp.sliding_window = 4;
     check_two_sequences_alone(&sp, 16, 40);
+}
+
+/* Both with an F16 KV cache (wk_context_params.kv_type): the same
+ * guarantees, the cache's elements halves; and its logits near the F32
+ * cache's (each K and V value within 2^-11 relative of the F32 one) but
+ * not equal to them (the check can fail: the cache is read). */
+static void test_f16_cache(void)
+{
+    g_kv = WK_DTYPE_F16;
+    test_two_sequences_equal_alone();
+    test_two_sequences_rings();
+    struct tiny_spec sp = tiny_spec_default();
+    struct wk_model *m = load(&sp);
+    const int V = wk_model_hparams(m)->n_vocab;
+    float *l16 = malloc((size_t)V * 4), *l32 = malloc((size_t)V * 4);
+    struct wk_context *c16 = ctx_new(m, 1, 512);
+    g_kv = WK_DTYPE_F32;
+    struct wk_context *c32 = ctx_new(m, 1, 512);
+    CHECK_EQ_INT(wk_context_decode(c16, g_long, 40, l16, NULL, NULL), WK_OK);
+    CHECK_EQ_INT(wk_context_decode(c32, g_long, 40, l32, NULL, NULL), WK_OK);
+    double worst = 0, scale = 0;
+    for (int i = 0; i < V; i++) worst = fmax(worst, fabs(l16[i] - l32[i])), scale = fmax(scale, fabs(l32[i]));
+    CHECK(worst > 0 && worst < 2e-3 * scale);
+    wk_context_destroy(c16), wk_context_destroy(c32);
+    free(l16), free(l32);
+    wk_model_destroy(m);
+    /* other element types are refused by name */
+    struct wk_context_params p = wk_context_params_default();
+    p.kv_type = WK_DTYPE_Q8_0;
+    struct wk_context *c = NULL;
+    struct wk_error err;
+    m = load(&sp);
+    CHECK_EQ_INT(wk_context_create(m, &p, &c, &err), WK_E_INVALID);
+    CHECK(c == NULL && strstr(err.msg, "Q8_0") != NULL);
+    wk_model_destroy(m);
 }
 
 /* ------------------------------------------------ a direct computation */
@@ -346,5 +390,5 @@ static void test_no_leaks(void)
     CHECK_EQ_INT(wk_alloc_live_bytes(), base);
 }
 
-CHECK_MAIN(TEST(test_two_sequences_equal_alone), TEST(test_two_sequences_rings),
+CHECK_MAIN(TEST(test_two_sequences_equal_alone), TEST(test_two_sequences_rings), TEST(test_f16_cache),
            TEST(test_bidirectional_against_direct), TEST(test_bad_batches), TEST(test_no_leaks))

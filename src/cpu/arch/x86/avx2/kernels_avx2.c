@@ -265,6 +265,24 @@ static void f16_to_f32(const void *src, float *dst, int64_t n)
         dst[i] = avx2_f16(s[i]);
 }
 
+/* f32 to f16, rounded to nearest even (vcvtps2ph): the reference's
+ * wk_f32_to_f16 bit for bit, NaNs aside (each stays a NaN); the tail
+ * through a zero-padded vector. */
+static void f32_to_f16_rows(const float *src, void *dst, int64_t n)
+{
+    wk_f16 *d = dst;
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm_storeu_si128((__m128i *)(d + i), _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT));
+    if (i < n) {
+        float t[8] = {0};
+        wk_f16 h[8];
+        memcpy(t, src + i, (size_t)(n - i) * sizeof(float));
+        _mm_storeu_si128((__m128i *)h, _mm256_cvtps_ph(_mm256_loadu_ps(t), _MM_FROUND_TO_NEAREST_INT));
+        memcpy(d + i, h, (size_t)(n - i) * sizeof(wk_f16));
+    }
+}
+
 static void bf16_to_f32(const void *src, float *dst, int64_t n)
 {
     const wk_bf16 *s = src;
@@ -452,6 +470,7 @@ void wk__cpu_fill_avx2(struct wk_cpu_kernels *k)
     k->quantize[WK_DTYPE_Q8_K] = quantize_q8_k;
 
     k->to_f32[WK_DTYPE_F16] = f16_to_f32;
+    k->quantize[WK_DTYPE_F16] = f32_to_f16_rows;
     k->to_f32[WK_DTYPE_BF16] = bf16_to_f32;
     k->to_f32[WK_DTYPE_Q8_0] = q8_0_to_f32;
     k->to_f32[WK_DTYPE_Q4_0] = q4_0_to_f32;

@@ -1,7 +1,7 @@
 /*
  * float_avx512.c - AVX-512 kernels on float data: the F32, F16 and BF16
  * weight dots (activations stay f32), F16/BF16 to f32, and the attention
- * helpers dot_f32 and axpy_f32.
+ * helpers dot_f32 and axpy_f32; f32 to F16 (an F16 KV cache's writes).
  *
  * n is any length: the main loops take 64 elements (four independent FMA
  * accumulators, enough to cover the FMA latency), then 16 at a time, then a
@@ -122,6 +122,20 @@ static void f16_to_f32(const void *src, float *dst, int64_t n)
     }
 }
 
+/* f32 to f16, rounded to nearest even (vcvtps2ph): the reference's
+ * wk_f32_to_f16 bit for bit, NaNs aside (each stays a NaN). */
+static void f32_to_f16(const float *src, void *dst, int64_t n)
+{
+    wk_f16 *d = dst;
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        _mm256_storeu_si256((__m256i *)(d + i), _mm512_cvtps_ph(_mm512_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT));
+    if (i < n) {
+        __mmask16 m = wk__avx512_mask16(n - i);
+        _mm256_mask_storeu_epi16(d + i, m, _mm512_cvtps_ph(_mm512_maskz_loadu_ps(m, src + i), _MM_FROUND_TO_NEAREST_INT));
+    }
+}
+
 static void bf16_to_f32(const void *src, float *dst, int64_t n)
 {
     const wk_bf16 *s = src;
@@ -140,6 +154,7 @@ void wk__avx512_fill_float(struct wk_cpu_kernels *k)
     k->vec_dot[WK_DTYPE_F16] = vec_dot_f16;
     k->vec_dot[WK_DTYPE_BF16] = vec_dot_bf16;
     k->to_f32[WK_DTYPE_F16] = f16_to_f32;
+    k->quantize[WK_DTYPE_F16] = f32_to_f16;
     k->to_f32[WK_DTYPE_BF16] = bf16_to_f32;
     /* F32 to_f32 stays the reference memcpy, which is already optimal. */
     k->dot_f32 = dot_f32;
