@@ -40,6 +40,7 @@ struct bench_opts {
     const char *model;
     int32_t n_prompt, n_gen, n_threads, n_reps;
     int32_t logprobs; /* -1 = off; else tg also computes logprobs with this many alternatives */
+    enum wk_dtype kv_type; /* the KV cache's elements (--kv-cache-type) */
     bool json;
 };
 
@@ -66,6 +67,7 @@ static void bench_usage(FILE *f)
             "  -r, --repetitions R    timed repetitions of each test (default 5)\n"
             "  --logprobs K           tg also computes each token's logprobs and K alternatives\n"
             "                         (0..20), as generation with logprobs on does\n"
+            "  --kv-cache-type T      the KV cache's elements: f32 (default) or f16\n"
             "  --json                 print a JSON array (one object per test) instead of a table\n");
 }
 
@@ -106,6 +108,12 @@ static int parse_args(int argc, char **argv, struct bench_opts *o)
             if (bad || !cli_parse_i64("bench", "--logprobs", v, 0, WK_MAX_TOP_LOGPROBS, &x))
                 return WK_EXIT_USAGE;
             o->logprobs = (int32_t)x;
+        } else if (cli_opt_value(argc, argv, &i, "--kv-cache-type", &v, &bad, "bench")) {
+            if (bad) return WK_EXIT_USAGE;
+            if (!*v || !wk_kv_type_parse(v, &o->kv_type)) {
+                fprintf(stderr, "wick bench: --kv-cache-type must be f32 or f16, not '%s'\n", v);
+                return WK_EXIT_USAGE;
+            }
         } else if (opt(argc, argv, &i, "-r", "--repetitions", &v, &bad)) {
             if (bad || !cli_parse_i64("bench", "-r", v, 1, 1000, &x)) return WK_EXIT_USAGE;
             o->n_reps = (int32_t)x;
@@ -212,6 +220,8 @@ static void print_json(const struct bench_opts *o, const struct wk_model *m,
         printf(",\n    \"model_size\": %llu,\n", (unsigned long long)wk_model_weight_bytes(m));
         printf("    \"isa\": \"%s\",\n", wk_cpu_kernels_get()->isa);
         printf("    \"n_threads\": %d,\n    \"n_ubatch\": 512,\n", n_threads);
+        const char *kvt = o->kv_type == WK_DTYPE_F16 ? "f16" : "f32";
+        printf("    \"type_k\": \"%s\",\n    \"type_v\": \"%s\",\n", kvt, kvt); /* llama-bench's names */
         printf("    \"n_prompt\": %d,\n    \"n_gen\": %d,\n", r->n_prompt, r->n_gen);
         printf("    \"logprobs\": %d,\n", r->n_gen > 0 ? o->logprobs : -1);
         printf("    \"avg_ns\": %lld,\n    \"stddev_ns\": %lld,\n", (long long)r->avg_ns,
@@ -279,6 +289,7 @@ int cmd_bench(int argc, char **argv)
     cp.n_ctx = o.n_prompt + o.n_gen + BENCH_CTX_MARGIN;
     cp.n_threads = o.n_threads;
     cp.n_ubatch = 512;
+    cp.kv_type = o.kv_type;
     if (wk_context_create(m, &cp, &ctx, &err)) {
         fprintf(stderr, "wick bench: %s\n", err.msg);
         goto done;

@@ -90,7 +90,16 @@ static enum wk_status make_session(struct run_local *l, int32_t n_ctx, int32_t n
     struct wk_context_params cp = wk_context_params_default();
     cp.n_ctx = n_ctx;
     cp.n_threads = n_threads;
-    enum wk_status st = wk_session_create(l->model, l->tok, &cp, &l->session, err);
+    const char *kv_name; /* the cache type wick serve would give this model */
+    enum wk_status st = wk_kv_type_from_env(&cp.kv_type, &kv_name)
+                            ? WK_OK
+                            : wk_error_set(err, WK_E_INVALID,
+                                           "OLLAMA_KV_CACHE_TYPE (WICK_KV_CACHE_TYPE) is '%s': f32 or f16", kv_name);
+    if (!st) st = wk_session_create(l->model, l->tok, &cp, &l->session, err);
+    if (st == WK_E_UNSUPPORTED && cp.kv_type != WK_DTYPE_F32) { /* multi-head latent attention: f32 only */
+        cp.kv_type = WK_DTYPE_F32;
+        st = wk_session_create(l->model, l->tok, &cp, &l->session, err);
+    }
     if (!st && l->draft) st = wk_session_set_draft(l->session, l->draft, err);
     if (st) {
         wk_session_destroy(l->session);

@@ -78,6 +78,20 @@ struct wk_context_params wk_context_params_default(void)
     return (struct wk_context_params){.n_ctx = 0, .n_threads = 0, .n_ubatch = 512, .pool = NULL, .n_seq_max = 1};
 }
 
+bool wk_kv_type_parse(const char *name, enum wk_dtype *out)
+{
+    if (!name || !*name || strcmp(name, "f32") == 0) *out = WK_DTYPE_F32;
+    else if (strcmp(name, "f16") == 0) *out = WK_DTYPE_F16;
+    else return false;
+    return true;
+}
+
+bool wk_kv_type_from_env(enum wk_dtype *out, const char **value)
+{
+    *value = wk_getenv_alias("WICK_KV_CACHE_TYPE", "OLLAMA_KV_CACHE_TYPE");
+    return wk_kv_type_parse(*value, out);
+}
+
 /* Scratch for a prefill's keys packed once per kv head (backend_cpu.c,
  * attention): floats for n_kv heads of head_dim D, *rows keys each (up
  * to WK_ATTN_KPACK_ROWS), in *k_floats; then, where the table can take a

@@ -202,6 +202,15 @@ struct wk_context_params {
 };
 struct wk_context_params wk_context_params_default(void);
 
+/* The KV cache element type a name gives, as OLLAMA_KV_CACHE_TYPE names
+ * them: "f32" (WK_DTYPE_F32) or "f16" (WK_DTYPE_F16); NULL or "" gives
+ * f32, wick's default. False, *out untouched, for any other name (Ollama's
+ * quantized caches "q8_0" and "q4_0" among them: not implemented). */
+bool wk_kv_type_parse(const char *name, enum wk_dtype *out);
+/* wk_kv_type_parse of WICK_KV_CACHE_TYPE, else OLLAMA_KV_CACHE_TYPE;
+ * *value: the text read (NULL when neither is set), for a message. */
+bool wk_kv_type_from_env(enum wk_dtype *out, const char **value);
+
 /* Sequences one context may hold. */
 #define WK_SEQ_MAX 64
 

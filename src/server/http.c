@@ -697,7 +697,7 @@ static bool env_long(const char *wick, const char *ollama, const char *what, lon
  * sending or reading nothing while the server waits for it) before it is
  * closed, IDLE_TIMEOUT when unset; OLLAMA_KEEP_ALIVE (WICK_KEEP_ALIVE):
  * checked only (an empty value is unset, as Ollama reads it);
- * OLLAMA_KV_CACHE_TYPE (WICK_KV_CACHE_TYPE): f32 or unset, else refused.
+ * OLLAMA_KV_CACHE_TYPE (WICK_KV_CACHE_TYPE): f32 (or unset) or f16, else refused.
  * False (after a message) when a value is not a number in range. */
 static bool read_env_numbers(struct srv_server *srv)
 {
@@ -727,16 +727,19 @@ static bool read_env_numbers(struct srv_server *srv)
         }
     }
     /* Ollama's KV cache type (f16 by default there; q8_0 and q4_0 to halve
-     * or quarter its memory): wick's cache holds f32 entries (the products
-     * read them exactly as computed), so a value asking for another type
-     * is refused rather than dropped; f32, or unset, is what wick does */
-    v = wk_getenv_alias("WICK_KV_CACHE_TYPE", "OLLAMA_KV_CACHE_TYPE");
-    if (v && *v && strcmp(v, "f32") != 0) {
-        fprintf(stderr, "wick serve: OLLAMA_KV_CACHE_TYPE (WICK_KV_CACHE_TYPE) is '%s', but wick keeps the KV cache in "
-                        "f32 only (4 bytes an entry; f16, q8_0 and q4_0 caches are not implemented): unset it or set f32\n",
+     * or quarter its memory): wick's cache holds f32 entries unless told
+     * f16 (the runners inherit the variable and read it, runner.c); a type
+     * it does not have is refused rather than dropped */
+    enum wk_dtype kv;
+    if (!wk_kv_type_from_env(&kv, &v)) {
+        fprintf(stderr, "wick serve: OLLAMA_KV_CACHE_TYPE (WICK_KV_CACHE_TYPE) is '%s', but wick's KV cache is f32 "
+                        "(the default: 4 bytes an entry) or f16 (2 bytes); q8_0 and q4_0 caches are not implemented\n",
                 v);
         return false;
     }
+    if (kv == WK_DTYPE_F16)
+        fprintf(stderr, "wick serve: OLLAMA_KV_CACHE_TYPE=f16: the KV caches hold f16 entries (half the memory of "
+                        "f32; a model with multi-head latent attention keeps f32)\n");
     if (par) /* the runners inherit the variable and read it (runner.c) */
         fprintf(stderr, "wick serve: OLLAMA_NUM_PARALLEL=%ld: each model computes up to %ld request(s) at once, "
                         "each with a KV cache of the full context; more queue%s\n", par, par > WK_SEQ_MAX ? (long)WK_SEQ_MAX : par,

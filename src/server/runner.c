@@ -945,7 +945,11 @@ int wk_runner_main(const struct wk_runner_opts *o)
     struct wk_context_params cp = wk_context_params_default();
     cp.n_ctx = o->n_ctx;
     cp.n_threads = o->n_threads;
-    enum wk_status st = wk_model_load(o->model, &rn->model, &err);
+    const char *kv_name;
+    enum wk_status st = wk_kv_type_from_env(&cp.kv_type, &kv_name)
+                            ? WK_OK
+                            : wk_error_set(&err, WK_E_INVALID, "OLLAMA_KV_CACHE_TYPE '%s' is not f32 or f16", kv_name);
+    if (!st) st = wk_model_load(o->model, &rn->model, &err);
     if (!st) st = wk_tokenizer_for_model(rn->model, &rn->tok, &err);
     if (!st && o->draft && *o->draft) st = wk_model_load(o->draft, &rn->draft, &err);
     if (!st) rn->n_parallel = srv_runner_n_parallel(rn->model, o->n_ctx);
@@ -960,12 +964,22 @@ int wk_runner_main(const struct wk_runner_opts *o)
         }
     }
     if (!st && !rn->slots) st = wk_session_create(rn->model, rn->tok, &cp, &rn->session, &err);
+    if (st == WK_E_UNSUPPORTED && cp.kv_type != WK_DTYPE_F32) { /* multi-head latent attention: f32 only */
+        fprintf(stderr, "wick runner: %s; its KV cache stays f32\n", err.msg);
+        wk_error_clear(&err);
+        cp.kv_type = WK_DTYPE_F32;
+        st = wk_session_create(rn->model, rn->tok, &cp, &rn->session, &err);
+    }
     if (!st && rn->draft) st = wk_session_set_draft(rn->session, rn->draft, &err);
     if (!st && !(rn->fmt = srv_format_new())) st = wk_error_set(&err, WK_E_NOMEM, "out of memory");
     if (!st) srv_decoder_embedder_init(&rn->embedder, rn->model);
     int lfd = -1;
     if (!st) {
-        rn->n_ctx = wk_context_n_ctx(rn->slots ? wk_slots_context(rn->slots) : wk_session_context(rn->session));
+        const struct wk_context *ctx = rn->slots ? wk_slots_context(rn->slots) : wk_session_context(rn->session);
+        rn->n_ctx = wk_context_n_ctx(ctx);
+        if (wk_context_kv_type(ctx) == WK_DTYPE_F16) /* OLLAMA_KV_CACHE_TYPE=f16 taken (not the default) */
+            fprintf(stderr, "wick runner: the KV cache holds f16 entries (%d slot(s) of %d positions)\n",
+                    rn->n_parallel, rn->n_ctx);
         if ((lfd = srv_runner_listen(o->socket, &err)) < 0) st = err.status;
     }
     pthread_t compute;

@@ -112,6 +112,12 @@ static struct wk_context *new_context(struct wk_model *m, int threads, int n_uba
     struct wk_context *ctx = NULL;
     struct wk_error err;
     CHECK_EQ_INT(wk_context_create(m, &cp, &ctx, &err), WK_OK);
+    /* an f16 KV cache is refused by name (the compressed cache is f32 only;
+     * wick serve's runner then keeps f32) */
+    struct wk_context *c16 = NULL;
+    cp.kv_type = WK_DTYPE_F16;
+    CHECK_EQ_INT(wk_context_create(m, &cp, &c16, &err), WK_E_UNSUPPORTED);
+    CHECK(c16 == NULL && strstr(err.msg, "f16") != NULL);
     return ctx;
 }
 

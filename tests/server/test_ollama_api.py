@@ -257,7 +257,7 @@ def start(wick, env, port, host="127.0.0.1"):
     return p
 
 
-def test_ollama_env(wick, store):
+def test_ollama_env(wick, store, ref_port=None):
     base = {k: v for k, v in os.environ.items() if not k.startswith(("WICK_", "OLLAMA_"))}
     # IPv6 loopback, models and context length from OLLAMA_*
     have_v6 = socket.has_ipv6
@@ -268,7 +268,7 @@ def test_ollama_env(wick, store):
     host = "::1" if have_v6 else "127.0.0.1"
     env = dict(base, OLLAMA_HOST=f"[::1]:{port}" if have_v6 else f"127.0.0.1:{port}", OLLAMA_MODELS=store,
                OLLAMA_CONTEXT_LENGTH="512", OLLAMA_KEEP_ALIVE="0", OLLAMA_NUM_PARALLEL="2",
-               OLLAMA_ORIGINS="http://dash.example:8080")
+               OLLAMA_ORIGINS="http://dash.example:8080", OLLAMA_KV_CACHE_TYPE="f16")
     p = start(wick, env, port, host)
     try:
         cl = ollama.Client(host=f"http://[::1]:{port}" if have_v6 else f"http://127.0.0.1:{port}")
@@ -283,6 +283,14 @@ def test_ollama_env(wick, store):
         except ollama.ResponseError as e:
             check(e.status_code == 400 and "512" in e.error, "OLLAMA_CONTEXT_LENGTH=512: a ~900-token prompt is a 400 "
                   "naming 512", e.error)
+        # OLLAMA_KV_CACHE_TYPE=f16: the runner's caches hold halves (logits within ~1e-2 of the f32
+        # cache's on SmolLM2), and greedy text comes out as the f32 server's does
+        if ref_port:
+            req = dict(model="smollm2", prompt="The three primary colors are", raw=True,
+                       options={"num_predict": 24, "temperature": 0})
+            a = cl.generate(**req).response
+            b = ollama.Client(host=f"http://127.0.0.1:{ref_port}").generate(**req).response
+            check(a == b and len(a) > 40, "OLLAMA_KV_CACHE_TYPE=f16: 24 greedy tokens as the f32 cache's", f"{a!r} {b!r}")
         g = cl.generate(model="smollm2", prompt="Hi", options={"num_predict": 2})
         time.sleep(0.5)
         check(g.done and not cl.ps().models, "OLLAMA_KEEP_ALIVE=0: the model is unloaded after the request",
@@ -306,6 +314,8 @@ def test_ollama_env(wick, store):
         p.terminate()
         err = p.communicate(timeout=20)[1]
     check("OLLAMA_NUM_PARALLEL=2: each model computes up to 2" in err, "OLLAMA_NUM_PARALLEL=2 is read and said", err[-300:])
+    check("OLLAMA_KV_CACHE_TYPE=f16" in err and "wick runner: the KV cache holds f16 entries (2 slot(s)" in err,
+          "OLLAMA_KV_CACHE_TYPE=f16 is read, said, and the runner's two slots hold f16", err[-400:])
     for h in ("127.0.0.1:abc", ":99999", "ftp://127.0.0.1:1", "127.0.0.1 :1"):
         bad = subprocess.run([wick, "serve"], env=dict(base, OLLAMA_HOST=h), capture_output=True, text=True, timeout=20)
         check(bad.returncode == 2 and "bad address" in bad.stderr, f"OLLAMA_HOST={h!r}: exit 2, not the default port",
@@ -316,9 +326,9 @@ def test_ollama_env(wick, store):
                          capture_output=True, text=True, timeout=20)
     check(bad.returncode == 2 and "OLLAMA_CONTEXT_LENGTH" in bad.stderr, "OLLAMA_CONTEXT_LENGTH=lots: exit 2 naming it",
           bad.stderr)
-    # a KV cache type wick does not have (Ollama's f16 default, q8_0, q4_0: wick's cache is f32), and
+    # a KV cache type wick does not have (Ollama's q8_0 and q4_0: wick's cache is f32 or f16), and
     # a loaded-model count atoi read as its leading digits
-    for var, val in (("OLLAMA_KV_CACHE_TYPE", "q8_0"), ("OLLAMA_KV_CACHE_TYPE", "f16"),
+    for var, val in (("OLLAMA_KV_CACHE_TYPE", "q8_0"), ("OLLAMA_KV_CACHE_TYPE", "q4_0"),
                      ("OLLAMA_MAX_LOADED_MODELS", "3x"), ("OLLAMA_MAX_LOADED_MODELS", "0")):
         bad = subprocess.run([wick, "serve"], env=dict(base, OLLAMA_HOST=f"127.0.0.1:{free_port()}", **{var: val}),
                              capture_output=True, text=True, timeout=20)

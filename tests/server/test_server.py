@@ -983,7 +983,7 @@ def test_ollama_api(s):
     delete, show, list, ps; then OLLAMA_* environment on a second server."""
     import test_ollama_api
     test_ollama_api.test_ollama_surface(s, os.path.join(CACHE, SMOL_FIX["model"]))
-    test_ollama_api.test_ollama_env(WICK, s.dir)
+    test_ollama_api.test_ollama_env(WICK, s.dir, s.port)
 
 
 def test_harmony(s):
