@@ -28,6 +28,19 @@ void wk__gemm_f32_ref(int64_t m, int64_t n, int64_t k, const float *a, int64_t l
         for (int64_t i = 0; i < m; i++) c[j * ldc + i] = wk__dot_f32_ref(k, a + i * lda, b + j * ldb);
 }
 
+/* wk__gemm_f32_ref with a's F16 elements converted as read: the same
+ * products and sums in the same order (gemm_f16a). */
+static void gemm_f16a_ref(int64_t m, int64_t n, int64_t k, const wk_f16 *a, int64_t lda, const float *b,
+                          int64_t ldb, float *c, int64_t ldc)
+{
+    for (int64_t j = 0; j < n; j++)
+        for (int64_t i = 0; i < m; i++) {
+            float s = 0;
+            for (int64_t l = 0; l < k; l++) s += wk_f16_to_f32(a[i * lda + l]) * b[j * ldb + l];
+            c[j * ldc + i] = s;
+        }
+}
+
 /* One reference vec_dot per row; a function per dtype since the table's
  * entries take no dtype argument. */
 #define ROWS_REF(name, T)                                                                          \
@@ -102,6 +115,7 @@ static void fill_ref(struct wk_cpu_kernels *k)
     k->dot_f32 = wk__dot_f32_ref;
     k->axpy_f32 = wk__axpy_f32_ref;
     k->gemm_f32 = wk__gemm_f32_ref;
+    k->gemm_f16a = gemm_f16a_ref;
     k->q14_quantize = wk__q14_quantize_ref;
     k->rms_norm = wk_rms_norm;
     k->geglu = wk_geglu;

@@ -153,6 +153,14 @@ struct wk_cpu_kernels {
      * n_rows or which rows share a call. */
     wk_gemm_r16_fn gemm_r16[WK_DTYPE_COUNT];
     wk_gemm_f32_fn gemm_f32;
+    /* gemm_f32's small path, for n < gemm_f32_packed_min_n (any n where
+     * that is 0), with a's rows of F16 (lda in elements), each element
+     * converted as it is loaded: bit for bit gemm_f32 over the rows
+     * converted to f32 (exactly), without writing them anywhere. An F16
+     * KV cache's decode products (attention's few query columns against
+     * the cached keys and value rows). */
+    void (*gemm_f16a)(int64_t m, int64_t n, int64_t k, const wk_f16 *a, int64_t lda, const float *b,
+                      int64_t ldb, float *c, int64_t ldc);
     /* gemm_f32 with one summation order for every n (the packed path,
      * which gemm_f32 takes for n past a few rows, taken for any n), or
      * NULL where gemm_f32 has only one order (the reference): the

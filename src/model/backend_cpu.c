@@ -368,6 +368,16 @@ static const float *cache_rows(const struct wk_cpu_kernels *k, const void *c, bo
     return buf;
 }
 
+/* wk_cpu_gemm over rows of a layer's cache from element off: an F32
+ * cache's, or an F16 cache's through gemm_f16a (the same bits; for the
+ * columns of gemm_f32's small path only) */
+static void cache_gemm(const struct wk_cpu_kernels *k, bool f16, int64_t m, int64_t n, int64_t kk, const void *a,
+                       int64_t off, int64_t lda, const float *b, int64_t ldb, float *c, int64_t ldc)
+{
+    if (f16) k->gemm_f16a(m, n, kk, (const wk_f16 *)a + off, lda, b, ldb, c, ldc);
+    else wk_cpu_gemm(k, m, n, kk, (const float *)a + off, lda, b, ldb, c, ldc);
+}
+
 static void kpack_task(void *p, int ith, int nth)
 {
     const struct attn_task *task = p;
@@ -466,6 +476,10 @@ static void attention_task(void *p, int ith, int nth)
          * one row of each of the nh heads (D apart, hcols a call) */
         const int32_t ncol = nq * nh, cw = nh > 1 ? hcols : ncol;
         const int64_t qs = nh > 1 ? D : HQ;
+        /* an F16 cache read by the products themselves (gemm_f16a), where
+         * their columns take gemm_f32's small path (decode); else
+         * converted a tile at a time into cvt first */
+        const bool direct = f16 && k->gemm_f16a && (k->gemm_f32_packed_min_n == 0 || cw < k->gemm_f32_packed_min_n);
         /* the scores' rows ld floats apart: nk, or with the keys packed
          * once (kpack_keys: then s0 = 0 and nk2 = 0) as many keys as that
          * product computes, nk rounded up to a whole panel of 32 or all of
@@ -475,12 +489,11 @@ static void attention_task(void *p, int ith, int nth)
             /* the packed path's bits, as gemm_f32 gives them for nq rows */
             ld = WK_MIN((nk + 31) / 32 * 32, (int64_t)task->kpack_m);
             k->gemm_f32_prepacked(ld, nq, D, task->b->kpack + (size_t)g * task->kpack_head, qb, HQ, scores, ld);
-        } else if (!f16) {
-            const float *kh = (const float *)a->k + ko;
+        } else if (!f16 || direct) {
             for (int32_t j = 0; j < ncol; j += cw) {
                 const int32_t nj = WK_MIN(cw, ncol - j);
-                wk_cpu_gemm(k, nk1, nj, D, kh + s0 * D, D, qb + j * qs, qs, scores + j * nk, nk);
-                if (nk2) wk_cpu_gemm(k, nk2, nj, D, kh, D, qb + j * qs, qs, scores + j * nk + nk1, nk);
+                cache_gemm(k, f16, nk1, nj, D, a->k, ko + s0 * D, D, qb + j * qs, qs, scores + j * nk, nk);
+                if (nk2) cache_gemm(k, f16, nk2, nj, D, a->k, ko, D, qb + j * qs, qs, scores + j * nk + nk1, nk);
             }
         } else {
             /* an F16 cache: its keys a tile at a time as floats (cvt), each
@@ -518,18 +531,21 @@ static void attention_task(void *p, int ith, int nth)
             /* value rows i0 .. i0 + nr - 1 (all D of an F32 cache at once; an
              * F16 cache's a few at a time, converted over the keys' slots,
              * in calls like the F32 cache's over those rows) */
-            const int64_t rc = !f16 ? D : WK_MIN(D, WK_MAX(4, WK_ATTN_CVT_TILE / WK_MAX(nk1, nk2) / 4 * 4));
+            const int64_t rc = !f16 || direct ? D : WK_MIN(D, WK_MAX(4, WK_ATTN_CVT_TILE / WK_MAX(nk1, nk2) / 4 * 4));
+            const bool conv = f16 && !direct;
             for (int64_t i0 = 0; i0 < D; i0 += rc) {
                 const int64_t nr = WK_MIN(rc, D - i0);
-                int64_t ld1, ld2;
-                const float *v1 = cache_rows(k, a->v, f16, vo + i0 * S + s0, nr, nk1, S, cvt, &ld1);
+                int64_t o1 = vo + i0 * S + s0, o2 = vo + i0 * S, ld1 = S, ld2 = S;
+                const void *v1 = a->v, *v2 = a->v;
+                if (conv) v1 = cache_rows(k, a->v, true, o1, nr, nk1, S, cvt, &ld1), o1 = 0;
                 for (int32_t j = 0; j < ncol; j += cw)
-                    wk_cpu_gemm(k, nr, WK_MIN(cw, ncol - j), nk1, v1, ld1, scores + j * ld, ld, out + j * qs + i0, qs);
+                    cache_gemm(k, f16 && !conv, nr, WK_MIN(cw, ncol - j), nk1, v1, o1, ld1, scores + j * ld, ld,
+                               out + j * qs + i0, qs);
                 if (!nk2) continue;
-                const float *v2 = cache_rows(k, a->v, f16, vo + i0 * S, nr, nk2, S, cvt, &ld2);
+                if (conv) v2 = cache_rows(k, a->v, true, o2, nr, nk2, S, cvt, &ld2), o2 = 0;
                 for (int32_t j = 0; j < ncol; j += cw) {
                     const int32_t nj = WK_MIN(cw, ncol - j);
-                    wk_cpu_gemm(k, nr, nj, nk2, v2, ld2, scores + j * ld + nk1, ld, pv, D);
+                    cache_gemm(k, f16 && !conv, nr, nj, nk2, v2, o2, ld2, scores + j * ld + nk1, ld, pv, D);
                     for (int32_t r = 0; r < nj; r++)
                         for (int64_t i = 0; i < nr; i++) out[(j + r) * qs + i0 + i] += pv[r * D + i];
                 }

@@ -330,15 +330,25 @@ static inline __m128 hsum4x(__m256 v0, __m256 v1, __m256 v2, __m256 v3)
  * loads, horizontal sums at the end. Inlined with constant mr and nr;
  * named accumulators for the reason given at micro().
  */
-static inline __attribute__((always_inline)) void dot_tile(int mr, int nr, int64_t k,
-                                                            const float *a, int64_t lda,
-                                                            const float *b, int64_t ldb,
-                                                            float *c, int64_t ldc)
+/* n (< 8) F16 elements as floats, the lanes past them 0. */
+static inline __m256 tail_f16(const wk_f16 *p, int64_t n)
+{
+    wk_f16 t[8] = {0};
+    memcpy(t, p, (size_t)n * sizeof *t);
+    return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)t));
+}
+
+static inline __attribute__((always_inline)) void dot_tile_t(bool h, int mr, int nr, int64_t k,
+                                                              const void *a, int64_t lda,
+                                                              const float *b, int64_t ldb,
+                                                              float *c, int64_t ldc)
 {
     const __m256 z = _mm256_setzero_ps();
     __m256 c00 = z, c01 = z, c02 = z, c10 = z, c11 = z, c12 = z;
     __m256 c20 = z, c21 = z, c22 = z, c30 = z, c31 = z, c32 = z;
-    const float *a0 = a, *a1 = a + lda, *a2 = a + 2 * lda, *a3 = a + 3 * lda;
+    /* rows of a: F32, or F16 when h (each element converted exactly as loaded) */
+    const size_t es = h ? sizeof(wk_f16) : sizeof(float);
+    const char *a0 = a, *a1 = a0 + lda * es, *a2 = a0 + 2 * lda * es, *a3 = a0 + 3 * lda * es;
     const float *b0 = b, *b1 = b + ldb, *b2 = b + 2 * ldb;
 #define ROW(I, LOAD)                                                                               \
     if (mr > I) {                                                                                  \
@@ -352,15 +362,24 @@ static inline __attribute__((always_inline)) void dot_tile(int mr, int nr, int64
     int64_t l = 0;
     for (; l + 8 <= k; l += 8) {
 #define LD(p) _mm256_loadu_ps((p) + l)
+#define LDA(p)                                                                                     \
+    (h ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const wk_f16 *)(const void *)(p) + l))) \
+       : _mm256_loadu_ps((const float *)(const void *)(p) + l))
         __m256 v0 = LD(b0), v1 = nr > 1 ? LD(b1) : z, v2 = nr > 2 ? LD(b2) : z;
-        ROW(0, LD) ROW(1, LD) ROW(2, LD) ROW(3, LD)
+        ROW(0, LDA) ROW(1, LDA) ROW(2, LDA) ROW(3, LDA)
+#undef LDA
 #undef LD
     }
     if (l < k) {
         __m256i m = avx2_lanes(k - l);
+        /* an F16 tail through a zero-padded copy: its lanes past k are 0,
+         * as the masked f32 load gives */
 #define LD(p) _mm256_maskload_ps((p) + l, m)
+#define LDA(p) (h ? tail_f16((const wk_f16 *)(const void *)(p) + l, k - l)                         \
+                  : _mm256_maskload_ps((const float *)(const void *)(p) + l, m))
         __m256 v0 = LD(b0), v1 = nr > 1 ? LD(b1) : z, v2 = nr > 2 ? LD(b2) : z;
-        ROW(0, LD) ROW(1, LD) ROW(2, LD) ROW(3, LD)
+        ROW(0, LDA) ROW(1, LDA) ROW(2, LDA) ROW(3, LDA)
+#undef LDA
 #undef LD
     }
 #undef ROW
@@ -382,7 +401,7 @@ static void dot_tile_any(int mr, int nr, int64_t k, const float *a, int64_t lda,
                          int64_t ldb, float *c, int64_t ldc)
 {
 #define CASE(M, N)                                                                                 \
-    case (M) * 4 + (N): dot_tile(M, N, k, a, lda, b, ldb, c, ldc); break
+    case (M) * 4 + (N): dot_tile_t(false, M, N, k, a, lda, b, ldb, c, ldc); break
     switch (mr * 4 + nr) {
         CASE(4, 3); CASE(4, 2); CASE(4, 1); CASE(3, 3); CASE(3, 2); CASE(3, 1);
         CASE(2, 3); CASE(2, 2); CASE(2, 1); CASE(1, 3); CASE(1, 2); CASE(1, 1);
@@ -401,6 +420,31 @@ static void gemm_dot(int64_t m, int64_t n, int64_t k, const float *a, int64_t ld
         for (int64_t i = 0; i < m; i += 4)
             dot_tile_any((int)WK_MIN(4, m - i), nr, k, a + i * lda, lda, b + j * ldb, ldb,
                          c + j * ldc + i, ldc);
+    }
+}
+
+static void dot_tile_any_h(int mr, int nr, int64_t k, const wk_f16 *a, int64_t lda, const float *b,
+                           int64_t ldb, float *c, int64_t ldc)
+{
+#define CASE(M, N)                                                                                 \
+    case (M) * 4 + (N): dot_tile_t(true, M, N, k, a, lda, b, ldb, c, ldc); break
+    switch (mr * 4 + nr) {
+        CASE(4, 3); CASE(4, 2); CASE(4, 1); CASE(3, 3); CASE(3, 2); CASE(3, 1);
+        CASE(2, 3); CASE(2, 2); CASE(2, 1); CASE(1, 3); CASE(1, 2); CASE(1, 1);
+    default: break;
+    }
+#undef CASE
+}
+
+/* gemm_dot over F16 rows of a (gemm_f16a: n < GEMM_DOT_MAX_N), the same tiles in the same order */
+void wk__avx2_gemm_f16a(int64_t m, int64_t n, int64_t k, const wk_f16 *a, int64_t lda, const float *b,
+                        int64_t ldb, float *c, int64_t ldc)
+{
+    for (int64_t j = 0; j < n; j += 3) {
+        int nr = (int)WK_MIN(3, n - j);
+        for (int64_t i = 0; i < m; i += 4)
+            dot_tile_any_h((int)WK_MIN(4, m - i), nr, k, a + i * lda, lda, b + j * ldb, ldb,
+                           c + j * ldc + i, ldc);
     }
 }
 

@@ -301,11 +301,26 @@ static void gemm_packed(int64_t m, int64_t n, int64_t k, const float *a, int64_t
 
 /* ------------------------------------------------------------ small path */
 
-/* c[j][0..MR) = dot(row i of a, row j of b) for MR (1 or 4) rows of a and
- * nr (1..3) rows of b. */
-static ALWAYS_INLINE void dots(const int MR, const int nr, int64_t k, const float *a, int64_t lda,
-                               const float *b, int64_t ldb, float *c, int64_t ldc)
+/* 16 elements of a row of a (F32, or F16 when h: converted exactly) from
+ * element l; masked: lanes past mk read nothing and are 0. */
+static ALWAYS_INLINE __m512 load_a(const bool h, const void *a, int64_t l)
 {
+    return h ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)((const wk_f16 *)a + l)))
+             : _mm512_loadu_ps((const float *)a + l);
+}
+static ALWAYS_INLINE __m512 load_a_mask(const bool h, const void *a, int64_t l, __mmask16 mk)
+{
+    return h ? _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(mk, (const wk_f16 *)a + l))
+             : _mm512_maskz_loadu_ps(mk, (const float *)a + l);
+}
+
+/* c[j][0..MR) = dot(row i of a, row j of b) for MR (1 or 4) rows of a and
+ * nr (1..3) rows of b; a's elements F16 when h (the same arithmetic on
+ * their exact f32 values). */
+static ALWAYS_INLINE void dots_t(const bool h, const int MR, const int nr, int64_t k, const void *a, int64_t lda,
+                                 const float *b, int64_t ldb, float *c, int64_t ldc)
+{
+    const size_t es = h ? sizeof(wk_f16) : sizeof(float);
     __m512 acc[4][4];
     UNROLL
     for (int i = 0; i < 4; i++)
@@ -315,7 +330,7 @@ static ALWAYS_INLINE void dots(const int MR, const int nr, int64_t k, const floa
     for (; l + 16 <= k; l += 16) {
         __m512 av[4];
         UNROLL
-        for (int i = 0; i < MR; i++) av[i] = _mm512_loadu_ps(a + i * lda + l);
+        for (int i = 0; i < MR; i++) av[i] = load_a(h, (const char *)a + (size_t)(i * lda) * es, l);
         UNROLL
         for (int j = 0; j < nr; j++) {
             __m512 bv = _mm512_loadu_ps(b + j * ldb + l);
@@ -327,7 +342,7 @@ static ALWAYS_INLINE void dots(const int MR, const int nr, int64_t k, const floa
         const __mmask16 mk = wk__avx512_mask16(k - l);
         __m512 av[4];
         UNROLL
-        for (int i = 0; i < MR; i++) av[i] = _mm512_maskz_loadu_ps(mk, a + i * lda + l);
+        for (int i = 0; i < MR; i++) av[i] = load_a_mask(h, (const char *)a + (size_t)(i * lda) * es, l, mk);
         UNROLL
         for (int j = 0; j < nr; j++) {
             __m512 bv = _mm512_maskz_loadu_ps(mk, b + j * ldb + l);
@@ -353,7 +368,12 @@ static ALWAYS_INLINE void dots(const int MR, const int nr, int64_t k, const floa
     static void dots_##MR##_##nr(int64_t k, const float *a, int64_t lda, const float *b,          \
                                  int64_t ldb, float *c, int64_t ldc)                               \
     {                                                                                              \
-        dots(MR, nr, k, a, lda, b, ldb, c, ldc);                                                   \
+        dots_t(false, MR, nr, k, a, lda, b, ldb, c, ldc);                                          \
+    }                                                                                              \
+    static void dots_h_##MR##_##nr(int64_t k, const wk_f16 *a, int64_t lda, const float *b,       \
+                                   int64_t ldb, float *c, int64_t ldc)                             \
+    {                                                                                              \
+        dots_t(true, MR, nr, k, a, lda, b, ldb, c, ldc);                                           \
     }
 DOTS_FN(1, 1) DOTS_FN(1, 2) DOTS_FN(1, 3)
 DOTS_FN(4, 1) DOTS_FN(4, 2) DOTS_FN(4, 3)
@@ -363,6 +383,22 @@ static const dots_fn g_dots[2][3] = {
     {dots_1_1, dots_1_2, dots_1_3},
     {dots_4_1, dots_4_2, dots_4_3},
 };
+
+typedef void (*dots_h_fn)(int64_t k, const wk_f16 *a, int64_t lda, const float *b, int64_t ldb,
+                          float *c, int64_t ldc);
+static const dots_h_fn g_dots_h[2][3] = {
+    {dots_h_1_1, dots_h_1_2, dots_h_1_3},
+    {dots_h_4_1, dots_h_4_2, dots_h_4_3},
+};
+
+/* gemm_small over F16 rows of a (gemm_f16a): n < 4 */
+static void gemm_f16a(int64_t m, int64_t n, int64_t k, const wk_f16 *a, int64_t lda, const float *b,
+                      int64_t ldb, float *c, int64_t ldc)
+{
+    int64_t i = 0;
+    for (; i + 4 <= m; i += 4) g_dots_h[1][n - 1](k, a + i * lda, lda, b, ldb, c + i, ldc);
+    for (; i < m; i++) g_dots_h[0][n - 1](k, a + i * lda, lda, b, ldb, c + i, ldc);
+}
 
 /* n < 4: every row of a against the n rows of b. */
 static void gemm_small(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
@@ -510,6 +546,7 @@ void wk__avx512_fill_gemm(struct wk_cpu_kernels *k)
     k->gemm_f32 = gemm_f32;
     k->gemm_f32_packed = gemm_packed;
     k->gemm_f32_packed_min_n = 4; /* gemm_f32: gemm_small below */
+    k->gemm_f16a = gemm_f16a;
     k->gemm_f32_pack_floats = gemm_pack_floats;
     k->gemm_f32_pack = gemm_pack;
     k->gemm_f32_prepacked_cols = gemm_prepacked_cols;
