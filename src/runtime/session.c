@@ -152,7 +152,15 @@ enum wk_status wk_session_set_draft(struct wk_session *s, const struct wk_model 
     cp.n_ctx = wk_context_n_ctx(s->ctx);
     cp.n_threads = wk_context_n_threads(s->ctx);
     cp.pool = wk_context_pool(s->ctx); /* they run in turn: no second set of threads */
-    if ((st = wk_context_create(draft, &cp, &s->d_ctx, err))) return st;
+    /* the target's cache type (an MTP assistant reads the target's cache
+     * and sizes its scratch by its own type); f32 where the draft has none */
+    cp.kv_type = wk_context_kv_type(s->ctx);
+    st = wk_context_create(draft, &cp, &s->d_ctx, err);
+    if (st == WK_E_UNSUPPORTED && cp.kv_type != WK_DTYPE_F32) {
+        cp.kv_type = WK_DTYPE_F32;
+        st = wk_context_create(draft, &cp, &s->d_ctx, err);
+    }
+    if (st) return st;
     const size_t V = (size_t)n_vocab;
     if (wk_model_is_mtp(draft)) {
         const size_t E = (size_t)wk_model_hparams(s->m)->n_embd;

@@ -523,12 +523,15 @@ static void on_token(void *user, int32_t id)
     if (r->n < 256) r->ids[r->n++] = id;
 }
 
+static enum wk_dtype g_kv = WK_DTYPE_F32; /* the sessions' KV cache type */
+
 static struct wk_session *session(struct wk_model *m, struct wk_tokenizer *tok, struct wk_model *draft,
                                   int32_t n_threads)
 {
     struct wk_context_params cp = wk_context_params_default();
     cp.n_ctx = 256;
     cp.n_threads = n_threads;
+    cp.kv_type = g_kv;
     struct wk_session *s = NULL;
     struct wk_error err;
     CHECK_EQ_INT(wk_session_create(m, tok, &cp, &s, &err), WK_OK);
@@ -566,7 +569,9 @@ static void prompt_of(int i, struct wk_tokens *out)
     }
 }
 
-static void test_greedy_with_assistant(void)
+/* Greedy with the assistant (trained, and random) equals greedy without,
+ * over n_prompts prompts of n_predict tokens each. */
+static void greedy_with_assistant(int n_prompts, int n_predict)
 {
     struct wk_model *t = load("dense"), *trained = load("assistant-trained"), *random = load("assistant");
     struct wk_tokenizer *tok = NULL;
@@ -579,11 +584,11 @@ static void test_greedy_with_assistant(void)
                       *spec2 = session(t, tok, random, 2);
     struct wk_generate_params gp = wk_generate_params_default();
     gp.sampler.temperature = 0;
-    gp.num_predict = 128;
+    gp.num_predict = n_predict;
     gp.draft_min = 3; /* draft every step: the controller would pause a poor assistant */
     struct wk_tokens prompt = {0};
     int32_t drafted = 0, accepted = 0, equal = 0;
-    for (int i = 0; i < 10; i++) {
+    for (int i = 0; i < n_prompts; i++) {
         prompt_of(i, &prompt);
         struct run a, b, c;
         struct wk_generate_stats sa, sb, sc;
@@ -597,14 +602,25 @@ static void test_greedy_with_assistant(void)
         CHECK(sb.spec_rounds > 0 && sc.spec_rounds > 0);
         drafted += sb.draft_count, accepted += sb.draft_accepted;
     }
-    printf("  10 prompts x 128 tokens: %d equal to plain greedy; trained assistant accepted %d of %d drafts\n",
-           equal, accepted, drafted);
+    printf("  %d prompts x %d tokens (%s KV cache): %d equal to plain greedy; trained assistant accepted %d of %d "
+           "drafts\n", n_prompts, n_predict, g_kv == WK_DTYPE_F16 ? "f16" : "f32", equal, accepted, drafted);
     CHECK(accepted > drafted / 10 && accepted < drafted); /* rounds that accept some, not all */
     wk_tokens_deinit(&prompt);
     wk_session_destroy(plain), wk_session_destroy(spec), wk_session_destroy(spec2);
 out:
     wk_tokenizer_destroy(tok);
     wk_model_destroy(t), wk_model_destroy(trained), wk_model_destroy(random);
+}
+
+static void test_greedy_with_assistant(void) { greedy_with_assistant(10, 128); }
+
+/* The same with an f16 KV cache: the assistant reads the target's f16
+ * cache (its context takes the target's type), greedy stays plain greedy. */
+static void test_greedy_with_assistant_f16(void)
+{
+    g_kv = WK_DTYPE_F16;
+    greedy_with_assistant(3, 64);
+    g_kv = WK_DTYPE_F32;
 }
 
 /* The first 3 tokens of N_RUNS runs seeded 1..N_RUNS, as one key each. */
@@ -689,7 +705,7 @@ int main(int argc, char **argv)
     static const struct check_test tests[] = {
         TEST(test_hparams),           TEST(test_logits),
         TEST(test_greedy),            TEST(test_gguf_tokenizer),    TEST(test_assistant),
-        TEST(test_assistant_mismatch), TEST(test_bad_configs),  TEST(test_greedy_with_assistant),
+        TEST(test_assistant_mismatch), TEST(test_bad_configs),  TEST(test_greedy_with_assistant), TEST(test_greedy_with_assistant_f16),
         TEST(test_sampling_distribution)};
     int rc = check_main(argc, argv, tests, (int)(sizeof tests / sizeof tests[0]));
     wk_safetensors_close(g_arrays);
