@@ -28,15 +28,18 @@ void wk__gemm_f32_ref(int64_t m, int64_t n, int64_t k, const float *a, int64_t l
         for (int64_t i = 0; i < m; i++) c[j * ldc + i] = wk__dot_f32_ref(k, a + i * lda, b + j * ldb);
 }
 
-/* wk__gemm_f32_ref with a's F16 elements converted as read: the same
- * products and sums in the same order (gemm_f16a). */
-static void gemm_f16a_ref(int64_t m, int64_t n, int64_t k, const wk_f16 *a, int64_t lda, const float *b,
-                          int64_t ldb, float *c, int64_t ldc)
+/* wk__gemm_f32_ref over rows of a that are F16 or lie in blocks
+ * (gemm_rows): the same products and sums in the same order. */
+static void gemm_rows_ref(int64_t m, int64_t n, int64_t k, const void *a, bool a_f16, int64_t lda, int32_t blk,
+                          int64_t bstride, const float *b, int64_t ldb, float *c, int64_t ldc)
 {
     for (int64_t j = 0; j < n; j++)
         for (int64_t i = 0; i < m; i++) {
             float s = 0;
-            for (int64_t l = 0; l < k; l++) s += wk_f16_to_f32(a[i * lda + l]) * b[j * ldb + l];
+            for (int64_t l = 0; l < k; l++) {
+                const int64_t o = i * lda + (blk ? l / blk * bstride + l % blk : l);
+                s += (a_f16 ? wk_f16_to_f32(((const wk_f16 *)a)[o]) : ((const float *)a)[o]) * b[j * ldb + l];
+            }
             c[j * ldc + i] = s;
         }
 }
@@ -115,7 +118,7 @@ static void fill_ref(struct wk_cpu_kernels *k)
     k->dot_f32 = wk__dot_f32_ref;
     k->axpy_f32 = wk__axpy_f32_ref;
     k->gemm_f32 = wk__gemm_f32_ref;
-    k->gemm_f16a = gemm_f16a_ref;
+    k->gemm_rows = gemm_rows_ref;
     k->q14_quantize = wk__q14_quantize_ref;
     k->rms_norm = wk_rms_norm;
     k->geglu = wk_geglu;

@@ -154,13 +154,16 @@ struct wk_cpu_kernels {
     wk_gemm_r16_fn gemm_r16[WK_DTYPE_COUNT];
     wk_gemm_f32_fn gemm_f32;
     /* gemm_f32's small path, for n < gemm_f32_packed_min_n (any n where
-     * that is 0), with a's rows of F16 (lda in elements), each element
-     * converted as it is loaded: bit for bit gemm_f32 over the rows
-     * converted to f32 (exactly), without writing them anywhere. An F16
-     * KV cache's decode products (attention's few query columns against
-     * the cached keys and value rows). */
-    void (*gemm_f16a)(int64_t m, int64_t n, int64_t k, const wk_f16 *a, int64_t lda, const float *b,
-                      int64_t ldb, float *c, int64_t ldc);
+     * that is 0), over rows of a (lda elements apart) that are F16 when
+     * a_f16 (each element converted exactly as it is loaded) and, with
+     * blk > 0 (a power of two, at least 16), lie in blocks: element l of a
+     * row at (l / blk)·bstride + l % blk elements from its start. Bit for
+     * bit gemm_f32 over the same rows made contiguous f32, without writing
+     * them anywhere: a KV cache's decode products (attention's few query
+     * columns against F16 keys, and value rows stored a block of slots at
+     * a time). */
+    void (*gemm_rows)(int64_t m, int64_t n, int64_t k, const void *a, bool a_f16, int64_t lda, int32_t blk,
+                      int64_t bstride, const float *b, int64_t ldb, float *c, int64_t ldc);
     /* gemm_f32 with one summation order for every n (the packed path,
      * which gemm_f32 takes for n past a few rows, taken for any n), or
      * NULL where gemm_f32 has only one order (the reference): the

@@ -51,14 +51,19 @@ struct wk_attn_args {
      * so that an attention head reads its keys as one run, not as 1 in
      * n_head_kv pieces of a row (3x slower from memory: SmolLM2's 3 kv
      * heads); in v, the values transposed ([n_head_kv·head_dim][n_slots]:
-     * slot j's entry i at i·n_slots + j). Offsets count elements of
-     * kv_type: WK_DTYPE_F32, or WK_DTYPE_F16 (wk_context_params.kv_type),
-     * whose entries the products read as the floats they convert to
-     * exactly, so an F16 cache gives the bits an F32 cache holding the
-     * same values would */
+     * slot j's entry i at i·n_slots + j), or with v_blk > 0 in blocks of
+     * v_blk slots ([n_slots / v_blk][n_head_kv·head_dim][v_blk]: slot j's
+     * entry i at (j / v_blk)·hk·v_blk + i·v_blk + j % v_blk, so that a kv
+     * head's value rows for the slots in use are runs of head_dim·v_blk
+     * elements however many slots the sequence holds: wk_kv_v_index).
+     * Offsets count elements of kv_type: WK_DTYPE_F32, or WK_DTYPE_F16
+     * (wk_context_params.kv_type), whose entries the products read as the
+     * floats they convert to exactly, so an F16 cache gives the bits an
+     * F32 cache holding the same values would */
     const void *k, *v;
     enum wk_dtype kv_type;
     int64_t n_slots;
+    int32_t v_blk; /* 0 or WK_KV_VBLK; WK_KV_VBLK only where every block's keys start at slot 0 (no window) */
     int32_t n_head, n_head_kv, head_dim;
     int32_t n_rows;
     const int32_t *pos, *seq;
@@ -73,6 +78,33 @@ struct wk_attn_args {
      * exp(sinks[h])), the sink a logit with no value (gpt-oss) */
     const float *sinks;
 };
+
+/* Slots in a block of a layer's values where they are stored in blocks
+ * (wk_attn_args.v_blk): a kv head's block of 64 value rows is 16 KiB of
+ * f32, 8 KiB of f16, read as one run. A multiple of 16 (an AVX-512 step of
+ * gemm_rows stays in one block) and a power of two. */
+#define WK_KV_VBLK 64
+
+/* A layer's KV cache as the kv operations see it (struct wk_attn_args
+ * has the layout): K and V of type (F32 or F16), n_slots slots a
+ * sequence, the values in blocks of v_blk slots (0: not; then n_slots is
+ * a multiple of v_blk). */
+struct wk_kv_cache {
+    void *k, *v;
+    enum wk_dtype type;
+    int64_t n_slots;
+    int32_t v_blk;
+};
+
+/* The element of a layer's V cache (n_slots slots a sequence, value
+ * blocks of v_blk slots or 0, hk = n_head_kv·head_dim) holding entry i of
+ * sequence seq's slot. */
+static inline int64_t wk_kv_v_index(int64_t n_slots, int32_t v_blk, int64_t hk, int32_t seq, int64_t i, int64_t slot)
+{
+    const int64_t so = (int64_t)seq * n_slots * hk;
+    if (!v_blk) return so + i * n_slots + slot;
+    return so + slot / v_blk * hk * v_blk + i * v_blk + slot % v_blk;
+}
 
 struct wk_moe_block;
 
@@ -204,16 +236,17 @@ struct wk_backend_ops {
      * plus a ubatch): the CPU backend writes them from several threads.
      * The caches' elements are of type (WK_DTYPE_F32, or WK_DTYPE_F16:
      * each value rounded to nearest even, as vcvtps2ph and ggml do). */
-    void (*kv_write)(struct wk_backend *b, void *kc, void *vc, enum wk_dtype type, int64_t n_slots, int64_t hk,
-                     int32_t head_dim, int32_t n, const int32_t *pos, const int32_t *seq, const float *k,
-                     const float *v);
-    /* Sequence dst's stripe of a layer's cache becomes src's: each kv head's
-     * keys and the transposed V's [hk][rows] entries of slots 0 .. rows-1 */
-    void (*kv_copy)(struct wk_backend *b, void *kc, void *vc, enum wk_dtype type, int64_t n_slots, int64_t hk,
-                    int32_t head_dim, int32_t src, int32_t dst, int64_t rows);
+    void (*kv_write)(struct wk_backend *b, const struct wk_kv_cache *c, int64_t hk, int32_t head_dim, int32_t n,
+                     const int32_t *pos, const int32_t *seq, const float *k, const float *v);
+    /* Sequence dst's stripe of a layer's cache becomes src's for slots
+     * 0 .. rows-1: each kv head's keys and the values' entries (blocked
+     * values: whole blocks, so slots past rows up to the block's end may
+     * change too; they hold no position of dst's) */
+    void (*kv_copy)(struct wk_backend *b, const struct wk_kv_cache *c, int64_t hk, int32_t head_dim, int32_t src,
+                    int32_t dst, int64_t rows);
     /* Asks for the lines a one-row KV write will store to (a hint; may do nothing) */
-    void (*kv_prefetch)(struct wk_backend *b, void *kc, void *vc, enum wk_dtype type, int64_t n_slots, int64_t hk,
-                        int32_t head_dim, int32_t seq, int32_t pos);
+    void (*kv_prefetch)(struct wk_backend *b, const struct wk_kv_cache *c, int64_t hk, int32_t head_dim, int32_t seq,
+                        int32_t pos);
     void (*attention)(struct wk_backend *b, const struct wk_attn_args *a);
     void (*mla_prepare)(struct wk_backend *b, const struct wk_mla_args *a);
     void (*mla_attention)(struct wk_backend *b, const struct wk_mla_args *a);
@@ -256,9 +289,10 @@ struct wk_backend_cpu {
     /* and its values, where the table has gemm_f32_prepacked_cols: n_head_kv
      * x gemm_f32_pack_floats(head_dim, kpack_rows) floats; else NULL */
     float *vpack;
-    /* with an F16 cache, per thread cvt_floats floats where attention
-     * converts the rows it is about to multiply (keys a tile at a time,
-     * value rows a few at a time, a packing's rows); NULL otherwise */
+    /* per thread cvt_floats floats where attention converts (an F16
+     * cache) or gathers (blocked values) the rows it is about to multiply
+     * with the f32 GEMM (keys a tile at a time, value rows a few at a
+     * time, a packing's rows); NULL where no layer needs it */
     float *cvt;
     size_t cvt_floats;
 };
@@ -283,9 +317,9 @@ struct wk_backend_cpu {
  * product that follows), so the cache is read at 2 bytes an element. */
 #define WK_ATTN_CVT_TILE 4096
 
-/* Floats of wk_backend_cpu.cvt each thread needs for an F16 cache of
- * n_ctx slots, head_dim_max dims, prefill packings of up to kpack_rows
- * keys (vpack: their values too). */
+/* Floats of wk_backend_cpu.cvt each thread needs for an F16 cache or
+ * blocked values of n_ctx slots, head_dim_max dims, prefill packings of
+ * up to kpack_rows keys (vpack: their values too). */
 static inline size_t wk_attn_cvt_floats(int32_t n_ctx, int32_t head_dim_max, int32_t kpack_rows, bool vpack)
 {
     size_t f = WK_ATTN_CVT_TILE;

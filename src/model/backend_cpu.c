@@ -74,6 +74,7 @@ struct row_task {
     float *y;          /* output */
     void *kc, *vc;     /* ROW_KV_WRITE: the K and V caches, of F16 elements when f16, else F32 */
     bool f16;
+    int32_t v_blk;     /* ROW_KV_WRITE: the values' blocks (wk_kv_cache) */
     const float *x, *u, *g; /* inputs (ROW_GLU: u the up rows; ROW_RMS_NORM: g the gain) */
     int64_t ldg, ldu, n_slots;
     float f, f2, f3;   /* eps; scale; base, freq_scale, attn_factor */
@@ -133,7 +134,7 @@ static void row_range(const struct row_task *t, int64_t lo, int64_t hi, int ith,
                           t->mode);
         break;
     case ROW_KV_WRITE: { /* position p of sequence s: kv head g's key at s·S·hk + g·S·D + (p % S)·D; V entry i at
-                          * s·S·hk + i·S + p % S (elements) */
+                          * wk_kv_v_index(.., p % S), i·vs past entry 0's (elements) */
         const int64_t S = t->n_slots, hk = W, D = t->head_dim;
         for (int64_t r = lo; r < hi; r++) {
             const int64_t e = (int64_t)t->seq[r] * S * hk + t->pos[r] % S * D;
@@ -145,17 +146,18 @@ static void row_range(const struct row_task *t, int64_t lo, int64_t hi, int ith,
         }
         int64_t i0 = 0, i1 = hk; /* the V rows: this thread's of all hk, for every token */
         if (nth > 1) wk_split_range(hk, ith, nth, &i0, &i1);
+        const int64_t vs = t->v_blk ? t->v_blk : S; /* from a slot's entry i to its entry i + 1 */
         for (int64_t r = 0; r < t->n; r++) {
-            const int64_t e = (int64_t)t->seq[r] * S * hk + t->pos[r] % S;
+            const int64_t e = wk_kv_v_index(S, t->v_blk, hk, t->seq[r], 0, t->pos[r] % S);
             if (t->f16) { /* a piece of the token's values converted at once, then scattered */
                 wk_f16 h[64];
                 for (int64_t i = i0; i < i1; i += 64) {
                     const int64_t ni = WK_MIN(64, i1 - i);
                     k->quantize[WK_DTYPE_F16](t->u + r * hk + i, h, ni);
-                    for (int64_t j = 0; j < ni; j++) ((wk_f16 *)t->vc)[e + (i + j) * S] = h[j];
+                    for (int64_t j = 0; j < ni; j++) ((wk_f16 *)t->vc)[e + (i + j) * vs] = h[j];
                 }
             } else {
-                for (int64_t i = i0; i < i1; i++) ((float *)t->vc)[e + i * S] = t->u[r * hk + i];
+                for (int64_t i = i0; i < i1; i++) ((float *)t->vc)[e + i * vs] = t->u[r * hk + i];
             }
         }
         break;
@@ -242,24 +244,27 @@ static void rope(struct wk_backend *b, int32_t n, float *x, int n_heads, int hea
     run_rows(b, &t, (int64_t)n * n_heads * n_rot);
 }
 
-static void kv_write(struct wk_backend *b, void *kc, void *vc, enum wk_dtype type, int64_t n_slots, int64_t hk,
-                     int32_t head_dim, int32_t n, const int32_t *pos, const int32_t *seq, const float *k,
-                     const float *v)
+static void kv_write(struct wk_backend *b, const struct wk_kv_cache *c, int64_t hk, int32_t head_dim, int32_t n,
+                     const int32_t *pos, const int32_t *seq, const float *k, const float *v)
 {
-    struct row_task t = {.op = ROW_KV_WRITE, .kc = kc, .vc = vc, .f16 = type == WK_DTYPE_F16, .n_slots = n_slots,
-                         .width = hk, .head_dim = head_dim, .n = n, .pos = pos, .seq = seq, .x = k, .u = v};
+    struct row_task t = {.op = ROW_KV_WRITE, .kc = c->k, .vc = c->v, .f16 = c->type == WK_DTYPE_F16,
+                         .v_blk = c->v_blk, .n_slots = c->n_slots, .width = hk, .head_dim = head_dim, .n = n,
+                         .pos = pos, .seq = seq, .x = k, .u = v};
     run_rows(b, &t, n * hk);
 }
 
-static void kv_copy(struct wk_backend *b, void *kc, void *vc, enum wk_dtype type, int64_t n_slots, int64_t hk,
-                    int32_t head_dim, int32_t src, int32_t dst, int64_t rows)
+static void kv_copy(struct wk_backend *b, const struct wk_kv_cache *c, int64_t hk, int32_t head_dim, int32_t src,
+                    int32_t dst, int64_t rows)
 {
-    const size_t es = type == WK_DTYPE_F16 ? sizeof(wk_f16) : sizeof(float);
-    const int64_t ds = (int64_t)dst * n_slots * hk, ss = (int64_t)src * n_slots * hk, D = head_dim;
-    uint8_t *K = kc, *V = vc;
+    const size_t es = c->type == WK_DTYPE_F16 ? sizeof(wk_f16) : sizeof(float);
+    const int64_t S = c->n_slots, ds = (int64_t)dst * S * hk, ss = (int64_t)src * S * hk, D = head_dim;
+    uint8_t *K = c->k, *V = c->v;
     for (int64_t g = 0; g < hk / D; g++) /* each kv head's first rows keys */
-        memcpy(K + (ds + g * n_slots * D) * es, K + (ss + g * n_slots * D) * es, (size_t)(rows * D) * es);
-    for (int64_t i = 0; i < hk; i++) memcpy(V + (ds + i * n_slots) * es, V + (ss + i * n_slots) * es, (size_t)rows * es);
+        memcpy(K + (ds + g * S * D) * es, K + (ss + g * S * D) * es, (size_t)(rows * D) * es);
+    if (c->v_blk) /* the blocks holding slots 0 .. rows-1: one run */
+        memcpy(V + ds * es, V + ss * es, (size_t)((rows + c->v_blk - 1) / c->v_blk * c->v_blk * hk) * es);
+    else
+        for (int64_t i = 0; i < hk; i++) memcpy(V + (ds + i * S) * es, V + (ss + i * S) * es, (size_t)rows * es);
 }
 
 /* Asks for the lines a decode step's KV write will store to, for writing
@@ -269,18 +274,19 @@ static void kv_copy(struct wk_backend *b, void *kc, void *vc, enum wk_dtype type
  * store needed the line back; issued as stores, these requests went one
  * at a time (~3 us a layer on SmolLM2, 192 lines), issued here they
  * overlap each other and the QKV product. */
-static void kv_prefetch(struct wk_backend *b, void *kc, void *vc, enum wk_dtype type, int64_t n_slots, int64_t hk,
-                        int32_t head_dim, int32_t seq, int32_t pos)
+static void kv_prefetch(struct wk_backend *b, const struct wk_kv_cache *c, int64_t hk, int32_t head_dim, int32_t seq,
+                        int32_t pos)
 {
-    const int64_t slot = pos % n_slots, so = (int64_t)seq * n_slots * hk, D = head_dim;
-    const int64_t es = type == WK_DTYPE_F16 ? (int64_t)sizeof(wk_f16) : (int64_t)sizeof(float);
-    const uint8_t *K = kc, *V = vc;
+    const int64_t S = c->n_slots, slot = pos % S, so = (int64_t)seq * S * hk, D = head_dim;
+    const int64_t es = c->type == WK_DTYPE_F16 ? (int64_t)sizeof(wk_f16) : (int64_t)sizeof(float);
+    const int64_t v0 = wk_kv_v_index(S, c->v_blk, hk, seq, 0, slot), vs = c->v_blk ? c->v_blk : S;
+    const uint8_t *K = c->k, *V = c->v;
 #if defined(__x86_64__)
     for (int64_t g = 0; g < hk / D; g++)
-        for (int64_t i = 0; i < D * es; i += 64) __asm__ volatile("prefetchw %0" ::"m"(K[(so + g * n_slots * D + slot * D) * es + i]));
-    for (int64_t i = 0; i < hk; i++) __asm__ volatile("prefetchw %0" ::"m"(V[(so + i * n_slots + slot) * es]));
+        for (int64_t i = 0; i < D * es; i += 64) __asm__ volatile("prefetchw %0" ::"m"(K[(so + g * S * D + slot * D) * es + i]));
+    for (int64_t i = 0; i < hk; i++) __asm__ volatile("prefetchw %0" ::"m"(V[(v0 + i * vs) * es]));
 #else
-    (void)K, (void)V, (void)slot, (void)so, (void)hk, (void)D, (void)es;
+    (void)K, (void)V, (void)slot, (void)so, (void)hk, (void)D, (void)es, (void)v0, (void)vs;
 #endif
 }
 
@@ -354,10 +360,11 @@ static void cvt_rows(const struct wk_cpu_kernels *k, int64_t rows, int64_t n, co
     for (int64_t r = 0; r < rows; r++) k->to_f32[WK_DTYPE_F16](src + r * lds, dst + r * n, n);
 }
 
-/* Rows ... of a layer's cache as floats to read: an F32 cache's own, or
- * an F16 cache's converted into buf (cvt_rows) */
-static const float *cache_rows(const struct wk_cpu_kernels *k, const void *c, bool f16, int64_t off, int64_t rows,
-                               int64_t n, int64_t lds, float *buf, int64_t *ld)
+/* Rows of n keys' elements lds apart from element off of a layer's K
+ * cache as floats to read: an F32 cache's own, or an F16 cache's
+ * converted into buf (cvt_rows) */
+static const float *key_rows(const struct wk_cpu_kernels *k, const void *c, bool f16, int64_t off, int64_t rows,
+                             int64_t n, int64_t lds, float *buf, int64_t *ld)
 {
     if (!f16) {
         *ld = lds;
@@ -368,14 +375,36 @@ static const float *cache_rows(const struct wk_cpu_kernels *k, const void *c, bo
     return buf;
 }
 
-/* wk_cpu_gemm over rows of a layer's cache from element off: an F32
- * cache's, or an F16 cache's through gemm_f16a (the same bits; for the
- * columns of gemm_f32's small path only) */
-static void cache_gemm(const struct wk_cpu_kernels *k, bool f16, int64_t m, int64_t n, int64_t kk, const void *a,
-                       int64_t off, int64_t lda, const float *b, int64_t ldb, float *c, int64_t ldc)
+/* Value rows r0 .. r0 + nr - 1 (of all n_head_kv·head_dim) of sequence
+ * seq over slots j0 .. j0 + n - 1 (none past the layer's last) as floats
+ * in buf [nr][n]: an F16 cache's converted, blocked values gathered. */
+static void value_rows(const struct wk_cpu_kernels *k, const struct wk_attn_args *a, int32_t seq, int64_t r0,
+                       int64_t nr, int64_t j0, int64_t n, float *buf)
 {
-    if (f16) k->gemm_f16a(m, n, kk, (const wk_f16 *)a + off, lda, b, ldb, c, ldc);
-    else wk_cpu_gemm(k, m, n, kk, (const float *)a + off, lda, b, ldb, c, ldc);
+    const int64_t HK = (int64_t)a->n_head_kv * a->head_dim;
+    for (int64_t r = 0; r < nr; r++)
+        for (int64_t j = j0; j < j0 + n;) { /* runs within a block */
+            const int64_t run = a->v_blk ? WK_MIN(a->v_blk - j % a->v_blk, j0 + n - j) : j0 + n - j;
+            const int64_t e = wk_kv_v_index(a->n_slots, a->v_blk, HK, seq, r0 + r, j);
+            if (a->kv_type == WK_DTYPE_F16) k->to_f32[WK_DTYPE_F16]((const wk_f16 *)a->v + e, buf + r * n + (j - j0), run);
+            else memcpy(buf + r * n + (j - j0), (const float *)a->v + e, (size_t)run * sizeof(float));
+            j += run;
+        }
+}
+
+/* wk_cpu_gemm over rows of a layer's cache from element off, lda apart:
+ * an F32 cache's contiguous rows as they are, F16 ones or blocked values
+ * (blocks of blk slots, bstride elements apart) through gemm_rows (the
+ * same bits; for the columns of gemm_f32's small path only) */
+static void cache_gemm(const struct wk_cpu_kernels *k, bool f16, int32_t blk, int64_t bstride, int64_t m, int64_t n,
+                       int64_t kk, const void *a, int64_t off, int64_t lda, const float *b, int64_t ldb, float *c,
+                       int64_t ldc)
+{
+    if (f16 || blk)
+        k->gemm_rows(m, n, kk, (const char *)a + off * (f16 ? sizeof(wk_f16) : sizeof(float)), f16, lda, blk, bstride,
+                     b, ldb, c, ldc);
+    else
+        wk_cpu_gemm(k, m, n, kk, (const float *)a + off, lda, b, ldb, c, ldc);
 }
 
 static void kpack_task(void *p, int ith, int nth)
@@ -384,8 +413,9 @@ static void kpack_task(void *p, int ith, int nth)
     const struct wk_attn_args *a = task->a;
     const int64_t D = a->head_dim, HK = (int64_t)a->n_head_kv * D, S = a->n_slots;
     const bool f16 = a->kv_type == WK_DTYPE_F16;
-    float *buf = f16 ? task->b->cvt + (size_t)ith * task->b->cvt_floats : NULL;
-    const int64_t so = (int64_t)a->seq[a->blk_t0[0]] * S * HK;
+    float *buf = task->b->cvt ? task->b->cvt + (size_t)ith * task->b->cvt_floats : NULL;
+    const int32_t seq = a->seq[a->blk_t0[0]];
+    const int64_t so = (int64_t)seq * S * HK;
     /* items of one kv head's WK_GEMM_PACK_ROWS keys, each packed where the
      * whole packing puts them (gemm_f32_pack's contract) */
     const int64_t n_rb = (task->kpack_m + WK_GEMM_PACK_ROWS - 1) / WK_GEMM_PACK_ROWS;
@@ -395,11 +425,14 @@ static void kpack_task(void *p, int ith, int nth)
         int64_t ld;
         if (it < n_k) {
             const int64_t g = it / n_rb, r0 = it % n_rb * WK_GEMM_PACK_ROWS, nr = WK_MIN(WK_GEMM_PACK_ROWS, task->kpack_m - r0);
-            const float *k0 = cache_rows(task->b->k, a->k, f16, so + g * S * D + r0 * D, nr, D, D, buf, &ld);
+            const float *k0 = key_rows(task->b->k, a->k, f16, so + g * S * D + r0 * D, nr, D, D, buf, &ld);
             task->b->k->gemm_f32_pack(nr, D, k0, ld, task->b->kpack + (size_t)g * task->kpack_head + r0 * D);
         } else { /* rows r0.. of kv head g's values, transposed as the cache keeps them: [D, S] */
             const int64_t g = (it - n_k) / n_db, r0 = (it - n_k) % n_db * WK_GEMM_PACK_ROWS, nr = WK_MIN(WK_GEMM_PACK_ROWS, D - r0);
-            const float *v0 = cache_rows(task->b->k, a->v, f16, so + g * D * S + r0 * S, nr, task->kpack_m, S, buf, &ld);
+            const float *v0 = (const float *)a->v + so + (g * D + r0) * S;
+            ld = S;
+            if (f16 || a->v_blk) /* converted or gathered first */
+                value_rows(task->b->k, a, seq, g * D + r0, nr, 0, task->kpack_m, buf), v0 = buf, ld = task->kpack_m;
             task->b->k->gemm_f32_pack(nr, task->kpack_m, v0, ld,
                                       task->b->vpack + (size_t)g * task->vpack_head + r0 * task->kpack_m);
         }
@@ -417,7 +450,10 @@ static void attention_task(void *p, int ith, int nth)
     const int64_t S = a->n_slots;
     const bool f16 = a->kv_type == WK_DTYPE_F16;
     const int64_t es = f16 ? (int64_t)sizeof(wk_f16) : (int64_t)sizeof(float);
-    float *cvt = f16 ? task->b->cvt + (size_t)ith * task->b->cvt_floats : NULL;
+    float *cvt = task->b->cvt ? task->b->cvt + (size_t)ith * task->b->cvt_floats : NULL;
+    /* from a slot's value entry i to its entry i + 1; blocked values' blocks apart */
+    const int32_t vblk = a->v_blk;
+    const int64_t vs = vblk ? vblk : S, vbs = HK * vblk;
     float *scores = task->b->scores + (size_t)ith * ATTN_QBLOCK * (size_t)task->b->n_ctx;
     float *pv = task->b->pv + (size_t)ith * ATTN_QBLOCK * (size_t)task->b->head_dim_max;
     const int32_t n_blocks = a->n_blk;
@@ -453,8 +489,12 @@ static void attention_task(void *p, int ith, int nth)
             while (nh < ATTN_QBLOCK && item + nh < hi_item && h + nh < a->n_head && (h + nh) / group == g) nh++;
         /* the keys' slots: s0 .. s0+nk1-1, then 0 .. nk2-1 where a ring wraps */
         int64_t s0 = lo % S, nk1 = WK_MIN(nk, S - s0), nk2 = nk - nk1;
-        /* this kv head's keys (D elements apart) and value rows (S apart), at elements ko and vo */
-        const int64_t so = (int64_t)a->seq[t0] * S * HK, ko = so + g * S * D, vo = so + g * D * S;
+        /* this kv head's keys (D elements apart) from element ko; its
+         * value rows (vs apart) from vo, that of slot 0 (blocked values:
+         * no window, so s0 = 0 and nk2 = 0) */
+        const int64_t so = (int64_t)a->seq[t0] * S * HK, ko = so + g * S * D;
+        const int64_t vo = wk_kv_v_index(S, vblk, HK, a->seq[t0], g * D, 0);
+        WK_ASSERT(!vblk || (s0 == 0 && nk2 == 0));
         const uint8_t *kb = (const uint8_t *)a->k + ko * es, *vb = (const uint8_t *)a->v + vo * es;
         if (nq == 1 && (item == lo_item || h % group == 0) && nk * D <= 65536) {
             /* decode: this kv head's value rows are pieces n_slots apart
@@ -465,10 +505,14 @@ static void attention_task(void *p, int ith, int nth)
                 const uint8_t *kr = kb + (j < nk1 ? s0 + j : j - nk1) * D * es;
                 for (int64_t i = 0; i < D * es; i += 64) __builtin_prefetch(kr + i);
             }
-            for (int64_t i = 0; i < D; i++) {
-                for (int64_t j = 0; j < nk1; j += 64 / es) __builtin_prefetch(vb + (i * S + s0 + j) * es);
-                for (int64_t j = 0; j < nk2; j += 64 / es) __builtin_prefetch(vb + (i * S + j) * es);
-            }
+            if (vblk) /* each block's D x vblk entries of this kv head: one run */
+                for (int64_t j = 0; j < nk; j += vblk)
+                    for (int64_t i = 0; i < D * vblk * es; i += 64) __builtin_prefetch(vb + (j / vblk * vbs) * es + i);
+            else
+                for (int64_t i = 0; i < D; i++) {
+                    for (int64_t j = 0; j < nk1; j += 64 / es) __builtin_prefetch(vb + (i * S + s0 + j) * es);
+                    for (int64_t j = 0; j < nk2; j += 64 / es) __builtin_prefetch(vb + (i * S + j) * es);
+                }
         }
         const float *qb = a->q + (size_t)t0 * HQ + h * D;
         /* the products' columns: the block's nq rows of head h (queries and
@@ -476,10 +520,11 @@ static void attention_task(void *p, int ith, int nth)
          * one row of each of the nh heads (D apart, hcols a call) */
         const int32_t ncol = nq * nh, cw = nh > 1 ? hcols : ncol;
         const int64_t qs = nh > 1 ? D : HQ;
-        /* an F16 cache read by the products themselves (gemm_f16a), where
-         * their columns take gemm_f32's small path (decode); else
-         * converted a tile at a time into cvt first */
-        const bool direct = f16 && k->gemm_f16a && (k->gemm_f32_packed_min_n == 0 || cw < k->gemm_f32_packed_min_n);
+        /* an F16 cache or blocked values read by the products themselves
+         * (gemm_rows) where their columns take gemm_f32's small path
+         * (decode); else converted or gathered a tile at a time into cvt
+         * first */
+        const bool direct = k->gemm_rows && (k->gemm_f32_packed_min_n == 0 || cw < k->gemm_f32_packed_min_n);
         /* the scores' rows ld floats apart: nk, or with the keys packed
          * once (kpack_keys: then s0 = 0 and nk2 = 0) as many keys as that
          * product computes, nk rounded up to a whole panel of 32 or all of
@@ -492,8 +537,8 @@ static void attention_task(void *p, int ith, int nth)
         } else if (!f16 || direct) {
             for (int32_t j = 0; j < ncol; j += cw) {
                 const int32_t nj = WK_MIN(cw, ncol - j);
-                cache_gemm(k, f16, nk1, nj, D, a->k, ko + s0 * D, D, qb + j * qs, qs, scores + j * nk, nk);
-                if (nk2) cache_gemm(k, f16, nk2, nj, D, a->k, ko, D, qb + j * qs, qs, scores + j * nk + nk1, nk);
+                cache_gemm(k, f16, 0, 0, nk1, nj, D, a->k, ko + s0 * D, D, qb + j * qs, qs, scores + j * nk, nk);
+                if (nk2) cache_gemm(k, f16, 0, 0, nk2, nj, D, a->k, ko, D, qb + j * qs, qs, scores + j * nk + nk1, nk);
             }
         } else {
             /* an F16 cache: its keys a tile at a time as floats (cvt), each
@@ -528,24 +573,28 @@ static void attention_task(void *p, int ith, int nth)
             k->gemm_f32_prepacked_cols(D, nq, nk, task->kpack_m, task->b->vpack + (size_t)g * task->vpack_head, scores,
                                        ld, out, HQ);
         else {
-            /* value rows i0 .. i0 + nr - 1 (all D of an F32 cache at once; an
-             * F16 cache's a few at a time, converted over the keys' slots,
-             * in calls like the F32 cache's over those rows) */
-            const int64_t rc = !f16 || direct ? D : WK_MIN(D, WK_MAX(4, WK_ATTN_CVT_TILE / WK_MAX(nk1, nk2) / 4 * 4));
-            const bool conv = f16 && !direct;
+            /* value rows i0 .. i0 + nr - 1: all D at once where the products
+             * read the cache (an F32 cache's contiguous rows, or through
+             * gemm_rows); else an F16 cache's or blocked values a few rows
+             * at a time, converted or gathered over the keys' slots into
+             * cvt, in calls like the contiguous F32 cache's over those rows */
+            const bool conv = (f16 || vblk) && !direct;
+            const int64_t rc = !conv ? D : WK_MIN(D, WK_MAX(4, WK_ATTN_CVT_TILE / WK_MAX(nk1, nk2) / 4 * 4));
+            const int32_t seq = a->seq[t0];
             for (int64_t i0 = 0; i0 < D; i0 += rc) {
                 const int64_t nr = WK_MIN(rc, D - i0);
-                int64_t o1 = vo + i0 * S + s0, o2 = vo + i0 * S, ld1 = S, ld2 = S;
+                int64_t o1 = vo + i0 * vs + s0, o2 = vo + i0 * vs, ld1 = vs, ld2 = vs;
                 const void *v1 = a->v, *v2 = a->v;
-                if (conv) v1 = cache_rows(k, a->v, true, o1, nr, nk1, S, cvt, &ld1), o1 = 0;
+                if (conv) value_rows(k, a, seq, g * D + i0, nr, s0, nk1, cvt), v1 = cvt, o1 = 0, ld1 = nk1;
                 for (int32_t j = 0; j < ncol; j += cw)
-                    cache_gemm(k, f16 && !conv, nr, WK_MIN(cw, ncol - j), nk1, v1, o1, ld1, scores + j * ld, ld,
-                               out + j * qs + i0, qs);
+                    cache_gemm(k, f16 && !conv, conv ? 0 : vblk, vbs, nr, WK_MIN(cw, ncol - j), nk1, v1, o1, ld1,
+                               scores + j * ld, ld, out + j * qs + i0, qs);
                 if (!nk2) continue;
-                if (conv) v2 = cache_rows(k, a->v, true, o2, nr, nk2, S, cvt, &ld2), o2 = 0;
+                if (conv) value_rows(k, a, seq, g * D + i0, nr, 0, nk2, cvt), v2 = cvt, o2 = 0, ld2 = nk2;
                 for (int32_t j = 0; j < ncol; j += cw) {
                     const int32_t nj = WK_MIN(cw, ncol - j);
-                    cache_gemm(k, f16 && !conv, nr, nj, nk2, v2, o2, ld2, scores + j * ld + nk1, ld, pv, D);
+                    cache_gemm(k, f16 && !conv, conv ? 0 : vblk, vbs, nr, nj, nk2, v2, o2, ld2, scores + j * ld + nk1,
+                               ld, pv, D);
                     for (int32_t r = 0; r < nj; r++)
                         for (int64_t i = 0; i < nr; i++) out[(j + r) * qs + i0 + i] += pv[r * D + i];
                 }

@@ -214,6 +214,7 @@ enum wk_status wk_context_create(const struct wk_model *m, const struct wk_conte
     /* sliding-window layers keep a ring of W + n_ubatch + WK_VERIFY_MAX slots (top of file) */
     const int32_t W = hp->sliding_window;
     size_t k_floats = 0, v_floats = 0, full_floats = 0;
+    bool any_blocked = false;
     c->kv = wk_calloc((size_t)hp->n_layer, sizeof *c->kv);
     if (!c->kv) {
         wk_context_destroy(c);
@@ -227,7 +228,14 @@ enum wk_status wk_context_create(const struct wk_model *m, const struct wk_conte
             continue;
         }
         bool ring = l->sliding && W > 0;
-        c->kv[il].n_slots = ring ? (int32_t)WK_MIN((int64_t)W + n_ub + WK_VERIFY_MAX, (int64_t)n_ctx) : n_ctx;
+        /* a layer every query of which sees its keys from slot 0 (no
+         * window) keeps its values in blocks of WK_KV_VBLK slots (backend.h,
+         * struct wk_attn_args), its slots rounded up to whole blocks */
+        c->kv[il].v_blk = !ring && !l->mla.on ? WK_KV_VBLK : 0;
+        c->kv[il].n_slots = ring ? (int32_t)WK_MIN((int64_t)W + n_ub + WK_VERIFY_MAX, (int64_t)n_ctx)
+                                 : (n_ctx + WK_KV_VBLK - 1) / WK_KV_VBLK * WK_KV_VBLK;
+        if (l->mla.on) c->kv[il].n_slots = n_ctx;
+        any_blocked |= c->kv[il].v_blk > 0;
         if (ring) c->n_ring = c->kv[il].n_slots;
         const size_t row = (size_t)wk_model_kv_values(m, il); /* K and V, or an MLA layer's compressed row */
         k_floats += (size_t)n_seq * (size_t)c->kv[il].n_slots * (l->mla.on ? row : row / 2);
@@ -237,6 +245,7 @@ enum wk_status wk_context_create(const struct wk_model *m, const struct wk_conte
     }
     c->kv_type = kv_type;
     const size_t es = kv_type == WK_DTYPE_F16 ? sizeof(wk_f16) : sizeof(float);
+    c->kv_bytes = (k_floats + v_floats) * es;
     c->k_cache = wk_aligned_alloc(WK_MAX(k_floats, 1) * es);
     c->v_cache = wk_aligned_alloc(WK_MAX(v_floats, 1) * es);
     c->mla_uncompressed = p->mla_uncompressed && full_floats > 0;
@@ -248,9 +257,9 @@ enum wk_status wk_context_create(const struct wk_model *m, const struct wk_conte
     size_t kpack_k;
     const size_t KPACK = kpack_floats(c->k, n_ctx, NKV, D, &kpack_rows, &kpack_k);
     /* an F16 cache's rows as floats, per thread (backend_cpu.c, attention) */
-    const size_t CVT = kv_type == WK_DTYPE_F16 ? wk_attn_cvt_floats(n_ctx, (int32_t)D, KPACK ? kpack_rows : 0,
-                                                                   KPACK > kpack_k)
-                                               : 0;
+    const size_t CVT = kv_type == WK_DTYPE_F16 || any_blocked
+                           ? wk_attn_cvt_floats(n_ctx, (int32_t)D, KPACK ? kpack_rows : 0, KPACK > kpack_k)
+                           : 0;
     size_t sizes[] = {U * E, U * E, U * HQ, U * HK, U * HK, U * HQ, U * E, U * F, U * F,
                       (size_t)n_threads * ATTN_QBLOCK * (size_t)n_ctx,
                       (size_t)n_threads * ATTN_QBLOCK * D, 2 * U * D,
@@ -318,6 +327,7 @@ void wk_context_destroy(struct wk_context *c)
 
 int32_t wk_context_n_ctx(const struct wk_context *c) { return c->n_ctx; }
 enum wk_dtype wk_context_kv_type(const struct wk_context *c) { return c->kv_type; }
+size_t wk_context_kv_bytes(const struct wk_context *c) { return c->kv_bytes; }
 int32_t wk_context_n_threads(const struct wk_context *c) { return c->n_threads; }
 struct wk_threadpool *wk_context_pool(const struct wk_context *c) { return c->pool; }
 int32_t wk_context_n_past(const struct wk_context *c) { return c->n_past[0]; }
@@ -366,7 +376,8 @@ int32_t wk_context_seq_copy(struct wk_context *c, int32_t src, int32_t dst, int3
         if (l->kv_layer != il) continue;
         const struct kv_layer *kv = &c->kv[il];
         const int64_t hk = (int64_t)l->n_head_kv * l->head_dim, S = kv->n_slots;
-        c->be->ops->kv_copy(c->be, kv->k, kv->v, kv->type, S, hk, l->head_dim, src, dst, S < c->n_ctx ? S : n_keep);
+        const struct wk_kv_cache kc = kv_cache(kv);
+        c->be->ops->kv_copy(c->be, &kc, hk, l->head_dim, src, dst, S < c->n_ctx ? S : n_keep);
     }
     c->n_past[dst] = c->n_past[src];
     c->ring_lo[dst] = c->ring_lo[src];
@@ -480,8 +491,8 @@ static void attention_block(struct wk_context *c, const struct wk_layer *l, int3
     const int64_t D = l->head_dim, HQ = (int64_t)hp->n_head * D, HK = (int64_t)l->n_head_kv * D;
     const struct wk_tensor *qkv_w[3] = {l->wq, l->wk, l->wv};
     float *qkv_y[3] = {c->q, c->kx, c->vx};
-    if (own_kv && n == 1 && kv == &c->kv[il]) op->kv_prefetch(be, kv->k, kv->v, kv->type, kv->n_slots, HK, l->head_dim, c->seq[0],
-                                                                c->pos[0]);
+    const struct wk_kv_cache kc = kv_cache(kv);
+    if (own_kv && n == 1 && kv == &c->kv[il]) op->kv_prefetch(be, &kc, HK, l->head_dim, c->seq[0], c->pos[0]);
     op->matmul_many(be, !own_kv ? 1 : l->wv ? 3 : 2, qkv_w, qkv_y, c->xn, n, mm);
     if (l->bq) op->add_bias(be, n, HQ, c->q, l->bq);
     if (own_kv && l->bk) op->add_bias(be, n, HK, c->kx, l->bk);
@@ -496,10 +507,11 @@ static void attention_block(struct wk_context *c, const struct wk_layer *l, int3
         if (l->k_norm) op->rms_norm(be, n * kk_rows, HK / kk_rows, c->kx, l->k_norm, hp->rms_eps, c->kx);
         if (l->n_rot > 0) op->rope(be, n, c->kx, l->n_head_kv, (int)D, l->n_rot, cs, m->rope_mode);
         if (l->v_norm) op->rms_norm(be, n * l->n_head_kv, D, c->vx, NULL, hp->rms_eps, c->vx);
-        op->kv_write(be, kv->k, kv->v, kv->type, kv->n_slots, HK, l->head_dim, n, c->pos, c->seq, c->kx, c->vx);
+        op->kv_write(be, &kc, HK, l->head_dim, n, c->pos, c->seq, c->kx, c->vx);
     }
     const int32_t W = hp->sliding_window + c->window_extra;
-    struct wk_attn_args at = {.q = c->q, .out = c->att, .k = kv->k, .v = kv->v, .kv_type = kv->type, .n_slots = kv->n_slots,
+    struct wk_attn_args at = {.q = c->q, .out = c->att, .k = kv->k, .v = kv->v, .kv_type = kv->type,
+                              .n_slots = kv->n_slots, .v_blk = kv->v_blk,
                               .n_head = hp->n_head, .n_head_kv = l->n_head_kv, .head_dim = l->head_dim,
                               .n_rows = n, .pos = c->pos, .seq = c->seq, .blk_t0 = c->blk_t0,
                               .blk_nq = c->blk_nq, .n_blk = c->n_blk, .window = l->sliding && W > 0 ? W : 0,

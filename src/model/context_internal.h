@@ -21,6 +21,7 @@ struct kv_layer {
      * F16 (wk_context_params.kv_type; never on an MLA layer). */
     void *k, *v;
     enum wk_dtype type;
+    int32_t v_blk; /* values in blocks of this many slots (wk_attn_args.v_blk), or 0 */
     /* with wk_context_params.mla_uncompressed, an MLA layer's expanded
      * K [n_slots][n_head][nope + n_rot] and V [n_slots][n_head][v] */
     float *k_full, *v_full;
@@ -46,6 +47,7 @@ struct wk_context {
     int32_t *seq_hi;  /* [n_seq] the current chunk's last position of each sequence in it */
     void *k_cache, *v_cache;  /* every layer's K, and V, in one allocation each */
     enum wk_dtype kv_type;    /* their elements: WK_DTYPE_F32 or WK_DTYPE_F16 */
+    size_t kv_bytes;          /* their sizes together */
     float *mla_full_cache;    /* the MLA layers' expanded K and V (mla_uncompressed), or NULL */
     struct kv_layer *kv;      /* [n_layer] */
     int32_t first_shared;     /* first layer reading another's cache (Gemma 4), else n_layer */
@@ -87,6 +89,12 @@ struct wk_context {
     int32_t *blk_t0, *blk_nq, n_blk;
     bool bidirectional;
 };
+
+/* A layer's cache as the backend's kv operations take it. */
+static inline struct wk_kv_cache kv_cache(const struct kv_layer *kv)
+{
+    return (struct wk_kv_cache){.k = kv->k, .v = kv->v, .type = kv->type, .n_slots = kv->n_slots, .v_blk = kv->v_blk};
+}
 
 /* Floats from a layer's cache to sequence s's stripe in it (K and V alike). */
 static inline int64_t wk__kv_seq_offset(const struct kv_layer *kv, int64_t row_floats, int32_t s)

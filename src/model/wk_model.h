@@ -231,6 +231,10 @@ void wk_context_destroy(struct wk_context *ctx);
 int32_t wk_context_n_ctx(const struct wk_context *ctx);
 /* The KV cache's element type (wk_context_params.kv_type). */
 enum wk_dtype wk_context_kv_type(const struct wk_context *ctx);
+/* Bytes the KV cache holds: every sequence's K and V of every layer that
+ * has its own (rings W + n_ubatch + WK_VERIFY_MAX slots, full layers n_ctx
+ * rounded up to whole blocks of values), not the scratch. */
+size_t wk_context_kv_bytes(const struct wk_context *ctx);
 int32_t wk_context_n_threads(const struct wk_context *ctx);
 /* Rows per ubatch (wk_context_params.n_ubatch, at most n_ctx): the prefill chunk. */
 int32_t wk_context_n_ubatch(const struct wk_context *ctx);

@@ -6,13 +6,16 @@
  *   principles (halfway cases, subnormals, overflow to infinity: values
  *   worked out by hand below);
  * - kv_write puts each key and value where the layout says (backend.h,
- *   struct wk_attn_args), rounded; kv_copy copies a sequence's stripe;
- * - attention over an F16 cache gives bit for bit what it gives over an
- *   F32 cache holding the same (rounded) values: decode (one sequence,
- *   with its heads grouped, and two), a prefill with its keys packed, a
- *   prefill of two sequences in one ubatch, and a sliding-window ring
- *   whose keys wrap, each decode and prefill; and the F32 cache's result
- *   against attention computed in double from its definition.
+ *   struct wk_attn_args, values transposed or in blocks of WK_KV_VBLK
+ *   slots), rounded in F16; kv_copy copies a sequence's stripe;
+ * - attention over an F16 cache, and over values in blocks (F32 and F16),
+ *   gives bit for bit what it gives over an F32 cache with the values
+ *   transposed holding the same (rounded) values: decode (one sequence,
+ *   with its heads grouped, within one block and over two, and two
+ *   sequences), a prefill with its keys packed, a prefill of two sequences
+ *   in one ubatch, and a sliding-window ring whose keys wrap, each decode
+ *   and prefill; and that cache's result against attention computed in
+ *   double from its definition.
  */
 #include "check.h"
 
@@ -83,23 +86,19 @@ static void test_f16_rounding(void)
     }
 }
 
-/* Shapes of the test's caches and its ring. */
-enum { NSEQ = 2, NH = 6, NKV = 2, S = 80, RS = 24, RW = 16, NCTX = 96 };
+/* Shapes of the test's caches (S slots; blocked values SB, whole blocks)
+ * and its ring (RS slots, window RW). */
+enum { NSEQ = 2, NH = 6, NKV = 2, S = 104, SB = 128, RS = 24, RW = 16, NCTX = 128, NPOS = 100 };
 
-struct caches {
-    void *k, *v; /* [NSEQ][slots][NKV·D] elements of type t */
-    enum wk_dtype t;
-    int64_t slots;
-};
-
-static void caches_init(struct caches *c, enum wk_dtype t, int64_t slots, int D)
+static void caches_init(struct wk_kv_cache *c, enum wk_dtype t, int64_t slots, int32_t v_blk, int D)
 {
     const size_t es = t == WK_DTYPE_F16 ? 2 : 4, n = (size_t)NSEQ * (size_t)slots * NKV * (size_t)D;
-    c->k = wk_aligned_alloc(n * es), c->v = wk_aligned_alloc(n * es), c->t = t, c->slots = slots;
+    *c = (struct wk_kv_cache){.k = wk_aligned_alloc(n * es), .v = wk_aligned_alloc(n * es), .type = t,
+                              .n_slots = slots, .v_blk = v_blk};
     memset(c->k, 0, n * es), memset(c->v, 0, n * es);
 }
 
-static void caches_free(struct caches *c) { wk_aligned_free(c->k), wk_aligned_free(c->v); }
+static void caches_free(struct wk_kv_cache *c) { wk_aligned_free(c->k), wk_aligned_free(c->v); }
 
 struct be {
     struct wk_threadpool *pool;
@@ -131,24 +130,24 @@ static void be_free(struct be *b)
 
 /* Writes positions 0 .. n-1 of sequence s (rows k, v [n][NKV·D]), at most
  * the cache's slots at a time (a ring's slots are positions modulo it). */
-static void write_seq(struct be *b, struct caches *c, int D, int s, int n, const float *k, const float *v)
+static void write_seq(struct be *b, const struct wk_kv_cache *c, int D, int s, int n, const float *k, const float *v)
 {
     const int64_t hk = NKV * D;
     int32_t pos[NCTX], seq[NCTX];
-    for (int p0 = 0; p0 < n; p0 += (int)c->slots) {
-        const int m = WK_MIN((int)c->slots, n - p0);
+    for (int p0 = 0; p0 < n; p0 += (int)c->n_slots) {
+        const int m = WK_MIN((int)c->n_slots, n - p0);
         for (int i = 0; i < m; i++) pos[i] = p0 + i, seq[i] = s;
-        b->cpu.base.ops->kv_write(&b->cpu.base, c->k, c->v, c->t, c->slots, hk, D, m, pos, seq, k + p0 * hk,
-                                  v + p0 * hk);
+        b->cpu.base.ops->kv_write(&b->cpu.base, c, hk, D, m, pos, seq, k + p0 * hk, v + p0 * hk);
     }
 }
 
 /* One attention call: rows at pos/seq in blocks (t0, nq), over c. */
-static void attend(struct be *b, const struct caches *c, int D, int window, int n, const int32_t *pos,
+static void attend(struct be *b, const struct wk_kv_cache *c, int D, int window, int n, const int32_t *pos,
                    const int32_t *seq, int n_blk, const int32_t *t0, const int32_t *nq, const float *q, float *out)
 {
     int32_t seq_hi[NSEQ] = {0, 0};
-    const struct wk_attn_args a = {.q = q, .out = out, .k = c->k, .v = c->v, .kv_type = c->t, .n_slots = c->slots,
+    const struct wk_attn_args a = {.q = q, .out = out, .k = c->k, .v = c->v, .kv_type = c->type, .n_slots = c->n_slots,
+                                   .v_blk = c->v_blk,
                                    .n_head = NH, .n_head_kv = NKV, .head_dim = D, .n_rows = n, .pos = pos,
                                    .seq = seq, .blk_t0 = t0, .blk_nq = nq, .n_blk = n_blk, .window = window,
                                    .seq_hi = seq_hi};
@@ -201,21 +200,33 @@ static void test_attention_bits(const struct wk_cpu_kernels *k, int D)
 
     struct be b;
     be_init(&b, k, D, true);
-    struct caches c16, c32, r16, r32; /* full caches (S slots) and rings (RS slots) */
-    caches_init(&c16, WK_DTYPE_F16, S, D), caches_init(&c32, WK_DTYPE_F32, S, D);
-    caches_init(&r16, WK_DTYPE_F16, RS, D), caches_init(&r32, WK_DTYPE_F32, RS, D);
+    /* full caches: F32 with the values transposed (the reference), F32 and
+     * F16 with them in blocks, F16 transposed; rings: F32 and F16 */
+    struct wk_kv_cache full[4], r32, r16;
+    caches_init(&full[0], WK_DTYPE_F32, S, 0, D), caches_init(&full[1], WK_DTYPE_F32, SB, WK_KV_VBLK, D);
+    caches_init(&full[2], WK_DTYPE_F16, SB, WK_KV_VBLK, D), caches_init(&full[3], WK_DTYPE_F16, S, 0, D);
+    caches_init(&r32, WK_DTYPE_F32, RS, 0, D), caches_init(&r16, WK_DTYPE_F16, RS, 0, D);
+    static const char *const kind[4] = {"F32", "F32 blocked", "F16 blocked", "F16"};
     for (int s = 0; s < NSEQ; s++) {
         const size_t o = (size_t)s * NCTX * (size_t)hk;
-        write_seq(&b, &c16, D, s, 60, kx + o, vx + o), write_seq(&b, &c32, D, s, 60, kr + o, vr + o);
+        for (int c = 0; c < 4; c++) {
+            const bool h = full[c].type == WK_DTYPE_F16;
+            write_seq(&b, &full[c], D, s, NPOS, (h ? kx : kr) + o, (h ? vx : vr) + o);
+        }
         write_seq(&b, &r16, D, s, 36, kx + o, vx + o), write_seq(&b, &r32, D, s, 36, kr + o, vr + o);
     }
-    /* the F16 cache holds each value rounded where the layout puts it:
-     * sequence 1, position 37, kv head 1, dimension 5 */
+    /* each cache holds each value (rounded in F16) where the layout puts
+     * it: sequence 1, position 77 (block 1), kv head 1, dimension 5 */
     {
-        const int64_t e = 5, pos = 37, g = 1, src = ((int64_t)NCTX + pos) * hk + g * D + e;
-        CHECK_EQ_INT(((wk_f16 *)c16.k)[S * hk + g * S * D + pos * D + e], wk_f32_to_f16(kx[src]));
-        CHECK_EQ_INT(((wk_f16 *)c16.v)[S * hk + (g * D + e) * S + pos], wk_f32_to_f16(vx[src]));
-        CHECK(((float *)c32.k)[S * hk + g * S * D + pos * D + e] == kr[src]);
+        const int64_t e = 5, pos = 77, g = 1, src = ((int64_t)NCTX + pos) * hk + g * D + e;
+        CHECK_EQ_INT(((wk_f16 *)full[3].k)[S * hk + g * S * D + pos * D + e], wk_f32_to_f16(kx[src]));
+        CHECK_EQ_INT(((wk_f16 *)full[3].v)[S * hk + (g * D + e) * S + pos], wk_f32_to_f16(vx[src]));
+        CHECK(((float *)full[0].k)[S * hk + g * S * D + pos * D + e] == kr[src]);
+        CHECK(((float *)full[0].v)[S * hk + (g * D + e) * S + pos] == vr[src]);
+        const int64_t vb = SB * hk + (pos / WK_KV_VBLK) * hk * WK_KV_VBLK + (g * D + e) * WK_KV_VBLK + pos % WK_KV_VBLK;
+        CHECK_EQ_INT(wk_kv_v_index(SB, WK_KV_VBLK, hk, 1, g * D + e, pos), vb);
+        CHECK(((float *)full[1].v)[vb] == vr[src]);
+        CHECK_EQ_INT(((wk_f16 *)full[2].v)[vb], wk_f32_to_f16(vx[src]));
     }
 
     struct {
@@ -224,37 +235,49 @@ static void test_attention_bits(const struct wk_cpu_kernels *k, int D)
         int n, n_blk;
         int32_t pos[16], seq[16], t0[4], nq[4];
     } sc[] = {
-        {"decode, one sequence (heads grouped)", false, 1, 1, {57}, {1}, {0}, {1}},
-        {"decode, two sequences", false, 2, 2, {59, 44}, {0, 1}, {0, 1}, {1, 1}},
+        {"decode, one sequence (heads grouped)", false, 1, 1, {97}, {1}, {0}, {1}},
+        {"decode, one sequence, one block", false, 1, 1, {40}, {0}, {0}, {1}},
+        {"decode, two sequences", false, 2, 2, {99, 70}, {0, 1}, {0, 1}, {1, 1}},
         {"prefill, keys packed", false, 16, 2, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}, {0}, {0, 8}, {8, 8}},
-        {"prefill, two sequences", false, 13, 2, {20, 21, 22, 23, 24, 25, 26, 27, 30, 31, 32, 33, 34},
+        {"prefill, two sequences", false, 13, 2, {60, 61, 62, 63, 64, 65, 66, 67, 80, 81, 82, 83, 84},
          {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1}, {0, 8}, {8, 5}},
         {"decode, ring wrapped", true, 1, 1, {35}, {0}, {0}, {1}},
         {"prefill, ring wrapped", true, 4, 1, {32, 33, 34, 35}, {1, 1, 1, 1}, {0}, {4}},
     };
     for (size_t i = 0; i < WK_ARRAY_LEN(sc); i++) {
-        const struct caches *a16 = sc[i].ring ? &r16 : &c16, *a32 = sc[i].ring ? &r32 : &c32;
         const int w = sc[i].ring ? RW : 0;
-        attend(&b, a16, D, w, sc[i].n, sc[i].pos, sc[i].seq, sc[i].n_blk, sc[i].t0, sc[i].nq, q, o16);
-        attend(&b, a32, D, w, sc[i].n, sc[i].pos, sc[i].seq, sc[i].n_blk, sc[i].t0, sc[i].nq, q, o32);
-        const bool same = memcmp(o16, o32, (size_t)sc[i].n * NH * D * 4) == 0;
-        if (!same) fprintf(stderr, "%s, D %d, %s: F16 and F32 caches differ\n", k->isa, D, sc[i].name);
-        CHECK(same);
+        const struct wk_kv_cache *ref = sc[i].ring ? &r32 : &full[0];
+        attend(&b, ref, D, w, sc[i].n, sc[i].pos, sc[i].seq, sc[i].n_blk, sc[i].t0, sc[i].nq, q, o32);
+        for (int c = 1; c < (sc[i].ring ? 2 : 4); c++) {
+            attend(&b, sc[i].ring ? &r16 : &full[c], D, w, sc[i].n, sc[i].pos, sc[i].seq, sc[i].n_blk, sc[i].t0,
+                   sc[i].nq, q, o16);
+            const bool same = memcmp(o16, o32, (size_t)sc[i].n * NH * D * 4) == 0;
+            if (!same)
+                fprintf(stderr, "%s, D %d, %s: %s and F32 caches differ\n", k->isa, D, sc[i].name,
+                        sc[i].ring ? "F16" : kind[c]);
+            CHECK(same);
+        }
         const double worst = worst_against_double(D, sc[i].n, sc[i].pos, sc[i].seq, w, q, o32, kr, vr);
         if (worst > 2e-5) fprintf(stderr, "%s, D %d, %s: %.3g from the double-precision attention\n", k->isa, D,
                                   sc[i].name, worst);
         CHECK(worst <= 2e-5);
     }
 
-    /* kv_copy: sequence 0's first 30 slots into sequence 1, F16 */
-    b.cpu.base.ops->kv_copy(&b.cpu.base, c16.k, c16.v, c16.t, S, hk, D, 0, 1, 30);
-    const wk_f16 *K = c16.k, *Vt = c16.v;
+    /* kv_copy: sequence 0's first 70 slots into sequence 1 (F16 transposed; F16 blocked: whole blocks) */
+    b.cpu.base.ops->kv_copy(&b.cpu.base, &full[3], hk, D, 0, 1, 70);
+    const wk_f16 *K = full[3].k, *Vt = full[3].v;
     for (int64_t g = 0; g < NKV; g++)
-        CHECK(memcmp(K + S * hk + g * S * D, K + g * S * D, (size_t)30 * D * 2) == 0);
-    for (int64_t i = 0; i < hk; i++) CHECK(memcmp(Vt + S * hk + i * S, Vt + i * S, 30 * 2) == 0);
-    CHECK(memcmp(Vt + S * hk + 30, Vt + 30, 2) != 0); /* slot 30 not copied (they differ) */
+        CHECK(memcmp(K + S * hk + g * S * D, K + g * S * D, (size_t)70 * D * 2) == 0);
+    for (int64_t i = 0; i < hk; i++) CHECK(memcmp(Vt + S * hk + i * S, Vt + i * S, 70 * 2) == 0);
+    CHECK(memcmp(Vt + S * hk + 70, Vt + 70, 2) != 0); /* slot 70 not copied (they differ) */
+    b.cpu.base.ops->kv_copy(&b.cpu.base, &full[2], hk, D, 0, 1, 70);
+    const wk_f16 *Vb = full[2].v;
+    for (int64_t i = 0; i < hk; i++)
+        for (int64_t j = 0; j < 70; j++)
+            CHECK_EQ_INT(Vb[wk_kv_v_index(SB, WK_KV_VBLK, hk, 1, i, j)], Vb[wk_kv_v_index(SB, WK_KV_VBLK, hk, 0, i, j)]);
 
-    caches_free(&c16), caches_free(&c32), caches_free(&r16), caches_free(&r32);
+    for (int c = 0; c < 4; c++) caches_free(&full[c]);
+    caches_free(&r16), caches_free(&r32);
     be_free(&b);
     free(kx), free(vx), free(kr), free(vr), free(q), free(o16), free(o32);
 }

@@ -405,17 +405,16 @@ static void test_ring_cache(void)
             wk_context_destroy(steps), wk_context_destroy(c), wk_context_destroy(whole);
         }
         /* the rings hold less: W + n_ubatch + WK_VERIFY_MAX slots instead of n_ctx */
-        int64_t before = wk_alloc_live_bytes();
         struct wk_context *ring = ctx_new_n(m, 1, 4, 4096);
-        int64_t ring_bytes = wk_alloc_live_bytes() - before;
+        int64_t ring_bytes = (int64_t)wk_context_kv_bytes(ring);
         wk_context_destroy(ring);
         struct tiny_spec full_sp = sp;
         full_sp.sliding_window = 0;
         struct wk_model *full = load(&full_sp);
-        before = wk_alloc_live_bytes();
         struct wk_context *plain = ctx_new_n(full, 1, 4, 4096);
-        int64_t plain_bytes = wk_alloc_live_bytes() - before;
+        int64_t plain_bytes = (int64_t)wk_context_kv_bytes(plain);
         wk_context_destroy(plain);
+        CHECK_EQ_INT(plain_bytes, 4096 * 128 * (int64_t)sp.n_layer); /* every layer's 4096 slots (whole blocks) */
         wk_model_destroy(full);
         /* K and V: 2 x 4 bytes x n_head_kv 2 x head_dim 8 = 128 bytes per slot and layer */
         int64_t ring_layers = sp.n_layer - sp.n_layer / 6;

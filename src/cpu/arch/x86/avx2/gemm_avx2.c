@@ -338,11 +338,14 @@ static inline __m256 tail_f16(const wk_f16 *p, int64_t n)
     return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)t));
 }
 
-static inline __attribute__((always_inline)) void dot_tile_t(bool h, int mr, int nr, int64_t k,
-                                                              const void *a, int64_t lda,
-                                                              const float *b, int64_t ldb,
+static inline __attribute__((always_inline)) void dot_tile_t(bool h, bool blocked, int mr, int nr, int64_t k,
+                                                              const void *a, int64_t lda, int bsh,
+                                                              int64_t bstride, const float *b, int64_t ldb,
                                                               float *c, int64_t ldc)
 {
+    /* element l of a row of a at (l >> bsh) * bstride + l % 2^bsh when
+     * blocked (gemm_rows: a step's 8 elements lie in one block), else l */
+    const int64_t bm = ((int64_t)1 << bsh) - 1;
     const __m256 z = _mm256_setzero_ps();
     __m256 c00 = z, c01 = z, c02 = z, c10 = z, c11 = z, c12 = z;
     __m256 c20 = z, c21 = z, c22 = z, c30 = z, c31 = z, c32 = z;
@@ -361,22 +364,24 @@ static inline __attribute__((always_inline)) void dot_tile_t(bool h, int mr, int
     }
     int64_t l = 0;
     for (; l + 8 <= k; l += 8) {
+        const int64_t o = blocked ? (l >> bsh) * bstride + (l & bm) : l;
 #define LD(p) _mm256_loadu_ps((p) + l)
 #define LDA(p)                                                                                     \
-    (h ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const wk_f16 *)(const void *)(p) + l))) \
-       : _mm256_loadu_ps((const float *)(const void *)(p) + l))
+    (h ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const wk_f16 *)(const void *)(p) + o))) \
+       : _mm256_loadu_ps((const float *)(const void *)(p) + o))
         __m256 v0 = LD(b0), v1 = nr > 1 ? LD(b1) : z, v2 = nr > 2 ? LD(b2) : z;
         ROW(0, LDA) ROW(1, LDA) ROW(2, LDA) ROW(3, LDA)
 #undef LDA
 #undef LD
     }
     if (l < k) {
+        const int64_t o = blocked ? (l >> bsh) * bstride + (l & bm) : l;
         __m256i m = avx2_lanes(k - l);
         /* an F16 tail through a zero-padded copy: its lanes past k are 0,
          * as the masked f32 load gives */
 #define LD(p) _mm256_maskload_ps((p) + l, m)
-#define LDA(p) (h ? tail_f16((const wk_f16 *)(const void *)(p) + l, k - l)                         \
-                  : _mm256_maskload_ps((const float *)(const void *)(p) + l, m))
+#define LDA(p) (h ? tail_f16((const wk_f16 *)(const void *)(p) + o, k - l)                         \
+                  : _mm256_maskload_ps((const float *)(const void *)(p) + o, m))
         __m256 v0 = LD(b0), v1 = nr > 1 ? LD(b1) : z, v2 = nr > 2 ? LD(b2) : z;
         ROW(0, LDA) ROW(1, LDA) ROW(2, LDA) ROW(3, LDA)
 #undef LDA
@@ -401,7 +406,7 @@ static void dot_tile_any(int mr, int nr, int64_t k, const float *a, int64_t lda,
                          int64_t ldb, float *c, int64_t ldc)
 {
 #define CASE(M, N)                                                                                 \
-    case (M) * 4 + (N): dot_tile_t(false, M, N, k, a, lda, b, ldb, c, ldc); break
+    case (M) * 4 + (N): dot_tile_t(false, false, M, N, k, a, lda, 0, 0, b, ldb, c, ldc); break
     switch (mr * 4 + nr) {
         CASE(4, 3); CASE(4, 2); CASE(4, 1); CASE(3, 3); CASE(3, 2); CASE(3, 1);
         CASE(2, 3); CASE(2, 2); CASE(2, 1); CASE(1, 3); CASE(1, 2); CASE(1, 1);
@@ -423,28 +428,45 @@ static void gemm_dot(int64_t m, int64_t n, int64_t k, const float *a, int64_t ld
     }
 }
 
-static void dot_tile_any_h(int mr, int nr, int64_t k, const wk_f16 *a, int64_t lda, const float *b,
-                           int64_t ldb, float *c, int64_t ldc)
-{
-#define CASE(M, N)                                                                                 \
-    case (M) * 4 + (N): dot_tile_t(true, M, N, k, a, lda, b, ldb, c, ldc); break
-    switch (mr * 4 + nr) {
-        CASE(4, 3); CASE(4, 2); CASE(4, 1); CASE(3, 3); CASE(3, 2); CASE(3, 1);
-        CASE(2, 3); CASE(2, 2); CASE(2, 1); CASE(1, 3); CASE(1, 2); CASE(1, 1);
-    default: break;
+/* dot_tile_any for gemm_rows' kinds: F16 rows (H), rows in blocks (B) */
+#define TILE_ANY(H, B)                                                                             \
+    static void dot_tile_any_##H##_##B(int mr, int nr, int64_t k, const void *a, int64_t lda,      \
+                                       int bsh, int64_t bstride, const float *b, int64_t ldb,      \
+                                       float *c, int64_t ldc)                                      \
+    {                                                                                              \
+        switch (mr * 4 + nr) {                                                                     \
+        CASE(H, B, 4, 3); CASE(H, B, 4, 2); CASE(H, B, 4, 1); CASE(H, B, 3, 3);                    \
+        CASE(H, B, 3, 2); CASE(H, B, 3, 1); CASE(H, B, 2, 3); CASE(H, B, 2, 2);                    \
+        CASE(H, B, 2, 1); CASE(H, B, 1, 3); CASE(H, B, 1, 2); CASE(H, B, 1, 1);                    \
+        default: break;                                                                            \
+        }                                                                                          \
     }
+#define CASE(H, B, M, N)                                                                           \
+    case (M) * 4 + (N): dot_tile_t(H, B, M, N, k, a, lda, bsh, bstride, b, ldb, c, ldc); break
+TILE_ANY(0, 1)
+TILE_ANY(1, 0)
+TILE_ANY(1, 1)
 #undef CASE
-}
+#undef TILE_ANY
 
-/* gemm_dot over F16 rows of a (gemm_f16a: n < GEMM_DOT_MAX_N), the same tiles in the same order */
-void wk__avx2_gemm_f16a(int64_t m, int64_t n, int64_t k, const wk_f16 *a, int64_t lda, const float *b,
-                        int64_t ldb, float *c, int64_t ldc)
+/* gemm_dot over rows of a that are F16 or lie in blocks (gemm_rows: n < GEMM_DOT_MAX_N), the same
+ * tiles in the same order */
+void wk__avx2_gemm_rows(int64_t m, int64_t n, int64_t k, const void *a, bool a_f16, int64_t lda, int32_t blk,
+                        int64_t bstride, const float *b, int64_t ldb, float *c, int64_t ldc)
 {
+    if (!a_f16 && !blk) {
+        wk__avx2_gemm_f32(m, n, k, a, lda, b, ldb, c, ldc);
+        return;
+    }
+    void (*tile)(int, int, int64_t, const void *, int64_t, int, int64_t, const float *, int64_t, float *, int64_t) =
+        !a_f16 ? dot_tile_any_0_1 : blk ? dot_tile_any_1_1 : dot_tile_any_1_0;
+    const int bsh = blk ? __builtin_ctz((unsigned)blk) : 0;
+    const size_t es = a_f16 ? sizeof(wk_f16) : sizeof(float);
     for (int64_t j = 0; j < n; j += 3) {
         int nr = (int)WK_MIN(3, n - j);
         for (int64_t i = 0; i < m; i += 4)
-            dot_tile_any_h((int)WK_MIN(4, m - i), nr, k, a + i * lda, lda, b + j * ldb, ldb,
-                           c + j * ldc + i, ldc);
+            tile((int)WK_MIN(4, m - i), nr, k, (const char *)a + (size_t)(i * lda) * es, lda, bsh, bstride,
+                 b + j * ldb, ldb, c + j * ldc + i, ldc);
     }
 }
 

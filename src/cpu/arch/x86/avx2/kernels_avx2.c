@@ -486,7 +486,7 @@ void wk__cpu_fill_avx2(struct wk_cpu_kernels *k)
     k->gemm_f32 = wk__avx2_gemm_f32;
     k->gemm_f32_packed = wk__avx2_gemm_f32_packed;
     k->gemm_f32_packed_min_n = WK__AVX2_GEMM_DOT_MAX_N; /* wk__avx2_gemm_f32: gemm_dot below */
-    k->gemm_f16a = wk__avx2_gemm_f16a;
+    k->gemm_rows = wk__avx2_gemm_rows;
     k->gemm_f32_pack_floats = wk__avx2_gemm_f32_pack_floats;
     k->gemm_f32_pack = wk__avx2_gemm_f32_pack;
     k->gemm_f32_prepacked = wk__avx2_gemm_f32_prepacked;

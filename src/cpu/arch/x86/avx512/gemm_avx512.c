@@ -302,25 +302,29 @@ static void gemm_packed(int64_t m, int64_t n, int64_t k, const float *a, int64_t
 /* ------------------------------------------------------------ small path */
 
 /* 16 elements of a row of a (F32, or F16 when h: converted exactly) from
- * element l; masked: lanes past mk read nothing and are 0. */
-static ALWAYS_INLINE __m512 load_a(const bool h, const void *a, int64_t l)
+ * element o; masked: lanes past mk read nothing and are 0. */
+static ALWAYS_INLINE __m512 load_a(const bool h, const void *a, int64_t o)
 {
-    return h ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)((const wk_f16 *)a + l)))
-             : _mm512_loadu_ps((const float *)a + l);
+    return h ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)((const wk_f16 *)a + o)))
+             : _mm512_loadu_ps((const float *)a + o);
 }
-static ALWAYS_INLINE __m512 load_a_mask(const bool h, const void *a, int64_t l, __mmask16 mk)
+static ALWAYS_INLINE __m512 load_a_mask(const bool h, const void *a, int64_t o, __mmask16 mk)
 {
-    return h ? _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(mk, (const wk_f16 *)a + l))
-             : _mm512_maskz_loadu_ps(mk, (const float *)a + l);
+    return h ? _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(mk, (const wk_f16 *)a + o))
+             : _mm512_maskz_loadu_ps(mk, (const float *)a + o);
 }
 
 /* c[j][0..MR) = dot(row i of a, row j of b) for MR (1 or 4) rows of a and
  * nr (1..3) rows of b; a's elements F16 when h (the same arithmetic on
- * their exact f32 values). */
-static ALWAYS_INLINE void dots_t(const bool h, const int MR, const int nr, int64_t k, const void *a, int64_t lda,
-                                 const float *b, int64_t ldb, float *c, int64_t ldc)
+ * their exact f32 values); with blocked, element l of a row at
+ * (l >> bsh) * bstride + (l & (2^bsh - 1)) from its start (gemm_rows: the
+ * 16 elements of a step lie in one block), else at l. */
+static ALWAYS_INLINE void dots_t(const bool h, const bool blocked, const int MR, const int nr, int64_t k,
+                                 const void *a, int64_t lda, int bsh, int64_t bstride, const float *b, int64_t ldb,
+                                 float *c, int64_t ldc)
 {
     const size_t es = h ? sizeof(wk_f16) : sizeof(float);
+    const int64_t bm = ((int64_t)1 << bsh) - 1;
     __m512 acc[4][4];
     UNROLL
     for (int i = 0; i < 4; i++)
@@ -328,9 +332,10 @@ static ALWAYS_INLINE void dots_t(const bool h, const int MR, const int nr, int64
         for (int j = 0; j < 4; j++) acc[i][j] = _mm512_setzero_ps();
     int64_t l = 0;
     for (; l + 16 <= k; l += 16) {
+        const int64_t o = blocked ? (l >> bsh) * bstride + (l & bm) : l;
         __m512 av[4];
         UNROLL
-        for (int i = 0; i < MR; i++) av[i] = load_a(h, (const char *)a + (size_t)(i * lda) * es, l);
+        for (int i = 0; i < MR; i++) av[i] = load_a(h, (const char *)a + (size_t)(i * lda) * es, o);
         UNROLL
         for (int j = 0; j < nr; j++) {
             __m512 bv = _mm512_loadu_ps(b + j * ldb + l);
@@ -339,10 +344,11 @@ static ALWAYS_INLINE void dots_t(const bool h, const int MR, const int nr, int64
         }
     }
     if (l < k) {
+        const int64_t o = blocked ? (l >> bsh) * bstride + (l & bm) : l;
         const __mmask16 mk = wk__avx512_mask16(k - l);
         __m512 av[4];
         UNROLL
-        for (int i = 0; i < MR; i++) av[i] = load_a_mask(h, (const char *)a + (size_t)(i * lda) * es, l, mk);
+        for (int i = 0; i < MR; i++) av[i] = load_a_mask(h, (const char *)a + (size_t)(i * lda) * es, o, mk);
         UNROLL
         for (int j = 0; j < nr; j++) {
             __m512 bv = _mm512_maskz_loadu_ps(mk, b + j * ldb + l);
@@ -364,40 +370,55 @@ static ALWAYS_INLINE void dots_t(const bool h, const int MR, const int nr, int64
     }
 }
 
+/* dots_MR_nr: f32 rows; rows_H_B_MR_nr: gemm_rows' kinds (H: F16, B: blocked) */
+typedef void (*rows_fn)(int64_t k, const void *a, int64_t lda, int bsh, int64_t bstride, const float *b,
+                        int64_t ldb, float *c, int64_t ldc);
 #define DOTS_FN(MR, nr)                                                                            \
     static void dots_##MR##_##nr(int64_t k, const float *a, int64_t lda, const float *b,          \
                                  int64_t ldb, float *c, int64_t ldc)                               \
     {                                                                                              \
-        dots_t(false, MR, nr, k, a, lda, b, ldb, c, ldc);                                          \
-    }                                                                                              \
-    static void dots_h_##MR##_##nr(int64_t k, const wk_f16 *a, int64_t lda, const float *b,       \
-                                   int64_t ldb, float *c, int64_t ldc)                             \
-    {                                                                                              \
-        dots_t(true, MR, nr, k, a, lda, b, ldb, c, ldc);                                           \
+        dots_t(false, false, MR, nr, k, a, lda, 0, 0, b, ldb, c, ldc);                             \
     }
+#define ROWS_FN(H, B, MR, nr)                                                                      \
+    static void rows_##H##_##B##_##MR##_##nr(int64_t k, const void *a, int64_t lda, int bsh,      \
+                                             int64_t bstride, const float *b, int64_t ldb,         \
+                                             float *c, int64_t ldc)                                \
+    {                                                                                              \
+        dots_t(H, B, MR, nr, k, a, lda, bsh, bstride, b, ldb, c, ldc);                             \
+    }
+#define ROWS_FNS(H, B)                                                                             \
+    ROWS_FN(H, B, 1, 1) ROWS_FN(H, B, 1, 2) ROWS_FN(H, B, 1, 3)                                    \
+    ROWS_FN(H, B, 4, 1) ROWS_FN(H, B, 4, 2) ROWS_FN(H, B, 4, 3)
 DOTS_FN(1, 1) DOTS_FN(1, 2) DOTS_FN(1, 3)
 DOTS_FN(4, 1) DOTS_FN(4, 2) DOTS_FN(4, 3)
+ROWS_FNS(0, 1) ROWS_FNS(1, 0) ROWS_FNS(1, 1)
 typedef void (*dots_fn)(int64_t k, const float *a, int64_t lda, const float *b, int64_t ldb,
                         float *c, int64_t ldc);
 static const dots_fn g_dots[2][3] = {
     {dots_1_1, dots_1_2, dots_1_3},
     {dots_4_1, dots_4_2, dots_4_3},
 };
+#define ROWS_TABLE(H, B) {{rows_##H##_##B##_1_1, rows_##H##_##B##_1_2, rows_##H##_##B##_1_3},              \
+                          {rows_##H##_##B##_4_1, rows_##H##_##B##_4_2, rows_##H##_##B##_4_3}}
+static const rows_fn g_rows[3][2][3] = {ROWS_TABLE(0, 1), ROWS_TABLE(1, 0), ROWS_TABLE(1, 1)};
 
-typedef void (*dots_h_fn)(int64_t k, const wk_f16 *a, int64_t lda, const float *b, int64_t ldb,
-                          float *c, int64_t ldc);
-static const dots_h_fn g_dots_h[2][3] = {
-    {dots_h_1_1, dots_h_1_2, dots_h_1_3},
-    {dots_h_4_1, dots_h_4_2, dots_h_4_3},
-};
+static void gemm_f32(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const float *b,
+                     int64_t ldb, float *c, int64_t ldc);
 
-/* gemm_small over F16 rows of a (gemm_f16a): n < 4 */
-static void gemm_f16a(int64_t m, int64_t n, int64_t k, const wk_f16 *a, int64_t lda, const float *b,
-                      int64_t ldb, float *c, int64_t ldc)
+/* gemm_small over rows of a that are F16 or lie in blocks (gemm_rows): n < 4 */
+static void gemm_rows(int64_t m, int64_t n, int64_t k, const void *a, bool a_f16, int64_t lda, int32_t blk,
+                      int64_t bstride, const float *b, int64_t ldb, float *c, int64_t ldc)
 {
+    if (!a_f16 && !blk) {
+        gemm_f32(m, n, k, a, lda, b, ldb, c, ldc);
+        return;
+    }
+    const rows_fn *f = g_rows[a_f16 ? (blk ? 2 : 1) : 0][0], *f4 = g_rows[a_f16 ? (blk ? 2 : 1) : 0][1];
+    const int bsh = blk ? __builtin_ctz((unsigned)blk) : 0;
+    const size_t es = a_f16 ? sizeof(wk_f16) : sizeof(float);
     int64_t i = 0;
-    for (; i + 4 <= m; i += 4) g_dots_h[1][n - 1](k, a + i * lda, lda, b, ldb, c + i, ldc);
-    for (; i < m; i++) g_dots_h[0][n - 1](k, a + i * lda, lda, b, ldb, c + i, ldc);
+    for (; i + 4 <= m; i += 4) f4[n - 1](k, (const char *)a + (size_t)(i * lda) * es, lda, bsh, bstride, b, ldb, c + i, ldc);
+    for (; i < m; i++) f[n - 1](k, (const char *)a + (size_t)(i * lda) * es, lda, bsh, bstride, b, ldb, c + i, ldc);
 }
 
 /* n < 4: every row of a against the n rows of b. */
@@ -546,7 +567,7 @@ void wk__avx512_fill_gemm(struct wk_cpu_kernels *k)
     k->gemm_f32 = gemm_f32;
     k->gemm_f32_packed = gemm_packed;
     k->gemm_f32_packed_min_n = 4; /* gemm_f32: gemm_small below */
-    k->gemm_f16a = gemm_f16a;
+    k->gemm_rows = gemm_rows;
     k->gemm_f32_pack_floats = gemm_pack_floats;
     k->gemm_f32_pack = gemm_pack;
     k->gemm_f32_prepacked_cols = gemm_prepacked_cols;
