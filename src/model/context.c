@@ -45,8 +45,9 @@
  * ring_lo, and the attention blocks are runs of one sequence's rows
  * (build_blocks), so what follows holds per sequence.
  *
- * KV cache. A full-attention layer keeps every position: n_slots = n_ctx,
- * position p in slot p. A sliding-window layer (window W) keeps a ring of
+ * KV cache. A full-attention layer keeps every position: n_slots = n_ctx
+ * (rounded up to whole blocks of WK_KV_VBLK value slots), position p in
+ * slot p. A sliding-window layer (window W) keeps a ring of
  * n_slots = S = min(n_ctx, W + n_ubatch + WK_VERIFY_MAX) slots, position p
  * in slot p % S (llama.cpp's SWA cache keeps W + n_ubatch; the
  * WK_VERIFY_MAX more let a speculative step write drafted positions that

@@ -12,9 +12,11 @@
 
 /* One layer's KV cache (views into the context's two allocations). */
 struct kv_layer {
-    /* K: [n_slots][Hk·D], a row per slot. V transposed: [n_head_kv][D]
-     * [n_slots], a row per dimension, so both attention products are
-     * GEMMs over contiguous rows: scores = K_rows · q, out = Vᵀ_rows · p.
+    /* K: [n_head_kv][n_slots][D], each kv head's keys a run. V
+     * transposed: [n_head_kv][D][n_slots], a row per dimension, or on a
+     * layer without a window in blocks of v_blk slots ([n_slots / v_blk]
+     * [n_head_kv·D][v_blk]), so both attention products are GEMMs over
+     * rows: scores = K_rows · q, out = Vᵀ_rows · p (struct wk_attn_args).
      * A multi-head latent attention layer keeps only K: [n_slots]
      * [kv_lora + n_rot], the compressed row (latent, then RoPE key),
      * whose latent part is also V; v is NULL. Elements of type: F32, or
@@ -25,7 +27,7 @@ struct kv_layer {
     /* with wk_context_params.mla_uncompressed, an MLA layer's expanded
      * K [n_slots][n_head][nope + n_rot] and V [n_slots][n_head][v] */
     float *k_full, *v_full;
-    int32_t n_slots; /* n_ctx, or the ring's S on a sliding-window layer */
+    int32_t n_slots; /* n_ctx (rounded up to whole value blocks), or the ring's S on a sliding-window layer */
 };
 
 struct wk_context {
