@@ -497,10 +497,12 @@ static void attention_task(void *p, int ith, int nth)
         WK_ASSERT(!vblk || (s0 == 0 && nk2 == 0));
         const uint8_t *kb = (const uint8_t *)a->k + ko * es, *vb = (const uint8_t *)a->v + vo * es;
         if (nq == 1 && (item == lo_item || h % group == 0) && nk * D <= 65536) {
-            /* decode: this kv head's value rows are pieces n_slots apart
-             * that the hardware prefetchers do not follow, and its keys a
-             * run they would start on late; fetch them all now so the two
-             * products below find them in cache (once for its heads) */
+            /* decode: this kv head's value rows are runs of D x v_blk
+             * entries a block apart (pieces n_slots apart on a ring) that
+             * the hardware prefetchers follow late or not at all, and its
+             * keys a run they would start on late; fetch them all now so
+             * the two products below find them in cache (once for its
+             * heads) */
             for (int64_t j = 0; j < nk; j++) {
                 const uint8_t *kr = kb + (j < nk1 ? s0 + j : j - nk1) * D * es;
                 for (int64_t i = 0; i < D * es; i += 64) __builtin_prefetch(kr + i);

@@ -258,7 +258,7 @@ enum wk_status wk_context_create(const struct wk_model *m, const struct wk_conte
     size_t kpack_k;
     const size_t KPACK = kpack_floats(c->k, n_ctx, NKV, D, &kpack_rows, &kpack_k);
     /* an F16 cache's rows as floats, per thread (backend_cpu.c, attention) */
-    const size_t CVT = kv_type == WK_DTYPE_F16 || any_blocked
+    const size_t CVT = kv_type == WK_DTYPE_F16 || any_blocked || m->is_mtp /* (an assistant reads its target's) */
                            ? wk_attn_cvt_floats(n_ctx, (int32_t)D, KPACK ? kpack_rows : 0, KPACK > kpack_k)
                            : 0;
     size_t sizes[] = {U * E, U * E, U * HQ, U * HK, U * HK, U * HQ, U * E, U * F, U * F,
