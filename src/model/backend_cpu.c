@@ -439,6 +439,55 @@ static void kpack_task(void *p, int ith, int nth)
     }
 }
 
+/* Decode's fetch of a kv head's cached rows before its products: keys
+ * at kb (slots s0 .. s0 + nk1 - 1, then 0 .. nk2 - 1 on a wrapped ring),
+ * value rows from vb (slot 0's entry of the head's first). The value rows
+ * are runs of D x v_blk entries a block apart (pieces n_slots apart on a
+ * ring) that the hardware prefetchers follow late or not at all, and the
+ * keys a run they would start on late; asked for all at once, the two
+ * products find them in cache (once for the heads that share them). */
+static void prefetch_kv_head(const struct wk_attn_args *a, const uint8_t *kb, const uint8_t *vb, int64_t s0, int64_t nk1,
+                             int64_t nk2)
+{
+    const int64_t D = a->head_dim, S = a->n_slots, nk = nk1 + nk2, vblk = a->v_blk;
+    const int64_t es = a->kv_type == WK_DTYPE_F16 ? (int64_t)sizeof(wk_f16) : (int64_t)sizeof(float);
+    for (int64_t j = 0; j < nk; j++) {
+        const uint8_t *kr = kb + (j < nk1 ? s0 + j : j - nk1) * D * es;
+        for (int64_t i = 0; i < D * es; i += 64) __builtin_prefetch(kr + i);
+    }
+    if (vblk) /* each block's D x vblk entries of this kv head: one run */
+        for (int64_t j = 0; j < nk; j += vblk)
+            for (int64_t i = 0; i < D * vblk * es; i += 64)
+                __builtin_prefetch(vb + (j / vblk * a->n_head_kv * D * vblk) * es + i);
+    else
+        for (int64_t i = 0; i < D; i++) {
+            for (int64_t j = 0; j < nk1; j += 64 / es) __builtin_prefetch(vb + (i * S + s0 + j) * es);
+            for (int64_t j = 0; j < nk2; j += 64 / es) __builtin_prefetch(vb + (i * S + j) * es);
+        }
+}
+
+/* The scores of ncol query columns (qb, qs apart; cw a call) against an
+ * F16 cache's keys from element ko (slots s0 .. s0 + nk1 - 1, then 0 ..
+ * nk2 - 1), into scores [ncol][nk1 + nk2]: the keys a tile at a time as
+ * floats (cvt), each tile's scores in calls like the F32 cache's over
+ * those rows (gemm_f32's entries do not depend on which rows share a
+ * call). */
+static void scores_converted(const struct wk_cpu_kernels *k, const struct wk_attn_args *a, int64_t ko, int64_t s0,
+                             int64_t nk1, int64_t nk2, const float *qb, int64_t qs, int32_t ncol, int32_t cw, float *cvt,
+                             float *scores)
+{
+    const int64_t D = a->head_dim, nk = nk1 + nk2, kt = WK_MAX(4, WK_ATTN_CVT_TILE / D);
+    for (int part = 0; part < 2; part++) {
+        const int64_t first = part ? 0 : s0, cnt = part ? nk2 : nk1, off = part ? nk1 : 0;
+        for (int64_t k0 = 0; k0 < cnt; k0 += kt) {
+            const int64_t nkt = WK_MIN(kt, cnt - k0);
+            cvt_rows(k, 1, nkt * D, (const wk_f16 *)a->k + ko + (first + k0) * D, 0, cvt);
+            for (int32_t j = 0; j < ncol; j += cw)
+                wk_cpu_gemm(k, nkt, WK_MIN(cw, ncol - j), D, cvt, D, qb + j * qs, qs, scores + j * nk + off + k0, nk);
+        }
+    }
+}
+
 static void attention_task(void *p, int ith, int nth)
 {
     const struct attn_task *task = p;
@@ -496,26 +545,8 @@ static void attention_task(void *p, int ith, int nth)
         const int64_t vo = wk_kv_v_index(S, vblk, HK, a->seq[t0], g * D, 0);
         WK_ASSERT(!vblk || (s0 == 0 && nk2 == 0));
         const uint8_t *kb = (const uint8_t *)a->k + ko * es, *vb = (const uint8_t *)a->v + vo * es;
-        if (nq == 1 && (item == lo_item || h % group == 0) && nk * D <= 65536) {
-            /* decode: this kv head's value rows are runs of D x v_blk
-             * entries a block apart (pieces n_slots apart on a ring) that
-             * the hardware prefetchers follow late or not at all, and its
-             * keys a run they would start on late; fetch them all now so
-             * the two products below find them in cache (once for its
-             * heads) */
-            for (int64_t j = 0; j < nk; j++) {
-                const uint8_t *kr = kb + (j < nk1 ? s0 + j : j - nk1) * D * es;
-                for (int64_t i = 0; i < D * es; i += 64) __builtin_prefetch(kr + i);
-            }
-            if (vblk) /* each block's D x vblk entries of this kv head: one run */
-                for (int64_t j = 0; j < nk; j += vblk)
-                    for (int64_t i = 0; i < D * vblk * es; i += 64) __builtin_prefetch(vb + (j / vblk * vbs) * es + i);
-            else
-                for (int64_t i = 0; i < D; i++) {
-                    for (int64_t j = 0; j < nk1; j += 64 / es) __builtin_prefetch(vb + (i * S + s0 + j) * es);
-                    for (int64_t j = 0; j < nk2; j += 64 / es) __builtin_prefetch(vb + (i * S + j) * es);
-                }
-        }
+        if (nq == 1 && (item == lo_item || h % group == 0) && nk * D <= 65536)
+            prefetch_kv_head(a, kb, vb, s0, nk1, nk2);
         const float *qb = a->q + (size_t)t0 * HQ + h * D;
         /* the products' columns: the block's nq rows of head h (queries and
          * outputs HQ apart, in one call: gemm_f32's path for nq rows), or
@@ -543,20 +574,7 @@ static void attention_task(void *p, int ith, int nth)
                 if (nk2) cache_gemm(k, f16, 0, 0, nk2, nj, D, a->k, ko, D, qb + j * qs, qs, scores + j * nk + nk1, nk);
             }
         } else {
-            /* an F16 cache: its keys a tile at a time as floats (cvt), each
-             * tile's scores in calls like the F32 cache's over those rows
-             * (gemm_f32's entries do not depend on which rows share a call) */
-            const int64_t kt = WK_MAX(4, WK_ATTN_CVT_TILE / D);
-            for (int part = 0; part < 2; part++) {
-                const int64_t first = part ? 0 : s0, cnt = part ? nk2 : nk1, off = part ? nk1 : 0;
-                for (int64_t k0 = 0; k0 < cnt; k0 += kt) {
-                    const int64_t nkt = WK_MIN(kt, cnt - k0);
-                    cvt_rows(k, 1, nkt * D, (const wk_f16 *)a->k + ko + (first + k0) * D, 0, cvt);
-                    for (int32_t j = 0; j < ncol; j += cw)
-                        wk_cpu_gemm(k, nkt, WK_MIN(cw, ncol - j), D, cvt, D, qb + j * qs, qs,
-                                    scores + j * nk + off + k0, nk);
-                }
-            }
+            scores_converted(k, a, ko, s0, nk1, nk2, qb, qs, ncol, cw, cvt, scores);
         }
         /* rows of scores: nq rows of one head, or one row of each of nh heads */
         for (int32_t r = 0; r < nq * nh; r++) {

@@ -139,6 +139,49 @@ static void place_kv(struct wk_context *c)
         if (m->layers[il].kv_layer >= 0 && m->layers[il].kv_layer != il) c->kv[il] = c->kv[m->layers[il].kv_layer];
 }
 
+/* Each layer's slots and value blocks, and the context's K, V (and MLA
+ * reference) allocations (c->n_ctx, n_seq, kv_type set; c->kv zeroed):
+ * sliding-window layers keep a ring of W + n_ubatch + WK_VERIFY_MAX slots
+ * (top of file); a layer every query of which sees its keys from slot 0
+ * (no window) keeps its values in blocks of WK_KV_VBLK slots (backend.h,
+ * struct wk_attn_args), its slots rounded up to whole blocks.
+ * *any_blocked: some layer's values are in blocks. An allocation that
+ * fails is left NULL for the caller to see. */
+static void kv_layout(struct wk_context *c, bool mla_uncompressed, int32_t n_ub, bool *any_blocked)
+{
+    const struct wk_model *m = c->m;
+    const struct wk_hparams *hp = &m->hp;
+    const int32_t W = hp->sliding_window, n_ctx = c->n_ctx;
+    size_t k_floats = 0, v_floats = 0, full_floats = 0;
+    *any_blocked = false;
+    c->first_shared = hp->n_layer;
+    for (int32_t il = 0; il < hp->n_layer; il++) {
+        const struct wk_layer *l = &m->layers[il];
+        if (l->kv_layer != il) { /* reads an earlier layer's cache */
+            c->first_shared = WK_MIN(c->first_shared, il);
+            continue;
+        }
+        bool ring = l->sliding && W > 0;
+        c->kv[il].v_blk = !ring && !l->mla.on ? WK_KV_VBLK : 0;
+        c->kv[il].n_slots = ring ? (int32_t)WK_MIN((int64_t)W + n_ub + WK_VERIFY_MAX, (int64_t)n_ctx)
+                            : l->mla.on ? n_ctx
+                                        : (n_ctx + WK_KV_VBLK - 1) / WK_KV_VBLK * WK_KV_VBLK;
+        *any_blocked |= c->kv[il].v_blk > 0;
+        if (ring) c->n_ring = c->kv[il].n_slots;
+        const size_t row = (size_t)wk_model_kv_values(m, il); /* K and V, or an MLA layer's compressed row */
+        k_floats += (size_t)c->n_seq * (size_t)c->kv[il].n_slots * (l->mla.on ? row : row / 2);
+        v_floats += (size_t)c->n_seq * (size_t)c->kv[il].n_slots * (l->mla.on ? 0 : row / 2);
+        if (l->mla.on && mla_uncompressed)
+            full_floats += (size_t)c->kv[il].n_slots * (size_t)hp->n_head * (size_t)(l->head_dim + l->mla.v);
+    }
+    const size_t es = c->kv_type == WK_DTYPE_F16 ? sizeof(wk_f16) : sizeof(float);
+    c->kv_bytes = (k_floats + v_floats) * es;
+    c->k_cache = wk_aligned_alloc(WK_MAX(k_floats, 1) * es);
+    c->v_cache = wk_aligned_alloc(WK_MAX(v_floats, 1) * es);
+    c->mla_uncompressed = mla_uncompressed && full_floats > 0;
+    if (c->mla_uncompressed) c->mla_full_cache = wk_aligned_alloc(full_floats * sizeof(float));
+}
+
 enum wk_status wk_context_create(const struct wk_model *m, const struct wk_context_params *p,
                                  struct wk_context **out, struct wk_error *err)
 {
@@ -212,45 +255,14 @@ enum wk_status wk_context_create(const struct wk_model *m, const struct wk_conte
     const size_t P = (size_t)hp->n_embd_ple, LP = (size_t)hp->n_layer * P;
     c->head_dim_max = (int32_t)D;
     const size_t NE = (size_t)hp->n_expert, NK = (size_t)hp->n_expert_used, FE = (size_t)hp->n_ff_exp;
-    /* sliding-window layers keep a ring of W + n_ubatch + WK_VERIFY_MAX slots (top of file) */
-    const int32_t W = hp->sliding_window;
-    size_t k_floats = 0, v_floats = 0, full_floats = 0;
-    bool any_blocked = false;
+    c->kv_type = kv_type;
     c->kv = wk_calloc((size_t)hp->n_layer, sizeof *c->kv);
     if (!c->kv) {
         wk_context_destroy(c);
         return wk_error_set(err, WK_E_NOMEM, "out of memory");
     }
-    c->first_shared = hp->n_layer;
-    for (int32_t il = 0; il < hp->n_layer; il++) {
-        const struct wk_layer *l = &m->layers[il];
-        if (l->kv_layer != il) { /* reads an earlier layer's cache */
-            c->first_shared = WK_MIN(c->first_shared, il);
-            continue;
-        }
-        bool ring = l->sliding && W > 0;
-        /* a layer every query of which sees its keys from slot 0 (no
-         * window) keeps its values in blocks of WK_KV_VBLK slots (backend.h,
-         * struct wk_attn_args), its slots rounded up to whole blocks */
-        c->kv[il].v_blk = !ring && !l->mla.on ? WK_KV_VBLK : 0;
-        c->kv[il].n_slots = ring ? (int32_t)WK_MIN((int64_t)W + n_ub + WK_VERIFY_MAX, (int64_t)n_ctx)
-                                 : (n_ctx + WK_KV_VBLK - 1) / WK_KV_VBLK * WK_KV_VBLK;
-        if (l->mla.on) c->kv[il].n_slots = n_ctx;
-        any_blocked |= c->kv[il].v_blk > 0;
-        if (ring) c->n_ring = c->kv[il].n_slots;
-        const size_t row = (size_t)wk_model_kv_values(m, il); /* K and V, or an MLA layer's compressed row */
-        k_floats += (size_t)n_seq * (size_t)c->kv[il].n_slots * (l->mla.on ? row : row / 2);
-        v_floats += (size_t)n_seq * (size_t)c->kv[il].n_slots * (l->mla.on ? 0 : row / 2);
-        if (l->mla.on && p->mla_uncompressed)
-            full_floats += (size_t)c->kv[il].n_slots * (size_t)hp->n_head * (size_t)(l->head_dim + l->mla.v);
-    }
-    c->kv_type = kv_type;
-    const size_t es = kv_type == WK_DTYPE_F16 ? sizeof(wk_f16) : sizeof(float);
-    c->kv_bytes = (k_floats + v_floats) * es;
-    c->k_cache = wk_aligned_alloc(WK_MAX(k_floats, 1) * es);
-    c->v_cache = wk_aligned_alloc(WK_MAX(v_floats, 1) * es);
-    c->mla_uncompressed = p->mla_uncompressed && full_floats > 0;
-    if (c->mla_uncompressed) c->mla_full_cache = wk_aligned_alloc(full_floats * sizeof(float));
+    bool any_blocked;
+    kv_layout(c, p->mla_uncompressed, n_ub, &any_blocked);
     const char *naive = getenv("WICK_MOE_NAIVE");
     c->moe_naive = naive && *naive && strcmp(naive, "0") != 0;
     size_t n_in_max = WK_MAX(WK_MAX(WK_MAX(E, HQ), WK_MAX(F, FE)), WK_MAX(QL, ML));
@@ -278,7 +290,7 @@ enum wk_status wk_context_create(const struct wk_model *m, const struct wk_conte
         wk_context_destroy(c);
         return wk_error_set(err, WK_E_NOMEM,
                             "out of memory for a %d-token KV cache (%.1f MiB) and scratch", n_ctx,
-                            (double)(k_floats + v_floats) * (double)es / (1 << 20));
+                            (double)c->kv_bytes / (1 << 20));
     }
     place_kv(c);
     float **views[] = {&c->x, &c->xn, &c->q, &c->kx, &c->vx, &c->att, &c->o, &c->gate, &c->up,

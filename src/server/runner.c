@@ -963,13 +963,7 @@ int wk_runner_main(const struct wk_runner_opts *o)
             rn->n_parallel = 1, cp.n_seq_max = 0, st = WK_OK;
         }
     }
-    if (!st && !rn->slots) st = wk_session_create(rn->model, rn->tok, &cp, &rn->session, &err);
-    if (st == WK_E_UNSUPPORTED && cp.kv_type != WK_DTYPE_F32) { /* multi-head latent attention: f32 only */
-        fprintf(stderr, "wick runner: %s; its KV cache stays f32\n", err.msg);
-        wk_error_clear(&err);
-        cp.kv_type = WK_DTYPE_F32;
-        st = wk_session_create(rn->model, rn->tok, &cp, &rn->session, &err);
-    }
+    if (!st && !rn->slots) st = srv_runner_session(rn->model, rn->tok, &cp, &rn->session, &err);
     if (!st && rn->draft) st = wk_session_set_draft(rn->session, rn->draft, &err);
     if (!st && !(rn->fmt = srv_format_new())) st = wk_error_set(&err, WK_E_NOMEM, "out of memory");
     if (!st) srv_decoder_embedder_init(&rn->embedder, rn->model);
@@ -978,8 +972,8 @@ int wk_runner_main(const struct wk_runner_opts *o)
         const struct wk_context *ctx = rn->slots ? wk_slots_context(rn->slots) : wk_session_context(rn->session);
         rn->n_ctx = wk_context_n_ctx(ctx);
         if (wk_context_kv_type(ctx) == WK_DTYPE_F16) /* OLLAMA_KV_CACHE_TYPE=f16 taken (not the default) */
-            fprintf(stderr, "wick runner: the KV cache holds f16 entries (%d slot(s) of %d positions)\n",
-                    rn->n_parallel, rn->n_ctx);
+            fprintf(stderr, "wick runner: the KV cache holds f16 entries (%d slot(s) of %d positions, %.1f MiB)\n",
+                    rn->n_parallel, rn->n_ctx, (double)wk_context_kv_bytes(ctx) / (1 << 20));
         if ((lfd = srv_runner_listen(o->socket, &err)) < 0) st = err.status;
     }
     pthread_t compute;
