@@ -85,6 +85,9 @@ struct wk_attn_args {
  * gemm_rows stays in one block) and a power of two. */
 #define WK_KV_VBLK 64
 
+/* Bytes of one element of a KV cache of type t (F16: 2, F32: 4). */
+static inline int64_t wk_kv_elem_bytes(enum wk_dtype t) { return t == WK_DTYPE_F16 ? 2 : 4; }
+
 /* A layer's KV cache as the kv operations see it (struct wk_attn_args
  * has the layout): K and V of type (F32 or F16), n_slots slots a
  * sequence, the values in blocks of v_blk slots (0: not; then n_slots is

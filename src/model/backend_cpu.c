@@ -256,7 +256,7 @@ static void kv_write(struct wk_backend *b, const struct wk_kv_cache *c, int64_t 
 static void kv_copy(struct wk_backend *b, const struct wk_kv_cache *c, int64_t hk, int32_t head_dim, int32_t src,
                     int32_t dst, int64_t rows)
 {
-    const size_t es = c->type == WK_DTYPE_F16 ? sizeof(wk_f16) : sizeof(float);
+    const size_t es = (size_t)wk_kv_elem_bytes(c->type);
     const int64_t S = c->n_slots, ds = (int64_t)dst * S * hk, ss = (int64_t)src * S * hk, D = head_dim;
     uint8_t *K = c->k, *V = c->v;
     for (int64_t g = 0; g < hk / D; g++) /* each kv head's first rows keys */
@@ -278,7 +278,7 @@ static void kv_prefetch(struct wk_backend *b, const struct wk_kv_cache *c, int64
                         int32_t pos)
 {
     const int64_t S = c->n_slots, slot = pos % S, so = (int64_t)seq * S * hk, D = head_dim;
-    const int64_t es = c->type == WK_DTYPE_F16 ? (int64_t)sizeof(wk_f16) : (int64_t)sizeof(float);
+    const int64_t es = wk_kv_elem_bytes(c->type);
     const int64_t v0 = wk_kv_v_index(S, c->v_blk, hk, seq, 0, slot), vs = c->v_blk ? c->v_blk : S;
     const uint8_t *K = c->k, *V = c->v;
 #if defined(__x86_64__)
@@ -401,7 +401,7 @@ static void cache_gemm(const struct wk_cpu_kernels *k, bool f16, int32_t blk, in
                        int64_t ldc)
 {
     if (f16 || blk)
-        k->gemm_rows(m, n, kk, (const char *)a + off * (f16 ? sizeof(wk_f16) : sizeof(float)), f16, lda, blk, bstride,
+        k->gemm_rows(m, n, kk, (const char *)a + off * wk_kv_elem_bytes(f16 ? WK_DTYPE_F16 : WK_DTYPE_F32), f16, lda, blk, bstride,
                      b, ldb, c, ldc);
     else
         wk_cpu_gemm(k, m, n, kk, (const float *)a + off, lda, b, ldb, c, ldc);
@@ -450,7 +450,7 @@ static void prefetch_kv_head(const struct wk_attn_args *a, const uint8_t *kb, co
                              int64_t nk2)
 {
     const int64_t D = a->head_dim, S = a->n_slots, nk = nk1 + nk2, vblk = a->v_blk;
-    const int64_t es = a->kv_type == WK_DTYPE_F16 ? (int64_t)sizeof(wk_f16) : (int64_t)sizeof(float);
+    const int64_t es = wk_kv_elem_bytes(a->kv_type);
     for (int64_t j = 0; j < nk; j++) {
         const uint8_t *kr = kb + (j < nk1 ? s0 + j : j - nk1) * D * es;
         for (int64_t i = 0; i < D * es; i += 64) __builtin_prefetch(kr + i);
@@ -498,7 +498,7 @@ static void attention_task(void *p, int ith, int nth)
     const bool sliding = W > 0;
     const int64_t S = a->n_slots;
     const bool f16 = a->kv_type == WK_DTYPE_F16;
-    const int64_t es = f16 ? (int64_t)sizeof(wk_f16) : (int64_t)sizeof(float);
+    const int64_t es = wk_kv_elem_bytes(a->kv_type);
     float *cvt = task->b->cvt ? task->b->cvt + (size_t)ith * task->b->cvt_floats : NULL;
     /* from a slot's value entry i to its entry i + 1; blocked values' blocks apart */
     const int32_t vblk = a->v_blk;

@@ -122,7 +122,7 @@ static void place_kv(struct wk_context *c)
         const struct wk_layer *l = &m->layers[il];
         if (l->kv_layer != il) continue;
         const size_t row = (size_t)wk_model_kv_values(m, il), slots = (size_t)c->n_seq * (size_t)c->kv[il].n_slots;
-        const size_t es = c->kv_type == WK_DTYPE_F16 ? sizeof(wk_f16) : sizeof(float);
+        const size_t es = (size_t)wk_kv_elem_bytes(c->kv_type);
         c->kv[il].k = (uint8_t *)c->k_cache + k_off * es;
         c->kv[il].v = l->mla.on ? NULL : (uint8_t *)c->v_cache + v_off * es;
         c->kv[il].type = c->kv_type;
@@ -174,7 +174,7 @@ static void kv_layout(struct wk_context *c, bool mla_uncompressed, int32_t n_ub,
         if (l->mla.on && mla_uncompressed)
             full_floats += (size_t)c->kv[il].n_slots * (size_t)hp->n_head * (size_t)(l->head_dim + l->mla.v);
     }
-    const size_t es = c->kv_type == WK_DTYPE_F16 ? sizeof(wk_f16) : sizeof(float);
+    const size_t es = (size_t)wk_kv_elem_bytes(c->kv_type);
     c->kv_bytes = (k_floats + v_floats) * es;
     c->k_cache = wk_aligned_alloc(WK_MAX(k_floats, 1) * es);
     c->v_cache = wk_aligned_alloc(WK_MAX(v_floats, 1) * es);
