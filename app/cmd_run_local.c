@@ -96,10 +96,6 @@ static enum wk_status make_session(struct run_local *l, int32_t n_ctx, int32_t n
                             : wk_error_set(err, WK_E_INVALID,
                                            "OLLAMA_KV_CACHE_TYPE (WICK_KV_CACHE_TYPE) is '%s': f32 or f16", kv_name);
     if (!st) st = wk_session_create(l->model, l->tok, &cp, &l->session, err);
-    if (st == WK_E_UNSUPPORTED && cp.kv_type != WK_DTYPE_F32) { /* multi-head latent attention: f32 only */
-        cp.kv_type = WK_DTYPE_F32;
-        st = wk_session_create(l->model, l->tok, &cp, &l->session, err);
-    }
     if (!st && l->draft) st = wk_session_set_draft(l->session, l->draft, err);
     if (st) {
         wk_session_destroy(l->session);

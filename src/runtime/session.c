@@ -82,6 +82,11 @@ enum wk_status wk_session_create(const struct wk_model *m, const struct wk_token
     s->m = m;
     s->tok = tok;
     enum wk_status st = wk_context_create(m, cp, &s->ctx, err);
+    if (st == WK_E_UNSUPPORTED && cp->kv_type != WK_DTYPE_F32) { /* a model that keeps f32 (MLA) */
+        struct wk_context_params f32 = *cp;
+        f32.kv_type = WK_DTYPE_F32;
+        st = wk_context_create(m, &f32, &s->ctx, err);
+    }
     if (st) {
         wk_free(s);
         return st;
@@ -152,8 +157,8 @@ enum wk_status wk_session_set_draft(struct wk_session *s, const struct wk_model 
     cp.n_ctx = wk_context_n_ctx(s->ctx);
     cp.n_threads = wk_context_n_threads(s->ctx);
     cp.pool = wk_context_pool(s->ctx); /* they run in turn: no second set of threads */
-    /* the target's cache type (an MTP assistant reads the target's cache
-     * and sizes its scratch by its own type); f32 where the draft has none */
+    /* the target's cache type (an MTP assistant reads the target's cache);
+     * f32 where the draft cannot hold it */
     cp.kv_type = wk_context_kv_type(s->ctx);
     st = wk_context_create(draft, &cp, &s->d_ctx, err);
     if (st == WK_E_UNSUPPORTED && cp.kv_type != WK_DTYPE_F32) {

@@ -500,6 +500,8 @@ int32_t wk_lookup_draft(const int32_t *hist, int32_t n_hist, int32_t last, int32
 struct wk_session;
 
 /* Creates a session on model m with its own context (KV cache, threads).
+ * A model that cannot hold cp->kv_type's cache (multi-head latent
+ * attention: f32 only) gets an f32 one (wk_context_kv_type says which).
  * m and tok are borrowed and must outlive the session. Errors: WK_E_FORMAT
  * when the tokenizer has more tokens than the model has embeddings (the
  * message names the model file), those of wk_context_create. */

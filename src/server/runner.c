@@ -963,7 +963,7 @@ int wk_runner_main(const struct wk_runner_opts *o)
             rn->n_parallel = 1, cp.n_seq_max = 0, st = WK_OK;
         }
     }
-    if (!st && !rn->slots) st = srv_runner_session(rn->model, rn->tok, &cp, &rn->session, &err);
+    if (!st && !rn->slots) st = wk_session_create(rn->model, rn->tok, &cp, &rn->session, &err);
     if (!st && rn->draft) st = wk_session_set_draft(rn->session, rn->draft, &err);
     if (!st && !(rn->fmt = srv_format_new())) st = wk_error_set(&err, WK_E_NOMEM, "out of memory");
     if (!st) srv_decoder_embedder_init(&rn->embedder, rn->model);
@@ -971,9 +971,10 @@ int wk_runner_main(const struct wk_runner_opts *o)
     if (!st) {
         const struct wk_context *ctx = rn->slots ? wk_slots_context(rn->slots) : wk_session_context(rn->session);
         rn->n_ctx = wk_context_n_ctx(ctx);
-        if (wk_context_kv_type(ctx) == WK_DTYPE_F16) /* OLLAMA_KV_CACHE_TYPE=f16 taken (not the default) */
-            fprintf(stderr, "wick runner: the KV cache holds f16 entries (%d slot(s) of %d positions, %.1f MiB)\n",
-                    rn->n_parallel, rn->n_ctx, (double)wk_context_kv_bytes(ctx) / (1 << 20));
+        if (cp.kv_type != WK_DTYPE_F32) /* OLLAMA_KV_CACHE_TYPE=f16 (not the default): taken, or not (MLA) */
+            fprintf(stderr, "wick runner: the KV cache holds %s entries (%d slot(s) of %d positions, %.1f MiB)\n",
+                    wk_context_kv_type(ctx) == WK_DTYPE_F16 ? "f16" : "f32 (this model's only kind)", rn->n_parallel,
+                    rn->n_ctx, (double)wk_context_kv_bytes(ctx) / (1 << 20));
         if ((lfd = srv_runner_listen(o->socket, &err)) < 0) st = err.status;
     }
     pthread_t compute;

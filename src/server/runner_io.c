@@ -305,19 +305,6 @@ uint64_t srv_mem_available(void)
  * take at most half of MemAvailable, else the largest power of two below
  * it that does, at least 1.
  */
-enum wk_status srv_runner_session(const struct wk_model *m, const struct wk_tokenizer *tok,
-                                  struct wk_context_params *cp, struct wk_session **out, struct wk_error *err)
-{
-    enum wk_status st = wk_session_create(m, tok, cp, out, err);
-    if (st == WK_E_UNSUPPORTED && cp->kv_type != WK_DTYPE_F32) {
-        fprintf(stderr, "wick runner: %s; its KV cache stays f32\n", err->msg);
-        wk_error_clear(err);
-        cp->kv_type = WK_DTYPE_F32;
-        st = wk_session_create(m, tok, cp, out, err);
-    }
-    return st;
-}
-
 #define RUNNER_DEFAULT_PARALLEL 4
 int32_t srv_runner_n_parallel(const struct wk_model *m, int32_t n_ctx)
 {

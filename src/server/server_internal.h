@@ -556,12 +556,6 @@ uint64_t srv_mem_available(void);
 /* The runner's parallel slots: WICK_NUM_PARALLEL / OLLAMA_NUM_PARALLEL
  * (at most 64), else what fits in memory (runner_io.c says how). */
 int32_t srv_runner_n_parallel(const struct wk_model *m, int32_t n_ctx);
-struct wk_session;
-/* wk_session_create for the runner, cp->kv_type the cache type asked for
- * (OLLAMA_KV_CACHE_TYPE): a model that cannot hold it (multi-head latent
- * attention keeps f32) gets f32, said on stderr, and cp->kv_type becomes
- * f32. Errors: wk_session_create's. */
-enum wk_status srv_runner_session(const struct wk_model *m, const struct wk_tokenizer *tok,
-                                  struct wk_context_params *cp, struct wk_session **out, struct wk_error *err);
+
 
 #endif

@@ -367,6 +367,13 @@ static void test_chat_template(void)
         size_t k;
         CHECK(json_array_size(chats) >= 3);
         json_array_foreach(chats, k, c) fixture_check_chat(m, tok, c, false);
+        /* a session asked for an f16 cache gets f32, the compressed cache's only kind */
+        struct wk_context_params cp = wk_context_params_default();
+        cp.n_ctx = 64, cp.n_threads = 1, cp.kv_type = WK_DTYPE_F16;
+        struct wk_session *s = NULL;
+        CHECK_EQ_INT(wk_session_create(m, tok, &cp, &s, &err), WK_OK);
+        CHECK(s && wk_context_kv_type(wk_session_context(s)) == WK_DTYPE_F32);
+        wk_session_destroy(s);
         wk_tokenizer_destroy(tok);
         wk_model_destroy(m);
     }
