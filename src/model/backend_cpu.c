@@ -352,29 +352,6 @@ static int32_t kpack_keys(const struct wk_backend_cpu *b, const struct wk_attn_a
     return used && m <= b->kpack_rows && m <= a->n_slots ? m : 0;
 }
 
-/* Rows of an F16 cache as floats (exact): dst [rows][n] from rows of n
- * elements lds apart at src. */
-static void cvt_rows(const struct wk_cpu_kernels *k, int64_t rows, int64_t n, const wk_f16 *src, int64_t lds,
-                     float *dst)
-{
-    for (int64_t r = 0; r < rows; r++) k->to_f32[WK_DTYPE_F16](src + r * lds, dst + r * n, n);
-}
-
-/* Rows of n keys' elements lds apart from element off of a layer's K
- * cache as floats to read: an F32 cache's own, or an F16 cache's
- * converted into buf (cvt_rows) */
-static const float *key_rows(const struct wk_cpu_kernels *k, const void *c, bool f16, int64_t off, int64_t rows,
-                             int64_t n, int64_t lds, float *buf, int64_t *ld)
-{
-    if (!f16) {
-        *ld = lds;
-        return (const float *)c + off;
-    }
-    cvt_rows(k, rows, n, (const wk_f16 *)c + off, lds, buf);
-    *ld = n;
-    return buf;
-}
-
 /* Value rows r0 .. r0 + nr - 1 (of all n_head_kv·head_dim) of sequence
  * seq over slots j0 .. j0 + n - 1 (none past the layer's last) as floats
  * in buf [nr][n]: an F16 cache's converted, blocked values gathered. */
@@ -422,15 +399,16 @@ static void kpack_task(void *p, int ith, int nth)
     const int64_t n_db = (D + WK_GEMM_PACK_ROWS - 1) / WK_GEMM_PACK_ROWS; /* a kv head's blocks of value rows */
     const int64_t n_k = a->n_head_kv * n_rb, n_v = task->vpack_head ? a->n_head_kv * n_db : 0;
     for (int64_t it = ith; it < n_k + n_v; it += nth) {
-        int64_t ld;
         if (it < n_k) {
             const int64_t g = it / n_rb, r0 = it % n_rb * WK_GEMM_PACK_ROWS, nr = WK_MIN(WK_GEMM_PACK_ROWS, task->kpack_m - r0);
-            const float *k0 = key_rows(task->b->k, a->k, f16, so + g * S * D + r0 * D, nr, D, D, buf, &ld);
-            task->b->k->gemm_f32_pack(nr, D, k0, ld, task->b->kpack + (size_t)g * task->kpack_head + r0 * D);
+            const int64_t e = so + g * S * D + r0 * D; /* nr keys, one run */
+            const float *k0 = (const float *)a->k + e;
+            if (f16) task->b->k->to_f32[WK_DTYPE_F16]((const wk_f16 *)a->k + e, buf, nr * D), k0 = buf; /* converted first */
+            task->b->k->gemm_f32_pack(nr, D, k0, D, task->b->kpack + (size_t)g * task->kpack_head + r0 * D);
         } else { /* rows r0.. of kv head g's values, transposed as the cache keeps them: [D, S] */
             const int64_t g = (it - n_k) / n_db, r0 = (it - n_k) % n_db * WK_GEMM_PACK_ROWS, nr = WK_MIN(WK_GEMM_PACK_ROWS, D - r0);
             const float *v0 = (const float *)a->v + so + (g * D + r0) * S;
-            ld = S;
+            int64_t ld = S;
             if (f16 || a->v_blk) /* converted or gathered first */
                 value_rows(task->b->k, a, seq, g * D + r0, nr, 0, task->kpack_m, buf), v0 = buf, ld = task->kpack_m;
             task->b->k->gemm_f32_pack(nr, task->kpack_m, v0, ld,
@@ -481,7 +459,7 @@ static void scores_converted(const struct wk_cpu_kernels *k, const struct wk_att
         const int64_t first = part ? 0 : s0, cnt = part ? nk2 : nk1, off = part ? nk1 : 0;
         for (int64_t k0 = 0; k0 < cnt; k0 += kt) {
             const int64_t nkt = WK_MIN(kt, cnt - k0);
-            cvt_rows(k, 1, nkt * D, (const wk_f16 *)a->k + ko + (first + k0) * D, 0, cvt);
+            k->to_f32[WK_DTYPE_F16]((const wk_f16 *)a->k + ko + (first + k0) * D, cvt, nkt * D);
             for (int32_t j = 0; j < ncol; j += cw)
                 wk_cpu_gemm(k, nkt, WK_MIN(cw, ncol - j), D, cvt, D, qb + j * qs, qs, scores + j * nk + off + k0, nk);
         }

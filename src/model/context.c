@@ -118,11 +118,11 @@ static void place_kv(struct wk_context *c)
     const struct wk_model *m = c->m;
     const struct wk_hparams *hp = &m->hp;
     size_t k_off = 0, v_off = 0, f_off = 0;
+    const size_t es = (size_t)wk_kv_elem_bytes(c->kv_type);
     for (int32_t il = 0; il < hp->n_layer; il++) {
         const struct wk_layer *l = &m->layers[il];
         if (l->kv_layer != il) continue;
         const size_t row = (size_t)wk_model_kv_values(m, il), slots = (size_t)c->n_seq * (size_t)c->kv[il].n_slots;
-        const size_t es = (size_t)wk_kv_elem_bytes(c->kv_type);
         c->kv[il].k = (uint8_t *)c->k_cache + k_off * es;
         c->kv[il].v = l->mla.on ? NULL : (uint8_t *)c->v_cache + v_off * es;
         c->kv[il].type = c->kv_type;

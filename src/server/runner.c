@@ -952,7 +952,7 @@ int wk_runner_main(const struct wk_runner_opts *o)
     if (!st) st = wk_model_load(o->model, &rn->model, &err);
     if (!st) st = wk_tokenizer_for_model(rn->model, &rn->tok, &err);
     if (!st && o->draft && *o->draft) st = wk_model_load(o->draft, &rn->draft, &err);
-    if (!st) rn->n_parallel = srv_runner_n_parallel(rn->model, o->n_ctx);
+    if (!st) rn->n_parallel = srv_runner_n_parallel(rn->model, o->n_ctx, cp.kv_type);
     if (!st && rn->draft) rn->n_parallel = 1; /* speculative decoding runs on the session alone (wk_slots has none yet) */
     if (!st && rn->n_parallel > 1) {
         cp.n_seq_max = rn->n_parallel; /* each slot a KV stripe of n_ctx positions */

@@ -297,8 +297,8 @@ uint64_t srv_mem_available(void)
  * Requests a runner computes at once: WICK_NUM_PARALLEL (also read as
  * OLLAMA_NUM_PARALLEL, which the server checked and the runner inherits),
  * capped at WK_SEQ_MAX, the sequences one context holds. Each slot holds a
- * KV cache of the full n_ctx (f32 K and V of every layer, or f16 with
- * OLLAMA_KV_CACHE_TYPE=f16, an overestimate
+ * KV cache of the full n_ctx (K and V of every layer in kv_type, f32 or
+ * f16 as OLLAMA_KV_CACHE_TYPE says, an overestimate
  * on sliding-window layers, whose rings are shorter), so cache memory
  * grows N-fold. Unset, the choice is made from memory as Ollama makes it
  * (4 when it fits, else 1): RUNNER_DEFAULT_PARALLEL when that many caches
@@ -306,7 +306,7 @@ uint64_t srv_mem_available(void)
  * it that does, at least 1.
  */
 #define RUNNER_DEFAULT_PARALLEL 4
-int32_t srv_runner_n_parallel(const struct wk_model *m, int32_t n_ctx)
+int32_t srv_runner_n_parallel(const struct wk_model *m, int32_t n_ctx, enum wk_dtype kv_type)
 {
     const char *v = wk_getenv_alias("WICK_NUM_PARALLEL", "OLLAMA_NUM_PARALLEL");
     char *end;
@@ -315,10 +315,7 @@ int32_t srv_runner_n_parallel(const struct wk_model *m, int32_t n_ctx)
     const struct wk_hparams *hp = wk_model_hparams(m);
     if (n_ctx <= 0) n_ctx = WK_MIN(4096, hp->n_ctx_train > 0 ? hp->n_ctx_train : 4096);
     uint64_t per_slot = 0;
-    enum wk_dtype kv = WK_DTYPE_F32;
-    const char *kv_name;
-    (void)wk_kv_type_from_env(&kv, &kv_name); /* checked by wick serve */
-    const uint64_t es = kv == WK_DTYPE_F16 ? 2 : 4;
+    const uint64_t es = (uint64_t)wk_dtype_traits_get(kv_type)->block_bytes; /* F32 or F16: one element a block */
     for (int32_t il = 0; il < hp->n_layer; il++)
         per_slot += (uint64_t)WK_MAX(wk_model_kv_values(m, il), 0) * es * (uint64_t)n_ctx;
     const uint64_t avail = srv_mem_available();

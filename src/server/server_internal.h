@@ -555,7 +555,7 @@ json_t *srv_detokenize_json(const struct wk_tokenizer *tok, json_t *req);
 uint64_t srv_mem_available(void);
 /* The runner's parallel slots: WICK_NUM_PARALLEL / OLLAMA_NUM_PARALLEL
  * (at most 64), else what fits in memory (runner_io.c says how). */
-int32_t srv_runner_n_parallel(const struct wk_model *m, int32_t n_ctx);
+int32_t srv_runner_n_parallel(const struct wk_model *m, int32_t n_ctx, enum wk_dtype kv_type);
 
 
 #endif
