@@ -67,7 +67,7 @@ static void bench_usage(FILE *f)
             "  -r, --repetitions R    timed repetitions of each test (default 5)\n"
             "  --logprobs K           tg also computes each token's logprobs and K alternatives\n"
             "                         (0..20), as generation with logprobs on does\n"
-            "  --kv-cache-type T      the KV cache's elements: f32 (default) or f16\n"
+            "  --kv-cache-type T      the KV cache's elements: f32 (default), f16 or q8_0\n"
             "  --json                 print a JSON array (one object per test) instead of a table\n");
 }
 
@@ -111,7 +111,7 @@ static int parse_args(int argc, char **argv, struct bench_opts *o)
         } else if (cli_opt_value(argc, argv, &i, "--kv-cache-type", &v, &bad, "bench")) {
             if (bad) return WK_EXIT_USAGE;
             if (!*v || !wk_kv_type_parse(v, &o->kv_type)) {
-                fprintf(stderr, "wick bench: --kv-cache-type must be f32 or f16, not '%s'\n", v);
+                fprintf(stderr, "wick bench: --kv-cache-type must be f32, f16 or q8_0, not '%s'\n", v);
                 return WK_EXIT_USAGE;
             }
         } else if (opt(argc, argv, &i, "-r", "--repetitions", &v, &bad)) {
@@ -220,7 +220,7 @@ static void print_json(const struct bench_opts *o, const struct wk_model *m,
         printf(",\n    \"model_size\": %llu,\n", (unsigned long long)wk_model_weight_bytes(m));
         printf("    \"isa\": \"%s\",\n", wk_cpu_kernels_get()->isa);
         printf("    \"n_threads\": %d,\n    \"n_ubatch\": 512,\n", n_threads);
-        const char *kvt = o->kv_type == WK_DTYPE_F16 ? "f16" : "f32";
+        const char *kvt = wk_kv_type_name(o->kv_type);
         printf("    \"type_k\": \"%s\",\n    \"type_v\": \"%s\",\n", kvt, kvt); /* llama-bench's names */
         printf("    \"n_prompt\": %d,\n    \"n_gen\": %d,\n", r->n_prompt, r->n_gen);
         printf("    \"logprobs\": %d,\n", r->n_gen > 0 ? o->logprobs : -1);

@@ -94,7 +94,7 @@ static enum wk_status make_session(struct run_local *l, int32_t n_ctx, int32_t n
     enum wk_status st = wk_kv_type_from_env(&cp.kv_type, &kv_name)
                             ? WK_OK
                             : wk_error_set(err, WK_E_INVALID,
-                                           "OLLAMA_KV_CACHE_TYPE (WICK_KV_CACHE_TYPE) is '%s': f32 or f16", kv_name);
+                                           "OLLAMA_KV_CACHE_TYPE (WICK_KV_CACHE_TYPE) is '%s': f32, f16 or q8_0", kv_name);
     if (!st) st = wk_session_create(l->model, l->tok, &cp, &l->session, err);
     if (!st && l->draft) st = wk_session_set_draft(l->session, l->draft, err);
     if (st) {

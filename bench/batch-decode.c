@@ -9,14 +9,14 @@
  * prefill each, so each step's attention reads that many cached positions
  * and more for every sequence; --ctx C sizes each sequence's context
  * (default: just the prompt and the steps; a server's slot holds num_ctx
- * positions, 4096 unless set), --kv f16 keeps it in halves
+ * positions, 4096 unless set), --kv f16 keeps it in halves (q8_0: q8_0 blocks)
  * (wk_context_params.kv_type), then
  * --steps batches of N rows (one per sequence, the next token of each, its
  * logits wanted) are timed. Reported: ms per step, tokens/s (N rows per
  * step) and the ratio to N = 1; the best of --reps runs.
  *
  * Usage: build/release/bench/batch-decode MODEL.gguf [-N 1,2,4,8,16]
- *        [--threads 2] [--steps 32] [--reps 3] [--prompt 32] [--ctx C] [--kv f32|f16]
+ *        [--threads 2] [--steps 32] [--reps 3] [--prompt 32] [--ctx C] [--kv f32|f16|q8_0]
  * (a figure, not a test: BENCHMARKS.md has the numbers)
  */
 #include "../src/model/wk_model.h"
@@ -94,16 +94,16 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--prompt") && i + 1 < argc) np = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--ctx") && i + 1 < argc) ctx = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--kv") && i + 1 < argc && (!strcmp(argv[i + 1], "f16") || !strcmp(argv[i + 1], "f32")))
-            kv = !strcmp(argv[++i], "f16") ? WK_DTYPE_F16 : WK_DTYPE_F32;
+        else if (!strcmp(argv[i], "--kv") && i + 1 < argc && wk_kv_type_parse(argv[i + 1], &kv))
+            i++;
         else if (argv[i][0] != '-' && !path) path = argv[i];
         else {
-            fprintf(stderr, "usage: batch-decode MODEL.gguf [-N 1,2,4,8,16] [--threads 2] [--steps 32] [--reps 3] [--prompt 32] [--ctx C] [--kv f32|f16]\n");
+            fprintf(stderr, "usage: batch-decode MODEL.gguf [-N 1,2,4,8,16] [--threads 2] [--steps 32] [--reps 3] [--prompt 32] [--ctx C] [--kv f32|f16|q8_0]\n");
             return 2;
         }
     }
     if (!path || threads < 1 || steps < 1 || reps < 1 || np < 1) {
-        fprintf(stderr, "usage: batch-decode MODEL.gguf [-N 1,2,4,8,16] [--threads 2] [--steps 32] [--reps 3] [--prompt 32] [--ctx C] [--kv f32|f16]\n");
+        fprintf(stderr, "usage: batch-decode MODEL.gguf [-N 1,2,4,8,16] [--threads 2] [--steps 32] [--reps 3] [--prompt 32] [--ctx C] [--kv f32|f16|q8_0]\n");
         return 2;
     }
     if (ctx < np + steps + 1) ctx = np + steps + 1; /* the prompt and the steps fit */

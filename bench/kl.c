@@ -6,8 +6,11 @@
  * measure llama.cpp's perplexity --kl-divergence reports).
  *
  * Usage: build/release/bench/kl REF TEST [--tokens 2000] [--text FILE]
+ *        [--kv-ref f32|f16|q8_0] [--kv-test f32|f16|q8_0]
  * REF and TEST: GGUF files, Hugging Face folders or store names
- * (WICK_MODELS); they must share the vocabulary. The text (default the
+ * (WICK_MODELS); they must share the vocabulary. --kv-ref / --kv-test:
+ * each one's KV cache type (wk_context_params.kv_type; f32 unless set),
+ * so that REF = TEST measures what a cache type costs. The text (default the
  * GPL-3 text every Debian machine has, /usr/share/common-licenses/GPL-3)
  * is tokenized by REF's tokenizer with BOS, cut to --tokens, and run
  * through both in prefill chunks of 128 with every position's logits.
@@ -43,14 +46,23 @@ int main(int argc, char **argv)
 {
     const char *ref = NULL, *test = NULL, *text_path = "/usr/share/common-licenses/GPL-3";
     int n_tokens = 2000;
+    enum wk_dtype kv[2] = {WK_DTYPE_F32, WK_DTYPE_F32};
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--tokens") == 0 && i + 1 < argc) n_tokens = atoi(argv[++i]);
+        else if (strncmp(argv[i], "--kv-", 5) == 0 && i + 1 < argc &&
+                 (!strcmp(argv[i], "--kv-ref") || !strcmp(argv[i], "--kv-test"))) {
+            if (!wk_kv_type_parse(argv[i + 1], &kv[argv[i][5] == 't'])) {
+                fprintf(stderr, "kl: %s takes f32, f16 or q8_0, not '%s'\n", argv[i], argv[i + 1]);
+                return 2;
+            }
+            i++;
+        }
         else if (strcmp(argv[i], "--text") == 0 && i + 1 < argc) text_path = argv[++i];
         else if (!ref) ref = argv[i];
         else if (!test) test = argv[i];
     }
     if (!ref || !test || n_tokens < 2) {
-        fprintf(stderr, "usage: kl REF TEST [--tokens 2000] [--text FILE]\n");
+        fprintf(stderr, "usage: kl REF TEST [--tokens 2000] [--text FILE] [--kv-ref T] [--kv-test T]\n");
         return 2;
     }
     struct wk_error err;
@@ -65,10 +77,12 @@ int main(int argc, char **argv)
     struct wk_context *c[2] = {NULL, NULL};
     struct wk_context_params cp = wk_context_params_default();
     cp.n_ctx = n_tokens + 1;
-    for (int k = 0; k < 2; k++)
+    for (int k = 0; k < 2; k++) {
+        cp.kv_type = kv[k];
         if (wk_store_resolve(store, names[k], true, &sm[k], &err) || wk_model_load(sm[k].weights, &m[k], &err) ||
             wk_context_create(m[k], &cp, &c[k], &err))
             return die(names[k], &err);
+    }
     struct wk_tokenizer *tok;
     if (wk_tokenizer_for_model(m[0], &tok, &err)) return die(ref, &err);
     int32_t n_vocab = wk_model_hparams(m[0])->n_vocab;

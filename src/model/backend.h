@@ -56,11 +56,15 @@ struct wk_attn_args {
      * entry i at (j / v_blk)·hk·v_blk + i·v_blk + j % v_blk, so that a kv
      * head's value rows for the slots in use are runs of head_dim·v_blk
      * elements however many slots the sequence holds: wk_kv_v_index).
-     * Offsets count elements of kv_type: WK_DTYPE_F32, or WK_DTYPE_F16
-     * (wk_context_params.kv_type), whose entries the products read as the
-     * floats they convert to exactly, so an F16 cache gives the bits an
-     * F32 cache holding the same values would */
+     * Offsets count elements of kv_type: WK_DTYPE_F32, WK_DTYPE_F16, or
+     * WK_DTYPE_Q8_0 (wk_context_params.kv_type): int8 codes, each of q8_0's
+     * groups (32 consecutive entries of one slot's key or value vector in
+     * one kv head) with its f16 scale d in ks / vs (the code times d, as
+     * ggml dequantizes q8_0; wk_kv_ks_index, wk_kv_vs_index). The products
+     * read an F16 or Q8_0 cache's entries as the floats they convert to
+     * exactly, so it gives the bits an F32 cache holding those values would */
     const void *k, *v;
+    const wk_f16 *ks, *vs; /* Q8_0: the scales; else NULL */
     enum wk_dtype kv_type;
     int64_t n_slots;
     int32_t v_blk; /* 0 or WK_KV_VBLK; WK_KV_VBLK only where every block's keys start at slot 0 (no window) */
@@ -85,15 +89,35 @@ struct wk_attn_args {
  * gemm_rows stays in one block) and a power of two. */
 #define WK_KV_VBLK 64
 
-/* Bytes of one element of a KV cache of type t (F16: 2, F32: 4). */
-static inline int64_t wk_kv_elem_bytes(enum wk_dtype t) { return t == WK_DTYPE_F16 ? 2 : 4; }
+/* Bytes of one element of a KV cache of type t (F32: 4, F16: 2, Q8_0: 1,
+ * its code; the scales, one f16 a group of WK_KV_Q8_GROUP, apart). */
+static inline int64_t wk_kv_elem_bytes(enum wk_dtype t)
+{
+    return t == WK_DTYPE_F16 ? 2 : t == WK_DTYPE_Q8_0 ? 1 : 4;
+}
+
+/* Entries a Q8_0 cache's scale covers (q8_0's block: 32 consecutive
+ * entries of one slot's key or value vector in one kv head). */
+#define WK_KV_Q8_GROUP 32
+
+/* The scale of a Q8_0 cache's key element e (the K layout's offset). */
+static inline int64_t wk_kv_ks_index(int64_t e) { return e / WK_KV_Q8_GROUP; }
+
+/* The scale of a Q8_0 cache's value entry i of sequence seq's slot
+ * (hk = n_head_kv·head_dim entries a slot, n_slots slots a sequence):
+ * [n_seq][hk / 32][n_slots], a group's scales over the slots one run. */
+static inline int64_t wk_kv_vs_index(int64_t n_slots, int64_t hk, int32_t seq, int64_t i, int64_t slot)
+{
+    return ((int64_t)seq * (hk / WK_KV_Q8_GROUP) + i / WK_KV_Q8_GROUP) * n_slots + slot;
+}
 
 /* A layer's KV cache as the kv operations see it (struct wk_attn_args
- * has the layout): K and V of type (F32 or F16), n_slots slots a
- * sequence, the values in blocks of v_blk slots (0: not; then n_slots is
- * a multiple of v_blk). */
+ * has the layout): K and V of type (F32, F16, or Q8_0 with the scales ks,
+ * vs), n_slots slots a sequence, the values in blocks of v_blk slots (0:
+ * not; then n_slots is a multiple of v_blk). */
 struct wk_kv_cache {
     void *k, *v;
+    wk_f16 *ks, *vs;
     enum wk_dtype type;
     int64_t n_slots;
     int32_t v_blk;

@@ -72,7 +72,8 @@ struct row_task {
     const struct wk_cpu_kernels *k;
     int64_t n, width;  /* rows (ROW_ADD, ROW_SCALE: elements), row width */
     float *y;          /* output */
-    void *kc, *vc;     /* ROW_KV_WRITE: the K and V caches, of F16 elements when f16, else F32 */
+    void *kc, *vc;     /* ROW_KV_WRITE: the K and V caches, of F16 elements when f16, else F32 or Q8_0 */
+    wk_f16 *ks, *vs;   /* ROW_KV_WRITE: a Q8_0 cache's scales, else NULL */
     bool f16;
     int32_t v_blk;     /* ROW_KV_WRITE: the values' blocks (wk_kv_cache) */
     const float *x, *u, *g; /* inputs (ROW_GLU: u the up rows; ROW_RMS_NORM: g the gain) */
@@ -84,6 +85,39 @@ struct row_task {
     const int32_t *pos, *seq;
     int32_t shift;
 };
+
+/* ROW_KV_WRITE into a Q8_0 cache: rows lo .. hi - 1's keys, and this
+ * thread's part of every row's value groups (32 entries each; backend.h,
+ * struct wk_attn_args), each group quantized as ggml's q8_0
+ * (wk_ref_q8_0_from_f32: d = max|x| / 127, codes x / d rounded to
+ * nearest even, d kept as f16). */
+static void kv_write_q8(const struct row_task *t, int64_t lo, int64_t hi, int ith, int nth)
+{
+    const int64_t S = t->n_slots, hk = t->width, D = t->head_dim, G = WK_KV_Q8_GROUP;
+    int8_t *K = t->kc, *V = t->vc;
+    struct wk_block_q8_0 b;
+    for (int64_t r = lo; r < hi; r++) {
+        const int64_t e = (int64_t)t->seq[r] * S * hk + t->pos[r] % S * D;
+        for (int64_t g = 0; g < hk / D; g++)
+            for (int64_t c = 0; c < D; c += G) {
+                const int64_t ke = e + g * S * D + c;
+                wk_ref_q8_0_from_f32(t->x + r * hk + g * D + c, &b, G);
+                memcpy(K + ke, b.qs, G);
+                t->ks[wk_kv_ks_index(ke)] = b.d;
+            }
+    }
+    int64_t c0 = 0, c1 = hk / G; /* this thread's value groups, for every token */
+    if (nth > 1) wk_split_range(hk / G, ith, nth, &c0, &c1);
+    const int64_t vs = t->v_blk ? t->v_blk : S;
+    for (int64_t r = 0; r < t->n; r++) {
+        const int64_t slot = t->pos[r] % S, e = wk_kv_v_index(S, t->v_blk, hk, t->seq[r], 0, slot);
+        for (int64_t c = c0; c < c1; c++) {
+            wk_ref_q8_0_from_f32(t->u + r * hk + c * G, &b, G);
+            for (int64_t j = 0; j < G; j++) V[e + (c * G + j) * vs] = b.qs[j];
+            t->vs[wk_kv_vs_index(S, hk, t->seq[r], c * G, slot)] = b.d;
+        }
+    }
+}
 
 static void row_range(const struct row_task *t, int64_t lo, int64_t hi, int ith, int nth)
 {
@@ -135,6 +169,10 @@ static void row_range(const struct row_task *t, int64_t lo, int64_t hi, int ith,
         break;
     case ROW_KV_WRITE: { /* position p of sequence s: kv head g's key at s·S·hk + g·S·D + (p % S)·D; V entry i at
                           * wk_kv_v_index(.., p % S), i·vs past entry 0's (elements) */
+        if (t->ks) {
+            kv_write_q8(t, lo, hi, ith, nth);
+            break;
+        }
         const int64_t S = t->n_slots, hk = W, D = t->head_dim;
         for (int64_t r = lo; r < hi; r++) {
             const int64_t e = (int64_t)t->seq[r] * S * hk + t->pos[r] % S * D;
@@ -248,6 +286,7 @@ static void kv_write(struct wk_backend *b, const struct wk_kv_cache *c, int64_t 
                      const int32_t *pos, const int32_t *seq, const float *k, const float *v)
 {
     struct row_task t = {.op = ROW_KV_WRITE, .kc = c->k, .vc = c->v, .f16 = c->type == WK_DTYPE_F16,
+                         .ks = c->type == WK_DTYPE_Q8_0 ? c->ks : NULL, .vs = c->vs,
                          .v_blk = c->v_blk, .n_slots = c->n_slots, .width = hk, .head_dim = head_dim, .n = n,
                          .pos = pos, .seq = seq, .x = k, .u = v};
     run_rows(b, &t, n * hk);
@@ -265,6 +304,13 @@ static void kv_copy(struct wk_backend *b, const struct wk_kv_cache *c, int64_t h
         memcpy(V + ds * es, V + ss * es, (size_t)((rows + c->v_blk - 1) / c->v_blk * c->v_blk * hk) * es);
     else
         for (int64_t i = 0; i < hk; i++) memcpy(V + (ds + i * S) * es, V + (ss + i * S) * es, (size_t)rows * es);
+    if (c->type != WK_DTYPE_Q8_0) return;
+    for (int64_t g = 0; g < hk / D; g++) /* the scales of those keys */
+        memcpy(c->ks + wk_kv_ks_index(ds + g * S * D), c->ks + wk_kv_ks_index(ss + g * S * D),
+               (size_t)(rows * D / WK_KV_Q8_GROUP) * sizeof(wk_f16));
+    for (int64_t i = 0; i < hk; i += WK_KV_Q8_GROUP) /* and of those values: a run a group */
+        memcpy(c->vs + wk_kv_vs_index(S, hk, dst, i, 0), c->vs + wk_kv_vs_index(S, hk, src, i, 0),
+               (size_t)rows * sizeof(wk_f16));
 }
 
 /* Asks for the lines a decode step's KV write will store to, for writing
@@ -352,9 +398,40 @@ static int32_t kpack_keys(const struct wk_backend_cpu *b, const struct wk_attn_a
     return used && m <= b->kpack_rows && m <= a->n_slots ? m : 0;
 }
 
+/* n entries of a Q8_0 cache's codes q as floats in out: per_group, q[j]
+ * times the scale d[j / 32] (a key's entries, from a group's first; n a
+ * whole number of groups), else q[j] times d[j] (a value row over slots,
+ * each slot's scale). Exact: an int8 code times an f16. */
+static void q8_floats(const struct wk_cpu_kernels *k, const int8_t *q, const wk_f16 *d, bool per_group, int64_t n,
+                      float *out)
+{
+    float sc[64];
+    for (int64_t j0 = 0; j0 < n; j0 += 64) {
+        const int64_t m = WK_MIN(64, n - j0);
+        if (per_group) {
+            for (int64_t c = 0; c < m; c += WK_KV_Q8_GROUP) {
+                const float s = wk_f16_to_f32(d[(j0 + c) / WK_KV_Q8_GROUP]);
+                for (int64_t j = c; j < c + WK_KV_Q8_GROUP; j++) out[j0 + j] = (float)q[j0 + j] * s;
+            }
+        } else {
+            k->to_f32[WK_DTYPE_F16](d + j0, sc, m);
+            for (int64_t j = 0; j < m; j++) out[j0 + j] = (float)q[j0 + j] * sc[j];
+        }
+    }
+}
+
+/* n consecutive key entries of a layer's cache from element e (a whole
+ * number of groups where Q8_0) as floats in out. */
+static void key_floats(const struct wk_cpu_kernels *k, const struct wk_attn_args *a, int64_t e, int64_t n, float *out)
+{
+    if (a->kv_type == WK_DTYPE_Q8_0) q8_floats(k, (const int8_t *)a->k + e, a->ks + wk_kv_ks_index(e), true, n, out);
+    else k->to_f32[WK_DTYPE_F16]((const wk_f16 *)a->k + e, out, n);
+}
+
 /* Value rows r0 .. r0 + nr - 1 (of all n_head_kv·head_dim) of sequence
  * seq over slots j0 .. j0 + n - 1 (none past the layer's last) as floats
- * in buf [nr][n]: an F16 cache's converted, blocked values gathered. */
+ * in buf [nr][n]: an F16 or Q8_0 cache's converted, blocked values
+ * gathered. */
 static void value_rows(const struct wk_cpu_kernels *k, const struct wk_attn_args *a, int32_t seq, int64_t r0,
                        int64_t nr, int64_t j0, int64_t n, float *buf)
 {
@@ -363,8 +440,12 @@ static void value_rows(const struct wk_cpu_kernels *k, const struct wk_attn_args
         for (int64_t j = j0; j < j0 + n;) { /* runs within a block */
             const int64_t run = a->v_blk ? WK_MIN(a->v_blk - j % a->v_blk, j0 + n - j) : j0 + n - j;
             const int64_t e = wk_kv_v_index(a->n_slots, a->v_blk, HK, seq, r0 + r, j);
-            if (a->kv_type == WK_DTYPE_F16) k->to_f32[WK_DTYPE_F16]((const wk_f16 *)a->v + e, buf + r * n + (j - j0), run);
-            else memcpy(buf + r * n + (j - j0), (const float *)a->v + e, (size_t)run * sizeof(float));
+            float *o = buf + r * n + (j - j0);
+            if (a->kv_type == WK_DTYPE_F16) k->to_f32[WK_DTYPE_F16]((const wk_f16 *)a->v + e, o, run);
+            else if (a->kv_type == WK_DTYPE_Q8_0)
+                q8_floats(k, (const int8_t *)a->v + e, a->vs + wk_kv_vs_index(a->n_slots, HK, seq, r0 + r, j), false,
+                          run, o);
+            else memcpy(o, (const float *)a->v + e, (size_t)run * sizeof(float));
             j += run;
         }
 }
@@ -389,7 +470,7 @@ static void kpack_task(void *p, int ith, int nth)
     const struct attn_task *task = p;
     const struct wk_attn_args *a = task->a;
     const int64_t D = a->head_dim, HK = (int64_t)a->n_head_kv * D, S = a->n_slots;
-    const bool f16 = a->kv_type == WK_DTYPE_F16;
+    const bool cvt = a->kv_type != WK_DTYPE_F32; /* F16 or Q8_0 entries */
     float *buf = task->b->cvt ? task->b->cvt + (size_t)ith * task->b->cvt_floats : NULL;
     const int32_t seq = a->seq[a->blk_t0[0]];
     const int64_t so = (int64_t)seq * S * HK;
@@ -403,13 +484,13 @@ static void kpack_task(void *p, int ith, int nth)
             const int64_t g = it / n_rb, r0 = it % n_rb * WK_GEMM_PACK_ROWS, nr = WK_MIN(WK_GEMM_PACK_ROWS, task->kpack_m - r0);
             const int64_t e = so + g * S * D + r0 * D; /* nr keys, one run */
             const float *k0 = (const float *)a->k + e;
-            if (f16) task->b->k->to_f32[WK_DTYPE_F16]((const wk_f16 *)a->k + e, buf, nr * D), k0 = buf; /* converted first */
+            if (cvt) key_floats(task->b->k, a, e, nr * D, buf), k0 = buf; /* converted first */
             task->b->k->gemm_f32_pack(nr, D, k0, D, task->b->kpack + (size_t)g * task->kpack_head + r0 * D);
         } else { /* rows r0.. of kv head g's values, transposed as the cache keeps them: [D, S] */
             const int64_t g = (it - n_k) / n_db, r0 = (it - n_k) % n_db * WK_GEMM_PACK_ROWS, nr = WK_MIN(WK_GEMM_PACK_ROWS, D - r0);
             const float *v0 = (const float *)a->v + so + (g * D + r0) * S;
             int64_t ld = S;
-            if (f16 || a->v_blk) /* converted or gathered first */
+            if (cvt || a->v_blk) /* converted or gathered first */
                 value_rows(task->b->k, a, seq, g * D + r0, nr, 0, task->kpack_m, buf), v0 = buf, ld = task->kpack_m;
             task->b->k->gemm_f32_pack(nr, task->kpack_m, v0, ld,
                                       task->b->vpack + (size_t)g * task->vpack_head + r0 * task->kpack_m);
@@ -445,7 +526,7 @@ static void prefetch_kv_head(const struct wk_attn_args *a, const uint8_t *kb, co
 }
 
 /* The scores of ncol query columns (qb, qs apart; cw a call) against an
- * F16 cache's keys from element ko (slots s0 .. s0 + nk1 - 1, then 0 ..
+ * F16 or Q8_0 cache's keys from element ko (slots s0 .. s0 + nk1 - 1, then 0 ..
  * nk2 - 1), into scores [ncol][nk1 + nk2]: the keys a tile at a time as
  * floats (cvt), each tile's scores in calls like the F32 cache's over
  * those rows (gemm_f32's entries do not depend on which rows share a
@@ -459,7 +540,7 @@ static void scores_converted(const struct wk_cpu_kernels *k, const struct wk_att
         const int64_t first = part ? 0 : s0, cnt = part ? nk2 : nk1, off = part ? nk1 : 0;
         for (int64_t k0 = 0; k0 < cnt; k0 += kt) {
             const int64_t nkt = WK_MIN(kt, cnt - k0);
-            k->to_f32[WK_DTYPE_F16]((const wk_f16 *)a->k + ko + (first + k0) * D, cvt, nkt * D);
+            key_floats(k, a, ko + (first + k0) * D, nkt * D, cvt);
             for (int32_t j = 0; j < ncol; j += cw)
                 wk_cpu_gemm(k, nkt, WK_MIN(cw, ncol - j), D, cvt, D, qb + j * qs, qs, scores + j * nk + off + k0, nk);
         }
@@ -475,7 +556,7 @@ static void attention_task(void *p, int ith, int nth)
     const int32_t group = a->n_head / a->n_head_kv, W = a->window;
     const bool sliding = W > 0;
     const int64_t S = a->n_slots;
-    const bool f16 = a->kv_type == WK_DTYPE_F16;
+    const bool f16 = a->kv_type == WK_DTYPE_F16, q8 = a->kv_type == WK_DTYPE_Q8_0;
     const int64_t es = wk_kv_elem_bytes(a->kv_type);
     float *cvt = task->b->cvt ? task->b->cvt + (size_t)ith * task->b->cvt_floats : NULL;
     /* from a slot's value entry i to its entry i + 1; blocked values' blocks apart */
@@ -535,7 +616,7 @@ static void attention_task(void *p, int ith, int nth)
          * (gemm_rows) where their columns take gemm_f32's small path
          * (decode); else converted or gathered a tile at a time into cvt
          * first */
-        const bool direct = k->gemm_rows && (k->gemm_f32_packed_min_n == 0 || cw < k->gemm_f32_packed_min_n);
+        const bool direct = !q8 && k->gemm_rows && (k->gemm_f32_packed_min_n == 0 || cw < k->gemm_f32_packed_min_n);
         /* the scores' rows ld floats apart: nk, or with the keys packed
          * once (kpack_keys: then s0 = 0 and nk2 = 0) as many keys as that
          * product computes, nk rounded up to a whole panel of 32 or all of
@@ -545,7 +626,7 @@ static void attention_task(void *p, int ith, int nth)
             /* the packed path's bits, as gemm_f32 gives them for nq rows */
             ld = WK_MIN((nk + 31) / 32 * 32, (int64_t)task->kpack_m);
             k->gemm_f32_prepacked(ld, nq, D, task->b->kpack + (size_t)g * task->kpack_head, qb, HQ, scores, ld);
-        } else if (!f16 || direct) {
+        } else if (!(f16 || q8) || direct) {
             for (int32_t j = 0; j < ncol; j += cw) {
                 const int32_t nj = WK_MIN(cw, ncol - j);
                 cache_gemm(k, f16, 0, 0, nk1, nj, D, a->k, ko + s0 * D, D, qb + j * qs, qs, scores + j * nk, nk);
@@ -576,7 +657,7 @@ static void attention_task(void *p, int ith, int nth)
              * gemm_rows); else an F16 cache's or blocked values a few rows
              * at a time, converted or gathered over the keys' slots into
              * cvt, in calls like the contiguous F32 cache's over those rows */
-            const bool conv = (f16 || vblk) && !direct;
+            const bool conv = (f16 || q8 || vblk) && !direct;
             const int64_t rc = !conv ? D : WK_MIN(D, WK_MAX(4, WK_ATTN_CVT_TILE / WK_MAX(nk1, nk2) / 4 * 4));
             const int32_t seq = a->seq[t0];
             for (int64_t i0 = 0; i0 < D; i0 += rc) {

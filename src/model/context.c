@@ -83,8 +83,14 @@ bool wk_kv_type_parse(const char *name, enum wk_dtype *out)
 {
     if (!name || !*name || strcmp(name, "f32") == 0) *out = WK_DTYPE_F32;
     else if (strcmp(name, "f16") == 0) *out = WK_DTYPE_F16;
+    else if (strcmp(name, "q8_0") == 0) *out = WK_DTYPE_Q8_0;
     else return false;
     return true;
+}
+
+const char *wk_kv_type_name(enum wk_dtype t)
+{
+    return t == WK_DTYPE_F32 ? "f32" : t == WK_DTYPE_F16 ? "f16" : t == WK_DTYPE_Q8_0 ? "q8_0" : "?";
 }
 
 bool wk_kv_type_from_env(enum wk_dtype *out, const char **value)
@@ -126,6 +132,10 @@ static void place_kv(struct wk_context *c)
         c->kv[il].k = (uint8_t *)c->k_cache + k_off * es;
         c->kv[il].v = l->mla.on ? NULL : (uint8_t *)c->v_cache + v_off * es;
         c->kv[il].type = c->kv_type;
+        if (c->k_scales) { /* one scale a group of 32 entries (backend.h, wk_kv_ks_index, wk_kv_vs_index) */
+            c->kv[il].ks = c->k_scales + k_off / WK_KV_Q8_GROUP;
+            c->kv[il].vs = c->v_scales + v_off / WK_KV_Q8_GROUP;
+        }
         k_off += slots * (l->mla.on ? row : row / 2);
         v_off += slots * (l->mla.on ? 0 : row / 2);
         if (l->mla.on && c->mla_uncompressed) {
@@ -178,6 +188,12 @@ static void kv_layout(struct wk_context *c, bool mla_uncompressed, int32_t n_ub,
     c->kv_bytes = (k_floats + v_floats) * es;
     c->k_cache = wk_aligned_alloc(WK_MAX(k_floats, 1) * es);
     c->v_cache = wk_aligned_alloc(WK_MAX(v_floats, 1) * es);
+    if (c->kv_type == WK_DTYPE_Q8_0) { /* every head_dim a multiple of 32 (wk_context_create) */
+        const size_t ks = k_floats / WK_KV_Q8_GROUP, vs = v_floats / WK_KV_Q8_GROUP;
+        c->kv_bytes += (ks + vs) * sizeof(wk_f16);
+        c->k_scales = wk_aligned_alloc(WK_MAX(ks, 1) * sizeof(wk_f16));
+        c->v_scales = wk_aligned_alloc(WK_MAX(vs, 1) * sizeof(wk_f16));
+    }
     c->mla_uncompressed = mla_uncompressed && full_floats > 0;
     if (c->mla_uncompressed) c->mla_full_cache = wk_aligned_alloc(full_floats * sizeof(float));
 }
@@ -211,12 +227,18 @@ enum wk_status wk_context_create(const struct wk_model *m, const struct wk_conte
                             "several sequences in one context are not supported for %s yet",
                             m->is_mtp ? "an MTP assistant" : "multi-head latent attention");
     const enum wk_dtype kv_type = p->kv_type;
-    if (kv_type != WK_DTYPE_F32 && kv_type != WK_DTYPE_F16)
-        return wk_error_set(err, WK_E_INVALID, "a KV cache of %s is not supported (f32 or f16)",
+    if (kv_type != WK_DTYPE_F32 && kv_type != WK_DTYPE_F16 && kv_type != WK_DTYPE_Q8_0)
+        return wk_error_set(err, WK_E_INVALID, "a KV cache of %s is not supported (f32, f16 or q8_0)",
                             wk_dtype_name(kv_type));
-    if (kv_type == WK_DTYPE_F16 && (m->layers[0].mla.on || p->mla_uncompressed))
+    if (kv_type != WK_DTYPE_F32 && (m->layers[0].mla.on || p->mla_uncompressed))
         return wk_error_set(err, WK_E_UNSUPPORTED,
-                            "an f16 KV cache is not supported for multi-head latent attention yet (f32 only)");
+                            "a %s KV cache is not supported for multi-head latent attention yet (f32 only)",
+                            wk_kv_type_name(kv_type));
+    for (int32_t il = 0; kv_type == WK_DTYPE_Q8_0 && il < hp->n_layer; il++)
+        if (m->layers[il].head_dim % WK_KV_Q8_GROUP)
+            return wk_error_set(err, WK_E_UNSUPPORTED,
+                                "a q8_0 KV cache needs head dims that are multiples of 32 (layer %d's is %d)", il,
+                                m->layers[il].head_dim);
     struct wk_context *c = wk_calloc(1, sizeof *c);
     if (!c) return wk_error_set(err, WK_E_NOMEM, "out of memory");
     c->m = m;
@@ -269,8 +291,8 @@ enum wk_status wk_context_create(const struct wk_model *m, const struct wk_conte
     int32_t kpack_rows;
     size_t kpack_k;
     const size_t KPACK = kpack_floats(c->k, n_ctx, NKV, D, &kpack_rows, &kpack_k);
-    /* an F16 cache's rows as floats, per thread (backend_cpu.c, attention) */
-    const size_t CVT = kv_type == WK_DTYPE_F16 || any_blocked || m->is_mtp /* (an assistant reads its target's) */
+    /* an F16 or Q8_0 cache's rows as floats, per thread (backend_cpu.c, attention) */
+    const size_t CVT = kv_type != WK_DTYPE_F32 || any_blocked || m->is_mtp /* (an assistant reads its target's) */
                            ? wk_attn_cvt_floats(n_ctx, (int32_t)D, KPACK ? kpack_rows : 0, KPACK > kpack_k)
                            : 0;
     size_t sizes[] = {U * E, U * E, U * HQ, U * HK, U * HK, U * HQ, U * E, U * F, U * F,
@@ -285,7 +307,8 @@ enum wk_status wk_context_create(const struct wk_model *m, const struct wk_conte
     size_t arena_bytes = 0;
     for (size_t i = 0; i < WK_ARRAY_LEN(sizes); i++) arena_bytes += sizes[i] * sizeof(float) + 64;
     arena_bytes += (2 * U * NK + 4 * U + 3 * (size_t)n_seq + (size_t)hp->n_vocab) * sizeof(int32_t) + U + 9 * 64;
-    if (!c->k_cache || !c->v_cache || (c->mla_uncompressed && !c->mla_full_cache) ||
+    if (!c->k_cache || !c->v_cache || (kv_type == WK_DTYPE_Q8_0 && (!c->k_scales || !c->v_scales)) ||
+        (c->mla_uncompressed && !c->mla_full_cache) ||
         wk_arena_init(&c->arena, arena_bytes)) {
         wk_context_destroy(c);
         return wk_error_set(err, WK_E_NOMEM,
@@ -326,12 +349,25 @@ enum wk_status wk_context_create(const struct wk_model *m, const struct wk_conte
     return WK_OK;
 }
 
+enum wk_status wk_context_create_or_f32(const struct wk_model *m, const struct wk_context_params *p,
+                                        struct wk_context **out, struct wk_error *err)
+{
+    enum wk_status st = wk_context_create(m, p, out, err);
+    if (st != WK_E_UNSUPPORTED || p->kv_type == WK_DTYPE_F32) return st;
+    struct wk_context_params f32 = *p;
+    f32.kv_type = WK_DTYPE_F32;
+    if (err) wk_error_clear(err);
+    return wk_context_create(m, &f32, out, err);
+}
+
 void wk_context_destroy(struct wk_context *c)
 {
     if (!c) return;
     if (c->owns_pool) wk_threadpool_destroy(c->pool);
     wk_aligned_free(c->k_cache);
     wk_aligned_free(c->v_cache);
+    wk_aligned_free(c->k_scales);
+    wk_aligned_free(c->v_scales);
     wk_aligned_free(c->mla_full_cache);
     wk_free(c->kv);
     wk_arena_deinit(&c->arena);
@@ -523,7 +559,8 @@ static void attention_block(struct wk_context *c, const struct wk_layer *l, int3
         op->kv_write(be, &kc, HK, l->head_dim, n, c->pos, c->seq, c->kx, c->vx);
     }
     const int32_t W = hp->sliding_window + c->window_extra;
-    struct wk_attn_args at = {.q = c->q, .out = c->att, .k = kv->k, .v = kv->v, .kv_type = kv->type,
+    struct wk_attn_args at = {.q = c->q, .out = c->att, .k = kv->k, .v = kv->v, .ks = kv->ks, .vs = kv->vs,
+                              .kv_type = kv->type,
                               .n_slots = kv->n_slots, .v_blk = kv->v_blk,
                               .n_head = hp->n_head, .n_head_kv = l->n_head_kv, .head_dim = l->head_dim,
                               .n_rows = n, .pos = c->pos, .seq = c->seq, .blk_t0 = c->blk_t0,

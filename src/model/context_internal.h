@@ -19,9 +19,11 @@ struct kv_layer {
      * rows: scores = K_rows · q, out = Vᵀ_rows · p (struct wk_attn_args).
      * A multi-head latent attention layer keeps only K: [n_slots]
      * [kv_lora + n_rot], the compressed row (latent, then RoPE key),
-     * whose latent part is also V; v is NULL. Elements of type: F32, or
-     * F16 (wk_context_params.kv_type; never on an MLA layer). */
+     * whose latent part is also V; v is NULL. Elements of type: F32, F16
+     * or Q8_0 (wk_context_params.kv_type; never on an MLA layer), a Q8_0
+     * cache's scales in ks, vs (backend.h, struct wk_attn_args). */
     void *k, *v;
+    wk_f16 *ks, *vs;
     enum wk_dtype type;
     int32_t v_blk; /* values in blocks of this many slots (wk_attn_args.v_blk), or 0 */
     /* with wk_context_params.mla_uncompressed, an MLA layer's expanded
@@ -48,7 +50,8 @@ struct wk_context {
     int32_t *ring_lo; /* [n_seq] first position every ring still holds */
     int32_t *seq_hi;  /* [n_seq] the current chunk's last position of each sequence in it */
     void *k_cache, *v_cache;  /* every layer's K, and V, in one allocation each */
-    enum wk_dtype kv_type;    /* their elements: WK_DTYPE_F32 or WK_DTYPE_F16 */
+    wk_f16 *k_scales, *v_scales; /* a Q8_0 cache's scales (one a group of 32), else NULL */
+    enum wk_dtype kv_type;    /* their elements: WK_DTYPE_F32, WK_DTYPE_F16 or WK_DTYPE_Q8_0 */
     size_t kv_bytes;          /* their sizes together */
     float *mla_full_cache;    /* the MLA layers' expanded K and V (mla_uncompressed), or NULL */
     struct kv_layer *kv;      /* [n_layer] */
@@ -95,7 +98,8 @@ struct wk_context {
 /* A layer's cache as the backend's kv operations take it. */
 static inline struct wk_kv_cache kv_cache(const struct kv_layer *kv)
 {
-    return (struct wk_kv_cache){.k = kv->k, .v = kv->v, .type = kv->type, .n_slots = kv->n_slots, .v_blk = kv->v_blk};
+    return (struct wk_kv_cache){.k = kv->k, .v = kv->v, .ks = kv->ks, .vs = kv->vs, .type = kv->type,
+                                .n_slots = kv->n_slots, .v_blk = kv->v_blk};
 }
 
 /* Floats from a layer's cache to sequence s's stripe in it (K and V alike). */

@@ -193,20 +193,30 @@ struct wk_context_params {
      * one forward. Not yet for MTP assistants or multi-head latent
      * attention (WK_E_UNSUPPORTED). */
     int32_t n_seq_max;
-    /* The KV cache's elements: WK_DTYPE_F32 (the default, 0) or
+    /* The KV cache's elements: WK_DTYPE_F32 (the default, 0),
      * WK_DTYPE_F16 (half the memory and the bytes attention reads; each
      * K and V value rounded to nearest even, as llama.cpp's default f16
-     * cache and Ollama's OLLAMA_KV_CACHE_TYPE=f16 keep them). Others:
-     * WK_E_INVALID; F16 with multi-head latent attention: WK_E_UNSUPPORTED. */
+     * cache and Ollama's OLLAMA_KV_CACHE_TYPE=f16 keep them) or
+     * WK_DTYPE_Q8_0 (1.0625 bytes an entry: each 32 entries of a slot's
+     * key or value vector in a kv head quantized as q8_0, d = max|x|/127
+     * kept as f16, codes round(x/d), as llama.cpp's q8_0 cache and
+     * Ollama's OLLAMA_KV_CACHE_TYPE=q8_0; every layer's head_dim a
+     * multiple of 32). Others: WK_E_INVALID; F16 or Q8_0 with multi-head
+     * latent attention, Q8_0 with a head_dim not a multiple of 32:
+     * WK_E_UNSUPPORTED. */
     enum wk_dtype kv_type;
 };
 struct wk_context_params wk_context_params_default(void);
 
 /* The KV cache element type a name gives, as OLLAMA_KV_CACHE_TYPE names
- * them: "f32" (WK_DTYPE_F32) or "f16" (WK_DTYPE_F16); NULL or "" gives
- * f32, wick's default. False, *out untouched, for any other name (Ollama's
- * quantized caches "q8_0" and "q4_0" among them: not implemented). */
+ * them: "f32" (WK_DTYPE_F32), "f16" (WK_DTYPE_F16) or "q8_0"
+ * (WK_DTYPE_Q8_0); NULL or "" gives f32, wick's default. False, *out
+ * untouched, for any other name (Ollama's "q4_0" among them: not
+ * implemented). */
 bool wk_kv_type_parse(const char *name, enum wk_dtype *out);
+/* The name wk_kv_type_parse takes for a KV cache type ("f32", "f16",
+ * "q8_0"); "?" for another. Static storage. */
+const char *wk_kv_type_name(enum wk_dtype t);
 /* wk_kv_type_parse of WICK_KV_CACHE_TYPE, else OLLAMA_KV_CACHE_TYPE;
  * *value: the text read (NULL when neither is set), for a message. */
 bool wk_kv_type_from_env(enum wk_dtype *out, const char **value);
@@ -224,6 +234,12 @@ bool wk_kv_type_from_env(enum wk_dtype *out, const char **value);
  */
 enum wk_status wk_context_create(const struct wk_model *m, const struct wk_context_params *p,
                                  struct wk_context **out, struct wk_error *err);
+/* wk_context_create, and where the model cannot hold p->kv_type's cache
+ * (WK_E_UNSUPPORTED for a type other than f32: multi-head latent
+ * attention, q8_0 with a head dim not a multiple of 32) wk_context_create
+ * with an f32 one (wk_context_kv_type says which it got). */
+enum wk_status wk_context_create_or_f32(const struct wk_model *m, const struct wk_context_params *p,
+                                        struct wk_context **out, struct wk_error *err);
 /* Frees the context and stops its threads unless its pool was lent;
  * ctx may be NULL. */
 void wk_context_destroy(struct wk_context *ctx);
@@ -233,7 +249,8 @@ int32_t wk_context_n_ctx(const struct wk_context *ctx);
 enum wk_dtype wk_context_kv_type(const struct wk_context *ctx);
 /* Bytes the KV cache holds: every sequence's K and V of every layer that
  * has its own (rings W + n_ubatch + WK_VERIFY_MAX slots, full layers n_ctx
- * rounded up to whole blocks of values), not the scratch. */
+ * rounded up to whole blocks of values), a Q8_0 cache's scales with them,
+ * not the scratch. */
 size_t wk_context_kv_bytes(const struct wk_context *ctx);
 int32_t wk_context_n_threads(const struct wk_context *ctx);
 /* Rows per ubatch (wk_context_params.n_ubatch, at most n_ctx): the prefill chunk. */

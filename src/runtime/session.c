@@ -81,12 +81,7 @@ enum wk_status wk_session_create(const struct wk_model *m, const struct wk_token
     if (!s) return wk_error_set(err, WK_E_NOMEM, "out of memory");
     s->m = m;
     s->tok = tok;
-    enum wk_status st = wk_context_create(m, cp, &s->ctx, err);
-    if (st == WK_E_UNSUPPORTED && cp->kv_type != WK_DTYPE_F32) { /* a model that keeps f32 (MLA) */
-        struct wk_context_params f32 = *cp;
-        f32.kv_type = WK_DTYPE_F32;
-        st = wk_context_create(m, &f32, &s->ctx, err);
-    }
+    enum wk_status st = wk_context_create_or_f32(m, cp, &s->ctx, err);
     if (st) {
         wk_free(s);
         return st;
@@ -160,11 +155,7 @@ enum wk_status wk_session_set_draft(struct wk_session *s, const struct wk_model 
     /* the target's cache type (an MTP assistant reads the target's cache);
      * f32 where the draft cannot hold it */
     cp.kv_type = wk_context_kv_type(s->ctx);
-    st = wk_context_create(draft, &cp, &s->d_ctx, err);
-    if (st == WK_E_UNSUPPORTED && cp.kv_type != WK_DTYPE_F32) {
-        cp.kv_type = WK_DTYPE_F32;
-        st = wk_context_create(draft, &cp, &s->d_ctx, err);
-    }
+    st = wk_context_create_or_f32(draft, &cp, &s->d_ctx, err);
     if (st) return st;
     const size_t V = (size_t)n_vocab;
     if (wk_model_is_mtp(draft)) {

@@ -99,7 +99,7 @@ enum wk_status wk_slots_create(const struct wk_model *m, const struct wk_tokeniz
     struct wk_slots *s = wk_calloc(1, sizeof *s);
     if (!s) return wk_error_set(err, WK_E_NOMEM, "out of memory");
     s->m = m, s->tok = tok, s->n_vocab = n_vocab, s->rr = -1;
-    enum wk_status st = wk_context_create(m, cp, &s->ctx, err);
+    enum wk_status st = wk_context_create_or_f32(m, cp, &s->ctx, err); /* f32 where the model cannot hold cp's */
     if (st) {
         wk_free(s);
         return st;

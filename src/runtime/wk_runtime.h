@@ -501,7 +501,8 @@ struct wk_session;
 
 /* Creates a session on model m with its own context (KV cache, threads).
  * A model that cannot hold cp->kv_type's cache (multi-head latent
- * attention: f32 only) gets an f32 one (wk_context_kv_type says which).
+ * attention: f32 only; q8_0 with a head dim not a multiple of 32) gets an
+ * f32 one (wk_context_kv_type says which).
  * m and tok are borrowed and must outlive the session. Errors: WK_E_FORMAT
  * when the tokenizer has more tokens than the model has embeddings (the
  * message names the model file), those of wk_context_create. */

@@ -71,7 +71,8 @@ struct wk_slots_step {
 
 /*
  * Creates the slots: a context on m with cp (its n_seq_max sequences are
- * the slots, at least 1) and per-slot state. m and tok are borrowed and
+ * the slots, at least 1; an f32 KV cache where the model cannot hold
+ * cp->kv_type's, wk_context_create_or_f32) and per-slot state. m and tok are borrowed and
  * must outlive the slots; *out is owned by the caller (wk_slots_destroy).
  * Errors: WK_E_FORMAT (the tokenizer has more tokens than the model's
  * embedding), those of wk_context_create, WK_E_NOMEM.

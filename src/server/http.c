@@ -697,7 +697,7 @@ static bool env_long(const char *wick, const char *ollama, const char *what, lon
  * sending or reading nothing while the server waits for it) before it is
  * closed, IDLE_TIMEOUT when unset; OLLAMA_KEEP_ALIVE (WICK_KEEP_ALIVE):
  * checked only (an empty value is unset, as Ollama reads it);
- * OLLAMA_KV_CACHE_TYPE (WICK_KV_CACHE_TYPE): f32 (or unset) or f16, else refused.
+ * OLLAMA_KV_CACHE_TYPE (WICK_KV_CACHE_TYPE): f32 (or unset), f16 or q8_0, else refused.
  * False (after a message) when a value is not a number in range. */
 static bool read_env_numbers(struct srv_server *srv)
 {
@@ -728,18 +728,20 @@ static bool read_env_numbers(struct srv_server *srv)
     }
     /* Ollama's KV cache type (f16 by default there; q8_0 and q4_0 to halve
      * or quarter its memory): wick's cache holds f32 entries unless told
-     * f16 (the runners inherit the variable and read it, runner.c); a type
-     * it does not have is refused rather than dropped */
+     * f16 or q8_0 (the runners inherit the variable and read it,
+     * runner.c); a type it does not have is refused rather than dropped */
     enum wk_dtype kv;
     if (!wk_kv_type_from_env(&kv, &v)) {
         fprintf(stderr, "wick serve: OLLAMA_KV_CACHE_TYPE (WICK_KV_CACHE_TYPE) is '%s', but wick's KV cache is f32 "
-                        "(the default: 4 bytes an entry) or f16 (2 bytes); q8_0 and q4_0 caches are not implemented\n",
+                        "(the default: 4 bytes an entry), f16 (2 bytes) or q8_0 (1.0625 bytes); a q4_0 cache is not "
+                        "implemented\n",
                 v);
         return false;
     }
-    if (kv == WK_DTYPE_F16)
-        fprintf(stderr, "wick serve: OLLAMA_KV_CACHE_TYPE=f16: the KV caches hold f16 entries (half the memory of "
-                        "f32; a model with multi-head latent attention keeps f32)\n");
+    if (kv != WK_DTYPE_F32)
+        fprintf(stderr, "wick serve: OLLAMA_KV_CACHE_TYPE=%s: the KV caches hold %s entries (%s the memory of f32; a "
+                        "model with multi-head latent attention keeps f32)\n",
+                wk_kv_type_name(kv), wk_kv_type_name(kv), kv == WK_DTYPE_F16 ? "half" : "about a quarter of");
     if (par) /* the runners inherit the variable and read it (runner.c) */
         fprintf(stderr, "wick serve: OLLAMA_NUM_PARALLEL=%ld: each model computes up to %ld request(s) at once, "
                         "each with a KV cache of the full context; more queue%s\n", par, par > WK_SEQ_MAX ? (long)WK_SEQ_MAX : par,

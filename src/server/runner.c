@@ -948,7 +948,7 @@ int wk_runner_main(const struct wk_runner_opts *o)
     const char *kv_name;
     enum wk_status st = wk_kv_type_from_env(&cp.kv_type, &kv_name)
                             ? WK_OK
-                            : wk_error_set(&err, WK_E_INVALID, "OLLAMA_KV_CACHE_TYPE '%s' is not f32 or f16", kv_name);
+                            : wk_error_set(&err, WK_E_INVALID, "OLLAMA_KV_CACHE_TYPE '%s' is not f32, f16 or q8_0", kv_name);
     if (!st) st = wk_model_load(o->model, &rn->model, &err);
     if (!st) st = wk_tokenizer_for_model(rn->model, &rn->tok, &err);
     if (!st && o->draft && *o->draft) st = wk_model_load(o->draft, &rn->draft, &err);
@@ -971,10 +971,10 @@ int wk_runner_main(const struct wk_runner_opts *o)
     if (!st) {
         const struct wk_context *ctx = rn->slots ? wk_slots_context(rn->slots) : wk_session_context(rn->session);
         rn->n_ctx = wk_context_n_ctx(ctx);
-        if (cp.kv_type != WK_DTYPE_F32) /* OLLAMA_KV_CACHE_TYPE=f16 (not the default): taken, or not (MLA) */
-            fprintf(stderr, "wick runner: the KV cache holds %s entries (%d slot(s) of %d positions, %.1f MiB)\n",
-                    wk_context_kv_type(ctx) == WK_DTYPE_F16 ? "f16" : "f32 (this model's only kind)", rn->n_parallel,
-                    rn->n_ctx, (double)wk_context_kv_bytes(ctx) / (1 << 20));
+        if (cp.kv_type != WK_DTYPE_F32) /* OLLAMA_KV_CACHE_TYPE=f16 or q8_0 (not the default): taken, or not */
+            fprintf(stderr, "wick runner: the KV cache holds %s entries%s (%d slot(s) of %d positions, %.1f MiB)\n",
+                    wk_kv_type_name(wk_context_kv_type(ctx)), wk_context_kv_type(ctx) != cp.kv_type ? " (this model "
+                    "cannot hold the type asked for)" : "", rn->n_parallel, rn->n_ctx, (double)wk_context_kv_bytes(ctx) / (1 << 20));
         if ((lfd = srv_runner_listen(o->socket, &err)) < 0) st = err.status;
     }
     pthread_t compute;

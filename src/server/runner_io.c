@@ -297,8 +297,8 @@ uint64_t srv_mem_available(void)
  * Requests a runner computes at once: WICK_NUM_PARALLEL (also read as
  * OLLAMA_NUM_PARALLEL, which the server checked and the runner inherits),
  * capped at WK_SEQ_MAX, the sequences one context holds. Each slot holds a
- * KV cache of the full n_ctx (K and V of every layer in kv_type, f32 or
- * f16 as OLLAMA_KV_CACHE_TYPE says, an overestimate
+ * KV cache of the full n_ctx (K and V of every layer in kv_type, f32, f16
+ * or q8_0 as OLLAMA_KV_CACHE_TYPE says, an overestimate
  * on sliding-window layers, whose rings are shorter), so cache memory
  * grows N-fold. Unset, the choice is made from memory as Ollama makes it
  * (4 when it fits, else 1): RUNNER_DEFAULT_PARALLEL when that many caches
@@ -315,9 +315,10 @@ int32_t srv_runner_n_parallel(const struct wk_model *m, int32_t n_ctx, enum wk_d
     const struct wk_hparams *hp = wk_model_hparams(m);
     if (n_ctx <= 0) n_ctx = WK_MIN(4096, hp->n_ctx_train > 0 ? hp->n_ctx_train : 4096);
     uint64_t per_slot = 0;
-    const uint64_t es = (uint64_t)wk_dtype_traits_get(kv_type)->block_bytes; /* F32 or F16: one element a block */
+    const struct wk_dtype_traits *tr = wk_dtype_traits_get(kv_type); /* F32, F16: one element a block; Q8_0: 32 */
     for (int32_t il = 0; il < hp->n_layer; il++)
-        per_slot += (uint64_t)WK_MAX(wk_model_kv_values(m, il), 0) * es * (uint64_t)n_ctx;
+        per_slot += (uint64_t)WK_MAX(wk_model_kv_values(m, il), 0) * tr->block_bytes * (uint64_t)n_ctx /
+                    (uint64_t)tr->block_size;
     const uint64_t avail = srv_mem_available();
     int32_t k = RUNNER_DEFAULT_PARALLEL;
     while (k > 1 && avail != UINT64_MAX && per_slot * (uint64_t)k > avail / 2) k /= 2;

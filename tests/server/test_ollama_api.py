@@ -257,6 +257,34 @@ def start(wick, env, port, host="127.0.0.1"):
     return p
 
 
+def test_kv_q8_0(wick, store, ref_port, base):
+    """OLLAMA_KV_CACHE_TYPE=q8_0: the runner's two slots hold q8_0 (each 32 entries of a key or
+    value vector as ggml's q8_0 quantizes them: logits within ~2e-2 of the f32 cache's on SmolLM2,
+    bench/kl's mean KL 0.0012); greedy text as the f32 server's, and the log-probabilities of its
+    tokens near the f32 server's but not equal to them (the cache is read)."""
+    port = free_port()
+    env = dict(base, OLLAMA_HOST=f"127.0.0.1:{port}", OLLAMA_MODELS=store, OLLAMA_CONTEXT_LENGTH="512",
+               OLLAMA_NUM_PARALLEL="2", OLLAMA_KV_CACHE_TYPE="q8_0")
+    p = start(wick, env, port)
+    try:
+        req = dict(model="smollm2", prompt="The three primary colors are", raw=True, logprobs=True,
+                   options={"num_predict": 24, "temperature": 0})
+        a = ollama.Client(host=f"http://127.0.0.1:{port}").generate(**req)
+        b = ollama.Client(host=f"http://127.0.0.1:{ref_port}").generate(**req)
+        check(a.response == b.response and len(a.response) > 40,
+              "OLLAMA_KV_CACHE_TYPE=q8_0: 24 greedy tokens as the f32 cache's", f"{a.response!r} {b.response!r}")
+        la = [t.logprob for t in a.logprobs or []]
+        lb = [t.logprob for t in b.logprobs or []]
+        worst = max((abs(x - y) for x, y in zip(la, lb)), default=-1)
+        check(len(la) == len(lb) == 24 and 0 < worst < 0.05,
+              "q8_0: each greedy token's log-probability within 0.05 of the f32 cache's, not all equal", f"{worst} {la[:4]} {lb[:4]}")
+    finally:
+        p.terminate()
+        err = p.communicate(timeout=20)[1]
+    check("OLLAMA_KV_CACHE_TYPE=q8_0" in err and "wick runner: the KV cache holds q8_0 entries (2 slot(s)" in err,
+          "OLLAMA_KV_CACHE_TYPE=q8_0 is read, said, and the runner's two slots hold q8_0", err[-400:])
+
+
 def test_ollama_env(wick, store, ref_port=None):
     base = {k: v for k, v in os.environ.items() if not k.startswith(("WICK_", "OLLAMA_"))}
     # IPv6 loopback, models and context length from OLLAMA_*
@@ -316,6 +344,8 @@ def test_ollama_env(wick, store, ref_port=None):
     check("OLLAMA_NUM_PARALLEL=2: each model computes up to 2" in err, "OLLAMA_NUM_PARALLEL=2 is read and said", err[-300:])
     check("OLLAMA_KV_CACHE_TYPE=f16" in err and "wick runner: the KV cache holds f16 entries (2 slot(s)" in err,
           "OLLAMA_KV_CACHE_TYPE=f16 is read, said, and the runner's two slots hold f16", err[-400:])
+    if ref_port:
+        test_kv_q8_0(wick, store, ref_port, base)
     for h in ("127.0.0.1:abc", ":99999", "ftp://127.0.0.1:1", "127.0.0.1 :1"):
         bad = subprocess.run([wick, "serve"], env=dict(base, OLLAMA_HOST=h), capture_output=True, text=True, timeout=20)
         check(bad.returncode == 2 and "bad address" in bad.stderr, f"OLLAMA_HOST={h!r}: exit 2, not the default port",
@@ -326,9 +356,9 @@ def test_ollama_env(wick, store, ref_port=None):
                          capture_output=True, text=True, timeout=20)
     check(bad.returncode == 2 and "OLLAMA_CONTEXT_LENGTH" in bad.stderr, "OLLAMA_CONTEXT_LENGTH=lots: exit 2 naming it",
           bad.stderr)
-    # a KV cache type wick does not have (Ollama's q8_0 and q4_0: wick's cache is f32 or f16), and
+    # a KV cache type wick does not have (Ollama's q4_0: wick's cache is f32, f16 or q8_0), and
     # a loaded-model count atoi read as its leading digits
-    for var, val in (("OLLAMA_KV_CACHE_TYPE", "q8_0"), ("OLLAMA_KV_CACHE_TYPE", "q4_0"),
+    for var, val in (("OLLAMA_KV_CACHE_TYPE", "q4_0"), ("OLLAMA_KV_CACHE_TYPE", "Q8_0"),
                      ("OLLAMA_MAX_LOADED_MODELS", "3x"), ("OLLAMA_MAX_LOADED_MODELS", "0")):
         bad = subprocess.run([wick, "serve"], env=dict(base, OLLAMA_HOST=f"127.0.0.1:{free_port()}", **{var: val}),
                              capture_output=True, text=True, timeout=20)

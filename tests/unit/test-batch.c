@@ -8,8 +8,8 @@
  *   sequence gets the bits of one-token decode steps;
  * - truncating or copying one sequence leaves the others alone; a copied
  *   prefix continues exactly as the original does, ring caches included;
- *   all of it with an F16 KV cache too, whose logits stay near the F32
- *   cache's;
+ *   all of it with an F16 and a Q8_0 KV cache too, whose logits stay near
+ *   the F32 cache's;
  * - a bidirectional (encoder) mask against a direct computation of the
  *   whole forward pass in double precision, written here from the
  *   family's math (docs/reference/architectures.md §3), which is first
@@ -27,6 +27,7 @@
 static struct wk_model *load(const struct tiny_spec *sp) { return tiny_model_load(sp); }
 
 static enum wk_dtype g_kv = WK_DTYPE_F32; /* the contexts' KV cache type */
+static uint32_t g_head_dim;               /* the models' head dim, 0: tiny_spec_default's */
 
 static struct wk_context *ctx_new(struct wk_model *m, int n_seq, int n_ubatch)
 {
@@ -131,6 +132,7 @@ static void check_two_sequences_alone(const struct tiny_spec *sp, int n_ubatch, 
 static void test_two_sequences_equal_alone(void)
 {
     struct tiny_spec sp = tiny_spec_default();
+    if (g_head_dim) sp.head_dim = g_head_dim;
     check_two_sequences_alone(&sp, 512, 7);
 }
 
@@ -141,41 +143,64 @@ static void test_two_sequences_rings(void)
 {
     struct tiny_spec sp = tiny_spec_default();
     sp.sliding_window = 4;
+    if (g_head_dim) sp.head_dim = g_head_dim;
     check_two_sequences_alone(&sp, 16, 40);
 }
 
-/* Both with an F16 KV cache (wk_context_params.kv_type): the same
- * guarantees, the cache's elements halves; and its logits near the F32
- * cache's (each K and V value within 2^-11 relative of the F32 one) but
- * not equal to them (the check can fail: the cache is read). */
-static void test_f16_cache(void)
+/* Both with a KV cache of type t (wk_context_params.kv_type) on models
+ * of head dim D: the same guarantees; and the logits near the F32
+ * cache's, within tol of their largest, but not equal to them (the check
+ * can fail: the cache is read). */
+static void check_cache_type(enum wk_dtype t, uint32_t D, double tol)
 {
-    g_kv = WK_DTYPE_F16;
+    g_kv = t, g_head_dim = D;
     test_two_sequences_equal_alone();
     test_two_sequences_rings();
     struct tiny_spec sp = tiny_spec_default();
+    sp.head_dim = D;
     struct wk_model *m = load(&sp);
     const int V = wk_model_hparams(m)->n_vocab;
-    float *l16 = malloc((size_t)V * 4), *l32 = malloc((size_t)V * 4);
-    struct wk_context *c16 = ctx_new(m, 1, 512);
+    float *lt = malloc((size_t)V * 4), *l32 = malloc((size_t)V * 4);
+    struct wk_context *ct = ctx_new(m, 1, 512);
     g_kv = WK_DTYPE_F32;
     struct wk_context *c32 = ctx_new(m, 1, 512);
-    CHECK_EQ_INT(wk_context_decode(c16, g_long, 40, l16, NULL, NULL), WK_OK);
+    CHECK_EQ_INT(wk_context_decode(ct, g_long, 40, lt, NULL, NULL), WK_OK);
     CHECK_EQ_INT(wk_context_decode(c32, g_long, 40, l32, NULL, NULL), WK_OK);
     double worst = 0, scale = 0;
-    for (int i = 0; i < V; i++) worst = fmax(worst, fabs(l16[i] - l32[i])), scale = fmax(scale, fabs(l32[i]));
-    CHECK(worst > 0 && worst < 2e-3 * scale);
-    wk_context_destroy(c16), wk_context_destroy(c32);
-    free(l16), free(l32);
+    for (int i = 0; i < V; i++) worst = fmax(worst, fabs(lt[i] - l32[i])), scale = fmax(scale, fabs(l32[i]));
+    if (!(worst > 0 && worst < tol * scale))
+        fprintf(stderr, "%s cache: logits %.3g from the F32 cache's (largest %.3g)\n", wk_dtype_name(t), worst, scale);
+    CHECK(worst > 0 && worst < tol * scale);
+    wk_context_destroy(ct), wk_context_destroy(c32);
+    free(lt), free(l32);
     wk_model_destroy(m);
-    /* other element types are refused by name */
+    g_head_dim = 0;
+}
+
+/* An F16 cache: each K and V value within 2^-11 relative of the F32 one. */
+static void test_f16_cache(void) { check_cache_type(WK_DTYPE_F16, 8, 2e-3); }
+
+/* A Q8_0 cache (each 32 entries of a key or value vector quantized as
+ * q8_0: within max|x| / 254 of the F32 ones) on models of head dim 32;
+ * a head dim that is not a multiple of 32 and other element types are
+ * refused by name. */
+static void test_q8_0_cache(void)
+{
+    check_cache_type(WK_DTYPE_Q8_0, 32, 2e-2);
+    struct tiny_spec sp = tiny_spec_default(); /* head dim 8 */
+    struct wk_model *m = load(&sp);
     struct wk_context_params p = wk_context_params_default();
-    p.kv_type = WK_DTYPE_Q8_0;
     struct wk_context *c = NULL;
     struct wk_error err;
-    m = load(&sp);
+    p.kv_type = WK_DTYPE_Q8_0;
+    CHECK_EQ_INT(wk_context_create(m, &p, &c, &err), WK_E_UNSUPPORTED);
+    CHECK(c == NULL && strstr(err.msg, "q8_0") != NULL && strstr(err.msg, "multiples of 32") != NULL);
+    CHECK_EQ_INT(wk_context_create_or_f32(m, &p, &c, &err), WK_OK); /* what sessions and slots take: f32 */
+    CHECK_EQ_INT(c ? wk_context_kv_type(c) : WK_DTYPE_COUNT, WK_DTYPE_F32);
+    wk_context_destroy(c), c = NULL;
+    p.kv_type = WK_DTYPE_Q4_0;
     CHECK_EQ_INT(wk_context_create(m, &p, &c, &err), WK_E_INVALID);
-    CHECK(c == NULL && strstr(err.msg, "Q8_0") != NULL);
+    CHECK(c == NULL && strstr(err.msg, "Q4_0") != NULL);
     wk_model_destroy(m);
 }
 
@@ -390,5 +415,5 @@ static void test_no_leaks(void)
     CHECK_EQ_INT(wk_alloc_live_bytes(), base);
 }
 
-CHECK_MAIN(TEST(test_two_sequences_equal_alone), TEST(test_two_sequences_rings), TEST(test_f16_cache),
+CHECK_MAIN(TEST(test_two_sequences_equal_alone), TEST(test_two_sequences_rings), TEST(test_f16_cache), TEST(test_q8_0_cache),
            TEST(test_bidirectional_against_direct), TEST(test_bad_batches), TEST(test_no_leaks))

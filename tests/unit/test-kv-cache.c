@@ -1,5 +1,5 @@
 /*
- * test-kv-cache.c - the F16 KV cache (wk_context_params.kv_type) at the
+ * test-kv-cache.c - the F16 and Q8_0 KV caches (wk_context_params.kv_type) at the
  * CPU backend's level, for every kernel table this CPU runs:
  * - f32 to f16 (quantize[WK_DTYPE_F16], the cache's writes) rounds as the
  *   reference wk_f32_to_f16 does, which rounds to nearest even from first
@@ -8,9 +8,12 @@
  * - kv_write puts each key and value where the layout says (backend.h,
  *   struct wk_attn_args, values transposed or in blocks of WK_KV_VBLK
  *   slots), rounded in F16; kv_copy copies a sequence's stripe;
- * - attention over an F16 cache, and over values in blocks (F32 and F16),
- *   gives bit for bit what it gives over an F32 cache with the values
- *   transposed holding the same (rounded) values: decode (one sequence,
+ * - the same for a Q8_0 cache (its codes and f16 scales: each 32 entries
+ *   of a slot's key or value vector in a kv head quantized as the
+ *   reference q8_0 quantizer does), D 64 and 96;
+ * - attention over an F16 or Q8_0 cache, and over values in blocks (F32,
+ *   F16, Q8_0), gives bit for bit what it gives over an F32 cache with the
+ *   values transposed holding the same (rounded) values: decode (one sequence,
  *   with its heads grouped, within one block and over two, and two
  *   sequences), a prefill with its keys packed, a prefill of two sequences
  *   in one ubatch, and a sliding-window ring whose keys wrap, each decode
@@ -92,13 +95,19 @@ enum { NSEQ = 2, NH = 6, NKV = 2, S = 104, SB = 128, RS = 24, RW = 16, NCTX = 12
 
 static void caches_init(struct wk_kv_cache *c, enum wk_dtype t, int64_t slots, int32_t v_blk, int D)
 {
-    const size_t es = t == WK_DTYPE_F16 ? 2 : 4, n = (size_t)NSEQ * (size_t)slots * NKV * (size_t)D;
+    const size_t es = (size_t)wk_kv_elem_bytes(t), n = (size_t)NSEQ * (size_t)slots * NKV * (size_t)D;
     *c = (struct wk_kv_cache){.k = wk_aligned_alloc(n * es), .v = wk_aligned_alloc(n * es), .type = t,
                               .n_slots = slots, .v_blk = v_blk};
     memset(c->k, 0, n * es), memset(c->v, 0, n * es);
+    if (t != WK_DTYPE_Q8_0) return;
+    c->ks = wk_aligned_alloc(n / WK_KV_Q8_GROUP * 2), c->vs = wk_aligned_alloc(n / WK_KV_Q8_GROUP * 2);
+    memset(c->ks, 0, n / WK_KV_Q8_GROUP * 2), memset(c->vs, 0, n / WK_KV_Q8_GROUP * 2);
 }
 
-static void caches_free(struct wk_kv_cache *c) { wk_aligned_free(c->k), wk_aligned_free(c->v); }
+static void caches_free(struct wk_kv_cache *c)
+{
+    wk_aligned_free(c->k), wk_aligned_free(c->v), wk_aligned_free(c->ks), wk_aligned_free(c->vs);
+}
 
 struct be {
     struct wk_threadpool *pool;
@@ -146,7 +155,8 @@ static void attend(struct be *b, const struct wk_kv_cache *c, int D, int window,
                    const int32_t *seq, int n_blk, const int32_t *t0, const int32_t *nq, const float *q, float *out)
 {
     int32_t seq_hi[NSEQ] = {0, 0};
-    const struct wk_attn_args a = {.q = q, .out = out, .k = c->k, .v = c->v, .kv_type = c->type, .n_slots = c->n_slots,
+    const struct wk_attn_args a = {.q = q, .out = out, .k = c->k, .v = c->v, .ks = c->ks, .vs = c->vs,
+                                   .kv_type = c->type, .n_slots = c->n_slots,
                                    .v_blk = c->v_blk,
                                    .n_head = NH, .n_head_kv = NKV, .head_dim = D, .n_rows = n, .pos = pos,
                                    .seq = seq, .blk_t0 = t0, .blk_nq = nq, .n_blk = n_blk, .window = window,
@@ -181,7 +191,30 @@ static double worst_against_double(int D, int n, const int32_t *pos, const int32
     return worst;
 }
 
-static void test_attention_bits(const struct wk_cpu_kernels *k, int D)
+/* x [n] as a cache of type lt holds it: each value rounded to f16, or
+ * (Q8_0) each 32 consecutive values (one position's entries of one kv
+ * head: D is a multiple of 32) quantized and dequantized as ggml's q8_0
+ * (the reference quantization, wk_ref_q8_0_*; tests/unit/test-quant
+ * checks those against gguf-py's). */
+static void round_as(enum wk_dtype lt, const float *x, float *r, size_t n)
+{
+    if (lt == WK_DTYPE_F16) {
+        for (size_t i = 0; i < n; i++) r[i] = wk_f16_to_f32(wk_f32_to_f16(x[i]));
+        return;
+    }
+    struct wk_block_q8_0 b;
+    for (size_t i = 0; i < n; i += 32) wk_ref_q8_0_from_f32(x + i, &b, 32), wk_ref_q8_0_to_f32(&b, r + i, 32);
+}
+
+/* Entry e of a cache of type lt (F16 or Q8_0) as the float it holds: s
+ * the index of its scale (Q8_0). */
+static float held(const struct wk_kv_cache *c, bool value, int64_t e, int64_t s)
+{
+    if (c->type == WK_DTYPE_F16) return wk_f16_to_f32(((const wk_f16 *)(value ? c->v : c->k))[e]);
+    return (float)((const int8_t *)(value ? c->v : c->k))[e] * wk_f16_to_f32((value ? c->vs : c->ks)[s]);
+}
+
+static void test_attention_bits(const struct wk_cpu_kernels *k, int D, enum wk_dtype lt)
 {
     const int64_t hk = NKV * D;
     const size_t nkv = (size_t)NSEQ * NCTX * (size_t)hk;
@@ -189,10 +222,8 @@ static void test_attention_bits(const struct wk_cpu_kernels *k, int D)
     float *q = malloc((size_t)16 * NH * D * 4), *o16 = malloc((size_t)16 * NH * D * 4);
     float *o32 = malloc((size_t)16 * NH * D * 4);
     uint64_t seed = 99 + (uint64_t)D;
-    for (size_t i = 0; i < nkv; i++) {
-        kx[i] = check_rand_f32(&seed) * 1.5f, vx[i] = check_rand_f32(&seed) * 3.0f;
-        kr[i] = wk_f16_to_f32(wk_f32_to_f16(kx[i])), vr[i] = wk_f16_to_f32(wk_f32_to_f16(vx[i]));
-    }
+    for (size_t i = 0; i < nkv; i++) kx[i] = check_rand_f32(&seed) * 1.5f, vx[i] = check_rand_f32(&seed) * 3.0f;
+    round_as(lt, kx, kr, nkv), round_as(lt, vx, vr, nkv);
     for (int i = 0; i < 16 * NH * D; i++) q[i] = check_rand_f32(&seed) * 0.5f;
     int n_rounded = 0; /* rounding changed some values: the two caches hold what they should */
     for (size_t i = 0; i < nkv; i++) n_rounded += kr[i] != kx[i];
@@ -201,32 +232,37 @@ static void test_attention_bits(const struct wk_cpu_kernels *k, int D)
     struct be b;
     be_init(&b, k, D, true);
     /* full caches: F32 with the values transposed (the reference), F32 and
-     * F16 with them in blocks, F16 transposed; rings: F32 and F16 */
+     * lt (F16 or Q8_0) with them in blocks, lt transposed; rings: F32 and lt */
     struct wk_kv_cache full[4], r32, r16;
     caches_init(&full[0], WK_DTYPE_F32, S, 0, D), caches_init(&full[1], WK_DTYPE_F32, SB, WK_KV_VBLK, D);
-    caches_init(&full[2], WK_DTYPE_F16, SB, WK_KV_VBLK, D), caches_init(&full[3], WK_DTYPE_F16, S, 0, D);
-    caches_init(&r32, WK_DTYPE_F32, RS, 0, D), caches_init(&r16, WK_DTYPE_F16, RS, 0, D);
-    static const char *const kind[4] = {"F32", "F32 blocked", "F16 blocked", "F16"};
+    caches_init(&full[2], lt, SB, WK_KV_VBLK, D), caches_init(&full[3], lt, S, 0, D);
+    caches_init(&r32, WK_DTYPE_F32, RS, 0, D), caches_init(&r16, lt, RS, 0, D);
+    const char *const kind[4] = {"F32", "F32 blocked", lt == WK_DTYPE_F16 ? "F16 blocked" : "Q8_0 blocked",
+                                 wk_dtype_name(lt)};
     for (int s = 0; s < NSEQ; s++) {
         const size_t o = (size_t)s * NCTX * (size_t)hk;
         for (int c = 0; c < 4; c++) {
-            const bool h = full[c].type == WK_DTYPE_F16;
+            const bool h = full[c].type == lt;
             write_seq(&b, &full[c], D, s, NPOS, (h ? kx : kr) + o, (h ? vx : vr) + o);
         }
         write_seq(&b, &r16, D, s, 36, kx + o, vx + o), write_seq(&b, &r32, D, s, 36, kr + o, vr + o);
     }
-    /* each cache holds each value (rounded in F16) where the layout puts
-     * it: sequence 1, position 77 (block 1), kv head 1, dimension 5 */
+    /* each cache holds each value (rounded as lt rounds it) where the
+     * layout puts it: sequence 1, position 77 (block 1), kv head 1,
+     * dimension 5 (Q8_0: its scales where wk_kv_ks_index, wk_kv_vs_index
+     * say) */
     {
         const int64_t e = 5, pos = 77, g = 1, src = ((int64_t)NCTX + pos) * hk + g * D + e;
-        CHECK_EQ_INT(((wk_f16 *)full[3].k)[S * hk + g * S * D + pos * D + e], wk_f32_to_f16(kx[src]));
-        CHECK_EQ_INT(((wk_f16 *)full[3].v)[S * hk + (g * D + e) * S + pos], wk_f32_to_f16(vx[src]));
-        CHECK(((float *)full[0].k)[S * hk + g * S * D + pos * D + e] == kr[src]);
-        CHECK(((float *)full[0].v)[S * hk + (g * D + e) * S + pos] == vr[src]);
+        const int64_t ke = S * hk + g * S * D + pos * D + e, ve = S * hk + (g * D + e) * S + pos;
+        CHECK(held(&full[3], false, ke, wk_kv_ks_index(ke)) == kr[src]);
+        CHECK(held(&full[3], true, ve, wk_kv_vs_index(S, hk, 1, g * D + e, pos)) == vr[src]);
+        CHECK(((float *)full[0].k)[ke] == kr[src]);
+        CHECK(((float *)full[0].v)[ve] == vr[src]);
         const int64_t vb = SB * hk + (pos / WK_KV_VBLK) * hk * WK_KV_VBLK + (g * D + e) * WK_KV_VBLK + pos % WK_KV_VBLK;
         CHECK_EQ_INT(wk_kv_v_index(SB, WK_KV_VBLK, hk, 1, g * D + e, pos), vb);
         CHECK(((float *)full[1].v)[vb] == vr[src]);
-        CHECK_EQ_INT(((wk_f16 *)full[2].v)[vb], wk_f32_to_f16(vx[src]));
+        CHECK(held(&full[2], true, vb, wk_kv_vs_index(SB, hk, 1, g * D + e, pos)) == vr[src]);
+        CHECK_EQ_INT(wk_kv_vs_index(SB, hk, 1, g * D + e, pos), (hk / 32 + (g * D + e) / 32) * SB + pos);
     }
 
     struct {
@@ -254,7 +290,7 @@ static void test_attention_bits(const struct wk_cpu_kernels *k, int D)
             const bool same = memcmp(o16, o32, (size_t)sc[i].n * NH * D * 4) == 0;
             if (!same)
                 fprintf(stderr, "%s, D %d, %s: %s and F32 caches differ\n", k->isa, D, sc[i].name,
-                        sc[i].ring ? "F16" : kind[c]);
+                        sc[i].ring ? wk_dtype_name(lt) : kind[c]);
             CHECK(same);
         }
         const double worst = worst_against_double(D, sc[i].n, sc[i].pos, sc[i].seq, w, q, o32, kr, vr);
@@ -263,18 +299,25 @@ static void test_attention_bits(const struct wk_cpu_kernels *k, int D)
         CHECK(worst <= 2e-5);
     }
 
-    /* kv_copy: sequence 0's first 70 slots into sequence 1 (F16 transposed; F16 blocked: whole blocks) */
+    /* kv_copy: sequence 0's first 70 slots into sequence 1 (lt transposed;
+     * lt blocked: whole blocks), each entry as the float it holds */
     b.cpu.base.ops->kv_copy(&b.cpu.base, &full[3], hk, D, 0, 1, 70);
-    const wk_f16 *K = full[3].k, *Vt = full[3].v;
     for (int64_t g = 0; g < NKV; g++)
-        CHECK(memcmp(K + S * hk + g * S * D, K + g * S * D, (size_t)70 * D * 2) == 0);
-    for (int64_t i = 0; i < hk; i++) CHECK(memcmp(Vt + S * hk + i * S, Vt + i * S, 70 * 2) == 0);
-    CHECK(memcmp(Vt + S * hk + 70, Vt + 70, 2) != 0); /* slot 70 not copied (they differ) */
+        for (int64_t j = 0; j < 70 * D; j++) {
+            const int64_t e0 = g * S * D + j, e1 = S * hk + e0;
+            CHECK(held(&full[3], false, e1, wk_kv_ks_index(e1)) == held(&full[3], false, e0, wk_kv_ks_index(e0)));
+        }
+    for (int64_t i = 0; i < hk; i++)
+        for (int64_t j = 0; j < 71; j++) {
+            const float v1 = held(&full[3], true, S * hk + i * S + j, wk_kv_vs_index(S, hk, 1, i, j));
+            const float v0 = held(&full[3], true, i * S + j, wk_kv_vs_index(S, hk, 0, i, j));
+            CHECK(j < 70 ? v1 == v0 : i > 0 || v1 != v0); /* slot 70 not copied (they differ) */
+        }
     b.cpu.base.ops->kv_copy(&b.cpu.base, &full[2], hk, D, 0, 1, 70);
-    const wk_f16 *Vb = full[2].v;
     for (int64_t i = 0; i < hk; i++)
         for (int64_t j = 0; j < 70; j++)
-            CHECK_EQ_INT(Vb[wk_kv_v_index(SB, WK_KV_VBLK, hk, 1, i, j)], Vb[wk_kv_v_index(SB, WK_KV_VBLK, hk, 0, i, j)]);
+            CHECK(held(&full[2], true, wk_kv_v_index(SB, WK_KV_VBLK, hk, 1, i, j), wk_kv_vs_index(SB, hk, 1, i, j)) ==
+                  held(&full[2], true, wk_kv_v_index(SB, WK_KV_VBLK, hk, 0, i, j), wk_kv_vs_index(SB, hk, 0, i, j)));
 
     for (int c = 0; c < 4; c++) caches_free(&full[c]);
     caches_free(&r16), caches_free(&r32);
@@ -287,8 +330,10 @@ static void test_attention_f16_as_f32(void)
     for (size_t ii = 0; ii < WK_ARRAY_LEN(g_isas); ii++) {
         const struct wk_cpu_kernels *k = wk_cpu_kernels_for(g_isas[ii]);
         if (!k) continue;
-        test_attention_bits(k, 64);
-        test_attention_bits(k, 40);
+        test_attention_bits(k, 64, WK_DTYPE_F16);
+        test_attention_bits(k, 40, WK_DTYPE_F16);
+        test_attention_bits(k, 64, WK_DTYPE_Q8_0);
+        test_attention_bits(k, 96, WK_DTYPE_Q8_0);
     }
 }
 
