@@ -25,6 +25,7 @@ bool cli_opt_value(int argc, char **argv, int *i, const char *name, const char *
     if (*i + 1 >= argc) {
         fprintf(stderr, "wick %s: option %s needs a value\n", cmd, name);
         *bad = true;
+        *value = ""; /* never read by a caller that checks *bad; not NULL for one that would */
         return true;
     }
     *value = argv[++*i];

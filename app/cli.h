@@ -19,8 +19,9 @@
 /*
  * Option scanner: walks argv[start..argc); for "--name value" and
  * "--name=value" sets *value and returns true when argv[*i] is --name
- * (advancing *i past the value). Prints a usage error and sets *bad when
- * the value is missing.
+ * (advancing *i past the value). Prints a usage error, sets *bad and
+ * *value to "" when the value is missing (--name the last argument): the
+ * caller checks *bad before using *value.
  */
 bool cli_opt_value(int argc, char **argv, int *i, const char *name, const char **value,
                    bool *bad, const char *cmd);

@@ -124,7 +124,6 @@ int cmd_create(int argc, char **argv)
             quant = v;
         else if (cli_opt_value(argc, argv, &i, "--quantize-draft", &v, &bad, "create"))
             quant_draft = v;
-        else if (bad) return WK_EXIT_USAGE;
         else if (argv[i][0] == '-') {
             fprintf(stderr, "wick create: unknown option '%s'\n", argv[i]);
             return WK_EXIT_USAGE;
@@ -133,6 +132,7 @@ int cmd_create(int argc, char **argv)
             fprintf(stderr, "wick create: one model name, got '%s' too\n", argv[i]);
             return WK_EXIT_USAGE;
         }
+        if (bad) return WK_EXIT_USAGE; /* an option without its value (said) */
     }
     if (!name) {
         create_usage(stderr);

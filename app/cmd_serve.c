@@ -59,7 +59,7 @@ int cmd_serve(int argc, char **argv)
         }
         if (cli_opt_value(argc, argv, &i, "--threads", &v, &bad, "serve")) {
             int64_t t;
-            if (!cli_parse_i64("serve", "--threads", v, 1, WK_MAX_THREADS, &t)) return WK_EXIT_USAGE;
+            if (bad || !cli_parse_i64("serve", "--threads", v, 1, WK_MAX_THREADS, &t)) return WK_EXIT_USAGE;
             o.n_threads = (int32_t)t;
             continue;
         }
@@ -81,18 +81,19 @@ int cmd_runner(int argc, char **argv)
         else if (cli_opt_value(argc, argv, &i, "--socket", &v, &bad, "runner")) o.socket = v;
         else if (cli_opt_value(argc, argv, &i, "--draft", &v, &bad, "runner")) o.draft = v;
         else if (cli_opt_value(argc, argv, &i, "--num-ctx", &v, &bad, "runner")) {
-            if (!cli_parse_i64("runner", "--num-ctx", v, 0, 1 << 24, &n)) return WK_EXIT_USAGE;
+            if (bad || !cli_parse_i64("runner", "--num-ctx", v, 0, 1 << 24, &n)) return WK_EXIT_USAGE;
             o.n_ctx = (int32_t)n;
         } else if (cli_opt_value(argc, argv, &i, "--threads", &v, &bad, "runner")) {
-            if (!cli_parse_i64("runner", "--threads", v, 0, WK_MAX_THREADS, &n)) return WK_EXIT_USAGE;
+            if (bad || !cli_parse_i64("runner", "--threads", v, 0, WK_MAX_THREADS, &n)) return WK_EXIT_USAGE;
             o.n_threads = (int32_t)n;
         } else if (cli_opt_value(argc, argv, &i, "--parent", &v, &bad, "runner")) {
-            if (!cli_parse_i64("runner", "--parent", v, 0, INT32_MAX, &n)) return WK_EXIT_USAGE;
+            if (bad || !cli_parse_i64("runner", "--parent", v, 0, INT32_MAX, &n)) return WK_EXIT_USAGE;
             o.parent = (int32_t)n;
         } else {
             if (!bad) fprintf(stderr, "wick runner: unknown option '%s'\n", argv[i]);
             return WK_EXIT_USAGE;
         }
+        if (bad) return WK_EXIT_USAGE; /* an option without its value (said) */
     }
     if (!o.model || !o.socket) {
         fprintf(stderr, "wick runner: internal command; needs --model and --socket\n");

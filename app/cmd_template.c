@@ -247,6 +247,7 @@ int cmd_template(int argc, char **argv)
             cli_opt_value(argc, argv, &i, "--tools", &tools, &bad, "template"))
             continue;
         if (cli_opt_value(argc, argv, &i, "--var", &v, &bad, "template")) {
+            if (bad) break; /* said */
             const char *eq = strchr(v, '=');
             json_error_t je;
             json_t *val = eq ? json_loads(eq + 1, JSON_DECODE_ANY, &je) : NULL;

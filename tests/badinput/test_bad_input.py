@@ -106,6 +106,14 @@ def main():
             check(rc == 2 and "--temperature expects a number" in err and "'hot'" in err, "bad number", err)
             rc, _, err = run(wick, ["run", valid, "hi", "--threads"])
             check(rc == 2 and "--threads needs a value" in err, "missing value", err)
+            # an option that takes a value given last, in every command (create, serve, the runner and
+            # template once read past the end of argv: SIGSEGV)
+            for args in (["create", "x", "-f"], ["create", "x", "--quantize"], ["create", "x", "--quantize-draft"],
+                         ["serve", "--threads"], ["runner", "--socket", "s", "--model"], ["template", "--var"],
+                         ["template", "--jinja"]):
+                rc, _, err = run(wick, args)
+                check(rc == 2 and f"{args[-1]} needs a value" in err and sanitizer_clean(err),
+                      f"{' '.join(args)}: exit 2, the option named", f"rc={rc} {err[-300:]}")
             rc, _, err = run(wick, ["run"])
             check(rc == 2 and "missing MODEL" in err, "missing model", err)
             rc, _, err = run(wick, ["frobnicate"])
