@@ -292,6 +292,13 @@ static enum wk_status acquire(struct srv_sched *s, const struct srv_model *m, in
             pthread_cond_wait(&s->cv, &s->mu);
             continue;
         }
+        if (r && r->pid > 0 && waitpid(r->pid, NULL, WNOHANG) != 0) {
+            /* exited since the reaper last looked (it looks every 100 ms):
+             * never handed out, a new one starts (its slot freed once unused) */
+            r->pid = 0, r->dead = true;
+            pthread_cond_broadcast(&s->cv);
+            continue;
+        }
         if (r && r->n_ctx_req == n_ctx) {
             r->users++;
             r->last_used = wk_time_ns();

@@ -748,6 +748,19 @@ def test_runner_killed(s):
     check("error" in last and r.status == 200, "a runner killed mid-request: the stream ends with an error line", str(rest[-2:]))
     nxt = s.ollama.generate(model=SMOL, prompt="Hi", options=greedy(3))
     check(nxt.done and runner_state(s).get("pid") != pid, "the next request succeeds on a fresh runner")
+    # an idle runner killed, and a request at once (before the reaper's next look, 100 ms): a fresh
+    # runner answers it, not a 500 "not reachable"
+    for _ in range(3):
+        pid = runner_state(s)["pid"]
+        os.kill(pid, signal.SIGKILL)
+        time.sleep(0.005)
+        try:
+            nxt = s.ollama.generate(model=SMOL, prompt="Hi", options=greedy(3))
+            ok = nxt.done and runner_state(s).get("pid") != pid
+        except ollama.ResponseError as e:
+            ok = False
+            nxt = e
+        check(ok, "a request right after its idle runner died: answered by a fresh runner", str(nxt)[:200])
 
 
 def test_concurrent_same_answer(s):
