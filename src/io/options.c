@@ -74,5 +74,16 @@ enum wk_status wk_option_check_number(const struct wk_option *o, double v, struc
         return wk_error_set(err, WK_E_INVALID, "option '%s' must be %s between %s and %s, not %s", o->name,
                             is_int ? "an integer" : "a number", lo, hi, got);
     }
+    /* samplers wick does not have (Ollama's new engine dropped them too):
+     * only the value that turns them off, which changes nothing */
+    static const struct {
+        const char *name, *what;
+        double off;
+    } k_absent[] = {{"typical_p", "locally typical sampling", 1}, {"mirostat", "Mirostat sampling", 0},
+                    {"tfs_z", "tail-free sampling", 1}};
+    for (size_t i = 0; i < WK_ARRAY_LEN(k_absent); i++)
+        if (strcmp(o->name, k_absent[i].name) == 0 && v != k_absent[i].off)
+            return wk_error_set(err, WK_E_INVALID, "option '%s' is %.17g, but wick does not implement %s: only %g "
+                                "(off) is accepted", o->name, v, k_absent[i].what, k_absent[i].off);
     return WK_OK;
 }

@@ -38,8 +38,10 @@ const struct wk_option *wk_options(int *n);
 /*
  * Checks number v for option o: an integer where o is INT, within [min,
  * max]. WK_OK, or WK_E_INVALID with err naming the option and its range
- * ("option 'temperature' must be between 0 and 100, not -3"). Not for
- * BOOL or STRING options.
+ * ("option 'temperature' must be between 0 and 100, not -3"); also for
+ * a sampler wick does not have set to anything but off (typical_p other
+ * than 1, mirostat other than 0, tfs_z other than 1), which would change
+ * the output if it were applied. Not for BOOL or STRING options.
  */
 enum wk_status wk_option_check_number(const struct wk_option *o, double v, struct wk_error *err);
 

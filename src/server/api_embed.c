@@ -40,6 +40,7 @@
  */
 #include "server_internal.h"
 
+#include "../io/wk_options.h"
 #include "../model/wk_embed.h"
 
 #include <limits.h>
@@ -166,6 +167,35 @@ static int parse_inputs(struct embed_req *r, json_t *body, char *msg, size_t cap
     return 0;
 }
 
+/* An embedding request's "options" (an object or null) against the
+ * options table as /api/generate checks them (wk_options.h): a name it
+ * does not have, a value of the wrong type or out of range is an error
+ * (-1, msg set). Of them only num_ctx changes an embedding; the sampling
+ * ones are accepted, as Ollama accepts them here, and have nothing to act
+ * on. */
+static int check_options(json_t *opts, char *msg, size_t cap)
+{
+    const char *k;
+    json_t *v;
+    json_object_foreach(opts, k, v) {
+        const struct wk_option *o = wk_option_find(k);
+        struct wk_error e;
+        char shown[64];
+        wk_str_printable(k, strlen(k), shown, sizeof shown);
+        if (json_is_null(v)) continue;
+        if (!o) return snprintf(msg, cap, "unknown option '%s'", shown), -1;
+        if (o->type == WK_MF_BOOL && !json_is_boolean(v))
+            return snprintf(msg, cap, "option '%s' must be a boolean", k), -1;
+        if (o->type == WK_MF_STRING && !json_is_string(v) && !json_is_array(v))
+            return snprintf(msg, cap, "option '%s' must be a list of strings", k), -1;
+        if (o->type == WK_MF_INT || o->type == WK_MF_FLOAT) {
+            if (!json_is_number(v)) return snprintf(msg, cap, "option '%s' must be a number", k), -1;
+            if (wk_option_check_number(o, json_number_value(v), &e)) return snprintf(msg, cap, "%s", e.msg), -1;
+        }
+    }
+    return 0;
+}
+
 static int parse(struct embed_req *r, json_t *body, char *msg, size_t cap)
 {
     json_t *model = json_object_get(body, "model"), *trunc = json_object_get(body, "truncate");
@@ -194,12 +224,9 @@ static int parse(struct embed_req *r, json_t *body, char *msg, size_t cap)
     }
     if (opts && !json_is_null(opts) && !json_is_object(opts))
         return snprintf(msg, cap, "options must be an object"), 400;
+    if (check_options(opts, msg, cap)) return 400;
     json_t *nc = json_object_get(opts, "num_ctx");
-    if (nc && !json_is_null(nc)) {
-        if (!json_is_integer(nc) || json_integer_value(nc) < 1 || json_integer_value(nc) > 1 << 24)
-            return snprintf(msg, cap, "option num_ctx must be a positive integer"), 400;
-        r->n_ctx = (int32_t)json_integer_value(nc);
-    }
+    if (nc && !json_is_null(nc)) r->n_ctx = (int32_t)json_number_value(nc); /* an integer in range (checked) */
     r->keep_alive_ns = srv_default_keep_alive();
     if (ka && !json_is_null(ka) && !srv_parse_keep_alive(ka, &r->keep_alive_ns))
         return snprintf(msg, cap, "keep_alive must be a duration (\"5m\") or a number of seconds"), 400;

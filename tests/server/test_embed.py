@@ -207,6 +207,17 @@ def test_decoder(srv, dref):
     check(all(d == r.embeddings[:4] for d in during) and gen.get("r") is not None and gen["r"].eval_count > 0,
           "ollama.embed smollm2 while the model generates: the same vectors, and the generation completes",
           f"{gen.get('r') and gen['r'].eval_count}")
+    # options are checked as /api/generate checks them: an unknown name, a wrong type or a value out
+    # of the table's range is a 400 naming it; a sampling option is accepted (nothing to act on)
+    for route in ("/api/embed", "/api/embeddings", "/v1/embeddings"):
+        inp = {"prompt": "a"} if route == "/api/embeddings" else {"input": "a"}
+        for opts, what in (({"bogus": 1}, "'bogus'"), ({"temperature": "x"}, "'temperature'"),
+                           ({"num_ctx": 8}, "'num_ctx'"), ({"mirostat": 2}, "Mirostat")):
+            st, ans = srv.post(route, dict(inp, model="smollm2", options=opts))
+            check(st == 400 and what in json.dumps(ans.get("error")), f"{route} options {opts}: a 400 naming it",
+                  str(ans)[:200])
+        st, ans = srv.post(route, dict(inp, model="smollm2", options={"temperature": 0.5, "num_ctx": 128}))
+        check(st == 200, f"{route}: valid options accepted", str(ans)[:200])
     # truncation at the context (num_ctx 64): cut to fit, or a 400 with truncate false
     long_text = dref[-1]["text"]
     st, ans = srv.post("/api/embed", {"model": "smollm2", "input": long_text, "truncate": False, "options": {"num_ctx": 64}})

@@ -286,6 +286,9 @@ static void test_add_param(void)
 
     CHECK_EQ_INT(wk_modelfile_add_param(&mf, "mirostat", "1", &err), WK_E_INVALID);
     CHECK_EQ_STR(err.msg, "unknown parameter 'mirostat'");
+    /* a sampler wick does not have: only its off value (1 for typical_p) */
+    CHECK_EQ_INT(wk_modelfile_add_param(&mf, "typical_p", "0.5", &err), WK_E_INVALID);
+    CHECK(strstr(err.msg, "typical_p") && strstr(err.msg, "does not implement locally typical sampling"));
     CHECK_EQ_INT(wk_modelfile_add_param(&mf, "top_p", "high", &err), WK_E_INVALID);
     CHECK_EQ_STR(err.msg, "invalid float value 'high' for parameter top_p");
     CHECK_EQ_INT(wk_modelfile_add_param(&mf, "numa", "yes", &err), WK_E_INVALID);
