@@ -252,7 +252,11 @@ static int parse_tools(json_t *tools, json_t *req, char *msg, size_t cap)
     return 0;
 }
 
-static int parse_messages(json_t *in, json_t *out, char *msg, size_t cap)
+/* A request's messages into out (roles lower-cased, "developer" as
+ * "system"); oai: OpenAI's roles only (system, developer, user,
+ * assistant, tool), as OpenAI refuses others; Ollama passes any role to
+ * the template. */
+static int parse_messages(json_t *in, json_t *out, bool oai, char *msg, size_t cap)
 {
     if (!json_is_array(in)) return FAIL("messages must be a list");
     size_t i;
@@ -274,6 +278,9 @@ static int parse_messages(json_t *in, json_t *out, char *msg, size_t cap)
         snprintf(r, sizeof r, "%s", json_string_value(role));
         for (char *p = r; *p; p++)
             if (*p >= 'A' && *p <= 'Z') *p = (char)(*p - 'A' + 'a');
+        if (oai && strcmp(r, "system") && strcmp(r, "developer") && strcmp(r, "user") && strcmp(r, "assistant") &&
+            strcmp(r, "tool"))
+            return FAIL("messages[%zu].role must be \"system\", \"developer\", \"user\", \"assistant\" or \"tool\"", i);
         if (strcmp(r, "developer") == 0) strcpy(r, "system");
         json_t *o = json_pack("{s:s, s:o}", "role", r, "content", content);
         json_array_append_new(out, o);
@@ -351,7 +358,7 @@ static int parse_ollama(struct srv_gen *g, json_t *body, json_t *req, json_t *ro
         json_t *msgs = json_object_get(body, "messages");
         json_t *out = json_array();
         json_object_set_new(req, "messages", out);
-        if (msgs && !json_is_null(msgs) && (rc = parse_messages(msgs, out, msg, cap))) return rc;
+        if (msgs && !json_is_null(msgs) && (rc = parse_messages(msgs, out, false, msg, cap))) return rc;
         return parse_tools(json_object_get(body, "tools"), req, msg, cap);
     }
     json_t *prompt = json_object_get(body, "prompt"), *system = json_object_get(body, "system");
@@ -415,7 +422,12 @@ static int parse_openai(struct srv_gen *g, json_t *body, json_t *req, json_t *ro
     } nums[] = {{"temperature", "temperature", 0, 2, 1.0},
                 {"top_p", "top_p", 0, 1, 1.0},
                 {"presence_penalty", "presence_penalty", -2, 2, NAN},
-                {"frequency_penalty", "frequency_penalty", -2, 2, NAN}};
+                {"frequency_penalty", "frequency_penalty", -2, 2, NAN},
+                /* llama-server's and vLLM's extensions, as the options table has them */
+                {"top_k", "top_k", 0, 1 << 24, NAN},
+                {"min_p", "min_p", 0, 1, NAN},
+                {"repeat_penalty", "repeat_penalty", 0, 100, NAN},
+                {"repetition_penalty", "repeat_penalty", 0, 100, NAN}};
     for (size_t i = 0; i < WK_ARRAY_LEN(nums); i++) {
         v = json_object_get(body, nums[i].name);
         if (!v || json_is_null(v)) {
@@ -426,7 +438,8 @@ static int parse_openai(struct srv_gen *g, json_t *body, json_t *req, json_t *ro
         double d = json_number_value(v);
         if (d < nums[i].lo || d > nums[i].hi)
             return FAIL("%s must be between %g and %g", nums[i].name, nums[i].lo, nums[i].hi);
-        json_object_set_new(ropts, nums[i].opt, json_real(d));
+        if (!strcmp(nums[i].opt, "top_k") && d != floor(d)) return FAIL("top_k must be an integer");
+        json_object_set_new(ropts, nums[i].opt, !strcmp(nums[i].opt, "top_k") ? json_integer((json_int_t)d) : json_real(d));
     }
     static const char *const max_names[] = {"max_tokens", "max_completion_tokens"};
     for (size_t i = 0; i < 2; i++) {
@@ -480,6 +493,10 @@ static int parse_openai(struct srv_gen *g, json_t *body, json_t *req, json_t *ro
     if (kw && !json_is_null(kw)) {
         if (!json_is_object(kw)) return FAIL("chat_template_kwargs must be an object");
         if (g->api != API_OAI_CHAT) return FAIL("chat_template_kwargs is for chat completions");
+        static const char *const own[] = {"messages", "tools", "add_generation_prompt"};
+        for (size_t i = 0; i < WK_ARRAY_LEN(own); i++)
+            if (json_object_get(kw, own[i]))
+                return FAIL("chat_template_kwargs.%s: the template's %s comes from the request itself", own[i], own[i]);
         if (json_object_size(kw) > 0) json_object_set(req, "template_kwargs", kw);
     }
     if (g->api == API_OAI_CHAT) {
@@ -491,7 +508,7 @@ static int parse_openai(struct srv_gen *g, json_t *body, json_t *req, json_t *ro
         if (json_array_size(msgs) == 0) return FAIL("[] is too short - 'messages'");
         json_t *out = json_array();
         json_object_set_new(req, "messages", out);
-        int rc2 = parse_messages(msgs, out, msg, cap);
+        int rc2 = parse_messages(msgs, out, true, msg, cap);
         json_t *choice = json_object_get(body, "tool_choice");
         const char *cs = json_string_value(choice);
         const char *named = json_string_value(json_object_get(json_object_get(choice, "function"), "name"));
@@ -594,6 +611,11 @@ static int refuse_unimplemented(struct srv_gen *g, json_t *body, char *msg, size
     }
     if (g->api == API_OAI_COMPLETION && json_array_size(json_object_get(body, "tools")) > 0)
         return FAIL("tools are taken by /v1/chat/completions, not /v1/completions");
+    json_t *tv = json_object_get(body, "tools");
+    if (g->api == API_GENERATE && tv && !json_is_null(tv) && !(json_is_array(tv) && json_array_size(tv) == 0))
+        return FAIL("tools are taken by /api/chat, not /api/generate");
+    int orc = srv_refuse_misplaced_options(is_openai(g->api), body, msg, cap);
+    if (orc) return orc;
     if (g->api == API_OAI_COMPLETION) { /* the legacy completion's echo and best_of: not implemented */
         json_t *echo = json_object_get(body, "echo"), *best = json_object_get(body, "best_of");
         if (echo && !json_is_null(echo) && !json_is_boolean(echo)) return FAIL("echo must be true or false");

@@ -256,6 +256,14 @@ int64_t srv_default_keep_alive(void);
 /* Parses a request body for api into g (runner_req, options, flags).
  * Returns 0, or an HTTP status (400) with the message in msg. */
 int srv_gen_parse(struct srv_gen *g, json_t *body, char *msg, size_t cap);
+/* The options of the table (wk_options.h) at the top level of a request
+ * body where the API does not read them (oai: OpenAI's routes, which take
+ * temperature, top_p, top_k, min_p, seed, stop, presence_penalty,
+ * frequency_penalty and repeat_penalty; Ollama's take every option in
+ * "options" only), OpenAI's "options", "n_predict", "functions" and
+ * "function_call", and Ollama's "max_tokens": 400 with msg [cap] naming
+ * the field, or 0 (api_fields.c). */
+int srv_refuse_misplaced_options(bool oai, json_t *body, char *msg, size_t cap);
 /* Appends the streamed form of runner line `line` (a content line or the
  * final line) to g->out, and to the aggregate when not streaming. */
 void srv_gen_chunk(struct srv_gen *g, json_t *line);

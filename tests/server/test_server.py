@@ -200,6 +200,14 @@ def test_openai_client(s):
     runs = [s.openai.chat.completions.create(model=SMOL, messages=[{"role": "user", "content": "Tell me a story."}],
                                              max_tokens=16, seed=sd).choices[0].message.content for sd in (3, 3, 4)]
     check(runs[0] == runs[1] and runs[0] != runs[2], "openai chat: seed repeats, another differs")
+    # llama-server's and vLLM's top_k, min_p and repetition_penalty are applied: top_k 1 makes three
+    # seeds at temperature 1.5 give the greedy text; without it they differ
+    story = [{"role": "user", "content": "Tell me a story."}]
+    hot = [s.openai.chat.completions.create(model=SMOL, messages=story, max_tokens=12, temperature=1.5, seed=sd,
+                                            **kw).choices[0].message.content
+           for kw in ({}, {"extra_body": {"top_k": 1}}) for sd in (0, 1, 2)]
+    cold = s.openai.chat.completions.create(model=SMOL, messages=story, max_tokens=12, temperature=0).choices[0].message.content
+    check(len(set(hot[:3])) > 1 and hot[3:] == [cold] * 3, "openai chat: top_k 1 gives greedy text at any seed", str(hot))
     # logit_bias: banning the greedy first token changes it
     first = s.openai.chat.completions.create(model=SMOL, messages=c["messages"], max_tokens=1, temperature=0,
                                              logprobs=True, top_logprobs=2).choices[0].logprobs.content[0]
@@ -584,10 +592,22 @@ def test_api_edges(s):
                                ("/api/chat", "chat_template_kwargs", {"x": 1}),
                                ("/api/generate", "context", [1, 2, 3]),
                                ("/v1/chat/completions", "template", "{{ .Prompt }}"),
-                               ("/v1/chat/completions", "format", "json")):
+                               ("/v1/chat/completions", "format", "json"),
+                               # an option at the top level, where this API does not read it (Ollama's
+                               # decoder drops it without a word); a tool list on /api/generate
+                               ("/api/generate", "num_predict", 1), ("/api/chat", "temperature", 0),
+                               ("/api/chat", "stop", ["Hello"]), ("/api/generate", "max_tokens", 1),
+                               ("/api/generate", "tools", "garbage"),
+                               ("/v1/chat/completions", "options", {"top_k": 1}),
+                               ("/v1/chat/completions", "num_ctx", 300), ("/v1/chat/completions", "n_predict", 3),
+                               ("/v1/chat/completions", "functions", [{"name": "f"}]),
+                               ("/v1/chat/completions", "chat_template_kwargs", {"messages": []}),
+                               ("/v1/chat/completions", "role", "bogus")):
         req = {"model": SMOL, field: value, "options": greedy(1)} if path.startswith("/api") else \
               {"model": SMOL, field: value, "max_tokens": 1}
         req.update({"prompt": "x"} if path == "/api/generate" else {"messages": ask})
+        if field == "role":
+            req.pop("role"), req.update(messages=[{"role": value, "content": "hi"}])
         st, body = s.post(path, req)
         e = body.get("error", {})
         e = e.get("message", "") if isinstance(e, dict) else e

@@ -1,0 +1,50 @@
+/*
+ * api_fields.c - request fields where an API does not read them: an
+ * option of the options table (wk_options.h) at the top level of a
+ * request, refused with a 400 naming it rather than dropped (Ollama's Go
+ * decoder drops unknown fields without a word; wick's rule is that a field
+ * that would change the answer is applied or refused).
+ */
+#include "server_internal.h"
+
+#include "../io/wk_options.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define FAIL(...) (snprintf(msg, cap, __VA_ARGS__), 400)
+
+/* An option of the table (wk_options.h) at a request's top level, where
+ * this API does not read it: on Ollama's routes every option goes in
+ * "options" (Ollama drops a top-level one without a word); on OpenAI's,
+ * those parse_openai does not take (num_predict, num_ctx, ...: an Ollama
+ * option has no OpenAI field), and "options" itself. A 400 naming it. */
+int srv_refuse_misplaced_options(bool oai, json_t *body, char *msg, size_t cap)
+{
+    static const char *const oai_taken[] = {"temperature",      "top_p",          "top_k", "min_p", "seed", "stop",
+                                            "presence_penalty", "frequency_penalty", "repeat_penalty"};
+    int n;
+    const struct wk_option *opts = wk_options(&n);
+    for (int i = 0; i < n; i++) {
+        json_t *v = json_object_get(body, opts[i].name);
+        if (!v || json_is_null(v)) continue;
+        bool taken = false;
+        for (size_t j = 0; oai && j < WK_ARRAY_LEN(oai_taken); j++) taken |= !strcmp(oai_taken[j], opts[i].name);
+        if (taken) continue;
+        if (!oai)
+            return FAIL("%s is an option: on the Ollama API it goes in \"options\", not at the top level", opts[i].name);
+        return FAIL("%s is not a field of the OpenAI API (an Ollama option: use /api/chat or /api/generate, or the "
+                    "model's Modelfile)", opts[i].name);
+    }
+    static const char *const oai_not[] = {"options", "n_predict", "functions", "function_call"};
+    for (size_t j = 0; oai && j < WK_ARRAY_LEN(oai_not); j++) {
+        json_t *v = json_object_get(body, oai_not[j]);
+        if (v && !json_is_null(v))
+            return FAIL("%s is not a field of this endpoint (OpenAI API)%s", oai_not[j],
+                        j >= 2 ? ": send tools and tool_choice" : j == 0 ? ": its options are top-level fields" : "");
+    }
+    json_t *mt = json_object_get(body, "max_tokens");
+    if (!oai && mt && !json_is_null(mt))
+        return FAIL("max_tokens is not a field of the Ollama API: set options.num_predict");
+    return 0;
+}
