@@ -205,6 +205,17 @@ static enum MHD_Result create_from(struct srv_server *srv, struct MHD_Connection
     if ((params && !json_is_object(params)) || (msgs && !json_is_array(msgs)) ||
         (lic && !json_is_string(lic) && !json_is_array(lic)))
         return srv_reply_error(c, 400, "parameters must be an object, messages a list, license a string or a list");
+    static const char *const texts[] = {"template", "system"};
+    for (size_t t = 0; t < 2; t++) {
+        json_t *v = json_object_get(body, texts[t]);
+        if (v && !json_is_null(v) && !json_is_string(v)) {
+            char m[64];
+            snprintf(m, sizeof m, "%s must be a string", texts[t]);
+            return srv_reply_error(c, 400, m);
+        }
+    }
+    if (stream && !json_is_null(stream) && !json_is_boolean(stream))
+        return srv_reply_error(c, 400, "stream must be a boolean");
     struct wk_modelfile mf = {0};
     enum wk_status st = WK_OK;
     mf.from = wk_asprintf("%s", from_s);
@@ -247,6 +258,9 @@ static enum MHD_Result create_from(struct srv_server *srv, struct MHD_Connection
         json_decref(lines);
         return srv_reply_error(c, (unsigned)srv_http_status(st), err.msg);
     }
+    char canonical[WK_MODEL_NAME_MAX];
+    wk_model_name_format(&n, canonical, sizeof canonical);
+    srv_sched_unload(srv->sched, canonical); /* a runner of what the name held before goes once idle */
     json_array_append_new(lines, json_pack("{s:s}", "status", "success"));
     if (json_is_false(stream)) {
         json_decref(lines);
@@ -385,6 +399,9 @@ enum MHD_Result srv_serve_copy(struct srv_server *srv, struct MHD_Connection *c,
         wk_store_close(s);
     }
     if (st) return srv_reply_error(c, (unsigned)srv_http_status(st), err.msg);
+    char canonical[WK_MODEL_NAME_MAX];
+    wk_model_name_format(&b, canonical, sizeof canonical);
+    srv_sched_unload(srv->sched, canonical); /* a runner of what the name held before goes once idle */
     return srv_reply_raw(c, 200, "application/json; charset=utf-8", "", 0);
 }
 

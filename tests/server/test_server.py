@@ -875,6 +875,23 @@ def test_api_create(s):
     check(st == 404 and "nope" in body["error"], "/api/create from an unknown model is 404", str(body))
     st, body = s.post("/api/create", {"model": "x", "from": SMOL, "parameters": {"warp": 1}})
     check(st == 400 and "warp" in body["error"], "/api/create with an unknown parameter is 400", str(body))
+    for field, value in (("system", 5), ("template", []), ("stream", "x")):
+        st, body = s.post("/api/create", {"model": "x", "from": SMOL, field: value})
+        check(st == 400 and field in body.get("error", ""), f"/api/create with {field} {value!r}: a 400 naming it",
+              str(body))
+    # a name overwritten (create or copy) while its model is loaded: the old runner goes, not kept
+    # to its keep_alive beside the new model's
+    for how in ("copy", "create"):
+        s.raw("POST", "/api/copy", json.dumps({"source": SMOL, "destination": "victim"}))
+        s.ollama.generate(model="victim", prompt="Hi", options=greedy(1), keep_alive=-1)
+        loaded = [m["name"] for m in s.post_get("/api/ps")["models"]].count("victim:latest")
+        st, _ = (s.raw("POST", "/api/copy", json.dumps({"source": "stops", "destination": "victim"})) if how == "copy"
+                 else s.post("/api/create", {"model": "victim", "from": SMOL, "system": "Be brief."}))
+        time.sleep(0.5)
+        after = [m["name"] for m in s.post_get("/api/ps")["models"]].count("victim:latest")
+        check(st == 200 and loaded == 1 and after == 0, f"/api/{how} onto a loaded name unloads its runner",
+              f"{st} {loaded} {after}")
+    s.raw("DELETE", "/api/delete", json.dumps({"model": "victim"}))
 
 
 def test_gemma4_mtp(s):
