@@ -376,17 +376,23 @@ static void print_capabilities(const struct wk_store_model *m)
     wk_free(tmpl);
 }
 
-/* The Template section of wick show: what renders chats. */
-static void show_template_line(const struct wk_store_model *m)
+/* The Template section of wick show: what renders chats. WK_EXIT_ERROR
+ * (the load error on stderr) when the weights do not load. */
+static int show_template_line(const struct wk_store_model *m)
 {
     struct wk_model *mdl = NULL;
     struct wk_error err;
+    int rc = WK_EXIT_OK;
     printf("  Template\n");
     if (m->template_text && *m->template_text) printf("    the Modelfile's TEMPLATE (Go text/template, as Ollama)\n\n");
     else if (wk_embed_is_model(m->weights)) printf("    none: an embedding model (/api/embed, /v1/embeddings)\n\n");
-    else if (wk_model_load_ex(m->weights, false, &mdl, &err)) printf("    unknown: %s\n\n", err.msg);
-    else printf("    %s\n\n", chat_rendering(mdl));
+    else if (wk_model_load_ex(m->weights, false, &mdl, &err)) {
+        printf("    unknown: %s\n\n", err.msg);
+        fprintf(stderr, "wick show: %s\n", err.msg);
+        rc = WK_EXIT_ERROR;
+    } else printf("    %s\n\n", chat_rendering(mdl));
     wk_model_destroy(mdl);
+    return rc;
 }
 
 int cmd_show(int argc, char **argv)
@@ -472,7 +478,7 @@ int cmd_show(int argc, char **argv)
             }
             printf("\n");
         }
-        show_template_line(&m);
+        rc = show_template_line(&m);
         if (m.system) printf("  System\n    %s\n\n", m.system);
     }
     wk_store_model_deinit(&m);

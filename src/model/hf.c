@@ -647,6 +647,7 @@ enum wk_status wk__hf_open(struct wk_model *m, const char *dir, bool resident, s
         json_decref(gc);
     }
     if (!st) st = open_files(h, arch, resident, err);
+    if (!st) st = wk__hf_check_config(h, c, arch, err);
     /* the chat template: tokenizer_config.json's, or chat_template.jinja */
     json_t *tc = st ? NULL : load_json(dir, "tokenizer_config.json", false, err, &st);
     const char *tpl = json_string_value(json_object_get(tc, "chat_template"));
@@ -727,6 +728,9 @@ int wk__hf_floats(const struct wk_hf *h, const char *key, float *out, int max)
     for (size_t i = 0; i < json_array_size(a) && (int)i < max; i++) out[i] = (float)json_number_value(json_array_get(a, i));
     return (int)json_array_size(a);
 }
+
+int wk__hf_n_tensors(const struct wk_hf *h) { return h->n_tensors; }
+const char *wk__hf_tensor_name(const struct wk_hf *h, int i) { return h->tensor_names[i]; }
 
 const struct wk_tensor *wk__hf_tensor(const struct wk_hf *h, const char *name)
 {

@@ -403,3 +403,79 @@ enum wk_status wk__hf_family_config(struct wk_hf *h, json_t *cfg, json_t *rs, bo
     if (strcmp(arch, "phi3") == 0) return phi3_config_to_kv(h, cfg, rs, longrope, arch, err);
     return strcmp(arch, "gemma4") == 0 ? gemma4_config_to_kv(h, cfg, arch, err) : WK_OK;
 }
+
+/* config.json's activation for arch: Gemma 2, 3 and 4 read
+ * hidden_activation (tanh GELU: gelu_pytorch_tanh, or gelu_new, the same
+ * function), the SwiGLU families hidden_act (silu, or swish, its other
+ * name in transformers' ACT2FN). gpt-oss's clamped SwiGLU does not read
+ * hidden_act; EXAONE's activation_function is hf_llamalike.c's. */
+static enum wk_status check_activation(const struct wk_hf *h, json_t *cfg, const char *arch, struct wk_error *err)
+{
+    if (strcmp(arch, "gpt-oss") == 0 || strcmp(arch, "exaone") == 0) return WK_OK;
+    const bool gemma = strncmp(arch, "gemma", 5) == 0;
+    const char *field = gemma ? "hidden_activation" : "hidden_act";
+    const char *ok[2] = {gemma ? "gelu_pytorch_tanh" : "silu", gemma ? "gelu_new" : "swish"};
+    json_t *v = json_object_get(cfg, field);
+    if (!v || json_is_null(v)) return WK_OK; /* transformers' default: the one wick computes */
+    if (!json_is_string(v))
+        return wk_error_set(err, WK_E_FORMAT, "%s/config.json: %s must be a string", h->dir, field);
+    const char *s = json_string_value(v);
+    if (strcmp(s, ok[0]) == 0 || strcmp(s, ok[1]) == 0) return WK_OK;
+    char t[64];
+    wk_str_printable(s, strlen(s), t, sizeof t);
+    return wk_error_set(err, WK_E_UNSUPPORTED, "%s/config.json: %s \"%s\" is not supported (wick computes this "
+                        "family with %s)", h->dir, field, t, gemma ? "tanh GELU: gelu_pytorch_tanh" : "SiLU: silu");
+}
+
+/* config.json's token id `name` (absent or null: fine; eos may be a list)
+ * within the embedding's n_vocab rows. */
+static enum wk_status check_token_id(const struct wk_hf *h, json_t *cfg, const char *name, bool list, int64_t n_vocab,
+                                     struct wk_error *err)
+{
+    json_t *v = json_object_get(cfg, name);
+    if (!v || json_is_null(v)) return WK_OK;
+    json_t *one = v;
+    size_t n = 1;
+    if (list && json_is_array(v)) n = json_array_size(v);
+    for (size_t i = 0; i < n; i++) {
+        if (json_is_array(v)) one = json_array_get(v, i);
+        if (!json_is_integer(one))
+            return wk_error_set(err, WK_E_FORMAT, "%s/config.json: %s must be an integer%s", h->dir, name,
+                                list ? " or a list of integers" : "");
+        json_int_t id = json_integer_value(one);
+        if (id < 0 || id >= n_vocab)
+            return wk_error_set(err, WK_E_FORMAT, "%s/config.json: %s %lld is out of the vocabulary (0..%lld)", h->dir,
+                                name, (long long)id, (long long)n_vocab - 1);
+    }
+    return WK_OK;
+}
+
+enum wk_status wk__hf_check_config(struct wk_hf *h, json_t *cfg, const char *arch, struct wk_error *err)
+{
+    enum wk_status st;
+    if ((st = check_activation(h, cfg, arch, err))) return st;
+    json_t *tie = json_object_get(cfg, "tie_word_embeddings");
+    if (tie && !json_is_null(tie) && !json_is_boolean(tie))
+        return wk_error_set(err, WK_E_FORMAT, "%s/config.json: tie_word_embeddings must be true or false", h->dir);
+    if (json_is_false(tie) && !wk__hf_tensor(h, "output.weight"))
+        return wk_error_set(err, WK_E_FORMAT, "%s/config.json: tie_word_embeddings is false, but the folder has no "
+                            "lm_head.weight (the output matrix)", h->dir);
+    /* MTP layers past num_hidden_layers (GLM-4-MoE-Lite's model.layers.N
+     * after the last): the loader allows that many more (model.c) */
+    json_t *nextn = json_object_get(cfg, "num_nextn_predict_layers");
+    if (nextn && !json_is_null(nextn)) {
+        if (!json_is_integer(nextn) || json_integer_value(nextn) < 0 || json_integer_value(nextn) > 64)
+            return wk_error_set(err, WK_E_FORMAT, "%s/config.json: num_nextn_predict_layers must be an integer 0..64",
+                                h->dir);
+        wk__hf_set_kv(h, arch, "nextn_predict_layers", json_real((double)json_integer_value(nextn)));
+    }
+    const struct wk_tensor *embd = wk__hf_tensor(h, "token_embd.weight");
+    if (!embd) return WK_OK; /* the loader names the missing tensor */
+    const int64_t rows = embd->ne[1];
+    json_t *vocab = json_object_get(cfg, "vocab_size");
+    if (vocab && !json_is_null(vocab) && (!json_is_integer(vocab) || json_integer_value(vocab) != rows))
+        return wk_error_set(err, WK_E_FORMAT, "%s/config.json: vocab_size is not the embedding's %lld rows", h->dir,
+                            (long long)rows);
+    if ((st = check_token_id(h, cfg, "bos_token_id", false, rows, err))) return st;
+    return check_token_id(h, cfg, "eos_token_id", true, rows, err);
+}

@@ -44,6 +44,15 @@ enum wk_status wk__hf_llama3_rope_to_kv(struct wk_hf *h, json_t *cfg, json_t *rs
 enum wk_status wk__hf_family_config(struct wk_hf *h, json_t *cfg, json_t *rs, bool longrope, const char *arch,
                                     struct wk_error *err);
 
+/* The checks of config.json cfg that need the folder's tensors (run after
+ * they are read), and its activation: hidden_act / hidden_activation the
+ * one the family computes, tie_word_embeddings a bool (false needs
+ * lm_head.weight), vocab_size the embedding's rows, bos_token_id and
+ * eos_token_id (an integer or a list) within them; num_nextn_predict_layers
+ * as <arch>.nextn_predict_layers. Errors: WK_E_FORMAT (a wrong type, a value
+ * out of range), WK_E_UNSUPPORTED (another activation), naming the field. */
+enum wk_status wk__hf_check_config(struct wk_hf *h, json_t *cfg, const char *arch, struct wk_error *err);
+
 /* gpt-oss's config.json fields into kv (GGUF key -> value) under the
  * "gpt-oss." keys: the experts (num_local_experts, num_experts_per_tok,
  * intermediate_size as the experts' width), swiglu_alpha / swiglu_limit,

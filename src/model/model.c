@@ -214,7 +214,8 @@ enum wk_status wk__load_common_hparams(struct wk_model *m, struct wk_error *err)
         if ((st = wk__hp_f32(m, "rope.scaling.factor", true, &factor, err))) return st;
         if (factor > 0) hp->rope_freq_scale = 1.0f / factor;
     }
-    return WK_OK;
+    /* a factor read as linear scaling: only when the type says so */
+    return wk__check_rope_scaling_type(m, err);
 }
 
 enum wk_status wk__check_rope_scaling_type(struct wk_model *m, struct wk_error *err)
@@ -266,18 +267,28 @@ enum wk_status wk__layer_bools(const struct wk_model *m, const char *suffix, boo
     return WK_OK;
 }
 
-/* A GGUF tensor of a layer past block_count would be ignored and the
- * model silently cut short (llama.cpp refuses tensors it does not use). */
+/* A tensor of a layer past block_count would be ignored and the model
+ * silently cut short (llama.cpp refuses tensors it does not use): in a
+ * GGUF, or in a folder past config.json's layer count (plus its
+ * num_nextn_predict_layers MTP layers, which a GGUF conversion drops). */
 static enum wk_status check_layer_tensors(const struct wk_model *m, struct wk_error *err)
 {
-    for (int64_t i = 0; m->gguf && i < wk_gguf_n_tensors(m->gguf); i++) {
-        const char *name = wk_gguf_tensor(m->gguf, i)->t.name;
+    const int64_t n = m->hf ? wk__hf_n_tensors(m->hf) : wk_gguf_n_tensors(m->gguf);
+    double nextn = 0;
+    char key[160];
+    snprintf(key, sizeof key, "%s.nextn_predict_layers", m->hp.arch_name);
+    if (m->hf) wk__hf_number(m->hf, key, &nextn);
+    for (int64_t i = 0; i < n; i++) {
+        const char *name = m->hf ? wk__hf_tensor_name(m->hf, (int)i) : wk_gguf_tensor(m->gguf, i)->t.name;
         char *end;
         if (!name || strncmp(name, "blk.", 4) != 0) continue;
         long layer = strtol(name + 4, &end, 10);
-        if (end != name + 4 && *end == '.' && layer >= m->hp.n_layer)
-            return wk_error_set(err, WK_E_FORMAT, "%s: tensor %s is past the %d layers of %s.block_count",
-                                wk__model_path(m), name, m->hp.n_layer, m->hp.arch_name);
+        if (end == name + 4 || *end != '.' || layer < m->hp.n_layer + (long)nextn) continue;
+        if (m->hf)
+            return wk_error_set(err, WK_E_FORMAT, "%s: the folder has tensors of layer %ld (%s), past the %d layers "
+                                "config.json gives (num_hidden_layers)", wk__model_path(m), layer, name, m->hp.n_layer);
+        return wk_error_set(err, WK_E_FORMAT, "%s: tensor %s is past the %d layers of %s.block_count",
+                            wk__model_path(m), name, m->hp.n_layer, m->hp.arch_name);
     }
     return WK_OK;
 }
@@ -369,6 +380,28 @@ enum wk_status wk__load_common_tensors(struct wk_model *m, struct wk_error *err)
     return WK_OK;
 }
 
+/* GGUF metadata read later, where a wrong type or value would be
+ * skipped: tokenizer.chat_template must be a string (else the model would
+ * run as raw completion), <arch>.pooling_type one of llama.cpp's (0 none,
+ * 1 mean, 2 CLS, 3 last, 4 rank). */
+static enum wk_status check_gguf_meta(const struct wk_model *m, struct wk_error *err)
+{
+    if (!m->gguf) return WK_OK;
+    struct wk_gguf_str t;
+    enum wk_status st;
+    if (wk_gguf_find(m->gguf, "tokenizer.chat_template") &&
+        (st = wk_gguf_get_str(m->gguf, "tokenizer.chat_template", &t, err)))
+        return st;
+    char key[160];
+    snprintf(key, sizeof key, "%s.pooling_type", m->hp.arch_name);
+    int64_t pooling = 0;
+    if (wk_gguf_find(m->gguf, key) && (st = wk_gguf_get_i64(m->gguf, key, &pooling, err))) return st;
+    if (pooling < 0 || pooling > 4)
+        return wk_error_set(err, WK_E_FORMAT, "%s: %s = %lld is not a pooling type (0 none, 1 mean, 2 CLS, 3 last, "
+                            "4 rank)", wk__model_path(m), key, (long long)pooling);
+    return WK_OK;
+}
+
 enum wk_status wk_model_load(const char *path, struct wk_model **out, struct wk_error *err)
 {
     /* weights in huge pages unless WICK_MMAP=1 asks for the file mapping */
@@ -421,7 +454,8 @@ enum wk_status wk_model_load_ex(const char *path, bool resident, struct wk_model
     }
     m->hp.residual_scale = 1.0f; /* the knobs whose neutral value is not 0 */
     m->hp.logit_scale = 1.0f;
-    if ((st = m->family->load(m, err)) || (st = check_layer_tensors(m, err))) goto fail;
+    if ((st = m->family->load(m, err)) || (st = check_layer_tensors(m, err)) || (st = check_gguf_meta(m, err)))
+        goto fail;
     if (m->hp.n_ctx_train < 16) {
         st = wk_error_set(err, WK_E_FORMAT, "%s: %s.context_length = %d is too small to use", path,
                           m->hp.arch_name, m->hp.n_ctx_train);

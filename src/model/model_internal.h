@@ -172,6 +172,10 @@ int wk__hf_ints(const struct wk_hf *h, const char *key, int64_t *out, int max);
 int wk__hf_floats(const struct wk_hf *h, const char *key, float *out, int max);
 /* The tensor of GGUF name `name`, or NULL. */
 const struct wk_tensor *wk__hf_tensor(const struct wk_hf *h, const char *name);
+/* How many tensors the folder gives wick, and the GGUF name of the i-th
+ * (0 <= i < that count). */
+int wk__hf_n_tensors(const struct wk_hf *h);
+const char *wk__hf_tensor_name(const struct wk_hf *h, int i);
 uint64_t wk__hf_weight_bytes(const struct wk_hf *h);
 /* Adds the elements of every tensor of the folder wick uses to per_dtype[its dtype]. */
 void wk__hf_count_params(const struct wk_hf *h, uint64_t per_dtype[WK_DTYPE_COUNT]);
@@ -249,7 +253,8 @@ enum wk_status wk__moe_softmax_experts(struct wk_model *m, struct wk_layer *l, i
  * feed_forward_length, head counts, key/value length (head_dim 0 before
  * the call means n_embd / n_head), context_length, the RMS epsilon, the
  * RoPE base and linear scaling, over the defaults already in m->hp, and
- * checks them; load_common_tensors finds token_embd (setting n_vocab),
+ * checks them (a GGUF rope.scaling.type other than none and linear is
+ * WK_E_UNSUPPORTED: wk__check_rope_scaling_type); load_common_tensors finds token_embd (setting n_vocab),
  * output_norm, output (tied when absent) and each layer's attention and
  * FFN projections (none on a layer with a router, blk.N.ffn_gate_inp,
  * when hp.n_expert > 0: the family loads its experts) and pre-norms (none

@@ -34,7 +34,7 @@ static enum wk_status olmo2_load(struct wk_model *m, struct wk_error *err)
     hp->rope_freq_scale = 1.0f;
     hp->n_ctx_train = 4096;
     int32_t window = 0;
-    if ((st = wk__load_common_hparams(m, err)) || (st = wk__check_rope_scaling_type(m, err)) ||
+    if ((st = wk__load_common_hparams(m, err)) ||
         (st = wk__hp_u32(m, "attention.sliding_window", false, &window, 1 << 24, err)))
         return st;
     if (window > 0)

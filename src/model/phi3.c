@@ -118,7 +118,7 @@ static enum wk_status phi3_hparams(struct wk_model *m, struct wk_error *err)
     hp->rope_freq_scale = 1.0f;
     hp->n_ctx_train = 4096;
     hp->sliding_window = 0;
-    if ((st = wk__load_common_hparams(m, err)) || (st = wk__check_rope_scaling_type(m, err)) ||
+    if ((st = wk__load_common_hparams(m, err)) ||
         (st = wk__hp_u32(m, "rope.dimension_count", false, &hp->n_rot, 4096, err)) ||
         (st = phi3_window(m, err)) ||
         (st = wk__hp_f32(m, "rope.scaling.attn_factor", false, &hp->rope_attn_factor, err)))

@@ -39,7 +39,7 @@ static enum wk_status qwen2_load(struct wk_model *m, struct wk_error *err)
     hp->rope_freq_scale = 1.0f;
     hp->n_ctx_train = 32768;
     hp->sliding_window = 0;
-    if ((st = wk__load_common_hparams(m, err)) || (st = wk__check_rope_scaling_type(m, err)) ||
+    if ((st = wk__load_common_hparams(m, err)) ||
         (st = wk__hp_u32(m, "attention.sliding_window", false, &hp->sliding_window, 1 << 24, err)))
         return st;
     hp->rope_base_swa = hp->rope_base;

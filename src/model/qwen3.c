@@ -32,7 +32,6 @@ static enum wk_status qwen3_load(struct wk_model *m, struct wk_error *err)
     hp->rope_freq_scale = 1.0f;
     hp->n_ctx_train = 40960;
     if ((st = wk__load_common_hparams(m, err))) return st;
-    if ((st = wk__check_rope_scaling_type(m, err))) return st;
     hp->rope_base_swa = hp->rope_base;
     hp->attn_scale = 1.0f / sqrtf((float)hp->head_dim);
     hp->embed_scale = 1.0f;

@@ -33,7 +33,7 @@ static enum wk_status qwen3_moe_load(struct wk_model *m, struct wk_error *err)
     hp->n_ctx_train = 40960;
     hp->expert_weights_norm = true; /* llama.cpp's qwen3moe; config.json's norm_topk_prob via hf.c */
     hp->expert_weights_scale = 1.0f;
-    if ((st = wk__load_common_hparams(m, err)) || (st = wk__check_rope_scaling_type(m, err)) ||
+    if ((st = wk__load_common_hparams(m, err)) ||
         (st = wk__hp_u32(m, "expert_count", true, &hp->n_expert, WK_MOE_MAX_EXPERTS, err)) ||
         (st = wk__hp_u32(m, "expert_used_count", true, &hp->n_expert_used, WK_MOE_MAX_EXPERTS, err)) ||
         (st = wk__hp_u32(m, "expert_feed_forward_length", true, &hp->n_ff_exp, 1 << 20, err)))

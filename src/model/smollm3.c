@@ -27,7 +27,7 @@ static enum wk_status smollm3_load(struct wk_model *m, struct wk_error *err)
 {
     struct wk_hparams *hp = &m->hp;
     enum wk_status st;
-    if ((st = wk__llama_load(m, WK_ROPE_NORM, err)) || (st = wk__check_rope_scaling_type(m, err))) return st;
+    if ((st = wk__llama_load(m, WK_ROPE_NORM, err))) return st;
     bool *rope = wk_calloc((size_t)hp->n_layer, sizeof *rope), found;
     if (!rope) return wk_error_set(err, WK_E_NOMEM, "out of memory");
     if ((st = wk__layer_bools(m, "attention.rope_pattern", rope, &found, err))) {

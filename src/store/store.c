@@ -411,6 +411,26 @@ enum wk_status wk_store_read_manifest(const struct wk_store *s, const struct wk_
     return WK_OK;
 }
 
+struct used_ctx {
+    json_t *digests; /* object used as a set */
+};
+
+static void mark_used(void *user, const struct wk_model_name *n, const char *path)
+{
+    (void)n;
+    struct used_ctx *c = user;
+    json_t *m = wk_json_load_file(path, 0, NULL);
+    size_t i;
+    json_t *l;
+    const char *d = json_string_value(json_object_get(json_object_get(m, "config"), "digest"));
+    if (d) json_object_set_new(c->digests, d, json_true());
+    json_array_foreach(json_object_get(m, "layers"), i, l)
+        if ((d = json_string_value(json_object_get(l, "digest")))) json_object_set_new(c->digests, d, json_true());
+    json_decref(m);
+}
+
+static void collect_unused(struct wk_store *s, json_t *digests);
+
 static bool blob_ok(const struct wk_store *s, json_t *layer)
 {
     const char *d = json_string_value(json_object_get(layer, "digest"));
@@ -458,7 +478,13 @@ enum wk_status wk_store_write_manifest(struct wk_store *s, const struct wk_model
         return wk_error_set(err, WK_E_NOT_FOUND, "a blob of the manifest was removed meanwhile (another process's "
                             "wick rm?); nothing stored");
     }
+    /* the blobs of the manifest this one replaces, collected once it is
+     * in place (those the new or any other manifest names stay) */
+    struct used_ctx old = {json_object()};
+    mark_used(&old, n, path);
     ok = commit_temp(fd, tmp, path);
+    if (ok) collect_unused(s, old.digests);
+    json_decref(old.digests);
     store_unlock(lk);
     if (!ok) return wk_error_set(err, WK_E_IO, "cannot write %s: %s", path, strerror(errno));
     s->n_created = 0; /* referenced now */
@@ -581,22 +607,25 @@ json_t *wk_store_list(const struct wk_store *s)
     return json_pack("{s:o}", "models", c.arr);
 }
 
-struct used_ctx {
-    json_t *digests; /* object used as a set */
-};
-
-static void mark_used(void *user, const struct wk_model_name *n, const char *path)
+/* Removes the blobs of digests (an object used as a set: a removed or
+ * replaced manifest's) that no manifest names any more; blobs another
+ * manifest uses stay, and so do blobs of no manifest at all (an upload
+ * waiting for its create, a pull not finished), as in Ollama. The caller
+ * holds the store's lock, with the manifest already gone or replaced. */
+static void collect_unused(struct wk_store *s, json_t *digests)
 {
-    (void)n;
-    struct used_ctx *c = user;
-    json_t *m = wk_json_load_file(path, 0, NULL);
-    size_t i;
-    json_t *l;
-    const char *d = json_string_value(json_object_get(json_object_get(m, "config"), "digest"));
-    if (d) json_object_set_new(c->digests, d, json_true());
-    json_array_foreach(json_object_get(m, "layers"), i, l)
-        if ((d = json_string_value(json_object_get(l, "digest")))) json_object_set_new(c->digests, d, json_true());
-    json_decref(m);
+    if (!json_object_size(digests)) return;
+    struct used_ctx c = {json_object()};
+    walk(s, mark_used, &c);
+    const char *digest;
+    json_t *v;
+    json_object_foreach(digests, digest, v) {
+        if (json_object_get(c.digests, digest) || !wk_digest_ok(digest)) continue;
+        char p[4400];
+        wk_store_blob_path(s, digest, p, sizeof p);
+        unlink(p);
+    }
+    json_decref(c.digests);
 }
 
 enum wk_status wk_store_remove(struct wk_store *s, const struct wk_model_name *n, struct wk_error *err)
@@ -615,20 +644,7 @@ enum wk_status wk_store_remove(struct wk_store *s, const struct wk_model_name *n
         return wk_error_set(err, e == ENOENT ? WK_E_NOT_FOUND : WK_E_IO, "model '%s' %s", shown,
                             e == ENOENT ? "not found" : strerror(e));
     }
-    /* the model's blobs that no manifest names any more; blobs another
-     * manifest uses stay, and so do blobs of no manifest at all (an upload
-     * waiting for its create, a pull not finished), as in Ollama */
-    struct used_ctx c = {json_object()};
-    walk(s, mark_used, &c);
-    const char *digest;
-    json_t *v;
-    json_object_foreach(own.digests, digest, v) {
-        if (json_object_get(c.digests, digest) || !wk_digest_ok(digest)) continue;
-        char p[4400];
-        wk_store_blob_path(s, digest, p, sizeof p);
-        unlink(p);
-    }
-    json_decref(c.digests);
+    collect_unused(s, own.digests);
     json_decref(own.digests);
     store_unlock(lk);
     return WK_OK;
@@ -822,6 +838,36 @@ bool wk_name_is_path(const char *name)
            (len > 5 && strcmp(name + len - 5, ".gguf") == 0);
 }
 
+/* Every blob manifest m names (its config and layers) present with the
+ * size the manifest gives: else WK_E_NOT_FOUND naming the model, the
+ * layer's media type and the blob (missing, or its size). */
+static enum wk_status blobs_present(const struct wk_store *s, json_t *m, const char *name, struct wk_error *err)
+{
+    json_t *layers = json_object_get(m, "layers");
+    for (size_t i = 0; i <= json_array_size(layers); i++) {
+        json_t *l = i == 0 ? json_object_get(m, "config") : json_array_get(layers, i - 1);
+        const char *d = json_string_value(json_object_get(l, "digest"));
+        const char *mt = json_string_value(json_object_get(l, "mediaType"));
+        json_t *size = json_object_get(l, "size");
+        char shown[160];
+        wk_str_printable(name, strlen(name), shown, sizeof shown);
+        if (!d || !wk_digest_ok(d) || !json_is_integer(size))
+            return wk_error_set(err, WK_E_FORMAT, "model '%s': its manifest's %s has no valid digest and size", shown,
+                                i == 0 ? "config" : "layer");
+        char path[4200];
+        struct stat sb;
+        wk_store_blob_path(s, d, path, sizeof path);
+        if (stat(path, &sb) != 0)
+            return wk_error_set(err, WK_E_NOT_FOUND, "model '%s': its %s blob %s is missing: %s", shown,
+                                mt ? mt : "config", path, strerror(errno));
+        if ((uint64_t)sb.st_size != (uint64_t)json_integer_value(size))
+            return wk_error_set(err, WK_E_FORMAT, "model '%s': its %s blob %s has %lld bytes, the manifest says %lld "
+                                "(truncated or damaged)", shown, mt ? mt : "config", path, (long long)sb.st_size,
+                                (long long)json_integer_value(size));
+    }
+    return WK_OK;
+}
+
 enum wk_status wk_store_resolve(const struct wk_store *s, const char *name, bool allow_paths,
                                 struct wk_store_model *out, struct wk_error *err)
 {
@@ -845,6 +891,10 @@ enum wk_status wk_store_resolve(const struct wk_store *s, const char *name, bool
     }
     if ((st = wk_store_read_manifest(s, &n, &out->manifest, err))) return st;
     const char *w = wk_manifest_layer(out->manifest, WK_MT_MODEL);
+    if ((st = blobs_present(s, out->manifest, name, err))) {
+        wk_store_model_deinit(out);
+        return st;
+    }
     if (w) wk_store_blob_path(s, w, out->weights, sizeof out->weights);
     else if (wk_manifest_layer(out->manifest, WK_MT_TENSOR))
         st = hf_folder(s, out->manifest, false, out->weights, sizeof out->weights, err);

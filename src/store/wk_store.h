@@ -122,8 +122,9 @@ void wk_store_manifest_path(const struct wk_store *s, const struct wk_model_name
 enum wk_status wk_store_read_manifest(const struct wk_store *s, const struct wk_model_name *n,
                                       json_t **out, struct wk_error *err);
 /* Writes model n's manifest atomically, after checking every blob it
- * names exists with its size. Errors: WK_E_NOT_FOUND (a missing blob),
- * WK_E_IO. */
+ * names exists with its size. When it replaces n's manifest, the old
+ * one's blobs that no manifest names any more are removed (as `rm` does).
+ * Errors: WK_E_NOT_FOUND (a missing blob), WK_E_IO. */
 enum wk_status wk_store_write_manifest(struct wk_store *s, const struct wk_model_name *n,
                                        json_t *manifest, struct wk_error *err);
 /* The digest of the first layer of media type mt in manifest m, or NULL. */
@@ -231,8 +232,9 @@ struct wk_store_model {
  * Resolves name: a store model, or, when allow_paths and name is the path
  * of an existing file, that GGUF file itself with no
  * parameters (the CLI; the server never takes paths). Errors:
- * WK_E_NOT_FOUND ("model 'x' not found"), WK_E_INVALID (a bad name),
- * WK_E_FORMAT.
+ * WK_E_NOT_FOUND ("model 'x' not found", or a blob of its manifest
+ * missing), WK_E_INVALID (a bad name), WK_E_FORMAT (a blob whose size is
+ * not the manifest's: truncated).
  */
 /* Whether the CLI takes name as a file or folder rather than a model
  * name: it exists, starts with '/', '.' or '~', or ends in ".gguf"

@@ -283,7 +283,7 @@ size_t wk__wpm_piece_bytes(const struct wk_tokenizer *tok, int32_t id, char *buf
     size_t k = 0;
     if (!cont && k < cap) buf[k++] = ' ';
     size_t m = WK_MIN(len, cap - k);
-    memcpy(buf + k, src, m);
+    if (m) memcpy(buf + k, src, m); /* buf may be NULL when cap is 0 (a size query) */
     return total;
 }
 

@@ -87,8 +87,9 @@ def tensors(n_vocab, rng):
 
 
 def build(arch="gemma3", version=3, drop_kv=(), kv_override=None, tokenizer_model="llama",
-          edit_tensors=None, alignment=ALIGN):
-    """Returns the bytes of a tiny model, optionally broken."""
+          edit_tensors=None, alignment=ALIGN, extra_kv=()):
+    """Returns the bytes of a tiny model, optionally broken (extra_kv: more
+    key/value records, from kv())."""
     rng = random.Random(7)
     toks, scores, types = vocab()
     kvs = []
@@ -114,6 +115,7 @@ def build(arch="gemma3", version=3, drop_kv=(), kv_override=None, tokenizer_mode
     add("tokenizer.ggml.token_type", kv_array("tokenizer.ggml.token_type", T_I32, types))
     add("tokenizer.ggml.bos_token_id", kv("tokenizer.ggml.bos_token_id", T_U32, 2))
     add("tokenizer.ggml.eos_token_id", kv("tokenizer.ggml.eos_token_id", T_U32, 1))
+    kvs += list(extra_kv)
     ts = tensors(len(toks), rng)
     if edit_tensors:
         ts = edit_tensors(ts)
@@ -141,6 +143,18 @@ def set_tensor(name, **changes):
 
 def drop_tensor(name):
     return lambda ts: [t for t in ts if t["name"] != name]
+
+
+def llama_tensors(ts):
+    """The tiny model's tensors as a Llama's: no QK-norms, no post-norms."""
+    gemma_only = ("attn_q_norm", "attn_k_norm", "post_attention_norm", "post_ffw_norm")
+    return [t for t in ts if not any(g in t["name"] for g in gemma_only)]
+
+
+def yarn(arch, type_="yarn"):
+    """<arch>.rope.scaling.* of a YaRN (or other type_) scaling x4 from 2048."""
+    return [kv(f"{arch}.rope.scaling.type", T_STRING, type_), kv(f"{arch}.rope.scaling.factor", T_F32, 4.0),
+            kv(f"{arch}.rope.scaling.original_context_length", T_U32, 2048)]
 
 
 def cases():
@@ -199,6 +213,18 @@ def cases():
         ("misaligned-tensor.gguf",
          build(edit_tensors=set_tensor("output_norm.weight", offset=ALIGN * 1000 + 4)),
          "is not a multiple of the alignment"),
+        # a Llama (and a Gemma 3) once ran YaRN or any other scaling type as linear scaling
+        ("llama-valid.gguf", build(arch="llama", edit_tensors=llama_tensors), None),
+        ("llama-rope-yarn.gguf", build(arch="llama", edit_tensors=llama_tensors, extra_kv=yarn("llama")),
+         'llama.rope.scaling.type = "yarn" is not supported'),
+        ("gemma3-rope-frobnicate.gguf", build(extra_kv=yarn("gemma3", "frobnicate")),
+         'gemma3.rope.scaling.type = "frobnicate" is not supported'),
+        ("gemma3-rope-linear.gguf", build(extra_kv=yarn("gemma3", "linear")), None),
+        # a chat template of another type once made the model run as raw completion
+        ("chat-template-u32.gguf", build(extra_kv=[kv("tokenizer.chat_template", T_U32, 7)]),
+         "tokenizer.chat_template has type u32, expected string"),
+        ("pooling-type-99.gguf", build(extra_kv=[kv("gemma3.pooling_type", T_U32, 99)]),
+         "gemma3.pooling_type = 99 is not a pooling type"),
     ]
 
 
@@ -217,5 +243,25 @@ def folder_cases():
          "rope_parameters rope_theta must be a number"),
         # cast to an integer before any range check (UB)
         ("hf-head-dim-huge", "phi3/longrope/hf", {"head_dim": 1e300}, "head_dim 1e+300"),
+        # once ignored: blk.1 unused, GELU run as SiLU, a string as a bool, ids out of the vocabulary
+        ("hf-layers-past-count", "llamalike/falcon3/hf", {"num_hidden_layers": 1},
+         "tensors of layer 1 (blk.1.attn_norm.weight), past the 1 layers config.json gives"),
+        ("hf-hidden-act-gelu", "llamalike/falcon3/hf", {"hidden_act": "gelu"}, 'hidden_act "gelu" is not supported'),
+        ("hf-hidden-act-frob", "llamalike/mistral/hf", {"hidden_act": "frob"}, 'hidden_act "frob" is not supported'),
+        ("hf-hidden-act-number", "qwen3/hf", {"hidden_act": 1}, "hidden_act must be a string"),
+        ("hf-gemma2-gelu-exact", "gemma2/hf", {"hidden_activation": "gelu"},
+         'hidden_activation "gelu" is not supported'),
+        ("hf-tie-string", "llamalike/falcon3/hf", {"tie_word_embeddings": "yes"},
+         "tie_word_embeddings must be true or false"),
+        ("hf-untied-no-lm-head", "phi3/mini/hf", {"tie_word_embeddings": False},
+         "tie_word_embeddings is false, but the folder has no lm_head.weight"),
+        ("hf-eos-huge", "llamalike/falcon3/hf", {"eos_token_id": 10 ** 9},
+         "eos_token_id 1000000000 is out of the vocabulary (0..511)"),
+        ("hf-eos-list-negative", "llamalike/falcon3/hf", {"eos_token_id": [1, -1]},
+         "eos_token_id -1 is out of the vocabulary"),
+        ("hf-bos-past-vocab", "llamalike/falcon3/hf", {"bos_token_id": 512}, "bos_token_id 512 is out of the vocabulary"),
+        ("hf-bos-string", "llamalike/falcon3/hf", {"bos_token_id": "2"}, "bos_token_id must be an integer"),
+        ("hf-vocab-size-wrong", "llamalike/falcon3/hf", {"vocab_size": 100},
+         "vocab_size is not the embedding's 512 rows"),
     ]
 

@@ -196,6 +196,16 @@ def main():
                 os.mkfifo(fifo)
             rc, _, err = run(wick, ["run", fifo, "hi"])
             check(rc == 1 and "not a regular file" in err, "FIFO as model", err)
+            # wick show of a model that does not load fails with the loader's error (it once
+            # printed "Template: unknown: ..." and exited 0, calling the invalid pooling "embedding")
+            for name, want in (("pooling-type-99.gguf", "gemma3.pooling_type = 99 is not a pooling type"),
+                               ("llama-rope-yarn.gguf", 'llama.rope.scaling.type = "yarn" is not supported')):
+                rc, _, err = run(wick, ["show", os.path.join(tmp, name)])
+                check(rc == 1 and want in err and sanitizer_clean(err), f"show {name}: exit 1 and the error",
+                      f"rc={rc} {err[-300:]}")
+            rc, out, err = run(wick, ["show", valid])
+            check(rc == 0 and "  Capabilities\n    completion\n\n" in out, "show of the valid model: completion only",
+                  out + err)
         # the real model cut short (when it has been fetched)
         cache = os.path.join(os.environ.get("WICK_CACHE", os.path.expanduser("~/.cache/wick")), "models")
         real = os.path.join(cache, "gemma-3-270m-q4_k_m.gguf")

@@ -10,7 +10,11 @@
   for byte; `PARAMETER stop "<|im_end|>"` twice stores two stop strings
   without quotes;
 * blobs are content-addressed (an identical create adds none), `rm` keeps
-  blobs another model uses and removes the rest, `cp` copies;
+  blobs another model uses and removes the rest, `cp` copies; a `create`
+  or `cp` onto an existing name removes the replaced model's blobs that no
+  model uses any more (and keeps those another model uses); `show` and
+  `run` of a model whose weights blob is damaged, truncated or missing
+  exit 1 naming it;
 * Modelfile and name errors are clear and nonzero (line numbers, ADAPTER,
   DRAFT rules, a draft with another vocabulary);
 * `wick create` killed with SIGKILL at 20 random moments never leaves a
@@ -40,7 +44,7 @@ import tempfile
 import time
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-WICK = os.path.join(ROOT, "build", "release", "wick")
+WICK = os.environ.get("WICK_BIN") or os.path.join(ROOT, "build", "release", "wick")  # WICK_BIN: another build
 CACHE = os.path.join(os.environ.get("WICK_CACHE", os.path.expanduser("~/.cache/wick")), "models")
 SMOL_FIX = json.load(open(os.path.join(ROOT, "tests", "golden", "smollm2-135m.json"), encoding="utf-8"))
 GEMMA_FIX = json.load(open(os.path.join(ROOT, "tests", "golden", "gemma3-270m.json"), encoding="utf-8"))
@@ -207,6 +211,72 @@ def test_blobs_rm_cp():
     check(rc != 0 and "not found" in err, "rm of a missing model fails", err)
     rc, out, err = wick("run", "gem", "Hi", "--num-predict", "2")
     check(rc == 0, "other models untouched", err)
+
+
+def layer_digests(name):
+    m = manifests()[os.path.join(STORE, "manifests", "registry.ollama.ai", "library", name, "latest")]
+    return {m["config"]["digest"]} | {l["digest"] for l in m["layers"]}
+
+
+def test_overwrite_collects_blobs():
+    before = set(os.listdir(os.path.join(STORE, "blobs")))
+    smol_w = blob("sha256:" + hashlib.sha256(open(SMOL, "rb").read()).hexdigest())
+    gem_w = blob("sha256:" + hashlib.sha256(open(GEMMA, "rb").read()).hexdigest())
+    check(not os.path.exists(smol_w) and os.path.exists(gem_w), "setup: no model uses SmolLM2's weights, gem Gemma's")
+    rc, _, err = wick("create", "ow", "-f", modelfile(f"FROM {SMOL}\nSYSTEM ow-one\n", "ow1"))
+    old = layer_digests("ow")
+    rc2, _, err2 = wick("create", "ow", "-f", modelfile(f"FROM {GEMMA}\nSYSTEM ow-two\n", "ow2"))
+    new = layer_digests("ow")
+    check(rc == rc2 == 0 and os.path.exists(gem_w), "create over an existing name", err + err2)
+    gone = [d for d in old - new if os.path.exists(blob(d))]
+    check(not gone and not os.path.exists(smol_w) and all(os.path.exists(blob(d)) for d in new),
+          "create onto an existing name removes the replaced model's unused blobs (weights, system) and keeps "
+          "the new ones", str(gone))
+    rc, _, err = wick("create", "ow2", "-f", modelfile(f"FROM {GEMMA}\nSYSTEM ow-three\n", "ow3"))
+    mine = layer_digests("ow2") - layer_digests("gem")
+    rc2, _, err2 = wick("cp", "gem", "ow2")
+    check(rc == rc2 == 0 and mine and not any(os.path.exists(blob(d)) for d in mine)
+          and os.path.exists(gem_w) and layer_digests("ow2") == layer_digests("gem")
+          and all(os.path.exists(blob(d)) for d in layer_digests("gem")),
+          "cp onto an existing name removes its old unused blobs and keeps the shared weights", err + err2)
+    rc, _, err = wick("create", "ow3", "-f", modelfile(f"FROM {GEMMA}\nSYSTEM ow-two\n", "ow2"))
+    rc2, _, err2 = wick("create", "ow", "-f", modelfile(f"FROM {GEMMA}\nSYSTEM ow-four\n", "ow4"))
+    check(rc == rc2 == 0 and all(os.path.exists(blob(d)) for d in layer_digests("ow3")),
+          "a replaced model's blob another model (ow3) names stays", err + err2)
+    rc, _, err = wick("rm", "ow", "ow2", "ow3")
+    check(rc == 0 and set(os.listdir(os.path.join(STORE, "blobs"))) == before,
+          "after rm, no blob of the overwritten models is left", str(set(os.listdir(os.path.join(STORE, "blobs"))) ^ before))
+    rc, out, err = wick("run", "gem", "Hi", "--num-predict", "2")
+    check(rc == 0, "gem untouched", err)
+
+
+def test_broken_weights_blob():
+    """show and run of a model whose weights blob is damaged, truncated or gone fail naming the problem."""
+    sys.path.insert(0, os.path.join(ROOT, "tests", "badinput"))
+    import make_models
+    tiny = os.path.join(WORK, "tiny.gguf")
+    with open(tiny, "wb") as f:
+        f.write(make_models.build())
+    rc, _, err = wick("create", "brk", "-f", modelfile(f"FROM {tiny}\n", "brk.mf"))
+    rc2, out, err2 = wick("show", "brk")
+    check(rc == rc2 == 0 and "architecture         gemma3" in out, "a tiny model to break", err + err2)
+    m = manifests()[os.path.join(STORE, "manifests", "registry.ollama.ai", "library", "brk", "latest")]
+    w = blob(next(l["digest"] for l in m["layers"] if l["mediaType"] == "application/vnd.ollama.image.model"))
+    size = os.path.getsize(w)
+    with open(w, "r+b") as f:
+        f.write(b"\0" * 64)  # the same size, no longer a GGUF
+    rc, out, err = wick("show", "brk")
+    check(rc == 1 and "not a GGUF file" in err, "show of a damaged weights blob: exit 1 and the loader's error", err)
+    os.truncate(w, size // 2)
+    for cmd in (["show", "brk"], ["show", "brk", "--modelfile"], ["run", "brk", "hi"]):
+        rc, out, err = wick(*cmd)
+        check(rc == 1 and w in err and f"has {size // 2} bytes, the manifest says {size}" in err,
+              f"{' '.join(cmd)} of a truncated weights blob: exit 1 naming the blob and sizes", err)
+    os.remove(w)
+    rc, out, err = wick("show", "brk")
+    check(rc == 1 and w in err and "is missing" in err, "show of a missing weights blob: exit 1 naming the blob", err)
+    rc, _, err = wick("rm", "brk")
+    check(rc == 0 and "brk" not in wick("list")[1], "rm of the broken model still works", err)
 
 
 def test_errors():
@@ -470,7 +540,8 @@ def test_gemma4_tiny():
 
 def main():
     try:
-        for t in (test_create_and_run, test_parameters_system_messages, test_template, test_blobs_rm_cp, test_errors,
+        for t in (test_create_and_run, test_parameters_system_messages, test_template, test_blobs_rm_cp,
+                  test_overwrite_collects_blobs, test_broken_weights_blob, test_errors,
                   test_sigkill_during_create, test_safetensors_import, test_qwen2_tiny, test_qwen3_tiny, test_glm4_moe_lite_tiny, test_gemma4_tiny):
             t0 = time.time()
             t()

@@ -90,6 +90,12 @@ static void test_pieces(void)
     CHECK(memcmp(piece, "aff", 3) == 0);
     CHECK_EQ_INT(wk_tokenizer_token_bytes(tok, 7, false, piece, sizeof piece), 6);
     CHECK(memcmp(piece, " hello", 6) == 0);
+    /* a size query with no buffer (NULL, 0): the same counts, nothing
+     * written (memcpy from a NULL destination once: UBSan in the asan build) */
+    CHECK_EQ_INT(wk_tokenizer_token_bytes(tok, 5, false, NULL, 0), 3);
+    CHECK_EQ_INT(wk_tokenizer_token_bytes(tok, 7, false, NULL, 0), 6);
+    CHECK_EQ_INT(wk_tokenizer_token_bytes(tok, 7, false, piece, 1), 6);
+    CHECK(piece[0] == ' ');
     wk_tokenizer_destroy(tok);
 }
 
