@@ -2,7 +2,8 @@
  * gotmpl_builtins.c - the functions of the Go text/template engine:
  * Go's built-ins not, len, index, slice, eq, ne, lt, le, gt, ge, print,
  * printf, println (and and / or, which the executor short-circuits), and
- * Ollama's json. Errors are worded as Go's.
+ * Ollama's json (currentDate, yesterdayDate and toTypeScriptType are in
+ * gotmpl_ollama.c). Errors are worded as Go's.
  */
 #include "gotmpl_int.h"
 
@@ -15,6 +16,8 @@ static const char *const names[GF_COUNT_] = {
     [GF_INDEX] = "index", [GF_SLICE] = "slice", [GF_EQ] = "eq",     [GF_NE] = "ne",
     [GF_LT] = "lt",       [GF_LE] = "le",       [GF_GT] = "gt",     [GF_GE] = "ge",
     [GF_PRINT] = "print", [GF_PRINTF] = "printf", [GF_PRINTLN] = "println", [GF_JSON] = "json",
+    [GF_CURRENT_DATE] = "currentDate", [GF_YESTERDAY_DATE] = "yesterdayDate",
+    [GF_TO_TS_TYPE] = "toTypeScriptType",
 };
 
 int gt_func_lookup(const char *name, size_t n)
@@ -94,7 +97,7 @@ static enum wk_status fn_eq(struct call *c, json_t *const *a, int n, bool *out)
                 return err(c, WK_E_INVALID, "incompatible types for comparison");
             continue;
         }
-        if (k1 == K_OTHER) return err(c, WK_E_INVALID, "non-comparable type %s", gt_type_name(a[0]));
+        if (k1 == K_OTHER) return err(c, WK_E_INVALID, "non-comparable type %s", gt_type_name(c->prov, a[0]));
         if (k1 == K_NIL || compare(a[0], a[i]) == 0) {
             *out = true;
             return WK_OK;
@@ -135,11 +138,14 @@ static enum wk_status fn_len(struct call *c, json_t *const *a, int n, json_t **o
     if (n != 1) return err(c, WK_E_INVALID, "wrong number of args for len: want 1 got %d", n);
     const json_t *v = a[0];
     size_t len;
+    const struct gt_type *ty = gt_prov_type(c->prov, v, NULL);
     if (!v || json_is_null(v)) return err(c, WK_E_INVALID, "len of nil pointer");
+    if (ty && ty->kind == GT_STRUCT) /* len looks through a pointer */
+        return err(c, WK_E_INVALID, "len of type %s", ty->name + (ty->pointer && ty->name[0] == '*'));
     if (json_is_string(v)) len = json_string_length(v);
     else if (json_is_array(v)) len = json_array_size(v);
     else if (json_is_object(v)) len = json_object_size(v);
-    else return err(c, WK_E_INVALID, "len of type %s", gt_type_name(v));
+    else return err(c, WK_E_INVALID, "len of type %s", gt_type_name(c->prov, v));
     *out = json_integer((json_int_t)len);
     return *out ? WK_OK : WK_E_NOMEM;
 }
@@ -147,7 +153,7 @@ static enum wk_status fn_len(struct call *c, json_t *const *a, int n, json_t **o
 static enum wk_status index_int(struct call *c, const json_t *x, const char *what, json_int_t *out)
 {
     if (!json_is_integer(x))
-        return err(c, WK_E_INVALID, "cannot index slice/array with type %s", gt_type_name(x));
+        return err(c, WK_E_INVALID, "cannot index slice/array with type %s", gt_type_name(c->prov, x));
     *out = json_integer_value(x);
     (void)what;
     return WK_OK;
@@ -163,13 +169,19 @@ static enum wk_status fn_index(struct call *c, json_t *const *a, int n, json_t *
         json_t *next = NULL;
         json_int_t k = 0;
         enum wk_status st = WK_OK;
+        const struct gt_type *ty = gt_prov_type(c->prov, v, NULL);
+        bool nomem = false;
         if (!v) {
             st = err(c, WK_E_INVALID, "index of nil pointer");
+        } else if (ty && ty->kind == GT_STRUCT) {
+            st = err(c, WK_E_INVALID, "can't index item of type %s", ty->name);
         } else if (json_is_object(v)) {
             if (!json_is_string(a[i]))
-                st = err(c, WK_E_INVALID, "value has type %s; should be string", gt_type_name(a[i]));
+                st = err(c, WK_E_INVALID, "value has type %s; should be string", gt_type_name(c->prov, a[i]));
             else next = json_object_get(v, json_string_value(a[i]));
             if (next) json_incref(next);
+            else if (st == WK_OK && ty && ty->elem) next = gt_prov_zero_struct(c->prov, ty->elem, &nomem);
+            if (nomem) st = err(c, WK_E_NOMEM, "out of memory");
         } else if (json_is_array(v) || json_is_string(v)) {
             size_t len = json_is_array(v) ? json_array_size(v) : json_string_length(v);
             st = index_int(c, a[i], "index", &k);
@@ -179,7 +191,7 @@ static enum wk_status fn_index(struct call *c, json_t *const *a, int n, json_t *
                 next = json_is_array(v) ? json_incref(json_array_get(v, (size_t)k))
                                         : json_integer((unsigned char)json_string_value(v)[k]);
         } else {
-            st = err(c, WK_E_INVALID, "can't index item of type %s", gt_type_name(v));
+            st = err(c, WK_E_INVALID, "can't index item of type %s", gt_type_name(c->prov, v));
         }
         json_decref(owned);
         if (st != WK_OK) return st;
@@ -214,7 +226,7 @@ static enum wk_status fn_slice(struct call *c, json_t *const *a, int n, json_t *
     if (n - 1 > 3) return err(c, WK_E_INVALID, "too many slice indexes: %d", n - 1);
     bool str = json_is_string(v);
     if (!str && !json_is_array(v))
-        return err(c, WK_E_INVALID, "can't slice item of type %s", gt_type_name(v));
+        return err(c, WK_E_INVALID, "can't slice item of type %s", gt_type_name(c->prov, v));
     if (str && n - 1 == 3) return err(c, WK_E_INVALID, "cannot 3-index slice a string");
     json_int_t len = (json_int_t)(str ? json_string_length(v) : json_array_size(v));
     json_int_t idx[3] = {0, len, len};
@@ -239,6 +251,8 @@ static enum wk_status fn_slice(struct call *c, json_t *const *a, int n, json_t *
     json_t *r = json_array();
     for (json_int_t i = idx[0]; r && i < idx[1]; i++)
         if (json_array_append(r, json_array_get(v, (size_t)i)) != 0) json_decref(r), r = NULL;
+    const struct gt_type *ty = gt_prov_type(c->prov, v, NULL); /* a slice keeps its type */
+    if (r && ty && !gt_prov_set_type(c->prov, r, ty, false, true)) json_decref(r), r = NULL;
     *out = r;
     return r ? WK_OK : WK_E_NOMEM;
 }
@@ -255,7 +269,7 @@ static enum wk_status fn_print(struct call *c, int id, json_t *const *a, int n, 
             return err(c, WK_E_INVALID, "wrong number of args for printf: want at least 1 got 0");
         if (!json_is_string(a[0]))
             return err(c, WK_E_INVALID, "wrong type for value; expected string; got %s",
-                       gt_type_name(a[0]));
+                       gt_type_name(c->prov, a[0]));
         ok = gt_sprintf(&b, json_string_value(a[0]), json_string_length(a[0]), a + 1, n - 1);
     } else if (id == GF_JSON) {
         if (n != 1) return err(c, WK_E_INVALID, "wrong number of args for json: want 1 got %d", n);
@@ -292,7 +306,7 @@ enum wk_status gt_func_call(int id, json_t *const *args, int n, size_t max_outpu
     switch (id) {
     case GF_NOT:
         if (n != 1) return err(&c, WK_E_INVALID, "wrong number of args for not: want 1 got %d", n);
-        truth = !gt_truth(args[0]);
+        truth = !gt_truth(c.prov, args[0]);
         break;
     case GF_LEN: return fn_len(&c, args, n, out);
     case GF_INDEX: return fn_index(&c, args, n, out);
@@ -311,6 +325,9 @@ enum wk_status gt_func_call(int id, json_t *const *args, int n, size_t max_outpu
     case GF_PRINTF:
     case GF_PRINTLN:
     case GF_JSON: return fn_print(&c, id, args, n, max_output, out);
+    case GF_CURRENT_DATE:
+    case GF_YESTERDAY_DATE:
+    case GF_TO_TS_TYPE: return gt_ollama_call(id, args, n, prov, out, msg, msg_size);
     default: return err(&c, WK_E_INVALID, "not callable");
     }
     *out = json_boolean(truth);

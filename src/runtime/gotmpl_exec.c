@@ -89,6 +89,38 @@ static json_t *ref(json_t *v)
 /* ------------------------------------------------------------ evaluation */
 
 static int eval_pipe(struct ex *e, const struct gt_pipe *pp, json_t *dot, json_t **out);
+static int eval_cmd(struct ex *e, const struct gt_cmd *c, json_t *dot, json_t *final, bool piped,
+                    int line, json_t **out);
+
+/* Field name of the typed value v (a reference this takes over) of type
+ * ty: Go's rules for a struct (a field it lacks is an error, a missing
+ * member the field's zero value) or a map type (a missing key the zero
+ * of its element). */
+static int typed_field(struct ex *e, json_t *v, const struct gt_type *ty, bool nil, const char *name, int line,
+                       json_t **out)
+{
+    *out = NULL;
+    const struct gt_field *f = NULL;
+    for (int k = 0; ty->kind == GT_STRUCT && k < ty->n_fields; k++)
+        if (!strcmp(ty->fields[k].name, name)) f = &ty->fields[k];
+    int r = 0;
+    bool nomem = false;
+    if (ty->kind == GT_STRUCT && !f) {
+        r = fail(e, WK_E_INVALID, line, "can't evaluate field %s in type %s", name, ty->name);
+    } else if (ty->kind == GT_STRUCT && nil) {
+        r = fail(e, WK_E_INVALID, line, "nil pointer evaluating %s.%s", ty->name, name);
+    } else if (ty->kind == GT_SLICE) {
+        r = fail(e, WK_E_INVALID, line, "can't evaluate field %s in type %s", name, ty->name);
+    } else {
+        json_t *m = json_object_get(v, f ? f->key : name);
+        if (m && !json_is_null(m)) *out = json_incref(m);
+        else if (f) *out = gt_prov_zero(e->prov, f, &nomem);
+        else if (ty->elem) *out = gt_prov_zero_struct(e->prov, ty->elem, &nomem);
+        if (nomem) r = fail(e, WK_E_NOMEM, line, "out of memory");
+    }
+    json_decref(v);
+    return r;
+}
 
 /* Follows the field chain from v (a reference this takes over). */
 static int eval_fields(struct ex *e, json_t *v, const struct gt_arg *a, int line, json_t **out)
@@ -96,9 +128,17 @@ static int eval_fields(struct ex *e, json_t *v, const struct gt_arg *a, int line
     for (int i = 0; i < a->n_fields; i++) {
         const char *name = a->fields[i];
         if (!v) continue; /* a field of no value is no value */
+        bool nil;
+        const struct gt_type *ty = gt_prov_type(e->prov, v, &nil);
+        if (ty) {
+            json_t *f = NULL;
+            if (typed_field(e, v, ty, nil, name, line, &f) < 0) return -1;
+            v = f;
+            continue;
+        }
         if (!json_is_object(v)) {
             int r = fail(e, WK_E_INVALID, line, "can't evaluate field %s in type %s", name,
-                         gt_type_name(v));
+                         gt_type_name(e->prov, v));
             json_decref(v);
             return r;
         }
@@ -137,9 +177,10 @@ static int eval_arg(struct ex *e, const struct gt_arg *a, json_t *dot, int line,
     case GA_FLOAT: *out = json_real(a->f); break;
     case GA_BOOL: *out = json_boolean(a->i); break;
     case GA_NIL: return 0;
-    case GA_FUNC:
-        return fail(e, WK_E_INVALID, line, "can't use function %s as a value",
-                    gt_func_name((int)a->i));
+    case GA_FUNC: { /* a function as an argument: called without arguments */
+        const struct gt_cmd c = {.args = (struct gt_arg *)a, .n_args = 1};
+        return eval_cmd(e, &c, dot, NULL, false, line, out);
+    }
     }
     return *out ? 0 : fail(e, WK_E_NOMEM, line, "out of memory");
 }
@@ -157,7 +198,7 @@ static int call_and_or(struct ex *e, const struct gt_cmd *c, json_t *dot, json_t
     for (int i = 1; i < c->n_args; i++) {
         json_decref(v);
         if (eval_arg(e, &c->args[i], dot, line, &v) < 0) return -1;
-        if (gt_truth(v) == is_or) {
+        if (gt_truth(e->prov, v) == is_or) {
             *out = v;
             return 0;
         }
@@ -242,7 +283,7 @@ static int walk_action(struct ex *e, const struct gt_node *nd, json_t *dot)
     if (eval_pipe_decl(e, nd->pipe, dot, &v) < 0) return -1;
     bool ok = true;
     if (nd->pipe->n_vars == 0)
-        ok = v ? gt_print_value(&e->out, v) : gt_buf_str(&e->out, "<no value>");
+        ok = v ? gt_print_action(&e->out, v) : gt_buf_str(&e->out, "<no value>");
     json_decref(v);
     return ok ? 0 : out_fail(e, nd->line);
 }
@@ -253,7 +294,7 @@ static int walk_if_with(struct ex *e, const struct gt_node *nd, json_t *dot)
     json_t *v = NULL;
     int r = eval_pipe_decl(e, nd->pipe, dot, &v);
     if (r == 0) {
-        if (gt_truth(v)) r = walk(e, &nd->body, nd->kind == GN_WITH ? v : dot);
+        if (gt_truth(e->prov, v)) r = walk(e, &nd->body, nd->kind == GN_WITH ? v : dot);
         else r = walk(e, &nd->else_body, dot);
     }
     json_decref(v);
@@ -316,12 +357,13 @@ static int walk_range(struct ex *e, const struct gt_node *nd, json_t *dot)
     json_t *v = NULL;
     int r = eval_pipe(e, nd->pipe, dot, &v);
     if (r < 0) return -1;
-    if (v && !json_is_array(v) && !json_is_object(v)) {
-        char shown[64];
-        struct gt_buf b = {.max = 40};
+    const struct gt_type *ty = gt_prov_type(e->prov, v, NULL);
+    if (v && ((!json_is_array(v) && !json_is_object(v)) || (ty && ty->kind == GT_STRUCT))) {
+        char shown[320];
+        struct gt_buf b = {.max = 300, .prov = e->prov};
         gt_print_value(&b, v);
         snprintf(shown, sizeof shown, "%.*s%s", (int)b.n, b.p ? b.p : "", b.st ? "..." : "");
-        wk_free(b.p);
+        gt_buf_free(&b);
         json_decref(v);
         return fail(e, WK_E_INVALID, nd->line, "range can't iterate over %s", shown);
     }
@@ -384,7 +426,9 @@ enum wk_status gt_render(const struct wk_gotmpl *t, const json_t *data, const st
     e.out.max = lim && lim->max_output ? lim->max_output : WK_GOTMPL_MAX_OUTPUT;
     e.max_iters = lim && lim->max_iterations ? lim->max_iterations : WK_GOTMPL_MAX_ITERATIONS;
     if (runs && !(e.prov = gt_prov_new(data))) fail(&e, WK_E_NOMEM, 0, "out of memory");
-    if (e.prov && opts) gt_prov_set_json_values(e.prov, opts->json_values, opts->n_json_values);
+    for (size_t i = 0; e.prov && opts && i < opts->n_typed; i++)
+        if (!gt_prov_set_type(e.prov, opts->typed[i].v, opts->typed[i].type, opts->typed[i].nil, false))
+            fail(&e, WK_E_NOMEM, 0, "out of memory");
     e.out.prov = e.prov;
     json_t *root = e.st == WK_OK ? ref((json_t *)data) : NULL;
     if (e.st == WK_OK && var_push(&e, "$", root, 1) == 0) walk(&e, &t->root, root);

@@ -89,20 +89,84 @@ void gt_list_free(struct gt_list *l);
  * and uses_response (gotmpl_ollama.c); called once by the parser. */
 void gt_tree_index(struct wk_gotmpl *t);
 
+/* ------------------------------------------------------------- Go types */
+
+/*
+ * The data is jansson values, seen as Go's map[string]any; a value may
+ * also be recorded as one of Go's typed values (a struct, a map or slice
+ * type, with or without a String method), as Ollama's template data is:
+ * its fields then follow Go's rules (a field the struct lacks is an
+ * error, a missing member is the field's zero value), and it prints as
+ * fmt prints the Go value. The record goes by the identity of the jansson
+ * value (gt_prov_set_type).
+ */
+
+/* A field's Go zero value, what a missing or null member reads as. */
+enum gt_zero {
+    GZ_STRING, /* "" */
+    GZ_INT,    /* 0 */
+    GZ_ANY,    /* a nil interface: no value */
+    GZ_SLICE,  /* a nil slice: prints [], len 0, json null */
+    GZ_MAP,    /* a nil map */
+    GZ_PTR,    /* a nil pointer: prints <nil>, json null */
+    GZ_STRUCT, /* the struct with every field zero */
+};
+
+enum gt_kind { GT_STRUCT, GT_MAP, GT_SLICE };
+
+/* How %v and %s print a value of the type: as fmt prints the kind, or
+ * through a String method: its JSON, or api.PropertyType's (one name as
+ * itself, several as a list). */
+enum gt_show { GS_PLAIN, GS_JSON, GS_PROPTYPE };
+
+struct gt_type;
+
+struct gt_field {
+    const char *name; /* Go's field name */
+    const char *key;  /* the member of the object that holds it */
+    enum gt_zero zero;
+    const struct gt_type *type; /* its type where that matters (GZ_MAP, GZ_PTR, GZ_STRUCT, a slice type) */
+    bool omitempty; /* json.Marshal leaves it out when empty (null; "", 0, no elements unless GZ_ANY) */
+};
+
+struct gt_type {
+    const char *name; /* as Go's messages write it: "*template.templateMessage" */
+    enum gt_kind kind;
+    bool pointer; /* a pointer to the struct: fmt's %v writes &{...} */
+    enum gt_show show;
+    const char *nil_text;          /* a nil value of a type with a String method: what it returns */
+    const struct gt_field *fields; /* GT_STRUCT: the fields in order */
+    int n_fields;
+    /* GT_MAP: the element type, a missing key reading as its zero struct
+     * (NULL: as no value) */
+    const struct gt_type *elem;
+};
+
+/* A value of the data recorded as a Go type (nil: a nil slice, map or
+ * pointer of that type). */
+struct gt_typed {
+    const json_t *v;
+    const struct gt_type *type;
+    bool nil;
+};
+
+/* api.ToolProperty (gotmpl_ollama.c), which toTypeScriptType takes. */
+extern const struct gt_type gt_type_tool_property;
+
 /* How gt_render runs a template. */
 struct gt_render_opts {
     const struct wk_gotmpl_limits *lim; /* NULL: the defaults */
     /* skip every node whose ord is past t->response_ord, as Ollama's
      * legacy rendering cuts the template after {{ .Response }} */
     bool cut_after_response;
-    /* objects and arrays that print (%v, %s) as their JSON, as Ollama's
-     * template types with a String method do (tools, arguments) */
-    const json_t *const *json_values;
-    size_t n_json_values;
+    /* values of the data that are Go typed values (they must outlive the
+     * rendering) */
+    const struct gt_typed *typed;
+    size_t n_typed;
 };
 
 /* Renders t with opts; with runs, the provenance runs too (see
- * wk_gotmpl_render_runs; json_values need runs). */
+ * wk_gotmpl_render_runs; typed values need runs). */
 enum wk_status gt_render(const struct wk_gotmpl *t, const json_t *data, const struct gt_render_opts *opts,
                          char **out, size_t *out_len, struct wk_gotmpl_run **runs, size_t *n_runs,
                          struct wk_error *err);
@@ -151,11 +215,18 @@ enum wk_status gt_buf_runs(const struct gt_buf *b, size_t len, struct wk_gotmpl_
  * when out of memory. */
 struct gt_prov *gt_prov_new(const json_t *data);
 void gt_prov_free(struct gt_prov *p);
-/* Sets the objects and arrays that print as their JSON (not copied: they
- * must outlive p). */
-void gt_prov_set_json_values(struct gt_prov *p, const json_t *const *v, size_t n);
-/* Whether v is one of them (p may be NULL). */
-bool gt_prov_is_json_value(const struct gt_prov *p, const json_t *v);
+/* Records v as a value of Go type ty (nil: a nil slice, map or pointer);
+ * own: p keeps a reference to v, else v must outlive p. False when out
+ * of memory. */
+bool gt_prov_set_type(struct gt_prov *p, const json_t *v, const struct gt_type *ty, bool nil, bool own);
+/* The Go type recorded for v (NULL: none, a plain JSON value; p may be
+ * NULL); *nil (may be NULL) says whether v is a nil value of it. */
+const struct gt_type *gt_prov_type(const struct gt_prov *p, const json_t *v, bool *nil);
+/* A new reference to the zero value of field f (NULL: no value, or out
+ * of memory: *nomem set); the same value each time for one field. */
+json_t *gt_prov_zero(struct gt_prov *p, const struct gt_field *f, bool *nomem);
+/* A new reference to the zero struct of type ty, as gt_prov_zero. */
+json_t *gt_prov_zero_struct(struct gt_prov *p, const struct gt_type *ty, bool *nomem);
 /* The content spans of the string v (NULL, *n 0: none). */
 const struct gt_span *gt_prov_get(const struct gt_prov *p, const json_t *v, size_t *n);
 /* Records the content spans[0..n) (wk_malloc'd, taken over) of v, a
@@ -164,10 +235,14 @@ bool gt_prov_add(struct gt_prov *p, json_t *v, struct gt_span *spans, size_t n);
 
 /* ------------------------------------------------------------ the values */
 
-/* Go's truth: false for no value, false, 0, "", empty arrays and objects. */
-bool gt_truth(const json_t *v);
-/* Writes v as fmt's %v does (no value as <nil>). */
+/* Go's truth: false for no value, false, 0, "", empty arrays and objects;
+ * true for a struct (a value recorded in p as a Go struct; p may be NULL). */
+bool gt_truth(const struct gt_prov *p, const json_t *v);
+/* Writes v as fmt's %v does (no value as <nil>), with b->prov's types. */
 bool gt_print_value(struct gt_buf *b, const json_t *v);
+/* Writes v as an action {{ v }} prints it: as %v, but a pointer to a
+ * struct without its & (text/template prints what it points to). */
+bool gt_print_action(struct gt_buf *b, const json_t *v);
 /* A float as fmt's %v writes it, or (json) as encoding/json does. */
 bool gt_format_float(struct gt_buf *b, double f, bool json);
 /* fmt.Sprintf(f[0..n), args...). */
@@ -176,15 +251,25 @@ bool gt_sprintf(struct gt_buf *b, const char *f, size_t n, json_t *const *args, 
 bool gt_sprint(struct gt_buf *b, json_t *const *args, int n, bool ln);
 /* json.Marshal of v (objects in their own key order); depth 0 at the top. */
 bool gt_json_encode(struct gt_buf *b, const json_t *v, int depth);
-/* Go's type name of v ("int", "string", "[]interface {}", ...). */
-const char *gt_type_name(const json_t *v);
+/* Go's type name of v ("int", "string", "[]interface {}", ...; a typed
+ * value's type as p records it; p may be NULL). */
+const char *gt_type_name(const struct gt_prov *p, const json_t *v);
 
 /* ------------------------------------------------------------ functions */
 
 enum gt_func {
     GF_AND, GF_OR, GF_NOT, GF_LEN, GF_INDEX, GF_SLICE, GF_EQ, GF_NE, GF_LT, GF_LE,
-    GF_GT, GF_GE, GF_PRINT, GF_PRINTF, GF_PRINTLN, GF_JSON, GF_COUNT_
+    GF_GT, GF_GE, GF_PRINT, GF_PRINTF, GF_PRINTLN, GF_JSON, GF_CURRENT_DATE, GF_YESTERDAY_DATE,
+    GF_TO_TS_TYPE, GF_COUNT_
 };
+
+/* Ollama's currentDate and yesterdayDate (GF_CURRENT_DATE,
+ * GF_YESTERDAY_DATE: the local date, or the day before, as YYYY-MM-DD;
+ * any string arguments are ignored) and toTypeScriptType (GF_TO_TS_TYPE:
+ * an api.ToolProperty's TypeScript type, "any" for anything else);
+ * gotmpl_ollama.c. Arguments and errors as gt_func_call. */
+enum wk_status gt_ollama_call(int id, json_t *const *args, int n, struct gt_prov *prov, json_t **out,
+                              char *msg, size_t msg_size);
 
 /* The id of the function name[0..n), or -1. */
 int gt_func_lookup(const char *name, size_t n);

@@ -12,9 +12,11 @@
  */
 #include "gotmpl_int.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 struct idx {
     struct wk_gotmpl *t;
@@ -81,15 +83,19 @@ static json_t *str_or_empty(const json_t *o, const char *key)
 
 static int cmp_str(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
 
-/* A copy of v whose objects have their keys in sorted order, at any depth
- * (json.Marshal of a Go map sorts its keys); NULL when out of memory. */
-static json_t *sorted_copy(const json_t *v, int depth)
+/* A copy of v as Go holds JSON decoded into an any: objects are
+ * map[string]any, their keys sorted (as json.Marshal and fmt write a
+ * map), at any depth; numbers are float64. depth: v's in the template's
+ * data; past WK_GOTMPL_MAX_DEPTH *deep is set. NULL when out of memory. */
+static json_t *sorted_copy(const json_t *v, int depth, bool *deep)
 {
-    if (depth > WK_GOTMPL_MAX_DEPTH) return json_null();
+    if (depth > WK_GOTMPL_MAX_DEPTH) return *deep = true, json_null();
+    if (json_is_integer(v)) return json_real((double)json_integer_value(v));
     if (json_is_array(v)) {
         json_t *a = json_array();
         for (size_t i = 0; a && i < json_array_size(v); i++)
-            if (json_array_append_new(a, sorted_copy(json_array_get(v, i), depth + 1))) json_decref(a), a = NULL;
+            if (json_array_append_new(a, sorted_copy(json_array_get(v, i), depth + 1, deep)))
+                json_decref(a), a = NULL;
         return a;
     }
     if (!json_is_object(v)) return json_deep_copy(v);
@@ -102,7 +108,7 @@ static json_t *sorted_copy(const json_t *v, int depth)
         json_object_foreach((json_t *)v, key, val) keys[k++] = key;
         qsort(keys, n, sizeof *keys, cmp_str);
         for (size_t i = 0; o && i < n; i++)
-            if (json_object_set_new(o, keys[i], sorted_copy(json_object_get(v, keys[i]), depth + 1)))
+            if (json_object_set_new(o, keys[i], sorted_copy(json_object_get(v, keys[i]), depth + 1, deep)))
                 json_decref(o), o = NULL;
     } else {
         json_decref(o), o = NULL;
@@ -111,24 +117,100 @@ static json_t *sorted_copy(const json_t *v, int depth)
     return o;
 }
 
-/* The data being built: its values that print as JSON. */
+/* ------------------------------------------------------------- the types */
+
+/* Ollama's template data types (template/template.go: templateMessage,
+ * templateToolCall, templateTool, ...; api/types.go: ToolProperty,
+ * PropertyType, ToolPropertiesMap), with Go's names, fields and zero
+ * values. Messages and tool calls keep Go's field names as keys; tools
+ * keep their JSON keys (json.Marshal writes them). */
+static const struct gt_type T_ARGS = {.name = "template.templateArgs", .kind = GT_MAP, .show = GS_JSON,
+                                      .nil_text = "{}"};
+static const struct gt_field CALL_FN_FIELDS[] = {{"Index", "Index", GZ_INT, NULL, false},
+                                                 {"Name", "Name", GZ_STRING, NULL, false},
+                                                 {"Arguments", "Arguments", GZ_MAP, &T_ARGS, false}};
+static const struct gt_type T_CALL_FN = {.name = "template.templateToolCallFunction", .kind = GT_STRUCT,
+                                         .fields = CALL_FN_FIELDS, .n_fields = 3};
+static const struct gt_field CALL_FIELDS[] = {{"ID", "ID", GZ_STRING, NULL, false},
+                                              {"Function", "Function", GZ_STRUCT, &T_CALL_FN, false}};
+static const struct gt_type T_CALL = {.name = "template.templateToolCall", .kind = GT_STRUCT,
+                                      .fields = CALL_FIELDS, .n_fields = 2};
+static const struct gt_type T_IMAGES = {.name = "[]api.ImageData", .kind = GT_SLICE};
+static const struct gt_type T_CALLS = {.name = "[]template.templateToolCall", .kind = GT_SLICE};
+static const struct gt_field MESSAGE_FIELDS[] = {
+    {"Role", "Role", GZ_STRING, NULL, false},           {"Content", "Content", GZ_STRING, NULL, false},
+    {"Thinking", "Thinking", GZ_STRING, NULL, false},   {"Images", "Images", GZ_SLICE, &T_IMAGES, false},
+    {"ToolCalls", "ToolCalls", GZ_SLICE, &T_CALLS, false}, {"ToolName", "ToolName", GZ_STRING, NULL, false},
+    {"ToolCallID", "ToolCallID", GZ_STRING, NULL, false}};
+static const struct gt_type T_MESSAGE = {.name = "*template.templateMessage", .kind = GT_STRUCT, .pointer = true,
+                                         .fields = MESSAGE_FIELDS, .n_fields = 7};
+
+static const struct gt_type T_STRINGS = {.name = "[]string", .kind = GT_SLICE};
+static const struct gt_type T_ANYS = {.name = "[]interface {}", .kind = GT_SLICE};
+static const struct gt_type T_PROPTYPE = {.name = "api.PropertyType", .kind = GT_SLICE, .show = GS_PROPTYPE,
+                                          .nil_text = ""};
+static const struct gt_type T_PROPERTY_LIST = {.name = "[]api.ToolProperty", .kind = GT_SLICE};
+/* a pointer to a struct of unexported fields: Go prints its address;
+ * wick prints its JSON */
+static const struct gt_type T_PROPMAP = {.name = "*api.ToolPropertiesMap", .kind = GT_STRUCT, .pointer = true,
+                                         .show = GS_JSON};
+static const struct gt_field PROPERTY_FIELDS[] = { /* every one omitempty */
+    {"AnyOf", "anyOf", GZ_SLICE, &T_PROPERTY_LIST, true}, {"Type", "type", GZ_SLICE, &T_PROPTYPE, true},
+    {"Items", "items", GZ_ANY, NULL, true},               {"Description", "description", GZ_STRING, NULL, true},
+    {"Enum", "enum", GZ_SLICE, &T_ANYS, true},            {"Properties", "properties", GZ_PTR, &T_PROPMAP, true},
+    {"Required", "required", GZ_SLICE, &T_STRINGS, true}};
+const struct gt_type gt_type_tool_property = {.name = "api.ToolProperty", .kind = GT_STRUCT,
+                                              .fields = PROPERTY_FIELDS, .n_fields = 7};
+static const struct gt_type T_PROPS = {.name = "template.templateProperties", .kind = GT_MAP, .show = GS_JSON,
+                                       .nil_text = "{}", .elem = &gt_type_tool_property};
+static const struct gt_field PARAMS_FIELDS[] = {
+    {"Type", "type", GZ_STRING, NULL, false},           {"Defs", "$defs", GZ_ANY, NULL, true},
+    {"Items", "items", GZ_ANY, NULL, true},              {"Required", "required", GZ_SLICE, &T_STRINGS, true},
+    {"Properties", "properties", GZ_MAP, &T_PROPS, false}};
+/* templateToolFunction and its parameters print as JSON, as Ollama's
+ * api.ToolFunction did up to v0.13.5 (and ollama/ollama#18391 restores) */
+static const struct gt_type T_PARAMS = {.name = "template.templateToolFunctionParameters", .kind = GT_STRUCT,
+                                        .show = GS_JSON, .fields = PARAMS_FIELDS, .n_fields = 5};
+static const struct gt_field FN_FIELDS[] = {{"Name", "name", GZ_STRING, NULL, false},
+                                            {"Description", "description", GZ_STRING, NULL, false},
+                                            {"Parameters", "parameters", GZ_STRUCT, &T_PARAMS, false}};
+static const struct gt_type T_FN = {.name = "template.templateToolFunction", .kind = GT_STRUCT, .show = GS_JSON,
+                                    .fields = FN_FIELDS, .n_fields = 3};
+static const struct gt_field TOOL_FIELDS[] = {{"Type", "type", GZ_STRING, NULL, false},
+                                              {"Items", "items", GZ_ANY, NULL, true},
+                                              {"Function", "function", GZ_STRUCT, &T_FN, false}};
+static const struct gt_type T_TOOL = {.name = "template.templateTool", .kind = GT_STRUCT, .show = GS_JSON,
+                                      .fields = TOOL_FIELDS, .n_fields = 3};
+static const struct gt_type T_TOOLS = {.name = "template.templateTools", .kind = GT_SLICE, .show = GS_JSON,
+                                       .nil_text = "null"};
+
+/* ------------------------------------------------------------- the data */
+
+/* The data being built: its typed values. */
 struct build {
-    const json_t **json_values;
+    struct gt_typed *typed;
     size_t n, cap;
     bool nomem;
+    bool deep; /* tools or arguments nested past WK_GOTMPL_MAX_DEPTH */
 };
 
-/* v (a new reference, NULL: out of memory) recorded as printing as its JSON. */
-static json_t *as_json_value(struct build *b, json_t *v)
+/* The depths in the data of a tool's properties map (.Tools, a tool,
+ * function, parameters, properties) and of a call's arguments (.Messages,
+ * a message, ToolCalls, a call, Function, Arguments). */
+enum { PROPS_DEPTH = 5, ARGS_DEPTH = 6 };
+
+/* v (a new reference, NULL: out of memory) recorded as a value of type ty
+ * (nil: a nil one). */
+static json_t *typed(struct build *b, json_t *v, const struct gt_type *ty, bool nil)
 {
     if (!v) return b->nomem = true, NULL;
     if (b->n == b->cap) {
         size_t cap = b->cap ? 2 * b->cap : 16;
-        const json_t **p = wk_realloc(b->json_values, cap * sizeof *p);
+        struct gt_typed *p = wk_realloc(b->typed, cap * sizeof *p);
         if (!p) return b->nomem = true, v;
-        b->json_values = p, b->cap = cap;
+        b->typed = p, b->cap = cap;
     }
-    b->json_values[b->n++] = v;
+    b->typed[b->n++] = (struct gt_typed){v, ty, nil};
     return v;
 }
 
@@ -138,51 +220,73 @@ static void put(struct build *b, json_t *o, const char *key, json_t *v)
     if (!v || json_object_set_new(o, key, v)) b->nomem = true;
 }
 
-/* Copies the member key of from into o when present (omitempty). */
-static void put_present(struct build *b, json_t *o, const json_t *from, const char *key)
+/* Copies the member key of from into o (at depth in the data) as Go's
+ * any or, list, as a []string (kept even when empty: json.Marshal's
+ * omitempty drops it, a template sees an empty list). */
+static void put_present(struct build *b, json_t *o, const json_t *from, const char *key, bool list, int depth)
 {
     json_t *v = json_object_get(from, key);
-    if (v && !json_is_null(v) && !(json_is_array(v) && json_array_size(v) == 0))
-        put(b, o, key, sorted_copy(v, 0));
+    if (v && !json_is_null(v) && (!list || json_is_array(v))) {
+        json_t *c = sorted_copy(v, depth, &b->deep);
+        put(b, o, key, list ? typed(b, c, &T_STRINGS, false) : c);
+    }
 }
 
-/* A tool parameter as Ollama's ToolProperty: anyOf, type, items,
- * description, enum, properties (in their order), required; the ones
- * present (omitempty), others dropped as Go's struct drops them. */
+static json_t *property_value(struct build *b, const json_t *p, int depth);
+
+/* The member of a ToolProperty, i its field: anyOf (properties), type (a
+ * PropertyType: a list of names), properties (in their order), the
+ * others as Go decodes them; NULL when absent (or not of the field's
+ * JSON type: Ollama would refuse the request). */
+static json_t *property_member(struct build *b, int i, const json_t *v, int depth)
+{
+    const json_t *e;
+    const char *k;
+    size_t n;
+    json_t *r = NULL;
+    if (!v || json_is_null(v)) return NULL;
+    if (i == 0 || i == 1 || i == 4 || i == 6) { /* anyOf, type, enum, required: slices */
+        if (i == 1 && json_is_string(v)) {
+            r = json_pack("[O]", v);
+        } else if (!json_is_array(v)) {
+            return NULL;
+        } else if (i == 0) {
+            r = json_array();
+            json_array_foreach(v, n, e) if (!r || json_array_append_new(r, property_value(b, e, depth + 2))) b->nomem = true;
+        } else {
+            r = sorted_copy(v, depth + 1, &b->deep);
+        }
+        static const struct gt_type *const types[] = {&T_PROPERTY_LIST, &T_PROPTYPE, NULL, NULL, &T_ANYS, NULL,
+                                                      &T_STRINGS};
+        return typed(b, r, types[i], false);
+    }
+    if (i == 3) return json_is_string(v) ? json_incref((json_t *)v) : NULL;
+    if (i == 5) { /* a *ToolPropertiesMap, in the properties' order */
+        if (!json_is_object(v)) return NULL;
+        r = json_object();
+        json_object_foreach((json_t *)v, k, e) if (!r || json_object_set_new(r, k, property_value(b, e, depth + 2))) b->nomem = true;
+        return typed(b, r, &T_PROPMAP, false);
+    }
+    return sorted_copy(v, depth + 1, &b->deep); /* items: any */
+}
+
+/* A tool parameter as Ollama's api.ToolProperty: its fields in order
+ * (anyOf, type, items, description, enum, properties, required; the
+ * empty ones json.Marshal's omitempty leaves out), unknown ones dropped. */
 static json_t *property_value(struct build *b, const json_t *p, int depth)
 {
-    static const char *const keys[] = {"anyOf", "type", "items", "description", "enum", "properties", "required"};
+    if (depth > WK_GOTMPL_MAX_DEPTH) return b->deep = true, json_object();
     json_t *o = json_object();
-    if (!o || depth > WK_GOTMPL_MAX_DEPTH) {
-        json_decref(o);
-        return b->nomem = true, NULL;
+    if (!o) return b->nomem = true, NULL;
+    for (int i = 0; i < 7; i++) {
+        json_t *m = property_member(b, i, json_object_get(p, PROPERTY_FIELDS[i].key), depth);
+        if (m) put(b, o, PROPERTY_FIELDS[i].key, m);
     }
-    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
-        json_t *v = json_object_get(p, keys[i]);
-        if (!v || json_is_null(v) || (json_is_string(v) && json_string_length(v) == 0) ||
-            (json_is_array(v) && json_array_size(v) == 0))
-            continue;
-        if (i == 0 && json_is_array(v)) { /* anyOf: properties */
-            json_t *a = json_array();
-            size_t k;
-            json_t *e;
-            json_array_foreach(v, k, e) if (!a || json_array_append_new(a, property_value(b, e, depth + 1))) b->nomem = true;
-            put(b, o, keys[i], a);
-        } else if (i == 5 && json_is_object(v)) { /* nested properties, in their order */
-            json_t *n = json_object();
-            const char *k;
-            json_t *e;
-            json_object_foreach(v, k, e) if (!n || json_object_set_new(n, k, property_value(b, e, depth + 1))) b->nomem = true;
-            put(b, o, keys[i], n);
-        } else {
-            put(b, o, keys[i], json_deep_copy(v));
-        }
-    }
-    return o;
+    return typed(b, o, &gt_type_tool_property, false);
 }
 
 /* One tool as Ollama's templateTool: its fields in the struct's order,
- * properties sorted; the tool, and its properties, print as JSON. */
+ * the properties a Go map (sorted; nil without them). */
 static json_t *tool_value(struct build *b, const json_t *tool)
 {
     const json_t *fn = json_object_get(tool, "function"), *params = json_object_get(fn, "parameters");
@@ -192,13 +296,13 @@ static json_t *tool_value(struct build *b, const json_t *tool)
         return b->nomem = true, NULL;
     }
     put(b, t, "type", str_or_empty(tool, "type"));
-    put_present(b, t, tool, "items");
+    put_present(b, t, tool, "items", false, PROPS_DEPTH - 2);
     put(b, f, "name", str_or_empty(fn, "name"));
     put(b, f, "description", str_or_empty(fn, "description"));
     put(b, p, "type", str_or_empty(params, "type"));
-    put_present(b, p, params, "$defs");
-    put_present(b, p, params, "items");
-    put_present(b, p, params, "required");
+    put_present(b, p, params, "$defs", false, PROPS_DEPTH);
+    put_present(b, p, params, "items", false, PROPS_DEPTH);
+    put_present(b, p, params, "required", true, PROPS_DEPTH);
     /* a Go map: its keys sorted when it prints */
     const json_t *props = json_object_get(params, "properties");
     json_t *pm = json_object();
@@ -210,20 +314,21 @@ static json_t *tool_value(struct build *b, const json_t *tool)
         json_object_foreach((json_t *)props, key, val) keys[k++] = key;
         qsort(keys, n, sizeof *keys, cmp_str);
         for (size_t i = 0; i < n; i++)
-            if (json_object_set_new(pm, keys[i], property_value(b, json_object_get(props, keys[i]), 0))) b->nomem = true;
+            if (json_object_set_new(pm, keys[i], property_value(b, json_object_get(props, keys[i]), PROPS_DEPTH + 1)))
+                b->nomem = true;
     } else {
         b->nomem = true;
     }
     wk_free(keys);
-    put(b, p, "properties", as_json_value(b, pm));
-    put(b, f, "parameters", p);
-    put(b, t, "function", f);
-    return as_json_value(b, t);
+    put(b, p, "properties", typed(b, pm, &T_PROPS, !json_is_object(props)));
+    put(b, f, "parameters", typed(b, p, &T_PARAMS, false));
+    put(b, t, "function", typed(b, f, &T_FN, false));
+    return typed(b, t, &T_TOOL, false);
 }
 
 /* A message as Ollama's templateMessage (Role, Content, Thinking, Images,
  * ToolCalls with ID and Function {Index, Name, Arguments}, ToolName,
- * ToolCallID); the arguments print as JSON. */
+ * ToolCallID); the arguments a Go map (keys sorted, numbers float64). */
 static json_t *message_value(struct build *b, const json_t *m, const char *content)
 {
     json_t *o = json_object();
@@ -243,17 +348,92 @@ static json_t *message_value(struct build *b, const json_t *m, const char *conte
             const json_t *fn = json_object_get(c, "function");
             const json_t *args = json_object_get(fn, "arguments");
             json_t *idx = json_object_get(fn, "index");
+            json_t *a = json_is_object(args) ? sorted_copy(args, ARGS_DEPTH, &b->deep) : json_object();
             json_t *f = json_pack("{s:I, s:o, s:o}", "Index", json_is_integer(idx) ? json_integer_value(idx) : 0,
                                   "Name", str_or_empty(fn, "name"), "Arguments",
-                                  as_json_value(b, json_is_object(args) ? sorted_copy(args, 0) : json_object()));
-            json_t *call = f ? json_pack("{s:o, s:o}", "ID", str_or_empty(c, "id"), "Function", f) : NULL;
-            if (!call || json_array_append_new(list, call)) b->nomem = true;
+                                  typed(b, a, &T_ARGS, !json_is_object(args)));
+            json_t *call = f ? json_pack("{s:o, s:o}", "ID", str_or_empty(c, "id"), "Function",
+                                         typed(b, f, &T_CALL_FN, false))
+                             : NULL;
+            if (!call || json_array_append_new(list, typed(b, call, &T_CALL, false))) b->nomem = true;
         }
-        put(b, o, "ToolCalls", list);
+        put(b, o, "ToolCalls", typed(b, list, &T_CALLS, false));
     }
     put(b, o, "ToolName", str_or_empty(m, "tool_name"));
     put(b, o, "ToolCallID", str_or_empty(m, "tool_call_id"));
-    return o;
+    return typed(b, o, &T_MESSAGE, false);
+}
+
+/* ------------------------------------------------------------ functions */
+
+/* api.ToolProperty's ToTypeScriptType of the property object p into b:
+ * its anyOf's types or its type names, joined with " | "; "any" without. */
+static bool ts_type(struct gt_buf *b, const json_t *p, int depth)
+{
+    const json_t *any = json_object_get(p, "anyOf"), *ty = json_object_get(p, "type");
+    size_t i;
+    const json_t *e;
+    if (depth > WK_GOTMPL_MAX_DEPTH) return b->st = WK_E_RANGE, false;
+    if (json_array_size(any) > 0) {
+        json_array_foreach(any, i, e) if ((i && !gt_buf_str(b, " | ")) || !ts_type(b, e, depth + 1)) return false;
+        return true;
+    }
+    if (json_array_size(ty) == 0) return gt_buf_str(b, "any");
+    static const char *const map[][2] = {{"string", "string"},   {"number", "number"},
+                                         {"integer", "number"},  {"boolean", "boolean"},
+                                         {"array", "any[]"},     {"object", "Record<string, any>"},
+                                         {"null", "null"}};
+    json_array_foreach(ty, i, e) {
+        const char *ts = "any";
+        for (size_t k = 0; k < sizeof map / sizeof map[0]; k++)
+            if (json_is_string(e) && !strcmp(json_string_value(e), map[k][0])) ts = map[k][1];
+        if ((i && !gt_buf_str(b, " | ")) || !gt_buf_str(b, ts)) return false;
+    }
+    return true;
+}
+
+enum wk_status gt_ollama_call(int id, json_t *const *args, int n, struct gt_prov *prov, json_t **out,
+                              char *msg, size_t msg_size)
+{
+    *out = NULL;
+    if (id == GF_TO_TS_TYPE) {
+        if (n != 1) {
+            snprintf(msg, msg_size, "wrong number of args for toTypeScriptType: want 1 got %d", n);
+            return WK_E_INVALID;
+        }
+        bool nil;
+        struct gt_buf b = {.max = 1 << 20};
+        bool ok = gt_prov_type(prov, args[0], &nil) == &gt_type_tool_property && !nil
+                      ? ts_type(&b, args[0], 0) : gt_buf_str(&b, "any");
+        *out = ok ? json_stringn_nocheck(b.p, b.n) : NULL;
+        gt_buf_free(&b);
+        if (*out) return WK_OK;
+        snprintf(msg, msg_size, b.st == WK_E_RANGE ? "nested too deeply" : "out of memory");
+        return b.st == WK_E_RANGE ? WK_E_RANGE : WK_E_NOMEM;
+    }
+    for (int i = 0; i < n; i++) /* currentDate / yesterdayDate (args ...string): ignored */
+        if (!json_is_string(args[i])) {
+            struct gt_buf b = {.max = 64};
+            gt_print_value(&b, args[i]);
+            snprintf(msg, msg_size, "expected string; found %.*s", (int)b.n, b.p ? b.p : "");
+            gt_buf_free(&b);
+            return WK_E_INVALID;
+        }
+    /* Go's time.Now().Format("2006-01-02"), yesterdayDate after
+     * AddDate(0, 0, -1): the local calendar date, or the one before */
+    time_t now = time(NULL);
+    struct tm tm;
+    char date[32];
+    if (!localtime_r(&now, &tm)) return snprintf(msg, msg_size, "no local time"), WK_E_INVALID;
+    if (id == GF_YESTERDAY_DATE) {
+        tm.tm_mday -= 1, tm.tm_hour = 12, tm.tm_isdst = -1;
+        if (mktime(&tm) == (time_t)-1) return snprintf(msg, msg_size, "no local time"), WK_E_INVALID;
+    }
+    snprintf(date, sizeof date, "%04d-%02d-%02d", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday);
+    *out = json_string(date);
+    if (*out) return WK_OK;
+    snprintf(msg, msg_size, "out of memory");
+    return WK_E_NOMEM;
 }
 
 /* ------------------------------------------------------------ rendering */
@@ -296,7 +476,7 @@ static bool acc_add(struct acc *a, const char *s, size_t n, bool content)
 static enum wk_status exec_into(const struct wk_gotmpl *t, json_t *data, const struct build *b, bool cut,
                                 struct acc *a, struct wk_error *err)
 {
-    struct gt_render_opts o = {.cut_after_response = cut, .json_values = b->json_values, .n_json_values = b->n};
+    struct gt_render_opts o = {.cut_after_response = cut, .typed = b->typed, .n_typed = b->n};
     char *text = NULL;
     size_t len = 0, n_runs = 0;
     struct wk_gotmpl_run *runs = NULL;
@@ -420,16 +600,18 @@ enum wk_status wk_gotmpl_render_chat(const struct wk_gotmpl *t, const json_t *me
     }
     if (!system || !collated || b.nomem) {
         st = wk_error_set(err, WK_E_NOMEM, "template: out of memory");
+    } else if (b.deep && t->uses_messages) {
+        st = wk_error_set(err, WK_E_RANGE, "template: tool call arguments nested deeper than %d levels",
+                          WK_GOTMPL_MAX_DEPTH - ARGS_DEPTH);
     } else if (t->uses_messages) {
-        json_t *tl = NULL;
-        if (json_is_array(tools)) {
-            tl = as_json_value(&b, json_array());
-            json_array_foreach(tools, i, m) if (json_array_append_new(tl, tool_value(&b, m))) b.nomem = true;
-        }
+        /* .Tools: a templateTools, nil without tools */
+        json_t *tl = typed(&b, json_array(), &T_TOOLS, !json_is_array(tools));
+        json_array_foreach(tools, i, m) if (!tl || json_array_append_new(tl, tool_value(&b, m))) b.nomem = true;
         json_t *data = json_pack("{s:s, s:O, s:o, s:s, s:b, s:s, s:b}", "System", system, "Messages", collated,
-                                 "Tools", tl ? tl : json_null(), "Response", "", "Think", 0, "ThinkLevel", "",
-                                 "IsThinkSet", 0);
+                                 "Tools", tl, "Response", "", "Think", 0, "ThinkLevel", "", "IsThinkSet", 0);
         st = !data || b.nomem ? wk_error_set(err, WK_E_NOMEM, "template: out of memory")
+             : b.deep         ? wk_error_set(err, WK_E_RANGE, "template: tools nested deeper than %d levels",
+                                             WK_GOTMPL_MAX_DEPTH - PROPS_DEPTH)
                               : exec_into(t, data, &b, false, &a, err);
         json_decref(data);
     } else {
@@ -437,7 +619,7 @@ enum wk_status wk_gotmpl_render_chat(const struct wk_gotmpl *t, const json_t *me
     }
     json_decref(collated);
     wk_free(system);
-    wk_free(b.json_values);
+    wk_free(b.typed);
     if (!st && !a.text && !(a.text = wk_strdup(""))) st = wk_error_set(err, WK_E_NOMEM, "template: out of memory");
     if (st) {
         wk_free(a.text);

@@ -15,29 +15,24 @@ struct ent {
     const json_t *v;     /* NULL: a free slot */
     struct gt_span one;  /* the span of a whole data string */
     struct gt_span *spans; /* NULL: just one */
-    size_t n;
+    size_t n;            /* 0: no spans (a typed value) */
     bool owned; /* holds a reference to v */
+    const struct gt_type *type; /* its Go type (NULL: none) */
+    bool nil;                   /* a nil value of it */
+};
+
+/* A zero value made for a field or a struct type, kept for reuse. */
+struct zero {
+    const void *key;
+    json_t *v;
 };
 
 struct gt_prov {
     struct ent *tab;
     size_t cap, used;
-    const json_t *const *json_values;
-    size_t n_json_values;
+    struct zero *zeros;
+    size_t n_zeros, cap_zeros;
 };
-
-void gt_prov_set_json_values(struct gt_prov *p, const json_t *const *v, size_t n)
-{
-    p->json_values = v;
-    p->n_json_values = n;
-}
-
-bool gt_prov_is_json_value(const struct gt_prov *p, const json_t *v)
-{
-    for (size_t i = 0; p && i < p->n_json_values; i++)
-        if (p->json_values[i] == v) return true;
-    return false;
-}
 
 static size_t slot(const struct gt_prov *p, const json_t *v)
 {
@@ -123,6 +118,8 @@ void gt_prov_free(struct gt_prov *p)
         wk_free(p->tab[i].spans);
         if (p->tab[i].owned) json_decref((json_t *)p->tab[i].v);
     }
+    for (size_t i = 0; i < p->n_zeros; i++) json_decref(p->zeros[i].v);
+    wk_free(p->zeros);
     wk_free(p->tab);
     wk_free(p);
 }
@@ -132,7 +129,7 @@ const struct gt_span *gt_prov_get(const struct gt_prov *p, const json_t *v, size
     *n = 0;
     if (!p || !v || !p->cap || !json_is_string(v)) return NULL;
     const struct ent *e = &p->tab[slot(p, v)];
-    if (!e->v) return NULL;
+    if (!e->v || !e->n) return NULL;
     *n = e->n;
     return e->spans ? e->spans : &e->one;
 }
@@ -155,6 +152,79 @@ bool gt_prov_add(struct gt_prov *p, json_t *v, struct gt_span *spans, size_t n)
     *e = (struct ent){.v = json_incref(v), .spans = spans, .n = n, .owned = true};
     p->used++;
     return true;
+}
+
+/* ----------------------------------------------------------- Go types */
+
+bool gt_prov_set_type(struct gt_prov *p, const json_t *v, const struct gt_type *ty, bool nil, bool own)
+{
+    if (!p || !v) return true;
+    if (!grow(p)) return false;
+    struct ent *e = &p->tab[slot(p, v)];
+    if (!e->v) {
+        *e = (struct ent){.v = own ? json_incref((json_t *)v) : v, .owned = own};
+        p->used++;
+    }
+    e->type = ty, e->nil = nil;
+    return true;
+}
+
+const struct gt_type *gt_prov_type(const struct gt_prov *p, const json_t *v, bool *nil)
+{
+    if (nil) *nil = false;
+    if (!p || !v || !p->cap || json_is_string(v)) return NULL;
+    const struct ent *e = &p->tab[slot(p, v)];
+    if (!e->v || !e->type) return NULL;
+    if (nil) *nil = e->nil;
+    return e->type;
+}
+
+/* The zero value kept for key, or a new one (an empty array or object,
+ * recorded as type ty, nil). */
+static json_t *zero_of(struct gt_prov *p, const void *key, bool array, const struct gt_type *ty, bool nil,
+                       bool *nomem)
+{
+    for (size_t i = 0; i < p->n_zeros; i++)
+        if (p->zeros[i].key == key) return json_incref(p->zeros[i].v);
+    if (p->n_zeros == p->cap_zeros) {
+        size_t cap = p->cap_zeros ? 2 * p->cap_zeros : 8;
+        struct zero *z = wk_realloc(p->zeros, cap * sizeof *z);
+        if (!z) return *nomem = true, NULL;
+        p->zeros = z, p->cap_zeros = cap;
+    }
+    json_t *made = array ? json_array() : json_object();
+    if (!made || (ty && !gt_prov_set_type(p, made, ty, nil, false))) {
+        json_decref(made);
+        return *nomem = true, NULL;
+    }
+    p->zeros[p->n_zeros++] = (struct zero){key, made};
+    return json_incref(made);
+}
+
+json_t *gt_prov_zero_struct(struct gt_prov *p, const struct gt_type *ty, bool *nomem)
+{
+    if (!p) return NULL;
+    return zero_of(p, ty, false, ty, false, nomem);
+}
+
+json_t *gt_prov_zero(struct gt_prov *p, const struct gt_field *f, bool *nomem)
+{
+    switch (f->zero) {
+    case GZ_STRING:
+    case GZ_INT: {
+        json_t *v = f->zero == GZ_STRING ? json_string("") : json_integer(0);
+        if (!v) *nomem = true;
+        return v;
+    }
+    case GZ_ANY: return NULL;
+    case GZ_STRUCT: return gt_prov_zero_struct(p, f->type, nomem);
+    default: break;
+    }
+    if (!p) return NULL;
+    /* a nil slice, map or pointer: an empty array or object recorded nil */
+    static const struct gt_type any_slice = {.name = "[]interface {}", .kind = GT_SLICE};
+    const struct gt_type *ty = f->type ? f->type : f->zero == GZ_SLICE ? &any_slice : NULL;
+    return zero_of(p, f, f->zero == GZ_SLICE, ty, true, nomem);
 }
 
 /* ------------------------------------------------------------ the buffer */

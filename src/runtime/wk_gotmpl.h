@@ -10,8 +10,13 @@
  * numbers, true, false, nil); parenthesised pipelines with field access;
  * and the functions and, or, not, len, index, slice, eq (with several
  * arguments), ne, lt, le, gt, ge, print, printf, println and Ollama's json
- * (Go's json.Marshal). Not supported: define / template / block, methods,
- * call, html / js / urlquery, complex numbers.
+ * (Go's json.Marshal), currentDate and yesterdayDate (the local date, or
+ * the day before, YYYY-MM-DD) and toTypeScriptType (of a tool parameter);
+ * a function named as an argument is called without arguments. printf
+ * and printing follow Go's fmt (flags, widths and precisions up to Go's
+ * limit of 1e6, * and [n] argument indexes, %v %d %s %q %x %X %o %O %b
+ * %c %U %e %f %g %t %T). Not supported: define / template / block,
+ * methods, call, html / js / urlquery, complex numbers, %#v's Go syntax.
  *
  * The data (the dot) is a jansson value, seen as Go sees map[string]any:
  * .Field looks the key up in an object (a missing key or a JSON null is
@@ -133,6 +138,17 @@ enum wk_status wk_gotmpl_render_runs(const struct wk_gotmpl *t, const json_t *da
  *    tool with Ollama's fields in order; a tool, the list and a tool's
  *    properties and a call's arguments print as their JSON), .Response ""
  *    and .Think false;
+ *  - the messages, tool calls, tools and tool parameters are Go typed
+ *    values as in Ollama (templateMessage, templateToolCall, templateTool,
+ *    templateToolFunction, api.ToolProperty, ...): a field the Go struct
+ *    lacks (.Nope, or .role for .Role) is an execution error naming the
+ *    type, a field the request left out is the Go zero value ("", an
+ *    empty list, <nil>), and they print as fmt prints them (a message as
+ *    {user Hi!  [] []  }); a tool, its .Function and its
+ *    .Function.Parameters print as their JSON (as Ollama's api.ToolFunction
+ *    did through v0.13.5 and ollama/ollama#18391 restores; Ollama 0.14 to
+ *    this writing prints Go struct syntax there); numbers in a call's
+ *    arguments and in a tool's free-form values are float64 as in Go;
  *  - any other template runs once per exchange with .System, .Prompt and
  *    .Response (a system message or a user message after an answer starts
  *    the next), and the last time everything after the first action that

@@ -13,20 +13,30 @@ message; a template without .Messages runs once per exchange with .System,
 prompt ends where the answer goes; a template that names neither .Messages
 nor .Response gets {{ .Response }} at its end; tools and a tool call's
 arguments print as their JSON, keys of maps sorted as Go's encoding/json
-writes them. Errors name the template's line."""
+writes them. Errors name the template's line.
+
+test_go_reference compares with Go itself: the cases of go_cases.py, whose
+outputs Go's text/template gave with Ollama's template data types and funcs
+(go_expected.json, recorded by make-go-expected.py with a Go program
+built on Ollama's template package, kept outside this repository). test_dates checks currentDate and yesterdayDate against Python's
+clock (Go's time.Now in the local time zone)."""
 import atexit
+import datetime
 import json
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
+import zoneinfo
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 WICK = os.path.join(ROOT, "build", "release", "wick")
 sys.path.insert(0, os.path.join(ROOT, "tests"))
+sys.path.insert(0, os.path.join(ROOT, "tests", "template"))
 import checks as harness  # noqa: E402
 from checks import check  # noqa: E402
+import go_cases  # noqa: E402
 
 TMP = tempfile.mkdtemp(prefix="wick-gotmpl-")
 atexit.register(shutil.rmtree, TMP, True)
@@ -167,10 +177,72 @@ def test_go_template_errors():
     check(rc == 1 and "line 3" in err, "a field of a string: an execution error naming line 3", err)
     rc, out, err = render("{{ template \"x\" }}", [U1])
     check(rc == 1 and "line 1" in err, "an undefined template: an error naming line 1", err)
+    # wick's limit (Go has none so low): nesting past WK_GOTMPL_MAX_DEPTH in the data is refused
+    deep = {}
+    for _ in range(150):
+        deep = {"x": deep}
+    rc, out, err = render("{{ range .Messages }}{{ end }}", [{**CALL, "tool_calls": [
+        {"function": {"name": "f", "arguments": deep}}]}])
+    check(rc == 1 and "arguments nested deeper than" in err, "tool call arguments nested 150 deep: a clear error", err)
+    prop = {"type": "object"}
+    for _ in range(80):
+        prop = {"type": "object", "properties": {"p": prop}}
+    rc, out, err = render("{{ range .Messages }}{{ end }}", [U1], [{"type": "function", "function": {
+        "name": "f", "parameters": {"type": "object", "properties": {"a": prop}}}}])
+    check(rc == 1 and "tools nested deeper than" in err, "tool parameters nested 80 deep: a clear error", err)
+
+
+def go_error_text(err):
+    """The part of a Go template error after its position: text/template
+    writes 'template: :LINE:COL: executing "" at <NODE>: MESSAGE'."""
+    return err.split(">: ", 1)[1] if ">: " in err else err
+
+
+def test_go_reference():
+    """Every case of go_cases.py renders as Go's text/template did with
+    Ollama's data and funcs (go_expected.json); an error where Go gave one,
+    with Go's message."""
+    make = __import__("make-go-expected")
+    rec = json.load(open(os.path.join(ROOT, "tests", "template", "go_expected.json")))
+    check(set(rec["cases"]) == {c[0] for c in go_cases.CASES}, "go_expected.json records every case of go_cases.py",
+          "run tests/template/make-go-expected.py")
+    for name, template, messages, tools in go_cases.CASES:
+        want = rec["cases"].get(name)
+        if not want or want["hash"] != make.case_hash(template, messages, tools):
+            check(False, f"{name}: recorded", "stale: run tests/template/make-go-expected.py")
+            continue
+        rc, out, err = render(template, messages, tools)
+        if "out" in want:
+            check(rc == 0 and out == want["out"], f"{name} (as {rec['go']})",
+                  f"rc {rc} {err}\n  wick: {out!r}\n  go:   {want['out']!r}")
+        else:
+            msg = go_error_text(want["err"])
+            check(rc == 1 and msg in err, f"{name}: an error (as {rec['go']})",
+                  f"rc {rc} out {out!r}\n  wick: {err.strip()!r}\n  go:   {want['err']!r}")
+
+
+def test_dates():
+    """currentDate and yesterdayDate: Go's time.Now().Format("2006-01-02")
+    and the day before, in the local time zone (TZ), as Python's clock
+    gives them (read before and after, in case midnight passes)."""
+    tpath, mpath = os.path.join(TMP, "d.gotmpl"), os.path.join(TMP, "d.json")
+    open(tpath, "w").write('{{ currentDate }} {{ yesterdayDate }} {{ currentDate "%Y" }}{{ range .Messages }}{{ end }}')
+    json.dump({"messages": [go_cases.U1]}, open(mpath, "w"))
+    for tz in ("UTC", "Pacific/Kiritimati", "America/Los_Angeles"):
+        zone = zoneinfo.ZoneInfo(tz)
+        before = datetime.datetime.now(zone).date()
+        p = subprocess.run([WICK, "template", "--go", tpath, "--messages", mpath], capture_output=True, timeout=60,
+                           env={**os.environ, "TZ": tz})
+        after = datetime.datetime.now(zone).date()
+        want = {f"{d} {d - datetime.timedelta(days=1)} {d}" for d in (before, after)}
+        check(p.returncode == 0 and p.stdout.decode() in want, f"currentDate, yesterdayDate with TZ={tz}",
+              f"{p.stdout!r} {p.stderr!r} want {sorted(want)}")
 
 
 if __name__ == "__main__":
     test_go_templates()
     test_go_template_errors()
+    test_go_reference()
+    test_dates()
     print(f"Go templates: {harness.checks} checks, {harness.failures} failed")
     sys.exit(1 if harness.failures else 0)

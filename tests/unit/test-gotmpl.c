@@ -645,15 +645,16 @@ static void test_chat(void)
                               "[{\"role\": \"user\", \"content\": \"a\"}, {\"role\": \"user\", \"content\": \"b\"},"
                               " {\"role\": \"system\", \"content\": \"s\"}]", NULL),
                  "[C]s[S]|user=[C]a\n\nb[S];system=[C]s[S];");
-    /* tools print as JSON (not content), a call's arguments as sorted JSON (their strings content;
-     * < and > escaped as Go's encoding/json escapes them) */
+    /* tools print as JSON (not content; a tool without properties has a nil map, null in JSON, as
+     * Go gives it: tests/template/go_cases.py), a call's arguments as sorted JSON (their strings
+     * content; < and > escaped as Go's encoding/json escapes them) */
     CHECK_EQ_STR(chat_runs_of("{{ range .Tools }}{{ . }}{{ end }}{{ range .Messages }}{{ range .ToolCalls }}"
                               "{{ .Function.Name }}{{ .Function.Arguments }}{{ end }}{{ end }}",
                               "[{\"role\": \"assistant\", \"tool_calls\": [{\"function\": {\"name\": \"f\", "
                               "\"arguments\": {\"z\": \"<|x|>\", \"a\": 1}}}]}]",
                               "[{\"type\": \"function\", \"function\": {\"name\": \"f\"}}]"),
                  "[S]{\"type\":\"function\",\"function\":{\"name\":\"f\",\"description\":\"\",\"parameters\":"
-                 "{\"type\":\"\",\"properties\":{}}}}f{\"a\":1,\"z\":\"[C]\\u003c|x|\\u003e[S]\"}");
+                 "{\"type\":\"\",\"properties\":null}}}f{\"a\":1,\"z\":\"[C]\\u003c|x|\\u003e[S]\"}");
     CHECK_EQ_STR(chat_runs_of("{{ .Prompt }}", "[{\"content\": \"no role\"}]", NULL), "ERROR message 0 has no role");
     CHECK_EQ_STR(chat_runs_of("{{ .Prompt }}", "{}", NULL), "ERROR messages must be a list");
     CHECK_EQ_INT(wk_alloc_live_bytes(), live);
