@@ -5,6 +5,7 @@
  */
 #include "jinja_int.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -130,6 +131,30 @@ struct jv jinja_getattr(struct jctx *c, const struct jv *obj, const char *name)
 
 static long long norm_index(long long i, long long n) { return i < 0 ? i + n : i; }
 
+/* The byte offset of the code point after the one at byte i of s[0..n). */
+static size_t cp_next(const char *s, size_t n, size_t i)
+{
+    for (i++; i < n && ((unsigned char)s[i] & 0xC0) == 0x80;) i++;
+    return i;
+}
+
+/* The byte offset of the code point before the one at byte i > 0. */
+static size_t cp_prev(const char *s, size_t i)
+{
+    do i--;
+    while (i > 0 && ((unsigned char)s[i] & 0xC0) == 0x80);
+    return i;
+}
+
+/* The byte offset of code point k of s[0..n) (n when s has fewer). */
+static size_t cp_at(const char *s, size_t n, size_t k)
+{
+    size_t i = 0;
+    jinja_cost(0, n);
+    for (; i < n && k; k--) i = cp_next(s, n, i);
+    return i;
+}
+
 struct jv jinja_getitem(struct jctx *c, const struct jv *obj, const struct jv *key)
 {
     if (obj->k == JV_UNDEF) {
@@ -143,6 +168,7 @@ struct jv jinja_getitem(struct jctx *c, const struct jv *obj, const struct jv *k
         if (j) return jv_from_json(json_incref(j));
     }
     if ((obj->k == JV_DICT || obj->k == JV_NS) && key->k == JV_STR && jv_s(key)[0] != 1) {
+        if (!jinja_cost(0, jv_len_s(key))) return JV_UNDEF_V; /* the key is hashed */
         json_t *j = json_object_get(obj->u.j, jv_s(key));
         if (j) return jv_from_json(json_incref(j));
     }
@@ -154,10 +180,9 @@ struct jv jinja_getitem(struct jctx *c, const struct jv *obj, const struct jv *k
             return u;
         }
         if (obj->k == JV_LIST) return jv_from_json(json_incref(json_array_get(obj->u.j, (size_t)i)));
-        json_t *chars = jv_iter_list(c, obj);
-        struct jv r = jv_from_json(json_incref(json_array_get(chars, (size_t)i)));
-        json_decref(chars);
-        return r;
+        const char *p = jv_s(obj);
+        size_t at = cp_at(p, jv_len_s(obj), (size_t)i);
+        return jv_substr(obj, at, cp_next(p, jv_len_s(obj), at) - at);
     }
     if (key->k == JV_STR) {
         if (c->st) return JV_UNDEF_V;
@@ -171,6 +196,27 @@ struct jv jinja_getitem(struct jctx *c, const struct jv *obj, const struct jv *k
     return u;
 }
 
+/* The code points [start, stop) by step (Python's normalized slice
+ * bounds) of the str s, without splitting it. */
+static struct jv str_slice(const struct jv *s, long long start, long long stop, long long step)
+{
+    const char *p = jv_s(s);
+    size_t n = jv_len_s(s);
+    if (step > 0 ? start >= stop : start <= stop) return jv_str("", 0);
+    size_t pos = cp_at(p, n, (size_t)start);
+    if (step == 1) return jv_substr(s, pos, cp_at(p, n, (size_t)stop) - pos);
+    struct jbuf sb = {0};
+    for (long long i = start; (step > 0 ? i < stop : i > stop) && !sb.st;) {
+        size_t e = cp_next(p, n, pos);
+        jbuf_put_v(&sb, s, pos, e - pos);
+        if (step > 0)
+            for (long long k = 0; k < step && i < stop; k++, i++) pos = cp_next(p, n, pos);
+        else
+            for (long long k = 0; k != step && i > stop; k--, i--) pos = pos ? cp_prev(p, pos) : 0;
+    }
+    return sb.p ? jv_str_take(&sb) : jv_str("", 0);
+}
+
 static struct jv eval_slice(struct jctx *c, const struct jnode_s *n, struct jv *obj)
 {
     struct jv parts[3] = {JV_NONE_V, JV_NONE_V, JV_NONE_V};
@@ -180,11 +226,9 @@ static struct jv eval_slice(struct jctx *c, const struct jnode_s *n, struct jv *
         if (parts[i].k != JV_NONE && parts[i].k != JV_INT) { jinja_fail(c, WK_E_INVALID, "slice indices must be integers or None"); return JV_UNDEF_V; }
     }
     if (obj->k != JV_LIST && obj->k != JV_STR) { jinja_fail(c, WK_E_INVALID, "'%s' object is not subscriptable", jv_type_name(obj)); return JV_UNDEF_V; }
-    json_t *items = jv_iter_list(c, obj);
-    if (!items) return JV_UNDEF_V;
-    long long len = (long long)json_array_size(items);
+    long long len = jv_length(obj);
     long long step = parts[2].k == JV_INT ? parts[2].u.i : 1;
-    if (step == 0) { json_decref(items); jinja_fail(c, WK_E_INVALID, "slice step cannot be zero"); return JV_UNDEF_V; }
+    if (step == 0) { jinja_fail(c, WK_E_INVALID, "slice step cannot be zero"); return JV_UNDEF_V; }
     long long lo = step > 0 ? 0 : -1, hi = step > 0 ? len : len - 1;
     long long start = step > 0 ? 0 : len - 1, stop = step > 0 ? len : -1;
     if (parts[0].k == JV_INT) {
@@ -197,16 +241,14 @@ static struct jv eval_slice(struct jctx *c, const struct jnode_s *n, struct jv *
         if (stop < lo) stop = lo;
         if (stop > hi) stop = hi;
     }
+    if (obj->k == JV_STR) return str_slice(obj, start, stop, step);
     json_t *out = json_array();
-    struct jbuf sb = {0};
-    for (long long i = start; step > 0 ? i < stop : i > stop; i += step) {
-        json_t *e = json_array_get(items, (size_t)i);
-        if (obj->k == JV_LIST) json_array_append(out, e);
-        else jbuf_put_j(&sb, e, 0, json_string_length(e));
+    for (long long i = start; out && (step > 0 ? i < stop : i > stop); i += step) {
+        json_array_append(out, json_array_get(obj->u.j, (size_t)i));
+        if (step > 0 ? step >= stop - i : step <= stop - i) break; /* i + step would pass stop (or overflow) */
     }
-    json_decref(items);
-    if (obj->k == JV_STR) { json_decref(out); return sb.p ? jv_str_take(&sb) : jv_str("", 0); }
-    return (struct jv){.k = JV_LIST, .u.j = out};
+    jinja_cost(out ? (long long)json_array_size(out) : 0, 0);
+    return (struct jv){.k = JV_LIST, .u.j = out, .tuple = obj->tuple};
 }
 
 /* s * k, its size checked before anything is allocated. */
@@ -214,11 +256,19 @@ static struct jv repeat(struct jctx *c, const struct jv *s, long long k)
 {
     size_t n = jv_len_s(s);
     if (k <= 0 || n == 0) return jv_str("", 0);
-    if ((unsigned long long)k > WK_JINJA_MAX_OUTPUT / n) { jinja_fail(c, WK_E_RANGE, "string repetition too large"); return JV_UNDEF_V; }
-    struct jbuf sb = {.limit = WK_JINJA_MAX_OUTPUT};
-    if (!jbuf_reserve(&sb, n * (size_t)k)) { jinja_fail(c, WK_E_NOMEM, "out of memory"); return JV_UNDEF_V; }
-    for (long long i = 0; i < k; i++) jbuf_put_v(&sb, s, 0, n);
-    if (sb.st) { jbuf_free(&sb); jinja_fail(c, sb.st, "string repetition too large"); return JV_UNDEF_V; }
+    if ((unsigned long long)k > WK_JINJA_MAX_OUTPUT / n) {
+        unsigned long long total;
+        jinja_too_large(c, "string", __builtin_mul_overflow((unsigned long long)k, n, &total) ? ULLONG_MAX : total);
+        return JV_UNDEF_V;
+    }
+    struct jbuf sb = {0};
+    size_t total = n * (size_t)k;
+    jbuf_reserve(&sb, total); /* all the room: the copies below read the buffer itself */
+    jbuf_put_v(&sb, s, 0, n);
+    while (!sb.st && sb.n < total) { /* doubling what is there */
+        size_t more = sb.n < total - sb.n ? sb.n : total - sb.n;
+        jbuf_put_bits(&sb, sb.p, sb.t, more);
+    }
     return jv_str_take(&sb);
 }
 
@@ -229,16 +279,19 @@ static struct jv arith(struct jctx *c, int op, struct jv *a, struct jv *b)
     if (op == '+' && a->k == JV_STR && b->k == JV_STR) {
         bool safe = a->safe || b->safe; /* Markup + str escapes the str */
         struct jv ea = safe && !a->safe ? jinja_escape(a) : jv_copy(a), eb = safe && !b->safe ? jinja_escape(b) : jv_copy(b);
-        struct jbuf sb = {.limit = WK_JINJA_MAX_OUTPUT};
+        struct jbuf sb = {0};
+        jbuf_reserve(&sb, jv_len_s(&ea) + jv_len_s(&eb)); /* the size checked before anything is allocated */
         jbuf_put_v(&sb, &ea, 0, jv_len_s(&ea));
         jbuf_put_v(&sb, &eb, 0, jv_len_s(&eb));
         jv_free(&ea), jv_free(&eb);
-        if (sb.st) { jbuf_free(&sb); jinja_fail(c, sb.st, "string too large"); return JV_UNDEF_V; }
+        if (c->st) { jbuf_free(&sb); return JV_UNDEF_V; }
         struct jv r = sb.p ? jv_str_take(&sb) : jv_str("", 0);
         r.safe = safe;
         return r;
     }
     if (op == '+' && a->k == JV_LIST && b->k == JV_LIST) {
+        size_t n = json_array_size(a->u.j) + json_array_size(b->u.j);
+        if (!jinja_items_ok(c, n) || !jinja_cost((long long)n, 0)) return JV_UNDEF_V;
         json_t *r = json_array();
         json_array_extend(r, a->u.j);
         json_array_extend(r, b->u.j);
@@ -301,6 +354,7 @@ static bool contains(struct jctx *c, const struct jv *needle, const struct jv *h
     if (hay->k == JV_STR) {
         if (needle->k != JV_STR) { jinja_fail(c, WK_E_INVALID, "'in <string>' requires string as left operand"); return false; }
         if (jv_len_s(needle) == 0) return true;
+        jinja_cost(0, jv_len_s(hay));
         return memmem(jv_s(hay), jv_len_s(hay), jv_s(needle), jv_len_s(needle)) != NULL;
     }
     if (hay->k == JV_DICT || hay->k == JV_NS) {
@@ -316,7 +370,7 @@ static bool contains(struct jctx *c, const struct jv *needle, const struct jv *h
         return in;
     }
     if (hay->k == JV_LIST) {
-        for (size_t i = 0; i < json_array_size(hay->u.j); i++) {
+        for (size_t i = 0; i < json_array_size(hay->u.j) && !c->st; i++) {
             struct jv e = jv_from_json(json_incref(json_array_get(hay->u.j, i)));
             bool eq = jv_equal(&e, needle);
             jv_free(&e);
@@ -372,6 +426,7 @@ struct jv jinja_call_macro(struct jctx *c, const struct jv *m, struct jv *args, 
 {
     const struct jnode_s *def = m->u.macro;
     if (c->depth >= WK_JINJA_MAX_DEPTH) { jinja_fail(c, WK_E_RANGE, "recursion too deep (macro %s)", def->str); return JV_UNDEF_V; }
+    if (!jinja_cost(1, 0)) return JV_UNDEF_V;
     struct jframe f = {.parent = m->closure ? m->closure : c->globals};
     for (size_t i = 0; i < def->args.n; i++) {
         const struct jnode_s *p = def->args.v[i];
@@ -477,7 +532,7 @@ static struct jv eval_seq(struct jctx *c, const struct jnode_s *n)
         }
     }
     struct jv r = {.k = n->kind == JE_DICT ? JV_DICT : JV_LIST, .u.j = j, .tuple = n->kind == JE_TUPLE};
-    if (c->st) { jv_free(&r); return JV_UNDEF_V; }
+    if (c->st || !jinja_nest_ok(c, j)) { jv_free(&r); return JV_UNDEF_V; }
     return r;
 }
 
@@ -531,6 +586,7 @@ static struct jv eval_inner(struct jctx *c, const struct jnode_s *n)
         b = jinja_eval(c, n->b);
         if (n->op == '~' && !c->st) {
             struct jbuf sb = {0};
+            jbuf_reserve(&sb, jv_len_s(&a) + jv_len_s(&b)); /* strings: the size checked before anything is allocated */
             jv_write_str(&sb, &a);
             jv_write_str(&sb, &b);
             r = sb.p ? jv_str_take(&sb) : jv_str("", 0);
@@ -566,6 +622,7 @@ static struct jv eval_inner(struct jctx *c, const struct jnode_s *n)
 struct jv jinja_eval(struct jctx *c, const struct jnode_s *n)
 {
     if (c->st) return JV_UNDEF_V;
+    if (++c->steps > WK_JINJA_MAX_STEPS && !jinja_cost(0, 0)) return JV_UNDEF_V;
     if (++c->depth > WK_JINJA_MAX_DEPTH * 4) { c->depth--; jinja_fail(c, WK_E_RANGE, "expression nested too deeply"); return JV_UNDEF_V; }
     struct jv r = eval_inner(c, n);
     c->depth--;
@@ -636,6 +693,7 @@ static int exec_for(struct jctx *c, const struct jnode_s *n)
     int flow = FLOW_NORMAL;
     for (size_t i = 0; i < loop.length && !c->st; i++) {
         if (++c->iterations > WK_JINJA_MAX_ITERATIONS) { jinja_fail(c, WK_E_RANGE, "too many loop iterations"); break; }
+        if (!jinja_cost(1, 0)) break;
         loop.index = i;
         struct jframe f = {.parent = c->frame};
         struct jframe *saved = c->frame;
@@ -720,6 +778,7 @@ static int exec_stmt(struct jctx *c, const struct jnode_s *n)
 static int exec_body(struct jctx *c, const struct jnode_vec *body)
 {
     for (size_t i = 0; i < body->n; i++) {
+        if (++c->steps > WK_JINJA_MAX_STEPS && !jinja_cost(0, 0)) return FLOW_ERROR;
         int flow = exec_stmt(c, body->v[i]);
         if (flow != FLOW_NORMAL) return flow;
     }
@@ -796,7 +855,7 @@ static enum wk_status render(const struct wk_jinja *t, const json_t *vars, char 
     struct jframe globals = {.vars = vars};
     struct jframe top = {.parent = &globals};
     struct jctx c = {.t = t, .out = &buf, .err = err, .globals = &top, .frame = &top};
-    jinja_tuples_begin();
+    jinja_track_begin(&c);
     if (runs) {
         jinja_taint_begin();
         jinja_taint_vars(vars);
@@ -804,7 +863,7 @@ static enum wk_status render(const struct wk_jinja *t, const json_t *vars, char 
     exec_body(&c, &t->root->body);
     frame_free(&top);
     if (runs) jinja_taint_end();
-    jinja_tuples_end();
+    jinja_track_end(&c);
     if (!c.st && buf.st) jinja_fail(&c, buf.st, "output too large");
     if (!c.st && runs && make_runs(&buf, runs, n_runs)) jinja_fail(&c, WK_E_NOMEM, "out of memory");
     wk_free(buf.t);

@@ -58,6 +58,7 @@ static struct jv strip(const struct jv *s, const struct jv *chars, bool left, bo
     const char *p = jv_s(s);
     size_t a = 0, b = jv_len_s(s);
     bool cs = chars && chars->k == JV_STR;
+    jinja_cost(0, b);
     const char *set = cs ? jv_s(chars) : NULL;
     size_t sl = cs ? jv_len_s(chars) : 0;
 #define STRIPPABLE(ch) (cs ? memchr(set, (ch), sl) != NULL : is_ws((unsigned char)(ch)))
@@ -83,87 +84,151 @@ static struct jv case_map(const struct jv *s, int mode) /* 0 lower, 1 upper, 2 t
     return b.p ? jv_str_take(&b) : jv_str("", 0);
 }
 
-static struct jv replace(const struct jv *s, const struct jv *old, const struct jv *new, long long count)
+/* The first needle[0..k) in h[0..n) (k > 0), or NULL: memmem, or memchr
+ * for one byte (which a sanitizer checks only up to the match). */
+static const char *find_in(const char *h, size_t n, const char *needle, size_t k)
 {
-    struct jbuf b = {0};
+    return k == 1 ? memchr(h, needle[0], n) : memmem(h, n, needle, k);
+}
+
+/* Python's s.replace(old, new, count) (count < 0: all), its size checked
+ * before anything is allocated. */
+static struct jv replace(struct jctx *c, const struct jv *s, const struct jv *old, const struct jv *new, long long count)
+{
     const char *p = jv_s(s), *o = jv_s(old), *nw = jv_s(new);
     size_t n = jv_len_s(s), ol = jv_len_s(old), nl = jv_len_s(new), i = 0;
-    long long done = 0;
-    if (ol == 0) return jv_copy(s);
-    while (i < n) {
-        const char *hit = (count < 0 || done < count) ? memmem(p + i, n - i, o, ol) : NULL;
-        if (!hit) { jbuf_put_v(&b, s, i, n - i); break; }
+    unsigned long long hits = 0;
+    if (!jinja_cost(0, n)) return JV_UNDEF_V;
+    if (ol == 0) hits = utf8_count(p, n) + 1; /* '' matches before each character and at the end */
+    else
+        for (const char *h = p; (count < 0 || hits < (unsigned long long)count) && (h = find_in(h, (size_t)(p + n - h), o, ol)); h += ol) hits++;
+    if (count >= 0 && hits > (unsigned long long)count) hits = (unsigned long long)count;
+    if (hits == 0) return jv_copy(s);
+    unsigned long long total; /* n + hits * (nl - ol), where hits * ol <= n */
+    if (__builtin_mul_overflow(hits, (unsigned long long)nl, &total) || __builtin_add_overflow(total, (unsigned long long)n, &total)) total = ULLONG_MAX;
+    else total -= hits * ol;
+    if (total > WK_JINJA_MAX_OUTPUT) { jinja_too_large(c, "string", total); return JV_UNDEF_V; }
+    struct jbuf b = {0};
+    jbuf_reserve(&b, (size_t)total);
+    for (unsigned long long done = 0; done < hits && !b.st; done++) {
+        if (ol == 0) {
+            jbuf_put(&b, nw, nl);
+            if (i >= n) break;
+            size_t k = 1;
+            while (i + k < n && ((unsigned char)p[i + k] & 0xC0) == 0x80) k++;
+            jbuf_put_v(&b, s, i, k);
+            i += k;
+            continue;
+        }
+        const char *hit = find_in(p + i, n - i, o, ol);
         jbuf_put_v(&b, s, i, (size_t)(hit - (p + i)));
         jbuf_put(&b, nw, nl);
         i = (size_t)(hit - p) + ol;
-        done++;
     }
+    jbuf_put_v(&b, s, i, n - i);
     return b.p ? jv_str_take(&b) : jv_str("", 0);
 }
 
+/* Appends s[off, off+n) to out, or fails c when out is full. */
+static bool split_add(struct jctx *c, json_t *out, const struct jv *s, size_t off, size_t n)
+{
+    if (json_array_size(out) >= WK_JINJA_MAX_ITEMS) return jinja_items_ok(c, WK_JINJA_MAX_ITEMS + 1ull);
+    json_array_append_new(out, jinja_substr(s->u.j, off, n));
+    return true;
+}
+
+/* Python's s.split(sep, maxsplit) / s.rsplit(...) (sep None: runs of
+ * whitespace); at most WK_JINJA_MAX_ITEMS items. */
 static struct jv split(struct jctx *c, const struct jv *s, const struct jv *sep, long long maxsplit, bool from_right)
 {
     json_t *out = json_array();
-    const char *p = jv_s(s);
-    size_t n = jv_len_s(s);
-    if (!sep || sep->k == JV_NONE || sep->k == JV_UNDEF) {
-        size_t i = 0;
-        long long k = 0;
-        (void)from_right;
+    const char *p = jv_s(s), *d = sep && sep->k == JV_STR ? jv_s(sep) : NULL;
+    size_t n = jv_len_s(s), dl = d ? jv_len_s(sep) : 0, i = 0;
+    long long k = 0;
+    if (!jinja_cost(0, n) || !out) goto done;
+    if (!d && sep && sep->k != JV_NONE && sep->k != JV_UNDEF) { jinja_fail(c, WK_E_INVALID, "must be str or None, not %s", jv_type_name(sep)); goto done; }
+    if (!d) { /* from_right with maxsplit and no separator is not supported: split from the left */
         while (i < n) {
             while (i < n && is_ws((unsigned char)p[i])) i++;
             if (i >= n) break;
             size_t j = i;
-            if (maxsplit >= 0 && k >= maxsplit) { size_t e = n; while (e > i && is_ws((unsigned char)p[e - 1])) e--; json_array_append_new(out, jinja_substr(s->u.j, i, e - i)); break; }
+            if (maxsplit >= 0 && k >= maxsplit) { split_add(c, out, s, i, n - i); break; } /* the rest, as it is */
             while (j < n && !is_ws((unsigned char)p[j])) j++;
-            json_array_append_new(out, jinja_substr(s->u.j, i, j - i));
+            if (!split_add(c, out, s, i, j - i)) break;
             k++;
             i = j;
         }
-        return (struct jv){.k = JV_LIST, .u.j = out};
+        goto done;
     }
-    const char *d = jv_s(sep);
-    size_t dl = jv_len_s(sep);
-    if (dl == 0) { json_decref(out); jinja_fail(c, WK_E_INVALID, "empty separator"); return JV_UNDEF_V; }
-    if (from_right && maxsplit >= 0) {
+    if (dl == 0) { jinja_fail(c, WK_E_INVALID, "empty separator"); goto done; }
+    if (from_right && maxsplit >= 0) { /* the pieces from the right, then the head, then reversed */
         size_t e = n;
-        long long k = 0;
-        json_t *rev = json_array();
         while (k < maxsplit) {
             const char *hit = NULL;
-            for (size_t i = e; i >= dl; i--)
-                if (!memcmp(p + i - dl, d, dl)) { hit = p + i - dl; break; }
+            for (size_t at = e; at >= dl && !hit; at--)
+                if (!memcmp(p + at - dl, d, dl)) hit = p + at - dl;
             if (!hit) break;
-            json_array_insert_new(rev, 0, jinja_substr(s->u.j, (size_t)(hit - p) + dl, e - (size_t)(hit - p) - dl));
+            if (!split_add(c, out, s, (size_t)(hit - p) + dl, e - (size_t)(hit - p) - dl)) goto done;
             e = (size_t)(hit - p);
             k++;
         }
-        json_array_append_new(out, jinja_substr(s->u.j, 0, e));
-        json_array_extend(out, rev);
-        json_decref(rev);
-        return (struct jv){.k = JV_LIST, .u.j = out};
+        if (!split_add(c, out, s, 0, e)) goto done;
+        for (size_t a = 0, z = json_array_size(out); a + 1 < z; a++, z--) { /* reverse in place */
+            json_t *x = json_incref(json_array_get(out, a));
+            json_array_set(out, a, json_array_get(out, z - 1));
+            json_array_set_new(out, z - 1, x);
+        }
+        goto done;
     }
-    size_t i = 0;
-    long long k = 0;
     for (;;) {
-        const char *hit = (maxsplit < 0 || k < maxsplit) ? memmem(p + i, n - i, d, dl) : NULL;
-        if (!hit) { json_array_append_new(out, jinja_substr(s->u.j, i, n - i)); break; }
-        json_array_append_new(out, jinja_substr(s->u.j, i, (size_t)(hit - p) - i));
+        const char *hit = (maxsplit < 0 || k < maxsplit) ? find_in(p + i, n - i, d, dl) : NULL;
+        if (!hit) { split_add(c, out, s, i, n - i); break; }
+        if (!split_add(c, out, s, i, (size_t)(hit - p) - i)) break;
         i = (size_t)(hit - p) + dl;
         k++;
     }
+done:
+    if (c->st || !out) { json_decref(out); return JV_UNDEF_V; }
     return (struct jv){.k = JV_LIST, .u.j = out};
 }
 
-static struct jv tojson(struct jctx *c, const struct jv *v, const struct jv *indent)
+/* transformers' tojson: json.dumps(v, ensure_ascii=False, indent=None,
+ * separators=None, sort_keys=False), the arguments in that order. */
+static struct jv tojson(struct jctx *c, const struct jv *v, struct jv *args, size_t nargs, const char **kwnames,
+                        struct jv *kwvals, size_t nkw)
 {
+    static const char *const names[] = {"ensure_ascii", "indent", "separators", "sort_keys"};
+    struct jv a[4] = {JV_UNDEF_V, JV_UNDEF_V, JV_UNDEF_V, JV_UNDEF_V}, seps[2] = {JV_UNDEF_V, JV_UNDEF_V}, r = JV_UNDEF_V;
+    for (size_t i = 0; i < 4 && (nargs || nkw); i++) a[i] = kwarg(kwnames, kwvals, nkw, names[i], args, nargs, i);
+    struct jjson_fmt f = {.ascii = jv_truthy(&a[0]), .sort_keys = jv_truthy(&a[3])};
+    const struct jv *ind = &a[1];
+    f.newlines = ind->k != JV_UNDEF && ind->k != JV_NONE;
+    if (ind->k == JV_INT || ind->k == JV_BOOL) f.spaces = ind->k == JV_BOOL ? ind->u.b : ind->u.i < 0 ? 0 : (unsigned long long)ind->u.i;
+    else if (ind->k == JV_STR) f.indent = jv_s(ind), f.indent_len = jv_len_s(ind);
+    else if (f.newlines) { jinja_fail(c, WK_E_INVALID, "indent must be an int or a str, not %s", jv_type_name(ind)); goto done; }
+    if (f.spaces > WK_JINJA_MAX_OUTPUT) { jinja_too_large(c, "string", f.spaces); goto done; } /* Python makes ' ' * indent first */
+    f.item_sep = f.newlines ? "," : ", ", f.item_len = f.newlines ? 1 : 2;
+    f.key_sep = ": ", f.key_len = 2;
+    if (a[2].k == JV_LIST && json_array_size(a[2].u.j) == 2) {
+        for (size_t i = 0; i < 2; i++) seps[i] = jv_from_json(json_incref(json_array_get(a[2].u.j, i)));
+        if (seps[0].k != JV_STR || seps[1].k != JV_STR) { jinja_fail(c, WK_E_INVALID, "separators must be two strings"); goto done; }
+        f.item_sep = jv_s(&seps[0]), f.item_len = jv_len_s(&seps[0]);
+        f.key_sep = jv_s(&seps[1]), f.key_len = jv_len_s(&seps[1]);
+    } else if (a[2].k != JV_UNDEF && a[2].k != JV_NONE) {
+        jinja_fail(c, WK_E_INVALID, "separators must be a pair of strings");
+        goto done;
+    }
     json_t *j = jv_to_json(v);
-    if (!j) { jinja_fail(c, WK_E_INVALID, "Object of type %s is not JSON serializable", jv_type_name(v)); return JV_UNDEF_V; }
+    if (!j) { jinja_fail(c, WK_E_INVALID, "Object of type %s is not JSON serializable", jv_type_name(v)); goto done; }
     struct jbuf b = {0};
-    int ind = indent && indent->k == JV_INT ? (int)indent->u.i : -1;
-    jinja_json_dump(&b, j, ind, ind >= 0 ? "," : ", ", ": ", false, 0);
+    jinja_json_dump(&b, j, &f, 0);
     json_decref(j);
-    return b.p ? jv_str_take(&b) : jv_str("", 0);
+    r = b.p ? jv_str_take(&b) : jv_str("", 0);
+done:
+    for (size_t i = 0; i < 4; i++) jv_free(&a[i]);
+    jv_free(&seps[0]), jv_free(&seps[1]);
+    if (c->st) jv_free(&r);
+    return r;
 }
 
 static struct jv join(struct jctx *c, const struct jv *v, const struct jv *sep, const struct jv *attr)
@@ -171,7 +236,7 @@ static struct jv join(struct jctx *c, const struct jv *v, const struct jv *sep, 
     json_t *items = jv_iter_list(c, v);
     if (!items) return JV_UNDEF_V;
     struct jbuf b = {0};
-    for (size_t i = 0; i < json_array_size(items); i++) {
+    for (size_t i = 0; i < json_array_size(items) && !b.st && !c->st; i++) {
         if (i && sep && sep->k == JV_STR) jbuf_put_v(&b, sep, 0, jv_len_s(sep));
         struct jv e = jv_from_json(json_incref(json_array_get(items, i)));
         if (attr && attr->k == JV_STR) { struct jv a = jinja_getattr(c, &e, jv_s(attr)); jv_free(&e); e = a; }
@@ -220,9 +285,9 @@ static struct jv select_map(struct jctx *c, const char *name, const struct jv *v
     return jv_gen(out, gname);
 }
 
-static struct jctx *g_sort_ctx;
-static const char *g_sort_attr;
-static bool g_sort_ci;
+static _Thread_local struct jctx *g_sort_ctx;
+static _Thread_local const char *g_sort_attr;
+static _Thread_local bool g_sort_ci;
 static int sort_cmp(const void *pa, const void *pb)
 {
     json_t *a = *(json_t *const *)pa, *b = *(json_t *const *)pb;
@@ -244,22 +309,28 @@ static int sort_cmp(const void *pa, const void *pb)
     return r;
 }
 
-/* Sorts a new array of items (stable, as Python's sort). */
+/* Sorts a new array of items (stable, as Python's sort: a merge sort). */
 static json_t *sorted(struct jctx *c, json_t *items, const char *attr, bool reverse, bool ci)
 {
     size_t n = json_array_size(items);
-    json_t **v = wk_malloc((n ? n : 1) * sizeof *v);
+    json_t **v = wk_malloc((n ? n : 1) * 2 * sizeof *v), **tmp = v + (n ? n : 1);
     if (!v) return NULL;
     for (size_t i = 0; i < n; i++) v[i] = json_array_get(items, i);
     g_sort_ctx = c, g_sort_attr = attr, g_sort_ci = ci;
-    for (size_t i = 1; i < n; i++) /* insertion sort: stable */
-        for (size_t j = i; j > 0; j--) {
-            int r = sort_cmp(&v[j - 1], &v[j]);
-            if (reverse ? r >= 0 : r <= 0) break;
-            json_t *t = v[j]; v[j] = v[j - 1]; v[j - 1] = t;
+    for (size_t w = 1; w < n && !c->st; w *= 2) {
+        for (size_t lo = 0; lo < n && !c->st; lo += 2 * w) {
+            size_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n, a = lo, b = mid, k = lo;
+            while (a < mid && b < hi && !c->st) { /* take from the right only when it must go first */
+                int r = sort_cmp(&v[a], &v[b]);
+                tmp[k++] = (reverse ? r < 0 : r > 0) ? v[b++] : v[a++];
+            }
+            while (a < mid) tmp[k++] = v[a++];
+            while (b < hi) tmp[k++] = v[b++];
         }
-    json_t *out = json_array();
-    for (size_t i = 0; i < n; i++) json_array_append(out, v[i]);
+        memcpy(v, tmp, n * sizeof *v);
+    }
+    json_t *out = c->st ? NULL : json_array();
+    for (size_t i = 0; out && i < n; i++) json_array_append(out, v[i]);
     wk_free(v);
     return out;
 }
@@ -271,6 +342,7 @@ static struct jv items_of(struct jctx *c, const struct jv *v)
     json_t *out = json_array();
     const char *key;
     json_t *val;
+    jinja_cost((long long)json_object_size(v->u.j), 0);
     json_object_foreach(v->u.j, key, val) {
         struct jv k = jv_key_decode(key);
         json_t *pair = json_pack("[oO]", jv_to_json(&k), val);
@@ -278,19 +350,37 @@ static struct jv items_of(struct jctx *c, const struct jv *v)
         jinja_mark_tuple(pair);
         json_array_append_new(out, pair);
     }
+    if (!jinja_nest_ok(c, out)) { json_decref(out); return JV_UNDEF_V; }
     return (struct jv){.k = JV_LIST, .u.j = out};
 }
 
-static struct jv indent(const struct jv *s, long long width, bool first, bool blank)
+/* jinja2's indent: each line after the first (and the first too with
+ * first), but empty ones unless blank, gets width spaces or, when ind is
+ * a str, ind in front. The size is checked before anything is allocated. */
+static struct jv indent(struct jctx *c, const struct jv *s, const struct jv *ind, long long width, bool first, bool blank)
 {
-    struct jbuf b = {0};
     const char *p = jv_s(s);
     size_t n = jv_len_s(s);
-    for (size_t i = 0, line = 0; i <= n; line++) {
+    unsigned long long w = ind ? jv_len_s(ind) : width > 0 ? (unsigned long long)width : 0, lines = 0, total;
+    if (!jinja_cost(0, n)) return JV_UNDEF_V;
+    for (size_t i = 0, line = 0; i <= n; line++) { /* the lines indented */
         const char *nl = memchr(p + i, '\n', n - i);
         size_t e = nl ? (size_t)(nl - p) : n;
-        bool empty = e == i;
-        if ((line > 0 || first) && (!empty || blank)) for (long long k = 0; k < width; k++) jbuf_put(&b, " ", 1);
+        lines += (line == 0 && first) || (line > 0 && (e > i || blank));
+        if (!nl) break;
+        i = e + 1;
+    }
+    if (__builtin_mul_overflow(lines, w, &total) || __builtin_add_overflow(total, (unsigned long long)n, &total)) total = ULLONG_MAX;
+    if (total > WK_JINJA_MAX_OUTPUT) { jinja_too_large(c, "string", total); return JV_UNDEF_V; }
+    struct jbuf b = {0};
+    jbuf_reserve(&b, (size_t)total);
+    for (size_t i = 0, line = 0; i <= n && !b.st; line++) {
+        const char *nl = memchr(p + i, '\n', n - i);
+        size_t e = nl ? (size_t)(nl - p) : n;
+        if ((line == 0 && first) || (line > 0 && (e > i || blank))) {
+            if (ind) jbuf_put_v(&b, ind, 0, (size_t)w);
+            else jbuf_fill(&b, ' ', w);
+        }
         jbuf_put_v(&b, s, i, e - i);
         if (!nl) break;
         jbuf_put(&b, "\n", 1);
@@ -318,7 +408,7 @@ struct jv jinja_filter(struct jctx *c, const char *name, struct jv *v, struct jv
         jinja_undef_fail(c, v);
         return JV_UNDEF_V;
     }
-    if (!strcmp(name, "tojson")) { struct jv ind = kwarg(kwnames, kwvals, nkw, "indent", args, nargs, 0); struct jv r = tojson(c, v, &ind); jv_free(&ind); return r; }
+    if (!strcmp(name, "tojson")) return tojson(c, v, args, nargs, kwnames, kwvals, nkw);
     if (!strcmp(name, "length") || !strcmp(name, "count")) {
         long long n = jv_length(v);
         if (n < 0) { jinja_fail(c, WK_E_INVALID, "object of type '%s' has no len()", jv_type_name(v)); return JV_UNDEF_V; }
@@ -341,7 +431,7 @@ struct jv jinja_filter(struct jctx *c, const char *name, struct jv *v, struct jv
     if (!strcmp(name, "replace")) {
         if (nargs < 2) { jinja_fail(c, WK_E_INVALID, "replace needs two arguments"); return JV_UNDEF_V; }
         struct jv s = to_string(v), o = to_string(&args[0]), n = to_string(&args[1]);
-        struct jv r = replace(&s, &o, &n, nargs > 2 && args[2].k == JV_INT ? args[2].u.i : -1);
+        struct jv r = replace(c, &s, &o, &n, nargs > 2 && args[2].k == JV_INT ? args[2].u.i : -1);
         jv_free(&s), jv_free(&o), jv_free(&n);
         return r;
     }
@@ -356,7 +446,7 @@ struct jv jinja_filter(struct jctx *c, const char *name, struct jv *v, struct jv
     if (!strcmp(name, "indent")) {
         struct jv w = kwarg(kwnames, kwvals, nkw, "width", args, nargs, 0), f = kwarg(kwnames, kwvals, nkw, "first", args, nargs, 1), bl = kwarg(kwnames, kwvals, nkw, "blank", args, nargs, 2);
         struct jv s = to_string(v);
-        struct jv r = indent(&s, w.k == JV_INT ? w.u.i : 4, jv_truthy(&f), jv_truthy(&bl));
+        struct jv r = indent(c, &s, w.k == JV_STR ? &w : NULL, w.k == JV_INT ? w.u.i : w.k == JV_BOOL ? w.u.b : 4, jv_truthy(&f), jv_truthy(&bl));
         jv_free(&w), jv_free(&f), jv_free(&bl), jv_free(&s);
         return r;
     }
@@ -404,15 +494,17 @@ static struct jv str_method(struct jctx *c, const char *m, const struct jv *s, s
         if (!a || a->k != JV_STR) { jinja_fail(c, WK_E_INVALID, "%s needs a string", m); return JV_UNDEF_V; }
         size_t n = jv_len_s(s), k = jv_len_s(a);
         if (k > n) return jv_bool(false);
+        jinja_cost(0, k);
         return jv_bool(!memcmp(jv_s(s) + (m[0] == 's' ? 0 : n - k), jv_s(a), k));
     }
+    if (!jinja_cost(0, jv_len_s(s))) return JV_UNDEF_V; /* the other methods scan the str once or so */
     if (!strcmp(m, "split") || !strcmp(m, "rsplit"))
         return split(c, s, a, nargs > 1 && args[1].k == JV_INT ? args[1].u.i : -1, m[0] == 'r');
     if (!strcmp(m, "strip") || !strcmp(m, "lstrip") || !strcmp(m, "rstrip"))
         return strip(s, a && a->k == JV_STR ? a : NULL, m[0] != 'r', m[0] != 'l');
     if (!strcmp(m, "replace")) {
         if (nargs < 2 || args[0].k != JV_STR || args[1].k != JV_STR) { jinja_fail(c, WK_E_INVALID, "replace needs two strings"); return JV_UNDEF_V; }
-        return replace(s, &args[0], &args[1], nargs > 2 && args[2].k == JV_INT ? args[2].u.i : -1);
+        return replace(c, s, &args[0], &args[1], nargs > 2 && args[2].k == JV_INT ? args[2].u.i : -1);
     }
     if (!strcmp(m, "upper")) return case_map(s, 1);
     if (!strcmp(m, "lower")) return case_map(s, 0);
@@ -425,14 +517,14 @@ static struct jv str_method(struct jctx *c, const char *m, const struct jv *s, s
         long long n = 0;
         size_t i = 0;
         if (!jv_len_s(a)) return jv_int((long long)utf8_count(p, jv_len_s(s)) + 1);
-        while ((hit = memmem(p + i, jv_len_s(s) - i, jv_s(a), jv_len_s(a)))) { n++; i = (size_t)(hit - p) + jv_len_s(a); }
+        while ((hit = find_in(p + i, jv_len_s(s) - i, jv_s(a), jv_len_s(a)))) { n++; i = (size_t)(hit - p) + jv_len_s(a); }
         return jv_int(n);
     }
     if (!strcmp(m, "join") && a) {
         json_t *items = jv_iter_list(c, a);
         if (!items) return JV_UNDEF_V;
         struct jbuf b = {0};
-        for (size_t i = 0; i < json_array_size(items); i++) {
+        for (size_t i = 0; i < json_array_size(items) && !b.st && !c->st; i++) {
             if (i) jbuf_put_v(&b, s, 0, jv_len_s(s));
             struct jv e = jv_from_json(json_incref(json_array_get(items, i)));
             jv_write_str(&b, &e);
@@ -461,6 +553,8 @@ struct jv jinja_call_method(struct jctx *c, const struct jv *m, struct jv *args,
     }
     const struct jv *r = m->recv;
     if (r->k == JV_STR) return str_method(c, m->name, r, args, nargs, kwnames, kwvals, nkw);
+    if (!jinja_cost(r->k == JV_DICT ? (long long)json_object_size(r->u.j) : r->k == JV_LIST ? (long long)json_array_size(r->u.j) : 0, 0))
+        return JV_UNDEF_V; /* a method visits the items at most once */
     if (r->k == JV_DICT) {
         if (!strcmp(m->name, "items")) return items_of(c, r);
         if (!strcmp(m->name, "keys")) return (struct jv){.k = JV_LIST, .u.j = jv_iter_list(c, r)};
@@ -515,11 +609,13 @@ struct jv jinja_call_func(struct jctx *c, const struct jv *f, struct jv *args, s
     }
     case 1: case 4: { /* namespace, dict */
         json_t *o = json_object();
-        if (nargs && args[0].k == JV_DICT) json_object_update(o, args[0].u.j);
+        if (nargs && args[0].k == JV_DICT && jinja_cost((long long)json_object_size(args[0].u.j), 0)) json_object_update(o, args[0].u.j);
         for (size_t i = 0; i < nkw; i++) {
             json_t *j = jv_to_json(&kwvals[i]);
             if (j) json_object_set_new(o, kwnames[i], j);
         }
+        /* a namespace's own object changes, and is never inside another value: only dicts are checked */
+        if (f->u.func == 4 && !jinja_nest_ok(c, o)) { json_decref(o); return JV_UNDEF_V; }
         return (struct jv){.k = f->u.func == 1 ? JV_NS : JV_DICT, .u.j = o};
     }
     case 2: { /* strftime_now */

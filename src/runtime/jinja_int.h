@@ -143,6 +143,8 @@ void jbuf_put_bits(struct jbuf *b, const char *s, const uint8_t *bits, size_t n)
 /* Frees a buffer not passed to jv_str_take. */
 void jbuf_free(struct jbuf *b);
 void jbuf_puts(struct jbuf *b, const char *s);
+/* Appends n copies of ch (not content), the size checked first. */
+void jbuf_fill(struct jbuf *b, char ch, unsigned long long n);
 /* Makes room for more bytes (false when the cap or memory refuses). */
 bool jbuf_reserve(struct jbuf *b, size_t more);
 void jbuf_printf(struct jbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -155,11 +157,50 @@ struct jctx {
     enum wk_status st;
     int depth;
     long long iterations;
+    long long steps;            /* the work budget spent, but for bytes */
+    unsigned long long bytes;   /* bytes of text copied or scanned */
+    struct jctx *saved_active;  /* jinja_active_ctx before this render */
     struct jframe *globals;
     struct jframe *frame; /* the innermost scope */
     const struct jnode_s *caller_body; /* the body of the enclosing {% call %} */
     struct jframe *caller_frame;
 };
+
+/* The render in progress on this thread (NULL: none) and its
+ * bookkeeping: jinja_track.c. jinja_track_begin makes c the active render
+ * and starts its marks (tuples, nesting depths); jinja_track_end ends
+ * them and restores the previous active render. */
+extern _Thread_local struct jctx *jinja_active_ctx;
+void jinja_track_begin(struct jctx *c);
+void jinja_track_end(struct jctx *c);
+/* Fails c with "template too expensive" (once); returns false. */
+bool jinja_over_budget(struct jctx *c);
+/* A step of the work budget stands for this many bytes of text copied
+ * or scanned. */
+#define JINJA_STEP_BYTES 32
+/* Charges steps and bytes to the active render's work budget; false
+ * when the render has failed or is past the budget (the error is then
+ * set). Without an active render, true. */
+static inline bool jinja_cost(long long steps, size_t bytes)
+{
+    struct jctx *c = jinja_active_ctx;
+    if (!c) return true;
+    c->steps += steps;
+    c->bytes += bytes;
+    if (c->steps + (long long)(c->bytes / JINJA_STEP_BYTES) > WK_JINJA_MAX_STEPS) return jinja_over_budget(c);
+    return c->st == WK_OK;
+}
+/* Fails c (when not NULL and not failed already) with "WHAT larger than
+ * the limit": a string of n bytes passing WK_JINJA_MAX_OUTPUT. */
+void jinja_too_large(struct jctx *c, const char *what, unsigned long long n);
+/* Whether a list of n items is within WK_JINJA_MAX_ITEMS; fails c (when
+ * not NULL) if not. Call it before making the list. */
+bool jinja_items_ok(struct jctx *c, unsigned long long n);
+/* Whether the list or dict j (anything else passes) nests at most
+ * WK_JINJA_MAX_NESTING deep; fails c (when not NULL) if not. Call it on
+ * each list or dict made from other values that may be lists or dicts
+ * (never on a namespace's own object, which changes). */
+bool jinja_nest_ok(struct jctx *c, json_t *j);
 
 /* values: jinja_value.c */
 void jv_free(struct jv *v);
@@ -181,9 +222,18 @@ json_t *jv_to_json(const struct jv *v);
 void jv_write_str(struct jbuf *b, const struct jv *v);
 void jv_write_repr(struct jbuf *b, const struct jv *v);
 void jinja_write_float(struct jbuf *b, double f);
-/* json.dumps(v, ensure_ascii=False, indent, separators, sort_keys). */
-void jinja_json_dump(struct jbuf *b, json_t *j, int indent, const char *item_sep,
-                     const char *key_sep, bool sort_keys, int level);
+/* How json.dumps formats: newlines (indent is not None), then each level
+ * indented by indent[0..indent_len) or, when indent is NULL, by spaces
+ * spaces; the separators between items and after keys; whether keys are
+ * sorted and non-ASCII characters escaped. */
+struct jjson_fmt {
+    bool newlines, sort_keys, ascii;
+    const char *indent, *item_sep, *key_sep;
+    size_t indent_len, item_len, key_len;
+    unsigned long long spaces;
+};
+/* json.dumps(j) with the format f, at nesting level (0 at the top). */
+void jinja_json_dump(struct jbuf *b, json_t *j, const struct jjson_fmt *f, int level);
 int jv_compare(struct jctx *c, const struct jv *a, const struct jv *b, bool *ok);
 /* Number of elements of a sequence/mapping/string (code points); -1 if none. */
 long long jv_length(const struct jv *v);
@@ -202,10 +252,9 @@ bool jv_key_encode(struct jctx *c, const struct jv *k, struct jbuf *b);
 struct jv jv_key_decode(const char *key);
 
 /* Tuples. A tuple stored inside a list or dict is a jansson array marked in
- * the render's tuple set (thread-local, from jinja_tuples_begin to
- * jinja_tuples_end), so that it reads back, and prints, as a tuple. */
-void jinja_tuples_begin(void);
-void jinja_tuples_end(void);
+ * the render's marks (jinja_track.c), so that it reads back, and prints,
+ * as a tuple. */
+bool jinja_is_tuple(const json_t *a);
 void jinja_mark_tuple(json_t *a);
 /* A generator value of the items of a (taken), printing as Python's name. */
 struct jv jv_gen(json_t *a, const char *name);

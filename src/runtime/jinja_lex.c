@@ -123,11 +123,13 @@ static void advance(struct lexer *L, size_t to)
     L->pos = to;
 }
 
-/* Tokenizes the inside of a tag up to its end ("}}" or "%}"), which it
- * consumes with the whitespace rules after it. */
+/* Tokenizes the inside of a tag up to its end ("}}" or "%}" outside any
+ * brackets, as jinja2's lexer balances them: "{{ {'a': {}}}}" ends at the
+ * last two), which it consumes with the whitespace rules after it. */
 static enum wk_status lex_tag(struct lexer *L, bool block)
 {
     const char *s = L->s;
+    size_t open = 0; /* brackets open */
     for (;;) {
         while (L->pos < L->n && is_space(s[L->pos])) advance(L, L->pos + 1);
         if (L->pos >= L->n) return wk_error_set(L->err, WK_E_FORMAT, "line %d: unexpected end of template inside a tag", L->line);
@@ -136,7 +138,7 @@ static enum wk_status lex_tag(struct lexer *L, bool block)
         char close = block ? '%' : '}';
         bool minus = c0 == '-' && p + 2 < L->n + 0 && s[p + 1] == close && s[p + 2] == '}';
         bool plus = block && c0 == '+' && p + 2 < L->n && s[p + 1] == '%' && s[p + 2] == '}';
-        if (minus || plus || (c0 == close && p + 1 < L->n && s[p + 1] == '}')) {
+        if (!open && (minus || plus || (c0 == close && p + 1 < L->n && s[p + 1] == '}'))) {
             struct jtoken t = {.type = block ? JT_BLOCK_END : JT_VAR_END, .line = L->line};
             if (push(L->out, t)) return WK_E_NOMEM;
             size_t q = p + ((minus || plus) ? 3 : 2);
@@ -195,8 +197,10 @@ static enum wk_status lex_tag(struct lexer *L, bool block)
             q = p + 1;
             for (int i = 0; OPS2[i]; i++)
                 if (p + 1 < L->n && s[p] == OPS2[i][0] && s[p + 1] == OPS2[i][1]) q = p + 2;
-            if (q == p + 1 && !strchr(OPS1, c0))
+            if (q == p + 1 && (!c0 || !strchr(OPS1, c0)))
                 return wk_error_set(L->err, WK_E_FORMAT, "line %d: unexpected character '%c'", L->line, c0);
+            if (q == p + 1 && strchr("([{", c0)) open++; /* c0 is not NUL here */
+            if (q == p + 1 && strchr(")]}", c0) && open) open--;
         }
         t.len = q - p;
         if (push(L->out, t)) return WK_E_NOMEM;

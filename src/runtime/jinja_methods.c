@@ -28,17 +28,14 @@ static struct jv str_of(const struct jv *v)
     return b.p ? jv_str_take(&b) : jv_str("", 0);
 }
 
-/* The code points of s as a new array (s a str). */
-static json_t *chars_of(struct jctx *c, const struct jv *s) { return jv_iter_list(c, s); }
-
-static struct jv join_range(json_t *chars, size_t a, size_t b)
+/* The byte offset of code point k of s[0..n) (n when s has fewer). */
+static size_t cp_offset(const char *s, size_t n, size_t k)
 {
-    struct jbuf out = {0};
-    for (size_t i = a; i < b && i < json_array_size(chars); i++) {
-        json_t *e = json_array_get(chars, i);
-        jbuf_put_j(&out, e, 0, json_string_length(e));
-    }
-    return out.p ? jv_str_take(&out) : jv_str("", 0);
+    size_t i = 0;
+    jinja_cost(0, n);
+    for (; i < n && k; k--)
+        for (i++; i < n && ((unsigned char)s[i] & 0xC0) == 0x80;) i++;
+    return i;
 }
 
 /* min / max: the first smallest / largest item, by attribute, ignoring case. */
@@ -109,6 +106,7 @@ static struct jv batch(struct jctx *c, const struct jv *v, const struct jv *coun
     } else {
         json_decref(tmp);
     }
+    if (!jinja_nest_ok(c, out)) { json_decref(out); return JV_UNDEF_V; }
     return jv_gen(out, "do_batch");
 }
 
@@ -116,19 +114,18 @@ static struct jv center_truncate(struct jctx *c, const char *name, const struct 
                                  const char **kwnames, struct jv *kwvals, size_t nkw)
 {
     struct jv s = str_of(v), r = JV_UNDEF_V;
-    json_t *ch = chars_of(c, &s);
-    long long len = ch ? (long long)json_array_size(ch) : 0;
+    long long len = jv_length(&s);
     if (!strcmp(name, "center")) {
         struct jv w = nargs ? jv_copy(&args[0]) : JV_UNDEF_V;
         for (size_t i = 0; i < nkw; i++) if (!strcmp(kwnames[i], "width")) { jv_free(&w); w = jv_copy(&kwvals[i]); }
         long long width = w.k == JV_INT ? w.u.i : 80;
         jv_free(&w);
-        if (width > (long long)WK_JINJA_MAX_OUTPUT) { jinja_fail(c, WK_E_RANGE, "center width too large"); width = 0; }
+        if (width > (long long)WK_JINJA_MAX_OUTPUT) { jinja_too_large(c, "string", (unsigned long long)width); width = 0; }
         long long marg = width - len, left = marg / 2 + (marg & width & 1);
-        struct jbuf b = {.limit = WK_JINJA_MAX_OUTPUT};
-        for (long long i = 0; i < left && marg > 0; i++) jbuf_put(&b, " ", 1);
+        struct jbuf b = {0};
+        if (marg > 0) jbuf_fill(&b, ' ', (unsigned long long)left);
         jbuf_put_v(&b, &s, 0, jv_len_s(&s));
-        for (long long i = left; i < marg; i++) jbuf_put(&b, " ", 1);
+        if (marg > left) jbuf_fill(&b, ' ', (unsigned long long)(marg - left));
         r = c->st ? JV_UNDEF_V : b.p ? jv_str_take(&b) : jv_str("", 0);
         if (c->st) jbuf_free(&b);
     } else { /* truncate(length=255, killwords=False, end='...', leeway=5) */
@@ -143,9 +140,9 @@ static struct jv center_truncate(struct jctx *c, const char *name, const struct 
         long long elen = (long long)utf8_count(jv_s(&end), jv_len_s(&end));
         if (length < elen) jinja_fail(c, WK_E_INVALID, "expected length >= %lld, got %lld", elen, length);
         else if (leeway < 0) jinja_fail(c, WK_E_INVALID, "expected leeway >= 0, got %lld", leeway);
-        else if (len <= length + leeway) r = jv_copy(&s);
+        else if (len - leeway <= length) r = jv_copy(&s);
         else {
-            struct jv head = join_range(ch, 0, (size_t)(length - elen));
+            struct jv head = jv_substr(&s, 0, cp_offset(jv_s(&s), jv_len_s(&s), (size_t)(length - elen)));
             if (!jv_truthy(&a[1])) { /* rsplit(" ", 1)[0] */
                 const char *p = jv_s(&head);
                 size_t k = jv_len_s(&head);
@@ -159,7 +156,6 @@ static struct jv center_truncate(struct jctx *c, const char *name, const struct 
         jv_free(&end);
         for (int i = 0; i < 4; i++) jv_free(&a[i]);
     }
-    if (ch) json_decref(ch);
     jv_free(&s);
     return r;
 }
@@ -205,6 +201,14 @@ struct jv jinja_filter_more(struct jctx *c, const char *name, struct jv *v, stru
                             const char **kwnames, struct jv *kwvals, size_t nkw)
 {
     if (!strcmp(name, "last") && v->k == JV_GEN) { jinja_fail(c, WK_E_INVALID, "'generator' object is not reversible"); return JV_UNDEF_V; }
+    if ((!strcmp(name, "first") || !strcmp(name, "last")) && v->k == JV_STR) { /* a character, found without splitting */
+        const char *p = jv_s(v);
+        size_t n = jv_len_s(v), a = name[0] == 'f' ? 0 : n, e;
+        if (!n) return (struct jv){.k = JV_UNDEF, .name = name};
+        if (a) while (--a > 0 && ((unsigned char)p[a] & 0xC0) == 0x80) {}
+        for (e = a + 1; e < n && ((unsigned char)p[e] & 0xC0) == 0x80;) e++;
+        return jv_substr(v, a, e - a);
+    }
     if (!strcmp(name, "first") || !strcmp(name, "last")) {
         struct jv l = list_of(c, v);
         if (c->st) return JV_UNDEF_V;
@@ -214,11 +218,14 @@ struct jv jinja_filter_more(struct jctx *c, const char *name, struct jv *v, stru
         return r;
     }
     if (!strcmp(name, "reverse")) {
-        if (v->k == JV_STR) {
-            struct jv l = list_of(c, v);
+        if (v->k == JV_STR) { /* the characters from the last */
+            const char *p = jv_s(v);
             struct jbuf b = {0};
-            for (size_t i = json_array_size(l.u.j); i-- > 0;) { json_t *e = json_array_get(l.u.j, i); jbuf_put_j(&b, e, 0, json_string_length(e)); }
-            jv_free(&l);
+            jbuf_reserve(&b, jv_len_s(v));
+            for (size_t e = jv_len_s(v), a; e > 0 && !b.st; e = a) {
+                for (a = e - 1; a > 0 && ((unsigned char)p[a] & 0xC0) == 0x80;) a--;
+                jbuf_put_v(&b, v, a, e - a);
+            }
             return b.p ? jv_str_take(&b) : jv_str("", 0);
         }
         struct jv l = list_of(c, v);
@@ -252,18 +259,20 @@ struct jv jinja_filter_more(struct jctx *c, const char *name, struct jv *v, stru
         struct jv l = list_of(c, v);
         if (c->st) return JV_UNDEF_V;
         json_t *out = json_array();
-        for (size_t i = 0; i < json_array_size(l.u.j); i++) {
+        for (size_t i = 0; i < json_array_size(l.u.j) && !c->st; i++) {
             struct jv e = elem(l.u.j, i);
             bool seen = false;
-            for (size_t k = 0; k < json_array_size(out) && !seen; k++) { struct jv o = elem(out, k); seen = jv_equal(&e, &o); jv_free(&o); }
+            for (size_t k = 0; k < json_array_size(out) && !seen && !c->st; k++) { struct jv o = elem(out, k); seen = jv_equal(&e, &o); jv_free(&o); }
             if (!seen) json_array_append(out, json_array_get(l.u.j, i));
             jv_free(&e);
         }
         jv_free(&l);
+        if (c->st) { json_decref(out); return JV_UNDEF_V; }
         return jv_gen(out, "sync_do_unique");
     }
     if (!strcmp(name, "wordcount")) {
         const char *s = jv_s(v);
+        jinja_cost(0, jv_len_s(v));
         long long n = 0;
         bool in = false;
         for (size_t i = 0; i < jv_len_s(v); i++) {
@@ -281,6 +290,8 @@ struct jv jinja_filter_more(struct jctx *c, const char *name, struct jv *v, stru
 bool jinja_test(struct jctx *c, const char *name, const struct jv *v, struct jv *args, size_t nargs)
 {
     const struct jv *a = nargs ? &args[0] : NULL;
+    bool scans = !strcmp(name, "lower") || !strcmp(name, "upper") || !strcmp(name, "in");
+    if (!jinja_cost(1, scans ? jv_len_s(v) + (a ? jv_len_s(a) : 0) : 0)) return false;
     if (!strcmp(name, "defined")) return v->k != JV_UNDEF;
     if (!strcmp(name, "undefined")) return v->k == JV_UNDEF;
     if (!strcmp(name, "none")) return v->k == JV_NONE;
@@ -303,6 +314,13 @@ bool jinja_test(struct jctx *c, const char *name, const struct jv *v, struct jv 
             any = any || isalpha((unsigned char)*s);
         }
         return any;
+    }
+    if (!strcmp(name, "odd") || !strcmp(name, "even")) { /* value % 2 == 1 / == 0, with Python's % */
+        struct jv x = jv_copy(v), two = jv_int(2), want = jv_int(name[0] == 'o');
+        struct jv r = jinja_arith(c, '%', &x, &two);
+        bool t = !c->st && jv_equal(&r, &want);
+        jv_free(&x), jv_free(&r);
+        return t;
     }
     if (!a) { jinja_fail(c, WK_E_INVALID, "test '%s' needs an argument", name); return false; }
     if (!strcmp(name, "equalto") || !strcmp(name, "eq") || !strcmp(name, "==") || !strcmp(name, "sameas")) return jv_equal(v, a);
@@ -345,7 +363,7 @@ static bool format_spec(struct jctx *c, struct jbuf *out, const struct jv *v, co
     if (i < n && sp[i] == '0' && !align) fill = '0', align = '=', i++;
     for (; i < n && isdigit((unsigned char)sp[i]); i++) width = width > (1LL << 40) ? width : width * 10 + (sp[i] - '0');
     if (i < n && sp[i] == '.') { prec = 0; for (i++; i < n && isdigit((unsigned char)sp[i]); i++) prec = prec > 1000 ? prec : prec * 10 + (sp[i] - '0'); }
-    if (width > (long long)WK_JINJA_MAX_OUTPUT) { jinja_fail(c, WK_E_RANGE, "format width too large"); return false; }
+    if (width > (long long)WK_JINJA_MAX_OUTPUT) { jinja_too_large(c, "string", (unsigned long long)width); return false; }
     if (prec > 1000) prec = 1000;
     if (i < n) type = sp[i++];
     if (i < n || (type && !strchr("sdfeg%", type))) { jinja_fail(c, WK_E_INVALID, "format spec '%.*s' is not supported", (int)n, sp); return false; }
@@ -378,9 +396,9 @@ static bool format_spec(struct jctx *c, struct jbuf *out, const struct jv *v, co
     long long left = align == '>' ? pad : align == '^' ? pad / 2 : 0;
     size_t signlen = align == '=' && t.n && (t.p[0] == '-' || t.p[0] == '+') ? 1 : 0;
     if (align == '=') { jbuf_put_bits(out, t.p, t.t, signlen); left = pad; }
-    for (long long k = 0; k < left; k++) jbuf_put(out, &fill, 1);
+    jbuf_fill(out, fill, (unsigned long long)left);
     if (t.p) jbuf_put_bits(out, t.p + signlen, t.t ? t.t + signlen : NULL, t.n - signlen);
-    for (long long k = left; k < pad && align != '='; k++) jbuf_put(out, &fill, 1);
+    if (align != '=' && pad > left) jbuf_fill(out, fill, (unsigned long long)(pad - left));
     jbuf_free(&t);
     return true;
 }

@@ -112,6 +112,7 @@ void jinja_taint_vars(const json_t *vars)
 
 json_t *jinja_substr(const json_t *s, size_t off, size_t n)
 {
+    jinja_cost(0, n);
     json_t *r = json_stringn_nocheck(json_string_value(s) + off, n);
     const uint8_t *bits = jinja_taint_get(s);
     if (r && bits) jinja_taint_set(r, bits + off);

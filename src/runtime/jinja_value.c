@@ -6,28 +6,46 @@
  */
 #include "jinja_int.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+/* Makes room for more bytes, checking the size against the buffer's limit
+ * (WK_JINJA_MAX_OUTPUT when it has none) before anything is allocated;
+ * what the buffer grows by is charged to the work budget (the bytes
+ * written fit in what was charged, twice over). A failure is reported to
+ * the active render. */
 static bool grow(struct jbuf *b, size_t more)
 {
+    if (more < b->cap - b->n && !b->st) return true; /* fits: the cap is never past the limit */
     if (b->st) return false;
-    if (b->limit && b->n + more > b->limit) { b->st = WK_E_RANGE; return false; }
-    if (b->n + more + 1 <= b->cap) return true;
+    size_t limit = b->limit ? b->limit : WK_JINJA_MAX_OUTPUT;
+    struct jctx *c = jinja_active_ctx;
+    if (more > limit - b->n) {
+        b->st = WK_E_RANGE;
+        jinja_too_large(c, c && b == c->out ? "output" : "string", (unsigned long long)b->n + more);
+        return false;
+    }
     size_t cap = b->cap ? b->cap : 256;
     while (cap < b->n + more + 1) cap *= 2;
+    if (cap > limit + 1) cap = limit + 1;
+    if (!jinja_cost(0, cap - b->cap)) { b->st = WK_E_RANGE; return false; }
     char *p = wk_realloc(b->p, cap);
-    if (!p) { b->st = WK_E_NOMEM; return false; }
+    if (!p) goto nomem;
     b->p = p, b->cap = cap;
     if (b->t) {
         uint8_t *t = wk_realloc(b->t, cap);
-        if (!t) { b->st = WK_E_NOMEM; return false; }
+        if (!t) goto nomem;
         b->t = t;
     }
     return true;
+nomem:
+    b->st = WK_E_NOMEM;
+    if (c) jinja_fail(c, WK_E_NOMEM, "out of memory");
+    return false;
 }
 
 bool jbuf_reserve(struct jbuf *b, size_t more) { return grow(b, more); }
@@ -73,6 +91,16 @@ void jbuf_free(struct jbuf *b)
 
 void jbuf_puts(struct jbuf *b, const char *s) { jbuf_put(b, s, strlen(s)); }
 
+void jbuf_fill(struct jbuf *b, char ch, unsigned long long n)
+{
+    if (n > SIZE_MAX / 2) n = SIZE_MAX / 2; /* fails the limit all the same */
+    if (!n || !grow(b, (size_t)n)) return;
+    memset(b->p + b->n, ch, (size_t)n);
+    if (b->t) memset(b->t + b->n, 0, (size_t)n);
+    b->n += (size_t)n;
+    b->p[b->n] = 0;
+}
+
 void jbuf_printf(struct jbuf *b, const char *fmt, ...)
 {
     char tmp[256];
@@ -101,72 +129,6 @@ struct jv jv_copy(const struct jv *v)
         if (c.recv) *c.recv = jv_copy(v->recv);
     }
     return c;
-}
-
-/* ---- the tuple set: an open-addressing set of marked arrays, each
- * holding a reference; when it fills up, arrays only it still references
- * are dropped ---- */
-struct tupset {
-    json_t **v;
-    size_t n, cap;
-    bool active;
-};
-static _Thread_local struct tupset g_tup;
-
-static size_t ptr_slot(const json_t *p, size_t cap)
-{
-    uint64_t x = (uint64_t)(uintptr_t)p;
-    x ^= x >> 17;
-    x *= 0x9E3779B97F4A7C15ull;
-    return (size_t)(x >> 24) & (cap - 1);
-}
-
-static bool is_tuple(const json_t *a)
-{
-    if (!g_tup.cap) return false;
-    for (size_t i = ptr_slot(a, g_tup.cap); g_tup.v[i]; i = (i + 1) & (g_tup.cap - 1))
-        if (g_tup.v[i] == a) return true;
-    return false;
-}
-
-static void tup_put(json_t **v, size_t cap, json_t *a)
-{
-    size_t i = ptr_slot(a, cap);
-    while (v[i]) i = (i + 1) & (cap - 1);
-    v[i] = a;
-}
-
-void jinja_tuples_begin(void) { g_tup = (struct tupset){.active = true}; }
-
-void jinja_tuples_end(void)
-{
-    for (size_t i = 0; i < g_tup.cap; i++)
-        if (g_tup.v[i]) json_decref(g_tup.v[i]);
-    wk_free(g_tup.v);
-    g_tup = (struct tupset){0};
-}
-
-void jinja_mark_tuple(json_t *a)
-{
-    struct tupset *t = &g_tup;
-    if (!a || !t->active || is_tuple(a)) return;
-    if ((t->n + 1) * 2 > t->cap) {
-        size_t live = 0;
-        for (size_t i = 0; i < t->cap; i++) live += t->v[i] && t->v[i]->refcount > 1;
-        size_t cap = 64;
-        while (cap < (live + 1) * 4) cap *= 2;
-        json_t **v = wk_calloc(cap, sizeof *v);
-        if (!v) return;
-        for (size_t i = 0; i < t->cap; i++) {
-            if (!t->v[i]) continue;
-            if (t->v[i]->refcount > 1) tup_put(v, cap, t->v[i]);
-            else json_decref(t->v[i]);
-        }
-        wk_free(t->v);
-        t->v = v, t->cap = cap, t->n = live;
-    }
-    tup_put(t->v, t->cap, json_incref(a));
-    t->n++;
 }
 
 struct jv jv_gen(json_t *a, const char *name)
@@ -215,7 +177,7 @@ struct jv jv_from_json(json_t *j)
     if (!j) return JV_UNDEF_V;
     switch (json_typeof(j)) {
     case JSON_OBJECT: v.k = JV_DICT, v.u.j = j; return v;
-    case JSON_ARRAY: v.k = JV_LIST, v.u.j = j, v.tuple = is_tuple(j); return v;
+    case JSON_ARRAY: v.k = JV_LIST, v.u.j = j, v.tuple = jinja_is_tuple(j); return v;
     case JSON_STRING: v.k = JV_STR, v.u.j = j; return v;
     case JSON_INTEGER: v = jv_int(json_integer_value(j)); break;
     case JSON_REAL: v = jv_float(json_real_value(j)); break;
@@ -236,6 +198,11 @@ struct jv jv_str(const char *s, size_t n)
 
 struct jv jv_str_take(struct jbuf *b)
 {
+    if (b->st) { /* reported when it happened; this covers a buffer failed by hand */
+        if (jinja_active_ctx) jinja_fail(jinja_active_ctx, b->st, b->st == WK_E_NOMEM ? "out of memory" : "string larger than the limit");
+        jbuf_free(b);
+        return JV_UNDEF_V;
+    }
     struct jv v = jv_str(b->p, b->n);
     if (b->t && v.k == JV_STR) jinja_taint_set(v.u.j, b->t);
     jbuf_free(b);
@@ -275,7 +242,7 @@ size_t utf8_count(const char *s, size_t n)
 long long jv_length(const struct jv *v)
 {
     switch (v->k) {
-    case JV_STR: return (long long)utf8_count(jv_s(v), jv_len_s(v));
+    case JV_STR: jinja_cost(0, jv_len_s(v)); return (long long)utf8_count(jv_s(v), jv_len_s(v));
     case JV_LIST: return (long long)json_array_size(v->u.j);
     case JV_DICT: return (long long)json_object_size(v->u.j);
     case JV_UNDEF: return 0;
@@ -290,7 +257,8 @@ bool jv_truthy(const struct jv *v)
     case JV_BOOL: return v->u.b;
     case JV_INT: return v->u.i != 0;
     case JV_FLOAT: return v->u.f != 0;
-    case JV_STR: case JV_LIST: case JV_DICT: return jv_length(v) > 0;
+    case JV_STR: return jv_len_s(v) > 0;
+    case JV_LIST: case JV_DICT: return jv_length(v) > 0;
     default: return true;
     }
 }
@@ -298,8 +266,18 @@ bool jv_truthy(const struct jv *v)
 static bool is_num(const struct jv *v) { return v->k == JV_INT || v->k == JV_FLOAT || v->k == JV_BOOL; }
 static double num(const struct jv *v) { return v->k == JV_FLOAT ? v->u.f : v->k == JV_INT ? (double)v->u.i : v->u.b; }
 
+/* Python's == of two JSON values (a new reference taken of neither). */
+static bool json_eq(json_t *x, json_t *y)
+{
+    struct jv p = jv_from_json(json_incref(x)), q = jv_from_json(json_incref(y));
+    bool eq = jv_equal(&p, &q);
+    jv_free(&p), jv_free(&q);
+    return eq;
+}
+
 bool jv_equal(const struct jv *a, const struct jv *b)
 {
+    if (!jinja_cost(1, 0)) return false;
     if (is_num(a) && is_num(b)) {
         if (a->k != JV_FLOAT && b->k != JV_FLOAT) return (a->k == JV_INT ? a->u.i : a->u.b) == (b->k == JV_INT ? b->u.i : b->u.b);
         return num(a) == num(b);
@@ -307,21 +285,25 @@ bool jv_equal(const struct jv *a, const struct jv *b)
     if (a->k != b->k) return false;
     switch (a->k) {
     case JV_UNDEF: case JV_NONE: return true;
-    case JV_STR: return jv_len_s(a) == jv_len_s(b) && memcmp(jv_s(a), jv_s(b), jv_len_s(a)) == 0;
+    case JV_STR:
+        if (jv_len_s(a) != jv_len_s(b)) return false;
+        jinja_cost(0, jv_len_s(a));
+        return memcmp(jv_s(a), jv_s(b), jv_len_s(a)) == 0;
     case JV_LIST: case JV_DICT: {
         json_t *x = a->u.j, *y = b->u.j;
+        if (x == y) return true; /* as Python's identity test first */
         if (json_typeof(x) == JSON_ARRAY) {
             if (json_array_size(x) != json_array_size(y)) return false;
-            for (size_t i = 0; i < json_array_size(x); i++) {
-                struct jv p = jv_from_json(json_incref(json_array_get(x, i)));
-                struct jv q = jv_from_json(json_incref(json_array_get(y, i)));
-                bool eq = jv_equal(&p, &q);
-                jv_free(&p), jv_free(&q);
-                if (!eq) return false;
-            }
+            for (size_t i = 0; i < json_array_size(x); i++)
+                if (!json_eq(json_array_get(x, i), json_array_get(y, i))) return false;
             return true;
         }
-        return json_equal(x, y);
+        if (json_object_size(x) != json_object_size(y)) return false;
+        const char *key;
+        json_t *val, *other;
+        json_object_foreach(x, key, val)
+            if (!(other = json_object_get(y, key)) || !json_eq(val, other)) return false;
+        return true;
     }
     case JV_NS: case JV_GEN: return a->u.j == b->u.j;
     case JV_MACRO: return a->u.macro == b->u.macro;
@@ -342,6 +324,7 @@ const char *jv_type_name(const struct jv *v)
 int jv_compare(struct jctx *c, const struct jv *a, const struct jv *b, bool *ok)
 {
     *ok = true;
+    if (!jinja_cost(1, 0)) return 0;
     if (is_num(a) && is_num(b)) {
         if (a->k == JV_INT && b->k == JV_INT) return (a->u.i > b->u.i) - (a->u.i < b->u.i);
         double x = num(a), y = num(b);
@@ -349,6 +332,7 @@ int jv_compare(struct jctx *c, const struct jv *a, const struct jv *b, bool *ok)
     }
     if (a->k == JV_STR && b->k == JV_STR) {
         size_t n = jv_len_s(a) < jv_len_s(b) ? jv_len_s(a) : jv_len_s(b);
+        jinja_cost(0, n);
         int r = memcmp(jv_s(a), jv_s(b), n);
         if (r) return r < 0 ? -1 : 1;
         return (jv_len_s(a) > jv_len_s(b)) - (jv_len_s(a) < jv_len_s(b));
@@ -397,7 +381,13 @@ json_t *jv_to_json(const struct jv *v)
     case JV_BOOL: return json_boolean(v->u.b);
     case JV_INT: return json_integer(v->u.i);
     case JV_FLOAT: return json_real(v->u.f);
-    case JV_STR: case JV_LIST: case JV_DICT: case JV_NS: return json_incref(v->u.j);
+    case JV_STR: case JV_LIST: case JV_DICT: return json_incref(v->u.j);
+    case JV_NS: { /* a copy: a namespace's own object changes, and could come to hold itself */
+        json_t *o = json_copy(v->u.j);
+        jinja_cost((long long)json_object_size(v->u.j), 0);
+        if (o && !jinja_nest_ok(jinja_active_ctx, o)) { json_decref(o); return NULL; }
+        return o;
+    }
     default: return NULL;
     }
 }
@@ -457,6 +447,7 @@ static void write_str_repr(struct jbuf *b, const char *s, size_t n)
 
 static void write_json_repr(struct jbuf *b, json_t *j)
 {
+    if (!jinja_cost(1, 0)) { b->st = WK_E_RANGE; return; } /* an item visited */
     struct jv v = jv_from_json(json_incref(j));
     jv_write_repr(b, &v);
     jv_free(&v);
@@ -468,7 +459,7 @@ void jv_write_repr(struct jbuf *b, const struct jv *v)
     if (v->k == JV_LIST) {
         jbuf_put(b, v->tuple ? "(" : "[", 1);
         size_t n = json_array_size(v->u.j);
-        for (size_t i = 0; i < n; i++) {
+        for (size_t i = 0; i < n && !b->st; i++) {
             if (i) jbuf_puts(b, ", ");
             write_json_repr(b, json_array_get(v->u.j, i));
         }
@@ -482,6 +473,7 @@ void jv_write_repr(struct jbuf *b, const struct jv *v)
         json_t *val;
         bool first = true;
         json_object_foreach(v->u.j, key, val) {
+            if (b->st) return;
             if (!first) jbuf_puts(b, ", ");
             first = false;
             struct jv kv = jv_key_decode(key);
@@ -524,14 +516,36 @@ static void taint_since(struct jbuf *b, size_t at)
     memset(b->t + at, 1, b->n - at);
 }
 
-/* A JSON string of s[0..n); bits (or NULL) the provenance of s: what a
- * content byte becomes (itself or its escape) is content, the quotes not. */
-static void json_str_escaped(struct jbuf *b, const char *s, size_t n, const uint8_t *bits)
+/* Appends the JSON escape \uXXXX of the UTF-16 code unit u. */
+static void json_u(struct jbuf *b, unsigned u) { jbuf_printf(b, "\\u%04x", u); }
+
+/* The code point of the UTF-8 sequence at s[0..n) and its length in *len
+ * (a byte that starts no valid sequence: itself, length 1). */
+static unsigned utf8_decode(const unsigned char *s, size_t n, size_t *len)
+{
+    unsigned cp = s[0];
+    size_t k = cp >= 0xF0 ? 4 : cp >= 0xE0 ? 3 : cp >= 0xC0 ? 2 : 1;
+    if (k > n) k = 1;
+    if (k > 1) cp &= 0x3F >> (k - 1);
+    for (size_t i = 1; i < k; i++) {
+        if ((s[i] & 0xC0) != 0x80) { *len = 1; return s[0]; }
+        cp = cp << 6 | (s[i] & 0x3F);
+    }
+    *len = k;
+    return cp;
+}
+
+/* A JSON string of s[0..n) as json.dumps writes it (ascii: ensure_ascii,
+ * every character past ASCII and DEL as \u escapes); bits (or NULL) the
+ * provenance of s: what a content byte becomes (itself or its escape) is
+ * content, the quotes not. */
+static void json_str_escaped(struct jbuf *b, const char *s, size_t n, const uint8_t *bits, bool ascii)
 {
     jbuf_put(b, "\"", 1);
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0, k = 1; i < n && !b->st; i += k) {
         unsigned char ch = (unsigned char)s[i];
         size_t at = b->n;
+        k = 1;
         switch (ch) {
         case '"': jbuf_puts(b, "\\\""); break;
         case '\\': jbuf_puts(b, "\\\\"); break;
@@ -541,8 +555,15 @@ static void json_str_escaped(struct jbuf *b, const char *s, size_t n, const uint
         case '\b': jbuf_puts(b, "\\b"); break;
         case '\f': jbuf_puts(b, "\\f"); break;
         default:
-            if (ch < 0x20 || ch == 0x7f) jbuf_printf(b, "\\u%04x", ch);
-            else jbuf_put(b, s + i, 1);
+            if (ch < 0x20 || (ascii && ch == 0x7f)) {
+                json_u(b, ch);
+            } else if (ascii && ch >= 0x80) {
+                unsigned cp = utf8_decode((const unsigned char *)s + i, n - i, &k);
+                if (cp >= 0x10000) json_u(b, 0xD800 + ((cp - 0x10000) >> 10)), json_u(b, 0xDC00 + ((cp - 0x10000) & 0x3FF));
+                else json_u(b, cp);
+            } else {
+                jbuf_put(b, s + i, 1);
+            }
         }
         if (bits && bits[i]) taint_since(b, at);
     }
@@ -551,9 +572,9 @@ static void json_str_escaped(struct jbuf *b, const char *s, size_t n, const uint
 
 /* A dict key as json.dumps writes it: str keys as strings, others by
  * their JSON text in quotes. */
-static void dump_key(struct jbuf *b, const char *key)
+static void dump_key(struct jbuf *b, const char *key, bool ascii)
 {
-    if (key[0] != 1 || !key[1]) { json_str_escaped(b, key, strlen(key), NULL); return; }
+    if (key[0] != 1 || !key[1]) { json_str_escaped(b, key, strlen(key), NULL, ascii); return; }
     struct jv k = jv_key_decode(key);
     struct jbuf t = {0};
     if (k.k == JV_STR) jbuf_put(&t, jv_s(&k), jv_len_s(&k));
@@ -562,46 +583,77 @@ static void dump_key(struct jbuf *b, const char *key)
     else if (k.k == JV_FLOAT && isnan(k.u.f)) jbuf_puts(&t, "NaN");
     else if (k.k == JV_FLOAT && isinf(k.u.f)) jbuf_puts(&t, k.u.f < 0 ? "-Infinity" : "Infinity");
     else jv_write_str(&t, &k);
-    json_str_escaped(b, t.p ? t.p : "", t.n, NULL);
+    json_str_escaped(b, t.p ? t.p : "", t.n, NULL, ascii);
     if (t.st) b->st = t.st;
     jbuf_free(&t);
     jv_free(&k);
 }
 
-static int key_cmp(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
+static _Thread_local bool g_key_incomparable;
 
-static void newline_indent(struct jbuf *b, int indent, int level)
+/* Orders two stored dict keys as Python sorts the keys themselves. */
+static int key_cmp(const void *pa, const void *pb)
 {
-    jbuf_put(b, "\n", 1);
-    for (int i = 0; i < indent * level; i++) jbuf_put(b, " ", 1);
+    const char *a = *(const char *const *)pa, *b = *(const char *const *)pb;
+    if (a[0] != 1 && b[0] != 1) return strcmp(a, b); /* UTF-8 orders as code points */
+    struct jv x = jv_key_decode(a), y = jv_key_decode(b);
+    bool ok;
+    int r = jv_compare(jinja_active_ctx, &x, &y, &ok);
+    if (!ok && !g_key_incomparable && jinja_active_ctx)
+        jinja_fail(jinja_active_ctx, WK_E_INVALID, "'<' not supported between instances of '%s' and '%s'", jv_type_name(&y), jv_type_name(&x));
+    if (!ok) g_key_incomparable = true, r = strcmp(a, b);
+    jv_free(&x), jv_free(&y);
+    return r;
 }
 
-void jinja_json_dump(struct jbuf *b, json_t *j, int indent, const char *item_sep, const char *key_sep,
-                     bool sort_keys, int level)
+/* A newline and level indents (none when f has no indent). */
+static void newline_indent(struct jbuf *b, const struct jjson_fmt *f, int level)
 {
+    if (!f->newlines) return;
+    jbuf_put(b, "\n", 1);
+    if (!f->indent) { /* spaces: their number checked against the limit first */
+        unsigned long long n;
+        if (__builtin_mul_overflow(f->spaces, (unsigned long long)level, &n)) n = ULLONG_MAX;
+        jbuf_fill(b, ' ', n);
+        return;
+    }
+    size_t len = f->indent_len;
+    if (len && (unsigned long long)level > WK_JINJA_MAX_OUTPUT / len) { jbuf_fill(b, ' ', ULLONG_MAX); return; }
+    for (int i = 0; i < level && !b->st; i++) jbuf_put(b, f->indent, len);
+}
+
+void jinja_json_dump(struct jbuf *b, json_t *j, const struct jjson_fmt *f, int level)
+{
+    if (b->st) return;
+    if (!jinja_cost(1, 0)) { b->st = WK_E_RANGE; return; } /* an item visited */
+    if (level > WK_JINJA_MAX_NESTING * 8) { /* a value from the caller nested past what the engine makes */
+        if (jinja_active_ctx) jinja_fail(jinja_active_ctx, WK_E_RANGE, "maximum recursion depth exceeded");
+        b->st = WK_E_RANGE;
+        return;
+    }
     switch (json_typeof(j)) {
     case JSON_NULL: jbuf_puts(b, "null"); return;
     case JSON_TRUE: jbuf_puts(b, "true"); return;
     case JSON_FALSE: jbuf_puts(b, "false"); return;
     case JSON_INTEGER: jbuf_printf(b, "%lld", (long long)json_integer_value(j)); return;
     case JSON_REAL: {
-        double f = json_real_value(j);
-        if (isnan(f)) jbuf_puts(b, "NaN");
-        else if (isinf(f)) jbuf_puts(b, f < 0 ? "-Infinity" : "Infinity");
-        else jinja_write_float(b, f);
+        double x = json_real_value(j);
+        if (isnan(x)) jbuf_puts(b, "NaN");
+        else if (isinf(x)) jbuf_puts(b, x < 0 ? "-Infinity" : "Infinity");
+        else jinja_write_float(b, x);
         return;
     }
-    case JSON_STRING: json_str_escaped(b, json_string_value(j), json_string_length(j), jinja_taint_get(j)); return;
+    case JSON_STRING: json_str_escaped(b, json_string_value(j), json_string_length(j), jinja_taint_get(j), f->ascii); return;
     case JSON_ARRAY: {
         size_t n = json_array_size(j);
         if (!n) { jbuf_puts(b, "[]"); return; }
         jbuf_put(b, "[", 1);
-        for (size_t i = 0; i < n; i++) {
-            if (i) jbuf_puts(b, item_sep);
-            if (indent >= 0) newline_indent(b, indent, level + 1);
-            jinja_json_dump(b, json_array_get(j, i), indent, item_sep, key_sep, sort_keys, level + 1);
+        for (size_t i = 0; i < n && !b->st; i++) {
+            if (i) jbuf_put(b, f->item_sep, f->item_len);
+            newline_indent(b, f, level + 1);
+            jinja_json_dump(b, json_array_get(j, i), f, level + 1);
         }
-        if (indent >= 0) newline_indent(b, indent, level);
+        newline_indent(b, f, level);
         jbuf_put(b, "]", 1);
         return;
     }
@@ -613,17 +665,22 @@ void jinja_json_dump(struct jbuf *b, json_t *j, int indent, const char *item_sep
         const char *key;
         json_t *val;
         json_object_foreach(j, key, val) keys[k++] = key;
-        if (sort_keys) qsort(keys, n, sizeof *keys, key_cmp);
+        if (f->sort_keys) {
+            g_key_incomparable = false;
+            jinja_cost((long long)n * 8, 0);
+            qsort(keys, n, sizeof *keys, key_cmp);
+            if (g_key_incomparable) b->st = WK_E_INVALID;
+        }
         jbuf_put(b, "{", 1);
-        for (size_t i = 0; i < n; i++) {
-            if (i) jbuf_puts(b, item_sep);
-            if (indent >= 0) newline_indent(b, indent, level + 1);
-            dump_key(b, keys[i]);
-            jbuf_puts(b, key_sep);
-            jinja_json_dump(b, json_object_get(j, keys[i]), indent, item_sep, key_sep, sort_keys, level + 1);
+        for (size_t i = 0; i < n && !b->st; i++) {
+            if (i) jbuf_put(b, f->item_sep, f->item_len);
+            newline_indent(b, f, level + 1);
+            dump_key(b, keys[i], f->ascii);
+            jbuf_put(b, f->key_sep, f->key_len);
+            jinja_json_dump(b, json_object_get(j, keys[i]), f, level + 1);
         }
         wk_free(keys);
-        if (indent >= 0) newline_indent(b, indent, level);
+        newline_indent(b, f, level);
         jbuf_put(b, "}", 1);
         return;
     }
@@ -632,6 +689,8 @@ void jinja_json_dump(struct jbuf *b, json_t *j, int indent, const char *item_sep
 
 json_t *jv_iter_list(struct jctx *c, const struct jv *v)
 {
+    if (v->k == JV_LIST || v->k == JV_GEN) /* what iterates the items pays for them here */
+        if (!jinja_cost((long long)json_array_size(v->u.j), 0)) return NULL;
     if (v->k == JV_LIST) return json_incref(v->u.j);
     if (v->k == JV_UNDEF) return json_array();
     json_t *a = json_array();
@@ -644,6 +703,7 @@ json_t *jv_iter_list(struct jctx *c, const struct jv *v)
     if (v->k == JV_DICT || v->k == JV_NS) {
         const char *key;
         json_t *val;
+        jinja_cost((long long)json_object_size(v->u.j), 0);
         json_object_foreach(v->u.j, key, val) {
             struct jv k = jv_key_decode(key);
             json_array_append_new(a, jv_to_json(&k));
@@ -651,9 +711,10 @@ json_t *jv_iter_list(struct jctx *c, const struct jv *v)
         }
         return a;
     }
-    if (v->k == JV_STR) {
+    if (v->k == JV_STR) { /* its characters: the count checked before they are made */
         const char *s = jv_s(v);
-        size_t n = jv_len_s(v);
+        size_t n = jv_len_s(v), count = utf8_count(s, n);
+        if (!jinja_cost((long long)count, n) || !jinja_items_ok(c, count)) { json_decref(a); return NULL; }
         for (size_t i = 0; i < n;) {
             size_t k = 1;
             while (i + k < n && ((unsigned char)s[i + k] & 0xC0) == 0x80) k++;

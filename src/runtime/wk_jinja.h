@@ -11,9 +11,13 @@
  * Printing follows Python: ints as ints, floats as repr, None/True/False,
  * lists and dicts as Python's str() of them.
  *
- * Rendering is bounded: a recursion depth limit, a cap on the output size
- * and on the number of loop iterations; a template that passes one stops
- * with WK_E_RANGE.
+ * Rendering is bounded, so that a hostile template stops soon, in bounded
+ * memory, with WK_E_RANGE and a message naming the limit: a recursion
+ * depth limit; a cap on the size of the output and of every string a
+ * render builds (concatenation, repetition, filters, methods), checked
+ * before the string is allocated; caps on loop iterations, on the items
+ * of one list and on how deeply lists and dicts nest; and a work budget
+ * for the whole render ("template too expensive").
  */
 #ifndef WK_JINJA_H
 #define WK_JINJA_H
@@ -29,9 +33,15 @@
 struct wk_jinja;
 
 /* The limits a render runs under (wk_jinja_render uses these defaults). */
-#define WK_JINJA_MAX_OUTPUT ((size_t)64 << 20) /* bytes of output */
+#define WK_JINJA_MAX_OUTPUT ((size_t)64 << 20) /* bytes of output, and of any one string */
 #define WK_JINJA_MAX_DEPTH 200                 /* nested macro calls / expressions */
 #define WK_JINJA_MAX_ITERATIONS 1000000LL      /* loop iterations and range() items in all */
+#define WK_JINJA_MAX_ITEMS 1000000             /* items of any one list */
+#define WK_JINJA_MAX_NESTING 512               /* lists and dicts inside each other */
+/* The work budget of a render, in steps: a step is a template node
+ * evaluated or statement run, a loop iteration, a macro call, an item made,
+ * visited or compared, or 32 bytes of text copied or scanned. */
+#define WK_JINJA_MAX_STEPS 10000000LL
 
 /*
  * Parses the template src[0..len) (UTF-8; need not be NUL-terminated).

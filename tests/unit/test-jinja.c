@@ -8,6 +8,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "check.h"
 
+#include <sys/resource.h>
 #include <time.h>
 
 #include "../../src/runtime/wk_jinja.h"
@@ -160,6 +161,47 @@ static void test_jinja2_parity(void)
     expect("{{ 'x' * -1 }}|{{ 2 ** 62 }}", "|4611686018427387904");
 }
 
+/* Fixes found by testing, each expected value from jinja2 3.1.6 configured
+ * as tests/template/make-cases.py does (transformers' tojson), rendering
+ * with x=1, y=None. */
+static void test_jinja2_fixes(void)
+{
+    /* the odd and even tests take no argument */
+    expect("{{ 3 is odd }}{{ 3 is even }}{{ 4 is even }}{{ -3 is odd }}{{ 2.0 is even }}{{ true is odd }}{{ [1, 2, 3, 4]|select('odd')|list }}",
+           "TrueFalseTrueTrueTrueTrue[1, 3]");
+    /* tojson: sort_keys (keys compared as themselves), ensure_ascii (the first positional argument),
+     * indent as a str or a negative int, separators; DEL is not escaped without ensure_ascii */
+    expect("{{ {'z': 1, 'a': 2}|tojson(sort_keys=true) }}|{{ {2: 'a', 10: 'b'}|tojson(sort_keys=true) }}|{{ {'b': {'d': 1, 'c': 2}, 'a': none}|tojson(sort_keys=true, indent=1) }}",
+           "{\"a\": 2, \"z\": 1}|{\"2\": \"a\", \"10\": \"b\"}|{\n \"a\": null,\n \"b\": {\n  \"c\": 2,\n  \"d\": 1\n }\n}");
+    expect("{{ ['\\u00e9', '\\U0001F600', 'a\"b']|tojson(ensure_ascii=true) }}|{{ [1]|tojson(true) }}|{{ [1, [2]]|tojson(indent=-1) }}|{{ {'a': [1, 2]}|tojson(separators=(',', ':')) }}|{{ [1, {'a': 2}]|tojson(indent='> ') }}",
+           "[\"\\u00e9\", \"\\ud83d\\ude00\", \"a\\\"b\"]|[1]|[\n1,\n[\n2\n]\n]|{\"a\":[1,2]}|[\n> 1,\n> {\n> > \"a\": 2\n> }\n]");
+    expect("{{ 'a\\x7fb\\x01'|tojson }}|{{ 'a\\x7fb'|tojson(ensure_ascii=true) }}|{{ {'b': 1, 'a': {'d': [1, {'f': 2, 'e': 3}]}}|tojson(sort_keys=true) }}",
+           "\"a\x7f" "b\\u0001\"|\"a\\u007fb\"|{\"a\": {\"d\": [1, {\"e\": 3, \"f\": 2}]}, \"b\": 1}");
+    expect_fail("{{ {'a': 1, 2: 'b'}|tojson(sort_keys=true) }}", WK_E_INVALID, "'<' not supported between instances of 'int' and 'str'");
+    /* replace of '' inserts around each character */
+    expect("{{ 'abc'|replace('', '-') }}|{{ 'abc'|replace('', '-', 2) }}|{{ 'h\\u00e9'|replace('', '.') }}|{{ 'aaa'|replace('a', 'bb', 2) }}|{{ ''|replace('', 'x') }}|{{ 'abc'.replace('', '|') }}",
+           "-a-b-c-|-a-bc|.h.\xc3\xa9.|bbbba|x||a|b|c|");
+    /* indent: the first line with first even when empty, a str width */
+    expect("[{{ '\\nb'|indent(2, true) }}]|[{{ 'a\\n\\nb\\n'|indent(2) }}]|[{{ 'a\\n\\nb\\n'|indent(2, blank=true) }}]|[{{ 'a\\nb'|indent('> ') }}]|[{{ ''|indent(2, true) }}]|[{{ 'a\\nb'|indent(-3) }}]",
+           "[  \n  b]|[a\n\n  b\n]|[a\n  \n  b\n  ]|[a\n> b]|[  ]|[a\nb]");
+    /* strings sliced, indexed and reversed by code point without splitting them; tuples slice to tuples */
+    expect("{{ 'h\\u00e9llo'[::-2] }}|{{ 'h\\u00e9llo'[1:4:2] }}|{{ 'h\\u00e9llo'[-4] }}|{{ (1, 2, 3)[1:] }}|{{ [1, 2, 3][1::9223372036854775807] }}|{{ 'h\\u00e9llo'|first }}{{ 'h\\u00e9llo'|last }}|{{ 'h\\u00e9llo'|reverse }}|{{ 'h\\u00e9llo w\\u00f6rld'|truncate(9, leeway=0) }}|[{{ 'h\\u00e9llo'|center(9) }}]|{{ '{:*^9}'.format('ab') }}",
+           "olh|\xc3\xa9l|\xc3\xa9|(2, 3)|[2]|ho|oll\xc3\xa9h|h\xc3\xa9llo...|[  h\xc3\xa9llo  ]|***ab****");
+    expect("{{ 'abc'[0] }}{{ 'abc'[-1] }}{{ 'abc'[5] is defined }}|{{ ''[::-1] }}|{{ 'abc'[10:] }}|{{ 'abc'[-10:2] }}|{{ 'abc'[::-1] }}|{{ 'abcdef'[5:1:-2] }}|{{ 'ab' * 3 }}{{ 'h\\u00e9' * 2 }}",
+           "acFalse|||ab|cba|fd|ababab" "h\xc3\xa9h\xc3\xa9");
+    /* rsplit with maxsplit; split(None, n) keeps the rest as it is */
+    expect("{{ 'a,b,c'.rsplit(',', 1) }}|{{ 'a,b,c'.rsplit(',', 5) }}|{{ 'a,b,c'.rsplit(',') }}|{{ 'a b  c'.split() }}|{{ 'a b  c '.split(none, 1) }}|{{ ',a,'.split(',') }}",
+           "['a,b', 'c']|['a', 'b', 'c']|['a', 'b', 'c']|['a', 'b', 'c']|['a', 'b  c ']|['', 'a', '']");
+    /* sort is stable, reversed too */
+    expect("{% set l = [{'n': 1, 'k': 'a'}, {'n': 0, 'k': 'b'}, {'n': 1, 'k': 'c'}, {'n': 0, 'k': 'd'}] %}{{ l|sort(attribute='n')|map(attribute='k')|join }}|{{ l|sort(attribute='n', reverse=true)|map(attribute='k')|join }}|{{ range(1000)|reverse|sort|first }}|{{ ['b', 'A', 'a', 'B']|sort }}|{{ ['b', 'A', 'a', 'B']|sort(case_sensitive=true) }}",
+           "bdac|acbd|0|['A', 'a', 'b', 'B']|['A', 'B', 'a', 'b']");
+    /* dicts compare as Python's; a namespace stored in itself or a list */
+    expect("{{ {'a': 1} == {'a': 1.0} }}|{{ {'a': [1]} == {'a': [1]} }}|{{ {'a': 1} == {'a': 2} }}|{{ {'a': 1} == {'b': 1} }}",
+           "True|True|False|False");
+    expect("{% set ns = namespace(a=1) %}{% set ns.l = [ns] %}{{ ns.l[0].a }}{{ ns.l|length }}|{% set ns.s = ns %}{{ ns.s.a }}|{% set l = [ns] %}{{ l[0].a }}",
+           "11|1|1"); /* a namespace inside itself: printing ns.l used to recurse without end */
+}
+
 /* CPU seconds of this process: a guard against a template running away,
  * not a speed measurement, so other processes on the machine (a loaded CI
  * runner, a sanitizer build's neighbours) do not move it */
@@ -168,6 +210,14 @@ static double now_s(void)
     struct timespec ts;
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* The peak resident memory of this process, in MiB. */
+static long peak_mib(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return ru.ru_maxrss / 1024;
 }
 
 /* Hostile templates stop with WK_E_RANGE, each in well under a second of
@@ -194,6 +244,52 @@ static void test_hostile(void)
         double dt = now_s() - t0;
         if (dt > 2.0) { fprintf(stderr, "  template %zu took %.2f s of CPU\n", i, dt); CHECK(0); }
     }
+    /* each with the limit its message names: strings are checked before they are
+     * allocated, and the work of a render is bounded */
+    static const struct { const char *src, *msg; } named[] = {
+        {"{% set ns = namespace(s='xy') %}{% for i in range(40) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}{{ ns.s|length }}",
+         "string larger than the limit (134217728 bytes; the limit is 67108864)"},
+        {"{% set ns = namespace(s='xy') %}{% for i in range(40) %}{% set ns.s = ns.s + ns.s %}{% endfor %}", "string larger than the limit"},
+        {"{% macro a(n) %}{% if n > 0 %}{{ a(n-1) }}{{ a(n-1) }}{% endif %}{% endmacro %}{{ a(40) }}",
+         "template too expensive: more than 10000000 steps"},
+        {"{{ 'a\nb'|indent(10**9) }}", "string larger than the limit (1000000003 bytes"},
+        {"{{ ('x' * 1000000)|replace('x', 'y' * 1000) }}", "string larger than the limit (1000000000 bytes"},
+        {"{{ [x, [x]]|tojson(indent=10**8) }}", "string larger than the limit (100000000 bytes"},
+        {"{{ 'a'|tojson(indent=10**12) }}", "string larger than the limit"},
+        {"{{ range(100000)|join('x' * 1000) }}", "string larger than the limit"},
+        {"{{ 'x'|center(10**8) }}", "string larger than the limit"},
+        {"{% set ns = namespace(l=[1]) %}{% for i in range(30) %}{% set ns.l = ns.l + ns.l %}{% endfor %}", "list too long (1048576 items"},
+        {"{% for c in 'x' * 2000000 %}{% endfor %}", "list too long (2000000 items"},
+        {"{{ (',' * 1100000).split(',')|length }}|{{ (' a' * 1100000).split()|length }}", "list too long (1000001 items"},
+        {"{{ (' a' * 1100000).split()|length }}", "list too long (1000001 items"},
+        {"{% set ns = namespace(l=[]) %}{% for i in range(100000) %}{% set ns.l = [ns.l] %}{% endfor %}{{ ns.l }}",
+         "nested too deeply (more than 512 levels)"},
+        {"{% set ns = namespace(l=[]) %}{% for i in range(1000) %}{% set ns.l = ns.l|batch(1)|list %}{% set ns.l = ns.l + [[ns.l]] %}{% endfor %}",
+         "nested too deeply"},
+        {"{% set ns = namespace(a=[1], b=[1]) %}{% for i in range(60) %}{% set ns.a = [ns.a, ns.a] %}{% set ns.b = [ns.b, ns.b] %}{% endfor %}{{ ns.a == ns.b }}",
+         "template too expensive"},
+        {"{% set ns = namespace(a=[1]) %}{% for i in range(60) %}{% set ns.a = [ns.a, ns.a] %}{% endfor %}{{ ns.a }}", "template too expensive"},
+        {"{{ range(100000)|list|unique|list|length }}", "template too expensive"},
+        {"{% set s = 'x' * 20000000 %}{% set d = {} %}{% for i in range(100000) %}{{ d[s] is defined }}{% endfor %}", "template too expensive"},
+        {"{% set s = 'x' * 20000000 %}{% for i in range(100000) %}{{ 'y' in s }}{{ s|length }}{% endfor %}", "template too expensive"},
+        {"{% set l = range(100000)|list %}{% for i in range(1000) %}{{ -1 in l }}{% endfor %}", "template too expensive"},
+    };
+    for (size_t i = 0; i < sizeof named / sizeof *named; i++) {
+        double t0 = now_s();
+        int before = g_check_failures;
+        expect_fail(named[i].src, WK_E_RANGE, named[i].msg);
+        if (g_check_failures != before) fprintf(stderr, "  in named hostile template %zu\n", i);
+        double dt = now_s() - t0;
+        if (dt > 2.0) { fprintf(stderr, "  named template %zu took %.2f s of CPU\n", i, dt); CHECK(0); }
+    }
+    /* what was slow but is not too big finishes quickly: a merge sort, a
+     * character found without splitting the string */
+    double t0 = now_s();
+    expect("{{ range(100000)|reverse|sort|first }}|{{ ('x' * 20000000)[-1] }}|{{ ('x' * 20000000)[5:8] }}|{{ 'ab' * 3 }}", "0|x|xxx|ababab");
+    CHECK(now_s() - t0 < 2.0);
+    /* in all, memory stayed bounded: the biggest string is 64 MiB (the
+     * ASan build keeps freed memory a while, so the bound is loose) */
+    if (peak_mib() > 1536) { fprintf(stderr, "  peak memory %ld MiB\n", peak_mib()); CHECK(0); }
 }
 
 /* Renders src with the JSON vars through wk_jinja_render_runs, checks that
@@ -267,4 +363,4 @@ static void test_runs(void)
 }
 
 CHECK_MAIN(TEST(test_values), TEST(test_control), TEST(test_whitespace), TEST(test_filters_methods), TEST(test_errors),
-           TEST(test_jinja2_parity), TEST(test_hostile), TEST(test_runs))
+           TEST(test_jinja2_parity), TEST(test_jinja2_fixes), TEST(test_hostile), TEST(test_runs))
