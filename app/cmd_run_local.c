@@ -265,7 +265,7 @@ static enum wk_status render(const struct run_local *l, bool raw, int think, con
 {
     if (raw) {
         const char *text = msgs[n_msgs - 1].content;
-        enum wk_status st = wk_prompt_raw(l->tok, text, strlen(text), prompt);
+        enum wk_status st = wk_prompt_raw(l->tok, text, strlen(text), false, prompt);
         return st ? wk_error_set(err, st, "out of memory") : WK_OK;
     }
     if (think >= 0) return render_think(l, think, msgs, n_msgs, prompt, err);

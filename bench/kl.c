@@ -100,7 +100,7 @@ int main(int argc, char **argv)
     fclose(f);
     struct wk_prompt p = {0};
     struct wk_tokens ids = {0};
-    if (wk_prompt_raw(tok, text, len, &p) || wk_prompt_tokenize(tok, &p, &ids)) return 1;
+    if (wk_prompt_raw(tok, text, len, false, &p) || wk_prompt_tokenize(tok, &p, &ids)) return 1;
     if (ids.n < n_tokens) {
         fprintf(stderr, "kl: the text has only %lld tokens\n", (long long)ids.n);
         return 1;

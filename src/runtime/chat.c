@@ -562,7 +562,7 @@ enum wk_status wk_prompt_tokenize(const struct wk_tokenizer *tok, const struct w
     return st;
 }
 
-enum wk_status wk_prompt_raw(const struct wk_tokenizer *tok, const char *text, size_t len,
+enum wk_status wk_prompt_raw(const struct wk_tokenizer *tok, const char *text, size_t len, bool special,
                              struct wk_prompt *out)
 {
     enum wk_status st = WK_OK;
@@ -572,7 +572,7 @@ enum wk_status wk_prompt_raw(const struct wk_tokenizer *tok, const char *text, s
         const char *piece = wk_tokenizer_piece(tok, bos, &n);
         st = wk_prompt_append(out, piece, n, true);
     }
-    return st ? st : wk_prompt_append(out, text, len, false);
+    return st ? st : wk_prompt_append(out, text, len, special);
 }
 
 enum wk_status wk_tokenizer_for_model(const struct wk_model *m, struct wk_tokenizer **out,

@@ -271,8 +271,11 @@ enum wk_status wk_chat_render_go(const struct wk_tokenizer *tok, const struct wk
                                  const json_t *tools, struct wk_prompt *out, struct wk_error *err);
 
 /* A raw prompt (no turn format): BOS as scaffolding where the tokenizer
- * adds one, then text [len] as literal content. Errors: WK_E_NOMEM. */
-enum wk_status wk_prompt_raw(const struct wk_tokenizer *tok, const char *text, size_t len,
+ * adds one, then text [len] as literal content, or with special as
+ * scaffolding too, so that control-token text in it is the control token
+ * (Ollama's raw mode: a prompt formatted by hand, tokenized as llama.cpp
+ * tokenizes with parse_special). Errors: WK_E_NOMEM. */
+enum wk_status wk_prompt_raw(const struct wk_tokenizer *tok, const char *text, size_t len, bool special,
                              struct wk_prompt *out);
 
 /* Tokenizes a rendered prompt: control tokens are recognised only inside

@@ -379,6 +379,7 @@ static int parse_ollama(struct srv_gen *g, json_t *body, json_t *req, json_t *ro
             return FAIL("raw mode does not support template, system, or context");
         if (json_is_string(prompt)) json_object_set(req, "raw", prompt); /* shared, not copied */
         else json_object_set_new(req, "raw", json_string(""));
+        json_object_set_new(req, "raw_special", json_true()); /* a prompt formatted by hand: its control tokens count */
     } else {
         /* a per-request Go TEMPLATE (Ollama's): checked here, applied by the runner */
         json_t *tpl = json_object_get(body, "template");

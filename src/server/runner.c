@@ -343,7 +343,7 @@ static int prepare(struct job *j, json_t *req, char *msg, size_t cap)
     /* think false on a model that does not think (or renders with a Go TEMPLATE): nothing to turn off */
     if (think == 0 && (json_is_string(json_object_get(req, "template")) || !wk_model_can_think(rn->model))) think = -1;
     if (json_is_string(raw)) {
-        st = wk_prompt_raw(rn->tok, json_string_value(raw), json_string_length(raw), &prompt);
+        st = wk_prompt_raw(rn->tok, json_string_value(raw), json_string_length(raw), json_is_true(json_object_get(req, "raw_special")), &prompt);
     } else if (json_is_array(msgs)) {
         json_t *tpl = json_object_get(req, "template"), *tools = json_object_get(req, "tools");
         if (json_array_size(tools) > 0) {

@@ -121,7 +121,7 @@ static void test_raw_prompt_bos(void)
     const char *text = json_string_value(json_object_get(c, "text"));
     struct wk_prompt prompt = {0};
     struct wk_tokens ids = {0};
-    CHECK_EQ_INT(wk_prompt_raw(tok, text, strlen(text), &prompt), WK_OK);
+    CHECK_EQ_INT(wk_prompt_raw(tok, text, strlen(text), false, &prompt), WK_OK);
     CHECK_EQ_INT(wk_prompt_tokenize(tok, &prompt, &ids), WK_OK);
     check_ids("gemma3 (wk_prompt_raw)", text, ids.ids, ids.n, json_object_get(c, "ids"));
     CHECK(ids.n > 0 && ids.ids[0] == 2); /* <bos> */

@@ -612,6 +612,15 @@ def test_api_edges(s):
         e = body.get("error", {})
         e = e.get("message", "") if isinstance(e, dict) else e
         check(st == 400 and field in e, f"{path} with {field}: 400 naming it, not dropped", str(body))
+    # raw: a prompt formatted by hand counts its control tokens, as Ollama's raw mode does (llama.cpp's
+    # parse_special): the ChatML of the fixture's chat gives its prompt ids and its greedy answer
+    c = case("english")
+    chatml = ("<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n"
+              f"<|im_start|>user\n{c['messages'][0]['content']}<|im_end|>\n<|im_start|>assistant\n")
+    r = s.ollama.generate(model=SMOL, prompt=chatml, raw=True, options=greedy(20))
+    check(r.prompt_eval_count == len(c["prompt_ids"]) and r.response == c["text_20"],
+          "raw: a hand-formatted ChatML prompt is the chat's prompt (control tokens parsed) and its answer",
+          f"{r.prompt_eval_count} vs {len(c['prompt_ids'])}: {r.response!r}")
     st, body = s.post("/api/chat", {"model": SMOL, "messages": ask, "think": False, "options": greedy(1)})
     check(st == 200, "think false on a model that does not think: nothing to turn off", str(body))
     caps = {m: s.post("/api/show", {"model": m})[1].get("capabilities") for m in (QWEN, SMOL)}

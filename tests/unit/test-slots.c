@@ -86,7 +86,7 @@ static void req_init(struct req *r, const char *text, int i)
     memset(r, 0, sizeof *r);
     r->text = text;
     struct wk_prompt pr = {0};
-    CHECK_EQ_INT(wk_prompt_raw(g_tok, text, strlen(text), &pr), WK_OK);
+    CHECK_EQ_INT(wk_prompt_raw(g_tok, text, strlen(text), false, &pr), WK_OK);
     CHECK_EQ_INT(wk_prompt_tokenize(g_tok, &pr, &r->prompt), WK_OK);
     wk_prompt_deinit(&pr);
     r->p = wk_generate_params_default();
