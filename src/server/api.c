@@ -247,6 +247,15 @@ static int parse_tools(json_t *tools, json_t *req, char *msg, size_t cap)
         json_t *d = json_object_get(fn, "description"), *p = json_object_get(fn, "parameters");
         if (d && !json_is_null(d) && !json_is_string(d)) return FAIL("tools[%zu].function.description must be a string", i);
         if (p && !json_is_null(p) && !json_is_object(p)) return FAIL("tools[%zu].function.parameters must be an object", i);
+        /* not a valid JSON schema: refused whatever tool_choice says (a
+         * schema wick cannot constrain output to is taken; tool_choice
+         * "required" refuses it then) */
+        struct wk_grammar *gr = NULL;
+        struct wk_error e;
+        enum wk_status st = json_is_object(p) ? wk_grammar_from_json_schema(p, &gr, &e) : WK_OK;
+        wk_grammar_free(gr);
+        if (st == WK_E_NOMEM) return FAIL("out of memory");
+        if (st == WK_E_INVALID) return FAIL("tools[%zu].function.parameters: %s", i, e.msg);
     }
     if (json_array_size(tools) > 0) json_object_set(req, "tools", tools);
     return 0;

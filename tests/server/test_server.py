@@ -621,6 +621,15 @@ def test_api_edges(s):
     check(r.prompt_eval_count == len(c["prompt_ids"]) and r.response == c["text_20"],
           "raw: a hand-formatted ChatML prompt is the chat's prompt (control tokens parsed) and its answer",
           f"{r.prompt_eval_count} vs {len(c['prompt_ids'])}: {r.response!r}")
+    # a tool whose parameters are not a valid JSON schema: a 400 whatever tool_choice says
+    weird = [{"type": "function", "function": {"name": "f", "parameters": {
+        "type": "object", "properties": {"a": {"type": "weird"}}}}}]
+    for extra in ({}, {"tool_choice": "required"}):
+        st, body = s.post("/v1/chat/completions", dict({"model": QWEN, "messages": ask, "tools": weird, "max_tokens": 1},
+                                                       **extra))
+        e = body.get("error", {})
+        check(st == 400 and ("tools[0].function.parameters" in str(e) or "not a JSON Schema type" in str(e)),
+              f"a tool schema with type 'weird' ({extra or 'tool_choice auto'}): 400", str(body)[:300])
     st, body = s.post("/api/chat", {"model": SMOL, "messages": ask, "think": False, "options": greedy(1)})
     check(st == 200, "think false on a model that does not think: nothing to turn off", str(body))
     caps = {m: s.post("/api/show", {"model": m})[1].get("capabilities") for m in (QWEN, SMOL)}
