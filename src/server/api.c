@@ -652,6 +652,8 @@ int srv_gen_parse(struct srv_gen *g, json_t *body, char *msg, size_t cap)
 {
     json_t *model = json_object_get(body, "model");
     if (!model && !is_openai(g->api)) model = json_object_get(body, "name");
+    if (model && !json_is_null(model) && !json_is_string(model))
+        return FAIL("model must be a string: the name of a stored model");
     if (!json_is_string(model) || json_string_length(model) == 0) return FAIL("model is required");
     if (json_string_length(model) >= sizeof g->model_name) /* never cut into another model's name */
         return FAIL("model name is longer than %zu bytes", sizeof g->model_name - 1);

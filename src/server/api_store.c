@@ -200,6 +200,7 @@ static enum MHD_Result create_from(struct srv_server *srv, struct MHD_Connection
     json_t *params = json_object_get(body, "parameters");
     json_t *msgs = json_object_get(body, "messages"), *lic = json_object_get(body, "license");
     json_t *stream = json_object_get(body, "stream");
+    if (model && !json_is_null(model) && !json_is_string(model)) return srv_reply_error(c, 400, "model must be a string");
     if (!json_is_string(model)) return srv_reply_error(c, 400, "model is required");
     if (wk_model_name_parse(json_string_value(model), &n, &err)) return srv_reply_error(c, 400, err.msg);
     if ((params && !json_is_object(params)) || (msgs && !json_is_array(msgs)) ||
@@ -366,6 +367,7 @@ enum MHD_Result srv_serve_create(struct srv_server *srv, struct MHD_Connection *
     if (from && !json_is_null(from) && files && !json_is_null(files))
         return srv_reply_error(c, 400, "give either 'from' or 'files', not both");
     if (json_is_string(from)) return create_from(srv, c, body, json_string_value(from), false);
+    if (from && !json_is_null(from)) return srv_reply_error(c, 400, "from must be a string: a stored model's name");
     if (!files || json_is_null(files)) return srv_reply_error(c, 400, "neither 'from' or 'files' was specified");
     if (!srv->allow_paths && json_is_string(json_object_get(body, "quantize")))
         return srv_reply_error(c, 403, "quantize reads and writes whole models on the server: start wick serve with "

@@ -621,6 +621,9 @@ def test_api_edges(s):
     check(r.prompt_eval_count == len(c["prompt_ids"]) and r.response == c["text_20"],
           "raw: a hand-formatted ChatML prompt is the chat's prompt (control tokens parsed) and its answer",
           f"{r.prompt_eval_count} vs {len(c['prompt_ids'])}: {r.response!r}")
+    st, body = s.post("/api/generate", {"model": 5, "prompt": "x"})
+    check(st == 400 and "model must be a string" in body.get("error", ""), "model 5: a 400 saying it must be a string",
+          str(body))
     # a tool whose parameters are not a valid JSON schema: a 400 whatever tool_choice says
     weird = [{"type": "function", "function": {"name": "f", "parameters": {
         "type": "object", "properties": {"a": {"type": "weird"}}}}}]
@@ -893,7 +896,7 @@ def test_api_create(s):
     check(st == 404 and "nope" in body["error"], "/api/create from an unknown model is 404", str(body))
     st, body = s.post("/api/create", {"model": "x", "from": SMOL, "parameters": {"warp": 1}})
     check(st == 400 and "warp" in body["error"], "/api/create with an unknown parameter is 400", str(body))
-    for field, value in (("system", 5), ("template", []), ("stream", "x")):
+    for field, value in (("system", 5), ("template", []), ("stream", "x"), ("from", 5), ("model", 5)):
         st, body = s.post("/api/create", {"model": "x", "from": SMOL, field: value})
         check(st == 400 and field in body.get("error", ""), f"/api/create with {field} {value!r}: a 400 naming it",
               str(body))
