@@ -5,15 +5,19 @@
  * 1. Inlining: a rule that is not recursive, and is small with no
  *    unbounded repetition or used once, is copied into its callers, so
  *    the DFA of the caller covers it and no stack frame is needed.
- * 2. Each remaining rule reachable from the root becomes a Thompson NFA
+ * 2. Before a rule is built, its sizes are counted from the syntax
+ *    (repetitions multiplied, not copied): past the NFA limits, or with a
+ *    longest text too long for the DFA states left, it is refused then,
+ *    at the cost of the syntax, not of the expansion.
+ * 3. Each remaining rule reachable from the root becomes a Thompson NFA
  *    over bytes: literals byte by byte, classes as the UTF-8 byte-range
  *    sequences of their code point ranges (Cox, "Regular Expression
  *    Matching" / RE2's UTF-8 range splitting), repetition as copies and
  *    loops, references to other rules as call edges.
- * 3. Subset construction makes each NFA a DFA whose states have sorted
+ * 4. Subset construction makes each NFA a DFA whose states have sorted
  *    byte ranges (plus a 256-entry table when there are many) and call
  *    edges (rule, state after the call).
- * 4. Checks: nullable rules, rules that can finish (refused otherwise),
+ * 5. Checks: nullable rules, rules that can finish (refused otherwise),
  *    left recursion (refused: "left recursion in rule X").
  */
 #include "grammar_int.h"
@@ -253,6 +257,12 @@ static int32_t nfa_state(struct cc *c)
 static bool nfa_edge(struct cc *c, int32_t from, int kind, uint8_t lo, uint8_t hi, int32_t rule,
                      int32_t to)
 {
+    if (c->n_edges >= GR_MAX_NFA_EDGES) {
+        if (c->st == WK_OK)
+            c->st = wk_error_set(c->err, WK_E_RANGE,
+                                 "grammar too large: a rule needs more than %d NFA edges", GR_MAX_NFA_EDGES);
+        return false;
+    }
     if (!grow((void **)&c->edges, &c->cap_edges, (int64_t)c->n_edges + 1, sizeof *c->edges))
         return oom(c);
     struct nedge *e = &c->edges[c->n_edges];
@@ -294,6 +304,35 @@ static bool utf8_range(struct cc *c, uint32_t lo, uint32_t hi, int32_t s, int32_
         at = to;
     }
     return true;
+}
+
+#define SZ_CAP ((int64_t)1 << 50) /* saturated: past every limit */
+#define SZ_NONE (-1)              /* len: nothing matches */
+
+/* What build would make of a syntax node, counted without making it:
+ * NFA states and edges, and the longest text in DFA steps (bytes and rule
+ * calls; SZ_CAP when unbounded). */
+struct gsize {
+    int64_t nfa, edges, len;
+};
+
+/* a + b and a * b (non-negative), saturating at SZ_CAP */
+static int64_t sat_add(int64_t a, int64_t b)
+{
+    return a + b > SZ_CAP ? SZ_CAP : a + b;
+}
+
+static int64_t sat_mul(int64_t a, int64_t b)
+{
+    if (a == 0 || b == 0) return 0;
+    return a > SZ_CAP / b ? SZ_CAP : a * b;
+}
+
+/* Whether build copies rule r in at a reference under mult copies. */
+static bool inlined(const struct cc *c, int32_t r, int64_t mult)
+{
+    return c->inlinable[r] &&
+           (sat_mul(mult, c->inl_size[r]) <= 4 * GR_INLINE_MAX || (mult == 1 && c->ref_count[r] == 1));
 }
 
 /*
@@ -381,9 +420,7 @@ static int32_t build(struct cc *c, int32_t x, int32_t s, int depth, int64_t mult
     }
     case GA_REF: {
         int32_t r = a->a;
-        if (c->inlinable[r] &&
-            (mult * c->inl_size[r] <= 4 * GR_INLINE_MAX || (mult == 1 && c->ref_count[r] == 1)))
-            return build(c, c->t->rules[r].body, s, depth + 1, mult);
+        if (inlined(c, r, mult)) return build(c, c->t->rules[r].body, s, depth + 1, mult);
         int32_t e = nfa_state(c);
         if (e < 0) return -1;
         if (c->g->rule_start[r] == -1) { /* not yet queued */
@@ -394,6 +431,101 @@ static int32_t build(struct cc *c, int32_t x, int32_t s, int depth, int64_t mult
     }
     }
     return -1;
+}
+
+/* ------------------------------------------------ sizes, before building */
+
+/* The sizes of node x under mult copies (as build: same inlining). Its
+ * cost is that of the syntax it visits (counted in *visits, and cut short
+ * past GR_MAX_VISITS), never of the copies it counts. */
+static struct gsize size_of(const struct cc *c, int32_t x, int depth, int64_t mult, int64_t *visits)
+{
+    const struct gast *a = &c->t->nodes[x];
+    struct gsize z = {0, 0, 0};
+    if (depth > 400 || ++*visits > GR_MAX_VISITS) return z; /* build reports depth */
+    switch (a->kind) {
+    case GA_EMPTY:
+        return z;
+    case GA_BYTES:
+        return (struct gsize){a->b, a->b, a->b};
+    case GA_CLASS: {
+        if (a->b == 0) return (struct gsize){1, 0, SZ_NONE};
+        uint32_t hi = c->t->ranges[2 * (a->a + a->b - 1) + 1];
+        return (struct gsize){1 + a->b, a->b, hi < 0x80 ? 1 : hi < 0x800 ? 2 : hi < 0x10000 ? 3 : 4};
+    }
+    case GA_SEQ:
+    case GA_ALT: {
+        bool seq = a->kind == GA_SEQ;
+        int n = 0;
+        z.len = seq ? 0 : SZ_NONE;
+        for (int32_t k = a->child; k >= 0; k = c->t->nodes[k].next, n++) {
+            struct gsize y = size_of(c, k, depth + 1, mult, visits);
+            z.nfa = sat_add(z.nfa, y.nfa + (n > 0 && seq));
+            z.edges = sat_add(z.edges, y.edges + (n > 0 || !seq)); /* glue, or into the end */
+            if (seq) z.len = z.len == SZ_NONE || y.len == SZ_NONE ? SZ_NONE : sat_add(z.len, y.len);
+            else if (y.len > z.len) z.len = y.len;
+        }
+        if (!seq && n > 1) z.nfa = sat_add(z.nfa, 1);
+        if (!seq && n == 1) z.edges--;
+        return z;
+    }
+    case GA_REP: {
+        int64_t copies = a->b < 0 ? (int64_t)a->a + 1 : a->b;
+        struct gsize y = size_of(c, a->child, depth + 1, sat_mul(mult, copies > 1 ? copies : 1), visits);
+        int64_t per = sat_add(y.nfa, 1), per_e = sat_add(y.edges, 2);
+        z.nfa = sat_add(sat_mul(a->a, per), 1);
+        z.nfa = sat_add(z.nfa, a->b < 0 ? per + 1 : sat_mul(a->b - a->a, per));
+        z.edges = sat_add(sat_mul(a->a, per_e - 1), 1);
+        z.edges = sat_add(z.edges, a->b < 0 ? per_e + 1 : sat_mul(a->b - a->a, per_e));
+        if (y.len == SZ_NONE) z.len = a->a == 0 ? 0 : SZ_NONE;
+        else if (y.len == 0) z.len = 0;
+        else z.len = a->b < 0 ? SZ_CAP : sat_mul(a->b, y.len);
+        return z;
+    }
+    case GA_REF:
+        if (inlined(c, a->a, mult)) return size_of(c, c->t->rules[a->a].body, depth + 1, mult, visits);
+        return (struct gsize){1, 1, 1}; /* a call: one step */
+    }
+    return z;
+}
+
+/*
+ * Refuses rule r before its NFA is built when it is sure to be past the
+ * limits: more NFA states or edges than allowed, or, when the rule
+ * matches finitely many texts, a longest text of len steps. Such a rule
+ * needs at least len + 1 DFA states: along that text the texts that may
+ * still follow get strictly shorter, so no two of its prefixes share a
+ * state. (Unbounded rules have no such floor: `[a-z]{0,9999} | [a-z]*`
+ * is one state after determinizing; the determinization's own bounds
+ * stop those.)
+ */
+static bool check_size(struct cc *c, int32_t r)
+{
+    int64_t visits = 0;
+    struct gsize z = size_of(c, c->t->rules[r].body, 0, 1, &visits);
+    if (visits > GR_MAX_VISITS) {
+        c->st = wk_error_set(c->err, WK_E_RANGE,
+                             "grammar too large: rule '%s' expands to more than %d syntax nodes "
+                             "(its rules copied in)", rname(c, r), GR_MAX_VISITS);
+        return false;
+    }
+    if (z.nfa > GR_MAX_NFA_STATES || z.edges > GR_MAX_NFA_EDGES) {
+        bool st = z.nfa > GR_MAX_NFA_STATES;
+        int64_t k = st ? z.nfa : z.edges;
+        c->st = wk_error_set(c->err, WK_E_RANGE,
+                             "grammar too large: rule '%s' expands to %s%lld NFA %s (at most %d)",
+                             rname(c, r), k >= SZ_CAP ? "over " : "", (long long)k,
+                             st ? "states" : "edges", st ? GR_MAX_NFA_STATES : GR_MAX_NFA_EDGES);
+        return false;
+    }
+    if (z.len >= 0 && z.len < SZ_CAP && (int64_t)c->g->n_states + z.len + 1 > GR_MAX_DFA_STATES) {
+        c->st = wk_error_set(c->err, WK_E_RANGE,
+                             "grammar too large: rule '%s' has a text of %lld bytes and rule calls, "
+                             "which needs more than the %d DFA states allowed",
+                             rname(c, r), (long long)z.len, GR_MAX_DFA_STATES);
+        return false;
+    }
+    return true;
 }
 
 /* --------------------------------------------------- subset construction */
@@ -677,6 +809,7 @@ static bool compile_rule(struct cc *c, int32_t r)
 {
     c->n_nfa = 0;
     c->n_edges = 0;
+    if (!check_size(c, r)) return false;
     int32_t s = nfa_state(c);
     if (s < 0) return false;
     int32_t e = build(c, c->t->rules[r].body, s, 0, 1);

@@ -217,12 +217,18 @@ struct gparser {
     /* name lookup: open hashing over rule ids */
     int32_t *hash;
     uint32_t hash_mask;
+    /* where(): the line and column at lc_pos, so that positions asked in
+     * increasing order cost the text once, not once each */
+    size_t lc_pos;
+    int32_t lc_line, lc_col;
 };
 
-static void where(const struct gparser *p, size_t pos, int32_t *line, int32_t *col)
+static void where(struct gparser *p, size_t pos, int32_t *line, int32_t *col)
 {
-    int32_t l = 1, c = 1;
-    for (size_t i = 0; i < pos && i < p->n; i++) {
+    if (pos < p->lc_pos || p->lc_line == 0) p->lc_pos = 0, p->lc_line = 1, p->lc_col = 1;
+    int32_t l = p->lc_line, c = p->lc_col;
+    size_t i = p->lc_pos;
+    for (; i < pos && i < p->n; i++) {
         if (p->s[i] == '\n') {
             l++;
             c = 1;
@@ -230,6 +236,9 @@ static void where(const struct gparser *p, size_t pos, int32_t *line, int32_t *c
             c++;
         }
     }
+    p->lc_pos = i;
+    p->lc_line = l;
+    p->lc_col = c;
     *line = l;
     *col = c;
 }
@@ -721,6 +730,8 @@ static bool parse_rule(struct gparser *p)
     if (p->pos + 3 > p->n || memcmp(p->s + p->pos, "::=", 3) != 0)
         return fail(p, p->pos, "expected ::= after rule name '%.*s'", (int)(name_end - at), p->s + at);
     p->pos += 3;
+    int32_t line, col;
+    where(p, at, &line, &col);
     int32_t id = rule_id(p, p->s + at, name_end - at, at);
     if (id < 0) return false;
     if (p->t->rules[id].body >= 0)
@@ -729,7 +740,8 @@ static bool parse_rule(struct gparser *p)
     int32_t body = parse_alternates(p, false);
     if (body < 0) return false;
     p->t->rules[id].body = body;
-    where(p, at, &p->t->rules[id].line, &p->t->rules[id].col);
+    p->t->rules[id].line = line;
+    p->t->rules[id].col = col;
     skip_space(p, false);
     if (p->pos < p->n && p->s[p->pos] != '\n') return fail(p, p->pos, "unexpected '%c'", p->s[p->pos]);
     return true;

@@ -22,6 +22,8 @@
 #define GR_MAX_RULES 200000
 #define GR_MAX_REPEAT 100000       /* n of {m,n} in GBNF */
 #define GR_MAX_NFA_STATES (4 << 20) /* in one rule's NFA */
+#define GR_MAX_NFA_EDGES (8 << 20)  /* in one rule's NFA */
+#define GR_MAX_VISITS (32 << 20)    /* syntax nodes of one rule, with the rules copied in */
 #define GR_MAX_DFA_STATES 150000   /* in the whole grammar */
 #define GR_MAX_SET_POOL (6 << 20)  /* NFA state ids in all DFA state sets of a rule */
 #define GR_MAX_WORK 15000000       /* NFA states and edges visited while determinizing */
@@ -191,6 +193,7 @@ struct gtc {
     uint32_t *bits;  /* n_words, when dense */
     int32_t *ids;    /* n_acc ids, when sparse */
     struct gtrie *sfx; /* tokens running past the rule's end: their rest, or NULL */
+    int64_t bytes;     /* held by bits, ids and sfx */
     bool done;
 };
 
@@ -231,6 +234,8 @@ struct wk_grammar_matcher {
     bool nomem;
     /* precomputed token sets per DFA state */
     struct gtc *tc;
+    int64_t tc_bytes; /* held by all of tc[] */
+    int64_t tc_steps; /* trie nodes visited computing tc[] */
     uint32_t *scratch_bits;
     int32_t *acc, n_acc, cap_acc;
     int32_t *ent, *ent_depth, n_ent, cap_ent;
@@ -248,6 +253,12 @@ int32_t wk__gm_advance(struct wk_grammar_matcher *m, int32_t in, int32_t n_in, u
 /* The set of stacks (q, parent) expands to, appended to pb; returns its size. */
 int32_t wk__gm_expand(struct wk_grammar_matcher *m, int32_t q, int32_t parent);
 /* grammar_mask.c */
+#ifndef GM_PRECOMPUTE_STEPS
+#define GM_PRECOMPUTE_STEPS 2000000 /* trie nodes walked when a matcher is created, about */
+#endif
+#ifndef GM_TC_MAX_BYTES
+#define GM_TC_MAX_BYTES (64 << 20) /* token sets kept past this are dropped before a mask */
+#endif
 bool wk__gm_tc_compute(struct wk_grammar_matcher *m, int32_t q);
 void wk__gm_tc_free(struct wk_grammar_matcher *m);
 void wk__gm_lru_flush(struct wk_grammar_matcher *m);

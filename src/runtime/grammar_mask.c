@@ -65,6 +65,7 @@ static void tc_walk(struct wk_grammar_matcher *m, const struct gtrie *t, int32_t
     for (int32_t c = x + 1; c < end && !m->overflow; c += t->size[c]) {
         int32_t mark = m->nodes.n, pb_mark = m->n_pb;
         int32_t n = wk__gm_advance(m, in, n_in, t->byte[c]);
+        m->tc_steps++;
         if (n > 0 || m->ended) {
             for (int32_t k = t->tok_off[c]; k < t->tok_off[c + 1]; k++) acc_push(m, t->tok[k]);
             if (t->size[c] > 1) {
@@ -98,8 +99,9 @@ static void rt_walk(struct wk_grammar_matcher *m, const struct gtrie *t, int32_t
     }
 }
 
-static void tc_clear(struct gtc *e)
+static void tc_clear(struct wk_grammar_matcher *m, struct gtc *e)
 {
+    m->tc_bytes -= e->bytes;
     wk_free(e->bits);
     wk_free(e->ids);
     if (e->sfx) {
@@ -109,10 +111,17 @@ static void tc_clear(struct gtc *e)
     memset(e, 0, sizeof *e);
 }
 
+/* Drops every stored token set (they are computed again on use). */
+static void tc_flush(struct wk_grammar_matcher *m)
+{
+    for (int32_t q = 0; q < m->g->n_states && m->tc_bytes > 0; q++)
+        if (m->tc[q].done) tc_clear(m, &m->tc[q]);
+}
+
 void wk__gm_tc_free(struct wk_grammar_matcher *m)
 {
     if (m->tc)
-        for (int32_t q = 0; q < m->g->n_states; q++) tc_clear(&m->tc[q]);
+        for (int32_t q = 0; q < m->g->n_states; q++) tc_clear(m, &m->tc[q]);
     wk_free(m->tc);
     wk_free(m->scratch_bits);
     wk_free(m->acc);
@@ -138,6 +147,7 @@ static bool build_sfx(struct wk_grammar_matcher *m, struct gtc *e)
     bool ok = false;
     if (!strs || !lens || !ids) goto done;
     int32_t n = 0;
+    int64_t chars = 0;
     for (int32_t i = 0; i < m->n_ent; i++) {
         int32_t c = m->ent[i], d = m->ent_depth[i];
         for (int32_t k = t->tok_off[c + 1]; k < t->tok_off[c + t->size[c]]; k++) {
@@ -145,11 +155,13 @@ static bool build_sfx(struct wk_grammar_matcher *m, struct gtc *e)
             if (m->scratch_bits[id >> 5] & (1u << (id & 31))) continue;
             strs[n] = v->bytes[id] + d;
             lens[n] = v->lens[id] - (uint32_t)d;
+            chars += lens[n];
             ids[n++] = id;
         }
     }
     ok = true;
     if (n > 0) {
+        e->bytes += (int64_t)sizeof *e->sfx + 9 * (chars + 2) + 4 * ((int64_t)n + 1);
         e->sfx = wk_calloc(1, sizeof *e->sfx);
         ok = e->sfx && wk__gtrie_build(e->sfx, strs, lens, ids, n) == WK_OK;
         if (!ok) {
@@ -194,12 +206,18 @@ bool wk__gm_tc_compute(struct wk_grammar_matcher *m, int32_t q)
     if (m->n_acc > GM_SPARSE_MAX) {
         e->bits = wk_malloc((size_t)v->n_words * sizeof(uint32_t));
         if (e->bits) memcpy(e->bits, m->scratch_bits, (size_t)v->n_words * sizeof(uint32_t));
+        e->bytes = (int64_t)v->n_words * 4;
     } else {
         e->ids = wk_malloc(((size_t)m->n_acc + 1) * sizeof(int32_t));
         if (e->ids && m->n_acc) memcpy(e->ids, m->acc, (size_t)m->n_acc * sizeof(int32_t));
+        e->bytes = ((int64_t)m->n_acc + 1) * 4;
     }
-    if ((!e->bits && !e->ids) || !build_sfx(m, e)) {
-        tc_clear(e);
+    m->tc_bytes += e->bytes; /* before build_sfx: tc_clear takes the whole of e->bytes off */
+    int64_t before = e->bytes;
+    bool ok = (e->bits || e->ids) && build_sfx(m, e);
+    m->tc_bytes += e->bytes - before;
+    if (!ok) {
+        tc_clear(m, e);
         m->nomem = m->overflow = true;
         return false;
     }
@@ -309,6 +327,9 @@ enum wk_status wk_grammar_matcher_mask(struct wk_grammar_matcher *m, uint32_t *b
         return WK_OK;
     }
     memset(bits, 0, nw * sizeof *bits);
+    /* the stored sets are a cache: past their budget they are dropped
+     * (never while this mask uses them), and computed again when needed */
+    if (m->tc_bytes > GM_TC_MAX_BYTES) tc_flush(m);
     int32_t mark = m->nodes.n;
     bool fallback = false;
     /* near the depth limit the precomputed sets (made at depth 1) could

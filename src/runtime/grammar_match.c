@@ -518,12 +518,13 @@ enum wk_status wk_grammar_matcher_create(const struct wk_grammar *g,
         return wk_error_set(err, st, "grammar matcher: %s at the start state",
                             st == WK_E_NOMEM ? "out of memory" : "too many parse stacks");
     }
-    /* precompute the token sets of every state that can be a stack top,
-     * within a budget of states; the rest are computed on first use */
-    int32_t budget = 20000;
-    for (int32_t q = 0; q < g->n_states && budget > 0; q++) {
+    /* precompute the token sets of the states that can be a stack top,
+     * within a budget of trie walking and of memory (the cost of a request
+     * stays bounded whatever the grammar); the rest are computed on first
+     * use, as a generation reaches them */
+    for (int32_t q = 0; q < g->n_states; q++) {
+        if (m->tc_steps >= GM_PRECOMPUTE_STEPS || m->tc_bytes >= GM_TC_MAX_BYTES / 4) break;
         if (!(g->states[q].flags & GS_BYTES)) continue;
-        budget--;
         if (!wk__gm_tc_compute(m, q) && m->nomem) {
             wk_grammar_matcher_free(m);
             return wk_error_set(err, WK_E_NOMEM, "grammar matcher: out of memory");

@@ -7,10 +7,9 @@
  * Integers with bounds are exact: the range [lo, hi] is written as digit
  * ranges (per number of digits, then per first differing digit, as regex
  * range generators do). Integers have at most 18 digits (they fit an
- * int64 parser). Numbers with bounds have no exponent, and their bounds
- * are moved inward to whole numbers (x >= 1.5 becomes x >= 2): what is
- * written stays valid, and the fraction is handled exactly against whole
- * bounds (x > 3 allows 3.5 and 4; x <= 3 allows 3 and 3.0 but not 3.1).
+ * int64 parser). Numbers with bounds have no exponent; their fractions
+ * are bounded to the digit (see "numbers" below): [1.5, 1.6] allows 1.5,
+ * 1.55 and 1.6 but not 1.61.
  */
 #include "grammar_int.h"
 
@@ -137,56 +136,235 @@ static int int_range(struct sc *c, bool has_lo, int64_t lo, bool has_hi, int64_t
 
 /* ------------------------------------------------------------- numbers */
 
-static const char FRAC_ANY[] = "( \".\" [0-9]{1,16} )?";
-static const char FRAC_ZERO[] = "( \".\" \"0\"{1,16} )?";
-static const char FRAC_NONZERO[] = "\".\" \"0\"{0,15} [1-9] [0-9]{0,15}";
+/*
+ * A number text with a fraction ("1.25") is valid when the double
+ * Python's float() reads from it (the nearest one) lies within the
+ * bounds; reading is monotonic, so a text at or below the shortest
+ * decimal of a double x reads as at most x. Each bound is therefore
+ * first made an inclusive double bound (exclusive x: the next double
+ * past x; an integer bound past 2^53: the nearest double inside it), then
+ * written as its shortest decimal and rounded inward to the FRAC_DIGITS
+ * grid the grammar writes; texts between two such grid bounds are all
+ * valid, and every valid text of up to 15 significant digits is among
+ * them (two such texts never read as the same double). A range with no
+ * grid point inside gets the one text its lower bound reads back from.
+ * Texts without a fraction are integers, which Python compares exactly:
+ * those get the exact integer range.
+ */
+#define FRAC_DIGITS 16
+
+struct dec { /* a decimal on the grid: -1^neg * ip.fr */
+    bool neg;
+    int64_t ip;
+    char fr[FRAC_DIGITS + 1];
+};
+
+/* The shortest decimal (as %e) that reads back as x. */
+static void shortest(double x, char *e, size_t n)
+{
+    for (int prec = 1; prec <= 17; prec++) {
+        snprintf(e, n, "%.*e", prec - 1, x);
+        if (strtod(e, NULL) == x) break;
+    }
+}
+
+/* x as a grid decimal, rounded up (toward +inf) or down. false when its
+ * integer part would pass INT_LIMIT. */
+static bool dec_of(double x, bool up, struct dec *d)
+{
+    char e[40];
+    shortest(x, e, sizeof e);
+    const char *p = e;
+    d->neg = *p == '-';
+    if (d->neg) p++;
+    char dig[24];
+    int nd = 0;
+    for (; *p && *p != 'e'; p++)
+        if (*p >= '0' && *p <= '9' && nd < 20) dig[nd++] = *p;
+    int ex = *p == 'e' ? atoi(p + 1) : 0; /* value = dig[0].dig[1..] * 10^ex */
+    if (ex >= INT_DIGITS) return false;
+    d->ip = 0;
+    memset(d->fr, '0', FRAC_DIGITS);
+    d->fr[FRAC_DIGITS] = '\0';
+    bool rest = false; /* nonzero digits past the grid */
+    for (int i = 0; i < nd; i++) {
+        int pos = ex - i; /* 10^pos */
+        if (pos >= 0) d->ip = d->ip * 10 + (dig[i] - '0');
+        else if (-pos <= FRAC_DIGITS) d->fr[-pos - 1] = dig[i];
+        else if (dig[i] != '0') rest = true;
+    }
+    for (int pos = ex - nd; pos >= 0; pos--) d->ip *= 10; /* digits ended before the point */
+    if (rest && up != d->neg) { /* away from zero: one grid step more */
+        int k = FRAC_DIGITS - 1;
+        while (k >= 0 && d->fr[k] == '9') d->fr[k--] = '0';
+        if (k >= 0) d->fr[k]++;
+        else d->ip++;
+    }
+    if (d->ip == 0 && strspn(d->fr, "0") == FRAC_DIGITS) d->neg = false;
+    return d->ip <= INT_LIMIT;
+}
+
+/* -1, 0 or 1 as a is below, at or above b. */
+static int dec_cmp(const struct dec *a, const struct dec *b)
+{
+    int sa = a->neg ? -1 : 1, sb = b->neg ? -1 : 1;
+    if (sa != sb) return sa < sb ? -1 : 1;
+    int m = a->ip != b->ip ? (a->ip < b->ip ? -1 : 1) : strcmp(a->fr, b->fr);
+    return m < 0 ? -sa : m > 0 ? sa : 0;
+}
 
 /*
- * Magnitudes I.F with A < M or A <= M (a_excl) and M <= B or M < B
- * (b_excl; b_inf: none), integers; n_alt counts alternatives written.
+ * The digit strings s of 0 (1 when need) to n digits whose value as a
+ * fraction (s padded with zeros to n digits) lies in [lo, hi]; lo or hi
+ * NULL: no bound on that side. Leaves 10 branches at most per digit.
  */
-static void magnitude(struct gbuf *b, int64_t A, bool a_excl, int64_t B, bool b_excl, bool b_inf,
-                      int *n_alt)
+static void frac_range(struct gbuf *b, const char *lo, const char *hi, int n, bool need)
 {
-    int64_t any_lo = a_excl ? A + 1 : A, any_hi = b_inf ? -1 : B - 1;
+    if (lo && strspn(lo, "0") >= (size_t)n) lo = NULL;
+    if (hi && strspn(hi, "9") >= (size_t)n) hi = NULL;
+    if (n == 0) {
+        wk__gbuf_puts(b, "\"\"");
+        return;
+    }
+    if (!lo && (!hi || strspn(hi, "0") >= (size_t)n)) { /* any digits, or zeros only */
+        wk__gbuf_printf(b, "%s{%d,%d}", hi ? "\"0\"" : "[0-9]", need ? 1 : 0, n);
+        return;
+    }
+    char x = lo ? lo[0] : '0', y = hi ? hi[0] : '9';
+    int alt = 0;
+    wk__gbuf_puts(b, "( ");
+    if (!need && !lo) wk__gbuf_printf(b, "%s\"\"", alt++ ? " | " : ""); /* zeros: above any lo */
+    if (x == y) {
+        wk__gbuf_printf(b, "%s\"%c\" ", alt++ ? " | " : "", x);
+        frac_range(b, lo ? lo + 1 : NULL, hi ? hi + 1 : NULL, n - 1, false);
+    } else {
+        char m0 = lo ? x + 1 : x, m1 = hi ? y - 1 : y; /* first digits with any rest */
+        if (lo) {
+            wk__gbuf_printf(b, "%s\"%c\" ", alt++ ? " | " : "", x);
+            frac_range(b, lo + 1, NULL, n - 1, false);
+        }
+        if (m0 <= m1) wk__gbuf_printf(b, "%s[%c-%c]", alt++ ? " | " : "", m0, m1);
+        if (m0 <= m1 && n > 1) wk__gbuf_printf(b, " [0-9]{0,%d}", n - 1);
+        if (hi) {
+            wk__gbuf_printf(b, "%s\"%c\" ", alt++ ? " | " : "", y);
+            frac_range(b, NULL, hi + 1, n - 1, false);
+        }
+    }
+    wk__gbuf_puts(b, " )");
+}
+
+/* Texts I.F (F of 1..FRAC_DIGITS digits) of magnitude in [A, B] (B NULL:
+ * no upper bound), A <= B, both non-negative, as alternatives. */
+static void dec_magnitude(struct gbuf *b, const struct dec *A, const struct dec *B, int *n_alt)
+{
+    wk__gbuf_printf(b, "%s\"%lld.\" ", (*n_alt)++ ? " | " : "", (long long)A->ip);
+    if (B && B->ip == A->ip) {
+        frac_range(b, A->fr, B->fr, FRAC_DIGITS, true);
+        return;
+    }
+    frac_range(b, A->fr, NULL, FRAC_DIGITS, true);
     struct gbuf t;
     wk__gbuf_init(&t, 1 << 20);
     int k = 0;
-    if (b_inf || any_lo <= any_hi) nonneg_range(&t, any_lo, any_hi, &k);
-    if (k) {
-        wk__gbuf_printf(b, "%s( %s ) %s", (*n_alt)++ ? " | " : "", t.s, FRAC_ANY);
-    }
-    if (a_excl && (b_inf || A < B)) /* I == A with a nonzero fraction */
-        wk__gbuf_printf(b, "%s\"%lld\" %s", (*n_alt)++ ? " | " : "", (long long)A, FRAC_NONZERO);
-    if (!b_inf && !b_excl && B >= A && !(a_excl && A == B)) /* I == B, zero fraction */
-        wk__gbuf_printf(b, "%s\"%lld\" %s", (*n_alt)++ ? " | " : "", (long long)B, FRAC_ZERO);
+    if (!B || A->ip + 1 <= B->ip - 1) nonneg_range(&t, A->ip + 1, B ? B->ip - 1 : -1, &k);
+    if (k) wk__gbuf_printf(b, " | ( %s ) \".\" [0-9]{1,%d}", t.s, FRAC_DIGITS);
     wk__gbuf_taint(b, &t);
     wk__gbuf_free(&t);
+    if (B) {
+        wk__gbuf_printf(b, " | \"%lld.\" ", (long long)B->ip);
+        frac_range(b, NULL, B->fr, FRAC_DIGITS, true);
+    }
+    (*n_alt)++;
 }
 
-/* Reads a bound keyword: false if absent; WK_E_INVALID if not a number. */
-static int bound(struct sc *c, const json_t *s, const char *key, bool *has, double *v)
+/* Texts with a fraction whose value lies in [L, H] (grid decimals; NULL:
+ * unbounded), as alternatives; -0.x is never written. */
+static void dec_range(struct gbuf *b, const struct dec *L, const struct dec *H, int *n_alt)
+{
+    struct dec zero = {false, 0, ""}, tiny = {false, 0, ""};
+    memset(zero.fr, '0', FRAC_DIGITS);
+    memcpy(tiny.fr, zero.fr, sizeof tiny.fr);
+    tiny.fr[FRAC_DIGITS - 1] = '1';
+    if (L && H && dec_cmp(L, H) > 0) return;
+    if (!H || !H->neg) /* x >= 0 */
+        dec_magnitude(b, L && !L->neg ? L : &zero, H, n_alt);
+    if (!L || L->neg) { /* x < 0: -x in [max(-H, tiny), -L] */
+        struct dec lo = tiny, hi;
+        if (H && H->neg) lo = *H, lo.neg = false;
+        if (L) hi = *L, hi.neg = false;
+        struct gbuf u;
+        wk__gbuf_init(&u, 1 << 20);
+        int k = 0;
+        dec_magnitude(&u, &lo, L ? &hi : NULL, &k);
+        wk__gbuf_printf(b, "%s\"-\" ( %s )", (*n_alt)++ ? " | " : "", u.s);
+        wk__gbuf_taint(b, &u);
+        wk__gbuf_free(&u);
+    }
+}
+
+/* A bound keyword, kept exact: integers as int64 (Python compares them
+ * exactly), others as the double jansson read. */
+struct nbound {
+    bool has, is_int, excl;
+    int64_t i;
+    double d;
+};
+
+/* Reads a bound keyword: has false if absent; WK_E_INVALID if not a number. */
+static int bound(struct sc *c, const json_t *s, const char *key, bool excl, struct nbound *b)
 {
     const json_t *x = json_object_get(s, key);
-    *has = false;
+    memset(b, 0, sizeof *b);
+    b->excl = excl;
     if (!x) return SC_OK;
     if (!json_is_number(x))
         return wk__sc_fail(c, WK_E_INVALID, "%s at %s is not a number", key, c->path);
-    *has = true;
-    *v = json_number_value(x);
-    if (!isfinite(*v)) return wk__sc_fail(c, WK_E_INVALID, "%s at %s is not finite", key, c->path);
+    b->has = true;
+    b->is_int = json_is_integer(x);
+    b->i = b->is_int ? json_integer_value(x) : 0;
+    b->d = json_number_value(x);
+    if (!isfinite(b->d)) return wk__sc_fail(c, WK_E_INVALID, "%s at %s is not finite", key, c->path);
     return SC_OK;
+}
+
+/* The least (upper: the greatest) integer the bound allows, clamped to
+ * +-(INT_LIMIT + 1). */
+static int64_t int_bound(const struct nbound *b, bool upper)
+{
+    const int64_t big = INT_LIMIT + 1;
+    int64_t v;
+    if (b->is_int) {
+        v = b->i < -big ? -big : b->i > big ? big : b->i;
+    } else {
+        double d = b->d < -2e18 ? -2e18 : b->d > 2e18 ? 2e18 : b->d;
+        v = (int64_t)(upper ? floor(d) : ceil(d));
+        if (b->excl && (double)v == d) v += upper ? -1 : 1;
+        return v < -big ? -big : v > big ? big : v;
+    }
+    return b->excl ? v + (upper ? -1 : 1) : v;
+}
+
+/* The least (upper: greatest) double x such that a value reading as x
+ * satisfies the bound. */
+static double dbl_bound(const struct nbound *b, bool upper)
+{
+    double dir = upper ? -INFINITY : INFINITY;
+    if (!b->is_int) return b->excl ? nextafter(b->d, dir) : b->d;
+    const int64_t e18 = INT_LIMIT + 1; /* past every text's magnitude */
+    int64_t i = b->i < -e18 ? -e18 : b->i > e18 ? e18 : b->i;
+    double x = (double)i; /* exact below 2^53, else the nearest: step inside when past i */
+    int64_t xi = (int64_t)x;
+    if ((upper ? xi > i : xi < i) || (b->excl && xi == i)) x = nextafter(x, dir);
+    return x;
 }
 
 int wk__sc_number(struct sc *c, const json_t *s, bool integer, struct gbuf *out)
 {
-    bool h_min, h_max, h_xmin, h_xmax;
-    double vmin = 0, vmax = 0, vxmin = 0, vxmax = 0;
-    if (bound(c, s, "minimum", &h_min, &vmin) == SC_ERR || bound(c, s, "maximum", &h_max, &vmax) == SC_ERR ||
-        bound(c, s, "exclusiveMinimum", &h_xmin, &vxmin) == SC_ERR ||
-        bound(c, s, "exclusiveMaximum", &h_xmax, &vxmax) == SC_ERR)
+    struct nbound bd[4]; /* minimum, exclusiveMinimum, maximum, exclusiveMaximum */
+    if (bound(c, s, "minimum", false, &bd[0]) == SC_ERR || bound(c, s, "exclusiveMinimum", true, &bd[1]) == SC_ERR ||
+        bound(c, s, "maximum", false, &bd[2]) == SC_ERR || bound(c, s, "exclusiveMaximum", true, &bd[3]) == SC_ERR)
         return SC_ERR;
-    if (!h_min && !h_max && !h_xmin && !h_xmax) {
+    if (!bd[0].has && !bd[1].has && !bd[2].has && !bd[3].has) {
         if (integer) {
             wk__gbuf_puts(out, "( \"-\"? ( \"0\" | [1-9] [0-9]{0,17} ) )");
         } else {
@@ -196,49 +374,42 @@ int wk__sc_number(struct sc *c, const json_t *s, bool integer, struct gbuf *out)
         return SC_OK;
     }
     const double lim = 9e17;
-    /* the tightest lower bound as (value, exclusive), likewise upper */
-    double lo = -INFINITY, hi = INFINITY;
-    bool lo_x = false, hi_x = false;
-    if (h_min) lo = vmin;
-    if (h_xmin && (vxmin > lo || (vxmin == lo && !lo_x))) lo = vxmin, lo_x = true;
-    if (h_max) hi = vmax;
-    if (h_xmax && (vxmax < hi || (vxmax == hi && !hi_x))) hi = vxmax, hi_x = true;
-    if (lo > lim || hi < -lim) return wk__sc_fail(c, WK_E_UNSUPPORTED, "bounds at %s: beyond +-9e17", c->path);
-    if (integer) {
-        int64_t ilo = 0, ihi = 0;
-        if (lo > -lim) ilo = lo_x ? (int64_t)floor(lo) + 1 : (int64_t)ceil(lo);
-        if (hi < lim) ihi = hi_x ? (int64_t)ceil(hi) - 1 : (int64_t)floor(hi);
-        return int_range(c, lo > -lim, ilo, hi < lim, ihi, out);
+    for (int k = 0; k < 4; k++)
+        if (bd[k].has && (k < 2 ? bd[k].d > lim : bd[k].d < -lim))
+            return wk__sc_fail(c, WK_E_UNSUPPORTED, "bounds at %s: beyond +-9e17", c->path);
+    /* the tightest of each kind */
+    int64_t ilo = -(INT_LIMIT + 1), ihi = INT_LIMIT + 1;
+    double dlo = -INFINITY, dhi = INFINITY;
+    for (int k = 0; k < 4; k++) {
+        if (!bd[k].has) continue;
+        bool up = k >= 2;
+        int64_t iv = int_bound(&bd[k], up);
+        double dv = dbl_bound(&bd[k], up);
+        if (up) ihi = iv < ihi ? iv : ihi, dhi = dv < dhi ? dv : dhi;
+        else ilo = iv > ilo ? iv : ilo, dlo = dv > dlo ? dv : dlo;
     }
-    /* whole bounds: a non-whole bound moves inward and becomes inclusive */
-    bool has_lo = lo > -lim, has_hi = hi < lim;
-    if (has_lo && lo != floor(lo)) lo = ceil(lo), lo_x = false;
-    if (has_hi && hi != floor(hi)) hi = floor(hi), hi_x = false;
-    int64_t L = has_lo ? (int64_t)lo : 0, H = has_hi ? (int64_t)hi : 0;
-    if (has_lo && has_hi && (L > H || (L == H && (lo_x || hi_x)))) return SC_NEVER;
-    int n_alt = 0;
     struct gbuf t;
     wk__gbuf_init(&t, 1 << 22);
-    /* x >= 0: M = x */
-    bool pos_ok = !has_hi || H > 0 || (H == 0 && !hi_x);
-    if (pos_ok) {
-        int64_t A = 0;
-        bool ax = false;
-        if (has_lo && (L > 0 || (L == 0 && lo_x))) A = L, ax = lo_x;
-        magnitude(&t, A, ax, has_hi ? H : 0, hi_x, !has_hi, &n_alt);
+    int n_alt = 0;
+    struct gbuf ints;
+    wk__gbuf_init(&ints, 1 << 20);
+    if (int_range(c, ilo > -(INT_LIMIT + 1), ilo, ihi < INT_LIMIT + 1, ihi, &ints) == SC_OK) {
+        wk__gbuf_put(&t, ints.s, ints.n);
+        n_alt++;
     }
-    /* x < 0: M = -x > 0 with -lo bounding it above and -hi below */
-    if (!has_lo || L < 0) {
-        struct gbuf u;
-        wk__gbuf_init(&u, 1 << 22);
-        int k = 0;
-        int64_t A = 0;
-        bool ax = true;
-        if (has_hi && H < 0) A = -H, ax = hi_x;
-        magnitude(&u, A, ax, has_lo ? -L : 0, lo_x, !has_lo, &k);
-        if (k) wk__gbuf_printf(&t, "%s\"-\" ( %s )", n_alt++ ? " | " : "", u.s);
-        wk__gbuf_taint(&t, &u);
-        wk__gbuf_free(&u);
+    wk__gbuf_taint(&t, &ints);
+    wk__gbuf_free(&ints);
+    if (!integer) {
+        struct dec L, H; /* grid bounds: up from dlo, down from dhi */
+        bool has_l = dlo > -INFINITY && dec_of(dlo, true, &L);
+        bool has_h = dhi < INFINITY && dec_of(dhi, false, &H);
+        dec_range(&t, has_l ? &L : NULL, has_h ? &H : NULL, &n_alt);
+        if (n_alt == 0 && dlo <= dhi) { /* narrower than the grid: the one text dlo reads back from */
+            char e[40];
+            shortest(dlo, e, sizeof e);
+            wk__gbuf_printf(&t, "\"%s\"", e);
+            n_alt++;
+        }
     }
     if (n_alt) wk__gbuf_printf(out, "( %s )", t.s);
     wk__gbuf_taint(out, &t);

@@ -64,8 +64,10 @@ struct wk_grammar;
  * (wk_grammar_free). Errors: WK_E_INVALID for a syntax error, an undefined
  * or twice-defined rule, left recursion ("left recursion in rule X") or a
  * rule that can never finish (messages give line:column where there is
- * one), WK_E_RANGE for a grammar past the size limits, WK_E_NOMEM.
- * *out is NULL on error; err may be NULL.
+ * one), WK_E_RANGE for a grammar past the size limits (refused before the
+ * work where the counts show it: a rule expanding to too many NFA states,
+ * or one whose longest text is too long for the DFA states allowed),
+ * WK_E_NOMEM. *out is NULL on error; err may be NULL.
  */
 enum wk_status wk_grammar_from_gbnf(const char *src, size_t len, const char *root,
                                     struct wk_grammar **out, struct wk_error *err);
@@ -85,8 +87,10 @@ enum wk_status wk_grammar_from_gbnf(const char *src, size_t len, const char *roo
  * match), allOf (merged), $ref to #, #/$defs/..., #/definitions/... and
  * other local JSON pointers and to a unique $anchor (recursion allowed;
  * not to other documents or embedded $id resources), minimum, maximum,
- * exclusiveMinimum, exclusiveMaximum (exact for integers; number bounds
- * are rounded inward to whole numbers), format (date-time, date, time,
+ * exclusiveMinimum, exclusiveMaximum (exact for integer texts; texts with
+ * a fraction have at most 16 fraction digits and read, as Python's float()
+ * reads them, within the bounds: every such valid text of up to 15
+ * significant digits is allowed), format (date-time, date, time,
  * uuid, email, idn-email, uri, ipv4, json-pointer; simplified, every
  * text they allow valid), maxItems up to 1000 (more counts as 1000), and
  * the annotations (title, description, ...) and unknown keywords,
@@ -155,7 +159,9 @@ struct wk_grammar_matcher;
 /*
  * Creates a matcher at the start of g over vocabulary v (both borrowed:
  * they must outlive the matcher). It precomputes the token sets of the
- * grammar's states (up to a budget; the rest on first use). Errors:
+ * grammar's states within a budget of work and memory; the rest are
+ * computed on first use, and stored sets past a memory budget are dropped
+ * and computed again when needed. Errors:
  * WK_E_RANGE (the start state has too many stacks), WK_E_NOMEM.
  */
 enum wk_status wk_grammar_matcher_create(const struct wk_grammar *g,

@@ -423,10 +423,11 @@ static void test_schema_numbers(void)
     check_cases("(3,inf)", g, gt, 7);
     wk_grammar_free(g);
     static const struct mcase neg[] = {
-        {"-2.5", false}, {"-2", true}, {"-1.5", true}, {"3", true}, {"3.5", false}, {"-0.5", true}, {"0", true},
+        {"-2.5", true}, {"-2", true}, {"-1.5", true}, {"3", true}, {"3.5", true}, {"-0.5", true}, {"0", true},
+        {"-2.51", false}, {"3.76", false}, {"3.75", true}, {"-3", false}, {"4", false},
     };
-    g = schema("{\"type\": \"number\", \"minimum\": -2.5, \"maximum\": 3.75}"); /* rounded in to [-2, 3] */
-    check_cases("[-2.5,3.75]", g, neg, 7);
+    g = schema("{\"type\": \"number\", \"minimum\": -2.5, \"maximum\": 3.75}"); /* exact: -2.5 <= x <= 3.75 */
+    check_cases("[-2.5,3.75]", g, neg, 12);
     wk_grammar_free(g);
     static const struct mcase num[] = {
         {"-0.25e+10", true}, {"1E5", true}, {"01", false}, {"1.", false}, {"+1", false}, {"1e", false},
