@@ -106,7 +106,7 @@ $(OUT)/wick: $(APP_OBJ) $(LIB)
 	@echo "  LD  $@"
 	@$(CC) $(LDFLAGS_SAN) -o $@ $(APP_OBJ) $(LIB) $(APP_LDLIBS) $(LDLIBS)
 
-$(OUT)/tests/%: tests/unit/%.c tests/unit/check.h tests/unit/cpu_blocks.h $(LIB)
+$(OUT)/tests/%: tests/unit/%.c tests/unit/check.h tests/unit/cpu_blocks.h tests/unit/grammar_util.h $(LIB)
 	@mkdir -p $(dir $@)
 	@echo "  LD  $@"
 	@$(CC) $(CFLAGS) $(LDFLAGS_SAN) -o $@ $< $(LIB) $(LDLIBS)

@@ -10,6 +10,7 @@
  * ints and floats exactly.
  */
 #include "check.h"
+#include "grammar_util.h"
 
 #include "../../src/runtime/wk_grammar.h"
 
@@ -24,25 +25,6 @@ static struct wk_grammar *gbnf(const char *src, struct wk_error *err)
     enum wk_status st = wk_grammar_from_gbnf(src, strlen(src), NULL, &g, err);
     if (st != WK_OK) fprintf(stderr, "grammar failed: %s\n", err->msg);
     return g;
-}
-
-/* A one-token vocabulary: enough for byte-level matching. */
-static struct wk_grammar_vocab *tiny_vocab(void)
-{
-    const char *t = "x";
-    size_t n = 1;
-    struct wk_grammar_vocab *v = NULL;
-    wk_grammar_vocab_create_from_bytes(&t, &n, 1, NULL, 0, &v, NULL);
-    return v;
-}
-
-/* Whether the whole of s is a complete text of the matcher's grammar. */
-static bool matches(struct wk_grammar_matcher *m, const char *s)
-{
-    wk_grammar_matcher_reset(m);
-    bool ok = wk_grammar_matcher_accept_bytes(m, s, strlen(s)) && wk_grammar_matcher_is_complete(m);
-    wk_grammar_matcher_reset(m);
-    return ok;
 }
 
 /* ------------------------------------------------- repeated elements */
