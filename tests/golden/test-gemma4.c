@@ -508,6 +508,18 @@ static void test_bad_configs(void)
         snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
         CHECK_EQ_INT(system(cmd), 0);
     }
+    /* RoPE scaling, which Gemma 4 does not have: refused, not ignored */
+    char dir[64], cmd[128];
+    patched_folder("dense", "rope_scaling", json_loads("{\"rope_type\": \"linear\", \"factor\": 4.0}", 0, NULL), dir,
+                   sizeof dir);
+    struct wk_model *m = NULL;
+    struct wk_error err;
+    wk_error_clear(&err);
+    CHECK_EQ_INT(wk_model_load(dir, &m, &err), WK_E_UNSUPPORTED);
+    CHECK(strstr(err.msg, "rope.scaling.factor 4") != NULL);
+    wk_model_destroy(m);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    CHECK_EQ_INT(system(cmd), 0);
 }
 
 /* ------------------------------------------------------- speculation */
