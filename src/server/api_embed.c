@@ -206,6 +206,10 @@ static int parse(struct embed_req *r, json_t *body, char *msg, size_t cap)
         return 400;
     }
     r->model = json_string_value(model);
+    /* an option at the top level (Ollama's routes take them in options) or, on OpenAI's, an
+     * options object or an Ollama option: refused as on the generation routes */
+    int rc = srv_refuse_misplaced_options(r->route == EMBED_OPENAI, body, msg, cap);
+    if (rc) return rc;
     r->truncate = true;
     if (trunc && !json_is_null(trunc)) {
         if (!json_is_boolean(trunc)) return snprintf(msg, cap, "truncate must be true or false"), 400;
@@ -378,14 +382,18 @@ static int run(struct srv_server *srv, struct MHD_Connection *c, const struct em
                int64_t *load_ns, char *msg, size_t cap)
 {
     struct srv_model m;
+    struct wk_store_model sm;
     struct wk_error err;
     wk_error_clear(&err);
-    if (srv_model_find(srv->models_dir, r->model, &m, NULL, &err))
+    if (srv_model_find(srv->models_dir, r->model, &m, &sm, &err))
         return snprintf(msg, cap, "%s", err.msg), srv_http_status(err.status);
-    /* the num_ctx asked for, else the loaded runner's as it is, else OLLAMA_CONTEXT_LENGTH; an
-     * encoder has its own limit, so a num_ctx never restarts its runner */
-    int32_t n_ctx = wk_embed_is_model(m.path) ? 0 : r->n_ctx;
-    if (!n_ctx && !srv_sched_find_loaded(srv->sched, m.name, NULL, &n_ctx)) n_ctx = srv->default_ctx;
+    /* the num_ctx asked for, else the model's stored one, else OLLAMA_CONTEXT_LENGTH, as a
+     * generation takes it (not whatever num_ctx the loaded runner has: an earlier request's
+     * would cut this input); an encoder has its own limit, so a num_ctx never restarts its runner */
+    json_t *stored = json_object_get(sm.params, "num_ctx");
+    int32_t n_ctx = r->n_ctx ? r->n_ctx : json_is_integer(stored) ? (int32_t)json_integer_value(stored) : srv->default_ctx;
+    wk_store_model_deinit(&sm);
+    if (wk_embed_is_model(m.path)) n_ctx = 0;
     struct srv_runner *rn;
     if (srv_sched_acquire(srv->sched, &m, n_ctx, &rn, load_ns, &err))
         return snprintf(msg, cap, "%s", err.msg), err.status == WK_E_CANCELLED ? 503 : 500;

@@ -209,7 +209,7 @@ def test_decoder(srv, dref):
           f"{gen.get('r') and gen['r'].eval_count}")
     # options are checked as /api/generate checks them: an unknown name, a wrong type or a value out
     # of the table's range is a 400 naming it; a sampling option is accepted (nothing to act on)
-    for route in ("/api/embed", "/api/embeddings", "/v1/embeddings"):
+    for route in ("/api/embed", "/api/embeddings"):
         inp = {"prompt": "a"} if route == "/api/embeddings" else {"input": "a"}
         for opts, what in (({"bogus": 1}, "'bogus'"), ({"temperature": "x"}, "'temperature'"),
                            ({"num_ctx": 8}, "'num_ctx'"), ({"mirostat": 2}, "Mirostat")):
@@ -218,6 +218,19 @@ def test_decoder(srv, dref):
                   str(ans)[:200])
         st, ans = srv.post(route, dict(inp, model="smollm2", options={"temperature": 0.5, "num_ctx": 128}))
         check(st == 200, f"{route}: valid options accepted", str(ans)[:200])
+        st, ans = srv.post(route, dict(inp, model="smollm2", num_ctx=16))
+        check(st == 400 and "num_ctx" in json.dumps(ans), f"{route}: num_ctx at the top level is a 400", str(ans)[:200])
+    # OpenAI's embeddings take no options (an Ollama field): a 400, as on its chat route
+    for extra in ({"options": {"num_ctx": 16}}, {"num_ctx": 16}):
+        st, ans = srv.post("/v1/embeddings", dict(extra, model="smollm2", input="a"))
+        check(st == 400, f"/v1/embeddings with {extra}: a 400", str(ans)[:200])
+    # a request without num_ctx takes the model's default, not an earlier request's: the input is
+    # not cut to the 16 tokens the request before asked for
+    long_words = "word " * 200
+    counts = [srv.post("/api/embed", dict(model="smollm2", input=long_words, **o))[1].get("prompt_eval_count")
+              for o in ({}, {"options": {"num_ctx": 16}}, {})]
+    check(counts[0] == counts[2] and counts[0] > 100 and counts[1] == 16,
+          "/api/embed without num_ctx after one with num_ctx 16: the whole input again", str(counts))
     # truncation at the context (num_ctx 64): cut to fit, or a 400 with truncate false
     long_text = dref[-1]["text"]
     st, ans = srv.post("/api/embed", {"model": "smollm2", "input": long_text, "truncate": False, "options": {"num_ctx": 64}})
