@@ -259,13 +259,14 @@ static enum wk_status render_think(const struct run_local *l, int think, const s
 /* The prompt's segments: msgs in the model's turn format (its stored
  * TEMPLATE when it has one, else its own chat template), the stored
  * SYSTEM (unless msgs bring one) and MESSAGEs first; or with --raw the
- * last message's text alone, literal, after BOS where the model adds one. */
+ * last message's text alone after BOS where the model adds one, its
+ * control-token text the control tokens (as a server's raw mode takes it). */
 static enum wk_status render(const struct run_local *l, bool raw, int think, const struct wk_chat_message *msgs,
                              int32_t n_msgs, struct wk_prompt *prompt, struct wk_error *err)
 {
     if (raw) {
         const char *text = msgs[n_msgs - 1].content;
-        enum wk_status st = wk_prompt_raw(l->tok, text, strlen(text), false, prompt);
+        enum wk_status st = wk_prompt_raw(l->tok, text, strlen(text), true, prompt);
         return st ? wk_error_set(err, st, "out of memory") : WK_OK;
     }
     if (think >= 0) return render_think(l, think, msgs, n_msgs, prompt, err);

@@ -287,9 +287,11 @@ static int parse_messages(json_t *in, json_t *out, bool oai, char *msg, size_t c
         snprintf(r, sizeof r, "%s", json_string_value(role));
         for (char *p = r; *p; p++)
             if (*p >= 'A' && *p <= 'Z') *p = (char)(*p - 'A' + 'a');
+        if (oai && strcmp(r, "function") == 0) strcpy(r, "tool"); /* OpenAI's deprecated function result */
         if (oai && strcmp(r, "system") && strcmp(r, "developer") && strcmp(r, "user") && strcmp(r, "assistant") &&
             strcmp(r, "tool"))
-            return FAIL("messages[%zu].role must be \"system\", \"developer\", \"user\", \"assistant\" or \"tool\"", i);
+            return FAIL("messages[%zu].role must be \"system\", \"developer\", \"user\", \"assistant\", \"tool\" or "
+                        "\"function\"", i);
         if (strcmp(r, "developer") == 0) strcpy(r, "system");
         json_t *o = json_pack("{s:s, s:o}", "role", r, "content", content);
         json_array_append_new(out, o);
@@ -449,6 +451,9 @@ static int parse_openai(struct srv_gen *g, json_t *body, json_t *req, json_t *ro
         if (d < nums[i].lo || d > nums[i].hi)
             return FAIL("%s must be between %g and %g", nums[i].name, nums[i].lo, nums[i].hi);
         if (!strcmp(nums[i].opt, "top_k") && d != floor(d)) return FAIL("top_k must be an integer");
+        json_t *was = json_object_get(ropts, nums[i].opt);
+        if (!strcmp(nums[i].name, "repetition_penalty") && was && json_number_value(was) != d)
+            return FAIL("repeat_penalty and repetition_penalty differ: give one");
         json_object_set_new(ropts, nums[i].opt, !strcmp(nums[i].opt, "top_k") ? json_integer((json_int_t)d) : json_real(d));
     }
     static const char *const max_names[] = {"max_tokens", "max_completion_tokens"};
@@ -626,6 +631,7 @@ static int refuse_unimplemented(struct srv_gen *g, json_t *body, char *msg, size
         return FAIL("tools are taken by /api/chat, not /api/generate");
     int orc = srv_refuse_misplaced_options(is_openai(g->api), body, msg, cap);
     if (orc) return orc;
+    if ((orc = srv_refuse_sibling_fields(g->api, body, msg, cap))) return orc;
     if (g->api == API_OAI_COMPLETION) { /* the legacy completion's echo and best_of: not implemented */
         json_t *echo = json_object_get(body, "echo"), *best = json_object_get(body, "best_of");
         if (echo && !json_is_null(echo) && !json_is_boolean(echo)) return FAIL("echo must be true or false");

@@ -3,7 +3,8 @@
  * option of the options table (wk_options.h) at the top level of a
  * request, refused with a 400 naming it rather than dropped (Ollama's Go
  * decoder drops unknown fields without a word; wick's rule is that a field
- * that would change the answer is applied or refused).
+ * that would change the answer is applied or refused); a sibling
+ * route's fields likewise.
  */
 #include "server_internal.h"
 
@@ -46,5 +47,26 @@ int srv_refuse_misplaced_options(bool oai, json_t *body, char *msg, size_t cap)
     json_t *mt = json_object_get(body, "max_tokens");
     if (!oai && mt && !json_is_null(mt))
         return FAIL("max_tokens is not a field of the Ollama API: set options.num_predict");
+    return 0;
+}
+
+int srv_refuse_sibling_fields(enum srv_api api, json_t *body, char *msg, size_t cap)
+{
+    static const char *const sibling[][6] = {[API_GENERATE] = {"messages"},
+                                             [API_CHAT] = {"system", "template", "raw", "prompt", "suffix", "images"},
+                                             [API_OAI_CHAT] = {"prompt", "echo", "best_of", "suffix"},
+                                             [API_OAI_COMPLETION] = {"messages"}};
+    static const char *const where[] = {[API_GENERATE] = "/api/chat takes messages",
+                                        [API_CHAT] = "/api/generate takes these; send a system message, images in a "
+                                                     "message",
+                                        [API_OAI_CHAT] = "/v1/completions takes these",
+                                        [API_OAI_COMPLETION] = "/v1/chat/completions takes messages"};
+    for (size_t i = 0; i < 6 && sibling[api][i]; i++) {
+        json_t *v = json_object_get(body, sibling[api][i]);
+        const bool unset = !v || json_is_null(v) || json_is_false(v) || (json_is_string(v) && !json_string_length(v)) ||
+                           (json_is_array(v) && !json_array_size(v)) || (json_is_integer(v) && json_integer_value(v) == 1 &&
+                                                                          !strcmp(sibling[api][i], "best_of"));
+        if (!unset) return FAIL("%s is not a field of this endpoint (%s)", sibling[api][i], where[api]);
+    }
     return 0;
 }

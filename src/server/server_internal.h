@@ -264,6 +264,12 @@ int srv_gen_parse(struct srv_gen *g, json_t *body, char *msg, size_t cap);
  * "function_call", and Ollama's "max_tokens": 400 with msg [cap] naming
  * the field, or 0 (api_fields.c). */
 int srv_refuse_misplaced_options(bool oai, json_t *body, char *msg, size_t cap);
+/* A field of the sibling route where api would drop it (/api/chat:
+ * system, template, raw, prompt, suffix, images; /api/generate:
+ * messages; chat completions: prompt, echo, best_of, suffix; completions:
+ * messages): 400 with msg [cap] naming it and the route that takes it, or
+ * 0 (api_fields.c). */
+int srv_refuse_sibling_fields(enum srv_api api, json_t *body, char *msg, size_t cap);
 /* Appends the streamed form of runner line `line` (a content line or the
  * final line) to g->out, and to the aggregate when not streaming. */
 void srv_gen_chunk(struct srv_gen *g, json_t *line);

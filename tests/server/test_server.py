@@ -602,12 +602,18 @@ def test_api_edges(s):
                                ("/v1/chat/completions", "num_ctx", 300), ("/v1/chat/completions", "n_predict", 3),
                                ("/v1/chat/completions", "functions", [{"name": "f"}]),
                                ("/v1/chat/completions", "chat_template_kwargs", {"messages": []}),
-                               ("/v1/chat/completions", "role", "bogus")):
+                               ("/v1/chat/completions", "role", "bogus"),
+                               # a sibling route's field, which this one would drop
+                               ("/api/chat", "system", "be a pirate"), ("/api/chat", "prompt", "x"),
+                               ("/api/generate", "messages", ask), ("/v1/chat/completions", "echo", True),
+                               ("/v1/chat/completions", "repetition_penalty", 5.0)):
         req = {"model": SMOL, field: value, "options": greedy(1)} if path.startswith("/api") else \
               {"model": SMOL, field: value, "max_tokens": 1}
         req.update({"prompt": "x"} if path == "/api/generate" else {"messages": ask})
         if field == "role":
             req.pop("role"), req.update(messages=[{"role": value, "content": "hi"}])
+        if field == "repetition_penalty":
+            req.update(repeat_penalty=1.0)
         st, body = s.post(path, req)
         e = body.get("error", {})
         e = e.get("message", "") if isinstance(e, dict) else e
@@ -621,6 +627,10 @@ def test_api_edges(s):
     check(r.prompt_eval_count == len(c["prompt_ids"]) and r.response == c["text_20"],
           "raw: a hand-formatted ChatML prompt is the chat's prompt (control tokens parsed) and its answer",
           f"{r.prompt_eval_count} vs {len(c['prompt_ids'])}: {r.response!r}")
+    # OpenAI's deprecated function role is a tool result
+    st, body = s.post("/v1/chat/completions", {"model": SMOL, "max_tokens": 1, "messages": [
+        {"role": "user", "content": "hi"}, {"role": "function", "name": "f", "content": "42"}]})
+    check(st == 200, "openai chat: a message of the deprecated role function is taken", str(body)[:200])
     st, body = s.post("/api/generate", {"model": 5, "prompt": "x"})
     check(st == 400 and "model must be a string" in body.get("error", ""), "model 5: a 400 saying it must be a string",
           str(body))
