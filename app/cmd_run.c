@@ -362,6 +362,14 @@ static int parse_args(int argc, char **argv, struct run_opts *o)
         return WK_EXIT_USAGE;
     }
     o->model = positional[0];
+    /* the cache type the local engine would take: a bad value is a usage error, as for wick serve */
+    enum wk_dtype kv;
+    const char *kv_name;
+    if (!wk_kv_type_from_env(&kv, &kv_name)) {
+        fprintf(stderr, "wick run: %s is '%s': the KV cache is f32, f16 or q8_0\n",
+                getenv("WICK_KV_CACHE_TYPE") ? "WICK_KV_CACHE_TYPE" : "OLLAMA_KV_CACHE_TYPE", kv_name);
+        return WK_EXIT_USAGE;
+    }
     return read_prompt(o, positional[1]);
 }
 

@@ -116,6 +116,13 @@ def main():
                       f"{' '.join(args)}: exit 2, the option named", f"rc={rc} {err[-300:]}")
             rc, _, err = run(wick, ["run"])
             check(rc == 2 and "missing MODEL" in err, "missing model", err)
+            # a KV cache type wick does not have: exit 2 naming the variable read (as wick serve)
+            for env, name in (({"OLLAMA_KV_CACHE_TYPE": "q4_0"}, "OLLAMA_KV_CACHE_TYPE is 'q4_0'"),
+                              ({"OLLAMA_KV_CACHE_TYPE": "q8_0", "WICK_KV_CACHE_TYPE": "bogus"},
+                               "WICK_KV_CACHE_TYPE is 'bogus'")):
+                p = subprocess.run([wick, "run", valid, "hi"], capture_output=True, text=True, timeout=60,
+                                   env=dict(os.environ, **env))
+                check(p.returncode == 2 and name in p.stderr, f"wick run with {env}: exit 2 naming it", p.stderr)
             rc, _, err = run(wick, ["frobnicate"])
             check(rc == 2 and "unknown command 'frobnicate'" in err, "unknown command", err)
             # wick bench: option mistakes exit 2; a short run prints llama-bench-style JSON
