@@ -96,7 +96,12 @@ static char *decode_string(const char *s, size_t n, size_t *out_len)
         case 'b': o[k++] = '\b'; break;
         case 'f': o[k++] = '\f'; break;
         case 'v': o[k++] = '\v'; break;
-        case '0': o[k++] = '\0'; break;
+        case '0': case '1': case '2': case '3': case '4': case '5': case '6': case '7': { /* octal: up to 3 digits */
+            unsigned long cp = (unsigned long)(e - '0');
+            for (int d = 1; d < 3 && i + 1 < n && s[i + 1] >= '0' && s[i + 1] <= '7'; d++) cp = cp * 8 + (unsigned long)(s[++i] - '0');
+            k += put_utf8(o + k, cp); /* at most 0o777: two bytes, no more than the escape's */
+            break;
+        }
         default: o[k++] = '\\', o[k++] = e;
         }
     }

@@ -166,6 +166,8 @@ static void test_jinja2_parity(void)
  * with x=1, y=None. */
 static void test_jinja2_fixes(void)
 {
+    /* octal escapes in string literals, as Python reads them (up to three digits) */
+    expect("{{ \"\\101\\60x\" }}|{{ \"\\7\\0z\"|length }}|{{ \"\\777\"|length }}|{{ \"\\1234\" }}", "A0x|3|1|S4");
     /* the odd and even tests take no argument */
     expect("{{ 3 is odd }}{{ 3 is even }}{{ 4 is even }}{{ -3 is odd }}{{ 2.0 is even }}{{ true is odd }}{{ [1, 2, 3, 4]|select('odd')|list }}",
            "TrueFalseTrueTrueTrueTrue[1, 3]");
