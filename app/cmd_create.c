@@ -401,9 +401,14 @@ int cmd_show(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--modelfile") == 0 || strcmp(argv[i], "--parameters") == 0 ||
             strcmp(argv[i], "--template") == 0 || strcmp(argv[i], "--system") == 0 ||
-            strcmp(argv[i], "--license") == 0)
+            strcmp(argv[i], "--license") == 0) {
+            if (part) { /* as ollama show refuses two */
+                fprintf(stderr, "wick show: only one of --license, --modelfile, --parameters, --system or --template "
+                                "can be given\n");
+                return WK_EXIT_USAGE;
+            }
             part = argv[i] + 2;
-        else if (argv[i][0] == '-' || name) {
+        } else if (argv[i][0] == '-' || name) {
             fprintf(stderr, "Usage: wick show MODEL [--modelfile|--parameters|--template|--system|--license]\n");
             return WK_EXIT_USAGE;
         } else name = argv[i];

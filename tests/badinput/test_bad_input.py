@@ -116,6 +116,9 @@ def main():
                       f"{' '.join(args)}: exit 2, the option named", f"rc={rc} {err[-300:]}")
             rc, _, err = run(wick, ["run"])
             check(rc == 2 and "missing MODEL" in err, "missing model", err)
+            # two parts of wick show asked for at once (ollama show refuses them too)
+            rc, out, err = run(wick, ["show", valid, "--modelfile", "--license"])
+            check(rc == 2 and "only one of" in err and out == "", "wick show with two parts: exit 2", err)
             # a KV cache type wick does not have: exit 2 naming the variable read (as wick serve)
             for env, name in (({"OLLAMA_KV_CACHE_TYPE": "q4_0"}, "OLLAMA_KV_CACHE_TYPE is 'q4_0'"),
                               ({"OLLAMA_KV_CACHE_TYPE": "q8_0", "WICK_KV_CACHE_TYPE": "bogus"},
