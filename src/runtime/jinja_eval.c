@@ -338,6 +338,14 @@ static struct jv arith(struct jctx *c, int op, struct jv *a, struct jv *b)
             if (x == -1) r = y % 2 ? -1 : 1;
             return jv_int(r);
         }
+        if (fx == 0 && fy < 0) {
+            jinja_fail(c, WK_E_INVALID, "ZeroDivisionError: 0.0 cannot be raised to a negative power");
+            return JV_UNDEF_V;
+        }
+        if (isfinite(fx) && isfinite(fy) && isinf(pow(fx, fy))) { /* Python's float ** overflows loudly */
+            jinja_fail(c, WK_E_RANGE, "OverflowError: (34, 'Numerical result out of range')");
+            return JV_UNDEF_V;
+        }
         return jv_float(pow(fx, fy));
     }
     jinja_fail(c, WK_E_INVALID, "division by zero");
@@ -572,6 +580,8 @@ static struct jv eval_inner(struct jctx *c, const struct jnode_s *n)
     }
     case JE_NEG: case JE_POS:
         a = jinja_eval(c, n->a);
+        if (!c->st && a.k == JV_FLOAT) /* as Python: -(0.0) is -0.0, +(-0.0) stays -0.0 (0 - x would not) */
+            return jv_float(n->kind == JE_NEG ? -a.u.f : a.u.f);
         b = jv_int(0);
         r = c->st ? JV_UNDEF_V : n->kind == JE_POS ? arith(c, '+', &b, &a) : arith(c, '-', &b, &a);
         jv_free(&a);

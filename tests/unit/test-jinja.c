@@ -166,6 +166,11 @@ static void test_jinja2_parity(void)
  * with x=1, y=None. */
 static void test_jinja2_fixes(void)
 {
+    /* unary minus and plus keep a float's sign as Python's do; float ** overflowing is an error */
+    expect("{{ -0.0 }}|{{ [-0.0]|tojson }}|{{ +(-0.0) }}|{{ -(-0.0) }}|{{ -1.5 }}|{{ 2.0 ** 3 }}|{{ 10.0 ** -400 }}",
+           "-0.0|[-0.0]|-0.0|0.0|-1.5|8.0|0.0");
+    expect_fail("{{ 10.0 ** 400 }}", WK_E_RANGE, "OverflowError");
+    expect_fail("{{ 0.0 ** -1 }}", WK_E_INVALID, "ZeroDivisionError");
     /* octal escapes in string literals, as Python reads them (up to three digits) */
     expect("{{ \"\\101\\60x\" }}|{{ \"\\7\\0z\"|length }}|{{ \"\\777\"|length }}|{{ \"\\1234\" }}", "A0x|3|1|S4");
     /* the odd and even tests take no argument */
