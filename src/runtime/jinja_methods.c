@@ -197,6 +197,54 @@ static struct jv filter_agg(struct jctx *c, const char *name, struct jv *v, stru
     return r;
 }
 
+/* The item's key for unique: its attribute (attr a str) or itself,
+ * lower-cased where it is a str and cs is false (jinja2's
+ * ignore_case: str.lower(), ASCII here as the lower filter). */
+static struct jv unique_key(struct jctx *c, const struct jv *e, const struct jv *attr, bool cs)
+{
+    struct jv k = attr->k == JV_STR ? jinja_getattr(c, e, jv_s(attr)) : jv_copy(e);
+    if (cs || k.k != JV_STR || c->st) return k;
+    struct jbuf b = {.limit = WK_JINJA_MAX_OUTPUT};
+    const char *p = jv_s(&k);
+    for (size_t i = 0; i < jv_len_s(&k) && !b.st; i++) {
+        char ch = (char)tolower((unsigned char)p[i]);
+        jbuf_put(&b, &ch, 1);
+    }
+    jv_free(&k);
+    return b.p ? jv_str_take(&b) : jv_str("", 0);
+}
+
+/* unique(case_sensitive=False, attribute=None), as jinja2's: the first
+ * item of each key, in order. */
+static struct jv unique(struct jctx *c, struct jv *v, struct jv *args, size_t nargs, const char **kwnames,
+                        struct jv *kwvals, size_t nkw)
+{
+    struct jv cs = nargs > 0 ? args[0] : jv_bool(false), attr = nargs > 1 ? args[1] : JV_UNDEF_V;
+    for (size_t k = 0; k < nkw; k++) {
+        if (!strcmp(kwnames[k], "case_sensitive")) cs = kwvals[k];
+        else if (!strcmp(kwnames[k], "attribute")) attr = kwvals[k];
+        else { jinja_fail(c, WK_E_INVALID, "unique() got an unexpected keyword argument '%s'", kwnames[k]); return JV_UNDEF_V; }
+    }
+    struct jv l = list_of(c, v);
+    if (c->st) return JV_UNDEF_V;
+    json_t *out = json_array(), *keys = json_array();
+    for (size_t i = 0; i < json_array_size(l.u.j) && !c->st; i++) {
+        struct jv e = elem(l.u.j, i), key = unique_key(c, &e, &attr, jv_truthy(&cs));
+        bool seen = false;
+        for (size_t k = 0; k < json_array_size(keys) && !seen && !c->st; k++) {
+            struct jv o = elem(keys, k);
+            seen = jv_equal(&key, &o);
+            jv_free(&o);
+        }
+        if (!seen && !c->st) json_array_append(out, json_array_get(l.u.j, i)), json_array_append_new(keys, jv_to_json(&key));
+        jv_free(&e), jv_free(&key);
+    }
+    jv_free(&l);
+    json_decref(keys);
+    if (c->st) { json_decref(out); return JV_UNDEF_V; }
+    return jv_gen(out, "sync_do_unique");
+}
+
 struct jv jinja_filter_more(struct jctx *c, const char *name, struct jv *v, struct jv *args, size_t nargs,
                             const char **kwnames, struct jv *kwvals, size_t nkw)
 {
@@ -255,21 +303,7 @@ struct jv jinja_filter_more(struct jctx *c, const char *name, struct jv *v, stru
         if (name[0] == 'f') return jv_float(f);
         return isf ? jv_float(fabs(f)) : jv_int(i < 0 ? -i : i);
     }
-    if (!strcmp(name, "unique")) {
-        struct jv l = list_of(c, v);
-        if (c->st) return JV_UNDEF_V;
-        json_t *out = json_array();
-        for (size_t i = 0; i < json_array_size(l.u.j) && !c->st; i++) {
-            struct jv e = elem(l.u.j, i);
-            bool seen = false;
-            for (size_t k = 0; k < json_array_size(out) && !seen && !c->st; k++) { struct jv o = elem(out, k); seen = jv_equal(&e, &o); jv_free(&o); }
-            if (!seen) json_array_append(out, json_array_get(l.u.j, i));
-            jv_free(&e);
-        }
-        jv_free(&l);
-        if (c->st) { json_decref(out); return JV_UNDEF_V; }
-        return jv_gen(out, "sync_do_unique");
-    }
+    if (!strcmp(name, "unique")) return unique(c, v, args, nargs, kwnames, kwvals, nkw);
     if (!strcmp(name, "wordcount")) {
         const char *s = jv_s(v);
         jinja_cost(0, jv_len_s(v));

@@ -171,6 +171,9 @@ static void test_jinja2_fixes(void)
            "-0.0|[-0.0]|-0.0|0.0|-1.5|8.0|0.0");
     expect_fail("{{ 10.0 ** 400 }}", WK_E_RANGE, "OverflowError");
     expect_fail("{{ 0.0 ** -1 }}", WK_E_INVALID, "ZeroDivisionError");
+    /* unique: case-insensitive unless told, by an attribute, the first item of each key */
+    expect("{{ ['a','A','b','B','a']|unique|list }}|{{ ['a','A']|unique(case_sensitive=true)|list }}|{{ [{'n':'X'},{'n':'x'},{'n':'y'}]|unique(attribute='n')|list }}|{{ [1, 1.0, '1']|unique|list }}|{{ ['A','a']|unique(true)|list }}",
+           "['a', 'b']|['a', 'A']|[{'n': 'X'}, {'n': 'y'}]|[1, '1']|['A', 'a']");
     /* octal escapes in string literals, as Python reads them (up to three digits) */
     expect("{{ \"\\101\\60x\" }}|{{ \"\\7\\0z\"|length }}|{{ \"\\777\"|length }}|{{ \"\\1234\" }}", "A0x|3|1|S4");
     /* the odd and even tests take no argument */
