@@ -288,15 +288,33 @@ static struct jv select_map(struct jctx *c, const char *name, const struct jv *v
 static _Thread_local struct jctx *g_sort_ctx;
 static _Thread_local const char *g_sort_attr;
 static _Thread_local bool g_sort_ci;
+
+/* v's attribute path attr as jinja2's make_attrgetter reads it: parts
+ * split at '.', a part of digits an index into a list or tuple. Takes v. */
+static struct jv attr_path(struct jctx *c, struct jv v, const char *attr)
+{
+    for (const char *p = attr; !c->st;) {
+        const char *dot = strchr(p, '.');
+        size_t n = dot ? (size_t)(dot - p) : strlen(p);
+        char part[128];
+        snprintf(part, sizeof part, "%.*s", (int)(n < sizeof part ? n : sizeof part - 1), p);
+        bool digits = n > 0 && strspn(part, "0123456789") == n;
+        struct jv next = digits && v.k == JV_LIST && (size_t)atoll(part) < json_array_size(v.u.j)
+                             ? jv_from_json(json_incref(json_array_get(v.u.j, (size_t)atoll(part))))
+                             : jinja_getattr(c, &v, part);
+        jv_free(&v);
+        v = next;
+        if (!dot) break;
+        p = dot + 1;
+    }
+    return v;
+}
+
 static int sort_cmp(const void *pa, const void *pb)
 {
     json_t *a = *(json_t *const *)pa, *b = *(json_t *const *)pb;
     struct jv x = jv_from_json(json_incref(a)), y = jv_from_json(json_incref(b));
-    if (g_sort_attr) {
-        struct jv x2 = jinja_getattr(g_sort_ctx, &x, g_sort_attr), y2 = jinja_getattr(g_sort_ctx, &y, g_sort_attr);
-        jv_free(&x), jv_free(&y);
-        x = x2, y = y2;
-    }
+    if (g_sort_attr) x = attr_path(g_sort_ctx, x, g_sort_attr), y = attr_path(g_sort_ctx, y, g_sort_attr);
     if (g_sort_ci && x.k == JV_STR && y.k == JV_STR) {
         struct jv x2 = case_map(&x, 0), y2 = case_map(&y, 0);
         jv_free(&x), jv_free(&y);
@@ -460,9 +478,19 @@ static struct jv filter_misc(struct jctx *c, const char *name, struct jv *v, str
         bool dict = name[0] == 'd';
         struct jv rev = kwarg(kwnames, kwvals, nkw, "reverse", args, nargs, dict ? 2 : 0);
         struct jv cs = kwarg(kwnames, kwvals, nkw, "case_sensitive", args, nargs, dict ? 0 : 1);
-        struct jv at = kwarg(kwnames, kwvals, nkw, "attribute", args, nargs, 2);
+        /* sort's attribute; dictsort's by ('key' or 'value': the item's 0 or 1, as jinja2 sorts by that alone) */
+        struct jv at = kwarg(kwnames, kwvals, nkw, dict ? "by" : "attribute", args, nargs, dict ? 1 : 2);
+        const char *by = dict ? (at.k == JV_UNDEF || (at.k == JV_STR && !strcmp(jv_s(&at), "key")) ? "0"
+                                 : at.k == JV_STR && !strcmp(jv_s(&at), "value")                 ? "1"
+                                                                                                  : NULL)
+                              : at.k == JV_STR ? jv_s(&at) : NULL;
+        if (dict && !by) {
+            jv_free(&rev), jv_free(&cs), jv_free(&at);
+            jinja_fail(c, WK_E_INVALID, "You can only sort by either \"key\" or \"value\"");
+            return JV_UNDEF_V;
+        }
         struct jv src = dict ? items_of(c, v) : (struct jv){.k = JV_LIST, .u.j = jv_iter_list(c, v)};
-        json_t *out = c->st || !src.u.j ? NULL : sorted(c, src.u.j, dict ? NULL : at.k == JV_STR ? jv_s(&at) : NULL, jv_truthy(&rev), !jv_truthy(&cs));
+        json_t *out = c->st || !src.u.j ? NULL : sorted(c, src.u.j, by, jv_truthy(&rev), !jv_truthy(&cs));
         if (src.u.j) jv_free(&src);
         jv_free(&rev), jv_free(&cs), jv_free(&at);
         if (!out || c->st) { if (out) json_decref(out); return JV_UNDEF_V; }

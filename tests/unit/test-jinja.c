@@ -171,6 +171,10 @@ static void test_jinja2_fixes(void)
            "-0.0|[-0.0]|-0.0|0.0|-1.5|8.0|0.0");
     expect_fail("{{ 10.0 ** 400 }}", WK_E_RANGE, "OverflowError");
     expect_fail("{{ 0.0 ** -1 }}", WK_E_INVALID, "ZeroDivisionError");
+    /* dictsort by key or value (that alone: ties keep their order), sort by an index or a dotted path */
+    expect("{{ {'b':1,'a':2}|dictsort(by='value') }}|{{ {'b':1,'a':1,'c':0}|dictsort(by='value') }}|{{ {'b':1,'a':2}|dictsort(reverse=true) }}|{{ {'b':1,'a':2}|items|sort(attribute='1') }}|{{ [{'a':{'b':2}},{'a':{'b':1}}]|sort(attribute='a.b') }}",
+           "[('b', 1), ('a', 2)]|[('c', 0), ('b', 1), ('a', 1)]|[('b', 1), ('a', 2)]|[('b', 1), ('a', 2)]|[{'a': {'b': 1}}, {'a': {'b': 2}}]");
+    expect_fail("{{ {'a': 1}|dictsort(by='size') }}", WK_E_INVALID, "You can only sort by either \"key\" or \"value\"");
     /* unique: case-insensitive unless told, by an attribute, the first item of each key */
     expect("{{ ['a','A','b','B','a']|unique|list }}|{{ ['a','A']|unique(case_sensitive=true)|list }}|{{ [{'n':'X'},{'n':'x'},{'n':'y'}]|unique(attribute='n')|list }}|{{ [1, 1.0, '1']|unique|list }}|{{ ['A','a']|unique(true)|list }}",
            "['a', 'b']|['a', 'A']|[{'n': 'X'}, {'n': 'y'}]|[1, '1']|['A', 'a']");
