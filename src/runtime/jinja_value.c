@@ -291,7 +291,8 @@ bool jv_equal(const struct jv *a, const struct jv *b)
         return memcmp(jv_s(a), jv_s(b), jv_len_s(a)) == 0;
     case JV_LIST: case JV_DICT: {
         json_t *x = a->u.j, *y = b->u.j;
-        if (x == y) return true; /* as Python's identity test first */
+        if (a->tuple != b->tuple) return false; /* a tuple never equals a list in Python, whatever they hold */
+        if (x == y) return true;                /* as Python's identity test first */
         if (json_typeof(x) == JSON_ARRAY) {
             if (json_array_size(x) != json_array_size(y)) return false;
             for (size_t i = 0; i < json_array_size(x); i++)

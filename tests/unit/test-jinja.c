@@ -171,6 +171,9 @@ static void test_jinja2_fixes(void)
            "-0.0|[-0.0]|-0.0|0.0|-1.5|8.0|0.0");
     expect_fail("{{ 10.0 ** 400 }}", WK_E_RANGE, "OverflowError");
     expect_fail("{{ 0.0 ** -1 }}", WK_E_INVALID, "ZeroDivisionError");
+    /* a tuple never equals a list */
+    expect("{% set t = (1,2) %}{{ t == [1,2] }}|{{ (1,2) == [1,2] }}|{{ [(1,2)] == [[1,2]] }}|{{ (1,2) in [[1,2]] }}|{{ {'a':1}|items|list == [('a',1)] }}|{{ (1,2)[0:1] == (1,) }}|{{ ((1,2)|list) == [1,2] }}|{{ ((1,2)|list) == (1,2) }}",
+           "False|False|False|False|True|True|True|False");
     /* dictsort by key or value (that alone: ties keep their order), sort by an index or a dotted path */
     expect("{{ {'b':1,'a':2}|dictsort(by='value') }}|{{ {'b':1,'a':1,'c':0}|dictsort(by='value') }}|{{ {'b':1,'a':2}|dictsort(reverse=true) }}|{{ {'b':1,'a':2}|items|sort(attribute='1') }}|{{ [{'a':{'b':2}},{'a':{'b':1}}]|sort(attribute='a.b') }}",
            "[('b', 1), ('a', 2)]|[('c', 0), ('b', 1), ('a', 1)]|[('b', 1), ('a', 2)]|[('b', 1), ('a', 2)]|[{'a': {'b': 1}}, {'a': {'b': 2}}]");
