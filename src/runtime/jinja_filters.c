@@ -68,18 +68,24 @@ static struct jv strip(const struct jv *s, const struct jv *chars, bool left, bo
     return jv_substr(s, a, b - a);
 }
 
-static struct jv case_map(const struct jv *s, int mode) /* 0 lower, 1 upper, 2 title, 3 capitalize */
+/* 0 lower, 1 upper, 2 title (Python's str.title: a letter after a
+ * non-letter starts a word), 3 capitalize, 4 the title filter (jinja2's
+ * do_title: a word starts at the text's start or after '-', whitespace,
+ * '(', '{', '[' or '<', so "it's" stays one word) */
+static struct jv case_map(const struct jv *s, int mode)
 {
     struct jbuf b = {0};
     jbuf_put_v(&b, s, 0, jv_len_s(s));
-    bool prev_alpha = false;
+    bool prev_alpha = false, word_start = true;
     for (size_t i = 0; i < b.n; i++) {
         unsigned char ch = (unsigned char)b.p[i];
         if (mode == 0) b.p[i] = (char)tolower(ch);
         else if (mode == 1) b.p[i] = (char)toupper(ch);
         else if (mode == 2) b.p[i] = (char)(prev_alpha ? tolower(ch) : toupper(ch));
+        else if (mode == 4) b.p[i] = (char)(word_start ? toupper(ch) : tolower(ch));
         else b.p[i] = (char)(i == 0 ? toupper(ch) : tolower(ch));
         prev_alpha = isalpha(ch) || ch >= 0x80;
+        word_start = ch == '-' || isspace(ch) || ch == '(' || ch == '{' || ch == '[' || ch == '<';
     }
     return b.p ? jv_str_take(&b) : jv_str("", 0);
 }
@@ -441,7 +447,7 @@ struct jv jinja_filter(struct jctx *c, const char *name, struct jv *v, struct jv
     if (!strcmp(name, "trim")) { struct jv s = to_string(v); struct jv ch = kwarg(kwnames, kwvals, nkw, "chars", args, nargs, 0); struct jv r = strip(&s, ch.k == JV_STR ? &ch : NULL, true, true); jv_free(&s); jv_free(&ch); return r; }
     if (!strcmp(name, "upper") || !strcmp(name, "lower") || !strcmp(name, "title") || !strcmp(name, "capitalize")) {
         struct jv s = to_string(v);
-        struct jv r = case_map(&s, name[0] == 'l' ? 0 : name[0] == 'u' ? 1 : name[0] == 't' ? 2 : 3);
+        struct jv r = case_map(&s, name[0] == 'l' ? 0 : name[0] == 'u' ? 1 : name[0] == 't' ? 4 : 3);
         jv_free(&s);
         return r;
     }

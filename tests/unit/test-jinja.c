@@ -171,6 +171,9 @@ static void test_jinja2_fixes(void)
            "-0.0|[-0.0]|-0.0|0.0|-1.5|8.0|0.0");
     expect_fail("{{ 10.0 ** 400 }}", WK_E_RANGE, "OverflowError");
     expect_fail("{{ 0.0 ** -1 }}", WK_E_INVALID, "ZeroDivisionError");
+    /* the title filter starts words only after '-', whitespace and opening brackets; str.title() after any non-letter */
+    expect("{{ \"it's\"|title }}|{{ \"it's\".title() }}|{{ 'hello_world ab-cd (x) [y'|title }}|{{ 'hello_world'.title() }}|{{ 'mIxEd  CASE'|title }}",
+           "It's|It'S|Hello_world Ab-Cd (X) [Y|Hello_World|Mixed  Case");
     /* a tuple never equals a list */
     expect("{% set t = (1,2) %}{{ t == [1,2] }}|{{ (1,2) == [1,2] }}|{{ [(1,2)] == [[1,2]] }}|{{ (1,2) in [[1,2]] }}|{{ {'a':1}|items|list == [('a',1)] }}|{{ (1,2)[0:1] == (1,) }}|{{ ((1,2)|list) == [1,2] }}|{{ ((1,2)|list) == (1,2) }}",
            "False|False|False|False|True|True|True|False");
