@@ -524,6 +524,9 @@ static int parse_openai(struct srv_gen *g, json_t *body, json_t *req, json_t *ro
         json_t *out = json_array();
         json_object_set_new(req, "messages", out);
         int rc2 = parse_messages(msgs, out, true, msg, cap);
+        json_t *ptc = json_object_get(body, "parallel_tool_calls");
+        if (ptc && !json_is_null(ptc) && !json_is_boolean(ptc)) return FAIL("parallel_tool_calls must be a boolean");
+        g->one_call = json_is_false(ptc);
         json_t *choice = json_object_get(body, "tool_choice");
         const char *cs = json_string_value(choice);
         const char *named = json_string_value(json_object_get(json_object_get(choice, "function"), "name"));
@@ -764,12 +767,17 @@ static json_t *oai_tool_calls(struct srv_gen *g, const json_t *calls, size_t fir
 static void gen_extra_chunk(struct srv_gen *g, json_t *thinking, json_t *calls)
 {
     size_t before = json_array_size(g->tool_calls);
+    json_t *first = NULL; /* parallel_tool_calls false: the answer's first call, no other */
+    if (calls && g->one_call && (before > 0 || json_array_size(calls) > 1))
+        calls = before > 0 ? NULL : (first = json_pack("[O]", json_array_get(calls, 0)));
+    if (!calls && !thinking) return;
     if (calls) {
         if (!g->tool_calls) g->tool_calls = json_array();
         json_array_extend(g->tool_calls, calls);
     }
     if (!g->stream) {
         if (thinking) wk_buf_add(&g->thinking, json_string_value(thinking), json_string_length(thinking));
+        json_decref(first);
         return;
     }
     json_t *obj;
@@ -791,6 +799,7 @@ static void gen_extra_chunk(struct srv_gen *g, json_t *thinking, json_t *calls)
         srv_buf_json(&g->out, oai_chunk(g, choice), "\n\n");
     }
     g->started = true;
+    json_decref(first);
 }
 
 void srv_gen_chunk(struct srv_gen *g, json_t *line)

@@ -224,6 +224,7 @@ struct srv_gen {
     enum srv_api api;
     char model_name[WK_MODEL_NAME_MAX]; /* as the client wrote it, echoed back */
     bool stream, include_usage, logprobs;
+    bool one_call; /* OpenAI's parallel_tool_calls false: the first tool call only */
     int think; /* the request's think: -1 unset, 0 off, 1 on */
     const char *think_level; /* "low", "medium" or "high" when the request named one (static), else NULL */
     int32_t top_logprobs, legacy_logprobs; /* legacy: /v1/completions' integer logprobs */

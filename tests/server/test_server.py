@@ -461,6 +461,13 @@ def test_tool_calls(s):
     check(ch.finish_reason == "tool_calls" and len(tc) == 1 and tc[0].id and tc[0].type == "function" and
           tc[0].function.name == "get_weather" and valid_weather_args(args),
           "openai tools, tool_choice auto: finish_reason tool_calls, one call with an id, valid arguments", repr(ch))
+    # parallel_tool_calls false: at most one call, where the model calls twice
+    three = [{"role": "user", "content": "I need the current weather in three cities: Paris, London and Tokyo. Use "
+                                         "the tool for each city."}]
+    both = [s.openai.chat.completions.create(model=QWEN, messages=three, tools=[tool], temperature=0, max_tokens=150,
+                                             **kw).choices[0].message.tool_calls or [] for kw in ({}, {"parallel_tool_calls": False})]
+    check(len(both[0]) == 3 and len(both[1]) == 1 and both[1][0].function.arguments == both[0][0].function.arguments,
+          "openai tools: three calls, and with parallel_tool_calls false the first alone", repr(both))
     chunks = list(s.openai.chat.completions.create(model=QWEN, messages=ask, tools=[tool], temperature=0,
                                                    max_tokens=80, stream=True))
     deltas = [d for k in chunks if k.choices for d in (k.choices[0].delta.tool_calls or [])]
