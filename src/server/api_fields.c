@@ -50,8 +50,29 @@ int srv_refuse_misplaced_options(bool oai, json_t *body, char *msg, size_t cap)
     return 0;
 }
 
+/* OpenAI chat fields asking for what wick does not make (audio out, web
+ * search): a 400 naming them. */
+static int refuse_oai_outputs(json_t *body, char *msg, size_t cap)
+{
+    json_t *mod = json_object_get(body, "modalities"), *m;
+    size_t i;
+    if (mod && !json_is_null(mod) && !json_is_array(mod)) return FAIL("modalities must be a list");
+    json_array_foreach(mod, i, m) {
+        if (!json_is_string(m) || strcmp(json_string_value(m), "text"))
+            return FAIL("modalities: only \"text\" is supported (wick makes no audio)");
+    }
+    static const char *const absent[] = {"audio", "web_search_options"};
+    for (size_t k = 0; k < WK_ARRAY_LEN(absent); k++) {
+        json_t *v = json_object_get(body, absent[k]);
+        if (v && !json_is_null(v)) return FAIL("%s is not supported: wick makes text from the model alone", absent[k]);
+    }
+    return 0;
+}
+
 int srv_refuse_sibling_fields(enum srv_api api, json_t *body, char *msg, size_t cap)
 {
+    int rc = api == API_OAI_CHAT ? refuse_oai_outputs(body, msg, cap) : 0;
+    if (rc) return rc;
     static const char *const sibling[][6] = {[API_GENERATE] = {"messages"},
                                              [API_CHAT] = {"system", "template", "raw", "prompt", "suffix", "images"},
                                              [API_OAI_CHAT] = {"prompt", "echo", "best_of", "suffix"},

@@ -268,8 +268,9 @@ int srv_refuse_misplaced_options(bool oai, json_t *body, char *msg, size_t cap);
 /* A field of the sibling route where api would drop it (/api/chat:
  * system, template, raw, prompt, suffix, images; /api/generate:
  * messages; chat completions: prompt, echo, best_of, suffix; completions:
- * messages): 400 with msg [cap] naming it and the route that takes it, or
- * 0 (api_fields.c). */
+ * messages), and on chat completions audio, web_search_options and
+ * modalities other than text: 400 with msg [cap] naming it (and the
+ * route that takes it), or 0 (api_fields.c). */
 int srv_refuse_sibling_fields(enum srv_api api, json_t *body, char *msg, size_t cap);
 /* Appends the streamed form of runner line `line` (a content line or the
  * final line) to g->out, and to the aggregate when not streaming. */

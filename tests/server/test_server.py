@@ -613,7 +613,9 @@ def test_api_edges(s):
                                # a sibling route's field, which this one would drop
                                ("/api/chat", "system", "be a pirate"), ("/api/chat", "prompt", "x"),
                                ("/api/generate", "messages", ask), ("/v1/chat/completions", "echo", True),
-                               ("/v1/chat/completions", "repetition_penalty", 5.0)):
+                               ("/v1/chat/completions", "repetition_penalty", 5.0),
+                               ("/v1/chat/completions", "modalities", ["text", "audio"]),
+                               ("/v1/chat/completions", "audio", {"voice": "alloy", "format": "wav"})):
         req = {"model": SMOL, field: value, "options": greedy(1)} if path.startswith("/api") else \
               {"model": SMOL, field: value, "max_tokens": 1}
         req.update({"prompt": "x"} if path == "/api/generate" else {"messages": ask})
