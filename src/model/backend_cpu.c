@@ -398,25 +398,37 @@ static int32_t kpack_keys(const struct wk_backend_cpu *b, const struct wk_attn_a
     return used && m <= b->kpack_rows && m <= a->n_slots ? m : 0;
 }
 
-/* n entries of a Q8_0 cache's codes q as floats in out: per_group, q[j]
- * times the scale d[j / 32] (a key's entries, from a group's first; n a
- * whole number of groups), else q[j] times d[j] (a value row over slots,
- * each slot's scale). Exact: an int8 code times an f16. */
-static void q8_floats(const struct wk_cpu_kernels *k, const int8_t *q, const wk_f16 *d, bool per_group, int64_t n,
-                      float *out)
+/* n entries of a Q8_0 cache's key codes q (from a group's first; n a
+ * whole number of groups) as floats in out: q[j] times the scale
+ * d[j / 32]. Exact: an int8 code times an f16. */
+static void q8_key_floats(const int8_t *q, const wk_f16 *d, int64_t n, float *out)
 {
+    for (int64_t c = 0; c < n; c += WK_KV_Q8_GROUP) {
+        const float s = wk_f16_to_f32(d[c / WK_KV_Q8_GROUP]);
+        for (int64_t j = c; j < c + WK_KV_Q8_GROUP; j++) out[j] = (float)q[j] * s;
+    }
+}
+
+/* value_rows of a Q8_0 cache: each value code times its slot's scale for
+ * the row's group, the scales of a group over a run of slots converted
+ * once for the group's rows (a run at most 64 slots, within a block). */
+static void q8_value_rows(const struct wk_cpu_kernels *k, const struct wk_attn_args *a, int32_t seq, int64_t r0,
+                          int64_t nr, int64_t j0, int64_t n, float *buf)
+{
+    const int64_t HK = (int64_t)a->n_head_kv * a->head_dim;
     float sc[64];
-    for (int64_t j0 = 0; j0 < n; j0 += 64) {
-        const int64_t m = WK_MIN(64, n - j0);
-        if (per_group) {
-            for (int64_t c = 0; c < m; c += WK_KV_Q8_GROUP) {
-                const float s = wk_f16_to_f32(d[(j0 + c) / WK_KV_Q8_GROUP]);
-                for (int64_t j = c; j < c + WK_KV_Q8_GROUP; j++) out[j0 + j] = (float)q[j0 + j] * s;
-            }
-        } else {
-            k->to_f32[WK_DTYPE_F16](d + j0, sc, m);
-            for (int64_t j = 0; j < m; j++) out[j0 + j] = (float)q[j0 + j] * sc[j];
+    for (int64_t j = j0; j < j0 + n;) {
+        int64_t run = a->v_blk ? WK_MIN(a->v_blk - j % a->v_blk, j0 + n - j) : j0 + n - j;
+        run = WK_MIN(run, 64);
+        for (int64_t r = 0; r < nr; r++) {
+            const int64_t i = r0 + r;
+            if (r == 0 || i % WK_KV_Q8_GROUP == 0)
+                k->to_f32[WK_DTYPE_F16](a->vs + wk_kv_vs_index(a->n_slots, HK, seq, i, j), sc, run);
+            const int8_t *q = (const int8_t *)a->v + wk_kv_v_index(a->n_slots, a->v_blk, HK, seq, i, j);
+            float *o = buf + r * n + (j - j0);
+            for (int64_t x = 0; x < run; x++) o[x] = (float)q[x] * sc[x];
         }
+        j += run;
     }
 }
 
@@ -424,7 +436,7 @@ static void q8_floats(const struct wk_cpu_kernels *k, const int8_t *q, const wk_
  * number of groups where Q8_0) as floats in out. */
 static void key_floats(const struct wk_cpu_kernels *k, const struct wk_attn_args *a, int64_t e, int64_t n, float *out)
 {
-    if (a->kv_type == WK_DTYPE_Q8_0) q8_floats(k, (const int8_t *)a->k + e, a->ks + wk_kv_ks_index(e), true, n, out);
+    if (a->kv_type == WK_DTYPE_Q8_0) q8_key_floats((const int8_t *)a->k + e, a->ks + wk_kv_ks_index(e), n, out);
     else k->to_f32[WK_DTYPE_F16]((const wk_f16 *)a->k + e, out, n);
 }
 
@@ -435,6 +447,10 @@ static void key_floats(const struct wk_cpu_kernels *k, const struct wk_attn_args
 static void value_rows(const struct wk_cpu_kernels *k, const struct wk_attn_args *a, int32_t seq, int64_t r0,
                        int64_t nr, int64_t j0, int64_t n, float *buf)
 {
+    if (a->kv_type == WK_DTYPE_Q8_0) {
+        q8_value_rows(k, a, seq, r0, nr, j0, n, buf);
+        return;
+    }
     const int64_t HK = (int64_t)a->n_head_kv * a->head_dim;
     for (int64_t r = 0; r < nr; r++)
         for (int64_t j = j0; j < j0 + n;) { /* runs within a block */
@@ -442,9 +458,6 @@ static void value_rows(const struct wk_cpu_kernels *k, const struct wk_attn_args
             const int64_t e = wk_kv_v_index(a->n_slots, a->v_blk, HK, seq, r0 + r, j);
             float *o = buf + r * n + (j - j0);
             if (a->kv_type == WK_DTYPE_F16) k->to_f32[WK_DTYPE_F16]((const wk_f16 *)a->v + e, o, run);
-            else if (a->kv_type == WK_DTYPE_Q8_0)
-                q8_floats(k, (const int8_t *)a->v + e, a->vs + wk_kv_vs_index(a->n_slots, HK, seq, r0 + r, j), false,
-                          run, o);
             else memcpy(o, (const float *)a->v + e, (size_t)run * sizeof(float));
             j += run;
         }

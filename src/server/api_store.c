@@ -183,6 +183,16 @@ enum MHD_Result srv_serve_show(struct srv_server *srv, struct MHD_Connection *c,
     return srv_reply_json(c, 200, obj);
 }
 
+/* Marks the runners of model n (a name just overwritten or removed) to
+ * stop once idle, as /api/delete, /api/copy and /api/create need: the
+ * next request loads what the name holds now. */
+static void unload_name(struct srv_server *srv, const struct wk_model_name *n)
+{
+    char canonical[WK_MODEL_NAME_MAX];
+    wk_model_name_format(n, canonical, sizeof canonical);
+    srv_sched_unload(srv->sched, canonical);
+}
+
 /* ------------------------------------------------------------ /api/create */
 
 /* Ollama's create request ({model, parameters, template, system, messages,
@@ -259,9 +269,7 @@ static enum MHD_Result create_from(struct srv_server *srv, struct MHD_Connection
         json_decref(lines);
         return srv_reply_error(c, (unsigned)srv_http_status(st), err.msg);
     }
-    char canonical[WK_MODEL_NAME_MAX];
-    wk_model_name_format(&n, canonical, sizeof canonical);
-    srv_sched_unload(srv->sched, canonical); /* a runner of what the name held before goes once idle */
+    unload_name(srv, &n); /* a runner of what the name held before goes once idle */
     json_array_append_new(lines, json_pack("{s:s}", "status", "success"));
     if (json_is_false(stream)) {
         json_decref(lines);
@@ -401,9 +409,7 @@ enum MHD_Result srv_serve_copy(struct srv_server *srv, struct MHD_Connection *c,
         wk_store_close(s);
     }
     if (st) return srv_reply_error(c, (unsigned)srv_http_status(st), err.msg);
-    char canonical[WK_MODEL_NAME_MAX];
-    wk_model_name_format(&b, canonical, sizeof canonical);
-    srv_sched_unload(srv->sched, canonical); /* a runner of what the name held before goes once idle */
+    unload_name(srv, &b); /* a runner of what the name held before goes once idle */
     return srv_reply_raw(c, 200, "application/json; charset=utf-8", "", 0);
 }
 
@@ -414,8 +420,6 @@ enum MHD_Result srv_serve_delete(struct srv_server *srv, struct MHD_Connection *
     struct wk_model_name n;
     struct wk_error err;
     if (wk_model_name_parse(name, &n, &err)) return srv_reply_error(c, 400, err.msg);
-    char canonical[WK_MODEL_NAME_MAX];
-    wk_model_name_format(&n, canonical, sizeof canonical);
     struct wk_store *s;
     enum wk_status st = wk_store_open(srv->models_dir, &s, &err);
     if (!st) {
@@ -423,7 +427,7 @@ enum MHD_Result srv_serve_delete(struct srv_server *srv, struct MHD_Connection *
         wk_store_close(s);
     }
     if (st) return srv_reply_error(c, (unsigned)srv_http_status(st), err.msg);
-    srv_sched_unload(srv->sched, canonical); /* its runner goes once idle */
+    unload_name(srv, &n); /* its runner goes once idle */
     return srv_reply_raw(c, 200, "application/json; charset=utf-8", "", 0);
 }
 
