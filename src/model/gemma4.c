@@ -288,15 +288,7 @@ static enum wk_status gemma4_load(struct wk_model *m, struct wk_error *err)
         (st = wk__hp_u32(m, "rope.dimension_count", false, &rot_full, 4096, err)) ||
         (st = wk__hp_u32(m, "rope.dimension_count_swa", false, &rot_swa, 4096, err)))
         return st;
-    /* RoPE scaling: Gemma 4 has none; a factor or a type other than none
-     * would be ignored, so it is refused */
-    float rope_factor = 1.0f;
-    if ((st = wk__hp_f32(m, "rope.scaling.factor", false, &rope_factor, err)) ||
-        (st = wk__check_rope_scaling_type(m, err)))
-        return st;
-    if (rope_factor != 1.0f && rope_factor != 0.0f)
-        return wk_error_set(err, WK_E_UNSUPPORTED, "%s: %s.rope.scaling.factor %g: RoPE scaling is not supported for "
-                            "Gemma 4", path, hp->arch_name, (double)rope_factor);
+    if ((st = wk__refuse_rope_scaling(m, "Gemma 4", err))) return st; /* it reads none */
     double zero_ok; /* keys llama.cpp writes as 0 when unused: wk__hp_u32 takes 1.. */
     char key[128];
 #define HP_COUNT(suffix, out)                                                                      \

@@ -208,20 +208,7 @@ static enum wk_status glm4_hparams(struct wk_model *m, struct mla_dims *d, struc
     if (vals[8] > 1 || vals[9] > 1)
         return wk_error_set(err, WK_E_UNSUPPORTED, "%s: expert groups (%s.expert_group_count %d) are not supported",
                             path, hp->arch_name, vals[8]);
-    char key[128];
-    snprintf(key, sizeof key, "%s.rope.scaling.type", hp->arch_name);
-    if (m->gguf && wk_gguf_find(m->gguf, key)) {
-        struct wk_gguf_str type;
-        if ((st = wk_gguf_get_str(m->gguf, key, &type, err))) return st;
-        if (!wk_gguf_str_eq(type, "none")) {
-            char t[64];
-            wk_str_printable(type.data, (size_t)type.len, t, sizeof t);
-            return wk_error_set(err, WK_E_UNSUPPORTED, "%s: %s = \"%s\" is not supported", path, key, t);
-        }
-    }
-    if (hp_has(m, "rope.scaling.factor"))
-        return wk_error_set(err, WK_E_UNSUPPORTED, "%s: RoPE scaling (%s.rope.scaling.factor) is not supported for "
-                            "GLM-4-MoE-Lite", path, hp->arch_name);
+    if ((st = wk__refuse_rope_scaling(m, "GLM-4-MoE-Lite", err))) return st;
     if (hp->n_layer_dense_lead > hp->n_layer)
         return wk_error_set(err, WK_E_FORMAT, "%s: %s.leading_dense_block_count %d exceeds block_count %d", path,
                             hp->arch_name, hp->n_layer_dense_lead, hp->n_layer);

@@ -238,6 +238,30 @@ enum wk_status wk__check_rope_scaling_type(struct wk_model *m, struct wk_error *
     return WK_OK;
 }
 
+enum wk_status wk__refuse_rope_scaling(struct wk_model *m, const char *family, struct wk_error *err)
+{
+    const struct wk_hparams *hp = &m->hp;
+    char key[128];
+    snprintf(key, sizeof key, "%s.rope.scaling.type", hp->arch_name);
+    if (m->gguf && wk_gguf_find(m->gguf, key)) {
+        struct wk_gguf_str type;
+        enum wk_status st = wk_gguf_get_str(m->gguf, key, &type, err);
+        if (st) return st;
+        if (!wk_gguf_str_eq(type, "none")) {
+            char t[64];
+            wk_str_printable(type.data, (size_t)type.len, t, sizeof t);
+            return wk_error_set(err, WK_E_UNSUPPORTED, "%s: %s = \"%s\" is not supported", wk__model_path(m), key, t);
+        }
+    }
+    float factor = 1.0f;
+    enum wk_status st = wk__hp_f32(m, "rope.scaling.factor", false, &factor, err);
+    if (st) return st;
+    if (factor != 1.0f && factor != 0.0f)
+        return wk_error_set(err, WK_E_UNSUPPORTED, "%s: %s.rope.scaling.factor %g: RoPE scaling is not supported for %s",
+                            wk__model_path(m), hp->arch_name, (double)factor, family);
+    return WK_OK;
+}
+
 enum wk_status wk__layer_bools(const struct wk_model *m, const char *suffix, bool *out, bool *found,
                                struct wk_error *err)
 {

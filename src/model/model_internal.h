@@ -300,6 +300,12 @@ enum wk_status wk__hf_llamalike_config(struct json_t *kv, struct json_t *cfg, co
  * linear pass; any other type (yarn, longrope, ...) is WK_E_UNSUPPORTED
  * naming the key. A Hugging Face folder's rope_scaling is checked by hf.c. */
 enum wk_status wk__check_rope_scaling_type(struct wk_model *m, struct wk_error *err);
+
+/* For a family that reads no RoPE scaling (family: its name, for the
+ * message): a GGUF rope.scaling.type other than none, or a
+ * rope.scaling.factor other than 1 (or 0, unset) in a GGUF or a folder, is
+ * WK_E_UNSUPPORTED naming the key, rather than ignored. */
+enum wk_status wk__refuse_rope_scaling(struct wk_model *m, const char *family, struct wk_error *err);
 /* The per-layer bool list "<arch>.<suffix>" (GGUF bool array, or the
  * list hf.c built from config.json) into out [n_layer]; *found false
  * (out untouched) when absent; WK_E_FORMAT when its length is not
