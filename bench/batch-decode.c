@@ -115,7 +115,7 @@ int main(int argc, char **argv)
     }
     printf("%s, %d threads, %d-token prompts, context %d (%s KV cache), %d steps, best of %d\n| N | ms/step | tokens/s | vs N=1 |\n"
            "|---:|---:|---:|---:|\n",
-           path, threads, np, ctx, kv == WK_DTYPE_F16 ? "f16" : "f32", steps, reps);
+           path, threads, np, ctx, wk_kv_type_name(kv), steps, reps);
     double base = 0;
     for (const char *c = ns; *c;) {
         int n = atoi(c);

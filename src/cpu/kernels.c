@@ -28,18 +28,25 @@ void wk__gemm_f32_ref(int64_t m, int64_t n, int64_t k, const float *a, int64_t l
         for (int64_t i = 0; i < m; i++) c[j * ldc + i] = wk__dot_f32_ref(k, a + i * lda, b + j * ldb);
 }
 
-/* wk__gemm_f32_ref over rows of a that are F16 or lie in blocks
- * (gemm_rows): the same products and sums in the same order. */
-static void gemm_rows_ref(int64_t m, int64_t n, int64_t k, const void *a, bool a_f16, int64_t lda, int32_t blk,
-                          int64_t bstride, const float *b, int64_t ldb, float *c, int64_t ldc)
+/* Element l of row i of gemm_rows' a (struct wk_cpu_rows) as a float. */
+static float rows_elem(const void *a, const struct wk_cpu_rows *r, int64_t i, int64_t l)
+{
+    const int64_t o = i * r->lda + (r->blk ? l / r->blk * r->bstride + l % r->blk : l);
+    if (r->type == WK_DTYPE_F16) return wk_f16_to_f32(((const wk_f16 *)a)[o]);
+    if (r->type == WK_DTYPE_Q8_0)
+        return (float)((const int8_t *)a)[o] * wk_f16_to_f32(r->s[(i >> r->s_rsh) * r->lds + (l >> r->s_esh)]);
+    return ((const float *)a)[o];
+}
+
+/* wk__gemm_f32_ref over gemm_rows' rows (F16, Q8_0, or in blocks): the
+ * same products and sums in the same order. */
+static void gemm_rows_ref(int64_t m, int64_t n, int64_t k, const void *a, const struct wk_cpu_rows *r, const float *b,
+                          int64_t ldb, float *c, int64_t ldc)
 {
     for (int64_t j = 0; j < n; j++)
         for (int64_t i = 0; i < m; i++) {
             float s = 0;
-            for (int64_t l = 0; l < k; l++) {
-                const int64_t o = i * lda + (blk ? l / blk * bstride + l % blk : l);
-                s += (a_f16 ? wk_f16_to_f32(((const wk_f16 *)a)[o]) : ((const float *)a)[o]) * b[j * ldb + l];
-            }
+            for (int64_t l = 0; l < k; l++) s += rows_elem(a, r, i, l) * b[j * ldb + l];
             c[j * ldc + i] = s;
         }
 }

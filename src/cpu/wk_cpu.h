@@ -101,6 +101,24 @@ typedef void (*wk_q14_quantize_fn)(int64_t n_rows, int64_t k, const float *x, in
 typedef void (*wk_gemm_r16_fn)(int64_t n, const void *w, size_t stride, const float *prep, size_t ldp,
                                int64_t n_tokens, float *out, size_t ldo, int64_t n_rows);
 
+/* The rows gemm_rows (below) reads, m rows from a: element l of row i
+ * at a + (i·lda + o(l)) elements of type, o(l) = l, or with blk > 0 (a
+ * power of two, at least 16) (l / blk)·bstride + l % blk (values stored a
+ * block of slots at a time). type: WK_DTYPE_F32, WK_DTYPE_F16, or
+ * WK_DTYPE_Q8_0 (int8 codes, element l of row i the code times the f16
+ * s[(i >> s_rsh)·lds + (l >> s_esh)], s_esh 0 or 5: a Q8_0 KV cache's
+ * values, whose 32 rows of a group share a run of per-slot scales, and its
+ * keys, one scale for each 32 entries of a row). */
+struct wk_cpu_rows {
+    enum wk_dtype type;
+    int64_t lda;
+    int32_t blk;
+    int64_t bstride;
+    const wk_f16 *s;
+    int64_t lds;
+    int s_rsh, s_esh;
+};
+
 struct wk_cpu_kernels {
     const char *isa; /* "ref", "avx2", "avx512", "amx" (avx512's with the AMX gemm_r16) */
     wk_vec_dot_fn vec_dot[WK_DTYPE_COUNT];   /* by weight dtype; x in f32 */
@@ -154,16 +172,15 @@ struct wk_cpu_kernels {
     wk_gemm_r16_fn gemm_r16[WK_DTYPE_COUNT];
     wk_gemm_f32_fn gemm_f32;
     /* gemm_f32's small path, for n < gemm_f32_packed_min_n (any n where
-     * that is 0), over rows of a (lda elements apart) that are F16 when
-     * a_f16 (each element converted exactly as it is loaded) and, with
-     * blk > 0 (a power of two, at least 16), lie in blocks: element l of a
-     * row at (l / blk)·bstride + l % blk elements from its start. Bit for
-     * bit gemm_f32 over the same rows made contiguous f32, without writing
-     * them anywhere: a KV cache's decode products (attention's few query
-     * columns against F16 keys, and value rows stored a block of slots at
-     * a time). */
-    void (*gemm_rows)(int64_t m, int64_t n, int64_t k, const void *a, bool a_f16, int64_t lda, int32_t blk,
-                      int64_t bstride, const float *b, int64_t ldb, float *c, int64_t ldc);
+     * that is 0), over rows of a (struct wk_cpu_rows: F32, F16, or Q8_0
+     * codes with their f16 scales, each element converted exactly as it
+     * is loaded; optionally in blocks). Bit for bit gemm_f32 over the same
+     * rows made contiguous f32 (a Q8_0 code times its scale is exact in
+     * f32), without writing them anywhere: a KV cache's decode products
+     * (attention's few query columns against its keys, and value rows
+     * stored a block of slots at a time). */
+    void (*gemm_rows)(int64_t m, int64_t n, int64_t k, const void *a, const struct wk_cpu_rows *r, const float *b,
+                      int64_t ldb, float *c, int64_t ldc);
     /* gemm_f32 with one summation order for every n (the packed path,
      * which gemm_f32 takes for n past a few rows, taken for any n), or
      * NULL where gemm_f32 has only one order (the reference): the

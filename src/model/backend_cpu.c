@@ -463,19 +463,41 @@ static void value_rows(const struct wk_cpu_kernels *k, const struct wk_attn_args
         }
 }
 
-/* wk_cpu_gemm over rows of a layer's cache from element off, lda apart:
- * an F32 cache's contiguous rows as they are, F16 ones or blocked values
- * (blocks of blk slots, bstride elements apart) through gemm_rows (the
- * same bits; for the columns of gemm_f32's small path only) */
-static void cache_gemm(const struct wk_cpu_kernels *k, bool f16, int32_t blk, int64_t bstride, int64_t m, int64_t n,
-                       int64_t kk, const void *a, int64_t off, int64_t lda, const float *b, int64_t ldb, float *c,
-                       int64_t ldc)
+/* wk_cpu_gemm over m rows of a layer's cache (r: their type, stride,
+ * blocks and Q8_0 scales, rows_keys / rows_values) from element off: an
+ * F32 cache's contiguous rows as they are, F16 or Q8_0 ones or blocked
+ * values through gemm_rows (the same bits; for the columns of gemm_f32's
+ * small path only) */
+static void cache_gemm(const struct wk_cpu_kernels *k, const struct wk_cpu_rows *r, int64_t m, int64_t n, int64_t kk,
+                       const void *a, int64_t off, const float *b, int64_t ldb, float *c, int64_t ldc)
 {
-    if (f16 || blk)
-        k->gemm_rows(m, n, kk, (const char *)a + off * wk_kv_elem_bytes(f16 ? WK_DTYPE_F16 : WK_DTYPE_F32), f16, lda, blk, bstride,
-                     b, ldb, c, ldc);
+    if (r->type != WK_DTYPE_F32 || r->blk)
+        k->gemm_rows(m, n, kk, (const char *)a + off * wk_kv_elem_bytes(r->type), r, b, ldb, c, ldc);
     else
-        wk_cpu_gemm(k, m, n, kk, (const float *)a + off, lda, b, ldb, c, ldc);
+        wk_cpu_gemm(k, m, n, kk, (const float *)a + off, r->lda, b, ldb, c, ldc);
+}
+
+/* The rows of keys from a layer's key element e (a slot's first in a kv
+ * head), head_dim apart, as cache_gemm reads them. */
+static struct wk_cpu_rows rows_keys(const struct wk_attn_args *a, int64_t e)
+{
+    struct wk_cpu_rows r = {.type = a->kv_type, .lda = a->head_dim};
+    if (a->kv_type == WK_DTYPE_Q8_0)
+        r.s = a->ks + wk_kv_ks_index(e), r.lds = a->head_dim / WK_KV_Q8_GROUP, r.s_rsh = 0, r.s_esh = 5;
+    return r;
+}
+
+/* The value rows from entry i (a multiple of WK_KV_Q8_GROUP where Q8_0)
+ * of sequence seq's slot j on, as cache_gemm reads them from the cache
+ * (stored: row stride vs, blocks of v_blk slots vbs apart). */
+static struct wk_cpu_rows rows_values(const struct wk_attn_args *a, int32_t seq, int64_t i, int64_t j, int64_t vs,
+                                      int64_t vbs)
+{
+    struct wk_cpu_rows r = {.type = a->kv_type, .lda = vs, .blk = a->v_blk, .bstride = vbs};
+    if (a->kv_type == WK_DTYPE_Q8_0)
+        r.s = a->vs + wk_kv_vs_index(a->n_slots, (int64_t)a->n_head_kv * a->head_dim, seq, i, j), r.lds = a->n_slots,
+        r.s_rsh = 5, r.s_esh = 0;
+    return r;
 }
 
 static void kpack_task(void *p, int ith, int nth)
@@ -625,11 +647,11 @@ static void attention_task(void *p, int ith, int nth)
          * one row of each of the nh heads (D apart, hcols a call) */
         const int32_t ncol = nq * nh, cw = nh > 1 ? hcols : ncol;
         const int64_t qs = nh > 1 ? D : HQ;
-        /* an F16 cache or blocked values read by the products themselves
-         * (gemm_rows) where their columns take gemm_f32's small path
-         * (decode); else converted or gathered a tile at a time into cvt
-         * first */
-        const bool direct = !q8 && k->gemm_rows && (k->gemm_f32_packed_min_n == 0 || cw < k->gemm_f32_packed_min_n);
+        /* an F16 or Q8_0 cache or blocked values read by the products
+         * themselves (gemm_rows) where their columns take gemm_f32's small
+         * path (decode); else converted or gathered a tile at a time into
+         * cvt first */
+        const bool direct = k->gemm_rows && (k->gemm_f32_packed_min_n == 0 || cw < k->gemm_f32_packed_min_n);
         /* the scores' rows ld floats apart: nk, or with the keys packed
          * once (kpack_keys: then s0 = 0 and nk2 = 0) as many keys as that
          * product computes, nk rounded up to a whole panel of 32 or all of
@@ -640,10 +662,11 @@ static void attention_task(void *p, int ith, int nth)
             ld = WK_MIN((nk + 31) / 32 * 32, (int64_t)task->kpack_m);
             k->gemm_f32_prepacked(ld, nq, D, task->b->kpack + (size_t)g * task->kpack_head, qb, HQ, scores, ld);
         } else if (!(f16 || q8) || direct) {
+            const struct wk_cpu_rows r1 = rows_keys(a, ko + s0 * D), r2 = rows_keys(a, ko);
             for (int32_t j = 0; j < ncol; j += cw) {
                 const int32_t nj = WK_MIN(cw, ncol - j);
-                cache_gemm(k, f16, 0, 0, nk1, nj, D, a->k, ko + s0 * D, D, qb + j * qs, qs, scores + j * nk, nk);
-                if (nk2) cache_gemm(k, f16, 0, 0, nk2, nj, D, a->k, ko, D, qb + j * qs, qs, scores + j * nk + nk1, nk);
+                cache_gemm(k, &r1, nk1, nj, D, a->k, ko + s0 * D, qb + j * qs, qs, scores + j * nk, nk);
+                if (nk2) cache_gemm(k, &r2, nk2, nj, D, a->k, ko, qb + j * qs, qs, scores + j * nk + nk1, nk);
             }
         } else {
             scores_converted(k, a, ko, s0, nk1, nk2, qb, qs, ncol, cw, cvt, scores);
@@ -675,18 +698,22 @@ static void attention_task(void *p, int ith, int nth)
             const int32_t seq = a->seq[t0];
             for (int64_t i0 = 0; i0 < D; i0 += rc) {
                 const int64_t nr = WK_MIN(rc, D - i0);
-                int64_t o1 = vo + i0 * vs + s0, o2 = vo + i0 * vs, ld1 = vs, ld2 = vs;
+                /* the cache's rows (direct: i0 = 0, so a Q8_0 group's rows start at a multiple of 32) */
+                int64_t o1 = vo + i0 * vs + s0, o2 = vo + i0 * vs;
+                struct wk_cpu_rows r1 = rows_values(a, seq, g * D + i0, s0, vs, vbs), r2 = rows_values(a, seq, g * D + i0, 0, vs, vbs);
                 const void *v1 = a->v, *v2 = a->v;
-                if (conv) value_rows(k, a, seq, g * D + i0, nr, s0, nk1, cvt), v1 = cvt, o1 = 0, ld1 = nk1;
+                if (conv)
+                    value_rows(k, a, seq, g * D + i0, nr, s0, nk1, cvt), v1 = cvt, o1 = 0,
+                        r1 = (struct wk_cpu_rows){.type = WK_DTYPE_F32, .lda = nk1};
                 for (int32_t j = 0; j < ncol; j += cw)
-                    cache_gemm(k, f16 && !conv, conv ? 0 : vblk, vbs, nr, WK_MIN(cw, ncol - j), nk1, v1, o1, ld1,
-                               scores + j * ld, ld, out + j * qs + i0, qs);
+                    cache_gemm(k, &r1, nr, WK_MIN(cw, ncol - j), nk1, v1, o1, scores + j * ld, ld, out + j * qs + i0, qs);
                 if (!nk2) continue;
-                if (conv) value_rows(k, a, seq, g * D + i0, nr, 0, nk2, cvt), v2 = cvt, o2 = 0, ld2 = nk2;
+                if (conv)
+                    value_rows(k, a, seq, g * D + i0, nr, 0, nk2, cvt), v2 = cvt, o2 = 0,
+                        r2 = (struct wk_cpu_rows){.type = WK_DTYPE_F32, .lda = nk2};
                 for (int32_t j = 0; j < ncol; j += cw) {
                     const int32_t nj = WK_MIN(cw, ncol - j);
-                    cache_gemm(k, f16 && !conv, conv ? 0 : vblk, vbs, nr, nj, nk2, v2, o2, ld2, scores + j * ld + nk1,
-                               ld, pv, D);
+                    cache_gemm(k, &r2, nr, nj, nk2, v2, o2, scores + j * ld + nk1, ld, pv, D);
                     for (int32_t r = 0; r < nj; r++)
                         for (int64_t i = 0; i < nr; i++) out[(j + r) * qs + i0 + i] += pv[r * D + i];
                 }

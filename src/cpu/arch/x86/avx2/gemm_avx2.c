@@ -338,10 +338,34 @@ static inline __m256 tail_f16(const wk_f16 *p, int64_t n)
     return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)t));
 }
 
-static inline __attribute__((always_inline)) void dot_tile_t(bool h, bool blocked, int mr, int nr, int64_t k,
-                                                              const void *a, int64_t lda, int bsh,
-                                                              int64_t bstride, const float *b, int64_t ldb,
-                                                              float *c, int64_t ldc)
+/* The kinds of rows the dot tiles read: gemm_f32's F32 rows, and
+ * gemm_rows' (struct wk_cpu_rows) F16 rows and Q8_0 codes with their
+ * scales, each converted exactly as it is loaded. */
+enum { ROW_F32, ROW_F16, ROW_Q8 };
+
+/* 8 elements of a Q8_0 row from element l (codes at q, the row's scales
+ * at s, shift esh: 0, a run; 5, one for each 32) as floats: code times
+ * scale, exact; with n < 8, the lanes past n 0. */
+static inline __attribute__((always_inline)) __m256 q8_row8(const int8_t *q, const wk_f16 *s, int esh, int64_t l,
+                                                            int64_t n)
+{
+    __m128i c;
+    __m256 sc;
+    if (n >= 8) c = _mm_loadl_epi64((const __m128i *)q);
+    else {
+        int8_t t[8] = {0};
+        memcpy(t, q, (size_t)n);
+        c = _mm_loadl_epi64((const __m128i *)t);
+    }
+    if (esh) sc = _mm256_set1_ps(wk_f16_to_f32(s[l >> 5]));
+    else sc = n >= 8 ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(s + l))) : tail_f16(s + l, n);
+    return _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(c)), sc);
+}
+
+static inline __attribute__((always_inline)) void dot_tile_t(int h, bool blocked, int mr, int nr, int64_t k,
+                                                              const void *a, int64_t lda, const wk_f16 *const *sr,
+                                                              int esh, int bsh, int64_t bstride, const float *b,
+                                                              int64_t ldb, float *c, int64_t ldc)
 {
     /* element l of a row of a at (l >> bsh) * bstride + l % 2^bsh when
      * blocked (gemm_rows: a step's 8 elements lie in one block), else l */
@@ -349,13 +373,15 @@ static inline __attribute__((always_inline)) void dot_tile_t(bool h, bool blocke
     const __m256 z = _mm256_setzero_ps();
     __m256 c00 = z, c01 = z, c02 = z, c10 = z, c11 = z, c12 = z;
     __m256 c20 = z, c21 = z, c22 = z, c30 = z, c31 = z, c32 = z;
-    /* rows of a: F32, or F16 when h (each element converted exactly as loaded) */
-    const size_t es = h ? sizeof(wk_f16) : sizeof(float);
+    /* rows of a: F32, F16 or Q8_0 codes (h; each element converted exactly
+     * as loaded; Q8_0 row I's scales at sr[I]) */
+    const size_t es = h == ROW_F16 ? sizeof(wk_f16) : h == ROW_Q8 ? 1 : sizeof(float);
     const char *a0 = a, *a1 = a0 + lda * es, *a2 = a0 + 2 * lda * es, *a3 = a0 + 3 * lda * es;
+    const wk_f16 *s0 = sr ? sr[0] : NULL, *s1 = sr ? sr[1] : NULL, *s2 = sr ? sr[2] : NULL, *s3 = sr ? sr[3] : NULL;
     const float *b0 = b, *b1 = b + ldb, *b2 = b + 2 * ldb;
 #define ROW(I, LOAD)                                                                               \
     if (mr > I) {                                                                                  \
-        __m256 av = LOAD(a##I);                                                                    \
+        __m256 av = LOAD(a##I, s##I);                                                              \
         c##I##0 = _mm256_fmadd_ps(av, v0, c##I##0);                                                \
         if (nr > 1)                                                                                \
             c##I##1 = _mm256_fmadd_ps(av, v1, c##I##1);                                            \
@@ -366,9 +392,10 @@ static inline __attribute__((always_inline)) void dot_tile_t(bool h, bool blocke
     for (; l + 8 <= k; l += 8) {
         const int64_t o = blocked ? (l >> bsh) * bstride + (l & bm) : l;
 #define LD(p) _mm256_loadu_ps((p) + l)
-#define LDA(p)                                                                                     \
-    (h ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const wk_f16 *)(const void *)(p) + o))) \
-       : _mm256_loadu_ps((const float *)(const void *)(p) + o))
+#define LDA(p, sp)                                                                                   \
+    (h == ROW_Q8    ? q8_row8((const int8_t *)(const void *)(p) + o, sp, esh, l, 8)                  \
+     : h == ROW_F16 ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const wk_f16 *)(const void *)(p) + o))) \
+                    : _mm256_loadu_ps((const float *)(const void *)(p) + o))
         __m256 v0 = LD(b0), v1 = nr > 1 ? LD(b1) : z, v2 = nr > 2 ? LD(b2) : z;
         ROW(0, LDA) ROW(1, LDA) ROW(2, LDA) ROW(3, LDA)
 #undef LDA
@@ -377,11 +404,13 @@ static inline __attribute__((always_inline)) void dot_tile_t(bool h, bool blocke
     if (l < k) {
         const int64_t o = blocked ? (l >> bsh) * bstride + (l & bm) : l;
         __m256i m = avx2_lanes(k - l);
-        /* an F16 tail through a zero-padded copy: its lanes past k are 0,
-         * as the masked f32 load gives */
+        /* an F16 or Q8_0 tail through a zero-padded copy: its lanes past k
+         * are 0, as the masked f32 load gives */
 #define LD(p) _mm256_maskload_ps((p) + l, m)
-#define LDA(p) (h ? tail_f16((const wk_f16 *)(const void *)(p) + o, k - l)                         \
-                  : _mm256_maskload_ps((const float *)(const void *)(p) + o, m))
+#define LDA(p, sp)                                                                                 \
+    (h == ROW_Q8    ? q8_row8((const int8_t *)(const void *)(p) + o, sp, esh, l, k - l)            \
+     : h == ROW_F16 ? tail_f16((const wk_f16 *)(const void *)(p) + o, k - l)                       \
+                    : _mm256_maskload_ps((const float *)(const void *)(p) + o, m))
         __m256 v0 = LD(b0), v1 = nr > 1 ? LD(b1) : z, v2 = nr > 2 ? LD(b2) : z;
         ROW(0, LDA) ROW(1, LDA) ROW(2, LDA) ROW(3, LDA)
 #undef LDA
@@ -406,7 +435,7 @@ static void dot_tile_any(int mr, int nr, int64_t k, const float *a, int64_t lda,
                          int64_t ldb, float *c, int64_t ldc)
 {
 #define CASE(M, N)                                                                                 \
-    case (M) * 4 + (N): dot_tile_t(false, false, M, N, k, a, lda, 0, 0, b, ldb, c, ldc); break
+    case (M) * 4 + (N): dot_tile_t(ROW_F32, false, M, N, k, a, lda, NULL, 0, 0, 0, b, ldb, c, ldc); break
     switch (mr * 4 + nr) {
         CASE(4, 3); CASE(4, 2); CASE(4, 1); CASE(3, 3); CASE(3, 2); CASE(3, 1);
         CASE(2, 3); CASE(2, 2); CASE(2, 1); CASE(1, 3); CASE(1, 2); CASE(1, 1);
@@ -428,11 +457,11 @@ static void gemm_dot(int64_t m, int64_t n, int64_t k, const float *a, int64_t ld
     }
 }
 
-/* dot_tile_any for gemm_rows' kinds: F16 rows (H), rows in blocks (B) */
+/* dot_tile_any for gemm_rows' kinds: H a row kind, B blocked */
 #define TILE_ANY(H, B)                                                                             \
     static void dot_tile_any_##H##_##B(int mr, int nr, int64_t k, const void *a, int64_t lda,      \
-                                       int bsh, int64_t bstride, const float *b, int64_t ldb,      \
-                                       float *c, int64_t ldc)                                      \
+                                       const wk_f16 *const *sr, int esh, int bsh, int64_t bstride, \
+                                       const float *b, int64_t ldb, float *c, int64_t ldc)        \
     {                                                                                              \
         switch (mr * 4 + nr) {                                                                     \
         CASE(H, B, 4, 3); CASE(H, B, 4, 2); CASE(H, B, 4, 1); CASE(H, B, 3, 3);                    \
@@ -442,31 +471,42 @@ static void gemm_dot(int64_t m, int64_t n, int64_t k, const float *a, int64_t ld
         }                                                                                          \
     }
 #define CASE(H, B, M, N)                                                                           \
-    case (M) * 4 + (N): dot_tile_t(H, B, M, N, k, a, lda, bsh, bstride, b, ldb, c, ldc); break
+    case (M) * 4 + (N): dot_tile_t(H, B, M, N, k, a, lda, sr, esh, bsh, bstride, b, ldb, c, ldc); break
 TILE_ANY(0, 1)
 TILE_ANY(1, 0)
 TILE_ANY(1, 1)
+TILE_ANY(2, 0)
+TILE_ANY(2, 1)
 #undef CASE
 #undef TILE_ANY
 
-/* gemm_dot over rows of a that are F16 or lie in blocks (gemm_rows: n < GEMM_DOT_MAX_N), the same
- * tiles in the same order */
-void wk__avx2_gemm_rows(int64_t m, int64_t n, int64_t k, const void *a, bool a_f16, int64_t lda, int32_t blk,
-                        int64_t bstride, const float *b, int64_t ldb, float *c, int64_t ldc)
+/* gemm_dot over gemm_rows' rows (F16, Q8_0, or in blocks; n < GEMM_DOT_MAX_N), the same tiles in
+ * the same order */
+void wk__avx2_gemm_rows(int64_t m, int64_t n, int64_t k, const void *a, const struct wk_cpu_rows *r, const float *b,
+                        int64_t ldb, float *c, int64_t ldc)
 {
-    if (!a_f16 && !blk) {
-        wk__avx2_gemm_f32(m, n, k, a, lda, b, ldb, c, ldc);
+    if (r->type == WK_DTYPE_F32 && !r->blk) {
+        wk__avx2_gemm_f32(m, n, k, a, r->lda, b, ldb, c, ldc);
         return;
     }
-    void (*tile)(int, int, int64_t, const void *, int64_t, int, int64_t, const float *, int64_t, float *, int64_t) =
-        !a_f16 ? dot_tile_any_0_1 : blk ? dot_tile_any_1_1 : dot_tile_any_1_0;
-    const int bsh = blk ? __builtin_ctz((unsigned)blk) : 0;
-    const size_t es = a_f16 ? sizeof(wk_f16) : sizeof(float);
+    typedef void (*tile_fn)(int, int, int64_t, const void *, int64_t, const wk_f16 *const *, int, int, int64_t,
+                            const float *, int64_t, float *, int64_t);
+    static const tile_fn tiles[3][2] = {{NULL, dot_tile_any_0_1},
+                                        {dot_tile_any_1_0, dot_tile_any_1_1},
+                                        {dot_tile_any_2_0, dot_tile_any_2_1}};
+    const int h = r->type == WK_DTYPE_F16 ? ROW_F16 : r->type == WK_DTYPE_Q8_0 ? ROW_Q8 : ROW_F32;
+    const tile_fn tile = tiles[h][r->blk != 0];
+    const int bsh = r->blk ? __builtin_ctz((unsigned)r->blk) : 0;
+    const size_t es = h == ROW_F16 ? sizeof(wk_f16) : h == ROW_Q8 ? 1 : sizeof(float);
     for (int64_t j = 0; j < n; j += 3) {
         int nr = (int)WK_MIN(3, n - j);
-        for (int64_t i = 0; i < m; i += 4)
-            tile((int)WK_MIN(4, m - i), nr, k, (const char *)a + (size_t)(i * lda) * es, lda, bsh, bstride,
-                 b + j * ldb, ldb, c + j * ldc + i, ldc);
+        for (int64_t i = 0; i < m; i += 4) {
+            const wk_f16 *sr[4] = {NULL, NULL, NULL, NULL};
+            if (h == ROW_Q8)
+                for (int64_t t = 0; t < 4 && i + t < m; t++) sr[t] = r->s + ((i + t) >> r->s_rsh) * r->lds;
+            tile((int)WK_MIN(4, m - i), nr, k, (const char *)a + (size_t)(i * r->lda) * es, r->lda, sr, r->s_esh, bsh,
+                 r->bstride, b + j * ldb, ldb, c + j * ldc + i, ldc);
+        }
     }
 }
 

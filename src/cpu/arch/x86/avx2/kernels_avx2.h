@@ -84,9 +84,9 @@ void wk__avx2_gemm_f32(int64_t m, int64_t n, int64_t k, const float *a, int64_t 
  * (dot products below: gemm_avx2.c). */
 #define WK__AVX2_GEMM_DOT_MAX_N 16
 /* Its dot-product path (n < WK__AVX2_GEMM_DOT_MAX_N) over rows of a that
- * are F16 or lie in blocks: gemm_rows' contract (wk_cpu.h). */
-void wk__avx2_gemm_rows(int64_t m, int64_t n, int64_t k, const void *a, bool a_f16, int64_t lda, int32_t blk,
-                        int64_t bstride, const float *b, int64_t ldb, float *c, int64_t ldc);
+ * are F16, Q8_0 codes or in blocks: gemm_rows' contract (wk_cpu.h). */
+void wk__avx2_gemm_rows(int64_t m, int64_t n, int64_t k, const void *a, const struct wk_cpu_rows *r, const float *b,
+                        int64_t ldb, float *c, int64_t ldc);
 /* The packed path of wk__avx2_gemm_f32 for any n (gemm_f32_packed). */
 void wk__avx2_gemm_f32_packed(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const float *b,
                               int64_t ldb, float *c, int64_t ldc);

@@ -301,29 +301,48 @@ static void gemm_packed(int64_t m, int64_t n, int64_t k, const float *a, int64_t
 
 /* ------------------------------------------------------------ small path */
 
-/* 16 elements of a row of a (F32, or F16 when h: converted exactly) from
- * element o; masked: lanes past mk read nothing and are 0. */
-static ALWAYS_INLINE __m512 load_a(const bool h, const void *a, int64_t o)
+/* The kinds of rows the small path reads: gemm_f32's F32 rows, and
+ * gemm_rows' (struct wk_cpu_rows) F16 rows and Q8_0 codes with their
+ * scales, each converted exactly as it is loaded. */
+enum row_kind { ROW_F32, ROW_F16, ROW_Q8 };
+
+/* Where a row's elements and (Q8_0) scales are: the row's first element,
+ * its scales' run, and the scales' shift (struct wk_cpu_rows.s_esh). */
+struct row_src {
+    const void *a;
+    const wk_f16 *s;
+    int esh;
+};
+
+/* 16 elements of a row from element l (at offset o, blocked or not) as
+ * floats; with mk, lanes past mk read nothing and are 0. Q8_0: each code
+ * times its scale, the 16 scales a run (esh 0) or one (esh 5: l a
+ * multiple of 16, so its 16 elements share a group of 32). */
+static ALWAYS_INLINE __m512 load_a(const enum row_kind h, const struct row_src *r, int64_t l, int64_t o,
+                                   const bool masked, __mmask16 mk)
 {
-    return h ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)((const wk_f16 *)a + o)))
-             : _mm512_loadu_ps((const float *)a + o);
-}
-static ALWAYS_INLINE __m512 load_a_mask(const bool h, const void *a, int64_t o, __mmask16 mk)
-{
-    return h ? _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(mk, (const wk_f16 *)a + o))
-             : _mm512_maskz_loadu_ps(mk, (const float *)a + o);
+    if (h == ROW_F16)
+        return _mm512_cvtph_ps(masked ? _mm256_maskz_loadu_epi16(mk, (const wk_f16 *)r->a + o)
+                                      : _mm256_loadu_si256((const __m256i *)((const wk_f16 *)r->a + o)));
+    if (h == ROW_F32) return masked ? _mm512_maskz_loadu_ps(mk, (const float *)r->a + o) : _mm512_loadu_ps((const float *)r->a + o);
+    const int8_t *q = (const int8_t *)r->a + o;
+    const __m512 v = _mm512_cvtepi32_ps(
+        _mm512_cvtepi8_epi32(masked ? _mm_maskz_loadu_epi8(mk, q) : _mm_loadu_si128((const __m128i *)q)));
+    const __m512 sc = r->esh ? _mm512_cvtph_ps(_mm256_set1_epi16((short)r->s[l >> 5]))
+                             : _mm512_cvtph_ps(masked ? _mm256_maskz_loadu_epi16(mk, r->s + l)
+                                                      : _mm256_loadu_si256((const __m256i *)(r->s + l)));
+    return _mm512_mul_ps(v, sc);
 }
 
-/* c[j][0..MR) = dot(row i of a, row j of b) for MR (1 or 4) rows of a and
- * nr (1..3) rows of b; a's elements F16 when h (the same arithmetic on
- * their exact f32 values); with blocked, element l of a row at
- * (l >> bsh) * bstride + (l & (2^bsh - 1)) from its start (gemm_rows: the
- * 16 elements of a step lie in one block), else at l. */
-static ALWAYS_INLINE void dots_t(const bool h, const bool blocked, const int MR, const int nr, int64_t k,
-                                 const void *a, int64_t lda, int bsh, int64_t bstride, const float *b, int64_t ldb,
+/* c[j][0..MR) = dot(row i of a, row j of b) for MR (1 or 4) rows of a
+ * (ra[i]) and nr (1..3) rows of b, the rows' elements of kind h (the same
+ * arithmetic on their exact f32 values); with blocked, element l of a row
+ * at (l >> bsh) * bstride + (l & (2^bsh - 1)) from its start (gemm_rows:
+ * the 16 elements of a step lie in one block), else at l. */
+static ALWAYS_INLINE void dots_t(const enum row_kind h, const bool blocked, const int MR, const int nr, int64_t k,
+                                 const struct row_src *ra, int bsh, int64_t bstride, const float *b, int64_t ldb,
                                  float *c, int64_t ldc)
 {
-    const size_t es = h ? sizeof(wk_f16) : sizeof(float);
     const int64_t bm = ((int64_t)1 << bsh) - 1;
     __m512 acc[4][4];
     UNROLL
@@ -335,7 +354,7 @@ static ALWAYS_INLINE void dots_t(const bool h, const bool blocked, const int MR,
         const int64_t o = blocked ? (l >> bsh) * bstride + (l & bm) : l;
         __m512 av[4];
         UNROLL
-        for (int i = 0; i < MR; i++) av[i] = load_a(h, (const char *)a + (size_t)(i * lda) * es, o);
+        for (int i = 0; i < MR; i++) av[i] = load_a(h, &ra[i], l, o, false, 0);
         UNROLL
         for (int j = 0; j < nr; j++) {
             __m512 bv = _mm512_loadu_ps(b + j * ldb + l);
@@ -348,7 +367,7 @@ static ALWAYS_INLINE void dots_t(const bool h, const bool blocked, const int MR,
         const __mmask16 mk = wk__avx512_mask16(k - l);
         __m512 av[4];
         UNROLL
-        for (int i = 0; i < MR; i++) av[i] = load_a_mask(h, (const char *)a + (size_t)(i * lda) * es, o, mk);
+        for (int i = 0; i < MR; i++) av[i] = load_a(h, &ra[i], l, o, true, mk);
         UNROLL
         for (int j = 0; j < nr; j++) {
             __m512 bv = _mm512_maskz_loadu_ps(mk, b + j * ldb + l);
@@ -370,28 +389,30 @@ static ALWAYS_INLINE void dots_t(const bool h, const bool blocked, const int MR,
     }
 }
 
-/* dots_MR_nr: f32 rows; rows_H_B_MR_nr: gemm_rows' kinds (H: F16, B: blocked) */
-typedef void (*rows_fn)(int64_t k, const void *a, int64_t lda, int bsh, int64_t bstride, const float *b,
-                        int64_t ldb, float *c, int64_t ldc);
+/* dots_MR_nr: f32 rows; rows_H_B_MR_nr: gemm_rows' kinds (H: a row_kind, B: blocked) */
+typedef void (*rows_fn)(int64_t k, const struct row_src *ra, int bsh, int64_t bstride, const float *b, int64_t ldb,
+                        float *c, int64_t ldc);
 #define DOTS_FN(MR, nr)                                                                            \
     static void dots_##MR##_##nr(int64_t k, const float *a, int64_t lda, const float *b,          \
                                  int64_t ldb, float *c, int64_t ldc)                               \
     {                                                                                              \
-        dots_t(false, false, MR, nr, k, a, lda, 0, 0, b, ldb, c, ldc);                             \
+        struct row_src ra[4];                                                                      \
+        for (int i = 0; i < MR; i++) ra[i] = (struct row_src){.a = a + i * lda};                   \
+        dots_t(ROW_F32, false, MR, nr, k, ra, 0, 0, b, ldb, c, ldc);                               \
     }
 #define ROWS_FN(H, B, MR, nr)                                                                      \
-    static void rows_##H##_##B##_##MR##_##nr(int64_t k, const void *a, int64_t lda, int bsh,      \
+    static void rows_##H##_##B##_##MR##_##nr(int64_t k, const struct row_src *ra, int bsh,        \
                                              int64_t bstride, const float *b, int64_t ldb,         \
                                              float *c, int64_t ldc)                                \
     {                                                                                              \
-        dots_t(H, B, MR, nr, k, a, lda, bsh, bstride, b, ldb, c, ldc);                             \
+        dots_t(H, B, MR, nr, k, ra, bsh, bstride, b, ldb, c, ldc);                                 \
     }
 #define ROWS_FNS(H, B)                                                                             \
     ROWS_FN(H, B, 1, 1) ROWS_FN(H, B, 1, 2) ROWS_FN(H, B, 1, 3)                                    \
     ROWS_FN(H, B, 4, 1) ROWS_FN(H, B, 4, 2) ROWS_FN(H, B, 4, 3)
 DOTS_FN(1, 1) DOTS_FN(1, 2) DOTS_FN(1, 3)
 DOTS_FN(4, 1) DOTS_FN(4, 2) DOTS_FN(4, 3)
-ROWS_FNS(0, 1) ROWS_FNS(1, 0) ROWS_FNS(1, 1)
+ROWS_FNS(0, 1) ROWS_FNS(1, 0) ROWS_FNS(1, 1) ROWS_FNS(2, 0) ROWS_FNS(2, 1)
 typedef void (*dots_fn)(int64_t k, const float *a, int64_t lda, const float *b, int64_t ldb,
                         float *c, int64_t ldc);
 static const dots_fn g_dots[2][3] = {
@@ -400,25 +421,35 @@ static const dots_fn g_dots[2][3] = {
 };
 #define ROWS_TABLE(H, B) {{rows_##H##_##B##_1_1, rows_##H##_##B##_1_2, rows_##H##_##B##_1_3},              \
                           {rows_##H##_##B##_4_1, rows_##H##_##B##_4_2, rows_##H##_##B##_4_3}}
-static const rows_fn g_rows[3][2][3] = {ROWS_TABLE(0, 1), ROWS_TABLE(1, 0), ROWS_TABLE(1, 1)};
+/* [kind][blocked]: F32 rows come here only blocked */
+static const rows_fn g_rows[3][2][2][3] = {
+    {{{NULL}}, ROWS_TABLE(0, 1)}, {ROWS_TABLE(1, 0), ROWS_TABLE(1, 1)}, {ROWS_TABLE(2, 0), ROWS_TABLE(2, 1)}};
 
 static void gemm_f32(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const float *b,
                      int64_t ldb, float *c, int64_t ldc);
 
-/* gemm_small over rows of a that are F16 or lie in blocks (gemm_rows): n < 4 */
-static void gemm_rows(int64_t m, int64_t n, int64_t k, const void *a, bool a_f16, int64_t lda, int32_t blk,
-                      int64_t bstride, const float *b, int64_t ldb, float *c, int64_t ldc)
+/* gemm_small over gemm_rows' rows (F16, Q8_0, or in blocks): n < 4 */
+static void gemm_rows(int64_t m, int64_t n, int64_t k, const void *a, const struct wk_cpu_rows *r, const float *b,
+                      int64_t ldb, float *c, int64_t ldc)
 {
-    if (!a_f16 && !blk) {
-        gemm_f32(m, n, k, a, lda, b, ldb, c, ldc);
+    if (r->type == WK_DTYPE_F32 && !r->blk) {
+        gemm_f32(m, n, k, a, r->lda, b, ldb, c, ldc);
         return;
     }
-    const rows_fn *f = g_rows[a_f16 ? (blk ? 2 : 1) : 0][0], *f4 = g_rows[a_f16 ? (blk ? 2 : 1) : 0][1];
-    const int bsh = blk ? __builtin_ctz((unsigned)blk) : 0;
-    const size_t es = a_f16 ? sizeof(wk_f16) : sizeof(float);
-    int64_t i = 0;
-    for (; i + 4 <= m; i += 4) f4[n - 1](k, (const char *)a + (size_t)(i * lda) * es, lda, bsh, bstride, b, ldb, c + i, ldc);
-    for (; i < m; i++) f[n - 1](k, (const char *)a + (size_t)(i * lda) * es, lda, bsh, bstride, b, ldb, c + i, ldc);
+    const enum row_kind h = r->type == WK_DTYPE_F16 ? ROW_F16 : r->type == WK_DTYPE_Q8_0 ? ROW_Q8 : ROW_F32;
+    const rows_fn *f = g_rows[h][r->blk != 0][0], *f4 = g_rows[h][r->blk != 0][1];
+    const int bsh = r->blk ? __builtin_ctz((unsigned)r->blk) : 0;
+    const size_t es = h == ROW_F16 ? sizeof(wk_f16) : h == ROW_Q8 ? 1 : sizeof(float);
+    struct row_src ra[4];
+    for (int64_t i = 0; i < m;) {
+        const int mr = m - i >= 4 ? 4 : 1;
+        for (int t = 0; t < mr; t++)
+            ra[t] = (struct row_src){.a = (const char *)a + (size_t)((i + t) * r->lda) * es,
+                                     .s = h == ROW_Q8 ? r->s + ((i + t) >> r->s_rsh) * r->lds : NULL,
+                                     .esh = r->s_esh};
+        (mr == 4 ? f4 : f)[n - 1](k, ra, bsh, r->bstride, b, ldb, c + i, ldc);
+        i += mr;
+    }
 }
 
 /* n < 4: every row of a against the n rows of b. */
