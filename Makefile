@@ -27,7 +27,7 @@ APP_LDLIBS := $(shell pkg-config --libs libedit 2>/dev/null || echo -ledit)
 AVX2_FLAGS   := -mavx2 -mfma -mf16c
 AVX512_FLAGS := $(AVX2_FLAGS) -mavx512f -mavx512bw -mavx512vl -mavx512dq
 VNNI_FLAGS   := $(AVX512_FLAGS) -mavx512vnni
-AMX_FLAGS    := $(VNNI_FLAGS) -mamx-tile -mamx-int8
+AMX_FLAGS    := $(VNNI_FLAGS) -mamx-tile -mamx-int8 -mamx-bf16 -mavx512bf16
 
 LIB_SRC    := $(wildcard src/*/*.c)
 AVX2_SRC   := $(wildcard src/cpu/arch/x86/avx2/*.c)
@@ -231,8 +231,8 @@ unit: $(UNIT_BIN)
 	  e=$$(( $$(date +%s) - s )); if [ $$e -ge 3 ]; then echo "   ($$t: $$e s)"; fi; done
 	@echo "== $(OUT)/tests/test-cpu and test-cpu-r16, dispatch capped to AVX2 (WICK_CPU=avx2)$(CAP_NOTE)"
 	@$(CAP_AVX2) $(OUT)/tests/test-cpu && $(CAP_AVX2) $(OUT)/tests/test-cpu-r16
-	@echo "== $(OUT)/tests/test-cpu-r16, the R16 decode kernels with and without software prefetches (WICK_PREFETCH=1, 0)"
-	@WICK_PREFETCH=1 $(OUT)/tests/test-cpu-r16 && WICK_PREFETCH=0 $(OUT)/tests/test-cpu-r16
+	@echo "== $(OUT)/tests/test-cpu-r16, the R16 decode kernels with and without software prefetches (WICK_PREFETCH=1, 0; the second run with the AMX GEMM's int8 tiles for the 4-bit types, WICK_AMX_BF16=0)"
+	@WICK_PREFETCH=1 $(OUT)/tests/test-cpu-r16 && WICK_PREFETCH=0 WICK_AMX_BF16=0 $(OUT)/tests/test-cpu-r16
 
 # Unit tests under AddressSanitizer + UndefinedBehaviorSanitizer.
 asan:

@@ -54,6 +54,10 @@ static void detect(struct wk_cpu_features *f)
      * (XTILECFG, XTILEDATA); the OS's grant is asked for in init_once,
      * after WICK_CPU, by amx_granted */
     f->amx_int8 = f->avx512_vnni && (d & (1u << 24)) && (d & (1u << 25)) && (xcr0 & 0x60000) == 0x60000;
+    /* AMX-BF16: CPUID.7.0:EDX bit 22; AVX512_BF16 (the conversions): CPUID.7.1:EAX bit 5 */
+    unsigned a1 = 0, b1, c1, d1;
+    if (a >= 1) __cpuid_count(7, 1, a1, b1, c1, d1);
+    f->amx_bf16 = f->amx_int8 && (d & (1u << 22)) && (a1 & (1u << 5));
 }
 
 /* Linux hands out the 8 KiB tile data state only to a process that asks
@@ -110,15 +114,19 @@ static void init_once(void)
     detect(&g_features);
     const char *cap = getenv("WICK_CPU");
     if (cap && strcmp(cap, "ref") == 0) {
-        g_features.avx2 = g_features.avx512 = g_features.avx512_vnni = g_features.amx_int8 = false;
+        g_features.avx2 = g_features.avx512 = g_features.avx512_vnni = g_features.amx_int8 = g_features.amx_bf16 = false;
     } else if (cap && strcmp(cap, "avx2") == 0) {
-        g_features.avx512 = g_features.avx512_vnni = g_features.amx_int8 = false;
+        g_features.avx512 = g_features.avx512_vnni = g_features.amx_int8 = g_features.amx_bf16 = false;
     } else if (cap && strcmp(cap, "avx512") == 0) {
-        g_features.amx_int8 = false;
+        g_features.amx_int8 = g_features.amx_bf16 = false;
     } else if (cap && *cap) {
         wk_log(WK_LOG_WARN, "WICK_CPU=%s ignored: ref, avx2 or avx512", cap);
     }
     g_features.amx_int8 = g_features.amx_int8 && amx_granted();
+    g_features.amx_bf16 = g_features.amx_bf16 && g_features.amx_int8;
+    const char *bf = getenv("WICK_AMX_BF16"); /* 0: the int8 tiles for the 4-bit types too (the same bits) */
+    if (bf && strcmp(bf, "0") == 0) g_features.amx_bf16 = false;
+    else if (bf && *bf && strcmp(bf, "1") != 0) wk_log(WK_LOG_WARN, "WICK_AMX_BF16=%s ignored: 0 or 1", bf);
     const char *pf = getenv("WICK_PREFETCH");
     if (pf && (strcmp(pf, "0") == 0 || strcmp(pf, "1") == 0)) g_features.decode_prefetch = pf[0] == '1';
     else if (pf && *pf) wk_log(WK_LOG_WARN, "WICK_PREFETCH=%s ignored: 0 or 1", pf);

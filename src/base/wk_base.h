@@ -231,6 +231,10 @@ struct wk_cpu_features {
     /* AMX-TILE and AMX-INT8, the OS saving tile state (XCR0 bits 17-18) and,
      * on Linux, this process granted it (arch_prctl ARCH_REQ_XCOMP_PERM) */
     bool amx_int8;
+    /* amx_int8, and AMX-BF16 with AVX512_BF16's conversions (the R16
+     * prefill GEMM of 4-bit codes on BF16 tiles, r16_amx.c; the same bits
+     * as the int8 tiles). WICK_AMX_BF16=0 turns it off. */
+    bool amx_bf16;
     /* The AVX-512 R16 decode kernels issue software prefetches (R16_PF_*,
      * rows_x16_template.h): yes on Intel, where they measured faster
      * (Sapphire Rapids: 85-105% of a plain read against 69-82% without);

@@ -379,6 +379,25 @@ static void test_matmul_many_and_glu(void)
     for (int i = 0; i < 3; i++) wk_aligned_free(data[i]);
 }
 
+/* Sets every code of the nb blocks of type t at w (one row) to its
+ * largest: 4-bit codes 15 (Q4_1, Q4_K), 5-bit 31 (Q5_0), Q8_0 127, Q6_K 63. */
+static void max_codes(enum wk_dtype t, uint8_t *w, int64_t nb)
+{
+    for (int64_t b = 0; b < nb; b++) {
+        if (t == WK_DTYPE_Q4_1) memset(((struct wk_block_q4_1 *)w)[b].qs, 0xFF, sizeof ((struct wk_block_q4_1 *)w)[b].qs);
+        if (t == WK_DTYPE_Q4_K) memset(((struct wk_block_q4_k *)w)[b].qs, 0xFF, sizeof ((struct wk_block_q4_k *)w)[b].qs);
+        if (t == WK_DTYPE_Q5_0) {
+            memset(((struct wk_block_q5_0 *)w)[b].qs, 0xFF, sizeof ((struct wk_block_q5_0 *)w)[b].qs);
+            memset(((struct wk_block_q5_0 *)w)[b].qh, 0xFF, sizeof ((struct wk_block_q5_0 *)w)[b].qh);
+        }
+        if (t == WK_DTYPE_Q8_0) memset(((struct wk_block_q8_0 *)w)[b].qs, 127, sizeof ((struct wk_block_q8_0 *)w)[b].qs);
+        if (t == WK_DTYPE_Q6_K) {
+            memset(((struct wk_block_q6_k *)w)[b].ql, 0xFF, sizeof ((struct wk_block_q6_k *)w)[b].ql);
+            memset(((struct wk_block_q6_k *)w)[b].qh, 0xFF, sizeof ((struct wk_block_q6_k *)w)[b].qh);
+        }
+    }
+}
+
 /* The AMX gemm_r16 (r16_amx.c, where the CPU grants AMX) against the
  * AVX-512 VNNI one it stands on, bit for bit: each R16 type, rows of one
  * column chunk and of two (a short second one), 80 rows (a tile of four
@@ -410,9 +429,15 @@ static void test_r16_gemm_amx(void)
             const size_t row = wk_dtype_row_bytes(t, n), ldp = wk_cpu_r16_prep_floats(n);
             uint8_t *w = wk_aligned_alloc(row * n_rows), *tmp = wk_aligned_alloc(row * WK_R16_ROWS);
             fill_random_blocks(t, w, n / bs * n_rows, &seed);
+            /* row 0 every code at its largest (15 for the 4-bit types) */
+            max_codes(t, w, n / bs);
             wk_cpu_r16_pack(t, w, n, n_rows, tmp);
             float *x = wk_aligned_alloc((size_t)(n * n_tok) * 4), *prep = wk_aligned_alloc(ldp * (size_t)n_tok * 4);
             for (int64_t i = 0; i < n * n_tok; i++) x[i] = check_rand_f32(&seed) * (i % 32 == 7 ? 8 : 1);
+            /* tokens 0 and 1 all +1 and all -1: each block's x~ +-127 256
+             * everywhere, so row 0's block dots reach 32 127 256 15 (the
+             * BF16 tiles' f32 sums stay exact below 2^24) */
+            for (int64_t i = 0; i < n; i++) x[i] = 1.0f, x[n + i] = -1.0f;
             for (int64_t j = 0; j < n_tok; j++) vnni->r16_prepare(n, x + j * n, prep + (size_t)j * ldp);
             float *ya = wk_aligned_alloc((size_t)(ldo * n_tok) * 4), *yv = wk_aligned_alloc((size_t)(ldo * n_tok) * 4);
             for (int64_t i = 0; i < ldo * n_tok; i++) ya[i] = yv[i] = -1.0f;

@@ -33,6 +33,8 @@
 #include "r16_codes.h"
 
 #include <immintrin.h>
+#include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* The VNNI gemm_r16 entries this one falls back on for the tail tokens. */
@@ -275,6 +277,274 @@ static ALWAYS_INLINE void amx_gemm(const enum amx_kind K, enum wk_dtype dt, int6
 }
 
 /*
+ * The 4-bit types (Q4_1, Q4_K) on AMX-BF16 tiles, where the CPU has them
+ * (wk_cpu_features.amx_bf16; Intel's AMX reference for TDPBF16PS). x~'s
+ * 16-bit value of each element is 256 h + l (h and l its hi and lo bytes
+ * as r16_prepare stores them, both in -127..127); 256 h and l are each
+ * exact in BF16 (at most 8 significant bits), and so is a code q (0..15).
+ * TDPBF16PS sums the products of two A rows (256 h, then l) with the same
+ * B (the codes) in f32: every product and every partial sum is an integer
+ * of magnitude at most 32 (127 256 + 127) 15 < 2^24, exact in any order, so
+ * one f32 tile holds each block's S = 256 S_hi + S_lo exactly, the int8
+ * tiles' two int32 ones and their combination in one. The float side is
+ * the VNNI GEMM's (r16_acc_block_f on float(S)): the same bits.
+ *
+ * Against the int8 tiles, a block's 16 x 16 results cost one tile store
+ * and, per token, one load, a multiply and two FMAs (not two loads, a
+ * shift, an add and a conversion besides); and the codes are unpacked
+ * once for all the tokens, not once per 16: per column chunk, each group
+ * of a tile of BF_GROUPS has its codes turned into BF16 B tiles first
+ * (bf_codes: 1 KiB a block, 64 KiB a group's chunk), and x~'s bytes into
+ * BF16 A rows once per 16 tokens and chunk (bf_prepare_a), which then run
+ * over every group of the tile. Tiles: 0, 1 A (256 h and l of 16 tokens,
+ * one block); B in 2 or 3, C in 4 or 5 (two sets, pipelined as amx_tile).
+ */
+#define BF_GROUPS 12 /* groups whose BF16 codes of a column chunk are kept: 768 KiB at most */
+
+static const struct amx_config g_bf_config = {
+    .palette = 1,
+    .colsb = {64, 64, 64, 64, 64, 64},
+    .rows = {AMX_T, AMX_T, 16, 16, AMX_T, AMX_T},
+};
+
+/* A's rows for 16 tokens over nj blocks: token t's block j at a + (16 j +
+ * t) 64 BF16, 256 h [32] then l [32]; from the prepared lines at p0 (ldb
+ * bytes between tokens). 4 KiB a block. */
+static void bf_prepare_a(const uint8_t *p0, size_t ldb, int64_t nj, uint16_t *a)
+{
+    for (int64_t j = 0; j < nj; j++)
+        for (int t = 0; t < AMX_T; t++) {
+            const uint8_t *line = p0 + (size_t)t * ldb + 64 * j;
+            __m512 f[4];
+            UNROLL
+            for (int q = 0; q < 2; q++) {
+                const __m128i h = _mm_loadu_si128((const __m128i *)(line + 16 * q));
+                const __m128i l = _mm_loadu_si128((const __m128i *)(line + 32 + 16 * q));
+                f[q] = _mm512_cvtepi32_ps(_mm512_slli_epi32(_mm512_cvtepi8_epi32(h), 8));
+                f[2 + q] = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(l));
+            }
+            uint16_t *d = a + (size_t)(j * AMX_T + t) * 64;
+            _mm512_store_si512(d, (__m512i)_mm512_cvtne2ps_pbh(f[1], f[0]));
+            _mm512_store_si512(d + 32, (__m512i)_mm512_cvtne2ps_pbh(f[3], f[2]));
+        }
+}
+
+/* BF16 of 0..15 (then unused) */
+static const uint16_t g_bf_codes[32] __attribute__((aligned(64))) = {
+    0x0000, 0x3F80, 0x4000, 0x4040, 0x4080, 0x40A0, 0x40C0, 0x40E0,
+    0x4100, 0x4110, 0x4120, 0x4130, 0x4140, 0x4150, 0x4160, 0x4170};
+
+/* One int8 B row of codes (lane r: codes 4k .. 4k + 3 of row r, 0..15) as
+ * B pair-rows 2k and 2k + 1 of BF16 at d (lane r: codes 4k, 4k + 1; then
+ * 4k + 2, 4k + 3). */
+static ALWAYS_INLINE void bf_pairs(__m512i v, uint8_t *d)
+{
+    /* each lane's bytes 0, 1 (then 2, 3) as its two 16-bit halves, then
+     * each code to its BF16 */
+    const __m512i s01 = _mm512_set1_epi64((long long)0x8005800480018000ull);
+    const __m512i s01b = _mm512_set1_epi64((long long)0x800D800C80098008ull);
+    const __m512i s23 = _mm512_set1_epi64((long long)0x8007800680038002ull);
+    const __m512i s23b = _mm512_set1_epi64((long long)0x800F800E800B800Aull);
+    const __m512i x = _mm512_mask_blend_epi64(0xAA, s01, s01b), y = _mm512_mask_blend_epi64(0xAA, s23, s23b);
+    const __m512i tab = _mm512_load_si512(g_bf_codes);
+    _mm512_store_si512(d, _mm512_permutexvar_epi16(_mm512_shuffle_epi8(v, x), tab));
+    _mm512_store_si512(d + 64, _mm512_permutexvar_epi16(_mm512_shuffle_epi8(v, y), tab));
+}
+
+/* The B tiles of a group's nj blocks at g into buf (block j's 16 pair-rows
+ * of 64 bytes at buf + 1024 j): amx_codes' rows as BF16 pairs. */
+static ALWAYS_INLINE void bf_codes(const enum amx_kind K, const uint8_t *g, int64_t nj, uint8_t *buf)
+{
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    for (int64_t j = 0; j < nj; j++) {
+        uint8_t *d = buf + 1024 * j;
+        if (K == AMX_Q4_K) {
+            const uint8_t *v = g + (size_t)(j / 8) * WK_R16_ROWS * sizeof(struct wk_block_q4_k) + 256 + 512 * ((j % 8) / 2);
+            UNROLL
+            for (int k = 0; k < 8; k++) {
+                const __m512i x = _mm512_loadu_si512(v + 64 * k);
+                bf_pairs(j & 1 ? _mm512_and_si512(_mm512_srli_epi16(x, 4), m4) : _mm512_and_si512(x, m4), d + 128 * k);
+            }
+            continue;
+        }
+        const uint8_t *b = g + (size_t)j * WK_R16_ROWS * sizeof(struct wk_block_q4_1);
+        UNROLL
+        for (int k = 0; k < 4; k++) { /* int8 rows k and 4 + k */
+            __m512i lo, hi;
+            r16_nibble_codes(_mm512_loadu_si512(b + 64 + 64 * k), _mm512_setzero_si512(), k, false, &lo, &hi);
+            bf_pairs(lo, d + 128 * k);
+            bf_pairs(hi, d + 128 * (4 + k));
+        }
+    }
+}
+
+/* Block j's products (A rows of block j at a, its B at codes) into tile
+ * set `set`. */
+static ALWAYS_INLINE void bf_issue(const int set, const uint16_t *a, const uint8_t *codes)
+{
+    __asm__ volatile("" ::: "memory"); /* as amx_issue */
+    _tile_loadd(0, a, 128);
+    _tile_loadd(1, a + 32, 128);
+    if (set == 0) {
+        _tile_loadd(2, codes, 64);
+        _tile_zero(4);
+        _tile_dpbf16ps(4, 0, 2);
+        _tile_dpbf16ps(4, 1, 2);
+    } else {
+        _tile_loadd(3, codes, 64);
+        _tile_zero(5);
+        _tile_dpbf16ps(5, 0, 3);
+        _tile_dpbf16ps(5, 1, 3);
+    }
+    __asm__ volatile("" ::: "memory");
+}
+
+/* Block j's float epilogue into the 16 tokens' accumulators: amx_epilogue's
+ * operations on S as the float the tile holds. */
+static ALWAYS_INLINE void bf_epilogue(const enum amx_kind K, const uint8_t *g, int64_t j, int64_t nxb,
+                                      float (*c)[16], const float *const *pd, __m512 *acc)
+{
+    __m512 scale, off;
+    if (K == AMX_Q4_K) {
+        const uint8_t *b = g + (size_t)(j / 8) * WK_R16_ROWS * sizeof(struct wk_block_q4_k);
+        const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)b));
+        const __m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(b + 32)));
+        __m512i sc, mn;
+        r16_q4k_scale_min(_mm512_loadu_si512(b + 64), _mm512_loadu_si512(b + 128), _mm512_loadu_si512(b + 192),
+                          (int)(j % 8), &sc, &mn);
+        scale = _mm512_mul_ps(_mm512_cvtepi32_ps(sc), d), off = _mm512_mul_ps(_mm512_cvtepi32_ps(mn), dmin);
+    } else {
+        const uint8_t *b = g + (size_t)j * WK_R16_ROWS * sizeof(struct wk_block_q4_1);
+        scale = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)b));
+        off = r16_b32_offset(b, scale, true, 0.0f);
+    }
+    UNROLL
+    for (int t = 0; t < AMX_T; t++) {
+        const float *ds = pd[t], *sums = ds + nxb;
+        acc[t] = r16_acc_block_f(acc[t], _mm512_load_ps(c[t]), scale, ds[j], off, sums[j], K == AMX_Q4_K);
+    }
+}
+
+/* One group, one column chunk of nc elements at g (its B tiles at codes),
+ * 16 tokens (A rows at a; ds of token t at pd[t]): out[t][0..15] (+)= the
+ * rows' dots. amx_tile's pipeline over the blocks, two tile sets in turn. */
+static ALWAYS_INLINE void bf_tile(const enum amx_kind K, int64_t nc, const uint8_t *g, const uint8_t *codes,
+                                  const uint16_t *a, const float *const *pd, float *const *out, bool add)
+{
+    const int64_t nj = nc / 32;
+    _Alignas(64) float c[2][AMX_T][16]; /* [set][token][row] */
+    __m512 acc[AMX_T];
+    UNROLL
+    for (int t = 0; t < AMX_T; t++) acc[t] = _mm512_setzero_ps();
+    bf_issue(0, a, codes);
+    for (int64_t j = 0; j < nj; j += 2) {
+        if (j + 1 < nj) bf_issue(1, a + (size_t)(j + 1) * AMX_T * 64, codes + 1024 * (j + 1));
+        _tile_stored(4, c[0], 64);
+        if (j > 0) bf_epilogue(K, g, j - 1, nj, c[1], pd, acc);
+        if (j + 1 >= nj) break;
+        if (j + 2 < nj) bf_issue(0, a + (size_t)(j + 2) * AMX_T * 64, codes + 1024 * (j + 2));
+        _tile_stored(5, c[1], 64);
+        bf_epilogue(K, g, j, nj, c[0], pd, acc);
+    }
+    bf_epilogue(K, g, nj - 1, nj, c[(nj - 1) & 1], pd, acc);
+    UNROLL
+    for (int t = 0; t < AMX_T; t++) {
+        __m512 r = acc[t];
+        if (add) r = _mm512_add_ps(r, _mm512_loadu_ps(out[t]));
+        _mm512_storeu_ps(out[t], r);
+    }
+}
+
+/* A thread's scratch for bf_gemm: BF_GROUPS groups' B tiles of a column
+ * chunk, then every token's A rows of it (4 KiB a token); kept between
+ * calls, grown when a call has more tokens, freed when the thread ends. */
+#define BF_B_BYTES ((size_t)BF_GROUPS * (WK_R16_PREP_CHUNK / 32) * 1024)
+struct bf_scratch {
+    size_t a_tokens;
+    uint8_t *mem;
+};
+static pthread_key_t g_bf_key;
+static pthread_once_t g_bf_once = PTHREAD_ONCE_INIT;
+static void bf_scratch_free(void *p)
+{
+    struct bf_scratch *s = p;
+    wk_aligned_free(s->mem);
+    free(s);
+}
+static void bf_key_init(void) { (void)pthread_key_create(&g_bf_key, bf_scratch_free); }
+
+/* This thread's scratch for n_tokens tokens, or NULL without memory. */
+static uint8_t *bf_scratch(int64_t n_tokens)
+{
+    pthread_once(&g_bf_once, bf_key_init);
+    struct bf_scratch *s = pthread_getspecific(g_bf_key);
+    if (!s) {
+        if (!(s = calloc(1, sizeof *s))) return NULL;
+        if (pthread_setspecific(g_bf_key, s)) {
+            free(s);
+            return NULL;
+        }
+    }
+    if (s->a_tokens < (size_t)n_tokens) {
+        wk_aligned_free(s->mem);
+        s->a_tokens = 0;
+        if (!(s->mem = wk_aligned_alloc(BF_B_BYTES + (size_t)n_tokens * (WK_R16_PREP_CHUNK / 32) * 128))) return NULL;
+        s->a_tokens = (size_t)n_tokens;
+    }
+    return s->mem;
+}
+
+/* gemm_r16 for K (Q4_1, Q4_K) on BF16 tiles: whole tiles of 16 tokens
+ * here; per column chunk, every token's A rows (bf_prepare_a), then per
+ * tile of BF_GROUPS groups their codes as B tiles (bf_codes), then each
+ * token tile over the groups. The rest of the tokens (and all of them if
+ * the scratch cannot be had) through the int8 tiles (amx_gemm). */
+static ALWAYS_INLINE void bf_gemm(const enum amx_kind K, enum wk_dtype dt, int64_t n, const void *w, size_t stride,
+                                  const float *prep, size_t ldp, int64_t n_tokens, float *out, size_t ldo,
+                                  int64_t n_rows)
+{
+    const int64_t n_tiles = n_tokens / AMX_T;
+    uint8_t *scratch = n_tiles ? bf_scratch(n_tiles * AMX_T) : NULL;
+    const int64_t n_full = scratch ? n_tiles * AMX_T : 0;
+    if (n_full) {
+        const size_t bb = amx_block_bytes(K), ldb = ldp * sizeof(float);
+        const int64_t bs = K == AMX_Q4_K ? WK_QK_K : 32, n_groups = n_rows / WK_R16_ROWS;
+        _tile_loadconfig(&g_bf_config);
+        for (int64_t c0 = 0; c0 < n; c0 += AMX_CHUNK) {
+            const int64_t nc = WK_MIN(AMX_CHUNK, n - c0), nxb = nc / 32;
+            const size_t tile_a = (size_t)nxb * AMX_T * 64; /* BF16 a token tile's A rows take */
+            uint16_t *abuf = (uint16_t *)(scratch + BF_B_BYTES);
+            for (int64_t t0 = 0; t0 < n_full; t0 += AMX_T)
+                bf_prepare_a((const uint8_t *)(prep + (size_t)t0 * ldp + (c0 / AMX_CHUNK) * WK_R16_PREP_CHUNK_FLOATS),
+                             ldb, nxb, abuf + (size_t)(t0 / AMX_T) * tile_a);
+            for (int64_t g0 = 0; g0 < n_groups; g0 += BF_GROUPS) {
+                const int64_t g1 = WK_MIN(n_groups, g0 + BF_GROUPS);
+                for (int64_t gi = g0; gi < g1; gi++)
+                    bf_codes(K, (const uint8_t *)w + (size_t)gi * WK_R16_ROWS * stride + (size_t)(c0 / bs) * WK_R16_ROWS * bb,
+                             nxb, scratch + (size_t)(gi - g0) * nxb * 1024);
+                for (int64_t t0 = 0; t0 < n_full; t0 += AMX_T) {
+                    const float *p0 = prep + (size_t)t0 * ldp + (c0 / AMX_CHUNK) * WK_R16_PREP_CHUNK_FLOATS;
+                    const float *pd[AMX_T];
+                    for (int t = 0; t < AMX_T; t++) pd[t] = p0 + (size_t)t * ldp + nxb * 16;
+                    for (int64_t gi = g0; gi < g1; gi++) {
+                        const uint8_t *wg = (const uint8_t *)w + (size_t)gi * WK_R16_ROWS * stride +
+                                            (size_t)(c0 / bs) * WK_R16_ROWS * bb;
+                        float *o[AMX_T];
+                        for (int t = 0; t < AMX_T; t++) o[t] = out + (size_t)(t0 + t) * ldo + WK_R16_ROWS * gi;
+                        bf_tile(K, nc, wg, scratch + (size_t)(gi - g0) * nxb * 1024,
+                                abuf + (size_t)(t0 / AMX_T) * tile_a, pd, o, c0 > 0);
+                    }
+                }
+            }
+        }
+        _tile_release();
+    }
+    if (n_full < n_tokens)
+        amx_gemm(K, dt, n, w, stride, prep + (size_t)n_full * ldp, ldp, n_tokens - n_full, out + (size_t)n_full * ldo,
+                 ldo, n_rows);
+}
+
+/*
  * Batched decode (vec_dot_rows_r16_tokens, wk_cpu.h): every token's
  * result must have the bits of its lone decode (vec_dot_rows_r16,
  * rows_x16_template.h), so the tiles give the exact integer dots and the
@@ -494,11 +764,21 @@ AMX_ENTRY(q4_1, AMX_Q4_1, WK_DTYPE_Q4_1_R16)
 AMX_ENTRY(q5_0, AMX_Q5_0, WK_DTYPE_Q5_0_R16)
 AMX_ENTRY(q8_0, AMX_Q8_0, WK_DTYPE_Q8_0_R16)
 AMX_ENTRY(q4_k, AMX_Q4_K, WK_DTYPE_Q4_K_R16)
+#define BF_ENTRY(name, K, dt)                                                                                     \
+    static void bf_gemm_##name(int64_t n, const void *w, size_t stride, const float *prep, size_t ldp,            \
+                               int64_t n_tokens, float *out, size_t ldo, int64_t n_rows)                          \
+    {                                                                                                             \
+        bf_gemm(K, dt, n, w, stride, prep, ldp, n_tokens, out, ldo, n_rows);                                      \
+    }
+BF_ENTRY(q4_1, AMX_Q4_1, WK_DTYPE_Q4_1_R16)
+BF_ENTRY(q4_k, AMX_Q4_K, WK_DTYPE_Q4_K_R16)
 
 void wk__cpu_fill_amx(struct wk_cpu_kernels *k)
 {
     const enum wk_dtype dts[4] = {WK_DTYPE_Q4_1_R16, WK_DTYPE_Q5_0_R16, WK_DTYPE_Q8_0_R16, WK_DTYPE_Q4_K_R16};
-    const wk_gemm_r16_fn fns[4] = {amx_gemm_q4_1, amx_gemm_q5_0, amx_gemm_q8_0, amx_gemm_q4_k};
+    const bool bf = wk_cpu_features_get()->amx_bf16; /* the 4-bit types on BF16 tiles */
+    const wk_gemm_r16_fn fns[4] = {bf ? bf_gemm_q4_1 : amx_gemm_q4_1, amx_gemm_q5_0, amx_gemm_q8_0,
+                                   bf ? bf_gemm_q4_k : amx_gemm_q4_k};
     for (int i = 0; i < 4; i++) {
         if (!k->gemm_r16[dts[i]] || k->gemm_r16[dts[i]] == fns[i]) continue; /* needs the VNNI kernel beneath */
         g_vnni[dts[i]] = k->gemm_r16[dts[i]];

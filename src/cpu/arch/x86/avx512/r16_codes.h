@@ -78,11 +78,17 @@ static ALWAYS_INLINE __m512 r16_b32_offset(const uint8_t *b, __m512 dw, bool has
 /* The float side of one 32-element block for one token in every R16 GEMM
  * (VNNI tiles and AMX), written once so that their bits agree: acc +
  * float(S) (scale ds) + off xsum, or - off xsum (neg: Q4_K's min term),
- * S the block's exact integer dot, ds and xsum x~'s block scale and sum. */
+ * S the block's exact integer dot, ds and xsum x~'s block scale and sum
+ * (r16_acc_block_f: S already a float, exactly; the AMX-BF16 tiles'). */
+static ALWAYS_INLINE __m512 r16_acc_block_f(__m512 acc, __m512 Sf, __m512 scale, float ds, __m512 off, float xsum,
+                                            bool neg)
+{
+    acc = _mm512_fmadd_ps(Sf, _mm512_mul_ps(scale, _mm512_set1_ps(ds)), acc);
+    return neg ? _mm512_fnmadd_ps(off, _mm512_set1_ps(xsum), acc) : _mm512_fmadd_ps(off, _mm512_set1_ps(xsum), acc);
+}
 static ALWAYS_INLINE __m512 r16_acc_block(__m512 acc, __m512i S, __m512 scale, float ds, __m512 off, float xsum, bool neg)
 {
-    acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(S), _mm512_mul_ps(scale, _mm512_set1_ps(ds)), acc);
-    return neg ? _mm512_fnmadd_ps(off, _mm512_set1_ps(xsum), acc) : _mm512_fmadd_ps(off, _mm512_set1_ps(xsum), acc);
+    return r16_acc_block_f(acc, _mm512_cvtepi32_ps(S), scale, ds, off, xsum, neg);
 }
 
 /* Decode's float side of one scale group for one token, written once for
