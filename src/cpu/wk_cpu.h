@@ -157,7 +157,7 @@ struct wk_cpu_kernels {
      * Batched decode and verification. */
     wk_vec_dot_rows_tokens_fn vec_dot_rows_r16_tokens[WK_DTYPE_COUNT];
     /* R16 prefill (AVX-512 VNNI, with AMX tiles for Q4_1, Q5_0, Q8_0 and Q4_K in the "amx" table at
-     * the VNNI bits; AVX2 for every R16 dtype; NULL elsewhere, with WICK_EXACT=1, and
+     * the VNNI bits, and Q6_K too where AMX-BF16 is (r16_amx.c); AVX2 for every R16 dtype; NULL elsewhere, with WICK_EXACT=1, and
      * for the R16 dtypes without one): for an R16 dtype,
      * gemm_r16[dt](n, w, stride, prep, ldp, n_tokens, out, ldo, n_rows)
      * sets out[t * ldo + r] to row r's dot with token t for rows r <

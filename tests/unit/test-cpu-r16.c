@@ -454,7 +454,7 @@ static void test_r16_gemm_amx(void)
             wk_aligned_free(w), wk_aligned_free(tmp), wk_aligned_free(x), wk_aligned_free(prep);
             wk_aligned_free(ya), wk_aligned_free(yv);
         }
-    CHECK(n_amx >= 12); /* Q4_1, Q5_0, Q8_0 and Q4_K went through AMX, at the three lengths */
+    CHECK(n_amx >= 12); /* Q4_1, Q5_0, Q8_0 and Q4_K went through AMX at the three lengths (and Q6_K with AMX-BF16) */
 }
 
 CHECK_MAIN(TEST(test_matmul_balanced_decode), TEST(test_r16_layout), TEST(test_r16_groups),

@@ -26,7 +26,9 @@
  *
  * Per block and 16 tokens: two TDPBSUD (16 x 16 x 32 each), two tile
  * stores of the int32 results, then 16 zmm epilogues; against the VNNI
- * tile's 16 vpdpbusd a token for every 32 elements of 16 rows.
+ * tile's 16 vpdpbusd a token for every 32 elements of 16 rows. Where the
+ * CPU also has AMX-BF16, Q4_1, Q4_K and Q6_K take BF16 tiles instead
+ * (bf_gemm, below: the same bits, one tile of f32 results a block).
  */
 #include "avx512.h"
 #include "dot_rows.h" /* ALWAYS_INLINE, UNROLL */
@@ -276,41 +278,64 @@ static ALWAYS_INLINE void amx_gemm(const enum amx_kind K, enum wk_dtype dt, int6
                    n_rows);
 }
 
+/* Q6_K_R16: the B rows of the four quarters of vector group (h, p) of
+ * super-block i at g into buf (quarter q at buf + 256 q: its rows kk =
+ * 0..3 hold elements 128h + 32q + 16p + 4kk .. of the 16 rows). */
+static ALWAYS_INLINE void amx_q6k_codes(const uint8_t *g, int64_t i, int h, int p, uint8_t *buf)
+{
+    const uint8_t *ph = g + (size_t)i * WK_R16_ROWS * sizeof(struct wk_block_q6_k) + 32 + 832 * (2 * h + p);
+    UNROLL
+    for (int kk = 0; kk < 4; kk++) {
+        const __m512i A = _mm512_loadu_si512(ph + 192 * kk), B = _mm512_loadu_si512(ph + 192 * kk + 64);
+        const __m512i Q = _mm512_loadu_si512(ph + 192 * kk + 128);
+        UNROLL
+        for (int q = 0; q < 4; q++) _mm512_store_si512(buf + 256 * q + 64 * kk, r16_q6k_code(q & 1 ? B : A, Q, q));
+    }
+}
+
 /*
- * The 4-bit types (Q4_1, Q4_K) on AMX-BF16 tiles, where the CPU has them
+ * Q4_1, Q4_K and Q6_K on AMX-BF16 tiles, where the CPU has them
  * (wk_cpu_features.amx_bf16; Intel's AMX reference for TDPBF16PS). x~'s
  * 16-bit value of each element is 256 h + l (h and l its hi and lo bytes
  * as r16_prepare stores them, both in -127..127); 256 h and l are each
- * exact in BF16 (at most 8 significant bits), and so is a code q (0..15).
- * TDPBF16PS sums the products of two A rows (256 h, then l) with the same
- * B (the codes) in f32: every product and every partial sum is an integer
- * of magnitude at most 32 (127 256 + 127) 15 < 2^24, exact in any order, so
- * one f32 tile holds each block's S = 256 S_hi + S_lo exactly, the int8
- * tiles' two int32 ones and their combination in one. The float side is
- * the VNNI GEMM's (r16_acc_block_f on float(S)): the same bits.
+ * exact in BF16 (at most 8 significant bits), and so is a code: q (0..15)
+ * of the 4-bit types, q - 32 (-32..31) of Q6_K. TDPBF16PS sums the
+ * products of two A rows (256 h, then l) with the same B (the codes) in
+ * f32, and every product and partial sum is an integer of magnitude at
+ * most 32 (127 256 + 127) 15 (a 32-element block of 4-bit codes) or
+ * 16 (127 256 + 127) 32 (a 16-element scale group of Q6_K), both below
+ * 2^24: exact in any order. So one f32 tile holds each block's S = 256
+ * S_hi + S_lo exactly (the int8 tiles' two int32 ones and their
+ * combination in one); Q6_K's S with codes q is that plus 32 times the
+ * group's sum of x~'s 16-bit values (T, exact, from bf_prepare_a), and
+ * the f32 sum of the two exact terms rounds as float(S) does. The float
+ * side is the VNNI GEMM's (r16_acc_block_f, r16_dec_group_f on that
+ * float): the same bits.
  *
- * Against the int8 tiles, a block's 16 x 16 results cost one tile store
- * and, per token, one load, a multiply and two FMAs (not two loads, a
- * shift, an add and a conversion besides); and the codes are unpacked
- * once for all the tokens, not once per 16: per column chunk, each group
- * of a tile of BF_GROUPS has its codes turned into BF16 B tiles first
- * (bf_codes: 1 KiB a block, 64 KiB a group's chunk), and x~'s bytes into
- * BF16 A rows once per 16 tokens and chunk (bf_prepare_a), which then run
- * over every group of the tile. Tiles: 0, 1 A (256 h and l of 16 tokens,
- * one block); B in 2 or 3, C in 4 or 5 (two sets, pipelined as amx_tile).
+ * Against the int8 tiles (or Q6_K's VNNI tile), a block's 16 x 16 results
+ * cost one tile store and, per token, one load, a multiply and two FMAs
+ * (Q6_K: and an add of T); and the codes are unpacked once for all the
+ * tokens, not once per 16: per column chunk, every token's A rows first
+ * (bf_prepare_a: 4 KiB a token), then for each tile of BF_GROUPS groups
+ * their codes as B tiles (bf_codes: 64 KiB a group's chunk), then each
+ * token tile of 16 over the groups. Tiles: 0, 1 A (256 h and l of 16
+ * tokens, one block or Q6_K group); B in 2 or 3, C in 4 or 5 (two sets,
+ * pipelined as amx_tile). A step is a block (32 elements) or a Q6_K group
+ * (16: the order of r16_gemm_q6k_tile's quarters).
  */
 #define BF_GROUPS 12 /* groups whose BF16 codes of a column chunk are kept: 768 KiB at most */
 
-static const struct amx_config g_bf_config = {
-    .palette = 1,
-    .colsb = {64, 64, 64, 64, 64, 64},
-    .rows = {AMX_T, AMX_T, 16, 16, AMX_T, AMX_T},
+static const struct amx_config g_bf_config[2] = {
+    {.palette = 1, .colsb = {64, 64, 64, 64, 64, 64}, .rows = {AMX_T, AMX_T, 16, 16, AMX_T, AMX_T}},
+    /* Q6_K: 16 elements a step */
+    {.palette = 1, .colsb = {32, 32, 64, 64, 64, 64}, .rows = {AMX_T, AMX_T, 8, 8, AMX_T, AMX_T}},
 };
 
 /* A's rows for 16 tokens over nj blocks: token t's block j at a + (16 j +
  * t) 64 BF16, 256 h [32] then l [32]; from the prepared lines at p0 (ldb
- * bytes between tokens). 4 KiB a block. */
-static void bf_prepare_a(const uint8_t *p0, size_t ldb, int64_t nj, uint16_t *a)
+ * bytes between tokens). With tsum, also 32 times T, each 16 elements' sum
+ * of 256 h + l: token t's half p of block j at tsum[(2 j + p) 16 + t]. */
+static void bf_prepare_a(const uint8_t *p0, size_t ldb, int64_t nj, uint16_t *a, float *tsum)
 {
     for (int64_t j = 0; j < nj; j++)
         for (int t = 0; t < AMX_T; t++) {
@@ -322,6 +347,7 @@ static void bf_prepare_a(const uint8_t *p0, size_t ldb, int64_t nj, uint16_t *a)
                 const __m128i l = _mm_loadu_si128((const __m128i *)(line + 32 + 16 * q));
                 f[q] = _mm512_cvtepi32_ps(_mm512_slli_epi32(_mm512_cvtepi8_epi32(h), 8));
                 f[2 + q] = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(l));
+                if (tsum) tsum[(2 * j + q) * AMX_T + t] = 32.0f * _mm512_reduce_add_ps(_mm512_add_ps(f[q], f[2 + q]));
             }
             uint16_t *d = a + (size_t)(j * AMX_T + t) * 64;
             _mm512_store_si512(d, (__m512i)_mm512_cvtne2ps_pbh(f[1], f[0]));
@@ -329,15 +355,21 @@ static void bf_prepare_a(const uint8_t *p0, size_t ldb, int64_t nj, uint16_t *a)
         }
 }
 
-/* BF16 of 0..15 (then unused) */
-static const uint16_t g_bf_codes[32] __attribute__((aligned(64))) = {
-    0x0000, 0x3F80, 0x4000, 0x4040, 0x4080, 0x40A0, 0x40C0, 0x40E0,
-    0x4100, 0x4110, 0x4120, 0x4130, 0x4140, 0x4150, 0x4160, 0x4170};
+/* BF16 of c (0..15) and of c - 32 (c 0..63, Q6_K's codes), filled by
+ * wk__cpu_fill_amx */
+static uint16_t g_bf_code[64] __attribute__((aligned(64))), g_bf_q6[64] __attribute__((aligned(64)));
 
-/* One int8 B row of codes (lane r: codes 4k .. 4k + 3 of row r, 0..15) as
+static uint16_t bf16_of(float v)
+{
+    uint32_t u;
+    memcpy(&u, &v, 4);
+    return (uint16_t)(u >> 16); /* exact: the small integers here need 8 bits */
+}
+
+/* One int8 B row of codes (lane r: codes 4k .. 4k + 3 of row r, 0..63) as
  * B pair-rows 2k and 2k + 1 of BF16 at d (lane r: codes 4k, 4k + 1; then
- * 4k + 2, 4k + 3). */
-static ALWAYS_INLINE void bf_pairs(__m512i v, uint8_t *d)
+ * 4k + 2, 4k + 3), each code c as tab[c] (tab: 64 BF16 values). */
+static ALWAYS_INLINE void bf_pairs(__m512i v, uint8_t *d, const uint16_t *tab)
 {
     /* each lane's bytes 0, 1 (then 2, 3) as its two 16-bit halves, then
      * each code to its BF16 */
@@ -346,24 +378,38 @@ static ALWAYS_INLINE void bf_pairs(__m512i v, uint8_t *d)
     const __m512i s23 = _mm512_set1_epi64((long long)0x8007800680038002ull);
     const __m512i s23b = _mm512_set1_epi64((long long)0x800F800E800B800Aull);
     const __m512i x = _mm512_mask_blend_epi64(0xAA, s01, s01b), y = _mm512_mask_blend_epi64(0xAA, s23, s23b);
-    const __m512i tab = _mm512_load_si512(g_bf_codes);
-    _mm512_store_si512(d, _mm512_permutexvar_epi16(_mm512_shuffle_epi8(v, x), tab));
-    _mm512_store_si512(d + 64, _mm512_permutexvar_epi16(_mm512_shuffle_epi8(v, y), tab));
+    const __m512i t0 = _mm512_load_si512(tab), t1 = _mm512_load_si512(tab + 32);
+    _mm512_store_si512(d, _mm512_permutex2var_epi16(t0, _mm512_shuffle_epi8(v, x), t1));
+    _mm512_store_si512(d + 64, _mm512_permutex2var_epi16(t0, _mm512_shuffle_epi8(v, y), t1));
 }
 
-/* The B tiles of a group's nj blocks at g into buf (block j's 16 pair-rows
- * of 64 bytes at buf + 1024 j): amx_codes' rows as BF16 pairs. */
-static ALWAYS_INLINE void bf_codes(const enum amx_kind K, const uint8_t *g, int64_t nj, uint8_t *buf)
+/* The B tiles of a group's chunk of nc elements at g into buf: step u's
+ * (1 KiB a block; Q6_K 512 bytes a group of 16) at buf + 1024 u (512 u):
+ * amx_codes' rows (amx_q6k_codes') as BF16 pairs. */
+static ALWAYS_INLINE void bf_codes(const enum amx_kind K, bool q6, const uint8_t *g, int64_t nc, uint8_t *buf)
 {
     const __m512i m4 = _mm512_set1_epi8(0x0F);
-    for (int64_t j = 0; j < nj; j++) {
+    if (q6) {
+        _Alignas(64) uint8_t qbuf[4 * 256];
+        for (int64_t grp = 0; grp < nc / 64; grp++) { /* (i, h, p): four steps */
+            amx_q6k_codes(g, grp / 4, (int)((grp / 2) & 1), (int)(grp & 1), qbuf);
+            UNROLL
+            for (int q = 0; q < 4; q++)
+                UNROLL
+                for (int kk = 0; kk < 4; kk++)
+                    bf_pairs(_mm512_load_si512(qbuf + 256 * q + 64 * kk), buf + 512 * (4 * grp + q) + 128 * kk, g_bf_q6);
+        }
+        return;
+    }
+    for (int64_t j = 0; j < nc / 32; j++) {
         uint8_t *d = buf + 1024 * j;
         if (K == AMX_Q4_K) {
             const uint8_t *v = g + (size_t)(j / 8) * WK_R16_ROWS * sizeof(struct wk_block_q4_k) + 256 + 512 * ((j % 8) / 2);
             UNROLL
             for (int k = 0; k < 8; k++) {
                 const __m512i x = _mm512_loadu_si512(v + 64 * k);
-                bf_pairs(j & 1 ? _mm512_and_si512(_mm512_srli_epi16(x, 4), m4) : _mm512_and_si512(x, m4), d + 128 * k);
+                bf_pairs(j & 1 ? _mm512_and_si512(_mm512_srli_epi16(x, 4), m4) : _mm512_and_si512(x, m4), d + 128 * k,
+                         g_bf_code);
             }
             continue;
         }
@@ -372,14 +418,27 @@ static ALWAYS_INLINE void bf_codes(const enum amx_kind K, const uint8_t *g, int6
         for (int k = 0; k < 4; k++) { /* int8 rows k and 4 + k */
             __m512i lo, hi;
             r16_nibble_codes(_mm512_loadu_si512(b + 64 + 64 * k), _mm512_setzero_si512(), k, false, &lo, &hi);
-            bf_pairs(lo, d + 128 * k);
-            bf_pairs(hi, d + 128 * (4 + k));
+            bf_pairs(lo, d + 128 * k, g_bf_code);
+            bf_pairs(hi, d + 128 * (4 + k), g_bf_code);
         }
     }
 }
 
-/* Block j's products (A rows of block j at a, its B at codes) into tile
- * set `set`. */
+/* Step u's x block (Q6_K: group u = 4 (4i + 2h + p) + q, x block 8i + 4h
+ * + q, elements 16p..; *half = p) */
+static ALWAYS_INLINE int64_t bf_xblock(bool q6, int64_t u, int *half)
+{
+    if (!q6) {
+        *half = 0;
+        return u;
+    }
+    const int64_t grp = u / 4;
+    *half = (int)(grp & 1);
+    return 8 * (grp / 4) + 4 * ((grp / 2) & 1) + (u & 3);
+}
+
+/* Step u's products (A rows of 16 tokens at a: their x block's, from the
+ * step's first element; its B at codes) into tile set `set`. */
 static ALWAYS_INLINE void bf_issue(const int set, const uint16_t *a, const uint8_t *codes)
 {
     __asm__ volatile("" ::: "memory"); /* as amx_issue */
@@ -399,54 +458,79 @@ static ALWAYS_INLINE void bf_issue(const int set, const uint16_t *a, const uint8
     __asm__ volatile("" ::: "memory");
 }
 
-/* Block j's float epilogue into the 16 tokens' accumulators: amx_epilogue's
- * operations on S as the float the tile holds. */
-static ALWAYS_INLINE void bf_epilogue(const enum amx_kind K, const uint8_t *g, int64_t j, int64_t nxb,
-                                      float (*c)[16], const float *const *pd, __m512 *acc)
+/* Step u's float epilogue into the 16 tokens' accumulators: amx_epilogue's
+ * operations (Q6_K: r16_gemm_q6k_tile's) on S as the float the tile holds
+ * (Q6_K: plus 32 T, tsum). */
+static ALWAYS_INLINE void bf_epilogue(const enum amx_kind K, bool q6, const uint8_t *g, int64_t u, int64_t nxb,
+                                      float (*c)[16], const float *const *pd, const float *tsum, __m512 *acc)
 {
+    if (q6) {
+        int p;
+        const int64_t xb = bf_xblock(true, u, &p), grp = u / 4;
+        const uint8_t *b = g + (size_t)(grp / 4) * WK_R16_ROWS * sizeof(struct wk_block_q6_k);
+        const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)b));
+        const __m512i sc8 = _mm512_cvtepi8_epi32(
+            _mm_loadu_si128((const __m128i *)(b + 32 + 832 * ((grp & 3)) + 768 + 16 * (u & 3))));
+        const __m512 sc = _mm512_mul_ps(_mm512_cvtepi32_ps(sc8), d);
+        const float *ts = tsum + (2 * xb + p) * AMX_T;
+        UNROLL
+        for (int t = 0; t < AMX_T; t++) {
+            const float *s16 = pd[t] - nxb * 16 + WK_R16_PREP_CHUNK_FLOATS - WK_R16_PREP_CHUNK / 16;
+            r16_dec_group_f(&acc[t], &acc[t], _mm512_add_ps(_mm512_load_ps(c[t]), _mm512_set1_ps(ts[t])), sc,
+                            pd[t][xb], sc, s16[2 * xb + p]);
+        }
+        return;
+    }
     __m512 scale, off;
     if (K == AMX_Q4_K) {
-        const uint8_t *b = g + (size_t)(j / 8) * WK_R16_ROWS * sizeof(struct wk_block_q4_k);
+        const uint8_t *b = g + (size_t)(u / 8) * WK_R16_ROWS * sizeof(struct wk_block_q4_k);
         const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)b));
         const __m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(b + 32)));
         __m512i sc, mn;
         r16_q4k_scale_min(_mm512_loadu_si512(b + 64), _mm512_loadu_si512(b + 128), _mm512_loadu_si512(b + 192),
-                          (int)(j % 8), &sc, &mn);
+                          (int)(u % 8), &sc, &mn);
         scale = _mm512_mul_ps(_mm512_cvtepi32_ps(sc), d), off = _mm512_mul_ps(_mm512_cvtepi32_ps(mn), dmin);
     } else {
-        const uint8_t *b = g + (size_t)j * WK_R16_ROWS * sizeof(struct wk_block_q4_1);
+        const uint8_t *b = g + (size_t)u * WK_R16_ROWS * sizeof(struct wk_block_q4_1);
         scale = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)b));
         off = r16_b32_offset(b, scale, true, 0.0f);
     }
     UNROLL
     for (int t = 0; t < AMX_T; t++) {
         const float *ds = pd[t], *sums = ds + nxb;
-        acc[t] = r16_acc_block_f(acc[t], _mm512_load_ps(c[t]), scale, ds[j], off, sums[j], K == AMX_Q4_K);
+        acc[t] = r16_acc_block_f(acc[t], _mm512_load_ps(c[t]), scale, ds[u], off, sums[u], K == AMX_Q4_K);
     }
 }
 
 /* One group, one column chunk of nc elements at g (its B tiles at codes),
- * 16 tokens (A rows at a; ds of token t at pd[t]): out[t][0..15] (+)= the
- * rows' dots. amx_tile's pipeline over the blocks, two tile sets in turn. */
-static ALWAYS_INLINE void bf_tile(const enum amx_kind K, int64_t nc, const uint8_t *g, const uint8_t *codes,
-                                  const uint16_t *a, const float *const *pd, float *const *out, bool add)
+ * 16 tokens (A rows at a, T at tsum; ds of token t at pd[t]): out[t][0..15]
+ * (+)= the rows' dots. amx_tile's pipeline over the steps, two tile sets
+ * in turn. */
+static ALWAYS_INLINE void bf_tile(const enum amx_kind K, bool q6, int64_t nc, const uint8_t *g, const uint8_t *codes,
+                                  const uint16_t *a, const float *tsum, const float *const *pd, float *const *out,
+                                  bool add)
 {
-    const int64_t nj = nc / 32;
+    const int64_t nxb = nc / 32, nu = q6 ? nc / 16 : nxb;
+    const size_t cb = q6 ? 512 : 1024; /* B bytes a step */
     _Alignas(64) float c[2][AMX_T][16]; /* [set][token][row] */
     __m512 acc[AMX_T];
     UNROLL
     for (int t = 0; t < AMX_T; t++) acc[t] = _mm512_setzero_ps();
-    bf_issue(0, a, codes);
-    for (int64_t j = 0; j < nj; j += 2) {
-        if (j + 1 < nj) bf_issue(1, a + (size_t)(j + 1) * AMX_T * 64, codes + 1024 * (j + 1));
+    int p;
+    int64_t xb = bf_xblock(q6, 0, &p);
+    bf_issue(0, a + (size_t)xb * AMX_T * 64 + 16 * p, codes);
+    for (int64_t u = 0; u < nu; u += 2) {
+        if (u + 1 < nu)
+            xb = bf_xblock(q6, u + 1, &p), bf_issue(1, a + (size_t)xb * AMX_T * 64 + 16 * p, codes + cb * (u + 1));
         _tile_stored(4, c[0], 64);
-        if (j > 0) bf_epilogue(K, g, j - 1, nj, c[1], pd, acc);
-        if (j + 1 >= nj) break;
-        if (j + 2 < nj) bf_issue(0, a + (size_t)(j + 2) * AMX_T * 64, codes + 1024 * (j + 2));
+        if (u > 0) bf_epilogue(K, q6, g, u - 1, nxb, c[1], pd, tsum, acc);
+        if (u + 1 >= nu) break;
+        if (u + 2 < nu)
+            xb = bf_xblock(q6, u + 2, &p), bf_issue(0, a + (size_t)xb * AMX_T * 64 + 16 * p, codes + cb * (u + 2));
         _tile_stored(5, c[1], 64);
-        bf_epilogue(K, g, j, nj, c[0], pd, acc);
+        bf_epilogue(K, q6, g, u, nxb, c[0], pd, tsum, acc);
     }
-    bf_epilogue(K, g, nj - 1, nj, c[(nj - 1) & 1], pd, acc);
+    bf_epilogue(K, q6, g, nu - 1, nxb, c[(nu - 1) & 1], pd, tsum, acc);
     UNROLL
     for (int t = 0; t < AMX_T; t++) {
         __m512 r = acc[t];
@@ -456,9 +540,11 @@ static ALWAYS_INLINE void bf_tile(const enum amx_kind K, int64_t nc, const uint8
 }
 
 /* A thread's scratch for bf_gemm: BF_GROUPS groups' B tiles of a column
- * chunk, then every token's A rows of it (4 KiB a token); kept between
- * calls, grown when a call has more tokens, freed when the thread ends. */
+ * chunk, then every token's A rows of it (4 KiB a token) and T (Q6_K: 512
+ * bytes a token); kept between calls, grown when a call has more tokens,
+ * freed when the thread ends. */
 #define BF_B_BYTES ((size_t)BF_GROUPS * (WK_R16_PREP_CHUNK / 32) * 1024)
+#define BF_TOKEN_BYTES ((size_t)(WK_R16_PREP_CHUNK / 32) * (128 + 2 * sizeof(float)))
 struct bf_scratch {
     size_t a_tokens;
     uint8_t *mem;
@@ -488,58 +574,64 @@ static uint8_t *bf_scratch(int64_t n_tokens)
     if (s->a_tokens < (size_t)n_tokens) {
         wk_aligned_free(s->mem);
         s->a_tokens = 0;
-        if (!(s->mem = wk_aligned_alloc(BF_B_BYTES + (size_t)n_tokens * (WK_R16_PREP_CHUNK / 32) * 128))) return NULL;
+        if (!(s->mem = wk_aligned_alloc(BF_B_BYTES + (size_t)n_tokens * BF_TOKEN_BYTES))) return NULL;
         s->a_tokens = (size_t)n_tokens;
     }
     return s->mem;
 }
 
-/* gemm_r16 for K (Q4_1, Q4_K) on BF16 tiles: whole tiles of 16 tokens
- * here; per column chunk, every token's A rows (bf_prepare_a), then per
- * tile of BF_GROUPS groups their codes as B tiles (bf_codes), then each
- * token tile over the groups. The rest of the tokens (and all of them if
- * the scratch cannot be had) through the int8 tiles (amx_gemm). */
-static ALWAYS_INLINE void bf_gemm(const enum amx_kind K, enum wk_dtype dt, int64_t n, const void *w, size_t stride,
-                                  const float *prep, size_t ldp, int64_t n_tokens, float *out, size_t ldo,
-                                  int64_t n_rows)
+/* gemm_r16 for K (Q4_1, Q4_K; Q6_K: q6) on BF16 tiles: whole tiles of 16
+ * tokens here; per column chunk, every token's A rows (bf_prepare_a),
+ * then per tile of BF_GROUPS groups their codes as B tiles (bf_codes),
+ * then each token tile over the groups. The rest of the tokens (and all
+ * of them if the scratch cannot be had) through the int8 tiles (amx_gemm;
+ * Q6_K: the VNNI GEMM). */
+static ALWAYS_INLINE void bf_gemm(const enum amx_kind K, bool q6, enum wk_dtype dt, int64_t n, const void *w,
+                                  size_t stride, const float *prep, size_t ldp, int64_t n_tokens, float *out,
+                                  size_t ldo, int64_t n_rows)
 {
     const int64_t n_tiles = n_tokens / AMX_T;
     uint8_t *scratch = n_tiles ? bf_scratch(n_tiles * AMX_T) : NULL;
     const int64_t n_full = scratch ? n_tiles * AMX_T : 0;
     if (n_full) {
-        const size_t bb = amx_block_bytes(K), ldb = ldp * sizeof(float);
-        const int64_t bs = K == AMX_Q4_K ? WK_QK_K : 32, n_groups = n_rows / WK_R16_ROWS;
-        _tile_loadconfig(&g_bf_config);
+        const size_t bb = q6 ? sizeof(struct wk_block_q6_k) : amx_block_bytes(K), ldb = ldp * sizeof(float);
+        const int64_t bs = q6 || K == AMX_Q4_K ? WK_QK_K : 32, n_groups = n_rows / WK_R16_ROWS;
+        _tile_loadconfig(&g_bf_config[q6]);
         for (int64_t c0 = 0; c0 < n; c0 += AMX_CHUNK) {
             const int64_t nc = WK_MIN(AMX_CHUNK, n - c0), nxb = nc / 32;
-            const size_t tile_a = (size_t)nxb * AMX_T * 64; /* BF16 a token tile's A rows take */
+            const size_t tile_a = (size_t)nxb * AMX_T * 64, tile_t = (size_t)nxb * 2 * AMX_T; /* a token tile's */
             uint16_t *abuf = (uint16_t *)(scratch + BF_B_BYTES);
-            for (int64_t t0 = 0; t0 < n_full; t0 += AMX_T)
-                bf_prepare_a((const uint8_t *)(prep + (size_t)t0 * ldp + (c0 / AMX_CHUNK) * WK_R16_PREP_CHUNK_FLOATS),
-                             ldb, nxb, abuf + (size_t)(t0 / AMX_T) * tile_a);
+            float *tbuf = (float *)(abuf + (size_t)n_tiles * tile_a);
+            for (int64_t i = 0; i < n_tiles; i++)
+                bf_prepare_a((const uint8_t *)(prep + (size_t)i * AMX_T * ldp + (c0 / AMX_CHUNK) * WK_R16_PREP_CHUNK_FLOATS),
+                             ldb, nxb, abuf + (size_t)i * tile_a, q6 ? tbuf + (size_t)i * tile_t : NULL);
             for (int64_t g0 = 0; g0 < n_groups; g0 += BF_GROUPS) {
                 const int64_t g1 = WK_MIN(n_groups, g0 + BF_GROUPS);
                 for (int64_t gi = g0; gi < g1; gi++)
-                    bf_codes(K, (const uint8_t *)w + (size_t)gi * WK_R16_ROWS * stride + (size_t)(c0 / bs) * WK_R16_ROWS * bb,
-                             nxb, scratch + (size_t)(gi - g0) * nxb * 1024);
-                for (int64_t t0 = 0; t0 < n_full; t0 += AMX_T) {
-                    const float *p0 = prep + (size_t)t0 * ldp + (c0 / AMX_CHUNK) * WK_R16_PREP_CHUNK_FLOATS;
+                    bf_codes(K, q6, (const uint8_t *)w + (size_t)gi * WK_R16_ROWS * stride + (size_t)(c0 / bs) * WK_R16_ROWS * bb,
+                             nc, scratch + (size_t)(gi - g0) * nxb * 1024);
+                for (int64_t i = 0; i < n_tiles; i++) {
+                    const float *p0 = prep + (size_t)i * AMX_T * ldp + (c0 / AMX_CHUNK) * WK_R16_PREP_CHUNK_FLOATS;
                     const float *pd[AMX_T];
                     for (int t = 0; t < AMX_T; t++) pd[t] = p0 + (size_t)t * ldp + nxb * 16;
                     for (int64_t gi = g0; gi < g1; gi++) {
                         const uint8_t *wg = (const uint8_t *)w + (size_t)gi * WK_R16_ROWS * stride +
                                             (size_t)(c0 / bs) * WK_R16_ROWS * bb;
                         float *o[AMX_T];
-                        for (int t = 0; t < AMX_T; t++) o[t] = out + (size_t)(t0 + t) * ldo + WK_R16_ROWS * gi;
-                        bf_tile(K, nc, wg, scratch + (size_t)(gi - g0) * nxb * 1024,
-                                abuf + (size_t)(t0 / AMX_T) * tile_a, pd, o, c0 > 0);
+                        for (int t = 0; t < AMX_T; t++) o[t] = out + (size_t)(i * AMX_T + t) * ldo + WK_R16_ROWS * gi;
+                        bf_tile(K, q6, nc, wg, scratch + (size_t)(gi - g0) * nxb * 1024, abuf + (size_t)i * tile_a,
+                                tbuf + (size_t)i * tile_t, pd, o, c0 > 0);
                     }
                 }
             }
         }
         _tile_release();
     }
-    if (n_full < n_tokens)
+    if (n_full == n_tokens) return;
+    if (q6)
+        g_vnni[dt](n, w, stride, prep + (size_t)n_full * ldp, ldp, n_tokens - n_full, out + (size_t)n_full * ldo, ldo,
+                   n_rows);
+    else
         amx_gemm(K, dt, n, w, stride, prep + (size_t)n_full * ldp, ldp, n_tokens - n_full, out + (size_t)n_full * ldo,
                  ldo, n_rows);
 }
@@ -591,21 +683,6 @@ static void amx_tok_config_fill(void)
             c->rows[2] = c->rows[3] = (uint8_t)(q6 ? 4 : 8);
             for (int i = 4; i < 8; i++) c->colsb[i] = 64, c->rows[i] = (uint8_t)m;
         }
-}
-
-/* Q6_K_R16: the B rows of the four quarters of vector group (h, p) of
- * super-block i at g into buf (quarter q at buf + 256 q: its rows kk =
- * 0..3 hold elements 128h + 32q + 16p + 4kk .. of the 16 rows). */
-static ALWAYS_INLINE void amx_q6k_codes(const uint8_t *g, int64_t i, int h, int p, uint8_t *buf)
-{
-    const uint8_t *ph = g + (size_t)i * WK_R16_ROWS * sizeof(struct wk_block_q6_k) + 32 + 832 * (2 * h + p);
-    UNROLL
-    for (int kk = 0; kk < 4; kk++) {
-        const __m512i A = _mm512_loadu_si512(ph + 192 * kk), B = _mm512_loadu_si512(ph + 192 * kk + 64);
-        const __m512i Q = _mm512_loadu_si512(ph + 192 * kk + 128);
-        UNROLL
-        for (int q = 0; q < 4; q++) _mm512_store_si512(buf + 256 * q + 64 * kk, r16_q6k_code(q & 1 ? B : A, Q, q));
-    }
 }
 
 /* Step u's products into tile set u & 1: a 32-element block (Q4_1, Q5_0,
@@ -764,23 +841,29 @@ AMX_ENTRY(q4_1, AMX_Q4_1, WK_DTYPE_Q4_1_R16)
 AMX_ENTRY(q5_0, AMX_Q5_0, WK_DTYPE_Q5_0_R16)
 AMX_ENTRY(q8_0, AMX_Q8_0, WK_DTYPE_Q8_0_R16)
 AMX_ENTRY(q4_k, AMX_Q4_K, WK_DTYPE_Q4_K_R16)
-#define BF_ENTRY(name, K, dt)                                                                                     \
+#define BF_ENTRY(name, K, q6, dt)                                                                                 \
     static void bf_gemm_##name(int64_t n, const void *w, size_t stride, const float *prep, size_t ldp,            \
                                int64_t n_tokens, float *out, size_t ldo, int64_t n_rows)                          \
     {                                                                                                             \
-        bf_gemm(K, dt, n, w, stride, prep, ldp, n_tokens, out, ldo, n_rows);                                      \
+        bf_gemm(K, q6, dt, n, w, stride, prep, ldp, n_tokens, out, ldo, n_rows);                                  \
     }
-BF_ENTRY(q4_1, AMX_Q4_1, WK_DTYPE_Q4_1_R16)
-BF_ENTRY(q4_k, AMX_Q4_K, WK_DTYPE_Q4_K_R16)
+BF_ENTRY(q4_1, AMX_Q4_1, false, WK_DTYPE_Q4_1_R16)
+BF_ENTRY(q4_k, AMX_Q4_K, false, WK_DTYPE_Q4_K_R16)
+BF_ENTRY(q6_k, AMX_Q4_K, true, WK_DTYPE_Q6_K_R16)
 
 void wk__cpu_fill_amx(struct wk_cpu_kernels *k)
 {
-    const enum wk_dtype dts[4] = {WK_DTYPE_Q4_1_R16, WK_DTYPE_Q5_0_R16, WK_DTYPE_Q8_0_R16, WK_DTYPE_Q4_K_R16};
-    const bool bf = wk_cpu_features_get()->amx_bf16; /* the 4-bit types on BF16 tiles */
-    const wk_gemm_r16_fn fns[4] = {bf ? bf_gemm_q4_1 : amx_gemm_q4_1, amx_gemm_q5_0, amx_gemm_q8_0,
-                                   bf ? bf_gemm_q4_k : amx_gemm_q4_k};
-    for (int i = 0; i < 4; i++) {
-        if (!k->gemm_r16[dts[i]] || k->gemm_r16[dts[i]] == fns[i]) continue; /* needs the VNNI kernel beneath */
+    /* Q4_1, Q4_K and Q6_K on BF16 tiles where the CPU has them; Q5_0,
+     * Q8_0 (and Q4_1, Q4_K without) on int8 tiles */
+    const bool bf = wk_cpu_features_get()->amx_bf16;
+    const enum wk_dtype dts[5] = {WK_DTYPE_Q4_1_R16, WK_DTYPE_Q5_0_R16, WK_DTYPE_Q8_0_R16, WK_DTYPE_Q4_K_R16,
+                                  WK_DTYPE_Q6_K_R16};
+    const wk_gemm_r16_fn fns[5] = {bf ? bf_gemm_q4_1 : amx_gemm_q4_1, amx_gemm_q5_0, amx_gemm_q8_0,
+                                   bf ? bf_gemm_q4_k : amx_gemm_q4_k, bf ? bf_gemm_q6_k : NULL};
+    for (int c = 0; c < 64; c++) g_bf_code[c] = bf16_of((float)(c & 15)), g_bf_q6[c] = bf16_of((float)(c - 32));
+    for (int i = 0; i < 5; i++) {
+        /* each needs the VNNI kernel beneath */
+        if (!fns[i] || !k->gemm_r16[dts[i]] || k->gemm_r16[dts[i]] == fns[i]) continue;
         g_vnni[dts[i]] = k->gemm_r16[dts[i]];
         k->gemm_r16[dts[i]] = fns[i];
     }

@@ -99,12 +99,18 @@ static ALWAYS_INLINE __m512 r16_acc_block(__m512 acc, __m512i S, __m512 scale, f
  * or d_w, xoff x~'s block sum or -16 / -128 times it; r16_group_q4k's
  * sub-block sums: scale sc, off m, xoff the sum; r16_group_q6k: scale and
  * off d sc, xoff -32 times the 16-element sum). With accc == acc both go
- * into one accumulator (the Q6_K GEMM's). */
+ * into one accumulator (the Q6_K GEMM's). r16_dec_group_f: S as a float
+ * equal to float(S), the AMX-BF16 tiles'. */
+static ALWAYS_INLINE void r16_dec_group_f(__m512 *acc, __m512 *accc, __m512 Sf, __m512 scale, float ds, __m512 off,
+                                          float xoff)
+{
+    *acc = _mm512_fmadd_ps(Sf, _mm512_mul_ps(scale, _mm512_set1_ps(ds)), *acc);
+    *accc = _mm512_fmadd_ps(off, _mm512_set1_ps(xoff), *accc);
+}
 static ALWAYS_INLINE void r16_dec_group(__m512 *acc, __m512 *accc, __m512i S, __m512 scale, float ds, __m512 off,
                                         float xoff)
 {
-    *acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(S), _mm512_mul_ps(scale, _mm512_set1_ps(ds)), *acc);
-    *accc = _mm512_fmadd_ps(off, _mm512_set1_ps(xoff), *accc);
+    r16_dec_group_f(acc, accc, _mm512_cvtepi32_ps(S), scale, ds, off, xoff);
 }
 
 #endif
