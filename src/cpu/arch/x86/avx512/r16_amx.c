@@ -333,31 +333,37 @@ static const struct amx_config g_bf_config[2] = {
 
 /* A's rows for 16 tokens over nj blocks: token t's block j at a + (16 j +
  * t) 64 BF16, 256 h [32] then l [32]; from the prepared lines at p0 (ldb
- * bytes between tokens). With tsum, also 32 times T, each 16 elements' sum
- * of 256 h + l: token t's half p of block j at tsum[(2 j + p) 16 + t]. */
-static void bf_prepare_a(const uint8_t *p0, size_t ldb, int64_t nj, uint16_t *a, float *tsum)
+ * bytes between tokens). With tsum, also T, the sums of 256 h + l (exact
+ * integers): tmode 1 (Q6_K) 32 times each 16 elements' (token t's half p
+ * of block j at tsum[(2 j + p) 16 + t]), 2 (Q5_0) 16 times each block's
+ * (at tsum[16 j + t]). */
+static void bf_prepare_a(const uint8_t *p0, size_t ldb, int64_t nj, uint16_t *a, float *tsum, int tmode)
 {
     for (int64_t j = 0; j < nj; j++)
         for (int t = 0; t < AMX_T; t++) {
             const uint8_t *line = p0 + (size_t)t * ldb + 64 * j;
             __m512 f[4];
+            float hs[2];
             UNROLL
             for (int q = 0; q < 2; q++) {
                 const __m128i h = _mm_loadu_si128((const __m128i *)(line + 16 * q));
                 const __m128i l = _mm_loadu_si128((const __m128i *)(line + 32 + 16 * q));
                 f[q] = _mm512_cvtepi32_ps(_mm512_slli_epi32(_mm512_cvtepi8_epi32(h), 8));
                 f[2 + q] = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(l));
-                if (tsum) tsum[(2 * j + q) * AMX_T + t] = 32.0f * _mm512_reduce_add_ps(_mm512_add_ps(f[q], f[2 + q]));
+                if (tmode) hs[q] = _mm512_reduce_add_ps(_mm512_add_ps(f[q], f[2 + q]));
             }
+            if (tmode == 1) tsum[2 * j * AMX_T + t] = 32.0f * hs[0], tsum[(2 * j + 1) * AMX_T + t] = 32.0f * hs[1];
+            if (tmode == 2) tsum[j * AMX_T + t] = 16.0f * (hs[0] + hs[1]);
             uint16_t *d = a + (size_t)(j * AMX_T + t) * 64;
             _mm512_store_si512(d, (__m512i)_mm512_cvtne2ps_pbh(f[1], f[0]));
             _mm512_store_si512(d + 32, (__m512i)_mm512_cvtne2ps_pbh(f[3], f[2]));
         }
 }
 
-/* BF16 of c (0..15) and of c - 32 (c 0..63, Q6_K's codes), filled by
- * wk__cpu_fill_amx */
-static uint16_t g_bf_code[64] __attribute__((aligned(64))), g_bf_q6[64] __attribute__((aligned(64)));
+/* BF16 of c (0..15), of c - 16 (c 0..31, Q5_0's codes) and of c - 32 (c
+ * 0..63, Q6_K's), filled by wk__cpu_fill_amx */
+static uint16_t g_bf_code[64] __attribute__((aligned(64))), g_bf_q5[64] __attribute__((aligned(64))),
+    g_bf_q6[64] __attribute__((aligned(64)));
 
 static uint16_t bf16_of(float v)
 {
@@ -413,13 +419,15 @@ static ALWAYS_INLINE void bf_codes(const enum amx_kind K, bool q6, const uint8_t
             }
             continue;
         }
-        const uint8_t *b = g + (size_t)j * WK_R16_ROWS * sizeof(struct wk_block_q4_1);
+        const bool q5 = K == AMX_Q5_0;
+        const uint8_t *b = g + (size_t)j * WK_R16_ROWS * amx_block_bytes(K);
+        const __m512i qh = q5 ? _mm512_loadu_si512(b + 32) : _mm512_setzero_si512();
         UNROLL
         for (int k = 0; k < 4; k++) { /* int8 rows k and 4 + k */
             __m512i lo, hi;
-            r16_nibble_codes(_mm512_loadu_si512(b + 64 + 64 * k), _mm512_setzero_si512(), k, false, &lo, &hi);
-            bf_pairs(lo, d + 128 * k, g_bf_code);
-            bf_pairs(hi, d + 128 * (4 + k), g_bf_code);
+            r16_nibble_codes(_mm512_loadu_si512(b + (q5 ? 96 : 64) + 64 * k), qh, k, q5, &lo, &hi);
+            bf_pairs(lo, d + 128 * k, q5 ? g_bf_q5 : g_bf_code);
+            bf_pairs(hi, d + 128 * (4 + k), q5 ? g_bf_q5 : g_bf_code);
         }
     }
 }
@@ -491,14 +499,16 @@ static ALWAYS_INLINE void bf_epilogue(const enum amx_kind K, bool q6, const uint
                           (int)(u % 8), &sc, &mn);
         scale = _mm512_mul_ps(_mm512_cvtepi32_ps(sc), d), off = _mm512_mul_ps(_mm512_cvtepi32_ps(mn), dmin);
     } else {
-        const uint8_t *b = g + (size_t)u * WK_R16_ROWS * sizeof(struct wk_block_q4_1);
+        const uint8_t *b = g + (size_t)u * WK_R16_ROWS * amx_block_bytes(K);
         scale = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)b));
-        off = r16_b32_offset(b, scale, true, 0.0f);
+        off = r16_b32_offset(b, scale, K == AMX_Q4_1, -16.0f);
     }
     UNROLL
     for (int t = 0; t < AMX_T; t++) {
         const float *ds = pd[t], *sums = ds + nxb;
-        acc[t] = r16_acc_block_f(acc[t], _mm512_load_ps(c[t]), scale, ds[u], off, sums[u], K == AMX_Q4_K);
+        __m512 S = _mm512_load_ps(c[t]);
+        if (K == AMX_Q5_0) S = _mm512_add_ps(S, _mm512_set1_ps(tsum[u * AMX_T + t])); /* codes q - 16 in the tile */
+        acc[t] = r16_acc_block_f(acc[t], S, scale, ds[u], off, sums[u], K == AMX_Q4_K);
     }
 }
 
@@ -604,7 +614,7 @@ static ALWAYS_INLINE void bf_gemm(const enum amx_kind K, bool q6, enum wk_dtype 
             float *tbuf = (float *)(abuf + (size_t)n_tiles * tile_a);
             for (int64_t i = 0; i < n_tiles; i++)
                 bf_prepare_a((const uint8_t *)(prep + (size_t)i * AMX_T * ldp + (c0 / AMX_CHUNK) * WK_R16_PREP_CHUNK_FLOATS),
-                             ldb, nxb, abuf + (size_t)i * tile_a, q6 ? tbuf + (size_t)i * tile_t : NULL);
+                             ldb, nxb, abuf + (size_t)i * tile_a, tbuf + (size_t)i * tile_t, q6 ? 1 : K == AMX_Q5_0 ? 2 : 0);
             for (int64_t g0 = 0; g0 < n_groups; g0 += BF_GROUPS) {
                 const int64_t g1 = WK_MIN(n_groups, g0 + BF_GROUPS);
                 for (int64_t gi = g0; gi < g1; gi++)
@@ -849,18 +859,21 @@ AMX_ENTRY(q4_k, AMX_Q4_K, WK_DTYPE_Q4_K_R16)
     }
 BF_ENTRY(q4_1, AMX_Q4_1, false, WK_DTYPE_Q4_1_R16)
 BF_ENTRY(q4_k, AMX_Q4_K, false, WK_DTYPE_Q4_K_R16)
+BF_ENTRY(q5_0, AMX_Q5_0, false, WK_DTYPE_Q5_0_R16)
 BF_ENTRY(q6_k, AMX_Q4_K, true, WK_DTYPE_Q6_K_R16)
 
 void wk__cpu_fill_amx(struct wk_cpu_kernels *k)
 {
-    /* Q4_1, Q4_K and Q6_K on BF16 tiles where the CPU has them; Q5_0,
-     * Q8_0 (and Q4_1, Q4_K without) on int8 tiles */
+    /* Q4_1, Q5_0, Q4_K and Q6_K on BF16 tiles where the CPU has them;
+     * Q8_0 (and the others without) on int8 tiles */
     const bool bf = wk_cpu_features_get()->amx_bf16;
     const enum wk_dtype dts[5] = {WK_DTYPE_Q4_1_R16, WK_DTYPE_Q5_0_R16, WK_DTYPE_Q8_0_R16, WK_DTYPE_Q4_K_R16,
                                   WK_DTYPE_Q6_K_R16};
-    const wk_gemm_r16_fn fns[5] = {bf ? bf_gemm_q4_1 : amx_gemm_q4_1, amx_gemm_q5_0, amx_gemm_q8_0,
+    const wk_gemm_r16_fn fns[5] = {bf ? bf_gemm_q4_1 : amx_gemm_q4_1, bf ? bf_gemm_q5_0 : amx_gemm_q5_0, amx_gemm_q8_0,
                                    bf ? bf_gemm_q4_k : amx_gemm_q4_k, bf ? bf_gemm_q6_k : NULL};
-    for (int c = 0; c < 64; c++) g_bf_code[c] = bf16_of((float)(c & 15)), g_bf_q6[c] = bf16_of((float)(c - 32));
+    for (int c = 0; c < 64; c++)
+        g_bf_code[c] = bf16_of((float)(c & 15)), g_bf_q5[c] = bf16_of((float)((c & 31) - 16)),
+        g_bf_q6[c] = bf16_of((float)(c - 32));
     for (int i = 0; i < 5; i++) {
         /* each needs the VNNI kernel beneath */
         if (!fns[i] || !k->gemm_r16[dts[i]] || k->gemm_r16[dts[i]] == fns[i]) continue;
