@@ -44,7 +44,7 @@ int main(int argc, char **argv)
     uint8_t *w = wk_aligned_alloc(rb * (size_t)rows), *tmp = wk_aligned_alloc(rb * WK_R16_ROWS);
     float *x = wk_aligned_alloc((size_t)(n * ntok) * 4), *wf = wk_aligned_alloc((size_t)(64 * n) * 4);
     float *out = wk_aligned_alloc((size_t)(rows * ntok) * 4);
-    const size_t ldp = wk_cpu_r16_prep_floats(n);
+    const size_t ldp = wk_cpu_r16_gemm_prep_floats(k, n);
     float *prep = wk_aligned_alloc(ldp * (size_t)ntok * 4);
     if (!w || !tmp || !x || !wf || !out || !prep) return 1;
     uint64_t s = 88172645463325252ull;
@@ -80,7 +80,7 @@ int main(int argc, char **argv)
     best = 1e30;
     for (int r = 0; r < reps; r++) {
         const int64_t t0 = wk_time_ns();
-        for (int64_t j = 0; j < ntok; j++) k->r16_prepare(n, x + j * n, prep + (size_t)j * ldp);
+        for (int64_t j = 0; j < ntok; j++) wk_cpu_r16_prepare_gemm(k, n, x + j * n, prep + (size_t)j * ldp);
         k->gemm_r16[r16](n, w, rb, prep, ldp, ntok, out, (size_t)rows, rows);
         best = WK_MIN(best, (double)(wk_time_ns() - t0));
     }

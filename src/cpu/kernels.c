@@ -174,7 +174,7 @@ static void init_once(void)
     memset(g_exact.vec_dot_rows_r16, 0, sizeof g_exact.vec_dot_rows_r16);
     memset(g_exact.vec_dot_rows_r16_tokens, 0, sizeof g_exact.vec_dot_rows_r16_tokens);
     memset(g_exact.gemm_r16, 0, sizeof g_exact.gemm_r16);
-    g_exact.r16_prepare = NULL;
+    g_exact.r16_prepare = g_exact.r16_prepare_gemm = NULL;
     g_exact.gemm_q14 = NULL;
 }
 

@@ -315,7 +315,12 @@ static void prep_task(void *arg, int ith, int nth)
     struct matmul_ctx *c = arg;
     int64_t lo, hi;
     wk_split_range(c->n_tokens, ith, nth, &lo, &hi);
-    for (int64_t t = lo; t < hi; t++) c->k->r16_prepare(c->n_in, c->x + t * c->n_in, c->x_prep + (size_t)t * c->ldp);
+    const bool gemm = !(c->flags & WK_MATMUL_PER_TOKEN); /* gemm_r16's preparation, else decode's */
+    for (int64_t t = lo; t < hi; t++) {
+        float *p = c->x_prep + (size_t)t * c->ldp;
+        if (gemm) wk_cpu_r16_prepare_gemm(c->k, c->n_in, c->x + t * c->n_in, p);
+        else c->k->r16_prepare(c->n_in, c->x + t * c->n_in, p);
+    }
 }
 
 /* For several tokens, where a part has a gemm_r16 kernel (or with
@@ -331,7 +336,7 @@ static void gemm_r16_setup(struct matmul_ctx *c, struct wk_threadpool *pool)
         any |= per_token ? c->k->vec_dot_rows_r16_tokens[t] != NULL : c->k->gemm_r16[t] != NULL;
     }
     if (c->n_tokens < 2 || !any || !c->k->r16_prepare || !c->scratch) return;
-    c->ldp = wk_cpu_r16_prep_floats(c->n_in);
+    c->ldp = per_token ? wk_cpu_r16_prep_floats(c->n_in) : wk_cpu_r16_gemm_prep_floats(c->k, c->n_in);
     c->x_prep = c->scratch + (size_t)wk_threadpool_n_threads(pool) * (ROW_TILE + 1) * (size_t)c->n_in;
     wk_threadpool_run(pool, prep_task, c);
 }

@@ -146,6 +146,11 @@ struct wk_cpu_kernels {
      * matmul prepares x once per thread and job, so that a job's rows can
      * be taken in small chunks without quantizing x again for each. */
     void (*r16_prepare)(int64_t n, const float *x, float *prep);
+    /* The prefill GEMM's preparation of one token where it reads more than
+     * r16_prepare's (NULL elsewhere): r16_prepare's floats, then
+     * WK_R16_BF16_FLOATS(n) more (the AMX-BF16 tiles' x~ as BF16 rows and
+     * sums, r16_amx.c). wk_cpu_r16_prepare_gemm calls whichever applies. */
+    void (*r16_prepare_gemm)(int64_t n, const float *x, float *prep);
     wk_vec_dot_rows_fn vec_dot_rows_r16[WK_DTYPE_COUNT];
     /* the same for several tokens (x: the first token's prep, x_stride the
      * floats between tokens' preps, wk_cpu_r16_prep_floats(n) or more):
@@ -162,8 +167,8 @@ struct wk_cpu_kernels {
      * gemm_r16[dt](n, w, stride, prep, ldp, n_tokens, out, ldo, n_rows)
      * sets out[t * ldo + r] to row r's dot with token t for rows r <
      * n_rows (whole groups, w at a group's start, stride the row bytes)
-     * and t < n_tokens, token t's x prepared by r16_prepare at prep + t *
-     * ldp (ldp >= wk_cpu_r16_prep_floats(n)). The integer dots of each
+     * and t < n_tokens, token t's x prepared by wk_cpu_r16_prepare_gemm at
+     * prep + t * ldp (ldp >= wk_cpu_r16_gemm_prep_floats(k, n)). The integer dots of each
      * 32-element block are decode's (x rounded to 16 bits, see below); the
      * scales are applied in another order, so the bits are not
      * vec_dot_rows_x16's (on AVX2 they are: r16_avx2.c's tiles give each
@@ -281,6 +286,26 @@ static inline size_t wk_cpu_r16_prep_floats(int64_t n)
     return (size_t)((n + WK_R16_PREP_CHUNK - 1) / WK_R16_PREP_CHUNK) * WK_R16_PREP_CHUNK_FLOATS;
 }
 
+/* The floats r16_prepare_gemm adds for n elements (n a multiple of 32):
+ * each 32-element block's x~ as 64 BF16 (n floats), then 32 times each
+ * 16 elements' sum (n / 16) and 16 times each block's (n / 32); rounded
+ * up to 64 bytes, so that every token's preparation starts 64-byte aligned. */
+#define WK_R16_BF16_FLOATS(n) (((size_t)(n) + (size_t)(n) / 16 + (size_t)(n) / 32 + 15) / 16 * 16)
+
+/* The floats a token's x takes prepared for table k's gemm_r16. */
+static inline size_t wk_cpu_r16_gemm_prep_floats(const struct wk_cpu_kernels *k, int64_t n)
+{
+    return wk_cpu_r16_prep_floats(n) + (k->r16_prepare_gemm ? WK_R16_BF16_FLOATS(n) : 0);
+}
+
+/* One token's x [n] prepared for table k's gemm_r16 into prep
+ * [wk_cpu_r16_gemm_prep_floats(k, n)]. */
+static inline void wk_cpu_r16_prepare_gemm(const struct wk_cpu_kernels *k, int64_t n, const float *x, float *prep)
+{
+    if (k->r16_prepare_gemm) k->r16_prepare_gemm(n, x, prep);
+    else k->r16_prepare(n, x, prep);
+}
+
 /* The R16 dtype of base (Q4_1 -> Q4_1_R16, Q5_0 -> Q5_0_R16, Q8_0 ->
  * Q8_0_R16, Q6_K -> Q6_K_R16, Q4_K -> Q4_K_R16), or WK_DTYPE_COUNT for a
  * dtype that has none. */
@@ -370,11 +395,15 @@ void wk__gemm_q14_ref(int64_t m, int64_t n, int64_t k, const int16_t *pw, const 
  * n_threads threads and up to n_tokens_max tokens a call: a tile of
  * WK_MATMUL_ROW_TILE rows a thread, plus one row for an R16 row's
  * row-major bytes on their way to the tile; then, for several tokens,
- * every token's x prepared for gemm_r16 (wk_cpu_r16_prep_floats each). */
+ * every token's x prepared for gemm_r16 (wk_cpu_r16_gemm_prep_floats each,
+ * for whichever table: the "amx" one, the only one with r16_prepare_gemm,
+ * where the CPU has it). */
 static inline size_t wk_cpu_matmul_scratch_floats(int64_t n_in_max, int n_threads, int64_t n_tokens_max)
 {
+    const struct wk_cpu_kernels *amx = wk_cpu_kernels_for("amx");
+    const size_t prep = amx ? wk_cpu_r16_gemm_prep_floats(amx, n_in_max) : wk_cpu_r16_prep_floats(n_in_max);
     return (size_t)n_in_max * (WK_MATMUL_ROW_TILE + 1) * (size_t)n_threads +
-           (n_tokens_max > 1 ? (size_t)n_tokens_max * wk_cpu_r16_prep_floats(n_in_max) : 0);
+           (n_tokens_max > 1 ? (size_t)n_tokens_max * prep : 0);
 }
 
 /*

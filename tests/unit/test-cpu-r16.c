@@ -186,9 +186,9 @@ static void test_r16_layout(void)
                 if (k->gemm_r16[r16]) {
                     /* a call's tokens and rows do not change a result: tokens 2.. and
                      * rows 16.. alone give the whole call's bits */
-                    const size_t ldp = wk_cpu_r16_prep_floats(n);
+                    const size_t ldp = wk_cpu_r16_gemm_prep_floats(k, n);
                     float *xp = wk_aligned_alloc(ldp * (size_t)n_tok * 4), *z = wk_aligned_alloc((size_t)(n_rows * n_tok) * 4);
-                    for (int64_t j = 0; j < n_tok; j++) k->r16_prepare(n, x + j * n, xp + (size_t)j * ldp);
+                    for (int64_t j = 0; j < n_tok; j++) wk_cpu_r16_prepare_gemm(k, n, x + j * n, xp + (size_t)j * ldp);
                     for (int64_t i = 0; i < n_rows * n_tok; i++) z[i] = NAN;
                     k->gemm_r16[r16](n, packed + WK_R16_ROWS * row, row, xp + 2 * ldp, ldp, n_tok - 2,
                                      z + 2 * n_rows + WK_R16_ROWS, (size_t)n_rows, n_rows - WK_R16_ROWS);
@@ -426,7 +426,7 @@ static void test_r16_gemm_amx(void)
             const int64_t bs = wk_dtype_traits_get(t)->block_size, n = bs == 32 ? ns_b32[ni] : ns_k[ni];
             if (!amx->gemm_r16[r16] || !vnni->gemm_r16[r16]) continue;
             n_amx += amx->gemm_r16[r16] != vnni->gemm_r16[r16];
-            const size_t row = wk_dtype_row_bytes(t, n), ldp = wk_cpu_r16_prep_floats(n);
+            const size_t row = wk_dtype_row_bytes(t, n), ldp = wk_cpu_r16_gemm_prep_floats(amx, n);
             uint8_t *w = wk_aligned_alloc(row * n_rows), *tmp = wk_aligned_alloc(row * WK_R16_ROWS);
             fill_random_blocks(t, w, n / bs * n_rows, &seed);
             /* row 0 every code at its largest (15 for the 4-bit types) */
@@ -438,7 +438,9 @@ static void test_r16_gemm_amx(void)
              * everywhere, so row 0's block dots reach 32 127 256 15 (the
              * BF16 tiles' f32 sums stay exact below 2^24) */
             for (int64_t i = 0; i < n; i++) x[i] = 1.0f, x[n + i] = -1.0f;
-            for (int64_t j = 0; j < n_tok; j++) vnni->r16_prepare(n, x + j * n, prep + (size_t)j * ldp);
+            /* the AMX table's preparation (the VNNI one's, then the BF16 tiles' rows where they are), which
+             * the VNNI GEMM reads the start of */
+            for (int64_t j = 0; j < n_tok; j++) wk_cpu_r16_prepare_gemm(amx, n, x + j * n, prep + (size_t)j * ldp);
             float *ya = wk_aligned_alloc((size_t)(ldo * n_tok) * 4), *yv = wk_aligned_alloc((size_t)(ldo * n_tok) * 4);
             for (int64_t i = 0; i < ldo * n_tok; i++) ya[i] = yv[i] = -1.0f;
             amx->gemm_r16[r16](n, w, row, prep, ldp, n_tok, ya, (size_t)ldo, n_rows);

@@ -307,7 +307,7 @@ static ALWAYS_INLINE void amx_q6k_codes(const uint8_t *g, int64_t i, int h, int 
  * 2^24: exact in any order. So one f32 tile holds each block's S = 256
  * S_hi + S_lo exactly (the int8 tiles' two int32 ones and their
  * combination in one); Q6_K's S with codes q is that plus 32 times the
- * group's sum of x~'s 16-bit values (T, exact, from bf_prepare_a), and
+ * group's sum of x~'s 16-bit values (T, exact, from bf_prepare_gemm), and
  * the f32 sum of the two exact terms rounds as float(S) does. The float
  * side is the VNNI GEMM's (r16_acc_block_f, r16_dec_group_f on that
  * float): the same bits.
@@ -315,8 +315,9 @@ static ALWAYS_INLINE void amx_q6k_codes(const uint8_t *g, int64_t i, int h, int 
  * Against the int8 tiles (or Q6_K's VNNI tile), a block's 16 x 16 results
  * cost one tile store and, per token, one load, a multiply and two FMAs
  * (Q6_K: and an add of T); and the codes are unpacked once for all the
- * tokens, not once per 16: per column chunk, every token's A rows first
- * (bf_prepare_a: 4 KiB a token), then for each tile of BF_GROUPS groups
+ * tokens, not once per 16: every token's x~ as BF16 A rows is part of its
+ * preparation (bf_prepare_gemm, the table's r16_prepare_gemm: once a token
+ * and matrix product, 4 bytes an element); per column chunk, for each tile of BF_GROUPS groups
  * their codes as B tiles (bf_codes: 64 KiB a group's chunk), then each
  * token tile of 16 over the groups. Tiles: 0, 1 A (256 h and l of 16
  * tokens, one block or Q6_K group); B in 2 or 3, C in 4 or 5 (two sets,
@@ -331,33 +332,42 @@ static const struct amx_config g_bf_config[2] = {
     {.palette = 1, .colsb = {32, 32, 64, 64, 64, 64}, .rows = {AMX_T, AMX_T, 8, 8, AMX_T, AMX_T}},
 };
 
-/* A's rows for 16 tokens over nj blocks: token t's block j at a + (16 j +
- * t) 64 BF16, 256 h [32] then l [32]; from the prepared lines at p0 (ldb
- * bytes between tokens). With tsum, also T, the sums of 256 h + l (exact
- * integers): tmode 1 (Q6_K) 32 times each 16 elements' (token t's half p
- * of block j at tsum[(2 j + p) 16 + t]), 2 (Q5_0) 16 times each block's
- * (at tsum[16 j + t]). */
-static void bf_prepare_a(const uint8_t *p0, size_t ldb, int64_t nj, uint16_t *a, float *tsum, int tmode)
+/* The VNNI table's r16_prepare, which r16_prepare_gemm extends. */
+static void (*g_vnni_prepare)(int64_t n, const float *x, float *prep);
+
+/* r16_prepare_gemm (wk_cpu.h) of the AMX-BF16 table: r16_prepare's floats,
+ * then each 32-element block b's x~ as BF16 (256 h [32] then l [32], at
+ * byte 128 b of the extension), 32 T of each 16 elements (n / 16 floats;
+ * T the sum of their 256 h + l, an exact integer), 16 T of each block
+ * (n / 32 floats). */
+static void bf_prepare_gemm(int64_t n, const float *x, float *prep)
 {
-    for (int64_t j = 0; j < nj; j++)
-        for (int t = 0; t < AMX_T; t++) {
-            const uint8_t *line = p0 + (size_t)t * ldb + 64 * j;
-            __m512 f[4];
-            float hs[2];
-            UNROLL
-            for (int q = 0; q < 2; q++) {
-                const __m128i h = _mm_loadu_si128((const __m128i *)(line + 16 * q));
-                const __m128i l = _mm_loadu_si128((const __m128i *)(line + 32 + 16 * q));
-                f[q] = _mm512_cvtepi32_ps(_mm512_slli_epi32(_mm512_cvtepi8_epi32(h), 8));
-                f[2 + q] = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(l));
-                if (tmode) hs[q] = _mm512_reduce_add_ps(_mm512_add_ps(f[q], f[2 + q]));
-            }
-            if (tmode == 1) tsum[2 * j * AMX_T + t] = 32.0f * hs[0], tsum[(2 * j + 1) * AMX_T + t] = 32.0f * hs[1];
-            if (tmode == 2) tsum[j * AMX_T + t] = 16.0f * (hs[0] + hs[1]);
-            uint16_t *d = a + (size_t)(j * AMX_T + t) * 64;
-            _mm512_store_si512(d, (__m512i)_mm512_cvtne2ps_pbh(f[1], f[0]));
-            _mm512_store_si512(d + 32, (__m512i)_mm512_cvtne2ps_pbh(f[3], f[2]));
+    g_vnni_prepare(n, x, prep);
+    uint16_t *a = (uint16_t *)(prep + wk_cpu_r16_prep_floats(n));
+    float *t6 = prep + wk_cpu_r16_prep_floats(n) + n, *t5 = t6 + n / 16;
+    for (int64_t b = 0; b < n / 32; b++) {
+        const int64_t c = b / (AMX_CHUNK / 32), j = b % (AMX_CHUNK / 32);
+        const uint8_t *line = (const uint8_t *)(prep + c * WK_R16_PREP_CHUNK_FLOATS) + 64 * j;
+        __m512 f[4];
+        UNROLL
+        for (int q = 0; q < 2; q++) {
+            const __m128i h = _mm_loadu_si128((const __m128i *)(line + 16 * q));
+            const __m128i l = _mm_loadu_si128((const __m128i *)(line + 32 + 16 * q));
+            f[q] = _mm512_cvtepi32_ps(_mm512_slli_epi32(_mm512_cvtepi8_epi32(h), 8));
+            f[2 + q] = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(l));
         }
+        /* the two halves' sums at once (integers: exact in any order): lane 0 and lane 8 */
+        const __m512 v0 = _mm512_add_ps(f[0], f[2]), v1 = _mm512_add_ps(f[1], f[3]);
+        __m512 s = _mm512_add_ps(_mm512_shuffle_f32x4(v0, v1, 0x44), _mm512_shuffle_f32x4(v0, v1, 0xEE));
+        s = _mm512_add_ps(s, _mm512_shuffle_f32x4(s, s, 0xB1));
+        s = _mm512_add_ps(s, _mm512_permute_ps(s, 0x4E));
+        s = _mm512_add_ps(s, _mm512_permute_ps(s, 0xB1));
+        _Alignas(64) float hs[16];
+        _mm512_store_ps(hs, s);
+        t6[2 * b] = 32.0f * hs[0], t6[2 * b + 1] = 32.0f * hs[8], t5[b] = 16.0f * (hs[0] + hs[8]);
+        _mm512_store_si512(a + 64 * b, (__m512i)_mm512_cvtne2ps_pbh(f[1], f[0]));
+        _mm512_store_si512(a + 64 * b + 32, (__m512i)_mm512_cvtne2ps_pbh(f[3], f[2]));
+    }
 }
 
 /* BF16 of c (0..15), of c - 16 (c 0..31, Q5_0's codes) and of c - 32 (c
@@ -445,13 +455,14 @@ static ALWAYS_INLINE int64_t bf_xblock(bool q6, int64_t u, int *half)
     return 8 * (grp / 4) + 4 * ((grp / 2) & 1) + (u & 3);
 }
 
-/* Step u's products (A rows of 16 tokens at a: their x block's, from the
- * step's first element; its B at codes) into tile set `set`. */
-static ALWAYS_INLINE void bf_issue(const int set, const uint16_t *a, const uint8_t *codes)
+/* Step u's products (A rows of 16 tokens at a, lda bytes apart: their x
+ * block's, from the step's first element; its B at codes) into tile set
+ * `set`. */
+static ALWAYS_INLINE void bf_issue(const int set, const uint16_t *a, size_t lda, const uint8_t *codes)
 {
     __asm__ volatile("" ::: "memory"); /* as amx_issue */
-    _tile_loadd(0, a, 128);
-    _tile_loadd(1, a + 32, 128);
+    _tile_loadd(0, a, lda);
+    _tile_loadd(1, a + 32, lda);
     if (set == 0) {
         _tile_loadd(2, codes, 64);
         _tile_zero(4);
@@ -513,12 +524,12 @@ static ALWAYS_INLINE void bf_epilogue(const enum amx_kind K, bool q6, const uint
 }
 
 /* One group, one column chunk of nc elements at g (its B tiles at codes),
- * 16 tokens (A rows at a, T at tsum; ds of token t at pd[t]): out[t][0..15]
- * (+)= the rows' dots. amx_tile's pipeline over the steps, two tile sets
- * in turn. */
+ * 16 tokens (their A rows of the chunk at a, lda bytes apart; T at tsum,
+ * bf_gemm's tile of them; ds of token t at pd[t]): out[t][0..15] (+)= the
+ * rows' dots. amx_tile's pipeline over the steps, two tile sets in turn. */
 static ALWAYS_INLINE void bf_tile(const enum amx_kind K, bool q6, int64_t nc, const uint8_t *g, const uint8_t *codes,
-                                  const uint16_t *a, const float *tsum, const float *const *pd, float *const *out,
-                                  bool add)
+                                  const uint16_t *a, size_t lda, const float *tsum, const float *const *pd,
+                                  float *const *out, bool add)
 {
     const int64_t nxb = nc / 32, nu = q6 ? nc / 16 : nxb;
     const size_t cb = q6 ? 512 : 1024; /* B bytes a step */
@@ -528,15 +539,13 @@ static ALWAYS_INLINE void bf_tile(const enum amx_kind K, bool q6, int64_t nc, co
     for (int t = 0; t < AMX_T; t++) acc[t] = _mm512_setzero_ps();
     int p;
     int64_t xb = bf_xblock(q6, 0, &p);
-    bf_issue(0, a + (size_t)xb * AMX_T * 64 + 16 * p, codes);
+    bf_issue(0, a + 64 * xb + 16 * p, lda, codes);
     for (int64_t u = 0; u < nu; u += 2) {
-        if (u + 1 < nu)
-            xb = bf_xblock(q6, u + 1, &p), bf_issue(1, a + (size_t)xb * AMX_T * 64 + 16 * p, codes + cb * (u + 1));
+        if (u + 1 < nu) xb = bf_xblock(q6, u + 1, &p), bf_issue(1, a + 64 * xb + 16 * p, lda, codes + cb * (u + 1));
         _tile_stored(4, c[0], 64);
         if (u > 0) bf_epilogue(K, q6, g, u - 1, nxb, c[1], pd, tsum, acc);
         if (u + 1 >= nu) break;
-        if (u + 2 < nu)
-            xb = bf_xblock(q6, u + 2, &p), bf_issue(0, a + (size_t)xb * AMX_T * 64 + 16 * p, codes + cb * (u + 2));
+        if (u + 2 < nu) xb = bf_xblock(q6, u + 2, &p), bf_issue(0, a + 64 * xb + 16 * p, lda, codes + cb * (u + 2));
         _tile_stored(5, c[1], 64);
         bf_epilogue(K, q6, g, u, nxb, c[0], pd, tsum, acc);
     }
@@ -550,11 +559,11 @@ static ALWAYS_INLINE void bf_tile(const enum amx_kind K, bool q6, int64_t nc, co
 }
 
 /* A thread's scratch for bf_gemm: BF_GROUPS groups' B tiles of a column
- * chunk, then every token's A rows of it (4 KiB a token) and T (Q6_K: 512
+ * chunk, then T of every token of the call gathered by token tile (512
  * bytes a token); kept between calls, grown when a call has more tokens,
  * freed when the thread ends. */
 #define BF_B_BYTES ((size_t)BF_GROUPS * (WK_R16_PREP_CHUNK / 32) * 1024)
-#define BF_TOKEN_BYTES ((size_t)(WK_R16_PREP_CHUNK / 32) * (128 + 2 * sizeof(float)))
+#define BF_TOKEN_BYTES ((size_t)(WK_R16_PREP_CHUNK / 32) * 2 * sizeof(float))
 struct bf_scratch {
     size_t a_tokens;
     uint8_t *mem;
@@ -590,12 +599,13 @@ static uint8_t *bf_scratch(int64_t n_tokens)
     return s->mem;
 }
 
-/* gemm_r16 for K (Q4_1, Q4_K; Q6_K: q6) on BF16 tiles: whole tiles of 16
- * tokens here; per column chunk, every token's A rows (bf_prepare_a),
- * then per tile of BF_GROUPS groups their codes as B tiles (bf_codes),
- * then each token tile over the groups. The rest of the tokens (and all
- * of them if the scratch cannot be had) through the int8 tiles (amx_gemm;
- * Q6_K: the VNNI GEMM). */
+/* gemm_r16 for K (Q4_1, Q5_0, Q4_K; Q6_K: q6) on BF16 tiles, x prepared by
+ * bf_prepare_gemm: whole tiles of 16 tokens here; per column chunk, each
+ * token tile's T gathered (Q5_0, Q6_K), then per tile of BF_GROUPS groups
+ * their codes as B tiles (bf_codes), then each token tile over the groups
+ * (A rows straight from the tokens' preparation). The rest of the tokens
+ * (and all of them if the scratch cannot be had) through the int8 tiles
+ * (amx_gemm; Q6_K: the VNNI GEMM). */
 static ALWAYS_INLINE void bf_gemm(const enum amx_kind K, bool q6, enum wk_dtype dt, int64_t n, const void *w,
                                   size_t stride, const float *prep, size_t ldp, int64_t n_tokens, float *out,
                                   size_t ldo, int64_t n_rows)
@@ -603,18 +613,25 @@ static ALWAYS_INLINE void bf_gemm(const enum amx_kind K, bool q6, enum wk_dtype 
     const int64_t n_tiles = n_tokens / AMX_T;
     uint8_t *scratch = n_tiles ? bf_scratch(n_tiles * AMX_T) : NULL;
     const int64_t n_full = scratch ? n_tiles * AMX_T : 0;
+    const size_t base = wk_cpu_r16_prep_floats(n); /* where bf_prepare_gemm's floats start */
     if (n_full) {
         const size_t bb = q6 ? sizeof(struct wk_block_q6_k) : amx_block_bytes(K), ldb = ldp * sizeof(float);
         const int64_t bs = q6 || K == AMX_Q4_K ? WK_QK_K : 32, n_groups = n_rows / WK_R16_ROWS;
+        const int tmode = q6 ? 1 : K == AMX_Q5_0 ? 2 : 0;
         _tile_loadconfig(&g_bf_config[q6]);
         for (int64_t c0 = 0; c0 < n; c0 += AMX_CHUNK) {
             const int64_t nc = WK_MIN(AMX_CHUNK, n - c0), nxb = nc / 32;
-            const size_t tile_a = (size_t)nxb * AMX_T * 64, tile_t = (size_t)nxb * 2 * AMX_T; /* a token tile's */
-            uint16_t *abuf = (uint16_t *)(scratch + BF_B_BYTES);
-            float *tbuf = (float *)(abuf + (size_t)n_tiles * tile_a);
-            for (int64_t i = 0; i < n_tiles; i++)
-                bf_prepare_a((const uint8_t *)(prep + (size_t)i * AMX_T * ldp + (c0 / AMX_CHUNK) * WK_R16_PREP_CHUNK_FLOATS),
-                             ldb, nxb, abuf + (size_t)i * tile_a, tbuf + (size_t)i * tile_t, q6 ? 1 : K == AMX_Q5_0 ? 2 : 0);
+            const size_t tile_t = (size_t)nxb * 2 * AMX_T; /* floats of a token tile's T */
+            float *tbuf = (float *)(scratch + BF_B_BYTES);
+            if (tmode) /* [step][token] of each token tile: Q6_K's 32 T of its groups, Q5_0's 16 T of its blocks */
+                for (int64_t i = 0; i < n_tiles; i++)
+                    for (int tk = 0; tk < AMX_T; tk++) {
+                        const float *src = prep + (size_t)(i * AMX_T + tk) * ldp + base + n;
+                        if (tmode == 1)
+                            for (int64_t s = 0; s < 2 * nxb; s++) tbuf[i * tile_t + s * AMX_T + tk] = src[c0 / 16 + s];
+                        else
+                            for (int64_t s = 0; s < nxb; s++) tbuf[i * tile_t + s * AMX_T + tk] = src[n / 16 + c0 / 32 + s];
+                    }
             for (int64_t g0 = 0; g0 < n_groups; g0 += BF_GROUPS) {
                 const int64_t g1 = WK_MIN(n_groups, g0 + BF_GROUPS);
                 for (int64_t gi = g0; gi < g1; gi++)
@@ -622,15 +639,16 @@ static ALWAYS_INLINE void bf_gemm(const enum amx_kind K, bool q6, enum wk_dtype 
                              nc, scratch + (size_t)(gi - g0) * nxb * 1024);
                 for (int64_t i = 0; i < n_tiles; i++) {
                     const float *p0 = prep + (size_t)i * AMX_T * ldp + (c0 / AMX_CHUNK) * WK_R16_PREP_CHUNK_FLOATS;
+                    const uint16_t *a = (const uint16_t *)(prep + (size_t)i * AMX_T * ldp + base) + 2 * c0;
                     const float *pd[AMX_T];
-                    for (int t = 0; t < AMX_T; t++) pd[t] = p0 + (size_t)t * ldp + nxb * 16;
+                    for (int tk = 0; tk < AMX_T; tk++) pd[tk] = p0 + (size_t)tk * ldp + nxb * 16;
                     for (int64_t gi = g0; gi < g1; gi++) {
                         const uint8_t *wg = (const uint8_t *)w + (size_t)gi * WK_R16_ROWS * stride +
                                             (size_t)(c0 / bs) * WK_R16_ROWS * bb;
                         float *o[AMX_T];
-                        for (int t = 0; t < AMX_T; t++) o[t] = out + (size_t)(i * AMX_T + t) * ldo + WK_R16_ROWS * gi;
-                        bf_tile(K, q6, nc, wg, scratch + (size_t)(gi - g0) * nxb * 1024, abuf + (size_t)i * tile_a,
-                                tbuf + (size_t)i * tile_t, pd, o, c0 > 0);
+                        for (int tk = 0; tk < AMX_T; tk++) o[tk] = out + (size_t)(i * AMX_T + tk) * ldo + WK_R16_ROWS * gi;
+                        bf_tile(K, q6, nc, wg, scratch + (size_t)(gi - g0) * nxb * 1024, a, ldb, tbuf + i * tile_t, pd,
+                                o, c0 > 0);
                     }
                 }
             }
@@ -874,6 +892,7 @@ void wk__cpu_fill_amx(struct wk_cpu_kernels *k)
     for (int c = 0; c < 64; c++)
         g_bf_code[c] = bf16_of((float)(c & 15)), g_bf_q5[c] = bf16_of((float)((c & 31) - 16)),
         g_bf_q6[c] = bf16_of((float)(c - 32));
+    if (bf && k->r16_prepare) g_vnni_prepare = k->r16_prepare, k->r16_prepare_gemm = bf_prepare_gemm;
     for (int i = 0; i < 5; i++) {
         /* each needs the VNNI kernel beneath */
         if (!fns[i] || !k->gemm_r16[dts[i]] || k->gemm_r16[dts[i]] == fns[i]) continue;
