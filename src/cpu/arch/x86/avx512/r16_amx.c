@@ -36,7 +36,6 @@
 
 #include <immintrin.h>
 #include <pthread.h>
-#include <stdlib.h>
 #include <string.h>
 
 /* The VNNI gemm_r16 entries this one falls back on for the tail tokens. */
@@ -479,9 +478,10 @@ static ALWAYS_INLINE void bf_issue(const int set, const uint16_t *a, size_t lda,
 
 /* Step u's float epilogue into the 16 tokens' accumulators: amx_epilogue's
  * operations (Q6_K: r16_gemm_q6k_tile's) on S as the float the tile holds
- * (Q6_K: plus 32 T, tsum). */
+ * (Q5_0, Q6_K: plus 16 or 32 T, read toff floats from pd[t]: token t's
+ * sums of this chunk, bf_prepare_gemm's). */
 static ALWAYS_INLINE void bf_epilogue(const enum amx_kind K, bool q6, const uint8_t *g, int64_t u, int64_t nxb,
-                                      float (*c)[16], const float *const *pd, const float *tsum, __m512 *acc)
+                                      float (*c)[16], const float *const *pd, int64_t toff, __m512 *acc)
 {
     if (q6) {
         int p;
@@ -491,11 +491,10 @@ static ALWAYS_INLINE void bf_epilogue(const enum amx_kind K, bool q6, const uint
         const __m512i sc8 = _mm512_cvtepi8_epi32(
             _mm_loadu_si128((const __m128i *)(b + 32 + 832 * ((grp & 3)) + 768 + 16 * (u & 3))));
         const __m512 sc = _mm512_mul_ps(_mm512_cvtepi32_ps(sc8), d);
-        const float *ts = tsum + (2 * xb + p) * AMX_T;
         UNROLL
         for (int t = 0; t < AMX_T; t++) {
             const float *s16 = pd[t] - nxb * 16 + WK_R16_PREP_CHUNK_FLOATS - WK_R16_PREP_CHUNK / 16;
-            r16_dec_group_f(&acc[t], &acc[t], _mm512_add_ps(_mm512_load_ps(c[t]), _mm512_set1_ps(ts[t])), sc,
+            r16_dec_group_f(&acc[t], &acc[t], _mm512_add_ps(_mm512_load_ps(c[t]), _mm512_set1_ps(pd[t][toff + 2 * xb + p])), sc,
                             pd[t][xb], sc, s16[2 * xb + p]);
         }
         return;
@@ -518,17 +517,17 @@ static ALWAYS_INLINE void bf_epilogue(const enum amx_kind K, bool q6, const uint
     for (int t = 0; t < AMX_T; t++) {
         const float *ds = pd[t], *sums = ds + nxb;
         __m512 S = _mm512_load_ps(c[t]);
-        if (K == AMX_Q5_0) S = _mm512_add_ps(S, _mm512_set1_ps(tsum[u * AMX_T + t])); /* codes q - 16 in the tile */
+        if (K == AMX_Q5_0) S = _mm512_add_ps(S, _mm512_set1_ps(pd[t][toff + u])); /* codes q - 16 in the tile */
         acc[t] = r16_acc_block_f(acc[t], S, scale, ds[u], off, sums[u], K == AMX_Q4_K);
     }
 }
 
 /* One group, one column chunk of nc elements at g (its B tiles at codes),
- * 16 tokens (their A rows of the chunk at a, lda bytes apart; T at tsum,
- * bf_gemm's tile of them; ds of token t at pd[t]): out[t][0..15] (+)= the
+ * 16 tokens (their A rows of the chunk at a, lda bytes apart; ds of token
+ * t at pd[t], its sums toff floats after): out[t][0..15] (+)= the
  * rows' dots. amx_tile's pipeline over the steps, two tile sets in turn. */
 static ALWAYS_INLINE void bf_tile(const enum amx_kind K, bool q6, int64_t nc, const uint8_t *g, const uint8_t *codes,
-                                  const uint16_t *a, size_t lda, const float *tsum, const float *const *pd,
+                                  const uint16_t *a, size_t lda, int64_t toff, const float *const *pd,
                                   float *const *out, bool add)
 {
     const int64_t nxb = nc / 32, nu = q6 ? nc / 16 : nxb;
@@ -543,13 +542,13 @@ static ALWAYS_INLINE void bf_tile(const enum amx_kind K, bool q6, int64_t nc, co
     for (int64_t u = 0; u < nu; u += 2) {
         if (u + 1 < nu) xb = bf_xblock(q6, u + 1, &p), bf_issue(1, a + 64 * xb + 16 * p, lda, codes + cb * (u + 1));
         _tile_stored(4, c[0], 64);
-        if (u > 0) bf_epilogue(K, q6, g, u - 1, nxb, c[1], pd, tsum, acc);
+        if (u > 0) bf_epilogue(K, q6, g, u - 1, nxb, c[1], pd, toff, acc);
         if (u + 1 >= nu) break;
         if (u + 2 < nu) xb = bf_xblock(q6, u + 2, &p), bf_issue(0, a + 64 * xb + 16 * p, lda, codes + cb * (u + 2));
         _tile_stored(5, c[1], 64);
-        bf_epilogue(K, q6, g, u, nxb, c[0], pd, tsum, acc);
+        bf_epilogue(K, q6, g, u, nxb, c[0], pd, toff, acc);
     }
-    bf_epilogue(K, q6, g, nu - 1, nxb, c[(nu - 1) & 1], pd, tsum, acc);
+    bf_epilogue(K, q6, g, nu - 1, nxb, c[(nu - 1) & 1], pd, toff, acc);
     UNROLL
     for (int t = 0; t < AMX_T; t++) {
         __m512 r = acc[t];
@@ -559,49 +558,28 @@ static ALWAYS_INLINE void bf_tile(const enum amx_kind K, bool q6, int64_t nc, co
 }
 
 /* A thread's scratch for bf_gemm: BF_GROUPS groups' B tiles of a column
- * chunk, then T of every token of the call gathered by token tile (512
- * bytes a token); kept between calls, grown when a call has more tokens,
- * freed when the thread ends. */
+ * chunk (BF_B_BYTES); made at the thread's first call, freed when the
+ * thread ends. */
 #define BF_B_BYTES ((size_t)BF_GROUPS * (WK_R16_PREP_CHUNK / 32) * 1024)
-#define BF_TOKEN_BYTES ((size_t)(WK_R16_PREP_CHUNK / 32) * 2 * sizeof(float))
-struct bf_scratch {
-    size_t a_tokens;
-    uint8_t *mem;
-};
 static pthread_key_t g_bf_key;
 static pthread_once_t g_bf_once = PTHREAD_ONCE_INIT;
-static void bf_scratch_free(void *p)
-{
-    struct bf_scratch *s = p;
-    wk_aligned_free(s->mem);
-    free(s);
-}
-static void bf_key_init(void) { (void)pthread_key_create(&g_bf_key, bf_scratch_free); }
+static void bf_key_init(void) { (void)pthread_key_create(&g_bf_key, wk_aligned_free); }
 
-/* This thread's scratch for n_tokens tokens, or NULL without memory. */
-static uint8_t *bf_scratch(int64_t n_tokens)
+/* This thread's scratch, or NULL without memory. */
+static uint8_t *bf_scratch(void)
 {
     pthread_once(&g_bf_once, bf_key_init);
-    struct bf_scratch *s = pthread_getspecific(g_bf_key);
-    if (!s) {
-        if (!(s = calloc(1, sizeof *s))) return NULL;
-        if (pthread_setspecific(g_bf_key, s)) {
-            free(s);
-            return NULL;
-        }
+    uint8_t *s = pthread_getspecific(g_bf_key);
+    if (!s && (s = wk_aligned_alloc(BF_B_BYTES)) && pthread_setspecific(g_bf_key, s)) {
+        wk_aligned_free(s);
+        s = NULL;
     }
-    if (s->a_tokens < (size_t)n_tokens) {
-        wk_aligned_free(s->mem);
-        s->a_tokens = 0;
-        if (!(s->mem = wk_aligned_alloc(BF_B_BYTES + (size_t)n_tokens * BF_TOKEN_BYTES))) return NULL;
-        s->a_tokens = (size_t)n_tokens;
-    }
-    return s->mem;
+    return s;
 }
 
 /* gemm_r16 for K (Q4_1, Q5_0, Q4_K; Q6_K: q6) on BF16 tiles, x prepared by
- * bf_prepare_gemm: whole tiles of 16 tokens here; per column chunk, each
- * token tile's T gathered (Q5_0, Q6_K), then per tile of BF_GROUPS groups
+ * bf_prepare_gemm: whole tiles of 16 tokens here; per column chunk and
+ * tile of BF_GROUPS groups
  * their codes as B tiles (bf_codes), then each token tile over the groups
  * (A rows straight from the tokens' preparation). The rest of the tokens
  * (and all of them if the scratch cannot be had) through the int8 tiles
@@ -611,7 +589,7 @@ static ALWAYS_INLINE void bf_gemm(const enum amx_kind K, bool q6, enum wk_dtype 
                                   size_t ldo, int64_t n_rows)
 {
     const int64_t n_tiles = n_tokens / AMX_T;
-    uint8_t *scratch = n_tiles ? bf_scratch(n_tiles * AMX_T) : NULL;
+    uint8_t *scratch = n_tiles ? bf_scratch() : NULL;
     const int64_t n_full = scratch ? n_tiles * AMX_T : 0;
     const size_t base = wk_cpu_r16_prep_floats(n); /* where bf_prepare_gemm's floats start */
     if (n_full) {
@@ -621,17 +599,10 @@ static ALWAYS_INLINE void bf_gemm(const enum amx_kind K, bool q6, enum wk_dtype 
         _tile_loadconfig(&g_bf_config[q6]);
         for (int64_t c0 = 0; c0 < n; c0 += AMX_CHUNK) {
             const int64_t nc = WK_MIN(AMX_CHUNK, n - c0), nxb = nc / 32;
-            const size_t tile_t = (size_t)nxb * 2 * AMX_T; /* floats of a token tile's T */
-            float *tbuf = (float *)(scratch + BF_B_BYTES);
-            if (tmode) /* [step][token] of each token tile: Q6_K's 32 T of its groups, Q5_0's 16 T of its blocks */
-                for (int64_t i = 0; i < n_tiles; i++)
-                    for (int tk = 0; tk < AMX_T; tk++) {
-                        const float *src = prep + (size_t)(i * AMX_T + tk) * ldp + base + n;
-                        if (tmode == 1)
-                            for (int64_t s = 0; s < 2 * nxb; s++) tbuf[i * tile_t + s * AMX_T + tk] = src[c0 / 16 + s];
-                        else
-                            for (int64_t s = 0; s < nxb; s++) tbuf[i * tile_t + s * AMX_T + tk] = src[n / 16 + c0 / 32 + s];
-                    }
+            /* from pd[t] (token t's chunk start + nxb 16) to its sums of this chunk: Q6_K's 32 T of
+             * each 16 elements, Q5_0's 16 T of each block (bf_prepare_gemm) */
+            const int64_t toff = (int64_t)base + n + (tmode == 1 ? c0 / 16 : n / 16 + c0 / 32) - nxb * 16 -
+                                 (c0 / AMX_CHUNK) * WK_R16_PREP_CHUNK_FLOATS;
             for (int64_t g0 = 0; g0 < n_groups; g0 += BF_GROUPS) {
                 const int64_t g1 = WK_MIN(n_groups, g0 + BF_GROUPS);
                 for (int64_t gi = g0; gi < g1; gi++)
@@ -647,7 +618,7 @@ static ALWAYS_INLINE void bf_gemm(const enum amx_kind K, bool q6, enum wk_dtype 
                                             (size_t)(c0 / bs) * WK_R16_ROWS * bb;
                         float *o[AMX_T];
                         for (int tk = 0; tk < AMX_T; tk++) o[tk] = out + (size_t)(i * AMX_T + tk) * ldo + WK_R16_ROWS * gi;
-                        bf_tile(K, q6, nc, wg, scratch + (size_t)(gi - g0) * nxb * 1024, a, ldb, tbuf + i * tile_t, pd,
+                        bf_tile(K, q6, nc, wg, scratch + (size_t)(gi - g0) * nxb * 1024, a, ldb, toff, pd,
                                 o, c0 > 0);
                     }
                 }
@@ -859,22 +830,20 @@ AMX_TOKENS_ENTRY(q8_0, AMX_Q8_0, false, WK_DTYPE_Q8_0_R16)
 AMX_TOKENS_ENTRY(q4_k, AMX_Q4_K, false, WK_DTYPE_Q4_K_R16)
 AMX_TOKENS_ENTRY(q6_k, AMX_Q4_K, true, WK_DTYPE_Q6_K_R16)
 
-#define AMX_ENTRY(name, K, dt)                                                                                    \
-    static void amx_gemm_##name(int64_t n, const void *w, size_t stride, const float *prep, size_t ldp,           \
-                                int64_t n_tokens, float *out, size_t ldo, int64_t n_rows)                         \
+/* gemm_r16 entries: fn's arguments, then the kernel's call */
+#define GEMM_ENTRY(fn, call)                                                                                      \
+    static void fn(int64_t n, const void *w, size_t stride, const float *prep, size_t ldp, int64_t n_tokens,      \
+                   float *out, size_t ldo, int64_t n_rows)                                                        \
     {                                                                                                             \
-        amx_gemm(K, dt, n, w, stride, prep, ldp, n_tokens, out, ldo, n_rows);                                     \
+        call;                                                                                                     \
     }
+#define AMX_ENTRY(name, K, dt) GEMM_ENTRY(amx_gemm_##name, amx_gemm(K, dt, n, w, stride, prep, ldp, n_tokens, out, ldo, n_rows))
+#define BF_ENTRY(name, K, q6, dt)                                                                                 \
+    GEMM_ENTRY(bf_gemm_##name, bf_gemm(K, q6, dt, n, w, stride, prep, ldp, n_tokens, out, ldo, n_rows))
 AMX_ENTRY(q4_1, AMX_Q4_1, WK_DTYPE_Q4_1_R16)
 AMX_ENTRY(q5_0, AMX_Q5_0, WK_DTYPE_Q5_0_R16)
 AMX_ENTRY(q8_0, AMX_Q8_0, WK_DTYPE_Q8_0_R16)
 AMX_ENTRY(q4_k, AMX_Q4_K, WK_DTYPE_Q4_K_R16)
-#define BF_ENTRY(name, K, q6, dt)                                                                                 \
-    static void bf_gemm_##name(int64_t n, const void *w, size_t stride, const float *prep, size_t ldp,            \
-                               int64_t n_tokens, float *out, size_t ldo, int64_t n_rows)                          \
-    {                                                                                                             \
-        bf_gemm(K, q6, dt, n, w, stride, prep, ldp, n_tokens, out, ldo, n_rows);                                  \
-    }
 BF_ENTRY(q4_1, AMX_Q4_1, false, WK_DTYPE_Q4_1_R16)
 BF_ENTRY(q4_k, AMX_Q4_K, false, WK_DTYPE_Q4_K_R16)
 BF_ENTRY(q5_0, AMX_Q5_0, false, WK_DTYPE_Q5_0_R16)
