@@ -101,12 +101,20 @@ float WK_OPS_NAME(max_f32)(int64_t n, const float *x)
     return mx;
 }
 
+/* The softmax's entries e / sum become exact zeros where e < FLT_MIN·sum
+ * (wk_softmax_floor): their quotient would be subnormal, below anything an
+ * f32 sum of a row's products can keep beside the row's largest entry
+ * (at least 1/n), and on Intel cores every multiply or FMA with a subnormal
+ * operand or result takes a microcode assist: a causal prefill's masked
+ * scores (e^-87.3 from wk_expf's clamp) made the P·V products of SmolLM2's
+ * attention take a quarter of its prompt time. */
 void WK_OPS_NAME(softmax)(int64_t n, float *x)
 {
     const float mx = WK_OPS_NAME(max_f32)(n, x);
     for (int64_t i = 0; i < n; i++) x[i] = wk_expf(x[i] - mx);
-    const float inv = (float)(1.0 / WK_OPS_NAME(ops_sum16)(n, x, OPS_X, 0));
-    for (int64_t i = 0; i < n; i++) x[i] *= inv;
+    const double s = WK_OPS_NAME(ops_sum16)(n, x, OPS_X, 0);
+    const float inv = (float)(1.0 / s), floor = wk_softmax_floor(s);
+    for (int64_t i = 0; i < n; i++) x[i] = x[i] < floor ? 0.0f : x[i] * inv;
 }
 
 double WK_OPS_NAME(sum_exp)(int64_t n, const float *x, float mx)
@@ -117,7 +125,7 @@ double WK_OPS_NAME(sum_exp)(int64_t n, const float *x, float mx)
 /* softmax of x [n] (n16 = n rounded up to 16 floats of room) in whole
  * vectors of 16: the max in 16 lanes, the exponentials' sum in 16 float
  * lanes then in double, as WK_OPS_NAME(softmax) computes them (element j in
- * lane j % 16: the same value), entries n .. n16 - 1 left 0. (Rows of a
+ * lane j % 16: the same value, the same floor), entries n .. n16 - 1 left 0. (Rows of a
  * short sequence are shorter than a vector: the generic loops would run
  * their scalar remainders.) */
 static inline __attribute__((always_inline)) void WK_OPS_NAME(softmax16)(int64_t n, int64_t n16, float *x)
@@ -139,8 +147,8 @@ static inline __attribute__((always_inline)) void WK_OPS_NAME(softmax16)(int64_t
         }
     double t = 0;
     for (int l = 0; l < 16; l++) t += s[l];
-    const float inv = (float)(1.0 / t);
-    for (int64_t j = 0; j < n16; j++) x[j] *= inv;
+    const float inv = (float)(1.0 / t), floor = wk_softmax_floor(t);
+    for (int64_t j = 0; j < n16; j++) x[j] = x[j] < floor ? 0.0f : x[j] * inv;
 }
 
 /* One head's bidirectional attention (wk_attn_f32 in wk_cpu.h): k

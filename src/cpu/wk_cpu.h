@@ -542,7 +542,17 @@ void wk_swiglu(int64_t n, float *x, const float *up);
  * <= 1.5e-7). */
 void wk_gelu_erf(int64_t n, float *x, const float *bias);
 
-/* Softmax in place over n floats, max-subtracted; returns nothing. */
+/* The smallest e^(x_i - max) a softmax over entries summing to s keeps:
+ * FLT_MIN · s, below which e / s would be subnormal. Such entries become
+ * exact zeros (their share is under 2^-126, nothing beside the row's
+ * largest, at least 1 / n, in f32), so no product downstream meets a
+ * subnormal operand (a microcode assist per instruction on Intel cores).
+ * The masked entries of a causal row (-inf, e^-87.3 at wk_expf's clamp)
+ * are among them where s > 1.04. */
+static inline float wk_softmax_floor(double s) { return (float)(1.1754943508222875e-38 * s); }
+
+/* Softmax in place over n floats, max-subtracted; entries whose quotient
+ * would be subnormal are 0 (wk_softmax_floor). */
 void wk_softmax(int64_t n, float *x);
 /*
  * One head's bidirectional attention over n positions (an encoder's, as

@@ -339,7 +339,8 @@ static void kv_prefetch(struct wk_backend *b, const struct wk_kv_cache *c, int64
 /* row [n] = exp(row - m) / (Σ exp(row - m) + exp(sink - m)), m the
  * largest of row and sink: a softmax whose denominator has one more
  * logit (gpt-oss's attention sink, as transformers' eager attention and
- * ggml's soft_max with sinks compute it). -inf entries become 0. */
+ * ggml's soft_max with sinks compute it). -inf entries become 0, as do
+ * those whose quotient would be subnormal (wk_softmax_floor). */
 static void softmax_sink(const struct wk_cpu_kernels *k, int64_t n, float *row, float sink)
 {
     const float rm = k->max_f32(n, row), mx = rm > sink ? rm : sink;
@@ -348,8 +349,8 @@ static void softmax_sink(const struct wk_cpu_kernels *k, int64_t n, float *row, 
         row[j] = expf(row[j] - mx);
         sum += row[j];
     }
-    const float inv = (float)(1.0 / sum);
-    for (int64_t j = 0; j < n; j++) row[j] *= inv;
+    const float inv = (float)(1.0 / sum), floor = wk_softmax_floor(sum);
+    for (int64_t j = 0; j < n; j++) row[j] = row[j] < floor ? 0.0f : row[j] * inv;
 }
 
 struct attn_task {

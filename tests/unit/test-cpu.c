@@ -7,6 +7,8 @@
  */
 #include "check.h"
 
+#include <float.h>
+
 #include "../../src/cpu/wk_cpu.h"
 #include "../../src/cpu/wk_cpu_arch.h"
 
@@ -592,6 +594,36 @@ static void test_ops_tables_match_baseline(void)
     }
 }
 
+/* Every table's softmax gives exact zeros where e^(x - max) / sum would be
+ * subnormal, among them a causal row's masked -inf entries (wk_expf's clamp
+ * makes them e^-87.3, whose quotient by a sum of 14 is subnormal), and no
+ * subnormal anywhere; every other entry is e^(x - max) / sum computed in
+ * double from the definition, to a few ulp. Fails where the floor is gone
+ * (the -inf and -90 entries then hold ~1e-39) or cuts a normal quotient. */
+static void test_softmax_floor(void)
+{
+    enum { N = 40 };
+    float x[N];
+    x[0] = 0, x[1] = -INFINITY, x[2] = -90, x[3] = -80, x[4] = -83.0f;
+    for (int i = 5; i < N; i++) x[i] = -1;
+    double sum = 0;
+    for (int i = 0; i < N; i++) sum += exp((double)x[i]);
+    for (size_t ii = 0; ii < WK_ARRAY_LEN(g_isas); ii++) {
+        const struct wk_cpu_kernels *k = wk_cpu_kernels_for(g_isas[ii]);
+        if (!k) continue;
+        float p[N];
+        memcpy(p, x, sizeof p);
+        k->softmax(N, p);
+        CHECK(p[1] == 0.0f && p[2] == 0.0f); /* e^-87.3 / 14.2 and e^-90 / 14.2: subnormal */
+        for (int i = 0; i < N; i++) {
+            CHECK(fpclassify(p[i]) != FP_SUBNORMAL);
+            if (i == 1 || i == 2) continue;
+            CHECK(p[i] >= FLT_MIN); /* e^-83 / 14.2 = 6.4e-38 is normal and kept */
+            CHECK_NEAR(p[i], exp((double)x[i]) / sum, 0, 4e-7);
+        }
+    }
+}
+
 /* wk_attn_f32 (one head's bidirectional attention) against attention in
  * double from its definition (softmax of scaled dot products, then the
  * weighted sum of v), and every table's attn_f32 against the baseline bit
@@ -1075,7 +1107,7 @@ static void test_elementwise_ops(void)
 }
 
 CHECK_MAIN(TEST(test_vec_dot_matches_ref), TEST(test_vec_dot_q_matches_ref),
-           TEST(test_vec_dot_rows_matches_ref), TEST(test_vec_dot_rows_tokens), TEST(test_vec_dot_rows_x16_tokens), TEST(test_x16_quantize), TEST(test_ops_tables_match_baseline), TEST(test_attn_f32), TEST(test_max_f32), TEST(test_vec_dot_rows_x16), TEST(test_vec_dot_rows_x16_nan_and_tiny), TEST(test_gemm_f32), TEST(test_gemm_prepacked), TEST(test_q14), TEST(test_ref_dot_equals_dequantized_dot),
+           TEST(test_vec_dot_rows_matches_ref), TEST(test_vec_dot_rows_tokens), TEST(test_vec_dot_rows_x16_tokens), TEST(test_x16_quantize), TEST(test_ops_tables_match_baseline), TEST(test_softmax_floor), TEST(test_attn_f32), TEST(test_max_f32), TEST(test_vec_dot_rows_x16), TEST(test_vec_dot_rows_x16_nan_and_tiny), TEST(test_gemm_f32), TEST(test_gemm_prepacked), TEST(test_q14), TEST(test_ref_dot_equals_dequantized_dot),
            TEST(test_quantize_matches_ref), TEST(test_to_f32_matches_ref), TEST(test_lowbit_to_f32_fixture),
            TEST(test_f32_helpers_match_ref), TEST(test_matmul), TEST(test_expf_and_activations),
            TEST(test_elementwise_ops))
