@@ -9,9 +9,14 @@
  * bandwidth changes from one stretch of time to the next (~35 or ~55 GB/s
  * at 2 threads), so compare the two figures of one line, not lines.
  *
- * Usage: build/release/bench/rows-bandwidth [type=q8_0|q4_1|q5_0|q4_k|q6_k|q4_1_r16|q5_0_r16|q8_0_r16]
+ * Usage: build/release/bench/rows-bandwidth [type=q8_0|q4_1|q5_0|q4_k|q6_k|q4_1_r16|q5_0_r16|q8_0_r16|q4_k_r16|q6_k_r16]
  *                                            [n=640] [lines=6]
- *                                            [KiB=262144] [threads=2] [piece KiB=0]
+ *                                            [KiB=262144] [threads=2] [piece KiB=0] [fill=0x11|random]
+ * (q4_k and q6_k are the plain types' x16 kernels; their R16 layouts, which
+ * the loader repacks every Q4_K and Q6_K matrix into, are q4_k_r16 and
+ * q6_k_r16.) fill random: codes from a fixed xorshift stream, the blocks'
+ * f16 scales set to 2^-7, instead of every byte 0x11: on the Xeon of
+ * 2026-12-05 the kernels read random codes 5-10% slower than uniform ones.
  * piece KiB > 0: the matrix is read as consecutive pieces of that size,
  * one pool run (and one prepared x) each, as a decode step's matrices
  * follow one another.
@@ -98,6 +103,11 @@ int main(int argc, char **argv)
     const long kib = argc > 4 ? atol(argv[4]) : 256L << 10;
     const int threads = argc > 5 ? atoi(argv[5]) : 2;
     const long piece_kib = argc > 6 ? atol(argv[6]) : 0;
+    const bool random_fill = argc > 7 && strcmp(argv[7], "random") == 0;
+    if (argc > 7 && !random_fill && strcmp(argv[7], "0x11") != 0) {
+        fprintf(stderr, "rows-bandwidth: fill is 0x11 or random\n");
+        return 2;
+    }
     if (kib < 64 || kib > (4L << 20) || threads < 1 || threads > 64 || piece_kib < 0) {
         fprintf(stderr, "rows-bandwidth: KiB 64..4194304, threads 1..64, piece KiB >= 0\n");
         return 2;
@@ -121,7 +131,20 @@ int main(int argc, char **argv)
     if (raw == MAP_FAILED) return 1;
     uint8_t *w = (uint8_t *)(((uintptr_t)raw + hp - 1) & ~(uintptr_t)(hp - 1));
     (void)madvise(w, rows * row, MADV_HUGEPAGE);
-    memset(w, 0x11, rows * row); /* small finite f16 scales, nibbles 1 */
+    if (random_fill) { /* a fixed xorshift stream, then small finite f16 scales (2^-7) where the block keeps them */
+        uint64_t sd = 88172645463325252ull;
+        for (size_t i = 0; i < rows * row; i++) sd ^= sd << 13, sd ^= sd >> 7, sd ^= sd << 17, w[i] = (uint8_t)sd;
+        const enum wk_dtype base = wk_dtype_base(t);
+        const size_t bb = wk_dtype_traits_get(base)->block_bytes;
+        const uint16_t h = 0x2000;
+        for (size_t b = 0; b < rows * row / bb; b++) {
+            if (base == WK_DTYPE_Q6_K) memcpy(w + b * bb + bb - 2, &h, 2); /* d last */
+            else memcpy(w + b * bb, &h, 2); /* d first */
+            if (base == WK_DTYPE_Q4_K || base == WK_DTYPE_Q4_1) memcpy(w + b * bb + 2, &h, 2); /* dmin, m */
+        }
+    } else {
+        memset(w, 0x11, rows * row); /* small finite f16 scales, nibbles 1 */
+    }
     if (wk_dtype_base(t) != t) { /* the R16 layout of those bytes (the loader's repacking) */
         void *tmp = wk_aligned_alloc(WK_R16_ROWS * row);
         wk_cpu_r16_pack(wk_dtype_base(t), w, n, (int64_t)rows, tmp);
