@@ -325,13 +325,22 @@ struct wk_backend_cpu {
 };
 
 /* Queries per attention work item: a block of consecutive tokens of one
- * head, whose scores against their keys form one GEMM. 8, not 32: the
- * block's scores (ATTN_QBLOCK x keys floats) are written by the QK product,
- * softmaxed and read by the PV product, and at 8 rows they stay in L1
- * (16 KB for 512 keys; 64 KB at 32 rows). pp512 at 2 threads on the Xeon
- * (AMX): SmolLM2 880 -> 1100, Gemma 3 810 -> 1086, Qwen2.5-1.5B 127 ->
- * 136 t/s; 4, 12, 16, 24 and 64 measured between or below. */
-#define ATTN_QBLOCK 8
+ * head, whose scores against their keys form one GEMM (micro-tiles of 12,
+ * 12 and 8 queries in gemm_f32). Its scores (ATTN_QBLOCK x keys floats)
+ * are written by the QK product, softmaxed and read by the PV product. 8
+ * was chosen when a causal row's masked entries left subnormal
+ * probabilities (wk_softmax_floor), which cost a microcode assist per FMA
+ * on Intel cores and grew with the block; without them, on the Xeon with
+ * AMX-BF16 (2 threads, t/s), 32 against 8: pp4096 SmolLM2 814-851 ->
+ * 898-907, Gemma 3 1137-1194 -> 1370-1372, pp512 alike (16 and 24
+ * between or level, 36 and 48 no better). Each block reads its kv head's
+ * keys and values once for 32 queries instead of 8, and past a few
+ * thousand keys they come from L3. A divisor of 32: prompt chunks and
+ * reused prefixes are cut at multiples of it (wk_context_reusable,
+ * slots.c's chunk_rows) so that blocks fall as in a prefill from 0. The
+ * scores take 32 x n_ctx floats a thread (16 MiB at 131072). */
+#define ATTN_QBLOCK 32
+_Static_assert(32 % ATTN_QBLOCK == 0, "prompt chunks and reused prefixes are cut at multiples of 32");
 
 /* Most keys a prefill's attention packs once per kv head (up to n_ctx):
  * past it (a chunk of a long prompt far into the context) every block

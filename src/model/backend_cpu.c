@@ -605,7 +605,10 @@ static void attention_task(void *p, int ith, int nth)
      * apart): each thread takes a run of items, so heads that share a kv
      * head share its cached rows. Prefill: items dealt out in turn, since
      * a later block has more keys (causal mask) and contiguous runs would
-     * give the last thread most of the work. */
+     * give the last thread most of the work; in the order (kv head, block,
+     * head of its group), so the threads work through one kv head's packed
+     * keys and values at a time (SmolLM2 pp4096 +7% against (block, head),
+     * where every block read all three kv heads' 6 MB from L3). */
     const int64_t n_items = (int64_t)n_blocks * a->n_head;
     int64_t lo_item = ith, hi_item = n_items, step = nth;
     if (n_blocks == 1 || a->per_token) wk_split_range(n_items, ith, nth, &lo_item, &hi_item), step = 1;
@@ -616,6 +619,10 @@ static void attention_task(void *p, int ith, int nth)
     const int32_t hcols = k->gemm_f32_packed_min_n > 1 ? k->gemm_f32_packed_min_n - 1 : ATTN_QBLOCK;
     for (int64_t item = lo_item; item < hi_item;) {
         int32_t h = (int32_t)(item % a->n_head), blk = (int32_t)(item / a->n_head);
+        if (step != 1) { /* prefill: (kv head, block, head of its group), as above */
+            const int64_t per_g = (int64_t)n_blocks * group, r = item % per_g;
+            blk = (int32_t)(r / group), h = (int32_t)(item / per_g * group + r % group);
+        }
         int32_t t0 = a->blk_t0[blk], nq = a->blk_nq[blk];
         int32_t lo, p_last;
         block_keys(a, blk, &lo, &p_last);
