@@ -16,6 +16,7 @@
 #include "../base/wk_base.h"
 #include "../tensor/wk_tensor.h"
 
+#include <float.h>
 #include <stdbool.h>
 #include <string.h>
 
@@ -549,7 +550,7 @@ void wk_gelu_erf(int64_t n, float *x, const float *bias);
  * subnormal operand (a microcode assist per instruction on Intel cores).
  * The masked entries of a causal row (-inf, e^-87.3 at wk_expf's clamp)
  * are among them where s > 1.04. */
-static inline float wk_softmax_floor(double s) { return (float)(1.1754943508222875e-38 * s); }
+static inline float wk_softmax_floor(double s) { return (float)((double)FLT_MIN * s); }
 
 /* Softmax in place over n floats, max-subtracted; entries whose quotient
  * would be subnormal are 0 (wk_softmax_floor). */
