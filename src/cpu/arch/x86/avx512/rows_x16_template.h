@@ -534,10 +534,13 @@ static inline void r16_sums16(int64_t nb, const float *scratch, float *sums16)
 }
 
 /* Part it of nit of the prefetch of bytes at b + dist into L1
- * (wk_prefetch_part); none for dist 0. */
-static ALWAYS_INLINE void r16_prefetch_part(const uint8_t *b, size_t bytes, int it, int nit, size_t dist)
+ * (wk_prefetch_part), and where dist2 is not 0 of the bytes at b + dist2
+ * into L2; none for dist 0. */
+static ALWAYS_INLINE void r16_prefetch_part(const uint8_t *b, size_t bytes, int it, int nit, size_t dist,
+                                            size_t dist2)
 {
     if (dist) wk_prefetch_part((uintptr_t)b + dist, (bytes + 63) / 64, it, nit, false);
+    if (dist && dist2) wk_prefetch_part((uintptr_t)b + dist2, (bytes + 63) / 64, it, nit, true);
 }
 
 /* Part `part` (0..3) of the prefetch into L1 of the prepared x of 256-block
@@ -565,13 +568,15 @@ static ALWAYS_INLINE void r16_prefetch_x(const uint8_t *lines, const float *ds, 
  * at a time, all at the block's start (decode reads the groups in address
  * order: one stream): the batched-decode tiles (r16_gemm_template.h, dec),
  * where 1024 measured best (Qwen, 4 rows: 2048 spread over the block 10%
- * slower, 3072 at once 12%). 0 turns it off. Only where decode_prefetch. */
+ * slower, 3072 at once 12%; with R16_PF_L2's prefetch into L2 beside it,
+ * 3-6 KiB ahead, 8 rows within 3%, 4 rows +2-6%: the tiles are compute-bound,
+ * left without). 0 turns it off. Only where decode_prefetch. */
 #ifndef R16_PF_DIST
 #define R16_PF_DIST 1024
 #endif
 static ALWAYS_INLINE void r16_prefetch(const uint8_t *b, size_t bytes)
 {
-    r16_prefetch_part(b, bytes, 0, 1, R16_PF_DIST);
+    r16_prefetch_part(b, bytes, 0, 1, R16_PF_DIST, 0);
 }
 
 /*
@@ -582,10 +587,20 @@ static ALWAYS_INLINE void r16_prefetch(const uint8_t *b, size_t bytes)
  * block at its start (r16_prefetch, 1 KiB ahead) kept them at 88-92% and
  * 81-84% of a plain read; spread over the block's loop (r16_prefetch_part),
  * Q4_K 2 KiB ahead reads at 100-105%, Q6_K 1.5 KiB ahead at 85-94% (2 KiB
- * 83-88%, 3 KiB and more 60-85%, worse the longer). The 32-element blocks
- * (Q4_1, Q5_0, Q8_0; 320-544 bytes for 16 rows) prefetched at once 3 KiB
- * ahead decode SmolLM2 and Gemma 3 faster than 1 KiB (4 KiB: Gemma
- * slower).
+ * 83-88%, 3 KiB and more 60-85%, worse the longer).
+ *
+ * Beside those prefetches into L1, the same lines R16_PF_L2 bytes ahead
+ * into L2 (T1): a core keeps more lines in flight when the far ones wait
+ * in L2's queue instead of L1's few fill buffers. A read loop alone
+ * (2026-12-05, one core) went 13.4-14.2 GB/s plain, 13-15 with T0 only at
+ * 0.5-16 KiB, 17-18 with T1 only at 0.5-2 KiB, 18-18.6 with T1 at 2-4 KiB
+ * and T0 at a quarter of that. The kernels at 2 threads, random codes,
+ * dots / plain read (means of 8-10 runs): Q4_K 1.00 -> 1.07 (T1 4-6 KiB;
+ * 8 KiB and more 1.04-1.05), Q6_K 0.91 -> 0.97 (T1 3-4 KiB; 6 KiB 0.86),
+ * Q4_1 0.85-0.88 -> 1.02, Q5_0 0.87 -> 0.98, Q8_0 1.02 -> 1.07 (the
+ * 32-element blocks, Q4_1, Q5_0 and Q8_0 of 320-544 bytes for 16 rows,
+ * prefetched at once: T0 3 KiB ahead before, 1.5 KiB beside T1's 4 KiB
+ * now). tg128 Qwen2.5-Coder-1.5B +4-9%, Gemma 3 +4-7%, SmolLM2 +9-11%.
  */
 #ifndef R16_PF_Q4K
 #define R16_PF_Q4K 2048
@@ -594,7 +609,10 @@ static ALWAYS_INLINE void r16_prefetch(const uint8_t *b, size_t bytes)
 #define R16_PF_Q6K 1536
 #endif
 #ifndef R16_PF_B32
-#define R16_PF_B32 3072
+#define R16_PF_B32 1536
+#endif
+#ifndef R16_PF_L2
+#define R16_PF_L2 4096
 #endif
 
 /*
@@ -628,7 +646,7 @@ static ALWAYS_INLINE void r16_group_q6k(int64_t n, const uint8_t *g, const float
                 UNROLL
                 for (int kk = 0; kk < 4; kk++) {
                     const int k = 4 * p + kk;
-                    r16_prefetch_part(b, WK_R16_ROWS * bb, 4 * (2 * h + p) + kk, 16, pf ? R16_PF_Q6K : 0);
+                    r16_prefetch_part(b, WK_R16_ROWS * bb, 4 * (2 * h + p) + kk, 16, pf ? R16_PF_Q6K : 0, R16_PF_L2);
                     const __m512i A = _mm512_loadu_si512(ph + 192 * kk), B = _mm512_loadu_si512(ph + 192 * kk + 64);
                     const __m512i Q = _mm512_loadu_si512(ph + 192 * kk + 128);
                     __m512i c[4];
@@ -688,7 +706,7 @@ static ALWAYS_INLINE void r16_group_q4k(int64_t n, const uint8_t *g, const float
             for (int j = 0; j < 2; j++) sh[j][0] = sh[j][1] = sl[j][0] = sl[j][1] = _mm512_setzero_si512();
             UNROLL
             for (int k = 0; k < 8; k++) {
-                r16_prefetch_part(b, WK_R16_ROWS * bb, 8 * gg + k, 32, pf ? R16_PF_Q4K : 0);
+                r16_prefetch_part(b, WK_R16_ROWS * bb, 8 * gg + k, 32, pf ? R16_PF_Q4K : 0, R16_PF_L2);
                 const __m512i v = _mm512_loadu_si512(b + 256 + 64 * (8 * gg + k));
                 /* the high nibbles left in place (16 q): their sums are 16 times
                  * the codes', shifted back exactly below (one shift a sub-block,
@@ -736,7 +754,7 @@ static ALWAYS_INLINE void r16_group(const enum x16_kind K, int64_t n, const uint
     __m512 acc = _mm512_setzero_ps(), accc = _mm512_setzero_ps();
     for (int64_t i = 0; i < nb; i++) {
         const uint8_t *b = g + (size_t)i * WK_R16_ROWS * bb, *line = lines + X16_COMPACT_BYTES * i;
-        r16_prefetch_part(b, WK_R16_ROWS * bb, 0, 1, pf ? R16_PF_B32 : 0);
+        r16_prefetch_part(b, WK_R16_ROWS * bb, 0, 1, pf ? R16_PF_B32 : 0, R16_PF_L2);
         /* two accumulators a part, so that no chain of dots is long */
         __m512i h[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
         __m512i l[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
