@@ -111,8 +111,24 @@ float WK_OPS_NAME(max_f32)(int64_t n, const float *x)
 void WK_OPS_NAME(softmax)(int64_t n, float *x)
 {
     const float mx = WK_OPS_NAME(max_f32)(n, x);
-    for (int64_t i = 0; i < n; i++) x[i] = wk_expf(x[i] - mx);
-    const double s = WK_OPS_NAME(ops_sum16)(n, x, OPS_X, 0);
+    /* the exponentials stored and summed in one pass, in ops_sum16's
+     * lanes and order (element i in lane i % 16, then the lanes in double):
+     * its sum of the stored values, bit for bit */
+    float acc[16] = {0};
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        for (int j = 0; j < 16; j++) {
+            const float e = wk_expf(x[i + j] - mx);
+            x[i + j] = e;
+            acc[j] += e;
+        }
+    for (int j = 0; i + j < n; j++) {
+        const float e = wk_expf(x[i + j] - mx);
+        x[i + j] = e;
+        acc[j] += e;
+    }
+    double s = 0;
+    for (int j = 0; j < 16; j++) s += acc[j];
     const float inv = (float)(1.0 / s), floor = wk_softmax_floor(s);
     for (int64_t i = 0; i < n; i++) x[i] = x[i] < floor ? 0.0f : x[i] * inv;
 }
