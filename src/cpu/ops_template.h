@@ -20,18 +20,27 @@
 enum ops_term { OPS_X, OPS_X2, OPS_EXP };
 
 /* sum of x[i], x[i]^2 or exp(x[i] - mx): 16 float lanes (element i in lane
- * i % 16), then the lanes in double. term is a constant at every call, so
- * each use compiles to its own vectorised loop. */
+ * i % 16), then the lanes in double; where out is not NULL each term is
+ * also stored in out[i] (out may be x). term is a constant at every call,
+ * and out NULL or not, so each use compiles to its own vectorised loop. */
 static inline __attribute__((always_inline)) double WK_OPS_NAME(ops_sum16)(int64_t n, const float *x,
                                                                         const enum ops_term term,
-                                                                        float mx)
+                                                                        float mx, float *out)
 {
 #define OPS_TERM(v) (term == OPS_X ? (v) : term == OPS_X2 ? (v) * (v) : wk_expf((v) - mx))
     float acc[16] = {0};
     int64_t i = 0;
     for (; i + 16 <= n; i += 16) /* whole rows of 16: the vectorised part */
-        for (int j = 0; j < 16; j++) acc[j] += OPS_TERM(x[i + j]);
-    for (int j = 0; i + j < n; j++) acc[j] += OPS_TERM(x[i + j]);
+        for (int j = 0; j < 16; j++) {
+            const float t = OPS_TERM(x[i + j]);
+            if (out) out[i + j] = t;
+            acc[j] += t;
+        }
+    for (int j = 0; i + j < n; j++) {
+        const float t = OPS_TERM(x[i + j]);
+        if (out) out[i + j] = t;
+        acc[j] += t;
+    }
 #undef OPS_TERM
     double s = 0;
     for (int j = 0; j < 16; j++) s += acc[j];
@@ -40,7 +49,7 @@ static inline __attribute__((always_inline)) double WK_OPS_NAME(ops_sum16)(int64
 
 void WK_OPS_NAME(rms_norm)(int64_t n, const float *x, const float *g, float eps, float *y)
 {
-    const double ss = WK_OPS_NAME(ops_sum16)(n, x, OPS_X2, 0);
+    const double ss = WK_OPS_NAME(ops_sum16)(n, x, OPS_X2, 0, NULL);
     const float scale = (float)(1.0 / sqrt(ss / (double)n + eps));
     if (g) {
         for (int64_t i = 0; i < n; i++) y[i] = x[i] * scale * g[i];
@@ -111,31 +120,14 @@ float WK_OPS_NAME(max_f32)(int64_t n, const float *x)
 void WK_OPS_NAME(softmax)(int64_t n, float *x)
 {
     const float mx = WK_OPS_NAME(max_f32)(n, x);
-    /* the exponentials stored and summed in one pass, in ops_sum16's
-     * lanes and order (element i in lane i % 16, then the lanes in double):
-     * its sum of the stored values, bit for bit */
-    float acc[16] = {0};
-    int64_t i = 0;
-    for (; i + 16 <= n; i += 16)
-        for (int j = 0; j < 16; j++) {
-            const float e = wk_expf(x[i + j] - mx);
-            x[i + j] = e;
-            acc[j] += e;
-        }
-    for (int j = 0; i + j < n; j++) {
-        const float e = wk_expf(x[i + j] - mx);
-        x[i + j] = e;
-        acc[j] += e;
-    }
-    double s = 0;
-    for (int j = 0; j < 16; j++) s += acc[j];
+    const double s = WK_OPS_NAME(ops_sum16)(n, x, OPS_EXP, mx, x); /* the exponentials, stored and summed */
     const float inv = (float)(1.0 / s), floor = wk_softmax_floor(s);
     for (int64_t i = 0; i < n; i++) x[i] = x[i] < floor ? 0.0f : x[i] * inv;
 }
 
 double WK_OPS_NAME(sum_exp)(int64_t n, const float *x, float mx)
 {
-    return WK_OPS_NAME(ops_sum16)(n, x, OPS_EXP, mx);
+    return WK_OPS_NAME(ops_sum16)(n, x, OPS_EXP, mx, NULL);
 }
 
 /* softmax of x [n] (n16 = n rounded up to 16 floats of room) in whole
