@@ -618,10 +618,12 @@ static void attention_task(void *p, int ith, int nth)
      * has one path) */
     const int32_t hcols = k->gemm_f32_packed_min_n > 1 ? k->gemm_f32_packed_min_n - 1 : ATTN_QBLOCK;
     for (int64_t item = lo_item; item < hi_item;) {
-        int32_t h = (int32_t)(item % a->n_head), blk = (int32_t)(item / a->n_head);
+        int32_t h, blk;
         if (step != 1) { /* prefill: (kv head, block, head of its group), as above */
             const int64_t per_g = (int64_t)n_blocks * group, r = item % per_g;
             blk = (int32_t)(r / group), h = (int32_t)(item / per_g * group + r % group);
+        } else { /* (block, head): a block's heads in a run */
+            h = (int32_t)(item % a->n_head), blk = (int32_t)(item / a->n_head);
         }
         int32_t t0 = a->blk_t0[blk], nq = a->blk_nq[blk];
         int32_t lo, p_last;
