@@ -48,8 +48,9 @@ static bool x16_dot_ok(enum wk_dtype t, const uint8_t *wrow, int64_t n, const fl
  *   with the tokens' x prepared (batched decode, verification): all 17
  *   (AVX-512: tiles of 6, 6, 5; with AMX a tile of 16 and one token
  *   through VNNI), 2, and 3, 8 and 11 on rows 16.. with wider output rows
- *   (nothing else written); the AMX tiles run only where the CPU grants
- *   AMX (tiles of fewer than 16 rows: build r16_amx.c with
+ *   (nothing else written; with AMX, 8 is the tile of interleaved hi and
+ *   lo rows and 11 a tile of 11); the AMX tiles run only where the CPU
+ *   grants AMX (tiles of 1 to 8 rows: build r16_amx.c with
  *   -DAMX_TOK_MIN=1);
  * - the matmul of the R16 tensor: decode on 1, 2 and 3 threads gives the
  *   kernel's bits (shares of whole groups); prefill gives the row-major
@@ -131,7 +132,8 @@ static void test_r16_layout(void)
                 k->vec_dot_rows_r16_tokens[r16](n, packed, row, prep + 3 * ldp, ldp, 2, tok, (size_t)n_rows, n_rows);
                 bad += memcmp(got + 3 * n_rows, tok, (size_t)(n_rows * 2) * 4) != 0;
                 /* 3, 8 and 11 tokens from token 3 (AVX-512's tiles of like width:
-                 * 3; 4 + 4; 6 + 5), results ldo = n_rows + 5 apart, and rows
+                 * 3; 4 + 4; 6 + 5; the AMX table's: 3 through VNNI, a tile of 8
+                 * with hi and lo rows interleaved, one of 11), results ldo = n_rows + 5 apart, and rows
                  * 16.. alone: each token's rows their lone decode's bits, nothing
                  * else written */
                 const int32_t counts[3] = {3, 8, 11};

@@ -1,7 +1,7 @@
 /*
  * r16_amx.c - the R16 prefill GEMM (gemm_r16, wk_cpu.h) through AMX-INT8
  * tiles, for Q4_1_R16, Q5_0_R16, Q8_0_R16 and Q4_K_R16, and batched decode
- * (vec_dot_rows_r16_tokens, below) for those and Q6_K_R16, where the CPU and
+ * (vec_dot_rows_r16_tokens, r16_amx_tokens.h) for those and Q6_K_R16, where the CPU and
  * the OS grant AMX (wk_cpu_features.amx_int8: CPUID, XCR0's tile state and
  * Linux's ARCH_REQ_XCOMP_PERM; Intel SDM vol. 1 ch. 18, Intel's AMX
  * instruction reference for TDPBSUD). Compiled with -mamx-tile -mamx-int8
@@ -33,9 +33,11 @@
 #include "avx512.h"
 #include "dot_rows.h" /* ALWAYS_INLINE, UNROLL */
 #include "r16_codes.h"
+#include "../prefetch_part.h"
 
 #include <immintrin.h>
 #include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* The VNNI gemm_r16 entries this one falls back on for the tail tokens. */
@@ -635,188 +637,7 @@ static ALWAYS_INLINE void bf_gemm(const enum amx_kind K, bool q6, enum wk_dtype 
                  ldo, n_rows);
 }
 
-/*
- * Batched decode (vec_dot_rows_r16_tokens, wk_cpu.h): every token's
- * result must have the bits of its lone decode (vec_dot_rows_r16,
- * rows_x16_template.h), so the tiles give the exact integer dots and the
- * float side is decode's own chain, operation for operation and in its
- * order, per token (16 rows a zmm, as decode's lanes): Q4_1, Q5_0, Q8_0
- * (r16_group) acc += float(S) (d_w ds), accc += offset; Q4_K
- * (r16_group_q4k) per sub-block accb += float(S) (sc ds), accm += m sums,
- * closed per super-block with d and dmin; Q6_K (r16_group_q6k) per 16
- * elements (its scale groups: products of K = 16, half a tile's depth)
- * acc += float(S) (d sc ds), accc += d sc sums16 (sums16 holding -32 times
- * the sums: r16_sums16). A tile holds up
- * to 16 tokens (M rows of A and C; one configuration per M); the tokens
- * past the last tile of at least AMX_TOK_MIN go to the VNNI tokens kernel
- * (the GEMM's tiles on decode's chain, r16_gemm_template.h).
- */
-
-/* Fewest tokens an AMX tile: a tile's fixed cost (codes unpacked, tiles
- * loaded and stored, every step) is paid for fewer tokens below 16, where
- * the VNNI tiles were as fast or faster (bench/gemm-r16's "r16 tokens",
- * 1536 x 1536, one core, G multiply-adds/s, VNNI / AMX: Q4_K 8 tokens
- * 92 / 90, 12: 99 / 67, 16: 98 / 125; Q6_K 16: 67 / 69; Q4_1 16: 105 / 130).
- * So only whole tiles of 16 run here; tiles of 1 to 15 rows (one
- * configuration each) give the same bits (test-cpu-r16 with
- * -DAMX_TOK_MIN=1), for a CPU where they would pay. */
-#ifndef AMX_TOK_MIN
-#define AMX_TOK_MIN 16
-#endif
-
-/* The tokens kernels' configurations: [0] products of 32 elements (A: M
- * rows of 32 bytes, B: 8 rows), [1] Q6_K's of 16 (A: M x 16, B: 4 rows);
- * C: M rows. Filled by wk__cpu_fill_amx (in memory, as g_config). */
-static struct amx_config g_tok_config[2][AMX_T + 1];
-
-static void amx_tok_config_fill(void)
-{
-    for (int q6 = 0; q6 < 2; q6++)
-        for (int m = 1; m <= AMX_T; m++) {
-            struct amx_config *c = &g_tok_config[q6][m];
-            memset(c, 0, sizeof *c);
-            c->palette = 1;
-            c->colsb[0] = c->colsb[1] = (uint16_t)(q6 ? 16 : 32);
-            c->rows[0] = c->rows[1] = (uint8_t)m;
-            c->colsb[2] = c->colsb[3] = 64;
-            c->rows[2] = c->rows[3] = (uint8_t)(q6 ? 4 : 8);
-            for (int i = 4; i < 8; i++) c->colsb[i] = 64, c->rows[i] = (uint8_t)m;
-        }
-}
-
-/* Step u's products into tile set u & 1: a 32-element block (Q4_1, Q5_0,
- * Q8_0), a sub-block (Q4_K) or a 16-element quarter (Q6_K: u = 4 (4i +
- * 2h + p) + q, x block 8i + 4h + q, bytes 16p.. of its lines). */
-static ALWAYS_INLINE void amx_tok_issue(const enum amx_kind K, bool q6, int64_t u, const uint8_t *g,
-                                        const uint8_t *p0, size_t ldb, uint8_t (*buf)[8 * 64], uint8_t (*qbuf)[4 * 256])
-{
-    const uint8_t *a, *codes;
-    if (q6) {
-        const int64_t grp = u / 4, i = grp / 4;
-        const int h = (int)((grp / 2) & 1), p = (int)(grp & 1), q = (int)(u & 3);
-        if (q == 0) amx_q6k_codes(g, i, h, p, qbuf[grp & 1]);
-        a = p0 + 64 * (8 * i + 4 * h + q) + 16 * p;
-        codes = qbuf[grp & 1] + 256 * q;
-    } else {
-        a = p0 + 64 * u;
-        codes = amx_codes(K, g, u, buf[u & 1]);
-    }
-    if (u & 1) amx_issue(1, a, ldb, codes);
-    else amx_issue(0, a, ldb, codes);
-}
-
-/* One group, one column chunk of nc elements at g, m tokens (lines at p0,
- * ldb bytes apart, token t's prepared chunk at pt[t]): out[t][0..15] (+)=
- * the rows' dots, each token's with decode's bits. Step u + 1's products
- * are issued before step u's epilogue, in the other tile set. */
-static ALWAYS_INLINE void amx_tok_chunk(const enum amx_kind K, bool q6, int m, int64_t nc, const uint8_t *g,
-                                        const uint8_t *p0, size_t ldb, const float *const *pt, float *const *out,
-                                        bool add)
-{
-    const int64_t nxb = nc / 32, nu = q6 ? nc / 16 : nxb;
-    _Alignas(64) uint8_t buf[2][8 * 64], qbuf[2][4 * 256];
-    _Alignas(64) int32_t ch[AMX_T][16], cl[AMX_T][16];
-    __m512 acc[AMX_T], accc[AMX_T], accb[AMX_T], accm[AMX_T];
-    for (int t = 0; t < m; t++) acc[t] = accc[t] = _mm512_setzero_ps();
-    amx_tok_issue(K, q6, 0, g, p0, ldb, buf, qbuf);
-    for (int64_t u = 0; u < nu; u++) {
-        if (u + 1 < nu) amx_tok_issue(K, q6, u + 1, g, p0, ldb, buf, qbuf);
-        if (u & 1) amx_store_c(1, ch, cl);
-        else amx_store_c(0, ch, cl);
-        if (q6) { /* r16_group_q6k */
-            const int64_t grp = u / 4, i = grp / 4;
-            const int h = (int)((grp / 2) & 1), p = (int)(grp & 1), q = (int)(u & 3);
-            const int64_t xb = 8 * i + 4 * h + q;
-            const uint8_t *b = g + (size_t)i * WK_R16_ROWS * sizeof(struct wk_block_q6_k);
-            const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)b));
-            const __m512i sc8 = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(b + 32 + 832 * (2 * h + p) + 768 + 16 * q)));
-            const __m512 sc = _mm512_mul_ps(_mm512_cvtepi32_ps(sc8), d);
-            for (int t = 0; t < m; t++) {
-                const float *ds = pt[t] + nxb * 16, *s16 = pt[t] + WK_R16_PREP_CHUNK_FLOATS - WK_R16_PREP_CHUNK / 16;
-                const __m512i S = _mm512_add_epi32(_mm512_slli_epi32(_mm512_load_si512(ch[t]), 8), _mm512_load_si512(cl[t]));
-                r16_dec_group(&acc[t], &accc[t], S, sc, ds[xb], sc, s16[2 * xb + p]);
-            }
-        } else if (K == AMX_Q4_K) { /* r16_group_q4k */
-            const int s = (int)(u % 8);
-            const uint8_t *b = g + (size_t)(u / 8) * WK_R16_ROWS * sizeof(struct wk_block_q4_k);
-            __m512i sci, mni;
-            r16_q4k_scale_min(_mm512_loadu_si512(b + 64), _mm512_loadu_si512(b + 128), _mm512_loadu_si512(b + 192), s,
-                              &sci, &mni);
-            const __m512 sc = _mm512_cvtepi32_ps(sci), mn = _mm512_cvtepi32_ps(mni);
-            for (int t = 0; t < m; t++) {
-                const float *ds = pt[t] + nxb * 16, *sums = ds + nxb;
-                const __m512i S = _mm512_add_epi32(_mm512_slli_epi32(_mm512_load_si512(ch[t]), 8), _mm512_load_si512(cl[t]));
-                if (s == 0) accb[t] = accm[t] = _mm512_setzero_ps();
-                r16_dec_group(&accb[t], &accm[t], S, sc, ds[u], mn, sums[u]);
-            }
-            if (s == 7) {
-                const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)b));
-                const __m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(b + 32)));
-                for (int t = 0; t < m; t++) {
-                    acc[t] = _mm512_fmadd_ps(accb[t], d, acc[t]);
-                    accc[t] = _mm512_fnmadd_ps(accm[t], dmin, accc[t]);
-                }
-            }
-        } else { /* r16_group */
-            const uint8_t *b = g + (size_t)u * WK_R16_ROWS * amx_block_bytes(K);
-            const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)b));
-            const __m512 mw = K == AMX_Q4_1 ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(b + 32))) : dw;
-            const float kq = K == AMX_Q5_0 ? -16.0f : -128.0f;
-            for (int t = 0; t < m; t++) {
-                const float *ds = pt[t] + nxb * 16, *sums = ds + nxb;
-                const __m512i S = _mm512_add_epi32(_mm512_slli_epi32(_mm512_load_si512(ch[t]), 8), _mm512_load_si512(cl[t]));
-                r16_dec_group(&acc[t], &accc[t], S, dw, ds[u], mw, K == AMX_Q4_1 ? sums[u] : kq * sums[u]);
-            }
-        }
-    }
-    for (int t = 0; t < m; t++) {
-        __m512 r = _mm512_add_ps(acc[t], accc[t]);
-        if (add) r = _mm512_add_ps(r, _mm512_loadu_ps(out[t]));
-        _mm512_storeu_ps(out[t], r);
-    }
-}
-
-/* The VNNI tokens entries the tokens kernels fall back on. */
-static wk_vec_dot_rows_tokens_fn g_vnni_tokens[WK_DTYPE_COUNT];
-
-/* vec_dot_rows_r16_tokens for K (Q6_K: q6): decode's loop order (per
- * group, per column chunk, the tokens), tiles of up to 16 tokens through
- * AMX, a last one of fewer than AMX_TOK_MIN through VNNI. */
-static ALWAYS_INLINE void amx_tokens(const enum amx_kind K, bool q6, enum wk_dtype dt, int64_t n, const void *w,
-                                     size_t stride, const float *prep, size_t ldp, int32_t n_tokens, float *out,
-                                     size_t ldo, int64_t n_rows)
-{
-    int32_t n_amx = n_tokens / AMX_T * AMX_T;
-    if (n_tokens - n_amx >= AMX_TOK_MIN) n_amx = n_tokens;
-    if (n_amx) {
-        const size_t bb = q6 ? sizeof(struct wk_block_q6_k) : amx_block_bytes(K), ldb = ldp * sizeof(float);
-        const int64_t bs = q6 || K == AMX_Q4_K ? WK_QK_K : 32;
-        int m_cfg = 0;
-        for (int64_t gi = 0; gi < n_rows / WK_R16_ROWS; gi++) {
-            const uint8_t *wg = (const uint8_t *)w + (size_t)gi * WK_R16_ROWS * stride;
-            for (int64_t c0 = 0; c0 < n; c0 += AMX_CHUNK) {
-                const int64_t nc = WK_MIN(AMX_CHUNK, n - c0);
-                for (int32_t t0 = 0; t0 < n_amx; t0 += AMX_T) {
-                    const int m = (int)WK_MIN(AMX_T, n_amx - t0);
-                    if (m != m_cfg) _tile_loadconfig(&g_tok_config[q6][m]), m_cfg = m;
-                    const float *p0 = prep + (size_t)t0 * ldp + (c0 / AMX_CHUNK) * WK_R16_PREP_CHUNK_FLOATS;
-                    const float *pt[AMX_T];
-                    float *o[AMX_T];
-                    for (int t = 0; t < m; t++) {
-                        pt[t] = p0 + (size_t)t * ldp;
-                        o[t] = out + (size_t)(t0 + t) * ldo + WK_R16_ROWS * gi;
-                    }
-                    amx_tok_chunk(K, q6, m, nc, wg + (size_t)(c0 / bs) * WK_R16_ROWS * bb, (const uint8_t *)p0, ldb, pt,
-                                  o, c0 > 0);
-                }
-            }
-        }
-        _tile_release();
-    }
-    if (n_amx < n_tokens)
-        g_vnni_tokens[dt](n, w, stride, prep + (size_t)n_amx * ldp, ldp, n_tokens - n_amx, out + (size_t)n_amx * ldo,
-                          ldo, n_rows);
-}
+#include "r16_amx_tokens.h"
 
 #define AMX_TOKENS_ENTRY(name, K, q6, dt)                                                                         \
     static void amx_tokens_##name(int64_t n, const void *w, size_t stride, const float *prep, size_t ldp,         \
@@ -869,6 +690,7 @@ void wk__cpu_fill_amx(struct wk_cpu_kernels *k)
         k->gemm_r16[dts[i]] = fns[i];
     }
     amx_tok_config_fill();
+    amx_tok2_config_fill();
     const enum wk_dtype tdts[5] = {WK_DTYPE_Q4_1_R16, WK_DTYPE_Q5_0_R16, WK_DTYPE_Q8_0_R16, WK_DTYPE_Q4_K_R16,
                                    WK_DTYPE_Q6_K_R16};
     const wk_vec_dot_rows_tokens_fn tfns[5] = {amx_tokens_q4_1, amx_tokens_q5_0, amx_tokens_q8_0, amx_tokens_q4_k,
