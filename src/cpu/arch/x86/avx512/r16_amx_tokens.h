@@ -46,19 +46,24 @@
  * C: M rows. Filled by wk__cpu_fill_amx (in memory, as g_config). */
 static struct amx_config g_tok_config[2][AMX_T + 1];
 
+/* A tokens kernel's configuration: A tiles 0, 1 of `rows` rows (32 bytes,
+ * Q6_K 16), B tiles 2, 3 (8 rows, Q6_K 4), n_c C tiles from 4 of `rows`
+ * rows. */
+static void amx_tok_config_set(struct amx_config *c, bool q6, int rows, int n_c)
+{
+    memset(c, 0, sizeof *c);
+    c->palette = 1;
+    c->colsb[0] = c->colsb[1] = (uint16_t)(q6 ? 16 : 32);
+    c->rows[0] = c->rows[1] = (uint8_t)rows;
+    c->colsb[2] = c->colsb[3] = 64;
+    c->rows[2] = c->rows[3] = (uint8_t)(q6 ? 4 : 8);
+    for (int i = 4; i < 4 + n_c; i++) c->colsb[i] = 64, c->rows[i] = (uint8_t)rows;
+}
+
 static void amx_tok_config_fill(void)
 {
     for (int q6 = 0; q6 < 2; q6++)
-        for (int m = 1; m <= AMX_T; m++) {
-            struct amx_config *c = &g_tok_config[q6][m];
-            memset(c, 0, sizeof *c);
-            c->palette = 1;
-            c->colsb[0] = c->colsb[1] = (uint16_t)(q6 ? 16 : 32);
-            c->rows[0] = c->rows[1] = (uint8_t)m;
-            c->colsb[2] = c->colsb[3] = 64;
-            c->rows[2] = c->rows[3] = (uint8_t)(q6 ? 4 : 8);
-            for (int i = 4; i < 8; i++) c->colsb[i] = 64, c->rows[i] = (uint8_t)m;
-        }
+        for (int m = 1; m <= AMX_T; m++) amx_tok_config_set(&g_tok_config[q6][m], q6, m, 4);
 }
 
 /* The tokens kernels' prefetch distances, in bytes: every step's share of
@@ -175,10 +180,10 @@ static ALWAYS_INLINE void amx_tok_epilogue(const enum amx_kind K, bool q6, int m
  * 2's codes unpacked and step u - 1's results (stored a step earlier) go
  * through the float epilogue, so no tile load reads a store of its own
  * step nor a vector load a tile store of its own step (neither is
- * forwarded: unpacking the codes just before their tile load and reading
- * the results just after their tile store held a step near 85 cycles
- * whatever m). The steps still reach each token's accumulators in order:
- * decode's bits. */
+ * forwarded). At 8 tokens this order alone changed little (bench/gemm-r16
+ * Q4_K 85-94 G multiply-adds/s before and after; the tile of 8 below is
+ * what paid there). The steps still reach each token's accumulators in
+ * order: decode's bits. */
 static ALWAYS_INLINE void amx_tok_chunk(const enum amx_kind K, bool q6, int m, int64_t nc, const uint8_t *g,
                                         const uint8_t *p0, size_t ldb, const float *const *pt, float *const *out,
                                         bool add)
@@ -212,10 +217,12 @@ static ALWAYS_INLINE void amx_tok_chunk(const enum amx_kind K, bool q6, int m, i
 
 /*
  * Tiles of at most 8 tokens with their hi and lo rows in one A tile: the
- * int8 tiles above need two A tiles (S_hi, S_lo) shared by both tile sets,
- * so step u + 1's A loads wait for step u's products to finish (tiles are
- * not renamed) and a step costs the products' latency whatever m (~85
- * cycles, so 8 tokens ran no faster than the VNNI tiles). Here A holds
+ * int8 tiles above need two A tiles (x~'s hi and lo bytes) and two C tiles
+ * (S_hi, S_lo) a set, so their two sets share the A tiles, and tiles are
+ * not renamed: step u + 1's A loads wait for step u's products (Q4_K: a
+ * step of 4 tokens cost ~120 cycles at ~3.5 GHz, of 8 ~150, and 8 tokens
+ * ran no faster than the VNNI tiles; a loop of 16-row products alone takes
+ * 18 a step). Here A holds
  * 2m rows, token t's hi bytes in row 2t and its lo bytes in row 2t + 1,
  * and C likewise (S_hi, S_lo of token t in rows 2t, 2t + 1): three tiles a
  * set (A 0/1, B 2/3, C 4/5), so the sets' steps overlap. The rows come
@@ -230,17 +237,7 @@ static struct amx_config g_tok2_config[2][AMX_T2 + 1];
 static void amx_tok2_config_fill(void)
 {
     for (int q6 = 0; q6 < 2; q6++)
-        for (int m = 1; m <= AMX_T2; m++) {
-            struct amx_config *c = &g_tok2_config[q6][m];
-            memset(c, 0, sizeof *c);
-            c->palette = 1;
-            c->colsb[0] = c->colsb[1] = (uint16_t)(q6 ? 16 : 32);
-            c->rows[0] = c->rows[1] = (uint8_t)(2 * m);
-            c->colsb[2] = c->colsb[3] = 64;
-            c->rows[2] = c->rows[3] = (uint8_t)(q6 ? 4 : 8);
-            c->colsb[4] = c->colsb[5] = 64;
-            c->rows[4] = c->rows[5] = (uint8_t)(2 * m);
-        }
+        for (int m = 1; m <= AMX_T2; m++) amx_tok_config_set(&g_tok2_config[q6][m], q6, 2 * m, 2);
 }
 
 /* m tokens' prepared lines (token t's at prep + t ldp) of all n / 32
