@@ -18,15 +18,15 @@
  * acc += float(S) (d sc ds), accc += d sc sums16 (sums16 holding -32 times
  * the sums: r16_sums16). A tile holds up
  * to 16 tokens (M rows of A and C; one configuration per M), or 8 with
- * their hi and lo rows in one A tile (amx_tok2_chunk, below); the tokens
+ * their hi and lo rows in one A tile (the tile of 8, below); the tokens
  * past them go to the VNNI tokens kernel (the GEMM's tiles on decode's
  * chain, r16_gemm_template.h).
  */
 
-/* Fewest tokens a last tile of amx_tok_chunk (after those of 16): below,
+/* Fewest tokens a last 16-row tile (after those of 16): below,
  * a tile's fixed cost (codes unpacked, tiles loaded and stored, every
  * step) is paid for too few tokens. bench/gemm-r16's "r16 tokens", 1536 x
- * 1536, one core, G multiply-adds/s, VNNI / amx_tok_chunk / amx_tok2_chunk
+ * 1536, one core, G multiply-adds/s, VNNI / 16-row tiles / the tile of 8
  * (2026-12-05, Xeon with AMX, two runs): Q4_K 4 tokens 101-105 / 63-65 /
  * 79, 6: 111 / 81-85 / 92, 8: 100-106 / 96-104 / 108-118, 9: 104-108 /
  * 108-110 / 77, 11: 102 / 112-120 / 79-89, 16: 132-134 / 133-138; Q6_K 8:
@@ -34,7 +34,7 @@
  * Q5_0 8: 90 / 100 / 110-115, 11: 92 / 118-121 / 80-83; Q8_0 8: 106-109 /
  * 122-124 / 125-130, 11: 115 / 135-138 / 103-109; Q4_1 4: 113 / 69 / 81,
  * 6: 120-123 / 91-95 / 108-111, 8: 113-116 / 105-108 / 114-120. So a
- * last tile of 9 to 15 here, of exactly 8 through amx_tok2_chunk, and
+ * last tile of 9 to 15 on the 16-row tiles, of exactly 8 on the tile of 8, and
  * fewer through VNNI. Tiles of 1 to 15 rows (one configuration each) give
  * the same bits (test-cpu-r16 with -DAMX_TOK_MIN=1). */
 #ifndef AMX_TOK_MIN
@@ -107,18 +107,14 @@ static ALWAYS_INLINE const uint8_t *amx_tok_codes(const enum amx_kind K, bool q6
     return (const uint8_t *)amx_codes(K, g, u, buf[u & 1]);
 }
 
-/* Step u's products into tile set u & 1, B rows at codes (A: Q6_K's x
- * block 8i + 4h + q, bytes 16p.. of its lines). */
-static ALWAYS_INLINE void amx_tok_issue(bool q6, int64_t u, const uint8_t *p0, size_t ldb, const uint8_t *codes)
+/* Where step u's A rows start: its x block's lines at a0, `line` bytes
+ * a block (Q6_K: x block 8i + 4h + q, bytes 16p.. of its lines). */
+static ALWAYS_INLINE const uint8_t *amx_tok_a(bool q6, int64_t u, const uint8_t *a0, size_t line)
 {
-    const uint8_t *a = p0 + 64 * u;
-    if (q6) {
-        const int64_t grp = u / 4, i = grp / 4;
-        const int h = (int)((grp / 2) & 1), p = (int)(grp & 1), q = (int)(u & 3);
-        a = p0 + 64 * (8 * i + 4 * h + q) + 16 * p;
-    }
-    if (u & 1) amx_issue(1, a, ldb, codes);
-    else amx_issue(0, a, ldb, codes);
+    if (!q6) return a0 + line * (size_t)u;
+    const int64_t grp = u / 4, i = grp / 4;
+    const int h = (int)((grp / 2) & 1), p = (int)(grp & 1), q = (int)(u & 3);
+    return a0 + line * (size_t)(8 * i + 4 * h + q) + 16 * p;
 }
 
 /* Decode's float chain for step u's results (token t's S_hi and S_lo at
@@ -173,48 +169,6 @@ static ALWAYS_INLINE void amx_tok_epilogue(const enum amx_kind K, bool q6, int m
     }
 }
 
-/* One group, one column chunk of nc elements at g, m tokens (lines at p0,
- * ldb bytes apart, token t's prepared chunk at pt[t]): out[t][0..15] (+)=
- * the rows' dots, each token's with decode's bits. amx_tile's pipeline:
- * while step u + 1's products run, step u's results are stored, step u +
- * 2's codes unpacked and step u - 1's results (stored a step earlier) go
- * through the float epilogue, so no tile load reads a store of its own
- * step nor a vector load a tile store of its own step (neither is
- * forwarded). At 8 tokens this order alone changed little (bench/gemm-r16
- * Q4_K 85-94 G multiply-adds/s before and after; the tile of 8 below is
- * what paid there). The steps still reach each token's accumulators in
- * order: decode's bits. */
-static ALWAYS_INLINE void amx_tok_chunk(const enum amx_kind K, bool q6, int m, int64_t nc, const uint8_t *g,
-                                        const uint8_t *p0, size_t ldb, const float *const *pt, float *const *out,
-                                        bool add)
-{
-    const int64_t nxb = nc / 32, nu = q6 ? nc / 16 : nxb;
-    _Alignas(64) uint8_t buf[2][8 * 64], qbuf[2][4 * 256];
-    _Alignas(64) int32_t c[2][2][AMX_T][16]; /* [set][S_hi, S_lo][token][row] */
-    __m512 acc[AMX_T], accc[AMX_T], accb[AMX_T], accm[AMX_T];
-    const uint8_t *codes[2];
-    for (int t = 0; t < m; t++) acc[t] = accc[t] = _mm512_setzero_ps();
-    codes[0] = amx_tok_codes(K, q6, 0, g, buf, qbuf);
-    if (nu > 1) codes[1] = amx_tok_codes(K, q6, 1, g, buf, qbuf);
-    amx_tok_issue(q6, 0, p0, ldb, codes[0]);
-    for (int64_t u = 0; u < nu; u++) {
-        const int set = (int)(u & 1);
-        if (u + 1 < nu) amx_tok_issue(q6, u + 1, p0, ldb, codes[set ^ 1]);
-        if (set) amx_store_c(1, c[1][0], c[1][1]);
-        else amx_store_c(0, c[0][0], c[0][1]);
-        if (u + 2 < nu) codes[set] = amx_tok_codes(K, q6, u + 2, g, buf, qbuf);
-        amx_tok_prefetch(K, q6, u, g);
-        if (u > 0)
-            amx_tok_epilogue(K, q6, m, 1, u - 1, nxb, g, c[set ^ 1][0], c[set ^ 1][1], pt, acc, accc, accb, accm);
-    }
-    amx_tok_epilogue(K, q6, m, 1, nu - 1, nxb, g, c[(nu - 1) & 1][0], c[(nu - 1) & 1][1], pt, acc, accc, accb, accm);
-    for (int t = 0; t < m; t++) {
-        __m512 r = _mm512_add_ps(acc[t], accc[t]);
-        if (add) r = _mm512_add_ps(r, _mm512_loadu_ps(out[t]));
-        _mm512_storeu_ps(out[t], r);
-    }
-}
-
 /*
  * Tiles of at most 8 tokens with their hi and lo rows in one A tile: the
  * int8 tiles above need two A tiles (x~'s hi and lo bytes) and two C tiles
@@ -232,12 +186,11 @@ static ALWAYS_INLINE void amx_tok_chunk(const enum amx_kind K, bool q6, int m, i
  */
 #define AMX_T2 8 /* tokens a tile */
 
-static struct amx_config g_tok2_config[2][AMX_T2 + 1];
+static struct amx_config g_tok2_config[2]; /* [q6] */
 
 static void amx_tok2_config_fill(void)
 {
-    for (int q6 = 0; q6 < 2; q6++)
-        for (int m = 1; m <= AMX_T2; m++) amx_tok_config_set(&g_tok2_config[q6][m], q6, 2 * m, 2);
+    for (int q6 = 0; q6 < 2; q6++) amx_tok_config_set(&g_tok2_config[q6], q6, 2 * AMX_T2, 2);
 }
 
 /* m tokens' prepared lines (token t's at prep + t ldp) of all n / 32
@@ -252,17 +205,12 @@ static void amx_tok2_relayout(int64_t n, const float *prep, size_t ldp, int m, u
     }
 }
 
-/* Step u's products into set u & 1 (A rows at a, 32 bytes apart). */
-static ALWAYS_INLINE void amx_tok2_issue(bool q6, int m, int64_t u, const uint8_t *a0, const uint8_t *codes)
+/* The tile of 8's products of a step into set `set` (A rows at a, 32
+ * bytes apart; B rows at codes). */
+static ALWAYS_INLINE void amx_tok2_issue(const int set, const uint8_t *a, const uint8_t *codes)
 {
-    const uint8_t *a = a0 + 64 * (size_t)m * u;
-    if (q6) {
-        const int64_t grp = u / 4, i = grp / 4;
-        const int h = (int)((grp / 2) & 1), p = (int)(grp & 1), q = (int)(u & 3);
-        a = a0 + 64 * (size_t)m * (8 * i + 4 * h + q) + 16 * p;
-    }
     __asm__ volatile("" ::: "memory"); /* the codes' stores before the tile loads (amx_issue) */
-    if (u & 1) {
+    if (set) {
         _tile_loadd(1, a, 32);
         _tile_loadd(3, codes, 64);
         _tile_zero(5);
@@ -276,31 +224,53 @@ static ALWAYS_INLINE void amx_tok2_issue(bool q6, int m, int64_t u, const uint8_
     __asm__ volatile("" ::: "memory");
 }
 
-/* amx_tok_chunk with hi and lo rows interleaved (m <= AMX_T2; the m
- * tokens' relaid lines of this chunk at a0). */
-static ALWAYS_INLINE void amx_tok2_chunk(const enum amx_kind K, bool q6, int m, int64_t nc, const uint8_t *g,
-                                         const uint8_t *a0, const float *const *pt, float *const *out, bool add)
+/* One group, one column chunk of nc elements at g, m tokens: out[t][0..15]
+ * (+)= the rows' dots, each token's with decode's bits (token t's prepared
+ * chunk at pt[t]). The 16-row tiles (tok2 false) read A from the tokens'
+ * own lines (at a0, ldb bytes apart); the tile of 8 (tok2, m = AMX_T2) from
+ * the relaid ones at a0. amx_tile's pipeline: while step u + 1's products
+ * run, step u's results are stored, step u + 2's codes unpacked and step
+ * u - 1's results (stored a step earlier) go through the float epilogue,
+ * so no tile load reads a store of its own step nor a vector load a tile
+ * store of its own step (neither is forwarded). For the 16-row tiles at 8
+ * tokens this order alone changed little (bench/gemm-r16 Q4_K 85-94 G
+ * multiply-adds/s before and after; the tile of 8 is what paid there).
+ * The steps still reach each token's accumulators in order: decode's bits. */
+static ALWAYS_INLINE void amx_tok_chunk(const enum amx_kind K, bool q6, bool tok2, int m, int64_t nc,
+                                        const uint8_t *g, const uint8_t *a0, size_t ldb, const float *const *pt,
+                                        float *const *out, bool add)
 {
     const int64_t nxb = nc / 32, nu = q6 ? nc / 16 : nxb;
+    const size_t line = tok2 ? 64 * (size_t)m : 64;
+    /* results of a set: the 16-row tiles' S_hi of token t in row t, S_lo
+     * in row AMX_T + t; the tile of 8's in rows 2t, 2t + 1 */
+    const int lo = tok2 ? 1 : AMX_T, rs = tok2 ? 2 : 1;
     _Alignas(64) uint8_t buf[2][8 * 64], qbuf[2][4 * 256];
-    _Alignas(64) int32_t c[2][2 * AMX_T2][16]; /* [set][2 token + (0: S_hi, 1: S_lo)][row] */
-    __m512 acc[AMX_T2], accc[AMX_T2], accb[AMX_T2], accm[AMX_T2];
+    _Alignas(64) int32_t c[2][2 * AMX_T][16]; /* [set][row of a C tile][weight row] */
+    __m512 acc[AMX_T], accc[AMX_T], accb[AMX_T], accm[AMX_T];
     const uint8_t *codes[2];
     for (int t = 0; t < m; t++) acc[t] = accc[t] = _mm512_setzero_ps();
     codes[0] = amx_tok_codes(K, q6, 0, g, buf, qbuf);
     if (nu > 1) codes[1] = amx_tok_codes(K, q6, 1, g, buf, qbuf);
-    amx_tok2_issue(q6, m, 0, a0, codes[0]);
-    for (int64_t u = 0; u < nu; u++) {
+    for (int64_t u = -1; u < nu; u++) {
         const int set = (int)(u & 1);
-        if (u + 1 < nu) amx_tok2_issue(q6, m, u + 1, a0, codes[set ^ 1]);
-        if (set) _tile_stored(5, c[1], 64);
-        else _tile_stored(4, c[0], 64);
+        if (u + 1 < nu) { /* step u + 1's products, in the other set */
+            const uint8_t *a = amx_tok_a(q6, u + 1, a0, line);
+            if (tok2) amx_tok2_issue(set ^ 1, a, codes[set ^ 1]);
+            else if (set) amx_issue(0, a, ldb, codes[0]);
+            else amx_issue(1, a, ldb, codes[1]);
+        }
+        if (u < 0) continue;
+        if (tok2 && set) _tile_stored(5, c[1], 64);
+        else if (tok2) _tile_stored(4, c[0], 64);
+        else if (set) amx_store_c(1, c[1], c[1] + AMX_T);
+        else amx_store_c(0, c[0], c[0] + AMX_T);
         if (u + 2 < nu) codes[set] = amx_tok_codes(K, q6, u + 2, g, buf, qbuf);
         amx_tok_prefetch(K, q6, u, g);
-        if (u > 0)
-            amx_tok_epilogue(K, q6, m, 2, u - 1, nxb, g, c[set ^ 1], c[set ^ 1] + 1, pt, acc, accc, accb, accm);
+        if (u > 0) amx_tok_epilogue(K, q6, m, rs, u - 1, nxb, g, c[set ^ 1], c[set ^ 1] + lo, pt, acc, accc, accb, accm);
     }
-    amx_tok_epilogue(K, q6, m, 2, nu - 1, nxb, g, c[(nu - 1) & 1], c[(nu - 1) & 1] + 1, pt, acc, accc, accb, accm);
+    const int last = (int)((nu - 1) & 1);
+    amx_tok_epilogue(K, q6, m, rs, nu - 1, nxb, g, c[last], c[last] + lo, pt, acc, accc, accb, accm);
     for (int t = 0; t < m; t++) {
         __m512 r = _mm512_add_ps(acc[t], accc[t]);
         if (add) r = _mm512_add_ps(r, _mm512_loadu_ps(out[t]));
@@ -350,7 +320,7 @@ static wk_vec_dot_rows_tokens_fn g_vnni_tokens[WK_DTYPE_COUNT];
 /* vec_dot_rows_r16_tokens for K (Q6_K: q6): decode's loop order (per
  * group, per column chunk, the tokens): whole tiles of 16 tokens and a
  * last one of AMX_TOK_MIN to 15 through amx_tok_chunk, a last one of
- * exactly AMX_T2 through amx_tok2_chunk, fewer through VNNI. */
+ * exactly AMX_T2 as the tile of 8, fewer through VNNI. */
 static ALWAYS_INLINE void amx_tokens(const enum amx_kind K, bool q6, enum wk_dtype dt, int64_t n, const void *w,
                                      size_t stride, const float *prep, size_t ldp, int32_t n_tokens, float *out,
                                      size_t ldo, int64_t n_rows)
@@ -373,7 +343,7 @@ static ALWAYS_INLINE void amx_tokens(const enum amx_kind K, bool q6, enum wk_dty
                 for (int32_t t0 = 0; t0 < n_done; t0 += AMX_T) {
                     const int m = (int)WK_MIN(AMX_T, n_done - t0);
                     const bool tok2 = t0 >= n_amx;
-                    const void *want = tok2 ? &g_tok2_config[q6][m] : &g_tok_config[q6][m];
+                    const void *want = tok2 ? &g_tok2_config[q6] : &g_tok_config[q6][m];
                     if (want != cfg) _tile_loadconfig(want), cfg = want;
                     const float *p0 = prep + (size_t)t0 * ldp + (c0 / AMX_CHUNK) * WK_R16_PREP_CHUNK_FLOATS;
                     const float *pt[AMX_T];
@@ -382,8 +352,8 @@ static ALWAYS_INLINE void amx_tokens(const enum amx_kind K, bool q6, enum wk_dty
                         pt[t] = p0 + (size_t)t * ldp;
                         o[t] = out + (size_t)(t0 + t) * ldo + WK_R16_ROWS * gi;
                     }
-                    if (tok2) amx_tok2_chunk(K, q6, AMX_T2, nc, g, rl + (size_t)AMX_T2 * 2 * c0, pt, o, c0 > 0);
-                    else amx_tok_chunk(K, q6, m, nc, g, (const uint8_t *)p0, ldb, pt, o, c0 > 0);
+                    if (tok2) amx_tok_chunk(K, q6, true, AMX_T2, nc, g, rl + (size_t)AMX_T2 * 2 * c0, 0, pt, o, c0 > 0);
+                    else amx_tok_chunk(K, q6, false, m, nc, g, (const uint8_t *)p0, ldb, pt, o, c0 > 0);
                 }
             }
         }
