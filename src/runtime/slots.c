@@ -70,6 +70,7 @@ struct slot {
     struct wk_spec_ctl ctl;
     int32_t draft[WK_VERIFY_MAX - 1], n_draft, row0;
     int64_t draft_ns; /* the lookup's time this step */
+    int32_t starved;  /* steps beside others with drafts on offer but none taken */
     int64_t t_prefilled; /* ns: when its prompt was done (0: not yet) */
 };
 
@@ -81,7 +82,9 @@ struct wk_slots {
     int32_t chunk_busy;       /* a prefill chunk's rows while others decode (0: n_ubatch) */
     struct slot *slot;        /* [n] */
     int32_t rr;               /* the slot last given a prefill chunk */
-    int32_t rr_draft;         /* the slot offered lookup's draft budget first, in turn */
+    struct wk_rows_cost cost; /* decode forwards' ns by rows (the drafts' budget beside other slots) */
+    int32_t *dec, *k_max, *k; /* [n] a decode step's slots, their drafts on offer and taken (share_drafts) */
+    double *acc;              /* [n] their acceptance rates */
     float *logits;            /* [n + WK_VERIFY_MAX - 1][n_vocab]: the decode rows', then the prefill's last row */
     int32_t *b_tok, *b_pos, *b_seq, *b_slot; /* [max(n + WK_VERIFY_MAX - 1, n_ubatch)] a batch's rows */
     bool *b_want;
@@ -118,7 +121,12 @@ enum wk_status wk_slots_create(const struct wk_model *m, const struct wk_tokeniz
     s->b_seq = wk_malloc(rows * sizeof(int32_t));
     s->b_slot = wk_malloc(rows * sizeof(int32_t));
     s->b_want = wk_malloc(rows * sizeof(bool));
-    if (!s->slot || !s->logits || !s->b_tok || !s->b_pos || !s->b_seq || !s->b_slot || !s->b_want) {
+    s->dec = wk_malloc((size_t)s->n * sizeof(int32_t));
+    s->k_max = wk_malloc((size_t)s->n * sizeof(int32_t));
+    s->k = wk_malloc((size_t)s->n * sizeof(int32_t));
+    s->acc = wk_malloc((size_t)s->n * sizeof(double));
+    if (!s->slot || !s->logits || !s->b_tok || !s->b_pos || !s->b_seq || !s->b_slot || !s->b_want || !s->dec ||
+        !s->k_max || !s->k || !s->acc) {
         wk_slots_destroy(s);
         return wk_error_set(err, WK_E_NOMEM, "out of memory");
     }
@@ -156,6 +164,10 @@ void wk_slots_destroy(struct wk_slots *s)
     wk_free(s->b_seq);
     wk_free(s->b_slot);
     wk_free(s->b_want);
+    wk_free(s->dec);
+    wk_free(s->k_max);
+    wk_free(s->k);
+    wk_free(s->acc);
     wk_free(s);
 }
 
@@ -257,7 +269,7 @@ enum wk_status wk_slots_add(struct wk_slots *s, const struct wk_slot_request *r,
     /* prompt lookup, as wk_session_generate does it without a draft model */
     sl->lookup = p->draft_max > 0 && !p->grammar && wk_sampler_is_greedy(sampler);
     wk_spec_ctl_init(&sl->ctl);
-    sl->n_draft = 0;
+    sl->n_draft = sl->starved = 0;
     sl->stats = r->stats;
     sl->err = r->err ? r->err : &sl->own_err;
     wk_error_clear(sl->err);
@@ -326,15 +338,17 @@ static bool run_rows(struct wk_slots *s, int32_t n, bool per_token, struct wk_sl
     return false;
 }
 
-/* Slot i's prompt-lookup drafts for this step (wk_lookup_draft), at most
- * budget, none past num_predict or the context; 0 when it does not look up. */
-static int32_t lookup_drafts(struct wk_slots *s, int32_t i, int32_t budget)
+/* Slot i's prompt-lookup drafts for this step (wk_lookup_draft) into its
+ * draft[]: as many as its controller wants (alone: wk_spec_ctl_k) or may
+ * verify (beside others: draft_max), none past num_predict or the
+ * context; 0 when it does not look up. */
+static int32_t lookup_drafts(struct wk_slots *s, int32_t i, bool alone)
 {
     struct slot *sl = &s->slot[i];
-    if (!sl->lookup || budget < 1) return 0;
-    int32_t k = wk_spec_ctl_k(&sl->ctl, WK_MIN(sl->p.draft_max, WK_VERIFY_MAX - 1));
-    if (sl->p.draft_min > 0) k = WK_MAX(k, WK_MIN(sl->p.draft_min, sl->p.draft_max));
-    k = WK_MIN(k, budget);
+    if (!sl->lookup) return 0;
+    const int32_t k_max = WK_MIN(sl->p.draft_max, WK_VERIFY_MAX - 1);
+    int32_t k = alone ? wk_spec_ctl_k(&sl->ctl, k_max) : k_max;
+    if (alone && sl->p.draft_min > 0) k = WK_MAX(k, WK_MIN(sl->p.draft_min, sl->p.draft_max));
     k = WK_MIN(k, s->n_ubatch - 1); /* a rotating cache rolls back this far (wk_context_seq_truncate) */
     k = WK_MIN(k, s->n_ctx - wk_context_seq_n_past(s->ctx, i) - 1);
     if (sl->p.num_predict > 0) k = WK_MIN(k, sl->p.num_predict - sl->stats->eval_count);
@@ -347,7 +361,7 @@ static int32_t lookup_drafts(struct wk_slots *s, int32_t i, int32_t budget)
  * draft computed exactly the plain steps' rows), the first other choice
  * or the row after the last draft gives the next token, and the cache
  * drops the rejected drafts. */
-static void take_rows(struct wk_slots *s, int32_t i, int64_t fwd_ns, struct wk_slots_step *out)
+static void take_rows(struct wk_slots *s, int32_t i, int64_t fwd_ns, bool alone, struct wk_slots_step *out)
 {
     struct slot *sl = &s->slot[i];
     const int32_t k = sl->n_draft, before = (int32_t)sl->cached.n;
@@ -383,45 +397,67 @@ static void take_rows(struct wk_slots *s, int32_t i, int64_t fwd_ns, struct wk_s
     if (k > 0) {
         const int32_t accepted = WK_MIN(j, k);
         sl->stats->spec_rounds++, sl->stats->draft_count += k, sl->stats->draft_accepted += accepted;
-        wk_spec_ctl_update(&sl->ctl, k, accepted, sl->draft_ns, fwd_ns);
-    } else if (sl->lookup) {
+        if (alone) wk_spec_ctl_update(&sl->ctl, k, accepted, sl->draft_ns, fwd_ns);
+        else wk_spec_ctl_count(&sl->ctl, k, accepted); /* the step's time is all the slots' */
+    } else if (sl->lookup && alone) {
         wk_spec_ctl_plain(&sl->ctl, fwd_ns);
     }
     if (ends) finish(s, i, st, out);
 }
 
-/* Rows a decode step of several slots may hold with prompt lookup's drafts:
- * the R16 kernels read each weight once for up to 6 tokens (AVX-512's
- * GEMM tiles; AVX2's two-token tiles twice), so a few more rows cost little
- * while the step is memory-bound, but a step of many rows is
- * compute-bound, where a draft row costs what a decode row does and yields
- * at most its one token (Qwen2.5-Coder-1.5B, Xeon, 2 threads: 1 row 44 ms,
- * 4 rows 58 ms, 16 rows 160 ms; 16 decoding slots with their drafts made
- * steps of up to 31 rows at 360 ms). */
-#define LOOKUP_BATCH_ROWS 4
+/* Steps beside other slots after which a slot whose drafts were on offer
+ * but never taken (its acceptance rate too low to pay) verifies one
+ * anyway: its rate is learnt only from drafts verified. */
+#define SLOTS_DRAFT_PROBE 32
 
-/* Step 2: a token for every decoding slot, and prompt lookup's drafts
- * for those that have some: at most WK_VERIFY_MAX - 1 in all for one
- * decoding slot (its controller weighs them, wk_spec_ctl), and for several
- * only while the step stays within LOOKUP_BATCH_ROWS rows. */
+/* The drafts of the decoding slots (their ids in dec [n_dec]) beside each
+ * other: each slot's on offer (lookup_drafts), shared by wk_spec_share
+ * from their acceptance rates and the decode forwards' measured cost by
+ * rows (s->cost), at most WK_VERIFY_MAX - 1 in all (s->logits' rows). A
+ * slot starved SLOTS_DRAFT_PROBE steps gets one. Sets each n_draft. */
+static void share_drafts(struct wk_slots *s, const int32_t *dec, int32_t n_dec)
+{
+    double *acc = s->acc;
+    int32_t *k_max = s->k_max, *k = s->k;
+    for (int32_t r = 0; r < n_dec; r++) {
+        struct slot *sl = &s->slot[dec[r]];
+        const int64_t tl = wk_time_ns();
+        k_max[r] = lookup_drafts(s, dec[r], false);
+        sl->draft_ns = WK_MAX(wk_time_ns() - tl, 1);
+        acc[r] = wk_spec_ctl_acceptance(&sl->ctl);
+    }
+    int32_t left = WK_VERIFY_MAX - 1 - wk_spec_share(&s->cost, n_dec, acc, k_max, WK_VERIFY_MAX - 1, k);
+    for (int32_t r = 0; r < n_dec; r++) {
+        struct slot *sl = &s->slot[dec[r]];
+        if (k[r] > 0 || k_max[r] == 0) sl->starved = 0;
+        else if (++sl->starved >= SLOTS_DRAFT_PROBE && left > 0) k[r] = 1, left--, sl->starved = 0;
+        sl->n_draft = k[r];
+    }
+}
+
+/* Step 2: a token for every decoding slot, and prompt lookup's drafts:
+ * a slot decoding alone as wk_session_generate drafts (its controller
+ * weighs them, wk_spec_ctl), several as share_drafts shares them. */
 static void decode_step(struct wk_slots *s, struct wk_slots_step *out)
 {
-    int32_t n = 0, n_dec = 0;
-    for (int32_t i = 0; i < s->n; i++) n_dec += s->slot[i].state == SLOT_DECODE;
-    int32_t budget = n_dec <= 1 ? WK_VERIFY_MAX - 1 : WK_MAX(0, LOOKUP_BATCH_ROWS - n_dec);
-    const int32_t budget0 = budget;
-    /* the slots in turn from rr_draft, so that a budget smaller than the
-     * slots' wishes goes to each in turn, not always to the first */
-    for (int32_t r = 0; r < s->n; r++) {
-        const int32_t i = (s->rr_draft + r) % s->n;
-        struct slot *sl = &s->slot[i];
-        if (sl->state != SLOT_DECODE) continue;
+    int32_t n = 0, n_dec = 0, *dec = s->dec;
+    for (int32_t i = 0; i < s->n; i++)
+        if (s->slot[i].state == SLOT_DECODE) dec[n_dec++] = i;
+    if (!n_dec) return;
+    const bool alone = n_dec == 1;
+    if (alone) {
+        struct slot *sl = &s->slot[dec[0]];
         const int64_t tl = wk_time_ns();
-        const int32_t k = lookup_drafts(s, i, budget), pos = wk_context_seq_n_past(s->ctx, i);
+        sl->n_draft = lookup_drafts(s, dec[0], true);
         sl->draft_ns = WK_MAX(wk_time_ns() - tl, 1);
-        budget -= k;
-        sl->n_draft = k, sl->row0 = n;
-        for (int32_t j = 0; j <= k; j++) {
+    } else {
+        share_drafts(s, dec, n_dec);
+    }
+    for (int32_t r = 0; r < n_dec; r++) {
+        const int32_t i = dec[r], pos = wk_context_seq_n_past(s->ctx, i);
+        struct slot *sl = &s->slot[i];
+        sl->row0 = n;
+        for (int32_t j = 0; j <= sl->n_draft; j++) {
             s->b_tok[n] = j == 0 ? sl->next : sl->draft[j - 1];
             s->b_pos[n] = pos + j;
             s->b_seq[n] = i, s->b_slot[n] = i, s->b_want[n] = true;
@@ -429,12 +465,12 @@ static void decode_step(struct wk_slots *s, struct wk_slots_step *out)
         }
         out->n_decode++;
     }
-    s->rr_draft = (s->rr_draft + 1) % s->n;
     const int64_t t0 = wk_time_ns();
-    if (!n || !run_rows(s, n, budget < budget0, out)) return;
+    if (!run_rows(s, n, n > n_dec, out)) return;
     const int64_t fwd_ns = wk_time_ns() - t0;
-    for (int32_t i = 0; i < s->n; i++)
-        if (s->slot[i].state == SLOT_DECODE) take_rows(s, i, fwd_ns, out);
+    wk_rows_cost_add(&s->cost, n, fwd_ns);
+    for (int32_t r = 0; r < n_dec; r++)
+        if (s->slot[dec[r]].state == SLOT_DECODE) take_rows(s, dec[r], fwd_ns, alone, out);
 }
 
 /*

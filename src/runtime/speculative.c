@@ -60,7 +60,7 @@ int32_t wk_spec_ctl_k(struct wk_spec_ctl *c, int32_t k_max)
 {
     if (k_max < 1 || c->off || c->pause > 0 || c->t_step <= 0) return 0;
     k_max = WK_MIN(k_max, WK_VERIFY_MAX - 1);
-    const double a = c->trials > 0 ? c->acc / c->trials : 0;
+    const double a = wk_spec_ctl_acceptance(c);
     if (c->probe || c->t_draft <= 0) {
         c->probed = true;
         return WK_MIN(k_max, 3);
@@ -93,8 +93,12 @@ int32_t wk_spec_ctl_k(struct wk_spec_ctl *c, int32_t k_max)
     return best;
 }
 
-void wk_spec_ctl_update(struct wk_spec_ctl *c, int32_t k, int32_t accepted, int64_t draft_ns,
-                        int64_t verify_ns)
+double wk_spec_ctl_acceptance(const struct wk_spec_ctl *c)
+{
+    return c->trials > 0 ? c->acc / c->trials : 0;
+}
+
+void wk_spec_ctl_count(struct wk_spec_ctl *c, int32_t k, int32_t accepted)
 {
     if (k < 1 || k >= WK_VERIFY_MAX) return;
     c->probe = false;
@@ -102,6 +106,13 @@ void wk_spec_ctl_update(struct wk_spec_ctl *c, int32_t k, int32_t accepted, int6
     c->acc = DECAY * c->acc + accepted;
     if (accepted == k) c->pause_len = 0, c->failed_probes = 0; /* a full round: pauses start short again */
     c->trials = DECAY * c->trials + accepted + (accepted < k);
+}
+
+void wk_spec_ctl_update(struct wk_spec_ctl *c, int32_t k, int32_t accepted, int64_t draft_ns,
+                        int64_t verify_ns)
+{
+    if (k < 1 || k >= WK_VERIFY_MAX) return;
+    wk_spec_ctl_count(c, k, accepted);
     /* a session's first round also pays for first touches of the draft's
      * cache and the verification buffers: its times would say the draft
      * costs several times what it does (then t_draft stays 0 and the next
@@ -123,6 +134,60 @@ void wk_spec_ctl_plain(struct wk_spec_ctl *c, int64_t step_ns)
         c->acc *= 0.5, c->trials *= 0.5;
         c->probe = true;
     }
+}
+
+void wk_rows_cost_add(struct wk_rows_cost *c, int32_t rows, int64_t ns)
+{
+    if (rows < 1 || rows > WK_ROWS_COST_MAX || c->seen[rows]++ == 0) return; /* the first: first touches */
+    smooth(&c->t[rows], (double)ns);
+    int32_t m = rows - 1;
+    while (m > 0 && c->t[m] <= 0) m--;
+    if (m > 0) {
+        const double extra = (c->t[rows] - c->t[m]) / (rows - m);
+        smooth(&c->extra, extra > 0 ? extra : 0);
+    }
+}
+
+double wk_rows_cost_est(const struct wk_rows_cost *c, int32_t rows)
+{
+    rows = WK_MAX(1, WK_MIN(rows, WK_ROWS_COST_MAX));
+    if (c->t[rows] > 0) return c->t[rows];
+    int32_t m = rows - 1, M = rows + 1;
+    while (m > 0 && c->t[m] <= 0) m--;
+    while (M <= WK_ROWS_COST_MAX && c->t[M] <= 0) M++;
+    if (m > 0 && M <= WK_ROWS_COST_MAX) return c->t[m] + (c->t[M] - c->t[m]) * (rows - m) / (M - m);
+    if (m > 0) return c->t[m] + (rows - m) * c->extra;
+    return M <= WK_ROWS_COST_MAX ? c->t[M] : 0; /* only larger counts measured: the smallest of them */
+}
+
+int32_t wk_spec_share(const struct wk_rows_cost *c, int32_t n, const double *acc, const int32_t *k_max,
+                      int32_t budget, int32_t *k)
+{
+    for (int32_t i = 0; i < n; i++) k[i] = 0;
+    budget = WK_MIN(budget, WK_ROWS_COST_MAX - n);
+    const double t0 = wk_rows_cost_est(c, n);
+    if (n < 1 || budget < 1 || t0 <= 0) return 0;
+    /* first pass: the best D; second: the same greedy order up to it */
+    int32_t best = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        double tokens = n, best_rate = n / t0;
+        for (int32_t i = 0; i < n; i++) k[i] = 0;
+        for (int32_t d = 1; d <= (pass ? best : budget); d++) {
+            int32_t pick = -1;
+            double gain = 0;
+            for (int32_t i = 0; i < n; i++) {
+                const double a = WK_MAX(0.0, WK_MIN(acc[i], 1.0));
+                if (k[i] >= k_max[i]) continue;
+                const double g = pow(a, k[i] + 1);
+                if (pick < 0 || g > gain) pick = i, gain = g;
+            }
+            if (pick < 0) break;
+            k[pick]++, tokens += gain;
+            const double rate = tokens / wk_rows_cost_est(c, n + d);
+            if (!pass && rate > best_rate) best = d, best_rate = rate;
+        }
+    }
+    return best;
 }
 
 /* Token i of the sequence hist [n_hist] then last. */

@@ -481,6 +481,52 @@ void wk_spec_ctl_update(struct wk_spec_ctl *c, int32_t k, int32_t accepted, int6
                         int64_t verify_ns);
 /* A plain decode step took step_ns. */
 void wk_spec_ctl_plain(struct wk_spec_ctl *c, int64_t step_ns);
+/* The running acceptance rate a (0..1) the controller weighs drafts with. */
+double wk_spec_ctl_acceptance(const struct wk_spec_ctl *c);
+/* A round of k drafts of which accepted passed, its times not kept (a
+ * round verified beside other sequences' rows, whose time is not this
+ * controller's: the acceptance counts only, as wk_spec_ctl_update keeps them). */
+void wk_spec_ctl_count(struct wk_spec_ctl *c, int32_t k, int32_t accepted);
+
+/*
+ * The cost of a decode forward by its rows, for a step of several
+ * sequences (continuous batching) that may also verify drafts: running
+ * means of measured steps (ns) per row count, the first step of each
+ * count dropped (first touches of scratch memory). An unmeasured count
+ * between measured ones is interpolated linearly; above them, as
+ * wk_spec_ctl's verification lengths are: the largest measured count plus
+ * the mean extra cost a row has added between measured counts (0 until two
+ * are measured), an estimate that errs low, so larger counts get tried: the
+ * exploration. Rows differ in
+ * cost by the kernels (a CPU's tiles read each weight once for up to 4, 8
+ * or 16 tokens), so no fixed row budget suits every machine.
+ */
+#define WK_ROWS_COST_MAX (64 + WK_VERIFY_MAX) /* rows: 64 slots (wk_server's cap) and one's drafts */
+struct wk_rows_cost {
+    double t[WK_ROWS_COST_MAX + 1]; /* ns, running means; 0 = not measured */
+    int32_t seen[WK_ROWS_COST_MAX + 1];
+    double extra; /* ns a row adds, running mean; 0 until measured */
+};
+/* A decode forward of rows rows (1 .. WK_ROWS_COST_MAX; others are not
+ * kept) took ns. */
+void wk_rows_cost_add(struct wk_rows_cost *c, int32_t rows, int64_t ns);
+/* The estimated ns of a decode forward of rows rows; 0 while no count is measured. */
+double wk_rows_cost_est(const struct wk_rows_cost *c, int32_t rows);
+
+/*
+ * How many drafts each of n decoding sequences verifies in one step of
+ * the batch (n rows of their next tokens, plus the drafts'): sequence i
+ * has k_max[i] drafts on offer and acceptance rate acc[i] (its
+ * wk_spec_ctl_acceptance); draft j of it (1-based) is taken with
+ * probability acc[i]^j (every draft before it accepted: Leviathan et al.
+ * 2023's model). Drafts are added best chance first, and the step takes
+ * the number D (at most budget) that maximises the expected tokens, n +
+ * the sum of the added chances, over the step's cost wk_rows_cost_est(c,
+ * n + D); ties go to fewer rows. Writes k[i] (0 .. k_max[i]) and returns
+ * D. With no cost measured yet, no drafts. O(n D).
+ */
+int32_t wk_spec_share(const struct wk_rows_cost *c, int32_t n, const double *acc, const int32_t *k_max,
+                      int32_t budget, int32_t *k);
 
 /* The n-gram lengths prompt lookup matches, longest first. */
 #define WK_LOOKUP_NGRAM_MAX 4

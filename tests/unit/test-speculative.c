@@ -438,6 +438,80 @@ static void test_lookup(void)
     unload(&t), unload(&tw);
 }
 
+/* A cost table with each listed row count measured at ms[i] (twice:
+ * the first sample of a count is dropped). */
+static void rows_cost_set(struct wk_rows_cost *c, const int32_t *rows, const double *ms, int n)
+{
+    memset(c, 0, sizeof *c);
+    for (int i = 0; i < n; i++)
+        for (int rep = 0; rep < 2; rep++) wk_rows_cost_add(c, rows[i], (int64_t)(ms[i] * 1e6));
+}
+
+/* Drafts shared by several sequences' step (wk_spec_share): the D that
+ * maximises expected tokens over the measured (or estimated) cost of the
+ * step's rows, the drafts given best chance first. */
+static void test_share(void)
+{
+    struct wk_rows_cost c;
+    double acc[3] = {0.9, 0.9, 0.9};
+    int32_t k_max[3] = {8, 8, 8}, k[3] = {-1, -1, -1};
+    memset(&c, 0, sizeof c);
+    CHECK_EQ_INT(wk_spec_share(&c, 2, acc, k_max, 15, k), 0); /* no cost measured: no drafts */
+    CHECK_EQ_INT(k[0], 0);
+    wk_rows_cost_add(&c, 2, 10000000);
+    CHECK(wk_rows_cost_est(&c, 2) == 0); /* a count's first step is dropped */
+    /* estimates: measured counts as measured, others between measured
+     * ones interpolated, above them the largest plus the mean extra per
+     * row between measured ones (2 -> 5: 2 ms a row, 5 -> 6: 1), below them the smallest */
+    rows_cost_set(&c, (const int32_t[]){2, 5, 6}, (const double[]){10, 16, 17}, 3);
+    CHECK_NEAR(wk_rows_cost_est(&c, 5), 16e6, 1, 0);
+    CHECK_NEAR(wk_rows_cost_est(&c, 3), 12e6, 1, 0);
+    CHECK_NEAR(wk_rows_cost_est(&c, 8), 17e6 + 2 * 1.75e6, 1, 0); /* extra: 2, then 0.75 2 + 0.25 1 */
+    CHECK_NEAR(wk_rows_cost_est(&c, 1), 10e6, 1, 0);
+    /* tiles that read each weight once for 8 tokens: 1-8 rows 10 ms,
+     * 9-16 rows 20 ms. Two sequences at 0.9: 6 drafts, three each (2 +
+     * 2 (0.9 + 0.81 + 0.729) = 6.88 tokens in 10 ms; 16 rows would give
+     * 2 + 2 (0.9 + ... + 0.9^7) = 11.4 in 20 ms) */
+    rows_cost_set(&c, (const int32_t[]){1, 2, 8, 9, 16}, (const double[]){10, 10, 10, 20, 20}, 5);
+    CHECK_EQ_INT(wk_spec_share(&c, 2, acc, k_max, 15, k), 6);
+    CHECK_EQ_INT(k[0], 3);
+    CHECK_EQ_INT(k[1], 3);
+    /* the better chances first: 0.9 ... 0.9^5 = 0.59 of the first, then
+     * the second's 0.55 before the first's 0.9^6 = 0.53 */
+    acc[1] = 0.55;
+    CHECK_EQ_INT(wk_spec_share(&c, 2, acc, k_max, 15, k), 6);
+    CHECK_EQ_INT(k[0], 5);
+    CHECK_EQ_INT(k[1], 1);
+    /* what is on offer bounds it (0.9, 0.81, then the second's 0.55,
+     * 0.30, 0.17, 0.09), and so does the budget */
+    k_max[0] = 2;
+    CHECK_EQ_INT(wk_spec_share(&c, 2, acc, k_max, 15, k), 6);
+    CHECK_EQ_INT(k[0], 2);
+    CHECK_EQ_INT(k[1], 4);
+    CHECK_EQ_INT(wk_spec_share(&c, 2, acc, k_max, 1, k), 1);
+    CHECK_EQ_INT(k[0], 1);
+    CHECK_EQ_INT(k[1], 0);
+    /* every row costs: 10 ms + 1 ms a row. At 0.1 a draft adds 0.1 token
+     * for 1 ms, below the step's 2 tokens per 12 ms: none */
+    rows_cost_set(&c, (const int32_t[]){2, 3, 4, 5}, (const double[]){12, 13, 14, 15}, 4);
+    acc[0] = acc[1] = 0.1, k_max[0] = 8;
+    CHECK_EQ_INT(wk_spec_share(&c, 2, acc, k_max, 15, k), 0);
+    /* at 0.5, 0.5 + 0.5 + 0.25 + 0.25 tokens for 4 ms: 3.5 / 16 beats 2 / 12 and
+     * 3 / 14, and a fifth (0.125) does not pay: (3.5 + 0.125) / 17 < 3.5 / 16 */
+    acc[0] = acc[1] = 0.5;
+    CHECK_EQ_INT(wk_spec_share(&c, 2, acc, k_max, 15, k), 4);
+    CHECK_EQ_INT(k[0], 2);
+    CHECK_EQ_INT(k[1], 2);
+    /* a third sequence with nothing on offer takes none, and its row
+     * makes the step dearer to leave: 3 rows 13 ms, 4 / 13 + 1 (0.5 + 0.5)
+     * = 4 / 15 beats 3.5 / 14 and 4.25 / 16 */
+    k_max[2] = 0;
+    CHECK_EQ_INT(wk_spec_share(&c, 3, acc, k_max, 15, k), 2);
+    CHECK_EQ_INT(k[0], 1);
+    CHECK_EQ_INT(k[1], 1);
+    CHECK_EQ_INT(k[2], 0);
+}
+
 /* The controller: k from the acceptance rate and costs. */
 static void test_controller(void)
 {
@@ -576,4 +650,4 @@ static void test_bad_draft(void)
 
 CHECK_MAIN(TEST(test_greedy_equal), TEST(test_limits), TEST(test_lookup_draft), TEST(test_lookup),
            TEST(test_chi_square_function),
-           TEST(test_sampling_distribution), TEST(test_controller), TEST(test_bad_draft))
+           TEST(test_sampling_distribution), TEST(test_controller), TEST(test_share), TEST(test_bad_draft))
