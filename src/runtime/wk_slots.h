@@ -30,7 +30,9 @@
  * adds its drafts as rows of the decode forward (wk_batch.per_token: each
  * row computed as a one-token step, so the tokens are the ones plain
  * decoding chooses), at most WK_VERIFY_MAX - 1 drafted rows a step in
- * all, each slot's draft length from its own wk_spec_ctl. No draft
+ * all: a slot decoding alone drafts as its own wk_spec_ctl says; several
+ * share them by wk_spec_share (their acceptance rates against the
+ * measured cost of decode forwards by rows, wk_rows_cost). No draft
  * models here (a runner with one runs its requests one at a time through
  * wk_session). Not thread-safe: one thread steps the slots and adds or
  * cancels between steps.
