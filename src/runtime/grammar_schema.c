@@ -293,7 +293,7 @@ static int value_ok(struct sc *c, const json_t *s, const char *text, struct wk_g
                     struct wk_grammar_matcher **m, struct wk_grammar_vocab *v)
 {
     if (!*g) {
-        struct sc sub = {.doc = c->doc, .err = c->err, .depth = c->depth, .next_id = 0};
+        struct sc sub = {.doc = c->doc, .err = c->err, .depth = c->depth, .next_id = 0, .merged = c->merged};
         wk__gbuf_init(&sub.rules, SC_MAX_GBNF);
         sub.keep = json_array();
         memcpy(sub.path, c->path, sizeof c->path);
@@ -312,6 +312,7 @@ static int value_ok(struct sc *c, const json_t *s, const char *text, struct wk_g
                 st = SC_ERR, sub.st = c->err ? c->err->status : WK_E_INTERNAL;
         }
         if (st == SC_ERR) c->st = sub.st != WK_OK ? sub.st : WK_E_INTERNAL;
+        c->merged = sub.merged; /* one budget for the whole schema */
         wk__gbuf_free(&root);
         wk__gbuf_free(&sub.rules);
         wk_free(sub.refs);

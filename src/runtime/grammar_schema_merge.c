@@ -169,8 +169,28 @@ static bool additional_ok(const json_t *x, const json_t *other)
     return true;
 }
 
+/* The values in v (itself included), counting stops past cap. */
+static int64_t count_values(const json_t *v, int64_t cap)
+{
+    int64_t n = 1;
+    size_t i;
+    const char *k;
+    const json_t *x;
+    if (json_is_object(v)) {
+        json_object_foreach((json_t *)v, k, x) if ((n += count_values(x, cap - n)) > cap) return n;
+    } else if (json_is_array(v)) {
+        json_array_foreach(v, i, x) if ((n += count_values(x, cap - n)) > cap) return n;
+    }
+    return n;
+}
+
 json_t *wk__sc_merge(struct sc *c, const json_t *a, const json_t *b)
 {
+    c->merged += count_values(a, SC_MAX_MERGED) + count_values(b, SC_MAX_MERGED);
+    if (c->merged > SC_MAX_MERGED)
+        return wk__sc_fail(c, WK_E_RANGE, "allOf at %s: merging its schemas copies more than %d values", c->path,
+                           SC_MAX_MERGED),
+               NULL;
     if (json_is_false(a) || json_is_false(b)) return json_false();
     if (json_is_true(a)) return json_deep_copy(b);
     if (json_is_true(b)) return json_deep_copy(a);

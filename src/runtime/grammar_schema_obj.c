@@ -134,22 +134,46 @@ struct objgen {
     bool use_rules;
 };
 
-static void members(struct objgen *o, int32_t i, bool first, struct gbuf *b);
+/* The additional members after the declared ones: at the object's start
+ * (first: none of them written) or after a member. */
+static void members_add(const struct objgen *o, bool first, struct gbuf *b)
+{
+    if (!o->add || o->add_max == 0) return;
+    char rep[32] = "*";
+    if (o->add_max > 0) snprintf(rep, sizeof rep, "{0,%d}", first ? o->add_max - 1 : o->add_max);
+    if (first) wk__gbuf_printf(b, "( %s ( %s%s )%s )? ", o->add, SC_SEP, o->add, rep);
+    else wk__gbuf_printf(b, "( %s%s )%s ", SC_SEP, o->add, rep);
+}
 
-/* members(i, false), as a rule when the object is large. */
+/* Members i.. after a member written: required ones with their comma,
+ * optional ones optionally, then the additional ones. A loop, not a
+ * recursion per member: an object of thousands of properties must not
+ * run a connection thread's stack out. */
+static void members_rest(const struct objgen *o, int32_t i, struct gbuf *b)
+{
+    for (; i < o->n && b->ok; i++) {
+        const struct member *m = &o->m[i];
+        if (m->required) wk__gbuf_printf(b, "%s%s ", SC_SEP, m->expr);
+        else wk__gbuf_printf(b, "( %s%s )? ", SC_SEP, m->expr);
+    }
+    members_add(o, false, b);
+}
+
+/* members_rest(i), as a rule when the object is large (one rule per i,
+ * made once). */
 static void members_tail(struct objgen *o, int32_t i, struct gbuf *b)
 {
     if (!o->use_rules || i >= o->n) {
-        members(o, i, false, b);
+        members_rest(o, i, b);
         return;
     }
     if (o->rest_rule[i] < 0) {
         struct gbuf t;
         wk__gbuf_init(&t, 1 << 24);
-        members(o, i, false, &t);
+        members_rest(o, i, &t);
         struct gbuf ref;
         wk__gbuf_init(&ref, 64);
-        if (wk__sc_rule(o->c, t.n ? t.s : "\"\"", &ref) == SC_OK) o->rest_rule[i] = atoi(ref.s + 1);
+        if (t.ok && wk__sc_rule(o->c, t.n ? t.s : "\"\"", &ref) == SC_OK) o->rest_rule[i] = atoi(ref.s + 1);
         wk__gbuf_free(&ref);
         wk__gbuf_taint(b, &t);
         wk__gbuf_free(&t);
@@ -161,30 +185,26 @@ static void members_tail(struct objgen *o, int32_t i, struct gbuf *b)
     wk__gbuf_printf(b, "x%d ", o->rest_rule[i]);
 }
 
-static void members(struct objgen *o, int32_t i, bool first, struct gbuf *b)
+/* The members from the object's start: while they are optional, each
+ * either present and followed by the rest (members_tail) or absent; from
+ * the first required one on, members_rest. */
+static void members(struct objgen *o, struct gbuf *b)
 {
-    if (i == o->n) {
-        if (!o->add || o->add_max == 0) return;
-        char rep[32] = "*";
-        if (o->add_max > 0) snprintf(rep, sizeof rep, "{0,%d}", first ? o->add_max - 1 : o->add_max);
-        if (first) wk__gbuf_printf(b, "( %s ( %s%s )%s )? ", o->add, SC_SEP, o->add, rep);
-        else wk__gbuf_printf(b, "( %s%s )%s ", SC_SEP, o->add, rep);
-        return;
-    }
-    const struct member *m = &o->m[i];
-    if (m->required) {
-        wk__gbuf_printf(b, "%s%s ", first ? "" : SC_SEP, m->expr);
-        members(o, i + 1, false, b);
-    } else if (!first) {
-        wk__gbuf_printf(b, "( %s%s )? ", SC_SEP, m->expr);
-        members(o, i + 1, false, b);
-    } else {
+    int32_t i = 0, open = 0;
+    for (; i < o->n && b->ok; i++) {
+        const struct member *m = &o->m[i];
+        if (m->required) {
+            wk__gbuf_printf(b, "%s ", m->expr);
+            members_rest(o, i + 1, b);
+            break;
+        }
         wk__gbuf_printf(b, "( %s ", m->expr);
         members_tail(o, i + 1, b);
         wk__gbuf_puts(b, "| ");
-        members(o, i + 1, true, b);
-        wk__gbuf_puts(b, ") ");
+        open++;
     }
+    if (i == o->n) members_add(o, true, b);
+    while (open-- > 0) wk__gbuf_puts(b, ") ");
 }
 
 /* The value expression of schema s at path segment seg; long ones become
@@ -205,14 +225,6 @@ static int member_value(struct sc *c, const char *kw, const char *name, const js
     wk__gbuf_free(&t);
     wk__sc_path_pop(c, saved);
     return st;
-}
-
-static bool name_in(const json_t *arr, const char *name)
-{
-    size_t i;
-    const json_t *x;
-    json_array_foreach(arr, i, x) if (json_is_string(x) && !strcmp(json_string_value(x), name)) return true;
-    return false;
 }
 
 /*
@@ -252,9 +264,17 @@ int wk__sc_object(struct sc *c, const json_t *s, struct gbuf *out)
     o.m = wk_calloc(n_max + 1, sizeof *o.m);
     o.rest_rule = wk_malloc((n_max + 2) * sizeof *o.rest_rule);
     const char **names = wk_calloc(n_max + 1, sizeof *names);
+    /* the required names and the names taken, as sets (hash tables: an
+     * object of many thousands of names must not cost their square) */
+    json_t *req_set = json_object(), *seen = json_object();
     int st = SC_OK;
     int32_t n_names = 0, n_req = 0;
-    if (!o.m || !o.rest_rule || !names) st = wk__sc_fail(c, WK_E_NOMEM, "out of memory");
+    if (!o.m || !o.rest_rule || !names || !req_set || !seen) st = wk__sc_fail(c, WK_E_NOMEM, "out of memory");
+    for (size_t i = 0; st == SC_OK && req && i < json_array_size(req); i++) {
+        const char *name = json_string_value(json_array_get(req, i));
+        if (!name) st = wk__sc_fail(c, WK_E_INVALID, "required at %s holds a non-string", c->path);
+        else if (json_object_set(req_set, name, json_true())) st = wk__sc_fail(c, WK_E_NOMEM, "out of memory");
+    }
     for (size_t pass = 0; pass < 2 && st == SC_OK; pass++) {
         size_t n = pass == 0 ? (props ? json_object_size(props) : 0) : (req ? json_array_size(req) : 0);
         void *it = pass == 0 && props ? json_object_iter((json_t *)props) : NULL;
@@ -266,18 +286,16 @@ int wk__sc_object(struct sc *c, const json_t *s, struct gbuf *out)
                 sub = json_object_iter_value(it);
                 it = json_object_iter_next((json_t *)props, it);
             } else {
-                name = json_string_value(json_array_get(req, i));
-                if (!name) {
-                    st = wk__sc_fail(c, WK_E_INVALID, "required at %s holds a non-string", c->path);
-                    break;
-                }
-                bool dup = props && json_object_get(props, name);
-                for (int32_t k = 0; k < n_names; k++) dup |= !strcmp(names[k], name);
-                if (dup) continue;
+                name = json_string_value(json_array_get(req, i)); /* a string: req_set's loop */
+                if (json_object_get(seen, name)) continue;
                 sub = ap ? ap : json_true();
             }
+            if (json_object_set(seen, name, json_true())) {
+                st = wk__sc_fail(c, WK_E_NOMEM, "out of memory");
+                break;
+            }
             names[n_names++] = name;
-            bool required = req && name_in(req, name);
+            bool required = json_object_get(req_set, name) != NULL;
             struct gbuf e;
             wk__gbuf_init(&e, 1 << 24);
             json_t *js = json_string(name);
@@ -324,13 +342,14 @@ int wk__sc_object(struct sc *c, const json_t *s, struct gbuf *out)
         o.use_rules = lead > 4;
         for (size_t i = 0; i <= n_max; i++) o.rest_rule[i] = -1;
         wk__gbuf_puts(out, "( \"{\" ");
-        members(&o, 0, true, out);
+        members(&o, out);
         wk__gbuf_puts(out, "\"}\" )");
         if (!out->ok) st = wk__sc_fail(c, SC_BUF_STATUS(out), "object at %s: too large", c->path);
     }
     wk__gbuf_free(&addm);
     for (int32_t i = 0; i < o.n; i++) wk_free(o.m[i].expr);
     wk_free(o.m), wk_free(o.rest_rule), wk_free(names);
+    json_decref(req_set), json_decref(seen);
     return st;
 }
 

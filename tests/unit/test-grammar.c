@@ -15,6 +15,7 @@
 #include "../../src/runtime/wk_grammar.h"
 
 #include <jansson.h>
+#include <pthread.h>
 
 /* ------------------------------------------------------------- helpers */
 
@@ -585,6 +586,75 @@ static void test_alloc_failures(void)
 
 /* --------------------------------------------------------------- hostile */
 
+/* An object schema of n properties (optional, or all required) or an
+ * allOf of n one-property objects, compiled: its status, error text in msg. */
+struct big_schema {
+    int n, kind; /* 0 optional properties, 1 required names only, 2 allOf */
+    enum wk_status st;
+    char msg[sizeof ((struct wk_error *)0)->msg];
+};
+
+static void *compile_big(void *arg)
+{
+    struct big_schema *b = arg;
+    json_t *j;
+    if (b->kind == 2) {
+        json_t *all = json_array();
+        char name[32];
+        for (int i = 0; i < b->n; i++) {
+            snprintf(name, sizeof name, "a%d", i);
+            json_array_append_new(all, json_pack("{s:s, s:{s:{s:s}}}", "type", "object", "properties", name, "type",
+                                                 "integer"));
+        }
+        j = json_pack("{s:o}", "allOf", all);
+    } else {
+        json_t *props = json_object(), *req = json_array();
+        char name[32];
+        for (int i = 0; i < b->n; i++) {
+            snprintf(name, sizeof name, "p%d", i);
+            if (b->kind == 0) json_object_set_new(props, name, json_pack("{s:s}", "type", "integer"));
+            else json_array_append_new(req, json_string(name));
+        }
+        j = b->kind == 0 ? json_pack("{s:s, s:o}", "type", "object", "properties", props)
+                         : json_pack("{s:s, s:o}", "type", "object", "required", req);
+        if (b->kind == 0) json_decref(req);
+        else json_decref(props);
+    }
+    struct wk_error err = {0};
+    struct wk_grammar *g = NULL;
+    b->st = wk_grammar_from_json_schema(j, &g, &err);
+    snprintf(b->msg, sizeof b->msg, "%s", err.msg);
+    wk_grammar_free(g);
+    json_decref(j);
+    return NULL;
+}
+
+/* Objects of many members and long allOf lists: an error, soon, on a
+ * thread with a small stack (the server compiles a request's schema on
+ * its connection thread). The members were written by a recursion per
+ * property, which ran a 2 MiB stack out at ~13,000 optional ones; the
+ * required names were looked up in a list per property (100,000 took
+ * 42 s), and each allOf part merged copied everything merged before it. */
+static void test_hostile_sizes(void)
+{
+    pthread_attr_t a;
+    pthread_attr_init(&a);
+    pthread_attr_setstacksize(&a, 256 << 10);
+    struct big_schema cases[] = {{.n = 60000, .kind = 0}, {.n = 100000, .kind = 1}, {.n = 2000, .kind = 2},
+                                 {.n = 20, .kind = 2}, {.n = 20, .kind = 0}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        pthread_t t;
+        const int64_t t0 = wk_time_ns();
+        CHECK_EQ_INT(pthread_create(&t, &a, compile_big, &cases[i]), 0);
+        pthread_join(t, NULL);
+        CHECK((wk_time_ns() - t0) / 1000000 < 10000); /* generous: a bound, not a speed test */
+        if (cases[i].n == 20) CHECK_EQ_INT(cases[i].st, WK_OK);
+        else CHECK_EQ_INT(cases[i].st, WK_E_RANGE);
+    }
+    CHECK_CONTAINS(cases[2].msg, "allOf at #: merging its schemas copies more than");
+    pthread_attr_destroy(&a);
+}
+
 static void test_hostile(void)
 {
     struct wk_error err = {0};
@@ -689,4 +759,4 @@ static void test_hostile(void)
 
 CHECK_MAIN(TEST(test_gbnf_errors), TEST(test_gbnf_match), TEST(test_masks), TEST(test_mask_consistency),
            TEST(test_schema_numbers), TEST(test_schema_objects), TEST(test_schema_refusals),
-           TEST(test_alloc_failures), TEST(test_hostile))
+           TEST(test_alloc_failures), TEST(test_hostile), TEST(test_hostile_sizes))
