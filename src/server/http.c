@@ -692,7 +692,8 @@ static bool env_long(const char *wick, const char *ollama, const char *what, lon
  * models that set none; OLLAMA_NUM_PARALLEL (WICK_NUM_PARALLEL): the
  * requests a runner computes at once (its parallel slots; unset, chosen
  * from memory by the runner, runner.c), checked here and said;
- * OLLAMA_MAX_LOADED_MODELS (WICK_MAX_LOADED_MODELS): runners at once (3);
+ * OLLAMA_MAX_LOADED_MODELS (WICK_MAX_LOADED_MODELS): runners at once (3; 0 is
+ * unset for these three, as Ollama reads them);
  * WICK_IDLE_TIMEOUT: the seconds a connection may sit idle (the client
  * sending or reading nothing while the server waits for it) before it is
  * closed, IDLE_TIMEOUT when unset; OLLAMA_KEEP_ALIVE (WICK_KEEP_ALIVE):
@@ -701,15 +702,21 @@ static bool env_long(const char *wick, const char *ollama, const char *what, lon
  * False (after a message) when a value is not a number in range. */
 static bool read_env_numbers(struct srv_server *srv)
 {
-    long ctx = 0, idle = IDLE_TIMEOUT, par = 0, loaded = 3;
-    if (!env_long("WICK_CONTEXT_LENGTH", "OLLAMA_CONTEXT_LENGTH", "an integer", 1, 1L << 22, &ctx) ||
+    /* 0 is unset, as Ollama's envconfig reads these (its default for all three) */
+    long ctx = 0, idle = IDLE_TIMEOUT, par = 0, loaded = 0;
+    if (!env_long("WICK_CONTEXT_LENGTH", "OLLAMA_CONTEXT_LENGTH", "0 (unset) or an integer", 0, 1L << 20, &ctx) ||
         !env_long("WICK_IDLE_TIMEOUT", NULL, "a number of seconds", 1, 86400, &idle) ||
-        !env_long("WICK_NUM_PARALLEL", "OLLAMA_NUM_PARALLEL", "an integer", 1, 1024, &par) ||
-        !env_long("WICK_MAX_LOADED_MODELS", "OLLAMA_MAX_LOADED_MODELS", "an integer", 1, 1024, &loaded))
+        !env_long("WICK_NUM_PARALLEL", "OLLAMA_NUM_PARALLEL", "0 (unset) or an integer", 0, 1024, &par) ||
+        !env_long("WICK_MAX_LOADED_MODELS", "OLLAMA_MAX_LOADED_MODELS", "0 (unset) or an integer", 0, 1024, &loaded))
         return false;
+    if (ctx > 0 && ctx < 16) { /* num_ctx's range (options.c) */
+        fprintf(stderr, "wick serve: OLLAMA_CONTEXT_LENGTH (WICK_CONTEXT_LENGTH) must be 0 (unset) or from 16 to %ld, "
+                        "not %ld\n", 1L << 20, ctx);
+        return false;
+    }
     srv->default_ctx = (int32_t)ctx;
     g_idle_timeout = (unsigned)idle;
-    srv->max_loaded = (int)loaded;
+    srv->max_loaded = loaded ? (int)loaded : 3;
     const char *v;
     /* read again for each request (srv_default_keep_alive), checked here:
      * a value Go's time.ParseDuration or a number of seconds does not read
@@ -739,12 +746,14 @@ static bool read_env_numbers(struct srv_server *srv)
         return false;
     }
     if (kv != WK_DTYPE_F32)
-        fprintf(stderr, "wick serve: OLLAMA_KV_CACHE_TYPE=%s: the KV caches hold %s entries (%s the memory of f32; a "
+        fprintf(stderr, "wick serve: %s=%s: the KV caches hold %s entries (%s the memory of f32; a "
                         "model with multi-head latent attention keeps f32)\n",
-                wk_kv_type_name(kv), wk_kv_type_name(kv), kv == WK_DTYPE_F16 ? "half" : "about a quarter of");
+                getenv("WICK_KV_CACHE_TYPE") ? "WICK_KV_CACHE_TYPE" : "OLLAMA_KV_CACHE_TYPE", wk_kv_type_name(kv),
+                wk_kv_type_name(kv), kv == WK_DTYPE_F16 ? "half" : "about a quarter of");
     if (par) /* the runners inherit the variable and read it (runner.c) */
-        fprintf(stderr, "wick serve: OLLAMA_NUM_PARALLEL=%ld: each model computes up to %ld request(s) at once, "
-                        "each with a KV cache of the full context; more queue%s\n", par, par > WK_SEQ_MAX ? (long)WK_SEQ_MAX : par,
+        fprintf(stderr, "wick serve: %s=%ld: each model computes up to %ld request(s) at once, "
+                        "each with a KV cache of the full context; more queue%s\n",
+                getenv("WICK_NUM_PARALLEL") ? "WICK_NUM_PARALLEL" : "OLLAMA_NUM_PARALLEL", par, par > WK_SEQ_MAX ? (long)WK_SEQ_MAX : par,
                 par > WK_SEQ_MAX ? " (capped at 64, the sequences one context holds)" : "");
     return true;
 }

@@ -357,13 +357,23 @@ def test_ollama_env(wick, store, ref_port=None):
     check(bad.returncode == 2 and "OLLAMA_CONTEXT_LENGTH" in bad.stderr, "OLLAMA_CONTEXT_LENGTH=lots: exit 2 naming it",
           bad.stderr)
     # a KV cache type wick does not have (Ollama's q4_0: wick's cache is f32, f16 or q8_0), and
-    # a loaded-model count atoi read as its leading digits
+    # a loaded-model count atoi read as its leading digits, or below 0
     for var, val in (("OLLAMA_KV_CACHE_TYPE", "q4_0"), ("OLLAMA_KV_CACHE_TYPE", "Q8_0"),
-                     ("OLLAMA_MAX_LOADED_MODELS", "3x"), ("OLLAMA_MAX_LOADED_MODELS", "0")):
+                     ("OLLAMA_MAX_LOADED_MODELS", "3x"), ("OLLAMA_MAX_LOADED_MODELS", "-1")):
         bad = subprocess.run([wick, "serve"], env=dict(base, OLLAMA_HOST=f"127.0.0.1:{free_port()}", **{var: val}),
                              capture_output=True, text=True, timeout=20)
         check(bad.returncode == 2 and var in bad.stderr and f"'{val}'" in bad.stderr,
               f"{var}={val!r}: exit 2 naming it", bad.stderr)
+    # 0 is what Ollama's envconfig reads as unset for these three (its default): a server starts
+    zero = subprocess.Popen([wick, "serve"], env=dict(base, OLLAMA_HOST=f"127.0.0.1:{free_port()}",
+                                                      OLLAMA_NUM_PARALLEL="0", OLLAMA_MAX_LOADED_MODELS="0",
+                                                      OLLAMA_CONTEXT_LENGTH="0"),
+                            stderr=subprocess.PIPE, text=True)
+    first = zero.stderr.readline()
+    zero.terminate()
+    zero.communicate(timeout=20)
+    check("listening on" in first, "OLLAMA_NUM_PARALLEL, OLLAMA_MAX_LOADED_MODELS, OLLAMA_CONTEXT_LENGTH=0: served",
+          first)
     # a keep-alive Go's time.ParseDuration does not read (Ollama falls back to 5m without a word)
     for ka in ("5 minutes", "1d", "nan"):
         bad = subprocess.run([wick, "serve"], env=dict(base, OLLAMA_HOST=f"127.0.0.1:{free_port()}", OLLAMA_KEEP_ALIVE=ka),
