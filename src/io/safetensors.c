@@ -192,7 +192,10 @@ static int cmp_offset(const void *a, const void *b)
     const struct wk_st_tensor *x = a, *y = b;
     const uint8_t *px = x->data, *py = y->data;
     if (px != py) return px < py ? -1 : 1;
-    return strcmp(x->name, y->name); /* zero-size tensors can share an offset */
+    /* by (begin, end), as the reference sorts data_offsets: an empty tensor
+     * before a non-empty one at its offset; empty ones by name */
+    if (x->size_bytes != y->size_bytes) return x->size_bytes < y->size_bytes ? -1 : 1;
+    return strcmp(x->name, y->name);
 }
 
 static int cmp_name(const void *a, const void *b)
@@ -201,21 +204,44 @@ static int cmp_name(const void *a, const void *b)
                   (*(const struct wk_st_tensor *const *)b)->name);
 }
 
-static enum wk_status check_overlap(const struct wk_safetensors *st, struct wk_error *err)
+/* The tensors, in offset order, must cover the data exactly: each starts
+ * where the ones before it end (no overlap, no gap) and the last ends at
+ * the file's end, as the safetensors reference checks (its
+ * Metadata::validate: InvalidOffset, MetadataIncompleteBuffer). A header
+ * length one byte short (a header padded with spaces still parses) moves
+ * every tensor by a byte: without this it loaded and ran on garbage. */
+static enum wk_status check_layout(const struct wk_safetensors *st, const uint8_t *base, uint64_t data_size,
+                                   struct wk_error *err)
 {
-    /* in offset order, the last non-empty tensor seen ends furthest */
+    uint64_t end = 0;
     const struct wk_st_tensor *last = NULL;
     for (int64_t i = 0; i < st->n_tensors; i++) {
         const struct wk_st_tensor *t = &st->tensors[i];
-        if (t->size_bytes == 0) continue;
-        if (last && (const uint8_t *)t->data < (const uint8_t *)last->data + last->size_bytes) {
+        const uint64_t off = (uint64_t)((const uint8_t *)t->data - base);
+        if (off != end) {
             char a[128], b[128];
-            printable(last->name, a, sizeof a);
             printable(t->name, b, sizeof b);
-            return wk_error_set(err, WK_E_FORMAT, "%s: tensors %s and %s overlap", st->name, a, b);
+            if (last) printable(last->name, a, sizeof a);
+            if (off < end) /* end > 0: there is a last */
+                return wk_error_set(err, WK_E_FORMAT, "%s: tensors %s and %s overlap", st->name, a, b);
+            if (!last)
+                return wk_error_set(err, WK_E_FORMAT,
+                                    "%s: the first tensor, %s, starts at byte %llu of the data, not 0 (the tensors "
+                                    "must cover the data without gaps)",
+                                    st->name, b, (unsigned long long)off);
+            return wk_error_set(err, WK_E_FORMAT,
+                                "%s: tensor %s starts at byte %llu of the data, but %s ends at %llu (the tensors "
+                                "must cover the data without gaps)",
+                                st->name, b, (unsigned long long)off, a, (unsigned long long)end);
         }
+        end = off + t->size_bytes;
         last = t;
     }
+    if (end != data_size)
+        return wk_error_set(err, WK_E_FORMAT,
+                            "%s: the tensors cover %llu bytes of data, but the file holds %llu after its header "
+                            "(a wrong header length, or bytes after the last tensor)",
+                            st->name, (unsigned long long)end, (unsigned long long)data_size);
     return WK_OK;
 }
 
@@ -249,7 +275,7 @@ static enum wk_status parse_header(struct wk_safetensors *st, json_t *root, uint
     qsort(st->tensors, n, sizeof *st->tensors, cmp_offset);
     for (size_t i = 0; i < n; i++) st->by_name[i] = &st->tensors[i];
     qsort(st->by_name, n, sizeof *st->by_name, cmp_name);
-    return check_overlap(st, err);
+    return check_layout(st, base, data_size, err);
 }
 
 static enum wk_status parse(struct wk_safetensors *st, struct wk_error *err)

@@ -139,8 +139,9 @@ static void test_round_trip(void)
     if (!st) return;
     CHECK_EQ_INT(wk_safetensors_n_tensors(st), N_TENSORS);
     /* by element size, given order within one size; the zero-size tensor
-     * shares its offset with bf16 and sorts after it by name */
-    static const char *const order[] = {"f32", "scalar", "u32", "f16", "bf16 ünïcode", "empty",
+     * shares its offset with bf16 and sorts before it (by begin, then end,
+     * as the reference sorts data_offsets) */
+    static const char *const order[] = {"f32", "scalar", "u32", "f16", "empty", "bf16 ünïcode",
                                         "u8", "i8", "model.layers.0.big"};
     for (int64_t i = 0; i < N_TENSORS; i++) {
         const struct wk_st_tensor *t = wk_safetensors_tensor(st, i);
@@ -427,17 +428,21 @@ static void test_bad_offsets(void)
         "tensors x and y overlap");
 }
 
-/* What the reader allows beyond the reference writer's output: gaps and
- * a tail after the data, zero-size tensors anywhere, keys it does not
- * know, a header without padding. */
+/* What the reader allows beyond the reference writer's output: tensors
+ * in any header order, a zero-size tensor between two others, keys it does
+ * not know, a header without padding. What it does not (as the reference
+ * reader, safetensors 0.5's Metadata::validate, does not): a gap between
+ * tensors, bytes after the last one, a zero-size tensor inside another,
+ * and so a header length one byte short, which moved every tensor by a
+ * byte and ran the model on garbage. */
 static void test_lenient_but_valid(void)
 {
     size_t size;
-    uint8_t *p = build("{" T("b", "U8", "[2]", "[6,8]") "," T("z", "F32", "[0,5]", "[7,7]") ","
+    uint8_t *p = build("{" T("b", "U8", "[2]", "[3,5]") "," T("z", "F32", "[0,5]", "[5,5]") ","
                        T("a", "U8", "[2]", "[0,2]") ",\"x\":{\"dtype\":\"I8\",\"shape\":[],"
                        "\"data_offsets\":[2,3],\"extra\":1}}",
-                       ~0ull, 12, &size);
-    p[size - 12 + 6] = 42;
+                       ~0ull, 5, &size);
+    p[size - 5 + 3] = 42;
     struct wk_safetensors *st;
     struct wk_error err;
     CHECK_EQ_INT(wk_safetensors_open_memory(p, size, "ok", &st, &err), WK_OK);
@@ -451,6 +456,20 @@ static void test_lenient_but_valid(void)
         CHECK(wk_safetensors_metadata(st, "format") == NULL);
         wk_safetensors_close(st);
     }
+    free(p);
+    BAD("{" T("a", "U8", "[2]", "[0,2]") "," T("b", "U8", "[2]", "[6,8]") "}", 8, WK_E_FORMAT,
+        "tensor b starts at byte 6 of the data, but a ends at 2");
+    BAD("{" T("a", "U8", "[2]", "[2,4]") "}", 4, WK_E_FORMAT, "the first tensor, a, starts at byte 2 of the data, not 0");
+    BAD("{" T("a", "U8", "[2]", "[0,2]") "}", 12, WK_E_FORMAT,
+        "the tensors cover 2 bytes of data, but the file holds 12 after its header");
+    BAD("{" T("a", "U8", "[4]", "[0,4]") "," T("z", "U8", "[0]", "[2,2]") "}", 4, WK_E_FORMAT,
+        "tensors a and z overlap");
+    /* a header padded with a space, its length one short: the JSON still
+     * reads, but the data would start a byte early */
+    const char *h = "{" T("a", "U8", "[4]", "[0,4]") "} ";
+    p = build(h, strlen(h) - 1, 4, &size);
+    CHECK_EQ_INT(wk_safetensors_open_memory(p, size, "short", &st, &err), WK_E_FORMAT);
+    CHECK_CONTAINS(err.msg, "the tensors cover 4 bytes of data, but the file holds 5 after its header");
     free(p);
 }
 
