@@ -165,6 +165,9 @@ static enum wk_status config_to_kv(struct wk_hf *h, json_t *cfg, const char *arc
     json_t *types = json_object_get(cfg, "layer_types"), *pat = json_object_get(cfg, "sliding_window_pattern");
     json_t *layers = json_object_get(cfg, "num_hidden_layers");
     bool gemma4 = strcmp(arch, "gemma4") == 0;
+    if (json_is_null(types)) types = NULL; /* null: the family's default pattern */
+    if (types && !json_is_array(types))
+        return wk_error_set(err, WK_E_FORMAT, "%s/config.json: layer_types must be a list", h->dir);
     /* (a block count out of 1..4096 is left to the loader, which names it) */
     if ((strcmp(arch, "gemma3") == 0 || strcmp(arch, "gemma2") == 0 || gemma4) && (json_is_array(types) || json_is_integer(pat)) &&
         json_integer_value(layers) >= 1 && json_integer_value(layers) <= 4096) {
@@ -174,8 +177,12 @@ static enum wk_status config_to_kv(struct wk_hf *h, json_t *cfg, const char *arc
         json_t *arr = json_array();
         for (json_int_t i = 0; i < json_integer_value(layers); i++) {
             const char *t = json_string_value(json_array_get(types, (size_t)i));
-            bool sliding = types ? t && strcmp(t, "sliding_attention") == 0
-                                 : (i + 1) % json_integer_value(pat) != 0;
+            if (types && (!t || (strcmp(t, "sliding_attention") && strcmp(t, "full_attention")))) {
+                json_decref(arr);
+                return wk_error_set(err, WK_E_UNSUPPORTED, "%s/config.json: layer_types[%lld] is not "
+                                    "\"full_attention\" or \"sliding_attention\"", h->dir, (long long)i);
+            }
+            bool sliding = types ? strcmp(t, "sliding_attention") == 0 : (i + 1) % json_integer_value(pat) != 0;
             json_array_append_new(arr, json_boolean(sliding));
         }
         snprintf(key, sizeof key, "%s.attention.sliding_window_pattern", arch);

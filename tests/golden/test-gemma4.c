@@ -491,6 +491,7 @@ static void test_bad_configs(void)
         const char *model, *key, *value, *want;
     } cases[] = {
         {"dense", "layer_types", "[\"sliding_attention\", \"full_attention\"]", "layer_types has 2 entries for 6 layers"},
+        {"dense", "layer_types", "\"x\"", "layer_types must be a list"},
         {"dense", "num_kv_shared_layers", "9", "num_kv_shared_layers out of range"},
         {"dense", "global_head_dim", "\"wide\"", "global_head_dim must be a number"},
         {"moe", "top_k_experts", "12", "expert_used_count 12 must be 1..expert_count 8"},
