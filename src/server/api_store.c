@@ -10,6 +10,7 @@
 #include "server_internal.h"
 
 #include "../io/wk_io.h"
+#include "../io/wk_options.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -195,6 +196,31 @@ static void unload_name(struct srv_server *srv, const struct wk_model_name *n)
 
 /* ------------------------------------------------------------ /api/create */
 
+/* Parameter k's JSON value, typed as a request's options must be (the
+ * options table, wk_options.h: stop a string or a list of strings, a
+ * boolean option a boolean, the others a number; as Ollama's
+ * api.Options.FromMap refuses other types at load), so a stored model's
+ * parameters are ones a request could have given. 0, or a 400's message. */
+static int param_type_ok(const char *k, json_t *v, char *msg, size_t cap)
+{
+    const struct wk_option *o = wk_option_find(k);
+    if (!o) return 0; /* wk_modelfile_add_param names it */
+    size_t i;
+    json_t *e;
+    if (o->type == WK_MF_STRING) {
+        if (json_is_string(v)) return 0;
+        bool ok = json_is_array(v);
+        json_array_foreach(v, i, e) ok = ok && json_is_string(e);
+        if (!ok) return snprintf(msg, cap, "parameter '%s' must be a string or a list of strings", k), -1;
+        return 0;
+    }
+    if (o->type == WK_MF_BOOL && !json_is_boolean(v))
+        return snprintf(msg, cap, "parameter '%s' must be a boolean", k), -1;
+    if (o->type != WK_MF_BOOL && !json_is_number(v))
+        return snprintf(msg, cap, "parameter '%s' must be a number", k), -1;
+    return 0;
+}
+
 /* Ollama's create request ({model, parameters, template, system, messages,
  * license, quantize, stream}) as a Modelfile FROM from_s into
  * wk_store_create; store_files: from_s is a blob of this store (or a
@@ -227,13 +253,17 @@ static enum MHD_Result create_from(struct srv_server *srv, struct MHD_Connection
     }
     if (stream && !json_is_null(stream) && !json_is_boolean(stream))
         return srv_reply_error(c, 400, "stream must be a boolean");
+    const char *k;
+    json_t *v;
+    json_object_foreach(params, k, v) {
+        char m[160];
+        if (param_type_ok(k, v, m, sizeof m)) return srv_reply_error(c, 400, m);
+    }
     struct wk_modelfile mf = {0};
     enum wk_status st = WK_OK;
     mf.from = wk_asprintf("%s", from_s);
     mf.template_text = dup_str(json_object_get(body, "template"));
     mf.system = dup_str(json_object_get(body, "system"));
-    const char *k;
-    json_t *v;
     json_object_foreach(params, k, v) if (!st) st = wk_modelfile_add_json_param(&mf, k, v, &err);
     size_t nm = json_array_size(msgs), nl = json_is_array(lic) ? json_array_size(lic) : lic ? 1 : 0, i;
     mf.messages = nm ? wk_calloc(nm, sizeof *mf.messages) : NULL;

@@ -915,6 +915,12 @@ def test_api_create(s):
     check(st == 404 and "nope" in body["error"], "/api/create from an unknown model is 404", str(body))
     st, body = s.post("/api/create", {"model": "x", "from": SMOL, "parameters": {"warp": 1}})
     check(st == 400 and "warp" in body["error"], "/api/create with an unknown parameter is 400", str(body))
+    # parameters typed as a request's options are (Ollama's api.Options.FromMap refuses the others)
+    for params in ({"stop": [1]}, {"stop": 5}, {"top_k": [5]}, {"temperature": "0.5"}, {"penalize_newline": 1}):
+        st, body = s.post("/api/create", {"model": "x", "from": SMOL, "parameters": params})
+        k = next(iter(params))
+        check(st == 400 and f"parameter '{k}' must be" in body.get("error", ""),
+              f"/api/create with parameters {params}: a 400 naming it", str(body))
     for field, value in (("system", 5), ("template", []), ("stream", "x"), ("from", 5), ("model", 5)):
         st, body = s.post("/api/create", {"model": "x", "from": SMOL, field: value})
         check(st == 400 and field in body.get("error", ""), f"/api/create with {field} {value!r}: a 400 naming it",
