@@ -11,6 +11,8 @@
 #include "jinja_int.h"
 
 #include <ctype.h>
+#include <errno.h>
+#include <math.h>
 #include <string.h>
 
 static enum wk_status push(struct jtokens *t, struct jtoken tok)
@@ -180,12 +182,28 @@ static enum wk_status lex_tag(struct lexer *L, bool block)
             }
             char buf[128];
             size_t k = 0;
-            for (size_t i = p; i < q && k < sizeof buf - 1; i++)
-                if (s[i] != '_') buf[k++] = s[i];
+            for (size_t i = p; i < q; i++)
+                if (s[i] != '_') {
+                    if (k == sizeof buf - 1)
+                        return wk_error_set(L->err, WK_E_UNSUPPORTED, "line %d: a number literal longer than %zu digits",
+                                            L->line, sizeof buf - 1);
+                    buf[k++] = s[i];
+                }
             buf[k] = 0;
             t.type = is_float ? JT_FLOAT : JT_INT;
+            errno = 0;
             if (is_float) t.fval = strtod(buf, NULL);
             else t.ival = strtoll(buf, NULL, 10);
+            /* Python's ints have no bound; wick's are 64-bit: a literal past
+             * them is an error, not INT64_MAX; and a float literal past
+             * double's range (Python's inf) is one too, literals being JSON
+             * values, which hold no inf (it read as "out of memory") */
+            if (!is_float && errno == ERANGE)
+                return wk_error_set(L->err, WK_E_UNSUPPORTED, "line %d: integer literal %s is past 64 bits", L->line,
+                                    buf);
+            if (is_float && isinf(t.fval))
+                return wk_error_set(L->err, WK_E_UNSUPPORTED, "line %d: float literal %s is past a double's range",
+                                    L->line, buf);
         } else if (c0 == '\'' || c0 == '"') {
             q = p + 1;
             while (q < L->n && s[q] != c0) q += s[q] == '\\' ? 2 : 1;

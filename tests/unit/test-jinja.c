@@ -96,6 +96,19 @@ static void test_errors(void)
     out = render("{% set s = 'x' * 1000000 %}{% for i in range(100) %}{{ s ~ s }}{% endfor %}", &st);
     CHECK_EQ_INT(st, WK_E_RANGE);
     CHECK(out == NULL);
+    /* literals past wick's 64-bit ints and doubles (Python's jinja2 prints
+     * 99999999999999999999 and inf): errors, not INT64_MAX or "out of memory" */
+    struct wk_error err = {0};
+    struct wk_jinja *t = NULL;
+    const char *big[] = {"{{ 99999999999999999999 }}", "{{ -9223372036854775808 }}", "{{ 1e400 }}"};
+    for (size_t i = 0; i < 3; i++) {
+        CHECK_EQ_INT(wk_jinja_parse(big[i], strlen(big[i]), &t, &err), WK_E_UNSUPPORTED);
+        CHECK_CONTAINS(err.msg, i < 2 ? "is past 64 bits" : "is past a double's range");
+        wk_jinja_free(t), t = NULL;
+    }
+    CHECK_EQ_STR((out = render("{{ 9223372036854775807 }} {{ -9223372036854775807 }} {{ 1e308 }}", &st)),
+                 "9223372036854775807 -9223372036854775807 1e+308");
+    wk_free(out);
 }
 
 /* Renders src and checks it fails with st and a message containing msg. */
