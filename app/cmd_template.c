@@ -251,8 +251,10 @@ int cmd_template(int argc, char **argv)
             const char *eq = strchr(v, '=');
             json_error_t je;
             json_t *val = eq ? json_loads(eq + 1, JSON_DECODE_ANY, &je) : NULL;
-            if (!val) {
-                fprintf(stderr, "wick template: --var %s: want NAME=JSON (%s)\n", v, eq ? je.text : "no '='");
+            if (!val || eq == v || eq - v >= 128) {
+                fprintf(stderr, "wick template: --var %s: want NAME=JSON (%s)\n", v,
+                        !eq ? "no '='" : !val ? je.text : eq == v ? "an empty NAME" : "a NAME over 127 bytes");
+                json_decref(val);
                 bad = true;
             } else {
                 char name[128];

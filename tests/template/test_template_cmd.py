@@ -67,6 +67,9 @@ def test_template_command():
                                                "eos_token": "", "sep": " | "})
     rc, out, err = run(["template", "--jinja", jpath, "--messages", mpath, "--var", 'sep=" | "'])
     check(rc == 0 and out == want, "a Jinja file with --var: as jinja2 renders it", f"{out!r} vs {want!r} {err}")
+    for bad in ("=1", "sep", "sep={"):
+        rc, out, err = run(["template", "--jinja", jpath, "--messages", mpath, "--var", bad])
+        check(rc == 2 and f"--var {bad}: want NAME=JSON" in err, f"--var {bad}: a usage error naming it", err)
     gpath = os.path.join(tmp, "t.go")
     open(gpath, "w").write("{{ if .System }}<|system|>{{ .System }}\n{{ end }}"
                            "{{- range .Messages }}{{ if ne .Role \"system\" }}<|{{ .Role }}|>{{ .Content }}\n{{ end }}{{ end }}"
