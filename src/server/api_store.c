@@ -242,8 +242,8 @@ static enum MHD_Result create_from(struct srv_server *srv, struct MHD_Connection
     if ((params && !json_is_object(params)) || (msgs && !json_is_array(msgs)) ||
         (lic && !json_is_string(lic) && !json_is_array(lic)))
         return srv_reply_error(c, 400, "parameters must be an object, messages a list, license a string or a list");
-    static const char *const texts[] = {"template", "system"};
-    for (size_t t = 0; t < 2; t++) {
+    static const char *const texts[] = {"template", "system", "renderer", "parser"};
+    for (size_t t = 0; t < WK_ARRAY_LEN(texts); t++) {
         json_t *v = json_object_get(body, texts[t]);
         if (v && !json_is_null(v) && !json_is_string(v)) {
             char m[64];
@@ -264,6 +264,8 @@ static enum MHD_Result create_from(struct srv_server *srv, struct MHD_Connection
     mf.from = wk_asprintf("%s", from_s);
     mf.template_text = dup_str(json_object_get(body, "template"));
     mf.system = dup_str(json_object_get(body, "system"));
+    mf.renderer = dup_str(json_object_get(body, "renderer")); /* refused by wk_store_create, not dropped */
+    mf.parser = dup_str(json_object_get(body, "parser"));
     json_object_foreach(params, k, v) if (!st) st = wk_modelfile_add_json_param(&mf, k, v, &err);
     size_t nm = json_array_size(msgs), nl = json_is_array(lic) ? json_array_size(lic) : lic ? 1 : 0, i;
     mf.messages = nm ? wk_calloc(nm, sizeof *mf.messages) : NULL;

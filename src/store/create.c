@@ -467,6 +467,18 @@ enum wk_status wk_store_create(struct wk_store *s, const struct wk_model_name *n
                                const struct wk_modelfile *mf, const struct wk_create_opts *o,
                                struct wk_error *err)
 {
+    /* Ollama's RENDERER and PARSER name its built-in Go prompt renderers
+     * and output parsers (qwen3-coder, harmony, ...): what the model is
+     * shown and how its tool calls and thinking are read. wick renders
+     * the model's chat template (or a TEMPLATE) and reads tool calls by
+     * the template's syntax: refused, not stored and ignored */
+    if ((mf->renderer && *mf->renderer) || (mf->parser && *mf->parser))
+        return wk_error_set(err, WK_E_UNSUPPORTED, "%s %s: Ollama's built-in %s are not supported (wick formats "
+                            "prompts with the model's chat template or a TEMPLATE, and reads tool calls and thinking "
+                            "from the template's own syntax)",
+                            mf->renderer && *mf->renderer ? "RENDERER" : "PARSER",
+                            mf->renderer && *mf->renderer ? mf->renderer : mf->parser,
+                            mf->renderer && *mf->renderer ? "prompt renderers" : "output parsers");
     if (mf->template_text && *mf->template_text) { /* a TEMPLATE that cannot run is refused now, not at run time */
         struct wk_gotmpl *t = NULL;
         struct wk_error e;

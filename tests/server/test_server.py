@@ -921,7 +921,12 @@ def test_api_create(s):
         k = next(iter(params))
         check(st == 400 and f"parameter '{k}' must be" in body.get("error", ""),
               f"/api/create with parameters {params}: a 400 naming it", str(body))
-    for field, value in (("system", 5), ("template", []), ("stream", "x"), ("from", 5), ("model", 5)):
+    # Ollama's built-in Go renderers and parsers: refused, not stored and ignored
+    for field in ("renderer", "parser"):
+        st, body = s.post("/api/create", {"model": "x", "from": SMOL, field: "qwen3-coder"})
+        check(st in (400, 501) and f"{field.upper()} qwen3-coder" in body.get("error", ""),
+              f"/api/create with a {field}: refused naming it", f"{st} {body}")
+    for field, value in (("system", 5), ("template", []), ("stream", "x"), ("from", 5), ("model", 5), ("parser", 1)):
         st, body = s.post("/api/create", {"model": "x", "from": SMOL, field: value})
         check(st == 400 and field in body.get("error", ""), f"/api/create with {field} {value!r}: a 400 naming it",
               str(body))

@@ -285,6 +285,9 @@ def test_errors():
         (f"FROM {SMOL}\nPARAMETER warp 9\n", "unknown parameter 'warp'", "unknown parameter"),
         (f"FROM {SMOL}\n\nPARAMETER temperature hot\n", ":3:", "bad value with its line"),
         (f"FROM {SMOL}\nADAPTER ./lora.gguf\n", "not supported", "ADAPTER"),
+        (f"FROM {SMOL}\nRENDERER qwen3-coder\n", "RENDERER qwen3-coder: Ollama's built-in prompt renderers are not "
+         "supported", "RENDERER (Ollama's Go renderers: refused, not stored and ignored)"),
+        (f"FROM {SMOL}\nPARSER harmony\n", "PARSER harmony: Ollama's built-in output parsers", "PARSER"),
         ("PARAMETER temperature 1\n", "FROM", "no FROM"),
         (f"FROM {SMOL}\nSYSTEM \"\"\"never closed\n", "", "unterminated quote"),
         (f"FROM {SMOL}\nDRAFT {SMOL}\n", "same local path as FROM", "DRAFT the same as FROM"),
