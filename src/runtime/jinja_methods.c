@@ -356,6 +356,11 @@ bool jinja_test(struct jctx *c, const char *name, const struct jv *v, struct jv 
         jv_free(&x), jv_free(&r);
         return t;
     }
+    static const char *const with_arg[] = {"equalto", "eq", "==", "sameas", "ne", "!=", "divisibleby", "lt", "<",
+                                           "lessthan", "le", "<=", "gt", ">", "greaterthan", "ge", ">=", "in"};
+    bool known = false;
+    for (size_t k = 0; k < sizeof with_arg / sizeof *with_arg; k++) known = known || !strcmp(name, with_arg[k]);
+    if (!known) { jinja_fail(c, WK_E_INVALID, "no test named '%s'", name); return false; }
     if (!a) { jinja_fail(c, WK_E_INVALID, "test '%s' needs an argument", name); return false; }
     if (!strcmp(name, "equalto") || !strcmp(name, "eq") || !strcmp(name, "==") || !strcmp(name, "sameas")) return jv_equal(v, a);
     if (!strcmp(name, "ne") || !strcmp(name, "!=")) return !jv_equal(v, a);
@@ -374,10 +379,11 @@ bool jinja_test(struct jctx *c, const char *name, const struct jv *v, struct jv 
     bool ok;
     int r = jv_compare(c, v, a, &ok);
     if (!ok) { jinja_fail(c, WK_E_INVALID, "cannot compare '%s' and '%s'", jv_type_name(v), jv_type_name(a)); return false; }
-    if (!strcmp(name, "gt")) return r > 0;
-    if (!strcmp(name, "lt")) return r < 0;
-    if (!strcmp(name, "ge")) return r >= 0;
-    if (!strcmp(name, "le")) return r <= 0;
+    /* jinja2's names and aliases of the comparisons */
+    if (!strcmp(name, "gt") || !strcmp(name, ">") || !strcmp(name, "greaterthan")) return r > 0;
+    if (!strcmp(name, "lt") || !strcmp(name, "<") || !strcmp(name, "lessthan")) return r < 0;
+    if (!strcmp(name, "ge") || !strcmp(name, ">=")) return r >= 0;
+    if (!strcmp(name, "le") || !strcmp(name, "<=")) return r <= 0;
     jinja_fail(c, WK_E_INVALID, "no test named '%s'", name);
     return false;
 }

@@ -165,7 +165,11 @@ static json_t *message_content(json_t *c, char *msg, size_t cap, int *err)
         json_t *text = json_object_get(part, "text");
         if (!type || strcmp(type, "text") != 0 || !json_is_string(text)) {
             wk_free(b.p);
-            *err = FAIL("only text content parts are supported");
+            char shown[64];
+            if (type) wk_str_printable(type, strlen(type), shown, sizeof shown);
+            *err = !type ? FAIL("content part %zu has no type", i)
+                   : strcmp(type, "text") ? FAIL("content part %zu is of type '%s': only text parts are supported", i, shown)
+                                          : FAIL("content part %zu (text) has no text string", i);
             return NULL;
         }
         wk_buf_add(&b, json_string_value(text), json_string_length(text));

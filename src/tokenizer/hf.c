@@ -86,8 +86,8 @@ static enum wk_status count_ids(struct hf_ctx *c, json_t *vocab, json_t *added, 
         json_t *id = json_object_get(v, "id");
         if (!json_is_object(v) || !json_is_integer(id) || json_integer_value(id) < 0 ||
             json_integer_value(id) >= MAX_VOCAB || !json_is_string(json_object_get(v, "content")))
-            return bad(c, WK_E_FORMAT, "added_tokens: entry %s lacks an id in 0..2^24 or a content",
-                       "");
+            return wk_error_set(c->err, WK_E_FORMAT, "%s: added_tokens: entry %zu lacks an id in 0..2^24 or a content",
+                                c->name, i);
         max_id = WK_MAX(max_id, json_integer_value(id));
     }
     if (max_id < 0) return bad(c, WK_E_FORMAT, "model.vocab is empty%s", "");
@@ -555,6 +555,7 @@ enum wk_status wk_tokenizer_from_hf_json(const char *json_text, size_t len, cons
     *out = NULL;
     struct hf_ctx c = {.name = name, .err = err};
     json_error_t jerr;
+    if (!json_text || len == 0) return wk_error_set(err, WK_E_FORMAT, "%s: empty file, not JSON", name);
     json_t *root = json_loadb(json_text, len, JSON_ALLOW_NUL, &jerr);
     if (!root)
         return wk_error_set(err, WK_E_FORMAT, "%s: invalid JSON at line %d: %s", name, jerr.line,

@@ -156,6 +156,10 @@ static void test_jinja2_parity(void)
     /* map/select results are generators (llama-cpp-deepseek-r1): run once,
      * no len(), no JSON form */
     expect_fail("{{ [{'a': 1}]|map(attribute='a')|tojson }}", WK_E_INVALID, "Object of type generator is not JSON serializable");
+    /* jinja2: TemplateRuntimeError "No test named 'nosuchtest'." (it said "needs an argument") */
+    expect_fail("{{ 1 is nosuchtest }}", WK_E_INVALID, "no test named 'nosuchtest'");
+    /* the comparison tests' aliases (jinja2 3.1: True True True False, python3 -c) */
+    expect("{{ 3 is greaterthan 2 }} {{ 1 is lessthan 2 }} {{ 2 is ge 2 }} {{ 2 is lt 1 }}", "True True True False");
     expect("{{ [1,2]|select|join(',') }}|{% set g = [1, 2]|map('string') %}{{ g|list }}{{ g|list }}|{{ [1]|select is iterable }}|{{ []|select|first is defined }}",
            "1,2|['1', '2'][]|True|False");
     expect_fail("{{ [1,2]|select|length }}", WK_E_INVALID, "object of type 'generator' has no len()");
