@@ -326,16 +326,27 @@ static enum MHD_Result serve_generation(struct srv_server *srv, struct MHD_Conne
         gen_free(g);
         return reply_json(c, 200, obj);
     }
-    if (srv_sched_acquire(srv->sched, &g->model, g->n_ctx, &g->runner, &g->load_ns, &err)) {
-        gen_free(g);
-        return reply_error(c, api, err.status == WK_E_CANCELLED ? 503 : 500, err.msg);
-    }
     /* a prompt far longer than the context is refused here, unsent: the
-     * runner would have to read and render it first */
+     * runner would have to read and render it first; and before a runner
+     * of the model loaded with another num_ctx restarts for this one
+     * (after the requests on it end) only to refuse it (the context it
+     * gets is at most g->n_ctx: the trained length may cut it) */
     size_t bytes = json_string_length(json_object_get(g->runner_req, "raw"));
     size_t i;
     json_t *m;
     json_array_foreach(msgs, i, m) bytes += json_string_length(json_object_get(m, "content"));
+    const int64_t bpt0 = g->n_ctx > 0 ? srv_sched_bytes_per_token(srv->sched, &g->model) : 0;
+    if (bpt0 > 0 && (int64_t)bytes / bpt0 >= g->n_ctx) {
+        snprintf(msg, sizeof msg,
+                 "the prompt is %zu bytes, at least %lld tokens, which does not fit in the context of %lld tokens "
+                 "(num_ctx %lld)", bytes, (long long)((int64_t)bytes / bpt0), (long long)g->n_ctx, (long long)g->n_ctx);
+        gen_free(g);
+        return reply_error(c, api, 400, msg);
+    }
+    if (srv_sched_acquire(srv->sched, &g->model, g->n_ctx, &g->runner, &g->load_ns, &err)) {
+        gen_free(g);
+        return reply_error(c, api, err.status == WK_E_CANCELLED ? 503 : 500, err.msg);
+    }
     const int64_t bpt = srv_runner_bytes_per_token(g->runner), n_ctx = srv_runner_n_ctx(g->runner);
     if (bpt > 0 && n_ctx > 0 && (int64_t)bytes / bpt >= n_ctx) {
         snprintf(msg, sizeof msg,

@@ -460,6 +460,17 @@ bool srv_sched_unload(struct srv_sched *s, const char *name)
     return found;
 }
 
+int64_t srv_sched_bytes_per_token(struct srv_sched *s, const struct srv_model *m)
+{
+    int64_t bpt = 0;
+    pthread_mutex_lock(&s->mu);
+    for (struct srv_runner *r = s->list; r && !bpt; r = r->next)
+        if (runner_up(r) && !strcmp(r->model.name, m->name) && !strcmp(r->model.path, m->path))
+            bpt = r->bytes_per_token;
+    pthread_mutex_unlock(&s->mu);
+    return bpt;
+}
+
 int32_t srv_runner_n_ctx(const struct srv_runner *r) { return r->n_ctx; }
 int64_t srv_runner_bytes_per_token(const struct srv_runner *r) { return r->bytes_per_token; }
 

@@ -166,6 +166,11 @@ void srv_sched_release_keep(struct srv_runner *r, int64_t keep_alive_ns);
  * NULL), so that srv_sched_acquire(m, n_ctx) takes it as it is instead of
  * restarting it for another num_ctx. Thread-safe. */
 int srv_sched_find_loaded(struct srv_sched *s, const char *name, struct srv_model *m, int32_t *n_ctx);
+/* The most bytes a token of model m covers (srv_runner_bytes_per_token)
+ * from a runner of m that is up, whatever its num_ctx; 0 when none is.
+ * Lets a prompt that cannot fit be refused before a runner restarts for
+ * another num_ctx. Thread-safe. */
+int64_t srv_sched_bytes_per_token(struct srv_sched *s, const struct srv_model *m);
 /* What the runners are doing, for /metrics (srv_sched_counts). */
 struct srv_sched_counts {
     int32_t loaded;  /* runners started and not dead */
