@@ -280,6 +280,14 @@ def test_errors(s):
     n = s.post("/api/generate", {"model": SMOL, "prompt": long_prompt, "options": {"num_ctx": 8192, "num_predict": 1}})[1]
     check(st == 400 and "2048" in body["error"] and str(n.get("prompt_eval_count")) in body["error"],
           "num_ctx 2048 with a 3000-token prompt is 400 naming both numbers", f"{body} / {n.get('prompt_eval_count')}")
+    # far past another num_ctx (600,000 bytes cannot be under 512 tokens of at most ~1 KB each):
+    # refused before the runner loaded with num_ctx 8192 restarts for 512 (it stays as it is)
+    pid = s.ps()["smollm2:latest"]["wick"]["pid"]
+    st, body = s.post("/api/generate", {"model": SMOL, "prompt": "hello " * 100000, "options": {"num_ctx": 512}})
+    after = s.ps().get("smollm2:latest", {})
+    check(st == 400 and "512" in body["error"] and after.get("wick", {}).get("pid") == pid and
+          after.get("context_length") == 8192, "a prompt far past another num_ctx: 400 without restarting the runner",
+          f"{body} {pid} {after}")
     st, body = s.post("/api/generate", {"model": "nope", "prompt": "x"})
     check(st == 404 and body["error"] == "model 'nope' not found", "unknown model 404", str(body))
     st, body = s.post("/api/generate", {"model": "../etc/passwd", "prompt": "x"})
