@@ -145,6 +145,12 @@ int cmd_create(int argc, char **argv)
     if (st) return fail("create", &err, st);
     size_t len;
     bool too_big;
+    struct stat sb;
+    if (stat(mf_path, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+        fprintf(stderr, "wick create: %s is a folder, not a Modelfile (-f takes the Modelfile's path; a model folder "
+                        "goes in its FROM line)\n", mf_path);
+        return WK_EXIT_ERROR;
+    }
     char *text = read_file(mf_path, &len, &too_big);
     if (!text) {
         if (too_big)

@@ -89,7 +89,10 @@ static int parse_ollama_options(struct srv_gen *g, json_t *opts, json_t *ropts, 
 {
     if (!opts || json_is_null(opts)) return 0;
     if (!json_is_object(opts)) return FAIL("options must be an object, not %s",
-                                           json_is_string(opts) ? "a string" : "this value");
+                                           json_is_string(opts)   ? "a string"
+                                           : json_is_array(opts)  ? "a list"
+                                           : json_is_number(opts) ? "a number"
+                                                                  : "a boolean");
     const char *k;
     json_t *v;
     json_object_foreach(opts, k, v) {

@@ -34,6 +34,14 @@ static const char *model_field(json_t *body)
     return json_string_value(v);
 }
 
+/* The 400 for a request whose model_field is NULL: absent, or not a string. */
+static const char *model_missing(json_t *body)
+{
+    json_t *v = json_object_get(body, "model");
+    if (!v || json_is_null(v)) v = json_object_get(body, "name");
+    return v && !json_is_null(v) && !json_is_string(v) ? "model must be a string" : "model is required";
+}
+
 /* ------------------------------------------------------------ /api/show */
 
 /* A GGUF metadata value as JSON; an array only when verbose (else null,
@@ -141,7 +149,7 @@ enum MHD_Result srv_serve_show(struct srv_server *srv, struct MHD_Connection *c,
 {
     const char *name = model_field(body);
     json_t *verbose = json_object_get(body, "verbose");
-    if (!name) return srv_reply_error(c, 400, "model is required");
+    if (!name) return srv_reply_error(c, 400, model_missing(body));
     if (verbose && !json_is_boolean(verbose) && !json_is_null(verbose))
         return srv_reply_error(c, 400, "verbose must be true or false");
     struct srv_model m;
@@ -448,7 +456,7 @@ enum MHD_Result srv_serve_copy(struct srv_server *srv, struct MHD_Connection *c,
 enum MHD_Result srv_serve_delete(struct srv_server *srv, struct MHD_Connection *c, json_t *body)
 {
     const char *name = model_field(body);
-    if (!name) return srv_reply_error(c, 400, "model is required");
+    if (!name) return srv_reply_error(c, 400, model_missing(body));
     struct wk_model_name n;
     struct wk_error err;
     if (wk_model_name_parse(name, &n, &err)) return srv_reply_error(c, 400, err.msg);
