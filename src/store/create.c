@@ -479,6 +479,12 @@ enum wk_status wk_store_create(struct wk_store *s, const struct wk_model_name *n
                             mf->renderer && *mf->renderer ? "RENDERER" : "PARSER",
                             mf->renderer && *mf->renderer ? mf->renderer : mf->parser,
                             mf->renderer && *mf->renderer ? "prompt renderers" : "output parsers");
+    /* every request renders the stored messages before its own: past this
+     * many, no chat template renders within its step budget and the model
+     * could never run (a create of 200,000 took, every run then failed) */
+    if (mf->n_messages > WK_STORE_MAX_MESSAGES)
+        return wk_error_set(err, WK_E_RANGE, "%d MESSAGE lines: at most %d (each request's prompt begins with them)",
+                            mf->n_messages, WK_STORE_MAX_MESSAGES);
     if (mf->template_text && *mf->template_text) { /* a TEMPLATE that cannot run is refused now, not at run time */
         struct wk_gotmpl *t = NULL;
         struct wk_error e;

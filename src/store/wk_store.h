@@ -167,6 +167,9 @@ enum wk_status wk_store_remove(struct wk_store *s, const struct wk_model_name *n
 enum wk_status wk_store_copy(struct wk_store *s, const struct wk_model_name *src,
                              const struct wk_model_name *dst, struct wk_error *err);
 
+/* MESSAGE lines a stored model may hold (wk_store_create refuses more). */
+#define WK_STORE_MAX_MESSAGES 10000
+
 /*
  * Adds parameter k with JSON value v (Ollama's params: a number, a bool,
  * a string, or a list of them for `stop`) to mf through
@@ -198,7 +201,9 @@ struct wk_create_opts {
  * SYSTEM, MESSAGEs, LICENSEs. Errors: WK_E_INVALID (DRAFT the same as FROM,
  * --quantize-draft without DRAFT, another vocabulary), WK_E_NOT_FOUND (FROM
  * neither a file nor a stored model), WK_E_UNSUPPORTED (safetensors,
- * quantization), WK_E_FORMAT (not GGUF), WK_E_IO.
+ * quantization; RENDERER or PARSER, Ollama's built-in Go renderers and
+ * parsers), WK_E_RANGE (more than WK_STORE_MAX_MESSAGES messages),
+ * WK_E_FORMAT (not GGUF), WK_E_IO.
  */
 enum wk_status wk_store_create(struct wk_store *s, const struct wk_model_name *n,
                                const struct wk_modelfile *mf, const struct wk_create_opts *o,

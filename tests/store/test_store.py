@@ -288,6 +288,8 @@ def test_errors():
         (f"FROM {SMOL}\nRENDERER qwen3-coder\n", "RENDERER qwen3-coder: Ollama's built-in prompt renderers are not "
          "supported", "RENDERER (Ollama's Go renderers: refused, not stored and ignored)"),
         (f"FROM {SMOL}\nPARSER harmony\n", "PARSER harmony: Ollama's built-in output parsers", "PARSER"),
+        (f"FROM {SMOL}\n" + "MESSAGE user hi\n" * 10001, "10001 MESSAGE lines: at most 10000",
+         "more MESSAGEs than a prompt can begin with"),
         ("PARAMETER temperature 1\n", "FROM", "no FROM"),
         (f"FROM {SMOL}\nSYSTEM \"\"\"never closed\n", "", "unterminated quote"),
         (f"FROM {SMOL}\nDRAFT {SMOL}\n", "same local path as FROM", "DRAFT the same as FROM"),
