@@ -38,6 +38,19 @@ bool cli_parse_i64(const char *cmd, const char *name, const char *text, int64_t 
  * as \ufffd, so the output is always valid UTF-8. */
 void cli_print_json_string(FILE *f, const char *s, size_t n);
 
+/* b bytes as Ollama's format.HumanBytes writes them (decimal units, one
+ * decimal: "1.1 GB", "91.5 MB", "512 B") into out [cap]. */
+void cli_human_bytes(int64_t b, char *out, size_t cap);
+/* The time in rfc3339 (as the server writes it, UTC or with an offset)
+ * relative to now as Ollama's format.HumanTime writes it ("2 minutes
+ * ago", "4 minutes from now", "Forever" past 20 years ahead), or zero when
+ * it is NULL or does not parse; into out [cap]. */
+void cli_human_time(const char *rfc3339, const char *zero, char *out, size_t cap);
+/* Prints rows [n_rows][n_cols] of cells (header first) as Ollama's CLI
+ * tables: left-aligned columns as wide as their widest cell, 4 spaces
+ * between them. */
+void cli_print_table(const char *const *cells, int n_rows, int n_cols);
+
 int cmd_run(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
 int cmd_detokenize(int argc, char **argv);

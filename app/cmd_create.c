@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -191,26 +192,49 @@ int cmd_create(int argc, char **argv)
 
 int cmd_list(int argc, char **argv)
 {
-    (void)argv;
-    if (argc > 1) {
-        fprintf(stderr, "Usage: wick list\n");
+    if (argc > 2 || (argc == 2 && argv[1][0] == '-')) {
+        fprintf(stderr, "Usage: wick list [PREFIX]\n");
         return WK_EXIT_USAGE;
     }
     struct wk_error err;
     struct wk_store *s;
     enum wk_status st = open_store(&s, &err);
     if (st) return fail("list", &err, st);
+    /* as `ollama list [pattern]`: newest first (the store lists them so),
+     * names starting with the prefix (any case), sizes and times for people */
     json_t *l = wk_store_list(s);
-    printf("%-40s %-14s %-10s %s\n", "NAME", "ID", "SIZE", "MODIFIED");
+    json_t *models = json_object_get(l, "models");
+    const size_t n = json_array_size(models);
+    char(*text)[2][64] = calloc(n + 1, sizeof *text);
+    const char **cells = calloc(4 * (n + 1), sizeof *cells);
+    if (!text || !cells) {
+        free(text), free(cells), json_decref(l), wk_store_close(s);
+        fprintf(stderr, "wick list: out of memory\n");
+        return WK_EXIT_ERROR;
+    }
+    cells[0] = "NAME", cells[1] = "ID", cells[2] = "SIZE", cells[3] = "MODIFIED";
+    int rows = 1;
     size_t i;
     json_t *m;
-    json_array_foreach(json_object_get(l, "models"), i, m) {
-        char size[32];
-        snprintf(size, sizeof size, "%.0f MB", (double)json_integer_value(json_object_get(m, "size")) / 1e6);
-        printf("%-40s %-14.12s %-10s %s\n", json_string_value(json_object_get(m, "name")),
-               json_string_value(json_object_get(m, "digest")), size,
-               json_string_value(json_object_get(m, "modified_at")));
+    json_array_foreach(models, i, m) {
+        const char *name = json_string_value(json_object_get(m, "name"));
+        if (argc == 2 && strncasecmp(name, argv[1], strlen(argv[1])) != 0) continue;
+        cli_human_bytes(json_integer_value(json_object_get(m, "size")), text[i][0], sizeof text[i][0]);
+        cli_human_time(json_string_value(json_object_get(m, "modified_at")), "Never", text[i][1], sizeof text[i][1]);
+        cells[4 * rows] = name;
+        cells[4 * rows + 1] = json_string_value(json_object_get(m, "digest"));
+        cells[4 * rows + 2] = text[i][0];
+        cells[4 * rows + 3] = text[i][1];
+        rows++;
     }
+    /* IDs: the digest's first 12 characters */
+    char(*ids)[13] = calloc((size_t)rows, sizeof *ids);
+    for (int r = 1; ids && r < rows; r++) {
+        snprintf(ids[r], sizeof ids[r], "%.12s", cells[4 * r + 1] ? cells[4 * r + 1] : "");
+        cells[4 * r + 1] = ids[r];
+    }
+    cli_print_table(cells, ids ? rows : 1, 4);
+    free(ids), free(text), free(cells);
     json_decref(l);
     wk_store_close(s);
     return WK_EXIT_OK;

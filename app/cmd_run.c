@@ -6,7 +6,7 @@
  * no PROMPT on a terminal starts an interactive chat (cmd_run_repl.c).
  *
  * Who answers: a running server, as `ollama run` does, when one answers
- * GET /api/version at OLLAMA_HOST, else WICK_HOST, else 127.0.0.1:11434
+ * GET /api/version at WICK_HOST, else OLLAMA_HOST, else 127.0.0.1:11434
  * (http_client.h) within 300 ms, and MODEL is not a path (a path exists,
  * holds '/' or ends in .gguf): cmd_run_client.c. Else, or with --local,
  * WICK_RUN_LOCAL=1 or --draft (a file of this machine), this process loads
@@ -59,7 +59,7 @@ static void run_usage(FILE *f)
             "Answers PROMPT; without it reads the prompt from stdin when piped, or starts an\n"
             "interactive chat on a terminal (/? for its commands, /bye or Ctrl-D to leave).\n"
             "MODEL is a stored model's name, a GGUF file or a model folder.\n\n"
-            "A running server answers when one is up at OLLAMA_HOST, else WICK_HOST, else\n"
+            "A running server answers when one is up at WICK_HOST, else OLLAMA_HOST, else\n"
             "127.0.0.1:11434 (as `ollama run`), unless MODEL is a path; else this process\n"
             "loads the model.\n\n"
             "Options:\n"

@@ -124,18 +124,34 @@ int cmd_ps(int argc, char **argv)
     long status = 0;
     json_t *j = call_server("ps", "/api/ps", NULL, &status);
     if (!j) return WK_EXIT_ERROR;
-    printf("%-32s %-10s %-8s %-10s %s\n", "NAME", "SIZE", "CONTEXT", "STATE", "UNTIL");
+    /* as `ollama ps`: NAME ID SIZE PROCESSOR CONTEXT UNTIL (all on the CPU here) */
+    json_t *models = json_object_get(j, "models");
+    const size_t n = json_array_size(models);
+    const char **cells = calloc(6 * (n + 1), sizeof *cells);
+    char(*text)[4][64] = calloc(n + 1, sizeof *text);
+    if (!cells || !text) {
+        free(cells), free(text), json_decref(j);
+        fprintf(stderr, "wick ps: out of memory\n");
+        return WK_EXIT_ERROR;
+    }
+    const char *head[6] = {"NAME", "ID", "SIZE", "PROCESSOR", "CONTEXT", "UNTIL"};
+    memcpy(cells, head, sizeof head);
     size_t i;
     json_t *m;
-    json_array_foreach(json_object_get(j, "models"), i, m) {
-        json_t *w = json_object_get(m, "wick");
-        char size[32];
-        snprintf(size, sizeof size, "%.0f MB", (double)json_integer_value(json_object_get(m, "size")) / 1e6);
-        printf("%-32s %-10s %-8lld %-10s %s\n", json_string_value(json_object_get(m, "name")), size,
-               (long long)json_integer_value(json_object_get(m, "context_length")),
-               json_is_true(json_object_get(w, "busy")) ? "busy" : "idle",
-               json_string_value(json_object_get(m, "expires_at")));
+    json_array_foreach(models, i, m) {
+        char(*t)[64] = text[i];
+        snprintf(t[0], sizeof t[0], "%.12s", json_string_value(json_object_get(m, "digest")) ?: "");
+        cli_human_bytes(json_integer_value(json_object_get(m, "size")), t[1], sizeof t[1]);
+        snprintf(t[2], sizeof t[2], "%lld", (long long)json_integer_value(json_object_get(m, "context_length")));
+        const char *until = json_string_value(json_object_get(m, "expires_at"));
+        cli_human_time(until, "Never", t[3], sizeof t[3]);
+        if (strstr(t[3], " ago")) snprintf(t[3], sizeof t[3], "Stopping...");
+        const char **row = cells + 6 * (i + 1);
+        row[0] = json_string_value(json_object_get(m, "name")) ?: "";
+        row[1] = t[0], row[2] = t[1], row[3] = "100% CPU", row[4] = t[2], row[5] = t[3];
     }
+    cli_print_table(cells, (int)n + 1, 6);
+    free(cells), free(text);
     json_decref(j);
     return WK_EXIT_OK;
 }

@@ -4,7 +4,7 @@
  * HTTP requests to it through libcurl, whole or streamed line by line
  * (Ollama's NDJSON).
  *
- * The address is Ollama's (envconfig.Host): OLLAMA_HOST, else WICK_HOST,
+ * The address as Ollama's (envconfig.Host) with wick's first: WICK_HOST, else OLLAMA_HOST,
  * else 127.0.0.1:11434; "[scheme://]host[:port][/path]", every part
  * optional, an IPv6 host in brackets ("[::1]:11434"); a missing port is
  * 11434 (80 for http://, 443 for https://), a bad one too; an

@@ -600,10 +600,29 @@ static void list_one(void *user, const struct wk_model_name *n, const char *path
     json_decref(m);
 }
 
+/* Newest first, then by name (Ollama lists by modified time, newest first). */
+static int cmp_listed(const void *a, const void *b)
+{
+    json_t *x = *(json_t *const *)a, *y = *(json_t *const *)b;
+    int c = strcmp(json_string_value(json_object_get(y, "modified_at")),
+                   json_string_value(json_object_get(x, "modified_at")));
+    return c ? c : strcmp(json_string_value(json_object_get(x, "name")), json_string_value(json_object_get(y, "name")));
+}
+
 json_t *wk_store_list(const struct wk_store *s)
 {
     struct list_ctx c = {s, json_array()};
     walk(s, list_one, &c);
+    /* the times are one format (list_one's UTC seconds): they sort as text */
+    const size_t n = json_array_size(c.arr);
+    json_t **v = n ? wk_malloc(n * sizeof *v) : NULL;
+    if (v) {
+        for (size_t i = 0; i < n; i++) v[i] = json_incref(json_array_get(c.arr, i));
+        qsort(v, n, sizeof *v, cmp_listed);
+        json_array_clear(c.arr);
+        for (size_t i = 0; i < n; i++) json_array_append_new(c.arr, v[i]);
+        wk_free(v);
+    }
     return json_pack("{s:o}", "models", c.arr);
 }
 

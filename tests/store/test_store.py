@@ -73,6 +73,12 @@ def modelfile(text, name="Modelfile"):
     return path
 
 
+def m_layers(name):
+    """The config and layers of stored model name (its manifest's)."""
+    m = json.load(open(os.path.join(STORE, "manifests", "registry.ollama.ai", "library", name, "latest")))
+    return [m["config"]] + m["layers"]
+
+
 def manifests():
     """Every manifest file under the store and the JSON it holds."""
     out = {}
@@ -113,6 +119,23 @@ def test_create_and_run():
           "config blob", str(cfg))
     rc, out, _ = wick("list")
     check("smol:latest" in out and "gem:latest" in out, "list shows both", out)
+    # as `ollama list`: newest first, sizes as format.HumanBytes (decimal MB, one decimal), times
+    # as format.HumanTime, columns 4 spaces apart; a prefix (any case) filters
+    lib = os.path.join(STORE, "manifests", "registry.ollama.ai", "library")
+    now = time.time()
+    os.utime(os.path.join(lib, "smol", "latest"), (now - 4000, now - 4000))
+    os.utime(os.path.join(lib, "gem", "latest"), (now - 200, now - 200))
+    rc, out, _ = wick("list")
+    lines = out.splitlines()
+    smol_mb = sum(l["size"] for l in m_layers("smol")) / 1e6
+    want = [["NAME", "ID", "SIZE", "MODIFIED"], ["gem:latest", None, None, "3 minutes ago"],
+            ["smol:latest", None, f"{smol_mb:.1f} MB", "About an hour ago"]]
+    got = [re.split(r" {4,}", l.rstrip()) for l in lines]
+    check(rc == 0 and len(got) == 3 and all(len(g) == 4 for g in got) and
+          all(w is None or w == g for wr, gr in zip(want, got) for w, g in zip(wr, gr)),
+          "list: newest first, Ollama's sizes and times", out)
+    rc, out, _ = wick("list", "SMO")
+    check(rc == 0 and "smol:latest" in out and "gem" not in out, "list SMO: the names starting so", out)
     rc, out, _ = wick("show", "smol")
     check(rc == 0 and "architecture         llama" in out and "context length       8192" in out, "show", out)
     # without a TEMPLATE, --template shows the effective one: the GGUF's own chat template
