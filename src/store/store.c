@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -386,9 +387,36 @@ enum wk_status wk_store_add_bytes(struct wk_store *s, const void *data, size_t l
 
 /* ------------------------------------------------------------ manifests */
 
+/* Appends "/" part to path [cap], or "/" the entry of that folder equal to
+ * part but for case when only such an entry exists. */
+static void join_existing(char *path, size_t cap, const char *part)
+{
+    const size_t len = strlen(path);
+    snprintf(path + len, cap - len, "/%s", part);
+    struct stat sb;
+    if (lstat(path, &sb) == 0) return;
+    path[len] = '\0';
+    DIR *d = opendir(path);
+    char found[256] = "";
+    for (struct dirent *e; d && (e = readdir(d));)
+        if (e->d_name[0] != '.' && strcasecmp(e->d_name, part) == 0) {
+            snprintf(found, sizeof found, "%s", e->d_name);
+            break;
+        }
+    if (d) closedir(d);
+    snprintf(path + len, cap - len, "/%s", found[0] ? found : part);
+}
+
 void wk_store_manifest_path(const struct wk_store *s, const struct wk_model_name *n, char *out, size_t cap)
 {
-    snprintf(out, cap, "%.3000s/manifests/%s/%s/%s/%s", s->dir, n->host, n->ns, n->name, n->tag);
+    /* names match ignoring case, as Ollama's do (getExistingName, name.EqualFold): a
+     * name's parts take the case of what the store already holds, so SMOL finds smol
+     * and cp smol SMOL writes onto it, not beside it */
+    snprintf(out, cap, "%.3000s/manifests", s->dir);
+    join_existing(out, cap, n->host);
+    join_existing(out, cap, n->ns);
+    join_existing(out, cap, n->name);
+    join_existing(out, cap, n->tag);
 }
 
 enum wk_status wk_store_read_manifest(const struct wk_store *s, const struct wk_model_name *n,

@@ -114,7 +114,9 @@ void wk_store_blob_abort(struct wk_blob_writer *w);
 bool wk_digest_ok(const char *d);
 /* The path of blob digest ("sha256:<hex>") into out[cap]. */
 void wk_store_blob_path(const struct wk_store *s, const char *digest, char *out, size_t cap);
-/* The path of model n's manifest file (which may not exist) into out[cap]. */
+/* The path of model n's manifest file (which may not exist) into out[cap];
+ * each part of the name that the store holds in another case (and not in
+ * n's) takes the stored case: names match ignoring case, as Ollama's do. */
 void wk_store_manifest_path(const struct wk_store *s, const struct wk_model_name *n, char *out, size_t cap);
 
 /* Reads model n's manifest (owned by the caller). Errors: WK_E_NOT_FOUND

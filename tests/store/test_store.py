@@ -225,6 +225,13 @@ def test_blobs_rm_cp():
           "an identical create reuses every blob", err)
     rc, out, err = wick("cp", "smol", "smol-copy:v1")
     check(rc == 0 and "smol-copy:v1" in wick("list")[1], "cp", err)
+    # names match ignoring case, as Ollama's (getExistingName): SMOL-COPY:V1 is smol-copy:v1, and a
+    # copy onto another case of a stored name writes onto it, not beside it
+    rc, out, err = wick("show", "SMOL-COPY:V1", "--modelfile")
+    check(rc == 0 and "FROM " in out, "show SMOL-COPY:V1 finds smol-copy:v1", err)
+    rc, _, err = wick("cp", "smol", "Smol-Copy:V1")
+    listed = wick("list")[1]
+    check(rc == 0 and "smol-copy:v1" in listed and "Smol-Copy" not in listed, "cp onto another case of a name", listed)
     rc, out, err = wick("rm", "smol", "smol-again")
     weights = blob("sha256:" + hashlib.sha256(open(SMOL, "rb").read()).hexdigest())
     check(rc == 0 and os.path.exists(weights), "rm keeps a blob another model (the copy) still uses", err)
