@@ -393,7 +393,12 @@ static int parse_ollama(struct srv_gen *g, json_t *body, json_t *req, json_t *ro
         return FAIL("context is not supported (it is deprecated in Ollama): send the conversation as messages to "
                     "/api/chat");
     if (json_is_true(raw)) {
-        if (json_is_string(system) || json_object_get(body, "template") || json_object_get(body, "context"))
+        /* as Ollama checks them (req.Template != "" || req.System != "" ||
+         * len(req.Context) > 0): its Go client sends "system": "" and
+         * "template": "" with every request (no omitempty) */
+        json_t *tpl = json_object_get(body, "template");
+        if (json_string_length(system) > 0 || (tpl && !json_is_null(tpl) && !(json_is_string(tpl) && !json_string_length(tpl))) ||
+            (ctx && !json_is_null(ctx) && !(json_is_array(ctx) && json_array_size(ctx) == 0)))
             return FAIL("raw mode does not support template, system, or context");
         if (json_is_string(prompt)) json_object_set(req, "raw", prompt); /* shared, not copied */
         else json_object_set_new(req, "raw", json_string(""));

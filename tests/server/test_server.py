@@ -142,6 +142,15 @@ def test_ollama_client(s):
     check(a.response == b.response and a.response != d.response, "ollama generate: seed repeats, another seed differs")
     raw = s.ollama.generate(model=SMOL, prompt="The alphabet: ABC", raw=True, options=greedy(4))
     check(raw.response.startswith("DEF"), "ollama generate raw: continues the text", repr(raw.response))
+    # Ollama's Go client sends "system": "" and "template": "" with every request (no omitempty):
+    # empty ones are no template or system, as Ollama reads them; a real one is refused
+    for extra, ok in (({"system": "", "template": "", "context": []}, True), ({"system": "Be brief."}, False),
+                      ({"template": "{{ .Prompt }}"}, False), ({"context": [1, 2]}, False)):
+        st, body = s.post("/api/generate", dict({"model": SMOL, "prompt": "The alphabet: ABC", "raw": True,
+                                                 "stream": False, "options": greedy(4)}, **extra))
+        check((st == 200 and body.get("response") == raw.response) if ok else
+              (st == 400 and "raw mode does not support" in body.get("error", "")),
+              f"raw generate with {extra}: {'as without them' if ok else '400'}", f"{st} {body}")
     lg = s.ollama.generate(model=SMOL, prompt=prompt, options=greedy(3), logprobs=True, top_logprobs=3)
     check(len(lg.logprobs) == 3 and all(len(e.top_logprobs) == 3 for e in lg.logprobs)
           and "".join(e.token for e in lg.logprobs) == lg.response
