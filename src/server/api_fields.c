@@ -69,9 +69,44 @@ static int refuse_oai_outputs(json_t *body, char *msg, size_t cap)
     return 0;
 }
 
+/* Fields other servers add to the OpenAI routes (llama-server, vLLM) or
+ * OpenAI's own that wick does not apply, each of which changes the
+ * answer: a 400 naming the field (and what to use instead) unless its
+ * value asks for nothing (false, 0, the default). Accepted and dropped,
+ * a client would believe it was applied. */
+static int refuse_extensions(json_t *body, char *msg, size_t cap)
+{
+    static const struct {
+        const char *name, *use;
+    } ext[] = {
+        {"json_schema", "response_format {\"type\": \"json_schema\", ...}"},
+        {"guided_json", "response_format {\"type\": \"json_schema\", ...}"},
+        {"guided_choice", "response_format with a json_schema enum"},
+        {"guided_regex", "response_format with a json_schema pattern"},
+        {"guided_grammar", "grammar (GBNF)"},
+        {"ignore_eos", "logit_bias against the end-of-generation tokens"},
+        {"min_tokens", "logit_bias against the end-of-generation tokens"},
+        {"n_probs", "logprobs and top_logprobs"},
+        {"dry_multiplier", "repeat_penalty, presence_penalty or frequency_penalty"},
+        {"xtc_probability", "top_p, min_p or top_k"},
+        {"continue_final_message", "/api/generate with raw: true and the text to continue"},
+        {"add_generation_prompt", "/api/generate with raw: true"},
+        {"verbosity", "max_tokens or the prompt"},
+    };
+    for (size_t k = 0; k < WK_ARRAY_LEN(ext); k++) {
+        json_t *v = json_object_get(body, ext[k].name);
+        const bool agp = !strcmp(ext[k].name, "add_generation_prompt"); /* its default is true */
+        const bool noop = !v || json_is_null(v) || (agp ? json_is_true(v) : json_is_false(v)) ||
+                          (!agp && json_is_number(v) && json_number_value(v) == 0);
+        if (!noop) return FAIL("%s is not supported by wick (use %s)", ext[k].name, ext[k].use);
+    }
+    return 0;
+}
+
 int srv_refuse_sibling_fields(enum srv_api api, json_t *body, char *msg, size_t cap)
 {
     int rc = api == API_OAI_CHAT ? refuse_oai_outputs(body, msg, cap) : 0;
+    if (!rc && (api == API_OAI_CHAT || api == API_OAI_COMPLETION)) rc = refuse_extensions(body, msg, cap);
     if (rc) return rc;
     static const char *const sibling[][6] = {[API_GENERATE] = {"messages"},
                                              [API_CHAT] = {"system", "template", "raw", "prompt", "suffix", "images"},

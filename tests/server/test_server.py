@@ -303,6 +303,19 @@ def test_errors(s):
     check(st == 404, "a path as a model name is not found", str(body))
     st, body = s.post("/v1/chat/completions", {"model": SMOL, "messages": []})
     check(st == 400 and body["error"]["type"] == "invalid_request_error", "openai: empty messages 400 in OpenAI shape", str(body))
+    # llama-server's and vLLM's extensions wick does not apply: refused naming them, unless they ask for nothing
+    for field, value in (("guided_json", {"type": "object"}), ("json_schema", {"type": "object"}), ("ignore_eos", True),
+                         ("min_tokens", 5), ("n_probs", 3), ("dry_multiplier", 0.8), ("xtc_probability", 0.5),
+                         ("continue_final_message", True), ("add_generation_prompt", False), ("verbosity", "low")):
+        st, body = s.post("/v1/chat/completions", {"model": SMOL, "messages": [{"role": "user", "content": "x"}],
+                                                   "max_tokens": 1, field: value})
+        e = body.get("error", {})
+        check(st == 400 and f"{field} is not supported" in (e.get("message", "") if isinstance(e, dict) else ""),
+              f"openai: {field} {value!r} refused naming it", str(body))
+    st, body = s.post("/v1/chat/completions", {"model": SMOL, "messages": [{"role": "user", "content": "x"}],
+                                               "max_tokens": 1, "ignore_eos": False, "min_tokens": 0,
+                                               "add_generation_prompt": True})
+    check(st == 200, "openai: the extensions at values that ask for nothing are accepted", str(body))
     st, body = s.post("/v1/chat/completions", {"model": SMOL, "messages": [{"role": "user", "content": "x"}], "temperature": 5})
     check(st == 400 and "temperature" in body["error"]["message"], "openai: temperature out of range 400", str(body))
     st, body = s.post("/api/generate", {"model": SMOL, "prompt": "x", "images": "aaa"})
