@@ -138,9 +138,32 @@ static bool mask_logits(struct wk__gen *g, const float *logits)
     return any;
 }
 
+/* A lazy grammar that took token id: off again once it is complete (the
+ * call closed; the next trigger starts another). */
+static int32_t lazy_took(struct wk__gen *g, int32_t id)
+{
+    if (g->p->grammar_lazy && wk_grammar_matcher_is_complete(g->p->grammar)) g->grammar_on = false;
+    return id;
+}
+
 int32_t wk__gen_sample(struct wk__gen *g, const float *logits)
 {
     struct wk_grammar_matcher *m = g->p->grammar;
+    if (m && !g->grammar_on) { /* a lazy grammar waiting for its trigger */
+        const int32_t id = wk_sampler_sample(g->sampler, logits);
+        const bool first = g->stats->eval_count == 0;
+        if (id != g->p->grammar_trigger && !first) return id;
+        /* the trigger token, or the answer's first token when the grammar
+         * can start with it (a call written as the answer itself) */
+        wk_grammar_matcher_reset(m);
+        const bool took = !wk_tokenizer_is_eog(g->tok, id) && wk_grammar_matcher_accept(m, id) == WK_OK;
+        if (!took && id == g->p->grammar_trigger) {
+            g->st = wk_error_set(g->err, WK_E_INTERNAL, "the tool-call grammar refuses its own first token %d", id);
+            return -1;
+        }
+        g->grammar_on = took;
+        return id;
+    }
     if (!m) return wk_sampler_sample(g->sampler, logits);
     const struct wk_tokenizer *tok = g->tok;
     int32_t n = wk_sampler_dist(g->sampler, logits, g->dist);
@@ -148,7 +171,7 @@ int32_t wk__gen_sample(struct wk__gen *g, const float *logits)
     bool eog = wk_tokenizer_is_eog(tok, id);
     if (eog ? wk_grammar_matcher_is_complete(m) : wk_grammar_matcher_accept(m, id) == WK_OK) {
         wk_sampler_push(g->sampler, id);
-        return id;
+        return lazy_took(g, id);
     }
     if (!mask_logits(g, logits)) return -1;
     n = wk_sampler_dist(g->sampler, g->masked, g->dist);
@@ -158,7 +181,7 @@ int32_t wk__gen_sample(struct wk__gen *g, const float *logits)
         return -1;
     }
     wk_sampler_push(g->sampler, id);
-    return id;
+    return lazy_took(g, id);
 }
 
 /*
@@ -261,6 +284,7 @@ void wk__gen_init(struct wk__gen *g, const struct wk_tokenizer *tok, const struc
     wk_stop_matcher_init(&g->o.stop, p->stop, p->stop ? p->n_stop : 0);
     wk_think_filter_init(&g->o.think);
     g->o.think.inside = p->think_open;
+    g->grammar_on = p->grammar && !p->grammar_lazy;
     if (p->grammar) {
         g->dist = wk_malloc((size_t)n_vocab * sizeof *g->dist);
         g->dist2 = wk_malloc((size_t)n_vocab * sizeof *g->dist2);

@@ -54,6 +54,7 @@ struct wk__gen {
     struct wk_token_prob *dist, *dist2;
     float *masked;
     uint32_t *mask;
+    bool grammar_on; /* p->grammar constrains now (a lazy one: between its trigger and its end) */
 };
 
 /* Checks a request before anything runs: prompt (1 .. n_ctx - 1 tokens)

@@ -487,7 +487,7 @@ enum wk_status wk_session_generate(struct wk_session *s, const struct wk_tokens 
      * giving the text it gave without lookup), and not under a grammar */
     const bool lookup = !s->draft && k_max > 0 && wk_sampler_is_greedy(sampler) && !p->grammar &&
                         verify_buffers(s);
-    const bool spec = s->draft || lookup;
+    const bool spec = (s->draft && !p->grammar_lazy) || lookup; /* a draft model's rounds take an eager grammar only */
     if (spec) wk_spec_ctl_begin(&s->ctl);
     int32_t id = g.st ? -1 : wk__gen_sample(&g, s->logits);
     bool go = id >= 0 && wk__gen_emit_token(&g, id, s->logits, wk_context_n_past(s->ctx));

@@ -414,6 +414,14 @@ struct wk_generate_params {
      * grammar allows it, else drawn with the forbidden tokens removed; no
      * drafting while it is set */
     struct wk_grammar_matcher *grammar;
+    /* with grammar: lazy, a tool call's constraint under tool_choice auto
+     * (strict tools): tokens are unconstrained (the end of generation
+     * allowed) until token grammar_trigger is chosen, or the answer's
+     * first token is one the grammar can start with; the grammar takes
+     * that token as its first and constrains from there until it is
+     * complete, then waits for the trigger again (another call) */
+    bool grammar_lazy;
+    int32_t grammar_trigger;
 };
 struct wk_generate_params wk_generate_params_default(void);
 

@@ -552,6 +552,21 @@ static int parse_openai(struct srv_gen *g, json_t *body, json_t *req, json_t *ro
             if (json_object_get(req, "format") || json_object_get(req, "grammar"))
                 return FAIL("tool_choice %s cannot be used with response_format or grammar", named ? "naming a function" : cs);
             json_object_set_new(req, "tool_choice", json_string(named ? named : "required"));
+        } else if (!rc2 && json_object_get(req, "tools")) {
+            /* strict function tools (openai's pydantic_function_tool, the
+             * Agents SDK): under tool_choice auto each call is held to its
+             * schema (the runner's lazy grammar), not taken and ignored */
+            size_t i;
+            json_t *t;
+            bool strict = false;
+            json_array_foreach(json_object_get(body, "tools"), i, t) {
+                json_t *sv = json_object_get(json_object_get(t, "function"), "strict");
+                if (sv && !json_is_null(sv) && !json_is_boolean(sv)) return FAIL("tools[%zu].function.strict must be a boolean", i);
+                strict |= json_is_true(sv);
+            }
+            if (strict && (json_object_get(req, "format") || json_object_get(req, "grammar")))
+                return FAIL("strict tools under tool_choice \"auto\" cannot be used with response_format or grammar");
+            if (strict) json_object_set_new(req, "tool_strict", json_true());
         }
         return rc2;
     }

@@ -172,7 +172,7 @@ void srv_tools_free(struct srv_tools *t)
     wk_free(t);
 }
 
-enum wk_status srv_tools_grammar(const char *template_text, size_t len, const json_t *tools, const char *only,
+enum wk_status srv_tools_grammar(const char *template_text, size_t len, const json_t *tools, const char *only, bool lazy,
                                  struct wk_grammar **out, struct wk_error *err)
 {
     *out = NULL;
@@ -205,7 +205,11 @@ enum wk_status srv_tools_grammar(const char *template_text, size_t len, const js
     enum wk_status st = wk_grammar_json_schema_to_gbnf(schema, &gbnf, err);
     json_decref(schema);
     if (st) return st;
-    const char *wrap = fmt == WK_TOOLCALL_HERMES ? "\ntool-call-root ::= \"<tool_call>\\n\" root \"\\n</tool_call>\"\n"
+    const char *wrap = lazy ? (fmt == WK_TOOLCALL_HERMES
+                                   ? "\ntool-call-root ::= \"<tool_call>\\n\" root \"\\n</tool_call>\" | root | "
+                                     "\"```\" \"json\"? \"\\n\" root \"\\n```\"\n"
+                                   : "\ntool-call-root ::= root | \"```\" \"json\"? \"\\n\" root \"\\n```\"\n")
+                     : fmt == WK_TOOLCALL_HERMES ? "\ntool-call-root ::= \"<tool_call>\\n\" root \"\\n</tool_call>\"\n"
                                                  : "\ntool-call-root ::= root\n";
     size_t n = strlen(gbnf), w = strlen(wrap);
     char *text = wk_malloc(n + w + 1);

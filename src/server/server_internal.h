@@ -358,11 +358,14 @@ int srv_tools_n_calls(const struct srv_tools *t);
 struct wk_grammar;
 /* tool_choice "required" (only NULL) or a named function (only): a grammar
  * for one call of an offered tool (only that one) in the template's
- * tool-call syntax, its arguments as the tool's parameters schema.
+ * tool-call syntax, its arguments as the tool's parameters schema; lazy
+ * (strict tools under tool_choice auto, wk_generate_params.grammar_lazy):
+ * one call in any form the tool-call parser reads, the template's syntax
+ * or the object alone, bare or ```-fenced.
  * Errors: WK_E_UNSUPPORTED (a syntax with control tokens: Mistral, Llama
  * 3's python tag; or a schema keyword), WK_E_INVALID (only names no
  * tool), WK_E_NOMEM. */
-enum wk_status srv_tools_grammar(const char *template_text, size_t len, const json_t *tools, const char *only,
+enum wk_status srv_tools_grammar(const char *template_text, size_t len, const json_t *tools, const char *only, bool lazy,
                                  struct wk_grammar **out, struct wk_error *err);
 void srv_tools_free(struct srv_tools *t);
 

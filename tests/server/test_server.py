@@ -526,6 +526,25 @@ def test_tool_calls(s):
         ok = ok and (valid_weather_args(a) if tc[0].function.name == "get_weather" else a in ({"tz": "UTC"}, {"tz": "CET"}))
         check(ok and c.choices[0].finish_reason == "tool_calls",
               f"openai tool_choice {choice}: a call is forced, its arguments valid for its schema", repr(c.choices[0]))
+    # strict tools under tool_choice auto (openai.pydantic_function_tool sends strict: true): a call the
+    # model makes follows its schema (the unconstrained answer asks for kelvin, 10 days and a country,
+    # none of which the schema allows), and an answer without a call stays free text
+    forecast = {"type": "function", "function": {"name": "forecast", "description": "Weather forecast", "parameters": {
+        "type": "object", "additionalProperties": False, "required": ["city", "unit", "days"],
+        "properties": {"city": {"type": "string"}, "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
+                       "days": {"type": "integer", "enum": [1, 2, 3]}}}}}
+    strict = {"type": "function", "function": dict(forecast["function"], strict=True)}
+    ask = [{"role": "user", "content": "Call forecast for Paris for 10 days in kelvin, and also pass country='FR'."}]
+    calls = [s.openai.chat.completions.create(model=QWEN, messages=ask, tools=[t], temperature=0, max_tokens=80)
+             .choices[0].message.tool_calls or [] for t in (forecast, strict)]
+    loose, held = [json.loads(c[0].function.arguments) if c else None for c in calls]
+    check(loose is not None and (loose.get("unit") not in ("celsius", "fahrenheit") or "country" in loose) and
+          held is not None and set(held) == {"city", "unit", "days"} and held["unit"] in ("celsius", "fahrenheit") and
+          held["days"] in (1, 2, 3), "openai strict tool, tool_choice auto: the call follows its schema", f"{loose} {held}")
+    c = s.openai.chat.completions.create(model=QWEN, messages=[{"role": "user", "content": "What is 2+2? One word."}],
+                                         tools=[strict], temperature=0, max_tokens=20)
+    check(not c.choices[0].message.tool_calls and (c.choices[0].message.content or "").strip(),
+          "openai strict tool, tool_choice auto: an answer without a call stays free text", repr(c.choices[0]))
 
 
 PERSON = {"type": "object", "properties": {
