@@ -27,6 +27,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 /* JSON values a request body may hold: each costs the parser tens of
@@ -421,8 +422,15 @@ static enum MHD_Result serve_oai_models(struct srv_server *srv, struct MHD_Conne
     json_t *m;
     json_array_foreach(json_object_get(tags, "models"), i, m) {
         const char *name = json_string_value(json_object_get(m, "name"));
-        json_t *o = json_pack("{s:s, s:s, s:I, s:s}", "id", name, "object", "model", "created",
-                              (json_int_t)(srv_unix_ns() / 1000000000), "owned_by", "library");
+        /* as Ollama's ListCompletion: created is the model's modified time,
+         * owned_by its name's namespace ("library" for a plain name) */
+        struct tm tm = {0};
+        const char *when = json_string_value(json_object_get(m, "modified_at"));
+        const json_int_t created = when && strptime(when, "%Y-%m-%dT%H:%M:%S", &tm) ? (json_int_t)timegm(&tm) : 0;
+        struct wk_model_name mn;
+        const char *owner = wk_model_name_parse(name, &mn, NULL) == WK_OK ? mn.ns : "library";
+        json_t *o = json_pack("{s:s, s:s, s:I, s:s}", "id", name, "object", "model", "created", created, "owned_by",
+                              owner);
         if (one && (strcmp(one, name) == 0 ||
                     (strncmp(one, name, strlen(one)) == 0 && strcmp(name + strlen(one), ":latest") == 0))) {
             json_decref(tags);

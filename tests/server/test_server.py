@@ -232,8 +232,15 @@ def test_openai_client(s):
     parts = list(s.openai.completions.create(model=SMOL, prompt="The alphabet: ABC", max_tokens=4, temperature=0,
                                              stream=True))
     check("".join(p.choices[0].text for p in parts) == r.choices[0].text, "openai completions stream")
-    ids = [m.id for m in s.openai.models.list().data]
+    listed = s.openai.models.list().data
+    ids = [m.id for m in listed]
     check("smollm2:latest" in ids, "openai models", str(ids))
+    # as Ollama's: created is the model's modified time (the same on every call), owned_by its namespace
+    tags = {m.model: m.modified_at for m in s.ollama.list().models}
+    sm = next((m for m in listed if m.id == "smollm2:latest"), None)
+    again = next((m for m in s.openai.models.list().data if m.id == "smollm2:latest"), None)
+    check(sm is not None and again is not None and sm.created == again.created == int(tags["smollm2:latest"].timestamp())
+          and sm.owned_by == "library", "openai models: created as modified_at, owned_by the namespace", repr(sm))
     try:
         s.openai.chat.completions.create(model="nope", messages=c["messages"])
         check(False, "openai: unknown model raises")
