@@ -231,43 +231,6 @@ static int message_extras(json_t *m, json_t *o, size_t i, char *msg, size_t cap)
     return 0;
 }
 
-/* The request's tools, checked (each {type: "function", function: {name,
- * description?, parameters?}}; a name of letters, digits, _ . - up to 64),
- * into req "tools". */
-static int parse_tools(json_t *tools, json_t *req, char *msg, size_t cap)
-{
-    if (!tools || json_is_null(tools)) return 0;
-    if (!json_is_array(tools)) return FAIL("tools must be a list");
-    size_t i;
-    json_t *t;
-    json_array_foreach(tools, i, t) {
-        json_t *type = json_object_get(t, "type"), *fn = json_object_get(t, "function");
-        const char *name = json_string_value(json_object_get(fn, "name"));
-        if (!json_is_object(t) || (type && strcmp(json_string_value(type) ? json_string_value(type) : "", "function")))
-            return FAIL("tools[%zu] must be an object of type \"function\"", i);
-        size_t n = name ? strlen(name) : 0;
-        bool ok = n > 0 && n <= 64;
-        for (size_t k = 0; ok && k < n; k++)
-            ok = (name[k] >= 'a' && name[k] <= 'z') || (name[k] >= 'A' && name[k] <= 'Z') ||
-                 (name[k] >= '0' && name[k] <= '9') || strchr("_.-", name[k]);
-        if (!ok) return FAIL("tools[%zu].function.name must be 1 to 64 letters, digits, '_', '.' or '-'", i);
-        json_t *d = json_object_get(fn, "description"), *p = json_object_get(fn, "parameters");
-        if (d && !json_is_null(d) && !json_is_string(d)) return FAIL("tools[%zu].function.description must be a string", i);
-        if (p && !json_is_null(p) && !json_is_object(p)) return FAIL("tools[%zu].function.parameters must be an object", i);
-        /* not a valid JSON schema: refused whatever tool_choice says (a
-         * schema wick cannot constrain output to is taken; tool_choice
-         * "required" refuses it then) */
-        struct wk_grammar *gr = NULL;
-        struct wk_error e;
-        enum wk_status st = json_is_object(p) ? wk_grammar_from_json_schema(p, &gr, &e) : WK_OK;
-        wk_grammar_free(gr);
-        if (st == WK_E_NOMEM) return FAIL("out of memory");
-        if (st == WK_E_INVALID) return FAIL("tools[%zu].function.parameters: %s", i, e.msg);
-    }
-    if (json_array_size(tools) > 0) json_object_set(req, "tools", tools);
-    return 0;
-}
-
 /* A request's messages into out (roles lower-cased, "developer" as
  * "system"); oai: OpenAI's roles only (system, developer, user,
  * assistant, tool), as OpenAI refuses others; Ollama passes any role to
@@ -377,7 +340,7 @@ static int parse_ollama(struct srv_gen *g, json_t *body, json_t *req, json_t *ro
         json_t *out = json_array();
         json_object_set_new(req, "messages", out);
         if (msgs && !json_is_null(msgs) && (rc = parse_messages(msgs, out, false, msg, cap))) return rc;
-        return parse_tools(json_object_get(body, "tools"), req, msg, cap);
+        return srv_parse_tools(json_object_get(body, "tools"), req, msg, cap);
     }
     json_t *prompt = json_object_get(body, "prompt"), *system = json_object_get(body, "system");
     json_t *raw = json_object_get(body, "raw");
@@ -536,38 +499,7 @@ static int parse_openai(struct srv_gen *g, json_t *body, json_t *req, json_t *ro
         json_t *out = json_array();
         json_object_set_new(req, "messages", out);
         int rc2 = parse_messages(msgs, out, true, msg, cap);
-        json_t *ptc = json_object_get(body, "parallel_tool_calls");
-        if (ptc && !json_is_null(ptc) && !json_is_boolean(ptc)) return FAIL("parallel_tool_calls must be a boolean");
-        g->one_call = json_is_false(ptc);
-        json_t *choice = json_object_get(body, "tool_choice");
-        const char *cs = json_string_value(choice);
-        const char *named = json_string_value(json_object_get(json_object_get(choice, "function"), "name"));
-        if (!rc2 && choice && !json_is_null(choice) &&
-            !(cs && (!strcmp(cs, "auto") || !strcmp(cs, "none") || !strcmp(cs, "required"))) && !named)
-            return FAIL("tool_choice must be \"none\", \"auto\", \"required\" or {\"type\": \"function\", "
-                        "\"function\": {\"name\": ...}}");
-        if (!rc2 && !(cs && !strcmp(cs, "none"))) rc2 = parse_tools(json_object_get(body, "tools"), req, msg, cap);
-        if (!rc2 && (named || (cs && !strcmp(cs, "required")))) {
-            if (!json_object_get(req, "tools")) return FAIL("tool_choice %s needs tools", named ? "naming a function" : cs);
-            if (json_object_get(req, "format") || json_object_get(req, "grammar"))
-                return FAIL("tool_choice %s cannot be used with response_format or grammar", named ? "naming a function" : cs);
-            json_object_set_new(req, "tool_choice", json_string(named ? named : "required"));
-        } else if (!rc2 && json_object_get(req, "tools")) {
-            /* strict function tools (openai's pydantic_function_tool, the
-             * Agents SDK): under tool_choice auto each call is held to its
-             * schema (the runner's lazy grammar), not taken and ignored */
-            size_t i;
-            json_t *t;
-            bool strict = false;
-            json_array_foreach(json_object_get(body, "tools"), i, t) {
-                json_t *sv = json_object_get(json_object_get(t, "function"), "strict");
-                if (sv && !json_is_null(sv) && !json_is_boolean(sv)) return FAIL("tools[%zu].function.strict must be a boolean", i);
-                strict |= json_is_true(sv);
-            }
-            if (strict && (json_object_get(req, "format") || json_object_get(req, "grammar")))
-                return FAIL("strict tools under tool_choice \"auto\" cannot be used with response_format or grammar");
-            if (strict) json_object_set_new(req, "tool_strict", json_true());
-        }
+        if (!rc2) rc2 = srv_parse_oai_tools(g, body, req, msg, cap);
         return rc2;
     }
     json_t *prompt = json_object_get(body, "prompt");

@@ -77,7 +77,7 @@ struct job {
     struct wk_harmony_parser *harmony; /* gpt-oss: the answer read as harmony messages, or NULL */
     struct wk_grammar *grammar; /* structured output: the grammar and its matcher, or NULL */
     struct wk_grammar_matcher *matcher;
-    int32_t lazy_trigger;       /* >= 0: the grammar is a strict tool call's, lazy from this token */
+    int32_t lazy_trigger;       /* >= 0: the grammar is a strict tool call's, lazy (srv_tools_request_grammar) */
     json_t *pending_lp; /* compute thread only: entries not yet sent */
     struct srv_embed_batch *embed; /* an embed request's inputs (run_embed), else NULL */
     struct srv_embed_progress ep;  /* compute thread only: how far its pieces have come (with slots) */
@@ -444,24 +444,9 @@ static int prepare(struct job *j, json_t *req, char *msg, size_t cap)
         return 400;
     }
     /* structured output, once the prompt is known to fit: a compile can take a while */
-    const char *choice = json_string_value(json_object_get(req, "tool_choice"));
-    j->lazy_trigger = -1;
-    if (choice && tools_tt) {
-        st = srv_tools_grammar(tools_tt, tools_tl, json_object_get(req, "tools"), strcmp(choice, "required") ? choice : NULL,
-                               false, &j->grammar, &err);
-    } else if (tools_tt && json_is_true(json_object_get(req, "tool_strict"))) {
-        /* OpenAI's strict tools under tool_choice auto: a call the model
-         * opens is held to the tools' schemas from there to its end (a
-         * <tool_call> token anywhere, or an answer that starts as the bare
-         * or fenced object the tool-call parser also reads); the text
-         * around calls stays free */
-        const int32_t trig = wk_toolcall_detect(tools_tt, tools_tl) == WK_TOOLCALL_HERMES
-                                 ? wk_tokenizer_find(rn->tok, "<tool_call>", 11) : -1;
-        st = srv_tools_grammar(tools_tt, tools_tl, json_object_get(req, "tools"), NULL, true, &j->grammar, &err);
-        j->lazy_trigger = trig < 0 ? INT32_MAX : trig; /* INT32_MAX: no token opens a call mid-answer */
-    } else {
-        st = srv_format_compile(req, &j->grammar, &err);
-    }
+    st = tools_tt ? srv_tools_request_grammar(req, tools_tt, tools_tl, rn->tok, &j->grammar, &j->lazy_trigger, &err)
+                  : (j->lazy_trigger = -1, WK_E_NOT_FOUND);
+    if (st == WK_E_NOT_FOUND) st = srv_format_compile(req, &j->grammar, &err);
     if (!st && j->grammar && think == 1) {
         snprintf(msg, cap, "think together with a format or grammar is not supported yet");
         return 400;
@@ -599,8 +584,7 @@ static void job_params(struct job *j)
     if (j->route_thinking) gp.on_thinking = on_thinking;
     gp.think_open = j->think_open;
     gp.grammar = j->matcher;
-    gp.grammar_lazy = j->matcher && j->lazy_trigger >= 0;
-    gp.grammar_trigger = j->lazy_trigger;
+    gp.grammar_lazy = j->matcher && j->lazy_trigger >= 0, gp.grammar_trigger = j->lazy_trigger;
     if (j->logprobs) {
         gp.on_logprobs = on_logprobs;
         gp.top_logprobs = j->top_logprobs;

@@ -224,3 +224,24 @@ enum wk_status srv_tools_grammar(const char *template_text, size_t len, const js
     wk_free(text);
     return st;
 }
+
+enum wk_status srv_tools_request_grammar(const json_t *req, const char *template_text, size_t len,
+                                         const struct wk_tokenizer *tok, struct wk_grammar **out, int32_t *lazy_trigger,
+                                         struct wk_error *err)
+{
+    *out = NULL;
+    *lazy_trigger = -1;
+    const char *choice = json_string_value(json_object_get(req, "tool_choice"));
+    if (choice)
+        return srv_tools_grammar(template_text, len, json_object_get(req, "tools"),
+                                 strcmp(choice, "required") ? choice : NULL, false, out, err);
+    if (!json_is_true(json_object_get(req, "tool_strict"))) return WK_E_NOT_FOUND;
+    /* OpenAI's strict tools under tool_choice auto: a call the model opens
+     * is held to the tools' schemas from there to its end (a <tool_call>
+     * token anywhere, or an answer that starts as the bare or fenced object
+     * the tool-call parser also reads); the text around calls stays free */
+    const int32_t trig = wk_toolcall_detect(template_text, len) == WK_TOOLCALL_HERMES
+                             ? wk_tokenizer_find(tok, "<tool_call>", 11) : -1;
+    *lazy_trigger = trig < 0 ? INT32_MAX : trig; /* INT32_MAX: no token opens a call mid-answer */
+    return srv_tools_grammar(template_text, len, json_object_get(req, "tools"), NULL, true, out, err);
+}

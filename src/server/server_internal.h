@@ -365,6 +365,24 @@ struct wk_grammar;
  * Errors: WK_E_UNSUPPORTED (a syntax with control tokens: Mistral, Llama
  * 3's python tag; or a schema keyword), WK_E_INVALID (only names no
  * tool), WK_E_NOMEM. */
+/* The grammar a request's tools ask for (req: the runner's request; the
+ * chat template its tools render with; tok the model's tokenizer):
+ * tool_choice "required" or a named function, srv_tools_grammar's; strict
+ * tools under auto ("tool_strict"), the lazy one, *lazy_trigger set to the
+ * token that opens a call mid-answer (INT32_MAX: none; else -1).
+ * WK_E_NOT_FOUND when the tools ask for none (*out NULL); else
+ * srv_tools_grammar's status. */
+/* A request's "tools" (NULL or null: none) checked into req "tools"
+ * (api_tools.c). 0, or a 400 with msg [cap]. */
+int srv_parse_tools(json_t *tools, json_t *req, char *msg, size_t cap);
+/* OpenAI's tools, tool_choice ("none", "auto", "required", a named
+ * function: req "tool_choice") and parallel_tool_calls (g->one_call), and
+ * strict function tools under auto (req "tool_strict"). 0, or a 400. */
+int srv_parse_oai_tools(struct srv_gen *g, json_t *body, json_t *req, char *msg, size_t cap);
+struct wk_tokenizer;
+enum wk_status srv_tools_request_grammar(const json_t *req, const char *template_text, size_t len,
+                                         const struct wk_tokenizer *tok, struct wk_grammar **out, int32_t *lazy_trigger,
+                                         struct wk_error *err);
 enum wk_status srv_tools_grammar(const char *template_text, size_t len, const json_t *tools, const char *only, bool lazy,
                                  struct wk_grammar **out, struct wk_error *err);
 void srv_tools_free(struct srv_tools *t);
