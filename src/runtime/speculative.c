@@ -167,26 +167,23 @@ int32_t wk_spec_share(const struct wk_rows_cost *c, int32_t n, const double *acc
     budget = WK_MIN(budget, WK_ROWS_COST_MAX - n);
     const double t0 = wk_rows_cost_est(c, n);
     if (n < 1 || budget < 1 || t0 <= 0) return 0;
-    /* first pass: the best D; second: the same greedy order up to it */
-    int32_t best = 0;
-    for (int pass = 0; pass < 2; pass++) {
-        double tokens = n, best_rate = n / t0;
-        for (int32_t i = 0; i < n; i++) k[i] = 0;
-        for (int32_t d = 1; d <= (pass ? best : budget); d++) {
-            int32_t pick = -1;
-            double gain = 0;
-            for (int32_t i = 0; i < n; i++) {
-                const double a = WK_MAX(0.0, WK_MIN(acc[i], 1.0));
-                if (k[i] >= k_max[i]) continue;
-                const double g = pow(a, k[i] + 1);
-                if (pick < 0 || g > gain) pick = i, gain = g;
-            }
-            if (pick < 0) break;
-            k[pick]++, tokens += gain;
-            const double rate = tokens / wk_rows_cost_est(c, n + d);
-            if (!pass && rate > best_rate) best = d, best_rate = rate;
+    /* drafts added best chance first, each one's slot kept; then the ones
+     * past the best count given back */
+    int32_t picked[WK_ROWS_COST_MAX], d = 0, best = 0;
+    double tokens = n, best_rate = n / t0;
+    while (d < budget) {
+        int32_t pick = -1;
+        double gain = 0;
+        for (int32_t i = 0; i < n; i++) {
+            const double g = k[i] < k_max[i] ? pow(WK_MAX(0.0, WK_MIN(acc[i], 1.0)), k[i] + 1) : -1;
+            if (g >= 0 && (pick < 0 || g > gain)) pick = i, gain = g;
         }
+        if (pick < 0) break;
+        k[pick]++, tokens += gain, picked[d++] = pick;
+        const double rate = tokens / wk_rows_cost_est(c, n + d);
+        if (rate > best_rate) best = d, best_rate = rate;
     }
+    while (d > best) k[picked[--d]]--;
     return best;
 }
 
