@@ -205,7 +205,7 @@ int cmd_list(int argc, char **argv)
     json_t *l = wk_store_list(s);
     json_t *models = json_object_get(l, "models");
     const size_t n = json_array_size(models);
-    char(*text)[2][64] = calloc(n + 1, sizeof *text);
+    char(*text)[3][64] = calloc(n + 1, sizeof *text); /* per model: ID, SIZE, MODIFIED */
     const char **cells = calloc(4 * (n + 1), sizeof *cells);
     if (!text || !cells) {
         free(text), free(cells), json_decref(l), wk_store_close(s);
@@ -219,22 +219,15 @@ int cmd_list(int argc, char **argv)
     json_array_foreach(models, i, m) {
         const char *name = json_string_value(json_object_get(m, "name"));
         if (argc == 2 && strncasecmp(name, argv[1], strlen(argv[1])) != 0) continue;
-        cli_human_bytes(json_integer_value(json_object_get(m, "size")), text[i][0], sizeof text[i][0]);
-        cli_human_time(json_string_value(json_object_get(m, "modified_at")), "Never", text[i][1], sizeof text[i][1]);
-        cells[4 * rows] = name;
-        cells[4 * rows + 1] = json_string_value(json_object_get(m, "digest"));
-        cells[4 * rows + 2] = text[i][0];
-        cells[4 * rows + 3] = text[i][1];
-        rows++;
+        char(*t)[64] = text[i];
+        snprintf(t[0], sizeof t[0], "%.12s", json_string_value(json_object_get(m, "digest")) ?: "");
+        cli_human_bytes(json_integer_value(json_object_get(m, "size")), t[1], sizeof t[1]);
+        cli_human_time(json_string_value(json_object_get(m, "modified_at")), "Never", t[2], sizeof t[2]);
+        const char **row = cells + 4 * rows++;
+        row[0] = name, row[1] = t[0], row[2] = t[1], row[3] = t[2];
     }
-    /* IDs: the digest's first 12 characters */
-    char(*ids)[13] = calloc((size_t)rows, sizeof *ids);
-    for (int r = 1; ids && r < rows; r++) {
-        snprintf(ids[r], sizeof ids[r], "%.12s", cells[4 * r + 1] ? cells[4 * r + 1] : "");
-        cells[4 * r + 1] = ids[r];
-    }
-    cli_print_table(cells, ids ? rows : 1, 4);
-    free(ids), free(text), free(cells);
+    cli_print_table(cells, rows, 4);
+    free(text), free(cells);
     json_decref(l);
     wk_store_close(s);
     return WK_EXIT_OK;
