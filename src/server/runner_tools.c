@@ -180,7 +180,7 @@ enum wk_status srv_tools_grammar(const char *template_text, size_t len, const js
     if (fmt != WK_TOOLCALL_HERMES && fmt != WK_TOOLCALL_JSON && fmt != WK_TOOLCALL_NONE)
         return wk_error_set(err, WK_E_UNSUPPORTED, "tool_choice \"required\" or a named function is not supported "
                             "yet for this model's tool-call format (%s)", wk_toolcall_format_name(fmt));
-    /* one call: {"name": <a tool>, "arguments": <its parameters>} */
+    /* a call: {"name": <a tool>, "arguments": <its parameters>} */
     json_t *any = json_array();
     size_t i;
     json_t *t;
@@ -205,12 +205,18 @@ enum wk_status srv_tools_grammar(const char *template_text, size_t len, const js
     enum wk_status st = wk_grammar_json_schema_to_gbnf(schema, &gbnf, err);
     json_decref(schema);
     if (st) return st;
-    const char *wrap = lazy ? (fmt == WK_TOOLCALL_HERMES
-                                   ? "\ntool-call-root ::= \"<tool_call>\\n\" root \"\\n</tool_call>\" | root | "
-                                     "\"```\" \"json\"? \"\\n\" root \"\\n```\"\n"
-                                   : "\ntool-call-root ::= root | \"```\" \"json\"? \"\\n\" root \"\\n```\"\n")
-                     : fmt == WK_TOOLCALL_HERMES ? "\ntool-call-root ::= \"<tool_call>\\n\" root \"\\n</tool_call>\"\n"
-                                                 : "\ntool-call-root ::= root\n";
+    /* a call in the template's syntax: required (no name) one or more, as
+     * OpenAI's "one or more tools", a named function that one call; lazy
+     * (strict tools under auto), one call in any form the parser reads */
+#define HERMES_CALL "\"<tool_call>\\n\" root \"\\n</tool_call>\""
+#define FENCED_CALL "\"```\" \"json\"? \"\\n\" root \"\\n```\""
+    const char *wrap;
+    if (fmt != WK_TOOLCALL_HERMES) wrap = lazy ? "\ntool-call-root ::= root | " FENCED_CALL "\n" : "\ntool-call-root ::= root\n";
+    else if (lazy) wrap = "\ntool-call-root ::= " HERMES_CALL " | root | " FENCED_CALL "\n";
+    else if (!only) wrap = "\ntool-call-root ::= tool-call ( \"\\n\"? tool-call )*\ntool-call ::= " HERMES_CALL "\n";
+    else wrap = "\ntool-call-root ::= " HERMES_CALL "\n";
+#undef HERMES_CALL
+#undef FENCED_CALL
     size_t n = strlen(gbnf), w = strlen(wrap);
     char *text = wk_malloc(n + w + 1);
     if (!text) {

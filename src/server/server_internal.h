@@ -357,8 +357,9 @@ bool srv_tools_finish(struct srv_tools *t);
 int srv_tools_n_calls(const struct srv_tools *t);
 struct wk_grammar;
 /* tool_choice "required" (only NULL) or a named function (only): a grammar
- * for one call of an offered tool (only that one) in the template's
- * tool-call syntax, its arguments as the tool's parameters schema; lazy
+ * for calls of the offered tools in the template's tool-call syntax (one
+ * or more where the syntax has several, <tool_call> blocks; one of only,
+ * when named), each one's arguments as its tool's parameters schema; lazy
  * (strict tools under tool_choice auto, wk_generate_params.grammar_lazy):
  * one call in any form the tool-call parser reads, the template's syntax
  * or the object alone, bare or ```-fenced.

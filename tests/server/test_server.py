@@ -528,11 +528,19 @@ def test_tool_calls(s):
         c = s.openai.chat.completions.create(model=QWEN, messages=hello, tools=[tool, clock], tool_choice=choice,
                                              temperature=1, seed=4, max_tokens=80)
         tc = c.choices[0].message.tool_calls or []
-        a = json.loads(tc[0].function.arguments) if tc else None
-        ok = len(tc) == 1 and (tc[0].function.name == want if want else tc[0].function.name in ("get_weather", "get_time"))
-        ok = ok and (valid_weather_args(a) if tc[0].function.name == "get_weather" else a in ({"tz": "UTC"}, {"tz": "CET"}))
+        ok = len(tc) == 1 if want else len(tc) >= 1  # required: "one or more" (OpenAI), a named function: it
+        for t in tc:
+            a = json.loads(t.function.arguments)
+            ok = ok and (t.function.name == want if want else t.function.name in ("get_weather", "get_time"))
+            ok = ok and (valid_weather_args(a) if t.function.name == "get_weather" else a in ({"tz": "UTC"}, {"tz": "CET"}))
         check(ok and c.choices[0].finish_reason == "tool_calls",
               f"openai tool_choice {choice}: a call is forced, its arguments valid for its schema", repr(c.choices[0]))
+    # required lets the model make several calls, as auto does (it made one alone)
+    c = s.openai.chat.completions.create(model=QWEN, messages=three, tools=[tool], tool_choice="required", temperature=0,
+                                         max_tokens=150)
+    tc = c.choices[0].message.tool_calls or []
+    check(len(tc) == 3 and all(valid_weather_args(json.loads(t.function.arguments)) for t in tc),
+          "openai tool_choice required: the three calls auto makes", repr(c.choices[0]))
     # strict tools under tool_choice auto (openai.pydantic_function_tool sends strict: true): a call the
     # model makes follows its schema (the unconstrained answer asks for kelvin, 10 days and a country,
     # none of which the schema allows), and an answer without a call stays free text
