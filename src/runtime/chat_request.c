@@ -67,8 +67,41 @@ static json_t *hf_message(const json_t *m, bool thinking_too)
     return o;
 }
 
+static enum wk_status render_request(const struct wk_model *m, const struct wk_tokenizer *tok,
+                                     const struct wk_chat_request *r, bool add_generation_prompt, struct wk_prompt *out,
+                                     struct wk_error *err);
+
+/* Whether the request ends with an assistant message to continue: content
+ * and no tool calls. */
+static bool ends_with_answer(const struct wk_chat_request *r)
+{
+    const json_t *last = json_array_get(r->messages, json_array_size(r->messages) - 1);
+    const char *role = json_string_value(json_object_get(last, "role"));
+    return role && !strcmp(role, "assistant") && json_string_length(json_object_get(last, "content")) > 0 &&
+           json_array_size(json_object_get(last, "tool_calls")) == 0;
+}
+
 enum wk_status wk_chat_render_request(const struct wk_model *m, const struct wk_tokenizer *tok,
                                       const struct wk_chat_request *r, struct wk_prompt *out, struct wk_error *err)
+{
+    /* a conversation that ends with the assistant's own words is continued
+     * from them, not answered anew (Ollama's templates leave the last
+     * assistant turn open; transformers' continue_final_message): rendered
+     * without the generation prompt, then cut after the last text that came
+     * from a message, the final one's content (its end-of-turn dropped) */
+    const bool cont = r->add_generation_prompt && ends_with_answer(r);
+    enum wk_status st = render_request(m, tok, r, cont ? false : r->add_generation_prompt, out, err);
+    if (st || !cont) return st;
+    int32_t k = out->n - 1;
+    while (k >= 0 && out->segs[k].scaffold) k--;
+    for (int32_t j = k + 1; k >= 0 && j < out->n; j++) wk_free(out->segs[j].text);
+    if (k >= 0) out->n = k + 1;
+    return WK_OK;
+}
+
+static enum wk_status render_request(const struct wk_model *m, const struct wk_tokenizer *tok,
+                                     const struct wk_chat_request *r, bool add_generation_prompt, struct wk_prompt *out,
+                                     struct wk_error *err)
 {
     size_t n = json_array_size(r->messages), i;
     json_t *msg;
@@ -87,7 +120,7 @@ enum wk_status wk_chat_render_request(const struct wk_model *m, const struct wk_
             const char *c = json_string_value(json_object_get(msg, "content"));
             cm[i].content = c ? c : "";
         }
-        enum wk_status st = wk_chat_render(m, tok, cm, (int32_t)n, r->add_generation_prompt, out, err);
+        enum wk_status st = wk_chat_render(m, tok, cm, (int32_t)n, add_generation_prompt, out, err);
         wk_free(cm);
         return st;
     }
@@ -116,7 +149,7 @@ enum wk_status wk_chat_render_request(const struct wk_model *m, const struct wk_
     if (!st && r->think >= 0) json_object_set_new(vars, "enable_thinking", json_boolean(r->think > 0));
     if (!st && r->think >= 0) json_object_set_new(vars, "thinking", json_boolean(r->think > 0));
     if (!st && r->kwargs) json_object_update(vars, (json_t *)r->kwargs);
-    if (!st) st = wk_chat_render_jinja(m, tok, vars, r->add_generation_prompt, out, err);
+    if (!st) st = wk_chat_render_jinja(m, tok, vars, add_generation_prompt, out, err);
     else wk_error_set(err, st, "out of memory");
     json_decref(vars);
     return st;

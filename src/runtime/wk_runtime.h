@@ -233,7 +233,12 @@ struct wk_chat_request {
  * tool_calls ({type: "function", id, function: {name, arguments}}),
  * reasoning_content (from thinking), tool_call_id and name (from
  * tool_name); tools; enable_thinking and thinking (the same switch under
- * the two names templates read); kwargs. Errors: WK_E_INVALID (a
+ * the two names templates read); kwargs. A conversation that ends with an
+ * assistant message with content (and no tool calls) is continued from
+ * it, with add_generation_prompt: rendered without the generation prompt
+ * and cut after the final message's content (transformers'
+ * continue_final_message; Ollama's templates leave that turn open).
+ * Errors: WK_E_INVALID (a
  * message without a role, content not a string; a template that raises),
  * WK_E_UNSUPPORTED (tools, thinking or tool calls for a model with no chat
  * template: the message says what renders its chats instead), those of

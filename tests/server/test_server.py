@@ -442,6 +442,26 @@ def test_tool_prompts(s):
         check(st == 200 and body.get("prompt") == want,
               f"tools and a tool-call turn ({shape}'s shape) render as transformers renders Qwen2.5's template",
               f"{body.get('prompt', body)!r}\n  want {want!r}")
+    # a conversation ending with the assistant's own words is continued from them (Ollama's templates
+    # leave that turn open; transformers' continue_final_message: the render cut after the content),
+    # the continuation what raw generation of that prompt gives
+    count = [{"role": "user", "content": "Count from 1 to 10, separated by commas."},
+             {"role": "assistant", "content": "1, 2, 3,"}]
+    full = jinja2_chat(os.path.join(CACHE, QWEN_FIX["model"]), {"messages": count, "add_generation_prompt": False,
+                                                                "bos_token": "<|endoftext|>", "eos_token": "<|im_end|>"})
+    want = full[:full.rindex("1, 2, 3,") + len("1, 2, 3,")]
+    st, body = s.post("/api/apply-template", {"model": QWEN, "messages": count})
+    check(st == 200 and body.get("prompt") == want, "a final assistant message: the prompt ends with its words",
+          f"{body.get('prompt', body)!r}\n  want {want!r}")
+    for path in ("/api/chat", "/v1/chat/completions"):
+        req = {"model": QWEN, "messages": count, "stream": False}
+        req.update({"options": greedy(8)} if path == "/api/chat" else {"temperature": 0, "max_tokens": 8})
+        st, body = s.post(path, req)
+        got = body["message"]["content"] if path == "/api/chat" else body["choices"][0]["message"]["content"]
+        raw = s.post("/api/generate", {"model": QWEN, "prompt": want, "raw": True, "stream": False,
+                                       "options": greedy(8)})[1]["response"]
+        check(st == 200 and got == raw and "4" in got and not got.lstrip().startswith("1,"),
+              f"{path}: a final assistant message is continued, as raw generation of its prompt", f"{got!r} vs {raw!r}")
     st, body = s.post("/api/chat", {"model": SMOL, "messages": [ask], "tools": [{"type": "function",
                                     "function": {"name": "bad name!"}}]})
     check(st == 400 and "tools[0].function.name" in body["error"], "a tool with a bad name: 400 naming it", str(body))
