@@ -89,7 +89,6 @@ static int refuse_extensions(json_t *body, char *msg, size_t cap)
         {"n_probs", "logprobs and top_logprobs"},
         {"dry_multiplier", "repeat_penalty, presence_penalty or frequency_penalty"},
         {"xtc_probability", "top_p, min_p or top_k"},
-        {"continue_final_message", "/api/generate with raw: true and the text to continue"},
         {"add_generation_prompt", "/api/generate with raw: true"},
         {"verbosity", "max_tokens or the prompt"},
     };
@@ -100,6 +99,15 @@ static int refuse_extensions(json_t *body, char *msg, size_t cap)
                           (!agp && json_is_number(v) && json_number_value(v) == 0);
         if (!noop) return FAIL("%s is not supported by wick (use %s)", ext[k].name, ext[k].use);
     }
+    /* vLLM's continue_final_message: wick continues a final assistant
+     * message always (wk_chat_render_request), so true is what it does and
+     * false, with one, asks for what it does not */
+    json_t *cfm = json_object_get(body, "continue_final_message"), *msgs = json_object_get(body, "messages");
+    const char *last = json_string_value(json_object_get(json_array_get(msgs, json_array_size(msgs) - 1), "role"));
+    if (json_is_false(cfm) && last && !strcmp(last, "assistant"))
+        return FAIL("continue_final_message false is not supported: a conversation that ends with an assistant "
+                    "message is continued from it");
+    if (cfm && !json_is_null(cfm) && !json_is_boolean(cfm)) return FAIL("continue_final_message must be a boolean");
     return 0;
 }
 

@@ -313,7 +313,7 @@ def test_errors(s):
     # llama-server's and vLLM's extensions wick does not apply: refused naming them, unless they ask for nothing
     for field, value in (("guided_json", {"type": "object"}), ("json_schema", {"type": "object"}), ("ignore_eos", True),
                          ("min_tokens", 5), ("n_probs", 3), ("dry_multiplier", 0.8), ("xtc_probability", 0.5),
-                         ("continue_final_message", True), ("add_generation_prompt", False), ("verbosity", "low")):
+                         ("add_generation_prompt", False), ("verbosity", "low")):
         st, body = s.post("/v1/chat/completions", {"model": SMOL, "messages": [{"role": "user", "content": "x"}],
                                                    "max_tokens": 1, field: value})
         e = body.get("error", {})
@@ -323,6 +323,14 @@ def test_errors(s):
                                                "max_tokens": 1, "ignore_eos": False, "min_tokens": 0,
                                                "add_generation_prompt": True})
     check(st == 200, "openai: the extensions at values that ask for nothing are accepted", str(body))
+    prefill = [{"role": "user", "content": "x"}, {"role": "assistant", "content": "y"}]
+    st, body = s.post("/v1/chat/completions", {"model": SMOL, "messages": prefill, "max_tokens": 1,
+                                               "continue_final_message": False})
+    check(st == 400 and "continue_final_message false" in body["error"]["message"],
+          "openai: continue_final_message false after an assistant message (wick continues it): refused", str(body))
+    st, body = s.post("/v1/chat/completions", {"model": SMOL, "messages": prefill, "max_tokens": 1,
+                                               "continue_final_message": True})
+    check(st == 200, "openai: continue_final_message true (what wick does) accepted", str(body))
     st, body = s.post("/v1/chat/completions", {"model": SMOL, "messages": [{"role": "user", "content": "x"}], "temperature": 5})
     check(st == 400 and "temperature" in body["error"]["message"], "openai: temperature out of range 400", str(body))
     st, body = s.post("/api/generate", {"model": SMOL, "prompt": "x", "images": "aaa"})
