@@ -319,7 +319,7 @@ static enum wk_status check_manifest(json_t *m, struct wk_error *err)
     return st;
 }
 
-static enum wk_status get_manifest(struct wk__reg *r, json_t **out, struct wk_error *err)
+static enum wk_status get_manifest(struct wk__reg *r, json_t **out, struct wk_buf *bytes, struct wk_error *err)
 {
     char url[700], what[500];
     snprintf(url, sizeof url, "%s/v2/%s/manifests/%s", r->base, r->repo, r->tag);
@@ -336,6 +336,7 @@ static enum wk_status get_manifest(struct wk__reg *r, json_t **out, struct wk_er
     if (!st && !(*out = json_loadb(q.resp.p ? q.resp.p : "", q.resp.len, JSON_REJECT_DUPLICATES, &je)))
         st = wk_error_set(err, WK_E_FORMAT, "registry %s: %s: not JSON: %s", r->host, what, je.text);
     if (!st) st = check_manifest(*out, err);
+    if (!st) *bytes = q.resp, q.resp = (struct wk_buf){0}; /* kept as sent: the digest stays the registry's */
     wk__reg_req_deinit(&q);
     if (st) {
         json_decref(*out);
@@ -352,7 +353,8 @@ enum wk_status wk_registry_pull(struct wk_store *s, const struct wk_model_name *
     if (st) return st;
     wk__reg_emit(&r, "pulling manifest", NULL, 0, 0, true);
     json_t *m = NULL;
-    st = get_manifest(&r, &m, err);
+    struct wk_buf bytes = {0};
+    st = get_manifest(&r, &m, &bytes, err);
     /* the layers in order, then the config, as Ollama pulls them */
     size_t n_layers = m ? json_array_size(json_object_get(m, "layers")) : 0;
     for (size_t i = 0; !st && i <= n_layers; i++) {
@@ -362,9 +364,10 @@ enum wk_status wk_registry_pull(struct wk_store *s, const struct wk_model_name *
     }
     if (!st) wk__reg_emit(&r, "verifying sha256 digest", NULL, 0, 0, true);
     if (!st) wk__reg_emit(&r, "writing manifest", NULL, 0, 0, true);
-    if (!st) st = wk_store_write_manifest(s, n, m, err);
+    if (!st) st = wk_store_write_manifest_bytes(s, n, m, bytes.p, bytes.len, err);
     if (!st) wk__reg_emit(&r, "success", NULL, 0, 0, true);
     json_decref(m);
+    wk_free(bytes.p);
     wk__reg_close(&r);
     return st;
 }

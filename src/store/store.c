@@ -473,6 +473,12 @@ static bool blob_ok(const struct wk_store *s, json_t *layer)
 enum wk_status wk_store_write_manifest(struct wk_store *s, const struct wk_model_name *n,
                                        json_t *manifest, struct wk_error *err)
 {
+    return wk_store_write_manifest_bytes(s, n, manifest, NULL, 0, err);
+}
+
+enum wk_status wk_store_write_manifest_bytes(struct wk_store *s, const struct wk_model_name *n, json_t *manifest,
+                                             const char *bytes, size_t len, struct wk_error *err)
+{
     size_t i;
     json_t *l;
     if (!blob_ok(s, json_object_get(manifest, "config")))
@@ -486,8 +492,9 @@ enum wk_status wk_store_write_manifest(struct wk_store *s, const struct wk_model
     *strrchr(dir, '/') = '\0';
     if (!mkdirs(dir)) return wk_error_set(err, WK_E_IO, "cannot create %s: %s", dir, strerror(errno));
     int fd = open_temp(path, tmp, sizeof tmp);
-    char *text = json_dumps(manifest, JSON_COMPACT);
-    bool ok = fd >= 0 && text && write(fd, text, strlen(text)) == (ssize_t)strlen(text);
+    char *text = bytes ? NULL : json_dumps(manifest, JSON_COMPACT);
+    if (!bytes && text) bytes = text, len = strlen(text);
+    bool ok = fd >= 0 && bytes && write(fd, bytes, len) == (ssize_t)len;
     free(text);
     if (fd >= 0 && !ok) {
         close(fd);
@@ -615,12 +622,20 @@ static void list_one(void *user, const struct wk_model_name *n, const char *path
     size_t i;
     json_t *l;
     json_array_foreach(json_object_get(m, "layers"), i, l) size += json_integer_value(json_object_get(l, "size"));
-    /* the manifest's digest, as Ollama lists it */
-    char *text = json_dumps(m, JSON_COMPACT);
+    /* the manifest's digest, as Ollama lists it: of the file's bytes (a
+     * pulled one's as the registry sent them: its digest there) */
     unsigned char md[32];
-    unsigned int mdn;
-    EVP_Digest(text, strlen(text), md, &mdn, EVP_sha256(), NULL);
-    free(text);
+    unsigned int mdn = 0;
+    FILE *f = fopen(path, "rb");
+    char *text = f ? wk_malloc((size_t)sb.st_size + 1) : NULL;
+    const size_t got = text ? fread(text, 1, (size_t)sb.st_size, f) : 0;
+    if (f) fclose(f);
+    if (text) EVP_Digest(text, got, md, &mdn, EVP_sha256(), NULL);
+    wk_free(text);
+    if (mdn != 32) {
+        json_decref(m);
+        return;
+    }
     char hex[65];
     for (int k = 0; k < 32; k++) sprintf(hex + 2 * k, "%02x", md[k]);
     json_array_append_new(c->arr, json_pack("{s:s, s:s, s:s, s:I, s:s}", "name", name, "model", name,

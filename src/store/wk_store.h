@@ -129,6 +129,11 @@ enum wk_status wk_store_read_manifest(const struct wk_store *s, const struct wk_
  * Errors: WK_E_NOT_FOUND (a missing blob), WK_E_IO. */
 enum wk_status wk_store_write_manifest(struct wk_store *s, const struct wk_model_name *n,
                                        json_t *manifest, struct wk_error *err);
+/* wk_store_write_manifest with the manifest's file holding bytes [len]
+ * (manifest their parse, for the blob checks): a pulled manifest as the
+ * registry sent it, so its digest stays the registry's. */
+enum wk_status wk_store_write_manifest_bytes(struct wk_store *s, const struct wk_model_name *n, json_t *manifest,
+                                             const char *bytes, size_t len, struct wk_error *err);
 /* The digest of the first layer of media type mt in manifest m, or NULL. */
 const char *wk_manifest_layer(json_t *m, const char *mt);
 /* The text of the first layer of media type mt (wk_malloc'd), or NULL. */

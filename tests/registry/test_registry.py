@@ -350,6 +350,19 @@ def test_pull(reg, src_store, original):
           "b: the pulled blobs, run as a copy named 'pulled', answer what the original does", f"{out3!r} {err3[-300:]}")
     rc, out, err = wick(store, "pull", name, "--insecure")
     check(rc == 0 and "success" in err.splitlines(), "b: pulling it again succeeds (every blob present)", err[-500:])
+    # a manifest the registry holds as other bytes (pretty-printed JSON) is stored as sent: its ID in
+    # wick list is the registry's digest (Docker-Content-Digest), as Ollama writes it
+    pretty = json.dumps(original, indent=3).encode()
+    req = urllib.request.Request(f"http://{reg.host}/v2/library/smol/manifests/pretty", data=pretty, method="PUT",
+                                 headers={"Content-Type": MT_MANIFEST})
+    with urllib.request.urlopen(req, timeout=10) as r:
+        digest = r.headers.get("Docker-Content-Digest", "")
+    rc, _, err = wick(store, "pull", f"{reg.host}/library/smol:pretty", "--insecure")
+    listed = wick(store, "list")[1]
+    row = next((l for l in listed.splitlines() if l.startswith(f"{reg.host}/library/smol:pretty")), "")
+    check(rc == 0 and digest == "sha256:" + hashlib.sha256(pretty).hexdigest() and digest[7:19] in row.split() and
+          open(manifest_file(store, reg.host, "pretty"), "rb").read() == pretty,
+          "b: a pulled manifest is stored as the registry sent it, its ID the registry's digest", f"{digest} {row!r} {err[-300:]}")
     return store
 
 
