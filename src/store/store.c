@@ -605,8 +605,16 @@ struct list_ctx {
 static void list_one(void *user, const struct wk_model_name *n, const char *path)
 {
     struct list_ctx *c = user;
-    json_t *m = wk_json_load_file(path, 0, NULL);
-    if (!m || !json_is_array(json_object_get(m, "layers"))) {
+    /* the file's bytes: its JSON, and its digest as Ollama lists it (a
+     * pulled manifest's as the registry sent it: its digest there) */
+    size_t len;
+    char *text = wk_read_file(path, (size_t)4 << 20, &len);
+    json_t *m = text ? json_loadb(text, len, 0, NULL) : NULL;
+    unsigned char md[32];
+    unsigned int mdn = 0;
+    if (m) EVP_Digest(text, len, md, &mdn, EVP_sha256(), NULL);
+    wk_free(text);
+    if (!m || mdn != 32 || !json_is_array(json_object_get(m, "layers"))) {
         json_decref(m);
         return;
     }
@@ -622,20 +630,6 @@ static void list_one(void *user, const struct wk_model_name *n, const char *path
     size_t i;
     json_t *l;
     json_array_foreach(json_object_get(m, "layers"), i, l) size += json_integer_value(json_object_get(l, "size"));
-    /* the manifest's digest, as Ollama lists it: of the file's bytes (a
-     * pulled one's as the registry sent them: its digest there) */
-    unsigned char md[32];
-    unsigned int mdn = 0;
-    FILE *f = fopen(path, "rb");
-    char *text = f ? wk_malloc((size_t)sb.st_size + 1) : NULL;
-    const size_t got = text ? fread(text, 1, (size_t)sb.st_size, f) : 0;
-    if (f) fclose(f);
-    if (text) EVP_Digest(text, got, md, &mdn, EVP_sha256(), NULL);
-    wk_free(text);
-    if (mdn != 32) {
-        json_decref(m);
-        return;
-    }
     char hex[65];
     for (int k = 0; k < 32; k++) sprintf(hex + 2 * k, "%02x", md[k]);
     json_array_append_new(c->arr, json_pack("{s:s, s:s, s:s, s:I, s:s}", "name", name, "model", name,
