@@ -33,9 +33,31 @@ static CURLcode curl_init_rc;
 
 static void curl_init(void) { curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT); }
 
+/* Whether s is a repository path component a registry takes (the OCI
+ * distribution spec: [a-z0-9]+ ((\.|_|__|-+) [a-z0-9]+)*). */
+static bool oci_component_ok(const char *s)
+{
+    for (;;) {
+        if (!((*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9'))) return false;
+        while ((*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9')) s++;
+        if (!*s) return true;
+        if (*s == '.') s++;
+        else if (*s == '_') s += s[1] == '_' ? 2 : 1;
+        else if (*s == '-')
+            while (*s == '-') s++;
+        else return false;
+    }
+}
+
 enum wk_status wk__reg_open(struct wk__reg *r, const struct wk_model_name *n, const struct wk_registry_opts *o,
                             struct wk_error *err)
 {
+    /* a name the store takes but no registry does (upper case, a doubled
+     * '.'): said before anything is sent, not as the registry's 404 */
+    if (!oci_component_ok(n->ns) || !oci_component_ok(n->name))
+        return wk_error_set(err, WK_E_INVALID, "'%s/%s' cannot name a registry repository: its parts must be lower-case "
+                            "letters and digits joined by '.', '_', '__' or '-' (wick cp the model to such a name first)",
+                            n->ns, n->name);
     static const struct wk_registry_opts none;
     memset(r, 0, sizeof *r);
     r->o = o ? o : &none;

@@ -460,6 +460,13 @@ def test_errors(reg, store):
           "f: an unknown model: exit 1, 'model ... not found'", f"rc {rc}: {err}")
     rc, out, err = wick(store, "push", f"{reg.host}/library/notstored:latest", "--insecure")
     check(rc == 1 and "not found" in err, "f: pushing a model not in the store: exit 1, not found", f"rc {rc}: {err}")
+    # names the store takes but no registry does (OCI: lower-case parts joined by . _ __ -): said before
+    # anything is sent (the registry answered 404 page not found)
+    for bad in ("Smol", "a..b", "trail."):
+        wick(store, "cp", "smol", f"{reg.host}/library/{bad}:latest")
+        rc, out, err = wick(store, "push", f"{reg.host}/library/{bad}:latest", "--insecure")
+        check(rc == 1 and f"'library/{bad}' cannot name a registry repository" in err,
+              f"f: push of library/{bad}: exit 1 naming it", f"rc {rc}: {err}")
     # a wrong registry: an HTTP server that is not one (the proxy's upstream port's neighbour is unknown;
     # use a plain Python server that answers 404 to everything)
     class Quiet(http.server.BaseHTTPRequestHandler):
