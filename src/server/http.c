@@ -268,6 +268,17 @@ static int client_fd(struct MHD_Connection *c)
     return ci ? ci->connect_fd : -1;
 }
 
+/* Whether a prompt of bytes cannot fit n_ctx tokens, no token covering more
+ * than bpt bytes (0: unknown, no verdict); the 400's message into msg. */
+static bool prompt_past(size_t bytes, int64_t bpt, int64_t n_ctx, char *msg, size_t cap)
+{
+    if (bpt <= 0 || n_ctx <= 0 || (int64_t)bytes / bpt < n_ctx) return false;
+    snprintf(msg, cap,
+             "the prompt is %zu bytes, at least %lld tokens, which does not fit in the context of %lld tokens "
+             "(num_ctx %lld)", bytes, (long long)((int64_t)bytes / bpt), (long long)n_ctx, (long long)n_ctx);
+    return true;
+}
+
 /* A generation route; with render_only (/api/apply-template, as
  * llama-server's /apply-template) the runner renders the conversation
  * with the model's template and the answer is {"prompt": text}. */
@@ -336,11 +347,7 @@ static enum MHD_Result serve_generation(struct srv_server *srv, struct MHD_Conne
     size_t i;
     json_t *m;
     json_array_foreach(msgs, i, m) bytes += json_string_length(json_object_get(m, "content"));
-    const int64_t bpt0 = g->n_ctx > 0 ? srv_sched_bytes_per_token(srv->sched, &g->model) : 0;
-    if (bpt0 > 0 && (int64_t)bytes / bpt0 >= g->n_ctx) {
-        snprintf(msg, sizeof msg,
-                 "the prompt is %zu bytes, at least %lld tokens, which does not fit in the context of %lld tokens "
-                 "(num_ctx %lld)", bytes, (long long)((int64_t)bytes / bpt0), (long long)g->n_ctx, (long long)g->n_ctx);
+    if (g->n_ctx > 0 && prompt_past(bytes, srv_sched_bytes_per_token(srv->sched, &g->model), g->n_ctx, msg, sizeof msg)) {
         gen_free(g);
         return reply_error(c, api, 400, msg);
     }
@@ -348,11 +355,7 @@ static enum MHD_Result serve_generation(struct srv_server *srv, struct MHD_Conne
         gen_free(g);
         return reply_error(c, api, err.status == WK_E_CANCELLED ? 503 : 500, err.msg);
     }
-    const int64_t bpt = srv_runner_bytes_per_token(g->runner), n_ctx = srv_runner_n_ctx(g->runner);
-    if (bpt > 0 && n_ctx > 0 && (int64_t)bytes / bpt >= n_ctx) {
-        snprintf(msg, sizeof msg,
-                 "the prompt is %zu bytes, at least %lld tokens, which does not fit in the context of %lld tokens "
-                 "(num_ctx %lld)", bytes, (long long)((int64_t)bytes / bpt), (long long)n_ctx, (long long)n_ctx);
+    if (prompt_past(bytes, srv_runner_bytes_per_token(g->runner), srv_runner_n_ctx(g->runner), msg, sizeof msg)) {
         gen_free(g);
         return reply_error(c, api, 400, msg);
     }
