@@ -412,6 +412,43 @@ enum wk_status wk_chat_render_go(const struct wk_tokenizer *tok, const struct wk
     return st ? wk_error_set(err, st, "out of memory") : WK_OK;
 }
 
+enum wk_status wk_prompt_fim(const struct wk_tokenizer *tok, const struct wk_gotmpl *t, const char *prefix,
+                             size_t plen, const char *suffix, size_t slen, struct wk_prompt *out,
+                             struct wk_error *err)
+{
+    if (t) {
+        json_t *data = json_pack("{s:s%, s:s%, s:s, s:b, s:s, s:b}", "Prompt", prefix, plen, "Suffix", suffix, slen,
+                                 "Response", "", "Think", 0, "ThinkLevel", "", "IsThinkSet", 0);
+        if (!data) return wk_error_set(err, WK_E_INVALID, "the prefix and suffix must be valid UTF-8");
+        char *text = NULL;
+        size_t len = 0, n_runs = 0;
+        struct wk_gotmpl_run *runs = NULL;
+        enum wk_status st = wk_gotmpl_render_runs(t, data, &text, &len, &runs, &n_runs, err);
+        json_decref(data);
+        if (!st && (st = append_rendered(tok, text, len, (const struct run *)runs, n_runs, out)))
+            wk_error_set(err, st, "out of memory");
+        wk_free(text);
+        wk_free(runs);
+        return st;
+    }
+    int32_t pre = wk_tokenizer_fim(tok, WK_FIM_PRE), suf = wk_tokenizer_fim(tok, WK_FIM_SUF);
+    int32_t mid = wk_tokenizer_fim(tok, WK_FIM_MID);
+    if (pre < 0 || suf < 0 || mid < 0)
+        return wk_error_set(err, WK_E_UNSUPPORTED, "this model does not support insert (a suffix): its vocabulary has "
+                            "no fill-in-the-middle tokens, and its TEMPLATE does not use .Suffix");
+    size_t n;
+    const char *p;
+    enum wk_status st = WK_OK;
+    const int32_t bos = wk_tokenizer_bos(tok);
+    if (bos >= 0 && wk_tokenizer_add_bos(tok) && (p = wk_tokenizer_piece(tok, bos, &n))) st = wk_prompt_append(out, p, n, true);
+    if (!st && (p = wk_tokenizer_piece(tok, pre, &n))) st = wk_prompt_append(out, p, n, true);
+    if (!st) st = wk_prompt_append(out, prefix, plen, false);
+    if (!st && (p = wk_tokenizer_piece(tok, suf, &n))) st = wk_prompt_append(out, p, n, true);
+    if (!st) st = wk_prompt_append(out, suffix, slen, false);
+    if (!st && (p = wk_tokenizer_piece(tok, mid, &n))) st = wk_prompt_append(out, p, n, true);
+    return st ? wk_error_set(err, st, "out of memory") : WK_OK;
+}
+
 static enum wk_status render_qwen3(const struct wk_model *m, const struct wk_chat_message *msgs,
                                    int32_t n, bool add_generation_prompt, struct wk_prompt *out,
                                    struct wk_error *err)

@@ -74,7 +74,7 @@ static bool is_content_key(const char *k)
 {
     static const char *const keys[] = {"Content",  "content",  "Prompt",   "prompt",      "System",
                                        "system",   "Response", "response", "Thinking",    "thinking",
-                                       "Description", "description"};
+                                       "Description", "description", "Suffix", "suffix"};
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
         if (!strcmp(k, keys[i])) return true;
     return false;

@@ -104,7 +104,8 @@ struct wk_gotmpl_run {
  *
  * The content rule: content is the string values found anywhere in data
  * at the keys "Content", "content", "Prompt", "prompt", "System",
- * "system", "Response", "response", "Thinking", "thinking",
+ * "system", "Response", "response", "Thinking", "thinking", "Suffix",
+ * "suffix",
  * "Description", "description" (a tool's or a parameter's), and every
  * string value at any depth inside "Arguments" / "arguments" (a tool
  * call's arguments; their keys are not content). Role names, tool

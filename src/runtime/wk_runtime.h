@@ -283,6 +283,24 @@ enum wk_status wk_chat_render_go(const struct wk_tokenizer *tok, const struct wk
 enum wk_status wk_prompt_raw(const struct wk_tokenizer *tok, const char *text, size_t len, bool special,
                              struct wk_prompt *out);
 
+/*
+ * A fill-in-the-middle prompt: a code model asked for the text between
+ * prefix [plen] and suffix [slen] (Ollama's /api/generate "suffix",
+ * llama-server's /infill). With t (a Go TEMPLATE that names .Suffix, as
+ * Ollama's code models' "<|fim_prefix|>{{ .Prompt }}<|fim_suffix|>{{ .Suffix
+ * }}<|fim_middle|>") the template runs once over .Prompt, .Suffix,
+ * .Response "" and the Think fields false, as Ollama's template.Execute
+ * does with a suffix; with t NULL the vocabulary's own tokens in PSM order
+ * as llama-server's format_prompt_infill: BOS where the tokenizer adds one,
+ * FIM_PRE, prefix, FIM_SUF, suffix, FIM_MID. Prefix and suffix stay literal
+ * text either way (control-token text in them is not a control token).
+ * Errors: WK_E_UNSUPPORTED (t NULL and the vocabulary has no FIM_PRE,
+ * FIM_SUF and FIM_MID), those of wk_gotmpl_render_runs, WK_E_NOMEM.
+ */
+enum wk_status wk_prompt_fim(const struct wk_tokenizer *tok, const struct wk_gotmpl *t, const char *prefix,
+                             size_t plen, const char *suffix, size_t slen, struct wk_prompt *out,
+                             struct wk_error *err);
+
 /* Tokenizes a rendered prompt: control tokens are recognised only inside
  * scaffold segments; text runs across segment boundaries are tokenized as
  * one run, so the ids equal those of the whole string when the content has

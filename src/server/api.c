@@ -323,6 +323,22 @@ static int parse_oai_format(json_t *body, json_t *req, char *msg, size_t cap)
     return parse_format(schema, req, msg, cap);
 }
 
+/* A suffix (Ollama's /api/generate, OpenAI's legacy completions): with a
+ * prefix (the prompt; on /api/generate a non-empty one, as an empty prompt
+ * only loads the model) the request asks for the text between them, sent
+ * to the runner as "fim" (runner_fim.c). Returns 1 when it does, 0 when
+ * there is no suffix, else the 400. */
+static int parse_suffix(json_t *body, json_t *req, json_t *prompt, bool empty_prefix, char *msg, size_t cap)
+{
+    json_t *s = json_object_get(body, "suffix");
+    if (!s || json_is_null(s)) return 0;
+    if (!json_is_string(s)) return FAIL("suffix must be a string");
+    if (json_string_length(s) == 0 || (!empty_prefix && json_string_length(prompt) == 0)) return 0;
+    if (json_is_true(json_object_get(body, "raw"))) return FAIL("raw mode does not support suffix");
+    json_object_set_new(req, "fim", json_pack("{s:O, s:O}", "prefix", prompt, "suffix", s));
+    return 1;
+}
+
 static int parse_ollama(struct srv_gen *g, json_t *body, json_t *req, json_t *ropts, json_t *stop,
                         char *msg, size_t cap)
 {
@@ -355,6 +371,8 @@ static int parse_ollama(struct srv_gen *g, json_t *body, json_t *req, json_t *ro
     if (ctx && !json_is_null(ctx) && !(json_is_array(ctx) && json_array_size(ctx) == 0) && !json_is_true(raw))
         return FAIL("context is not supported (it is deprecated in Ollama): send the conversation as messages to "
                     "/api/chat");
+    int src = parse_suffix(body, req, prompt, false, msg, cap);
+    if (src > 1) return src;
     if (json_is_true(raw)) {
         /* as Ollama checks them (req.Template != "" || req.System != "" ||
          * len(req.Context) > 0): its Go client sends "system": "" and
@@ -378,6 +396,7 @@ static int parse_ollama(struct srv_gen *g, json_t *body, json_t *req, json_t *ro
             if (st) return FAIL("%s", e.msg);
             json_object_set(req, "template", tpl);
         }
+        if (src) return 0; /* the prompt and the suffix alone, as Ollama's template.Execute takes them */
         json_t *m = json_array();
         if (json_is_string(system) && json_string_length(system) > 0)
             json_array_append_new(m, json_pack("{s:s, s:O}", "role", "system", "content", system));
@@ -511,7 +530,9 @@ static int parse_openai(struct srv_gen *g, json_t *body, json_t *req, json_t *ro
         g->legacy_logprobs = (int32_t)json_number_value(v);
         g->top_logprobs = g->legacy_logprobs;
     }
-    json_object_set(req, "raw", prompt);
+    int src = parse_suffix(body, req, prompt, true, msg, cap);
+    if (src > 1) return src;
+    if (!src) json_object_set(req, "raw", prompt);
     return 0;
 }
 
@@ -570,13 +591,10 @@ static int openai_reasoning_effort(struct srv_gen *g, json_t *body, char *msg, s
  * refused with a 400 naming them, never accepted and dropped. */
 static int refuse_unimplemented(struct srv_gen *g, json_t *body, char *msg, size_t cap)
 {
-    static const char *const fields[] = {"suffix"};
-    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
-        json_t *v = json_object_get(body, fields[i]);
-        bool set = v && !json_is_null(v) && !(json_is_string(v) && json_string_length(v) == 0) &&
-                   !(json_is_array(v) && json_array_size(v) == 0);
-        if (set) return FAIL("%s is not supported yet: wick does not apply it, so it refuses it", fields[i]);
-    }
+    json_t *sfx = json_object_get(body, "suffix");
+    if ((g->api == API_CHAT || g->api == API_OAI_CHAT) && sfx && !json_is_null(sfx) &&
+        !(json_is_string(sfx) && json_string_length(sfx) == 0))
+        return FAIL("suffix is taken by %s, not by chat", is_openai(g->api) ? "/v1/completions" : "/api/generate");
     /* the other API's fields: refused where they would be dropped */
     static const char *const oai_only[] = {"tool_choice", "grammar", "chat_template_kwargs", "response_format"};
     static const char *const ollama_only[] = {"template", "format", "think", "context"};

@@ -249,10 +249,12 @@ static void apply_model_defaults(struct srv_gen *g, const struct wk_store_model 
         }
     }
     json_t *msgs = json_object_get(g->runner_req, "messages");
-    if (!msgs || json_array_size(msgs) == 0) return; /* raw, or a load/unload request */
+    const bool fim = json_object_get(g->runner_req, "fim") != NULL; /* a suffix */
+    if (!fim && json_array_size(msgs) == 0) return; /* raw, or a load/unload request */
     /* the Modelfile's TEMPLATE, unless the request brings its own */
     if (sm->template_text && *sm->template_text && !json_object_get(g->runner_req, "template"))
         json_object_set_new(g->runner_req, "template", json_string(sm->template_text));
+    if (fim) return; /* Ollama: the template over .Prompt and .Suffix alone (no SYSTEM, no MESSAGEs) */
     json_t *first = json_array_get(msgs, 0);
     bool has_system = strcmp(json_string_value(json_object_get(first, "role")), "system") == 0;
     size_t at = has_system ? 1 : 0, i;
@@ -347,6 +349,8 @@ static enum MHD_Result serve_generation(struct srv_server *srv, struct MHD_Conne
     size_t i;
     json_t *m;
     json_array_foreach(msgs, i, m) bytes += json_string_length(json_object_get(m, "content"));
+    json_t *fim = json_object_get(g->runner_req, "fim");
+    bytes += json_string_length(json_object_get(fim, "prefix")) + json_string_length(json_object_get(fim, "suffix"));
     if (g->n_ctx > 0 && prompt_past(bytes, srv_sched_bytes_per_token(srv->sched, &g->model), g->n_ctx, msg, sizeof msg)) {
         gen_free(g);
         return reply_error(c, api, 400, msg);

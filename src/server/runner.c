@@ -345,6 +345,8 @@ static int prepare(struct job *j, json_t *req, char *msg, size_t cap)
     if (think == 0 && (json_is_string(json_object_get(req, "template")) || !wk_model_can_think(rn->model))) think = -1;
     if (json_is_string(raw)) {
         st = wk_prompt_raw(rn->tok, json_string_value(raw), json_string_length(raw), json_is_true(json_object_get(req, "raw_special")), &prompt);
+    } else if (json_object_get(req, "fim")) { /* a suffix: fill in the middle */
+        st = srv_fim_prompt(rn->tok, req, &prompt, &err);
     } else if (json_is_array(msgs)) {
         json_t *tpl = json_object_get(req, "template"), *tools = json_object_get(req, "tools");
         if (json_array_size(tools) > 0) {
@@ -432,10 +434,7 @@ static int prepare(struct job *j, json_t *req, char *msg, size_t cap)
         snprintf(msg, cap, "%s", err.msg[0] ? err.msg : wk_status_str(st));
         return srv_http_status(st);
     }
-    if (j->ids.n < 1) {
-        snprintf(msg, cap, "the prompt is empty");
-        return 400;
-    }
+    if (j->ids.n < 1) return snprintf(msg, cap, "the prompt is empty"), 400;
     if (j->ids.n >= rn->n_ctx) {
         snprintf(msg, cap,
                  "the prompt is %lld tokens, which does not fit in the context of %d tokens "

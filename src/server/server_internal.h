@@ -397,6 +397,15 @@ struct wk_tokenizer;
  * tokenizer, built on first use (runner_format.c). NULL when out of memory. */
 struct srv_format *srv_format_new(void);
 void srv_format_free(struct srv_format *f);
+/* The prompt of a runner request with "fim": {"prefix", "suffix"} (strings;
+ * a suffix given): through its "template" (a Go TEMPLATE) where that names
+ * .Suffix, else the vocabulary's fill-in-the-middle tokens (wk_prompt_fim).
+ * Errors: WK_E_INVALID (no prefix or suffix string; a template that fails),
+ * WK_E_UNSUPPORTED (the model cannot fill in: no FIM tokens), WK_E_FORMAT
+ * (a template that does not parse), WK_E_NOMEM. runner_fim.c. */
+struct wk_prompt;
+enum wk_status srv_fim_prompt(const struct wk_tokenizer *tok, const json_t *req, struct wk_prompt *out,
+                              struct wk_error *err);
 /* The grammar a runner request asks for: "grammar" (GBNF text), "format"
  * ("json": any JSON object; an object: a JSON schema), or none (*out
  * NULL). Errors: those of wk_grammar_from_gbnf / _from_json_schema

@@ -127,7 +127,7 @@ char *wk_store_params_text(json_t *params)
     return b.p;
 }
 
-json_t *wk_capabilities(const char *tmpl, bool go, const char *family, bool pooled)
+json_t *wk_capabilities(const char *tmpl, bool go, const char *family, bool pooled, bool fim)
 {
     static const char *const encoders[] = {"bert", "nomic-bert", "nomic_bert", "jina-bert-v2", "modernbert"};
     if (pooled) return json_pack("[s]", "embedding");
@@ -138,5 +138,6 @@ json_t *wk_capabilities(const char *tmpl, bool go, const char *family, bool pool
     if (tmpl && (go ? strstr(tmpl, ".Think") != NULL
                     : strstr(tmpl, "enable_thinking") || strstr(tmpl, "reasoning_content") || strstr(tmpl, "<think>")))
         json_array_append_new(caps, json_string("thinking"));
+    if (fim || (go && tmpl && strstr(tmpl, ".Suffix"))) json_array_append_new(caps, json_string("insert"));
     return caps;
 }

@@ -159,8 +159,11 @@ char *wk_store_params_text(json_t *params);
  * wk_embed_gguf_has_pooling, as Ollama's server/images.go decides), else
  * "completion", plus "tools" and "thinking" when the template that renders
  * its chats (tmpl: a Go TEMPLATE when go, else a Jinja chat template; may
- * be NULL) renders tools and thinking. A new JSON array. */
-json_t *wk_capabilities(const char *tmpl, bool go, const char *family, bool pooled);
+ * be NULL) renders tools and thinking, and "insert" (a suffix: fill in the
+ * middle) when the vocabulary has FIM tokens (fim:
+ * wk_tokenizer_path_has_fim) or a Go TEMPLATE names .Suffix (Ollama's
+ * rule). A new JSON array. */
+json_t *wk_capabilities(const char *tmpl, bool go, const char *family, bool pooled, bool fim);
 
 /* {"models": [{name, model, modified_at, size, digest, ...}]}: every
  * manifest, for `wick list` and /api/tags. */

@@ -34,6 +34,7 @@
 #include "tokenizer_internal.h"
 
 #include <stdio.h>
+#include <sys/stat.h>
 #include <string.h>
 
 static enum wk_status get_id(const struct wk_gguf *g, const char *key, int32_t n_vocab,
@@ -195,6 +196,18 @@ static enum wk_status load(struct wk_tokenizer *tok, const struct wk_gguf *g, st
         (st = get_id(g, "tokenizer.ggml.eot_token_id", tok->n_vocab, &tok->eot, err)) ||
         (st = get_id(g, "tokenizer.ggml.unknown_token_id", tok->n_vocab, &tok->unk, err)))
         return st;
+    /* fill-in-the-middle's tokens, where the file names them (the older keys first, the newer win) */
+    static const char *const fim_keys[][2] = {
+        {"tokenizer.ggml.prefix_token_id", "tokenizer.ggml.fim_pre_token_id"},
+        {"tokenizer.ggml.suffix_token_id", "tokenizer.ggml.fim_suf_token_id"},
+        {"tokenizer.ggml.middle_token_id", "tokenizer.ggml.fim_mid_token_id"},
+        {NULL, "tokenizer.ggml.fim_pad_token_id"},
+        {NULL, "tokenizer.ggml.fim_rep_token_id"},
+        {NULL, "tokenizer.ggml.fim_sep_token_id"},
+    };
+    for (int k = 0; k < WK_FIM_N; k++)
+        for (int v = 0; v < 2; v++)
+            if (fim_keys[k][v] && (st = get_id(g, fim_keys[k][v], tok->n_vocab, &tok->fim[k], err))) return st;
     /* SentencePiece models add BOS unless told otherwise; byte-level BPE
      * models do not */
     tok->add_bos = tok->model == WK_TOKENIZER_SPM;
@@ -210,6 +223,46 @@ static enum wk_status load(struct wk_tokenizer *tok, const struct wk_gguf *g, st
     if (tok->model == WK_TOKENIZER_BPE && (st = load_bpe(tok, g, !gemma4, err))) return st;
     if (wk__vocab_mark_eog(tok)) return wk_error_set(err, WK_E_NOMEM, "%s: out of memory", path);
     return WK_OK;
+}
+
+static bool gguf_has_fim(const struct wk_gguf *g)
+{
+    static const char *const keys[3][2] = {{"tokenizer.ggml.fim_pre_token_id", "tokenizer.ggml.prefix_token_id"},
+                                           {"tokenizer.ggml.fim_suf_token_id", "tokenizer.ggml.suffix_token_id"},
+                                           {"tokenizer.ggml.fim_mid_token_id", "tokenizer.ggml.middle_token_id"}};
+    bool found[3] = {false, false, false};
+    for (int k = 0; k < 3; k++) found[k] = wk_gguf_find(g, keys[k][0]) || wk_gguf_find(g, keys[k][1]);
+    const struct wk_gguf_value *tokens = NULL, *types = NULL;
+    if (wk_gguf_get_arr(g, "tokenizer.ggml.tokens", WK_GGUF_STRING, &tokens, NULL)) return false;
+    if (wk_gguf_find(g, "tokenizer.ggml.token_type") &&
+        (wk_gguf_get_arr(g, "tokenizer.ggml.token_type", WK_GGUF_I32, &types, NULL) || types->arr.n != tokens->arr.n))
+        return false;
+    for (uint64_t i = 0; i < tokens->arr.n && !(found[0] && found[1] && found[2]); i++) {
+        const struct wk_gguf_str s = tokens->arr.strs[i];
+        if (s.len < 5 || s.len > 24) continue; /* the spellings' lengths */
+        int k = wk__fim_kind_of_text(s.data, (size_t)s.len);
+        int64_t ty = types ? wk_gguf_arr_i64(types, i) : WK_TOKEN_NORMAL;
+        if (k >= 0 && k < 3 && (ty == WK_TOKEN_CONTROL || ty == WK_TOKEN_USER_DEFINED)) found[k] = true;
+    }
+    return found[0] && found[1] && found[2];
+}
+
+bool wk_tokenizer_path_has_fim(const char *path)
+{
+    struct stat sb;
+    bool fim = false;
+    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+        struct wk_tokenizer *tok;
+        if (wk_tokenizer_from_hf(path, &tok, NULL)) return false;
+        fim = tok->fim[WK_FIM_PRE] >= 0 && tok->fim[WK_FIM_SUF] >= 0 && tok->fim[WK_FIM_MID] >= 0;
+        wk_tokenizer_destroy(tok);
+        return fim;
+    }
+    struct wk_gguf *g;
+    if (wk_gguf_open(path, &g, NULL)) return false;
+    fim = gguf_has_fim(g);
+    wk_gguf_close(g);
+    return fim;
 }
 
 enum wk_status wk_tokenizer_from_gguf(const struct wk_gguf *g, struct wk_tokenizer **out,

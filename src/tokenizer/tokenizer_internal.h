@@ -66,6 +66,7 @@ struct wk_tokenizer {
     int64_t n_trie, trie_cap;
     int32_t byte_ids[256];
     int32_t bos, eos, eot, unk;
+    int32_t fim[WK_FIM_N]; /* enum wk_fim_token: from the GGUF's keys (-1: none; mark_eog finds them by text) */
     bool add_bos, add_space_prefix;
     /* a tokenization with special tokens ends with eos_to_add (hf.c: the
      * post-processor's or add_eos_token's; never set from a GGUF yet) */
@@ -81,6 +82,9 @@ struct wk_tokenizer {
     bool byte_level, escape_spaces, byte_fallback, ignore_merges;
     bool wpm_normalizer; /* hf.c: a BertNormalizer was read */
 };
+
+/* The enum wk_fim_token whose spellings (vocab.c) include text [len], or -1. */
+int wk__fim_kind_of_text(const char *text, size_t len);
 
 /* Vocabulary builder, used by the loaders: begin with the size; set each
  * piece (any order; text copied); finish builds the indexes (ids never set

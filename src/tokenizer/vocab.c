@@ -145,6 +145,7 @@ enum wk_status wk__vocab_begin(struct wk_tokenizer *tok, int32_t n_vocab)
     memset(tok->types, WK_TOKEN_UNUSED, n);
     for (size_t i = 0; i < n; i++) tok->text_off[i] = SIZE_MAX;
     tok->bos = tok->eos = tok->eot = tok->unk = -1;
+    for (int i = 0; i < WK_FIM_N; i++) tok->fim[i] = -1;
     return WK_OK;
 }
 
@@ -212,12 +213,54 @@ static const char *g_eog_texts[] = {
     "<|end_of_text|>", "<|eom_id|>", "<end_of_utterance>", "<|return|>", "<|call|>",
 };
 
+/* Fill-in-the-middle tokens by their text, as llama-vocab.cpp finds them
+ * when the file does not name them ([enum wk_fim_token], NULL-ended). */
+static const char *const g_fim_texts[WK_FIM_N][9] = {
+    [WK_FIM_PRE] = {"<|fim_prefix|>", "<fim-prefix>", "<fim_prefix>", "<｜fim▁begin｜>",
+                    "<PRE>", "▁<PRE>", "<|code_prefix|>", "<|prefix|>", NULL},
+    [WK_FIM_SUF] = {"<|fim_suffix|>", "<fim-suffix>", "<fim_suffix>", "<｜fim▁hole｜>",
+                    "<SUF>", "▁<SUF>", "<|code_suffix|>", "<|suffix|>", NULL},
+    [WK_FIM_MID] = {"<|fim_middle|>", "<fim-middle>", "<fim_middle>", "<｜fim▁end｜>",
+                    "<MID>", "▁<MID>", "<|code_middle|>", "<|middle|>", NULL},
+    [WK_FIM_PAD] = {"<|fim_pad|>", "<fim-pad>", "<fim_pad>", "<PAD>", "[PAD]", NULL},
+    [WK_FIM_REP] = {"<|fim_repo|>", "<|repo_name|>", "<fim-repo>", "<REPO>", "<reponame>", NULL},
+    [WK_FIM_SEP] = {"<|file_sep|>", NULL},
+};
+
+int wk__fim_kind_of_text(const char *text, size_t len)
+{
+    for (int k = 0; k < WK_FIM_N; k++)
+        for (int i = 0; g_fim_texts[k][i]; i++)
+            if (strlen(g_fim_texts[k][i]) == len && memcmp(g_fim_texts[k][i], text, len) == 0) return k;
+    return -1;
+}
+
+/* The fill-in-the-middle tokens the file did not name, by their text
+ * (a control or user-defined piece). */
+static void find_fim(struct wk_tokenizer *tok)
+{
+    for (int k = 0; k < WK_FIM_N; k++)
+        for (int i = 0; tok->fim[k] < 0 && g_fim_texts[k][i]; i++) {
+            int32_t id = wk_tokenizer_find(tok, g_fim_texts[k][i], strlen(g_fim_texts[k][i]));
+            if (id >= 0 && (tok->types[id] == WK_TOKEN_CONTROL || tok->types[id] == WK_TOKEN_USER_DEFINED))
+                tok->fim[k] = id;
+        }
+}
+
+int32_t wk_tokenizer_fim(const struct wk_tokenizer *tok, enum wk_fim_token which)
+{
+    return which >= 0 && which < WK_FIM_N ? tok->fim[which] : -1;
+}
+
 enum wk_status wk__vocab_mark_eog(struct wk_tokenizer *tok)
 {
     tok->eog = wk_calloc((size_t)tok->n_vocab, 1);
     if (!tok->eog) return WK_E_NOMEM;
     if (tok->eos >= 0) tok->eog[tok->eos] = 1;
     if (tok->eot >= 0) tok->eog[tok->eot] = 1;
+    find_fim(tok);
+    for (int k = WK_FIM_PAD; k <= WK_FIM_SEP; k++) /* llama.cpp: a code model's FIM answer may end with them */
+        if (tok->fim[k] >= 0) tok->eog[tok->fim[k]] = 1;
     /* harmony (gpt-oss, o200k_harmony: <|return|> and <|call|> both
      * control tokens): <|end|> closes each message (the analysis before the
      * answer) and <|return|> / <|call|> end the turn, so <|end|> does not

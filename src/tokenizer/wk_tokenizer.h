@@ -98,10 +98,29 @@ bool wk_tokenizer_add_bos(const struct wk_tokenizer *tok);
  * is added (always, from a GGUF, for now). Callers append it; encode never
  * does. */
 int32_t wk_tokenizer_eos_to_add(const struct wk_tokenizer *tok);
-/* True for tokens that end generation: EOS, EOT and the family's
- * end-of-turn controls (<end_of_turn>, <|im_end|>, <|eot_id|>, ...). */
+/* True for tokens that end generation: EOS, EOT, the family's
+ * end-of-turn controls (<end_of_turn>, <|im_end|>, <|eot_id|>, ...) and
+ * the fill-in-the-middle pad, repository and file-separator tokens (as
+ * llama.cpp's llama-vocab.cpp marks them). */
 bool wk_tokenizer_is_eog(const struct wk_tokenizer *tok, int32_t id);
 enum wk_token_type wk_tokenizer_token_type(const struct wk_tokenizer *tok, int32_t id);
+/* Fill-in-the-middle's control tokens: a code model's prompt
+ * "<PRE> prefix <SUF> suffix <MID>" (PSM) asks for the middle. */
+enum wk_fim_token { WK_FIM_PRE, WK_FIM_SUF, WK_FIM_MID, WK_FIM_PAD, WK_FIM_REP, WK_FIM_SEP, WK_FIM_N };
+/* The id of fill-in-the-middle token which (enum wk_fim_token), or -1 when
+ * the vocabulary has none: from the GGUF's tokenizer.ggml.fim_*_token_id
+ * (or the older prefix / suffix / middle_token_id), else found by its text
+ * among the spellings llama.cpp knows (Qwen's <|fim_prefix|>, StarCoder's
+ * <fim_prefix>, DeepSeek's <｜fim▁begin｜>, CodeLlama's ▁<PRE>, GLM's
+ * <|code_prefix|>, ...; llama-vocab.cpp), control or user-defined pieces
+ * only. */
+int32_t wk_tokenizer_fim(const struct wk_tokenizer *tok, enum wk_fim_token which);
+/* Whether the vocabulary of the model at path (a GGUF file, or a Hugging
+ * Face folder's tokenizer.json) has the three fill-in-the-middle tokens
+ * (FIM_PRE, FIM_SUF, FIM_MID) wk_tokenizer_fim would find: Ollama's
+ * "insert" capability. A GGUF's tokens are scanned without building the
+ * tokenizer. False when the file cannot be read. */
+bool wk_tokenizer_path_has_fim(const char *path);
 /* The piece text of id as stored in the vocabulary (borrowed, *len bytes,
  * NUL-terminated); NULL for an id out of range. */
 const char *wk_tokenizer_piece(const struct wk_tokenizer *tok, int32_t id, size_t *len);

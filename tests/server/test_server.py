@@ -283,14 +283,6 @@ def test_errors(s):
     check(st == 400 and "temperature" in body["error"], "an option of the wrong type is 400", str(body))
     st, body = s.post("/api/generate", {"model": SMOL, "prompt": "x", "options": {"warp": 9}})
     check(st == 400 and "warp" in body["error"], "an unknown option is 400 naming it", str(body))
-    for field, value, path in (("suffix", "return x", "/api/generate"),):
-        req = {"model": SMOL, field: value, "options": greedy(1)}
-        req.update({"prompt": "x"} if path == "/api/generate" else {"messages": [{"role": "user", "content": "x"}]})
-        st, body = s.post(path, req)
-        e = body.get("error", {})
-        e = e.get("message", "") if isinstance(e, dict) else e
-        check(st == 400 and field in e, f"{path} with {field} (not implemented yet): 400 naming it, not dropped",
-              str(body))
     long_prompt = "hello " * 3000
     st, body = s.post("/api/generate", {"model": SMOL, "prompt": long_prompt, "options": {"num_ctx": 2048}})
     n = s.post("/api/generate", {"model": SMOL, "prompt": long_prompt, "options": {"num_ctx": 8192, "num_predict": 1}})[1]
@@ -1179,6 +1171,12 @@ def test_ollama_api(s):
     test_ollama_api.test_ollama_env(WICK, s.dir, s.port)
 
 
+def test_fill_in_middle(s):
+    """tests/server/test_fim.py: a suffix on /api/generate and /v1/completions."""
+    import test_fim
+    test_fim.test_fill_in_middle(s, QWEN, SMOL)
+
+
 def test_harmony(s):
     """tests/server/test_harmony.py: gpt-oss's think levels and OpenAI's reasoning_effort."""
     import test_harmony
@@ -1189,7 +1187,7 @@ def main():
     s = Server()
     try:
         for t in (test_errors, test_ollama_client, test_openai_client, test_qwen2_chat, test_prefix_reuse, test_cancellation,
-                  test_runner_killed, test_concurrent_same_answer, test_cli_ps_stop_and_max_loaded, test_api_create, test_ollama_api, test_templates, test_template_kwargs, test_tool_prompts, test_tool_calls, test_harmony, test_structured_output, test_mask_only_removes, test_api_edges, test_gemma4_mtp, test_load,
+                  test_runner_killed, test_concurrent_same_answer, test_cli_ps_stop_and_max_loaded, test_api_create, test_ollama_api, test_templates, test_template_kwargs, test_tool_prompts, test_fill_in_middle, test_tool_calls, test_harmony, test_structured_output, test_mask_only_removes, test_api_edges, test_gemma4_mtp, test_load,
                   test_shutdown):
             t0 = time.time()
             t(s)
