@@ -161,7 +161,8 @@ struct jv jinja_getitem(struct jctx *c, const struct jv *obj, const struct jv *k
         jinja_undef_fail(c, obj);
         return JV_UNDEF_V;
     }
-    if ((obj->k == JV_DICT || obj->k == JV_NS) && (key->k != JV_STR || jv_s(key)[0] == 1)) {
+    /* an undefined key is hashable in jinja2 and names nothing: undefined */
+    if ((obj->k == JV_DICT || obj->k == JV_NS) && key->k != JV_UNDEF && (key->k != JV_STR || jv_s(key)[0] == 1)) {
         struct jbuf kb = {0};
         json_t *j = jv_key_encode(c, key, &kb) ? json_object_get(obj->u.j, kb.p) : NULL;
         jbuf_free(&kb);
@@ -366,6 +367,7 @@ static bool contains(struct jctx *c, const struct jv *needle, const struct jv *h
         return memmem(jv_s(hay), jv_len_s(hay), jv_s(needle), jv_len_s(needle)) != NULL;
     }
     if (hay->k == JV_DICT || hay->k == JV_NS) {
+        if (needle->k == JV_UNDEF) return false; /* hashable in jinja2, and never a key */
         struct jbuf kb = {0};
         bool in = jv_key_encode(c, needle, &kb) && json_object_get(hay->u.j, kb.p);
         jbuf_free(&kb);
@@ -524,7 +526,7 @@ static struct jv eval_seq(struct jctx *c, const struct jnode_s *n)
     json_t *j = n->kind == JE_DICT ? json_object() : json_array();
     for (size_t i = 0; i < n->args.n && !c->st; i++) {
         struct jv v = jinja_eval(c, n->kind == JE_DICT ? n->kwargs.v[i] : n->args.v[i]);
-        json_t *jj = jv_to_json(&v);
+        json_t *jj = v.k == JV_UNDEF ? json_incref(jinja_undef_json()) : jv_to_json(&v);
         if (!jj && !c->st) jinja_fail(c, WK_E_INVALID, "a %s cannot be stored in a list or dict", jv_type_name(&v));
         jv_free(&v);
         if (!jj) break;

@@ -427,6 +427,10 @@ struct jv jinja_filter(struct jctx *c, const char *name, struct jv *v, struct jv
         jv_free(&dflt);
         return jv_copy(v);
     }
+    if (v->k == JV_UNDEF && !strcmp(name, "tojson")) { /* json.dumps(Undefined) */
+        jinja_fail(c, WK_E_INVALID, "Object of type Undefined is not JSON serializable");
+        return JV_UNDEF_V;
+    }
     if (v->k == JV_UNDEF && strcmp(name, "length") && strcmp(name, "count") && strcmp(name, "string") &&
         strcmp(name, "trim") && strcmp(name, "list") && strcmp(name, "join") && strcmp(name, "safe") && strcmp(name, "items") && strcmp(name, "lower") && strcmp(name, "upper")) {
         jinja_undef_fail(c, v);

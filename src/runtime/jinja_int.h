@@ -256,6 +256,12 @@ struct jv jv_key_decode(const char *key);
  * as a tuple. */
 bool jinja_is_tuple(const json_t *a);
 void jinja_mark_tuple(json_t *a);
+/* Undefined stored in a list or dict literal (jinja2 keeps it there; a
+ * JSON array or object cannot hold it): one shared jansson object, found
+ * by identity. It reads back as undefined (jv_from_json), prints in a
+ * container as "Undefined" and is not JSON serializable (tojson), as in
+ * Python. */
+json_t *jinja_undef_json(void);
 /* A generator value of the items of a (taken), printing as Python's name. */
 struct jv jv_gen(json_t *a, const char *name);
 /* The failure of using the undefined v (its name and owner in the message). */

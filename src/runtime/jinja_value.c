@@ -171,10 +171,27 @@ struct jv jv_key_decode(const char *key)
     return jv_str(key, strlen(key));
 }
 
+json_t *jinja_undef_json(void)
+{
+    static json_t *undef; /* never freed: its one reference is this one */
+    json_t *u = __atomic_load_n(&undef, __ATOMIC_ACQUIRE), *none = NULL;
+    if (u) return u;
+    if (!(u = json_object())) return NULL;
+    if (!__atomic_compare_exchange_n(&undef, &none, u, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+        json_decref(u); /* another thread's came first */
+        return none;
+    }
+    return u;
+}
+
 struct jv jv_from_json(json_t *j)
 {
     struct jv v = JV_NONE_V;
     if (!j) return JV_UNDEF_V;
+    if (j == jinja_undef_json()) {
+        json_decref(j);
+        return JV_UNDEF_V;
+    }
     switch (json_typeof(j)) {
     case JSON_OBJECT: v.k = JV_DICT, v.u.j = j; return v;
     case JSON_ARRAY: v.k = JV_LIST, v.u.j = j, v.tuple = jinja_is_tuple(j); return v;
@@ -449,6 +466,7 @@ static void write_str_repr(struct jbuf *b, const char *s, size_t n)
 static void write_json_repr(struct jbuf *b, json_t *j)
 {
     if (!jinja_cost(1, 0)) { b->st = WK_E_RANGE; return; } /* an item visited */
+    if (j == jinja_undef_json()) { jbuf_puts(b, "Undefined"); return; } /* Python's repr */
     struct jv v = jv_from_json(json_incref(j));
     jv_write_repr(b, &v);
     jv_free(&v);
@@ -630,6 +648,11 @@ void jinja_json_dump(struct jbuf *b, json_t *j, const struct jjson_fmt *f, int l
     if (level > WK_JINJA_MAX_NESTING * 8) { /* a value from the caller nested past what the engine makes */
         if (jinja_active_ctx) jinja_fail(jinja_active_ctx, WK_E_RANGE, "maximum recursion depth exceeded");
         b->st = WK_E_RANGE;
+        return;
+    }
+    if (j == jinja_undef_json()) { /* json.dumps of a list or dict holding Undefined */
+        if (jinja_active_ctx) jinja_fail(jinja_active_ctx, WK_E_INVALID, "Object of type Undefined is not JSON serializable");
+        b->st = WK_E_INVALID;
         return;
     }
     switch (json_typeof(j)) {

@@ -47,6 +47,10 @@ def env():
 TOOLS = [{"type": "function", "function": {"name": "get_weather", "description": "Get the weather",
           "parameters": {"type": "object", "properties": {"city": {"type": "string", "description": "City"}},
                          "required": ["city"]}}}]
+# an array parameter: Hermes 2 Pro / 3's json_to_python_type looks up basic_type_map[undefined] on its items
+TOOLS_ARRAY = [{"type": "function", "function": {"name": "search", "description": "Search",
+                "parameters": {"type": "object", "properties": {"tags": {"type": "array", "items": {"type": "string"}}},
+                               "required": ["tags"]}}}]
 CALL = {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": {"city": "Paris"}}}
 
 
@@ -70,6 +74,10 @@ def conversations():
         ([s, u("  spaced  \n lines\n"), a("ok"), u("bye")], {"enable_thinking": False}),
         ([u("Weather?"), {"role": "assistant", "content": None, "tool_calls": [CALL]},
           {"role": "tool", "content": "sunny", "tool_call_id": "call_1"}], {"tools": TOOLS, "add_generation_prompt": False}),
+        ([u("Find posts tagged a and b")], {"tools": TOOLS_ARRAY}),
+        # a tool call without a content key (transformers drops None values): undefined in a dict literal
+        ([u("Weather?"), {"role": "assistant", "tool_calls": [CALL]},
+          {"role": "tool", "content": "sunny", "tool_call_id": "call_1"}], {"tools": TOOLS}),
     ]
     for msgs, extra in convs:
         v = {"messages": msgs, "tools": None, "documents": None, "add_generation_prompt": True,
