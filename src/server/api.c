@@ -151,7 +151,8 @@ static int parse_logprobs(struct srv_gen *g, json_t *body, char *msg, size_t cap
 }
 
 /* A message's content: a string, or OpenAI's list of parts (text parts
- * joined). NULL when it is neither. */
+ * joined by a newline where the text so far is not empty, as llama-server's
+ * common_chat_msgs_to_json_oaicompat joins them). NULL when it is neither. */
 static json_t *message_content(json_t *c, char *msg, size_t cap, int *err)
 {
     if (!c || json_is_null(c)) return json_string("");
@@ -175,6 +176,7 @@ static json_t *message_content(json_t *c, char *msg, size_t cap, int *err)
                                           : FAIL("content part %zu (text) has no text string", i);
             return NULL;
         }
+        if (b.len) wk_buf_add(&b, "\n", 1);
         wk_buf_add(&b, json_string_value(text), json_string_length(text));
     }
     json_t *s = json_stringn(b.p ? b.p : "", b.len);

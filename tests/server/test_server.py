@@ -442,6 +442,14 @@ def test_tool_prompts(s):
         check(st == 200 and body.get("prompt") == want,
               f"tools and a tool-call turn ({shape}'s shape) render as transformers renders Qwen2.5's template",
               f"{body.get('prompt', body)!r}\n  want {want!r}")
+    # OpenAI's text parts: joined by a newline, as llama-server joins them for a template of plain content
+    parts = [{"role": "user", "content": [{"type": "text", "text": "Describe:"}, {"type": "text", "text": "the sky"}]}]
+    want = jinja2_chat(os.path.join(CACHE, QWEN_FIX["model"]),
+                       {"messages": [{"role": "user", "content": "Describe:\nthe sky"}], "add_generation_prompt": True,
+                        "bos_token": "<|endoftext|>", "eos_token": "<|im_end|>"})
+    st, body = s.post("/apply-template", {"model": QWEN, "messages": parts})
+    check(st == 200 and body.get("prompt") == want, "OpenAI text parts joined by a newline (llama-server's join)",
+          f"{body.get('prompt', body)!r}")
     # a conversation ending with the assistant's own words is continued from them (Ollama's templates
     # leave that turn open; transformers' continue_final_message: the render cut after the content),
     # the continuation what raw generation of that prompt gives
