@@ -731,9 +731,10 @@ static json_t *oai_tool_calls(struct srv_gen *g, const json_t *calls, size_t fir
     json_array_foreach(calls, i, c) {
         json_t *fn = json_object_get(c, "function");
         char *args = json_dumps(json_object_get(fn, "arguments"), JSON_COMPACT);
-        char id[96];
+        char id[96]; /* the runner's (the model's own, or Ollama's call_ and 8 random characters) */
         snprintf(id, sizeof id, "call_%s_%zu", g->id, first + i);
-        json_t *o = json_pack("{s:s, s:s, s:{s:O, s:s}}", "id", id, "type", "function", "function", "name",
+        const char *rid = json_string_value(json_object_get(c, "id"));
+        json_t *o = json_pack("{s:s, s:s, s:{s:O, s:s}}", "id", rid ? rid : id, "type", "function", "function", "name",
                               json_object_get(fn, "name"), "arguments", args ? args : "{}");
         free(args);
         if (o && delta) json_object_set_new(o, "index", json_integer((json_int_t)(first + i)));

@@ -18,6 +18,7 @@
 #include "../runtime/wk_grammar.h"
 #include "../runtime/wk_toolcall.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 enum hold { DECIDING, HOLDING, STREAMING };
@@ -43,9 +44,14 @@ static bool offered(const json_t *tools, const char *name)
     return false;
 }
 
-static bool emit_call(struct srv_tools *t, const char *name, json_t *args)
+/* A call out, with its id: the model's own (Mistral's), else Ollama's
+ * toolCallId (routes.go): "call_" and 8 random characters of [a-z0-9]. */
+static bool emit_call(struct srv_tools *t, const char *name, json_t *args, const char *model_id)
 {
-    json_t *calls = json_pack("[{s:{s:i, s:s, s:O}}]", "function", "index", t->n_calls, "name", name, "arguments", args);
+    char id[16] = "call_";
+    for (int i = 0; i < 8; i++) id[5 + i] = "abcdefghijklmnopqrstuvwxyz0123456789"[arc4random_uniform(36)];
+    json_t *calls = json_pack("[{s:s, s:{s:i, s:s, s:O}}]", "id", model_id && *model_id ? model_id : id, "function",
+                              "index", t->n_calls, "name", name, "arguments", args);
     t->n_calls++;
     return calls && t->out.calls(t->out.user, calls);
 }
@@ -95,7 +101,7 @@ static bool on_call(void *user, const struct wk_toolcall *c)
     t->hold = STREAMING;
     /* a call of a tool the request did not offer is not a call: its text goes back as content */
     if (!offered(t->tools, c->name)) return t->out.content(t->out.user, c->raw, c->raw_len);
-    return emit_call(t, c->name, c->arguments);
+    return emit_call(t, c->name, c->arguments, c->id);
 }
 
 enum wk_status srv_tools_create(const char *template_text, size_t len, const json_t *tools,
@@ -146,7 +152,7 @@ static bool held_as_calls(struct srv_tools *t)
     json_array_foreach(calls, i, c) all = all && offered(t->tools, json_string_value(json_object_get(c, "name")));
     bool ok = all;
     json_array_foreach(calls, i, c) if (ok) ok = emit_call(t, json_string_value(json_object_get(c, "name")),
-                                                        json_object_get(c, "arguments"));
+                                                        json_object_get(c, "arguments"), NULL);
     json_decref(calls);
     return all;
 }

@@ -15,6 +15,7 @@ import datetime
 import http.client
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -511,6 +512,11 @@ def test_tool_calls(s):
           and "paris" in calls[0].function.arguments["city"].lower(),
           "ollama.chat with a Python function as a tool: one call, arguments valid for its schema",
           f"{r.message!r}")
+    st, raw_r = s.post("/api/chat", {"model": QWEN, "messages": ask, "tools": [WEATHER_TOOL], "stream": False,
+                                     "options": {"temperature": 0, "num_predict": 80}})
+    rc = raw_r.get("message", {}).get("tool_calls") or []
+    check(len(rc) == 1 and re.fullmatch(r"call_[a-z0-9]{8}", rc[0].get("id", "")),
+          "/api/chat: the call has an id as Ollama's toolCallId makes them (call_ and 8 of [a-z0-9])", str(raw_r))
     turn2 = ask + [r.message, {"role": "tool", "content": get_weather("Paris"), "tool_name": "get_weather"}]
     r2 = s.ollama.chat(model=QWEN, messages=turn2, tools=[get_weather], options={"temperature": 0, "num_predict": 60})
     check("22" in (r2.message.content or "") and not r2.message.tool_calls,
@@ -526,6 +532,7 @@ def test_tool_calls(s):
     check(ch.finish_reason == "tool_calls" and len(tc) == 1 and tc[0].id and tc[0].type == "function" and
           tc[0].function.name == "get_weather" and valid_weather_args(args),
           "openai tools, tool_choice auto: finish_reason tool_calls, one call with an id, valid arguments", repr(ch))
+    check(len(tc) == 1 and re.fullmatch(r"call_[a-z0-9]{8}", tc[0].id), "openai: the call's id as Ollama's", repr(tc))
     # parallel_tool_calls false: at most one call, where the model calls twice
     three = [{"role": "user", "content": "I need the current weather in three cities: Paris, London and Tokyo. Use "
                                          "the tool for each city."}]
