@@ -30,7 +30,7 @@
 /* ------------------------------------------------------------ detection */
 
 static const char *const g_names[WK_TOOLCALL_N_FORMATS] = {
-    "none", "hermes", "llama3", "mistral", "glm45", "gemma", "json", "qwen3-coder",
+    "none", "hermes", "llama3", "mistral", "glm45", "gemma", "json", "qwen3-coder", "tag",
 };
 
 const char *wk_toolcall_format_name(enum wk_toolcall_format fmt)
@@ -57,15 +57,18 @@ static bool has(const char *s, size_t n, const char *lit)
 }
 
 /*
- * Whether an Ollama TEMPLATE renders tool calls as bare JSON, as Ollama's
- * tools.parseTag decides: the first text after {{ if .ToolCalls }} (actions
- * skipped), cut at its first '{' and trimmed, is empty. A template that
- * uses .ToolCalls outside any if has no tag either.
+ * An Ollama TEMPLATE's tool-call tag, as Ollama's tools.parseTag reads it:
+ * the first text that is not only whitespace after {{ if .ToolCalls }}
+ * (actions skipped), cut at its first '{' and trimmed, into tag (cap
+ * bytes; "" for a tag "{": JSON). Returns false when the template has no
+ * .ToolCalls; a template that uses .ToolCalls outside any if has no tag
+ * either (""). A tag of cap bytes or more is cut (the caller refuses it).
  */
-static bool gotmpl_json_calls(const char *t, size_t n)
+static bool gotmpl_tag(const char *t, size_t n, char *tag, size_t cap)
 {
     const char *end = t + n;
     bool any = false;
+    tag[0] = '\0';
     for (const char *at = t; (at = memmem(at, (size_t)(end - at), ".ToolCalls", 10)) != NULL;
          at += 10) {
         any = true;
@@ -89,12 +92,21 @@ static bool gotmpl_json_calls(const char *t, size_t n)
                 s = memmem(s, (size_t)(end - s), "}}", 2);
                 continue;
             }
-            const char *text_end = next ? next : end,
-                       *brace = memchr(s, '{', (size_t)(text_end - s));
-            if (brace) text_end = brace;
-            while (s < text_end && isspace((unsigned char)*s))
+            const char *text_end = next ? next : end, *e = text_end;
+            while (s < e && isspace((unsigned char)*s))
                 s++;
-            return s == text_end;
+            if (s == e && next) { /* whitespace only: Ollama's findTextNode skips it */
+                s = memmem(next, (size_t)(end - next), "}}", 2);
+                continue;
+            }
+            const char *brace = e > s ? memchr(s, '{', (size_t)(e - s)) : NULL;
+            if (brace) e = brace;
+            while (e > s && isspace((unsigned char)e[-1]))
+                e--;
+            size_t l = (size_t)(e - s) < cap - 1 ? (size_t)(e - s) : cap - 1;
+            memcpy(tag, s, l);
+            tag[l] = '\0';
+            return true;
         }
         return true;
     }
@@ -120,7 +132,8 @@ static bool gotmpl_json_calls(const char *t, size_t n)
  *   <|python_tag|>, <|start_header_id|>ipython<|end_header_id|>, or
  *   <|start_header_id|> with "tools" (.Tools) and "parameters"   LLAMA3
  *   an Ollama TEMPLATE using .ToolCalls whose tool-call text starts
- *   with '{' (what Ollama's parseTag reads as the tag "{")   JSON
+ *   with '{' or '[' (what Ollama's parseTag reads as the tag "{")   JSON
+ *   one whose tool-call text starts with another tag         TAG
  *   anything else                                   NONE
  */
 enum wk_toolcall_format wk_toolcall_detect(const char *t, size_t n)
@@ -141,7 +154,32 @@ enum wk_toolcall_format wk_toolcall_detect(const char *t, size_t n)
     if (has(t, n, "<|python_tag|>") || has(t, n, "<|start_header_id|>ipython<|end_header_id|>") ||
         (header && (has(t, n, "tools") || has(t, n, ".Tools")) && has(t, n, "parameters")))
         return WK_TOOLCALL_LLAMA3;
-    return gotmpl_json_calls(t, n) ? WK_TOOLCALL_JSON : WK_TOOLCALL_NONE;
+    char open[WK_TOOLCALL_MAX_TAG + 3], close[WK_TOOLCALL_MAX_TAG + 3];
+    return wk_toolcall_detect_markers(t, n, open, close);
+}
+
+enum wk_toolcall_format wk_toolcall_detect_markers(const char *t, size_t n, char *open, char *close)
+{
+    open[0] = close[0] = '\0';
+    enum wk_toolcall_format f = WK_TOOLCALL_NONE;
+    if (!t || !n) return f;
+    char tag[WK_TOOLCALL_MAX_TAG + 2];
+    if (!gotmpl_tag(t, n, tag, sizeof tag)) return f;
+    size_t l = strlen(tag);
+    while (l && (tag[l - 1] == '[' || isspace((unsigned char)tag[l - 1]))) /* a list of calls follows */
+        tag[--l] = '\0';
+    if (!l) return WK_TOOLCALL_JSON;
+    if (l > WK_TOOLCALL_MAX_TAG) return f;
+    memcpy(open, tag, l + 1);
+    /* <x ...> closed by </x>, where the template writes it; a Markdown fence by its end */
+    if (l >= 3 && strstr(tag, "```")) {
+        strcpy(close, "```");
+    } else if (tag[0] == '<' && tag[l - 1] == '>' && l > 2) {
+        size_t name = strcspn(tag + 1, " >");
+        snprintf(close, WK_TOOLCALL_MAX_TAG + 3, "</%.*s>", (int)name, tag + 1);
+        if (!memmem(t, n, close, strlen(close))) close[0] = '\0';
+    }
+    return WK_TOOLCALL_TAG;
 }
 
 /* ---------------------------------------------------------------- parser */
@@ -177,6 +215,7 @@ struct wk_toolcall_parser {
     const char *open[MAX_MARKERS], *close[MAX_MARKERS];
     int n_open;
     bool bare;       /* LLAMA3 / JSON: '{' at a gap starts a block */
+    char topen[WK_TOOLCALL_MAX_TAG + 1], tclose[WK_TOOLCALL_MAX_TAG + 3]; /* TAG's markers */
     bool first[256]; /* bytes that start an opening marker */
 
     bool at_gap;     /* only whitespace since the start or the last call */
@@ -238,6 +277,21 @@ enum wk_status wk_toolcall_parser_create(enum wk_toolcall_format fmt,
         p->first[(unsigned char)p->open[i][0]] = true;
     p->at_gap = fmt != WK_TOOLCALL_NONE;
     *out = p;
+    return WK_OK;
+}
+
+enum wk_status wk_toolcall_parser_set_markers(struct wk_toolcall_parser *p, const char *open, const char *close,
+                                              struct wk_error *err)
+{
+    size_t lo = open ? strlen(open) : 0, lc = close ? strlen(close) : 0;
+    if (p->fmt != WK_TOOLCALL_TAG || !lo || lo > WK_TOOLCALL_MAX_TAG || lc > WK_TOOLCALL_MAX_TAG + 2)
+        return wk_error_set(err, WK_E_INVALID, "tool-call markers: a TAG parser takes an opening tag of 1 to %d "
+                            "bytes", WK_TOOLCALL_MAX_TAG);
+    memcpy(p->topen, open, lo + 1);
+    memcpy(p->tclose, close ? close : "", lc + 1);
+    p->open[0] = p->topen, p->close[0] = lc ? p->tclose : NULL, p->n_open = 1;
+    memset(p->first, 0, sizeof p->first);
+    p->first[(unsigned char)open[0]] = true;
     return WK_OK;
 }
 
@@ -319,7 +373,14 @@ static enum wk_status settle_block(struct wk_toolcall_parser *p,
                                    const struct wk_toolcall_sink *sink)
 {
     json_t *calls;
-    enum wk_status st = wk_toolcall_parse_block(p->fmt, p->blk.p, p->blk.n, p->tools, &calls);
+    enum wk_status st;
+    if (p->fmt == WK_TOOLCALL_TAG) { /* JSON calls between the markers */
+        size_t lo = strlen(p->topen), lc = strlen(p->tclose), n = p->blk.n - lo;
+        if (lc && n >= lc && memcmp(p->blk.p + p->blk.n - lc, p->tclose, lc) == 0) n -= lc;
+        st = wk_toolcall_parse_block(WK_TOOLCALL_TAG, p->blk.p + lo, n, p->tools, &calls);
+    } else {
+        st = wk_toolcall_parse_block(p->fmt, p->blk.p, p->blk.n, p->tools, &calls);
+    }
     if (st == WK_E_FORMAT) return hand_back(p);
     if (st != WK_OK) return st;
     p->in_block = false;
@@ -372,7 +433,7 @@ static void open_block(struct wk_toolcall_parser *p, int which)
 {
     if (p->fmt == WK_TOOLCALL_MISTRAL)
         start_block(p, B_HEAD, NULL);
-    else if (p->fmt == WK_TOOLCALL_LLAMA3)
+    else if (p->fmt == WK_TOOLCALL_LLAMA3 || (p->fmt == WK_TOOLCALL_TAG && !p->close[which]))
         start_block(p, B_WAIT, NULL);
     else
         start_block(p, B_TAG, p->close[which]);

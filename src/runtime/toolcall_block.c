@@ -191,6 +191,7 @@ static enum wk_status add_json_call(json_t *calls, json_t *obj, bool strict)
     if (strict && !only_keys(obj, call_keys)) return WK_E_FORMAT;
     json_t *name = json_object_get(obj, "name"), *a = json_object_get(obj, "arguments");
     if (!a) a = json_object_get(obj, "parameters");
+    if (!name && !strict) name = json_object_get(obj, "tool_name"); /* Command R's {"tool_name", "parameters"} */
     if (!json_is_string(name) || (strict && !a)) return WK_E_FORMAT;
     json_t *args;
     enum wk_status st = args_object(a, strict, &args);
@@ -589,6 +590,9 @@ static enum wk_status parse_block(enum wk_toolcall_format fmt, const char *s, si
         return add_json_seq(calls, s, n, true, false);
     case WK_TOOLCALL_JSON:
         return add_json_seq(calls, s, n, true, true);
+    case WK_TOOLCALL_TAG: /* the text between the markers: after a tag, any JSON call shape */
+        trim(&s, &n);
+        return add_json_seq(calls, s, n, false, true);
     default:
         return WK_E_FORMAT;
     }

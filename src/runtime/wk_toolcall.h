@@ -33,6 +33,16 @@
  *                "arguments" | "parameters": {...}} or a list of them (or
  *                {"tool_calls": [...]} / {"tool_call": {...}}); Ollama's
  *                fallback for a TEMPLATE that renders .ToolCalls with no tag
+ *   TAG          an Ollama TEMPLATE whose tool-call text starts with a tag
+ *                of its own (Granite's <|tool_call|>[...], <function_calls>
+ *                {...}</function_calls>, ...): Ollama's tools.parseTag reads
+ *                it; here the tag (less a trailing '[') opens a block of
+ *                JSON calls as JSON's (Command R's "tool_name" also naming
+ *                the tool), which ends where the JSON value closes, at the
+ *                matching closing tag </x> where the template has one, or
+ *                at ``` after a tag with a fence (Command R's "Action:
+ *                ```json") (wk_toolcall_detect_markers,
+ *                wk_toolcall_parser_set_markers)
  *   QWEN3_CODER  (an extension) Qwen3-Coder, Qwen 3.5, Nemotron 3 Nano,
  *                Step 3.5: <tool_call>\n<function=f>\n<parameter=k>\nv\n
  *                </parameter>\n</function>\n</tool_call>
@@ -102,8 +112,10 @@ enum wk_toolcall_format {
     WK_TOOLCALL_GEMMA,
     WK_TOOLCALL_JSON,
     WK_TOOLCALL_QWEN3_CODER,
+    WK_TOOLCALL_TAG,
 };
-#define WK_TOOLCALL_N_FORMATS 8
+#define WK_TOOLCALL_N_FORMATS 9
+#define WK_TOOLCALL_MAX_TAG 24 /* bytes of a TAG format's opening marker (its closing one: + 2) */
 
 #define WK_TOOLCALL_MAX_BLOCK ((size_t)1 << 20) /* bytes of one block, markers included */
 #define WK_TOOLCALL_MAX_DEPTH 64                /* nesting of GEMMA values */
@@ -117,8 +129,21 @@ enum wk_toolcall_format {
  */
 enum wk_toolcall_format wk_toolcall_detect(const char *template_text, size_t len);
 
+/*
+ * As wk_toolcall_detect, and for WK_TOOLCALL_TAG the markers into open and
+ * close (each at least WK_TOOLCALL_MAX_TAG + 3 bytes, NUL-terminated; close
+ * "" when the block has none and ends with its JSON value). An Ollama
+ * TEMPLATE's tag is found as tools.parseTag finds it (tools/template.go):
+ * the first text that is not only whitespace inside the first
+ * {{ if .ToolCalls }}, cut at its first '{' and trimmed; less a trailing
+ * '[' (a list of calls follows). A tag "" or "[" is JSON's; one longer
+ * than WK_TOOLCALL_MAX_TAG gives NONE.
+ */
+enum wk_toolcall_format wk_toolcall_detect_markers(const char *template_text, size_t len, char *open,
+                                                   char *close);
+
 /* The format's short name: "none", "hermes", "llama3", "mistral", "glm45",
- * "gemma", "json", "qwen3-coder"; "?" for a value out of range. */
+ * "gemma", "json", "qwen3-coder", "tag"; "?" for a value out of range. */
 const char *wk_toolcall_format_name(enum wk_toolcall_format fmt);
 
 /* The format named name (as wk_toolcall_format_name gives, ASCII case
@@ -129,7 +154,8 @@ enum wk_status wk_toolcall_format_from_name(const char *name, enum wk_toolcall_f
 /*
  * Parses one complete tool-call block of format fmt: its whole text from
  * the opening marker (or '{' / '[' for LLAMA3 and JSON) through the closing
- * one (which may be missing: a block cut short). tools (the request's tools,
+ * one (which may be missing: a block cut short); for TAG, whose markers
+ * the parser holds, the text between them. tools (the request's tools,
  * an array of {"type": "function", "function": {...}}, or NULL) types
  * GLM45 / QWEN3_CODER values. On success *calls is a new JSON array (one
  * block may hold several calls) of objects {"name": string, "arguments":
@@ -176,6 +202,13 @@ struct wk_toolcall_parser;
  */
 enum wk_status wk_toolcall_parser_create(enum wk_toolcall_format fmt,
                                          struct wk_toolcall_parser **out, struct wk_error *err);
+
+/* A TAG parser's markers (wk_toolcall_detect_markers; close "" or NULL:
+ * none). Until they are set, a TAG parser passes all text through as
+ * content. Errors: WK_E_INVALID (not a TAG parser, an empty open or one
+ * longer than WK_TOOLCALL_MAX_TAG, a close longer than it + 2). */
+enum wk_status wk_toolcall_parser_set_markers(struct wk_toolcall_parser *p, const char *open, const char *close,
+                                              struct wk_error *err);
 
 /* Frees a parser (NULL is fine). */
 void wk_toolcall_parser_free(struct wk_toolcall_parser *p);

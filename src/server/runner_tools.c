@@ -110,9 +110,12 @@ enum wk_status srv_tools_create(const char *template_text, size_t len, const jso
     *res = NULL;
     struct srv_tools *t = wk_calloc(1, sizeof *t);
     if (!t) return wk_error_set(err, WK_E_NOMEM, "out of memory");
-    enum wk_toolcall_format fmt = wk_toolcall_detect(template_text, len);
+    char open[WK_TOOLCALL_MAX_TAG + 3], close[WK_TOOLCALL_MAX_TAG + 3];
+    enum wk_toolcall_format fmt = wk_toolcall_detect_markers(template_text, len, open, close);
     enum wk_status st = wk_toolcall_parser_create(fmt, &t->p, err);
+    if (!st && fmt == WK_TOOLCALL_TAG) st = wk_toolcall_parser_set_markers(t->p, open, close, err);
     if (st) {
+        wk_toolcall_parser_free(t->p);
         wk_free(t);
         return st;
     }

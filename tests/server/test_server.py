@@ -497,6 +497,48 @@ def valid_weather_args(args):
     return isinstance(args, dict) and set(args) == {"city"} and isinstance(args["city"], str) and args["city"]
 
 
+def test_tool_tags(s):
+    """A Modelfile TEMPLATE whose tool calls start with a tag of its own
+    (Granite's <|tool_call|>[...], <function_calls>...</function_calls>):
+    the tag Ollama's tools.parseTag reads from the template marks the
+    calls. The model's words are forced with a GBNF grammar (llama-server's
+    grammar field), so the parse is all that is tested."""
+    head = ("{{- if .Tools }}<|im_start|>system\nTools: {{ range .Tools }}{{ .Function.Name }} {{ end }}<|im_end|>\n"
+            "{{ end }}{{- range .Messages }}<|im_start|>{{ .Role }}\n{{ .Content }}")
+    templates = {
+        "smol-granite": ("{{- if .ToolCalls }}<|tool_call|>[{{ range $i, $c := .ToolCalls }}{{ if $i }}, {{ end }}"
+                         "{\"name\": \"{{ .Function.Name }}\", \"arguments\": {{ .Function.Arguments }}}{{ end }}]"
+                         "{{ end }}", '<|tool_call|>[{"name": "get_weather", "arguments": {"city": "Paris"}}]'),
+        "smol-fcalls": ("{{- if .ToolCalls }}<function_calls>{{ range .ToolCalls }}{\"name\": \"{{ .Function.Name }}"
+                        "\", \"arguments\": {{ .Function.Arguments }}}{{ end }}</function_calls>{{ end }}",
+                        'Checking. <function_calls>{"name": "get_weather", "arguments": {"city": "Paris"}}'
+                        '</function_calls>'),
+    }
+    for name, (calls, forced) in templates.items():
+        tpl = head + calls + "<|im_end|>\n{{ end }}<|im_start|>assistant\n"
+        st, body = s.post("/api/create", {"model": name, "from": SMOL, "template": tpl})
+        check(st == 200, f"create {name}", str(body))
+        grammar = "root ::= " + json.dumps(forced)
+        ask = [{"role": "user", "content": "Weather in Paris?"}]
+        want_text = forced.split("<", 1)[0].rstrip() if not forced.startswith("<") else ""
+        for stream in (False, True):
+            r = s.openai.chat.completions.create(model=name, messages=ask, tools=[WEATHER_TOOL], temperature=0,
+                                                 max_tokens=60, stream=stream, extra_body={"grammar": grammar})
+            if stream:
+                chunks = list(r)
+                text = "".join(k.choices[0].delta.content or "" for k in chunks if k.choices)
+                tc = [t for k in chunks if k.choices for t in (k.choices[0].delta.tool_calls or [])]
+                reason = next(k.choices[0].finish_reason for k in reversed(chunks) if k.choices)
+            else:
+                text, tc, reason = r.choices[0].message.content or "", r.choices[0].message.tool_calls or [], \
+                    r.choices[0].finish_reason
+            ok = (len(tc) == 1 and tc[0].function.name == "get_weather"
+                  and json.loads(tc[0].function.arguments) == {"city": "Paris"})
+            check(ok and reason == "tool_calls" and text.strip() == want_text,
+                  f"{name} (stream {stream}): the call after the template's tag is a tool call, the text around it "
+                  "content", f"{text!r} {tc!r} {reason}")
+
+
 def test_tool_calls(s):
     """Qwen2.5-Coder-1.5B-Instruct with the real clients: a Python function
     as a tool (ollama), tools with tool_choice auto (openai, streamed and
@@ -1202,7 +1244,7 @@ def main():
     s = Server()
     try:
         for t in (test_errors, test_ollama_client, test_openai_client, test_qwen2_chat, test_prefix_reuse, test_cancellation,
-                  test_runner_killed, test_concurrent_same_answer, test_cli_ps_stop_and_max_loaded, test_api_create, test_ollama_api, test_templates, test_template_kwargs, test_tool_prompts, test_fill_in_middle, test_tool_calls, test_harmony, test_structured_output, test_mask_only_removes, test_api_edges, test_gemma4_mtp, test_load,
+                  test_runner_killed, test_concurrent_same_answer, test_cli_ps_stop_and_max_loaded, test_api_create, test_ollama_api, test_templates, test_template_kwargs, test_tool_prompts, test_fill_in_middle, test_tool_tags, test_tool_calls, test_harmony, test_structured_output, test_mask_only_removes, test_api_edges, test_gemma4_mtp, test_load,
                   test_shutdown):
             t0 = time.time()
             t(s)

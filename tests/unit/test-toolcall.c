@@ -56,6 +56,9 @@ static bool on_call(void *user, const struct wk_toolcall *c)
     return true;
 }
 
+/* A TAG parser's markers (test_tag sets them). */
+static const char *g_tag_open = "<function_calls>", *g_tag_close = "</function_calls>";
+
 /* Runs fmt over in[0..n) cut at cuts[0..ncuts) (increasing). */
 static void run_cuts(enum wk_toolcall_format fmt, const char *in, size_t n, const size_t *cuts,
                      int ncuts, json_t *tools, struct result *r)
@@ -66,6 +69,7 @@ static void run_cuts(enum wk_toolcall_format fmt, const char *in, size_t n, cons
     r->cap = 1;
     struct wk_toolcall_parser *p;
     CHECK_EQ_INT(wk_toolcall_parser_create(fmt, &p, NULL), WK_OK);
+    if (fmt == WK_TOOLCALL_TAG) CHECK_EQ_INT(wk_toolcall_parser_set_markers(p, g_tag_open, g_tag_close, NULL), WK_OK);
     wk_toolcall_parser_set_tools(p, tools);
     struct wk_toolcall_sink sink = {on_content, on_call, r};
     size_t at = 0;
@@ -184,7 +188,7 @@ static void test_detect_written(void)
                  WK_TOOLCALL_JSON);
     CHECK_EQ_INT(det("{{- else if .ToolCalls }}\nAction: ```json\n[{{ range .ToolCalls "
                      "}}{\"tool_name\": 1}"),
-                 WK_TOOLCALL_NONE);
+                 WK_TOOLCALL_TAG);
     CHECK_EQ_INT(det("<|start_header_id|>{% if tools %}<function={{ name }}>"), WK_TOOLCALL_NONE);
 }
 
@@ -612,6 +616,66 @@ static void test_gemma(void)
     expect(G, deep, want, "[]", MAL);
 }
 
+/* ----------------------------------------------------------------- TAG */
+
+/* template's markers, as wk_toolcall_detect_markers finds them */
+static void expect_markers(const char *t, enum wk_toolcall_format fmt, const char *open, const char *close)
+{
+    char o[WK_TOOLCALL_MAX_TAG + 3], c[WK_TOOLCALL_MAX_TAG + 3];
+    CHECK_EQ_INT(wk_toolcall_detect_markers(t, strlen(t), o, c), fmt);
+    CHECK_EQ_STR(o, open);
+    CHECK_EQ_STR(c, close);
+}
+
+static void test_tag(void)
+{
+    /* the tags Ollama's tools.parseTag reads from a TEMPLATE (tools/template.go): the first text
+     * that is not only whitespace inside {{ if .ToolCalls }}, cut at '{', trimmed */
+    expect_markers("{{- if .ToolCalls }}<|tool_call|>[{{ range $i, $t := .ToolCalls }}{{ if $i }}, {{ end }}"
+                   "{\"name\": \"{{ .Function.Name }}\", \"arguments\": {{ .Function.Arguments }}}{{ end }}]"
+                   "{{- end }}",
+                   WK_TOOLCALL_TAG, "<|tool_call|>", "");
+    expect_markers("{{ if .ToolCalls }}<function_calls>{{ range .ToolCalls }}{\"name\": \"{{ .Function.Name }}\"}"
+                   "{{ end }}</function_calls>{{ end }}",
+                   WK_TOOLCALL_TAG, "<function_calls>", "</function_calls>");
+    /* whitespace-only text is skipped, as Ollama's findTextNode skips it */
+    expect_markers("{{ if .ToolCalls }}\n{{ range .ToolCalls }}[TOOL_CALL] {\"name\": 1}{{ end }}{{ end }}",
+                   WK_TOOLCALL_TAG, "[TOOL_CALL]", "");
+    expect_markers("{{ if .ToolCalls }}Action: ```json\n[{{ range .ToolCalls }}{\"tool_name\": 1}{{ end }}]\n```",
+                   WK_TOOLCALL_TAG, "Action: ```json", "```");
+    expect_markers("{{ if .ToolCalls }}[{{ range .ToolCalls }}{\"name\": 1}{{ end }}]{{ end }}", WK_TOOLCALL_JSON, "",
+                   "");
+    expect_markers("{{ if .ToolCalls }}a tag much too long to be a marker of calls{\"name\": 1}{{ end }}",
+                   WK_TOOLCALL_NONE, "", "");
+    /* calls after the tag, the block closed by </x> */
+    g_tag_open = "<function_calls>", g_tag_close = "</function_calls>";
+    expect(WK_TOOLCALL_TAG, "Let me check. <function_calls>{\"name\": \"f\", \"arguments\": {\"a\": 1}}"
+           "</function_calls> Done.",
+           "Let me check.  Done.", "[{\"name\": \"f\", \"arguments\": {\"a\": 1}}]", 0);
+    expect(WK_TOOLCALL_TAG, "<function_calls>not json</function_calls>", "<function_calls>not json</function_calls>",
+           "[]", MAL);
+    expect(WK_TOOLCALL_TAG, "a <function b", "a <function b", "[]", 0);
+    /* no closing tag: the block is the JSON value (a list of calls) */
+    g_tag_open = "<|tool_call|>", g_tag_close = "";
+    expect(WK_TOOLCALL_TAG, "<|tool_call|>[{\"name\": \"a\", \"arguments\": {\"x\": \"]\"}}, "
+           "{\"name\": \"b\", \"arguments\": {}}]",
+           "", "[{\"name\": \"a\", \"arguments\": {\"x\": \"]\"}}, {\"name\": \"b\", \"arguments\": {}}]", 0);
+    expect(WK_TOOLCALL_TAG, "<|tool_call|> sure", "<|tool_call|> sure", "[]", MAL);
+    /* Command R's fenced list of {"tool_name", "parameters"} */
+    g_tag_open = "Action: ```json", g_tag_close = "```";
+    expect(WK_TOOLCALL_TAG, "Action: ```json\n[{\"tool_name\": \"f\", \"parameters\": {\"q\": \"x\"}}]\n```", "",
+           "[{\"name\": \"f\", \"arguments\": {\"q\": \"x\"}}]", 0);
+    /* markers refused */
+    struct wk_toolcall_parser *p;
+    CHECK_EQ_INT(wk_toolcall_parser_create(WK_TOOLCALL_TAG, &p, NULL), WK_OK);
+    CHECK_EQ_INT(wk_toolcall_parser_set_markers(p, "", NULL, NULL), WK_E_INVALID);
+    CHECK_EQ_INT(wk_toolcall_parser_set_markers(p, "<a tag of more than twenty-four bytes>", NULL, NULL), WK_E_INVALID);
+    wk_toolcall_parser_free(p);
+    CHECK_EQ_INT(wk_toolcall_parser_create(WK_TOOLCALL_HERMES, &p, NULL), WK_OK);
+    CHECK_EQ_INT(wk_toolcall_parser_set_markers(p, "<x>", NULL, NULL), WK_E_INVALID);
+    wk_toolcall_parser_free(p);
+}
+
 /* ---------------------------------------------------------------- JSON */
 
 static void test_json(void)
@@ -857,7 +921,7 @@ static void test_alloc_failures(void)
     }
 }
 
-CHECK_MAIN(TEST(test_detect_written), TEST(test_format_names), TEST(test_detect_real_templates),
+CHECK_MAIN(TEST(test_detect_written), TEST(test_tag), TEST(test_format_names), TEST(test_detect_real_templates),
            TEST(test_hermes), TEST(test_hermes_malformed), TEST(test_llama3), TEST(test_mistral),
            TEST(test_glm45), TEST(test_qwen3_coder), TEST(test_gemma), TEST(test_json),
            TEST(test_none), TEST(test_streaming_prompt), TEST(test_cancel), TEST(test_limits),
