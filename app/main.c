@@ -3,6 +3,8 @@
  */
 #include "cli.h"
 
+#include "../src/server/wk_server.h"
+
 #include <stdio.h>
 #include <string.h>
 
@@ -53,8 +55,8 @@ int main(int argc, char **argv)
     if (strcmp(cmd, "pull") == 0) return cmd_pull(argc - 1, argv + 1);
     if (strcmp(cmd, "push") == 0) return cmd_push(argc - 1, argv + 1);
     if (strcmp(cmd, "template") == 0) return cmd_template(argc - 1, argv + 1);
-    if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "version") == 0) {
-        printf("wick version %s\n", WK_VERSION);
+    if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "-v") == 0 || strcmp(cmd, "version") == 0) {
+        printf("wick version %s (Ollama API %s)\n", WK_VERSION, WK_OLLAMA_API_VERSION);
         return WK_EXIT_OK;
     }
     if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {

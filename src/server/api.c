@@ -399,8 +399,8 @@ static int parse_ollama(struct srv_gen *g, json_t *body, json_t *req, json_t *ro
             json_object_set(req, "template", tpl);
         }
         if (src) return 0; /* the prompt and the suffix alone, as Ollama's template.Execute takes them */
-        json_t *m = json_array();
-        if (json_is_string(system) && json_string_length(system) > 0)
+        json_t *m = json_array(); /* an empty prompt only loads the model, whatever the system (Ollama) */
+        if (*text && json_is_string(system) && json_string_length(system) > 0)
             json_array_append_new(m, json_pack("{s:s, s:O}", "role", "system", "content", system));
         if (*text) json_array_append_new(m, json_pack("{s:s, s:O}", "role", "user", "content", prompt));
         json_object_set_new(req, "messages", m);

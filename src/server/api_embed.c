@@ -21,10 +21,11 @@
  *                    dimensions first when asked. Without input (absent,
  *                    null, or the string "") the model is loaded and the
  *                    answer is {model, embeddings: []}, as Ollama's
- *                    EmbedHandler answers (an empty list stays a 400).
+ *                    EmbedHandler answers (an empty list too); dimensions
+ *                    0 or below keeps the width, as there.
  *   /api/embeddings  {model, prompt, keep_alive, options} -> {embedding}
  *                    (not normalized beyond what the model does; an empty
- *                    prompt gives []).
+ *                    or absent prompt loads the model and gives []).
  *   /v1/embeddings   {model, input: string | [string] | [id] | [[id]],
  *                     encoding_format float|base64, dimensions, user} ->
  *                    {object: list, data: [{object: embedding, index,
@@ -123,8 +124,12 @@ static int parse_inputs(struct embed_req *r, json_t *body, char *msg, size_t cap
 {
     if (r->route == EMBED_LEGACY) {
         json_t *p = json_object_get(body, "prompt");
+        if (!p || json_is_null(p)) { /* Ollama: an empty request loads the model ({"embedding": []}) */
+            r->inputs = json_pack("[s]", "");
+            return r->inputs ? 0 : (snprintf(msg, cap, "out of memory"), 500);
+        }
         if (!json_is_string(p)) {
-            snprintf(msg, cap, p ? "prompt must be a string" : "prompt is required: the text to embed");
+            snprintf(msg, cap, "prompt must be a string");
             return 400;
         }
         r->inputs = json_pack("[O]", p);
@@ -132,8 +137,9 @@ static int parse_inputs(struct embed_req *r, json_t *body, char *msg, size_t cap
     }
     json_t *in = json_object_get(body, "input");
     const bool oai = r->route == EMBED_OPENAI;
-    /* Ollama: no input, or one empty string, loads the model and embeds nothing */
-    if ((!in || json_is_null(in) || (json_is_string(in) && json_string_length(in) == 0)) && r->route == EMBED_OLLAMA) {
+    /* Ollama: no input, one empty string or an empty list loads the model and embeds nothing */
+    if ((!in || json_is_null(in) || (json_is_string(in) && json_string_length(in) == 0) ||
+         (json_is_array(in) && json_array_size(in) == 0)) && r->route == EMBED_OLLAMA) {
         r->inputs = json_array();
         return r->inputs ? 0 : (snprintf(msg, cap, "out of memory"), 500);
     }
@@ -216,9 +222,12 @@ static int parse(struct embed_req *r, json_t *body, char *msg, size_t cap)
         r->truncate = json_is_true(trunc);
     }
     if (dims && !json_is_null(dims)) {
-        if (!json_is_integer(dims) || json_integer_value(dims) < 1 || json_integer_value(dims) > 1 << 20)
+        /* Ollama's EmbedHandler cuts only for 0 < dimensions < the width: 0 and below keep it all */
+        const bool ollama = r->route == EMBED_OLLAMA;
+        if (!json_is_integer(dims) || json_integer_value(dims) < (ollama ? INT32_MIN : 1) ||
+            json_integer_value(dims) > 1 << 20)
             return snprintf(msg, cap, "dimensions must be a positive integer"), 400;
-        r->dimensions = (int32_t)json_integer_value(dims);
+        r->dimensions = json_integer_value(dims) > 0 ? (int32_t)json_integer_value(dims) : 0;
     }
     if (fmt && !json_is_null(fmt)) {
         const char *f = json_string_value(fmt);

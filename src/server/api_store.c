@@ -13,6 +13,7 @@
 #include "../io/wk_options.h"
 #include "../tokenizer/wk_tokenizer.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -474,9 +475,24 @@ enum MHD_Result srv_serve_delete(struct srv_server *srv, struct MHD_Connection *
 
 /* ------------------------------------------------------------ /api/blobs */
 
-enum MHD_Result srv_serve_blob_head(struct srv_server *srv, struct MHD_Connection *c, const char *digest)
+/* A blob route's digest as Ollama's manifest.BlobsPath takes it (sha256:
+ * or sha256- and 64 hex digits, either case) into d as the store names it
+ * (sha256: and lower case); false when it is not one. */
+static bool blob_digest(const char *in, char d[72])
 {
-    if (!wk_digest_ok(digest)) return srv_reply_error(c, 400, "the digest must be \"sha256:\" and 64 lower-case hex digits");
+    if (!in || strlen(in) != 71 || strncmp(in, "sha256", 6) != 0 || (in[6] != ':' && in[6] != '-')) return false;
+    memcpy(d, "sha256:", 7);
+    for (int i = 7; i < 71; i++) d[i] = (char)tolower((unsigned char)in[i]);
+    d[71] = '\0';
+    return wk_digest_ok(d);
+}
+
+#define BLOB_DIGEST_ERR "the digest must be \"sha256:\" (or \"sha256-\") and 64 hex digits"
+
+enum MHD_Result srv_serve_blob_head(struct srv_server *srv, struct MHD_Connection *c, const char *given)
+{
+    char digest[72];
+    if (!blob_digest(given, digest)) return srv_reply_error(c, 400, BLOB_DIGEST_ERR);
     struct wk_store *s;
     struct wk_error err;
     if (wk_store_open(srv->models_dir, &s, &err)) return srv_reply_error(c, 500, err.msg);
@@ -497,13 +513,14 @@ struct srv_upload {
     struct wk_error err;
 };
 
-struct srv_upload *srv_upload_begin(struct srv_server *srv, const char *digest)
+struct srv_upload *srv_upload_begin(struct srv_server *srv, const char *given)
 {
     struct srv_upload *u = wk_calloc(1, sizeof *u);
     if (!u) return NULL;
-    if (!wk_digest_ok(digest)) {
+    char digest[72];
+    if (!blob_digest(given, digest)) {
         u->status = 400;
-        wk_error_set(&u->err, WK_E_INVALID, "the digest must be \"sha256:\" and 64 lower-case hex digits");
+        wk_error_set(&u->err, WK_E_INVALID, BLOB_DIGEST_ERR);
         return u;
     }
     snprintf(u->digest, sizeof u->digest, "%s", digest);

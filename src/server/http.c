@@ -517,7 +517,7 @@ static enum MHD_Result route(struct srv_server *srv, struct MHD_Connection *c, c
     if (!routes[found].post) {
         if (strcmp(url, "/") == 0) return reply_raw(c, 200, "text/plain; charset=utf-8", "wick is running", 15);
         if (strcmp(url, "/api/version") == 0)
-            return reply_json(c, 200, json_pack("{s:s}", "version", WK_SERVER_VERSION));
+            return reply_json(c, 200, json_pack("{s:s}", "version", WK_OLLAMA_API_VERSION));
         if (strcmp(url, "/api/tags") == 0) return reply_json(c, 200, srv_models_list(srv->models_dir));
         if (strcmp(url, "/api/ps") == 0) return reply_json(c, 200, srv_ps_list(srv));
         if (strcmp(url, "/health") == 0 || strcmp(url, "/v1/health") == 0) /* as llama-server's */

@@ -66,7 +66,9 @@ enum MHD_Result srv_serve_create(struct srv_server *srv, struct MHD_Connection *
 enum MHD_Result srv_serve_copy(struct srv_server *srv, struct MHD_Connection *c, json_t *body);
 enum MHD_Result srv_serve_delete(struct srv_server *srv, struct MHD_Connection *c, json_t *body);
 /* HEAD /api/blobs/:digest: 200 when the store holds the blob, else 404
- * (400 for a malformed digest). */
+ * (400 for a malformed digest). A digest is "sha256:" or "sha256-" and 64
+ * hex digits of either case, as Ollama's manifest.BlobsPath takes it, here
+ * and in POST. */
 enum MHD_Result srv_serve_blob_head(struct srv_server *srv, struct MHD_Connection *c, const char *digest);
 
 /* POST /api/blobs/:digest: the body written into the store as it arrives

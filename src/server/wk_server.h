@@ -44,6 +44,11 @@
 #include "../base/wk_base.h"
 
 #define WK_SERVER_VERSION "0.1.0"
+/* What /api/version answers: the Ollama release whose API wick follows
+ * (v0.33.0's server/routes.go, api/types.go), as clients gate features on
+ * it (Continue wants 0.6.5 or later, Raycast's extension 0.6.4); wick's
+ * own version is `wick --version`'s. */
+#define WK_OLLAMA_API_VERSION "0.33.0"
 
 /* What `wick runner` is started with. */
 struct wk_runner_opts {

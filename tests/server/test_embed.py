@@ -19,7 +19,7 @@ with float, base64 (decoded here) and the client's default (base64 it
 decodes), token-id inputs, dimensions; counts (prompt_eval_count,
 usage.prompt_tokens against the reference ids); /api/show's capabilities;
 the retrieval ranking, also through LangChain's OllamaEmbeddings and
-OpenAIEmbeddings in an InMemoryVectorStore; 8 concurrent clients; bad input (an empty list, 10,000 inputs, a 1 MB string,
+OpenAIEmbeddings in an InMemoryVectorStore; 8 concurrent clients; bad input (an empty OpenAI list, 10,000 inputs, a 1 MB string,
 non-string items, truncate false on an over-long text, chat to the embedding
 model) answered with clear 400s while the server
 serves on. WICK_BIN runs another build (the ASan one).
@@ -386,14 +386,11 @@ def test_concurrent(srv, ref):
 def test_bad_input(srv, ref):
     long_text = max(ref, key=lambda c: len(c["text"]))["text"]
     cases = [
-        ("/api/embed", {"model": "minilm", "input": []}, "empty list"),
         ("/api/embed", {"model": "minilm", "input": ["x"] * 10000}, "10000"),
         ("/api/embed", {"model": "minilm", "input": "a" * (1 << 20)}, "bytes"),
         ("/api/embed", {"model": "minilm", "input": ["ok", 7, {"a": 1}]}, "input 1"),
         ("/api/embed", {"model": "minilm", "input": [None]}, "input 0"),
         ("/api/embed", {"model": "minilm", "input": long_text, "truncate": False}, "limit of 256"),
-        ("/api/embed", {"model": "minilm", "input": "x", "dimensions": 0}, "dimensions"),
-        ("/api/embeddings", {"model": "minilm"}, "prompt is required"),
         ("/v1/embeddings", {"model": "minilm"}, "input is required"),
         ("/api/embed", {"input": "x"}, "model is required"),
         ("/api/embeddings", {"model": "minilm", "prompt": 5}, "prompt must be a string"),
@@ -412,6 +409,19 @@ def test_bad_input(srv, ref):
         err = ans.get("error")
         msg = err.get("message") if isinstance(err, dict) else err
         check(st == 400 and isinstance(msg, str) and want in msg, f"{path} {want}: a clear 400", f"{st} {ans}"[:300])
+    # what Ollama's EmbedHandler / EmbeddingsHandler answer (server/routes.go): an empty list or request
+    # loads the model and embeds nothing; dimensions 0 or below keeps the whole vector
+    st, ans = srv.post("/api/embed", {"model": "minilm", "input": []})
+    check(st == 200 and ans.get("embeddings") == [], "/api/embed with input []: 200, no embeddings (as Ollama)",
+          f"{st} {ans}")
+    st, ans = srv.post("/api/embeddings", {"model": "minilm"})
+    check(st == 200 and ans.get("embedding") == [], "/api/embeddings without a prompt: 200, [] (as Ollama)",
+          f"{st} {ans}")
+    for d in (0, -3):
+        st, ans = srv.post("/api/embed", {"model": "minilm", "input": ref[0]["text"], "dimensions": d})
+        e = (ans.get("embeddings") or [[]])[0]
+        check(st == 200 and len(e) == 384 and cos(e, ref[0]["embedding"]) >= 0.9999,
+              f"/api/embed dimensions {d}: the whole vector (as Ollama)", f"{st} {len(e)}")
     st, ans = srv.post("/api/embed", raw=b"{not json")
     check(st == 400 and "invalid JSON" in ans.get("error", ""), "/api/embed: invalid JSON is a 400", f"{st} {ans}")
     st, ans = srv.post("/api/embed", {"model": "nope", "input": "x"})

@@ -67,6 +67,17 @@ def test_ollama_surface(s, smol_gguf):
     check(digest == sha256_file(smol_gguf), "create_blob returns the file's sha256", digest)
     st, _, _ = raw(s.port, "HEAD", f"/api/blobs/{digest}")
     check(st == 200, "HEAD /api/blobs/<stored digest>: 200", str(st))
+    st, _, _ = raw(s.port, "HEAD", f"/api/blobs/sha256-{digest[7:].upper()}")
+    check(st == 200, "HEAD /api/blobs/sha256-<HEX>: the same blob (Ollama's BlobsPath takes '-' and either case)",
+          str(st))
+    st, body, _ = raw(s.port, "GET", "/api/version")
+    ver = tuple(int(x) for x in json.loads(body)["version"].split("."))
+    check(st == 200 and ver >= (0, 6, 5), "/api/version: the Ollama API level, at least what clients gate on "
+          "(Continue wants 0.6.5)", str(body))
+    st, body, _ = raw(s.port, "POST", "/api/generate", json.dumps({"model": "smollm2", "system": "Be brief.",
+                                                                      "stream": False}))
+    check(st == 200 and json.loads(body).get("done_reason") == "load",
+          "/api/generate with a system and no prompt only loads the model (Ollama checks the prompt alone)", str(body))
     other = "sha256:" + hashlib.sha256(b"not stored").hexdigest()
     st, _, _ = raw(s.port, "HEAD", f"/api/blobs/{other}")
     check(st == 404, "HEAD /api/blobs/<unknown digest>: 404", str(st))
