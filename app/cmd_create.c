@@ -8,6 +8,7 @@
 #include "cli.h"
 
 #include "../src/io/wk_io.h"
+#include "../src/io/wk_json.h"
 #include "../src/io/wk_modelfile.h"
 #include "../src/model/wk_embed.h"
 #include "../src/model/wk_model.h"
@@ -468,8 +469,8 @@ int cmd_show(int argc, char **argv)
             size_t i;
             json_t *e;
             json_array_foreach(vals, i, e) {
-                char *t = json_dumps(e, JSON_ENCODE_ANY);
-                printf("%-30s %s\n", k, t);
+                char *t = wk_json_text(e);
+                printf("%-30s %s\n", k, t ? t : "");
                 free(t);
             }
             json_decref(vals);

@@ -17,6 +17,7 @@
 #include "cli.h"
 #include "run.h"
 
+#include "../src/io/wk_json.h"
 #include "../src/io/wk_options.h"
 #include "../src/runtime/wk_runtime.h"
 #include "../src/store/wk_store.h"
@@ -427,11 +428,7 @@ void run_show_user_parameters(const struct run_session *s)
     const char *k;
     json_t *v;
     json_object_foreach(s->options, k, v) {
-        if (json_is_real(v)) { /* 0.7, not 0.69999999999999996 */
-            printf("  %-30s %g\n", k, json_real_value(v));
-            continue;
-        }
-        char *t = json_dumps(v, JSON_ENCODE_ANY);
+        char *t = wk_json_text(v); /* 0.7, not 0.69999999999999996 */
         printf("  %-30s %s\n", k, t ? t : "");
         free(t);
     }

@@ -14,6 +14,7 @@
  */
 #include "run.h"
 
+#include "../src/io/wk_json.h"
 #include "../src/io/wk_options.h"
 #include "../src/model/wk_embed.h"
 #include "../src/runtime/wk_gotmpl.h"
@@ -562,7 +563,7 @@ static void show_parameters(const struct run_session *s)
         size_t i;
         json_t *e;
         json_array_foreach(vals, i, e) {
-            char *t = json_dumps(e, JSON_ENCODE_ANY);
+            char *t = wk_json_text(e);
             printf("  %-30s %s\n", k, t ? t : "");
             free(t);
         }

@@ -18,6 +18,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* 5^0 .. 5^27 */
@@ -134,4 +135,14 @@ size_t wk_f32_json(float v, char *out)
     }
     *o = 0;
     return (size_t)(o - out);
+}
+
+size_t wk_f64_text(double v, char *out)
+{
+    int n = 0;
+    for (int prec = 1; prec <= 17; prec++) {
+        n = snprintf(out, 32, "%.*g", prec, v);
+        if (!isfinite(v) || strtod(out, NULL) == v) break;
+    }
+    return n > 0 ? (size_t)n : 0;
 }

@@ -330,6 +330,13 @@ void wk_str_printable(const char *s, size_t n, char *out, size_t out_size);
  * cannot hold. Thread-safe; f32_text.c. */
 size_t wk_f32_json(float v, char *out);
 
+/* Writes double v into out [32] as the shortest "%.{1..17}g" text that
+ * reads back (strtod) as v: 0.3 for the double nearest 0.3, where "%.17g"
+ * gives 0.29999999999999999 (how a Modelfile's PARAMETER shows; Python's
+ * repr and Go's %v write the same digits). NUL-terminated; returns the
+ * length. NaN and infinities as "%g" writes them. f32_text.c. */
+size_t wk_f64_text(double v, char *out);
+
 /* A growable byte string, kept NUL-terminated once anything is added.
  * Zero-initialise; free p with wk_free. */
 struct wk_buf {

@@ -38,3 +38,11 @@ json_t *wk_json_load_file(const char *path, size_t flags, json_error_t *error)
     wk_free(text);
     return j;
 }
+
+char *wk_json_text(const json_t *v)
+{
+    if (!json_is_real(v)) return json_dumps(v, JSON_ENCODE_ANY);
+    char num[32];
+    wk_f64_text(json_real_value(v), num);
+    return strdup(num);
+}

@@ -19,4 +19,10 @@
  */
 json_t *wk_json_load_file(const char *path, size_t flags, json_error_t *error);
 
+/* A JSON value as text (json_dumps with JSON_ENCODE_ANY), a real in the
+ * shortest form that reads back the same (wk_f64_text: 0.3, not jansson's
+ * 0.29999999999999999): how a stored PARAMETER shows. malloc'd (free it);
+ * NULL when out of memory. */
+char *wk_json_text(const json_t *v);
+
 #endif

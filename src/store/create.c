@@ -559,7 +559,7 @@ enum wk_status wk_modelfile_add_json_param(struct wk_modelfile *mf, const char *
         char buf[64];
         const char *t = json_is_string(e) ? json_string_value(e) : buf;
         if (json_is_integer(e)) snprintf(buf, sizeof buf, "%lld", (long long)json_integer_value(e));
-        else if (json_is_real(e)) snprintf(buf, sizeof buf, "%.17g", json_real_value(e));
+        else if (json_is_real(e)) wk_f64_text(json_real_value(e), buf);
         else if (json_is_boolean(e)) snprintf(buf, sizeof buf, "%s", json_is_true(e) ? "true" : "false");
         else if (!json_is_string(e)) st = wk_error_set(err, WK_E_INVALID, "parameter '%s' has a value of the wrong type", k);
         if (!st) st = wk_modelfile_add_param(mf, k, t, err);

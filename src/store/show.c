@@ -7,6 +7,8 @@
  */
 #include "wk_store.h"
 
+#include "../io/wk_json.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -110,7 +112,7 @@ char *wk_store_params_text(json_t *params)
         size_t j;
         json_t *e;
         json_array_foreach(vals, j, e) {
-            char *t = json_dumps(e, JSON_ENCODE_ANY);
+            char *t = wk_json_text(e);
             char *line = t ? wk_asprintf("%s%-30s %s", b.len ? "\n" : "", keys[i], t) : NULL;
             ok = ok && line && wk_buf_add(&b, line, strlen(line));
             free(t);

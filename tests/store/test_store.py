@@ -153,14 +153,14 @@ def test_create_and_run():
 def test_parameters_system_messages():
     five = "Hello\n  there\n\nline \"4\"\nend  "
     text = (f"FROM {SMOL}\n# a comment\nparameter temperature 0\nPARAMETER stop \"<|im_end|>\"\n"
-            f"PARAMETER stop \"<|im_end|>\"\nPARAMETER num_predict 12\nSYSTEM You are a pirate.\n"
+            f"PARAMETER stop \"<|im_end|>\"\nPARAMETER num_predict 12\nPARAMETER top_p 0.3\nSYSTEM You are a pirate.\n"
             f"MESSAGE user \"\"\"{five}\"\"\"\nMESSAGE assistant Arr.\n")
     rc, _, err = wick("create", "pirate", "-f", modelfile(text))
     check(rc == 0, "create with PARAMETER/SYSTEM/MESSAGE", err)
     m = manifests()[os.path.join(STORE, "manifests", "registry.ollama.ai", "library", "pirate", "latest")]
     params = json.load(open(blob(next(l["digest"] for l in m["layers"]
                                       if l["mediaType"] == "application/vnd.ollama.image.params"))))
-    check(params == {"stop": ["<|im_end|>", "<|im_end|>"], "temperature": 0.0, "num_predict": 12},
+    check(params == {"stop": ["<|im_end|>", "<|im_end|>"], "temperature": 0.0, "num_predict": 12, "top_p": 0.3},
           "PARAMETER stop twice: two stop strings without quotes; typed values", str(params))
     msgs = json.load(open(blob(next(l["digest"] for l in m["layers"]
                                     if l["mediaType"] == "application/vnd.ollama.image.messages"))))
@@ -172,6 +172,10 @@ def test_parameters_system_messages():
     check(rc == rc2 == rc3 == 0 and mf1.startswith("# Modelfile generated") and "# FROM pirate:latest" in mf1
           and body(mf1) == body(mf2), "show --modelfile -> create -> show --modelfile is byte for byte (past the header)",
           f"{mf1!r}\n  {mf2!r}")
+    rc4, ps, _ = wick("show", "pirate", "--parameters")
+    check("PARAMETER top_p 0.3\n" in mf1 and "top_p                          0.3\n" in ps,
+          "a float PARAMETER shows as written (0.3, the shortest text of the double, not 0.29999999999999999)",
+          f"{mf1!r} {ps!r}")
     m2 = manifests()[os.path.join(STORE, "manifests", "registry.ollama.ai", "library", "pirate2", "latest")]
     check(m2["layers"] == m["layers"], "the round trip gives the same layers (same blobs)")
     # the stored defaults apply to wick run: greedy, 12 tokens, the pirate system prompt
