@@ -221,6 +221,7 @@ enum wk_status srv_model_find(const char *models_dir, const char *name, struct s
         wk_store_close(s);
         return wk_error_set(err, WK_E_NOT_FOUND, "model '%s' not found", shown);
     }
+    wk_store_existing_name(s, &n); /* SMOL is smol: one runner, one name in /api/ps */
     wk_model_name_format(&n, out->name, sizeof out->name);
     snprintf(out->path, sizeof out->path, "%s", sm->weights);
     snprintf(out->draft, sizeof out->draft, "%s", sm->draft);

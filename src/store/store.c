@@ -419,6 +419,18 @@ void wk_store_manifest_path(const struct wk_store *s, const struct wk_model_name
     join_existing(out, cap, n->tag);
 }
 
+void wk_store_existing_name(const struct wk_store *s, struct wk_model_name *n)
+{
+    char path[4200];
+    char *parts[4] = {n->host, n->ns, n->name, n->tag};
+    snprintf(path, sizeof path, "%.3000s/manifests", s->dir);
+    for (int i = 0; i < 4; i++) {
+        join_existing(path, sizeof path, parts[i]);
+        const char *last = strrchr(path, '/') + 1;
+        if (strcasecmp(last, parts[i]) == 0 && strlen(last) < sizeof n->host) strcpy(parts[i], last);
+    }
+}
+
 enum wk_status wk_store_read_manifest(const struct wk_store *s, const struct wk_model_name *n,
                                       json_t **out, struct wk_error *err)
 {

@@ -118,6 +118,10 @@ void wk_store_blob_path(const struct wk_store *s, const char *digest, char *out,
  * each part of the name that the store holds in another case (and not in
  * n's) takes the stored case: names match ignoring case, as Ollama's do. */
 void wk_store_manifest_path(const struct wk_store *s, const struct wk_model_name *n, char *out, size_t cap);
+/* Rewrites n's parts in the spelling the store holds them in, where they
+ * match one ignoring case (Ollama's getExistingName): SMOL:latest becomes
+ * smol:latest when smol is stored; parts with no match stay as they are. */
+void wk_store_existing_name(const struct wk_store *s, struct wk_model_name *n);
 
 /* Reads model n's manifest (owned by the caller). Errors: WK_E_NOT_FOUND
  * ("model 'x' not found"), WK_E_FORMAT (not a manifest). */

@@ -220,6 +220,12 @@ def test_ollama_surface(s, smol_gguf):
     sc = cl.show("copied:v1")
     check(sc.template == sh.template and sc.parameters == sh.parameters and sc.modelfile.replace("copied:v1", "fromfiles:latest")
           == sh.modelfile, "the copy shows the same template, parameters and Modelfile")
+    # another spelling of a name is that name (Ollama's getExistingName): its runner, no second one
+    before = {p.model for p in cl.ps().models}
+    cl.generate(model="FromFiles", prompt="Say hi.", options={"num_predict": 1})
+    after = {p.model for p in cl.ps().models}
+    check(after == before and "fromfiles:latest" in after,
+          "FromFiles uses fromfiles' loaded runner (no second one, no FromFiles in ps)", f"{before} -> {after}")
     try:
         cl.copy("nosuchmodel", "x")
         check(False, "copy of an unknown model fails")
