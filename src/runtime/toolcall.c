@@ -126,6 +126,8 @@ static bool gotmpl_tag(const char *t, size_t n, char *tag, size_t cap)
  *   <tool_call> or <tool_calls>, with a JSON
  *   "name" key in the text                          HERMES (MiniMax-M3's
  *                                                   namespaced XML has none)
+ *   <|tool_call|> (Granite 3.x)                     TAG, no closing marker
+ *   <|START_ACTION|> (Command R7B, Cohere2)         TAG to <|END_ACTION|>
  *   >>>all, " functools[", or <|start_header_id|>
  *   with <function=                                 NONE (functionary,
  *                                                   firefunction syntaxes)
@@ -138,38 +140,29 @@ static bool gotmpl_tag(const char *t, size_t n, char *tag, size_t cap)
  */
 enum wk_toolcall_format wk_toolcall_detect(const char *t, size_t n)
 {
-    if (!t || !n) return WK_TOOLCALL_NONE;
-    bool tool_call = has(t, n, "<tool_call>");
-    if (tool_call && has(t, n, "<arg_key>")) return WK_TOOLCALL_GLM45;
-    if (tool_call && has(t, n, "<function=") && has(t, n, "<parameter="))
-        return WK_TOOLCALL_QWEN3_CODER;
-    if (has(t, n, "<|tool_call>") || has(t, n, "<start_function_call>")) return WK_TOOLCALL_GEMMA;
-    if (has(t, n, "[TOOL_CALLS]")) return WK_TOOLCALL_MISTRAL;
-    if ((tool_call || has(t, n, "<tool_calls>")) &&
-        (has(t, n, "\"name\"") || has(t, n, "\\\"name\\\"")))
-        return WK_TOOLCALL_HERMES;
-    bool header = has(t, n, "<|start_header_id|>");
-    if (has(t, n, ">>>all") || has(t, n, " functools[") || (header && has(t, n, "<function=")))
-        return WK_TOOLCALL_NONE;
-    if (has(t, n, "<|python_tag|>") || has(t, n, "<|start_header_id|>ipython<|end_header_id|>") ||
-        (header && (has(t, n, "tools") || has(t, n, ".Tools")) && has(t, n, "parameters")))
-        return WK_TOOLCALL_LLAMA3;
     char open[WK_TOOLCALL_MAX_TAG + 3], close[WK_TOOLCALL_MAX_TAG + 3];
     return wk_toolcall_detect_markers(t, n, open, close);
 }
 
-enum wk_toolcall_format wk_toolcall_detect_markers(const char *t, size_t n, char *open, char *close)
+/* A TAG format's markers into open and close. */
+static enum wk_toolcall_format tag_markers(const char *o, const char *c, char *open, char *close)
 {
-    open[0] = close[0] = '\0';
-    enum wk_toolcall_format f = WK_TOOLCALL_NONE;
-    if (!t || !n) return f;
+    strcpy(open, o);
+    strcpy(close, c);
+    return WK_TOOLCALL_TAG;
+}
+
+/* An Ollama TEMPLATE's own tag (gotmpl_tag) as TAG markers, JSON for none,
+ * NONE when the template has no .ToolCalls. */
+static enum wk_toolcall_format gotmpl_markers(const char *t, size_t n, char *open, char *close)
+{
     char tag[WK_TOOLCALL_MAX_TAG + 2];
-    if (!gotmpl_tag(t, n, tag, sizeof tag)) return f;
+    if (!gotmpl_tag(t, n, tag, sizeof tag)) return WK_TOOLCALL_NONE;
     size_t l = strlen(tag);
     while (l && (tag[l - 1] == '[' || isspace((unsigned char)tag[l - 1]))) /* a list of calls follows */
         tag[--l] = '\0';
     if (!l) return WK_TOOLCALL_JSON;
-    if (l > WK_TOOLCALL_MAX_TAG) return f;
+    if (l > WK_TOOLCALL_MAX_TAG) return WK_TOOLCALL_NONE;
     memcpy(open, tag, l + 1);
     /* <x ...> closed by </x>, where the template writes it; a Markdown fence by its end */
     if (l >= 3 && strstr(tag, "```")) {
@@ -180,6 +173,32 @@ enum wk_toolcall_format wk_toolcall_detect_markers(const char *t, size_t n, char
         if (!memmem(t, n, close, strlen(close))) close[0] = '\0';
     }
     return WK_TOOLCALL_TAG;
+}
+
+enum wk_toolcall_format wk_toolcall_detect_markers(const char *t, size_t n, char *open, char *close)
+{
+    open[0] = close[0] = '\0';
+    if (!t || !n) return WK_TOOLCALL_NONE;
+    bool tool_call = has(t, n, "<tool_call>");
+    if (tool_call && has(t, n, "<arg_key>")) return WK_TOOLCALL_GLM45;
+    if (tool_call && has(t, n, "<function=") && has(t, n, "<parameter="))
+        return WK_TOOLCALL_QWEN3_CODER;
+    if (has(t, n, "<|tool_call>") || has(t, n, "<start_function_call>")) return WK_TOOLCALL_GEMMA;
+    if (has(t, n, "[TOOL_CALLS]")) return WK_TOOLCALL_MISTRAL;
+    if ((tool_call || has(t, n, "<tool_calls>")) &&
+        (has(t, n, "\"name\"") || has(t, n, "\\\"name\\\"")))
+        return WK_TOOLCALL_HERMES;
+    /* Granite 3.x: <|tool_call|> and a JSON list; Command R7B, Cohere2: <|START_ACTION|>[{"tool_call_id",
+     * "tool_name", "parameters"}]<|END_ACTION|> (llama.cpp's chat.cpp parses both) */
+    if (has(t, n, "<|tool_call|>")) return tag_markers("<|tool_call|>", "", open, close);
+    if (has(t, n, "<|START_ACTION|>")) return tag_markers("<|START_ACTION|>", "<|END_ACTION|>", open, close);
+    bool header = has(t, n, "<|start_header_id|>");
+    if (has(t, n, ">>>all") || has(t, n, " functools[") || (header && has(t, n, "<function=")))
+        return WK_TOOLCALL_NONE;
+    if (has(t, n, "<|python_tag|>") || has(t, n, "<|start_header_id|>ipython<|end_header_id|>") ||
+        (header && (has(t, n, "tools") || has(t, n, ".Tools")) && has(t, n, "parameters")))
+        return WK_TOOLCALL_LLAMA3;
+    return gotmpl_markers(t, n, open, close);
 }
 
 /* ---------------------------------------------------------------- parser */

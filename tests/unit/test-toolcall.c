@@ -257,9 +257,9 @@ static const struct {
     {"StepFun3.5-Flash.jinja", WK_TOOLCALL_QWEN3_CODER},
     {"Apertus-8B-Instruct.jinja", WK_TOOLCALL_NONE},
     {"ByteDance-Seed-OSS.jinja", WK_TOOLCALL_NONE},
-    {"Cohere2MoE.jinja", WK_TOOLCALL_NONE},
+    {"Cohere2MoE.jinja", WK_TOOLCALL_TAG},
     {"CohereForAI-c4ai-command-r-plus-tool_use.jinja", WK_TOOLCALL_NONE},
-    {"CohereForAI-c4ai-command-r7b-12-2024-tool_use.jinja", WK_TOOLCALL_NONE},
+    {"CohereForAI-c4ai-command-r7b-12-2024-tool_use.jinja", WK_TOOLCALL_TAG},
     {"GigaChat3-10B-A1.8B.jinja", WK_TOOLCALL_NONE},
     {"GigaChat3.1-10B-A1.8B.jinja", WK_TOOLCALL_NONE},
     {"HuggingFaceTB-SmolLM3-3B.jinja", WK_TOOLCALL_NONE},
@@ -280,7 +280,7 @@ static const struct {
     {"deepseek-ai-DeepSeek-V4.jinja", WK_TOOLCALL_NONE},
     {"fireworks-ai-llama-3-firefunction-v2.jinja", WK_TOOLCALL_NONE},
     {"google-gemma-2-2b-it.jinja", WK_TOOLCALL_NONE},
-    {"ibm-granite-granite-3.3-2B-Instruct.jinja", WK_TOOLCALL_NONE},
+    {"ibm-granite-granite-3.3-2B-Instruct.jinja", WK_TOOLCALL_TAG},
     {"llama-cpp-deepseek-r1.jinja", WK_TOOLCALL_NONE},
     {"llama-cpp-rwkv-world.jinja", WK_TOOLCALL_NONE},
     {"meetkai-functionary-medium-v3.1.jinja", WK_TOOLCALL_NONE},
@@ -647,6 +647,16 @@ static void test_tag(void)
                    "");
     expect_markers("{{ if .ToolCalls }}a tag much too long to be a marker of calls{\"name\": 1}{{ end }}",
                    WK_TOOLCALL_NONE, "", "");
+    /* Jinja templates of the same kind: Granite 3.x, Command R7B (markers as llama.cpp's chat.cpp reads them) */
+    expect_markers("respond only with <|tool_call|> followed by a JSON list", WK_TOOLCALL_TAG, "<|tool_call|>", "");
+    expect_markers("{{ '<|START_ACTION|>[' }}{{ tool_call | tojson }}]<|END_ACTION|>", WK_TOOLCALL_TAG,
+                   "<|START_ACTION|>", "<|END_ACTION|>");
+    g_tag_open = "<|START_ACTION|>", g_tag_close = "<|END_ACTION|>";
+    expect(WK_TOOLCALL_TAG, "<|START_THINKING|>I will look it up.<|END_THINKING|><|START_ACTION|>[\n"
+           "    {\"tool_call_id\": \"0\", \"tool_name\": \"get_weather\", \"parameters\": {\"city\": \"Paris\"}}\n"
+           "]<|END_ACTION|>",
+           "<|START_THINKING|>I will look it up.<|END_THINKING|>",
+           "[{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}]", 0);
     /* calls after the tag, the block closed by </x> */
     g_tag_open = "<function_calls>", g_tag_close = "</function_calls>";
     expect(WK_TOOLCALL_TAG, "Let me check. <function_calls>{\"name\": \"f\", \"arguments\": {\"a\": 1}}"
