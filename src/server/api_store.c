@@ -46,8 +46,9 @@ static const char *model_missing(json_t *body)
 
 /* ------------------------------------------------------------ /api/show */
 
-/* A GGUF metadata value as JSON; an array only when verbose (else null,
- * as Ollama shows the tokenizer's lists unless asked). */
+/* A GGUF metadata value as JSON; an array of more than 5 items only when
+ * verbose (else [], as Ollama's getModelData empties the tokenizer's
+ * lists unless asked). */
 static json_t *gguf_json(const struct wk_gguf_value *v, bool verbose)
 {
     switch (v->type) {
@@ -64,8 +65,8 @@ static json_t *gguf_json(const struct wk_gguf_value *v, bool verbose)
         return j ? j : json_null();
     }
     case WK_GGUF_ARRAY: {
-        if (!verbose) return json_null();
         json_t *a = json_array();
+        if (!verbose && v->arr.n > 5) return a;
         for (uint64_t i = 0; i < v->arr.n && a; i++) {
             json_t *e;
             switch (v->arr.elem_type) {

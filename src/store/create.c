@@ -498,9 +498,10 @@ enum wk_status wk_store_create(struct wk_store *s, const struct wk_model_name *n
         struct wk_model_name fn;
         enum wk_status st = WK_OK;
         if (mf->draft || o->quantize || o->quantize_draft)
-            st = wk_error_set(err, WK_E_PERMISSION, "%s takes a file or folder of the server's machine, and "
-                              "server-side paths are off (wick serve --allow-paths, or WICK_ALLOW_PATHS=1)",
-                              mf->draft ? "DRAFT" : "quantize");
+            st = wk_error_set(err, WK_E_PERMISSION, "%s takes a %s of the server's machine%s, and server-side paths "
+                              "are off (wick serve --allow-paths, or WICK_ALLOW_PATHS=1)",
+                              mf->draft ? "DRAFT" : "quantize", mf->draft ? "file or folder" : "safetensors folder",
+                              mf->draft ? "" : " (a stored model, GGUF or folder, is not quantized yet)");
         else if (wk_model_name_parse(mf->from, &fn, NULL) || wk_store_read_manifest(s, &fn, &b.base, NULL))
             st = wk_error_set(err, WK_E_NOT_FOUND, "from '%.200s': no such stored model (a file or folder of the "
                               "server's machine is not taken: server-side paths are off; wick serve --allow-paths, "

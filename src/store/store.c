@@ -504,6 +504,7 @@ enum wk_status wk_store_write_manifest_bytes(struct wk_store *s, const struct wk
     *strrchr(dir, '/') = '\0';
     if (!mkdirs(dir)) return wk_error_set(err, WK_E_IO, "cannot create %s: %s", dir, strerror(errno));
     int fd = open_temp(path, tmp, sizeof tmp);
+    if (fd < 0 && errno == ENOENT && mkdirs(dir)) fd = open_temp(path, tmp, sizeof tmp); /* pruned by an rm meanwhile */
     char *text = bytes ? NULL : json_dumps(manifest, JSON_COMPACT);
     if (!bytes && text) bytes = text, len = strlen(text);
     bool ok = fd >= 0 && bytes && write(fd, bytes, len) == (ssize_t)len;
@@ -711,6 +712,11 @@ enum wk_status wk_store_remove(struct wk_store *s, const struct wk_model_name *n
         json_decref(own.digests);
         return wk_error_set(err, e == ENOENT ? WK_E_NOT_FOUND : WK_E_IO, "model '%s' %s", shown,
                             e == ENOENT ? "not found" : strerror(e));
+    }
+    /* the folders left empty (model, namespace, host), as Ollama's PruneDirectory: rmdir fails on one in use */
+    for (int up = 0; up < 3; up++) {
+        *strrchr(path, '/') = '\0';
+        if (rmdir(path)) break;
     }
     collect_unused(s, own.digests);
     json_decref(own.digests);

@@ -241,6 +241,9 @@ def test_blobs_rm_cp():
     check(rc == 0 and os.path.exists(weights), "rm keeps a blob another model (the copy) still uses", err)
     rc, out, err = wick("rm", "smol-copy:v1", "pirate", "pirate2")
     check(rc == 0 and not os.path.exists(weights), "rm of the last user removes the blob", err)
+    lib = os.path.join(STORE, "manifests", "registry.ollama.ai", "library")
+    check(not os.path.exists(os.path.join(lib, "pirate")) and os.path.isdir(os.path.join(lib, "gem")),
+          "rm leaves no empty model folder behind (Ollama's PruneDirectory), others stay", str(os.listdir(lib)))
     rc, out, err = wick("rm", "smol")
     check(rc != 0 and "not found" in err, "rm of a missing model fails", err)
     rc, out, err = wick("run", "gem", "Hi", "--num-predict", "2")
