@@ -51,6 +51,24 @@ void cli_human_time(const char *rfc3339, const char *zero, char *out, size_t cap
  * between them. */
 void cli_print_table(const char *const *cells, int n_rows, int n_cols);
 
+/* cmd_remote.c: wick list / show / cp / rm through a running server. */
+/* Whether the store commands go to a server: this environment names no
+ * store (WICK_MODELS, OLLAMA_MODELS) and one answers /api/version at
+ * WICK_HOST / OLLAMA_HOST / the default within 300 ms; its base URL into
+ * url [cap]. */
+bool cli_remote_store(char *url, size_t cap);
+/* GET /api/tags: {"models": [...]} as wk_store_list gives them (owned),
+ * or NULL after printing why not. */
+struct json_t;
+struct json_t *remote_list(const char *url);
+/* DELETE /api/delete of each of names [n]; POST /api/copy; POST /api/show
+ * printed as `ollama show` prints it (part: "modelfile", "parameters",
+ * "template", "system" or "license" alone, or NULL). Each prints what it
+ * did or the server's error, and returns an exit code. */
+int remote_rm(const char *url, int n, char **names);
+int remote_cp(const char *url, const char *src, const char *dst);
+int remote_show(const char *url, const char *name, const char *part);
+
 int cmd_run(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
 int cmd_detokenize(int argc, char **argv);

@@ -6,6 +6,7 @@
  * src/io/wk_modelfile.h.
  */
 #include "cli.h"
+#include "http_client.h"
 
 #include "../src/io/wk_io.h"
 #include "../src/io/wk_json.h"
@@ -199,12 +200,18 @@ int cmd_list(int argc, char **argv)
         return WK_EXIT_USAGE;
     }
     struct wk_error err;
-    struct wk_store *s;
-    enum wk_status st = open_store(&s, &err);
-    if (st) return fail("list", &err, st);
+    struct wk_store *s = NULL;
+    char url[CLI_URL_MAX];
+    json_t *l;
+    if (cli_remote_store(url, sizeof url)) { /* a running server's store (cmd_remote.c) */
+        if (!(l = remote_list(url))) return WK_EXIT_ERROR;
+    } else {
+        enum wk_status st = open_store(&s, &err);
+        if (st) return fail("list", &err, st);
+        l = wk_store_list(s);
+    }
     /* as `ollama list [pattern]`: newest first (the store lists them so),
      * names starting with the prefix (any case), sizes and times for people */
-    json_t *l = wk_store_list(s);
     json_t *models = json_object_get(l, "models");
     const size_t n = json_array_size(models);
     char(*text)[3][64] = calloc(n + 1, sizeof *text); /* per model: ID, SIZE, MODIFIED */
@@ -241,6 +248,8 @@ int cmd_rm(int argc, char **argv)
         fprintf(stderr, "Usage: wick rm MODEL...\n");
         return WK_EXIT_USAGE;
     }
+    char url[CLI_URL_MAX];
+    if (cli_remote_store(url, sizeof url)) return remote_rm(url, argc - 1, argv + 1);
     struct wk_error err;
     struct wk_store *s;
     enum wk_status st = open_store(&s, &err);
@@ -266,6 +275,8 @@ int cmd_cp(int argc, char **argv)
         fprintf(stderr, "Usage: wick cp SOURCE DESTINATION\n");
         return WK_EXIT_USAGE;
     }
+    char url[CLI_URL_MAX];
+    if (cli_remote_store(url, sizeof url)) return remote_cp(url, argv[1], argv[2]);
     struct wk_error err;
     struct wk_store *s = NULL;
     struct wk_model_name a, b;
@@ -442,6 +453,11 @@ int cmd_show(int argc, char **argv)
         fprintf(stderr, "Usage: wick show MODEL [--modelfile|--parameters|--template|--system|--license]\n");
         return WK_EXIT_USAGE;
     }
+    char url[CLI_URL_MAX];
+    struct stat sb;
+    size_t nl = strlen(name);
+    const bool file = stat(name, &sb) == 0 || (nl > 5 && strcmp(name + nl - 5, ".gguf") == 0); /* wick show x.gguf */
+    if (!file && cli_remote_store(url, sizeof url)) return remote_show(url, name, part);
     struct wk_error err;
     wk_error_clear(&err);
     struct wk_store *s;

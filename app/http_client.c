@@ -100,7 +100,8 @@ static size_t collect(char *p, size_t size, size_t n, void *user)
 
 /* An easy handle for base+path: POST body (JSON) when not NULL. *hdr is
  * the header list to free after the request. */
-static CURL *make_handle(const char *base, const char *path, const char *body, struct curl_slist **hdr)
+static CURL *make_handle(const char *method, const char *base, const char *path, const char *body,
+                         struct curl_slist **hdr)
 {
     char url[CLI_URL_MAX + 256];
     snprintf(url, sizeof url, "%s%s", base, path);
@@ -114,15 +115,22 @@ static CURL *make_handle(const char *base, const char *path, const char *body, s
         curl_easy_setopt(c, CURLOPT_HTTPHEADER, *hdr);
         curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
     }
+    if (method) curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
     return c;
 }
 
 bool cli_http_request(const char *base, const char *path, const char *body, long timeout_ms,
                       struct cli_http_reply *out, char *err, size_t cap)
 {
+    return cli_http_send(NULL, base, path, body, timeout_ms, out, err, cap);
+}
+
+bool cli_http_send(const char *method, const char *base, const char *path, const char *body, long timeout_ms,
+                   struct cli_http_reply *out, char *err, size_t cap)
+{
     memset(out, 0, sizeof *out);
     struct curl_slist *hdr;
-    CURL *c = make_handle(base, path, body, &hdr);
+    CURL *c = make_handle(method, base, path, body, &hdr);
     if (!c) {
         snprintf(err, cap, "cannot start an HTTP request");
         return false;
@@ -235,7 +243,7 @@ int cli_http_stream(const char *base, const char *path, const char *body, cli_li
     *error_body = NULL;
     struct curl_slist *hdr;
     struct stream s = {.on_line = on_line, .user = user};
-    s.c = make_handle(base, path, body, &hdr);
+    s.c = make_handle(NULL, base, path, body, &hdr);
     if (!s.c) {
         snprintf(err, cap, "cannot start an HTTP request");
         return -1;

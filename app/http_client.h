@@ -49,6 +49,11 @@ struct cli_http_reply {
 bool cli_http_request(const char *base, const char *path, const char *body, long timeout_ms,
                       struct cli_http_reply *out, char *err, size_t cap);
 
+/* As cli_http_request with method (NULL: GET, or POST with a body), as
+ * Ollama's DELETE /api/delete takes a JSON body. */
+bool cli_http_send(const char *method, const char *base, const char *path, const char *body, long timeout_ms,
+                   struct cli_http_reply *out, char *err, size_t cap);
+
 /*
  * The same, the answer read as JSON: the parsed body (owned by the
  * caller) and its status in *status, or NULL with err[cap] saying why

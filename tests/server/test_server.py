@@ -993,6 +993,31 @@ def test_cli_ps_stop_and_max_loaded(s):
     check(out.returncode == 0 and "smollm2:latest" not in s.ps(), "wick stop unloads it", out.stderr)
     out = subprocess.run([WICK, "stop", "nope"], env=env, capture_output=True, text=True)
     check(out.returncode != 0 and "not found" in out.stderr, "wick stop of an unknown model fails", out.stderr)
+    # list / show / cp / rm go to the running server, as ollama's commands do, when this environment
+    # names no store of its own (its default store here: an empty HOME)
+    home = tempfile.mkdtemp(prefix="wick-home-")
+    cenv = {k: v for k, v in env.items() if k not in ("WICK_MODELS", "OLLAMA_MODELS")}
+    cenv["HOME"] = home
+    cli = lambda *a, **kw: subprocess.run([WICK, *a], env=dict(cenv, **kw), capture_output=True, text=True)
+    out = cli("list")
+    check(out.returncode == 0 and "smollm2:latest" in out.stdout, "wick list: the server's models", out.stdout + out.stderr)
+    out = cli("cp", "smollm2", "cli-copy")
+    check(out.returncode == 0 and any(m.model == "cli-copy:latest" for m in s.ollama.list().models),
+          "wick cp: a copy in the server's store", out.stdout + out.stderr)
+    out = cli("show", "cli-copy", "--template")
+    check(out.returncode == 0 and out.stdout.rstrip("\n") == s.ollama.show("smollm2").template.rstrip("\n"),
+          "wick show --template: the server's answer", out.stdout[:200] + out.stderr)
+    out = cli("show", "cli-copy")
+    check(out.returncode == 0 and "architecture" in out.stdout and "llama" in out.stdout and "completion" in out.stdout,
+          "wick show: the model as the server shows it", out.stdout + out.stderr)
+    out = cli("rm", "cli-copy", "nope")
+    check(out.returncode == 1 and "deleted 'cli-copy'" in out.stdout and "not found" in out.stderr
+          and not any(m.model == "cli-copy:latest" for m in s.ollama.list().models),
+          "wick rm: removed from the server's store; an unknown one is an error", out.stdout + out.stderr)
+    out = cli("list", WICK_MODELS=home)
+    check(out.returncode == 0 and "smollm2" not in out.stdout, "wick list with WICK_MODELS: that store, not the server's",
+          out.stdout)
+    shutil.rmtree(home, ignore_errors=True)
     # another server on the same address is refused (not a second listener
     # sharing the port, which would split the requests between the two)
     try:
