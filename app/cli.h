@@ -68,6 +68,13 @@ struct json_t *remote_list(const char *url);
 int remote_rm(const char *url, int n, char **names);
 int remote_cp(const char *url, const char *src, const char *dst);
 int remote_show(const char *url, const char *name, const char *part);
+/* wick create through the server, as ollama create does it: FROM's file or
+ * folder files uploaded as blobs (HEAD /api/blobs/:digest first), or a
+ * stored name as "from", then POST /api/create with the template, system,
+ * parameters, messages and license (dir: the Modelfile's folder, where a
+ * relative FROM starts); its progress on stderr. An exit code. */
+struct wk_modelfile;
+int remote_create(const char *url, const char *name, const struct wk_modelfile *mf, const char *dir);
 
 int cmd_run(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);

@@ -177,6 +177,12 @@ int cmd_create(int argc, char **argv)
     char dir[4096] = ".";
     const char *slash = strrchr(mf_path, '/');
     if (slash) snprintf(dir, sizeof dir, "%.*s", (int)(slash - mf_path), mf_path);
+    char url[CLI_URL_MAX];
+    if (!mf.draft && !quant && !quant_draft && cli_remote_store(url, sizeof url)) { /* cmd_remote.c */
+        int rc = remote_create(url, name, &mf, dir);
+        wk_modelfile_deinit(&mf);
+        return rc;
+    }
     struct progress pr = {.what = "copying", .tty = isatty(2), .last = -1};
     struct wk_create_opts co = {.base_dir = dir, .quantize = quant, .quantize_draft = quant_draft,
                                 .progress = on_progress, .status = on_status, .user = &pr};

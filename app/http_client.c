@@ -115,7 +115,8 @@ static CURL *make_handle(const char *method, const char *base, const char *path,
         curl_easy_setopt(c, CURLOPT_HTTPHEADER, *hdr);
         curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
     }
-    if (method) curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+    if (method && strcmp(method, "HEAD") == 0) curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
+    else if (method) curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
     return c;
 }
 
@@ -141,6 +142,42 @@ bool cli_http_send(const char *method, const char *base, const char *path, const
         curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, timeout_ms);
         curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms);
     }
+    CURLcode rc = curl_easy_perform(c);
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &out->status);
+    curl_easy_cleanup(c);
+    curl_slist_free_all(hdr);
+    if (rc != CURLE_OK) {
+        snprintf(err, cap, "%s", curl_easy_strerror(rc));
+        free(out->body);
+        memset(out, 0, sizeof *out);
+        return false;
+    }
+    return true;
+}
+
+static size_t read_file_cb(char *buf, size_t size, size_t n, void *user)
+{
+    return fread(buf, size, n, (FILE *)user) * size;
+}
+
+bool cli_http_upload(const char *base, const char *path, FILE *f, int64_t size, struct cli_http_reply *out,
+                     char *err, size_t cap)
+{
+    memset(out, 0, sizeof *out);
+    struct curl_slist *hdr = NULL;
+    CURL *c = make_handle(NULL, base, path, NULL, &hdr);
+    if (!c) {
+        snprintf(err, cap, "cannot start an HTTP request");
+        return false;
+    }
+    hdr = curl_slist_append(NULL, "Content-Type: application/octet-stream");
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdr);
+    curl_easy_setopt(c, CURLOPT_POST, 1L);
+    curl_easy_setopt(c, CURLOPT_READFUNCTION, read_file_cb);
+    curl_easy_setopt(c, CURLOPT_READDATA, f);
+    curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)size);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, out);
     CURLcode rc = curl_easy_perform(c);
     curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &out->status);
     curl_easy_cleanup(c);

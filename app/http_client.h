@@ -16,6 +16,8 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
 
 /* Bytes of a server's base URL, with its NUL. */
 #define CLI_URL_MAX 512
@@ -53,6 +55,12 @@ bool cli_http_request(const char *base, const char *path, const char *body, long
  * Ollama's DELETE /api/delete takes a JSON body. */
 bool cli_http_send(const char *method, const char *base, const char *path, const char *body, long timeout_ms,
                    struct cli_http_reply *out, char *err, size_t cap);
+
+/* POSTs size bytes read from f to base+path (application/octet-stream:
+ * Ollama's POST /api/blobs/:digest), streamed, no time limit. Returns as
+ * cli_http_request. */
+bool cli_http_upload(const char *base, const char *path, FILE *f, int64_t size, struct cli_http_reply *out,
+                     char *err, size_t cap);
 
 /*
  * The same, the answer read as JSON: the parsed body (owned by the

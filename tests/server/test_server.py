@@ -1014,6 +1014,24 @@ def test_cli_ps_stop_and_max_loaded(s):
     check(out.returncode == 1 and "deleted 'cli-copy'" in out.stdout and "not found" in out.stderr
           and not any(m.model == "cli-copy:latest" for m in s.ollama.list().models),
           "wick rm: removed from the server's store; an unknown one is an error", out.stdout + out.stderr)
+    # wick create: the Modelfile's FROM uploaded as blobs (a folder's files too), the model made by /api/create
+    mfd = tempfile.mkdtemp(prefix="wick-mf-")
+    with open(os.path.join(mfd, "Modelfile"), "w") as f:
+        f.write(f"FROM {os.path.join(CACHE, 'all-MiniLM-L6-v2')}\nLICENSE Apache-2.0\n")
+    with open(os.path.join(mfd, "Modelfile.smol"), "w") as f:
+        f.write(f"FROM {os.path.join(CACHE, SMOL_FIX['model'])}\nPARAMETER temperature 0.25\nSYSTEM Be brief.\n")
+    out = cli("create", "cli-minilm", "-f", os.path.join(mfd, "Modelfile"))
+    out2 = cli("create", "cli-smol", "-f", os.path.join(mfd, "Modelfile.smol"))
+    sh = s.post("/api/show", {"model": "cli-smol"})[1] if out2.returncode == 0 else None
+    e = s.ollama.embed(model="cli-minilm", input="hello") if out.returncode == 0 else None
+    check(out.returncode == 0 and out2.returncode == 0 and e is not None and len(e.embeddings[0]) == 384
+          and sh is not None and "temperature" in sh.get("parameters", "") and "0.25" in sh["parameters"]
+          and sh.get("system") == "Be brief."
+          and not os.path.exists(os.path.join(home, ".wick")),
+          "wick create through the server: a folder's files and a GGUF uploaded, parameters and system kept, "
+          "nothing in this environment's own store", out.stderr[-300:] + out2.stderr[-300:])
+    cli("rm", "cli-minilm", "cli-smol")
+    shutil.rmtree(mfd, ignore_errors=True)
     out = cli("list", WICK_MODELS=home)
     check(out.returncode == 0 and "smollm2" not in out.stdout, "wick list with WICK_MODELS: that store, not the server's",
           out.stdout)
