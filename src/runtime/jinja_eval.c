@@ -667,7 +667,7 @@ static void assign(struct jctx *c, struct jframe *f, const struct jnode_s *targe
     if (target->kind == JE_ATTR) {
         struct jv ns = jinja_eval(c, target->a);
         if (ns.k != JV_NS) jinja_fail(c, WK_E_INVALID, "can only set attributes of a namespace");
-        json_t *j = c->st ? NULL : jv_to_json(&v);
+        json_t *j = c->st ? NULL : v.k == JV_UNDEF ? json_incref(jinja_undef_json()) : jv_to_json(&v);
         if (!c->st && !j) jinja_fail(c, WK_E_INVALID, "a %s cannot be stored in a namespace", jv_type_name(&v));
         if (j) json_object_set_new(ns.u.j, target->str, j);
         jv_free(&ns);

@@ -253,6 +253,8 @@ static struct jv join(struct jctx *c, const struct jv *v, const struct jv *sep, 
     return b.p ? jv_str_take(&b) : jv_str("", 0);
 }
 
+static struct jv attr_path(struct jctx *c, struct jv v, const char *attr);
+
 /* select/reject/selectattr/rejectattr/map over v. */
 static struct jv select_map(struct jctx *c, const char *name, const struct jv *v, struct jv *args, size_t nargs,
                             const char **kwnames, struct jv *kwvals, size_t nkw)
@@ -268,15 +270,15 @@ static struct jv select_map(struct jctx *c, const char *name, const struct jv *v
     for (size_t i = 0; i < json_array_size(items) && !c->st; i++) {
         struct jv e = jv_from_json(json_incref(json_array_get(items, i)));
         if (map) {
-            struct jv r = mattr.k == JV_STR ? jinja_getattr(c, &e, jv_s(&mattr))
+            struct jv r = mattr.k == JV_STR ? attr_path(c, jv_copy(&e), jv_s(&mattr)) /* jinja2's make_attrgetter */
                         : nargs > 0 && args[0].k == JV_STR ? jinja_filter(c, jv_s(&args[0]), &e, args + 1, nargs - 1, NULL, NULL, 0)
                         : JV_UNDEF_V;
             if (r.k == JV_UNDEF) { jv_free(&r); r = kwarg(kwnames, kwvals, nkw, "default", NULL, 0, 0); }
-            json_t *j = jv_to_json(&r);
+            json_t *j = r.k == JV_UNDEF ? json_incref(jinja_undef_json()) : jv_to_json(&r); /* undefined stays so */
             json_array_append_new(out, j ? j : json_null());
             jv_free(&r);
         } else {
-            struct jv subject = attr && nargs > 0 && args[0].k == JV_STR ? jinja_getattr(c, &e, jv_s(&args[0])) : jv_copy(&e);
+            struct jv subject = attr && nargs > 0 && args[0].k == JV_STR ? attr_path(c, jv_copy(&e), jv_s(&args[0])) : jv_copy(&e);
             size_t t0 = attr ? 1 : 0;
             bool keep = nargs > t0 && args[t0].k == JV_STR ? jinja_test(c, jv_s(&args[t0]), &subject, args + t0 + 1, nargs - t0 - 1)
                                                           : jv_truthy(&subject);
@@ -648,8 +650,8 @@ struct jv jinja_call_func(struct jctx *c, const struct jv *f, struct jv *args, s
     case 1: case 4: { /* namespace, dict */
         json_t *o = json_object();
         if (nargs && args[0].k == JV_DICT && jinja_cost((long long)json_object_size(args[0].u.j), 0)) json_object_update(o, args[0].u.j);
-        for (size_t i = 0; i < nkw; i++) {
-            json_t *j = jv_to_json(&kwvals[i]);
+        for (size_t i = 0; i < nkw; i++) { /* an undefined value is kept, as jinja2 keeps it */
+            json_t *j = kwvals[i].k == JV_UNDEF ? json_incref(jinja_undef_json()) : jv_to_json(&kwvals[i]);
             if (j) json_object_set_new(o, kwnames[i], j);
         }
         /* a namespace's own object changes, and is never inside another value: only dicts are checked */

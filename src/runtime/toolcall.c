@@ -394,7 +394,9 @@ static enum wk_status settle_block(struct wk_toolcall_parser *p,
     json_t *calls;
     enum wk_status st;
     if (p->fmt == WK_TOOLCALL_TAG) { /* JSON calls between the markers */
-        size_t lo = strlen(p->topen), lc = strlen(p->tclose), n = p->blk.n - lo;
+        size_t lo = strlen(p->topen), lc = strlen(p->tclose);
+        if (p->blk.n < lo || memcmp(p->blk.p, p->topen, lo) != 0) lo = 0; /* a call after the tag's first */
+        size_t n = p->blk.n - lo;
         if (lc && n >= lc && memcmp(p->blk.p + p->blk.n - lc, p->tclose, lc) == 0) n -= lc;
         st = wk_toolcall_parse_block(WK_TOOLCALL_TAG, p->blk.p + lo, n, p->tools, &calls);
     } else {
@@ -472,7 +474,9 @@ static enum wk_status text_byte(struct wk_toolcall_parser *p, char c)
                 }
                 return st != WK_OK ? st : buf_add(&p->gap, &c, 1);
             }
-            if (p->bare && (c == '{' || (c == '[' && p->fmt == WK_TOOLCALL_JSON))) {
+            /* TAG without a closing marker: calls may follow one tag one after another ("CALL {a}{b}") */
+            const bool more = p->fmt == WK_TOOLCALL_TAG && p->after_call && !p->tclose[0];
+            if ((p->bare && (c == '{' || (c == '[' && p->fmt == WK_TOOLCALL_JSON))) || (more && (c == '{' || c == '['))) {
                 start_block(p, B_JSON, NULL);
                 return buf_add(&p->blk, &c, 1);
             }

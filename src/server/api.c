@@ -337,6 +337,8 @@ static int parse_suffix(json_t *body, json_t *req, json_t *prompt, bool empty_pr
     if (!json_is_string(s)) return FAIL("suffix must be a string");
     if (json_string_length(s) == 0 || (!empty_prefix && json_string_length(prompt) == 0)) return 0;
     if (json_is_true(json_object_get(body, "raw"))) return FAIL("raw mode does not support suffix");
+    json_t *think = json_object_get(body, "think");
+    if (think && !json_is_null(think) && !json_is_false(think)) return FAIL("think is not supported with a suffix");
     json_object_set_new(req, "fim", json_pack("{s:O, s:O}", "prefix", prompt, "suffix", s));
     return 1;
 }

@@ -73,6 +73,8 @@ def test_fill_in_middle(s, qwen, smol):
         check("does not support insert" in str(e), "openai: a suffix on SmolLM2 is 400", str(e))
     st, body = s.post("/api/generate", {"model": qwen, "prompt": PREFIX, "suffix": SUFFIX, "raw": True})
     check(st == 400 and "suffix" in body["error"], "raw mode with a suffix: 400", str(body))
+    st, body = s.post("/api/generate", {"model": qwen, "prompt": PREFIX, "suffix": SUFFIX, "think": True})
+    check(st == 400 and "suffix" in body["error"], "think with a suffix: 400, not dropped", str(body))
     st, body = s.post("/api/generate", {"model": qwen, "prompt": PREFIX, "suffix": 3})
     check(st == 400 and "suffix" in body["error"], "a suffix that is not a string: 400", str(body))
     st, body = s.post("/api/chat", {"model": qwen, "messages": [{"role": "user", "content": "x"}], "suffix": "y"})

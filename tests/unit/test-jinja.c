@@ -48,6 +48,26 @@ static void test_values(void)
            "TrueTrueTrueTrueTrue");
 }
 
+/* Undefined inside lists, dicts, namespaces and as a key, as jinja2 keeps it (jinja2 3.1.6, pasted) */
+static void test_undefined_in_containers(void)
+{
+    expect("{% set msgs = [{'role': 'user', 'content': 'Hi'}, {'role': 'assistant'}] %}"
+           "[{{ msgs|map(attribute='content')|join('|') }}][{{ msgs|map(attribute='content')|select('defined')|list|length }}]"
+           "{% set ns = namespace(c='x') %}{% set ns.c = msgs[1].content %}[{{ ns.c }}][{{ ns.c is defined }}]",
+           "[Hi|][1][][False]");
+    expect("{% set d = dict(a=nothing, b=1) %}[{{ d|length }}][{{ 'a' in d }}]{% set deep = [{'a': {'b': 1}}, "
+           "{'a': {'b': 2}}] %}[{{ deep|map(attribute='a.b')|list }}][{{ deep|selectattr('a.b', 'equalto', 2)|list|length }}]",
+           "[2][True][[1, 2]][1]");
+    expect("{{ [nothing, 1] }}|{{ {'a': nothing}|length }}|{% for v in [nothing, 2] %}{{ v is defined }}{% endfor %}|"
+           "{{ ({'a': nothing}).a is defined }}|{% set m = {'str': 's'} %}{{ m[nothing] is defined }}"
+           "{{ m[nothing] | default('Any') }}|{{ nothing in m }}",
+           "[Undefined, 1]|1|FalseTrue|False|FalseAny|False");
+    enum wk_status st;
+    char *out = render("{{ [nothing]|tojson }}", &st); /* TypeError: Object of type Undefined is not JSON serializable */
+    CHECK(out == NULL && st == WK_E_INVALID);
+    wk_free(out);
+}
+
 static void test_control(void)
 {
     expect("{% for x in [1,2,3] %}{{ loop.index }}{{ loop.first }}{{ loop.last }}{% if x == 2 %}{% continue %}{% endif %}-{% endfor %}",
@@ -399,5 +419,5 @@ static void test_runs(void)
     expect_runs("", "{}", "");
 }
 
-CHECK_MAIN(TEST(test_values), TEST(test_control), TEST(test_whitespace), TEST(test_filters_methods), TEST(test_errors),
+CHECK_MAIN(TEST(test_values), TEST(test_undefined_in_containers), TEST(test_control), TEST(test_whitespace), TEST(test_filters_methods), TEST(test_errors),
            TEST(test_jinja2_parity), TEST(test_jinja2_fixes), TEST(test_hostile), TEST(test_runs))

@@ -671,6 +671,9 @@ static void test_tag(void)
            "{\"name\": \"b\", \"arguments\": {}}]",
            "", "[{\"name\": \"a\", \"arguments\": {\"x\": \"]\"}}, {\"name\": \"b\", \"arguments\": {}}]", 0);
     expect(WK_TOOLCALL_TAG, "<|tool_call|> sure", "<|tool_call|> sure", "[]", MAL);
+    /* a template that writes the tag once and then each call: the calls one after another */
+    expect(WK_TOOLCALL_TAG, "<|tool_call|>{\"name\": \"a\", \"arguments\": {}}\n{\"name\": \"b\", \"arguments\": {}} ok",
+           " ok", "[{\"name\": \"a\", \"arguments\": {}}, {\"name\": \"b\", \"arguments\": {}}]", 0);
     /* Command R's fenced list of {"tool_name", "parameters"} */
     g_tag_open = "Action: ```json", g_tag_close = "```";
     expect(WK_TOOLCALL_TAG, "Action: ```json\n[{\"tool_name\": \"f\", \"parameters\": {\"q\": \"x\"}}]\n```", "",
