@@ -355,6 +355,10 @@ static int parse_ollama(struct srv_gen *g, json_t *body, json_t *req, json_t *ro
     if (frc) return frc;
     int rc = parse_ollama_options(g, json_object_get(body, "options"), ropts, stop, msg, cap);
     if (rc || (rc = parse_logprobs(g, body, msg, cap))) return rc;
+    /* truncate (Ollama's, default true): a conversation past the context drops its oldest messages */
+    json_t *trunc = json_object_get(body, "truncate");
+    if (trunc && !json_is_null(trunc) && !json_is_boolean(trunc)) return FAIL("truncate must be true or false");
+    json_object_set_new(req, "truncate_history", json_boolean(!json_is_false(trunc)));
     if (g->api == API_CHAT) {
         json_t *msgs = json_object_get(body, "messages");
         json_t *out = json_array();

@@ -348,7 +348,10 @@ static enum MHD_Result serve_generation(struct srv_server *srv, struct MHD_Conne
     size_t bytes = json_string_length(json_object_get(g->runner_req, "raw"));
     size_t i;
     json_t *m;
-    json_array_foreach(msgs, i, m) bytes += json_string_length(json_object_get(m, "content"));
+    const bool fit = json_is_true(json_object_get(g->runner_req, "truncate_history")); /* old messages may go */
+    json_array_foreach(msgs, i, m)
+        if (!fit || i + 1 == json_array_size(msgs) || !strcmp(json_string_value(json_object_get(m, "role")) ?: "", "system"))
+            bytes += json_string_length(json_object_get(m, "content"));
     json_t *fim = json_object_get(g->runner_req, "fim");
     bytes += json_string_length(json_object_get(fim, "prefix")) + json_string_length(json_object_get(fim, "suffix"));
     if (g->n_ctx > 0 && prompt_past(bytes, srv_sched_bytes_per_token(srv->sched, &g->model), g->n_ctx, msg, sizeof msg)) {

@@ -273,44 +273,6 @@ static bool parse_options(struct job *j, json_t *req, char *msg, size_t cap)
     return true;
 }
 
-/* Pieces the prompt is counted in by prompt_surely_longer: about this many bytes. */
-#define COUNT_PIECE 65536
-
-/*
- * True when prompt p surely holds more than limit tokens, tokenizing it in
- * pieces of about COUNT_PIECE bytes (cut before a space or a newline where
- * there is one) and stopping as soon as the count passes limit: so a
- * prompt too long for the context costs about limit tokens of work, not
- * its whole length (a 16 MB prompt tokenized whole took seconds and
- * hundreds of MB). Cutting changes a few tokens at each cut, so callers
- * give limit a margin over the context and tokenize exactly below it.
- * *counted: the tokens counted.
- */
-static bool prompt_surely_longer(const struct runner *rn, const struct wk_prompt *p, int64_t limit, int64_t *counted)
-{
-    struct wk_tokens t = {0};
-    *counted = 0;
-    for (int32_t i = 0; i < p->n && *counted <= limit; i++) {
-        const char *s = p->segs[i].text;
-        size_t n = p->segs[i].len;
-        while (n > 0 && *counted <= limit) {
-            size_t k = WK_MIN(n, (size_t)COUNT_PIECE);
-            if (k < n) { /* before a space or a newline, else at a character's start */
-                size_t c = k;
-                while (c > k / 2 && s[c] != ' ' && s[c] != '\n') c--;
-                if (c > k / 2) k = c;
-                else while (k > 1 && ((unsigned char)s[k] & 0xC0) == 0x80) k--;
-            }
-            t.n = 0;
-            if (wk_tokenizer_encode(rn->tok, s, k, p->segs[i].scaffold, &t)) break; /* out of memory: count exactly later */
-            *counted += t.n;
-            s += k, n -= k;
-        }
-    }
-    wk_tokens_deinit(&t);
-    return *counted > limit;
-}
-
 static bool push_content(void *user, const char *text, size_t len);
 static bool push_calls(void *user, json_t *calls);
 
@@ -372,18 +334,11 @@ static int prepare(struct job *j, json_t *req, char *msg, size_t cap)
                                                     : "this model does not support thinking");
             return 400;
         }
-        if (json_is_string(tpl)) { /* a Modelfile's or the request's Go TEMPLATE */
-            struct wk_gotmpl *t = NULL;
-            st = wk_gotmpl_parse(json_string_value(tpl), json_string_length(tpl), &t, &err);
-            if (!st) st = wk_chat_render_go(rn->tok, t, msgs, tools, &prompt, &err);
-            wk_gotmpl_free(t);
-        } else {
-            json_t *kw = srv_harmony_kwargs(effort, json_object_get(req, "template_kwargs"));
-            struct wk_chat_request cr = {.messages = msgs, .tools = tools, .think = think, .add_generation_prompt = true,
-                                         .kwargs = kw};
-            st = wk_chat_render_request(rn->model, rn->tok, &cr, &prompt, &err);
-            json_decref(kw);
-        }
+        const struct srv_chat_render cr = {rn->model, rn->tok, req, tools, think, effort};
+        st = srv_render_messages(&cr, msgs, &prompt, &err);
+        /* Ollama's truncate (default true on its routes): the oldest messages dropped to fit */
+        if (!st && json_is_true(json_object_get(req, "truncate_history")))
+            st = srv_fit_history(&cr, msgs, rn->n_ctx, &prompt, &err);
     } else {
         snprintf(msg, cap, "the request has neither messages nor a raw prompt");
         return 400;
@@ -420,7 +375,7 @@ static int prepare(struct job *j, json_t *req, char *msg, size_t cap)
     /* a long prompt is counted in pieces first, stopping past the
      * context; a short one (or one that may fit) is tokenized exactly,
      * and its exact length named when it does not fit */
-    if (!st && bytes > COUNT_PIECE && prompt_surely_longer(rn, &prompt, rn->n_ctx + rn->n_ctx / 8 + 64, &counted)) {
+    if (!st && bytes > SRV_COUNT_PIECE && srv_prompt_surely_longer(rn->tok, &prompt, rn->n_ctx + rn->n_ctx / 8 + 64, &counted)) {
         wk_prompt_deinit(&prompt);
         snprintf(msg, cap,
                  "the prompt is more than %lld tokens, which does not fit in the context of %d tokens "

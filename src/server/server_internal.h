@@ -399,6 +399,48 @@ struct wk_tokenizer;
  * tokenizer, built on first use (runner_format.c). NULL when out of memory. */
 struct srv_format *srv_format_new(void);
 void srv_format_free(struct srv_format *f);
+/* Pieces a long prompt is counted in by srv_prompt_surely_longer: about this many bytes. */
+#define SRV_COUNT_PIECE 65536
+
+/*
+ * True when prompt p surely holds more than limit tokens, tokenizing it in
+ * pieces of about SRV_COUNT_PIECE bytes (cut before a space or a newline
+ * where there is one) and stopping as soon as the count passes limit: so
+ * a prompt too long for the context costs about limit tokens of work, not
+ * its whole length (a 16 MB prompt tokenized whole took seconds and
+ * hundreds of MB). Cutting changes a few tokens at each cut, so callers
+ * give limit a margin over the context and tokenize exactly below it.
+ * *counted: the tokens counted. runner_prompt.c.
+ */
+struct wk_prompt;
+bool srv_prompt_surely_longer(const struct wk_tokenizer *tok, const struct wk_prompt *p, int64_t limit,
+                              int64_t *counted);
+
+/* What a runner renders a conversation with: its model and tokenizer, the
+ * request (its "template", a Go TEMPLATE, and "template_kwargs"), its
+ * tools (or NULL), think (-1 unset, 0, 1) and a harmony model's reasoning
+ * effort (or NULL). */
+struct srv_chat_render {
+    const struct wk_model *model;
+    const struct wk_tokenizer *tok;
+    json_t *req, *tools;
+    int think;
+    const char *effort;
+};
+/* Renders messages msgs (Ollama's shape) through the request's Go
+ * TEMPLATE, else the model's own chat template (wk_chat_render_request),
+ * the assistant's turn opened, into *out. Errors: those of the renderers. */
+enum wk_status srv_render_messages(const struct srv_chat_render *r, json_t *msgs, struct wk_prompt *out,
+                                   struct wk_error *err);
+/* Ollama's truncate (server/prompt.go chatPrompt): when *prompt (msgs
+ * rendered) does not fit n_ctx tokens (with room for one generated), it
+ * becomes the render of the longest run of recent messages that does,
+ * with every system message before it, the last message always kept (if
+ * even that does not fit, the caller's length check refuses it). Errors:
+ * those of the renderers, WK_E_NOMEM. */
+enum wk_status srv_fit_history(const struct srv_chat_render *r, json_t *msgs, int32_t n_ctx, struct wk_prompt *prompt,
+                               struct wk_error *err);
+
 /* The prompt of a runner request with "fim": {"prefix", "suffix"} (strings;
  * a suffix given): through its "template" (a Go TEMPLATE) where that names
  * .Suffix, else the vocabulary's fill-in-the-middle tokens (wk_prompt_fim).

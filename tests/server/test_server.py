@@ -497,6 +497,37 @@ def valid_weather_args(args):
     return isinstance(args, dict) and set(args) == {"city"} and isinstance(args["city"], str) and args["city"]
 
 
+def test_truncate_history(s):
+    """Ollama's truncate (default true on /api/chat): a conversation past
+    num_ctx keeps its system message and the longest run of recent
+    messages that fits (server/prompt.go chatPrompt); the reference is the
+    server's own refusal with truncate false, message by message."""
+    sysm = {"role": "system", "content": "You are terse."}
+    msgs = []
+    for k in range(10):
+        msgs += [{"role": "user", "content": f"Question {k}: tell me about topic {k} in detail. " * 4},
+                 {"role": "assistant", "content": f"Answer {k}: " + "a long answer with many words. " * 10}]
+    msgs.append({"role": "user", "content": "What is 2+2?"})
+    opts = {"num_ctx": 512, "num_predict": 6, "temperature": 0}
+    st, cut = s.post("/api/chat", {"model": SMOL, "messages": [sysm] + msgs, "stream": False, "options": opts})
+    st2, refused = s.post("/api/chat", {"model": SMOL, "messages": [sysm] + msgs, "stream": False, "options": opts,
+                                        "truncate": False})
+    check(st == 200 and cut.get("prompt_eval_count", 1 << 30) < 512 and st2 == 400 and "512" in refused.get("error", ""),
+          "a chat past num_ctx: cut to fit by default, a 400 with truncate false", f"{st} {cut} / {st2} {refused}")
+    keep = len(msgs) - 1  # the longest suffix the server takes whole
+    while keep > 0 and s.post("/api/chat", {"model": SMOL, "messages": [sysm] + msgs[keep - 1:], "stream": False,
+                                            "options": dict(opts, num_predict=1), "truncate": False})[0] == 200:
+        keep -= 1
+    st, want = s.post("/api/chat", {"model": SMOL, "messages": [sysm] + msgs[keep:], "stream": False, "options": opts,
+                                    "truncate": False})
+    check(st == 200 and cut.get("prompt_eval_count") == want.get("prompt_eval_count")
+          and cut["message"]["content"] == want["message"]["content"] and keep > 1,
+          "the kept messages: the system message and the longest run of recent ones that fits (Ollama's chatPrompt)",
+          f"kept from {keep}: {cut.get('prompt_eval_count')} vs {want.get('prompt_eval_count')}")
+    st, body = s.post("/api/chat", {"model": SMOL, "messages": msgs, "truncate": "yes"})
+    check(st == 400 and "truncate" in body.get("error", ""), "truncate of the wrong type: 400", str(body))
+
+
 def test_tool_tags(s):
     """A Modelfile TEMPLATE whose tool calls start with a tag of its own
     (Granite's <|tool_call|>[...], <function_calls>...</function_calls>):
@@ -1290,7 +1321,7 @@ def main():
     s = Server()
     try:
         for t in (test_errors, test_ollama_client, test_openai_client, test_qwen2_chat, test_prefix_reuse, test_cancellation,
-                  test_runner_killed, test_concurrent_same_answer, test_cli_ps_stop_and_max_loaded, test_api_create, test_ollama_api, test_templates, test_template_kwargs, test_tool_prompts, test_fill_in_middle, test_tool_tags, test_tool_calls, test_harmony, test_structured_output, test_mask_only_removes, test_api_edges, test_gemma4_mtp, test_load,
+                  test_runner_killed, test_concurrent_same_answer, test_cli_ps_stop_and_max_loaded, test_api_create, test_ollama_api, test_templates, test_template_kwargs, test_tool_prompts, test_fill_in_middle, test_truncate_history, test_tool_tags, test_tool_calls, test_harmony, test_structured_output, test_mask_only_removes, test_api_edges, test_gemma4_mtp, test_load,
                   test_shutdown):
             t0 = time.time()
             t(s)

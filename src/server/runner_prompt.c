@@ -1,0 +1,116 @@
+/*
+ * runner_prompt.c - a generation request's prompt in the runner: its
+ * conversation rendered through the model's template (Go or Jinja), the
+ * oldest messages dropped to fit the context where the request asks for
+ * it (Ollama's truncate), and a long prompt's token count bounded without
+ * tokenizing it whole.
+ */
+#include "server_internal.h"
+
+#include "../runtime/wk_gotmpl.h"
+#include "../runtime/wk_runtime.h"
+
+#include <string.h>
+
+bool srv_prompt_surely_longer(const struct wk_tokenizer *tok, const struct wk_prompt *p, int64_t limit, int64_t *counted)
+{
+    struct wk_tokens t = {0};
+    *counted = 0;
+    for (int32_t i = 0; i < p->n && *counted <= limit; i++) {
+        const char *s = p->segs[i].text;
+        size_t n = p->segs[i].len;
+        while (n > 0 && *counted <= limit) {
+            size_t k = WK_MIN(n, (size_t)SRV_COUNT_PIECE);
+            if (k < n) { /* before a space or a newline, else at a character's start */
+                size_t c = k;
+                while (c > k / 2 && s[c] != ' ' && s[c] != '\n') c--;
+                if (c > k / 2) k = c;
+                else while (k > 1 && ((unsigned char)s[k] & 0xC0) == 0x80) k--;
+            }
+            t.n = 0;
+            if (wk_tokenizer_encode(tok, s, k, p->segs[i].scaffold, &t)) break; /* out of memory: count exactly later */
+            *counted += t.n;
+            s += k, n -= k;
+        }
+    }
+    wk_tokens_deinit(&t);
+    return *counted > limit;
+}
+
+
+enum wk_status srv_render_messages(const struct srv_chat_render *r, json_t *msgs, struct wk_prompt *out,
+                                   struct wk_error *err)
+{
+    json_t *tpl = json_object_get(r->req, "template");
+    enum wk_status st;
+    if (json_is_string(tpl)) { /* a Modelfile's or the request's Go TEMPLATE */
+        struct wk_gotmpl *t = NULL;
+        st = wk_gotmpl_parse(json_string_value(tpl), json_string_length(tpl), &t, err);
+        if (!st) st = wk_chat_render_go(r->tok, t, msgs, r->tools, out, err);
+        wk_gotmpl_free(t);
+        return st;
+    }
+    json_t *kw = srv_harmony_kwargs(r->effort, json_object_get(r->req, "template_kwargs"));
+    struct wk_chat_request cr = {.messages = msgs, .tools = r->tools, .think = r->think, .add_generation_prompt = true,
+                                 .kwargs = kw};
+    st = wk_chat_render_request(r->model, r->tok, &cr, out, err);
+    json_decref(kw);
+    return st;
+}
+
+/* Whether prompt p is under n_ctx tokens (room for one generated token):
+ * a bound from its bytes first, a long one counted in pieces, else
+ * tokenized. */
+static bool fits(const struct wk_tokenizer *tok, const struct wk_prompt *p, int32_t n_ctx)
+{
+    size_t bytes = 0;
+    for (int32_t i = 0; i < p->n; i++) bytes += p->segs[i].len;
+    if (wk_tokenizer_min_tokens(tok, bytes) >= n_ctx) return false;
+    int64_t counted;
+    if (bytes > SRV_COUNT_PIECE && srv_prompt_surely_longer(tok, p, n_ctx + n_ctx / 8 + 64, &counted)) return false;
+    struct wk_tokens ids = {0};
+    bool ok = !wk_prompt_tokenize(tok, p, &ids) && ids.n < n_ctx;
+    wk_tokens_deinit(&ids);
+    return ok;
+}
+
+/* msgs [from, n) after the system messages before from (a new array). */
+static json_t *suffix_with_system(json_t *msgs, size_t from)
+{
+    json_t *sub = json_array();
+    for (size_t k = 0; k < json_array_size(msgs); k++) {
+        json_t *m = json_array_get(msgs, k);
+        if (k >= from || !strcmp(json_string_value(json_object_get(m, "role")) ?: "", "system"))
+            json_array_append(sub, m);
+    }
+    return sub;
+}
+
+enum wk_status srv_fit_history(const struct srv_chat_render *r, json_t *msgs, int32_t n_ctx, struct wk_prompt *prompt,
+                               struct wk_error *err)
+{
+    const size_t n = json_array_size(msgs);
+    if (n < 2 || fits(r->tok, prompt, n_ctx)) return WK_OK;
+    /* as Ollama's chatPrompt (server/prompt.go): from the last message back, the longest
+     * run of recent messages that fits with the system messages before it; the last one always */
+    size_t best = n - 1;
+    enum wk_status st = WK_OK;
+    for (size_t i = n - 1; i-- > 0 && !st;) {
+        json_t *sub = suffix_with_system(msgs, i);
+        struct wk_prompt p = {0};
+        st = sub ? srv_render_messages(r, sub, &p, err) : wk_error_set(err, WK_E_NOMEM, "out of memory");
+        bool ok = !st && fits(r->tok, &p, n_ctx);
+        wk_prompt_deinit(&p);
+        json_decref(sub);
+        if (!ok) break;
+        best = i;
+    }
+    if (st) return st;
+    json_t *sub = suffix_with_system(msgs, best);
+    if (!sub) return wk_error_set(err, WK_E_NOMEM, "out of memory");
+    wk_prompt_deinit(prompt);
+    *prompt = (struct wk_prompt){0};
+    st = srv_render_messages(r, sub, prompt, err);
+    json_decref(sub);
+    return st;
+}
