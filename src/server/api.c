@@ -375,10 +375,10 @@ static int parse_ollama(struct srv_gen *g, json_t *body, json_t *req, json_t *ro
     if (images && !json_is_null(images) && !json_is_array(images)) return FAIL("images must be a list");
     if (json_array_size(images) > 0) return FAIL("this model does not support images");
     const char *text = json_is_string(prompt) ? json_string_value(prompt) : "";
+    /* Ollama's deprecated context: an earlier answer's token ids (checked against the vocabulary by the runner) */
     json_t *ctx = json_object_get(body, "context");
-    if (ctx && !json_is_null(ctx) && !(json_is_array(ctx) && json_array_size(ctx) == 0) && !json_is_true(raw))
-        return FAIL("context is not supported (it is deprecated in Ollama): send the conversation as messages to "
-                    "/api/chat");
+    if (ctx && !json_is_null(ctx) && !json_is_array(ctx)) return FAIL("context must be a list of token ids");
+    if (json_array_size(ctx) > (1u << 20)) return FAIL("context has %zu token ids; at most %u", json_array_size(ctx), 1u << 20);
     int src = parse_suffix(body, req, prompt, false, msg, cap);
     if (src > 1) return src;
     if (json_is_true(raw)) {
@@ -404,6 +404,9 @@ static int parse_ollama(struct srv_gen *g, json_t *body, json_t *req, json_t *ro
             if (st) return FAIL("%s", e.msg);
             json_object_set(req, "template", tpl);
         }
+        /* the answer's context ids (Ollama: non-raw generate), an earlier one's before this prompt */
+        json_object_set_new(req, "want_context", json_true());
+        if (json_array_size(ctx) > 0) json_object_set(req, "context", ctx);
         if (src) return 0; /* the prompt and the suffix alone, as Ollama's template.Execute takes them */
         json_t *m = json_array(); /* an empty prompt only loads the model, whatever the system (Ollama) */
         if (*text && json_is_string(system) && json_string_length(system) > 0)
@@ -599,6 +602,8 @@ static int openai_reasoning_effort(struct srv_gen *g, json_t *body, char *msg, s
  * refused with a 400 naming them, never accepted and dropped. */
 static int refuse_unimplemented(struct srv_gen *g, json_t *body, char *msg, size_t cap)
 {
+    json_t *cx = json_object_get(body, "context");
+    if (g->api == API_CHAT && json_array_size(cx) > 0) return FAIL("context is taken by /api/generate, not by chat");
     json_t *sfx = json_object_get(body, "suffix");
     if ((g->api == API_CHAT || g->api == API_OAI_CHAT) && sfx && !json_is_null(sfx) &&
         !(json_is_string(sfx) && json_string_length(sfx) == 0))
@@ -851,6 +856,7 @@ static void ollama_metrics(struct srv_gen *g, json_t *obj, json_t *fin)
     json_object_set(obj, "prompt_eval_duration", json_object_get(fin, "prompt_eval_duration"));
     json_object_set(obj, "eval_count", json_object_get(fin, "eval_count"));
     json_object_set(obj, "eval_duration", json_object_get(fin, "eval_duration"));
+    if (g->api == API_GENERATE && json_object_get(fin, "context")) json_object_set(obj, "context", json_object_get(fin, "context"));
     json_t *d = json_object_get(fin, "draft");
     if (d) { /* wick's: speculative decoding's counts (not in Ollama's API) */
         json_object_set(obj, "draft_count", json_object_get(d, "drafted"));

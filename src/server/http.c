@@ -259,7 +259,8 @@ static void apply_model_defaults(struct srv_gen *g, const struct wk_store_model 
     bool has_system = strcmp(json_string_value(json_object_get(first, "role")), "system") == 0;
     size_t at = has_system ? 1 : 0, i;
     json_t *m;
-    json_array_foreach(sm->messages, i, m) json_array_insert(msgs, at++, m);
+    if (!json_object_get(g->runner_req, "context")) /* Ollama: a request's context replaces the MESSAGEs */
+        json_array_foreach(sm->messages, i, m) json_array_insert(msgs, at++, m);
     if (!has_system && sm->system)
         json_array_insert_new(msgs, 0, json_pack("{s:s, s:s}", "role", "system", "content", sm->system));
 }

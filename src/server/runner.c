@@ -82,6 +82,10 @@ struct job {
     struct srv_embed_batch *embed; /* an embed request's inputs (run_embed), else NULL */
     struct srv_embed_progress ep;  /* compute thread only: how far its pieces have come (with slots) */
     struct wk_buf out;
+    /* Ollama's deprecated generate context: the prompt's text (past an added BOS) and the answer's, tokenized
+     * at the end into the final line's "context" (want_context: a non-raw /api/generate) */
+    bool want_context;
+    struct wk_buf ctx_text;
     bool finished, nomem;
     /* compute thread only: what the generation runs with and writes (a
      * slot borrows them until it ends) */
@@ -146,6 +150,7 @@ static void job_unref(struct job *j)
     srv_embed_progress_deinit(&j->ep);
     wk_free(j->embed);
     wk_free(j->out.p);
+    wk_free(j->ctx_text.p);
     pthread_mutex_destroy(&j->mu);
     pthread_cond_destroy(&j->cv);
     wk_free(j);
@@ -339,6 +344,10 @@ static int prepare(struct job *j, json_t *req, char *msg, size_t cap)
         /* Ollama's truncate (default true on its routes): the oldest messages dropped to fit */
         if (!st && json_is_true(json_object_get(req, "truncate_history")))
             st = srv_fit_history(&cr, msgs, rn->n_ctx, &prompt, &err);
+        /* Ollama's context: the earlier exchange's text before this prompt; the prompt's text kept */
+        if (!st) st = srv_context_prompt(rn->tok, json_object_get(req, "context"), &prompt, &err);
+        if (!st && (j->want_context = json_is_true(json_object_get(req, "want_context"))))
+            st = srv_prompt_text(rn->tok, &prompt, &j->ctx_text, &err);
     } else {
         snprintf(msg, cap, "the request has neither messages nor a raw prompt");
         return 400;
@@ -515,6 +524,7 @@ static const struct wk_harmony_sink *harmony_sink(struct job *j, struct wk_harmo
 static bool on_piece(void *user, const char *text, size_t len)
 {
     struct job *j = user;
+    if (j->want_context && !wk_buf_add(&j->ctx_text, text, len)) j->want_context = false; /* out of memory: none */
     struct wk_harmony_sink s;
     if (j->harmony) return wk_harmony_parser_push(j->harmony, text, len, harmony_sink(j, &s)) == WK_OK && !j->cancel;
     return on_content(user, text, len);
@@ -571,6 +581,7 @@ static void job_report(struct job *j, enum wk_status s)
     if (fin && st.spec_rounds > 0) /* speculative decoding's counts */
         json_object_set_new(fin, "draft", json_pack("{s:i, s:i, s:i}", "rounds", st.spec_rounds, "drafted",
                                                      st.draft_count, "accepted", st.draft_accepted));
+    if (fin && j->want_context) fin = srv_context_ids(j->rn->tok, &j->ctx_text, fin);
     if (fin && j->pending_lp) {
         json_object_set_new(fin, "logprobs", j->pending_lp);
         j->pending_lp = NULL;

@@ -114,3 +114,65 @@ enum wk_status srv_fit_history(const struct srv_chat_render *r, json_t *msgs, in
     json_decref(sub);
     return st;
 }
+
+/* Whether p starts with a segment that is the tokenizer's BOS, added as
+ * the tokenizer adds it (not text of the conversation). */
+static bool starts_with_bos(const struct wk_tokenizer *tok, const struct wk_prompt *p)
+{
+    size_t n;
+    const int32_t bos = wk_tokenizer_bos(tok);
+    const char *piece = bos >= 0 && wk_tokenizer_add_bos(tok) ? wk_tokenizer_piece(tok, bos, &n) : NULL;
+    return piece && p->n > 0 && p->segs[0].scaffold && p->segs[0].len == n && !memcmp(p->segs[0].text, piece, n);
+}
+
+enum wk_status srv_context_prompt(const struct wk_tokenizer *tok, const json_t *context, struct wk_prompt *p,
+                                  struct wk_error *err)
+{
+    if (json_array_size(context) == 0) return WK_OK;
+    struct wk_buf b = {0};
+    char buf[256];
+    size_t i;
+    json_t *id;
+    json_array_foreach(context, i, id) {
+        json_int_t v = json_integer_value(id);
+        if (!json_is_integer(id) || v < 0 || v >= wk_tokenizer_n_vocab(tok)) {
+            wk_free(b.p);
+            return wk_error_set(err, WK_E_INVALID, "context: item %zu is not a token id of this model (0 to %d)", i,
+                                wk_tokenizer_n_vocab(tok) - 1);
+        }
+        size_t n = wk_tokenizer_token_bytes(tok, (int32_t)v, true, buf, sizeof buf);
+        if (!wk_buf_add(&b, buf, WK_MIN(n, sizeof buf))) {
+            wk_free(b.p);
+            return wk_error_set(err, WK_E_NOMEM, "out of memory");
+        }
+    }
+    /* a segment of its own after the BOS (control tokens in it recognised, as Ollama tokenizes the
+     * joined text with its special tokens) */
+    const int32_t at = starts_with_bos(tok, p) ? 1 : 0;
+    enum wk_status st = wk_prompt_append(p, b.p ? b.p : "", b.len, true);
+    wk_free(b.p);
+    if (st) return wk_error_set(err, st, "out of memory");
+    struct wk_prompt_segment seg = p->segs[p->n - 1];
+    memmove(p->segs + at + 1, p->segs + at, (size_t)(p->n - 1 - at) * sizeof *p->segs);
+    p->segs[at] = seg;
+    return WK_OK;
+}
+
+enum wk_status srv_prompt_text(const struct wk_tokenizer *tok, const struct wk_prompt *p, struct wk_buf *out,
+                               struct wk_error *err)
+{
+    for (int32_t i = starts_with_bos(tok, p) ? 1 : 0; i < p->n; i++)
+        if (!wk_buf_add(out, p->segs[i].text, p->segs[i].len)) return wk_error_set(err, WK_E_NOMEM, "out of memory");
+    return WK_OK;
+}
+
+json_t *srv_context_ids(const struct wk_tokenizer *tok, const struct wk_buf *text, json_t *fin)
+{
+    struct wk_tokens ids = {0};
+    json_t *a = json_array();
+    if (a && !wk_tokenizer_encode(tok, text->p ? text->p : "", text->len, true, &ids))
+        for (int64_t i = 0; i < ids.n; i++) json_array_append_new(a, json_integer(ids.ids[i]));
+    wk_tokens_deinit(&ids);
+    if (a) json_object_set_new(fin, "context", a);
+    return fin;
+}

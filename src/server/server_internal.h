@@ -441,6 +441,22 @@ enum wk_status srv_render_messages(const struct srv_chat_render *r, json_t *msgs
 enum wk_status srv_fit_history(const struct srv_chat_render *r, json_t *msgs, int32_t n_ctx, struct wk_prompt *prompt,
                                struct wk_error *err);
 
+/* Ollama's deprecated /api/generate context (routes.go GenerateHandler):
+ * srv_context_prompt puts the text of the token ids in context (an array;
+ * empty or NULL: nothing) before prompt p, after its BOS, as a segment
+ * whose control-token text counts (Ollama detokenizes them and prepends
+ * the text); errors: WK_E_INVALID (an item that is not a token id of the
+ * vocabulary, naming it), WK_E_NOMEM. srv_prompt_text appends p's text,
+ * past a BOS the tokenizer added, to out (WK_E_NOMEM). srv_context_ids
+ * sets fin's "context" to the ids of text (the prompt's and the answer's,
+ * tokenized with control tokens recognised and no BOS, as Ollama's
+ * Tokenize(prompt + response)) and returns fin. runner_prompt.c. */
+enum wk_status srv_context_prompt(const struct wk_tokenizer *tok, const json_t *context, struct wk_prompt *p,
+                                  struct wk_error *err);
+enum wk_status srv_prompt_text(const struct wk_tokenizer *tok, const struct wk_prompt *p, struct wk_buf *out,
+                               struct wk_error *err);
+json_t *srv_context_ids(const struct wk_tokenizer *tok, const struct wk_buf *text, json_t *fin);
+
 /* The prompt of a runner request with "fim": {"prefix", "suffix"} (strings;
  * a suffix given): through its "template" (a Go TEMPLATE) where that names
  * .Suffix, else the vocabulary's fill-in-the-middle tokens (wk_prompt_fim).

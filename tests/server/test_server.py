@@ -497,6 +497,34 @@ def valid_weather_args(args):
     return isinstance(args, dict) and set(args) == {"city"} and isinstance(args["city"], str) and args["city"]
 
 
+def test_generate_context(s):
+    """Ollama's deprecated /api/generate context (routes.go GenerateHandler):
+    the final answer carries Tokenize(prompt + response) (the template's
+    text, control tokens recognised, no BOS), and a context sent back puts
+    that text before the next prompt; raw mode has none. The references:
+    the template's text from /apply-template and the ids from /tokenize
+    with parse_special, and the same prompt sent raw."""
+    g = lambda **kw: s.post("/api/generate", dict({"model": SMOL, "stream": False, "options": greedy(10)}, **kw))[1]
+    first = g(prompt="My name is Ada. Say hi.")
+    shown = s.post("/apply-template", {"model": SMOL, "messages": [{"role": "user", "content": "My name is Ada. Say hi."}]})[1]
+    ids = s.post("/tokenize", {"model": SMOL, "content": shown["prompt"] + first["response"], "parse_special": True,
+                               "add_special": False})[1]
+    check(first.get("context") == ids.get("tokens") and len(ids.get("tokens", [])) > 20,
+          "generate's context: the ids of the rendered prompt and the answer (Ollama's Tokenize(prompt + response))",
+          f"{first.get('context')} vs {ids}")
+    second = g(prompt="What is my name?", context=first["context"])
+    nxt = s.post("/apply-template", {"model": SMOL, "messages": [{"role": "user", "content": "What is my name?"}]})[1]
+    raw = g(prompt=shown["prompt"] + first["response"] + nxt["prompt"], raw=True)
+    check(second.get("response") == raw.get("response") and second.get("prompt_eval_count") == raw.get("prompt_eval_count"),
+          "a context sent back: the earlier exchange's text before the new prompt, as that text sent raw",
+          f"{second.get('response')!r} / {raw.get('response')!r}")
+    r = s.ollama.generate(model=SMOL, prompt="hi", raw=True, options=greedy(2))
+    check(r.context is None and s.ollama.generate(model=SMOL, prompt="hi", options=greedy(2)).context,
+          "the ollama client: context in a non-raw answer, none in raw mode", repr(r.context))
+    st, body = s.post("/api/generate", {"model": SMOL, "prompt": "hi", "context": [1, 10 ** 9]})
+    check(st == 400 and "context" in body.get("error", ""), "a context id outside the vocabulary: 400", str(body))
+
+
 def test_truncate_history(s):
     """Ollama's truncate (default true on /api/chat): a conversation past
     num_ctx keeps its system message and the longest run of recent
@@ -771,8 +799,7 @@ def test_api_edges(s):
     tool the request did not offer is text, not a call."""
     ask = [{"role": "user", "content": "hi"}]
     for path, field, value in (("/api/chat", "tool_choice", "required"), ("/api/chat", "grammar", 'root ::= "z"'),
-                               ("/api/chat", "chat_template_kwargs", {"x": 1}),
-                               ("/api/generate", "context", [1, 2, 3]),
+                               ("/api/chat", "chat_template_kwargs", {"x": 1}), ("/api/chat", "context", [1, 2, 3]),
                                ("/v1/chat/completions", "template", "{{ .Prompt }}"),
                                ("/v1/chat/completions", "format", "json"),
                                # an option at the top level, where this API does not read it (Ollama's
@@ -1321,7 +1348,7 @@ def main():
     s = Server()
     try:
         for t in (test_errors, test_ollama_client, test_openai_client, test_qwen2_chat, test_prefix_reuse, test_cancellation,
-                  test_runner_killed, test_concurrent_same_answer, test_cli_ps_stop_and_max_loaded, test_api_create, test_ollama_api, test_templates, test_template_kwargs, test_tool_prompts, test_fill_in_middle, test_truncate_history, test_tool_tags, test_tool_calls, test_harmony, test_structured_output, test_mask_only_removes, test_api_edges, test_gemma4_mtp, test_load,
+                  test_runner_killed, test_concurrent_same_answer, test_cli_ps_stop_and_max_loaded, test_api_create, test_ollama_api, test_templates, test_template_kwargs, test_tool_prompts, test_fill_in_middle, test_generate_context, test_truncate_history, test_tool_tags, test_tool_calls, test_harmony, test_structured_output, test_mask_only_removes, test_api_edges, test_gemma4_mtp, test_load,
                   test_shutdown):
             t0 = time.time()
             t(s)
