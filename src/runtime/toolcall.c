@@ -88,7 +88,12 @@ static bool gotmpl_tag(const char *t, size_t n, char *tag, size_t cap)
         while (s) {
             s += 2;
             const char *next = memmem(s, (size_t)(end - s), "{{", 2);
-            if (next == s) { /* an action: skipped */
+            if (next == s) { /* an action: skipped; at an end or else no text came first (findTextNode stops) */
+                const char *k = s + 2;
+                while (k < end && (*k == '-' || *k == ' ')) k++;
+                if ((end - k >= 3 && !memcmp(k, "end", 3) && (k + 3 == end || !isalnum((unsigned char)k[3]))) ||
+                    (end - k >= 4 && !memcmp(k, "else", 4) && (k + 4 == end || !isalnum((unsigned char)k[4]))))
+                    return true;
                 s = memmem(s, (size_t)(end - s), "}}", 2);
                 continue;
             }

@@ -645,6 +645,10 @@ static void test_tag(void)
                    WK_TOOLCALL_TAG, "Action: ```json", "```");
     expect_markers("{{ if .ToolCalls }}[{{ range .ToolCalls }}{\"name\": 1}{{ end }}]{{ end }}", WK_TOOLCALL_JSON, "",
                    "");
+    /* no text inside the block: no tag (findTextNode stops at the construct), not the text after it */
+    expect_markers("{{ if .ToolCalls }}{{ range .ToolCalls }}{{ .Function.Name }}{{ end }}{{ end }}The end",
+                   WK_TOOLCALL_JSON, "", "");
+    expect_markers("{{- if .ToolCalls }}{{- else }}<|im_end|>{{ end }}", WK_TOOLCALL_JSON, "", "");
     expect_markers("{{ if .ToolCalls }}a tag much too long to be a marker of calls{\"name\": 1}{{ end }}",
                    WK_TOOLCALL_NONE, "", "");
     /* Jinja templates of the same kind: Granite 3.x, Command R7B (markers as llama.cpp's chat.cpp reads them) */
