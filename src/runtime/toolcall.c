@@ -525,6 +525,18 @@ static enum wk_status block_byte(struct wk_toolcall_parser *p, char c, bool *aga
     if (st != WK_OK) return st;
     switch (p->bstate) {
     case B_TAG: {
+        /* a JSON body (HERMES, TAG): the closing marker counts outside its strings only (code in an argument
+         * may hold "</tool_call>"); quotes count once the value has begun */
+        if (p->fmt == WK_TOOLCALL_HERMES || p->fmt == WK_TOOLCALL_TAG) {
+            if (p->in_str) {
+                if (p->esc) p->esc = false;
+                else if (c == '\\') p->esc = true;
+                else if (c == '"') p->in_str = false;
+                return WK_OK;
+            }
+            if (c == '{' || c == '[') p->depth = 1;
+            else if (c == '"' && p->depth) p->in_str = true;
+        }
         size_t l = strlen(p->bclose);
         if (p->blk.n >= l && memcmp(p->blk.p + p->blk.n - l, p->bclose, l) == 0)
             return settle_block(p, sink);

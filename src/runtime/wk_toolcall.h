@@ -89,7 +89,9 @@
  * input however it is split.
  *
  * Not handled: a closing marker written inside an argument's text ends the
- * block there (it is then usually malformed, so content); JSON integers
+ * block there for GLM45 / QWEN3_CODER / GEMMA (it is then usually
+ * malformed, so content; HERMES and TAG, whose bodies are JSON, look for it
+ * outside JSON strings only); JSON integers
  * past 64 bits make a call malformed (jansson); without the tools' schema a
  * GLM45 / QWEN3_CODER value "123" becomes the number 123; LLAMA3's
  * <|python_tag|> followed by code (built-in tools) is content.

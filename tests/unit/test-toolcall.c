@@ -616,6 +616,15 @@ static void test_gemma(void)
     expect(G, deep, want, "[]", MAL);
 }
 
+/* a closing marker inside a JSON string of the call (code in an argument) does not end the block */
+static void test_marker_in_string(void)
+{
+    expect(WK_TOOLCALL_HERMES,
+           "<tool_call>\n{\"name\": \"write\", \"arguments\": {\"text\": \"a</tool_call>b \\\" </tool_call>\"}}\n"
+           "</tool_call> done",
+           " done", "[{\"name\": \"write\", \"arguments\": {\"text\": \"a</tool_call>b \\\" </tool_call>\"}}]", 0);
+}
+
 /* ----------------------------------------------------------------- TAG */
 
 /* template's markers, as wk_toolcall_detect_markers finds them */
@@ -938,7 +947,7 @@ static void test_alloc_failures(void)
     }
 }
 
-CHECK_MAIN(TEST(test_detect_written), TEST(test_tag), TEST(test_format_names), TEST(test_detect_real_templates),
+CHECK_MAIN(TEST(test_detect_written), TEST(test_tag), TEST(test_marker_in_string), TEST(test_format_names), TEST(test_detect_real_templates),
            TEST(test_hermes), TEST(test_hermes_malformed), TEST(test_llama3), TEST(test_mistral),
            TEST(test_glm45), TEST(test_qwen3_coder), TEST(test_gemma), TEST(test_json),
            TEST(test_none), TEST(test_streaming_prompt), TEST(test_cancel), TEST(test_limits),
