@@ -344,14 +344,15 @@ static int prepare(struct job *j, json_t *req, char *msg, size_t cap)
         /* Ollama's truncate (default true on its routes): the oldest messages dropped to fit */
         if (!st && json_is_true(json_object_get(req, "truncate_history")))
             st = srv_fit_history(&cr, msgs, rn->n_ctx, &prompt, &err);
-        /* Ollama's context: the earlier exchange's text before this prompt; the prompt's text kept */
-        if (!st) st = srv_context_prompt(rn->tok, json_object_get(req, "context"), &prompt, &err);
-        if (!st && (j->want_context = json_is_true(json_object_get(req, "want_context"))))
-            st = srv_prompt_text(rn->tok, &prompt, &j->ctx_text, &err);
     } else {
         snprintf(msg, cap, "the request has neither messages nor a raw prompt");
         return 400;
     }
+    /* Ollama's context (a non-raw generate, messages or suffix): the earlier exchange's text before this
+     * prompt; the prompt's text kept for the answer's */
+    if (!st && !json_is_string(raw)) st = srv_context_prompt(rn->tok, json_object_get(req, "context"), &prompt, &err);
+    if (!st && (j->want_context = json_is_true(json_object_get(req, "want_context"))))
+        st = srv_prompt_text(rn->tok, &prompt, &j->ctx_text, &err);
     if (!st && json_is_true(json_object_get(req, "render_only"))) { /* /api/apply-template: the text alone */
         struct wk_buf b = {0};
         for (int32_t i = 0; i < prompt.n; i++) wk_buf_add(&b, prompt.segs[i].text, prompt.segs[i].len);
