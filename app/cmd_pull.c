@@ -2,7 +2,8 @@
  * cmd_pull.c - `wick pull NAME [--insecure]` and `wick push NAME
  * [--insecure]`: a model between the store (WICK_MODELS, as `wick
  * create`) and a registry (src/store/wk_registry.h), in this process, no
- * server needed. Progress goes to stderr as `ollama pull` draws it: a bar
+ * server needed; or, as ollama's commands, through a running server's
+ * /api/pull and /api/push when cli_remote_store says so (cmd_remote.c). Progress goes to stderr as `ollama pull` draws it: a bar
  * per blob ("pulling 1234abcd5678... 45% ▕██████      ▏ 45 MB/101 MB
  * 12 MB/s 4s", then "... 100% ▕████████████▏ 101 MB"), status lines
  * ("pulling manifest", "verifying sha256 digest", "writing manifest",
@@ -11,6 +12,7 @@
  * kept: the next pull resumes it.
  */
 #include "cli.h"
+#include "http_client.h"
 
 #include "../src/store/wk_registry.h"
 #include "../src/store/wk_store.h"
@@ -32,11 +34,13 @@ struct view {
 };
 
 static volatile sig_atomic_t interrupted;
+static volatile bool interrupted_flag; /* the same, for cli_http_stream's cancel */
 
 static void on_sigint(int sig)
 {
     (void)sig;
     interrupted = 1;
+    interrupted_flag = true;
 }
 
 static bool is_cancelled(void *user)
@@ -152,6 +156,59 @@ static void usage(FILE *f, const char *cmd)
             pull ? " An interrupted pull\nresumes where it stopped." : "");
 }
 
+/* A pull or push through a running server (POST /api/pull, /api/push, as
+ * ollama's commands do; cmd_remote.c decides): its progress lines drawn
+ * as the local ones are. */
+struct remote {
+    struct view *v;
+    char err[512];
+};
+
+static bool on_remote_line(void *user, const char *line, size_t len)
+{
+    struct remote *r = user;
+    json_t *j = json_loadb(line, len, 0, NULL);
+    const char *e = json_string_value(json_object_get(j, "error")), *st = json_string_value(json_object_get(j, "status"));
+    if (e) snprintf(r->err, sizeof r->err, "%s", e);
+    else if (st && strcmp(st, "success") != 0) {
+        struct wk_registry_progress p = {st, json_string_value(json_object_get(j, "digest")),
+                                         (uint64_t)json_integer_value(json_object_get(j, "total")),
+                                         (uint64_t)json_integer_value(json_object_get(j, "completed"))};
+        on_progress(r->v, &p);
+    } else if (st) {
+        end_line(r->v);
+        fprintf(stderr, "success\n");
+    }
+    json_decref(j);
+    return true;
+}
+
+static int remote_pull_push(const char *url, const char *cmd, const char *name, bool insecure, struct view *v)
+{
+    json_t *body = json_pack("{s:s, s:b, s:b}", "model", name, "insecure", insecure, "stream", 1);
+    char *text = body ? json_dumps(body, JSON_COMPACT) : NULL, path[32], err[256], *error_body = NULL;
+    json_decref(body);
+    snprintf(path, sizeof path, "/api/%s", cmd);
+    struct remote r = {.v = v};
+    long status = 0;
+    int rc = text ? cli_http_stream(url, path, text, on_remote_line, &r, &interrupted_flag, &status, &error_body, err,
+                                    sizeof err) : -1;
+    const bool made = text != NULL;
+    free(text);
+    end_line(v);
+    if (rc < 0) snprintf(r.err, sizeof r.err, "the server at %.200s: %.250s", url, made ? err : "out of memory");
+    else if (rc > 0) snprintf(r.err, sizeof r.err, "cancelled");
+    else if (status != 200) {
+        json_t *j = json_loads(error_body ? error_body : "", 0, NULL);
+        snprintf(r.err, sizeof r.err, "%s", cli_error_message(j, "the server refused it"));
+        json_decref(j);
+    }
+    wk_free(error_body);
+    if (!r.err[0]) return WK_EXIT_OK;
+    fprintf(stderr, "wick %s: %s\n", cmd, r.err);
+    return WK_EXIT_ERROR;
+}
+
 /* `wick pull` (push false) or `wick push`. */
 static int pull_or_push(int argc, char **argv, bool push)
 {
@@ -185,14 +242,20 @@ static int pull_or_push(int argc, char **argv, bool push)
         fprintf(stderr, "wick %s: %s\n", cmd, err.msg);
         return WK_EXIT_USAGE;
     }
-    char dir[4096];
-    wk_store_default_dir(dir, sizeof dir);
-    struct wk_store *s;
-    enum wk_status st = wk_store_open(dir, &s, &err);
     struct view v = {.tty = isatty(STDERR_FILENO) == 1};
     struct sigaction sa = {.sa_handler = on_sigint}, old_int;
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, &old_int);
+    char url[CLI_URL_MAX];
+    if (cli_remote_store(url, sizeof url)) { /* into the running server's store */
+        int rc = remote_pull_push(url, cmd, name, insecure, &v);
+        sigaction(SIGINT, &old_int, NULL);
+        return rc;
+    }
+    char dir[4096];
+    wk_store_default_dir(dir, sizeof dir);
+    struct wk_store *s;
+    enum wk_status st = wk_store_open(dir, &s, &err);
     struct wk_registry_opts o = {.insecure = insecure, .progress = on_progress, .progress_user = &v,
                                  .cancelled = is_cancelled};
     if (!st) st = push ? wk_registry_push(s, &n, &o, &err) : wk_registry_pull(s, &n, &o, &err);

@@ -564,6 +564,21 @@ def test_server(reg, proxy, original):
             theirs = {"error": str(e)}
         check([l["digest"] for l in theirs.get("layers", [])] == [l["digest"] for l in original["layers"]],
               "e: the registry serves the pushed copy", f"{theirs}")
+        # wick pull with no store named in its environment: through the running server, as ollama pull
+        home = tempfile.mkdtemp(dir=TMP)
+        env = {k: v for k, v in os.environ.items() if k not in ("WICK_MODELS", "OLLAMA_MODELS")}
+        env.update(HOME=home, WICK_HOST=s.host)
+        s.client.delete(f"{reg.host}/library/smol:copy")
+        p = subprocess.run([WICK, "pull", f"{reg.host}/library/smol:copy", "--insecure"], env=env, capture_output=True,
+                           text=True, timeout=120)
+        listed = [m.model for m in s.client.list().models]
+        check(p.returncode == 0 and p.stderr.rstrip().endswith("success") and f"{reg.host}/library/smol:copy" in listed
+              and not os.path.exists(os.path.join(home, ".wick")),
+              "e: wick pull through the running server (its /api/pull, its store)", p.stderr[-400:])
+        p = subprocess.run([WICK, "pull", f"{reg.host}/library/nosuchmodel", "--insecure"], env=env, capture_output=True,
+                           text=True, timeout=120)
+        check(p.returncode == 1 and "not found" in p.stderr, "e: wick pull of an unknown model through the server: 1",
+              p.stderr[-300:])
         try:
             s.client.pull(f"{reg.host}/library/nosuchmodel:latest", insecure=True, stream=True).__next__()
             check(False, "e: an unknown model is an error")
