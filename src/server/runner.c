@@ -343,7 +343,7 @@ static int prepare(struct job *j, json_t *req, char *msg, size_t cap)
         st = srv_render_messages(&cr, msgs, &prompt, &err);
         /* Ollama's truncate (default true on its routes): the oldest messages dropped to fit */
         if (!st && json_is_true(json_object_get(req, "truncate_history")))
-            st = srv_fit_history(&cr, msgs, rn->n_ctx, &prompt, &err);
+            st = srv_fit_history(&cr, msgs, rn->n_ctx, j->num_predict > 0 ? j->num_predict : rn->n_ctx / 4, &prompt, &err);
     } else {
         snprintf(msg, cap, "the request has neither messages nor a raw prompt");
         return 400;

@@ -86,33 +86,58 @@ static json_t *suffix_with_system(json_t *msgs, size_t from)
     return sub;
 }
 
-enum wk_status srv_fit_history(const struct srv_chat_render *r, json_t *msgs, int32_t n_ctx, struct wk_prompt *prompt,
-                               struct wk_error *err)
+/* msgs from `from` on (with the system messages before it) rendered into
+ * *out; WK_E_INVALID: the template refused that run (a role order it
+ * raises on, as Mistral's and Llama 2's do when it starts at an answer). */
+static enum wk_status render_from(const struct srv_chat_render *r, json_t *msgs, size_t from, struct wk_prompt *out,
+                                  struct wk_error *err)
+{
+    json_t *sub = suffix_with_system(msgs, from);
+    *out = (struct wk_prompt){0};
+    enum wk_status st = sub ? srv_render_messages(r, sub, out, err) : wk_error_set(err, WK_E_NOMEM, "out of memory");
+    json_decref(sub);
+    if (st) wk_prompt_deinit(out), *out = (struct wk_prompt){0};
+    return st;
+}
+
+enum wk_status srv_fit_history(const struct srv_chat_render *r, json_t *msgs, int32_t n_ctx, int32_t reserve,
+                               struct wk_prompt *prompt, struct wk_error *err)
 {
     const size_t n = json_array_size(msgs);
-    if (n < 2 || fits(r->tok, prompt, n_ctx)) return WK_OK;
-    /* as Ollama's chatPrompt (server/prompt.go): from the last message back, the longest
-     * run of recent messages that fits with the system messages before it; the last one always */
-    size_t best = n - 1;
-    enum wk_status st = WK_OK;
-    for (size_t i = n - 1; i-- > 0 && !st;) {
-        json_t *sub = suffix_with_system(msgs, i);
-        struct wk_prompt p = {0};
-        st = sub ? srv_render_messages(r, sub, &p, err) : wk_error_set(err, WK_E_NOMEM, "out of memory");
-        bool ok = !st && fits(r->tok, &p, n_ctx);
+    const int32_t limit = n_ctx - WK_MAX(0, WK_MIN(reserve, n_ctx / 2)); /* room left for the answer */
+    if (n < 2 || fits(r->tok, prompt, limit)) return WK_OK;
+    /* as Ollama's chatPrompt (server/prompt.go) the longest run of recent messages that fits, with
+     * the system messages before it; found by bisection (a run fits less the longer it is), a start
+     * the template refuses skipped for the next; none: the last message alone */
+    size_t lo = 0, hi = n - 1, best = n;
+    struct wk_error e2;
+    while (lo <= hi) {
+        size_t mid = lo + (hi - lo) / 2, j = mid;
+        struct wk_prompt p;
+        enum wk_status st = WK_E_INVALID;
+        while (j <= hi && (st = render_from(r, msgs, j, &p, &e2)) == WK_E_INVALID) j++;
+        if (st && st != WK_E_INVALID) return wk_error_set(err, st, "%s", e2.msg);
+        if (j > hi) { /* nothing in [mid, hi] renders */
+            if (mid == 0) break;
+            hi = mid - 1;
+            continue;
+        }
+        const bool ok = fits(r->tok, &p, limit);
         wk_prompt_deinit(&p);
-        json_decref(sub);
-        if (!ok) break;
-        best = i;
+        if (ok) {
+            best = j;
+            if (mid == 0) break;
+            hi = mid - 1;
+        } else {
+            lo = j + 1;
+        }
     }
+    struct wk_prompt kept;
+    enum wk_status st = render_from(r, msgs, best < n ? best : n - 1, &kept, err);
     if (st) return st;
-    json_t *sub = suffix_with_system(msgs, best);
-    if (!sub) return wk_error_set(err, WK_E_NOMEM, "out of memory");
     wk_prompt_deinit(prompt);
-    *prompt = (struct wk_prompt){0};
-    st = srv_render_messages(r, sub, prompt, err);
-    json_decref(sub);
-    return st;
+    *prompt = kept;
+    return WK_OK;
 }
 
 /* Whether p starts with a segment that is the tokenizer's BOS, added as

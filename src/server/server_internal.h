@@ -433,13 +433,16 @@ struct srv_chat_render {
 enum wk_status srv_render_messages(const struct srv_chat_render *r, json_t *msgs, struct wk_prompt *out,
                                    struct wk_error *err);
 /* Ollama's truncate (server/prompt.go chatPrompt): when *prompt (msgs
- * rendered) does not fit n_ctx tokens (with room for one generated), it
- * becomes the render of the longest run of recent messages that does,
- * with every system message before it, the last message always kept (if
- * even that does not fit, the caller's length check refuses it). Errors:
- * those of the renderers, WK_E_NOMEM. */
-enum wk_status srv_fit_history(const struct srv_chat_render *r, json_t *msgs, int32_t n_ctx, struct wk_prompt *prompt,
-                               struct wk_error *err);
+ * rendered) does not leave reserve tokens of n_ctx for the answer (at most
+ * half the context; Ollama's runner shifts the context instead, which
+ * wick does not), it becomes the render of the longest run of recent
+ * messages that does, with every system message before it (a run the
+ * template refuses to render, as one starting at an answer for a template
+ * that checks the roles' order, is passed over), else the last message
+ * alone (if even that does not fit, the caller's length check refuses
+ * it). Errors: those of the renderers but a refused run's, WK_E_NOMEM. */
+enum wk_status srv_fit_history(const struct srv_chat_render *r, json_t *msgs, int32_t n_ctx, int32_t reserve,
+                               struct wk_prompt *prompt, struct wk_error *err);
 
 /* Ollama's deprecated /api/generate context (routes.go GenerateHandler):
  * srv_context_prompt puts the text of the token ids in context (an array;

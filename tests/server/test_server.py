@@ -542,9 +542,11 @@ def test_truncate_history(s):
                                         "truncate": False})
     check(st == 200 and cut.get("prompt_eval_count", 1 << 30) < 512 and st2 == 400 and "512" in refused.get("error", ""),
           "a chat past num_ctx: cut to fit by default, a 400 with truncate false", f"{st} {cut} / {st2} {refused}")
-    keep = len(msgs) - 1  # the longest suffix the server takes whole
-    while keep > 0 and s.post("/api/chat", {"model": SMOL, "messages": [sysm] + msgs[keep - 1:], "stream": False,
-                                            "options": dict(opts, num_predict=1), "truncate": False})[0] == 200:
+    # the longest suffix whose prompt leaves num_predict (6) of the 512 positions for the answer
+    fit = lambda k: s.post("/api/chat", {"model": SMOL, "messages": [sysm] + msgs[k:], "stream": False,
+                                         "options": dict(opts, num_predict=1), "truncate": False})[1]
+    keep = len(msgs) - 1
+    while keep > 0 and fit(keep - 1).get("prompt_eval_count", 1 << 30) < 512 - 6:
         keep -= 1
     st, want = s.post("/api/chat", {"model": SMOL, "messages": [sysm] + msgs[keep:], "stream": False, "options": opts,
                                     "truncate": False})
@@ -552,6 +554,11 @@ def test_truncate_history(s):
           and cut["message"]["content"] == want["message"]["content"] and keep > 1,
           "the kept messages: the system message and the longest run of recent ones that fits (Ollama's chatPrompt)",
           f"kept from {keep}: {cut.get('prompt_eval_count')} vs {want.get('prompt_eval_count')}")
+    # without num_predict a quarter of the context is left for the answer (no context shift here)
+    st, free = s.post("/api/chat", {"model": SMOL, "messages": [sysm] + msgs, "stream": False,
+                                    "options": {"num_ctx": 512, "temperature": 0}})
+    check(st == 200 and free.get("prompt_eval_count", 1 << 30) < 512 - 128 and free.get("done_reason") == "stop",
+          "truncated without num_predict: a quarter of the context left, the answer ends by itself", str(free)[:300])
     st, body = s.post("/api/chat", {"model": SMOL, "messages": msgs, "truncate": "yes"})
     check(st == 400 and "truncate" in body.get("error", ""), "truncate of the wrong type: 400", str(body))
 
