@@ -52,11 +52,16 @@ void cli_human_time(const char *rfc3339, const char *zero, char *out, size_t cap
 void cli_print_table(const char *const *cells, int n_rows, int n_cols);
 
 /* cmd_remote.c: wick list / show / cp / rm through a running server. */
-/* Whether the store commands go to a server: this environment names no
- * store (WICK_MODELS, OLLAMA_MODELS) and one answers /api/version at
- * WICK_HOST / OLLAMA_HOST / the default within 300 ms; its base URL into
- * url [cap]. */
-bool cli_remote_store(char *url, size_t cap);
+/* Whether WICK_MODELS or OLLAMA_MODELS names a store in this environment. */
+bool cli_store_named(void);
+/* Whether the store commands go to a server: 1 when this environment
+ * names no store (cli_store_named) and one answers /api/version at
+ * WICK_HOST / OLLAMA_HOST / the default (its base URL into url [cap]); 0
+ * when a store is named or nothing listens there (the commands use the
+ * store themselves); -1, said on stderr, when a server took the
+ * connection and did not answer within 5 s: never the local store then
+ * (a stalled server's rm must not delete a local model). */
+int cli_remote_store(char *url, size_t cap);
 /* GET /api/tags: {"models": [...]} as wk_store_list gives them (owned),
  * or NULL after printing why not. */
 struct json_t;

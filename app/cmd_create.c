@@ -178,10 +178,17 @@ int cmd_create(int argc, char **argv)
     const char *slash = strrchr(mf_path, '/');
     if (slash) snprintf(dir, sizeof dir, "%.*s", (int)(slash - mf_path), mf_path);
     char url[CLI_URL_MAX];
-    if (!mf.draft && !quant && !quant_draft && cli_remote_store(url, sizeof url)) { /* cmd_remote.c */
-        int rc = remote_create(url, name, &mf, dir);
+    const int remote = cli_remote_store(url, sizeof url); /* cmd_remote.c */
+    if (remote < 0 || (remote && !mf.draft && !quant && !quant_draft)) {
+        int rc = remote < 0 ? WK_EXIT_ERROR : remote_create(url, name, &mf, dir);
         wk_modelfile_deinit(&mf);
         return rc;
+    }
+    if (remote) { /* a DRAFT or --quantize is made here: said, as the server may keep another store */
+        char here[4096];
+        wk_store_default_dir(here, sizeof here);
+        fprintf(stderr, "note: a DRAFT or --quantize is made in this machine's store (%s), not through the server at "
+                        "%s, which serves it only if that is its store\n", here, url);
     }
     struct progress pr = {.what = "copying", .tty = isatty(2), .last = -1};
     struct wk_create_opts co = {.base_dir = dir, .quantize = quant, .quantize_draft = quant_draft,
@@ -209,7 +216,9 @@ int cmd_list(int argc, char **argv)
     struct wk_store *s = NULL;
     char url[CLI_URL_MAX];
     json_t *l;
-    if (cli_remote_store(url, sizeof url)) { /* a running server's store (cmd_remote.c) */
+    const int remote = cli_remote_store(url, sizeof url);
+    if (remote < 0) return WK_EXIT_ERROR;
+    if (remote) { /* a running server's store (cmd_remote.c) */
         if (!(l = remote_list(url))) return WK_EXIT_ERROR;
     } else {
         enum wk_status st = open_store(&s, &err);
@@ -255,7 +264,8 @@ int cmd_rm(int argc, char **argv)
         return WK_EXIT_USAGE;
     }
     char url[CLI_URL_MAX];
-    if (cli_remote_store(url, sizeof url)) return remote_rm(url, argc - 1, argv + 1);
+    const int remote = cli_remote_store(url, sizeof url);
+    if (remote) return remote < 0 ? WK_EXIT_ERROR : remote_rm(url, argc - 1, argv + 1);
     struct wk_error err;
     struct wk_store *s;
     enum wk_status st = open_store(&s, &err);
@@ -282,7 +292,8 @@ int cmd_cp(int argc, char **argv)
         return WK_EXIT_USAGE;
     }
     char url[CLI_URL_MAX];
-    if (cli_remote_store(url, sizeof url)) return remote_cp(url, argv[1], argv[2]);
+    const int remote = cli_remote_store(url, sizeof url);
+    if (remote) return remote < 0 ? WK_EXIT_ERROR : remote_cp(url, argv[1], argv[2]);
     struct wk_error err;
     struct wk_store *s = NULL;
     struct wk_model_name a, b;
@@ -463,7 +474,8 @@ int cmd_show(int argc, char **argv)
     struct stat sb;
     size_t nl = strlen(name);
     const bool file = stat(name, &sb) == 0 || (nl > 5 && strcmp(name + nl - 5, ".gguf") == 0); /* wick show x.gguf */
-    if (!file && cli_remote_store(url, sizeof url)) return remote_show(url, name, part);
+    const int remote = file ? 0 : cli_remote_store(url, sizeof url);
+    if (remote) return remote < 0 ? WK_EXIT_ERROR : remote_show(url, name, part);
     struct wk_error err;
     wk_error_clear(&err);
     struct wk_store *s;

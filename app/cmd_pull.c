@@ -247,8 +247,9 @@ static int pull_or_push(int argc, char **argv, bool push)
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, &old_int);
     char url[CLI_URL_MAX];
-    if (cli_remote_store(url, sizeof url)) { /* into the running server's store */
-        int rc = remote_pull_push(url, cmd, name, insecure, &v);
+    const int remote = cli_remote_store(url, sizeof url);
+    if (remote) { /* into the running server's store */
+        int rc = remote < 0 ? WK_EXIT_ERROR : remote_pull_push(url, cmd, name, insecure, &v);
         sigaction(SIGINT, &old_int, NULL);
         return rc;
     }

@@ -27,19 +27,27 @@
 #include <sys/stat.h>
 
 #define REMOTE_PROBE_MS 300
+#define REMOTE_STALL_MS 5000 /* a server that took the connection: this long before it counts as hung */
 #define REMOTE_TIMEOUT_MS (10 * 60 * 1000L) /* a copy or a show of a big store: bounded, not short */
 
-bool cli_remote_store(char *url, size_t cap)
+bool cli_store_named(void)
 {
     const char *a = getenv("WICK_MODELS"), *b = getenv("OLLAMA_MODELS");
-    if ((a && *a) || (b && *b)) return false;
+    return (a && *a) || (b && *b);
+}
+
+int cli_remote_store(char *url, size_t cap)
+{
+    if (cli_store_named()) return 0;
     cli_server_url(url, cap);
-    long status = 0;
-    char err[256];
-    json_t *j = cli_http_json(url, "/api/version", NULL, REMOTE_PROBE_MS, &status, err, sizeof err);
-    bool ok = status == 200 && json_is_string(json_object_get(j, "version"));
-    json_decref(j);
-    return ok;
+    enum cli_probe p = cli_probe_server(url, REMOTE_PROBE_MS);
+    if (p == CLI_SERVER_STALLED) p = cli_probe_server(url, REMOTE_STALL_MS); /* busy: a longer wait */
+    if (p == CLI_SERVER_UP) return 1;
+    if (p == CLI_SERVER_NONE) return 0;
+    /* a server is there and does not answer: its store is not this machine's to change behind it */
+    fprintf(stderr, "wick: the server at %s does not answer (busy or hung?); set WICK_MODELS to use a store "
+                    "directly\n", url);
+    return -1;
 }
 
 /* body (stolen) sent with method to path; the JSON answer (owned; an
@@ -193,7 +201,8 @@ static bool upload(const char *url, const char *path, char d[80])
 {
     struct stat sb;
     if (stat(path, &sb) != 0 || !S_ISREG(sb.st_mode) || !file_digest(path, d)) {
-        fprintf(stderr, "wick create: cannot read %s: %s\n", path, strerror(errno));
+        fprintf(stderr, "wick create: cannot read %s: %s\n", path,
+                stat(path, &sb) == 0 && !S_ISREG(sb.st_mode) ? "not a regular file" : strerror(errno));
         return false;
     }
     char route[128], err[256];
@@ -221,6 +230,20 @@ static bool upload(const char *url, const char *path, char d[80])
     return ok;
 }
 
+/* Whether a folder's file is one a model is made of (its weights, JSON,
+ * template, vocabulary), the files wick's import reads: others (a README,
+ * a binary that happens to be there) are not uploaded. */
+static bool model_file(const char *name)
+{
+    static const char *const ends[] = {".safetensors", ".json", ".jinja", ".txt", ".model", ".gguf"};
+    size_t n = strlen(name);
+    for (size_t i = 0; i < sizeof ends / sizeof ends[0]; i++) {
+        size_t l = strlen(ends[i]);
+        if (n > l && strcmp(name + n - l, ends[i]) == 0) return true;
+    }
+    return false;
+}
+
 /* The files of folder path into files, named prefix + their name; a
  * sub-folder's (depth 0 only) as "<sub>_<name>", the store's flat name
  * for sentence-transformers' 1_Pooling/config.json (store/create.c). */
@@ -239,7 +262,7 @@ static bool add_folder(const char *url, const char *path, const char *prefix, js
             char sub[600];
             snprintf(sub, sizeof sub, "%s_", e->d_name);
             ok = add_folder(url, fp, sub, files, 1);
-        } else if (S_ISREG(sb.st_mode)) {
+        } else if (S_ISREG(sb.st_mode) && model_file(e->d_name)) {
             ok = upload(url, fp, d) && !json_object_set_new(files, name, json_string(d));
         }
     }

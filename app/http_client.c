@@ -191,6 +191,30 @@ bool cli_http_upload(const char *base, const char *path, FILE *f, int64_t size, 
     return true;
 }
 
+enum cli_probe cli_probe_server(const char *base, long timeout_ms)
+{
+    struct curl_slist *hdr;
+    CURL *c = make_handle(NULL, base, "/api/version", NULL, &hdr);
+    if (!c) return CLI_SERVER_NONE;
+    struct cli_http_reply r = {0};
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &r);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, timeout_ms);
+    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms);
+    CURLcode rc = curl_easy_perform(c);
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r.status);
+    curl_easy_cleanup(c);
+    curl_slist_free_all(hdr);
+    json_t *j = rc == CURLE_OK ? json_loads(r.body ? r.body : "", 0, NULL) : NULL;
+    const bool up = r.status == 200 && json_is_string(json_object_get(j, "version"));
+    json_decref(j);
+    free(r.body);
+    if (up) return CLI_SERVER_UP;
+    /* nothing listens there (or no such host): no server; something that took the connection and
+     * did not answer in time: a server that is there but stalled */
+    return rc == CURLE_OPERATION_TIMEDOUT && r.status == 0 ? CLI_SERVER_STALLED : CLI_SERVER_NONE;
+}
+
 json_t *cli_http_json(const char *base, const char *path, const char *body, long timeout_ms, long *status,
                       char *err, size_t cap)
 {

@@ -62,6 +62,14 @@ bool cli_http_send(const char *method, const char *base, const char *path, const
 bool cli_http_upload(const char *base, const char *path, FILE *f, int64_t size, struct cli_http_reply *out,
                      char *err, size_t cap);
 
+/* What answers GET base/api/version within timeout_ms: a wick or Ollama
+ * server (UP), nothing (NONE: the connection refused, no such host, or an
+ * answer that is not a server's version), or a peer that took the
+ * connection and did not answer in time (STALLED: a busy or hung server,
+ * which a caller must not take for no server). */
+enum cli_probe { CLI_SERVER_NONE, CLI_SERVER_UP, CLI_SERVER_STALLED };
+enum cli_probe cli_probe_server(const char *base, long timeout_ms);
+
 /*
  * The same, the answer read as JSON: the parsed body (owned by the
  * caller) and its status in *status, or NULL with err[cap] saying why

@@ -191,8 +191,9 @@ static enum wk_status add_draft(struct build *b, const char *draft)
 /* An embedding folder's Pooling module config (modules.json names its
  * sub-folder, "1_Pooling"): a JSON layer named "<sub-folder>_config.json",
  * since the store's folders are flat; wk_embed_model_load reads that name
- * when the sub-folder is absent, and so does this (files uploaded flat).
- * None without modules.json or Pooling. */
+ * when the sub-folder is absent (a flat folder, as /api/create's files
+ * make it, has that file among its JSON layers already). None without
+ * modules.json or Pooling. */
 static enum wk_status add_pooling_config(struct build *b, const char *dir)
 {
     char path[4400];
@@ -209,8 +210,7 @@ static enum wk_status add_pooling_config(struct build *b, const char *dir)
         snprintf(path, sizeof path, "%.4000s/%s/config.json", dir, sub);
         snprintf(name, sizeof name, "%s_config.json", sub);
         struct stat sb;
-        if (stat(path, &sb) != 0) /* a flat folder (/api/create's files): the store's own name */
-            snprintf(path, sizeof path, "%.4000s/%s", dir, name);
+        if (stat(path, &sb) != 0) break; /* a flat folder (/api/create's files): <sub>_config.json is a layer already */
         size_t before = json_array_size(b->layers);
         if (!(st = add_file(b, WK_MT_JSON, path, "copying %s")))
             json_object_set_new(json_array_get(b->layers, before), "name", json_string(name));

@@ -1097,6 +1097,15 @@ def test_cli_ps_stop_and_max_loaded(s):
           "nothing in this environment's own store", out.stderr[-300:] + out2.stderr[-300:])
     cli("rm", "cli-minilm", "cli-smol")
     shutil.rmtree(mfd, ignore_errors=True)
+    # a server that takes the connection and never answers is not "no server": its store is not
+    # this machine's to change (wick rm would delete a local model of that name)
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(8)
+    out = cli("rm", "smollm2", WICK_HOST=f"127.0.0.1:{silent.getsockname()[1]}")
+    silent.close()
+    check(out.returncode == 1 and "does not answer" in out.stderr, "a hung server: wick rm refuses, no local delete",
+          out.stdout + out.stderr)
     out = cli("list", WICK_MODELS=home)
     check(out.returncode == 0 and "smollm2" not in out.stdout, "wick list with WICK_MODELS: that store, not the server's",
           out.stdout)
