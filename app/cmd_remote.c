@@ -1,15 +1,17 @@
 /*
- * cmd_remote.c - wick list / show / cp / rm through a running server, as
- * ollama's commands are clients of the server at OLLAMA_HOST (cmd/cmd.go:
- * ListHandler -> /api/tags, ShowHandler -> /api/show, CopyHandler ->
- * /api/copy, DeleteHandler -> DELETE /api/delete): so a server with a
- * store of its own (a service, a container, a remote host) is the one the
- * commands show and change. Used when this environment names no store
- * (neither WICK_MODELS nor OLLAMA_MODELS: a store named here is read
- * directly, as the tests and a second store want) and a server answers
- * GET /api/version at WICK_HOST / OLLAMA_HOST / 127.0.0.1:11434 within
- * 300 ms (as wick run decides); else the commands read the store
- * themselves (cmd_create.c).
+ * cmd_remote.c - wick list / show / cp / rm / create through a running
+ * server, as ollama's commands are clients of the server at OLLAMA_HOST
+ * (cmd/cmd.go: ListHandler -> /api/tags, ShowHandler -> /api/show,
+ * CopyHandler -> /api/copy, DeleteHandler -> DELETE /api/delete,
+ * CreateHandler -> blobs and /api/create; pull and push: cmd_pull.c): so a
+ * server with a store of its own (a service, a container, a remote host)
+ * is the one the commands show and change. Used when this environment
+ * names no store (neither WICK_MODELS nor OLLAMA_MODELS: a store named
+ * here is read directly, as the tests and a second store want) and a
+ * server answers GET /api/version at WICK_HOST / OLLAMA_HOST /
+ * 127.0.0.1:11434 (as wick run decides); with nothing listening there the
+ * commands read the store themselves (cmd_create.c); a server that takes
+ * the connection and does not answer is an error (cli_remote_store).
  */
 #include "cli.h"
 #include "http_client.h"
