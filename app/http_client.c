@@ -126,6 +126,27 @@ bool cli_http_request(const char *base, const char *path, const char *body, long
     return cli_http_send(NULL, base, path, body, timeout_ms, out, err, cap);
 }
 
+/* Runs request c (its headers hdr freed after) collecting the answer into
+ * *out; *code gets curl's result. True when the server answered; else err
+ * [cap] says why and *out is empty. */
+static bool perform(CURL *c, struct curl_slist *hdr, struct cli_http_reply *out, CURLcode *code, char *err, size_t cap)
+{
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, out);
+    CURLcode rc = curl_easy_perform(c);
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &out->status);
+    curl_easy_cleanup(c);
+    curl_slist_free_all(hdr);
+    if (code) *code = rc;
+    if (rc == CURLE_OK) return true;
+    snprintf(err, cap, "%s", curl_easy_strerror(rc));
+    free(out->body);
+    long status = out->status;
+    memset(out, 0, sizeof *out);
+    out->status = status;
+    return false;
+}
+
 bool cli_http_send(const char *method, const char *base, const char *path, const char *body, long timeout_ms,
                    struct cli_http_reply *out, char *err, size_t cap)
 {
@@ -136,23 +157,13 @@ bool cli_http_send(const char *method, const char *base, const char *path, const
         snprintf(err, cap, "cannot start an HTTP request");
         return false;
     }
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, out);
     if (timeout_ms > 0) {
         curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, timeout_ms);
         curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms);
     }
-    CURLcode rc = curl_easy_perform(c);
-    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &out->status);
-    curl_easy_cleanup(c);
-    curl_slist_free_all(hdr);
-    if (rc != CURLE_OK) {
-        snprintf(err, cap, "%s", curl_easy_strerror(rc));
-        free(out->body);
-        memset(out, 0, sizeof *out);
-        return false;
-    }
-    return true;
+    bool ok = perform(c, hdr, out, NULL, err, cap);
+    if (!ok) out->status = 0;
+    return ok;
 }
 
 static size_t read_file_cb(char *buf, size_t size, size_t n, void *user)
@@ -176,19 +187,9 @@ bool cli_http_upload(const char *base, const char *path, FILE *f, int64_t size, 
     curl_easy_setopt(c, CURLOPT_READFUNCTION, read_file_cb);
     curl_easy_setopt(c, CURLOPT_READDATA, f);
     curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)size);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, out);
-    CURLcode rc = curl_easy_perform(c);
-    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &out->status);
-    curl_easy_cleanup(c);
-    curl_slist_free_all(hdr);
-    if (rc != CURLE_OK) {
-        snprintf(err, cap, "%s", curl_easy_strerror(rc));
-        free(out->body);
-        memset(out, 0, sizeof *out);
-        return false;
-    }
-    return true;
+    bool ok = perform(c, hdr, out, NULL, err, cap);
+    if (!ok) out->status = 0;
+    return ok;
 }
 
 enum cli_probe cli_probe_server(const char *base, long timeout_ms)
@@ -197,14 +198,11 @@ enum cli_probe cli_probe_server(const char *base, long timeout_ms)
     CURL *c = make_handle(NULL, base, "/api/version", NULL, &hdr);
     if (!c) return CLI_SERVER_NONE;
     struct cli_http_reply r = {0};
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, &r);
     curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, timeout_ms);
     curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms);
-    CURLcode rc = curl_easy_perform(c);
-    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r.status);
-    curl_easy_cleanup(c);
-    curl_slist_free_all(hdr);
+    CURLcode rc;
+    char err[256];
+    perform(c, hdr, &r, &rc, err, sizeof err);
     json_t *j = rc == CURLE_OK ? json_loads(r.body ? r.body : "", 0, NULL) : NULL;
     const bool up = r.status == 200 && json_is_string(json_object_get(j, "version"));
     json_decref(j);
