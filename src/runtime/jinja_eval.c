@@ -161,8 +161,7 @@ struct jv jinja_getitem(struct jctx *c, const struct jv *obj, const struct jv *k
         jinja_undef_fail(c, obj);
         return JV_UNDEF_V;
     }
-    /* an undefined key is hashable in jinja2 and names nothing: undefined */
-    if ((obj->k == JV_DICT || obj->k == JV_NS) && key->k != JV_UNDEF && (key->k != JV_STR || jv_s(key)[0] == 1)) {
+    if ((obj->k == JV_DICT || obj->k == JV_NS) && (key->k != JV_STR || jv_s(key)[0] == 1)) {
         struct jbuf kb = {0};
         json_t *j = jv_key_encode(c, key, &kb) ? json_object_get(obj->u.j, kb.p) : NULL;
         jbuf_free(&kb);
@@ -367,7 +366,6 @@ static bool contains(struct jctx *c, const struct jv *needle, const struct jv *h
         return memmem(jv_s(hay), jv_len_s(hay), jv_s(needle), jv_len_s(needle)) != NULL;
     }
     if (hay->k == JV_DICT || hay->k == JV_NS) {
-        if (needle->k == JV_UNDEF) return false; /* hashable in jinja2, and never a key */
         struct jbuf kb = {0};
         bool in = jv_key_encode(c, needle, &kb) && json_object_get(hay->u.j, kb.p);
         jbuf_free(&kb);

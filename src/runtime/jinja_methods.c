@@ -236,7 +236,7 @@ static struct jv unique(struct jctx *c, struct jv *v, struct jv *args, size_t na
             seen = jv_equal(&key, &o);
             jv_free(&o);
         }
-        if (!seen && !c->st) json_array_append(out, json_array_get(l.u.j, i)), json_array_append_new(keys, jv_to_json(&key));
+        if (!seen && !c->st) json_array_append(out, json_array_get(l.u.j, i)), json_array_append_new(keys, key.k == JV_UNDEF ? json_incref(jinja_undef_json()) : jv_to_json(&key));
         jv_free(&e), jv_free(&key);
     }
     jv_free(&l);

@@ -149,6 +149,7 @@ bool jv_key_encode(struct jctx *c, const struct jv *k, struct jbuf *b)
     case JV_BOOL: jbuf_puts(b, k->u.b ? "\x01" "b1" : "\x01" "b0"); break;
     case JV_FLOAT: jbuf_put(b, "\x01" "f", 2); jinja_write_float(b, k->u.f); break;
     case JV_NONE: jbuf_put(b, "\x01" "n", 2); break;
+    case JV_UNDEF: jbuf_put(b, "\x01" "u", 2); break; /* jinja2's Undefined hashes (and compares) alike */
     default: jinja_fail(c, WK_E_INVALID, "unhashable type: '%s'", jv_type_name(k)); return false;
     }
     jbuf_put(b, "", 0);
@@ -164,6 +165,7 @@ struct jv jv_key_decode(const char *key)
         case 'f': return jv_float(strtod(key + 2, NULL));
         case 'b': return jv_bool(key[2] == '1');
         case 'n': return JV_NONE_V;
+        case 'u': return JV_UNDEF_V;
         case 's': return jv_str(key + 2, strlen(key + 2));
         default: break;
         }

@@ -62,6 +62,10 @@ static void test_undefined_in_containers(void)
            "{{ ({'a': nothing}).a is defined }}|{% set m = {'str': 's'} %}{{ m[nothing] is defined }}"
            "{{ m[nothing] | default('Any') }}|{{ nothing in m }}",
            "[Undefined, 1]|1|FalseTrue|False|FalseAny|False");
+    /* undefined as a key: every Undefined hashes and compares alike in jinja2 */
+    expect("{{ {}.get(nothing) }}|{{ {}.get(nothing, 1) }}|{% set d = {nothing: 1} %}{{ d|length }}{{ d[other] }}"
+           "{{ other in d }}|{{ [nothing, nothing, 1]|unique|list }}|{{ [nothing, other]|unique|list|length }}",
+           "None|1|11True|[Undefined, 1]|1");
     enum wk_status st;
     char *out = render("{{ [nothing]|tojson }}", &st); /* TypeError: Object of type Undefined is not JSON serializable */
     CHECK(out == NULL && st == WK_E_INVALID);
