@@ -343,14 +343,18 @@ static int prepare(struct job *j, json_t *req, char *msg, size_t cap)
         st = srv_render_messages(&cr, msgs, &prompt, &err);
         /* Ollama's truncate (default true on its routes): the oldest messages dropped to fit */
         if (!st && json_is_true(json_object_get(req, "truncate_history")))
-            st = srv_fit_history(&cr, msgs, rn->n_ctx, j->num_predict > 0 ? j->num_predict : rn->n_ctx / 4, &prompt, &err);
+            st = srv_fit_history(&cr, msgs, rn->n_ctx, j->num_predict > 0 ? j->num_predict : rn->n_ctx / 4, &prompt,
+                                 &j->ids, &err);
     } else {
         snprintf(msg, cap, "the request has neither messages nor a raw prompt");
         return 400;
     }
     /* Ollama's context (a non-raw generate, messages or suffix): the earlier exchange's text before this
      * prompt; the prompt's text kept for the answer's */
-    if (!st && !json_is_string(raw)) st = srv_context_prompt(rn->tok, json_object_get(req, "context"), &prompt, &err);
+    if (!st && json_array_size(json_object_get(req, "context")) > 0) { /* the prompt changes: its ids are to come */
+        j->ids.n = 0;
+        st = srv_context_prompt(rn->tok, json_object_get(req, "context"), &prompt, &err);
+    }
     if (!st && (j->want_context = json_is_true(json_object_get(req, "want_context"))))
         st = srv_prompt_text(rn->tok, &prompt, &j->ctx_text, &err);
     if (!st && json_is_true(json_object_get(req, "render_only"))) { /* /api/apply-template: the text alone */
@@ -392,7 +396,7 @@ static int prepare(struct job *j, json_t *req, char *msg, size_t cap)
                  "(num_ctx %d)", (long long)counted, rn->n_ctx, rn->n_ctx);
         return 400;
     }
-    if (!st && (st = wk_prompt_tokenize(rn->tok, &prompt, &j->ids)))
+    if (!st && !j->ids.n && (st = wk_prompt_tokenize(rn->tok, &prompt, &j->ids))) /* unless truncate's fit has them */
         wk_error_set(&err, st, "out of memory while tokenizing");
     wk_prompt_deinit(&prompt);
     if (st) {

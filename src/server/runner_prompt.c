@@ -60,8 +60,8 @@ enum wk_status srv_render_messages(const struct srv_chat_render *r, json_t *msgs
 
 /* Whether prompt p is under n_ctx tokens (room for one generated token):
  * a bound from its bytes first, a long one counted in pieces, else
- * tokenized. */
-static bool fits(const struct wk_tokenizer *tok, const struct wk_prompt *p, int32_t n_ctx)
+ * tokenized; its ids into *keep (when not NULL) when it fits. */
+static bool fits(const struct wk_tokenizer *tok, const struct wk_prompt *p, int32_t n_ctx, struct wk_tokens *keep)
 {
     size_t bytes = 0;
     for (int32_t i = 0; i < p->n; i++) bytes += p->segs[i].len;
@@ -70,7 +70,8 @@ static bool fits(const struct wk_tokenizer *tok, const struct wk_prompt *p, int3
     if (bytes > SRV_COUNT_PIECE && srv_prompt_surely_longer(tok, p, n_ctx + n_ctx / 8 + 64, &counted)) return false;
     struct wk_tokens ids = {0};
     bool ok = !wk_prompt_tokenize(tok, p, &ids) && ids.n < n_ctx;
-    wk_tokens_deinit(&ids);
+    if (ok && keep) *keep = ids;
+    else wk_tokens_deinit(&ids);
     return ok;
 }
 
@@ -101,11 +102,11 @@ static enum wk_status render_from(const struct srv_chat_render *r, json_t *msgs,
 }
 
 enum wk_status srv_fit_history(const struct srv_chat_render *r, json_t *msgs, int32_t n_ctx, int32_t reserve,
-                               struct wk_prompt *prompt, struct wk_error *err)
+                               struct wk_prompt *prompt, struct wk_tokens *ids, struct wk_error *err)
 {
     const size_t n = json_array_size(msgs);
     const int32_t limit = n_ctx - WK_MAX(0, WK_MIN(reserve, n_ctx / 2)); /* room left for the answer */
-    if (n < 2 || fits(r->tok, prompt, limit)) return WK_OK;
+    if (n < 2 || fits(r->tok, prompt, limit, ids)) return WK_OK; /* its ids kept: not tokenized twice */
     /* as Ollama's chatPrompt (server/prompt.go) the longest run of recent messages that fits, with
      * the system messages before it; found by bisection (a run fits less the longer it is), a start
      * the template refuses skipped for the next; none: the last message alone */
@@ -122,7 +123,7 @@ enum wk_status srv_fit_history(const struct srv_chat_render *r, json_t *msgs, in
             hi = mid - 1;
             continue;
         }
-        const bool ok = fits(r->tok, &p, limit);
+        const bool ok = fits(r->tok, &p, limit, NULL);
         wk_prompt_deinit(&p);
         if (ok) {
             best = j;

@@ -440,9 +440,13 @@ enum wk_status srv_render_messages(const struct srv_chat_render *r, json_t *msgs
  * template refuses to render, as one starting at an answer for a template
  * that checks the roles' order, is passed over), else the last message
  * alone (if even that does not fit, the caller's length check refuses
- * it). Errors: those of the renderers but a refused run's, WK_E_NOMEM. */
+ * it). When *prompt is kept as it is, its tokens may come back in *ids
+ * (empty on entry; left empty when they were not computed), so the caller
+ * need not tokenize it again. Errors: those of the renderers but a refused
+ * run's, WK_E_NOMEM. */
+struct wk_tokens;
 enum wk_status srv_fit_history(const struct srv_chat_render *r, json_t *msgs, int32_t n_ctx, int32_t reserve,
-                               struct wk_prompt *prompt, struct wk_error *err);
+                               struct wk_prompt *prompt, struct wk_tokens *ids, struct wk_error *err);
 
 /* Ollama's deprecated /api/generate context (routes.go GenerateHandler):
  * srv_context_prompt puts the text of the token ids in context (an array;
