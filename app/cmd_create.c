@@ -14,7 +14,6 @@
 #include "../src/model/wk_embed.h"
 #include "../src/model/wk_model.h"
 #include "../src/store/wk_store.h"
-#include "../src/tokenizer/wk_tokenizer.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -418,7 +417,7 @@ static void print_capabilities(const struct wk_store_model *m)
     char *tmpl = NULL;
     json_t *d = wk_model_details(m->weights, NULL, go ? NULL : &tmpl);
     json_t *caps = wk_capabilities(go ? m->template_text : tmpl, go, json_string_value(json_object_get(d, "family")),
-                                   wk_embed_gguf_has_pooling(m->weights), wk_tokenizer_path_has_fim(m->weights));
+                                   m->weights);
     printf("  Capabilities\n");
     size_t i;
     json_t *c;

@@ -412,6 +412,17 @@ enum wk_status wk_chat_render_go(const struct wk_tokenizer *tok, const struct wk
     return st ? wk_error_set(err, st, "out of memory") : WK_OK;
 }
 
+/* Token id's piece appended as scaffolding (nothing for id -1). */
+static enum wk_status append_token(struct wk_prompt *out, const struct wk_tokenizer *tok, int32_t id)
+{
+    size_t n;
+    const char *p = id >= 0 ? wk_tokenizer_piece(tok, id, &n) : NULL;
+    return p ? wk_prompt_append(out, p, n, true) : WK_OK;
+}
+
+/* The BOS the tokenizer adds to a prompt, or -1. */
+static int32_t added_bos(const struct wk_tokenizer *tok) { return wk_tokenizer_add_bos(tok) ? wk_tokenizer_bos(tok) : -1; }
+
 enum wk_status wk_prompt_fim(const struct wk_tokenizer *tok, const struct wk_gotmpl *t, const char *prefix,
                              size_t plen, const char *suffix, size_t slen, struct wk_prompt *out,
                              struct wk_error *err)
@@ -436,16 +447,12 @@ enum wk_status wk_prompt_fim(const struct wk_tokenizer *tok, const struct wk_got
     if (pre < 0 || suf < 0 || mid < 0)
         return wk_error_set(err, WK_E_UNSUPPORTED, "this model does not support insert (a suffix): its vocabulary has "
                             "no fill-in-the-middle tokens, and its TEMPLATE does not use .Suffix");
-    size_t n;
-    const char *p;
-    enum wk_status st = WK_OK;
-    const int32_t bos = wk_tokenizer_bos(tok);
-    if (bos >= 0 && wk_tokenizer_add_bos(tok) && (p = wk_tokenizer_piece(tok, bos, &n))) st = wk_prompt_append(out, p, n, true);
-    if (!st && (p = wk_tokenizer_piece(tok, pre, &n))) st = wk_prompt_append(out, p, n, true);
+    enum wk_status st = append_token(out, tok, added_bos(tok));
+    if (!st) st = append_token(out, tok, pre);
     if (!st) st = wk_prompt_append(out, prefix, plen, false);
-    if (!st && (p = wk_tokenizer_piece(tok, suf, &n))) st = wk_prompt_append(out, p, n, true);
+    if (!st) st = append_token(out, tok, suf);
     if (!st) st = wk_prompt_append(out, suffix, slen, false);
-    if (!st && (p = wk_tokenizer_piece(tok, mid, &n))) st = wk_prompt_append(out, p, n, true);
+    if (!st) st = append_token(out, tok, mid);
     return st ? wk_error_set(err, st, "out of memory") : WK_OK;
 }
 
@@ -602,13 +609,7 @@ enum wk_status wk_prompt_tokenize(const struct wk_tokenizer *tok, const struct w
 enum wk_status wk_prompt_raw(const struct wk_tokenizer *tok, const char *text, size_t len, bool special,
                              struct wk_prompt *out)
 {
-    enum wk_status st = WK_OK;
-    int32_t bos = wk_tokenizer_bos(tok);
-    if (bos >= 0 && wk_tokenizer_add_bos(tok)) {
-        size_t n;
-        const char *piece = wk_tokenizer_piece(tok, bos, &n);
-        st = wk_prompt_append(out, piece, n, true);
-    }
+    enum wk_status st = append_token(out, tok, added_bos(tok));
     return st ? st : wk_prompt_append(out, text, len, special);
 }
 

@@ -11,7 +11,6 @@
 
 #include "../io/wk_io.h"
 #include "../io/wk_options.h"
-#include "../tokenizer/wk_tokenizer.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -183,7 +182,7 @@ enum MHD_Result srv_serve_show(struct srv_server *srv, struct MHD_Connection *c,
                             "parameters", params ? params : "", "template", t ? t : "", "details", details,
                             "model_info", full ? full : info,
                             "capabilities", wk_capabilities(t, go, json_string_value(json_object_get(details, "family")),
-                                                            wk_embed_gguf_has_pooling(m.path), wk_tokenizer_path_has_fim(m.path)),
+                                                            m.path),
                             "modified_at", modified_at(s, m.name));
     if (full) json_decref(info);
     if (sm.system && *sm.system) json_object_set_new(obj, "system", json_string(sm.system));

@@ -8,7 +8,6 @@
 
 #include "../io/wk_io.h"
 #include "../model/wk_model.h"
-#include "../tokenizer/wk_tokenizer.h"
 
 #include <sys/stat.h>
 
@@ -263,7 +262,7 @@ json_t *srv_models_list(const char *models_dir)
             char *tmpl = NULL;
             details = wk_model_details(sm.weights, NULL, go ? NULL : &tmpl);
             caps = wk_capabilities(go ? sm.template_text : tmpl, go, json_string_value(json_object_get(details, "family")),
-                                   wk_embed_gguf_has_pooling(sm.weights), wk_tokenizer_path_has_fim(sm.weights));
+                                   sm.weights);
             wk_free(tmpl);
             wk_store_model_deinit(&sm);
         }

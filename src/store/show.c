@@ -8,6 +8,8 @@
 #include "wk_store.h"
 
 #include "../io/wk_json.h"
+#include "../model/wk_embed.h"
+#include "../tokenizer/wk_tokenizer.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -129,8 +131,9 @@ char *wk_store_params_text(json_t *params)
     return b.p;
 }
 
-json_t *wk_capabilities(const char *tmpl, bool go, const char *family, bool pooled, bool fim)
+json_t *wk_capabilities(const char *tmpl, bool go, const char *family, const char *weights)
 {
+    const bool pooled = weights && wk_embed_gguf_has_pooling(weights);
     static const char *const encoders[] = {"bert", "nomic-bert", "nomic_bert", "jina-bert-v2", "modernbert"};
     if (pooled) return json_pack("[s]", "embedding");
     for (size_t i = 0; family && i < WK_ARRAY_LEN(encoders); i++)
@@ -140,6 +143,6 @@ json_t *wk_capabilities(const char *tmpl, bool go, const char *family, bool pool
     if (tmpl && (go ? strstr(tmpl, ".Think") != NULL
                     : strstr(tmpl, "enable_thinking") || strstr(tmpl, "reasoning_content") || strstr(tmpl, "<think>")))
         json_array_append_new(caps, json_string("thinking"));
-    if (fim || (go && tmpl && strstr(tmpl, ".Suffix"))) json_array_append_new(caps, json_string("insert"));
+    if ((go && tmpl && strstr(tmpl, ".Suffix")) || (weights && wk_tokenizer_path_has_fim(weights))) json_array_append_new(caps, json_string("insert"));
     return caps;
 }

@@ -158,16 +158,16 @@ char *wk_store_modelfile(const struct wk_store *s, json_t *m, const char *name, 
  * wk_malloc'd ("" when params is empty or not an object). */
 char *wk_store_params_text(json_t *params);
 
-/* Ollama's capabilities of a model: "embedding" for an encoder family
- * (bert, nomic-bert) or a GGUF that names a pooling_type (pooled:
- * wk_embed_gguf_has_pooling, as Ollama's server/images.go decides), else
- * "completion", plus "tools" and "thinking" when the template that renders
- * its chats (tmpl: a Go TEMPLATE when go, else a Jinja chat template; may
- * be NULL) renders tools and thinking, and "insert" (a suffix: fill in the
- * middle) when the vocabulary has FIM tokens (fim:
- * wk_tokenizer_path_has_fim) or a Go TEMPLATE names .Suffix (Ollama's
- * rule). A new JSON array. */
-json_t *wk_capabilities(const char *tmpl, bool go, const char *family, bool pooled, bool fim);
+/* Ollama's capabilities of the model at weights (a GGUF file or a folder;
+ * may be NULL): "embedding" for an encoder family (bert, nomic-bert) or a
+ * GGUF that names a pooling_type (wk_embed_gguf_has_pooling, as Ollama's
+ * server/images.go decides), else "completion", plus "tools" and
+ * "thinking" when the template that renders its chats (tmpl: a Go
+ * TEMPLATE when go, else a Jinja chat template; may be NULL) renders tools
+ * and thinking, and "insert" (a suffix: fill in the middle) when a Go
+ * TEMPLATE names .Suffix (Ollama's rule) or the vocabulary has FIM tokens
+ * (wk_tokenizer_path_has_fim). A new JSON array. */
+json_t *wk_capabilities(const char *tmpl, bool go, const char *family, const char *weights);
 
 /* {"models": [{name, model, modified_at, size, digest, ...}]}: every
  * manifest, for `wick list` and /api/tags. */
