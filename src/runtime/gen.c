@@ -328,7 +328,10 @@ enum wk_status wk__gen_finish(struct wk__gen *g)
     }
     /* a stop string ended it: a tag's first bytes held before it are text */
     if (g->stopped && p->hide_thinking && !st) wk_think_filter_flush(&o->think, think_run, o);
-    if (g->stopped) g->stats->done_reason = "stop";
+    if (g->stopped) {
+        g->stats->done_reason = "stop";
+        if (o->stop.matched >= 0) g->stats->stop_sequence = o->stop.stops[o->stop.matched];
+    }
     if (o->nomem && !st) st = wk_error_set(err, WK_E_NOMEM, "out of memory");
     if (p->collect) {
         if (st) {

@@ -21,6 +21,7 @@ void wk_stop_matcher_init(struct wk_stop_matcher *m, const char *const *stops, i
     memset(m, 0, sizeof *m);
     m->stops = stops;
     m->n_stops = n_stops;
+    m->matched = -1;
 }
 
 void wk_stop_matcher_deinit(struct wk_stop_matcher *m)
@@ -57,7 +58,7 @@ enum wk_status wk_stop_matcher_push(struct wk_stop_matcher *m, const char *text,
     for (int32_t i = 0; i < m->n_stops; i++) {
         if (!m->stops[i][0]) continue;
         const char *at = strstr(m->buf, m->stops[i]);
-        if (at && (size_t)(at - m->buf) < cut) cut = (size_t)(at - m->buf);
+        if (at && (size_t)(at - m->buf) < cut) cut = (size_t)(at - m->buf), m->matched = i;
     }
     if (cut != SIZE_MAX) {
         *emit = cut;

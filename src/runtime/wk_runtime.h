@@ -350,6 +350,7 @@ struct wk_stop_matcher {
     int32_t n_stops;
     char *buf; /* pending text, NUL-terminated */
     size_t len, cap;
+    int32_t matched; /* the stop string that was found (an index into stops), -1 while none is */
 };
 void wk_stop_matcher_init(struct wk_stop_matcher *m, const char *const *stops, int32_t n_stops);
 void wk_stop_matcher_deinit(struct wk_stop_matcher *m);
@@ -456,6 +457,7 @@ struct wk_generate_stats {
     int32_t eval_count;         /* tokens generated */
     int64_t eval_ns;
     const char *done_reason;    /* "stop" or "length" (static) */
+    const char *stop_sequence;  /* the stop string that ended it (borrowed from the params' stop list), or NULL */
     /* speculative decoding: rounds, tokens drafted, drafted tokens accepted
      * (acceptance rate accepted / drafted; mean accepted length per round
      * accepted / rounds) */

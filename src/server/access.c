@@ -266,7 +266,8 @@ int srv_access_preflight(const struct srv_access *a, struct MHD_Connection *c)
                             "X-Stainless-Package-Version, X-Stainless-Os, X-Stainless-Arch, X-Stainless-Retry-Count, "
                             "X-Stainless-Runtime, X-Stainless-Runtime-Version, X-Stainless-Async, "
                             "X-Stainless-Helper-Method, X-Stainless-Poll-Helper, X-Stainless-Custom-Poll-Interval, "
-                            "X-Stainless-Timeout, X-Stainless-Read-Timeout");
+                            "X-Stainless-Timeout, X-Stainless-Read-Timeout, X-Api-Key, Anthropic-Version, Anthropic-Beta, "
+                            "Anthropic-Dangerous-Direct-Browser-Access");
     MHD_add_response_header(r, "Access-Control-Max-Age", "43200");
     enum MHD_Result ret = MHD_queue_response(c, 204, r);
     MHD_destroy_response(r);

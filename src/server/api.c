@@ -56,7 +56,9 @@ json_t *srv_error_body(enum srv_api api, int status, const char *msg)
     char *clean = wk_utf8_sanitize(msg, strlen(msg), &n);
     const char *m = clean ? clean : "error";
     json_t *r;
-    if (!is_openai(api)) {
+    if (api == API_ANTHROPIC) {
+        r = srv_anthropic_error(status, m);
+    } else if (!is_openai(api)) {
         r = json_pack("{s:s}", "error", m);
     } else {
         const char *type = status == 404 ? "not_found_error" : status < 500 ? "invalid_request_error"
@@ -662,8 +664,9 @@ int srv_gen_parse(struct srv_gen *g, json_t *body, char *msg, size_t cap)
     g->runner_req = req;
     json_object_set_new(req, "options", ropts);
     json_object_set_new(req, "stop", stop);
-    int rc = refuse_unimplemented(g, body, msg, cap);
-    if (!rc)
+    int rc = g->api == API_ANTHROPIC ? srv_anthropic_parse(g, body, req, ropts, stop, msg, cap)
+                                     : refuse_unimplemented(g, body, msg, cap);
+    if (!rc && g->api != API_ANTHROPIC)
         rc = is_openai(g->api) ? parse_openai(g, body, req, ropts, stop, msg, cap)
                                : parse_ollama(g, body, req, ropts, stop, msg, cap);
     if (rc) return rc;
@@ -795,6 +798,7 @@ static void gen_extra_chunk(struct srv_gen *g, json_t *thinking, json_t *calls)
 
 void srv_gen_chunk(struct srv_gen *g, json_t *line)
 {
+    if (g->api == API_ANTHROPIC && g->stream) { srv_anthropic_chunk(g, line); return; }
     json_t *content = json_object_get(line, "content"), *lps = json_object_get(line, "logprobs");
     json_t *thinking = json_object_get(line, "thinking"), *calls = json_object_get(line, "tool_calls");
     if (!content && (thinking || calls)) {
@@ -804,17 +808,16 @@ void srv_gen_chunk(struct srv_gen *g, json_t *line)
     const char *text = json_string_value(content);
     size_t len = json_string_length(content);
     if (!g->stream) {
-        size_t before = g->text.len;
         wk_buf_add(&g->text, text ? text : "", len);
         if (lps) {
             if (!g->lps) g->lps = json_array();
             json_array_extend(g->lps, lps);
         }
-        (void)before;
         return;
     }
     json_t *obj;
     switch (g->api) {
+    case API_ANTHROPIC: return; /* above */
     case API_GENERATE:
     case API_CHAT:
         obj = ollama_base(g, false);
@@ -885,6 +888,7 @@ static json_t *oai_usage(json_t *fin)
 
 void srv_gen_done(struct srv_gen *g, json_t *fin)
 {
+    if (g->api == API_ANTHROPIC) { srv_anthropic_done(g, fin); return; }
     json_t *lps = json_object_get(fin, "logprobs");
     if (!g->stream) {
         if (lps) {
@@ -928,7 +932,9 @@ void srv_gen_done(struct srv_gen *g, json_t *fin)
 
 void srv_gen_stream_error(struct srv_gen *g, const char *msg)
 {
-    if (is_openai(g->api)) {
+    if (g->api == API_ANTHROPIC) {
+        srv_anthropic_stream_error(g, msg);
+    } else if (is_openai(g->api)) {
         wk_buf_add(&g->out, "data: ", 6);
         srv_buf_json(&g->out, srv_error_body(g->api, 500, msg), "\n\n");
     } else {
@@ -938,6 +944,7 @@ void srv_gen_stream_error(struct srv_gen *g, const char *msg)
 
 json_t *srv_gen_response(struct srv_gen *g, json_t *fin)
 {
+    if (g->api == API_ANTHROPIC) return srv_anthropic_response(g, fin);
     json_t *text = json_stringn(g->text.p ? g->text.p : "", g->text.len);
     json_t *thinking = g->thinking.len ? json_stringn(g->thinking.p, g->thinking.len) : NULL;
     const char *reason = json_string_value(json_object_get(fin, "done_reason"));

@@ -299,6 +299,9 @@ static enum MHD_Result serve_generation(struct srv_server *srv, struct MHD_Conne
     g->conn = c;
     snprintf(g->id, sizeof g->id, "%s-%lld", api == API_OAI_CHAT ? "chatcmpl" : "cmpl",
              (long long)(srv_unix_ns() % 1000000000000LL));
+    if (api == API_ANTHROPIC) /* as Anthropic's and Ollama's: msg_ and 24 hex digits */
+        snprintf(g->id, sizeof g->id, "msg_%08x%08x%08x", arc4random(), arc4random(), arc4random());
+    g->render_only = render_only;
     char msg[WK_ERROR_MSG_MAX];
     int status = srv_gen_parse(g, body, msg, sizeof msg);
     struct wk_error err;
@@ -355,7 +358,7 @@ static enum MHD_Result serve_generation(struct srv_server *srv, struct MHD_Conne
             bytes += json_string_length(json_object_get(m, "content"));
     json_t *fim = json_object_get(g->runner_req, "fim");
     bytes += json_string_length(json_object_get(fim, "prefix")) + json_string_length(json_object_get(fim, "suffix"));
-    if (g->n_ctx > 0 && prompt_past(bytes, srv_sched_bytes_per_token(srv->sched, &g->model), g->n_ctx, msg, sizeof msg)) {
+    if (!render_only && g->n_ctx > 0 && prompt_past(bytes, srv_sched_bytes_per_token(srv->sched, &g->model), g->n_ctx, msg, sizeof msg)) {
         gen_free(g);
         return reply_error(c, api, 400, msg);
     }
@@ -363,7 +366,7 @@ static enum MHD_Result serve_generation(struct srv_server *srv, struct MHD_Conne
         gen_free(g);
         return reply_error(c, api, err.status == WK_E_CANCELLED ? 503 : 500, err.msg);
     }
-    if (prompt_past(bytes, srv_runner_bytes_per_token(g->runner), srv_runner_n_ctx(g->runner), msg, sizeof msg)) {
+    if (!render_only && prompt_past(bytes, srv_runner_bytes_per_token(g->runner), srv_runner_n_ctx(g->runner), msg, sizeof msg)) {
         gen_free(g);
         return reply_error(c, api, 400, msg);
     }
@@ -386,14 +389,17 @@ static enum MHD_Result serve_generation(struct srv_server *srv, struct MHD_Conne
         gen_free(g);
         return ret;
     }
-    if (render_only) {
-        json_t *prompt = json_object_get(first, "prompt");
-        enum MHD_Result ret = json_is_string(prompt) ? reply_json(c, 200, json_pack("{s:O}", "prompt", prompt))
-                                                     : reply_error(c, api, 500, "the model runner sent no prompt");
+    if (render_only) { /* Anthropic's count_tokens: the rendered prompt's tokens */
+        json_t *prompt = json_object_get(first, "prompt"), *n = json_object_get(first, "prompt_tokens");
+        enum MHD_Result ret = !json_is_string(prompt) || !json_is_integer(n)
+                                  ? reply_error(c, api, 500, "the model runner sent no prompt")
+                              : api == API_ANTHROPIC ? reply_json(c, 200, json_pack("{s:O}", "input_tokens", n))
+                                                     : reply_json(c, 200, json_pack("{s:O}", "prompt", prompt));
         json_decref(first);
         gen_free(g);
         return ret;
     }
+    if (api == API_ANTHROPIC) srv_anthropic_start(g, json_integer_value(json_object_get(first, "prompt_tokens")));
     json_decref(first);
     if (g->stream) {
         struct MHD_Response *r =
@@ -402,7 +408,7 @@ static enum MHD_Result serve_generation(struct srv_server *srv, struct MHD_Conne
             gen_free(g);
             return MHD_NO;
         }
-        bool sse = api == API_OAI_CHAT || api == API_OAI_COMPLETION;
+        bool sse = api == API_OAI_CHAT || api == API_OAI_COMPLETION || api == API_ANTHROPIC;
         MHD_add_response_header(r, "Content-Type", sse ? "text/event-stream" : "application/x-ndjson");
         if (sse) MHD_add_response_header(r, "Cache-Control", "no-cache");
         srv_access_headers(srv->access, c, r);
@@ -495,7 +501,9 @@ static enum MHD_Result route(struct srv_server *srv, struct MHD_Connection *c, c
                   {"/api/apply-template", true, API_CHAT},
                   {"/apply-template", true, API_CHAT},
                   {"/v1/chat/completions", true, API_OAI_CHAT},
-                  {"/v1/completions", true, API_OAI_COMPLETION}};
+                  {"/v1/completions", true, API_OAI_COMPLETION},
+                  {"/v1/messages", true, API_ANTHROPIC},
+                  {"/v1/messages/count_tokens", true, API_ANTHROPIC}};
     int found = -1;
     for (size_t i = 0; i < WK_ARRAY_LEN(routes); i++)
         if (strcmp(url, routes[i].path) == 0) found = (int)i;
@@ -547,7 +555,7 @@ static enum MHD_Result route(struct srv_server *srv, struct MHD_Connection *c, c
         json_decref(body);
         return reply_error(c, api, 400, msg);
     }
-    bool render_only = strstr(url, "apply-template") != NULL;
+    bool render_only = strstr(url, "apply-template") != NULL || strstr(url, "count_tokens") != NULL;
     enum MHD_Result ret = routes[found].api >= 0             ? serve_generation(srv, c, api, body, render_only)
                           : strcmp(url, "/api/create") == 0 ? srv_serve_create(srv, c, body)
                           : strcmp(url, "/api/copy") == 0   ? srv_serve_copy(srv, c, body)

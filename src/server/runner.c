@@ -310,6 +310,10 @@ static int prepare(struct job *j, json_t *req, char *msg, size_t cap)
     if (harmony && wk_harmony_reasoning_effort(jt, &effort, &err)) return snprintf(msg, cap, "%s", err.msg), 400;
     /* think false on a model that does not think (or renders with a Go TEMPLATE): nothing to turn off */
     if (think == 0 && (json_is_string(json_object_get(req, "template")) || !wk_model_can_think(rn->model))) think = -1;
+    /* Anthropic's route (as Ollama's relax_thinking): thinking asked of a model that cannot is none */
+    if (think == 1 && json_is_true(json_object_get(req, "think_relaxed")) &&
+        (json_is_string(json_object_get(req, "template")) || !wk_model_can_think(rn->model)))
+        think = -1;
     if (json_is_string(raw)) {
         st = wk_prompt_raw(rn->tok, json_string_value(raw), json_string_length(raw), json_is_true(json_object_get(req, "raw_special")), &prompt);
     } else if (json_object_get(req, "fim")) { /* a suffix: fill in the middle */
@@ -362,6 +366,8 @@ static int prepare(struct job *j, json_t *req, char *msg, size_t cap)
         for (int32_t i = 0; i < prompt.n; i++) wk_buf_add(&b, prompt.segs[i].text, prompt.segs[i].len);
         j->rendered = json_stringn(b.p ? b.p : "", b.len);
         wk_free(b.p);
+        if (j->rendered && !j->ids.n && wk_prompt_tokenize(rn->tok, &prompt, &j->ids)) /* and its tokens, counted */
+            json_decref(j->rendered), j->rendered = NULL;
         wk_prompt_deinit(&prompt);
         if (j->rendered) return 200;
         snprintf(msg, cap, "the rendered prompt is not valid UTF-8, or out of memory");
@@ -583,6 +589,7 @@ static void job_report(struct job *j, enum wk_status s)
                             st.prompt_eval_count, "prompt_eval_duration",
                             (json_int_t)st.prompt_eval_ns, "eval_count", st.eval_count,
                             "eval_duration", (json_int_t)st.eval_ns);
+    if (fin && st.stop_sequence) json_object_set_new(fin, "stop_sequence", json_string(st.stop_sequence));
     if (fin && st.spec_rounds > 0) /* speculative decoding's counts */
         json_object_set_new(fin, "draft", json_pack("{s:i, s:i, s:i}", "rounds", st.spec_rounds, "drafted",
                                                      st.draft_count, "accepted", st.draft_accepted));
@@ -887,7 +894,8 @@ static void *conn_main(void *arg)
         if (code != 200) {
             srv_send_json(fd, srv_error_line(code, msg));
         } else if (j->rendered) {
-            srv_send_json(fd, json_pack("{s:i, s:O}", "status", 200, "prompt", j->rendered));
+            srv_send_json(fd, json_pack("{s:i, s:O, s:I}", "status", 200, "prompt", j->rendered, "prompt_tokens",
+                                        (json_int_t)j->ids.n));
         } else if (srv_send_json(fd, json_pack("{s:i, s:I}", "status", 200, "prompt_tokens",
                                            (json_int_t)j->ids.n))) {
             queue_and_stream(rn, j, fd);

@@ -221,7 +221,7 @@ void srv_sched_begin_shutdown(struct srv_sched *s);
 
 /* ------------------------------------------------------------ generation */
 
-enum srv_api { API_GENERATE, API_CHAT, API_OAI_CHAT, API_OAI_COMPLETION };
+enum srv_api { API_GENERATE, API_CHAT, API_OAI_CHAT, API_OAI_COMPLETION, API_ANTHROPIC };
 
 /* Appends obj's compact JSON (stealing the reference) and then tail. */
 bool srv_buf_json(struct wk_buf *b, json_t *obj, const char *tail);
@@ -232,6 +232,11 @@ struct srv_gen {
     char model_name[WK_MODEL_NAME_MAX]; /* as the client wrote it, echoed back */
     bool stream, include_usage, logprobs;
     bool one_call; /* OpenAI's parallel_tool_calls false: the first tool call only */
+    bool render_only; /* /api/apply-template, /v1/messages/count_tokens: the prompt rendered, nothing generated */
+    bool custom_stops; /* Anthropic's: the request gave stop_sequences */
+    bool ant_omit_thinking; /* Anthropic's thinking.display "omitted" */
+    int ant_open; /* Anthropic's stream: the content block open (api_anthropic.c) */
+    int32_t ant_index; /* and its index */
     int think; /* the request's think: -1 unset, 0 off, 1 on */
     const char *think_level; /* "low", "medium" or "high" when the request named one (static), else NULL */
     int32_t top_logprobs, legacy_logprobs; /* legacy: /v1/completions' integer logprobs */
@@ -279,6 +284,22 @@ int srv_refuse_misplaced_options(bool oai, json_t *body, char *msg, size_t cap);
  * modalities other than text: 400 with msg [cap] naming it (and the
  * route that takes it), or 0 (api_fields.c). */
 int srv_refuse_sibling_fields(enum srv_api api, json_t *body, char *msg, size_t cap);
+/* Anthropic's Messages API (api_anthropic.c), srv_gen_parse's and the
+ * response functions' for API_ANTHROPIC. srv_anthropic_parse: the body's
+ * fields (any other is a 400) into req (the runner's request), ropts (its
+ * options) and stop; 0 or 400 with msg [cap]. srv_anthropic_start: a
+ * stream's message_start and ping (prompt_tokens: the prompt's length).
+ * srv_anthropic_chunk / _done / _stream_error: a stream's events for a
+ * runner line, the final line, an error. srv_anthropic_response: the
+ * message of a request not streamed. srv_anthropic_error: the error body
+ * {"type": "error", "error": {"type", "message"}} for an HTTP status. */
+int srv_anthropic_parse(struct srv_gen *g, json_t *body, json_t *req, json_t *ropts, json_t *stop, char *msg, size_t cap);
+void srv_anthropic_start(struct srv_gen *g, json_int_t prompt_tokens);
+void srv_anthropic_chunk(struct srv_gen *g, json_t *line);
+void srv_anthropic_done(struct srv_gen *g, json_t *fin);
+void srv_anthropic_stream_error(struct srv_gen *g, const char *msg);
+json_t *srv_anthropic_response(struct srv_gen *g, json_t *fin);
+json_t *srv_anthropic_error(int status, const char *msg);
 /* Appends the streamed form of runner line `line` (a content line or the
  * final line) to g->out, and to the aggregate when not streaming. */
 void srv_gen_chunk(struct srv_gen *g, json_t *line);

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""`wick serve` driven by the real `ollama` and `openai` Python clients and by
+"""`wick serve` driven by the real `ollama`, `openai` and `anthropic` Python clients and by
 raw HTTP, on the real SmolLM2-135M (and Gemma 3 270M for a second model,
 Qwen2.5-Coder-1.5B-Instruct for a chat that ends by itself), on a free port
 with a temporary models folder.
@@ -1354,6 +1354,15 @@ def test_fill_in_middle(s):
     test_fim.test_fill_in_middle(s, QWEN, SMOL)
 
 
+def test_anthropic(s):
+    """tests/server/test_anthropic.py: /v1/messages and count_tokens with the anthropic client."""
+    import test_anthropic
+    qwen = os.path.join(CACHE, QWEN_FIX["model"])
+    test_anthropic.test_anthropic(s, SMOL, QWEN, case("english"), lambda msgs, tools: jinja2_chat(qwen, {
+        "messages": msgs, "tools": tools, "add_generation_prompt": True, "bos_token": "<|endoftext|>",
+        "eos_token": "<|im_end|>"}))
+
+
 def test_harmony(s):
     """tests/server/test_harmony.py: gpt-oss's think levels and OpenAI's reasoning_effort."""
     import test_harmony
@@ -1364,7 +1373,7 @@ def main():
     s = Server()
     try:
         for t in (test_errors, test_ollama_client, test_openai_client, test_qwen2_chat, test_prefix_reuse, test_cancellation,
-                  test_runner_killed, test_concurrent_same_answer, test_cli_ps_stop_and_max_loaded, test_api_create, test_ollama_api, test_templates, test_template_kwargs, test_tool_prompts, test_fill_in_middle, test_generate_context, test_truncate_history, test_tool_tags, test_tool_calls, test_harmony, test_structured_output, test_mask_only_removes, test_api_edges, test_gemma4_mtp, test_load,
+                  test_runner_killed, test_concurrent_same_answer, test_cli_ps_stop_and_max_loaded, test_api_create, test_ollama_api, test_templates, test_template_kwargs, test_tool_prompts, test_fill_in_middle, test_generate_context, test_truncate_history, test_tool_tags, test_tool_calls, test_anthropic, test_harmony, test_structured_output, test_mask_only_removes, test_api_edges, test_gemma4_mtp, test_load,
                   test_shutdown):
             t0 = time.time()
             t(s)

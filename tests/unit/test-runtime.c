@@ -429,6 +429,13 @@ static void test_stop_strings(void)
     CHECK_EQ_INT(wk_stop_matcher_push(&m, " you", 4, &e, &st), WK_OK);
     CHECK_EQ_INT((int)e, 9);
     CHECK(!st && memcmp(m.buf, "Hello you", 9) == 0);
+    CHECK_EQ_INT(m.matched, -1);
+    wk_stop_matcher_deinit(&m);
+    /* the stop string reported is the one found earliest in the text, whatever its place in the list */
+    const char *early[] = {"later", "soon"};
+    wk_stop_matcher_init(&m, early, 2);
+    CHECK_EQ_INT(wk_stop_matcher_push(&m, "too soon, later", 15, &e, &st), WK_OK);
+    CHECK(st && e == 4 && m.matched == 1);
     wk_stop_matcher_deinit(&m);
     /* a stop in the middle of a piece; multi-byte characters */
     const char *stop[] = {"STOP"}, *p3[] = {"xxSTO", "Pyy"};
