@@ -73,8 +73,7 @@ static json_t *text_of(json_t *c, const char *where, char *msg, size_t cap, int 
     struct wk_buf b = {0};
     size_t i;
     json_t *blk;
-    json_array_foreach(c, i, blk)
-    {
+    json_array_foreach(c, i, blk) {
         const char *type = json_string_value(json_object_get(blk, "type"));
         json_t *text = json_object_get(blk, "text");
         if (!type || strcmp(type, "text") || !json_is_string(text)) {
@@ -95,23 +94,8 @@ static json_t *text_of(json_t *c, const char *where, char *msg, size_t cap, int 
     return s;
 }
 
-/* The name of the tool_use block with id `id` among the messages so far
- * (a tool message carries it: templates that name a result's tool). */
-static const char *tool_name_of(json_t *out, const char *id)
-{
-    size_t i, k;
-    json_t *m, *c;
-    json_array_foreach(out, i, m) json_array_foreach(
-        json_object_get(m, "tool_calls"), k,
-        c) if (id &&
-               !strcmp(json_string_value(json_object_get(c, "id")) ?: "",
-                       id)) return json_string_value(json_object_get(json_object_get(c, "function"),
-                                                                     "name"));
-    return NULL;
-}
-
 /* One tool_result block (messages[i].content[k]) as a tool message onto results. */
-static int tool_result(json_t *blk, json_t *out, json_t *results, size_t i, size_t k, char *msg,
+static int tool_result(json_t *blk, json_t *names, json_t *results, size_t i, size_t k, char *msg,
                        size_t cap)
 {
     json_t *id = json_object_get(blk, "tool_use_id"), *ie = json_object_get(blk, "is_error");
@@ -125,17 +109,19 @@ static int tool_result(json_t *blk, json_t *out, json_t *results, size_t i, size
     json_t *text = text_of(json_object_get(blk, "content"), where, msg, cap, &err);
     if (!text) return err;
     json_t *m = json_pack("{s:s, s:o, s:O}", "role", "tool", "content", text, "tool_call_id", id);
-    const char *name = tool_name_of(out, json_string_value(id));
-    if (name) json_object_set_new(m, "tool_name", json_string(name));
+    json_t *name =
+        json_object_get(names, json_string_value(id)); /* its tool, for templates that name it */
+    if (name) json_object_set(m, "tool_name", name);
     json_array_append_new(results, m);
     return 0;
 }
 
 /* messages[i] (role user or assistant, content a string or blocks) onto
  * out, as Ollama's convertMessage: a user turn's tool results first (one
- * tool message each), then its text; an assistant turn's text, thinking
- * and tool_use blocks as one message. */
-static int one_message(json_t *m, json_t *out, size_t i, char *msg, size_t cap)
+ * tool message each, named after the tool_use its id answers: names maps
+ * the ids so far to the tools), then its text; an assistant turn's text,
+ * thinking and tool_use blocks as one message. */
+static int one_message(json_t *m, json_t *out, json_t *names, size_t i, char *msg, size_t cap)
 {
     const char *role = json_string_value(json_object_get(m, "role"));
     if (!json_is_object(m) || !role || (strcmp(role, "user") && strcmp(role, "assistant")))
@@ -152,8 +138,7 @@ static int one_message(json_t *m, json_t *out, size_t i, char *msg, size_t cap)
     int rc = 0;
     size_t k;
     json_t *blk;
-    json_array_foreach(c, k, blk)
-    {
+    json_array_foreach(c, k, blk) {
         const char *type = json_string_value(json_object_get(blk, "type"));
         char shown[64] = "";
         if (type) wk_str_printable(type, strlen(type), shown, sizeof shown);
@@ -178,7 +163,7 @@ static int one_message(json_t *m, json_t *out, size_t i, char *msg, size_t cap)
                     json_pack("{s:O, s:{s:O, s:o}}", "id", id, "function", "name", name,
                               "arguments", json_is_object(in) ? json_incref(in) : json_object()));
         } else if (!strcmp(type, "tool_result")) {
-            rc = tool_result(blk, out, results, i, k, msg, cap);
+            rc = tool_result(blk, names, results, i, k, msg, cap);
         } else if (!strcmp(type, "thinking")) {
             json_t *t = json_object_get(blk, "thinking");
             if (!json_is_string(t))
@@ -228,8 +213,7 @@ static int parse_tools(struct srv_gen *g, json_t *body, json_t *req, char *msg, 
     json_t *fns = json_array();
     size_t i;
     json_t *t;
-    json_array_foreach(tools, i, t)
-    {
+    json_array_foreach(tools, i, t) {
         const char *type = json_string_value(json_object_get(t, "type"));
         json_t *name = json_object_get(t, "name"), *d = json_object_get(t, "description");
         json_t *schema = json_object_get(t, "input_schema"), *strict = json_object_get(t, "strict");
@@ -334,8 +318,10 @@ static int parse_thinking(struct srv_gen *g, json_t *body, json_t *req, char *ms
         if (!json_is_object(oc)) return FAIL("output_config must be an object");
         const char *k;
         json_t *v;
-        json_object_foreach(oc, k, v) if (strcmp(k, "effort") && strcmp(k, "format")) return FAIL(
-            "output_config.%.64s: Extra inputs are not permitted", k);
+        json_object_foreach(oc, k, v) {
+            if (strcmp(k, "effort") && strcmp(k, "format"))
+                return FAIL("output_config.%.64s: Extra inputs are not permitted", k);
+        }
         json_t *ef = json_object_get(oc, "effort");
         if (ef && !json_is_null(ef)) {
             const char *e = json_string_value(ef);
@@ -409,8 +395,7 @@ static int parse_sampling(struct srv_gen *g, json_t *body, json_t *ropts, json_t
         return FAIL("stop_sequences must be a list of strings");
     size_t i;
     json_t *s;
-    json_array_foreach(ss, i, s)
-    {
+    json_array_foreach(ss, i, s) {
         if (!json_is_string(s)) return FAIL("stop_sequences[%zu] must be a string", i);
         if (i >= WK_MAX_STOPS)
             return FAIL("stop_sequences holds more than %d strings", WK_MAX_STOPS);
@@ -437,8 +422,7 @@ int srv_anthropic_parse(struct srv_gen *g, json_t *body, json_t *req, json_t *ro
         "user_profile_id", "workspace_id"};
     const char *k;
     json_t *v;
-    json_object_foreach(body, k, v)
-    {
+    json_object_foreach(body, k, v) {
         bool ok = false;
         for (size_t i = 0; i < WK_ARRAY_LEN(known) && !ok; i++)
             ok = !strcmp(k, known[i]);
@@ -469,7 +453,10 @@ int srv_anthropic_parse(struct srv_gen *g, json_t *body, json_t *req, json_t *ro
     }
     size_t i;
     json_t *m;
-    json_array_foreach(msgs, i, m) if ((rc = one_message(m, out, i, msg, cap))) return rc;
+    json_t *names = json_object(); /* tool_use ids: their tools' names */
+    json_array_foreach(msgs, i, m) if ((rc = one_message(m, out, names, i, msg, cap))) break;
+    json_decref(names);
+    if (rc) return rc;
     if ((rc = parse_tools(g, body, req, msg, cap))) return rc;
     /* Ollama's chat: the oldest messages give way to fit the context; and
      * thinking asked of a model that cannot think is none (its relax_thinking) */
@@ -534,8 +521,7 @@ void srv_anthropic_chunk(struct srv_gen *g, json_t *line)
     delta(g, ANT_TEXT, json_object_get(line, "content"));
     size_t i;
     json_t *c;
-    json_array_foreach(json_object_get(line, "tool_calls"), i, c)
-    {
+    json_array_foreach(json_object_get(line, "tool_calls"), i, c) {
         if (g->one_call && json_array_size(g->tool_calls) > 0)
             break; /* disable_parallel_tool_use */
         if (!g->tool_calls) g->tool_calls = json_array();
@@ -611,8 +597,7 @@ json_t *srv_anthropic_response(struct srv_gen *g, json_t *fin)
             content, json_pack("{s:s, s:s%}", "type", "text", "text", g->text.p, g->text.len));
     size_t i;
     json_t *c;
-    json_array_foreach(g->tool_calls, i, c)
-    {
+    json_array_foreach(g->tool_calls, i, c) {
         json_t *fn = json_object_get(c, "function");
         json_array_append_new(content, json_pack("{s:s, s:O, s:O, s:O}", "type", "tool_use", "id",
                                                  json_object_get(c, "id"), "name",
