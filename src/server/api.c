@@ -45,7 +45,10 @@ int srv_http_status(enum wk_status st)
     return 500;
 }
 
-static bool is_openai(enum srv_api api) { return api == API_OAI_CHAT || api == API_OAI_COMPLETION; }
+static bool is_openai(enum srv_api api)
+{
+    return api == API_OAI_CHAT || api == API_OAI_COMPLETION || api == API_OAI_RESPONSES;
+}
 
 json_t *srv_error_body(enum srv_api api, int status, const char *msg)
 {
@@ -570,36 +573,6 @@ static const char *think_level(const char *lv)
     return NULL;
 }
 
-/* OpenAI's reasoning_effort (or reasoning.effort) as Ollama's OpenAI
- * layer reads it (docs/reference/ollama-mlx-runner.md, chat completions):
- * "none" turns thinking off, "minimal" is low, low/medium/high as they
- * are, and max, xhigh, ultra (Ollama's max) the highest wick's templates
- * take, high; anything else is a 400. Sets g->think and g->think_level. */
-static int openai_reasoning_effort(struct srv_gen *g, json_t *body, char *msg, size_t cap)
-{
-    json_t *v = json_object_get(body, "reasoning_effort"), *r = json_object_get(body, "reasoning");
-    const char *name = "reasoning_effort";
-    if ((!v || json_is_null(v)) && r && !json_is_null(r)) {
-        if (!json_is_object(r)) return FAIL("reasoning must be an object");
-        v = json_object_get(r, "effort");
-        name = "reasoning.effort";
-    }
-    if (!v || json_is_null(v)) return 0;
-    const char *e = json_string_value(v);
-    if (!e) return FAIL("%s must be a string", name);
-    if (strcmp(e, "none") == 0) {
-        g->think = 0;
-        return 0;
-    }
-    g->think_level = strcmp(e, "minimal") == 0 ? "low"
-                     : (strcmp(e, "max") == 0 || strcmp(e, "xhigh") == 0 || strcmp(e, "ultra") == 0) ? "high"
-                                                                                                       : think_level(e);
-    if (!g->think_level)
-        return FAIL("%s must be \"none\", \"minimal\", \"low\", \"medium\", \"high\" or \"max\"", name);
-    g->think = 1;
-    return 0;
-}
-
 /* Fields that would change the answer and are not implemented yet:
  * refused with a 400 naming them, never accepted and dropped. */
 static int refuse_unimplemented(struct srv_gen *g, json_t *body, char *msg, size_t cap)
@@ -638,7 +611,7 @@ static int refuse_unimplemented(struct srv_gen *g, json_t *body, char *msg, size
     json_t *think = json_object_get(body, "think");
     g->think = -1;
     g->think_level = NULL;
-    if (is_openai(g->api)) return openai_reasoning_effort(g, body, msg, cap);
+    if (is_openai(g->api)) return srv_openai_reasoning_effort(g, body, msg, cap);
     if (think && !json_is_null(think)) {
         const char *lv = json_string_value(think);
         if (!json_is_boolean(think) && !(lv && (g->think_level = think_level(lv))))
@@ -664,9 +637,11 @@ int srv_gen_parse(struct srv_gen *g, json_t *body, char *msg, size_t cap)
     g->runner_req = req;
     json_object_set_new(req, "options", ropts);
     json_object_set_new(req, "stop", stop);
-    int rc = g->api == API_ANTHROPIC ? srv_anthropic_parse(g, body, req, ropts, stop, msg, cap)
-                                     : refuse_unimplemented(g, body, msg, cap);
-    if (!rc && g->api != API_ANTHROPIC)
+    const bool own = g->api == API_ANTHROPIC || g->api == API_OAI_RESPONSES; /* their own files' parsers */
+    int rc = g->api == API_ANTHROPIC       ? srv_anthropic_parse(g, body, req, ropts, stop, msg, cap)
+             : g->api == API_OAI_RESPONSES ? srv_responses_parse(g, body, req, ropts, stop, msg, cap)
+                                           : refuse_unimplemented(g, body, msg, cap);
+    if (!rc && !own)
         rc = is_openai(g->api) ? parse_openai(g, body, req, ropts, stop, msg, cap)
                                : parse_ollama(g, body, req, ropts, stop, msg, cap);
     if (rc) return rc;
@@ -799,6 +774,7 @@ static void gen_extra_chunk(struct srv_gen *g, json_t *thinking, json_t *calls)
 void srv_gen_chunk(struct srv_gen *g, json_t *line)
 {
     if (g->api == API_ANTHROPIC && g->stream) { srv_anthropic_chunk(g, line); return; }
+    if (g->api == API_OAI_RESPONSES && g->stream) { srv_responses_chunk(g, line); return; }
     json_t *content = json_object_get(line, "content"), *lps = json_object_get(line, "logprobs");
     json_t *thinking = json_object_get(line, "thinking"), *calls = json_object_get(line, "tool_calls");
     if (!content && (thinking || calls)) {
@@ -817,7 +793,8 @@ void srv_gen_chunk(struct srv_gen *g, json_t *line)
     }
     json_t *obj;
     switch (g->api) {
-    case API_ANTHROPIC: return; /* above */
+    case API_ANTHROPIC:
+    case API_OAI_RESPONSES: return; /* above */
     case API_GENERATE:
     case API_CHAT:
         obj = ollama_base(g, false);
@@ -889,6 +866,7 @@ static json_t *oai_usage(json_t *fin)
 void srv_gen_done(struct srv_gen *g, json_t *fin)
 {
     if (g->api == API_ANTHROPIC) { srv_anthropic_done(g, fin); return; }
+    if (g->api == API_OAI_RESPONSES && g->stream) { srv_responses_done(g, fin); return; }
     json_t *lps = json_object_get(fin, "logprobs");
     if (!g->stream) {
         if (lps) {
@@ -934,6 +912,8 @@ void srv_gen_stream_error(struct srv_gen *g, const char *msg)
 {
     if (g->api == API_ANTHROPIC) {
         srv_anthropic_stream_error(g, msg);
+    } else if (g->api == API_OAI_RESPONSES) {
+        srv_responses_stream_error(g, msg);
     } else if (is_openai(g->api)) {
         wk_buf_add(&g->out, "data: ", 6);
         srv_buf_json(&g->out, srv_error_body(g->api, 500, msg), "\n\n");
@@ -945,6 +925,7 @@ void srv_gen_stream_error(struct srv_gen *g, const char *msg)
 json_t *srv_gen_response(struct srv_gen *g, json_t *fin)
 {
     if (g->api == API_ANTHROPIC) return srv_anthropic_response(g, fin);
+    if (g->api == API_OAI_RESPONSES) return srv_responses_response(g, fin);
     json_t *text = json_stringn(g->text.p ? g->text.p : "", g->text.len);
     json_t *thinking = g->thinking.len ? json_stringn(g->thinking.p, g->thinking.len) : NULL;
     const char *reason = json_string_value(json_object_get(fin, "done_reason"));

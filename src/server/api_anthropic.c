@@ -23,7 +23,6 @@
 #include "server_internal.h"
 
 #include "../io/wk_options.h"
-#include "../runtime/wk_grammar.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -32,7 +31,7 @@
 
 #define FAIL(...) (snprintf(msg, cap, __VA_ARGS__), 400)
 
-/* The block open in a stream (srv_gen.ant_open). */
+/* The block open in a stream (srv_gen.blk_open). */
 enum { ANT_NONE, ANT_THINKING, ANT_TEXT };
 
 json_t *srv_anthropic_error(int status, const char *msg)
@@ -234,17 +233,10 @@ static int parse_tools(struct srv_gen *g, json_t *body, json_t *req, char *msg, 
             rc = FAIL("tools[%zu].input_schema must be an object", i);
         else if (strict && !json_is_null(strict) && !json_is_boolean(strict))
             rc = FAIL("tools[%zu].strict must be a boolean", i);
-        if (!rc &&
-            json_is_object(
-                schema)) { /* named as the client wrote it (srv_parse_tools checks it again) */
-            struct wk_grammar *gr = NULL;
-            struct wk_error e;
-            enum wk_status st = wk_grammar_from_json_schema(schema, &gr, &e);
-            wk_grammar_free(gr);
-            if (st == WK_E_NOMEM)
-                rc = FAIL("out of memory");
-            else if (st == WK_E_INVALID)
-                rc = FAIL("tools[%zu].input_schema: %s", i, e.msg);
+        if (!rc) { /* named as the client wrote it (srv_parse_tools checks it again) */
+            char where[48];
+            snprintf(where, sizeof where, "tools[%zu].input_schema", i);
+            rc = srv_check_schema(schema, false, where, msg, cap);
         }
         if (rc) {
             json_decref(fns);
@@ -282,6 +274,7 @@ static int parse_tools(struct srv_gen *g, json_t *body, json_t *req, char *msg, 
         if (json_is_true(dp)) json_object_set_new(oai, "parallel_tool_calls", json_false());
     }
     int rc = srv_parse_oai_tools(g, oai, req, msg, cap);
+    if (!rc) srv_tools_unstrict(req);
     json_decref(oai);
     return rc;
 }
@@ -351,14 +344,9 @@ static int parse_thinking(struct srv_gen *g, json_t *body, json_t *req, char *ms
     json_t *schema = json_object_get(of, "schema");
     if (!json_is_object(of) || !type || strcmp(type, "json_schema") || !json_is_object(schema))
         return FAIL("output format must be {\"type\": \"json_schema\", \"schema\": {...}}");
-    struct wk_grammar *gr = NULL;
-    struct wk_error e;
-    enum wk_status st = wk_grammar_from_json_schema(schema, &gr, &e);
-    wk_grammar_free(gr);
-    if (st == WK_E_NOMEM) return FAIL("out of memory");
-    if (st) return FAIL("output format: %s", e.msg);
-    json_object_set(req, "format", schema);
-    return 0;
+    int rc = srv_check_schema(schema, true, "output format", msg, cap);
+    if (!rc) json_object_set(req, "format", schema);
+    return rc;
 }
 
 /* temperature, top_p, top_k (which anthropic's SDKs no longer send: the
@@ -492,9 +480,9 @@ void srv_anthropic_start(struct srv_gen *g, json_int_t prompt_tokens)
 
 static void block_stop(struct srv_gen *g)
 {
-    if (g->ant_open == ANT_NONE) return;
-    event(g, "content_block_stop", json_pack("{s:i}", "index", g->ant_index++));
-    g->ant_open = ANT_NONE;
+    if (g->blk_open == ANT_NONE) return;
+    event(g, "content_block_stop", json_pack("{s:i}", "index", g->blk_index++));
+    g->blk_open = ANT_NONE;
 }
 
 /* A thinking or text delta, the block opened first when another is open or none. */
@@ -502,16 +490,16 @@ static void delta(struct srv_gen *g, int kind, json_t *text)
 {
     if (json_string_length(text) == 0) return;
     const bool th = kind == ANT_THINKING;
-    if (g->ant_open != kind) {
+    if (g->blk_open != kind) {
         block_stop(g);
         event(g, "content_block_start",
               json_pack(th ? "{s:i, s:{s:s, s:s, s:s}}" : "{s:i, s:{s:s, s:s}}", "index",
-                        g->ant_index, "content_block", "type", th ? "thinking" : "text",
+                        g->blk_index, "content_block", "type", th ? "thinking" : "text",
                         th ? "thinking" : "text", "", "signature", ""));
-        g->ant_open = kind;
+        g->blk_open = kind;
     }
     event(g, "content_block_delta",
-          json_pack("{s:i, s:{s:s, s:O}}", "index", g->ant_index, "delta", "type",
+          json_pack("{s:i, s:{s:s, s:O}}", "index", g->blk_index, "delta", "type",
                     th ? "thinking_delta" : "text_delta", th ? "thinking" : "text", text));
 }
 
@@ -530,14 +518,14 @@ void srv_anthropic_chunk(struct srv_gen *g, json_t *line)
         char *args = json_dumps(json_object_get(fn, "arguments"), JSON_COMPACT);
         block_stop(g);
         event(g, "content_block_start",
-              json_pack("{s:i, s:{s:s, s:O, s:O, s:{}}}", "index", g->ant_index, "content_block",
+              json_pack("{s:i, s:{s:s, s:O, s:O, s:{}}}", "index", g->blk_index, "content_block",
                         "type", "tool_use", "id", json_object_get(c, "id"), "name",
                         json_object_get(fn, "name"), "input"));
         event(g, "content_block_delta",
-              json_pack("{s:i, s:{s:s, s:s}}", "index", g->ant_index, "delta", "type",
+              json_pack("{s:i, s:{s:s, s:s}}", "index", g->blk_index, "delta", "type",
                         "input_json_delta", "partial_json", args ? args : "{}"));
         free(args);
-        g->ant_open = ANT_TEXT; /* closed by block_stop, as any */
+        g->blk_open = ANT_TEXT; /* closed by block_stop, as any */
         block_stop(g);
     }
 }

@@ -134,3 +134,42 @@ int srv_refuse_sibling_fields(enum srv_api api, json_t *body, char *msg, size_t 
     }
     return 0;
 }
+
+/* "low", "medium", "high" as static strings; NULL for anything else. */
+static const char *level(const char *lv)
+{
+    static const char *const levels[] = {"low", "medium", "high"};
+    for (size_t i = 0; lv && i < 3; i++)
+        if (strcmp(lv, levels[i]) == 0) return levels[i];
+    return NULL;
+}
+
+/* OpenAI's reasoning_effort (or reasoning.effort) as Ollama's OpenAI
+ * layer reads it (docs/reference/ollama-mlx-runner.md, chat completions):
+ * "none" turns thinking off, "minimal" is low, low/medium/high as they
+ * are, and max, xhigh, ultra (Ollama's max) the highest wick's templates
+ * take, high; anything else is a 400. Sets g->think and g->think_level. */
+int srv_openai_reasoning_effort(struct srv_gen *g, json_t *body, char *msg, size_t cap)
+{
+    json_t *v = json_object_get(body, "reasoning_effort"), *r = json_object_get(body, "reasoning");
+    const char *name = "reasoning_effort";
+    if ((!v || json_is_null(v)) && r && !json_is_null(r)) {
+        if (!json_is_object(r)) return FAIL("reasoning must be an object");
+        v = json_object_get(r, "effort");
+        name = "reasoning.effort";
+    }
+    if (!v || json_is_null(v)) return 0;
+    const char *e = json_string_value(v);
+    if (!e) return FAIL("%s must be a string", name);
+    if (strcmp(e, "none") == 0) {
+        g->think = 0;
+        return 0;
+    }
+    g->think_level = strcmp(e, "minimal") == 0 ? "low"
+                     : (strcmp(e, "max") == 0 || strcmp(e, "xhigh") == 0 || strcmp(e, "ultra") == 0) ? "high"
+                                                                                                       : level(e);
+    if (!g->think_level)
+        return FAIL("%s must be \"none\", \"minimal\", \"low\", \"medium\", \"high\" or \"max\"", name);
+    g->think = 1;
+    return 0;
+}

@@ -50,6 +50,25 @@ int srv_parse_tools(json_t *tools, json_t *req, char *msg, size_t cap)
     return 0;
 }
 
+void srv_tools_unstrict(json_t *req)
+{
+    size_t i;
+    json_t *t;
+    json_array_foreach(json_object_get(req, "tools"), i, t) json_object_del(json_object_get(t, "function"), "strict");
+}
+
+int srv_check_schema(json_t *schema, bool enforced, const char *where, char *msg, size_t cap)
+{
+    if (!json_is_object(schema)) return 0;
+    struct wk_grammar *gr = NULL;
+    struct wk_error e;
+    enum wk_status st = wk_grammar_from_json_schema(schema, &gr, &e);
+    wk_grammar_free(gr);
+    if (st == WK_E_NOMEM) return FAIL("out of memory");
+    if (st == WK_E_INVALID || (st && enforced)) return FAIL("%s: %s", where, e.msg);
+    return 0;
+}
+
 int srv_parse_oai_tools(struct srv_gen *g, json_t *body, json_t *req, char *msg, size_t cap)
 {
     int rc2 = 0;

@@ -166,6 +166,8 @@ static void gen_free(struct srv_gen *g)
     wk_free(g->text.p);
     wk_free(g->thinking.p);
     json_decref(g->tool_calls);
+    json_decref(g->echo);
+    json_decref(g->items);
     wk_free(g);
 }
 
@@ -299,8 +301,9 @@ static enum MHD_Result serve_generation(struct srv_server *srv, struct MHD_Conne
     g->conn = c;
     snprintf(g->id, sizeof g->id, "%s-%lld", api == API_OAI_CHAT ? "chatcmpl" : "cmpl",
              (long long)(srv_unix_ns() % 1000000000000LL));
-    if (api == API_ANTHROPIC) /* as Anthropic's and Ollama's: msg_ and 24 hex digits */
-        snprintf(g->id, sizeof g->id, "msg_%08x%08x%08x", arc4random(), arc4random(), arc4random());
+    if (api == API_ANTHROPIC || api == API_OAI_RESPONSES) /* msg_ (Anthropic's) or resp_ and 24 hex digits */
+        snprintf(g->id, sizeof g->id, "%s_%08x%08x%08x", api == API_ANTHROPIC ? "msg" : "resp", arc4random(), arc4random(),
+                 arc4random());
     g->render_only = render_only;
     char msg[WK_ERROR_MSG_MAX];
     int status = srv_gen_parse(g, body, msg, sizeof msg);
@@ -400,6 +403,7 @@ static enum MHD_Result serve_generation(struct srv_server *srv, struct MHD_Conne
         return ret;
     }
     if (api == API_ANTHROPIC) srv_anthropic_start(g, json_integer_value(json_object_get(first, "prompt_tokens")));
+    if (api == API_OAI_RESPONSES) srv_responses_start(g);
     json_decref(first);
     if (g->stream) {
         struct MHD_Response *r =
@@ -408,7 +412,7 @@ static enum MHD_Result serve_generation(struct srv_server *srv, struct MHD_Conne
             gen_free(g);
             return MHD_NO;
         }
-        bool sse = api == API_OAI_CHAT || api == API_OAI_COMPLETION || api == API_ANTHROPIC;
+        bool sse = api == API_OAI_CHAT || api == API_OAI_COMPLETION || api == API_ANTHROPIC || api == API_OAI_RESPONSES;
         MHD_add_response_header(r, "Content-Type", sse ? "text/event-stream" : "application/x-ndjson");
         if (sse) MHD_add_response_header(r, "Cache-Control", "no-cache");
         srv_access_headers(srv->access, c, r);
@@ -503,6 +507,7 @@ static enum MHD_Result route(struct srv_server *srv, struct MHD_Connection *c, c
                   {"/v1/chat/completions", true, API_OAI_CHAT},
                   {"/v1/completions", true, API_OAI_COMPLETION},
                   {"/v1/messages", true, API_ANTHROPIC},
+                  {"/v1/responses", true, API_OAI_RESPONSES},
                   {"/v1/messages/count_tokens", true, API_ANTHROPIC}};
     int found = -1;
     for (size_t i = 0; i < WK_ARRAY_LEN(routes); i++)

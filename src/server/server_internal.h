@@ -221,7 +221,7 @@ void srv_sched_begin_shutdown(struct srv_sched *s);
 
 /* ------------------------------------------------------------ generation */
 
-enum srv_api { API_GENERATE, API_CHAT, API_OAI_CHAT, API_OAI_COMPLETION, API_ANTHROPIC };
+enum srv_api { API_GENERATE, API_CHAT, API_OAI_CHAT, API_OAI_COMPLETION, API_ANTHROPIC, API_OAI_RESPONSES };
 
 /* Appends obj's compact JSON (stealing the reference) and then tail. */
 bool srv_buf_json(struct wk_buf *b, json_t *obj, const char *tail);
@@ -235,8 +235,11 @@ struct srv_gen {
     bool render_only; /* /api/apply-template, /v1/messages/count_tokens: the prompt rendered, nothing generated */
     bool custom_stops; /* Anthropic's: the request gave stop_sequences */
     bool ant_omit_thinking; /* Anthropic's thinking.display "omitted" */
-    int ant_open; /* Anthropic's stream: the content block open (api_anthropic.c) */
-    int32_t ant_index; /* and its index */
+    int blk_open; /* Anthropic's and Responses' streams: the content block or output item open */
+    int32_t blk_index; /* and its index */
+    int64_t seq; /* Responses' stream: the next event's sequence_number */
+    json_t *echo; /* Responses: the request's settings the response object repeats */
+    json_t *items; /* Responses' stream: the output items done so far */
     int think; /* the request's think: -1 unset, 0 off, 1 on */
     const char *think_level; /* "low", "medium" or "high" when the request named one (static), else NULL */
     int32_t top_logprobs, legacy_logprobs; /* legacy: /v1/completions' integer logprobs */
@@ -300,6 +303,21 @@ void srv_anthropic_done(struct srv_gen *g, json_t *fin);
 void srv_anthropic_stream_error(struct srv_gen *g, const char *msg);
 json_t *srv_anthropic_response(struct srv_gen *g, json_t *fin);
 json_t *srv_anthropic_error(int status, const char *msg);
+/* OpenAI's Responses API (api_responses.c), for API_OAI_RESPONSES, as
+ * the Anthropic functions above: srv_responses_parse (0 or 400),
+ * srv_responses_start (a stream's response.created and .in_progress),
+ * srv_responses_chunk / _done / _stream_error (a stream's events),
+ * srv_responses_response (the response object of a request not streamed). */
+int srv_responses_parse(struct srv_gen *g, json_t *body, json_t *req, json_t *ropts, json_t *stop, char *msg, size_t cap);
+void srv_responses_start(struct srv_gen *g);
+void srv_responses_chunk(struct srv_gen *g, json_t *line);
+void srv_responses_done(struct srv_gen *g, json_t *fin);
+void srv_responses_stream_error(struct srv_gen *g, const char *msg);
+json_t *srv_responses_response(struct srv_gen *g, json_t *fin);
+/* OpenAI's reasoning effort (reasoning_effort, or reasoning.effort) into
+ * g->think and g->think_level: "none" off, minimal as low, low / medium /
+ * high, max, xhigh and ultra as high; 0 or 400 (api.c). */
+int srv_openai_reasoning_effort(struct srv_gen *g, json_t *body, char *msg, size_t cap);
 /* Appends the streamed form of runner line `line` (a content line or the
  * final line) to g->out, and to the aggregate when not streaming. */
 void srv_gen_chunk(struct srv_gen *g, json_t *line);
@@ -402,6 +420,16 @@ int srv_parse_tools(json_t *tools, json_t *req, char *msg, size_t cap);
 /* OpenAI's tools, tool_choice ("none", "auto", "required", a named
  * function: req "tool_choice") and parallel_tool_calls (g->one_call), and
  * strict function tools under auto (req "tool_strict"). 0, or a 400. */
+/* Drops "strict" from the functions of req's tools once
+ * srv_parse_oai_tools has read it: a control of the Responses and
+ * Anthropic APIs, not part of what the template renders (as Ollama's
+ * api.Tool has no such field). */
+void srv_tools_unstrict(json_t *req);
+/* A JSON schema (NULL or not an object: nothing to check) compiled as a
+ * grammar: 0, or 400 with msg [cap] "where: why" when it is not a valid
+ * schema, or (enforced: an output format, which must hold) when it uses a
+ * keyword the grammar cannot enforce (a tool's parameters may). */
+int srv_check_schema(json_t *schema, bool enforced, const char *where, char *msg, size_t cap);
 int srv_parse_oai_tools(struct srv_gen *g, json_t *body, json_t *req, char *msg, size_t cap);
 struct wk_tokenizer;
 enum wk_status srv_tools_request_grammar(const json_t *req, const char *template_text, size_t len,

@@ -1363,6 +1363,15 @@ def test_anthropic(s):
         "eos_token": "<|im_end|>"}))
 
 
+def test_responses(s):
+    """tests/server/test_responses.py: /v1/responses with the openai client."""
+    import test_responses
+    qwen = os.path.join(CACHE, QWEN_FIX["model"])
+    test_responses.test_responses(s, SMOL, QWEN, case("english"), lambda msgs, tools: jinja2_chat(qwen, {
+        "messages": msgs, "tools": tools, "add_generation_prompt": True, "bos_token": "<|endoftext|>",
+        "eos_token": "<|im_end|>"}))
+
+
 def test_harmony(s):
     """tests/server/test_harmony.py: gpt-oss's think levels and OpenAI's reasoning_effort."""
     import test_harmony
@@ -1373,7 +1382,7 @@ def main():
     s = Server()
     try:
         for t in (test_errors, test_ollama_client, test_openai_client, test_qwen2_chat, test_prefix_reuse, test_cancellation,
-                  test_runner_killed, test_concurrent_same_answer, test_cli_ps_stop_and_max_loaded, test_api_create, test_ollama_api, test_templates, test_template_kwargs, test_tool_prompts, test_fill_in_middle, test_generate_context, test_truncate_history, test_tool_tags, test_tool_calls, test_anthropic, test_harmony, test_structured_output, test_mask_only_removes, test_api_edges, test_gemma4_mtp, test_load,
+                  test_runner_killed, test_concurrent_same_answer, test_cli_ps_stop_and_max_loaded, test_api_create, test_ollama_api, test_templates, test_template_kwargs, test_tool_prompts, test_fill_in_middle, test_generate_context, test_truncate_history, test_tool_tags, test_tool_calls, test_anthropic, test_responses, test_harmony, test_structured_output, test_mask_only_removes, test_api_edges, test_gemma4_mtp, test_load,
                   test_shutdown):
             t0 = time.time()
             t(s)
