@@ -397,17 +397,20 @@ static int parse_sampling(struct srv_gen *g, json_t *body, json_t *ropts, json_t
 int srv_anthropic_parse(struct srv_gen *g, json_t *body, json_t *req, json_t *ropts, json_t *stop,
                         char *msg, size_t cap)
 {
-    /* the API's fields (anthropic 2.17's MessageCreateParams, and the
+    /* the API's fields (anthropic 2.17's MessageCreateParams and its beta
+     * one, which Claude Code sends to /v1/messages?beta=true, and the
      * sampling ones older versions send); those that steer only
-     * Anthropic's service (caching, routing, billing, speed, diagnostics)
-     * change nothing here; container, mcp_servers and context_management,
-     * which would, are refused as unknown */
-    static const char *const known[] = {
-        "model",           "max_tokens",    "messages",      "system",         "stream",
-        "temperature",     "top_p",         "top_k",         "stop_sequences", "tools",
-        "tool_choice",     "thinking",      "metadata",      "output_config",  "output_format",
-        "service_tier",    "cache_control", "inference_geo", "speed",          "diagnostics",
-        "user_profile_id", "workspace_id"};
+     * Anthropic's service (caching, routing, billing, speed, diagnostics,
+     * fallbacks after a refusal) change nothing here, nor does
+     * context_management, whose edits clear old tool results past a
+     * trigger far beyond a local context (wick's truncate drops the oldest
+     * turns instead; README); container, mcp_servers and compaction, which
+     * would, are refused as unknown */
+    static const char *const known[] = {"model", "max_tokens", "messages", "system", "stream", "temperature", "top_p",
+                                        "top_k", "stop_sequences", "tools", "tool_choice", "thinking", "metadata",
+                                        "output_config", "output_format", "service_tier", "cache_control",
+                                        "inference_geo", "speed", "diagnostics", "user_profile_id", "workspace_id",
+                                        "billing_policy", "fallbacks", "fallback_credit_token", "context_management"};
     const char *k;
     json_t *v;
     json_object_foreach(body, k, v) {

@@ -53,6 +53,12 @@ def test_anthropic(s, smol, qwen, english, render_qwen):
     status, body = s.raw("POST", "/v1/messages", json.dumps({"model": smol, "max_tokens": 5, "stream": True,
                                                             "messages": msgs, "temperature": 0}))
     kinds = [ln[7:] for ln in body.decode().split("\n") if ln.startswith("event: ")]
+    # Claude Code's beta requests: /v1/messages?beta=true with the beta API's service fields
+    status, beta = s.raw("POST", "/v1/messages?beta=true", json.dumps({
+        "model": smol, "max_tokens": 20, "messages": msgs, "temperature": 0, "metadata": {"user_id": "u"},
+        "context_management": {"edits": [{"type": "clear_tool_uses_20250919"}]}, "cache_control": {"type": "ephemeral"}}))
+    check(status == 200 and json.loads(beta)["content"][0]["text"] == english["text_20"],
+          "a beta request (?beta=true, metadata, context_management, cache_control): the same answer", beta[:300])
     check(status == 200 and kinds[:2] == ["message_start", "ping"], "the raw stream: event lines, a ping after message_start",
           body[:300])
 
