@@ -15,6 +15,16 @@ def check(cond, what, detail=""):
         print(f"FAIL {what}\n  {detail}", flush=True)
 
 
+def error_body(call, exc):
+    """What a client call that must fail gives: the body of the exc (a client's
+    error class) it raises, or "accepted" when it returns."""
+    try:
+        call()
+        return "accepted"
+    except exc as e:
+        return e.body
+
+
 def finish(suite):
     print(f"{suite}: {checks - failures}/{checks} checks passed")
     sys.exit(1 if failures else 0)

@@ -155,40 +155,6 @@ static int parse_logprobs(struct srv_gen *g, json_t *body, char *msg, size_t cap
     return 0;
 }
 
-/* A message's content: a string, or OpenAI's list of parts (text parts
- * joined by a newline where the text so far is not empty, as llama-server's
- * common_chat_msgs_to_json_oaicompat joins them). NULL when it is neither. */
-static json_t *message_content(json_t *c, char *msg, size_t cap, int *err)
-{
-    if (!c || json_is_null(c)) return json_string("");
-    if (json_is_string(c)) return json_incref(c);
-    if (!json_is_array(c)) {
-        *err = FAIL("message content must be a string or a list of parts");
-        return NULL;
-    }
-    struct wk_buf b = {0};
-    size_t i;
-    json_t *part;
-    json_array_foreach(c, i, part) {
-        const char *type = json_string_value(json_object_get(part, "type"));
-        json_t *text = json_object_get(part, "text");
-        if (!type || strcmp(type, "text") != 0 || !json_is_string(text)) {
-            wk_free(b.p);
-            char shown[64];
-            if (type) wk_str_printable(type, strlen(type), shown, sizeof shown);
-            *err = !type ? FAIL("content part %zu has no type", i)
-                   : strcmp(type, "text") ? FAIL("content part %zu is of type '%s': only text parts are supported", i, shown)
-                                          : FAIL("content part %zu (text) has no text string", i);
-            return NULL;
-        }
-        if (b.len) wk_buf_add(&b, "\n", 1);
-        wk_buf_add(&b, json_string_value(text), json_string_length(text));
-    }
-    json_t *s = json_stringn(b.p ? b.p : "", b.len);
-    wk_free(b.p);
-    return s;
-}
-
 /* A tool call's arguments: an object, or (OpenAI's) a string holding one;
  * a new reference, NULL when neither. */
 static json_t *call_arguments(json_t *a)
@@ -259,7 +225,12 @@ static int parse_messages(json_t *in, json_t *out, bool oai, char *msg, size_t c
         if (json_string_length(role) >= sizeof r) /* never cut (inside a character, or into another role) */
             return FAIL("messages[%zu].role is longer than %zu bytes", i, sizeof r - 1);
         int err = 0;
-        json_t *content = message_content(json_object_get(m, "content"), msg, cap, &err);
+        /* OpenAI's text parts joined by a newline where the text so far is not
+         * empty, as llama-server's common_chat_msgs_to_json_oaicompat joins them */
+        static const char *const texts[] = {"text", NULL};
+        char where[48];
+        snprintf(where, sizeof where, "messages[%zu].content", i);
+        json_t *content = srv_text_parts(json_object_get(m, "content"), texts, "\n", where, msg, cap, &err);
         if (!content) return err;
         snprintf(r, sizeof r, "%s", json_string_value(role));
         for (char *p = r; *p; p++)

@@ -48,49 +48,12 @@ json_t *srv_anthropic_error(int status, const char *msg)
 
 /* ------------------------------------------------------------ request */
 
-static const char *kind_of(json_t *v)
-{
-    return json_is_string(v)    ? "a string"
-           : json_is_array(v)   ? "a list"
-           : json_is_object(v)  ? "an object"
-           : json_is_number(v)  ? "a number"
-           : json_is_boolean(v) ? "a boolean"
-                                : "null";
-}
-
-/* A block's or a system's text blocks joined (Ollama joins them with
- * nothing between), or the string itself; NULL with the 400 in msg when
- * it holds another kind of block. `where` names the field. */
+/* A system's or a tool_result's text: a string or text blocks, joined
+ * with nothing between (as Ollama joins them); NULL with the 400 in msg. */
 static json_t *text_of(json_t *c, const char *where, char *msg, size_t cap, int *err)
 {
-    if (!c || json_is_null(c)) return json_string("");
-    if (json_is_string(c)) return json_incref(c);
-    if (!json_is_array(c)) {
-        *err = FAIL("%s must be a string or a list of text blocks, not %s", where, kind_of(c));
-        return NULL;
-    }
-    struct wk_buf b = {0};
-    size_t i;
-    json_t *blk;
-    json_array_foreach(c, i, blk) {
-        const char *type = json_string_value(json_object_get(blk, "type"));
-        json_t *text = json_object_get(blk, "text");
-        if (!type || strcmp(type, "text") || !json_is_string(text)) {
-            wk_free(b.p);
-            char shown[64] = "";
-            if (type) wk_str_printable(type, strlen(type), shown, sizeof shown);
-            *err = type && !strcmp(type, "image") ? FAIL("this model does not support images")
-                   : type && strcmp(type, "text")
-                       ? FAIL("%s[%zu] is a '%s' block: only text blocks are supported here", where,
-                              i, shown)
-                       : FAIL("%s[%zu] must be a text block with a string text", where, i);
-            return NULL;
-        }
-        wk_buf_add(&b, json_string_value(text), json_string_length(text));
-    }
-    json_t *s = json_stringn(b.p ? b.p : "", b.len);
-    wk_free(b.p);
-    return s;
+    static const char *const texts[] = {"text", NULL};
+    return srv_text_parts(c, texts, "", where, msg, cap, err);
 }
 
 /* One tool_result block (messages[i].content[k]) as a tool message onto results. */

@@ -173,3 +173,39 @@ int srv_openai_reasoning_effort(struct srv_gen *g, json_t *body, char *msg, size
     g->think = 1;
     return 0;
 }
+
+json_t *srv_text_parts(json_t *c, const char *const *texts, const char *sep, const char *where, char *msg, size_t cap,
+                       int *err)
+{
+    if (!c || json_is_null(c)) return json_string("");
+    if (json_is_string(c)) return json_incref(c);
+    if (!json_is_array(c)) {
+        *err = FAIL("%s must be a string or a list of parts", where);
+        return NULL;
+    }
+    struct wk_buf b = {0};
+    size_t i;
+    json_t *part;
+    json_array_foreach(c, i, part) {
+        const char *type = json_string_value(json_object_get(part, "type"));
+        json_t *text = json_object_get(part, "text");
+        bool is_text = false;
+        for (size_t k = 0; type && texts[k] && !is_text; k++) is_text = !strcmp(type, texts[k]);
+        if (!is_text || !json_is_string(text)) {
+            wk_free(b.p);
+            char shown[64] = "";
+            if (type) wk_str_printable(type, strlen(type), shown, sizeof shown);
+            const bool image = type && (!strcmp(type, "image") || !strcmp(type, "image_url") || !strcmp(type, "input_image"));
+            *err = !type    ? FAIL("%s[%zu] has no type", where, i)
+                   : image  ? FAIL("this model does not support images")
+                   : is_text ? FAIL("%s[%zu] (%s) has no text string", where, i, shown)
+                            : FAIL("%s[%zu] is a '%s' part: only text parts are supported", where, i, shown);
+            return NULL;
+        }
+        if (b.len) wk_buf_add(&b, sep, strlen(sep));
+        wk_buf_add(&b, json_string_value(text), json_string_length(text));
+    }
+    json_t *s = json_stringn(b.p ? b.p : "", b.len);
+    wk_free(b.p);
+    return s;
+}

@@ -41,35 +41,8 @@ enum { ITEM_NONE, ITEM_REASONING, ITEM_MESSAGE };
  * Ollama joins them); NULL with the 400 in msg for another part. */
 static json_t *text_of(json_t *c, const char *where, char *msg, size_t cap, int *err)
 {
-    if (!c || json_is_null(c)) return json_string("");
-    if (json_is_string(c)) return json_incref(c);
-    if (!json_is_array(c)) {
-        *err = FAIL("%s must be a string or a list of content parts", where);
-        return NULL;
-    }
-    struct wk_buf b = {0};
-    size_t i;
-    json_t *part;
-    json_array_foreach(c, i, part) {
-        const char *type = json_string_value(json_object_get(part, "type"));
-        json_t *text = json_object_get(part, "text");
-        char shown[64] = "";
-        if (type) wk_str_printable(type, strlen(type), shown, sizeof shown);
-        if (type && (!strcmp(type, "input_text") || !strcmp(type, "output_text")) && json_is_string(text)) {
-            wk_buf_add(&b, json_string_value(text), json_string_length(text));
-            continue;
-        }
-        wk_free(b.p);
-        *err = !type                              ? FAIL("%s[%zu] has no type", where, i)
-               : !strcmp(type, "input_image")     ? FAIL("this model does not support images")
-               : !strcmp(type, "input_file")      ? FAIL("%s[%zu]: file inputs are not supported", where, i)
-               : strstr(type, "_text")            ? FAIL("%s[%zu] (%s) has no text string", where, i, shown)
-                                                  : FAIL("%s[%zu] is a '%s' part: only text parts are supported", where, i, shown);
-        return NULL;
-    }
-    json_t *s = json_stringn(b.p ? b.p : "", b.len);
-    wk_free(b.p);
-    return s;
+    static const char *const texts[] = {"input_text", "output_text", NULL};
+    return srv_text_parts(c, texts, "", where, msg, cap, err);
 }
 
 /* The conversation so far (out) and what items still have to reach it. */

@@ -303,6 +303,13 @@ void srv_anthropic_done(struct srv_gen *g, json_t *fin);
 void srv_anthropic_stream_error(struct srv_gen *g, const char *msg);
 json_t *srv_anthropic_response(struct srv_gen *g, json_t *fin);
 json_t *srv_anthropic_error(int status, const char *msg);
+/* A content field's text: a string, or a list of parts whose types are
+ * among texts (NULL-terminated) joined with sep (a new reference); NULL
+ * when it is neither, with the 400 in msg [cap] naming the part (where[i],
+ * where names the field), an image part's as "this model does not support
+ * images" (api_fields.c). */
+json_t *srv_text_parts(json_t *c, const char *const *texts, const char *sep, const char *where, char *msg, size_t cap,
+                       int *err);
 /* OpenAI's Responses API (api_responses.c), for API_OAI_RESPONSES, as
  * the Anthropic functions above: srv_responses_parse (0 or 400),
  * srv_responses_start (a stream's response.created and .in_progress),

@@ -17,7 +17,7 @@ import json
 import anthropic
 import jsonschema
 
-from checks import check
+from checks import check, error_body
 
 WEATHER = {"name": "get_weather", "description": "Get the current weather in a city",
            "input_schema": {"type": "object", "properties": {"city": {"type": "string", "description": "The city"}},
@@ -142,18 +142,10 @@ def test_anthropic(s, smol, qwen, english, render_qwen):
     for kw, words in bad:
         args = {"model": smol, "max_tokens": 5, "messages": [{"role": "user", "content": "hi"}]}
         args.update(kw)
-        try:
-            a.messages.create(**args)
-            got = "accepted"
-        except anthropic.BadRequestError as e:
-            got = e.body
+        got = error_body(lambda: a.messages.create(**args), anthropic.BadRequestError)
         check(isinstance(got, dict) and got.get("type") == "error" and got["error"]["type"] == "invalid_request_error"
               and words in got["error"]["message"], f"a bad request ({words}): 400 invalid_request_error naming it", got)
     status, body = s.raw("POST", "/v1/messages", json.dumps({"model": smol, "messages": msgs}))
     check(status == 400 and "max_tokens" in json.loads(body)["error"]["message"], "no max_tokens: 400", body)
-    try:
-        a.messages.create(model="no-such-model", max_tokens=5, messages=msgs)
-        got = "accepted"
-    except anthropic.NotFoundError as e:
-        got = e.body
+    got = error_body(lambda: a.messages.create(model="no-such-model", max_tokens=5, messages=msgs), anthropic.NotFoundError)
     check(isinstance(got, dict) and got["error"]["type"] == "not_found_error", "an unknown model: 404 not_found_error", got)

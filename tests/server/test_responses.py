@@ -16,7 +16,7 @@ import json
 import jsonschema
 import openai
 
-from checks import check
+from checks import check, error_body
 
 TOOL = {"type": "function", "name": "get_weather", "description": "Get the current weather in a city", "strict": False,
         "parameters": {"type": "object", "properties": {"city": {"type": "string", "description": "The city"}},
@@ -145,15 +145,7 @@ def test_responses(s, smol, qwen, english, render_qwen):
     for kw, words in bad:
         args = {"model": smol, "input": "hi", "max_output_tokens": 5}
         args.update(kw)
-        try:
-            o.responses.create(**args)
-            got = "accepted"
-        except openai.BadRequestError as e:
-            got = e.body
+        got = error_body(lambda: o.responses.create(**args), openai.BadRequestError)
         check(isinstance(got, dict) and words in got.get("message", ""), f"a bad request ({words}): 400 naming it", got)
-    try:
-        o.responses.create(model="no-such-model", input="hi")
-        got = "accepted"
-    except openai.NotFoundError as e:
-        got = e.body
+    got = error_body(lambda: o.responses.create(model="no-such-model", input="hi"), openai.NotFoundError)
     check(isinstance(got, dict) and "not found" in got.get("message", ""), "an unknown model: 404", got)
