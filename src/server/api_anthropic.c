@@ -36,7 +36,8 @@ enum { ANT_NONE, ANT_THINKING, ANT_TEXT };
 
 json_t *srv_anthropic_error(int status, const char *msg)
 {
-    const char *type = status == 400 || status == 413 ? "invalid_request_error"
+    const char *type = status == 400 ? "invalid_request_error"
+                       : status == 413 ? "request_too_large"
                        : status == 401                ? "authentication_error"
                        : status == 403                ? "permission_error"
                        : status == 404                ? "not_found_error"
@@ -119,7 +120,7 @@ static int one_message(json_t *m, json_t *out, json_t *names, size_t i, char *ms
                 rc = FAIL("messages[%zu].content[%zu] (tool_use) needs a string id and name", i, k);
             else if (in && !json_is_null(in) && !json_is_object(in))
                 rc = FAIL("messages[%zu].content[%zu].input must be an object", i, k);
-            else
+            else if (!json_object_set(names, json_string_value(id), name))
                 json_array_append_new(
                     calls,
                     json_pack("{s:O, s:{s:O, s:o}}", "id", id, "function", "name", name,
@@ -188,8 +189,8 @@ static int parse_tools(struct srv_gen *g, json_t *body, json_t *req, char *msg, 
             rc = FAIL("tools[%zu] is Anthropic's server tool '%s': wick runs client tools only "
                       "(type \"custom\")",
                       i, shown);
-        else if (!json_is_string(name))
-            rc = FAIL("tools[%zu].name must be a string", i);
+else if (!json_is_string(name) || json_string_length(name) == 0)
+            rc = FAIL("tools[%zu].name must be a non-empty string", i);
         else if (d && !json_is_null(d) && !json_is_string(d))
             rc = FAIL("tools[%zu].description must be a string", i);
         else if (schema && !json_is_null(schema) && !json_is_object(schema))
@@ -224,6 +225,8 @@ static int parse_tools(struct srv_gen *g, json_t *body, json_t *req, char *msg, 
                  : strcmp(type, "auto") && strcmp(type, "any") && strcmp(type, "tool") &&
                          strcmp(type, "none")
                      ? FAIL("tool_choice.type must be \"auto\", \"any\", \"tool\" or \"none\"")
+                 : (!strcmp(type, "any") || !strcmp(type, "tool")) && json_array_size(fns) == 0
+                     ? FAIL("tool_choice of type \"%s\" needs tools", type)
                      : 0;
         if (rc) {
             json_decref(oai);
@@ -327,7 +330,7 @@ static int parse_sampling(struct srv_gen *g, json_t *body, json_t *ropts, json_t
         if (!v || json_is_null(v)) continue;
         double d = json_number_value(v);
         if (!json_is_number(v) || d < 0 || d > nums[i].hi || (i == 2 && d != floor(d)))
-            return FAIL("%s must be a%s between 0 and %g", nums[i].name,
+            return FAIL("%s must be a%s between 0 and %.0f", nums[i].name,
                         i == 2 ? "n integer" : " number", nums[i].hi);
         json_object_set_new(ropts, nums[i].name,
                             i == 2 ? json_integer((json_int_t)d) : json_real(d));
@@ -502,8 +505,8 @@ static const char *stop_reason(struct srv_gen *g, json_t *fin, json_t **seq)
     const char *reason = json_string_value(json_object_get(fin, "done_reason"));
     json_t *s = json_object_get(fin, "stop_sequence");
     *seq = json_null();
+    if (reason && !strcmp(reason, "length")) return "max_tokens"; /* cut, even after a call (Anthropic's) */
     if (json_array_size(g->tool_calls) > 0) return "tool_use";
-    if (reason && !strcmp(reason, "length")) return "max_tokens";
     if (g->custom_stops &&
         json_is_string(s)) { /* the request's (its stop list replaced the model's) */
         *seq = json_incref(s);

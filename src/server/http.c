@@ -514,7 +514,11 @@ static enum MHD_Result route(struct srv_server *srv, struct MHD_Connection *c, c
         if (strcmp(url, routes[i].path) == 0) found = (int)i;
     /* the route's name for /metrics: the table's path, never the client's URL */
     k->route = found >= 0 ? routes[found].path : strncmp(url, "/v1/models/", 11) == 0 ? "/v1/models/{id}" : "unknown";
-    if (k->refused) return reply_error(c, strncmp(url, "/v1/", 4) == 0 ? API_OAI_CHAT : API_GENERATE, 403, k->refused);
+    /* the error shape of the route's API: Anthropic's under /v1/messages, OpenAI's under /v1/, else Ollama's */
+    const enum srv_api shape = strncmp(url, "/v1/messages", 12) == 0 ? API_ANTHROPIC
+                               : strncmp(url, "/v1/", 4) == 0        ? API_OAI_CHAT
+                                                                     : API_GENERATE;
+    if (k->refused) return reply_error(c, shape, 403, k->refused);
     if (strcmp(method, "OPTIONS") == 0) return (enum MHD_Result)srv_access_preflight(srv->access, c);
     bool oai = strncmp(url, "/v1/", 4) == 0;
     if (found < 0 && strncmp(url, "/v1/models/", 11) == 0 && get) return serve_oai_models(srv, c, url + 11);
@@ -528,9 +532,9 @@ static enum MHD_Result route(struct srv_server *srv, struct MHD_Connection *c, c
         if (strcmp(method, "HEAD") == 0) return srv_serve_blob_head(srv, c, url + 11);
         return reply_error(c, API_GENERATE, post ? 500 : 405, post ? "out of memory" : "method not allowed");
     }
-    if (found < 0) return reply_error(c, oai ? API_OAI_CHAT : API_GENERATE, 404, "not found");
+    if (found < 0) return reply_error(c, shape, 404, "not found");
     if (routes[found].post ? !(strcmp(url, "/api/delete") == 0 ? del : post) : !get)
-        return reply_error(c, oai ? API_OAI_CHAT : API_GENERATE, 405, "method not allowed");
+        return reply_error(c, shape, 405, "method not allowed");
     if (!routes[found].post) {
         if (strcmp(url, "/") == 0) return reply_raw(c, 200, "text/plain; charset=utf-8", "wick is running", 15);
         if (strcmp(url, "/api/version") == 0)

@@ -89,6 +89,16 @@ def test_anthropic(s, smol, qwen, english, render_qwen):
     check(n.input_tokens == len(ids), "count_tokens of a tool_use and tool_result turn with system blocks: the tokens "
           "of transformers' render of the same turn", f"{n.input_tokens} vs {len(ids)}")
 
+    # a tool_result carries the name of the tool_use it answers (a Go TEMPLATE naming .ToolName shows it)
+    tpl = "{{ range .Messages }}{{ .Role }}:{{ if .ToolName }}[{{ .ToolName }}]{{ end }}{{ .Content }}\n{{ end }}"
+    st, body = s.post("/api/create", {"model": "smol-toolname", "from": smol, "template": tpl})
+    n = a.messages.count_tokens(model="smol-toolname", messages=conv)
+    want = "user:What is the weather in Paris?\nassistant:\ntool:[get_weather]22 degrees\n"
+    ids = s.post("/tokenize", {"model": smol, "content": want, "parse_special": True})[1]["tokens"]
+    check(st == 200 and n.input_tokens == len(ids), "a tool_result's message names its tool_use's tool (.ToolName)",
+          f"{n.input_tokens} vs {len(ids)}")
+    s.raw("DELETE", "/api/delete", json.dumps({"model": "smol-toolname"}))
+
     # tools: a call as a tool_use block (streamed: input_json_delta), tool_choice forcing and forbidding one
     ask = [{"role": "user", "content": "What is the weather in Paris right now?"}]
     r = a.messages.create(model=qwen, max_tokens=40, messages=ask, tools=[WEATHER], extra_body=GREEDY)
@@ -101,6 +111,9 @@ def test_anthropic(s, smol, qwen, english, render_qwen):
     su = [b for b in final.content if b.type == "tool_use"]
     check(len(su) == 1 and su[0].input == uses[0].input and final.stop_reason == "tool_use",
           "tools streamed: the SDK assembles the same tool_use from input_json_delta", repr(final))
+    r = a.messages.create(model=qwen, max_tokens=6, messages=ask, tools=[WEATHER], extra_body=GREEDY,
+                          tool_choice={"type": "any"})
+    check(r.stop_reason == "max_tokens", "a call cut by max_tokens: stop_reason max_tokens (not tool_use)", repr(r))
     hi = [{"role": "user", "content": "Say hello."}]
     r = a.messages.create(model=qwen, max_tokens=30, messages=hi, tools=[WEATHER], extra_body=GREEDY,
                           tool_choice={"type": "tool", "name": "get_weather"})
@@ -145,6 +158,9 @@ def test_anthropic(s, smol, qwen, english, render_qwen):
         got = error_body(lambda: a.messages.create(**args), anthropic.BadRequestError)
         check(isinstance(got, dict) and got.get("type") == "error" and got["error"]["type"] == "invalid_request_error"
               and words in got["error"]["message"], f"a bad request ({words}): 400 invalid_request_error naming it", got)
+    status, body = s.raw("GET", "/v1/messages")
+    check(status == 405 and json.loads(body)["error"]["type"] == "api_error", "GET /v1/messages: 405 in Anthropic's "
+          "shape", body)
     status, body = s.raw("POST", "/v1/messages", json.dumps({"model": smol, "messages": msgs}))
     check(status == 400 and "max_tokens" in json.loads(body)["error"]["message"], "no max_tokens: 400", body)
     got = error_body(lambda: a.messages.create(model="no-such-model", max_tokens=5, messages=msgs), anthropic.NotFoundError)
