@@ -235,8 +235,19 @@ static enum wk_status add_json_seq(json_t *calls, const char *s, size_t n, bool 
         if (s[at] != '{' && s[at] != '[') return WK_E_FORMAT;
         json_error_t e;
         json_t *v = json_loadb(s + at, n - at, JSON_DISABLE_EOF_CHECK, &e);
+        size_t used = v ? (size_t)e.position : 0;
+        if (!v && n - at > 1 && s[at] == '{' && s[at + 1] == '{') {
+            /* Qwen2.5's own template shows the call as {{"name": ..., "arguments": ...}} (inside a
+             * Jinja string, so the braces stay doubled in what the model reads), and the model may
+             * answer so: one level of braces taken off (text that no JSON parse would take) */
+            v = json_loadb(s + at + 1, n - at - 1, JSON_DISABLE_EOF_CHECK, &e);
+            size_t end = at + 1 + (v ? (size_t)e.position : 0);
+            while (end < n && is_ws(s[end])) end++;
+            if (v && end < n && s[end] == '}') used = end + 1 - at;
+            else json_decref(v), v = NULL;
+        }
         if (!v) return WK_E_FORMAT;
-        at += (size_t)e.position;
+        at += used;
         enum wk_status st = add_json_value(calls, v, strict, wrappers);
         json_decref(v);
         if (st != WK_OK) return st;

@@ -389,6 +389,11 @@ static void test_hermes(void)
            "<tool_calls>[{\"name\": \"a\", \"arguments\": {\"q\": \"x\"}, \"id\": "
            "\"c1\"}]</tool_calls>",
            "", "[{\"name\": \"a\", \"arguments\": {\"q\": \"x\"}, \"id\": \"c1\"}]", 0);
+    /* Qwen2.5's template shows the call in doubled braces, and the model may answer so */
+    expect(H, "<tool_call>\n{{\"name\": \"f\", \"arguments\": {\"a\": \"}\"}}}\n</tool_call>", "",
+           "[{\"name\": \"f\", \"arguments\": {\"a\": \"}\"}}]", 0);
+    expect(H, "<tool_call>{{\"name\": \"f\", \"arguments\": {}}</tool_call>",
+           "<tool_call>{{\"name\": \"f\", \"arguments\": {}}</tool_call>", "[]", MAL);
     /* a Qwen3-Coder body inside a Hermes block still parses */
     expect(H,
            "<tool_call>\n<function=f>\n<parameter=a>\n2\n</parameter>\n</function>\n</tool_call>",
@@ -728,6 +733,9 @@ static void test_json(void)
     expect(J, "Hello {\"name\": \"f\", \"arguments\": {}}",
            "Hello {\"name\": \"f\", \"arguments\": {}}", "[]", 0);
     expect(J, "[1, 2]", "[1, 2]", "[]", MAL);
+    expect(J, "{{\"name\": \"f\", \"arguments\": {\"city\": \"Paris\"}}}", "",
+           "[{\"name\": \"f\", \"arguments\": {\"city\": \"Paris\"}}]", 0);
+    expect(J, "{{oops}}", "{{oops}}", "[]", MAL);
 }
 
 static void test_none(void)
