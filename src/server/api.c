@@ -619,6 +619,7 @@ int srv_gen_parse(struct srv_gen *g, json_t *body, char *msg, size_t cap)
     /* a level ("low", "medium", "high") goes on as it is: a harmony model's reasoning effort */
     if (g->think >= 0)
         json_object_set_new(req, "think", g->think_level ? json_string(g->think_level) : json_boolean(g->think));
+    if (g->one_call) json_object_set_new(req, "one_call", json_true()); /* the runner ends the answer at the first call */
     if (g->logprobs) {
         json_object_set_new(req, "logprobs", json_true());
         json_object_set_new(req, "top_logprobs", json_integer(g->top_logprobs));
@@ -714,6 +715,7 @@ static void gen_extra_chunk(struct srv_gen *g, json_t *thinking, json_t *calls)
     if (calls) {
         if (!g->tool_calls) g->tool_calls = json_array();
         json_array_extend(g->tool_calls, calls);
+        if (!g->calls_seen) g->calls_seen = true, g->text_at_call = g->text.len; /* the output items' order */
     }
     if (!g->stream) {
         if (thinking) wk_buf_add(&g->thinking, json_string_value(thinking), json_string_length(thinking));

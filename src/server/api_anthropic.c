@@ -189,8 +189,8 @@ static int parse_tools(struct srv_gen *g, json_t *body, json_t *req, char *msg, 
             rc = FAIL("tools[%zu] is Anthropic's server tool '%s': wick runs client tools only "
                       "(type \"custom\")",
                       i, shown);
-else if (!json_is_string(name) || json_string_length(name) == 0)
-            rc = FAIL("tools[%zu].name must be a non-empty string", i);
+else if (!srv_tool_name_ok(json_string_value(name)))
+            rc = FAIL("tools[%zu].name must be %s", i, SRV_TOOL_NAME_RULE);
         else if (d && !json_is_null(d) && !json_is_string(d))
             rc = FAIL("tools[%zu].description must be a string", i);
         else if (schema && !json_is_null(schema) && !json_is_object(schema))
@@ -549,9 +549,10 @@ json_t *srv_anthropic_response(struct srv_gen *g, json_t *fin)
     if (g->thinking.len && !g->ant_omit_thinking)
         json_array_append_new(content, json_pack("{s:s, s:s%, s:s}", "type", "thinking", "thinking",
                                                  g->thinking.p, g->thinking.len, "signature", ""));
-    if (g->text.len)
-        json_array_append_new(
-            content, json_pack("{s:s, s:s%}", "type", "text", "text", g->text.p, g->text.len));
+    /* the text before the tool_use blocks unless the calls came first (as a stream sends them) */
+    json_t *text = g->text.len ? json_pack("{s:s, s:s%}", "type", "text", "text", g->text.p, g->text.len) : NULL;
+    const bool text_first = !g->calls_seen || g->text_at_call > 0;
+    if (text && text_first) json_array_append(content, text);
     size_t i;
     json_t *c;
     json_array_foreach(g->tool_calls, i, c) {
@@ -561,6 +562,8 @@ json_t *srv_anthropic_response(struct srv_gen *g, json_t *fin)
                                                  json_object_get(fn, "name"), "input",
                                                  json_object_get(fn, "arguments")));
     }
+    if (text && !text_first) json_array_append(content, text);
+    json_decref(text);
     json_t *seq;
     const char *reason = stop_reason(g, fin, &seq);
     return json_pack("{s:s, s:s, s:s, s:s, s:o, s:s, s:o, s:o}", "id", g->id, "type", "message",

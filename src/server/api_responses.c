@@ -109,7 +109,9 @@ static int call_item(struct conv *cv, json_t *item, size_t i, char *msg, size_t 
     if (!json_is_string(id) || !json_is_string(name) || json_string_length(name) == 0)
         return FAIL("input[%zu] (function_call) needs a string call_id and name", i);
     json_t *args = json_is_string(a) && json_string_length(a) ? json_loadb(json_string_value(a), json_string_length(a), 0, NULL)
-                   : json_object();
+                   : json_is_object(a)                  ? json_incref(a)
+                   : !a || json_is_null(a) || json_is_string(a) ? json_object()
+                                                                : NULL;
     if (!json_is_object(args)) {
         json_decref(args);
         return FAIL("input[%zu].arguments must be a string holding a JSON object", i);
@@ -138,8 +140,10 @@ static int parse_input(struct conv *cv, json_t *input, char *msg, size_t cap)
     size_t i;
     json_t *item;
     json_array_foreach(input, i, item) {
-        const char *type = json_string_value(json_object_get(item, "type"));
+        json_t *tv = json_object_get(item, "type");
+        const char *type = json_string_value(tv);
         if (!json_is_object(item)) return FAIL("input[%zu] must be an object", i);
+        if (tv && !type) return FAIL("input[%zu].type must be a string", i);
         if (!type && json_object_get(item, "role")) type = "message"; /* an easy input message */
         char shown[64] = "";
         if (type) wk_str_printable(type, strlen(type), shown, sizeof shown);
@@ -205,7 +209,7 @@ static int parse_tools(struct srv_gen *g, json_t *body, json_t *req, char *msg, 
         rc = !json_is_object(t) || !type ? FAIL("tools[%zu] must be an object with a type", i)
              : strcmp(type, "function")
                  ? FAIL("tools[%zu] is a '%s' tool: wick runs function tools only (the client runs them)", i, shown)
-             : !json_is_string(name)                            ? FAIL("tools[%zu].name must be a string", i)
+             : !srv_tool_name_ok(json_string_value(name)) ? FAIL("tools[%zu].name must be %s", i, SRV_TOOL_NAME_RULE)
              : d && !json_is_null(d) && !json_is_string(d)      ? FAIL("tools[%zu].description must be a string", i)
              : p && !json_is_null(p) && !json_is_object(p)      ? FAIL("tools[%zu].parameters must be an object", i)
              : strict && !json_is_null(strict) && !json_is_boolean(strict) ? FAIL("tools[%zu].strict must be a boolean", i)
@@ -220,7 +224,7 @@ static int parse_tools(struct srv_gen *g, json_t *body, json_t *req, char *msg, 
     if (!rc && tc && !json_is_null(tc)) {
         const char *s = json_string_value(tc), *type = json_string_value(json_object_get(tc, "type"));
         json_t *name = json_object_get(tc, "name");
-        if (s) json_object_set(chat, "tool_choice", tc); /* none, auto, required: checked below */
+        if (s && (!strcmp(s, "none") || !strcmp(s, "auto") || !strcmp(s, "required"))) json_object_set(chat, "tool_choice", tc);
         else if (type && !strcmp(type, "function") && json_is_string(name))
             json_object_set_new(chat, "tool_choice", json_pack("{s:s, s:{s:O}}", "type", "function", "function", "name", name));
         else rc = FAIL("tool_choice must be \"none\", \"auto\", \"required\" or {\"type\": \"function\", \"name\": ...}");
@@ -241,6 +245,11 @@ static int parse_text(json_t *body, json_t *req, char *msg, size_t cap)
     json_t *text = json_object_get(body, "text");
     if (!text || json_is_null(text)) return 0;
     if (!json_is_object(text)) return FAIL("text must be an object");
+    const char *k;
+    json_t *kv;
+    json_object_foreach(text, k, kv) {
+        if (strcmp(k, "format") && strcmp(k, "verbosity")) return FAIL("text.%.64s is not a field of text", k);
+    }
     json_t *v = json_object_get(text, "verbosity"), *f = json_object_get(text, "format");
     if (v && !json_is_null(v) && strcmp(json_string_value(v) ?: "", "medium"))
         return FAIL("text.verbosity must be \"medium\": wick's models take no verbosity");
@@ -317,14 +326,21 @@ static json_t *echo_of(json_t *body)
 int srv_responses_parse(struct srv_gen *g, json_t *body, json_t *req, json_t *ropts, json_t *stop, char *msg, size_t cap)
 {
     (void)stop; /* the Responses API has no stop sequences */
-    /* ResponseCreateParams (openai 3.57); those steering only OpenAI's
-     * service (store, caching, billing, safety) change nothing here */
+    /* ResponseCreateParams (openai 3.57) and Codex's client_metadata; those
+     * steering only OpenAI's service (store, caching, billing, safety,
+     * access programs, built-in tools' call limit, image options) change
+     * nothing here, nor does context_management (compaction past a
+     * threshold: wick's truncation "auto" drops the oldest turns instead;
+     * README); prompt (a stored template) and moderation, which would, are
+     * refused below */
     static const char *const known[] = {"model", "input", "instructions", "max_output_tokens", "temperature", "top_p",
                                         "stream", "stream_options", "tools", "tool_choice", "parallel_tool_calls",
                                         "text", "reasoning", "store", "metadata", "include", "truncation",
                                         "top_logprobs", "user", "safety_identifier", "prompt_cache_key",
-                                        "prompt_cache_retention", "service_tier", "background",
-                                        "previous_response_id", "conversation"};
+                                        "prompt_cache_retention", "prompt_cache_options", "service_tier", "background",
+                                        "background_options", "previous_response_id", "conversation", "client_metadata",
+                                        "access_programs", "context_management", "image", "max_tool_calls", "prompt",
+                                        "moderation"};
     const char *k;
     json_t *v;
     json_object_foreach(body, k, v) {
@@ -339,6 +355,12 @@ int srv_responses_parse(struct srv_gen *g, json_t *body, json_t *req, json_t *ro
         return FAIL("%s: wick keeps no responses (the stateless API, as Ollama's): send the whole conversation in input",
                     json_object_get(body, "conversation") ? "conversation" : "previous_response_id");
     if (json_is_true(json_object_get(body, "background"))) return FAIL("background responses are not supported");
+    static const char *const refused[][2] = {{"prompt", "prompt: wick keeps no stored prompts, send the instructions"},
+                                             {"moderation", "moderation is not supported: wick runs no moderation model"}};
+    for (size_t i = 0; i < WK_ARRAY_LEN(refused); i++)
+        if (!json_is_null(json_object_get(body, refused[i][0]) ?: json_null())) return FAIL("%s", refused[i][1]);
+    json_t *md = json_object_get(body, "metadata");
+    if (md && !json_is_null(md) && !json_is_object(md)) return FAIL("metadata must be an object");
     json_t *stream = json_object_get(body, "stream"), *tr = json_object_get(body, "truncation");
     if (stream && !json_is_null(stream) && !json_is_boolean(stream)) return FAIL("stream must be a boolean");
     g->stream = json_is_true(stream);
@@ -350,6 +372,10 @@ int srv_responses_parse(struct srv_gen *g, json_t *body, json_t *req, json_t *ro
     if (rc || (rc = parse_text(body, req, msg, cap))) return rc;
     json_t *reasoning = json_object_get(body, "reasoning");
     if (reasoning && !json_is_null(reasoning) && !json_is_object(reasoning)) return FAIL("reasoning must be an object");
+    json_object_foreach(reasoning, k, v) {
+        if (strcmp(k, "effort") && strcmp(k, "summary") && strcmp(k, "generate_summary"))
+            return FAIL("reasoning.%.64s is not a field of reasoning", k);
+    }
     g->think = -1;
     if ((rc = srv_openai_reasoning_effort(g, body, msg, cap))) return rc;
     json_t *ins = json_object_get(body, "instructions"), *input = json_object_get(body, "input");
@@ -389,6 +415,9 @@ static json_t *item_id(struct srv_gen *g, const char *kind, int32_t index)
 
 static json_t *text_part(const char *text, size_t len, json_t *lps)
 {
+    size_t i;
+    json_t *e;
+    json_array_foreach(lps, i, e) if (!json_object_get(e, "top_logprobs")) json_object_set_new(e, "top_logprobs", json_array());
     return json_pack("{s:s, s:s%, s:[], s:o}", "type", "output_text", "text", text ? text : "", len, "annotations",
                      "logprobs", lps ? json_incref(lps) : json_array());
 }
@@ -426,7 +455,7 @@ static json_t *response_object(struct srv_gen *g, const char *status, json_t *ou
                           "usage", usage ? usage : json_null(), "previous_response_id", "store", 0, "background", 0,
                           "service_tier", "default");
     json_object_update(r, g->echo);
-    if (strcmp(status, "in_progress")) json_object_set_new(r, "completed_at", json_integer(srv_unix_ns() / 1000000000));
+    json_object_set_new(r, "completed_at", strcmp(status, "completed") ? json_null() : json_integer(srv_unix_ns() / 1000000000));
     return r;
 }
 
@@ -434,9 +463,10 @@ static json_t *usage_of(json_t *fin)
 {
     json_int_t p = json_integer_value(json_object_get(fin, "prompt_tokens"));
     json_int_t e = json_integer_value(json_object_get(fin, "eval_count"));
-    return json_pack("{s:I, s:{s:I}, s:I, s:{s:i}, s:I}", "input_tokens", p, "input_tokens_details", "cached_tokens",
-                     p - json_integer_value(json_object_get(fin, "prompt_eval_count")), "output_tokens", e,
-                     "output_tokens_details", "reasoning_tokens", 0, "total_tokens", p + e);
+    json_int_t computed = json_integer_value(json_object_get(fin, "prompt_eval_count")); /* and kept in the cache */
+    return json_pack("{s:I, s:{s:I, s:I}, s:I, s:{s:i}, s:I}", "input_tokens", p, "input_tokens_details", "cached_tokens",
+                     p - computed, "cache_write_tokens", computed, "output_tokens", e, "output_tokens_details",
+                     "reasoning_tokens", 0, "total_tokens", p + e);
 }
 
 void srv_responses_start(struct srv_gen *g)
@@ -518,6 +548,7 @@ void srv_responses_chunk(struct srv_gen *g, json_t *line)
     }
     if (json_string_length(ct) || (lps && g->blk_open == ITEM_MESSAGE)) {
         json_t *id = item_open(g, ITEM_MESSAGE);
+        json_decref(text_part("", 0, lps)); /* its logprob entries completed (top_logprobs) */
         wk_buf_add(&g->text, json_string_value(ct) ?: "", json_string_length(ct));
         if (lps) {
             if (!g->lps) g->lps = json_array();
@@ -562,6 +593,10 @@ void srv_responses_done(struct srv_gen *g, json_t *fin)
 void srv_responses_stream_error(struct srv_gen *g, const char *msg)
 {
     event(g, "error", json_pack("{s:s, s:s, s:n}", "code", "server_error", "message", msg, "param"));
+    /* and the response failed, as the API ends such a stream (Codex waits for it) */
+    json_t *r = response_object(g, "failed", g->items ? json_incref(g->items) : json_array(), NULL, NULL);
+    json_object_set_new(r, "error", json_pack("{s:s, s:s}", "code", "server_error", "message", msg));
+    event(g, "response.failed", json_pack("{s:o}", "response", r));
 }
 
 json_t *srv_responses_response(struct srv_gen *g, json_t *fin)
@@ -570,11 +605,15 @@ json_t *srv_responses_response(struct srv_gen *g, json_t *fin)
     json_t *out = json_array();
     int32_t n = 0;
     if (g->thinking.len) json_array_append_new(out, reasoning_out(g, n++, g->thinking.p, g->thinking.len));
-    if (g->text.len || !json_array_size(g->tool_calls))
-        json_array_append_new(out, message_out(g, n++, cut ? "incomplete" : "completed",
-                                                text_part(g->text.p, g->text.len, g->logprobs ? g->lps : NULL)));
-    size_t i;
-    json_t *c;
-    json_array_foreach(g->tool_calls, i, c) json_array_append_new(out, call_out(g, n++, c, "completed", true));
+    /* in the order they came: the text before the calls unless the calls came first */
+    const bool text = g->text.len || !json_array_size(g->tool_calls), text_first = !g->calls_seen || g->text_at_call > 0;
+    for (int pass = 0; pass < 2; pass++) {
+        if (text && text_first == !pass)
+            json_array_append_new(out, message_out(g, n++, cut ? "incomplete" : "completed",
+                                                    text_part(g->text.p, g->text.len, g->logprobs ? g->lps : NULL)));
+        size_t i;
+        json_t *c;
+        if (!pass) json_array_foreach(g->tool_calls, i, c) json_array_append_new(out, call_out(g, n++, c, "completed", true));
+    }
     return response_object(g, cut ? "incomplete" : "completed", out, usage_of(fin), cut ? "max_output_tokens" : NULL);
 }

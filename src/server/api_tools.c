@@ -27,12 +27,7 @@ int srv_parse_tools(json_t *tools, json_t *req, char *msg, size_t cap)
         const char *name = json_string_value(json_object_get(fn, "name"));
         if (!json_is_object(t) || (type && strcmp(json_string_value(type) ? json_string_value(type) : "", "function")))
             return FAIL("tools[%zu] must be an object of type \"function\"", i);
-        size_t n = name ? strlen(name) : 0;
-        bool ok = n > 0 && n <= 64;
-        for (size_t k = 0; ok && k < n; k++)
-            ok = (name[k] >= 'a' && name[k] <= 'z') || (name[k] >= 'A' && name[k] <= 'Z') ||
-                 (name[k] >= '0' && name[k] <= '9') || strchr("_.-", name[k]);
-        if (!ok) return FAIL("tools[%zu].function.name must be 1 to 64 letters, digits, '_', '.' or '-'", i);
+        if (!srv_tool_name_ok(name)) return FAIL("tools[%zu].function.name must be %s", i, SRV_TOOL_NAME_RULE);
         json_t *d = json_object_get(fn, "description"), *p = json_object_get(fn, "parameters");
         if (d && !json_is_null(d) && !json_is_string(d)) return FAIL("tools[%zu].function.description must be a string", i);
         if (p && !json_is_null(p) && !json_is_object(p)) return FAIL("tools[%zu].function.parameters must be an object", i);
@@ -48,6 +43,16 @@ int srv_parse_tools(json_t *tools, json_t *req, char *msg, size_t cap)
     }
     if (json_array_size(tools) > 0) json_object_set(req, "tools", tools);
     return 0;
+}
+
+bool srv_tool_name_ok(const char *name)
+{
+    size_t n = name ? strlen(name) : 0;
+    bool ok = n > 0 && n <= 64;
+    for (size_t k = 0; ok && k < n; k++)
+        ok = (name[k] >= 'a' && name[k] <= 'z') || (name[k] >= 'A' && name[k] <= 'Z') || (name[k] >= '0' && name[k] <= '9') ||
+             strchr("_.-", name[k]);
+    return ok;
 }
 
 void srv_tools_unstrict(json_t *req)

@@ -85,6 +85,7 @@ struct job {
     /* Ollama's deprecated generate context: the prompt's text (past an added BOS) and the answer's, tokenized
      * at the end into the final line's "context" (want_context: a non-raw /api/generate) */
     bool want_context;
+    bool one_call, halt; /* parallel_tool_calls false: the first call alone, the answer ending with it (halt) */
     struct wk_buf ctx_text;
     bool finished, nomem;
     /* compute thread only: what the generation runs with and writes (a
@@ -359,6 +360,7 @@ static int prepare(struct job *j, json_t *req, char *msg, size_t cap)
         j->ids.n = 0;
         st = srv_context_prompt(rn->tok, json_object_get(req, "context"), &prompt, &err);
     }
+    j->one_call = json_is_true(json_object_get(req, "one_call"));
     if (!st && (j->want_context = json_is_true(json_object_get(req, "want_context"))))
         st = srv_prompt_text(rn->tok, &prompt, &j->ctx_text, &err);
     if (!st && json_is_true(json_object_get(req, "render_only"))) { /* /api/apply-template: the text alone */
@@ -502,6 +504,13 @@ static bool on_thinking(void *user, const char *text, size_t len)
 static bool push_calls(void *user, json_t *calls)
 {
     struct job *j = user;
+    /* the first call alone; what follows it is not generated (on_content), where the call comes as it
+     * completes (a tagged block; a bare JSON answer is parsed at its end) */
+    if (j->one_call) {
+        if (j->halt) return json_decref(calls), true;
+        while (json_array_size(calls) > 1) json_array_remove(calls, 1);
+        j->halt = true;
+    }
     job_push(j, json_pack("{s:o}", "tool_calls", calls));
     return !j->cancel;
 }
@@ -510,7 +519,7 @@ static bool push_calls(void *user, json_t *calls)
 static bool on_content(void *user, const char *text, size_t len)
 {
     struct job *j = user;
-    if (j->tools) return srv_tools_push(j->tools, text, len) && !j->cancel;
+    if (j->tools) return srv_tools_push(j->tools, text, len) && !j->cancel && !j->halt;
     return push_content(user, text, len);
 }
 
@@ -523,7 +532,7 @@ static bool harmony_thinking(void *user, const char *text, size_t len)
 static bool harmony_call(void *user, const struct wk_toolcall *c)
 {
     struct job *j = user;
-    return j->tools ? srv_tools_call(j->tools, c) && !j->cancel : push_content(user, c->raw, c->raw_len);
+    return j->tools ? srv_tools_call(j->tools, c) && !j->cancel && !j->halt : push_content(user, c->raw, c->raw_len);
 }
 
 static const struct wk_harmony_sink *harmony_sink(struct job *j, struct wk_harmony_sink *s)

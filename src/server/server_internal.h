@@ -240,6 +240,8 @@ struct srv_gen {
     int64_t seq; /* Responses' stream: the next event's sequence_number */
     json_t *echo; /* Responses: the request's settings the response object repeats */
     json_t *items; /* Responses' stream: the output items done so far */
+    bool calls_seen;      /* not streamed: a tool call has come */
+    size_t text_at_call;  /* and the text's length then (0: the calls came first) */
     int think; /* the request's think: -1 unset, 0 off, 1 on */
     const char *think_level; /* "low", "medium" or "high" when the request named one (static), else NULL */
     int32_t top_logprobs, legacy_logprobs; /* legacy: /v1/completions' integer logprobs */
@@ -427,6 +429,10 @@ int srv_parse_tools(json_t *tools, json_t *req, char *msg, size_t cap);
 /* OpenAI's tools, tool_choice ("none", "auto", "required", a named
  * function: req "tool_choice") and parallel_tool_calls (g->one_call), and
  * strict function tools under auto (req "tool_strict"). 0, or a 400. */
+/* Whether a tool's name is 1 to 64 letters, digits, '_', '.' or '-'
+ * (SRV_TOOL_NAME_RULE, for messages). */
+#define SRV_TOOL_NAME_RULE "1 to 64 letters, digits, '_', '.' or '-'"
+bool srv_tool_name_ok(const char *name);
 /* Drops "strict" from the functions of req's tools once
  * srv_parse_oai_tools has read it: a control of the Responses and
  * Anthropic APIs, not part of what the template renders (as Ollama's

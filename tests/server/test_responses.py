@@ -110,10 +110,34 @@ def test_responses(s, smol, qwen, english, render_qwen):
     check([i.type for i in r.output] == ["function_call"], "tool_choice required: a call even where the model would "
           "not call", repr(r.output))
     three = "I need the current weather in three cities: Paris, London and Tokyo. Use the tool for each city."
-    calls = [[i for i in o.responses.create(model=qwen, input=three, tools=[TOOL], max_output_tokens=150, temperature=0,
-                                            **kw).output if i.type == "function_call"] for kw in ({}, {"parallel_tool_calls": False})]
+    rs = [o.responses.create(model=qwen, input=three, tools=[TOOL], max_output_tokens=150, temperature=0, **kw)
+          for kw in ({}, {"parallel_tool_calls": False}, {"tool_choice": "required"},
+                     {"tool_choice": "required", "parallel_tool_calls": False})]
+    calls = [[i for i in r.output if i.type == "function_call"] for r in rs]
     check(len(calls[0]) == 3 and len(calls[1]) == 1 and calls[1][0].arguments == calls[0][0].arguments,
-          "three calls, and with parallel_tool_calls false the first alone", repr(calls))
+          "three calls, and with parallel_tool_calls false the first alone", repr(calls[:2]))
+    # tagged calls (tool_choice required's <tool_call> blocks): the answer ends with the first
+    check(len(calls[2]) == 3 and len(calls[3]) == 1 and calls[3][0].arguments == calls[2][0].arguments
+          and rs[3].status == "completed" and rs[3].usage.output_tokens < rs[2].usage.output_tokens / 2
+          and [i.type for i in rs[3].output] == ["function_call"],
+          "tool_choice required and parallel_tool_calls false: the first call, the answer ending with it", repr(rs[3]))
+
+    # a request shaped as Codex sends it (its client_metadata, include, prompt_cache_key, store false, a call's
+    # arguments given back as an object): answered, the usage's cache counts adding up
+    codex = {"model": qwen, "instructions": SYSTEM, "stream": True, "store": False, "tool_choice": "auto",
+             "parallel_tool_calls": False, "include": ["reasoning.encrypted_content"], "prompt_cache_key": "k",
+             "client_metadata": {"session_id": "s"}, "tools": [TOOL], "max_output_tokens": 40, "temperature": 0,
+             "input": [{"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "Be brief."}]},
+                       {"type": "message", "role": "user", "content": [{"type": "input_text", "text": q}]},
+                       {"type": "function_call", "call_id": "c1", "name": "get_weather", "arguments": {"city": "Paris"}},
+                       {"type": "function_call_output", "call_id": "c1", "output": result}]}
+    status, body = s.raw("POST", "/v1/responses", json.dumps(codex))
+    evs = sse(body) if status == 200 else []
+    last = evs[-1][1]["response"] if evs else {}
+    u = last.get("usage") or {}
+    check(status == 200 and evs[-1][0] == "response.completed" and "22" in json.dumps(last.get("output"))
+          and u["input_tokens_details"]["cached_tokens"] + u["input_tokens_details"]["cache_write_tokens"] == u["input_tokens"],
+          "a Codex-shaped request: completed, the answer using the result, cached + written = input tokens", body[-400:])
 
     # text.format, logprobs
     schema = {"type": "object", "properties": {"capital": {"type": "string"}}, "required": ["capital"],
