@@ -106,8 +106,10 @@ static int message_item(struct conv *cv, json_t *item, json_t *next, size_t i, c
 static int call_item(struct conv *cv, json_t *item, size_t i, char *msg, size_t cap)
 {
     json_t *id = json_object_get(item, "call_id"), *name = json_object_get(item, "name"), *a = json_object_get(item, "arguments");
+    json_t *ns = json_object_get(item, "namespace");
     if (!json_is_string(id) || !json_is_string(name) || json_string_length(name) == 0)
         return FAIL("input[%zu] (function_call) needs a string call_id and name", i);
+    if (ns && !json_is_null(ns) && !json_is_string(ns)) return FAIL("input[%zu].namespace must be a string", i);
     json_t *args = json_is_string(a) && json_string_length(a) ? json_loadb(json_string_value(a), json_string_length(a), 0, NULL)
                    : json_is_object(a)                  ? json_incref(a)
                    : !a || json_is_null(a) || json_is_string(a) ? json_object()
@@ -124,8 +126,10 @@ static int call_item(struct conv *cv, json_t *item, size_t i, char *msg, size_t 
     if (cv->thinking) take_thinking(cv, m);
     json_t *calls = json_object_get(m, "tool_calls");
     if (!calls) json_object_set_new(m, "tool_calls", calls = json_array());
-    json_array_append_new(calls, json_pack("{s:O, s:{s:O, s:o}}", "id", id, "function", "name", name, "arguments", args));
-    json_object_set(cv->names, json_string_value(id), name);
+    /* a namespace's function by the name the model saw (ns.name, parse_tools) */
+    json_t *full = json_is_string(ns) ? json_sprintf("%s.%s", json_string_value(ns), json_string_value(name)) : json_incref(name);
+    json_array_append_new(calls, json_pack("{s:O, s:{s:o, s:o}}", "id", id, "function", "name", full, "arguments", args));
+    json_object_set(cv->names, json_string_value(id), full);
     return 0;
 }
 
@@ -188,38 +192,67 @@ static int parse_input(struct conv *cv, json_t *input, char *msg, size_t cap)
     return 0;
 }
 
+/* A function tool (where: "tools[i]" or "tools[i].tools[k]"), as the chat
+ * route's {type: function, function: {...}} onto fns; ns: its namespace's
+ * name (the function is named "ns.name", Ollama's flattening, and ns_map
+ * maps that name back to [ns, name] for the calls), or NULL. */
+static int add_function(json_t *fns, json_t *t, const char *ns, json_t *ns_map, const char *where, char *msg, size_t cap)
+{
+    json_t *name = json_object_get(t, "name"), *d = json_object_get(t, "description"), *p = json_object_get(t, "parameters");
+    json_t *strict = json_object_get(t, "strict");
+    char pw[96];
+    snprintf(pw, sizeof pw, "%s.parameters", where);
+    char *full = ns && json_is_string(name) ? wk_asprintf("%s.%s", ns, json_string_value(name)) : NULL;
+    int rc = !srv_tool_name_ok(full ? full : json_string_value(name)) ? FAIL("%s.name must be %s", where, SRV_TOOL_NAME_RULE)
+             : d && !json_is_null(d) && !json_is_string(d)             ? FAIL("%s.description must be a string", where)
+             : p && !json_is_null(p) && !json_is_object(p)             ? FAIL("%s.parameters must be an object", where)
+             : strict && !json_is_null(strict) && !json_is_boolean(strict) ? FAIL("%s.strict must be a boolean", where)
+                                                                            : srv_check_schema(p, false, pw, msg, cap);
+    if (!rc) {
+        json_t *fn = full ? json_pack("{s:s}", "name", full) : json_pack("{s:O}", "name", name);
+        if (json_is_string(d)) json_object_set(fn, "description", d);
+        if (json_is_object(p)) json_object_set(fn, "parameters", p);
+        if (json_is_boolean(strict)) json_object_set(fn, "strict", strict);
+        json_array_append_new(fns, json_pack("{s:s, s:o}", "type", "function", "function", fn));
+        if (full) json_object_set_new(ns_map, full, json_pack("[s, O]", ns, name));
+    }
+    wk_free(full);
+    return rc;
+}
+
 /* tools (function tools: {type, name, description?, parameters?,
- * strict?}), tool_choice and parallel_tool_calls, checked under the
- * Responses API's names, then through the chat route's rules. */
+ * strict?}, and namespaces of them: {type: namespace, name, tools}),
+ * tool_choice and parallel_tool_calls, checked under the Responses API's
+ * names, then through the chat route's rules. */
 static int parse_tools(struct srv_gen *g, json_t *body, json_t *req, char *msg, size_t cap)
 {
     json_t *tools = json_object_get(body, "tools"), *tc = json_object_get(body, "tool_choice");
     if (tools && !json_is_null(tools) && !json_is_array(tools)) return FAIL("tools must be a list");
     json_t *chat = json_pack("{s:[]}", "tools"), *fns = json_object_get(chat, "tools");
-    size_t i;
-    json_t *t;
+    g->ns_map = json_object();
+    size_t i, k;
+    json_t *t, *m;
     int rc = 0;
     json_array_foreach(tools, i, t) {
         const char *type = json_string_value(json_object_get(t, "type"));
-        json_t *name = json_object_get(t, "name"), *d = json_object_get(t, "description"), *p = json_object_get(t, "parameters");
-        json_t *strict = json_object_get(t, "strict");
-        char shown[64] = "", where[48];
+        const char *ns = json_string_value(json_object_get(t, "name"));
+        char shown[64] = "", where[64];
         if (type) wk_str_printable(type, strlen(type), shown, sizeof shown);
-        snprintf(where, sizeof where, "tools[%zu].parameters", i);
-        rc = !json_is_object(t) || !type ? FAIL("tools[%zu] must be an object with a type", i)
-             : strcmp(type, "function")
-                 ? FAIL("tools[%zu] is a '%s' tool: wick runs function tools only (the client runs them)", i, shown)
-             : !srv_tool_name_ok(json_string_value(name)) ? FAIL("tools[%zu].name must be %s", i, SRV_TOOL_NAME_RULE)
-             : d && !json_is_null(d) && !json_is_string(d)      ? FAIL("tools[%zu].description must be a string", i)
-             : p && !json_is_null(p) && !json_is_object(p)      ? FAIL("tools[%zu].parameters must be an object", i)
-             : strict && !json_is_null(strict) && !json_is_boolean(strict) ? FAIL("tools[%zu].strict must be a boolean", i)
-                                                                            : srv_check_schema(p, false, where, msg, cap);
+        snprintf(where, sizeof where, "tools[%zu]", i);
+        if (!json_is_object(t) || !type) rc = FAIL("tools[%zu] must be an object with a type", i);
+        else if (!strcmp(type, "function")) rc = add_function(fns, t, NULL, NULL, where, msg, cap);
+        else if (strcmp(type, "namespace"))
+            rc = FAIL("tools[%zu] is a '%s' tool: wick runs function tools only (the client runs them)", i, shown);
+        else if (!json_is_array(json_object_get(t, "tools")) || !ns)
+            rc = FAIL("tools[%zu] (a namespace) needs a name and a list of tools", i);
+        else json_array_foreach(json_object_get(t, "tools"), k, m) {
+                snprintf(where, sizeof where, "tools[%zu].tools[%zu]", i, k);
+                const char *mt = json_string_value(json_object_get(m, "type"));
+                rc = mt && !strcmp(mt, "function") ? add_function(fns, m, ns, g->ns_map, where, msg, cap)
+                                                   : FAIL("%s must be a function tool", where);
+                if (rc) break;
+            }
         if (rc) break;
-        json_t *fn = json_pack("{s:O}", "name", name);
-        if (json_is_string(d)) json_object_set(fn, "description", d);
-        if (json_is_object(p)) json_object_set(fn, "parameters", p);
-        if (json_is_boolean(strict)) json_object_set(fn, "strict", strict);
-        json_array_append_new(fns, json_pack("{s:s, s:o}", "type", "function", "function", fn));
     }
     if (!rc && tc && !json_is_null(tc)) {
         const char *s = json_string_value(tc), *type = json_string_value(json_object_get(tc, "type"));
@@ -437,11 +470,13 @@ static json_t *reasoning_out(struct srv_gen *g, int32_t index, const char *text,
 
 static json_t *call_out(struct srv_gen *g, int32_t index, json_t *c, const char *status, bool with_args)
 {
-    json_t *fn = json_object_get(c, "function");
+    json_t *fn = json_object_get(c, "function"), *name = json_object_get(fn, "name");
+    json_t *ns = json_object_get(g->ns_map, json_string_value(name)); /* a namespace's function: [ns, name] */
     char *args = with_args ? json_dumps(json_object_get(fn, "arguments"), JSON_COMPACT) : NULL;
     json_t *o = json_pack("{s:o, s:s, s:s, s:O, s:O, s:s}", "id", item_id(g, "fc", index), "type", "function_call", "status",
-                          status, "call_id", json_object_get(c, "id"), "name", json_object_get(fn, "name"), "arguments",
-                          args ? args : "");
+                          status, "call_id", json_object_get(c, "id"), "name", ns ? json_array_get(ns, 1) : name,
+                          "arguments", args ? args : "");
+    if (ns) json_object_set(o, "namespace", json_array_get(ns, 0));
     free(args);
     return o;
 }

@@ -168,6 +168,7 @@ static void gen_free(struct srv_gen *g)
     json_decref(g->tool_calls);
     json_decref(g->echo);
     json_decref(g->items);
+    json_decref(g->ns_map);
     wk_free(g);
 }
 

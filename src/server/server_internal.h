@@ -240,6 +240,7 @@ struct srv_gen {
     int64_t seq; /* Responses' stream: the next event's sequence_number */
     json_t *echo; /* Responses: the request's settings the response object repeats */
     json_t *items; /* Responses' stream: the output items done so far */
+    json_t *ns_map; /* Responses: a namespace's flattened function name -> [namespace, name] */
     bool calls_seen;      /* not streamed: a tool call has come */
     size_t text_at_call;  /* and the text's length then (0: the calls came first) */
     int think; /* the request's think: -1 unset, 0 off, 1 on */

@@ -122,6 +122,15 @@ def test_responses(s, smol, qwen, english, render_qwen):
           and [i.type for i in rs[3].output] == ["function_call"],
           "tool_choice required and parallel_tool_calls false: the first call, the answer ending with it", repr(rs[3]))
 
+    # a namespace of tools (Codex's MCP servers): its function called by name, with the namespace
+    ns = {"type": "namespace", "name": "weather", "description": "Weather tools",
+          "tools": [{k: v for k, v in TOOL.items()}]}
+    r = o.responses.create(model=qwen, input=q, tools=[ns], tool_choice="required", max_output_tokens=40, temperature=0)
+    nc = [i for i in r.output if i.type == "function_call"]
+    check(len(nc) >= 1 and nc[0].name == "get_weather" and nc[0].namespace == "weather"
+          and json.loads(nc[0].arguments).get("city", "").lower() == "paris",
+          "a namespace tool: the call names the function and its namespace", repr(r.output))
+
     # a request shaped as Codex sends it (its client_metadata, include, prompt_cache_key, store false, a call's
     # arguments given back as an object): answered, the usage's cache counts adding up
     codex = {"model": qwen, "instructions": SYSTEM, "stream": True, "store": False, "tool_choice": "auto",
