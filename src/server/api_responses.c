@@ -81,13 +81,11 @@ static int message_item(struct conv *cv, json_t *item, json_t *next, size_t i, c
     if (!text) return err;
     json_t *last = last_assistant(cv);
     const char *answers = json_string_value(json_object_get(next, "call_id"));
-    bool join = false;
-    size_t k;
-    json_t *c;
-    if (!strcmp(role, "assistant") && last && answers &&
-        !strcmp(json_string_value(json_object_get(next, "type")) ?: "", "function_call_output"))
-        json_array_foreach(json_object_get(last, "tool_calls"), k, c) join |= !strcmp(json_string_value(json_object_get(c, "id")) ?: "", answers);
-    if (join) {
+    /* (the call looked up by id among those so far: a scan of the last turn's calls per message
+     * would be quadratic in a hostile input) */
+    if (!strcmp(role, "assistant") && last && json_object_get(last, "tool_calls") && answers &&
+        json_object_get(cv->names, answers) &&
+        !strcmp(json_string_value(json_object_get(next, "type")) ?: "", "function_call_output")) {
         const char *had = json_string_value(json_object_get(last, "content")) ?: "";
         json_t *both = json_sprintf("%s%s%s", had, *had && json_string_length(text) ? "\n" : "", json_string_value(text));
         json_object_set_new(last, "content", both);

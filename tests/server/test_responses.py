@@ -105,6 +105,15 @@ def test_responses(s, smol, qwen, english, render_qwen):
               and "22" in c2.choices[0].message.content,
               "function_call and function_call_output items: the prompt transformers renders for the chat shape, "
               "an answer using the result", f"{r2.usage!r} {len(ids['tokens'])} {r2.output_text!r}")
+        # an assistant message replayed between a call and its output joins the call's turn (Ollama's rule)
+        mid = [turn2[0], turn2[1], {"role": "assistant", "content": "Checking."}, turn2[2]]
+        r3 = o.responses.create(model=qwen, instructions=SYSTEM, input=mid, tools=[TOOL], max_output_tokens=1)
+        hf3 = [dict(m) for m in hf]
+        hf3[2]["content"] = "Checking."
+        ids3 = s.post("/tokenize", {"model": qwen, "content": render_qwen(hf3, [CHAT_TOOL]), "parse_special": True})[1]
+        check(r3.usage.input_tokens == len(ids3["tokens"]), "an assistant message between a call and its output: "
+              "one assistant turn with the text and the call, as transformers renders it",
+              f"{r3.usage.input_tokens} vs {len(ids3['tokens'])}")
     r = o.responses.create(model=qwen, input="Say hello.", tools=[TOOL], tool_choice="required", max_output_tokens=30,
                            temperature=0)
     check([i.type for i in r.output] == ["function_call"], "tool_choice required: a call even where the model would "
