@@ -178,39 +178,17 @@ static int parse_tools(struct srv_gen *g, json_t *body, json_t *req, char *msg, 
     json_t *t;
     json_array_foreach(tools, i, t) {
         const char *type = json_string_value(json_object_get(t, "type"));
-        json_t *name = json_object_get(t, "name"), *d = json_object_get(t, "description");
-        json_t *schema = json_object_get(t, "input_schema"), *strict = json_object_get(t, "strict");
-        int rc = 0;
-        char shown[64] = "";
+        char shown[64] = "", where[32];
         if (type) wk_str_printable(type, strlen(type), shown, sizeof shown);
-        if (!json_is_object(t))
-            rc = FAIL("tools[%zu] must be an object", i);
-        else if (type && strcmp(type, "custom"))
-            rc = FAIL("tools[%zu] is Anthropic's server tool '%s': wick runs client tools only "
-                      "(type \"custom\")",
-                      i, shown);
-else if (!srv_tool_name_ok(json_string_value(name)))
-            rc = FAIL("tools[%zu].name must be %s", i, SRV_TOOL_NAME_RULE);
-        else if (d && !json_is_null(d) && !json_is_string(d))
-            rc = FAIL("tools[%zu].description must be a string", i);
-        else if (schema && !json_is_null(schema) && !json_is_object(schema))
-            rc = FAIL("tools[%zu].input_schema must be an object", i);
-        else if (strict && !json_is_null(strict) && !json_is_boolean(strict))
-            rc = FAIL("tools[%zu].strict must be a boolean", i);
-        if (!rc) { /* named as the client wrote it (srv_parse_tools checks it again) */
-            char where[48];
-            snprintf(where, sizeof where, "tools[%zu].input_schema", i);
-            rc = srv_check_schema(schema, false, where, msg, cap);
-        }
+        snprintf(where, sizeof where, "tools[%zu]", i);
+        int rc = !json_is_object(t) ? FAIL("tools[%zu] must be an object", i)
+                 : type && strcmp(type, "custom")
+                     ? FAIL("tools[%zu] is Anthropic's server tool '%s': wick runs client tools only (type \"custom\")", i, shown)
+                     : srv_flat_tool(fns, json_string_value(json_object_get(t, "name")), t, "input_schema", where, msg, cap);
         if (rc) {
             json_decref(fns);
             return rc;
         }
-        json_t *fn = json_pack("{s:O}", "name", name);
-        if (json_is_string(d)) json_object_set(fn, "description", d);
-        if (json_is_object(schema)) json_object_set(fn, "parameters", schema);
-        if (json_is_boolean(strict)) json_object_set(fn, "strict", strict);
-        json_array_append_new(fns, json_pack("{s:s, s:o}", "type", "function", "function", fn));
     }
     json_t *oai = json_pack("{s:o}", "tools", fns);
     if (tc && !json_is_null(tc)) {

@@ -190,30 +190,16 @@ static int parse_input(struct conv *cv, json_t *input, char *msg, size_t cap)
     return 0;
 }
 
-/* A function tool (where: "tools[i]" or "tools[i].tools[k]"), as the chat
- * route's {type: function, function: {...}} onto fns; ns: its namespace's
- * name (the function is named "ns.name", Ollama's flattening, and ns_map
- * maps that name back to [ns, name] for the calls), or NULL. */
+/* A function tool (where: "tools[i]" or "tools[i].tools[k]") onto fns;
+ * ns: its namespace's name (the function is named "ns.name", Ollama's
+ * flattening, and ns_map maps that name back to [ns, name] for the
+ * calls), or NULL. */
 static int add_function(json_t *fns, json_t *t, const char *ns, json_t *ns_map, const char *where, char *msg, size_t cap)
 {
-    json_t *name = json_object_get(t, "name"), *d = json_object_get(t, "description"), *p = json_object_get(t, "parameters");
-    json_t *strict = json_object_get(t, "strict");
-    char pw[96];
-    snprintf(pw, sizeof pw, "%s.parameters", where);
-    char *full = ns && json_is_string(name) ? wk_asprintf("%s.%s", ns, json_string_value(name)) : NULL;
-    int rc = !srv_tool_name_ok(full ? full : json_string_value(name)) ? FAIL("%s.name must be %s", where, SRV_TOOL_NAME_RULE)
-             : d && !json_is_null(d) && !json_is_string(d)             ? FAIL("%s.description must be a string", where)
-             : p && !json_is_null(p) && !json_is_object(p)             ? FAIL("%s.parameters must be an object", where)
-             : strict && !json_is_null(strict) && !json_is_boolean(strict) ? FAIL("%s.strict must be a boolean", where)
-                                                                            : srv_check_schema(p, false, pw, msg, cap);
-    if (!rc) {
-        json_t *fn = full ? json_pack("{s:s}", "name", full) : json_pack("{s:O}", "name", name);
-        if (json_is_string(d)) json_object_set(fn, "description", d);
-        if (json_is_object(p)) json_object_set(fn, "parameters", p);
-        if (json_is_boolean(strict)) json_object_set(fn, "strict", strict);
-        json_array_append_new(fns, json_pack("{s:s, s:o}", "type", "function", "function", fn));
-        if (full) json_object_set_new(ns_map, full, json_pack("[s, O]", ns, name));
-    }
+    const char *name = json_string_value(json_object_get(t, "name"));
+    char *full = ns && name ? wk_asprintf("%s.%s", ns, name) : NULL;
+    int rc = srv_flat_tool(fns, full ? full : name, t, "parameters", where, msg, cap);
+    if (!rc && full) json_object_set_new(ns_map, full, json_pack("[s, s]", ns, name));
     wk_free(full);
     return rc;
 }

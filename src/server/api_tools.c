@@ -45,6 +45,25 @@ int srv_parse_tools(json_t *tools, json_t *req, char *msg, size_t cap)
     return 0;
 }
 
+int srv_flat_tool(json_t *fns, const char *name, json_t *t, const char *schema_key, const char *where, char *msg, size_t cap)
+{
+    json_t *d = json_object_get(t, "description"), *p = json_object_get(t, schema_key), *strict = json_object_get(t, "strict");
+    char pw[112];
+    snprintf(pw, sizeof pw, "%s.%s", where, schema_key);
+    int rc = !srv_tool_name_ok(name)                                      ? FAIL("%s.name must be %s", where, SRV_TOOL_NAME_RULE)
+             : d && !json_is_null(d) && !json_is_string(d)             ? FAIL("%s.description must be a string", where)
+             : p && !json_is_null(p) && !json_is_object(p)             ? FAIL("%s must be an object", pw)
+             : strict && !json_is_null(strict) && !json_is_boolean(strict) ? FAIL("%s.strict must be a boolean", where)
+                                                                            : srv_check_schema(p, false, pw, msg, cap);
+    if (rc) return rc;
+    json_t *fn = json_pack("{s:s}", "name", name);
+    if (json_is_string(d)) json_object_set(fn, "description", d);
+    if (json_is_object(p)) json_object_set(fn, "parameters", p);
+    if (json_is_boolean(strict)) json_object_set(fn, "strict", strict);
+    json_array_append_new(fns, json_pack("{s:s, s:o}", "type", "function", "function", fn));
+    return 0;
+}
+
 bool srv_tool_name_ok(const char *name)
 {
     size_t n = name ? strlen(name) : 0;

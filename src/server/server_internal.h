@@ -434,6 +434,12 @@ int srv_parse_tools(json_t *tools, json_t *req, char *msg, size_t cap);
  * (SRV_TOOL_NAME_RULE, for messages). */
 #define SRV_TOOL_NAME_RULE "1 to 64 letters, digits, '_', '.' or '-'"
 bool srv_tool_name_ok(const char *name);
+/* A tool in the Responses and Anthropic APIs' flat shape (t: {name,
+ * description?, <schema_key>?: its parameters' schema, strict?}; name: the
+ * name to give it) checked, its errors naming where ("tools[2]"), and
+ * appended to fns in the chat route's {type: function, function: {...}}:
+ * 0, or 400 with msg [cap]. */
+int srv_flat_tool(json_t *fns, const char *name, json_t *t, const char *schema_key, const char *where, char *msg, size_t cap);
 /* Drops "strict" from the functions of req's tools once
  * srv_parse_oai_tools has read it: a control of the Responses and
  * Anthropic APIs, not part of what the template renders (as Ollama's
