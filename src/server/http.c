@@ -323,6 +323,7 @@ static enum MHD_Result serve_generation(struct srv_server *srv, struct MHD_Conne
     if (!status) apply_model_defaults(g, &sm);
     if (!status && g->n_ctx == 0) g->n_ctx = srv->default_ctx; /* OLLAMA_CONTEXT_LENGTH */
     if (!status && render_only) json_object_set_new(g->runner_req, "render_only", json_true());
+    if (!status && render_only && api == API_ANTHROPIC) json_object_set_new(g->runner_req, "count", json_true());
     wk_store_model_deinit(&sm);
     if (status) {
         gen_free(g);

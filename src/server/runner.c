@@ -368,7 +368,8 @@ static int prepare(struct job *j, json_t *req, char *msg, size_t cap)
         for (int32_t i = 0; i < prompt.n; i++) wk_buf_add(&b, prompt.segs[i].text, prompt.segs[i].len);
         j->rendered = json_stringn(b.p ? b.p : "", b.len);
         wk_free(b.p);
-        if (j->rendered && !j->ids.n && wk_prompt_tokenize(rn->tok, &prompt, &j->ids)) /* and its tokens, counted */
+        /* and its tokens counted, when asked (Anthropic's count_tokens) */
+        if (j->rendered && !j->ids.n && json_is_true(json_object_get(req, "count")) && wk_prompt_tokenize(rn->tok, &prompt, &j->ids))
             json_decref(j->rendered), j->rendered = NULL;
         wk_prompt_deinit(&prompt);
         if (j->rendered) return 200;

@@ -15,7 +15,11 @@
  *                 presence_penalty, frequency_penalty, num_predict} (Ollama's names),
  *                 and draft_max, draft_min (wick's: speculative decoding's cap, 0..15,
  *                 0 = off, and floor, drafting every step),
- *     "stop": [str...], "logit_bias": [[id, bias]...], "logprobs": bool, "top_logprobs": int
+ *     "stop": [str...], "logit_bias": [[id, bias]...], "logprobs": bool, "top_logprobs": int,
+ *     "one_call": bool (the answer ends at its first tool call), "think_relaxed": bool
+ *     (think asked of a model that cannot think is none, not a 400), "render_only": bool
+ *     (answers {"status": 200, "prompt": text, "prompt_tokens": n}, the tokens counted when
+ *     "count" is true, else 0; nothing generated)
  *   runner -> server:
  *     {"status": 200, "prompt_tokens": n} once the prompt is rendered, tokenized and fits
  *       (done on the connection's own thread, before queueing), or {"status": 400, "error": msg}
@@ -23,7 +27,8 @@
  *     {"content": str, "logprobs": [entry...]?} for each piece of text;
  *     {"done": true, "done_reason": "stop"|"length", "prompt_tokens", "prompt_eval_count",
  *      "prompt_eval_duration", "eval_count", "eval_duration", "draft"?: {"rounds",
- *      "drafted", "accepted"} (when the draft model ran)} at the end,
+ *      "drafted", "accepted"} (when the draft model ran), "stop_sequence"?: the stop string
+ *      that ended it} at the end,
  *     or {"error": msg, "status": 500} as the last line.
  *   Logprob entries have Ollama's shape: {"token", "logprob", "bytes", "top_logprobs":
  *   [{"token", "logprob", "bytes"}...]}.
