@@ -270,6 +270,7 @@ static bool parse_options(struct job *j, json_t *req, char *msg, size_t cap)
         j->sp.n_logit_bias = (int32_t)n;
     }
     j->logprobs = json_is_true(json_object_get(req, "logprobs"));
+    j->one_call = json_is_true(json_object_get(req, "one_call"));
     json_t *top = json_object_get(req, "top_logprobs");
     if (top && json_is_integer(top)) j->top_logprobs = (int32_t)json_integer_value(top);
     if (j->top_logprobs < 0 || j->top_logprobs > WK_MAX_TOP_LOGPROBS) {
@@ -360,7 +361,6 @@ static int prepare(struct job *j, json_t *req, char *msg, size_t cap)
         j->ids.n = 0;
         st = srv_context_prompt(rn->tok, json_object_get(req, "context"), &prompt, &err);
     }
-    j->one_call = json_is_true(json_object_get(req, "one_call"));
     if (!st && (j->want_context = json_is_true(json_object_get(req, "want_context"))))
         st = srv_prompt_text(rn->tok, &prompt, &j->ctx_text, &err);
     if (!st && json_is_true(json_object_get(req, "render_only"))) { /* /api/apply-template: the text alone */
