@@ -438,8 +438,13 @@ static enum MHD_Result serve_generation(struct srv_server *srv, struct MHD_Conne
 
 /* ------------------------------------------------------------ other routes */
 
+/* GET /v1/models and /v1/models/{id}: OpenAI's list (as Ollama's), or
+ * Anthropic's ({data: [{type: "model", id, display_name, created_at}],
+ * has_more, first_id, last_id}) for a client that sends anthropic-version,
+ * as the anthropic SDKs do. */
 static enum MHD_Result serve_oai_models(struct srv_server *srv, struct MHD_Connection *c, const char *one)
 {
+    const bool ant = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "anthropic-version") != NULL;
     json_t *tags = srv_models_list(srv->models_dir), *data = json_array();
     size_t i;
     json_t *m;
@@ -452,8 +457,10 @@ static enum MHD_Result serve_oai_models(struct srv_server *srv, struct MHD_Conne
         const json_int_t created = when && strptime(when, "%Y-%m-%dT%H:%M:%S", &tm) ? (json_int_t)timegm(&tm) : 0;
         struct wk_model_name mn;
         const char *owner = wk_model_name_parse(name, &mn, NULL) == WK_OK ? mn.ns : "library";
-        json_t *o = json_pack("{s:s, s:s, s:I, s:s}", "id", name, "object", "model", "created", created, "owned_by",
-                              owner);
+        json_t *o = ant ? json_pack("{s:s, s:s, s:s, s:O}", "type", "model", "id", name, "display_name", name, "created_at",
+                                    json_object_get(m, "modified_at"))
+                        : json_pack("{s:s, s:s, s:I, s:s}", "id", name, "object", "model", "created", created, "owned_by",
+                                    owner);
         if (one && (strcmp(one, name) == 0 ||
                     (strncmp(one, name, strlen(one)) == 0 && strcmp(name + strlen(one), ":latest") == 0))) {
             json_decref(tags);
@@ -467,9 +474,13 @@ static enum MHD_Result serve_oai_models(struct srv_server *srv, struct MHD_Conne
         json_decref(data);
         char msg[300];
         snprintf(msg, sizeof msg, "model '%.200s' not found", one);
-        return reply_error(c, API_OAI_CHAT, 404, msg);
+        return reply_error(c, ant ? API_ANTHROPIC : API_OAI_CHAT, 404, msg);
     }
-    return reply_json(c, 200, json_pack("{s:s, s:o}", "object", "list", "data", data));
+    if (!ant) return reply_json(c, 200, json_pack("{s:s, s:o}", "object", "list", "data", data));
+    json_t *first = json_object_get(json_array_get(data, 0), "id");
+    json_t *last = json_object_get(json_array_get(data, json_array_size(data) - 1), "id");
+    return reply_json(c, 200, json_pack("{s:o, s:b, s:O, s:O}", "data", data, "has_more", 0, "first_id",
+                                        first ? first : json_null(), "last_id", last ? last : json_null()));
 }
 
 /* ------------------------------------------------------------ dispatch */

@@ -143,6 +143,14 @@ def test_anthropic(s, smol, qwen, english, render_qwen):
     check([b.type for b in r.content] == ["text"] and r.content[0].text == english["text_20"],
           "thinking on a model that does not think: the plain answer, no thinking block", repr(r))
 
+    # the models, as the anthropic SDK lists them (Anthropic's shape for a client sending anthropic-version)
+    names = {m["name"] for m in s.post_get("/api/tags")["models"]}
+    listed = a.models.list()
+    one = a.models.retrieve(smol)
+    check({m.id for m in listed.data} == names and all(m.type == "model" and m.created_at for m in listed.data)
+          and listed.has_more is False and one.id.startswith(smol) and one.type == "model",
+          "models.list and models.retrieve: the stored models in Anthropic's shape", repr(listed)[:300])
+
     # errors: Anthropic's shape and exception classes
     bad = [({"extra_body": {"bogus": 1}}, "bogus: Extra inputs are not permitted"),
            ({"messages": [{"role": "system", "content": "x"}]}, "messages[0].role"),
