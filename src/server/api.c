@@ -27,6 +27,16 @@ bool srv_buf_json(struct wk_buf *b, json_t *obj, const char *tail)
     return ok;
 }
 
+void srv_sse_event(struct wk_buf *b, const char *type, json_t *head, json_t *data)
+{
+    wk_buf_add(b, "event: ", 7);
+    wk_buf_add(b, type, strlen(type));
+    wk_buf_add(b, "\ndata: ", 7);
+    json_object_update(head, data);
+    json_decref(data);
+    srv_buf_json(b, head, "\n\n");
+}
+
 int srv_http_status(enum wk_status st)
 {
     switch (st) {
@@ -639,12 +649,17 @@ static json_t *ollama_base(struct srv_gen *g, bool done)
 }
 
 /* OpenAI's chat logprobs entries always carry top_logprobs. */
-static json_t *oai_logprobs(json_t *entries)
+void srv_logprobs_complete(json_t *entries)
 {
     size_t i;
     json_t *e;
     json_array_foreach(entries, i, e) if (!json_object_get(e, "top_logprobs"))
         json_object_set_new(e, "top_logprobs", json_array());
+}
+
+static json_t *oai_logprobs(json_t *entries)
+{
+    srv_logprobs_complete(entries);
     return json_pack("{s:O}", "content", entries);
 }
 

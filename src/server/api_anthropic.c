@@ -405,13 +405,7 @@ int srv_anthropic_parse(struct srv_gen *g, json_t *body, json_t *req, json_t *ro
 /* An event of the stream: "event: type" and its data (stolen), type first. */
 static void event(struct srv_gen *g, const char *type, json_t *data)
 {
-    wk_buf_add(&g->out, "event: ", 7);
-    wk_buf_add(&g->out, type, strlen(type));
-    wk_buf_add(&g->out, "\ndata: ", 7);
-    json_t *o = json_pack("{s:s}", "type", type);
-    json_object_update(o, data);
-    json_decref(data);
-    srv_buf_json(&g->out, o, "\n\n");
+    srv_sse_event(&g->out, type, json_pack("{s:s}", "type", type), data);
 }
 
 void srv_anthropic_start(struct srv_gen *g, json_int_t prompt_tokens)

@@ -414,13 +414,7 @@ int srv_responses_parse(struct srv_gen *g, json_t *body, json_t *req, json_t *ro
 /* An event of the stream (data stolen): type and sequence_number first. */
 static void event(struct srv_gen *g, const char *type, json_t *data)
 {
-    wk_buf_add(&g->out, "event: ", 7);
-    wk_buf_add(&g->out, type, strlen(type));
-    wk_buf_add(&g->out, "\ndata: ", 7);
-    json_t *o = json_pack("{s:s, s:I}", "type", type, "sequence_number", (json_int_t)g->seq++);
-    json_object_update(o, data);
-    json_decref(data);
-    srv_buf_json(&g->out, o, "\n\n");
+    srv_sse_event(&g->out, type, json_pack("{s:s, s:I}", "type", type, "sequence_number", (json_int_t)g->seq++), data);
 }
 
 /* An output item's id: msg_, rs_ or fc_ and the response's, with its index past the first. */
@@ -432,9 +426,7 @@ static json_t *item_id(struct srv_gen *g, const char *kind, int32_t index)
 
 static json_t *text_part(const char *text, size_t len, json_t *lps)
 {
-    size_t i;
-    json_t *e;
-    json_array_foreach(lps, i, e) if (!json_object_get(e, "top_logprobs")) json_object_set_new(e, "top_logprobs", json_array());
+    srv_logprobs_complete(lps);
     return json_pack("{s:s, s:s%, s:[], s:o}", "type", "output_text", "text", text ? text : "", len, "annotations",
                      "logprobs", lps ? json_incref(lps) : json_array());
 }
@@ -567,7 +559,7 @@ void srv_responses_chunk(struct srv_gen *g, json_t *line)
     }
     if (json_string_length(ct) || (lps && g->blk_open == ITEM_MESSAGE)) {
         json_t *id = item_open(g, ITEM_MESSAGE);
-        json_decref(text_part("", 0, lps)); /* its logprob entries completed (top_logprobs) */
+        srv_logprobs_complete(lps);
         wk_buf_add(&g->text, json_string_value(ct) ?: "", json_string_length(ct));
         if (lps) {
             if (!g->lps) g->lps = json_array();

@@ -225,6 +225,10 @@ enum srv_api { API_GENERATE, API_CHAT, API_OAI_CHAT, API_OAI_COMPLETION, API_ANT
 
 /* Appends obj's compact JSON (stealing the reference) and then tail. */
 bool srv_buf_json(struct wk_buf *b, json_t *obj, const char *tail);
+/* Appends a named server-sent event (Anthropic's and the Responses API's
+ * streams): "event: type", then "data: " and head's fields followed by
+ * data's (both stolen; head holds the type first). */
+void srv_sse_event(struct wk_buf *b, const char *type, json_t *head, json_t *data);
 
 /* One generation request, from the parsed body to the last byte sent. */
 struct srv_gen {
@@ -313,6 +317,9 @@ json_t *srv_anthropic_error(int status, const char *msg);
  * images" (api_fields.c). */
 json_t *srv_text_parts(json_t *c, const char *const *texts, const char *sep, const char *where, char *msg, size_t cap,
                        int *err);
+/* Logprob entries as OpenAI's APIs give them: each with top_logprobs,
+ * [] where the runner sent none (api.c). */
+void srv_logprobs_complete(json_t *entries);
 /* OpenAI's Responses API (api_responses.c), for API_OAI_RESPONSES, as
  * the Anthropic functions above: srv_responses_parse (0 or 400),
  * srv_responses_start (a stream's response.created and .in_progress),
