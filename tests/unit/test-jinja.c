@@ -281,8 +281,15 @@ static long peak_mib(void)
     return ru.ru_maxrss / 1024;
 }
 
-/* Hostile templates stop with WK_E_RANGE, each in well under a second of
- * CPU (2 s allowed: the ASan build is several times slower). */
+/* Hostile templates stop with WK_E_RANGE, each within a second of CPU
+ * (2 s allowed; the ASan build is about 5x slower: on a 2-core Zen 1 of
+ * this project the 10,000,000 steps of named template 2 took 0.60 s, and
+ * 3.30 s under ASan, so that build is allowed 10 s). */
+#if defined(__SANITIZE_ADDRESS__)
+#define HOSTILE_CPU_S 10.0
+#else
+#define HOSTILE_CPU_S 2.0
+#endif
 static void test_hostile(void)
 {
     static const char *const srcs[] = {
@@ -303,7 +310,7 @@ static void test_hostile(void)
         expect_fail(srcs[i], WK_E_RANGE, NULL);
         if (g_check_failures != before) fprintf(stderr, "  in hostile template %zu\n", i);
         double dt = now_s() - t0;
-        if (dt > 2.0) { fprintf(stderr, "  template %zu took %.2f s of CPU\n", i, dt); CHECK(0); }
+        if (dt > HOSTILE_CPU_S) { fprintf(stderr, "  template %zu took %.2f s of CPU\n", i, dt); CHECK(0); }
     }
     /* each with the limit its message names: strings are checked before they are
      * allocated, and the work of a render is bounded */
@@ -341,13 +348,13 @@ static void test_hostile(void)
         expect_fail(named[i].src, WK_E_RANGE, named[i].msg);
         if (g_check_failures != before) fprintf(stderr, "  in named hostile template %zu\n", i);
         double dt = now_s() - t0;
-        if (dt > 2.0) { fprintf(stderr, "  named template %zu took %.2f s of CPU\n", i, dt); CHECK(0); }
+        if (dt > HOSTILE_CPU_S) { fprintf(stderr, "  named template %zu took %.2f s of CPU\n", i, dt); CHECK(0); }
     }
     /* what was slow but is not too big finishes quickly: a merge sort, a
      * character found without splitting the string */
     double t0 = now_s();
     expect("{{ range(100000)|reverse|sort|first }}|{{ ('x' * 20000000)[-1] }}|{{ ('x' * 20000000)[5:8] }}|{{ 'ab' * 3 }}", "0|x|xxx|ababab");
-    CHECK(now_s() - t0 < 2.0);
+    CHECK(now_s() - t0 < HOSTILE_CPU_S);
     /* in all, memory stayed bounded: the biggest string is 64 MiB (the
      * ASan build keeps freed memory a while, so the bound is loose) */
     if (peak_mib() > 1536) { fprintf(stderr, "  peak memory %ld MiB\n", peak_mib()); CHECK(0); }
