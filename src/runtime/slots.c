@@ -72,6 +72,7 @@ struct slot {
     int64_t draft_ns; /* the lookup's time this step */
     int32_t starved;  /* steps beside others with drafts on offer but none taken */
     int64_t t_prefilled; /* ns: when its prompt was done (0: not yet) */
+    uint64_t used;       /* when a request last took it (wk_slots.clock; 0: never) */
 };
 
 struct wk_slots {
@@ -82,6 +83,7 @@ struct wk_slots {
     int32_t chunk_busy;       /* a prefill chunk's rows while others decode (0: n_ubatch) */
     struct slot *slot;        /* [n] */
     int32_t rr;               /* the slot last given a prefill chunk */
+    uint64_t clock;           /* requests taken so far (the slots' used stamps) */
     struct wk_rows_cost cost; /* decode forwards' ns by rows (the drafts' budget beside other slots) */
     int32_t *dec, *k_max, *k; /* [n] a decode step's slots, their drafts on offer and taken (share_drafts) */
     double *acc;              /* [n] their acceptance rates */
@@ -235,19 +237,25 @@ enum wk_status wk_slots_add(struct wk_slots *s, const struct wk_slot_request *r,
     const struct wk_generate_params *p = r->gen;
     enum wk_status st = wk__gen_check(prompt, p, s->n_ctx, err);
     if (st) return st;
-    /* the free slot whose cache shares the longest prefix; among equals the
-     * one that holds the fewest other tokens (an empty one first), so a
-     * conversation's cache outlives unrelated requests as long as it can */
-    int32_t best = -1, best_keep = -1;
-    int64_t best_rest = 0;
+    /* Ollama's choice (runner/ollamarunner/cache.go, findBestCacheSlot): the
+     * free slot whose whole cache the prompt extends (a conversation's next
+     * turn), the longest such; else the least recently used free slot (an
+     * empty one first), where take_prefix copies the longest prefix any
+     * slot shares (a system prompt, tools): another prompt's cache is not
+     * cut short to serve this one, so requests that alternate between a few
+     * long prompts each find theirs. */
+    int32_t best = -1, best_keep = -1, lru = -1;
     for (int32_t i = 0; i < s->n; i++) {
-        if (s->slot[i].state != SLOT_FREE) continue;
-        int32_t keep = common_prefix(&s->slot[i].cached, prompt->ids, prompt->n, prompt->n - 1);
-        int64_t rest = s->slot[i].cached.n - keep;
-        if (keep > best_keep || (keep == best_keep && rest < best_rest)) best = i, best_keep = keep, best_rest = rest;
+        const struct slot *sl = &s->slot[i];
+        if (sl->state != SLOT_FREE) continue;
+        int32_t keep = common_prefix(&sl->cached, prompt->ids, prompt->n, prompt->n - 1);
+        if (keep > 0 && keep == sl->cached.n && keep > best_keep) best = i, best_keep = keep;
+        if (lru < 0 || sl->used < s->slot[lru].used) lru = i;
     }
-    if (best < 0) return WK_OK;
+    if (lru < 0) return WK_OK;
+    if (best < 0) best = lru, best_keep = common_prefix(&s->slot[lru].cached, prompt->ids, prompt->n, prompt->n - 1);
     struct slot *sl = &s->slot[best];
+    sl->used = ++s->clock;
     struct wk_sampler *sampler;
     if ((st = wk_sampler_create(&p->sampler, s->n_vocab, s->n_ctx, &sampler, err))) return st;
     /* penalties see the whole prompt, cached part included (Ollama §4.4) */

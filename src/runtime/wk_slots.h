@@ -93,10 +93,13 @@ int32_t wk_slots_n_active(const struct wk_slots *s);
 struct wk_context *wk_slots_context(struct wk_slots *s);
 
 /*
- * Starts request r in a free slot: the one whose cached tokens share the
- * longest prefix with the prompt (that prefix is kept, the rest of its
- * cache dropped; the last prompt token is always run again, as
- * wk_session_generate does), or a longer prefix copied from another slot. Nothing runs until wk_slots_step. *slot is
+ * Starts request r in a free slot, chosen as Ollama's runner does: the one
+ * whose whole cache the prompt extends (the longest such), else the least
+ * recently used one (an empty one first), which takes the longest prefix
+ * any slot shares with the prompt by a copy (the last prompt token is
+ * always run again, as wk_session_generate does). Where that prefix was
+ * prefilled, a cut of it is kept that computes the rest as a prefill from
+ * 0 does. Nothing runs until wk_slots_step. *slot is
  * its id (0 .. n - 1), or -1 with WK_OK when every slot is busy (queue
  * it). Errors (no slot taken): WK_E_INVALID (empty prompt, bad sampler
  * option), WK_E_RANGE (the prompt does not fit in the context with a
