@@ -22,6 +22,9 @@
  *   the same two requests in turn on one session;
  * - the same seeded request twice (session and slot): the second, its
  *   prompt cached, gets the tokens and logprobs of the first;
+ * - two prompts sharing a system prompt, in turn A, B, A on two slots:
+ *   B takes the other slot with the shared prefix copied, and A's second
+ *   run finds its whole prompt cached (Ollama's slot choice);
  * - a request sharing a system prompt with a busy slot starts in an
  *   empty slot with that prefix's KV copied, prefills only the rest, and
  *   equals the two requests in turn on one session;
@@ -526,6 +529,56 @@ static void test_prefix_reuse(void)
 }
 
 /*
+ * Two prompts sharing a long prefix (a system prompt, then different
+ * questions) in turn on 2 slots, A, B, A: B takes the other slot with the
+ * shared prefix copied, rather than A's slot cut back to it (Ollama's
+ * slot choice), so A's second run prefills only what a repeat on one
+ * session does; under a longest-prefix choice B would cut A's cache and A
+ * would prefill all its question again. Each equals its run alone.
+ */
+static void test_alternating(void)
+{
+    static const char *const sys = "You are a careful assistant. Answer every question in one short sentence, "
+                                   "and say so when you do not know. ";
+    static const char *const qs[2] = {
+        "Which river flows through the city of Paris, and into which sea does it finally empty its water?",
+        "How many legs does a spider have, and how do they differ from the legs of an insect such as an ant?"};
+    char text[2][400];
+    for (int i = 0; i < 2; i++) snprintf(text[i], sizeof text[i], "%s%s", sys, qs[i]);
+    static struct req r[3]; /* A, B, A */
+    for (int i = 0; i < 3; i++) req_init(&r[i], text[i == 1], 0);
+    struct wk_session *ss = session_new(); /* the reference: A, then A again on one session; B alone */
+    if (!ss) return;
+    run_in(ss, &r[0]);
+    run_in(ss, &r[2]);
+    wk_session_destroy(ss);
+    run_alone(&r[1]);
+    int32_t common = 0;
+    while (common < r[0].prompt.n && r[0].prompt.ids[common] == r[1].prompt.ids[common]) common++;
+    const int32_t repeat = r[2].alone.stats.prompt_eval_count;
+    CHECK(common >= 20 && repeat < (int32_t)r[0].prompt.n - common);
+    struct wk_slots *s = slots_new(2);
+    if (!s) return;
+    int32_t slot[3];
+    for (int i = 0; i < 3; i++) {
+        CHECK(add(s, &r[i]));
+        slot[i] = r[i].slot;
+        drain(s, r, 3);
+    }
+    printf("  alternating: B prefilled %d of %lld (%d shared), A again %d of %lld\n",
+           r[1].batched.stats.prompt_eval_count, (long long)r[1].prompt.n, common,
+           r[2].batched.stats.prompt_eval_count, (long long)r[2].prompt.n);
+    CHECK(slot[1] != slot[0] && slot[2] == slot[0]);
+    CHECK(r[1].batched.stats.prompt_eval_count <= (int32_t)r[1].prompt.n - common + N_UBATCH);
+    CHECK_EQ_INT(r[2].batched.stats.prompt_eval_count, repeat);
+    for (int i = 0; i < 3; i++) {
+        check_same(&r[i], i);
+        req_deinit(&r[i]);
+    }
+    wk_slots_destroy(s);
+}
+
+/*
  * The same seeded request twice, on one session and on one slot: the
  * second finds its prompt cached and prefills only the end, yet gets the
  * tokens and logprobs of a run on an empty cache (wk_context_reusable),
@@ -679,13 +732,13 @@ static void test_all(void)
         return;
     }
     printf("  on %s\n", path);
-    static void (*const parts[])(void) = {test_refused,       test_cancel, test_prefix_reuse,
+    static void (*const parts[])(void) = {test_refused,       test_cancel, test_prefix_reuse, test_alternating,
                                           test_repeat,        test_shared_system_prompt,
                                           test_long_prompt_chunked, test_busy_chunks, test_concurrent_equals_alone,
                                           test_lookup};
-    static const char *const names[] = {"refused", "cancel", "prefix reuse", "repeat", "system prompt", "long prompt",
-                                        "busy chunks", "16 on 8", "lookup"};
-    for (int i = 0; i < 9; i++) {
+    static const char *const names[] = {"refused",     "cancel",      "prefix reuse", "alternating", "repeat",
+                                        "system prompt", "long prompt", "busy chunks", "16 on 8",     "lookup"};
+    for (int i = 0; i < 10; i++) {
 #if defined(__SANITIZE_ADDRESS__)
         /* 40 s each there; their memory paths run in the others (a chunk while slots decode: "16 on 8") */
         if (parts[i] == test_long_prompt_chunked || parts[i] == test_busy_chunks) continue;
