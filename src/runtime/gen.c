@@ -28,6 +28,7 @@ static void release_logprobs(struct wk__output *o, uint64_t upto)
         o->p->on_logprobs(o->p->user, &o->q[k].lp);
         k++;
     }
+    if (k == 0) return; /* (o->q may be NULL: nothing queued yet) */
     memmove(o->q, o->q + k, (size_t)(o->nq - k) * sizeof *o->q);
     o->nq -= k;
 }

@@ -286,9 +286,14 @@ def test_errors(s):
     check(st == 400 and "warp" in body["error"], "an unknown option is 400 naming it", str(body))
     long_prompt = "hello " * 3000
     st, body = s.post("/api/generate", {"model": SMOL, "prompt": long_prompt, "options": {"num_ctx": 2048}})
-    n = s.post("/api/generate", {"model": SMOL, "prompt": long_prompt, "options": {"num_ctx": 8192, "num_predict": 1}})[1]
-    check(st == 400 and "2048" in body["error"] and str(n.get("prompt_eval_count")) in body["error"],
-          "num_ctx 2048 with a 3000-token prompt is 400 naming both numbers", f"{body} / {n.get('prompt_eval_count')}")
+    # the prompt's tokens: the template's text (/apply-template) tokenized with its control tokens (/tokenize),
+    # as test_generate_context reads them (prefilling the 3000 tokens took 12 s on a 2-core Zen 1)
+    shown = s.post("/apply-template", {"model": SMOL, "messages": [{"role": "user", "content": long_prompt}]})[1]
+    n = len(s.post("/tokenize", {"model": SMOL, "content": shown.get("prompt", ""), "parse_special": True,
+                                 "add_special": False})[1].get("tokens", []))
+    check(st == 400 and "2048" in body["error"] and n > 3000 and str(n) in body["error"],
+          "num_ctx 2048 with a 3000-token prompt is 400 naming both numbers", f"{body} / {n}")
+    s.post("/api/generate", {"model": SMOL, "prompt": "hi", "options": {"num_ctx": 8192, "num_predict": 1}})
     # far past another num_ctx (600,000 bytes cannot be under 512 tokens of at most ~1 KB each):
     # refused before the runner loaded with num_ctx 8192 restarts for 512 (it stays as it is)
     pid = s.ps()["smollm2:latest"]["wick"]["pid"]
@@ -1297,13 +1302,13 @@ def test_load(s):
     errors = 0
     rss = []
     t0 = time.time()
-    for i in range(250):
+    for i in range(150):  # ~7 a second on a 2-core Zen 1 (each prefills ~17 tokens of the template again)
         st, body = s.post("/api/generate", {"model": SMOL, "prompt": f"Say {i}", "stream": False,
                                              "options": {"num_predict": 1, "temperature": 0}})
         errors += st != 200
-        if i in (49, 249):
+        if i in (49, 149):
             rss.append(serve_rss(s))
-    seq_rate = 250 / (time.time() - t0)
+    seq_rate = 150 / (time.time() - t0)
     res = [None] * 50
 
     def one(i):
@@ -1315,9 +1320,9 @@ def test_load(s):
     ts = [threading.Thread(target=one, args=(i,)) for i in range(50)]
     [t.start() for t in ts]
     [t.join() for t in ts]
-    check(errors == 0, "250 sequential short requests without error", str(errors))
+    check(errors == 0, "150 sequential short requests without error", str(errors))
     check(all(r == 200 for r in res), "50 concurrent requests without error", str([r for r in res if r != 200][:3]))
-    check(rss[1] <= rss[0] + 2 * 1024 * 1024, "server RSS flat over 200 requests (within 2 MiB)", str(rss))
+    check(rss[1] <= rss[0] + 2 * 1024 * 1024, "server RSS flat over 100 requests (within 2 MiB)", str(rss))
     print(f"  {seq_rate:.1f} sequential requests/s (num_predict 1); RSS {rss[0] >> 10} -> {rss[1] >> 10} KiB", flush=True)
 
 
