@@ -244,16 +244,16 @@ enum wk_status wk_slots_add(struct wk_slots *s, const struct wk_slot_request *r,
      * slot shares (a system prompt, tools): another prompt's cache is not
      * cut short to serve this one, so requests that alternate between a few
      * long prompts each find theirs. */
-    int32_t best = -1, best_keep = -1, lru = -1;
+    int32_t best = -1, best_keep = -1, lru = -1, lru_keep = 0;
     for (int32_t i = 0; i < s->n; i++) {
         const struct slot *sl = &s->slot[i];
         if (sl->state != SLOT_FREE) continue;
         int32_t keep = common_prefix(&sl->cached, prompt->ids, prompt->n, prompt->n - 1);
         if (keep > 0 && keep == sl->cached.n && keep > best_keep) best = i, best_keep = keep;
-        if (lru < 0 || sl->used < s->slot[lru].used) lru = i;
+        if (lru < 0 || sl->used < s->slot[lru].used) lru = i, lru_keep = keep;
     }
     if (lru < 0) return WK_OK;
-    if (best < 0) best = lru, best_keep = common_prefix(&s->slot[lru].cached, prompt->ids, prompt->n, prompt->n - 1);
+    if (best < 0) best = lru, best_keep = lru_keep;
     struct slot *sl = &s->slot[best];
     sl->used = ++s->clock;
     struct wk_sampler *sampler;

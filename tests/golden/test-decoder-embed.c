@@ -42,6 +42,9 @@ static struct wk_context *g_ctx;
 static json_t *g_ref, *g_cases;
 static int32_t g_E;
 static float *g_first; /* [n_cases][3][E]: the first pass's raw vectors (last, mean, CLS) */
+/* the three poolings, in g_first's order, and their names in the fixture */
+static const enum wk_pooling g_modes[3] = {WK_POOLING_LAST, WK_POOLING_MEAN, WK_POOLING_CLS};
+static const char *const g_names[3] = {"last", "mean", "cls"};
 
 static double cosine(const float *a, const float *b, int64_t n)
 {
@@ -127,8 +130,6 @@ static void test_against_llama_cpp(void)
 /* The same vectors in another order, after the longest input, on a context of another size: bit for bit. */
 static void test_independent_of_company(void)
 {
-    static const enum wk_pooling modes[3] = {WK_POOLING_LAST, WK_POOLING_MEAN, WK_POOLING_CLS};
-    static const char *const names[3] = {"last", "mean", "cls"};
     struct wk_context *ctx = make_context(2048);
     float *raw = malloc((size_t)g_E * sizeof *raw);
     const size_t n = json_array_size(g_cases);
@@ -138,11 +139,11 @@ static void test_independent_of_company(void)
         struct wk_tokens t = {0};
         case_ids(i, &t);
         for (int k = 0; k < 3; k++) {
-            if (!json_object_get(json_array_get(g_cases, i), names[k])) continue;
+            if (!json_object_get(json_array_get(g_cases, i), g_names[k])) continue;
             struct wk_error err;
-            CHECK_EQ_INT(wk_embed_decoder(ctx, modes[k], t.ids, (int32_t)t.n, raw, NULL, &err), WK_OK);
+            CHECK_EQ_INT(wk_embed_decoder(ctx, g_modes[k], t.ids, (int32_t)t.n, raw, NULL, &err), WK_OK);
             if (memcmp(raw, g_first + (i * 3 + (size_t)k) * (size_t)g_E, (size_t)g_E * sizeof *raw)) {
-                fprintf(stderr, "  case %zu %s: another vector in another order\n", i, names[k]);
+                fprintf(stderr, "  case %zu %s: another vector in another order\n", i, g_names[k]);
                 differ++;
             }
         }
@@ -161,7 +162,6 @@ static void test_independent_of_company(void)
  * first pass's where test_against_llama_cpp computed them. */
 static void test_many(void)
 {
-    static const enum wk_pooling modes[3] = {WK_POOLING_LAST, WK_POOLING_MEAN, WK_POOLING_CLS};
     struct wk_context_params cp = wk_context_params_default();
     cp.n_ctx = 64;
     cp.n_threads = 2;
@@ -182,7 +182,6 @@ static void test_many(void)
     }
     printf("  %d inputs, %d of at most 64 tokens (batched)\n", n, n_short);
     CHECK(n_short >= 10 && n_short < n);
-    static const char *const names[3] = {"last", "mean", "cls"};
     const int32_t **ks = calloc((size_t)n, sizeof *ks);
     int32_t *kn = calloc((size_t)n, sizeof *kn);
     for (int k = 0; many && k < 3; k++) {
@@ -190,15 +189,15 @@ static void test_many(void)
         for (int32_t i = 0; i < n; i++) {
             if (k > 0 && nt[i] > 64) continue;
             float *a = alone + (size_t)m * (size_t)g_E;
-            if (i < n_cases && json_object_get(json_array_get(g_cases, (size_t)i), names[k]))
+            if (i < n_cases && json_object_get(json_array_get(g_cases, (size_t)i), g_names[k]))
                 memcpy(a, g_first + ((size_t)i * 3 + (size_t)k) * (size_t)g_E, (size_t)g_E * sizeof *a);
             else
-                CHECK_EQ_INT(wk_embed_decoder(g_ctx, modes[k], seqs[i], nt[i], a, NULL, &err), WK_OK);
+                CHECK_EQ_INT(wk_embed_decoder(g_ctx, g_modes[k], seqs[i], nt[i], a, NULL, &err), WK_OK);
             ks[m] = seqs[i], kn[m++] = nt[i];
         }
         CHECK(k > 0 ? m == n_short : m == n);
         memset(out, 0xff, (size_t)n * (size_t)g_E * sizeof *out);
-        CHECK_EQ_INT(wk_embed_decoder_many(g_ctx, many, modes[k], m, ks, kn, out, NULL, &err), WK_OK);
+        CHECK_EQ_INT(wk_embed_decoder_many(g_ctx, many, g_modes[k], m, ks, kn, out, NULL, &err), WK_OK);
         int differ = 0;
         for (int32_t i = 0; i < m; i++)
             differ += memcmp(out + (size_t)i * (size_t)g_E, alone + (size_t)i * (size_t)g_E, (size_t)g_E * sizeof *out) != 0;
